@@ -1,0 +1,21 @@
+/**
+ * One Jest run covers unit specs (beside the code), the storage contract suite and the
+ * end-to-end suites under test/. SWC transpiles with decorator metadata, which Nest's
+ * dependency injection needs; `npm run typecheck` does the type checking separately.
+ */
+const swc = JSON.parse(require('fs').readFileSync(`${__dirname}/.swcrc`, 'utf8'));
+
+/** @type {import('jest').Config} */
+module.exports = {
+  rootDir: __dirname,
+  testEnvironment: 'node',
+  testMatch: ['<rootDir>/libs/**/*.spec.ts', '<rootDir>/test/**/*.spec.ts'],
+  transform: { '^.+\\.ts$': ['@swc/jest', { ...swc, swcrc: false }] },
+  moduleNameMapper: {
+    '^@chokaq/nestjs$': '<rootDir>/libs/chokaq/src',
+    '^@chokaq/nestjs/(.*)$': '<rootDir>/libs/chokaq/src/$1',
+  },
+  globalSetup: '<rootDir>/test/support/global-setup.ts',
+  testTimeout: 60_000,
+  maxWorkers: 2,
+};

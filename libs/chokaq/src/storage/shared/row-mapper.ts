@@ -1,0 +1,130 @@
+import { FailureReason, JobStatus } from '../job-status';
+import { HotJob, JobView, Pillar, QueueInfo } from '../job-storage';
+import { decodeTags } from './tags';
+
+/**
+ * Rows come back as `scheduled_at_utc` (PostgreSQL, SQLite) or `ScheduledAtUtc` (SQL Server).
+ * Both fold to `scheduledatutc`, so one mapper serves every dialect.
+ */
+type Row = Record<string, unknown>;
+
+function fold(row: Row): Row {
+  const out: Row = {};
+  for (const [key, value] of Object.entries(row)) out[key.replace(/_/g, '').toLowerCase()] = value;
+  return out;
+}
+
+/** Dates arrive as `Date` (pg, mssql), epoch milliseconds (SQLite) or strings. */
+export function toDate(value: unknown): Date | null {
+  if (value === null || value === undefined) return null;
+  if (value instanceof Date) return value;
+  if (typeof value === 'number') return new Date(value);
+  if (typeof value === 'bigint') return new Date(Number(value));
+  if (typeof value === 'string') return /^\d+$/.test(value) ? new Date(Number(value)) : new Date(value);
+  throw new TypeError(`Cannot read a date from ${typeof value}`);
+}
+
+function num(value: unknown): number {
+  return typeof value === 'number' ? value : Number(value);
+}
+
+function numOrNull(value: unknown): number | null {
+  return value === null || value === undefined ? null : num(value);
+}
+
+function str(value: unknown): string | null {
+  return value === null || value === undefined ? null : String(value);
+}
+
+function bool(value: unknown): boolean {
+  return value === true || value === 1 || value === '1' || value === 't' || value === 'true';
+}
+
+function parsePayload(value: unknown): unknown {
+  if (value === null || value === undefined) return null;
+  return JSON.parse(String(value));
+}
+
+/** Maps a hot-table row. */
+export function mapHotRow(raw: Row): HotJob {
+  const r = fold(raw);
+  return {
+    id: String(r.id),
+    queue: String(r.queue),
+    type: String(r.type),
+    payload: parsePayload(r.payload),
+    tags: decodeTags(str(r.tags)),
+    idempotencyKey: str(r.idempotencykey),
+    priority: num(r.priority),
+    status: num(r.status) as HotJob['status'],
+    attemptCount: num(r.attemptcount),
+    workerId: str(r.workerid),
+    leaseId: str(r.leaseid),
+    heartbeatUtc: toDate(r.heartbeatutc),
+    scheduledAtUtc: toDate(r.scheduledatutc),
+    createdAtUtc: toDate(r.createdatutc)!,
+    enqueuedAtUtc: toDate(r.enqueuedatutc)!,
+    startedAtUtc: toDate(r.startedatutc),
+    lastUpdatedUtc: toDate(r.lastupdatedutc)!,
+    createdBy: str(r.createdby),
+    lastModifiedBy: str(r.lastmodifiedby),
+    lastError: str(r.lasterror),
+    cancelRequestedUtc: toDate(r.cancelrequestedutc),
+    progress: numOrNull(r.progress),
+  };
+}
+
+/**
+ * Maps a row of any pillar. Archive rows have status Succeeded; DLQ rows take their status from
+ * the stored `Status` column (Failed, Cancelled or Zombie).
+ */
+export function mapJobView(raw: Row, pillar: Pillar): JobView {
+  const r = fold(raw);
+  const status =
+    pillar === 'archive' ? JobStatus.Succeeded : (num(r.status) as JobStatus);
+  return {
+    pillar,
+    id: String(r.id),
+    queue: String(r.queue),
+    type: String(r.type),
+    payload: parsePayload(r.payload),
+    tags: decodeTags(str(r.tags)),
+    idempotencyKey: str(r.idempotencykey),
+    priority: num(r.priority),
+    status,
+    attemptCount: num(r.attemptcount),
+    workerId: str(r.workerid),
+    leaseId: str(r.leaseid),
+    heartbeatUtc: toDate(r.heartbeatutc),
+    scheduledAtUtc: toDate(r.scheduledatutc),
+    createdAtUtc: toDate(r.createdatutc)!,
+    enqueuedAtUtc: toDate(r.enqueuedatutc)!,
+    startedAtUtc: toDate(r.startedatutc),
+    lastUpdatedUtc: toDate(r.lastupdatedutc),
+    createdBy: str(r.createdby),
+    lastModifiedBy: str(r.lastmodifiedby),
+    lastError: str(r.lasterror),
+    cancelRequestedUtc: toDate(r.cancelrequestedutc),
+    progress: numOrNull(r.progress),
+    finishedAtUtc: toDate(r.finishedatutc),
+    durationMs: numOrNull(r.durationms),
+    failureReason: numOrNull(r.failurereason) as FailureReason | null,
+    errorDetails: str(r.errordetails),
+    failedAtUtc: toDate(r.failedatutc),
+  };
+}
+
+/** Maps a `Queues` row. */
+export function mapQueueRow(raw: Row): QueueInfo {
+  const r = fold(raw);
+  return {
+    name: String(r.name),
+    isPaused: bool(r.ispaused),
+    isActive: bool(r.isactive),
+    maxWorkers: numOrNull(r.maxworkers),
+    zombieTimeoutSeconds: numOrNull(r.zombietimeoutseconds),
+    executionTimeoutMs: numOrNull(r.executiontimeoutms),
+    retryZombies: bool(r.retryzombies),
+    lastUpdatedUtc: toDate(r.lastupdatedutc)!,
+  };
+}

@@ -1,0 +1,314 @@
+import { ChokaQValidationError, ValidationIssue } from '../../errors';
+import { MAX_ENQUEUE_MANY, NewJob, ResurrectEdits } from '../job-storage';
+import { encodeTags } from './tags';
+import { isUuid, uuidv7 } from './uuid';
+
+/** Input limits of SPEC §6. */
+export const LIMITS = {
+  queueName: 255,
+  type: 255,
+  tag: 100,
+  tags: 20,
+  idempotencyKey: 255,
+  createdBy: 100,
+  priority: 1_000_000,
+  maxDelayMs: 10 * 365 * 24 * 3_600_000,
+  /** `runAt` must be before 9000-01-01T00:00:00Z. */
+  maxRunAt: Date.UTC(9000, 0, 1),
+} as const;
+
+/** Default `payload.maxBytes`: 1,000,000 UTF-8 bytes of serialised JSON. */
+export const DEFAULT_PAYLOAD_MAX_BYTES = 1_000_000;
+
+/** Default job priority. */
+export const DEFAULT_PRIORITY = 10;
+
+/** Default queue name. */
+export const DEFAULT_QUEUE = 'default';
+
+const QUEUE_NAME = /^[A-Za-z0-9._:-]+$/;
+
+/** A job that passed validation, ready for SQL parameters. */
+export interface ValidatedJob {
+  id: string;
+  queue: string;
+  type: string;
+  /** Serialised JSON payload. */
+  payload: string;
+  priority: number;
+  /** Milliseconds to add to the database clock, or null. */
+  delayMs: number | null;
+  /** Absolute eligibility instant, or null. */
+  runAt: Date | null;
+  idempotencyKey: string | null;
+  /** Encoded tags (`,a,b,`) or null. */
+  tags: string | null;
+  createdBy: string | null;
+}
+
+/** Collects issues, so a call reports every problem at once. */
+class Issues {
+  readonly list: ValidationIssue[] = [];
+  add(path: string, message: string, value: unknown): void {
+    this.list.push({ path, message, value });
+  }
+  throwIfAny(): void {
+    if (this.list.length > 0) throw new ChokaQValidationError(this.list);
+  }
+}
+
+function join(prefix: string, field: string): string {
+  return prefix ? `${prefix}.${field}` : field;
+}
+
+function hasNul(value: string): boolean {
+  return value.includes('\u0000');
+}
+
+function checkString(
+  issues: Issues,
+  path: string,
+  value: unknown,
+  max: number,
+  { min = 0, pattern }: { min?: number; pattern?: RegExp } = {},
+): value is string {
+  if (typeof value !== 'string') {
+    issues.add(path, 'must be a string', value);
+    return false;
+  }
+  if (value.length < min || value.length > max) {
+    issues.add(path, `must be ${min}–${max} characters long`, value);
+    return false;
+  }
+  if (hasNul(value)) {
+    issues.add(path, 'must not contain NUL characters', value);
+    return false;
+  }
+  if (pattern && !pattern.test(value)) {
+    issues.add(path, `must match ${pattern.source}`, value);
+    return false;
+  }
+  return true;
+}
+
+/** Validates a queue name (1–255 chars of `[A-Za-z0-9._:-]`). Throws `ChokaQValidationError`. */
+export function assertQueueName(name: unknown, path = 'queue'): string {
+  const issues = new Issues();
+  checkString(issues, path, name, LIMITS.queueName, { min: 1, pattern: QUEUE_NAME });
+  issues.throwIfAny();
+  return name as string;
+}
+
+function validateTags(issues: Issues, path: string, tags: unknown): void {
+  if (tags === undefined || tags === null) return;
+  if (!Array.isArray(tags)) {
+    issues.add(path, 'must be an array of strings', tags);
+    return;
+  }
+  if (tags.length > LIMITS.tags) issues.add(path, `must have at most ${LIMITS.tags} tags`, tags);
+  tags.forEach((tag, i) => {
+    if (checkString(issues, `${path}[${i}]`, tag, LIMITS.tag, { min: 1 }) && tag.includes(',')) {
+      issues.add(`${path}[${i}]`, 'must not contain commas', tag);
+    }
+  });
+}
+
+function validatePriority(issues: Issues, path: string, priority: unknown): void {
+  if (priority === undefined) return;
+  if (
+    typeof priority !== 'number' ||
+    !Number.isInteger(priority) ||
+    Math.abs(priority) > LIMITS.priority
+  ) {
+    issues.add(path, `must be an integer within ±${LIMITS.priority}`, priority);
+  }
+}
+
+/**
+ * Serialises a payload and checks its size. Returns the JSON text, or undefined after recording an
+ * issue (BigInt, cycles, a top-level function or undefined, too large).
+ */
+function serializePayload(
+  issues: Issues,
+  path: string,
+  payload: unknown,
+  maxBytes: number,
+): string | undefined {
+  let json: string | undefined;
+  try {
+    json = JSON.stringify(payload === undefined ? null : payload);
+  } catch (error) {
+    issues.add(
+      path,
+      `must be JSON-serialisable (${error instanceof Error ? error.message : String(error)})`,
+      payload,
+    );
+    return undefined;
+  }
+  if (json === undefined) {
+    issues.add(path, 'must be JSON-serialisable', payload);
+    return undefined;
+  }
+  // NUL characters inside payload strings are fine: JSON escapes them as \u0000 and the payload is
+  // stored as text, not jsonb (which would reject them). Only the string columns forbid NUL.
+  const bytes = Buffer.byteLength(json, 'utf8');
+  if (bytes > maxBytes) {
+    issues.add(path, `must be at most ${maxBytes} bytes of JSON (was ${bytes})`, payload);
+    return undefined;
+  }
+  return json;
+}
+
+function validateInto(
+  issues: Issues,
+  job: NewJob,
+  prefix: string,
+  payloadMaxBytes: number,
+): ValidatedJob | undefined {
+  const before = issues.list.length;
+  if (job === null || typeof job !== 'object') {
+    issues.add(prefix || 'job', 'must be an object', job);
+    return undefined;
+  }
+  const queue = job.queue ?? DEFAULT_QUEUE;
+  checkString(issues, join(prefix, 'queue'), queue, LIMITS.queueName, {
+    min: 1,
+    pattern: QUEUE_NAME,
+  });
+  const type = job.type ?? queue;
+  checkString(issues, join(prefix, 'type'), type, LIMITS.type, { min: 1 });
+  if (job.id !== undefined && !isUuid(job.id)) {
+    issues.add(join(prefix, 'id'), 'must be a UUID string', job.id);
+  }
+  validatePriority(issues, join(prefix, 'priority'), job.priority);
+  if (job.delayMs !== undefined) {
+    const d = job.delayMs;
+    if (typeof d !== 'number' || !Number.isInteger(d) || d < 0 || d > LIMITS.maxDelayMs) {
+      issues.add(
+        join(prefix, 'delayMs'),
+        `must be an integer from 0 to ${LIMITS.maxDelayMs} (10 years)`,
+        d,
+      );
+    }
+  }
+  if (job.runAt !== undefined) {
+    const t = job.runAt instanceof Date ? job.runAt.getTime() : NaN;
+    if (!Number.isFinite(t) || t >= LIMITS.maxRunAt) {
+      issues.add(join(prefix, 'runAt'), 'must be a valid Date before year 9000', job.runAt);
+    }
+    if (job.delayMs !== undefined) {
+      issues.add(join(prefix, 'runAt'), 'cannot be combined with delayMs', job.runAt);
+    }
+  }
+  if (job.idempotencyKey !== undefined && job.idempotencyKey !== null) {
+    checkString(issues, join(prefix, 'idempotencyKey'), job.idempotencyKey, LIMITS.idempotencyKey, {
+      min: 1,
+    });
+  }
+  if (job.createdBy !== undefined && job.createdBy !== null) {
+    checkString(issues, join(prefix, 'createdBy'), job.createdBy, LIMITS.createdBy);
+  }
+  validateTags(issues, join(prefix, 'tags'), job.tags);
+  const payload = serializePayload(issues, join(prefix, 'payload'), job.payload, payloadMaxBytes);
+  if (issues.list.length > before || payload === undefined) return undefined;
+  return {
+    id: job.id ?? uuidv7(),
+    queue,
+    type,
+    payload,
+    priority: job.priority ?? DEFAULT_PRIORITY,
+    delayMs: job.delayMs ?? null,
+    runAt: job.runAt ?? null,
+    idempotencyKey: job.idempotencyKey ?? null,
+    tags: encodeTags(job.tags),
+    createdBy: job.createdBy ?? null,
+  };
+}
+
+/** Validates one job (SPEC §6 limits); throws `ChokaQValidationError` naming every bad field. */
+export function validateNewJob(
+  job: NewJob,
+  payloadMaxBytes = DEFAULT_PAYLOAD_MAX_BYTES,
+): ValidatedJob {
+  const issues = new Issues();
+  const validated = validateInto(issues, job, '', payloadMaxBytes);
+  issues.throwIfAny();
+  return validated!;
+}
+
+/**
+ * Validates a batch before anything is written; a bad item fails the whole call and its path
+ * names the index (`items[12].priority`).
+ */
+export function validateNewJobs(
+  jobs: readonly NewJob[],
+  payloadMaxBytes = DEFAULT_PAYLOAD_MAX_BYTES,
+): ValidatedJob[] {
+  const issues = new Issues();
+  if (!Array.isArray(jobs)) {
+    issues.add('items', 'must be an array', jobs);
+    issues.throwIfAny();
+  }
+  if (jobs.length > MAX_ENQUEUE_MANY) {
+    issues.add('items', `must have at most ${MAX_ENQUEUE_MANY} items`, jobs);
+    issues.throwIfAny();
+  }
+  const out: ValidatedJob[] = [];
+  jobs.forEach((job, i) => {
+    const v = validateInto(issues, job, `items[${i}]`, payloadMaxBytes);
+    if (v) out.push(v);
+  });
+  issues.throwIfAny();
+  return out;
+}
+
+/** Resurrect edits after validation. */
+export interface ValidatedEdits {
+  payload: string | null;
+  tags: string | null | undefined;
+  priority: number | null;
+}
+
+/** Validates resurrect edits with the same limits as enqueue. */
+export function validateEdits(
+  edits: ResurrectEdits | undefined,
+  payloadMaxBytes = DEFAULT_PAYLOAD_MAX_BYTES,
+): ValidatedEdits {
+  const issues = new Issues();
+  if (!edits) return { payload: null, tags: undefined, priority: null };
+  let payload: string | null = null;
+  if ('payload' in edits) {
+    payload = serializePayload(issues, 'edits.payload', edits.payload, payloadMaxBytes) ?? null;
+  }
+  validateTags(issues, 'edits.tags', edits.tags);
+  validatePriority(issues, 'edits.priority', edits.priority);
+  issues.throwIfAny();
+  return {
+    payload,
+    tags: edits.tags === undefined ? undefined : encodeTags(edits.tags),
+    priority: edits.priority ?? null,
+  };
+}
+
+/** Validates a list of job ids (each must be a UUID string); at most `max` of them. */
+export function assertIds(ids: readonly string[], path = 'ids', max = MAX_ENQUEUE_MANY): string[] {
+  const issues = new Issues();
+  if (!Array.isArray(ids)) {
+    issues.add(path, 'must be an array of job ids', ids);
+  } else {
+    if (ids.length > max) issues.add(path, `must have at most ${max} ids`, ids);
+    ids.forEach((id, i) => {
+      if (!isUuid(id)) issues.add(`${path}[${i}]`, 'must be a UUID string', id);
+    });
+  }
+  issues.throwIfAny();
+  return [...new Set(ids)];
+}
+
+/** Validates a non-negative integer argument (limits, timeouts, delays). */
+export function assertNonNegativeInt(value: unknown, path: string, max = Number.MAX_SAFE_INTEGER): number {
+  if (typeof value !== 'number' || !Number.isInteger(value) || value < 0 || value > max) {
+    throw new ChokaQValidationError([{ path, message: `must be an integer from 0 to ${max}`, value }]);
+  }
+  return value;
+}

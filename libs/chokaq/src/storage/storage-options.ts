@@ -1,0 +1,87 @@
+import type { DataSource } from 'typeorm';
+import { TransientRetryOptions } from './shared/transient-retry';
+
+/** Options every dialect shares. @publicApi */
+export interface CommonStorageOptions {
+  /**
+   * PostgreSQL / SQL Server: the schema holding ChokaQ's tables (default `chokaq`).
+   * SQLite: the table-name prefix (default `chokaq_`). Validated as a plain identifier.
+   */
+  schema?: string;
+  /** Create or migrate the schema at startup. Default true for SQLite, true for the servers too (set false when a DBA applies `npx chokaq schema` by hand). */
+  autoCreateSchema?: boolean;
+  /** Largest payload in UTF-8 bytes of JSON. Default 1,000,000. */
+  payloadMaxBytes?: number;
+  /** Bounds of the transient-error retry. */
+  transientRetry?: TransientRetryOptions;
+}
+
+/** The embedded default: a SQLite file (`chokaq.db` in the working directory) or `:memory:`. @publicApi */
+export interface SqliteStorageOptions extends CommonStorageOptions {
+  type: 'sqlite';
+  /** File path, or `:memory:` for an in-memory database. Default `chokaq.db`. */
+  database?: string;
+  /** SQLite `busy_timeout` in ms; kept short because better-sqlite3 blocks the event loop while it waits. Default 50. */
+  busyTimeoutMs?: number;
+}
+
+/** PostgreSQL through `pg`. @publicApi */
+export interface PostgresStorageOptions extends CommonStorageOptions {
+  type: 'postgres';
+  /** Connection URL, e.g. `postgres://user:pass@host:5432/db`. */
+  url?: string;
+  host?: string;
+  port?: number;
+  username?: string;
+  password?: string;
+  database?: string;
+  /** Pool size. Default 10. */
+  poolSize?: number;
+  /** Send `NOTIFY` on enqueue and `LISTEN` for it in workers. Default true; false behind PgBouncer transaction pooling. */
+  notify?: boolean;
+}
+
+/** SQL Server / Azure SQL through `mssql`. @publicApi */
+export interface MssqlStorageOptions extends CommonStorageOptions {
+  type: 'mssql';
+  /** Connection URL, e.g. `mssql://user:pass@host:1433/db?encrypt=true`. */
+  url?: string;
+  host?: string;
+  port?: number;
+  username?: string;
+  password?: string;
+  database?: string;
+  /** Pool size. Default 10. */
+  poolSize?: number;
+  /** Driver options passed to `mssql` (`encrypt`, `trustServerCertificate`, …). */
+  options?: Record<string, unknown>;
+}
+
+/** Reuse the application's own TypeORM `DataSource` (its dialect is detected). ChokaQ never destroys it. @publicApi */
+export interface DataSourceStorageOptions extends CommonStorageOptions {
+  dataSource: DataSource;
+  /** PostgreSQL only: see {@link PostgresStorageOptions.notify}. */
+  notify?: boolean;
+}
+
+/** Where ChokaQ keeps its tables. @publicApi */
+export type StorageOptions =
+  | SqliteStorageOptions
+  | PostgresStorageOptions
+  | MssqlStorageOptions
+  | DataSourceStorageOptions;
+
+/** What a dialect implementation is constructed with. */
+export interface SqlStorageConfig {
+  dataSource: DataSource;
+  /** True when ChokaQ created the DataSource and must destroy it on `close()`. */
+  ownsDataSource: boolean;
+  /** Validated schema name (PostgreSQL, SQL Server) or table prefix (SQLite). */
+  schema: string;
+  payloadMaxBytes: number;
+  transientRetry: TransientRetryOptions;
+  /** PostgreSQL NOTIFY/LISTEN. */
+  notify: boolean;
+  /** SQLite busy_timeout. */
+  busyTimeoutMs: number;
+}
