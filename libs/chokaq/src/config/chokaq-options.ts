@@ -1,0 +1,114 @@
+import type { Type } from '@nestjs/common';
+import type { StorageOptions } from '../storage/storage-options';
+import type { ChokaQMiddleware } from '../runtime/middleware';
+
+/**
+ * Everything `ChokaQModule.forRoot()` accepts. Durations are milliseconds. Every field is optional;
+ * {@link resolveChokaQOptions} applies the defaults (SPEC §6) and validates the result.
+ *
+ * @publicApi
+ */
+export interface ChokaQModuleOptions {
+  /** Where the tables live. Default: the SQLite file `chokaq.db` in the working directory. */
+  storage?: StorageOptions;
+  retry?: {
+    /** Attempts in all, including the first. Default 3. */
+    maxAttempts?: number;
+    /** Wait before the first retry. Default 3,000. */
+    baseDelayMs?: number;
+    /** Growth of the wait per further attempt. Default 2. */
+    multiplier?: number;
+    /** Longest wait between attempts. Default 3,600,000 (1 h). */
+    maxDelayMs?: number;
+    /** Random extra wait, 0 to this, added to each retry. Default 1,000. */
+    jitterMs?: number;
+    /** No retry once a job has been in the hot table this long (from `EnqueuedAtUtc`). Default 86,400,000 (1 day). */
+    maxJobAgeMs?: number;
+  };
+  execution?: {
+    /** Execution timeout when neither the handler nor the queue sets one. Default 900,000 (15 min). */
+    timeoutMs?: number;
+  };
+  heartbeat?: {
+    /** Interval of the process's batched heartbeat, jittered ±20 %. Default 10,000. */
+    intervalMs?: number;
+    /** Consecutive heartbeat failures before the process reacts. Default 10. */
+    failureThreshold?: number;
+    /** After `failureThreshold` failures abort running jobs (true) or log degraded and go on (false). Default true. */
+    cancelOnHeartbeatFailure?: boolean;
+  };
+  rescue?: {
+    /** Interval of the rescue loop, jittered; its first run is delayed by one interval. Default 60,000. */
+    intervalMs?: number;
+    /** A Fetched row untouched this long returns to Pending. Default 600,000. */
+    fetchedJobTimeoutMs?: number;
+    /** A Processing row whose heartbeat is this old is a zombie (queues may override). Default 600,000. */
+    zombieTimeoutMs?: number;
+  };
+  worker?: {
+    /** False = producer-only: `JobClient` and admin work, no loop runs. Default true. */
+    enabled?: boolean;
+    /** Handlers running at once in this process (resizable at run time). Default 10. */
+    concurrency?: number;
+    /** Claimed-but-not-started jobs buffered in this process. Default 100. */
+    prefetch?: number;
+    /** Most rows claimed by one fetch. Default 20. */
+    batchSize?: number;
+    /** Sleep of the fetcher when nothing is due. Default 1,000. */
+    pollIntervalMs?: number;
+    /** How long shutdown waits for running handlers after aborting their signals. Default 30,000. */
+    shutdownGracePeriodMs?: number;
+    /** Worker id; default `hostname:pid:random`. */
+    workerId?: string;
+  };
+  payload?: {
+    /** Largest payload, in UTF-8 bytes of its JSON. Default 1,000,000. */
+    maxBytes?: number;
+  };
+  retention?: {
+    /** Archive rows are kept this long after they finished. Default 7 days. */
+    archiveMs?: number;
+    /** DLQ rows are kept this long after they failed. Default 30 days. */
+    dlqMs?: number;
+    /** Metric buckets are kept this long. Default 1 day. */
+    metricsMs?: number;
+    /** Interval of the maintenance loop. Default 3,600,000 (1 h). */
+    intervalMs?: number;
+  };
+  circuitBreaker?: {
+    /** Failures of one job type within `windowMs` that open its circuit. Default 5. */
+    failureThreshold?: number;
+    /** Window in which failures are counted. Default 60,000. */
+    windowMs?: number;
+    /** How long an open circuit stays open before half-open probes. Default 30,000. */
+    breakDurationMs?: number;
+    /** Probes allowed at once while half-open. Default 1. */
+    halfOpenProbes?: number;
+  };
+}
+
+/**
+ * Options of `forRoot`/`forRootAsync` that decide providers and therefore cannot come from an async
+ * factory (nestjs/cache-manager style "extras").
+ *
+ * @publicApi
+ */
+export interface ChokaQModuleExtras {
+  /** Middleware classes, resolved through Nest DI; the first listed is the outermost. */
+  middleware?: Type<ChokaQMiddleware>[];
+  /** Register the module globally. Default true. */
+  isGlobal?: boolean;
+}
+
+/** {@link ChokaQModuleOptions} with every default applied and validated. */
+export interface ResolvedChokaQOptions {
+  storage: StorageOptions;
+  retry: Required<NonNullable<ChokaQModuleOptions['retry']>>;
+  execution: Required<NonNullable<ChokaQModuleOptions['execution']>>;
+  heartbeat: Required<NonNullable<ChokaQModuleOptions['heartbeat']>>;
+  rescue: Required<NonNullable<ChokaQModuleOptions['rescue']>>;
+  worker: Required<NonNullable<ChokaQModuleOptions['worker']>>;
+  payload: Required<NonNullable<ChokaQModuleOptions['payload']>>;
+  retention: Required<NonNullable<ChokaQModuleOptions['retention']>>;
+  circuitBreaker: Required<NonNullable<ChokaQModuleOptions['circuitBreaker']>>;
+}

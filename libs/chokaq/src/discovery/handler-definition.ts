@@ -1,0 +1,36 @@
+import type { HandledJobs } from '../storage/job-storage';
+import type { JobContext } from '../runtime/job-context';
+
+/** Per-handler options of `@JobHandler`. @publicApi */
+export interface JobHandlerOptions {
+  /** Handle only this type of the queue; without it the handler takes every type of the queue. */
+  type?: string;
+  /** Execution timeout of this handler; wins over the queue's and the global one. */
+  timeoutMs?: number;
+  /** Attempts in all for this handler's jobs; wins over `retry.maxAttempts`. */
+  maxAttempts?: number;
+  /** A zombie of this handler returns to Pending instead of the DLQ (only for idempotent work). */
+  retryZombies?: boolean;
+}
+
+/** A discovered handler, bound to its provider instance. */
+export interface HandlerDefinition {
+  queue: string;
+  /** Undefined for a queue-wide handler. */
+  type?: string;
+  /** `ClassName.methodName`, for logs and errors. */
+  name: string;
+  timeoutMs?: number;
+  maxAttempts?: number;
+  retryZombies?: boolean;
+  /** Calls the provider method. */
+  invoke(payload: unknown, ctx: JobContext): Promise<unknown>;
+}
+
+/** What the runtime needs to know about the handlers of this process. */
+export interface HandlerLookup {
+  /** The `(queue, type)` handler if there is one, else the queue-wide one, else undefined. */
+  resolve(queue: string, type: string): HandlerDefinition | undefined;
+  /** The claim filter: queues with a queue-wide handler, and exact pairs for the others. */
+  handled(): HandledJobs;
+}

@@ -1,0 +1,26 @@
+import type { LoggerService } from '@nestjs/common';
+
+/**
+ * What a handler gets besides its payload.
+ *
+ * @publicApi
+ */
+export interface JobContext {
+  /** The job id (a UUIDv7). */
+  readonly id: string;
+  readonly queue: string;
+  readonly type: string;
+  /** 1 on the first run; counts runs that reached the handler. */
+  readonly attempt: number;
+  /** The fencing token of this run. A run whose lease was lost can no longer change the job. */
+  readonly leaseId: string;
+  /**
+   * Aborted when the job times out, is cancelled, the process shuts down, or heartbeats keep
+   * failing. Cooperative handlers pass it on to `fetch`, database calls and loops.
+   */
+  readonly signal: AbortSignal;
+  /** Records progress (0–100) on the hot row; best effort, never throws. */
+  reportProgress(percent: number): Promise<void>;
+  /** A logger whose context names the job. */
+  readonly logger: LoggerService;
+}
