@@ -13,14 +13,20 @@ export default async function globalSetup(): Promise<void> {
     process.env.CHOKAQ_PG_AVAILABLE = '1';
   } catch (error) {
     if (process.env.CHOKAQ_REQUIRE_PG === '1') {
-      throw new Error(`CHOKAQ_REQUIRE_PG=1 but PostgreSQL at ${PG_URL} is unreachable: ${String(error)}`);
+      throw new Error(
+        `CHOKAQ_REQUIRE_PG=1 but PostgreSQL at ${PG_URL} is unreachable: ${String(error)}`,
+      );
     }
     process.env.CHOKAQ_PG_AVAILABLE = '0';
-    console.log(`\nPostgreSQL suites SKIPPED: no server at ${PG_URL} (set CHOKAQ_PG_URL, or CHOKAQ_REQUIRE_PG=1 to fail instead).`);
+    console.log(
+      `\nPostgreSQL suites SKIPPED: no server at ${PG_URL} (set CHOKAQ_PG_URL, or CHOKAQ_REQUIRE_PG=1 to fail instead).`,
+    );
   } finally {
     await client.end().catch(() => undefined);
   }
   if (!MSSQL_URL) {
-    console.log('SQL Server live suites SKIPPED: CHOKAQ_MSSQL_URL is not set (the T-SQL grammar and golden tests still run).');
+    console.log(
+      'SQL Server live suites SKIPPED: CHOKAQ_MSSQL_URL is not set (the T-SQL grammar and golden tests still run).',
+    );
   }
 }

@@ -36,8 +36,10 @@ function describe(value: unknown): string {
     return JSON.stringify(value.length > 40 ? `${value.slice(0, 40)}…` : value);
   }
   if (typeof value === 'bigint') return `${value}n`;
-  if (typeof value === 'number' || typeof value === 'boolean' || value == null) return String(value);
-  if (value instanceof Date) return Number.isNaN(value.getTime()) ? 'Invalid Date' : value.toISOString();
+  if (typeof value === 'number' || typeof value === 'boolean' || value == null)
+    return String(value);
+  if (value instanceof Date)
+    return Number.isNaN(value.getTime()) ? 'Invalid Date' : value.toISOString();
   if (Array.isArray(value)) return `array(${value.length})`;
   return typeof value;
 }

@@ -32,7 +32,9 @@ export function dialectOf(dataSource: DataSource): StorageDialect | undefined {
 }
 
 /** Builds the `DataSourceOptions` ChokaQ uses when it opens its own connection. */
-function dataSourceOptionsFor(options: Exclude<StorageOptions, { dataSource: DataSource }>): DataSourceOptions {
+function dataSourceOptionsFor(
+  options: Exclude<StorageOptions, { dataSource: DataSource }>,
+): DataSourceOptions {
   switch (options.type) {
     case 'sqlite':
       return { type: 'better-sqlite3', database: options.database ?? DEFAULT_SQLITE_FILE };
@@ -67,7 +69,9 @@ function dataSourceOptionsFor(options: Exclude<StorageOptions, { dataSource: Dat
  * Opens (or borrows) a `DataSource`, constructs the dialect's `JobStorage`, applies connection
  * settings and, unless `autoCreateSchema` is false, creates or migrates the schema.
  */
-export async function createJobStorage(options: StorageOptions = { type: 'sqlite' }): Promise<JobStorage> {
+export async function createJobStorage(
+  options: StorageOptions = { type: 'sqlite' },
+): Promise<JobStorage> {
   const borrowed = 'dataSource' in options ? options.dataSource : undefined;
   const dataSource = borrowed ?? new DataSource(dataSourceOptionsFor(options as never));
   const dialect = dialectOf(dataSource);

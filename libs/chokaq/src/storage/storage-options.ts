@@ -66,10 +66,7 @@ export interface DataSourceStorageOptions extends CommonStorageOptions {
 
 /** Where ChokaQ keeps its tables. @publicApi */
 export type StorageOptions =
-  | SqliteStorageOptions
-  | PostgresStorageOptions
-  | MssqlStorageOptions
-  | DataSourceStorageOptions;
+  SqliteStorageOptions | PostgresStorageOptions | MssqlStorageOptions | DataSourceStorageOptions;
 
 /** What a dialect implementation is constructed with. */
 export interface SqlStorageConfig {

@@ -78,7 +78,11 @@ export function normalizePage<F extends object>(
     issues.push({ path: 'page', message: 'must be an integer from 1 to 1000000', value: page });
   }
   if (!Number.isInteger(pageSize) || pageSize < 1 || pageSize > MAX_PAGE_SIZE) {
-    issues.push({ path: 'pageSize', message: `must be an integer from 1 to ${MAX_PAGE_SIZE}`, value: pageSize });
+    issues.push({
+      path: 'pageSize',
+      message: `must be an integer from 1 to ${MAX_PAGE_SIZE}`,
+      value: pageSize,
+    });
   }
   const sortKey = q.sortBy ?? DEFAULT_SORT[pillar];
   const sortColumn = SORT_COLUMNS[pillar][sortKey];
@@ -136,17 +140,26 @@ function filterIssues(filter: DlqFilter & HistoryFilter & { status?: unknown }):
     }
   }
   if (filter.reason !== undefined && !(filter.reason in FailureReason)) {
-    issues.push({ path: 'filter.reason', message: 'must be a FailureReason code', value: filter.reason });
+    issues.push({
+      path: 'filter.reason',
+      message: 'must be a FailureReason code',
+      value: filter.reason,
+    });
   }
   if (filter.status !== undefined && ![0, 1, 2].includes(filter.status as number)) {
     issues.push({ path: 'filter.status', message: 'must be 0, 1 or 2', value: filter.status });
   }
   if (filter.ids !== undefined) {
     if (!Array.isArray(filter.ids) || filter.ids.length > 10_000) {
-      issues.push({ path: 'filter.ids', message: 'must be an array of at most 10000 ids', value: filter.ids });
+      issues.push({
+        path: 'filter.ids',
+        message: 'must be an array of at most 10000 ids',
+        value: filter.ids,
+      });
     } else {
       filter.ids.forEach((id, i) => {
-        if (!isUuid(id)) issues.push({ path: `filter.ids[${i}]`, message: 'must be a UUID string', value: id });
+        if (!isUuid(id))
+          issues.push({ path: `filter.ids[${i}]`, message: 'must be a UUID string', value: id });
       });
     }
   }

@@ -20,7 +20,8 @@ export function toDate(value: unknown): Date | null {
   if (value instanceof Date) return value;
   if (typeof value === 'number') return new Date(value);
   if (typeof value === 'bigint') return new Date(Number(value));
-  if (typeof value === 'string') return /^\d+$/.test(value) ? new Date(Number(value)) : new Date(value);
+  if (typeof value === 'string')
+    return /^\d+$/.test(value) ? new Date(Number(value)) : new Date(value);
   throw new TypeError(`Cannot read a date from ${typeof value}`);
 }
 
@@ -80,8 +81,7 @@ export function mapHotRow(raw: Row): HotJob {
  */
 export function mapJobView(raw: Row, pillar: Pillar): JobView {
   const r = fold(raw);
-  const status =
-    pillar === 'archive' ? JobStatus.Succeeded : (num(r.status) as JobStatus);
+  const status = pillar === 'archive' ? JobStatus.Succeeded : (num(r.status) as JobStatus);
   return {
     pillar,
     id: String(r.id),

@@ -306,9 +306,15 @@ export function assertIds(ids: readonly string[], path = 'ids', max = MAX_ENQUEU
 }
 
 /** Validates a non-negative integer argument (limits, timeouts, delays). */
-export function assertNonNegativeInt(value: unknown, path: string, max = Number.MAX_SAFE_INTEGER): number {
+export function assertNonNegativeInt(
+  value: unknown,
+  path: string,
+  max = Number.MAX_SAFE_INTEGER,
+): number {
   if (typeof value !== 'number' || !Number.isInteger(value) || value < 0 || value > max) {
-    throw new ChokaQValidationError([{ path, message: `must be an integer from 0 to ${max}`, value }]);
+    throw new ChokaQValidationError([
+      { path, message: `must be an integer from 0 to ${max}`, value },
+    ]);
   }
   return value;
 }
