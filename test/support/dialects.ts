@@ -10,14 +10,7 @@ import { MSSQL_URL, PG_URL, mssqlAvailable, pgAvailable } from './env';
 
 /** Logical table names, the same on every dialect. */
 export type TableName =
-  | 'hot'
-  | 'archive'
-  | 'dlq'
-  | 'stats'
-  | 'buckets'
-  | 'queues'
-  | 'recurring'
-  | 'migrations';
+  'hot' | 'archive' | 'dlq' | 'stats' | 'buckets' | 'queues' | 'recurring' | 'migrations';
 
 const BASE_NAMES: Record<TableName, { snake: string; pascal: string }> = {
   hot: { snake: 'jobs_hot', pascal: 'JobsHot' },
@@ -48,7 +41,18 @@ export interface TestDatabase {
    * completely. `clearFailure` removes it.
    */
   failInserts(table: TableName): Promise<void>;
+  /**
+   * Makes every INSERT and UPDATE of `table` fail. Counters (`stats`) and metric buckets may be
+   * written by an UPDATE or an upsert, which an insert-only trigger would not catch.
+   */
+  failWrites(table: TableName): Promise<void>;
+  /** Removes what `failInserts` / `failWrites` installed on `table`. */
   clearFailure(table: TableName): Promise<void>;
+  /**
+   * Opens another raw, initialised TypeORM `DataSource` on the same database (closed by `close()`),
+   * e.g. to borrow it to a storage (`{ dataSource, schema }`) and test the `transaction` option.
+   */
+  openDataSource(): Promise<DataSource>;
   /** Closes everything and drops the schema (or file). */
   close(): Promise<void>;
 }
@@ -60,6 +64,12 @@ export interface DialectFixture {
   create(overrides?: Partial<StorageOptions>): Promise<TestDatabase>;
 }
 
+/** Statements that install / remove a failing trigger; `updates` makes UPDATEs fail too. */
+interface FailSql {
+  add(t: string, trigger: string, updates: boolean): string[];
+  drop(t: string, trigger: string): string[];
+}
+
 function uniqueName(prefix: string): string {
   return `${prefix}${process.pid}_${randomBytes(4).toString('hex')}`;
 }
@@ -69,12 +79,15 @@ async function track(
   options: StorageOptions,
   table: (name: TableName) => string,
   raw: DataSource,
-  failSql: { add(t: string, trigger: string): string[]; drop(t: string, trigger: string): string[] },
+  failSql: FailSql,
+  newDataSource: () => DataSource,
   dropAll: () => Promise<void>,
 ): Promise<TestDatabase> {
   const storage = await createJobStorage(options);
   const others: JobStorage[] = [];
+  const dataSources: DataSource[] = [];
   const triggerName = (t: TableName) => `chokaq_test_fail_${t}`;
+  const writeTriggerName = (t: TableName) => `chokaq_test_failw_${t}`;
   return {
     dialect,
     storage,
@@ -82,18 +95,36 @@ async function track(
     table,
     sql: (query, params) => raw.query(query, params),
     async openAnother(overrides) {
-      const other = await createJobStorage({ ...options, ...overrides, autoCreateSchema: false } as StorageOptions);
+      const other = await createJobStorage({
+        ...options,
+        ...overrides,
+        autoCreateSchema: false,
+      } as StorageOptions);
       others.push(other);
       return other;
     },
     async failInserts(t) {
-      for (const statement of failSql.add(table(t), triggerName(t))) await raw.query(statement);
+      for (const statement of failSql.add(table(t), triggerName(t), false))
+        await raw.query(statement);
+    },
+    async failWrites(t) {
+      for (const statement of failSql.add(table(t), writeTriggerName(t), true))
+        await raw.query(statement);
     },
     async clearFailure(t) {
       for (const statement of failSql.drop(table(t), triggerName(t))) await raw.query(statement);
+      for (const statement of failSql.drop(table(t), writeTriggerName(t)))
+        await raw.query(statement);
+    },
+    async openDataSource() {
+      const ds = newDataSource();
+      await ds.initialize();
+      dataSources.push(ds);
+      return ds;
     },
     async close() {
       for (const other of others) await other.close().catch(() => undefined);
+      for (const ds of dataSources) if (ds.isInitialized) await ds.destroy().catch(() => undefined);
       await storage.close().catch(() => undefined);
       await dropAll();
     },
@@ -107,7 +138,12 @@ const sqlite: DialectFixture = {
     const dir = mkdtempSync(join(tmpdir(), 'chokaq-test-'));
     const file = join(dir, 'chokaq.db');
     const prefix = 'chokaq_';
-    const options = { type: 'sqlite', database: file, schema: prefix, ...overrides } as StorageOptions;
+    const options = {
+      type: 'sqlite',
+      database: file,
+      schema: prefix,
+      ...overrides,
+    } as StorageOptions;
     const raw = new DataSource({ type: 'better-sqlite3', database: file });
     await raw.initialize();
     await raw.query('PRAGMA busy_timeout = 5000');
@@ -117,11 +153,17 @@ const sqlite: DialectFixture = {
       (t) => `${prefix}${BASE_NAMES[t].snake}`,
       raw,
       {
-        add: (t, trg) => [
+        add: (t, trg, updates) => [
           `CREATE TRIGGER ${trg} BEFORE INSERT ON ${t} BEGIN SELECT RAISE(ABORT, 'chokaq test: injected failure'); END`,
+          ...(updates
+            ? [
+                `CREATE TRIGGER ${trg}_u BEFORE UPDATE ON ${t} BEGIN SELECT RAISE(ABORT, 'chokaq test: injected failure'); END`,
+              ]
+            : []),
         ],
-        drop: (_t, trg) => [`DROP TRIGGER IF EXISTS ${trg}`],
+        drop: (_t, trg) => [`DROP TRIGGER IF EXISTS ${trg}`, `DROP TRIGGER IF EXISTS ${trg}_u`],
       },
+      () => new DataSource({ type: 'better-sqlite3', database: file }),
       async () => {
         await raw.destroy();
         rmSync(dir, { recursive: true, force: true });
@@ -135,7 +177,13 @@ const postgres: DialectFixture = {
   available: pgAvailable(),
   async create(overrides) {
     const schema = uniqueName('chokaq_t_');
-    const options = { type: 'postgres', url: PG_URL, schema, poolSize: 10, ...overrides } as StorageOptions;
+    const options = {
+      type: 'postgres',
+      url: PG_URL,
+      schema,
+      poolSize: 10,
+      ...overrides,
+    } as StorageOptions;
     const raw = new DataSource({ type: 'postgres', url: PG_URL, poolSize: 4 });
     await raw.initialize();
     return track(
@@ -144,12 +192,13 @@ const postgres: DialectFixture = {
       (t) => `${schema}.${BASE_NAMES[t].snake}`,
       raw,
       {
-        add: (t, trg) => [
+        add: (t, trg, updates) => [
           `CREATE OR REPLACE FUNCTION ${schema}.${trg}() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RAISE EXCEPTION 'chokaq test: injected failure'; END $$`,
-          `CREATE TRIGGER ${trg} BEFORE INSERT ON ${t} FOR EACH ROW EXECUTE FUNCTION ${schema}.${trg}()`,
+          `CREATE TRIGGER ${trg} BEFORE INSERT${updates ? ' OR UPDATE' : ''} ON ${t} FOR EACH ROW EXECUTE FUNCTION ${schema}.${trg}()`,
         ],
         drop: (t, trg) => [`DROP TRIGGER IF EXISTS ${trg} ON ${t}`],
       },
+      () => new DataSource({ type: 'postgres', url: PG_URL, poolSize: 3 }),
       async () => {
         await raw.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`);
         await raw.destroy();
@@ -164,7 +213,11 @@ const mssql: DialectFixture = {
   async create(overrides) {
     const schema = uniqueName('chokaq_t_');
     const options = { type: 'mssql', url: MSSQL_URL, schema, ...overrides } as StorageOptions;
-    const raw = new DataSource({ type: 'mssql', url: MSSQL_URL, options: { encrypt: true, trustServerCertificate: true } } as never);
+    const raw = new DataSource({
+      type: 'mssql',
+      url: MSSQL_URL,
+      options: { encrypt: true, trustServerCertificate: true },
+    } as never);
     await raw.initialize();
     return track(
       'mssql',
@@ -172,11 +225,17 @@ const mssql: DialectFixture = {
       (t) => `[${schema}].[${BASE_NAMES[t].pascal}]`,
       raw,
       {
-        add: (t, trg) => [
-          `CREATE TRIGGER [${schema}].[${trg}] ON ${t} AFTER INSERT AS BEGIN THROW 50001, 'chokaq test: injected failure', 1; END`,
+        add: (t, trg, updates) => [
+          `CREATE TRIGGER [${schema}].[${trg}] ON ${t} AFTER INSERT${updates ? ', UPDATE' : ''} AS BEGIN THROW 50001, 'chokaq test: injected failure', 1; END`,
         ],
         drop: (_t, trg) => [`DROP TRIGGER IF EXISTS [${schema}].[${trg}]`],
       },
+      () =>
+        new DataSource({
+          type: 'mssql',
+          url: MSSQL_URL,
+          options: { encrypt: true, trustServerCertificate: true },
+        } as never),
       async () => {
         const tables = await raw.query(
           `SELECT name FROM sys.tables WHERE schema_id = SCHEMA_ID(@0)`,

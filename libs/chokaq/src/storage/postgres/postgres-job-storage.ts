@@ -1,12 +1,1214 @@
-import { JobStorage } from '../job-storage';
+import { Logger } from '@nestjs/common';
+import type { Client, Notification, Pool } from 'pg';
+import type { DataSource, QueryRunner } from 'typeorm';
+import { ChokaQTransactionError, ChokaQValidationError } from '../../errors';
+import { dlqStatusFor, FailureReason, Outcome } from '../job-status';
+import {
+  ActiveFilter,
+  BulkPreview,
+  CancelResult,
+  CompletedJob,
+  DlqErrorFamily,
+  DlqFilter,
+  DlqMove,
+  EnqueueOptions,
+  EnqueueResult,
+  FetchRequest,
+  HistoryFilter,
+  HotJob,
+  JobLease,
+  JobStorage,
+  JobView,
+  KeepAliveResult,
+  MAX_ENQUEUE_MANY,
+  NewJob,
+  Page,
+  PageQuery,
+  QueueHealth,
+  QueueInfo,
+  QueuePatch,
+  QueueStats,
+  RecurringJobDefinition,
+  RecurringJobRecord,
+  ResurrectEdits,
+  RetentionPolicy,
+  RetentionResult,
+  SummaryStats,
+  ThroughputStats,
+  ZombieRescueResult,
+} from '../job-storage';
+import { assertDlqFilter, normalizePage } from '../shared/page';
+import { mapHotRow, mapJobView, mapQueueRow, toDate } from '../shared/row-mapper';
+import { sanitizeErrorText } from '../shared/text';
+import { withTransientRetry } from '../shared/transient-retry';
+import { isUuid } from '../shared/uuid';
+import {
+  assertIds,
+  assertNonNegativeInt,
+  assertQueueName,
+  LIMITS,
+  validateEdits,
+  validateNewJob,
+  validateNewJobs,
+  ValidatedJob,
+} from '../shared/validate-job';
 import { SqlStorageConfig } from '../storage-options';
+import {
+  bootstrapStatements,
+  POSTGRES_MIGRATIONS,
+  POSTGRES_SCHEMA_VERSION,
+} from './postgres.schema';
+import * as SQL from './postgres.sql';
 
-// PLACEHOLDER while the postgres dialect is being written: declaration merging lets the rest of the
-// code type-check; every operation is missing at run time. Replace this whole file.
-// eslint-disable-next-line @typescript-eslint/no-empty-object-type, @typescript-eslint/no-unsafe-declaration-merging
-export interface PostgresJobStorage extends JobStorage {}
-// eslint-disable-next-line @typescript-eslint/no-unsafe-declaration-merging
-export class PostgresJobStorage {
+type Row = Record<string, unknown>;
+
+/** Runs one statement on a connection and returns its rows. */
+type Exec = (sql: string, params?: readonly unknown[]) => Promise<Row[]>;
+
+/** Rows per multi-row insert statement of `enqueueMany`. */
+const ENQUEUE_CHUNK_ROWS = 1_000;
+/** Payload bytes per insert statement of `enqueueMany` (keeps one bind message far below 1 GB). */
+const ENQUEUE_CHUNK_BYTES = 16 * 1024 * 1024;
+/** Ids per statement of id-list operations (cancel, resurrectMany, purgeDlq). */
+const ID_CHUNK = 1_000;
+/** Default rows per rescue statement. */
+const DEFAULT_RESCUE_LIMIT = 1_000;
+/** Default rows per retention batch. */
+const DEFAULT_RETENTION_BATCH = 1_000;
+/** Largest bulk-action / retention batch. */
+const MAX_BATCH = 10_000;
+/** Sample ids returned by a bulk preview. */
+const PREVIEW_SAMPLE = 20;
+/** How often an enqueue retries when the holder of its idempotency key vanished mid-call. */
+const MAX_HOLDER_ROUNDS = 5;
+/** Oldest server this dialect supports (`hashtextextended`, LATERAL + SKIP LOCKED, MATERIALIZED CTEs). */
+const MIN_SERVER_VERSION = 120_000;
+
+/** SQLSTATEs retried as transient: serialization failure, deadlock, admin/crash shutdown, cannot connect now, connection exceptions (08xxx). */
+const TRANSIENT_SQLSTATES = new Set(['40001', '40P01', '57P01', '57P02', '57P03']);
+/** Node socket errors retried as transient. */
+const TRANSIENT_NODE_CODES = new Set([
+  'ECONNRESET',
+  'ECONNREFUSED',
+  'EPIPE',
+  'ETIMEDOUT',
+  'EHOSTUNREACH',
+]);
+/** Driver messages of a lost connection (pg does not attach a code to them). */
+const TRANSIENT_MESSAGE =
+  /Connection terminated|connection timeout|Client has encountered a connection error|Connection is closed/i;
+
+/**
+ * True for PostgreSQL errors worth retrying (SPEC §3): 40001, 40P01, 57P01, 57P03, 08xxx and
+ * dropped connections. Looks through TypeORM's `QueryFailedError` to the driver error.
+ */
+export function isTransientPostgresError(error: unknown): boolean {
+  for (let e: unknown = error, depth = 0; e && typeof e === 'object' && depth < 4; depth++) {
+    const { code, message } = e as { code?: unknown; message?: unknown };
+    if (typeof code === 'string') {
+      if (TRANSIENT_SQLSTATES.has(code) || /^08[0-9A-Z]{3}$/.test(code)) return true;
+      if (TRANSIENT_NODE_CODES.has(code)) return true;
+    }
+    if (typeof message === 'string' && TRANSIENT_MESSAGE.test(message)) return true;
+    const next = e as { driverError?: unknown; cause?: unknown };
+    e = next.driverError ?? next.cause;
+  }
+  return false;
+}
+
+function num(value: unknown): number {
+  return value === null || value === undefined ? 0 : Number(value);
+}
+
+function chunk<T>(items: readonly T[], size: number): T[][] {
+  const out: T[][] = [];
+  for (let i = 0; i < items.length; i += size) out.push(items.slice(i, i + size));
+  return out;
+}
+
+/**
+ * The PostgreSQL dialect of {@link JobStorage}: all of ChokaQ's coordination through row locks,
+ * `FOR UPDATE SKIP LOCKED` claims and single-statement atomic moves. The SQL lives in
+ * `postgres.sql.ts` (each statement names the lock and isolation it relies on), the DDL in
+ * `postgres.schema.ts`.
+ *
+ * Connections: each operation borrows a `QueryRunner` (a pooled connection) of the `DataSource`
+ * and releases it in `finally`; multi-statement transactions run on one runner. `subscribe` uses
+ * its own `pg.Client` (LISTEN holds a session, so it must not sit on a pool slot).
+ */
+export class PostgresJobStorage implements JobStorage {
   readonly dialect = 'postgres' as const;
-  constructor(readonly config: SqlStorageConfig) {}
+
+  private readonly logger = new Logger(PostgresJobStorage.name);
+  private readonly dataSource: DataSource;
+  private readonly schemaName: string;
+  private readonly s: string;
+  private readonly channel: string | null;
+  private readonly listeners = new Set<Client>();
+  private closed = false;
+
+  /** Statements that depend only on the schema, built once. */
+  private readonly sql: {
+    enqueue: string;
+    lookupHolders: string;
+    lockBudgets: string;
+    claim: string;
+    claimedByLease: string;
+    markAsProcessing: string;
+    keepAlive: string;
+    release: string;
+    reschedule: string;
+    archive: string;
+    cancelMove: string;
+    cancelRequest: string;
+    recoverAbandoned: string;
+    archiveZombies: string;
+  };
+
+  constructor(readonly config: SqlStorageConfig) {
+    this.dataSource = config.dataSource;
+    this.schemaName = config.schema;
+    this.s = SQL.quoteSchema(config.schema);
+    this.channel = config.notify ? SQL.enqueueChannel(config.schema) : null;
+    const s = this.s;
+    this.sql = {
+      enqueue: SQL.enqueueChunk(s, this.channel),
+      lookupHolders: SQL.lookupEnqueueHolders(s),
+      lockBudgets: SQL.lockBudgetedQueues(s),
+      claim: SQL.claimBatch(s),
+      claimedByLease: SQL.selectClaimedByLease(s),
+      markAsProcessing: SQL.markAsProcessing(s),
+      keepAlive: SQL.keepAlive(s),
+      release: SQL.releaseLeases(s),
+      reschedule: SQL.rescheduleForRetry(s),
+      archive: SQL.archiveSucceeded(s),
+      cancelMove: SQL.cancelMove(s),
+      cancelRequest: SQL.cancelRequest(s, config.notify ? SQL.cancelChannel(config.schema) : null),
+      recoverAbandoned: SQL.recoverAbandoned(s),
+      archiveZombies: SQL.archiveZombies(s),
+    };
+  }
+
+  // ---------------------------------------------------------------- plumbing
+
+  /** Retries transient failures of a whole operation (each attempt a fresh statement or transaction). */
+  private retry<T>(name: string, operation: (attempt: number) => Promise<T>): Promise<T> {
+    let attempt = 0;
+    return withTransientRetry(
+      name,
+      () => operation(++attempt),
+      isTransientPostgresError,
+      this.config.transientRetry,
+    );
+  }
+
+  /** Borrows a pooled connection for `fn`, optionally inside one transaction; always releases it. */
+  private async withConnection<T>(
+    transaction: boolean,
+    fn: (exec: Exec) => Promise<T>,
+  ): Promise<T> {
+    const runner = this.dataSource.createQueryRunner('master');
+    try {
+      const exec = execOn(runner);
+      if (!transaction) return await fn(exec);
+      await runner.startTransaction();
+      try {
+        const result = await fn(exec);
+        await runner.commitTransaction();
+        return result;
+      } catch (error) {
+        if (runner.isTransactionActive) await runner.rollbackTransaction().catch(() => undefined);
+        throw error;
+      }
+    } finally {
+      await runner.release();
+    }
+  }
+
+  /** One autocommit statement with transient retry. */
+  private query(name: string, sql: string, params: readonly unknown[] = []): Promise<Row[]> {
+    return this.retry(name, () => this.withConnection(false, (exec) => exec(sql, params)));
+  }
+
+  /** One transaction with transient retry; `fn` must be safe to repeat from scratch. */
+  private transaction<T>(
+    name: string,
+    fn: (exec: Exec, attempt: number) => Promise<T>,
+  ): Promise<T> {
+    return this.retry(name, (attempt) => this.withConnection(true, (exec) => fn(exec, attempt)));
+  }
+
+  // ---------------------------------------------------------------- lifecycle
+
+  /** Checks the connection and the server version. */
+  async prepare(): Promise<void> {
+    const [row] = await this.query('prepare', SQL.SELECT_SERVER_VERSION);
+    const version = num(row?.version);
+    if (version < MIN_SERVER_VERSION) {
+      throw new Error(
+        `ChokaQ needs PostgreSQL 12 or later (server_version_num ${version}); upgrade the server.`,
+      );
+    }
+  }
+
+  /**
+   * Creates or migrates the schema. Fast path without any lock or DDL privilege when the ledger
+   * already has the newest version (the usual start of an app whose DBA applied the script). Else,
+   * in ONE transaction under `pg_advisory_xact_lock` keyed by the schema: create schema and ledger,
+   * re-read the ledger (another process may have finished meanwhile), apply the missing versions,
+   * record them. Concurrent callers queue on the lock; the lock ends with the transaction.
+   */
+  async ensureSchema(): Promise<void> {
+    if ((await this.appliedVersions()).includes(POSTGRES_SCHEMA_VERSION)) return;
+    await this.transaction('ensureSchema', async (exec) => {
+      await exec(SQL.LOCK_SCHEMA, [this.schemaName]);
+      for (const statement of bootstrapStatements(this.s)) await exec(statement);
+      const applied = new Set(
+        (await exec(SQL.selectAppliedVersions(this.s))).map((r) => num(r.version)),
+      );
+      for (const migration of POSTGRES_MIGRATIONS) {
+        if (applied.has(migration.version)) continue;
+        for (const statement of migration.statements(this.s)) await exec(statement);
+        await exec(SQL.recordMigration(this.s), [migration.version, migration.description]);
+        this.logger.log(
+          `Applied ChokaQ schema version ${migration.version} (${migration.description}) to "${this.schemaName}"`,
+        );
+      }
+    });
+  }
+
+  private async appliedVersions(): Promise<number[]> {
+    const [ledger] = await this.query('ensureSchema', SQL.SELECT_LEDGER_EXISTS, [
+      `${this.s}.schema_migrations`,
+    ]);
+    if (ledger?.exists !== true) return [];
+    return (await this.query('ensureSchema', SQL.selectAppliedVersions(this.s))).map((r) =>
+      num(r.version),
+    );
+  }
+
+  /** Ends every LISTEN client, then destroys the DataSource if ChokaQ created it. Idempotent. */
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    const clients = [...this.listeners];
+    this.listeners.clear();
+    await Promise.all(clients.map((client) => client.end().catch(() => undefined)));
+    if (this.config.ownsDataSource && this.dataSource.isInitialized)
+      await this.dataSource.destroy();
+  }
+
+  /** The database clock. */
+  async now(): Promise<Date> {
+    const [row] = await this.query('now', SQL.SELECT_NOW);
+    return toDate(row.now)!;
+  }
+
+  /**
+   * LISTENs on the schema's channel with a dedicated `pg.Client` (same connection options as the
+   * pool), so the session that holds the LISTEN never occupies a pool slot. Returns an unsubscribe
+   * function that UNLISTENs and ends the client; `close()` ends any left. Null with `notify: false`
+   * (PgBouncer transaction pooling cannot carry LISTEN). Reconnecting after a dropped LISTEN
+   * connection is a later issue: the error is logged and polling continues.
+   */
+  async subscribe(listener: (queue: string) => void): Promise<(() => Promise<void>) | null> {
+    if (this.channel === null || this.closed) return null;
+    const channel = this.channel;
+    const driver = this.dataSource.driver as unknown as {
+      postgres: { Client: new (options: unknown) => Client };
+      master: Pool & { options: Record<string, unknown> };
+    };
+    const client = new driver.postgres.Client({ ...driver.master.options });
+    client.on('error', (error: Error) =>
+      this.logger.warn(`LISTEN connection of "${this.schemaName}" failed: ${error.message}`),
+    );
+    client.on('notification', (message: Notification) => {
+      if (message.channel !== channel || message.payload === undefined) return;
+      try {
+        listener(message.payload);
+      } catch (error) {
+        this.logger.warn(`Enqueue listener threw: ${(error as Error)?.message ?? String(error)}`);
+      }
+    });
+    await client.connect();
+    try {
+      await client.query(`LISTEN "${channel}"`);
+    } catch (error) {
+      await client.end().catch(() => undefined);
+      throw error;
+    }
+    this.listeners.add(client);
+    let done = false;
+    return async () => {
+      if (done) return;
+      done = true;
+      if (!this.listeners.delete(client)) return;
+      await client.query(`UNLISTEN "${channel}"`).catch(() => undefined);
+      await client.end().catch(() => undefined);
+    };
+  }
+
+  // ---------------------------------------------------------------- producer
+
+  /** @inheritdoc */
+  async enqueue(job: NewJob, options?: EnqueueOptions): Promise<EnqueueResult> {
+    const validated = validateNewJob(job, this.config.payloadMaxBytes);
+    const runner = this.callerTransaction(options);
+    const [result] = runner
+      ? await this.insertJobs(execOn(runner), [validated])
+      : await this.retry('enqueue', () =>
+          this.withConnection(false, (exec) => this.insertJobs(exec, [validated])),
+        );
+    return result;
+  }
+
+  /**
+   * Validates all items first, then inserts in chunks of at most 1,000 rows (and 16 MB of payload),
+   * each chunk one statement (atomic by itself). Inside a caller's transaction every chunk runs on
+   * its runner and commits with it.
+   */
+  async enqueueMany(jobs: readonly NewJob[], options?: EnqueueOptions): Promise<EnqueueResult[]> {
+    const validated = validateNewJobs(jobs, this.config.payloadMaxBytes);
+    const runner = this.callerTransaction(options);
+    const results: EnqueueResult[] = [];
+    for (const part of chunkByBytes(validated)) {
+      const partResults = runner
+        ? await this.insertJobs(execOn(runner), part)
+        : await this.retry('enqueueMany', () =>
+            this.withConnection(false, (exec) => this.insertJobs(exec, part)),
+          );
+      results.push(...partResults);
+    }
+    return results;
+  }
+
+  /** The caller's QueryRunner when `options.transaction` is a usable one; throws when it is not. */
+  private callerTransaction(options: EnqueueOptions | undefined): QueryRunner | null {
+    const tx = options?.transaction;
+    if (tx === undefined || tx === null) return null;
+    const runner = tx as Partial<QueryRunner>;
+    if (
+      typeof tx !== 'object' ||
+      typeof runner.query !== 'function' ||
+      !('isTransactionActive' in runner)
+    ) {
+      throw new ChokaQTransactionError('it is not a TypeORM QueryRunner');
+    }
+    if (runner.dataSource !== this.dataSource && runner.connection !== this.dataSource) {
+      throw new ChokaQTransactionError('the QueryRunner belongs to another DataSource');
+    }
+    if (runner.isReleased) throw new ChokaQTransactionError('the QueryRunner was released');
+    if (!runner.isTransactionActive) {
+      throw new ChokaQTransactionError(
+        'the QueryRunner has no open transaction (call startTransaction first)',
+      );
+    }
+    return tx as QueryRunner;
+  }
+
+  /**
+   * Inserts validated jobs and resolves each one to its id: inserted → created; id already stored
+   * (any pillar) → that id; active idempotency key held → the holder's id. When a holder vanished
+   * between the insert and the lookup (it finished meanwhile), the item is inserted again.
+   */
+  private async insertJobs(exec: Exec, jobs: readonly ValidatedJob[]): Promise<EnqueueResult[]> {
+    const results = new Array<EnqueueResult | undefined>(jobs.length);
+    let pending = jobs.map((job, index) => ({ job, index }));
+    for (let round = 0; pending.length > 0; round++) {
+      if (round >= MAX_HOLDER_ROUNDS) {
+        throw new Error(
+          `enqueue could not settle idempotency keys after ${MAX_HOLDER_ROUNDS} rounds (holders kept finishing)`,
+        );
+      }
+      const batch = pending.map((p) => p.job);
+      const insertedRows = await exec(this.sql.enqueue, [
+        batch.map((j) => j.id),
+        batch.map((j) => j.queue),
+        batch.map((j) => j.type),
+        batch.map((j) => j.payload),
+        batch.map((j) => j.tags),
+        batch.map((j) => j.idempotencyKey),
+        batch.map((j) => j.priority),
+        batch.map((j) => j.delayMs),
+        batch.map((j) => j.runAt),
+        batch.map((j) => j.createdBy),
+      ]);
+      const inserted = new Set(insertedRows.filter((r) => r.id !== null).map((r) => String(r.id)));
+      const claimedIds = new Set<string>();
+      const rest: typeof pending = [];
+      for (const p of pending) {
+        // The first item with a given id wins; a repeat of that id in the same call is "not created".
+        if (inserted.has(p.job.id) && !claimedIds.has(p.job.id)) {
+          claimedIds.add(p.job.id);
+          results[p.index] = { id: p.job.id, created: true };
+        } else {
+          rest.push(p);
+        }
+      }
+      if (rest.length === 0) break;
+      const holders = await exec(this.sql.lookupHolders, [
+        rest.map((p) => p.job.id),
+        rest.map((p) => p.job.idempotencyKey).filter((k): k is string => k !== null),
+      ]);
+      const ids = new Set(holders.filter((h) => h.kind === 'id').map((h) => String(h.id)));
+      const keys = new Map(
+        holders
+          .filter((h) => h.kind === 'key')
+          .map((h) => [String(h.idempotency_key), String(h.id)] as const),
+      );
+      pending = [];
+      for (const p of rest) {
+        if (ids.has(p.job.id)) {
+          results[p.index] = { id: p.job.id, created: false };
+        } else if (p.job.idempotencyKey !== null && keys.has(p.job.idempotencyKey)) {
+          results[p.index] = { id: keys.get(p.job.idempotencyKey)!, created: false };
+        } else {
+          pending.push(p);
+        }
+      }
+    }
+    return results as EnqueueResult[];
+  }
+
+  // ---------------------------------------------------------------- worker-owned transitions
+
+  /**
+   * One short transaction: lock the budgeted queues' rows (serialises claims that spend a budget),
+   * then the claim statement with a fresh snapshot. A retry after an ambiguous failure first
+   * returns whatever an earlier attempt with this lease already committed.
+   */
+  async fetchNextBatch(request: FetchRequest): Promise<HotJob[]> {
+    const { workerId, leaseId, limit, handled } = request;
+    assertWorkerId(workerId, 'workerId');
+    assertLeaseId(leaseId, 'leaseId');
+    assertNonNegativeInt(limit, 'limit', MAX_BATCH);
+    const wide = [...new Set(handled?.queues ?? [])];
+    const wideSet = new Set(wide);
+    const pairs = (handled?.types ?? []).filter((p) => !wideSet.has(p.queue));
+    wide.forEach((q, i) => assertQueueName(q, `handled.queues[${i}]`));
+    pairs.forEach((p, i) => {
+      assertQueueName(p.queue, `handled.types[${i}].queue`);
+      if (typeof p.type !== 'string' || p.type.length < 1 || p.type.length > LIMITS.type) {
+        fail(`handled.types[${i}].type`, `must be a string of 1–${LIMITS.type} characters`, p.type);
+      }
+    });
+    if (limit === 0 || (wide.length === 0 && pairs.length === 0)) return [];
+    const queues = [...new Set([...wide, ...pairs.map((p) => p.queue)])];
+    const rows = await this.transaction('fetchNextBatch', async (exec, attempt) => {
+      if (attempt > 1) {
+        const already = await exec(this.sql.claimedByLease, [workerId, leaseId]);
+        if (already.length > 0) return already;
+      }
+      await exec(this.sql.lockBudgets, [queues]);
+      return exec(this.sql.claim, [
+        workerId,
+        leaseId,
+        wide,
+        pairs.map((p) => p.queue),
+        pairs.map((p) => p.type),
+        limit,
+      ]);
+    });
+    return rows.map(mapHotRow).sort(byPriorityThenDue);
+  }
+
+  /** @inheritdoc */
+  async markAsProcessing(leases: readonly JobLease[]): Promise<string[]> {
+    const l = leaseArrays(leases);
+    if (l.ids.length === 0) return [];
+    const rows = await this.query('markAsProcessing', this.sql.markAsProcessing, [
+      l.ids,
+      l.workers,
+      l.leases,
+    ]);
+    return rows.map((r) => String(r.id));
+  }
+
+  /** @inheritdoc */
+  async keepAlive(workerId: string, leases: readonly JobLease[]): Promise<KeepAliveResult> {
+    assertWorkerId(workerId, 'workerId');
+    const l = leaseArrays(leases);
+    if (l.ids.length === 0) return { touched: 0, cancelRequested: [] };
+    const rows = await this.query('keepAlive', this.sql.keepAlive, [
+      l.ids,
+      l.workers,
+      l.leases,
+      workerId,
+    ]);
+    return {
+      touched: rows.length,
+      cancelRequested: rows.filter((r) => r.cancel_requested === true).map((r) => String(r.id)),
+    };
+  }
+
+  /** @inheritdoc */
+  async release(leases: readonly JobLease[], delayMs?: number): Promise<number> {
+    if (delayMs !== undefined) assertNonNegativeInt(delayMs, 'delayMs', LIMITS.maxDelayMs);
+    const l = leaseArrays(leases);
+    if (l.ids.length === 0) return 0;
+    const [row] = await this.query('release', this.sql.release, [
+      l.ids,
+      l.workers,
+      l.leases,
+      delayMs ?? null,
+    ]);
+    return num(row?.n);
+  }
+
+  /** @inheritdoc */
+  async rescheduleForRetry(lease: JobLease, delayMs: number, error: string): Promise<number> {
+    const l = leaseArrays([lease]);
+    assertNonNegativeInt(delayMs, 'delayMs', LIMITS.maxDelayMs);
+    const [row] = await this.query('rescheduleForRetry', this.sql.reschedule, [
+      l.ids[0],
+      l.workers[0],
+      l.leases[0],
+      delayMs,
+      sanitizeErrorText(String(error ?? '')),
+    ]);
+    return num(row?.n);
+  }
+
+  /** @inheritdoc */
+  async archiveSucceeded(items: readonly CompletedJob[]): Promise<string[]> {
+    const l = leaseArrays(items);
+    if (l.ids.length === 0) return [];
+    const byId = new Map(items.map((i) => [i.id, i]));
+    const durations = l.ids.map((id) => {
+      const d = byId.get(id)?.durationMs;
+      return typeof d === 'number' && Number.isFinite(d) && d >= 0 ? Math.round(d) : null;
+    });
+    const rows = await this.query('archiveSucceeded', this.sql.archive, [
+      l.ids,
+      l.workers,
+      l.leases,
+      durations,
+    ]);
+    return rows.map((r) => String(r.id));
+  }
+
+  /** @inheritdoc */
+  async moveToDlq(target: JobLease | { id: string }, move: DlqMove): Promise<number> {
+    const reason = assertFailureReason(move?.reason);
+    const status = dlqStatusFor(reason) as 4 | 5 | 6;
+    const cancelled = reason === FailureReason.Cancelled;
+    const shape: SQL.DlqMoveShape = {
+      status,
+      outcome: cancelled ? Outcome.Cancelled : Outcome.Failed,
+      counter: cancelled ? 'cancelled_total' : 'failed_total',
+    };
+    const error = sanitizeErrorText(String(move.error ?? ''));
+    const actor = assertActor(move.actor);
+    const duration =
+      typeof move.durationMs === 'number' &&
+      Number.isFinite(move.durationMs) &&
+      move.durationMs >= 0
+        ? Math.round(move.durationMs)
+        : null;
+    const owned = 'workerId' in target || 'leaseId' in target;
+    let params: unknown[];
+    if (owned) {
+      const l = leaseArrays([target as JobLease]);
+      params = [l.ids[0], l.workers[0], l.leases[0], reason, error, actor, duration];
+    } else {
+      params = [assertIds([target?.id], 'id')[0], reason, error, actor, duration];
+    }
+    const rows = await this.query('moveToDlq', SQL.moveToDlq(this.s, shape, owned), params);
+    return rows.length;
+  }
+
+  /**
+   * One transaction of two statements: move Pending/Fetched rows to the DLQ, then flag Processing
+   * rows. The second statement takes a new snapshot, so a row that became Processing while the
+   * first ran is flagged rather than missed.
+   */
+  async cancel(ids: readonly string[], actor?: string): Promise<CancelResult> {
+    const unique = assertIds(ids);
+    const who = assertActor(actor);
+    const error = sanitizeErrorText(`Cancelled${who ? ` by ${who}` : ''}`);
+    const result: CancelResult = { cancelled: [], cancelRequested: [] };
+    for (const part of chunk(unique, ID_CHUNK)) {
+      const [moved, requested] = await this.transaction('cancel', async (exec) => [
+        await exec(this.sql.cancelMove, [part, error, who]),
+        await exec(this.sql.cancelRequest, [part, who]),
+      ]);
+      result.cancelled.push(...moved.map((r) => String(r.id)));
+      result.cancelRequested.push(...requested.map((r) => String(r.id)));
+    }
+    return result;
+  }
+
+  // ---------------------------------------------------------------- DLQ → hot
+
+  /** @inheritdoc */
+  async resurrect(id: string, edits?: ResurrectEdits, actor?: string): Promise<number> {
+    const [jobId] = assertIds([id], 'id');
+    const e = validateEdits(edits, this.config.payloadMaxBytes);
+    const rows = await this.query('resurrect', SQL.resurrect(this.s, SQL.CHOOSE_DLQ_BY_IDS), [
+      e.payload,
+      e.tags !== undefined,
+      e.tags ?? null,
+      e.priority,
+      assertActor(actor),
+      [jobId],
+    ]);
+    return rows.length;
+  }
+
+  /** @inheritdoc */
+  async resurrectMany(ids: readonly string[], actor?: string): Promise<string[]> {
+    const unique = assertIds(ids);
+    const who = assertActor(actor);
+    const moved: string[] = [];
+    const sql = SQL.resurrect(this.s, SQL.CHOOSE_DLQ_BY_IDS);
+    for (const part of chunk(unique, ID_CHUNK)) {
+      const rows = await this.query('resurrectMany', sql, [null, false, null, null, who, part]);
+      moved.push(...rows.map((r) => String(r.id)));
+    }
+    return moved;
+  }
+
+  /** Bounded batches (oldest failure first, skipping rows other bulk actions hold), each its own statement. */
+  async resurrectByFilter(filter: DlqFilter, max: number, actor?: string): Promise<string[]> {
+    const f = assertDlqFilter(filter);
+    assertNonNegativeInt(max, 'max', MAX_ENQUEUE_MANY);
+    const who = assertActor(actor);
+    const moved: string[] = [];
+    while (moved.length < max) {
+      const batch = Math.min(ID_CHUNK, max - moved.length);
+      const params: unknown[] = [null, false, null, null, who];
+      const where = SQL.filterClause('dlq', f, params, 'f');
+      params.push(batch);
+      const selection = SQL.chooseDlqByFilter(this.s, where, `$${params.length}`);
+      const rows = await this.query('resurrectByFilter', SQL.resurrect(this.s, selection), params);
+      moved.push(...rows.map((r) => String(r.id)));
+      if (rows.length < batch) break;
+    }
+    return moved;
+  }
+
+  // ---------------------------------------------------------------- rescue
+
+  /** @inheritdoc */
+  async recoverAbandoned(fetchedTimeoutMs: number, limit = DEFAULT_RESCUE_LIMIT): Promise<number> {
+    assertNonNegativeInt(fetchedTimeoutMs, 'fetchedTimeoutMs');
+    assertNonNegativeInt(limit, 'limit', MAX_BATCH);
+    if (limit === 0) return 0;
+    const rows = await this.query('recoverAbandoned', this.sql.recoverAbandoned, [
+      fetchedTimeoutMs,
+      limit,
+    ]);
+    return rows.length;
+  }
+
+  /** @inheritdoc */
+  async archiveZombies(
+    defaultZombieTimeoutMs: number,
+    limit = DEFAULT_RESCUE_LIMIT,
+  ): Promise<ZombieRescueResult> {
+    assertNonNegativeInt(defaultZombieTimeoutMs, 'defaultZombieTimeoutMs');
+    assertNonNegativeInt(limit, 'limit', MAX_BATCH);
+    if (limit === 0) return { dlq: [], retried: [] };
+    const error =
+      'Zombie: the heartbeat expired while the job was Processing (the worker died or stalled)';
+    const rows = await this.query('archiveZombies', this.sql.archiveZombies, [
+      defaultZombieTimeoutMs,
+      limit,
+      error,
+    ]);
+    return {
+      dlq: rows.filter((r) => r.kind === 'dlq').map((r) => String(r.id)),
+      retried: rows.filter((r) => r.kind === 'retried').map((r) => String(r.id)),
+    };
+  }
+
+  // ---------------------------------------------------------------- queues
+
+  /** @inheritdoc */
+  async getQueues(): Promise<QueueInfo[]> {
+    return (await this.query('getQueues', SQL.selectQueues(this.s))).map(mapQueueRow);
+  }
+
+  /** @inheritdoc */
+  async updateQueue(name: string, patch: QueuePatch): Promise<QueueInfo> {
+    assertQueueName(name, 'name');
+    const p = assertQueuePatch(patch);
+    const has = (key: keyof QueuePatch): boolean => p[key] !== undefined;
+    const [row] = await this.query('updateQueue', SQL.upsertQueue(this.s), [
+      name,
+      p.isPaused ?? null,
+      p.isActive ?? null,
+      p.retryZombies ?? null,
+      has('maxWorkers'),
+      p.maxWorkers ?? null,
+      has('zombieTimeoutSeconds'),
+      p.zombieTimeoutSeconds ?? null,
+      has('executionTimeoutMs'),
+      p.executionTimeoutMs ?? null,
+    ]);
+    return mapQueueRow(row);
+  }
+
+  // ---------------------------------------------------------------- purge and retention
+
+  /** @inheritdoc */
+  async purgeDlq(ids: readonly string[]): Promise<number> {
+    let deleted = 0;
+    for (const part of chunk(assertIds(ids), ID_CHUNK)) {
+      deleted += (await this.query('purgeDlq', SQL.purgeDlqByIds(this.s), [part])).length;
+    }
+    return deleted;
+  }
+
+  /** @inheritdoc */
+  async purgeDlqByFilter(filter: DlqFilter, max: number): Promise<number> {
+    const f = assertDlqFilter(filter);
+    assertNonNegativeInt(max, 'max', Number.MAX_SAFE_INTEGER);
+    let deleted = 0;
+    while (deleted < max) {
+      const batch = Math.min(ID_CHUNK, max - deleted);
+      const params: unknown[] = [];
+      const where = SQL.filterClause('dlq', f, params, 'f');
+      params.push(batch);
+      const selection = SQL.chooseDlqByFilter(this.s, where, `$${params.length}`);
+      const rows = await this.query(
+        'purgeDlqByFilter',
+        SQL.purgeDlqChosen(this.s, selection),
+        params,
+      );
+      deleted += rows.length;
+      if (rows.length < batch) break;
+    }
+    return deleted;
+  }
+
+  /** Each pillar in batches of `batchSize`, each batch its own statement (= short transaction). */
+  async applyRetention(policy: RetentionPolicy): Promise<RetentionResult> {
+    assertNonNegativeInt(policy?.archiveMs, 'archiveMs');
+    assertNonNegativeInt(policy.dlqMs, 'dlqMs');
+    assertNonNegativeInt(policy.metricsMs, 'metricsMs');
+    const batch = policy.batchSize ?? DEFAULT_RETENTION_BATCH;
+    assertNonNegativeInt(batch, 'batchSize', MAX_BATCH);
+    if (batch === 0) return { archive: 0, dlq: 0, metricBuckets: 0 };
+    const drain = async (name: string, sql: string, ageMs: number): Promise<number> => {
+      let total = 0;
+      for (;;) {
+        const n = (await this.query(name, sql, [ageMs, batch])).length;
+        total += n;
+        if (n < batch) return total;
+      }
+    };
+    return {
+      archive: await drain('retention.archive', SQL.retainArchive(this.s), policy.archiveMs),
+      dlq: await drain('retention.dlq', SQL.retainDlq(this.s), policy.dlqMs),
+      metricBuckets: await drain('retention.buckets', SQL.retainBuckets(this.s), policy.metricsMs),
+    };
+  }
+
+  // ---------------------------------------------------------------- reads
+
+  /**
+   * Hot first, then archive, then DLQ: three primary-key reads on one pooled connection, not one
+   * snapshot. Forward moves (hot → archive/DLQ) between the reads are still found; a resurrect
+   * (DLQ → hot) landing exactly between the first and the last read can make one call miss the job.
+   */
+  async getJob(id: string): Promise<JobView | null> {
+    if (!isUuid(id)) return null;
+    const lookups = [
+      ['hot', SQL.selectHotById(this.s)],
+      ['archive', SQL.selectArchiveById(this.s)],
+      ['dlq', SQL.selectDlqById(this.s)],
+    ] as const;
+    for (const [pillar, sql] of lookups) {
+      const [row] = await this.query('getJob', sql, [id]);
+      if (row) return mapJobView(row, pillar);
+    }
+    return null;
+  }
+
+  /** @inheritdoc */
+  listActive(query: PageQuery<ActiveFilter>): Promise<Page<JobView>> {
+    return this.page('hot', query);
+  }
+
+  /** @inheritdoc */
+  getArchivePage(query: PageQuery<HistoryFilter>): Promise<Page<JobView>> {
+    return this.page('archive', query);
+  }
+
+  /** @inheritdoc */
+  getDlqPage(query: PageQuery<DlqFilter>): Promise<Page<JobView>> {
+    return this.page('dlq', query);
+  }
+
+  private async page<F extends object>(
+    pillar: 'hot' | 'archive' | 'dlq',
+    query: PageQuery<F>,
+  ): Promise<Page<JobView>> {
+    const n = normalizePage(pillar, query);
+    const params: unknown[] = [];
+    const where = SQL.filterClause(pillar, n.filter as ActiveFilter & DlqFilter, params, 'x');
+    const pageParams = [...params, n.pageSize, n.offset];
+    const [rows, [count]] = await Promise.all([
+      this.query(
+        'page',
+        SQL.selectPage(
+          this.s,
+          pillar,
+          where,
+          n.sortColumn,
+          n.sortDir,
+          `$${params.length + 1}`,
+          `$${params.length + 2}`,
+        ),
+        pageParams,
+      ),
+      this.query('page.count', SQL.countPage(this.s, pillar, where), params),
+    ]);
+    return {
+      items: rows.map((r) => mapJobView(r, pillar)),
+      total: num(count?.total),
+      page: n.page,
+      pageSize: n.pageSize,
+    };
+  }
+
+  /** @inheritdoc */
+  async getSummary(): Promise<SummaryStats> {
+    const [r] = await this.query('getSummary', SQL.selectSummary(this.s));
+    return {
+      succeededTotal: num(r.succeeded_total),
+      failedTotal: num(r.failed_total),
+      cancelledTotal: num(r.cancelled_total),
+      retriedTotal: num(r.retried_total),
+      resurrectedTotal: num(r.resurrected_total),
+      pending: num(r.pending),
+      fetched: num(r.fetched),
+      processing: num(r.processing),
+      archived: num(r.archived),
+      dlq: num(r.dlq),
+    };
+  }
+
+  /** @inheritdoc */
+  async getQueueStats(): Promise<QueueStats[]> {
+    const rows = await this.query('getQueueStats', SQL.selectQueueStats(this.s));
+    return rows.map((r) => ({
+      queue: String(r.queue),
+      pending: num(r.pending),
+      fetched: num(r.fetched),
+      processing: num(r.processing),
+      archived: num(r.archived),
+      dlq: num(r.dlq),
+      succeededTotal: num(r.succeeded_total),
+      failedTotal: num(r.failed_total),
+      cancelledTotal: num(r.cancelled_total),
+      retriedTotal: num(r.retried_total),
+      resurrectedTotal: num(r.resurrected_total),
+      lastActivityUtc: toDate(r.last_activity_utc),
+      isPaused: r.is_paused === true,
+      isActive: r.is_active === true,
+      maxWorkers: r.max_workers === null ? null : num(r.max_workers),
+    }));
+  }
+
+  /** @inheritdoc */
+  async getQueueHealth(): Promise<QueueHealth[]> {
+    const rows = await this.query('getQueueHealth', SQL.selectQueueHealth(this.s));
+    return rows.map((r) => {
+      const maxWorkers = r.max_workers === null ? null : num(r.max_workers);
+      const active = num(r.active);
+      return {
+        queue: String(r.queue),
+        duePending: num(r.due_pending),
+        avgLagMs: Math.round(num(r.avg_lag_ms)),
+        maxLagMs: Math.round(num(r.max_lag_ms)),
+        active,
+        maxWorkers,
+        // A zero budget that is in use (or not) counts as fully saturated: nothing more can start.
+        saturation: maxWorkers === null ? null : maxWorkers === 0 ? 1 : active / maxWorkers,
+      };
+    });
+  }
+
+  /** @inheritdoc */
+  async getThroughput(queue?: string): Promise<ThroughputStats> {
+    if (queue !== undefined) assertQueueName(queue);
+    const [r] = await this.query('getThroughput', SQL.selectThroughput(this.s), [queue ?? null]);
+    return {
+      perSecond1m: num(r.total_1m) / 60,
+      perSecond5m: num(r.total_5m) / 300,
+      succeeded1m: num(r.succeeded_1m),
+      failed1m: num(r.failed_1m),
+      succeeded5m: num(r.succeeded_5m),
+      failed5m: num(r.failed_5m),
+    };
+  }
+
+  /** Groups at most the newest 10,000 matching DLQ rows (a bounded read). */
+  async getTopDlqErrors(limit: number, filter?: DlqFilter): Promise<DlqErrorFamily[]> {
+    assertNonNegativeInt(limit, 'limit', 1_000);
+    const f = assertDlqFilter(filter);
+    if (limit === 0) return [];
+    const params: unknown[] = [];
+    const where = SQL.filterClause('dlq', f, params, 'x');
+    params.push(limit);
+    const rows = await this.query(
+      'getTopDlqErrors',
+      SQL.selectTopDlqErrors(this.s, where, `$${params.length}`),
+      params,
+    );
+    return rows.map((r) => ({
+      error: String(r.error),
+      count: num(r.count),
+      lastFailedAtUtc: toDate(r.last_failed_at_utc)!,
+    }));
+  }
+
+  /** Matched count, `min(matched, max)`, and up to 20 sample ids in the order bulk actions take them. */
+  async previewDlqFilter(filter: DlqFilter, max: number): Promise<BulkPreview> {
+    const f = assertDlqFilter(filter);
+    assertNonNegativeInt(max, 'max', Number.MAX_SAFE_INTEGER);
+    const params: unknown[] = [];
+    const where = SQL.filterClause('dlq', f, params, 'x');
+    const [[count], sample] = await Promise.all([
+      this.query('previewDlqFilter', SQL.countPage(this.s, 'dlq', where), params),
+      this.query('previewDlqFilter', SQL.selectDlqSample(this.s, where, `$${params.length + 1}`), [
+        ...params,
+        Math.min(PREVIEW_SAMPLE, max),
+      ]),
+    ]);
+    const matched = num(count?.total);
+    return {
+      matched,
+      willAffect: Math.min(matched, max),
+      sampleIds: sample.map((r) => String(r.id)),
+    };
+  }
+
+  // ---------------------------------------------------------------- recurring jobs
+
+  /** @inheritdoc */
+  async upsertRecurringJob(definition: RecurringJobDefinition): Promise<void> {
+    const d = assertRecurring(definition);
+    const job = validateNewJob(
+      { queue: d.queue, type: d.type, payload: d.payload },
+      this.config.payloadMaxBytes,
+    );
+    await this.query('upsertRecurringJob', SQL.upsertRecurring(this.s), [
+      d.name,
+      d.cron,
+      d.timeZone,
+      job.queue,
+      job.type,
+      job.payload,
+      d.misfirePolicy,
+      d.nextSlotUtc,
+    ]);
+  }
+
+  /** @inheritdoc */
+  async getRecurringJobs(): Promise<RecurringJobRecord[]> {
+    const rows = await this.query('getRecurringJobs', SQL.selectRecurring(this.s));
+    return rows.map((r) => ({
+      name: String(r.name),
+      cron: String(r.cron),
+      timeZone: String(r.time_zone),
+      queue: String(r.queue),
+      type: String(r.type),
+      payload: JSON.parse(String(r.payload)) as unknown,
+      misfirePolicy: r.misfire_policy === 'none' ? 'none' : 'skip',
+      nextSlotUtc: toDate(r.next_slot_utc)!,
+      lastSlotUtc: toDate(r.last_slot_utc),
+      isPaused: r.is_paused === true,
+    }));
+  }
+
+  /**
+   * CAS on `next_slot_utc` and the slot's enqueue in ONE transaction: either both happen or
+   * neither. Null when the CAS lost (another process took the slot). With `job` null (a slot that
+   * is skipped, e.g. misfire `none`) the slot still advances and the result is null too (nothing was
+   * enqueued), as on SQLite.
+   */
+  async claimRecurringSlot(
+    name: string,
+    slotUtc: Date,
+    nextSlotUtc: Date,
+    job: NewJob | null,
+  ): Promise<EnqueueResult | null> {
+    assertRecurringName(name);
+    assertDate(slotUtc, 'slotUtc');
+    assertDate(nextSlotUtc, 'nextSlotUtc');
+    const validated = job === null ? null : validateNewJob(job, this.config.payloadMaxBytes);
+    return this.transaction('claimRecurringSlot', async (exec) => {
+      const won = await exec(SQL.casRecurringSlot(this.s), [name, slotUtc, nextSlotUtc]);
+      if (won.length === 0) return null;
+      if (validated === null) return null;
+      const [result] = await this.insertJobs(exec, [validated]);
+      return result;
+    });
+  }
+}
+
+// -------------------------------------------------------------------------------- helpers
+
+/** Runs statements on one QueryRunner and returns their rows (`query(sql, params, true)` → QueryResult). */
+function execOn(runner: QueryRunner): Exec {
+  return async (sql, params = []) => {
+    const result = await runner.query(sql, [...params], true);
+    return (result?.records ?? []) as Row[];
+  };
+}
+
+/** Splits validated jobs into insert chunks bounded by rows and payload bytes. */
+function chunkByBytes(jobs: readonly ValidatedJob[]): ValidatedJob[][] {
+  const out: ValidatedJob[][] = [];
+  let current: ValidatedJob[] = [];
+  let bytes = 0;
+  for (const job of jobs) {
+    const size = Buffer.byteLength(job.payload, 'utf8');
+    if (
+      current.length > 0 &&
+      (current.length >= ENQUEUE_CHUNK_ROWS || bytes + size > ENQUEUE_CHUNK_BYTES)
+    ) {
+      out.push(current);
+      current = [];
+      bytes = 0;
+    }
+    current.push(job);
+    bytes += size;
+  }
+  if (current.length > 0) out.push(current);
+  return out;
+}
+
+/** Claimed rows in claim order: priority desc, then due time. */
+function byPriorityThenDue(a: HotJob, b: HotJob): number {
+  if (a.priority !== b.priority) return b.priority - a.priority;
+  const due = (j: HotJob): number => (j.scheduledAtUtc ?? j.enqueuedAtUtc).getTime();
+  return due(a) - due(b) || a.id.localeCompare(b.id);
+}
+
+function fail(path: string, message: string, value: unknown): never {
+  throw new ChokaQValidationError([{ path, message, value }]);
+}
+
+function assertWorkerId(value: unknown, path: string): string {
+  if (
+    typeof value !== 'string' ||
+    value.length < 1 ||
+    value.length > 255 ||
+    value.includes('\u0000')
+  ) {
+    fail(path, 'must be a string of 1–255 characters without NUL', value);
+  }
+  return value;
+}
+
+function assertLeaseId(value: unknown, path: string): string {
+  if (
+    typeof value !== 'string' ||
+    value.length < 1 ||
+    value.length > 36 ||
+    value.includes('\u0000')
+  ) {
+    fail(path, 'must be a string of 1–36 characters without NUL', value);
+  }
+  return value;
+}
+
+/** Validates leases and returns them as parallel arrays (duplicates of one id collapse to the first). */
+function leaseArrays(leases: readonly JobLease[]): {
+  ids: string[];
+  workers: string[];
+  leases: string[];
+} {
+  if (!Array.isArray(leases)) fail('leases', 'must be an array', leases);
+  if (leases.length > MAX_ENQUEUE_MANY)
+    fail('leases', `must have at most ${MAX_ENQUEUE_MANY} items`, leases);
+  const out = { ids: [] as string[], workers: [] as string[], leases: [] as string[] };
+  const seen = new Set<string>();
+  leases.forEach((lease, i) => {
+    if (lease === null || typeof lease !== 'object') fail(`leases[${i}]`, 'must be a lease', lease);
+    if (!isUuid(lease.id)) fail(`leases[${i}].id`, 'must be a UUID string', lease.id);
+    assertWorkerId(lease.workerId, `leases[${i}].workerId`);
+    assertLeaseId(lease.leaseId, `leases[${i}].leaseId`);
+    if (seen.has(lease.id)) return;
+    seen.add(lease.id);
+    out.ids.push(lease.id);
+    out.workers.push(lease.workerId);
+    out.leases.push(lease.leaseId);
+  });
+  return out;
+}
+
+function assertActor(actor: unknown): string | null {
+  if (actor === undefined || actor === null) return null;
+  if (typeof actor !== 'string' || actor.length > LIMITS.createdBy || actor.includes('\u0000')) {
+    fail('actor', `must be a string of at most ${LIMITS.createdBy} characters without NUL`, actor);
+  }
+  return actor;
+}
+
+function assertFailureReason(reason: unknown): FailureReason {
+  if (typeof reason !== 'number' || !(reason in FailureReason) || reason === 4 || reason === 8) {
+    fail('reason', 'must be a FailureReason code', reason);
+  }
+  return reason as FailureReason;
+}
+
+function assertDate(value: unknown, path: string): Date {
+  if (!(value instanceof Date) || !Number.isFinite(value.getTime()))
+    fail(path, 'must be a valid Date', value);
+  return value;
+}
+
+function assertRecurringName(name: unknown): string {
+  if (typeof name !== 'string' || name.length < 1 || name.length > 255 || name.includes('\u0000')) {
+    fail('name', 'must be a string of 1–255 characters without NUL', name);
+  }
+  return name;
+}
+
+function assertRecurring(d: RecurringJobDefinition): RecurringJobDefinition {
+  if (d === null || typeof d !== 'object') fail('definition', 'must be an object', d);
+  assertRecurringName(d.name);
+  for (const [key, max] of [
+    ['cron', 255],
+    ['timeZone', 100],
+  ] as const) {
+    const v = d[key];
+    if (typeof v !== 'string' || v.length < 1 || v.length > max || v.includes('\u0000')) {
+      fail(key, `must be a string of 1–${max} characters without NUL`, v);
+    }
+  }
+  if (d.misfirePolicy !== 'skip' && d.misfirePolicy !== 'none') {
+    fail('misfirePolicy', "must be 'skip' or 'none'", d.misfirePolicy);
+  }
+  assertDate(d.nextSlotUtc, 'nextSlotUtc');
+  return d;
+}
+
+function assertQueuePatch(patch: QueuePatch): QueuePatch {
+  if (patch === null || typeof patch !== 'object') fail('patch', 'must be an object', patch);
+  for (const key of ['isPaused', 'isActive', 'retryZombies'] as const) {
+    if (patch[key] !== undefined && typeof patch[key] !== 'boolean')
+      fail(key, 'must be a boolean', patch[key]);
+  }
+  const ranges = {
+    maxWorkers: [0, 1_000_000],
+    zombieTimeoutSeconds: [1, 2_147_483_647],
+    executionTimeoutMs: [1, 2_147_483_647],
+  } as const;
+  for (const [key, [min, max]] of Object.entries(ranges) as [
+    keyof typeof ranges,
+    readonly [number, number],
+  ][]) {
+    const v = patch[key];
+    if (v === undefined || v === null) continue;
+    if (typeof v !== 'number' || !Number.isInteger(v) || v < min || v > max) {
+      fail(key, `must be null or an integer from ${min} to ${max}`, v);
+    }
+  }
+  return patch;
 }

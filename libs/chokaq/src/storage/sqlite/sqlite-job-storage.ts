@@ -1,12 +1,1280 @@
-import { JobStorage } from '../job-storage';
+import { Logger } from '@nestjs/common';
+import type BetterSqlite3 from 'better-sqlite3';
+import type { QueryRunner } from 'typeorm';
+import {
+  ChokaQStorageUnavailableError,
+  ChokaQTransactionError,
+  ChokaQValidationError,
+  ValidationIssue,
+} from '../../errors';
+import { FailureReason, Outcome, dlqStatusFor } from '../job-status';
+import {
+  ActiveFilter,
+  BulkPreview,
+  CancelResult,
+  CompletedJob,
+  DlqErrorFamily,
+  DlqFilter,
+  DlqMove,
+  EnqueueOptions,
+  EnqueueResult,
+  FetchRequest,
+  HistoryFilter,
+  HotJob,
+  JobLease,
+  JobStorage,
+  JobView,
+  KeepAliveResult,
+  MAX_ENQUEUE_MANY,
+  NewJob,
+  Page,
+  PageQuery,
+  Pillar,
+  QueueHealth,
+  QueueInfo,
+  QueuePatch,
+  QueueStats,
+  RecurringJobDefinition,
+  RecurringJobRecord,
+  ResurrectEdits,
+  RetentionPolicy,
+  RetentionResult,
+  SummaryStats,
+  ThroughputStats,
+  ZombieRescueResult,
+} from '../job-storage';
+import { NormalizedPage, assertDlqFilter, normalizePage } from '../shared/page';
+import { mapHotRow, mapJobView, mapQueueRow, toDate } from '../shared/row-mapper';
+import { sanitizeErrorText } from '../shared/text';
+import { TransientRetryOptions, withTransientRetry } from '../shared/transient-retry';
+import { isUuid } from '../shared/uuid';
+import {
+  LIMITS,
+  ValidatedJob,
+  assertIds,
+  assertNonNegativeInt,
+  assertQueueName,
+  validateEdits,
+  validateNewJob,
+  validateNewJobs,
+} from '../shared/validate-job';
 import { SqlStorageConfig } from '../storage-options';
+import { SqliteConnectionInUseError, isSqliteTransient } from './sqlite-errors';
+import { SqliteMutex } from './sqlite-mutex';
+import { SQLITE_MIGRATIONS, schemaMigrationsDdl } from './sqlite.schema';
+import {
+  SqlWhere,
+  SqliteStatements,
+  activeWhere,
+  archiveWhere,
+  dlqBatchSql,
+  dlqCountSql,
+  dlqWhere,
+  pageSql,
+  sqliteStatements,
+  topDlqErrorsSql,
+} from './sqlite.sql';
 
-// PLACEHOLDER while the sqlite dialect is being written: declaration merging lets the rest of the
-// code type-check; every operation is missing at run time. Replace this whole file.
-// eslint-disable-next-line @typescript-eslint/no-empty-object-type, @typescript-eslint/no-unsafe-declaration-merging
-export interface SqliteJobStorage extends JobStorage {}
-// eslint-disable-next-line @typescript-eslint/no-unsafe-declaration-merging
-export class SqliteJobStorage {
+type Row = Record<string, unknown>;
+type Params = Record<string, unknown>;
+
+/** Rows per enqueue transaction: big enough to amortise the commit, small enough to keep the event loop moving. */
+const ENQUEUE_CHUNK = 500;
+/** Rows per resurrect / purge transaction of the bulk operations. */
+const BULK_CHUNK = 500;
+/** Default bound of the rescue operations. */
+const DEFAULT_RESCUE_LIMIT = 1_000;
+/** Default rows per retention transaction. */
+const DEFAULT_RETENTION_BATCH = 1_000;
+/** Largest `max` of the bulk DLQ operations. */
+const MAX_BULK = 100_000;
+/** DLQ rows scanned (most recent first) by getTopDlqErrors. */
+const TOP_ERRORS_SCAN = 10_000;
+/** Ids returned by previewDlqFilter. */
+const PREVIEW_SAMPLE = 20;
+/** Prepared statements kept per storage; the fixed statements plus the common filter shapes fit easily. */
+const STATEMENT_CACHE_SIZE = 256;
+/** ensureSchema may queue behind several starting processes: allow it more attempts than a normal call. */
+const SCHEMA_RETRY_ATTEMPTS = 30;
+
+const ZOMBIE_DLQ_TEXT =
+  'Zombie: the heartbeat expired while the job was Processing (the worker crashed, hung or lost ' +
+  'its database); the handler may have run partly. Resurrect it once the side effects are checked.';
+const ZOMBIE_RETRY_TEXT =
+  'Zombie: the heartbeat expired while the job was Processing; returned to Pending because the ' +
+  'queue has RetryZombies.';
+
+/** Per-queue counter increments of one batch. */
+interface CounterDelta {
+  queue: string;
+  succeeded: number;
+  failed: number;
+  cancelled: number;
+  retried: number;
+  resurrected: number;
+}
+
+/** Per-(queue, outcome, reason) metric increments of one batch. */
+interface BucketDelta {
+  queue: string;
+  outcome: Outcome;
+  failure_reason: number;
+  completed: number;
+  duration_count: number;
+  total_duration_ms: number;
+  max_duration_ms: number;
+}
+
+/**
+ * The SQLite dialect of {@link JobStorage} (SPEC §3, "SQLite specifics").
+ *
+ * **Connection.** TypeORM's better-sqlite3 driver has one connection per `DataSource`. ChokaQ uses the
+ * driver's better-sqlite3 handle directly, not `QueryRunner.query`: better-sqlite3 is synchronous, so a
+ * whole transaction (BEGIN IMMEDIATE … COMMIT) runs inside one turn of the event loop and nothing else
+ * in the process — not the application sharing the `DataSource`, not another ChokaQ call — can
+ * interleave a statement into it. The handle also gives exact `changes` counts and the SQLite error
+ * codes. An async {@link SqliteMutex} still serialises ChokaQ's own calls, one at a time per storage.
+ *
+ * **Locking.** Every write runs in `BEGIN IMMEDIATE`, which takes the database's single write lock at
+ * BEGIN: correctness across storages and processes sharing one file comes from that, not from the
+ * mutex. `busy_timeout` is short (default 50 ms) because the wait blocks the event loop; SQLITE_BUSY and
+ * SQLITE_LOCKED are retried asynchronously by `withTransientRetry`, with the mutex released between
+ * attempts. A failed transaction is rolled back before the mutex is released. WAL lets readers run
+ * while one process writes.
+ *
+ * **Shared DataSource.** If the application holds a transaction on the shared connection, ChokaQ backs
+ * off (never joins it) — except for `enqueue(…, { transaction })`, which deliberately writes into it.
+ */
+export class SqliteJobStorage implements JobStorage {
+  /** @inheritdoc */
   readonly dialect = 'sqlite' as const;
-  constructor(readonly config: SqlStorageConfig) {}
+
+  private readonly logger = new Logger(SqliteJobStorage.name);
+  private readonly mutex = new SqliteMutex();
+  private readonly sql: SqliteStatements;
+  private readonly statements = new Map<string, BetterSqlite3.Statement>();
+  /** The handle the cached statements belong to (a borrowed DataSource may be re-initialised). */
+  private statementsOf: BetterSqlite3.Database | undefined;
+
+  constructor(private readonly config: SqlStorageConfig) {
+    this.sql = sqliteStatements(config.schema);
+  }
+
+  // ================================================================== lifecycle
+
+  /** Sets `busy_timeout` (config.busyTimeoutMs) and WAL mode on the connection. */
+  async prepare(): Promise<void> {
+    const busyTimeoutMs = assertNonNegativeInt(this.config.busyTimeoutMs, 'busyTimeoutMs', 60_000);
+    await this.retry('prepare', () =>
+      this.mutex.runExclusive(() => {
+        const db = this.db();
+        // Set first, so the journal-mode switch below waits briefly instead of 5 s (TypeORM's default).
+        // On a borrowed DataSource this also shortens the application's own busy wait on the shared
+        // connection: a long synchronous wait would freeze the whole process either way.
+        db.pragma(`busy_timeout = ${busyTimeoutMs}`);
+        const mode = String(db.pragma('journal_mode = WAL', { simple: true }));
+        if (mode !== 'wal' && mode !== 'memory') {
+          this.logger.warn(
+            `SQLite journal_mode is '${mode}', not WAL: readers will block the writer`,
+          );
+        }
+      }),
+    );
+  }
+
+  /**
+   * Creates or migrates the schema under BEGIN IMMEDIATE: the first process to get the write lock
+   * applies the missing versions and records them in `schema_migrations`; the others wait (retrying
+   * SQLITE_BUSY) and then find nothing left to do. SQLite DDL is transactional, so a failed migration
+   * leaves no half-created schema.
+   */
+  async ensureSchema(): Promise<void> {
+    const p = this.config.schema;
+    const applied = await this.write(
+      'ensureSchema',
+      () => {
+        const db = this.db();
+        db.exec(schemaMigrationsDdl(p));
+        const done = new Set(this.all(this.sql.appliedVersions).map((r) => Number(r.version)));
+        const now: number[] = [];
+        for (const migration of SQLITE_MIGRATIONS) {
+          if (done.has(migration.version)) continue;
+          for (const statement of migration.statements(p)) db.exec(statement);
+          this.run(this.sql.recordVersion, {
+            version: migration.version,
+            description: migration.description,
+          });
+          now.push(migration.version);
+        }
+        return now;
+      },
+      { maxAttempts: Math.max(SCHEMA_RETRY_ATTEMPTS, this.config.transientRetry.maxAttempts ?? 0) },
+    );
+    if (applied.length > 0) {
+      this.logger.log(`Schema '${p}*' migrated to version ${applied.join(', ')}`);
+    }
+  }
+
+  /** Waits for the call in flight, then destroys the DataSource if ChokaQ created it. */
+  async close(): Promise<void> {
+    await this.mutex.runExclusive(() => undefined);
+    this.statements.clear();
+    this.statementsOf = undefined;
+    if (this.config.ownsDataSource && this.config.dataSource.isInitialized) {
+      await this.config.dataSource.destroy();
+    }
+  }
+
+  /** The database clock. */
+  async now(): Promise<Date> {
+    const row = await this.read('now', () => this.get(this.sql.now));
+    return new Date(Number(row!.now_ms));
+  }
+
+  /** SQLite has no cross-process notification channel: same-process wake-ups and polling remain. */
+  async subscribe(): Promise<null> {
+    return null;
+  }
+
+  // ================================================================== producer
+
+  /** @inheritdoc */
+  async enqueue(job: NewJob, options?: EnqueueOptions): Promise<EnqueueResult> {
+    const validated = validateNewJob(job, this.config.payloadMaxBytes);
+    const [result] = await this.insertJobs('enqueue', [validated], options);
+    return result;
+  }
+
+  /** @inheritdoc */
+  async enqueueMany(jobs: readonly NewJob[], options?: EnqueueOptions): Promise<EnqueueResult[]> {
+    const validated = validateNewJobs(jobs, this.config.payloadMaxBytes);
+    if (validated.length === 0) return [];
+    return this.insertJobs('enqueueMany', validated, options);
+  }
+
+  private async insertJobs(
+    name: string,
+    jobs: ValidatedJob[],
+    options: EnqueueOptions | undefined,
+  ): Promise<EnqueueResult[]> {
+    if (options?.transaction !== undefined && options.transaction !== null) {
+      return this.insertInCallerTransaction(name, jobs, options.transaction);
+    }
+    const results: EnqueueResult[] = [];
+    for (let i = 0; i < jobs.length; i += ENQUEUE_CHUNK) {
+      if (i > 0) await yieldToEventLoop();
+      const chunk = jobs.slice(i, i + ENQUEUE_CHUNK);
+      results.push(...(await this.write(name, () => this.insertChunk(chunk))));
+    }
+    return results;
+  }
+
+  /**
+   * Enqueue inside the caller's open transaction on ChokaQ's own DataSource. Deliberately without the
+   * mutex: the caller owns the connection's transaction right now, and a ChokaQ call holding the mutex
+   * would be waiting (asynchronously, see {@link SqliteConnectionInUseError}) for that very transaction
+   * to end — taking the mutex here could deadlock the caller against ChokaQ. Running synchronously on
+   * the handle needs no lock anyway. A savepoint makes the inserts all-or-nothing inside the caller's
+   * transaction; the caller's COMMIT or ROLLBACK decides the rest.
+   */
+  private insertInCallerTransaction(
+    name: string,
+    jobs: ValidatedJob[],
+    transaction: unknown,
+  ): EnqueueResult[] {
+    const runner = transaction as Partial<QueryRunner>;
+    if (
+      typeof runner !== 'object' ||
+      !('dataSource' in runner) ||
+      !('isTransactionActive' in runner)
+    ) {
+      throw new ChokaQTransactionError('the transaction option is not a TypeORM QueryRunner');
+    }
+    if (runner.dataSource !== this.config.dataSource) {
+      throw new ChokaQTransactionError('the QueryRunner belongs to another DataSource');
+    }
+    if (runner.isReleased) throw new ChokaQTransactionError('the QueryRunner was released');
+    const db = this.db();
+    if (!runner.isTransactionActive || !db.inTransaction) {
+      throw new ChokaQTransactionError('the QueryRunner has no open transaction');
+    }
+    this.statement('SAVEPOINT chokaq_enqueue').run();
+    try {
+      const results: EnqueueResult[] = [];
+      for (let i = 0; i < jobs.length; i += ENQUEUE_CHUNK) {
+        results.push(...this.insertChunk(jobs.slice(i, i + ENQUEUE_CHUNK)));
+      }
+      this.statement('RELEASE chokaq_enqueue').run();
+      return results;
+    } catch (error) {
+      this.statement('ROLLBACK TO chokaq_enqueue').run();
+      this.statement('RELEASE chokaq_enqueue').run();
+      // A busy file inside someone else's transaction cannot be retried here: the caller must retry
+      // its whole transaction, so it gets the typed, retryable error.
+      if (isSqliteTransient(error)) throw new ChokaQStorageUnavailableError(name, 1, error);
+      throw error;
+    }
+  }
+
+  /** Inserts one chunk (synchronously, inside a transaction) and resolves each item's result. */
+  private insertChunk(jobs: readonly ValidatedJob[]): EnqueueResult[] {
+    const rows = JSON.stringify(
+      jobs.map((j) => ({
+        id: j.id,
+        queue: j.queue,
+        type: j.type,
+        payload: j.payload,
+        tags: j.tags,
+        idempotency_key: j.idempotencyKey,
+        priority: j.priority,
+        delay_ms: j.delayMs,
+        run_at: j.runAt ? j.runAt.getTime() : null,
+        created_by: j.createdBy,
+      })),
+    );
+    this.run(this.sql.ensureQueues, { rows });
+    this.run(this.sql.ensureStats, { rows });
+    const inserted = new Set(this.all(this.sql.insertJobs, { rows }).map((r) => String(r.id)));
+    return jobs.map((job) => {
+      // delete(): with a duplicated id in one batch only the first item reports created.
+      if (inserted.delete(job.id)) return { id: job.id, created: true };
+      if (job.idempotencyKey !== null) {
+        const holder = this.get(this.sql.idByIdempotencyKey, { key: job.idempotencyKey });
+        if (holder) return { id: String(holder.id), created: false };
+      }
+      return { id: job.id, created: false };
+    });
+  }
+
+  // ================================================================== worker-owned transitions
+
+  /** @inheritdoc */
+  async fetchNextBatch(request: FetchRequest): Promise<HotJob[]> {
+    const { workerId, leaseId, handled } = request;
+    const limit = assertNonNegativeInt(request.limit, 'limit', MAX_ENQUEUE_MANY);
+    const issues: ValidationIssue[] = [];
+    checkToken(issues, 'workerId', workerId);
+    checkToken(issues, 'leaseId', leaseId);
+    if (!handled || !Array.isArray(handled.queues) || !Array.isArray(handled.types)) {
+      issues.push({
+        path: 'handled',
+        message: 'must have queues and types arrays',
+        value: handled,
+      });
+    }
+    if (issues.length > 0) throw new ChokaQValidationError(issues);
+    if (limit === 0 || (handled.queues.length === 0 && handled.types.length === 0)) return [];
+    const params = {
+      queues: JSON.stringify(handled.queues),
+      types: JSON.stringify(handled.types.map((t) => ({ queue: t.queue, type: t.type }))),
+      limit,
+      workerId,
+      leaseId,
+    };
+    const rows = await this.write('fetchNextBatch', () => this.all(this.sql.claim, params));
+    // RETURNING has no order: hand the rows back in claim order.
+    return rows.map(mapHotRow).sort(claimOrder);
+  }
+
+  /** @inheritdoc */
+  async markAsProcessing(leases: readonly JobLease[]): Promise<string[]> {
+    const json = leasesJson(leases);
+    if (leases.length === 0) return [];
+    const rows = await this.write('markAsProcessing', () =>
+      this.all(this.sql.markAsProcessing, { leases: json }),
+    );
+    return rows.map((r) => String(r.id));
+  }
+
+  /** @inheritdoc */
+  async keepAlive(workerId: string, leases: readonly JobLease[]): Promise<KeepAliveResult> {
+    const issues: ValidationIssue[] = [];
+    checkToken(issues, 'workerId', workerId);
+    if (issues.length > 0) throw new ChokaQValidationError(issues);
+    const json = leasesJson(leases);
+    if (leases.length === 0) return { touched: 0, cancelRequested: [] };
+    const rows = await this.write('keepAlive', () =>
+      this.all(this.sql.keepAlive, { workerId, leases: json }),
+    );
+    return {
+      touched: rows.length,
+      cancelRequested: rows.filter((r) => r.cancel_requested_utc !== null).map((r) => String(r.id)),
+    };
+  }
+
+  /** @inheritdoc */
+  async release(leases: readonly JobLease[], delayMs?: number): Promise<number> {
+    const json = leasesJson(leases);
+    const delay =
+      delayMs === undefined ? null : assertNonNegativeInt(delayMs, 'delayMs', LIMITS.maxDelayMs);
+    if (leases.length === 0) return 0;
+    return this.write('release', () => {
+      const rows = this.all(this.sql.release, { leases: json, delayMs: delay });
+      // A delayed release is a retry that spends no attempt (open circuit): count it.
+      if (delay !== null && rows.length > 0) this.addCounters(countersByQueue(rows, 'retried'));
+      return rows.length;
+    });
+  }
+
+  /** @inheritdoc */
+  async rescheduleForRetry(lease: JobLease, delayMs: number, error: string): Promise<number> {
+    leasesJson([lease]); // validates the fencing token
+    const delay = assertNonNegativeInt(delayMs, 'delayMs', LIMITS.maxDelayMs);
+    const params = {
+      id: lease.id,
+      workerId: lease.workerId,
+      leaseId: lease.leaseId,
+      delayMs: delay,
+      error: sanitizeErrorText(String(error ?? '')),
+    };
+    return this.write('rescheduleForRetry', () => {
+      const rows = this.all(this.sql.rescheduleForRetry, params);
+      if (rows.length > 0) this.addCounters(countersByQueue(rows, 'retried'));
+      return rows.length;
+    });
+  }
+
+  /**
+   * Hot → Archive in one BEGIN IMMEDIATE transaction: delete the exact owned rows and capture them,
+   * insert the captured rows, add `SucceededTotal` once per queue and upsert one metric bucket per
+   * queue. Any error (say, an archive row with the same id) rolls all of it back.
+   */
+  async archiveSucceeded(items: readonly CompletedJob[]): Promise<string[]> {
+    const json = leasesJson(items);
+    const durations = new Map<string, number>();
+    items.forEach((item, i) => {
+      const d = item.durationMs;
+      if (typeof d !== 'number' || !Number.isFinite(d) || d < 0) {
+        throw new ChokaQValidationError([
+          { path: `items[${i}].durationMs`, message: 'must be a finite number ≥ 0', value: d },
+        ]);
+      }
+      durations.set(item.id, Math.round(d));
+    });
+    if (items.length === 0) return [];
+    return this.write('archiveSucceeded', () => {
+      const rows = this.all(this.sql.deleteOwned, { leases: json });
+      if (rows.length === 0) return [];
+      const moved = rows.map((r) => ({ ...r, duration_ms: durations.get(String(r.id)) ?? null }));
+      this.run(this.sql.insertArchive, { moved: JSON.stringify(moved) });
+      this.addCounters(countersByQueue(moved, 'succeeded'));
+      this.addBuckets(bucketsOf(moved, Outcome.Succeeded, -1));
+      return rows.map((r) => String(r.id));
+    });
+  }
+
+  /** @inheritdoc */
+  async moveToDlq(target: JobLease | { id: string }, move: DlqMove): Promise<number> {
+    const { reason, error, actor } = checkDlqMove(move);
+    const byLease = 'leaseId' in target || 'workerId' in target;
+    const leases = byLease ? leasesJson([target as JobLease]) : null;
+    if (!byLease) assertIds([target.id], 'id');
+    const durationMs =
+      move.durationMs === undefined || move.durationMs === null
+        ? null
+        : assertNonNegativeInt(Math.round(move.durationMs), 'move.durationMs', LIMITS.maxDelayMs);
+    return this.write('moveToDlq', () => {
+      const rows = leases
+        ? this.all(this.sql.deleteOwned, { leases })
+        : this.all(this.sql.deleteHotById, { id: target.id });
+      this.moveRowsToDlq(rows, reason, error, actor, durationMs);
+      return rows.length;
+    });
+  }
+
+  /** @inheritdoc */
+  async cancel(ids: readonly string[], actor?: string): Promise<CancelResult> {
+    const unique = assertIds(ids);
+    const by = checkActor(actor);
+    if (unique.length === 0) return { cancelled: [], cancelRequested: [] };
+    const json = JSON.stringify(unique);
+    return this.write('cancel', () => {
+      const rows = this.all(this.sql.deleteCancellable, { ids: json });
+      const text = by === null ? 'Cancelled' : `Cancelled by ${by}`;
+      this.moveRowsToDlq(rows, FailureReason.Cancelled, text, by, null);
+      const requested = this.all(this.sql.requestCancel, { ids: json, actor: by });
+      return {
+        cancelled: rows.map((r) => String(r.id)),
+        cancelRequested: requested.map((r) => String(r.id)),
+      };
+    });
+  }
+
+  /**
+   * Steps 2–4 of every Hot → DLQ move, on rows already deleted and captured in this transaction:
+   * insert them with the DLQ status and reason, add `FailedTotal` (or `CancelledTotal`) once per
+   * queue, and upsert the metric buckets.
+   */
+  private moveRowsToDlq(
+    rows: Row[],
+    reason: FailureReason,
+    error: string,
+    actor: string | null,
+    durationMs: number | null,
+  ): void {
+    if (rows.length === 0) return;
+    const cancelled = reason === FailureReason.Cancelled;
+    const moved = rows.map((r) => ({
+      ...r,
+      status: dlqStatusFor(reason),
+      failure_reason: reason,
+      error_details: error,
+      last_modified_by: actor ?? r.last_modified_by ?? null,
+      duration_ms: durationMs,
+    }));
+    this.run(this.sql.insertDlq, { moved: JSON.stringify(moved) });
+    this.addCounters(countersByQueue(moved, cancelled ? 'cancelled' : 'failed'));
+    this.addBuckets(bucketsOf(moved, cancelled ? Outcome.Cancelled : Outcome.Failed, reason));
+  }
+
+  // ================================================================== DLQ → hot
+
+  /** @inheritdoc */
+  async resurrect(id: string, edits?: ResurrectEdits, actor?: string): Promise<number> {
+    assertIds([id], 'id');
+    const validated = validateEdits(edits, this.config.payloadMaxBytes);
+    const by = checkActor(actor);
+    const params = {
+      payload: validated.payload,
+      setTags: validated.tags === undefined ? 0 : 1,
+      tags: validated.tags ?? null,
+      priority: validated.priority,
+      actor: by,
+    };
+    return this.write('resurrect', () => {
+      const rows = this.all(this.sql.deleteDlqByIds, { ids: JSON.stringify([id]) });
+      this.insertResurrected(rows, params);
+      return rows.length;
+    });
+  }
+
+  /** @inheritdoc */
+  async resurrectMany(ids: readonly string[], actor?: string): Promise<string[]> {
+    const unique = assertIds(ids);
+    const by = checkActor(actor);
+    const moved: string[] = [];
+    for (let i = 0; i < unique.length; i += BULK_CHUNK) {
+      if (i > 0) await yieldToEventLoop();
+      const chunk = JSON.stringify(unique.slice(i, i + BULK_CHUNK));
+      const rows = await this.write('resurrectMany', () => {
+        const deleted = this.all(this.sql.deleteDlqByIds, { ids: chunk });
+        this.insertResurrected(deleted, noEdits(by));
+        return deleted;
+      });
+      moved.push(...rows.map((r) => String(r.id)));
+    }
+    return moved;
+  }
+
+  /** @inheritdoc */
+  async resurrectByFilter(filter: DlqFilter, max: number, actor?: string): Promise<string[]> {
+    const where = dlqWhere(assertDlqFilter(filter));
+    const limit = assertNonNegativeInt(max, 'max', MAX_BULK);
+    const by = checkActor(actor);
+    const { del } = dlqBatchSql(this.sql.tables.dlq, where);
+    const moved: string[] = [];
+    while (moved.length < limit) {
+      if (moved.length > 0) await yieldToEventLoop();
+      const batch = Math.min(BULK_CHUNK, limit - moved.length);
+      const rows = await this.write('resurrectByFilter', () => {
+        const deleted = this.all(del, { ...where.params, limit: batch });
+        this.insertResurrected(deleted, noEdits(by));
+        return deleted;
+      });
+      moved.push(...rows.map((r) => String(r.id)));
+      if (rows.length < batch) break;
+    }
+    return moved;
+  }
+
+  /** Step 2–3 of DLQ → hot on rows already deleted from the DLQ in this transaction. */
+  private insertResurrected(rows: Row[], params: Params): void {
+    if (rows.length === 0) return;
+    this.run(this.sql.insertResurrected, { ...params, moved: JSON.stringify(rows) });
+    this.addCounters(countersByQueue(rows, 'resurrected'));
+  }
+
+  // ================================================================== rescue
+
+  /** @inheritdoc */
+  async recoverAbandoned(fetchedTimeoutMs: number, limit = DEFAULT_RESCUE_LIMIT): Promise<number> {
+    const timeoutMs = assertNonNegativeInt(fetchedTimeoutMs, 'fetchedTimeoutMs');
+    const max = assertNonNegativeInt(limit, 'limit', MAX_BULK);
+    if (max === 0) return 0;
+    return this.write('recoverAbandoned', () =>
+      this.run(this.sql.recoverAbandoned, { timeoutMs, limit: max }),
+    );
+  }
+
+  /** @inheritdoc */
+  async archiveZombies(
+    defaultZombieTimeoutMs: number,
+    limit = DEFAULT_RESCUE_LIMIT,
+  ): Promise<ZombieRescueResult> {
+    const defaultTimeoutMs = assertNonNegativeInt(defaultZombieTimeoutMs, 'defaultZombieTimeoutMs');
+    const max = assertNonNegativeInt(limit, 'limit', MAX_BULK);
+    if (max === 0) return { dlq: [], retried: [] };
+    return this.write('archiveZombies', () => {
+      const retried = this.all(this.sql.retryZombies, {
+        error: ZOMBIE_RETRY_TEXT,
+        defaultTimeoutMs,
+        limit: max,
+      });
+      if (retried.length > 0) this.addCounters(countersByQueue(retried, 'retried'));
+      let dead: Row[] = [];
+      if (retried.length < max) {
+        dead = this.all(this.sql.deleteZombies, { defaultTimeoutMs, limit: max - retried.length });
+        this.moveRowsToDlq(dead, FailureReason.Zombie, ZOMBIE_DLQ_TEXT, null, null);
+      }
+      return { dlq: dead.map((r) => String(r.id)), retried: retried.map((r) => String(r.id)) };
+    });
+  }
+
+  // ================================================================== queues
+
+  /** @inheritdoc */
+  async getQueues(): Promise<QueueInfo[]> {
+    const rows = await this.read('getQueues', () => this.all(this.sql.listQueues));
+    return rows.map(mapQueueRow);
+  }
+
+  /** @inheritdoc */
+  async updateQueue(name: string, patch: QueuePatch): Promise<QueueInfo> {
+    assertQueueName(name, 'name');
+    const json = JSON.stringify(checkQueuePatch(patch));
+    const row = await this.write('updateQueue', () =>
+      this.get(this.sql.upsertQueue, { name, patch: json }),
+    );
+    return mapQueueRow(row!);
+  }
+
+  // ================================================================== purge and retention
+
+  /** @inheritdoc */
+  async purgeDlq(ids: readonly string[]): Promise<number> {
+    const unique = assertIds(ids);
+    let purged = 0;
+    for (let i = 0; i < unique.length; i += BULK_CHUNK) {
+      if (i > 0) await yieldToEventLoop();
+      const chunk = JSON.stringify(unique.slice(i, i + BULK_CHUNK));
+      purged += await this.write('purgeDlq', () =>
+        this.run(this.sql.purgeDlqByIds, { ids: chunk }),
+      );
+    }
+    return purged;
+  }
+
+  /** @inheritdoc */
+  async purgeDlqByFilter(filter: DlqFilter, max: number): Promise<number> {
+    const where = dlqWhere(assertDlqFilter(filter));
+    const limit = assertNonNegativeInt(max, 'max', MAX_BULK);
+    const { purge } = dlqBatchSql(this.sql.tables.dlq, where);
+    let purged = 0;
+    while (purged < limit) {
+      if (purged > 0) await yieldToEventLoop();
+      const batch = Math.min(BULK_CHUNK, limit - purged);
+      const n = await this.write('purgeDlqByFilter', () =>
+        this.run(purge, { ...where.params, limit: batch }),
+      );
+      purged += n;
+      if (n < batch) break;
+    }
+    return purged;
+  }
+
+  /** @inheritdoc */
+  async applyRetention(policy: RetentionPolicy): Promise<RetentionResult> {
+    const archiveMs = assertNonNegativeInt(policy?.archiveMs, 'archiveMs');
+    const dlqMs = assertNonNegativeInt(policy?.dlqMs, 'dlqMs');
+    const metricsMs = assertNonNegativeInt(policy?.metricsMs, 'metricsMs');
+    const batch = assertNonNegativeInt(
+      policy.batchSize ?? DEFAULT_RETENTION_BATCH,
+      'batchSize',
+      MAX_ENQUEUE_MANY,
+    );
+    if (batch === 0) return { archive: 0, dlq: 0, metricBuckets: 0 };
+    // One cutoff per call: rows that age past it while the batches run wait for the next call.
+    const now = (await this.now()).getTime();
+    const drain = async (name: string, sql: string, cutoff: number): Promise<number> => {
+      let total = 0;
+      for (;;) {
+        const n = await this.write(name, () => this.run(sql, { cutoff, limit: batch }));
+        total += n;
+        if (n < batch) return total;
+        await yieldToEventLoop();
+      }
+    };
+    return {
+      archive: await drain('retention.archive', this.sql.retainArchive, now - archiveMs),
+      dlq: await drain('retention.dlq', this.sql.retainDlq, now - dlqMs),
+      metricBuckets: await drain('retention.buckets', this.sql.retainBuckets, now - metricsMs),
+    };
+  }
+
+  // ================================================================== reads
+
+  /** @inheritdoc */
+  async getJob(id: string): Promise<JobView | null> {
+    assertIds([id], 'id');
+    // One read transaction: a job moving between pillars is seen exactly once (a WAL snapshot).
+    return this.read('getJob', () => {
+      const hot = this.get(this.sql.hotById, { id });
+      if (hot) return mapJobView(hot, 'hot');
+      const archived = this.get(this.sql.archiveById, { id });
+      if (archived) return mapJobView(archived, 'archive');
+      const dead = this.get(this.sql.dlqById, { id });
+      return dead ? mapJobView(dead, 'dlq') : null;
+    });
+  }
+
+  /** @inheritdoc */
+  async listActive(query: PageQuery<ActiveFilter>): Promise<Page<JobView>> {
+    const page = normalizePage('hot', query);
+    return this.page('listActive', 'hot', this.sql.tables.hot, page, activeWhere(page.filter));
+  }
+
+  /** @inheritdoc */
+  async getArchivePage(query: PageQuery<HistoryFilter>): Promise<Page<JobView>> {
+    const page = normalizePage('archive', query);
+    return this.page(
+      'getArchivePage',
+      'archive',
+      this.sql.tables.archive,
+      page,
+      archiveWhere(page.filter),
+    );
+  }
+
+  /** @inheritdoc */
+  async getDlqPage(query: PageQuery<DlqFilter>): Promise<Page<JobView>> {
+    const page = normalizePage('dlq', query);
+    return this.page('getDlqPage', 'dlq', this.sql.tables.dlq, page, dlqWhere(page.filter));
+  }
+
+  private async page<F>(
+    name: string,
+    pillar: Pillar,
+    table: string,
+    page: NormalizedPage<F>,
+    where: SqlWhere,
+  ): Promise<Page<JobView>> {
+    const sql = pageSql(table, where, page.sortColumn, page.sortDir);
+    return this.read(name, () => {
+      const total = Number(this.get(sql.count, where.params)!.n);
+      const rows = this.all(sql.page, {
+        ...where.params,
+        limit: page.pageSize,
+        offset: page.offset,
+      });
+      return {
+        items: rows.map((r) => mapJobView(r, pillar)),
+        total,
+        page: page.page,
+        pageSize: page.pageSize,
+      };
+    });
+  }
+
+  /** @inheritdoc */
+  async getSummary(): Promise<SummaryStats> {
+    return this.read('getSummary', () => {
+      const c = this.get(this.sql.summaryCounters)!;
+      const byStatus = new Map(
+        this.all(this.sql.hotCountsByStatus).map((r) => [Number(r.status), Number(r.n)]),
+      );
+      return {
+        succeededTotal: Number(c.succeeded_total),
+        failedTotal: Number(c.failed_total),
+        cancelledTotal: Number(c.cancelled_total),
+        retriedTotal: Number(c.retried_total),
+        resurrectedTotal: Number(c.resurrected_total),
+        pending: byStatus.get(0) ?? 0,
+        fetched: byStatus.get(1) ?? 0,
+        processing: byStatus.get(2) ?? 0,
+        archived: Number(this.get(this.sql.archiveCount)!.n),
+        dlq: Number(this.get(this.sql.dlqCount)!.n),
+      };
+    });
+  }
+
+  /** @inheritdoc */
+  async getQueueStats(): Promise<QueueStats[]> {
+    return this.read('getQueueStats', () => {
+      const hot = new Map<string, number>();
+      for (const r of this.all(this.sql.hotCountsByQueue))
+        hot.set(`${r.status}:${r.queue}`, Number(r.n));
+      const countsOf = (sql: string) =>
+        new Map(this.all(sql).map((r) => [String(r.queue), Number(r.n)]));
+      const archived = countsOf(this.sql.archiveCountsByQueue);
+      const dead = countsOf(this.sql.dlqCountsByQueue);
+      return this.all(this.sql.queueStats).map((r) => {
+        const queue = String(r.queue);
+        return {
+          queue,
+          pending: hot.get(`0:${queue}`) ?? 0,
+          fetched: hot.get(`1:${queue}`) ?? 0,
+          processing: hot.get(`2:${queue}`) ?? 0,
+          archived: archived.get(queue) ?? 0,
+          dlq: dead.get(queue) ?? 0,
+          succeededTotal: Number(r.succeeded_total ?? 0),
+          failedTotal: Number(r.failed_total ?? 0),
+          cancelledTotal: Number(r.cancelled_total ?? 0),
+          retriedTotal: Number(r.retried_total ?? 0),
+          resurrectedTotal: Number(r.resurrected_total ?? 0),
+          lastActivityUtc: toDate(r.last_activity_utc),
+          isPaused: r.is_paused === 1,
+          isActive: r.is_active === null || r.is_active === undefined || r.is_active === 1,
+          maxWorkers:
+            r.max_workers === null || r.max_workers === undefined ? null : Number(r.max_workers),
+        };
+      });
+    });
+  }
+
+  /**
+   * Per-queue lag and saturation. `saturation` is active / MaxWorkers, null when unlimited, and 1 for
+   * a zero budget (nothing more can start).
+   */
+  async getQueueHealth(): Promise<QueueHealth[]> {
+    const rows = await this.read('getQueueHealth', () => this.all(this.sql.queueHealth));
+    return rows.map((r) => {
+      const active = Number(r.active);
+      const maxWorkers = r.max_workers === null ? null : Number(r.max_workers);
+      return {
+        queue: String(r.queue),
+        duePending: Number(r.due_pending),
+        avgLagMs: Math.max(0, Math.round(Number(r.avg_lag_ms))),
+        maxLagMs: Math.max(0, Number(r.max_lag_ms)),
+        active,
+        maxWorkers,
+        saturation: maxWorkers === null ? null : maxWorkers > 0 ? active / maxWorkers : 1,
+      };
+    });
+  }
+
+  /** @inheritdoc */
+  async getThroughput(queue?: string): Promise<ThroughputStats> {
+    if (queue !== undefined) assertQueueName(queue);
+    const rows = await this.read('getThroughput', () =>
+      this.all(this.sql.throughput, { queue: queue ?? null }),
+    );
+    const by = (outcome: Outcome, key: 'n1m' | 'n5m') =>
+      Number(rows.find((r) => Number(r.outcome) === outcome)?.[key] ?? 0);
+    const sum = (key: 'n1m' | 'n5m') => rows.reduce((acc, r) => acc + Number(r[key]), 0);
+    return {
+      perSecond1m: sum('n1m') / 60,
+      perSecond5m: sum('n5m') / 300,
+      succeeded1m: by(Outcome.Succeeded, 'n1m'),
+      failed1m: by(Outcome.Failed, 'n1m'),
+      succeeded5m: by(Outcome.Succeeded, 'n5m'),
+      failed5m: by(Outcome.Failed, 'n5m'),
+    };
+  }
+
+  /**
+   * Error families of the DLQ: the first line of `error_details` (≤ 200 chars), counted over the
+   * most recent 10,000 matching rows so the read stays bounded.
+   */
+  async getTopDlqErrors(limit: number, filter?: DlqFilter): Promise<DlqErrorFamily[]> {
+    const max = assertNonNegativeInt(limit, 'limit', 1_000);
+    const where = dlqWhere(assertDlqFilter(filter));
+    if (max === 0) return [];
+    const sql = topDlqErrorsSql(this.sql.tables.dlq, where);
+    const rows = await this.read('getTopDlqErrors', () =>
+      this.all(sql, { ...where.params, limit: max, scan: TOP_ERRORS_SCAN }),
+    );
+    return rows.map((r) => ({
+      error: String(r.error),
+      count: Number(r.n),
+      lastFailedAtUtc: toDate(r.last_failed_at_utc)!,
+    }));
+  }
+
+  /** What a bulk DLQ action would touch; `sampleIds` are the first ids it would take (oldest failure first). */
+  async previewDlqFilter(filter: DlqFilter, max: number): Promise<BulkPreview> {
+    const where = dlqWhere(assertDlqFilter(filter));
+    const limit = assertNonNegativeInt(max, 'max', MAX_BULK);
+    const { ids } = dlqBatchSql(this.sql.tables.dlq, where);
+    const countSql = dlqCountSql(this.sql.tables.dlq, where);
+    return this.read('previewDlqFilter', () => {
+      const matched = Number(this.get(countSql, where.params)!.n);
+      const sample = this.all(ids, { ...where.params, limit: Math.min(limit, PREVIEW_SAMPLE) });
+      return {
+        matched,
+        willAffect: Math.min(matched, limit),
+        sampleIds: sample.map((r) => String(r.id)),
+      };
+    });
+  }
+
+  // ================================================================== recurring jobs
+
+  /** @inheritdoc */
+  async upsertRecurringJob(definition: RecurringJobDefinition): Promise<void> {
+    const params = checkRecurring(definition, this.config.payloadMaxBytes);
+    await this.write('upsertRecurringJob', () => this.run(this.sql.upsertRecurring, params));
+  }
+
+  /** @inheritdoc */
+  async getRecurringJobs(): Promise<RecurringJobRecord[]> {
+    const rows = await this.read('getRecurringJobs', () => this.all(this.sql.listRecurring));
+    return rows.map((r) => ({
+      name: String(r.name),
+      cron: String(r.cron),
+      timeZone: String(r.time_zone),
+      queue: String(r.queue),
+      type: String(r.type),
+      payload: JSON.parse(String(r.payload)) as unknown,
+      misfirePolicy: r.misfire_policy === 'none' ? 'none' : 'skip',
+      nextSlotUtc: toDate(r.next_slot_utc)!,
+      lastSlotUtc: toDate(r.last_slot_utc),
+      isPaused: r.is_paused === 1,
+    }));
+  }
+
+  /**
+   * Compare-and-set of `next_slot_utc` and the enqueue in one BEGIN IMMEDIATE transaction. Returns
+   * null when the CAS lost (another process took the slot) — and also when `job` is null (the slot
+   * was advanced and, by the caller's choice, nothing was enqueued).
+   */
+  async claimRecurringSlot(
+    name: string,
+    slotUtc: Date,
+    nextSlotUtc: Date,
+    job: NewJob | null,
+  ): Promise<EnqueueResult | null> {
+    const issues: ValidationIssue[] = [];
+    checkToken(issues, 'name', name);
+    checkDate(issues, 'slotUtc', slotUtc);
+    checkDate(issues, 'nextSlotUtc', nextSlotUtc);
+    if (issues.length > 0) throw new ChokaQValidationError(issues);
+    const validated = job ? validateNewJob(job, this.config.payloadMaxBytes) : null;
+    const params = { name, slotUtc: slotUtc.getTime(), nextSlotUtc: nextSlotUtc.getTime() };
+    return this.write('claimRecurringSlot', () => {
+      if (this.run(this.sql.advanceRecurringSlot, params) === 0) return null;
+      return validated ? this.insertChunk([validated])[0] : null;
+    });
+  }
+
+  // ================================================================== plumbing
+
+  /** The better-sqlite3 handle behind the DataSource's single connection. */
+  private db(): BetterSqlite3.Database {
+    const driver = this.config.dataSource.driver as unknown as {
+      databaseConnection?: BetterSqlite3.Database;
+    };
+    const db = driver.databaseConnection;
+    if (!this.config.dataSource.isInitialized || !db || !db.open) {
+      throw new Error(
+        'ChokaQ SQLite storage: the DataSource is not initialised (or was destroyed)',
+      );
+    }
+    return db;
+  }
+
+  /** A cached prepared statement (FIFO-bounded; statements are re-prepared after a reconnect). */
+  private statement(sql: string): BetterSqlite3.Statement {
+    const db = this.db();
+    if (this.statementsOf !== db) {
+      this.statements.clear();
+      this.statementsOf = db;
+    }
+    let statement = this.statements.get(sql);
+    if (!statement) {
+      statement = db.prepare(sql);
+      this.statements.set(sql, statement);
+      if (this.statements.size > STATEMENT_CACHE_SIZE) {
+        this.statements.delete(this.statements.keys().next().value!);
+      }
+    }
+    return statement;
+  }
+
+  private all(sql: string, params: Params = {}): Row[] {
+    return this.statement(sql).all(params) as Row[];
+  }
+
+  private get(sql: string, params: Params = {}): Row | undefined {
+    return this.statement(sql).get(params) as Row | undefined;
+  }
+
+  /** Runs a statement without result rows; returns the number of rows it changed. */
+  private run(sql: string, params: Params = {}): number {
+    return this.statement(sql).run(params).changes;
+  }
+
+  private addCounters(deltas: CounterDelta[]): void {
+    if (deltas.length > 0) this.run(this.sql.addCounters, { deltas: JSON.stringify(deltas) });
+  }
+
+  private addBuckets(deltas: BucketDelta[]): void {
+    if (deltas.length > 0) this.run(this.sql.addBuckets, { buckets: JSON.stringify(deltas) });
+  }
+
+  /** A write: one BEGIN IMMEDIATE transaction per attempt, under the mutex, retried when busy. */
+  private write<T>(name: string, work: () => T, retry?: TransientRetryOptions): Promise<T> {
+    return this.retry(
+      name,
+      () => this.mutex.runExclusive(() => this.transaction('BEGIN IMMEDIATE', work)),
+      retry,
+    );
+  }
+
+  /** A read: one deferred transaction, so multi-statement reads see one WAL snapshot. */
+  private read<T>(name: string, work: () => T): Promise<T> {
+    return this.retry(name, () => this.mutex.runExclusive(() => this.transaction('BEGIN', work)));
+  }
+
+  private retry<T>(
+    name: string,
+    attempt: () => Promise<T>,
+    retry?: TransientRetryOptions,
+  ): Promise<T> {
+    return withTransientRetry(`sqlite.${name}`, attempt, isSqliteTransient, {
+      ...this.config.transientRetry,
+      ...retry,
+    });
+  }
+
+  /**
+   * Runs `work` synchronously between `begin` and COMMIT; on any error rolls back before returning
+   * (so before the mutex is released). `work` must not be async: the whole transaction has to finish
+   * within this turn of the event loop so nothing else can use the connection in the middle of it.
+   */
+  private transaction<T>(begin: 'BEGIN' | 'BEGIN IMMEDIATE', work: () => T): T {
+    const db = this.db();
+    if (db.inTransaction) throw new SqliteConnectionInUseError();
+    this.statement(begin).run();
+    try {
+      const result = work();
+      if (result instanceof Promise)
+        throw new Error('BUG: a SQLite transaction body must be synchronous');
+      this.statement('COMMIT').run();
+      return result;
+    } catch (error) {
+      if (db.inTransaction) {
+        try {
+          this.statement('ROLLBACK').run();
+        } catch (rollbackError) {
+          this.logger.error(`ROLLBACK failed after ${String(error)}: ${String(rollbackError)}`);
+        }
+      }
+      throw error;
+    }
+  }
+}
+
+// ==================================================================== helpers
+
+function yieldToEventLoop(): Promise<void> {
+  return new Promise((resolve) => setImmediate(resolve));
+}
+
+/** Claim order: priority desc, then due time, then id. */
+function claimOrder(a: HotJob, b: HotJob): number {
+  if (a.priority !== b.priority) return b.priority - a.priority;
+  const dueA = (a.scheduledAtUtc ?? a.enqueuedAtUtc).getTime();
+  const dueB = (b.scheduledAtUtc ?? b.enqueuedAtUtc).getTime();
+  if (dueA !== dueB) return dueA - dueB;
+  return a.id < b.id ? -1 : a.id > b.id ? 1 : 0;
+}
+
+function checkToken(issues: ValidationIssue[], path: string, value: unknown): void {
+  if (
+    typeof value !== 'string' ||
+    value.length < 1 ||
+    value.length > 255 ||
+    value.includes('\u0000')
+  ) {
+    issues.push({ path, message: 'must be a string of 1–255 characters without NUL', value });
+  }
+}
+
+function checkDate(issues: ValidationIssue[], path: string, value: unknown): void {
+  if (!(value instanceof Date) || !Number.isFinite(value.getTime())) {
+    issues.push({ path, message: 'must be a valid Date', value });
+  }
+}
+
+/** Validates leases (id a UUID, worker and lease non-empty) and returns them as a JSON array. */
+function leasesJson(leases: readonly JobLease[]): string {
+  const issues: ValidationIssue[] = [];
+  if (!Array.isArray(leases) || leases.length > MAX_ENQUEUE_MANY) {
+    throw new ChokaQValidationError([
+      { path: 'leases', message: `must be an array of at most ${MAX_ENQUEUE_MANY}`, value: leases },
+    ]);
+  }
+  leases.forEach((lease, i) => {
+    if (!lease || !isUuid(lease.id)) {
+      issues.push({ path: `leases[${i}].id`, message: 'must be a UUID string', value: lease?.id });
+    }
+    checkToken(issues, `leases[${i}].workerId`, lease?.workerId);
+    checkToken(issues, `leases[${i}].leaseId`, lease?.leaseId);
+  });
+  if (issues.length > 0) throw new ChokaQValidationError(issues);
+  return JSON.stringify(
+    leases.map((l) => ({ id: l.id, workerId: l.workerId, leaseId: l.leaseId })),
+  );
+}
+
+function checkActor(actor: string | undefined): string | null {
+  if (actor === undefined || actor === null) return null;
+  if (typeof actor !== 'string' || actor.length > LIMITS.createdBy || actor.includes('\u0000')) {
+    throw new ChokaQValidationError([
+      {
+        path: 'actor',
+        message: `must be a string of at most ${LIMITS.createdBy} characters without NUL`,
+        value: actor,
+      },
+    ]);
+  }
+  return actor;
+}
+
+function checkDlqMove(move: DlqMove): {
+  reason: FailureReason;
+  error: string;
+  actor: string | null;
+} {
+  const reason = move?.reason;
+  if (
+    typeof reason !== 'number' ||
+    !Number.isInteger(reason) ||
+    FailureReason[reason] === undefined
+  ) {
+    throw new ChokaQValidationError([
+      { path: 'move.reason', message: 'must be a FailureReason code', value: reason },
+    ]);
+  }
+  return {
+    reason,
+    error: sanitizeErrorText(String(move.error ?? '')),
+    actor: checkActor(move.actor),
+  };
+}
+
+function noEdits(actor: string | null): Params {
+  return { payload: null, setTags: 0, tags: null, priority: null, actor };
+}
+
+/** Counter increments grouped by queue: each stats row is updated once per batch. */
+function countersByQueue(rows: Row[], field: Exclude<keyof CounterDelta, 'queue'>): CounterDelta[] {
+  const byQueue = new Map<string, CounterDelta>();
+  for (const row of rows) {
+    const queue = String(row.queue);
+    let delta = byQueue.get(queue);
+    if (!delta) {
+      delta = { queue, succeeded: 0, failed: 0, cancelled: 0, retried: 0, resurrected: 0 };
+      byQueue.set(queue, delta);
+    }
+    delta[field] += 1;
+  }
+  return [...byQueue.values()];
+}
+
+/** Metric increments grouped by queue (one outcome and reason per batch). */
+function bucketsOf(rows: Row[], outcome: Outcome, failureReason: number): BucketDelta[] {
+  const byQueue = new Map<string, BucketDelta>();
+  for (const row of rows) {
+    const queue = String(row.queue);
+    let delta = byQueue.get(queue);
+    if (!delta) {
+      delta = {
+        queue,
+        outcome,
+        failure_reason: failureReason,
+        completed: 0,
+        duration_count: 0,
+        total_duration_ms: 0,
+        max_duration_ms: 0,
+      };
+      byQueue.set(queue, delta);
+    }
+    delta.completed += 1;
+    const duration = row.duration_ms;
+    if (typeof duration === 'number') {
+      delta.duration_count += 1;
+      delta.total_duration_ms += duration;
+      delta.max_duration_ms = Math.max(delta.max_duration_ms, duration);
+    }
+  }
+  return [...byQueue.values()];
+}
+
+function checkQueuePatch(patch: QueuePatch): QueuePatch {
+  const issues: ValidationIssue[] = [];
+  if (patch === null || typeof patch !== 'object') {
+    throw new ChokaQValidationError([
+      { path: 'patch', message: 'must be an object', value: patch },
+    ]);
+  }
+  for (const key of ['isPaused', 'isActive', 'retryZombies'] as const) {
+    const v = patch[key];
+    if (v !== undefined && typeof v !== 'boolean') {
+      issues.push({ path: `patch.${key}`, message: 'must be a boolean', value: v });
+    }
+  }
+  const ranges = {
+    maxWorkers: [0, 1_000_000],
+    zombieTimeoutSeconds: [1, 10 * 365 * 24 * 3_600],
+    executionTimeoutMs: [1, LIMITS.maxDelayMs],
+  } as const;
+  for (const [key, [min, max]] of Object.entries(ranges) as Array<
+    [keyof typeof ranges, readonly [number, number]]
+  >) {
+    const v = patch[key];
+    if (v === undefined || v === null) continue;
+    if (typeof v !== 'number' || !Number.isInteger(v) || v < min || v > max) {
+      issues.push({
+        path: `patch.${key}`,
+        message: `must be null or an integer from ${min} to ${max}`,
+        value: v,
+      });
+    }
+  }
+  if (issues.length > 0) throw new ChokaQValidationError(issues);
+  return {
+    isPaused: patch.isPaused,
+    isActive: patch.isActive,
+    maxWorkers: patch.maxWorkers,
+    zombieTimeoutSeconds: patch.zombieTimeoutSeconds,
+    executionTimeoutMs: patch.executionTimeoutMs,
+    retryZombies: patch.retryZombies,
+  };
+}
+
+function checkRecurring(definition: RecurringJobDefinition, payloadMaxBytes: number): Params {
+  const issues: ValidationIssue[] = [];
+  if (definition === null || typeof definition !== 'object') {
+    throw new ChokaQValidationError([
+      { path: 'definition', message: 'must be an object', value: definition },
+    ]);
+  }
+  checkToken(issues, 'name', definition.name);
+  checkToken(issues, 'cron', definition.cron);
+  checkToken(issues, 'timeZone', definition.timeZone);
+  checkDate(issues, 'nextSlotUtc', definition.nextSlotUtc);
+  if (definition.misfirePolicy !== 'skip' && definition.misfirePolicy !== 'none') {
+    issues.push({
+      path: 'misfirePolicy',
+      message: "must be 'skip' or 'none'",
+      value: definition.misfirePolicy,
+    });
+  }
+  if (issues.length > 0) throw new ChokaQValidationError(issues);
+  // Queue, type and payload follow the enqueue limits, since every slot becomes a job.
+  const job = validateNewJob(
+    { queue: definition.queue, type: definition.type, payload: definition.payload },
+    payloadMaxBytes,
+  );
+  return {
+    name: definition.name,
+    cron: definition.cron,
+    timeZone: definition.timeZone,
+    queue: job.queue,
+    type: job.type,
+    payload: job.payload,
+    nextSlotUtc: definition.nextSlotUtc.getTime(),
+    misfirePolicy: definition.misfirePolicy,
+  };
 }

@@ -1,0 +1,220 @@
+/**
+ * DDL and migrations of the PostgreSQL dialect (SPEC §2). `ensureSchema()` applies the missing
+ * versions in one transaction under a transaction-scoped advisory lock; `npx chokaq schema
+ * --dialect postgres` prints {@link postgresSchemaScript} for DBAs who apply scripts by hand.
+ *
+ * Column conventions: ids `varchar(36)` (UUIDv7 strings sort by creation time, so the primary key
+ * grows at the end); payload `text`, not `jsonb` (jsonb rejects `\u0000` and the queue never looks
+ * inside); tags one `,a,b,` string; every time `timestamptz` written from the database clock.
+ */
+
+/** One schema version: statements applied in order inside the bootstrap transaction. */
+export interface PostgresMigration {
+  version: number;
+  description: string;
+  statements: (s: string) => string[];
+}
+
+/**
+ * Version 1: every table and index. Every statement is idempotent (`IF NOT EXISTS`) so a half-applied
+ * manual script can be re-run, but under `ensureSchema` the whole version commits or rolls back.
+ */
+const V1: PostgresMigration = {
+  version: 1,
+  description: 'ChokaQ tables and indexes',
+  statements: (s) => [
+    // Hot table: only statuses 0–2 (Pending, Fetched, Processing).
+    `CREATE TABLE IF NOT EXISTS ${s}.jobs_hot (
+      id varchar(36) PRIMARY KEY,
+      queue varchar(255) NOT NULL,
+      type varchar(255) NOT NULL,
+      payload text NOT NULL,
+      tags text NULL,
+      idempotency_key varchar(255) NULL,
+      priority integer NOT NULL DEFAULT 10,
+      status smallint NOT NULL DEFAULT 0 CONSTRAINT ck_jobs_hot_status CHECK (status IN (0, 1, 2)),
+      attempt_count integer NOT NULL DEFAULT 0,
+      worker_id varchar(255) NULL,
+      lease_id varchar(36) NULL,
+      heartbeat_utc timestamptz NULL,
+      scheduled_at_utc timestamptz NULL,
+      created_at_utc timestamptz NOT NULL,
+      enqueued_at_utc timestamptz NOT NULL,
+      started_at_utc timestamptz NULL,
+      last_updated_utc timestamptz NOT NULL,
+      created_by varchar(100) NULL,
+      last_modified_by varchar(100) NULL,
+      last_error text NULL,
+      cancel_requested_utc timestamptz NULL,
+      progress double precision NULL
+    )`,
+    // Serves the claim (fetchNextBatch): one ordered index scan per queue inside the LATERAL,
+    // `queue = $` then (priority DESC, due) exactly as the ORDER BY, with `due <= now()` checked
+    // inside the index. Also serves queue health (due pending and lag).
+    `CREATE INDEX IF NOT EXISTS ix_jobs_hot_pending ON ${s}.jobs_hot
+      (queue, priority DESC, (coalesce(scheduled_at_utc, enqueued_at_utc)))
+      WHERE status = 0`,
+    // Serves the MaxWorkers budget: count of Fetched + Processing rows of one queue.
+    `CREATE INDEX IF NOT EXISTS ix_jobs_hot_active ON ${s}.jobs_hot (queue) WHERE status IN (1, 2)`,
+    // Serves enqueue: at most one hot job per idempotency key (ON CONFLICT DO NOTHING relies on it).
+    `CREATE UNIQUE INDEX IF NOT EXISTS ux_jobs_hot_idempotency_key ON ${s}.jobs_hot (idempotency_key)
+      WHERE idempotency_key IS NOT NULL`,
+    // Serves recoverAbandoned (Fetched rows untouched for too long, oldest first).
+    `CREATE INDEX IF NOT EXISTS ix_jobs_hot_fetched ON ${s}.jobs_hot (last_updated_utc) WHERE status = 1`,
+    // Serves archiveZombies (Processing rows with an old heartbeat, oldest first).
+    `CREATE INDEX IF NOT EXISTS ix_jobs_hot_processing ON ${s}.jobs_hot (heartbeat_utc) WHERE status = 2`,
+
+    // Archive: succeeded jobs.
+    `CREATE TABLE IF NOT EXISTS ${s}.jobs_archive (
+      id varchar(36) PRIMARY KEY,
+      queue varchar(255) NOT NULL,
+      type varchar(255) NOT NULL,
+      payload text NOT NULL,
+      tags text NULL,
+      idempotency_key varchar(255) NULL,
+      priority integer NOT NULL,
+      attempt_count integer NOT NULL,
+      worker_id varchar(255) NULL,
+      lease_id varchar(36) NULL,
+      scheduled_at_utc timestamptz NULL,
+      created_at_utc timestamptz NOT NULL,
+      enqueued_at_utc timestamptz NOT NULL,
+      started_at_utc timestamptz NULL,
+      last_updated_utc timestamptz NULL,
+      created_by varchar(100) NULL,
+      last_modified_by varchar(100) NULL,
+      last_error text NULL,
+      progress double precision NULL,
+      finished_at_utc timestamptz NOT NULL,
+      duration_ms bigint NULL
+    )`,
+    // Serves archive pages by date and retention (finished before a cutoff, oldest first).
+    `CREATE INDEX IF NOT EXISTS ix_jobs_archive_finished ON ${s}.jobs_archive (finished_at_utc)`,
+    // Serves archive pages filtered by queue, newest first.
+    `CREATE INDEX IF NOT EXISTS ix_jobs_archive_queue ON ${s}.jobs_archive (queue, finished_at_utc)`,
+
+    // DLQ: failed, cancelled and zombie jobs.
+    `CREATE TABLE IF NOT EXISTS ${s}.jobs_dlq (
+      id varchar(36) PRIMARY KEY,
+      queue varchar(255) NOT NULL,
+      type varchar(255) NOT NULL,
+      payload text NOT NULL,
+      tags text NULL,
+      idempotency_key varchar(255) NULL,
+      priority integer NOT NULL,
+      status smallint NOT NULL CONSTRAINT ck_jobs_dlq_status CHECK (status IN (4, 5, 6)),
+      attempt_count integer NOT NULL,
+      worker_id varchar(255) NULL,
+      lease_id varchar(36) NULL,
+      heartbeat_utc timestamptz NULL,
+      scheduled_at_utc timestamptz NULL,
+      created_at_utc timestamptz NOT NULL,
+      enqueued_at_utc timestamptz NOT NULL,
+      started_at_utc timestamptz NULL,
+      last_updated_utc timestamptz NULL,
+      created_by varchar(100) NULL,
+      last_modified_by varchar(100) NULL,
+      last_error text NULL,
+      cancel_requested_utc timestamptz NULL,
+      progress double precision NULL,
+      failure_reason smallint NOT NULL,
+      error_details text NULL,
+      failed_at_utc timestamptz NOT NULL
+    )`,
+    // Serves DLQ pages by date, retention, bulk actions (oldest failure first) and top errors.
+    `CREATE INDEX IF NOT EXISTS ix_jobs_dlq_failed ON ${s}.jobs_dlq (failed_at_utc)`,
+    // Serves DLQ pages and bulk actions filtered by queue.
+    `CREATE INDEX IF NOT EXISTS ix_jobs_dlq_queue ON ${s}.jobs_dlq (queue, failed_at_utc)`,
+    // Serves DLQ pages, bulk actions and top errors filtered by failure reason.
+    `CREATE INDEX IF NOT EXISTS ix_jobs_dlq_reason ON ${s}.jobs_dlq (failure_reason, failed_at_utc)`,
+    // Serves DLQ pages and bulk actions filtered by job type.
+    `CREATE INDEX IF NOT EXISTS ix_jobs_dlq_type ON ${s}.jobs_dlq (type, failed_at_utc)`,
+
+    // Lifetime counters per queue, never decremented.
+    `CREATE TABLE IF NOT EXISTS ${s}.stats_summary (
+      queue varchar(255) PRIMARY KEY,
+      succeeded_total bigint NOT NULL DEFAULT 0,
+      failed_total bigint NOT NULL DEFAULT 0,
+      cancelled_total bigint NOT NULL DEFAULT 0,
+      retried_total bigint NOT NULL DEFAULT 0,
+      resurrected_total bigint NOT NULL DEFAULT 0,
+      last_activity_utc timestamptz NULL
+    )`,
+
+    // One-second completion buckets. The primary key (bucket_utc first) serves the throughput
+    // window and retention by age.
+    `CREATE TABLE IF NOT EXISTS ${s}.metric_buckets (
+      bucket_utc timestamptz NOT NULL,
+      queue varchar(255) NOT NULL,
+      outcome smallint NOT NULL,
+      failure_reason smallint NOT NULL DEFAULT -1,
+      completed_count bigint NOT NULL DEFAULT 0,
+      duration_count bigint NOT NULL DEFAULT 0,
+      total_duration_ms bigint NOT NULL DEFAULT 0,
+      max_duration_ms bigint NOT NULL DEFAULT 0,
+      CONSTRAINT pk_metric_buckets PRIMARY KEY (bucket_utc, queue, outcome, failure_reason)
+    )`,
+
+    // Runtime controls per queue.
+    `CREATE TABLE IF NOT EXISTS ${s}.queues (
+      name varchar(255) PRIMARY KEY,
+      is_paused boolean NOT NULL DEFAULT false,
+      is_active boolean NOT NULL DEFAULT true,
+      max_workers integer NULL,
+      zombie_timeout_seconds integer NULL,
+      execution_timeout_ms integer NULL,
+      retry_zombies boolean NOT NULL DEFAULT false,
+      last_updated_utc timestamptz NOT NULL DEFAULT now()
+    )`,
+
+    // Recurring definitions: the durable record that makes "each slot once" true.
+    `CREATE TABLE IF NOT EXISTS ${s}.recurring_jobs (
+      name varchar(255) PRIMARY KEY,
+      cron varchar(255) NOT NULL,
+      time_zone varchar(100) NOT NULL,
+      queue varchar(255) NOT NULL,
+      type varchar(255) NOT NULL,
+      payload text NOT NULL,
+      last_slot_utc timestamptz NULL,
+      next_slot_utc timestamptz NOT NULL,
+      misfire_policy varchar(10) NOT NULL CONSTRAINT ck_recurring_misfire CHECK (misfire_policy IN ('skip', 'none')),
+      is_paused boolean NOT NULL DEFAULT false
+    )`,
+  ],
+};
+
+/** Every migration, in version order. */
+export const POSTGRES_MIGRATIONS: readonly PostgresMigration[] = [V1];
+
+/** The newest schema version this code expects. */
+export const POSTGRES_SCHEMA_VERSION = POSTGRES_MIGRATIONS[POSTGRES_MIGRATIONS.length - 1].version;
+
+/** Statements that create the schema and the migration ledger (before any version is applied). */
+export const bootstrapStatements = (s: string): string[] => [
+  `CREATE SCHEMA IF NOT EXISTS ${s}`,
+  `CREATE TABLE IF NOT EXISTS ${s}.schema_migrations (
+    version integer PRIMARY KEY,
+    description varchar(255) NOT NULL,
+    applied_at_utc timestamptz NOT NULL DEFAULT now()
+  )`,
+];
+
+/**
+ * The whole schema as one script (what `npx chokaq schema --dialect postgres` prints), wrapped in
+ * a transaction with the same advisory lock `ensureSchema` uses.
+ */
+export function postgresSchemaScript(quotedSchema: string, schemaName: string): string {
+  const lines = [
+    'BEGIN;',
+    `SELECT pg_advisory_xact_lock(hashtextextended('chokaq.schema:${schemaName}', 0));`,
+  ];
+  for (const statement of bootstrapStatements(quotedSchema)) lines.push(`${statement};`);
+  for (const migration of POSTGRES_MIGRATIONS) {
+    for (const statement of migration.statements(quotedSchema)) lines.push(`${statement};`);
+    lines.push(
+      `INSERT INTO ${quotedSchema}.schema_migrations (version, description) VALUES (${migration.version}, '${migration.description.replace(/'/g, "''")}') ON CONFLICT (version) DO NOTHING;`,
+    );
+  }
+  lines.push('COMMIT;');
+  return lines.join('\n');
+}

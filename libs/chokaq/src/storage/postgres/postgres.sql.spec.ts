@@ -1,0 +1,194 @@
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import * as SQL from './postgres.sql';
+import { POSTGRES_MIGRATIONS, postgresSchemaScript } from './postgres.schema';
+import { isTransientPostgresError } from './postgres-job-storage';
+
+const S = SQL.quoteSchema('chokaq');
+
+/** Every statement text the dialect can produce (one variant of each parameterised builder). */
+function allStatements(): Record<string, string> {
+  const shapes: SQL.DlqMoveShape[] = [
+    { status: 4, outcome: 1, counter: 'failed_total' },
+    { status: 5, outcome: 2, counter: 'cancelled_total' },
+  ];
+  return {
+    enqueue: SQL.enqueueChunk(S, 'chokaq'),
+    enqueueQuiet: SQL.enqueueChunk(S, null),
+    lookup: SQL.lookupEnqueueHolders(S),
+    lock: SQL.lockBudgetedQueues(S),
+    claim: SQL.claimBatch(S),
+    claimedByLease: SQL.selectClaimedByLease(S),
+    markAsProcessing: SQL.markAsProcessing(S),
+    keepAlive: SQL.keepAlive(S),
+    release: SQL.releaseLeases(S),
+    reschedule: SQL.rescheduleForRetry(S),
+    archive: SQL.archiveSucceeded(S),
+    ...Object.fromEntries(
+      shapes.flatMap((shape) => [
+        [`dlqOwned${shape.status}`, SQL.moveToDlq(S, shape, true)],
+        [`dlqAdmin${shape.status}`, SQL.moveToDlq(S, shape, false)],
+      ]),
+    ),
+    cancelMove: SQL.cancelMove(S),
+    cancelRequest: SQL.cancelRequest(S, SQL.cancelChannel('chokaq')),
+    resurrect: SQL.resurrect(S, SQL.CHOOSE_DLQ_BY_IDS),
+    recover: SQL.recoverAbandoned(S),
+    zombies: SQL.archiveZombies(S),
+    upsertQueue: SQL.upsertQueue(S),
+    retainArchive: SQL.retainArchive(S),
+    retainDlq: SQL.retainDlq(S),
+    retainBuckets: SQL.retainBuckets(S),
+    summary: SQL.selectSummary(S),
+    queueStats: SQL.selectQueueStats(S),
+    health: SQL.selectQueueHealth(S),
+    throughput: SQL.selectThroughput(S),
+  };
+}
+
+describe('postgres.sql', () => {
+  it('writes status codes as literals, never as parameters (partial indexes need that)', () => {
+    for (const [name, sql] of Object.entries(allStatements())) {
+      expect({ name, match: /status\s*(=|IN\s*\(|<>)\s*\$/i.exec(sql)?.[0] ?? null }).toEqual({
+        name,
+        match: null,
+      });
+    }
+  });
+
+  it('schema-qualifies every table it touches', () => {
+    for (const [name, sql] of Object.entries(allStatements())) {
+      const bare =
+        /\b(?:FROM|JOIN|INTO|UPDATE)\s+(jobs_hot|jobs_archive|jobs_dlq|queues|stats_summary|metric_buckets)\b/i.exec(
+          sql,
+        );
+      expect({ name, bare: bare?.[0] ?? null }).toEqual({ name, bare: null });
+    }
+  });
+
+  it('comments the lock and isolation above every claim, move and rescue statement', () => {
+    const source = readFileSync(join(__dirname, 'postgres.sql.ts'), 'utf8');
+    for (const name of [
+      'enqueueChunk',
+      'lockBudgetedQueues',
+      'claimBatch',
+      'markAsProcessing',
+      'keepAlive',
+      'releaseLeases',
+      'rescheduleForRetry',
+      'archiveSucceeded',
+      'moveToDlq',
+      'cancelMove',
+      'cancelRequest',
+      'resurrect',
+      'recoverAbandoned',
+      'archiveZombies',
+      'casRecurringSlot',
+    ]) {
+      const at = source.indexOf(`export const ${name} =`);
+      expect(at).toBeGreaterThan(0);
+      const doc = source.slice(source.lastIndexOf('/**', at), at);
+      expect({ name, documented: /Lock\/isolation/.test(doc) }).toEqual({ name, documented: true });
+    }
+  });
+
+  it('claims with a per-queue LATERAL … LIMIT … FOR UPDATE SKIP LOCKED, materialised once', () => {
+    const claim = SQL.claimBatch(S);
+    expect(claim).toMatch(/CROSS JOIN LATERAL \([\s\S]*LIMIT r\.budget\s+FOR UPDATE SKIP LOCKED/);
+    expect(claim).toContain('picked AS MATERIALIZED');
+    expect(claim).not.toMatch(/row_number|OVER\s*\(/i);
+    expect(SQL.lockBudgetedQueues(S)).toMatch(
+      /max_workers IS NOT NULL[\s\S]*ORDER BY name\s+FOR NO KEY UPDATE/,
+    );
+  });
+
+  it('refuses unvalidated identifiers', () => {
+    expect(() => SQL.quoteSchema('x"; DROP TABLE y; --')).toThrow();
+    expect(() => SQL.quoteSchema('')).toThrow();
+    expect(SQL.quoteSchema('Chokaq_1')).toBe('"Chokaq_1"');
+    expect(() => SQL.selectPage(S, 'hot', 'TRUE', 'id; DROP', 'ASC', '$1', '$2')).toThrow();
+    expect(SQL.cancelChannel('a'.repeat(63)).length).toBeLessThanOrEqual(63);
+  });
+
+  it('builds filters with parameters, a literal status, and escaped LIKE terms', () => {
+    const params: unknown[] = [];
+    const where = SQL.filterClause(
+      'hot',
+      { queue: 'q', status: 1, tag: 'a_b', search: '50%[x]' },
+      params,
+      'x',
+    );
+    expect(where).toBe(
+      "x.queue = $1 AND x.status = 1 AND x.tags LIKE '%,' || $2 || ',%' ESCAPE '\\' AND " +
+        "(x.id ILIKE $3 ESCAPE '\\' OR x.type ILIKE $3 ESCAPE '\\' OR x.payload ILIKE $3 ESCAPE '\\')",
+    );
+    expect(params).toEqual(['q', 'a\\_b', '%50\\%\\[x]%']);
+    const dlqParams: unknown[] = [];
+    const from = new Date(0);
+    expect(SQL.filterClause('dlq', { from, reason: 6, ids: ['i'] }, dlqParams, 'f')).toBe(
+      'f.failed_at_utc >= $1::timestamptz AND f.failure_reason = $2::smallint AND f.id = ANY ($3::text[])',
+    );
+    expect(dlqParams).toEqual([from, 6, ['i']]);
+    expect(SQL.filterClause('archive', {}, [], 'x')).toBe('TRUE');
+  });
+});
+
+describe('postgres.schema', () => {
+  it('creates every table and the indexes of SPEC §2, each with a comment', () => {
+    const script = postgresSchemaScript(S, 'chokaq');
+    for (const table of [
+      'jobs_hot',
+      'jobs_archive',
+      'jobs_dlq',
+      'stats_summary',
+      'metric_buckets',
+      'queues',
+      'recurring_jobs',
+      'schema_migrations',
+    ]) {
+      expect(script).toContain(`CREATE TABLE IF NOT EXISTS ${S}.${table} (`);
+    }
+    expect(script).toMatch(
+      /ix_jobs_hot_pending[\s\S]*\(queue, priority DESC, \(coalesce\(scheduled_at_utc, enqueued_at_utc\)\)\)\s+WHERE status = 0/,
+    );
+    expect(script).toMatch(/ix_jobs_hot_active[^;]*WHERE status IN \(1, 2\)/);
+    expect(script).toMatch(
+      /UNIQUE INDEX[^;]*idempotency_key[^;]*WHERE idempotency_key IS NOT NULL/,
+    );
+    expect(script).toMatch(/ix_jobs_hot_fetched[^;]*WHERE status = 1/);
+    expect(script).toMatch(/ix_jobs_hot_processing[^;]*WHERE status = 2/);
+    expect(script).not.toMatch(/jsonb/);
+    const source = readFileSync(join(__dirname, 'postgres.schema.ts'), 'utf8');
+    const indexes = source.match(/CREATE (UNIQUE )?INDEX/g) ?? [];
+    const commented =
+      source.match(/\/\/ Serves[^\n]*\n(\s*\/\/[^\n]*\n)*\s*`CREATE (UNIQUE )?INDEX/g) ?? [];
+    expect(commented.length).toBe(indexes.length);
+    expect(POSTGRES_MIGRATIONS.map((m) => m.version)).toEqual([1]);
+  });
+});
+
+describe('isTransientPostgresError', () => {
+  it.each([
+    ['serialization failure', { code: '40001' }],
+    ['deadlock', { code: '40P01' }],
+    ['admin shutdown', { code: '57P01' }],
+    ['cannot connect now', { code: '57P03' }],
+    ['connection failure', { code: '08006' }],
+    ['connection reset', { code: 'ECONNRESET' }],
+    ['refused', { code: 'ECONNREFUSED' }],
+    ['terminated', new Error('Connection terminated unexpectedly')],
+    ['wrapped by TypeORM', { message: 'x', driverError: { code: '40P01' } }],
+  ])('retries %s', (_name, error) => {
+    expect(isTransientPostgresError(error)).toBe(true);
+  });
+
+  it.each([
+    ['unique violation', { code: '23505' }],
+    ['syntax error', { code: '42601' }],
+    ['raise exception', { code: 'P0001', message: 'chokaq test: injected failure' }],
+    ['plain error', new Error('boom')],
+    ['not an object', 'Connection'],
+  ])('does not retry %s', (_name, error) => {
+    expect(isTransientPostgresError(error)).toBe(false);
+  });
+});

@@ -1,0 +1,1007 @@
+/**
+ * Every SQL statement of the PostgreSQL dialect, one named function per statement, each a function of
+ * the (already validated and quoted) schema identifier `s`.
+ *
+ * Rules that hold for every statement here (SPEC §2, §3):
+ * - Status codes (0–6), outcome codes and failure reasons fixed by the statement are **literals** in
+ *   the SQL text, so the partial indexes (`WHERE status = 0`, …) match even under generic plans.
+ *   Every value that comes from outside is a `$n` parameter; identifiers come only from the validated
+ *   schema name and from whitelisted column names.
+ * - Times come from the database clock: `now()` (transaction start) for stored times, relative
+ *   inputs are milliseconds added in SQL (`now() + $n * interval '1 millisecond'`).
+ * - Unless a comment says otherwise, a statement runs in READ COMMITTED (the PostgreSQL default) as
+ *   its own implicit transaction. A single statement with data-modifying CTEs is atomic: all its
+ *   CTEs commit or roll back together, which is how every move is "one transaction".
+ * - Batch inputs travel as a few `unnest($n::text[], …)` arrays, so a statement has a fixed number
+ *   of bind parameters however many rows it touches (the protocol limit is 65,535).
+ *
+ * @see https://www.postgresql.org/docs/15/sql-select.html#SQL-FOR-UPDATE-SHARE
+ * @see https://www.postgresql.org/docs/15/transaction-iso.html#XACT-READ-COMMITTED
+ */
+import { DlqFilter, HistoryFilter, ActiveFilter } from '../job-storage';
+import { escapeLike } from '../shared/text';
+
+/** Quotes a schema name that already matched `^[A-Za-z_][A-Za-z0-9_]{0,62}$`. */
+export function quoteSchema(schema: string): string {
+  if (!/^[A-Za-z_][A-Za-z0-9_]{0,62}$/.test(schema)) {
+    throw new Error(`Refusing to build SQL for an unvalidated schema name: ${schema}`);
+  }
+  return `"${schema}"`;
+}
+
+/**
+ * The `LISTEN/NOTIFY` channel woken on enqueue: the schema name itself, so two ChokaQ installations
+ * in one database (two schemas) never wake each other. Payload: the queue name.
+ */
+export function enqueueChannel(schema: string): string {
+  return schema;
+}
+
+/**
+ * The channel told about cancellation requests of Processing jobs (payload: the job id). Schema
+ * names cannot contain `:`, so it never collides with an enqueue channel; cut to fit PostgreSQL's
+ * 63-byte channel limit (a shared prefix only causes a harmless extra wake-up).
+ */
+export function cancelChannel(schema: string): string {
+  return `${schema.slice(0, 56)}:cancel`;
+}
+
+/** Hot-table columns, in table order. */
+export const HOT_COLUMNS = [
+  'id',
+  'queue',
+  'type',
+  'payload',
+  'tags',
+  'idempotency_key',
+  'priority',
+  'status',
+  'attempt_count',
+  'worker_id',
+  'lease_id',
+  'heartbeat_utc',
+  'scheduled_at_utc',
+  'created_at_utc',
+  'enqueued_at_utc',
+  'started_at_utc',
+  'last_updated_utc',
+  'created_by',
+  'last_modified_by',
+  'last_error',
+  'cancel_requested_utc',
+  'progress',
+] as const;
+
+/** Hot columns copied unchanged into the archive (status is virtual there; heartbeat and cancel flags end with the run). */
+const ARCHIVE_COPIED = [
+  'id',
+  'queue',
+  'type',
+  'payload',
+  'tags',
+  'idempotency_key',
+  'priority',
+  'attempt_count',
+  'worker_id',
+  'lease_id',
+  'scheduled_at_utc',
+  'created_at_utc',
+  'enqueued_at_utc',
+  'started_at_utc',
+  'last_updated_utc',
+  'created_by',
+  'last_modified_by',
+  'last_error',
+  'progress',
+] as const;
+
+/** Hot columns copied unchanged into the DLQ (all but `status`, which becomes the DLQ status). */
+const DLQ_COPIED = HOT_COLUMNS.filter((c) => c !== 'status');
+
+const cols = (list: readonly string[], alias?: string): string =>
+  list.map((c) => (alias ? `${alias}.${c}` : c)).join(', ');
+
+const MS = "* interval '1 millisecond'";
+
+// ------------------------------------------------------------------------------------------ schema
+
+/** Reads the applied migration versions, or nothing when the ledger does not exist yet (no lock). */
+export const selectAppliedVersions = (s: string): string => `
+SELECT version FROM ${s}.schema_migrations ORDER BY version`;
+
+/** `to_regclass` of the ledger: NULL until the schema was created. $1 = quoted schema-qualified name. */
+export const SELECT_LEDGER_EXISTS = `SELECT to_regclass($1) IS NOT NULL AS exists`;
+
+/**
+ * Serialises schema bootstrap across processes: a transaction-scoped advisory lock keyed by the
+ * schema name, released by COMMIT/ROLLBACK (never leaks when a process dies). $1 = schema name.
+ */
+export const LOCK_SCHEMA = `SELECT pg_advisory_xact_lock(hashtextextended('chokaq.schema:' || $1, 0))`;
+
+/** Records one applied migration. $1 version, $2 description. */
+export const recordMigration = (s: string): string => `
+INSERT INTO ${s}.schema_migrations (version, description, applied_at_utc)
+VALUES ($1, $2, now())
+ON CONFLICT (version) DO NOTHING`;
+
+// ------------------------------------------------------------------------------------------ producer
+
+/**
+ * Inserts a chunk of validated jobs ($1..$10 are parallel arrays: id, queue, type, payload, tags,
+ * idempotency_key, priority, delay_ms, run_at, created_by) and returns the ids actually inserted.
+ *
+ * Lock/isolation: READ COMMITTED, one statement. `ON CONFLICT DO NOTHING` (no conflict target) covers
+ * both the primary key (a retried insert with the same id) and the partial unique index on active
+ * idempotency keys. A concurrent inserter of the same key waits for the first transaction on the
+ * unique index, then skips: no error, no deadlock for single-key callers. Rows are inserted in
+ * (idempotency_key, id) order so that two multi-key batches take the index locks in the same order.
+ * Ids already in the archive or the DLQ are skipped too, so a retry after an ambiguous commit of a
+ * job that has meanwhile finished does not resurrect it as a duplicate.
+ *
+ * `Queues` and `StatsSummary` rows are created only when missing (the NOT EXISTS probe avoids the
+ * speculative-insertion path on the hot `StatsSummary` row). With `notify`, `pg_notify` runs in the
+ * same statement, so listeners hear about it only after commit.
+ */
+export const enqueueChunk = (s: string, notifyChannel: string | null): string => `
+WITH input AS (
+  SELECT * FROM unnest(
+    $1::text[], $2::text[], $3::text[], $4::text[], $5::text[],
+    $6::text[], $7::int[], $8::float8[], $9::timestamptz[], $10::text[]
+  ) AS i(id, queue, type, payload, tags, idempotency_key, priority, delay_ms, run_at, created_by)
+),
+new_queues AS (
+  INSERT INTO ${s}.queues (name, last_updated_utc)
+  SELECT DISTINCT i.queue, now() FROM input i
+  WHERE NOT EXISTS (SELECT 1 FROM ${s}.queues q WHERE q.name = i.queue)
+  ON CONFLICT (name) DO NOTHING
+),
+new_stats AS (
+  INSERT INTO ${s}.stats_summary (queue)
+  SELECT DISTINCT i.queue FROM input i
+  WHERE NOT EXISTS (SELECT 1 FROM ${s}.stats_summary t WHERE t.queue = i.queue)
+  ON CONFLICT (queue) DO NOTHING
+),
+inserted AS (
+  INSERT INTO ${s}.jobs_hot (
+    id, queue, type, payload, tags, idempotency_key, priority, status, attempt_count,
+    scheduled_at_utc, created_at_utc, enqueued_at_utc, last_updated_utc, created_by)
+  SELECT i.id, i.queue, i.type, i.payload, i.tags, i.idempotency_key, i.priority, 0, 0,
+         coalesce(i.run_at, now() + i.delay_ms ${MS}), now(), now(), now(), i.created_by
+  FROM input i
+  WHERE NOT EXISTS (SELECT 1 FROM ${s}.jobs_archive a WHERE a.id = i.id)
+    AND NOT EXISTS (SELECT 1 FROM ${s}.jobs_dlq d WHERE d.id = i.id)
+  ORDER BY i.idempotency_key, i.id
+  ON CONFLICT DO NOTHING
+  RETURNING id, queue
+)
+SELECT id FROM inserted${
+  notifyChannel === null
+    ? ''
+    : `
+UNION ALL
+SELECT NULL FROM (SELECT DISTINCT queue FROM inserted) x
+CROSS JOIN LATERAL pg_notify(${literal(notifyChannel)}, x.queue)`
+}`;
+
+/**
+ * After an insert skipped some rows: who holds their ids (any pillar) or their active idempotency
+ * keys. $1 ids, $2 keys. Plain READ COMMITTED read; a holder that vanished in between makes the
+ * caller try the insert again.
+ */
+export const lookupEnqueueHolders = (s: string): string => `
+SELECT 'id' AS kind, id, NULL::text AS idempotency_key FROM ${s}.jobs_hot WHERE id = ANY ($1::text[])
+UNION ALL
+SELECT 'id', id, NULL FROM ${s}.jobs_archive WHERE id = ANY ($1::text[])
+UNION ALL
+SELECT 'id', id, NULL FROM ${s}.jobs_dlq WHERE id = ANY ($1::text[])
+UNION ALL
+SELECT 'key', id, idempotency_key FROM ${s}.jobs_hot WHERE idempotency_key = ANY ($2::text[])`;
+
+// ------------------------------------------------------------------------------------------ claim
+
+/**
+ * Step 1 of a claim, in the claim's transaction: locks the `Queues` rows of the budgeted queues
+ * among $1 (queue names), in name order so concurrent claimers cannot deadlock on them.
+ *
+ * Lock/isolation: `FOR NO KEY UPDATE` row locks held to COMMIT. Two claims that spend one queue's
+ * `MaxWorkers` budget are serialised here; unbudgeted queues take no lock at all. NO KEY UPDATE is
+ * enough (it conflicts with itself and with `updateQueue`'s UPDATE) and, unlike FOR UPDATE, does not
+ * block foreign-key share locks. This must be its own statement: in READ COMMITTED a statement's
+ * snapshot is taken when it starts, so the active count in step 2 only sees the previous claimer's
+ * committed rows if step 2 starts after this lock was granted.
+ */
+export const lockBudgetedQueues = (s: string): string => `
+SELECT name FROM ${s}.queues
+WHERE name = ANY ($1::text[]) AND max_workers IS NOT NULL
+ORDER BY name
+FOR NO KEY UPDATE`;
+
+/**
+ * Step 2 of a claim: claims up to $6 due Pending rows and returns them. $1 worker id, $2 lease id,
+ * $3 queues with a queue-wide handler, $4/$5 parallel arrays of exact (queue, type) pairs, $6 limit.
+ *
+ * Lock/isolation: READ COMMITTED with a fresh snapshot taken after step 1's locks, so
+ * `active` (Fetched + Processing of the queue, counted through `ix_jobs_hot_active`) includes every
+ * claim committed before ours; never a dirty or stale count. Rows are taken with
+ * `FOR UPDATE SKIP LOCKED` inside a per-queue `LATERAL` subquery: rows another claimer holds are
+ * skipped, never waited for, and each row is re-checked (`status = 0`) after it is locked.
+ *
+ * Cost is O(batch): each queue's LATERAL is an ordered index scan of `ix_jobs_hot_pending`
+ * (queue, priority DESC, due) stopped by `LIMIT budget`; the due test is an index condition on the
+ * third key column, so future-scheduled rows are skipped without heap visits. A window function
+ * over all pending rows would be O(backlog) and cannot be combined with FOR UPDATE anyway.
+ *
+ * Across queues the best rows by (priority DESC, due) win, up to $6 in all (priority is global, as
+ * for a single queue). Each queue's LATERAL locks at most min(budget, $6) rows; locked rows that lose
+ * the final cut are released at COMMIT (other claimers merely skip them for that instant).
+ *
+ * `runnable` is MATERIALIZED so each budgeted queue's active count runs once (inlined, the
+ * planner would repeat the count in every place `budget` is used).
+ * `picked` is MATERIALIZED: evaluated exactly once. Inlined, the planner could put it on the inner
+ * side of a nested loop and rescan it, and every rescan of a `LIMIT … FOR UPDATE SKIP LOCKED`
+ * subquery skips the rows already updated by this statement and locks new ones (claiming more
+ * than the limit). The same rule applies to every "pick with SKIP LOCKED, then modify" below.
+ *
+ * `due` = coalesce(scheduled_at_utc, enqueued_at_utc): equivalent to "scheduled_at_utc IS NULL OR
+ * scheduled_at_utc <= now()" because enqueued_at_utc is always in the past, and it is the indexed
+ * expression.
+ */
+export const claimBatch = (s: string): string => `
+WITH handled (queue, type) AS (
+  SELECT h.queue, NULL::text FROM unnest($3::text[]) AS h(queue)
+  UNION ALL
+  SELECT p.queue, p.type FROM unnest($4::text[], $5::text[]) AS p(queue, type)
+),
+wanted AS (
+  SELECT queue,
+         CASE WHEN bool_or(type IS NULL) THEN NULL ELSE array_agg(type) END AS types
+  FROM handled
+  GROUP BY queue
+),
+runnable AS MATERIALIZED (
+  SELECT q.name, w.types,
+         CASE WHEN q.max_workers IS NULL THEN $6::int
+              ELSE greatest(0, least($6::int, q.max_workers - (
+                     SELECT count(*) FROM ${s}.jobs_hot a
+                     WHERE a.status IN (1, 2) AND a.queue = q.name)))::int
+         END AS budget
+  FROM wanted w
+  JOIN ${s}.queues q ON q.name = w.queue
+  WHERE NOT q.is_paused AND q.is_active
+),
+picked AS MATERIALIZED (
+  SELECT c.id
+  FROM runnable r
+  CROSS JOIN LATERAL (
+    SELECT j.id, j.priority, coalesce(j.scheduled_at_utc, j.enqueued_at_utc) AS due
+    FROM ${s}.jobs_hot j
+    WHERE j.status = 0
+      AND j.queue = r.name
+      AND coalesce(j.scheduled_at_utc, j.enqueued_at_utc) <= now()
+      AND (r.types IS NULL OR j.type = ANY (r.types))
+    ORDER BY j.priority DESC, coalesce(j.scheduled_at_utc, j.enqueued_at_utc)
+    LIMIT r.budget
+    FOR UPDATE SKIP LOCKED
+  ) c
+  ORDER BY c.priority DESC, c.due
+  LIMIT $6
+)
+UPDATE ${s}.jobs_hot j
+SET status = 1, worker_id = $1, lease_id = $2, last_updated_utc = now()
+FROM picked p
+WHERE j.id = p.id AND j.status = 0
+RETURNING j.*`;
+
+/**
+ * Rows a claim with this lease already took: a retry after an ambiguous commit (connection lost
+ * after COMMIT) returns them instead of leaving them to `recoverAbandoned`. $1 worker, $2 lease.
+ * Served by `ix_jobs_hot_fetched` (few rows are Fetched at any time).
+ */
+export const selectClaimedByLease = (s: string): string => `
+SELECT * FROM ${s}.jobs_hot
+WHERE status = 1 AND worker_id = $1 AND lease_id = $2`;
+
+// ------------------------------------------------------------------------------------------ worker-owned
+
+/** Parallel lease arrays $1 ids, $2 worker ids, $3 lease ids. */
+const LEASES = `unnest($1::text[], $2::text[], $3::text[]) AS l(id, worker_id, lease_id)`;
+const OWNED = `j.id = l.id AND j.worker_id = l.worker_id AND j.lease_id = l.lease_id`;
+
+/**
+ * Fetched → Processing for owned rows; returns the ids started. The last stale-prefetch guard.
+ * Lock/isolation: READ COMMITTED row locks of the UPDATE; a row changed concurrently is re-checked
+ * against `status = 1` and the lease after the lock (EvalPlanQual), so a released or re-claimed row
+ * is not started.
+ */
+export const markAsProcessing = (s: string): string => `
+UPDATE ${s}.jobs_hot j
+SET status = 2, attempt_count = j.attempt_count + 1, started_at_utc = now(),
+    heartbeat_utc = now(), last_updated_utc = now()
+FROM ${LEASES}
+WHERE ${OWNED} AND j.status = 1
+RETURNING j.id`;
+
+/**
+ * One heartbeat statement per process: Processing rows get `heartbeat_utc`, Fetched rows
+ * `last_updated_utc` (so a slow buffer keeps its claims). $1 ids, $2 worker ids, $3 lease ids,
+ * $4 the calling worker. Returns every touched id and whether its cancellation was requested.
+ * Lock/isolation: READ COMMITTED row locks, re-checked after locking.
+ */
+export const keepAlive = (s: string): string => `
+UPDATE ${s}.jobs_hot j
+SET heartbeat_utc = CASE WHEN j.status = 2 THEN now() ELSE j.heartbeat_utc END,
+    last_updated_utc = CASE WHEN j.status = 1 THEN now() ELSE j.last_updated_utc END
+FROM ${LEASES}
+WHERE ${OWNED} AND j.worker_id = $4 AND j.status IN (1, 2)
+RETURNING j.id, j.cancel_requested_utc IS NOT NULL AS cancel_requested`;
+
+/**
+ * Fetched → Pending for owned rows; with $4 (delay ms, may be NULL) the row becomes due at
+ * now() + $4 and `retried_total` grows by the rows released (an open circuit: no attempt spent).
+ * Lock/isolation: READ COMMITTED, one statement; the counter upsert is one row per queue.
+ */
+export const releaseLeases = (s: string): string => `
+WITH released AS (
+  UPDATE ${s}.jobs_hot j
+  SET status = 0, worker_id = NULL, lease_id = NULL, last_updated_utc = now(),
+      scheduled_at_utc = CASE WHEN $4::float8 IS NULL THEN j.scheduled_at_utc
+                              ELSE now() + $4::float8 ${MS} END
+  FROM ${LEASES}
+  WHERE ${OWNED} AND j.status = 1
+  RETURNING j.queue
+),
+counted AS (
+  INSERT INTO ${s}.stats_summary AS t (queue, retried_total, last_activity_utc)
+  SELECT queue, count(*), now() FROM released WHERE $4::float8 IS NOT NULL GROUP BY queue
+  ON CONFLICT (queue) DO UPDATE
+  SET retried_total = t.retried_total + EXCLUDED.retried_total,
+      last_activity_utc = EXCLUDED.last_activity_utc
+)
+SELECT count(*)::int AS n FROM released`;
+
+/**
+ * Processing → Pending after a retryable failure, due at now() + $4 ms, with `last_error` $5, and
+ * `retried_total + 1`. $1 id, $2 worker, $3 lease.
+ * Lock/isolation: READ COMMITTED, one statement (row lock on the job, then the queue's counter row).
+ */
+export const rescheduleForRetry = (s: string): string => `
+WITH retried AS (
+  UPDATE ${s}.jobs_hot j
+  SET status = 0, worker_id = NULL, lease_id = NULL, heartbeat_utc = NULL,
+      scheduled_at_utc = now() + $4::float8 ${MS}, last_error = $5, last_updated_utc = now()
+  WHERE j.id = $1 AND j.worker_id = $2 AND j.lease_id = $3 AND j.status = 2
+  RETURNING j.queue
+),
+counted AS (
+  INSERT INTO ${s}.stats_summary AS t (queue, retried_total, last_activity_utc)
+  SELECT queue, count(*), now() FROM retried GROUP BY queue
+  ON CONFLICT (queue) DO UPDATE
+  SET retried_total = t.retried_total + EXCLUDED.retried_total,
+      last_activity_utc = EXCLUDED.last_activity_utc
+)
+SELECT count(*)::int AS n FROM retried`;
+
+/**
+ * Metric-bucket upsert of one outcome; `source` yields (queue, duration_ms) per moved row. One row per
+ * (second, queue, outcome, reason) and per statement (grouped first, so ON CONFLICT never meets a row
+ * twice); concurrent movers serialise on that row only for this upsert.
+ */
+const bucketUpsert = (s: string, outcome: number, reasonSql: string, source: string): string => `
+  INSERT INTO ${s}.metric_buckets AS b (
+    bucket_utc, queue, outcome, failure_reason,
+    completed_count, duration_count, total_duration_ms, max_duration_ms)
+  SELECT date_trunc('second', now()), queue, ${outcome}, ${reasonSql},
+         count(*), count(duration_ms), coalesce(sum(duration_ms), 0), coalesce(max(duration_ms), 0)
+  FROM ${source} AS o GROUP BY queue
+  ON CONFLICT (bucket_utc, queue, outcome, failure_reason) DO UPDATE
+  SET completed_count = b.completed_count + EXCLUDED.completed_count,
+      duration_count = b.duration_count + EXCLUDED.duration_count,
+      total_duration_ms = b.total_duration_ms + EXCLUDED.total_duration_ms,
+      max_duration_ms = greatest(b.max_duration_ms, EXCLUDED.max_duration_ms)`;
+
+/**
+ * Atomic move Hot → Archive of owned rows (status 1 or 2). $1 ids, $2 worker ids, $3 lease ids,
+ * $4 durations in ms (parallel arrays). Returns the archived ids.
+ *
+ * Lock/isolation: one READ COMMITTED statement = one transaction (SPEC "Transaction Integrity"):
+ * the DELETE takes the exact owned rows first (row locks; a concurrently changed row is re-checked
+ * against lease and status after the lock), RETURNING captures what was deleted, the INSERT writes
+ * exactly that, then ONE `stats_summary` upsert and ONE metric-bucket upsert per queue of the batch
+ * (StatsSummary is the hottest row, so it is touched once per batch, last, to keep its lock short).
+ * Any error, e.g. in the archive insert, rolls back the delete too.
+ */
+export const archiveSucceeded = (s: string): string => `
+WITH input AS (
+  SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::bigint[])
+    AS l(id, worker_id, lease_id, duration_ms)
+),
+moved AS (
+  DELETE FROM ${s}.jobs_hot j
+  USING input l
+  WHERE ${OWNED} AND j.status IN (1, 2)
+  RETURNING j.*, l.duration_ms AS run_ms
+),
+src AS (
+  INSERT INTO ${s}.jobs_archive (${cols(ARCHIVE_COPIED)}, finished_at_utc, duration_ms)
+  SELECT ${cols(ARCHIVE_COPIED, 'm')}, now(), m.run_ms
+  FROM moved m
+  RETURNING id, queue, duration_ms
+),
+counted AS (
+  INSERT INTO ${s}.stats_summary AS t (queue, succeeded_total, last_activity_utc)
+  SELECT queue, count(*), now() FROM src GROUP BY queue
+  ON CONFLICT (queue) DO UPDATE
+  SET succeeded_total = t.succeeded_total + EXCLUDED.succeeded_total,
+      last_activity_utc = EXCLUDED.last_activity_utc
+),
+bucket AS (${bucketUpsert(s, 0, '-1', 'src')}
+)
+SELECT id FROM src`;
+
+/** What a Hot → DLQ move writes: status, outcome and counter are fixed per statement text. */
+export interface DlqMoveShape {
+  /** DLQ status literal: 4 Failed, 5 Cancelled, 6 Zombie. */
+  status: 4 | 5 | 6;
+  /** Metric outcome literal: 1 failed, 2 cancelled. */
+  outcome: 1 | 2;
+  /** The lifetime counter that grows. */
+  counter: 'failed_total' | 'cancelled_total';
+}
+
+/**
+ * The DLQ insert of every Hot → DLQ move, as a CTE `src(id, queue)`, fed by a CTE `moved` of deleted
+ * hot rows. The SQL arguments are the failure reason, the error text and the actor (NULL keeps
+ * `last_modified_by`).
+ */
+const dlqInsert = (
+  s: string,
+  status: DlqMoveShape['status'],
+  reasonSql: string,
+  errorSql: string,
+  actorSql: string,
+): string => `
+src AS (
+  INSERT INTO ${s}.jobs_dlq (${cols(DLQ_COPIED)}, status, failure_reason, error_details, failed_at_utc)
+  SELECT ${DLQ_COPIED.map((c) => (c === 'last_modified_by' ? `coalesce(${actorSql}, m.last_modified_by)` : `m.${c}`)).join(', ')},
+         ${status}, ${reasonSql}, ${errorSql}, now()
+  FROM moved m
+  RETURNING id, queue
+),`;
+
+/** Lifetime counter upsert fed by `src(queue)`: one row per queue per statement. */
+const counterUpsert = (s: string, counter: DlqMoveShape['counter']): string => `
+counted AS (
+  INSERT INTO ${s}.stats_summary AS t (queue, ${counter}, last_activity_utc)
+  SELECT queue, count(*), now() FROM src GROUP BY queue
+  ON CONFLICT (queue) DO UPDATE
+  SET ${counter} = t.${counter} + EXCLUDED.${counter},
+      last_activity_utc = EXCLUDED.last_activity_utc
+),`;
+
+/**
+ * Atomic move Hot → DLQ of one row. Owned variant: $1 id, $2 worker, $3 lease (status 1 or 2), then
+ * $4 reason, $5 error text, $6 actor, $7 duration ms (bucket; may be NULL). Admin/rescue variant
+ * (`owned = false`, any hot status): $1 id, $2 reason, $3 error, $4 actor, $5 duration. Returns the
+ * moved ids.
+ *
+ * Lock/isolation: one READ COMMITTED statement, same pattern as {@link archiveSucceeded}: DELETE the
+ * exact row first (row lock, re-checked after locking), insert what was deleted, then the lifetime
+ * counter (`failed_total` or `cancelled_total`) and the metric bucket, all or nothing.
+ */
+export const moveToDlq = (s: string, shape: DlqMoveShape, owned: boolean): string => {
+  const [reason, error, actor, duration] = owned ? [4, 5, 6, 7] : [2, 3, 4, 5];
+  return `
+WITH moved AS (
+  DELETE FROM ${s}.jobs_hot j
+  WHERE j.id = $1 AND ${owned ? 'j.worker_id = $2 AND j.lease_id = $3 AND j.status IN (1, 2)' : 'j.status IN (0, 1, 2)'}
+  RETURNING j.*
+),
+${dlqInsert(s, shape.status, `$${reason}::smallint`, `$${error}::text`, `$${actor}::text`)}
+${counterUpsert(s, shape.counter)}
+bucket AS (${bucketUpsert(s, shape.outcome, `$${reason}::smallint`, `(SELECT queue, $${duration}::bigint AS duration_ms FROM src)`)}
+)
+SELECT id FROM src`;
+};
+
+/**
+ * Cancel, step 1: Pending/Fetched rows among $1 → DLQ as Cancelled (status 5, reason 1), with
+ * $2 error text and $3 actor; `cancelled_total` and the cancelled bucket (outcome 2) in the same
+ * statement. Returns the moved ids.
+ * Lock/isolation: READ COMMITTED, runs in the cancel transaction before step 2. A row that a worker
+ * marks Processing concurrently is re-checked after the DELETE's lock and no longer matches.
+ */
+export const cancelMove = (s: string): string => `
+WITH moved AS (
+  DELETE FROM ${s}.jobs_hot j
+  WHERE j.id = ANY ($1::text[]) AND j.status IN (0, 1)
+  RETURNING j.*
+),
+${dlqInsert(s, 5, '1', '$2::text', '$3::text')}
+${counterUpsert(s, 'cancelled_total')}
+bucket AS (${bucketUpsert(s, 2, '1', '(SELECT queue, NULL::bigint AS duration_ms FROM src)')}
+)
+SELECT id FROM src`;
+
+/**
+ * Cancel, step 2 (a new statement, so its snapshot sees rows that became Processing meanwhile):
+ * Processing rows among $1 get `cancel_requested_utc` (kept if already set) and
+ * `last_modified_by` $2; with a channel, `pg_notify` tells the owner at commit instead of at its
+ * next heartbeat. Returns the ids. Lock/isolation: READ COMMITTED row locks.
+ */
+export const cancelRequest = (s: string, channel: string | null): string => `
+WITH requested AS (
+  UPDATE ${s}.jobs_hot j
+  SET cancel_requested_utc = coalesce(j.cancel_requested_utc, now()),
+      last_modified_by = coalesce($2::text, j.last_modified_by)
+  WHERE j.id = ANY ($1::text[]) AND j.status = 2
+  RETURNING j.id
+)
+SELECT r.id FROM requested r${channel === null ? '' : `\nCROSS JOIN LATERAL pg_notify(${literal(channel)}, r.id)`}`;
+
+// ------------------------------------------------------------------------------------------ DLQ → hot
+
+/**
+ * Atomic move DLQ → Hot as Pending of the DLQ rows whose ids `chosen` (a SELECT of `id`) yields.
+ * Parameters: $1 new payload (NULL = keep), $2 whether tags change, $3 new tags, $4 new priority
+ * (NULL = keep), $5 actor, then the selection's own parameters from $6. Returns the ids moved.
+ *
+ * Lock/isolation: one READ COMMITTED statement. The DLQ DELETE comes first and takes the row lock,
+ * so of two operators resurrecting one job the second waits, then finds the row gone and inserts
+ * nothing. If the hot insert fails (e.g. the id is somehow hot already), the DELETE rolls back.
+ * The job restarts clean: attempt 0, no lease, no schedule, `enqueued_at_utc = now()` (the clock of
+ * `maxJobAge`), `created_at_utc` kept, the idempotency key dropped, `resurrected_total + n`.
+ */
+export const resurrect = (s: string, chosen: string): string => `
+WITH chosen AS MATERIALIZED (${chosen}),
+taken AS (
+  DELETE FROM ${s}.jobs_dlq d
+  USING chosen c
+  WHERE d.id = c.id
+  RETURNING d.*
+),
+revived AS (
+  INSERT INTO ${s}.jobs_hot (
+    id, queue, type, payload, tags, idempotency_key, priority, status, attempt_count,
+    worker_id, lease_id, heartbeat_utc, scheduled_at_utc, created_at_utc, enqueued_at_utc,
+    started_at_utc, last_updated_utc, created_by, last_modified_by, last_error,
+    cancel_requested_utc, progress)
+  SELECT t.id, t.queue, t.type, coalesce($1::text, t.payload),
+         CASE WHEN $2::boolean THEN $3::text ELSE t.tags END,
+         NULL, coalesce($4::int, t.priority), 0, 0,
+         NULL, NULL, NULL, NULL, t.created_at_utc, now(),
+         NULL, now(), t.created_by, coalesce($5::text, t.last_modified_by),
+         coalesce(t.error_details, t.last_error), NULL, NULL
+  FROM taken t
+  RETURNING id, queue
+),
+new_queues AS (
+  INSERT INTO ${s}.queues (name, last_updated_utc)
+  SELECT DISTINCT queue, now() FROM revived
+  ON CONFLICT (name) DO NOTHING
+),
+counted AS (
+  INSERT INTO ${s}.stats_summary AS t (queue, resurrected_total, last_activity_utc)
+  SELECT queue, count(*), now() FROM revived GROUP BY queue
+  ON CONFLICT (queue) DO UPDATE
+  SET resurrected_total = t.resurrected_total + EXCLUDED.resurrected_total,
+      last_activity_utc = EXCLUDED.last_activity_utc
+)
+SELECT id FROM revived`;
+
+/** Ids for {@link resurrect}: explicit ids ($6); the DELETE itself takes the row locks. */
+export const CHOOSE_DLQ_BY_IDS = `SELECT unnest($6::text[]) AS id`;
+
+/**
+ * Ids for {@link resurrect} / {@link purgeDlqChosen} by filter: at most `limitParam` matching rows, oldest
+ * failure first, skipping rows another transaction holds (FOR UPDATE SKIP LOCKED), so two bulk
+ * actions never block each other and never both touch one row.
+ */
+export const chooseDlqByFilter = (s: string, where: string, limitParam: string): string => `
+  SELECT f.id FROM ${s}.jobs_dlq f
+  WHERE ${where}
+  ORDER BY f.failed_at_utc, f.id
+  LIMIT ${limitParam}
+  FOR UPDATE SKIP LOCKED`;
+
+// ------------------------------------------------------------------------------------------ rescue
+
+/**
+ * Fetched rows untouched for $1 ms → Pending (no user code ran, so this is always safe). At most
+ * $2 rows, oldest first. Returns the ids.
+ * Lock/isolation: READ COMMITTED; candidates come from `ix_jobs_hot_fetched` with
+ * `FOR UPDATE SKIP LOCKED` in a MATERIALIZED CTE (evaluated once, see {@link claimBatch}); a row
+ * being heartbeated or started right now is skipped, and a row that changed after the statement's
+ * snapshot is re-checked against the staleness condition when it is locked.
+ */
+export const recoverAbandoned = (s: string): string => `
+WITH chosen AS MATERIALIZED (
+  SELECT c.id FROM ${s}.jobs_hot c
+  WHERE c.status = 1 AND c.last_updated_utc < now() - $1::float8 ${MS}
+  ORDER BY c.last_updated_utc
+  LIMIT $2
+  FOR UPDATE SKIP LOCKED
+)
+UPDATE ${s}.jobs_hot j
+SET status = 0, worker_id = NULL, lease_id = NULL, last_updated_utc = now()
+FROM chosen c
+WHERE j.id = c.id AND j.status = 1
+RETURNING j.id`;
+
+/**
+ * Processing rows whose heartbeat is older than their queue's `zombie_timeout_seconds` (or the
+ * default $1 ms) → DLQ as Zombie (status 6, reason 2, outcome failed), or → Pending with
+ * `last_error` for queues with `retry_zombies`. At most $2 rows; $3 is the error text.
+ * Returns (kind, id) with kind 'dlq' or 'retried'.
+ *
+ * Lock/isolation: one READ COMMITTED statement. Candidates are locked `FOR UPDATE OF j SKIP LOCKED`
+ * (a row its owner is finalising right now is skipped; if we lock first, the owner's fenced
+ * statement finds nothing and reports "not applied"). The range `heartbeat_utc < now() − shortest
+ * timeout` bounds the scan of `ix_jobs_hot_processing`. Both the failed and the retried counts go
+ * into ONE `stats_summary` upsert: two CTEs must never update the same row in one statement.
+ */
+export const archiveZombies = (s: string): string => `
+WITH candidates AS MATERIALIZED (
+  SELECT j.id, coalesce(q.retry_zombies, false) AS retry
+  FROM ${s}.jobs_hot j
+  LEFT JOIN ${s}.queues q ON q.name = j.queue
+  WHERE j.status = 2
+    AND j.heartbeat_utc < now() - (
+          SELECT least($1::float8, min(zombie_timeout_seconds) * 1000.0) FROM ${s}.queues) ${MS}
+    AND j.heartbeat_utc < now() - coalesce(q.zombie_timeout_seconds * 1000.0, $1::float8) ${MS}
+  ORDER BY j.heartbeat_utc
+  LIMIT $2
+  FOR UPDATE OF j SKIP LOCKED
+),
+moved AS (
+  DELETE FROM ${s}.jobs_hot j
+  USING candidates c
+  WHERE j.id = c.id AND NOT c.retry AND j.status = 2
+  RETURNING j.*
+),
+${dlqInsert(s, 6, '2', '$3::text', 'NULL::text')}
+retried AS (
+  UPDATE ${s}.jobs_hot j
+  SET status = 0, worker_id = NULL, lease_id = NULL, heartbeat_utc = NULL,
+      last_error = $3::text, last_updated_utc = now()
+  FROM candidates c
+  WHERE j.id = c.id AND c.retry AND j.status = 2
+  RETURNING j.id, j.queue
+),
+counted AS (
+  INSERT INTO ${s}.stats_summary AS t (queue, failed_total, retried_total, last_activity_utc)
+  SELECT queue, count(*) FILTER (WHERE kind = 'dlq'), count(*) FILTER (WHERE kind = 'retried'), now()
+  FROM (SELECT 'dlq' AS kind, queue FROM src UNION ALL SELECT 'retried', queue FROM retried) x
+  GROUP BY queue
+  ON CONFLICT (queue) DO UPDATE
+  SET failed_total = t.failed_total + EXCLUDED.failed_total,
+      retried_total = t.retried_total + EXCLUDED.retried_total,
+      last_activity_utc = EXCLUDED.last_activity_utc
+),
+bucket AS (${bucketUpsert(s, 1, '2', '(SELECT queue, NULL::bigint AS duration_ms FROM src)')}
+)
+SELECT 'dlq' AS kind, id FROM src
+UNION ALL
+SELECT 'retried', id FROM retried`;
+
+// ------------------------------------------------------------------------------------------ queues
+
+/** All queue rows. */
+export const selectQueues = (s: string): string => `SELECT * FROM ${s}.queues ORDER BY name`;
+
+/**
+ * Upserts a queue and applies the patch. $1 name; $2 is_paused, $3 is_active, $4 retry_zombies
+ * (NULL = unchanged); nullable fields come as (set?, value) pairs: $5/$6 max_workers,
+ * $7/$8 zombie_timeout_seconds, $9/$10 execution_timeout_ms.
+ * Lock/isolation: `INSERT … ON CONFLICT DO UPDATE` is atomic under concurrency (no lost insert race);
+ * it takes the same row lock that claims take on budgeted queues, so a budget change waits for an
+ * in-flight claim.
+ */
+export const upsertQueue = (s: string): string => `
+INSERT INTO ${s}.queues AS q (
+  name, is_paused, is_active, retry_zombies, max_workers, zombie_timeout_seconds,
+  execution_timeout_ms, last_updated_utc)
+VALUES ($1, coalesce($2::boolean, false), coalesce($3::boolean, true), coalesce($4::boolean, false),
+        CASE WHEN $5::boolean THEN $6::int END, CASE WHEN $7::boolean THEN $8::int END,
+        CASE WHEN $9::boolean THEN $10::int END, now())
+ON CONFLICT (name) DO UPDATE
+SET is_paused = coalesce($2::boolean, q.is_paused),
+    is_active = coalesce($3::boolean, q.is_active),
+    retry_zombies = coalesce($4::boolean, q.retry_zombies),
+    max_workers = CASE WHEN $5::boolean THEN $6::int ELSE q.max_workers END,
+    zombie_timeout_seconds = CASE WHEN $7::boolean THEN $8::int ELSE q.zombie_timeout_seconds END,
+    execution_timeout_ms = CASE WHEN $9::boolean THEN $10::int ELSE q.execution_timeout_ms END,
+    last_updated_utc = now()
+RETURNING *`;
+
+// ------------------------------------------------------------------------------------------ purge
+
+/**
+ * Deletes DLQ rows by id ($1, one bounded chunk). Lock/isolation: READ COMMITTED; rows another
+ * transaction holds (e.g. being resurrected) are skipped, not waited for. Counters untouched.
+ */
+export const purgeDlqByIds = (s: string): string =>
+  purgeDlqChosen(
+    s,
+    `SELECT f.id FROM ${s}.jobs_dlq f WHERE f.id = ANY ($1::text[]) FOR UPDATE SKIP LOCKED`,
+  );
+
+/** Deletes the DLQ rows whose ids `chosen` yields (evaluated once, see {@link claimBatch}). */
+export const purgeDlqChosen = (s: string, chosen: string): string => `
+WITH chosen AS MATERIALIZED (${chosen})
+DELETE FROM ${s}.jobs_dlq d USING chosen c WHERE d.id = c.id RETURNING d.id`;
+
+/**
+ * Retention, one bounded batch: archive rows finished more than $1 ms ago, at most $2, oldest first.
+ * Lock/isolation: each batch its own short transaction; the batch is picked once in a MATERIALIZED
+ * CTE with SKIP LOCKED, so it never waits on row locks of a concurrent purge or retention run. Counters untouched (they are lifetime).
+ */
+export const retainArchive = (s: string): string => `
+WITH chosen AS MATERIALIZED (
+  SELECT r.id FROM ${s}.jobs_archive r
+  WHERE r.finished_at_utc < now() - $1::float8 ${MS}
+  ORDER BY r.finished_at_utc
+  LIMIT $2
+  FOR UPDATE SKIP LOCKED)
+DELETE FROM ${s}.jobs_archive a USING chosen c WHERE a.id = c.id
+RETURNING a.id`;
+
+/** Retention batch of the DLQ (failed more than $1 ms ago, at most $2); as {@link retainArchive}. */
+export const retainDlq = (s: string): string => `
+WITH chosen AS MATERIALIZED (
+  SELECT r.id FROM ${s}.jobs_dlq r
+  WHERE r.failed_at_utc < now() - $1::float8 ${MS}
+  ORDER BY r.failed_at_utc
+  LIMIT $2
+  FOR UPDATE SKIP LOCKED)
+DELETE FROM ${s}.jobs_dlq d USING chosen c WHERE d.id = c.id
+RETURNING d.id`;
+
+/** Retention batch of metric buckets older than $1 ms (at most $2), by primary key; as {@link retainArchive}. */
+export const retainBuckets = (s: string): string => `
+WITH chosen AS MATERIALIZED (
+  SELECT r.bucket_utc, r.queue, r.outcome, r.failure_reason FROM ${s}.metric_buckets r
+  WHERE r.bucket_utc < now() - $1::float8 ${MS}
+  ORDER BY r.bucket_utc
+  LIMIT $2
+  FOR UPDATE SKIP LOCKED)
+DELETE FROM ${s}.metric_buckets b USING chosen c
+WHERE b.bucket_utc = c.bucket_utc AND b.queue = c.queue
+  AND b.outcome = c.outcome AND b.failure_reason = c.failure_reason
+RETURNING 1 AS deleted`;
+
+// ------------------------------------------------------------------------------------------ reads
+
+/** One job by id ($1) in each pillar; read one after the other (hot, archive, DLQ). */
+export const selectHotById = (s: string): string => `SELECT * FROM ${s}.jobs_hot WHERE id = $1`;
+/** @see selectHotById */
+export const selectArchiveById = (s: string): string =>
+  `SELECT * FROM ${s}.jobs_archive WHERE id = $1`;
+/** @see selectHotById */
+export const selectDlqById = (s: string): string => `SELECT * FROM ${s}.jobs_dlq WHERE id = $1`;
+
+/** Table of each pillar. */
+const PILLAR_TABLE = { hot: 'jobs_hot', archive: 'jobs_archive', dlq: 'jobs_dlq' } as const;
+
+/** Date column the `from`/`to` filters apply to. */
+const PILLAR_DATE = { archive: 'finished_at_utc', dlq: 'failed_at_utc' } as const;
+
+/**
+ * Builds the WHERE clause of a filtered read or bulk action, appending values to `params` (every
+ * value is a parameter; the hot-table status is a validated literal 0–2 so partial indexes apply).
+ * Tag: exact match inside the `,a,b,` string; search: case-insensitive substring of id, type or
+ * payload (ILIKE, like SQL Server's and SQLite's default LIKE), with `%`, `_`, `[` matched literally.
+ * `alias` prefixes the columns.
+ */
+export function filterClause(
+  pillar: 'hot' | 'archive' | 'dlq',
+  filter: ActiveFilter & DlqFilter,
+  params: unknown[],
+  alias: string,
+): string {
+  const p = (value: unknown): string => {
+    params.push(value);
+    return `$${params.length}`;
+  };
+  const c = (column: string): string => `${alias}.${column}`;
+  const parts: string[] = [];
+  if (filter.queue !== undefined) parts.push(`${c('queue')} = ${p(filter.queue)}`);
+  if (filter.type !== undefined) parts.push(`${c('type')} = ${p(filter.type)}`);
+  if (pillar === 'hot' && filter.status !== undefined) {
+    const status = Number(filter.status);
+    if (![0, 1, 2].includes(status))
+      throw new Error(`Unvalidated hot status ${String(filter.status)}`);
+    parts.push(`${c('status')} = ${status}`);
+  }
+  if (filter.tag !== undefined) {
+    parts.push(`${c('tags')} LIKE '%,' || ${p(escapeLike(filter.tag))} || ',%' ESCAPE '\\'`);
+  }
+  if (filter.search !== undefined && filter.search !== '') {
+    const term = p(`%${escapeLike(filter.search)}%`);
+    parts.push(
+      `(${c('id')} ILIKE ${term} ESCAPE '\\' OR ${c('type')} ILIKE ${term} ESCAPE '\\' OR ${c('payload')} ILIKE ${term} ESCAPE '\\')`,
+    );
+  }
+  if (pillar !== 'hot') {
+    const dateColumn = c(PILLAR_DATE[pillar]);
+    const history = filter as HistoryFilter;
+    if (history.from !== undefined) parts.push(`${dateColumn} >= ${p(history.from)}::timestamptz`);
+    if (history.to !== undefined) parts.push(`${dateColumn} < ${p(history.to)}::timestamptz`);
+  }
+  if (pillar === 'dlq') {
+    if (filter.reason !== undefined)
+      parts.push(`${c('failure_reason')} = ${p(filter.reason)}::smallint`);
+    if (filter.ids !== undefined) parts.push(`${c('id')} = ANY (${p([...filter.ids])}::text[])`);
+  }
+  return parts.length === 0 ? 'TRUE' : parts.join(' AND ');
+}
+
+/**
+ * A page of one pillar. `sortColumn` comes from the `SORT_COLUMNS` whitelist (validated again
+ * here) and `id` breaks ties, so pages are stable. `limitParam`/`offsetParam` are parameter refs.
+ */
+export function selectPage(
+  s: string,
+  pillar: 'hot' | 'archive' | 'dlq',
+  where: string,
+  sortColumn: string,
+  sortDir: 'ASC' | 'DESC',
+  limitParam: string,
+  offsetParam: string,
+): string {
+  if (!/^[a-z_]+$/.test(sortColumn)) throw new Error(`Unvalidated sort column ${sortColumn}`);
+  const dir = sortDir === 'ASC' ? 'ASC' : 'DESC';
+  return `
+SELECT * FROM ${s}.${PILLAR_TABLE[pillar]} x
+WHERE ${where}
+ORDER BY x.${sortColumn} ${dir}, x.id ${dir}
+LIMIT ${limitParam} OFFSET ${offsetParam}`;
+}
+
+/** Total rows matching a page's filter. */
+export function countPage(s: string, pillar: 'hot' | 'archive' | 'dlq', where: string): string {
+  return `SELECT count(*)::bigint AS total FROM ${s}.${PILLAR_TABLE[pillar]} x WHERE ${where}`;
+}
+
+/**
+ * Lifetime counters summed over queues plus exact current counts per pillar (hot counts come from
+ * the partial indexes). Exact counts of a very large archive are O(rows); telemetry that needs to
+ * be cheap should use planner estimates (a later issue).
+ */
+export const selectSummary = (s: string): string => `
+SELECT
+  (SELECT coalesce(sum(succeeded_total), 0) FROM ${s}.stats_summary) AS succeeded_total,
+  (SELECT coalesce(sum(failed_total), 0) FROM ${s}.stats_summary) AS failed_total,
+  (SELECT coalesce(sum(cancelled_total), 0) FROM ${s}.stats_summary) AS cancelled_total,
+  (SELECT coalesce(sum(retried_total), 0) FROM ${s}.stats_summary) AS retried_total,
+  (SELECT coalesce(sum(resurrected_total), 0) FROM ${s}.stats_summary) AS resurrected_total,
+  (SELECT count(*) FROM ${s}.jobs_hot WHERE status = 0) AS pending,
+  (SELECT count(*) FROM ${s}.jobs_hot WHERE status = 1) AS fetched,
+  (SELECT count(*) FROM ${s}.jobs_hot WHERE status = 2) AS processing,
+  (SELECT count(*) FROM ${s}.jobs_archive) AS archived,
+  (SELECT count(*) FROM ${s}.jobs_dlq) AS dlq`;
+
+/** Per-queue counters, current counts by status and pillar, and controls. */
+export const selectQueueStats = (s: string): string => `
+SELECT q.name AS queue, q.is_paused, q.is_active, q.max_workers,
+       coalesce(h.pending, 0) AS pending, coalesce(h.fetched, 0) AS fetched,
+       coalesce(h.processing, 0) AS processing,
+       coalesce(a.n, 0) AS archived, coalesce(d.n, 0) AS dlq,
+       coalesce(t.succeeded_total, 0) AS succeeded_total, coalesce(t.failed_total, 0) AS failed_total,
+       coalesce(t.cancelled_total, 0) AS cancelled_total, coalesce(t.retried_total, 0) AS retried_total,
+       coalesce(t.resurrected_total, 0) AS resurrected_total, t.last_activity_utc
+FROM ${s}.queues q
+LEFT JOIN ${s}.stats_summary t ON t.queue = q.name
+LEFT JOIN (
+  SELECT queue, count(*) FILTER (WHERE status = 0) AS pending,
+         count(*) FILTER (WHERE status = 1) AS fetched,
+         count(*) FILTER (WHERE status = 2) AS processing
+  FROM ${s}.jobs_hot GROUP BY queue) h ON h.queue = q.name
+LEFT JOIN (SELECT queue, count(*) AS n FROM ${s}.jobs_archive GROUP BY queue) a ON a.queue = q.name
+LEFT JOIN (SELECT queue, count(*) AS n FROM ${s}.jobs_dlq GROUP BY queue) d ON d.queue = q.name
+ORDER BY q.name`;
+
+/**
+ * Per-queue lag and saturation: due pending rows (through `ix_jobs_hot_pending`), their average
+ * and longest wait since they became due, and the active count (through `ix_jobs_hot_active`).
+ */
+export const selectQueueHealth = (s: string): string => `
+SELECT q.name AS queue, q.max_workers,
+       p.due_pending, p.avg_lag_ms, p.max_lag_ms, a.active
+FROM ${s}.queues q
+CROSS JOIN LATERAL (
+  SELECT count(*) AS due_pending,
+         coalesce(avg(extract(epoch FROM now() - coalesce(j.scheduled_at_utc, j.enqueued_at_utc))) * 1000, 0) AS avg_lag_ms,
+         coalesce(max(extract(epoch FROM now() - coalesce(j.scheduled_at_utc, j.enqueued_at_utc))) * 1000, 0) AS max_lag_ms
+  FROM ${s}.jobs_hot j
+  WHERE j.status = 0 AND j.queue = q.name
+    AND coalesce(j.scheduled_at_utc, j.enqueued_at_utc) <= now()) p
+CROSS JOIN LATERAL (
+  SELECT count(*) AS active FROM ${s}.jobs_hot j WHERE j.status IN (1, 2) AND j.queue = q.name) a
+ORDER BY q.name`;
+
+/** Completions over the last 1 and 5 minutes from metric buckets (PK range on bucket_utc); $1 queue or NULL. */
+export const selectThroughput = (s: string): string => `
+SELECT
+  coalesce(sum(completed_count) FILTER (WHERE bucket_utc > now() - interval '1 minute'), 0) AS total_1m,
+  coalesce(sum(completed_count), 0) AS total_5m,
+  coalesce(sum(completed_count) FILTER (WHERE outcome = 0 AND bucket_utc > now() - interval '1 minute'), 0) AS succeeded_1m,
+  coalesce(sum(completed_count) FILTER (WHERE outcome = 1 AND bucket_utc > now() - interval '1 minute'), 0) AS failed_1m,
+  coalesce(sum(completed_count) FILTER (WHERE outcome = 0), 0) AS succeeded_5m,
+  coalesce(sum(completed_count) FILTER (WHERE outcome = 1), 0) AS failed_5m
+FROM ${s}.metric_buckets
+WHERE bucket_utc > now() - interval '5 minutes'
+  AND ($1::text IS NULL OR queue = $1::text)`;
+
+/** Rows of the DLQ scanned (newest first) when grouping error families: keeps the read bounded. */
+export const TOP_ERRORS_SCAN_LIMIT = 10_000;
+
+/**
+ * The most frequent error families (first line of `error_details`, at most 200 chars) among the
+ * newest {@link TOP_ERRORS_SCAN_LIMIT} DLQ rows matching `where`; `limitParam` families.
+ */
+export const selectTopDlqErrors = (s: string, where: string, limitParam: string): string => `
+SELECT e.error, count(*) AS count, max(e.failed_at_utc) AS last_failed_at_utc
+FROM (
+  SELECT left(rtrim(split_part(coalesce(x.error_details, ''), E'\\n', 1), E'\\r'), 200) AS error,
+         x.failed_at_utc
+  FROM ${s}.jobs_dlq x
+  WHERE ${where}
+  ORDER BY x.failed_at_utc DESC
+  LIMIT ${TOP_ERRORS_SCAN_LIMIT}) e
+GROUP BY e.error
+ORDER BY count(*) DESC, max(e.failed_at_utc) DESC, e.error
+LIMIT ${limitParam}`;
+
+/** Sample ids (in the order bulk actions take them: oldest failure first) for a preview. */
+export const selectDlqSample = (s: string, where: string, limitParam: string): string => `
+SELECT x.id FROM ${s}.jobs_dlq x WHERE ${where}
+ORDER BY x.failed_at_utc, x.id
+LIMIT ${limitParam}`;
+
+// ------------------------------------------------------------------------------------------ recurring
+
+/**
+ * Creates or updates a recurring definition. $1 name, $2 cron, $3 zone, $4 queue, $5 type,
+ * $6 payload, $7 misfire policy, $8 next slot. `last_slot_utc` and `is_paused` are kept;
+ * `next_slot_utc` is reset only when the cron or zone changed (every SET reads the old row).
+ */
+export const upsertRecurring = (s: string): string => `
+INSERT INTO ${s}.recurring_jobs AS r (
+  name, cron, time_zone, queue, type, payload, last_slot_utc, next_slot_utc, misfire_policy, is_paused)
+VALUES ($1, $2, $3, $4, $5, $6, NULL, $8, $7, false)
+ON CONFLICT (name) DO UPDATE
+SET next_slot_utc = CASE WHEN r.cron IS DISTINCT FROM EXCLUDED.cron
+                           OR r.time_zone IS DISTINCT FROM EXCLUDED.time_zone
+                         THEN EXCLUDED.next_slot_utc ELSE r.next_slot_utc END,
+    cron = EXCLUDED.cron, time_zone = EXCLUDED.time_zone, queue = EXCLUDED.queue,
+    type = EXCLUDED.type, payload = EXCLUDED.payload, misfire_policy = EXCLUDED.misfire_policy`;
+
+/** All recurring definitions. */
+export const selectRecurring = (s: string): string =>
+  `SELECT * FROM ${s}.recurring_jobs ORDER BY name`;
+
+/**
+ * Compare-and-set of a recurring slot: advances `next_slot_utc` from $2 to $3 (and records $2 as
+ * `last_slot_utc`) only if it still equals $2. Lock/isolation: READ COMMITTED row lock; a second
+ * process racing for the same slot waits, then re-checks `next_slot_utc = $2` on the new row version
+ * and updates nothing. Runs in one transaction with the slot's enqueue.
+ */
+export const casRecurringSlot = (s: string): string => `
+UPDATE ${s}.recurring_jobs
+SET last_slot_utc = $2, next_slot_utc = $3
+WHERE name = $1 AND next_slot_utc = $2
+RETURNING name`;
+
+// ------------------------------------------------------------------------------------------ misc
+
+/** The database clock. */
+export const SELECT_NOW = `SELECT clock_timestamp() AS now`;
+
+/** Server version, checked once by `prepare()`. */
+export const SELECT_SERVER_VERSION = `SELECT current_setting('server_version_num')::int AS version`;
+
+/** A SQL string literal of trusted text (channel names built from the validated schema). */
+function literal(text: string): string {
+  if (!/^[A-Za-z0-9_:]+$/.test(text)) throw new Error(`Refusing to inline ${text}`);
+  return `'${text}'`;
+}

@@ -1,0 +1,203 @@
+import { SQLITE_NOW_MS } from './sqlite.sql';
+
+/**
+ * SQLite DDL of ChokaQ (SPEC §2): tables `{prefix}jobs_hot`, `jobs_archive`, `jobs_dlq`,
+ * `stats_summary`, `metric_buckets`, `queues`, `recurring_jobs`, `schema_migrations`.
+ *
+ * Conventions: ids are TEXT (UUIDv7 strings, so inserts land at the end of the primary key); payloads
+ * are TEXT (the queue never looks inside); times are INTEGER epoch milliseconds from the database
+ * clock; booleans are INTEGER 0/1. Tables are STRICT so a wrong type is an error, not a silent
+ * affinity conversion.
+ *
+ * Partial indexes (`WHERE status = 0` …) are only used when the query repeats the same predicate with
+ * the status written as a literal, which is why every statement in `sqlite.sql.ts` does so.
+ */
+
+/** One schema version: the statements that take the schema from the previous version to this one. */
+export interface SqliteMigration {
+  version: number;
+  description: string;
+  statements: (prefix: string) => string[];
+}
+
+/** Version 1: the whole schema of SPEC §2. */
+const V1: SqliteMigration = {
+  version: 1,
+  description: 'ChokaQ schema: three pillars, counters, buckets, queues, recurring jobs',
+  statements: (p) => [
+    `CREATE TABLE IF NOT EXISTS ${p}jobs_hot (
+      id                   TEXT    NOT NULL PRIMARY KEY,
+      queue                TEXT    NOT NULL,
+      type                 TEXT    NOT NULL,
+      payload              TEXT    NOT NULL,
+      tags                 TEXT    NULL,
+      idempotency_key      TEXT    NULL,
+      priority             INTEGER NOT NULL DEFAULT 10,
+      status               INTEGER NOT NULL DEFAULT 0 CHECK (status IN (0, 1, 2)),
+      attempt_count        INTEGER NOT NULL DEFAULT 0,
+      worker_id            TEXT    NULL,
+      lease_id             TEXT    NULL,
+      heartbeat_utc        INTEGER NULL,
+      scheduled_at_utc     INTEGER NULL,
+      created_at_utc       INTEGER NOT NULL,
+      enqueued_at_utc      INTEGER NOT NULL,
+      started_at_utc       INTEGER NULL,
+      last_updated_utc     INTEGER NOT NULL,
+      created_by           TEXT    NULL,
+      last_modified_by     TEXT    NULL,
+      last_error           TEXT    NULL,
+      cancel_requested_utc INTEGER NULL,
+      progress             REAL    NULL
+    ) STRICT`,
+    // Serves fetchNextBatch: per queue, the best Pending rows in claim order (priority desc, then
+    // due time), read in index order so the claim stops after `limit` rows per queue.
+    `CREATE INDEX IF NOT EXISTS ${p}jobs_hot_pending_ix
+      ON ${p}jobs_hot (queue, priority DESC, COALESCE(scheduled_at_utc, enqueued_at_utc), id)
+      WHERE status = 0`,
+    // Serves the per-queue MaxWorkers budget of fetchNextBatch and the active counts of reads.
+    `CREATE INDEX IF NOT EXISTS ${p}jobs_hot_active_ix ON ${p}jobs_hot (queue) WHERE status IN (1, 2)`,
+    // Serves enqueue: at most one active (hot) job per idempotency key; ON CONFLICT DO NOTHING
+    // relies on it so concurrent enqueues with one key insert one row.
+    `CREATE UNIQUE INDEX IF NOT EXISTS ${p}jobs_hot_idempotency_ux
+      ON ${p}jobs_hot (idempotency_key) WHERE idempotency_key IS NOT NULL`,
+    // Serves recoverAbandoned: Fetched rows not touched since the fetched-job timeout.
+    `CREATE INDEX IF NOT EXISTS ${p}jobs_hot_fetched_ix ON ${p}jobs_hot (last_updated_utc) WHERE status = 1`,
+    // Serves archiveZombies: Processing rows by heartbeat age.
+    `CREATE INDEX IF NOT EXISTS ${p}jobs_hot_heartbeat_ix ON ${p}jobs_hot (heartbeat_utc) WHERE status = 2`,
+
+    `CREATE TABLE IF NOT EXISTS ${p}jobs_archive (
+      id               TEXT    NOT NULL PRIMARY KEY,
+      queue            TEXT    NOT NULL,
+      type             TEXT    NOT NULL,
+      payload          TEXT    NOT NULL,
+      tags             TEXT    NULL,
+      idempotency_key  TEXT    NULL,
+      priority         INTEGER NOT NULL,
+      attempt_count    INTEGER NOT NULL,
+      worker_id        TEXT    NULL,
+      scheduled_at_utc INTEGER NULL,
+      created_at_utc   INTEGER NOT NULL,
+      enqueued_at_utc  INTEGER NOT NULL,
+      started_at_utc   INTEGER NULL,
+      created_by       TEXT    NULL,
+      last_modified_by TEXT    NULL,
+      last_error       TEXT    NULL,
+      progress         REAL    NULL,
+      finished_at_utc  INTEGER NOT NULL,
+      duration_ms      INTEGER NULL
+    ) STRICT`,
+    // Serves archive retention (finished before a cutoff) and the default archive page sort.
+    `CREATE INDEX IF NOT EXISTS ${p}jobs_archive_finished_ix ON ${p}jobs_archive (finished_at_utc)`,
+    // Serves archive pages filtered by queue and the per-queue archived counts.
+    `CREATE INDEX IF NOT EXISTS ${p}jobs_archive_queue_ix ON ${p}jobs_archive (queue, finished_at_utc)`,
+
+    `CREATE TABLE IF NOT EXISTS ${p}jobs_dlq (
+      id                   TEXT    NOT NULL PRIMARY KEY,
+      queue                TEXT    NOT NULL,
+      type                 TEXT    NOT NULL,
+      payload              TEXT    NOT NULL,
+      tags                 TEXT    NULL,
+      idempotency_key      TEXT    NULL,
+      priority             INTEGER NOT NULL,
+      status               INTEGER NOT NULL CHECK (status IN (4, 5, 6)),
+      attempt_count        INTEGER NOT NULL,
+      worker_id            TEXT    NULL,
+      lease_id             TEXT    NULL,
+      heartbeat_utc        INTEGER NULL,
+      scheduled_at_utc     INTEGER NULL,
+      created_at_utc       INTEGER NOT NULL,
+      enqueued_at_utc      INTEGER NOT NULL,
+      started_at_utc       INTEGER NULL,
+      last_updated_utc     INTEGER NULL,
+      created_by           TEXT    NULL,
+      last_modified_by     TEXT    NULL,
+      last_error           TEXT    NULL,
+      cancel_requested_utc INTEGER NULL,
+      progress             REAL    NULL,
+      failure_reason       INTEGER NOT NULL,
+      error_details        TEXT    NULL,
+      failed_at_utc        INTEGER NOT NULL
+    ) STRICT`,
+    // Serves DLQ retention, the default DLQ page sort and bulk actions (oldest failure first).
+    `CREATE INDEX IF NOT EXISTS ${p}jobs_dlq_failed_ix ON ${p}jobs_dlq (failed_at_utc)`,
+    // Serves DLQ pages filtered by queue and the per-queue DLQ counts.
+    `CREATE INDEX IF NOT EXISTS ${p}jobs_dlq_queue_ix ON ${p}jobs_dlq (queue, failed_at_utc)`,
+    // Serves DLQ pages, top errors and bulk actions filtered by failure reason.
+    `CREATE INDEX IF NOT EXISTS ${p}jobs_dlq_reason_ix ON ${p}jobs_dlq (failure_reason, failed_at_utc)`,
+    // Serves DLQ pages and bulk actions filtered by job type.
+    `CREATE INDEX IF NOT EXISTS ${p}jobs_dlq_type_ix ON ${p}jobs_dlq (type, failed_at_utc)`,
+
+    `CREATE TABLE IF NOT EXISTS ${p}stats_summary (
+      queue             TEXT    NOT NULL PRIMARY KEY,
+      succeeded_total   INTEGER NOT NULL DEFAULT 0,
+      failed_total      INTEGER NOT NULL DEFAULT 0,
+      cancelled_total   INTEGER NOT NULL DEFAULT 0,
+      retried_total     INTEGER NOT NULL DEFAULT 0,
+      resurrected_total INTEGER NOT NULL DEFAULT 0,
+      last_activity_utc INTEGER NULL
+    ) STRICT`,
+
+    // The primary key leads with bucket_utc: it serves the throughput window scan and retention.
+    `CREATE TABLE IF NOT EXISTS ${p}metric_buckets (
+      bucket_utc        INTEGER NOT NULL,
+      queue             TEXT    NOT NULL,
+      outcome           INTEGER NOT NULL CHECK (outcome IN (0, 1, 2)),
+      failure_reason    INTEGER NOT NULL DEFAULT -1,
+      completed_count   INTEGER NOT NULL DEFAULT 0,
+      duration_count    INTEGER NOT NULL DEFAULT 0,
+      total_duration_ms INTEGER NOT NULL DEFAULT 0,
+      max_duration_ms   INTEGER NOT NULL DEFAULT 0,
+      PRIMARY KEY (bucket_utc, queue, outcome, failure_reason)
+    ) STRICT`,
+
+    `CREATE TABLE IF NOT EXISTS ${p}queues (
+      name                   TEXT    NOT NULL PRIMARY KEY,
+      is_paused              INTEGER NOT NULL DEFAULT 0,
+      is_active              INTEGER NOT NULL DEFAULT 1,
+      max_workers            INTEGER NULL,
+      zombie_timeout_seconds INTEGER NULL,
+      execution_timeout_ms   INTEGER NULL,
+      retry_zombies          INTEGER NOT NULL DEFAULT 0,
+      last_updated_utc       INTEGER NOT NULL
+    ) STRICT`,
+
+    `CREATE TABLE IF NOT EXISTS ${p}recurring_jobs (
+      name           TEXT    NOT NULL PRIMARY KEY,
+      cron           TEXT    NOT NULL,
+      time_zone      TEXT    NOT NULL,
+      queue          TEXT    NOT NULL,
+      type           TEXT    NOT NULL,
+      payload        TEXT    NOT NULL,
+      last_slot_utc  INTEGER NULL,
+      next_slot_utc  INTEGER NOT NULL,
+      misfire_policy TEXT    NOT NULL CHECK (misfire_policy IN ('skip', 'none')),
+      is_paused      INTEGER NOT NULL DEFAULT 0
+    ) STRICT`,
+  ],
+};
+
+/** Every migration, oldest first. Append new versions; never edit a released one. */
+export const SQLITE_MIGRATIONS: readonly SqliteMigration[] = [V1];
+
+/** The ledger table; created before any migration runs so its own existence is not a migration. */
+export function schemaMigrationsDdl(prefix: string): string {
+  return `CREATE TABLE IF NOT EXISTS ${prefix}schema_migrations (
+    version        INTEGER NOT NULL PRIMARY KEY,
+    description    TEXT    NOT NULL,
+    applied_at_utc INTEGER NOT NULL
+  ) STRICT`;
+}
+
+/** The complete DDL for `npx chokaq schema --dialect sqlite` (DBAs applying scripts by hand). */
+export function sqliteSchemaScript(prefix: string): string {
+  const lines = [schemaMigrationsDdl(prefix)];
+  for (const migration of SQLITE_MIGRATIONS) {
+    lines.push(...migration.statements(prefix));
+    lines.push(
+      `INSERT INTO ${prefix}schema_migrations (version, description, applied_at_utc) ` +
+        `VALUES (${migration.version}, '${migration.description.replace(/'/g, "''")}', ` +
+        `${SQLITE_NOW_MS}) ON CONFLICT (version) DO NOTHING`,
+    );
+  }
+  return `${lines.join(';\n\n')};\n`;
+}

@@ -1,0 +1,655 @@
+import { ActiveFilter, DlqFilter, HistoryFilter } from '../job-storage';
+import { escapeLike } from '../shared/text';
+
+/**
+ * All SQL text of the SQLite dialect, one named statement per operation, built once per table prefix
+ * (the prefix is validated configuration, never user input).
+ *
+ * Conventions:
+ * - Every value from outside is a named parameter (`@name`); status codes are literals so the partial
+ *   indexes of `sqlite.schema.ts` apply.
+ * - Lists travel as one JSON array parameter read with `json_each(@x)`: the SQL text stays fixed
+ *   whatever the list length (one prepared statement, no 32,766-variable limit), and a JSON array of
+ *   captured rows plays the role of SQL Server's `@Moved` table variable in the move transactions.
+ * - Locking: SQLite has one writer per database file. Every write below runs inside `BEGIN IMMEDIATE`,
+ *   which takes the RESERVED (write) lock at BEGIN, so from the first read of a transaction to its
+ *   COMMIT no other connection or process can write: reads made inside it are exact, and no row can be
+ *   claimed, moved or counted twice. There is no `FOR UPDATE`/`SKIP LOCKED`, and none is needed.
+ *   Readers are never blocked (WAL) and see only committed data.
+ * - Times are INTEGER epoch milliseconds from {@link SQLITE_NOW_MS}; relative inputs are added in SQL.
+ */
+
+/**
+ * The database clock in epoch milliseconds. `unixepoch('subsec')` has millisecond precision; ROUND
+ * avoids `…999.9999` truncating one millisecond low. Within one statement 'now' is stable.
+ */
+export const SQLITE_NOW_MS = "CAST(ROUND(unixepoch('subsec') * 1000) AS INTEGER)";
+
+/** The current 1-second metric bucket: epoch ms floored to the second. */
+const BUCKET_NOW = `((${SQLITE_NOW_MS} / 1000) * 1000)`;
+
+/** `{id, workerId, leaseId}` leases from `@leases` (a JSON array) as a relation. */
+const LEASE_CTE = `lease(id, worker_id, lease_id) AS (
+    SELECT value ->> 'id', value ->> 'workerId', value ->> 'leaseId' FROM json_each(@leases)
+  )`;
+
+/** The fencing token: id, worker and lease all match one of `@leases`. */
+const OWNED = `(id, worker_id, lease_id) IN (SELECT id, worker_id, lease_id FROM lease)`;
+
+/** Ids from `@ids` (a JSON array of strings). */
+const IDS = `(SELECT value FROM json_each(@ids))`;
+
+/** Columns of the hot table, in DDL order. */
+export const HOT_COLUMNS = [
+  'id',
+  'queue',
+  'type',
+  'payload',
+  'tags',
+  'idempotency_key',
+  'priority',
+  'status',
+  'attempt_count',
+  'worker_id',
+  'lease_id',
+  'heartbeat_utc',
+  'scheduled_at_utc',
+  'created_at_utc',
+  'enqueued_at_utc',
+  'started_at_utc',
+  'last_updated_utc',
+  'created_by',
+  'last_modified_by',
+  'last_error',
+  'cancel_requested_utc',
+  'progress',
+] as const;
+
+/** Columns copied from a moved hot row into the archive (besides `finished_at_utc`, `duration_ms`). */
+const ARCHIVE_COPIED = [
+  'id',
+  'queue',
+  'type',
+  'payload',
+  'tags',
+  'idempotency_key',
+  'priority',
+  'attempt_count',
+  'worker_id',
+  'scheduled_at_utc',
+  'created_at_utc',
+  'enqueued_at_utc',
+  'started_at_utc',
+  'created_by',
+  'last_modified_by',
+  'last_error',
+  'progress',
+] as const;
+
+/** `m.value ->> 'col'` for each column: reads a captured row of `json_each(@moved) AS m`. */
+function fromMoved(columns: readonly string[]): string {
+  return columns.map((c) => `m.value ->> '${c}'`).join(', ');
+}
+
+/** Builds every fixed statement for one table prefix. */
+export function sqliteStatements(p: string) {
+  const hot = `${p}jobs_hot`;
+  const archive = `${p}jobs_archive`;
+  const dlq = `${p}jobs_dlq`;
+  const stats = `${p}stats_summary`;
+  const buckets = `${p}metric_buckets`;
+  const queues = `${p}queues`;
+  const recurring = `${p}recurring_jobs`;
+  const migrations = `${p}schema_migrations`;
+  const dlqColumns = [...HOT_COLUMNS, 'failure_reason', 'error_details'];
+
+  return {
+    tables: { hot, archive, dlq, stats, buckets, queues, recurring, migrations },
+
+    now: `SELECT ${SQLITE_NOW_MS} AS now_ms`,
+
+    // ------------------------------------------------------------------ schema
+
+    appliedVersions: `SELECT version FROM ${migrations}`,
+    recordVersion: `INSERT INTO ${migrations} (version, description, applied_at_utc)
+      VALUES (@version, @description, ${SQLITE_NOW_MS}) ON CONFLICT (version) DO NOTHING`,
+
+    // ------------------------------------------------------------------ enqueue
+
+    /** Ensures a `Queues` row per queue of `@rows`; existing controls are left alone. */
+    ensureQueues: `INSERT INTO ${queues} (name, is_paused, is_active, retry_zombies, last_updated_utc)
+      SELECT DISTINCT value ->> 'queue', 0, 1, 0, ${SQLITE_NOW_MS} FROM json_each(@rows) WHERE true
+      ON CONFLICT (name) DO NOTHING`,
+
+    /** Ensures a `StatsSummary` row per queue of `@rows`. */
+    ensureStats: `INSERT INTO ${stats} (queue)
+      SELECT DISTINCT value ->> 'queue' FROM json_each(@rows) WHERE true
+      ON CONFLICT (queue) DO NOTHING`,
+
+    /**
+     * Inserts Pending rows from `@rows` in input order. Runs under BEGIN IMMEDIATE (or inside the
+     * caller's transaction). `ON CONFLICT DO NOTHING` (no target) skips a row whose id exists or whose
+     * idempotency key an active row holds (unique partial index), so a retried insert never
+     * duplicates and one key yields one row; the NOT EXISTS guards keep a retried insert from
+     * re-creating a job that already finished (archive) or failed (DLQ). Returns the inserted ids.
+     */
+    insertJobs: `INSERT INTO ${hot} (id, queue, type, payload, tags, idempotency_key, priority, status,
+        attempt_count, scheduled_at_utc, created_at_utc, enqueued_at_utc, last_updated_utc, created_by)
+      SELECT r.value ->> 'id', r.value ->> 'queue', r.value ->> 'type', r.value ->> 'payload',
+        r.value ->> 'tags', r.value ->> 'idempotency_key', r.value ->> 'priority', 0, 0,
+        CASE WHEN r.value ->> 'delay_ms' IS NOT NULL THEN ${SQLITE_NOW_MS} + (r.value ->> 'delay_ms')
+             ELSE r.value ->> 'run_at' END,
+        ${SQLITE_NOW_MS}, ${SQLITE_NOW_MS}, ${SQLITE_NOW_MS}, r.value ->> 'created_by'
+      FROM json_each(@rows) AS r
+      WHERE NOT EXISTS (SELECT 1 FROM ${archive} a WHERE a.id = r.value ->> 'id')
+        AND NOT EXISTS (SELECT 1 FROM ${dlq} d WHERE d.id = r.value ->> 'id')
+      ORDER BY r.key
+      ON CONFLICT DO NOTHING
+      RETURNING id`,
+
+    /** The active job holding an idempotency key (served by the unique partial index). */
+    idByIdempotencyKey: `SELECT id FROM ${hot} WHERE idempotency_key = @key`,
+
+    // ------------------------------------------------------------------ claim
+
+    /**
+     * fetchNextBatch: claim and return in one statement (UPDATE … RETURNING).
+     *
+     * Lock/isolation: runs alone inside BEGIN IMMEDIATE, so no other writer exists between reading
+     * the candidates and the budgets and updating them; two claimers cannot take one row or spend
+     * one budget (SPEC §8.1, §8.4).
+     *
+     * Cost is O(queues × limit), not O(backlog): for each wanted queue (CROSS JOIN keeps `budget` the
+     * outer loop) a correlated subquery reads at most `@limit` due rows from the pending index in claim
+     * order. ROW_NUMBER then applies `MaxWorkers − active` within that small set, so one claim cannot
+     * exceed a budget either. `@queues`: queues with a queue-wide handler; `@types`: exact
+     * `{queue, type}` pairs. Paused and inactive queues are skipped; a queue without a `Queues` row
+     * counts as unpaused, active and unlimited.
+     */
+    claim: `WITH
+      handled_queue(queue) AS (SELECT value FROM json_each(@queues)),
+      handled_type(queue, type) AS (SELECT value ->> 'queue', value ->> 'type' FROM json_each(@types)),
+      wanted(queue) AS (SELECT queue FROM handled_queue UNION SELECT queue FROM handled_type),
+      budget(queue, any_type, remaining) AS (
+        SELECT w.queue,
+               w.queue IN (SELECT queue FROM handled_queue),
+               CASE WHEN q.max_workers IS NULL THEN @limit
+                    ELSE q.max_workers - (SELECT COUNT(*) FROM ${hot} a
+                                           WHERE a.queue = w.queue AND a.status IN (1, 2)) END
+        FROM wanted w LEFT JOIN ${queues} q ON q.name = w.queue
+        WHERE COALESCE(q.is_paused, 0) = 0 AND COALESCE(q.is_active, 1) = 1
+      ),
+      candidate AS (
+        SELECT h.id, h.queue, h.priority, COALESCE(h.scheduled_at_utc, h.enqueued_at_utc) AS due,
+               b.remaining
+        FROM budget b CROSS JOIN ${hot} h
+        WHERE b.remaining > 0
+          AND h.id IN (
+            SELECT c.id FROM ${hot} c
+            WHERE c.status = 0 AND c.queue = b.queue
+              AND (c.scheduled_at_utc IS NULL OR c.scheduled_at_utc <= ${SQLITE_NOW_MS})
+              AND (b.any_type OR c.type IN (SELECT t.type FROM handled_type t WHERE t.queue = b.queue))
+            ORDER BY c.priority DESC, COALESCE(c.scheduled_at_utc, c.enqueued_at_utc), c.id
+            LIMIT @limit)
+      ),
+      ranked AS (
+        SELECT id, priority, due, remaining,
+               ROW_NUMBER() OVER (PARTITION BY queue ORDER BY priority DESC, due, id) AS rn
+        FROM candidate
+      ),
+      picked AS (
+        SELECT id FROM ranked WHERE rn <= remaining ORDER BY priority DESC, due, id LIMIT @limit
+      )
+      UPDATE ${hot}
+      SET status = 1, worker_id = @workerId, lease_id = @leaseId, last_updated_utc = ${SQLITE_NOW_MS}
+      WHERE status = 0 AND id IN (SELECT id FROM picked)
+      RETURNING *`,
+
+    // ------------------------------------------------------------------ worker-owned updates
+
+    /** Fetched → Processing; the last stale-prefetch guard (lease matches AND status = 1). */
+    markAsProcessing: `WITH ${LEASE_CTE}
+      UPDATE ${hot}
+      SET status = 2, attempt_count = attempt_count + 1, started_at_utc = ${SQLITE_NOW_MS},
+          heartbeat_utc = ${SQLITE_NOW_MS}, last_updated_utc = ${SQLITE_NOW_MS}
+      WHERE status = 1 AND ${OWNED}
+      RETURNING id`,
+
+    /** One statement per process: heartbeat for Processing rows, LastUpdatedUtc for Fetched rows. */
+    keepAlive: `WITH ${LEASE_CTE}
+      UPDATE ${hot}
+      SET heartbeat_utc = CASE WHEN status = 2 THEN ${SQLITE_NOW_MS} ELSE heartbeat_utc END,
+          last_updated_utc = CASE WHEN status = 1 THEN ${SQLITE_NOW_MS} ELSE last_updated_utc END
+      WHERE status IN (1, 2) AND worker_id = @workerId AND ${OWNED}
+      RETURNING id, cancel_requested_utc`,
+
+    /** Fetched → Pending for owned rows; with `@delayMs`, not eligible before now + delay. */
+    release: `WITH ${LEASE_CTE}
+      UPDATE ${hot}
+      SET status = 0, worker_id = NULL, lease_id = NULL, last_updated_utc = ${SQLITE_NOW_MS},
+          scheduled_at_utc = CASE WHEN @delayMs IS NULL THEN scheduled_at_utc
+                                  ELSE ${SQLITE_NOW_MS} + @delayMs END
+      WHERE status = 1 AND ${OWNED}
+      RETURNING queue`,
+
+    /** Processing → Pending after a retryable failure (lease matches AND status = 2). */
+    rescheduleForRetry: `UPDATE ${hot}
+      SET status = 0, worker_id = NULL, lease_id = NULL, heartbeat_utc = NULL,
+          scheduled_at_utc = ${SQLITE_NOW_MS} + @delayMs, last_error = @error,
+          last_updated_utc = ${SQLITE_NOW_MS}
+      WHERE id = @id AND worker_id = @workerId AND lease_id = @leaseId AND status = 2
+      RETURNING queue`,
+
+    /** Processing rows get CancelRequestedUtc; their owner aborts them and moves them to the DLQ. */
+    requestCancel: `UPDATE ${hot}
+      SET cancel_requested_utc = COALESCE(cancel_requested_utc, ${SQLITE_NOW_MS}),
+          last_modified_by = COALESCE(@actor, last_modified_by)
+      WHERE status = 2 AND id IN ${IDS}
+      RETURNING id`,
+
+    // ------------------------------------------------------------------ moves: delete first
+
+    /**
+     * Step 1 of archiveSucceeded / moveToDlq with a lease: delete the exact owned rows (Status 1 or 2)
+     * and capture them. Inside BEGIN IMMEDIATE with the inserts and counters that follow; any error
+     * before COMMIT rolls the delete back.
+     */
+    deleteOwned: `WITH ${LEASE_CTE}
+      DELETE FROM ${hot} WHERE status IN (1, 2) AND ${OWNED} RETURNING *`,
+
+    /** Step 1 of an admin/rescue moveToDlq by id: any hot row. Same transaction shape. */
+    deleteHotById: `DELETE FROM ${hot} WHERE id = @id RETURNING *`,
+
+    /** Step 1 of cancel: Pending and Fetched rows among `@ids`. Same transaction shape. */
+    deleteCancellable: `DELETE FROM ${hot} WHERE status IN (0, 1) AND id IN ${IDS} RETURNING *`,
+
+    /** Step 2 of archiveSucceeded: insert the captured rows (`@moved`); a conflict aborts the move. */
+    insertArchive: `INSERT INTO ${archive} (${ARCHIVE_COPIED.join(', ')}, finished_at_utc, duration_ms)
+      SELECT ${fromMoved(ARCHIVE_COPIED)}, ${SQLITE_NOW_MS}, m.value ->> 'duration_ms'
+      FROM json_each(@moved) AS m ORDER BY m.key`,
+
+    /**
+     * Step 2 of every Hot → DLQ move: insert the captured rows (`@moved`, whose `status` already holds
+     * the DLQ status and which carry `failure_reason` and `error_details`); a conflict aborts the move.
+     */
+    insertDlq: `INSERT INTO ${dlq} (${dlqColumns.join(', ')}, failed_at_utc)
+      SELECT ${fromMoved(dlqColumns)}, ${SQLITE_NOW_MS}
+      FROM json_each(@moved) AS m ORDER BY m.key`,
+
+    /**
+     * Lifetime counters: one row per queue per batch (`@deltas` is already grouped by queue), so a
+     * batch of n jobs updates each stats row once, not n times.
+     */
+    addCounters: `INSERT INTO ${stats} (queue, succeeded_total, failed_total, cancelled_total,
+        retried_total, resurrected_total, last_activity_utc)
+      SELECT value ->> 'queue', value ->> 'succeeded', value ->> 'failed', value ->> 'cancelled',
+        value ->> 'retried', value ->> 'resurrected', ${SQLITE_NOW_MS}
+      FROM json_each(@deltas) WHERE true
+      ON CONFLICT (queue) DO UPDATE SET
+        succeeded_total = succeeded_total + excluded.succeeded_total,
+        failed_total = failed_total + excluded.failed_total,
+        cancelled_total = cancelled_total + excluded.cancelled_total,
+        retried_total = retried_total + excluded.retried_total,
+        resurrected_total = resurrected_total + excluded.resurrected_total,
+        last_activity_utc = excluded.last_activity_utc`,
+
+    /** Metric buckets of the current second; `@buckets` is grouped by (queue, outcome, reason). */
+    addBuckets: `INSERT INTO ${buckets} (bucket_utc, queue, outcome, failure_reason, completed_count,
+        duration_count, total_duration_ms, max_duration_ms)
+      SELECT ${BUCKET_NOW}, value ->> 'queue', value ->> 'outcome', value ->> 'failure_reason',
+        value ->> 'completed', value ->> 'duration_count', value ->> 'total_duration_ms',
+        value ->> 'max_duration_ms'
+      FROM json_each(@buckets) WHERE true
+      ON CONFLICT (bucket_utc, queue, outcome, failure_reason) DO UPDATE SET
+        completed_count = completed_count + excluded.completed_count,
+        duration_count = duration_count + excluded.duration_count,
+        total_duration_ms = total_duration_ms + excluded.total_duration_ms,
+        max_duration_ms = MAX(max_duration_ms, excluded.max_duration_ms)`,
+
+    // ------------------------------------------------------------------ DLQ → hot
+
+    /**
+     * Step 1 of resurrect: delete from the DLQ first and capture. Under BEGIN IMMEDIATE two operators
+     * are serialised, and the second finds nothing to delete (SPEC §8.9).
+     */
+    deleteDlqByIds: `DELETE FROM ${dlq} WHERE id IN ${IDS} RETURNING *`,
+
+    /**
+     * Step 2 of resurrect: the captured rows return as Pending, attempts 0, EnqueuedAtUtc = now,
+     * CreatedAtUtc kept, no idempotency key, the DLQ error kept as LastError. Edits: `@payload`
+     * (null = keep), `@setTags` 1 with `@tags`, `@priority` (null = keep). No ON CONFLICT: if the
+     * insert fails, the whole transaction, DLQ delete included, rolls back.
+     */
+    insertResurrected: `INSERT INTO ${hot} (id, queue, type, payload, tags, idempotency_key, priority,
+        status, attempt_count, scheduled_at_utc, created_at_utc, enqueued_at_utc, last_updated_utc,
+        created_by, last_modified_by, last_error)
+      SELECT m.value ->> 'id', m.value ->> 'queue', m.value ->> 'type',
+        COALESCE(@payload, m.value ->> 'payload'),
+        CASE WHEN @setTags = 1 THEN @tags ELSE m.value ->> 'tags' END,
+        NULL, COALESCE(@priority, m.value ->> 'priority'), 0, 0, NULL,
+        m.value ->> 'created_at_utc', ${SQLITE_NOW_MS}, ${SQLITE_NOW_MS},
+        m.value ->> 'created_by', COALESCE(@actor, m.value ->> 'last_modified_by'),
+        COALESCE(m.value ->> 'error_details', m.value ->> 'last_error')
+      FROM json_each(@moved) AS m ORDER BY m.key`,
+
+    // ------------------------------------------------------------------ rescue
+
+    /**
+     * recoverAbandoned: Fetched rows untouched for `@timeoutMs` → Pending (no user code ran).
+     * Lock: BEGIN IMMEDIATE; `status = 1` is re-checked by the UPDATE itself. Bounded by `@limit`.
+     */
+    recoverAbandoned: `UPDATE ${hot}
+      SET status = 0, worker_id = NULL, lease_id = NULL, last_updated_utc = ${SQLITE_NOW_MS}
+      WHERE status = 1 AND id IN (
+        SELECT id FROM ${hot}
+        WHERE status = 1 AND last_updated_utc < ${SQLITE_NOW_MS} - @timeoutMs
+        ORDER BY last_updated_utc LIMIT @limit)`,
+
+    /**
+     * archiveZombies, queues with RetryZombies: expired Processing rows → Pending with LastError.
+     * Lock: BEGIN IMMEDIATE, same transaction as {@link deleteZombies}. Bounded by `@limit`.
+     */
+    retryZombies: `UPDATE ${hot}
+      SET status = 0, worker_id = NULL, lease_id = NULL, heartbeat_utc = NULL,
+          last_error = @error, last_updated_utc = ${SQLITE_NOW_MS}
+      WHERE status = 2 AND id IN (
+        SELECT h.id FROM ${hot} h JOIN ${queues} q ON q.name = h.queue
+        WHERE h.status = 2 AND q.retry_zombies = 1
+          AND COALESCE(h.heartbeat_utc, h.started_at_utc, h.last_updated_utc)
+              < ${SQLITE_NOW_MS} - COALESCE(q.zombie_timeout_seconds * 1000, @defaultTimeoutMs)
+        ORDER BY h.heartbeat_utc LIMIT @limit)
+      RETURNING id, queue`,
+
+    /**
+     * archiveZombies, other queues: step 1 of the Hot → DLQ (Zombie) move, delete and capture the
+     * expired Processing rows. Lock: BEGIN IMMEDIATE with the inserts and counters. Bounded by `@limit`.
+     */
+    deleteZombies: `DELETE FROM ${hot}
+      WHERE status = 2 AND id IN (
+        SELECT h.id FROM ${hot} h LEFT JOIN ${queues} q ON q.name = h.queue
+        WHERE h.status = 2 AND COALESCE(q.retry_zombies, 0) = 0
+          AND COALESCE(h.heartbeat_utc, h.started_at_utc, h.last_updated_utc)
+              < ${SQLITE_NOW_MS} - COALESCE(q.zombie_timeout_seconds * 1000, @defaultTimeoutMs)
+        ORDER BY h.heartbeat_utc LIMIT @limit)
+      RETURNING *`,
+
+    // ------------------------------------------------------------------ queues
+
+    listQueues: `SELECT * FROM ${queues} ORDER BY name`,
+    getQueue: `SELECT * FROM ${queues} WHERE name = @name`,
+
+    /**
+     * Upserts a queue with the fields present in `@patch` (a JSON object; `json_type` is NULL for an
+     * absent key and 'null' for an explicit null, so "leave as is" and "clear" differ). One statement
+     * under BEGIN IMMEDIATE: concurrent upserts serialise.
+     */
+    upsertQueue: `INSERT INTO ${queues} (name, is_paused, is_active, max_workers, zombie_timeout_seconds,
+        execution_timeout_ms, retry_zombies, last_updated_utc)
+      VALUES (@name, COALESCE(@patch ->> 'isPaused', 0), COALESCE(@patch ->> 'isActive', 1),
+        @patch ->> 'maxWorkers', @patch ->> 'zombieTimeoutSeconds', @patch ->> 'executionTimeoutMs',
+        COALESCE(@patch ->> 'retryZombies', 0), ${SQLITE_NOW_MS})
+      ON CONFLICT (name) DO UPDATE SET
+        is_paused = CASE WHEN json_type(@patch, '$.isPaused') IS NULL THEN is_paused
+                         ELSE excluded.is_paused END,
+        is_active = CASE WHEN json_type(@patch, '$.isActive') IS NULL THEN is_active
+                         ELSE excluded.is_active END,
+        max_workers = CASE WHEN json_type(@patch, '$.maxWorkers') IS NULL THEN max_workers
+                           ELSE excluded.max_workers END,
+        zombie_timeout_seconds = CASE WHEN json_type(@patch, '$.zombieTimeoutSeconds') IS NULL
+                                      THEN zombie_timeout_seconds
+                                      ELSE excluded.zombie_timeout_seconds END,
+        execution_timeout_ms = CASE WHEN json_type(@patch, '$.executionTimeoutMs') IS NULL
+                                    THEN execution_timeout_ms ELSE excluded.execution_timeout_ms END,
+        retry_zombies = CASE WHEN json_type(@patch, '$.retryZombies') IS NULL THEN retry_zombies
+                             ELSE excluded.retry_zombies END,
+        last_updated_utc = excluded.last_updated_utc
+      RETURNING *`,
+
+    // ------------------------------------------------------------------ purge and retention
+
+    /** purgeDlq: by id; counters untouched. */
+    purgeDlqByIds: `DELETE FROM ${dlq} WHERE id IN ${IDS}`,
+
+    /** Retention batch: archive rows finished before `@cutoff`; each batch its own transaction. */
+    retainArchive: `DELETE FROM ${archive} WHERE id IN (
+        SELECT id FROM ${archive} WHERE finished_at_utc < @cutoff ORDER BY finished_at_utc LIMIT @limit)`,
+    /** Retention batch: DLQ rows failed before `@cutoff`. */
+    retainDlq: `DELETE FROM ${dlq} WHERE id IN (
+        SELECT id FROM ${dlq} WHERE failed_at_utc < @cutoff ORDER BY failed_at_utc LIMIT @limit)`,
+    /** Retention batch: metric buckets older than `@cutoff` (primary key leads with bucket_utc). */
+    retainBuckets: `DELETE FROM ${buckets} WHERE rowid IN (
+        SELECT rowid FROM ${buckets} WHERE bucket_utc < @cutoff ORDER BY bucket_utc LIMIT @limit)`,
+
+    // ------------------------------------------------------------------ reads
+
+    hotById: `SELECT * FROM ${hot} WHERE id = @id`,
+    archiveById: `SELECT * FROM ${archive} WHERE id = @id`,
+    dlqById: `SELECT * FROM ${dlq} WHERE id = @id`,
+
+    summaryCounters: `SELECT COALESCE(SUM(succeeded_total), 0) AS succeeded_total,
+        COALESCE(SUM(failed_total), 0) AS failed_total,
+        COALESCE(SUM(cancelled_total), 0) AS cancelled_total,
+        COALESCE(SUM(retried_total), 0) AS retried_total,
+        COALESCE(SUM(resurrected_total), 0) AS resurrected_total
+      FROM ${stats}`,
+    hotCountsByStatus: `SELECT status, COUNT(*) AS n FROM ${hot} GROUP BY status`,
+    archiveCount: `SELECT COUNT(*) AS n FROM ${archive}`,
+    dlqCount: `SELECT COUNT(*) AS n FROM ${dlq}`,
+
+    /** Every queue known to `Queues` or `StatsSummary`, with its counters and controls. */
+    queueStats: `WITH names(queue) AS (SELECT name FROM ${queues} UNION SELECT queue FROM ${stats})
+      SELECT n.queue, s.succeeded_total, s.failed_total, s.cancelled_total, s.retried_total,
+        s.resurrected_total, s.last_activity_utc, q.is_paused, q.is_active, q.max_workers
+      FROM names n
+      LEFT JOIN ${stats} s ON s.queue = n.queue
+      LEFT JOIN ${queues} q ON q.name = n.queue
+      ORDER BY n.queue`,
+    hotCountsByQueue: `SELECT queue, status, COUNT(*) AS n FROM ${hot} GROUP BY queue, status`,
+    archiveCountsByQueue: `SELECT queue, COUNT(*) AS n FROM ${archive} GROUP BY queue`,
+    dlqCountsByQueue: `SELECT queue, COUNT(*) AS n FROM ${dlq} GROUP BY queue`,
+
+    /** Lag of due Pending rows from COALESCE(ScheduledAtUtc, EnqueuedAtUtc), and active counts. */
+    queueHealth: `WITH names(queue) AS (SELECT name FROM ${queues} UNION SELECT DISTINCT queue FROM ${hot}),
+      due AS (
+        SELECT queue, COUNT(*) AS due_pending,
+          AVG(${SQLITE_NOW_MS} - COALESCE(scheduled_at_utc, enqueued_at_utc)) AS avg_lag_ms,
+          MAX(${SQLITE_NOW_MS} - COALESCE(scheduled_at_utc, enqueued_at_utc)) AS max_lag_ms
+        FROM ${hot}
+        WHERE status = 0 AND (scheduled_at_utc IS NULL OR scheduled_at_utc <= ${SQLITE_NOW_MS})
+        GROUP BY queue),
+      active AS (SELECT queue, COUNT(*) AS n FROM ${hot} WHERE status IN (1, 2) GROUP BY queue)
+      SELECT n.queue, COALESCE(d.due_pending, 0) AS due_pending, COALESCE(d.avg_lag_ms, 0) AS avg_lag_ms,
+        COALESCE(d.max_lag_ms, 0) AS max_lag_ms, COALESCE(a.n, 0) AS active, q.max_workers
+      FROM names n
+      LEFT JOIN due d ON d.queue = n.queue
+      LEFT JOIN active a ON a.queue = n.queue
+      LEFT JOIN ${queues} q ON q.name = n.queue
+      ORDER BY n.queue`,
+
+    /** Completions by outcome over the last 60 s and 300 s (NULL `@queue` = all queues). */
+    throughput: `SELECT outcome,
+        COALESCE(SUM(CASE WHEN bucket_utc >= ${BUCKET_NOW} - 59000 THEN completed_count END), 0) AS n1m,
+        COALESCE(SUM(completed_count), 0) AS n5m
+      FROM ${buckets}
+      WHERE bucket_utc >= ${BUCKET_NOW} - 299000 AND (@queue IS NULL OR queue = @queue)
+      GROUP BY outcome`,
+
+    // ------------------------------------------------------------------ recurring
+
+    /** Keeps LastSlotUtc and IsPaused; resets NextSlotUtc only when the cron or the zone changed. */
+    upsertRecurring: `INSERT INTO ${recurring} (name, cron, time_zone, queue, type, payload,
+        next_slot_utc, misfire_policy, is_paused)
+      VALUES (@name, @cron, @timeZone, @queue, @type, @payload, @nextSlotUtc, @misfirePolicy, 0)
+      ON CONFLICT (name) DO UPDATE SET
+        next_slot_utc = CASE WHEN cron IS NOT excluded.cron OR time_zone IS NOT excluded.time_zone
+                             THEN excluded.next_slot_utc ELSE next_slot_utc END,
+        cron = excluded.cron, time_zone = excluded.time_zone, queue = excluded.queue,
+        type = excluded.type, payload = excluded.payload, misfire_policy = excluded.misfire_policy`,
+    listRecurring: `SELECT * FROM ${recurring} ORDER BY name`,
+
+    /**
+     * claimRecurringSlot: compare-and-set of NextSlotUtc. Lock: BEGIN IMMEDIATE, in the same
+     * transaction as the enqueue, so each slot is enqueued once across all processes.
+     */
+    advanceRecurringSlot: `UPDATE ${recurring}
+      SET next_slot_utc = @nextSlotUtc, last_slot_utc = @slotUtc
+      WHERE name = @name AND next_slot_utc = @slotUtc`,
+  };
+}
+
+/** The statements of one prefix. */
+export type SqliteStatements = ReturnType<typeof sqliteStatements>;
+
+// -------------------------------------------------------------------- filtered reads
+
+/** A WHERE clause and its named parameters. */
+export interface SqlWhere {
+  sql: string;
+  params: Record<string, unknown>;
+}
+
+/** Hot-table status filters as literals (validated 0/1/2), so the partial indexes stay usable. */
+const STATUS_LITERAL: Record<number, string> = {
+  0: 'status = 0',
+  1: 'status = 1',
+  2: 'status = 2',
+};
+
+function commonFilter(
+  filter: { queue?: string; type?: string; tag?: string; search?: string },
+  where: string[],
+  params: Record<string, unknown>,
+): void {
+  if (filter.queue !== undefined) {
+    where.push('queue = @f_queue');
+    params.f_queue = filter.queue;
+  }
+  if (filter.type !== undefined) {
+    where.push('type = @f_type');
+    params.f_type = filter.type;
+  }
+  if (filter.tag !== undefined) {
+    // Tags are stored as ',a,b,': one tag matches exactly between commas.
+    where.push(`tags LIKE '%,' || @f_tag || ',%' ESCAPE '\\'`);
+    params.f_tag = escapeLike(filter.tag);
+  }
+  if (filter.search !== undefined && filter.search !== '') {
+    where.push(
+      `(id LIKE @f_search ESCAPE '\\' OR type LIKE @f_search ESCAPE '\\' OR payload LIKE @f_search ESCAPE '\\')`,
+    );
+    params.f_search = `%${escapeLike(filter.search)}%`;
+  }
+}
+
+function finish(where: string[], params: Record<string, unknown>): SqlWhere {
+  return { sql: where.length > 0 ? where.join(' AND ') : '1 = 1', params };
+}
+
+/** WHERE clause of a hot-table list. */
+export function activeWhere(filter: ActiveFilter): SqlWhere {
+  const where: string[] = [];
+  const params: Record<string, unknown> = {};
+  commonFilter(filter, where, params);
+  if (filter.status !== undefined) where.push(STATUS_LITERAL[filter.status]);
+  return finish(where, params);
+}
+
+/** WHERE clause of an archive page (dates on `finished_at_utc`). */
+export function archiveWhere(filter: HistoryFilter): SqlWhere {
+  const where: string[] = [];
+  const params: Record<string, unknown> = {};
+  commonFilter(filter, where, params);
+  dateRange('finished_at_utc', filter, where, params);
+  return finish(where, params);
+}
+
+/** WHERE clause of a DLQ page or bulk action (dates on `failed_at_utc`). */
+export function dlqWhere(filter: DlqFilter): SqlWhere {
+  const where: string[] = [];
+  const params: Record<string, unknown> = {};
+  commonFilter(filter, where, params);
+  dateRange('failed_at_utc', filter, where, params);
+  if (filter.reason !== undefined) {
+    where.push('failure_reason = @f_reason');
+    params.f_reason = filter.reason;
+  }
+  if (filter.ids !== undefined) {
+    where.push('id IN (SELECT value FROM json_each(@f_ids))');
+    params.f_ids = JSON.stringify(filter.ids);
+  }
+  return finish(where, params);
+}
+
+function dateRange(
+  column: 'finished_at_utc' | 'failed_at_utc',
+  filter: HistoryFilter,
+  where: string[],
+  params: Record<string, unknown>,
+): void {
+  if (filter.from !== undefined) {
+    where.push(`${column} >= @f_from`);
+    params.f_from = filter.from.getTime();
+  }
+  if (filter.to !== undefined) {
+    where.push(`${column} < @f_to`);
+    params.f_to = filter.to.getTime();
+  }
+}
+
+const SAFE_COLUMN = /^[a-z_]+$/;
+
+/**
+ * A page of `table`: `sortColumn` comes from the whitelist of `normalizePage` (re-checked here as a
+ * plain identifier) and `id` breaks ties in the same direction, so pages never overlap or skip.
+ */
+export function pageSql(
+  table: string,
+  where: SqlWhere,
+  sortColumn: string,
+  sortDir: 'ASC' | 'DESC',
+): { count: string; page: string } {
+  if (!SAFE_COLUMN.test(sortColumn)) throw new Error(`Unexpected sort column ${sortColumn}`);
+  const dir = sortDir === 'ASC' ? 'ASC' : 'DESC';
+  return {
+    count: `SELECT COUNT(*) AS n FROM ${table} WHERE ${where.sql}`,
+    page: `SELECT * FROM ${table} WHERE ${where.sql}
+      ORDER BY ${sortColumn} ${dir}, id ${dir} LIMIT @limit OFFSET @offset`,
+  };
+}
+
+/** Bulk DLQ actions take matching rows oldest failure first, at most `@limit` per batch. */
+export function dlqBatchSql(
+  dlqTable: string,
+  where: SqlWhere,
+): { del: string; purge: string; ids: string } {
+  const select = `SELECT id FROM ${dlqTable} WHERE ${where.sql} ORDER BY failed_at_utc, id LIMIT @limit`;
+  return {
+    /** resurrectByFilter step 1: delete and capture one batch (BEGIN IMMEDIATE, delete first). */
+    del: `DELETE FROM ${dlqTable} WHERE id IN (${select}) RETURNING *`,
+    /** purgeDlqByFilter: one batch, its own transaction; counters untouched. */
+    purge: `DELETE FROM ${dlqTable} WHERE id IN (${select})`,
+    /** previewDlqFilter: the ids a bulk action would take first. */
+    ids: select,
+  };
+}
+
+/** Count of DLQ rows matching a filter (bulk preview). */
+export function dlqCountSql(dlqTable: string, where: SqlWhere): string {
+  return `SELECT COUNT(*) AS n FROM ${dlqTable} WHERE ${where.sql}`;
+}
+
+/**
+ * Top DLQ error families: the first line of ErrorDetails (≤ 200 chars), over the most recent
+ * `@scan` matching rows, so the read stays bounded on a huge DLQ.
+ */
+export function topDlqErrorsSql(dlqTable: string, where: SqlWhere): string {
+  return `WITH recent AS (
+      SELECT COALESCE(error_details, '') AS e, failed_at_utc FROM ${dlqTable}
+      WHERE ${where.sql} ORDER BY failed_at_utc DESC LIMIT @scan),
+    family AS (
+      SELECT substr(rtrim(CASE WHEN instr(e, char(10)) > 0 THEN substr(e, 1, instr(e, char(10)) - 1)
+                               ELSE e END, char(13)), 1, 200) AS error, failed_at_utc
+      FROM recent)
+    SELECT error, COUNT(*) AS n, MAX(failed_at_utc) AS last_failed_at_utc
+    FROM family GROUP BY error ORDER BY n DESC, last_failed_at_utc DESC, error LIMIT @limit`;
+}

@@ -1,0 +1,319 @@
+import { randomBytes, randomUUID } from 'node:crypto';
+import { ChokaQStorageUnavailableError, ChokaQValidationError } from '../../libs/chokaq/src/errors';
+import {
+  HandledJobs,
+  HotJob,
+  JobLease,
+  JobStorage,
+  NewJob,
+  Pillar,
+  QueueStats,
+} from '../../libs/chokaq/src/storage/job-storage';
+import { TableName, TestDatabase } from '../support/dialects';
+
+/*
+ * Helpers of the storage contract suite. Assertions go through the storage API wherever it can say
+ * what is asserted; raw SQL is only used to count rows per table, to find which pillar holds a row,
+ * and to make a lease or a row look old (the database clock cannot be moved, rows can).
+ */
+
+let sequence = 0;
+
+/** A queue name no other test of the same database uses. */
+export function uniqueQueue(prefix = 'q'): string {
+  sequence += 1;
+  return `${prefix}.${sequence}.${randomBytes(3).toString('hex')}`;
+}
+
+/** A worker id shaped like the runtime's (`hostname:pid:random`). */
+export function newWorkerId(name = 'w'): string {
+  return `test-host:${process.pid}:${name}-${randomBytes(4).toString('hex')}`;
+}
+
+/** Handled set with queue-wide handlers only. */
+export function queues(...names: string[]): HandledJobs {
+  return { queues: names, types: [] };
+}
+
+/** One claim call and its fencing token. */
+export interface Claim {
+  rows: HotJob[];
+  workerId: string;
+  leaseId: string;
+  leases: JobLease[];
+}
+
+/** Calls `fetchNextBatch` with a fresh lease id. */
+export async function claim(
+  storage: JobStorage,
+  handled: HandledJobs | string,
+  limit: number,
+  workerId = newWorkerId(),
+): Promise<Claim> {
+  const leaseId = randomUUID();
+  const rows = await storage.fetchNextBatch({
+    workerId,
+    leaseId,
+    limit,
+    handled: typeof handled === 'string' ? queues(handled) : handled,
+  });
+  return { rows, workerId, leaseId, leases: rows.map((r) => ({ id: r.id, workerId, leaseId })) };
+}
+
+/**
+ * Enqueues one job (with a unique type unless one is given), claims exactly it and (unless
+ * `fetchedOnly`) starts it; returns its lease.
+ */
+export async function startJob(
+  storage: JobStorage,
+  queue: string,
+  job: NewJob = {},
+  options: { workerId?: string; fetchedOnly?: boolean } = {},
+): Promise<JobLease> {
+  // A type of its own, so the claim takes exactly this job even when the queue holds others.
+  const type = job.type ?? `started.${randomBytes(4).toString('hex')}`;
+  const { id } = await storage.enqueue({ queue, ...job, type });
+  const c = await claim(storage, { queues: [], types: [{ queue, type }] }, 1, options.workerId);
+  if (c.rows.length !== 1 || c.rows[0].id !== id) {
+    throw new Error(
+      `startJob: expected to claim ${id}, got [${c.rows.map((r) => r.id).join(', ')}]`,
+    );
+  }
+  const lease = c.leases[0];
+  if (!options.fetchedOnly) {
+    const started = await storage.markAsProcessing([lease]);
+    if (started.length !== 1) throw new Error(`startJob: markAsProcessing(${id}) returned []`);
+  }
+  return lease;
+}
+
+/** Claims repeatedly until a claim comes back empty; returns every claim. */
+export async function claimAll(
+  storage: JobStorage,
+  handled: HandledJobs | string,
+  limit = 100,
+  workerId = newWorkerId(),
+): Promise<Claim[]> {
+  const claims: Claim[] = [];
+  for (let i = 0; i < 10_000; i++) {
+    const c = await claim(storage, handled, limit, workerId);
+    if (c.rows.length === 0) return claims;
+    claims.push(c);
+  }
+  throw new Error('claimAll: did not drain');
+}
+
+/** Polls `condition` until it returns a truthy value or `timeoutMs` passes (then throws). */
+export async function waitFor<T>(
+  condition: () => Promise<T> | T,
+  timeoutMs = 10_000,
+  intervalMs = 50,
+  what = 'condition',
+): Promise<NonNullable<T>> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await condition();
+    if (value) return value as NonNullable<T>;
+    if (Date.now() > deadline) throw new Error(`waitFor: ${what} not met within ${timeoutMs} ms`);
+    await new Promise((resolve) => setTimeout(resolve, intervalMs));
+  }
+}
+
+/** Retries an operation that failed only with `ChokaQStorageUnavailableError` (a busy SQLite file). */
+export async function retryUnavailable<T>(operation: () => Promise<T>, attempts = 20): Promise<T> {
+  for (let i = 1; ; i++) {
+    try {
+      return await operation();
+    } catch (error) {
+      if (!(error instanceof ChokaQStorageUnavailableError) || i >= attempts) throw error;
+      await new Promise((resolve) => setTimeout(resolve, 10 + Math.random() * 40));
+    }
+  }
+}
+
+// ------------------------------------------------------------------ raw SQL, dialect-neutral
+
+/** A column name in the dialect's spelling (snake_case, or PascalCase on SQL Server). */
+export function column(db: TestDatabase, snake: string): string {
+  if (db.dialect !== 'mssql') return snake;
+  return snake
+    .split('_')
+    .map((part) => part.charAt(0).toUpperCase() + part.slice(1))
+    .join('');
+}
+
+/** The `i`-th (1-based) parameter placeholder of the dialect. */
+export function param(db: TestDatabase, i: number): string {
+  if (db.dialect === 'postgres') return `$${i}`;
+  if (db.dialect === 'mssql') return `@${i - 1}`;
+  return '?';
+}
+
+function placeholders(db: TestDatabase, count: number, from = 1): string {
+  return Array.from({ length: count }, (_, i) => param(db, from + i)).join(', ');
+}
+
+/** Rows of `table`, optionally only those whose `snakeColumn` equals `value`. */
+export async function countRows(
+  db: TestDatabase,
+  table: TableName,
+  where?: Record<string, string | number>,
+): Promise<number> {
+  const entries = Object.entries(where ?? {});
+  const clause = entries.length
+    ? ` WHERE ${entries.map(([c], i) => `${column(db, c)} = ${param(db, i + 1)}`).join(' AND ')}`
+    : '';
+  const rows = await db.sql<{ n: unknown }>(
+    `SELECT COUNT(*) AS n FROM ${db.table(table)}${clause}`,
+    entries.map(([, v]) => v),
+  );
+  return Number(rows[0].n);
+}
+
+/** Rows of each pillar for one queue. */
+export async function pillarCounts(
+  db: TestDatabase,
+  queue: string,
+): Promise<{ hot: number; archive: number; dlq: number }> {
+  return {
+    hot: await countRows(db, 'hot', { queue }),
+    archive: await countRows(db, 'archive', { queue }),
+    dlq: await countRows(db, 'dlq', { queue }),
+  };
+}
+
+/** Which tables hold a row with this id (raw SQL, independent of the storage's own reads). */
+export async function pillarsOf(db: TestDatabase, id: string): Promise<Pillar[]> {
+  const found: Pillar[] = [];
+  for (const pillar of ['hot', 'archive', 'dlq'] as const) {
+    if ((await countRows(db, pillar, { id })) > 0) found.push(pillar);
+  }
+  return found;
+}
+
+/** Asserts the job is in exactly `expected` (raw count) and that `getJob` agrees. */
+export async function expectOnlyIn(db: TestDatabase, id: string, expected: Pillar): Promise<void> {
+  expect(await pillarsOf(db, id)).toEqual([expected]);
+  const view = await db.storage.getJob(id);
+  expect(view?.pillar).toBe(expected);
+  for (const pillar of ['hot', 'archive', 'dlq'] as const) {
+    expect(await countRows(db, pillar, { id })).toBe(pillar === expected ? 1 : 0);
+  }
+}
+
+/**
+ * Moves a time column of some rows back by `ms` (a stale lease, an expired heartbeat, an old
+ * archive row). Nulls stay null. SQLite stores epoch milliseconds.
+ */
+export async function backdate(
+  db: TestDatabase,
+  table: TableName,
+  snakeColumn: string,
+  ids: readonly string[],
+  ms: number,
+): Promise<void> {
+  if (ids.length === 0) return;
+  const c = column(db, snakeColumn);
+  const id = column(db, 'id');
+  const set =
+    db.dialect === 'sqlite'
+      ? `${c} = ${c} - ${param(db, 1)}`
+      : db.dialect === 'postgres'
+        ? `${c} = ${c} - (${param(db, 1)}::bigint * interval '1 millisecond')`
+        : `${c} = DATEADD(millisecond, -${param(db, 1)}, ${c})`;
+  await db.sql(
+    `UPDATE ${db.table(table)} SET ${set} WHERE ${id} IN (${placeholders(db, ids.length, 2)})`,
+    [ms, ...ids],
+  );
+}
+
+/** Worker id stored on each hot row of a queue. */
+export async function ownersOf(
+  db: TestDatabase,
+  queue: string,
+): Promise<Map<string, string | null>> {
+  const rows = await db.sql<Record<string, unknown>>(
+    `SELECT ${column(db, 'id')} AS id, ${column(db, 'worker_id')} AS w FROM ${db.table('hot')} WHERE ${column(db, 'queue')} = ${param(db, 1)}`,
+    [queue],
+  );
+  return new Map(rows.map((r) => [String(r.id), r.w === null ? null : String(r.w)]));
+}
+
+// ------------------------------------------------------------------ reads through the API
+
+/** The stats row of one queue (throws when the queue has none). */
+export async function statsOf(storage: JobStorage, queue: string): Promise<QueueStats> {
+  const stats = (await storage.getQueueStats()).find((s) => s.queue === queue);
+  if (!stats) throw new Error(`no QueueStats for ${queue}`);
+  return stats;
+}
+
+/** The lifetime counters of one queue. */
+export async function countersOf(
+  storage: JobStorage,
+  queue: string,
+): Promise<{
+  succeededTotal: number;
+  failedTotal: number;
+  cancelledTotal: number;
+  retriedTotal: number;
+  resurrectedTotal: number;
+}> {
+  const s = await statsOf(storage, queue);
+  return {
+    succeededTotal: s.succeededTotal,
+    failedTotal: s.failedTotal,
+    cancelledTotal: s.cancelledTotal,
+    retriedTotal: s.retriedTotal,
+    resurrectedTotal: s.resurrectedTotal,
+  };
+}
+
+/** Fetched + Processing rows of a queue, through `getQueueStats`. */
+export async function activeOf(storage: JobStorage, queue: string): Promise<number> {
+  const s = await statsOf(storage, queue);
+  return s.fetched + s.processing;
+}
+
+/** Expects a `ChokaQValidationError` with an issue whose path starts with `path`. */
+export async function expectValidationError(
+  promise: Promise<unknown>,
+  path: string,
+): Promise<ChokaQValidationError> {
+  let caught: unknown;
+  try {
+    await promise;
+  } catch (error) {
+    caught = error;
+  }
+  expect(caught).toBeInstanceOf(ChokaQValidationError);
+  const error = caught as ChokaQValidationError;
+  expect(error.issues.map((i) => i.path)).toEqual(
+    expect.arrayContaining([expect.stringMatching(new RegExp(`^${escapeRegExp(path)}`))]),
+  );
+  expect(error.message).toContain(path);
+  return error;
+}
+
+function escapeRegExp(text: string): string {
+  return text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+}
+
+/** Expects the promise to reject (the error surfaced) and returns the error. */
+export async function expectRejects(promise: Promise<unknown>): Promise<unknown> {
+  let caught: unknown = undefined;
+  let rejected = false;
+  try {
+    await promise;
+  } catch (error) {
+    rejected = true;
+    caught = error;
+  }
+  expect(rejected).toBe(true);
+  return caught;
+}
+
+/** A stale lease: same id, the given worker and lease ids. */
+export function leaseOf(id: string, workerId: string, leaseId: string): JobLease {
+  return { id, workerId, leaseId };
+}

@@ -1,0 +1,80 @@
+import { JobStorage } from '../../libs/chokaq/src/storage/job-storage';
+import { describePg, PgSchema } from './pg-fixture';
+
+async function waitFor(check: () => boolean | Promise<boolean>, ms = 5_000): Promise<void> {
+  const deadline = Date.now() + ms;
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error('waitFor: timed out');
+    await new Promise((r) => setTimeout(r, 10));
+  }
+}
+
+describePg('PostgreSQL LISTEN/NOTIFY and caller transactions', () => {
+  const db = new PgSchema();
+  let producer: JobStorage;
+  let worker: JobStorage;
+
+  beforeAll(async () => {
+    producer = await db.open();
+    worker = await db.open({ autoCreateSchema: false });
+  });
+  afterAll(() => db.close());
+
+  const listeners = () =>
+    db.sql(`SELECT pid FROM pg_stat_activity WHERE query = $1`, [`LISTEN "${db.schema}"`]);
+
+  it('wakes a subscriber in another process with the queue name, and leaves no session after unsubscribe', async () => {
+    const heard: string[] = [];
+    const unsubscribe = await worker.subscribe((queue) => heard.push(queue));
+    expect(unsubscribe).not.toBeNull();
+    expect(await listeners()).toHaveLength(1);
+    await producer.enqueue({ queue: 'mail' });
+    await producer.enqueueMany([{ queue: 'sms' }, { queue: 'sms' }, { queue: 'mail' }]);
+    await waitFor(() => heard.includes('sms') && heard.filter((q) => q === 'mail').length >= 2);
+    await unsubscribe!();
+    await unsubscribe!(); // idempotent
+    await waitFor(async () => (await listeners()).length === 0);
+  });
+
+  it('notifies only when the caller commits its transaction', async () => {
+    const heard: string[] = [];
+    const unsubscribe = await worker.subscribe((queue) => heard.push(queue));
+    const runner = (
+      producer as unknown as { config: { dataSource: import('typeorm').DataSource } }
+    ).config.dataSource.createQueryRunner();
+    await runner.startTransaction();
+    const { id } = await producer.enqueue({ queue: 'tx.rolled' }, { transaction: runner });
+    await new Promise((r) => setTimeout(r, 200));
+    expect(heard).toEqual([]);
+    await runner.rollbackTransaction();
+    expect(await producer.getJob(id)).toBeNull();
+    await runner.startTransaction();
+    const committed = await producer.enqueue({ queue: 'tx.committed' }, { transaction: runner });
+    await runner.commitTransaction();
+    await runner.release();
+    await waitFor(() => heard.includes('tx.committed'));
+    expect(heard).not.toContain('tx.rolled');
+    expect((await producer.getJob(committed.id))?.pillar).toBe('hot');
+    await unsubscribe!();
+  });
+
+  it('close() ends subscriptions that were never unsubscribed', async () => {
+    const extra = await db.open({ autoCreateSchema: false });
+    await extra.subscribe(() => undefined);
+    expect(await listeners()).toHaveLength(1);
+    await extra.close();
+    await waitFor(async () => (await listeners()).length === 0);
+  });
+
+  it('returns null with notify: false and sends no notification', async () => {
+    const quiet = await db.open({ autoCreateSchema: false, notify: false });
+    expect(await quiet.subscribe(() => undefined)).toBeNull();
+    const heard: string[] = [];
+    const unsubscribe = await worker.subscribe((queue) => heard.push(queue));
+    await quiet.enqueue({ queue: 'silent' });
+    await producer.enqueue({ queue: 'loud' });
+    await waitFor(() => heard.includes('loud'));
+    expect(heard).not.toContain('silent');
+    await unsubscribe!();
+  });
+});
