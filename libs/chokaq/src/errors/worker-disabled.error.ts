@@ -1,0 +1,16 @@
+import { ChokaQError } from './chokaq.error';
+
+/**
+ * An action needs the local worker, but this process runs producer-only
+ * (`worker: { enabled: false }`) or the worker has already stopped.
+ *
+ * @publicApi
+ */
+export class ChokaQWorkerDisabledError extends ChokaQError {
+  constructor(readonly action: string) {
+    super(
+      `Cannot ${action}: no ChokaQ worker is running in this process (worker.enabled is false, ` +
+        `or the application is shutting down). Enable the worker, or act through ChokaQAdmin on the database.`,
+    );
+  }
+}

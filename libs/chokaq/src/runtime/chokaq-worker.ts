@@ -1,0 +1,409 @@
+import { Logger, type LoggerService } from '@nestjs/common';
+import { randomBytes } from 'node:crypto';
+import { hostname } from 'node:os';
+import type { ResolvedChokaQOptions } from '../config/chokaq-options';
+import type { HandlerLookup } from '../discovery/handler-definition';
+import { ChokaQDrainTimeoutError, ChokaQError } from '../errors';
+import type { HandledJobs, JobStorage } from '../storage/job-storage';
+import { toError } from '../storage/shared/text';
+import { newLeaseId } from '../storage/shared/uuid';
+import { CircuitBreakers, type CircuitState } from './circuit-breaker';
+import { CompletionBatcher, type CompletionBatcherOptions } from './completion-batcher';
+import { FetcherLoop } from './fetcher.loop';
+import { HeartbeatLoop } from './heartbeat.loop';
+import { JobExecutor } from './job-executor';
+import type { JobOutcome } from './job-outcome';
+import { JobProcessor } from './job-processor';
+import { MaintenanceLoop } from './maintenance.loop';
+import type { ChokaQMiddleware } from './middleware';
+import { QueueControls } from './queue-controls';
+import { RecurringLoop } from './recurring.loop';
+import type { RecurringJobSpec } from './recurring-job-spec';
+import { RescueLoop } from './rescue.loop';
+
+export type { JobOutcome } from './job-outcome';
+
+/**
+ * What a {@link ChokaQWorker} is built from. The Nest layer resolves these (storage, discovered
+ * handlers, options, DI-resolved middleware) and constructs the worker; nothing here is Nest-aware.
+ *
+ * @publicApi
+ */
+export interface ChokaQWorkerDeps {
+  storage: JobStorage;
+  handlers: HandlerLookup;
+  options: ResolvedChokaQOptions;
+  /** Already resolved instances, outermost first. */
+  middleware?: ChokaQMiddleware[];
+  recurring?: RecurringJobSpec[];
+  /** Default `new Logger('ChokaQ')`. */
+  logger?: LoggerService;
+  /** Internal tuning of the completion batch (tests). */
+  completionBatch?: CompletionBatcherOptions;
+}
+
+/** Counters of a worker, for health checks and tests. */
+export interface ChokaQWorkerStats {
+  /** Claimed, not started. */
+  buffered: number;
+  /** Handlers running now. */
+  running: number;
+  /** Current concurrency limit. */
+  concurrency: number;
+  /** Finished runs whose storage write is in progress, plus completions waiting for their batch. */
+  finalising: number;
+  /** Transitions the storage refused (zero rows): SPEC `state_transition_conflicts`. */
+  conflicts: number;
+  /** Handler results that arrived after the run was decided (timeout, cancel, shutdown). */
+  lateResults: number;
+  /** Consecutive failed heartbeats. */
+  heartbeatFailures: number;
+  /** Circuits that are not closed, by `queue/type`. */
+  circuits: Record<string, CircuitState>;
+}
+
+/** Extra margin beyond `shutdownGracePeriodMs` for the final writes (release, archive flush). */
+const SHUTDOWN_MARGIN_MS = 5_000;
+/** Default bound of {@link ChokaQWorker.drain}. */
+const DEFAULT_DRAIN_TIMEOUT_MS = 30_000;
+
+/**
+ * The worker of one process (SPEC §4): fetch, process, heartbeat, rescue, maintenance and
+ * recurring loops over one {@link JobStorage}. A plain class — no Nest decorators, no lifecycle
+ * hooks, no signal handlers — so it runs in unit tests with fake timers; the Nest orchestrator
+ * calls `start()` at bootstrap and `beginStop()`/`stop()` at shutdown.
+ *
+ * @publicApi
+ */
+export class ChokaQWorker {
+  /** This process's worker id, written with every claim. */
+  readonly workerId: string;
+  private readonly logger: LoggerService;
+  private readonly storage: JobStorage;
+  private readonly handlers: HandlerLookup;
+  private readonly options: ResolvedChokaQOptions;
+  private readonly controls: QueueControls;
+  private readonly breakers: CircuitBreakers;
+  private readonly executor: JobExecutor;
+  private readonly batcher: CompletionBatcher;
+  private readonly processor: JobProcessor;
+  private readonly fetcher: FetcherLoop;
+  private readonly heartbeat: HeartbeatLoop;
+  private readonly rescue: RescueLoop;
+  private readonly maintenance: MaintenanceLoop;
+  private readonly recurringLoop: RecurringLoop;
+  private readonly listeners = new Set<(outcome: JobOutcome) => void>();
+  private starting: Promise<void> | undefined;
+  private stopping: Promise<void> | undefined;
+  private unsubscribe: (() => Promise<void>) | null = null;
+  private isRunning = false;
+
+  constructor(deps: ChokaQWorkerDeps) {
+    this.logger = deps.logger ?? new Logger('ChokaQ');
+    this.storage = deps.storage;
+    this.handlers = deps.handlers;
+    this.options = deps.options;
+    this.workerId =
+      deps.options.worker.workerId ||
+      `${hostname()}:${process.pid}:${randomBytes(4).toString('hex')}`;
+    this.controls = new QueueControls(deps.storage);
+    this.breakers = new CircuitBreakers(deps.options.circuitBreaker);
+    this.executor = new JobExecutor(deps.middleware ?? [], this.logger);
+    this.batcher = new CompletionBatcher(deps.storage, this.logger, deps.completionBatch);
+    this.processor = new JobProcessor({
+      storage: deps.storage,
+      handlers: deps.handlers,
+      options: deps.options,
+      workerId: this.workerId,
+      executor: this.executor,
+      batcher: this.batcher,
+      breakers: this.breakers,
+      controls: this.controls,
+      logger: this.logger,
+      onOutcome: (outcome) => this.emit(outcome),
+      onCapacity: () => this.fetcher.onCapacity(),
+    });
+    this.fetcher = new FetcherLoop({
+      storage: deps.storage,
+      handlers: deps.handlers,
+      options: deps.options,
+      workerId: this.workerId,
+      processor: this.processor,
+      controls: this.controls,
+      logger: this.logger,
+    });
+    this.heartbeat = new HeartbeatLoop({
+      storage: deps.storage,
+      options: deps.options,
+      workerId: this.workerId,
+      // Deduplicated: a finished job is owned by the processor until its batched write returns.
+      leases: () => [
+        ...new Map(
+          [...this.processor.leases(), ...this.batcher.pendingLeases()].map((l) => [l.id, l]),
+        ).values(),
+      ],
+      onCancelRequested: (ids) => this.processor.cancel(ids),
+      onThresholdReached: () => {
+        if (this.options.heartbeat.cancelOnHeartbeatFailure)
+          this.processor.abortAll('heartbeat-failure');
+      },
+      logger: this.logger,
+    });
+    this.rescue = new RescueLoop(deps.storage, deps.options, this.logger);
+    this.maintenance = new MaintenanceLoop(deps.storage, deps.options, this.logger);
+    this.recurringLoop = new RecurringLoop(deps.storage, deps.recurring ?? [], this.logger);
+  }
+
+  /** True between `start()` and the beginning of `stop()`. */
+  get running(): boolean {
+    return this.isRunning;
+  }
+
+  /**
+   * Starts every loop: fetch (which feeds the processor), heartbeat, rescue, maintenance and
+   * recurring. Subscribes once to the storage's enqueue notifications. Idempotent; a stopped worker
+   * cannot be started again (construct a new one).
+   */
+  start(): Promise<void> {
+    if (this.stopping) {
+      return Promise.reject(
+        new ChokaQError('This ChokaQ worker was stopped; construct a new one to start again.'),
+      );
+    }
+    this.starting ??= this.doStart();
+    return this.starting;
+  }
+
+  /** Stops the worker gracefully (SPEC §4) and resolves when nothing of it is left running. Idempotent. */
+  stop(): Promise<void> {
+    this.beginStop();
+    return this.stopping!;
+  }
+
+  /**
+   * Starts the graceful drain without awaiting it (called from `onModuleDestroy`, so the drain runs
+   * while other modules are destroyed); a later `stop()` awaits the same drain.
+   */
+  beginStop(): void {
+    if (this.stopping) return;
+    this.isRunning = false;
+    this.stopping = this.doStop();
+    // beginStop() has no caller awaiting it; stop() reports the error.
+    this.stopping.catch(() => undefined);
+  }
+
+  /** Wakes the fetcher now (a same-process enqueue). Ignored for queues this process does not handle. */
+  nudge(queue?: string): void {
+    if (!this.isRunning) return;
+    if (queue !== undefined && !handles(this.handlers.handled(), queue)) return;
+    this.fetcher.nudge();
+  }
+
+  /** Changes the number of handlers run at once (an integer ≥ 1); takes effect at once. */
+  setConcurrency(n: number): void {
+    this.processor.limiter.resize(n);
+  }
+
+  /**
+   * Aborts the signal of a job running in this process whose cancellation was just requested
+   * (`storage.cancel` returned it in `cancelRequested`), instead of waiting for the next heartbeat.
+   * Returns true when the job was running here.
+   */
+  cancelLocal(id: string): boolean {
+    return this.processor.cancel([id]) > 0;
+  }
+
+  /** Calls `listener` with every job outcome of this worker (loops and `drain()`); returns an unsubscribe. */
+  onOutcome(listener: (outcome: JobOutcome) => void): () => void {
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
+  }
+
+  /** Buffer, running and concurrency numbers (plus health counters). */
+  stats(): ChokaQWorkerStats {
+    return {
+      buffered: this.processor.bufferedCount,
+      running: this.processor.runningCount,
+      concurrency: this.processor.limiter.capacity,
+      finalising: this.processor.finalisingCount + this.batcher.size,
+      conflicts: this.processor.conflicts + this.batcher.refusedCount,
+      lateResults: this.executor.lateResults,
+      heartbeatFailures: this.heartbeat.consecutiveFailures,
+      circuits: this.breakers.snapshot(),
+    };
+  }
+
+  /**
+   * Testing helper core: claims and runs due jobs of `queues` (default: every queue this process
+   * handles) until none is due, and returns their outcomes in completion order. Retries scheduled
+   * for later are not waited for (their outcome is `retried`); a retry due at once runs again.
+   * Meant for a worker whose loops are not started (producer-only apps, tests); with the loops
+   * running, the fetcher competes for the same rows. Rejects with `ChokaQDrainTimeoutError` after
+   * `timeoutMs` (default 30 s).
+   */
+  async drain(queues?: string[], options: { timeoutMs?: number } = {}): Promise<JobOutcome[]> {
+    const timeoutMs = options.timeoutMs ?? DEFAULT_DRAIN_TIMEOUT_MS;
+    const deadline = Date.now() + timeoutMs;
+    const handled = filterHandled(this.handlers.handled(), queues);
+    const outcomes: JobOutcome[] = [];
+    if (handled.queues.length === 0 && handled.types.length === 0) return outcomes;
+    await this.controls.refresh();
+    for (;;) {
+      if (Date.now() >= deadline) throw new ChokaQDrainTimeoutError(timeoutMs, outcomes);
+      const leaseId = newLeaseId();
+      const limit = Math.min(this.options.worker.batchSize, this.processor.limiter.capacity);
+      const jobs = await this.storage.fetchNextBatch({
+        workerId: this.workerId,
+        leaseId,
+        limit,
+        handled,
+      });
+      if (jobs.length === 0) break;
+      // Register the leases (heartbeat coverage when the loops run) without the buffer's pump.
+      const run = this.processor.runBatch(
+        jobs.map((job) => ({ job, lease: { id: job.id, workerId: this.workerId, leaseId } })),
+      );
+      const result = await raceDeadline(run, deadline);
+      if (!result) throw new ChokaQDrainTimeoutError(timeoutMs, outcomes);
+      outcomes.push(...result);
+    }
+    await this.batcher.flush();
+    return outcomes;
+  }
+
+  // ------------------------------------------------------------------ lifecycle
+
+  private async doStart(): Promise<void> {
+    this.isRunning = true;
+    try {
+      this.unsubscribe = await this.storage.subscribe((queue) => this.nudge(queue));
+    } catch (error) {
+      this.logger.warn(
+        `Enqueue notifications unavailable (${toError(error).message}); polling only.`,
+      );
+    }
+    if (!this.isRunning) return; // stopped while subscribing
+    this.fetcher.start();
+    this.heartbeat.start();
+    this.rescue.start();
+    this.maintenance.start();
+    this.recurringLoop.start();
+    this.logger.log(
+      `Worker ${this.workerId} started: concurrency ${this.processor.limiter.capacity}, ` +
+        `prefetch ${this.options.worker.prefetch}, poll ${this.options.worker.pollIntervalMs} ms`,
+    );
+  }
+
+  /**
+   * The graceful drain, in the order SPEC §4 prescribes. Why this order: claiming stops first so
+   * nothing new arrives; buffered rows go back before anything else because no user code ran for
+   * them (another process can take them right away); running handlers get their grace period; and
+   * the heartbeat stops last, because until a row is written back or finalised it is still ours and
+   * a missed heartbeat would let the rescue loop declare it a zombie.
+   */
+  private async doStop(): Promise<void> {
+    const errors: Error[] = [];
+    const step = async (name: string, action: () => Promise<unknown>) => {
+      try {
+        await action();
+      } catch (error) {
+        const wrapped = toError(error);
+        this.logger.error(`Shutdown step '${name}' failed: ${wrapped.message}`);
+        errors.push(wrapped);
+      }
+    };
+    const grace = this.options.worker.shutdownGracePeriodMs;
+    const hardDeadline = Date.now() + grace + SHUTDOWN_MARGIN_MS;
+    await this.starting?.catch(() => undefined);
+
+    // 1. Stop claiming (and the loops that do not own jobs); a claim in flight lands in the buffer.
+    this.processor.close();
+    await step('stop loops', () =>
+      Promise.all([
+        this.fetcher.stop(),
+        this.rescue.stop(),
+        this.maintenance.stop(),
+        this.recurringLoop.stop(),
+      ]),
+    );
+    await step('unsubscribe', async () => {
+      const unsubscribe = this.unsubscribe;
+      this.unsubscribe = null;
+      await unsubscribe?.();
+    });
+    // 2. Buffered rows back to Pending.
+    await step('release buffered jobs', () =>
+      withDeadline(this.processor.releaseBuffered(), hardDeadline),
+    );
+    // 3. Abort running handlers and give them the grace period to settle and be finalised.
+    const aborted = this.processor.abortAll('shutdown');
+    if (aborted > 0)
+      this.logger.log(`Waiting up to ${grace} ms for ${aborted} running job(s) to stop`);
+    const idle = await this.processor.waitIdle(Date.now() + grace);
+    if (!idle) {
+      const left = this.processor.abandonRunning();
+      if (left.length > 0) {
+        this.logger.warn(
+          `${left.length} job(s) still running after ${grace} ms are left to the rescue loop: ${left.join(', ')}`,
+        );
+      }
+      await this.processor.waitIdle(hardDeadline);
+    }
+    // 4. Completions still waiting for their batch.
+    await step('flush completions', () => this.batcher.close(hardDeadline));
+    // 5. Heartbeat last: everything above was still covered by it.
+    await step('stop heartbeat', () => this.heartbeat.stop());
+    this.logger.log(`Worker ${this.workerId} stopped`);
+    if (errors.length > 0)
+      throw new AggregateError(
+        errors,
+        `ChokaQ worker ${this.workerId} stopped with ${errors.length} error(s)`,
+      );
+  }
+
+  private emit(outcome: JobOutcome): void {
+    for (const listener of this.listeners) {
+      try {
+        listener(outcome);
+      } catch (error) {
+        this.logger.error(`Outcome listener threw: ${toError(error).message}`);
+      }
+    }
+  }
+}
+
+function handles(handled: HandledJobs, queue: string): boolean {
+  return handled.queues.includes(queue) || handled.types.some((t) => t.queue === queue);
+}
+
+function filterHandled(handled: HandledJobs, queues: string[] | undefined): HandledJobs {
+  if (!queues) return handled;
+  const wanted = new Set(queues);
+  return {
+    queues: handled.queues.filter((q) => wanted.has(q)),
+    types: handled.types.filter((t) => wanted.has(t.queue)),
+  };
+}
+
+/** Resolves with `promise`'s value, or undefined at `deadline` (epoch ms); the timer is always cleared. */
+async function raceDeadline<T>(promise: Promise<T>, deadline: number): Promise<T | undefined> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<undefined>((resolve) => {
+    timer = setTimeout(() => resolve(undefined), Math.max(0, deadline - Date.now()));
+  });
+  try {
+    return await Promise.race([promise, timeout]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/** Like {@link raceDeadline} but rejects at the deadline (a shutdown step that hung). */
+async function withDeadline<T>(promise: Promise<T>, deadline: number): Promise<T> {
+  const result = await raceDeadline(
+    promise.then((value) => ({ value })),
+    deadline,
+  );
+  if (!result) throw new Error('did not finish before the shutdown deadline');
+  return result.value;
+}

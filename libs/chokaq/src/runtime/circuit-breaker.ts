@@ -1,0 +1,146 @@
+import type { ResolvedChokaQOptions } from '../config/chokaq-options';
+
+/** The state of one job type's circuit. */
+export type CircuitState = 'closed' | 'open' | 'half-open';
+
+/** What the processor may do with a job of a type. */
+export type CircuitDecision =
+  { allowed: true; probe: boolean } | { allowed: false; retryInMs: number };
+
+interface Circuit {
+  state: CircuitState;
+  /** Failure times within the window (closed state). */
+  failures: number[];
+  openedAt: number;
+  probesInFlight: number;
+}
+
+/**
+ * Circuit breakers per job type, per process (SPEC §4). A type whose handler fails
+ * `failureThreshold` times within `windowMs` opens: its jobs are released back to Pending with a
+ * delay instead of running (no attempt spent). After `breakDurationMs` it turns half-open and lets
+ * `halfOpenProbes` jobs run at once: a probe's success closes it, a failure opens it again.
+ *
+ * Per process on purpose: a type failing on one host (a bad network path) should not stop others,
+ * and keeping it in memory costs no database round trip per job.
+ */
+export class CircuitBreakers {
+  private readonly circuits = new Map<string, Circuit>();
+
+  constructor(
+    private readonly options: ResolvedChokaQOptions['circuitBreaker'],
+    private readonly clock: () => number = Date.now,
+  ) {}
+
+  /** The state of `key`'s circuit now (an open circuit past its break reads as half-open). */
+  state(key: string): CircuitState {
+    const circuit = this.circuits.get(key);
+    if (!circuit) return 'closed';
+    this.advance(circuit);
+    return circuit.state;
+  }
+
+  /** States of every circuit that is not closed (for dashboards and logs). */
+  snapshot(): Record<string, CircuitState> {
+    const out: Record<string, CircuitState> = {};
+    for (const key of this.circuits.keys()) {
+      const state = this.state(key);
+      if (state !== 'closed') out[key] = state;
+    }
+    return out;
+  }
+
+  /**
+   * Asks to run one job of `key`. A granted half-open probe must be followed by exactly one of
+   * {@link recordSuccess}, {@link recordFailure} or {@link releaseProbe}.
+   */
+  tryAcquire(key: string): CircuitDecision {
+    const circuit = this.circuits.get(key);
+    if (!circuit) return { allowed: true, probe: false };
+    this.advance(circuit);
+    switch (circuit.state) {
+      case 'closed':
+        return { allowed: true, probe: false };
+      case 'open':
+        return {
+          allowed: false,
+          retryInMs: Math.max(1, circuit.openedAt + this.options.breakDurationMs - this.clock()),
+        };
+      case 'half-open':
+        if (circuit.probesInFlight < this.options.halfOpenProbes) {
+          circuit.probesInFlight++;
+          return { allowed: true, probe: true };
+        }
+        // Probes are out: look again after a short while rather than a whole break.
+        return {
+          allowed: false,
+          retryInMs: Math.max(1, Math.min(1_000, this.options.breakDurationMs)),
+        };
+    }
+  }
+
+  /** A job of `key` succeeded. Closes a half-open circuit. */
+  recordSuccess(key: string, probe = false): void {
+    const circuit = this.circuits.get(key);
+    if (!circuit) return;
+    if (probe) circuit.probesInFlight = Math.max(0, circuit.probesInFlight - 1);
+    this.advance(circuit);
+    // A half-open success closes the circuit. In closed state a success does not forget earlier
+    // failures (the window does that), but an entry with none left is dropped to bound memory.
+    if (
+      circuit.state === 'half-open' ||
+      (circuit.state === 'closed' && circuit.failures.length === 0)
+    ) {
+      this.circuits.delete(key);
+    }
+  }
+
+  /** A job of `key` failed in a way that says its dependency is unhealthy. */
+  recordFailure(key: string, probe = false): void {
+    const now = this.clock();
+    let circuit = this.circuits.get(key);
+    if (!circuit) {
+      circuit = { state: 'closed', failures: [], openedAt: 0, probesInFlight: 0 };
+      this.circuits.set(key, circuit);
+    }
+    if (probe) circuit.probesInFlight = Math.max(0, circuit.probesInFlight - 1);
+    this.advance(circuit);
+    if (circuit.state === 'half-open') {
+      this.open(circuit, now);
+      return;
+    }
+    if (circuit.state === 'open') return;
+    circuit.failures.push(now);
+    this.prune(circuit, now);
+    if (circuit.failures.length >= this.options.failureThreshold) this.open(circuit, now);
+  }
+
+  /** A granted probe ended without a verdict (cancelled, lease lost, shutdown). */
+  releaseProbe(key: string): void {
+    const circuit = this.circuits.get(key);
+    if (circuit) circuit.probesInFlight = Math.max(0, circuit.probesInFlight - 1);
+  }
+
+  private open(circuit: Circuit, now: number): void {
+    circuit.state = 'open';
+    circuit.openedAt = now;
+    circuit.failures = [];
+    circuit.probesInFlight = 0;
+  }
+
+  private advance(circuit: Circuit): void {
+    if (
+      circuit.state === 'open' &&
+      this.clock() >= circuit.openedAt + this.options.breakDurationMs
+    ) {
+      circuit.state = 'half-open';
+      circuit.probesInFlight = 0;
+    }
+    if (circuit.state === 'closed') this.prune(circuit, this.clock());
+  }
+
+  private prune(circuit: Circuit, now: number): void {
+    const from = now - this.options.windowMs;
+    while (circuit.failures.length > 0 && circuit.failures[0] <= from) circuit.failures.shift();
+  }
+}

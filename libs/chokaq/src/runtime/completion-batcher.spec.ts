@@ -1,0 +1,73 @@
+import { RecordingLogger } from '../../../../test/runtime/support/silent-logger';
+import type { CompletedJob } from '../storage/job-storage';
+import { CompletionBatcher } from './completion-batcher';
+
+const item = (id: string): CompletedJob => ({ id, workerId: 'w', leaseId: 'l', durationMs: 5 });
+
+describe('CompletionBatcher', () => {
+  beforeEach(() => jest.useFakeTimers());
+  afterEach(() => jest.useRealTimers());
+
+  it('flushes a batch after the short timer, in one call', async () => {
+    const archiveSucceeded = jest.fn(async (items: readonly CompletedJob[]) =>
+      items.map((i) => i.id),
+    );
+    const batcher = new CompletionBatcher({ archiveSucceeded }, new RecordingLogger(), {
+      flushDelayMs: 20,
+    });
+    const done = [batcher.add(item('a')), batcher.add(item('b'))];
+    expect(batcher.pendingLeases().map((l) => l.id)).toEqual(['a', 'b']);
+    await jest.advanceTimersByTimeAsync(19);
+    expect(archiveSucceeded).not.toHaveBeenCalled();
+    await jest.advanceTimersByTimeAsync(1);
+    await expect(Promise.all(done)).resolves.toEqual([true, true]);
+    expect(archiveSucceeded).toHaveBeenCalledTimes(1);
+    expect(batcher.size).toBe(0);
+  });
+
+  it('flushes at once when the batch is full', async () => {
+    const archiveSucceeded = jest.fn(async (items: readonly CompletedJob[]) =>
+      items.map((i) => i.id),
+    );
+    const batcher = new CompletionBatcher({ archiveSucceeded }, new RecordingLogger(), {
+      maxBatch: 2,
+      flushDelayMs: 1_000,
+    });
+    const done = Promise.all([batcher.add(item('a')), batcher.add(item('b'))]);
+    await jest.advanceTimersByTimeAsync(0);
+    await expect(done).resolves.toEqual([true, true]);
+  });
+
+  it('reports a refused completion (lease lost) as false', async () => {
+    const batcher = new CompletionBatcher(
+      { archiveSucceeded: async () => ['a'] },
+      new RecordingLogger(),
+    );
+    const done = Promise.all([batcher.add(item('a')), batcher.add(item('b'))]);
+    await jest.advanceTimersByTimeAsync(20);
+    await expect(done).resolves.toEqual([true, false]);
+    expect(batcher.refusedCount).toBe(1);
+  });
+
+  it('keeps items covered by the heartbeat during an outage and retries, logging once', async () => {
+    let down = true;
+    const logger = new RecordingLogger();
+    const archiveSucceeded = jest.fn(async (items: readonly CompletedJob[]) => {
+      if (down) throw new Error('db down');
+      return items.map((i) => i.id);
+    });
+    const batcher = new CompletionBatcher({ archiveSucceeded }, logger, {
+      retryBaseMs: 50,
+      retryMaxMs: 100,
+    });
+    const done = batcher.add(item('a'));
+    await jest.advanceTimersByTimeAsync(1_000);
+    expect(archiveSucceeded.mock.calls.length).toBeGreaterThan(3);
+    expect(batcher.pendingLeases().map((l) => l.id)).toEqual(['a']);
+    expect(logger.count('warn', 'db down')).toBe(1);
+    down = false;
+    await jest.advanceTimersByTimeAsync(200);
+    await expect(done).resolves.toBe(true);
+    expect(logger.count('log', 'recovered')).toBe(1);
+  });
+});

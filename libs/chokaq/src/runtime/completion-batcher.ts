@@ -1,0 +1,178 @@
+import type { LoggerService } from '@nestjs/common';
+import type { CompletedJob, JobLease, JobStorage } from '../storage/job-storage';
+import { toError } from '../storage/shared/text';
+import { jittered } from './backoff';
+
+/** Tuning of the completion batcher (internal; the defaults suit every dialect). */
+export interface CompletionBatcherOptions {
+  /** Flush as soon as this many completions wait. Default 50. */
+  maxBatch?: number;
+  /** Flush at most this long after the first completion of a batch. Default 20 ms. */
+  flushDelayMs?: number;
+  /** Backoff of a failed flush: first wait, and cap. Default 200 ms … 5 s. */
+  retryBaseMs?: number;
+  retryMaxMs?: number;
+}
+
+interface Waiting {
+  item: CompletedJob;
+  resolve: (archived: boolean) => void;
+}
+
+/**
+ * Batches successful completions into one `archiveSucceeded` call (one short transaction for many
+ * jobs), flushed at `maxBatch` items or `flushDelayMs` after the first, whichever comes first.
+ *
+ * Until a completion is written its row is still Processing and owned by this worker, so the
+ * heartbeat must keep covering it ({@link pendingLeases}), or a slow flush during an outage would
+ * turn finished jobs into zombies. Writes are serialised (one in flight) so a retry never races a
+ * newer flush. A failed flush keeps the items and retries with backoff, logging the outage once.
+ */
+export class CompletionBatcher {
+  private queue: Waiting[] = [];
+  private inFlight: Waiting[] = [];
+  private writing: Promise<void> | undefined;
+  private timer: NodeJS.Timeout | undefined;
+  private failures = 0;
+  private refused = 0;
+  private readonly maxBatch: number;
+  private readonly flushDelayMs: number;
+  private readonly retryBaseMs: number;
+  private readonly retryMaxMs: number;
+
+  constructor(
+    private readonly storage: Pick<JobStorage, 'archiveSucceeded'>,
+    private readonly logger: LoggerService,
+    options: CompletionBatcherOptions = {},
+  ) {
+    this.maxBatch = options.maxBatch ?? 50;
+    this.flushDelayMs = options.flushDelayMs ?? 20;
+    this.retryBaseMs = options.retryBaseMs ?? 200;
+    this.retryMaxMs = options.retryMaxMs ?? 5_000;
+  }
+
+  /** Completions not yet written (queued or being written). */
+  get size(): number {
+    return this.queue.length + this.inFlight.length;
+  }
+
+  /** Completions the storage refused (lease lost: cancelled, rescued or resurrected meanwhile). */
+  get refusedCount(): number {
+    return this.refused;
+  }
+
+  /** The leases of completions not yet written, for the heartbeat. */
+  pendingLeases(): JobLease[] {
+    return [...this.inFlight, ...this.queue].map(({ item }) => ({
+      id: item.id,
+      workerId: item.workerId,
+      leaseId: item.leaseId,
+    }));
+  }
+
+  /** Queues a completion; resolves true once archived, false when the storage refused it. */
+  add(item: CompletedJob): Promise<boolean> {
+    return new Promise<boolean>((resolve) => {
+      this.queue.push({ item, resolve });
+      if (this.queue.length >= this.maxBatch) this.schedule(0);
+      else if (this.timer === undefined) this.schedule(this.flushDelayMs);
+    });
+  }
+
+  /**
+   * Writes everything queued now and waits for it. Rejects with the storage error when a write
+   * fails (the items stay queued and a retry is scheduled).
+   */
+  async flush(): Promise<void> {
+    this.clearTimer();
+    while (this.writing) await this.writing.catch(() => undefined);
+    while (this.queue.length > 0) {
+      this.writing = this.write();
+      try {
+        await this.writing;
+      } finally {
+        this.writing = undefined;
+      }
+    }
+  }
+
+  /**
+   * Final flush at shutdown: retries until `deadline` (epoch ms). What still is not written then
+   * resolves `false` and is left to the rescue loop (its row becomes a zombie) — logged once.
+   */
+  async close(deadline: number): Promise<void> {
+    for (let attempt = 0; ; attempt++) {
+      try {
+        await this.flush();
+        break;
+      } catch (error) {
+        const wait = Math.min(this.retryMaxMs, this.retryBaseMs * 2 ** attempt);
+        if (Date.now() + wait >= deadline) {
+          this.logger.error(
+            `Could not write ${this.size} completion(s) before shutdown: ${toError(error).message}. ` +
+              `Their rows stay Processing and the rescue loop will treat them as zombies.`,
+          );
+          break;
+        }
+        await new Promise((resolve) => setTimeout(resolve, wait));
+      }
+    }
+    this.clearTimer();
+    for (const waiting of this.queue.splice(0)) waiting.resolve(false);
+  }
+
+  private schedule(delayMs: number): void {
+    this.clearTimer();
+    this.timer = setTimeout(() => {
+      this.timer = undefined;
+      this.flush().catch(() => undefined);
+    }, delayMs);
+    this.timer.unref?.();
+  }
+
+  private clearTimer(): void {
+    if (this.timer !== undefined) clearTimeout(this.timer);
+    this.timer = undefined;
+  }
+
+  private async write(): Promise<void> {
+    this.inFlight = this.queue.splice(0, this.maxBatch);
+    const batch = this.inFlight;
+    let archived: string[];
+    try {
+      archived = await this.storage.archiveSucceeded(batch.map((w) => w.item));
+    } catch (error) {
+      // Put the batch back in front, keep it covered by the heartbeat, and retry later.
+      this.queue = [...batch, ...this.queue];
+      this.inFlight = [];
+      this.failures++;
+      if (this.failures === 1) {
+        this.logger.warn(
+          `Archiving ${batch.length} completion(s) failed: ${toError(error).message}. Retrying ` +
+            `with backoff; further failures are counted, not logged, until it recovers.`,
+        );
+      }
+      this.schedule(
+        jittered(Math.min(this.retryMaxMs, this.retryBaseMs * 2 ** (this.failures - 1)), 0.2),
+      );
+      throw error;
+    }
+    if (this.failures > 0) {
+      this.logger.log(`Archiving completions recovered after ${this.failures} failed attempt(s)`);
+      this.failures = 0;
+    }
+    this.inFlight = [];
+    const done = new Set(archived);
+    for (const waiting of batch) {
+      const ok = done.has(waiting.item.id);
+      if (!ok) {
+        this.refused++;
+        this.logger.warn(
+          `Job ${waiting.item.id} succeeded but its archive was refused: the lease no longer ` +
+            `matches (cancelled, rescued or resurrected meanwhile).`,
+        );
+      }
+      waiting.resolve(ok);
+    }
+  }
+}

@@ -1,0 +1,62 @@
+import { RecordingLogger } from '../../../../test/runtime/support/silent-logger';
+import { testOptions } from '../../../../test/runtime/support/options';
+import { HeartbeatLoop } from './heartbeat.loop';
+
+describe('HeartbeatLoop', () => {
+  beforeEach(() => jest.useFakeTimers());
+  afterEach(() => jest.useRealTimers());
+  const lease = { id: 'j1', workerId: 'w', leaseId: 'l' };
+
+  it('beats every interval ±20 % with every owned lease, and reports cancel requests', async () => {
+    const keepAlive = jest.fn(async () => ({ touched: 1, cancelRequested: ['j1'] }));
+    const onCancelRequested = jest.fn();
+    const loop = new HeartbeatLoop({
+      storage: { keepAlive },
+      options: testOptions({ heartbeat: { intervalMs: 1_000 } }),
+      workerId: 'w',
+      leases: () => [lease],
+      onCancelRequested,
+      onThresholdReached: jest.fn(),
+      logger: new RecordingLogger(),
+    });
+    loop.start();
+    await jest.advanceTimersByTimeAsync(799);
+    expect(keepAlive).not.toHaveBeenCalled();
+    await jest.advanceTimersByTimeAsync(3_700);
+    expect(keepAlive.mock.calls.length).toBeGreaterThanOrEqual(3);
+    expect(keepAlive.mock.calls.length).toBeLessThanOrEqual(5);
+    expect(keepAlive).toHaveBeenCalledWith('w', [lease]);
+    expect(onCancelRequested).toHaveBeenCalledWith(['j1']);
+    await loop.stop();
+    expect(jest.getTimerCount()).toBe(0);
+  });
+
+  it('reacts once after failureThreshold consecutive failures, logs the outage once, recovers', async () => {
+    let down = true;
+    const keepAlive = jest.fn(async () => {
+      if (down) throw new Error('db down');
+      return { touched: 1, cancelRequested: [] };
+    });
+    const onThresholdReached = jest.fn();
+    const logger = new RecordingLogger();
+    const loop = new HeartbeatLoop({
+      storage: { keepAlive },
+      options: testOptions({ heartbeat: { intervalMs: 100, failureThreshold: 3 } }),
+      workerId: 'w',
+      leases: () => [lease],
+      onCancelRequested: jest.fn(),
+      onThresholdReached,
+      logger,
+    });
+    loop.start();
+    await jest.advanceTimersByTimeAsync(1_500);
+    expect(onThresholdReached).toHaveBeenCalledTimes(1);
+    expect(loop.isDegraded).toBe(true);
+    expect(logger.count('warn', 'Heartbeat failed: db down')).toBe(1);
+    down = false;
+    await jest.advanceTimersByTimeAsync(200);
+    expect(loop.isDegraded).toBe(false);
+    expect(logger.count('log', 'Heartbeat recovered')).toBe(1);
+    await loop.stop();
+  });
+});

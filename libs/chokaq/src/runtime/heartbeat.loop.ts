@@ -1,0 +1,112 @@
+import type { LoggerService } from '@nestjs/common';
+import type { ResolvedChokaQOptions } from '../config/chokaq-options';
+import type { JobLease, JobStorage } from '../storage/job-storage';
+import { toError } from '../storage/shared/text';
+import { jittered } from './backoff';
+import { Loop } from './loop';
+
+/** What the heartbeat is built from. */
+export interface HeartbeatDeps {
+  storage: Pick<JobStorage, 'keepAlive'>;
+  options: ResolvedChokaQOptions;
+  workerId: string;
+  /** Every lease this process owns now (buffered, running, awaiting completion). */
+  leases: () => JobLease[];
+  /** Jobs whose cancellation was requested (from `keepAlive`). */
+  onCancelRequested: (ids: string[]) => void;
+  /** `failureThreshold` consecutive failures were reached (called once per outage). */
+  onThresholdReached: () => void;
+  logger: LoggerService;
+}
+
+/**
+ * One batched `keepAlive` per process every `heartbeat.intervalMs` ±20 % (SPEC §4). It covers
+ * Fetched rows too (so a slow buffer never loses its claims to `recoverAbandoned`) and completions
+ * waiting for their batch. Failures are handled here rather than by the loop's error backoff: the
+ * heartbeat keeps its cadence during an outage (a late heartbeat is how jobs become zombies), logs
+ * the outage once, and reacts once at `failureThreshold`.
+ */
+export class HeartbeatLoop {
+  private readonly loop: Loop;
+  private failures = 0;
+  private beats = 0;
+  private degraded = false;
+
+  constructor(private readonly deps: HeartbeatDeps) {
+    this.loop = new Loop({
+      name: 'ChokaQ heartbeat',
+      logger: deps.logger,
+      tick: () => this.tick(),
+      intervalMs: () => jittered(deps.options.heartbeat.intervalMs, 0.2),
+      initialDelayMs: jittered(deps.options.heartbeat.intervalMs, 0.2),
+    });
+  }
+
+  /** Consecutive failed heartbeats (0 when healthy). */
+  get consecutiveFailures(): number {
+    return this.failures;
+  }
+
+  /** Successful heartbeats over the loop's life. */
+  get beatCount(): number {
+    return this.beats;
+  }
+
+  /** True after `failureThreshold` consecutive failures, until a heartbeat succeeds. */
+  get isDegraded(): boolean {
+    return this.degraded;
+  }
+
+  start(): void {
+    this.loop.start();
+  }
+
+  /** Beat now (e.g. right after a large claim). */
+  nudge(): void {
+    this.loop.nudge();
+  }
+
+  stop(): Promise<void> {
+    return this.loop.stop();
+  }
+
+  /** One heartbeat; exposed for tests and for a final beat during shutdown. */
+  async tick(): Promise<void> {
+    const leases = this.deps.leases();
+    if (leases.length === 0) {
+      this.recovered();
+      return;
+    }
+    try {
+      const result = await this.deps.storage.keepAlive(this.deps.workerId, leases);
+      this.beats++;
+      this.recovered();
+      if (result.cancelRequested.length > 0) this.deps.onCancelRequested(result.cancelRequested);
+    } catch (error) {
+      this.failures++;
+      if (this.failures === 1) {
+        this.deps.logger.warn(
+          `Heartbeat failed: ${toError(error).message}. Further failures are counted, not logged.`,
+        );
+      }
+      if (this.failures === this.deps.options.heartbeat.failureThreshold) {
+        this.degraded = true;
+        this.deps.logger.error(
+          `Heartbeat failed ${this.failures} times in a row; ` +
+            (this.deps.options.heartbeat.cancelOnHeartbeatFailure
+              ? 'aborting running jobs (another process may take them over as zombies).'
+              : 'continuing degraded (heartbeat.cancelOnHeartbeatFailure is false).'),
+        );
+        this.deps.onThresholdReached();
+      }
+    }
+  }
+
+  private recovered(): void {
+    if (this.failures > 0) {
+      this.deps.logger.log(`Heartbeat recovered after ${this.failures} failed attempt(s)`);
+    }
+    this.failures = 0;
+    this.degraded = false;
+  }
+}

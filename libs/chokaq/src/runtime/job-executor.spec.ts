@@ -1,0 +1,195 @@
+import { RecordingLogger } from '../../../../test/runtime/support/silent-logger';
+import type { HandlerDefinition } from '../discovery/handler-definition';
+import { ChokaQJobAbortedError, ChokaQJobTimeoutError } from '../errors';
+import { JobStatus } from '../storage/job-status';
+import type { HotJob } from '../storage/job-storage';
+import type { JobContext } from './job-context';
+import { JobExecutor } from './job-executor';
+import type { ChokaQMiddleware } from './middleware';
+
+function job(): HotJob {
+  const now = new Date();
+  return {
+    id: 'job-1',
+    queue: 'q',
+    type: 't',
+    payload: { n: 1 },
+    tags: [],
+    idempotencyKey: null,
+    priority: 10,
+    status: JobStatus.Fetched,
+    attemptCount: 2,
+    workerId: 'w',
+    leaseId: 'l',
+    heartbeatUtc: null,
+    scheduledAtUtc: null,
+    createdAtUtc: now,
+    enqueuedAtUtc: now,
+    startedAtUtc: null,
+    lastUpdatedUtc: now,
+    createdBy: null,
+    lastModifiedBy: null,
+    lastError: null,
+    cancelRequestedUtc: null,
+    progress: null,
+  };
+}
+const lease = { id: 'job-1', workerId: 'w', leaseId: 'l' };
+const handler = (invoke: HandlerDefinition['invoke']): HandlerDefinition => ({
+  queue: 'q',
+  name: 'T.run',
+  invoke,
+});
+
+describe('JobExecutor', () => {
+  afterEach(() => jest.useRealTimers());
+
+  it('builds the context (attempt = attemptCount + 1) and runs middleware outermost first', async () => {
+    const order: string[] = [];
+    const mw = (name: string): ChokaQMiddleware => ({
+      use: async (_ctx, _payload, next) => {
+        order.push(`${name}>`);
+        const result = await next();
+        order.push(`<${name}`);
+        return result;
+      },
+    });
+    let seen: JobContext | undefined;
+    const executor = new JobExecutor([mw('a'), mw('b')], new RecordingLogger());
+    const run = executor.start({
+      job: job(),
+      lease,
+      timeoutMs: 1_000,
+      handler: handler(async (_p, ctx) => {
+        order.push('handler');
+        seen = ctx;
+      }),
+    });
+    await expect(run.result).resolves.toMatchObject({ kind: 'succeeded' });
+    expect(order).toEqual(['a>', 'b>', 'handler', '<b', '<a']);
+    expect(seen).toMatchObject({ id: 'job-1', queue: 'q', type: 't', attempt: 3, leaseId: 'l' });
+    expect(seen!.signal.aborted).toBe(false);
+  });
+
+  it('turns synchronous throws and non-Error throws into failures', async () => {
+    const executor = new JobExecutor([], new RecordingLogger());
+    const sync = executor.start({
+      job: job(),
+      lease,
+      timeoutMs: 1_000,
+      handler: handler(() => {
+        throw 'plain string';
+      }),
+    });
+    await expect(sync.result).resolves.toMatchObject({ kind: 'failed', error: 'plain string' });
+    const undef = executor.start({
+      job: job(),
+      lease,
+      timeoutMs: 1_000,
+      handler: handler(() => Promise.reject(undefined)),
+    });
+    await expect(undef.result).resolves.toMatchObject({ kind: 'failed', error: undefined });
+  });
+
+  it('frees the run at the timeout even if the handler never settles', async () => {
+    jest.useFakeTimers();
+    const logger = new RecordingLogger();
+    const executor = new JobExecutor([], logger);
+    let signal: AbortSignal | undefined;
+    const run = executor.start({
+      job: job(),
+      lease,
+      timeoutMs: 500,
+      handler: handler((_p, ctx) => {
+        signal = ctx.signal;
+        return new Promise(() => undefined);
+      }),
+    });
+    await jest.advanceTimersByTimeAsync(499);
+    expect(run.settled).toBe(false);
+    await jest.advanceTimersByTimeAsync(1);
+    await expect(run.result).resolves.toMatchObject({ kind: 'timeout', timeoutMs: 500 });
+    expect(signal!.aborted).toBe(true);
+    expect(signal!.reason).toBeInstanceOf(ChokaQJobTimeoutError);
+    expect(jest.getTimerCount()).toBe(0);
+  });
+
+  it('counts a late result after the timeout and ignores it', async () => {
+    jest.useFakeTimers();
+    const logger = new RecordingLogger();
+    const executor = new JobExecutor([], logger);
+    const run = executor.start({
+      job: job(),
+      lease,
+      timeoutMs: 100,
+      handler: handler(() => new Promise((resolve) => setTimeout(resolve, 300))),
+    });
+    await jest.advanceTimersByTimeAsync(100);
+    await expect(run.result).resolves.toMatchObject({ kind: 'timeout' });
+    await jest.advanceTimersByTimeAsync(300);
+    expect(executor.lateResults).toBe(1);
+    expect(logger.count('warn', 'late result is ignored')).toBe(1);
+  });
+
+  it('settles a cancel at once, but waits for the handler on a shutdown abort', async () => {
+    const executor = new JobExecutor([], new RecordingLogger());
+    const cancelled = executor.start({
+      job: job(),
+      lease,
+      timeoutMs: 10_000,
+      handler: handler(() => new Promise(() => undefined)),
+    });
+    cancelled.abort('cancelled');
+    await expect(cancelled.result).resolves.toMatchObject({ kind: 'aborted', cause: 'cancelled' });
+    expect(cancelled.signal.reason).toBeInstanceOf(ChokaQJobAbortedError);
+
+    const cooperative = executor.start({
+      job: job(),
+      lease,
+      timeoutMs: 10_000,
+      handler: handler(
+        (_p, ctx) =>
+          new Promise((_resolve, reject) => {
+            // The abort may come before the handler starts: check first, then listen.
+            if (ctx.signal.aborted) return reject(ctx.signal.reason);
+            ctx.signal.addEventListener('abort', () => reject(ctx.signal.reason));
+          }),
+      ),
+    });
+    cooperative.abort('shutdown');
+    await expect(cooperative.result).resolves.toMatchObject({
+      kind: 'failed',
+      abortedBy: 'shutdown',
+    });
+
+    const stubborn = executor.start({
+      job: job(),
+      lease,
+      timeoutMs: 10_000,
+      handler: handler(() => new Promise(() => undefined)),
+    });
+    stubborn.abort('shutdown');
+    expect(stubborn.settled).toBe(false);
+    stubborn.abandon();
+    await expect(stubborn.result).resolves.toMatchObject({ kind: 'abandoned' });
+  });
+
+  it('rejects a middleware that calls next() twice', async () => {
+    const twice: ChokaQMiddleware = {
+      use: async (_c, _p, next) => {
+        await next();
+        return next();
+      },
+    };
+    const executor = new JobExecutor([twice], new RecordingLogger());
+    const run = executor.start({
+      job: job(),
+      lease,
+      timeoutMs: 1_000,
+      handler: handler(async () => 1),
+    });
+    const result = await run.result;
+    expect(result.kind).toBe('failed');
+    expect(String((result as { error: Error }).error.message)).toContain('next() twice');
+  });
+});

@@ -1,0 +1,182 @@
+import type { LoggerService } from '@nestjs/common';
+import type { HandlerDefinition } from '../discovery/handler-definition';
+import { ChokaQJobAbortedError, ChokaQJobTimeoutError, type JobAbortCause } from '../errors';
+import type { HotJob, JobLease } from '../storage/job-storage';
+import type { JobContext } from './job-context';
+import { JobLogger } from './job-logger';
+import type { ChokaQMiddleware } from './middleware';
+
+/** How one run ended, as far as the worker is concerned. */
+export type RunResult =
+  | { kind: 'succeeded'; durationMs: number }
+  /** The handler threw. `abortedBy` is set when the worker had aborted its signal before. */
+  | { kind: 'failed'; error: unknown; durationMs: number; abortedBy?: JobAbortCause }
+  /** The execution timeout fired; the handler may still be running, its late result is ignored. */
+  | { kind: 'timeout'; timeoutMs: number; durationMs: number }
+  /** Cancelled or heartbeat-failure abort: decided at once, without waiting for the handler. */
+  | { kind: 'aborted'; cause: 'cancelled' | 'heartbeat-failure'; durationMs: number }
+  /** Given up at the end of the shutdown grace period; no storage write, rescue takes the row. */
+  | { kind: 'abandoned'; durationMs: number };
+
+/** A run in progress. */
+export interface Execution {
+  readonly job: HotJob;
+  readonly lease: JobLease;
+  readonly attempt: number;
+  readonly signal: AbortSignal;
+  /** Settles exactly once, never rejects. */
+  readonly result: Promise<RunResult>;
+  /** True once `result` has settled. */
+  readonly settled: boolean;
+  /**
+   * Aborts the signal. `cancelled` and `heartbeat-failure` settle the result at once (the slot is
+   * freed even if the handler ignores the signal); `shutdown` waits for the handler to settle.
+   */
+  abort(cause: JobAbortCause): void;
+  /** Settles as `abandoned` now (end of the shutdown grace period) and clears the timer. */
+  abandon(): void;
+}
+
+/** What the executor needs to start one run. */
+export interface ExecutionRequest {
+  job: HotJob;
+  lease: JobLease;
+  handler: HandlerDefinition;
+  timeoutMs: number;
+  /** Best-effort progress writer; errors are swallowed. */
+  reportProgress?: (percent: number) => Promise<void>;
+}
+
+/**
+ * Runs handlers: builds the {@link JobContext}, runs the middleware pipeline (first = outermost)
+ * around the handler, and enforces the execution timeout.
+ *
+ * The result is a race between the handler and the worker's own verdicts (timeout, cancel,
+ * heartbeat failure). Whichever comes first wins; a handler that settles later is a *late result*:
+ * it is counted and logged, never written, because the worker has already finalised (or given up)
+ * the row — and the fencing lease would refuse the write anyway.
+ */
+export class JobExecutor {
+  private late = 0;
+
+  constructor(
+    private readonly middleware: readonly ChokaQMiddleware[],
+    private readonly logger: LoggerService,
+    private readonly clock: () => number = Date.now,
+  ) {}
+
+  /** Handler results that arrived after the run had been decided (timeout, cancel, abandon). */
+  get lateResults(): number {
+    return this.late;
+  }
+
+  /** Starts one run now. */
+  start(request: ExecutionRequest): Execution {
+    const { job, lease, handler, timeoutMs } = request;
+    const controller = new AbortController();
+    const startedAt = this.clock();
+    const attempt = job.attemptCount + 1;
+    let abortedBy: JobAbortCause | undefined;
+    let settled = false;
+    let settle!: (result: RunResult) => void;
+    let timer: NodeJS.Timeout | undefined;
+    const result = new Promise<RunResult>((resolve) => {
+      settle = (value) => {
+        if (settled) return;
+        settled = true;
+        if (timer !== undefined) clearTimeout(timer);
+        timer = undefined;
+        resolve(value);
+      };
+    });
+    const elapsed = () => Math.max(0, this.clock() - startedAt);
+
+    const ctx: JobContext = {
+      id: job.id,
+      queue: job.queue,
+      type: job.type,
+      attempt,
+      leaseId: lease.leaseId,
+      signal: controller.signal,
+      logger: new JobLogger(this.logger, `ChokaQ ${job.queue}/${job.type} ${job.id}`),
+      reportProgress: async (percent: number) => {
+        try {
+          await request.reportProgress?.(percent);
+        } catch {
+          // Best effort by contract: progress must never fail a job.
+        }
+      },
+    };
+
+    if (Number.isFinite(timeoutMs) && timeoutMs > 0) {
+      timer = setTimeout(() => {
+        if (settled) return;
+        controller.abort(new ChokaQJobTimeoutError(job.id, timeoutMs));
+        settle({ kind: 'timeout', timeoutMs, durationMs: elapsed() });
+      }, timeoutMs);
+      // The handler's own work keeps the process alive if it must; the timer alone should not.
+      timer.unref?.();
+    }
+
+    this.pipeline(handler, job.payload, ctx).then(
+      () => {
+        if (settled) return this.lateResult(job, 'resolved');
+        settle({ kind: 'succeeded', durationMs: elapsed() });
+      },
+      (error: unknown) => {
+        if (settled) return this.lateResult(job, 'rejected');
+        settle({ kind: 'failed', error, durationMs: elapsed(), abortedBy });
+      },
+    );
+
+    return {
+      job,
+      lease,
+      attempt,
+      signal: controller.signal,
+      result,
+      get settled() {
+        return settled;
+      },
+      abort: (cause) => {
+        if (settled) return;
+        abortedBy ??= cause;
+        if (!controller.signal.aborted) controller.abort(new ChokaQJobAbortedError(job.id, cause));
+        if (cause !== 'shutdown') settle({ kind: 'aborted', cause, durationMs: elapsed() });
+      },
+      abandon: () => settle({ kind: 'abandoned', durationMs: elapsed() }),
+    };
+  }
+
+  /** Middleware around the handler; `Promise.resolve().then` turns synchronous throws into rejections. */
+  private pipeline(
+    handler: HandlerDefinition,
+    payload: unknown,
+    ctx: JobContext,
+  ): Promise<unknown> {
+    const dispatch = (index: number): Promise<unknown> => {
+      if (index >= this.middleware.length) {
+        return Promise.resolve().then(() => handler.invoke(payload, ctx));
+      }
+      const middleware = this.middleware[index];
+      let called = false;
+      const next = () => {
+        if (called) {
+          return Promise.reject(new Error(`${middleware.constructor.name} called next() twice`));
+        }
+        called = true;
+        return dispatch(index + 1);
+      };
+      return Promise.resolve().then(() => middleware.use(ctx, payload, next));
+    };
+    return dispatch(0);
+  }
+
+  private lateResult(job: HotJob, how: 'resolved' | 'rejected'): void {
+    this.late++;
+    this.logger.warn(
+      `Job ${job.id} (${job.queue}/${job.type}) ${how} after its run was already decided ` +
+        `(timeout, cancel or shutdown); the late result is ignored.`,
+    );
+  }
+}

@@ -1,0 +1,643 @@
+import type { LoggerService } from '@nestjs/common';
+import type { ResolvedChokaQOptions } from '../config/chokaq-options';
+import type { HandlerDefinition, HandlerLookup } from '../discovery/handler-definition';
+import type { JobAbortCause } from '../errors';
+import { FailureReason } from '../storage/job-status';
+import type { DlqMove, HotJob, JobLease, JobStorage } from '../storage/job-storage';
+import { errorText, toError } from '../storage/shared/text';
+import type { CircuitBreakers } from './circuit-breaker';
+import type { CompletionBatcher } from './completion-batcher';
+import { ConcurrencyLimiter } from './concurrency-limiter';
+import { decideFailure } from './failure-policy';
+import type { Execution, JobExecutor, RunResult } from './job-executor';
+import type { JobOutcome } from './job-outcome';
+import type { QueueControls } from './queue-controls';
+
+/** A claimed row with the lease it was claimed under. */
+export interface ClaimedJob {
+  job: HotJob;
+  lease: JobLease;
+}
+
+/** What the processor is built from (the worker facade wires it). */
+export interface JobProcessorDeps {
+  storage: JobStorage;
+  handlers: HandlerLookup;
+  options: ResolvedChokaQOptions;
+  workerId: string;
+  executor: JobExecutor;
+  batcher: CompletionBatcher;
+  breakers: CircuitBreakers;
+  controls: QueueControls;
+  logger: LoggerService;
+  /** Every outcome, as it happens. */
+  onOutcome?: (outcome: JobOutcome) => void;
+  /** A slot or buffer space was freed: the fetcher may claim more. */
+  onCapacity?: () => void;
+}
+
+/** Optional storage capability: writing `Progress` (not part of `JobStorage` yet). */
+interface ProgressWriter {
+  reportProgress?(lease: JobLease, percent: number): Promise<unknown>;
+}
+
+/** Backoff of a failed `markAsProcessing` before buffered jobs are tried again. */
+const START_RETRY_MS = { base: 200, max: 5_000 };
+/** Attempts of a finalising write (on top of the storage's own transient retry). */
+const FINALISE_ATTEMPTS = 3;
+
+/**
+ * The processor of SPEC §4: holds the prefetch buffer, starts buffered jobs as concurrency slots
+ * free up (one batched `markAsProcessing` per dispatch), runs them through the executor, and applies
+ * the failure policy. It knows every lease this process still owns — buffered, starting, running,
+ * and finished-but-not-yet-written — which is exactly what the heartbeat must cover.
+ */
+export class JobProcessor {
+  /** Concurrency slots; resizable at run time. */
+  readonly limiter: ConcurrencyLimiter;
+  private buffer: ClaimedJob[] = [];
+  private readonly owned = new Map<string, JobLease>();
+  private readonly running = new Map<string, Execution>();
+  private readonly tasks = new Set<Promise<unknown>>();
+  private closing = false;
+  private abandoned = false;
+  private dbOffsetMs = 0;
+  private startFailures = 0;
+  private startRetryTimer: NodeJS.Timeout | undefined;
+  private conflictCount = 0;
+  private finalising = 0;
+
+  constructor(private readonly deps: JobProcessorDeps) {
+    this.limiter = new ConcurrencyLimiter(deps.options.worker.concurrency, () => {
+      this.pump();
+      this.deps.onCapacity?.();
+    });
+  }
+
+  /** Jobs claimed but not started. */
+  get bufferedCount(): number {
+    return this.buffer.length;
+  }
+
+  /** Handlers running now. */
+  get runningCount(): number {
+    return this.running.size;
+  }
+
+  /** Finished runs whose storage write is in progress. */
+  get finalisingCount(): number {
+    return this.finalising;
+  }
+
+  /** Transitions the storage refused (zero rows), SPEC `state_transition_conflicts`. */
+  get conflicts(): number {
+    return this.conflictCount;
+  }
+
+  /** Every lease this process still owns: what the heartbeat renews. */
+  leases(): JobLease[] {
+    return [...this.owned.values()];
+  }
+
+  /** Ids of running jobs. */
+  runningIds(): string[] {
+    return [...this.running.keys()];
+  }
+
+  /** The database clock as estimated from the last claim (rows carry `LastUpdatedUtc` = DB now). */
+  dbNow(): number {
+    return Date.now() + this.dbOffsetMs;
+  }
+
+  /** Adds freshly claimed rows to the buffer and starts what the slots allow. */
+  accept(jobs: readonly HotJob[], lease: { workerId: string; leaseId: string }): void {
+    const claimedAt = Date.now();
+    for (const job of jobs) {
+      const claimed: ClaimedJob = { job, lease: { id: job.id, ...lease } };
+      this.owned.set(job.id, claimed.lease);
+      this.buffer.push(claimed);
+    }
+    const newest = jobs[jobs.length - 1]?.lastUpdatedUtc?.getTime();
+    if (newest !== undefined && Number.isFinite(newest)) this.dbOffsetMs = newest - claimedAt;
+    this.pump();
+  }
+
+  /** Starts buffered jobs while slots are free. Never starts anything once closing. */
+  pump(): void {
+    if (this.closing || this.startRetryTimer !== undefined) return;
+    while (this.buffer.length > 0 && this.limiter.available > 0) {
+      const taken = this.limiter.acquire(this.buffer.length);
+      const batch = this.buffer.splice(0, taken);
+      this.track(this.runBatch(batch, () => this.limiter.release(1)));
+    }
+  }
+
+  /**
+   * Runs claimed jobs to a verdict and returns their outcomes (never rejects). `onJobDone` is called
+   * once per job as soon as its slot may be reused (before its storage write completes).
+   */
+  async runBatch(
+    batch: readonly ClaimedJob[],
+    onJobDone: () => void = () => undefined,
+  ): Promise<JobOutcome[]> {
+    const outcomes: JobOutcome[] = [];
+    const emit = (outcome: JobOutcome) => {
+      outcomes.push(outcome);
+      try {
+        this.deps.onOutcome?.(outcome);
+      } catch (error) {
+        this.deps.logger.error(`Outcome listener threw: ${toError(error).message}`);
+      }
+    };
+    const toStart: Array<{ claimed: ClaimedJob; handler: HandlerDefinition; probe: boolean }> = [];
+    const toRelease = new Map<number, ClaimedJob[]>();
+    const settled: Array<Promise<void>> = [];
+
+    for (const claimed of batch) {
+      const { job } = claimed;
+      // drain() hands rows in directly: make sure the heartbeat covers them too.
+      this.owned.set(job.id, claimed.lease);
+      const handler = this.deps.handlers.resolve(job.queue, job.type);
+      if (!handler) {
+        settled.push(
+          this.dlq(
+            claimed,
+            FailureReason.NoHandler,
+            `No handler for ${job.queue}/${job.type} in worker ${this.deps.workerId}`,
+            emit,
+          ).then(onJobDone),
+        );
+        continue;
+      }
+      if (this.deps.controls.isHeld(job.queue)) {
+        pushTo(toRelease, 0, claimed);
+        continue;
+      }
+      const decision = this.deps.breakers.tryAcquire(circuitKey(job));
+      if (!decision.allowed) {
+        if (this.jobAgeMs(job) >= this.deps.options.retry.maxJobAgeMs) {
+          settled.push(
+            this.dlq(
+              claimed,
+              FailureReason.CircuitBreakerOpen,
+              `Circuit of ${circuitKey(job)} still open when the job reached retry.maxJobAgeMs`,
+              emit,
+            ).then(onJobDone),
+          );
+        } else {
+          pushTo(toRelease, decision.retryInMs, claimed);
+        }
+        continue;
+      }
+      toStart.push({ claimed, handler, probe: decision.probe });
+    }
+
+    for (const [delayMs, jobs] of toRelease) {
+      settled.push(this.release(jobs, delayMs, emit).then(() => jobs.forEach(onJobDone)));
+    }
+
+    if (toStart.length > 0) {
+      settled.push(this.start(toStart, emit, onJobDone));
+    }
+    await Promise.all(settled);
+    return outcomes;
+  }
+
+  /** Releases buffered rows of paused or retired queues back to Pending. */
+  async releaseHeld(): Promise<number> {
+    const held = this.buffer.filter(({ job }) => this.deps.controls.isHeld(job.queue));
+    if (held.length === 0) return 0;
+    const ids = new Set(held.map(({ job }) => job.id));
+    this.buffer = this.buffer.filter(({ job }) => !ids.has(job.id));
+    await this.release(held, 0, (o) => this.deps.onOutcome?.(o));
+    return held.length;
+  }
+
+  /** Aborts running jobs whose cancellation was requested; returns how many were aborted. */
+  cancel(ids: Iterable<string>): number {
+    let count = 0;
+    for (const id of ids) {
+      const execution = this.running.get(id);
+      if (execution && !execution.settled) {
+        execution.abort('cancelled');
+        count++;
+      }
+    }
+    return count;
+  }
+
+  /** Aborts every running job's signal for `cause`. */
+  abortAll(cause: JobAbortCause): number {
+    for (const execution of this.running.values()) execution.abort(cause);
+    return this.running.size;
+  }
+
+  // ------------------------------------------------------------------ shutdown steps
+
+  /** Step 1 of shutdown: start nothing more. */
+  close(): void {
+    this.closing = true;
+    if (this.startRetryTimer !== undefined) clearTimeout(this.startRetryTimer);
+    this.startRetryTimer = undefined;
+  }
+
+  /** Step 2: hands every buffered row back to Pending. */
+  async releaseBuffered(): Promise<number> {
+    const buffered = this.buffer.splice(0);
+    if (buffered.length === 0) return 0;
+    await this.release(buffered, 0, (o) => this.deps.onOutcome?.(o));
+    return buffered.length;
+  }
+
+  /** Waits until every dispatched job has been finalised, or `deadline` (epoch ms) passes. True when idle. */
+  async waitIdle(deadline: number): Promise<boolean> {
+    while (this.tasks.size > 0) {
+      const remaining = deadline - Date.now();
+      if (remaining <= 0) return false;
+      let timer: NodeJS.Timeout | undefined;
+      const timeout = new Promise<void>((resolve) => {
+        timer = setTimeout(resolve, remaining);
+      });
+      await Promise.race([Promise.allSettled([...this.tasks]), timeout]);
+      clearTimeout(timer);
+    }
+    return true;
+  }
+
+  /**
+   * End of the grace period: gives up on handlers still running. Nothing is written for them —
+   * their rows stay Processing and, once the heartbeat stops, the rescue loop of any process moves
+   * them to the DLQ as zombies (or back to Pending where the queue has `RetryZombies`).
+   */
+  abandonRunning(): string[] {
+    this.abandoned = true;
+    const ids = [...this.running.keys()];
+    for (const execution of this.running.values()) execution.abandon();
+    return ids;
+  }
+
+  // ------------------------------------------------------------------ internals
+
+  private track(task: Promise<unknown>): void {
+    this.tasks.add(task);
+    void task.finally(() => this.tasks.delete(task));
+  }
+
+  private async start(
+    items: Array<{ claimed: ClaimedJob; handler: HandlerDefinition; probe: boolean }>,
+    emit: (o: JobOutcome) => void,
+    onJobDone: () => void,
+  ): Promise<void> {
+    let started: Set<string>;
+    try {
+      started = new Set(
+        await this.deps.storage.markAsProcessing(items.map((i) => i.claimed.lease)),
+      );
+      if (this.startFailures > 0) {
+        this.deps.logger.log(
+          `Starting jobs recovered after ${this.startFailures} failed attempt(s)`,
+        );
+        this.startFailures = 0;
+      }
+    } catch (error) {
+      // Nothing ran and the rows are still Fetched and ours: put them back and try again later.
+      this.startFailures++;
+      if (this.startFailures === 1) {
+        this.deps.logger.warn(
+          `markAsProcessing failed: ${toError(error).message}. The jobs stay buffered and are ` +
+            `retried with backoff; further failures are counted, not logged.`,
+        );
+      }
+      for (const item of items) this.deps.breakers.releaseProbe(circuitKey(item.claimed.job));
+      this.buffer.unshift(...items.map((i) => i.claimed));
+      this.deferPump();
+      items.forEach(onJobDone);
+      return;
+    }
+
+    const runs: Array<Promise<void>> = [];
+    for (const { claimed, handler, probe } of items) {
+      const { job } = claimed;
+      if (!started.has(job.id)) {
+        // Zero rows: cancelled, rescued or re-claimed meanwhile. The handler must not run.
+        this.conflictCount++;
+        this.owned.delete(job.id);
+        this.deps.breakers.releaseProbe(circuitKey(job));
+        this.deps.logger.warn(
+          `Job ${job.id} was not started: its lease no longer matches (state transition conflict)`,
+        );
+        emit(this.outcome(job, 'released', { applied: false, error: 'lease lost before start' }));
+        onJobDone();
+        continue;
+      }
+      if (this.closing) {
+        // Shutdown began while the start was in flight: hand it back without running user code.
+        this.deps.breakers.releaseProbe(circuitKey(job));
+        onJobDone();
+        runs.push(
+          this.retry(
+            claimed,
+            0,
+            'Returned to Pending by worker shutdown before the handler started',
+            emit,
+            true,
+          ),
+        );
+        continue;
+      }
+      runs.push(this.execute(claimed, handler, probe, emit, onJobDone));
+    }
+    await Promise.all(runs);
+  }
+
+  private async execute(
+    claimed: ClaimedJob,
+    handler: HandlerDefinition,
+    probe: boolean,
+    emit: (o: JobOutcome) => void,
+    onJobDone: () => void,
+  ): Promise<void> {
+    const { job, lease } = claimed;
+    const timeoutMs =
+      handler.timeoutMs ??
+      this.deps.controls.executionTimeoutMs(job.queue) ??
+      this.deps.options.execution.timeoutMs;
+    const progressWriter = this.deps.storage as JobStorage & ProgressWriter;
+    const execution = this.deps.executor.start({
+      job,
+      lease,
+      handler,
+      timeoutMs,
+      reportProgress: async (percent) => {
+        if (!Number.isFinite(percent)) return;
+        const clamped = Math.min(100, Math.max(0, percent));
+        job.progress = clamped;
+        await progressWriter.reportProgress?.(lease, clamped);
+      },
+    });
+    this.running.set(job.id, execution);
+    let result: RunResult;
+    try {
+      result = await execution.result;
+    } finally {
+      this.running.delete(job.id);
+      onJobDone();
+    }
+    this.finalising++;
+    try {
+      await this.finalise(claimed, handler, probe, execution.attempt, result, emit);
+    } finally {
+      this.finalising--;
+    }
+  }
+
+  private async finalise(
+    claimed: ClaimedJob,
+    handler: HandlerDefinition,
+    probe: boolean,
+    attempt: number,
+    result: RunResult,
+    emit: (o: JobOutcome) => void,
+  ): Promise<void> {
+    const { job, lease } = claimed;
+    const key = circuitKey(job);
+    const base = { attempt, durationMs: result.durationMs };
+    switch (result.kind) {
+      case 'succeeded': {
+        this.deps.breakers.recordSuccess(key, probe);
+        const archived = await this.deps.batcher.add({ ...lease, durationMs: result.durationMs });
+        if (!archived) this.conflictCount++;
+        this.owned.delete(job.id);
+        emit(this.outcome(job, 'succeeded', { ...base, applied: archived }));
+        return;
+      }
+      case 'timeout': {
+        this.deps.breakers.recordFailure(key, probe);
+        const error = `ChokaQJobTimeoutError: job exceeded its execution timeout of ${result.timeoutMs} ms`;
+        const applied = await this.move(lease, {
+          reason: FailureReason.Timeout,
+          error,
+          durationMs: result.durationMs,
+        });
+        emit(
+          this.outcome(job, 'failed', { ...base, reason: FailureReason.Timeout, error, applied }),
+        );
+        return;
+      }
+      case 'aborted': {
+        this.deps.breakers.releaseProbe(key);
+        const cancelled = result.cause === 'cancelled';
+        const reason = cancelled ? FailureReason.Cancelled : FailureReason.HeartbeatFailure;
+        const error = cancelled
+          ? 'Cancelled while running: the handler signal was aborted'
+          : 'Aborted because the worker could not renew its heartbeat';
+        const applied = await this.move(lease, { reason, error, durationMs: result.durationMs });
+        emit(
+          this.outcome(job, cancelled ? 'cancelled' : 'failed', {
+            ...base,
+            reason,
+            error,
+            applied,
+          }),
+        );
+        return;
+      }
+      case 'abandoned': {
+        this.deps.breakers.releaseProbe(key);
+        this.owned.delete(job.id);
+        this.deps.logger.warn(
+          `Job ${job.id} (${job.queue}/${job.type}) was still running at the end of the shutdown ` +
+            `grace period; it is left to the rescue loop.`,
+        );
+        emit(
+          this.outcome(job, 'released', {
+            ...base,
+            applied: false,
+            error: 'abandoned at shutdown',
+          }),
+        );
+        return;
+      }
+      case 'failed': {
+        if (result.abortedBy === 'shutdown') {
+          // A cooperative stop is not the job's fault: back to Pending at once, attempt kept.
+          this.deps.breakers.releaseProbe(key);
+          await this.retry(
+            claimed,
+            0,
+            `Returned to Pending by worker shutdown (the handler stopped when its signal was aborted): ${errorText(result.error)}`,
+            emit,
+            true,
+            base,
+          );
+          return;
+        }
+        const decision = decideFailure({
+          error: result.error,
+          attempt,
+          maxAttempts: handler.maxAttempts ?? this.deps.options.retry.maxAttempts,
+          jobAgeMs: this.jobAgeMs(job),
+          retry: this.deps.options.retry,
+        });
+        const text = errorText(result.error);
+        if (decision.action === 'dlq' && decision.reason === FailureReason.FatalError) {
+          // A bad payload says nothing about the health of the type's dependency.
+          this.deps.breakers.releaseProbe(key);
+        } else {
+          this.deps.breakers.recordFailure(key, probe);
+        }
+        if (decision.action === 'retry') {
+          await this.retry(claimed, decision.delayMs, text, emit, false, base);
+        } else {
+          const applied = await this.move(lease, {
+            reason: decision.reason,
+            error: text,
+            durationMs: result.durationMs,
+          });
+          emit(
+            this.outcome(job, 'failed', { ...base, reason: decision.reason, error: text, applied }),
+          );
+        }
+        return;
+      }
+    }
+  }
+
+  private async retry(
+    claimed: ClaimedJob,
+    delayMs: number,
+    error: string,
+    emit: (o: JobOutcome) => void,
+    released: boolean,
+    base: { attempt?: number; durationMs?: number } = {},
+  ): Promise<void> {
+    const rows = await this.write('rescheduleForRetry', () =>
+      this.deps.storage.rescheduleForRetry(claimed.lease, delayMs, error),
+    );
+    const applied = this.applied(rows, claimed.job, 'rescheduleForRetry');
+    this.owned.delete(claimed.job.id);
+    emit(
+      this.outcome(claimed.job, released ? 'released' : 'retried', {
+        attempt: claimed.job.attemptCount + 1,
+        ...base,
+        error,
+        applied,
+        retryDelayMs: delayMs,
+      }),
+    );
+  }
+
+  private async dlq(
+    claimed: ClaimedJob,
+    reason: FailureReason,
+    error: string,
+    emit: (o: JobOutcome) => void,
+  ): Promise<void> {
+    const applied = await this.move(claimed.lease, { reason, error });
+    emit(this.outcome(claimed.job, 'failed', { reason, error, applied }));
+  }
+
+  private async move(lease: JobLease, move: DlqMove): Promise<boolean> {
+    const rows = await this.write('moveToDlq', () => this.deps.storage.moveToDlq(lease, move));
+    this.owned.delete(lease.id);
+    return this.applied(rows, { id: lease.id }, 'moveToDlq');
+  }
+
+  private async release(
+    jobs: readonly ClaimedJob[],
+    delayMs: number,
+    emit: (o: JobOutcome) => void,
+  ): Promise<void> {
+    const leases = jobs.map((c) => c.lease);
+    const rows = await this.write('release', () =>
+      this.deps.storage.release(leases, delayMs > 0 ? delayMs : undefined),
+    );
+    if (rows !== undefined && rows < leases.length) this.conflictCount += leases.length - rows;
+    for (const { job } of jobs) {
+      this.owned.delete(job.id);
+      emit(
+        this.outcome(job, 'released', {
+          applied: rows !== undefined,
+          retryDelayMs: delayMs,
+          error: delayMs > 0 ? `circuit of ${circuitKey(job)} is open` : undefined,
+        }),
+      );
+    }
+  }
+
+  /**
+   * A finalising write with a few extra attempts on top of the storage's own transient retry. If it
+   * still fails the row stays ours until the heartbeat stops covering it; then rescue decides.
+   * Attempts are never spent here: the job's attempt count changes only in `markAsProcessing`.
+   */
+  private async write(name: string, op: () => Promise<number>): Promise<number | undefined> {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await op();
+      } catch (error) {
+        if (attempt >= FINALISE_ATTEMPTS || this.abandoned) {
+          this.deps.logger.error(
+            `${name} failed ${attempt} time(s): ${toError(error).message}. The job is left to the rescue loop.`,
+          );
+          return undefined;
+        }
+        await new Promise((resolve) => setTimeout(resolve, 250 * 2 ** (attempt - 1)).unref?.());
+      }
+    }
+  }
+
+  private applied(rows: number | undefined, job: { id: string }, operation: string): boolean {
+    if (rows === undefined) return false;
+    if (rows === 0) {
+      this.conflictCount++;
+      this.deps.logger.warn(
+        `${operation} of job ${job.id} changed no row: the lease no longer matches (state transition conflict)`,
+      );
+      return false;
+    }
+    return true;
+  }
+
+  private deferPump(): void {
+    const wait = Math.min(START_RETRY_MS.max, START_RETRY_MS.base * 2 ** (this.startFailures - 1));
+    if (this.startRetryTimer !== undefined || this.closing) return;
+    this.startRetryTimer = setTimeout(() => {
+      this.startRetryTimer = undefined;
+      this.pump();
+    }, wait);
+    this.startRetryTimer.unref?.();
+  }
+
+  private jobAgeMs(job: HotJob): number {
+    return Math.max(0, this.dbNow() - job.enqueuedAtUtc.getTime());
+  }
+
+  private outcome(
+    job: HotJob,
+    outcome: JobOutcome['outcome'],
+    extra: Partial<JobOutcome> = {},
+  ): JobOutcome {
+    const result: JobOutcome = {
+      id: job.id,
+      queue: job.queue,
+      type: job.type,
+      outcome,
+      attempt: extra.attempt ?? job.attemptCount + 1,
+    };
+    for (const [key, value] of Object.entries(extra)) {
+      if (value !== undefined) (result as unknown as Record<string, unknown>)[key] = value;
+    }
+    return result;
+  }
+}
+
+/** Circuits are per `(queue, type)`: the same type key in two queues may have different handlers. */
+export function circuitKey(job: { queue: string; type: string }): string {
+  return `${job.queue}/${job.type}`;
+}
+
+function pushTo<K, V>(map: Map<K, V[]>, key: K, value: V): void {
+  const list = map.get(key);
+  if (list) list.push(value);
+  else map.set(key, [value]);
+}

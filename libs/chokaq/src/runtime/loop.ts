@@ -1,0 +1,140 @@
+import type { LoggerService } from '@nestjs/common';
+import { toError } from '../storage/shared/text';
+import { jittered } from './backoff';
+
+/** How a {@link Loop} runs. */
+export interface LoopOptions {
+  /** Name used in logs, e.g. `fetcher`. */
+  name: string;
+  /**
+   * One tick. Resolves to the delay before the next tick in ms, or `undefined` for
+   * {@link LoopOptions.intervalMs}. A rejection is an outage: logged once, retried with backoff.
+   */
+  tick: () => Promise<number | void>;
+  /** Default delay between ticks (called each time, so it may jitter). */
+  intervalMs: () => number;
+  /** Delay before the first tick. Default 0. */
+  initialDelayMs?: number;
+  logger: LoggerService;
+  /** Backoff after failed ticks: `base × 2^(failures−1)`, capped, jittered ±20 %. Default 100 ms … 30 s. */
+  errorBackoff?: { baseMs: number; maxMs: number };
+}
+
+/**
+ * A `setTimeout` chain (graphile-worker style) shared by every background loop of the worker.
+ *
+ * Why not `setInterval`: the next tick is scheduled only after the previous one settled, so ticks
+ * never overlap, however slow the database is. `nudge()` runs the next tick now (or right after
+ * the current one), which is how a same-process enqueue or a NOTIFY skips the poll interval.
+ * `stop()` clears the timer and waits for a tick in flight, so after it resolves the loop holds no
+ * timer and runs no code. Timers are unref'd: a loop never keeps a process alive on its own.
+ *
+ * Failures are an outage, not a flood: the first one is logged with its error, the rest are only
+ * counted until a tick succeeds again, which is logged once with the count.
+ */
+export class Loop {
+  private timer: NodeJS.Timeout | undefined;
+  private current: Promise<void> | undefined;
+  private started = false;
+  private stopped = false;
+  private nudged = false;
+  private failures = 0;
+  private totalFailures = 0;
+  private ticks = 0;
+
+  constructor(private readonly options: LoopOptions) {}
+
+  /** True between `start()` and `stop()`. */
+  get running(): boolean {
+    return this.started && !this.stopped;
+  }
+
+  /** Ticks completed (successful or not). */
+  get tickCount(): number {
+    return this.ticks;
+  }
+
+  /** Failed ticks since the last success (0 when healthy). */
+  get consecutiveFailures(): number {
+    return this.failures;
+  }
+
+  /** Failed ticks over the loop's life. */
+  get failureCount(): number {
+    return this.totalFailures;
+  }
+
+  /** Schedules the first tick. Idempotent; a stopped loop does not restart. */
+  start(): void {
+    if (this.started || this.stopped) return;
+    this.started = true;
+    this.schedule(this.options.initialDelayMs ?? 0);
+  }
+
+  /** Runs the next tick as soon as possible: now if idle, right after the current tick otherwise. */
+  nudge(): void {
+    if (!this.running) return;
+    if (this.current) {
+      this.nudged = true;
+      return;
+    }
+    this.schedule(0);
+  }
+
+  /** Stops scheduling, clears the timer and resolves once a tick in flight has settled. Idempotent. */
+  async stop(): Promise<void> {
+    this.stopped = true;
+    this.clearTimer();
+    await this.current;
+  }
+
+  private schedule(delayMs: number): void {
+    this.clearTimer();
+    if (!this.running) return;
+    this.timer = setTimeout(() => this.runTick(), Math.max(0, delayMs));
+    this.timer.unref?.();
+  }
+
+  private clearTimer(): void {
+    if (this.timer !== undefined) clearTimeout(this.timer);
+    this.timer = undefined;
+  }
+
+  private runTick(): void {
+    this.timer = undefined;
+    if (!this.running || this.current) return;
+    this.nudged = false;
+    this.current = this.execute().finally(() => {
+      this.current = undefined;
+    });
+  }
+
+  private async execute(): Promise<void> {
+    let next: number;
+    try {
+      const requested = await this.options.tick();
+      if (this.failures > 0) {
+        this.options.logger.log(
+          `${this.options.name} recovered after ${this.failures} failed attempt(s)`,
+        );
+      }
+      this.failures = 0;
+      next = typeof requested === 'number' ? requested : this.options.intervalMs();
+    } catch (thrown) {
+      this.failures++;
+      this.totalFailures++;
+      if (this.failures === 1) {
+        const error = toError(thrown);
+        this.options.logger.warn(
+          `${this.options.name} failed: ${error.message}. Retrying with backoff; further failures ` +
+            `are counted, not logged, until it recovers.`,
+        );
+      }
+      const { baseMs, maxMs } = this.options.errorBackoff ?? { baseMs: 100, maxMs: 30_000 };
+      next = jittered(Math.min(maxMs, baseMs * 2 ** Math.min(this.failures - 1, 30)), 0.2);
+    }
+    this.ticks++;
+    // A nudge that arrived during the tick wins over the computed delay.
+    this.schedule(this.nudged ? 0 : next);
+  }
+}

@@ -1,0 +1,57 @@
+import type { LoggerService } from '@nestjs/common';
+import type { ResolvedChokaQOptions } from '../config/chokaq-options';
+import type { JobStorage, RetentionResult } from '../storage/job-storage';
+import { jittered } from './backoff';
+import { Loop } from './loop';
+
+/**
+ * Retention (SPEC §4 "Maintenance"): every `retention.intervalMs` (jittered ±20 %), deletes archive,
+ * DLQ and metric-bucket rows older than their windows, in bounded batches (the storage makes each
+ * batch its own short transaction). Every process runs it; the deletes skip locked rows, so two
+ * processes at once only share the work. The first run waits one jittered interval, so a restart
+ * storm does not start with a burst of deletes.
+ */
+export class MaintenanceLoop {
+  private readonly loop: Loop;
+  private last: RetentionResult | undefined;
+
+  constructor(
+    private readonly storage: Pick<JobStorage, 'applyRetention'>,
+    private readonly options: ResolvedChokaQOptions,
+    private readonly logger: LoggerService,
+  ) {
+    const interval = () => jittered(options.retention.intervalMs, 0.2);
+    this.loop = new Loop({
+      name: 'ChokaQ maintenance',
+      logger,
+      tick: () => this.tick(),
+      intervalMs: interval,
+      initialDelayMs: interval(),
+    });
+  }
+
+  /** What the last run removed. */
+  get lastResult(): RetentionResult | undefined {
+    return this.last;
+  }
+
+  start(): void {
+    this.loop.start();
+  }
+
+  stop(): Promise<void> {
+    return this.loop.stop();
+  }
+
+  /** One retention pass. */
+  async tick(): Promise<void> {
+    const { archiveMs, dlqMs, metricsMs } = this.options.retention;
+    this.last = await this.storage.applyRetention({ archiveMs, dlqMs, metricsMs });
+    const { archive, dlq, metricBuckets } = this.last;
+    if (archive + dlq + metricBuckets > 0) {
+      this.logger.log(
+        `Retention removed ${archive} archive, ${dlq} DLQ and ${metricBuckets} metric-bucket row(s)`,
+      );
+    }
+  }
+}

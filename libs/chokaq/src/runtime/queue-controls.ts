@@ -1,0 +1,43 @@
+import type { JobStorage, QueueInfo } from '../storage/job-storage';
+
+/**
+ * This process's copy of the `Queues` rows (pause, active, execution timeout), refreshed by the
+ * fetcher every cycle. The claim itself filters paused and inactive queues in SQL; this copy is for
+ * what happens after the claim: releasing buffered rows of a queue paused meanwhile, and the
+ * queue-level execution timeout.
+ */
+export class QueueControls {
+  private queues = new Map<string, QueueInfo>();
+  private refreshedAt = 0;
+
+  constructor(private readonly storage: Pick<JobStorage, 'getQueues'>) {}
+
+  /** When the copy was last refreshed (epoch ms; 0 = never). */
+  get lastRefresh(): number {
+    return this.refreshedAt;
+  }
+
+  /** Reloads every queue row (one small read; the `Queues` table has one row per queue). */
+  async refresh(): Promise<void> {
+    const rows = await this.storage.getQueues();
+    this.queues = new Map(rows.map((row) => [row.name, row]));
+    this.refreshedAt = Date.now();
+  }
+
+  /** The row of `queue`, if known. */
+  get(queue: string): QueueInfo | undefined {
+    return this.queues.get(queue);
+  }
+
+  /** True when buffered jobs of `queue` must not start (paused or retired). */
+  isHeld(queue: string): boolean {
+    const row = this.queues.get(queue);
+    return !!row && (row.isPaused || !row.isActive);
+  }
+
+  /** The queue's `ExecutionTimeoutMs` override, if set. */
+  executionTimeoutMs(queue: string): number | undefined {
+    const value = this.queues.get(queue)?.executionTimeoutMs;
+    return value != null && value > 0 ? value : undefined;
+  }
+}

@@ -1,0 +1,483 @@
+import { ChokaQFatalError, ChokaQThrottledError } from '../../libs/chokaq/src/errors';
+import {
+  ChokaQWorker,
+  type ChokaQWorkerDeps,
+  type JobOutcome,
+} from '../../libs/chokaq/src/runtime/chokaq-worker';
+import { FailureReason, JobStatus } from '../../libs/chokaq/src/storage/job-status';
+import type { JobStorage } from '../../libs/chokaq/src/storage/job-storage';
+import { TestHandlers } from './support/handlers';
+import { testOptions } from './support/options';
+import { RecordingLogger } from './support/silent-logger';
+import { sqliteStorage } from './support/sqlite';
+import { deferred, waitFor } from './support/wait-for';
+
+/** Rejects when `signal` aborts (checking first: the abort may precede the handler). */
+function untilAborted(signal: AbortSignal): Promise<never> {
+  return new Promise((_resolve, reject) => {
+    if (signal.aborted) return reject(signal.reason);
+    signal.addEventListener('abort', () => reject(signal.reason), { once: true });
+  });
+}
+
+function timeoutCount(): number {
+  return process.getActiveResourcesInfo().filter((r) => r === 'Timeout').length;
+}
+
+describe('ChokaQWorker on SQLite', () => {
+  let storage: JobStorage;
+  let cleanup: () => Promise<void>;
+  let workers: ChokaQWorker[];
+  let logger: RecordingLogger;
+
+  beforeEach(async () => {
+    ({ storage, cleanup } = await sqliteStorage());
+    workers = [];
+    logger = new RecordingLogger();
+  });
+
+  afterEach(async () => {
+    await Promise.all(workers.map((w) => w.stop().catch(() => undefined)));
+    await cleanup();
+  });
+
+  function worker(
+    handlers: TestHandlers,
+    overrides: Parameters<typeof testOptions>[0] = {},
+    extra: Partial<ChokaQWorkerDeps> = {},
+  ) {
+    const w = new ChokaQWorker({
+      storage,
+      handlers,
+      options: testOptions(overrides),
+      logger,
+      ...extra,
+    });
+    workers.push(w);
+    return w;
+  }
+
+  it('archives a successful job (drain as the testing helper)', async () => {
+    const seen: unknown[] = [];
+    const w = worker(
+      new TestHandlers().add('mail', (payload, ctx) =>
+        seen.push({ payload, attempt: ctx.attempt }),
+      ),
+    );
+    const { id } = await storage.enqueue({
+      queue: 'mail',
+      type: 'welcome.v1',
+      payload: { to: 'a@b.c' },
+    });
+    const outcomes = await w.drain(['mail']);
+    expect(outcomes).toEqual([
+      expect.objectContaining({ id, outcome: 'succeeded', attempt: 1, applied: true }),
+    ]);
+    expect(seen).toEqual([{ payload: { to: 'a@b.c' }, attempt: 1 }]);
+    expect(await storage.getJob(id)).toMatchObject({ pillar: 'archive', attemptCount: 1 });
+    expect(w.running).toBe(false);
+  });
+
+  it('retries transient failures with the expected backoff, keeps LastError, then succeeds', async () => {
+    const runs: Array<{ at: number; lastError: string | null }> = [];
+    const handlers = new TestHandlers().add('flaky', async (_p, ctx) => {
+      const job = await storage.getJob(ctx.id);
+      runs.push({ at: Date.now(), lastError: job!.lastError });
+      if (ctx.attempt < 3) throw new Error(`transient ${ctx.attempt}`);
+    });
+    const w = worker(handlers, {
+      retry: { baseDelayMs: 150, multiplier: 2, jitterMs: 0, maxAttempts: 3 },
+    });
+    const { id } = await storage.enqueue({ queue: 'flaky' });
+    await w.start();
+    await waitFor(
+      async () => (await storage.getJob(id))?.pillar === 'archive',
+      10_000,
+      'job archived',
+    );
+    expect(runs).toHaveLength(3);
+    expect(runs[0].lastError).toBeNull();
+    expect(runs[1].lastError).toContain('transient 1');
+    expect(runs[2].lastError).toContain('transient 2');
+    // First retry waits baseDelayMs, the second base × multiplier (poll interval adds a little).
+    expect(runs[1].at - runs[0].at).toBeGreaterThanOrEqual(140);
+    expect(runs[1].at - runs[0].at).toBeLessThan(400);
+    expect(runs[2].at - runs[1].at).toBeGreaterThanOrEqual(290);
+    expect((await storage.getSummary()).retriedTotal).toBe(2);
+  });
+
+  it('moves a job whose attempts are exhausted to DLQ MaxRetriesExceeded', async () => {
+    const w = worker(
+      new TestHandlers().add(
+        'bad',
+        () => {
+          throw new Error('always');
+        },
+        { maxAttempts: 2 },
+      ),
+      {
+        retry: { baseDelayMs: 10 },
+      },
+    );
+    const { id } = await storage.enqueue({ queue: 'bad' });
+    await w.start();
+    const job = await waitFor(
+      async () => {
+        const j = await storage.getJob(id);
+        return j?.pillar === 'dlq' ? j : null;
+      },
+      5_000,
+      'job in DLQ',
+    );
+    expect(job).toMatchObject({ failureReason: FailureReason.MaxRetriesExceeded, attemptCount: 2 });
+    expect(job.errorDetails).toContain('always');
+  });
+
+  it('moves a fatal error to DLQ FatalError on the first attempt, whatever was thrown', async () => {
+    const handlers = new TestHandlers()
+      .add('fatal', () => {
+        throw new ChokaQFatalError('malformed');
+      })
+      .add(
+        'weird',
+        () => {
+          throw undefined;
+        },
+        { maxAttempts: 1 },
+      )
+      .add(
+        'circular',
+        () => {
+          const o: Record<string, unknown> = {};
+          o.self = o;
+          throw o;
+        },
+        { maxAttempts: 1 },
+      );
+    const w = worker(handlers);
+    const fatal = await storage.enqueue({ queue: 'fatal' });
+    const weird = await storage.enqueue({ queue: 'weird' });
+    const circular = await storage.enqueue({ queue: 'circular' });
+    const outcomes = await w.drain();
+    const byId = new Map(outcomes.map((o) => [o.id, o]));
+    expect(byId.get(fatal.id)).toMatchObject({
+      outcome: 'failed',
+      attempt: 1,
+      reason: FailureReason.FatalError,
+    });
+    expect(byId.get(weird.id)).toMatchObject({
+      outcome: 'failed',
+      reason: FailureReason.MaxRetriesExceeded,
+    });
+    expect(byId.get(circular.id)).toMatchObject({
+      outcome: 'failed',
+      reason: FailureReason.MaxRetriesExceeded,
+    });
+    expect((await storage.getJob(fatal.id))!.errorDetails).toContain('malformed');
+    expect((await storage.getJob(weird.id))!.errorDetails).toContain('undefined was thrown');
+  });
+
+  it('times out a handler that never settles: DLQ Timeout, slot freed for the next job', async () => {
+    const handlers = new TestHandlers()
+      .add('slow', () => new Promise(() => undefined), { type: 'hang', timeoutMs: 150 })
+      .add('slow', () => 'ok', { type: 'quick' });
+    const w = worker(handlers, { worker: { concurrency: 1 } });
+    const hang = await storage.enqueue({ queue: 'slow', type: 'hang', priority: 100 });
+    const quick = await storage.enqueue({ queue: 'slow', type: 'quick', priority: 1 });
+    await w.start();
+    await waitFor(
+      async () => (await storage.getJob(quick.id))?.pillar === 'archive',
+      5_000,
+      'quick archived',
+    );
+    expect(await storage.getJob(hang.id)).toMatchObject({
+      pillar: 'dlq',
+      failureReason: FailureReason.Timeout,
+    });
+    expect(w.stats().running).toBe(0);
+  });
+
+  it('retries a throttled job after exactly retryAfterMs, spending the attempt', async () => {
+    const handlers = new TestHandlers().add('api', (_p, ctx) => {
+      if (ctx.attempt === 1) throw new ChokaQThrottledError(400, '429 from upstream');
+    });
+    const w = worker(handlers);
+    const { id } = await storage.enqueue({ queue: 'api' });
+    const first = await w.drain();
+    expect(first).toEqual([
+      expect.objectContaining({ id, outcome: 'retried', retryDelayMs: 400, attempt: 1 }),
+    ]);
+    const pending = await storage.getJob(id);
+    const dbNow = await storage.now();
+    expect(pending).toMatchObject({ status: JobStatus.Pending, attemptCount: 1 });
+    const wait = pending!.scheduledAtUtc!.getTime() - dbNow.getTime();
+    expect(wait).toBeGreaterThan(250);
+    expect(wait).toBeLessThanOrEqual(400);
+    expect(await w.drain()).toEqual([]); // not due yet
+    const second = await waitFor(
+      async () => {
+        const out = await w.drain();
+        return out.length > 0 ? out : null;
+      },
+      3_000,
+      'throttled job due again',
+    );
+    expect(second).toEqual([expect.objectContaining({ id, outcome: 'succeeded', attempt: 2 })]);
+  });
+
+  it('cancels a running job through the heartbeat: signal aborted, DLQ Cancelled', async () => {
+    const started = deferred();
+    let aborted = false;
+    const handlers = new TestHandlers().add('long', async (_p, ctx) => {
+      started.resolve();
+      await untilAborted(ctx.signal).catch((e) => {
+        aborted = true;
+        throw e;
+      });
+    });
+    const w = worker(handlers);
+    const { id } = await storage.enqueue({ queue: 'long' });
+    await w.start();
+    await started.promise;
+    const result = await storage.cancel([id]);
+    expect(result.cancelRequested).toEqual([id]);
+    const job = await waitFor(
+      async () => {
+        const j = await storage.getJob(id);
+        return j?.pillar === 'dlq' ? j : null;
+      },
+      5_000,
+      'cancelled job in DLQ',
+    );
+    expect(job.failureReason).toBe(FailureReason.Cancelled);
+    expect(aborted).toBe(true);
+  });
+
+  it('cancelLocal aborts at once, without waiting for a heartbeat', async () => {
+    const started = deferred();
+    const handlers = new TestHandlers().add('long', async (_p, ctx) => {
+      started.resolve();
+      await untilAborted(ctx.signal);
+    });
+    const w = worker(handlers, { heartbeat: { intervalMs: 60_000 } });
+    const outcomes: JobOutcome[] = [];
+    w.onOutcome((o) => outcomes.push(o));
+    const { id } = await storage.enqueue({ queue: 'long' });
+    await w.start();
+    await started.promise;
+    await storage.cancel([id]);
+    expect(w.cancelLocal(id)).toBe(true);
+    await waitFor(() => outcomes.length === 1, 2_000, 'outcome');
+    expect(outcomes[0]).toMatchObject({
+      outcome: 'cancelled',
+      reason: FailureReason.Cancelled,
+      applied: true,
+    });
+  });
+
+  it('respects a paused queue and runs it once resumed', async () => {
+    const ran: string[] = [];
+    const handlers = new TestHandlers()
+      .add('paused', () => ran.push('paused'))
+      .add('other', () => ran.push('other'));
+    const w = worker(handlers);
+    await storage.updateQueue('paused', { isPaused: true });
+    const p = await storage.enqueue({ queue: 'paused' });
+    await w.start();
+    // A later job of another queue is the synchronisation point: several poll cycles have passed.
+    const o = await storage.enqueue({ queue: 'other' });
+    w.nudge('other');
+    await waitFor(
+      async () => (await storage.getJob(o.id))?.pillar === 'archive',
+      5_000,
+      'other archived',
+    );
+    await waitFor(() => w.stats().buffered === 0, 1_000, 'no buffered job');
+    expect(await storage.getJob(p.id)).toMatchObject({ pillar: 'hot', status: JobStatus.Pending });
+    expect(ran).toEqual(['other']);
+    await storage.updateQueue('paused', { isPaused: false });
+    await waitFor(
+      async () => (await storage.getJob(p.id))?.pillar === 'archive',
+      5_000,
+      'paused job archived after resume',
+    );
+  });
+
+  it('respects MaxWorkers of a queue across the process', async () => {
+    let active = 0;
+    let maxActive = 0;
+    const handlers = new TestHandlers().add('budget', async () => {
+      active++;
+      maxActive = Math.max(maxActive, active);
+      await new Promise((resolve) => setTimeout(resolve, 40));
+      active--;
+    });
+    const w = worker(handlers, { worker: { concurrency: 6, prefetch: 20 } });
+    await storage.updateQueue('budget', { maxWorkers: 2 });
+    const ids = (
+      await storage.enqueueMany(Array.from({ length: 8 }, () => ({ queue: 'budget' })))
+    ).map((r) => r.id);
+    await w.start();
+    await waitFor(
+      async () => (await storage.getSummary()).archived === ids.length,
+      10_000,
+      'all archived',
+    );
+    expect(maxActive).toBe(2);
+  });
+
+  it('releases an open circuit without spending an attempt', async () => {
+    const handlers = new TestHandlers().add('cb', () => {
+      throw new Error('downstream down');
+    });
+    const w = worker(handlers, {
+      circuitBreaker: {
+        failureThreshold: 1,
+        windowMs: 60_000,
+        breakDurationMs: 5_000,
+        halfOpenProbes: 1,
+      },
+      retry: { baseDelayMs: 60_000 },
+    });
+    const first = await storage.enqueue({ queue: 'cb' });
+    expect(await w.drain()).toEqual([
+      expect.objectContaining({ id: first.id, outcome: 'retried' }),
+    ]);
+    const second = await storage.enqueue({ queue: 'cb' });
+    const out = await w.drain();
+    expect(out).toEqual([
+      expect.objectContaining({ id: second.id, outcome: 'released', applied: true }),
+    ]);
+    expect(out[0].retryDelayMs).toBeGreaterThan(4_000);
+    expect(await storage.getJob(second.id)).toMatchObject({
+      status: JobStatus.Pending,
+      attemptCount: 0,
+    });
+    expect(w.stats().circuits).toEqual({ 'cb/cb': 'open' });
+  });
+
+  it('moves a job whose handler disappeared after the claim to DLQ NoHandler', async () => {
+    const inner = new TestHandlers().add('gone', () => 'ok');
+    const handlers = { handled: () => inner.handled(), resolve: () => undefined };
+    const w = new ChokaQWorker({ storage, handlers, options: testOptions(), logger });
+    workers.push(w);
+    const { id } = await storage.enqueue({ queue: 'gone' });
+    expect(await w.drain()).toEqual([
+      expect.objectContaining({ id, outcome: 'failed', reason: FailureReason.NoHandler }),
+    ]);
+    expect(await storage.getJob(id)).toMatchObject({ pillar: 'dlq', attemptCount: 0 });
+  });
+
+  it('stops gracefully: buffered back to Pending, cooperative run back to Pending with its attempt, finished run archived', async () => {
+    const running = { coop: deferred(), finisher: deferred() };
+    const handlers = new TestHandlers()
+      .add(
+        's',
+        async (_p, ctx) => {
+          running.coop.resolve();
+          await untilAborted(ctx.signal);
+        },
+        { type: 'coop' },
+      )
+      .add(
+        's',
+        async (_p, ctx) => {
+          running.finisher.resolve();
+          // Ignores the signal's reason but finishes its unit of work shortly after the abort.
+          await new Promise<void>((resolve) =>
+            ctx.signal.addEventListener('abort', () => setTimeout(resolve, 50)),
+          );
+        },
+        { type: 'finisher' },
+      )
+      .add('s', () => new Promise(() => undefined), { type: 'never' });
+    const timersBefore = timeoutCount();
+    const w = worker(handlers, {
+      worker: { concurrency: 2, prefetch: 10, batchSize: 10, shutdownGracePeriodMs: 2_000 },
+    });
+    const coop = await storage.enqueue({ queue: 's', type: 'coop', priority: 100 });
+    const finisher = await storage.enqueue({ queue: 's', type: 'finisher', priority: 90 });
+    const buffered = await storage.enqueueMany(
+      Array.from({ length: 4 }, () => ({ queue: 's', type: 'never', priority: 1 })),
+    );
+    await w.start();
+    await Promise.all([running.coop.promise, running.finisher.promise]);
+    await waitFor(() => w.stats().buffered === 4, 2_000, 'four buffered');
+    const t0 = Date.now();
+    await w.stop();
+    expect(Date.now() - t0).toBeLessThan(2_000);
+    expect(w.running).toBe(false);
+    expect(w.stats()).toMatchObject({ buffered: 0, running: 0, finalising: 0 });
+    expect(await storage.getJob(coop.id)).toMatchObject({
+      status: JobStatus.Pending,
+      attemptCount: 1,
+    });
+    expect((await storage.getJob(coop.id))!.lastError).toContain('shutdown');
+    expect(await storage.getJob(finisher.id)).toMatchObject({ pillar: 'archive' });
+    for (const { id } of buffered) {
+      expect(await storage.getJob(id)).toMatchObject({
+        status: JobStatus.Pending,
+        attemptCount: 0,
+        workerId: null,
+      });
+    }
+    expect(timeoutCount()).toBeLessThanOrEqual(timersBefore);
+    await w.stop(); // idempotent
+  });
+
+  it('leaves a handler still running after the grace period to rescue, and stop() still resolves', async () => {
+    const started = deferred();
+    const w = worker(
+      new TestHandlers().add('stuck', () => {
+        started.resolve();
+        return new Promise(() => undefined);
+      }),
+      { worker: { shutdownGracePeriodMs: 200 } },
+    );
+    const outcomes: JobOutcome[] = [];
+    w.onOutcome((o) => outcomes.push(o));
+    const { id } = await storage.enqueue({ queue: 'stuck' });
+    await w.start();
+    await started.promise;
+    const t0 = Date.now();
+    w.beginStop();
+    await w.stop();
+    expect(Date.now() - t0).toBeLessThan(1_500);
+    expect(outcomes).toEqual([
+      expect.objectContaining({ id, outcome: 'released', applied: false }),
+    ]);
+    expect(await storage.getJob(id)).toMatchObject({ status: JobStatus.Processing });
+  });
+
+  it('survives an outage of the storage: logs it once, recovers, loses nothing', async () => {
+    const handlers = new TestHandlers().add('o', () => 'ok');
+    let down = false;
+    const flaky = new Proxy(storage, {
+      get(target, prop, receiver) {
+        const value = Reflect.get(target, prop, receiver);
+        if (prop === 'fetchNextBatch' || prop === 'getQueues') {
+          return (...args: unknown[]) =>
+            down
+              ? Promise.reject(new Error('connection reset'))
+              : (value as (...a: unknown[]) => unknown).apply(target, args);
+        }
+        return typeof value === 'function' ? value.bind(target) : value;
+      },
+    });
+    const w = new ChokaQWorker({ storage: flaky, handlers, options: testOptions(), logger });
+    workers.push(w);
+    down = true;
+    await w.start();
+    const { id } = await storage.enqueue({ queue: 'o' });
+    await waitFor(() => logger.count('warn', 'connection reset') > 0, 2_000, 'outage logged');
+    await new Promise((resolve) => setTimeout(resolve, 300)); // several failed polls
+    down = false;
+    await waitFor(
+      async () => (await storage.getJob(id))?.pillar === 'archive',
+      5_000,
+      'archived after recovery',
+    );
+    expect(logger.count('warn', 'connection reset')).toBe(1);
+    expect(logger.count('log', 'recovered')).toBe(1);
+  });
+});
