@@ -40,6 +40,7 @@ describeEachDialect('storage contract: ownership (fencing token)', (fixture) => 
       touched: 0,
       cancelRequested: [],
     });
+    expect(await db.storage.reportProgress(stale, 50)).toBe(0);
     expect(await db.storage.release([stale])).toBe(0);
     expect(await db.storage.release([stale], 1_000)).toBe(0);
     expect(await db.storage.rescheduleForRetry(stale, 1_000, 'Error: stale retry')).toBe(0);
@@ -242,5 +243,16 @@ describeEachDialect('storage contract: ownership (fencing token)', (fixture) => 
       cancelRequested: [],
     });
     expect(await db.storage.keepAlive(c.workerId, [])).toEqual({ touched: 0, cancelRequested: [] });
+  });
+
+  it('reportProgress writes progress only for the owner of a Processing row', async () => {
+    const queue = uniqueQueue('own.progress');
+    const lease = await startJob(db.storage, queue, {}, { fetchedOnly: true });
+    expect(await db.storage.reportProgress(lease, 10)).toBe(0); // Fetched: not started yet
+    expect(await db.storage.markAsProcessing([lease])).toEqual([lease.id]);
+    expect(await db.storage.reportProgress(lease, 42.4)).toBe(1);
+    expect((await db.storage.getJob(lease.id))?.progress).toBe(42);
+    await expect(db.storage.reportProgress(lease, 101)).rejects.toThrow(/percent/);
+    await expectOwnerCanFinish(lease);
   });
 });

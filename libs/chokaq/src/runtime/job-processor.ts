@@ -36,11 +36,6 @@ export interface JobProcessorDeps {
   onCapacity?: () => void;
 }
 
-/** Optional storage capability: writing `Progress` (not part of `JobStorage` yet). */
-interface ProgressWriter {
-  reportProgress?(lease: JobLease, percent: number): Promise<unknown>;
-}
-
 /** Backoff of a failed `markAsProcessing` before buffered jobs are tried again. */
 const START_RETRY_MS = { base: 200, max: 5_000 };
 /** Attempts of a finalising write (on top of the storage's own transient retry). */
@@ -362,7 +357,6 @@ export class JobProcessor {
       handler.timeoutMs ??
       this.deps.controls.executionTimeoutMs(job.queue) ??
       this.deps.options.execution.timeoutMs;
-    const progressWriter = this.deps.storage as JobStorage & ProgressWriter;
     const execution = this.deps.executor.start({
       job,
       lease,
@@ -372,7 +366,7 @@ export class JobProcessor {
         if (!Number.isFinite(percent)) return;
         const clamped = Math.min(100, Math.max(0, percent));
         job.progress = clamped;
-        await progressWriter.reportProgress?.(lease, clamped);
+        await this.deps.storage.reportProgress(lease, clamped);
       },
     });
     this.running.set(job.id, execution);

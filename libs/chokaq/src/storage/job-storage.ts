@@ -96,6 +96,12 @@ export interface JobStorage {
    */
   release(leases: readonly JobLease[], delayMs?: number): Promise<number>;
 
+  /**
+   * Writes `Progress` (0–100) on an owned Processing row. Best effort, for operators' eyes only.
+   * Returns rows changed (0 or 1).
+   */
+  reportProgress(lease: JobLease, percent: number): Promise<number>;
+
   /** Processing → Pending after a retryable failure (`Status = 2`, lease matches). Returns rows changed (0 or 1). */
   rescheduleForRetry(lease: JobLease, delayMs: number, error: string): Promise<number>;
 

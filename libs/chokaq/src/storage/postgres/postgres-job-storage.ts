@@ -45,6 +45,7 @@ import { isUuid } from '../shared/uuid';
 import {
   assertIds,
   assertNonNegativeInt,
+  assertProgress,
   assertQueueName,
   LIMITS,
   validateEdits,
@@ -158,6 +159,7 @@ export class PostgresJobStorage implements JobStorage {
     keepAlive: string;
     release: string;
     reschedule: string;
+    reportProgress: string;
     archive: string;
     cancelMove: string;
     cancelRequest: string;
@@ -181,6 +183,7 @@ export class PostgresJobStorage implements JobStorage {
       keepAlive: SQL.keepAlive(s),
       release: SQL.releaseLeases(s),
       reschedule: SQL.rescheduleForRetry(s),
+      reportProgress: SQL.reportProgress(s),
       archive: SQL.archiveSucceeded(s),
       cancelMove: SQL.cancelMove(s),
       cancelRequest: SQL.cancelRequest(s, config.notify ? SQL.cancelChannel(config.schema) : null),
@@ -553,6 +556,18 @@ export class PostgresJobStorage implements JobStorage {
       delayMs ?? null,
     ]);
     return num(row?.n);
+  }
+
+  /** @inheritdoc */
+  async reportProgress(lease: JobLease, percent: number): Promise<number> {
+    const l = leaseArrays([lease]);
+    const rows = await this.query('reportProgress', this.sql.reportProgress, [
+      l.ids[0],
+      l.workers[0],
+      l.leases[0],
+      assertProgress(percent),
+    ]);
+    return rows.length;
   }
 
   /** @inheritdoc */

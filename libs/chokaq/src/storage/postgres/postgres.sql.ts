@@ -360,6 +360,16 @@ counted AS (
 SELECT count(*)::int AS n FROM released`;
 
 /**
+ * Progress (0–100) of an owned Processing row. $1 id, $2 worker, $3 lease, $4 percent.
+ * Lock/isolation: READ COMMITTED, one statement (row lock on the job).
+ */
+export const reportProgress = (s: string): string => `
+UPDATE ${s}.jobs_hot
+SET progress = $4, last_updated_utc = now()
+WHERE id = $1 AND worker_id = $2 AND lease_id = $3 AND status = 2
+RETURNING id`;
+
+/**
  * Processing → Pending after a retryable failure, due at now() + $4 ms, with `last_error` $5, and
  * `retried_total + 1`. $1 id, $2 worker, $3 lease.
  * Lock/isolation: READ COMMITTED, one statement (row lock on the job, then the queue's counter row).

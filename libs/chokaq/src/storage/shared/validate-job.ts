@@ -305,6 +305,16 @@ export function assertIds(ids: readonly string[], path = 'ids', max = MAX_ENQUEU
   return [...new Set(ids)];
 }
 
+/** Validates a progress percentage (a finite number from 0 to 100) and rounds it to an integer. */
+export function assertProgress(percent: unknown): number {
+  if (typeof percent !== 'number' || !Number.isFinite(percent) || percent < 0 || percent > 100) {
+    throw new ChokaQValidationError([
+      { path: 'percent', message: 'must be a number from 0 to 100', value: percent },
+    ]);
+  }
+  return Math.round(percent);
+}
+
 /** Validates a non-negative integer argument (limits, timeouts, delays). */
 export function assertNonNegativeInt(
   value: unknown,

@@ -52,6 +52,7 @@ import {
   LIMITS,
   ValidatedJob,
   assertIds,
+  assertProgress,
   assertNonNegativeInt,
   assertQueueName,
   validateEdits,
@@ -414,6 +415,20 @@ export class SqliteJobStorage implements JobStorage {
       if (delay !== null && rows.length > 0) this.addCounters(countersByQueue(rows, 'retried'));
       return rows.length;
     });
+  }
+
+  /** @inheritdoc */
+  async reportProgress(lease: JobLease, percent: number): Promise<number> {
+    leasesJson([lease]); // validates the fencing token
+    const progress = assertProgress(percent);
+    return this.write('reportProgress', () =>
+      this.run(this.sql.reportProgress, {
+        id: lease.id,
+        workerId: lease.workerId,
+        leaseId: lease.leaseId,
+        progress,
+      }),
+    );
   }
 
   /** @inheritdoc */

@@ -240,6 +240,11 @@ export function sqliteStatements(p: string) {
       WHERE id = @id AND worker_id = @workerId AND lease_id = @leaseId AND status = 2
       RETURNING queue`,
 
+    /** Progress of an owned Processing row (lease matches AND status = 2). */
+    reportProgress: `UPDATE ${hot}
+      SET progress = @progress, last_updated_utc = ${SQLITE_NOW_MS}
+      WHERE id = @id AND worker_id = @workerId AND lease_id = @leaseId AND status = 2`,
+
     /** Processing rows get CancelRequestedUtc; their owner aborts them and moves them to the DLQ. */
     requestCancel: `UPDATE ${hot}
       SET cancel_requested_utc = COALESCE(cancel_requested_utc, ${SQLITE_NOW_MS}),
