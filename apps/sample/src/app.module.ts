@@ -1,0 +1,21 @@
+import { Module } from '@nestjs/common';
+import { ChokaQModule } from '@chokaq/nestjs';
+import { DemoController } from './demo.controller';
+import { DemoHandlers } from './demo.handlers';
+import { DemoService } from './demo.service';
+
+@Module({
+  imports: [
+    // No storage option: the embedded SQLite default (./chokaq.db). Short intervals so the demo
+    // moves within seconds; production keeps the defaults.
+    ChokaQModule.forRoot({
+      retry: { maxAttempts: 3, baseDelayMs: 1_000, jitterMs: 250 },
+      worker: { pollIntervalMs: 250, concurrency: 4 },
+      heartbeat: { intervalMs: 2_000 },
+      rescue: { intervalMs: 5_000 },
+    }),
+  ],
+  controllers: [DemoController],
+  providers: [DemoHandlers, DemoService],
+})
+export class AppModule {}

@@ -1,0 +1,37 @@
+import { Injectable } from '@nestjs/common';
+import { JobContext, JobHandler } from '@chokaq/nestjs';
+import { Broken, Flaky, Greet, Report } from './demo.jobs';
+
+/** One handler per behaviour the demo shows. */
+@Injectable()
+export class DemoHandlers {
+  /** Always succeeds → Archive. */
+  @JobHandler(Greet)
+  async greet(payload: { name: string }, ctx: JobContext): Promise<void> {
+    ctx.logger.log(`Hello, ${payload.name}`);
+  }
+
+  /** Fails on its first `failTimes` attempts, then succeeds → retried with backoff, then Archive. */
+  @JobHandler(Flaky)
+  async flaky(payload: { n: number; failTimes: number }, ctx: JobContext): Promise<void> {
+    if (ctx.attempt <= payload.failTimes) {
+      throw new Error(`flaky #${payload.n}: transient failure on attempt ${ctx.attempt}`);
+    }
+  }
+
+  /** Always fails → retried, then DLQ (MaxRetriesExceeded). */
+  @JobHandler(Broken)
+  async broken(payload: { n: number }): Promise<void> {
+    throw new Error(`broken #${payload.n}: downstream said no`);
+  }
+
+  /** Slow and cooperative: reports progress and stops early when its signal aborts. */
+  @JobHandler(Report, { timeoutMs: 60_000 })
+  async render(payload: { n: number; steps: number }, ctx: JobContext): Promise<void> {
+    for (let step = 1; step <= payload.steps; step++) {
+      if (ctx.signal.aborted) throw ctx.signal.reason;
+      await new Promise((resolve) => setTimeout(resolve, 200));
+      await ctx.reportProgress(Math.round((step / payload.steps) * 100));
+    }
+  }
+}

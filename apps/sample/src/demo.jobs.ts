@@ -1,0 +1,7 @@
+import { defineJob } from '@chokaq/nestjs';
+
+/** The demo's job kinds: each binds queue + type + payload type once. */
+export const Greet = defineJob<{ name: string }>('demo', 'greet.v1');
+export const Flaky = defineJob<{ n: number; failTimes: number }>('demo', 'flaky.v1');
+export const Broken = defineJob<{ n: number }>('demo', 'broken.v1');
+export const Report = defineJob<{ n: number; steps: number }>('reports', 'render.v1');

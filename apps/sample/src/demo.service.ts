@@ -1,0 +1,74 @@
+import { Injectable, Logger, OnApplicationBootstrap, OnModuleDestroy } from '@nestjs/common';
+import { ChokaQAdmin, JobClient } from '@chokaq/nestjs';
+import { Broken, Flaky, Greet, Report } from './demo.jobs';
+
+/** Enqueues demo batches and logs the pillars every few seconds. */
+@Injectable()
+export class DemoService implements OnApplicationBootstrap, OnModuleDestroy {
+  private readonly logger = new Logger('Demo');
+  private timer?: NodeJS.Timeout;
+  private producer?: NodeJS.Timeout;
+  private batch = 0;
+
+  constructor(
+    private readonly jobs: JobClient,
+    private readonly admin: ChokaQAdmin,
+  ) {}
+
+  async onApplicationBootstrap(): Promise<void> {
+    const ids = await this.enqueueBatch(10);
+    this.logger.log(`Enqueued a first batch of ${ids.length} demo jobs`);
+    const everyMs = Number(process.env.DEMO_REPORT_MS ?? 3_000);
+    this.timer = setInterval(() => void this.report(), everyMs);
+    this.timer.unref();
+    // A small batch every few seconds keeps jobs flowing while you watch (DEMO_ENQUEUE_MS=0 stops it).
+    const enqueueMs = Number(process.env.DEMO_ENQUEUE_MS ?? 10_000);
+    if (enqueueMs > 0) {
+      this.producer = setInterval(
+        () => void this.enqueueBatch(5).catch(() => undefined),
+        enqueueMs,
+      );
+      this.producer.unref();
+    }
+  }
+
+  onModuleDestroy(): void {
+    if (this.timer) clearInterval(this.timer);
+    if (this.producer) clearInterval(this.producer);
+  }
+
+  /** `count` greetings plus one flaky, one broken and one slow job. */
+  async enqueueBatch(count: number): Promise<string[]> {
+    const batch = ++this.batch;
+    const greetings = await this.jobs.enqueueMany(
+      Greet,
+      Array.from({ length: count }, (_, i) => ({ payload: { name: `visitor ${batch}.${i + 1}` } })),
+    );
+    return [
+      ...greetings,
+      await this.jobs.enqueue(Flaky, { n: batch, failTimes: 2 }, { tags: ['demo'] }),
+      await this.jobs.enqueue(Broken, { n: batch }, { tags: ['demo'] }),
+      await this.jobs.enqueue(Report, { n: batch, steps: 10 }, { priority: 5 }),
+    ];
+  }
+
+  async stats(): Promise<unknown> {
+    const [summary, queues] = await Promise.all([
+      this.admin.getSummary(),
+      this.admin.getQueueStats(),
+    ]);
+    return { summary, queues, worker: this.admin.workerStats() };
+  }
+
+  private async report(): Promise<void> {
+    try {
+      const s = await this.admin.getSummary();
+      this.logger.log(
+        `pending ${s.pending} · fetched ${s.fetched} · processing ${s.processing} · ` +
+          `archive ${s.archived} · DLQ ${s.dlq} · retried ${s.retriedTotal} (lifetime)`,
+      );
+    } catch (error) {
+      this.logger.warn(`stats unavailable: ${String(error)}`);
+    }
+  }
+}

@@ -1,0 +1,253 @@
+import { Inject, Injectable, Logger } from '@nestjs/common';
+import { CHOKAQ_RESOLVED_OPTIONS, CHOKAQ_STORAGE } from '../chokaq.constants';
+import { ChokaQOrchestrator } from '../chokaq.orchestrator';
+import { ResolvedChokaQOptions } from '../config/chokaq-options';
+import {
+  ActiveFilter,
+  BulkPreview,
+  CancelResult,
+  DlqErrorFamily,
+  DlqFilter,
+  HistoryFilter,
+  JobStorage,
+  JobView,
+  MAX_ENQUEUE_MANY,
+  Page,
+  PageQuery,
+  QueueHealth,
+  QueueInfo,
+  QueuePatch,
+  QueueStats,
+  RecurringJobRecord,
+  RetentionPolicy,
+  RetentionResult,
+  ResurrectEdits,
+  SummaryStats,
+  ThroughputStats,
+} from '../storage/job-storage';
+import { assertIds, assertNonNegativeInt, assertQueueName } from '../storage/shared/validate-job';
+
+/** Most rows one bulk DLQ action may touch. */
+const MAX_BULK = MAX_ENQUEUE_MANY;
+
+/**
+ * Every operator action and read of ChokaQ (SPEC §3), for your own admin endpoints, scripts and
+ * (later) the dashboard. It acts on the database, so it works from any process, including
+ * producer-only ones; only {@link setConcurrency} and {@link workerStats} concern the local worker.
+ *
+ * Protect whatever exposes it: these are destructive operations. Optional `actor` arguments are
+ * recorded as `LastModifiedBy` where the storage keeps one.
+ *
+ * @publicApi
+ */
+@Injectable()
+export class ChokaQAdmin {
+  private readonly logger = new Logger('ChokaQAdmin');
+
+  constructor(
+    @Inject(CHOKAQ_STORAGE) private readonly storage: JobStorage,
+    @Inject(CHOKAQ_RESOLVED_OPTIONS) private readonly options: ResolvedChokaQOptions,
+    private readonly orchestrator: ChokaQOrchestrator,
+  ) {}
+
+  // ------------------------------------------------------------------ queues
+
+  /** Every queue with its controls. */
+  listQueues(): Promise<QueueInfo[]> {
+    return this.storage.getQueues();
+  }
+
+  /** Applies several queue controls at once (undefined = unchanged, null = clear). */
+  updateQueue(queue: string, patch: QueuePatch): Promise<QueueInfo> {
+    assertQueueName(queue);
+    this.logger.log(`Queue ${queue} updated: ${JSON.stringify(patch)}`);
+    return this.storage.updateQueue(queue, patch);
+  }
+
+  /** Stops claiming from the queue; workers release its buffered jobs on their next cycle. */
+  pauseQueue(queue: string): Promise<QueueInfo> {
+    return this.updateQueue(queue, { isPaused: true });
+  }
+
+  /** Claims from the queue again. */
+  resumeQueue(queue: string): Promise<QueueInfo> {
+    return this.updateQueue(queue, { isPaused: false });
+  }
+
+  /** Makes a retired queue active (claimed and listed) again. */
+  activateQueue(queue: string): Promise<QueueInfo> {
+    return this.updateQueue(queue, { isActive: true });
+  }
+
+  /** Retires the queue: not claimed, hidden from default lists. */
+  deactivateQueue(queue: string): Promise<QueueInfo> {
+    return this.updateQueue(queue, { isActive: false });
+  }
+
+  /** Cluster-wide budget of Fetched + Processing jobs of the queue; null = unlimited. */
+  setMaxWorkers(queue: string, maxWorkers: number | null): Promise<QueueInfo> {
+    if (maxWorkers !== null) assertNonNegativeInt(maxWorkers, 'maxWorkers', 100_000);
+    return this.updateQueue(queue, { maxWorkers });
+  }
+
+  /** Zombie timeout of the queue in seconds (a heartbeat this old makes a zombie); null = global. */
+  setZombieTimeout(queue: string, seconds: number | null): Promise<QueueInfo> {
+    if (seconds !== null) assertNonNegativeInt(seconds, 'zombieTimeoutSeconds', 30 * 86_400);
+    return this.updateQueue(queue, { zombieTimeoutSeconds: seconds });
+  }
+
+  /** Execution timeout of the queue's jobs in ms (a handler's own timeout still wins); null = global. */
+  setExecutionTimeout(queue: string, timeoutMs: number | null): Promise<QueueInfo> {
+    if (timeoutMs !== null) assertNonNegativeInt(timeoutMs, 'executionTimeoutMs', 2_147_483_647);
+    return this.updateQueue(queue, { executionTimeoutMs: timeoutMs });
+  }
+
+  /** Zombies of the queue return to Pending instead of the DLQ (only for idempotent work). */
+  setRetryZombies(queue: string, retryZombies: boolean): Promise<QueueInfo> {
+    return this.updateQueue(queue, { retryZombies });
+  }
+
+  // ------------------------------------------------------------------ jobs
+
+  /** One job wherever it is, or null. */
+  getJob(id: string): Promise<JobView | null> {
+    return this.storage.getJob(assertIds([id], 'id')[0]);
+  }
+
+  /** Cancels jobs (see `JobClient.cancel`). */
+  async cancel(ids: string | readonly string[], actor?: string): Promise<CancelResult> {
+    const list = assertIds(typeof ids === 'string' ? [ids] : ids);
+    const result = await this.storage.cancel(list, actor);
+    this.orchestrator.cancelLocal(result.cancelRequested);
+    this.logger.log(
+      `Cancel of ${list.length} job(s)${actor ? ` by ${actor}` : ''}: ${result.cancelled.length} cancelled, ` +
+        `${result.cancelRequested.length} running asked to stop`,
+    );
+    return result;
+  }
+
+  /** A page of hot (Pending / Fetched / Processing) jobs. */
+  listActive(query: PageQuery<ActiveFilter> = {}): Promise<Page<JobView>> {
+    return this.storage.listActive(query);
+  }
+
+  /** A page of succeeded jobs. */
+  getArchivePage(query: PageQuery<HistoryFilter> = {}): Promise<Page<JobView>> {
+    return this.storage.getArchivePage(query);
+  }
+
+  /** A page of the DLQ. */
+  getDlqPage(query: PageQuery<DlqFilter> = {}): Promise<Page<JobView>> {
+    return this.storage.getDlqPage(query);
+  }
+
+  // ------------------------------------------------------------------ DLQ
+
+  /** Moves one DLQ job back to Pending (attempts 0), optionally with a new payload, tags or priority. */
+  async resurrect(id: string, edits?: ResurrectEdits, actor?: string): Promise<boolean> {
+    const moved = await this.storage.resurrect(assertIds([id], 'id')[0], edits, actor);
+    this.logger.log(
+      `Resurrect ${id}${actor ? ` by ${actor}` : ''}: ${moved ? 'done' : 'not in the DLQ'}`,
+    );
+    return moved > 0;
+  }
+
+  /** Resurrects DLQ jobs by id; resolves to the ids that moved. */
+  resurrectMany(ids: readonly string[], actor?: string): Promise<string[]> {
+    return this.storage.resurrectMany(assertIds(ids), actor);
+  }
+
+  /** What a bulk action on `filter` would touch (matched, will-affect ≤ max, sample ids). */
+  previewDlq(filter: DlqFilter, max = 1_000): Promise<BulkPreview> {
+    return this.storage.previewDlqFilter(filter, assertNonNegativeInt(max, 'max', MAX_BULK));
+  }
+
+  /** Resurrects at most `max` DLQ jobs matching `filter`, oldest failure first. Preview with {@link previewDlq}. */
+  async resurrectByFilter(filter: DlqFilter, max: number, actor?: string): Promise<string[]> {
+    const ids = await this.storage.resurrectByFilter(
+      filter,
+      assertNonNegativeInt(max, 'max', MAX_BULK),
+      actor,
+    );
+    this.logger.log(`Resurrected ${ids.length} DLQ job(s) by filter${actor ? ` by ${actor}` : ''}`);
+    return ids;
+  }
+
+  /** Deletes DLQ jobs by id (lifetime counters are untouched); resolves to rows deleted. */
+  async purgeDlq(ids: readonly string[]): Promise<number> {
+    const n = await this.storage.purgeDlq(assertIds(ids));
+    this.logger.log(`Purged ${n} DLQ job(s) by id`);
+    return n;
+  }
+
+  /** Deletes at most `max` DLQ jobs matching `filter`. Preview with {@link previewDlq}. */
+  async purgeDlqByFilter(filter: DlqFilter, max: number): Promise<number> {
+    const n = await this.storage.purgeDlqByFilter(
+      filter,
+      assertNonNegativeInt(max, 'max', MAX_BULK),
+    );
+    this.logger.log(`Purged ${n} DLQ job(s) by filter`);
+    return n;
+  }
+
+  // ------------------------------------------------------------------ maintenance
+
+  /** Runs retention now, with the configured windows unless others are given. */
+  runRetention(policy?: Partial<RetentionPolicy>): Promise<RetentionResult> {
+    const { archiveMs, dlqMs, metricsMs } = this.options.retention;
+    return this.storage.applyRetention({ archiveMs, dlqMs, metricsMs, ...policy });
+  }
+
+  // ------------------------------------------------------------------ stats
+
+  /** Lifetime counters and current counts per pillar. */
+  getSummary(): Promise<SummaryStats> {
+    return this.storage.getSummary();
+  }
+
+  /** Per-queue counters, counts and controls. */
+  getQueueStats(): Promise<QueueStats[]> {
+    return this.storage.getQueueStats();
+  }
+
+  /** Per-queue lag and saturation. */
+  getQueueHealth(): Promise<QueueHealth[]> {
+    return this.storage.getQueueHealth();
+  }
+
+  /** Completions per second over the last 1 and 5 minutes. */
+  getThroughput(queue?: string): Promise<ThroughputStats> {
+    if (queue !== undefined) assertQueueName(queue);
+    return this.storage.getThroughput(queue);
+  }
+
+  /** The most frequent DLQ error families. */
+  getTopErrors(limit = 10, filter?: DlqFilter): Promise<DlqErrorFamily[]> {
+    return this.storage.getTopDlqErrors(assertNonNegativeInt(limit, 'limit', 1_000), filter);
+  }
+
+  /** The recurring job definitions and their next slots. */
+  getRecurringJobs(): Promise<RecurringJobRecord[]> {
+    return this.storage.getRecurringJobs();
+  }
+
+  // ------------------------------------------------------------------ local worker
+
+  /** Resizes this process's handler concurrency at run time. Throws in producer-only mode. */
+  setConcurrency(concurrency: number): void {
+    assertNonNegativeInt(concurrency, 'concurrency', 10_000);
+    this.orchestrator.setConcurrency(concurrency);
+    this.logger.log(`Local concurrency set to ${concurrency}`);
+  }
+
+  /** Buffered and running jobs of this process's worker, or null when none runs. */
+  workerStats(): {
+    workerId: string;
+    buffered: number;
+    running: number;
+    concurrency: number;
+  } | null {
+    const worker = this.orchestrator.localWorker;
+    return worker ? { workerId: worker.workerId, ...worker.stats() } : null;
+  }
+}

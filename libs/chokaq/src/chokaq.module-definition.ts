@@ -1,0 +1,44 @@
+import { ConfigurableModuleBuilder, Provider, Type } from '@nestjs/common';
+import { ChokaQModuleExtras, ChokaQModuleOptions } from './config/chokaq-options';
+import { CHOKAQ_MIDDLEWARE } from './chokaq.constants';
+import { ChokaQMiddleware } from './runtime/middleware';
+
+/**
+ * `forRoot` / `forRootAsync` come from Nest's `ConfigurableModuleBuilder` (as in
+ * nestjs/cache-manager). `middleware` and `isGlobal` are "extras": they decide providers and the
+ * module's scope, so they are given at the top level and never returned by an async factory.
+ */
+export const {
+  ConfigurableModuleClass: ConfigurableChokaQModule,
+  MODULE_OPTIONS_TOKEN: CHOKAQ_MODULE_OPTIONS,
+  OPTIONS_TYPE: CHOKAQ_OPTIONS_TYPE,
+  ASYNC_OPTIONS_TYPE: CHOKAQ_ASYNC_OPTIONS_TYPE,
+} = new ConfigurableModuleBuilder<ChokaQModuleOptions>({ moduleName: 'ChokaQ' })
+  .setClassMethodName('forRoot')
+  .setFactoryMethodName('createChokaQOptions')
+  // Both keys must be present in the defaults: the builder strips exactly these keys from the
+  // options it provides, so `middleware` never reaches `resolveChokaQOptions` as an unknown key.
+  .setExtras<ChokaQModuleExtras>({ isGlobal: true, middleware: [] }, (definition, extras) => {
+    const middleware = extras.middleware ?? [];
+    return {
+      ...definition,
+      global: extras.isGlobal ?? true,
+      providers: [...(definition.providers ?? []), ...middleware, middlewareProvider(middleware)],
+    };
+  })
+  .build();
+
+/** Resolves the listed middleware classes through DI, keeping their order. */
+function middlewareProvider(middleware: Type<ChokaQMiddleware>[]): Provider {
+  return {
+    provide: CHOKAQ_MIDDLEWARE,
+    useFactory: (...instances: ChokaQMiddleware[]) => instances,
+    inject: middleware,
+  };
+}
+
+/** What `ChokaQModule.forRoot()` accepts: the options plus the extras. @publicApi */
+export type ChokaQForRootOptions = typeof CHOKAQ_OPTIONS_TYPE;
+
+/** What `ChokaQModule.forRootAsync()` accepts. @publicApi */
+export type ChokaQForRootAsyncOptions = typeof CHOKAQ_ASYNC_OPTIONS_TYPE;

@@ -1,0 +1,56 @@
+import { Module } from '@nestjs/common';
+import { DiscoveryModule } from '@nestjs/core';
+import { ChokaQAdmin } from './admin/chokaq-admin.service';
+import { CHOKAQ_RESOLVED_OPTIONS, CHOKAQ_STORAGE } from './chokaq.constants';
+import { CHOKAQ_MODULE_OPTIONS, ConfigurableChokaQModule } from './chokaq.module-definition';
+import { ChokaQOrchestrator } from './chokaq.orchestrator';
+import { JobClient } from './client/job-client';
+import { ChokaQModuleOptions, ResolvedChokaQOptions } from './config/chokaq-options';
+import { resolveChokaQOptions } from './config/resolve-options';
+import { ChokaQMetadataAccessor } from './discovery/chokaq-metadata.accessor';
+import { ChokaQExplorer } from './discovery/chokaq.explorer';
+import { HandlerRegistry } from './discovery/handler.registry';
+import { createJobStorage } from './storage/create-storage';
+
+/**
+ * ChokaQ as a Nest module:
+ *
+ * ```ts
+ * ChokaQModule.forRoot()                                             // SQLite file ./chokaq.db
+ * ChokaQModule.forRoot({ storage: { type: 'postgres', url: process.env.DATABASE_URL } })
+ * ChokaQModule.forRootAsync({
+ *   imports: [TypeOrmModule], inject: [DataSource],
+ *   useFactory: (ds: DataSource) => ({ storage: { dataSource: ds } }),
+ * })
+ * ```
+ *
+ * Options (forRoot) or the factory's result (forRootAsync) are validated at startup by
+ * `resolveChokaQOptions`; `middleware` and `isGlobal` (default true) are top-level extras of both.
+ * Exports `JobClient`, `ChokaQAdmin` and `HandlerRegistry`.
+ *
+ * @publicApi
+ */
+@Module({
+  imports: [DiscoveryModule],
+  providers: [
+    // options → validated options → storage (opened, schema ensured) → everything else
+    {
+      provide: CHOKAQ_RESOLVED_OPTIONS,
+      useFactory: (options: ChokaQModuleOptions) => resolveChokaQOptions(options),
+      inject: [CHOKAQ_MODULE_OPTIONS],
+    },
+    {
+      provide: CHOKAQ_STORAGE,
+      useFactory: (options: ResolvedChokaQOptions) => createJobStorage(options.storage),
+      inject: [CHOKAQ_RESOLVED_OPTIONS],
+    },
+    ChokaQMetadataAccessor,
+    ChokaQExplorer,
+    HandlerRegistry,
+    ChokaQOrchestrator,
+    JobClient,
+    ChokaQAdmin,
+  ],
+  exports: [JobClient, ChokaQAdmin, HandlerRegistry, CHOKAQ_STORAGE, CHOKAQ_RESOLVED_OPTIONS],
+})
+export class ChokaQModule extends ConfigurableChokaQModule {}

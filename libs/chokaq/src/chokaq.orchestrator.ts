@@ -1,0 +1,188 @@
+import {
+  BeforeApplicationShutdown,
+  Inject,
+  Injectable,
+  Logger,
+  OnApplicationBootstrap,
+  OnModuleDestroy,
+  OnModuleInit,
+} from '@nestjs/common';
+import { CHOKAQ_MIDDLEWARE, CHOKAQ_RESOLVED_OPTIONS, CHOKAQ_STORAGE } from './chokaq.constants';
+import { ResolvedChokaQOptions } from './config/chokaq-options';
+import { ChokaQExplorer } from './discovery/chokaq.explorer';
+import { HandlerRegistry } from './discovery/handler.registry';
+import { ChokaQWorkerDisabledError } from './errors';
+import { ChokaQWorker, JobOutcome } from './runtime/chokaq-worker';
+import { ChokaQMiddleware } from './runtime/middleware';
+import { RecurringJobSpec } from './runtime/recurring-job-spec';
+import { JobStorage } from './storage/job-storage';
+import { toError } from './storage/shared/text';
+
+/**
+ * The only ChokaQ class that touches Nest lifecycle hooks (nestjs/schedule's orchestrator split):
+ *
+ * | hook | what happens |
+ * |---|---|
+ * | `onModuleInit` | discover handlers and recurring jobs (every provider is instantiated by now) |
+ * | `onApplicationBootstrap` | construct and start the worker, unless `worker.enabled` is false |
+ * | `onModuleDestroy` | `worker.beginStop()`: stop claiming, release the buffer, abort running signals |
+ * | `beforeApplicationShutdown` | `await worker.stop()`, then close the storage |
+ *
+ * Why this split: Nest calls every module's `onModuleDestroy` before any
+ * `beforeApplicationShutdown`, and `@nestjs/typeorm` destroys its `DataSource` in
+ * `onApplicationShutdown`. Starting the drain early gives running handlers the whole shutdown
+ * sequence to finish; awaiting it in `beforeApplicationShutdown` guarantees every completion is
+ * written while a borrowed `DataSource` is still open. Shutdown is idempotent; no signal handlers
+ * are installed (that is `app.enableShutdownHooks()`'s job).
+ */
+@Injectable()
+export class ChokaQOrchestrator
+  implements OnModuleInit, OnApplicationBootstrap, OnModuleDestroy, BeforeApplicationShutdown
+{
+  private readonly logger = new Logger('ChokaQ');
+  private worker: ChokaQWorker | undefined;
+  /** A worker that is never started, built on demand for `drain()` in producer-only mode. */
+  private drainWorker: ChokaQWorker | undefined;
+  private recurring: RecurringJobSpec[] = [];
+  private shuttingDown = false;
+  private shutdown: Promise<void> | undefined;
+
+  constructor(
+    @Inject(CHOKAQ_RESOLVED_OPTIONS) private readonly options: ResolvedChokaQOptions,
+    @Inject(CHOKAQ_STORAGE) private readonly storage: JobStorage,
+    @Inject(CHOKAQ_MIDDLEWARE) private readonly middleware: ChokaQMiddleware[],
+    private readonly explorer: ChokaQExplorer,
+    private readonly registry: HandlerRegistry,
+  ) {}
+
+  async onModuleInit(): Promise<void> {
+    try {
+      const { handlers, recurring } = this.explorer.explore();
+      this.registry.replaceAll(handlers);
+      this.recurring = recurring;
+    } catch (error) {
+      // Startup fails here; close what the storage provider opened, or a file handle or pool
+      // would outlive the failed application.
+      await this.closeStorage().catch(() => undefined);
+      throw error;
+    }
+  }
+
+  async onApplicationBootstrap(): Promise<void> {
+    const handled = this.registry.handled();
+    if (!this.options.worker.enabled) {
+      this.logger.log(
+        `Producer-only (worker.enabled = false) on ${this.storage.dialect}: JobClient and ChokaQAdmin work, no worker runs`,
+      );
+      return;
+    }
+    if (this.shuttingDown) return;
+    this.worker = this.createWorker();
+    await this.worker.start();
+    this.logger.log(
+      `Worker ${this.worker.workerId} started on ${this.storage.dialect}: ` +
+        `${handled.queues.length} queue-wide and ${handled.types.length} typed handler(s), ` +
+        `${this.recurring.length} recurring job(s), concurrency ${this.options.worker.concurrency}`,
+    );
+  }
+
+  onModuleDestroy(): void {
+    this.shuttingDown = true;
+    this.worker?.beginStop();
+  }
+
+  async beforeApplicationShutdown(): Promise<void> {
+    await this.stop();
+  }
+
+  /**
+   * Stops the worker (waiting for the drain) and closes the storage. Idempotent: every call returns
+   * the same promise. Errors of both steps are collected into one `AggregateError`.
+   */
+  stop(): Promise<void> {
+    this.shuttingDown = true;
+    this.shutdown ??= this.stopAll();
+    return this.shutdown;
+  }
+
+  /** The running local worker, if any. */
+  get localWorker(): ChokaQWorker | undefined {
+    return this.worker?.running ? this.worker : undefined;
+  }
+
+  /** The claim filter of this process's handlers. */
+  get handlers(): HandlerRegistry {
+    return this.registry;
+  }
+
+  /** Wakes the local fetcher (after a local enqueue); a no-op without a running worker. */
+  nudge(queue?: string): void {
+    const worker = this.localWorker;
+    if (worker) worker.nudge(queue);
+  }
+
+  /**
+   * Aborts at once the local runs of jobs whose cancellation was just requested (instead of waiting
+   * for the next heartbeat); jobs running in other processes see it on their owner's heartbeat.
+   */
+  cancelLocal(ids: readonly string[]): void {
+    const worker = this.localWorker ?? this.drainWorker;
+    if (worker) for (const id of ids) worker.cancelLocal(id);
+  }
+
+  /** Resizes the local worker's concurrency. Throws when no worker runs here. */
+  setConcurrency(concurrency: number): void {
+    const worker = this.localWorker;
+    if (!worker) throw new ChokaQWorkerDisabledError('set the concurrency');
+    worker.setConcurrency(concurrency);
+  }
+
+  /**
+   * Runs every due job of `queues` (all handled queues when omitted) to completion and returns the
+   * outcomes. Uses the running worker, or in producer-only mode a worker built for this call and
+   * never started (so no loop runs between calls).
+   */
+  async drain(queues?: string[], options?: { timeoutMs?: number }): Promise<JobOutcome[]> {
+    if (this.shuttingDown) throw new ChokaQWorkerDisabledError('drain jobs');
+    const worker = this.worker ?? (this.drainWorker ??= this.createWorker());
+    return worker.drain(queues, options);
+  }
+
+  private createWorker(): ChokaQWorker {
+    return new ChokaQWorker({
+      storage: this.storage,
+      handlers: this.registry,
+      options: this.options,
+      middleware: this.middleware,
+      recurring: this.recurring,
+      logger: new Logger('ChokaQWorker'),
+    });
+  }
+
+  private async stopAll(): Promise<void> {
+    const errors: Error[] = [];
+    for (const worker of [this.worker, this.drainWorker]) {
+      if (!worker) continue;
+      try {
+        await worker.stop();
+      } catch (error) {
+        errors.push(toError(error));
+      }
+    }
+    try {
+      await this.closeStorage();
+    } catch (error) {
+      errors.push(toError(error));
+    }
+    if (errors.length === 1) throw errors[0];
+    if (errors.length > 1) throw new AggregateError(errors, 'ChokaQ shutdown failed');
+  }
+
+  private storageClosed: Promise<void> | undefined;
+
+  /** Closes the storage once; a borrowed DataSource is left open by the storage itself. */
+  private closeStorage(): Promise<void> {
+    this.storageClosed ??= this.storage.close();
+    return this.storageClosed;
+  }
+}

@@ -1,0 +1,176 @@
+import { Inject, Injectable } from '@nestjs/common';
+import { CHOKAQ_STORAGE } from '../chokaq.constants';
+import { ChokaQOrchestrator } from '../chokaq.orchestrator';
+import { JobDefinition, isJobDefinition } from '../decorators/job-definition';
+import { CancelResult, JobStorage, JobView, NewJob } from '../storage/job-storage';
+import { assertIds } from '../storage/shared/validate-job';
+
+/**
+ * Per-job options of `enqueue` and friends (SPEC §1). Every string is checked against the SPEC §6
+ * limits before anything is written; a violation is a `ChokaQValidationError` naming the field.
+ *
+ * @publicApi
+ */
+export interface JobOptions {
+  /** Higher runs first; an integer within ±1,000,000. Default 10. */
+  priority?: number;
+  /** Not eligible before now + `delayMs` on the database clock; 0 to 10 years. Exclusive with `runAt`. */
+  delayMs?: number;
+  /** Not eligible before this instant (stored as given: an instant is an instant). */
+  runAt?: Date;
+  /** While an active (hot) job holds this key, enqueueing again returns that job's id. ≤ 255 chars. */
+  idempotencyKey?: string;
+  /** Up to 20 tags of 1–100 characters, without commas. */
+  tags?: readonly string[];
+  /** Who enqueued the job, ≤ 100 chars. */
+  createdBy?: string;
+  /** A UUID to use as the job id (default: a new UUIDv7). Reusing it makes a retried call idempotent. */
+  id?: string;
+}
+
+/** Options of a plain-queue enqueue: `type` is free (default: the queue name). @publicApi */
+export interface EnqueueJobOptions extends JobOptions, TransactionOption {
+  /** Stable type key, ≤ 255 chars. Default: the queue name. */
+  type?: string;
+}
+
+/** Options of a definition enqueue: the definition fixes the type. @publicApi */
+export type TypedEnqueueJobOptions = JobOptions & TransactionOption;
+
+/** @publicApi */
+export interface TransactionOption {
+  /**
+   * An open TypeORM `QueryRunner` of the `DataSource` ChokaQ uses (`storage: { dataSource }`);
+   * the job then commits or rolls back with your data. A runner of another DataSource is rejected
+   * with `ChokaQTransactionError`.
+   */
+  transaction?: unknown;
+}
+
+/** One item of `enqueueMany` with a definition. @publicApi */
+export type TypedEnqueueItem<T> = JobOptions & { payload: T };
+
+/** One item of `enqueueMany` on a plain queue. @publicApi */
+export type EnqueueItem = JobOptions & { payload?: unknown; type?: string };
+
+/**
+ * The producer API: enqueue, schedule, cancel and look up jobs. Works in every process, including
+ * producer-only ones (`worker: { enabled: false }`). After a local enqueue of a due job the local
+ * worker, if one runs, is woken at once instead of waiting for its poll interval.
+ *
+ * ```ts
+ * constructor(private readonly jobs: JobClient) {}
+ * await this.jobs.enqueue(WelcomeEmail, { to }, { idempotencyKey: `welcome:${userId}` });
+ * ```
+ *
+ * @publicApi
+ */
+@Injectable()
+export class JobClient {
+  constructor(
+    @Inject(CHOKAQ_STORAGE) private readonly storage: JobStorage,
+    private readonly orchestrator: ChokaQOrchestrator,
+  ) {}
+
+  /**
+   * Enqueues one job and resolves to its id — or, when an active job holds the same
+   * `idempotencyKey`, to that job's id (nothing is inserted then).
+   */
+  enqueue<T>(
+    definition: JobDefinition<T>,
+    payload: NoInfer<T>,
+    options?: TypedEnqueueJobOptions,
+  ): Promise<string>;
+  enqueue(queue: string, payload?: unknown, options?: EnqueueJobOptions): Promise<string>;
+  async enqueue(
+    target: string | JobDefinition<unknown>,
+    payload?: unknown,
+    options: EnqueueJobOptions = {},
+  ): Promise<string> {
+    const { transaction, ...job } = options;
+    const result = await this.storage.enqueue(this.toNewJob(target, { ...job, payload }), {
+      transaction,
+    });
+    if (result.created) this.wake(target, job);
+    return result.id;
+  }
+
+  /**
+   * Enqueues up to 10,000 jobs of one queue (or definition). Every item is validated first: one bad
+   * item fails the whole call, names its index (`items[12].priority`) and inserts nothing. Resolves
+   * to the ids in input order.
+   */
+  enqueueMany<T>(
+    definition: JobDefinition<T>,
+    items: ReadonlyArray<TypedEnqueueItem<NoInfer<T>>>,
+    options?: TransactionOption,
+  ): Promise<string[]>;
+  enqueueMany(
+    queue: string,
+    items: readonly EnqueueItem[],
+    options?: TransactionOption,
+  ): Promise<string[]>;
+  async enqueueMany(
+    target: string | JobDefinition<unknown>,
+    items: readonly EnqueueItem[],
+    options: TransactionOption = {},
+  ): Promise<string[]> {
+    const jobs = Array.isArray(items)
+      ? items.map((item) => this.toNewJob(target, item))
+      : (items as never);
+    const results = await this.storage.enqueueMany(jobs, { transaction: options.transaction });
+    if (results.some((r) => r.created)) this.wake(target, {});
+    return results.map((r) => r.id);
+  }
+
+  /** Enqueues one job that is not eligible before `runAt` (a shorthand for `enqueue(…, { runAt })`). */
+  schedule<T>(
+    definition: JobDefinition<T>,
+    payload: NoInfer<T>,
+    runAt: Date,
+    options?: Omit<TypedEnqueueJobOptions, 'runAt' | 'delayMs'>,
+  ): Promise<string>;
+  schedule(
+    queue: string,
+    payload: unknown,
+    runAt: Date,
+    options?: Omit<EnqueueJobOptions, 'runAt' | 'delayMs'>,
+  ): Promise<string>;
+  schedule(
+    target: string | JobDefinition<unknown>,
+    payload: unknown,
+    runAt: Date,
+    options: Omit<EnqueueJobOptions, 'runAt' | 'delayMs'> = {},
+  ): Promise<string> {
+    return this.enqueue(target as string, payload, { ...options, runAt });
+  }
+
+  /**
+   * Cancels jobs: Pending and Fetched ones move to the DLQ as Cancelled at once; running ones are
+   * asked to stop (their `ctx.signal` aborts, at once in this process or on the owner's next
+   * heartbeat) and then land in the DLQ as Cancelled. Finished jobs are left as they are.
+   */
+  async cancel(idOrIds: string | readonly string[], actor?: string): Promise<CancelResult> {
+    const ids = assertIds(typeof idOrIds === 'string' ? [idOrIds] : idOrIds);
+    const result = await this.storage.cancel(ids, actor);
+    this.orchestrator.cancelLocal(result.cancelRequested);
+    return result;
+  }
+
+  /** One job wherever it is (hot, archive or DLQ), or null. */
+  getJob(id: string): Promise<JobView | null> {
+    const [valid] = assertIds([id], 'id');
+    return this.storage.getJob(valid);
+  }
+
+  private toNewJob(target: string | JobDefinition<unknown>, item: EnqueueItem): NewJob {
+    if (isJobDefinition(target)) return { ...item, queue: target.queue, type: target.type };
+    return { ...item, queue: target };
+  }
+
+  /** Nudges the local fetcher for due jobs; delayed jobs are found by the poll when they are due. */
+  private wake(target: string | JobDefinition<unknown>, job: JobOptions): void {
+    if (job.delayMs || job.runAt) return;
+    this.orchestrator.nudge(isJobDefinition(target) ? target.queue : target);
+  }
+}

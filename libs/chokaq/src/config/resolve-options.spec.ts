@@ -1,0 +1,268 @@
+import { hostname } from 'node:os';
+import { ChokaQValidationError } from '../errors';
+import { ChokaQModuleOptions } from './chokaq-options';
+import { CHOKAQ_DEFAULTS, resolveChokaQOptions } from './resolve-options';
+
+function issuesOf(options: unknown): Array<{ path: string; message: string; value: unknown }> {
+  try {
+    resolveChokaQOptions(options as ChokaQModuleOptions);
+  } catch (error) {
+    expect(error).toBeInstanceOf(ChokaQValidationError);
+    return [...(error as ChokaQValidationError).issues];
+  }
+  throw new Error('expected a ChokaQValidationError');
+}
+
+describe('resolveChokaQOptions', () => {
+  it('applies every SPEC §6 default', () => {
+    const r = resolveChokaQOptions();
+    expect(r.retry).toEqual({
+      maxAttempts: 3,
+      baseDelayMs: 3_000,
+      multiplier: 2,
+      maxDelayMs: 3_600_000,
+      jitterMs: 1_000,
+      maxJobAgeMs: 86_400_000,
+    });
+    expect(r.execution).toEqual({ timeoutMs: 900_000 });
+    expect(r.heartbeat).toEqual({
+      intervalMs: 10_000,
+      failureThreshold: 10,
+      cancelOnHeartbeatFailure: true,
+    });
+    expect(r.rescue).toEqual({
+      intervalMs: 60_000,
+      fetchedJobTimeoutMs: 600_000,
+      zombieTimeoutMs: 600_000,
+    });
+    expect(r.worker).toMatchObject({
+      enabled: true,
+      concurrency: 10,
+      prefetch: 100,
+      batchSize: 20,
+      pollIntervalMs: 1_000,
+      shutdownGracePeriodMs: 30_000,
+    });
+    expect(r.payload).toEqual({ maxBytes: 1_000_000 });
+    expect(r.retention).toEqual({
+      archiveMs: 7 * 86_400_000,
+      dlqMs: 30 * 86_400_000,
+      metricsMs: 86_400_000,
+      intervalMs: 3_600_000,
+    });
+    expect(r.circuitBreaker).toEqual({
+      failureThreshold: 5,
+      windowMs: 60_000,
+      breakDurationMs: 30_000,
+      halfOpenProbes: 1,
+    });
+    expect(r.storage).toEqual({
+      type: 'sqlite',
+      database: 'chokaq.db',
+      payloadMaxBytes: 1_000_000,
+    });
+  });
+
+  it('generates a hostname:pid:random worker id, different per call', () => {
+    const a = resolveChokaQOptions().worker.workerId;
+    const b = resolveChokaQOptions().worker.workerId;
+    expect(a).toMatch(
+      new RegExp(
+        `^${hostname().replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}:${process.pid}:[0-9a-f]{8}$`,
+      ),
+    );
+    expect(a).not.toEqual(b);
+  });
+
+  it('keeps given values and fills the rest of a section', () => {
+    const r = resolveChokaQOptions({
+      retry: { maxAttempts: 5 },
+      worker: { workerId: 'w1', enabled: false },
+    });
+    expect(r.retry.maxAttempts).toBe(5);
+    expect(r.retry.baseDelayMs).toBe(3_000);
+    expect(r.worker.workerId).toBe('w1');
+    expect(r.worker.enabled).toBe(false);
+    expect(r.worker.concurrency).toBe(10);
+  });
+
+  it('treats undefined values as absent', () => {
+    expect(resolveChokaQOptions({ retry: { maxAttempts: undefined } }).retry.maxAttempts).toBe(3);
+  });
+
+  it('does not mutate the input or the defaults', () => {
+    const input: ChokaQModuleOptions = {
+      retry: { maxAttempts: 4 },
+      storage: { type: 'sqlite', database: ':memory:' },
+    };
+    const copy = JSON.parse(JSON.stringify(input));
+    const r = resolveChokaQOptions(input);
+    r.retry.maxAttempts = 99;
+    expect(input).toEqual(copy);
+    expect(CHOKAQ_DEFAULTS.retry.maxAttempts).toBe(3);
+    expect(resolveChokaQOptions().retry.maxAttempts).toBe(3);
+  });
+
+  it('reports the example message of the brief', () => {
+    expect(() => resolveChokaQOptions({ retry: { maxAttempts: 0 } })).toThrow(
+      'retry.maxAttempts must be an integer ≥ 1 (got 0)',
+    );
+  });
+
+  it('reports every problem at once, each with its path and value', () => {
+    const issues = issuesOf({
+      retry: { maxAttempts: 0, baseDelayMs: -1, multiplier: 0.5 },
+      worker: { concurrency: 1.5, enabled: 'yes' },
+      heartbeat: { cancelOnHeartbeatFailure: 1 },
+    });
+    expect(issues.map((i) => [i.path, i.value])).toEqual([
+      ['retry.maxAttempts', 0],
+      ['retry.baseDelayMs', -1],
+      ['retry.multiplier', 0.5],
+      ['heartbeat.cancelOnHeartbeatFailure', 1],
+      ['worker.concurrency', 1.5],
+      ['worker.enabled', 'yes'],
+    ]);
+  });
+
+  it.each([
+    ['retry.maxAttempts', { retry: { maxAttempts: 2.5 } }],
+    ['retry.maxAttempts', { retry: { maxAttempts: '3' } }],
+    ['retry.baseDelayMs', { retry: { baseDelayMs: Number.NaN } }],
+    ['retry.maxDelayMs', { retry: { maxDelayMs: Infinity } }],
+    ['retry.jitterMs', { retry: { jitterMs: -5 } }],
+    ['retry.maxJobAgeMs', { retry: { maxJobAgeMs: 0 } }],
+    ['execution.timeoutMs', { execution: { timeoutMs: 0 } }],
+    ['execution.timeoutMs', { execution: { timeoutMs: 2 ** 31 } }],
+    ['heartbeat.intervalMs', { heartbeat: { intervalMs: 0 } }],
+    ['heartbeat.failureThreshold', { heartbeat: { failureThreshold: 0 } }],
+    ['rescue.intervalMs', { rescue: { intervalMs: -1 } }],
+    ['worker.concurrency', { worker: { concurrency: 0 } }],
+    ['worker.concurrency', { worker: { concurrency: 10_001 } }],
+    ['worker.prefetch', { worker: { prefetch: 0 } }],
+    ['worker.batchSize', { worker: { batchSize: 0 } }],
+    ['worker.pollIntervalMs', { worker: { pollIntervalMs: 0 } }],
+    ['worker.shutdownGracePeriodMs', { worker: { shutdownGracePeriodMs: -1 } }],
+    ['worker.workerId', { worker: { workerId: '' } }],
+    ['worker.workerId', { worker: { workerId: 'a\u0000b' } }],
+    ['worker.workerId', { worker: { workerId: 'x'.repeat(101) } }],
+    ['payload.maxBytes', { payload: { maxBytes: 0 } }],
+    ['retention.archiveMs', { retention: { archiveMs: -1 } }],
+    ['retention.intervalMs', { retention: { intervalMs: 0 } }],
+    ['circuitBreaker.failureThreshold', { circuitBreaker: { failureThreshold: 0 } }],
+    ['circuitBreaker.halfOpenProbes', { circuitBreaker: { halfOpenProbes: 0.5 } }],
+  ])('rejects a bad %s', (path, options) => {
+    expect(issuesOf(options).map((i) => i.path)).toEqual([path]);
+  });
+
+  it('rejects unknown keys at the top level and in every section', () => {
+    const issues = issuesOf({ retries: 3, retry: { maxAttempt: 3 }, worker: { threads: 2 } });
+    expect(issues.map((i) => `${i.path} ${i.message}`)).toEqual([
+      'retries is not a known option',
+      'retry.maxAttempt is not a known option',
+      'worker.threads is not a known option',
+    ]);
+  });
+
+  it('rejects a section that is not an object', () => {
+    expect(issuesOf({ retry: 3, worker: [] }).map((i) => i.path)).toEqual(['retry', 'worker']);
+  });
+
+  it('rejects options that are not an object', () => {
+    expect(issuesOf('sqlite').map((i) => i.path)).toEqual(['options']);
+  });
+
+  it('checks cross-field rules', () => {
+    expect(
+      issuesOf({ retry: { baseDelayMs: 5_000, maxDelayMs: 1_000 } }).map((i) => i.path),
+    ).toEqual(['retry.maxDelayMs']);
+    expect(issuesOf({ worker: { prefetch: 5, batchSize: 10 } }).map((i) => i.path)).toEqual([
+      'worker.batchSize',
+    ]);
+    expect(
+      issuesOf({
+        heartbeat: { intervalMs: 1_000 },
+        rescue: { fetchedJobTimeoutMs: 1_200, zombieTimeoutMs: 1_000 },
+      }).map((i) => i.path),
+    ).toEqual(['rescue.fetchedJobTimeoutMs', 'rescue.zombieTimeoutMs']);
+  });
+
+  it('accepts short intervals used by tests', () => {
+    const r = resolveChokaQOptions({
+      heartbeat: { intervalMs: 200 },
+      rescue: { intervalMs: 200, fetchedJobTimeoutMs: 1_000, zombieTimeoutMs: 1_000 },
+      retry: { baseDelayMs: 10, jitterMs: 0 },
+      worker: { pollIntervalMs: 20 },
+    });
+    expect(r.rescue.zombieTimeoutMs).toBe(1_000);
+    expect(r.retry.jitterMs).toBe(0);
+  });
+
+  describe('storage', () => {
+    it('accepts the dialects and fills sqlite defaults', () => {
+      expect(resolveChokaQOptions({ storage: { type: 'sqlite' } }).storage).toEqual({
+        type: 'sqlite',
+        database: 'chokaq.db',
+        payloadMaxBytes: 1_000_000,
+      });
+      expect(
+        resolveChokaQOptions({ storage: { type: 'postgres', url: 'postgres://x/y' } }).storage,
+      ).toMatchObject({
+        type: 'postgres',
+        url: 'postgres://x/y',
+      });
+      expect(
+        resolveChokaQOptions({
+          storage: { type: 'mssql', host: 'db', port: 1433, options: { encrypt: false } },
+        }).storage,
+      ).toMatchObject({ type: 'mssql', host: 'db' });
+    });
+
+    it('passes payload.maxBytes down unless the storage sets its own', () => {
+      expect(resolveChokaQOptions({ payload: { maxBytes: 10 } }).storage.payloadMaxBytes).toBe(10);
+      expect(
+        resolveChokaQOptions({
+          payload: { maxBytes: 10 },
+          storage: { type: 'sqlite', payloadMaxBytes: 20 },
+        }).storage.payloadMaxBytes,
+      ).toBe(20);
+    });
+
+    it('keeps a borrowed DataSource by reference', () => {
+      const dataSource = { options: { type: 'postgres' }, initialize: async () => undefined };
+      const r = resolveChokaQOptions({ storage: { dataSource } as never });
+      expect((r.storage as { dataSource: unknown }).dataSource).toBe(dataSource);
+    });
+
+    it.each([
+      ['storage.type', { type: 'mysql' }],
+      ['storage', 'sqlite'],
+      ['storage.database', { type: 'sqlite', database: '' }],
+      ['storage.busyTimeoutMs', { type: 'sqlite', busyTimeoutMs: -1 }],
+      ['storage.url', { type: 'sqlite', url: 'x' }],
+      ['storage', { type: 'postgres' }],
+      ['storage.port', { type: 'postgres', host: 'h', port: 70_000 }],
+      ['storage.poolSize', { type: 'postgres', host: 'h', poolSize: 0 }],
+      ['storage.notify', { type: 'postgres', host: 'h', notify: 'no' }],
+      ['storage.notify', { type: 'mssql', host: 'h', notify: true }],
+      ['storage.options', { type: 'mssql', host: 'h', options: 'encrypt' }],
+      ['storage.dataSource', { dataSource: {} }],
+      ['storage.autoCreateSchema', { type: 'sqlite', autoCreateSchema: 'yes' }],
+      ['storage.schema', { type: 'sqlite', schema: '' }],
+    ])('rejects %s in %j', (path, storage) => {
+      expect(issuesOf({ storage }).map((i) => i.path)).toEqual([path]);
+    });
+
+    it('never echoes a password', () => {
+      const issues = issuesOf({ storage: { type: 'postgres', host: 'h', password: 42 } });
+      expect(issues).toEqual([
+        { path: 'storage.password', message: 'must be a string', value: '***' },
+      ]);
+    });
+
+    it('reports storage problems together with the others', () => {
+      const issues = issuesOf({ storage: { type: 'mysql' }, retry: { maxAttempts: 0 } });
+      expect(issues.map((i) => i.path)).toEqual(['retry.maxAttempts', 'storage.type']);
+    });
+  });
+});

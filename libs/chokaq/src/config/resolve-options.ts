@@ -1,0 +1,332 @@
+import { randomBytes } from 'node:crypto';
+import { hostname } from 'node:os';
+import { ChokaQValidationError, ValidationIssue } from '../errors';
+import { StorageOptions } from '../storage/storage-options';
+import { ChokaQModuleOptions, ResolvedChokaQOptions } from './chokaq-options';
+
+const SECOND = 1_000;
+const MINUTE = 60 * SECOND;
+const HOUR = 60 * MINUTE;
+const DAY = 24 * HOUR;
+
+/**
+ * Longest delay Node's timers accept (2^31 − 1 ms, about 24.8 days). A larger value makes
+ * `setTimeout` fire at once, so every option that becomes a timer is capped here.
+ */
+export const MAX_TIMER_MS = 2_147_483_647;
+
+/** Every default of SPEC §6 except `storage` and `worker.workerId`, which are computed. */
+export const CHOKAQ_DEFAULTS = {
+  retry: {
+    maxAttempts: 3,
+    baseDelayMs: 3 * SECOND,
+    multiplier: 2,
+    maxDelayMs: HOUR,
+    jitterMs: SECOND,
+    maxJobAgeMs: DAY,
+  },
+  execution: { timeoutMs: 15 * MINUTE },
+  heartbeat: { intervalMs: 10 * SECOND, failureThreshold: 10, cancelOnHeartbeatFailure: true },
+  rescue: { intervalMs: MINUTE, fetchedJobTimeoutMs: 10 * MINUTE, zombieTimeoutMs: 10 * MINUTE },
+  worker: {
+    enabled: true,
+    concurrency: 10,
+    prefetch: 100,
+    batchSize: 20,
+    pollIntervalMs: SECOND,
+    shutdownGracePeriodMs: 30 * SECOND,
+  },
+  payload: { maxBytes: 1_000_000 },
+  retention: { archiveMs: 7 * DAY, dlqMs: 30 * DAY, metricsMs: DAY, intervalMs: HOUR },
+  circuitBreaker: {
+    failureThreshold: 5,
+    windowMs: MINUTE,
+    breakDurationMs: 30 * SECOND,
+    halfOpenProbes: 1,
+  },
+} as const;
+
+/** Default storage: the SQLite file `chokaq.db` in the working directory. */
+export const DEFAULT_STORAGE_OPTIONS: StorageOptions = { type: 'sqlite', database: 'chokaq.db' };
+
+/** The heartbeat is jittered ±20 %, so the longest gap between two beats is 1.2 intervals. */
+const HEARTBEAT_JITTER = 1.2;
+
+type Rule =
+  | { kind: 'int'; min: number; max: number }
+  | { kind: 'number'; min: number; max: number }
+  | { kind: 'boolean' }
+  | { kind: 'string'; min: number; max: number };
+
+const int = (min: number, max = Number.MAX_SAFE_INTEGER): Rule => ({ kind: 'int', min, max });
+const timer = (min: number): Rule => int(min, MAX_TIMER_MS);
+const bool: Rule = { kind: 'boolean' };
+
+/** The rules of every numeric/boolean section; keys not listed here are unknown keys. */
+const RULES: Record<Exclude<keyof ChokaQModuleOptions, 'storage'>, Record<string, Rule>> = {
+  retry: {
+    maxAttempts: int(1),
+    baseDelayMs: timer(0),
+    multiplier: { kind: 'number', min: 1, max: 100 },
+    maxDelayMs: timer(0),
+    jitterMs: timer(0),
+    maxJobAgeMs: int(1),
+  },
+  execution: { timeoutMs: timer(1) },
+  heartbeat: {
+    intervalMs: timer(1),
+    failureThreshold: int(1, 1_000_000),
+    cancelOnHeartbeatFailure: bool,
+  },
+  rescue: { intervalMs: timer(1), fetchedJobTimeoutMs: int(1), zombieTimeoutMs: int(1) },
+  worker: {
+    enabled: bool,
+    concurrency: int(1, 10_000),
+    prefetch: int(1, 100_000),
+    batchSize: int(1, 10_000),
+    pollIntervalMs: timer(1),
+    shutdownGracePeriodMs: timer(0),
+    workerId: { kind: 'string', min: 1, max: 100 },
+  },
+  payload: { maxBytes: int(1, 1_073_741_824) },
+  retention: { archiveMs: int(0), dlqMs: int(0), metricsMs: int(0), intervalMs: timer(1) },
+  circuitBreaker: {
+    failureThreshold: int(1, 1_000_000),
+    windowMs: timer(1),
+    breakDurationMs: timer(1),
+    halfOpenProbes: int(1, 10_000),
+  },
+};
+
+const COMMON_STORAGE_KEYS = ['schema', 'autoCreateSchema', 'payloadMaxBytes', 'transientRetry'];
+const SERVER_KEYS = ['url', 'host', 'port', 'username', 'password', 'database', 'poolSize'];
+const STORAGE_KEYS: Record<string, string[]> = {
+  sqlite: ['type', 'database', 'busyTimeoutMs', ...COMMON_STORAGE_KEYS],
+  postgres: ['type', ...SERVER_KEYS, 'notify', ...COMMON_STORAGE_KEYS],
+  mssql: ['type', ...SERVER_KEYS, 'options', ...COMMON_STORAGE_KEYS],
+  dataSource: ['dataSource', 'notify', ...COMMON_STORAGE_KEYS],
+};
+
+function isPlainObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+function describeRule(rule: Rule): string {
+  switch (rule.kind) {
+    case 'boolean':
+      return 'must be a boolean';
+    case 'string':
+      return `must be a string of ${rule.min}–${rule.max} characters without NUL`;
+    case 'int':
+    case 'number': {
+      const what = rule.kind === 'int' ? 'an integer' : 'a finite number';
+      return rule.max === Number.MAX_SAFE_INTEGER
+        ? `must be ${what} ≥ ${rule.min}`
+        : `must be ${what} from ${rule.min} to ${rule.max}`;
+    }
+  }
+}
+
+function satisfies(rule: Rule, value: unknown): boolean {
+  switch (rule.kind) {
+    case 'boolean':
+      return typeof value === 'boolean';
+    case 'string':
+      return (
+        typeof value === 'string' &&
+        value.length >= rule.min &&
+        value.length <= rule.max &&
+        !value.includes('\u0000')
+      );
+    case 'int':
+    case 'number':
+      return (
+        typeof value === 'number' &&
+        Number.isFinite(value) &&
+        (rule.kind === 'number' || Number.isInteger(value)) &&
+        value >= rule.min &&
+        value <= rule.max
+      );
+  }
+}
+
+/** `hostname:pid:random` — unique per process even when pids repeat across containers. */
+function defaultWorkerId(): string {
+  return `${hostname()}:${process.pid}:${randomBytes(4).toString('hex')}`;
+}
+
+/**
+ * Applies the defaults of SPEC §6 to `options` and validates the result: types, integers, ranges,
+ * cross-field rules and unknown keys. Every problem is collected and thrown at once as one
+ * {@link ChokaQValidationError}, each issue with its path and value, e.g.
+ * `retry.maxAttempts must be an integer from 1 to 1000 (got 0)`.
+ *
+ * Pure apart from the random part of the default `workerId`; shared by `forRoot` and
+ * `forRootAsync`, and usable on its own to check a configuration in a test.
+ *
+ * @publicApi
+ */
+export function resolveChokaQOptions(options: ChokaQModuleOptions = {}): ResolvedChokaQOptions {
+  const issues: ValidationIssue[] = [];
+  const add = (path: string, message: string, value: unknown) =>
+    issues.push({ path, message, value });
+
+  if (!isPlainObject(options)) {
+    throw new ChokaQValidationError([
+      { path: 'options', message: 'must be an object', value: options },
+    ]);
+  }
+  const input = options as Record<string, unknown>;
+  for (const key of Object.keys(input)) {
+    if (key !== 'storage' && !(key in RULES)) add(key, 'is not a known option', input[key]);
+  }
+
+  const resolved: Record<string, Record<string, unknown>> = {};
+  for (const [section, rules] of Object.entries(RULES)) {
+    const given = input[section];
+    const defaults = (CHOKAQ_DEFAULTS as Record<string, Record<string, unknown>>)[section] ?? {};
+    const out: Record<string, unknown> = { ...defaults };
+    if (given !== undefined && !isPlainObject(given)) {
+      add(section, 'must be an object', given);
+    } else if (given) {
+      for (const [key, value] of Object.entries(given)) {
+        const rule = rules[key];
+        if (!rule) add(`${section}.${key}`, 'is not a known option', value);
+        else if (value === undefined) continue;
+        else if (!satisfies(rule, value)) add(`${section}.${key}`, describeRule(rule), value);
+        else out[key] = value;
+      }
+    }
+    resolved[section] = out;
+  }
+  if (resolved.worker.workerId === undefined) resolved.worker.workerId = defaultWorkerId();
+
+  const r = resolved as unknown as Omit<ResolvedChokaQOptions, 'storage'>;
+  // Cross-field rules, checked only on values that passed their own rule.
+  const ok = (path: string) => !issues.some((i) => i.path === path);
+  if (
+    ok('retry.maxDelayMs') &&
+    ok('retry.baseDelayMs') &&
+    r.retry.maxDelayMs < r.retry.baseDelayMs
+  ) {
+    add(
+      'retry.maxDelayMs',
+      `must be ≥ retry.baseDelayMs (${r.retry.baseDelayMs})`,
+      r.retry.maxDelayMs,
+    );
+  }
+  if (ok('worker.batchSize') && ok('worker.prefetch') && r.worker.batchSize > r.worker.prefetch) {
+    add('worker.batchSize', `must be ≤ worker.prefetch (${r.worker.prefetch})`, r.worker.batchSize);
+  }
+  // A healthy job is refreshed at least every 1.2 heartbeat intervals; a rescue timeout at or
+  // below that would rescue (and zombie) jobs that are alive.
+  const longestGap = Math.ceil(r.heartbeat.intervalMs * HEARTBEAT_JITTER);
+  for (const key of ['fetchedJobTimeoutMs', 'zombieTimeoutMs'] as const) {
+    if (ok(`rescue.${key}`) && ok('heartbeat.intervalMs') && r.rescue[key] <= longestGap) {
+      add(
+        `rescue.${key}`,
+        `must be greater than heartbeat.intervalMs × 1.2 (${longestGap}), or live jobs would be rescued`,
+        r.rescue[key],
+      );
+    }
+  }
+
+  const storage = resolveStorage(input.storage, r.payload.maxBytes, add);
+  if (issues.length > 0) throw new ChokaQValidationError(issues);
+  return { ...r, storage };
+}
+
+function resolveStorage(
+  given: unknown,
+  payloadMaxBytes: number,
+  add: (path: string, message: string, value: unknown) => void,
+): StorageOptions {
+  if (given === undefined) return { ...DEFAULT_STORAGE_OPTIONS, payloadMaxBytes };
+  if (!isPlainObject(given)) {
+    add(
+      'storage',
+      "must be an object with a type ('sqlite' | 'postgres' | 'mssql') or a dataSource",
+      given,
+    );
+    return DEFAULT_STORAGE_OPTIONS;
+  }
+  let kind: string;
+  if ('dataSource' in given) {
+    kind = 'dataSource';
+    const ds = given.dataSource as { options?: unknown; initialize?: unknown } | null;
+    if (
+      !isPlainObjectLike(ds) ||
+      typeof ds.initialize !== 'function' ||
+      !isPlainObject(ds.options)
+    ) {
+      add('storage.dataSource', 'must be a TypeORM DataSource', ds);
+    }
+    if ('type' in given) add('storage.type', 'cannot be combined with dataSource', given.type);
+  } else if (given.type === 'sqlite' || given.type === 'postgres' || given.type === 'mssql') {
+    kind = given.type;
+  } else {
+    add(
+      'storage.type',
+      "must be 'sqlite', 'postgres' or 'mssql' (or pass storage.dataSource)",
+      given.type,
+    );
+    return DEFAULT_STORAGE_OPTIONS;
+  }
+  for (const key of Object.keys(given)) {
+    if (!STORAGE_KEYS[kind].includes(key) && !(key === 'type' && kind === 'dataSource')) {
+      add(`storage.${key}`, `is not a known option of ${kind} storage`, given[key]);
+    }
+  }
+  const str = (key: string, max = 4_096) => {
+    const v = given[key];
+    if (
+      v !== undefined &&
+      (typeof v !== 'string' || v.length === 0 || v.length > max || v.includes('\u0000'))
+    ) {
+      add(`storage.${key}`, `must be a non-empty string of at most ${max} characters`, v);
+    }
+  };
+  const num = (key: string, min: number, max: number) => {
+    const v = given[key];
+    if (v !== undefined && !satisfies(int(min, max), v))
+      add(`storage.${key}`, describeRule(int(min, max)), v);
+  };
+  const flag = (key: string) => {
+    if (given[key] !== undefined && typeof given[key] !== 'boolean') {
+      add(`storage.${key}`, 'must be a boolean', given[key]);
+    }
+  };
+  str('schema', 63);
+  flag('autoCreateSchema');
+  num('payloadMaxBytes', 1, 1_073_741_824);
+  if (given.transientRetry !== undefined && !isPlainObject(given.transientRetry)) {
+    add('storage.transientRetry', 'must be an object', given.transientRetry);
+  }
+  if (kind === 'sqlite') {
+    str('database');
+    num('busyTimeoutMs', 0, 60_000);
+  }
+  if (kind === 'postgres' || kind === 'mssql') {
+    for (const key of ['url', 'host', 'username', 'database']) str(key);
+    if (given.password !== undefined && typeof given.password !== 'string') {
+      add('storage.password', 'must be a string', '***');
+    }
+    num('port', 1, 65_535);
+    num('poolSize', 1, 1_000);
+    if (given.url === undefined && given.host === undefined) {
+      add('storage', `${kind} storage needs a url or a host`, given);
+    }
+  }
+  if (kind === 'postgres' || kind === 'dataSource') flag('notify');
+  if (kind === 'mssql' && given.options !== undefined && !isPlainObject(given.options)) {
+    add('storage.options', 'must be an object of mssql driver options', given.options);
+  }
+  const storage = { ...given } as unknown as StorageOptions & { database?: string };
+  if (kind === 'sqlite' && storage.database === undefined) storage.database = 'chokaq.db';
+  if (storage.payloadMaxBytes === undefined) storage.payloadMaxBytes = payloadMaxBytes;
+  return storage;
+}
+
+function isPlainObjectLike(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null;
+}

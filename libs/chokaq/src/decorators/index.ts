@@ -1,0 +1,3 @@
+export * from './job-definition';
+export * from './job-handler.decorator';
+export * from './recurring-job.decorator';

@@ -1,0 +1,79 @@
+import * as api from './index';
+
+/**
+ * Pins the runtime names of the public API. A change here is a change of the published package:
+ * update the README and the changelog with it.
+ */
+describe('public API (index.ts)', () => {
+  it('exports exactly these values', () => {
+    expect(Object.keys(api).sort()).toEqual(
+      [
+        'ChokaQAdmin',
+        'ChokaQDrainTimeoutError',
+        'ChokaQDuplicateHandlerError',
+        'ChokaQDuplicateRecurringJobError',
+        'ChokaQError',
+        'ChokaQFatalError',
+        'ChokaQHandlerScopeError',
+        'ChokaQJobAbortedError',
+        'ChokaQJobTimeoutError',
+        'ChokaQModule',
+        'ChokaQStorageUnavailableError',
+        'ChokaQTesting',
+        'ChokaQThrottledError',
+        'ChokaQTransactionError',
+        'ChokaQValidationError',
+        'ChokaQWorkerDisabledError',
+        'FailureReason',
+        'HandlerRegistry',
+        'JobClient',
+        'JobHandler',
+        'JobStatus',
+        'MAX_ENQUEUE_MANY',
+        'MAX_PAGE_SIZE',
+        'RecurringJob',
+        'defineJob',
+        'getChokaQOptionsToken',
+        'getJobStorageToken',
+        'resolveChokaQOptions',
+      ].sort(),
+    );
+  });
+
+  it('exposes forRoot and forRootAsync', () => {
+    expect(typeof api.ChokaQModule.forRoot).toBe('function');
+    expect(typeof api.ChokaQModule.forRootAsync).toBe('function');
+  });
+
+  it('keeps the contract codes of SPEC §2', () => {
+    expect(api.JobStatus).toMatchObject({
+      Pending: 0,
+      Fetched: 1,
+      Processing: 2,
+      Succeeded: 3,
+      Failed: 4,
+      Cancelled: 5,
+      Zombie: 6,
+    });
+    expect(api.FailureReason).toMatchObject({
+      MaxRetriesExceeded: 0,
+      Cancelled: 1,
+      Zombie: 2,
+      CircuitBreakerOpen: 3,
+      Throttled: 5,
+      FatalError: 6,
+      Timeout: 7,
+      HeartbeatFailure: 9,
+      RetryLifetimeExpired: 10,
+      NoHandler: 11,
+    });
+  });
+
+  it('makes every error a ChokaQError', () => {
+    for (const [name, value] of Object.entries(api)) {
+      if (name.endsWith('Error') && name !== 'ChokaQError') {
+        expect((value as { prototype: unknown }).prototype).toBeInstanceOf(api.ChokaQError);
+      }
+    }
+  });
+});

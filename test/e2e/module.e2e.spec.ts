@@ -1,0 +1,195 @@
+import { Injectable, Module } from '@nestjs/common';
+import { Test } from '@nestjs/testing';
+import {
+  ChokaQAdmin,
+  ChokaQDuplicateHandlerError,
+  ChokaQMiddleware,
+  ChokaQModule,
+  ChokaQModuleOptions,
+  ChokaQTesting,
+  ChokaQValidationError,
+  ChokaQWorkerDisabledError,
+  FailureReason,
+  HandlerRegistry,
+  JobClient,
+  JobContext,
+  JobHandler,
+  defineJob,
+} from '../../libs/chokaq/src';
+import { ChokaQOrchestrator } from '../../libs/chokaq/src/chokaq.orchestrator';
+import { bootApp, closeAndCheck, FAST_OPTIONS, mergeOptions, quietLogger } from './support/e2e-app';
+import { E2eDatabase, createE2eDatabase, describeEachE2e } from './support/e2e-database';
+
+const Mail = defineJob<{ to: string }>('mail', 'send.v1');
+
+@Injectable()
+class Trace {
+  readonly events: string[] = [];
+}
+
+@Injectable()
+class OuterMiddleware implements ChokaQMiddleware {
+  constructor(private readonly trace: Trace) {}
+  async use(ctx: JobContext, _payload: unknown, next: () => Promise<unknown>): Promise<unknown> {
+    this.trace.events.push(`outer:before:${ctx.type}`);
+    const result = await next();
+    this.trace.events.push('outer:after');
+    return result;
+  }
+}
+
+@Injectable()
+class InnerMiddleware implements ChokaQMiddleware {
+  constructor(private readonly trace: Trace) {}
+  async use(_ctx: JobContext, _payload: unknown, next: () => Promise<unknown>): Promise<unknown> {
+    this.trace.events.push('inner');
+    return next();
+  }
+}
+
+@Injectable()
+class MailHandlers {
+  constructor(private readonly trace: Trace) {}
+  @JobHandler(Mail)
+  async send(p: { to: string }, ctx: JobContext): Promise<void> {
+    this.trace.events.push(`handler:${p.to}`);
+    if (p.to === 'bad') throw new Error(`bounce ${ctx.attempt}`);
+  }
+}
+
+@Injectable()
+class DuplicateMail {
+  @JobHandler('mail', { type: 'send.v1' })
+  async again(): Promise<void> {}
+}
+
+/** Trace lives in a global module, so middleware (providers of ChokaQModule) can inject it. */
+@Module({ providers: [Trace], exports: [Trace] })
+class TraceModule {}
+
+describeEachE2e('ChokaQModule wiring', (dialect) => {
+  let db: E2eDatabase;
+  beforeEach(async () => (db = await createE2eDatabase(dialect)));
+  afterEach(async () => db.close());
+
+  it('producer-only: JobClient and admin work, no worker runs, ChokaQTesting runs due jobs', async () => {
+    const app = await bootApp(db, {
+      providers: [Trace, MailHandlers],
+      options: { worker: { enabled: false }, retry: { baseDelayMs: 0 } },
+    });
+    const jobs = app.get(JobClient);
+    const admin = app.get(ChokaQAdmin);
+    const ok = await jobs.enqueue(Mail, { to: 'a@b.c' });
+    const bad = await jobs.enqueue(Mail, { to: 'bad' });
+    // No loop runs: the jobs stay Pending.
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    expect(await db.count('jobs_hot', 'status = 0')).toBe(2);
+    expect(admin.workerStats()).toBeNull();
+    expect(() => admin.setConcurrency(3)).toThrow(ChokaQWorkerDisabledError);
+
+    const outcomes = await ChokaQTesting.runDueJobs(app, { queues: ['mail'] });
+    const final = outcomes.filter((o) => o.outcome !== 'retried');
+    expect(final.map((o) => [o.id, o.outcome]).sort()).toEqual(
+      [
+        [ok, 'succeeded'],
+        [bad, 'failed'],
+      ].sort(),
+    );
+    expect(final.find((o) => o.id === bad)?.reason).toBe(FailureReason.MaxRetriesExceeded);
+    expect((await jobs.getJob(ok))?.pillar).toBe('archive');
+    expect((await jobs.getJob(bad))?.pillar).toBe('dlq');
+    await closeAndCheck(app, db);
+  });
+
+  it('forRootAsync with useFactory, inject and DI-resolved middleware in order', async () => {
+    const moduleRef = await Test.createTestingModule({
+      imports: [
+        TraceModule,
+        ChokaQModule.forRootAsync({
+          imports: [TraceModule],
+          inject: [Trace],
+          useFactory: (trace: Trace): ChokaQModuleOptions => {
+            trace.events.push('factory');
+            return mergeOptions(FAST_OPTIONS, { storage: db.storage, worker: { enabled: false } });
+          },
+          middleware: [OuterMiddleware, InnerMiddleware],
+        }),
+      ],
+      providers: [MailHandlers],
+    })
+      .overrideProvider(Trace)
+      .useValue(new Trace())
+      .compile();
+    const app = moduleRef.createNestApplication({ logger: quietLogger() });
+    await app.init();
+    const trace = app.get(Trace);
+    await app.get(JobClient).enqueue(Mail, { to: 'x' });
+    await ChokaQTesting.runDueJobs(app);
+    expect(trace.events).toEqual([
+      'factory',
+      'outer:before:send.v1',
+      'inner',
+      'handler:x',
+      'outer:after',
+    ]);
+    await closeAndCheck(app, db);
+  });
+
+  it('forRootAsync with useClass', async () => {
+    @Injectable()
+    class ChokaQConfig {
+      createChokaQOptions(): ChokaQModuleOptions {
+        return mergeOptions(FAST_OPTIONS, { storage: db.storage, worker: { enabled: false } });
+      }
+    }
+    const moduleRef = await Test.createTestingModule({
+      imports: [ChokaQModule.forRootAsync({ useClass: ChokaQConfig })],
+    }).compile();
+    const app = await moduleRef.createNestApplication({ logger: quietLogger() }).init();
+    expect(await app.get(JobClient).enqueue('plain', { any: 1 })).toMatch(/^[0-9a-f-]{36}$/);
+    expect(app.get(HandlerRegistry).isEmpty).toBe(true);
+    await closeAndCheck(app, db);
+  });
+
+  it('fails at startup on duplicate handlers, and leaves nothing open', async () => {
+    const moduleRef = await Test.createTestingModule({
+      imports: [ChokaQModule.forRoot(mergeOptions(FAST_OPTIONS, { storage: db.storage }))],
+      providers: [Trace, MailHandlers, DuplicateMail],
+    }).compile();
+    const app = moduleRef.createNestApplication({ logger: quietLogger() });
+    await expect(app.init()).rejects.toThrow(ChokaQDuplicateHandlerError);
+    await expect(app.init()).rejects.toThrow(/MailHandlers\.send and DuplicateMail\.again/);
+    await app.close();
+    expect(app.get(ChokaQOrchestrator).localWorker).toBeUndefined();
+  });
+
+  it('fails at startup on invalid options, reporting every problem', async () => {
+    const moduleRef = Test.createTestingModule({
+      imports: [
+        ChokaQModule.forRoot({
+          storage: db.storage,
+          retry: { maxAttempts: 0 },
+          worker: { concurrency: -1 },
+        }),
+      ],
+    });
+    const error = await moduleRef.compile().then(
+      () => undefined,
+      (e: unknown) => e,
+    );
+    expect(error).toBeInstanceOf(ChokaQValidationError);
+    expect((error as ChokaQValidationError).issues.map((i) => i.path)).toEqual([
+      'retry.maxAttempts',
+      'worker.concurrency',
+    ]);
+  });
+
+  it('app.close() is idempotent and safe to repeat', async () => {
+    const app = await bootApp(db, { providers: [Trace, MailHandlers] });
+    const orchestrator = app.get(ChokaQOrchestrator);
+    await app.close();
+    await orchestrator.stop();
+    await orchestrator.stop();
+    expect(orchestrator.localWorker).toBeUndefined();
+  });
+});
