@@ -212,7 +212,14 @@ const mssql: DialectFixture = {
   available: mssqlAvailable(),
   async create(overrides) {
     const schema = uniqueName('chokaq_t_');
-    const options = { type: 'mssql', url: MSSQL_URL, schema, ...overrides } as StorageOptions;
+    // Test servers (a container, a dev box) usually have a self-signed certificate.
+    const options = {
+      type: 'mssql',
+      url: MSSQL_URL,
+      schema,
+      options: { trustServerCertificate: true },
+      ...overrides,
+    } as StorageOptions;
     const raw = new DataSource({
       type: 'mssql',
       url: MSSQL_URL,

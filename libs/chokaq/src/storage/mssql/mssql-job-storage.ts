@@ -1,12 +1,866 @@
-import { JobStorage } from '../job-storage';
+import { Logger } from '@nestjs/common';
+import type { DataSource, QueryRunner } from 'typeorm';
+import { ChokaQTransactionError, ChokaQValidationError } from '../../errors';
+import { FailureReason } from '../job-status';
+import {
+  BulkPreview,
+  CancelResult,
+  CompletedJob,
+  DlqErrorFamily,
+  DlqFilter,
+  DlqMove,
+  EnqueueOptions,
+  EnqueueResult,
+  FetchRequest,
+  HistoryFilter,
+  HotJob,
+  JobLease,
+  JobStorage,
+  JobView,
+  KeepAliveResult,
+  MAX_ENQUEUE_MANY,
+  NewJob,
+  Page,
+  PageQuery,
+  Pillar,
+  QueueHealth,
+  QueueInfo,
+  QueuePatch,
+  QueueStats,
+  RecurringJobDefinition,
+  RecurringJobRecord,
+  ResurrectEdits,
+  RetentionPolicy,
+  RetentionResult,
+  SummaryStats,
+  ThroughputStats,
+  ZombieRescueResult,
+  ActiveFilter,
+} from '../job-storage';
+import { assertDlqFilter, normalizePage } from '../shared/page';
+import { mapHotRow, mapJobView, mapQueueRow, toDate } from '../shared/row-mapper';
+import { sanitizeErrorText } from '../shared/text';
+import { withTransientRetry } from '../shared/transient-retry';
+import { isUuid } from '../shared/uuid';
+import {
+  ValidatedJob,
+  assertIds,
+  assertNonNegativeInt,
+  assertProgress,
+  assertQueueName,
+  validateEdits,
+  validateNewJob,
+  validateNewJobs,
+} from '../shared/validate-job';
 import { SqlStorageConfig } from '../storage-options';
+import { MssqlStatement } from './mssql-params';
+import { isDuplicateKeyError, isTransientMssqlError } from './mssql-errors';
+import * as SQL from './mssql.sql';
 
-// PLACEHOLDER while the mssql dialect is being written: declaration merging lets the rest of the
-// code type-check; every operation is missing at run time. Replace this whole file.
-// eslint-disable-next-line @typescript-eslint/no-empty-object-type, @typescript-eslint/no-unsafe-declaration-merging
-export interface MssqlJobStorage extends JobStorage {}
-// eslint-disable-next-line @typescript-eslint/no-unsafe-declaration-merging
-export class MssqlJobStorage {
+type Row = Record<string, unknown>;
+
+/** Items per `enqueueMany` statement (one JSON parameter, one transaction). */
+const ENQUEUE_CHUNK = 1_000;
+/** Upper bound of the JSON text of one `enqueueMany` chunk, to keep each transaction short. */
+const ENQUEUE_CHUNK_CHARS = 8_000_000;
+/** Leases per archive transaction. */
+const ARCHIVE_CHUNK = 1_000;
+/** Rows per bulk DLQ action statement (resurrect / purge by filter). */
+const BULK_BATCH = 500;
+/** Default bound of the rescue statements. */
+const DEFAULT_RESCUE_LIMIT = 1_000;
+/** Default rows per retention delete. */
+const DEFAULT_RETENTION_BATCH = 1_000;
+/** Attempts of an enqueue whose key holder vanished between the insert and the read-back. */
+const ENQUEUE_RACE_ATTEMPTS = 5;
+/** Lowest compatibility level with OPENJSON. */
+const MIN_COMPATIBILITY_LEVEL = 130;
+
+function num(value: unknown): number {
+  return typeof value === 'number' ? value : Number(value ?? 0);
+}
+
+function numOrNull(value: unknown): number | null {
+  return value === null || value === undefined ? null : Number(value);
+}
+
+function bool(value: unknown): boolean {
+  return value === true || value === 1 || value === '1';
+}
+
+function ids(rows: readonly Row[], column = 'Id'): string[] {
+  return rows.map((r) => String(r[column]));
+}
+
+/** The validated job in the shape the T-SQL builders take. */
+function toMssqlJob(job: ValidatedJob): SQL.MssqlNewJob {
+  return {
+    id: job.id,
+    queue: job.queue,
+    type: job.type,
+    payload: job.payload,
+    tags: job.tags,
+    idempotencyKey: job.idempotencyKey,
+    priority: job.priority,
+    delayMs: job.delayMs,
+    runAt: job.runAt,
+    createdBy: job.createdBy,
+  };
+}
+
+function assertLeases(leases: readonly JobLease[], path = 'leases'): JobLease[] {
+  if (!Array.isArray(leases)) {
+    throw new ChokaQValidationError([
+      { path, message: 'must be an array of leases', value: leases },
+    ]);
+  }
+  const issues = leases.flatMap((l, i) =>
+    l && isUuid(l.id) && typeof l.workerId === 'string' && typeof l.leaseId === 'string'
+      ? []
+      : [{ path: `${path}[${i}]`, message: 'must be { id: UUID, workerId, leaseId }', value: l }],
+  );
+  if (issues.length > 0) throw new ChokaQValidationError(issues);
+  return [...leases];
+}
+
+function chunks<T>(items: readonly T[], size: number): T[][] {
+  const out: T[][] = [];
+  for (let i = 0; i < items.length; i += size) out.push(items.slice(i, i + size));
+  return out;
+}
+
+/**
+ * The SQL Server / Azure SQL dialect of {@link JobStorage}. Every statement lives in
+ * `mssql.sql.ts`; this class validates inputs, runs statements through TypeORM's mssql driver
+ * (`QueryRunner.query(sql, params, true)`: positional `@0…` parameters, first result set in
+ * `records`), retries transient errors, and maps rows.
+ *
+ * Row counts never come from the driver: every batch runs with `SET NOCOUNT ON` and selects what
+ * it changed (ids from `OUTPUT … INTO` table variables, or `@@ROWCOUNT`).
+ */
+export class MssqlJobStorage implements JobStorage {
+  /** @inheritdoc */
   readonly dialect = 'mssql' as const;
-  constructor(readonly config: SqlStorageConfig) {}
+
+  private readonly logger = new Logger(MssqlJobStorage.name);
+  private readonly dataSource: DataSource;
+  private readonly schema: string;
+
+  constructor(private readonly config: SqlStorageConfig) {
+    this.dataSource = config.dataSource;
+    this.schema = config.schema;
+  }
+
+  // -------------------------------------------------------------------------------- plumbing
+
+  /** Runs one statement on `runner`, or on a pooled runner of its own that it releases. */
+  private async execute(statement: MssqlStatement, runner?: QueryRunner): Promise<Row[]> {
+    const own = runner ?? this.dataSource.createQueryRunner();
+    try {
+      const result = await own.query(statement.sql, [...statement.params], true);
+      return (result?.records ?? []) as Row[];
+    } finally {
+      if (!runner) await own.release();
+    }
+  }
+
+  /**
+   * Runs one statement with the transient retry. Safe to repeat: every statement is one batch
+   * whose failure rolled back everything it did (`XACT_ABORT`), and worker-owned statements are
+   * fenced, so a repeat after an ambiguous commit changes nothing.
+   */
+  private run(name: string, statement: MssqlStatement): Promise<Row[]> {
+    return withTransientRetry(
+      name,
+      () => this.execute(statement),
+      isTransientMssqlError,
+      this.config.transientRetry,
+    );
+  }
+
+  private callerRunner(transaction: unknown): QueryRunner {
+    const runner = transaction as QueryRunner;
+    if (!runner || typeof runner !== 'object' || typeof runner.query !== 'function') {
+      throw new ChokaQTransactionError('the transaction option is not a TypeORM QueryRunner');
+    }
+    if (runner.dataSource !== this.dataSource) {
+      throw new ChokaQTransactionError('the QueryRunner belongs to another DataSource');
+    }
+    if (runner.isReleased) throw new ChokaQTransactionError('the QueryRunner was already released');
+    if (!runner.isTransactionActive) {
+      throw new ChokaQTransactionError('no transaction is open on the QueryRunner');
+    }
+    return runner;
+  }
+
+  // -------------------------------------------------------------------------------- lifecycle
+
+  /** @inheritdoc */
+  async prepare(): Promise<void> {
+    const rows = await this.run('prepare', SQL.compatibilityLevelSql());
+    const level = num(rows[0]?.CompatibilityLevel);
+    if (level > 0 && level < MIN_COMPATIBILITY_LEVEL) {
+      this.logger.warn(
+        `SQL Server database compatibility level is ${level}; ChokaQ needs ${MIN_COMPATIBILITY_LEVEL}+ ` +
+          `(OPENJSON). Raise it with ALTER DATABASE … SET COMPATIBILITY_LEVEL = ${MIN_COMPATIBILITY_LEVEL}.`,
+      );
+    }
+  }
+
+  /** @inheritdoc */
+  async ensureSchema(): Promise<void> {
+    await this.run('ensureSchema', SQL.ensureSchemaSql(this.schema));
+    this.logger.log(`SQL Server schema [${this.schema}] is ready`);
+  }
+
+  /** @inheritdoc */
+  async close(): Promise<void> {
+    if (this.config.ownsDataSource && this.dataSource.isInitialized)
+      await this.dataSource.destroy();
+  }
+
+  /** @inheritdoc */
+  async now(): Promise<Date> {
+    const rows = await this.run('now', SQL.nowSql());
+    return toDate(rows[0]?.NowUtc)!;
+  }
+
+  /** SQL Server has no LISTEN/NOTIFY: same-process wake-ups and polling remain. */
+  async subscribe(): Promise<null> {
+    return null;
+  }
+
+  // -------------------------------------------------------------------------------- producer
+
+  /** @inheritdoc */
+  async enqueue(job: NewJob, options?: EnqueueOptions): Promise<EnqueueResult> {
+    const validated = toMssqlJob(validateNewJob(job, this.config.payloadMaxBytes));
+    const runner =
+      options?.transaction !== undefined ? this.callerRunner(options.transaction) : undefined;
+    const statement = SQL.enqueueSql(this.schema, validated);
+    for (let attempt = 1; ; attempt++) {
+      let rows: Row[];
+      try {
+        rows = runner
+          ? await this.execute(statement, runner)
+          : await this.run('enqueue', statement);
+      } catch (error) {
+        // The unique index caught a same-key (or same-id) insert that the range lock did not
+        // (e.g. SNAPSHOT isolation); running the statement again returns the holder.
+        if (isDuplicateKeyError(error) && attempt < ENQUEUE_RACE_ATTEMPTS) continue;
+        throw error;
+      }
+      const row = rows[0] ?? {};
+      if (num(row.Created) === 1) return { id: validated.id, created: true };
+      if (row.HolderId !== null && row.HolderId !== undefined) {
+        return { id: String(row.HolderId), created: false };
+      }
+      if (num(row.IdExists) === 1) return { id: validated.id, created: false };
+      // The key's holder left the hot table between our insert attempt and the read-back: the
+      // key is free again, so try again.
+      if (attempt >= ENQUEUE_RACE_ATTEMPTS) {
+        throw new Error(
+          `ChokaQ mssql: enqueue of ${validated.id} kept racing on its idempotency key`,
+        );
+      }
+    }
+  }
+
+  /** @inheritdoc */
+  async enqueueMany(jobs: readonly NewJob[], options?: EnqueueOptions): Promise<EnqueueResult[]> {
+    const validated = validateNewJobs(jobs, this.config.payloadMaxBytes).map(toMssqlJob);
+    if (validated.length === 0) return [];
+    if (validated.length > MAX_ENQUEUE_MANY) {
+      throw new ChokaQValidationError([
+        { path: 'items', message: `must have at most ${MAX_ENQUEUE_MANY} items`, value: jobs },
+      ]);
+    }
+    const runner =
+      options?.transaction !== undefined ? this.callerRunner(options.transaction) : undefined;
+    const results: EnqueueResult[] = [];
+    for (const chunk of this.enqueueChunks(validated)) {
+      const statement = SQL.enqueueManySql(this.schema, chunk);
+      let rows: Row[] = [];
+      for (let attempt = 1; ; attempt++) {
+        try {
+          rows = runner
+            ? await this.execute(statement, runner)
+            : await this.run('enqueueMany', statement);
+          break;
+        } catch (error) {
+          if (!runner && isDuplicateKeyError(error) && attempt < ENQUEUE_RACE_ATTEMPTS) continue;
+          throw error;
+        }
+      }
+      const byOrd = new Map(rows.map((r) => [num(r.Ord), r]));
+      chunk.forEach((job, i) => {
+        const row = byOrd.get(i);
+        results.push({
+          id: row ? String(row.Id) : job.id,
+          created: row ? num(row.Created) === 1 : false,
+        });
+      });
+    }
+    return results;
+  }
+
+  private enqueueChunks(jobs: SQL.MssqlNewJob[]): SQL.MssqlNewJob[][] {
+    const out: SQL.MssqlNewJob[][] = [];
+    let current: SQL.MssqlNewJob[] = [];
+    let chars = 0;
+    for (const job of jobs) {
+      const size = job.payload.length + 512;
+      if (
+        current.length > 0 &&
+        (current.length >= ENQUEUE_CHUNK || chars + size > ENQUEUE_CHUNK_CHARS)
+      ) {
+        out.push(current);
+        current = [];
+        chars = 0;
+      }
+      current.push(job);
+      chars += size;
+    }
+    if (current.length > 0) out.push(current);
+    return out;
+  }
+
+  // -------------------------------------------------------------------------------- worker-owned
+
+  /** @inheritdoc */
+  async fetchNextBatch(request: FetchRequest): Promise<HotJob[]> {
+    const limit = assertNonNegativeInt(request.limit, 'limit', 10_000);
+    const queues = [...new Set(request.handled?.queues ?? [])];
+    const types = request.handled?.types ?? [];
+    if (limit === 0 || (queues.length === 0 && types.length === 0)) return [];
+    const rows = await this.run(
+      'fetchNextBatch',
+      SQL.claimSql(this.schema, {
+        workerId: request.workerId,
+        leaseId: request.leaseId,
+        limit,
+        queues,
+        types,
+      }),
+    );
+    return rows.map(mapHotRow);
+  }
+
+  /** @inheritdoc */
+  async markAsProcessing(leases: readonly JobLease[]): Promise<string[]> {
+    const list = assertLeases(leases);
+    if (list.length === 0) return [];
+    return ids(await this.run('markAsProcessing', SQL.markAsProcessingSql(this.schema, list)));
+  }
+
+  /** @inheritdoc */
+  async keepAlive(workerId: string, leases: readonly JobLease[]): Promise<KeepAliveResult> {
+    const list = assertLeases(leases);
+    if (list.length === 0) return { touched: 0, cancelRequested: [] };
+    const rows = await this.run('keepAlive', SQL.keepAliveSql(this.schema, workerId, list));
+    return {
+      touched: rows.length,
+      cancelRequested: rows.filter((r) => num(r.CancelRequested) === 1).map((r) => String(r.Id)),
+    };
+  }
+
+  /** @inheritdoc */
+  async release(leases: readonly JobLease[], delayMs?: number): Promise<number> {
+    const list = assertLeases(leases);
+    const delay = delayMs === undefined ? null : assertNonNegativeInt(delayMs, 'delayMs');
+    if (list.length === 0) return 0;
+    const rows = await this.run('release', SQL.releaseSql(this.schema, list, delay));
+    return num(rows[0]?.Affected);
+  }
+
+  /** @inheritdoc */
+  async reportProgress(lease: JobLease, percent: number): Promise<number> {
+    const [owned] = assertLeases([lease], 'lease');
+    const value = assertProgress(percent);
+    const rows = await this.run('reportProgress', SQL.reportProgressSql(this.schema, owned, value));
+    return num(rows[0]?.Affected);
+  }
+
+  /** @inheritdoc */
+  async rescheduleForRetry(lease: JobLease, delayMs: number, error: string): Promise<number> {
+    const [owned] = assertLeases([lease], 'lease');
+    const delay = assertNonNegativeInt(delayMs, 'delayMs');
+    const rows = await this.run(
+      'rescheduleForRetry',
+      SQL.rescheduleSql(this.schema, owned, delay, sanitizeErrorText(String(error))),
+    );
+    return num(rows[0]?.Affected);
+  }
+
+  /** @inheritdoc */
+  async archiveSucceeded(items: readonly CompletedJob[]): Promise<string[]> {
+    const list = assertLeases(items, 'items') as CompletedJob[];
+    const moved: string[] = [];
+    for (const chunk of chunks(list, ARCHIVE_CHUNK)) {
+      const normalized = chunk.map((i) => ({
+        ...i,
+        durationMs: Math.max(0, Math.round(Number.isFinite(i.durationMs) ? i.durationMs : 0)),
+      }));
+      moved.push(
+        ...ids(
+          await this.run('archiveSucceeded', SQL.archiveSucceededSql(this.schema, normalized)),
+        ),
+      );
+    }
+    return moved;
+  }
+
+  /** @inheritdoc */
+  async moveToDlq(target: JobLease | { id: string }, move: DlqMove): Promise<number> {
+    const owned = 'leaseId' in target && target.leaseId !== undefined;
+    if (owned) assertLeases([target as JobLease], 'target');
+    else assertIds([target.id], 'target.id');
+    if (!(move.reason in FailureReason)) {
+      throw new ChokaQValidationError([
+        { path: 'move.reason', message: 'must be a FailureReason code', value: move.reason },
+      ]);
+    }
+    const duration =
+      move.durationMs === undefined || !Number.isFinite(move.durationMs)
+        ? null
+        : Math.max(0, Math.round(move.durationMs));
+    const rows = await this.run(
+      'moveToDlq',
+      SQL.moveToDlqSql(
+        this.schema,
+        owned ? (target as JobLease) : { id: target.id },
+        move.reason,
+        sanitizeErrorText(String(move.error ?? '')),
+        move.actor ?? null,
+        duration,
+      ),
+    );
+    return num(rows[0]?.Affected);
+  }
+
+  /** @inheritdoc */
+  async cancel(idList: readonly string[], actor?: string): Promise<CancelResult> {
+    const unique = assertIds(idList);
+    if (unique.length === 0) return { cancelled: [], cancelRequested: [] };
+    const rows = await this.run('cancel', SQL.cancelSql(this.schema, unique, actor ?? null));
+    return {
+      cancelled: rows.filter((r) => num(r.Kind) === 0).map((r) => String(r.Id)),
+      cancelRequested: rows.filter((r) => num(r.Kind) === 1).map((r) => String(r.Id)),
+    };
+  }
+
+  // -------------------------------------------------------------------------------- DLQ → hot
+
+  /** @inheritdoc */
+  async resurrect(id: string, edits?: ResurrectEdits, actor?: string): Promise<number> {
+    const [key] = assertIds([id], 'id');
+    const valid = validateEdits(edits, this.config.payloadMaxBytes);
+    const rows = await this.run(
+      'resurrect',
+      SQL.resurrectSql(this.schema, { ids: [key] }, valid, actor ?? null),
+    );
+    return rows.length;
+  }
+
+  /** @inheritdoc */
+  async resurrectMany(idList: readonly string[], actor?: string): Promise<string[]> {
+    const unique = assertIds(idList);
+    if (unique.length === 0) return [];
+    return ids(
+      await this.run(
+        'resurrectMany',
+        SQL.resurrectSql(this.schema, { ids: unique }, null, actor ?? null),
+      ),
+    );
+  }
+
+  /** @inheritdoc */
+  async resurrectByFilter(filter: DlqFilter, max: number, actor?: string): Promise<string[]> {
+    const valid = assertDlqFilter(filter);
+    let remaining = assertNonNegativeInt(max, 'max', 1_000_000);
+    const moved: string[] = [];
+    while (remaining > 0) {
+      const batch = Math.min(BULK_BATCH, remaining);
+      const got = ids(
+        await this.run(
+          'resurrectByFilter',
+          SQL.resurrectSql(this.schema, { filter: valid, max: batch }, null, actor ?? null),
+        ),
+      );
+      moved.push(...got);
+      remaining -= got.length;
+      if (got.length < batch) break;
+    }
+    return moved;
+  }
+
+  // -------------------------------------------------------------------------------- rescue
+
+  /** @inheritdoc */
+  async recoverAbandoned(fetchedTimeoutMs: number, limit = DEFAULT_RESCUE_LIMIT): Promise<number> {
+    const timeout = assertNonNegativeInt(fetchedTimeoutMs, 'fetchedTimeoutMs');
+    const max = assertNonNegativeInt(limit, 'limit', 100_000);
+    if (max === 0) return 0;
+    const rows = await this.run(
+      'recoverAbandoned',
+      SQL.recoverAbandonedSql(this.schema, timeout, max),
+    );
+    return num(rows[0]?.Affected);
+  }
+
+  /** @inheritdoc */
+  async archiveZombies(
+    defaultZombieTimeoutMs: number,
+    limit = DEFAULT_RESCUE_LIMIT,
+  ): Promise<ZombieRescueResult> {
+    const timeout = assertNonNegativeInt(defaultZombieTimeoutMs, 'defaultZombieTimeoutMs');
+    const max = assertNonNegativeInt(limit, 'limit', 100_000);
+    if (max === 0) return { dlq: [], retried: [] };
+    const rows = await this.run('archiveZombies', SQL.archiveZombiesSql(this.schema, timeout, max));
+    return {
+      dlq: rows.filter((r) => num(r.Kind) === 0).map((r) => String(r.Id)),
+      retried: rows.filter((r) => num(r.Kind) === 1).map((r) => String(r.Id)),
+    };
+  }
+
+  // -------------------------------------------------------------------------------- queues
+
+  /** @inheritdoc */
+  async getQueues(): Promise<QueueInfo[]> {
+    return (await this.run('getQueues', SQL.getQueuesSql(this.schema))).map(mapQueueRow);
+  }
+
+  /** @inheritdoc */
+  async updateQueue(name: string, patch: QueuePatch): Promise<QueueInfo> {
+    const queue = assertQueueName(name, 'name');
+    const p = patch ?? {};
+    const issues: { path: string; message: string; value: unknown }[] = [];
+    for (const key of ['maxWorkers', 'zombieTimeoutSeconds', 'executionTimeoutMs'] as const) {
+      const v = p[key];
+      if (v !== undefined && v !== null && !(Number.isInteger(v) && v >= 0 && v <= 2_147_483_647)) {
+        issues.push({
+          path: `patch.${key}`,
+          message: 'must be null or an integer from 0 to 2147483647',
+          value: v,
+        });
+      }
+    }
+    for (const key of ['isPaused', 'isActive', 'retryZombies'] as const) {
+      const v = p[key];
+      if (v !== undefined && typeof v !== 'boolean') {
+        issues.push({ path: `patch.${key}`, message: 'must be a boolean', value: v });
+      }
+    }
+    if (issues.length > 0) throw new ChokaQValidationError(issues);
+    const rows = await this.run('updateQueue', SQL.updateQueueSql(this.schema, queue, p));
+    return mapQueueRow(rows[0]);
+  }
+
+  // -------------------------------------------------------------------------------- purge / retention
+
+  /** @inheritdoc */
+  async purgeDlq(idList: readonly string[]): Promise<number> {
+    const unique = assertIds(idList);
+    if (unique.length === 0) return 0;
+    const rows = await this.run('purgeDlq', SQL.purgeDlqSql(this.schema, unique));
+    return num(rows[0]?.Affected);
+  }
+
+  /** @inheritdoc */
+  async purgeDlqByFilter(filter: DlqFilter, max: number): Promise<number> {
+    const valid = assertDlqFilter(filter);
+    let remaining = assertNonNegativeInt(max, 'max', 10_000_000);
+    let deleted = 0;
+    while (remaining > 0) {
+      const batch = Math.min(BULK_BATCH, remaining);
+      const rows = await this.run(
+        'purgeDlqByFilter',
+        SQL.purgeDlqBatchSql(this.schema, valid, batch),
+      );
+      const n = num(rows[0]?.Affected);
+      deleted += n;
+      remaining -= n;
+      if (n < batch) break;
+    }
+    return deleted;
+  }
+
+  /** @inheritdoc */
+  async applyRetention(policy: RetentionPolicy): Promise<RetentionResult> {
+    const batch =
+      assertNonNegativeInt(policy.batchSize ?? DEFAULT_RETENTION_BATCH, 'batchSize', 100_000) || 1;
+    const sweep = async (target: SQL.MssqlRetentionTarget, ageMs: number): Promise<number> => {
+      const age = assertNonNegativeInt(ageMs, `${target}Ms`);
+      let total = 0;
+      for (;;) {
+        const rows = await this.run(
+          'applyRetention',
+          SQL.retentionBatchSql(this.schema, target, age, batch),
+        );
+        const n = num(rows[0]?.Affected);
+        total += n;
+        if (n < batch) return total;
+      }
+    };
+    return {
+      archive: await sweep('archive', policy.archiveMs),
+      dlq: await sweep('dlq', policy.dlqMs),
+      metricBuckets: await sweep('buckets', policy.metricsMs),
+    };
+  }
+
+  // -------------------------------------------------------------------------------- reads
+
+  /** @inheritdoc */
+  async getJob(id: string): Promise<JobView | null> {
+    const [key] = assertIds([id], 'id');
+    const rows = await this.run('getJob', SQL.getJobSql(this.schema, key));
+    return rows[0] ? mapJobView(rows[0], String(rows[0].Pillar) as Pillar) : null;
+  }
+
+  private async page<F extends object>(
+    pillar: Pillar,
+    query: PageQuery<F> | undefined,
+  ): Promise<Page<JobView>> {
+    const page = normalizePage(pillar, query);
+    const filter = page.filter as ActiveFilter & HistoryFilter & DlqFilter;
+    const [countRows, rows] = [
+      await this.run('page.count', SQL.pageCountSql(this.schema, pillar, filter)),
+      await this.run('page', SQL.pageSql(this.schema, pillar, { ...page, filter })),
+    ];
+    return {
+      items: rows.map((r) => mapJobView(r, pillar)),
+      total: num(countRows[0]?.Total),
+      page: page.page,
+      pageSize: page.pageSize,
+    };
+  }
+
+  /** @inheritdoc */
+  listActive(query: PageQuery<ActiveFilter>): Promise<Page<JobView>> {
+    return this.page('hot', query);
+  }
+
+  /** @inheritdoc */
+  getArchivePage(query: PageQuery<HistoryFilter>): Promise<Page<JobView>> {
+    return this.page('archive', query);
+  }
+
+  /** @inheritdoc */
+  getDlqPage(query: PageQuery<DlqFilter>): Promise<Page<JobView>> {
+    return this.page('dlq', query);
+  }
+
+  /** @inheritdoc */
+  async getSummary(): Promise<SummaryStats> {
+    const r = (await this.run('getSummary', SQL.summarySql(this.schema)))[0] ?? {};
+    return {
+      succeededTotal: num(r.SucceededTotal),
+      failedTotal: num(r.FailedTotal),
+      cancelledTotal: num(r.CancelledTotal),
+      retriedTotal: num(r.RetriedTotal),
+      resurrectedTotal: num(r.ResurrectedTotal),
+      pending: num(r.Pending),
+      fetched: num(r.Fetched),
+      processing: num(r.Processing),
+      archived: num(r.Archived),
+      dlq: num(r.Dlq),
+    };
+  }
+
+  /** @inheritdoc */
+  async getQueueStats(): Promise<QueueStats[]> {
+    const rows = await this.run('getQueueStats', SQL.queueStatsSql(this.schema));
+    return rows.map((r) => ({
+      queue: String(r.Queue),
+      pending: num(r.Pending),
+      fetched: num(r.Fetched),
+      processing: num(r.Processing),
+      archived: num(r.Archived),
+      dlq: num(r.Dlq),
+      succeededTotal: num(r.SucceededTotal),
+      failedTotal: num(r.FailedTotal),
+      cancelledTotal: num(r.CancelledTotal),
+      retriedTotal: num(r.RetriedTotal),
+      resurrectedTotal: num(r.ResurrectedTotal),
+      lastActivityUtc: toDate(r.LastActivityUtc),
+      isPaused: bool(r.IsPaused),
+      isActive: bool(r.IsActive),
+      maxWorkers: numOrNull(r.MaxWorkers),
+    }));
+  }
+
+  /** @inheritdoc */
+  async getQueueHealth(): Promise<QueueHealth[]> {
+    const rows = await this.run('getQueueHealth', SQL.queueHealthSql(this.schema));
+    return rows.map((r) => {
+      const maxWorkers = numOrNull(r.MaxWorkers);
+      const active = num(r.Active);
+      return {
+        queue: String(r.Queue),
+        duePending: num(r.DuePending),
+        avgLagMs: Math.round(num(r.AvgLagMs)),
+        maxLagMs: num(r.MaxLagMs),
+        active,
+        maxWorkers,
+        saturation: maxWorkers === null || maxWorkers === 0 ? null : active / maxWorkers,
+      };
+    });
+  }
+
+  /** @inheritdoc */
+  async getThroughput(queue?: string): Promise<ThroughputStats> {
+    const name = queue === undefined ? undefined : assertQueueName(queue);
+    const r = (await this.run('getThroughput', SQL.throughputSql(this.schema, name)))[0] ?? {};
+    return {
+      perSecond1m: num(r.Completed1m) / 60,
+      perSecond5m: num(r.Completed5m) / 300,
+      succeeded1m: num(r.Succeeded1m),
+      failed1m: num(r.Failed1m),
+      succeeded5m: num(r.Succeeded5m),
+      failed5m: num(r.Failed5m),
+    };
+  }
+
+  /** @inheritdoc */
+  async getTopDlqErrors(limit: number, filter?: DlqFilter): Promise<DlqErrorFamily[]> {
+    const top = assertNonNegativeInt(limit, 'limit', 1_000);
+    if (top === 0) return [];
+    const rows = await this.run(
+      'getTopDlqErrors',
+      SQL.topDlqErrorsSql(this.schema, top, assertDlqFilter(filter)),
+    );
+    return rows.map((r) => ({
+      error: String(r.Family ?? ''),
+      count: num(r.FamilyCount),
+      lastFailedAtUtc: toDate(r.LastFailedAtUtc)!,
+    }));
+  }
+
+  /** @inheritdoc */
+  async previewDlqFilter(filter: DlqFilter, max: number): Promise<BulkPreview> {
+    const valid = assertDlqFilter(filter);
+    const bound = assertNonNegativeInt(max, 'max', 10_000_000);
+    const matched = num(
+      (await this.run('previewDlqFilter', SQL.previewCountSql(this.schema, valid)))[0]?.Total,
+    );
+    const sample = Math.min(SQL.PREVIEW_SAMPLE, bound);
+    const sampleIds =
+      sample === 0
+        ? []
+        : ids(await this.run('previewDlqFilter', SQL.previewSampleSql(this.schema, valid, sample)));
+    return { matched, willAffect: Math.min(matched, bound), sampleIds };
+  }
+
+  // -------------------------------------------------------------------------------- recurring
+
+  /** @inheritdoc */
+  async upsertRecurringJob(definition: RecurringJobDefinition): Promise<void> {
+    const issues: { path: string; message: string; value: unknown }[] = [];
+    const text = (key: 'name' | 'cron' | 'timeZone' | 'type', max: number) => {
+      const v = definition[key];
+      if (typeof v !== 'string' || v.length < 1 || v.length > max || v.includes('\u0000')) {
+        issues.push({ path: key, message: `must be a string of 1–${max} characters`, value: v });
+      }
+    };
+    text('name', 255);
+    text('cron', 255);
+    text('timeZone', 100);
+    text('type', 255);
+    if (definition.misfirePolicy !== 'skip' && definition.misfirePolicy !== 'none') {
+      issues.push({
+        path: 'misfirePolicy',
+        message: "must be 'skip' or 'none'",
+        value: definition.misfirePolicy,
+      });
+    }
+    if (
+      !(definition.nextSlotUtc instanceof Date) ||
+      !Number.isFinite(definition.nextSlotUtc.getTime())
+    ) {
+      issues.push({
+        path: 'nextSlotUtc',
+        message: 'must be a valid Date',
+        value: definition.nextSlotUtc,
+      });
+    }
+    if (issues.length > 0) throw new ChokaQValidationError(issues);
+    const queue = assertQueueName(definition.queue);
+    await this.run(
+      'upsertRecurringJob',
+      SQL.upsertRecurringSql(this.schema, {
+        name: definition.name,
+        cron: definition.cron,
+        timeZone: definition.timeZone,
+        queue,
+        type: definition.type,
+        payload: JSON.stringify(definition.payload ?? null),
+        misfirePolicy: definition.misfirePolicy,
+        nextSlotUtc: definition.nextSlotUtc,
+      }),
+    );
+  }
+
+  /** @inheritdoc */
+  async getRecurringJobs(): Promise<RecurringJobRecord[]> {
+    const rows = await this.run('getRecurringJobs', SQL.getRecurringSql(this.schema));
+    return rows.map((r) => ({
+      name: String(r.Name),
+      cron: String(r.Cron),
+      timeZone: String(r.TimeZone),
+      queue: String(r.Queue),
+      type: String(r.Type),
+      payload: r.Payload === null || r.Payload === undefined ? null : JSON.parse(String(r.Payload)),
+      misfirePolicy: String(r.MisfirePolicy) === 'none' ? 'none' : 'skip',
+      nextSlotUtc: toDate(r.NextSlotUtc)!,
+      lastSlotUtc: toDate(r.LastSlotUtc),
+      isPaused: bool(r.IsPaused),
+    }));
+  }
+
+  /** @inheritdoc */
+  async claimRecurringSlot(
+    name: string,
+    slotUtc: Date,
+    nextSlotUtc: Date,
+    job: NewJob | null,
+  ): Promise<EnqueueResult | null> {
+    const validated = job ? toMssqlJob(validateNewJob(job, this.config.payloadMaxBytes)) : null;
+    return withTransientRetry(
+      'claimRecurringSlot',
+      async () => {
+        const runner = this.dataSource.createQueryRunner();
+        try {
+          await runner.startTransaction();
+          const cas = await this.execute(
+            SQL.claimRecurringSlotSql(this.schema, name, slotUtc, nextSlotUtc),
+            runner,
+          );
+          if (num(cas[0]?.Affected) === 0) {
+            await runner.rollbackTransaction();
+            return null;
+          }
+          // Like the other dialects: a slot advanced without a job (nothing to enqueue) reports null.
+          let result: EnqueueResult | null = null;
+          if (validated) {
+            const row =
+              (await this.execute(SQL.enqueueSql(this.schema, validated), runner))[0] ?? {};
+            result =
+              num(row.Created) === 1
+                ? { id: validated.id, created: true }
+                : { id: String(row.HolderId ?? validated.id), created: false };
+          }
+          await runner.commitTransaction();
+          return result;
+        } catch (error) {
+          if (runner.isTransactionActive) await runner.rollbackTransaction().catch(() => undefined);
+          throw error;
+        } finally {
+          await runner.release();
+        }
+      },
+      isTransientMssqlError,
+      this.config.transientRetry,
+    );
+  }
 }

@@ -1,0 +1,81 @@
+import { MssqlParameter } from 'typeorm';
+
+/** A bound value: TypeORM sends each one as `@0`, `@1`, … in array order. */
+export type MssqlParam = MssqlParameter;
+
+/** One T-SQL batch and its positional parameters. */
+export interface MssqlStatement {
+  readonly sql: string;
+  readonly params: readonly MssqlParam[];
+}
+
+/**
+ * Collects the parameters of one statement and hands back their placeholders. Every value is
+ * explicitly typed, because `mssql` would otherwise send strings as `nvarchar`, and comparing an
+ * `nvarchar` parameter with a `varchar` key column (`Id`, `Queue`, `LeaseId`) converts the column
+ * and turns index seeks into scans.
+ */
+export class ParamList {
+  private readonly values: MssqlParam[] = [];
+
+  /** The parameters collected so far, in placeholder order. */
+  get params(): readonly MssqlParam[] {
+    return this.values;
+  }
+
+  private push(param: MssqlParam): string {
+    this.values.push(param);
+    return `@${this.values.length - 1}`;
+  }
+
+  /**
+   * ASCII keys (ids, lease ids, queue names), validated before they get here. TypeORM sends a
+   * `varchar` parameter as `nvarchar` unless the driver option `disableAsciiToUnicodeParamConversion`
+   * is set, and an `nvarchar` value compared with a `varchar` column converts the column (a scan
+   * under SQL collations). So the placeholder is wrapped in `CAST(… AS varchar(n))`: the comparison
+   * stays varchar = varchar and seeks, whatever the driver option.
+   */
+  varchar(value: string | null, length: number): string {
+    return `CAST(${this.push(new MssqlParameter(value, 'varchar', length))} AS varchar(${length}))`;
+  }
+
+  /** Unicode text (types, error text, payloads, JSON documents). */
+  nvarchar(value: string | null): string {
+    return this.push(new MssqlParameter(value, 'nvarchar'));
+  }
+
+  /** A 32-bit integer. */
+  int(value: number | null): string {
+    return this.push(new MssqlParameter(value, 'int'));
+  }
+
+  /** A 64-bit integer (milliseconds). */
+  bigint(value: number | null): string {
+    return this.push(new MssqlParameter(value, 'bigint'));
+  }
+
+  /** A bit. */
+  bit(value: boolean | null): string {
+    return this.push(new MssqlParameter(value === null ? null : value ? 1 : 0, 'bit'));
+  }
+
+  /**
+   * An instant, sent as ISO-8601 text without a zone (`2024-05-01T10:00:00.000`) and read with
+   * `CONVERT(datetime2(3), @n, 126)`. Never a JS `Date`: TypeORM opens SQL Server connections with
+   * `useUTC: false` unless told otherwise, and tedious would then send local wall-clock time.
+   */
+  instant(value: Date | null): string {
+    const text = value === null ? null : value.toISOString().slice(0, 23);
+    return `CONVERT(datetime2(3), ${this.push(new MssqlParameter(text, 'varchar', 23))}, 126)`;
+  }
+
+  /** A JSON document (lists of ids, leases, jobs) read with `OPENJSON`: one parameter, any size. */
+  json(value: unknown): string {
+    return this.nvarchar(JSON.stringify(value));
+  }
+
+  /** The finished statement. */
+  statement(sql: string): MssqlStatement {
+    return { sql, params: [...this.values] };
+  }
+}

@@ -1,0 +1,419 @@
+/**
+ * SQL Server / Azure SQL DDL of ChokaQ (SPEC §2). The same text is run by `ensureSchema()` and
+ * printed by `npx chokaq schema --dialect mssql` for DBAs who apply scripts by hand.
+ *
+ * Requirements: SQL Server 2016 SP1+ or Azure SQL, database compatibility level 130+ (OPENJSON,
+ * DATEDIFF_BIG, `DATA_COMPRESSION` in every edition).
+ *
+ * Why the types are what they are:
+ * - `Id varchar(36)` clustered, not `uniqueidentifier`: SQL Server sorts `uniqueidentifier` by its
+ *   last byte group first, which would scatter the time-ordered UUIDv7 ids across the index.
+ * - `Payload nvarchar(max)`: the queue never looks inside a payload; JSON stays text.
+ * - Status codes are `tinyint` and appear as literals in every statement, so the filtered indexes
+ *   below match (a parameterised `Status = @p` cannot use an index filtered on `Status = 0`).
+ * - Times are `datetime2(3)` from `SYSUTCDATETIME()`: the database clock, millisecond precision.
+ * - `DueAtUtc` (not in SPEC §2's list, and invisible to the row mappers) is the claim's ordering
+ *   key, always `COALESCE(ScheduledAtUtc, EnqueuedAtUtc)`. It is a real column written by every
+ *   statement that changes either time, because a filtered index cannot key a computed column, and
+ *   without it "priority desc, then due time" could not be read in index order (O(batch)).
+ *
+ * There is no FILLFACTOR: the hot table's keys grow at the end (UUIDv7) and the history tables are
+ * append-only, so the default (100 %) is right, and the T-SQL grammar the tests use rejects it.
+ */
+
+/** Schema version this build creates; recorded in `SchemaMigrations`. */
+export const MSSQL_SCHEMA_VERSION = 1;
+
+/** One column of a ChokaQ table. */
+export interface MssqlColumn {
+  /** PascalCase column name (SPEC §2). */
+  readonly name: string;
+  /** SQL Server type. */
+  readonly type: string;
+  /** NULL allowed. */
+  readonly nullable: boolean;
+  /** Default expression, if any. */
+  readonly default?: string;
+}
+
+const c = (name: string, type: string, nullable: boolean, def?: string): MssqlColumn => ({
+  name,
+  type,
+  nullable,
+  default: def,
+});
+const NOW = 'SYSUTCDATETIME()';
+
+/** `JobsHot` columns, in table order (`OUTPUT deleted.* INTO @Moved` relies on this order). */
+export const HOT_COLUMNS: readonly MssqlColumn[] = [
+  c('Id', 'varchar(36)', false),
+  c('Queue', 'varchar(255)', false),
+  c('Type', 'nvarchar(255)', false),
+  c('Payload', 'nvarchar(max)', false),
+  c('Tags', 'nvarchar(max)', true),
+  c('IdempotencyKey', 'nvarchar(255)', true),
+  c('Priority', 'int', false),
+  c('Status', 'tinyint', false),
+  c('AttemptCount', 'int', false, '0'),
+  c('WorkerId', 'nvarchar(255)', true),
+  c('LeaseId', 'varchar(36)', true),
+  c('HeartbeatUtc', 'datetime2(3)', true),
+  c('ScheduledAtUtc', 'datetime2(3)', true),
+  c('DueAtUtc', 'datetime2(3)', false, NOW),
+  c('CreatedAtUtc', 'datetime2(3)', false, NOW),
+  c('EnqueuedAtUtc', 'datetime2(3)', false, NOW),
+  c('StartedAtUtc', 'datetime2(3)', true),
+  c('LastUpdatedUtc', 'datetime2(3)', false, NOW),
+  c('CreatedBy', 'nvarchar(100)', true),
+  c('LastModifiedBy', 'nvarchar(100)', true),
+  c('LastError', 'nvarchar(max)', true),
+  c('CancelRequestedUtc', 'datetime2(3)', true),
+  c('Progress', 'float', true),
+];
+
+/** Hot columns that still mean something once a job has left the hot table. */
+const HISTORY_BASE: readonly MssqlColumn[] = HOT_COLUMNS.filter(
+  (col) =>
+    !['Status', 'LeaseId', 'HeartbeatUtc', 'DueAtUtc', 'CancelRequestedUtc'].includes(col.name),
+);
+
+/** `JobsArchive` columns, in table order. */
+export const ARCHIVE_COLUMNS: readonly MssqlColumn[] = [
+  ...HISTORY_BASE,
+  c('FinishedAtUtc', 'datetime2(3)', false, NOW),
+  c('DurationMs', 'bigint', true),
+];
+
+/** `JobsDLQ` columns, in table order (`OUTPUT deleted.* INTO @Moved` relies on this order). */
+export const DLQ_COLUMNS: readonly MssqlColumn[] = [
+  ...HISTORY_BASE.slice(0, 7),
+  c('Status', 'tinyint', false),
+  ...HISTORY_BASE.slice(7),
+  c('FailureReason', 'smallint', false),
+  c('ErrorDetails', 'nvarchar(max)', true),
+  c('FailedAtUtc', 'datetime2(3)', false, NOW),
+  c('DurationMs', 'bigint', true),
+];
+
+/** `StatsSummary` columns: lifetime counters per queue, never decremented. */
+export const STATS_COLUMNS: readonly MssqlColumn[] = [
+  c('Queue', 'varchar(255)', false),
+  c('SucceededTotal', 'bigint', false, '0'),
+  c('FailedTotal', 'bigint', false, '0'),
+  c('CancelledTotal', 'bigint', false, '0'),
+  c('RetriedTotal', 'bigint', false, '0'),
+  c('ResurrectedTotal', 'bigint', false, '0'),
+  c('LastActivityUtc', 'datetime2(3)', true),
+];
+
+/** `MetricBuckets` columns: one row per (second, queue, outcome, failure reason or −1). */
+export const BUCKET_COLUMNS: readonly MssqlColumn[] = [
+  c('BucketUtc', 'datetime2(0)', false),
+  c('Queue', 'varchar(255)', false),
+  c('Outcome', 'tinyint', false),
+  c('FailureReason', 'smallint', false),
+  c('CompletedCount', 'bigint', false, '0'),
+  c('DurationCount', 'bigint', false, '0'),
+  c('TotalDurationMs', 'bigint', false, '0'),
+  c('MaxDurationMs', 'bigint', false, '0'),
+];
+
+/** `Queues` columns: the runtime controls of each queue. */
+export const QUEUE_COLUMNS: readonly MssqlColumn[] = [
+  c('Name', 'varchar(255)', false),
+  c('IsPaused', 'bit', false, '0'),
+  c('IsActive', 'bit', false, '1'),
+  c('MaxWorkers', 'int', true),
+  c('ZombieTimeoutSeconds', 'int', true),
+  c('ExecutionTimeoutMs', 'int', true),
+  c('RetryZombies', 'bit', false, '0'),
+  c('LastUpdatedUtc', 'datetime2(3)', false, NOW),
+];
+
+/** `RecurringJobs` columns. */
+export const RECURRING_COLUMNS: readonly MssqlColumn[] = [
+  c('Name', 'nvarchar(255)', false),
+  c('Cron', 'varchar(255)', false),
+  c('TimeZone', 'varchar(100)', false),
+  c('Queue', 'varchar(255)', false),
+  c('Type', 'nvarchar(255)', false),
+  c('Payload', 'nvarchar(max)', false),
+  c('LastSlotUtc', 'datetime2(3)', true),
+  c('NextSlotUtc', 'datetime2(3)', false),
+  c('MisfirePolicy', 'varchar(10)', false),
+  c('IsPaused', 'bit', false, '0'),
+  c('LastUpdatedUtc', 'datetime2(3)', false, NOW),
+];
+
+/** `SchemaMigrations` columns: the ledger of applied versions. */
+export const MIGRATION_COLUMNS: readonly MssqlColumn[] = [
+  c('Version', 'int', false),
+  c('Description', 'nvarchar(200)', false),
+  c('AppliedAtUtc', 'datetime2(3)', false, NOW),
+];
+
+/** Physical table names. */
+export const MSSQL_TABLES = {
+  hot: 'JobsHot',
+  archive: 'JobsArchive',
+  dlq: 'JobsDLQ',
+  stats: 'StatsSummary',
+  buckets: 'MetricBuckets',
+  queues: 'Queues',
+  recurring: 'RecurringJobs',
+  migrations: 'SchemaMigrations',
+} as const;
+
+/** Logical table key. */
+export type MssqlTable = keyof typeof MSSQL_TABLES;
+
+/** `[schema].[Table]`; `schema` must already be a validated identifier. */
+export function qualify(schema: string, table: MssqlTable): string {
+  return `[${schema}].[${MSSQL_TABLES[table]}]`;
+}
+
+function columnDdl(table: string, col: MssqlColumn): string {
+  const def = col.default ? ` CONSTRAINT [DF_${table}_${col.name}] DEFAULT ${col.default}` : '';
+  return `${col.name} ${col.type} ${col.nullable ? 'NULL' : 'NOT NULL'}${def}`;
+}
+
+function createTable(
+  schema: string,
+  table: MssqlTable,
+  columns: readonly MssqlColumn[],
+  constraints: readonly string[],
+  compressed: boolean,
+): string {
+  const name = MSSQL_TABLES[table];
+  const body = [...columns.map((col) => columnDdl(name, col)), ...constraints]
+    .map((line) => `    ${line}`)
+    .join(',\n');
+  const withClause = compressed ? ' WITH (DATA_COMPRESSION = PAGE)' : '';
+  return [
+    `IF OBJECT_ID(N'${qualify(schema, table)}', N'U') IS NULL`,
+    `BEGIN`,
+    `  CREATE TABLE ${qualify(schema, table)} (`,
+    body,
+    `  )${withClause};`,
+    `END;`,
+  ].join('\n');
+}
+
+interface IndexSpec {
+  /** Which query the index serves (printed as a comment above it). */
+  serves: string;
+  table: MssqlTable;
+  name: string;
+  unique?: boolean;
+  keys: string;
+  include?: string;
+  where?: string;
+  compressed?: boolean;
+}
+
+const INDEXES: readonly IndexSpec[] = [
+  {
+    serves:
+      'fetchNextBatch: CROSS APPLY (SELECT TOP (budget) … WHERE Queue = q AND Status = 0 ORDER BY Priority DESC, DueAtUtc) reads each queue in index order',
+    table: 'hot',
+    name: 'IX_JobsHot_Claim',
+    keys: 'Queue, Priority DESC, DueAtUtc',
+    include: 'Type, ScheduledAtUtc',
+    where: 'Status = 0',
+  },
+  {
+    serves:
+      'fetchNextBatch active count per budgeted queue (READCOMMITTEDLOCK), queue stats and health',
+    table: 'hot',
+    name: 'IX_JobsHot_Active',
+    keys: 'Queue',
+    where: 'Status IN (1, 2)',
+  },
+  {
+    serves:
+      'enqueue: the active idempotency key (range-locked with UPDLOCK, HOLDLOCK); the unique backstop',
+    table: 'hot',
+    name: 'UX_JobsHot_IdempotencyKey',
+    unique: true,
+    keys: 'IdempotencyKey',
+    where: 'IdempotencyKey IS NOT NULL',
+  },
+  {
+    serves: 'recoverAbandoned: Fetched rows whose LastUpdatedUtc is older than the timeout',
+    table: 'hot',
+    name: 'IX_JobsHot_FetchedRecovery',
+    keys: 'LastUpdatedUtc',
+    where: 'Status = 1',
+  },
+  {
+    serves:
+      'archiveZombies: Processing rows by HeartbeatUtc, with the queue for its zombie timeout',
+    table: 'hot',
+    name: 'IX_JobsHot_ProcessingHeartbeat',
+    keys: 'HeartbeatUtc',
+    include: 'Queue',
+    where: 'Status = 2',
+  },
+  {
+    serves: 'getArchivePage default sort (finishedAt) and archive retention by date',
+    table: 'archive',
+    name: 'IX_JobsArchive_FinishedAtUtc',
+    keys: 'FinishedAtUtc',
+    compressed: true,
+  },
+  {
+    serves: 'getArchivePage filtered by queue; archived counts per queue in getQueueStats',
+    table: 'archive',
+    name: 'IX_JobsArchive_Queue',
+    keys: 'Queue, FinishedAtUtc',
+    compressed: true,
+  },
+  {
+    serves:
+      'getDlqPage default sort (failedAt), resurrectByFilter oldest first, DLQ retention by date, top errors (recent rows)',
+    table: 'dlq',
+    name: 'IX_JobsDLQ_FailedAtUtc',
+    keys: 'FailedAtUtc',
+    compressed: true,
+  },
+  {
+    serves: 'getDlqPage and bulk DLQ actions filtered by queue; DLQ counts per queue',
+    table: 'dlq',
+    name: 'IX_JobsDLQ_Queue',
+    keys: 'Queue, FailedAtUtc',
+    compressed: true,
+  },
+  {
+    serves: 'getDlqPage and bulk DLQ actions filtered by failure reason',
+    table: 'dlq',
+    name: 'IX_JobsDLQ_Reason',
+    keys: 'FailureReason, FailedAtUtc',
+    compressed: true,
+  },
+  {
+    serves: 'getDlqPage and bulk DLQ actions filtered by job type',
+    table: 'dlq',
+    name: 'IX_JobsDLQ_Type',
+    keys: 'Type, FailedAtUtc',
+    compressed: true,
+  },
+];
+
+function createIndex(schema: string, index: IndexSpec): string {
+  const table = qualify(schema, index.table);
+  const kind = index.unique ? 'UNIQUE NONCLUSTERED' : 'NONCLUSTERED';
+  return [
+    `-- ${index.serves}`,
+    `IF NOT EXISTS (SELECT 1 FROM sys.indexes WHERE object_id = OBJECT_ID(N'${table}') AND name = N'${index.name}')`,
+    `  CREATE ${kind} INDEX [${index.name}] ON ${table} (${index.keys})` +
+      (index.include ? ` INCLUDE (${index.include})` : '') +
+      (index.where ? ` WHERE ${index.where}` : '') +
+      (index.compressed ? ' WITH (DATA_COMPRESSION = PAGE)' : '') +
+      ';',
+  ].join('\n');
+}
+
+/** The applock resource that serialises schema bootstrap across processes. */
+export function schemaLockResource(schema: string): string {
+  return `chokaq:schema:${schema}`;
+}
+
+/**
+ * The complete, idempotent DDL for `schema` as one T-SQL batch (no `GO`): it takes an exclusive,
+ * transaction-owned `sp_getapplock` so several processes can start at once, creates what is
+ * missing (`IF OBJECT_ID … IS NULL`, `IF NOT EXISTS … sys.indexes`), records the version in
+ * `SchemaMigrations`, and commits. `schema` must be a validated identifier (it is inlined: DDL
+ * cannot take identifiers as parameters, and a DBA runs this text without parameters).
+ *
+ * `CREATE SCHEMA` must be alone in its batch, hence `EXEC(N'…')`. Run through TypeORM the batch
+ * executes inside `sp_executesql`, so its `SET` options end with it.
+ */
+export function mssqlSchemaDdl(schema: string): string {
+  const t = (name: MssqlTable) => qualify(schema, name);
+  const parts: string[] = [
+    `-- ChokaQ for NestJS: SQL Server schema [${schema}], version ${MSSQL_SCHEMA_VERSION}.`,
+    `-- Idempotent: safe to run again, and safe while other processes run it (sp_getapplock).`,
+    `SET NOCOUNT ON;`,
+    `SET XACT_ABORT ON;`,
+    `-- Filtered indexes need these (sqlcmd starts with QUOTED_IDENTIFIER OFF).`,
+    `SET ANSI_NULLS ON;`,
+    `SET QUOTED_IDENTIFIER ON;`,
+    `BEGIN TRAN;`,
+    `DECLARE @lockResult int;`,
+    `EXEC @lockResult = sp_getapplock @Resource = N'${schemaLockResource(schema)}', @LockMode = 'Exclusive', @LockOwner = 'Transaction', @LockTimeout = 60000;`,
+    `IF @lockResult < 0`,
+    `BEGIN`,
+    `  THROW 51000, 'ChokaQ: could not take the schema bootstrap lock within 60 s.', 1;`,
+    `END;`,
+    `IF SCHEMA_ID(N'${schema}') IS NULL EXEC(N'CREATE SCHEMA [${schema}]');`,
+    createTable(
+      schema,
+      'hot',
+      HOT_COLUMNS,
+      [
+        `CONSTRAINT [PK_JobsHot] PRIMARY KEY CLUSTERED (Id)`,
+        `CONSTRAINT [CK_JobsHot_Status] CHECK (Status IN (0, 1, 2))`,
+      ],
+      false,
+    ),
+    createTable(
+      schema,
+      'archive',
+      ARCHIVE_COLUMNS,
+      [`CONSTRAINT [PK_JobsArchive] PRIMARY KEY CLUSTERED (Id)`],
+      true,
+    ),
+    createTable(
+      schema,
+      'dlq',
+      DLQ_COLUMNS,
+      [
+        `CONSTRAINT [PK_JobsDLQ] PRIMARY KEY CLUSTERED (Id)`,
+        `CONSTRAINT [CK_JobsDLQ_Status] CHECK (Status IN (4, 5, 6))`,
+      ],
+      true,
+    ),
+    createTable(
+      schema,
+      'stats',
+      STATS_COLUMNS,
+      [`CONSTRAINT [PK_StatsSummary] PRIMARY KEY CLUSTERED (Queue)`],
+      false,
+    ),
+    createTable(
+      schema,
+      'buckets',
+      BUCKET_COLUMNS,
+      [
+        `CONSTRAINT [PK_MetricBuckets] PRIMARY KEY CLUSTERED (BucketUtc, Queue, Outcome, FailureReason)`,
+      ],
+      true,
+    ),
+    createTable(
+      schema,
+      'queues',
+      QUEUE_COLUMNS,
+      [`CONSTRAINT [PK_Queues] PRIMARY KEY CLUSTERED (Name)`],
+      false,
+    ),
+    createTable(
+      schema,
+      'recurring',
+      RECURRING_COLUMNS,
+      [`CONSTRAINT [PK_RecurringJobs] PRIMARY KEY CLUSTERED (Name)`],
+      false,
+    ),
+    createTable(
+      schema,
+      'migrations',
+      MIGRATION_COLUMNS,
+      [`CONSTRAINT [PK_SchemaMigrations] PRIMARY KEY CLUSTERED (Version)`],
+      false,
+    ),
+    ...INDEXES.map((index) => createIndex(schema, index)),
+    `IF NOT EXISTS (SELECT 1 FROM ${t('migrations')} WHERE Version = ${MSSQL_SCHEMA_VERSION})`,
+    `  INSERT INTO ${t('migrations')} (Version, Description) VALUES (${MSSQL_SCHEMA_VERSION}, N'initial schema');`,
+    `COMMIT;`,
+  ];
+  return `${parts.join('\n')}\n`;
+}

@@ -1,0 +1,1519 @@
+/**
+ * Every T-SQL statement of the SQL Server dialect, one builder per operation. Each builder takes
+ * the validated schema name (the only identifier ever inlined) and the operation's inputs, and
+ * returns the batch text with its positional parameters (`@0`, `@1`, … as TypeORM binds them).
+ *
+ * Conventions (SPEC §2–§3):
+ * - Status codes are literals in the text, so the filtered indexes on `Status` match; every value
+ *   from outside is a parameter. Lists travel as ONE JSON parameter read with `OPENJSON`, because a
+ *   request can carry at most 2,100 parameters.
+ * - Batches that change several rows run `SET XACT_ABORT ON; BEGIN TRAN; … COMMIT;` so any error
+ *   rolls everything back. TypeORM executes every query through `sp_executesql`, so `SET` options
+ *   end with the batch and never leak into a pooled connection another caller gets.
+ * - `SET NOCOUNT ON`: changed-row counts come from `@@ROWCOUNT` selected into the result or from
+ *   `OUTPUT … INTO` table variables, never from the driver's `rowsAffected`.
+ * - `OUTPUT` always goes `INTO` a table variable and is selected afterwards: `OUTPUT` without
+ *   `INTO` fails (error 334) on a table that has any enabled trigger, e.g. a DBA's audit trigger.
+ * - Dates are returned as ISO-8601 text with `Z` (`CONVERT(varchar(33), x, 126) + 'Z'`), so their
+ *   meaning does not depend on the driver's `useUTC` setting (TypeORM defaults it to false).
+ * - `NOLOCK` appears only in telemetry reads (summary, queue stats, health, throughput, top
+ *   errors). Every state transition reads committed data and locks what it changes.
+ *
+ * Requires SQL Server 2016+ / Azure SQL with compatibility level ≥ 130 (OPENJSON, DATEDIFF_BIG).
+ */
+import { FailureReason } from '../job-status';
+import { ActiveFilter, DlqFilter, HistoryFilter } from '../job-storage';
+import { escapeLike } from '../shared/text';
+import { MssqlStatement, ParamList } from './mssql-params';
+import {
+  ARCHIVE_COLUMNS,
+  DLQ_COLUMNS,
+  HOT_COLUMNS,
+  MssqlColumn,
+  MssqlTable,
+  QUEUE_COLUMNS,
+  RECURRING_COLUMNS,
+  mssqlSchemaDdl,
+  qualify,
+} from './mssql.schema';
+
+export { MssqlStatement } from './mssql-params';
+
+// ------------------------------------------------------------------------------------ fragments
+
+const PROLOGUE = 'SET NOCOUNT ON;\nSET XACT_ABORT ON;';
+const DECLARE_NOW = 'DECLARE @now datetime2(3) = SYSUTCDATETIME();';
+/** The 1-second metric bucket of `@now` (truncated, not rounded). */
+const DECLARE_BUCKET =
+  'DECLARE @bucket datetime2(0) = CAST(DATEADD(MILLISECOND, -DATEPART(MILLISECOND, @now), @now) AS datetime2(0));';
+
+/**
+ * `base + ms` for a bigint millisecond count. `DATEADD` takes an int, and 10 years of
+ * milliseconds do not fit one, so whole seconds and the remainder are added separately.
+ */
+function addMs(base: string, ms: string): string {
+  return `DATEADD(MILLISECOND, CAST(${ms} % 1000 AS int), DATEADD(SECOND, CAST(${ms} / 1000 AS int), ${base}))`;
+}
+
+/** `base − ms`, see {@link addMs}. */
+function subtractMs(base: string, ms: string): string {
+  return `DATEADD(MILLISECOND, -CAST(${ms} % 1000 AS int), DATEADD(SECOND, -CAST(${ms} / 1000 AS int), ${base}))`;
+}
+
+function isDate(col: MssqlColumn): boolean {
+  return col.type.startsWith('datetime2');
+}
+
+/** A date expression rendered as ISO-8601 UTC text (`…Z`); NULL stays NULL. */
+function isoText(expr: string): string {
+  return `CONVERT(varchar(33), ${expr}, 126) + 'Z'`;
+}
+
+/** `alias.Col` for each column, dates as ISO text, under their own names. */
+function selectColumns(alias: string, columns: readonly MssqlColumn[]): string {
+  return columns
+    .filter((col) => col.name !== 'DueAtUtc')
+    .map((col) =>
+      isDate(col) ? `${isoText(`${alias}.${col.name}`)} AS ${col.name}` : `${alias}.${col.name}`,
+    )
+    .join(', ');
+}
+
+/** `DECLARE @name TABLE (…)` with the columns of a table, all nullable. */
+function declareTableVar(name: string, columns: readonly MssqlColumn[]): string {
+  return `DECLARE ${name} TABLE (${columns.map((col) => `${col.name} ${col.type} NULL`).join(', ')});`;
+}
+
+/** `INSERT INTO target (cols) SELECT exprs FROM source`, overriding some column expressions. */
+function insertSelect(
+  target: string,
+  columns: readonly MssqlColumn[],
+  alias: string,
+  overrides: Record<string, string>,
+): string {
+  const names = columns.map((col) => col.name);
+  const exprs = columns.map((col) => overrides[col.name] ?? `${alias}.${col.name}`);
+  return `INSERT INTO ${target} (${names.join(', ')})\nSELECT ${exprs.join(', ')}`;
+}
+
+function tables(schema: string): Record<MssqlTable, string> {
+  const q = (t: MssqlTable) => qualify(schema, t);
+  return {
+    hot: q('hot'),
+    archive: q('archive'),
+    dlq: q('dlq'),
+    stats: q('stats'),
+    buckets: q('buckets'),
+    queues: q('queues'),
+    recurring: q('recurring'),
+    migrations: q('migrations'),
+  };
+}
+
+/** OPENJSON shape of a lease list `[{ id, workerId, leaseId }]`. */
+const LEASE_JSON =
+  "WITH (Id varchar(36) '$.id', WorkerId nvarchar(255) '$.workerId', LeaseId varchar(36) '$.leaseId')";
+/** OPENJSON shape of an id list `["…", "…"]`. */
+const ID_JSON = "WITH (Id varchar(36) '$')";
+
+/**
+ * Lifetime counters: the queue's row is created first if missing (under `UPDLOCK, HOLDLOCK`, so
+ * two creators serialise instead of one failing), then incremented. Creating before adding is
+ * what makes concurrent first increments safe: an "update, then insert if missing" order would
+ * lose one of two racing increments.
+ */
+function bumpStats(s: string, source: string, sets: string): string {
+  return [
+    `INSERT INTO ${s} (Queue)`,
+    `SELECT DISTINCT m.Queue FROM ${source} AS m`,
+    `WHERE NOT EXISTS (SELECT 1 FROM ${s} AS x WITH (UPDLOCK, HOLDLOCK) WHERE x.Queue = m.Queue);`,
+    `UPDATE st SET ${sets}, st.LastActivityUtc = @now`,
+    `FROM ${s} AS st`,
+    `INNER JOIN (SELECT g.Queue, COUNT_BIG(*) AS N FROM ${source} AS g GROUP BY g.Queue) AS m ON m.Queue = st.Queue;`,
+  ].join('\n');
+}
+
+/**
+ * Metric buckets of `@bucket`: one row per (queue, outcome, reason) of `source`, which must have
+ * the columns Queue, Outcome, FailureReason, DurationMs (NULL when the job did not run). Same
+ * create-then-add order as {@link bumpStats}.
+ */
+function bumpBuckets(b: string, source: string): string {
+  const grouped =
+    `(SELECT g.Queue, g.Outcome, g.FailureReason, COUNT_BIG(*) AS N, COUNT_BIG(g.DurationMs) AS DurationCount, ` +
+    `ISNULL(SUM(g.DurationMs), 0) AS TotalDurationMs, ISNULL(MAX(g.DurationMs), 0) AS MaxDurationMs ` +
+    `FROM ${source} AS g GROUP BY g.Queue, g.Outcome, g.FailureReason)`;
+  const match =
+    'x.BucketUtc = @bucket AND x.Queue = m.Queue AND x.Outcome = m.Outcome AND x.FailureReason = m.FailureReason';
+  return [
+    `INSERT INTO ${b} (BucketUtc, Queue, Outcome, FailureReason)`,
+    `SELECT @bucket, m.Queue, m.Outcome, m.FailureReason FROM ${grouped} AS m`,
+    `WHERE NOT EXISTS (SELECT 1 FROM ${b} AS x WITH (UPDLOCK, HOLDLOCK) WHERE ${match});`,
+    `UPDATE x SET x.CompletedCount = x.CompletedCount + m.N, x.DurationCount = x.DurationCount + m.DurationCount,`,
+    `  x.TotalDurationMs = x.TotalDurationMs + m.TotalDurationMs,`,
+    `  x.MaxDurationMs = CASE WHEN m.MaxDurationMs > x.MaxDurationMs THEN m.MaxDurationMs ELSE x.MaxDurationMs END`,
+    `FROM ${b} AS x`,
+    `INNER JOIN ${grouped} AS m ON ${match};`,
+  ].join('\n');
+}
+
+/** Creates the `Queues` and `StatsSummary` rows of `source`'s queues that do not exist yet. */
+function ensureQueueRows(t: Record<MssqlTable, string>, source: string): string {
+  // The plain read first: only queues that look missing reach the locked insert, so an enqueue
+  // never holds U locks on existing Queues rows (a claim on a budgeted queue locks those).
+  return [
+    `INSERT INTO @NewQueues (Queue) SELECT DISTINCT n.Queue FROM ${source} AS n`,
+    `WHERE NOT EXISTS (SELECT 1 FROM ${t.queues} AS q WHERE q.Name = n.Queue)`,
+    `   OR NOT EXISTS (SELECT 1 FROM ${t.stats} AS s WHERE s.Queue = n.Queue);`,
+    `INSERT INTO ${t.queues} (Name) SELECT n.Queue FROM @NewQueues AS n`,
+    `WHERE NOT EXISTS (SELECT 1 FROM ${t.queues} AS q WITH (UPDLOCK, HOLDLOCK) WHERE q.Name = n.Queue);`,
+    `INSERT INTO ${t.stats} (Queue) SELECT n.Queue FROM @NewQueues AS n`,
+    `WHERE NOT EXISTS (SELECT 1 FROM ${t.stats} AS s WITH (UPDLOCK, HOLDLOCK) WHERE s.Queue = n.Queue);`,
+  ].join('\n');
+}
+
+// ------------------------------------------------------------------------------------ schema
+
+/** The full DDL (see `mssqlSchemaDdl`), as a statement without parameters. */
+export function ensureSchemaSql(schema: string): MssqlStatement {
+  return new ParamList().statement(mssqlSchemaDdl(schema));
+}
+
+/** The database clock, as ISO text. */
+export function nowSql(): MssqlStatement {
+  return new ParamList().statement(
+    `SELECT ${isoText('CAST(SYSUTCDATETIME() AS datetime2(3))')} AS NowUtc;`,
+  );
+}
+
+// ------------------------------------------------------------------------------------ enqueue
+
+/** One validated job as the enqueue builders take it. */
+export interface MssqlNewJob {
+  id: string;
+  queue: string;
+  type: string;
+  payload: string;
+  tags: string | null;
+  idempotencyKey: string | null;
+  priority: number;
+  delayMs: number | null;
+  runAt: Date | null;
+  createdBy: string | null;
+}
+
+/**
+ * enqueue (one job). Idempotent on `Id` across all three pillars, so a retry after an ambiguous
+ * commit never duplicates, not even after the job has already finished.
+ *
+ * Idempotency key without deadlocks: the `INSERT … SELECT … WHERE NOT EXISTS (SELECT … FROM
+ * JobsHot WITH (UPDLOCK, HOLDLOCK) WHERE IdempotencyKey = @key)` takes a key-range *update* lock
+ * on that key in the unique filtered index. Update locks are incompatible with each other, so a
+ * second caller with the same key waits for the first to commit and then sees its row, instead
+ * of both holding shared range locks and both trying to insert (the deadlock of the .NET ChokaQ,
+ * which read under SERIALIZABLE without UPDLOCK). The loser then reads the holder's id. The
+ * unique filtered index `UX_JobsHot_IdempotencyKey` is the backstop (e.g. under SNAPSHOT
+ * isolation chosen by a caller's transaction): error 2601/2627 makes the storage run this
+ * statement again, which then returns the holder.
+ * `IdempotencyKey IS NOT NULL` is repeated in the predicates so the filtered index matches.
+ */
+export function enqueueSql(schema: string, job: MssqlNewJob): MssqlStatement {
+  const t = tables(schema);
+  const p = new ParamList();
+  const id = p.varchar(job.id, 36);
+  const queue = p.varchar(job.queue, 255);
+  const type = p.nvarchar(job.type);
+  const payload = p.nvarchar(job.payload);
+  const tags = p.nvarchar(job.tags);
+  const key = job.idempotencyKey === null ? 'NULL' : p.nvarchar(job.idempotencyKey);
+  const priority = p.int(job.priority);
+  const delay = p.bigint(job.delayMs);
+  const runAt = p.instant(job.runAt);
+  const createdBy = p.nvarchar(job.createdBy);
+  const exists = (table: string) => `EXISTS (SELECT 1 FROM ${table} WHERE Id = ${id})`;
+  // Two shapes: only a keyed enqueue takes the key-range lock, so key-less enqueues never
+  // serialise on the idempotency index. The Id checks take no lock on purpose: UUIDv7 ids all
+  // land at the end of the clustered index, and a range lock there would serialise every
+  // concurrent enqueue; a same-id race is a retry of one producer, and the primary key (2627)
+  // backstops it.
+  const keyed = job.idempotencyKey !== null;
+  return p.statement(
+    [
+      'SET NOCOUNT ON;',
+      DECLARE_NOW,
+      `DECLARE @scheduled datetime2(3) = CASE WHEN ${delay} IS NOT NULL THEN ${addMs('@now', delay)} ELSE ${runAt} END;`,
+      'DECLARE @created int = 0;',
+      'DECLARE @holder varchar(36) = NULL;',
+      'DECLARE @NewQueues TABLE (Queue varchar(255) NOT NULL PRIMARY KEY);',
+      ensureQueueRows(t, `(SELECT ${queue} AS Queue)`),
+      `INSERT INTO ${t.hot} (Id, Queue, Type, Payload, Tags, IdempotencyKey, Priority, Status, AttemptCount, ScheduledAtUtc, DueAtUtc, CreatedAtUtc, EnqueuedAtUtc, LastUpdatedUtc, CreatedBy)`,
+      `SELECT ${id}, ${queue}, ${type}, ${payload}, ${tags}, ${key}, ${priority}, 0, 0, @scheduled, ISNULL(@scheduled, @now), @now, @now, @now, ${createdBy}`,
+      `WHERE NOT ${exists(t.hot)}`,
+      `  AND NOT ${exists(t.archive)}`,
+      keyed
+        ? `  AND NOT ${exists(t.dlq)}\n  AND NOT EXISTS (SELECT 1 FROM ${t.hot} AS k WITH (UPDLOCK, HOLDLOCK) WHERE k.IdempotencyKey = ${key} AND k.IdempotencyKey IS NOT NULL);`
+        : `  AND NOT ${exists(t.dlq)};`,
+      'SET @created = @@ROWCOUNT;',
+      ...(keyed
+        ? [
+            'IF @created = 0',
+            `  SELECT @holder = k.Id FROM ${t.hot} AS k WITH (READCOMMITTEDLOCK) WHERE k.IdempotencyKey = ${key} AND k.IdempotencyKey IS NOT NULL;`,
+          ]
+        : []),
+      `SELECT @created AS Created, @holder AS HolderId,`,
+      `  CASE WHEN ${exists(t.hot)} OR ${exists(t.archive)} OR ${exists(t.dlq)} THEN 1 ELSE 0 END AS IdExists;`,
+    ].join('\n'),
+  );
+}
+
+/**
+ * enqueueMany (one chunk): all rows travel as ONE JSON parameter through `OPENJSON` (a request
+ * carries at most 2,100 parameters). One transaction per chunk. Same rules as {@link enqueueSql}:
+ * an active key's holder wins (range-locked with `UPDLOCK, HOLDLOCK`), the first copy of a key or
+ * an id repeated inside the chunk wins, ids already in any pillar are not inserted again.
+ * Returns one row per input item, in input order.
+ */
+export function enqueueManySql(schema: string, jobs: readonly MssqlNewJob[]): MssqlStatement {
+  const t = tables(schema);
+  const p = new ParamList();
+  const doc = p.json(
+    jobs.map((j) => ({
+      id: j.id,
+      queue: j.queue,
+      type: j.type,
+      payload: j.payload,
+      tags: j.tags,
+      key: j.idempotencyKey,
+      priority: j.priority,
+      delayMs: j.delayMs,
+      runAt: j.runAt ? j.runAt.toISOString().slice(0, 23) : null,
+      createdBy: j.createdBy,
+    })),
+  );
+  // Only a chunk with keys takes key-range locks (see enqueueSql); ids are checked without locks.
+  const keyed = jobs.some((j) => j.idempotencyKey !== null);
+  return p.statement(
+    [
+      PROLOGUE,
+      DECLARE_NOW,
+      'DECLARE @In TABLE (Ord int NOT NULL PRIMARY KEY, Id varchar(36) NOT NULL, Queue varchar(255) NOT NULL, Type nvarchar(255) NOT NULL, Payload nvarchar(max) NOT NULL, Tags nvarchar(max) NULL, IdempotencyKey nvarchar(255) NULL, Priority int NOT NULL, ScheduledAtUtc datetime2(3) NULL, CreatedBy nvarchar(100) NULL, Holder varchar(36) NULL);',
+      'DECLARE @Created TABLE (Id varchar(36) NOT NULL PRIMARY KEY);',
+      'DECLARE @NewQueues TABLE (Queue varchar(255) NOT NULL PRIMARY KEY);',
+      'INSERT INTO @In (Ord, Id, Queue, Type, Payload, Tags, IdempotencyKey, Priority, ScheduledAtUtc, CreatedBy)',
+      `SELECT CAST(a.[key] AS int), j.Id, j.Queue, j.Type, j.Payload, j.Tags, j.IdempotencyKey, j.Priority,`,
+      `  CASE WHEN j.DelayMs IS NOT NULL THEN ${addMs('@now', 'j.DelayMs')} ELSE CONVERT(datetime2(3), j.RunAt, 126) END, j.CreatedBy`,
+      `FROM OPENJSON(${doc}) AS a`,
+      `CROSS APPLY OPENJSON(a.value) WITH (Id varchar(36) '$.id', Queue varchar(255) '$.queue', Type nvarchar(255) '$.type', Payload nvarchar(max) '$.payload', Tags nvarchar(max) '$.tags', IdempotencyKey nvarchar(255) '$.key', Priority int '$.priority', DelayMs bigint '$.delayMs', RunAt varchar(23) '$.runAt', CreatedBy nvarchar(100) '$.createdBy') AS j;`,
+      '-- An id repeated inside the chunk: later copies return the first copy.',
+      'UPDATE i SET i.Holder = i.Id FROM @In AS i WHERE EXISTS (SELECT 1 FROM @In AS e WHERE e.Id = i.Id AND e.Ord < i.Ord);',
+      'BEGIN TRAN;',
+      ensureQueueRows(t, '@In'),
+      ...(keyed
+        ? [
+            '-- Keys an active job already holds (range-locked until COMMIT, see enqueueSql).',
+            'UPDATE i SET i.Holder = h.Id',
+            `FROM @In AS i INNER JOIN ${t.hot} AS h WITH (UPDLOCK, HOLDLOCK) ON h.IdempotencyKey = i.IdempotencyKey`,
+            'WHERE i.Holder IS NULL AND i.IdempotencyKey IS NOT NULL AND h.IdempotencyKey IS NOT NULL;',
+            '-- A key repeated inside the chunk: the first copy wins.',
+            'UPDATE i SET i.Holder = f.Id',
+            'FROM @In AS i CROSS APPLY (SELECT TOP (1) e.Id FROM @In AS e WHERE e.IdempotencyKey = i.IdempotencyKey ORDER BY e.Ord) AS f',
+            'WHERE i.Holder IS NULL AND i.IdempotencyKey IS NOT NULL AND f.Id <> i.Id;',
+          ]
+        : []),
+      `INSERT INTO ${t.hot} (Id, Queue, Type, Payload, Tags, IdempotencyKey, Priority, Status, AttemptCount, ScheduledAtUtc, DueAtUtc, CreatedAtUtc, EnqueuedAtUtc, LastUpdatedUtc, CreatedBy)`,
+      'OUTPUT inserted.Id INTO @Created (Id)',
+      'SELECT i.Id, i.Queue, i.Type, i.Payload, i.Tags, i.IdempotencyKey, i.Priority, 0, 0, i.ScheduledAtUtc, ISNULL(i.ScheduledAtUtc, @now), @now, @now, @now, i.CreatedBy',
+      'FROM @In AS i',
+      'WHERE i.Holder IS NULL',
+      `  AND NOT EXISTS (SELECT 1 FROM ${t.hot} AS h WHERE h.Id = i.Id)`,
+      `  AND NOT EXISTS (SELECT 1 FROM ${t.archive} AS a WHERE a.Id = i.Id)`,
+      `  AND NOT EXISTS (SELECT 1 FROM ${t.dlq} AS d WHERE d.Id = i.Id);`,
+      'COMMIT;',
+      'SELECT i.Ord, COALESCE(i.Holder, i.Id) AS Id, CASE WHEN c.Id IS NOT NULL AND i.Holder IS NULL THEN 1 ELSE 0 END AS Created',
+      'FROM @In AS i LEFT JOIN @Created AS c ON c.Id = i.Id',
+      'ORDER BY i.Ord;',
+    ].join('\n'),
+  );
+}
+
+// ------------------------------------------------------------------------------------ claim
+
+/** Inputs of the claim. */
+export interface MssqlClaimRequest {
+  workerId: string;
+  leaseId: string;
+  limit: number;
+  /** Queues with a queue-wide handler. */
+  queues: readonly string[];
+  /** Exact (queue, type) pairs. */
+  types: ReadonlyArray<{ queue: string; type: string }>;
+}
+
+/**
+ * fetchNextBatch — the claim (seed "Fetch Next Batch"), one transaction around ONE
+ * `UPDATE … OUTPUT inserted.*` over CTEs.
+ *
+ * Locks and isolation:
+ * - Runnable queues (the worker's queue-wide handlers and exact (queue, type) pairs, one JSON
+ *   parameter each) are joined to `Queues`, dropping paused and inactive ones.
+ * - Budgeted queues (`MaxWorkers` set) are serialised: their `Queues` rows are read
+ *   `WITH (UPDLOCK, ROWLOCK)` in the claim's transaction, so two claimers cannot both spend one
+ *   budget; the U locks are held to COMMIT. Unbudgeted queues take no such lock.
+ * - Active rows per budgeted queue are counted `WITH (READCOMMITTEDLOCK)`: a locking read of
+ *   committed rows even where READ_COMMITTED_SNAPSHOT is on (the Azure SQL default), so the count
+ *   cannot come from a stale snapshot taken before another claim committed.
+ * - Candidates are read `WITH (UPDLOCK, READPAST, ROWLOCK)`: rows another claimer holds are
+ *   skipped rather than waited for, rows we pick stay U-locked until our UPDATE changes them.
+ * - The final UPDATE re-checks `Status = 0`.
+ *
+ * Departure from the seed's shape, same semantics: the seed ranks every due pending row with
+ * `ROW_NUMBER() OVER (PARTITION BY Queue …)`, which reads the whole backlog on every poll. Here
+ * each runnable queue takes its own top rows with `CROSS APPLY (SELECT TOP (slots) … ORDER BY
+ * Priority DESC, DueAtUtc, Id)`, a seek into the filtered index `IX_JobsHot_Claim`; the cost is
+ * O(batch) per queue, not O(backlog). The per-queue budget (`slots = min(limit, MaxWorkers −
+ * active)`, never negative) caps each queue inside the statement, and an outer `TOP (@limit)`
+ * keeps the best rows across queues, priority first, then due time.
+ */
+export function claimSql(schema: string, req: MssqlClaimRequest): MssqlStatement {
+  const t = tables(schema);
+  const p = new ParamList();
+  const workerId = p.nvarchar(req.workerId);
+  const leaseId = p.varchar(req.leaseId, 36);
+  const limit = p.int(req.limit);
+  const queues = p.json(req.queues);
+  const types = p.json(req.types.map((x) => ({ queue: x.queue, type: x.type })));
+  return p.statement(
+    [
+      PROLOGUE,
+      DECLARE_NOW,
+      'DECLARE @Runnable TABLE (Queue varchar(255) NOT NULL PRIMARY KEY, AllTypes bit NOT NULL, Budget int NULL);',
+      'DECLARE @Types TABLE (Queue varchar(255) NOT NULL, Type nvarchar(255) NOT NULL, PRIMARY KEY (Queue, Type));',
+      declareTableVar('@Claimed', HOT_COLUMNS),
+      'INSERT INTO @Types (Queue, Type)',
+      `SELECT DISTINCT x.Queue, x.Type FROM OPENJSON(${types}) WITH (Queue varchar(255) '$.queue', Type nvarchar(255) '$.type') AS x`,
+      'WHERE x.Queue IS NOT NULL AND x.Type IS NOT NULL;',
+      'INSERT INTO @Runnable (Queue, AllTypes, Budget)',
+      'SELECT q.Name, CAST(MAX(r.AllTypes) AS bit), q.MaxWorkers',
+      `FROM (SELECT a.Queue, 1 AS AllTypes FROM OPENJSON(${queues}) WITH (Queue varchar(255) '$') AS a`,
+      '      UNION ALL SELECT y.Queue, 0 FROM @Types AS y) AS r',
+      `INNER JOIN ${t.queues} AS q ON q.Name = r.Queue`,
+      'WHERE q.IsPaused = 0 AND q.IsActive = 1',
+      'GROUP BY q.Name, q.MaxWorkers;',
+      'BEGIN TRAN;',
+      '-- Serialise claims on budgeted queues: U locks on their Queues rows until COMMIT.',
+      'UPDATE r SET r.Budget = q.MaxWorkers',
+      `FROM @Runnable AS r INNER JOIN ${t.queues} AS q WITH (UPDLOCK, ROWLOCK) ON q.Name = r.Queue`,
+      'WHERE r.Budget IS NOT NULL;',
+      'WITH Active AS (',
+      '  SELECT h.Queue, COUNT_BIG(*) AS Busy',
+      `  FROM ${t.hot} AS h WITH (READCOMMITTEDLOCK)`,
+      '  WHERE h.Status IN (1, 2) AND h.Queue IN (SELECT b.Queue FROM @Runnable AS b WHERE b.Budget IS NOT NULL)',
+      '  GROUP BY h.Queue',
+      '),',
+      'Room AS (',
+      '  SELECT r.Queue, r.AllTypes,',
+      `    CASE WHEN r.Budget IS NULL THEN ${limit}`,
+      '         WHEN r.Budget - ISNULL(a.Busy, 0) <= 0 THEN 0',
+      `         WHEN r.Budget - ISNULL(a.Busy, 0) < ${limit} THEN r.Budget - ISNULL(a.Busy, 0)`,
+      `         ELSE ${limit} END AS Slots`,
+      '  FROM @Runnable AS r LEFT JOIN Active AS a ON a.Queue = r.Queue',
+      '),',
+      'Candidates AS (',
+      '  SELECT c.Id, c.Priority, c.DueAtUtc',
+      '  FROM Room AS m',
+      '  CROSS APPLY (',
+      '    SELECT TOP (m.Slots) h.Id, h.Priority, h.DueAtUtc',
+      `    FROM ${t.hot} AS h WITH (UPDLOCK, READPAST, ROWLOCK)`,
+      '    WHERE h.Queue = m.Queue AND h.Status = 0',
+      '      AND (h.ScheduledAtUtc IS NULL OR h.ScheduledAtUtc <= @now)',
+      '      AND (m.AllTypes = 1 OR EXISTS (SELECT 1 FROM @Types AS y WHERE y.Queue = h.Queue AND y.Type = h.Type))',
+      '    ORDER BY h.Priority DESC, h.DueAtUtc, h.Id',
+      '  ) AS c',
+      '  WHERE m.Slots > 0',
+      '),',
+      'Batch AS (',
+      `  SELECT TOP (${limit}) b.Id FROM Candidates AS b ORDER BY b.Priority DESC, b.DueAtUtc, b.Id`,
+      ')',
+      `UPDATE h SET h.Status = 1, h.WorkerId = ${workerId}, h.LeaseId = ${leaseId}, h.LastUpdatedUtc = @now`,
+      'OUTPUT inserted.* INTO @Claimed',
+      `FROM ${t.hot} AS h`,
+      'INNER JOIN Batch AS k ON k.Id = h.Id',
+      'WHERE h.Status = 0;',
+      'COMMIT;',
+      `SELECT ${selectColumns('c', HOT_COLUMNS)}`,
+      'FROM @Claimed AS c',
+      'ORDER BY c.Priority DESC, c.DueAtUtc, c.Id;',
+    ].join('\n'),
+  );
+}
+
+// ------------------------------------------------------------------------------------ worker-owned
+
+/** A lease as the builders take it. */
+export interface MssqlLease {
+  id: string;
+  workerId: string;
+  leaseId: string;
+}
+
+function leaseDoc(p: ParamList, leases: readonly MssqlLease[]): string {
+  return p.json(leases.map((l) => ({ id: l.id, workerId: l.workerId, leaseId: l.leaseId })));
+}
+
+/**
+ * markAsProcessing — Fetched → Processing for owned rows. Fence: Id + WorkerId + LeaseId and
+ * `Status = 1`, the last stale-prefetch guard; plain UPDATE (U → X locks on the rows it changes,
+ * read committed), no skipping: a row we own is never held by anyone else for long.
+ */
+export function markAsProcessingSql(schema: string, leases: readonly MssqlLease[]): MssqlStatement {
+  const t = tables(schema);
+  const p = new ParamList();
+  const doc = leaseDoc(p, leases);
+  return p.statement(
+    [
+      'SET NOCOUNT ON;',
+      DECLARE_NOW,
+      'DECLARE @Started TABLE (Id varchar(36) NOT NULL);',
+      'UPDATE h SET h.Status = 2, h.AttemptCount = h.AttemptCount + 1, h.StartedAtUtc = @now, h.HeartbeatUtc = @now, h.LastUpdatedUtc = @now',
+      'OUTPUT inserted.Id INTO @Started (Id)',
+      `FROM ${t.hot} AS h`,
+      `INNER JOIN OPENJSON(${doc}) ${LEASE_JSON} AS l ON l.Id = h.Id AND l.WorkerId = h.WorkerId AND l.LeaseId = h.LeaseId`,
+      'WHERE h.Status = 1;',
+      'SELECT s.Id FROM @Started AS s;',
+    ].join('\n'),
+  );
+}
+
+/**
+ * keepAlive — one statement per process: `HeartbeatUtc` of its Processing rows and
+ * `LastUpdatedUtc` of its Fetched rows, fenced by WorkerId + Id + LeaseId. Returns the touched
+ * rows with their cancellation flag.
+ */
+export function keepAliveSql(
+  schema: string,
+  workerId: string,
+  leases: readonly MssqlLease[],
+): MssqlStatement {
+  const t = tables(schema);
+  const p = new ParamList();
+  const worker = p.nvarchar(workerId);
+  const doc = leaseDoc(p, leases);
+  return p.statement(
+    [
+      'SET NOCOUNT ON;',
+      DECLARE_NOW,
+      'DECLARE @Touched TABLE (Id varchar(36) NOT NULL, CancelRequestedUtc datetime2(3) NULL);',
+      'UPDATE h SET',
+      '  h.HeartbeatUtc = CASE WHEN h.Status = 2 THEN @now ELSE h.HeartbeatUtc END,',
+      '  h.LastUpdatedUtc = CASE WHEN h.Status = 1 THEN @now ELSE h.LastUpdatedUtc END',
+      'OUTPUT inserted.Id, inserted.CancelRequestedUtc INTO @Touched (Id, CancelRequestedUtc)',
+      `FROM ${t.hot} AS h`,
+      `INNER JOIN OPENJSON(${doc}) ${LEASE_JSON} AS l ON l.Id = h.Id AND l.LeaseId = h.LeaseId`,
+      `WHERE h.WorkerId = ${worker} AND h.Status IN (1, 2);`,
+      'SELECT x.Id, CASE WHEN x.CancelRequestedUtc IS NULL THEN 0 ELSE 1 END AS CancelRequested FROM @Touched AS x;',
+    ].join('\n'),
+  );
+}
+
+/**
+ * release — Fetched → Pending for owned rows (`Status = 1`, fence matches), clearing the lease.
+ * With a delay (open circuit): `ScheduledAtUtc = now + delay` and `RetriedTotal + n` in the same
+ * transaction (XACT_ABORT, read committed, U → X locks on the changed rows and stats rows).
+ */
+export function releaseSql(
+  schema: string,
+  leases: readonly MssqlLease[],
+  delayMs: number | null,
+): MssqlStatement {
+  const t = tables(schema);
+  const p = new ParamList();
+  const doc = leaseDoc(p, leases);
+  const delay = p.bigint(delayMs);
+  return p.statement(
+    [
+      PROLOGUE,
+      DECLARE_NOW,
+      `DECLARE @due datetime2(3) = CASE WHEN ${delay} IS NULL THEN NULL ELSE ${addMs('@now', delay)} END;`,
+      'DECLARE @Released TABLE (Id varchar(36) NOT NULL, Queue varchar(255) NOT NULL);',
+      'BEGIN TRAN;',
+      'UPDATE h SET h.Status = 0, h.WorkerId = NULL, h.LeaseId = NULL, h.LastUpdatedUtc = @now,',
+      '  h.ScheduledAtUtc = ISNULL(@due, h.ScheduledAtUtc), h.DueAtUtc = ISNULL(@due, h.DueAtUtc)',
+      'OUTPUT inserted.Id, inserted.Queue INTO @Released (Id, Queue)',
+      `FROM ${t.hot} AS h`,
+      `INNER JOIN OPENJSON(${doc}) ${LEASE_JSON} AS l ON l.Id = h.Id AND l.WorkerId = h.WorkerId AND l.LeaseId = h.LeaseId`,
+      'WHERE h.Status = 1;',
+      `IF @due IS NOT NULL`,
+      'BEGIN',
+      bumpStats(t.stats, '@Released', 'st.RetriedTotal = st.RetriedTotal + m.N'),
+      'END;',
+      'COMMIT;',
+      'SELECT COUNT_BIG(*) AS Affected FROM @Released;',
+    ].join('\n'),
+  );
+}
+
+/**
+ * reportProgress — `Progress` of an owned Processing row (fence: Id + WorkerId + LeaseId,
+ * `Status = 2`); plain UPDATE, read committed. `@@ROWCOUNT` is the result.
+ */
+export function reportProgressSql(
+  schema: string,
+  lease: MssqlLease,
+  percent: number,
+): MssqlStatement {
+  const t = tables(schema);
+  const p = new ParamList();
+  const id = p.varchar(lease.id, 36);
+  const worker = p.nvarchar(lease.workerId);
+  const leaseId = p.varchar(lease.leaseId, 36);
+  const value = p.int(percent);
+  return p.statement(
+    [
+      'SET NOCOUNT ON;',
+      `UPDATE h SET h.Progress = ${value}`,
+      `FROM ${t.hot} AS h`,
+      `WHERE h.Id = ${id} AND h.WorkerId = ${worker} AND h.LeaseId = ${leaseId} AND h.Status = 2;`,
+      'SELECT @@ROWCOUNT AS Affected;',
+    ].join('\n'),
+  );
+}
+
+/**
+ * rescheduleForRetry — Processing → Pending after a retryable failure (`Status = 2`, fence
+ * matches): lease and heartbeat cleared, `ScheduledAtUtc = now + delay`, `LastError`,
+ * `RetriedTotal + 1`, one transaction (XACT_ABORT, read committed, U → X row locks).
+ */
+export function rescheduleSql(
+  schema: string,
+  lease: MssqlLease,
+  delayMs: number,
+  error: string,
+): MssqlStatement {
+  const t = tables(schema);
+  const p = new ParamList();
+  const id = p.varchar(lease.id, 36);
+  const worker = p.nvarchar(lease.workerId);
+  const leaseId = p.varchar(lease.leaseId, 36);
+  const delay = p.bigint(delayMs);
+  const err = p.nvarchar(error);
+  return p.statement(
+    [
+      PROLOGUE,
+      DECLARE_NOW,
+      `DECLARE @due datetime2(3) = ${addMs('@now', delay)};`,
+      'DECLARE @Retried TABLE (Id varchar(36) NOT NULL, Queue varchar(255) NOT NULL);',
+      'BEGIN TRAN;',
+      'UPDATE h SET h.Status = 0, h.WorkerId = NULL, h.LeaseId = NULL, h.HeartbeatUtc = NULL,',
+      `  h.ScheduledAtUtc = @due, h.DueAtUtc = @due, h.LastError = ${err}, h.LastUpdatedUtc = @now`,
+      'OUTPUT inserted.Id, inserted.Queue INTO @Retried (Id, Queue)',
+      `FROM ${t.hot} AS h`,
+      `WHERE h.Id = ${id} AND h.WorkerId = ${worker} AND h.LeaseId = ${leaseId} AND h.Status = 2;`,
+      bumpStats(t.stats, '@Retried', 'st.RetriedTotal = st.RetriedTotal + m.N'),
+      'COMMIT;',
+      'SELECT COUNT_BIG(*) AS Affected FROM @Retried;',
+    ].join('\n'),
+  );
+}
+
+// ------------------------------------------------------------------------------------ moves
+
+/** Archive rows from the hot-shaped `@Moved`, joined to `@In` for their durations. */
+function archiveInsert(t: Record<MssqlTable, string>): string {
+  return (
+    insertSelect(t.archive, ARCHIVE_COLUMNS, 'm', {
+      LastUpdatedUtc: '@now',
+      FinishedAtUtc: '@now',
+      DurationMs: 'i.DurationMs',
+    }) + '\nFROM @Moved AS m INNER JOIN @In AS i ON i.Id = m.Id;'
+  );
+}
+
+/** DLQ rows from the hot-shaped `@Moved`. */
+function dlqInsert(
+  t: Record<MssqlTable, string>,
+  status: string,
+  reason: string,
+  errorDetails: string,
+  actor: string,
+  duration: string,
+): string {
+  return (
+    insertSelect(t.dlq, DLQ_COLUMNS, 'm', {
+      Status: status,
+      LastUpdatedUtc: '@now',
+      LastModifiedBy: `ISNULL(${actor}, m.LastModifiedBy)`,
+      FailureReason: reason,
+      ErrorDetails: errorDetails,
+      FailedAtUtc: '@now',
+      DurationMs: duration,
+    }) + '\nFROM @Moved AS m;'
+  );
+}
+
+/** A completed job as the archive move takes it. */
+export interface MssqlCompleted extends MssqlLease {
+  durationMs: number;
+}
+
+/**
+ * archiveSucceeded — atomic move Hot → Archive of owned rows (seed "Transaction Integrity"):
+ * `SET XACT_ABORT ON; BEGIN TRAN;` delete the exact owned rows first (fence: Id + WorkerId +
+ * LeaseId, `Status IN (1, 2)`; read committed, U → X locks, waits rather than skips: a row we own
+ * is ours), `OUTPUT deleted.* INTO @Moved`, insert what was deleted, `SucceededTotal + n`, metric
+ * bucket, `COMMIT`. Any error rolls all of it back. Returns the moved ids.
+ */
+export function archiveSucceededSql(
+  schema: string,
+  items: readonly MssqlCompleted[],
+): MssqlStatement {
+  const t = tables(schema);
+  const p = new ParamList();
+  const doc = p.json(
+    items.map((i) => ({
+      id: i.id,
+      workerId: i.workerId,
+      leaseId: i.leaseId,
+      durationMs: i.durationMs,
+    })),
+  );
+  return p.statement(
+    [
+      PROLOGUE,
+      DECLARE_NOW,
+      DECLARE_BUCKET,
+      declareTableVar('@Moved', HOT_COLUMNS),
+      'DECLARE @In TABLE (Id varchar(36) NOT NULL PRIMARY KEY, WorkerId nvarchar(255) NOT NULL, LeaseId varchar(36) NOT NULL, DurationMs bigint NULL);',
+      'INSERT INTO @In (Id, WorkerId, LeaseId, DurationMs)',
+      `SELECT x.Id, MAX(x.WorkerId), MAX(x.LeaseId), MAX(x.DurationMs) FROM OPENJSON(${doc}) WITH (Id varchar(36) '$.id', WorkerId nvarchar(255) '$.workerId', LeaseId varchar(36) '$.leaseId', DurationMs bigint '$.durationMs') AS x`,
+      'WHERE x.Id IS NOT NULL AND x.WorkerId IS NOT NULL AND x.LeaseId IS NOT NULL GROUP BY x.Id;',
+      'BEGIN TRAN;',
+      'DELETE h',
+      'OUTPUT deleted.* INTO @Moved',
+      `FROM ${t.hot} AS h`,
+      'INNER JOIN @In AS i ON i.Id = h.Id AND i.WorkerId = h.WorkerId AND i.LeaseId = h.LeaseId',
+      'WHERE h.Status IN (1, 2);',
+      archiveInsert(t),
+      bumpStats(t.stats, '@Moved', 'st.SucceededTotal = st.SucceededTotal + m.N'),
+      bumpBuckets(
+        t.buckets,
+        '(SELECT mv.Queue, CAST(0 AS tinyint) AS Outcome, CAST(-1 AS smallint) AS FailureReason, i.DurationMs FROM @Moved AS mv INNER JOIN @In AS i ON i.Id = mv.Id)',
+      ),
+      'COMMIT;',
+      'SELECT mv.Id FROM @Moved AS mv;',
+    ].join('\n'),
+  );
+}
+
+/** Where a DLQ move comes from: an owned lease, or any hot row by id (admin and rescue paths). */
+export type MssqlDlqTarget = MssqlLease | { id: string };
+
+/**
+ * moveToDlq — atomic move Hot → DLQ, same transaction pattern as {@link archiveSucceededSql}:
+ * `SET XACT_ABORT ON; BEGIN TRAN; DELETE … OUTPUT deleted.* INTO @Moved`, insert, counters
+ * (`FailedTotal`, or `CancelledTotal` for reason Cancelled), bucket (outcome 1 failed, 2
+ * cancelled), `COMMIT`. With a lease the delete is fenced (Id + WorkerId + LeaseId,
+ * `Status IN (1, 2)`); without one any hot row with the id moves. The DLQ status is derived from
+ * the reason in SQL with literals (4 Failed, 5 Cancelled, 6 Zombie).
+ */
+export function moveToDlqSql(
+  schema: string,
+  target: MssqlDlqTarget,
+  reason: FailureReason,
+  error: string,
+  actor: string | null,
+  durationMs: number | null,
+): MssqlStatement {
+  const t = tables(schema);
+  const p = new ParamList();
+  const id = p.varchar(target.id, 36);
+  const fence =
+    'leaseId' in target
+      ? ` AND h.WorkerId = ${p.nvarchar(target.workerId)} AND h.LeaseId = ${p.varchar(target.leaseId, 36)} AND h.Status IN (1, 2)`
+      : '';
+  const why = p.int(reason);
+  const err = p.nvarchar(error);
+  const who = p.nvarchar(actor);
+  const duration = p.bigint(durationMs);
+  const status = `CASE ${why} WHEN 1 THEN 5 WHEN 2 THEN 6 ELSE 4 END`;
+  return p.statement(
+    [
+      PROLOGUE,
+      DECLARE_NOW,
+      DECLARE_BUCKET,
+      declareTableVar('@Moved', HOT_COLUMNS),
+      'BEGIN TRAN;',
+      'DELETE h',
+      'OUTPUT deleted.* INTO @Moved',
+      `FROM ${t.hot} AS h`,
+      `WHERE h.Id = ${id}${fence};`,
+      dlqInsert(t, status, why, err, who, duration),
+      bumpStats(
+        t.stats,
+        '@Moved',
+        `st.FailedTotal = st.FailedTotal + CASE WHEN ${why} = 1 THEN 0 ELSE m.N END, st.CancelledTotal = st.CancelledTotal + CASE WHEN ${why} = 1 THEN m.N ELSE 0 END`,
+      ),
+      bumpBuckets(
+        t.buckets,
+        `(SELECT mv.Queue, CAST(CASE WHEN ${why} = 1 THEN 2 ELSE 1 END AS tinyint) AS Outcome, CAST(${why} AS smallint) AS FailureReason, ${duration} AS DurationMs FROM @Moved AS mv)`,
+      ),
+      'COMMIT;',
+      'SELECT COUNT_BIG(*) AS Affected FROM @Moved;',
+    ].join('\n'),
+  );
+}
+
+/**
+ * cancel — Pending/Fetched rows (`Status IN (0, 1)`) move Hot → DLQ as Cancelled (status 5,
+ * reason 1) with the move pattern (`SET XACT_ABORT ON; BEGIN TRAN; DELETE … OUTPUT deleted.*
+ * INTO @Moved`, insert, `CancelledTotal`, bucket outcome 2, `COMMIT`); Processing rows get
+ * `CancelRequestedUtc` in the same transaction. Read committed, U → X locks.
+ * Result rows: (Id, Kind) with Kind 0 = moved, 1 = cancellation requested.
+ */
+export function cancelSql(
+  schema: string,
+  ids: readonly string[],
+  actor: string | null,
+): MssqlStatement {
+  const t = tables(schema);
+  const p = new ParamList();
+  const doc = p.json(ids);
+  const who = p.nvarchar(actor);
+  const errorText = `N'Cancelled' + ISNULL(N' by ' + ${who}, N'')`;
+  return p.statement(
+    [
+      PROLOGUE,
+      DECLARE_NOW,
+      DECLARE_BUCKET,
+      declareTableVar('@Moved', HOT_COLUMNS),
+      'DECLARE @Requested TABLE (Id varchar(36) NOT NULL);',
+      'DECLARE @Ids TABLE (Id varchar(36) NOT NULL PRIMARY KEY);',
+      `INSERT INTO @Ids (Id) SELECT DISTINCT j.Id FROM OPENJSON(${doc}) ${ID_JSON} AS j WHERE j.Id IS NOT NULL;`,
+      'BEGIN TRAN;',
+      'DELETE h',
+      'OUTPUT deleted.* INTO @Moved',
+      `FROM ${t.hot} AS h`,
+      'INNER JOIN @Ids AS i ON i.Id = h.Id',
+      'WHERE h.Status IN (0, 1);',
+      dlqInsert(t, '5', '1', errorText, who, 'NULL'),
+      bumpStats(t.stats, '@Moved', 'st.CancelledTotal = st.CancelledTotal + m.N'),
+      bumpBuckets(
+        t.buckets,
+        '(SELECT mv.Queue, CAST(2 AS tinyint) AS Outcome, CAST(1 AS smallint) AS FailureReason, CAST(NULL AS bigint) AS DurationMs FROM @Moved AS mv)',
+      ),
+      `UPDATE h SET h.CancelRequestedUtc = ISNULL(h.CancelRequestedUtc, @now), h.LastModifiedBy = ISNULL(${who}, h.LastModifiedBy)`,
+      'OUTPUT inserted.Id INTO @Requested (Id)',
+      `FROM ${t.hot} AS h`,
+      'INNER JOIN @Ids AS i ON i.Id = h.Id',
+      'WHERE h.Status = 2;',
+      'COMMIT;',
+      'SELECT mv.Id, 0 AS Kind FROM @Moved AS mv',
+      'UNION ALL',
+      'SELECT r.Id, 1 AS Kind FROM @Requested AS r;',
+    ].join('\n'),
+  );
+}
+
+/** Resurrect edits as the builder takes them (already validated and encoded). */
+export interface MssqlResurrectEdits {
+  payload: string | null;
+  /** `undefined` keeps the tags; `null` clears them. */
+  tags: string | null | undefined;
+  priority: number | null;
+}
+
+/**
+ * resurrect / resurrectMany / resurrectByFilter — atomic move DLQ → Hot as Pending: `SET
+ * XACT_ABORT ON; BEGIN TRAN;` DELETE FROM JobsDLQ first (`OUTPUT deleted.* INTO @Moved`), so of
+ * two operators resurrecting one job only the one whose delete found the row re-inserts it (the
+ * other waits on the row's X lock, then deletes nothing); insert into JobsHot with attempts 0,
+ * `EnqueuedAtUtc = now`, no idempotency key, optional edits; `ResurrectedTotal + n`; `COMMIT`.
+ * If the hot insert fails, the DLQ delete rolls back.
+ *
+ * The ids come either from a JSON list or, for `resurrectByFilter`, from the oldest matching
+ * DLQ rows read `WITH (UPDLOCK, READPAST, ROWLOCK)` (rows another operator is moving are
+ * skipped, not waited for).
+ */
+export function resurrectSql(
+  schema: string,
+  source: { ids: readonly string[] } | { filter: DlqFilter; max: number },
+  edits: MssqlResurrectEdits | null,
+  actor: string | null,
+): MssqlStatement {
+  const t = tables(schema);
+  const p = new ParamList();
+  let idSource: string;
+  if ('ids' in source) {
+    idSource = `SELECT DISTINCT j.Id FROM OPENJSON(${p.json(source.ids)}) ${ID_JSON} AS j WHERE j.Id IS NOT NULL`;
+  } else {
+    const max = p.int(source.max);
+    const where = historyWhere(p, 'd', 'dlq', source.filter);
+    idSource = `SELECT TOP (${max}) d.Id FROM ${t.dlq} AS d WITH (UPDLOCK, READPAST, ROWLOCK)${whereClause(where)} ORDER BY d.FailedAtUtc, d.Id`;
+  }
+  const overrides: Record<string, string> = {
+    IdempotencyKey: 'NULL',
+    Status: '0',
+    AttemptCount: '0',
+    WorkerId: 'NULL',
+    LeaseId: 'NULL',
+    HeartbeatUtc: 'NULL',
+    ScheduledAtUtc: 'NULL',
+    DueAtUtc: '@now',
+    EnqueuedAtUtc: '@now',
+    StartedAtUtc: 'NULL',
+    LastUpdatedUtc: '@now',
+    LastError: 'ISNULL(m.ErrorDetails, m.LastError)',
+    CancelRequestedUtc: 'NULL',
+    Progress: 'NULL',
+  };
+  if (edits?.payload !== null && edits?.payload !== undefined) {
+    overrides.Payload = p.nvarchar(edits.payload);
+  }
+  if (edits && edits.tags !== undefined) overrides.Tags = p.nvarchar(edits.tags);
+  if (edits?.priority !== null && edits?.priority !== undefined) {
+    overrides.Priority = p.int(edits.priority);
+  }
+  const who = p.nvarchar(actor);
+  overrides.LastModifiedBy = `ISNULL(${who}, m.LastModifiedBy)`;
+  return p.statement(
+    [
+      PROLOGUE,
+      DECLARE_NOW,
+      declareTableVar('@Moved', DLQ_COLUMNS),
+      'DECLARE @Ids TABLE (Id varchar(36) NOT NULL PRIMARY KEY);',
+      'BEGIN TRAN;',
+      `INSERT INTO @Ids (Id) ${idSource};`,
+      'DELETE d',
+      'OUTPUT deleted.* INTO @Moved',
+      `FROM ${t.dlq} AS d`,
+      'INNER JOIN @Ids AS i ON i.Id = d.Id;',
+      insertSelect(t.hot, HOT_COLUMNS, 'm', overrides) + '\nFROM @Moved AS m;',
+      'DECLARE @NewQueues TABLE (Queue varchar(255) NOT NULL PRIMARY KEY);',
+      ensureQueueRows(t, '@Moved'),
+      bumpStats(t.stats, '@Moved', 'st.ResurrectedTotal = st.ResurrectedTotal + m.N'),
+      'COMMIT;',
+      'SELECT mv.Id FROM @Moved AS mv;',
+    ].join('\n'),
+  );
+}
+
+// ------------------------------------------------------------------------------------ rescue
+
+/**
+ * recoverAbandoned (seed "Recover Abandoned") — Fetched rows untouched for the timeout → Pending.
+ * Safe: no user code ran. Candidates `WITH (UPDLOCK, READPAST, ROWLOCK)` (rows being changed by
+ * their owner are skipped this round), bounded by `TOP (@limit)`, predicate re-checked in the
+ * UPDATE; read committed.
+ */
+export function recoverAbandonedSql(
+  schema: string,
+  fetchedTimeoutMs: number,
+  limit: number,
+): MssqlStatement {
+  const t = tables(schema);
+  const p = new ParamList();
+  const timeout = p.bigint(fetchedTimeoutMs);
+  const max = p.int(limit);
+  return p.statement(
+    [
+      'SET NOCOUNT ON;',
+      DECLARE_NOW,
+      `DECLARE @cutoff datetime2(3) = ${subtractMs('@now', timeout)};`,
+      'DECLARE @Recovered TABLE (Id varchar(36) NOT NULL);',
+      'WITH Stale AS (',
+      `  SELECT TOP (${max}) f.Id FROM ${t.hot} AS f WITH (UPDLOCK, READPAST, ROWLOCK)`,
+      '  WHERE f.Status = 1 AND f.LastUpdatedUtc < @cutoff',
+      '  ORDER BY f.LastUpdatedUtc',
+      ')',
+      'UPDATE h SET h.Status = 0, h.WorkerId = NULL, h.LeaseId = NULL, h.LastUpdatedUtc = @now',
+      'OUTPUT inserted.Id INTO @Recovered (Id)',
+      `FROM ${t.hot} AS h INNER JOIN Stale AS s ON s.Id = h.Id`,
+      'WHERE h.Status = 1 AND h.LastUpdatedUtc < @cutoff;',
+      'SELECT COUNT_BIG(*) AS Affected FROM @Recovered;',
+    ].join('\n'),
+  );
+}
+
+/**
+ * archiveZombies — Processing rows whose heartbeat is older than their queue's
+ * `ZombieTimeoutSeconds` (or the default) → DLQ as Zombie (status 6, reason 2), or → Pending
+ * with `LastError` where the queue has `RetryZombies`. One transaction (`SET XACT_ABORT ON;
+ * BEGIN TRAN; … DELETE … OUTPUT deleted.* INTO @Moved …; COMMIT`); candidates read
+ * `WITH (UPDLOCK, READPAST, ROWLOCK)` and bounded by `TOP (@limit)`; both changes re-check
+ * `Status = 2`. Result rows: (Id, Kind) with Kind 0 = DLQ, 1 = retried.
+ */
+export function archiveZombiesSql(
+  schema: string,
+  defaultTimeoutMs: number,
+  limit: number,
+): MssqlStatement {
+  const t = tables(schema);
+  const p = new ParamList();
+  const timeout = p.bigint(defaultTimeoutMs);
+  const max = p.int(limit);
+  const message = "N'Zombie: the heartbeat expired while the job was Processing.'";
+  return p.statement(
+    [
+      PROLOGUE,
+      DECLARE_NOW,
+      DECLARE_BUCKET,
+      declareTableVar('@Moved', HOT_COLUMNS),
+      'DECLARE @Zombies TABLE (Id varchar(36) NOT NULL PRIMARY KEY, Retry bit NOT NULL);',
+      'DECLARE @Retried TABLE (Id varchar(36) NOT NULL, Queue varchar(255) NOT NULL);',
+      'BEGIN TRAN;',
+      'INSERT INTO @Zombies (Id, Retry)',
+      `SELECT TOP (${max}) z.Id, ISNULL(q.RetryZombies, 0)`,
+      `FROM ${t.hot} AS z WITH (UPDLOCK, READPAST, ROWLOCK)`,
+      `LEFT JOIN ${t.queues} AS q ON q.Name = z.Queue`,
+      'WHERE z.Status = 2',
+      `  AND DATEDIFF_BIG(MILLISECOND, z.HeartbeatUtc, @now) > ISNULL(CAST(q.ZombieTimeoutSeconds AS bigint) * 1000, ${timeout})`,
+      'ORDER BY z.HeartbeatUtc;',
+      'UPDATE h SET h.Status = 0, h.WorkerId = NULL, h.LeaseId = NULL, h.HeartbeatUtc = NULL,',
+      `  h.ScheduledAtUtc = NULL, h.DueAtUtc = @now, h.LastError = ${message}, h.LastUpdatedUtc = @now`,
+      'OUTPUT inserted.Id, inserted.Queue INTO @Retried (Id, Queue)',
+      `FROM ${t.hot} AS h INNER JOIN @Zombies AS z ON z.Id = h.Id AND z.Retry = 1`,
+      'WHERE h.Status = 2;',
+      bumpStats(t.stats, '@Retried', 'st.RetriedTotal = st.RetriedTotal + m.N'),
+      'DELETE h',
+      'OUTPUT deleted.* INTO @Moved',
+      `FROM ${t.hot} AS h INNER JOIN @Zombies AS z ON z.Id = h.Id AND z.Retry = 0`,
+      'WHERE h.Status = 2;',
+      dlqInsert(t, '6', '2', message, 'NULL', 'NULL'),
+      bumpStats(t.stats, '@Moved', 'st.FailedTotal = st.FailedTotal + m.N'),
+      bumpBuckets(
+        t.buckets,
+        '(SELECT mv.Queue, CAST(1 AS tinyint) AS Outcome, CAST(2 AS smallint) AS FailureReason, CAST(NULL AS bigint) AS DurationMs FROM @Moved AS mv)',
+      ),
+      'COMMIT;',
+      'SELECT mv.Id, 0 AS Kind FROM @Moved AS mv',
+      'UNION ALL',
+      'SELECT r.Id, 1 AS Kind FROM @Retried AS r;',
+    ].join('\n'),
+  );
+}
+
+// ------------------------------------------------------------------------------------ queues
+
+/** Queue rows. */
+export function getQueuesSql(schema: string): MssqlStatement {
+  const t = tables(schema);
+  return new ParamList().statement(
+    `SELECT ${selectColumns('q', QUEUE_COLUMNS)} FROM ${t.queues} AS q ORDER BY q.Name;`,
+  );
+}
+
+/** A queue patch as the builder takes it (`undefined` leaves a field unchanged). */
+export interface MssqlQueuePatch {
+  isPaused?: boolean;
+  isActive?: boolean;
+  maxWorkers?: number | null;
+  zombieTimeoutSeconds?: number | null;
+  executionTimeoutMs?: number | null;
+  retryZombies?: boolean;
+}
+
+/**
+ * updateQueue — upsert safe under concurrency: the row is created if missing under
+ * `UPDLOCK, HOLDLOCK` (concurrent creators serialise on the key range instead of one failing
+ * with a duplicate key), then each given field is set (a flag parameter per field keeps the text
+ * fixed). One transaction, XACT_ABORT.
+ */
+export function updateQueueSql(
+  schema: string,
+  name: string,
+  patch: MssqlQueuePatch,
+): MssqlStatement {
+  const t = tables(schema);
+  const p = new ParamList();
+  const q = p.varchar(name, 255);
+  const field = (col: string, defined: boolean, value: string) =>
+    `${col} = CASE WHEN ${p.bit(defined)} = 1 THEN ${value} ELSE ${col} END`;
+  const sets = [
+    field('IsPaused', patch.isPaused !== undefined, p.bit(patch.isPaused ?? null)),
+    field('IsActive', patch.isActive !== undefined, p.bit(patch.isActive ?? null)),
+    field('MaxWorkers', patch.maxWorkers !== undefined, p.int(patch.maxWorkers ?? null)),
+    field(
+      'ZombieTimeoutSeconds',
+      patch.zombieTimeoutSeconds !== undefined,
+      p.int(patch.zombieTimeoutSeconds ?? null),
+    ),
+    field(
+      'ExecutionTimeoutMs',
+      patch.executionTimeoutMs !== undefined,
+      p.int(patch.executionTimeoutMs ?? null),
+    ),
+    field('RetryZombies', patch.retryZombies !== undefined, p.bit(patch.retryZombies ?? null)),
+  ];
+  return p.statement(
+    [
+      PROLOGUE,
+      'BEGIN TRAN;',
+      `INSERT INTO ${t.queues} (Name) SELECT ${q}`,
+      `WHERE NOT EXISTS (SELECT 1 FROM ${t.queues} AS x WITH (UPDLOCK, HOLDLOCK) WHERE x.Name = ${q});`,
+      `INSERT INTO ${t.stats} (Queue) SELECT ${q}`,
+      `WHERE NOT EXISTS (SELECT 1 FROM ${t.stats} AS x WITH (UPDLOCK, HOLDLOCK) WHERE x.Queue = ${q});`,
+      `UPDATE ${t.queues} SET ${sets.join(',\n  ')},`,
+      '  LastUpdatedUtc = SYSUTCDATETIME()',
+      `WHERE Name = ${q};`,
+      'COMMIT;',
+      `SELECT ${selectColumns('q', QUEUE_COLUMNS)} FROM ${t.queues} AS q WHERE q.Name = ${q};`,
+    ].join('\n'),
+  );
+}
+
+// ------------------------------------------------------------------------------------ purge / retention
+
+/** purgeDlq — deletes DLQ rows by id (counters untouched); `@@ROWCOUNT` is the result. */
+export function purgeDlqSql(schema: string, ids: readonly string[]): MssqlStatement {
+  const t = tables(schema);
+  const p = new ParamList();
+  const doc = p.json(ids);
+  return p.statement(
+    [
+      'SET NOCOUNT ON;',
+      `DELETE d FROM ${t.dlq} AS d WHERE d.Id IN (SELECT j.Id FROM OPENJSON(${doc}) ${ID_JSON} AS j);`,
+      'SELECT @@ROWCOUNT AS Affected;',
+    ].join('\n'),
+  );
+}
+
+/**
+ * purgeDlqByFilter (one batch) — deletes at most `batch` matching DLQ rows, oldest first, its own
+ * short transaction; rows other sessions hold are skipped (`READPAST, ROWLOCK`).
+ */
+export function purgeDlqBatchSql(schema: string, filter: DlqFilter, batch: number): MssqlStatement {
+  const t = tables(schema);
+  const p = new ParamList();
+  const max = p.int(batch);
+  const where = historyWhere(p, 'd', 'dlq', filter);
+  return p.statement(
+    [
+      'SET NOCOUNT ON;',
+      'WITH Doomed AS (',
+      `  SELECT TOP (${max}) d.Id FROM ${t.dlq} AS d WITH (READPAST, ROWLOCK)${whereClause(where)}`,
+      '  ORDER BY d.FailedAtUtc, d.Id',
+      ')',
+      'DELETE FROM Doomed;',
+      'SELECT @@ROWCOUNT AS Affected;',
+    ].join('\n'),
+  );
+}
+
+/** Which retention delete. */
+export type MssqlRetentionTarget = 'archive' | 'dlq' | 'buckets';
+
+/**
+ * applyRetention (one batch of one table) — deletes at most `batch` rows older than now − `ageMs`,
+ * oldest first, skipping rows others hold (`READPAST, ROWLOCK`); counters untouched.
+ */
+export function retentionBatchSql(
+  schema: string,
+  target: MssqlRetentionTarget,
+  ageMs: number,
+  batch: number,
+): MssqlStatement {
+  const t = tables(schema);
+  const p = new ParamList();
+  const max = p.int(batch);
+  const age = p.bigint(ageMs);
+  const column = { archive: 'FinishedAtUtc', dlq: 'FailedAtUtc', buckets: 'BucketUtc' }[target];
+  return p.statement(
+    [
+      'SET NOCOUNT ON;',
+      DECLARE_NOW,
+      `DECLARE @cutoff datetime2(3) = ${subtractMs('@now', age)};`,
+      'WITH Expired AS (',
+      `  SELECT TOP (${max}) x.${column} FROM ${t[target]} AS x WITH (READPAST, ROWLOCK)`,
+      `  WHERE x.${column} < @cutoff`,
+      `  ORDER BY x.${column}`,
+      ')',
+      'DELETE FROM Expired;',
+      'SELECT @@ROWCOUNT AS Affected;',
+    ].join('\n'),
+  );
+}
+
+// ------------------------------------------------------------------------------------ reads
+
+/** snake_case sort columns of `normalizePage` → this dialect's columns (a whitelist). */
+export const MSSQL_SORT_COLUMNS: Readonly<Record<string, string>> = {
+  created_at_utc: 'CreatedAtUtc',
+  enqueued_at_utc: 'EnqueuedAtUtc',
+  scheduled_at_utc: 'ScheduledAtUtc',
+  finished_at_utc: 'FinishedAtUtc',
+  failed_at_utc: 'FailedAtUtc',
+  priority: 'Priority',
+  queue: 'Queue',
+  type: 'Type',
+  attempt_count: 'AttemptCount',
+  duration_ms: 'DurationMs',
+};
+
+function whereClause(conditions: readonly string[]): string {
+  return conditions.length === 0 ? '' : ` WHERE ${conditions.join(' AND ')}`;
+}
+
+/** Filter conditions of hot, archive and DLQ reads; every value a parameter. */
+function historyWhere(
+  p: ParamList,
+  a: string,
+  pillar: 'hot' | 'archive' | 'dlq',
+  filter: ActiveFilter & HistoryFilter & DlqFilter,
+): string[] {
+  const out: string[] = [];
+  if (filter.queue !== undefined) out.push(`${a}.Queue = ${p.varchar(filter.queue, 255)}`);
+  if (filter.type !== undefined) out.push(`${a}.Type = ${p.nvarchar(filter.type)}`);
+  if (pillar === 'hot' && filter.status !== undefined) {
+    // A literal, not a parameter: validated to 0, 1 or 2, and the filtered indexes need it.
+    out.push(`${a}.Status = ${Number(filter.status)}`);
+  }
+  if (filter.tag !== undefined) {
+    out.push(`${a}.Tags LIKE ${p.nvarchar(`%,${escapeLike(filter.tag)},%`)} ESCAPE '\\'`);
+  }
+  if (filter.search !== undefined) {
+    const term = p.nvarchar(`%${escapeLike(filter.search)}%`);
+    out.push(
+      `(${a}.Id LIKE ${term} ESCAPE '\\' OR ${a}.Type LIKE ${term} ESCAPE '\\' OR ${a}.Payload LIKE ${term} ESCAPE '\\')`,
+    );
+  }
+  if (pillar !== 'hot') {
+    const col = pillar === 'archive' ? 'FinishedAtUtc' : 'FailedAtUtc';
+    if (filter.from !== undefined) out.push(`${a}.${col} >= ${p.instant(filter.from)}`);
+    if (filter.to !== undefined) out.push(`${a}.${col} < ${p.instant(filter.to)}`);
+  }
+  if (pillar === 'dlq') {
+    if (filter.reason !== undefined) out.push(`${a}.FailureReason = ${p.int(filter.reason)}`);
+    if (filter.ids !== undefined) {
+      out.push(`${a}.Id IN (SELECT j.Id FROM OPENJSON(${p.json(filter.ids)}) ${ID_JSON} AS j)`);
+    }
+  }
+  return out;
+}
+
+const PILLAR_COLUMNS = { hot: HOT_COLUMNS, archive: ARCHIVE_COLUMNS, dlq: DLQ_COLUMNS } as const;
+const PILLAR_TABLE = { hot: 'hot', archive: 'archive', dlq: 'dlq' } as const;
+
+/** A page request as the builders take it (from `normalizePage`). */
+export interface MssqlPage {
+  filter: ActiveFilter & HistoryFilter & DlqFilter;
+  offset: number;
+  pageSize: number;
+  /** snake_case column from `normalizePage`. */
+  sortColumn: string;
+  sortDir: 'ASC' | 'DESC';
+}
+
+/** The ordering column of a page, from the whitelist only. */
+export function sortColumnFor(sortColumn: string): string {
+  const col = MSSQL_SORT_COLUMNS[sortColumn];
+  if (!col) throw new Error(`ChokaQ mssql: sort column ${sortColumn} is not whitelisted`);
+  return col;
+}
+
+/**
+ * A page of one pillar: whitelisted sort column plus an `Id` tie-breaker, `OFFSET … FETCH`.
+ * Read committed without hints (pages are not telemetry).
+ */
+export function pageSql(
+  schema: string,
+  pillar: 'hot' | 'archive' | 'dlq',
+  page: MssqlPage,
+): MssqlStatement {
+  const t = tables(schema);
+  const p = new ParamList();
+  const where = historyWhere(p, 'j', pillar, page.filter);
+  const col = sortColumnFor(page.sortColumn);
+  const dir = page.sortDir === 'ASC' ? 'ASC' : 'DESC';
+  const offset = p.int(page.offset);
+  const size = p.int(page.pageSize);
+  return p.statement(
+    [
+      `SELECT ${selectColumns('j', PILLAR_COLUMNS[pillar])}`,
+      `FROM ${t[PILLAR_TABLE[pillar]]} AS j${whereClause(where)}`,
+      `ORDER BY j.${col} ${dir}, j.Id ${dir}`,
+      `OFFSET ${offset} ROWS FETCH NEXT ${size} ROWS ONLY;`,
+    ].join('\n'),
+  );
+}
+
+/** The total count of a page's filter. */
+export function pageCountSql(
+  schema: string,
+  pillar: 'hot' | 'archive' | 'dlq',
+  filter: ActiveFilter & HistoryFilter & DlqFilter,
+): MssqlStatement {
+  const t = tables(schema);
+  const p = new ParamList();
+  const where = historyWhere(p, 'j', pillar, filter);
+  return p.statement(
+    `SELECT COUNT_BIG(*) AS Total FROM ${t[PILLAR_TABLE[pillar]]} AS j${whereClause(where)};`,
+  );
+}
+
+/** Every column any pillar has, for the one-row `getJob` union. */
+const VIEW_COLUMNS: readonly MssqlColumn[] = (() => {
+  const seen = new Map<string, MssqlColumn>();
+  for (const col of [...HOT_COLUMNS, ...ARCHIVE_COLUMNS, ...DLQ_COLUMNS]) {
+    if (col.name !== 'DueAtUtc' && !seen.has(col.name)) seen.set(col.name, col);
+  }
+  return [...seen.values()];
+})();
+
+function viewSelect(alias: string, columns: readonly MssqlColumn[]): string {
+  const has = new Set(columns.map((col) => col.name));
+  return VIEW_COLUMNS.map((col) => {
+    if (!has.has(col.name)) return `NULL AS ${col.name}`;
+    return isDate(col)
+      ? `${isoText(`${alias}.${col.name}`)} AS ${col.name}`
+      : `${alias}.${col.name}`;
+  }).join(', ');
+}
+
+/** getJob — one job wherever it is (hot first, then DLQ, then archive). Read committed. */
+export function getJobSql(schema: string, id: string): MssqlStatement {
+  const t = tables(schema);
+  const p = new ParamList();
+  const key = p.varchar(id, 36);
+  return p.statement(
+    [
+      'SELECT TOP (1) u.* FROM (',
+      `  SELECT 1 AS PillarRank, 'hot' AS Pillar, ${viewSelect('h', HOT_COLUMNS)} FROM ${t.hot} AS h WHERE h.Id = ${key}`,
+      '  UNION ALL',
+      `  SELECT 2, 'dlq', ${viewSelect('d', DLQ_COLUMNS)} FROM ${t.dlq} AS d WHERE d.Id = ${key}`,
+      '  UNION ALL',
+      `  SELECT 3, 'archive', ${viewSelect('a', ARCHIVE_COLUMNS)} FROM ${t.archive} AS a WHERE a.Id = ${key}`,
+      ') AS u ORDER BY u.PillarRank;',
+    ].join('\n'),
+  );
+}
+
+/** getSummary — telemetry: lifetime counters and current counts, `NOLOCK` (approximate by design). */
+export function summarySql(schema: string): MssqlStatement {
+  const t = tables(schema);
+  const sum = (col: string) =>
+    `(SELECT ISNULL(SUM(s.${col}), 0) FROM ${t.stats} AS s WITH (NOLOCK)) AS ${col}`;
+  const count = (table: string, where: string, as: string) =>
+    `(SELECT COUNT_BIG(*) FROM ${table} AS c WITH (NOLOCK)${where}) AS ${as}`;
+  return new ParamList().statement(
+    [
+      'SELECT',
+      `  ${['SucceededTotal', 'FailedTotal', 'CancelledTotal', 'RetriedTotal', 'ResurrectedTotal'].map(sum).join(',\n  ')},`,
+      `  ${count(t.hot, ' WHERE c.Status = 0', 'Pending')},`,
+      `  ${count(t.hot, ' WHERE c.Status = 1', 'Fetched')},`,
+      `  ${count(t.hot, ' WHERE c.Status = 2', 'Processing')},`,
+      `  ${count(t.archive, '', 'Archived')},`,
+      `  ${count(t.dlq, '', 'Dlq')};`,
+    ].join('\n'),
+  );
+}
+
+/** getQueueStats — telemetry: per-queue counters, counts by status and controls, `NOLOCK`. */
+export function queueStatsSql(schema: string): MssqlStatement {
+  const t = tables(schema);
+  return new ParamList().statement(
+    [
+      'SELECT q.Name AS Queue, q.IsPaused, q.IsActive, q.MaxWorkers,',
+      '  ISNULL(h.Pending, 0) AS Pending, ISNULL(h.Fetched, 0) AS Fetched, ISNULL(h.Processing, 0) AS Processing,',
+      `  (SELECT COUNT_BIG(*) FROM ${t.archive} AS a WITH (NOLOCK) WHERE a.Queue = q.Name) AS Archived,`,
+      `  (SELECT COUNT_BIG(*) FROM ${t.dlq} AS d WITH (NOLOCK) WHERE d.Queue = q.Name) AS Dlq,`,
+      '  ISNULL(s.SucceededTotal, 0) AS SucceededTotal, ISNULL(s.FailedTotal, 0) AS FailedTotal,',
+      '  ISNULL(s.CancelledTotal, 0) AS CancelledTotal, ISNULL(s.RetriedTotal, 0) AS RetriedTotal,',
+      `  ISNULL(s.ResurrectedTotal, 0) AS ResurrectedTotal, ${isoText('s.LastActivityUtc')} AS LastActivityUtc`,
+      `FROM ${t.queues} AS q WITH (NOLOCK)`,
+      'LEFT JOIN (',
+      '  SELECT x.Queue,',
+      '    SUM(CASE WHEN x.Status = 0 THEN 1 ELSE 0 END) AS Pending,',
+      '    SUM(CASE WHEN x.Status = 1 THEN 1 ELSE 0 END) AS Fetched,',
+      '    SUM(CASE WHEN x.Status = 2 THEN 1 ELSE 0 END) AS Processing',
+      `  FROM ${t.hot} AS x WITH (NOLOCK) GROUP BY x.Queue`,
+      ') AS h ON h.Queue = q.Name',
+      `LEFT JOIN ${t.stats} AS s WITH (NOLOCK) ON s.Queue = q.Name`,
+      'ORDER BY q.Name;',
+    ].join('\n'),
+  );
+}
+
+/** getQueueHealth — telemetry: due pending, lag from `ScheduledAtUtc`/`EnqueuedAtUtc`, active; `NOLOCK`. */
+export function queueHealthSql(schema: string): MssqlStatement {
+  const t = tables(schema);
+  const lag = 'DATEDIFF_BIG(MILLISECOND, ISNULL(x.ScheduledAtUtc, x.EnqueuedAtUtc), @now)';
+  return new ParamList().statement(
+    [
+      DECLARE_NOW,
+      'SELECT q.Name AS Queue, q.MaxWorkers,',
+      '  ISNULL(d.DuePending, 0) AS DuePending, ISNULL(d.AvgLagMs, 0) AS AvgLagMs, ISNULL(d.MaxLagMs, 0) AS MaxLagMs,',
+      '  ISNULL(a.Active, 0) AS Active',
+      `FROM ${t.queues} AS q WITH (NOLOCK)`,
+      'LEFT JOIN (',
+      `  SELECT x.Queue, COUNT_BIG(*) AS DuePending, AVG(CAST(${lag} AS float)) AS AvgLagMs, MAX(${lag}) AS MaxLagMs`,
+      `  FROM ${t.hot} AS x WITH (NOLOCK)`,
+      '  WHERE x.Status = 0 AND (x.ScheduledAtUtc IS NULL OR x.ScheduledAtUtc <= @now)',
+      '  GROUP BY x.Queue',
+      ') AS d ON d.Queue = q.Name',
+      'LEFT JOIN (',
+      `  SELECT y.Queue, COUNT_BIG(*) AS Active FROM ${t.hot} AS y WITH (NOLOCK) WHERE y.Status IN (1, 2) GROUP BY y.Queue`,
+      ') AS a ON a.Queue = q.Name',
+      'ORDER BY q.Name;',
+    ].join('\n'),
+  );
+}
+
+/** getThroughput — telemetry: completions over the last 1 and 5 minutes from metric buckets; `NOLOCK`. */
+export function throughputSql(schema: string, queue?: string): MssqlStatement {
+  const t = tables(schema);
+  const p = new ParamList();
+  const queueFilter = queue === undefined ? '' : ` AND b.Queue = ${p.varchar(queue, 255)}`;
+  const within = (seconds: number, outcome?: number) =>
+    `ISNULL(SUM(CASE WHEN b.BucketUtc >= DATEADD(SECOND, -${seconds}, @now)` +
+    (outcome === undefined ? '' : ` AND b.Outcome = ${outcome}`) +
+    ' THEN b.CompletedCount ELSE 0 END), 0)';
+  return p.statement(
+    [
+      DECLARE_NOW,
+      'SELECT',
+      `  ${within(60)} AS Completed1m, ${within(60, 0)} AS Succeeded1m, ${within(60, 1)} AS Failed1m,`,
+      `  ${within(300)} AS Completed5m, ${within(300, 0)} AS Succeeded5m, ${within(300, 1)} AS Failed5m`,
+      `FROM ${t.buckets} AS b WITH (NOLOCK)`,
+      `WHERE b.BucketUtc >= DATEADD(SECOND, -300, @now)${queueFilter};`,
+    ].join('\n'),
+  );
+}
+
+/** How many recent DLQ rows the top-errors grouping looks at (bounded telemetry). */
+export const TOP_ERRORS_WINDOW = 10_000;
+
+/**
+ * getTopDlqErrors — telemetry: the most frequent error families (first line, ≤ 200 chars) among
+ * the most recent {@link TOP_ERRORS_WINDOW} matching DLQ rows; `NOLOCK`.
+ */
+export function topDlqErrorsSql(schema: string, limit: number, filter: DlqFilter): MssqlStatement {
+  const t = tables(schema);
+  const p = new ParamList();
+  const top = p.int(limit);
+  const where = historyWhere(p, 'd', 'dlq', filter);
+  const text = "ISNULL(d.ErrorDetails, N'')";
+  const firstLine = `CAST(LEFT(REPLACE(CASE WHEN CHARINDEX(NCHAR(10), ${text}) > 0 THEN LEFT(${text}, CHARINDEX(NCHAR(10), ${text}) - 1) ELSE ${text} END, NCHAR(13), N''), 200) AS nvarchar(200))`;
+  return p.statement(
+    [
+      `SELECT TOP (${top}) e.Family, COUNT_BIG(*) AS FamilyCount, ${isoText('MAX(e.FailedAtUtc)')} AS LastFailedAtUtc`,
+      'FROM (',
+      `  SELECT TOP (${TOP_ERRORS_WINDOW}) ${firstLine} AS Family, d.FailedAtUtc`,
+      `  FROM ${t.dlq} AS d WITH (NOLOCK)${whereClause(where)}`,
+      '  ORDER BY d.FailedAtUtc DESC',
+      ') AS e',
+      'GROUP BY e.Family',
+      'ORDER BY COUNT_BIG(*) DESC, MAX(e.FailedAtUtc) DESC;',
+    ].join('\n'),
+  );
+}
+
+/** Sample ids a bulk preview shows. */
+export const PREVIEW_SAMPLE = 10;
+
+/** previewDlqFilter — matched count (read committed) of a bulk DLQ action. */
+export function previewCountSql(schema: string, filter: DlqFilter): MssqlStatement {
+  return pageCountSql(schema, 'dlq', filter);
+}
+
+/** previewDlqFilter — the first sample ids, oldest failure first (the order bulk actions use). */
+export function previewSampleSql(
+  schema: string,
+  filter: DlqFilter,
+  sample: number,
+): MssqlStatement {
+  const t = tables(schema);
+  const p = new ParamList();
+  const top = p.int(sample);
+  const where = historyWhere(p, 'd', 'dlq', filter);
+  return p.statement(
+    `SELECT TOP (${top}) d.Id FROM ${t.dlq} AS d${whereClause(where)} ORDER BY d.FailedAtUtc, d.Id;`,
+  );
+}
+
+// ------------------------------------------------------------------------------------ recurring
+
+/** A recurring definition as the builder takes it. */
+export interface MssqlRecurring {
+  name: string;
+  cron: string;
+  timeZone: string;
+  queue: string;
+  type: string;
+  /** Serialised JSON. */
+  payload: string;
+  misfirePolicy: string;
+  nextSlotUtc: Date;
+}
+
+/**
+ * upsertRecurringJob — `UPDATE … WITH (UPDLOCK, HOLDLOCK)` then `INSERT` when it changed no row:
+ * the key-range update lock makes concurrent upserts of one name wait for each other instead of
+ * one failing with a duplicate key. `NextSlotUtc` is reset only when the cron or zone changed.
+ */
+export function upsertRecurringSql(schema: string, def: MssqlRecurring): MssqlStatement {
+  const t = tables(schema);
+  const p = new ParamList();
+  const name = p.nvarchar(def.name);
+  const cron = p.varchar(def.cron, 255);
+  const zone = p.varchar(def.timeZone, 100);
+  const queue = p.varchar(def.queue, 255);
+  const type = p.nvarchar(def.type);
+  const payload = p.nvarchar(def.payload);
+  const misfire = p.varchar(def.misfirePolicy, 10);
+  const next = p.instant(def.nextSlotUtc);
+  return p.statement(
+    [
+      PROLOGUE,
+      'BEGIN TRAN;',
+      `UPDATE ${t.recurring} WITH (UPDLOCK, HOLDLOCK)`,
+      `SET NextSlotUtc = CASE WHEN Cron <> ${cron} OR TimeZone <> ${zone} THEN ${next} ELSE NextSlotUtc END,`,
+      `  Cron = ${cron}, TimeZone = ${zone}, Queue = ${queue}, Type = ${type}, Payload = ${payload},`,
+      `  MisfirePolicy = ${misfire}, LastUpdatedUtc = SYSUTCDATETIME()`,
+      `WHERE Name = ${name};`,
+      'IF @@ROWCOUNT = 0',
+      `  INSERT INTO ${t.recurring} (Name, Cron, TimeZone, Queue, Type, Payload, NextSlotUtc, MisfirePolicy)`,
+      `  VALUES (${name}, ${cron}, ${zone}, ${queue}, ${type}, ${payload}, ${next}, ${misfire});`,
+      'COMMIT;',
+    ].join('\n'),
+  );
+}
+
+/** getRecurringJobs. */
+export function getRecurringSql(schema: string): MssqlStatement {
+  const t = tables(schema);
+  return new ParamList().statement(
+    `SELECT ${selectColumns('r', RECURRING_COLUMNS)} FROM ${t.recurring} AS r ORDER BY r.Name;`,
+  );
+}
+
+/**
+ * claimRecurringSlot — compare-and-set of `NextSlotUtc` (plain UPDATE: U → X lock on the row, so
+ * of two processes exactly one sees `NextSlotUtc = @slot`); runs in the same transaction as the
+ * slot's enqueue. `@@ROWCOUNT` is the result.
+ */
+export function claimRecurringSlotSql(
+  schema: string,
+  name: string,
+  slotUtc: Date,
+  nextSlotUtc: Date,
+): MssqlStatement {
+  const t = tables(schema);
+  const p = new ParamList();
+  const key = p.nvarchar(name);
+  const slot = p.instant(slotUtc);
+  const next = p.instant(nextSlotUtc);
+  return p.statement(
+    [
+      'SET NOCOUNT ON;',
+      `UPDATE ${t.recurring} SET LastSlotUtc = ${slot}, NextSlotUtc = ${next}, LastUpdatedUtc = SYSUTCDATETIME()`,
+      `WHERE Name = ${key} AND NextSlotUtc = ${slot};`,
+      'SELECT @@ROWCOUNT AS Affected;',
+    ].join('\n'),
+  );
+}
+
+/** The database's compatibility level (OPENJSON needs 130+); checked by `prepare()`. */
+export function compatibilityLevelSql(): MssqlStatement {
+  return new ParamList().statement(
+    'SELECT CAST(compatibility_level AS int) AS CompatibilityLevel FROM sys.databases WHERE name = DB_NAME();',
+  );
+}

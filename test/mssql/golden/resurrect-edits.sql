@@ -1,0 +1,30 @@
+SET NOCOUNT ON;
+SET XACT_ABORT ON;
+DECLARE @now datetime2(3) = SYSUTCDATETIME();
+DECLARE @Moved TABLE (Id varchar(36) NULL, Queue varchar(255) NULL, Type nvarchar(255) NULL, Payload nvarchar(max) NULL, Tags nvarchar(max) NULL, IdempotencyKey nvarchar(255) NULL, Priority int NULL, Status tinyint NULL, AttemptCount int NULL, WorkerId nvarchar(255) NULL, ScheduledAtUtc datetime2(3) NULL, CreatedAtUtc datetime2(3) NULL, EnqueuedAtUtc datetime2(3) NULL, StartedAtUtc datetime2(3) NULL, LastUpdatedUtc datetime2(3) NULL, CreatedBy nvarchar(100) NULL, LastModifiedBy nvarchar(100) NULL, LastError nvarchar(max) NULL, Progress float NULL, FailureReason smallint NULL, ErrorDetails nvarchar(max) NULL, FailedAtUtc datetime2(3) NULL, DurationMs bigint NULL);
+DECLARE @Ids TABLE (Id varchar(36) NOT NULL PRIMARY KEY);
+BEGIN TRAN;
+INSERT INTO @Ids (Id) SELECT DISTINCT j.Id FROM OPENJSON(@0) WITH (Id varchar(36) '$') AS j WHERE j.Id IS NOT NULL;
+DELETE d
+OUTPUT deleted.* INTO @Moved
+FROM [chokaq].[JobsDLQ] AS d
+INNER JOIN @Ids AS i ON i.Id = d.Id;
+INSERT INTO [chokaq].[JobsHot] (Id, Queue, Type, Payload, Tags, IdempotencyKey, Priority, Status, AttemptCount, WorkerId, LeaseId, HeartbeatUtc, ScheduledAtUtc, DueAtUtc, CreatedAtUtc, EnqueuedAtUtc, StartedAtUtc, LastUpdatedUtc, CreatedBy, LastModifiedBy, LastError, CancelRequestedUtc, Progress)
+SELECT m.Id, m.Queue, m.Type, @1, @2, NULL, @3, 0, 0, NULL, NULL, NULL, NULL, @now, m.CreatedAtUtc, @now, NULL, @now, m.CreatedBy, ISNULL(@4, m.LastModifiedBy), ISNULL(m.ErrorDetails, m.LastError), NULL, NULL
+FROM @Moved AS m;
+DECLARE @NewQueues TABLE (Queue varchar(255) NOT NULL PRIMARY KEY);
+INSERT INTO @NewQueues (Queue) SELECT DISTINCT n.Queue FROM @Moved AS n
+WHERE NOT EXISTS (SELECT 1 FROM [chokaq].[Queues] AS q WHERE q.Name = n.Queue)
+   OR NOT EXISTS (SELECT 1 FROM [chokaq].[StatsSummary] AS s WHERE s.Queue = n.Queue);
+INSERT INTO [chokaq].[Queues] (Name) SELECT n.Queue FROM @NewQueues AS n
+WHERE NOT EXISTS (SELECT 1 FROM [chokaq].[Queues] AS q WITH (UPDLOCK, HOLDLOCK) WHERE q.Name = n.Queue);
+INSERT INTO [chokaq].[StatsSummary] (Queue) SELECT n.Queue FROM @NewQueues AS n
+WHERE NOT EXISTS (SELECT 1 FROM [chokaq].[StatsSummary] AS s WITH (UPDLOCK, HOLDLOCK) WHERE s.Queue = n.Queue);
+INSERT INTO [chokaq].[StatsSummary] (Queue)
+SELECT DISTINCT m.Queue FROM @Moved AS m
+WHERE NOT EXISTS (SELECT 1 FROM [chokaq].[StatsSummary] AS x WITH (UPDLOCK, HOLDLOCK) WHERE x.Queue = m.Queue);
+UPDATE st SET st.ResurrectedTotal = st.ResurrectedTotal + m.N, st.LastActivityUtc = @now
+FROM [chokaq].[StatsSummary] AS st
+INNER JOIN (SELECT g.Queue, COUNT_BIG(*) AS N FROM @Moved AS g GROUP BY g.Queue) AS m ON m.Queue = st.Queue;
+COMMIT;
+SELECT mv.Id FROM @Moved AS mv;

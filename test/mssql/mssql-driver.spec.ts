@@ -1,0 +1,323 @@
+import { DataSource } from 'typeorm';
+import { SqlServerDriver } from 'typeorm/driver/sqlserver/SqlServerDriver';
+import {
+  ChokaQStorageUnavailableError,
+  ChokaQTransactionError,
+} from '../../libs/chokaq/src/errors';
+import { MssqlJobStorage } from '../../libs/chokaq/src/storage/mssql/mssql-job-storage';
+import * as SQL from '../../libs/chokaq/src/storage/mssql/mssql.sql';
+import { SqlStorageConfig } from '../../libs/chokaq/src/storage/storage-options';
+import { ID, ID2, LEASE } from './support/statements';
+
+/**
+ * Drives TypeORM's real `SqlServerQueryRunner` (parameter binding, structured results) over a
+ * stubbed `mssql` Request: the ONE place a stub stands in for SQL Server, because no server can
+ * run here. The stub replays the result shape the `mssql` package documents for
+ * `request.query()`: `{ recordsets, recordset (= recordsets[0]), output, rowsAffected }`. With
+ * `SET NOCOUNT ON` SQL Server sends no row counts, so `rowsAffected` is `[]`; tedious returns
+ * `bigint` columns as strings. These tests pin the placeholders the storage sends and that it reads
+ * changed rows from the result set, never from `rowsAffected`.
+ */
+interface Call {
+  sql: string;
+  inputs: Array<{ name: string; type: string; value: unknown }>;
+}
+
+type Reply = Row[] | Row[][] | Error;
+type Row = Record<string, unknown>;
+
+function mssqlResult(reply: Row[] | Row[][]) {
+  const recordsets = Array.isArray(reply[0]) ? (reply as Row[][]) : [reply as Row[]];
+  return { recordsets, recordset: recordsets[0], output: {}, rowsAffected: [] as number[] };
+}
+
+function stubbedStorage(replies: Reply[]) {
+  const calls: Call[] = [];
+  const dataSource = new DataSource({
+    type: 'mssql',
+    host: 'stub.invalid',
+    username: 'u',
+    password: 'p',
+    database: 'd',
+  });
+  const driver = dataSource.driver as SqlServerDriver;
+  const real = driver.mssql;
+  class StubRequest {
+    private readonly inputs: Call['inputs'] = [];
+    input(name: string, typeOrValue: unknown, value?: unknown): this {
+      const typed = arguments.length === 3;
+      // mssql takes a type either as the type function (`sql.Int`) or called (`sql.NVarChar(n)`).
+      const type = !typed
+        ? 'inferred'
+        : typeof typeOrValue === 'function'
+          ? typeOrValue.name
+          : ((typeOrValue as { type?: { name?: string } })?.type?.name ?? 'unknown');
+      this.inputs.push({ name, type, value: typed ? value : typeOrValue });
+      return this;
+    }
+    async query(sql: string) {
+      calls.push({ sql, inputs: this.inputs });
+      const reply = replies.shift();
+      if (reply === undefined) throw new Error(`unexpected query: ${sql.slice(0, 80)}`);
+      if (reply instanceof Error) throw reply;
+      return mssqlResult(reply);
+    }
+  }
+  driver.mssql = { ...real, Request: StubRequest };
+  driver.obtainMasterConnection = async () => ({}) as never;
+  const config: SqlStorageConfig = {
+    dataSource,
+    ownsDataSource: false,
+    schema: 'chokaq',
+    payloadMaxBytes: 1_000_000,
+    transientRetry: { maxAttempts: 3, baseDelayMs: 1, maxDelayMs: 2 },
+    notify: false,
+    busyTimeoutMs: 50,
+  };
+  return { storage: new MssqlJobStorage(config), calls };
+}
+
+/** An mssql RequestError as TypeORM wraps it (QueryFailedError.driverError). */
+function sqlError(number: number, message = `error ${number}`): Error {
+  const driverError = Object.assign(new Error(message), {
+    name: 'RequestError',
+    code: 'EREQUEST',
+    number,
+  });
+  return Object.assign(new Error(message), { name: 'QueryFailedError', driverError });
+}
+
+const HOT_ROW = {
+  Id: ID,
+  Queue: 'emails',
+  Type: 'welcome.v1',
+  Payload: '{"to":"a@b.c"}',
+  Tags: ',vip,',
+  IdempotencyKey: null,
+  Priority: 20,
+  Status: 1,
+  AttemptCount: 0,
+  WorkerId: LEASE.workerId,
+  LeaseId: LEASE.leaseId,
+  HeartbeatUtc: null,
+  ScheduledAtUtc: null,
+  CreatedAtUtc: '2026-01-02T03:04:05.678Z',
+  EnqueuedAtUtc: '2026-01-02T03:04:05.678Z',
+  StartedAtUtc: null,
+  LastUpdatedUtc: '2026-01-02T03:04:06.001Z',
+  CreatedBy: null,
+  LastModifiedBy: null,
+  LastError: null,
+  CancelRequestedUtc: null,
+  Progress: null,
+};
+
+describe('MssqlJobStorage over TypeORM SqlServerQueryRunner (stubbed mssql Request)', () => {
+  it('claims with positional, typed parameters and maps the OUTPUT rows', async () => {
+    const { storage, calls } = stubbedStorage([[HOT_ROW]]);
+    const jobs = await storage.fetchNextBatch({
+      workerId: LEASE.workerId,
+      leaseId: LEASE.leaseId,
+      limit: 20,
+      handled: { queues: ['emails'], types: [{ queue: 'billing', type: 'invoice.v2' }] },
+    });
+    expect(calls).toHaveLength(1);
+    const expected = SQL.claimSql('chokaq', {
+      workerId: LEASE.workerId,
+      leaseId: LEASE.leaseId,
+      limit: 20,
+      queues: ['emails'],
+      types: [{ queue: 'billing', type: 'invoice.v2' }],
+    });
+    expect(calls[0].sql).toBe(expected.sql);
+    // TypeORM names parameters by position; `varchar` goes out as NVarChar unless the driver
+    // option disableAsciiToUnicodeParamConversion is set, which is why the SQL casts it.
+    expect(calls[0].inputs.map((i) => [i.name, i.type])).toEqual([
+      ['0', 'NVarChar'],
+      ['1', 'NVarChar'],
+      ['2', 'Int'],
+      ['3', 'NVarChar'],
+      ['4', 'NVarChar'],
+    ]);
+    expect(calls[0].inputs.map((i) => i.value)).toEqual([
+      LEASE.workerId,
+      LEASE.leaseId,
+      20,
+      '["emails"]',
+      '[{"queue":"billing","type":"invoice.v2"}]',
+    ]);
+    expect(jobs).toHaveLength(1);
+    expect(jobs[0]).toMatchObject({
+      id: ID,
+      queue: 'emails',
+      payload: { to: 'a@b.c' },
+      tags: ['vip'],
+      status: 1,
+      leaseId: LEASE.leaseId,
+      scheduledAtUtc: null,
+    });
+    expect(jobs[0].createdAtUtc.toISOString()).toBe('2026-01-02T03:04:05.678Z');
+    expect(jobs[0].lastUpdatedUtc.toISOString()).toBe('2026-01-02T03:04:06.001Z');
+  });
+
+  it('claims nothing without a query when the limit is 0 or nothing is handled', async () => {
+    const { storage, calls } = stubbedStorage([]);
+    const base = { workerId: 'w', leaseId: LEASE.leaseId };
+    expect(
+      await storage.fetchNextBatch({ ...base, limit: 0, handled: { queues: ['a'], types: [] } }),
+    ).toEqual([]);
+    expect(
+      await storage.fetchNextBatch({ ...base, limit: 5, handled: { queues: [], types: [] } }),
+    ).toEqual([]);
+    expect(calls).toHaveLength(0);
+  });
+
+  it('archive: moved ids come from the OUTPUT rows; rowsAffected (empty under NOCOUNT) is ignored', async () => {
+    const { storage, calls } = stubbedStorage([[{ Id: ID }]]);
+    const moved = await storage.archiveSucceeded([
+      { ...LEASE, durationMs: 12.4 },
+      { id: ID2, workerId: LEASE.workerId, leaseId: LEASE.leaseId, durationMs: 3 },
+    ]);
+    expect(moved).toEqual([ID]);
+    expect(calls[0].inputs).toHaveLength(1);
+    expect(JSON.parse(String(calls[0].inputs[0].value))).toEqual([
+      { ...LEASE, durationMs: 12 },
+      { id: ID2, workerId: LEASE.workerId, leaseId: LEASE.leaseId, durationMs: 3 },
+    ]);
+    expect(calls[0].sql).toContain('OUTPUT deleted.* INTO @Moved');
+  });
+
+  it('counts come from a selected COUNT_BIG / @@ROWCOUNT (a bigint string), zero means not applied', async () => {
+    const { storage } = stubbedStorage([
+      [{ Affected: '2' }],
+      [{ Affected: '0' }],
+      [{ Affected: 0 }],
+    ]);
+    expect(await storage.release([LEASE, { ...LEASE, id: ID2 }], 1_000)).toBe(2);
+    expect(await storage.rescheduleForRetry(LEASE, 500, 'Error: x\u0000y')).toBe(0);
+    expect(await storage.moveToDlq({ id: ID }, { reason: 6, error: 'fatal' })).toBe(0);
+  });
+
+  it('sends error text sanitised (no NUL) and delays as bigint milliseconds', async () => {
+    const { storage, calls } = stubbedStorage([[{ Affected: '1' }]]);
+    await storage.rescheduleForRetry(LEASE, 90 * 24 * 3_600_000, 'Error: a\u0000b');
+    const values = calls[0].inputs.map((i) => [i.type, i.value]);
+    expect(values).toContainEqual(['BigInt', 90 * 24 * 3_600_000]);
+    expect(values).toContainEqual(['NVarChar', 'Error: a\uFFFDb']);
+  });
+
+  it('enqueue: the idempotency-key loser returns the holder id', async () => {
+    const { storage } = stubbedStorage([[{ Created: 0, HolderId: ID2, IdExists: 0 }]]);
+    expect(await storage.enqueue({ id: ID, queue: 'emails', idempotencyKey: 'k' })).toEqual({
+      id: ID2,
+      created: false,
+    });
+  });
+
+  it('enqueue: a duplicate-key error (2601) runs the statement again and returns the holder', async () => {
+    const { storage, calls } = stubbedStorage([
+      sqlError(2601, 'Cannot insert duplicate key row'),
+      [{ Created: 0, HolderId: ID2, IdExists: 0 }],
+    ]);
+    expect(await storage.enqueue({ id: ID, queue: 'emails', idempotencyKey: 'k' })).toEqual({
+      id: ID2,
+      created: false,
+    });
+    expect(calls).toHaveLength(2);
+    expect(calls[1].sql).toBe(calls[0].sql);
+  });
+
+  it('enqueueMany: results in input order from the Ord column', async () => {
+    const { storage, calls } = stubbedStorage([
+      [
+        { Ord: 1, Id: ID, Created: 0 },
+        { Ord: 0, Id: ID, Created: 1 },
+      ],
+    ]);
+    expect(
+      await storage.enqueueMany([
+        { id: ID, queue: 'q', idempotencyKey: 'k' },
+        { id: ID2, queue: 'q', idempotencyKey: 'k' },
+      ]),
+    ).toEqual([
+      { id: ID, created: true },
+      { id: ID, created: false },
+    ]);
+    expect(calls[0].inputs).toHaveLength(1);
+  });
+
+  it('retries deadlocks (1205) and Azure throttling, then gives up with ChokaQStorageUnavailableError', async () => {
+    const { storage, calls } = stubbedStorage([sqlError(1205), [{ Affected: '1' }]]);
+    expect(await storage.recoverAbandoned(60_000)).toBe(1);
+    expect(calls).toHaveLength(2);
+
+    const reset = Object.assign(new Error('socket hang up'), { code: 'ECONNRESET' });
+    const down = stubbedStorage([sqlError(40613), reset, sqlError(49918)]);
+    await expect(down.storage.recoverAbandoned(60_000)).rejects.toBeInstanceOf(
+      ChokaQStorageUnavailableError,
+    );
+    expect(down.calls).toHaveLength(3);
+  });
+
+  it('does not retry a non-transient error', async () => {
+    const { storage, calls } = stubbedStorage([sqlError(547, 'constraint')]);
+    await expect(storage.recoverAbandoned(60_000)).rejects.toThrow('constraint');
+    expect(calls).toHaveLength(1);
+  });
+
+  it('reads the first result set of a multi-set reply (what TypeORM exposes as records)', async () => {
+    const { storage } = stubbedStorage([
+      [
+        [
+          { Id: ID, Kind: 0 },
+          { Id: ID2, Kind: 1 },
+        ],
+        [{ ignored: 1 }],
+      ],
+    ]);
+    expect(await storage.cancel([ID, ID2], 'ops')).toEqual({
+      cancelled: [ID],
+      cancelRequested: [ID2],
+    });
+  });
+
+  it('keepAlive reports touched rows and cancellation requests', async () => {
+    const { storage } = stubbedStorage([
+      [
+        { Id: ID, CancelRequested: 0 },
+        { Id: ID2, CancelRequested: 1 },
+      ],
+    ]);
+    expect(await storage.keepAlive(LEASE.workerId, [LEASE, { ...LEASE, id: ID2 }])).toEqual({
+      touched: 2,
+      cancelRequested: [ID2],
+    });
+  });
+
+  it('now() reads the ISO text the SQL renders, whatever the driver useUTC setting', async () => {
+    const { storage } = stubbedStorage([[{ NowUtc: '2026-01-02T03:04:05.678Z' }]]);
+    expect((await storage.now()).toISOString()).toBe('2026-01-02T03:04:05.678Z');
+  });
+
+  it('enqueue in a caller transaction: only a QueryRunner of the same DataSource with an open transaction', async () => {
+    const { storage, calls } = stubbedStorage([]);
+    const other = new DataSource({
+      type: 'mssql',
+      host: 'x.invalid',
+      username: 'u',
+      password: 'p',
+    });
+    await expect(
+      storage.enqueue({ queue: 'q' }, { transaction: other.createQueryRunner() }),
+    ).rejects.toBeInstanceOf(ChokaQTransactionError);
+    await expect(storage.enqueue({ queue: 'q' }, { transaction: {} })).rejects.toBeInstanceOf(
+      ChokaQTransactionError,
+    );
+    expect(calls).toHaveLength(0);
+  });
+
+  it('subscribe() returns null: SQL Server has no LISTEN/NOTIFY', async () => {
+    const { storage } = stubbedStorage([]);
+    expect(await storage.subscribe()).toBeNull();
+  });
+});

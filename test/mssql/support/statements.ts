@@ -1,0 +1,344 @@
+import { FailureReason, JobStatus } from '../../../libs/chokaq/src/storage/job-status';
+import { SortKey } from '../../../libs/chokaq/src/storage/job-storage';
+import { SORT_COLUMNS } from '../../../libs/chokaq/src/storage/shared/page';
+import { MssqlStatement } from '../../../libs/chokaq/src/storage/mssql/mssql-params';
+import * as SQL from '../../../libs/chokaq/src/storage/mssql/mssql.sql';
+
+/** How a statement is classified by the lock-hint checks. */
+export type StatementKind = 'claim' | 'move' | 'transition' | 'telemetry' | 'read' | 'ddl';
+
+/** One statement the dialect can emit, with a stable name. */
+export interface CatalogueEntry {
+  name: string;
+  /** The operation it belongs to. */
+  operation: string;
+  kind: StatementKind;
+  statement: MssqlStatement;
+}
+
+export const SCHEMA = 'chokaq';
+export const ID = '0190a1b2-c3d4-7e5f-8a9b-0c1d2e3f4a5b';
+export const ID2 = '0190a1b2-c3d4-7e5f-8a9b-0c1d2e3f4a5c';
+export const LEASE = {
+  id: ID,
+  workerId: 'host:42:abcd',
+  leaseId: '6f1c2d3e-4b5a-4c6d-9e8f-0a1b2c3d4e5f',
+};
+export const FIXED_DATE = new Date('2026-01-02T03:04:05.678Z');
+
+/**
+ * None, each single key, and all keys: for builders that reuse the page filter fragment, whose
+ * every subset is already enumerated through the page builders (keeps the parse run short).
+ */
+export function singlesAndAll<T>(keys: readonly T[]): T[][] {
+  return [[], ...keys.map((k) => [k]), [...keys]];
+}
+
+/** Every subset of `keys`. */
+export function subsets<T>(keys: readonly T[]): T[][] {
+  const out: T[][] = [];
+  for (let mask = 0; mask < 1 << keys.length; mask++) {
+    out.push(keys.filter((_, i) => mask & (1 << i)));
+  }
+  return out;
+}
+
+const FILTER_VALUES = {
+  queue: 'emails',
+  type: 'welcome.v1',
+  status: JobStatus.Fetched,
+  tag: 'vip_[a]%',
+  search: '50%_off[1]',
+  from: new Date('2026-01-01T00:00:00.000Z'),
+  to: new Date('2026-01-31T00:00:00.000Z'),
+  reason: FailureReason.Timeout,
+  ids: [ID, ID2],
+} as const;
+
+type FilterKey = keyof typeof FILTER_VALUES;
+
+const PILLAR_FILTER_KEYS: Record<'hot' | 'archive' | 'dlq', FilterKey[]> = {
+  hot: ['queue', 'type', 'status', 'tag', 'search'],
+  archive: ['queue', 'type', 'tag', 'search', 'from', 'to'],
+  dlq: ['queue', 'type', 'tag', 'search', 'from', 'to', 'reason', 'ids'],
+};
+
+function filterOf(keys: readonly FilterKey[]): SQL.MssqlPage['filter'] {
+  const out: Record<string, unknown> = {};
+  for (const k of keys) out[k] = FILTER_VALUES[k];
+  return out as SQL.MssqlPage['filter'];
+}
+
+const JOB: SQL.MssqlNewJob = {
+  id: ID,
+  queue: 'emails',
+  type: 'welcome.v1',
+  payload: '{"to":"a@b.c"}',
+  tags: ',vip,eu,',
+  idempotencyKey: 'welcome:42',
+  priority: 20,
+  delayMs: 5_000,
+  runAt: null,
+  createdBy: 'tests',
+};
+
+/**
+ * Every statement the SQL Server dialect can emit: each operation, each optional filter (all
+ * subsets per pillar for pages and counts; none / each / all for the other builders that reuse
+ * the same filter fragment), each sort key in both directions, each edit combination, each
+ * optional argument, and the DDL.
+ */
+export function catalogue(schema = SCHEMA): CatalogueEntry[] {
+  const out: CatalogueEntry[] = [];
+  const add = (
+    operation: string,
+    variant: string,
+    kind: StatementKind,
+    statement: MssqlStatement,
+  ) =>
+    out.push({
+      name: variant ? `${operation} [${variant}]` : operation,
+      operation,
+      kind,
+      statement,
+    });
+
+  add('ensureSchema', '', 'ddl', SQL.ensureSchemaSql(schema));
+  add('now', '', 'read', SQL.nowSql());
+  add('prepare', '', 'read', SQL.compatibilityLevelSql());
+
+  for (const key of [null, 'k:1']) {
+    for (const timing of ['none', 'delay', 'runAt'] as const) {
+      add(
+        'enqueue',
+        `key=${key !== null} ${timing}`,
+        'transition',
+        SQL.enqueueSql(schema, {
+          ...JOB,
+          idempotencyKey: key,
+          delayMs: timing === 'delay' ? 5_000 : null,
+          runAt: timing === 'runAt' ? FIXED_DATE : null,
+        }),
+      );
+    }
+  }
+  add(
+    'enqueueMany',
+    'no keys',
+    'transition',
+    SQL.enqueueManySql(schema, [{ ...JOB, idempotencyKey: null }]),
+  );
+  add(
+    'enqueueMany',
+    'keys',
+    'transition',
+    SQL.enqueueManySql(schema, [
+      JOB,
+      { ...JOB, id: ID2, idempotencyKey: null, delayMs: null, runAt: FIXED_DATE },
+    ]),
+  );
+
+  add(
+    'fetchNextBatch',
+    '',
+    'claim',
+    SQL.claimSql(schema, {
+      workerId: LEASE.workerId,
+      leaseId: LEASE.leaseId,
+      limit: 20,
+      queues: ['emails', 'default'],
+      types: [{ queue: 'billing', type: 'invoice.v2' }],
+    }),
+  );
+
+  add('markAsProcessing', '', 'transition', SQL.markAsProcessingSql(schema, [LEASE]));
+  add('keepAlive', '', 'transition', SQL.keepAliveSql(schema, LEASE.workerId, [LEASE]));
+  add('release', 'no delay', 'transition', SQL.releaseSql(schema, [LEASE], null));
+  add('release', 'delay', 'transition', SQL.releaseSql(schema, [LEASE], 30_000));
+  add('reportProgress', '', 'transition', SQL.reportProgressSql(schema, LEASE, 42));
+  add(
+    'rescheduleForRetry',
+    '',
+    'transition',
+    SQL.rescheduleSql(schema, LEASE, 3_000, 'Error: boom'),
+  );
+
+  add(
+    'archiveSucceeded',
+    '',
+    'move',
+    SQL.archiveSucceededSql(schema, [{ ...LEASE, durationMs: 120 }]),
+  );
+  add(
+    'moveToDlq',
+    'lease',
+    'move',
+    SQL.moveToDlqSql(schema, LEASE, FailureReason.MaxRetriesExceeded, 'Error: boom', null, 15),
+  );
+  add(
+    'moveToDlq',
+    'admin',
+    'move',
+    SQL.moveToDlqSql(schema, { id: ID }, FailureReason.Cancelled, 'cancelled', 'ops', null),
+  );
+  add('cancel', '', 'move', SQL.cancelSql(schema, [ID, ID2], 'ops'));
+
+  const editVariants: Array<[string, SQL.MssqlResurrectEdits | null]> = [
+    ['no edits', null],
+    ['payload', { payload: '{"a":1}', tags: undefined, priority: null }],
+    ['tags', { payload: null, tags: ',x,', priority: null }],
+    ['clear tags', { payload: null, tags: null, priority: null }],
+    ['priority', { payload: null, tags: undefined, priority: 99 }],
+    ['all', { payload: '{"a":1}', tags: ',x,', priority: 99 }],
+  ];
+  for (const [variant, edits] of editVariants) {
+    add('resurrect', variant, 'move', SQL.resurrectSql(schema, { ids: [ID] }, edits, 'ops'));
+  }
+  for (const keys of singlesAndAll(PILLAR_FILTER_KEYS.dlq)) {
+    add(
+      'resurrectByFilter',
+      keys.join(',') || 'no filter',
+      'move',
+      SQL.resurrectSql(schema, { filter: filterOf(keys), max: 100 }, null, null),
+    );
+  }
+
+  add('recoverAbandoned', '', 'transition', SQL.recoverAbandonedSql(schema, 600_000, 1_000));
+  add('archiveZombies', '', 'move', SQL.archiveZombiesSql(schema, 600_000, 1_000));
+
+  add('getQueues', '', 'read', SQL.getQueuesSql(schema));
+  add(
+    'updateQueue',
+    'one field',
+    'transition',
+    SQL.updateQueueSql(schema, 'emails', { isPaused: true }),
+  );
+  add(
+    'updateQueue',
+    'all fields',
+    'transition',
+    SQL.updateQueueSql(schema, 'emails', {
+      isPaused: false,
+      isActive: true,
+      maxWorkers: 3,
+      zombieTimeoutSeconds: 60,
+      executionTimeoutMs: 1_000,
+      retryZombies: true,
+    }),
+  );
+
+  add('purgeDlq', '', 'transition', SQL.purgeDlqSql(schema, [ID]));
+  for (const keys of singlesAndAll(PILLAR_FILTER_KEYS.dlq)) {
+    add(
+      'purgeDlqByFilter',
+      keys.join(',') || 'no filter',
+      'transition',
+      SQL.purgeDlqBatchSql(schema, filterOf(keys), 500),
+    );
+  }
+  for (const target of ['archive', 'dlq', 'buckets'] as const) {
+    add(
+      'applyRetention',
+      target,
+      'transition',
+      SQL.retentionBatchSql(schema, target, 86_400_000, 1_000),
+    );
+  }
+
+  add('getJob', '', 'read', SQL.getJobSql(schema, ID));
+  for (const pillar of ['hot', 'archive', 'dlq'] as const) {
+    const keys = PILLAR_FILTER_KEYS[pillar];
+    for (const subset of subsets(keys)) {
+      const filter = filterOf(subset);
+      add(
+        `page.${pillar}`,
+        `filter ${subset.join(',') || 'none'}`,
+        'read',
+        SQL.pageSql(schema, pillar, {
+          filter,
+          offset: 0,
+          pageSize: 50,
+          sortColumn: Object.values(SORT_COLUMNS[pillar])[0]!,
+          sortDir: 'DESC',
+        }),
+      );
+      add(
+        `pageCount.${pillar}`,
+        `filter ${subset.join(',') || 'none'}`,
+        'read',
+        SQL.pageCountSql(schema, pillar, filter),
+      );
+    }
+    for (const [key, column] of Object.entries(SORT_COLUMNS[pillar]) as Array<[SortKey, string]>) {
+      for (const dir of ['ASC', 'DESC'] as const) {
+        add(
+          `page.${pillar}`,
+          `sort ${key} ${dir}`,
+          'read',
+          SQL.pageSql(schema, pillar, {
+            filter: filterOf(keys),
+            offset: 100,
+            pageSize: 50,
+            sortColumn: column,
+            sortDir: dir,
+          }),
+        );
+      }
+    }
+  }
+
+  add('getSummary', '', 'telemetry', SQL.summarySql(schema));
+  add('getQueueStats', '', 'telemetry', SQL.queueStatsSql(schema));
+  add('getQueueHealth', '', 'telemetry', SQL.queueHealthSql(schema));
+  add('getThroughput', 'all queues', 'telemetry', SQL.throughputSql(schema));
+  add('getThroughput', 'one queue', 'telemetry', SQL.throughputSql(schema, 'emails'));
+  for (const keys of singlesAndAll(PILLAR_FILTER_KEYS.dlq)) {
+    add(
+      'getTopDlqErrors',
+      keys.join(',') || 'no filter',
+      'telemetry',
+      SQL.topDlqErrorsSql(schema, 10, filterOf(keys)),
+    );
+    add(
+      'previewDlqFilter.sample',
+      keys.join(',') || 'no filter',
+      'read',
+      SQL.previewSampleSql(schema, filterOf(keys), 10),
+    );
+  }
+  add(
+    'previewDlqFilter.count',
+    '',
+    'read',
+    SQL.previewCountSql(schema, filterOf(PILLAR_FILTER_KEYS.dlq)),
+  );
+
+  add(
+    'upsertRecurringJob',
+    '',
+    'transition',
+    SQL.upsertRecurringSql(schema, {
+      name: 'nightly',
+      cron: '0 3 * * *',
+      timeZone: 'Europe/Berlin',
+      queue: 'reports',
+      type: 'nightly.v1',
+      payload: '{}',
+      misfirePolicy: 'skip',
+      nextSlotUtc: FIXED_DATE,
+    }),
+  );
+  add('getRecurringJobs', '', 'read', SQL.getRecurringSql(schema));
+  add(
+    'claimRecurringSlot',
+    '',
+    'transition',
+    SQL.claimRecurringSlotSql(
+      schema,
+      'nightly',
+      FIXED_DATE,
+      new Date(FIXED_DATE.getTime() + 86_400_000),
+    ),
+  );
+  return out;
+}

@@ -1,0 +1,78 @@
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { MssqlStatement } from '../../libs/chokaq/src/storage/mssql/mssql-params';
+import { catalogue } from './support/statements';
+
+/**
+ * Golden files pin the exact T-SQL text and parameter list of the claim and of every move (and
+ * the enqueue paths that carry the idempotency-key locking). A change to any of them must be a
+ * conscious act: review the diff, then regenerate with
+ *
+ *   CHOKAQ_UPDATE_GOLDEN=1 npx jest test/mssql/tsql-golden && npx prettier --write test/mssql/golden
+ *
+ * and commit the changed files under test/mssql/golden/ together with the code. The SQL is
+ * compared byte for byte; the parameter files are compared as parsed JSON (Prettier formats them).
+ */
+const GOLDEN_DIR = join(__dirname, 'golden');
+const UPDATE = process.env.CHOKAQ_UPDATE_GOLDEN === '1';
+
+const PINNED: ReadonlyArray<[file: string, name: string]> = [
+  ['claim', 'fetchNextBatch'],
+  ['archive-succeeded', 'archiveSucceeded'],
+  ['move-to-dlq-lease', 'moveToDlq [lease]'],
+  ['move-to-dlq-admin', 'moveToDlq [admin]'],
+  ['cancel', 'cancel'],
+  ['resurrect-edits', 'resurrect [all]'],
+  ['resurrect-by-filter', 'resurrectByFilter [no filter]'],
+  ['archive-zombies', 'archiveZombies'],
+  ['enqueue-key', 'enqueue [key=true delay]'],
+  ['enqueue-many', 'enqueueMany [keys]'],
+];
+
+/** Parameters as TypeORM hands them to mssql: position, declared type, value. */
+function describeParams(statement: MssqlStatement): string {
+  return JSON.stringify(
+    statement.params.map((p, i) => ({
+      name: `@${i}`,
+      type: p.type,
+      params: p.params,
+      value: p.value,
+    })),
+    null,
+    2,
+  );
+}
+
+describe('SQL Server golden statements', () => {
+  const entries = catalogue();
+  if (UPDATE && !existsSync(GOLDEN_DIR)) mkdirSync(GOLDEN_DIR, { recursive: true });
+
+  it.each(PINNED)('%s.sql matches %s', (file, name) => {
+    const entry = entries.find((e) => e.name === name);
+    expect(entry).toBeDefined();
+    const sqlFile = join(GOLDEN_DIR, `${file}.sql`);
+    const paramsFile = join(GOLDEN_DIR, `${file}.params.json`);
+    const sql = `${entry!.statement.sql}\n`;
+    const params = describeParams(entry!.statement);
+    if (UPDATE) {
+      writeFileSync(sqlFile, sql);
+      writeFileSync(paramsFile, `${JSON.stringify(params, null, 2)}\n`);
+      return;
+    }
+    if (!existsSync(sqlFile) || !existsSync(paramsFile)) {
+      throw new Error(
+        `Missing golden ${file}; create it with CHOKAQ_UPDATE_GOLDEN=1 (see the header).`,
+      );
+    }
+    expect(sql).toBe(readFileSync(sqlFile, 'utf8'));
+    expect(params).toEqual(JSON.parse(readFileSync(paramsFile, 'utf8')));
+  });
+
+  it('placeholders are @0…@n-1, each declared exactly once and all used', () => {
+    for (const [, name] of PINNED) {
+      const { sql, params } = entries.find((e) => e.name === name)!.statement;
+      const used = new Set([...sql.matchAll(/@(\d+)\b/g)].map((m) => Number(m[1])));
+      expect([name, [...used].sort((a, b) => a - b)]).toEqual([name, params.map((_, i) => i)]);
+    }
+  });
+});

@@ -1,0 +1,72 @@
+import { mssqlSchemaDdl } from '../../libs/chokaq/src/storage/mssql/mssql.schema';
+import { catalogue } from './support/statements';
+import { tsqlSyntaxErrors } from './support/tsql-grammar';
+
+/**
+ * Every T-SQL statement the SQL Server dialect can emit is parsed with the ANTLR TSql grammar
+ * (antlr4ts-sql); any syntax error fails the test. No SQL Server runs here, so this is the
+ * offline proof that the text is T-SQL at all.
+ *
+ * Grammar exceptions (valid T-SQL the grammar rejects, written down instead of weakening the check):
+ * - `WITH (FILLFACTOR = n)` on an index is rejected by this grammar (see the last test). The DDL
+ *   does not need it (the default fill factor suits append-only UUIDv7 and date keys), so it is
+ *   left out rather than excepted.
+ * No statement the dialect emits needs an exception today; GRAMMAR_EXCEPTIONS is where one would
+ * go, each with its reason, matched against the error message of that construct only.
+ */
+const GRAMMAR_EXCEPTIONS: ReadonlyArray<{ pattern: RegExp; reason: string }> = [];
+
+function errorsOf(sql: string): string[] {
+  return tsqlSyntaxErrors(sql)
+    .map((e) => `${e.line}:${e.column} ${e.message}`)
+    .filter((message) => !GRAMMAR_EXCEPTIONS.some((x) => x.pattern.test(message)));
+}
+
+/** Parsing ~700 batches with the ANTLR grammar takes 20–40 s on a laptop; leave CI room. */
+const PARSE_TIMEOUT_MS = 180_000;
+
+describe('SQL Server T-SQL parses with the TSql grammar', () => {
+  const entries = catalogue();
+
+  it('enumerates every operation of the dialect', () => {
+    const operations = new Set(entries.map((e) => e.operation));
+    expect(operations.size).toBeGreaterThanOrEqual(30);
+    expect(entries.length).toBeGreaterThan(400);
+  });
+
+  it(
+    'parses every statement without a syntax error',
+    () => {
+      const failures: string[] = [];
+      for (const entry of entries) {
+        const errors = errorsOf(entry.statement.sql);
+        if (errors.length > 0) failures.push(`${entry.name}: ${errors.slice(0, 3).join(' | ')}`);
+      }
+      expect(failures).toEqual([]);
+    },
+    PARSE_TIMEOUT_MS,
+  );
+
+  it('parses the DDL for a non-default schema name too', () => {
+    expect(errorsOf(mssqlSchemaDdl('tenant_42'))).toEqual([]);
+  });
+
+  it('fails on a deliberately broken statement (the check can fail)', () => {
+    const claim = entries.find((e) => e.operation === 'fetchNextBatch')!.statement.sql;
+    const broken = claim.replace('OUTPUT inserted.* INTO @Claimed', 'OUTPUT inserted.* INTO');
+    expect(errorsOf(broken).length).toBeGreaterThan(0);
+    expect(errorsOf('SELEC Id FROM [chokaq].[JobsHot];').length).toBeGreaterThan(0);
+    expect(
+      errorsOf('UPDATE h SET h.Status = 1 FROM [chokaq].[JobsHot] AS h WHERE (h.Id = 1;').length,
+    ).toBeGreaterThan(0);
+  });
+
+  it('rejects FILLFACTOR, which is why the DDL has none (a recorded grammar limitation)', () => {
+    const errors = tsqlSyntaxErrors(
+      'CREATE NONCLUSTERED INDEX IX_X ON [chokaq].[JobsArchive] (FinishedAtUtc) WITH (FILLFACTOR = 90);',
+    );
+    // If this starts passing after a grammar upgrade, the note above can go.
+    expect(errors.length).toBeGreaterThan(0);
+    expect(mssqlSchemaDdl('chokaq')).not.toMatch(/FILLFACTOR/i);
+  });
+});
