@@ -15,7 +15,7 @@ export function sanitizeErrorText(text: string, max = MAX_ERROR_TEXT): string {
 
 /** Turns anything thrown into an `Error` (SPEC: unknown throws are coerced before they are logged or stored). */
 export function toError(thrown: unknown): Error {
-  if (thrown instanceof Error) return thrown;
+  if (thrown instanceof Error || isErrorLike(thrown)) return thrown as Error;
   if (typeof thrown === 'string') return new Error(thrown);
   if (thrown === undefined) return new Error('undefined was thrown');
   if (thrown === null) return new Error('null was thrown');
@@ -24,6 +24,20 @@ export function toError(thrown: unknown): Error {
   } catch {
     return new Error(`Non-error thrown: ${Object.prototype.toString.call(thrown)}`);
   }
+}
+
+/**
+ * An error from another realm (a `vm` context such as a Jest test file, or a native addon that kept
+ * the error class of the first context that loaded it) fails `instanceof Error` but is still an
+ * error: it has a string `message` and `name`.
+ */
+function isErrorLike(value: unknown): boolean {
+  return (
+    typeof value === 'object' &&
+    value !== null &&
+    typeof (value as { message?: unknown }).message === 'string' &&
+    typeof (value as { name?: unknown }).name === 'string'
+  );
 }
 
 /** The text stored for an error: its stack when there is one, otherwise name and message. */

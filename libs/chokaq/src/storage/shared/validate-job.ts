@@ -176,7 +176,9 @@ function validateInto(
     pattern: QUEUE_NAME,
   });
   const type = job.type ?? queue;
-  checkString(issues, join(prefix, 'type'), type, LIMITS.type, { min: 1 });
+  // A defaulted type is the queue name, already checked (and reported) above.
+  if (job.type !== undefined)
+    checkString(issues, join(prefix, 'type'), type, LIMITS.type, { min: 1 });
   if (job.id !== undefined && !isUuid(job.id)) {
     issues.add(join(prefix, 'id'), 'must be a UUID string', job.id);
   }

@@ -1,0 +1,148 @@
+import { ChokaQValidationError } from '../../errors';
+import { MAX_ENQUEUE_MANY } from '../job-storage';
+import { decodeTags, encodeTags } from './tags';
+import { isUuid, uuidv7 } from './uuid';
+import {
+  DEFAULT_PRIORITY,
+  assertIds,
+  assertProgress,
+  assertQueueName,
+  validateEdits,
+  validateNewJob,
+  validateNewJobs,
+} from './validate-job';
+
+function issuesOf(fn: () => unknown): Array<{ path: string; message: string }> {
+  try {
+    fn();
+  } catch (error) {
+    expect(error).toBeInstanceOf(ChokaQValidationError);
+    return (error as ChokaQValidationError).issues.map(({ path, message }) => ({ path, message }));
+  }
+  throw new Error('expected a ChokaQValidationError');
+}
+
+describe('uuidv7', () => {
+  it('is a version-7 UUID whose first 48 bits are the time, so ids sort by creation', () => {
+    const a = uuidv7(1_700_000_000_000);
+    const b = uuidv7(1_700_000_000_001);
+    expect(isUuid(a)).toBe(true);
+    expect(a[14]).toBe('7');
+    expect(a < b).toBe(true);
+    expect(parseInt(a.replace(/-/g, '').slice(0, 12), 16)).toBe(1_700_000_000_000);
+  });
+});
+
+describe('tags', () => {
+  it('round-trips through the ,a,b, form', () => {
+    expect(encodeTags(['a', 'b'])).toBe(',a,b,');
+    expect(encodeTags([])).toBeNull();
+    expect(decodeTags(',a,b,')).toEqual(['a', 'b']);
+    expect(decodeTags(null)).toEqual([]);
+  });
+});
+
+describe('validateNewJob', () => {
+  it('applies defaults: queue default, type = queue, priority 10, a fresh UUIDv7', () => {
+    const job = validateNewJob({ payload: { a: 1 } });
+    expect(job).toMatchObject({
+      queue: 'default',
+      type: 'default',
+      payload: '{"a":1}',
+      priority: DEFAULT_PRIORITY,
+      delayMs: null,
+      runAt: null,
+      tags: null,
+    });
+    expect(isUuid(job.id)).toBe(true);
+  });
+
+  it('keeps NUL characters inside the payload (escaped in JSON) but not in string columns', () => {
+    expect(validateNewJob({ payload: 'a\u0000b' }).payload).toBe('"a\\u0000b"');
+    expect(issuesOf(() => validateNewJob({ queue: 'q', type: 'a\u0000' }))).toEqual([
+      { path: 'type', message: 'must not contain NUL characters' },
+    ]);
+  });
+
+  it('reports every bad field at once, each with its path', () => {
+    const cyclic: Record<string, unknown> = {};
+    cyclic.self = cyclic;
+    const paths = issuesOf(() =>
+      validateNewJob({
+        queue: 'bad queue!',
+        priority: 1.5,
+        delayMs: -1,
+        tags: ['ok', 'has,comma', ''],
+        idempotencyKey: 'k'.repeat(256),
+        payload: cyclic,
+      }),
+    ).map((i) => i.path);
+    expect(paths).toEqual([
+      'queue',
+      'priority',
+      'delayMs',
+      'idempotencyKey',
+      'tags[1]',
+      'tags[2]',
+      'payload',
+    ]);
+  });
+
+  it.each([
+    ['BigInt payload', { payload: { n: BigInt(1) } }, 'payload'],
+    ['oversized payload', { payload: 'x'.repeat(2_000) }, 'payload'],
+    ['NaN priority', { priority: NaN }, 'priority'],
+    ['Infinity delay', { delayMs: Infinity }, 'delayMs'],
+    ['invalid runAt', { runAt: new Date('nope') }, 'runAt'],
+    ['runAt after year 9000', { runAt: new Date(Date.UTC(9000, 0, 1)) }, 'runAt'],
+    ['runAt with delayMs', { runAt: new Date(), delayMs: 5 }, 'runAt'],
+    ['21 tags', { tags: Array.from({ length: 21 }, (_, i) => `t${i}`) }, 'tags'],
+    ['a non-UUID id', { id: 'job-1' }, 'id'],
+    ['a long createdBy', { createdBy: 'c'.repeat(101) }, 'createdBy'],
+  ])('rejects %s', (_name, job, path) => {
+    expect(issuesOf(() => validateNewJob(job as never, 1_000))[0].path).toBe(path);
+  });
+});
+
+describe('validateNewJobs', () => {
+  it('names the index of a bad item and validates all before returning', () => {
+    expect(issuesOf(() => validateNewJobs([{}, { priority: 0.5 }, {}, { queue: '' }]))).toEqual([
+      { path: 'items[1].priority', message: 'must be an integer within ±1000000' },
+      { path: 'items[3].queue', message: 'must be 1–255 characters long' },
+    ]);
+  });
+
+  it(`refuses more than ${MAX_ENQUEUE_MANY} items`, () => {
+    const items = Array.from({ length: MAX_ENQUEUE_MANY + 1 }, () => ({}));
+    expect(issuesOf(() => validateNewJobs(items))[0].path).toBe('items');
+  });
+});
+
+describe('small validators', () => {
+  it('assertQueueName', () => {
+    expect(assertQueueName('emails.v1:high-priority_2')).toBe('emails.v1:high-priority_2');
+    expect(() => assertQueueName('no spaces')).toThrow(ChokaQValidationError);
+  });
+
+  it('assertIds de-duplicates and rejects non-UUIDs', () => {
+    const id = uuidv7();
+    expect(assertIds([id, id])).toEqual([id]);
+    expect(issuesOf(() => assertIds([id, 'x']))[0].path).toBe('ids[1]');
+  });
+
+  it('assertProgress rounds 0–100 and rejects the rest', () => {
+    expect(assertProgress(42.6)).toBe(43);
+    expect(() => assertProgress(-1)).toThrow(ChokaQValidationError);
+    expect(() => assertProgress(NaN)).toThrow(ChokaQValidationError);
+  });
+
+  it('validateEdits leaves absent fields alone and validates present ones', () => {
+    expect(validateEdits(undefined)).toEqual({ payload: null, tags: undefined, priority: null });
+    expect(validateEdits({ tags: [], priority: 3 })).toEqual({
+      payload: null,
+      tags: null,
+      priority: 3,
+    });
+    expect(issuesOf(() => validateEdits({ priority: 2 ** 40 }))[0].path).toBe('edits.priority');
+  });
+});
