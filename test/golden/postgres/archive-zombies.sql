@@ -1,0 +1,62 @@
+-- [1/1] query
+
+WITH candidates AS MATERIALIZED (
+  SELECT j.id, coalesce(q.retry_zombies, false) AS retry
+  FROM "chokaq".jobs_hot j
+  LEFT JOIN "chokaq".queues q ON q.name = j.queue
+  WHERE j.status = 2
+    AND j.heartbeat_utc < now() - (
+          SELECT least($1::float8, min(zombie_timeout_seconds) * 1000.0) FROM "chokaq".queues) * interval '1 millisecond'
+    AND j.heartbeat_utc < now() - coalesce(q.zombie_timeout_seconds * 1000.0, $1::float8) * interval '1 millisecond'
+  ORDER BY j.heartbeat_utc
+  LIMIT $2
+  FOR UPDATE OF j SKIP LOCKED
+),
+moved AS (
+  DELETE FROM "chokaq".jobs_hot j
+  USING candidates c
+  WHERE j.id = c.id AND NOT c.retry AND j.status = 2
+  RETURNING j.*
+),
+
+src AS (
+  INSERT INTO "chokaq".jobs_dlq (id, queue, type, payload, tags, idempotency_key, priority, attempt_count, worker_id, lease_id, heartbeat_utc, scheduled_at_utc, created_at_utc, enqueued_at_utc, started_at_utc, last_updated_utc, created_by, last_modified_by, last_error, cancel_requested_utc, progress, status, failure_reason, error_details, failed_at_utc)
+  SELECT m.id, m.queue, m.type, m.payload, m.tags, m.idempotency_key, m.priority, m.attempt_count, m.worker_id, m.lease_id, m.heartbeat_utc, m.scheduled_at_utc, m.created_at_utc, m.enqueued_at_utc, m.started_at_utc, m.last_updated_utc, m.created_by, coalesce(NULL::text, m.last_modified_by), m.last_error, m.cancel_requested_utc, m.progress,
+         6, 2, $3::text, now()
+  FROM moved m
+  RETURNING id, queue
+),
+retried AS (
+  UPDATE "chokaq".jobs_hot j
+  SET status = 0, worker_id = NULL, lease_id = NULL, heartbeat_utc = NULL,
+      last_error = $3::text, last_updated_utc = now()
+  FROM candidates c
+  WHERE j.id = c.id AND c.retry AND j.status = 2
+  RETURNING j.id, j.queue
+),
+counted AS (
+  INSERT INTO "chokaq".stats_summary AS t (queue, failed_total, retried_total, last_activity_utc)
+  SELECT queue, count(*) FILTER (WHERE kind = 'dlq'), count(*) FILTER (WHERE kind = 'retried'), now()
+  FROM (SELECT 'dlq' AS kind, queue FROM src UNION ALL SELECT 'retried', queue FROM retried) x
+  GROUP BY queue
+  ON CONFLICT (queue) DO UPDATE
+  SET failed_total = t.failed_total + EXCLUDED.failed_total,
+      retried_total = t.retried_total + EXCLUDED.retried_total,
+      last_activity_utc = EXCLUDED.last_activity_utc
+),
+bucket AS (
+  INSERT INTO "chokaq".metric_buckets AS b (
+    bucket_utc, queue, outcome, failure_reason,
+    completed_count, duration_count, total_duration_ms, max_duration_ms)
+  SELECT date_trunc('second', now()), queue, 1, 2,
+         count(*), count(duration_ms), coalesce(sum(duration_ms), 0), coalesce(max(duration_ms), 0)
+  FROM (SELECT queue, NULL::bigint AS duration_ms FROM src) AS o GROUP BY queue
+  ON CONFLICT (bucket_utc, queue, outcome, failure_reason) DO UPDATE
+  SET completed_count = b.completed_count + EXCLUDED.completed_count,
+      duration_count = b.duration_count + EXCLUDED.duration_count,
+      total_duration_ms = b.total_duration_ms + EXCLUDED.total_duration_ms,
+      max_duration_ms = greatest(b.max_duration_ms, EXCLUDED.max_duration_ms)
+)
+SELECT 'dlq' AS kind, id FROM src
+UNION ALL
+SELECT 'retried', id FROM retried

@@ -1,0 +1,55 @@
+-- [1/4] query
+START TRANSACTION
+
+-- [2/4] query
+
+WITH moved AS (
+  DELETE FROM "chokaq".jobs_hot j
+  WHERE j.id = ANY ($1::text[]) AND j.status IN (0, 1)
+  RETURNING j.*
+),
+
+src AS (
+  INSERT INTO "chokaq".jobs_dlq (id, queue, type, payload, tags, idempotency_key, priority, attempt_count, worker_id, lease_id, heartbeat_utc, scheduled_at_utc, created_at_utc, enqueued_at_utc, started_at_utc, last_updated_utc, created_by, last_modified_by, last_error, cancel_requested_utc, progress, status, failure_reason, error_details, failed_at_utc)
+  SELECT m.id, m.queue, m.type, m.payload, m.tags, m.idempotency_key, m.priority, m.attempt_count, m.worker_id, m.lease_id, m.heartbeat_utc, m.scheduled_at_utc, m.created_at_utc, m.enqueued_at_utc, m.started_at_utc, m.last_updated_utc, m.created_by, coalesce($3::text, m.last_modified_by), m.last_error, m.cancel_requested_utc, m.progress,
+         5, 1, $2::text, now()
+  FROM moved m
+  RETURNING id, queue
+),
+
+counted AS (
+  INSERT INTO "chokaq".stats_summary AS t (queue, cancelled_total, last_activity_utc)
+  SELECT queue, count(*), now() FROM src GROUP BY queue
+  ON CONFLICT (queue) DO UPDATE
+  SET cancelled_total = t.cancelled_total + EXCLUDED.cancelled_total,
+      last_activity_utc = EXCLUDED.last_activity_utc
+),
+bucket AS (
+  INSERT INTO "chokaq".metric_buckets AS b (
+    bucket_utc, queue, outcome, failure_reason,
+    completed_count, duration_count, total_duration_ms, max_duration_ms)
+  SELECT date_trunc('second', now()), queue, 2, 1,
+         count(*), count(duration_ms), coalesce(sum(duration_ms), 0), coalesce(max(duration_ms), 0)
+  FROM (SELECT queue, NULL::bigint AS duration_ms FROM src) AS o GROUP BY queue
+  ON CONFLICT (bucket_utc, queue, outcome, failure_reason) DO UPDATE
+  SET completed_count = b.completed_count + EXCLUDED.completed_count,
+      duration_count = b.duration_count + EXCLUDED.duration_count,
+      total_duration_ms = b.total_duration_ms + EXCLUDED.total_duration_ms,
+      max_duration_ms = greatest(b.max_duration_ms, EXCLUDED.max_duration_ms)
+)
+SELECT id FROM src
+
+-- [3/4] query
+
+WITH requested AS (
+  UPDATE "chokaq".jobs_hot j
+  SET cancel_requested_utc = coalesce(j.cancel_requested_utc, now()),
+      last_modified_by = coalesce($2::text, j.last_modified_by)
+  WHERE j.id = ANY ($1::text[]) AND j.status = 2
+  RETURNING j.id
+)
+SELECT r.id FROM requested r
+CROSS JOIN LATERAL pg_notify('chokaq:cancel', r.id)
+
+-- [4/4] query
+COMMIT

@@ -1,0 +1,59 @@
+-- [1/4] query
+START TRANSACTION
+
+-- [2/4] query
+
+SELECT name FROM "chokaq".queues
+WHERE name = ANY ($1::text[]) AND max_workers IS NOT NULL
+ORDER BY name
+FOR NO KEY UPDATE
+
+-- [3/4] query
+
+WITH handled (queue, type) AS (
+  SELECT h.queue, NULL::text FROM unnest($3::text[]) AS h(queue)
+  UNION ALL
+  SELECT p.queue, p.type FROM unnest($4::text[], $5::text[]) AS p(queue, type)
+),
+wanted AS (
+  SELECT queue,
+         CASE WHEN bool_or(type IS NULL) THEN NULL ELSE array_agg(type) END AS types
+  FROM handled
+  GROUP BY queue
+),
+runnable AS MATERIALIZED (
+  SELECT q.name, w.types,
+         CASE WHEN q.max_workers IS NULL THEN $6::int
+              ELSE greatest(0, least($6::int, q.max_workers - (
+                     SELECT count(*) FROM "chokaq".jobs_hot a
+                     WHERE a.status IN (1, 2) AND a.queue = q.name)))::int
+         END AS budget
+  FROM wanted w
+  JOIN "chokaq".queues q ON q.name = w.queue
+  WHERE NOT q.is_paused AND q.is_active
+),
+picked AS MATERIALIZED (
+  SELECT c.id
+  FROM runnable r
+  CROSS JOIN LATERAL (
+    SELECT j.id, j.priority, coalesce(j.scheduled_at_utc, j.enqueued_at_utc) AS due
+    FROM "chokaq".jobs_hot j
+    WHERE j.status = 0
+      AND j.queue = r.name
+      AND coalesce(j.scheduled_at_utc, j.enqueued_at_utc) <= now()
+      AND (r.types IS NULL OR j.type = ANY (r.types))
+    ORDER BY j.priority DESC, coalesce(j.scheduled_at_utc, j.enqueued_at_utc)
+    LIMIT r.budget
+    FOR UPDATE SKIP LOCKED
+  ) c
+  ORDER BY c.priority DESC, c.due
+  LIMIT $6
+)
+UPDATE "chokaq".jobs_hot j
+SET status = 1, worker_id = $1, lease_id = $2, last_updated_utc = now()
+FROM picked p
+WHERE j.id = p.id AND j.status = 0
+RETURNING j.*
+
+-- [4/4] query
+COMMIT

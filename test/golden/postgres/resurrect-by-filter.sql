@@ -1,0 +1,42 @@
+-- [1/1] query
+
+WITH chosen AS MATERIALIZED (
+  SELECT f.id FROM "chokaq".jobs_dlq f
+  WHERE f.queue = $6
+  ORDER BY f.failed_at_utc, f.id
+  LIMIT $7
+  FOR UPDATE SKIP LOCKED),
+taken AS (
+  DELETE FROM "chokaq".jobs_dlq d
+  USING chosen c
+  WHERE d.id = c.id
+  RETURNING d.*
+),
+revived AS (
+  INSERT INTO "chokaq".jobs_hot (
+    id, queue, type, payload, tags, idempotency_key, priority, status, attempt_count,
+    worker_id, lease_id, heartbeat_utc, scheduled_at_utc, created_at_utc, enqueued_at_utc,
+    started_at_utc, last_updated_utc, created_by, last_modified_by, last_error,
+    cancel_requested_utc, progress)
+  SELECT t.id, t.queue, t.type, coalesce($1::text, t.payload),
+         CASE WHEN $2::boolean THEN $3::text ELSE t.tags END,
+         NULL, coalesce($4::int, t.priority), 0, 0,
+         NULL, NULL, NULL, NULL, t.created_at_utc, now(),
+         NULL, now(), t.created_by, coalesce($5::text, t.last_modified_by),
+         coalesce(t.error_details, t.last_error), NULL, NULL
+  FROM taken t
+  RETURNING id, queue
+),
+new_queues AS (
+  INSERT INTO "chokaq".queues (name, last_updated_utc)
+  SELECT DISTINCT queue, now() FROM revived
+  ON CONFLICT (name) DO NOTHING
+),
+counted AS (
+  INSERT INTO "chokaq".stats_summary AS t (queue, resurrected_total, last_activity_utc)
+  SELECT queue, count(*), now() FROM revived GROUP BY queue
+  ON CONFLICT (queue) DO UPDATE
+  SET resurrected_total = t.resurrected_total + EXCLUDED.resurrected_total,
+      last_activity_utc = EXCLUDED.last_activity_utc
+)
+SELECT id FROM revived

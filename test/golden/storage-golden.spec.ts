@@ -1,0 +1,321 @@
+import Database from 'better-sqlite3';
+import type BetterSqlite3 from 'better-sqlite3';
+import { randomUUID } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Client } from 'pg';
+import { DataSource } from 'typeorm';
+import { createJobStorage } from '../../libs/chokaq/src/storage/create-storage';
+import { FailureReason } from '../../libs/chokaq/src/storage/job-status';
+import { HotJob, JobLease, JobStorage, NewJob } from '../../libs/chokaq/src/storage/job-storage';
+import { PG_URL, pgAvailable } from '../support/env';
+import { CapturedStatement, expectGolden } from './support/capture';
+import { Recorder, recordPg, recordSqlite } from './support/recorders';
+
+/**
+ * Golden files pin, for PostgreSQL and SQLite, the exact SQL text and the parameter list that the
+ * storage class really sends to its driver for the claim and every move (and the idempotency-key
+ * enqueue): each operation runs against a real database while the driver is wrapped
+ * (`pg` `Client.prototype.query`; better-sqlite3 statement `run/get/all/iterate` and `exec`), and
+ * every statement it sent, in order, transaction control included, is compared with
+ * `test/golden/<dialect>/<operation>.sql` byte for byte. Parameters are pinned as a stable
+ * description (position or name, JS type, array length and element types, JSON shape and keys),
+ * not as values, which vary per run (uuids, times). The SQL Server goldens are
+ * test/mssql/golden/ (built from the T-SQL builders; that dialect needs no server here).
+ *
+ * A change to any of these statements must be a conscious act: review the diff, then regenerate with
+ *
+ *   CHOKAQ_UPDATE_GOLDEN=1 npx jest test/golden && npx prettier --write test/golden
+ *
+ * (with PostgreSQL reachable, or its goldens are not rewritten) and commit the changed files under
+ * test/golden/ together with the code. The `.params.json` files are compared as parsed JSON.
+ *
+ * PostgreSQL runs on a fixed schema name per process (`chokaq_golden_<pid>`, dropped afterwards),
+ * written as `chokaq` in the golden text; it is skipped unless the global setup found the server
+ * (CHOKAQ_PG_AVAILABLE=1).
+ */
+
+const WORKER = 'host:42:abcd';
+
+/** One pinned operation: its golden file name and a scenario that records exactly that call. */
+interface Scenario {
+  file: string;
+  run(storage: JobStorage, recorder: Recorder): Promise<CapturedStatement[]>;
+}
+
+function job(queue: string, overrides: Partial<NewJob> = {}): NewJob {
+  return { queue, type: 'welcome.v1', payload: { to: 'a@b.c' }, ...overrides };
+}
+
+function leaseOf(row: HotJob): JobLease {
+  return { id: row.id, workerId: row.workerId!, leaseId: row.leaseId! };
+}
+
+/** Claims everything due on `queue` for WORKER. */
+function claim(storage: JobStorage, queue: string, limit = 100): Promise<HotJob[]> {
+  return storage.fetchNextBatch({
+    workerId: WORKER,
+    leaseId: randomUUID(),
+    limit,
+    handled: { queues: [queue], types: [] },
+  });
+}
+
+/** `count` jobs on `queue`, claimed and marked Processing; returns their leases. */
+async function processing(storage: JobStorage, queue: string, count = 1): Promise<JobLease[]> {
+  for (let i = 0; i < count; i++) await storage.enqueue(job(queue));
+  const leases = (await claim(storage, queue)).map(leaseOf);
+  expect(await storage.markAsProcessing(leases)).toHaveLength(count);
+  return leases;
+}
+
+/** Enqueues `count` jobs on `queue` and moves them to the DLQ by id (admin path). */
+async function inDlq(storage: JobStorage, queue: string, count = 1): Promise<string[]> {
+  const ids: string[] = [];
+  for (let i = 0; i < count; i++) {
+    const { id } = await storage.enqueue(job(queue));
+    await storage.moveToDlq({ id }, { reason: FailureReason.FatalError, error: 'Error: fatal' });
+    ids.push(id);
+  }
+  return ids;
+}
+
+const KEYED_JOB: NewJob = {
+  queue: 'golden.enqueue',
+  type: 'welcome.v1',
+  payload: { to: 'a@b.c' },
+  tags: ['vip', 'eu'],
+  idempotencyKey: 'welcome:42',
+  priority: 20,
+  delayMs: 5_000,
+  createdBy: 'tests',
+};
+
+const SCENARIOS: readonly Scenario[] = [
+  {
+    // A budgeted queue (so PostgreSQL's budget-lock step locks a row), a queue-wide handler, a
+    // queue without a Queues row, and an exact (queue, type) pair.
+    file: 'claim',
+    async run(storage, recorder) {
+      await storage.updateQueue('emails', { maxWorkers: 5 });
+      await storage.enqueue(job('emails', { priority: 20 }));
+      await storage.enqueue(job('emails'));
+      await storage.enqueue(job('billing', { type: 'invoice.v2' }));
+      const { result, statements } = await recorder.record(() =>
+        storage.fetchNextBatch({
+          workerId: WORKER,
+          leaseId: randomUUID(),
+          limit: 20,
+          handled: {
+            queues: ['emails', 'default'],
+            types: [{ queue: 'billing', type: 'invoice.v2' }],
+          },
+        }),
+      );
+      expect(result).toHaveLength(3);
+      return statements;
+    },
+  },
+  {
+    file: 'archive-succeeded',
+    async run(storage, recorder) {
+      const leases = await processing(storage, 'golden.archive', 2);
+      const { result, statements } = await recorder.record(() =>
+        storage.archiveSucceeded(leases.map((l, i) => ({ ...l, durationMs: 120 + i }))),
+      );
+      expect(result.sort()).toEqual(leases.map((l) => l.id).sort());
+      return statements;
+    },
+  },
+  {
+    file: 'move-to-dlq-lease',
+    async run(storage, recorder) {
+      const [lease] = await processing(storage, 'golden.dlq');
+      const { result, statements } = await recorder.record(() =>
+        storage.moveToDlq(lease, {
+          reason: FailureReason.MaxRetriesExceeded,
+          error: 'Error: boom',
+          durationMs: 15,
+        }),
+      );
+      expect(result).toBe(1);
+      return statements;
+    },
+  },
+  {
+    file: 'move-to-dlq-admin',
+    async run(storage, recorder) {
+      const { id } = await storage.enqueue(job('golden.dlq'));
+      const { result, statements } = await recorder.record(() =>
+        storage.moveToDlq(
+          { id },
+          { reason: FailureReason.Cancelled, error: 'cancelled', actor: 'ops' },
+        ),
+      );
+      expect(result).toBe(1);
+      return statements;
+    },
+  },
+  {
+    // One Pending job (moves to the DLQ) and one Processing job (gets CancelRequestedUtc).
+    file: 'cancel',
+    async run(storage, recorder) {
+      const { id: pending } = await storage.enqueue(job('golden.cancel'));
+      const [running] = await processing(storage, 'golden.cancel-running');
+      const { result, statements } = await recorder.record(() =>
+        storage.cancel([pending, running.id], 'ops'),
+      );
+      expect(result).toEqual({ cancelled: [pending], cancelRequested: [running.id] });
+      return statements;
+    },
+  },
+  {
+    file: 'resurrect-edits',
+    async run(storage, recorder) {
+      const [id] = await inDlq(storage, 'golden.resurrect');
+      const { result, statements } = await recorder.record(() =>
+        storage.resurrect(id, { payload: { a: 1 }, tags: ['x'], priority: 99 }, 'ops'),
+      );
+      expect(result).toBe(1);
+      return statements;
+    },
+  },
+  {
+    file: 'resurrect-by-filter',
+    async run(storage, recorder) {
+      const ids = await inDlq(storage, 'golden.rbf', 2);
+      const { result, statements } = await recorder.record(() =>
+        storage.resurrectByFilter({ queue: 'golden.rbf' }, 10, 'ops'),
+      );
+      expect(result.sort()).toEqual(ids.sort());
+      return statements;
+    },
+  },
+  {
+    // One expired Processing job on an ordinary queue (→ DLQ Zombie) and one on a RetryZombies
+    // queue (→ Pending), so both branches run.
+    file: 'archive-zombies',
+    async run(storage, recorder) {
+      await storage.updateQueue('golden.zombie-retry', { retryZombies: true });
+      const [dead] = await processing(storage, 'golden.zombie');
+      const [retried] = await processing(storage, 'golden.zombie-retry');
+      await new Promise((resolve) => setTimeout(resolve, 30));
+      const { result, statements } = await recorder.record(() => storage.archiveZombies(1));
+      expect(result).toEqual({ dlq: [dead.id], retried: [retried.id] });
+      return statements;
+    },
+  },
+  {
+    file: 'enqueue-key',
+    async run(storage, recorder) {
+      const { result, statements } = await recorder.record(() => storage.enqueue(KEYED_JOB));
+      expect(result.created).toBe(true);
+      return statements;
+    },
+  },
+  {
+    // The key is held by an active job: nothing is inserted and the holder's id comes back.
+    file: 'enqueue-key-held',
+    async run(storage, recorder) {
+      const holder = await storage.enqueue(KEYED_JOB);
+      const { result, statements } = await recorder.record(() => storage.enqueue(KEYED_JOB));
+      expect(result).toEqual({ id: holder.id, created: false });
+      return statements;
+    },
+  },
+];
+
+/** A storage on a real database, its driver wrapped, and a way back to empty tables. */
+interface Harness {
+  storage: JobStorage;
+  recorder: Recorder;
+  reset(): Promise<void>;
+  close(): Promise<void>;
+}
+
+const TABLES = [
+  'jobs_hot',
+  'jobs_archive',
+  'jobs_dlq',
+  'stats_summary',
+  'metric_buckets',
+  'queues',
+  'recurring_jobs',
+];
+
+function defineGoldens(dir: string, open: () => Promise<Harness>): void {
+  let harness: Harness;
+  beforeAll(async () => {
+    harness = await open();
+  });
+  afterAll(async () => {
+    await harness?.close();
+  });
+  beforeEach(async () => {
+    await harness.reset();
+  });
+
+  it.each(SCENARIOS.map((s) => [s.file, s] as const))('%s', async (_file, scenario) => {
+    const statements = await scenario.run(harness.storage, harness.recorder);
+    expect(statements.length).toBeGreaterThan(0);
+    expectGolden(dir, scenario.file, statements);
+  });
+}
+
+describe('SQLite golden statements', () => {
+  defineGoldens(join(__dirname, 'sqlite'), async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'chokaq-golden-'));
+    // The DataSource createJobStorage would open for { type: 'sqlite' }, borrowed so the test can
+    // reach the better-sqlite3 handle the storage uses (the driver's single connection).
+    const dataSource = new DataSource({ type: 'better-sqlite3', database: join(dir, 'chokaq.db') });
+    await dataSource.initialize();
+    const db = (dataSource.driver as unknown as { databaseConnection: BetterSqlite3.Database })
+      .databaseConnection;
+    expect(db).toBeInstanceOf(Database);
+    const storage = await createJobStorage({ dataSource, schema: 'chokaq_' });
+    const recorder = recordSqlite(db);
+    return {
+      storage,
+      recorder,
+      async reset() {
+        for (const t of TABLES) await dataSource.query(`DELETE FROM chokaq_${t}`);
+      },
+      async close() {
+        recorder.uninstall();
+        await storage.close();
+        await dataSource.destroy();
+        rmSync(dir, { recursive: true, force: true });
+      },
+    };
+  });
+});
+
+(pgAvailable() ? describe : describe.skip)('PostgreSQL golden statements', () => {
+  defineGoldens(join(__dirname, 'postgres'), async () => {
+    const schema = `chokaq_golden_${process.pid}`;
+    const dataSource = new DataSource({ type: 'postgres', url: PG_URL, poolSize: 4 });
+    await dataSource.initialize();
+    // Jest gives each test file its own module registry: the wrapper only sees the queries if
+    // TypeORM loaded the same `pg` instance this file imported.
+    expect(
+      (dataSource.driver as unknown as { postgres: { Client: unknown } }).postgres.Client,
+    ).toBe(Client);
+    await dataSource.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
+    const storage = await createJobStorage({ dataSource, schema });
+    const recorder = recordPg(schema);
+    return {
+      storage,
+      recorder,
+      async reset() {
+        await dataSource.query(`TRUNCATE ${TABLES.map((t) => `"${schema}".${t}`).join(', ')}`);
+      },
+      async close() {
+        recorder.uninstall();
+        await storage.close();
+        await dataSource.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
+        await dataSource.destroy();
+      },
+    };
+  });
+});
