@@ -65,6 +65,8 @@ function stubbedStorage(replies: Reply[]) {
   }
   driver.mssql = { ...real, Request: StubRequest };
   driver.obtainMasterConnection = async () => ({}) as never;
+  // Never initialised (no server to connect to), but the storage refuses a closed DataSource.
+  (dataSource as { isInitialized: boolean }).isInitialized = true;
   const config: SqlStorageConfig = {
     dataSource,
     ownsDataSource: false,

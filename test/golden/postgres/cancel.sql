@@ -1,7 +1,10 @@
--- [1/4] query
+-- [1/5] query
 START TRANSACTION
 
--- [2/4] query
+-- [2/5] query
+SET TRANSACTION ISOLATION LEVEL READ COMMITTED
+
+-- [3/5] query
 
 WITH moved AS (
   DELETE FROM "chokaq".jobs_hot j
@@ -39,7 +42,7 @@ bucket AS (
 )
 SELECT id FROM src
 
--- [3/4] query
+-- [4/5] query
 
 WITH requested AS (
   UPDATE "chokaq".jobs_hot j
@@ -51,5 +54,5 @@ WITH requested AS (
 SELECT r.id FROM requested r
 CROSS JOIN LATERAL pg_notify('chokaq:cancel', r.id)
 
--- [4/4] query
+-- [5/5] query
 COMMIT

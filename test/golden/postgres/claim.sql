@@ -1,14 +1,17 @@
--- [1/4] query
+-- [1/5] query
 START TRANSACTION
 
--- [2/4] query
+-- [2/5] query
+SET TRANSACTION ISOLATION LEVEL READ COMMITTED
+
+-- [3/5] query
 
 SELECT name FROM "chokaq".queues
 WHERE name = ANY ($1::text[]) AND max_workers IS NOT NULL
 ORDER BY name
 FOR NO KEY UPDATE
 
--- [3/4] query
+-- [4/5] query
 
 WITH handled (queue, type) AS (
   SELECT h.queue, NULL::text FROM unnest($3::text[]) AS h(queue)
@@ -55,5 +58,5 @@ FROM picked p
 WHERE j.id = p.id AND j.status = 0
 RETURNING j.*
 
--- [4/4] query
+-- [5/5] query
 COMMIT

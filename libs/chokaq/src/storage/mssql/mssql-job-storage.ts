@@ -1,7 +1,6 @@
 import { Logger } from '@nestjs/common';
 import type { DataSource, QueryRunner } from 'typeorm';
 import { ChokaQTransactionError, ChokaQValidationError } from '../../errors';
-import { FailureReason } from '../job-status';
 import {
   BulkPreview,
   CancelResult,
@@ -40,8 +39,8 @@ import {
 import { assertDlqFilter, normalizePage } from '../shared/page';
 import { mapHotRow, mapJobView, mapQueueRow, toDate } from '../shared/row-mapper';
 import { sanitizeErrorText } from '../shared/text';
+import { assertDataSourceOpen } from '../shared/data-source';
 import { withTransientRetry } from '../shared/transient-retry';
-import { isUuid } from '../shared/uuid';
 import {
   ValidatedJob,
   assertIds,
@@ -52,6 +51,22 @@ import {
   validateNewJob,
   validateNewJobs,
 } from '../shared/validate-job';
+import {
+  assertActor,
+  assertDate,
+  assertDlqMove,
+  assertFetchRequest,
+  assertLeases,
+  assertQueuePatch,
+  assertRecurringDefinition,
+  assertRecurringName,
+  assertWorkerId,
+  chunk,
+  isLeaseTarget,
+  assertBulkMax,
+  assertCompletedJobs,
+  PREVIEW_SAMPLE,
+} from '../shared/validate-args';
 import { SqlStorageConfig } from '../storage-options';
 import { MssqlStatement } from './mssql-params';
 import { isDuplicateKeyError, isTransientMssqlError } from './mssql-errors';
@@ -108,27 +123,6 @@ function toMssqlJob(job: ValidatedJob): SQL.MssqlNewJob {
   };
 }
 
-function assertLeases(leases: readonly JobLease[], path = 'leases'): JobLease[] {
-  if (!Array.isArray(leases)) {
-    throw new ChokaQValidationError([
-      { path, message: 'must be an array of leases', value: leases },
-    ]);
-  }
-  const issues = leases.flatMap((l, i) =>
-    l && isUuid(l.id) && typeof l.workerId === 'string' && typeof l.leaseId === 'string'
-      ? []
-      : [{ path: `${path}[${i}]`, message: 'must be { id: UUID, workerId, leaseId }', value: l }],
-  );
-  if (issues.length > 0) throw new ChokaQValidationError(issues);
-  return [...leases];
-}
-
-function chunks<T>(items: readonly T[], size: number): T[][] {
-  const out: T[][] = [];
-  for (let i = 0; i < items.length; i += size) out.push(items.slice(i, i + size));
-  return out;
-}
-
 /**
  * The SQL Server / Azure SQL dialect of {@link JobStorage}. Every statement lives in
  * `mssql.sql.ts`; this class validates inputs, runs statements through TypeORM's mssql driver
@@ -155,6 +149,7 @@ export class MssqlJobStorage implements JobStorage {
 
   /** Runs one statement on `runner`, or on a pooled runner of its own that it releases. */
   private async execute(statement: MssqlStatement, runner?: QueryRunner): Promise<Row[]> {
+    if (!runner) assertDataSourceOpen(this.dataSource, 'SQL Server');
     const own = runner ?? this.dataSource.createQueryRunner();
     try {
       const result = await own.query(statement.sql, [...statement.params], true);
@@ -329,15 +324,15 @@ export class MssqlJobStorage implements JobStorage {
 
   /** @inheritdoc */
   async fetchNextBatch(request: FetchRequest): Promise<HotJob[]> {
-    const limit = assertNonNegativeInt(request.limit, 'limit', 10_000);
-    const queues = [...new Set(request.handled?.queues ?? [])];
-    const types = request.handled?.types ?? [];
+    const { workerId, leaseId, limit, handled } = assertFetchRequest(request);
+    const queues = [...new Set(handled.queues)];
+    const types = handled.types;
     if (limit === 0 || (queues.length === 0 && types.length === 0)) return [];
     const rows = await this.run(
       'fetchNextBatch',
       SQL.claimSql(this.schema, {
-        workerId: request.workerId,
-        leaseId: request.leaseId,
+        workerId,
+        leaseId,
         limit,
         queues,
         types,
@@ -355,6 +350,7 @@ export class MssqlJobStorage implements JobStorage {
 
   /** @inheritdoc */
   async keepAlive(workerId: string, leases: readonly JobLease[]): Promise<KeepAliveResult> {
+    assertWorkerId(workerId);
     const list = assertLeases(leases);
     if (list.length === 0) return { touched: 0, cancelRequested: [] };
     const rows = await this.run('keepAlive', SQL.keepAliveSql(this.schema, workerId, list));
@@ -394,17 +390,11 @@ export class MssqlJobStorage implements JobStorage {
 
   /** @inheritdoc */
   async archiveSucceeded(items: readonly CompletedJob[]): Promise<string[]> {
-    const list = assertLeases(items, 'items') as CompletedJob[];
+    const list = assertCompletedJobs(items);
     const moved: string[] = [];
-    for (const chunk of chunks(list, ARCHIVE_CHUNK)) {
-      const normalized = chunk.map((i) => ({
-        ...i,
-        durationMs: Math.max(0, Math.round(Number.isFinite(i.durationMs) ? i.durationMs : 0)),
-      }));
+    for (const part of chunk(list, ARCHIVE_CHUNK)) {
       moved.push(
-        ...ids(
-          await this.run('archiveSucceeded', SQL.archiveSucceededSql(this.schema, normalized)),
-        ),
+        ...ids(await this.run('archiveSucceeded', SQL.archiveSucceededSql(this.schema, part))),
       );
     }
     return moved;
@@ -412,27 +402,19 @@ export class MssqlJobStorage implements JobStorage {
 
   /** @inheritdoc */
   async moveToDlq(target: JobLease | { id: string }, move: DlqMove): Promise<number> {
-    const owned = 'leaseId' in target && target.leaseId !== undefined;
-    if (owned) assertLeases([target as JobLease], 'target');
-    else assertIds([target.id], 'target.id');
-    if (!(move.reason in FailureReason)) {
-      throw new ChokaQValidationError([
-        { path: 'move.reason', message: 'must be a FailureReason code', value: move.reason },
-      ]);
-    }
-    const duration =
-      move.durationMs === undefined || !Number.isFinite(move.durationMs)
-        ? null
-        : Math.max(0, Math.round(move.durationMs));
+    const owned = isLeaseTarget(target);
+    if (owned) assertLeases([target], 'target');
+    else assertIds([target?.id], 'target.id');
+    const { reason, error, actor, durationMs } = assertDlqMove(move);
     const rows = await this.run(
       'moveToDlq',
       SQL.moveToDlqSql(
         this.schema,
-        owned ? (target as JobLease) : { id: target.id },
-        move.reason,
-        sanitizeErrorText(String(move.error ?? '')),
-        move.actor ?? null,
-        duration,
+        owned ? target : { id: target.id },
+        reason,
+        error,
+        actor,
+        durationMs,
       ),
     );
     return num(rows[0]?.Affected);
@@ -442,7 +424,7 @@ export class MssqlJobStorage implements JobStorage {
   async cancel(idList: readonly string[], actor?: string): Promise<CancelResult> {
     const unique = assertIds(idList);
     if (unique.length === 0) return { cancelled: [], cancelRequested: [] };
-    const rows = await this.run('cancel', SQL.cancelSql(this.schema, unique, actor ?? null));
+    const rows = await this.run('cancel', SQL.cancelSql(this.schema, unique, assertActor(actor)));
     return {
       cancelled: rows.filter((r) => num(r.Kind) === 0).map((r) => String(r.Id)),
       cancelRequested: rows.filter((r) => num(r.Kind) === 1).map((r) => String(r.Id)),
@@ -457,7 +439,7 @@ export class MssqlJobStorage implements JobStorage {
     const valid = validateEdits(edits, this.config.payloadMaxBytes);
     const rows = await this.run(
       'resurrect',
-      SQL.resurrectSql(this.schema, { ids: [key] }, valid, actor ?? null),
+      SQL.resurrectSql(this.schema, { ids: [key] }, valid, assertActor(actor)),
     );
     return rows.length;
   }
@@ -469,7 +451,7 @@ export class MssqlJobStorage implements JobStorage {
     return ids(
       await this.run(
         'resurrectMany',
-        SQL.resurrectSql(this.schema, { ids: unique }, null, actor ?? null),
+        SQL.resurrectSql(this.schema, { ids: unique }, null, assertActor(actor)),
       ),
     );
   }
@@ -477,14 +459,14 @@ export class MssqlJobStorage implements JobStorage {
   /** @inheritdoc */
   async resurrectByFilter(filter: DlqFilter, max: number, actor?: string): Promise<string[]> {
     const valid = assertDlqFilter(filter);
-    let remaining = assertNonNegativeInt(max, 'max', 1_000_000);
+    let remaining = assertBulkMax(max);
     const moved: string[] = [];
     while (remaining > 0) {
       const batch = Math.min(BULK_BATCH, remaining);
       const got = ids(
         await this.run(
           'resurrectByFilter',
-          SQL.resurrectSql(this.schema, { filter: valid, max: batch }, null, actor ?? null),
+          SQL.resurrectSql(this.schema, { filter: valid, max: batch }, null, assertActor(actor)),
         ),
       );
       moved.push(...got);
@@ -533,25 +515,7 @@ export class MssqlJobStorage implements JobStorage {
   /** @inheritdoc */
   async updateQueue(name: string, patch: QueuePatch): Promise<QueueInfo> {
     const queue = assertQueueName(name, 'name');
-    const p = patch ?? {};
-    const issues: { path: string; message: string; value: unknown }[] = [];
-    for (const key of ['maxWorkers', 'zombieTimeoutSeconds', 'executionTimeoutMs'] as const) {
-      const v = p[key];
-      if (v !== undefined && v !== null && !(Number.isInteger(v) && v >= 0 && v <= 2_147_483_647)) {
-        issues.push({
-          path: `patch.${key}`,
-          message: 'must be null or an integer from 0 to 2147483647',
-          value: v,
-        });
-      }
-    }
-    for (const key of ['isPaused', 'isActive', 'retryZombies'] as const) {
-      const v = p[key];
-      if (v !== undefined && typeof v !== 'boolean') {
-        issues.push({ path: `patch.${key}`, message: 'must be a boolean', value: v });
-      }
-    }
-    if (issues.length > 0) throw new ChokaQValidationError(issues);
+    const p = assertQueuePatch(patch);
     const rows = await this.run('updateQueue', SQL.updateQueueSql(this.schema, queue, p));
     return mapQueueRow(rows[0]);
   }
@@ -569,7 +533,7 @@ export class MssqlJobStorage implements JobStorage {
   /** @inheritdoc */
   async purgeDlqByFilter(filter: DlqFilter, max: number): Promise<number> {
     const valid = assertDlqFilter(filter);
-    let remaining = assertNonNegativeInt(max, 'max', 10_000_000);
+    let remaining = assertBulkMax(max);
     let deleted = 0;
     while (remaining > 0) {
       const batch = Math.min(BULK_BATCH, remaining);
@@ -703,7 +667,7 @@ export class MssqlJobStorage implements JobStorage {
         maxLagMs: num(r.MaxLagMs),
         active,
         maxWorkers,
-        saturation: maxWorkers === null || maxWorkers === 0 ? null : active / maxWorkers,
+        saturation: maxWorkers === null ? null : maxWorkers === 0 ? 1 : active / maxWorkers,
       };
     });
   }
@@ -740,11 +704,11 @@ export class MssqlJobStorage implements JobStorage {
   /** @inheritdoc */
   async previewDlqFilter(filter: DlqFilter, max: number): Promise<BulkPreview> {
     const valid = assertDlqFilter(filter);
-    const bound = assertNonNegativeInt(max, 'max', 10_000_000);
+    const bound = assertBulkMax(max);
     const matched = num(
       (await this.run('previewDlqFilter', SQL.previewCountSql(this.schema, valid)))[0]?.Total,
     );
-    const sample = Math.min(SQL.PREVIEW_SAMPLE, bound);
+    const sample = Math.min(PREVIEW_SAMPLE, bound);
     const sampleIds =
       sample === 0
         ? []
@@ -756,47 +720,18 @@ export class MssqlJobStorage implements JobStorage {
 
   /** @inheritdoc */
   async upsertRecurringJob(definition: RecurringJobDefinition): Promise<void> {
-    const issues: { path: string; message: string; value: unknown }[] = [];
-    const text = (key: 'name' | 'cron' | 'timeZone' | 'type', max: number) => {
-      const v = definition[key];
-      if (typeof v !== 'string' || v.length < 1 || v.length > max || v.includes('\u0000')) {
-        issues.push({ path: key, message: `must be a string of 1–${max} characters`, value: v });
-      }
-    };
-    text('name', 255);
-    text('cron', 255);
-    text('timeZone', 100);
-    text('type', 255);
-    if (definition.misfirePolicy !== 'skip' && definition.misfirePolicy !== 'none') {
-      issues.push({
-        path: 'misfirePolicy',
-        message: "must be 'skip' or 'none'",
-        value: definition.misfirePolicy,
-      });
-    }
-    if (
-      !(definition.nextSlotUtc instanceof Date) ||
-      !Number.isFinite(definition.nextSlotUtc.getTime())
-    ) {
-      issues.push({
-        path: 'nextSlotUtc',
-        message: 'must be a valid Date',
-        value: definition.nextSlotUtc,
-      });
-    }
-    if (issues.length > 0) throw new ChokaQValidationError(issues);
-    const queue = assertQueueName(definition.queue);
+    const d = assertRecurringDefinition(definition, this.config.payloadMaxBytes);
     await this.run(
       'upsertRecurringJob',
       SQL.upsertRecurringSql(this.schema, {
-        name: definition.name,
-        cron: definition.cron,
-        timeZone: definition.timeZone,
-        queue,
-        type: definition.type,
-        payload: JSON.stringify(definition.payload ?? null),
-        misfirePolicy: definition.misfirePolicy,
-        nextSlotUtc: definition.nextSlotUtc,
+        name: d.name,
+        cron: d.cron,
+        timeZone: d.timeZone,
+        queue: d.queue,
+        type: d.type,
+        payload: d.payload,
+        misfirePolicy: d.misfirePolicy,
+        nextSlotUtc: d.nextSlotUtc,
       }),
     );
   }
@@ -825,10 +760,14 @@ export class MssqlJobStorage implements JobStorage {
     nextSlotUtc: Date,
     job: NewJob | null,
   ): Promise<EnqueueResult | null> {
+    assertRecurringName(name);
+    assertDate(slotUtc, 'slotUtc');
+    assertDate(nextSlotUtc, 'nextSlotUtc');
     const validated = job ? toMssqlJob(validateNewJob(job, this.config.payloadMaxBytes)) : null;
     return withTransientRetry(
       'claimRecurringSlot',
       async () => {
+        assertDataSourceOpen(this.dataSource, 'SQL Server');
         const runner = this.dataSource.createQueryRunner();
         try {
           await runner.startTransaction();

@@ -1406,9 +1406,6 @@ export function topDlqErrorsSql(schema: string, limit: number, filter: DlqFilter
   );
 }
 
-/** Sample ids a bulk preview shows. */
-export const PREVIEW_SAMPLE = 10;
-
 /** previewDlqFilter — matched count (read committed) of a bulk DLQ action. */
 export function previewCountSql(schema: string, filter: DlqFilter): MssqlStatement {
   return pageCountSql(schema, 'dlq', filter);

@@ -1,7 +1,7 @@
 import { Logger } from '@nestjs/common';
 import type { Client, Notification, Pool } from 'pg';
 import type { DataSource, QueryRunner } from 'typeorm';
-import { ChokaQTransactionError, ChokaQValidationError } from '../../errors';
+import { ChokaQTransactionError } from '../../errors';
 import { dlqStatusFor, FailureReason, Outcome } from '../job-status';
 import {
   ActiveFilter,
@@ -20,7 +20,6 @@ import {
   JobStorage,
   JobView,
   KeepAliveResult,
-  MAX_ENQUEUE_MANY,
   NewJob,
   Page,
   PageQuery,
@@ -39,9 +38,9 @@ import {
 } from '../job-storage';
 import { assertDlqFilter, normalizePage } from '../shared/page';
 import { mapHotRow, mapJobView, mapQueueRow, toDate } from '../shared/row-mapper';
+import { assertDataSourceOpen } from '../shared/data-source';
 import { sanitizeErrorText } from '../shared/text';
 import { withTransientRetry } from '../shared/transient-retry';
-import { isUuid } from '../shared/uuid';
 import {
   assertIds,
   assertNonNegativeInt,
@@ -53,6 +52,22 @@ import {
   validateNewJobs,
   ValidatedJob,
 } from '../shared/validate-job';
+import {
+  assertActor,
+  assertDate,
+  assertDlqMove,
+  assertFetchRequest,
+  assertLeases,
+  assertQueuePatch,
+  assertRecurringDefinition,
+  assertRecurringName,
+  assertWorkerId,
+  chunk,
+  isLeaseTarget,
+  assertBulkMax,
+  assertCompletedJobs,
+  PREVIEW_SAMPLE,
+} from '../shared/validate-args';
 import { SqlStorageConfig } from '../storage-options';
 import {
   bootstrapStatements,
@@ -79,7 +94,6 @@ const DEFAULT_RETENTION_BATCH = 1_000;
 /** Largest bulk-action / retention batch. */
 const MAX_BATCH = 10_000;
 /** Sample ids returned by a bulk preview. */
-const PREVIEW_SAMPLE = 20;
 /** How often an enqueue retries when the holder of its idempotency key vanished mid-call. */
 const MAX_HOLDER_ROUNDS = 5;
 /** Oldest server this dialect supports (`hashtextextended`, LATERAL + SKIP LOCKED, MATERIALIZED CTEs). */
@@ -119,12 +133,6 @@ export function isTransientPostgresError(error: unknown): boolean {
 
 function num(value: unknown): number {
   return value === null || value === undefined ? 0 : Number(value);
-}
-
-function chunk<T>(items: readonly T[], size: number): T[][] {
-  const out: T[][] = [];
-  for (let i = 0; i < items.length; i += size) out.push(items.slice(i, i + size));
-  return out;
 }
 
 /**
@@ -210,11 +218,14 @@ export class PostgresJobStorage implements JobStorage {
     transaction: boolean,
     fn: (exec: Exec) => Promise<T>,
   ): Promise<T> {
+    assertDataSourceOpen(this.dataSource, 'PostgreSQL');
     const runner = this.dataSource.createQueryRunner('master');
     try {
       const exec = execOn(runner);
       if (!transaction) return await fn(exec);
-      await runner.startTransaction();
+      // READ COMMITTED explicitly: every claim and move relies on a fresh snapshot per statement
+      // (see postgres.sql.ts), whatever default_transaction_isolation the server or pool sets.
+      await runner.startTransaction('READ COMMITTED');
       try {
         const result = await fn(exec);
         await runner.commitTransaction();
@@ -481,20 +492,10 @@ export class PostgresJobStorage implements JobStorage {
    * returns whatever an earlier attempt with this lease already committed.
    */
   async fetchNextBatch(request: FetchRequest): Promise<HotJob[]> {
-    const { workerId, leaseId, limit, handled } = request;
-    assertWorkerId(workerId, 'workerId');
-    assertLeaseId(leaseId, 'leaseId');
-    assertNonNegativeInt(limit, 'limit', MAX_BATCH);
-    const wide = [...new Set(handled?.queues ?? [])];
+    const { workerId, leaseId, limit, handled } = assertFetchRequest(request);
+    const wide = [...new Set(handled.queues)];
     const wideSet = new Set(wide);
-    const pairs = (handled?.types ?? []).filter((p) => !wideSet.has(p.queue));
-    wide.forEach((q, i) => assertQueueName(q, `handled.queues[${i}]`));
-    pairs.forEach((p, i) => {
-      assertQueueName(p.queue, `handled.types[${i}].queue`);
-      if (typeof p.type !== 'string' || p.type.length < 1 || p.type.length > LIMITS.type) {
-        fail(`handled.types[${i}].type`, `must be a string of 1–${LIMITS.type} characters`, p.type);
-      }
-    });
+    const pairs = handled.types.filter((p) => !wideSet.has(p.queue));
     if (limit === 0 || (wide.length === 0 && pairs.length === 0)) return [];
     const queues = [...new Set([...wide, ...pairs.map((p) => p.queue)])];
     const rows = await this.transaction('fetchNextBatch', async (exec, attempt) => {
@@ -529,7 +530,7 @@ export class PostgresJobStorage implements JobStorage {
 
   /** @inheritdoc */
   async keepAlive(workerId: string, leases: readonly JobLease[]): Promise<KeepAliveResult> {
-    assertWorkerId(workerId, 'workerId');
+    assertWorkerId(workerId);
     const l = leaseArrays(leases);
     if (l.ids.length === 0) return { touched: 0, cancelRequested: [] };
     const rows = await this.query('keepAlive', this.sql.keepAlive, [
@@ -586,13 +587,10 @@ export class PostgresJobStorage implements JobStorage {
 
   /** @inheritdoc */
   async archiveSucceeded(items: readonly CompletedJob[]): Promise<string[]> {
-    const l = leaseArrays(items);
+    const completed = assertCompletedJobs(items);
+    const l = leaseArrays(completed);
     if (l.ids.length === 0) return [];
-    const byId = new Map(items.map((i) => [i.id, i]));
-    const durations = l.ids.map((id) => {
-      const d = byId.get(id)?.durationMs;
-      return typeof d === 'number' && Number.isFinite(d) && d >= 0 ? Math.round(d) : null;
-    });
+    const durations = completed.map((c) => c.durationMs);
     const rows = await this.query('archiveSucceeded', this.sql.archive, [
       l.ids,
       l.workers,
@@ -604,7 +602,7 @@ export class PostgresJobStorage implements JobStorage {
 
   /** @inheritdoc */
   async moveToDlq(target: JobLease | { id: string }, move: DlqMove): Promise<number> {
-    const reason = assertFailureReason(move?.reason);
+    const { reason, error, actor, durationMs: duration } = assertDlqMove(move);
     const status = dlqStatusFor(reason) as 4 | 5 | 6;
     const cancelled = reason === FailureReason.Cancelled;
     const shape: SQL.DlqMoveShape = {
@@ -612,15 +610,7 @@ export class PostgresJobStorage implements JobStorage {
       outcome: cancelled ? Outcome.Cancelled : Outcome.Failed,
       counter: cancelled ? 'cancelled_total' : 'failed_total',
     };
-    const error = sanitizeErrorText(String(move.error ?? ''));
-    const actor = assertActor(move.actor);
-    const duration =
-      typeof move.durationMs === 'number' &&
-      Number.isFinite(move.durationMs) &&
-      move.durationMs >= 0
-        ? Math.round(move.durationMs)
-        : null;
-    const owned = 'workerId' in target || 'leaseId' in target;
+    const owned = isLeaseTarget(target);
     let params: unknown[];
     if (owned) {
       const l = leaseArrays([target as JobLease]);
@@ -686,7 +676,7 @@ export class PostgresJobStorage implements JobStorage {
   /** Bounded batches (oldest failure first, skipping rows other bulk actions hold), each its own statement. */
   async resurrectByFilter(filter: DlqFilter, max: number, actor?: string): Promise<string[]> {
     const f = assertDlqFilter(filter);
-    assertNonNegativeInt(max, 'max', MAX_ENQUEUE_MANY);
+    assertBulkMax(max);
     const who = assertActor(actor);
     const moved: string[] = [];
     while (moved.length < max) {
@@ -778,7 +768,7 @@ export class PostgresJobStorage implements JobStorage {
   /** @inheritdoc */
   async purgeDlqByFilter(filter: DlqFilter, max: number): Promise<number> {
     const f = assertDlqFilter(filter);
-    assertNonNegativeInt(max, 'max', Number.MAX_SAFE_INTEGER);
+    assertBulkMax(max);
     let deleted = 0;
     while (deleted < max) {
       const batch = Math.min(ID_CHUNK, max - deleted);
@@ -828,7 +818,7 @@ export class PostgresJobStorage implements JobStorage {
    * (DLQ → hot) landing exactly between the first and the last read can make one call miss the job.
    */
   async getJob(id: string): Promise<JobView | null> {
-    if (!isUuid(id)) return null;
+    assertIds([id], 'id');
     const lookups = [
       ['hot', SQL.selectHotById(this.s)],
       ['archive', SQL.selectArchiveById(this.s)],
@@ -983,7 +973,7 @@ export class PostgresJobStorage implements JobStorage {
   /** Matched count, `min(matched, max)`, and up to 20 sample ids in the order bulk actions take them. */
   async previewDlqFilter(filter: DlqFilter, max: number): Promise<BulkPreview> {
     const f = assertDlqFilter(filter);
-    assertNonNegativeInt(max, 'max', Number.MAX_SAFE_INTEGER);
+    assertBulkMax(max);
     const params: unknown[] = [];
     const where = SQL.filterClause('dlq', f, params, 'x');
     const [[count], sample] = await Promise.all([
@@ -1005,18 +995,14 @@ export class PostgresJobStorage implements JobStorage {
 
   /** @inheritdoc */
   async upsertRecurringJob(definition: RecurringJobDefinition): Promise<void> {
-    const d = assertRecurring(definition);
-    const job = validateNewJob(
-      { queue: d.queue, type: d.type, payload: d.payload },
-      this.config.payloadMaxBytes,
-    );
+    const d = assertRecurringDefinition(definition, this.config.payloadMaxBytes);
     await this.query('upsertRecurringJob', SQL.upsertRecurring(this.s), [
       d.name,
       d.cron,
       d.timeZone,
-      job.queue,
-      job.type,
-      job.payload,
+      d.queue,
+      d.type,
+      d.payload,
       d.misfirePolicy,
       d.nextSlotUtc,
     ]);
@@ -1104,126 +1090,16 @@ function byPriorityThenDue(a: HotJob, b: HotJob): number {
   return due(a) - due(b) || a.id.localeCompare(b.id);
 }
 
-function fail(path: string, message: string, value: unknown): never {
-  throw new ChokaQValidationError([{ path, message, value }]);
-}
-
-function assertWorkerId(value: unknown, path: string): string {
-  if (
-    typeof value !== 'string' ||
-    value.length < 1 ||
-    value.length > 255 ||
-    value.includes('\u0000')
-  ) {
-    fail(path, 'must be a string of 1–255 characters without NUL', value);
-  }
-  return value;
-}
-
-function assertLeaseId(value: unknown, path: string): string {
-  if (
-    typeof value !== 'string' ||
-    value.length < 1 ||
-    value.length > 36 ||
-    value.includes('\u0000')
-  ) {
-    fail(path, 'must be a string of 1–36 characters without NUL', value);
-  }
-  return value;
-}
-
-/** Validates leases and returns them as parallel arrays (duplicates of one id collapse to the first). */
+/** Validates leases (shared rules; duplicates of one id collapse to the first) as parallel arrays. */
 function leaseArrays(leases: readonly JobLease[]): {
   ids: string[];
   workers: string[];
   leases: string[];
 } {
-  if (!Array.isArray(leases)) fail('leases', 'must be an array', leases);
-  if (leases.length > MAX_ENQUEUE_MANY)
-    fail('leases', `must have at most ${MAX_ENQUEUE_MANY} items`, leases);
-  const out = { ids: [] as string[], workers: [] as string[], leases: [] as string[] };
-  const seen = new Set<string>();
-  leases.forEach((lease, i) => {
-    if (lease === null || typeof lease !== 'object') fail(`leases[${i}]`, 'must be a lease', lease);
-    if (!isUuid(lease.id)) fail(`leases[${i}].id`, 'must be a UUID string', lease.id);
-    assertWorkerId(lease.workerId, `leases[${i}].workerId`);
-    assertLeaseId(lease.leaseId, `leases[${i}].leaseId`);
-    if (seen.has(lease.id)) return;
-    seen.add(lease.id);
-    out.ids.push(lease.id);
-    out.workers.push(lease.workerId);
-    out.leases.push(lease.leaseId);
-  });
-  return out;
-}
-
-function assertActor(actor: unknown): string | null {
-  if (actor === undefined || actor === null) return null;
-  if (typeof actor !== 'string' || actor.length > LIMITS.createdBy || actor.includes('\u0000')) {
-    fail('actor', `must be a string of at most ${LIMITS.createdBy} characters without NUL`, actor);
-  }
-  return actor;
-}
-
-function assertFailureReason(reason: unknown): FailureReason {
-  if (typeof reason !== 'number' || !(reason in FailureReason) || reason === 4 || reason === 8) {
-    fail('reason', 'must be a FailureReason code', reason);
-  }
-  return reason as FailureReason;
-}
-
-function assertDate(value: unknown, path: string): Date {
-  if (!(value instanceof Date) || !Number.isFinite(value.getTime()))
-    fail(path, 'must be a valid Date', value);
-  return value;
-}
-
-function assertRecurringName(name: unknown): string {
-  if (typeof name !== 'string' || name.length < 1 || name.length > 255 || name.includes('\u0000')) {
-    fail('name', 'must be a string of 1–255 characters without NUL', name);
-  }
-  return name;
-}
-
-function assertRecurring(d: RecurringJobDefinition): RecurringJobDefinition {
-  if (d === null || typeof d !== 'object') fail('definition', 'must be an object', d);
-  assertRecurringName(d.name);
-  for (const [key, max] of [
-    ['cron', 255],
-    ['timeZone', 100],
-  ] as const) {
-    const v = d[key];
-    if (typeof v !== 'string' || v.length < 1 || v.length > max || v.includes('\u0000')) {
-      fail(key, `must be a string of 1–${max} characters without NUL`, v);
-    }
-  }
-  if (d.misfirePolicy !== 'skip' && d.misfirePolicy !== 'none') {
-    fail('misfirePolicy', "must be 'skip' or 'none'", d.misfirePolicy);
-  }
-  assertDate(d.nextSlotUtc, 'nextSlotUtc');
-  return d;
-}
-
-function assertQueuePatch(patch: QueuePatch): QueuePatch {
-  if (patch === null || typeof patch !== 'object') fail('patch', 'must be an object', patch);
-  for (const key of ['isPaused', 'isActive', 'retryZombies'] as const) {
-    if (patch[key] !== undefined && typeof patch[key] !== 'boolean')
-      fail(key, 'must be a boolean', patch[key]);
-  }
-  const ranges = {
-    maxWorkers: [0, 1_000_000],
-    zombieTimeoutSeconds: [1, 2_147_483_647],
-    executionTimeoutMs: [1, 2_147_483_647],
-  } as const;
-  for (const [key, [min, max]] of Object.entries(ranges) as [
-    keyof typeof ranges,
-    readonly [number, number],
-  ][]) {
-    const v = patch[key];
-    if (v === undefined || v === null) continue;
-    if (typeof v !== 'number' || !Number.isInteger(v) || v < min || v > max) {
-      fail(key, `must be null or an integer from ${min} to ${max}`, v);
-    }
-  }
-  return patch;
+  const valid = assertLeases(leases);
+  return {
+    ids: valid.map((l) => l.id),
+    workers: valid.map((l) => l.workerId),
+    leases: valid.map((l) => l.leaseId),
+  };
 }

@@ -1,12 +1,7 @@
 import { Logger } from '@nestjs/common';
 import type BetterSqlite3 from 'better-sqlite3';
 import type { QueryRunner } from 'typeorm';
-import {
-  ChokaQStorageUnavailableError,
-  ChokaQTransactionError,
-  ChokaQValidationError,
-  ValidationIssue,
-} from '../../errors';
+import { ChokaQError, ChokaQStorageUnavailableError, ChokaQTransactionError } from '../../errors';
 import { FailureReason, Outcome, dlqStatusFor } from '../job-status';
 import {
   ActiveFilter,
@@ -45,9 +40,9 @@ import {
 } from '../job-storage';
 import { NormalizedPage, assertDlqFilter, normalizePage } from '../shared/page';
 import { mapHotRow, mapJobView, mapQueueRow, toDate } from '../shared/row-mapper';
+import { assertDataSourceOpen } from '../shared/data-source';
 import { sanitizeErrorText } from '../shared/text';
 import { TransientRetryOptions, withTransientRetry } from '../shared/transient-retry';
-import { isUuid } from '../shared/uuid';
 import {
   LIMITS,
   ValidatedJob,
@@ -59,6 +54,21 @@ import {
   validateNewJob,
   validateNewJobs,
 } from '../shared/validate-job';
+import {
+  assertActor,
+  assertDate,
+  assertDlqMove,
+  assertFetchRequest,
+  assertLeases,
+  assertQueuePatch,
+  assertRecurringDefinition,
+  assertRecurringName,
+  assertWorkerId,
+  isLeaseTarget,
+  assertCompletedJobs,
+  MAX_BULK,
+  PREVIEW_SAMPLE,
+} from '../shared/validate-args';
 import { SqlStorageConfig } from '../storage-options';
 import { SqliteConnectionInUseError, isSqliteTransient } from './sqlite-errors';
 import { SqliteMutex } from './sqlite-mutex';
@@ -88,11 +98,9 @@ const DEFAULT_RESCUE_LIMIT = 1_000;
 /** Default rows per retention transaction. */
 const DEFAULT_RETENTION_BATCH = 1_000;
 /** Largest `max` of the bulk DLQ operations. */
-const MAX_BULK = 100_000;
 /** DLQ rows scanned (most recent first) by getTopDlqErrors. */
 const TOP_ERRORS_SCAN = 10_000;
 /** Ids returned by previewDlqFilter. */
-const PREVIEW_SAMPLE = 20;
 /** Prepared statements kept per storage; the fixed statements plus the common filter shapes fit easily. */
 const STATEMENT_CACHE_SIZE = 256;
 /** ensureSchema may queue behind several starting processes: allow it more attempts than a normal call. */
@@ -351,19 +359,7 @@ export class SqliteJobStorage implements JobStorage {
 
   /** @inheritdoc */
   async fetchNextBatch(request: FetchRequest): Promise<HotJob[]> {
-    const { workerId, leaseId, handled } = request;
-    const limit = assertNonNegativeInt(request.limit, 'limit', MAX_ENQUEUE_MANY);
-    const issues: ValidationIssue[] = [];
-    checkToken(issues, 'workerId', workerId);
-    checkToken(issues, 'leaseId', leaseId);
-    if (!handled || !Array.isArray(handled.queues) || !Array.isArray(handled.types)) {
-      issues.push({
-        path: 'handled',
-        message: 'must have queues and types arrays',
-        value: handled,
-      });
-    }
-    if (issues.length > 0) throw new ChokaQValidationError(issues);
+    const { workerId, leaseId, limit, handled } = assertFetchRequest(request);
     if (limit === 0 || (handled.queues.length === 0 && handled.types.length === 0)) return [];
     const params = {
       queues: JSON.stringify(handled.queues),
@@ -389,9 +385,7 @@ export class SqliteJobStorage implements JobStorage {
 
   /** @inheritdoc */
   async keepAlive(workerId: string, leases: readonly JobLease[]): Promise<KeepAliveResult> {
-    const issues: ValidationIssue[] = [];
-    checkToken(issues, 'workerId', workerId);
-    if (issues.length > 0) throw new ChokaQValidationError(issues);
+    assertWorkerId(workerId);
     const json = leasesJson(leases);
     if (leases.length === 0) return { touched: 0, cancelRequested: [] };
     const rows = await this.write('keepAlive', () =>
@@ -455,18 +449,10 @@ export class SqliteJobStorage implements JobStorage {
    * queue. Any error (say, an archive row with the same id) rolls all of it back.
    */
   async archiveSucceeded(items: readonly CompletedJob[]): Promise<string[]> {
-    const json = leasesJson(items);
-    const durations = new Map<string, number>();
-    items.forEach((item, i) => {
-      const d = item.durationMs;
-      if (typeof d !== 'number' || !Number.isFinite(d) || d < 0) {
-        throw new ChokaQValidationError([
-          { path: `items[${i}].durationMs`, message: 'must be a finite number ≥ 0', value: d },
-        ]);
-      }
-      durations.set(item.id, Math.round(d));
-    });
-    if (items.length === 0) return [];
+    const completed = assertCompletedJobs(items);
+    const json = leasesJson(completed);
+    const durations = new Map(completed.map((c) => [c.id, c.durationMs]));
+    if (completed.length === 0) return [];
     return this.write('archiveSucceeded', () => {
       const rows = this.all(this.sql.deleteOwned, { leases: json });
       if (rows.length === 0) return [];
@@ -480,8 +466,8 @@ export class SqliteJobStorage implements JobStorage {
 
   /** @inheritdoc */
   async moveToDlq(target: JobLease | { id: string }, move: DlqMove): Promise<number> {
-    const { reason, error, actor } = checkDlqMove(move);
-    const byLease = 'leaseId' in target || 'workerId' in target;
+    const { reason, error, actor } = assertDlqMove(move);
+    const byLease = isLeaseTarget(target);
     const leases = byLease ? leasesJson([target as JobLease]) : null;
     if (!byLease) assertIds([target.id], 'id');
     const durationMs =
@@ -500,7 +486,7 @@ export class SqliteJobStorage implements JobStorage {
   /** @inheritdoc */
   async cancel(ids: readonly string[], actor?: string): Promise<CancelResult> {
     const unique = assertIds(ids);
-    const by = checkActor(actor);
+    const by = assertActor(actor);
     if (unique.length === 0) return { cancelled: [], cancelRequested: [] };
     const json = JSON.stringify(unique);
     return this.write('cancel', () => {
@@ -548,7 +534,7 @@ export class SqliteJobStorage implements JobStorage {
   async resurrect(id: string, edits?: ResurrectEdits, actor?: string): Promise<number> {
     assertIds([id], 'id');
     const validated = validateEdits(edits, this.config.payloadMaxBytes);
-    const by = checkActor(actor);
+    const by = assertActor(actor);
     const params = {
       payload: validated.payload,
       setTags: validated.tags === undefined ? 0 : 1,
@@ -566,7 +552,7 @@ export class SqliteJobStorage implements JobStorage {
   /** @inheritdoc */
   async resurrectMany(ids: readonly string[], actor?: string): Promise<string[]> {
     const unique = assertIds(ids);
-    const by = checkActor(actor);
+    const by = assertActor(actor);
     const moved: string[] = [];
     for (let i = 0; i < unique.length; i += BULK_CHUNK) {
       if (i > 0) await yieldToEventLoop();
@@ -585,7 +571,7 @@ export class SqliteJobStorage implements JobStorage {
   async resurrectByFilter(filter: DlqFilter, max: number, actor?: string): Promise<string[]> {
     const where = dlqWhere(assertDlqFilter(filter));
     const limit = assertNonNegativeInt(max, 'max', MAX_BULK);
-    const by = checkActor(actor);
+    const by = assertActor(actor);
     const { del } = dlqBatchSql(this.sql.tables.dlq, where);
     const moved: string[] = [];
     while (moved.length < limit) {
@@ -656,7 +642,7 @@ export class SqliteJobStorage implements JobStorage {
   /** @inheritdoc */
   async updateQueue(name: string, patch: QueuePatch): Promise<QueueInfo> {
     assertQueueName(name, 'name');
-    const json = JSON.stringify(checkQueuePatch(patch));
+    const json = JSON.stringify(assertQueuePatch(patch));
     const row = await this.write('updateQueue', () =>
       this.get(this.sql.upsertQueue, { name, patch: json }),
     );
@@ -926,7 +912,8 @@ export class SqliteJobStorage implements JobStorage {
 
   /** @inheritdoc */
   async upsertRecurringJob(definition: RecurringJobDefinition): Promise<void> {
-    const params = checkRecurring(definition, this.config.payloadMaxBytes);
+    const d = assertRecurringDefinition(definition, this.config.payloadMaxBytes);
+    const params = { ...d, nextSlotUtc: d.nextSlotUtc.getTime() };
     await this.write('upsertRecurringJob', () => this.run(this.sql.upsertRecurring, params));
   }
 
@@ -958,11 +945,9 @@ export class SqliteJobStorage implements JobStorage {
     nextSlotUtc: Date,
     job: NewJob | null,
   ): Promise<EnqueueResult | null> {
-    const issues: ValidationIssue[] = [];
-    checkToken(issues, 'name', name);
-    checkDate(issues, 'slotUtc', slotUtc);
-    checkDate(issues, 'nextSlotUtc', nextSlotUtc);
-    if (issues.length > 0) throw new ChokaQValidationError(issues);
+    assertRecurringName(name);
+    assertDate(slotUtc, 'slotUtc');
+    assertDate(nextSlotUtc, 'nextSlotUtc');
     const validated = job ? validateNewJob(job, this.config.payloadMaxBytes) : null;
     const params = { name, slotUtc: slotUtc.getTime(), nextSlotUtc: nextSlotUtc.getTime() };
     return this.write('claimRecurringSlot', () => {
@@ -979,8 +964,9 @@ export class SqliteJobStorage implements JobStorage {
       databaseConnection?: BetterSqlite3.Database;
     };
     const db = driver.databaseConnection;
-    if (!this.config.dataSource.isInitialized || !db || !db.open) {
-      throw new Error(
+    assertDataSourceOpen(this.config.dataSource, 'SQLite');
+    if (!db || !db.open) {
+      throw new ChokaQError(
         'ChokaQ SQLite storage: the DataSource is not initialised (or was destroyed)',
       );
     }
@@ -1094,78 +1080,11 @@ function claimOrder(a: HotJob, b: HotJob): number {
   return a.id < b.id ? -1 : a.id > b.id ? 1 : 0;
 }
 
-function checkToken(issues: ValidationIssue[], path: string, value: unknown): void {
-  if (
-    typeof value !== 'string' ||
-    value.length < 1 ||
-    value.length > 255 ||
-    value.includes('\u0000')
-  ) {
-    issues.push({ path, message: 'must be a string of 1–255 characters without NUL', value });
-  }
-}
-
-function checkDate(issues: ValidationIssue[], path: string, value: unknown): void {
-  if (!(value instanceof Date) || !Number.isFinite(value.getTime())) {
-    issues.push({ path, message: 'must be a valid Date', value });
-  }
-}
-
-/** Validates leases (id a UUID, worker and lease non-empty) and returns them as a JSON array. */
+/** Validates leases (shared rules) and returns them as the JSON array the statements read. */
 function leasesJson(leases: readonly JobLease[]): string {
-  const issues: ValidationIssue[] = [];
-  if (!Array.isArray(leases) || leases.length > MAX_ENQUEUE_MANY) {
-    throw new ChokaQValidationError([
-      { path: 'leases', message: `must be an array of at most ${MAX_ENQUEUE_MANY}`, value: leases },
-    ]);
-  }
-  leases.forEach((lease, i) => {
-    if (!lease || !isUuid(lease.id)) {
-      issues.push({ path: `leases[${i}].id`, message: 'must be a UUID string', value: lease?.id });
-    }
-    checkToken(issues, `leases[${i}].workerId`, lease?.workerId);
-    checkToken(issues, `leases[${i}].leaseId`, lease?.leaseId);
-  });
-  if (issues.length > 0) throw new ChokaQValidationError(issues);
   return JSON.stringify(
-    leases.map((l) => ({ id: l.id, workerId: l.workerId, leaseId: l.leaseId })),
+    assertLeases(leases).map((l) => ({ id: l.id, workerId: l.workerId, leaseId: l.leaseId })),
   );
-}
-
-function checkActor(actor: string | undefined): string | null {
-  if (actor === undefined || actor === null) return null;
-  if (typeof actor !== 'string' || actor.length > LIMITS.createdBy || actor.includes('\u0000')) {
-    throw new ChokaQValidationError([
-      {
-        path: 'actor',
-        message: `must be a string of at most ${LIMITS.createdBy} characters without NUL`,
-        value: actor,
-      },
-    ]);
-  }
-  return actor;
-}
-
-function checkDlqMove(move: DlqMove): {
-  reason: FailureReason;
-  error: string;
-  actor: string | null;
-} {
-  const reason = move?.reason;
-  if (
-    typeof reason !== 'number' ||
-    !Number.isInteger(reason) ||
-    FailureReason[reason] === undefined
-  ) {
-    throw new ChokaQValidationError([
-      { path: 'move.reason', message: 'must be a FailureReason code', value: reason },
-    ]);
-  }
-  return {
-    reason,
-    error: sanitizeErrorText(String(move.error ?? '')),
-    actor: checkActor(move.actor),
-  };
 }
 
 function noEdits(actor: string | null): Params {
@@ -1214,82 +1133,4 @@ function bucketsOf(rows: Row[], outcome: Outcome, failureReason: number): Bucket
     }
   }
   return [...byQueue.values()];
-}
-
-function checkQueuePatch(patch: QueuePatch): QueuePatch {
-  const issues: ValidationIssue[] = [];
-  if (patch === null || typeof patch !== 'object') {
-    throw new ChokaQValidationError([
-      { path: 'patch', message: 'must be an object', value: patch },
-    ]);
-  }
-  for (const key of ['isPaused', 'isActive', 'retryZombies'] as const) {
-    const v = patch[key];
-    if (v !== undefined && typeof v !== 'boolean') {
-      issues.push({ path: `patch.${key}`, message: 'must be a boolean', value: v });
-    }
-  }
-  const ranges = {
-    maxWorkers: [0, 1_000_000],
-    zombieTimeoutSeconds: [1, 10 * 365 * 24 * 3_600],
-    executionTimeoutMs: [1, LIMITS.maxDelayMs],
-  } as const;
-  for (const [key, [min, max]] of Object.entries(ranges) as Array<
-    [keyof typeof ranges, readonly [number, number]]
-  >) {
-    const v = patch[key];
-    if (v === undefined || v === null) continue;
-    if (typeof v !== 'number' || !Number.isInteger(v) || v < min || v > max) {
-      issues.push({
-        path: `patch.${key}`,
-        message: `must be null or an integer from ${min} to ${max}`,
-        value: v,
-      });
-    }
-  }
-  if (issues.length > 0) throw new ChokaQValidationError(issues);
-  return {
-    isPaused: patch.isPaused,
-    isActive: patch.isActive,
-    maxWorkers: patch.maxWorkers,
-    zombieTimeoutSeconds: patch.zombieTimeoutSeconds,
-    executionTimeoutMs: patch.executionTimeoutMs,
-    retryZombies: patch.retryZombies,
-  };
-}
-
-function checkRecurring(definition: RecurringJobDefinition, payloadMaxBytes: number): Params {
-  const issues: ValidationIssue[] = [];
-  if (definition === null || typeof definition !== 'object') {
-    throw new ChokaQValidationError([
-      { path: 'definition', message: 'must be an object', value: definition },
-    ]);
-  }
-  checkToken(issues, 'name', definition.name);
-  checkToken(issues, 'cron', definition.cron);
-  checkToken(issues, 'timeZone', definition.timeZone);
-  checkDate(issues, 'nextSlotUtc', definition.nextSlotUtc);
-  if (definition.misfirePolicy !== 'skip' && definition.misfirePolicy !== 'none') {
-    issues.push({
-      path: 'misfirePolicy',
-      message: "must be 'skip' or 'none'",
-      value: definition.misfirePolicy,
-    });
-  }
-  if (issues.length > 0) throw new ChokaQValidationError(issues);
-  // Queue, type and payload follow the enqueue limits, since every slot becomes a job.
-  const job = validateNewJob(
-    { queue: definition.queue, type: definition.type, payload: definition.payload },
-    payloadMaxBytes,
-  );
-  return {
-    name: definition.name,
-    cron: definition.cron,
-    timeZone: definition.timeZone,
-    queue: job.queue,
-    type: job.type,
-    payload: job.payload,
-    nextSlotUtc: definition.nextSlotUtc.getTime(),
-    misfirePolicy: definition.misfirePolicy,
-  };
 }

@@ -1,0 +1,132 @@
+import { randomUUID } from 'node:crypto';
+import { ChokaQValidationError } from '../../errors';
+import { FailureReason } from '../job-status';
+import {
+  assertDlqMove,
+  assertFetchRequest,
+  assertLeases,
+  assertQueuePatch,
+  assertRecurringDefinition,
+  isLeaseTarget,
+} from './validate-args';
+import { uuidv7 } from './uuid';
+
+function paths(fn: () => unknown): string[] {
+  try {
+    fn();
+  } catch (error) {
+    expect(error).toBeInstanceOf(ChokaQValidationError);
+    return (error as ChokaQValidationError).issues.map((i) => i.path);
+  }
+  throw new Error('expected a ChokaQValidationError');
+}
+
+describe('assertLeases', () => {
+  const lease = () => ({ id: uuidv7(), workerId: 'host:1:abc', leaseId: randomUUID() });
+
+  it('accepts fencing tokens and collapses duplicates of one id to the first', () => {
+    const a = lease();
+    expect(assertLeases([a, { ...a, leaseId: randomUUID() }])).toEqual([a]);
+  });
+
+  it('reports every bad field: non-UUID id, empty worker, a lease id that does not fit varchar(36)', () => {
+    expect(
+      paths(() =>
+        assertLeases([
+          { id: 'x', workerId: '', leaseId: 'ü'.repeat(3) },
+          { ...lease(), leaseId: 'a'.repeat(37) },
+        ]),
+      ),
+    ).toEqual(['leases[0].id', 'leases[0].workerId', 'leases[0].leaseId', 'leases[1].leaseId']);
+  });
+});
+
+describe('assertFetchRequest', () => {
+  it('validates worker, lease, limit and the handled lists together', () => {
+    expect(
+      paths(() =>
+        assertFetchRequest({
+          workerId: 'w\u0000',
+          leaseId: 'not a uuid!',
+          limit: 1.5,
+          handled: { queues: [''], types: [{ queue: 'q', type: '' }] },
+        }),
+      ),
+    ).toEqual(['workerId', 'leaseId', 'limit', 'handled.queues[0]', 'handled.types[0].type']);
+  });
+});
+
+describe('assertDlqMove', () => {
+  it('sanitises the error text and refuses reserved reason codes', () => {
+    expect(
+      assertDlqMove({ reason: FailureReason.Timeout, error: 'a\u0000b', durationMs: 1.6 }),
+    ).toEqual({
+      reason: FailureReason.Timeout,
+      error: 'a\uFFFDb',
+      actor: null,
+      durationMs: 2,
+    });
+    expect(paths(() => assertDlqMove({ reason: 4 as FailureReason, error: '' }))).toEqual([
+      'move.reason',
+    ]);
+  });
+
+  it('tells a lease target from an admin id target', () => {
+    expect(isLeaseTarget({ id: uuidv7() })).toBe(false);
+    expect(isLeaseTarget({ id: uuidv7(), workerId: 'w', leaseId: randomUUID() })).toBe(true);
+  });
+});
+
+describe('assertQueuePatch', () => {
+  it('keeps known fields and reports every bad one', () => {
+    expect(assertQueuePatch({ isPaused: true, maxWorkers: null })).toEqual({
+      isPaused: true,
+      isActive: undefined,
+      maxWorkers: null,
+      zombieTimeoutSeconds: undefined,
+      executionTimeoutMs: undefined,
+      retryZombies: undefined,
+    });
+    expect(
+      paths(() =>
+        assertQueuePatch({ isActive: 'yes' as never, maxWorkers: -1, zombieTimeoutSeconds: 0 }),
+      ),
+    ).toEqual(['patch.isActive', 'patch.maxWorkers', 'patch.zombieTimeoutSeconds']);
+  });
+});
+
+describe('assertRecurringDefinition', () => {
+  it('checks the slot fields and the job fields like an enqueue', () => {
+    const ok = assertRecurringDefinition(
+      {
+        name: 'nightly',
+        cron: '0 3 * * *',
+        timeZone: 'Europe/Paris',
+        queue: 'reports',
+        type: 'nightly.v1',
+        payload: { a: 1 },
+        misfirePolicy: 'skip',
+        nextSlotUtc: new Date(),
+      },
+      1_000,
+    );
+    expect(ok.payload).toBe('{"a":1}');
+    expect(
+      paths(() =>
+        assertRecurringDefinition(
+          {
+            name: '',
+            cron: '* * * * *',
+            timeZone: 'UTC',
+            queue: 'q',
+            type: 't',
+            payload: null,
+            misfirePolicy: 'always' as never,
+            nextSlotUtc: new Date(NaN),
+          },
+          1_000,
+        ),
+      ),
+    ).toEqual(['name', 'misfirePolicy', 'nextSlotUtc']);
+  });
+});

@@ -1,0 +1,343 @@
+import { ChokaQValidationError, ValidationIssue } from '../../errors';
+import { FailureReason } from '../job-status';
+import {
+  CompletedJob,
+  DlqMove,
+  FetchRequest,
+  JobLease,
+  MAX_ENQUEUE_MANY,
+  QueuePatch,
+  RecurringJobDefinition,
+} from '../job-storage';
+import { sanitizeErrorText } from './text';
+import { isUuid } from './uuid';
+import { LIMITS, validateNewJob } from './validate-job';
+
+/**
+ * Validation of the storage operations' own arguments (leases, actors, queue controls, recurring
+ * definitions), shared by every dialect so that one input is accepted or refused the same way on
+ * SQLite, PostgreSQL and SQL Server, always before any SQL runs.
+ */
+
+/** Lease ids are UUIDs in practice; the columns are `varchar(36)`, so only that alphabet fits. */
+const LEASE_ID = /^[A-Za-z0-9-]{1,36}$/;
+/** Longest worker id (`hostname:pid:random`); the columns are 255 characters wide. */
+const MAX_WORKER_ID = 255;
+/** Longest recurring-job name and cron expression; time zones are at most 100 characters. */
+const MAX_RECURRING_TEXT = 255;
+const MAX_TIME_ZONE = 100;
+
+function fail(issues: ValidationIssue[]): void {
+  if (issues.length > 0) throw new ChokaQValidationError(issues);
+}
+
+function textIssue(
+  path: string,
+  value: unknown,
+  max: number,
+  min = 1,
+): ValidationIssue | undefined {
+  if (
+    typeof value !== 'string' ||
+    value.length < min ||
+    value.length > max ||
+    value.includes('\u0000')
+  ) {
+    return { path, message: `must be a string of ${min}–${max} characters without NUL`, value };
+  }
+  return undefined;
+}
+
+/** A worker id: 1–255 characters without NUL. */
+export function assertWorkerId(value: unknown, path = 'workerId'): string {
+  const issue = textIssue(path, value, MAX_WORKER_ID);
+  fail(issue ? [issue] : []);
+  return value as string;
+}
+
+/**
+ * Validates fencing tokens (id a UUID, workerId 1–255 characters, leaseId 1–36 of `[A-Za-z0-9-]`),
+ * at most {@link MAX_ENQUEUE_MANY} of them, every bad one reported. Returns them with duplicates of
+ * one id collapsed to the first.
+ */
+export function assertLeases<T extends JobLease>(leases: readonly T[], path = 'leases'): T[] {
+  if (!Array.isArray(leases) || leases.length > MAX_ENQUEUE_MANY) {
+    fail([
+      { path, message: `must be an array of at most ${MAX_ENQUEUE_MANY} leases`, value: leases },
+    ]);
+  }
+  const issues: ValidationIssue[] = [];
+  const seen = new Set<string>();
+  const out: T[] = [];
+  leases.forEach((lease, i) => {
+    const at = `${path}[${i}]`;
+    if (lease === null || typeof lease !== 'object') {
+      issues.push({ path: at, message: 'must be { id, workerId, leaseId }', value: lease });
+      return;
+    }
+    if (!isUuid(lease.id))
+      issues.push({ path: `${at}.id`, message: 'must be a UUID string', value: lease.id });
+    const worker = textIssue(`${at}.workerId`, lease.workerId, MAX_WORKER_ID);
+    if (worker) issues.push(worker);
+    if (typeof lease.leaseId !== 'string' || !LEASE_ID.test(lease.leaseId)) {
+      issues.push({
+        path: `${at}.leaseId`,
+        message: 'must be 1–36 characters of [A-Za-z0-9-] (a UUID)',
+        value: lease.leaseId,
+      });
+    }
+    if (!seen.has(lease.id)) {
+      seen.add(lease.id);
+      out.push(lease);
+    }
+  });
+  fail(issues);
+  return out;
+}
+
+/** Who performed an admin action: at most 100 characters without NUL, or null. */
+export function assertActor(actor: unknown, path = 'actor'): string | null {
+  if (actor === undefined || actor === null) return null;
+  const issue = textIssue(path, actor, LIMITS.createdBy, 0);
+  fail(issue ? [issue] : []);
+  return actor as string;
+}
+
+/** A produced DLQ reason: a `FailureReason` code, never the reserved 4 or 8. */
+export function assertFailureReason(reason: unknown, path = 'move.reason'): FailureReason {
+  if (
+    typeof reason !== 'number' ||
+    !Number.isInteger(reason) ||
+    FailureReason[reason] === undefined
+  ) {
+    fail([{ path, message: 'must be a FailureReason code', value: reason }]);
+  }
+  return reason as FailureReason;
+}
+
+/** A validated {@link DlqMove}: the error text sanitised for storage. */
+export interface CheckedDlqMove {
+  reason: FailureReason;
+  error: string;
+  actor: string | null;
+  /** Rounded, or null when the job did not run (or the value was not a finite number ≥ 0). */
+  durationMs: number | null;
+}
+
+/** Validates how a job lands in the DLQ. */
+export function assertDlqMove(move: DlqMove): CheckedDlqMove {
+  if (move === null || typeof move !== 'object') {
+    fail([{ path: 'move', message: 'must be { reason, error }', value: move }]);
+  }
+  const d = move.durationMs;
+  return {
+    reason: assertFailureReason(move.reason),
+    error: sanitizeErrorText(String(move.error ?? '')),
+    actor: assertActor(move.actor, 'move.actor'),
+    durationMs: typeof d === 'number' && Number.isFinite(d) && d >= 0 ? Math.round(d) : null,
+  };
+}
+
+/** A valid `Date`. */
+export function assertDate(value: unknown, path: string): Date {
+  if (!(value instanceof Date) || !Number.isFinite(value.getTime())) {
+    fail([{ path, message: 'must be a valid Date', value }]);
+  }
+  return value as Date;
+}
+
+/** Ranges of the numeric queue controls (null clears one). */
+const QUEUE_RANGES = {
+  maxWorkers: [0, 1_000_000],
+  zombieTimeoutSeconds: [1, 10 * 365 * 24 * 3_600],
+  executionTimeoutMs: [1, LIMITS.maxDelayMs],
+} as const;
+
+/** Validates queue controls, every bad field reported; returns only the known fields. */
+export function assertQueuePatch(patch: QueuePatch): QueuePatch {
+  if (patch === null || typeof patch !== 'object') {
+    fail([{ path: 'patch', message: 'must be an object', value: patch }]);
+  }
+  const issues: ValidationIssue[] = [];
+  for (const key of ['isPaused', 'isActive', 'retryZombies'] as const) {
+    const v = patch[key];
+    if (v !== undefined && typeof v !== 'boolean') {
+      issues.push({ path: `patch.${key}`, message: 'must be a boolean', value: v });
+    }
+  }
+  for (const key of Object.keys(QUEUE_RANGES) as Array<keyof typeof QUEUE_RANGES>) {
+    const [min, max] = QUEUE_RANGES[key];
+    const v = patch[key];
+    if (v === undefined || v === null) continue;
+    if (typeof v !== 'number' || !Number.isInteger(v) || v < min || v > max) {
+      issues.push({
+        path: `patch.${key}`,
+        message: `must be null or an integer from ${min} to ${max}`,
+        value: v,
+      });
+    }
+  }
+  fail(issues);
+  return {
+    isPaused: patch.isPaused,
+    isActive: patch.isActive,
+    maxWorkers: patch.maxWorkers,
+    zombieTimeoutSeconds: patch.zombieTimeoutSeconds,
+    executionTimeoutMs: patch.executionTimeoutMs,
+    retryZombies: patch.retryZombies,
+  };
+}
+
+/** A recurring definition with its job fields checked like an enqueue (every slot becomes a job). */
+export interface CheckedRecurringDefinition {
+  name: string;
+  cron: string;
+  timeZone: string;
+  queue: string;
+  type: string;
+  /** Serialised JSON. */
+  payload: string;
+  misfirePolicy: 'skip' | 'none';
+  nextSlotUtc: Date;
+}
+
+/** A recurring-job name: 1–255 characters without NUL. */
+export function assertRecurringName(name: unknown, path = 'name'): string {
+  const issue = textIssue(path, name, MAX_RECURRING_TEXT);
+  fail(issue ? [issue] : []);
+  return name as string;
+}
+
+/** Validates a recurring definition, every bad field reported. */
+export function assertRecurringDefinition(
+  definition: RecurringJobDefinition,
+  payloadMaxBytes: number,
+): CheckedRecurringDefinition {
+  if (definition === null || typeof definition !== 'object') {
+    fail([{ path: 'definition', message: 'must be an object', value: definition }]);
+  }
+  const issues = [
+    textIssue('name', definition.name, MAX_RECURRING_TEXT),
+    textIssue('cron', definition.cron, MAX_RECURRING_TEXT),
+    textIssue('timeZone', definition.timeZone, MAX_TIME_ZONE),
+  ].filter((i): i is ValidationIssue => i !== undefined);
+  if (definition.misfirePolicy !== 'skip' && definition.misfirePolicy !== 'none') {
+    issues.push({
+      path: 'misfirePolicy',
+      message: "must be 'skip' or 'none'",
+      value: definition.misfirePolicy,
+    });
+  }
+  const next = definition.nextSlotUtc;
+  if (!(next instanceof Date) || !Number.isFinite(next.getTime())) {
+    issues.push({ path: 'nextSlotUtc', message: 'must be a valid Date', value: next });
+  }
+  fail(issues);
+  const job = validateNewJob(
+    { queue: definition.queue, type: definition.type, payload: definition.payload },
+    payloadMaxBytes,
+  );
+  return {
+    name: definition.name,
+    cron: definition.cron,
+    timeZone: definition.timeZone,
+    queue: job.queue,
+    type: job.type,
+    payload: job.payload,
+    misfirePolicy: definition.misfirePolicy,
+    nextSlotUtc: next,
+  };
+}
+
+/** Splits `items` into consecutive chunks of at most `size`. */
+export function chunk<T>(items: readonly T[], size: number): T[][] {
+  const out: T[][] = [];
+  for (let i = 0; i < items.length; i += size) out.push(items.slice(i, i + size));
+  return out;
+}
+
+/** Most rows one claim may take. */
+export const MAX_CLAIM = MAX_ENQUEUE_MANY;
+
+/** Validates a claim request: worker and lease ids as in a lease, a limit, the handled lists. */
+export function assertFetchRequest(request: FetchRequest): FetchRequest {
+  if (request === null || typeof request !== 'object') {
+    fail([{ path: 'request', message: 'must be an object', value: request }]);
+  }
+  const { workerId, leaseId, limit, handled } = request;
+  const issues: ValidationIssue[] = [];
+  const worker = textIssue('workerId', workerId, MAX_WORKER_ID);
+  if (worker) issues.push(worker);
+  if (typeof leaseId !== 'string' || !LEASE_ID.test(leaseId)) {
+    issues.push({
+      path: 'leaseId',
+      message: 'must be 1–36 characters of [A-Za-z0-9-] (a UUID)',
+      value: leaseId,
+    });
+  }
+  if (typeof limit !== 'number' || !Number.isInteger(limit) || limit < 0 || limit > MAX_CLAIM) {
+    issues.push({
+      path: 'limit',
+      message: `must be an integer from 0 to ${MAX_CLAIM}`,
+      value: limit,
+    });
+  }
+  if (!handled || !Array.isArray(handled.queues) || !Array.isArray(handled.types)) {
+    issues.push({ path: 'handled', message: 'must have queues and types arrays', value: handled });
+  } else {
+    handled.queues.forEach((queue, i) => {
+      const issue = textIssue(`handled.queues[${i}]`, queue, LIMITS.queueName);
+      if (issue) issues.push(issue);
+    });
+    handled.types.forEach((pair, i) => {
+      const q = textIssue(`handled.types[${i}].queue`, pair?.queue, LIMITS.queueName);
+      const t = textIssue(`handled.types[${i}].type`, pair?.type, LIMITS.type);
+      if (q) issues.push(q);
+      if (t) issues.push(t);
+    });
+  }
+  fail(issues);
+  return request;
+}
+
+/** A `moveToDlq` target with a worker or lease id is a lease (validated as one); else an admin `{ id }`. */
+export function isLeaseTarget(target: JobLease | { id: string }): target is JobLease {
+  return (
+    target !== null && typeof target === 'object' && ('leaseId' in target || 'workerId' in target)
+  );
+}
+
+/**
+ * Validates finished jobs for `archiveSucceeded`: fencing tokens as {@link assertLeases}, and each
+ * `durationMs` a finite number ≥ 0 (rounded). Duplicates of one id collapse to the first.
+ */
+export function assertCompletedJobs(items: readonly CompletedJob[]): CompletedJob[] {
+  const leases = assertLeases(items, 'items');
+  const issues: ValidationIssue[] = [];
+  items.forEach((item, i) => {
+    const d = item.durationMs;
+    if (typeof d !== 'number' || !Number.isFinite(d) || d < 0) {
+      issues.push({
+        path: `items[${i}].durationMs`,
+        message: 'must be a finite number ≥ 0',
+        value: d,
+      });
+    }
+  });
+  fail(issues);
+  return leases.map((l) => ({ ...l, durationMs: Math.round(l.durationMs) }));
+}
+
+/** Most rows one bulk DLQ action (resurrect, purge, preview by filter) may touch. */
+export const MAX_BULK = 100_000;
+
+/** Ids a bulk preview returns as a sample. */
+export const PREVIEW_SAMPLE = 20;
+
+/** The `max` of a bulk DLQ action: an integer from 0 to {@link MAX_BULK}. */
+export function assertBulkMax(max: unknown, path = 'max'): number {
+  if (typeof max !== 'number' || !Number.isInteger(max) || max < 0 || max > MAX_BULK) {
+    fail([{ path, message: `must be an integer from 0 to ${MAX_BULK}`, value: max }]);
+  }
+  return max as number;
+}
