@@ -24,6 +24,13 @@ describe('ChokaQModule definition', () => {
     expect(providers.find((p) => p.provide === CHOKAQ_MIDDLEWARE)?.inject).toEqual([Mw]);
   });
 
+  it('forRoot() takes no argument at all: every default, the SQLite file', () => {
+    const def = ChokaQModule.forRoot();
+    expect(def.global).toBe(true);
+    const providers = (def.providers ?? []) as ProviderLike[];
+    expect(providers.find((p) => p.provide === CHOKAQ_MODULE_OPTIONS)?.useValue).toEqual({});
+  });
+
   it('isGlobal: false makes it local', () => {
     expect(ChokaQModule.forRoot({ isGlobal: false }).global).toBe(false);
   });

@@ -1,8 +1,12 @@
-import { Module } from '@nestjs/common';
+import { DynamicModule, Module } from '@nestjs/common';
 import { DiscoveryModule } from '@nestjs/core';
 import { ChokaQAdmin } from './admin/chokaq-admin.service';
 import { CHOKAQ_RESOLVED_OPTIONS, CHOKAQ_STORAGE } from './chokaq.constants';
-import { CHOKAQ_MODULE_OPTIONS, ConfigurableChokaQModule } from './chokaq.module-definition';
+import {
+  CHOKAQ_MODULE_OPTIONS,
+  ChokaQForRootOptions,
+  ConfigurableChokaQModule,
+} from './chokaq.module-definition';
 import { ChokaQOrchestrator } from './chokaq.orchestrator';
 import { JobClient } from './client/job-client';
 import { ChokaQModuleOptions, ResolvedChokaQOptions } from './config/chokaq-options';
@@ -53,4 +57,12 @@ import { createJobStorage } from './storage/create-storage';
   ],
   exports: [JobClient, ChokaQAdmin, HandlerRegistry, CHOKAQ_STORAGE, CHOKAQ_RESOLVED_OPTIONS],
 })
-export class ChokaQModule extends ConfigurableChokaQModule {}
+export class ChokaQModule extends ConfigurableChokaQModule {
+  /**
+   * Registers ChokaQ with `options` (validated at startup). Without options: the embedded SQLite
+   * file `./chokaq.db` and every default. (The builder's own `forRoot` requires an argument.)
+   */
+  static override forRoot(options: ChokaQForRootOptions = {}): DynamicModule {
+    return super.forRoot(options);
+  }
+}

@@ -37,6 +37,9 @@ export class FetcherLoop {
       tick: () => this.tick(),
       intervalMs: () => deps.options.worker.pollIntervalMs,
       errorBackoff: { baseMs: Math.max(50, deps.options.worker.pollIntervalMs), maxMs: 30_000 },
+      // A running worker keeps its process alive (an application context with no HTTP server
+      // would otherwise exit at once); stop() clears the timer and lets the process exit.
+      keepAlive: true,
     });
   }
 

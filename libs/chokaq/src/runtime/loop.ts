@@ -18,6 +18,11 @@ export interface LoopOptions {
   logger: LoggerService;
   /** Backoff after failed ticks: `base × 2^(failures−1)`, capped, jittered ±20 %. Default 100 ms … 30 s. */
   errorBackoff?: { baseMs: number; maxMs: number };
+  /**
+   * Keep the process alive while the loop runs (a ref'd timer), as a listening server does.
+   * Default false: the loop's timers are unref'd.
+   */
+  keepAlive?: boolean;
 }
 
 /**
@@ -27,7 +32,8 @@ export interface LoopOptions {
  * never overlap, however slow the database is. `nudge()` runs the next tick now (or right after
  * the current one), which is how a same-process enqueue or a NOTIFY skips the poll interval.
  * `stop()` clears the timer and waits for a tick in flight, so after it resolves the loop holds no
- * timer and runs no code. Timers are unref'd: a loop never keeps a process alive on its own.
+ * timer and runs no code. Timers are unref'd unless `keepAlive` is set: only the loop that
+ * says so (the fetcher) keeps a worker-only process alive, and `stop()` lets it exit.
  *
  * Failures are an outage, not a flood: the first one is logged with its error, the rest are only
  * counted until a tick succeeds again, which is logged once with the count.
@@ -92,7 +98,7 @@ export class Loop {
     this.clearTimer();
     if (!this.running) return;
     this.timer = setTimeout(() => this.runTick(), Math.max(0, delayMs));
-    this.timer.unref?.();
+    if (!this.options.keepAlive) this.timer.unref?.();
   }
 
   private clearTimer(): void {
