@@ -221,4 +221,6 @@ describeEachE2e(
       expect(Number(totals.failed)).toBe(dlq.length);
     });
   },
+  // The worker-process fixture and its runs table speak SQLite and PostgreSQL only.
+  { mssql: false },
 );

@@ -62,93 +62,98 @@ class OrderHandlers {
   }
 }
 
-describeEachE2e('forRootAsync with the app’s TypeORM DataSource', (dialect) => {
-  let db: E2eDatabase;
-  beforeEach(async () => (db = await createE2eDatabase(dialect)));
-  afterEach(async () => db.close());
+describeEachE2e(
+  'forRootAsync with the app’s TypeORM DataSource',
+  (dialect) => {
+    let db: E2eDatabase;
+    beforeEach(async () => (db = await createE2eDatabase(dialect)));
+    afterEach(async () => db.close());
 
-  async function boot() {
-    const typeorm =
-      db.dialect === 'sqlite'
-        ? TypeOrmModule.forRoot({
-            type: 'better-sqlite3',
-            database: (db.storage as { database: string }).database,
-          })
-        : TypeOrmModule.forRoot({
-            type: 'postgres',
-            url: (db.storage as { url: string }).url,
-            poolSize: 4,
-          });
-    const schema = (db.storage as { schema?: string }).schema;
-    const moduleRef = await Test.createTestingModule({
-      imports: [
-        typeorm,
-        ChokaQModule.forRootAsync({
-          inject: [DataSource],
-          useFactory: (ds: DataSource) =>
-            mergeOptions(FAST_OPTIONS, {
-              storage: { dataSource: ds, ...(schema ? { schema } : {}) },
-              worker: { shutdownGracePeriodMs: 5_000 },
-            }),
-        }),
-      ],
-      providers: [LateResource, EarlyResource, Recorder, OrderHandlers],
-    }).compile();
-    const app = moduleRef.createNestApplication({ logger: quietLogger() });
-    await app.init();
-    const recorder = app.get(Recorder);
-    recorder.table = db.dialect === 'sqlite' ? 'e2e_orders' : `${schema}.e2e_orders`;
-    await app.get(DataSource).query(`CREATE TABLE ${recorder.table} (tag varchar(50))`);
-    return { app, recorder, ds: app.get(DataSource) };
-  }
+    async function boot() {
+      const typeorm =
+        db.dialect === 'sqlite'
+          ? TypeOrmModule.forRoot({
+              type: 'better-sqlite3',
+              database: (db.storage as { database: string }).database,
+            })
+          : TypeOrmModule.forRoot({
+              type: 'postgres',
+              url: (db.storage as { url: string }).url,
+              poolSize: 4,
+            });
+      const schema = (db.storage as { schema?: string }).schema;
+      const moduleRef = await Test.createTestingModule({
+        imports: [
+          typeorm,
+          ChokaQModule.forRootAsync({
+            inject: [DataSource],
+            useFactory: (ds: DataSource) =>
+              mergeOptions(FAST_OPTIONS, {
+                storage: { dataSource: ds, ...(schema ? { schema } : {}) },
+                worker: { shutdownGracePeriodMs: 5_000 },
+              }),
+          }),
+        ],
+        providers: [LateResource, EarlyResource, Recorder, OrderHandlers],
+      }).compile();
+      const app = moduleRef.createNestApplication({ logger: quietLogger() });
+      await app.init();
+      const recorder = app.get(Recorder);
+      recorder.table = db.dialect === 'sqlite' ? 'e2e_orders' : `${schema}.e2e_orders`;
+      await app.get(DataSource).query(`CREATE TABLE ${recorder.table} (tag varchar(50))`);
+      return { app, recorder, ds: app.get(DataSource) };
+    }
 
-  it('drains before TypeORM destroys the DataSource, and never destroys it itself', async () => {
-    const { app, recorder, ds } = await boot();
-    const id = await app.get(JobClient).enqueue(Write, { tag: 'first' });
-    await waitFor('the handler to start', () => recorder.started);
+    it('drains before TypeORM destroys the DataSource, and never destroys it itself', async () => {
+      const { app, recorder, ds } = await boot();
+      const id = await app.get(JobClient).enqueue(Write, { tag: 'first' });
+      await waitFor('the handler to start', () => recorder.started);
 
-    await app.close();
+      await app.close();
 
-    // The handler finished its write on the borrowed DataSource during the drain, and ChokaQ
-    // archived the job with it; TypeORM destroyed the DataSource only afterwards.
-    // EarlyResource released itself in onModuleDestroy, which Nest may run before or after the
-    // handler's abort: its state during the drain is not guaranteed (the README says so).
-    expect(recorder.notes).toEqual([
-      'late:true',
-      expect.stringMatching(/^early:(true|false)$/),
-      'ds:true',
-      'written',
-    ]);
-    expect(ds.isInitialized).toBe(false);
-    expect(await db.count('jobs_archive', 'id = ?', [id])).toBe(1);
-    expect(await db.count('jobs_hot')).toBe(0);
-  });
+      // The handler finished its write on the borrowed DataSource during the drain, and ChokaQ
+      // archived the job with it; TypeORM destroyed the DataSource only afterwards.
+      // EarlyResource released itself in onModuleDestroy, which Nest may run before or after the
+      // handler's abort: its state during the drain is not guaranteed (the README says so).
+      expect(recorder.notes).toEqual([
+        'late:true',
+        expect.stringMatching(/^early:(true|false)$/),
+        'ds:true',
+        'written',
+      ]);
+      expect(ds.isInitialized).toBe(false);
+      expect(await db.count('jobs_archive', 'id = ?', [id])).toBe(1);
+      expect(await db.count('jobs_hot')).toBe(0);
+    });
 
-  it('enqueues inside the caller’s transaction: rolled back with it, or committed with it', async () => {
-    const { app, ds } = await boot();
-    const jobs = app.get(JobClient);
-    const rolledBack = ds.createQueryRunner();
-    await rolledBack.startTransaction();
-    const lost = await jobs.enqueue('outbox', { n: 1 }, { transaction: rolledBack });
-    await rolledBack.rollbackTransaction();
-    await rolledBack.release();
-    expect(await jobs.getJob(lost)).toBeNull();
+    it('enqueues inside the caller’s transaction: rolled back with it, or committed with it', async () => {
+      const { app, ds } = await boot();
+      const jobs = app.get(JobClient);
+      const rolledBack = ds.createQueryRunner();
+      await rolledBack.startTransaction();
+      const lost = await jobs.enqueue('outbox', { n: 1 }, { transaction: rolledBack });
+      await rolledBack.rollbackTransaction();
+      await rolledBack.release();
+      expect(await jobs.getJob(lost)).toBeNull();
 
-    const committed = ds.createQueryRunner();
-    await committed.startTransaction();
-    const kept = await jobs.enqueue('outbox', { n: 2 }, { transaction: committed });
-    await committed.commitTransaction();
-    await committed.release();
-    expect(await jobs.getJob(kept)).toMatchObject({ pillar: 'hot', queue: 'outbox' });
-    await app.close();
-  });
+      const committed = ds.createQueryRunner();
+      await committed.startTransaction();
+      const kept = await jobs.enqueue('outbox', { n: 2 }, { transaction: committed });
+      await committed.commitTransaction();
+      await committed.release();
+      expect(await jobs.getJob(kept)).toMatchObject({ pillar: 'hot', queue: 'outbox' });
+      await app.close();
+    });
 
-  it('leaves a borrowed DataSource open when ChokaQ alone stops', async () => {
-    const { app, ds } = await boot();
-    await app.get(ChokaQOrchestrator).stop();
-    expect(ds.isInitialized).toBe(true);
-    expect(await ds.query('SELECT 1 AS one')).toHaveLength(1);
-    await app.close();
-    expect(ds.isInitialized).toBe(false);
-  });
-});
+    it('leaves a borrowed DataSource open when ChokaQ alone stops', async () => {
+      const { app, ds } = await boot();
+      await app.get(ChokaQOrchestrator).stop();
+      expect(ds.isInitialized).toBe(true);
+      expect(await ds.query('SELECT 1 AS one')).toHaveLength(1);
+      await app.close();
+      expect(ds.isInitialized).toBe(false);
+    });
+    // The app's own DataSource and its orders table are built for SQLite and PostgreSQL here.
+  },
+  { mssql: false },
+);
