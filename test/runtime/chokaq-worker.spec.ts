@@ -480,4 +480,41 @@ describe('ChokaQWorker on SQLite', () => {
     expect(logger.count('warn', 'connection reset')).toBe(1);
     expect(logger.count('log', 'recovered')).toBe(1);
   });
+
+  it('stops claiming while completions wait to be written: unwritten runs count against prefetch', async () => {
+    // Archive writes stall (a slow or locked database) while handlers keep finishing at once.
+    const gate = deferred<void>();
+    const stalled = new Proxy(storage, {
+      get(target, key, receiver) {
+        if (key === 'archiveSucceeded') {
+          return async (...args: Parameters<JobStorage['archiveSucceeded']>) => {
+            await gate.promise;
+            return target.archiveSucceeded(...args);
+          };
+        }
+        const value = Reflect.get(target, key, receiver) as unknown;
+        return typeof value === 'function' ? value.bind(target) : value;
+      },
+    });
+    await storage.enqueueMany(Array.from({ length: 60 }, () => ({ queue: 'fast' })));
+    let ran = 0;
+    const w = worker(
+      new TestHandlers().add('fast', () => {
+        ran++;
+      }),
+      { worker: { concurrency: 4, prefetch: 10, batchSize: 5, pollIntervalMs: 10 } },
+      { storage: stalled },
+    );
+    await w.start();
+    await waitFor(() => ran >= 10, 10_000, 'the prefetch bound reached');
+    // Give the fetcher many more polls: it must not claim past prefetch while nothing is written.
+    const fetched = async () => (await storage.getQueueStats()).find((q) => q.queue === 'fast')!;
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    const held = await fetched();
+    expect(held.fetched + held.processing).toBeLessThanOrEqual(10);
+    expect(ran).toBeLessThanOrEqual(10);
+    gate.resolve();
+    await waitFor(async () => (await fetched()).archived === 60, 20_000, 'all archived');
+    expect(ran).toBe(60);
+  });
 });

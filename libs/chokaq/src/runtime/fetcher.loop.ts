@@ -76,7 +76,7 @@ export class FetcherLoop {
     const { storage, options, processor, controls, handlers, workerId } = this.deps;
     await controls.refresh();
     await processor.releaseHeld();
-    const free = options.worker.prefetch - processor.bufferedCount;
+    const free = options.worker.prefetch - processor.bufferedCount - processor.unwrittenCount;
     if (free <= 0) {
       this.mayHaveMore = true;
       return;

@@ -1,6 +1,6 @@
 import type { LoggerService } from '@nestjs/common';
 import type { ResolvedChokaQOptions } from '../config/chokaq-options';
-import type { JobLease, JobStorage } from '../storage/job-storage';
+import { MAX_ENQUEUE_MANY, type JobLease, type JobStorage } from '../storage/job-storage';
 import { toError } from '../storage/shared/text';
 import { jittered } from './backoff';
 import { Loop } from './loop';
@@ -78,10 +78,17 @@ export class HeartbeatLoop {
       return;
     }
     try {
-      const result = await this.deps.storage.keepAlive(this.deps.workerId, leases);
+      // One statement per process in the normal case; a process owning more leases than one
+      // storage call takes (prefetch can be large) beats in consecutive chunks.
+      const cancelRequested: string[] = [];
+      for (let i = 0; i < leases.length; i += MAX_ENQUEUE_MANY) {
+        const chunk = leases.slice(i, i + MAX_ENQUEUE_MANY);
+        const result = await this.deps.storage.keepAlive(this.deps.workerId, chunk);
+        cancelRequested.push(...result.cancelRequested);
+      }
       this.beats++;
       this.recovered();
-      if (result.cancelRequested.length > 0) this.deps.onCancelRequested(result.cancelRequested);
+      if (cancelRequested.length > 0) this.deps.onCancelRequested(cancelRequested);
     } catch (error) {
       this.failures++;
       if (this.failures === 1) {

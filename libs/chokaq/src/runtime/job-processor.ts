@@ -61,11 +61,26 @@ export class JobProcessor {
   private startRetryTimer: NodeJS.Timeout | undefined;
   private conflictCount = 0;
   private finalising = 0;
+  private pumpScheduled = false;
 
   constructor(private readonly deps: JobProcessorDeps) {
     this.limiter = new ConcurrencyLimiter(deps.options.worker.concurrency, () => {
-      this.pump();
+      this.schedulePump();
       this.deps.onCapacity?.();
+    });
+  }
+
+  /**
+   * Slots usually free one at a time, as handlers finish. Pumping once per event-loop turn instead
+   * of once per freed slot starts every job that found a slot in that turn with one batched
+   * `markAsProcessing`, rather than one statement per job.
+   */
+  private schedulePump(): void {
+    if (this.pumpScheduled) return;
+    this.pumpScheduled = true;
+    setImmediate(() => {
+      this.pumpScheduled = false;
+      this.pump();
     });
   }
 
@@ -82,6 +97,16 @@ export class JobProcessor {
   /** Finished runs whose storage write is in progress. */
   get finalisingCount(): number {
     return this.finalising;
+  }
+
+  /**
+   * Leases held beyond the buffer and the running handlers: jobs being started and finished runs
+   * whose storage write (archive, retry, DLQ) is not done yet. The fetcher counts them against
+   * `worker.prefetch`, so when writes are slower than handlers the process stops claiming instead
+   * of piling up unwritten completions without bound.
+   */
+  get unwrittenCount(): number {
+    return Math.max(0, this.owned.size - this.buffer.length - this.running.size);
   }
 
   /** Transitions the storage refused (zero rows), SPEC `state_transition_conflicts`. */
