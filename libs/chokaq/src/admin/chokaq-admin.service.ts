@@ -25,6 +25,7 @@ import {
   SummaryStats,
   ThroughputStats,
 } from '../storage/job-storage';
+import { assertQueuePatch } from '../storage/shared/validate-args';
 import { assertIds, assertNonNegativeInt, assertQueueName } from '../storage/shared/validate-job';
 
 /** Most rows one bulk DLQ action may touch. */
@@ -60,8 +61,11 @@ export class ChokaQAdmin {
   /** Applies several queue controls at once (undefined = unchanged, null = clear). */
   updateQueue(queue: string, patch: QueuePatch): Promise<QueueInfo> {
     assertQueueName(queue);
-    this.logger.log(`Queue ${queue} updated: ${JSON.stringify(patch)}`);
-    return this.storage.updateQueue(queue, patch);
+    // Validated before it is logged: JSON.stringify of a hostile patch (a BigInt, a cycle) would
+    // otherwise throw a raw TypeError instead of the ChokaQValidationError naming the field.
+    const valid = assertQueuePatch(patch);
+    this.logger.log(`Queue ${queue} updated: ${JSON.stringify(valid)}`);
+    return this.storage.updateQueue(queue, valid);
   }
 
   /** Stops claiming from the queue; workers release its buffered jobs on their next cycle. */

@@ -85,7 +85,11 @@ export function normalizePage<F extends object>(
     });
   }
   const sortKey = q.sortBy ?? DEFAULT_SORT[pillar];
-  const sortColumn = SORT_COLUMNS[pillar][sortKey];
+  // Own keys only: `constructor`, `__proto__` or `toString` would otherwise find Object.prototype's
+  // members, pass as "known" and reach the SQL builder (a raw error instead of a validation one).
+  const sortColumn = Object.hasOwn(SORT_COLUMNS[pillar], sortKey)
+    ? SORT_COLUMNS[pillar][sortKey]
+    : undefined;
   if (!sortColumn) {
     issues.push({
       path: 'sortBy',
@@ -109,6 +113,14 @@ export function normalizePage<F extends object>(
   };
 }
 
+/** Year 1 to year 9999: what every dialect's time type holds (PostgreSQL rejects earlier than 4714 BC raw). */
+const MIN_FILTER_TIME = Date.parse('0001-01-01T00:00:00Z');
+const MAX_FILTER_TIME = Date.parse('9999-12-31T23:59:59.999Z');
+
+function inStorableRange(t: number): boolean {
+  return Number.isFinite(t) && t >= MIN_FILTER_TIME && t <= MAX_FILTER_TIME;
+}
+
 /** Validates a DLQ filter used by bulk actions; throws on any bad field. */
 export function assertDlqFilter(filter: DlqFilter | undefined): DlqFilter {
   const issues = filterIssues(filter ?? {});
@@ -125,18 +137,27 @@ function filterIssues(filter: DlqFilter & HistoryFilter & { status?: unknown }):
     const value = filter[key];
     if (value === undefined) continue;
     const max = key === 'search' ? MAX_SEARCH_LENGTH : 255;
-    if (typeof value !== 'string' || value.length > max || value.includes('\u0000')) {
+    if (
+      typeof value !== 'string' ||
+      value.length > max ||
+      value.includes('\u0000') ||
+      !value.isWellFormed()
+    ) {
       issues.push({
         path: `filter.${key}`,
-        message: `must be a string of at most ${max} characters without NUL`,
+        message: `must be a string of at most ${max} characters without NUL or lone surrogates`,
         value,
       });
     }
   }
   for (const key of ['from', 'to'] as const) {
     const value = filter[key];
-    if (value !== undefined && !(value instanceof Date && Number.isFinite(value.getTime()))) {
-      issues.push({ path: `filter.${key}`, message: 'must be a valid Date', value });
+    if (value !== undefined && !(value instanceof Date && inStorableRange(value.getTime()))) {
+      issues.push({
+        path: `filter.${key}`,
+        message: 'must be a valid Date from year 1 to year 9999',
+        value,
+      });
     }
   }
   if (filter.reason !== undefined && !(filter.reason in FailureReason)) {

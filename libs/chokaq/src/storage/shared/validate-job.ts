@@ -15,6 +15,11 @@ export const LIMITS = {
   maxDelayMs: 10 * 365 * 24 * 3_600_000,
   /** `runAt` must be before 9000-01-01T00:00:00Z. */
   maxRunAt: Date.UTC(9000, 0, 1),
+  /**
+   * …and not before 0001-01-01T00:00:00Z: every dialect can store that (SQL Server `datetime2`
+   * starts there; PostgreSQL rejects instants before 4714 BC with a raw "timestamp out of range").
+   */
+  minRunAt: Date.parse('0001-01-01T00:00:00Z'),
 } as const;
 
 /** Default `payload.maxBytes`: 1,000,000 UTF-8 bytes of serialised JSON. */
@@ -82,6 +87,12 @@ function checkString(
   }
   if (hasNul(value)) {
     issues.add(path, 'must not contain NUL characters', value);
+    return false;
+  }
+  // A lone surrogate has no UTF-8 form: drivers store U+FFFD (one or three of them, depending on
+  // the dialect), so the value would neither round-trip nor match the same rows on every dialect.
+  if (!value.isWellFormed()) {
+    issues.add(path, 'must be well-formed Unicode (no lone surrogates)', value);
     return false;
   }
   if (pattern && !pattern.test(value)) {
@@ -195,8 +206,12 @@ function validateInto(
   }
   if (job.runAt !== undefined) {
     const t = job.runAt instanceof Date ? job.runAt.getTime() : NaN;
-    if (!Number.isFinite(t) || t >= LIMITS.maxRunAt) {
-      issues.add(join(prefix, 'runAt'), 'must be a valid Date before year 9000', job.runAt);
+    if (!Number.isFinite(t) || t >= LIMITS.maxRunAt || t < LIMITS.minRunAt) {
+      issues.add(
+        join(prefix, 'runAt'),
+        'must be a valid Date from year 1 to before year 9000',
+        job.runAt,
+      );
     }
     if (job.delayMs !== undefined) {
       issues.add(join(prefix, 'runAt'), 'cannot be combined with delayMs', job.runAt);
