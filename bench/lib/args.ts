@@ -1,0 +1,175 @@
+/** Scenario names accepted by `--scenarios`. */
+export const SCENARIOS = ['enqueue', 'drain', 'latency', 'backlog', 'two-proc'] as const;
+export type ScenarioName = (typeof SCENARIOS)[number];
+
+/** Dialects ChokaQ is benchmarked on (peers run on PostgreSQL only). */
+export const BENCH_DIALECTS = ['postgres', 'sqlite'] as const;
+export type BenchDialect = (typeof BENCH_DIALECTS)[number];
+
+/** Job counts of each scenario. */
+export interface BenchSizes {
+  /** Jobs enqueued one call at a time. */
+  single: number;
+  /** Jobs enqueued in bulk (in calls of `bulkChunk`). */
+  bulk: number;
+  bulkChunk: number;
+  /** Jobs drained by scenarios b and e. */
+  drain: number;
+  /** Concurrency levels of scenario b. */
+  concurrency: number[];
+  /** Jobs and spacing of the latency scenario. */
+  latencyJobs: number;
+  latencySpacingMs: number;
+  /** Pending rows before the backlog drain, and how many of them it drains. */
+  backlog: number;
+  backlogDrain: number;
+}
+
+/** The parsed command line. */
+export interface BenchArgs {
+  quick: boolean;
+  peers: boolean;
+  json: boolean;
+  profile: boolean;
+  write: boolean;
+  runs: number;
+  scenarios: Set<ScenarioName>;
+  dialects: Set<BenchDialect>;
+  sizes: BenchSizes;
+  /** Hard bound of one run (fork to last report); a run past it is killed and reported as failed. */
+  runTimeoutMs: number;
+  pgUrl: string;
+  /** Before each scenario, wait (at most `maxLoadWaitMs`) until the 1-minute load average is below this. */
+  maxLoad: number | undefined;
+  maxLoadWaitMs: number;
+}
+
+const FULL: BenchSizes = {
+  single: 2_000,
+  bulk: 20_000,
+  bulkChunk: 1_000,
+  drain: 20_000,
+  concurrency: [10, 50],
+  latencyJobs: 500,
+  latencySpacingMs: 10,
+  backlog: 200_000,
+  backlogDrain: 20_000,
+};
+
+/** Small enough for a smoke run on a loaded machine (well under a minute per system). */
+const QUICK: BenchSizes = {
+  single: 100,
+  bulk: 2_000,
+  bulkChunk: 1_000,
+  drain: 1_000,
+  concurrency: [10, 50],
+  latencyJobs: 30,
+  latencySpacingMs: 10,
+  backlog: 5_000,
+  backlogDrain: 1_000,
+};
+
+const HELP = `npm run bench -- [flags]
+  --quick                 small sizes, 1 run (smoke test); RESULTS.md is not rewritten
+  --peers                 also run graphile-worker (preset + defaults) and pg-boss on PostgreSQL
+  --json                  print one JSON object per scenario on its own line
+  --profile               CPU-profile a ChokaQ PostgreSQL drain at concurrency 50 (no table)
+  --scenarios=a,b         ${SCENARIOS.join(',')} (default all)
+  --dialects=a,b          ${BENCH_DIALECTS.join(',')} (default both)
+  --runs=N                runs per scenario (default 3; --quick 1)
+  --drain=N --backlog=N --backlog-drain=N --single=N --bulk=N --latency-jobs=N --concurrency=10,50
+  --run-timeout-ms=N      bound of one run (default 300000)
+  --write / --no-write    (re)write bench/RESULTS.md (default: on unless --quick)
+  --max-load=X            before each scenario wait until the 1-min load average is below X
+  --max-load-wait-s=N     … but at most N seconds (default 600), then go on and say so
+  --pg-url=URL            server (default postgres://postgres@127.0.0.1:5432/test; runs use database chokaq_bench)`;
+
+function list<T extends string>(value: string, allowed: readonly T[], flag: string): Set<T> {
+  const items = value.split(',').filter(Boolean);
+  for (const item of items) {
+    if (!allowed.includes(item as T))
+      throw new Error(`${flag}: unknown '${item}' (${allowed.join(', ')})`);
+  }
+  return new Set(items as T[]);
+}
+
+function positive(value: string, flag: string): number {
+  const n = Number(value);
+  if (!Number.isInteger(n) || n < 1)
+    throw new Error(`${flag} must be a positive integer (got ${value})`);
+  return n;
+}
+
+/** Parses `argv` (without node and script); throws with the help text on a bad flag. */
+export function parseArgs(argv: readonly string[]): BenchArgs | 'help' {
+  const flags = new Map<string, string>();
+  for (const arg of argv) {
+    if (arg === '--help' || arg === '-h') return 'help';
+    const match = /^--([a-z-]+)(?:=(.*))?$/.exec(arg);
+    if (!match) throw new Error(`Unknown argument '${arg}'\n${HELP}`);
+    flags.set(match[1], match[2] ?? 'true');
+  }
+  const quick = flags.get('quick') === 'true';
+  const sizes: BenchSizes = { ...(quick ? QUICK : FULL) };
+  const sizeFlags: Record<string, keyof BenchSizes> = {
+    drain: 'drain',
+    backlog: 'backlog',
+    'backlog-drain': 'backlogDrain',
+    single: 'single',
+    bulk: 'bulk',
+    'latency-jobs': 'latencyJobs',
+  };
+  const known = new Set([
+    'quick',
+    'peers',
+    'json',
+    'profile',
+    'write',
+    'no-write',
+    'runs',
+    'scenarios',
+    'dialects',
+    'concurrency',
+    'run-timeout-ms',
+    'pg-url',
+    'max-load',
+    'max-load-wait-s',
+    ...Object.keys(sizeFlags),
+  ]);
+  for (const key of flags.keys())
+    if (!known.has(key)) throw new Error(`Unknown flag --${key}\n${HELP}`);
+  for (const [flag, key] of Object.entries(sizeFlags)) {
+    const value = flags.get(flag);
+    if (value !== undefined) (sizes[key] as number) = positive(value, `--${flag}`);
+  }
+  const concurrency = flags.get('concurrency');
+  if (concurrency)
+    sizes.concurrency = concurrency.split(',').map((c) => positive(c, '--concurrency'));
+  if (sizes.backlogDrain > sizes.backlog) throw new Error('--backlog-drain must be ≤ --backlog');
+  return {
+    quick,
+    peers: flags.get('peers') === 'true',
+    json: flags.get('json') === 'true',
+    profile: flags.get('profile') === 'true',
+    write: flags.has('no-write') ? false : flags.has('write') || !quick,
+    runs: flags.has('runs') ? positive(flags.get('runs')!, '--runs') : quick ? 1 : 3,
+    scenarios: flags.has('scenarios')
+      ? list(flags.get('scenarios')!, SCENARIOS, '--scenarios')
+      : new Set(SCENARIOS),
+    dialects: flags.has('dialects')
+      ? list(flags.get('dialects')!, BENCH_DIALECTS, '--dialects')
+      : new Set(BENCH_DIALECTS),
+    sizes,
+    runTimeoutMs: flags.has('run-timeout-ms')
+      ? positive(flags.get('run-timeout-ms')!, '--run-timeout-ms')
+      : 300_000,
+    maxLoad: flags.has('max-load') ? Number(flags.get('max-load')) : undefined,
+    maxLoadWaitMs: flags.has('max-load-wait-s')
+      ? positive(flags.get('max-load-wait-s')!, '--max-load-wait-s') * 1_000
+      : 600_000,
+    pgUrl:
+      flags.get('pg-url') ?? process.env.BENCH_PG_URL ?? 'postgres://postgres@127.0.0.1:5432/test',
+  };
+}
+
+export { HELP };

@@ -1,0 +1,103 @@
+import { existsSync, readFileSync } from 'node:fs';
+import type { BenchSystem } from '../systems/bench-system';
+import { ResultSet, type ScenarioResult } from './results';
+import { writeMarkdown } from './markdown';
+import type { Summary } from './stats';
+
+/** The heading that starts the hand-written part of RESULTS.md, kept when the suite rewrites it. */
+export const PROFILE_HEADING = '## Profile and next steps';
+
+function fmt(value: number): string {
+  if (!Number.isFinite(value)) return 'n/a';
+  if (Math.abs(value) >= 1_000) return Math.round(value).toLocaleString('en-US');
+  if (Math.abs(value) >= 100) return value.toFixed(0);
+  if (Math.abs(value) >= 10) return value.toFixed(1);
+  return value.toFixed(2);
+}
+
+function cell(s: Summary | undefined, failure: string | undefined): string {
+  if (!s) return failure ? `failed` : '—';
+  return `**${fmt(s.median)}** (${fmt(s.min)}–${fmt(s.max)})`;
+}
+
+/** ChokaQ's median ÷ the peer's median, oriented so that > 1 always means ChokaQ is better. */
+export function advantage(row: ScenarioResult, chokaq: Summary, peer: Summary): number {
+  return row.higherIsBetter ? chokaq.median / peer.median : peer.median / chokaq.median;
+}
+
+/** The Markdown table of one dialect: ChokaQ, then every peer with ChokaQ's advantage. */
+export function markdownTable(results: ResultSet, dialect: string, systems: BenchSystem[]): string {
+  const peers = systems.filter((s) => s.peer);
+  const header = ['Scenario', 'unit', 'ChokaQ', ...peers.flatMap((p) => [p.label, '×']), 'load 1m'];
+  const lines = [`| ${header.join(' | ')} |`, `|${header.map(() => '---').join('|')}|`];
+  for (const row of results.rows.filter((r) => r.dialect === dialect)) {
+    const mine = ResultSet.summary(row, 'chokaq');
+    const cells = [
+      row.scenario,
+      `${row.unit} ${row.higherIsBetter ? '↑' : '↓'}`,
+      cell(mine, row.failures.get('chokaq')),
+    ];
+    for (const peer of peers) {
+      const theirs = ResultSet.summary(row, peer.id);
+      cells.push(cell(theirs, row.failures.get(peer.id)));
+      cells.push(mine && theirs ? `${advantage(row, mine, theirs).toFixed(2)}×` : '—');
+    }
+    const loads = row.loads.length
+      ? `${Math.min(...row.loads).toFixed(1)}–${Math.max(...row.loads).toFixed(1)}`
+      : '—';
+    cells.push(loads);
+    lines.push(`| ${cells.join(' | ')} |`);
+  }
+  return lines.join('\n');
+}
+
+/** One JSON object per scenario and dialect (the `--json` contract). */
+export function jsonLines(results: ResultSet, systems: BenchSystem[]): string[] {
+  return results.rows.map((row) => {
+    const mine = ResultSet.summary(row, 'chokaq');
+    const peers: Record<
+      string,
+      { median: number; min: number; max: number; chokaqAdvantage: number | null }
+    > = {};
+    for (const peer of systems.filter((s) => s.peer && s.dialect === row.dialect)) {
+      const theirs = ResultSet.summary(row, peer.id);
+      if (theirs) {
+        peers[peer.id] = {
+          ...theirs,
+          chokaqAdvantage: mine ? round(advantage(row, mine, theirs)) : null,
+        };
+      }
+    }
+    return JSON.stringify({
+      dialect: row.dialect,
+      scenario: row.scenario,
+      unit: row.unit,
+      better: row.higherIsBetter ? 'higher' : 'lower',
+      runs: (row.values.get('chokaq') ?? []).map(round),
+      median: mine ? round(mine.median) : null,
+      min: mine ? round(mine.min) : null,
+      max: mine ? round(mine.max) : null,
+      peers,
+      failures: Object.fromEntries(row.failures),
+      load1m: row.loads.map((l) => round(l)),
+    });
+  });
+}
+
+function round(n: number): number {
+  return Math.round(n * 100) / 100;
+}
+
+/**
+ * Rewrites RESULTS.md with `generated` and keeps the hand-written profile section (from
+ * {@link PROFILE_HEADING} on) of the previous file.
+ */
+export async function writeResults(path: string, generated: string): Promise<void> {
+  let kept = `${PROFILE_HEADING}\n\n_Not written yet: run \`npm run bench -- --profile\`._\n`;
+  if (existsSync(path)) {
+    const previous = readFileSync(path, 'utf8');
+    const at = previous.indexOf(PROFILE_HEADING);
+    if (at >= 0) kept = previous.slice(at);
+  }
+  await writeMarkdown(path, `${generated.trimEnd()}\n\n${kept}`);
+}

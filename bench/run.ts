@@ -1,0 +1,158 @@
+/**
+ * `npm run bench -- [flags]` (see `--help`): ChokaQ on PostgreSQL and SQLite, optionally beside
+ * graphile-worker and pg-boss on the same PostgreSQL, scenario by scenario. Results go to stdout
+ * (a Markdown table, or JSON lines with `--json`) and, unless `--quick`, to bench/RESULTS.md.
+ * Progress goes to stderr.
+ */
+import { Logger } from '@nestjs/common';
+import { loadavg } from 'node:os';
+import { join } from 'node:path';
+import { parseArgs, HELP, type BenchArgs, type BenchDialect } from './lib/args';
+import { loadLine, machineLine, packageVersion, postgresVersion } from './lib/environment';
+import { ensureBenchDatabase, sweepStaleSchemas } from './lib/pg-admin';
+import { jsonLines, markdownTable, writeResults } from './lib/report';
+import { ResultSet } from './lib/results';
+import { sleep } from './lib/stats';
+import { runProfile } from './profile';
+import { runScenario } from './scenarios/run-scenario';
+import type { BenchSystem } from './systems/bench-system';
+import { chokaqSystem } from './systems/chokaq.system';
+import { graphileSystem } from './systems/graphile.system';
+import { pgBossSystem } from './systems/pgboss.system';
+
+function log(message: string): void {
+  process.stderr.write(`[bench ${new Date().toISOString().slice(11, 19)}] ${message}\n`);
+}
+
+function systemsFor(dialect: BenchDialect, args: BenchArgs, benchUrl: string): BenchSystem[] {
+  const systems = [chokaqSystem(dialect, benchUrl)];
+  if (args.peers && dialect === 'postgres') {
+    systems.push(
+      graphileSystem('preset', benchUrl, packageVersion('graphile-worker')),
+      graphileSystem('default', benchUrl, packageVersion('graphile-worker')),
+      pgBossSystem(benchUrl, packageVersion('pg-boss')),
+    );
+  }
+  return systems;
+}
+
+/** A warning line when any run was measured above the load the figures are meaningful at. */
+function loadWarning(results: ResultSet): string[] {
+  const worst = Math.max(0, ...results.rows.flatMap((r) => r.loads));
+  return worst > QUIET_LOAD
+    ? [
+        `- **Measured on a busy machine** (1-min load average up to ${worst.toFixed(1)}, above ${QUIET_LOAD} on 2 cores): absolute figures are low and noisy; ratios are indicative. Re-run with \`--max-load=${QUIET_LOAD}\` on a quiet machine.`,
+      ]
+    : [];
+}
+
+/** The load average below which this 2-core machine counts as quiet enough to measure. */
+const QUIET_LOAD = 1.5;
+
+/** `--max-load`: waits (bounded) for other engineers' work on this machine to calm down. */
+async function waitForLoad(args: BenchArgs, log: (m: string) => void): Promise<void> {
+  if (args.maxLoad === undefined) return;
+  const limit = args.maxLoad;
+  const deadline = Date.now() + args.maxLoadWaitMs;
+  let said = false;
+  while (loadavg()[0] >= limit && Date.now() < deadline) {
+    if (!said) log(`waiting for load average < ${limit} (now ${loadLine()})`);
+    said = true;
+    await sleep(5_000);
+  }
+  if (loadavg()[0] >= limit) log(`load still ${loadLine()} after waiting; measuring anyway`);
+}
+
+async function main(): Promise<void> {
+  const args = parseArgs(process.argv.slice(2));
+  if (args === 'help') {
+    process.stdout.write(`${HELP}\n`);
+    return;
+  }
+  // The bench's own storages (producers, schema setup) log schema creation at info; keep it quiet.
+  Logger.overrideLogger(['error', 'warn']);
+  const benchUrl = await ensureBenchDatabase(args.pgUrl);
+  const swept = await sweepStaleSchemas(benchUrl);
+  if (swept > 0) log(`dropped ${swept} schema(s) left by earlier bench processes`);
+  log(`load average ${loadLine()} (figures are only meaningful below ~1.5 on this 2-core machine)`);
+  if (args.profile) return runProfile(args, benchUrl, log);
+
+  const results = new ResultSet();
+  const allSystems: BenchSystem[] = [];
+  const startLoad = loadLine();
+  const started = new Date();
+  for (const dialect of [...args.dialects]) {
+    const systems = systemsFor(dialect, args, benchUrl);
+    allSystems.push(...systems);
+    for (const scenario of [...args.scenarios]) {
+      await waitForLoad(args, log);
+      for (let r = 1; r <= args.runs; r++) {
+        // Runs interleave systems, so a load change hits every system alike.
+        for (const system of systems) {
+          log(`${dialect} ${scenario} run ${r}/${args.runs}: ${system.label} (load ${loadLine()})`);
+          await runScenario(scenario, system, args, results, log);
+        }
+      }
+    }
+  }
+
+  const sections: string[] = [];
+  for (const dialect of args.dialects) {
+    sections.push(
+      `### ${dialect === 'postgres' ? 'PostgreSQL' : 'SQLite (file, WAL)'}\n\n${markdownTable(
+        results,
+        dialect,
+        allSystems.filter((s) => s.dialect === dialect),
+      )}`,
+    );
+  }
+  if (args.json)
+    for (const line of jsonLines(results, allSystems)) process.stdout.write(`${line}\n`);
+  else process.stdout.write(`\n${sections.join('\n\n')}\n`);
+
+  if (args.write) {
+    const pgVersion = await postgresVersion(benchUrl);
+    const settings = allSystems
+      .filter((s, i, all) => all.findIndex((o) => o.id === s.id && o.dialect === s.dialect) === i)
+      .map((s) => `- **${s.label}** (${s.dialect}): ${s.settings}`);
+    const z = args.sizes;
+    await writeResults(
+      join(__dirname, 'RESULTS.md'),
+      [
+        '# ChokaQ benchmark results',
+        '',
+        '_Generated by `npm run bench' +
+          (process.argv.length > 2 ? ` -- ${process.argv.slice(2).join(' ')}` : '') +
+          '`; do not edit above the profile section._',
+        '',
+        `- Run: ${started.toISOString()} → ${new Date().toISOString()}`,
+        `- Machine: ${machineLine()}`,
+        `- Load average (1/5/15 min): ${startLoad} at start, ${loadLine()} at end; per-row 1-min range in the last column`,
+        ...loadWarning(results),
+        `- PostgreSQL ${pgVersion} on the same host (database \`chokaq_bench\`, a fresh schema per run); SQLite via better-sqlite3 ${packageVersion('better-sqlite3')} (a fresh file per run)`,
+        `- Versions: graphile-worker ${packageVersion('graphile-worker')}, pg-boss ${packageVersion('pg-boss')} (its engines field asks for Node ≥ 22.12; it ran correctly on ${process.version}), pg ${packageVersion('pg')}, typeorm ${packageVersion('typeorm')}`,
+        `- ChokaQ is driven without Nest (createJobStorage + ChokaQWorker in a forked worker process), so the figures measure the engine, not the framework.`,
+        `- Runs per scenario: ${args.runs}; cells are **median** (min–max). × = ChokaQ's advantage (ChokaQ ÷ peer for ↑ rows, peer ÷ ChokaQ for ↓ rows): above 1 ChokaQ is better.`,
+        `- Sizes: single enqueue ${z.single} calls; bulk ${z.bulk} jobs in calls of ${z.bulkChunk}; drain ${z.drain} no-op jobs at concurrency ${z.concurrency.join(' and ')}; latency ${z.latencyJobs} jobs ${z.latencySpacingMs} ms apart to an idle worker (concurrency 10); backlog: ${z.backlogDrain} of ${z.backlog} pending drained at concurrency ${Math.max(...z.concurrency)}; two-proc: ${z.drain} jobs, two worker processes at concurrency ${Math.max(...z.concurrency)} each; worker RSS = peak RSS (maxRSS) of the worker process in the one-process drain at concurrency ${Math.max(...z.concurrency)}.`,
+        '- Drain time runs from the moment the already-initialised worker processes are told to start until the database shows the last job finished (ChokaQ: archived; graphile-worker: deleted; pg-boss: state completed). Worker processes load TypeScript through @swc-node/register (all systems alike).',
+        '',
+        '## Settings',
+        '',
+        ...settings,
+        '',
+        '## Results',
+        '',
+        ...sections.flatMap((s) => [s, '']),
+      ].join('\n'),
+    );
+    log('wrote bench/RESULTS.md');
+  }
+}
+
+main().then(
+  () => process.exit(0),
+  (error: unknown) => {
+    log(`failed: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`);
+    process.exit(1);
+  },
+);

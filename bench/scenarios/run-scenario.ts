@@ -1,0 +1,111 @@
+import type { BenchArgs, ScenarioName } from '../lib/args';
+import type { ResultSet } from '../lib/results';
+import type { BenchSystem } from '../systems/bench-system';
+import { drain } from './drain.scenario';
+import { enqueueBulk, enqueueSingle } from './enqueue.scenario';
+import { latency } from './latency.scenario';
+
+type Log = (message: string) => void;
+
+/**
+ * Runs one run of `scenario` for `system` and records its figures. A failure (timeout, crash) is
+ * recorded and logged, and the suite goes on: one broken system must not hide the others' figures.
+ */
+export async function runScenario(
+  scenario: ScenarioName,
+  system: BenchSystem,
+  args: BenchArgs,
+  results: ResultSet,
+  log: Log,
+): Promise<void> {
+  const z = args.sizes;
+  const maxC = Math.max(...z.concurrency);
+  const d = system.dialect;
+  const attempt = async (
+    name: string,
+    unit: string,
+    higher: boolean,
+    measure: () => Promise<void>,
+  ) => {
+    try {
+      await measure();
+    } catch (error) {
+      const message = error instanceof Error ? error.message : String(error);
+      log(`  ${name} FAILED for ${system.label}: ${message}`);
+      results.fail(d, name, unit, higher, system.id, message);
+    }
+  };
+  const jobsPerSec = (name: string, value: number) => {
+    results.add(d, name, 'jobs/s', true, system.id, value);
+    log(`  ${name}: ${value.toFixed(0)} jobs/s`);
+  };
+
+  switch (scenario) {
+    case 'enqueue':
+      await attempt('enqueue-single', 'jobs/s', true, async () =>
+        jobsPerSec('enqueue-single', await enqueueSingle(system, z.single, args.runTimeoutMs)),
+      );
+      await attempt('enqueue-bulk', 'jobs/s', true, async () =>
+        jobsPerSec(
+          'enqueue-bulk',
+          await enqueueBulk(system, z.bulk, z.bulkChunk, args.runTimeoutMs),
+        ),
+      );
+      return;
+    case 'drain':
+      for (const c of z.concurrency) {
+        await attempt(`drain-c${c}`, 'jobs/s', true, async () => {
+          const result = await drain(system, {
+            pending: z.drain,
+            target: z.drain,
+            processes: 1,
+            concurrency: c,
+            timeoutMs: args.runTimeoutMs,
+          });
+          jobsPerSec(`drain-c${c}`, result.jobsPerSecond);
+          // Scenario (f): peak RSS of the one worker process at the highest concurrency.
+          if (c === maxC) {
+            const mb = result.reports[0].maxRssKb / 1024;
+            results.add(d, 'worker-peak-rss', 'MB', false, system.id, mb);
+            log(`  worker-peak-rss: ${mb.toFixed(0)} MB`);
+          }
+        });
+      }
+      return;
+    case 'latency':
+      await attempt('latency-p50', 'ms', false, async () => {
+        const r = await latency(system, z.latencyJobs, z.latencySpacingMs, args.runTimeoutMs);
+        results.add(d, 'latency-p50', 'ms', false, system.id, r.p50);
+        results.add(d, 'latency-p95', 'ms', false, system.id, r.p95);
+        results.add(d, 'latency-p99', 'ms', false, system.id, r.p99);
+        log(
+          `  latency p50/p95/p99: ${r.p50.toFixed(1)} / ${r.p95.toFixed(1)} / ${r.p99.toFixed(1)} ms`,
+        );
+      });
+      return;
+    case 'backlog':
+      await attempt(`backlog-drain-c${maxC}`, 'jobs/s', true, async () => {
+        const result = await drain(system, {
+          pending: z.backlog,
+          target: z.backlogDrain,
+          processes: 1,
+          concurrency: maxC,
+          timeoutMs: args.runTimeoutMs,
+        });
+        jobsPerSec(`backlog-drain-c${maxC}`, result.jobsPerSecond);
+      });
+      return;
+    case 'two-proc':
+      await attempt(`two-proc-drain-c${maxC}`, 'jobs/s', true, async () => {
+        const result = await drain(system, {
+          pending: z.drain,
+          target: z.drain,
+          processes: 2,
+          concurrency: maxC,
+          timeoutMs: args.runTimeoutMs,
+        });
+        jobsPerSec(`two-proc-drain-c${maxC}`, result.jobsPerSecond);
+      });
+      return;
+  }
+}

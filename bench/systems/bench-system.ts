@@ -1,0 +1,34 @@
+import type { BenchDialect } from '../lib/args';
+import type { BenchPayload, WorkerConfig } from '../worker/protocol';
+
+/** One fresh schema (or SQLite file) of one system, seen from the bench process. */
+export interface SystemRun {
+  /** The worker configuration for this run's tables at `concurrency`. */
+  workerConfig(concurrency: number): WorkerConfig;
+  /** One enqueue call with one job. */
+  enqueueOne(payload: BenchPayload): Promise<void>;
+  /** One bulk enqueue call with all of `payloads`. */
+  enqueueMany(payloads: BenchPayload[]): Promise<void>;
+  /** The largest `payloads` length one bulk call should get when pre-filling. */
+  readonly prefillChunk: number;
+  /** Jobs the database shows finished (ChokaQ: archived; graphile-worker: deleted; pg-boss: completed). */
+  finishedCount(): Promise<number>;
+  /** Drops the schema (or deletes the file) and closes connections. Idempotent. */
+  close(): Promise<void>;
+}
+
+/** A system under test on one dialect. */
+export interface BenchSystem {
+  /** Stable id used in JSON output, e.g. `chokaq`, `graphile-preset`. */
+  readonly id: string;
+  /** Column header, e.g. `graphile-worker 0.17.3 (preset)`. */
+  readonly label: string;
+  readonly dialect: BenchDialect;
+  readonly peer: boolean;
+  /** One line for RESULTS.md: what was configured. */
+  readonly settings: string;
+  open(): Promise<SystemRun>;
+}
+
+/** The queue (ChokaQ), task identifier (graphile-worker) or queue name (pg-boss) of every bench job. */
+export const BENCH_QUEUE = 'bench';

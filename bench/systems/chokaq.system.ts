@@ -1,0 +1,92 @@
+import Database from 'better-sqlite3';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Client } from 'pg';
+import { createJobStorage } from '../../libs/chokaq/src/storage/create-storage';
+import { MAX_ENQUEUE_MANY } from '../../libs/chokaq/src/storage/job-storage';
+import type { BenchDialect } from '../lib/args';
+import { benchSchemaName, dropSchema, queryCount } from '../lib/pg-admin';
+import { chokaqStorageOptions } from '../worker/chokaq-runner';
+import type { WorkerConfig } from '../worker/protocol';
+import { BENCH_QUEUE, type BenchSystem, type SystemRun } from './bench-system';
+
+const SQLITE_PREFIX = 'chokaq_';
+
+/** ChokaQ on PostgreSQL (schema per run in `chokaq_bench`) or SQLite (temporary file per run). */
+export function chokaqSystem(dialect: BenchDialect, benchUrl: string): BenchSystem {
+  return {
+    id: 'chokaq',
+    label: 'ChokaQ',
+    dialect,
+    peer: false,
+    settings:
+      'ChokaQ defaults (prefetch 100, batch 20, poll 1000 ms, completion batch 50 / 20 ms' +
+      `${dialect === 'postgres' ? ', LISTEN/NOTIFY, pool 10' : ', WAL'}), concurrency per scenario; ` +
+      'driven without Nest (createJobStorage + ChokaQWorker)',
+    open: () => openRun(dialect, benchUrl),
+  };
+}
+
+async function openRun(dialect: BenchDialect, benchUrl: string): Promise<SystemRun> {
+  let dir: string | undefined;
+  const base: Omit<WorkerConfig, 'concurrency'> =
+    dialect === 'postgres'
+      ? {
+          kind: 'chokaq',
+          variant: 'default',
+          dialect,
+          url: benchUrl,
+          schema: benchSchemaName('cq'),
+          queue: BENCH_QUEUE,
+        }
+      : (() => {
+          dir = mkdtempSync(join(tmpdir(), 'chokaq-bench-'));
+          const file = join(dir, 'bench.db');
+          return {
+            kind: 'chokaq',
+            variant: 'default',
+            dialect,
+            file,
+            schema: SQLITE_PREFIX,
+            queue: BENCH_QUEUE,
+          };
+        })();
+  const storage = await createJobStorage({
+    ...chokaqStorageOptions({ ...base, concurrency: 1 }),
+    autoCreateSchema: true,
+  });
+  // Counts come over a separate connection, as an operator's query would.
+  const pg = dialect === 'postgres' ? new Client({ connectionString: benchUrl }) : undefined;
+  await pg?.connect();
+  const sqlite = base.file ? new Database(base.file, { readonly: true }) : undefined;
+  sqlite?.pragma('busy_timeout = 5000');
+  const archive =
+    dialect === 'postgres' ? `${base.schema}.jobs_archive` : `${SQLITE_PREFIX}jobs_archive`;
+  let closed = false;
+  return {
+    workerConfig: (concurrency) => ({ ...base, concurrency }),
+    enqueueOne: async (payload) => {
+      await storage.enqueue({ queue: BENCH_QUEUE, payload });
+    },
+    enqueueMany: async (payloads) => {
+      await storage.enqueueMany(payloads.map((payload) => ({ queue: BENCH_QUEUE, payload })));
+    },
+    prefillChunk: MAX_ENQUEUE_MANY,
+    finishedCount: async () =>
+      pg
+        ? queryCount(pg, `SELECT count(*) AS n FROM ${archive}`)
+        : Number(
+            (sqlite!.prepare(`SELECT count(*) AS n FROM ${archive}`).get() as { n: number }).n,
+          ),
+    close: async () => {
+      if (closed) return;
+      closed = true;
+      await storage.close().catch(() => undefined);
+      await pg?.end().catch(() => undefined);
+      sqlite?.close();
+      if (dialect === 'postgres') await dropSchema(benchUrl, base.schema);
+      if (dir) rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}

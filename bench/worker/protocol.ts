@@ -1,0 +1,70 @@
+import type { BenchDialect } from '../lib/args';
+
+/** The job queues the bench workers run. */
+export type SystemKind = 'chokaq' | 'graphile' | 'pgboss';
+
+/** Everything a bench worker process needs, passed as JSON in `BENCH_WORKER_CONFIG`. */
+export interface WorkerConfig {
+  kind: SystemKind;
+  /** `default`, `preset` (graphile-worker) or `best` (pg-boss). */
+  variant: string;
+  dialect: BenchDialect;
+  /** PostgreSQL connection string (database `chokaq_bench`). */
+  url?: string;
+  /** SQLite file. */
+  file?: string;
+  /** PostgreSQL schema of this run (SQLite: table prefix). */
+  schema: string;
+  queue: string;
+  concurrency: number;
+  /** Profile mode: time every storage operation and every SQL statement in the worker. */
+  timeStatements?: boolean;
+  /** Profile experiments only: ChokaQ worker options other than the defaults. */
+  chokaqWorker?: { batchSize?: number; prefetch?: number; pollIntervalMs?: number };
+}
+
+/** Parent → worker. */
+export type ToWorker = { type: 'start' } | { type: 'stop' };
+
+/** Accumulated time of one operation or statement. */
+export interface Timing {
+  count: number;
+  totalMs: number;
+  maxMs: number;
+}
+
+/** What a worker reports when it stops. */
+export interface WorkerReport {
+  handled: number;
+  /** Peak resident set size of the process, from `process.resourceUsage().maxRSS` (KiB). */
+  maxRssKb: number;
+  /** Enqueue-to-handler-start latency of jobs whose payload carried `t` (epoch ms, sub-ms precision). */
+  latenciesMs: number[];
+  /** Profile mode only: per storage operation and per SQL statement. */
+  timings?: { operations: Record<string, Timing>; statements: Record<string, Timing> };
+}
+
+/** Worker → parent. */
+export type FromWorker =
+  | { type: 'ready' }
+  | { type: 'progress'; handled: number }
+  | { type: 'report'; report: WorkerReport }
+  | { type: 'error'; message: string };
+
+/** The payload every bench job carries; `t` only in the latency scenario. */
+export interface BenchPayload {
+  i?: number;
+  t?: number;
+}
+
+/** A started worker of one system, as the bench worker process drives it. */
+export interface SystemRunner {
+  start(): Promise<void>;
+  stop(): Promise<void>;
+}
+
+/** Builds a runner; `onJob` must be called at the start of every handler run. */
+export type RunnerFactory = (
+  config: WorkerConfig,
+  onJob: (payload: BenchPayload) => void,
+) => Promise<SystemRunner>;
