@@ -16,6 +16,7 @@ module.exports = {
     '^@chokaq/nestjs/(.*)$': '<rootDir>/libs/chokaq/src/$1',
   },
   globalSetup: '<rootDir>/test/support/global-setup.ts',
+  reporters: ['default', '<rootDir>/test/support/summary-reporter.js'],
   testTimeout: 60_000,
   maxWorkers: 2,
 };
