@@ -255,4 +255,17 @@ describeEachDialect('storage contract: ownership (fencing token)', (fixture) => 
     await expect(db.storage.reportProgress(lease, 101)).rejects.toThrow(/percent/);
     await expectOwnerCanFinish(lease);
   });
+
+  it('markAsProcessing is idempotent for its own lease (a retry after an ambiguous commit)', async () => {
+    const queue = uniqueQueue('own.retry-start');
+    const lease = await startJob(db.storage, queue, {}, { fetchedOnly: true });
+    expect(await db.storage.markAsProcessing([lease])).toEqual([lease.id]);
+    // The reply of the first call was "lost": the caller retries with the same lease.
+    expect(await db.storage.markAsProcessing([lease])).toEqual([lease.id]);
+    expect((await db.storage.getJob(lease.id))?.attemptCount).toBe(1);
+    // Any other lease still gets nothing.
+    const stale = leaseOf(lease.id, lease.workerId, randomUUID());
+    expect(await db.storage.markAsProcessing([stale])).toEqual([]);
+    await expectOwnerCanFinish(lease);
+  });
 });

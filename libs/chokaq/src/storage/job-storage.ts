@@ -78,7 +78,8 @@ export interface JobStorage {
   /**
    * Fetched → Processing for each owned lease (`Status = 1` and lease matches): `AttemptCount + 1`,
    * `StartedAtUtc`, `HeartbeatUtc`. Returns the ids that were started; the caller must not run
-   * the handler of any other id.
+   * the handler of any other id. Idempotent for one lease: a row already Processing under the same
+   * lease (a retry after an ambiguous commit) is returned again, its attempt counted once.
    */
   markAsProcessing(leases: readonly JobLease[]): Promise<string[]>;
 

@@ -479,7 +479,13 @@ export function markAsProcessingSql(schema: string, leases: readonly MssqlLease[
       `FROM ${t.hot} AS h`,
       `INNER JOIN OPENJSON(${doc}) ${LEASE_JSON} AS l ON l.Id = h.Id AND l.WorkerId = h.WorkerId AND l.LeaseId = h.LeaseId`,
       'WHERE h.Status = 1;',
-      'SELECT s.Id FROM @Started AS s;',
+      // Rows already Processing under the very same lease are a retry after an ambiguous commit:
+      // only this caller can have started them, so they are reported as started too.
+      'SELECT s.Id FROM @Started AS s',
+      'UNION ALL',
+      `SELECT h.Id FROM ${t.hot} AS h`,
+      `INNER JOIN OPENJSON(${doc}) ${LEASE_JSON} AS l ON l.Id = h.Id AND l.WorkerId = h.WorkerId AND l.LeaseId = h.LeaseId`,
+      'WHERE h.Status = 2 AND h.Id NOT IN (SELECT Id FROM @Started);',
     ].join('\n'),
   );
 }

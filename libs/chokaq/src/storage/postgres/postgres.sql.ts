@@ -312,14 +312,25 @@ const OWNED = `j.id = l.id AND j.worker_id = l.worker_id AND j.lease_id = l.leas
  * Lock/isolation: READ COMMITTED row locks of the UPDATE; a row changed concurrently is re-checked
  * against `status = 1` and the lease after the lock (EvalPlanQual), so a released or re-claimed row
  * is not started.
+ *
+ * Rows already Processing under the very same lease are returned too: only this call can have
+ * started them, so they are a retry after an ambiguous commit (the first attempt committed, its
+ * reply was lost). Without this the job would sit Processing, never run, until rescued as a zombie.
+ * The second SELECT reads the statement's snapshot, taken before the UPDATE: no id comes twice.
  */
 export const markAsProcessing = (s: string): string => `
-UPDATE ${s}.jobs_hot j
-SET status = 2, attempt_count = j.attempt_count + 1, started_at_utc = now(),
-    heartbeat_utc = now(), last_updated_utc = now()
-FROM ${LEASES}
-WHERE ${OWNED} AND j.status = 1
-RETURNING j.id`;
+WITH started AS (
+  UPDATE ${s}.jobs_hot j
+  SET status = 2, attempt_count = j.attempt_count + 1, started_at_utc = now(),
+      heartbeat_utc = now(), last_updated_utc = now()
+  FROM ${LEASES}
+  WHERE ${OWNED} AND j.status = 1
+  RETURNING j.id
+)
+SELECT id FROM started
+UNION ALL
+SELECT j.id FROM ${s}.jobs_hot j, ${LEASES}
+WHERE ${OWNED} AND j.status = 2`;
 
 /**
  * One heartbeat statement per process: Processing rows get `heartbeat_utc`, Fetched rows

@@ -403,14 +403,15 @@ describe('SqliteJobStorage', () => {
   });
 
   describe('worker-owned transitions', () => {
-    it('markAsProcessing needs the exact lease and Status = 1', async () => {
+    it('markAsProcessing needs the exact lease and Status = 1 (or already started under it)', async () => {
       await storage.enqueue({ queue: 'q' });
       const [job] = await claim(storage);
       const lease = leaseOf(job);
       expect(await storage.markAsProcessing([{ ...lease, leaseId: randomUUID() }])).toEqual([]);
       expect(await storage.markAsProcessing([{ ...lease, workerId: 'w2' }])).toEqual([]);
       expect(await storage.markAsProcessing([lease])).toEqual([job.id]);
-      expect(await storage.markAsProcessing([lease])).toEqual([]);
+      // A retry with the same lease (after an ambiguous commit) reports it started, counted once.
+      expect(await storage.markAsProcessing([lease])).toEqual([job.id]);
       const view = (await storage.getJob(job.id))!;
       expect(view).toMatchObject({ status: JobStatus.Processing, attemptCount: 1 });
       expect(view.startedAtUtc).not.toBeNull();

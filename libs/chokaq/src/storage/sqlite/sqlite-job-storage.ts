@@ -377,9 +377,11 @@ export class SqliteJobStorage implements JobStorage {
   async markAsProcessing(leases: readonly JobLease[]): Promise<string[]> {
     const json = leasesJson(leases);
     if (leases.length === 0) return [];
-    const rows = await this.write('markAsProcessing', () =>
-      this.all(this.sql.markAsProcessing, { leases: json }),
-    );
+    const rows = await this.write('markAsProcessing', () => [
+      // A retry after an ambiguous commit: already started under this lease, by this caller.
+      ...this.all(this.sql.startedByLease, { leases: json }),
+      ...this.all(this.sql.markAsProcessing, { leases: json }),
+    ]);
     return rows.map((r) => String(r.id));
   }
 

@@ -208,6 +208,13 @@ export function sqliteStatements(p: string) {
     // ------------------------------------------------------------------ worker-owned updates
 
     /** Fetched → Processing; the last stale-prefetch guard (lease matches AND status = 1). */
+    /**
+     * Rows already Processing under the very same lease: a retry after an ambiguous commit (only
+     * the caller can have started them). Read in markAsProcessing's transaction, before its UPDATE.
+     */
+    startedByLease: `WITH ${LEASE_CTE}
+      SELECT id FROM ${hot} WHERE status = 2 AND ${OWNED}`,
+
     markAsProcessing: `WITH ${LEASE_CTE}
       UPDATE ${hot}
       SET status = 2, attempt_count = attempt_count + 1, started_at_utc = ${SQLITE_NOW_MS},
