@@ -20,6 +20,7 @@
  */
 import { DlqFilter, HistoryFilter, ActiveFilter } from '../job-storage';
 import { escapeLike } from '../shared/text';
+import { HOT_COLUMNS } from '../shared/columns';
 
 /** Quotes a schema name that already matched `^[A-Za-z_][A-Za-z0-9_]{0,62}$`. */
 export function quoteSchema(schema: string): string {
@@ -45,32 +46,6 @@ export function enqueueChannel(schema: string): string {
 export function cancelChannel(schema: string): string {
   return `${schema.slice(0, 56)}:cancel`;
 }
-
-/** Hot-table columns, in table order. */
-export const HOT_COLUMNS = [
-  'id',
-  'queue',
-  'type',
-  'payload',
-  'tags',
-  'idempotency_key',
-  'priority',
-  'status',
-  'attempt_count',
-  'worker_id',
-  'lease_id',
-  'heartbeat_utc',
-  'scheduled_at_utc',
-  'created_at_utc',
-  'enqueued_at_utc',
-  'started_at_utc',
-  'last_updated_utc',
-  'created_by',
-  'last_modified_by',
-  'last_error',
-  'cancel_requested_utc',
-  'progress',
-] as const;
 
 /** Hot columns copied unchanged into the archive (status is virtual there; heartbeat and cancel flags end with the run). */
 const ARCHIVE_COPIED = [

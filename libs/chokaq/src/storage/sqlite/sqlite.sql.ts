@@ -1,5 +1,6 @@
 import { ActiveFilter, DlqFilter, HistoryFilter } from '../job-storage';
 import { escapeLike } from '../shared/text';
+import { HOT_COLUMNS } from '../shared/columns';
 
 /**
  * All SQL text of the SQLite dialect, one named statement per operation, built once per table prefix
@@ -38,32 +39,6 @@ const OWNED = `(id, worker_id, lease_id) IN (SELECT id, worker_id, lease_id FROM
 
 /** Ids from `@ids` (a JSON array of strings). */
 const IDS = `(SELECT value FROM json_each(@ids))`;
-
-/** Columns of the hot table, in DDL order. */
-export const HOT_COLUMNS = [
-  'id',
-  'queue',
-  'type',
-  'payload',
-  'tags',
-  'idempotency_key',
-  'priority',
-  'status',
-  'attempt_count',
-  'worker_id',
-  'lease_id',
-  'heartbeat_utc',
-  'scheduled_at_utc',
-  'created_at_utc',
-  'enqueued_at_utc',
-  'started_at_utc',
-  'last_updated_utc',
-  'created_by',
-  'last_modified_by',
-  'last_error',
-  'cancel_requested_utc',
-  'progress',
-] as const;
 
 /** Columns copied from a moved hot row into the archive (besides `finished_at_utc`, `duration_ms`). */
 const ARCHIVE_COPIED = [

@@ -1,0 +1,29 @@
+/**
+ * The hot table's columns in snake_case (PostgreSQL and SQLite spell them so; SQL Server uses the
+ * PascalCase of SPEC §2), in table order. The move statements copy rows column by column, so both
+ * dialects build their column lists from this one.
+ */
+export const HOT_COLUMNS = [
+  'id',
+  'queue',
+  'type',
+  'payload',
+  'tags',
+  'idempotency_key',
+  'priority',
+  'status',
+  'attempt_count',
+  'worker_id',
+  'lease_id',
+  'heartbeat_utc',
+  'scheduled_at_utc',
+  'created_at_utc',
+  'enqueued_at_utc',
+  'started_at_utc',
+  'last_updated_utc',
+  'created_by',
+  'last_modified_by',
+  'last_error',
+  'cancel_requested_utc',
+  'progress',
+] as const;
