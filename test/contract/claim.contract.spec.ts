@@ -9,8 +9,8 @@ import {
   queues,
   retryUnavailable,
   uniqueQueue,
-  waitFor,
 } from './helpers';
+import { waitFor } from '../support/wait-for';
 
 /** SPEC §8 invariants 1, 4 and 5, and claim order: what `fetchNextBatch` may and may not take. */
 describeEachDialect('storage contract: claiming', (fixture) => {
@@ -321,6 +321,7 @@ describeEachDialect('storage contract: claiming', (fixture) => {
     expect((await claim(db.storage, queue, 10)).rows).toEqual([]);
     const seen = new Set<string>();
     await waitFor(
+      'delayed release and retry claimable',
       async () => {
         for (const row of (await claim(db.storage, queue, 10)).rows) {
           expect(row.lastUpdatedUtc.getTime()).toBeGreaterThanOrEqual(
@@ -330,9 +331,7 @@ describeEachDialect('storage contract: claiming', (fixture) => {
         }
         return seen.size === 2;
       },
-      10_000,
-      100,
-      'delayed release and retry claimable',
+      { timeoutMs: 10_000, intervalMs: 100 },
     );
   });
 
@@ -426,6 +425,7 @@ describeEachDialect('storage contract: claiming', (fixture) => {
 
     const claimed = new Map<string, Date>();
     await waitFor(
+      'both delayed jobs claimed',
       async () => {
         const c = await claim(db.storage, queue, 10);
         for (const row of c.rows) {
@@ -437,9 +437,7 @@ describeEachDialect('storage contract: claiming', (fixture) => {
         }
         return claimed.size === 2;
       },
-      10_000,
-      100,
-      'both delayed jobs claimed',
+      { timeoutMs: 10_000, intervalMs: 100 },
     );
     expect([...claimed.keys()].sort()).toEqual([delayed.id, scheduled.id].sort());
   });

@@ -1,16 +1,8 @@
 import { FailureReason, JobStatus } from '../../libs/chokaq/src/storage/job-status';
 import { JobStorage } from '../../libs/chokaq/src/storage/job-storage';
 import { TestDatabase, describeEachDialect } from '../support/dialects';
-import {
-  backdate,
-  claim,
-  countRows,
-  countersOf,
-  startJob,
-  statsOf,
-  uniqueQueue,
-  waitFor,
-} from './helpers';
+import { backdate, claim, countRows, countersOf, startJob, statsOf, uniqueQueue } from './helpers';
+import { waitFor } from '../support/wait-for';
 
 /**
  * SPEC §8 invariant 8: lifetime counters equal the moves performed, whatever purges and retention do
@@ -186,15 +178,14 @@ describeEachDialect('storage contract: counters and telemetry', (fixture) => {
     expect(await countRows(db, 'buckets', { queue })).toBeGreaterThan(0);
     let removed = 0;
     await waitFor(
+      'metric buckets pruned',
       async () => {
         removed += (
           await db.storage.applyRetention({ archiveMs: 24 * HOUR, dlqMs: 24 * HOUR, metricsMs: 1 })
         ).metricBuckets;
         return (await countRows(db, 'buckets', { queue })) === 0;
       },
-      5_000,
-      100,
-      'metric buckets pruned',
+      { timeoutMs: 5_000, intervalMs: 100 },
     );
     expect(removed).toBeGreaterThan(0);
     expect(await countersOf(db.storage, queue)).toEqual(before);

@@ -12,8 +12,8 @@ import {
   retryUnavailable,
   startJob,
   uniqueQueue,
-  waitFor,
 } from './helpers';
+import { waitFor } from '../support/wait-for';
 
 /**
  * SPEC §8 invariant 7 (idempotent enqueue), the input limits of SPEC §6 and the `transaction`
@@ -93,7 +93,10 @@ describeEachDialect('storage contract: enqueue', (fixture) => {
         } else if (unsubscribe) {
           const queue = uniqueQueue('notify');
           await others[0].enqueue({ queue });
-          await waitFor(() => heard.includes(queue), 5_000, 20, 'NOTIFY received');
+          await waitFor('NOTIFY received', () => heard.includes(queue), {
+            timeoutMs: 5_000,
+            intervalMs: 20,
+          });
         }
       } finally {
         await unsubscribe?.();

@@ -103,22 +103,6 @@ export async function claimAll(
   throw new Error('claimAll: did not drain');
 }
 
-/** Polls `condition` until it returns a truthy value or `timeoutMs` passes (then throws). */
-export async function waitFor<T>(
-  condition: () => Promise<T> | T,
-  timeoutMs = 10_000,
-  intervalMs = 50,
-  what = 'condition',
-): Promise<NonNullable<T>> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await condition();
-    if (value) return value as NonNullable<T>;
-    if (Date.now() > deadline) throw new Error(`waitFor: ${what} not met within ${timeoutMs} ms`);
-    await new Promise((resolve) => setTimeout(resolve, intervalMs));
-  }
-}
-
 /** Retries an operation that failed only with `ChokaQStorageUnavailableError` (a busy SQLite file). */
 export async function retryUnavailable<T>(operation: () => Promise<T>, attempts = 20): Promise<T> {
   for (let i = 1; ; i++) {

@@ -8,8 +8,8 @@ import {
   newWorkerId,
   startJob,
   uniqueQueue,
-  waitFor,
 } from './helpers';
+import { waitFor } from '../support/wait-for';
 
 /**
  * SPEC §8 invariant 6: Fetched rows untouched past the timeout return to Pending; Processing rows
@@ -95,7 +95,10 @@ describeEachDialect('storage contract: rescue', (fixture) => {
   it('invariant 6: recoverAbandoned with a 1 ms timeout takes a just-claimed row after a short bounded wait', async () => {
     const queue = uniqueQueue('abandon.fast');
     const lease = await startJob(db.storage, queue, {}, { fetchedOnly: true });
-    await waitFor(async () => (await db.storage.recoverAbandoned(1)) === 1, 5_000, 20, 'recovered');
+    await waitFor('recovered', async () => (await db.storage.recoverAbandoned(1)) === 1, {
+      timeoutMs: 5_000,
+      intervalMs: 20,
+    });
     expect((await db.storage.getJob(lease.id))?.status).toBe(JobStatus.Pending);
     expect(await db.storage.markAsProcessing([lease])).toEqual([]);
   });
@@ -199,10 +202,9 @@ describeEachDialect('storage contract: rescue', (fixture) => {
 
     const fresh = await startJob(db.storage, queue);
     await waitFor(
-      async () => (await db.storage.archiveZombies(1)).dlq.includes(fresh.id),
-      5_000,
-      20,
       'zombie rescued',
+      async () => (await db.storage.archiveZombies(1)).dlq.includes(fresh.id),
+      { timeoutMs: 5_000, intervalMs: 20 },
     );
     await expectOnlyIn(db, fresh.id, 'dlq');
   });

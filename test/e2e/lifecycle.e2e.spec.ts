@@ -12,7 +12,7 @@ import {
 } from '../../libs/chokaq/src';
 import { bootApp, closeAndCheck } from './support/e2e-app';
 import { E2eDatabase, createE2eDatabase, describeEachE2e } from './support/e2e-database';
-import { Gate, waitFor } from './support/wait-for';
+import { Gate, waitFor } from '../support/wait-for';
 
 const Ok = defineJob<{ n: number }>('e2e', 'ok');
 const Flaky = defineJob<{ failTimes: number }>('e2e', 'flaky');

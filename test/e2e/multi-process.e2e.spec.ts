@@ -8,7 +8,7 @@ import {
   createE2eDatabase,
   describeEachE2e,
 } from './support/e2e-database';
-import { waitFor } from './support/wait-for';
+import { waitFor } from '../support/wait-for';
 import { WorkerProcess, startWorkerProcess } from './support/worker-processes';
 
 /**

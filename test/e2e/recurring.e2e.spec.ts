@@ -2,7 +2,7 @@ import { INestApplication, Injectable } from '@nestjs/common';
 import { JobContext, JobHandler, RecurringJob } from '../../libs/chokaq/src';
 import { bootApp, closeAndCheck } from './support/e2e-app';
 import { E2eDatabase, createE2eDatabase, describeEachE2e } from './support/e2e-database';
-import { waitFor } from './support/wait-for';
+import { waitFor } from '../support/wait-for';
 
 @Injectable()
 class Ticks {

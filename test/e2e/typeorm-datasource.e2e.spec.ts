@@ -6,7 +6,7 @@ import { ChokaQModule, JobClient, JobContext, JobHandler, defineJob } from '../.
 import { ChokaQOrchestrator } from '../../libs/chokaq/src/chokaq.orchestrator';
 import { FAST_OPTIONS, mergeOptions, quietLogger } from './support/e2e-app';
 import { E2eDatabase, createE2eDatabase, describeEachE2e } from './support/e2e-database';
-import { waitFor } from './support/wait-for';
+import { waitFor } from '../support/wait-for';
 
 const Write = defineJob<{ tag: string }>('orders', 'write.v1');
 

@@ -1,6 +1,6 @@
 import { join } from 'node:path';
 import { pgAvailable } from '../support/env';
-import { waitFor } from '../e2e/support/wait-for';
+import { waitFor } from '../support/wait-for';
 import { FaultDb, createFaultDb } from './support/fault-db';
 import { FaultWorker, killAllFaultWorkers, startFaultWorker } from './support/fault-processes';
 

@@ -18,7 +18,7 @@ import {
   createE2eDatabase,
   describeEachE2e,
 } from '../e2e/support/e2e-database';
-import { waitFor } from '../e2e/support/wait-for';
+import { waitFor } from '../support/wait-for';
 import { FaultDb, createFaultDb } from './support/fault-db';
 import { FaultWorker, killAllFaultWorkers, startFaultWorker } from './support/fault-processes';
 

@@ -11,7 +11,7 @@ import {
   JobClient,
 } from '../../libs/chokaq/src';
 import { PG_URL, pgAvailable } from '../support/env';
-import { waitFor } from '../e2e/support/wait-for';
+import { waitFor } from '../support/wait-for';
 import { FaultDb, createFaultDb, pillarViolations } from './support/fault-db';
 import { FaultWorker, killAllFaultWorkers, startFaultWorker } from './support/fault-processes';
 import { TcpProxy } from './support/tcp-proxy';

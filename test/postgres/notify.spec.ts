@@ -1,13 +1,6 @@
 import { JobStorage } from '../../libs/chokaq/src/storage/job-storage';
+import { waitFor } from '../support/wait-for';
 import { describePg, PgSchema } from './pg-fixture';
-
-async function waitFor(check: () => boolean | Promise<boolean>, ms = 5_000): Promise<void> {
-  const deadline = Date.now() + ms;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error('waitFor: timed out');
-    await new Promise((r) => setTimeout(r, 10));
-  }
-}
 
 describePg('PostgreSQL LISTEN/NOTIFY and caller transactions', () => {
   const db = new PgSchema();
@@ -30,10 +23,13 @@ describePg('PostgreSQL LISTEN/NOTIFY and caller transactions', () => {
     expect(await listeners()).toHaveLength(1);
     await producer.enqueue({ queue: 'mail' });
     await producer.enqueueMany([{ queue: 'sms' }, { queue: 'sms' }, { queue: 'mail' }]);
-    await waitFor(() => heard.includes('sms') && heard.filter((q) => q === 'mail').length >= 2);
+    await waitFor(
+      'the notification state',
+      () => heard.includes('sms') && heard.filter((q) => q === 'mail').length >= 2,
+    );
     await unsubscribe!();
     await unsubscribe!(); // idempotent
-    await waitFor(async () => (await listeners()).length === 0);
+    await waitFor('the notification state', async () => (await listeners()).length === 0);
   });
 
   it('notifies only when the caller commits its transaction', async () => {
@@ -52,7 +48,7 @@ describePg('PostgreSQL LISTEN/NOTIFY and caller transactions', () => {
     const committed = await producer.enqueue({ queue: 'tx.committed' }, { transaction: runner });
     await runner.commitTransaction();
     await runner.release();
-    await waitFor(() => heard.includes('tx.committed'));
+    await waitFor('the notification state', () => heard.includes('tx.committed'));
     expect(heard).not.toContain('tx.rolled');
     expect((await producer.getJob(committed.id))?.pillar).toBe('hot');
     await unsubscribe!();
@@ -63,7 +59,7 @@ describePg('PostgreSQL LISTEN/NOTIFY and caller transactions', () => {
     await extra.subscribe(() => undefined);
     expect(await listeners()).toHaveLength(1);
     await extra.close();
-    await waitFor(async () => (await listeners()).length === 0);
+    await waitFor('the notification state', async () => (await listeners()).length === 0);
   });
 
   it('returns null with notify: false and sends no notification', async () => {
@@ -73,7 +69,7 @@ describePg('PostgreSQL LISTEN/NOTIFY and caller transactions', () => {
     const unsubscribe = await worker.subscribe((queue) => heard.push(queue));
     await quiet.enqueue({ queue: 'silent' });
     await producer.enqueue({ queue: 'loud' });
-    await waitFor(() => heard.includes('loud'));
+    await waitFor('the notification state', () => heard.includes('loud'));
     expect(heard).not.toContain('silent');
     await unsubscribe!();
   });

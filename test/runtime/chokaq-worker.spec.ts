@@ -10,7 +10,7 @@ import { TestHandlers } from './support/handlers';
 import { testOptions } from './support/options';
 import { RecordingLogger } from './support/silent-logger';
 import { sqliteStorage } from './support/sqlite';
-import { deferred, waitFor } from './support/wait-for';
+import { deferred, waitFor } from '../support/wait-for';
 
 /** Rejects when `signal` aborts (checking first: the abort may precede the handler). */
 function untilAborted(signal: AbortSignal): Promise<never> {
@@ -90,11 +90,9 @@ describe('ChokaQWorker on SQLite', () => {
     });
     const { id } = await storage.enqueue({ queue: 'flaky' });
     await w.start();
-    await waitFor(
-      async () => (await storage.getJob(id))?.pillar === 'archive',
-      10_000,
-      'job archived',
-    );
+    await waitFor('job archived', async () => (await storage.getJob(id))?.pillar === 'archive', {
+      timeoutMs: 10_000,
+    });
     expect(runs).toHaveLength(3);
     expect(runs[0].lastError).toBeNull();
     expect(runs[1].lastError).toContain('transient 1');
@@ -122,12 +120,12 @@ describe('ChokaQWorker on SQLite', () => {
     const { id } = await storage.enqueue({ queue: 'bad' });
     await w.start();
     const job = await waitFor(
+      'job in DLQ',
       async () => {
         const j = await storage.getJob(id);
         return j?.pillar === 'dlq' ? j : null;
       },
-      5_000,
-      'job in DLQ',
+      { timeoutMs: 5_000 },
     );
     expect(job).toMatchObject({ failureReason: FailureReason.MaxRetriesExceeded, attemptCount: 2 });
     expect(job.errorDetails).toContain('always');
@@ -186,9 +184,9 @@ describe('ChokaQWorker on SQLite', () => {
     const quick = await storage.enqueue({ queue: 'slow', type: 'quick', priority: 1 });
     await w.start();
     await waitFor(
-      async () => (await storage.getJob(quick.id))?.pillar === 'archive',
-      5_000,
       'quick archived',
+      async () => (await storage.getJob(quick.id))?.pillar === 'archive',
+      { timeoutMs: 5_000 },
     );
     expect(await storage.getJob(hang.id)).toMatchObject({
       pillar: 'dlq',
@@ -215,12 +213,12 @@ describe('ChokaQWorker on SQLite', () => {
     expect(wait).toBeLessThanOrEqual(400);
     expect(await w.drain()).toEqual([]); // not due yet
     const second = await waitFor(
+      'throttled job due again',
       async () => {
         const out = await w.drain();
         return out.length > 0 ? out : null;
       },
-      3_000,
-      'throttled job due again',
+      { timeoutMs: 3_000 },
     );
     expect(second).toEqual([expect.objectContaining({ id, outcome: 'succeeded', attempt: 2 })]);
   });
@@ -242,12 +240,12 @@ describe('ChokaQWorker on SQLite', () => {
     const result = await storage.cancel([id]);
     expect(result.cancelRequested).toEqual([id]);
     const job = await waitFor(
+      'cancelled job in DLQ',
       async () => {
         const j = await storage.getJob(id);
         return j?.pillar === 'dlq' ? j : null;
       },
-      5_000,
-      'cancelled job in DLQ',
+      { timeoutMs: 5_000 },
     );
     expect(job.failureReason).toBe(FailureReason.Cancelled);
     expect(aborted).toBe(true);
@@ -267,7 +265,7 @@ describe('ChokaQWorker on SQLite', () => {
     await started.promise;
     await storage.cancel([id]);
     expect(w.cancelLocal(id)).toBe(true);
-    await waitFor(() => outcomes.length === 1, 2_000, 'outcome');
+    await waitFor('outcome', () => outcomes.length === 1, { timeoutMs: 2_000 });
     expect(outcomes[0]).toMatchObject({
       outcome: 'cancelled',
       reason: FailureReason.Cancelled,
@@ -288,18 +286,18 @@ describe('ChokaQWorker on SQLite', () => {
     const o = await storage.enqueue({ queue: 'other' });
     w.nudge('other');
     await waitFor(
-      async () => (await storage.getJob(o.id))?.pillar === 'archive',
-      5_000,
       'other archived',
+      async () => (await storage.getJob(o.id))?.pillar === 'archive',
+      { timeoutMs: 5_000 },
     );
-    await waitFor(() => w.stats().buffered === 0, 1_000, 'no buffered job');
+    await waitFor('no buffered job', () => w.stats().buffered === 0, { timeoutMs: 1_000 });
     expect(await storage.getJob(p.id)).toMatchObject({ pillar: 'hot', status: JobStatus.Pending });
     expect(ran).toEqual(['other']);
     await storage.updateQueue('paused', { isPaused: false });
     await waitFor(
-      async () => (await storage.getJob(p.id))?.pillar === 'archive',
-      5_000,
       'paused job archived after resume',
+      async () => (await storage.getJob(p.id))?.pillar === 'archive',
+      { timeoutMs: 5_000 },
     );
   });
 
@@ -319,9 +317,9 @@ describe('ChokaQWorker on SQLite', () => {
     ).map((r) => r.id);
     await w.start();
     await waitFor(
-      async () => (await storage.getSummary()).archived === ids.length,
-      10_000,
       'all archived',
+      async () => (await storage.getSummary()).archived === ids.length,
+      { timeoutMs: 10_000 },
     );
     expect(maxActive).toBe(2);
   });
@@ -402,7 +400,7 @@ describe('ChokaQWorker on SQLite', () => {
     );
     await w.start();
     await Promise.all([running.coop.promise, running.finisher.promise]);
-    await waitFor(() => w.stats().buffered === 4, 2_000, 'four buffered');
+    await waitFor('four buffered', () => w.stats().buffered === 4, { timeoutMs: 2_000 });
     const t0 = Date.now();
     await w.stop();
     expect(Date.now() - t0).toBeLessThan(2_000);
@@ -469,13 +467,15 @@ describe('ChokaQWorker on SQLite', () => {
     down = true;
     await w.start();
     const { id } = await storage.enqueue({ queue: 'o' });
-    await waitFor(() => logger.count('warn', 'connection reset') > 0, 2_000, 'outage logged');
+    await waitFor('outage logged', () => logger.count('warn', 'connection reset') > 0, {
+      timeoutMs: 2_000,
+    });
     await new Promise((resolve) => setTimeout(resolve, 300)); // several failed polls
     down = false;
     await waitFor(
-      async () => (await storage.getJob(id))?.pillar === 'archive',
-      5_000,
       'archived after recovery',
+      async () => (await storage.getJob(id))?.pillar === 'archive',
+      { timeoutMs: 5_000 },
     );
     expect(logger.count('warn', 'connection reset')).toBe(1);
     expect(logger.count('log', 'recovered')).toBe(1);
@@ -506,7 +506,7 @@ describe('ChokaQWorker on SQLite', () => {
       { storage: stalled },
     );
     await w.start();
-    await waitFor(() => ran >= 10, 10_000, 'the prefetch bound reached');
+    await waitFor('the prefetch bound reached', () => ran >= 10, { timeoutMs: 10_000 });
     // Give the fetcher many more polls: it must not claim past prefetch while nothing is written.
     const fetched = async () => (await storage.getQueueStats()).find((q) => q.queue === 'fast')!;
     await new Promise((resolve) => setTimeout(resolve, 200));
@@ -514,7 +514,9 @@ describe('ChokaQWorker on SQLite', () => {
     expect(held.fetched + held.processing).toBeLessThanOrEqual(10);
     expect(ran).toBeLessThanOrEqual(10);
     gate.resolve();
-    await waitFor(async () => (await fetched()).archived === 60, 20_000, 'all archived');
+    await waitFor('all archived', async () => (await fetched()).archived === 60, {
+      timeoutMs: 20_000,
+    });
     expect(ran).toBe(60);
   });
 });
