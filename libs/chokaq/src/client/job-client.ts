@@ -6,27 +6,17 @@ import { CancelResult, JobStorage, JobView, NewJob } from '../storage/job-storag
 import { assertIds } from '../storage/shared/validate-job';
 
 /**
- * Per-job options of `enqueue` and friends (SPEC §1). Every string is checked against the SPEC §6
- * limits before anything is written; a violation is a `ChokaQValidationError` naming the field.
+ * Per-job options of `enqueue` and friends (SPEC §1): the fields of the storage's `NewJob` that a
+ * caller sets beside the queue, type and payload, with the same documentation and limits. Every
+ * string is checked against the SPEC §6 limits before anything is written; a violation is a
+ * `ChokaQValidationError` naming the field.
  *
  * @publicApi
  */
-export interface JobOptions {
-  /** Higher runs first; an integer within ±1,000,000. Default 10. */
-  priority?: number;
-  /** Not eligible before now + `delayMs` on the database clock; 0 to 10 years. Exclusive with `runAt`. */
-  delayMs?: number;
-  /** Not eligible before this instant (stored as given: an instant is an instant). */
-  runAt?: Date;
-  /** While an active (hot) job holds this key, enqueueing again returns that job's id. ≤ 255 chars. */
-  idempotencyKey?: string;
-  /** Up to 20 tags of 1–100 characters, without commas. */
-  tags?: readonly string[];
-  /** Who enqueued the job, ≤ 100 chars. */
-  createdBy?: string;
-  /** A UUID to use as the job id (default: a new UUIDv7). Reusing it makes a retried call idempotent. */
-  id?: string;
-}
+export type JobOptions = Pick<
+  NewJob,
+  'priority' | 'delayMs' | 'runAt' | 'idempotencyKey' | 'tags' | 'createdBy' | 'id'
+>;
 
 /** Options of a plain-queue enqueue: `type` is free (default: the queue name). @publicApi */
 export interface EnqueueJobOptions extends JobOptions, TransactionOption {
