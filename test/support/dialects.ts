@@ -7,6 +7,7 @@ import { createJobStorage } from '../../libs/chokaq/src/storage/create-storage';
 import { JobStorage, StorageDialect } from '../../libs/chokaq/src/storage/job-storage';
 import { StorageOptions } from '../../libs/chokaq/src/storage/storage-options';
 import { MSSQL_URL, PG_URL, mssqlAvailable, pgAvailable } from './env';
+import { dropMssqlSchema } from './mssql-schema';
 
 /** Logical table names, the same on every dialect. */
 export type TableName =
@@ -244,12 +245,7 @@ const mssql: DialectFixture = {
           options: { encrypt: true, trustServerCertificate: true },
         } as never),
       async () => {
-        const tables = await raw.query(
-          `SELECT name FROM sys.tables WHERE schema_id = SCHEMA_ID(@0)`,
-          [schema],
-        );
-        for (const { name } of tables) await raw.query(`DROP TABLE [${schema}].[${name}]`);
-        await raw.query(`DROP SCHEMA IF EXISTS [${schema}]`);
+        await dropMssqlSchema(raw, schema);
         await raw.destroy();
       },
     );

@@ -7,6 +7,7 @@ import { Pool } from 'pg';
 import { DataSource } from 'typeorm';
 import type { StorageOptions } from '../../../libs/chokaq/src';
 import { MSSQL_URL, PG_URL, mssqlAvailable, pgAvailable } from '../../support/env';
+import { dropMssqlSchema } from '../../support/mssql-schema';
 
 /** The dialects the end-to-end suites run on: SQL Server only with CHOKAQ_MSSQL_URL. */
 export type E2eDialect = 'sqlite' | 'postgres' | 'mssql';
@@ -174,14 +175,7 @@ async function createMssql(): Promise<E2eDatabase> {
       return Number(rows[0].n);
     },
     async close() {
-      const tables = await raw.query(
-        `SELECT name FROM sys.tables WHERE schema_id = SCHEMA_ID(@0)`,
-        [schema],
-      );
-      for (const { name } of tables as Array<{ name: string }>) {
-        await raw.query(`DROP TABLE [${schema}].[${name}]`).catch(() => undefined);
-      }
-      await raw.query(`DROP SCHEMA IF EXISTS [${schema}]`).catch(() => undefined);
+      await dropMssqlSchema(raw, schema);
       await raw.destroy();
     },
   };
