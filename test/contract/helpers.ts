@@ -1,6 +1,7 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import { ChokaQStorageUnavailableError, ChokaQValidationError } from '../../libs/chokaq/src/errors';
 import {
+  FetchRequest,
   HandledJobs,
   HotJob,
   JobLease,
@@ -49,6 +50,7 @@ export async function claim(
   handled: HandledJobs | string,
   limit: number,
   workerId = newWorkerId(),
+  extra: Pick<FetchRequest, 'start' | 'budgetedQueues'> = {},
 ): Promise<Claim> {
   const leaseId = randomUUID();
   const rows = await storage.fetchNextBatch({
@@ -56,6 +58,7 @@ export async function claim(
     leaseId,
     limit,
     handled: typeof handled === 'string' ? queues(handled) : handled,
+    ...extra,
   });
   return { rows, workerId, leaseId, leases: rows.map((r) => ({ id: r.id, workerId, leaseId })) };
 }

@@ -118,6 +118,27 @@ const SCENARIOS: readonly Scenario[] = [
     },
   },
   {
+    // The runtime's hot path: no handled queue is budgeted (PostgreSQL claims in one autocommit
+    // statement) and the first rows start in the claim itself.
+    file: 'claim-start',
+    async run(storage, recorder) {
+      await storage.enqueue(job('golden.start', { priority: 20 }));
+      await storage.enqueue(job('golden.start'));
+      const { result, statements } = await recorder.record(() =>
+        storage.fetchNextBatch({
+          workerId: WORKER,
+          leaseId: randomUUID(),
+          limit: 20,
+          start: 1,
+          budgetedQueues: ['emails'],
+          handled: { queues: ['golden.start'], types: [] },
+        }),
+      );
+      expect(result.map((r) => r.status)).toEqual([2, 1]);
+      return statements;
+    },
+  },
+  {
     file: 'archive-succeeded',
     async run(storage, recorder) {
       const leases = await processing(storage, 'golden.archive', 2);

@@ -3,6 +3,7 @@ import { SqlServerDriver } from 'typeorm/driver/sqlserver/SqlServerDriver';
 import {
   ChokaQStorageUnavailableError,
   ChokaQTransactionError,
+  ChokaQValidationError,
 } from '../../libs/chokaq/src/errors';
 import { MssqlJobStorage } from '../../libs/chokaq/src/storage/mssql/mssql-job-storage';
 import * as SQL from '../../libs/chokaq/src/storage/mssql/mssql.sql';
@@ -130,6 +131,7 @@ describe('MssqlJobStorage over TypeORM SqlServerQueryRunner (stubbed mssql Reque
       limit: 20,
       queues: ['emails'],
       types: [{ queue: 'billing', type: 'invoice.v2' }],
+      start: 0,
     });
     expect(calls[0].sql).toBe(expected.sql);
     // TypeORM names parameters by position; `varchar` goes out as NVarChar unless the driver
@@ -140,6 +142,7 @@ describe('MssqlJobStorage over TypeORM SqlServerQueryRunner (stubbed mssql Reque
       ['2', 'Int'],
       ['3', 'NVarChar'],
       ['4', 'NVarChar'],
+      ['5', 'Int'],
     ]);
     expect(calls[0].inputs.map((i) => i.value)).toEqual([
       LEASE.workerId,
@@ -147,6 +150,7 @@ describe('MssqlJobStorage over TypeORM SqlServerQueryRunner (stubbed mssql Reque
       20,
       '["emails"]',
       '[{"queue":"billing","type":"invoice.v2"}]',
+      0,
     ]);
     expect(jobs).toHaveLength(1);
     expect(jobs[0]).toMatchObject({
@@ -160,6 +164,100 @@ describe('MssqlJobStorage over TypeORM SqlServerQueryRunner (stubbed mssql Reque
     });
     expect(jobs[0].createdAtUtc.toISOString()).toBe('2026-01-02T03:04:05.678Z');
     expect(jobs[0].lastUpdatedUtc.toISOString()).toBe('2026-01-02T03:04:06.001Z');
+  });
+
+  it('claims with start: sends it as the int @5 and maps the started rows', async () => {
+    const started = {
+      ...HOT_ROW,
+      Status: 2,
+      AttemptCount: 1,
+      StartedAtUtc: '2026-01-02T03:04:06.001Z',
+      HeartbeatUtc: '2026-01-02T03:04:06.001Z',
+    };
+    const { storage, calls } = stubbedStorage([[started, { ...HOT_ROW, Id: ID2 }]]);
+    const jobs = await storage.fetchNextBatch({
+      workerId: LEASE.workerId,
+      leaseId: LEASE.leaseId,
+      limit: 2,
+      handled: { queues: ['emails'], types: [] },
+      start: 1,
+      budgetedQueues: [],
+    });
+    expect(calls[0].inputs[5]).toEqual({ name: '5', type: 'Int', value: 1 });
+    expect(calls[0].sql).toContain('h.Status = CASE WHEN k.Rn <= @5 THEN 2 ELSE 1 END');
+    expect(jobs.map((j) => [j.id, j.status, j.attemptCount])).toEqual([
+      [ID, 2, 1],
+      [ID2, 1, 0],
+    ]);
+    expect(jobs[0].startedAtUtc?.toISOString()).toBe('2026-01-02T03:04:06.001Z');
+  });
+
+  describe('claim retried after an ambiguous commit', () => {
+    const request = {
+      workerId: LEASE.workerId,
+      leaseId: LEASE.leaseId,
+      limit: 2,
+      handled: { queues: ['emails'], types: [] },
+      start: 1,
+    };
+    const claimText = SQL.claimSql('chokaq', {
+      workerId: LEASE.workerId,
+      leaseId: LEASE.leaseId,
+      limit: 2,
+      queues: ['emails'],
+      types: [],
+      start: 1,
+    }).sql;
+    const readBackText = SQL.selectClaimedByLeaseSql('chokaq', LEASE.workerId, LEASE.leaseId).sql;
+    /** The server committed the claim, then the connection dropped before the reply arrived. */
+    const lostReply = () => Object.assign(new Error('socket hang up'), { code: 'ECONNRESET' });
+    const started = {
+      ...HOT_ROW,
+      Status: 2,
+      AttemptCount: 1,
+      StartedAtUtc: HOT_ROW.LastUpdatedUtc,
+    };
+
+    it('the first attempt claims without the read-back', async () => {
+      const { storage, calls } = stubbedStorage([[started]]);
+      await storage.fetchNextBatch(request);
+      expect(calls.map((c) => c.sql)).toEqual([claimText]);
+    });
+
+    it('the retry returns the rows the lost attempt committed and does not claim again', async () => {
+      const { storage, calls } = stubbedStorage([lostReply(), [started, { ...HOT_ROW, Id: ID2 }]]);
+      const jobs = await storage.fetchNextBatch(request);
+      expect(calls.map((c) => c.sql)).toEqual([claimText, readBackText]);
+      expect(calls[1].inputs).toEqual([
+        { name: '0', type: 'NVarChar', value: LEASE.workerId },
+        { name: '1', type: 'NVarChar', value: LEASE.leaseId },
+      ]);
+      expect(jobs.map((j) => [j.id, j.status, j.attemptCount, j.leaseId])).toEqual([
+        [ID, 2, 1, LEASE.leaseId],
+        [ID2, 1, 0, LEASE.leaseId],
+      ]);
+    });
+
+    it('the retry claims when the lost attempt committed nothing', async () => {
+      const { storage, calls } = stubbedStorage([lostReply(), [], [started]]);
+      const jobs = await storage.fetchNextBatch(request);
+      expect(calls.map((c) => c.sql)).toEqual([claimText, readBackText, claimText]);
+      expect(jobs.map((j) => j.id)).toEqual([ID]);
+    });
+  });
+
+  it('rejects a start above the limit before any query', async () => {
+    const { storage, calls } = stubbedStorage([]);
+    await expect(
+      storage.fetchNextBatch({
+        workerId: 'w',
+        leaseId: LEASE.leaseId,
+        limit: 2,
+        handled: { queues: ['a'], types: [] },
+        start: 3,
+      }),
+    ).rejects.toBeInstanceOf(ChokaQValidationError);
+    expect(calls).toHaveLength(0);
   });
 
   it('claims nothing without a query when the limit is 0 or nothing is handled', async () => {

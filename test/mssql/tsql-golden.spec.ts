@@ -4,8 +4,8 @@ import { MssqlStatement } from '../../libs/chokaq/src/storage/mssql/mssql-params
 import { catalogue } from './support/statements';
 
 /**
- * Golden files pin the exact T-SQL text and parameter list of the claim and of every move (and
- * the enqueue paths that carry the idempotency-key locking). A change to any of them must be a
+ * Golden files pin the exact T-SQL text and parameter list of the claim (and its retry read-back)
+ * and of every move (and the enqueue paths that carry the idempotency-key locking). A change to any of them must be a
  * conscious act: review the diff, then regenerate with
  *
  *   CHOKAQ_UPDATE_GOLDEN=1 npx jest test/mssql/tsql-golden && npx prettier --write test/mssql/golden
@@ -18,6 +18,7 @@ const UPDATE = process.env.CHOKAQ_UPDATE_GOLDEN === '1';
 
 const PINNED: ReadonlyArray<[file: string, name: string]> = [
   ['claim', 'fetchNextBatch'],
+  ['claimed-by-lease', 'fetchNextBatch.claimedByLease'],
   ['archive-succeeded', 'archiveSucceeded'],
   ['move-to-dlq-lease', 'moveToDlq [lease]'],
   ['move-to-dlq-admin', 'moveToDlq [admin]'],

@@ -19,9 +19,8 @@ describe('SQL Server lock hints and isolation', () => {
   }, 180_000);
 
   it('classifies the claim, the moves and the telemetry reads', () => {
-    expect(entries.filter((e) => e.kind === 'claim').map((e) => e.operation)).toEqual([
-      'fetchNextBatch',
-    ]);
+    const claims = new Set(entries.filter((e) => e.kind === 'claim').map((e) => e.operation));
+    expect([...claims]).toEqual(['fetchNextBatch']);
     const moves = new Set(entries.filter((e) => e.kind === 'move').map((e) => e.operation));
     expect([...moves].sort()).toEqual(
       [
@@ -59,6 +58,17 @@ describe('SQL Server lock hints and isolation', () => {
           broken(claim, 'WITH (UPDLOCK, READPAST, ROWLOCK)', 'WITH (UPDLOCK, ROWLOCK)'),
         ),
       ).toContain('claim: candidates are not read WITH (UPDLOCK, READPAST, ROWLOCK)');
+    });
+
+    it('a claim that ranks the backlog with ROW_NUMBER()', () => {
+      const claim = one('fetchNextBatch', 'start');
+      const ranked = broken(
+        claim,
+        'SELECT TOP (m.Slots) h.Id,',
+        'SELECT TOP (m.Slots) ROW_NUMBER() OVER (PARTITION BY h.Queue ORDER BY h.Priority DESC) AS R, h.Id,',
+      );
+      expect(lockViolations(claim)).toEqual([]);
+      expect(lockViolations(ranked)).toContain('claim: ROW_NUMBER() over the backlog (O(backlog))');
     });
 
     it('a claim whose active count may come from a snapshot', () => {

@@ -52,9 +52,11 @@ describePg('PostgreSQL claim plan', () => {
     await db.sql(`ANALYZE ${s('queues')}`);
     client = new Client({ connectionString: PG_URL });
     await client.connect();
-    await client.query(
-      `PREPARE chokaq_claim(text, text, text[], text[], text[], int) AS ${claimBatch(quoteSchema(db.schema))}`,
-    );
+    for (const variant of ['budgeted', 'unbudgeted'] as const) {
+      await client.query(
+        `PREPARE chokaq_claim_${variant}(text, text, text[], text[], text[], int, int) AS ${claimBatch(quoteSchema(db.schema), variant)}`,
+      );
+    }
   }, 120_000);
 
   afterAll(async () => {
@@ -62,11 +64,14 @@ describePg('PostgreSQL claim plan', () => {
     await db.close();
   });
 
-  const args = `'worker', 'lease', ARRAY['q0','q1','q2','q3','q4','q5','q6','q7'], ARRAY['q8','q9'], ARRAY['t1','t2'], 20`;
+  const args = `'worker', 'lease', ARRAY['q0','q1','q2','q3','q4','q5','q6','q7'], ARRAY['q8','q9'], ARRAY['t1','t2'], 20, 10`;
 
-  async function explain(options: string): Promise<PlanNode> {
+  async function explain(
+    options: string,
+    variant: 'budgeted' | 'unbudgeted' = 'budgeted',
+  ): Promise<PlanNode> {
     const { rows } = await client.query(
-      `EXPLAIN (${options}, FORMAT JSON) EXECUTE chokaq_claim(${args})`,
+      `EXPLAIN (${options}, FORMAT JSON) EXECUTE chokaq_claim_${variant}(${args})`,
     );
     return (rows[0]['QUERY PLAN'] as Array<{ Plan: PlanNode }>)[0].Plan;
   }
@@ -108,6 +113,14 @@ describePg('PostgreSQL claim plan', () => {
   it('uses the pending index with a generic plan too (status codes are literals)', async () => {
     await client.query('SET plan_cache_mode = force_generic_plan');
     assertIndexPlan(await explain('COSTS false'));
+    await client.query('RESET plan_cache_mode');
+  });
+
+  it('the one-statement claim of unbudgeted queues uses the same index plan (custom and generic)', async () => {
+    await client.query('SET plan_cache_mode = force_custom_plan');
+    assertIndexPlan(await explain('COSTS false', 'unbudgeted'));
+    await client.query('SET plan_cache_mode = force_generic_plan');
+    assertIndexPlan(await explain('COSTS false', 'unbudgeted'));
     await client.query('RESET plan_cache_mode');
   });
 

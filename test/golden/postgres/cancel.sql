@@ -1,10 +1,7 @@
--- [1/5] query
-START TRANSACTION
+-- [1/4] query
+START TRANSACTION ISOLATION LEVEL READ COMMITTED
 
--- [2/5] query
-SET TRANSACTION ISOLATION LEVEL READ COMMITTED
-
--- [3/5] query
+-- [2/4] query
 
 WITH moved AS (
   DELETE FROM "chokaq".jobs_hot j
@@ -42,7 +39,7 @@ bucket AS (
 )
 SELECT id FROM src
 
--- [4/5] query
+-- [3/4] query
 
 WITH requested AS (
   UPDATE "chokaq".jobs_hot j
@@ -54,5 +51,5 @@ WITH requested AS (
 SELECT r.id FROM requested r
 CROSS JOIN LATERAL pg_notify('chokaq:cancel', r.id)
 
--- [5/5] query
+-- [4/4] query
 COMMIT

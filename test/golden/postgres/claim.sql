@@ -1,17 +1,14 @@
--- [1/5] query
-START TRANSACTION
+-- [1/4] query
+START TRANSACTION ISOLATION LEVEL READ COMMITTED
 
--- [2/5] query
-SET TRANSACTION ISOLATION LEVEL READ COMMITTED
-
--- [3/5] query
+-- [2/4] query
 
 SELECT name FROM "chokaq".queues
 WHERE name = ANY ($1::text[]) AND max_workers IS NOT NULL
 ORDER BY name
 FOR NO KEY UPDATE
 
--- [4/5] query
+-- [3/4] query
 
 WITH handled (queue, type) AS (
   SELECT h.queue, NULL::text FROM unnest($3::text[]) AS h(queue)
@@ -36,7 +33,8 @@ runnable AS MATERIALIZED (
   WHERE NOT q.is_paused AND q.is_active
 ),
 picked AS MATERIALIZED (
-  SELECT c.id
+  SELECT c.id,
+         row_number() OVER (ORDER BY c.priority DESC, c.due, c.id) AS rn
   FROM runnable r
   CROSS JOIN LATERAL (
     SELECT j.id, j.priority, coalesce(j.scheduled_at_utc, j.enqueued_at_utc) AS due
@@ -49,14 +47,18 @@ picked AS MATERIALIZED (
     LIMIT r.budget
     FOR UPDATE SKIP LOCKED
   ) c
-  ORDER BY c.priority DESC, c.due
+  ORDER BY c.priority DESC, c.due, c.id
   LIMIT $6
 )
 UPDATE "chokaq".jobs_hot j
-SET status = 1, worker_id = $1, lease_id = $2, last_updated_utc = now()
+SET status = CASE WHEN p.rn <= $7 THEN 2 ELSE 1 END,
+    attempt_count = CASE WHEN p.rn <= $7 THEN j.attempt_count + 1 ELSE j.attempt_count END,
+    started_at_utc = CASE WHEN p.rn <= $7 THEN now() ELSE j.started_at_utc END,
+    heartbeat_utc = CASE WHEN p.rn <= $7 THEN now() ELSE j.heartbeat_utc END,
+    worker_id = $1, lease_id = $2, last_updated_utc = now()
 FROM picked p
 WHERE j.id = p.id AND j.status = 0
 RETURNING j.*
 
--- [5/5] query
+-- [4/4] query
 COMMIT

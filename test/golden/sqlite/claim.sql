@@ -34,11 +34,19 @@ WITH
         FROM candidate
       ),
       picked AS (
-        SELECT id FROM ranked WHERE rn <= remaining ORDER BY priority DESC, due, id LIMIT @limit
+        SELECT id, ROW_NUMBER() OVER (ORDER BY priority DESC, due, id) AS claim_rn
+        FROM ranked WHERE rn <= remaining ORDER BY priority DESC, due, id LIMIT @limit
       )
-      UPDATE chokaq_jobs_hot
-      SET status = 1, worker_id = @workerId, lease_id = @leaseId, last_updated_utc = CAST(ROUND(unixepoch('subsec') * 1000) AS INTEGER)
-      WHERE status = 0 AND id IN (SELECT id FROM picked)
+      UPDATE chokaq_jobs_hot AS h
+      SET status = CASE WHEN p.claim_rn <= @start THEN 2 ELSE 1 END,
+          attempt_count = attempt_count + CASE WHEN p.claim_rn <= @start THEN 1 ELSE 0 END,
+          started_at_utc = CASE WHEN p.claim_rn <= @start THEN CAST(ROUND(unixepoch('subsec') * 1000) AS INTEGER)
+                                ELSE started_at_utc END,
+          heartbeat_utc = CASE WHEN p.claim_rn <= @start THEN CAST(ROUND(unixepoch('subsec') * 1000) AS INTEGER)
+                               ELSE heartbeat_utc END,
+          worker_id = @workerId, lease_id = @leaseId, last_updated_utc = CAST(ROUND(unixepoch('subsec') * 1000) AS INTEGER)
+      FROM picked p
+      WHERE h.status = 0 AND h.id = p.id
       RETURNING *
 
 -- [3/3] run

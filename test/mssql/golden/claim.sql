@@ -47,9 +47,14 @@ Candidates AS (
   WHERE m.Slots > 0
 ),
 Batch AS (
-  SELECT TOP (@2) b.Id FROM Candidates AS b ORDER BY b.Priority DESC, b.DueAtUtc, b.Id
+  SELECT TOP (@2) b.Id, ROW_NUMBER() OVER (ORDER BY b.Priority DESC, b.DueAtUtc, b.Id) AS Rn
+  FROM Candidates AS b ORDER BY b.Priority DESC, b.DueAtUtc, b.Id
 )
-UPDATE h SET h.Status = 1, h.WorkerId = @0, h.LeaseId = CAST(@1 AS varchar(36)), h.LastUpdatedUtc = @now
+UPDATE h SET h.Status = CASE WHEN k.Rn <= @5 THEN 2 ELSE 1 END,
+  h.AttemptCount = CASE WHEN k.Rn <= @5 THEN h.AttemptCount + 1 ELSE h.AttemptCount END,
+  h.StartedAtUtc = CASE WHEN k.Rn <= @5 THEN @now ELSE h.StartedAtUtc END,
+  h.HeartbeatUtc = CASE WHEN k.Rn <= @5 THEN @now ELSE h.HeartbeatUtc END,
+  h.WorkerId = @0, h.LeaseId = CAST(@1 AS varchar(36)), h.LastUpdatedUtc = @now
 OUTPUT inserted.* INTO @Claimed
 FROM [chokaq].[JobsHot] AS h
 INNER JOIN Batch AS k ON k.Id = h.Id

@@ -2,6 +2,11 @@ import { CatalogueEntry, SCHEMA } from './statements';
 import { HintedReference, tableHints } from './tsql-grammar';
 
 const DIRTY = /\b(NOLOCK|READUNCOMMITTED)\b|READ\s+UNCOMMITTED/i;
+/** The claiming UPDATE: Fetched, or Processing for the first `@start` rows of the batch. */
+const CLAIM_UPDATE =
+  /\bUPDATE\s+h\s+SET\s+h\.Status\s*=\s*(?:1\b|CASE WHEN k\.Rn <= @\d+ THEN 2 ELSE 1 END)/gi;
+/** A `ROW_NUMBER()` and the first source after it (the FROM of its SELECT). */
+const RANKED_SOURCE = /\bROW_NUMBER\s*\([^;]*?\bFROM\s+(\S+)/gi;
 
 function refsTo(refs: HintedReference[], table: string): HintedReference[] {
   return refs.filter((r) => r.table.replace(/\s+/g, '') === `[${SCHEMA}].[${table}]`);
@@ -66,15 +71,21 @@ export function lockViolations(entry: CatalogueEntry): string[] {
     const order = inOrder(sql, [
       /SET XACT_ABORT ON;/,
       /BEGIN TRAN;/,
-      /\bUPDATE h SET h\.Status = 1\b/,
+      CLAIM_UPDATE,
       /OUTPUT inserted\.\*/,
       /COMMIT;/,
     ]);
     if (order) out.push(`claim: ${order}`);
-    if ((sql.match(/\bUPDATE\s+h\s+SET\s+h\.Status\s*=\s*1\b/gi) ?? []).length !== 1) {
+    if ((sql.match(CLAIM_UPDATE) ?? []).length !== 1) {
       out.push('claim: not exactly one claiming UPDATE');
     }
-    if (/ROW_NUMBER\s*\(/i.test(sql)) out.push('claim: ROW_NUMBER() over the backlog (O(backlog))');
+    // Ranking the bounded candidates (at most `limit` per queue) is O(batch); any other
+    // ROW_NUMBER() ranks hot rows, i.e. the backlog.
+    const ranked = [...sql.matchAll(RANKED_SOURCE)];
+    const rankCount = (sql.match(/\bROW_NUMBER\s*\(/gi) ?? []).length;
+    if (rankCount !== ranked.length || ranked.some((m) => m[1] !== 'Candidates')) {
+      out.push('claim: ROW_NUMBER() over the backlog (O(backlog))');
+    }
     if (!/CROSS APPLY \(\s*SELECT TOP \(/i.test(sql))
       out.push('claim: no CROSS APPLY (SELECT TOP …)');
   }

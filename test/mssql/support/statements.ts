@@ -138,17 +138,21 @@ export function catalogue(schema = SCHEMA): CatalogueEntry[] {
     ]),
   );
 
+  const claim: SQL.MssqlClaimRequest = {
+    workerId: LEASE.workerId,
+    leaseId: LEASE.leaseId,
+    limit: 20,
+    queues: ['emails', 'default'],
+    types: [{ queue: 'billing', type: 'invoice.v2' }],
+    start: 0,
+  };
+  add('fetchNextBatch', '', 'claim', SQL.claimSql(schema, claim));
+  add('fetchNextBatch', 'start', 'claim', SQL.claimSql(schema, { ...claim, start: 5 }));
   add(
-    'fetchNextBatch',
+    'fetchNextBatch.claimedByLease',
     '',
-    'claim',
-    SQL.claimSql(schema, {
-      workerId: LEASE.workerId,
-      leaseId: LEASE.leaseId,
-      limit: 20,
-      queues: ['emails', 'default'],
-      types: [{ queue: 'billing', type: 'invoice.v2' }],
-    }),
+    'read',
+    SQL.selectClaimedByLeaseSql(schema, LEASE.workerId, LEASE.leaseId),
   );
 
   add('markAsProcessing', '', 'transition', SQL.markAsProcessingSql(schema, [LEASE]));

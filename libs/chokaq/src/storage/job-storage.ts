@@ -70,7 +70,8 @@ export interface JobStorage {
 
   /**
    * Claims up to `limit` due Pending rows of unpaused, active queues that the caller can run, in one
-   * statement: sets Status 1 (Fetched), `WorkerId`, `LeaseId`, `LastUpdatedUtc`, and returns them.
+   * statement: sets Status 1 (Fetched), `WorkerId`, `LeaseId`, `LastUpdatedUtc`, and returns them;
+   * the first `request.start` rows are started at once instead (Status 2, as `markAsProcessing`).
    * Respects each queue's `MaxWorkers` budget across all workers. Order: priority desc, then due time.
    */
   fetchNextBatch(request: FetchRequest): Promise<HotJob[]>;
@@ -302,6 +303,22 @@ export interface FetchRequest {
   /** At most this many rows; 0 claims nothing. */
   limit: number;
   handled: HandledJobs;
+  /**
+   * Start the first `start` claimed rows at once (claim order: priority desc, due, id): they come
+   * back Processing with `AttemptCount + 1`, `StartedAtUtc` and `HeartbeatUtc` set, exactly as
+   * `markAsProcessing` would leave them, so no second statement is needed before their handlers
+   * run. The rest come back Fetched. Default 0; at most `limit`. The caller must have a free
+   * concurrency slot for each started row: nothing guards a started row from going stale.
+   */
+  start?: number;
+  /**
+   * Queues the caller believes have a `MaxWorkers` budget (from a recent `getQueues`). When it is
+   * given and no handled queue is in it, a dialect may claim without serialising on budgets (on
+   * PostgreSQL: one autocommit statement instead of a transaction with a lock step); such a claim
+   * skips every queue that has a budget at that moment, so a stale hint only delays a newly
+   * budgeted queue until the caller's next refresh, and never overspends a budget.
+   */
+  budgetedQueues?: readonly string[];
 }
 
 /** A claimed or active row of the hot table. @publicApi */

@@ -165,9 +165,15 @@ export class MssqlJobStorage implements JobStorage {
    * fenced, so a repeat after an ambiguous commit changes nothing.
    */
   private run(name: string, statement: MssqlStatement): Promise<Row[]> {
+    return this.retry(name, () => this.execute(statement));
+  }
+
+  /** The transient retry, telling `operation` which attempt it is (1 for the first). */
+  private retry<T>(name: string, operation: (attempt: number) => Promise<T>): Promise<T> {
+    let attempt = 0;
     return withTransientRetry(
       name,
-      () => this.execute(statement),
+      () => operation(++attempt),
       isTransientMssqlError,
       this.config.transientRetry,
     );
@@ -322,22 +328,27 @@ export class MssqlJobStorage implements JobStorage {
 
   // -------------------------------------------------------------------------------- worker-owned
 
-  /** @inheritdoc */
+  /**
+   * Ignores the `budgetedQueues` hint: this claim is already one round trip (one batch). A retry
+   * after an ambiguous failure first returns whatever an earlier attempt with this lease already
+   * committed; the first attempt skips that read.
+   * @inheritdoc
+   */
   async fetchNextBatch(request: FetchRequest): Promise<HotJob[]> {
-    const { workerId, leaseId, limit, handled } = assertFetchRequest(request);
+    const { workerId, leaseId, limit, handled, start } = assertFetchRequest(request);
     const queues = [...new Set(handled.queues)];
     const types = handled.types;
     if (limit === 0 || (queues.length === 0 && types.length === 0)) return [];
-    const rows = await this.run(
-      'fetchNextBatch',
-      SQL.claimSql(this.schema, {
-        workerId,
-        leaseId,
-        limit,
-        queues,
-        types,
-      }),
-    );
+    const claim = SQL.claimSql(this.schema, { workerId, leaseId, limit, queues, types, start });
+    const rows = await this.retry('fetchNextBatch', async (attempt) => {
+      if (attempt > 1) {
+        const already = await this.execute(
+          SQL.selectClaimedByLeaseSql(this.schema, workerId, leaseId),
+        );
+        if (already.length > 0) return already;
+      }
+      return this.execute(claim);
+    });
     return rows.map(mapHotRow);
   }
 

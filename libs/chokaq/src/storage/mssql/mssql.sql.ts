@@ -347,6 +347,8 @@ export interface MssqlClaimRequest {
   queues: readonly string[];
   /** Exact (queue, type) pairs. */
   types: ReadonlyArray<{ queue: string; type: string }>;
+  /** How many of the claimed rows, first in claim order, go straight to Processing (0 to limit). */
+  start: number;
 }
 
 /**
@@ -366,6 +368,9 @@ export interface MssqlClaimRequest {
  *   skipped rather than waited for, rows we pick stay U-locked until our UPDATE changes them.
  * - The final UPDATE re-checks `Status = 0`.
  *
+ * `start`: the UPDATE sets the batch's first `@start` rows (`ROW_NUMBER()` in claim order) to
+ * Processing exactly as {@link markAsProcessingSql} does, the rest to Fetched; 0 starts none.
+ *
  * Departure from the seed's shape, same semantics: the seed ranks every due pending row with
  * `ROW_NUMBER() OVER (PARTITION BY Queue …)`, which reads the whole backlog on every poll. Here
  * each runnable queue takes its own top rows with `CROSS APPLY (SELECT TOP (slots) … ORDER BY
@@ -382,6 +387,8 @@ export function claimSql(schema: string, req: MssqlClaimRequest): MssqlStatement
   const limit = p.int(req.limit);
   const queues = p.json(req.queues);
   const types = p.json(req.types.map((x) => ({ queue: x.queue, type: x.type })));
+  const start = p.int(req.start);
+  const started = `k.Rn <= ${start}`;
   return p.statement(
     [
       PROLOGUE,
@@ -432,9 +439,15 @@ export function claimSql(schema: string, req: MssqlClaimRequest): MssqlStatement
       '  WHERE m.Slots > 0',
       '),',
       'Batch AS (',
-      `  SELECT TOP (${limit}) b.Id FROM Candidates AS b ORDER BY b.Priority DESC, b.DueAtUtc, b.Id`,
+      // Rn ranks only the candidates (at most `limit` per runnable queue), never the backlog.
+      `  SELECT TOP (${limit}) b.Id, ROW_NUMBER() OVER (ORDER BY b.Priority DESC, b.DueAtUtc, b.Id) AS Rn`,
+      '  FROM Candidates AS b ORDER BY b.Priority DESC, b.DueAtUtc, b.Id',
       ')',
-      `UPDATE h SET h.Status = 1, h.WorkerId = ${workerId}, h.LeaseId = ${leaseId}, h.LastUpdatedUtc = @now`,
+      `UPDATE h SET h.Status = CASE WHEN ${started} THEN 2 ELSE 1 END,`,
+      `  h.AttemptCount = CASE WHEN ${started} THEN h.AttemptCount + 1 ELSE h.AttemptCount END,`,
+      `  h.StartedAtUtc = CASE WHEN ${started} THEN @now ELSE h.StartedAtUtc END,`,
+      `  h.HeartbeatUtc = CASE WHEN ${started} THEN @now ELSE h.HeartbeatUtc END,`,
+      `  h.WorkerId = ${workerId}, h.LeaseId = ${leaseId}, h.LastUpdatedUtc = @now`,
       'OUTPUT inserted.* INTO @Claimed',
       `FROM ${t.hot} AS h`,
       'INNER JOIN Batch AS k ON k.Id = h.Id',
@@ -443,6 +456,39 @@ export function claimSql(schema: string, req: MssqlClaimRequest): MssqlStatement
       `SELECT ${selectColumns('c', HOT_COLUMNS)}`,
       'FROM @Claimed AS c',
       'ORDER BY c.Priority DESC, c.DueAtUtc, c.Id;',
+    ].join('\n'),
+  );
+}
+
+/**
+ * fetchNextBatch, retry only — the rows a claim with this lease already took, in the claim's
+ * columns and order. A retry after an ambiguous commit (reply lost after COMMIT) returns them
+ * instead of claiming again, which would strand them until `recoverAbandoned` (Fetched) or the
+ * zombie sweep (started by the claim, attempt already counted). Only that claim can have set this
+ * lease, and its caller never received the rows, so nothing else has moved them on.
+ *
+ * Locks and isolation: a plain read committed SELECT, no hints. The earlier attempt committed
+ * before its reply was lost, so its rows are visible to a statement that starts afterwards; under
+ * READ_COMMITTED_SNAPSHOT it reads the last committed versions without blocking, otherwise it takes
+ * short S locks. Nothing needs locking for later: the rows are fenced by the lease. No index has
+ * `WorkerId` or `LeaseId`; at best the active rows are scanned through the filtered
+ * `IX_JobsHot_Active`, which is why it runs on retries only.
+ */
+export function selectClaimedByLeaseSql(
+  schema: string,
+  workerId: string,
+  leaseId: string,
+): MssqlStatement {
+  const t = tables(schema);
+  const p = new ParamList();
+  const worker = p.nvarchar(workerId);
+  const lease = p.varchar(leaseId, 36);
+  return p.statement(
+    [
+      `SELECT ${selectColumns('h', HOT_COLUMNS)}`,
+      `FROM ${t.hot} AS h`,
+      `WHERE h.Status IN (1, 2) AND h.WorkerId = ${worker} AND h.LeaseId = ${lease}`,
+      'ORDER BY h.Priority DESC, h.DueAtUtc, h.Id;',
     ].join('\n'),
   );
 }

@@ -162,6 +162,7 @@ export class PostgresJobStorage implements JobStorage {
     lookupHolders: string;
     lockBudgets: string;
     claim: string;
+    claimUnbudgeted: string;
     claimedByLease: string;
     markAsProcessing: string;
     keepAlive: string;
@@ -186,6 +187,7 @@ export class PostgresJobStorage implements JobStorage {
       lookupHolders: SQL.lookupEnqueueHolders(s),
       lockBudgets: SQL.lockBudgetedQueues(s),
       claim: SQL.claimBatch(s),
+      claimUnbudgeted: SQL.claimBatch(s, 'unbudgeted'),
       claimedByLease: SQL.selectClaimedByLease(s),
       markAsProcessing: SQL.markAsProcessing(s),
       keepAlive: SQL.keepAlive(s),
@@ -225,13 +227,16 @@ export class PostgresJobStorage implements JobStorage {
       if (!transaction) return await fn(exec);
       // READ COMMITTED explicitly: every claim and move relies on a fresh snapshot per statement
       // (see postgres.sql.ts), whatever default_transaction_isolation the server or pool sets.
-      await runner.startTransaction('READ COMMITTED');
+      // One statement, not TypeORM's startTransaction (START TRANSACTION, then SET TRANSACTION:
+      // two round trips). If ROLLBACK itself fails the connection is broken, and pg's pool drops a
+      // connection that is no longer queryable when it is released.
+      await exec(SQL.BEGIN_READ_COMMITTED);
       try {
         const result = await fn(exec);
-        await runner.commitTransaction();
+        await exec('COMMIT');
         return result;
       } catch (error) {
-        if (runner.isTransactionActive) await runner.rollbackTransaction().catch(() => undefined);
+        await exec('ROLLBACK').catch(() => undefined);
         throw error;
       }
     } finally {
@@ -488,31 +493,47 @@ export class PostgresJobStorage implements JobStorage {
 
   /**
    * One short transaction: lock the budgeted queues' rows (serialises claims that spend a budget),
-   * then the claim statement with a fresh snapshot. A retry after an ambiguous failure first
-   * returns whatever an earlier attempt with this lease already committed.
+   * then the claim statement with a fresh snapshot. When `budgetedQueues` says no handled queue is
+   * budgeted, the claim is one autocommit statement that skips budgeted queues instead (one round
+   * trip, not four). A retry after an ambiguous failure first returns whatever an earlier attempt
+   * with this lease already committed.
    */
   async fetchNextBatch(request: FetchRequest): Promise<HotJob[]> {
-    const { workerId, leaseId, limit, handled } = assertFetchRequest(request);
+    const { workerId, leaseId, limit, handled, start, budgetedQueues } =
+      assertFetchRequest(request);
     const wide = [...new Set(handled.queues)];
     const wideSet = new Set(wide);
     const pairs = handled.types.filter((p) => !wideSet.has(p.queue));
     if (limit === 0 || (wide.length === 0 && pairs.length === 0)) return [];
     const queues = [...new Set([...wide, ...pairs.map((p) => p.queue)])];
-    const rows = await this.transaction('fetchNextBatch', async (exec, attempt) => {
-      if (attempt > 1) {
-        const already = await exec(this.sql.claimedByLease, [workerId, leaseId]);
-        if (already.length > 0) return already;
-      }
-      await exec(this.sql.lockBudgets, [queues]);
-      return exec(this.sql.claim, [
-        workerId,
-        leaseId,
-        wide,
-        pairs.map((p) => p.queue),
-        pairs.map((p) => p.type),
-        limit,
-      ]);
-    });
+    const params = [
+      workerId,
+      leaseId,
+      wide,
+      pairs.map((p) => p.queue),
+      pairs.map((p) => p.type),
+      limit,
+      start,
+    ];
+    // A retry after an ambiguous failure first returns what an earlier attempt with this lease
+    // already committed (the caller never saw those rows).
+    const claimed = async (exec: Exec, attempt: number) =>
+      attempt > 1 ? exec(this.sql.claimedByLease, [workerId, leaseId]) : [];
+    const budgeted = budgetedQueues && new Set(budgetedQueues);
+    const rows =
+      budgeted && !queues.some((q) => budgeted.has(q))
+        ? await this.retry('fetchNextBatch', async (attempt) =>
+            this.withConnection(false, async (exec) => {
+              const already = await claimed(exec, attempt);
+              return already.length > 0 ? already : exec(this.sql.claimUnbudgeted, params);
+            }),
+          )
+        : await this.transaction('fetchNextBatch', async (exec, attempt) => {
+            const already = await claimed(exec, attempt);
+            if (already.length > 0) return already;
+            await exec(this.sql.lockBudgets, [queues]);
+            return exec(this.sql.claim, params);
+          });
     return rows.map(mapHotRow).sort(byPriorityThenDue);
   }
 

@@ -96,7 +96,14 @@ describe('postgres.sql', () => {
     const claim = SQL.claimBatch(S);
     expect(claim).toMatch(/CROSS JOIN LATERAL \([\s\S]*LIMIT r\.budget\s+FOR UPDATE SKIP LOCKED/);
     expect(claim).toContain('picked AS MATERIALIZED');
-    expect(claim).not.toMatch(/row_number|OVER\s*\(/i);
+    // The only window numbers the few locked candidates (which of them start), never the backlog.
+    expect(claim.match(/OVER\s*\(/gi)).toHaveLength(1);
+    expect(claim).toContain('row_number() OVER (ORDER BY c.priority DESC, c.due, c.id)');
+    // The fast path: one statement that counts no budget and skips budgeted queues.
+    const fast = SQL.claimBatch(S, 'unbudgeted');
+    expect(fast).toContain('q.max_workers IS NULL');
+    expect(fast).not.toContain('count(*)');
+    expect(fast).toMatch(/LIMIT r\.budget\s+FOR UPDATE SKIP LOCKED/);
     expect(SQL.lockBudgetedQueues(S)).toMatch(
       /max_workers IS NOT NULL[\s\S]*ORDER BY name\s+FOR NO KEY UPDATE/,
     );

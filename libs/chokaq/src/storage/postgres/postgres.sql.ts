@@ -172,6 +172,9 @@ SELECT 'id', id, NULL FROM ${s}.jobs_dlq WHERE id = ANY ($1::text[])
 UNION ALL
 SELECT 'key', id, idempotency_key FROM ${s}.jobs_hot WHERE idempotency_key = ANY ($2::text[])`;
 
+/** Opens a transaction of ChokaQ's own (one round trip; see `withConnection`). */
+export const BEGIN_READ_COMMITTED = 'START TRANSACTION ISOLATION LEVEL READ COMMITTED';
+
 // ------------------------------------------------------------------------------------------ claim
 
 /**
@@ -193,7 +196,10 @@ FOR NO KEY UPDATE`;
 
 /**
  * Step 2 of a claim: claims up to $6 due Pending rows and returns them. $1 worker id, $2 lease id,
- * $3 queues with a queue-wide handler, $4/$5 parallel arrays of exact (queue, type) pairs, $6 limit.
+ * $3 queues with a queue-wide handler, $4/$5 parallel arrays of exact (queue, type) pairs, $6 limit,
+ * $7 how many of the claimed rows (the first in claim order) start at once: status 2 with
+ * `attempt_count + 1`, `started_at_utc` and `heartbeat_utc`, exactly as {@link markAsProcessing}
+ * leaves them; the others are Fetched (status 1).
  *
  * Lock/isolation: READ COMMITTED with a fresh snapshot taken after step 1's locks, so
  * `active` (Fetched + Processing of the queue, counted through `ix_jobs_hot_active`) includes every
@@ -201,14 +207,20 @@ FOR NO KEY UPDATE`;
  * `FOR UPDATE SKIP LOCKED` inside a per-queue `LATERAL` subquery: rows another claimer holds are
  * skipped, never waited for, and each row is re-checked (`status = 0`) after it is locked.
  *
+ * `unbudgeted` variant (the fast path): the statement runs alone, in autocommit, without step 1,
+ * and claims only from queues whose `max_workers` is NULL when it runs; budgeted queues are skipped
+ * (no budget can be overspent, since nothing is counted). One round trip instead of four.
+ *
  * Cost is O(batch): each queue's LATERAL is an ordered index scan of `ix_jobs_hot_pending`
  * (queue, priority DESC, due) stopped by `LIMIT budget`; the due test is an index condition on the
  * third key column, so future-scheduled rows are skipped without heap visits. A window function
  * over all pending rows would be O(backlog) and cannot be combined with FOR UPDATE anyway.
  *
- * Across queues the best rows by (priority DESC, due) win, up to $6 in all (priority is global, as
- * for a single queue). Each queue's LATERAL locks at most min(budget, $6) rows; locked rows that lose
- * the final cut are released at COMMIT (other claimers merely skip them for that instant).
+ * Across queues the best rows by (priority DESC, due, id) win, up to $6 in all (priority is global,
+ * as for a single queue). Each queue's LATERAL locks at most min(budget, $6) rows; locked rows that
+ * lose the final cut are released at COMMIT (other claimers merely skip them for that instant). The
+ * row number that decides which rows start is taken over the same order, `id` last, so it is
+ * deterministic and the started rows are exactly the first $7 returned.
  *
  * `runnable` is MATERIALIZED so each budgeted queue's active count runs once (inlined, the
  * planner would repeat the count in every place `budget` is used).
@@ -221,7 +233,7 @@ FOR NO KEY UPDATE`;
  * scheduled_at_utc <= now()" because enqueued_at_utc is always in the past, and it is the indexed
  * expression.
  */
-export const claimBatch = (s: string): string => `
+export const claimBatch = (s: string, variant: 'budgeted' | 'unbudgeted' = 'budgeted'): string => `
 WITH handled (queue, type) AS (
   SELECT h.queue, NULL::text FROM unnest($3::text[]) AS h(queue)
   UNION ALL
@@ -233,7 +245,9 @@ wanted AS (
   FROM handled
   GROUP BY queue
 ),
-runnable AS MATERIALIZED (
+runnable AS MATERIALIZED (${
+  variant === 'budgeted'
+    ? `
   SELECT q.name, w.types,
          CASE WHEN q.max_workers IS NULL THEN $6::int
               ELSE greatest(0, least($6::int, q.max_workers - (
@@ -242,10 +256,17 @@ runnable AS MATERIALIZED (
          END AS budget
   FROM wanted w
   JOIN ${s}.queues q ON q.name = w.queue
-  WHERE NOT q.is_paused AND q.is_active
+  WHERE NOT q.is_paused AND q.is_active`
+    : `
+  SELECT q.name, w.types, $6::int AS budget
+  FROM wanted w
+  JOIN ${s}.queues q ON q.name = w.queue
+  WHERE NOT q.is_paused AND q.is_active AND q.max_workers IS NULL`
+}
 ),
 picked AS MATERIALIZED (
-  SELECT c.id
+  SELECT c.id,
+         row_number() OVER (ORDER BY c.priority DESC, c.due, c.id) AS rn
   FROM runnable r
   CROSS JOIN LATERAL (
     SELECT j.id, j.priority, coalesce(j.scheduled_at_utc, j.enqueued_at_utc) AS due
@@ -258,23 +279,28 @@ picked AS MATERIALIZED (
     LIMIT r.budget
     FOR UPDATE SKIP LOCKED
   ) c
-  ORDER BY c.priority DESC, c.due
+  ORDER BY c.priority DESC, c.due, c.id
   LIMIT $6
 )
 UPDATE ${s}.jobs_hot j
-SET status = 1, worker_id = $1, lease_id = $2, last_updated_utc = now()
+SET status = CASE WHEN p.rn <= $7 THEN 2 ELSE 1 END,
+    attempt_count = CASE WHEN p.rn <= $7 THEN j.attempt_count + 1 ELSE j.attempt_count END,
+    started_at_utc = CASE WHEN p.rn <= $7 THEN now() ELSE j.started_at_utc END,
+    heartbeat_utc = CASE WHEN p.rn <= $7 THEN now() ELSE j.heartbeat_utc END,
+    worker_id = $1, lease_id = $2, last_updated_utc = now()
 FROM picked p
 WHERE j.id = p.id AND j.status = 0
 RETURNING j.*`;
 
 /**
  * Rows a claim with this lease already took: a retry after an ambiguous commit (connection lost
- * after COMMIT) returns them instead of leaving them to `recoverAbandoned`. $1 worker, $2 lease.
- * Served by `ix_jobs_hot_fetched` (few rows are Fetched at any time).
+ * after COMMIT) returns them instead of leaving them to `recoverAbandoned` (Fetched) or the zombie
+ * sweep (started by the claim). $1 worker, $2 lease. Only that claim can have set this lease, and
+ * its caller never received the rows, so nothing else can have moved them on.
  */
 export const selectClaimedByLease = (s: string): string => `
 SELECT * FROM ${s}.jobs_hot
-WHERE status = 1 AND worker_id = $1 AND lease_id = $2`;
+WHERE status IN (1, 2) AND worker_id = $1 AND lease_id = $2`;
 
 // ------------------------------------------------------------------------------------------ worker-owned
 

@@ -260,7 +260,7 @@ export function chunk<T>(items: readonly T[], size: number): T[][] {
 export const MAX_CLAIM = MAX_ENQUEUE_MANY;
 
 /** Validates a claim request: worker and lease ids as in a lease, a limit, the handled lists. */
-export function assertFetchRequest(request: FetchRequest): FetchRequest {
+export function assertFetchRequest(request: FetchRequest): FetchRequest & { start: number } {
   if (request === null || typeof request !== 'object') {
     fail([{ path: 'request', message: 'must be an object', value: request }]);
   }
@@ -296,8 +296,28 @@ export function assertFetchRequest(request: FetchRequest): FetchRequest {
       if (t) issues.push(t);
     });
   }
+  const start = request.start ?? 0;
+  if (
+    typeof start !== 'number' ||
+    !Number.isInteger(start) ||
+    start < 0 ||
+    (typeof limit === 'number' && start > limit)
+  ) {
+    issues.push({ path: 'start', message: 'must be an integer from 0 to limit', value: start });
+  }
+  const budgeted = request.budgetedQueues;
+  if (budgeted !== undefined) {
+    if (!Array.isArray(budgeted)) {
+      issues.push({ path: 'budgetedQueues', message: 'must be an array', value: budgeted });
+    } else {
+      budgeted.forEach((queue, i) => {
+        const issue = textIssue(`budgetedQueues[${i}]`, queue, LIMITS.queueName);
+        if (issue) issues.push(issue);
+      });
+    }
+  }
   fail(issues);
-  return request;
+  return { ...request, start };
 }
 
 /** A `moveToDlq` target with a worker or lease id is a lease (validated as one); else an admin `{ id }`. */

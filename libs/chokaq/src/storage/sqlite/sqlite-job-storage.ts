@@ -357,14 +357,18 @@ export class SqliteJobStorage implements JobStorage {
 
   // ================================================================== worker-owned transitions
 
-  /** @inheritdoc */
+  /**
+   * Ignores the `budgetedQueues` hint: claims are already serialised by BEGIN IMMEDIATE.
+   * @inheritdoc
+   */
   async fetchNextBatch(request: FetchRequest): Promise<HotJob[]> {
-    const { workerId, leaseId, limit, handled } = assertFetchRequest(request);
+    const { workerId, leaseId, limit, handled, start } = assertFetchRequest(request);
     if (limit === 0 || (handled.queues.length === 0 && handled.types.length === 0)) return [];
     const params = {
       queues: JSON.stringify(handled.queues),
       types: JSON.stringify(handled.types.map((t) => ({ queue: t.queue, type: t.type }))),
       limit,
+      start,
       workerId,
       leaseId,
     };

@@ -140,6 +140,9 @@ export function sqliteStatements(p: string) {
      * exceed a budget either. `@queues`: queues with a queue-wide handler; `@types`: exact
      * `{queue, type}` pairs. Paused and inactive queues are skipped; a queue without a `Queues` row
      * counts as unpaused, active and unlimited.
+     *
+     * `@start`: the first `@start` picked rows in claim order (`claim_rn`) go straight to
+     * Processing, set as {@link markAsProcessing} sets them; the rest become Fetched (all with 0).
      */
     claim: `WITH
       handled_queue(queue) AS (SELECT value FROM json_each(@queues)),
@@ -173,11 +176,19 @@ export function sqliteStatements(p: string) {
         FROM candidate
       ),
       picked AS (
-        SELECT id FROM ranked WHERE rn <= remaining ORDER BY priority DESC, due, id LIMIT @limit
+        SELECT id, ROW_NUMBER() OVER (ORDER BY priority DESC, due, id) AS claim_rn
+        FROM ranked WHERE rn <= remaining ORDER BY priority DESC, due, id LIMIT @limit
       )
-      UPDATE ${hot}
-      SET status = 1, worker_id = @workerId, lease_id = @leaseId, last_updated_utc = ${SQLITE_NOW_MS}
-      WHERE status = 0 AND id IN (SELECT id FROM picked)
+      UPDATE ${hot} AS h
+      SET status = CASE WHEN p.claim_rn <= @start THEN 2 ELSE 1 END,
+          attempt_count = attempt_count + CASE WHEN p.claim_rn <= @start THEN 1 ELSE 0 END,
+          started_at_utc = CASE WHEN p.claim_rn <= @start THEN ${SQLITE_NOW_MS}
+                                ELSE started_at_utc END,
+          heartbeat_utc = CASE WHEN p.claim_rn <= @start THEN ${SQLITE_NOW_MS}
+                               ELSE heartbeat_utc END,
+          worker_id = @workerId, lease_id = @leaseId, last_updated_utc = ${SQLITE_NOW_MS}
+      FROM picked p
+      WHERE h.status = 0 AND h.id = p.id
       RETURNING *`,
 
     // ------------------------------------------------------------------ worker-owned updates

@@ -1,0 +1,46 @@
+-- [1/1] query
+
+WITH handled (queue, type) AS (
+  SELECT h.queue, NULL::text FROM unnest($3::text[]) AS h(queue)
+  UNION ALL
+  SELECT p.queue, p.type FROM unnest($4::text[], $5::text[]) AS p(queue, type)
+),
+wanted AS (
+  SELECT queue,
+         CASE WHEN bool_or(type IS NULL) THEN NULL ELSE array_agg(type) END AS types
+  FROM handled
+  GROUP BY queue
+),
+runnable AS MATERIALIZED (
+  SELECT q.name, w.types, $6::int AS budget
+  FROM wanted w
+  JOIN "chokaq".queues q ON q.name = w.queue
+  WHERE NOT q.is_paused AND q.is_active AND q.max_workers IS NULL
+),
+picked AS MATERIALIZED (
+  SELECT c.id,
+         row_number() OVER (ORDER BY c.priority DESC, c.due, c.id) AS rn
+  FROM runnable r
+  CROSS JOIN LATERAL (
+    SELECT j.id, j.priority, coalesce(j.scheduled_at_utc, j.enqueued_at_utc) AS due
+    FROM "chokaq".jobs_hot j
+    WHERE j.status = 0
+      AND j.queue = r.name
+      AND coalesce(j.scheduled_at_utc, j.enqueued_at_utc) <= now()
+      AND (r.types IS NULL OR j.type = ANY (r.types))
+    ORDER BY j.priority DESC, coalesce(j.scheduled_at_utc, j.enqueued_at_utc)
+    LIMIT r.budget
+    FOR UPDATE SKIP LOCKED
+  ) c
+  ORDER BY c.priority DESC, c.due, c.id
+  LIMIT $6
+)
+UPDATE "chokaq".jobs_hot j
+SET status = CASE WHEN p.rn <= $7 THEN 2 ELSE 1 END,
+    attempt_count = CASE WHEN p.rn <= $7 THEN j.attempt_count + 1 ELSE j.attempt_count END,
+    started_at_utc = CASE WHEN p.rn <= $7 THEN now() ELSE j.started_at_utc END,
+    heartbeat_utc = CASE WHEN p.rn <= $7 THEN now() ELSE j.heartbeat_utc END,
+    worker_id = $1, lease_id = $2, last_updated_utc = now()
+FROM picked p
+WHERE j.id = p.id AND j.status = 0
+RETURNING j.*
