@@ -519,4 +519,64 @@ describe('ChokaQWorker on SQLite', () => {
     });
     expect(ran).toBe(60);
   });
+
+  it('starts claimed jobs in the claim when slots are free, and through the buffer when they are not', async () => {
+    const calls = { markAsProcessing: 0, started: 0 };
+    const counting = new Proxy(storage, {
+      get(target, key, receiver) {
+        if (key === 'markAsProcessing') {
+          return (...args: Parameters<JobStorage['markAsProcessing']>) => {
+            calls.markAsProcessing++;
+            return target.markAsProcessing(...args);
+          };
+        }
+        if (key === 'fetchNextBatch') {
+          return async (...args: Parameters<JobStorage['fetchNextBatch']>) => {
+            const rows = await target.fetchNextBatch(...args);
+            calls.started += rows.filter((r) => r.status === JobStatus.Processing).length;
+            return rows;
+          };
+        }
+        const value = Reflect.get(target, key, receiver) as unknown;
+        return typeof value === 'function' ? value.bind(target) : value;
+      },
+    });
+    const gate = deferred<void>();
+    const attempts: number[] = [];
+    let failedOnce = false;
+    const w = worker(
+      new TestHandlers()
+        .add('quick', (_payload, ctx) => {
+          attempts.push(ctx.attempt);
+          if (!failedOnce) {
+            failedOnce = true;
+            throw new Error('first run fails');
+          }
+        })
+        .add('slow', () => gate.promise),
+      { worker: { concurrency: 2, prefetch: 10, batchSize: 5, pollIntervalMs: 10 } },
+      { storage: counting },
+    );
+    await w.start();
+    // Free slots: the claim starts the job itself; its retry is claimed and started the same way.
+    const { id } = await storage.enqueue({ queue: 'quick' });
+    await waitFor('the quick job archived', async () => {
+      return (await storage.getJob(id))?.pillar === 'archive';
+    });
+    expect(attempts).toEqual([1, 2]);
+    expect(await storage.getJob(id)).toMatchObject({ attemptCount: 2 });
+    expect(calls).toEqual({ markAsProcessing: 0, started: 2 });
+
+    // Both slots busy: further claims fill the buffer, and those jobs start via markAsProcessing.
+    await storage.enqueueMany(Array.from({ length: 5 }, () => ({ queue: 'slow' })));
+    await waitFor('slots full and the rest buffered', async () => {
+      const stats = (await storage.getQueueStats()).find((q) => q.queue === 'slow');
+      return stats?.processing === 2 && stats.fetched === 3;
+    });
+    gate.resolve();
+    await waitFor('all slow jobs archived', async () => {
+      return (await storage.getQueueStats()).find((q) => q.queue === 'slow')?.archived === 5;
+    });
+    expect(calls.markAsProcessing).toBeGreaterThan(0);
+  });
 });

@@ -50,6 +50,12 @@ export class CircuitBreakers {
     return out;
   }
 
+  /** True when no circuit is open or half-open (jobs may start without asking per job). */
+  allClosed(): boolean {
+    for (const key of this.circuits.keys()) if (this.state(key) !== 'closed') return false;
+    return true;
+  }
+
   /**
    * Asks to run one job of `key`. A granted half-open probe must be followed by exactly one of
    * {@link recordSuccess}, {@link recordFailure} or {@link releaseProbe}.

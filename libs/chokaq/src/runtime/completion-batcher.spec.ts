@@ -38,6 +38,33 @@ describe('CompletionBatcher', () => {
     await expect(done).resolves.toEqual([true, true]);
   });
 
+  it('writes what piled up during a slow write in one larger write, up to maxWrite', async () => {
+    const gate: Array<() => void> = [];
+    const sizes: number[] = [];
+    const archiveSucceeded = jest.fn(async (items: readonly CompletedJob[]) => {
+      sizes.push(items.length);
+      await new Promise<void>((resolve) => gate.push(resolve));
+      return items.map((i) => i.id);
+    });
+    const batcher = new CompletionBatcher({ archiveSucceeded }, new RecordingLogger(), {
+      maxBatch: 2,
+      maxWrite: 5,
+      flushDelayMs: 1_000,
+    });
+    const done = ['a', 'b'].map((id) => batcher.add(item(id)));
+    await jest.advanceTimersByTimeAsync(0);
+    expect(sizes).toEqual([2]);
+    // Seven more arrive while the first write is in flight.
+    done.push(...['c', 'd', 'e', 'f', 'g', 'h', 'i'].map((id) => batcher.add(item(id))));
+    expect(batcher.size).toBe(9);
+    for (let i = 0; i < 3; i++) {
+      gate.shift()?.();
+      await jest.advanceTimersByTimeAsync(0);
+    }
+    await expect(Promise.all(done)).resolves.toEqual(Array(9).fill(true));
+    expect(sizes).toEqual([2, 5, 2]);
+  });
+
   it('reports a refused completion (lease lost) as false', async () => {
     const batcher = new CompletionBatcher(
       { archiveSucceeded: async () => ['a'] },

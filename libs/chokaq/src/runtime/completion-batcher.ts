@@ -7,6 +7,12 @@ import { jittered } from './backoff';
 export interface CompletionBatcherOptions {
   /** Flush as soon as this many completions wait. Default 50. */
   maxBatch?: number;
+  /**
+   * Most completions one write takes. Completions that arrive while a write is in flight are
+   * written together by the next one, up to this many, so a batcher that falls behind catches up
+   * with fewer, larger transactions. Default 1,000.
+   */
+  maxWrite?: number;
   /** Flush at most this long after the first completion of a batch. Default 20 ms. */
   flushDelayMs?: number;
   /** Backoff of a failed flush: first wait, and cap. Default 200 ms … 5 s. */
@@ -36,6 +42,7 @@ export class CompletionBatcher {
   private failures = 0;
   private refused = 0;
   private readonly maxBatch: number;
+  private readonly maxWrite: number;
   private readonly flushDelayMs: number;
   private readonly retryBaseMs: number;
   private readonly retryMaxMs: number;
@@ -46,6 +53,7 @@ export class CompletionBatcher {
     options: CompletionBatcherOptions = {},
   ) {
     this.maxBatch = options.maxBatch ?? 50;
+    this.maxWrite = Math.max(this.maxBatch, options.maxWrite ?? 1_000);
     this.flushDelayMs = options.flushDelayMs ?? 20;
     this.retryBaseMs = options.retryBaseMs ?? 200;
     this.retryMaxMs = options.retryMaxMs ?? 5_000;
@@ -136,7 +144,7 @@ export class CompletionBatcher {
   }
 
   private async write(): Promise<void> {
-    this.inFlight = this.queue.splice(0, this.maxBatch);
+    this.inFlight = this.queue.splice(0, this.maxWrite);
     const batch = this.inFlight;
     let archived: string[];
     try {

@@ -1,7 +1,8 @@
 import type { LoggerService } from '@nestjs/common';
 import type { ResolvedChokaQOptions } from '../config/chokaq-options';
 import type { HandlerLookup } from '../discovery/handler-definition';
-import type { JobStorage } from '../storage/job-storage';
+import type { HotJob, JobStorage } from '../storage/job-storage';
+import { MAX_CLAIM } from '../storage/shared/validate-args';
 import { newLeaseId } from '../storage/shared/uuid';
 import type { JobProcessor } from './job-processor';
 import { Loop } from './loop';
@@ -19,10 +20,13 @@ export interface FetcherDeps {
 }
 
 /**
- * Fills the prefetch buffer (SPEC §4 "Fetcher"). Each cycle: refresh the queue controls (one small
- * read), release buffered rows of queues paused meanwhile, then claim `min(batchSize, free buffer)`
- * rows under a fresh lease. A full batch means more may be due, so the next cycle runs at once;
- * otherwise it sleeps `pollIntervalMs` unless nudged (same-process enqueue, NOTIFY, freed capacity).
+ * Claims work (SPEC §4 "Fetcher"). Each cycle: refresh the queue controls when they are older than
+ * the poll interval (one small read) and release buffered rows of queues paused meanwhile; then
+ * claim. When concurrency slots are free and nothing waits in the buffer, the claim takes one row
+ * per free slot and starts them in the same statement (no `markAsProcessing` round trip); otherwise
+ * it fills the buffer with `min(batchSize, free buffer)` Fetched rows. A full claim means more may
+ * be due, so the next cycle runs at once; otherwise it sleeps `pollIntervalMs` unless nudged
+ * (same-process enqueue, NOTIFY, freed capacity).
  */
 export class FetcherLoop {
   private readonly loop: Loop;
@@ -74,22 +78,38 @@ export class FetcherLoop {
 
   private async tick(): Promise<number | void> {
     const { storage, options, processor, controls, handlers, workerId } = this.deps;
-    await controls.refresh();
-    await processor.releaseHeld();
+    if (await controls.refreshIfOlderThan(options.worker.pollIntervalMs)) {
+      await processor.releaseHeld();
+    }
+    // Unwritten completions count against the prefetch too: back-pressure when writes lag.
     const free = options.worker.prefetch - processor.bufferedCount - processor.unwrittenCount;
     if (free <= 0) {
       this.mayHaveMore = true;
       return;
     }
-    const limit = Math.min(options.worker.batchSize, free);
     const handled = handlers.handled();
     if (handled.queues.length === 0 && handled.types.length === 0) return;
+    // Rows started now also become unwritten completions soon: they fit in the same bound.
+    const start = processor.reserveStartSlots(Math.min(free, MAX_CLAIM));
+    const limit = start > 0 ? start : Math.min(options.worker.batchSize, free);
     const leaseId = newLeaseId();
-    const jobs = await storage.fetchNextBatch({ workerId, leaseId, limit, handled });
+    let jobs: HotJob[] = [];
+    try {
+      jobs = await storage.fetchNextBatch({
+        workerId,
+        leaseId,
+        limit,
+        handled,
+        start,
+        budgetedQueues: controls.budgetedQueues(),
+      });
+    } finally {
+      // Started rows keep their reserved slot; the rest goes back (all of it if the claim failed).
+      processor.accept(jobs, { workerId, leaseId }, start);
+    }
     this.claimed += jobs.length;
     this.mayHaveMore = jobs.length >= limit;
-    if (jobs.length > 0) processor.accept(jobs, { workerId, leaseId });
-    // Full batch: more is probably due, claim again at once if the buffer has room.
+    // Full claim: more is probably due, claim again at once if there is room.
     if (this.mayHaveMore && processor.bufferedCount < options.worker.prefetch) return 0;
   }
 }

@@ -1,6 +1,7 @@
 import type { LoggerService } from '@nestjs/common';
 import type { HandlerDefinition } from '../discovery/handler-definition';
 import { ChokaQJobAbortedError, ChokaQJobTimeoutError, type JobAbortCause } from '../errors';
+import { JobStatus } from '../storage/job-status';
 import type { HotJob, JobLease } from '../storage/job-storage';
 import type { JobContext } from './job-context';
 import { JobLogger } from './job-logger';
@@ -48,6 +49,14 @@ export interface ExecutionRequest {
 }
 
 /**
+ * The attempt a run of `job` is: a row started by its claim already counts it (Processing); a
+ * buffered row is counted by the `markAsProcessing` that starts it.
+ */
+export function attemptOf(job: HotJob): number {
+  return job.status === JobStatus.Processing ? job.attemptCount : job.attemptCount + 1;
+}
+
+/**
  * Runs handlers: builds the {@link JobContext}, runs the middleware pipeline (first = outermost)
  * around the handler, and enforces the execution timeout.
  *
@@ -75,7 +84,7 @@ export class JobExecutor {
     const { job, lease, handler, timeoutMs } = request;
     const controller = new AbortController();
     const startedAt = this.clock();
-    const attempt = job.attemptCount + 1;
+    const attempt = attemptOf(job);
     let abortedBy: JobAbortCause | undefined;
     let settled = false;
     let settle!: (result: RunResult) => void;

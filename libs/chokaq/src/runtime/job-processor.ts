@@ -2,14 +2,14 @@ import type { LoggerService } from '@nestjs/common';
 import type { ResolvedChokaQOptions } from '../config/chokaq-options';
 import type { HandlerDefinition, HandlerLookup } from '../discovery/handler-definition';
 import type { JobAbortCause } from '../errors';
-import { FailureReason } from '../storage/job-status';
+import { FailureReason, JobStatus } from '../storage/job-status';
 import type { DlqMove, HotJob, JobLease, JobStorage } from '../storage/job-storage';
 import { errorText, toError } from '../storage/shared/text';
 import type { CircuitBreakers } from './circuit-breaker';
 import type { CompletionBatcher } from './completion-batcher';
 import { ConcurrencyLimiter } from './concurrency-limiter';
 import { decideFailure } from './failure-policy';
-import type { Execution, JobExecutor, RunResult } from './job-executor';
+import { attemptOf, type Execution, type JobExecutor, type RunResult } from './job-executor';
 import type { JobOutcome } from './job-outcome';
 import type { QueueControls } from './queue-controls';
 
@@ -129,16 +129,55 @@ export class JobProcessor {
     return Date.now() + this.dbOffsetMs;
   }
 
-  /** Adds freshly claimed rows to the buffer and starts what the slots allow. */
-  accept(jobs: readonly HotJob[], lease: { workerId: string; leaseId: string }): void {
+  /**
+   * Reserves up to `max` concurrency slots for rows the next claim starts itself (`FetchRequest.start`),
+   * or none: rows claimed earlier wait in the buffer (they go first), a start is being retried, the
+   * processor is closing, or a circuit is not closed (its jobs must be asked for one by one). The
+   * reservation is settled by {@link accept}.
+   */
+  reserveStartSlots(max: number): number {
+    if (this.closing || this.startRetryTimer !== undefined || this.buffer.length > 0) return 0;
+    if (!this.deps.breakers.allClosed()) return 0;
+    return this.limiter.acquire(max);
+  }
+
+  /**
+   * Takes the rows of one claim: Processing rows (started by the claim) run at once in the slots
+   * `reserved` for them, unused reserved slots are given back, and Fetched rows join the buffer and
+   * start as slots allow. A started row runs even if shutdown began while its claim was in flight:
+   * its attempt is already counted, and the shutdown grace period covers it like any running job.
+   */
+  accept(
+    jobs: readonly HotJob[],
+    lease: { workerId: string; leaseId: string },
+    reserved = 0,
+  ): void {
     const claimedAt = Date.now();
+    const started: ClaimedJob[] = [];
     for (const job of jobs) {
       const claimed: ClaimedJob = { job, lease: { id: job.id, ...lease } };
       this.owned.set(job.id, claimed.lease);
-      this.buffer.push(claimed);
+      if (job.status === JobStatus.Processing && started.length < reserved) started.push(claimed);
+      else this.buffer.push(claimed);
     }
     const newest = jobs[jobs.length - 1]?.lastUpdatedUtc?.getTime();
     if (newest !== undefined && Number.isFinite(newest)) this.dbOffsetMs = newest - claimedAt;
+    if (reserved > started.length) this.limiter.release(reserved - started.length);
+    const emit = (outcome: JobOutcome) => this.emitOutcome(outcome);
+    for (const claimed of started) {
+      const release = () => this.limiter.release(1);
+      const handler = this.deps.handlers.resolve(claimed.job.queue, claimed.job.type);
+      this.track(
+        handler
+          ? this.execute(claimed, handler, false, emit, release)
+          : this.dlq(
+              claimed,
+              FailureReason.NoHandler,
+              `No handler for ${claimed.job.queue}/${claimed.job.type} in worker ${this.deps.workerId}`,
+              emit,
+            ).then(release),
+      );
+    }
     this.pump();
   }
 
@@ -163,11 +202,7 @@ export class JobProcessor {
     const outcomes: JobOutcome[] = [];
     const emit = (outcome: JobOutcome) => {
       outcomes.push(outcome);
-      try {
-        this.deps.onOutcome?.(outcome);
-      } catch (error) {
-        this.deps.logger.error(`Outcome listener threw: ${toError(error).message}`);
-      }
+      this.emitOutcome(outcome);
     };
     const toStart: Array<{ claimed: ClaimedJob; handler: HandlerDefinition; probe: boolean }> = [];
     const toRelease = new Map<number, ClaimedJob[]>();
@@ -298,6 +333,14 @@ export class JobProcessor {
 
   // ------------------------------------------------------------------ internals
 
+  private emitOutcome(outcome: JobOutcome): void {
+    try {
+      this.deps.onOutcome?.(outcome);
+    } catch (error) {
+      this.deps.logger.error(`Outcome listener threw: ${toError(error).message}`);
+    }
+  }
+
   private track(task: Promise<unknown>): void {
     this.tasks.add(task);
     void task.finally(() => this.tasks.delete(task));
@@ -407,6 +450,8 @@ export class JobProcessor {
       await this.finalise(claimed, handler, probe, execution.attempt, result, emit);
     } finally {
       this.finalising--;
+      // The write is done: its lease no longer counts against the prefetch.
+      this.deps.onCapacity?.();
     }
   }
 
@@ -537,7 +582,7 @@ export class JobProcessor {
     this.owned.delete(claimed.job.id);
     emit(
       this.outcome(claimed.job, released ? 'released' : 'retried', {
-        attempt: claimed.job.attemptCount + 1,
+        attempt: attemptOf(claimed.job),
         ...base,
         error,
         applied,
@@ -641,7 +686,7 @@ export class JobProcessor {
       queue: job.queue,
       type: job.type,
       outcome,
-      attempt: extra.attempt ?? job.attemptCount + 1,
+      attempt: extra.attempt ?? attemptOf(job),
     };
     for (const [key, value] of Object.entries(extra)) {
       if (value !== undefined) (result as unknown as Record<string, unknown>)[key] = value;

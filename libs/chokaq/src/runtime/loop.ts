@@ -40,6 +40,7 @@ export interface LoopOptions {
  */
 export class Loop {
   private timer: NodeJS.Timeout | undefined;
+  private dueAt = 0;
   private current: Promise<void> | undefined;
   private started = false;
   private stopped = false;
@@ -84,6 +85,7 @@ export class Loop {
       this.nudged = true;
       return;
     }
+    if (this.timer !== undefined && this.dueAt <= Date.now()) return; // already due
     this.schedule(0);
   }
 
@@ -97,6 +99,7 @@ export class Loop {
   private schedule(delayMs: number): void {
     this.clearTimer();
     if (!this.running) return;
+    this.dueAt = Date.now() + Math.max(0, delayMs);
     this.timer = setTimeout(() => this.runTick(), Math.max(0, delayMs));
     if (!this.options.keepAlive) this.timer.unref?.();
   }

@@ -1,10 +1,11 @@
 import type { JobStorage, QueueInfo } from '../storage/job-storage';
 
 /**
- * This process's copy of the `Queues` rows (pause, active, execution timeout), refreshed by the
- * fetcher every cycle. The claim itself filters paused and inactive queues in SQL; this copy is for
- * what happens after the claim: releasing buffered rows of a queue paused meanwhile, and the
- * queue-level execution timeout.
+ * This process's copy of the `Queues` rows (pause, active, budget, execution timeout), refreshed by
+ * the fetcher at most once per poll interval. The claim itself filters paused and inactive queues
+ * and counts budgets in SQL; this copy is for what happens around the claim: releasing buffered
+ * rows of a queue paused meanwhile, the queue-level execution timeout, and telling the claim which
+ * queues have a budget (a stale copy only delays a newly budgeted queue, see `FetchRequest`).
  */
 export class QueueControls {
   private queues = new Map<string, QueueInfo>();
@@ -22,6 +23,18 @@ export class QueueControls {
     const rows = await this.storage.getQueues();
     this.queues = new Map(rows.map((row) => [row.name, row]));
     this.refreshedAt = Date.now();
+  }
+
+  /** Refreshes the copy when it is older than `maxAgeMs`; true when it did. */
+  async refreshIfOlderThan(maxAgeMs: number): Promise<boolean> {
+    if (Date.now() - this.refreshedAt < maxAgeMs) return false;
+    await this.refresh();
+    return true;
+  }
+
+  /** Names of the queues with a `MaxWorkers` budget, as of the last refresh. */
+  budgetedQueues(): string[] {
+    return [...this.queues.values()].filter((q) => q.maxWorkers !== null).map((q) => q.name);
   }
 
   /** The row of `queue`, if known. */
