@@ -102,9 +102,9 @@ const COMMON_STORAGE_KEYS = ['schema', 'autoCreateSchema', 'payloadMaxBytes', 't
 const SERVER_KEYS = ['url', 'host', 'port', 'username', 'password', 'database', 'poolSize'];
 const STORAGE_KEYS: Record<string, string[]> = {
   sqlite: ['type', 'database', 'busyTimeoutMs', ...COMMON_STORAGE_KEYS],
-  postgres: ['type', ...SERVER_KEYS, 'notify', ...COMMON_STORAGE_KEYS],
+  postgres: ['type', ...SERVER_KEYS, 'notify', 'preparedStatements', ...COMMON_STORAGE_KEYS],
   mssql: ['type', ...SERVER_KEYS, 'options', ...COMMON_STORAGE_KEYS],
-  dataSource: ['dataSource', 'notify', ...COMMON_STORAGE_KEYS],
+  dataSource: ['dataSource', 'notify', 'preparedStatements', ...COMMON_STORAGE_KEYS],
 };
 
 function isPlainObject(value: unknown): value is Record<string, unknown> {
@@ -317,7 +317,10 @@ function resolveStorage(
       add('storage', `${kind} storage needs a url or a host`, given);
     }
   }
-  if (kind === 'postgres' || kind === 'dataSource') flag('notify');
+  if (kind === 'postgres' || kind === 'dataSource') {
+    flag('notify');
+    flag('preparedStatements');
+  }
   if (kind === 'mssql' && given.options !== undefined && !isPlainObject(given.options)) {
     add('storage.options', 'must be an object of mssql driver options', given.options);
   }

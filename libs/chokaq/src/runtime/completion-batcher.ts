@@ -39,6 +39,7 @@ export class CompletionBatcher {
   private inFlight: Waiting[] = [];
   private writing: Promise<void> | undefined;
   private timer: NodeJS.Timeout | undefined;
+  private immediate: NodeJS.Immediate | undefined;
   private failures = 0;
   private refused = 0;
   private readonly maxBatch: number;
@@ -82,6 +83,7 @@ export class CompletionBatcher {
   add(item: CompletedJob): Promise<boolean> {
     return new Promise<boolean>((resolve) => {
       this.queue.push({ item, resolve });
+      if (this.immediate !== undefined) return; // a flush is already due on the next turn
       if (this.queue.length >= this.maxBatch) this.schedule(0);
       else if (this.timer === undefined) this.schedule(this.flushDelayMs);
     });
@@ -131,6 +133,15 @@ export class CompletionBatcher {
 
   private schedule(delayMs: number): void {
     this.clearTimer();
+    if (delayMs === 0) {
+      // A full batch is written on the next turn (setTimeout(0) would wait a clamped 1 ms).
+      this.immediate = setImmediate(() => {
+        this.immediate = undefined;
+        this.flush().catch(() => undefined);
+      });
+      this.immediate.unref?.();
+      return;
+    }
     this.timer = setTimeout(() => {
       this.timer = undefined;
       this.flush().catch(() => undefined);
@@ -140,7 +151,9 @@ export class CompletionBatcher {
 
   private clearTimer(): void {
     if (this.timer !== undefined) clearTimeout(this.timer);
+    if (this.immediate !== undefined) clearImmediate(this.immediate);
     this.timer = undefined;
+    this.immediate = undefined;
   }
 
   private async write(): Promise<void> {

@@ -39,7 +39,7 @@ export interface LoopOptions {
  * counted until a tick succeeds again, which is logged once with the count.
  */
 export class Loop {
-  private timer: NodeJS.Timeout | undefined;
+  private timer: { timeout?: NodeJS.Timeout; immediate?: NodeJS.Immediate } | undefined;
   private dueAt = 0;
   private current: Promise<void> | undefined;
   private started = false;
@@ -99,13 +99,23 @@ export class Loop {
   private schedule(delayMs: number): void {
     this.clearTimer();
     if (!this.running) return;
-    this.dueAt = Date.now() + Math.max(0, delayMs);
-    this.timer = setTimeout(() => this.runTick(), Math.max(0, delayMs));
-    if (!this.options.keepAlive) this.timer.unref?.();
+    const delay = Math.max(0, delayMs);
+    this.dueAt = Date.now() + delay;
+    // "Now" is the next turn of the event loop (setImmediate), not setTimeout(0), which Node
+    // clamps to 1 ms: a busy fetcher ticks back to back, and 1 ms per claim would cap it.
+    this.timer =
+      delay === 0
+        ? { immediate: setImmediate(() => this.runTick()) }
+        : { timeout: setTimeout(() => this.runTick(), delay) };
+    if (!this.options.keepAlive) {
+      this.timer.immediate?.unref();
+      this.timer.timeout?.unref();
+    }
   }
 
   private clearTimer(): void {
-    if (this.timer !== undefined) clearTimeout(this.timer);
+    if (this.timer?.timeout !== undefined) clearTimeout(this.timer.timeout);
+    if (this.timer?.immediate !== undefined) clearImmediate(this.timer.immediate);
     this.timer = undefined;
   }
 

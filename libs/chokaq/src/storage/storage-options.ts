@@ -39,6 +39,12 @@ export interface PostgresStorageOptions extends CommonStorageOptions {
   poolSize?: number;
   /** Send `NOTIFY` on enqueue and `LISTEN` for it in workers. Default true; false behind PgBouncer transaction pooling. */
   notify?: boolean;
+  /**
+   * Run the hot-path statements (claim, start, heartbeat, archive, retry, enqueue) as named
+   * prepared statements, parsed and planned once per connection. Default true; false behind
+   * PgBouncer transaction pooling older than 1.21 (it cannot follow prepared statements).
+   */
+  preparedStatements?: boolean;
 }
 
 /** SQL Server / Azure SQL through `mssql`. @publicApi */
@@ -62,6 +68,8 @@ export interface DataSourceStorageOptions extends CommonStorageOptions {
   dataSource: DataSource;
   /** PostgreSQL only: see {@link PostgresStorageOptions.notify}. */
   notify?: boolean;
+  /** PostgreSQL only: see {@link PostgresStorageOptions.preparedStatements}. */
+  preparedStatements?: boolean;
 }
 
 /** Where ChokaQ keeps its tables. @publicApi */
@@ -79,6 +87,8 @@ export interface SqlStorageConfig {
   transientRetry: TransientRetryOptions;
   /** PostgreSQL NOTIFY/LISTEN. */
   notify: boolean;
+  /** PostgreSQL named prepared statements for the hot path. */
+  preparedStatements: boolean;
   /** SQLite busy_timeout. */
   busyTimeoutMs: number;
 }

@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { Logger } from '@nestjs/common';
 import type { Client, Notification, Pool } from 'pg';
 import type { DataSource, QueryRunner } from 'typeorm';
@@ -176,6 +177,13 @@ export class PostgresJobStorage implements JobStorage {
     archiveZombies: string;
   };
 
+  /**
+   * Statement text → prepared-statement name, for the fixed texts of {@link sql} (when
+   * `config.preparedStatements`). Only fixed texts: statements built per call (filters, pages,
+   * DLQ move shapes) would leave an unbounded number of prepared statements on each connection.
+   */
+  private readonly prepared = new Map<string, string>();
+
   constructor(readonly config: SqlStorageConfig) {
     this.dataSource = config.dataSource;
     this.schemaName = config.schema;
@@ -200,6 +208,9 @@ export class PostgresJobStorage implements JobStorage {
       recoverAbandoned: SQL.recoverAbandoned(s),
       archiveZombies: SQL.archiveZombies(s),
     };
+    if (config.preparedStatements) {
+      for (const text of Object.values(this.sql)) this.prepared.set(text, preparedName(text));
+    }
   }
 
   // ---------------------------------------------------------------- plumbing
@@ -223,7 +234,7 @@ export class PostgresJobStorage implements JobStorage {
     assertDataSourceOpen(this.dataSource, 'PostgreSQL');
     const runner = this.dataSource.createQueryRunner('master');
     try {
-      const exec = execOn(runner);
+      const exec = execOn(runner, this.prepared);
       if (!transaction) return await fn(exec);
       // READ COMMITTED explicitly: every claim and move relies on a fresh snapshot per statement
       // (see postgres.sql.ts), whatever default_transaction_isolation the server or pool sets.
@@ -1074,12 +1085,31 @@ export class PostgresJobStorage implements JobStorage {
 
 // -------------------------------------------------------------------------------- helpers
 
-/** Runs statements on one QueryRunner and returns their rows (`query(sql, params, true)` → QueryResult). */
-function execOn(runner: QueryRunner): Exec {
+/**
+ * Runs statements on one QueryRunner and returns their rows. A text with a name in `prepared` runs
+ * as a named prepared statement on the runner's `pg` client (parsed and planned once per
+ * connection; `pg` remembers which names each connection has prepared); any other text goes
+ * through TypeORM's `query(sql, params, true)`.
+ */
+function execOn(runner: QueryRunner, prepared: ReadonlyMap<string, string> = NONE): Exec {
   return async (sql, params = []) => {
+    const name = prepared.get(sql);
+    if (name !== undefined) {
+      const client = (await runner.connect()) as Client;
+      const result = await client.query({ name, text: sql, values: [...params] });
+      return result.rows as Row[];
+    }
     const result = await runner.query(sql, [...params], true);
     return (result?.records ?? []) as Row[];
   };
+}
+
+/** No prepared statements (the application's own QueryRunner of `enqueue(…, { transaction })`). */
+const NONE: ReadonlyMap<string, string> = new Map();
+
+/** A stable prepared-statement name per text (a text change gives a new name, never a clash). */
+function preparedName(text: string): string {
+  return `chokaq_${createHash('sha1').update(text).digest('hex').slice(0, 20)}`;
 }
 
 /** Splits validated jobs into insert chunks bounded by rows and payload bytes. */
