@@ -10,7 +10,10 @@ FOR NO KEY UPDATE
 
 -- [3/4] query
 
-WITH handled (queue, type) AS (
+WITH relaxed AS MATERIALIZED (
+  SELECT set_config('synchronous_commit', 'off', true) AS setting
+),
+handled (queue, type) AS (
   SELECT h.queue, NULL::text FROM unnest($3::text[]) AS h(queue)
   UNION ALL
   SELECT p.queue, p.type FROM unnest($4::text[], $5::text[]) AS p(queue, type)
@@ -18,7 +21,7 @@ WITH handled (queue, type) AS (
 wanted AS (
   SELECT queue,
          CASE WHEN bool_or(type IS NULL) THEN NULL ELSE array_agg(type) END AS types
-  FROM handled
+  FROM handled CROSS JOIN relaxed
   GROUP BY queue
 ),
 runnable AS MATERIALIZED (

@@ -99,6 +99,9 @@ describe('postgres.sql', () => {
     // The only window numbers the few locked candidates (which of them start), never the backlog.
     expect(claim.match(/OVER\s*\(/gi)).toHaveLength(1);
     expect(claim).toContain('row_number() OVER (ORDER BY c.priority DESC, c.due, c.id)');
+    // Claims commit without waiting for the WAL flush, transaction-locally (SET LOCAL semantics).
+    expect(claim).toContain("set_config('synchronous_commit', 'off', true)");
+    expect(claim).toMatch(/FROM handled CROSS JOIN relaxed/);
     // The fast path: one statement that counts no budget and skips budgeted queues.
     const fast = SQL.claimBatch(S, 'unbudgeted');
     expect(fast).toContain('q.max_workers IS NULL');

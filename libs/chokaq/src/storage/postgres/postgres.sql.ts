@@ -232,9 +232,20 @@ FOR NO KEY UPDATE`;
  * `due` = coalesce(scheduled_at_utc, enqueued_at_utc): equivalent to "scheduled_at_utc IS NULL OR
  * scheduled_at_utc <= now()" because enqueued_at_utc is always in the past, and it is the indexed
  * expression.
+ *
+ * `relaxed`: the claim's own transaction commits without waiting for its WAL flush
+ * (`synchronous_commit = off`, transaction-local like SET LOCAL, so the pooled connection keeps its
+ * setting). A server crash can lose only the last such claims, and then their rows are Pending
+ * again as if never claimed (a job started by its claim may run again: at-least-once, as after
+ * any crash); the database stays consistent. Every synchronous commit that follows (a start, a
+ * move) flushes the WAL up to and including the claim, so no later state survives without it.
+ * Referenced by `wanted`, so it is evaluated (once) before anything is claimed.
  */
 export const claimBatch = (s: string, variant: 'budgeted' | 'unbudgeted' = 'budgeted'): string => `
-WITH handled (queue, type) AS (
+WITH relaxed AS MATERIALIZED (
+  SELECT set_config('synchronous_commit', 'off', true) AS setting
+),
+handled (queue, type) AS (
   SELECT h.queue, NULL::text FROM unnest($3::text[]) AS h(queue)
   UNION ALL
   SELECT p.queue, p.type FROM unnest($4::text[], $5::text[]) AS p(queue, type)
@@ -242,7 +253,7 @@ WITH handled (queue, type) AS (
 wanted AS (
   SELECT queue,
          CASE WHEN bool_or(type IS NULL) THEN NULL ELSE array_agg(type) END AS types
-  FROM handled
+  FROM handled CROSS JOIN relaxed
   GROUP BY queue
 ),
 runnable AS MATERIALIZED (${

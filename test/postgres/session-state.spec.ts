@@ -1,0 +1,78 @@
+import { randomUUID } from 'node:crypto';
+import type { DataSource } from 'typeorm';
+import { JobStatus } from '../../libs/chokaq/src/storage/job-status';
+import { JobStorage } from '../../libs/chokaq/src/storage/job-storage';
+import { describePg, PgSchema } from './pg-fixture';
+
+/**
+ * What the hot path leaves on pooled connections: claims relax `synchronous_commit` for their own
+ * transaction only, and the fixed statements are prepared once per connection (or not at all with
+ * `preparedStatements: false`).
+ */
+describePg('PostgreSQL session state of pooled connections', () => {
+  const db = new PgSchema();
+  afterAll(() => db.close());
+
+  /** Runs `sql` on the storage's own DataSource (a pool of one connection: the same session). */
+  async function session(storage: JobStorage, sql: string): Promise<unknown[]> {
+    const dataSource = (storage as unknown as { config: { dataSource: DataSource } }).config
+      .dataSource;
+    return (await dataSource.query(sql)) as unknown[];
+  }
+
+  async function claimAndArchive(storage: JobStorage, queue: string): Promise<void> {
+    await storage.enqueueMany([{ queue }, { queue }]);
+    const workerId = 'session-test';
+    const leaseId = randomUUID();
+    const rows = await storage.fetchNextBatch({
+      workerId,
+      leaseId,
+      limit: 2,
+      start: 2,
+      budgetedQueues: [],
+      handled: { queues: [queue], types: [] },
+    });
+    expect(rows.map((r) => r.status)).toEqual([JobStatus.Processing, JobStatus.Processing]);
+    const archived = await storage.archiveSucceeded(
+      rows.map((r) => ({ id: r.id, workerId, leaseId, durationMs: 1 })),
+    );
+    expect(archived).toHaveLength(2);
+  }
+
+  it('a claim turns synchronous_commit off for its own transaction only', async () => {
+    const storage = await db.open({ poolSize: 1 });
+    await claimAndArchive(storage, 'session.sync');
+    // The one pooled connection ran the claim; its session setting is untouched.
+    expect(await session(storage, 'SHOW synchronous_commit')).toEqual([
+      { synchronous_commit: 'on' },
+    ]);
+    await storage.close();
+  });
+
+  it('prepares the fixed statements once per connection, or none with preparedStatements: false', async () => {
+    const prepared = async (storage: JobStorage) =>
+      (
+        (await session(
+          storage,
+          `SELECT name FROM pg_prepared_statements WHERE name LIKE 'chokaq\\_%'`,
+        )) as Array<{ name: string }>
+      ).map((r) => r.name);
+
+    const storage = await db.open({ poolSize: 1, autoCreateSchema: false });
+    await claimAndArchive(storage, 'session.prepared');
+    const once = await prepared(storage);
+    expect(once.length).toBeGreaterThanOrEqual(2); // at least the claim and the archive
+    await claimAndArchive(storage, 'session.prepared');
+    expect((await prepared(storage)).sort()).toEqual([...once].sort());
+    await storage.close();
+
+    const plain = await db.open({
+      poolSize: 1,
+      autoCreateSchema: false,
+      preparedStatements: false,
+    });
+    await claimAndArchive(plain, 'session.plain');
+    expect(await prepared(plain)).toEqual([]);
+    await plain.close();
+  });
+});
