@@ -2,15 +2,22 @@
 BEGIN IMMEDIATE
 
 -- [2/6] all
+WITH completed(id, worker_id, lease_id, duration_ms) AS (
+        SELECT value ->> 'id', value ->> 'workerId', value ->> 'leaseId', value ->> 'durationMs'
+        FROM json_each(@leases)
+      )
+      INSERT INTO chokaq_jobs_archive (id, queue, type, payload, tags, idempotency_key, priority, attempt_count, worker_id, scheduled_at_utc, created_at_utc, enqueued_at_utc, started_at_utc, created_by, last_modified_by, last_error, progress, finished_at_utc, duration_ms)
+      SELECT h.id, h.queue, h.type, h.payload, h.tags, h.idempotency_key, h.priority, h.attempt_count, h.worker_id, h.scheduled_at_utc, h.created_at_utc, h.enqueued_at_utc, h.started_at_utc, h.created_by, h.last_modified_by, h.last_error, h.progress, CAST(ROUND(unixepoch('subsec') * 1000) AS INTEGER), c.duration_ms
+      FROM completed c
+      JOIN chokaq_jobs_hot h ON h.id = c.id AND h.worker_id = c.worker_id AND h.lease_id = c.lease_id
+      WHERE h.status IN (1, 2)
+      RETURNING id, queue, duration_ms
+
+-- [3/6] run
 WITH lease(id, worker_id, lease_id) AS (
     SELECT value ->> 'id', value ->> 'workerId', value ->> 'leaseId' FROM json_each(@leases)
   )
-      DELETE FROM chokaq_jobs_hot WHERE status IN (1, 2) AND (id, worker_id, lease_id) IN (SELECT id, worker_id, lease_id FROM lease) RETURNING *
-
--- [3/6] run
-INSERT INTO chokaq_jobs_archive (id, queue, type, payload, tags, idempotency_key, priority, attempt_count, worker_id, scheduled_at_utc, created_at_utc, enqueued_at_utc, started_at_utc, created_by, last_modified_by, last_error, progress, finished_at_utc, duration_ms)
-      SELECT m.value ->> 'id', m.value ->> 'queue', m.value ->> 'type', m.value ->> 'payload', m.value ->> 'tags', m.value ->> 'idempotency_key', m.value ->> 'priority', m.value ->> 'attempt_count', m.value ->> 'worker_id', m.value ->> 'scheduled_at_utc', m.value ->> 'created_at_utc', m.value ->> 'enqueued_at_utc', m.value ->> 'started_at_utc', m.value ->> 'created_by', m.value ->> 'last_modified_by', m.value ->> 'last_error', m.value ->> 'progress', CAST(ROUND(unixepoch('subsec') * 1000) AS INTEGER), m.value ->> 'duration_ms'
-      FROM json_each(@moved) AS m ORDER BY m.key
+      DELETE FROM chokaq_jobs_hot WHERE status IN (1, 2) AND (id, worker_id, lease_id) IN (SELECT id, worker_id, lease_id FROM lease)
 
 -- [4/6] run
 INSERT INTO chokaq_stats_summary (queue, succeeded_total, failed_total, cancelled_total,

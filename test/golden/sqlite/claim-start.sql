@@ -1,7 +1,10 @@
--- [1/3] run
+-- [1/4] get
+PRAGMA synchronous
+
+-- [2/4] run
 BEGIN IMMEDIATE
 
--- [2/3] all
+-- [3/4] all
 WITH
       handled_queue(queue) AS (SELECT value FROM json_each(@queues)),
       handled_type(queue, type) AS (SELECT value ->> 'queue', value ->> 'type' FROM json_each(@types)),
@@ -49,5 +52,5 @@ WITH
       WHERE h.status = 0 AND h.id = p.id
       RETURNING *
 
--- [3/3] run
+-- [4/4] run
 COMMIT

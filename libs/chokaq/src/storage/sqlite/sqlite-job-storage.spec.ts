@@ -135,6 +135,49 @@ describe('SqliteJobStorage', () => {
       );
     });
 
+    it('a claim commits with synchronous = NORMAL and restores the connection setting', async () => {
+      const handle = (
+        (db.storage as unknown as { config: { dataSource: DataSource } }).config.dataSource
+          .driver as unknown as { databaseConnection: Database.Database }
+      ).databaseConnection;
+      const level = () => Number(handle.pragma('synchronous', { simple: true }));
+      // A temporary trigger on the storage's own connection records the level the claim ran under.
+      handle.exec('CREATE TEMP TABLE sync_seen (level INTEGER)');
+      handle.exec(
+        `CREATE TEMP TRIGGER sync_probe AFTER UPDATE OF status ON main.${P}jobs_hot ` +
+          'BEGIN INSERT INTO sync_seen SELECT synchronous FROM pragma_synchronous; END',
+      );
+      const seen = () => handle.prepare('SELECT level FROM sync_seen').pluck().all();
+      await db.storage.enqueueMany([{ queue: 'sync' }, { queue: 'sync' }, { queue: 'sync' }]);
+      const claim = {
+        workerId: 'w',
+        leaseId: 'l-1',
+        limit: 1,
+        handled: { queues: ['sync'], types: [] },
+      };
+      expect(level()).toBe(2); // FULL, SQLite's default
+      expect(await db.storage.fetchNextBatch(claim)).toHaveLength(1);
+      expect(seen()).toEqual([1]);
+      expect(level()).toBe(2);
+      // Other writes keep the connection's level.
+      expect(
+        await db.storage.release([
+          {
+            id: (await db.storage.fetchNextBatch({ ...claim, leaseId: 'l-2' }))[0].id,
+            workerId: 'w',
+            leaseId: 'l-2',
+          },
+        ]),
+      ).toBe(1);
+      expect(seen()).toEqual([1, 1, 2]);
+      // An application's weaker setting is left alone.
+      handle.pragma('synchronous = OFF');
+      expect(await db.storage.fetchNextBatch({ ...claim, leaseId: 'l-3' })).toHaveLength(1);
+      expect(seen()).toEqual([1, 1, 2, 0]);
+      expect(level()).toBe(0);
+      handle.exec('DROP TRIGGER temp.sync_probe');
+    });
+
     it('uses the partial pending index for the claim and the active index for budgets', () => {
       const plan = (sql: string) =>
         (db.raw.prepare(`EXPLAIN QUERY PLAN ${sql}`).all() as Array<{ detail: string }>)

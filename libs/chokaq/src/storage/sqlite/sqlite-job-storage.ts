@@ -182,6 +182,11 @@ export class SqliteJobStorage implements JobStorage {
         // connection: a long synchronous wait would freeze the whole process either way.
         db.pragma(`busy_timeout = ${busyTimeoutMs}`);
         const mode = String(db.pragma('journal_mode = WAL', { simple: true }));
+        // Durable commits: better-sqlite3 opens an existing WAL file with synchronous = NORMAL
+        // (its build sets SQLITE_DEFAULT_WAL_SYNCHRONOUS=1), where a power failure can lose the
+        // last commits. ChokaQ's own connection syncs every commit except claims (see
+        // claimTransaction); a borrowed DataSource keeps the application's choice.
+        if (this.config.ownsDataSource) db.pragma('synchronous = FULL');
         if (mode !== 'wal' && mode !== 'memory') {
           this.logger.warn(
             `SQLite journal_mode is '${mode}', not WAL: readers will block the writer`,
@@ -372,7 +377,9 @@ export class SqliteJobStorage implements JobStorage {
       workerId,
       leaseId,
     };
-    const rows = await this.write('fetchNextBatch', () => this.all(this.sql.claim, params));
+    const rows = await this.retry('fetchNextBatch', () =>
+      this.mutex.runExclusive(() => this.claimTransaction(() => this.all(this.sql.claim, params))),
+    );
     // RETURNING has no order: hand the rows back in claim order.
     return rows.map(mapHotRow).sort(claimOrder);
   }
@@ -456,17 +463,26 @@ export class SqliteJobStorage implements JobStorage {
    */
   async archiveSucceeded(items: readonly CompletedJob[]): Promise<string[]> {
     const completed = assertCompletedJobs(items);
-    const json = leasesJson(completed);
-    const durations = new Map(completed.map((c) => [c.id, c.durationMs]));
     if (completed.length === 0) return [];
+    const leases = JSON.stringify(
+      completed.map((c) => ({
+        id: c.id,
+        workerId: c.workerId,
+        leaseId: c.leaseId,
+        durationMs: c.durationMs,
+      })),
+    );
     return this.write('archiveSucceeded', () => {
-      const rows = this.all(this.sql.deleteOwned, { leases: json });
-      if (rows.length === 0) return [];
-      const moved = rows.map((r) => ({ ...r, duration_ms: durations.get(String(r.id)) ?? null }));
-      this.run(this.sql.insertArchive, { moved: JSON.stringify(moved) });
+      const moved = this.all(this.sql.archiveOwned, { leases });
+      if (moved.length === 0) return [];
+      const deleted = this.run(this.sql.deleteArchived, { leases });
+      if (deleted !== moved.length) {
+        // Cannot happen under BEGIN IMMEDIATE; if it ever did, the throw rolls both steps back.
+        throw new Error(`BUG: archived ${moved.length} row(s) but deleted ${deleted}`);
+      }
       this.addCounters(countersByQueue(moved, 'succeeded'));
       this.addBuckets(bucketsOf(moved, Outcome.Succeeded, -1));
-      return rows.map((r) => String(r.id));
+      return moved.map((r) => String(r.id));
     });
   }
 
@@ -1052,6 +1068,31 @@ export class SqliteJobStorage implements JobStorage {
     const db = this.db();
     if (db.inTransaction) throw new SqliteConnectionInUseError();
     this.statement(begin).run();
+    return this.inTransaction(db, work);
+  }
+
+  /**
+   * A claim: a write transaction whose COMMIT does not wait for fsync (`synchronous = NORMAL` for
+   * this one transaction when the connection runs FULL or EXTRA; restored right after, in the same
+   * synchronous turn, so nothing else sees it). In WAL mode the commit is atomic and survives a
+   * process crash; only a power or OS failure can lose it, and then its rows are Pending again as
+   * if never claimed (a started job may run again: at-least-once, as after any crash). Every later
+   * FULL commit (a start, a finalising move) syncs the WAL up to and including the claim, so no
+   * later state can survive without it.
+   */
+  private claimTransaction<T>(work: () => T): T {
+    const db = this.db();
+    const level = Number(db.pragma('synchronous', { simple: true }));
+    if (level < 2) return this.transaction('BEGIN IMMEDIATE', work);
+    db.pragma('synchronous = NORMAL');
+    try {
+      return this.transaction('BEGIN IMMEDIATE', work);
+    } finally {
+      db.pragma(`synchronous = ${level}`);
+    }
+  }
+
+  private inTransaction<T>(db: BetterSqlite3.Database, work: () => T): T {
     try {
       const result = work();
       if (result instanceof Promise)

@@ -248,7 +248,7 @@ export function sqliteStatements(p: string) {
     // ------------------------------------------------------------------ moves: delete first
 
     /**
-     * Step 1 of archiveSucceeded / moveToDlq with a lease: delete the exact owned rows (Status 1 or 2)
+     * Step 1 of moveToDlq with a lease: delete the exact owned rows (Status 1 or 2)
      * and capture them. Inside BEGIN IMMEDIATE with the inserts and counters that follow; any error
      * before COMMIT rolls the delete back.
      */
@@ -261,10 +261,28 @@ export function sqliteStatements(p: string) {
     /** Step 1 of cancel: Pending and Fetched rows among `@ids`. Same transaction shape. */
     deleteCancellable: `DELETE FROM ${hot} WHERE status IN (0, 1) AND id IN ${IDS} RETURNING *`,
 
-    /** Step 2 of archiveSucceeded: insert the captured rows (`@moved`); a conflict aborts the move. */
-    insertArchive: `INSERT INTO ${archive} (${ARCHIVE_COPIED.join(', ')}, finished_at_utc, duration_ms)
-      SELECT ${fromMoved(ARCHIVE_COPIED)}, ${SQLITE_NOW_MS}, m.value ->> 'duration_ms'
-      FROM json_each(@moved) AS m ORDER BY m.key`,
+    /**
+     * Step 1 of archiveSucceeded: copy the owned rows (Status 1 or 2) of `@leases` (which carry
+     * `durationMs`) into the archive, straight from the hot table, and return (id, queue,
+     * duration_ms) for the counters. Step 2 deletes exactly those rows ({@link deleteArchived}):
+     * inside BEGIN IMMEDIATE nothing can change between the two, and any error rolls both back.
+     * Insert-then-delete in SQL, rather than delete-returning-then-insert through JSON, keeps the
+     * payloads out of JavaScript: the archive is the hottest move.
+     */
+    archiveOwned: `WITH completed(id, worker_id, lease_id, duration_ms) AS (
+        SELECT value ->> 'id', value ->> 'workerId', value ->> 'leaseId', value ->> 'durationMs'
+        FROM json_each(@leases)
+      )
+      INSERT INTO ${archive} (${ARCHIVE_COPIED.join(', ')}, finished_at_utc, duration_ms)
+      SELECT ${ARCHIVE_COPIED.map((c) => `h.${c}`).join(', ')}, ${SQLITE_NOW_MS}, c.duration_ms
+      FROM completed c
+      JOIN ${hot} h ON h.id = c.id AND h.worker_id = c.worker_id AND h.lease_id = c.lease_id
+      WHERE h.status IN (1, 2)
+      RETURNING id, queue, duration_ms`,
+
+    /** Step 2 of archiveSucceeded: delete the rows step 1 archived (same `@leases`, same test). */
+    deleteArchived: `WITH ${LEASE_CTE}
+      DELETE FROM ${hot} WHERE status IN (1, 2) AND ${OWNED}`,
 
     /**
      * Step 2 of every Hot → DLQ move: insert the captured rows (`@moved`, whose `status` already holds
