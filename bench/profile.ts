@@ -38,9 +38,11 @@ export async function runProfile(
   const dir = join(tmpdir(), `chokaq-bench-profile-${Date.now()}`);
   mkdirSync(dir, { recursive: true });
   const concurrency = Math.max(...args.sizes.concurrency);
-  const system = chokaqSystem('postgres', benchUrl);
+  // PostgreSQL unless only SQLite was asked for (`--dialects=sqlite`).
+  const dialect = args.dialects.has('postgres') ? 'postgres' : 'sqlite';
+  const system = chokaqSystem(dialect, benchUrl);
   const out: string[] = [
-    `# ChokaQ profile: PostgreSQL drain, concurrency ${concurrency}`,
+    `# ChokaQ profile: ${dialect === 'postgres' ? 'PostgreSQL' : 'SQLite'} drain, concurrency ${concurrency}`,
     '',
     `Load average at start: ${loadLine()}`,
     '',

@@ -73,7 +73,7 @@ const HELP = `npm run bench -- [flags]
   --quick                 small sizes, 1 run (smoke test); RESULTS.md is not rewritten
   --peers                 also run graphile-worker (preset + defaults) and pg-boss on PostgreSQL
   --json                  print one JSON object per scenario on its own line
-  --profile               CPU-profile a ChokaQ PostgreSQL drain at concurrency 50 (no table)
+  --profile               CPU-profile a ChokaQ drain at the highest --concurrency (PostgreSQL; SQLite with --dialects=sqlite)
   --scenarios=a,b         ${SCENARIOS.join(',')} (default all)
   --dialects=a,b          ${BENCH_DIALECTS.join(',')} (default both)
   --runs=N                runs per scenario (default 3; --quick 1)

@@ -21,8 +21,9 @@ export function chokaqSystem(dialect: BenchDialect, benchUrl: string): BenchSyst
     dialect,
     peer: false,
     settings:
-      'ChokaQ defaults (prefetch 100, batch 20, poll 1000 ms, completion batch 50 / 20 ms' +
-      `${dialect === 'postgres' ? ', LISTEN/NOTIFY, pool 10' : ', WAL'}), concurrency per scenario; ` +
+      'ChokaQ defaults (prefetch 100, batch 20, poll 1000 ms, completion batch 50 / 20 ms, ' +
+      'jobs started in their claim when a slot is free' +
+      `${dialect === 'postgres' ? ', prepared statements, LISTEN/NOTIFY, pool 10' : ', WAL, synchronous FULL except claims'}), concurrency per scenario; ` +
       'driven without Nest (createJobStorage + ChokaQWorker)',
     open: () => openRun(dialect, benchUrl),
   };
