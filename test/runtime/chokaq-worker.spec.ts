@@ -481,7 +481,7 @@ describe('ChokaQWorker on SQLite', () => {
     expect(logger.count('log', 'recovered')).toBe(1);
   });
 
-  it('stops claiming while completions wait to be written: unwritten runs count against prefetch', async () => {
+  it('stops claiming while completions wait to be written: unwritten runs are bounded', async () => {
     // Archive writes stall (a slow or locked database) while handlers keep finishing at once.
     const gate = deferred<void>();
     const stalled = new Proxy(storage, {
@@ -503,7 +503,8 @@ describe('ChokaQWorker on SQLite', () => {
         ran++;
       }),
       { worker: { concurrency: 4, prefetch: 10, batchSize: 5, pollIntervalMs: 10 } },
-      { storage: stalled },
+      // The bound is max(prefetch, one full write): 10 here.
+      { storage: stalled, completionBatch: { maxBatch: 5, maxWrite: 10 } },
     );
     await w.start();
     await waitFor('the prefetch bound reached', () => ran >= 10, { timeoutMs: 10_000 });

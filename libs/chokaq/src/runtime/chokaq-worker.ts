@@ -131,6 +131,8 @@ export class ChokaQWorker {
       processor: this.processor,
       controls: this.controls,
       logger: this.logger,
+      // One full batcher write, and never less than the prefetch buffer.
+      maxUnwritten: Math.max(deps.options.worker.prefetch, this.batcher.writeLimit),
     });
     this.heartbeat = new HeartbeatLoop({
       storage: deps.storage,

@@ -60,6 +60,11 @@ export class CompletionBatcher {
     this.retryMaxMs = options.retryMaxMs ?? 5_000;
   }
 
+  /** Most completions one write takes (`maxWrite`). */
+  get writeLimit(): number {
+    return this.maxWrite;
+  }
+
   /** Completions not yet written (queued or being written). */
   get size(): number {
     return this.queue.length + this.inFlight.length;

@@ -17,6 +17,11 @@ export interface FetcherDeps {
   processor: JobProcessor;
   controls: QueueControls;
   logger: LoggerService;
+  /**
+   * Most finished runs that may wait for their write (archive, retry, DLQ) before the fetcher stops
+   * claiming: the back-pressure that keeps a slow database from piling up completions.
+   */
+  maxUnwritten: number;
 }
 
 /**
@@ -81,16 +86,21 @@ export class FetcherLoop {
     if (await controls.refreshIfOlderThan(options.worker.pollIntervalMs)) {
       await processor.releaseHeld();
     }
-    // Unwritten completions count against the prefetch too: back-pressure when writes lag.
-    const free = options.worker.prefetch - processor.bufferedCount - processor.unwrittenCount;
-    if (free <= 0) {
+    // Back-pressure: while writes lag, finished runs wait unwritten; past the bound, claim nothing.
+    const unwrittenRoom = this.deps.maxUnwritten - processor.unwrittenCount;
+    const free = options.worker.prefetch - processor.bufferedCount;
+    if (unwrittenRoom <= 0) {
       this.mayHaveMore = true;
       return;
     }
     const handled = handlers.handled();
     if (handled.queues.length === 0 && handled.types.length === 0) return;
-    // Rows started now also become unwritten completions soon: they fit in the same bound.
-    const start = processor.reserveStartSlots(Math.min(free, MAX_CLAIM));
+    // Rows started now become unwritten completions soon: they fit in the same bound.
+    const start = processor.reserveStartSlots(Math.min(unwrittenRoom, MAX_CLAIM));
+    if (start === 0 && free <= 0) {
+      this.mayHaveMore = true;
+      return;
+    }
     const limit = start > 0 ? start : Math.min(options.worker.batchSize, free);
     const leaseId = newLeaseId();
     let jobs: HotJob[] = [];

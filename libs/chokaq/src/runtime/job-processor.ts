@@ -101,9 +101,9 @@ export class JobProcessor {
 
   /**
    * Leases held beyond the buffer and the running handlers: jobs being started and finished runs
-   * whose storage write (archive, retry, DLQ) is not done yet. The fetcher counts them against
-   * `worker.prefetch`, so when writes are slower than handlers the process stops claiming instead
-   * of piling up unwritten completions without bound.
+   * whose storage write (archive, retry, DLQ) is not done yet. The fetcher stops claiming while
+   * there are too many (`FetcherDeps.maxUnwritten`), so when writes are slower than handlers the
+   * process does not pile up unwritten completions without bound.
    */
   get unwrittenCount(): number {
     return Math.max(0, this.owned.size - this.buffer.length - this.running.size);
