@@ -13,6 +13,7 @@ import { ensureBenchDatabase, sweepStaleSchemas } from './lib/pg-admin';
 import { jsonLines, markdownTable, writeResults } from './lib/report';
 import { ResultSet } from './lib/results';
 import { sleep } from './lib/stats';
+import { compileWorkers } from './lib/worker-process';
 import { runProfile } from './profile';
 import { runScenario } from './scenarios/run-scenario';
 import type { BenchSystem } from './systems/bench-system';
@@ -75,6 +76,8 @@ async function main(): Promise<void> {
   const swept = await sweepStaleSchemas(benchUrl);
   if (swept > 0) log(`dropped ${swept} schema(s) left by earlier bench processes`);
   log(`load average ${loadLine()} (figures are only meaningful below ~1.5 on this 2-core machine)`);
+  log('compiling the worker processes (tsc -p bench/tsconfig.worker.json)');
+  compileWorkers();
   if (args.profile) return runProfile(args, benchUrl, log);
 
   const results = new ResultSet();
@@ -134,7 +137,7 @@ async function main(): Promise<void> {
         `- ChokaQ is driven without Nest (createJobStorage + ChokaQWorker in a forked worker process), so the figures measure the engine, not the framework.`,
         `- Runs per scenario: ${args.runs}; cells are **median** (min–max). × = ChokaQ's advantage (ChokaQ ÷ peer for ↑ rows, peer ÷ ChokaQ for ↓ rows): above 1 ChokaQ is better.`,
         `- Sizes: single enqueue ${z.single} calls; bulk ${z.bulk} jobs in calls of ${z.bulkChunk}; drain ${z.drain} no-op jobs at concurrency ${z.concurrency.join(' and ')}; latency ${z.latencyJobs} jobs ${z.latencySpacingMs} ms apart to an idle worker (concurrency 10); backlog: ${z.backlogDrain} of ${z.backlog} pending drained at concurrency ${Math.max(...z.concurrency)}; two-proc: ${z.drain} jobs, two worker processes at concurrency ${Math.max(...z.concurrency)} each; worker RSS = peak RSS (maxRSS) of the worker process in the one-process drain at concurrency ${Math.max(...z.concurrency)}.`,
-        '- Drain time runs from the moment the already-initialised worker processes are told to start until the database shows the last job finished (ChokaQ: archived; graphile-worker: deleted; pg-boss: state completed). Worker processes load TypeScript through @swc-node/register (all systems alike).',
+        '- Drain time runs from the moment the already-initialised worker processes are told to start until the database shows the last job finished (ChokaQ: archived; graphile-worker: deleted; pg-boss: state completed). Worker processes run JavaScript compiled by `tsc` before the runs (all systems alike; no TypeScript loader in the workers).',
         '',
         '## Settings',
         '',
