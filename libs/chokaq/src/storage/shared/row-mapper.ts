@@ -8,9 +8,20 @@ import { decodeTags } from './tags';
  */
 type Row = Record<string, unknown>;
 
+/** Folded column names, memoised: every row of a table repeats the same keys. */
+const folded = new Map<string, string>();
+
 function fold(row: Row): Row {
   const out: Row = {};
-  for (const [key, value] of Object.entries(row)) out[key.replace(/_/g, '').toLowerCase()] = value;
+  for (const key in row) {
+    let name = folded.get(key);
+    if (name === undefined) {
+      name = key.replace(/_/g, '').toLowerCase();
+      // Column names are a small fixed set; the bound only guards against unexpected input.
+      if (folded.size < 1_000) folded.set(key, name);
+    }
+    out[name] = row[key];
+  }
   return out;
 }
 
