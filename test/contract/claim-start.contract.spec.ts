@@ -182,6 +182,28 @@ describeEachDialect('storage contract: claiming straight into Processing', (fixt
     }
   });
 
+  it('invariant 4: a one-queue claim hinted "no budget" never overspends that queue', async () => {
+    const queue = uniqueQueue('start-one');
+    await db.storage.enqueueMany(Array.from({ length: 8 }, () => ({ queue })));
+    await db.storage.updateQueue(queue, { maxWorkers: 2 });
+    const stale = await claim(db.storage, queue, 8, newWorkerId(), {
+      start: 8,
+      budgetedQueues: [],
+    });
+    expect(stale.rows.length).toBeLessThanOrEqual(2);
+    const told = await claim(db.storage, queue, 8, newWorkerId(), {
+      start: 8,
+      budgetedQueues: [queue],
+    });
+    expect(stale.rows.length + told.rows.length).toBe(2);
+    expect(await activeOf(db.storage, queue)).toBe(2);
+    // Unbudgeted again: the one-queue claim takes the rest, highest priority first.
+    await db.storage.updateQueue(queue, { maxWorkers: null });
+    const rest = await claim(db.storage, queue, 8, newWorkerId(), { start: 3, budgetedQueues: [] });
+    expect(rest.rows).toHaveLength(6);
+    expect(rest.rows.filter((r) => r.status === JobStatus.Processing)).toHaveLength(3);
+  });
+
   it('invariant 5: paused and inactive queues are never claimed, whatever the hint', async () => {
     const paused = uniqueQueue('start-paused');
     const retired = uniqueQueue('start-retired');
@@ -194,6 +216,11 @@ describeEachDialect('storage contract: claiming straight into Processing', (fixt
         budgetedQueues,
       });
       expect(c.rows).toEqual([]);
+      // One queue at a time too (SQLite's one-queue claim).
+      for (const queue of [paused, retired]) {
+        const one = await claim(db.storage, queue, 5, newWorkerId(), { start: 5, budgetedQueues });
+        expect(one.rows).toEqual([]);
+      }
     }
   });
 

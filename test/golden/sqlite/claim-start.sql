@@ -6,39 +6,17 @@ BEGIN IMMEDIATE
 
 -- [3/4] all
 WITH
-      handled_queue(queue) AS (SELECT value FROM json_each(@queues)),
-      handled_type(queue, type) AS (SELECT value ->> 'queue', value ->> 'type' FROM json_each(@types)),
-      wanted(queue) AS (SELECT queue FROM handled_queue UNION SELECT queue FROM handled_type),
-      budget(queue, any_type, remaining) AS (
-        SELECT w.queue,
-               w.queue IN (SELECT queue FROM handled_queue),
-               CASE WHEN q.max_workers IS NULL THEN @limit
-                    ELSE q.max_workers - (SELECT COUNT(*) FROM chokaq_jobs_hot a
-                                           WHERE a.queue = w.queue AND a.status IN (1, 2)) END
-        FROM wanted w LEFT JOIN chokaq_queues q ON q.name = w.queue
-        WHERE COALESCE(q.is_paused, 0) = 0 AND COALESCE(q.is_active, 1) = 1
-      ),
-      candidate AS (
-        SELECT h.id, h.queue, h.priority, COALESCE(h.scheduled_at_utc, h.enqueued_at_utc) AS due,
-               b.remaining
-        FROM budget b CROSS JOIN chokaq_jobs_hot h
-        WHERE b.remaining > 0
-          AND h.id IN (
-            SELECT c.id FROM chokaq_jobs_hot c
-            WHERE c.status = 0 AND c.queue = b.queue
-              AND (c.scheduled_at_utc IS NULL OR c.scheduled_at_utc <= CAST(ROUND(unixepoch('subsec') * 1000) AS INTEGER))
-              AND (b.any_type OR c.type IN (SELECT t.type FROM handled_type t WHERE t.queue = b.queue))
-            ORDER BY c.priority DESC, COALESCE(c.scheduled_at_utc, c.enqueued_at_utc), c.id
-            LIMIT @limit)
-      ),
-      ranked AS (
-        SELECT id, priority, due, remaining,
-               ROW_NUMBER() OVER (PARTITION BY queue ORDER BY priority DESC, due, id) AS rn
-        FROM candidate
-      ),
       picked AS (
-        SELECT id, ROW_NUMBER() OVER (ORDER BY priority DESC, due, id) AS claim_rn
-        FROM ranked WHERE rn <= remaining ORDER BY priority DESC, due, id LIMIT @limit
+        SELECT c.id,
+               ROW_NUMBER() OVER (ORDER BY c.priority DESC,
+                                  COALESCE(c.scheduled_at_utc, c.enqueued_at_utc), c.id) AS claim_rn
+        FROM chokaq_jobs_hot c
+        WHERE c.status = 0 AND c.queue = @queue
+          AND (c.scheduled_at_utc IS NULL OR c.scheduled_at_utc <= CAST(ROUND(unixepoch('subsec') * 1000) AS INTEGER))
+          AND NOT EXISTS (SELECT 1 FROM chokaq_queues q WHERE q.name = @queue
+                            AND (q.is_paused <> 0 OR q.is_active = 0 OR q.max_workers IS NOT NULL))
+        ORDER BY c.priority DESC, COALESCE(c.scheduled_at_utc, c.enqueued_at_utc), c.id
+        LIMIT @limit
       )
       UPDATE chokaq_jobs_hot AS h
       SET status = CASE WHEN p.claim_rn <= @start THEN 2 ELSE 1 END,

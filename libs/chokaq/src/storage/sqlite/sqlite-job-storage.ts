@@ -363,22 +363,36 @@ export class SqliteJobStorage implements JobStorage {
   // ================================================================== worker-owned transitions
 
   /**
-   * Ignores the `budgetedQueues` hint: claims are already serialised by BEGIN IMMEDIATE.
+   * Claims are serialised by BEGIN IMMEDIATE, so the `budgetedQueues` hint only selects the
+   * statement: one handled queue (queue-wide) that the hint says is unbudgeted takes the cheaper
+   * `claimOneQueue`, which skips the queue if it is budgeted after all; anything else takes `claim`.
    * @inheritdoc
    */
   async fetchNextBatch(request: FetchRequest): Promise<HotJob[]> {
-    const { workerId, leaseId, limit, handled, start } = assertFetchRequest(request);
+    const { workerId, leaseId, limit, handled, start, budgetedQueues } =
+      assertFetchRequest(request);
     if (limit === 0 || (handled.queues.length === 0 && handled.types.length === 0)) return [];
-    const params = {
-      queues: JSON.stringify(handled.queues),
-      types: JSON.stringify(handled.types.map((t) => ({ queue: t.queue, type: t.type }))),
-      limit,
-      start,
-      workerId,
-      leaseId,
-    };
+    const [only] = handled.queues;
+    const oneQueue =
+      budgetedQueues !== undefined &&
+      handled.types.length === 0 &&
+      handled.queues.every((q) => q === only) &&
+      !budgetedQueues.includes(only);
+    const [sql, params] = oneQueue
+      ? [this.sql.claimOneQueue, { queue: only, limit, start, workerId, leaseId }]
+      : [
+          this.sql.claim,
+          {
+            queues: JSON.stringify(handled.queues),
+            types: JSON.stringify(handled.types.map((t) => ({ queue: t.queue, type: t.type }))),
+            limit,
+            start,
+            workerId,
+            leaseId,
+          },
+        ];
     const rows = await this.retry('fetchNextBatch', () =>
-      this.mutex.runExclusive(() => this.claimTransaction(() => this.all(this.sql.claim, params))),
+      this.mutex.runExclusive(() => this.claimTransaction(() => this.all(sql, params))),
     );
     // RETURNING has no order: hand the rows back in claim order.
     return rows.map(mapHotRow).sort(claimOrder);

@@ -78,6 +78,21 @@ export function sqliteStatements(p: string) {
   const migrations = `${p}schema_migrations`;
   const dlqColumns = [...HOT_COLUMNS, 'failure_reason', 'error_details'];
 
+  /**
+   * The claims' final step: `picked(id, claim_rn)` rows become Fetched, or Processing for the first
+   * `@start` (exactly what markAsProcessing sets), under the claim's worker and lease.
+   */
+  const claimUpdate = `UPDATE ${hot} AS h
+      SET status = CASE WHEN p.claim_rn <= @start THEN 2 ELSE 1 END,
+          attempt_count = attempt_count + CASE WHEN p.claim_rn <= @start THEN 1 ELSE 0 END,
+          started_at_utc = CASE WHEN p.claim_rn <= @start THEN ${SQLITE_NOW_MS}
+                                ELSE started_at_utc END,
+          heartbeat_utc = CASE WHEN p.claim_rn <= @start THEN ${SQLITE_NOW_MS}
+                               ELSE heartbeat_utc END,
+          worker_id = @workerId, lease_id = @leaseId, last_updated_utc = ${SQLITE_NOW_MS}
+      FROM picked p
+      WHERE h.status = 0 AND h.id = p.id
+      RETURNING *`;
   return {
     tables: { hot, archive, dlq, stats, buckets, queues, recurring, migrations },
 
@@ -179,17 +194,30 @@ export function sqliteStatements(p: string) {
         SELECT id, ROW_NUMBER() OVER (ORDER BY priority DESC, due, id) AS claim_rn
         FROM ranked WHERE rn <= remaining ORDER BY priority DESC, due, id LIMIT @limit
       )
-      UPDATE ${hot} AS h
-      SET status = CASE WHEN p.claim_rn <= @start THEN 2 ELSE 1 END,
-          attempt_count = attempt_count + CASE WHEN p.claim_rn <= @start THEN 1 ELSE 0 END,
-          started_at_utc = CASE WHEN p.claim_rn <= @start THEN ${SQLITE_NOW_MS}
-                                ELSE started_at_utc END,
-          heartbeat_utc = CASE WHEN p.claim_rn <= @start THEN ${SQLITE_NOW_MS}
-                               ELSE heartbeat_utc END,
-          worker_id = @workerId, lease_id = @leaseId, last_updated_utc = ${SQLITE_NOW_MS}
-      FROM picked p
-      WHERE h.status = 0 AND h.id = p.id
-      RETURNING *`,
+      ${claimUpdate}`,
+
+    /**
+     * fetchNextBatch for the most common worker: one queue, a queue-wide handler, and a caller
+     * that believes the queue has no budget (`budgetedQueues`). One ordered scan of the pending
+     * index, no JSON, no per-queue budget: about a third cheaper than {@link claim}. The queue is
+     * skipped if its `Queues` row says paused, inactive or budgeted at this moment (a stale hint
+     * cannot overspend a budget); a queue without a row counts as unpaused, active and unlimited,
+     * as in {@link claim}. Same BEGIN IMMEDIATE, same `@start`, same UPDATE.
+     */
+    claimOneQueue: `WITH
+      picked AS (
+        SELECT c.id,
+               ROW_NUMBER() OVER (ORDER BY c.priority DESC,
+                                  COALESCE(c.scheduled_at_utc, c.enqueued_at_utc), c.id) AS claim_rn
+        FROM ${hot} c
+        WHERE c.status = 0 AND c.queue = @queue
+          AND (c.scheduled_at_utc IS NULL OR c.scheduled_at_utc <= ${SQLITE_NOW_MS})
+          AND NOT EXISTS (SELECT 1 FROM ${queues} q WHERE q.name = @queue
+                            AND (q.is_paused <> 0 OR q.is_active = 0 OR q.max_workers IS NOT NULL))
+        ORDER BY c.priority DESC, COALESCE(c.scheduled_at_utc, c.enqueued_at_utc), c.id
+        LIMIT @limit
+      )
+      ${claimUpdate}`,
 
     // ------------------------------------------------------------------ worker-owned updates
 
