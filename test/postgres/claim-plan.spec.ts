@@ -97,10 +97,12 @@ describePg('PostgreSQL claim plan', () => {
       expect(scan['Index Cond']).toContain('queue');
       expect(scan['Index Cond']).toContain('COALESCE');
     }
-    // Every other access to jobs_hot is by an index too (active count, primary key for the UPDATE).
+    // Every other access to jobs_hot is by an index (the active count) or by TID (the UPDATE
+    // finds each picked row by its ctid).
     for (const scan of hotScans.filter((n) => n['Node Type'] !== 'ModifyTable')) {
-      expect(scan['Node Type']).toMatch(/Index|Bitmap/);
+      expect(scan['Node Type']).toMatch(/Index|Bitmap|Tid Scan/);
     }
+    expect(hotScans.some((n) => n['Node Type'] === 'Tid Scan')).toBe(true);
   }
 
   it('uses the pending index and never a Seq Scan of jobs_hot (custom plan)', async () => {
@@ -144,4 +146,50 @@ describePg('PostgreSQL claim plan', () => {
       await client.query('ROLLBACK');
     }
   });
+});
+
+/**
+ * Proof (2): the same O(batch) reading on a table that was never analysed (a fresh schema right
+ * after a bulk enqueue, before autovacuum gets to it), where a plan's row estimates are guesses.
+ * The UPDATE finds picked rows by ctid, so no plan can drive it from the whole pending index.
+ */
+describePg('PostgreSQL claim plan on a never-analysed table', () => {
+  const db = new PgSchema();
+  let client: Client;
+  const FRESH = 5_000;
+
+  beforeAll(async () => {
+    const storage = await db.open();
+    await storage.enqueueMany(Array.from({ length: FRESH }, () => ({ queue: 'fresh' })));
+    client = new Client({ connectionString: PG_URL });
+    await client.connect();
+  }, 60_000);
+
+  afterAll(async () => {
+    await client?.end();
+    await db.close();
+  });
+
+  it.each(['budgeted', 'unbudgeted'] as const)(
+    'the %s claim of 50 reads O(batch) pending rows and updates through a TID scan',
+    async (variant) => {
+      await client.query('BEGIN');
+      try {
+        const { rows } = await client.query(
+          `EXPLAIN (ANALYZE true, COSTS false, TIMING false, FORMAT JSON) ${claimBatch(quoteSchema(db.schema), variant)}`,
+          ['worker', 'lease', ['fresh'], [], [], 50, 50],
+        );
+        const plan = (rows[0]['QUERY PLAN'] as Array<{ Plan: PlanNode }>)[0].Plan;
+        const all = nodes(plan);
+        const read = all
+          .filter((n) => n['Index Name'] === 'ix_jobs_hot_pending')
+          .reduce((sum, n) => sum + (n['Actual Rows'] ?? 0) * (n['Actual Loops'] ?? 1), 0);
+        expect(read).toBeLessThanOrEqual(100);
+        expect(all.some((n) => n['Node Type'] === 'Tid Scan')).toBe(true);
+        expect(all.find((n) => n['Node Type'] === 'ModifyTable')?.['Actual Rows']).toBe(50);
+      } finally {
+        await client.query('ROLLBACK');
+      }
+    },
+  );
 });

@@ -21,11 +21,11 @@ runnable AS MATERIALIZED (
   WHERE NOT q.is_paused AND q.is_active AND q.max_workers IS NULL
 ),
 picked AS MATERIALIZED (
-  SELECT c.id,
+  SELECT c.id, c.tid,
          row_number() OVER (ORDER BY c.priority DESC, c.due, c.id) AS rn
   FROM runnable r
   CROSS JOIN LATERAL (
-    SELECT j.id, j.priority, coalesce(j.scheduled_at_utc, j.enqueued_at_utc) AS due
+    SELECT j.id, j.ctid AS tid, j.priority, coalesce(j.scheduled_at_utc, j.enqueued_at_utc) AS due
     FROM "chokaq".jobs_hot j
     WHERE j.status = 0
       AND j.queue = r.name
@@ -45,5 +45,5 @@ SET status = CASE WHEN p.rn <= $7 THEN 2 ELSE 1 END,
     heartbeat_utc = CASE WHEN p.rn <= $7 THEN now() ELSE j.heartbeat_utc END,
     worker_id = $1, lease_id = $2, last_updated_utc = now()
 FROM picked p
-WHERE j.id = p.id AND j.status = 0
+WHERE j.ctid = p.tid AND j.id = p.id AND j.status = 0
 RETURNING j.*

@@ -224,6 +224,12 @@ FOR NO KEY UPDATE`;
  *
  * `runnable` is MATERIALIZED so each budgeted queue's active count runs once (inlined, the
  * planner would repeat the count in every place `budget` is used).
+ * The UPDATE finds each picked row by its `ctid` (a TID scan per row), taken while the row was
+ * locked: the lock is held to COMMIT, so nothing can move the tuple in between, and `id` and
+ * `status = 0` are re-checked anyway. Joining on `id` alone let the planner drive the join from
+ * the partial pending index (its predicate is `status = 0`): on a table not yet analysed it read
+ * every pending row for each claim (42 ms instead of 0.6 ms for 50 rows over 5,000 pending).
+ *
  * `picked` is MATERIALIZED: evaluated exactly once. Inlined, the planner could put it on the inner
  * side of a nested loop and rescan it, and every rescan of a `LIMIT … FOR UPDATE SKIP LOCKED`
  * subquery skips the rows already updated by this statement and locks new ones (claiming more
@@ -276,11 +282,11 @@ runnable AS MATERIALIZED (${
 }
 ),
 picked AS MATERIALIZED (
-  SELECT c.id,
+  SELECT c.id, c.tid,
          row_number() OVER (ORDER BY c.priority DESC, c.due, c.id) AS rn
   FROM runnable r
   CROSS JOIN LATERAL (
-    SELECT j.id, j.priority, coalesce(j.scheduled_at_utc, j.enqueued_at_utc) AS due
+    SELECT j.id, j.ctid AS tid, j.priority, coalesce(j.scheduled_at_utc, j.enqueued_at_utc) AS due
     FROM ${s}.jobs_hot j
     WHERE j.status = 0
       AND j.queue = r.name
@@ -300,7 +306,7 @@ SET status = CASE WHEN p.rn <= $7 THEN 2 ELSE 1 END,
     heartbeat_utc = CASE WHEN p.rn <= $7 THEN now() ELSE j.heartbeat_utc END,
     worker_id = $1, lease_id = $2, last_updated_utc = now()
 FROM picked p
-WHERE j.id = p.id AND j.status = 0
+WHERE j.ctid = p.tid AND j.id = p.id AND j.status = 0
 RETURNING j.*`;
 
 /**
