@@ -450,7 +450,7 @@ export class JobProcessor {
       await this.finalise(claimed, handler, probe, execution.attempt, result, emit);
     } finally {
       this.finalising--;
-      // The write is done: its lease no longer counts against the prefetch.
+      // The write is done: the run no longer counts as unwritten, so the fetcher may claim again.
       this.deps.onCapacity?.();
     }
   }
