@@ -114,6 +114,29 @@ describe('JobExecutor', () => {
     expect(jest.getTimerCount()).toBe(0);
   });
 
+  it('a signal first read after the timeout is already aborted, with the timeout as reason', async () => {
+    jest.useFakeTimers();
+    const executor = new JobExecutor([], new RecordingLogger());
+    let ctx: JobContext | undefined;
+    const run = executor.start({
+      job: job(),
+      lease,
+      timeoutMs: 100,
+      handler: handler((_p, c) => {
+        ctx = c; // keeps the context, reads nothing yet
+        return new Promise(() => undefined);
+      }),
+    });
+    await jest.advanceTimersByTimeAsync(100);
+    await expect(run.result).resolves.toMatchObject({ kind: 'timeout' });
+    expect(ctx!.signal.aborted).toBe(true);
+    expect(ctx!.signal.reason).toBeInstanceOf(ChokaQJobTimeoutError);
+    expect(ctx!.signal).toBe(run.signal); // one signal, however it is reached
+    // A later abort does not replace the first reason.
+    run.abort('cancelled');
+    expect(ctx!.signal.reason).toBeInstanceOf(ChokaQJobTimeoutError);
+  });
+
   it('counts a late result after the timeout and ignores it', async () => {
     jest.useFakeTimers();
     const logger = new RecordingLogger();
