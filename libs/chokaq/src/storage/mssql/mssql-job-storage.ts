@@ -168,15 +168,9 @@ export class MssqlJobStorage implements JobStorage {
     return this.retry(name, () => this.execute(statement));
   }
 
-  /** The transient retry, telling `operation` which attempt it is (1 for the first). */
+  /** The transient retry of one operation (`operation` is told its attempt, 1 for the first). */
   private retry<T>(name: string, operation: (attempt: number) => Promise<T>): Promise<T> {
-    let attempt = 0;
-    return withTransientRetry(
-      name,
-      () => operation(++attempt),
-      isTransientMssqlError,
-      this.config.transientRetry,
-    );
+    return withTransientRetry(name, operation, isTransientMssqlError, this.config.transientRetry);
   }
 
   private callerRunner(transaction: unknown): QueryRunner {
@@ -732,19 +726,7 @@ export class MssqlJobStorage implements JobStorage {
   /** @inheritdoc */
   async upsertRecurringJob(definition: RecurringJobDefinition): Promise<void> {
     const d = assertRecurringDefinition(definition, this.config.payloadMaxBytes);
-    await this.run(
-      'upsertRecurringJob',
-      SQL.upsertRecurringSql(this.schema, {
-        name: d.name,
-        cron: d.cron,
-        timeZone: d.timeZone,
-        queue: d.queue,
-        type: d.type,
-        payload: d.payload,
-        misfirePolicy: d.misfirePolicy,
-        nextSlotUtc: d.nextSlotUtc,
-      }),
-    );
+    await this.run('upsertRecurringJob', SQL.upsertRecurringSql(this.schema, d));
   }
 
   /** @inheritdoc */
@@ -775,42 +757,36 @@ export class MssqlJobStorage implements JobStorage {
     assertDate(slotUtc, 'slotUtc');
     assertDate(nextSlotUtc, 'nextSlotUtc');
     const validated = job ? toMssqlJob(validateNewJob(job, this.config.payloadMaxBytes)) : null;
-    return withTransientRetry(
-      'claimRecurringSlot',
-      async () => {
-        assertDataSourceOpen(this.dataSource, 'SQL Server');
-        const runner = this.dataSource.createQueryRunner();
-        try {
-          await runner.startTransaction();
-          const cas = await this.execute(
-            SQL.claimRecurringSlotSql(this.schema, name, slotUtc, nextSlotUtc),
-            runner,
-          );
-          if (num(cas[0]?.Affected) === 0) {
-            await runner.rollbackTransaction();
-            return null;
-          }
-          // Like the other dialects: a slot advanced without a job (nothing to enqueue) reports null.
-          let result: EnqueueResult | null = null;
-          if (validated) {
-            const row =
-              (await this.execute(SQL.enqueueSql(this.schema, validated), runner))[0] ?? {};
-            result =
-              num(row.Created) === 1
-                ? { id: validated.id, created: true }
-                : { id: String(row.HolderId ?? validated.id), created: false };
-          }
-          await runner.commitTransaction();
-          return result;
-        } catch (error) {
-          if (runner.isTransactionActive) await runner.rollbackTransaction().catch(() => undefined);
-          throw error;
-        } finally {
-          await runner.release();
+    return this.retry('claimRecurringSlot', async () => {
+      assertDataSourceOpen(this.dataSource, 'SQL Server');
+      const runner = this.dataSource.createQueryRunner();
+      try {
+        await runner.startTransaction();
+        const cas = await this.execute(
+          SQL.claimRecurringSlotSql(this.schema, name, slotUtc, nextSlotUtc),
+          runner,
+        );
+        if (num(cas[0]?.Affected) === 0) {
+          await runner.rollbackTransaction();
+          return null;
         }
-      },
-      isTransientMssqlError,
-      this.config.transientRetry,
-    );
+        // Like the other dialects: a slot advanced without a job (nothing to enqueue) reports null.
+        let result: EnqueueResult | null = null;
+        if (validated) {
+          const row = (await this.execute(SQL.enqueueSql(this.schema, validated), runner))[0] ?? {};
+          result =
+            num(row.Created) === 1
+              ? { id: validated.id, created: true }
+              : { id: String(row.HolderId ?? validated.id), created: false };
+        }
+        await runner.commitTransaction();
+        return result;
+      } catch (error) {
+        if (runner.isTransactionActive) await runner.rollbackTransaction().catch(() => undefined);
+        throw error;
+      } finally {
+        await runner.release();
+      }
+    });
   }
 }

@@ -22,8 +22,9 @@
  * Requires SQL Server 2016+ / Azure SQL with compatibility level ≥ 130 (OPENJSON, DATEDIFF_BIG).
  */
 import { FailureReason } from '../job-status';
-import { ActiveFilter, DlqFilter, HistoryFilter } from '../job-storage';
+import { ActiveFilter, DlqFilter, HistoryFilter, QueuePatch } from '../job-storage';
 import { escapeLike } from '../shared/text';
+import type { CheckedRecurringDefinition } from '../shared/validate-args';
 import { MssqlStatement, ParamList } from './mssql-params';
 import {
   ARCHIVE_COLUMNS,
@@ -1053,27 +1054,13 @@ export function getQueuesSql(schema: string): MssqlStatement {
   );
 }
 
-/** A queue patch as the builder takes it (`undefined` leaves a field unchanged). */
-export interface MssqlQueuePatch {
-  isPaused?: boolean;
-  isActive?: boolean;
-  maxWorkers?: number | null;
-  zombieTimeoutSeconds?: number | null;
-  executionTimeoutMs?: number | null;
-  retryZombies?: boolean;
-}
-
 /**
  * updateQueue — upsert safe under concurrency: the row is created if missing under
  * `UPDLOCK, HOLDLOCK` (concurrent creators serialise on the key range instead of one failing
  * with a duplicate key), then each given field is set (a flag parameter per field keeps the text
  * fixed). One transaction, XACT_ABORT.
  */
-export function updateQueueSql(
-  schema: string,
-  name: string,
-  patch: MssqlQueuePatch,
-): MssqlStatement {
+export function updateQueueSql(schema: string, name: string, patch: QueuePatch): MssqlStatement {
   const t = tables(schema);
   const p = new ParamList();
   const q = p.varchar(name, 255);
@@ -1480,25 +1467,15 @@ export function previewSampleSql(
 
 // ------------------------------------------------------------------------------------ recurring
 
-/** A recurring definition as the builder takes it. */
-export interface MssqlRecurring {
-  name: string;
-  cron: string;
-  timeZone: string;
-  queue: string;
-  type: string;
-  /** Serialised JSON. */
-  payload: string;
-  misfirePolicy: string;
-  nextSlotUtc: Date;
-}
-
 /**
  * upsertRecurringJob — `UPDATE … WITH (UPDLOCK, HOLDLOCK)` then `INSERT` when it changed no row:
  * the key-range update lock makes concurrent upserts of one name wait for each other instead of
  * one failing with a duplicate key. `NextSlotUtc` is reset only when the cron or zone changed.
  */
-export function upsertRecurringSql(schema: string, def: MssqlRecurring): MssqlStatement {
+export function upsertRecurringSql(
+  schema: string,
+  def: CheckedRecurringDefinition,
+): MssqlStatement {
   const t = tables(schema);
   const p = new ParamList();
   const name = p.nvarchar(def.name);

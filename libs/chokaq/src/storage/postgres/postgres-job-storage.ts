@@ -217,10 +217,9 @@ export class PostgresJobStorage implements JobStorage {
 
   /** Retries transient failures of a whole operation (each attempt a fresh statement or transaction). */
   private retry<T>(name: string, operation: (attempt: number) => Promise<T>): Promise<T> {
-    let attempt = 0;
     return withTransientRetry(
       name,
-      () => operation(++attempt),
+      operation,
       isTransientPostgresError,
       this.config.transientRetry,
     );

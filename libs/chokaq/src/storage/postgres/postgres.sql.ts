@@ -20,7 +20,7 @@
  */
 import { DlqFilter, HistoryFilter, ActiveFilter } from '../job-storage';
 import { escapeLike } from '../shared/text';
-import { HOT_COLUMNS } from '../shared/columns';
+import { hotColumnsExcept } from '../shared/columns';
 
 /** Quotes a schema name that already matched `^[A-Za-z_][A-Za-z0-9_]{0,62}$`. */
 export function quoteSchema(schema: string): string {
@@ -48,30 +48,10 @@ export function cancelChannel(schema: string): string {
 }
 
 /** Hot columns copied unchanged into the archive (status is virtual there; heartbeat and cancel flags end with the run). */
-const ARCHIVE_COPIED = [
-  'id',
-  'queue',
-  'type',
-  'payload',
-  'tags',
-  'idempotency_key',
-  'priority',
-  'attempt_count',
-  'worker_id',
-  'lease_id',
-  'scheduled_at_utc',
-  'created_at_utc',
-  'enqueued_at_utc',
-  'started_at_utc',
-  'last_updated_utc',
-  'created_by',
-  'last_modified_by',
-  'last_error',
-  'progress',
-] as const;
+const ARCHIVE_COPIED = hotColumnsExcept('status', 'heartbeat_utc', 'cancel_requested_utc');
 
 /** Hot columns copied unchanged into the DLQ (all but `status`, which becomes the DLQ status). */
-const DLQ_COPIED = HOT_COLUMNS.filter((c) => c !== 'status');
+const DLQ_COPIED = hotColumnsExcept('status');
 
 const cols = (list: readonly string[], alias?: string): string =>
   list.map((c) => (alias ? `${alias}.${c}` : c)).join(', ');

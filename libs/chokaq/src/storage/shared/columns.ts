@@ -27,3 +27,11 @@ export const HOT_COLUMNS = [
   'cancel_requested_utc',
   'progress',
 ] as const;
+
+/** A hot column name. */
+export type HotColumn = (typeof HOT_COLUMNS)[number];
+
+/** The hot columns but `left` (in table order), e.g. the columns a move copies into a pillar. */
+export function hotColumnsExcept(...left: HotColumn[]): HotColumn[] {
+  return HOT_COLUMNS.filter((c) => !left.includes(c));
+}

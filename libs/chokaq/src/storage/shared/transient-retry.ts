@@ -22,18 +22,19 @@ export const DEFAULT_TRANSIENT_RETRY: Required<TransientRetryOptions> = {
  * jitter (so a crowd of workers does not retry in lock step). A non-transient error is rethrown
  * at once; when the attempts run out the last transient error is wrapped in
  * `ChokaQStorageUnavailableError`. The operation must be safe to repeat: each attempt is its own
- * statement or transaction, and a failed attempt has committed nothing.
+ * statement or transaction, and a failed attempt has committed nothing — or, where a lost reply
+ * may hide a commit, the operation checks for it first (it gets the attempt number, from 1).
  */
 export async function withTransientRetry<T>(
   name: string,
-  operation: () => Promise<T>,
+  operation: (attempt: number) => Promise<T>,
   isTransient: (error: unknown) => boolean,
   options: TransientRetryOptions = {},
 ): Promise<T> {
   const { maxAttempts, baseDelayMs, maxDelayMs } = { ...DEFAULT_TRANSIENT_RETRY, ...options };
   for (let attempt = 1; ; attempt++) {
     try {
-      return await operation();
+      return await operation(attempt);
     } catch (error) {
       if (!isTransient(error)) throw error;
       if (attempt >= maxAttempts) throw new ChokaQStorageUnavailableError(name, attempt, error);

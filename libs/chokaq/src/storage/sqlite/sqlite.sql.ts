@@ -1,6 +1,6 @@
 import { ActiveFilter, DlqFilter, HistoryFilter } from '../job-storage';
 import { escapeLike } from '../shared/text';
-import { HOT_COLUMNS } from '../shared/columns';
+import { HOT_COLUMNS, hotColumnsExcept } from '../shared/columns';
 
 /**
  * All SQL text of the SQLite dialect, one named statement per operation, built once per table prefix
@@ -40,26 +40,14 @@ const OWNED = `(id, worker_id, lease_id) IN (SELECT id, worker_id, lease_id FROM
 /** Ids from `@ids` (a JSON array of strings). */
 const IDS = `(SELECT value FROM json_each(@ids))`;
 
-/** Columns copied from a moved hot row into the archive (besides `finished_at_utc`, `duration_ms`). */
-const ARCHIVE_COPIED = [
-  'id',
-  'queue',
-  'type',
-  'payload',
-  'tags',
-  'idempotency_key',
-  'priority',
-  'attempt_count',
-  'worker_id',
-  'scheduled_at_utc',
-  'created_at_utc',
-  'enqueued_at_utc',
-  'started_at_utc',
-  'created_by',
-  'last_modified_by',
-  'last_error',
-  'progress',
-] as const;
+/** Hot columns copied into the archive (besides `finished_at_utc`, `duration_ms`): the SQLite archive keeps no lease, heartbeat, update time or cancel flag. */
+const ARCHIVE_COPIED = hotColumnsExcept(
+  'status',
+  'lease_id',
+  'heartbeat_utc',
+  'last_updated_utc',
+  'cancel_requested_utc',
+);
 
 /** `m.value ->> 'col'` for each column: reads a captured row of `json_each(@moved) AS m`. */
 function fromMoved(columns: readonly string[]): string {
