@@ -9,6 +9,7 @@ import type { JobStorage, QueueInfo } from '../storage/job-storage';
  */
 export class QueueControls {
   private queues = new Map<string, QueueInfo>();
+  private budgeted: string[] = [];
   private refreshedAt = 0;
 
   constructor(private readonly storage: Pick<JobStorage, 'getQueues'>) {}
@@ -22,6 +23,7 @@ export class QueueControls {
   async refresh(): Promise<void> {
     const rows = await this.storage.getQueues();
     this.queues = new Map(rows.map((row) => [row.name, row]));
+    this.budgeted = rows.filter((q) => q.maxWorkers !== null).map((q) => q.name);
     this.refreshedAt = Date.now();
   }
 
@@ -33,8 +35,8 @@ export class QueueControls {
   }
 
   /** Names of the queues with a `MaxWorkers` budget, as of the last refresh. */
-  budgetedQueues(): string[] {
-    return [...this.queues.values()].filter((q) => q.maxWorkers !== null).map((q) => q.name);
+  budgetedQueues(): readonly string[] {
+    return this.budgeted;
   }
 
   /** The row of `queue`, if known. */

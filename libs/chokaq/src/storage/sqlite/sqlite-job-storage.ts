@@ -1095,14 +1095,14 @@ export class SqliteJobStorage implements JobStorage {
    * later state can survive without it.
    */
   private claimTransaction<T>(work: () => T): T {
-    const db = this.db();
-    const level = Number(db.pragma('synchronous', { simple: true }));
+    // Cached statements: db.pragma() would prepare a new statement three times per claim.
+    const level = Number(this.get('PRAGMA synchronous')?.synchronous);
     if (level < 2) return this.transaction('BEGIN IMMEDIATE', work);
-    db.pragma('synchronous = NORMAL');
+    this.run('PRAGMA synchronous = NORMAL');
     try {
       return this.transaction('BEGIN IMMEDIATE', work);
     } finally {
-      db.pragma(`synchronous = ${level}`);
+      this.run(`PRAGMA synchronous = ${level}`);
     }
   }
 
