@@ -1,12 +1,13 @@
 import { randomUUID } from 'node:crypto';
 import { JobStatus } from '../../libs/chokaq/src/storage/job-status';
-import { JobStorage } from '../../libs/chokaq/src/storage/job-storage';
 import { TestDatabase, describeEachDialect } from '../support/dialects';
 import {
   activeOf,
   claim,
+  closeClaimers,
   expectValidationError,
   newWorkerId,
+  openClaimers,
   queues,
   retryUnavailable,
   statsOf,
@@ -114,7 +115,7 @@ describeEachDialect('storage contract: claiming straight into Processing', (fixt
         )
       ).map((r) => r.id),
     );
-    const storages = await claimers();
+    const storages = await openClaimers(db, 6, 3);
     const seen = new Map<string, number>();
     const deadline = Date.now() + 45_000;
     try {
@@ -137,7 +138,7 @@ describeEachDialect('storage contract: claiming straight into Processing', (fixt
         }),
       );
     } finally {
-      await closeExtra(storages);
+      await closeClaimers(db, storages);
     }
     expect([...seen.values()].filter((n) => n > 1)).toEqual([]);
     expect(seen.size).toBe(ids.size);
@@ -153,7 +154,7 @@ describeEachDialect('storage contract: claiming straight into Processing', (fixt
       ...Array.from({ length: 30 }, () => ({ queue: free })),
     ]);
     await db.storage.updateQueue(budgeted, { maxWorkers: 3 });
-    const storages = await claimers();
+    const storages = await openClaimers(db, 6, 3);
     try {
       for (let round = 0; round < 3; round++) {
         // Half the claimers believe nothing is budgeted, half know; all start what they claim.
@@ -178,7 +179,7 @@ describeEachDialect('storage contract: claiming straight into Processing', (fixt
       expect(told.rows).toHaveLength(left);
       expect(await activeOf(db.storage, budgeted)).toBe(3);
     } finally {
-      await closeExtra(storages);
+      await closeClaimers(db, storages);
     }
   });
 
@@ -223,16 +224,4 @@ describeEachDialect('storage contract: claiming straight into Processing', (fixt
       }
     }
   });
-
-  async function claimers(): Promise<JobStorage[]> {
-    const count = db.dialect === 'sqlite' ? 3 : 6;
-    const others = await Promise.all(
-      Array.from({ length: count }, () => db.openAnother({ poolSize: 2 })),
-    );
-    return [db.storage, ...others];
-  }
-
-  async function closeExtra(storages: JobStorage[]): Promise<void> {
-    await Promise.all(storages.filter((s) => s !== db.storage).map((s) => s.close()));
-  }
 });

@@ -4,6 +4,8 @@ import { TestDatabase, describeEachDialect } from '../support/dialects';
 import {
   activeOf,
   claim,
+  closeClaimers,
+  openClaimers,
   newWorkerId,
   ownersOf,
   queues,
@@ -21,22 +23,6 @@ describeEachDialect('storage contract: claiming', (fixture) => {
   afterAll(async () => {
     await db?.close();
   });
-
-  /**
-   * The fixture's storage plus independent ones from `openAnother`: 8 more on the servers (own
-   * connection pools of 2, to stay well inside max_connections), 4 more on the same SQLite file.
-   */
-  async function claimers(serverCount = 8, sqliteCount = 4): Promise<JobStorage[]> {
-    const count = db.dialect === 'sqlite' ? sqliteCount : serverCount;
-    const others = await Promise.all(
-      Array.from({ length: count }, () => db.openAnother({ poolSize: 2 })),
-    );
-    return [db.storage, ...others];
-  }
-
-  async function closeExtra(storages: JobStorage[]): Promise<void> {
-    await Promise.all(storages.filter((s) => s !== db.storage).map((s) => s.close()));
-  }
 
   it('claims due Pending rows and returns them Fetched with the claim token', async () => {
     const queue = uniqueQueue();
@@ -107,7 +93,7 @@ describeEachDialect('storage contract: claiming', (fixture) => {
     const all = new Set(results.map((r) => r.id));
     expect(all.size).toBe(1_200);
 
-    const storages = await claimers();
+    const storages = await openClaimers(db, 8, 4);
     const claimedBy = new Map<string, string>();
     const duplicates: string[] = [];
     const tokenErrors: string[] = [];
@@ -137,7 +123,7 @@ describeEachDialect('storage contract: claiming', (fixture) => {
         }),
       );
     } finally {
-      await closeExtra(storages);
+      await closeClaimers(db, storages);
     }
 
     expect(duplicates).toEqual([]);
@@ -205,7 +191,7 @@ describeEachDialect('storage contract: claiming', (fixture) => {
     const max = 5;
     await db.storage.enqueueMany(Array.from({ length: 100 }, () => ({ queue })));
     await db.storage.updateQueue(queue, { maxWorkers: max });
-    const storages = await claimers();
+    const storages = await openClaimers(db, 8, 4);
     try {
       const held: {
         storage: JobStorage;
@@ -248,7 +234,7 @@ describeEachDialect('storage contract: claiming', (fixture) => {
       expect(last.rows).toHaveLength(max - active);
       expect(await activeOf(db.storage, queue)).toBe(max);
     } finally {
-      await closeExtra(storages);
+      await closeClaimers(db, storages);
     }
   });
 
@@ -268,7 +254,7 @@ describeEachDialect('storage contract: claiming', (fixture) => {
       [b, a, c],
       [c, a, b],
     ];
-    const storages = await claimers();
+    const storages = await openClaimers(db, 8, 4);
     try {
       const claimed = new Map<string, number>();
       for (let round = 0; round < 3; round++) {
@@ -294,7 +280,7 @@ describeEachDialect('storage contract: claiming', (fixture) => {
       expect(await activeOf(db.storage, b)).toBe(3);
       expect(await activeOf(db.storage, c)).toBe(4);
     } finally {
-      await closeExtra(storages);
+      await closeClaimers(db, storages);
     }
   });
 
@@ -337,7 +323,7 @@ describeEachDialect('storage contract: claiming', (fixture) => {
 
   it('queue controls: concurrent upserts of one new queue are safe and the last patch wins per field', async () => {
     const queue = uniqueQueue('controls');
-    const storages = await claimers(4, 3);
+    const storages = await openClaimers(db, 4, 3);
     try {
       const results = await Promise.all(
         storages.map((s, k) => retryUnavailable(() => s.updateQueue(queue, { maxWorkers: 5 + k }))),
@@ -366,7 +352,7 @@ describeEachDialect('storage contract: claiming', (fixture) => {
         retryZombies: true,
       });
     } finally {
-      await closeExtra(storages);
+      await closeClaimers(db, storages);
     }
   });
 

@@ -44,6 +44,28 @@ export interface Claim {
   leases: JobLease[];
 }
 
+/**
+ * The fixture's storage plus independent ones from `openAnother` (own connection pools of 2, to
+ * stay well inside max_connections): `serverCount` more on a server, `sqliteCount` more on the
+ * same SQLite file. Close them with {@link closeClaimers}.
+ */
+export async function openClaimers(
+  db: TestDatabase,
+  serverCount: number,
+  sqliteCount: number,
+): Promise<JobStorage[]> {
+  const count = db.dialect === 'sqlite' ? sqliteCount : serverCount;
+  const others = await Promise.all(
+    Array.from({ length: count }, () => db.openAnother({ poolSize: 2 })),
+  );
+  return [db.storage, ...others];
+}
+
+/** Closes the storages {@link openClaimers} opened (not the fixture's own). */
+export async function closeClaimers(db: TestDatabase, storages: JobStorage[]): Promise<void> {
+  await Promise.all(storages.filter((s) => s !== db.storage).map((s) => s.close()));
+}
+
 /** Calls `fetchNextBatch` with a fresh lease id. */
 export async function claim(
   storage: JobStorage,

@@ -1,4 +1,5 @@
 import { JobStorage } from '../../libs/chokaq/src/storage/job-storage';
+import { dataSourceOf } from '../support/storage-internals';
 import { waitFor } from '../support/wait-for';
 import { describePg, PgSchema } from './pg-fixture';
 
@@ -35,9 +36,7 @@ describePg('PostgreSQL LISTEN/NOTIFY and caller transactions', () => {
   it('notifies only when the caller commits its transaction', async () => {
     const heard: string[] = [];
     const unsubscribe = await worker.subscribe((queue) => heard.push(queue));
-    const runner = (
-      producer as unknown as { config: { dataSource: import('typeorm').DataSource } }
-    ).config.dataSource.createQueryRunner();
+    const runner = dataSourceOf(producer).createQueryRunner();
     await runner.startTransaction();
     const { id } = await producer.enqueue({ queue: 'tx.rolled' }, { transaction: runner });
     await new Promise((r) => setTimeout(r, 200));

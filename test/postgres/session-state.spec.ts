@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
-import type { DataSource } from 'typeorm';
 import { JobStatus } from '../../libs/chokaq/src/storage/job-status';
 import { JobStorage } from '../../libs/chokaq/src/storage/job-storage';
+import { dataSourceOf } from '../support/storage-internals';
 import { describePg, PgSchema } from './pg-fixture';
 
 /**
@@ -15,9 +15,7 @@ describePg('PostgreSQL session state of pooled connections', () => {
 
   /** Runs `sql` on the storage's own DataSource (a pool of one connection: the same session). */
   async function session(storage: JobStorage, sql: string): Promise<unknown[]> {
-    const dataSource = (storage as unknown as { config: { dataSource: DataSource } }).config
-      .dataSource;
-    return (await dataSource.query(sql)) as unknown[];
+    return (await dataSourceOf(storage).query(sql)) as unknown[];
   }
 
   async function claimAndArchive(storage: JobStorage, queue: string): Promise<void> {

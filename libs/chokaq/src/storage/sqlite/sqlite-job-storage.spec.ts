@@ -10,6 +10,7 @@ import { createJobStorage } from '../create-storage';
 import { FailureReason, JobStatus } from '../job-status';
 import { HotJob, JobLease, JobStorage } from '../job-storage';
 import { uuidv7 } from '../shared/uuid';
+import { dataSourceOf } from '../../../../../test/support/storage-internals';
 import { sqliteSchemaScript } from './sqlite.schema';
 
 const P = 'chokaq_';
@@ -137,8 +138,7 @@ describe('SqliteJobStorage', () => {
 
     it('a claim commits with synchronous = NORMAL and restores the connection setting', async () => {
       const handle = (
-        (db.storage as unknown as { config: { dataSource: DataSource } }).config.dataSource
-          .driver as unknown as { databaseConnection: Database.Database }
+        dataSourceOf(db.storage).driver as unknown as { databaseConnection: Database.Database }
       ).databaseConnection;
       const level = () => Number(handle.pragma('synchronous', { simple: true }));
       // A temporary trigger on the storage's own connection records the level the claim ran under.
