@@ -5,7 +5,7 @@ import type { HotJob, JobStorage } from '../storage/job-storage';
 import { MAX_CLAIM } from '../storage/shared/validate-args';
 import { newLeaseId } from '../storage/shared/uuid';
 import type { JobProcessor } from './job-processor';
-import { Loop } from './loop';
+import { IDLE_TICK, Loop, type TickResult } from './loop';
 import type { QueueControls } from './queue-controls';
 
 /** What the fetcher is built from. */
@@ -81,7 +81,11 @@ export class FetcherLoop {
     return this.loop.stop();
   }
 
-  private async tick(): Promise<number | void> {
+  /**
+   * One cycle. Returns {@link IDLE_TICK} when it claimed nothing because there was no room or no
+   * handler: such a cycle did not reach the database, so it must not end an outage streak.
+   */
+  private async tick(): Promise<TickResult> {
     const { storage, options, processor, controls, handlers, workerId } = this.deps;
     if (await controls.refreshIfOlderThan(options.worker.pollIntervalMs)) {
       await processor.releaseHeld();
@@ -91,15 +95,15 @@ export class FetcherLoop {
     const free = options.worker.prefetch - processor.bufferedCount;
     if (unwrittenRoom <= 0) {
       this.mayHaveMore = true;
-      return;
+      return IDLE_TICK;
     }
     const handled = handlers.handled();
-    if (handled.queues.length === 0 && handled.types.length === 0) return;
+    if (handled.queues.length === 0 && handled.types.length === 0) return IDLE_TICK;
     // Rows started now become unwritten completions soon: they fit in the same bound.
     const start = processor.reserveStartSlots(Math.min(unwrittenRoom, MAX_CLAIM));
     if (start === 0 && free <= 0) {
       this.mayHaveMore = true;
-      return;
+      return IDLE_TICK;
     }
     const limit = start > 0 ? start : Math.min(options.worker.batchSize, free);
     const leaseId = newLeaseId();

@@ -1,4 +1,4 @@
-import { Loop } from './loop';
+import { IDLE_TICK, Loop } from './loop';
 import { RecordingLogger } from '../../../../test/runtime/support/silent-logger';
 
 describe('Loop', () => {
@@ -77,6 +77,32 @@ describe('Loop', () => {
     fail = false;
     await jest.advanceTimersByTimeAsync(200);
     expect(logger.count('log', 'fetcher recovered')).toBe(1);
+    expect(loop.consecutiveFailures).toBe(0);
+    await loop.stop();
+  });
+
+  it('an idle tick neither ends an outage nor hides it: one failure line, one recovery line', async () => {
+    const logger = new RecordingLogger();
+    const script = ['fail', 'idle', 'fail', 'idle', 'idle', 'fail', 'ok', 'ok'];
+    let n = 0;
+    const loop = new Loop({
+      name: 'fetcher',
+      logger,
+      intervalMs: () => 10,
+      errorBackoff: { baseMs: 10, maxMs: 100 },
+      tick: async () => {
+        const step = script[Math.min(n++, script.length - 1)];
+        if (step === 'fail') throw new Error('db down');
+        return step === 'idle' ? IDLE_TICK : undefined;
+      },
+    });
+    loop.start();
+    await jest.advanceTimersByTimeAsync(0);
+    expect(loop.consecutiveFailures).toBe(1);
+    await jest.advanceTimersByTimeAsync(2_000);
+    expect(n).toBeGreaterThanOrEqual(script.length);
+    expect(logger.count('warn', 'fetcher failed: db down')).toBe(1);
+    expect(logger.count('log', 'fetcher recovered after 3 failed attempt(s)')).toBe(1);
     expect(loop.consecutiveFailures).toBe(0);
     await loop.stop();
   });

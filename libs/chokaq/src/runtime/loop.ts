@@ -2,15 +2,28 @@ import type { LoggerService } from '@nestjs/common';
 import { toError } from '../storage/shared/text';
 import { jittered } from './backoff';
 
+/**
+ * What a tick may resolve to: a delay in ms, nothing (the loop's interval), or {@link IDLE_TICK}.
+ */
+export type TickResult = number | void | typeof IDLE_TICK;
+
+/**
+ * A tick that had nothing to do and did not reach its resource (e.g. a fetcher with no free
+ * capacity). It proves nothing about an outage: a failure streak stays open, and the next tick
+ * waits the streak's backoff (or the interval when healthy).
+ */
+export const IDLE_TICK: unique symbol = Symbol('chokaq.idleTick');
+
 /** How a {@link Loop} runs. */
 export interface LoopOptions {
   /** Name used in logs, e.g. `fetcher`. */
   name: string;
   /**
-   * One tick. Resolves to the delay before the next tick in ms, or `undefined` for
-   * {@link LoopOptions.intervalMs}. A rejection is an outage: logged once, retried with backoff.
+   * One tick. Resolves to the delay before the next tick in ms, `undefined` for
+   * {@link LoopOptions.intervalMs}, or {@link IDLE_TICK}. A rejection is an outage: logged once,
+   * retried with backoff.
    */
-  tick: () => Promise<number | void>;
+  tick: () => Promise<TickResult>;
   /** Default delay between ticks (called each time, so it may jitter). */
   intervalMs: () => number;
   /** Delay before the first tick. Default 0. */
@@ -36,7 +49,8 @@ export interface LoopOptions {
  * says so (the fetcher) keeps a worker-only process alive, and `stop()` lets it exit.
  *
  * Failures are an outage, not a flood: the first one is logged with its error, the rest are only
- * counted until a tick succeeds again, which is logged once with the count.
+ * counted until a tick succeeds again, which is logged once with the count. An idle tick
+ * ({@link IDLE_TICK}) neither ends nor extends the streak.
  */
 export class Loop {
   private timer: { timeout?: NodeJS.Timeout; immediate?: NodeJS.Immediate } | undefined;
@@ -132,13 +146,17 @@ export class Loop {
     let next: number;
     try {
       const requested = await this.options.tick();
-      if (this.failures > 0) {
-        this.options.logger.log(
-          `${this.options.name} recovered after ${this.failures} failed attempt(s)`,
-        );
+      if (requested === IDLE_TICK) {
+        next = this.failures > 0 ? this.backoffMs() : this.options.intervalMs();
+      } else {
+        if (this.failures > 0) {
+          this.options.logger.log(
+            `${this.options.name} recovered after ${this.failures} failed attempt(s)`,
+          );
+        }
+        this.failures = 0;
+        next = typeof requested === 'number' ? requested : this.options.intervalMs();
       }
-      this.failures = 0;
-      next = typeof requested === 'number' ? requested : this.options.intervalMs();
     } catch (thrown) {
       this.failures++;
       this.totalFailures++;
@@ -149,11 +167,16 @@ export class Loop {
             `are counted, not logged, until it recovers.`,
         );
       }
-      const { baseMs, maxMs } = this.options.errorBackoff ?? { baseMs: 100, maxMs: 30_000 };
-      next = jittered(Math.min(maxMs, baseMs * 2 ** Math.min(this.failures - 1, 30)), 0.2);
+      next = this.backoffMs();
     }
     this.ticks++;
     // A nudge that arrived during the tick wins over the computed delay.
     this.schedule(this.nudged ? 0 : next);
+  }
+
+  /** The delay after the current streak of failures: `base × 2^(failures−1)`, capped, jittered. */
+  private backoffMs(): number {
+    const { baseMs, maxMs } = this.options.errorBackoff ?? { baseMs: 100, maxMs: 30_000 };
+    return jittered(Math.min(maxMs, baseMs * 2 ** Math.min(this.failures - 1, 30)), 0.2);
   }
 }
