@@ -17,6 +17,42 @@ describe('SqliteMutex', () => {
     expect(results.map((r) => r.status)).toEqual(['fulfilled', 'rejected', 'fulfilled']);
     expect(log).toEqual(['start a', 'end a', 'start b', 'end b', 'start c', 'end c']);
   });
+
+  it('gives the event loop a turn after a holder that blocked it, not a chain of blocked turns', async () => {
+    const mutex = new SqliteMutex();
+    const block = (ms: number) => {
+      const until = Date.now() + ms;
+      while (Date.now() < until); // a synchronous busy wait, as better-sqlite3's busy_timeout is
+    };
+    let timerRanAt = -1;
+    const order: string[] = [];
+    setTimeout(() => {
+      timerRanAt = order.length;
+    }, 0);
+    await new Promise((resolve) => setImmediate(resolve)); // let the timer become due first
+    await Promise.all(
+      ['a', 'b', 'c'].map((name) =>
+        mutex.runExclusive(() => {
+          block(15);
+          order.push(name);
+        }),
+      ),
+    );
+    expect(order).toEqual(['a', 'b', 'c']);
+    // The timer ran between two holders, not only after the whole chain.
+    expect(timerRanAt).toBeGreaterThan(0);
+    expect(timerRanAt).toBeLessThan(3);
+  });
+
+  it('hands over at once after short holders', async () => {
+    const mutex = new SqliteMutex();
+    let immediateRan = false;
+    setImmediate(() => (immediateRan = true));
+    const order: number[] = [];
+    await Promise.all([1, 2, 3].map((n) => mutex.runExclusive(() => order.push(n))));
+    expect(order).toEqual([1, 2, 3]);
+    expect(immediateRan).toBe(false);
+  });
 });
 
 describe('isSqliteTransient', () => {

@@ -1,3 +1,11 @@
+import { performance } from 'node:perf_hooks';
+
+/**
+ * A holder that ran at least this long (ms) hands over through the event loop, not a microtask.
+ * Ordinary statements take well under a millisecond; a busy wait takes `busy_timeout` (50 ms).
+ */
+const YIELD_AFTER_MS = 10;
+
 /**
  * A minimal async mutex: callers run one at a time, in arrival order.
  *
@@ -5,10 +13,18 @@
  * one transaction state. ChokaQ therefore runs at most one of its own operations on that connection
  * at a time (SPEC §3, "SQLite specifics"). This is an in-process courtesy only: correctness across
  * storages and processes comes from SQLite's single writer (`BEGIN IMMEDIATE`), never from this lock.
+ *
+ * better-sqlite3 blocks the event loop while it runs, including while it waits out `busy_timeout`
+ * on a file another process has locked. Handing the mutex over in a microtask would chain those
+ * waits back to back (fetcher, batcher, heartbeat, rescue: a quarter of a second or more) with no
+ * turn for timers or I/O in between. So after a long holder, the next one starts on the next turn
+ * of the event loop (`setImmediate`); after a short one it starts at once, as before.
  */
 export class SqliteMutex {
   /** Settles when the current holder (and everyone queued before the next caller) is done. */
   private tail: Promise<void> = Promise.resolve();
+  /** How long the last holder held the mutex, in ms. */
+  private lastHeldMs = 0;
 
   /** Runs `task` once every earlier task has settled; the lock is released however `task` ends. */
   async runExclusive<T>(task: () => T | Promise<T>): Promise<T> {
@@ -16,9 +32,14 @@ export class SqliteMutex {
     let release!: () => void;
     this.tail = new Promise<void>((resolve) => (release = resolve));
     await previous;
+    if (this.lastHeldMs >= YIELD_AFTER_MS) {
+      await new Promise<void>((resolve) => setImmediate(resolve));
+    }
+    const startedAt = performance.now();
     try {
       return await task();
     } finally {
+      this.lastHeldMs = performance.now() - startedAt;
       release();
     }
   }
