@@ -85,7 +85,7 @@ describeEachDialect('storage contract: enqueue', (fixture) => {
       await db.storage.ensureSchema();
       expect(await countRows(db, 'migrations')).toBe(before);
 
-      const heard: string[] = [];
+      const heard: Array<string | undefined> = [];
       const unsubscribe = await db.storage.subscribe((queue) => heard.push(queue));
       try {
         if (db.dialect === 'sqlite') {

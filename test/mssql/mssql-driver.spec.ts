@@ -75,6 +75,7 @@ function stubbedStorage(replies: Reply[]) {
     payloadMaxBytes: 1_000_000,
     transientRetry: { maxAttempts: 3, baseDelayMs: 1, maxDelayMs: 2 },
     notify: false,
+    notifyReconnectMs: 1_000,
     preparedStatements: false,
     busyTimeoutMs: 50,
   };

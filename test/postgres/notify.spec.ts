@@ -1,4 +1,6 @@
+import { ConsoleLogger, Logger } from '@nestjs/common';
 import { JobStorage } from '../../libs/chokaq/src/storage/job-storage';
+import { RecordingLogger } from '../runtime/support/silent-logger';
 import { dataSourceOf } from '../support/storage-internals';
 import { waitFor } from '../support/wait-for';
 import { describePg, PgSchema } from './pg-fixture';
@@ -15,10 +17,12 @@ describePg('PostgreSQL LISTEN/NOTIFY and caller transactions', () => {
   afterAll(() => db.close());
 
   const listeners = () =>
-    db.sql(`SELECT pid FROM pg_stat_activity WHERE query = $1`, [`LISTEN "${db.schema}"`]);
+    db.sql<{ pid: number }>(`SELECT pid FROM pg_stat_activity WHERE query = $1`, [
+      `LISTEN "${db.schema}"`,
+    ]);
 
   it('wakes a subscriber in another process with the queue name, and leaves no session after unsubscribe', async () => {
-    const heard: string[] = [];
+    const heard: Array<string | undefined> = [];
     const unsubscribe = await worker.subscribe((queue) => heard.push(queue));
     expect(unsubscribe).not.toBeNull();
     expect(await listeners()).toHaveLength(1);
@@ -34,7 +38,7 @@ describePg('PostgreSQL LISTEN/NOTIFY and caller transactions', () => {
   });
 
   it('notifies only when the caller commits its transaction', async () => {
-    const heard: string[] = [];
+    const heard: Array<string | undefined> = [];
     const unsubscribe = await worker.subscribe((queue) => heard.push(queue));
     const runner = dataSourceOf(producer).createQueryRunner();
     await runner.startTransaction();
@@ -61,10 +65,35 @@ describePg('PostgreSQL LISTEN/NOTIFY and caller transactions', () => {
     await waitFor('the notification state', async () => (await listeners()).length === 0);
   });
 
+  it('re-establishes a LISTEN session the server terminated, and asks for one look at every queue', async () => {
+    const logger = new RecordingLogger();
+    Logger.overrideLogger(logger);
+    const resilient = await db.open({ autoCreateSchema: false, notifyReconnectMs: 50 });
+    const heard: Array<string | undefined> = [];
+    const unsubscribe = await resilient.subscribe((queue) => heard.push(queue));
+    try {
+      const [before] = await listeners();
+      await db.sql('SELECT pg_terminate_backend($1)', [before.pid]);
+      await waitFor('a new LISTEN session', async () => {
+        const now = await listeners();
+        return now.length === 1 && now[0].pid !== before.pid;
+      });
+      await waitFor('the catch-up call', () => heard.includes(undefined));
+      expect(logger.count('warn', 'lost')).toBe(1);
+      expect(logger.count('log', 're-established after')).toBe(1);
+      await producer.enqueue({ queue: 'after.reconnect' });
+      await waitFor('the notification state', () => heard.includes('after.reconnect'));
+    } finally {
+      await unsubscribe!();
+      Logger.overrideLogger(new ConsoleLogger());
+    }
+    await waitFor('the notification state', async () => (await listeners()).length === 0);
+  });
+
   it('returns null with notify: false and sends no notification', async () => {
     const quiet = await db.open({ autoCreateSchema: false, notify: false });
     expect(await quiet.subscribe(() => undefined)).toBeNull();
-    const heard: string[] = [];
+    const heard: Array<string | undefined> = [];
     const unsubscribe = await worker.subscribe((queue) => heard.push(queue));
     await quiet.enqueue({ queue: 'silent' });
     await producer.enqueue({ queue: 'loud' });

@@ -245,6 +245,8 @@ describe('resolveChokaQOptions', () => {
       ['storage.poolSize', { type: 'postgres', host: 'h', poolSize: 0 }],
       ['storage.notify', { type: 'postgres', host: 'h', notify: 'no' }],
       ['storage.notify', { type: 'mssql', host: 'h', notify: true }],
+      ['storage.notifyReconnectMs', { type: 'postgres', host: 'h', notifyReconnectMs: 0 }],
+      ['storage.notifyReconnectMs', { type: 'sqlite', notifyReconnectMs: 1_000 }],
       ['storage.preparedStatements', { type: 'postgres', host: 'h', preparedStatements: 1 }],
       ['storage.preparedStatements', { type: 'sqlite', preparedStatements: true }],
       ['storage.options', { type: 'mssql', host: 'h', options: 'encrypt' }],

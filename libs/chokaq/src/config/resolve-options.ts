@@ -102,9 +102,22 @@ const COMMON_STORAGE_KEYS = ['schema', 'autoCreateSchema', 'payloadMaxBytes', 't
 const SERVER_KEYS = ['url', 'host', 'port', 'username', 'password', 'database', 'poolSize'];
 const STORAGE_KEYS: Record<string, string[]> = {
   sqlite: ['type', 'database', 'busyTimeoutMs', ...COMMON_STORAGE_KEYS],
-  postgres: ['type', ...SERVER_KEYS, 'notify', 'preparedStatements', ...COMMON_STORAGE_KEYS],
+  postgres: [
+    'type',
+    ...SERVER_KEYS,
+    'notify',
+    'notifyReconnectMs',
+    'preparedStatements',
+    ...COMMON_STORAGE_KEYS,
+  ],
   mssql: ['type', ...SERVER_KEYS, 'options', ...COMMON_STORAGE_KEYS],
-  dataSource: ['dataSource', 'notify', 'preparedStatements', ...COMMON_STORAGE_KEYS],
+  dataSource: [
+    'dataSource',
+    'notify',
+    'notifyReconnectMs',
+    'preparedStatements',
+    ...COMMON_STORAGE_KEYS,
+  ],
 };
 
 function isPlainObject(value: unknown): value is Record<string, unknown> {
@@ -319,6 +332,7 @@ function resolveStorage(
   }
   if (kind === 'postgres' || kind === 'dataSource') {
     flag('notify');
+    num('notifyReconnectMs', 10, 300_000);
     flag('preparedStatements');
   }
   if (kind === 'mssql' && given.options !== undefined && !isPlainObject(given.options)) {

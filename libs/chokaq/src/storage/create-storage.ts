@@ -97,6 +97,8 @@ export async function createJobStorage(
     payloadMaxBytes: options.payloadMaxBytes ?? DEFAULT_PAYLOAD_MAX_BYTES,
     transientRetry: { ...DEFAULT_TRANSIENT_RETRY, ...(options.transientRetry ?? {}) },
     notify: ('notify' in options ? options.notify : undefined) ?? true,
+    notifyReconnectMs:
+      ('notifyReconnectMs' in options ? options.notifyReconnectMs : undefined) ?? 1_000,
     preparedStatements:
       ('preparedStatements' in options ? options.preparedStatements : undefined) ?? true,
     busyTimeoutMs: ('busyTimeoutMs' in options ? options.busyTimeoutMs : undefined) ?? 50,

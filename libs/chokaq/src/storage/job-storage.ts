@@ -45,10 +45,11 @@ export interface JobStorage {
 
   /**
    * Calls `listener` with the queue name whenever any process enqueues (PostgreSQL `LISTEN/NOTIFY`,
-   * where enabled). Resolves to an unsubscribe function, or `null` where the dialect has no such
+   * where enabled), and with no queue when notifications may have been missed (a lost channel was
+   * re-established). Resolves to an unsubscribe function, or `null` where the dialect has no such
    * channel (then same-process wake-ups and polling remain).
    */
-  subscribe(listener: (queue: string) => void): Promise<(() => Promise<void>) | null>;
+  subscribe(listener: (queue?: string) => void): Promise<(() => Promise<void>) | null>;
 
   // ---------------------------------------------------------------- producer
 

@@ -40,6 +40,11 @@ export interface PostgresStorageOptions extends CommonStorageOptions {
   /** Send `NOTIFY` on enqueue and `LISTEN` for it in workers. Default true; false behind PgBouncer transaction pooling. */
   notify?: boolean;
   /**
+   * First wait in ms before re-establishing a lost `LISTEN` connection, doubled per failed attempt
+   * up to 30 s. Workers poll meanwhile. Default 1,000.
+   */
+  notifyReconnectMs?: number;
+  /**
    * Run the hot-path statements (claim, start, heartbeat, archive, retry, enqueue) as named
    * prepared statements, parsed and planned once per connection. Default true; false behind
    * PgBouncer transaction pooling older than 1.21 (it cannot follow prepared statements).
@@ -68,6 +73,8 @@ export interface DataSourceStorageOptions extends CommonStorageOptions {
   dataSource: DataSource;
   /** PostgreSQL only: see {@link PostgresStorageOptions.notify}. */
   notify?: boolean;
+  /** PostgreSQL only: see {@link PostgresStorageOptions.notifyReconnectMs}. */
+  notifyReconnectMs?: number;
   /** PostgreSQL only: see {@link PostgresStorageOptions.preparedStatements}. */
   preparedStatements?: boolean;
 }
@@ -87,6 +94,8 @@ export interface SqlStorageConfig {
   transientRetry: TransientRetryOptions;
   /** PostgreSQL NOTIFY/LISTEN. */
   notify: boolean;
+  /** PostgreSQL: first wait before re-establishing a lost LISTEN connection. */
+  notifyReconnectMs: number;
   /** PostgreSQL named prepared statements for the hot path. */
   preparedStatements: boolean;
   /** SQLite busy_timeout. */

@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import { Logger } from '@nestjs/common';
-import type { Client, Notification, Pool } from 'pg';
+import type { Client, Pool } from 'pg';
 import type { DataSource, QueryRunner } from 'typeorm';
 import { ChokaQTransactionError } from '../../errors';
 import { dlqStatusFor, FailureReason, Outcome } from '../job-status';
@@ -75,6 +75,7 @@ import {
   POSTGRES_MIGRATIONS,
   POSTGRES_SCHEMA_VERSION,
 } from './postgres.schema';
+import { PgListener } from './pg-listener';
 import * as SQL from './postgres.sql';
 
 type Row = Record<string, unknown>;
@@ -154,7 +155,7 @@ export class PostgresJobStorage implements JobStorage {
   private readonly schemaName: string;
   private readonly s: string;
   private readonly channel: string | null;
-  private readonly listeners = new Set<Client>();
+  private readonly listeners = new Set<PgListener>();
   private closed = false;
 
   /** Statements that depend only on the schema, built once. */
@@ -320,9 +321,9 @@ export class PostgresJobStorage implements JobStorage {
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
-    const clients = [...this.listeners];
+    const subscriptions = [...this.listeners];
     this.listeners.clear();
-    await Promise.all(clients.map((client) => client.end().catch(() => undefined)));
+    await Promise.all(subscriptions.map((subscription) => subscription.stop()));
     if (this.config.ownsDataSource && this.dataSource.isInitialized)
       await this.dataSource.destroy();
   }
@@ -335,45 +336,32 @@ export class PostgresJobStorage implements JobStorage {
 
   /**
    * LISTENs on the schema's channel with a dedicated `pg.Client` (same connection options as the
-   * pool), so the session that holds the LISTEN never occupies a pool slot. Returns an unsubscribe
-   * function that UNLISTENs and ends the client; `close()` ends any left. Null with `notify: false`
-   * (PgBouncer transaction pooling cannot carry LISTEN). Reconnecting after a dropped LISTEN
-   * connection is a later issue: the error is logged and polling continues.
+   * pool), so the session that holds the LISTEN never occupies a pool slot. A lost session is
+   * re-established with backoff ({@link PgListener}), and `listener` is then called once with no
+   * queue, since notifications sent meanwhile are gone. Returns an unsubscribe function
+   * that UNLISTENs and ends the client; `close()` ends any left. Null with `notify: false`
+   * (PgBouncer transaction pooling cannot carry LISTEN). Rejects if the first connection fails.
    */
-  async subscribe(listener: (queue: string) => void): Promise<(() => Promise<void>) | null> {
+  async subscribe(listener: (queue?: string) => void): Promise<(() => Promise<void>) | null> {
     if (this.channel === null || this.closed) return null;
-    const channel = this.channel;
     const driver = this.dataSource.driver as unknown as {
       postgres: { Client: new (options: unknown) => Client };
       master: Pool & { options: Record<string, unknown> };
     };
-    const client = new driver.postgres.Client({ ...driver.master.options });
-    client.on('error', (error: Error) =>
-      this.logger.warn(`LISTEN connection of "${this.schemaName}" failed: ${error.message}`),
-    );
-    client.on('notification', (message: Notification) => {
-      if (message.channel !== channel || message.payload === undefined) return;
-      try {
-        listener(message.payload);
-      } catch (error) {
-        this.logger.warn(`Enqueue listener threw: ${(error as Error)?.message ?? String(error)}`);
-      }
+    const subscription = new PgListener({
+      channel: this.channel,
+      newClient: () => new driver.postgres.Client({ ...driver.master.options }),
+      onNotify: listener,
+      onReconnected: () => listener(),
+      reconnectMs: this.config.notifyReconnectMs,
+      logger: this.logger,
+      label: this.schemaName,
     });
-    await client.connect();
-    try {
-      await client.query(`LISTEN "${channel}"`);
-    } catch (error) {
-      await client.end().catch(() => undefined);
-      throw error;
-    }
-    this.listeners.add(client);
-    let done = false;
+    await subscription.start();
+    this.listeners.add(subscription);
     return async () => {
-      if (done) return;
-      done = true;
-      if (!this.listeners.delete(client)) return;
-      await client.query(`UNLISTEN "${channel}"`).catch(() => undefined);
-      await client.end().catch(() => undefined);
+      if (!this.listeners.delete(subscription)) return;
+      await subscription.stop();
     };
   }
 
