@@ -78,6 +78,7 @@ function stubbedStorage(replies: Reply[]) {
     notifyReconnectMs: 1_000,
     preparedStatements: false,
     busyTimeoutMs: 50,
+    dataVersionPollMs: 50,
   };
   return { storage: new MssqlJobStorage(config), calls };
 }

@@ -239,6 +239,7 @@ describe('resolveChokaQOptions', () => {
       ['storage', 'sqlite'],
       ['storage.database', { type: 'sqlite', database: '' }],
       ['storage.busyTimeoutMs', { type: 'sqlite', busyTimeoutMs: -1 }],
+      ['storage.dataVersionPollMs', { type: 'sqlite', dataVersionPollMs: 1.5 }],
       ['storage.url', { type: 'sqlite', url: 'x' }],
       ['storage', { type: 'postgres' }],
       ['storage.port', { type: 'postgres', host: 'h', port: 70_000 }],

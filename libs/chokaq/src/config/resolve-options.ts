@@ -101,7 +101,7 @@ const RULES: Record<Exclude<keyof ChokaQModuleOptions, 'storage'>, Record<string
 const COMMON_STORAGE_KEYS = ['schema', 'autoCreateSchema', 'payloadMaxBytes', 'transientRetry'];
 const SERVER_KEYS = ['url', 'host', 'port', 'username', 'password', 'database', 'poolSize'];
 const STORAGE_KEYS: Record<string, string[]> = {
-  sqlite: ['type', 'database', 'busyTimeoutMs', ...COMMON_STORAGE_KEYS],
+  sqlite: ['type', 'database', 'busyTimeoutMs', 'dataVersionPollMs', ...COMMON_STORAGE_KEYS],
   postgres: [
     'type',
     ...SERVER_KEYS,
@@ -318,6 +318,7 @@ function resolveStorage(
   if (kind === 'sqlite') {
     str('database');
     num('busyTimeoutMs', 0, 60_000);
+    num('dataVersionPollMs', 0, 60_000);
   }
   if (kind === 'postgres' || kind === 'mssql') {
     for (const key of ['url', 'host', 'username', 'database']) str(key);

@@ -102,6 +102,8 @@ export async function createJobStorage(
     preparedStatements:
       ('preparedStatements' in options ? options.preparedStatements : undefined) ?? true,
     busyTimeoutMs: ('busyTimeoutMs' in options ? options.busyTimeoutMs : undefined) ?? 50,
+    dataVersionPollMs:
+      ('dataVersionPollMs' in options ? options.dataVersionPollMs : undefined) ?? 50,
   };
   if (!dataSource.isInitialized) await dataSource.initialize();
   const storage: JobStorage =

@@ -23,6 +23,12 @@ export interface SqliteStorageOptions extends CommonStorageOptions {
   database?: string;
   /** SQLite `busy_timeout` in ms; kept short because better-sqlite3 blocks the event loop while it waits. Default 50. */
   busyTimeoutMs?: number;
+  /**
+   * How often a worker reads `PRAGMA data_version` to notice commits of other processes (an
+   * enqueue elsewhere starts within about this long, not `worker.pollIntervalMs`). 0 turns it off.
+   * Default 50.
+   */
+  dataVersionPollMs?: number;
 }
 
 /** PostgreSQL through `pg`. @publicApi */
@@ -100,4 +106,6 @@ export interface SqlStorageConfig {
   preparedStatements: boolean;
   /** SQLite busy_timeout. */
   busyTimeoutMs: number;
+  /** SQLite: `PRAGMA data_version` poll of workers' cross-process wake-ups (0: off). */
+  dataVersionPollMs: number;
 }

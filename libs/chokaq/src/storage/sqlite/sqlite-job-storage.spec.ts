@@ -11,6 +11,7 @@ import { FailureReason, JobStatus } from '../job-status';
 import { HotJob, JobLease, JobStorage } from '../job-storage';
 import { uuidv7 } from '../shared/uuid';
 import { dataSourceOf } from '../../../../../test/support/storage-internals';
+import { waitFor } from '../../../../../test/support/wait-for';
 import { sqliteSchemaScript } from './sqlite.schema';
 
 const P = 'chokaq_';
@@ -201,6 +202,41 @@ describe('SqliteJobStorage', () => {
         expect(job.id).toBe(id);
       } finally {
         await memory.close();
+      }
+    });
+
+    it('wakes a subscriber when another connection commits, not on its own commits; not on :memory:', async () => {
+      const watcher = await createJobStorage({
+        type: 'sqlite',
+        database: db.file,
+        dataVersionPollMs: 10,
+      });
+      const heard: Array<string | undefined> = [];
+      const unsubscribe = await watcher.subscribe((queue) => heard.push(queue));
+      try {
+        expect(unsubscribe).not.toBeNull();
+        await watcher.enqueue({ queue: 'own' });
+        // An absence can only be observed for a while: five poll intervals.
+        await new Promise((r) => setTimeout(r, 50));
+        expect(heard).toEqual([]);
+        await storage.enqueue({ queue: 'elsewhere' });
+        await waitFor('the wake-up', () => heard.length === 1);
+        expect(heard).toEqual([undefined]);
+      } finally {
+        await unsubscribe?.();
+        await watcher.close();
+      }
+      const memory = await createJobStorage({ type: 'sqlite', database: ':memory:' });
+      const off = await createJobStorage({
+        type: 'sqlite',
+        database: db.file,
+        dataVersionPollMs: 0,
+      });
+      try {
+        expect(await memory.subscribe(() => undefined)).toBeNull();
+        expect(await off.subscribe(() => undefined)).toBeNull();
+      } finally {
+        await Promise.all([memory.close(), off.close()]);
       }
     });
 
@@ -1078,7 +1114,6 @@ describe('SqliteJobStorage', () => {
         db.raw.exec('ROLLBACK');
         await quick.close();
       }
-      expect(await storage.subscribe(() => undefined)).toBeNull();
     });
   });
 });

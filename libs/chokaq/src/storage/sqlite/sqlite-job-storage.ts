@@ -41,7 +41,7 @@ import {
 import { NormalizedPage, assertDlqFilter, normalizePage } from '../shared/page';
 import { mapHotRow, mapJobView, mapQueueRow, toDate } from '../shared/row-mapper';
 import { assertDataSourceOpen } from '../shared/data-source';
-import { sanitizeErrorText } from '../shared/text';
+import { sanitizeErrorText, toError } from '../shared/text';
 import { TransientRetryOptions, withTransientRetry } from '../shared/transient-retry';
 import {
   LIMITS,
@@ -164,6 +164,8 @@ export class SqliteJobStorage implements JobStorage {
   private readonly statements = new Map<string, BetterSqlite3.Statement>();
   /** The handle the cached statements belong to (a borrowed DataSource may be re-initialised). */
   private statementsOf: BetterSqlite3.Database | undefined;
+  /** `data_version` watchers of {@link subscribe}, cleared by `close()`. */
+  private readonly watchers = new Set<NodeJS.Timeout>();
 
   constructor(private readonly config: SqlStorageConfig) {
     this.sql = sqliteStatements(config.schema);
@@ -229,8 +231,10 @@ export class SqliteJobStorage implements JobStorage {
     }
   }
 
-  /** Waits for the call in flight, then destroys the DataSource if ChokaQ created it. */
+  /** Stops change watchers, waits for the call in flight, then destroys an owned DataSource. */
   async close(): Promise<void> {
+    for (const timer of this.watchers) clearInterval(timer);
+    this.watchers.clear();
     await this.mutex.runExclusive(() => undefined);
     this.statements.clear();
     this.statementsOf = undefined;
@@ -245,9 +249,40 @@ export class SqliteJobStorage implements JobStorage {
     return new Date(Number(row!.now_ms));
   }
 
-  /** SQLite has no cross-process notification channel: same-process wake-ups and polling remain. */
-  async subscribe(): Promise<null> {
-    return null;
+  /**
+   * SQLite has no notification channel, but `PRAGMA data_version` changes whenever another
+   * connection (another process, or another storage on the same file) commits. Reading it every
+   * `dataVersionPollMs` is a few microseconds of work, and a change calls `listener` with no queue,
+   * so a job enqueued by another process starts within about that interval instead of the worker's
+   * `pollIntervalMs`. Commits of this connection do not change it (same-process enqueues wake the
+   * worker directly). Null for `:memory:` (no other connection can see it) or `dataVersionPollMs: 0`.
+   */
+  async subscribe(listener: (queue?: string) => void): Promise<(() => Promise<void>) | null> {
+    const everyMs = this.config.dataVersionPollMs;
+    if (everyMs <= 0 || this.db().memory) return null;
+    const read = () => Number(this.get(this.sql.dataVersion)!.data_version);
+    let seen = read();
+    const timer = setInterval(() => {
+      let now: number;
+      try {
+        now = read();
+      } catch {
+        return; // closed or busy: the next tick tries again, and the worker's own poll remains
+      }
+      if (now === seen) return;
+      seen = now;
+      try {
+        listener();
+      } catch (error) {
+        this.logger.warn(`Change listener threw: ${toError(error).message}`);
+      }
+    }, everyMs);
+    timer.unref();
+    this.watchers.add(timer);
+    return async () => {
+      clearInterval(timer);
+      this.watchers.delete(timer);
+    };
   }
 
   // ================================================================== producer

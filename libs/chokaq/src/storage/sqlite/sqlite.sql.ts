@@ -85,6 +85,8 @@ export function sqliteStatements(p: string) {
     tables: { hot, archive, dlq, stats, buckets, queues, recurring, migrations },
 
     now: `SELECT ${SQLITE_NOW_MS} AS now_ms`,
+    /** Changes whenever another connection commits to the file (cross-process wake-ups). */
+    dataVersion: 'PRAGMA data_version',
 
     // ------------------------------------------------------------------ schema
 
