@@ -1,6 +1,8 @@
 import { randomUUID } from 'node:crypto';
+import { ConsoleLogger, Logger } from '@nestjs/common';
 import { JobStatus } from '../../libs/chokaq/src/storage/job-status';
 import { JobStorage } from '../../libs/chokaq/src/storage/job-storage';
+import { RecordingLogger } from '../runtime/support/silent-logger';
 import { dataSourceOf } from '../support/storage-internals';
 import { describePg, PgSchema } from './pg-fixture';
 
@@ -72,5 +74,24 @@ describePg('PostgreSQL session state of pooled connections', () => {
     await claimAndArchive(plain, 'session.plain');
     expect(await prepared(plain)).toEqual([]);
     await plain.close();
+  });
+  it('prepares its statements again when a migration changed the shape of their rows', async () => {
+    const logger = new RecordingLogger();
+    Logger.overrideLogger(logger);
+    const own = new PgSchema();
+    try {
+      // Two connections: the retry after the stale plan may land on the other one.
+      const storage = await own.open({ poolSize: 2 });
+      await claimAndArchive(storage, 'session.migrated');
+      // What a newer ChokaQ's migration may do while this worker runs: the claim's
+      // `RETURNING j.*` now has one more column than the statement was prepared with.
+      await own.sql(`ALTER TABLE ${own.table('jobs_hot')} ADD COLUMN note text NULL`);
+      await claimAndArchive(storage, 'session.migrated');
+      await claimAndArchive(storage, 'session.migrated');
+      expect(logger.count('log', 'changed under prepared statements')).toBe(1);
+    } finally {
+      await own.close();
+      Logger.overrideLogger(new ConsoleLogger());
+    }
   });
 });

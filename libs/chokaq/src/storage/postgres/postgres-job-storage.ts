@@ -1,4 +1,3 @@
-import { createHash } from 'node:crypto';
 import { Logger } from '@nestjs/common';
 import type { Client, Pool } from 'pg';
 import type { DataSource, QueryRunner } from 'typeorm';
@@ -76,6 +75,7 @@ import {
   POSTGRES_SCHEMA_VERSION,
 } from './postgres.schema';
 import { PgListener } from './pg-listener';
+import { isStalePlanError, PreparedStatements } from './prepared-statements';
 import * as SQL from './postgres.sql';
 
 type Row = Record<string, unknown>;
@@ -117,7 +117,8 @@ const TRANSIENT_MESSAGE =
 
 /**
  * True for PostgreSQL errors worth retrying (SPEC §3): 40001, 40P01, 57P01, 57P03, 08xxx and
- * dropped connections. Looks through TypeORM's `QueryFailedError` to the driver error.
+ * dropped connections, plus a prepared statement made stale by DDL (it is prepared again under a
+ * new name). Looks through TypeORM's `QueryFailedError` to the driver error.
  */
 export function isTransientPostgresError(error: unknown): boolean {
   for (let e: unknown = error, depth = 0; e && typeof e === 'object' && depth < 4; depth++) {
@@ -130,7 +131,7 @@ export function isTransientPostgresError(error: unknown): boolean {
     const next = e as { driverError?: unknown; cause?: unknown };
     e = next.driverError ?? next.cause;
   }
-  return false;
+  return isStalePlanError(error);
 }
 
 function num(value: unknown): number {
@@ -179,11 +180,11 @@ export class PostgresJobStorage implements JobStorage {
   };
 
   /**
-   * Statement text → prepared-statement name, for the fixed texts of {@link sql} (when
-   * `config.preparedStatements`). Only fixed texts: statements built per call (filters, pages,
-   * DLQ move shapes) would leave an unbounded number of prepared statements on each connection.
+   * Named prepared statements for the fixed texts of {@link sql} (when `config.preparedStatements`).
+   * Only fixed texts: statements built per call (filters, pages, DLQ move shapes) would leave an
+   * unbounded number of prepared statements on each connection.
    */
-  private readonly prepared = new Map<string, string>();
+  private readonly prepared: PreparedStatements | undefined;
 
   constructor(readonly config: SqlStorageConfig) {
     this.dataSource = config.dataSource;
@@ -209,9 +210,9 @@ export class PostgresJobStorage implements JobStorage {
       recoverAbandoned: SQL.recoverAbandoned(s),
       archiveZombies: SQL.archiveZombies(s),
     };
-    if (config.preparedStatements) {
-      for (const text of Object.values(this.sql)) this.prepared.set(text, preparedName(text));
-    }
+    this.prepared = config.preparedStatements
+      ? new PreparedStatements(Object.values(this.sql))
+      : undefined;
   }
 
   // ---------------------------------------------------------------- plumbing
@@ -234,7 +235,11 @@ export class PostgresJobStorage implements JobStorage {
     assertDataSourceOpen(this.dataSource, 'PostgreSQL');
     const runner = this.dataSource.createQueryRunner('master');
     try {
-      const exec = execOn(runner, this.prepared);
+      const exec = execOn(runner, this.prepared, () =>
+        this.logger.log(
+          `The schema of "${this.schemaName}" changed under prepared statements; preparing them again`,
+        ),
+      );
       if (!transaction) return await fn(exec);
       // READ COMMITTED explicitly: every claim and move relies on a fresh snapshot per statement
       // (see postgres.sql.ts), whatever default_transaction_isolation the server or pool sets.
@@ -1073,30 +1078,33 @@ export class PostgresJobStorage implements JobStorage {
 // -------------------------------------------------------------------------------- helpers
 
 /**
- * Runs statements on one QueryRunner and returns their rows. A text with a name in `prepared` runs
- * as a named prepared statement on the runner's `pg` client (parsed and planned once per
- * connection; `pg` remembers which names each connection has prepared); any other text goes
- * through TypeORM's `query(sql, params, true)`.
+ * Runs statements on one QueryRunner and returns their rows. A text `prepared` knows runs as a
+ * named prepared statement on the runner's `pg` client (parsed and planned once per connection;
+ * `pg` remembers which names each connection has prepared); any other text goes through TypeORM's
+ * `query(sql, params, true)`. A stale plan (DDL changed the statement's row shape) moves the
+ * names on, calls `onInvalidated` once, and fails as a transient error, so the operation is
+ * retried from scratch under the new names.
  */
-function execOn(runner: QueryRunner, prepared: ReadonlyMap<string, string> = NONE): Exec {
+function execOn(
+  runner: QueryRunner,
+  prepared?: PreparedStatements,
+  onInvalidated?: () => void,
+): Exec {
   return async (sql, params = []) => {
-    const name = prepared.get(sql);
-    if (name !== undefined) {
+    const prepare = prepared?.nameOf(sql);
+    if (prepare !== undefined) {
       const client = (await runner.connect()) as Client;
-      const result = await client.query({ name, text: sql, values: [...params] });
-      return result.rows as Row[];
+      try {
+        const result = await client.query({ name: prepare.name, text: sql, values: [...params] });
+        return result.rows as Row[];
+      } catch (error) {
+        if (isStalePlanError(error) && prepared!.invalidate(prepare.generation)) onInvalidated?.();
+        throw error;
+      }
     }
     const result = await runner.query(sql, [...params], true);
     return (result?.records ?? []) as Row[];
   };
-}
-
-/** No prepared statements (the application's own QueryRunner of `enqueue(…, { transaction })`). */
-const NONE: ReadonlyMap<string, string> = new Map();
-
-/** A stable prepared-statement name per text (a text change gives a new name, never a clash). */
-function preparedName(text: string): string {
-  return `chokaq_${createHash('sha1').update(text).digest('hex').slice(0, 20)}`;
 }
 
 /** Splits validated jobs into insert chunks bounded by rows and payload bytes. */
