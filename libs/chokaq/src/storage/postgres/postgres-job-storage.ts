@@ -185,6 +185,10 @@ export class PostgresJobStorage implements JobStorage {
    * unbounded number of prepared statements on each connection.
    */
   private readonly prepared: PreparedStatements | undefined;
+  private readonly onPlansInvalidated = (): void =>
+    this.logger.log(
+      `The schema of "${this.schemaName}" changed under prepared statements; preparing them again`,
+    );
 
   constructor(readonly config: SqlStorageConfig) {
     this.dataSource = config.dataSource;
@@ -235,11 +239,7 @@ export class PostgresJobStorage implements JobStorage {
     assertDataSourceOpen(this.dataSource, 'PostgreSQL');
     const runner = this.dataSource.createQueryRunner('master');
     try {
-      const exec = execOn(runner, this.prepared, () =>
-        this.logger.log(
-          `The schema of "${this.schemaName}" changed under prepared statements; preparing them again`,
-        ),
-      );
+      const exec = execOn(runner, this.prepared, this.onPlansInvalidated);
       if (!transaction) return await fn(exec);
       // READ COMMITTED explicitly: every claim and move relies on a fresh snapshot per statement
       // (see postgres.sql.ts), whatever default_transaction_isolation the server or pool sets.
