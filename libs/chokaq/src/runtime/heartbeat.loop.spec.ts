@@ -31,6 +31,39 @@ describe('HeartbeatLoop', () => {
     expect(jest.getTimerCount()).toBe(0);
   });
 
+  it('a beat with no leases runs no statement and neither ends nor grows an outage streak', async () => {
+    let owned = [lease];
+    let down = true;
+    const keepAlive = jest.fn(async () => {
+      if (down) throw new Error('db down');
+      return { touched: 1, cancelRequested: [] };
+    });
+    const logger = new RecordingLogger();
+    const loop = new HeartbeatLoop({
+      storage: { keepAlive },
+      options: testOptions({ heartbeat: { intervalMs: 100, failureThreshold: 100 } }),
+      workerId: 'w',
+      leases: () => owned,
+      onCancelRequested: jest.fn(),
+      onThresholdReached: jest.fn(),
+      logger,
+    });
+    await loop.tick();
+    await loop.tick();
+    expect(loop.consecutiveFailures).toBe(2);
+    owned = [];
+    await loop.tick();
+    expect(keepAlive).toHaveBeenCalledTimes(2);
+    expect(loop.consecutiveFailures).toBe(2);
+    expect(logger.count('log', 'Heartbeat recovered')).toBe(0);
+    owned = [lease];
+    await loop.tick();
+    down = false;
+    await loop.tick();
+    expect(logger.count('warn', 'Heartbeat failed')).toBe(1);
+    expect(logger.count('log', 'Heartbeat recovered after 3 failed attempt(s)')).toBe(1);
+  });
+
   it('reacts once after failureThreshold consecutive failures, logs the outage once, recovers', async () => {
     let down = true;
     const keepAlive = jest.fn(async () => {

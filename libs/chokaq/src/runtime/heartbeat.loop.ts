@@ -73,10 +73,8 @@ export class HeartbeatLoop {
   /** One heartbeat; exposed for tests and for a final beat during shutdown. */
   async tick(): Promise<void> {
     const leases = this.deps.leases();
-    if (leases.length === 0) {
-      this.recovered();
-      return;
-    }
+    // Nothing to keep alive: no statement runs, so an outage streak neither ends nor grows.
+    if (leases.length === 0) return;
     try {
       // One statement per process in the normal case; a process owning more leases than one
       // storage call takes (prefetch can be large) beats in consecutive chunks.
