@@ -166,6 +166,8 @@ export class SqliteJobStorage implements JobStorage {
   private statementsOf: BetterSqlite3.Database | undefined;
   /** `data_version` watchers of {@link subscribe}, cleared by `close()`. */
   private readonly watchers = new Set<NodeJS.Timeout>();
+  /** The file is in WAL mode (set by `prepare`): reads never wait for another process's writer. */
+  private wal = false;
 
   constructor(private readonly config: SqlStorageConfig) {
     this.sql = sqliteStatements(config.schema);
@@ -184,6 +186,7 @@ export class SqliteJobStorage implements JobStorage {
         // connection: a long synchronous wait would freeze the whole process either way.
         db.pragma(`busy_timeout = ${busyTimeoutMs}`);
         const mode = String(db.pragma('journal_mode = WAL', { simple: true }));
+        this.wal = mode === 'wal';
         // Durable commits: better-sqlite3 opens an existing WAL file with synchronous = NORMAL
         // (its build sets SQLITE_DEFAULT_WAL_SYNCHRONOUS=1), where a power failure can lose the
         // last commits. ChokaQ's own connection syncs every commit except claims (see
@@ -255,11 +258,13 @@ export class SqliteJobStorage implements JobStorage {
    * `dataVersionPollMs` is a few microseconds of work, and a change calls `listener` with no queue,
    * so a job enqueued by another process starts within about that interval instead of the worker's
    * `pollIntervalMs`. Commits of this connection do not change it (same-process enqueues wake the
-   * worker directly). Null for `:memory:` (no other connection can see it) or `dataVersionPollMs: 0`.
+   * worker directly). Null for `:memory:` (no other connection can see it), `dataVersionPollMs: 0`,
+   * or a file not in WAL mode: there the read needs a shared lock, and while another process
+   * writes, each poll would block the event loop for `busy_timeout`.
    */
   async subscribe(listener: (queue?: string) => void): Promise<(() => Promise<void>) | null> {
     const everyMs = this.config.dataVersionPollMs;
-    if (everyMs <= 0 || this.db().memory) return null;
+    if (everyMs <= 0 || !this.wal || this.db().memory) return null;
     const read = () => Number(this.get(this.sql.dataVersion)!.data_version);
     let seen = read();
     const timer = setInterval(() => {
