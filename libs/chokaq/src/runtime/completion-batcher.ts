@@ -2,6 +2,7 @@ import type { LoggerService } from '@nestjs/common';
 import type { CompletedJob, JobLease, JobStorage } from '../storage/job-storage';
 import { toError } from '../storage/shared/text';
 import { jittered } from './backoff';
+import { runAfter, type ScheduledCall } from './run-after';
 
 /** Tuning of the completion batcher (internal; the defaults suit every dialect). */
 export interface CompletionBatcherOptions {
@@ -38,8 +39,7 @@ export class CompletionBatcher {
   private queue: Waiting[] = [];
   private inFlight: Waiting[] = [];
   private writing: Promise<void> | undefined;
-  private timer: NodeJS.Timeout | undefined;
-  private immediate: NodeJS.Immediate | undefined;
+  private scheduled: ScheduledCall | undefined;
   private failures = 0;
   private refused = 0;
   private readonly maxBatch: number;
@@ -88,9 +88,9 @@ export class CompletionBatcher {
   add(item: CompletedJob): Promise<boolean> {
     return new Promise<boolean>((resolve) => {
       this.queue.push({ item, resolve });
-      if (this.immediate !== undefined) return; // a flush is already due on the next turn
+      if (this.scheduled?.delayMs === 0) return; // a flush is already due on the next turn
       if (this.queue.length >= this.maxBatch) this.schedule(0);
-      else if (this.timer === undefined) this.schedule(this.flushDelayMs);
+      else if (this.scheduled === undefined) this.schedule(this.flushDelayMs);
     });
   }
 
@@ -136,29 +136,18 @@ export class CompletionBatcher {
     for (const waiting of this.queue.splice(0)) waiting.resolve(false);
   }
 
+  /** Flushes after `delayMs`; 0 (a full batch) on the next turn of the event loop. */
   private schedule(delayMs: number): void {
     this.clearTimer();
-    if (delayMs === 0) {
-      // A full batch is written on the next turn (setTimeout(0) would wait a clamped 1 ms).
-      this.immediate = setImmediate(() => {
-        this.immediate = undefined;
-        this.flush().catch(() => undefined);
-      });
-      this.immediate.unref?.();
-      return;
-    }
-    this.timer = setTimeout(() => {
-      this.timer = undefined;
+    this.scheduled = runAfter(delayMs, () => {
+      this.scheduled = undefined;
       this.flush().catch(() => undefined);
-    }, delayMs);
-    this.timer.unref?.();
+    });
   }
 
   private clearTimer(): void {
-    if (this.timer !== undefined) clearTimeout(this.timer);
-    if (this.immediate !== undefined) clearImmediate(this.immediate);
-    this.timer = undefined;
-    this.immediate = undefined;
+    this.scheduled?.cancel();
+    this.scheduled = undefined;
   }
 
   private async write(): Promise<void> {

@@ -1,6 +1,7 @@
 import type { LoggerService } from '@nestjs/common';
 import { toError } from '../storage/shared/text';
 import { jittered } from './backoff';
+import { runAfter, type ScheduledCall } from './run-after';
 
 /**
  * What a tick may resolve to: a delay in ms, nothing (the loop's interval), or {@link IDLE_TICK}.
@@ -53,8 +54,7 @@ export interface LoopOptions {
  * ({@link IDLE_TICK}) neither ends nor extends the streak.
  */
 export class Loop {
-  private timer: { timeout?: NodeJS.Timeout; immediate?: NodeJS.Immediate } | undefined;
-  private dueAt = 0;
+  private timer: ScheduledCall | undefined;
   private current: Promise<void> | undefined;
   private started = false;
   private stopped = false;
@@ -99,7 +99,7 @@ export class Loop {
       this.nudged = true;
       return;
     }
-    if (this.timer !== undefined && this.dueAt <= Date.now()) return; // already due
+    if (this.timer !== undefined && this.timer.dueAt <= Date.now()) return; // already due
     this.schedule(0);
   }
 
@@ -113,23 +113,11 @@ export class Loop {
   private schedule(delayMs: number): void {
     this.clearTimer();
     if (!this.running) return;
-    const delay = Math.max(0, delayMs);
-    this.dueAt = Date.now() + delay;
-    // "Now" is the next turn of the event loop (setImmediate), not setTimeout(0), which Node
-    // clamps to 1 ms: a busy fetcher ticks back to back, and 1 ms per claim would cap it.
-    this.timer =
-      delay === 0
-        ? { immediate: setImmediate(() => this.runTick()) }
-        : { timeout: setTimeout(() => this.runTick(), delay) };
-    if (!this.options.keepAlive) {
-      this.timer.immediate?.unref();
-      this.timer.timeout?.unref();
-    }
+    this.timer = runAfter(delayMs, () => this.runTick(), this.options.keepAlive);
   }
 
   private clearTimer(): void {
-    if (this.timer?.timeout !== undefined) clearTimeout(this.timer.timeout);
-    if (this.timer?.immediate !== undefined) clearImmediate(this.timer.immediate);
+    this.timer?.cancel();
     this.timer = undefined;
   }
 
