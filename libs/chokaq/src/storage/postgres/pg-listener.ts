@@ -1,5 +1,6 @@
 import type { LoggerService } from '@nestjs/common';
 import type { Client, Notification } from 'pg';
+import { jittered } from '../../runtime/backoff';
 import { toError } from '../shared/text';
 
 /** Longest wait between two reconnect attempts, in ms. */
@@ -104,8 +105,10 @@ export class PgListener {
   }
 
   private scheduleReconnect(): void {
-    const base = Math.min(MAX_RECONNECT_MS, this.options.reconnectMs * 2 ** this.failures);
-    const delay = Math.round(base * (0.8 + 0.4 * Math.random()));
+    const delay = jittered(
+      Math.min(MAX_RECONNECT_MS, this.options.reconnectMs * 2 ** this.failures),
+      0.2,
+    );
     this.timer = setTimeout(() => void this.reconnect(), delay);
     this.timer.unref();
   }

@@ -71,7 +71,7 @@ import {
 } from '../shared/validate-args';
 import { SqlStorageConfig } from '../storage-options';
 import { SqliteConnectionInUseError, isSqliteTransient } from './sqlite-errors';
-import { SqliteMutex } from './sqlite-mutex';
+import { SqliteMutex, yieldToEventLoop } from './sqlite-mutex';
 import { SQLITE_MIGRATIONS, schemaMigrationsDdl } from './sqlite.schema';
 import {
   SqlWhere,
@@ -511,9 +511,10 @@ export class SqliteJobStorage implements JobStorage {
   }
 
   /**
-   * Hot → Archive in one BEGIN IMMEDIATE transaction: delete the exact owned rows and capture them,
-   * insert the captured rows, add `SucceededTotal` once per queue and upsert one metric bucket per
-   * queue. Any error (say, an archive row with the same id) rolls all of it back.
+   * Hot → Archive in one BEGIN IMMEDIATE transaction: copy the exact owned rows into the archive
+   * (`archiveOwned`), delete those rows from the hot table, add `SucceededTotal` once per queue and
+   * upsert one metric bucket per queue. Any error (say, an archive row with the same id) rolls all
+   * of it back.
    */
   async archiveSucceeded(items: readonly CompletedJob[]): Promise<string[]> {
     const completed = assertCompletedJobs(items);
@@ -1167,10 +1168,6 @@ export class SqliteJobStorage implements JobStorage {
 }
 
 // ==================================================================== helpers
-
-function yieldToEventLoop(): Promise<void> {
-  return new Promise((resolve) => setImmediate(resolve));
-}
 
 /** Claim order: priority desc, then due time, then id. */
 function claimOrder(a: HotJob, b: HotJob): number {

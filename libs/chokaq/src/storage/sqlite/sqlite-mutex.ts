@@ -6,6 +6,11 @@ import { performance } from 'node:perf_hooks';
  */
 const YIELD_AFTER_MS = 10;
 
+/** Resolves on the next turn of the event loop, after pending timers and I/O have had theirs. */
+export function yieldToEventLoop(): Promise<void> {
+  return new Promise((resolve) => setImmediate(resolve));
+}
+
 /**
  * A minimal async mutex: callers run one at a time, in arrival order.
  *
@@ -32,9 +37,7 @@ export class SqliteMutex {
     let release!: () => void;
     this.tail = new Promise<void>((resolve) => (release = resolve));
     await previous;
-    if (this.lastHeldMs >= YIELD_AFTER_MS) {
-      await new Promise<void>((resolve) => setImmediate(resolve));
-    }
+    if (this.lastHeldMs >= YIELD_AFTER_MS) await yieldToEventLoop();
     const startedAt = performance.now();
     try {
       return await task();
