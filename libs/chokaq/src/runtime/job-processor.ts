@@ -163,20 +163,17 @@ export class JobProcessor {
     const newest = jobs[jobs.length - 1]?.lastUpdatedUtc?.getTime();
     if (newest !== undefined && Number.isFinite(newest)) this.dbOffsetMs = newest - claimedAt;
     if (reserved > started.length) this.limiter.release(reserved - started.length);
-    const emit = (outcome: JobOutcome) => this.emitOutcome(outcome);
-    for (const claimed of started) {
+    if (started.length > 0) {
+      const emit = (outcome: JobOutcome) => this.emitOutcome(outcome);
       const release = () => this.limiter.release(1);
-      const handler = this.deps.handlers.resolve(claimed.job.queue, claimed.job.type);
-      this.track(
-        handler
-          ? this.execute(claimed, handler, false, emit, release)
-          : this.dlq(
-              claimed,
-              FailureReason.NoHandler,
-              `No handler for ${claimed.job.queue}/${claimed.job.type} in worker ${this.deps.workerId}`,
-              emit,
-            ).then(release),
-      );
+      for (const claimed of started) {
+        const handler = this.deps.handlers.resolve(claimed.job.queue, claimed.job.type);
+        this.track(
+          handler
+            ? this.execute(claimed, handler, false, emit, release)
+            : this.noHandler(claimed, emit).then(release),
+        );
+      }
     }
     this.pump();
   }
@@ -214,14 +211,7 @@ export class JobProcessor {
       this.owned.set(job.id, claimed.lease);
       const handler = this.deps.handlers.resolve(job.queue, job.type);
       if (!handler) {
-        settled.push(
-          this.dlq(
-            claimed,
-            FailureReason.NoHandler,
-            `No handler for ${job.queue}/${job.type} in worker ${this.deps.workerId}`,
-            emit,
-          ).then(onJobDone),
-        );
+        settled.push(this.noHandler(claimed, emit).then(onJobDone));
         continue;
       }
       if (this.deps.controls.isHeld(job.queue)) {
@@ -332,6 +322,17 @@ export class JobProcessor {
   }
 
   // ------------------------------------------------------------------ internals
+
+  /** A claimed job no handler of this process runs: straight to the DLQ as `NoHandler`. */
+  private noHandler(claimed: ClaimedJob, emit: (o: JobOutcome) => void): Promise<void> {
+    const { job } = claimed;
+    return this.dlq(
+      claimed,
+      FailureReason.NoHandler,
+      `No handler for ${job.queue}/${job.type} in worker ${this.deps.workerId}`,
+      emit,
+    );
+  }
 
   private emitOutcome(outcome: JobOutcome): void {
     try {

@@ -522,9 +522,8 @@ export class PostgresJobStorage implements JobStorage {
     // already committed (the caller never saw those rows).
     const claimed = async (exec: Exec, attempt: number) =>
       attempt > 1 ? exec(this.sql.claimedByLease, [workerId, leaseId]) : [];
-    const budgeted = budgetedQueues && new Set(budgetedQueues);
     const rows =
-      budgeted && !queues.some((q) => budgeted.has(q))
+      budgetedQueues && !queues.some((q) => budgetedQueues.includes(q))
         ? await this.retry('fetchNextBatch', async (attempt) =>
             this.withConnection(false, async (exec) => {
               const already = await claimed(exec, attempt);
