@@ -37,29 +37,28 @@ function systemsFor(dialect: BenchDialect, args: BenchArgs, benchUrl: string): B
   return systems;
 }
 
-/** A warning line when any run was measured above the load the figures are meaningful at. */
+/** What the load was while measuring: the `--max-load` gate's verdict, or a busy-machine warning. */
 function loadWarning(results: ResultSet, args: BenchArgs): string[] {
-  const note =
-    '- The load column is read after each run, so it includes the run itself (worker processes and PostgreSQL on the same 2 cores).';
+  const lines: string[] = [];
   if (args.maxLoad !== undefined) {
     // The gate decides whether the machine was quiet before a scenario; the runs load it themselves.
-    return gateMisses.length === 0
-      ? [
-          `- Every scenario started with the 1-min load average below ${args.maxLoad} (the \`--max-load\` gate).`,
-          note,
-        ]
-      : [
-          `- **${gateMisses.length} scenario(s) started above the \`--max-load\` gate** of ${args.maxLoad} (load up to ${Math.max(...gateMisses).toFixed(2)}): their figures are noisier.`,
-          note,
-        ];
-  }
-  const worst = Math.max(0, ...results.rows.flatMap((r) => r.loads));
-  return worst > QUIET_LOAD
-    ? [
+    lines.push(
+      gateMisses.length === 0
+        ? `- Every scenario started with the 1-min load average below ${args.maxLoad} (the \`--max-load\` gate).`
+        : `- **${gateMisses.length} scenario(s) started above the \`--max-load\` gate** of ${args.maxLoad} (load up to ${Math.max(...gateMisses).toFixed(2)}): their figures are noisier.`,
+    );
+  } else {
+    const worst = Math.max(0, ...results.rows.flatMap((r) => r.loads));
+    if (worst > QUIET_LOAD) {
+      lines.push(
         `- **Measured on a busy machine** (1-min load average up to ${worst.toFixed(1)}, above ${QUIET_LOAD} on 2 cores): absolute figures are low and noisy; ratios are indicative. Re-run with \`--max-load=${QUIET_LOAD}\` on a quiet machine.`,
-        note,
-      ]
-    : [note];
+      );
+    }
+  }
+  lines.push(
+    '- The load column is read after each run, so it includes the run itself (worker processes and PostgreSQL on the same 2 cores).',
+  );
+  return lines;
 }
 
 /** Loads at which a scenario started anyway because `--max-load-wait-s` ran out. */
