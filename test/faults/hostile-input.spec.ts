@@ -160,6 +160,16 @@ const hostilePayload = fc.oneof(
   fc.constant('cyclic').map(() => cyclic()),
 );
 
+/**
+ * DLQ filter reasons that are keys of the `FailureReason` object without being codes: members of
+ * Object.prototype, enum names (the reverse mapping of a numeric enum) and a code as a string.
+ */
+const hostileReason = fc.oneof(
+  fc.integer({ min: -1, max: 12 }),
+  fc.constantFrom('toString', '__proto__', 'constructor', 'hasOwnProperty', 'Timeout', '7'),
+  hostileValue,
+);
+
 const maybe = <T>(arb: fc.Arbitrary<T>) => fc.option(arb, { nil: undefined, freq: 2 });
 
 /** Mostly plausible values (so accepted inputs are common enough to check their round trip), some hostile. */
@@ -458,7 +468,7 @@ describe(`hostile input [${pgAvailable() ? 'sqlite + postgres' : 'sqlite only'}]
         ),
         from: maybe(fc.oneof(fc.date({ noInvalidDate: false }), hostileValue)),
         to: maybe(fc.oneof(fc.date({ noInvalidDate: false }), hostileValue)),
-        reason: maybe(fc.oneof(fc.integer({ min: -1, max: 12 }), hostileValue)),
+        reason: maybe(hostileReason),
         status: maybe(fc.oneof(fc.integer({ min: -1, max: 4 }), hostileValue)),
         ids: maybe(
           fc.oneof(fc.constant(ALL_BYSTANDERS), fc.array(hostileString, { maxLength: 3 })),
@@ -507,7 +517,7 @@ describe(`hostile input [${pgAvailable() ? 'sqlite + postgres' : 'sqlite only'}]
       {
         queue: maybe(hostileValue),
         search: maybe(hostileValue),
-        reason: maybe(fc.oneof(fc.integer({ min: -1, max: 12 }), hostileValue)),
+        reason: maybe(hostileReason),
         from: maybe(fc.oneof(fc.date({ noInvalidDate: false }), hostileValue)),
         ids: maybe(
           fc.oneof(fc.constant(BYSTANDERS.dlq), fc.array(hostileString, { maxLength: 2 })),
@@ -610,6 +620,32 @@ describe('hostile input, examples', () => {
       }
       expect(await side.db.count('jobs_hot')).toBe(BYSTANDERS.hot.length);
       expect(await side.db.count('jobs_archive')).toBe(BYSTANDERS.archive.length);
+    }
+  });
+
+  it('a DLQ filter reason that is a key of FailureReason but not a code is refused by field everywhere', async () => {
+    // `'toString' in FailureReason` is true: an `in` test once let these through, and then
+    // SQLite matched nothing while PostgreSQL threw a raw driver error.
+    for (const reason of ['toString', '__proto__', 'constructor', 'Timeout', '7']) {
+      const filter = { reason } as never;
+      const outcomes = await onEverySide(async (side) => {
+        const results = await Promise.all(
+          [
+            () => side.admin.getDlqPage({ filter }),
+            () => side.admin.previewDlq(filter, 10),
+            () => side.admin.getTopErrors(5, filter),
+            () => side.admin.resurrectByFilter(filter, 10),
+            () => side.admin.purgeDlqByFilter(filter, 10),
+          ].map(classify),
+        );
+        return results.map(shape);
+      });
+      for (const outcome of outcomes) {
+        expect(outcome).toEqual({
+          kind: 'ok',
+          value: Array.from({ length: 5 }, () => 'invalid:filter.reason'),
+        });
+      }
     }
   });
 

@@ -1,7 +1,7 @@
 import { ChokaQValidationError, ValidationIssue } from '../../errors';
-import { FailureReason } from '../job-status';
 import { DlqFilter, HistoryFilter, MAX_PAGE_SIZE, PageQuery, SortKey } from '../job-storage';
 import { isUuid } from './uuid';
+import { isFailureReason } from './validate-args';
 
 /** Default page size of reads. */
 export const DEFAULT_PAGE_SIZE = 50;
@@ -160,7 +160,7 @@ function filterIssues(filter: DlqFilter & HistoryFilter & { status?: unknown }):
       });
     }
   }
-  if (filter.reason !== undefined && !(filter.reason in FailureReason)) {
+  if (filter.reason !== undefined && !isFailureReason(filter.reason)) {
     issues.push({
       path: 'filter.reason',
       message: 'must be a FailureReason code',

@@ -103,13 +103,23 @@ export function assertActor(actor: unknown, path = 'actor'): string | null {
   return actor as string;
 }
 
+/** The codes of `FailureReason` (its numeric values; the reserved 4 and 8 are not among them). */
+const FAILURE_REASON_CODES: ReadonlySet<unknown> = new Set(
+  Object.values(FailureReason).filter((value) => typeof value === 'number'),
+);
+
+/**
+ * True for a `FailureReason` code. Membership of the values, never `value in FailureReason`: the
+ * enum object also has the names (`'Timeout'`) as keys and inherits `'toString'`, `'constructor'`
+ * and `'__proto__'`, none of which is a code the database can compare with.
+ */
+export function isFailureReason(value: unknown): value is FailureReason {
+  return FAILURE_REASON_CODES.has(value);
+}
+
 /** A produced DLQ reason: a `FailureReason` code, never the reserved 4 or 8. */
 export function assertFailureReason(reason: unknown, path = 'move.reason'): FailureReason {
-  if (
-    typeof reason !== 'number' ||
-    !Number.isInteger(reason) ||
-    FailureReason[reason] === undefined
-  ) {
+  if (!isFailureReason(reason)) {
     fail([{ path, message: 'must be a FailureReason code', value: reason }]);
   }
   return reason as FailureReason;
