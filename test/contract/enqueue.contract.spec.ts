@@ -206,6 +206,43 @@ describeEachDialect('storage contract: enqueue', (fixture) => {
     }
   });
 
+  it('invariant 7: an id already in the archive or the DLQ is not enqueued again (the job stays where it is)', async () => {
+    // A retry of an enqueue whose first commit was ambiguous may arrive after the job finished.
+    const queue = uniqueQueue('inv7.gone');
+    const archived = await startJob(db.storage, queue, { payload: 'first' });
+    await db.storage.archiveSucceeded([{ ...archived, durationMs: 1 }]);
+    const dead = await startJob(db.storage, queue, { payload: 'first' });
+    await db.storage.moveToDlq(dead, { reason: FailureReason.FatalError, error: 'x' });
+    const finished = [archived.id, dead.id];
+    const views = await Promise.all(finished.map((id) => db.storage.getJob(id)));
+
+    for (const id of finished) {
+      expect(await db.storage.enqueue({ id, queue, payload: 'again' })).toEqual({
+        id,
+        created: false,
+      });
+    }
+    const fresh = uuidv7();
+    expect(
+      await db.storage.enqueueMany([
+        { id: archived.id, queue, payload: 'again' },
+        { id: fresh, queue },
+        { id: dead.id, queue, payload: 'again' },
+      ]),
+    ).toEqual([
+      { id: archived.id, created: false },
+      { id: fresh, created: true },
+      { id: dead.id, created: false },
+    ]);
+
+    for (const id of finished) expect(await countRows(db, 'hot', { id })).toBe(0);
+    expect(await countRows(db, 'archive', { id: archived.id })).toBe(1);
+    expect(await countRows(db, 'dlq', { id: dead.id })).toBe(1);
+    expect(await Promise.all(finished.map((id) => db.storage.getJob(id)))).toEqual(views);
+    // Nothing for a worker to run again: only the fresh job is claimable.
+    expect((await claim(db.storage, queue, 10)).rows.map((r) => r.id)).toEqual([fresh]);
+  });
+
   it('invariant 7: after the job leaves hot its idempotency key can be used again', async () => {
     const queue = uniqueQueue('inv7.reuse');
     const key = `k:${queue}`;
