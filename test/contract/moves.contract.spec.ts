@@ -42,6 +42,33 @@ describeEachDialect('storage contract: atomic moves', (fixture) => {
     };
   }
 
+  /** Ten days: far beyond clock drift, and within SQL Server's int argument of DATEADD in ms. */
+  const LONG_AGO_MS = 10 * 86_400_000;
+
+  /** Moves the job-age clock (`EnqueuedAtUtc`) of DLQ rows far into the past, and checks it moved. */
+  async function ageInDlq(ids: readonly string[]): Promise<void> {
+    await backdate(db, 'dlq', 'enqueued_at_utc', ids, LONG_AGO_MS);
+    const now = (await db.storage.now()).getTime();
+    for (const id of ids) {
+      const job = await db.storage.getJob(id);
+      expect(job?.pillar).toBe('dlq');
+      expect(now - job!.enqueuedAtUtc.getTime()).toBeGreaterThanOrEqual(LONG_AGO_MS);
+    }
+  }
+
+  /**
+   * The job-age clock of resurrected jobs restarted at the database's now (`retry.maxJobAgeMs`
+   * counts from it): within a few seconds of `now()`, wherever the test's own clock is.
+   */
+  async function expectEnqueuedNow(ids: readonly string[]): Promise<void> {
+    const now = (await db.storage.now()).getTime();
+    for (const id of ids) {
+      const job = await db.storage.getJob(id);
+      expect(job?.pillar).toBe('hot');
+      expect(Math.abs(now - job!.enqueuedAtUtc.getTime())).toBeLessThan(5_000);
+    }
+  }
+
   /**
    * Installs a failing trigger on `table`, runs the move, and proves the error surfaced and that
    * the source row, the target and the counters are exactly as before.
@@ -371,6 +398,7 @@ describeEachDialect('storage contract: atomic moves', (fixture) => {
       priority: 5,
     });
 
+    await ageInDlq([id]);
     const before = await countersOf(db.storage, queue);
     expect(
       await db.storage.resurrect(id, { payload: { v: 2 }, tags: ['new', 'x'], priority: 42 }, 'op'),
@@ -388,7 +416,7 @@ describeEachDialect('storage contract: atomic moves', (fixture) => {
       leaseId: null,
     });
     expect(alive!.createdAtUtc.getTime()).toBe(dead!.createdAtUtc.getTime());
-    expect(alive!.enqueuedAtUtc.getTime()).toBeGreaterThanOrEqual(dead!.enqueuedAtUtc.getTime());
+    await expectEnqueuedNow([id]);
     expect((await countersOf(db.storage, queue)).resurrectedTotal).toBe(
       before.resurrectedTotal + 1,
     );
@@ -407,7 +435,9 @@ describeEachDialect('storage contract: atomic moves', (fixture) => {
       priority: -3,
     });
     await db.storage.moveToDlq(other, { reason: FailureReason.FatalError, error: 'x' });
+    await ageInDlq([other.id]);
     expect(await db.storage.resurrect(other.id)).toBe(1);
+    await expectEnqueuedNow([other.id]);
     expect(await db.storage.getJob(other.id)).toMatchObject({
       payload: { keep: true },
       tags: ['t'],
@@ -453,9 +483,11 @@ describeEachDialect('storage contract: atomic moves', (fixture) => {
       matched: 5,
     });
 
+    await ageInDlq(retried);
     const before = await countersOf(db.storage, queue);
     const moved = await db.storage.resurrectByFilter(filter, 3, 'operator');
     expect([...moved].sort()).toEqual(retried.slice(0, 3).sort());
+    await expectEnqueuedNow(moved);
     for (const id of moved) await expectOnlyIn(db, id, 'hot');
     for (const id of [...retried.slice(3), ...fatal]) await expectOnlyIn(db, id, 'dlq');
     expect((await countersOf(db.storage, queue)).resurrectedTotal).toBe(
