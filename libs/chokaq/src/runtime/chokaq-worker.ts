@@ -163,8 +163,8 @@ export class ChokaQWorker {
 
   /**
    * Starts every loop: fetch (which feeds the processor), heartbeat, rescue, maintenance and
-   * recurring. Subscribes once to the storage's enqueue notifications. Idempotent; a stopped worker
-   * cannot be started again (construct a new one).
+   * recurring. Subscribes once to the storage's enqueue and cancel notifications. Idempotent; a
+   * stopped worker cannot be started again (construct a new one).
    */
   start(): Promise<void> {
     if (this.stopping) {
@@ -278,10 +278,16 @@ export class ChokaQWorker {
   private async doStart(): Promise<void> {
     this.isRunning = true;
     try {
-      this.unsubscribe = await this.storage.subscribe((queue) => this.nudge(queue));
+      // Cancel requests from other processes abort the run here at once (PostgreSQL); elsewhere,
+      // or when a notification is lost, the next heartbeat's keepAlive still reports them.
+      this.unsubscribe = await this.storage.subscribe(
+        (queue) => this.nudge(queue),
+        (ids) => this.processor.cancel(ids),
+      );
     } catch (error) {
       this.logger.warn(
-        `Enqueue notifications unavailable (${toError(error).message}); polling only.`,
+        `Notifications unavailable (${toError(error).message}); polling for jobs, ` +
+          'and cancel requests reach running jobs on the next heartbeat.',
       );
     }
     if (!this.isRunning) return; // stopped while subscribing

@@ -48,8 +48,17 @@ export interface JobStorage {
    * where enabled), and with no queue when notifications may have been missed (a lost channel was
    * re-established). Resolves to an unsubscribe function, or `null` where the dialect has no such
    * channel (then same-process wake-ups and polling remain).
+   *
+   * With `onCancelRequested`, the same subscription also reports the ids of Processing jobs whose
+   * cancellation any process requested (`cancel`), at its commit, so their owner can abort them at
+   * once. Ids of jobs that do not run in this process arrive too and are the caller's to ignore.
+   * Only PostgreSQL has such a channel; SQLite and SQL Server never call it, and there (as for a
+   * notification lost with its session) the owner learns of the request on its next `keepAlive`.
    */
-  subscribe(listener: (queue?: string) => void): Promise<(() => Promise<void>) | null>;
+  subscribe(
+    listener: (queue?: string) => void,
+    onCancelRequested?: (ids: string[]) => void,
+  ): Promise<(() => Promise<void>) | null>;
 
   // ---------------------------------------------------------------- producer
 

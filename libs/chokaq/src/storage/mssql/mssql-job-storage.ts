@@ -220,7 +220,10 @@ export class MssqlJobStorage implements JobStorage {
     return toDate(rows[0]?.NowUtc)!;
   }
 
-  /** SQL Server has no LISTEN/NOTIFY: same-process wake-ups and polling remain. */
+  /**
+   * SQL Server has no LISTEN/NOTIFY: same-process wake-ups and polling remain, and another
+   * process's `cancel` reaches the owner of a running job on its next heartbeat.
+   */
   async subscribe(): Promise<null> {
     return null;
   }

@@ -8,12 +8,13 @@ const MAX_RECONNECT_MS = 30_000;
 
 /** What a {@link PgListener} is built from. */
 export interface PgListenerOptions {
-  /** The channel to LISTEN on (a plain identifier, quoted here). */
-  channel: string;
+  /**
+   * The channels to LISTEN on (plain identifiers, quoted here), each with the function called with
+   * every payload sent on it. All of them share one session.
+   */
+  channels: ReadonlyMap<string, (payload: string) => void>;
   /** A new, unconnected client with the pool's connection options. */
   newClient: () => Client;
-  /** Called with each notification's payload. */
-  onNotify: (payload: string) => void;
   /**
    * Called after a lost LISTEN session is re-established: notifications sent while it was down are
    * gone, so the subscriber should look for work once.
@@ -27,13 +28,15 @@ export interface PgListenerOptions {
 }
 
 /**
- * One LISTEN session on a dedicated `pg.Client`, kept alive across outages.
+ * One LISTEN session on a dedicated `pg.Client` for one or more channels, kept alive across
+ * outages.
  *
  * LISTEN binds to a session, so when the server restarts, a proxy cuts the connection or a DBA
  * terminates the backend, the notifications stop and nothing in `pg` reconnects. The listener
  * notices (`error` or `end` on the client), logs once, and reconnects with backoff until it is
- * stopped; the first success is logged once and reported through `onReconnected`. Meanwhile
- * workers still poll, so the loss costs latency, never jobs.
+ * stopped, LISTENing on every channel again; the first success is logged once and reported through
+ * `onReconnected`. Meanwhile workers still poll (and learn of cancel requests on their heartbeat),
+ * so the loss costs latency, never jobs.
  */
 export class PgListener {
   private client: Client | undefined;
@@ -56,11 +59,11 @@ export class PgListener {
     const client = this.client;
     this.client = undefined;
     if (client === undefined) return;
-    await client.query(`UNLISTEN "${this.options.channel}"`).catch(() => undefined);
+    await client.query('UNLISTEN *').catch(() => undefined);
     await client.end().catch(() => undefined);
   }
 
-  /** A connected client LISTENing on the channel, or a rejection (the client is ended). */
+  /** A connected client LISTENing on every channel, or a rejection (the client is ended). */
   private async connect(): Promise<Client> {
     const client = this.options.newClient();
     let lost = false;
@@ -72,16 +75,24 @@ export class PgListener {
     client.on('error', (error: Error) => onLost(error));
     client.on('end', () => onLost());
     client.on('notification', (message: Notification) => {
-      if (message.channel !== this.options.channel || message.payload === undefined) return;
+      const onNotify = this.options.channels.get(message.channel);
+      if (onNotify === undefined || message.payload === undefined) return;
       try {
-        this.options.onNotify(message.payload);
+        onNotify(message.payload);
       } catch (error) {
-        this.options.logger.warn(`Enqueue listener threw: ${toError(error).message}`);
+        this.options.logger.warn(
+          `Listener of "${message.channel}" threw: ${toError(error).message}`,
+        );
       }
     });
     try {
       await client.connect();
-      await client.query(`LISTEN "${this.options.channel}"`);
+      // One round trip: a simple query may hold several statements, run as one implicit
+      // transaction, so a session never LISTENs on only some channels (a reconnect restores all of
+      // them or fails as a whole).
+      await client.query(
+        [...this.options.channels.keys()].map((channel) => `LISTEN "${channel}"`).join('; '),
+      );
     } catch (error) {
       lost = true;
       await client.end().catch(() => undefined);

@@ -74,6 +74,7 @@ import {
   POSTGRES_MIGRATIONS,
   POSTGRES_SCHEMA_VERSION,
 } from './postgres.schema';
+import { isUuid } from '../shared/uuid';
 import { PgListener } from './pg-listener';
 import { isStalePlanError, PreparedStatements } from './prepared-statements';
 import * as SQL from './postgres.sql';
@@ -156,6 +157,7 @@ export class PostgresJobStorage implements JobStorage {
   private readonly schemaName: string;
   private readonly s: string;
   private readonly channel: string | null;
+  private readonly cancelChannel: string | null;
   private readonly listeners = new Set<PgListener>();
   private closed = false;
 
@@ -195,6 +197,7 @@ export class PostgresJobStorage implements JobStorage {
     this.schemaName = config.schema;
     this.s = SQL.quoteSchema(config.schema);
     this.channel = config.notify ? SQL.enqueueChannel(config.schema) : null;
+    this.cancelChannel = config.notify ? SQL.cancelChannel(config.schema) : null;
     const s = this.s;
     this.sql = {
       enqueue: SQL.enqueueChunk(s, this.channel),
@@ -210,7 +213,7 @@ export class PostgresJobStorage implements JobStorage {
       reportProgress: SQL.reportProgress(s),
       archive: SQL.archiveSucceeded(s),
       cancelMove: SQL.cancelMove(s),
-      cancelRequest: SQL.cancelRequest(s, config.notify ? SQL.cancelChannel(config.schema) : null),
+      cancelRequest: SQL.cancelRequest(s, this.cancelChannel),
       recoverAbandoned: SQL.recoverAbandoned(s),
       archiveZombies: SQL.archiveZombies(s),
     };
@@ -340,23 +343,36 @@ export class PostgresJobStorage implements JobStorage {
   }
 
   /**
-   * LISTENs on the schema's channel with a dedicated `pg.Client` (same connection options as the
-   * pool), so the session that holds the LISTEN never occupies a pool slot. A lost session is
-   * re-established with backoff ({@link PgListener}), and `listener` is then called once with no
-   * queue, since notifications sent meanwhile are gone. Returns an unsubscribe function
-   * that UNLISTENs and ends the client; `close()` ends any left. Null with `notify: false`
-   * (PgBouncer transaction pooling cannot carry LISTEN). Rejects if the first connection fails.
+   * LISTENs on the schema's channel, and with `onCancelRequested` on its cancel channel too, in one
+   * session on a dedicated `pg.Client` (same connection options as the pool), so the session that
+   * holds the LISTEN never occupies a pool slot. A lost session is re-established with backoff on
+   * both channels ({@link PgListener}), and `listener` is then called once with no queue, since
+   * notifications sent meanwhile are gone; cancellations missed meanwhile reach their owner through
+   * its next `keepAlive`. Returns an unsubscribe function that UNLISTENs and ends the client;
+   * `close()` ends any left. Null with `notify: false` (PgBouncer transaction pooling cannot carry
+   * LISTEN). Rejects if the first connection fails.
    */
-  async subscribe(listener: (queue?: string) => void): Promise<(() => Promise<void>) | null> {
-    if (this.channel === null || this.closed) return null;
+  async subscribe(
+    listener: (queue?: string) => void,
+    onCancelRequested?: (ids: string[]) => void,
+  ): Promise<(() => Promise<void>) | null> {
+    if (this.channel === null || this.cancelChannel === null || this.closed) return null;
+    const channels = new Map<string, (payload: string) => void>([[this.channel, listener]]);
+    if (onCancelRequested) {
+      // `cancelRequest` sends one notification per job, its id as the payload (a list of ids would
+      // outgrow NOTIFY's 8000-byte payload limit). So the work per notification is one id; anything
+      // else on the channel (a hand-made NOTIFY) is ignored rather than parsed.
+      channels.set(this.cancelChannel, (payload) => {
+        if (isUuid(payload)) onCancelRequested([payload]);
+      });
+    }
     const driver = this.dataSource.driver as unknown as {
       postgres: { Client: new (options: unknown) => Client };
       master: Pool & { options: Record<string, unknown> };
     };
     const subscription = new PgListener({
-      channel: this.channel,
+      channels,
       newClient: () => new driver.postgres.Client({ ...driver.master.options }),
-      onNotify: listener,
       onReconnected: () => listener(),
       reconnectMs: this.config.notifyReconnectMs,
       logger: this.logger,

@@ -118,6 +118,9 @@ describe('postgres.sql', () => {
     expect(SQL.quoteSchema('Chokaq_1')).toBe('"Chokaq_1"');
     expect(() => SQL.selectPage(S, 'hot', 'TRUE', 'id; DROP', 'ASC', '$1', '$2')).toThrow();
     expect(SQL.cancelChannel('a'.repeat(63)).length).toBeLessThanOrEqual(63);
+    // Long names sharing a prefix get distinct cancel channels (a cancel must reach only its schema).
+    expect(SQL.cancelChannel('a'.repeat(62) + 'b')).not.toBe(SQL.cancelChannel('a'.repeat(63)));
+    expect(SQL.cancelChannel('chokaq')).toBe('chokaq:cancel');
   });
 
   it('builds filters with parameters, a literal status, and escaped LIKE terms', () => {

@@ -18,6 +18,7 @@
  * @see https://www.postgresql.org/docs/15/sql-select.html#SQL-FOR-UPDATE-SHARE
  * @see https://www.postgresql.org/docs/15/transaction-iso.html#XACT-READ-COMMITTED
  */
+import { createHash } from 'node:crypto';
 import { DlqFilter, HistoryFilter, ActiveFilter } from '../job-storage';
 import { escapeLike } from '../shared/text';
 import { hotColumnsExcept } from '../shared/columns';
@@ -39,12 +40,17 @@ export function enqueueChannel(schema: string): string {
 }
 
 /**
- * The channel told about cancellation requests of Processing jobs (payload: the job id). Schema
- * names cannot contain `:`, so it never collides with an enqueue channel; cut to fit PostgreSQL's
- * 63-byte channel limit (a shared prefix only causes a harmless extra wake-up).
+ * The channel told about cancellation requests of Processing jobs (payload: the job id, one
+ * notification per job). Schema names cannot contain `:`, so it never collides with an enqueue
+ * channel. A name longer than 56 characters would not fit PostgreSQL's 63-byte channel limit with
+ * the suffix, so it is cut and a hash of the whole name added: two schemas sharing a long prefix
+ * must not share this channel, or a worker would abort its own job that has the other's cancelled
+ * id.
  */
 export function cancelChannel(schema: string): string {
-  return `${schema.slice(0, 56)}:cancel`;
+  if (schema.length <= 56) return `${schema}:cancel`;
+  const hash = createHash('sha256').update(schema).digest('hex').slice(0, 8);
+  return `${schema.slice(0, 47)}_${hash}:cancel`;
 }
 
 /** Hot columns copied unchanged into the archive (status is virtual there; heartbeat and cancel flags end with the run). */

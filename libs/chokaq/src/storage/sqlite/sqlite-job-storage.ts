@@ -260,7 +260,8 @@ export class SqliteJobStorage implements JobStorage {
    * `pollIntervalMs`. Commits of this connection do not change it (same-process enqueues wake the
    * worker directly). Null for `:memory:` (no other connection can see it), `dataVersionPollMs: 0`,
    * or a file not in WAL mode: there the read needs a shared lock, and while another process
-   * writes, each poll would block the event loop for `busy_timeout`.
+   * writes, each poll would block the event loop for `busy_timeout`. Cancel requests are not
+   * reported here: another process's `cancel` reaches the owner on its next heartbeat.
    */
   async subscribe(listener: (queue?: string) => void): Promise<(() => Promise<void>) | null> {
     const everyMs = this.config.dataVersionPollMs;
