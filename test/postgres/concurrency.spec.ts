@@ -193,13 +193,16 @@ describePg(
       expect(Number(n)).toBe(400);
     });
 
-    it('(5) four concurrent ensureSchema calls from four DataSources: one ledger row, usable schema, idempotent', async () => {
+    it('(5) four concurrent ensureSchema calls from four DataSources: one ledger row per version, usable schema, idempotent', async () => {
       const first = await db.openMany(4);
       const again = await db.openMany(4);
       const ledger = await db.sql(
-        `SELECT version, description FROM ${db.table('schema_migrations')}`,
+        `SELECT version, description FROM ${db.table('schema_migrations')} ORDER BY version`,
       );
-      expect(ledger).toEqual([{ version: 1, description: expect.any(String) }]);
+      expect(ledger).toEqual([
+        { version: 1, description: expect.any(String) },
+        { version: 2, description: expect.any(String) },
+      ]);
       const tables = await db.sql<{ table_name: string }>(
         `SELECT table_name FROM information_schema.tables WHERE table_schema = $1 ORDER BY table_name`,
         [db.schema],
@@ -215,9 +218,9 @@ describePg(
         'stats_summary',
       ]);
       await Promise.all([...first, ...again].map((s) => s.ensureSchema()));
-      expect(await db.sql(`SELECT version FROM ${db.table('schema_migrations')}`)).toEqual([
-        { version: 1 },
-      ]);
+      expect(
+        await db.sql(`SELECT version FROM ${db.table('schema_migrations')} ORDER BY version`),
+      ).toEqual([{ version: 1 }, { version: 2 }]);
       expect((await first[3].enqueue({ queue: 'x' })).created).toBe(true);
     });
   },

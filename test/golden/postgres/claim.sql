@@ -37,7 +37,7 @@ runnable AS MATERIALIZED (
 ),
 picked AS MATERIALIZED (
   SELECT c.id, c.tid,
-         row_number() OVER (ORDER BY c.priority DESC, c.due, c.id) AS rn
+         row_number() OVER (ORDER BY c.priority DESC, c.due, c.id COLLATE "C") AS rn
   FROM runnable r
   CROSS JOIN LATERAL (
     SELECT j.id, j.ctid AS tid, j.priority, coalesce(j.scheduled_at_utc, j.enqueued_at_utc) AS due
@@ -46,11 +46,11 @@ picked AS MATERIALIZED (
       AND j.queue = r.name
       AND coalesce(j.scheduled_at_utc, j.enqueued_at_utc) <= now()
       AND (r.types IS NULL OR j.type = ANY (r.types))
-    ORDER BY j.priority DESC, coalesce(j.scheduled_at_utc, j.enqueued_at_utc)
+    ORDER BY j.priority DESC, coalesce(j.scheduled_at_utc, j.enqueued_at_utc), j.id COLLATE "C"
     LIMIT r.budget
     FOR UPDATE SKIP LOCKED
   ) c
-  ORDER BY c.priority DESC, c.due, c.id
+  ORDER BY c.priority DESC, c.due, c.id COLLATE "C"
   LIMIT $6
 )
 UPDATE "chokaq".jobs_hot j

@@ -50,7 +50,8 @@ const V1: PostgresMigration = {
     )`,
     // Serves the claim (fetchNextBatch): one ordered index scan per queue inside the LATERAL,
     // `queue = $` then (priority DESC, due) exactly as the ORDER BY, with `due <= now()` checked
-    // inside the index. Also serves queue health (due pending and lag).
+    // inside the index. Also serves queue health (due pending and lag). Version 2 rebuilds it
+    // with `id` as the last key.
     `CREATE INDEX IF NOT EXISTS ix_jobs_hot_pending ON ${s}.jobs_hot
       (queue, priority DESC, (coalesce(scheduled_at_utc, enqueued_at_utc)))
       WHERE status = 0`,
@@ -183,8 +184,29 @@ const V1: PostgresMigration = {
   ],
 };
 
+/**
+ * Version 2: the claim's index gets `id` as its last key, so jobs of equal priority and due time
+ * are claimed in id order by an ordered index scan. Ids of one producer increase (UUIDv7 with a
+ * counter), so that is first in, first out; before, a B-tree ordered such ties by heap position,
+ * which changes as rows move. `COLLATE "C"` makes the order the ids' byte order whatever the
+ * database's collation. Rebuilt inside the migration's transaction, so writers to `jobs_hot` wait
+ * while it builds (the hot table holds only live jobs). Dropped and created again by name, so a
+ * re-run of the printed script rebuilds it once more and changes nothing else.
+ */
+const V2: PostgresMigration = {
+  version: 2,
+  description: 'Claim index breaks ties by id (first in, first out)',
+  statements: (s) => [
+    `DROP INDEX IF EXISTS ${s}.ix_jobs_hot_pending`,
+    // Serves the claim as in version 1, ties of priority and due time now in id order.
+    `CREATE INDEX ix_jobs_hot_pending ON ${s}.jobs_hot
+      (queue, priority DESC, (coalesce(scheduled_at_utc, enqueued_at_utc)), id COLLATE "C")
+      WHERE status = 0`,
+  ],
+};
+
 /** Every migration, in version order. */
-export const POSTGRES_MIGRATIONS: readonly PostgresMigration[] = [V1];
+export const POSTGRES_MIGRATIONS: readonly PostgresMigration[] = [V1, V2];
 
 /** The newest schema version this code expects. */
 export const POSTGRES_SCHEMA_VERSION = POSTGRES_MIGRATIONS[POSTGRES_MIGRATIONS.length - 1].version;

@@ -98,7 +98,13 @@ describe('postgres.sql', () => {
     expect(claim).toContain('picked AS MATERIALIZED');
     // The only window numbers the few locked candidates (which of them start), never the backlog.
     expect(claim.match(/OVER\s*\(/gi)).toHaveLength(1);
-    expect(claim).toContain('row_number() OVER (ORDER BY c.priority DESC, c.due, c.id)');
+    expect(claim).toContain(
+      'row_number() OVER (ORDER BY c.priority DESC, c.due, c.id COLLATE "C")',
+    );
+    // Ties of priority and due time go by id, in the index's order (FIFO for one producer).
+    expect(claim).toContain(
+      'ORDER BY j.priority DESC, coalesce(j.scheduled_at_utc, j.enqueued_at_utc), j.id COLLATE "C"',
+    );
     // Claims commit without waiting for the WAL flush, transaction-locally (SET LOCAL semantics).
     expect(claim).toContain("set_config('synchronous_commit', 'off', true)");
     expect(claim).toMatch(/FROM handled CROSS JOIN relaxed/);
@@ -176,7 +182,10 @@ describe('postgres.schema', () => {
     const commented =
       source.match(/\/\/ Serves[^\n]*\n(\s*\/\/[^\n]*\n)*\s*`CREATE (UNIQUE )?INDEX/g) ?? [];
     expect(commented.length).toBe(indexes.length);
-    expect(POSTGRES_MIGRATIONS.map((m) => m.version)).toEqual([1]);
+    expect(script).toMatch(
+      /CREATE INDEX ix_jobs_hot_pending ON [^;]*\(queue, priority DESC, \(coalesce\(scheduled_at_utc, enqueued_at_utc\)\), id COLLATE "C"\)\s+WHERE status = 0/,
+    );
+    expect(POSTGRES_MIGRATIONS.map((m) => m.version)).toEqual([1, 2]);
   });
 });
 

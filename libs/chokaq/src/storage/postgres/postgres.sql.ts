@@ -198,9 +198,15 @@ FOR NO KEY UPDATE`;
  * (no budget can be overspent, since nothing is counted). One round trip instead of four.
  *
  * Cost is O(batch): each queue's LATERAL is an ordered index scan of `ix_jobs_hot_pending`
- * (queue, priority DESC, due) stopped by `LIMIT budget`; the due test is an index condition on the
- * third key column, so future-scheduled rows are skipped without heap visits. A window function
- * over all pending rows would be O(backlog) and cannot be combined with FOR UPDATE anyway.
+ * (queue, priority DESC, due, id COLLATE "C") stopped by `LIMIT budget`; the due test is an index
+ * condition on the third key column, so future-scheduled rows are skipped without heap visits.
+ * Ties of priority and due time (a whole `enqueueMany` batch shares one `now()`) go by id, which
+ * the producer made increasing (UUIDv7 with a counter): first in, first out. Without `id` in the
+ * index and the ORDER BY, the B-tree would order ties by heap position, which changes when a row
+ * moves. `COLLATE "C"` compares the ids byte by byte whatever the database's collation (a
+ * linguistic one may treat `aa` as one letter), the order in which the ids were generated.
+ * A window function over all pending rows would be O(backlog) and cannot be combined with
+ * FOR UPDATE anyway.
  *
  * Across queues the best rows by (priority DESC, due, id) win, up to $6 in all (priority is global,
  * as for a single queue). Each queue's LATERAL locks at most min(budget, $6) rows; locked rows that
@@ -269,7 +275,7 @@ runnable AS MATERIALIZED (${
 ),
 picked AS MATERIALIZED (
   SELECT c.id, c.tid,
-         row_number() OVER (ORDER BY c.priority DESC, c.due, c.id) AS rn
+         row_number() OVER (ORDER BY c.priority DESC, c.due, c.id COLLATE "C") AS rn
   FROM runnable r
   CROSS JOIN LATERAL (
     SELECT j.id, j.ctid AS tid, j.priority, coalesce(j.scheduled_at_utc, j.enqueued_at_utc) AS due
@@ -278,11 +284,11 @@ picked AS MATERIALIZED (
       AND j.queue = r.name
       AND coalesce(j.scheduled_at_utc, j.enqueued_at_utc) <= now()
       AND (r.types IS NULL OR j.type = ANY (r.types))
-    ORDER BY j.priority DESC, coalesce(j.scheduled_at_utc, j.enqueued_at_utc)
+    ORDER BY j.priority DESC, coalesce(j.scheduled_at_utc, j.enqueued_at_utc), j.id COLLATE "C"
     LIMIT r.budget
     FOR UPDATE SKIP LOCKED
   ) c
-  ORDER BY c.priority DESC, c.due, c.id
+  ORDER BY c.priority DESC, c.due, c.id COLLATE "C"
   LIMIT $6
 )
 UPDATE ${s}.jobs_hot j

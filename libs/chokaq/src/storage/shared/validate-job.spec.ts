@@ -1,7 +1,7 @@
 import { ChokaQValidationError } from '../../errors';
 import { MAX_ENQUEUE_MANY } from '../job-storage';
 import { decodeTags, encodeTags } from './tags';
-import { isUuid, uuidv7 } from './uuid';
+import { UuidV7Generator, isUuid, uuidv7 } from './uuid';
 import {
   DEFAULT_PRIORITY,
   assertIds,
@@ -24,8 +24,10 @@ function issuesOf(fn: () => unknown): Array<{ path: string; message: string }> {
 
 describe('uuidv7', () => {
   it('is a version-7 UUID whose first 48 bits are the time, so ids sort by creation', () => {
-    const a = uuidv7(1_700_000_000_000);
-    const b = uuidv7(1_700_000_000_001);
+    const ids = [1_700_000_000_000, 1_700_000_000_001];
+    const generator = new UuidV7Generator(() => ids.shift()!);
+    const a = generator.next();
+    const b = generator.next();
     expect(isUuid(a)).toBe(true);
     expect(a[14]).toBe('7');
     expect(a < b).toBe(true);
