@@ -111,7 +111,8 @@ function producer(enqueue: (id: string) => Promise<string>) {
     const storage = { ...db.storage, url: proxied.toString() } as ChokaQModuleOptions['storage'];
     admin = new Pool({ connectionString: PG_URL, max: 1 });
 
-    // The producer: a producer-only Nest app through the proxy; enqueue gives up after ~1.5 s.
+    // The producer: a producer-only Nest app through the proxy; enqueue gives up after 375–750 ms
+    // of waiting (4 waits, each in [ceiling / 2, ceiling]).
     const moduleRef = await Test.createTestingModule({
       imports: [
         ChokaQModule.forRoot({
