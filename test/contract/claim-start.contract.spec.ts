@@ -60,7 +60,7 @@ describeEachDialect('storage contract: claiming straight into Processing', (fixt
     );
     expect((await db.storage.getJob(started.id))?.attemptCount).toBe(1);
     expect(await db.storage.archiveSucceeded([{ ...started, durationMs: 2 }])).toEqual([
-      started.id,
+      { id: started.id, leaseId: started.leaseId },
     ]);
     expect((await db.storage.getJob(started.id))?.pillar).toBe('archive');
   });

@@ -154,7 +154,7 @@ describeEachDialect('storage contract: claiming', (fixture) => {
 
     // Finalising one and releasing one frees exactly two slots.
     expect(await db.storage.archiveSucceeded([{ ...first.leases[0], durationMs: 3 }])).toEqual([
-      first.leases[0].id,
+      { id: first.leases[0].id, leaseId: first.leases[0].leaseId },
     ]);
     expect(await db.storage.release([first.leases[1]])).toBe(1);
     const second = await claim(db.storage, queue, 50);
@@ -219,7 +219,7 @@ describeEachDialect('storage contract: claiming', (fixture) => {
         if (a) {
           await a.storage.markAsProcessing([a.lease]);
           expect(await a.storage.archiveSucceeded([{ ...a.lease, durationMs: 1 }])).toEqual([
-            a.lease.id,
+            { id: a.lease.id, leaseId: a.lease.leaseId },
           ]);
         }
         if (b) {

@@ -39,7 +39,12 @@ describeEachDialect('storage contract: counters and telemetry', (fixture) => {
           storages[i % storages.length].archiveSucceeded([{ ...lease, durationMs: 10 + i }]),
         ),
       );
-      expect(results.flat().sort()).toEqual(c.leases.map((l) => l.id).sort());
+      expect(
+        results
+          .flat()
+          .map((r) => r.id)
+          .sort(),
+      ).toEqual(c.leases.map((l) => l.id).sort());
 
       expect(await countersOf(db.storage, queue)).toEqual({
         ...before,

@@ -100,7 +100,9 @@ describeEachDialect('storage contract: atomic moves', (fixture) => {
     await expectOnlyIn(db, a, 'hot');
     expect(await db.storage.markAsProcessing(ca.leases)).toEqual([a]);
     await expectOnlyIn(db, a, 'hot');
-    expect(await db.storage.archiveSucceeded([{ ...ca.leases[0], durationMs: 12 }])).toEqual([a]);
+    expect(await db.storage.archiveSucceeded([{ ...ca.leases[0], durationMs: 12 }])).toEqual([
+      { id: a, leaseId: ca.leases[0].leaseId },
+    ]);
     await expectOnlyIn(db, a, 'archive');
     const archived = await db.storage.getJob(a);
     expect(archived).toMatchObject({
@@ -208,7 +210,7 @@ describeEachDialect('storage contract: atomic moves', (fixture) => {
     await expectRolledBack(lease.id, queue, 'buckets', 'writes', archive);
 
     const before = await countersOf(db.storage, queue);
-    expect(await archive()).toEqual([lease.id]);
+    expect(await archive()).toEqual([{ id: lease.id, leaseId: lease.leaseId }]);
     await expectOnlyIn(db, lease.id, 'archive');
     expect((await countersOf(db.storage, queue)).succeededTotal).toBe(before.succeededTotal + 1);
     expect(await countRows(db, 'buckets', { queue })).toBeGreaterThan(0);

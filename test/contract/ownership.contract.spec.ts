@@ -56,7 +56,9 @@ describeEachDialect('storage contract: ownership (fencing token)', (fixture) => 
 
   /** The current owner still owns the row after the stale attempts: it can finalise it. */
   async function expectOwnerCanFinish(lease: JobLease): Promise<void> {
-    expect(await db.storage.archiveSucceeded([{ ...lease, durationMs: 2 }])).toEqual([lease.id]);
+    expect(await db.storage.archiveSucceeded([{ ...lease, durationMs: 2 }])).toEqual([
+      { id: lease.id, leaseId: lease.leaseId },
+    ]);
     await expectOnlyIn(db, lease.id, 'archive');
   }
 
@@ -195,14 +197,12 @@ describeEachDialect('storage contract: ownership (fencing token)', (fixture) => 
     expect((await db.storage.getJob(x.id))?.status).toBe(JobStatus.Fetched);
     expect((await db.storage.keepAlive(c.workerId, [a, staleX, b])).touched).toBe(2);
     expect(
-      (
-        await db.storage.archiveSucceeded([
-          { ...a, durationMs: 1 },
-          { ...staleX, durationMs: 1 },
-          { ...staleY, durationMs: 1 },
-        ])
-      ).sort(),
-    ).toEqual([a.id]);
+      await db.storage.archiveSucceeded([
+        { ...a, durationMs: 1 },
+        { ...staleX, durationMs: 1 },
+        { ...staleY, durationMs: 1 },
+      ]),
+    ).toEqual([{ id: a.id, leaseId: a.leaseId }]);
     expect(await db.storage.release([x, staleY, b])).toBe(1); // b is Processing: release needs Fetched
     expect((await db.storage.getJob(x.id))?.status).toBe(JobStatus.Pending);
     expect((await db.storage.getJob(y.id))?.status).toBe(JobStatus.Fetched);

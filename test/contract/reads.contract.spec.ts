@@ -82,9 +82,9 @@ describeEachDialect('storage contract: reads and pages', (fixture) => {
     await db.storage.enqueueMany(Array.from({ length: 12 }, () => ({ queue: archiveQueue })));
     const c = await claim(db.storage, archiveQueue, 12);
     await db.storage.markAsProcessing(c.leases);
-    const archived = await db.storage.archiveSucceeded(
-      c.leases.map((l) => ({ ...l, durationMs: 7 })),
-    );
+    const archived = (
+      await db.storage.archiveSucceeded(c.leases.map((l) => ({ ...l, durationMs: 7 })))
+    ).map((r) => r.id);
     expect(archived).toHaveLength(12);
     for (const sortBy of ['finishedAt', 'duration', 'priority', 'createdAt'] as const) {
       const ids = await walk(

@@ -178,7 +178,9 @@ describeEachDialect('storage contract: rescue', (fixture) => {
     expect(await db.storage.moveToDlq(old, { reason: FailureReason.Timeout, error: 'late' })).toBe(
       0,
     );
-    expect(await db.storage.archiveSucceeded([{ ...next, durationMs: 1 }])).toEqual([old.id]);
+    expect(await db.storage.archiveSucceeded([{ ...next, durationMs: 1 }])).toEqual([
+      { id: old.id, leaseId: next.leaseId },
+    ]);
     await expectOnlyIn(db, old.id, 'archive');
   });
 

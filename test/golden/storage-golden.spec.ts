@@ -145,7 +145,7 @@ const SCENARIOS: readonly Scenario[] = [
       const { result, statements } = await recorder.record(() =>
         storage.archiveSucceeded(leases.map((l, i) => ({ ...l, durationMs: 120 + i }))),
       );
-      expect(result.sort()).toEqual(leases.map((l) => l.id).sort());
+      expect(result.map((r) => r.id).sort()).toEqual(leases.map((l) => l.id).sort());
       return statements;
     },
   },

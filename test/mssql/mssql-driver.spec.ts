@@ -276,12 +276,12 @@ describe('MssqlJobStorage over TypeORM SqlServerQueryRunner (stubbed mssql Reque
   });
 
   it('archive: moved ids come from the OUTPUT rows; rowsAffected (empty under NOCOUNT) is ignored', async () => {
-    const { storage, calls } = stubbedStorage([[{ Id: ID }]]);
+    const { storage, calls } = stubbedStorage([[{ Id: ID, LeaseId: LEASE.leaseId }]]);
     const moved = await storage.archiveSucceeded([
       { ...LEASE, durationMs: 12.4 },
       { id: ID2, workerId: LEASE.workerId, leaseId: LEASE.leaseId, durationMs: 3 },
     ]);
-    expect(moved).toEqual([ID]);
+    expect(moved).toEqual([{ id: ID, leaseId: LEASE.leaseId }]);
     expect(calls[0].inputs).toHaveLength(1);
     expect(JSON.parse(String(calls[0].inputs[0].value))).toEqual([
       { ...LEASE, durationMs: 12 },

@@ -76,6 +76,7 @@ export type {
   RetentionPolicy,
   RetentionResult,
   ResurrectEdits,
+  RunRef,
   SortKey,
   StorageDialect,
   SummaryStats,

@@ -14,7 +14,7 @@ src AS (
   INSERT INTO "chokaq".jobs_archive (id, queue, type, payload, tags, idempotency_key, priority, attempt_count, worker_id, lease_id, scheduled_at_utc, created_at_utc, enqueued_at_utc, started_at_utc, last_updated_utc, created_by, last_modified_by, last_error, progress, finished_at_utc, duration_ms)
   SELECT m.id, m.queue, m.type, m.payload, m.tags, m.idempotency_key, m.priority, m.attempt_count, m.worker_id, m.lease_id, m.scheduled_at_utc, m.created_at_utc, m.enqueued_at_utc, m.started_at_utc, m.last_updated_utc, m.created_by, m.last_modified_by, m.last_error, m.progress, now(), m.run_ms
   FROM moved m
-  RETURNING id, queue, duration_ms
+  RETURNING id, lease_id, queue, duration_ms
 ),
 counted AS (
   INSERT INTO "chokaq".stats_summary AS t (queue, succeeded_total, last_activity_utc)
@@ -36,4 +36,4 @@ bucket AS (
       total_duration_ms = b.total_duration_ms + EXCLUDED.total_duration_ms,
       max_duration_ms = greatest(b.max_duration_ms, EXCLUDED.max_duration_ms)
 )
-SELECT id FROM src
+SELECT id, lease_id FROM src

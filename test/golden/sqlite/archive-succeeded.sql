@@ -13,11 +13,12 @@ WITH completed(id, worker_id, lease_id, duration_ms) AS (
       WHERE h.status IN (1, 2)
       RETURNING id, queue, duration_ms
 
--- [3/6] run
+-- [3/6] all
 WITH lease(id, worker_id, lease_id) AS (
     SELECT value ->> 'id', value ->> 'workerId', value ->> 'leaseId' FROM json_each(@leases)
   )
       DELETE FROM chokaq_jobs_hot WHERE status IN (1, 2) AND (id, worker_id, lease_id) IN (SELECT id, worker_id, lease_id FROM lease)
+      RETURNING id, lease_id
 
 -- [4/6] run
 INSERT INTO chokaq_stats_summary (queue, succeeded_total, failed_total, cancelled_total,

@@ -3,10 +3,10 @@ SET XACT_ABORT ON;
 DECLARE @now datetime2(3) = SYSUTCDATETIME();
 DECLARE @bucket datetime2(0) = CAST(DATEADD(MILLISECOND, -DATEPART(MILLISECOND, @now), @now) AS datetime2(0));
 DECLARE @Moved TABLE (Id varchar(36) NULL, Queue varchar(255) NULL, Type nvarchar(255) NULL, Payload nvarchar(max) NULL, Tags nvarchar(max) NULL, IdempotencyKey nvarchar(255) NULL, Priority int NULL, Status tinyint NULL, AttemptCount int NULL, WorkerId nvarchar(255) NULL, LeaseId varchar(36) NULL, HeartbeatUtc datetime2(3) NULL, ScheduledAtUtc datetime2(3) NULL, DueAtUtc datetime2(3) NULL, CreatedAtUtc datetime2(3) NULL, EnqueuedAtUtc datetime2(3) NULL, StartedAtUtc datetime2(3) NULL, LastUpdatedUtc datetime2(3) NULL, CreatedBy nvarchar(100) NULL, LastModifiedBy nvarchar(100) NULL, LastError nvarchar(max) NULL, CancelRequestedUtc datetime2(3) NULL, Progress float NULL);
-DECLARE @In TABLE (Id varchar(36) NOT NULL PRIMARY KEY, WorkerId nvarchar(255) NOT NULL, LeaseId varchar(36) NOT NULL, DurationMs bigint NULL);
+DECLARE @In TABLE (Id varchar(36) NOT NULL, WorkerId nvarchar(255) NOT NULL, LeaseId varchar(36) NOT NULL, DurationMs bigint NULL, PRIMARY KEY (Id, LeaseId));
 INSERT INTO @In (Id, WorkerId, LeaseId, DurationMs)
-SELECT x.Id, MAX(x.WorkerId), MAX(x.LeaseId), MAX(x.DurationMs) FROM OPENJSON(@0) WITH (Id varchar(36) '$.id', WorkerId nvarchar(255) '$.workerId', LeaseId varchar(36) '$.leaseId', DurationMs bigint '$.durationMs') AS x
-WHERE x.Id IS NOT NULL AND x.WorkerId IS NOT NULL AND x.LeaseId IS NOT NULL GROUP BY x.Id;
+SELECT x.Id, MAX(x.WorkerId), x.LeaseId, MAX(x.DurationMs) FROM OPENJSON(@0) WITH (Id varchar(36) '$.id', WorkerId nvarchar(255) '$.workerId', LeaseId varchar(36) '$.leaseId', DurationMs bigint '$.durationMs') AS x
+WHERE x.Id IS NOT NULL AND x.WorkerId IS NOT NULL AND x.LeaseId IS NOT NULL GROUP BY x.Id, x.LeaseId;
 BEGIN TRAN;
 DELETE h
 OUTPUT deleted.* INTO @Moved
@@ -23,12 +23,12 @@ UPDATE st SET st.SucceededTotal = st.SucceededTotal + m.N, st.LastActivityUtc = 
 FROM [chokaq].[StatsSummary] AS st
 INNER JOIN (SELECT g.Queue, COUNT_BIG(*) AS N FROM @Moved AS g GROUP BY g.Queue) AS m ON m.Queue = st.Queue;
 INSERT INTO [chokaq].[MetricBuckets] (BucketUtc, Queue, Outcome, FailureReason)
-SELECT @bucket, m.Queue, m.Outcome, m.FailureReason FROM (SELECT g.Queue, g.Outcome, g.FailureReason, COUNT_BIG(*) AS N, COUNT_BIG(g.DurationMs) AS DurationCount, ISNULL(SUM(g.DurationMs), 0) AS TotalDurationMs, ISNULL(MAX(g.DurationMs), 0) AS MaxDurationMs FROM (SELECT mv.Queue, CAST(0 AS tinyint) AS Outcome, CAST(-1 AS smallint) AS FailureReason, i.DurationMs FROM @Moved AS mv INNER JOIN @In AS i ON i.Id = mv.Id) AS g GROUP BY g.Queue, g.Outcome, g.FailureReason) AS m
+SELECT @bucket, m.Queue, m.Outcome, m.FailureReason FROM (SELECT g.Queue, g.Outcome, g.FailureReason, COUNT_BIG(*) AS N, COUNT_BIG(g.DurationMs) AS DurationCount, ISNULL(SUM(g.DurationMs), 0) AS TotalDurationMs, ISNULL(MAX(g.DurationMs), 0) AS MaxDurationMs FROM (SELECT mv.Queue, CAST(0 AS tinyint) AS Outcome, CAST(-1 AS smallint) AS FailureReason, i.DurationMs FROM @Moved AS mv INNER JOIN @In AS i ON i.Id = mv.Id AND i.LeaseId = mv.LeaseId) AS g GROUP BY g.Queue, g.Outcome, g.FailureReason) AS m
 WHERE NOT EXISTS (SELECT 1 FROM [chokaq].[MetricBuckets] AS x WITH (UPDLOCK, HOLDLOCK) WHERE x.BucketUtc = @bucket AND x.Queue = m.Queue AND x.Outcome = m.Outcome AND x.FailureReason = m.FailureReason);
 UPDATE x SET x.CompletedCount = x.CompletedCount + m.N, x.DurationCount = x.DurationCount + m.DurationCount,
   x.TotalDurationMs = x.TotalDurationMs + m.TotalDurationMs,
   x.MaxDurationMs = CASE WHEN m.MaxDurationMs > x.MaxDurationMs THEN m.MaxDurationMs ELSE x.MaxDurationMs END
 FROM [chokaq].[MetricBuckets] AS x
-INNER JOIN (SELECT g.Queue, g.Outcome, g.FailureReason, COUNT_BIG(*) AS N, COUNT_BIG(g.DurationMs) AS DurationCount, ISNULL(SUM(g.DurationMs), 0) AS TotalDurationMs, ISNULL(MAX(g.DurationMs), 0) AS MaxDurationMs FROM (SELECT mv.Queue, CAST(0 AS tinyint) AS Outcome, CAST(-1 AS smallint) AS FailureReason, i.DurationMs FROM @Moved AS mv INNER JOIN @In AS i ON i.Id = mv.Id) AS g GROUP BY g.Queue, g.Outcome, g.FailureReason) AS m ON x.BucketUtc = @bucket AND x.Queue = m.Queue AND x.Outcome = m.Outcome AND x.FailureReason = m.FailureReason;
+INNER JOIN (SELECT g.Queue, g.Outcome, g.FailureReason, COUNT_BIG(*) AS N, COUNT_BIG(g.DurationMs) AS DurationCount, ISNULL(SUM(g.DurationMs), 0) AS TotalDurationMs, ISNULL(MAX(g.DurationMs), 0) AS MaxDurationMs FROM (SELECT mv.Queue, CAST(0 AS tinyint) AS Outcome, CAST(-1 AS smallint) AS FailureReason, i.DurationMs FROM @Moved AS mv INNER JOIN @In AS i ON i.Id = mv.Id AND i.LeaseId = mv.LeaseId) AS g GROUP BY g.Queue, g.Outcome, g.FailureReason) AS m ON x.BucketUtc = @bucket AND x.Queue = m.Queue AND x.Outcome = m.Outcome AND x.FailureReason = m.FailureReason;
 COMMIT;
-SELECT mv.Id FROM @Moved AS mv;
+SELECT mv.Id, mv.LeaseId FROM @Moved AS mv;

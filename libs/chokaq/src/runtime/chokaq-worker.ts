@@ -20,6 +20,7 @@ import { QueueControls } from './queue-controls';
 import { RecurringLoop } from './recurring.loop';
 import type { RecurringJobSpec } from './recurring-job-spec';
 import { RescueLoop } from './rescue.loop';
+import { runKey } from './run-key';
 
 export type { JobOutcome } from './job-outcome';
 
@@ -138,10 +139,11 @@ export class ChokaQWorker {
       storage: deps.storage,
       options: deps.options,
       workerId: this.workerId,
-      // Deduplicated: a finished job is owned by the processor until its batched write returns.
+      // Deduplicated by run, (id, leaseId): a finished job is owned by the processor until its
+      // batched write returns, and a stale run of a job must not hide the run that replaced it.
       leases: () => [
         ...new Map(
-          [...this.processor.leases(), ...this.batcher.pendingLeases()].map((l) => [l.id, l]),
+          [...this.processor.leases(), ...this.batcher.pendingLeases()].map((l) => [runKey(l), l]),
         ).values(),
       ],
       onCancelRequested: (ids) => this.processor.cancel(ids),

@@ -10,7 +10,7 @@ describe('CompletionBatcher', () => {
 
   it('flushes a batch after the short timer, in one call', async () => {
     const archiveSucceeded = jest.fn(async (items: readonly CompletedJob[]) =>
-      items.map((i) => i.id),
+      items.map(({ id, leaseId }) => ({ id, leaseId })),
     );
     const batcher = new CompletionBatcher({ archiveSucceeded }, new RecordingLogger(), {
       flushDelayMs: 20,
@@ -27,7 +27,7 @@ describe('CompletionBatcher', () => {
 
   it('flushes at once when the batch is full', async () => {
     const archiveSucceeded = jest.fn(async (items: readonly CompletedJob[]) =>
-      items.map((i) => i.id),
+      items.map(({ id, leaseId }) => ({ id, leaseId })),
     );
     const batcher = new CompletionBatcher({ archiveSucceeded }, new RecordingLogger(), {
       maxBatch: 2,
@@ -44,7 +44,7 @@ describe('CompletionBatcher', () => {
     const archiveSucceeded = jest.fn(async (items: readonly CompletedJob[]) => {
       sizes.push(items.length);
       await new Promise<void>((resolve) => gate.push(resolve));
-      return items.map((i) => i.id);
+      return items.map(({ id, leaseId }) => ({ id, leaseId }));
     });
     const batcher = new CompletionBatcher({ archiveSucceeded }, new RecordingLogger(), {
       maxBatch: 2,
@@ -67,7 +67,7 @@ describe('CompletionBatcher', () => {
 
   it('reports a refused completion (lease lost) as false', async () => {
     const batcher = new CompletionBatcher(
-      { archiveSucceeded: async () => ['a'] },
+      { archiveSucceeded: async () => [{ id: 'a', leaseId: 'l' }] },
       new RecordingLogger(),
     );
     const done = Promise.all([batcher.add(item('a')), batcher.add(item('b'))]);
@@ -76,12 +76,24 @@ describe('CompletionBatcher', () => {
     expect(batcher.refusedCount).toBe(1);
   });
 
+  it('decides per run: of two completions of one id, only the one the storage archived succeeds', async () => {
+    const batcher = new CompletionBatcher(
+      { archiveSucceeded: async () => [{ id: 'a', leaseId: 'new' }] },
+      new RecordingLogger(),
+    );
+    const stale = batcher.add({ ...item('a'), leaseId: 'old' });
+    const current = batcher.add({ ...item('a'), leaseId: 'new' });
+    await jest.advanceTimersByTimeAsync(20);
+    await expect(Promise.all([stale, current])).resolves.toEqual([false, true]);
+    expect(batcher.refusedCount).toBe(1);
+  });
+
   it('keeps items covered by the heartbeat during an outage and retries, logging once', async () => {
     let down = true;
     const logger = new RecordingLogger();
     const archiveSucceeded = jest.fn(async (items: readonly CompletedJob[]) => {
       if (down) throw new Error('db down');
-      return items.map((i) => i.id);
+      return items.map(({ id, leaseId }) => ({ id, leaseId }));
     });
     const batcher = new CompletionBatcher({ archiveSucceeded }, logger, {
       retryBaseMs: 50,

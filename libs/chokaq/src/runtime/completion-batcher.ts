@@ -1,7 +1,8 @@
 import type { LoggerService } from '@nestjs/common';
-import type { CompletedJob, JobLease, JobStorage } from '../storage/job-storage';
+import type { CompletedJob, JobLease, JobStorage, RunRef } from '../storage/job-storage';
 import { toError } from '../storage/shared/text';
 import { jittered } from './backoff';
+import { runKey } from './run-key';
 import { runAfter, type ScheduledCall } from './run-after';
 
 /** Tuning of the completion batcher (internal; the defaults suit every dialect). */
@@ -153,7 +154,7 @@ export class CompletionBatcher {
   private async write(): Promise<void> {
     this.inFlight = this.queue.splice(0, this.maxWrite);
     const batch = this.inFlight;
-    let archived: string[];
+    let archived: RunRef[];
     try {
       archived = await this.storage.archiveSucceeded(batch.map((w) => w.item));
     } catch (error) {
@@ -177,9 +178,11 @@ export class CompletionBatcher {
       this.failures = 0;
     }
     this.inFlight = [];
-    const done = new Set(archived);
+    // Decided per run, never per id: a stale run and its successor can both be in one batch, and
+    // only the run whose lease still matches was archived.
+    const done = new Set(archived.map(runKey));
     for (const waiting of batch) {
-      const ok = done.has(waiting.item.id);
+      const ok = done.has(runKey(waiting.item));
       if (!ok) {
         this.refused++;
         this.logger.warn(

@@ -13,6 +13,11 @@ import type { FailureReason } from '../storage/job-status';
  */
 export interface JobOutcome {
   id: string;
+  /**
+   * The lease the run was claimed under: with `id` it names the run. One process can see two runs
+   * of one job (a stale one and the one that replaced it), and their outcomes differ.
+   */
+  leaseId: string;
   queue: string;
   type: string;
   outcome: 'succeeded' | 'retried' | 'failed' | 'cancelled' | 'released';

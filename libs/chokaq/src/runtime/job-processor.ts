@@ -12,6 +12,7 @@ import { decideFailure } from './failure-policy';
 import { attemptOf, type Execution, type JobExecutor, type RunResult } from './job-executor';
 import type { JobOutcome } from './job-outcome';
 import type { QueueControls } from './queue-controls';
+import { runKey } from './run-key';
 
 /** A claimed row with the lease it was claimed under. */
 export interface ClaimedJob {
@@ -51,8 +52,14 @@ export class JobProcessor {
   /** Concurrency slots; resizable at run time. */
   readonly limiter: ConcurrencyLimiter;
   private buffer: ClaimedJob[] = [];
+  /**
+   * Runs, not jobs: both maps are keyed by {@link runKey} `(id, leaseId)`. A process can hold a stale
+   * run of a job and the run that replaced it at once (its event loop stalled past the zombie
+   * timeout, the job was rescued and this very worker claimed it again); finishing the stale run
+   * must not drop the new run's lease from the heartbeat.
+   */
   private readonly owned = new Map<string, JobLease>();
-  private readonly running = new Map<string, Execution>();
+  private readonly running = new Map<string, { id: string; execution: Execution }>();
   private readonly tasks = new Set<Promise<unknown>>();
   private closing = false;
   private abandoned = false;
@@ -121,7 +128,7 @@ export class JobProcessor {
 
   /** Ids of running jobs. */
   runningIds(): string[] {
-    return [...this.running.keys()];
+    return [...this.running.values()].map((r) => r.id);
   }
 
   /** The database clock as estimated from the last claim (rows carry `LastUpdatedUtc` = DB now). */
@@ -154,9 +161,10 @@ export class JobProcessor {
   ): void {
     const claimedAt = Date.now();
     const started: ClaimedJob[] = [];
+    this.dropSupersededBuffered(jobs, lease.leaseId);
     for (const job of jobs) {
       const claimed: ClaimedJob = { job, lease: { id: job.id, ...lease } };
-      this.owned.set(job.id, claimed.lease);
+      this.owned.set(runKey(claimed.lease), claimed.lease);
       if (job.status === JobStatus.Processing && started.length < reserved) started.push(claimed);
       else this.buffer.push(claimed);
     }
@@ -208,7 +216,7 @@ export class JobProcessor {
     for (const claimed of batch) {
       const { job } = claimed;
       // drain() hands rows in directly: make sure the heartbeat covers them too.
-      this.owned.set(job.id, claimed.lease);
+      this.owned.set(runKey(claimed.lease), claimed.lease);
       const handler = this.deps.handlers.resolve(job.queue, job.type);
       if (!handler) {
         settled.push(this.noHandler(claimed, emit).then(onJobDone));
@@ -260,10 +268,12 @@ export class JobProcessor {
 
   /** Aborts running jobs whose cancellation was requested; returns how many were aborted. */
   cancel(ids: Iterable<string>): number {
+    // A cancel names a job, so it reaches every run of that id here; a stale run among them is
+    // refused by the storage anyway when it tries to finalise.
+    const wanted = new Set(ids);
     let count = 0;
-    for (const id of ids) {
-      const execution = this.running.get(id);
-      if (execution && !execution.settled) {
+    for (const { id, execution } of this.running.values()) {
+      if (wanted.has(id) && !execution.settled) {
         execution.abort('cancelled');
         count++;
       }
@@ -273,7 +283,7 @@ export class JobProcessor {
 
   /** Aborts every running job's signal for `cause`. */
   abortAll(cause: JobAbortCause): number {
-    for (const execution of this.running.values()) execution.abort(cause);
+    for (const { execution } of this.running.values()) execution.abort(cause);
     return this.running.size;
   }
 
@@ -316,8 +326,8 @@ export class JobProcessor {
    */
   abandonRunning(): string[] {
     this.abandoned = true;
-    const ids = [...this.running.keys()];
-    for (const execution of this.running.values()) execution.abandon();
+    const ids = this.runningIds();
+    for (const { execution } of this.running.values()) execution.abandon();
     return ids;
   }
 
@@ -352,6 +362,8 @@ export class JobProcessor {
     emit: (o: JobOutcome) => void,
     onJobDone: () => void,
   ): Promise<void> {
+    // The ids a start returns name runs unambiguously: the buffer never holds two runs of one id
+    // (accept() drops a superseded buffered run), and only buffered runs are started.
     let started: Set<string>;
     try {
       started = new Set(
@@ -385,12 +397,14 @@ export class JobProcessor {
       if (!started.has(job.id)) {
         // Zero rows: cancelled, rescued or re-claimed meanwhile. The handler must not run.
         this.conflictCount++;
-        this.owned.delete(job.id);
+        this.owned.delete(runKey(claimed.lease));
         this.deps.breakers.releaseProbe(circuitKey(job));
         this.deps.logger.warn(
           `Job ${job.id} was not started: its lease no longer matches (state transition conflict)`,
         );
-        emit(this.outcome(job, 'released', { applied: false, error: 'lease lost before start' }));
+        emit(
+          this.outcome(claimed, 'released', { applied: false, error: 'lease lost before start' }),
+        );
         onJobDone();
         continue;
       }
@@ -438,12 +452,13 @@ export class JobProcessor {
         await this.deps.storage.reportProgress(lease, clamped);
       },
     });
-    this.running.set(job.id, execution);
+    const key = runKey(lease);
+    this.running.set(key, { id: job.id, execution });
     let result: RunResult;
     try {
       result = await execution.result;
     } finally {
-      this.running.delete(job.id);
+      this.running.delete(key);
       onJobDone();
     }
     this.finalising++;
@@ -472,8 +487,8 @@ export class JobProcessor {
         this.deps.breakers.recordSuccess(key, probe);
         const archived = await this.deps.batcher.add({ ...lease, durationMs: result.durationMs });
         if (!archived) this.conflictCount++;
-        this.owned.delete(job.id);
-        emit(this.outcome(job, 'succeeded', { ...base, applied: archived }));
+        this.owned.delete(runKey(lease));
+        emit(this.outcome(claimed, 'succeeded', { ...base, applied: archived }));
         return;
       }
       case 'timeout': {
@@ -485,7 +500,12 @@ export class JobProcessor {
           durationMs: result.durationMs,
         });
         emit(
-          this.outcome(job, 'failed', { ...base, reason: FailureReason.Timeout, error, applied }),
+          this.outcome(claimed, 'failed', {
+            ...base,
+            reason: FailureReason.Timeout,
+            error,
+            applied,
+          }),
         );
         return;
       }
@@ -498,7 +518,7 @@ export class JobProcessor {
           : 'Aborted because the worker could not renew its heartbeat';
         const applied = await this.move(lease, { reason, error, durationMs: result.durationMs });
         emit(
-          this.outcome(job, cancelled ? 'cancelled' : 'failed', {
+          this.outcome(claimed, cancelled ? 'cancelled' : 'failed', {
             ...base,
             reason,
             error,
@@ -509,13 +529,13 @@ export class JobProcessor {
       }
       case 'abandoned': {
         this.deps.breakers.releaseProbe(key);
-        this.owned.delete(job.id);
+        this.owned.delete(runKey(lease));
         this.deps.logger.warn(
           `Job ${job.id} (${job.queue}/${job.type}) was still running at the end of the shutdown ` +
             `grace period; it is left to the rescue loop.`,
         );
         emit(
-          this.outcome(job, 'released', {
+          this.outcome(claimed, 'released', {
             ...base,
             applied: false,
             error: 'abandoned at shutdown',
@@ -560,7 +580,12 @@ export class JobProcessor {
             durationMs: result.durationMs,
           });
           emit(
-            this.outcome(job, 'failed', { ...base, reason: decision.reason, error: text, applied }),
+            this.outcome(claimed, 'failed', {
+              ...base,
+              reason: decision.reason,
+              error: text,
+              applied,
+            }),
           );
         }
         return;
@@ -580,9 +605,9 @@ export class JobProcessor {
       this.deps.storage.rescheduleForRetry(claimed.lease, delayMs, error),
     );
     const applied = this.applied(rows, claimed.job, 'rescheduleForRetry');
-    this.owned.delete(claimed.job.id);
+    this.owned.delete(runKey(claimed.lease));
     emit(
-      this.outcome(claimed.job, released ? 'released' : 'retried', {
+      this.outcome(claimed, released ? 'released' : 'retried', {
         attempt: attemptOf(claimed.job),
         ...base,
         error,
@@ -599,12 +624,12 @@ export class JobProcessor {
     emit: (o: JobOutcome) => void,
   ): Promise<void> {
     const applied = await this.move(claimed.lease, { reason, error });
-    emit(this.outcome(claimed.job, 'failed', { reason, error, applied }));
+    emit(this.outcome(claimed, 'failed', { reason, error, applied }));
   }
 
   private async move(lease: JobLease, move: DlqMove): Promise<boolean> {
     const rows = await this.write('moveToDlq', () => this.deps.storage.moveToDlq(lease, move));
-    this.owned.delete(lease.id);
+    this.owned.delete(runKey(lease));
     return this.applied(rows, { id: lease.id }, 'moveToDlq');
   }
 
@@ -618,10 +643,10 @@ export class JobProcessor {
       this.deps.storage.release(leases, delayMs > 0 ? delayMs : undefined),
     );
     if (rows !== undefined && rows < leases.length) this.conflictCount += leases.length - rows;
-    for (const { job } of jobs) {
-      this.owned.delete(job.id);
+    for (const { job, lease } of jobs) {
+      this.owned.delete(runKey(lease));
       emit(
-        this.outcome(job, 'released', {
+        this.outcome({ job, lease }, 'released', {
           applied: rows !== undefined,
           retryDelayMs: delayMs,
           error: delayMs > 0 ? `circuit of ${circuitKey(job)} is open` : undefined,
@@ -663,6 +688,32 @@ export class JobProcessor {
     return true;
   }
 
+  /**
+   * A claim that returns a job this process still has buffered under another lease proves the
+   * buffered run stale (the row now carries the new lease): drop it without a write, as a state
+   * transition conflict, so the buffer never holds two runs of one id.
+   */
+  private dropSupersededBuffered(jobs: readonly HotJob[], leaseId: string): void {
+    if (this.buffer.length === 0) return;
+    const claimed = new Set(jobs.map((j) => j.id));
+    const kept: ClaimedJob[] = [];
+    for (const buffered of this.buffer) {
+      if (claimed.has(buffered.job.id) && buffered.lease.leaseId !== leaseId) {
+        this.conflictCount++;
+        this.owned.delete(runKey(buffered.lease));
+        this.emitOutcome(
+          this.outcome(buffered, 'released', {
+            applied: false,
+            error: 'superseded by a newer claim of the same job',
+          }),
+        );
+      } else {
+        kept.push(buffered);
+      }
+    }
+    this.buffer = kept;
+  }
+
   private deferPump(): void {
     const wait = Math.min(START_RETRY_MS.max, START_RETRY_MS.base * 2 ** (this.startFailures - 1));
     if (this.startRetryTimer !== undefined || this.closing) return;
@@ -678,12 +729,13 @@ export class JobProcessor {
   }
 
   private outcome(
-    job: HotJob,
+    { job, lease }: ClaimedJob,
     outcome: JobOutcome['outcome'],
     extra: Partial<JobOutcome> = {},
   ): JobOutcome {
     const result: JobOutcome = {
       id: job.id,
+      leaseId: lease.leaseId,
       queue: job.queue,
       type: job.type,
       outcome,

@@ -119,9 +119,11 @@ export interface JobStorage {
 
   /**
    * Atomic move of owned rows (Status 1 or 2, lease matches) Hot → Archive with their durations;
-   * `SucceededTotal + n` and a metric-bucket upsert in the same transaction. Returns archived ids.
+   * `SucceededTotal + n` and a metric-bucket upsert in the same transaction. Returns the runs that
+   * were archived, as `(id, leaseId)`: two completions of one id under different leases (a stale run
+   * and its successor) may share a batch, and only the one whose lease matches is archived.
    */
-  archiveSucceeded(items: readonly CompletedJob[]): Promise<string[]>;
+  archiveSucceeded(items: readonly CompletedJob[]): Promise<RunRef[]>;
 
   /**
    * Atomic move Hot → DLQ with `reason`. With a {@link JobLease} the row must be owned (Status 1 or 2);
@@ -370,6 +372,12 @@ export interface KeepAliveResult {
 export interface CompletedJob extends JobLease {
   durationMs: number;
 }
+
+/**
+ * One run of a job: its id and the lease it was claimed under. A job id alone does not name a run,
+ * since the same process may hold a stale run and a newer run of one job at once. @publicApi
+ */
+export type RunRef = Pick<JobLease, 'id' | 'leaseId'>;
 
 /** How a job lands in the DLQ. @publicApi */
 export interface DlqMove {

@@ -5,6 +5,7 @@ import {
   BulkPreview,
   CancelResult,
   CompletedJob,
+  RunRef,
   DlqErrorFamily,
   DlqFilter,
   DlqMove,
@@ -397,13 +398,12 @@ export class MssqlJobStorage implements JobStorage {
   }
 
   /** @inheritdoc */
-  async archiveSucceeded(items: readonly CompletedJob[]): Promise<string[]> {
+  async archiveSucceeded(items: readonly CompletedJob[]): Promise<RunRef[]> {
     const list = assertCompletedJobs(items);
-    const moved: string[] = [];
+    const moved: RunRef[] = [];
     for (const part of chunk(list, ARCHIVE_CHUNK)) {
-      moved.push(
-        ...ids(await this.run('archiveSucceeded', SQL.archiveSucceededSql(this.schema, part))),
-      );
+      const rows = await this.run('archiveSucceeded', SQL.archiveSucceededSql(this.schema, part));
+      moved.push(...rows.map((r) => ({ id: String(r.Id), leaseId: String(r.LeaseId) })));
     }
     return moved;
   }

@@ -713,7 +713,9 @@ export interface MssqlCompleted extends MssqlLease {
  * `SET XACT_ABORT ON; BEGIN TRAN;` delete the exact owned rows first (fence: Id + WorkerId +
  * LeaseId, `Status IN (1, 2)`; read committed, U → X locks, waits rather than skips: a row we own
  * is ours), `OUTPUT deleted.* INTO @Moved`, insert what was deleted, `SucceededTotal + n`, metric
- * bucket, `COMMIT`. Any error rolls all of it back. Returns the moved ids.
+ * bucket, `COMMIT`. Any error rolls all of it back. Returns the moved runs (`Id`, `LeaseId`).
+ * `@In` is keyed by (Id, LeaseId): a stale run and its successor may share a batch, and the join
+ * on the lease lets only the current one match.
  */
 export function archiveSucceededSql(
   schema: string,
@@ -735,10 +737,10 @@ export function archiveSucceededSql(
       DECLARE_NOW,
       DECLARE_BUCKET,
       declareTableVar('@Moved', HOT_COLUMNS),
-      'DECLARE @In TABLE (Id varchar(36) NOT NULL PRIMARY KEY, WorkerId nvarchar(255) NOT NULL, LeaseId varchar(36) NOT NULL, DurationMs bigint NULL);',
+      'DECLARE @In TABLE (Id varchar(36) NOT NULL, WorkerId nvarchar(255) NOT NULL, LeaseId varchar(36) NOT NULL, DurationMs bigint NULL, PRIMARY KEY (Id, LeaseId));',
       'INSERT INTO @In (Id, WorkerId, LeaseId, DurationMs)',
-      `SELECT x.Id, MAX(x.WorkerId), MAX(x.LeaseId), MAX(x.DurationMs) FROM OPENJSON(${doc}) WITH (Id varchar(36) '$.id', WorkerId nvarchar(255) '$.workerId', LeaseId varchar(36) '$.leaseId', DurationMs bigint '$.durationMs') AS x`,
-      'WHERE x.Id IS NOT NULL AND x.WorkerId IS NOT NULL AND x.LeaseId IS NOT NULL GROUP BY x.Id;',
+      `SELECT x.Id, MAX(x.WorkerId), x.LeaseId, MAX(x.DurationMs) FROM OPENJSON(${doc}) WITH (Id varchar(36) '$.id', WorkerId nvarchar(255) '$.workerId', LeaseId varchar(36) '$.leaseId', DurationMs bigint '$.durationMs') AS x`,
+      'WHERE x.Id IS NOT NULL AND x.WorkerId IS NOT NULL AND x.LeaseId IS NOT NULL GROUP BY x.Id, x.LeaseId;',
       'BEGIN TRAN;',
       'DELETE h',
       'OUTPUT deleted.* INTO @Moved',
@@ -749,10 +751,10 @@ export function archiveSucceededSql(
       bumpStats(t.stats, '@Moved', 'st.SucceededTotal = st.SucceededTotal + m.N'),
       bumpBuckets(
         t.buckets,
-        '(SELECT mv.Queue, CAST(0 AS tinyint) AS Outcome, CAST(-1 AS smallint) AS FailureReason, i.DurationMs FROM @Moved AS mv INNER JOIN @In AS i ON i.Id = mv.Id)',
+        '(SELECT mv.Queue, CAST(0 AS tinyint) AS Outcome, CAST(-1 AS smallint) AS FailureReason, i.DurationMs FROM @Moved AS mv INNER JOIN @In AS i ON i.Id = mv.Id AND i.LeaseId = mv.LeaseId)',
       ),
       'COMMIT;',
-      'SELECT mv.Id FROM @Moved AS mv;',
+      'SELECT mv.Id, mv.LeaseId FROM @Moved AS mv;',
     ].join('\n'),
   );
 }

@@ -8,6 +8,7 @@ import {
   BulkPreview,
   CancelResult,
   CompletedJob,
+  RunRef,
   DlqErrorFamily,
   DlqFilter,
   DlqMove,
@@ -625,7 +626,7 @@ export class PostgresJobStorage implements JobStorage {
   }
 
   /** @inheritdoc */
-  async archiveSucceeded(items: readonly CompletedJob[]): Promise<string[]> {
+  async archiveSucceeded(items: readonly CompletedJob[]): Promise<RunRef[]> {
     const completed = assertCompletedJobs(items);
     const l = leaseArrays(completed);
     if (l.ids.length === 0) return [];
@@ -636,7 +637,7 @@ export class PostgresJobStorage implements JobStorage {
       l.leases,
       durations,
     ]);
-    return rows.map((r) => String(r.id));
+    return rows.map((r) => ({ id: String(r.id), leaseId: String(r.lease_id) }));
   }
 
   /** @inheritdoc */
@@ -1151,7 +1152,7 @@ function byPriorityThenDue(a: HotJob, b: HotJob): number {
   return due(a) - due(b) || a.id.localeCompare(b.id);
 }
 
-/** Validates leases (shared rules; duplicates of one id collapse to the first) as parallel arrays. */
+/** Validates leases (shared rules; exact duplicates collapse to the first) as parallel arrays. */
 function leaseArrays(leases: readonly JobLease[]): {
   ids: string[];
   workers: string[];

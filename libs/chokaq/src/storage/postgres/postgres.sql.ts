@@ -456,7 +456,7 @@ src AS (
   INSERT INTO ${s}.jobs_archive (${cols(ARCHIVE_COPIED)}, finished_at_utc, duration_ms)
   SELECT ${cols(ARCHIVE_COPIED, 'm')}, now(), m.run_ms
   FROM moved m
-  RETURNING id, queue, duration_ms
+  RETURNING id, lease_id, queue, duration_ms
 ),
 counted AS (
   INSERT INTO ${s}.stats_summary AS t (queue, succeeded_total, last_activity_utc)
@@ -467,7 +467,7 @@ counted AS (
 ),
 bucket AS (${bucketUpsert(s, 0, '-1', 'src')}
 )
-SELECT id FROM src`;
+SELECT id, lease_id FROM src`;
 
 /** What a Hot → DLQ move writes: status, outcome and counter are fixed per statement text. */
 export interface DlqMoveShape {

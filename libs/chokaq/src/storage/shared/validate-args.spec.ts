@@ -24,9 +24,10 @@ function paths(fn: () => unknown): string[] {
 describe('assertLeases', () => {
   const lease = () => ({ id: uuidv7(), workerId: 'host:1:abc', leaseId: randomUUID() });
 
-  it('accepts fencing tokens and collapses duplicates of one id to the first', () => {
+  it('accepts fencing tokens and collapses exact duplicates, keeping two leases of one id', () => {
     const a = lease();
-    expect(assertLeases([a, { ...a, leaseId: randomUUID() }])).toEqual([a]);
+    const successor = { ...a, leaseId: randomUUID() };
+    expect(assertLeases([a, { ...a }, successor])).toEqual([a, successor]);
   });
 
   it('reports every bad field: non-UUID id, empty worker, a lease id that does not fit varchar(36)', () => {

@@ -57,8 +57,10 @@ export function assertWorkerId(value: unknown, path = 'workerId'): string {
 
 /**
  * Validates fencing tokens (id a UUID, workerId 1–255 characters, leaseId 1–36 of `[A-Za-z0-9-]`),
- * at most {@link MAX_ENQUEUE_MANY} of them, every bad one reported. Returns them with duplicates of
- * one id collapsed to the first.
+ * at most {@link MAX_ENQUEUE_MANY} of them, every bad one reported. Returns them with exact
+ * duplicates (same id and lease) collapsed to the first. Two leases of one id both stay: a stale run
+ * and the run that replaced it may be finalised in one batch, and the statement's fencing predicate,
+ * not this list, decides which one still owns the row.
  */
 export function assertLeases<T extends JobLease>(leases: readonly T[], path = 'leases'): T[] {
   if (!Array.isArray(leases) || leases.length > MAX_ENQUEUE_MANY) {
@@ -69,6 +71,7 @@ export function assertLeases<T extends JobLease>(leases: readonly T[], path = 'l
   const issues: ValidationIssue[] = [];
   const seen = new Set<string>();
   const out: T[] = [];
+  // Keyed by (id, leaseId): a NUL cannot occur in a UUID or a lease id, so the pair is unambiguous.
   leases.forEach((lease, i) => {
     const at = `${path}[${i}]`;
     if (lease === null || typeof lease !== 'object') {
@@ -86,8 +89,9 @@ export function assertLeases<T extends JobLease>(leases: readonly T[], path = 'l
         value: lease.leaseId,
       });
     }
-    if (!seen.has(lease.id)) {
-      seen.add(lease.id);
+    const key = `${String(lease.id)}\u0000${String(lease.leaseId)}`;
+    if (!seen.has(key)) {
+      seen.add(key);
       out.push(lease);
     }
   });
@@ -339,7 +343,8 @@ export function isLeaseTarget(target: JobLease | { id: string }): target is JobL
 
 /**
  * Validates finished jobs for `archiveSucceeded`: fencing tokens as {@link assertLeases}, and each
- * `durationMs` a finite number ≥ 0 (rounded). Duplicates of one id collapse to the first.
+ * `durationMs` a finite number ≥ 0 (rounded). Exact duplicates (same id and lease) collapse to the
+ * first.
  */
 export function assertCompletedJobs(items: readonly CompletedJob[]): CompletedJob[] {
   const leases = assertLeases(items, 'items');

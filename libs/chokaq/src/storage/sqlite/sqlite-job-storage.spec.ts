@@ -565,7 +565,7 @@ describe('SqliteJobStorage', () => {
         { ...leases[1], durationMs: 30.4 },
         { ...stale, durationMs: 5 },
       ]);
-      expect(done.sort()).toEqual([leases[0].id, leases[1].id].sort());
+      expect(done.map((r) => r.id).sort()).toEqual([leases[0].id, leases[1].id].sort());
       expect(stats('q').succeeded_total).toBe(2);
       expect(stats('q').last_activity_utc).toBeGreaterThan(0);
       const bucket = db.raw.prepare(`SELECT * FROM ${P}metric_buckets WHERE queue = 'q'`).all();
@@ -611,7 +611,9 @@ describe('SqliteJobStorage', () => {
       expect(count('metric_buckets')).toBe(0);
       // The connection is usable again and the lease still owns the row.
       db.raw.prepare(`DELETE FROM ${P}jobs_archive`).run();
-      expect(await storage.archiveSucceeded([{ ...lease, durationMs: 1 }])).toEqual([lease.id]);
+      expect(await storage.archiveSucceeded([{ ...lease, durationMs: 1 }])).toEqual([
+        { id: lease.id, leaseId: lease.leaseId },
+      ]);
     });
 
     it('rolls a DLQ move back when a counter update fails', async () => {

@@ -8,6 +8,7 @@ import {
   BulkPreview,
   CancelResult,
   CompletedJob,
+  RunRef,
   DlqErrorFamily,
   DlqFilter,
   DlqMove,
@@ -517,7 +518,7 @@ export class SqliteJobStorage implements JobStorage {
    * upsert one metric bucket per queue. Any error (say, an archive row with the same id) rolls all
    * of it back.
    */
-  async archiveSucceeded(items: readonly CompletedJob[]): Promise<string[]> {
+  async archiveSucceeded(items: readonly CompletedJob[]): Promise<RunRef[]> {
     const completed = assertCompletedJobs(items);
     if (completed.length === 0) return [];
     const leases = JSON.stringify(
@@ -531,14 +532,15 @@ export class SqliteJobStorage implements JobStorage {
     return this.write('archiveSucceeded', () => {
       const moved = this.all(this.sql.archiveOwned, { leases });
       if (moved.length === 0) return [];
-      const deleted = this.run(this.sql.deleteArchived, { leases });
-      if (deleted !== moved.length) {
+      // The SQLite archive keeps no lease, so the delete reports which lease each archived row had.
+      const deleted = this.all(this.sql.deleteArchived, { leases });
+      if (deleted.length !== moved.length) {
         // Cannot happen under BEGIN IMMEDIATE; if it ever did, the throw rolls both steps back.
         throw new Error(`BUG: archived ${moved.length} row(s) but deleted ${deleted}`);
       }
       this.addCounters(countersByQueue(moved, 'succeeded'));
       this.addBuckets(bucketsOf(moved, Outcome.Succeeded, -1));
-      return moved.map((r) => String(r.id));
+      return deleted.map((r) => ({ id: String(r.id), leaseId: String(r.lease_id) }));
     });
   }
 

@@ -298,9 +298,13 @@ export function sqliteStatements(p: string) {
       WHERE h.status IN (1, 2)
       RETURNING id, queue, duration_ms`,
 
-    /** Step 2 of archiveSucceeded: delete the rows step 1 archived (same `@leases`, same test). */
+    /**
+     * Step 2 of archiveSucceeded: delete the rows step 1 archived (same `@leases`, same test) and
+     * return which run each was, `(id, lease_id)`.
+     */
     deleteArchived: `WITH ${LEASE_CTE}
-      DELETE FROM ${hot} WHERE status IN (1, 2) AND ${OWNED}`,
+      DELETE FROM ${hot} WHERE status IN (1, 2) AND ${OWNED}
+      RETURNING id, lease_id`,
 
     /**
      * Step 2 of every Hot → DLQ move: insert the captured rows (`@moved`, whose `status` already holds
