@@ -1,3 +1,4 @@
+import { ChokaQValidationError } from '../../libs/chokaq/src/errors';
 import { JobStorage, RecurringJobDefinition } from '../../libs/chokaq/src/storage/job-storage';
 import { TestDatabase, describeEachDialect } from '../support/dialects';
 import { countRows, expectRejects, uniqueQueue } from './helpers';
@@ -66,6 +67,28 @@ describeEachDialect('storage contract: recurring slots', (fixture) => {
       nextSlotUtc: reset,
       lastSlotUtc: def.nextSlotUtc,
     });
+  });
+
+  it('upsertRecurringJob refuses a cron expression or time zone the recurring loop could not schedule, storing nothing', async () => {
+    const def = await define();
+    const cases: Array<[Partial<RecurringJobDefinition>, string[]]> = [
+      [{ cron: '61 * * * *' }, ['cron']],
+      [{ cron: 'nope' }, ['cron']],
+      // Valid fields, but no slot ever comes (there is no 30 February).
+      [{ cron: '0 0 30 2 *' }, ['cron']],
+      [{ timeZone: 'Mars/Olympus' }, ['timeZone']],
+      [{ cron: '* * * * * * *', timeZone: 'Nowhere/Else' }, ['cron', 'timeZone']],
+    ];
+    for (const [overrides, paths] of cases) {
+      const error = await expectRejects(db.storage.upsertRecurringJob({ ...def, ...overrides }));
+      expect(error).toBeInstanceOf(ChokaQValidationError);
+      expect((error as ChokaQValidationError).issues.map((i) => i.path)).toEqual(paths);
+    }
+    const fresh = { ...def, name: `${def.name}.never`, cron: '61 * * * *' };
+    await expectRejects(db.storage.upsertRecurringJob(fresh));
+    expect(await record(fresh.name)).toBeUndefined();
+    // The stored row is the one written before the refused upserts.
+    expect(await record(def.name)).toMatchObject({ cron: def.cron, timeZone: def.timeZone });
   });
 
   it('claimRecurringSlot CAS: concurrent claims of one slot → exactly one enqueue', async () => {

@@ -14,6 +14,7 @@ import {
   JobClient,
   JobContext,
   JobHandler,
+  RecurringJob,
   defineJob,
 } from '../../libs/chokaq/src';
 import { ChokaQOrchestrator } from '../../libs/chokaq/src/chokaq.orchestrator';
@@ -62,6 +63,23 @@ class DuplicateMail {
   @JobHandler('mail', { type: 'send.v1' })
   async again(): Promise<void> {}
 }
+
+/** Two handlers and a schedule with one bad option each: the start must name all three. */
+@Injectable()
+class OverlongTimeout {
+  @JobHandler('slow', { timeoutMs: 2 ** 31 })
+  async run(): Promise<void> {}
+}
+
+@Injectable()
+class NoAttempts {
+  @JobHandler('never', { maxAttempts: 0 })
+  async run(): Promise<void> {}
+}
+
+@RecurringJob('broken-schedule', '61 * * * *', { queue: 'reports' })
+@Injectable()
+class BrokenSchedule {}
 
 /** Trace lives in a global module, so middleware (providers of ChokaQModule) can inject it. */
 @Module({ providers: [Trace], exports: [Trace] })
@@ -182,6 +200,40 @@ describeEachE2e('ChokaQModule wiring', (dialect) => {
       'retry.maxAttempts',
       'worker.concurrency',
     ]);
+  });
+
+  it('fails at startup on invalid decorator options, reporting every problem of every decorator', async () => {
+    const moduleRef = await Test.createTestingModule({
+      imports: [ChokaQModule.forRoot(mergeOptions(FAST_OPTIONS, { storage: db.storage }))],
+      providers: [OverlongTimeout, NoAttempts, BrokenSchedule],
+    }).compile();
+    const app = moduleRef.createNestApplication({ logger: quietLogger() });
+    const error = await app.init().then(
+      () => undefined,
+      (e: unknown) => e,
+    );
+    // Closed before asserting, so a start that wrongly succeeds leaves no worker running.
+    await app.close();
+    expect(error).toBeInstanceOf(ChokaQValidationError);
+    const issues = (error as ChokaQValidationError).issues;
+    expect(issues.map((i) => [i.path, i.value])).toEqual([
+      ['@JobHandler of OverlongTimeout.run: timeoutMs', 2 ** 31],
+      ['@JobHandler of NoAttempts.run: maxAttempts', 0],
+      ["@RecurringJob('broken-schedule') on BrokenSchedule: cron", '61 * * * *'],
+    ]);
+    expect((error as Error).message).toContain('must be an integer from 1 to 2147483647');
+    expect(app.get(ChokaQOrchestrator).localWorker).toBeUndefined();
+    expect(await db.count('recurring_jobs')).toBe(0);
+  });
+
+  it('ChokaQTesting.runDueJobs refuses a timeout no timer can hold', async () => {
+    const app = await bootApp(db, { options: { worker: { enabled: false } } });
+    const result = ChokaQTesting.runDueJobs(app, { timeoutMs: 2 ** 31 });
+    await result.catch(() => undefined);
+    await closeAndCheck(app, db);
+    await expect(result).rejects.toThrow(
+      'timeoutMs must be an integer from 1 to 2147483647 (got 2147483648)',
+    );
   });
 
   it('app.close() is idempotent and safe to repeat', async () => {

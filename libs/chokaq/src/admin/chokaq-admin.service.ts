@@ -2,6 +2,7 @@ import { Inject, Injectable, Logger } from '@nestjs/common';
 import { CHOKAQ_RESOLVED_OPTIONS, CHOKAQ_STORAGE } from '../chokaq.constants';
 import { ChokaQOrchestrator } from '../chokaq.orchestrator';
 import { ResolvedChokaQOptions } from '../config/chokaq-options';
+import { MAX_TIMER_MS } from '../config/option-rules';
 import {
   ActiveFilter,
   BulkPreview,
@@ -102,7 +103,7 @@ export class ChokaQAdmin {
 
   /** Execution timeout of the queue's jobs in ms (a handler's own timeout still wins); null = global. */
   setExecutionTimeout(queue: string, timeoutMs: number | null): Promise<QueueInfo> {
-    if (timeoutMs !== null) assertNonNegativeInt(timeoutMs, 'executionTimeoutMs', 2_147_483_647);
+    if (timeoutMs !== null) assertNonNegativeInt(timeoutMs, 'executionTimeoutMs', MAX_TIMER_MS);
     return this.updateQueue(queue, { executionTimeoutMs: timeoutMs });
   }
 

@@ -258,6 +258,38 @@ describe('resolveChokaQOptions', () => {
       expect(issuesOf({ storage }).map((i) => i.path)).toEqual([path]);
     });
 
+    it('checks transientRetry like the other options: its waits are timers too', () => {
+      const issues = issuesOf({
+        storage: {
+          type: 'sqlite',
+          transientRetry: { maxAttempts: 0, baseDelayMs: -1, maxDelayMs: 2 ** 31, floor: 1 },
+        } as never,
+      });
+      expect(issues).toEqual([
+        {
+          path: 'storage.transientRetry.maxAttempts',
+          message: 'must be an integer ≥ 1',
+          value: 0,
+        },
+        {
+          path: 'storage.transientRetry.baseDelayMs',
+          message: 'must be an integer from 0 to 2147483647',
+          value: -1,
+        },
+        {
+          path: 'storage.transientRetry.maxDelayMs',
+          message: 'must be an integer from 0 to 2147483647',
+          value: 2 ** 31,
+        },
+        { path: 'storage.transientRetry.floor', message: 'is not a known option', value: 1 },
+      ]);
+      const ok = { maxAttempts: 2, baseDelayMs: 0, maxDelayMs: 2 ** 31 - 1 };
+      expect(
+        resolveChokaQOptions({ storage: { type: 'sqlite', transientRetry: ok } }).storage
+          .transientRetry,
+      ).toEqual(ok);
+    });
+
     it('never echoes a password', () => {
       const issues = issuesOf({ storage: { type: 'postgres', host: 'h', password: 42 } });
       expect(issues).toEqual([

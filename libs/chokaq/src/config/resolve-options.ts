@@ -3,17 +3,19 @@ import { hostname } from 'node:os';
 import { ChokaQValidationError, ValidationIssue } from '../errors';
 import { StorageOptions } from '../storage/storage-options';
 import { ChokaQModuleOptions, ResolvedChokaQOptions } from './chokaq-options';
+import {
+  OPTION_RULES,
+  TRANSIENT_RETRY_RULES,
+  describeRule,
+  int,
+  optionIssues,
+  satisfies,
+} from './option-rules';
 
 const SECOND = 1_000;
 const MINUTE = 60 * SECOND;
 const HOUR = 60 * MINUTE;
 const DAY = 24 * HOUR;
-
-/**
- * Longest delay Node's timers accept (2^31 − 1 ms, about 24.8 days). A larger value makes
- * `setTimeout` fire at once, so every option that becomes a timer is capped here.
- */
-export const MAX_TIMER_MS = 2_147_483_647;
 
 /** Every default of SPEC §6 except `storage` and `worker.workerId`, which are computed. */
 export const CHOKAQ_DEFAULTS = {
@@ -52,52 +54,6 @@ export const DEFAULT_STORAGE_OPTIONS: StorageOptions = { type: 'sqlite', databas
 /** The heartbeat is jittered ±20 %, so the longest gap between two beats is 1.2 intervals. */
 const HEARTBEAT_JITTER = 1.2;
 
-type Rule =
-  | { kind: 'int'; min: number; max: number }
-  | { kind: 'number'; min: number; max: number }
-  | { kind: 'boolean' }
-  | { kind: 'string'; min: number; max: number };
-
-const int = (min: number, max = Number.MAX_SAFE_INTEGER): Rule => ({ kind: 'int', min, max });
-const timer = (min: number): Rule => int(min, MAX_TIMER_MS);
-const bool: Rule = { kind: 'boolean' };
-
-/** The rules of every numeric/boolean section; keys not listed here are unknown keys. */
-const RULES: Record<Exclude<keyof ChokaQModuleOptions, 'storage'>, Record<string, Rule>> = {
-  retry: {
-    maxAttempts: int(1),
-    baseDelayMs: timer(0),
-    multiplier: { kind: 'number', min: 1, max: 100 },
-    maxDelayMs: timer(0),
-    jitterMs: timer(0),
-    maxJobAgeMs: int(1),
-  },
-  execution: { timeoutMs: timer(1) },
-  heartbeat: {
-    intervalMs: timer(1),
-    failureThreshold: int(1, 1_000_000),
-    cancelOnHeartbeatFailure: bool,
-  },
-  rescue: { intervalMs: timer(1), fetchedJobTimeoutMs: int(1), zombieTimeoutMs: int(1) },
-  worker: {
-    enabled: bool,
-    concurrency: int(1, 10_000),
-    prefetch: int(1, 100_000),
-    batchSize: int(1, 10_000),
-    pollIntervalMs: timer(1),
-    shutdownGracePeriodMs: timer(0),
-    workerId: { kind: 'string', min: 1, max: 100 },
-  },
-  payload: { maxBytes: int(1, 1_073_741_824) },
-  retention: { archiveMs: int(0), dlqMs: int(0), metricsMs: int(0), intervalMs: timer(1) },
-  circuitBreaker: {
-    failureThreshold: int(1, 1_000_000),
-    windowMs: timer(1),
-    breakDurationMs: timer(1),
-    halfOpenProbes: int(1, 10_000),
-  },
-};
-
 const COMMON_STORAGE_KEYS = ['schema', 'autoCreateSchema', 'payloadMaxBytes', 'transientRetry'];
 const SERVER_KEYS = ['url', 'host', 'port', 'username', 'password', 'database', 'poolSize'];
 const STORAGE_KEYS: Record<string, string[]> = {
@@ -122,45 +78,6 @@ const STORAGE_KEYS: Record<string, string[]> = {
 
 function isPlainObject(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
-}
-
-function describeRule(rule: Rule): string {
-  switch (rule.kind) {
-    case 'boolean':
-      return 'must be a boolean';
-    case 'string':
-      return `must be a string of ${rule.min}–${rule.max} characters without NUL`;
-    case 'int':
-    case 'number': {
-      const what = rule.kind === 'int' ? 'an integer' : 'a finite number';
-      return rule.max === Number.MAX_SAFE_INTEGER
-        ? `must be ${what} ≥ ${rule.min}`
-        : `must be ${what} from ${rule.min} to ${rule.max}`;
-    }
-  }
-}
-
-function satisfies(rule: Rule, value: unknown): boolean {
-  switch (rule.kind) {
-    case 'boolean':
-      return typeof value === 'boolean';
-    case 'string':
-      return (
-        typeof value === 'string' &&
-        value.length >= rule.min &&
-        value.length <= rule.max &&
-        !value.includes('\u0000')
-      );
-    case 'int':
-    case 'number':
-      return (
-        typeof value === 'number' &&
-        Number.isFinite(value) &&
-        (rule.kind === 'number' || Number.isInteger(value)) &&
-        value >= rule.min &&
-        value <= rule.max
-      );
-  }
 }
 
 /** `hostname:pid:random` — unique per process even when pids repeat across containers. */
@@ -191,23 +108,24 @@ export function resolveChokaQOptions(options: ChokaQModuleOptions = {}): Resolve
   }
   const input = options as Record<string, unknown>;
   for (const key of Object.keys(input)) {
-    if (key !== 'storage' && !(key in RULES)) add(key, 'is not a known option', input[key]);
+    if (key !== 'storage' && !Object.prototype.hasOwnProperty.call(OPTION_RULES, key)) {
+      add(key, 'is not a known option', input[key]);
+    }
   }
 
   const resolved: Record<string, Record<string, unknown>> = {};
-  for (const [section, rules] of Object.entries(RULES)) {
+  for (const [section, rules] of Object.entries(OPTION_RULES)) {
     const given = input[section];
     const defaults = (CHOKAQ_DEFAULTS as Record<string, Record<string, unknown>>)[section] ?? {};
     const out: Record<string, unknown> = { ...defaults };
     if (given !== undefined && !isPlainObject(given)) {
       add(section, 'must be an object', given);
     } else if (given) {
+      const found = optionIssues(given, rules, (key) => `${section}.${key}`);
+      issues.push(...found);
       for (const [key, value] of Object.entries(given)) {
-        const rule = rules[key];
-        if (!rule) add(`${section}.${key}`, 'is not a known option', value);
-        else if (value === undefined) continue;
-        else if (!satisfies(rule, value)) add(`${section}.${key}`, describeRule(rule), value);
-        else out[key] = value;
+        const path = `${section}.${key}`;
+        if (value !== undefined && !found.some((i) => i.path === path)) out[key] = value;
       }
     }
     resolved[section] = out;
@@ -314,6 +232,13 @@ function resolveStorage(
   num('payloadMaxBytes', 1, 1_073_741_824);
   if (given.transientRetry !== undefined && !isPlainObject(given.transientRetry)) {
     add('storage.transientRetry', 'must be an object', given.transientRetry);
+  } else if (given.transientRetry !== undefined) {
+    const found = optionIssues(
+      given.transientRetry,
+      TRANSIENT_RETRY_RULES,
+      (key) => `storage.transientRetry.${key}`,
+    );
+    for (const issue of found) add(issue.path, issue.message, issue.value);
   }
   if (kind === 'sqlite') {
     str('database');

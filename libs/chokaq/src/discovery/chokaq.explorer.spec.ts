@@ -10,6 +10,8 @@ import {
   ChokaQHandlerScopeError,
   ChokaQValidationError,
 } from '../errors';
+import { ChokaQModuleOptions } from '../config/chokaq-options';
+import { resolveChokaQOptions } from '../config/resolve-options';
 import { JobContext } from '../runtime/job-context';
 import { ChokaQMetadataAccessor } from './chokaq-metadata.accessor';
 import { ChokaQExplorer, ExploredJobs } from './chokaq.explorer';
@@ -185,6 +187,131 @@ describe('ChokaQExplorer', () => {
   });
 });
 
+describe('ChokaQExplorer: decorator options', () => {
+  /** The issues of the one ChokaQValidationError that `explore` throws, by path. */
+  async function issuesOf(
+    ...providers: Array<new (...args: never[]) => unknown>
+  ): Promise<Record<string, { message: string; value: unknown }>> {
+    const error = await explore(...providers).then(
+      () => undefined,
+      (e: unknown) => e,
+    );
+    expect(error).toBeInstanceOf(ChokaQValidationError);
+    return Object.fromEntries(
+      (error as ChokaQValidationError).issues.map((i) => [
+        i.path,
+        { message: i.message, value: i.value },
+      ]),
+    );
+  }
+
+  /** The message `forRoot` gives for one bad option, so decorators are held to the same words. */
+  function forRootMessage(options: ChokaQModuleOptions): string {
+    try {
+      resolveChokaQOptions(options);
+    } catch (error) {
+      return (error as ChokaQValidationError).issues[0].message;
+    }
+    throw new Error('expected forRoot to refuse the options');
+  }
+
+  it('reports every problem of every decorator at once, with the rules and words of forRoot', async () => {
+    @Injectable()
+    class SlowHandlers {
+      // 2^31 ms: Node would clamp the timer to 1 ms and time every job out at once.
+      @JobHandler('slow', { timeoutMs: 2 ** 31 })
+      run(): void {}
+    }
+    @Injectable()
+    class PickyHandlers {
+      @JobHandler('picky', { maxAttempts: 0, retryZombies: 'yes' as never })
+      run(): void {}
+      @JobHandler('picky', { type: '', timeoutMs: 1.5, colour: 'red' } as never)
+      typed(): void {}
+    }
+    @RecurringJob('never', 'nope', { queue: 'reports' })
+    @RecurringJob('zoned', '0 3 * * *', {
+      queue: 'reports',
+      timeZone: 'Mars/Olympus',
+      misfire: 'always' as never,
+    })
+    @Injectable()
+    class BadSchedules {}
+
+    const issues = await issuesOf(SlowHandlers, PickyHandlers, BadSchedules);
+    expect(Object.keys(issues).sort()).toEqual([
+      '@JobHandler of PickyHandlers.run: maxAttempts',
+      '@JobHandler of PickyHandlers.run: retryZombies',
+      '@JobHandler of PickyHandlers.typed: colour',
+      '@JobHandler of PickyHandlers.typed: timeoutMs',
+      '@JobHandler of PickyHandlers.typed: type',
+      '@JobHandler of SlowHandlers.run: timeoutMs',
+      "@RecurringJob('never') on BadSchedules: cron",
+      "@RecurringJob('zoned') on BadSchedules: misfire",
+      "@RecurringJob('zoned') on BadSchedules: timeZone",
+    ]);
+    expect(issues['@JobHandler of SlowHandlers.run: timeoutMs']).toEqual({
+      message: forRootMessage({ execution: { timeoutMs: 2 ** 31 } }),
+      value: 2 ** 31,
+    });
+    expect(issues['@JobHandler of PickyHandlers.run: maxAttempts']).toEqual({
+      message: forRootMessage({ retry: { maxAttempts: 0 } }),
+      value: 0,
+    });
+    expect(issues['@JobHandler of PickyHandlers.run: retryZombies'].message).toBe(
+      forRootMessage({ worker: { enabled: 'yes' as never } }),
+    );
+    expect(issues['@JobHandler of PickyHandlers.typed: colour'].message).toBe(
+      forRootMessage({ retry: { colour: 1 } as never }),
+    );
+    expect(issues["@RecurringJob('never') on BadSchedules: cron"]).toMatchObject({
+      message: expect.stringMatching(/^must be a cron expression/),
+      value: 'nope',
+    });
+    expect(issues["@RecurringJob('zoned') on BadSchedules: timeZone"]).toMatchObject({
+      message: expect.stringMatching(/IANA time zone/),
+      value: 'Mars/Olympus',
+    });
+  });
+
+  it('accepts the largest timer and the smallest attempt count', async () => {
+    @Injectable()
+    class Edge {
+      @JobHandler('edge', { timeoutMs: 2 ** 31 - 1, maxAttempts: 1, retryZombies: false })
+      run(): void {}
+    }
+    const { handlers } = await explore(Edge);
+    expect(handlers[0]).toMatchObject({ timeoutMs: 2 ** 31 - 1, maxAttempts: 1 });
+  });
+
+  it('refuses a cron expression that has no next slot, and a payload an enqueue would refuse', async () => {
+    @RecurringJob('feb-30', '0 0 30 2 *', { queue: 'reports', payload: { n: 1n } })
+    @Injectable()
+    class Impossible {}
+    const issues = await issuesOf(Impossible);
+    expect(Object.keys(issues).sort()).toEqual([
+      "@RecurringJob('feb-30') on Impossible: cron",
+      "@RecurringJob('feb-30') on Impossible: payload",
+    ]);
+  });
+
+  it('reports a bad queue together with the other problems', async () => {
+    @Injectable()
+    class Both {
+      @JobHandler('not a queue', { maxAttempts: -1 })
+      run(): void {}
+      @RecurringJob('orphan', '* * * * *')
+      orphan(): void {}
+    }
+    const issues = await issuesOf(Both);
+    expect(Object.keys(issues).sort()).toEqual([
+      '@JobHandler of Both.run: maxAttempts',
+      '@JobHandler of Both.run: queue',
+      "@RecurringJob('orphan') on Both.orphan: queue",
+    ]);
+  });
+});
+
 describe('HandlerRegistry', () => {
   async function registryOf(
     ...providers: Array<new (...args: never[]) => unknown>
@@ -226,6 +353,17 @@ describe('HandlerRegistry', () => {
     });
     registry.replaceAll(handlers);
     expect(registry.handled()).toEqual({ queues: ['emails'], types: [] });
+  });
+
+  it('refuses a registered handler whose options break the @JobHandler rules', () => {
+    const registry = new HandlerRegistry();
+    const invoke = async (): Promise<void> => undefined;
+    expect(() =>
+      registry.register({ queue: 'q', name: 'X.y', timeoutMs: 2 ** 31, invoke }),
+    ).toThrow(
+      '@JobHandler of X.y: timeoutMs must be an integer from 1 to 2147483647 (got 2147483648)',
+    );
+    expect(registry.isEmpty).toBe(true);
   });
 
   it('refuses duplicate handlers with both names', async () => {

@@ -1,17 +1,21 @@
-import { Injectable, Type } from '@nestjs/common';
+import { Inject, Injectable, Optional, Type } from '@nestjs/common';
 import { DiscoveryService, MetadataScanner } from '@nestjs/core';
 import type { InstanceWrapper } from '@nestjs/core/injector/instance-wrapper';
+import { CHOKAQ_RESOLVED_OPTIONS } from '../chokaq.constants';
+import type { ResolvedChokaQOptions } from '../config/chokaq-options';
 import { JobHandlerMetadata } from '../decorators/job-handler.decorator';
 import { RecurringJobMetadata } from '../decorators/recurring-job.decorator';
 import {
   ChokaQDuplicateRecurringJobError,
   ChokaQHandlerScopeError,
   ChokaQValidationError,
+  ValidationIssue,
 } from '../errors';
 import { JobContext } from '../runtime/job-context';
 import { RecurringJobSpec } from '../runtime/recurring-job-spec';
-import { assertQueueName } from '../storage/shared/validate-job';
+import { DEFAULT_PAYLOAD_MAX_BYTES } from '../storage/shared/validate-job';
 import { ChokaQMetadataAccessor } from './chokaq-metadata.accessor';
+import { jobHandlerIssues, recurringJobIssues } from './decorator-options';
 import { HandlerDefinition } from './handler-definition';
 
 /** What discovery found in the application. */
@@ -27,6 +31,10 @@ type Method = (...args: unknown[]) => unknown;
  * nestjs/schedule's explorer) and turns `@JobHandler` / `@RecurringJob` metadata into handler
  * definitions bound to their singleton instances and recurring specs. It does not register or start
  * anything: the orchestrator does, in `onModuleInit`.
+ *
+ * Every decorator option is checked here, with the rules and words of the `forRoot` options, and
+ * every problem of every decorator is thrown at once as one {@link ChokaQValidationError}, so a bad
+ * `timeoutMs` or cron expression fails the start instead of misbehaving at the first job or slot.
  */
 @Injectable()
 export class ChokaQExplorer {
@@ -34,12 +42,16 @@ export class ChokaQExplorer {
     private readonly discovery: DiscoveryService,
     private readonly scanner: MetadataScanner,
     private readonly accessor: ChokaQMetadataAccessor,
+    @Optional()
+    @Inject(CHOKAQ_RESOLVED_OPTIONS)
+    private readonly options?: ResolvedChokaQOptions,
   ) {}
 
   explore(): ExploredJobs {
     const handlers: HandlerDefinition[] = [];
     const recurring = new Map<string, { spec: RecurringJobSpec; where: string }>();
     const seen = new Set<unknown>();
+    const issues: ValidationIssue[] = [];
 
     for (const wrapper of this.discovery.getProviders()) {
       const target = this.scanTarget(wrapper);
@@ -56,7 +68,9 @@ export class ChokaQExplorer {
           wrapper.isTransient ? 'transient' : 'request',
         );
       }
-      for (const meta of classRecurring) this.addRecurring(recurring, meta, undefined, className);
+      for (const meta of classRecurring) {
+        this.addRecurring(recurring, issues, meta, undefined, className);
+      }
 
       for (const methodName of this.scanner.getAllMethodNames(target.prototype)) {
         const method = (target.prototype as Record<string, Method>)[methodName];
@@ -70,13 +84,16 @@ export class ChokaQExplorer {
             wrapper.isTransient ? 'transient' : 'request',
           );
         }
-        if (handlerMeta)
+        if (handlerMeta) {
+          issues.push(...jobHandlerIssues(`${className}.${methodName}`, handlerMeta));
           handlers.push(this.bind(wrapper.instance as object, methodName, className, handlerMeta));
+        }
         for (const meta of methodRecurring) {
-          this.addRecurring(recurring, meta, handlerMeta, `${className}.${methodName}`);
+          this.addRecurring(recurring, issues, meta, handlerMeta, `${className}.${methodName}`);
         }
       }
     }
+    if (issues.length > 0) throw new ChokaQValidationError(issues);
     return { handlers, recurring: [...recurring.values()].map((r) => r.spec) };
   }
 
@@ -109,7 +126,6 @@ export class ChokaQExplorer {
     meta: JobHandlerMetadata,
   ): HandlerDefinition {
     const name = `${className}.${methodName}`;
-    assertQueueName(meta.queue, `@JobHandler of ${name}: queue`);
     const method = (instance as Record<string, Method>)[methodName];
     return {
       queue: meta.queue,
@@ -123,30 +139,29 @@ export class ChokaQExplorer {
     };
   }
 
+  /** Adds the spec of `meta` to `into`, and its problems to `issues`. */
   private addRecurring(
     into: Map<string, { spec: RecurringJobSpec; where: string }>,
+    issues: ValidationIssue[],
     meta: RecurringJobMetadata,
     handler: JobHandlerMetadata | undefined,
     where: string,
   ): void {
     const queue = meta.queue ?? handler?.queue;
-    if (queue === undefined) {
-      throw new ChokaQValidationError([
-        {
-          path: `@RecurringJob('${meta.name}') on ${where}: queue`,
-          message: 'is required on a class, or on a method that is not a @JobHandler',
-          value: undefined,
-        },
-      ]);
-    }
-    assertQueueName(queue, `@RecurringJob('${meta.name}') on ${where}: queue`);
+    const type = meta.type ?? (meta.queue === undefined ? handler?.type : undefined) ?? queue;
+    const payloadMaxBytes =
+      this.options?.storage.payloadMaxBytes ??
+      this.options?.payload.maxBytes ??
+      DEFAULT_PAYLOAD_MAX_BYTES;
+    issues.push(...recurringJobIssues(meta, where, queue, type ?? '', payloadMaxBytes));
     const existing = into.get(meta.name);
     if (existing) throw new ChokaQDuplicateRecurringJobError(meta.name, existing.where, where);
+    if (queue === undefined) return;
     const spec: RecurringJobSpec = {
       name: meta.name,
       cron: meta.cron,
       queue,
-      type: meta.type ?? (meta.queue === undefined ? handler?.type : undefined) ?? queue,
+      type,
       payload: meta.payload ?? {},
       timeZone: meta.timeZone ?? 'UTC',
       misfire: meta.misfire ?? 'skip',

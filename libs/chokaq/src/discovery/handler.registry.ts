@@ -1,7 +1,7 @@
 import { Injectable } from '@nestjs/common';
-import { ChokaQDuplicateHandlerError } from '../errors';
+import { ChokaQDuplicateHandlerError, ChokaQValidationError } from '../errors';
 import { HandledJobs } from '../storage/job-storage';
-import { assertQueueName } from '../storage/shared/validate-job';
+import { handlerDefinitionIssues } from './decorator-options';
 import { HandlerDefinition, HandlerLookup } from './handler-definition';
 
 /**
@@ -29,9 +29,13 @@ export class HandlerRegistry implements HandlerLookup {
     for (const [k, v] of next.exact) this.exact.set(k, v);
   }
 
-  /** Adds a handler; a second one for the same queue-wide slot or pair throws. */
+  /**
+   * Adds a handler; a second one for the same queue-wide slot or pair throws, and so do options
+   * that break the `@JobHandler` rules (`ChokaQValidationError`).
+   */
   register(handler: HandlerDefinition): void {
-    assertQueueName(handler.queue, `@JobHandler of ${handler.name}: queue`);
+    const issues = handlerDefinitionIssues(handler);
+    if (issues.length > 0) throw new ChokaQValidationError(issues);
     if (handler.type === undefined) {
       const existing = this.queueWide.get(handler.queue);
       if (existing)

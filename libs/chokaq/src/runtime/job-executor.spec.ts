@@ -114,6 +114,23 @@ describe('JobExecutor', () => {
     expect(jest.getTimerCount()).toBe(0);
   });
 
+  it('a timeout beyond the longest timer does not fire at once (Node clamps longer timers to 1 ms)', async () => {
+    jest.useFakeTimers();
+    const executor = new JobExecutor([], new RecordingLogger());
+    // A queue's ExecutionTimeoutMs row may hold such a value (written before it was capped).
+    const run = executor.start({
+      job: job(),
+      lease,
+      timeoutMs: 2 ** 31,
+      handler: handler(() => new Promise(() => undefined)),
+    });
+    await jest.advanceTimersByTimeAsync(60_000);
+    expect(run.settled).toBe(false);
+    run.abort('cancelled');
+    await expect(run.result).resolves.toMatchObject({ kind: 'aborted', cause: 'cancelled' });
+    expect(jest.getTimerCount()).toBe(0);
+  });
+
   it('a signal first read after the timeout is already aborted, with the timeout as reason', async () => {
     jest.useFakeTimers();
     const executor = new JobExecutor([], new RecordingLogger());

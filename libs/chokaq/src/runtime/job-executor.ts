@@ -1,4 +1,5 @@
 import type { LoggerService } from '@nestjs/common';
+import { MAX_TIMER_MS } from '../config/option-rules';
 import type { HandlerDefinition } from '../discovery/handler-definition';
 import { ChokaQJobAbortedError, ChokaQJobTimeoutError, type JobAbortCause } from '../errors';
 import { JobStatus } from '../storage/job-status';
@@ -142,11 +143,14 @@ export class JobExecutor {
     };
 
     if (Number.isFinite(timeoutMs) && timeoutMs > 0) {
+      // Every edge caps a timeout at MAX_TIMER_MS, but a queue row written before the cap may hold
+      // more; Node would fire such a timer after 1 ms, so it waits the longest a timer can.
+      const delay = Math.min(timeoutMs, MAX_TIMER_MS);
       timer = setTimeout(() => {
         if (settled) return;
         abortWith(new ChokaQJobTimeoutError(job.id, timeoutMs));
         settle({ kind: 'timeout', timeoutMs, durationMs: elapsed() });
-      }, timeoutMs);
+      }, delay);
       // The handler's own work keeps the process alive if it must; the timer alone should not.
       timer.unref?.();
     }

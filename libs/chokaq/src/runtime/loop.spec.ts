@@ -35,6 +35,22 @@ describe('Loop', () => {
     expect(jest.getTimerCount()).toBe(0);
   });
 
+  it('a jittered interval beyond the longest timer waits, not 1 ms (Node clamps longer timers)', async () => {
+    const tick = jest.fn(async () => undefined);
+    // heartbeat.intervalMs at its limit (2^31 − 1) plus +20 % jitter.
+    const loop = new Loop({
+      name: 'long',
+      logger: new RecordingLogger(),
+      intervalMs: () => Math.round((2 ** 31 - 1) * 1.2),
+      tick,
+    });
+    loop.start();
+    await jest.advanceTimersByTimeAsync(1_000);
+    expect(tick).toHaveBeenCalledTimes(1);
+    await loop.stop();
+    expect(jest.getTimerCount()).toBe(0);
+  });
+
   it('sleeps the interval, and a nudge runs the next tick at once', async () => {
     const tick = jest.fn(async () => undefined);
     const loop = new Loop({

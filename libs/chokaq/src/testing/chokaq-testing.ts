@@ -1,12 +1,17 @@
 import { INestApplicationContext } from '@nestjs/common';
 import { ChokaQOrchestrator } from '../chokaq.orchestrator';
+import { RUN_DUE_JOBS_RULES, optionIssues } from '../config/option-rules';
+import { ChokaQValidationError } from '../errors';
 import { JobOutcome } from '../runtime/chokaq-worker';
 
 /** Options of {@link ChokaQTesting.runDueJobs}. @publicApi */
 export interface RunDueJobsOptions {
   /** Only these queues (default: every queue this app has handlers for). */
   queues?: string[];
-  /** Give up (with `ChokaQDrainTimeoutError`) after this long. Default: the worker's own default. */
+  /**
+   * Give up (with `ChokaQDrainTimeoutError`) after this long: an integer from 1 to 2^31 − 1 (a
+   * timer holds no more). Default: the worker's own default.
+   */
   timeoutMs?: number;
 }
 
@@ -41,7 +46,13 @@ export const ChokaQTesting = Object.freeze({
    * become due during the call (e.g. with `baseDelayMs: 0`) run too. Works with the worker enabled
    * or disabled.
    */
-  runDueJobs(app: INestApplicationContext, options: RunDueJobsOptions = {}): Promise<JobOutcome[]> {
+  async runDueJobs(
+    app: INestApplicationContext,
+    options: RunDueJobsOptions = {},
+  ): Promise<JobOutcome[]> {
+    const { timeoutMs } = options;
+    const issues = optionIssues({ timeoutMs }, RUN_DUE_JOBS_RULES, String);
+    if (issues.length > 0) throw new ChokaQValidationError(issues);
     const orchestrator = app.get(ChokaQOrchestrator, { strict: false });
     return orchestrator.drain(
       options.queues,

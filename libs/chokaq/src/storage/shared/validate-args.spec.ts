@@ -94,6 +94,15 @@ describe('assertQueuePatch', () => {
       ),
     ).toEqual(['patch.isActive', 'patch.maxWorkers', 'patch.zombieTimeoutSeconds']);
   });
+
+  it('caps executionTimeoutMs at the longest Node timer (a longer one fires after 1 ms)', () => {
+    expect(assertQueuePatch({ executionTimeoutMs: 2 ** 31 - 1 }).executionTimeoutMs).toBe(
+      2 ** 31 - 1,
+    );
+    expect(paths(() => assertQueuePatch({ executionTimeoutMs: 2 ** 31 }))).toEqual([
+      'patch.executionTimeoutMs',
+    ]);
+  });
 });
 
 describe('assertRecurringDefinition', () => {

@@ -9,8 +9,10 @@ import {
   QueuePatch,
   RecurringJobDefinition,
 } from '../job-storage';
+import { MAX_TIMER_MS } from '../../config/option-rules';
 import { sanitizeErrorText } from './text';
 import { isUuid } from './uuid';
+import { scheduleIssues } from './validate-cron';
 import { LIMITS, validateNewJob } from './validate-job';
 
 /**
@@ -164,7 +166,8 @@ export function assertDate(value: unknown, path: string): Date {
 const QUEUE_RANGES = {
   maxWorkers: [0, 1_000_000],
   zombieTimeoutSeconds: [1, 10 * 365 * 24 * 3_600],
-  executionTimeoutMs: [1, LIMITS.maxDelayMs],
+  // A timer: Node fires a longer one after 1 ms.
+  executionTimeoutMs: [1, MAX_TIMER_MS],
 } as const;
 
 /** Validates queue controls, every bad field reported; returns only the known fields. */
@@ -235,6 +238,14 @@ export function assertRecurringDefinition(
     textIssue('cron', definition.cron, MAX_RECURRING_TEXT),
     textIssue('timeZone', definition.timeZone, MAX_TIME_ZONE),
   ].filter((i): i is ValidationIssue => i !== undefined);
+  // Stored only if the recurring loop can schedule it; fields already refused are not re-checked.
+  const refused = new Set(issues.map((i) => i.path));
+  issues.push(
+    ...scheduleIssues(
+      refused.has('cron') ? undefined : definition.cron,
+      refused.has('timeZone') ? undefined : definition.timeZone,
+    ),
+  );
   if (definition.misfirePolicy !== 'skip' && definition.misfirePolicy !== 'none') {
     issues.push({
       path: 'misfirePolicy',

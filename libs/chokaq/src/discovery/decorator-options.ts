@@ -1,0 +1,109 @@
+import { JOB_HANDLER_RULES, RECURRING_JOB_RULES, optionIssues } from '../config/option-rules';
+import { ChokaQValidationError, ValidationIssue } from '../errors';
+import { assertRecurringDefinition, assertRecurringName } from '../storage/shared/validate-args';
+import { scheduleIssues } from '../storage/shared/validate-cron';
+import { assertQueueName, validateNewJob } from '../storage/shared/validate-job';
+import type { HandlerDefinition } from './handler-definition';
+import type { JobHandlerMetadata } from '../decorators/job-handler.decorator';
+import type { RecurringJobMetadata } from '../decorators/recurring-job.decorator';
+
+/*
+ * Startup checks of decorator options. They return issues rather than throw, so the explorer can
+ * report every problem of every decorator in one ChokaQValidationError, as `forRoot` does. The
+ * rules are not restated here: numbers come from the option table (config/option-rules.ts), and
+ * queues, payloads and schedules are checked by the validators that guard the writes, so a start
+ * refuses exactly what would fail later at the first enqueue or the first slot.
+ */
+
+/** The issues a throwing validator reports, or none; anything else it throws is rethrown. */
+function issuesOf(check: () => unknown): readonly ValidationIssue[] {
+  try {
+    check();
+    return [];
+  } catch (error) {
+    if (error instanceof ChokaQValidationError) return error.issues;
+    throw error;
+  }
+}
+
+/** Every problem of one `@JobHandler`'s queue and options; `name` is `Class.method`. */
+export function jobHandlerIssues(name: string, meta: JobHandlerMetadata): ValidationIssue[] {
+  const at = (key: string) => `@JobHandler of ${name}: ${key}`;
+  return [
+    ...issuesOf(() => assertQueueName(meta.queue, at('queue'))),
+    ...optionIssues(meta as unknown as Record<string, unknown>, JOB_HANDLER_RULES, at, ['queue']),
+  ];
+}
+
+/**
+ * Every problem of a handler definition registered without the decorator
+ * (`HandlerRegistry.register`): the same rules on the same fields.
+ */
+export function handlerDefinitionIssues(handler: HandlerDefinition): ValidationIssue[] {
+  const { queue, type, timeoutMs, maxAttempts, retryZombies } = handler;
+  return jobHandlerIssues(handler.name, { queue, type, timeoutMs, maxAttempts, retryZombies });
+}
+
+/**
+ * Every problem of one `@RecurringJob`: its name, cron expression and time zone (as the stored
+ * record is checked), its queue (`queue`, resolved from the handler when not given, undefined when
+ * there is none), its payload (as an enqueue is checked, against `payloadMaxBytes`), its other
+ * options and unknown keys. `where` is `Class` or `Class.method`.
+ */
+export function recurringJobIssues(
+  meta: RecurringJobMetadata,
+  where: string,
+  queue: string | undefined,
+  type: string,
+  payloadMaxBytes: number,
+): ValidationIssue[] {
+  const at = (key: string) => `@RecurringJob('${meta.name}') on ${where}: ${key}`;
+  const issues: ValidationIssue[] = [
+    ...issuesOf(() => assertRecurringName(meta.name, at('name'))),
+    ...scheduleIssues(meta.cron, meta.timeZone ?? 'UTC', {
+      cron: at('cron'),
+      timeZone: at('timeZone'),
+    }),
+  ];
+  if (queue === undefined) {
+    issues.push({
+      path: at('queue'),
+      message: 'is required on a class, or on a method that is not a @JobHandler',
+      value: undefined,
+    });
+  } else {
+    issues.push(...issuesOf(() => assertQueueName(queue, at('queue'))));
+  }
+  issues.push(
+    ...optionIssues(meta as unknown as Record<string, unknown>, RECURRING_JOB_RULES, at, [
+      'name',
+      'cron',
+      'queue',
+      'payload',
+      'timeZone',
+    ]),
+  );
+  // Every slot enqueues this payload: refuse now what each enqueue would refuse.
+  const payload = issuesOf(() =>
+    validateNewJob({ queue: 'q', type: 't', payload: meta.payload ?? {} }, payloadMaxBytes),
+  );
+  issues.push(...payload.map((i) => ({ ...i, path: at(i.path) })));
+  if (issues.length > 0 || queue === undefined) return issues;
+  // The record the recurring loop will store, checked by the storage's own rule: this catches
+  // what the checks above leave to it (the widths of the cron and time-zone columns).
+  return issuesOf(() =>
+    assertRecurringDefinition(
+      {
+        name: meta.name,
+        cron: meta.cron,
+        timeZone: meta.timeZone ?? 'UTC',
+        queue,
+        type,
+        payload: meta.payload ?? {},
+        misfirePolicy: meta.misfire ?? 'skip',
+        nextSlotUtc: new Date(),
+      },
+      payloadMaxBytes,
+    ),
+  ).map((i) => ({ ...i, path: at(i.path === 'misfirePolicy' ? 'misfire' : i.path) }));
+}
