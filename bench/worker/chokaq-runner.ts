@@ -6,7 +6,11 @@ import type {
 } from '../../libs/chokaq/src/discovery/handler-definition';
 import { ChokaQWorker } from '../../libs/chokaq/src/runtime/chokaq-worker';
 import { createJobStorage } from '../../libs/chokaq/src/storage/create-storage';
-import type { HandledJobs, JobStorage } from '../../libs/chokaq/src/storage/job-storage';
+import type {
+  HandledJobs,
+  JobStorage,
+  ZombieRetryRule,
+} from '../../libs/chokaq/src/storage/job-storage';
 import type { StorageOptions } from '../../libs/chokaq/src/storage/storage-options';
 import type { BenchPayload, RunnerFactory, WorkerConfig } from './protocol';
 import { timeOperations } from './statement-timer';
@@ -41,6 +45,11 @@ class BenchHandlers implements HandlerLookup {
 
   handled(): HandledJobs {
     return { queues: [this.queue], types: [] };
+  }
+
+  /** The bench handler does not opt into retryZombies. */
+  zombieRetryRules(): ZombieRetryRule[] {
+    return [];
   }
 }
 

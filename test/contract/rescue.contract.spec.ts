@@ -5,6 +5,7 @@ import {
   claim,
   countersOf,
   expectOnlyIn,
+  expectValidationError,
   newWorkerId,
   startJob,
   uniqueQueue,
@@ -13,7 +14,8 @@ import { waitFor } from '../support/wait-for';
 
 /**
  * SPEC §8 invariant 6: Fetched rows untouched past the timeout return to Pending; Processing rows
- * whose heartbeat expired go to the DLQ as Zombie (or back to Pending where RetryZombies is set),
+ * whose heartbeat expired go to the DLQ as Zombie (or back to Pending where RetryZombies is set, or
+ * where the rescuer's handler rules resolve the row's `(queue, type)` to a handler that opts in),
  * and the rescued run's old lease can never finalise the job. Each test has its own database,
  * because rescue operations act on every queue.
  */
@@ -182,6 +184,101 @@ describeEachDialect('storage contract: rescue', (fixture) => {
       { id: old.id, leaseId: next.leaseId },
     ]);
     await expectOnlyIn(db, old.id, 'archive');
+  });
+
+  it('invariant 6: a zombie whose handler opts into retryZombies returns to Pending; another type of the same queue goes to the DLQ', async () => {
+    const queue = uniqueQueue('zombie.handler');
+    const other = uniqueQueue('zombie.handler.other');
+    const idempotent = await startJob(db.storage, queue, { type: 'idempotent.v1' });
+    const charge = await startJob(db.storage, queue, { type: 'charge.v1' });
+    // The same type on a queue without a rule: a rule is per (queue, type), not per type.
+    const elsewhere = await startJob(db.storage, other, { type: 'idempotent.v1' });
+    await backdate(db, 'hot', 'heartbeat_utc', [idempotent.id, charge.id, elsewhere.id], HOUR);
+    const before = await countersOf(db.storage, queue);
+
+    const result = await db.storage.archiveZombies(600_000, undefined, [
+      { queue, type: 'idempotent.v1', retry: true },
+      { queue, type: 'charge.v1', retry: false },
+    ]);
+    expect(result.retried).toEqual([idempotent.id]);
+    expect(result.dlq.sort()).toEqual([charge.id, elsewhere.id].sort());
+
+    await expectOnlyIn(db, idempotent.id, 'hot');
+    expect(await db.storage.getJob(idempotent.id)).toMatchObject({
+      status: JobStatus.Pending,
+      workerId: null,
+      leaseId: null,
+      attemptCount: 1,
+    });
+    expect((await db.storage.getJob(idempotent.id))?.lastError).toMatch(/Zombie/);
+    await expectOnlyIn(db, charge.id, 'dlq');
+    expect(await db.storage.getJob(charge.id)).toMatchObject({
+      status: JobStatus.Zombie,
+      failureReason: FailureReason.Zombie,
+    });
+    const after = await countersOf(db.storage, queue);
+    expect(after.retriedTotal).toBe(before.retriedTotal + 1);
+    expect(after.failedTotal).toBe(before.failedTotal + 1);
+    // The retried run is fenced out like any rescued run.
+    expect(await db.storage.archiveSucceeded([{ ...idempotent, durationMs: 1 }])).toEqual([]);
+  });
+
+  it('invariant 6: handler rules resolve like a claim: the exact type wins over the queue-wide rule', async () => {
+    const queue = uniqueQueue('zombie.wide');
+    const wide = await startJob(db.storage, queue, { type: 'any.v1' });
+    const optedOut = await startJob(db.storage, queue, { type: 'charge.v1' });
+    await backdate(db, 'hot', 'heartbeat_utc', [wide.id, optedOut.id], HOUR);
+
+    expect(
+      await db.storage.archiveZombies(600_000, undefined, [
+        { queue, retry: true },
+        { queue, type: 'charge.v1', retry: false },
+      ]),
+    ).toEqual({ dlq: [optedOut.id], retried: [wide.id] });
+    expect((await db.storage.getJob(wide.id))?.status).toBe(JobStatus.Pending);
+    await expectOnlyIn(db, optedOut.id, 'dlq');
+  });
+
+  it('invariant 6: a queue with RetryZombies retries its zombies whatever the handler rules say', async () => {
+    const queue = uniqueQueue('zombie.queue-flag');
+    await db.storage.updateQueue(queue, { retryZombies: true });
+    const z = await startJob(db.storage, queue, { type: 'charge.v1' });
+    await backdate(db, 'hot', 'heartbeat_utc', [z.id], HOUR);
+    expect(
+      await db.storage.archiveZombies(600_000, undefined, [
+        { queue, type: 'charge.v1', retry: false },
+      ]),
+    ).toEqual({ dlq: [], retried: [z.id] });
+  });
+
+  it('invariant 6: archiveZombies refuses bad handler rules before touching a row', async () => {
+    const queue = uniqueQueue('zombie.rules');
+    const z = await startJob(db.storage, queue, { type: 'a.v1' });
+    await backdate(db, 'hot', 'heartbeat_utc', [z.id], HOUR);
+    const rescue = (rules: unknown) =>
+      db.storage.archiveZombies(600_000, undefined, rules as never);
+    await expectValidationError(rescue('nope'), 'retryRules');
+    await expectValidationError(
+      rescue([{ queue, type: 'a.v1', retry: 'yes' }]),
+      'retryRules[0].retry',
+    );
+    await expectValidationError(rescue([{ queue: '', retry: true }]), 'retryRules[0].queue');
+    await expectValidationError(
+      rescue([{ queue, type: 'x\u0000', retry: true }]),
+      'retryRules[0].type',
+    );
+    await expectValidationError(
+      rescue([
+        { queue, type: 'a.v1', retry: true },
+        { queue, type: 'a.v1', retry: false },
+      ]),
+      'retryRules[1]',
+    );
+    await expectValidationError(
+      rescue(Array.from({ length: 10_001 }, (_, i) => ({ queue, type: `t${i}`, retry: true }))),
+      'retryRules',
+    );
+    expect((await db.storage.getJob(z.id))?.status).toBe(JobStatus.Processing);
   });
 
   it('invariant 6: archiveZombies honours its limit, and a 1 ms default takes a fresh row after a short bounded wait', async () => {

@@ -214,16 +214,22 @@ const SCENARIOS: readonly Scenario[] = [
     },
   },
   {
-    // One expired Processing job on an ordinary queue (→ DLQ Zombie) and one on a RetryZombies
-    // queue (→ Pending), so both branches run.
+    // One expired Processing job on an ordinary queue (→ DLQ Zombie), one on a RetryZombies
+    // queue and one whose handler rule opts in (both → Pending), so every branch runs.
     file: 'archive-zombies',
     async run(storage, recorder) {
       await storage.updateQueue('golden.zombie-retry', { retryZombies: true });
       const [dead] = await processing(storage, 'golden.zombie');
       const [retried] = await processing(storage, 'golden.zombie-retry');
+      const [byHandler] = await processing(storage, 'golden.zombie-handler');
       await new Promise((resolve) => setTimeout(resolve, 30));
-      const { result, statements } = await recorder.record(() => storage.archiveZombies(1));
-      expect(result).toEqual({ dlq: [dead.id], retried: [retried.id] });
+      const { result, statements } = await recorder.record(() =>
+        storage.archiveZombies(1, undefined, [
+          { queue: 'golden.zombie-handler', type: 'welcome.v1', retry: true },
+        ]),
+      );
+      expect(result.dlq).toEqual([dead.id]);
+      expect(result.retried.sort()).toEqual([retried.id, byHandler.id].sort());
       return statements;
     },
   },

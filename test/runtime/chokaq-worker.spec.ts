@@ -356,7 +356,11 @@ describe('ChokaQWorker on SQLite', () => {
 
   it('moves a job whose handler disappeared after the claim to DLQ NoHandler', async () => {
     const inner = new TestHandlers().add('gone', () => 'ok');
-    const handlers = { handled: () => inner.handled(), resolve: () => undefined };
+    const handlers = {
+      handled: () => inner.handled(),
+      resolve: () => undefined,
+      zombieRetryRules: () => [],
+    };
     const w = new ChokaQWorker({ storage, handlers, options: testOptions(), logger });
     workers.push(w);
     const { id } = await storage.enqueue({ queue: 'gone' });

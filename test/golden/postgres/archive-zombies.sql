@@ -1,9 +1,14 @@
 -- [1/1] query
 
-WITH candidates AS MATERIALIZED (
-  SELECT j.id, coalesce(q.retry_zombies, false) AS retry
+WITH rule (queue, type, retry) AS (
+  SELECT * FROM unnest($4::text[], $5::text[], $6::boolean[])
+),
+candidates AS MATERIALIZED (
+  SELECT j.id, coalesce(q.retry_zombies, false) OR coalesce(e.retry, w.retry, false) AS retry
   FROM "chokaq".jobs_hot j
   LEFT JOIN "chokaq".queues q ON q.name = j.queue
+  LEFT JOIN rule e ON e.queue = j.queue AND e.type = j.type
+  LEFT JOIN rule w ON w.queue = j.queue AND w.type IS NULL
   WHERE j.status = 2
     AND j.heartbeat_utc < now() - (
           SELECT least($1::float8, min(zombie_timeout_seconds) * 1000.0) FROM "chokaq".queues) * interval '1 millisecond'

@@ -6,8 +6,13 @@ UPDATE chokaq_jobs_hot
       SET status = 0, worker_id = NULL, lease_id = NULL, heartbeat_utc = NULL,
           last_error = @error, last_updated_utc = CAST(ROUND(unixepoch('subsec') * 1000) AS INTEGER)
       WHERE status = 2 AND id IN (
-        SELECT h.id FROM chokaq_jobs_hot h JOIN chokaq_queues q ON q.name = h.queue
-        WHERE h.status = 2 AND q.retry_zombies = 1
+        SELECT h.id FROM chokaq_jobs_hot h LEFT JOIN chokaq_queues q ON q.name = h.queue
+        WHERE h.status = 2 AND (COALESCE(q.retry_zombies, 0) = 1 OR COALESCE(
+          (SELECT r.value ->> 'retry' FROM json_each(@rules) r
+           WHERE r.value ->> 'queue' = h.queue AND r.value ->> 'type' = h.type),
+          (SELECT r.value ->> 'retry' FROM json_each(@rules) r
+           WHERE r.value ->> 'queue' = h.queue AND r.value ->> 'type' IS NULL),
+          0) = 1)
           AND COALESCE(h.heartbeat_utc, h.started_at_utc, h.last_updated_utc)
               < CAST(ROUND(unixepoch('subsec') * 1000) AS INTEGER) - COALESCE(q.zombie_timeout_seconds * 1000, @defaultTimeoutMs)
         ORDER BY h.heartbeat_utc LIMIT @limit)
@@ -31,7 +36,12 @@ INSERT INTO chokaq_stats_summary (queue, succeeded_total, failed_total, cancelle
 DELETE FROM chokaq_jobs_hot
       WHERE status = 2 AND id IN (
         SELECT h.id FROM chokaq_jobs_hot h LEFT JOIN chokaq_queues q ON q.name = h.queue
-        WHERE h.status = 2 AND COALESCE(q.retry_zombies, 0) = 0
+        WHERE h.status = 2 AND NOT (COALESCE(q.retry_zombies, 0) = 1 OR COALESCE(
+          (SELECT r.value ->> 'retry' FROM json_each(@rules) r
+           WHERE r.value ->> 'queue' = h.queue AND r.value ->> 'type' = h.type),
+          (SELECT r.value ->> 'retry' FROM json_each(@rules) r
+           WHERE r.value ->> 'queue' = h.queue AND r.value ->> 'type' IS NULL),
+          0) = 1)
           AND COALESCE(h.heartbeat_utc, h.started_at_utc, h.last_updated_utc)
               < CAST(ROUND(unixepoch('subsec') * 1000) AS INTEGER) - COALESCE(q.zombie_timeout_seconds * 1000, @defaultTimeoutMs)
         ORDER BY h.heartbeat_utc LIMIT @limit)

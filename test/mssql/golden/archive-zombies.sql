@@ -3,13 +3,19 @@ SET XACT_ABORT ON;
 DECLARE @now datetime2(3) = SYSUTCDATETIME();
 DECLARE @bucket datetime2(0) = CAST(DATEADD(MILLISECOND, -DATEPART(MILLISECOND, @now), @now) AS datetime2(0));
 DECLARE @Moved TABLE (Id varchar(36) NULL, Queue varchar(255) NULL, Type nvarchar(255) NULL, Payload nvarchar(max) NULL, Tags nvarchar(max) NULL, IdempotencyKey nvarchar(255) NULL, Priority int NULL, Status tinyint NULL, AttemptCount int NULL, WorkerId nvarchar(255) NULL, LeaseId varchar(36) NULL, HeartbeatUtc datetime2(3) NULL, ScheduledAtUtc datetime2(3) NULL, DueAtUtc datetime2(3) NULL, CreatedAtUtc datetime2(3) NULL, EnqueuedAtUtc datetime2(3) NULL, StartedAtUtc datetime2(3) NULL, LastUpdatedUtc datetime2(3) NULL, CreatedBy nvarchar(100) NULL, LastModifiedBy nvarchar(100) NULL, LastError nvarchar(max) NULL, CancelRequestedUtc datetime2(3) NULL, Progress float NULL);
+DECLARE @Rules TABLE (Queue varchar(255) NOT NULL, Type nvarchar(255) NULL, Retry bit NOT NULL);
 DECLARE @Zombies TABLE (Id varchar(36) NOT NULL PRIMARY KEY, Retry bit NOT NULL);
 DECLARE @Retried TABLE (Id varchar(36) NOT NULL, Queue varchar(255) NOT NULL);
+INSERT INTO @Rules (Queue, Type, Retry)
+SELECT x.Queue, x.Type, x.Retry FROM OPENJSON(@2) WITH (Queue varchar(255) '$.queue', Type nvarchar(255) '$.type', Retry bit '$.retry') AS x
+WHERE x.Queue IS NOT NULL AND x.Retry IS NOT NULL;
 BEGIN TRAN;
 INSERT INTO @Zombies (Id, Retry)
-SELECT TOP (@1) z.Id, ISNULL(q.RetryZombies, 0)
+SELECT TOP (@1) z.Id, CASE WHEN q.RetryZombies = 1 OR ISNULL(e.Retry, w.Retry) = 1 THEN 1 ELSE 0 END
 FROM [chokaq].[JobsHot] AS z WITH (UPDLOCK, READPAST, ROWLOCK)
 LEFT JOIN [chokaq].[Queues] AS q ON q.Name = z.Queue
+LEFT JOIN @Rules AS e ON e.Queue = z.Queue AND e.Type = z.Type
+LEFT JOIN @Rules AS w ON w.Queue = z.Queue AND w.Type IS NULL
 WHERE z.Status = 2
   AND DATEDIFF_BIG(MILLISECOND, z.HeartbeatUtc, @now) > ISNULL(CAST(q.ZombieTimeoutSeconds AS bigint) * 1000, @0)
 ORDER BY z.HeartbeatUtc;

@@ -208,7 +208,15 @@ export function catalogue(schema = SCHEMA): CatalogueEntry[] {
   }
 
   add('recoverAbandoned', '', 'transition', SQL.recoverAbandonedSql(schema, 600_000, 1_000));
-  add('archiveZombies', '', 'move', SQL.archiveZombiesSql(schema, 600_000, 1_000));
+  add(
+    'archiveZombies',
+    '',
+    'move',
+    SQL.archiveZombiesSql(schema, 600_000, 1_000, [
+      { queue: 'emails', type: null, retry: true },
+      { queue: 'emails', type: 'charge.v1', retry: false },
+    ]),
+  );
 
   add('getQueues', '', 'read', SQL.getQueuesSql(schema));
   add(

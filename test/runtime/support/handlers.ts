@@ -3,7 +3,7 @@ import type {
   HandlerLookup,
 } from '../../../libs/chokaq/src/discovery/handler-definition';
 import type { JobContext } from '../../../libs/chokaq/src/runtime/job-context';
-import type { HandledJobs } from '../../../libs/chokaq/src/storage/job-storage';
+import type { HandledJobs, ZombieRetryRule } from '../../../libs/chokaq/src/storage/job-storage';
 
 /** The handler function of a test. */
 export type TestHandlerFn = (payload: unknown, ctx: JobContext) => unknown;
@@ -16,7 +16,12 @@ export class TestHandlers implements HandlerLookup {
   add(
     queue: string,
     fn: TestHandlerFn,
-    options: { type?: string; timeoutMs?: number; maxAttempts?: number } = {},
+    options: {
+      type?: string;
+      timeoutMs?: number;
+      maxAttempts?: number;
+      retryZombies?: boolean;
+    } = {},
   ): this {
     this.definitions.push({
       queue,
@@ -24,6 +29,7 @@ export class TestHandlers implements HandlerLookup {
       name: `test.${queue}.${options.type ?? '*'}`,
       timeoutMs: options.timeoutMs,
       maxAttempts: options.maxAttempts,
+      retryZombies: options.retryZombies,
       invoke: async (payload, ctx) => fn(payload, ctx),
     });
     return this;
@@ -51,5 +57,12 @@ export class TestHandlers implements HandlerLookup {
       .filter((d) => d.type !== undefined && !queues.includes(d.queue))
       .map((d) => ({ queue: d.queue, type: d.type! }));
     return { queues, types };
+  }
+
+  zombieRetryRules(): ZombieRetryRule[] {
+    const opted = new Set(this.definitions.filter((d) => d.retryZombies).map((d) => d.queue));
+    return this.definitions
+      .filter((d) => opted.has(d.queue))
+      .map((d) => ({ queue: d.queue, type: d.type, retry: d.retryZombies === true }));
   }
 }

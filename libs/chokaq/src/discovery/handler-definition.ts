@@ -1,4 +1,4 @@
-import type { HandledJobs } from '../storage/job-storage';
+import type { HandledJobs, ZombieRetryRule } from '../storage/job-storage';
 import type { JobContext } from '../runtime/job-context';
 
 /** Per-handler options of `@JobHandler`. @publicApi */
@@ -9,7 +9,13 @@ export interface JobHandlerOptions {
   timeoutMs?: number;
   /** Attempts in all for this handler's jobs; wins over `retry.maxAttempts`. */
   maxAttempts?: number;
-  /** A zombie of this handler returns to Pending instead of the DLQ (only for idempotent work). */
+  /**
+   * A zombie of this handler (its heartbeat expired while it ran) returns to Pending keeping its
+   * attempt, instead of going to the DLQ as `Zombie`; only for idempotent work. Default false.
+   * Honoured by the rescue of every process that registers this handler; a process without it (one
+   * that runs other queues only) sends such a zombie to the DLQ if it finds it first. For a
+   * guarantee across the whole fleet, set the queue's `RetryZombies` (`ChokaQAdmin.setRetryZombies`).
+   */
   retryZombies?: boolean;
 }
 
@@ -33,4 +39,10 @@ export interface HandlerLookup {
   resolve(queue: string, type: string): HandlerDefinition | undefined;
   /** The claim filter: queues with a queue-wide handler, and exact pairs for the others. */
   handled(): HandledJobs;
+  /**
+   * The rescue's `retryZombies` rules: for every queue where some handler opts in, one rule per
+   * handler of that queue (the queue-wide one without a type), so a zombie resolves as a claim
+   * would. Empty when no handler opts in.
+   */
+  zombieRetryRules(): ZombieRetryRule[];
 }

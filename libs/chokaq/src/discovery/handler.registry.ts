@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { ChokaQDuplicateHandlerError, ChokaQValidationError } from '../errors';
-import { HandledJobs } from '../storage/job-storage';
+import { HandledJobs, ZombieRetryRule } from '../storage/job-storage';
 import { handlerDefinitionIssues } from './decorator-options';
 import { HandlerDefinition, HandlerLookup } from './handler-definition';
 
@@ -75,6 +75,20 @@ export class HandlerRegistry implements HandlerLookup {
       for (const type of [...byType.keys()].sort()) types.push({ queue, type });
     }
     return { queues, types };
+  }
+
+  zombieRetryRules(): ZombieRetryRule[] {
+    const byQueue = new Map<string, HandlerDefinition[]>();
+    for (const handler of this.list()) {
+      byQueue.set(handler.queue, [...(byQueue.get(handler.queue) ?? []), handler]);
+    }
+    const rules: ZombieRetryRule[] = [];
+    for (const [queue, handlers] of [...byQueue].sort(([a], [b]) => a.localeCompare(b))) {
+      // Queues where nobody opts in need no rule: without one a zombie goes to the DLQ anyway.
+      if (!handlers.some((h) => h.retryZombies === true)) continue;
+      for (const h of handlers) rules.push({ queue, type: h.type, retry: h.retryZombies === true });
+    }
+    return rules;
   }
 
   /** Every registered handler (for logs and diagnostics). */

@@ -153,7 +153,7 @@ export class ChokaQWorker {
       },
       logger: this.logger,
     });
-    this.rescue = new RescueLoop(deps.storage, deps.options, this.logger);
+    this.rescue = new RescueLoop(deps.storage, deps.options, this.logger, deps.handlers);
     this.maintenance = new MaintenanceLoop(deps.storage, deps.options, this.logger);
     this.recurringLoop = new RecurringLoop(deps.storage, deps.recurring ?? [], this.logger);
   }

@@ -1,5 +1,6 @@
 import type { LoggerService } from '@nestjs/common';
 import type { ResolvedChokaQOptions } from '../config/chokaq-options';
+import type { HandlerLookup } from '../discovery/handler-definition';
 import type { JobStorage } from '../storage/job-storage';
 import { jittered } from './backoff';
 import { Loop } from './loop';
@@ -10,10 +11,12 @@ import { Loop } from './loop';
  * `fetchedJobTimeoutMs` return to Pending (safe: no user code ran), and Processing rows whose
  * heartbeat is older than the zombie timeout go to the DLQ as Zombie.
  *
- * `retryZombies` is honoured per queue (the `Queues.RetryZombies` control, applied in SQL by
- * `archiveZombies`). The handler-level `retryZombies` option is not applied here yet: a zombie's
- * owner is gone, and any process's rescue loop may find it, so a per-handler flag would have to be
- * stored with the queue to mean the same thing everywhere — set it on the queue for now.
+ * A zombie returns to Pending (attempt kept) instead when its queue has `RetryZombies` (in the
+ * database, so every process agrees) or when the handler this process has for its `(queue, type)`
+ * opts in with `@JobHandler(…, { retryZombies: true })`. The zombie's owner is gone and any
+ * process's rescue may find it first, so the handler option only counts where that handler is
+ * registered: a process hosting only other queues sends such a zombie to the DLQ. The rules are
+ * read from the registry on every pass, so they follow what this process hosts now.
  */
 export class RescueLoop {
   private readonly loop: Loop;
@@ -25,6 +28,7 @@ export class RescueLoop {
     private readonly storage: Pick<JobStorage, 'recoverAbandoned' | 'archiveZombies'>,
     private readonly options: ResolvedChokaQOptions,
     private readonly logger: LoggerService,
+    private readonly handlers: Pick<HandlerLookup, 'zombieRetryRules'>,
   ) {
     const interval = () => jittered(options.rescue.intervalMs, 0.2);
     this.loop = new Loop({
@@ -56,7 +60,11 @@ export class RescueLoop {
   /** One rescue pass (exposed for tests and for admin "rescue now"). */
   async tick(): Promise<void> {
     const recovered = await this.storage.recoverAbandoned(this.options.rescue.fetchedJobTimeoutMs);
-    const zombies = await this.storage.archiveZombies(this.options.rescue.zombieTimeoutMs);
+    const zombies = await this.storage.archiveZombies(
+      this.options.rescue.zombieTimeoutMs,
+      undefined,
+      this.handlers.zombieRetryRules(),
+    );
     this.recovered += recovered;
     this.zombies += zombies.dlq.length;
     this.zombiesRetried += zombies.retried.length;
@@ -69,7 +77,7 @@ export class RescueLoop {
     }
     if (zombies.retried.length > 0) {
       this.logger.warn(
-        `Rescue: ${zombies.retried.length} zombie job(s) returned to Pending (RetryZombies)`,
+        `Rescue: ${zombies.retried.length} zombie job(s) returned to Pending (retryZombies)`,
       );
     }
   }

@@ -160,10 +160,15 @@ export interface JobStorage {
 
   /**
    * Processing rows whose `HeartbeatUtc` is older than their queue's `ZombieTimeoutSeconds` (or
-   * `defaultZombieTimeoutMs`) → DLQ as Zombie, or → Pending with `LastError` where the queue has
-   * `RetryZombies`. At most `limit` rows.
+   * `defaultZombieTimeoutMs`) → DLQ as Zombie, or → Pending with `LastError` (attempt kept) where
+   * the queue has `RetryZombies` or `retryRules` resolve the row's `(queue, type)` to a handler that
+   * opts in. At most `limit` rows (default 1,000).
    */
-  archiveZombies(defaultZombieTimeoutMs: number, limit?: number): Promise<ZombieRescueResult>;
+  archiveZombies(
+    defaultZombieTimeoutMs: number,
+    limit?: number,
+    retryRules?: readonly ZombieRetryRule[],
+  ): Promise<ZombieRescueResult>;
 
   // ---------------------------------------------------------------- queues
 
@@ -409,9 +414,24 @@ export interface ResurrectEdits {
 export interface ZombieRescueResult {
   /** Moved to DLQ as Zombie. */
   dlq: string[];
-  /** Returned to Pending (queues with `RetryZombies`). */
+  /** Returned to Pending (queues with `RetryZombies`, or a handler rule that opts in). */
   retried: string[];
 }
+
+/**
+ * One handler's `retryZombies` choice, as `archiveZombies` applies it. A zombie's `(queue, type)`
+ * resolves like a claim does: the rule with its exact type wins, else the queue's rule without a
+ * type (a queue-wide handler), else none. The rescuer passes the rules of the handlers it hosts, so
+ * an opt-in is only known where that handler is registered. @publicApi
+ */
+export interface ZombieRetryRule {
+  queue: string;
+  /** The handler's type; undefined for a queue-wide handler. */
+  type?: string;
+  /** True: the zombie returns to Pending keeping its attempt; false: it goes to the DLQ. */
+  retry: boolean;
+}
+
 
 /** A `Queues` row. @publicApi */
 export interface QueueInfo {

@@ -35,6 +35,7 @@ import {
   SummaryStats,
   ThroughputStats,
   ZombieRescueResult,
+  ZombieRetryRule,
   ActiveFilter,
 } from '../job-storage';
 import { assertDlqFilter, normalizePage } from '../shared/page';
@@ -59,6 +60,7 @@ import {
   assertFetchRequest,
   assertLeases,
   assertQueuePatch,
+  assertZombieRetryRules,
   assertRecurringDefinition,
   assertRecurringName,
   assertWorkerId,
@@ -502,11 +504,16 @@ export class MssqlJobStorage implements JobStorage {
   async archiveZombies(
     defaultZombieTimeoutMs: number,
     limit = DEFAULT_RESCUE_LIMIT,
+    retryRules?: readonly ZombieRetryRule[],
   ): Promise<ZombieRescueResult> {
     const timeout = assertNonNegativeInt(defaultZombieTimeoutMs, 'defaultZombieTimeoutMs');
     const max = assertNonNegativeInt(limit, 'limit', 100_000);
+    const rules = assertZombieRetryRules(retryRules);
     if (max === 0) return { dlq: [], retried: [] };
-    const rows = await this.run('archiveZombies', SQL.archiveZombiesSql(this.schema, timeout, max));
+    const rows = await this.run(
+      'archiveZombies',
+      SQL.archiveZombiesSql(this.schema, timeout, max, rules),
+    );
     return {
       dlq: rows.filter((r) => num(r.Kind) === 0).map((r) => String(r.Id)),
       retried: rows.filter((r) => num(r.Kind) === 1).map((r) => String(r.Id)),

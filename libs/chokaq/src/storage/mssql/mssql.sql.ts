@@ -988,23 +988,35 @@ export function recoverAbandonedSql(
   );
 }
 
+/** A handler's `retryZombies` choice for {@link archiveZombiesSql}: type null = queue-wide. */
+export interface MssqlZombieRetryRule {
+  queue: string;
+  type: string | null;
+  retry: boolean;
+}
+
 /**
  * archiveZombies — Processing rows whose heartbeat is older than their queue's
  * `ZombieTimeoutSeconds` (or the default) → DLQ as Zombie (status 6, reason 2), or → Pending
- * with `LastError` where the queue has `RetryZombies`. One transaction (`SET XACT_ABORT ON;
- * BEGIN TRAN; … DELETE … OUTPUT deleted.* INTO @Moved …; COMMIT`); candidates read
- * `WITH (UPDLOCK, READPAST, ROWLOCK)` and bounded by `TOP (@limit)`; both changes re-check
- * `Status = 2`. Result rows: (Id, Kind) with Kind 0 = DLQ, 1 = retried.
+ * with `LastError` (attempt kept) where the queue has `RetryZombies` or the rescuer's handler
+ * rules say so. The rules arrive as one JSON parameter read into `@Rules` (one per slot, validated
+ * before) and resolve as a claim resolves a handler: the exact `(Queue, Type)` rule, else the
+ * queue-wide one (`Type` NULL). One transaction (`SET XACT_ABORT ON; BEGIN TRAN; … DELETE …
+ * OUTPUT deleted.* INTO @Moved …; COMMIT`); candidates read `WITH (UPDLOCK, READPAST, ROWLOCK)`
+ * and bounded by `TOP (@limit)`, the outer-joined queue row and table variable only read; both
+ * changes re-check `Status = 2`. Result rows: (Id, Kind) with Kind 0 = DLQ, 1 = retried.
  */
 export function archiveZombiesSql(
   schema: string,
   defaultTimeoutMs: number,
   limit: number,
+  rules: readonly MssqlZombieRetryRule[] = [],
 ): MssqlStatement {
   const t = tables(schema);
   const p = new ParamList();
   const timeout = p.bigint(defaultTimeoutMs);
   const max = p.int(limit);
+  const doc = p.json(rules.map((r) => ({ queue: r.queue, type: r.type, retry: r.retry ? 1 : 0 })));
   const message = "N'Zombie: the heartbeat expired while the job was Processing.'";
   return p.statement(
     [
@@ -1012,13 +1024,19 @@ export function archiveZombiesSql(
       DECLARE_NOW,
       DECLARE_BUCKET,
       declareTableVar('@Moved', HOT_COLUMNS),
+      'DECLARE @Rules TABLE (Queue varchar(255) NOT NULL, Type nvarchar(255) NULL, Retry bit NOT NULL);',
       'DECLARE @Zombies TABLE (Id varchar(36) NOT NULL PRIMARY KEY, Retry bit NOT NULL);',
       'DECLARE @Retried TABLE (Id varchar(36) NOT NULL, Queue varchar(255) NOT NULL);',
+      'INSERT INTO @Rules (Queue, Type, Retry)',
+      `SELECT x.Queue, x.Type, x.Retry FROM OPENJSON(${doc}) WITH (Queue varchar(255) '$.queue', Type nvarchar(255) '$.type', Retry bit '$.retry') AS x`,
+      'WHERE x.Queue IS NOT NULL AND x.Retry IS NOT NULL;',
       'BEGIN TRAN;',
       'INSERT INTO @Zombies (Id, Retry)',
-      `SELECT TOP (${max}) z.Id, ISNULL(q.RetryZombies, 0)`,
+      `SELECT TOP (${max}) z.Id, CASE WHEN q.RetryZombies = 1 OR ISNULL(e.Retry, w.Retry) = 1 THEN 1 ELSE 0 END`,
       `FROM ${t.hot} AS z WITH (UPDLOCK, READPAST, ROWLOCK)`,
       `LEFT JOIN ${t.queues} AS q ON q.Name = z.Queue`,
+      'LEFT JOIN @Rules AS e ON e.Queue = z.Queue AND e.Type = z.Type',
+      'LEFT JOIN @Rules AS w ON w.Queue = z.Queue AND w.Type IS NULL',
       'WHERE z.Status = 2',
       `  AND DATEDIFF_BIG(MILLISECOND, z.HeartbeatUtc, @now) > ISNULL(CAST(q.ZombieTimeoutSeconds AS bigint) * 1000, ${timeout})`,
       'ORDER BY z.HeartbeatUtc;',

@@ -36,6 +36,7 @@ import {
   SummaryStats,
   ThroughputStats,
   ZombieRescueResult,
+  ZombieRetryRule,
 } from '../job-storage';
 import { assertDlqFilter, normalizePage } from '../shared/page';
 import { mapHotRow, mapJobView, mapQueueRow, toDate } from '../shared/row-mapper';
@@ -60,6 +61,7 @@ import {
   assertFetchRequest,
   assertLeases,
   assertQueuePatch,
+  assertZombieRetryRules,
   assertRecurringDefinition,
   assertRecurringName,
   assertWorkerId,
@@ -750,9 +752,11 @@ export class PostgresJobStorage implements JobStorage {
   async archiveZombies(
     defaultZombieTimeoutMs: number,
     limit = DEFAULT_RESCUE_LIMIT,
+    retryRules?: readonly ZombieRetryRule[],
   ): Promise<ZombieRescueResult> {
     assertNonNegativeInt(defaultZombieTimeoutMs, 'defaultZombieTimeoutMs');
     assertNonNegativeInt(limit, 'limit', MAX_BATCH);
+    const rules = assertZombieRetryRules(retryRules);
     if (limit === 0) return { dlq: [], retried: [] };
     const error =
       'Zombie: the heartbeat expired while the job was Processing (the worker died or stalled)';
@@ -760,6 +764,9 @@ export class PostgresJobStorage implements JobStorage {
       defaultZombieTimeoutMs,
       limit,
       error,
+      rules.map((r) => r.queue),
+      rules.map((r) => r.type),
+      rules.map((r) => r.retry),
     ]);
     return {
       dlq: rows.filter((r) => r.kind === 'dlq').map((r) => String(r.id)),

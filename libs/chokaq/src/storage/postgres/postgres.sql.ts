@@ -661,20 +661,29 @@ RETURNING j.id`;
 /**
  * Processing rows whose heartbeat is older than their queue's `zombie_timeout_seconds` (or the
  * default $1 ms) → DLQ as Zombie (status 6, reason 2, outcome failed), or → Pending with
- * `last_error` for queues with `retry_zombies`. At most $2 rows; $3 is the error text.
- * Returns (kind, id) with kind 'dlq' or 'retried'.
+ * `last_error` (attempt kept) where the queue has `retry_zombies` or the rescuer's handler rules
+ * say so. At most $2 rows; $3 is the error text; the rules are `unnest($4 queue, $5 type, $6 retry)`
+ * (type NULL for a queue-wide handler, one rule per slot), resolved as a claim resolves a handler:
+ * the exact `(queue, type)` rule, else the queue-wide one. Returns (kind, id) with kind 'dlq' or
+ * 'retried'.
  *
  * Lock/isolation: one READ COMMITTED statement. Candidates are locked `FOR UPDATE OF j SKIP LOCKED`
  * (a row its owner is finalising right now is skipped; if we lock first, the owner's fenced
- * statement finds nothing and reports "not applied"). The range `heartbeat_utc < now() − shortest
- * timeout` bounds the scan of `ix_jobs_hot_processing`. Both the failed and the retried counts go
- * into ONE `stats_summary` upsert: two CTEs must never update the same row in one statement.
+ * statement finds nothing and reports "not applied"); the outer-joined queue row and rules are only
+ * read. The range `heartbeat_utc < now() − shortest timeout` bounds the scan of
+ * `ix_jobs_hot_processing`. Both the failed and the retried counts go into ONE `stats_summary`
+ * upsert: two CTEs must never update the same row in one statement.
  */
 export const archiveZombies = (s: string): string => `
-WITH candidates AS MATERIALIZED (
-  SELECT j.id, coalesce(q.retry_zombies, false) AS retry
+WITH rule (queue, type, retry) AS (
+  SELECT * FROM unnest($4::text[], $5::text[], $6::boolean[])
+),
+candidates AS MATERIALIZED (
+  SELECT j.id, coalesce(q.retry_zombies, false) OR coalesce(e.retry, w.retry, false) AS retry
   FROM ${s}.jobs_hot j
   LEFT JOIN ${s}.queues q ON q.name = j.queue
+  LEFT JOIN rule e ON e.queue = j.queue AND e.type = j.type
+  LEFT JOIN rule w ON w.queue = j.queue AND w.type IS NULL
   WHERE j.status = 2
     AND j.heartbeat_utc < now() - (
           SELECT least($1::float8, min(zombie_timeout_seconds) * 1000.0) FROM ${s}.queues) ${MS}

@@ -8,6 +8,7 @@ import {
   MAX_ENQUEUE_MANY,
   QueuePatch,
   RecurringJobDefinition,
+  ZombieRetryRule,
 } from '../job-storage';
 import { MAX_TIMER_MS } from '../../config/option-rules';
 import { sanitizeErrorText } from './text';
@@ -203,6 +204,70 @@ export function assertQueuePatch(patch: QueuePatch): QueuePatch {
     executionTimeoutMs: patch.executionTimeoutMs,
     retryZombies: patch.retryZombies,
   };
+}
+
+/** Most `retryRules` one `archiveZombies` call may pass: one per handler of a process, with room. */
+export const MAX_ZOMBIE_RETRY_RULES = 10_000;
+
+/** A validated {@link ZombieRetryRule}: `type` null for a queue-wide handler. */
+export interface CheckedZombieRetryRule {
+  queue: string;
+  type: string | null;
+  retry: boolean;
+}
+
+/**
+ * Validates the handler rules of `archiveZombies`, every bad one reported: at most
+ * {@link MAX_ZOMBIE_RETRY_RULES}, queue and type 1–255 characters without NUL, `retry` a boolean,
+ * and one rule per `(queue, type)` slot (type absent = the queue-wide slot), so that a zombie
+ * resolves to one answer, as a claim resolves to one handler. Undefined means no rules.
+ */
+export function assertZombieRetryRules(
+  rules: readonly ZombieRetryRule[] | undefined,
+  path = 'retryRules',
+): CheckedZombieRetryRule[] {
+  if (rules === undefined) return [];
+  if (!Array.isArray(rules) || rules.length > MAX_ZOMBIE_RETRY_RULES) {
+    fail([
+      {
+        path,
+        message: `must be an array of at most ${MAX_ZOMBIE_RETRY_RULES} { queue, type?, retry }`,
+        value: rules,
+      },
+    ]);
+  }
+  const issues: ValidationIssue[] = [];
+  const seen = new Set<string>();
+  const out: CheckedZombieRetryRule[] = [];
+  rules.forEach((rule, i) => {
+    const at = `${path}[${i}]`;
+    if (rule === null || typeof rule !== 'object') {
+      issues.push({ path: at, message: 'must be { queue, type?, retry }', value: rule });
+      return;
+    }
+    const queue = textIssue(`${at}.queue`, rule.queue, LIMITS.queueName);
+    const type =
+      rule.type === undefined ? undefined : textIssue(`${at}.type`, rule.type, LIMITS.type);
+    if (queue) issues.push(queue);
+    if (type) issues.push(type);
+    if (typeof rule.retry !== 'boolean') {
+      issues.push({ path: `${at}.retry`, message: 'must be a boolean', value: rule.retry });
+    }
+    if (queue || type) return;
+    // JSON of the pair: unambiguous whatever the characters, and undefined (queue-wide) stays apart.
+    const slot = JSON.stringify([rule.queue, rule.type ?? null]);
+    if (seen.has(slot)) {
+      issues.push({
+        path: at,
+        message: 'repeats the (queue, type) of an earlier rule',
+        value: rule,
+      });
+    }
+    seen.add(slot);
+    out.push({ queue: rule.queue, type: rule.type ?? null, retry: rule.retry });
+  });
+  fail(issues);
+  return out;
 }
 
 /** A recurring definition with its job fields checked like an enqueue (every slot becomes a job). */

@@ -38,6 +38,7 @@ import {
   SummaryStats,
   ThroughputStats,
   ZombieRescueResult,
+  ZombieRetryRule,
 } from '../job-storage';
 import { NormalizedPage, assertDlqFilter, normalizePage } from '../shared/page';
 import { mapHotRow, mapJobView, mapQueueRow, toDate } from '../shared/row-mapper';
@@ -62,6 +63,7 @@ import {
   assertFetchRequest,
   assertLeases,
   assertQueuePatch,
+  assertZombieRetryRules,
   assertRecurringDefinition,
   assertRecurringName,
   assertWorkerId,
@@ -112,7 +114,7 @@ const ZOMBIE_DLQ_TEXT =
   'its database); the handler may have run partly. Resurrect it once the side effects are checked.';
 const ZOMBIE_RETRY_TEXT =
   'Zombie: the heartbeat expired while the job was Processing; returned to Pending because the ' +
-  'queue has RetryZombies.';
+  'queue has RetryZombies or its handler opts into retryZombies.';
 
 /** Per-queue counter increments of one batch. */
 interface CounterDelta {
@@ -691,20 +693,29 @@ export class SqliteJobStorage implements JobStorage {
   async archiveZombies(
     defaultZombieTimeoutMs: number,
     limit = DEFAULT_RESCUE_LIMIT,
+    retryRules?: readonly ZombieRetryRule[],
   ): Promise<ZombieRescueResult> {
     const defaultTimeoutMs = assertNonNegativeInt(defaultZombieTimeoutMs, 'defaultZombieTimeoutMs');
     const max = assertNonNegativeInt(limit, 'limit', MAX_BULK);
+    const rules = JSON.stringify(
+      assertZombieRetryRules(retryRules).map((r) => ({ ...r, retry: r.retry ? 1 : 0 })),
+    );
     if (max === 0) return { dlq: [], retried: [] };
     return this.write('archiveZombies', () => {
       const retried = this.all(this.sql.retryZombies, {
         error: ZOMBIE_RETRY_TEXT,
         defaultTimeoutMs,
         limit: max,
+        rules,
       });
       if (retried.length > 0) this.addCounters(countersByQueue(retried, 'retried'));
       let dead: Row[] = [];
       if (retried.length < max) {
-        dead = this.all(this.sql.deleteZombies, { defaultTimeoutMs, limit: max - retried.length });
+        dead = this.all(this.sql.deleteZombies, {
+          defaultTimeoutMs,
+          limit: max - retried.length,
+          rules,
+        });
         this.moveRowsToDlq(dead, FailureReason.Zombie, ZOMBIE_DLQ_TEXT, null, null);
       }
       return { dlq: dead.map((r) => String(r.id)), retried: retried.map((r) => String(r.id)) };

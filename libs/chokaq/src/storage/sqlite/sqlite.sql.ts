@@ -40,6 +40,19 @@ const OWNED = `(id, worker_id, lease_id) IN (SELECT id, worker_id, lease_id FROM
 /** Ids from `@ids` (a JSON array of strings). */
 const IDS = `(SELECT value FROM json_each(@ids))`;
 
+/**
+ * archiveZombies: whether the expired row `h` (its queue row `q` LEFT JOINed) returns to Pending:
+ * the queue's RetryZombies, or the rescuing process's handler rules in `@rules` (a JSON array of
+ * `{queue, type, retry}`, type null for a queue-wide handler, retry 1/0, one rule per slot),
+ * resolved as a claim resolves a handler: the exact `(queue, type)` rule, else the queue-wide one.
+ */
+const ZOMBIE_RETRY = `(COALESCE(q.retry_zombies, 0) = 1 OR COALESCE(
+          (SELECT r.value ->> 'retry' FROM json_each(@rules) r
+           WHERE r.value ->> 'queue' = h.queue AND r.value ->> 'type' = h.type),
+          (SELECT r.value ->> 'retry' FROM json_each(@rules) r
+           WHERE r.value ->> 'queue' = h.queue AND r.value ->> 'type' IS NULL),
+          0) = 1)`;
+
 /** Hot columns copied into the archive (besides `finished_at_utc`, `duration_ms`): the SQLite archive keeps no lease, heartbeat, update time or cancel flag. */
 const ARCHIVE_COPIED = hotColumnsExcept(
   'status',
@@ -384,28 +397,31 @@ export function sqliteStatements(p: string) {
         ORDER BY last_updated_utc LIMIT @limit)`,
 
     /**
-     * archiveZombies, queues with RetryZombies: expired Processing rows → Pending with LastError.
-     * Lock: BEGIN IMMEDIATE, same transaction as {@link deleteZombies}. Bounded by `@limit`.
+     * archiveZombies, rows to retry (the queue's RetryZombies, or the rescuer's handler rules in
+     * `@rules`, see {@link ZOMBIE_RETRY}): expired Processing rows → Pending with LastError, attempt
+     * kept. Lock: BEGIN IMMEDIATE, same transaction as {@link deleteZombies}, which takes the
+     * complement with the same predicate. Bounded by `@limit`.
      */
     retryZombies: `UPDATE ${hot}
       SET status = 0, worker_id = NULL, lease_id = NULL, heartbeat_utc = NULL,
           last_error = @error, last_updated_utc = ${SQLITE_NOW_MS}
       WHERE status = 2 AND id IN (
-        SELECT h.id FROM ${hot} h JOIN ${queues} q ON q.name = h.queue
-        WHERE h.status = 2 AND q.retry_zombies = 1
+        SELECT h.id FROM ${hot} h LEFT JOIN ${queues} q ON q.name = h.queue
+        WHERE h.status = 2 AND ${ZOMBIE_RETRY}
           AND COALESCE(h.heartbeat_utc, h.started_at_utc, h.last_updated_utc)
               < ${SQLITE_NOW_MS} - COALESCE(q.zombie_timeout_seconds * 1000, @defaultTimeoutMs)
         ORDER BY h.heartbeat_utc LIMIT @limit)
       RETURNING id, queue`,
 
     /**
-     * archiveZombies, other queues: step 1 of the Hot → DLQ (Zombie) move, delete and capture the
-     * expired Processing rows. Lock: BEGIN IMMEDIATE with the inserts and counters. Bounded by `@limit`.
+     * archiveZombies, the other rows: step 1 of the Hot → DLQ (Zombie) move, delete and capture the
+     * expired Processing rows that {@link retryZombies} did not take. Lock: BEGIN IMMEDIATE with the
+     * inserts and counters. Bounded by `@limit`.
      */
     deleteZombies: `DELETE FROM ${hot}
       WHERE status = 2 AND id IN (
         SELECT h.id FROM ${hot} h LEFT JOIN ${queues} q ON q.name = h.queue
-        WHERE h.status = 2 AND COALESCE(q.retry_zombies, 0) = 0
+        WHERE h.status = 2 AND NOT ${ZOMBIE_RETRY}
           AND COALESCE(h.heartbeat_utc, h.started_at_utc, h.last_updated_utc)
               < ${SQLITE_NOW_MS} - COALESCE(q.zombie_timeout_seconds * 1000, @defaultTimeoutMs)
         ORDER BY h.heartbeat_utc LIMIT @limit)

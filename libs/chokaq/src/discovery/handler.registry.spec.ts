@@ -1,0 +1,37 @@
+import { HandlerDefinition } from './handler-definition';
+import { HandlerRegistry } from './handler.registry';
+
+function handler(queue: string, type?: string, retryZombies?: boolean): HandlerDefinition {
+  return {
+    queue,
+    type,
+    retryZombies,
+    name: `H.${queue}.${type ?? '*'}`,
+    invoke: async () => undefined,
+  };
+}
+
+describe('HandlerRegistry.zombieRetryRules', () => {
+  it('is empty when no handler opts into retryZombies', () => {
+    const registry = new HandlerRegistry();
+    registry.replaceAll([handler('mail'), handler('billing', 'charge.v1', false)]);
+    expect(registry.zombieRetryRules()).toEqual([]);
+  });
+
+  it('lists every handler of a queue where one opts in, so a zombie resolves as a claim does', () => {
+    const registry = new HandlerRegistry();
+    registry.replaceAll([
+      handler('billing', 'refund.v1', true),
+      handler('billing', 'charge.v1'),
+      handler('billing'),
+      handler('mail', 'welcome.v1'),
+      handler('reports', undefined, true),
+    ]);
+    expect(registry.zombieRetryRules()).toEqual([
+      { queue: 'billing', type: undefined, retry: false },
+      { queue: 'billing', type: 'refund.v1', retry: true },
+      { queue: 'billing', type: 'charge.v1', retry: false },
+      { queue: 'reports', type: undefined, retry: true },
+    ]);
+  });
+});
