@@ -538,7 +538,7 @@ export class SqliteJobStorage implements JobStorage {
       const deleted = this.all(this.sql.deleteArchived, { leases });
       if (deleted.length !== moved.length) {
         // Cannot happen under BEGIN IMMEDIATE; if it ever did, the throw rolls both steps back.
-        throw new Error(`BUG: archived ${moved.length} row(s) but deleted ${deleted}`);
+        throw new Error(`BUG: archived ${moved.length} row(s) but deleted ${deleted.length}`);
       }
       this.addCounters(countersByQueue(moved, 'succeeded'));
       this.addBuckets(bucketsOf(moved, Outcome.Succeeded, -1));
