@@ -41,7 +41,7 @@ import {
 import { assertDlqFilter, normalizePage } from '../shared/page';
 import { mapHotRow, mapJobView, mapQueueRow, toDate } from '../shared/row-mapper';
 import { sanitizeErrorText } from '../shared/text';
-import { assertDataSourceOpen } from '../shared/data-source';
+import { assertDataSourceOpen, queryRunnerDataSource } from '../shared/data-source';
 import { withTransientRetry } from '../shared/transient-retry';
 import {
   ValidatedJob,
@@ -181,7 +181,7 @@ export class MssqlJobStorage implements JobStorage {
     if (!runner || typeof runner !== 'object' || typeof runner.query !== 'function') {
       throw new ChokaQTransactionError('the transaction option is not a TypeORM QueryRunner');
     }
-    if (runner.dataSource !== this.dataSource) {
+    if (queryRunnerDataSource(runner) !== this.dataSource) {
       throw new ChokaQTransactionError('the QueryRunner belongs to another DataSource');
     }
     if (runner.isReleased) throw new ChokaQTransactionError('the QueryRunner was already released');

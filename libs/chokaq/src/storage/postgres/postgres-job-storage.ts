@@ -40,7 +40,7 @@ import {
 } from '../job-storage';
 import { assertDlqFilter, normalizePage } from '../shared/page';
 import { mapHotRow, mapJobView, mapQueueRow, toDate } from '../shared/row-mapper';
-import { assertDataSourceOpen } from '../shared/data-source';
+import { assertDataSourceOpen, queryRunnerDataSource } from '../shared/data-source';
 import { sanitizeErrorText } from '../shared/text';
 import { withTransientRetry } from '../shared/transient-retry';
 import {
@@ -435,7 +435,7 @@ export class PostgresJobStorage implements JobStorage {
     ) {
       throw new ChokaQTransactionError('it is not a TypeORM QueryRunner');
     }
-    if (runner.dataSource !== this.dataSource && runner.connection !== this.dataSource) {
+    if (queryRunnerDataSource(runner) !== this.dataSource) {
       throw new ChokaQTransactionError('the QueryRunner belongs to another DataSource');
     }
     if (runner.isReleased) throw new ChokaQTransactionError('the QueryRunner was released');

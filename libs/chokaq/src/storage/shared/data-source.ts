@@ -17,3 +17,13 @@ export function assertDataSourceOpen(dataSource: DataSource, dialect: string): v
     );
   }
 }
+
+/**
+ * The `DataSource` a TypeORM `QueryRunner` belongs to, on every supported TypeORM line: 1.x names it
+ * `dataSource` (keeping `connection` as a deprecated alias), 0.3 has only `connection`. Undefined
+ * when `runner` has neither, e.g. it is not a QueryRunner at all.
+ */
+export function queryRunnerDataSource(runner: object): unknown {
+  const { dataSource, connection } = runner as { dataSource?: unknown; connection?: unknown };
+  return dataSource ?? connection;
+}

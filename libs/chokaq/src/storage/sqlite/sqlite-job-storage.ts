@@ -42,7 +42,7 @@ import {
 } from '../job-storage';
 import { NormalizedPage, assertDlqFilter, normalizePage } from '../shared/page';
 import { mapHotRow, mapJobView, mapQueueRow, toDate } from '../shared/row-mapper';
-import { assertDataSourceOpen } from '../shared/data-source';
+import { assertDataSourceOpen, queryRunnerDataSource } from '../shared/data-source';
 import { sanitizeErrorText, toError } from '../shared/text';
 import { TransientRetryOptions, withTransientRetry } from '../shared/transient-retry';
 import {
@@ -343,12 +343,12 @@ export class SqliteJobStorage implements JobStorage {
     const runner = transaction as Partial<QueryRunner>;
     if (
       typeof runner !== 'object' ||
-      !('dataSource' in runner) ||
+      queryRunnerDataSource(runner) === undefined ||
       !('isTransactionActive' in runner)
     ) {
       throw new ChokaQTransactionError('the transaction option is not a TypeORM QueryRunner');
     }
-    if (runner.dataSource !== this.config.dataSource) {
+    if (queryRunnerDataSource(runner) !== this.config.dataSource) {
       throw new ChokaQTransactionError('the QueryRunner belongs to another DataSource');
     }
     if (runner.isReleased) throw new ChokaQTransactionError('the QueryRunner was released');
