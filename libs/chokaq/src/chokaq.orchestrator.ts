@@ -6,7 +6,9 @@ import {
   OnApplicationBootstrap,
   OnModuleDestroy,
   OnModuleInit,
+  Optional,
 } from '@nestjs/common';
+import { SchedulerRegistry } from '@nestjs/schedule';
 import { CHOKAQ_MIDDLEWARE, CHOKAQ_RESOLVED_OPTIONS, CHOKAQ_STORAGE } from './chokaq.constants';
 import { ResolvedChokaQOptions } from './config/chokaq-options';
 import { ChokaQExplorer } from './discovery/chokaq.explorer';
@@ -15,6 +17,7 @@ import { ChokaQWorkerDisabledError } from './errors';
 import { ChokaQWorker, JobOutcome } from './runtime/chokaq-worker';
 import { ChokaQMiddleware } from './runtime/middleware';
 import { RecurringJobSpec } from './runtime/recurring-job-spec';
+import { SchedulerRegistryAdapter } from './scheduler-registry.adapter';
 import { JobStorage } from './storage/job-storage';
 import { toError } from './storage/shared/text';
 
@@ -34,6 +37,13 @@ import { toError } from './storage/shared/text';
  * sequence to finish; awaiting it in `beforeApplicationShutdown` guarantees every completion is
  * written while a borrowed `DataSource` is still open. Shutdown is idempotent; no signal handlers
  * are installed (that is `app.enableShutdownHooks()`'s job).
+ *
+ * Recurring jobs' timers are listed in the application's `SchedulerRegistry` as `chokaq:<name>`
+ * when the application imports `ScheduleModule.forRoot()`. ChokaQModule does not import it itself:
+ * `@nestjs/schedule` 6 under Nest 11 does not merge a second `ScheduleModule.forRoot()` with the
+ * application's (two module instances, two explorers), so every `@Cron`, `@Interval` and
+ * `@Timeout` of the application would run twice. Without it the timers run all the same, unlisted.
+ * Their entries go when the worker stops, in `beforeApplicationShutdown`.
  */
 @Injectable()
 export class ChokaQOrchestrator
@@ -46,6 +56,7 @@ export class ChokaQOrchestrator
   private recurring: RecurringJobSpec[] = [];
   private shuttingDown = false;
   private shutdown: Promise<void> | undefined;
+  private readonly recurringTimers: SchedulerRegistryAdapter | undefined;
 
   constructor(
     @Inject(CHOKAQ_RESOLVED_OPTIONS) private readonly options: ResolvedChokaQOptions,
@@ -53,7 +64,10 @@ export class ChokaQOrchestrator
     @Inject(CHOKAQ_MIDDLEWARE) private readonly middleware: ChokaQMiddleware[],
     private readonly explorer: ChokaQExplorer,
     private readonly registry: HandlerRegistry,
-  ) {}
+    @Optional() @Inject(SchedulerRegistry) schedulerRegistry?: SchedulerRegistry,
+  ) {
+    this.recurringTimers = schedulerRegistry && new SchedulerRegistryAdapter(schedulerRegistry);
+  }
 
   async onModuleInit(): Promise<void> {
     try {
@@ -82,7 +96,8 @@ export class ChokaQOrchestrator
     this.logger.log(
       `Worker ${this.worker.workerId} started on ${this.storage.dialect}: ` +
         `${handled.queues.length} queue-wide and ${handled.types.length} typed handler(s), ` +
-        `${this.recurring.length} recurring job(s), concurrency ${this.options.worker.concurrency}`,
+        `${this.recurring.length} recurring job(s)${this.recurringListing()}, ` +
+        `concurrency ${this.options.worker.concurrency}`,
     );
   }
 
@@ -155,6 +170,7 @@ export class ChokaQOrchestrator
       options: this.options,
       middleware: this.middleware,
       recurring: this.recurring,
+      recurringTimers: this.recurringTimers,
       logger: new Logger('ChokaQWorker'),
     });
   }
@@ -169,6 +185,8 @@ export class ChokaQOrchestrator
         errors.push(toError(error));
       }
     }
+    // The worker's recurring loop removed its entries; this covers a worker whose stop failed.
+    this.recurringTimers?.clear();
     try {
       await this.closeStorage();
     } catch (error) {
@@ -176,6 +194,14 @@ export class ChokaQOrchestrator
     }
     if (errors.length === 1) throw errors[0];
     if (errors.length > 1) throw new AggregateError(errors, 'ChokaQ shutdown failed');
+  }
+
+  /** Where the startup line says recurring timers are listed. */
+  private recurringListing(): string {
+    if (this.recurring.length === 0) return '';
+    return this.recurringTimers
+      ? ` (in SchedulerRegistry as chokaq:<name>)`
+      : ' (import ScheduleModule.forRoot() to list them in SchedulerRegistry)';
   }
 
   private storageClosed: Promise<void> | undefined;

@@ -17,7 +17,7 @@ import { JobProcessor } from './job-processor';
 import { MaintenanceLoop } from './maintenance.loop';
 import type { ChokaQMiddleware } from './middleware';
 import { QueueControls } from './queue-controls';
-import { RecurringLoop } from './recurring.loop';
+import { RecurringLoop, type RecurringTimerRegistry } from './recurring.loop';
 import type { RecurringJobSpec } from './recurring-job-spec';
 import { RescueLoop } from './rescue.loop';
 import { runKey } from './run-key';
@@ -37,6 +37,8 @@ export interface ChokaQWorkerDeps {
   /** Already resolved instances, outermost first. */
   middleware?: ChokaQMiddleware[];
   recurring?: RecurringJobSpec[];
+  /** Where recurring jobs' timers are listed (a Nest app's `SchedulerRegistry`). Default: nowhere. */
+  recurringTimers?: RecurringTimerRegistry;
   /** Default `new Logger('ChokaQ')`. */
   logger?: LoggerService;
   /** Internal tuning of the completion batch (tests). */
@@ -155,7 +157,11 @@ export class ChokaQWorker {
     });
     this.rescue = new RescueLoop(deps.storage, deps.options, this.logger, deps.handlers);
     this.maintenance = new MaintenanceLoop(deps.storage, deps.options, this.logger);
-    this.recurringLoop = new RecurringLoop(deps.storage, deps.recurring ?? [], this.logger);
+    // Re-read once per poll interval, like queue controls: a change made elsewhere is followed soon.
+    this.recurringLoop = new RecurringLoop(deps.storage, deps.recurring ?? [], this.logger, {
+      syncIntervalMs: deps.options.worker.pollIntervalMs,
+      timers: deps.recurringTimers,
+    });
   }
 
   /** True between `start()` and the beginning of `stop()`. */

@@ -1,19 +1,53 @@
 import type { LoggerService } from '@nestjs/common';
+import { MAX_TIMER_MS } from '../config/option-rules';
 import type { JobStorage, NewJob, RecurringJobRecord } from '../storage/job-storage';
 import { toError } from '../storage/shared/text';
 import { CronSchedule } from './cron-schedule';
 import { Loop } from './loop';
 import type { RecurringJobSpec } from './recurring-job-spec';
 
+/**
+ * Where the recurring loop lists the timer of each recurring job it runs: in a Nest app, the
+ * application's `SchedulerRegistry` (`@nestjs/schedule`), through an adapter the Nest layer passes
+ * in, so the runtime stays free of Nest. The loop owns the timers (arms and clears them); the
+ * registry only lists them.
+ */
+export interface RecurringTimerRegistry {
+  /** Lists `timer` as the timer of recurring job `name`, replacing the one listed for it before. */
+  set(name: string, timer: NodeJS.Timeout): void;
+  /** Stops listing a timer for recurring job `name`; a no-op when none is listed. */
+  delete(name: string): void;
+}
+
 /** Tuning of the recurring loop. */
 export interface RecurringLoopOptions {
-  /** Longest sleep between checks, so changes made by other processes are seen. Default 30,000. */
-  maxSleepMs?: number;
+  /**
+   * How often the definitions are re-read, so definitions changed in the database (re-scheduled,
+   * paused, removed, added back by another process) are followed, and a slot whose timer was lost
+   * still runs. Default 30,000; the worker passes its `pollIntervalMs`.
+   */
+  syncIntervalMs?: number;
   /**
    * With misfire `none`, a slot this late still counts as "on time" (the loop's own scheduling
    * delay, a short GC pause). Later than this it is a missed slot and is not run. Default 5,000.
    */
   onTimeToleranceMs?: number;
+  /** Where each job's timer is listed. Default: nowhere (the timers still run). */
+  timers?: RecurringTimerRegistry;
+}
+
+/** A job's timer fires this long after the database clock reaches its slot, so the slot is surely due. */
+const SLOT_MARGIN_MS = 5;
+/** The shortest delay of a job's timer: a slot that stays due (another process is claiming it) is re-read at this pace. */
+const MIN_TIMER_MS = 20;
+
+/** The timer armed for one recurring job's next slot. */
+interface ArmedSlot {
+  /** The slot it was armed for (epoch ms, database clock). */
+  slot: number;
+  timer: NodeJS.Timeout;
+  /** It fired, so it must be re-armed even if the slot did not move. */
+  fired: boolean;
 }
 
 /**
@@ -21,7 +55,14 @@ export interface RecurringLoopOptions {
  * `RecurringJobs` row whose `NextSlotUtc` is the next cron slot from the database clock. Then, when
  * a row's `NextSlotUtc` is due, `claimRecurringSlot` enqueues the slot's job and advances
  * `NextSlotUtc` with a compare-and-set in one transaction — so however many processes run this
- * loop, each slot is enqueued once.
+ * loop, each slot is enqueued once. The timers below only decide when this process tries; the
+ * database decides who wins.
+ *
+ * Timers: one sync loop (a `setTimeout` chain, so passes never overlap) re-reads the rows every
+ * `syncIntervalMs`, claims due slots, and keeps one Node timer per recurring job armed for its next
+ * slot, listed in {@link RecurringTimerRegistry} under the job's name. A job's timer only wakes the
+ * sync loop, which re-reads the rows before claiming: the payload and cron enqueued are the row's
+ * at that moment, not a copy from the last pass.
  *
  * Slots are computed from the row (its cron and zone), not from this process's spec, so during a
  * rolling deploy with a changed expression every process agrees with the last `upsert`.
@@ -35,8 +76,10 @@ export class RecurringLoop {
   private readonly names: Set<string>;
   private readonly unregistered: Map<string, RecurringJobSpec>;
   private readonly schedules = new Map<string, CronSchedule | null>();
-  private readonly maxSleepMs: number;
+  private readonly armed = new Map<string, ArmedSlot>();
+  private readonly syncIntervalMs: number;
   private readonly toleranceMs: number;
+  private readonly timers: RecurringTimerRegistry | undefined;
   private enqueued = 0;
 
   constructor(
@@ -50,13 +93,14 @@ export class RecurringLoop {
   ) {
     this.names = new Set(specs.map((s) => s.name));
     this.unregistered = new Map(specs.map((s) => [s.name, s]));
-    this.maxSleepMs = options.maxSleepMs ?? 30_000;
+    this.syncIntervalMs = options.syncIntervalMs ?? 30_000;
     this.toleranceMs = options.onTimeToleranceMs ?? 5_000;
+    this.timers = options.timers;
     this.loop = new Loop({
       name: 'ChokaQ recurring',
       logger,
       tick: () => this.tick(),
-      intervalMs: () => this.maxSleepMs,
+      intervalMs: () => this.syncIntervalMs,
       errorBackoff: { baseMs: 500, maxMs: 30_000 },
     });
   }
@@ -66,32 +110,91 @@ export class RecurringLoop {
     return this.enqueued;
   }
 
+  /** The recurring jobs whose timer is armed now, by name (for tests and diagnostics). */
+  get armedNames(): string[] {
+    return [...this.armed.keys()];
+  }
+
   start(): void {
     if (this.names.size > 0) this.loop.start();
   }
 
-  stop(): Promise<void> {
-    return this.loop.stop();
+  /** Stops the sync loop, then clears every job's timer and its listing. Idempotent. */
+  async stop(): Promise<void> {
+    await this.loop.stop();
+    // After the loop settled: a pass in flight could otherwise arm a timer after this.
+    for (const name of [...this.armed.keys()]) this.disarm(name);
   }
 
-  /** One pass: registers what is not yet registered, enqueues due slots. Returns the sleep in ms. */
+  /**
+   * One pass: registers what is not yet registered, enqueues due slots, re-arms each job's timer
+   * for its next slot. Resolves to the delay before the next pass: the sync interval.
+   */
   async tick(): Promise<number> {
     const now = await this.storage.now();
+    // The local clock when the database clock read `now`: timers run on the local clock.
+    const readAt = Date.now();
     await this.register(now);
     const records = await this.storage.getRecurringJobs();
-    let sleep = this.maxSleepMs;
+    const nextSlots = new Map<string, Date>();
     for (const record of records) {
-      if (!this.names.has(record.name) || record.isPaused) continue;
+      if (!this.runsHere(record)) continue;
       const schedule = this.scheduleOf(record);
       if (!schedule) continue;
       let nextSlot = record.nextSlotUtc;
       if (nextSlot.getTime() <= now.getTime()) {
         nextSlot = (await this.fire(record, schedule, now)) ?? nextSlot;
       }
-      sleep = Math.min(sleep, nextSlot.getTime() - now.getTime());
+      nextSlots.set(record.name, nextSlot);
     }
-    // A few ms past the slot so the database clock has surely reached it.
-    return Math.min(this.maxSleepMs, Math.max(20, sleep + 5));
+    this.arm(nextSlots, now, readAt);
+    return this.syncIntervalMs;
+  }
+
+  /**
+   * Whether this process runs `record`'s slots: a job declared here and not paused. A row no
+   * process declares any more (its decorator was deleted) is left alone rather than run forever.
+   */
+  private runsHere(record: RecurringJobRecord): boolean {
+    return this.names.has(record.name) && !record.isPaused;
+  }
+
+  /**
+   * Makes the armed timers match `nextSlots`: a timer for each job, armed for its next slot (a
+   * timer whose slot moved or that fired is replaced), and none for a job that is gone, paused or
+   * invalid. The delay is measured on the database clock (`now`, read at local time `readAt`).
+   */
+  private arm(nextSlots: Map<string, Date>, now: Date, readAt: number): void {
+    for (const name of [...this.armed.keys()]) if (!nextSlots.has(name)) this.disarm(name);
+    for (const [name, nextSlot] of nextSlots) {
+      const armed = this.armed.get(name);
+      const slot = nextSlot.getTime();
+      if (armed && armed.slot === slot && !armed.fired) continue;
+      // Capped: a yearly slot is further away than a timer can wait; it is re-armed when it fires.
+      const dueAt = readAt + (slot - now.getTime()) + SLOT_MARGIN_MS;
+      const delay = Math.min(MAX_TIMER_MS, Math.max(MIN_TIMER_MS, dueAt - Date.now()));
+      const timer: NodeJS.Timeout = setTimeout(() => this.onTimer(name, timer), delay);
+      // Like every loop but the fetcher's: a recurring schedule alone does not keep a process alive.
+      timer.unref();
+      if (armed) clearTimeout(armed.timer);
+      this.armed.set(name, { slot, timer, fired: false });
+      this.timers?.set(name, timer);
+    }
+  }
+
+  private disarm(name: string): void {
+    const armed = this.armed.get(name);
+    if (!armed) return;
+    clearTimeout(armed.timer);
+    this.armed.delete(name);
+    this.timers?.delete(name);
+  }
+
+  /** A job's slot is due: the sync loop re-reads the rows and claims it (or sees another process did). */
+  private onTimer(name: string, timer: NodeJS.Timeout): void {
+    const armed = this.armed.get(name);
+    if (armed?.timer === timer) armed.fired = true;
+    this.loop.nudge();
   }
 
   private async register(now: Date): Promise<void> {
