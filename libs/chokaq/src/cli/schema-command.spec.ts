@@ -1,3 +1,5 @@
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import * as storage from '../storage/create-storage';
 import {
   CLI_USAGE,
@@ -49,5 +51,44 @@ describe('chokaq schema', () => {
     expect(capture(['schema', '--dialect', 'mssql', '--schema', 'x]; DROP TABLE y']).code).toBe(2);
     expect(capture(['nope']).err).toContain("unknown command 'nope'");
     expect(capture(['--help'])).toEqual({ code: 0, out: CLI_USAGE, err: '' });
+  });
+
+  it.each([
+    [['schema', '--dialect', 'sqlite', '--schmea', 'jobs'], '--schmea'],
+    [['schema', '--schmea=jobs', '--dialect', 'sqlite'], '--schmea'],
+    [['schema', '-d', 'sqlite'], '-d'],
+    [['--verbose'], '--verbose'],
+  ])('rejects the unknown option in %j with exit code 2, naming it', (args, flag) => {
+    const { code, out, err } = capture(args);
+    expect({ code, out }).toEqual({ code: 2, out: '' });
+    expect(err).toContain(`unknown option '${flag}'`);
+    expect(err).toContain(CLI_USAGE);
+  });
+
+  it('rejects a missing option value and a stray argument with exit code 2', () => {
+    const missing = capture(['schema', '--dialect']);
+    expect(missing).toMatchObject({ code: 2, out: '' });
+    expect(missing.err).toContain('--dialect');
+    const stray = capture(['schema', '--dialect', 'sqlite', 'jobs']);
+    expect(stray).toMatchObject({ code: 2, out: '' });
+    expect(stray.err).toContain("unexpected argument 'jobs'");
+  });
+
+  it('prints the package version for --version and -v', () => {
+    const { version } = JSON.parse(
+      readFileSync(join(__dirname, '..', '..', 'package.json'), 'utf8'),
+    ) as { version: string };
+    expect(capture(['--version'])).toEqual({ code: 0, out: `${version}\n`, err: '' });
+    expect(capture(['-v']).out).toBe(`${version}\n`);
+  });
+
+  it('prints the usage for --help, -h and help, also after the command', () => {
+    for (const args of [['--help'], ['-h'], ['help'], ['schema', '--help']]) {
+      expect(capture(args)).toEqual({ code: 0, out: CLI_USAGE, err: '' });
+    }
+  });
+
+  it('without a command prints the usage on stderr with exit code 2', () => {
+    expect(capture([])).toEqual({ code: 2, out: '', err: CLI_USAGE });
   });
 });

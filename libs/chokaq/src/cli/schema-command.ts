@@ -1,3 +1,6 @@
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { ParseArgsConfig, parseArgs } from 'node:util';
 import { StorageDialect } from '../storage/job-storage';
 import { mssqlSchemaDdl } from '../storage/mssql/mssql.schema';
 import { quoteSchema } from '../storage/postgres/postgres.sql';
@@ -26,10 +29,15 @@ const SCHEMA_NAME = /^[A-Za-z_][A-Za-z0-9_]{0,62}$/;
 /** Usage text of the CLI. */
 export const CLI_USAGE = [
   'Usage: chokaq schema --dialect <mssql|postgres|sqlite> [--schema NAME]',
+  '       chokaq --help | --version',
   '',
   'Prints the complete, idempotent ChokaQ DDL for DBAs who apply scripts by hand.',
-  '  --dialect  mssql | postgres | sqlite',
-  `  --schema   schema name (mssql, postgres; default ${DEFAULT_SCHEMA}) or table prefix (sqlite; default ${DEFAULT_SQLITE_PREFIX})`,
+  '  --dialect NAME  mssql | postgres | sqlite',
+  `  --schema NAME   schema name (mssql, postgres; default ${DEFAULT_SCHEMA}) or table prefix (sqlite; default ${DEFAULT_SQLITE_PREFIX})`,
+  '  -h, --help      print this text',
+  '  -v, --version   print the version of @chokaq/nestjs',
+  '',
+  'Without a local install: npx @chokaq/nestjs schema --dialect postgres',
   '',
 ].join('\n');
 
@@ -47,35 +55,85 @@ export function schemaDdl(dialect: StorageDialect, schema?: string): string {
   }
 }
 
-function option(args: readonly string[], name: string): string | undefined {
-  const i = args.findIndex((a) => a === name || a.startsWith(`${name}=`));
-  if (i < 0) return undefined;
-  const arg = args[i];
-  return arg.includes('=') ? arg.slice(arg.indexOf('=') + 1) : args[i + 1];
+/** Every option the CLI knows; anything else is a usage error. */
+const CLI_OPTIONS = {
+  dialect: { type: 'string' },
+  schema: { type: 'string' },
+  help: { type: 'boolean', short: 'h' },
+  version: { type: 'boolean', short: 'v' },
+} as const satisfies ParseArgsConfig['options'];
+
+type ParsedArgs = {
+  values: { dialect?: string; schema?: string; help?: boolean; version?: boolean };
+  positionals: string[];
+};
+
+/**
+ * Parses strictly: a misspelt flag (`--schmea`) must stop the command, not be dropped while the
+ * DDL for the default schema is printed. The unknown option is found through the parser's tokens,
+ * so the message names it whatever wording Node's own error has; the strict pass then reports
+ * the rest (a missing value, a value given to a boolean flag).
+ */
+function parseCliArgs(args: readonly string[]): ParsedArgs | { error: string } {
+  const { tokens } = parseArgs({
+    args: [...args],
+    options: CLI_OPTIONS,
+    strict: false,
+    allowPositionals: true,
+    tokens: true,
+  });
+  const unknown = tokens.find((t) => t.kind === 'option' && !Object.hasOwn(CLI_OPTIONS, t.name));
+  if (unknown?.kind === 'option') return { error: `unknown option '${unknown.rawName}'` };
+  try {
+    return parseArgs({
+      args: [...args],
+      options: CLI_OPTIONS,
+      strict: true,
+      allowPositionals: true,
+    });
+  } catch (error) {
+    return { error: error instanceof Error ? error.message : String(error) };
+  }
+}
+
+/** The version of the package this CLI ships in (`package.json` two levels above `cli/`). */
+function packageVersion(): string {
+  const file = join(__dirname, '..', '..', 'package.json');
+  return (JSON.parse(readFileSync(file, 'utf8')) as { version: string }).version;
 }
 
 /**
- * Runs `chokaq <args>` and returns the process exit code: 0 on success, 2 on a usage error.
- * Pure apart from the two writers, so it is testable without spawning a process.
+ * Runs `chokaq <args>` and returns the process exit code: 0 on success, 2 on a usage error (the
+ * message and the usage on `err`). Pure apart from the two writers and reading the package
+ * version, so it is testable without spawning a process.
  */
 export function runCli(args: readonly string[], out: CliWriter, err: CliWriter): number {
-  const [command, ...rest] = args;
-  if (command === undefined || command === '--help' || command === '-h' || command === 'help') {
+  const usageError = (message: string): number => {
+    err.write(`chokaq: ${message}\n\n${CLI_USAGE}`);
+    return 2;
+  };
+  const parsed = parseCliArgs(args);
+  if ('error' in parsed) return usageError(parsed.error);
+  const { values, positionals } = parsed;
+  const [command, ...extra] = positionals;
+  if (values.help || command === 'help') {
     out.write(CLI_USAGE);
-    return command === undefined ? 2 : 0;
+    return 0;
   }
-  if (command !== 'schema') {
-    err.write(`chokaq: unknown command '${command}'\n\n${CLI_USAGE}`);
+  if (values.version) {
+    out.write(`${packageVersion()}\n`);
+    return 0;
+  }
+  if (command === undefined) {
+    err.write(CLI_USAGE);
     return 2;
   }
-  const dialect = option(rest, '--dialect');
+  if (command !== 'schema') return usageError(`unknown command '${command}'`);
+  if (extra.length > 0) return usageError(`unexpected argument '${extra[0]}'`);
+  const { dialect, schema } = values;
   if (!dialect || !SCHEMA_DIALECTS.includes(dialect as StorageDialect)) {
-    err.write(
-      `chokaq schema: --dialect must be one of ${SCHEMA_DIALECTS.join(', ')}\n\n${CLI_USAGE}`,
-    );
-    return 2;
+    return usageError(`schema: --dialect must be one of ${SCHEMA_DIALECTS.join(', ')}`);
   }
-  const schema = option(rest, '--schema');
   if (schema !== undefined && !SCHEMA_NAME.test(schema)) {
     err.write(`chokaq schema: --schema must match ${SCHEMA_NAME.source}\n`);
     return 2;
