@@ -432,7 +432,6 @@ export interface ZombieRetryRule {
   retry: boolean;
 }
 
-
 /** A `Queues` row. @publicApi */
 export interface QueueInfo {
   name: string;
