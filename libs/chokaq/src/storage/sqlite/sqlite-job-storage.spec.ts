@@ -1125,7 +1125,14 @@ function runChild(file: string, mode: 'schema' | 'claim', queue: string): Promis
   return new Promise((resolve, reject) => {
     execFile(
       process.execPath,
-      ['-r', '@swc-node/register', join(__dirname, 'sqlite-child.fixture.ts'), file, mode, queue],
+      [
+        '-r',
+        '@swc-node/register',
+        join(__dirname, '../../../../../test/support/sqlite-child.fixture.ts'),
+        file,
+        mode,
+        queue,
+      ],
       { cwd: join(__dirname, '../../../../..'), timeout: 60_000 },
       (error, stdout, stderr) => {
         if (error) return reject(new Error(`${error.message}\n${stderr}`));

@@ -1,13 +1,14 @@
 /**
- * Child-process helper of `sqlite-job-storage.spec.ts` (not part of the library): proves that
- * separate OS processes sharing one SQLite file stay correct, because the correctness comes from
- * `BEGIN IMMEDIATE`, not from the in-process mutex.
+ * Child-process helper of `libs/chokaq/src/storage/sqlite/sqlite-job-storage.spec.ts`, kept out of
+ * `src/` so the library build never ships it: proves that separate OS processes sharing one SQLite
+ * file stay correct, because the correctness comes from `BEGIN IMMEDIATE`, not from the in-process
+ * mutex.
  *
  * Usage: node -r @swc-node/register sqlite-child.fixture.ts <file> schema|claim <queue>
  * Prints one JSON line: `{ "ok": true }` or `{ "claimed": [ids…] }`.
  */
 import { randomUUID } from 'node:crypto';
-import { createJobStorage } from '../create-storage';
+import { createJobStorage } from '../../libs/chokaq/src/storage/create-storage';
 
 async function main(): Promise<void> {
   const [file, mode, queue] = process.argv.slice(2);
