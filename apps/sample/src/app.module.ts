@@ -1,4 +1,5 @@
 import { Module } from '@nestjs/common';
+import { ScheduleModule } from '@nestjs/schedule';
 import { ChokaQModule } from '@chokaq/nestjs';
 import { DemoController } from './demo.controller';
 import { DemoHandlers } from './demo.handlers';
@@ -6,6 +7,8 @@ import { DemoService } from './demo.service';
 
 @Module({
   imports: [
+    // Lists ChokaQ's recurring timers in SchedulerRegistry (named chokaq:NAME) beside the app's own.
+    ScheduleModule.forRoot(),
     // No storage option: the embedded SQLite default (./chokaq.db). Short intervals so the demo
     // moves within seconds; production keeps the defaults.
     ChokaQModule.forRoot({

@@ -1,11 +1,12 @@
 import { Injectable } from '@nestjs/common';
-import { JobContext, JobHandler } from '@chokaq/nestjs';
+import { JobContext, JobHandler, RecurringJob } from '@chokaq/nestjs';
 import { Broken, Flaky, Greet, Report } from './demo.jobs';
 
 /** One handler per behaviour the demo shows. */
 @Injectable()
 export class DemoHandlers {
-  /** Always succeeds → Archive. */
+  /** Always succeeds → Archive. Also enqueued every 15 s by a recurring job (once across processes). */
+  @RecurringJob('demo.greet-every-15s', '*/15 * * * * *', { payload: { name: 'recurring job' } })
   @JobHandler(Greet)
   async greet(payload: { name: string }, ctx: JobContext): Promise<void> {
     ctx.logger.log(`Hello, ${payload.name}`);
