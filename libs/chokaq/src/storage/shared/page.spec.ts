@@ -1,16 +1,6 @@
-import { ChokaQValidationError } from '../../errors';
 import { FailureReason } from '../job-status';
+import { issuePaths } from '../../../../../test/support/validation-issues';
 import { assertDlqFilter, normalizePage } from './page';
-
-function issuePaths(fn: () => unknown): string[] {
-  try {
-    fn();
-  } catch (error) {
-    expect(error).toBeInstanceOf(ChokaQValidationError);
-    return (error as ChokaQValidationError).issues.map((i) => i.path);
-  }
-  throw new Error('expected a ChokaQValidationError');
-}
 
 const CODES = Object.values(FailureReason).filter((v): v is number => typeof v === 'number');
 

@@ -1,5 +1,4 @@
 import { randomUUID } from 'node:crypto';
-import { ChokaQValidationError } from '../../errors';
 import { FailureReason } from '../job-status';
 import {
   assertDlqMove,
@@ -10,16 +9,7 @@ import {
   isLeaseTarget,
 } from './validate-args';
 import { uuidv7 } from './uuid';
-
-function paths(fn: () => unknown): string[] {
-  try {
-    fn();
-  } catch (error) {
-    expect(error).toBeInstanceOf(ChokaQValidationError);
-    return (error as ChokaQValidationError).issues.map((i) => i.path);
-  }
-  throw new Error('expected a ChokaQValidationError');
-}
+import { issuePaths as paths } from '../../../../../test/support/validation-issues';
 
 describe('assertLeases', () => {
   const lease = () => ({ id: uuidv7(), workerId: 'host:1:abc', leaseId: randomUUID() });

@@ -11,15 +11,10 @@ import {
   validateNewJob,
   validateNewJobs,
 } from './validate-job';
+import { validationIssues } from '../../../../../test/support/validation-issues';
 
 function issuesOf(fn: () => unknown): Array<{ path: string; message: string }> {
-  try {
-    fn();
-  } catch (error) {
-    expect(error).toBeInstanceOf(ChokaQValidationError);
-    return (error as ChokaQValidationError).issues.map(({ path, message }) => ({ path, message }));
-  }
-  throw new Error('expected a ChokaQValidationError');
+  return validationIssues(fn).map(({ path, message }) => ({ path, message }));
 }
 
 describe('uuidv7', () => {
