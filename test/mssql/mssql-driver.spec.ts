@@ -1,6 +1,7 @@
 import { DataSource } from 'typeorm';
 import { SqlServerDriver } from 'typeorm/driver/sqlserver/SqlServerDriver';
 import {
+  ChokaQCompatibilityLevelError,
   ChokaQStorageUnavailableError,
   ChokaQTransactionError,
   ChokaQValidationError,
@@ -65,7 +66,24 @@ function stubbedStorage(replies: Reply[]) {
     }
   }
   driver.mssql = { ...real, Request: StubRequest };
-  driver.obtainMasterConnection = async () => ({}) as never;
+  /** Transactions begun through mssql's `pool.transaction()`, with the level `begin` was given. */
+  const transactions: Array<{ isolationLevel: unknown; end?: 'commit' | 'rollback' }> = [];
+  driver.obtainMasterConnection = async () =>
+    ({
+      // What TypeORM's startTransaction / commit / rollback call on mssql's Transaction.
+      transaction: () => {
+        const tx: (typeof transactions)[number] = { isolationLevel: undefined };
+        transactions.push(tx);
+        return {
+          begin: (...args: unknown[]) => {
+            if (args.length > 1) tx.isolationLevel = args[0];
+            (args[args.length - 1] as (err?: Error) => void)();
+          },
+          commit: (done: (err?: Error) => void) => ((tx.end = 'commit'), done()),
+          rollback: (done: (err?: Error) => void) => ((tx.end = 'rollback'), done()),
+        };
+      },
+    }) as never;
   // Never initialised (no server to connect to), but the storage refuses a closed DataSource.
   (dataSource as { isInitialized: boolean }).isInitialized = true;
   const config: SqlStorageConfig = {
@@ -80,7 +98,7 @@ function stubbedStorage(replies: Reply[]) {
     busyTimeoutMs: 50,
     dataVersionPollMs: 50,
   };
-  return { storage: new MssqlJobStorage(config), calls };
+  return { storage: new MssqlJobStorage(config), calls, transactions, dataSource };
 }
 
 /** An mssql RequestError as TypeORM wraps it (QueryFailedError.driverError). */
@@ -422,5 +440,113 @@ describe('MssqlJobStorage over TypeORM SqlServerQueryRunner (stubbed mssql Reque
   it('subscribe() returns null: SQL Server has no LISTEN/NOTIFY', async () => {
     const { storage } = stubbedStorage([]);
     expect(await storage.subscribe()).toBeNull();
+  });
+});
+
+/**
+ * Session state and startup checks: what a pooled connection may carry over from the application
+ * (an isolation level, a lock timeout) must not change how ChokaQ's own batches run, and a caller's
+ * transaction must stay the caller's.
+ */
+describe('MssqlJobStorage session state (stubbed mssql Request)', () => {
+  const PROLOGUE = 'SET TRANSACTION ISOLATION LEVEL READ COMMITTED;\nSET LOCK_TIMEOUT -1;\n';
+  const SESSION_OR_OWN_TRANSACTION =
+    /ISOLATION LEVEL|LOCK_TIMEOUT|XACT_ABORT|^\s*(BEGIN\s+TRAN|COMMIT)\b/im;
+  const SLOT = new Date('2026-01-02T03:00:00.000Z');
+  const NEXT = new Date('2026-01-03T03:00:00.000Z');
+
+  it('prepare() refuses a database below compatibility level 130 with a typed error', async () => {
+    const { storage } = stubbedStorage([[{ CompatibilityLevel: 120, DatabaseName: 'jobs' }]]);
+    const error = await storage.prepare().catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(ChokaQCompatibilityLevelError);
+    expect(error).toMatchObject({ database: 'jobs', found: 120, required: 130 });
+    expect((error as Error).message).toContain(
+      'ALTER DATABASE [jobs] SET COMPATIBILITY_LEVEL = 130',
+    );
+  });
+
+  it('prepare() accepts compatibility level 130 and above', async () => {
+    const { storage, calls } = stubbedStorage([
+      [{ CompatibilityLevel: 130, DatabaseName: 'jobs' }],
+      [{ CompatibilityLevel: '160', DatabaseName: 'jobs' }],
+    ]);
+    await storage.prepare();
+    await storage.prepare();
+    expect(calls[0].sql.startsWith(PROLOGUE)).toBe(true);
+  });
+
+  it('claimRecurringSlot begins READ COMMITTED even when the DataSource default is SERIALIZABLE', async () => {
+    const { storage, calls, transactions, dataSource } = stubbedStorage([
+      [{ Affected: '1' }],
+      [{ Created: 1, HolderId: null, IdExists: 1 }],
+    ]);
+    // TypeORM's startTransaction() without a level falls back to this option.
+    Object.assign(dataSource.options, { isolationLevel: 'SERIALIZABLE' });
+    const driver = dataSource.driver as SqlServerDriver;
+    const result = await storage.claimRecurringSlot('nightly', SLOT, NEXT, {
+      id: ID,
+      queue: 'reports',
+      type: 'nightly.v1',
+    });
+    expect(result).toEqual({ id: ID, created: true });
+    expect(transactions).toEqual([
+      { isolationLevel: driver.convertIsolationLevel('READ COMMITTED'), end: 'commit' },
+    ]);
+    expect(calls.map((c) => c.sql.startsWith(PROLOGUE))).toEqual([true, true]);
+  });
+
+  it('enqueue and enqueueMany on their own connection start with the session prologue', async () => {
+    const { storage, calls } = stubbedStorage([
+      [{ Created: 1, HolderId: null, IdExists: 1 }],
+      [{ Ord: 0, Id: ID2, Created: 1 }],
+    ]);
+    await storage.enqueue({ id: ID, queue: 'q' });
+    await storage.enqueueMany([{ id: ID2, queue: 'q' }]);
+    expect(calls.map((c) => c.sql.startsWith(PROLOGUE))).toEqual([true, true]);
+    expect(calls[1].sql).toMatch(/SET XACT_ABORT ON;[\s\S]*BEGIN TRAN;[\s\S]*COMMIT;/);
+  });
+
+  it("enqueueMany in a caller's transaction: no session prologue, no XACT_ABORT, no BEGIN TRAN", async () => {
+    const { storage, calls, dataSource, transactions } = stubbedStorage([
+      [{ Ord: 0, Id: ID, Created: 1 }],
+      [{ Created: 1, HolderId: null, IdExists: 1 }],
+    ]);
+    const runner = dataSource.createQueryRunner();
+    await runner.startTransaction('SERIALIZABLE');
+    expect(
+      await storage.enqueueMany([{ id: ID, queue: 'q', idempotencyKey: 'k' }], {
+        transaction: runner,
+      }),
+    ).toEqual([{ id: ID, created: true }]);
+    expect(await storage.enqueue({ id: ID2, queue: 'q' }, { transaction: runner })).toEqual({
+      id: ID2,
+      created: true,
+    });
+    await runner.commitTransaction();
+    expect(calls).toHaveLength(2);
+    for (const call of calls) expect(call.sql).not.toMatch(SESSION_OR_OWN_TRANSACTION);
+    // The caller's level stays the caller's: ChokaQ begins nothing of its own.
+    expect(transactions).toHaveLength(1);
+  });
+
+  it("a deadlock inside a caller's transaction reaches the caller unretried", async () => {
+    const { storage, calls, dataSource } = stubbedStorage([sqlError(1205, 'deadlock victim')]);
+    const runner = dataSource.createQueryRunner();
+    await runner.startTransaction();
+    await expect(
+      storage.enqueueMany([{ id: ID, queue: 'q' }], { transaction: runner }),
+    ).rejects.toThrow('deadlock victim');
+    expect(calls).toHaveLength(1);
+    await runner.rollbackTransaction();
+  });
+
+  it('enqueue retried after an ambiguous commit returns its own id, not the new key holder', async () => {
+    // The first attempt committed, its job finished, and another job now holds the key: the
+    // read-back sees both the id (archived) and a holder of the key.
+    const { storage } = stubbedStorage([[{ Created: 0, HolderId: ID2, IdExists: 1 }]]);
+    expect(await storage.enqueue({ id: ID, queue: 'emails', idempotencyKey: 'k' })).toEqual({
+      id: ID,
+      created: false,
+    });
   });
 });

@@ -104,6 +104,21 @@ describe('SQL Server lock hints and isolation', () => {
       expect(lockViolations(broken(move, /COMMIT;/, '')).join('\n')).toMatch(/COMMIT/);
     });
 
+    it('a purge or retention batch whose READPAST has no READCOMMITTEDLOCK', () => {
+      for (const entry of [one('purgeDlqByFilter', 'no filter'), one('applyRetention', 'dlq')]) {
+        expect(entry.statement.sql).toContain('WITH (READCOMMITTEDLOCK, READPAST, ROWLOCK)');
+        expect(
+          lockViolations(
+            broken(
+              entry,
+              'WITH (READCOMMITTEDLOCK, READPAST, ROWLOCK)',
+              'WITH (READPAST, ROWLOCK)',
+            ),
+          ).join('\n'),
+        ).toMatch(/READPAST without READCOMMITTEDLOCK/);
+      }
+    });
+
     it('a state transition with NOLOCK', () => {
       const release = one('release', 'delay');
       expect(

@@ -9,6 +9,7 @@ describe('public API (index.ts)', () => {
     expect(Object.keys(api).sort()).toEqual(
       [
         'ChokaQAdmin',
+        'ChokaQCompatibilityLevelError',
         'ChokaQDrainTimeoutError',
         'ChokaQDuplicateHandlerError',
         'ChokaQDuplicateRecurringJobError',

@@ -1,3 +1,5 @@
+SET TRANSACTION ISOLATION LEVEL READ COMMITTED;
+SET LOCK_TIMEOUT -1;
 SET NOCOUNT ON;
 SET XACT_ABORT ON;
 DECLARE @now datetime2(3) = SYSUTCDATETIME();
@@ -11,6 +13,11 @@ FROM OPENJSON(@0) AS a
 CROSS APPLY OPENJSON(a.value) WITH (Id varchar(36) '$.id', Queue varchar(255) '$.queue', Type nvarchar(255) '$.type', Payload nvarchar(max) '$.payload', Tags nvarchar(max) '$.tags', IdempotencyKey nvarchar(255) '$.key', Priority int '$.priority', DelayMs bigint '$.delayMs', RunAt varchar(23) '$.runAt', CreatedBy nvarchar(100) '$.createdBy') AS j;
 -- An id repeated inside the chunk: later copies return the first copy.
 UPDATE i SET i.Holder = i.Id FROM @In AS i WHERE EXISTS (SELECT 1 FROM @In AS e WHERE e.Id = i.Id AND e.Ord < i.Ord);
+-- An id already stored (any pillar), e.g. a retry after an ambiguous commit: it reports its own
+-- id, never the holder of its key (its job may have finished and freed the key for another).
+UPDATE i SET i.Holder = i.Id FROM @In AS i
+WHERE i.Holder IS NULL AND (EXISTS (SELECT 1 FROM [chokaq].[JobsHot] AS h WHERE h.Id = i.Id)
+  OR EXISTS (SELECT 1 FROM [chokaq].[JobsArchive] AS a WHERE a.Id = i.Id) OR EXISTS (SELECT 1 FROM [chokaq].[JobsDLQ] AS d WHERE d.Id = i.Id));
 BEGIN TRAN;
 INSERT INTO @NewQueues (Queue) SELECT DISTINCT n.Queue FROM @In AS n
 WHERE NOT EXISTS (SELECT 1 FROM [chokaq].[Queues] AS q WHERE q.Name = n.Queue)

@@ -46,6 +46,17 @@ export function lockViolations(entry: CatalogueEntry): string[] {
     if (ref.hints.includes('READPAST') && !ref.hints.includes('ROWLOCK')) {
       out.push(`${ref.table}: READPAST without ROWLOCK (page locks would still block)`);
     }
+    // Table hints: under READ_COMMITTED_SNAPSHOT (the Azure SQL default) READPAST at READ COMMITTED
+    // needs READCOMMITTEDLOCK. An UPDLOCK read takes its locks anyway; the live suite checks both.
+    if (
+      ref.hints.includes('READPAST') &&
+      !ref.hints.includes('READCOMMITTEDLOCK') &&
+      !ref.hints.includes('UPDLOCK')
+    ) {
+      out.push(
+        `${ref.table}: READPAST without READCOMMITTEDLOCK (fails under READ_COMMITTED_SNAPSHOT)`,
+      );
+    }
   }
   if (entry.kind !== 'telemetry' && DIRTY.test(sql)) {
     out.push('dirty read (NOLOCK / READ UNCOMMITTED) outside a telemetry read');

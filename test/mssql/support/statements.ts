@@ -138,6 +138,23 @@ export function catalogue(schema = SCHEMA): CatalogueEntry[] {
     ]),
   );
 
+  // In a caller's transaction (the enqueue `transaction` option): no session prologue and no
+  // transaction of its own.
+  add(
+    'enqueue.inCallerTransaction',
+    '',
+    'transition',
+    SQL.enqueueSql(schema, JOB, { callerTransaction: true }),
+  );
+  add(
+    'enqueueMany.inCallerTransaction',
+    '',
+    'transition',
+    SQL.enqueueManySql(schema, [JOB, { ...JOB, id: ID2, idempotencyKey: null }], {
+      callerTransaction: true,
+    }),
+  );
+
   const claim: SQL.MssqlClaimRequest = {
     workerId: LEASE.workerId,
     leaseId: LEASE.leaseId,

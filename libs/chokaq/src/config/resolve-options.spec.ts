@@ -213,9 +213,15 @@ describe('resolveChokaQOptions', () => {
       });
       expect(
         resolveChokaQOptions({
-          storage: { type: 'mssql', host: 'db', port: 1433, options: { encrypt: false } },
+          storage: {
+            type: 'mssql',
+            host: 'db',
+            port: 1433,
+            options: { encrypt: false },
+            requestTimeoutMs: 120_000,
+          },
         }).storage,
-      ).toMatchObject({ type: 'mssql', host: 'db' });
+      ).toMatchObject({ type: 'mssql', host: 'db', requestTimeoutMs: 120_000 });
     });
 
     it('passes payload.maxBytes down unless the storage sets its own', () => {
@@ -251,6 +257,9 @@ describe('resolveChokaQOptions', () => {
       ['storage.preparedStatements', { type: 'postgres', host: 'h', preparedStatements: 1 }],
       ['storage.preparedStatements', { type: 'sqlite', preparedStatements: true }],
       ['storage.options', { type: 'mssql', host: 'h', options: 'encrypt' }],
+      ['storage.requestTimeoutMs', { type: 'mssql', host: 'h', requestTimeoutMs: 999 }],
+      ['storage.requestTimeoutMs', { type: 'mssql', host: 'h', requestTimeoutMs: 2 ** 31 }],
+      ['storage.requestTimeoutMs', { type: 'postgres', host: 'h', requestTimeoutMs: 60_000 }],
       ['storage.dataSource', { dataSource: {} }],
       ['storage.autoCreateSchema', { type: 'sqlite', autoCreateSchema: 'yes' }],
       ['storage.schema', { type: 'sqlite', schema: '' }],

@@ -4,6 +4,7 @@ import { ChokaQValidationError, ValidationIssue } from '../errors';
 import { StorageOptions } from '../storage/storage-options';
 import { ChokaQModuleOptions, ResolvedChokaQOptions } from './chokaq-options';
 import {
+  MAX_TIMER_MS,
   OPTION_RULES,
   TRANSIENT_RETRY_RULES,
   describeRule,
@@ -66,7 +67,7 @@ const STORAGE_KEYS: Record<string, string[]> = {
     'preparedStatements',
     ...COMMON_STORAGE_KEYS,
   ],
-  mssql: ['type', ...SERVER_KEYS, 'options', ...COMMON_STORAGE_KEYS],
+  mssql: ['type', ...SERVER_KEYS, 'options', 'requestTimeoutMs', ...COMMON_STORAGE_KEYS],
   dataSource: [
     'dataSource',
     'notify',
@@ -264,6 +265,8 @@ function resolveStorage(
   if (kind === 'mssql' && given.options !== undefined && !isPlainObject(given.options)) {
     add('storage.options', 'must be an object of mssql driver options', given.options);
   }
+  // A driver timer; under 1 s it would cancel ordinary claims and moves of a busy server.
+  if (kind === 'mssql') num('requestTimeoutMs', 1_000, MAX_TIMER_MS);
   const storage = { ...given } as unknown as StorageOptions & { database?: string };
   if (kind === 'sqlite' && storage.database === undefined) storage.database = 'chokaq.db';
   if (storage.payloadMaxBytes === undefined) storage.payloadMaxBytes = payloadMaxBytes;

@@ -14,6 +14,11 @@ export const DEFAULT_SCHEMA = 'chokaq';
 export const DEFAULT_SQLITE_PREFIX = 'chokaq_';
 /** Default SQLite file. */
 export const DEFAULT_SQLITE_FILE = 'chokaq.db';
+/**
+ * Default `requestTimeout` of the SQL Server DataSource ChokaQ opens: above the 60 s wait for the
+ * schema bootstrap applock (`mssql.schema.ts`) plus the DDL itself; `mssql` defaults to 15 s.
+ */
+export const DEFAULT_MSSQL_REQUEST_TIMEOUT_MS = 90_000;
 
 const SCHEMA_NAME = /^[A-Za-z_][A-Za-z0-9_]{0,62}$/;
 
@@ -31,8 +36,11 @@ export function dialectOf(dataSource: DataSource): StorageDialect | undefined {
   }
 }
 
-/** Builds the `DataSourceOptions` ChokaQ uses when it opens its own connection. */
-function dataSourceOptionsFor(
+/**
+ * Builds the `DataSourceOptions` ChokaQ uses when it opens its own connection.
+ * @internal exported for its unit test.
+ */
+export function dataSourceOptionsFor(
   options: Exclude<StorageOptions, { dataSource: DataSource }>,
 ): DataSourceOptions {
   switch (options.type) {
@@ -60,6 +68,7 @@ function dataSourceOptionsFor(
         password: options.password,
         database: options.database,
         pool: { max: options.poolSize ?? 10 },
+        requestTimeout: options.requestTimeoutMs ?? DEFAULT_MSSQL_REQUEST_TIMEOUT_MS,
         options: { encrypt: true, ...(options.options ?? {}) },
       } as DataSourceOptions;
   }

@@ -72,6 +72,15 @@ export interface MssqlStorageOptions extends CommonStorageOptions {
   poolSize?: number;
   /** Driver options passed to `mssql` (`encrypt`, `trustServerCertificate`, …). */
   options?: Record<string, unknown>;
+  /**
+   * How long one statement may run before the driver cancels it (mssql `requestTimeout`; the
+   * cancelled statement rolls back and is retried as a transient error). Default 90,000: above the
+   * 60 s a starting process waits for the schema bootstrap lock while another one creates or
+   * migrates the schema (the driver's own default, 15 s, would cancel that wait), and ChokaQ's
+   * batches wait for row locks without a limit of their own (`LOCK_TIMEOUT -1`), so this bounds
+   * them. A borrowed `dataSource` keeps its own `requestTimeout`.
+   */
+  requestTimeoutMs?: number;
 }
 
 /** Reuse the application's own TypeORM `DataSource` (its dialect is detected). ChokaQ never destroys it. @publicApi */

@@ -1,20 +1,34 @@
 /**
  * SQL Server error numbers that are worth retrying: the operation had no effect and may succeed
  * on a second attempt (SPEC §3 "Transient errors").
- * - 1205 deadlock victim, 1222 lock request timeout, -2 client timeout;
- * - 4060 cannot open database, 40197 / 40501 / 40613 Azure SQL service busy / reconfiguring /
- *   database unavailable, 49918–49920 Azure SQL not enough resources / too many operations.
+ * - 1205 deadlock victim, 1222 lock request timeout, -2 client timeout (the driver's
+ *   `requestTimeout`);
+ * - 601 a `NOLOCK` scan lost its position to data movement (a telemetry read; nothing changed);
+ * - 3960 snapshot update conflict: only a caller's SNAPSHOT transaction can meet it (ChokaQ's own
+ *   batches pin READ COMMITTED), and there the caller retries its whole transaction;
+ * - 4060 cannot open database, 4221 login to a readable secondary waits for row versioning;
+ * - Azure SQL: 10928 / 10929 resource limits, 40143 / 40197 / 40540 service errors while
+ *   processing the request, 40501 service busy, 40613 database unavailable, 49918–49920 not enough
+ *   resources / too many operations;
+ * - the connection broke under the request (reported with these numbers by some network stacks):
+ *   64 network name no longer available, 233 no process on the other end of the pipe, 10053
+ *   connection aborted, 10054 connection reset by the peer, 10060 connection timed out.
  */
 export const MSSQL_TRANSIENT_NUMBERS: ReadonlySet<number> = new Set([
-  1205, 1222, -2, 4060, 40197, 40501, 40613, 49918, 49919, 49920,
+  1205, 1222, -2, 601, 3960, 4060, 4221, 10928, 10929, 40143, 40197, 40501, 40540, 40613, 49918,
+  49919, 49920, 64, 233, 10053, 10054, 10060,
 ]);
 
-/** Driver codes of dropped or timed-out connections (tedious / mssql `ConnectionError`, `RequestError`). */
+/**
+ * Driver codes of dropped or timed-out connections (tedious / mssql `ConnectionError`,
+ * `RequestError`); `ENOTOPEN` is mssql's "connection not yet open", met while the pool reconnects.
+ */
 export const MSSQL_TRANSIENT_CODES: ReadonlySet<string> = new Set([
   'ECONNRESET',
   'ESOCKET',
   'ETIMEOUT',
   'ECONNCLOSED',
+  'ENOTOPEN',
 ]);
 
 /** Unique-key violations: 2601 unique index, 2627 primary key / unique constraint. */

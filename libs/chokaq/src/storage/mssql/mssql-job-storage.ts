@@ -1,6 +1,10 @@
 import { Logger } from '@nestjs/common';
 import type { DataSource, QueryRunner } from 'typeorm';
-import { ChokaQTransactionError, ChokaQValidationError } from '../../errors';
+import {
+  ChokaQCompatibilityLevelError,
+  ChokaQTransactionError,
+  ChokaQValidationError,
+} from '../../errors';
 import {
   BulkPreview,
   CancelResult,
@@ -110,6 +114,21 @@ function ids(rows: readonly Row[], column = 'Id'): string[] {
   return rows.map((r) => String(r[column]));
 }
 
+/**
+ * What one enqueue's read-back means: created; else the id already stored in any pillar (a retry
+ * after an ambiguous commit), checked before the key's holder because the job that retry created
+ * may have finished since and freed its key for another job; else the key's active holder.
+ * Undefined when none applies: the holder left between the insert and the read-back.
+ */
+function enqueueOutcome(row: Row, id: string): EnqueueResult | undefined {
+  if (num(row.Created) === 1) return { id, created: true };
+  if (num(row.IdExists) === 1) return { id, created: false };
+  if (row.HolderId !== null && row.HolderId !== undefined) {
+    return { id: String(row.HolderId), created: false };
+  }
+  return undefined;
+}
+
 /** The validated job in the shape the T-SQL builders take. */
 function toMssqlJob(job: ValidatedJob): SQL.MssqlNewJob {
   return {
@@ -193,14 +212,20 @@ export class MssqlJobStorage implements JobStorage {
 
   // -------------------------------------------------------------------------------- lifecycle
 
-  /** @inheritdoc */
+  /**
+   * Refuses a database below compatibility level 130 ({@link ChokaQCompatibilityLevelError}):
+   * there `OPENJSON`, which the claim and every move use, fails at run time, so a warning would
+   * only postpone the failure to every poll. A level that cannot be read (0) is not refused.
+   * @inheritdoc
+   */
   async prepare(): Promise<void> {
     const rows = await this.run('prepare', SQL.compatibilityLevelSql());
     const level = num(rows[0]?.CompatibilityLevel);
     if (level > 0 && level < MIN_COMPATIBILITY_LEVEL) {
-      this.logger.warn(
-        `SQL Server database compatibility level is ${level}; ChokaQ needs ${MIN_COMPATIBILITY_LEVEL}+ ` +
-          `(OPENJSON). Raise it with ALTER DATABASE … SET COMPATIBILITY_LEVEL = ${MIN_COMPATIBILITY_LEVEL}.`,
+      throw new ChokaQCompatibilityLevelError(
+        String(rows[0]?.DatabaseName ?? ''),
+        level,
+        MIN_COMPATIBILITY_LEVEL,
       );
     }
   }
@@ -238,7 +263,7 @@ export class MssqlJobStorage implements JobStorage {
     const validated = toMssqlJob(validateNewJob(job, this.config.payloadMaxBytes));
     const runner =
       options?.transaction !== undefined ? this.callerRunner(options.transaction) : undefined;
-    const statement = SQL.enqueueSql(this.schema, validated);
+    const statement = SQL.enqueueSql(this.schema, validated, { callerTransaction: !!runner });
     for (let attempt = 1; ; attempt++) {
       let rows: Row[];
       try {
@@ -251,12 +276,8 @@ export class MssqlJobStorage implements JobStorage {
         if (isDuplicateKeyError(error) && attempt < ENQUEUE_RACE_ATTEMPTS) continue;
         throw error;
       }
-      const row = rows[0] ?? {};
-      if (num(row.Created) === 1) return { id: validated.id, created: true };
-      if (row.HolderId !== null && row.HolderId !== undefined) {
-        return { id: String(row.HolderId), created: false };
-      }
-      if (num(row.IdExists) === 1) return { id: validated.id, created: false };
+      const result = enqueueOutcome(rows[0] ?? {}, validated.id);
+      if (result) return result;
       // The key's holder left the hot table between our insert attempt and the read-back: the
       // key is free again, so try again.
       if (attempt >= ENQUEUE_RACE_ATTEMPTS) {
@@ -267,7 +288,12 @@ export class MssqlJobStorage implements JobStorage {
     }
   }
 
-  /** @inheritdoc */
+  /**
+   * With `options.transaction` each chunk runs in the caller's transaction without a transaction,
+   * `XACT_ABORT` or session settings of its own, and nothing is retried there: a deadlock (1205)
+   * has already rolled back the caller's whole transaction, which the caller retries as a unit.
+   * @inheritdoc
+   */
   async enqueueMany(jobs: readonly NewJob[], options?: EnqueueOptions): Promise<EnqueueResult[]> {
     const validated = validateNewJobs(jobs, this.config.payloadMaxBytes).map(toMssqlJob);
     if (validated.length === 0) return [];
@@ -280,7 +306,7 @@ export class MssqlJobStorage implements JobStorage {
       options?.transaction !== undefined ? this.callerRunner(options.transaction) : undefined;
     const results: EnqueueResult[] = [];
     for (const chunk of this.enqueueChunks(validated)) {
-      const statement = SQL.enqueueManySql(this.schema, chunk);
+      const statement = SQL.enqueueManySql(this.schema, chunk, { callerTransaction: !!runner });
       let rows: Row[] = [];
       for (let attempt = 1; ; attempt++) {
         try {
@@ -771,7 +797,9 @@ export class MssqlJobStorage implements JobStorage {
       assertDataSourceOpen(this.dataSource, 'SQL Server');
       const runner = this.dataSource.createQueryRunner();
       try {
-        await runner.startTransaction();
+        // Explicit: without a level TypeORM begins at the DataSource option `isolationLevel`, and
+        // a borrowed DataSource may set SERIALIZABLE or SNAPSHOT there.
+        await runner.startTransaction('READ COMMITTED');
         const cas = await this.execute(
           SQL.claimRecurringSlotSql(this.schema, name, slotUtc, nextSlotUtc),
           runner,
@@ -784,10 +812,7 @@ export class MssqlJobStorage implements JobStorage {
         let result: EnqueueResult | null = null;
         if (validated) {
           const row = (await this.execute(SQL.enqueueSql(this.schema, validated), runner))[0] ?? {};
-          result =
-            num(row.Created) === 1
-              ? { id: validated.id, created: true }
-              : { id: String(row.HolderId ?? validated.id), created: false };
+          result = enqueueOutcome(row, validated.id) ?? { id: validated.id, created: false };
         }
         await runner.commitTransaction();
         return result;

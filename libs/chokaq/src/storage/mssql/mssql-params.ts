@@ -9,6 +9,15 @@ export interface MssqlStatement {
   readonly params: readonly MssqlParam[];
 }
 
+/** How a batch runs. */
+export interface MssqlBatchOptions {
+  /**
+   * The batch runs in a caller's open transaction (the `transaction` option of enqueue): no
+   * session prologue and no transaction of its own; the caller's transaction gives atomicity.
+   */
+  readonly callerTransaction?: boolean;
+}
+
 /**
  * Collects the parameters of one statement and hands back their placeholders. Every value is
  * explicitly typed, because `mssql` would otherwise send strings as `nvarchar`, and comparing an
@@ -74,8 +83,33 @@ export class ParamList {
     return this.nvarchar(JSON.stringify(value));
   }
 
-  /** The finished statement. */
-  statement(sql: string): MssqlStatement {
-    return { sql, params: [...this.values] };
+  /**
+   * The finished statement: a ChokaQ-owned batch starts with {@link SESSION_PROLOGUE}; a batch
+   * that runs in a caller's transaction (`callerTransaction`) leaves the caller's session alone.
+   */
+  statement(sql: string, options?: MssqlBatchOptions): MssqlStatement {
+    const text = options?.callerTransaction ? sql : `${SESSION_PROLOGUE}\n${sql}`;
+    return { sql: text, params: [...this.values] };
   }
 }
+
+/**
+ * The session state every ChokaQ-owned batch relies on, pinned at its start.
+ *
+ * `mssql` never resets a pooled connection, and a TypeORM transaction begun with an isolation
+ * level (`startTransaction('SERIALIZABLE')`, or the DataSource option `isolationLevel`) leaves the
+ * session at that level after it ends. On a borrowed DataSource the next ChokaQ batch on that
+ * connection would run at SERIALIZABLE or SNAPSHOT, where every `READPAST` fails with error 650
+ * (claim, rescue, bulk DLQ actions, purge, retention), and a leaked `SET LOCK_TIMEOUT 0` would
+ * turn every lock wait into error 1222. `-1` waits without a limit of its own; the driver's
+ * `requestTimeout` bounds the batch.
+ *
+ * Scoped to the batch, so the application's session is untouched: TypeORM runs every statement
+ * through `sp_executesql`, and "if you specify a SET statement in a dynamic SQL string that runs
+ * by using either sp_executesql or EXECUTE, the value of the SET option gets restored after
+ * control returns from the batch that you specified in the dynamic SQL string"
+ * (https://learn.microsoft.com/en-us/sql/t-sql/statements/set-statements-transact-sql, remarks).
+ * Never sent inside a caller's transaction: its isolation level is the caller's choice.
+ */
+export const SESSION_PROLOGUE =
+  'SET TRANSACTION ISOLATION LEVEL READ COMMITTED;\nSET LOCK_TIMEOUT -1;';

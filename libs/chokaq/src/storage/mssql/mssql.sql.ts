@@ -4,6 +4,10 @@
  * returns the batch text with its positional parameters (`@0`, `@1`, … as TypeORM binds them).
  *
  * Conventions (SPEC §2–§3):
+ * - Every batch starts with `SET TRANSACTION ISOLATION LEVEL READ COMMITTED; SET LOCK_TIMEOUT -1;`
+ *   (`SESSION_PROLOGUE`, added by `ParamList.statement`): a pooled connection may carry another
+ *   level or lock timeout over from the application. A batch that runs in a caller's transaction
+ *   (`{ callerTransaction: true }`) has neither the prologue nor a transaction of its own.
  * - Status codes are literals in the text, so the filtered indexes on `Status` match; every value
  *   from outside is a parameter. Lists travel as ONE JSON parameter read with `OPENJSON`, because a
  *   request can carry at most 2,100 parameters.
@@ -25,7 +29,7 @@ import { FailureReason } from '../job-status';
 import { ActiveFilter, DlqFilter, HistoryFilter, QueuePatch } from '../job-storage';
 import { escapeLike } from '../shared/text';
 import type { CheckedRecurringDefinition } from '../shared/validate-args';
-import { MssqlStatement, ParamList } from './mssql-params';
+import { MssqlBatchOptions, MssqlStatement, ParamList } from './mssql-params';
 import {
   ARCHIVE_COLUMNS,
   DLQ_COLUMNS,
@@ -218,7 +222,11 @@ export interface MssqlNewJob {
  * statement again, which then returns the holder.
  * `IdempotencyKey IS NOT NULL` is repeated in the predicates so the filtered index matches.
  */
-export function enqueueSql(schema: string, job: MssqlNewJob): MssqlStatement {
+export function enqueueSql(
+  schema: string,
+  job: MssqlNewJob,
+  options?: MssqlBatchOptions,
+): MssqlStatement {
   const t = tables(schema);
   const p = new ParamList();
   const id = p.varchar(job.id, 36);
@@ -264,6 +272,7 @@ export function enqueueSql(schema: string, job: MssqlNewJob): MssqlStatement {
       `SELECT @created AS Created, @holder AS HolderId,`,
       `  CASE WHEN ${exists(t.hot)} OR ${exists(t.archive)} OR ${exists(t.dlq)} THEN 1 ELSE 0 END AS IdExists;`,
     ].join('\n'),
+    options,
   );
 }
 
@@ -271,10 +280,24 @@ export function enqueueSql(schema: string, job: MssqlNewJob): MssqlStatement {
  * enqueueMany (one chunk): all rows travel as ONE JSON parameter through `OPENJSON` (a request
  * carries at most 2,100 parameters). One transaction per chunk. Same rules as {@link enqueueSql}:
  * an active key's holder wins (range-locked with `UPDLOCK, HOLDLOCK`), the first copy of a key or
- * an id repeated inside the chunk wins, ids already in any pillar are not inserted again.
- * Returns one row per input item, in input order.
+ * an id repeated inside the chunk wins, ids already in any pillar are not inserted again and
+ * report themselves (before any key holder: see below). Returns one row per input item, in input
+ * order.
+ *
+ * In a caller's transaction (`callerTransaction`) the batch has no `SET XACT_ABORT ON` and no
+ * `BEGIN TRAN … COMMIT` of its own: the caller's transaction gives the atomicity, and XACT_ABORT
+ * would let any error here roll back (doom) the caller's whole transaction, after which `mssql`
+ * rejects the caller's own `rollbackTransaction()` with `EABORT`. An error then ends only the
+ * failing statement (the INSERT into JobsHot is one statement: all rows or none) and reaches the
+ * caller, whose transaction decides. A deadlock (1205) is the exception: SQL Server rolls back the
+ * victim's whole transaction whatever XACT_ABORT says, so the caller retries its whole unit of work.
  */
-export function enqueueManySql(schema: string, jobs: readonly MssqlNewJob[]): MssqlStatement {
+export function enqueueManySql(
+  schema: string,
+  jobs: readonly MssqlNewJob[],
+  options?: MssqlBatchOptions,
+): MssqlStatement {
+  const own = !options?.callerTransaction;
   const t = tables(schema);
   const p = new ParamList();
   const doc = p.json(
@@ -295,7 +318,7 @@ export function enqueueManySql(schema: string, jobs: readonly MssqlNewJob[]): Ms
   const keyed = jobs.some((j) => j.idempotencyKey !== null);
   return p.statement(
     [
-      PROLOGUE,
+      own ? PROLOGUE : 'SET NOCOUNT ON;',
       DECLARE_NOW,
       'DECLARE @In TABLE (Ord int NOT NULL PRIMARY KEY, Id varchar(36) NOT NULL, Queue varchar(255) NOT NULL, Type nvarchar(255) NOT NULL, Payload nvarchar(max) NOT NULL, Tags nvarchar(max) NULL, IdempotencyKey nvarchar(255) NULL, Priority int NOT NULL, ScheduledAtUtc datetime2(3) NULL, CreatedBy nvarchar(100) NULL, Holder varchar(36) NULL);',
       'DECLARE @Created TABLE (Id varchar(36) NOT NULL PRIMARY KEY);',
@@ -307,7 +330,12 @@ export function enqueueManySql(schema: string, jobs: readonly MssqlNewJob[]): Ms
       `CROSS APPLY OPENJSON(a.value) WITH (Id varchar(36) '$.id', Queue varchar(255) '$.queue', Type nvarchar(255) '$.type', Payload nvarchar(max) '$.payload', Tags nvarchar(max) '$.tags', IdempotencyKey nvarchar(255) '$.key', Priority int '$.priority', DelayMs bigint '$.delayMs', RunAt varchar(23) '$.runAt', CreatedBy nvarchar(100) '$.createdBy') AS j;`,
       '-- An id repeated inside the chunk: later copies return the first copy.',
       'UPDATE i SET i.Holder = i.Id FROM @In AS i WHERE EXISTS (SELECT 1 FROM @In AS e WHERE e.Id = i.Id AND e.Ord < i.Ord);',
-      'BEGIN TRAN;',
+      '-- An id already stored (any pillar), e.g. a retry after an ambiguous commit: it reports its own',
+      '-- id, never the holder of its key (its job may have finished and freed the key for another).',
+      'UPDATE i SET i.Holder = i.Id FROM @In AS i',
+      `WHERE i.Holder IS NULL AND (EXISTS (SELECT 1 FROM ${t.hot} AS h WHERE h.Id = i.Id)`,
+      `  OR EXISTS (SELECT 1 FROM ${t.archive} AS a WHERE a.Id = i.Id) OR EXISTS (SELECT 1 FROM ${t.dlq} AS d WHERE d.Id = i.Id));`,
+      ...(own ? ['BEGIN TRAN;'] : []),
       ensureQueueRows(t, '@In'),
       ...(keyed
         ? [
@@ -329,11 +357,12 @@ export function enqueueManySql(schema: string, jobs: readonly MssqlNewJob[]): Ms
       `  AND NOT EXISTS (SELECT 1 FROM ${t.hot} AS h WHERE h.Id = i.Id)`,
       `  AND NOT EXISTS (SELECT 1 FROM ${t.archive} AS a WHERE a.Id = i.Id)`,
       `  AND NOT EXISTS (SELECT 1 FROM ${t.dlq} AS d WHERE d.Id = i.Id);`,
-      'COMMIT;',
+      ...(own ? ['COMMIT;'] : []),
       'SELECT i.Ord, COALESCE(i.Holder, i.Id) AS Id, CASE WHEN c.Id IS NOT NULL AND i.Holder IS NULL THEN 1 ELSE 0 END AS Created',
       'FROM @In AS i LEFT JOIN @Created AS c ON c.Id = i.Id',
       'ORDER BY i.Ord;',
     ].join('\n'),
+    options,
   );
 }
 
@@ -1121,6 +1150,18 @@ export function updateQueueSql(schema: string, name: string, patch: QueuePatch):
 
 // ------------------------------------------------------------------------------------ purge / retention
 
+/**
+ * The hints of a skipping read that takes no UPDLOCK (purge by filter, retention). Under
+ * READ_COMMITTED_SNAPSHOT (the Azure SQL default) a READ COMMITTED read is a versioned read, and
+ * "the READPAST table hint cannot be specified when the READ_COMMITTED_SNAPSHOT database option is
+ * set to ON and … the transaction isolation level of the session is READ COMMITTED … include the
+ * READCOMMITTEDLOCK table hint in the query"
+ * (https://learn.microsoft.com/en-us/sql/t-sql/queries/hints-transact-sql-table, READPAST).
+ * `READCOMMITTEDLOCK` makes it a locking read whatever the database option, as the claim's active
+ * count already is.
+ */
+const READPAST_UNDER_RCSI = 'READCOMMITTEDLOCK, READPAST, ROWLOCK';
+
 /** purgeDlq — deletes DLQ rows by id (counters untouched); `@@ROWCOUNT` is the result. */
 export function purgeDlqSql(schema: string, ids: readonly string[]): MssqlStatement {
   const t = tables(schema);
@@ -1137,7 +1178,8 @@ export function purgeDlqSql(schema: string, ids: readonly string[]): MssqlStatem
 
 /**
  * purgeDlqByFilter (one batch) — deletes at most `batch` matching DLQ rows, oldest first, its own
- * short transaction; rows other sessions hold are skipped (`READPAST, ROWLOCK`).
+ * short transaction; rows other sessions hold are skipped (`READPAST, ROWLOCK`). See
+ * {@link READPAST_UNDER_RCSI} for `READCOMMITTEDLOCK`.
  */
 export function purgeDlqBatchSql(schema: string, filter: DlqFilter, batch: number): MssqlStatement {
   const t = tables(schema);
@@ -1148,7 +1190,7 @@ export function purgeDlqBatchSql(schema: string, filter: DlqFilter, batch: numbe
     [
       'SET NOCOUNT ON;',
       'WITH Doomed AS (',
-      `  SELECT TOP (${max}) d.Id FROM ${t.dlq} AS d WITH (READPAST, ROWLOCK)${whereClause(where)}`,
+      `  SELECT TOP (${max}) d.Id FROM ${t.dlq} AS d WITH (${READPAST_UNDER_RCSI})${whereClause(where)}`,
       '  ORDER BY d.FailedAtUtc, d.Id',
       ')',
       'DELETE FROM Doomed;',
@@ -1162,7 +1204,8 @@ export type MssqlRetentionTarget = 'archive' | 'dlq' | 'buckets';
 
 /**
  * applyRetention (one batch of one table) — deletes at most `batch` rows older than now − `ageMs`,
- * oldest first, skipping rows others hold (`READPAST, ROWLOCK`); counters untouched.
+ * oldest first, skipping rows others hold (`READPAST, ROWLOCK`; see {@link READPAST_UNDER_RCSI});
+ * counters untouched.
  */
 export function retentionBatchSql(
   schema: string,
@@ -1181,7 +1224,7 @@ export function retentionBatchSql(
       DECLARE_NOW,
       `DECLARE @cutoff datetime2(3) = ${subtractMs('@now', age)};`,
       'WITH Expired AS (',
-      `  SELECT TOP (${max}) x.${column} FROM ${t[target]} AS x WITH (READPAST, ROWLOCK)`,
+      `  SELECT TOP (${max}) x.${column} FROM ${t[target]} AS x WITH (${READPAST_UNDER_RCSI})`,
       `  WHERE x.${column} < @cutoff`,
       `  ORDER BY x.${column}`,
       ')',
@@ -1560,6 +1603,6 @@ export function claimRecurringSlotSql(
 /** The database's compatibility level (OPENJSON needs 130+); checked by `prepare()`. */
 export function compatibilityLevelSql(): MssqlStatement {
   return new ParamList().statement(
-    'SELECT CAST(compatibility_level AS int) AS CompatibilityLevel FROM sys.databases WHERE name = DB_NAME();',
+    'SELECT CAST(compatibility_level AS int) AS CompatibilityLevel, name AS DatabaseName FROM sys.databases WHERE name = DB_NAME();',
   );
 }

@@ -1,0 +1,19 @@
+import { DEFAULT_MSSQL_REQUEST_TIMEOUT_MS, dataSourceOptionsFor } from './create-storage';
+
+describe('dataSourceOptionsFor (the DataSource ChokaQ opens itself)', () => {
+  it('gives SQL Server a request timeout above the 60 s schema bootstrap lock wait', () => {
+    const options = dataSourceOptionsFor({ type: 'mssql', host: 'db' });
+    expect(options).toMatchObject({
+      type: 'mssql',
+      requestTimeout: DEFAULT_MSSQL_REQUEST_TIMEOUT_MS,
+    });
+    // sp_getapplock waits up to 60,000 ms (mssql.schema.ts); the driver default is 15,000 ms.
+    expect(DEFAULT_MSSQL_REQUEST_TIMEOUT_MS).toBeGreaterThan(60_000);
+  });
+
+  it('passes storage.requestTimeoutMs to the mssql driver', () => {
+    expect(
+      dataSourceOptionsFor({ type: 'mssql', host: 'db', requestTimeoutMs: 300_000 }),
+    ).toMatchObject({ requestTimeout: 300_000 });
+  });
+});

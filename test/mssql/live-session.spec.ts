@@ -1,0 +1,234 @@
+import { randomBytes, randomUUID } from 'node:crypto';
+import { DataSource } from 'typeorm';
+import { createJobStorage } from '../../libs/chokaq/src/storage/create-storage';
+import { FailureReason, JobStatus } from '../../libs/chokaq/src/storage/job-status';
+import { JobStorage } from '../../libs/chokaq/src/storage/job-storage';
+import { MssqlStorageOptions } from '../../libs/chokaq/src/storage/storage-options';
+import { MSSQL_URL, mssqlAvailable } from '../support/env';
+import { dropMssqlSchema } from '../support/mssql-schema';
+
+/**
+ * Live checks of the SQL Server session state (runs only with CHOKAQ_MSSQL_URL, against SQL Server
+ * 2019+ or Azure SQL; skipped everywhere else):
+ * - a SERIALIZABLE and a SNAPSHOT transaction on a borrowed DataSource leave their level on the
+ *   pooled connection, and the next claim on it still works (every ChokaQ batch pins READ
+ *   COMMITTED for itself), while the application's session keeps its level;
+ * - purge by filter and retention (`READPAST` with `READCOMMITTEDLOCK`), and the `UPDLOCK, READPAST`
+ *   claim and rescue reads, on a database with READ_COMMITTED_SNAPSHOT on;
+ * - an error inside a caller's transaction leaves that transaction to the caller (no XACT_ABORT).
+ *
+ * They need a database with READ_COMMITTED_SNAPSHOT and ALLOW_SNAPSHOT_ISOLATION on (Azure SQL's
+ * defaults). When the database of CHOKAQ_MSSQL_URL has either off, a scratch database with both on
+ * is created for this file and dropped at the end (CREATE DATABASE permission needed): switching
+ * READ_COMMITTED_SNAPSHOT on the shared test database would need every other session out of it.
+ */
+const describeMssql = mssqlAvailable() ? describe : describe.skip;
+
+/** `sys.dm_exec_sessions.transaction_isolation_level` values. */
+const LEVEL = { readCommitted: 2, serializable: 4, snapshot: 5 } as const;
+
+function urlFor(database: string | null): string {
+  if (database === null) return MSSQL_URL!;
+  const url = new URL(MSSQL_URL!);
+  url.pathname = `/${database}`;
+  return url.toString();
+}
+
+function rawDataSource(url: string, poolMax = 4): DataSource {
+  return new DataSource({
+    type: 'mssql',
+    url,
+    pool: { max: poolMax },
+    options: { encrypt: true, trustServerCertificate: true },
+  } as never);
+}
+
+describeMssql('SQL Server session state and READ_COMMITTED_SNAPSHOT [live]', () => {
+  const schema = `chokaq_live_${process.pid}_${randomBytes(4).toString('hex')}`;
+  /** The scratch database, or null when the URL's database already has both options on. */
+  let scratch: string | null = null;
+  let admin: DataSource;
+  let raw: DataSource;
+  let storage: JobStorage;
+  const cleanups: Array<() => Promise<unknown>> = [];
+
+  const options = (overrides: Partial<MssqlStorageOptions> = {}): MssqlStorageOptions => ({
+    type: 'mssql',
+    url: urlFor(scratch),
+    schema,
+    options: { trustServerCertificate: true },
+    ...overrides,
+  });
+
+  /** A hot job of `queue` claimed by a fresh lease and started. */
+  async function startOne(queue: string) {
+    const { id } = await storage.enqueue({ queue, type: 'live.v1' });
+    const workerId = 'live-session';
+    const leaseId = randomUUID();
+    const rows = await storage.fetchNextBatch({
+      workerId,
+      leaseId,
+      limit: 1,
+      start: 1,
+      handled: { queues: [queue], types: [] },
+    });
+    expect(rows.map((r) => [r.id, r.status])).toEqual([[id, JobStatus.Processing]]);
+    return { id, workerId, leaseId };
+  }
+
+  beforeAll(async () => {
+    admin = rawDataSource(MSSQL_URL!, 1);
+    await admin.initialize();
+    const [current] = (await admin.query(
+      'SELECT is_read_committed_snapshot_on AS rcsi, snapshot_isolation_state AS si FROM sys.databases WHERE name = DB_NAME()',
+    )) as Array<{ rcsi: boolean | number; si: number }>;
+    if (!(Number(current.rcsi) === 1 && Number(current.si) === 1)) {
+      scratch = `chokaq_live_${process.pid}_${randomBytes(4).toString('hex')}`;
+      await admin.query(`CREATE DATABASE [${scratch}]`);
+      await admin.query(`ALTER DATABASE [${scratch}] SET READ_COMMITTED_SNAPSHOT ON`);
+      await admin.query(`ALTER DATABASE [${scratch}] SET ALLOW_SNAPSHOT_ISOLATION ON`);
+    }
+    raw = rawDataSource(urlFor(scratch));
+    await raw.initialize();
+    storage = await createJobStorage(options());
+  }, 120_000);
+
+  afterAll(async () => {
+    for (const cleanup of cleanups.reverse()) await cleanup().catch(() => undefined);
+    await storage?.close().catch(() => undefined);
+    if (raw?.isInitialized) {
+      await dropMssqlSchema(raw, schema);
+      await raw.destroy();
+    }
+    if (admin?.isInitialized) {
+      if (scratch !== null) {
+        await admin
+          .query(`ALTER DATABASE [${scratch}] SET SINGLE_USER WITH ROLLBACK IMMEDIATE`)
+          .catch(() => undefined);
+        await admin.query(`DROP DATABASE IF EXISTS [${scratch}]`).catch(() => undefined);
+      }
+      await admin.destroy();
+    }
+  }, 120_000);
+
+  it('runs on a database with READ_COMMITTED_SNAPSHOT and snapshot isolation on', async () => {
+    expect(
+      await raw.query(
+        'SELECT CAST(is_read_committed_snapshot_on AS int) AS rcsi, snapshot_isolation_state AS si FROM sys.databases WHERE name = DB_NAME()',
+      ),
+    ).toEqual([{ rcsi: 1, si: 1 }]);
+  });
+
+  it.each([
+    ['SERIALIZABLE', LEVEL.serializable],
+    ['SNAPSHOT', LEVEL.snapshot],
+  ] as const)(
+    'a %s transaction on a borrowed DataSource, then a claim on the same connection',
+    async (isolation, level) => {
+      // One pooled connection: the application's transaction and ChokaQ's claim share the session.
+      const borrowed = rawDataSource(urlFor(scratch), 1);
+      await borrowed.initialize();
+      cleanups.push(() => borrowed.destroy());
+      const shared = await createJobStorage({
+        dataSource: borrowed,
+        schema,
+        autoCreateSchema: false,
+      });
+      const queue = `live.borrowed.${isolation.toLowerCase()}`;
+      const { id } = await shared.enqueue({ queue, type: 'live.v1' });
+
+      const runner = borrowed.createQueryRunner();
+      await runner.startTransaction(isolation);
+      await runner.query(`SELECT COUNT_BIG(*) AS n FROM [${schema}].[Queues]`);
+      await runner.commitTransaction();
+      await runner.release();
+      const sessionLevel = async () =>
+        Number(
+          (
+            (await borrowed.query(
+              'SELECT transaction_isolation_level AS level FROM sys.dm_exec_sessions WHERE session_id = @@SPID',
+            )) as Array<{ level: number }>
+          )[0].level,
+        );
+      // The premise: the level outlives the transaction on the pooled connection.
+      expect(await sessionLevel()).toBe(level);
+
+      const claimed = await shared.fetchNextBatch({
+        workerId: 'live-borrowed',
+        leaseId: randomUUID(),
+        limit: 5,
+        handled: { queues: [queue], types: [] },
+      });
+      expect(claimed.map((r) => r.id)).toEqual([id]);
+      expect(await shared.recoverAbandoned(0)).toBeGreaterThanOrEqual(0);
+      // ChokaQ's READ COMMITTED ended with its batch: the application's session is as it left it.
+      expect(await sessionLevel()).toBe(level);
+    },
+  );
+
+  it('purge by filter and retention delete under READ_COMMITTED_SNAPSHOT', async () => {
+    const queue = 'live.rcsi.purge';
+    const archived = await startOne(queue);
+    expect(await storage.archiveSucceeded([{ ...archived, durationMs: 1 }])).toHaveLength(1);
+    const failed = await startOne(queue);
+    await storage.moveToDlq(failed, { reason: FailureReason.FatalError, error: 'Error: live' });
+    const purged = await startOne(queue);
+    await storage.moveToDlq(purged, { reason: FailureReason.FatalError, error: 'Error: purge me' });
+
+    expect(await storage.purgeDlqByFilter({ queue, ids: [purged.id] }, 10)).toBe(1);
+    // Age the remaining rows instead of waiting for them to get old.
+    await raw.query(
+      `UPDATE [${schema}].[JobsArchive] SET FinishedAtUtc = DATEADD(DAY, -2, FinishedAtUtc) WHERE Id = @0`,
+      [archived.id],
+    );
+    await raw.query(
+      `UPDATE [${schema}].[JobsDLQ] SET FailedAtUtc = DATEADD(DAY, -2, FailedAtUtc) WHERE Id = @0`,
+      [failed.id],
+    );
+    const day = 86_400_000;
+    const result = await storage.applyRetention({ archiveMs: day, dlqMs: day, metricsMs: day });
+    expect(result).toMatchObject({ archive: 1, dlq: 1 });
+    expect(await storage.getJob(archived.id)).toBeNull();
+    expect(await storage.getJob(failed.id)).toBeNull();
+  });
+
+  it('claim, rescue and bulk resurrect (UPDLOCK, READPAST) under READ_COMMITTED_SNAPSHOT', async () => {
+    const queue = 'live.rcsi.rescue';
+    const zombie = await startOne(queue);
+    await raw.query(
+      `UPDATE [${schema}].[JobsHot] SET HeartbeatUtc = DATEADD(HOUR, -1, HeartbeatUtc) WHERE Id = @0`,
+      [zombie.id],
+    );
+    expect((await storage.archiveZombies(60_000)).dlq).toEqual([zombie.id]);
+    expect(await storage.resurrectByFilter({ queue }, 10)).toEqual([zombie.id]);
+    expect(await storage.recoverAbandoned(0)).toBe(0);
+  });
+
+  it("an error inside a caller's transaction leaves the transaction to the caller", async () => {
+    const borrowed = rawDataSource(urlFor(scratch), 2);
+    await borrowed.initialize();
+    cleanups.push(() => borrowed.destroy());
+    const shared = await createJobStorage({
+      dataSource: borrowed,
+      schema,
+      autoCreateSchema: false,
+    });
+    const hot = `[${schema}].[JobsHot]`;
+    await raw.query(`ALTER TABLE ${hot} ADD CONSTRAINT CK_live_no_boom CHECK (Type <> N'boom')`);
+    cleanups.push(() => raw.query(`ALTER TABLE ${hot} DROP CONSTRAINT CK_live_no_boom`));
+
+    const runner = borrowed.createQueryRunner();
+    await runner.startTransaction('SERIALIZABLE');
+    const kept = await shared.enqueue(
+      { queue: 'live.caller', type: 'ok' },
+      { transaction: runner },
+    );
+    // 547 ends the failing INSERT only; without XACT_ABORT the caller's transaction stays open.
+    await expect(
+      shared.enqueueMany([{ queue: 'live.caller', type: 'boom' }], { transaction: runner }),
+    ).rejects.toThrow(/CK_live_no_boom/);
+    await runner.commitTransaction();
+    await runner.release();
+    expect(await shared.getJob(kept.id)).toMatchObject({ id: kept.id });
+  });
+});

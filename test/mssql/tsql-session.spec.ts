@@ -1,0 +1,79 @@
+import * as SQL from '../../libs/chokaq/src/storage/mssql/mssql.sql';
+import { ID, ID2, SCHEMA, catalogue } from './support/statements';
+
+/**
+ * Session state of every batch (SQL Server). `mssql` never resets a pooled connection, and a
+ * TypeORM transaction begun with an isolation level leaves the session at that level, so a batch
+ * of ChokaQ's may arrive on a connection at SERIALIZABLE or SNAPSHOT (where every READPAST fails
+ * with error 650) or with a leaked `LOCK_TIMEOUT 0` (every wait becomes error 1222). Each
+ * ChokaQ-owned batch therefore pins both first; a batch in a caller's transaction leaves the
+ * caller's settings and transaction alone.
+ */
+const PROLOGUE = 'SET TRANSACTION ISOLATION LEVEL READ COMMITTED;\nSET LOCK_TIMEOUT -1;\n';
+
+const JOB: SQL.MssqlNewJob = {
+  id: ID,
+  queue: 'emails',
+  type: 'welcome.v1',
+  payload: '{}',
+  tags: null,
+  idempotencyKey: 'welcome:42',
+  priority: 0,
+  delayMs: null,
+  runAt: null,
+  createdBy: null,
+};
+
+describe('SQL Server session state of every batch', () => {
+  it('every ChokaQ-owned statement starts with READ COMMITTED and LOCK_TIMEOUT -1', () => {
+    const missing = catalogue()
+      .filter((e) => !e.operation.endsWith('.inCallerTransaction'))
+      .filter((e) => !e.statement.sql.startsWith(PROLOGUE))
+      .map((e) => e.name);
+    expect(missing).toEqual([]);
+  });
+
+  it("statements in a caller's transaction leave its session and transaction alone", () => {
+    const inCaller = { callerTransaction: true } as const;
+    const catalogued = catalogue().filter((e) => e.operation.endsWith('.inCallerTransaction'));
+    expect(catalogued.map((e) => e.operation).sort()).toEqual([
+      'enqueue.inCallerTransaction',
+      'enqueueMany.inCallerTransaction',
+    ]);
+    const statements = [
+      ...catalogued.map((e) => e.statement),
+      SQL.enqueueSql(SCHEMA, JOB, inCaller),
+      SQL.enqueueSql(SCHEMA, { ...JOB, idempotencyKey: null }, inCaller),
+      SQL.enqueueManySql(SCHEMA, [JOB, { ...JOB, id: ID2, idempotencyKey: null }], inCaller),
+      SQL.enqueueManySql(SCHEMA, [{ ...JOB, idempotencyKey: null }], inCaller),
+    ];
+    for (const { sql } of statements) {
+      expect(sql).not.toMatch(
+        /ISOLATION LEVEL|LOCK_TIMEOUT|XACT_ABORT|^\s*(BEGIN\s+TRAN|COMMIT|ROLLBACK)\b/im,
+      );
+      expect(sql.startsWith('SET NOCOUNT ON;')).toBe(true);
+    }
+  });
+
+  it("enqueueMany in a caller's transaction is the same batch without its own transaction", () => {
+    const jobs = [JOB, { ...JOB, id: ID2, idempotencyKey: null }];
+    const own = SQL.enqueueManySql(SCHEMA, jobs).sql;
+    const inCaller = SQL.enqueueManySql(SCHEMA, jobs, { callerTransaction: true }).sql;
+    const strip = (sql: string) =>
+      sql
+        .replace(PROLOGUE, '')
+        .replace('SET XACT_ABORT ON;\n', '')
+        .replace(/^(BEGIN TRAN|COMMIT);\n/gm, '');
+    expect(strip(own)).toBe(inCaller);
+  });
+
+  it('enqueueMany settles an id already stored before any idempotency-key holder', () => {
+    // A retry after an ambiguous commit: the job it created may have finished and freed its key for
+    // another job; the item must report its own id, not the key's new holder.
+    const sql = SQL.enqueueManySql(SCHEMA, [JOB]).sql;
+    const ownId = sql.indexOf('-- An id already stored (any pillar)');
+    const keyHolders = sql.indexOf('-- Keys an active job already holds');
+    expect(ownId).toBeGreaterThan(-1);
+    expect(keyHolders).toBeGreaterThan(ownId);
+  });
+});
