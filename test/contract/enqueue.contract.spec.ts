@@ -206,6 +206,32 @@ describeEachDialect('storage contract: enqueue', (fixture) => {
     }
   });
 
+  it("a retried keyed enqueue whose job finished answers with its own id, not the key's new holder", async () => {
+    // The first commit was ambiguous, the job ran and was archived, and a new job now holds the
+    // key: the retry must report its own job, not claim the newcomer as its result.
+    const queue = uniqueQueue('inv7.key-moved');
+    const key = `key-moved-${uuidv7()}`;
+    const first = uuidv7();
+    expect(await db.storage.enqueue({ id: first, queue, idempotencyKey: key })).toEqual({
+      id: first,
+      created: true,
+    });
+    const c = await claim(db.storage, queue, 1);
+    await db.storage.markAsProcessing(c.leases);
+    await db.storage.archiveSucceeded([{ ...c.leases[0], durationMs: 1 }]);
+    const holder = await db.storage.enqueue({ queue, idempotencyKey: key });
+    expect(holder.created).toBe(true);
+
+    expect(await db.storage.enqueue({ id: first, queue, idempotencyKey: key })).toEqual({
+      id: first,
+      created: false,
+    });
+    expect(await db.storage.enqueueMany([{ id: first, queue, idempotencyKey: key }])).toEqual([
+      { id: first, created: false },
+    ]);
+    expect(await countRows(db, 'hot', { id: first })).toBe(0);
+  });
+
   it('invariant 7: an id already in the archive or the DLQ is not enqueued again (the job stays where it is)', async () => {
     // A retry of an enqueue whose first commit was ambiguous may arrive after the job finished.
     const queue = uniqueQueue('inv7.gone');

@@ -1,17 +1,17 @@
--- [1/6] run
+-- [1/7] run
 BEGIN IMMEDIATE
 
--- [2/6] run
+-- [2/7] run
 INSERT INTO chokaq_queues (name, is_paused, is_active, retry_zombies, last_updated_utc)
       SELECT DISTINCT value ->> 'queue', 0, 1, 0, CAST(ROUND(unixepoch('subsec') * 1000) AS INTEGER) FROM json_each(@rows) WHERE true
       ON CONFLICT (name) DO NOTHING
 
--- [3/6] run
+-- [3/7] run
 INSERT INTO chokaq_stats_summary (queue)
       SELECT DISTINCT value ->> 'queue' FROM json_each(@rows) WHERE true
       ON CONFLICT (queue) DO NOTHING
 
--- [4/6] all
+-- [4/7] all
 INSERT INTO chokaq_jobs_hot (id, queue, type, payload, tags, idempotency_key, priority, status,
         attempt_count, scheduled_at_utc, created_at_utc, enqueued_at_utc, last_updated_utc, created_by)
       SELECT r.value ->> 'id', r.value ->> 'queue', r.value ->> 'type', r.value ->> 'payload',
@@ -26,8 +26,13 @@ INSERT INTO chokaq_jobs_hot (id, queue, type, payload, tags, idempotency_key, pr
       ON CONFLICT DO NOTHING
       RETURNING id
 
--- [5/6] get
+-- [5/7] get
+SELECT EXISTS (SELECT 1 FROM chokaq_jobs_hot WHERE id = @id)
+      OR EXISTS (SELECT 1 FROM chokaq_jobs_archive WHERE id = @id)
+      OR EXISTS (SELECT 1 FROM chokaq_jobs_dlq WHERE id = @id) AS found
+
+-- [6/7] get
 SELECT id FROM chokaq_jobs_hot WHERE idempotency_key = @key
 
--- [6/6] run
+-- [7/7] run
 COMMIT

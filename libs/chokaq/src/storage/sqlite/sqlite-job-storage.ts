@@ -396,7 +396,9 @@ export class SqliteJobStorage implements JobStorage {
     return jobs.map((job) => {
       // delete(): with a duplicated id in one batch only the first item reports created.
       if (inserted.delete(job.id)) return { id: job.id, created: true };
-      if (job.idempotencyKey !== null) {
+      // Its own id first: a retry after an ambiguous commit whose job has since finished must not
+      // report the key's new holder as its result.
+      if (job.idempotencyKey !== null && !this.get(this.sql.idExists, { id: job.id })?.found) {
         const holder = this.get(this.sql.idByIdempotencyKey, { key: job.idempotencyKey });
         if (holder) return { id: String(holder.id), created: false };
       }

@@ -143,6 +143,11 @@ export function sqliteStatements(p: string) {
     /** The active job holding an idempotency key (served by the unique partial index). */
     idByIdempotencyKey: `SELECT id FROM ${hot} WHERE idempotency_key = @key`,
 
+    /** Whether a job id is in any pillar (three primary-key lookups). */
+    idExists: `SELECT EXISTS (SELECT 1 FROM ${hot} WHERE id = @id)
+      OR EXISTS (SELECT 1 FROM ${archive} WHERE id = @id)
+      OR EXISTS (SELECT 1 FROM ${dlq} WHERE id = @id) AS found`,
+
     // ------------------------------------------------------------------ claim
 
     /**
