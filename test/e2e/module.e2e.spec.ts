@@ -18,6 +18,7 @@ import {
   defineJob,
 } from '../../libs/chokaq/src';
 import { ChokaQOrchestrator } from '../../libs/chokaq/src/chokaq.orchestrator';
+import { WorkerRegistry } from '../../libs/chokaq/src/worker.registry';
 import { bootApp, closeAndCheck, FAST_OPTIONS, mergeOptions, quietLogger } from './support/e2e-app';
 import { E2eDatabase, createE2eDatabase, describeEachE2e } from './support/e2e-database';
 
@@ -178,7 +179,7 @@ describeEachE2e('ChokaQModule wiring', (dialect) => {
     await expect(app.init()).rejects.toThrow(ChokaQDuplicateHandlerError);
     await expect(app.init()).rejects.toThrow(/MailHandlers\.send and DuplicateMail\.again/);
     await app.close();
-    expect(app.get(ChokaQOrchestrator).localWorker).toBeUndefined();
+    expect(app.get(WorkerRegistry).localWorker).toBeUndefined();
   });
 
   it('fails at startup on invalid options, reporting every problem', async () => {
@@ -222,7 +223,7 @@ describeEachE2e('ChokaQModule wiring', (dialect) => {
       ["@RecurringJob('broken-schedule') on BrokenSchedule: cron", '61 * * * *'],
     ]);
     expect((error as Error).message).toContain('must be an integer from 1 to 2147483647');
-    expect(app.get(ChokaQOrchestrator).localWorker).toBeUndefined();
+    expect(app.get(WorkerRegistry).localWorker).toBeUndefined();
     expect(await db.count('recurring_jobs')).toBe(0);
   });
 
@@ -236,12 +237,32 @@ describeEachE2e('ChokaQModule wiring', (dialect) => {
     );
   });
 
+  it('ChokaQTesting.runDueJobs runs between init() and close(), and refuses outside them', async () => {
+    const moduleRef = await Test.createTestingModule({
+      imports: [
+        ChokaQModule.forRoot(
+          mergeOptions(FAST_OPTIONS, { storage: db.storage, worker: { enabled: false } }),
+        ),
+      ],
+      providers: [Trace, MailHandlers],
+    }).compile();
+    const app = moduleRef.createNestApplication({ logger: quietLogger() });
+    // Before init() no handler is discovered: an empty result would hide the missing call.
+    await expect(ChokaQTesting.runDueJobs(app)).rejects.toThrow(ChokaQWorkerDisabledError);
+    await app.init();
+    const id = await app.get(JobClient).enqueue(Mail, { to: 'a@b.c' });
+    const outcomes = await ChokaQTesting.runDueJobs(app);
+    expect(outcomes.map((o) => [o.id, o.outcome])).toEqual([[id, 'succeeded']]);
+    await closeAndCheck(app, db);
+    await expect(ChokaQTesting.runDueJobs(app)).rejects.toThrow(ChokaQWorkerDisabledError);
+  });
+
   it('app.close() is idempotent and safe to repeat', async () => {
     const app = await bootApp(db, { providers: [Trace, MailHandlers] });
     const orchestrator = app.get(ChokaQOrchestrator);
     await app.close();
     await orchestrator.stop();
     await orchestrator.stop();
-    expect(orchestrator.localWorker).toBeUndefined();
+    expect(app.get(WorkerRegistry).localWorker).toBeUndefined();
   });
 });

@@ -9,7 +9,7 @@ import {
   JobStatus,
 } from '../../libs/chokaq/src';
 import { CHOKAQ_STORAGE } from '../../libs/chokaq/src/chokaq.constants';
-import { ChokaQOrchestrator } from '../../libs/chokaq/src/chokaq.orchestrator';
+import { WorkerRegistry } from '../../libs/chokaq/src/worker.registry';
 import type { JobStorage } from '../../libs/chokaq/src/storage/job-storage';
 import { bootApp } from '../e2e/support/e2e-app';
 import {
@@ -156,7 +156,7 @@ describeEachE2e(
       await waitFor('the late handler to finish', () => seen.lateFinished, { timeoutMs: 10_000 });
       await waitFor(
         'the late result to be counted',
-        () => (app!.get(ChokaQOrchestrator).localWorker?.stats().lateResults ?? 0) >= 1,
+        () => (app!.get(WorkerRegistry).localWorker?.stats().lateResults ?? 0) >= 1,
       );
       expect(await dlqRow(db, id)).toMatchObject({ failure_reason: FailureReason.Timeout });
       expect(await db.count('jobs_archive', 'id = ?', [id])).toBe(0);

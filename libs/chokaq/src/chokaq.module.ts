@@ -15,6 +15,7 @@ import { ChokaQMetadataAccessor } from './discovery/chokaq-metadata.accessor';
 import { ChokaQExplorer } from './discovery/chokaq.explorer';
 import { HandlerRegistry } from './discovery/handler.registry';
 import { createJobStorage } from './storage/create-storage';
+import { WorkerRegistry } from './worker.registry';
 
 /**
  * ChokaQ as a Nest module:
@@ -51,6 +52,9 @@ import { createJobStorage } from './storage/create-storage';
     ChokaQMetadataAccessor,
     ChokaQExplorer,
     HandlerRegistry,
+    // the orchestrator (lifecycle hooks) writes the running worker into the registry; the producer
+    // side below reads only the registry
+    WorkerRegistry,
     ChokaQOrchestrator,
     JobClient,
     ChokaQAdmin,

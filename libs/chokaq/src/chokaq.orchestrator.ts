@@ -13,23 +13,23 @@ import { CHOKAQ_MIDDLEWARE, CHOKAQ_RESOLVED_OPTIONS, CHOKAQ_STORAGE } from './ch
 import { ResolvedChokaQOptions } from './config/chokaq-options';
 import { ChokaQExplorer } from './discovery/chokaq.explorer';
 import { HandlerRegistry } from './discovery/handler.registry';
-import { ChokaQWorkerDisabledError } from './errors';
-import { ChokaQWorker, JobOutcome } from './runtime/chokaq-worker';
+import { ChokaQWorker } from './runtime/chokaq-worker';
 import { ChokaQMiddleware } from './runtime/middleware';
 import { RecurringJobSpec } from './runtime/recurring-job-spec';
 import { SchedulerRegistryAdapter } from './scheduler-registry.adapter';
 import { JobStorage } from './storage/job-storage';
 import { toError } from './storage/shared/text';
+import { WorkerRegistry } from './worker.registry';
 
 /**
  * The only ChokaQ class that touches Nest lifecycle hooks (nestjs/schedule's orchestrator split):
  *
  * | hook | what happens |
  * |---|---|
- * | `onModuleInit` | discover handlers and recurring jobs (every provider is instantiated by now) |
- * | `onApplicationBootstrap` | construct and start the worker, unless `worker.enabled` is false |
- * | `onModuleDestroy` | `worker.beginStop()`: stop claiming, release the buffer, abort running signals |
- * | `beforeApplicationShutdown` | `await worker.stop()`, then close the storage |
+ * | `onModuleInit` | discover handlers and recurring jobs (every provider is instantiated by now); give the registry a drain-worker factory |
+ * | `onApplicationBootstrap` | construct and start the worker, unless `worker.enabled` is false; set it into the registry |
+ * | `onModuleDestroy` | close the registry to drains; `worker.beginStop()`: stop claiming, release the buffer, abort running signals |
+ * | `beforeApplicationShutdown` | `await worker.stop()`, clear the registry, then close the storage |
  *
  * Why this split: Nest calls every module's `onModuleDestroy` before any
  * `beforeApplicationShutdown`, and `@nestjs/typeorm` destroys its `DataSource` in
@@ -44,6 +44,11 @@ import { toError } from './storage/shared/text';
  * application's (two module instances, two explorers), so every `@Cron`, `@Interval` and
  * `@Timeout` of the application would run twice. Without it the timers run all the same, unlisted.
  * Their entries go when the worker stops, in `beforeApplicationShutdown`.
+ *
+ * It has no read API: `JobClient`, `ChokaQAdmin` and `ChokaQTesting` reach the worker through
+ * the {@link WorkerRegistry} it writes, and only `ChokaQModule` imports this class.
+ *
+ * @internal
  */
 @Injectable()
 export class ChokaQOrchestrator
@@ -64,6 +69,7 @@ export class ChokaQOrchestrator
     @Inject(CHOKAQ_MIDDLEWARE) private readonly middleware: ChokaQMiddleware[],
     private readonly explorer: ChokaQExplorer,
     private readonly registry: HandlerRegistry,
+    private readonly workers: WorkerRegistry,
     @Optional() @Inject(SchedulerRegistry) schedulerRegistry?: SchedulerRegistry,
   ) {
     this.recurringTimers = schedulerRegistry && new SchedulerRegistryAdapter(schedulerRegistry);
@@ -74,6 +80,8 @@ export class ChokaQOrchestrator
       const { handlers, recurring } = this.explorer.explore();
       this.registry.replaceAll(handlers);
       this.recurring = recurring;
+      // Built on the first drain only: a worker is never constructed for nothing.
+      this.workers.setDrainWorkerFactory(() => (this.drainWorker = this.createWorker()));
     } catch (error) {
       // Startup fails here; close what the storage provider opened, or a file handle or pool
       // would outlive the failed application.
@@ -92,6 +100,8 @@ export class ChokaQOrchestrator
     }
     if (this.shuttingDown) return;
     this.worker = this.createWorker();
+    // Set before start() resolves, as the worker counts as running from the call on.
+    this.workers.setWorker(this.worker);
     await this.worker.start();
     this.logger.log(
       `Worker ${this.worker.workerId} started on ${this.storage.dialect}: ` +
@@ -103,6 +113,7 @@ export class ChokaQOrchestrator
 
   onModuleDestroy(): void {
     this.shuttingDown = true;
+    this.workers.close();
     this.worker?.beginStop();
   }
 
@@ -116,51 +127,9 @@ export class ChokaQOrchestrator
    */
   stop(): Promise<void> {
     this.shuttingDown = true;
+    this.workers.close();
     this.shutdown ??= this.stopAll();
     return this.shutdown;
-  }
-
-  /** The running local worker, if any. */
-  get localWorker(): ChokaQWorker | undefined {
-    return this.worker?.running ? this.worker : undefined;
-  }
-
-  /** The claim filter of this process's handlers. */
-  get handlers(): HandlerRegistry {
-    return this.registry;
-  }
-
-  /** Wakes the local fetcher (after a local enqueue); a no-op without a running worker. */
-  nudge(queue?: string): void {
-    const worker = this.localWorker;
-    if (worker) worker.nudge(queue);
-  }
-
-  /**
-   * Aborts at once the local runs of jobs whose cancellation was just requested (instead of waiting
-   * for the next heartbeat); jobs running in other processes see it on their owner's heartbeat.
-   */
-  cancelLocal(ids: readonly string[]): void {
-    const worker = this.localWorker ?? this.drainWorker;
-    if (worker) for (const id of ids) worker.cancelLocal(id);
-  }
-
-  /** Resizes the local worker's concurrency. Throws when no worker runs here. */
-  setConcurrency(concurrency: number): void {
-    const worker = this.localWorker;
-    if (!worker) throw new ChokaQWorkerDisabledError('set the concurrency');
-    worker.setConcurrency(concurrency);
-  }
-
-  /**
-   * Runs every due job of `queues` (all handled queues when omitted) to completion and returns the
-   * outcomes. Uses the running worker, or in producer-only mode a worker built for this call and
-   * never started (so no loop runs between calls).
-   */
-  async drain(queues?: string[], options?: { timeoutMs?: number }): Promise<JobOutcome[]> {
-    if (this.shuttingDown) throw new ChokaQWorkerDisabledError('drain jobs');
-    const worker = this.worker ?? (this.drainWorker ??= this.createWorker());
-    return worker.drain(queues, options);
   }
 
   private createWorker(): ChokaQWorker {
@@ -185,6 +154,7 @@ export class ChokaQOrchestrator
         errors.push(toError(error));
       }
     }
+    this.workers.clear();
     // The worker's recurring loop removed its entries; this covers a worker whose stop failed.
     this.recurringTimers?.clear();
     try {

@@ -1,7 +1,7 @@
 import { INestApplication, Logger, ModuleMetadata, Provider } from '@nestjs/common';
 import { Test } from '@nestjs/testing';
 import { ChokaQModule, ChokaQModuleOptions } from '../../../libs/chokaq/src';
-import { ChokaQOrchestrator } from '../../../libs/chokaq/src/chokaq.orchestrator';
+import { WorkerRegistry } from '../../../libs/chokaq/src/worker.registry';
 import { E2eDatabase } from './e2e-database';
 
 /** Intervals short enough that every lifecycle step happens within a second or two. */
@@ -64,8 +64,10 @@ export function quietLogger(): false | Array<'error' | 'warn' | 'log'> {
  * Fetched or Processing (every claim was finalised or handed back).
  */
 export async function closeAndCheck(app: INestApplication, db: E2eDatabase): Promise<void> {
-  const orchestrator = app.get(ChokaQOrchestrator);
+  const workers = app.get(WorkerRegistry);
+  const worker = workers.localWorker;
   await app.close();
-  expect(orchestrator.localWorker).toBeUndefined();
+  expect(worker?.running ?? false).toBe(false);
+  expect(workers.localWorker).toBeUndefined();
   expect(await db.count('jobs_hot', 'status IN (1, 2)')).toBe(0);
 }

@@ -1,6 +1,5 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import { CHOKAQ_RESOLVED_OPTIONS, CHOKAQ_STORAGE } from '../chokaq.constants';
-import { ChokaQOrchestrator } from '../chokaq.orchestrator';
 import { ResolvedChokaQOptions } from '../config/chokaq-options';
 import { MAX_TIMER_MS } from '../config/option-rules';
 import {
@@ -28,6 +27,7 @@ import {
 } from '../storage/job-storage';
 import { assertQueuePatch } from '../storage/shared/validate-args';
 import { assertIds, assertNonNegativeInt, assertQueueName } from '../storage/shared/validate-job';
+import { WorkerRegistry } from '../worker.registry';
 
 /** Most rows one bulk DLQ action may touch. */
 const MAX_BULK = MAX_ENQUEUE_MANY;
@@ -49,7 +49,7 @@ export class ChokaQAdmin {
   constructor(
     @Inject(CHOKAQ_STORAGE) private readonly storage: JobStorage,
     @Inject(CHOKAQ_RESOLVED_OPTIONS) private readonly options: ResolvedChokaQOptions,
-    private readonly orchestrator: ChokaQOrchestrator,
+    private readonly workers: WorkerRegistry,
   ) {}
 
   // ------------------------------------------------------------------ queues
@@ -123,7 +123,7 @@ export class ChokaQAdmin {
   async cancel(ids: string | readonly string[], actor?: string): Promise<CancelResult> {
     const list = assertIds(typeof ids === 'string' ? [ids] : ids);
     const result = await this.storage.cancel(list, actor);
-    this.orchestrator.cancelLocal(result.cancelRequested);
+    this.workers.cancelLocal(result.cancelRequested);
     this.logger.log(
       `Cancel of ${list.length} job(s)${actor ? ` by ${actor}` : ''}: ${result.cancelled.length} cancelled, ` +
         `${result.cancelRequested.length} running asked to stop`,
@@ -241,7 +241,7 @@ export class ChokaQAdmin {
   /** Resizes this process's handler concurrency at run time. Throws in producer-only mode. */
   setConcurrency(concurrency: number): void {
     assertNonNegativeInt(concurrency, 'concurrency', 10_000);
-    this.orchestrator.setConcurrency(concurrency);
+    this.workers.setConcurrency(concurrency);
     this.logger.log(`Local concurrency set to ${concurrency}`);
   }
 
@@ -252,7 +252,7 @@ export class ChokaQAdmin {
     running: number;
     concurrency: number;
   } | null {
-    const worker = this.orchestrator.localWorker;
+    const worker = this.workers.localWorker;
     return worker ? { workerId: worker.workerId, ...worker.stats() } : null;
   }
 }

@@ -1,9 +1,9 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { CHOKAQ_STORAGE } from '../chokaq.constants';
-import { ChokaQOrchestrator } from '../chokaq.orchestrator';
 import { JobDefinition, isJobDefinition } from '../decorators/job-definition';
 import { CancelResult, JobStorage, JobView, NewJob } from '../storage/job-storage';
 import { assertIds } from '../storage/shared/validate-job';
+import { WorkerRegistry } from '../worker.registry';
 
 /**
  * Per-job options of `enqueue` and friends (SPEC §1): the fields of the storage's `NewJob` that a
@@ -59,7 +59,7 @@ export type EnqueueItem = JobOptions & { payload?: unknown; type?: string };
 export class JobClient {
   constructor(
     @Inject(CHOKAQ_STORAGE) private readonly storage: JobStorage,
-    private readonly orchestrator: ChokaQOrchestrator,
+    private readonly workers: WorkerRegistry,
   ) {}
 
   /**
@@ -143,7 +143,7 @@ export class JobClient {
   async cancel(idOrIds: string | readonly string[], actor?: string): Promise<CancelResult> {
     const ids = assertIds(typeof idOrIds === 'string' ? [idOrIds] : idOrIds);
     const result = await this.storage.cancel(ids, actor);
-    this.orchestrator.cancelLocal(result.cancelRequested);
+    this.workers.cancelLocal(result.cancelRequested);
     return result;
   }
 
@@ -161,6 +161,6 @@ export class JobClient {
   /** Nudges the local fetcher for due jobs; delayed jobs are found by the poll when they are due. */
   private wake(target: string | JobDefinition<unknown>, job: JobOptions): void {
     if (job.delayMs || job.runAt) return;
-    this.orchestrator.nudge(isJobDefinition(target) ? target.queue : target);
+    this.workers.nudge(isJobDefinition(target) ? target.queue : target);
   }
 }

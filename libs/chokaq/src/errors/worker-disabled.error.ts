@@ -2,7 +2,8 @@ import { ChokaQError } from './chokaq.error';
 
 /**
  * An action needs the local worker, but this process runs producer-only
- * (`worker: { enabled: false }`) or the worker has already stopped.
+ * (`worker: { enabled: false }`), the application is not initialised yet (`app.init()` discovers
+ * the handlers), or the worker has already stopped.
  *
  * @publicApi
  */
@@ -10,7 +11,7 @@ export class ChokaQWorkerDisabledError extends ChokaQError {
   constructor(readonly action: string) {
     super(
       `Cannot ${action}: no ChokaQ worker is running in this process (worker.enabled is false, ` +
-        `or the application is shutting down). Enable the worker, or act through ChokaQAdmin on the database.`,
+        `the application is not initialised yet, or it is shutting down). Enable the worker, or act through ChokaQAdmin on the database.`,
     );
   }
 }

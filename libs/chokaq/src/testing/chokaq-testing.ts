@@ -1,8 +1,8 @@
 import { INestApplicationContext } from '@nestjs/common';
-import { ChokaQOrchestrator } from '../chokaq.orchestrator';
 import { RUN_DUE_JOBS_RULES, optionIssues } from '../config/option-rules';
 import { ChokaQValidationError } from '../errors';
 import { JobOutcome } from '../runtime/chokaq-worker';
+import { WorkerRegistry } from '../worker.registry';
 
 /** Options of {@link ChokaQTesting.runDueJobs}. @publicApi */
 export interface RunDueJobsOptions {
@@ -44,7 +44,8 @@ export const ChokaQTesting = Object.freeze({
    * Runs every due job of the given queues through the real pipeline (claim, middleware, handler,
    * retry policy, atomic moves) until none is due, and returns one outcome per run. Retries that
    * become due during the call (e.g. with `baseDelayMs: 0`) run too. Works with the worker enabled
-   * or disabled.
+   * or disabled, between `app.init()` and `app.close()`; outside them it rejects with
+   * `ChokaQWorkerDisabledError`.
    */
   async runDueJobs(
     app: INestApplicationContext,
@@ -53,8 +54,9 @@ export const ChokaQTesting = Object.freeze({
     const { timeoutMs } = options;
     const issues = optionIssues({ timeoutMs }, RUN_DUE_JOBS_RULES, String);
     if (issues.length > 0) throw new ChokaQValidationError(issues);
-    const orchestrator = app.get(ChokaQOrchestrator, { strict: false });
-    return orchestrator.drain(
+    // strict: false, as the registry is internal to ChokaQModule (not exported from it).
+    const workers = app.get(WorkerRegistry, { strict: false });
+    return workers.drain(
       options.queues,
       options.timeoutMs === undefined ? undefined : { timeoutMs: options.timeoutMs },
     );
