@@ -150,3 +150,8 @@ export class CircuitBreakers {
     while (circuit.failures.length > 0 && circuit.failures[0] <= from) circuit.failures.shift();
   }
 }
+
+/** Circuits are per `(queue, type)`: the same type key in two queues may have different handlers. */
+export function circuitKey(job: { queue: string; type: string }): string {
+  return `${job.queue}/${job.type}`;
+}

@@ -3,22 +3,17 @@ import type { ResolvedChokaQOptions } from '../config/chokaq-options';
 import type { HandlerDefinition, HandlerLookup } from '../discovery/handler-definition';
 import type { JobAbortCause } from '../errors';
 import { FailureReason, JobStatus } from '../storage/job-status';
-import type { DlqMove, HotJob, JobLease, JobStorage } from '../storage/job-storage';
-import { errorText, toError } from '../storage/shared/text';
-import type { CircuitBreakers } from './circuit-breaker';
+import type { HotJob, JobLease, JobStorage } from '../storage/job-storage';
+import { toError } from '../storage/shared/text';
+import { circuitKey, type CircuitBreakers } from './circuit-breaker';
 import type { CompletionBatcher } from './completion-batcher';
 import { ConcurrencyLimiter } from './concurrency-limiter';
-import { decideFailure } from './failure-policy';
-import { attemptOf, type Execution, type JobExecutor, type RunResult } from './job-executor';
+import { DbClock } from './db-clock';
+import type { Execution, JobExecutor, RunResult } from './job-executor';
+import { JobFinaliser, runOutcome, type ClaimedJob } from './job-finaliser';
 import type { JobOutcome } from './job-outcome';
 import type { QueueControls } from './queue-controls';
 import { runKey } from './run-key';
-
-/** A claimed row with the lease it was claimed under. */
-export interface ClaimedJob {
-  job: HotJob;
-  lease: JobLease;
-}
 
 /** What the processor is built from (the worker facade wires it). */
 export interface JobProcessorDeps {
@@ -39,14 +34,14 @@ export interface JobProcessorDeps {
 
 /** Backoff of a failed `markAsProcessing` before buffered jobs are tried again. */
 const START_RETRY_MS = { base: 200, max: 5_000 };
-/** Attempts of a finalising write (on top of the storage's own transient retry). */
-const FINALISE_ATTEMPTS = 3;
 
 /**
  * The processor of SPEC §4: holds the prefetch buffer, starts buffered jobs as concurrency slots
- * free up (one batched `markAsProcessing` per dispatch), runs them through the executor, and applies
- * the failure policy. It knows every lease this process still owns — buffered, starting, running,
- * and finished-but-not-yet-written — which is exactly what the heartbeat must cover.
+ * free up (one batched `markAsProcessing` per dispatch), runs them through the executor, and hands
+ * each result to its {@link JobFinaliser}, which applies the failure policy and writes the verdict.
+ * It knows every lease this process still owns — buffered, starting, running, and
+ * finished-but-not-yet-written — which is exactly what the heartbeat must cover; the finaliser
+ * tells it when a run's write is over (`onSettled`), and only then is the lease dropped.
  */
 export class JobProcessor {
   /** Concurrency slots; resizable at run time. */
@@ -61,11 +56,12 @@ export class JobProcessor {
   private readonly owned = new Map<string, JobLease>();
   private readonly running = new Map<string, { id: string; execution: Execution }>();
   private readonly tasks = new Set<Promise<unknown>>();
+  private readonly clock = new DbClock();
+  private readonly finaliser: JobFinaliser;
   private closing = false;
-  private abandoned = false;
-  private dbOffsetMs = 0;
   private startFailures = 0;
   private startRetryTimer: NodeJS.Timeout | undefined;
+  /** Conflicts met before a run reaches the finaliser (start refused, buffered run superseded). */
   private conflictCount = 0;
   private finalising = 0;
   private pumpScheduled = false;
@@ -74,6 +70,16 @@ export class JobProcessor {
     this.limiter = new ConcurrencyLimiter(deps.options.worker.concurrency, () => {
       this.schedulePump();
       this.deps.onCapacity?.();
+    });
+    this.finaliser = new JobFinaliser({
+      storage: deps.storage,
+      batcher: deps.batcher,
+      breakers: deps.breakers,
+      retry: deps.options.retry,
+      clock: this.clock,
+      logger: deps.logger,
+      // Keyed by run: settling a stale run must leave the lease of the run that replaced it owned.
+      onSettled: (lease) => this.owned.delete(runKey(lease)),
     });
   }
 
@@ -118,7 +124,7 @@ export class JobProcessor {
 
   /** Transitions the storage refused (zero rows), SPEC `state_transition_conflicts`. */
   get conflicts(): number {
-    return this.conflictCount;
+    return this.conflictCount + this.finaliser.conflicts;
   }
 
   /** Every lease this process still owns: what the heartbeat renews. */
@@ -133,7 +139,7 @@ export class JobProcessor {
 
   /** The database clock as estimated from the last claim (rows carry `LastUpdatedUtc` = DB now). */
   dbNow(): number {
-    return Date.now() + this.dbOffsetMs;
+    return this.clock.now();
   }
 
   /**
@@ -159,7 +165,7 @@ export class JobProcessor {
     lease: { workerId: string; leaseId: string },
     reserved = 0,
   ): void {
-    const claimedAt = Date.now();
+    this.clock.observe(jobs);
     const started: ClaimedJob[] = [];
     this.dropSupersededBuffered(jobs, lease.leaseId);
     for (const job of jobs) {
@@ -168,8 +174,6 @@ export class JobProcessor {
       if (job.status === JobStatus.Processing && started.length < reserved) started.push(claimed);
       else this.buffer.push(claimed);
     }
-    const newest = jobs[jobs.length - 1]?.lastUpdatedUtc?.getTime();
-    if (newest !== undefined && Number.isFinite(newest)) this.dbOffsetMs = newest - claimedAt;
     if (reserved > started.length) this.limiter.release(reserved - started.length);
     if (started.length > 0) {
       const emit = (outcome: JobOutcome) => this.emitOutcome(outcome);
@@ -228,14 +232,16 @@ export class JobProcessor {
       }
       const decision = this.deps.breakers.tryAcquire(circuitKey(job));
       if (!decision.allowed) {
-        if (this.jobAgeMs(job) >= this.deps.options.retry.maxJobAgeMs) {
+        if (this.clock.ageMs(job.enqueuedAtUtc) >= this.deps.options.retry.maxJobAgeMs) {
           settled.push(
-            this.dlq(
-              claimed,
-              FailureReason.CircuitBreakerOpen,
-              `Circuit of ${circuitKey(job)} still open when the job reached retry.maxJobAgeMs`,
-              emit,
-            ).then(onJobDone),
+            this.finaliser
+              .dlq(
+                claimed,
+                FailureReason.CircuitBreakerOpen,
+                `Circuit of ${circuitKey(job)} still open when the job reached retry.maxJobAgeMs`,
+                emit,
+              )
+              .then(onJobDone),
           );
         } else {
           pushTo(toRelease, decision.retryInMs, claimed);
@@ -246,7 +252,7 @@ export class JobProcessor {
     }
 
     for (const [delayMs, jobs] of toRelease) {
-      settled.push(this.release(jobs, delayMs, emit).then(() => jobs.forEach(onJobDone)));
+      settled.push(this.finaliser.release(jobs, delayMs, emit).then(() => jobs.forEach(onJobDone)));
     }
 
     if (toStart.length > 0) {
@@ -262,7 +268,7 @@ export class JobProcessor {
     if (held.length === 0) return 0;
     const ids = new Set(held.map(({ job }) => job.id));
     this.buffer = this.buffer.filter(({ job }) => !ids.has(job.id));
-    await this.release(held, 0, (o) => this.deps.onOutcome?.(o));
+    await this.finaliser.release(held, 0, (o) => this.deps.onOutcome?.(o));
     return held.length;
   }
 
@@ -300,7 +306,7 @@ export class JobProcessor {
   async releaseBuffered(): Promise<number> {
     const buffered = this.buffer.splice(0);
     if (buffered.length === 0) return 0;
-    await this.release(buffered, 0, (o) => this.deps.onOutcome?.(o));
+    await this.finaliser.release(buffered, 0, (o) => this.deps.onOutcome?.(o));
     return buffered.length;
   }
 
@@ -325,7 +331,7 @@ export class JobProcessor {
    * them to the DLQ as zombies (or back to Pending where the queue has `RetryZombies`).
    */
   abandonRunning(): string[] {
-    this.abandoned = true;
+    this.finaliser.abandon();
     const ids = this.runningIds();
     for (const { execution } of this.running.values()) execution.abandon();
     return ids;
@@ -336,7 +342,7 @@ export class JobProcessor {
   /** A claimed job no handler of this process runs: straight to the DLQ as `NoHandler`. */
   private noHandler(claimed: ClaimedJob, emit: (o: JobOutcome) => void): Promise<void> {
     const { job } = claimed;
-    return this.dlq(
+    return this.finaliser.dlq(
       claimed,
       FailureReason.NoHandler,
       `No handler for ${job.queue}/${job.type} in worker ${this.deps.workerId}`,
@@ -402,9 +408,7 @@ export class JobProcessor {
         this.deps.logger.warn(
           `Job ${job.id} was not started: its lease no longer matches (state transition conflict)`,
         );
-        emit(
-          this.outcome(claimed, 'released', { applied: false, error: 'lease lost before start' }),
-        );
+        emit(runOutcome(claimed, 'released', { applied: false, error: 'lease lost before start' }));
         onJobDone();
         continue;
       }
@@ -413,12 +417,14 @@ export class JobProcessor {
         this.deps.breakers.releaseProbe(circuitKey(job));
         onJobDone();
         runs.push(
-          this.retry(
+          this.finaliser.retry(
             claimed,
-            0,
-            'Returned to Pending by worker shutdown before the handler started',
+            {
+              delayMs: 0,
+              error: 'Returned to Pending by worker shutdown before the handler started',
+              released: true,
+            },
             emit,
-            true,
           ),
         );
         continue;
@@ -463,229 +469,16 @@ export class JobProcessor {
     }
     this.finalising++;
     try {
-      await this.finalise(claimed, handler, probe, execution.attempt, result, emit);
+      await this.finaliser.finalise(
+        claimed,
+        { result, attempt: execution.attempt, probe, maxAttempts: handler.maxAttempts },
+        emit,
+      );
     } finally {
       this.finalising--;
       // The write is done: the run no longer counts as unwritten, so the fetcher may claim again.
       this.deps.onCapacity?.();
     }
-  }
-
-  private async finalise(
-    claimed: ClaimedJob,
-    handler: HandlerDefinition,
-    probe: boolean,
-    attempt: number,
-    result: RunResult,
-    emit: (o: JobOutcome) => void,
-  ): Promise<void> {
-    const { job, lease } = claimed;
-    const key = circuitKey(job);
-    const base = { attempt, durationMs: result.durationMs };
-    switch (result.kind) {
-      case 'succeeded': {
-        this.deps.breakers.recordSuccess(key, probe);
-        const archived = await this.deps.batcher.add({ ...lease, durationMs: result.durationMs });
-        if (!archived) this.conflictCount++;
-        this.owned.delete(runKey(lease));
-        emit(this.outcome(claimed, 'succeeded', { ...base, applied: archived }));
-        return;
-      }
-      case 'timeout': {
-        this.deps.breakers.recordFailure(key, probe);
-        const error = `ChokaQJobTimeoutError: job exceeded its execution timeout of ${result.timeoutMs} ms`;
-        const applied = await this.move(lease, {
-          reason: FailureReason.Timeout,
-          error,
-          durationMs: result.durationMs,
-        });
-        emit(
-          this.outcome(claimed, 'failed', {
-            ...base,
-            reason: FailureReason.Timeout,
-            error,
-            applied,
-          }),
-        );
-        return;
-      }
-      case 'aborted': {
-        this.deps.breakers.releaseProbe(key);
-        const cancelled = result.cause === 'cancelled';
-        const reason = cancelled ? FailureReason.Cancelled : FailureReason.HeartbeatFailure;
-        const error = cancelled
-          ? 'Cancelled while running: the handler signal was aborted'
-          : 'Aborted because the worker could not renew its heartbeat';
-        const applied = await this.move(lease, { reason, error, durationMs: result.durationMs });
-        emit(
-          this.outcome(claimed, cancelled ? 'cancelled' : 'failed', {
-            ...base,
-            reason,
-            error,
-            applied,
-          }),
-        );
-        return;
-      }
-      case 'abandoned': {
-        this.deps.breakers.releaseProbe(key);
-        this.owned.delete(runKey(lease));
-        this.deps.logger.warn(
-          `Job ${job.id} (${job.queue}/${job.type}) was still running at the end of the shutdown ` +
-            `grace period; it is left to the rescue loop.`,
-        );
-        emit(
-          this.outcome(claimed, 'released', {
-            ...base,
-            applied: false,
-            error: 'abandoned at shutdown',
-          }),
-        );
-        return;
-      }
-      case 'failed': {
-        if (result.abortedBy === 'shutdown') {
-          // A cooperative stop is not the job's fault: back to Pending at once, attempt kept.
-          this.deps.breakers.releaseProbe(key);
-          await this.retry(
-            claimed,
-            0,
-            `Returned to Pending by worker shutdown (the handler stopped when its signal was aborted): ${errorText(result.error)}`,
-            emit,
-            true,
-            base,
-          );
-          return;
-        }
-        const decision = decideFailure({
-          error: result.error,
-          attempt,
-          maxAttempts: handler.maxAttempts ?? this.deps.options.retry.maxAttempts,
-          jobAgeMs: this.jobAgeMs(job),
-          retry: this.deps.options.retry,
-        });
-        const text = errorText(result.error);
-        if (decision.action === 'dlq' && decision.reason === FailureReason.FatalError) {
-          // A bad payload says nothing about the health of the type's dependency.
-          this.deps.breakers.releaseProbe(key);
-        } else {
-          this.deps.breakers.recordFailure(key, probe);
-        }
-        if (decision.action === 'retry') {
-          await this.retry(claimed, decision.delayMs, text, emit, false, base);
-        } else {
-          const applied = await this.move(lease, {
-            reason: decision.reason,
-            error: text,
-            durationMs: result.durationMs,
-          });
-          emit(
-            this.outcome(claimed, 'failed', {
-              ...base,
-              reason: decision.reason,
-              error: text,
-              applied,
-            }),
-          );
-        }
-        return;
-      }
-    }
-  }
-
-  private async retry(
-    claimed: ClaimedJob,
-    delayMs: number,
-    error: string,
-    emit: (o: JobOutcome) => void,
-    released: boolean,
-    base: { attempt?: number; durationMs?: number } = {},
-  ): Promise<void> {
-    const rows = await this.write('rescheduleForRetry', () =>
-      this.deps.storage.rescheduleForRetry(claimed.lease, delayMs, error),
-    );
-    const applied = this.applied(rows, claimed.job, 'rescheduleForRetry');
-    this.owned.delete(runKey(claimed.lease));
-    emit(
-      this.outcome(claimed, released ? 'released' : 'retried', {
-        attempt: attemptOf(claimed.job),
-        ...base,
-        error,
-        applied,
-        retryDelayMs: delayMs,
-      }),
-    );
-  }
-
-  private async dlq(
-    claimed: ClaimedJob,
-    reason: FailureReason,
-    error: string,
-    emit: (o: JobOutcome) => void,
-  ): Promise<void> {
-    const applied = await this.move(claimed.lease, { reason, error });
-    emit(this.outcome(claimed, 'failed', { reason, error, applied }));
-  }
-
-  private async move(lease: JobLease, move: DlqMove): Promise<boolean> {
-    const rows = await this.write('moveToDlq', () => this.deps.storage.moveToDlq(lease, move));
-    this.owned.delete(runKey(lease));
-    return this.applied(rows, { id: lease.id }, 'moveToDlq');
-  }
-
-  private async release(
-    jobs: readonly ClaimedJob[],
-    delayMs: number,
-    emit: (o: JobOutcome) => void,
-  ): Promise<void> {
-    const leases = jobs.map((c) => c.lease);
-    const rows = await this.write('release', () =>
-      this.deps.storage.release(leases, delayMs > 0 ? delayMs : undefined),
-    );
-    if (rows !== undefined && rows < leases.length) this.conflictCount += leases.length - rows;
-    for (const { job, lease } of jobs) {
-      this.owned.delete(runKey(lease));
-      emit(
-        this.outcome({ job, lease }, 'released', {
-          applied: rows !== undefined,
-          retryDelayMs: delayMs,
-          error: delayMs > 0 ? `circuit of ${circuitKey(job)} is open` : undefined,
-        }),
-      );
-    }
-  }
-
-  /**
-   * A finalising write with a few extra attempts on top of the storage's own transient retry. If it
-   * still fails the row stays ours until the heartbeat stops covering it; then rescue decides.
-   * Attempts are never spent here: the job's attempt count changes only in `markAsProcessing`.
-   */
-  private async write(name: string, op: () => Promise<number>): Promise<number | undefined> {
-    for (let attempt = 1; ; attempt++) {
-      try {
-        return await op();
-      } catch (error) {
-        if (attempt >= FINALISE_ATTEMPTS || this.abandoned) {
-          this.deps.logger.error(
-            `${name} failed ${attempt} time(s): ${toError(error).message}. The job is left to the rescue loop.`,
-          );
-          return undefined;
-        }
-        await new Promise((resolve) => setTimeout(resolve, 250 * 2 ** (attempt - 1)).unref?.());
-      }
-    }
-  }
-
-  private applied(rows: number | undefined, job: { id: string }, operation: string): boolean {
-    if (rows === undefined) return false;
-    if (rows === 0) {
-      this.conflictCount++;
-      this.deps.logger.warn(
-        `${operation} of job ${job.id} changed no row: the lease no longer matches (state transition conflict)`,
-      );
-      return false;
-    }
-    return true;
   }
 
   /**
@@ -702,7 +495,7 @@ export class JobProcessor {
         this.conflictCount++;
         this.owned.delete(runKey(buffered.lease));
         this.emitOutcome(
-          this.outcome(buffered, 'released', {
+          runOutcome(buffered, 'released', {
             applied: false,
             error: 'superseded by a newer claim of the same job',
           }),
@@ -723,34 +516,6 @@ export class JobProcessor {
     }, wait);
     this.startRetryTimer.unref?.();
   }
-
-  private jobAgeMs(job: HotJob): number {
-    return Math.max(0, this.dbNow() - job.enqueuedAtUtc.getTime());
-  }
-
-  private outcome(
-    { job, lease }: ClaimedJob,
-    outcome: JobOutcome['outcome'],
-    extra: Partial<JobOutcome> = {},
-  ): JobOutcome {
-    const result: JobOutcome = {
-      id: job.id,
-      leaseId: lease.leaseId,
-      queue: job.queue,
-      type: job.type,
-      outcome,
-      attempt: extra.attempt ?? attemptOf(job),
-    };
-    for (const [key, value] of Object.entries(extra)) {
-      if (value !== undefined) (result as unknown as Record<string, unknown>)[key] = value;
-    }
-    return result;
-  }
-}
-
-/** Circuits are per `(queue, type)`: the same type key in two queues may have different handlers. */
-export function circuitKey(job: { queue: string; type: string }): string {
-  return `${job.queue}/${job.type}`;
 }
 
 function pushTo<K, V>(map: Map<K, V[]>, key: K, value: V): void {

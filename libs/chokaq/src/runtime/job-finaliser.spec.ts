@@ -1,0 +1,363 @@
+import { RecordingLogger } from '../../../../test/runtime/support/silent-logger';
+import { testOptions } from '../../../../test/runtime/support/options';
+import { ChokaQFatalError } from '../errors';
+import { FailureReason, JobStatus } from '../storage/job-status';
+import type { HotJob, JobLease } from '../storage/job-storage';
+import { DbClock } from './db-clock';
+import { JobFinaliser, type ClaimedJob } from './job-finaliser';
+import type { JobOutcome } from './job-outcome';
+
+/**
+ * Verdict → storage, against a fake storage: which write each run result leads to, what the
+ * circuit breaker hears, what counts as a conflict, and that the lease is handed back (before the
+ * outcome) exactly once per run. The real storage is exercised by the runtime and fault suites.
+ */
+describe('JobFinaliser', () => {
+  const retry = testOptions().retry; // 3 attempts, 50 ms base, ×2, no jitter
+
+  function claimedJob(overrides: Partial<HotJob> = {}): ClaimedJob {
+    const now = new Date();
+    const job: HotJob = {
+      id: 'job-1',
+      queue: 'q',
+      type: 't',
+      payload: {},
+      tags: [],
+      idempotencyKey: null,
+      priority: 10,
+      status: JobStatus.Processing,
+      attemptCount: 2,
+      workerId: 'w',
+      leaseId: 'l1',
+      heartbeatUtc: null,
+      scheduledAtUtc: null,
+      createdAtUtc: now,
+      enqueuedAtUtc: now,
+      startedAtUtc: now,
+      lastUpdatedUtc: now,
+      createdBy: null,
+      lastModifiedBy: null,
+      lastError: null,
+      cancelRequestedUtc: null,
+      progress: null,
+      ...overrides,
+    };
+    return { job, lease: { id: job.id, workerId: 'w', leaseId: job.leaseId ?? 'l1' } };
+  }
+
+  function harness() {
+    const events: string[] = [];
+    const outcomes: JobOutcome[] = [];
+    const settled: JobLease[] = [];
+    const storage = {
+      rescheduleForRetry: jest.fn(async (_lease: JobLease, _delayMs: number, _error: string) => 1),
+      moveToDlq: jest.fn(async () => 1),
+      release: jest.fn(async (leases: readonly JobLease[]) => leases.length),
+    };
+    const batcher = { add: jest.fn(async () => true) };
+    const breakers = {
+      recordSuccess: jest.fn(),
+      recordFailure: jest.fn(),
+      releaseProbe: jest.fn(),
+    };
+    const logger = new RecordingLogger();
+    const finaliser = new JobFinaliser({
+      storage,
+      batcher,
+      breakers,
+      retry,
+      clock: new DbClock(),
+      logger,
+      onSettled: (lease) => {
+        settled.push(lease);
+        events.push(`settled ${lease.leaseId}`);
+      },
+    });
+    const emit = (o: JobOutcome) => {
+      outcomes.push(o);
+      events.push(`outcome ${o.leaseId}`);
+    };
+    return { finaliser, storage, batcher, breakers, logger, events, outcomes, settled, emit };
+  }
+
+  afterEach(() => jest.useRealTimers());
+
+  it('a failed run with attempts left is rescheduled after the backoff delay, then settled and reported', async () => {
+    const h = harness();
+    const claimed = claimedJob();
+    await h.finaliser.finalise(
+      claimed,
+      {
+        result: { kind: 'failed', error: new Error('boom'), durationMs: 7 },
+        attempt: 2,
+        probe: true,
+      },
+      h.emit,
+    );
+    // Attempt 2 of 3 failed: the next waits base × multiplier¹ = 100 ms.
+    expect(h.storage.rescheduleForRetry).toHaveBeenCalledTimes(1);
+    const [lease, delayMs, error] = h.storage.rescheduleForRetry.mock.calls[0];
+    expect(lease).toEqual(claimed.lease);
+    expect(delayMs).toBe(100);
+    expect(error).toContain('boom');
+    expect(h.breakers.recordFailure).toHaveBeenCalledWith('q/t', true);
+    expect(h.outcomes).toEqual([
+      {
+        id: 'job-1',
+        leaseId: 'l1',
+        queue: 'q',
+        type: 't',
+        outcome: 'retried',
+        attempt: 2,
+        durationMs: 7,
+        error,
+        applied: true,
+        retryDelayMs: 100,
+      },
+    ]);
+    expect(h.events).toEqual(['settled l1', 'outcome l1']);
+    expect(h.finaliser.conflicts).toBe(0);
+  });
+
+  it('a failed run on its last attempt goes to the DLQ as MaxRetriesExceeded', async () => {
+    const h = harness();
+    await h.finaliser.finalise(
+      claimedJob(),
+      {
+        result: { kind: 'failed', error: new Error('boom'), durationMs: 7 },
+        attempt: 3,
+        probe: false,
+      },
+      h.emit,
+    );
+    expect(h.storage.rescheduleForRetry).not.toHaveBeenCalled();
+    expect(h.storage.moveToDlq).toHaveBeenCalledWith(
+      expect.objectContaining({ id: 'job-1', leaseId: 'l1' }),
+      expect.objectContaining({ reason: FailureReason.MaxRetriesExceeded, durationMs: 7 }),
+    );
+    expect(h.outcomes[0]).toMatchObject({
+      outcome: 'failed',
+      reason: FailureReason.MaxRetriesExceeded,
+      applied: true,
+    });
+  });
+
+  it("the handler's maxAttempts wins over retry.maxAttempts", async () => {
+    const h = harness();
+    await h.finaliser.finalise(
+      claimedJob(),
+      {
+        result: { kind: 'failed', error: new Error('boom'), durationMs: 1 },
+        attempt: 1,
+        probe: false,
+        maxAttempts: 1,
+      },
+      h.emit,
+    );
+    expect(h.outcomes[0]).toMatchObject({ reason: FailureReason.MaxRetriesExceeded });
+  });
+
+  it('a fatal error goes to the DLQ at once and does not count against the circuit', async () => {
+    const h = harness();
+    await h.finaliser.finalise(
+      claimedJob(),
+      {
+        result: { kind: 'failed', error: new ChokaQFatalError('bad payload'), durationMs: 1 },
+        attempt: 1,
+        probe: true,
+      },
+      h.emit,
+    );
+    expect(h.outcomes[0]).toMatchObject({ outcome: 'failed', reason: FailureReason.FatalError });
+    expect(h.breakers.recordFailure).not.toHaveBeenCalled();
+    expect(h.breakers.releaseProbe).toHaveBeenCalledWith('q/t');
+  });
+
+  it('a job older than retry.maxJobAgeMs on the database clock is not retried', async () => {
+    const h = harness();
+    const enqueuedAtUtc = new Date(Date.now() - retry.maxJobAgeMs - 1_000);
+    await h.finaliser.finalise(
+      claimedJob({ enqueuedAtUtc }),
+      {
+        result: { kind: 'failed', error: new Error('boom'), durationMs: 1 },
+        attempt: 1,
+        probe: false,
+      },
+      h.emit,
+    );
+    expect(h.outcomes[0]).toMatchObject({ reason: FailureReason.RetryLifetimeExpired });
+  });
+
+  it('zero rows: a state transition conflict, counted, logged, and the outcome says not applied', async () => {
+    const h = harness();
+    h.storage.rescheduleForRetry.mockResolvedValueOnce(0);
+    h.storage.moveToDlq.mockResolvedValueOnce(0);
+    await h.finaliser.finalise(
+      claimedJob(),
+      {
+        result: { kind: 'failed', error: new Error('boom'), durationMs: 1 },
+        attempt: 1,
+        probe: false,
+      },
+      h.emit,
+    );
+    await h.finaliser.finalise(
+      claimedJob({ leaseId: 'l2' }),
+      { result: { kind: 'timeout', timeoutMs: 5, durationMs: 5 }, attempt: 1, probe: false },
+      h.emit,
+    );
+    expect(h.finaliser.conflicts).toBe(2);
+    expect(h.outcomes.map((o) => [o.outcome, o.applied])).toEqual([
+      ['retried', false],
+      ['failed', false],
+    ]);
+    expect(h.logger.count('warn', 'state transition conflict')).toBe(2);
+    // A refused write is over all the same: the run's lease is handed back.
+    expect(h.settled.map((l) => l.leaseId)).toEqual(['l1', 'l2']);
+  });
+
+  it('a success is archived through the batcher; a refused archive is a conflict', async () => {
+    const h = harness();
+    await h.finaliser.finalise(
+      claimedJob(),
+      { result: { kind: 'succeeded', durationMs: 3 }, attempt: 2, probe: true },
+      h.emit,
+    );
+    h.batcher.add.mockResolvedValueOnce(false);
+    await h.finaliser.finalise(
+      claimedJob({ leaseId: 'l2' }),
+      { result: { kind: 'succeeded', durationMs: 4 }, attempt: 2, probe: false },
+      h.emit,
+    );
+    expect(h.batcher.add.mock.calls).toEqual([
+      [{ id: 'job-1', workerId: 'w', leaseId: 'l1', durationMs: 3 }],
+      [{ id: 'job-1', workerId: 'w', leaseId: 'l2', durationMs: 4 }],
+    ]);
+    expect(h.breakers.recordSuccess.mock.calls).toEqual([
+      ['q/t', true],
+      ['q/t', false],
+    ]);
+    expect(h.outcomes.map((o) => [o.leaseId, o.outcome, o.applied])).toEqual([
+      ['l1', 'succeeded', true],
+      ['l2', 'succeeded', false],
+    ]);
+    expect(h.finaliser.conflicts).toBe(1);
+    expect(h.events).toEqual(['settled l1', 'outcome l1', 'settled l2', 'outcome l2']);
+  });
+
+  it('timeout, cancel and heartbeat-failure aborts go to the DLQ with their reasons', async () => {
+    const h = harness();
+    await h.finaliser.finalise(
+      claimedJob(),
+      { result: { kind: 'timeout', timeoutMs: 5, durationMs: 6 }, attempt: 2, probe: true },
+      h.emit,
+    );
+    await h.finaliser.finalise(
+      claimedJob(),
+      { result: { kind: 'aborted', cause: 'cancelled', durationMs: 1 }, attempt: 2, probe: false },
+      h.emit,
+    );
+    await h.finaliser.finalise(
+      claimedJob(),
+      {
+        result: { kind: 'aborted', cause: 'heartbeat-failure', durationMs: 1 },
+        attempt: 2,
+        probe: false,
+      },
+      h.emit,
+    );
+    expect(h.outcomes.map((o) => [o.outcome, o.reason])).toEqual([
+      ['failed', FailureReason.Timeout],
+      ['cancelled', FailureReason.Cancelled],
+      ['failed', FailureReason.HeartbeatFailure],
+    ]);
+    expect(h.breakers.recordFailure).toHaveBeenCalledTimes(1); // only the timeout
+    expect(h.breakers.releaseProbe).toHaveBeenCalledTimes(2);
+  });
+
+  it('a handler stopped by shutdown goes back to Pending at once as released, attempt kept', async () => {
+    const h = harness();
+    await h.finaliser.finalise(
+      claimedJob(),
+      {
+        result: {
+          kind: 'failed',
+          error: new Error('stopped'),
+          durationMs: 1,
+          abortedBy: 'shutdown',
+        },
+        attempt: 2,
+        probe: true,
+      },
+      h.emit,
+    );
+    expect(h.storage.rescheduleForRetry.mock.calls[0][1]).toBe(0);
+    expect(h.outcomes[0]).toMatchObject({ outcome: 'released', applied: true, retryDelayMs: 0 });
+    expect(h.breakers.releaseProbe).toHaveBeenCalledWith('q/t');
+    expect(h.breakers.recordFailure).not.toHaveBeenCalled();
+  });
+
+  it('an abandoned run writes nothing, is handed back, and is reported released', async () => {
+    const h = harness();
+    await h.finaliser.finalise(
+      claimedJob(),
+      { result: { kind: 'abandoned', durationMs: 9 }, attempt: 2, probe: true },
+      h.emit,
+    );
+    expect(h.storage.rescheduleForRetry).not.toHaveBeenCalled();
+    expect(h.storage.moveToDlq).not.toHaveBeenCalled();
+    expect(h.outcomes[0]).toMatchObject({
+      outcome: 'released',
+      applied: false,
+      error: 'abandoned at shutdown',
+    });
+    expect(h.events).toEqual(['settled l1', 'outcome l1']);
+    expect(h.breakers.releaseProbe).toHaveBeenCalledWith('q/t');
+  });
+
+  it('a release writes once for many runs; rows missing from its count are conflicts', async () => {
+    const h = harness();
+    h.storage.release.mockResolvedValueOnce(1);
+    const runs = [claimedJob({ id: 'a', leaseId: 'la' }), claimedJob({ id: 'b', leaseId: 'lb' })];
+    await h.finaliser.release(runs, 1_000, h.emit);
+    expect(h.storage.release).toHaveBeenCalledTimes(1);
+    expect(h.storage.release).toHaveBeenCalledWith(
+      runs.map((r) => r.lease),
+      1_000,
+    );
+    expect(h.finaliser.conflicts).toBe(1);
+    expect(h.outcomes.map((o) => [o.id, o.outcome, o.applied, o.error])).toEqual([
+      ['a', 'released', true, 'circuit of q/t is open'],
+      ['b', 'released', true, 'circuit of q/t is open'],
+    ]);
+    expect(h.settled.map((l) => l.leaseId)).toEqual(['la', 'lb']);
+  });
+
+  it('a failing write is tried 3 times with backoff, then left to the rescue loop', async () => {
+    jest.useFakeTimers();
+    const h = harness();
+    h.storage.moveToDlq.mockRejectedValue(new Error('db down'));
+    const done = h.finaliser.dlq(claimedJob(), FailureReason.NoHandler, 'none', h.emit);
+    await jest.advanceTimersByTimeAsync(249);
+    expect(h.storage.moveToDlq).toHaveBeenCalledTimes(1);
+    await jest.advanceTimersByTimeAsync(1); // 250 ms, then 500 ms
+    expect(h.storage.moveToDlq).toHaveBeenCalledTimes(2);
+    await jest.advanceTimersByTimeAsync(500);
+    await done;
+    expect(h.storage.moveToDlq).toHaveBeenCalledTimes(3);
+    expect(h.outcomes[0]).toMatchObject({ outcome: 'failed', applied: false });
+    expect(h.finaliser.conflicts).toBe(0); // not reached is not refused
+    expect(h.logger.count('error', 'moveToDlq failed 3 time(s)')).toBe(1);
+    expect(h.settled).toHaveLength(1);
+  });
+
+  it('after abandon() a failing write is not tried again', async () => {
+    const h = harness();
+    h.storage.moveToDlq.mockRejectedValue(new Error('db down'));
+    h.finaliser.abandon();
+    await h.finaliser.dlq(claimedJob(), FailureReason.NoHandler, 'none', h.emit);
+    expect(h.storage.moveToDlq).toHaveBeenCalledTimes(1);
+    expect(h.logger.count('error', 'moveToDlq failed 1 time(s)')).toBe(1);
+    expect(h.outcomes[0]).toMatchObject({ applied: false });
+  });
+});

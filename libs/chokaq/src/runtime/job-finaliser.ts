@@ -1,0 +1,347 @@
+import type { LoggerService } from '@nestjs/common';
+import type { ResolvedChokaQOptions } from '../config/chokaq-options';
+import { FailureReason } from '../storage/job-status';
+import type { DlqMove, HotJob, JobLease, JobStorage } from '../storage/job-storage';
+import { errorText, toError } from '../storage/shared/text';
+import { circuitKey, type CircuitBreakers } from './circuit-breaker';
+import type { CompletionBatcher } from './completion-batcher';
+import type { DbClock } from './db-clock';
+import { decideFailure } from './failure-policy';
+import { attemptOf, type RunResult } from './job-executor';
+import type { JobOutcome } from './job-outcome';
+
+/** A claimed row with the lease it was claimed under: one run of a job. */
+export interface ClaimedJob {
+  job: HotJob;
+  lease: JobLease;
+}
+
+/** How a run that reached its handler ended, with what the verdict depends on. */
+export interface FinishedRun {
+  result: RunResult;
+  /** The attempt that ran (1-based). */
+  attempt: number;
+  /** The run was a half-open circuit's probe: the breaker must hear how it ended. */
+  probe: boolean;
+  /** The handler's own `maxAttempts`, when it sets one; else `retry.maxAttempts` applies. */
+  maxAttempts?: number;
+}
+
+/** A return to Pending of a run that did not end in a verdict of its own. */
+export interface RetryRequest {
+  /** Wait before the job is due again, in ms (0: at once). */
+  delayMs: number;
+  /** The text stored as the job's last error. */
+  error: string;
+  /**
+   * The worker, not the job, is why it goes back (shutdown): the outcome is `released`, not
+   * `retried`. The attempt is kept either way; only `markAsProcessing` counts attempts.
+   */
+  released?: boolean;
+}
+
+/** Facts of a run that reached its handler, copied into its outcome. */
+export interface RunFacts {
+  attempt?: number;
+  durationMs?: number;
+}
+
+/** Where a run's outcome goes: the caller decides (a drain also collects them). */
+export type EmitOutcome = (outcome: JobOutcome) => void;
+
+/** What the finaliser is built from (the processor wires it). */
+export interface JobFinaliserDeps {
+  storage: Pick<JobStorage, 'rescheduleForRetry' | 'moveToDlq' | 'release'>;
+  /** Successes go through the batcher: many archives in one short transaction. */
+  batcher: Pick<CompletionBatcher, 'add'>;
+  breakers: Pick<CircuitBreakers, 'recordSuccess' | 'recordFailure' | 'releaseProbe'>;
+  retry: ResolvedChokaQOptions['retry'];
+  /** Job ages are measured on the database clock, like the `EnqueuedAtUtc` they start from. */
+  clock: Pick<DbClock, 'ageMs'>;
+  logger: LoggerService;
+  /**
+   * The finaliser is done with a run: its write was applied, refused or given up to the rescue
+   * loop, or there was none to make (abandoned at shutdown). The owner of the run's lease stops
+   * owning it, so the heartbeat stops renewing it. Called once per run, before its outcome is
+   * emitted, so an outcome listener never sees a settled run's lease still owned.
+   */
+  onSettled: (lease: JobLease) => void;
+}
+
+/** Attempts of a finalising write (on top of the storage's own transient retry). */
+const FINALISE_ATTEMPTS = 3;
+/** First wait between attempts of a finalising write; it doubles after each. */
+const FINALISE_RETRY_BASE_MS = 250;
+
+/**
+ * Settles runs in storage (SPEC §4): turns a run's result into its verdict with the failure
+ * policy, writes it (archive through the batcher, retry, DLQ, release), tells the circuit breaker
+ * how the run went, counts the transitions the storage refused, and emits the run's outcome.
+ *
+ * It holds no run: the processor owns leases and hears through `onSettled` when a run's write is
+ * over. Kept apart from the processor so every verdict can be tested against a fake storage,
+ * without slots, buffers or a database.
+ */
+export class JobFinaliser {
+  private conflictCount = 0;
+  private abandoned = false;
+
+  constructor(private readonly deps: JobFinaliserDeps) {}
+
+  /** Transitions the storage refused (zero rows) while settling runs: SPEC `state_transition_conflicts`. */
+  get conflicts(): number {
+    return this.conflictCount;
+  }
+
+  /**
+   * End of the shutdown grace period: a finalising write that fails from now on is not tried
+   * again. The process is about to exit, and the rescue loop settles what is left unwritten.
+   */
+  abandon(): void {
+    this.abandoned = true;
+  }
+
+  /** Writes the verdict of a run that reached its handler, then emits its outcome. Never rejects. */
+  async finalise(claimed: ClaimedJob, run: FinishedRun, emit: EmitOutcome): Promise<void> {
+    const { job, lease } = claimed;
+    const { result, attempt, probe } = run;
+    const key = circuitKey(job);
+    const base = { attempt, durationMs: result.durationMs };
+    switch (result.kind) {
+      case 'succeeded': {
+        this.deps.breakers.recordSuccess(key, probe);
+        const archived = await this.deps.batcher.add({ ...lease, durationMs: result.durationMs });
+        if (!archived) this.conflictCount++;
+        this.deps.onSettled(lease);
+        emit(runOutcome(claimed, 'succeeded', { ...base, applied: archived }));
+        return;
+      }
+      case 'timeout': {
+        this.deps.breakers.recordFailure(key, probe);
+        const error = `ChokaQJobTimeoutError: job exceeded its execution timeout of ${result.timeoutMs} ms`;
+        const applied = await this.move(lease, {
+          reason: FailureReason.Timeout,
+          error,
+          durationMs: result.durationMs,
+        });
+        emit(
+          runOutcome(claimed, 'failed', {
+            ...base,
+            reason: FailureReason.Timeout,
+            error,
+            applied,
+          }),
+        );
+        return;
+      }
+      case 'aborted': {
+        this.deps.breakers.releaseProbe(key);
+        const cancelled = result.cause === 'cancelled';
+        const reason = cancelled ? FailureReason.Cancelled : FailureReason.HeartbeatFailure;
+        const error = cancelled
+          ? 'Cancelled while running: the handler signal was aborted'
+          : 'Aborted because the worker could not renew its heartbeat';
+        const applied = await this.move(lease, { reason, error, durationMs: result.durationMs });
+        emit(
+          runOutcome(claimed, cancelled ? 'cancelled' : 'failed', {
+            ...base,
+            reason,
+            error,
+            applied,
+          }),
+        );
+        return;
+      }
+      case 'abandoned': {
+        this.deps.breakers.releaseProbe(key);
+        this.deps.onSettled(lease);
+        this.deps.logger.warn(
+          `Job ${job.id} (${job.queue}/${job.type}) was still running at the end of the shutdown ` +
+            `grace period; it is left to the rescue loop.`,
+        );
+        emit(
+          runOutcome(claimed, 'released', {
+            ...base,
+            applied: false,
+            error: 'abandoned at shutdown',
+          }),
+        );
+        return;
+      }
+      case 'failed': {
+        if (result.abortedBy === 'shutdown') {
+          // A cooperative stop is not the job's fault: back to Pending at once, attempt kept.
+          this.deps.breakers.releaseProbe(key);
+          await this.retry(
+            claimed,
+            {
+              delayMs: 0,
+              error: `Returned to Pending by worker shutdown (the handler stopped when its signal was aborted): ${errorText(result.error)}`,
+              released: true,
+            },
+            emit,
+            base,
+          );
+          return;
+        }
+        const decision = decideFailure({
+          error: result.error,
+          attempt,
+          maxAttempts: run.maxAttempts ?? this.deps.retry.maxAttempts,
+          jobAgeMs: this.deps.clock.ageMs(job.enqueuedAtUtc),
+          retry: this.deps.retry,
+        });
+        const text = errorText(result.error);
+        if (decision.action === 'dlq' && decision.reason === FailureReason.FatalError) {
+          // A bad payload says nothing about the health of the type's dependency.
+          this.deps.breakers.releaseProbe(key);
+        } else {
+          this.deps.breakers.recordFailure(key, probe);
+        }
+        if (decision.action === 'retry') {
+          await this.retry(claimed, { delayMs: decision.delayMs, error: text }, emit, base);
+        } else {
+          const applied = await this.move(lease, {
+            reason: decision.reason,
+            error: text,
+            durationMs: result.durationMs,
+          });
+          emit(
+            runOutcome(claimed, 'failed', {
+              ...base,
+              reason: decision.reason,
+              error: text,
+              applied,
+            }),
+          );
+        }
+        return;
+      }
+    }
+  }
+
+  /**
+   * Back to Pending after `request.delayMs` (`rescheduleForRetry`), then emits `retried`, or
+   * `released` when the worker is the reason. Never rejects.
+   */
+  async retry(
+    claimed: ClaimedJob,
+    request: RetryRequest,
+    emit: EmitOutcome,
+    base: RunFacts = {},
+  ): Promise<void> {
+    const { delayMs, error } = request;
+    const rows = await this.write('rescheduleForRetry', () =>
+      this.deps.storage.rescheduleForRetry(claimed.lease, delayMs, error),
+    );
+    const applied = this.applied(rows, claimed.job, 'rescheduleForRetry');
+    this.deps.onSettled(claimed.lease);
+    emit(
+      runOutcome(claimed, request.released ? 'released' : 'retried', {
+        attempt: attemptOf(claimed.job),
+        ...base,
+        error,
+        applied,
+        retryDelayMs: delayMs,
+      }),
+    );
+  }
+
+  /** Moves a run that never reached a handler to the DLQ, then emits `failed`. Never rejects. */
+  async dlq(
+    claimed: ClaimedJob,
+    reason: FailureReason,
+    error: string,
+    emit: EmitOutcome,
+  ): Promise<void> {
+    const applied = await this.move(claimed.lease, { reason, error });
+    emit(runOutcome(claimed, 'failed', { reason, error, applied }));
+  }
+
+  /**
+   * Hands runs that did not start back to Pending in one write (a paused queue, an open circuit,
+   * shutdown), due again after `delayMs` (0: at once); emits `released` for each. Never rejects.
+   */
+  async release(jobs: readonly ClaimedJob[], delayMs: number, emit: EmitOutcome): Promise<void> {
+    const leases = jobs.map((c) => c.lease);
+    const rows = await this.write('release', () =>
+      this.deps.storage.release(leases, delayMs > 0 ? delayMs : undefined),
+    );
+    // The count says how many were refused, not which: each outcome reports the write as a whole.
+    if (rows !== undefined && rows < leases.length) this.conflictCount += leases.length - rows;
+    for (const { job, lease } of jobs) {
+      this.deps.onSettled(lease);
+      emit(
+        runOutcome({ job, lease }, 'released', {
+          applied: rows !== undefined,
+          retryDelayMs: delayMs,
+          error: delayMs > 0 ? `circuit of ${circuitKey(job)} is open` : undefined,
+        }),
+      );
+    }
+  }
+
+  private async move(lease: JobLease, move: DlqMove): Promise<boolean> {
+    const rows = await this.write('moveToDlq', () => this.deps.storage.moveToDlq(lease, move));
+    this.deps.onSettled(lease);
+    return this.applied(rows, { id: lease.id }, 'moveToDlq');
+  }
+
+  /**
+   * A finalising write with a few extra attempts on top of the storage's own transient retry. If it
+   * still fails the row stays ours until the heartbeat stops covering it; then rescue decides.
+   * Attempts are never spent here: the job's attempt count changes only in `markAsProcessing`.
+   */
+  private async write(name: string, op: () => Promise<number>): Promise<number | undefined> {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await op();
+      } catch (error) {
+        if (attempt >= FINALISE_ATTEMPTS || this.abandoned) {
+          this.deps.logger.error(
+            `${name} failed ${attempt} time(s): ${toError(error).message}. The job is left to the rescue loop.`,
+          );
+          return undefined;
+        }
+        await new Promise((resolve) =>
+          setTimeout(resolve, FINALISE_RETRY_BASE_MS * 2 ** (attempt - 1)).unref?.(),
+        );
+      }
+    }
+  }
+
+  private applied(rows: number | undefined, job: { id: string }, operation: string): boolean {
+    if (rows === undefined) return false;
+    if (rows === 0) {
+      this.conflictCount++;
+      this.deps.logger.warn(
+        `${operation} of job ${job.id} changed no row: the lease no longer matches (state transition conflict)`,
+      );
+      return false;
+    }
+    return true;
+  }
+}
+
+/**
+ * The outcome of one run, named by `(id, leaseId)`. `attempt` defaults to the attempt the run is
+ * (or would have been, had it started); `extra` fields left undefined are omitted, not set.
+ */
+export function runOutcome(
+  { job, lease }: ClaimedJob,
+  outcome: JobOutcome['outcome'],
+  extra: Partial<JobOutcome> = {},
+): JobOutcome {
+  const result: JobOutcome = {
+    id: job.id,
+    leaseId: lease.leaseId,
+    queue: job.queue,
+    type: job.type,
+    outcome,
+    attempt: extra.attempt ?? attemptOf(job),
+  };
+  for (const [key, value] of Object.entries(extra)) {
+    if (value !== undefined) (result as unknown as Record<string, unknown>)[key] = value;
+  }
+  return result;
+}
