@@ -305,7 +305,7 @@ describe('MssqlJobStorage over TypeORM SqlServerQueryRunner (stubbed mssql Reque
       { ...LEASE, durationMs: 12 },
       { id: ID2, workerId: LEASE.workerId, leaseId: LEASE.leaseId, durationMs: 3 },
     ]);
-    expect(calls[0].sql).toContain('OUTPUT deleted.* INTO @Moved');
+    expect(calls[0].sql).toMatch(/OUTPUT deleted\.Id, [^;]* INTO @Moved \(Id, /);
   });
 
   it('counts come from a selected COUNT_BIG / @@ROWCOUNT (a bigint string), zero means not applied', async () => {
@@ -378,6 +378,19 @@ describe('MssqlJobStorage over TypeORM SqlServerQueryRunner (stubbed mssql Reque
       ChokaQStorageUnavailableError,
     );
     expect(down.calls).toHaveLength(3);
+  });
+
+  it('dashboard reads: a NOLOCK scan that lost its place (601) is retried', async () => {
+    const lost = sqlError(601, 'Could not continue scan with NOLOCK due to data movement.');
+    const { storage, calls } = stubbedStorage([
+      lost,
+      [{ SucceededTotal: '5', Archived: '1200', Dlq: '7' }],
+      lost,
+      [],
+    ]);
+    expect(await storage.getSummary()).toMatchObject({ succeededTotal: 5, archived: 1200, dlq: 7 });
+    expect(await storage.getQueueStats()).toEqual([]);
+    expect(calls).toHaveLength(4);
   });
 
   it('does not retry a non-transient error', async () => {

@@ -1,12 +1,19 @@
+import {
+  MSSQL_SCHEMA_VERSION,
+  mssqlSchemaDdl,
+} from '../../libs/chokaq/src/storage/mssql/mssql.schema';
 import { CatalogueEntry, catalogue } from './support/statements';
 import { lockViolations } from './support/lock-rules';
 
 /**
- * The lock hints and isolation of every statement (SPEC §3): the claim reads candidates
- * `WITH (UPDLOCK, READPAST, ROWLOCK)`, counts active rows `WITH (READCOMMITTEDLOCK)`, locks budgeted
- * `Queues` rows and never reads dirty; every move is `SET XACT_ABORT ON; BEGIN TRAN; … OUTPUT
- * deleted.* INTO @Moved …; COMMIT`; `NOLOCK` only in telemetry reads; never UPDLOCK with NOLOCK on
- * one table reference. Hints are read from the T-SQL parse tree, not by pattern over the text.
+ * The lock hints and isolation of every statement (SPEC §3): the claim reads candidates without
+ * update locks and then locks them by key `WITH (UPDLOCK, READPAST, ROWLOCK, FORCESEEK)`, counts
+ * active rows `WITH (READCOMMITTEDLOCK)`, U-locks only the budgeted `Queues` rows, by key, and
+ * never reads dirty; every pick under UPDLOCK is a seek by key (rows a predicate rejects are never
+ * held); every move is `SET XACT_ABORT ON; BEGIN TRAN; … OUTPUT deleted.<columns> INTO @Moved
+ * (<columns>) …; COMMIT`; counters, buckets and idempotency keys are locked in key order; `NOLOCK`
+ * only in telemetry reads; never UPDLOCK with NOLOCK on one table reference. Hints are read from
+ * the T-SQL parse tree, not by pattern over the text.
  */
 describe('SQL Server lock hints and isolation', () => {
   const entries = catalogue();
@@ -44,6 +51,31 @@ describe('SQL Server lock hints and isolation', () => {
     }
   });
 
+  it('the DDL has the (queue, type) claim index and no lock escalation on JobsHot (version 2)', () => {
+    const ddl = mssqlSchemaDdl('chokaq');
+    expect(MSSQL_SCHEMA_VERSION).toBe(2);
+    expect(ddl).toContain(
+      'CREATE NONCLUSTERED INDEX [IX_JobsHot_ClaimType] ON [chokaq].[JobsHot] (Queue, Type, Priority DESC, DueAtUtc) WHERE Status = 0;',
+    );
+    // Set once, by the version-2 step, so a DBA's later choice is not undone on every start.
+    expect(ddl).toContain(
+      'IF NOT EXISTS (SELECT 1 FROM [chokaq].[SchemaMigrations] WHERE Version = 2)\n  ALTER TABLE [chokaq].[JobsHot] SET (LOCK_ESCALATION = DISABLE);',
+    );
+    expect(ddl).toMatch(
+      /INSERT INTO \[chokaq\]\.\[SchemaMigrations\] \(Version, Description\) VALUES \(2, /,
+    );
+  });
+
+  it('getSummary estimates the archive and the DLQ from sys.partitions instead of counting them', () => {
+    const sql = one('getSummary').statement.sql;
+    expect(sql).not.toMatch(/FROM \[chokaq\]\.\[(JobsArchive|JobsDLQ)\]/);
+    for (const table of ['JobsArchive', 'JobsDLQ']) {
+      expect(sql).toContain(
+        `FROM sys.partitions AS p WHERE p.object_id = OBJECT_ID(N'[chokaq].[${table}]') AND p.index_id IN (0, 1)`,
+      );
+    }
+  });
+
   describe('fails on deliberately broken statements', () => {
     const broken = (entry: CatalogueEntry, from: string | RegExp, to: string): CatalogueEntry => {
       const sql = entry.statement.sql.replace(from, to);
@@ -55,7 +87,11 @@ describe('SQL Server lock hints and isolation', () => {
       const claim = one('fetchNextBatch');
       expect(
         lockViolations(
-          broken(claim, 'WITH (UPDLOCK, READPAST, ROWLOCK)', 'WITH (UPDLOCK, ROWLOCK)'),
+          broken(
+            claim,
+            'WITH (UPDLOCK, READPAST, ROWLOCK, FORCESEEK)',
+            'WITH (UPDLOCK, ROWLOCK, FORCESEEK)',
+          ),
         ),
       ).toContain('claim: candidates are not read WITH (UPDLOCK, READPAST, ROWLOCK)');
     });
@@ -64,8 +100,8 @@ describe('SQL Server lock hints and isolation', () => {
       const claim = one('fetchNextBatch', 'start');
       const ranked = broken(
         claim,
-        'SELECT TOP (m.Slots) h.Id,',
-        'SELECT TOP (m.Slots) ROW_NUMBER() OVER (PARTITION BY h.Queue ORDER BY h.Priority DESC) AS R, h.Id,',
+        'SELECT TOP (2 * m.Slots) h.Priority,',
+        'SELECT TOP (2 * m.Slots) ROW_NUMBER() OVER (PARTITION BY h.Queue ORDER BY h.Priority DESC) AS R, h.Priority,',
       );
       expect(lockViolations(claim)).toEqual([]);
       expect(lockViolations(ranked)).toContain('claim: ROW_NUMBER() over the backlog (O(backlog))');
@@ -73,9 +109,15 @@ describe('SQL Server lock hints and isolation', () => {
 
     it('a claim whose active count may come from a snapshot', () => {
       const claim = one('fetchNextBatch');
-      expect(lockViolations(broken(claim, 'WITH (READCOMMITTEDLOCK)', ''))).toContain(
-        'claim: the active count is not read WITH (READCOMMITTEDLOCK)',
-      );
+      expect(
+        lockViolations(
+          broken(
+            claim,
+            'AS h WITH (READCOMMITTEDLOCK)\n  WHERE h.Status IN (1, 2)',
+            'AS h\n  WHERE h.Status IN (1, 2)',
+          ),
+        ),
+      ).toContain('claim: the active count is not read WITH (READCOMMITTEDLOCK)');
     });
 
     it('a claim that reads dirty', () => {
@@ -88,7 +130,7 @@ describe('SQL Server lock hints and isolation', () => {
     it('UPDLOCK with NOLOCK on one table reference', () => {
       const claim = one('fetchNextBatch');
       const violations = lockViolations(
-        broken(claim, 'WITH (UPDLOCK, READPAST, ROWLOCK)', 'WITH (UPDLOCK, NOLOCK)'),
+        broken(claim, 'WITH (UPDLOCK, READPAST, ROWLOCK, FORCESEEK)', 'WITH (UPDLOCK, NOLOCK)'),
       );
       expect(violations.some((v) => v.includes('UPDLOCK/XLOCK together with NOLOCK'))).toBe(true);
     });
@@ -98,9 +140,9 @@ describe('SQL Server lock hints and isolation', () => {
       expect(lockViolations(broken(move, 'SET XACT_ABORT ON;', '')).join('\n')).toMatch(
         /XACT_ABORT/,
       );
-      expect(lockViolations(broken(move, 'OUTPUT deleted.* INTO @Moved', '')).join('\n')).toMatch(
-        /missing .*OUTPUT deleted/,
-      );
+      expect(
+        lockViolations(broken(move, /OUTPUT deleted\.[^;]*? INTO @Moved \([^)]*\)/, '')).join('\n'),
+      ).toMatch(/missing .*OUTPUT deleted/);
       expect(lockViolations(broken(move, /COMMIT;/, '')).join('\n')).toMatch(/COMMIT/);
     });
 
@@ -117,6 +159,129 @@ describe('SQL Server lock hints and isolation', () => {
           ).join('\n'),
         ).toMatch(/READPAST without READCOMMITTEDLOCK/);
       }
+    });
+
+    it('a claim whose Queues lock may scan: no FORCESEEK, or not a loop from @Budgeted', () => {
+      const claim = one('fetchNextBatch');
+      const rule = 'claim: Queues rows are not update-locked by key from @Budgeted';
+      expect(lockViolations(claim)).toEqual([]);
+      expect(
+        lockViolations(
+          broken(
+            claim,
+            'WITH (UPDLOCK, ROWLOCK, FORCESEEK) ON q.Name',
+            'WITH (UPDLOCK, ROWLOCK) ON q.Name',
+          ),
+        ),
+      ).toContain(rule);
+      expect(
+        lockViolations(
+          broken(claim, 'FROM @Budgeted AS b\nINNER LOOP JOIN', 'FROM @Budgeted AS b\nINNER JOIN'),
+        ),
+      ).toContain(rule);
+    });
+
+    it('a claim that does not read the budget again under the lock', () => {
+      const claim = one('fetchNextBatch');
+      expect(
+        lockViolations(broken(claim, 'SET r.Budget = q.MaxWorkers', 'SET r.Budget = r.Budget')),
+      ).toContain('claim: MaxWorkers is not re-read under the Queues lock');
+      expect(lockViolations(broken(claim, /UPDATE r SET r\.Budget = 0\n[^;]*;\n/, ''))).toContain(
+        'claim: a queue budgeted after the unlocked read is claimed without its cap',
+      );
+    });
+
+    it('a candidate read under UPDLOCK (claim, rescues, resurrect by filter)', () => {
+      const cases: Array<[CatalogueEntry, string]> = [
+        [one('fetchNextBatch'), 'AS h WITH (READCOMMITTEDLOCK, READPAST, ROWLOCK)'],
+        [one('archiveZombies'), 'AS z WITH (READCOMMITTEDLOCK, READPAST, ROWLOCK)'],
+        [one('recoverAbandoned'), 'AS f WITH (READCOMMITTEDLOCK, READPAST, ROWLOCK)'],
+        [one('resurrectByFilter', 'type'), 'AS d WITH (READCOMMITTEDLOCK, READPAST, ROWLOCK)'],
+      ];
+      for (const [entry, read] of cases) {
+        expect([entry.name, lockViolations(entry)]).toEqual([entry.name, []]);
+        const locked = read.replace('READCOMMITTEDLOCK', 'UPDLOCK');
+        expect(lockViolations(broken(entry, read, locked)).join('\n')).toMatch(
+          /UPDLOCK pick without FORCESEEK/,
+        );
+      }
+      // The claim locks JobsHot rows once, by key from @Candidates.
+      expect(
+        lockViolations(
+          broken(
+            one('fetchNextBatch'),
+            'FROM @Candidates AS c\n  INNER LOOP JOIN',
+            'FROM @Candidates AS c\n  INNER JOIN',
+          ),
+        ),
+      ).toContain('claim: JobsHot rows are update-locked other than by key from @Candidates');
+    });
+
+    it('a claim that finds a (queue, type) pair by reading the queue’s other types', () => {
+      const claim = one('fetchNextBatch');
+      expect(
+        lockViolations(
+          broken(
+            claim,
+            'h.Queue = y.Queue AND h.Type = y.Type',
+            'h.Queue = y.Queue AND EXISTS (SELECT 1 FROM @Types AS x WHERE x.Queue = h.Queue AND x.Type = h.Type)',
+          ),
+        ),
+      ).toContain('claim: exact (queue, type) pairs are not sought by type');
+    });
+
+    it('a zombie sweep whose heartbeat seek is not bounded', () => {
+      const zombies = one('archiveZombies');
+      expect(
+        lockViolations(
+          broken(zombies, 'z.Status = 2 AND z.HeartbeatUtc < @cutoff', 'z.Status = 2'),
+        ),
+      ).toContain('archiveZombies: the heartbeat seek is not bounded by the shortest timeout');
+    });
+
+    it('OUTPUT … INTO without the same named columns on both sides', () => {
+      const move = one('archiveSucceeded');
+      expect(
+        lockViolations(
+          broken(
+            move,
+            /OUTPUT deleted\.[^;]*? INTO @Moved \([^)]*\)/,
+            'OUTPUT deleted.* INTO @Moved',
+          ),
+        ),
+      ).toContain('OUTPUT … INTO @Moved does not name the same columns on both sides');
+      const claim = one('fetchNextBatch');
+      expect(
+        lockViolations(broken(claim, /INTO @Claimed \(Id, Queue, /, 'INTO @Claimed (Queue, Id, ')),
+      ).toContain('OUTPUT … INTO @Claimed does not name the same columns on both sides');
+    });
+
+    it('counters, buckets and idempotency keys locked in plan order', () => {
+      const move = one('archiveSucceeded');
+      expect(
+        lockViolations(
+          broken(
+            move,
+            'FROM @StatsDelta AS d\nINNER LOOP JOIN',
+            'FROM @StatsDelta AS d\nINNER JOIN',
+          ),
+        ),
+      ).toContain('StatsSummary rows are not updated in queue order (from @StatsDelta, loop join)');
+      expect(
+        lockViolations(
+          broken(
+            move,
+            'FROM @BucketDelta AS d\nINNER LOOP JOIN',
+            'FROM @BucketDelta AS d\nINNER JOIN',
+          ),
+        ),
+      ).toContain('MetricBuckets rows are not updated in key order (from @BucketDelta, loop join)');
+      const keyed = one('enqueueMany', '[keys]');
+      expect(
+        lockViolations(
+          broken(keyed, 'FROM @Keys AS k INNER LOOP JOIN', 'FROM @Keys AS k INNER JOIN'),
+        ),
+      ).toContain('idempotency keys are range-locked in plan order, not from @Keys in key order');
     });
 
     it('a state transition with NOLOCK', () => {

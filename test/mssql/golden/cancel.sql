@@ -10,27 +10,34 @@ DECLARE @Ids TABLE (Id varchar(36) NOT NULL PRIMARY KEY);
 INSERT INTO @Ids (Id) SELECT DISTINCT j.Id FROM OPENJSON(@0) WITH (Id varchar(36) '$') AS j WHERE j.Id IS NOT NULL;
 BEGIN TRAN;
 DELETE h
-OUTPUT deleted.* INTO @Moved
+OUTPUT deleted.Id, deleted.Queue, deleted.Type, deleted.Payload, deleted.Tags, deleted.IdempotencyKey, deleted.Priority, deleted.Status, deleted.AttemptCount, deleted.WorkerId, deleted.LeaseId, deleted.HeartbeatUtc, deleted.ScheduledAtUtc, deleted.DueAtUtc, deleted.CreatedAtUtc, deleted.EnqueuedAtUtc, deleted.StartedAtUtc, deleted.LastUpdatedUtc, deleted.CreatedBy, deleted.LastModifiedBy, deleted.LastError, deleted.CancelRequestedUtc, deleted.Progress INTO @Moved (Id, Queue, Type, Payload, Tags, IdempotencyKey, Priority, Status, AttemptCount, WorkerId, LeaseId, HeartbeatUtc, ScheduledAtUtc, DueAtUtc, CreatedAtUtc, EnqueuedAtUtc, StartedAtUtc, LastUpdatedUtc, CreatedBy, LastModifiedBy, LastError, CancelRequestedUtc, Progress)
 FROM [chokaq].[JobsHot] AS h
 INNER JOIN @Ids AS i ON i.Id = h.Id
 WHERE h.Status IN (0, 1);
 INSERT INTO [chokaq].[JobsDLQ] (Id, Queue, Type, Payload, Tags, IdempotencyKey, Priority, Status, AttemptCount, WorkerId, ScheduledAtUtc, CreatedAtUtc, EnqueuedAtUtc, StartedAtUtc, LastUpdatedUtc, CreatedBy, LastModifiedBy, LastError, Progress, FailureReason, ErrorDetails, FailedAtUtc, DurationMs)
 SELECT m.Id, m.Queue, m.Type, m.Payload, m.Tags, m.IdempotencyKey, m.Priority, 5, m.AttemptCount, m.WorkerId, m.ScheduledAtUtc, m.CreatedAtUtc, m.EnqueuedAtUtc, m.StartedAtUtc, @now, m.CreatedBy, ISNULL(@1, m.LastModifiedBy), m.LastError, m.Progress, 1, N'Cancelled' + ISNULL(N' by ' + @1, N''), @now, NULL
 FROM @Moved AS m;
+DECLARE @StatsDelta TABLE (Queue varchar(255) NOT NULL PRIMARY KEY, CancelledTotal bigint NOT NULL);
+INSERT INTO @StatsDelta (Queue, CancelledTotal)
+SELECT g.Queue, SUM(CAST(1 AS bigint)) FROM @Moved AS g GROUP BY g.Queue;
 INSERT INTO [chokaq].[StatsSummary] (Queue)
-SELECT DISTINCT m.Queue FROM @Moved AS m
-WHERE NOT EXISTS (SELECT 1 FROM [chokaq].[StatsSummary] AS x WITH (UPDLOCK, HOLDLOCK) WHERE x.Queue = m.Queue);
-UPDATE st SET st.CancelledTotal = st.CancelledTotal + m.N, st.LastActivityUtc = @now
-FROM [chokaq].[StatsSummary] AS st
-INNER JOIN (SELECT g.Queue, COUNT_BIG(*) AS N FROM @Moved AS g GROUP BY g.Queue) AS m ON m.Queue = st.Queue;
+SELECT d.Queue FROM @StatsDelta AS d
+WHERE NOT EXISTS (SELECT 1 FROM [chokaq].[StatsSummary] AS x WITH (UPDLOCK, HOLDLOCK) WHERE x.Queue = d.Queue);
+UPDATE st SET st.CancelledTotal = st.CancelledTotal + d.CancelledTotal, st.LastActivityUtc = @now
+FROM @StatsDelta AS d
+INNER LOOP JOIN [chokaq].[StatsSummary] AS st ON st.Queue = d.Queue;
+DECLARE @BucketDelta TABLE (Queue varchar(255) NOT NULL, Outcome tinyint NOT NULL, FailureReason smallint NOT NULL, N bigint NOT NULL, DurationCount bigint NOT NULL, TotalDurationMs bigint NOT NULL, MaxDurationMs bigint NOT NULL, PRIMARY KEY (Queue, Outcome, FailureReason));
+INSERT INTO @BucketDelta (Queue, Outcome, FailureReason, N, DurationCount, TotalDurationMs, MaxDurationMs)
+SELECT g.Queue, g.Outcome, g.FailureReason, COUNT_BIG(*), COUNT_BIG(g.DurationMs), ISNULL(SUM(g.DurationMs), 0), ISNULL(MAX(g.DurationMs), 0)
+FROM (SELECT mv.Queue, CAST(2 AS tinyint) AS Outcome, CAST(1 AS smallint) AS FailureReason, CAST(NULL AS bigint) AS DurationMs FROM @Moved AS mv) AS g GROUP BY g.Queue, g.Outcome, g.FailureReason;
 INSERT INTO [chokaq].[MetricBuckets] (BucketUtc, Queue, Outcome, FailureReason)
-SELECT @bucket, m.Queue, m.Outcome, m.FailureReason FROM (SELECT g.Queue, g.Outcome, g.FailureReason, COUNT_BIG(*) AS N, COUNT_BIG(g.DurationMs) AS DurationCount, ISNULL(SUM(g.DurationMs), 0) AS TotalDurationMs, ISNULL(MAX(g.DurationMs), 0) AS MaxDurationMs FROM (SELECT mv.Queue, CAST(2 AS tinyint) AS Outcome, CAST(1 AS smallint) AS FailureReason, CAST(NULL AS bigint) AS DurationMs FROM @Moved AS mv) AS g GROUP BY g.Queue, g.Outcome, g.FailureReason) AS m
-WHERE NOT EXISTS (SELECT 1 FROM [chokaq].[MetricBuckets] AS x WITH (UPDLOCK, HOLDLOCK) WHERE x.BucketUtc = @bucket AND x.Queue = m.Queue AND x.Outcome = m.Outcome AND x.FailureReason = m.FailureReason);
-UPDATE x SET x.CompletedCount = x.CompletedCount + m.N, x.DurationCount = x.DurationCount + m.DurationCount,
-  x.TotalDurationMs = x.TotalDurationMs + m.TotalDurationMs,
-  x.MaxDurationMs = CASE WHEN m.MaxDurationMs > x.MaxDurationMs THEN m.MaxDurationMs ELSE x.MaxDurationMs END
-FROM [chokaq].[MetricBuckets] AS x
-INNER JOIN (SELECT g.Queue, g.Outcome, g.FailureReason, COUNT_BIG(*) AS N, COUNT_BIG(g.DurationMs) AS DurationCount, ISNULL(SUM(g.DurationMs), 0) AS TotalDurationMs, ISNULL(MAX(g.DurationMs), 0) AS MaxDurationMs FROM (SELECT mv.Queue, CAST(2 AS tinyint) AS Outcome, CAST(1 AS smallint) AS FailureReason, CAST(NULL AS bigint) AS DurationMs FROM @Moved AS mv) AS g GROUP BY g.Queue, g.Outcome, g.FailureReason) AS m ON x.BucketUtc = @bucket AND x.Queue = m.Queue AND x.Outcome = m.Outcome AND x.FailureReason = m.FailureReason;
+SELECT @bucket, d.Queue, d.Outcome, d.FailureReason FROM @BucketDelta AS d
+WHERE NOT EXISTS (SELECT 1 FROM [chokaq].[MetricBuckets] AS x WITH (UPDLOCK, HOLDLOCK) WHERE x.BucketUtc = @bucket AND x.Queue = d.Queue AND x.Outcome = d.Outcome AND x.FailureReason = d.FailureReason);
+UPDATE x SET x.CompletedCount = x.CompletedCount + d.N, x.DurationCount = x.DurationCount + d.DurationCount,
+  x.TotalDurationMs = x.TotalDurationMs + d.TotalDurationMs,
+  x.MaxDurationMs = CASE WHEN d.MaxDurationMs > x.MaxDurationMs THEN d.MaxDurationMs ELSE x.MaxDurationMs END
+FROM @BucketDelta AS d
+INNER LOOP JOIN [chokaq].[MetricBuckets] AS x ON x.BucketUtc = @bucket AND x.Queue = d.Queue AND x.Outcome = d.Outcome AND x.FailureReason = d.FailureReason;
 UPDATE h SET h.CancelRequestedUtc = ISNULL(h.CancelRequestedUtc, @now), h.LastModifiedBy = ISNULL(@1, h.LastModifiedBy)
 OUTPUT inserted.Id INTO @Requested (Id)
 FROM [chokaq].[JobsHot] AS h

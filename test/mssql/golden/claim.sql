@@ -3,8 +3,11 @@ SET LOCK_TIMEOUT -1;
 SET NOCOUNT ON;
 SET XACT_ABORT ON;
 DECLARE @now datetime2(3) = SYSUTCDATETIME();
-DECLARE @Runnable TABLE (Queue varchar(255) NOT NULL PRIMARY KEY, AllTypes bit NOT NULL, Budget int NULL);
+DECLARE @Runnable TABLE (Queue varchar(255) NOT NULL PRIMARY KEY, AllTypes bit NOT NULL, Budget int NULL, Slots int NULL);
 DECLARE @Types TABLE (Queue varchar(255) NOT NULL, Type nvarchar(255) NOT NULL, PRIMARY KEY (Queue, Type));
+DECLARE @Budgeted TABLE (Queue varchar(255) NOT NULL PRIMARY KEY);
+DECLARE @Candidates TABLE (Queue varchar(255) NOT NULL, Priority int NOT NULL, DueAtUtc datetime2(3) NOT NULL, Id varchar(36) NOT NULL, PRIMARY KEY (Queue, Priority DESC, DueAtUtc, Id));
+DECLARE @Picked TABLE (Id varchar(36) NOT NULL PRIMARY KEY, Priority int NOT NULL, DueAtUtc datetime2(3) NOT NULL);
 DECLARE @Claimed TABLE (Id varchar(36) NULL, Queue varchar(255) NULL, Type nvarchar(255) NULL, Payload nvarchar(max) NULL, Tags nvarchar(max) NULL, IdempotencyKey nvarchar(255) NULL, Priority int NULL, Status tinyint NULL, AttemptCount int NULL, WorkerId nvarchar(255) NULL, LeaseId varchar(36) NULL, HeartbeatUtc datetime2(3) NULL, ScheduledAtUtc datetime2(3) NULL, DueAtUtc datetime2(3) NULL, CreatedAtUtc datetime2(3) NULL, EnqueuedAtUtc datetime2(3) NULL, StartedAtUtc datetime2(3) NULL, LastUpdatedUtc datetime2(3) NULL, CreatedBy nvarchar(100) NULL, LastModifiedBy nvarchar(100) NULL, LastError nvarchar(max) NULL, CancelRequestedUtc datetime2(3) NULL, Progress float NULL);
 INSERT INTO @Types (Queue, Type)
 SELECT DISTINCT x.Queue, x.Type FROM OPENJSON(@4) WITH (Queue varchar(255) '$.queue', Type nvarchar(255) '$.type') AS x
@@ -16,48 +19,74 @@ FROM (SELECT a.Queue, 1 AS AllTypes FROM OPENJSON(@3) WITH (Queue varchar(255) '
 INNER JOIN [chokaq].[Queues] AS q ON q.Name = r.Queue
 WHERE q.IsPaused = 0 AND q.IsActive = 1
 GROUP BY q.Name, q.MaxWorkers;
+INSERT INTO @Budgeted (Queue) SELECT r.Queue FROM @Runnable AS r WHERE r.Budget IS NOT NULL;
 BEGIN TRAN;
--- Serialise claims on budgeted queues: U locks on their Queues rows until COMMIT.
+-- Serialise claims on budgeted queues: U locks on their Queues rows only, by key, in name
+-- order, held to the end of the transaction; the budget is re-read under the lock.
 UPDATE r SET r.Budget = q.MaxWorkers
-FROM @Runnable AS r INNER JOIN [chokaq].[Queues] AS q WITH (UPDLOCK, ROWLOCK) ON q.Name = r.Queue
-WHERE r.Budget IS NOT NULL;
+FROM @Budgeted AS b
+INNER LOOP JOIN [chokaq].[Queues] AS q WITH (UPDLOCK, ROWLOCK, FORCESEEK) ON q.Name = b.Queue
+INNER JOIN @Runnable AS r ON r.Queue = b.Queue;
+-- A queue budgeted since the unlocked read holds no lock here: no slots this round.
+UPDATE r SET r.Budget = 0
+FROM @Runnable AS r INNER JOIN [chokaq].[Queues] AS q WITH (READCOMMITTEDLOCK) ON q.Name = r.Queue
+WHERE q.MaxWorkers IS NOT NULL AND NOT EXISTS (SELECT 1 FROM @Budgeted AS b WHERE b.Queue = r.Queue);
 WITH Active AS (
   SELECT h.Queue, COUNT_BIG(*) AS Busy
   FROM [chokaq].[JobsHot] AS h WITH (READCOMMITTEDLOCK)
-  WHERE h.Status IN (1, 2) AND h.Queue IN (SELECT b.Queue FROM @Runnable AS b WHERE b.Budget IS NOT NULL)
+  WHERE h.Status IN (1, 2) AND h.Queue IN (SELECT b.Queue FROM @Budgeted AS b)
   GROUP BY h.Queue
-),
-Room AS (
-  SELECT r.Queue, r.AllTypes,
-    CASE WHEN r.Budget IS NULL THEN @2
-         WHEN r.Budget - ISNULL(a.Busy, 0) <= 0 THEN 0
-         WHEN r.Budget - ISNULL(a.Busy, 0) < @2 THEN r.Budget - ISNULL(a.Busy, 0)
-         ELSE @2 END AS Slots
-  FROM @Runnable AS r LEFT JOIN Active AS a ON a.Queue = r.Queue
-),
-Candidates AS (
-  SELECT c.Id, c.Priority, c.DueAtUtc
-  FROM Room AS m
+)
+UPDATE r SET r.Slots =
+  CASE WHEN r.Budget IS NULL THEN @2
+       WHEN r.Budget - ISNULL(a.Busy, 0) <= 0 THEN 0
+       WHEN r.Budget - ISNULL(a.Busy, 0) < @2 THEN r.Budget - ISNULL(a.Busy, 0)
+       ELSE @2 END
+FROM @Runnable AS r LEFT JOIN Active AS a ON a.Queue = r.Queue;
+-- Candidates without update locks: a seek per queue-wide queue, and per exact (queue, type).
+INSERT INTO @Candidates (Queue, Priority, DueAtUtc, Id)
+SELECT m.Queue, c.Priority, c.DueAtUtc, c.Id
+FROM @Runnable AS m
   CROSS APPLY (
-    SELECT TOP (m.Slots) h.Id, h.Priority, h.DueAtUtc
-    FROM [chokaq].[JobsHot] AS h WITH (UPDLOCK, READPAST, ROWLOCK)
-    WHERE h.Queue = m.Queue AND h.Status = 0
-      AND (h.ScheduledAtUtc IS NULL OR h.ScheduledAtUtc <= @now)
-      AND (m.AllTypes = 1 OR EXISTS (SELECT 1 FROM @Types AS y WHERE y.Queue = h.Queue AND y.Type = h.Type))
+    SELECT TOP (2 * m.Slots) h.Priority, h.DueAtUtc, h.Id
+    FROM [chokaq].[JobsHot] AS h WITH (READCOMMITTEDLOCK, READPAST, ROWLOCK)
+    WHERE h.Queue = m.Queue AND h.Status = 0 AND h.DueAtUtc <= @now
     ORDER BY h.Priority DESC, h.DueAtUtc, h.Id
   ) AS c
-  WHERE m.Slots > 0
-),
-Batch AS (
+WHERE m.AllTypes = 1 AND m.Slots > 0
+UNION ALL
+SELECT m.Queue, c.Priority, c.DueAtUtc, c.Id
+FROM @Runnable AS m
+  INNER JOIN @Types AS y ON y.Queue = m.Queue
+  CROSS APPLY (
+    SELECT TOP (2 * m.Slots) h.Priority, h.DueAtUtc, h.Id
+    FROM [chokaq].[JobsHot] AS h WITH (READCOMMITTEDLOCK, READPAST, ROWLOCK)
+    WHERE h.Queue = y.Queue AND h.Type = y.Type AND h.Status = 0 AND h.DueAtUtc <= @now
+    ORDER BY h.Priority DESC, h.DueAtUtc, h.Id
+  ) AS c
+WHERE m.AllTypes = 0 AND m.Slots > 0;
+-- Each queue locks its best candidates by key (clustered Id), skipping rows others hold.
+INSERT INTO @Picked (Id, Priority, DueAtUtc)
+SELECT k.Id, k.Priority, k.DueAtUtc
+FROM @Runnable AS m
+CROSS APPLY (
+  SELECT TOP (m.Slots) c.Id, c.Priority, c.DueAtUtc
+  FROM @Candidates AS c
+  INNER LOOP JOIN [chokaq].[JobsHot] AS h WITH (UPDLOCK, READPAST, ROWLOCK, FORCESEEK) ON h.Id = c.Id
+  WHERE c.Queue = m.Queue AND h.Status = 0 AND h.DueAtUtc <= @now
+  ORDER BY c.Priority DESC, c.DueAtUtc, c.Id
+) AS k
+WHERE m.Slots > 0;
+WITH Batch AS (
   SELECT TOP (@2) b.Id, ROW_NUMBER() OVER (ORDER BY b.Priority DESC, b.DueAtUtc, b.Id) AS Rn
-  FROM Candidates AS b ORDER BY b.Priority DESC, b.DueAtUtc, b.Id
+  FROM @Picked AS b ORDER BY b.Priority DESC, b.DueAtUtc, b.Id
 )
 UPDATE h SET h.Status = CASE WHEN k.Rn <= @5 THEN 2 ELSE 1 END,
   h.AttemptCount = CASE WHEN k.Rn <= @5 THEN h.AttemptCount + 1 ELSE h.AttemptCount END,
   h.StartedAtUtc = CASE WHEN k.Rn <= @5 THEN @now ELSE h.StartedAtUtc END,
   h.HeartbeatUtc = CASE WHEN k.Rn <= @5 THEN @now ELSE h.HeartbeatUtc END,
   h.WorkerId = @0, h.LeaseId = CAST(@1 AS varchar(36)), h.LastUpdatedUtc = @now
-OUTPUT inserted.* INTO @Claimed
+OUTPUT inserted.Id, inserted.Queue, inserted.Type, inserted.Payload, inserted.Tags, inserted.IdempotencyKey, inserted.Priority, inserted.Status, inserted.AttemptCount, inserted.WorkerId, inserted.LeaseId, inserted.HeartbeatUtc, inserted.ScheduledAtUtc, inserted.DueAtUtc, inserted.CreatedAtUtc, inserted.EnqueuedAtUtc, inserted.StartedAtUtc, inserted.LastUpdatedUtc, inserted.CreatedBy, inserted.LastModifiedBy, inserted.LastError, inserted.CancelRequestedUtc, inserted.Progress INTO @Claimed (Id, Queue, Type, Payload, Tags, IdempotencyKey, Priority, Status, AttemptCount, WorkerId, LeaseId, HeartbeatUtc, ScheduledAtUtc, DueAtUtc, CreatedAtUtc, EnqueuedAtUtc, StartedAtUtc, LastUpdatedUtc, CreatedBy, LastModifiedBy, LastError, CancelRequestedUtc, Progress)
 FROM [chokaq].[JobsHot] AS h
 INNER JOIN Batch AS k ON k.Id = h.Id
 WHERE h.Status = 0;

@@ -26,10 +26,18 @@ INSERT INTO [chokaq].[Queues] (Name) SELECT n.Queue FROM @NewQueues AS n
 WHERE NOT EXISTS (SELECT 1 FROM [chokaq].[Queues] AS q WITH (UPDLOCK, HOLDLOCK) WHERE q.Name = n.Queue);
 INSERT INTO [chokaq].[StatsSummary] (Queue) SELECT n.Queue FROM @NewQueues AS n
 WHERE NOT EXISTS (SELECT 1 FROM [chokaq].[StatsSummary] AS s WITH (UPDLOCK, HOLDLOCK) WHERE s.Queue = n.Queue);
--- Keys an active job already holds (range-locked until COMMIT, see enqueueSql).
-UPDATE i SET i.Holder = h.Id
-FROM @In AS i INNER JOIN [chokaq].[JobsHot] AS h WITH (UPDLOCK, HOLDLOCK) ON h.IdempotencyKey = i.IdempotencyKey
-WHERE i.Holder IS NULL AND i.IdempotencyKey IS NOT NULL AND h.IdempotencyKey IS NOT NULL;
+-- Keys an active job already holds: key-range update locks until COMMIT (see enqueueSql),
+-- taken in key order (one seek per key of @Keys, keyed by the key), so two chunks that
+-- share keys wait for each other instead of deadlocking.
+DECLARE @Keys TABLE (IdempotencyKey nvarchar(255) NOT NULL PRIMARY KEY, Holder varchar(36) NULL);
+INSERT INTO @Keys (IdempotencyKey)
+SELECT DISTINCT i.IdempotencyKey FROM @In AS i WHERE i.Holder IS NULL AND i.IdempotencyKey IS NOT NULL;
+UPDATE k SET k.Holder = h.Id
+FROM @Keys AS k INNER LOOP JOIN [chokaq].[JobsHot] AS h WITH (UPDLOCK, HOLDLOCK) ON h.IdempotencyKey = k.IdempotencyKey
+WHERE h.IdempotencyKey IS NOT NULL;
+UPDATE i SET i.Holder = k.Holder
+FROM @In AS i INNER JOIN @Keys AS k ON k.IdempotencyKey = i.IdempotencyKey
+WHERE i.Holder IS NULL AND k.Holder IS NOT NULL;
 -- A key repeated inside the chunk: the first copy wins.
 UPDATE i SET i.Holder = f.Id
 FROM @In AS i CROSS APPLY (SELECT TOP (1) e.Id FROM @In AS e WHERE e.IdempotencyKey = i.IdempotencyKey ORDER BY e.Ord) AS f

@@ -7,25 +7,32 @@ DECLARE @bucket datetime2(0) = CAST(DATEADD(MILLISECOND, -DATEPART(MILLISECOND, 
 DECLARE @Moved TABLE (Id varchar(36) NULL, Queue varchar(255) NULL, Type nvarchar(255) NULL, Payload nvarchar(max) NULL, Tags nvarchar(max) NULL, IdempotencyKey nvarchar(255) NULL, Priority int NULL, Status tinyint NULL, AttemptCount int NULL, WorkerId nvarchar(255) NULL, LeaseId varchar(36) NULL, HeartbeatUtc datetime2(3) NULL, ScheduledAtUtc datetime2(3) NULL, DueAtUtc datetime2(3) NULL, CreatedAtUtc datetime2(3) NULL, EnqueuedAtUtc datetime2(3) NULL, StartedAtUtc datetime2(3) NULL, LastUpdatedUtc datetime2(3) NULL, CreatedBy nvarchar(100) NULL, LastModifiedBy nvarchar(100) NULL, LastError nvarchar(max) NULL, CancelRequestedUtc datetime2(3) NULL, Progress float NULL);
 BEGIN TRAN;
 DELETE h
-OUTPUT deleted.* INTO @Moved
+OUTPUT deleted.Id, deleted.Queue, deleted.Type, deleted.Payload, deleted.Tags, deleted.IdempotencyKey, deleted.Priority, deleted.Status, deleted.AttemptCount, deleted.WorkerId, deleted.LeaseId, deleted.HeartbeatUtc, deleted.ScheduledAtUtc, deleted.DueAtUtc, deleted.CreatedAtUtc, deleted.EnqueuedAtUtc, deleted.StartedAtUtc, deleted.LastUpdatedUtc, deleted.CreatedBy, deleted.LastModifiedBy, deleted.LastError, deleted.CancelRequestedUtc, deleted.Progress INTO @Moved (Id, Queue, Type, Payload, Tags, IdempotencyKey, Priority, Status, AttemptCount, WorkerId, LeaseId, HeartbeatUtc, ScheduledAtUtc, DueAtUtc, CreatedAtUtc, EnqueuedAtUtc, StartedAtUtc, LastUpdatedUtc, CreatedBy, LastModifiedBy, LastError, CancelRequestedUtc, Progress)
 FROM [chokaq].[JobsHot] AS h
 WHERE h.Id = CAST(@0 AS varchar(36)) AND h.WorkerId = @1 AND h.LeaseId = CAST(@2 AS varchar(36)) AND h.Status IN (1, 2);
 INSERT INTO [chokaq].[JobsDLQ] (Id, Queue, Type, Payload, Tags, IdempotencyKey, Priority, Status, AttemptCount, WorkerId, ScheduledAtUtc, CreatedAtUtc, EnqueuedAtUtc, StartedAtUtc, LastUpdatedUtc, CreatedBy, LastModifiedBy, LastError, Progress, FailureReason, ErrorDetails, FailedAtUtc, DurationMs)
 SELECT m.Id, m.Queue, m.Type, m.Payload, m.Tags, m.IdempotencyKey, m.Priority, CASE @3 WHEN 1 THEN 5 WHEN 2 THEN 6 ELSE 4 END, m.AttemptCount, m.WorkerId, m.ScheduledAtUtc, m.CreatedAtUtc, m.EnqueuedAtUtc, m.StartedAtUtc, @now, m.CreatedBy, ISNULL(@5, m.LastModifiedBy), m.LastError, m.Progress, @3, @4, @now, @6
 FROM @Moved AS m;
+DECLARE @StatsDelta TABLE (Queue varchar(255) NOT NULL PRIMARY KEY, FailedTotal bigint NOT NULL, CancelledTotal bigint NOT NULL);
+INSERT INTO @StatsDelta (Queue, FailedTotal, CancelledTotal)
+SELECT g.Queue, SUM(CAST(CASE WHEN @3 = 1 THEN 0 ELSE 1 END AS bigint)), SUM(CAST(CASE WHEN @3 = 1 THEN 1 ELSE 0 END AS bigint)) FROM @Moved AS g GROUP BY g.Queue;
 INSERT INTO [chokaq].[StatsSummary] (Queue)
-SELECT DISTINCT m.Queue FROM @Moved AS m
-WHERE NOT EXISTS (SELECT 1 FROM [chokaq].[StatsSummary] AS x WITH (UPDLOCK, HOLDLOCK) WHERE x.Queue = m.Queue);
-UPDATE st SET st.FailedTotal = st.FailedTotal + CASE WHEN @3 = 1 THEN 0 ELSE m.N END, st.CancelledTotal = st.CancelledTotal + CASE WHEN @3 = 1 THEN m.N ELSE 0 END, st.LastActivityUtc = @now
-FROM [chokaq].[StatsSummary] AS st
-INNER JOIN (SELECT g.Queue, COUNT_BIG(*) AS N FROM @Moved AS g GROUP BY g.Queue) AS m ON m.Queue = st.Queue;
+SELECT d.Queue FROM @StatsDelta AS d
+WHERE NOT EXISTS (SELECT 1 FROM [chokaq].[StatsSummary] AS x WITH (UPDLOCK, HOLDLOCK) WHERE x.Queue = d.Queue);
+UPDATE st SET st.FailedTotal = st.FailedTotal + d.FailedTotal, st.CancelledTotal = st.CancelledTotal + d.CancelledTotal, st.LastActivityUtc = @now
+FROM @StatsDelta AS d
+INNER LOOP JOIN [chokaq].[StatsSummary] AS st ON st.Queue = d.Queue;
+DECLARE @BucketDelta TABLE (Queue varchar(255) NOT NULL, Outcome tinyint NOT NULL, FailureReason smallint NOT NULL, N bigint NOT NULL, DurationCount bigint NOT NULL, TotalDurationMs bigint NOT NULL, MaxDurationMs bigint NOT NULL, PRIMARY KEY (Queue, Outcome, FailureReason));
+INSERT INTO @BucketDelta (Queue, Outcome, FailureReason, N, DurationCount, TotalDurationMs, MaxDurationMs)
+SELECT g.Queue, g.Outcome, g.FailureReason, COUNT_BIG(*), COUNT_BIG(g.DurationMs), ISNULL(SUM(g.DurationMs), 0), ISNULL(MAX(g.DurationMs), 0)
+FROM (SELECT mv.Queue, CAST(CASE WHEN @3 = 1 THEN 2 ELSE 1 END AS tinyint) AS Outcome, CAST(@3 AS smallint) AS FailureReason, @6 AS DurationMs FROM @Moved AS mv) AS g GROUP BY g.Queue, g.Outcome, g.FailureReason;
 INSERT INTO [chokaq].[MetricBuckets] (BucketUtc, Queue, Outcome, FailureReason)
-SELECT @bucket, m.Queue, m.Outcome, m.FailureReason FROM (SELECT g.Queue, g.Outcome, g.FailureReason, COUNT_BIG(*) AS N, COUNT_BIG(g.DurationMs) AS DurationCount, ISNULL(SUM(g.DurationMs), 0) AS TotalDurationMs, ISNULL(MAX(g.DurationMs), 0) AS MaxDurationMs FROM (SELECT mv.Queue, CAST(CASE WHEN @3 = 1 THEN 2 ELSE 1 END AS tinyint) AS Outcome, CAST(@3 AS smallint) AS FailureReason, @6 AS DurationMs FROM @Moved AS mv) AS g GROUP BY g.Queue, g.Outcome, g.FailureReason) AS m
-WHERE NOT EXISTS (SELECT 1 FROM [chokaq].[MetricBuckets] AS x WITH (UPDLOCK, HOLDLOCK) WHERE x.BucketUtc = @bucket AND x.Queue = m.Queue AND x.Outcome = m.Outcome AND x.FailureReason = m.FailureReason);
-UPDATE x SET x.CompletedCount = x.CompletedCount + m.N, x.DurationCount = x.DurationCount + m.DurationCount,
-  x.TotalDurationMs = x.TotalDurationMs + m.TotalDurationMs,
-  x.MaxDurationMs = CASE WHEN m.MaxDurationMs > x.MaxDurationMs THEN m.MaxDurationMs ELSE x.MaxDurationMs END
-FROM [chokaq].[MetricBuckets] AS x
-INNER JOIN (SELECT g.Queue, g.Outcome, g.FailureReason, COUNT_BIG(*) AS N, COUNT_BIG(g.DurationMs) AS DurationCount, ISNULL(SUM(g.DurationMs), 0) AS TotalDurationMs, ISNULL(MAX(g.DurationMs), 0) AS MaxDurationMs FROM (SELECT mv.Queue, CAST(CASE WHEN @3 = 1 THEN 2 ELSE 1 END AS tinyint) AS Outcome, CAST(@3 AS smallint) AS FailureReason, @6 AS DurationMs FROM @Moved AS mv) AS g GROUP BY g.Queue, g.Outcome, g.FailureReason) AS m ON x.BucketUtc = @bucket AND x.Queue = m.Queue AND x.Outcome = m.Outcome AND x.FailureReason = m.FailureReason;
+SELECT @bucket, d.Queue, d.Outcome, d.FailureReason FROM @BucketDelta AS d
+WHERE NOT EXISTS (SELECT 1 FROM [chokaq].[MetricBuckets] AS x WITH (UPDLOCK, HOLDLOCK) WHERE x.BucketUtc = @bucket AND x.Queue = d.Queue AND x.Outcome = d.Outcome AND x.FailureReason = d.FailureReason);
+UPDATE x SET x.CompletedCount = x.CompletedCount + d.N, x.DurationCount = x.DurationCount + d.DurationCount,
+  x.TotalDurationMs = x.TotalDurationMs + d.TotalDurationMs,
+  x.MaxDurationMs = CASE WHEN d.MaxDurationMs > x.MaxDurationMs THEN d.MaxDurationMs ELSE x.MaxDurationMs END
+FROM @BucketDelta AS d
+INNER LOOP JOIN [chokaq].[MetricBuckets] AS x ON x.BucketUtc = @bucket AND x.Queue = d.Queue AND x.Outcome = d.Outcome AND x.FailureReason = d.FailureReason;
 COMMIT;
 SELECT COUNT_BIG(*) AS Affected FROM @Moved;

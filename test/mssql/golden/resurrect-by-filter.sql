@@ -6,11 +6,11 @@ DECLARE @now datetime2(3) = SYSUTCDATETIME();
 DECLARE @Moved TABLE (Id varchar(36) NULL, Queue varchar(255) NULL, Type nvarchar(255) NULL, Payload nvarchar(max) NULL, Tags nvarchar(max) NULL, IdempotencyKey nvarchar(255) NULL, Priority int NULL, Status tinyint NULL, AttemptCount int NULL, WorkerId nvarchar(255) NULL, ScheduledAtUtc datetime2(3) NULL, CreatedAtUtc datetime2(3) NULL, EnqueuedAtUtc datetime2(3) NULL, StartedAtUtc datetime2(3) NULL, LastUpdatedUtc datetime2(3) NULL, CreatedBy nvarchar(100) NULL, LastModifiedBy nvarchar(100) NULL, LastError nvarchar(max) NULL, Progress float NULL, FailureReason smallint NULL, ErrorDetails nvarchar(max) NULL, FailedAtUtc datetime2(3) NULL, DurationMs bigint NULL);
 DECLARE @Ids TABLE (Id varchar(36) NOT NULL PRIMARY KEY);
 BEGIN TRAN;
-INSERT INTO @Ids (Id) SELECT TOP (@0) d.Id FROM [chokaq].[JobsDLQ] AS d WITH (UPDLOCK, READPAST, ROWLOCK) ORDER BY d.FailedAtUtc, d.Id;
+INSERT INTO @Ids (Id) SELECT TOP (@0) d.Id FROM [chokaq].[JobsDLQ] AS d WITH (READCOMMITTEDLOCK, READPAST, ROWLOCK) ORDER BY d.FailedAtUtc, d.Id;
 DELETE d
-OUTPUT deleted.* INTO @Moved
-FROM [chokaq].[JobsDLQ] AS d
-INNER JOIN @Ids AS i ON i.Id = d.Id;
+OUTPUT deleted.Id, deleted.Queue, deleted.Type, deleted.Payload, deleted.Tags, deleted.IdempotencyKey, deleted.Priority, deleted.Status, deleted.AttemptCount, deleted.WorkerId, deleted.ScheduledAtUtc, deleted.CreatedAtUtc, deleted.EnqueuedAtUtc, deleted.StartedAtUtc, deleted.LastUpdatedUtc, deleted.CreatedBy, deleted.LastModifiedBy, deleted.LastError, deleted.Progress, deleted.FailureReason, deleted.ErrorDetails, deleted.FailedAtUtc, deleted.DurationMs INTO @Moved (Id, Queue, Type, Payload, Tags, IdempotencyKey, Priority, Status, AttemptCount, WorkerId, ScheduledAtUtc, CreatedAtUtc, EnqueuedAtUtc, StartedAtUtc, LastUpdatedUtc, CreatedBy, LastModifiedBy, LastError, Progress, FailureReason, ErrorDetails, FailedAtUtc, DurationMs)
+FROM @Ids AS i
+INNER LOOP JOIN [chokaq].[JobsDLQ] AS d WITH (UPDLOCK, READPAST, ROWLOCK, FORCESEEK) ON d.Id = i.Id;
 INSERT INTO [chokaq].[JobsHot] (Id, Queue, Type, Payload, Tags, IdempotencyKey, Priority, Status, AttemptCount, WorkerId, LeaseId, HeartbeatUtc, ScheduledAtUtc, DueAtUtc, CreatedAtUtc, EnqueuedAtUtc, StartedAtUtc, LastUpdatedUtc, CreatedBy, LastModifiedBy, LastError, CancelRequestedUtc, Progress)
 SELECT m.Id, m.Queue, m.Type, m.Payload, m.Tags, NULL, m.Priority, 0, 0, NULL, NULL, NULL, NULL, @now, m.CreatedAtUtc, @now, NULL, @now, m.CreatedBy, ISNULL(@1, m.LastModifiedBy), ISNULL(m.ErrorDetails, m.LastError), NULL, NULL
 FROM @Moved AS m;
@@ -22,11 +22,14 @@ INSERT INTO [chokaq].[Queues] (Name) SELECT n.Queue FROM @NewQueues AS n
 WHERE NOT EXISTS (SELECT 1 FROM [chokaq].[Queues] AS q WITH (UPDLOCK, HOLDLOCK) WHERE q.Name = n.Queue);
 INSERT INTO [chokaq].[StatsSummary] (Queue) SELECT n.Queue FROM @NewQueues AS n
 WHERE NOT EXISTS (SELECT 1 FROM [chokaq].[StatsSummary] AS s WITH (UPDLOCK, HOLDLOCK) WHERE s.Queue = n.Queue);
+DECLARE @StatsDelta TABLE (Queue varchar(255) NOT NULL PRIMARY KEY, ResurrectedTotal bigint NOT NULL);
+INSERT INTO @StatsDelta (Queue, ResurrectedTotal)
+SELECT g.Queue, SUM(CAST(1 AS bigint)) FROM @Moved AS g GROUP BY g.Queue;
 INSERT INTO [chokaq].[StatsSummary] (Queue)
-SELECT DISTINCT m.Queue FROM @Moved AS m
-WHERE NOT EXISTS (SELECT 1 FROM [chokaq].[StatsSummary] AS x WITH (UPDLOCK, HOLDLOCK) WHERE x.Queue = m.Queue);
-UPDATE st SET st.ResurrectedTotal = st.ResurrectedTotal + m.N, st.LastActivityUtc = @now
-FROM [chokaq].[StatsSummary] AS st
-INNER JOIN (SELECT g.Queue, COUNT_BIG(*) AS N FROM @Moved AS g GROUP BY g.Queue) AS m ON m.Queue = st.Queue;
+SELECT d.Queue FROM @StatsDelta AS d
+WHERE NOT EXISTS (SELECT 1 FROM [chokaq].[StatsSummary] AS x WITH (UPDLOCK, HOLDLOCK) WHERE x.Queue = d.Queue);
+UPDATE st SET st.ResurrectedTotal = st.ResurrectedTotal + d.ResurrectedTotal, st.LastActivityUtc = @now
+FROM @StatsDelta AS d
+INNER LOOP JOIN [chokaq].[StatsSummary] AS st ON st.Queue = d.Queue;
 COMMIT;
 SELECT mv.Id FROM @Moved AS mv;

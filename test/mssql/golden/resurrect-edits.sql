@@ -8,9 +8,9 @@ DECLARE @Ids TABLE (Id varchar(36) NOT NULL PRIMARY KEY);
 BEGIN TRAN;
 INSERT INTO @Ids (Id) SELECT DISTINCT j.Id FROM OPENJSON(@0) WITH (Id varchar(36) '$') AS j WHERE j.Id IS NOT NULL;
 DELETE d
-OUTPUT deleted.* INTO @Moved
-FROM [chokaq].[JobsDLQ] AS d
-INNER JOIN @Ids AS i ON i.Id = d.Id;
+OUTPUT deleted.Id, deleted.Queue, deleted.Type, deleted.Payload, deleted.Tags, deleted.IdempotencyKey, deleted.Priority, deleted.Status, deleted.AttemptCount, deleted.WorkerId, deleted.ScheduledAtUtc, deleted.CreatedAtUtc, deleted.EnqueuedAtUtc, deleted.StartedAtUtc, deleted.LastUpdatedUtc, deleted.CreatedBy, deleted.LastModifiedBy, deleted.LastError, deleted.Progress, deleted.FailureReason, deleted.ErrorDetails, deleted.FailedAtUtc, deleted.DurationMs INTO @Moved (Id, Queue, Type, Payload, Tags, IdempotencyKey, Priority, Status, AttemptCount, WorkerId, ScheduledAtUtc, CreatedAtUtc, EnqueuedAtUtc, StartedAtUtc, LastUpdatedUtc, CreatedBy, LastModifiedBy, LastError, Progress, FailureReason, ErrorDetails, FailedAtUtc, DurationMs)
+FROM @Ids AS i
+INNER LOOP JOIN [chokaq].[JobsDLQ] AS d ON d.Id = i.Id;
 INSERT INTO [chokaq].[JobsHot] (Id, Queue, Type, Payload, Tags, IdempotencyKey, Priority, Status, AttemptCount, WorkerId, LeaseId, HeartbeatUtc, ScheduledAtUtc, DueAtUtc, CreatedAtUtc, EnqueuedAtUtc, StartedAtUtc, LastUpdatedUtc, CreatedBy, LastModifiedBy, LastError, CancelRequestedUtc, Progress)
 SELECT m.Id, m.Queue, m.Type, @1, @2, NULL, @3, 0, 0, NULL, NULL, NULL, NULL, @now, m.CreatedAtUtc, @now, NULL, @now, m.CreatedBy, ISNULL(@4, m.LastModifiedBy), ISNULL(m.ErrorDetails, m.LastError), NULL, NULL
 FROM @Moved AS m;
@@ -22,11 +22,14 @@ INSERT INTO [chokaq].[Queues] (Name) SELECT n.Queue FROM @NewQueues AS n
 WHERE NOT EXISTS (SELECT 1 FROM [chokaq].[Queues] AS q WITH (UPDLOCK, HOLDLOCK) WHERE q.Name = n.Queue);
 INSERT INTO [chokaq].[StatsSummary] (Queue) SELECT n.Queue FROM @NewQueues AS n
 WHERE NOT EXISTS (SELECT 1 FROM [chokaq].[StatsSummary] AS s WITH (UPDLOCK, HOLDLOCK) WHERE s.Queue = n.Queue);
+DECLARE @StatsDelta TABLE (Queue varchar(255) NOT NULL PRIMARY KEY, ResurrectedTotal bigint NOT NULL);
+INSERT INTO @StatsDelta (Queue, ResurrectedTotal)
+SELECT g.Queue, SUM(CAST(1 AS bigint)) FROM @Moved AS g GROUP BY g.Queue;
 INSERT INTO [chokaq].[StatsSummary] (Queue)
-SELECT DISTINCT m.Queue FROM @Moved AS m
-WHERE NOT EXISTS (SELECT 1 FROM [chokaq].[StatsSummary] AS x WITH (UPDLOCK, HOLDLOCK) WHERE x.Queue = m.Queue);
-UPDATE st SET st.ResurrectedTotal = st.ResurrectedTotal + m.N, st.LastActivityUtc = @now
-FROM [chokaq].[StatsSummary] AS st
-INNER JOIN (SELECT g.Queue, COUNT_BIG(*) AS N FROM @Moved AS g GROUP BY g.Queue) AS m ON m.Queue = st.Queue;
+SELECT d.Queue FROM @StatsDelta AS d
+WHERE NOT EXISTS (SELECT 1 FROM [chokaq].[StatsSummary] AS x WITH (UPDLOCK, HOLDLOCK) WHERE x.Queue = d.Queue);
+UPDATE st SET st.ResurrectedTotal = st.ResurrectedTotal + d.ResurrectedTotal, st.LastActivityUtc = @now
+FROM @StatsDelta AS d
+INNER LOOP JOIN [chokaq].[StatsSummary] AS st ON st.Queue = d.Queue;
 COMMIT;
 SELECT mv.Id FROM @Moved AS mv;

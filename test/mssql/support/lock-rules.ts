@@ -30,6 +30,23 @@ function inOrder(text: string, needles: readonly RegExp[]): string | null {
 }
 
 /**
+ * `OUTPUT … INTO @T` clauses that do not name their columns on both sides, or name different
+ * ones: with `inserted.*` / `deleted.*` or without `(columns)`, one column added to a table (an
+ * audit column, a later migration) breaks the statement.
+ */
+function unnamedOutputs(sql: string): string[] {
+  const out: string[] = [];
+  for (const m of sql.matchAll(/\bOUTPUT\s+([^;]+?)\s+INTO\s+(@\w+)(\s*\(([^)]*)\))?/g)) {
+    const source = m[1].split(',').map((c) => c.trim().replace(/^(inserted|deleted)\./i, ''));
+    const target = m[4]?.split(',').map((c) => c.trim());
+    if (source.some((c) => c.includes('*')) || !target || source.join() !== target.join()) {
+      out.push(`OUTPUT … INTO ${m[2]} does not name the same columns on both sides`);
+    }
+  }
+  return out;
+}
+
+/**
  * The lock and isolation rules of SPEC §3 for one statement, checked on the parse tree's table
  * hints and on the batch text. Returns every rule it breaks (empty = fine).
  */
@@ -57,6 +74,39 @@ export function lockViolations(entry: CatalogueEntry): string[] {
         `${ref.table}: READPAST without READCOMMITTEDLOCK (fails under READ_COMMITTED_SNAPSHOT)`,
       );
     }
+    // A pick (UPDLOCK, READPAST) holds its U locks to COMMIT on every row it reads, rejected or
+    // not: it must be a seek by key on rows chosen before (FORCESEEK), never a predicate scan.
+    if (hasAll(ref, ['UPDLOCK', 'READPAST']) && !ref.hints.includes('FORCESEEK')) {
+      out.push(
+        `${ref.table}: UPDLOCK pick without FORCESEEK (rows a later predicate rejects stay locked)`,
+      );
+    }
+  }
+  out.push(...unnamedOutputs(sql));
+  // Counter and bucket rows: locked in key order, from a keyed delta that drives a loop join.
+  if (
+    /\bUPDATE st SET\b/.test(sql) &&
+    !/FROM @StatsDelta AS d\s+INNER LOOP JOIN \S+ AS st ON st\.Queue = d\.Queue;/.test(sql)
+  ) {
+    out.push('StatsSummary rows are not updated in queue order (from @StatsDelta, loop join)');
+  }
+  if ((sql.match(/DECLARE @StatsDelta\b/g) ?? []).length > 1) {
+    out.push('StatsSummary rows are updated by more than one statement (two passes, two orders)');
+  }
+  if (
+    /\bUPDATE x SET x\.CompletedCount\b/.test(sql) &&
+    !/FROM @BucketDelta AS d\s+INNER LOOP JOIN \S+ AS x ON /.test(sql)
+  ) {
+    out.push('MetricBuckets rows are not updated in key order (from @BucketDelta, loop join)');
+  }
+  // Idempotency keys locked by a join (a chunk of keys): one seek per key, in key order.
+  const keyJoins = sql.match(/\bJOIN \S+ AS h WITH \(UPDLOCK, HOLDLOCK\)/g) ?? [];
+  const orderedKeyJoins =
+    sql.match(
+      /\bFROM @Keys AS k INNER LOOP JOIN \S+ AS h WITH \(UPDLOCK, HOLDLOCK\) ON h\.IdempotencyKey = k\.IdempotencyKey\b/g,
+    ) ?? [];
+  if (keyJoins.length !== orderedKeyJoins.length) {
+    out.push('idempotency keys are range-locked in plan order, not from @Keys in key order');
   }
   if (entry.kind !== 'telemetry' && DIRTY.test(sql)) {
     out.push('dirty read (NOLOCK / READ UNCOMMITTED) outside a telemetry read');
@@ -79,11 +129,47 @@ export function lockViolations(entry: CatalogueEntry): string[] {
     if (!refsTo(refs, 'Queues').some((r) => r.hints.includes('UPDLOCK'))) {
       out.push('claim: budgeted Queues rows are not locked WITH (UPDLOCK)');
     }
+    // Only the budgeted queues' rows, by key: a loop from @Budgeted into a seek on the key. A
+    // join the optimiser may run as a merge or hash join U-locks every Queues row it scans.
+    const queueLocks = refsTo(refs, 'Queues').filter((r) => r.hints.includes('UPDLOCK'));
+    if (
+      queueLocks.some((r) => !hasAll(r, ['ROWLOCK', 'FORCESEEK'])) ||
+      !/FROM @Budgeted AS b\s+INNER LOOP JOIN \S+ AS q WITH \(UPDLOCK, ROWLOCK, FORCESEEK\) ON q\.Name = b\.Queue\b/.test(
+        sql,
+      )
+    ) {
+      out.push('claim: Queues rows are not update-locked by key from @Budgeted');
+    }
+    // The budget re-read under the lock, and a queue budgeted since the unlocked read held back.
+    if (!/UPDATE r SET r\.Budget = q\.MaxWorkers\s+FROM @Budgeted AS b\b/.test(sql)) {
+      out.push('claim: MaxWorkers is not re-read under the Queues lock');
+    }
+    if (
+      !/UPDATE r SET r\.Budget = 0\s+FROM @Runnable AS r INNER JOIN \S+ AS q WITH \(READCOMMITTEDLOCK\) ON q\.Name = r\.Queue\s+WHERE q\.MaxWorkers IS NOT NULL AND NOT EXISTS \(SELECT 1 FROM @Budgeted\b/.test(
+        sql,
+      )
+    ) {
+      out.push('claim: a queue budgeted after the unlocked read is claimed without its cap');
+    }
+    // Rows are update-locked only by key, from the candidates read without update locks.
+    const hotLocks = hot.filter((r) => r.hints.includes('UPDLOCK'));
+    if (
+      hotLocks.length !== 1 ||
+      !/FROM @Candidates AS c\s+INNER LOOP JOIN \S+ AS h WITH \(UPDLOCK, READPAST, ROWLOCK, FORCESEEK\) ON h\.Id = c\.Id\b/.test(
+        sql,
+      )
+    ) {
+      out.push('claim: JobsHot rows are update-locked other than by key from @Candidates');
+    }
+    // Exact (queue, type) pairs: the seek carries the type, so other types are never read.
+    if (!/WHERE h\.Queue = y\.Queue AND h\.Type = y\.Type AND h\.Status = 0\b/.test(sql)) {
+      out.push('claim: exact (queue, type) pairs are not sought by type');
+    }
     const order = inOrder(sql, [
       /SET XACT_ABORT ON;/,
       /BEGIN TRAN;/,
       CLAIM_UPDATE,
-      /OUTPUT inserted\.\*/,
+      /OUTPUT inserted\.Id, [^;]* INTO @Claimed \(Id, /,
       /COMMIT;/,
     ]);
     if (order) out.push(`claim: ${order}`);
@@ -94,18 +180,27 @@ export function lockViolations(entry: CatalogueEntry): string[] {
     // ROW_NUMBER() ranks hot rows, i.e. the backlog.
     const ranked = [...sql.matchAll(RANKED_SOURCE)];
     const rankCount = (sql.match(/\bROW_NUMBER\s*\(/gi) ?? []).length;
-    if (rankCount !== ranked.length || ranked.some((m) => m[1] !== 'Candidates')) {
+    if (rankCount !== ranked.length || ranked.some((m) => m[1] !== '@Picked')) {
       out.push('claim: ROW_NUMBER() over the backlog (O(backlog))');
     }
     if (!/CROSS APPLY \(\s*SELECT TOP \(/i.test(sql))
       out.push('claim: no CROSS APPLY (SELECT TOP …)');
   }
 
+  // The sweep's index seek is bounded by the shortest zombie timeout of any queue, so rows with a
+  // live heartbeat are never read.
+  if (
+    entry.operation === 'archiveZombies' &&
+    !/\bz\.Status = 2 AND z\.HeartbeatUtc < @cutoff\b/.test(sql)
+  ) {
+    out.push('archiveZombies: the heartbeat seek is not bounded by the shortest timeout');
+  }
+
   if (entry.kind === 'move') {
     const order = inOrder(sql, [
       /SET XACT_ABORT ON;/,
       /BEGIN TRAN;/,
-      /OUTPUT deleted\.\* INTO @Moved/,
+      /OUTPUT deleted\.Id, [^;]* INTO @Moved \(Id, /,
       /INSERT INTO /,
       /COMMIT;/,
     ]);

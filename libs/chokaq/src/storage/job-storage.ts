@@ -579,7 +579,12 @@ export interface SummaryStats {
   pending: number;
   fetched: number;
   processing: number;
+  /**
+   * Rows in the archive. On SQL Server an estimate: the row count the server keeps for the table
+   * (`sys.partitions`), which equals the count on a quiet table, instead of a scan on every read.
+   */
   archived: number;
+  /** Rows in the DLQ; on SQL Server an estimate, as {@link SummaryStats.archived}. */
   dlq: number;
 }
 

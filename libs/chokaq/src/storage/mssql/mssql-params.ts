@@ -1,7 +1,11 @@
 import { MssqlParameter } from 'typeorm';
+import { ChokaQValidationError } from '../../errors';
 
 /** A bound value: TypeORM sends each one as `@0`, `@1`, … in array order. */
 export type MssqlParam = MssqlParameter;
+
+/** The declared width of an `nvarchar` parameter (see {@link ParamList.nvarchar}). */
+export type NvarcharWidth = 255 | 100 | 4000 | 'max';
 
 /** One T-SQL batch and its positional parameters. */
 export interface MssqlStatement {
@@ -48,9 +52,27 @@ export class ParamList {
     return `CAST(${this.push(new MssqlParameter(value, 'varchar', length))} AS varchar(${length}))`;
   }
 
-  /** Unicode text (types, error text, payloads, JSON documents). */
-  nvarchar(value: string | null): string {
-    return this.push(new MssqlParameter(value, 'nvarchar'));
+  /**
+   * Unicode text, declared with a fixed width: `nvarchar(255)` for types, keys, worker ids and
+   * names, `nvarchar(100)` for actors and created-by, `nvarchar(4000)` for LIKE patterns,
+   * `'max'` for payloads, tags, error text and JSON documents.
+   *
+   * Never the value's length: tedious declares an `nvarchar` given without a length by the length
+   * of its value (`nvarchar(17)`, `nvarchar(4213)`), and SQL Server caches a plan per batch text
+   * AND parameter declaration list, so each new length would be a new plan-cache entry and a full
+   * compile of the batch (https://learn.microsoft.com/en-us/sql/relational-databases/query-processing-architecture-guide#plan-caching-and-reuse).
+   * A value longer than its width is refused here (the validation at the storage edge already
+   * bounds every one of them); SQL Server would otherwise reject the request's TDS stream.
+   */
+  nvarchar(value: string | null, width: NvarcharWidth): string {
+    if (value !== null && width !== 'max' && value.length > width) {
+      throw new ChokaQValidationError([
+        { path: 'parameter', message: `must be at most ${width} characters`, value },
+      ]);
+    }
+    // mssql's `sql.MAX` (65535): tedious then declares `nvarchar(max)`.
+    const length = width === 'max' ? 65_535 : width;
+    return this.push(new MssqlParameter(value, 'nvarchar', length));
   }
 
   /** A 32-bit integer. */
@@ -80,7 +102,7 @@ export class ParamList {
 
   /** A JSON document (lists of ids, leases, jobs) read with `OPENJSON`: one parameter, any size. */
   json(value: unknown): string {
-    return this.nvarchar(JSON.stringify(value));
+    return this.nvarchar(JSON.stringify(value), 'max');
   }
 
   /**

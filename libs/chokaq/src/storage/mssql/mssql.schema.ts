@@ -21,8 +21,17 @@
  * append-only, so the default (100 %) is right, and the T-SQL grammar the tests use rejects it.
  */
 
-/** Schema version this build creates; recorded in `SchemaMigrations`. */
-export const MSSQL_SCHEMA_VERSION = 1;
+/**
+ * Schema version this build creates; recorded in `SchemaMigrations`.
+ * - 1: the tables and indexes.
+ * - 2: `IX_JobsHot_ClaimType` (the claim seeks exact (queue, type) pairs) and `JobsHot` with
+ *   `LOCK_ESCALATION = DISABLE` (see {@link mssqlSchemaDdl}).
+ *
+ * The script is idempotent and creates what is missing, so running it on a version-1 database
+ * applies version 2: the new index is built inside the bootstrap transaction (writers to
+ * `JobsHot` wait while it builds; the hot table holds only live jobs).
+ */
+export const MSSQL_SCHEMA_VERSION = 2;
 
 /** One column of a ChokaQ table. */
 export interface MssqlColumn {
@@ -44,7 +53,10 @@ const c = (name: string, type: string, nullable: boolean, def?: string): MssqlCo
 });
 const NOW = 'SYSUTCDATETIME()';
 
-/** `JobsHot` columns, in table order (`OUTPUT deleted.* INTO @Moved` relies on this order). */
+/**
+ * `JobsHot` columns, in table order. Every statement that copies rows names these columns
+ * (`OUTPUT deleted.Id, … INTO @Moved (Id, …)`), so a table with a column more still works.
+ */
 export const HOT_COLUMNS: readonly MssqlColumn[] = [
   c('Id', 'varchar(36)', false),
   c('Queue', 'varchar(255)', false),
@@ -84,7 +96,7 @@ export const ARCHIVE_COLUMNS: readonly MssqlColumn[] = [
   c('DurationMs', 'bigint', true),
 ];
 
-/** `JobsDLQ` columns, in table order (`OUTPUT deleted.* INTO @Moved` relies on this order). */
+/** `JobsDLQ` columns, in table order (named in every statement that copies rows, as above). */
 export const DLQ_COLUMNS: readonly MssqlColumn[] = [
   ...HISTORY_BASE.slice(0, 7),
   c('Status', 'tinyint', false),
@@ -214,11 +226,19 @@ interface IndexSpec {
 const INDEXES: readonly IndexSpec[] = [
   {
     serves:
-      'fetchNextBatch: CROSS APPLY (SELECT TOP (budget) … WHERE Queue = q AND Status = 0 ORDER BY Priority DESC, DueAtUtc) reads each queue in index order',
+      'fetchNextBatch, queue-wide handlers: CROSS APPLY (SELECT TOP (…) … WHERE Queue = q AND Status = 0 ORDER BY Priority DESC, DueAtUtc, Id) reads each queue in index order (Id is the row locator, the last key)',
     table: 'hot',
     name: 'IX_JobsHot_Claim',
     keys: 'Queue, Priority DESC, DueAtUtc',
     include: 'Type, ScheduledAtUtc',
+    where: 'Status = 0',
+  },
+  {
+    serves:
+      'fetchNextBatch, exact (queue, type) pairs: the seek carries the type, so rows of types this worker cannot run are never read (schema version 2)',
+    table: 'hot',
+    name: 'IX_JobsHot_ClaimType',
+    keys: 'Queue, Type, Priority DESC, DueAtUtc',
     where: 'Status = 0',
   },
   {
@@ -312,6 +332,30 @@ function createIndex(schema: string, index: IndexSpec): string {
       ';',
   ].join('\n');
 }
+
+/**
+ * Why `JobsHot` has `LOCK_ESCALATION = DISABLE` (printed above the statement in the DDL).
+ *
+ * SQL Server escalates to a table lock when one statement holds about 5,000 locks on one table
+ * or index
+ * (https://learn.microsoft.com/en-us/sql/relational-databases/sql-server-transaction-locking-and-row-versioning-guide#lock-escalation).
+ * On the hot table a table lock stops every worker: claims read `WITH (READPAST)`, which skips
+ * locked rows but cannot skip a table lock. Claims and rescues lock O(batch) rows by key, but a
+ * `cancel` of up to 10,000 ids, an `enqueueMany` chunk of 1,000 rows (each row also has keys in
+ * up to six nonclustered indexes) or a DBA's ad-hoc UPDATE can cross it. `DISABLE` keeps row
+ * locks, at about 100 bytes of lock memory each
+ * ("prevents lock escalation in most cases":
+ * https://learn.microsoft.com/en-us/sql/t-sql/statements/alter-table-transact-sql#lock_escalation--auto--table--disable-).
+ * Set once, by the version-2 step: a DBA who prefers `AUTO` may set it back, and a later run of
+ * this script leaves that choice alone. The archive, DLQ and counter tables keep the default.
+ */
+const LOCK_ESCALATION_NOTE: readonly string[] = [
+  'JobsHot: LOCK_ESCALATION = DISABLE. An escalated table lock on the hot table would stop every',
+  'worker (READPAST skips locked rows, not a table lock); claims lock O(batch) rows, but a bulk',
+  'cancel or an ad-hoc update can cross the ~5,000-lock threshold. Set once (schema version 2);',
+  'a DBA may set AUTO again and this script will not undo it. See',
+  'https://learn.microsoft.com/en-us/sql/relational-databases/sql-server-transaction-locking-and-row-versioning-guide#lock-escalation',
+];
 
 /** The applock resource that serialises schema bootstrap across processes. */
 export function schemaLockResource(schema: string): string {
@@ -411,8 +455,13 @@ export function mssqlSchemaDdl(schema: string): string {
       false,
     ),
     ...INDEXES.map((index) => createIndex(schema, index)),
-    `IF NOT EXISTS (SELECT 1 FROM ${t('migrations')} WHERE Version = ${MSSQL_SCHEMA_VERSION})`,
-    `  INSERT INTO ${t('migrations')} (Version, Description) VALUES (${MSSQL_SCHEMA_VERSION}, N'initial schema');`,
+    `IF NOT EXISTS (SELECT 1 FROM ${t('migrations')} WHERE Version = 1)`,
+    `  INSERT INTO ${t('migrations')} (Version, Description) VALUES (1, N'initial schema');`,
+    ...LOCK_ESCALATION_NOTE.map((line) => `-- ${line}`),
+    `IF NOT EXISTS (SELECT 1 FROM ${t('migrations')} WHERE Version = 2)`,
+    `  ALTER TABLE ${t('hot')} SET (LOCK_ESCALATION = DISABLE);`,
+    `IF NOT EXISTS (SELECT 1 FROM ${t('migrations')} WHERE Version = 2)`,
+    `  INSERT INTO ${t('migrations')} (Version, Description) VALUES (2, N'claim by (queue, type); no lock escalation on JobsHot');`,
     `COMMIT;`,
   ];
   return `${parts.join('\n')}\n`;

@@ -18,6 +18,16 @@
  *   `OUTPUT … INTO` table variables, never from the driver's `rowsAffected`.
  * - `OUTPUT` always goes `INTO` a table variable and is selected afterwards: `OUTPUT` without
  *   `INTO` fails (error 334) on a table that has any enabled trigger, e.g. a DBA's audit trigger.
+ *   It names its columns on both sides, as every `INSERT` names its target columns, so a column
+ *   added to a table (an audit column, a later migration) breaks nothing (see `outputInto`).
+ * - Parameters are declared with fixed widths (`ParamList.nvarchar`), never their value's length,
+ *   so each statement shape is one plan-cache entry.
+ * - Rows that a statement picks by a predicate (claim, rescues, resurrect by filter) are read
+ *   without update locks first and then locked by key (`UPDLOCK, READPAST, ROWLOCK, FORCESEEK` on
+ *   the clustered key): a row rejected by a later predicate is never held, and every statement
+ *   that changes hot rows locks the clustered key before the nonclustered ones. Where a statement
+ *   locks several rows of one table (budgeted queues, counters, buckets, idempotency keys), a keyed
+ *   table variable drives a nested loop, so the locks are taken in key order.
  * - Dates are returned as ISO-8601 text with `Z` (`CONVERT(varchar(33), x, 126) + 'Z'`), so their
  *   meaning does not depend on the driver's `useUTC` setting (TypeORM defaults it to false).
  * - `NOLOCK` appears only in telemetry reads (summary, queue stats, health, throughput, top
@@ -89,6 +99,24 @@ function declareTableVar(name: string, columns: readonly MssqlColumn[]): string 
   return `DECLARE ${name} TABLE (${columns.map((col) => `${col.name} ${col.type} NULL`).join(', ')});`;
 }
 
+/**
+ * `OUTPUT prefix.A, prefix.B, … INTO target (A, B, …)` over the named columns. Never
+ * `inserted.*` / `deleted.*`: those expand to every column the table has when the batch compiles,
+ * in table order, and `INTO` a table variable declared from this code's column list they fail as
+ * soon as the table has one column more (a DBA's audit column, a later migration, a rolling
+ * deploy whose old pods meet the new schema). "If column_list is not specified, the table must
+ * have the same number of columns as the OUTPUT result set"
+ * (https://learn.microsoft.com/en-us/sql/t-sql/queries/output-clause-transact-sql#arguments).
+ */
+function outputInto(
+  prefix: 'inserted' | 'deleted',
+  target: string,
+  columns: readonly MssqlColumn[],
+): string {
+  const names = columns.map((col) => col.name);
+  return `OUTPUT ${names.map((name) => `${prefix}.${name}`).join(', ')} INTO ${target} (${names.join(', ')})`;
+}
+
 /** `INSERT INTO target (cols) SELECT exprs FROM source`, overriding some column expressions. */
 function insertSelect(
   target: string,
@@ -121,48 +149,68 @@ const LEASE_JSON =
 /** OPENJSON shape of an id list `["…", "…"]`. */
 const ID_JSON = "WITH (Id varchar(36) '$')";
 
+/** A lifetime counter of `StatsSummary`. */
+type StatsCounter =
+  'SucceededTotal' | 'FailedTotal' | 'CancelledTotal' | 'RetriedTotal' | 'ResurrectedTotal';
+
 /**
- * Lifetime counters: the queue's row is created first if missing (under `UPDLOCK, HOLDLOCK`, so
- * two creators serialise instead of one failing), then incremented. Creating before adding is
- * what makes concurrent first increments safe: an "update, then insert if missing" order would
- * lose one of two racing increments.
+ * Lifetime counters: for each queue of `source` (rows with a `Queue` column, read as `g`), each
+ * counter in `add` grows by the sum of its expression over that queue's rows. The queue's row is
+ * created first if missing (under `UPDLOCK, HOLDLOCK`, so two creators serialise instead of one
+ * failing), then incremented. Creating before adding is what makes concurrent first increments
+ * safe: an "update, then insert if missing" order would lose one of two racing increments.
+ *
+ * Lock order: the sums go into `@StatsDelta`, keyed by queue, and both statements are driven from
+ * it, the UPDATE by a nested loop (`INNER LOOP JOIN`, which also fixes the join order) that
+ * reads it in key order. So every batch takes its `StatsSummary` rows in queue order, and two
+ * batches over the same queues wait for each other instead of deadlocking (a join left to the
+ * optimiser takes them in plan order). One call per batch: it declares `@StatsDelta`.
  */
-function bumpStats(s: string, source: string, sets: string): string {
+function bumpStats(s: string, source: string, add: Partial<Record<StatsCounter, string>>): string {
+  const counters = Object.keys(add) as StatsCounter[];
   return [
+    `DECLARE @StatsDelta TABLE (Queue varchar(255) NOT NULL PRIMARY KEY, ${counters.map((c) => `${c} bigint NOT NULL`).join(', ')});`,
+    `INSERT INTO @StatsDelta (Queue, ${counters.join(', ')})`,
+    `SELECT g.Queue, ${counters.map((c) => `SUM(CAST(${add[c]} AS bigint))`).join(', ')} FROM ${source} AS g GROUP BY g.Queue;`,
     `INSERT INTO ${s} (Queue)`,
-    `SELECT DISTINCT m.Queue FROM ${source} AS m`,
-    `WHERE NOT EXISTS (SELECT 1 FROM ${s} AS x WITH (UPDLOCK, HOLDLOCK) WHERE x.Queue = m.Queue);`,
-    `UPDATE st SET ${sets}, st.LastActivityUtc = @now`,
-    `FROM ${s} AS st`,
-    `INNER JOIN (SELECT g.Queue, COUNT_BIG(*) AS N FROM ${source} AS g GROUP BY g.Queue) AS m ON m.Queue = st.Queue;`,
+    'SELECT d.Queue FROM @StatsDelta AS d',
+    `WHERE NOT EXISTS (SELECT 1 FROM ${s} AS x WITH (UPDLOCK, HOLDLOCK) WHERE x.Queue = d.Queue);`,
+    `UPDATE st SET ${counters.map((c) => `st.${c} = st.${c} + d.${c}`).join(', ')}, st.LastActivityUtc = @now`,
+    'FROM @StatsDelta AS d',
+    `INNER LOOP JOIN ${s} AS st ON st.Queue = d.Queue;`,
   ].join('\n');
 }
 
 /**
  * Metric buckets of `@bucket`: one row per (queue, outcome, reason) of `source`, which must have
  * the columns Queue, Outcome, FailureReason, DurationMs (NULL when the job did not run). Same
- * create-then-add order as {@link bumpStats}.
+ * create-then-add order as {@link bumpStats}, and the same lock order: the sums go into
+ * `@BucketDelta`, keyed by (Queue, Outcome, FailureReason), which drives both statements in key
+ * order. One call per batch.
  */
 function bumpBuckets(b: string, source: string): string {
-  const grouped =
-    `(SELECT g.Queue, g.Outcome, g.FailureReason, COUNT_BIG(*) AS N, COUNT_BIG(g.DurationMs) AS DurationCount, ` +
-    `ISNULL(SUM(g.DurationMs), 0) AS TotalDurationMs, ISNULL(MAX(g.DurationMs), 0) AS MaxDurationMs ` +
-    `FROM ${source} AS g GROUP BY g.Queue, g.Outcome, g.FailureReason)`;
   const match =
-    'x.BucketUtc = @bucket AND x.Queue = m.Queue AND x.Outcome = m.Outcome AND x.FailureReason = m.FailureReason';
+    'x.BucketUtc = @bucket AND x.Queue = d.Queue AND x.Outcome = d.Outcome AND x.FailureReason = d.FailureReason';
   return [
+    'DECLARE @BucketDelta TABLE (Queue varchar(255) NOT NULL, Outcome tinyint NOT NULL, FailureReason smallint NOT NULL, N bigint NOT NULL, DurationCount bigint NOT NULL, TotalDurationMs bigint NOT NULL, MaxDurationMs bigint NOT NULL, PRIMARY KEY (Queue, Outcome, FailureReason));',
+    'INSERT INTO @BucketDelta (Queue, Outcome, FailureReason, N, DurationCount, TotalDurationMs, MaxDurationMs)',
+    'SELECT g.Queue, g.Outcome, g.FailureReason, COUNT_BIG(*), COUNT_BIG(g.DurationMs), ISNULL(SUM(g.DurationMs), 0), ISNULL(MAX(g.DurationMs), 0)',
+    `FROM ${source} AS g GROUP BY g.Queue, g.Outcome, g.FailureReason;`,
     `INSERT INTO ${b} (BucketUtc, Queue, Outcome, FailureReason)`,
-    `SELECT @bucket, m.Queue, m.Outcome, m.FailureReason FROM ${grouped} AS m`,
+    'SELECT @bucket, d.Queue, d.Outcome, d.FailureReason FROM @BucketDelta AS d',
     `WHERE NOT EXISTS (SELECT 1 FROM ${b} AS x WITH (UPDLOCK, HOLDLOCK) WHERE ${match});`,
-    `UPDATE x SET x.CompletedCount = x.CompletedCount + m.N, x.DurationCount = x.DurationCount + m.DurationCount,`,
-    `  x.TotalDurationMs = x.TotalDurationMs + m.TotalDurationMs,`,
-    `  x.MaxDurationMs = CASE WHEN m.MaxDurationMs > x.MaxDurationMs THEN m.MaxDurationMs ELSE x.MaxDurationMs END`,
-    `FROM ${b} AS x`,
-    `INNER JOIN ${grouped} AS m ON ${match};`,
+    'UPDATE x SET x.CompletedCount = x.CompletedCount + d.N, x.DurationCount = x.DurationCount + d.DurationCount,',
+    '  x.TotalDurationMs = x.TotalDurationMs + d.TotalDurationMs,',
+    '  x.MaxDurationMs = CASE WHEN d.MaxDurationMs > x.MaxDurationMs THEN d.MaxDurationMs ELSE x.MaxDurationMs END',
+    'FROM @BucketDelta AS d',
+    `INNER LOOP JOIN ${b} AS x ON ${match};`,
   ].join('\n');
 }
 
-/** Creates the `Queues` and `StatsSummary` rows of `source`'s queues that do not exist yet. */
+/**
+ * Creates the `Queues` and `StatsSummary` rows of `source`'s queues that do not exist yet, in
+ * name order: both inserts are driven from `@NewQueues`, keyed by name (the batch declares it).
+ */
 function ensureQueueRows(t: Record<MssqlTable, string>, source: string): string {
   // The plain read first: only queues that look missing reach the locked insert, so an enqueue
   // never holds U locks on existing Queues rows (a claim on a budgeted queue locks those).
@@ -231,14 +279,14 @@ export function enqueueSql(
   const p = new ParamList();
   const id = p.varchar(job.id, 36);
   const queue = p.varchar(job.queue, 255);
-  const type = p.nvarchar(job.type);
-  const payload = p.nvarchar(job.payload);
-  const tags = p.nvarchar(job.tags);
-  const key = job.idempotencyKey === null ? 'NULL' : p.nvarchar(job.idempotencyKey);
+  const type = p.nvarchar(job.type, 255);
+  const payload = p.nvarchar(job.payload, 'max');
+  const tags = p.nvarchar(job.tags, 'max');
+  const key = job.idempotencyKey === null ? 'NULL' : p.nvarchar(job.idempotencyKey, 255);
   const priority = p.int(job.priority);
   const delay = p.bigint(job.delayMs);
   const runAt = p.instant(job.runAt);
-  const createdBy = p.nvarchar(job.createdBy);
+  const createdBy = p.nvarchar(job.createdBy, 100);
   const exists = (table: string) => `EXISTS (SELECT 1 FROM ${table} WHERE Id = ${id})`;
   // Two shapes: only a keyed enqueue takes the key-range lock, so key-less enqueues never
   // serialise on the idempotency index. The Id checks take no lock on purpose: UUIDv7 ids all
@@ -283,6 +331,10 @@ export function enqueueSql(
  * an id repeated inside the chunk wins, ids already in any pillar are not inserted again and
  * report themselves (before any key holder: see below). Returns one row per input item, in input
  * order.
+ *
+ * Lock order: the `Queues` and `StatsSummary` rows of missing queues in name order (`@NewQueues`
+ * is keyed by name), then the idempotency keys' ranges in key order (`@Keys`, keyed by the key,
+ * drives one seek per key), whatever order the items came in.
  *
  * In a caller's transaction (`callerTransaction`) the batch has no `SET XACT_ABORT ON` and no
  * `BEGIN TRAN … COMMIT` of its own: the caller's transaction gives the atomicity, and XACT_ABORT
@@ -339,10 +391,18 @@ export function enqueueManySql(
       ensureQueueRows(t, '@In'),
       ...(keyed
         ? [
-            '-- Keys an active job already holds (range-locked until COMMIT, see enqueueSql).',
-            'UPDATE i SET i.Holder = h.Id',
-            `FROM @In AS i INNER JOIN ${t.hot} AS h WITH (UPDLOCK, HOLDLOCK) ON h.IdempotencyKey = i.IdempotencyKey`,
-            'WHERE i.Holder IS NULL AND i.IdempotencyKey IS NOT NULL AND h.IdempotencyKey IS NOT NULL;',
+            '-- Keys an active job already holds: key-range update locks until COMMIT (see enqueueSql),',
+            '-- taken in key order (one seek per key of @Keys, keyed by the key), so two chunks that',
+            '-- share keys wait for each other instead of deadlocking.',
+            'DECLARE @Keys TABLE (IdempotencyKey nvarchar(255) NOT NULL PRIMARY KEY, Holder varchar(36) NULL);',
+            'INSERT INTO @Keys (IdempotencyKey)',
+            'SELECT DISTINCT i.IdempotencyKey FROM @In AS i WHERE i.Holder IS NULL AND i.IdempotencyKey IS NOT NULL;',
+            'UPDATE k SET k.Holder = h.Id',
+            `FROM @Keys AS k INNER LOOP JOIN ${t.hot} AS h WITH (UPDLOCK, HOLDLOCK) ON h.IdempotencyKey = k.IdempotencyKey`,
+            'WHERE h.IdempotencyKey IS NOT NULL;',
+            'UPDATE i SET i.Holder = k.Holder',
+            'FROM @In AS i INNER JOIN @Keys AS k ON k.IdempotencyKey = i.IdempotencyKey',
+            'WHERE i.Holder IS NULL AND k.Holder IS NOT NULL;',
             '-- A key repeated inside the chunk: the first copy wins.',
             'UPDATE i SET i.Holder = f.Id',
             'FROM @In AS i CROSS APPLY (SELECT TOP (1) e.Id FROM @In AS e WHERE e.IdempotencyKey = i.IdempotencyKey ORDER BY e.Ord) AS f',
@@ -382,49 +442,87 @@ export interface MssqlClaimRequest {
 }
 
 /**
- * fetchNextBatch — the claim (seed "Fetch Next Batch"), one transaction around ONE
- * `UPDATE … OUTPUT inserted.*` over CTEs.
+ * fetchNextBatch — the claim (seed "Fetch Next Batch"), one transaction: lock the budgeted
+ * queues, count, pick candidates without update locks, lock the chosen rows by key, then ONE
+ * `UPDATE … OUTPUT inserted.<columns> INTO @Claimed`.
  *
- * Locks and isolation:
+ * Locks and isolation (table hints: https://learn.microsoft.com/en-us/sql/t-sql/queries/hints-transact-sql-table):
  * - Runnable queues (the worker's queue-wide handlers and exact (queue, type) pairs, one JSON
- *   parameter each) are joined to `Queues`, dropping paused and inactive ones.
- * - Budgeted queues (`MaxWorkers` set) are serialised: their `Queues` rows are read
- *   `WITH (UPDLOCK, ROWLOCK)` in the claim's transaction, so two claimers cannot both spend one
- *   budget; the U locks are held to COMMIT. Unbudgeted queues take no such lock.
+ *   parameter each) are joined to `Queues` without locks, dropping paused and inactive ones.
+ * - Budgeted queues (`MaxWorkers` set) are serialised: in the claim's transaction their `Queues`
+ *   rows, and only theirs, are read `WITH (UPDLOCK, ROWLOCK, FORCESEEK)` by key: a nested loop
+ *   (`INNER LOOP JOIN`) from `@Budgeted` into a seek on `PK_Queues` per name. A join left to the
+ *   optimiser could scan `Queues` (merge or hash join) and U-lock every row until COMMIT, which
+ *   would serialise every claimer, budgeted or not. `MaxWorkers` is re-read under the lock.
+ *   A queue that became budgeted after the unlocked read has no lock: its `MaxWorkers` is read
+ *   again (`READCOMMITTEDLOCK`) and it gets no slots this round, so it is never claimed without
+ *   its cap (the PostgreSQL claim likewise reads `max_workers` after its locks); the next poll
+ *   claims from it under its lock.
  * - Active rows per budgeted queue are counted `WITH (READCOMMITTEDLOCK)`: a locking read of
  *   committed rows even where READ_COMMITTED_SNAPSHOT is on (the Azure SQL default), so the count
  *   cannot come from a stale snapshot taken before another claim committed.
- * - Candidates are read `WITH (UPDLOCK, READPAST, ROWLOCK)`: rows another claimer holds are
- *   skipped rather than waited for, rows we pick stay U-locked until our UPDATE changes them.
+ * - Candidates are read WITHOUT update locks, `WITH (READCOMMITTEDLOCK, READPAST, ROWLOCK)`: each
+ *   row's shared lock ends with its read, rows others hold exclusively are skipped. An `UPDLOCK`
+ *   read holds its U lock until COMMIT on every row it reads, including rows a later predicate
+ *   rejects (delayed rows ahead in index order; rows of types no worker here runs, e.g. during a
+ *   rolling deploy): with such a backlog each claim would hold O(backlog) locks, and near 5,000
+ *   locks SQL Server tries to escalate to a table lock, which `READPAST` cannot skip
+ *   (https://learn.microsoft.com/en-us/sql/relational-databases/sql-server-transaction-locking-and-row-versioning-guide#lock-escalation).
+ *   Exact (queue, type) pairs seek `IX_JobsHot_ClaimType (Queue, Type, …)`, so rows of other
+ *   types are not read at all; queue-wide handlers seek `IX_JobsHot_Claim (Queue, …)`. Each takes
+ *   twice its slots, so a claimer that loses some rows to a concurrent one still fills its batch.
+ * - The chosen rows are then locked `WITH (UPDLOCK, READPAST, ROWLOCK, FORCESEEK)`, by key: a
+ *   nested loop from `@Candidates` (keyed in claim order) into a seek on the clustered `Id`,
+ *   `TOP (slots)` per queue. Rows another claimer holds are skipped rather than waited for, and
+ *   `Status = 0` and the due time are re-checked under the lock; the only rows it can U-lock and
+ *   reject are rows that changed since the candidate read, at most the candidates (O(batch)).
  * - The final UPDATE re-checks `Status = 0`.
+ *
+ * Lock order: `Queues` rows in name order (the loop join reads `@Budgeted`'s key in order), then
+ * `JobsHot` rows on the clustered key first, like every other statement that changes hot rows by
+ * id (a pick through the nonclustered index first, then the clustered row, is the order that
+ * deadlocks with a cancel or a move of the same row).
  *
  * `start`: the UPDATE sets the batch's first `@start` rows (`ROW_NUMBER()` in claim order) to
  * Processing exactly as {@link markAsProcessingSql} does, the rest to Fetched; 0 starts none.
  *
  * Departure from the seed's shape, same semantics: the seed ranks every due pending row with
  * `ROW_NUMBER() OVER (PARTITION BY Queue …)`, which reads the whole backlog on every poll. Here
- * each runnable queue takes its own top rows with `CROSS APPLY (SELECT TOP (slots) … ORDER BY
- * Priority DESC, DueAtUtc, Id)`, a seek into the filtered index `IX_JobsHot_Claim`; the cost is
- * O(batch) per queue, not O(backlog). The per-queue budget (`slots = min(limit, MaxWorkers −
- * active)`, never negative) caps each queue inside the statement, and an outer `TOP (@limit)`
- * keeps the best rows across queues, priority first, then due time.
+ * each runnable queue (or pair) takes its own top rows with `CROSS APPLY (SELECT TOP (…) … ORDER
+ * BY Priority DESC, DueAtUtc, Id)`, a seek into a filtered index; the cost is O(batch) per queue,
+ * not O(backlog). The per-queue budget (`slots = min(limit, MaxWorkers − active)`, never
+ * negative) caps each queue, and an outer `TOP (@limit)` keeps the best rows across queues,
+ * priority first, then due time; picked rows that lose that cut stay U-locked until COMMIT (at
+ * most the slots of each queue).
  */
 export function claimSql(schema: string, req: MssqlClaimRequest): MssqlStatement {
   const t = tables(schema);
   const p = new ParamList();
-  const workerId = p.nvarchar(req.workerId);
+  const workerId = p.nvarchar(req.workerId, 255);
   const leaseId = p.varchar(req.leaseId, 36);
   const limit = p.int(req.limit);
   const queues = p.json(req.queues);
   const types = p.json(req.types.map((x) => ({ queue: x.queue, type: x.type })));
   const start = p.int(req.start);
   const started = `k.Rn <= ${start}`;
+  // The candidate read of one queue (queue-wide handler) or one (queue, type) pair.
+  const candidates = (match: string) => [
+    '  CROSS APPLY (',
+    '    SELECT TOP (2 * m.Slots) h.Priority, h.DueAtUtc, h.Id',
+    `    FROM ${t.hot} AS h WITH (READCOMMITTEDLOCK, READPAST, ROWLOCK)`,
+    `    WHERE ${match} AND h.Status = 0 AND h.DueAtUtc <= @now`,
+    '    ORDER BY h.Priority DESC, h.DueAtUtc, h.Id',
+    '  ) AS c',
+  ];
   return p.statement(
     [
       PROLOGUE,
       DECLARE_NOW,
-      'DECLARE @Runnable TABLE (Queue varchar(255) NOT NULL PRIMARY KEY, AllTypes bit NOT NULL, Budget int NULL);',
+      'DECLARE @Runnable TABLE (Queue varchar(255) NOT NULL PRIMARY KEY, AllTypes bit NOT NULL, Budget int NULL, Slots int NULL);',
       'DECLARE @Types TABLE (Queue varchar(255) NOT NULL, Type nvarchar(255) NOT NULL, PRIMARY KEY (Queue, Type));',
+      'DECLARE @Budgeted TABLE (Queue varchar(255) NOT NULL PRIMARY KEY);',
+      'DECLARE @Candidates TABLE (Queue varchar(255) NOT NULL, Priority int NOT NULL, DueAtUtc datetime2(3) NOT NULL, Id varchar(36) NOT NULL, PRIMARY KEY (Queue, Priority DESC, DueAtUtc, Id));',
+      'DECLARE @Picked TABLE (Id varchar(36) NOT NULL PRIMARY KEY, Priority int NOT NULL, DueAtUtc datetime2(3) NOT NULL);',
       declareTableVar('@Claimed', HOT_COLUMNS),
       'INSERT INTO @Types (Queue, Type)',
       `SELECT DISTINCT x.Queue, x.Type FROM OPENJSON(${types}) WITH (Queue varchar(255) '$.queue', Type nvarchar(255) '$.type') AS x`,
@@ -436,49 +534,65 @@ export function claimSql(schema: string, req: MssqlClaimRequest): MssqlStatement
       `INNER JOIN ${t.queues} AS q ON q.Name = r.Queue`,
       'WHERE q.IsPaused = 0 AND q.IsActive = 1',
       'GROUP BY q.Name, q.MaxWorkers;',
+      'INSERT INTO @Budgeted (Queue) SELECT r.Queue FROM @Runnable AS r WHERE r.Budget IS NOT NULL;',
       'BEGIN TRAN;',
-      '-- Serialise claims on budgeted queues: U locks on their Queues rows until COMMIT.',
+      '-- Serialise claims on budgeted queues: U locks on their Queues rows only, by key, in name',
+      '-- order, held to the end of the transaction; the budget is re-read under the lock.',
       'UPDATE r SET r.Budget = q.MaxWorkers',
-      `FROM @Runnable AS r INNER JOIN ${t.queues} AS q WITH (UPDLOCK, ROWLOCK) ON q.Name = r.Queue`,
-      'WHERE r.Budget IS NOT NULL;',
+      'FROM @Budgeted AS b',
+      `INNER LOOP JOIN ${t.queues} AS q WITH (UPDLOCK, ROWLOCK, FORCESEEK) ON q.Name = b.Queue`,
+      'INNER JOIN @Runnable AS r ON r.Queue = b.Queue;',
+      '-- A queue budgeted since the unlocked read holds no lock here: no slots this round.',
+      'UPDATE r SET r.Budget = 0',
+      `FROM @Runnable AS r INNER JOIN ${t.queues} AS q WITH (READCOMMITTEDLOCK) ON q.Name = r.Queue`,
+      'WHERE q.MaxWorkers IS NOT NULL AND NOT EXISTS (SELECT 1 FROM @Budgeted AS b WHERE b.Queue = r.Queue);',
       'WITH Active AS (',
       '  SELECT h.Queue, COUNT_BIG(*) AS Busy',
       `  FROM ${t.hot} AS h WITH (READCOMMITTEDLOCK)`,
-      '  WHERE h.Status IN (1, 2) AND h.Queue IN (SELECT b.Queue FROM @Runnable AS b WHERE b.Budget IS NOT NULL)',
+      '  WHERE h.Status IN (1, 2) AND h.Queue IN (SELECT b.Queue FROM @Budgeted AS b)',
       '  GROUP BY h.Queue',
-      '),',
-      'Room AS (',
-      '  SELECT r.Queue, r.AllTypes,',
-      `    CASE WHEN r.Budget IS NULL THEN ${limit}`,
-      '         WHEN r.Budget - ISNULL(a.Busy, 0) <= 0 THEN 0',
-      `         WHEN r.Budget - ISNULL(a.Busy, 0) < ${limit} THEN r.Budget - ISNULL(a.Busy, 0)`,
-      `         ELSE ${limit} END AS Slots`,
-      '  FROM @Runnable AS r LEFT JOIN Active AS a ON a.Queue = r.Queue',
-      '),',
-      'Candidates AS (',
-      '  SELECT c.Id, c.Priority, c.DueAtUtc',
-      '  FROM Room AS m',
-      '  CROSS APPLY (',
-      '    SELECT TOP (m.Slots) h.Id, h.Priority, h.DueAtUtc',
-      `    FROM ${t.hot} AS h WITH (UPDLOCK, READPAST, ROWLOCK)`,
-      '    WHERE h.Queue = m.Queue AND h.Status = 0',
-      '      AND (h.ScheduledAtUtc IS NULL OR h.ScheduledAtUtc <= @now)',
-      '      AND (m.AllTypes = 1 OR EXISTS (SELECT 1 FROM @Types AS y WHERE y.Queue = h.Queue AND y.Type = h.Type))',
-      '    ORDER BY h.Priority DESC, h.DueAtUtc, h.Id',
-      '  ) AS c',
-      '  WHERE m.Slots > 0',
-      '),',
-      'Batch AS (',
-      // Rn ranks only the candidates (at most `limit` per runnable queue), never the backlog.
+      ')',
+      'UPDATE r SET r.Slots =',
+      `  CASE WHEN r.Budget IS NULL THEN ${limit}`,
+      '       WHEN r.Budget - ISNULL(a.Busy, 0) <= 0 THEN 0',
+      `       WHEN r.Budget - ISNULL(a.Busy, 0) < ${limit} THEN r.Budget - ISNULL(a.Busy, 0)`,
+      `       ELSE ${limit} END`,
+      'FROM @Runnable AS r LEFT JOIN Active AS a ON a.Queue = r.Queue;',
+      '-- Candidates without update locks: a seek per queue-wide queue, and per exact (queue, type).',
+      'INSERT INTO @Candidates (Queue, Priority, DueAtUtc, Id)',
+      'SELECT m.Queue, c.Priority, c.DueAtUtc, c.Id',
+      'FROM @Runnable AS m',
+      ...candidates('h.Queue = m.Queue'),
+      'WHERE m.AllTypes = 1 AND m.Slots > 0',
+      'UNION ALL',
+      'SELECT m.Queue, c.Priority, c.DueAtUtc, c.Id',
+      'FROM @Runnable AS m',
+      '  INNER JOIN @Types AS y ON y.Queue = m.Queue',
+      ...candidates('h.Queue = y.Queue AND h.Type = y.Type'),
+      'WHERE m.AllTypes = 0 AND m.Slots > 0;',
+      '-- Each queue locks its best candidates by key (clustered Id), skipping rows others hold.',
+      'INSERT INTO @Picked (Id, Priority, DueAtUtc)',
+      'SELECT k.Id, k.Priority, k.DueAtUtc',
+      'FROM @Runnable AS m',
+      'CROSS APPLY (',
+      '  SELECT TOP (m.Slots) c.Id, c.Priority, c.DueAtUtc',
+      '  FROM @Candidates AS c',
+      `  INNER LOOP JOIN ${t.hot} AS h WITH (UPDLOCK, READPAST, ROWLOCK, FORCESEEK) ON h.Id = c.Id`,
+      '  WHERE c.Queue = m.Queue AND h.Status = 0 AND h.DueAtUtc <= @now',
+      '  ORDER BY c.Priority DESC, c.DueAtUtc, c.Id',
+      ') AS k',
+      'WHERE m.Slots > 0;',
+      'WITH Batch AS (',
+      // Rn ranks only the picked rows (at most `limit` per runnable queue), never the backlog.
       `  SELECT TOP (${limit}) b.Id, ROW_NUMBER() OVER (ORDER BY b.Priority DESC, b.DueAtUtc, b.Id) AS Rn`,
-      '  FROM Candidates AS b ORDER BY b.Priority DESC, b.DueAtUtc, b.Id',
+      '  FROM @Picked AS b ORDER BY b.Priority DESC, b.DueAtUtc, b.Id',
       ')',
       `UPDATE h SET h.Status = CASE WHEN ${started} THEN 2 ELSE 1 END,`,
       `  h.AttemptCount = CASE WHEN ${started} THEN h.AttemptCount + 1 ELSE h.AttemptCount END,`,
       `  h.StartedAtUtc = CASE WHEN ${started} THEN @now ELSE h.StartedAtUtc END,`,
       `  h.HeartbeatUtc = CASE WHEN ${started} THEN @now ELSE h.HeartbeatUtc END,`,
       `  h.WorkerId = ${workerId}, h.LeaseId = ${leaseId}, h.LastUpdatedUtc = @now`,
-      'OUTPUT inserted.* INTO @Claimed',
+      outputInto('inserted', '@Claimed', HOT_COLUMNS),
       `FROM ${t.hot} AS h`,
       'INNER JOIN Batch AS k ON k.Id = h.Id',
       'WHERE h.Status = 0;',
@@ -511,7 +625,7 @@ export function selectClaimedByLeaseSql(
 ): MssqlStatement {
   const t = tables(schema);
   const p = new ParamList();
-  const worker = p.nvarchar(workerId);
+  const worker = p.nvarchar(workerId, 255);
   const lease = p.varchar(leaseId, 36);
   return p.statement(
     [
@@ -578,7 +692,7 @@ export function keepAliveSql(
 ): MssqlStatement {
   const t = tables(schema);
   const p = new ParamList();
-  const worker = p.nvarchar(workerId);
+  const worker = p.nvarchar(workerId, 255);
   const doc = leaseDoc(p, leases);
   return p.statement(
     [
@@ -626,7 +740,7 @@ export function releaseSql(
       'WHERE h.Status = 1;',
       `IF @due IS NOT NULL`,
       'BEGIN',
-      bumpStats(t.stats, '@Released', 'st.RetriedTotal = st.RetriedTotal + m.N'),
+      bumpStats(t.stats, '@Released', { RetriedTotal: '1' }),
       'END;',
       'COMMIT;',
       'SELECT COUNT_BIG(*) AS Affected FROM @Released;',
@@ -646,7 +760,7 @@ export function reportProgressSql(
   const t = tables(schema);
   const p = new ParamList();
   const id = p.varchar(lease.id, 36);
-  const worker = p.nvarchar(lease.workerId);
+  const worker = p.nvarchar(lease.workerId, 255);
   const leaseId = p.varchar(lease.leaseId, 36);
   const value = p.int(percent);
   return p.statement(
@@ -674,10 +788,10 @@ export function rescheduleSql(
   const t = tables(schema);
   const p = new ParamList();
   const id = p.varchar(lease.id, 36);
-  const worker = p.nvarchar(lease.workerId);
+  const worker = p.nvarchar(lease.workerId, 255);
   const leaseId = p.varchar(lease.leaseId, 36);
   const delay = p.bigint(delayMs);
-  const err = p.nvarchar(error);
+  const err = p.nvarchar(error, 'max');
   return p.statement(
     [
       PROLOGUE,
@@ -690,7 +804,7 @@ export function rescheduleSql(
       'OUTPUT inserted.Id, inserted.Queue INTO @Retried (Id, Queue)',
       `FROM ${t.hot} AS h`,
       `WHERE h.Id = ${id} AND h.WorkerId = ${worker} AND h.LeaseId = ${leaseId} AND h.Status = 2;`,
-      bumpStats(t.stats, '@Retried', 'st.RetriedTotal = st.RetriedTotal + m.N'),
+      bumpStats(t.stats, '@Retried', { RetriedTotal: '1' }),
       'COMMIT;',
       'SELECT COUNT_BIG(*) AS Affected FROM @Retried;',
     ].join('\n'),
@@ -741,8 +855,9 @@ export interface MssqlCompleted extends MssqlLease {
  * archiveSucceeded — atomic move Hot → Archive of owned rows (seed "Transaction Integrity"):
  * `SET XACT_ABORT ON; BEGIN TRAN;` delete the exact owned rows first (fence: Id + WorkerId +
  * LeaseId, `Status IN (1, 2)`; read committed, U → X locks, waits rather than skips: a row we own
- * is ours), `OUTPUT deleted.* INTO @Moved`, insert what was deleted, `SucceededTotal + n`, metric
- * bucket, `COMMIT`. Any error rolls all of it back. Returns the moved runs (`Id`, `LeaseId`).
+ * is ours), `OUTPUT deleted.<columns> INTO @Moved`, insert what was deleted, `SucceededTotal +
+ * n`, metric bucket, `COMMIT`. Any error rolls all of it back. Returns the moved runs (`Id`,
+ * `LeaseId`).
  * `@In` is keyed by (Id, LeaseId): a stale run and its successor may share a batch, and the join
  * on the lease lets only the current one match.
  */
@@ -772,12 +887,12 @@ export function archiveSucceededSql(
       'WHERE x.Id IS NOT NULL AND x.WorkerId IS NOT NULL AND x.LeaseId IS NOT NULL GROUP BY x.Id, x.LeaseId;',
       'BEGIN TRAN;',
       'DELETE h',
-      'OUTPUT deleted.* INTO @Moved',
+      outputInto('deleted', '@Moved', HOT_COLUMNS),
       `FROM ${t.hot} AS h`,
       'INNER JOIN @In AS i ON i.Id = h.Id AND i.WorkerId = h.WorkerId AND i.LeaseId = h.LeaseId',
       'WHERE h.Status IN (1, 2);',
       archiveInsert(t),
-      bumpStats(t.stats, '@Moved', 'st.SucceededTotal = st.SucceededTotal + m.N'),
+      bumpStats(t.stats, '@Moved', { SucceededTotal: '1' }),
       bumpBuckets(
         t.buckets,
         '(SELECT mv.Queue, CAST(0 AS tinyint) AS Outcome, CAST(-1 AS smallint) AS FailureReason, i.DurationMs FROM @Moved AS mv INNER JOIN @In AS i ON i.Id = mv.Id AND i.LeaseId = mv.LeaseId)',
@@ -793,7 +908,7 @@ export type MssqlDlqTarget = MssqlLease | { id: string };
 
 /**
  * moveToDlq — atomic move Hot → DLQ, same transaction pattern as {@link archiveSucceededSql}:
- * `SET XACT_ABORT ON; BEGIN TRAN; DELETE … OUTPUT deleted.* INTO @Moved`, insert, counters
+ * `SET XACT_ABORT ON; BEGIN TRAN; DELETE … OUTPUT deleted.<columns> INTO @Moved`, insert, counters
  * (`FailedTotal`, or `CancelledTotal` for reason Cancelled), bucket (outcome 1 failed, 2
  * cancelled), `COMMIT`. With a lease the delete is fenced (Id + WorkerId + LeaseId,
  * `Status IN (1, 2)`); without one any hot row with the id moves. The DLQ status is derived from
@@ -812,11 +927,11 @@ export function moveToDlqSql(
   const id = p.varchar(target.id, 36);
   const fence =
     'leaseId' in target
-      ? ` AND h.WorkerId = ${p.nvarchar(target.workerId)} AND h.LeaseId = ${p.varchar(target.leaseId, 36)} AND h.Status IN (1, 2)`
+      ? ` AND h.WorkerId = ${p.nvarchar(target.workerId, 255)} AND h.LeaseId = ${p.varchar(target.leaseId, 36)} AND h.Status IN (1, 2)`
       : '';
   const why = p.int(reason);
-  const err = p.nvarchar(error);
-  const who = p.nvarchar(actor);
+  const err = p.nvarchar(error, 'max');
+  const who = p.nvarchar(actor, 100);
   const duration = p.bigint(durationMs);
   const status = `CASE ${why} WHEN 1 THEN 5 WHEN 2 THEN 6 ELSE 4 END`;
   return p.statement(
@@ -827,15 +942,14 @@ export function moveToDlqSql(
       declareTableVar('@Moved', HOT_COLUMNS),
       'BEGIN TRAN;',
       'DELETE h',
-      'OUTPUT deleted.* INTO @Moved',
+      outputInto('deleted', '@Moved', HOT_COLUMNS),
       `FROM ${t.hot} AS h`,
       `WHERE h.Id = ${id}${fence};`,
       dlqInsert(t, status, why, err, who, duration),
-      bumpStats(
-        t.stats,
-        '@Moved',
-        `st.FailedTotal = st.FailedTotal + CASE WHEN ${why} = 1 THEN 0 ELSE m.N END, st.CancelledTotal = st.CancelledTotal + CASE WHEN ${why} = 1 THEN m.N ELSE 0 END`,
-      ),
+      bumpStats(t.stats, '@Moved', {
+        FailedTotal: `CASE WHEN ${why} = 1 THEN 0 ELSE 1 END`,
+        CancelledTotal: `CASE WHEN ${why} = 1 THEN 1 ELSE 0 END`,
+      }),
       bumpBuckets(
         t.buckets,
         `(SELECT mv.Queue, CAST(CASE WHEN ${why} = 1 THEN 2 ELSE 1 END AS tinyint) AS Outcome, CAST(${why} AS smallint) AS FailureReason, ${duration} AS DurationMs FROM @Moved AS mv)`,
@@ -848,7 +962,7 @@ export function moveToDlqSql(
 
 /**
  * cancel — Pending/Fetched rows (`Status IN (0, 1)`) move Hot → DLQ as Cancelled (status 5,
- * reason 1) with the move pattern (`SET XACT_ABORT ON; BEGIN TRAN; DELETE … OUTPUT deleted.*
+ * reason 1) with the move pattern (`SET XACT_ABORT ON; BEGIN TRAN; DELETE … OUTPUT deleted.<columns>
  * INTO @Moved`, insert, `CancelledTotal`, bucket outcome 2, `COMMIT`); Processing rows get
  * `CancelRequestedUtc` in the same transaction. Read committed, U → X locks.
  * Result rows: (Id, Kind) with Kind 0 = moved, 1 = cancellation requested.
@@ -861,7 +975,7 @@ export function cancelSql(
   const t = tables(schema);
   const p = new ParamList();
   const doc = p.json(ids);
-  const who = p.nvarchar(actor);
+  const who = p.nvarchar(actor, 100);
   const errorText = `N'Cancelled' + ISNULL(N' by ' + ${who}, N'')`;
   return p.statement(
     [
@@ -874,12 +988,12 @@ export function cancelSql(
       `INSERT INTO @Ids (Id) SELECT DISTINCT j.Id FROM OPENJSON(${doc}) ${ID_JSON} AS j WHERE j.Id IS NOT NULL;`,
       'BEGIN TRAN;',
       'DELETE h',
-      'OUTPUT deleted.* INTO @Moved',
+      outputInto('deleted', '@Moved', HOT_COLUMNS),
       `FROM ${t.hot} AS h`,
       'INNER JOIN @Ids AS i ON i.Id = h.Id',
       'WHERE h.Status IN (0, 1);',
       dlqInsert(t, '5', '1', errorText, who, 'NULL'),
-      bumpStats(t.stats, '@Moved', 'st.CancelledTotal = st.CancelledTotal + m.N'),
+      bumpStats(t.stats, '@Moved', { CancelledTotal: '1' }),
       bumpBuckets(
         t.buckets,
         '(SELECT mv.Queue, CAST(2 AS tinyint) AS Outcome, CAST(1 AS smallint) AS FailureReason, CAST(NULL AS bigint) AS DurationMs FROM @Moved AS mv)',
@@ -907,15 +1021,21 @@ export interface MssqlResurrectEdits {
 
 /**
  * resurrect / resurrectMany / resurrectByFilter — atomic move DLQ → Hot as Pending: `SET
- * XACT_ABORT ON; BEGIN TRAN;` DELETE FROM JobsDLQ first (`OUTPUT deleted.* INTO @Moved`), so of
- * two operators resurrecting one job only the one whose delete found the row re-inserts it (the
- * other waits on the row's X lock, then deletes nothing); insert into JobsHot with attempts 0,
- * `EnqueuedAtUtc = now`, no idempotency key, optional edits; `ResurrectedTotal + n`; `COMMIT`.
- * If the hot insert fails, the DLQ delete rolls back.
+ * XACT_ABORT ON; BEGIN TRAN;` DELETE FROM JobsDLQ first (`OUTPUT deleted.<columns> INTO
+ * @Moved`), so of two operators resurrecting one job only the one whose delete found the row
+ * re-inserts it (the other waits on the row's X lock, then deletes nothing); insert into JobsHot
+ * with attempts 0, `EnqueuedAtUtc = now`, no idempotency key, optional edits;
+ * `ResurrectedTotal + n`; `COMMIT`. If the hot insert fails, the DLQ delete rolls back.
  *
  * The ids come either from a JSON list or, for `resurrectByFilter`, from the oldest matching
- * DLQ rows read `WITH (UPDLOCK, READPAST, ROWLOCK)` (rows another operator is moving are
- * skipped, not waited for).
+ * DLQ rows, read WITHOUT update locks (`READCOMMITTEDLOCK, READPAST, ROWLOCK`: an `UPDLOCK` read
+ * would hold a U lock until COMMIT on every row the filter's LIKE rejects); the DELETE then takes
+ * those by key with `UPDLOCK, READPAST, ROWLOCK, FORCESEEK`, so rows another operator is moving
+ * are skipped, not waited for. DLQ rows never change in place, so the filter needs no re-check.
+ *
+ * Lock order: `JobsDLQ` rows on the clustered key, in id order (a nested loop from `@Ids`), then
+ * `JobsHot`, `Queues` and `StatsSummary` rows of missing queues in name order, then the counters
+ * in queue order ({@link bumpStats}).
  */
 export function resurrectSql(
   schema: string,
@@ -931,8 +1051,10 @@ export function resurrectSql(
   } else {
     const max = p.int(source.max);
     const where = historyWhere(p, 'd', 'dlq', source.filter);
-    idSource = `SELECT TOP (${max}) d.Id FROM ${t.dlq} AS d WITH (UPDLOCK, READPAST, ROWLOCK)${whereClause(where)} ORDER BY d.FailedAtUtc, d.Id`;
+    idSource = `SELECT TOP (${max}) d.Id FROM ${t.dlq} AS d WITH (READCOMMITTEDLOCK, READPAST, ROWLOCK)${whereClause(where)} ORDER BY d.FailedAtUtc, d.Id`;
   }
+  // Picked by a filter: skip what others hold. Listed by id: wait for it (see above).
+  const take = 'ids' in source ? '' : ' WITH (UPDLOCK, READPAST, ROWLOCK, FORCESEEK)';
   const overrides: Record<string, string> = {
     IdempotencyKey: 'NULL',
     Status: '0',
@@ -950,13 +1072,13 @@ export function resurrectSql(
     Progress: 'NULL',
   };
   if (edits?.payload !== null && edits?.payload !== undefined) {
-    overrides.Payload = p.nvarchar(edits.payload);
+    overrides.Payload = p.nvarchar(edits.payload, 'max');
   }
-  if (edits && edits.tags !== undefined) overrides.Tags = p.nvarchar(edits.tags);
+  if (edits && edits.tags !== undefined) overrides.Tags = p.nvarchar(edits.tags, 'max');
   if (edits?.priority !== null && edits?.priority !== undefined) {
     overrides.Priority = p.int(edits.priority);
   }
-  const who = p.nvarchar(actor);
+  const who = p.nvarchar(actor, 100);
   overrides.LastModifiedBy = `ISNULL(${who}, m.LastModifiedBy)`;
   return p.statement(
     [
@@ -967,13 +1089,13 @@ export function resurrectSql(
       'BEGIN TRAN;',
       `INSERT INTO @Ids (Id) ${idSource};`,
       'DELETE d',
-      'OUTPUT deleted.* INTO @Moved',
-      `FROM ${t.dlq} AS d`,
-      'INNER JOIN @Ids AS i ON i.Id = d.Id;',
+      outputInto('deleted', '@Moved', DLQ_COLUMNS),
+      'FROM @Ids AS i',
+      `INNER LOOP JOIN ${t.dlq} AS d${take} ON d.Id = i.Id;`,
       insertSelect(t.hot, HOT_COLUMNS, 'm', overrides) + '\nFROM @Moved AS m;',
       'DECLARE @NewQueues TABLE (Queue varchar(255) NOT NULL PRIMARY KEY);',
       ensureQueueRows(t, '@Moved'),
-      bumpStats(t.stats, '@Moved', 'st.ResurrectedTotal = st.ResurrectedTotal + m.N'),
+      bumpStats(t.stats, '@Moved', { ResurrectedTotal: '1' }),
       'COMMIT;',
       'SELECT mv.Id FROM @Moved AS mv;',
     ].join('\n'),
@@ -984,9 +1106,17 @@ export function resurrectSql(
 
 /**
  * recoverAbandoned (seed "Recover Abandoned") — Fetched rows untouched for the timeout → Pending.
- * Safe: no user code ran. Candidates `WITH (UPDLOCK, READPAST, ROWLOCK)` (rows being changed by
- * their owner are skipped this round), bounded by `TOP (@limit)`, predicate re-checked in the
- * UPDATE; read committed.
+ * Safe: no user code ran. Read committed, in two steps:
+ * - candidates WITHOUT update locks, `WITH (READCOMMITTEDLOCK, READPAST, ROWLOCK)` (each shared
+ *   lock ends with its read; rows an owner is changing are skipped this round), a seek on
+ *   `IX_JobsHot_FetchedRecovery` whose range is the whole predicate, bounded by `TOP (@limit)`;
+ * - the UPDATE then takes them by key, `WITH (UPDLOCK, READPAST, ROWLOCK, FORCESEEK)` from
+ *   `@Stale` into the clustered `Id`, re-checking the predicate under the lock.
+ *
+ * Lock order: the clustered key first, then the nonclustered keys the UPDATE changes, the order
+ * of the owner's own `markAsProcessing` / `keepAlive` / `release` on the same row. Taking the
+ * index key first (an `UPDLOCK` read of the index) and the row second is the reverse, and two
+ * such statements on one row deadlock.
  */
 export function recoverAbandonedSql(
   schema: string,
@@ -1002,15 +1132,15 @@ export function recoverAbandonedSql(
       'SET NOCOUNT ON;',
       DECLARE_NOW,
       `DECLARE @cutoff datetime2(3) = ${subtractMs('@now', timeout)};`,
+      'DECLARE @Stale TABLE (Id varchar(36) NOT NULL PRIMARY KEY);',
       'DECLARE @Recovered TABLE (Id varchar(36) NOT NULL);',
-      'WITH Stale AS (',
-      `  SELECT TOP (${max}) f.Id FROM ${t.hot} AS f WITH (UPDLOCK, READPAST, ROWLOCK)`,
-      '  WHERE f.Status = 1 AND f.LastUpdatedUtc < @cutoff',
-      '  ORDER BY f.LastUpdatedUtc',
-      ')',
+      `INSERT INTO @Stale (Id) SELECT TOP (${max}) f.Id FROM ${t.hot} AS f WITH (READCOMMITTEDLOCK, READPAST, ROWLOCK)`,
+      'WHERE f.Status = 1 AND f.LastUpdatedUtc < @cutoff',
+      'ORDER BY f.LastUpdatedUtc;',
       'UPDATE h SET h.Status = 0, h.WorkerId = NULL, h.LeaseId = NULL, h.LastUpdatedUtc = @now',
       'OUTPUT inserted.Id INTO @Recovered (Id)',
-      `FROM ${t.hot} AS h INNER JOIN Stale AS s ON s.Id = h.Id`,
+      'FROM @Stale AS s',
+      `INNER LOOP JOIN ${t.hot} AS h WITH (UPDLOCK, READPAST, ROWLOCK, FORCESEEK) ON h.Id = s.Id`,
       'WHERE h.Status = 1 AND h.LastUpdatedUtc < @cutoff;',
       'SELECT COUNT_BIG(*) AS Affected FROM @Recovered;',
     ].join('\n'),
@@ -1030,10 +1160,24 @@ export interface MssqlZombieRetryRule {
  * with `LastError` (attempt kept) where the queue has `RetryZombies` or the rescuer's handler
  * rules say so. The rules arrive as one JSON parameter read into `@Rules` (one per slot, validated
  * before) and resolve as a claim resolves a handler: the exact `(Queue, Type)` rule, else the
- * queue-wide one (`Type` NULL). One transaction (`SET XACT_ABORT ON; BEGIN TRAN; … DELETE …
- * OUTPUT deleted.* INTO @Moved …; COMMIT`); candidates read `WITH (UPDLOCK, READPAST, ROWLOCK)`
- * and bounded by `TOP (@limit)`, the outer-joined queue row and table variable only read; both
- * changes re-check `Status = 2`. Result rows: (Id, Kind) with Kind 0 = DLQ, 1 = retried.
+ * queue-wide one (`Type` NULL). Result rows: (Id, Kind) with Kind 0 = DLQ, 1 = retried.
+ *
+ * Locks and isolation (read committed):
+ * - Candidates are read WITHOUT update locks, `WITH (READCOMMITTEDLOCK, READPAST, ROWLOCK)`,
+ *   bounded by `TOP (@limit)` and by the index seek itself: `HeartbeatUtc < @cutoff`, the oldest
+ *   heartbeat that the shortest timeout of any queue (or the default) can reach, is the range of
+ *   the seek on `IX_JobsHot_ProcessingHeartbeat`, so live rows are never read. The per-queue
+ *   timeout (a later operator, after the join to `Queues`) rejects the rest without having locked
+ *   them: an `UPDLOCK` read there held a U lock until COMMIT on every row it rejected.
+ * - Then, in one transaction (`SET XACT_ABORT ON; BEGIN TRAN; … COMMIT`), the candidates are
+ *   locked by key, `WITH (UPDLOCK, READPAST, ROWLOCK, FORCESEEK)` from `@Zombies` into the
+ *   clustered `Id`, with `Status = 2` and the heartbeat re-checked under the lock (a heartbeat
+ *   that arrived in between saves its row); the retry UPDATE and the `DELETE … OUTPUT
+ *   deleted.<columns> INTO @Moved` move only locked rows and re-check `Status = 2`.
+ *
+ * Lock order: `JobsHot` rows on the clustered key first (as every move), then `JobsDLQ`, then
+ * `StatsSummary` in queue order (retries and moves summed in one {@link bumpStats}), then
+ * `MetricBuckets` in key order.
  */
 export function archiveZombiesSql(
   schema: string,
@@ -1047,6 +1191,8 @@ export function archiveZombiesSql(
   const max = p.int(limit);
   const doc = p.json(rules.map((r) => ({ queue: r.queue, type: r.type, retry: r.retry ? 1 : 0 })));
   const message = "N'Zombie: the heartbeat expired while the job was Processing.'";
+  const timeoutOf = (q: string) =>
+    `ISNULL(CAST(${q}.ZombieTimeoutSeconds AS bigint) * 1000, ${timeout})`;
   return p.statement(
     [
       PROLOGUE,
@@ -1054,33 +1200,45 @@ export function archiveZombiesSql(
       DECLARE_BUCKET,
       declareTableVar('@Moved', HOT_COLUMNS),
       'DECLARE @Rules TABLE (Queue varchar(255) NOT NULL, Type nvarchar(255) NULL, Retry bit NOT NULL);',
-      'DECLARE @Zombies TABLE (Id varchar(36) NOT NULL PRIMARY KEY, Retry bit NOT NULL);',
+      'DECLARE @Zombies TABLE (Id varchar(36) NOT NULL PRIMARY KEY, Retry bit NOT NULL, TimeoutMs bigint NOT NULL, Locked bit NOT NULL);',
       'DECLARE @Retried TABLE (Id varchar(36) NOT NULL, Queue varchar(255) NOT NULL);',
       'INSERT INTO @Rules (Queue, Type, Retry)',
       `SELECT x.Queue, x.Type, x.Retry FROM OPENJSON(${doc}) WITH (Queue varchar(255) '$.queue', Type nvarchar(255) '$.type', Retry bit '$.retry') AS x`,
       'WHERE x.Queue IS NOT NULL AND x.Retry IS NOT NULL;',
-      'BEGIN TRAN;',
-      'INSERT INTO @Zombies (Id, Retry)',
-      `SELECT TOP (${max}) z.Id, CASE WHEN q.RetryZombies = 1 OR ISNULL(e.Retry, w.Retry) = 1 THEN 1 ELSE 0 END`,
-      `FROM ${t.hot} AS z WITH (UPDLOCK, READPAST, ROWLOCK)`,
+      '-- The shortest timeout of any queue bounds the index seek: newer heartbeats are not read.',
+      `DECLARE @shortest bigint = (SELECT MIN(x.Ms) FROM (SELECT ${timeout} AS Ms UNION ALL SELECT CAST(q.ZombieTimeoutSeconds AS bigint) * 1000 FROM ${t.queues} AS q WHERE q.ZombieTimeoutSeconds IS NOT NULL) AS x);`,
+      `DECLARE @cutoff datetime2(3) = ${subtractMs('@now', '@shortest')};`,
+      '-- Candidates without update locks.',
+      'INSERT INTO @Zombies (Id, Retry, TimeoutMs, Locked)',
+      `SELECT TOP (${max}) z.Id, CASE WHEN q.RetryZombies = 1 OR ISNULL(e.Retry, w.Retry) = 1 THEN 1 ELSE 0 END, ${timeoutOf('q')}, 0`,
+      `FROM ${t.hot} AS z WITH (READCOMMITTEDLOCK, READPAST, ROWLOCK)`,
       `LEFT JOIN ${t.queues} AS q ON q.Name = z.Queue`,
       'LEFT JOIN @Rules AS e ON e.Queue = z.Queue AND e.Type = z.Type',
       'LEFT JOIN @Rules AS w ON w.Queue = z.Queue AND w.Type IS NULL',
-      'WHERE z.Status = 2',
-      `  AND DATEDIFF_BIG(MILLISECOND, z.HeartbeatUtc, @now) > ISNULL(CAST(q.ZombieTimeoutSeconds AS bigint) * 1000, ${timeout})`,
+      'WHERE z.Status = 2 AND z.HeartbeatUtc < @cutoff',
+      `  AND DATEDIFF_BIG(MILLISECOND, z.HeartbeatUtc, @now) > ${timeoutOf('q')}`,
       'ORDER BY z.HeartbeatUtc;',
+      'BEGIN TRAN;',
+      '-- Lock them by key (clustered Id first), re-checking under the lock.',
+      'UPDATE z SET z.Locked = 1',
+      'FROM @Zombies AS z',
+      `INNER LOOP JOIN ${t.hot} AS h WITH (UPDLOCK, READPAST, ROWLOCK, FORCESEEK) ON h.Id = z.Id`,
+      'WHERE h.Status = 2 AND DATEDIFF_BIG(MILLISECOND, h.HeartbeatUtc, @now) > z.TimeoutMs;',
       'UPDATE h SET h.Status = 0, h.WorkerId = NULL, h.LeaseId = NULL, h.HeartbeatUtc = NULL,',
       `  h.ScheduledAtUtc = NULL, h.DueAtUtc = @now, h.LastError = ${message}, h.LastUpdatedUtc = @now`,
       'OUTPUT inserted.Id, inserted.Queue INTO @Retried (Id, Queue)',
-      `FROM ${t.hot} AS h INNER JOIN @Zombies AS z ON z.Id = h.Id AND z.Retry = 1`,
+      `FROM ${t.hot} AS h INNER JOIN @Zombies AS z ON z.Id = h.Id AND z.Retry = 1 AND z.Locked = 1`,
       'WHERE h.Status = 2;',
-      bumpStats(t.stats, '@Retried', 'st.RetriedTotal = st.RetriedTotal + m.N'),
       'DELETE h',
-      'OUTPUT deleted.* INTO @Moved',
-      `FROM ${t.hot} AS h INNER JOIN @Zombies AS z ON z.Id = h.Id AND z.Retry = 0`,
+      outputInto('deleted', '@Moved', HOT_COLUMNS),
+      `FROM ${t.hot} AS h INNER JOIN @Zombies AS z ON z.Id = h.Id AND z.Retry = 0 AND z.Locked = 1`,
       'WHERE h.Status = 2;',
       dlqInsert(t, '6', '2', message, 'NULL', 'NULL'),
-      bumpStats(t.stats, '@Moved', 'st.FailedTotal = st.FailedTotal + m.N'),
+      bumpStats(
+        t.stats,
+        '(SELECT r.Queue, 1 AS Retried, 0 AS Failed FROM @Retried AS r UNION ALL SELECT mv.Queue, 0, 1 FROM @Moved AS mv)',
+        { RetriedTotal: 'g.Retried', FailedTotal: 'g.Failed' },
+      ),
       bumpBuckets(
         t.buckets,
         '(SELECT mv.Queue, CAST(1 AS tinyint) AS Outcome, CAST(2 AS smallint) AS FailureReason, CAST(NULL AS bigint) AS DurationMs FROM @Moved AS mv)',
@@ -1263,16 +1421,16 @@ function historyWhere(
 ): string[] {
   const out: string[] = [];
   if (filter.queue !== undefined) out.push(`${a}.Queue = ${p.varchar(filter.queue, 255)}`);
-  if (filter.type !== undefined) out.push(`${a}.Type = ${p.nvarchar(filter.type)}`);
+  if (filter.type !== undefined) out.push(`${a}.Type = ${p.nvarchar(filter.type, 255)}`);
   if (pillar === 'hot' && filter.status !== undefined) {
     // A literal, not a parameter: validated to 0, 1 or 2, and the filtered indexes need it.
     out.push(`${a}.Status = ${Number(filter.status)}`);
   }
   if (filter.tag !== undefined) {
-    out.push(`${a}.Tags LIKE ${p.nvarchar(`%,${escapeLike(filter.tag)},%`)} ESCAPE '\\'`);
+    out.push(`${a}.Tags LIKE ${p.nvarchar(`%,${escapeLike(filter.tag)},%`, 4000)} ESCAPE '\\'`);
   }
   if (filter.search !== undefined) {
-    const term = p.nvarchar(`%${escapeLike(filter.search)}%`);
+    const term = p.nvarchar(`%${escapeLike(filter.search)}%`, 4000);
     out.push(
       `(${a}.Id LIKE ${term} ESCAPE '\\' OR ${a}.Type LIKE ${term} ESCAPE '\\' OR ${a}.Payload LIKE ${term} ESCAPE '\\')`,
     );
@@ -1388,13 +1546,27 @@ export function getJobSql(schema: string, id: string): MssqlStatement {
   );
 }
 
-/** getSummary — telemetry: lifetime counters and current counts, `NOLOCK` (approximate by design). */
+/**
+ * getSummary — telemetry: lifetime counters and current counts, `NOLOCK` (approximate by design).
+ *
+ * `Archived` and `Dlq` are row-count ESTIMATES from `sys.partitions` (the table's heap or
+ * clustered index, `index_id` 0 or 1), not counts: the archive and the DLQ grow without bound
+ * until retention, and counting them on every dashboard refresh scanned the whole table, where a
+ * `NOLOCK` scan can also fail with error 601 when rows move under it. `rows` is "the approximate
+ * number of rows in this partition"
+ * (https://learn.microsoft.com/en-us/sql/relational-databases/system-catalog-views/sys-partitions-transact-sql);
+ * it is kept as rows are inserted and deleted, so on a quiet table it is the count. The hot table's
+ * per-status counts stay real counts (through the filtered indexes).
+ */
 export function summarySql(schema: string): MssqlStatement {
   const t = tables(schema);
   const sum = (col: string) =>
     `(SELECT ISNULL(SUM(s.${col}), 0) FROM ${t.stats} AS s WITH (NOLOCK)) AS ${col}`;
   const count = (table: string, where: string, as: string) =>
     `(SELECT COUNT_BIG(*) FROM ${table} AS c WITH (NOLOCK)${where}) AS ${as}`;
+  // `table` is a qualified name built from the validated schema (never a value from outside).
+  const estimate = (table: string, as: string) =>
+    `(SELECT ISNULL(SUM(CAST(p.rows AS bigint)), 0) FROM sys.partitions AS p WHERE p.object_id = OBJECT_ID(N'${table}') AND p.index_id IN (0, 1)) AS ${as}`;
   return new ParamList().statement(
     [
       'SELECT',
@@ -1402,13 +1574,18 @@ export function summarySql(schema: string): MssqlStatement {
       `  ${count(t.hot, ' WHERE c.Status = 0', 'Pending')},`,
       `  ${count(t.hot, ' WHERE c.Status = 1', 'Fetched')},`,
       `  ${count(t.hot, ' WHERE c.Status = 2', 'Processing')},`,
-      `  ${count(t.archive, '', 'Archived')},`,
-      `  ${count(t.dlq, '', 'Dlq')};`,
+      `  ${estimate(t.archive, 'Archived')},`,
+      `  ${estimate(t.dlq, 'Dlq')};`,
     ].join('\n'),
   );
 }
 
-/** getQueueStats — telemetry: per-queue counters, counts by status and controls, `NOLOCK`. */
+/**
+ * getQueueStats — telemetry: per-queue counters, counts by status and controls, `NOLOCK`. The
+ * per-queue `Archived` and `Dlq` figures stay counts (a range of `IX_JobsArchive_Queue` /
+ * `IX_JobsDLQ_Queue` each, no LOB columns read): `sys.partitions` has no per-queue estimate. A
+ * `NOLOCK` scan that fails with error 601 (data moved under it) is retried as transient.
+ */
 export function queueStatsSql(schema: string): MssqlStatement {
   const t = tables(schema);
   return new ParamList().statement(
@@ -1541,12 +1718,12 @@ export function upsertRecurringSql(
 ): MssqlStatement {
   const t = tables(schema);
   const p = new ParamList();
-  const name = p.nvarchar(def.name);
+  const name = p.nvarchar(def.name, 255);
   const cron = p.varchar(def.cron, 255);
   const zone = p.varchar(def.timeZone, 100);
   const queue = p.varchar(def.queue, 255);
-  const type = p.nvarchar(def.type);
-  const payload = p.nvarchar(def.payload);
+  const type = p.nvarchar(def.type, 255);
+  const payload = p.nvarchar(def.payload, 'max');
   const misfire = p.varchar(def.misfirePolicy, 10);
   const next = p.instant(def.nextSlotUtc);
   return p.statement(
@@ -1587,7 +1764,7 @@ export function claimRecurringSlotSql(
 ): MssqlStatement {
   const t = tables(schema);
   const p = new ParamList();
-  const key = p.nvarchar(name);
+  const key = p.nvarchar(name, 255);
   const slot = p.instant(slotUtc);
   const next = p.instant(nextSlotUtc);
   return p.statement(

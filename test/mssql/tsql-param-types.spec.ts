@@ -1,0 +1,356 @@
+import { TYPES } from 'tedious';
+import { DataSource, MssqlParameter } from 'typeorm';
+import { SqlServerDriver } from 'typeorm/driver/sqlserver/SqlServerDriver';
+import { FailureReason, JobStatus } from '../../libs/chokaq/src/storage/job-status';
+import { ChokaQValidationError } from '../../libs/chokaq/src/errors';
+import { MssqlStatement, ParamList } from '../../libs/chokaq/src/storage/mssql/mssql-params';
+import * as SQL from '../../libs/chokaq/src/storage/mssql/mssql.sql';
+
+/**
+ * SQL Server caches one plan per batch text *and* parameter declaration list. tedious declares an
+ * `nvarchar` parameter given without a length by the length of its value (`nvarchar(17)`,
+ * `nvarchar(4213)`), so every distinct length would be a new cache entry and a full compile. Here
+ * every statement builder is run twice, once with the shortest and once with the longest values
+ * the validation lets through, and the parameter declarations (and the text) must be identical.
+ *
+ * The declarations are computed by the real driver stack, as it would send them: TypeORM's
+ * `SqlServerQueryRunner` turns each `MssqlParameter` into an `mssql` type, `mssql`'s `Request.input`
+ * records it, and tedious's data type writes the declaration that goes into `sp_executesql`'s
+ * `@params` (`TYPES.NVarChar.declaration`, the code that builds that list).
+ */
+
+/** Every value a builder takes from outside, at one length. */
+interface Values {
+  id: string;
+  id2: string;
+  queue: string;
+  type: string;
+  payload: string;
+  tags: string;
+  key: string;
+  workerId: string;
+  leaseId: string;
+  actor: string;
+  error: string;
+  createdBy: string;
+  tag: string;
+  search: string;
+  name: string;
+  cron: string;
+  zone: string;
+  date: Date;
+}
+
+const SHORT: Values = {
+  id: '0190a1b2-c3d4-7e5f-8a9b-0c1d2e3f4a5b',
+  id2: '0190a1b2-c3d4-7e5f-8a9b-0c1d2e3f4a5c',
+  queue: 'q',
+  type: 't',
+  payload: '{}',
+  tags: ',a,',
+  key: 'k',
+  workerId: 'w',
+  leaseId: 'l',
+  actor: 'o',
+  error: 'e',
+  createdBy: 'c',
+  tag: 'g',
+  search: 's',
+  name: 'n',
+  cron: '* * * * *',
+  zone: 'UTC',
+  date: new Date('2026-01-02T03:04:05.678Z'),
+};
+
+/** The longest values validation accepts (search and tag made of characters LIKE escapes). */
+const LONG: Values = {
+  id: 'ffffffff-ffff-7fff-bfff-ffffffffffff',
+  id2: 'ffffffff-ffff-7fff-bfff-fffffffffffe',
+  queue: 'Q'.repeat(255),
+  type: 'T'.repeat(255),
+  payload: `{"x":"${'p'.repeat(100_000)}"}`,
+  tags: `,${'a'.repeat(100)},`.repeat(20),
+  key: 'K'.repeat(255),
+  workerId: 'W'.repeat(255),
+  leaseId: 'L'.repeat(36),
+  actor: 'A'.repeat(100),
+  error: 'E'.repeat(50_000),
+  createdBy: 'C'.repeat(100),
+  tag: '%_'.repeat(127),
+  search: '[%'.repeat(100),
+  name: 'N'.repeat(255),
+  cron: '0 0 * * *'.padEnd(255, ' '),
+  zone: 'Z'.repeat(100),
+  date: new Date('2099-12-31T23:59:59.999Z'),
+};
+
+type Case = [builder: keyof typeof SQL, variant: string, build: (v: Values) => MssqlStatement];
+
+/** Every statement builder, in each shape whose parameter list differs. */
+function cases(): Case[] {
+  const job = (v: Values, key: boolean): SQL.MssqlNewJob => ({
+    id: v.id,
+    queue: v.queue,
+    type: v.type,
+    payload: v.payload,
+    tags: v.tags,
+    idempotencyKey: key ? v.key : null,
+    priority: 1,
+    delayMs: 5_000,
+    runAt: v.date,
+    createdBy: v.createdBy,
+  });
+  const lease = (v: Values): SQL.MssqlLease => ({
+    id: v.id,
+    workerId: v.workerId,
+    leaseId: v.leaseId,
+  });
+  const dlqFilter = (v: Values) => ({
+    queue: v.queue,
+    type: v.type,
+    tag: v.tag,
+    search: v.search,
+    from: v.date,
+    to: v.date,
+    reason: FailureReason.Timeout,
+    ids: [v.id, v.id2],
+  });
+  const hotFilter = (v: Values) => ({
+    queue: v.queue,
+    type: v.type,
+    status: JobStatus.Pending,
+    tag: v.tag,
+    search: v.search,
+  });
+  const page = (v: Values, pillar: 'hot' | 'dlq'): SQL.MssqlPage => ({
+    filter: (pillar === 'hot' ? hotFilter(v) : dlqFilter(v)) as SQL.MssqlPage['filter'],
+    offset: 0,
+    pageSize: 50,
+    sortColumn: 'created_at_utc',
+    sortDir: 'DESC',
+  });
+  const s = 'chokaq';
+  return [
+    ['ensureSchemaSql', '', () => SQL.ensureSchemaSql(s)],
+    ['nowSql', '', () => SQL.nowSql()],
+    ['compatibilityLevelSql', '', () => SQL.compatibilityLevelSql()],
+    ['enqueueSql', 'key', (v) => SQL.enqueueSql(s, job(v, true))],
+    ['enqueueSql', 'no key', (v) => SQL.enqueueSql(s, job(v, false))],
+    ['enqueueManySql', 'keys', (v) => SQL.enqueueManySql(s, [job(v, true), job(v, false)])],
+    ['enqueueManySql', 'no keys', (v) => SQL.enqueueManySql(s, [job(v, false)])],
+    [
+      'claimSql',
+      '',
+      (v) =>
+        SQL.claimSql(s, {
+          workerId: v.workerId,
+          leaseId: v.leaseId,
+          limit: 10,
+          queues: [v.queue],
+          types: [{ queue: v.queue, type: v.type }],
+          start: 1,
+        }),
+    ],
+    ['selectClaimedByLeaseSql', '', (v) => SQL.selectClaimedByLeaseSql(s, v.workerId, v.leaseId)],
+    ['markAsProcessingSql', '', (v) => SQL.markAsProcessingSql(s, [lease(v)])],
+    ['keepAliveSql', '', (v) => SQL.keepAliveSql(s, v.workerId, [lease(v)])],
+    ['releaseSql', '', (v) => SQL.releaseSql(s, [lease(v)], 1_000)],
+    ['reportProgressSql', '', (v) => SQL.reportProgressSql(s, lease(v), 50)],
+    ['rescheduleSql', '', (v) => SQL.rescheduleSql(s, lease(v), 1_000, v.error)],
+    [
+      'archiveSucceededSql',
+      '',
+      (v) => SQL.archiveSucceededSql(s, [{ ...lease(v), durationMs: 5 }]),
+    ],
+    [
+      'moveToDlqSql',
+      'lease',
+      (v) => SQL.moveToDlqSql(s, lease(v), FailureReason.Timeout, v.error, v.actor, 5),
+    ],
+    [
+      'moveToDlqSql',
+      'admin',
+      (v) => SQL.moveToDlqSql(s, { id: v.id }, FailureReason.Cancelled, v.error, v.actor, null),
+    ],
+    ['cancelSql', '', (v) => SQL.cancelSql(s, [v.id, v.id2], v.actor)],
+    [
+      'resurrectSql',
+      'ids, edits',
+      (v) =>
+        SQL.resurrectSql(
+          s,
+          { ids: [v.id] },
+          { payload: v.payload, tags: v.tags, priority: 3 },
+          v.actor,
+        ),
+    ],
+    [
+      'resurrectSql',
+      'filter',
+      (v) => SQL.resurrectSql(s, { filter: dlqFilter(v), max: 10 }, null, v.actor),
+    ],
+    ['recoverAbandonedSql', '', () => SQL.recoverAbandonedSql(s, 60_000, 100)],
+    [
+      'archiveZombiesSql',
+      '',
+      (v) =>
+        SQL.archiveZombiesSql(s, 60_000, 100, [
+          { queue: v.queue, type: v.type, retry: true },
+          { queue: v.queue, type: null, retry: false },
+        ]),
+    ],
+    ['getQueuesSql', '', () => SQL.getQueuesSql(s)],
+    ['updateQueueSql', '', (v) => SQL.updateQueueSql(s, v.queue, { maxWorkers: 3 })],
+    ['purgeDlqSql', '', (v) => SQL.purgeDlqSql(s, [v.id])],
+    ['purgeDlqBatchSql', '', (v) => SQL.purgeDlqBatchSql(s, dlqFilter(v), 100)],
+    ['retentionBatchSql', '', () => SQL.retentionBatchSql(s, 'archive', 1_000, 100)],
+    ['pageSql', 'hot', (v) => SQL.pageSql(s, 'hot', page(v, 'hot'))],
+    ['pageSql', 'dlq', (v) => SQL.pageSql(s, 'dlq', page(v, 'dlq'))],
+    ['pageCountSql', '', (v) => SQL.pageCountSql(s, 'dlq', dlqFilter(v))],
+    ['getJobSql', '', (v) => SQL.getJobSql(s, v.id)],
+    ['summarySql', '', () => SQL.summarySql(s)],
+    ['queueStatsSql', '', () => SQL.queueStatsSql(s)],
+    ['queueHealthSql', '', () => SQL.queueHealthSql(s)],
+    ['throughputSql', '', (v) => SQL.throughputSql(s, v.queue)],
+    ['topDlqErrorsSql', '', (v) => SQL.topDlqErrorsSql(s, 10, dlqFilter(v))],
+    ['previewCountSql', '', (v) => SQL.previewCountSql(s, dlqFilter(v))],
+    ['previewSampleSql', '', (v) => SQL.previewSampleSql(s, dlqFilter(v), 10)],
+    [
+      'upsertRecurringSql',
+      '',
+      (v) =>
+        SQL.upsertRecurringSql(s, {
+          name: v.name,
+          cron: v.cron,
+          timeZone: v.zone,
+          queue: v.queue,
+          type: v.type,
+          payload: v.payload,
+          misfirePolicy: 'skip',
+          nextSlotUtc: v.date,
+        }),
+    ],
+    ['getRecurringSql', '', () => SQL.getRecurringSql(s)],
+    ['claimRecurringSlotSql', '', (v) => SQL.claimRecurringSlotSql(s, v.name, v.date, v.date)],
+  ];
+}
+
+/** The driver stack, without a server: nothing here connects. */
+function declarations(disableAsciiToUnicodeParamConversion: boolean) {
+  const dataSource = new DataSource({
+    type: 'mssql',
+    host: 'stub.invalid',
+    username: 'u',
+    password: 'p',
+    database: 'd',
+    options: { disableAsciiToUnicodeParamConversion },
+  });
+  const driver = dataSource.driver as SqlServerDriver;
+  const runner = driver.createQueryRunner('master') as unknown as {
+    mssqlParameterToNativeParameter(p: MssqlParameter): unknown;
+  };
+  const tedious = TYPES as unknown as Record<string, { declaration(p: object): string }>;
+  return (statement: MssqlStatement): string[] =>
+    statement.params.map((param, i) => {
+      const request = new driver.mssql.Request();
+      request.input(`p${i}`, runner.mssqlParameterToNativeParameter(param), param.value);
+      const input = request.parameters[`p${i}`];
+      const length =
+        typeof input.length === 'string' && input.length.toLowerCase() === 'max'
+          ? 65_535
+          : input.length;
+      return tedious[input.type.name].declaration({
+        value: input.value,
+        length,
+        scale: input.scale,
+        precision: input.precision,
+        output: false,
+      });
+    });
+}
+
+describe('SQL Server parameter declarations do not depend on values', () => {
+  it('covers every exported statement builder', () => {
+    const builders = Object.entries(SQL)
+      .filter(([name, value]) => typeof value === 'function' && name.endsWith('Sql'))
+      .map(([name]) => name)
+      .sort();
+    expect([...new Set(cases().map(([builder]) => builder))].sort()).toEqual(builders);
+  });
+
+  it.each([false, true])(
+    'the text and every declared type are the same for short and long values (disableAsciiToUnicodeParamConversion: %s)',
+    (disableAscii) => {
+      const declare = declarations(disableAscii);
+      const differences: string[] = [];
+      for (const [builder, variant, build] of cases()) {
+        const short = build(SHORT);
+        const long = build(LONG);
+        const label = variant ? `${builder} [${variant}]` : builder;
+        if (short.sql !== long.sql) differences.push(`${label}: the text differs`);
+        const a = declare(short);
+        const b = declare(long);
+        a.forEach((type, i) => {
+          if (type !== b[i]) differences.push(`${label} @${i}: ${type} vs ${b[i]}`);
+        });
+      }
+      expect(differences).toEqual([]);
+    },
+  );
+
+  it('refuses a value longer than its declared width instead of sending it', () => {
+    const p = new ParamList();
+    expect(() => p.nvarchar('x'.repeat(256), 255)).toThrow(ChokaQValidationError);
+    expect(() => p.nvarchar('x'.repeat(101), 100)).toThrow(ChokaQValidationError);
+    expect(p.nvarchar('x'.repeat(255), 255)).toBe('@0');
+    expect(p.nvarchar('x'.repeat(100_000), 'max')).toBe('@1');
+    expect(p.params).toHaveLength(2);
+  });
+
+  it('declares the widths of the columns the values go into', () => {
+    const declare = declarations(false);
+    const enqueue = SQL.enqueueSql('chokaq', {
+      id: SHORT.id,
+      queue: SHORT.queue,
+      type: SHORT.type,
+      payload: SHORT.payload,
+      tags: SHORT.tags,
+      idempotencyKey: SHORT.key,
+      priority: 0,
+      delayMs: null,
+      runAt: null,
+      createdBy: SHORT.createdBy,
+    });
+    // id, queue, type, payload, tags, key, priority, delay, runAt, createdBy
+    expect(declare(enqueue)).toEqual([
+      'nvarchar(36)',
+      'nvarchar(255)',
+      'nvarchar(255)',
+      'nvarchar(max)',
+      'nvarchar(max)',
+      'nvarchar(255)',
+      'int',
+      'bigint',
+      'nvarchar(23)',
+      'nvarchar(100)',
+    ]);
+    const dlq = SQL.moveToDlqSql(
+      'chokaq',
+      { id: SHORT.id, workerId: SHORT.workerId, leaseId: SHORT.leaseId },
+      FailureReason.Timeout,
+      SHORT.error,
+      SHORT.actor,
+      null,
+    );
+    // id, worker, lease, reason, error, actor, duration
+    expect(declare(dlq)).toEqual([
+      'nvarchar(36)',
+      'nvarchar(255)',
+      'nvarchar(36)',
+      'int',
+      'nvarchar(max)',
+      'nvarchar(100)',
+      'bigint',
+    ]);
+  });
+});
