@@ -296,7 +296,13 @@ describe('the packed @chokaq/nestjs tarball', () => {
       const files = pack.files.map((f) => f.path);
       const unpacked = join(dir, 'unpacked', 'package');
       expect(files).toEqual(
-        expect.arrayContaining(['LICENSE', 'README.md', 'package.json', 'dist/cli/main.js']),
+        expect.arrayContaining([
+          'LICENSE',
+          'README.md',
+          'CHANGELOG.md',
+          'package.json',
+          'dist/cli/main.js',
+        ]),
       );
       expect(readFileSync(join(unpacked, 'LICENSE'), 'utf8')).toBe(
         readFileSync(join(ROOT, 'LICENSE'), 'utf8'),
