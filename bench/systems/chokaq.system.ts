@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Client } from 'pg';
 import { createJobStorage } from '../../libs/chokaq/src/storage/create-storage';
-import { MAX_ENQUEUE_MANY } from '../../libs/chokaq/src/storage/job-storage';
+import { MAX_ENQUEUE_MANY } from '../../libs/chokaq/src/validation/limits';
 import type { BenchDialect } from '../lib/args';
 import { benchSchemaName, dropSchema, queryCount } from '../lib/pg-admin';
 import { chokaqStorageOptions } from '../worker/chokaq-runner';

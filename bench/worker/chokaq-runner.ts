@@ -3,15 +3,12 @@ import { resolveChokaQOptions } from '../../libs/chokaq/src/config/resolve-optio
 import type {
   HandlerDefinition,
   HandlerLookup,
-} from '../../libs/chokaq/src/discovery/handler-definition';
+} from '../../libs/chokaq/src/interfaces/handler.interface';
+import type { HandledJobs, ZombieRetryRule } from '../../libs/chokaq/src/interfaces/job.interface';
+import type { StorageOptions } from '../../libs/chokaq/src/interfaces/storage-options.interface';
 import { ChokaQWorker } from '../../libs/chokaq/src/runtime/chokaq-worker';
 import { createJobStorage } from '../../libs/chokaq/src/storage/create-storage';
-import type {
-  HandledJobs,
-  JobStorage,
-  ZombieRetryRule,
-} from '../../libs/chokaq/src/storage/job-storage';
-import type { StorageOptions } from '../../libs/chokaq/src/storage/storage-options';
+import type { JobStorage } from '../../libs/chokaq/src/storage/job-storage';
 import type { BenchPayload, RunnerFactory, WorkerConfig } from './protocol';
 import { timeOperations } from './statement-timer';
 

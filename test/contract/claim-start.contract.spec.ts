@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { JobStatus } from '../../libs/chokaq/src/storage/job-status';
+import { JobStatus } from '../../libs/chokaq/src/interfaces/job-status.enum';
 import { TestDatabase, describeEachDialect } from '../support/dialects';
 import {
   activeOf,

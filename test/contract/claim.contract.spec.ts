@@ -1,6 +1,7 @@
-import { FailureReason, JobStatus } from '../../libs/chokaq/src/storage/job-status';
+import { FailureReason, JobStatus } from '../../libs/chokaq/src/interfaces/job-status.enum';
 import { JobStorage } from '../../libs/chokaq/src/storage/job-storage';
 import { TestDatabase, describeEachDialect } from '../support/dialects';
+import { waitFor } from '../support/wait-for';
 import {
   activeOf,
   claim,
@@ -12,7 +13,6 @@ import {
   retryUnavailable,
   uniqueQueue,
 } from './helpers';
-import { waitFor } from '../support/wait-for';
 
 /** SPEC §8 invariants 1, 4 and 5, and claim order: what `fetchNextBatch` may and may not take. */
 describeEachDialect('storage contract: claiming', (fixture) => {

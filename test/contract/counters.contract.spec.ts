@@ -1,8 +1,8 @@
-import { FailureReason, JobStatus } from '../../libs/chokaq/src/storage/job-status';
+import { FailureReason, JobStatus } from '../../libs/chokaq/src/interfaces/job-status.enum';
 import { JobStorage } from '../../libs/chokaq/src/storage/job-storage';
 import { TestDatabase, describeEachDialect } from '../support/dialects';
-import { backdate, claim, countRows, countersOf, startJob, statsOf, uniqueQueue } from './helpers';
 import { waitFor } from '../support/wait-for';
+import { backdate, claim, countRows, countersOf, startJob, statsOf, uniqueQueue } from './helpers';
 
 /**
  * SPEC §8 invariant 8: lifetime counters equal the moves performed, whatever purges and retention do

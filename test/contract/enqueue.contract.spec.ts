@@ -1,10 +1,13 @@
 import { DataSource, QueryRunner } from 'typeorm';
+import { uuidv7 } from '../../libs/chokaq/src/common/uuid';
 import { ChokaQTransactionError } from '../../libs/chokaq/src/errors';
+import { FailureReason, JobStatus } from '../../libs/chokaq/src/interfaces/job-status.enum';
+import { NewJob } from '../../libs/chokaq/src/interfaces/job.interface';
 import { createJobStorage } from '../../libs/chokaq/src/storage/create-storage';
-import { FailureReason, JobStatus } from '../../libs/chokaq/src/storage/job-status';
-import { JobStorage, MAX_ENQUEUE_MANY, NewJob } from '../../libs/chokaq/src/storage/job-storage';
-import { uuidv7 } from '../../libs/chokaq/src/storage/shared/uuid';
+import { JobStorage } from '../../libs/chokaq/src/storage/job-storage';
+import { MAX_ENQUEUE_MANY } from '../../libs/chokaq/src/validation/limits';
 import { TestDatabase, describeEachDialect } from '../support/dialects';
+import { waitFor } from '../support/wait-for';
 import {
   claim,
   countRows,
@@ -13,7 +16,6 @@ import {
   startJob,
   uniqueQueue,
 } from './helpers';
-import { waitFor } from '../support/wait-for';
 
 /**
  * SPEC §8 invariant 7 (idempotent enqueue), the input limits of SPEC §6 and the `transaction`

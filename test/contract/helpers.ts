@@ -1,15 +1,14 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import { ChokaQStorageUnavailableError, ChokaQValidationError } from '../../libs/chokaq/src/errors';
+import { Pillar, QueueStats } from '../../libs/chokaq/src/interfaces/job-view.interface';
 import {
   FetchRequest,
   HandledJobs,
   HotJob,
   JobLease,
-  JobStorage,
   NewJob,
-  Pillar,
-  QueueStats,
-} from '../../libs/chokaq/src/storage/job-storage';
+} from '../../libs/chokaq/src/interfaces/job.interface';
+import { JobStorage } from '../../libs/chokaq/src/storage/job-storage';
 import { TableName, TestDatabase } from '../support/dialects';
 
 /*

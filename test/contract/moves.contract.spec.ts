@@ -1,4 +1,4 @@
-import { FailureReason, JobStatus } from '../../libs/chokaq/src/storage/job-status';
+import { FailureReason, JobStatus } from '../../libs/chokaq/src/interfaces/job-status.enum';
 import { JobStorage } from '../../libs/chokaq/src/storage/job-storage';
 import { TableName, TestDatabase, describeEachDialect } from '../support/dialects';
 import {

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
-import { FailureReason, JobStatus } from '../../libs/chokaq/src/storage/job-status';
-import { JobLease } from '../../libs/chokaq/src/storage/job-storage';
+import { FailureReason, JobStatus } from '../../libs/chokaq/src/interfaces/job-status.enum';
+import { JobLease } from '../../libs/chokaq/src/interfaces/job.interface';
 import { TestDatabase, describeEachDialect } from '../support/dialects';
 import {
   backdate,

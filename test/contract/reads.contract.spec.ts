@@ -1,5 +1,10 @@
-import { FailureReason, JobStatus } from '../../libs/chokaq/src/storage/job-status';
-import { JobView, Page, PageQuery, SortKey } from '../../libs/chokaq/src/storage/job-storage';
+import { FailureReason, JobStatus } from '../../libs/chokaq/src/interfaces/job-status.enum';
+import {
+  JobView,
+  Page,
+  PageQuery,
+  SortKey,
+} from '../../libs/chokaq/src/interfaces/job-view.interface';
 import { TestDatabase, describeEachDialect } from '../support/dialects';
 import { claim, expectValidationError, uniqueQueue } from './helpers';
 

@@ -1,5 +1,6 @@
 import { ChokaQValidationError } from '../../libs/chokaq/src/errors';
-import { JobStorage, RecurringJobDefinition } from '../../libs/chokaq/src/storage/job-storage';
+import { RecurringJobDefinition } from '../../libs/chokaq/src/interfaces/recurring-job.interface';
+import { JobStorage } from '../../libs/chokaq/src/storage/job-storage';
 import { TestDatabase, describeEachDialect } from '../support/dialects';
 import { countRows, expectRejects, uniqueQueue } from './helpers';
 

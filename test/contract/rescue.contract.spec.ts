@@ -1,5 +1,6 @@
-import { FailureReason, JobStatus } from '../../libs/chokaq/src/storage/job-status';
+import { FailureReason, JobStatus } from '../../libs/chokaq/src/interfaces/job-status.enum';
 import { TestDatabase, describeEachDialect } from '../support/dialects';
+import { waitFor } from '../support/wait-for';
 import {
   backdate,
   claim,
@@ -10,7 +11,6 @@ import {
   startJob,
   uniqueQueue,
 } from './helpers';
-import { waitFor } from '../support/wait-for';
 
 /**
  * SPEC §8 invariant 6: Fetched rows untouched past the timeout return to Pending; Processing rows

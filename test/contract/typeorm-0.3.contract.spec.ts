@@ -1,8 +1,8 @@
 import { DataSource as DataSource03, QueryRunner as QueryRunner03 } from 'typeorm-0.3';
 import { ChokaQTransactionError } from '../../libs/chokaq/src/errors';
+import { StorageOptions } from '../../libs/chokaq/src/interfaces/storage-options.interface';
 import { createJobStorage } from '../../libs/chokaq/src/storage/create-storage';
 import { JobStorage } from '../../libs/chokaq/src/storage/job-storage';
-import { StorageOptions } from '../../libs/chokaq/src/storage/storage-options';
 import { TestDatabase, describeEachDialect } from '../support/dialects';
 import { claim, countRows, retryUnavailable, uniqueQueue } from './helpers';
 

@@ -1,7 +1,7 @@
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { JobStatus } from '../../libs/chokaq/src/storage/job-status';
+import { JobStatus } from '../../libs/chokaq/src/interfaces/job-status.enum';
 import { pgAvailable } from '../support/env';
 import { waitFor } from '../support/wait-for';
 import { FaultDb, createFaultDb, pillarViolations } from './support/fault-db';

@@ -1,8 +1,9 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import { DataSource } from 'typeorm';
+import { FailureReason, JobStatus } from '../../libs/chokaq/src/interfaces/job-status.enum';
+import { NewJob } from '../../libs/chokaq/src/interfaces/job.interface';
 import { createJobStorage } from '../../libs/chokaq/src/storage/create-storage';
-import { FailureReason, JobStatus } from '../../libs/chokaq/src/storage/job-status';
-import { JobStorage, NewJob } from '../../libs/chokaq/src/storage/job-storage';
+import { JobStorage } from '../../libs/chokaq/src/storage/job-storage';
 import { MSSQL_TABLES } from '../../libs/chokaq/src/storage/mssql/mssql.schema';
 import * as SQL from '../../libs/chokaq/src/storage/mssql/mssql.sql';
 import { MSSQL_URL, mssqlAvailable } from '../support/env';

@@ -1,9 +1,9 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import { DataSource } from 'typeorm';
+import { FailureReason, JobStatus } from '../../libs/chokaq/src/interfaces/job-status.enum';
+import { MssqlStorageOptions } from '../../libs/chokaq/src/interfaces/storage-options.interface';
 import { createJobStorage } from '../../libs/chokaq/src/storage/create-storage';
-import { FailureReason, JobStatus } from '../../libs/chokaq/src/storage/job-status';
 import { JobStorage } from '../../libs/chokaq/src/storage/job-storage';
-import { MssqlStorageOptions } from '../../libs/chokaq/src/storage/storage-options';
 import { MSSQL_URL, mssqlAvailable } from '../support/env';
 import { dropMssqlSchema } from '../support/mssql-schema';
 

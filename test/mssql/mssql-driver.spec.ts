@@ -8,7 +8,7 @@ import {
 } from '../../libs/chokaq/src/errors';
 import { MssqlJobStorage } from '../../libs/chokaq/src/storage/mssql/mssql-job-storage';
 import * as SQL from '../../libs/chokaq/src/storage/mssql/mssql.sql';
-import { SqlStorageConfig } from '../../libs/chokaq/src/storage/storage-options';
+import { SqlStorageConfig } from '../../libs/chokaq/src/storage/storage-config';
 import { ID, ID2, LEASE } from './support/statements';
 
 /**

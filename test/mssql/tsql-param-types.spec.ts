@@ -1,8 +1,8 @@
 import { TYPES } from 'tedious';
 import { DataSource, MssqlParameter } from 'typeorm';
 import { SqlServerDriver } from 'typeorm/driver/sqlserver/SqlServerDriver';
-import { FailureReason, JobStatus } from '../../libs/chokaq/src/storage/job-status';
 import { ChokaQValidationError } from '../../libs/chokaq/src/errors';
+import { FailureReason, JobStatus } from '../../libs/chokaq/src/interfaces/job-status.enum';
 import { MssqlStatement, ParamList } from '../../libs/chokaq/src/storage/mssql/mssql-params';
 import * as SQL from '../../libs/chokaq/src/storage/mssql/mssql.sql';
 

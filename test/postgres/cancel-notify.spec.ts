@@ -1,11 +1,11 @@
 import { randomUUID } from 'node:crypto';
+import { FailureReason } from '../../libs/chokaq/src/interfaces/job-status.enum';
 import { ChokaQWorker } from '../../libs/chokaq/src/runtime/chokaq-worker';
-import { FailureReason } from '../../libs/chokaq/src/storage/job-status';
 import { JobStorage } from '../../libs/chokaq/src/storage/job-storage';
+import { newWorkerId } from '../contract/helpers';
 import { TestHandlers } from '../runtime/support/handlers';
 import { testOptions } from '../runtime/support/options';
 import { RecordingLogger } from '../runtime/support/silent-logger';
-import { newWorkerId } from '../contract/helpers';
 import { deferred, waitFor } from '../support/wait-for';
 import { describePg, PgSchema } from './pg-fixture';
 

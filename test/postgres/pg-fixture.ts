@@ -1,8 +1,8 @@
 import { randomBytes } from 'node:crypto';
 import { DataSource } from 'typeorm';
+import { PostgresStorageOptions } from '../../libs/chokaq/src/interfaces/storage-options.interface';
 import { createJobStorage } from '../../libs/chokaq/src/storage/create-storage';
 import { JobStorage } from '../../libs/chokaq/src/storage/job-storage';
-import { PostgresStorageOptions } from '../../libs/chokaq/src/storage/storage-options';
 import { PG_URL, pgAvailable } from '../support/env';
 
 /** `describe` when the global setup found PostgreSQL, else `describe.skip`. */

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { ConsoleLogger, Logger } from '@nestjs/common';
-import { JobStatus } from '../../libs/chokaq/src/storage/job-status';
+import { JobStatus } from '../../libs/chokaq/src/interfaces/job-status.enum';
 import { JobStorage } from '../../libs/chokaq/src/storage/job-storage';
 import { RecordingLogger } from '../runtime/support/silent-logger';
 import { dataSourceOf } from '../support/storage-internals';

@@ -1,16 +1,13 @@
 import { ChokaQFatalError, ChokaQThrottledError } from '../../libs/chokaq/src/errors';
-import {
-  ChokaQWorker,
-  type ChokaQWorkerDeps,
-  type JobOutcome,
-} from '../../libs/chokaq/src/runtime/chokaq-worker';
-import { FailureReason, JobStatus } from '../../libs/chokaq/src/storage/job-status';
+import { type JobOutcome } from '../../libs/chokaq/src/interfaces/job-outcome.interface';
+import { FailureReason, JobStatus } from '../../libs/chokaq/src/interfaces/job-status.enum';
+import { ChokaQWorker, type ChokaQWorkerDeps } from '../../libs/chokaq/src/runtime/chokaq-worker';
 import type { JobStorage } from '../../libs/chokaq/src/storage/job-storage';
+import { deferred, waitFor } from '../support/wait-for';
 import { TestHandlers } from './support/handlers';
 import { testOptions } from './support/options';
 import { RecordingLogger } from './support/silent-logger';
 import { sqliteStorage } from './support/sqlite';
-import { deferred, waitFor } from '../support/wait-for';
 
 /** Rejects when `signal` aborts (checking first: the abort may precede the handler). */
 function untilAborted(signal: AbortSignal): Promise<never> {

@@ -1,10 +1,10 @@
+import type { JobOutcome } from '../../libs/chokaq/src/interfaces/job-outcome.interface';
+import { FailureReason } from '../../libs/chokaq/src/interfaces/job-status.enum';
 import { CircuitBreakers } from '../../libs/chokaq/src/runtime/circuit-breaker';
 import { CompletionBatcher } from '../../libs/chokaq/src/runtime/completion-batcher';
-import type { JobOutcome } from '../../libs/chokaq/src/runtime/job-outcome';
 import { JobExecutor } from '../../libs/chokaq/src/runtime/job-executor';
 import { JobProcessor } from '../../libs/chokaq/src/runtime/job-processor';
 import { QueueControls } from '../../libs/chokaq/src/runtime/queue-controls';
-import { FailureReason } from '../../libs/chokaq/src/storage/job-status';
 import { claim, newWorkerId, uniqueQueue } from '../contract/helpers';
 import { TestDatabase, describeEachDialect } from '../support/dialects';
 import { deferred, waitFor } from '../support/wait-for';

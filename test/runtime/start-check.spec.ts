@@ -1,5 +1,6 @@
-import { ChokaQWorker, type JobOutcome } from '../../libs/chokaq/src/runtime/chokaq-worker';
-import { FailureReason, JobStatus } from '../../libs/chokaq/src/storage/job-status';
+import { type JobOutcome } from '../../libs/chokaq/src/interfaces/job-outcome.interface';
+import { FailureReason, JobStatus } from '../../libs/chokaq/src/interfaces/job-status.enum';
+import { ChokaQWorker } from '../../libs/chokaq/src/runtime/chokaq-worker';
 import { TestDatabase, describeEachDialect } from '../support/dialects';
 import { deferred, waitFor } from '../support/wait-for';
 import { TestHandlers } from './support/handlers';

@@ -3,9 +3,10 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DataSource } from 'typeorm';
+import { StorageDialect } from '../../libs/chokaq/src/interfaces/job.interface';
+import { StorageOptions } from '../../libs/chokaq/src/interfaces/storage-options.interface';
 import { createJobStorage } from '../../libs/chokaq/src/storage/create-storage';
-import { JobStorage, StorageDialect } from '../../libs/chokaq/src/storage/job-storage';
-import { StorageOptions } from '../../libs/chokaq/src/storage/storage-options';
+import { JobStorage } from '../../libs/chokaq/src/storage/job-storage';
 import { MSSQL_URL, PG_URL, mssqlAvailable, pgAvailable } from './env';
 import { dropMssqlSchema } from './mssql-schema';
 

@@ -1,7 +1,7 @@
 import { ConfigurableModuleBuilder, Provider, Type } from '@nestjs/common';
-import { ChokaQModuleExtras, ChokaQModuleOptions } from './config/chokaq-options';
 import { CHOKAQ_MIDDLEWARE } from './chokaq.constants';
-import { ChokaQMiddleware } from './runtime/middleware';
+import { ChokaQMiddleware } from './interfaces/middleware.interface';
+import { ChokaQModuleExtras, ChokaQModuleOptions } from './interfaces/module-options.interface';
 
 /**
  * `forRoot` / `forRootAsync` come from Nest's `ConfigurableModuleBuilder` (as in

@@ -1,8 +1,8 @@
 import { Injectable } from '@nestjs/common';
-import { ChokaQMiddleware } from './runtime/middleware';
 import { CHOKAQ_MIDDLEWARE } from './chokaq.constants';
-import { CHOKAQ_MODULE_OPTIONS } from './chokaq.module-definition';
 import { ChokaQModule } from './chokaq.module';
+import { CHOKAQ_MODULE_OPTIONS } from './chokaq.module-definition';
+import { ChokaQMiddleware } from './interfaces/middleware.interface';
 
 @Injectable()
 class Mw implements ChokaQMiddleware {

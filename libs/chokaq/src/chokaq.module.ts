@@ -9,11 +9,11 @@ import {
 } from './chokaq.module-definition';
 import { ChokaQOrchestrator } from './chokaq.orchestrator';
 import { JobClient } from './client/job-client';
-import { ChokaQModuleOptions, ResolvedChokaQOptions } from './config/chokaq-options';
 import { resolveChokaQOptions } from './config/resolve-options';
 import { ChokaQMetadataAccessor } from './discovery/chokaq-metadata.accessor';
 import { ChokaQExplorer } from './discovery/chokaq.explorer';
 import { HandlerRegistry } from './discovery/handler.registry';
+import { ChokaQModuleOptions, ResolvedChokaQOptions } from './interfaces/module-options.interface';
 import { createJobStorage } from './storage/create-storage';
 import { WorkerRegistry } from './worker.registry';
 

@@ -10,15 +10,15 @@ import {
 } from '@nestjs/common';
 import { SchedulerRegistry } from '@nestjs/schedule';
 import { CHOKAQ_MIDDLEWARE, CHOKAQ_RESOLVED_OPTIONS, CHOKAQ_STORAGE } from './chokaq.constants';
-import { ResolvedChokaQOptions } from './config/chokaq-options';
+import { toError } from './common/error-text';
 import { ChokaQExplorer } from './discovery/chokaq.explorer';
 import { HandlerRegistry } from './discovery/handler.registry';
+import { ChokaQMiddleware } from './interfaces/middleware.interface';
+import { ResolvedChokaQOptions } from './interfaces/module-options.interface';
+import { RecurringJobSpec } from './interfaces/recurring-job.interface';
 import { ChokaQWorker } from './runtime/chokaq-worker';
-import { ChokaQMiddleware } from './runtime/middleware';
-import { RecurringJobSpec } from './runtime/recurring-job-spec';
 import { SchedulerRegistryAdapter } from './scheduler-registry.adapter';
 import { JobStorage } from './storage/job-storage';
-import { toError } from './storage/shared/text';
 import { WorkerRegistry } from './worker.registry';
 
 /**

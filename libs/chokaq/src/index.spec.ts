@@ -1,6 +1,29 @@
 import * as api from './index';
 
 /**
+ * Pins, at compile time, the types a user needs to call or implement the exported `JobStorage`:
+ * `npm run typecheck` fails if one of them stops being exported.
+ */
+export type StorageContractTypes = [
+  api.JobStorage,
+  api.NewJob,
+  api.EnqueueOptions,
+  api.EnqueueResult,
+  api.JobLease,
+  api.HandledJobs,
+  api.FetchRequest,
+  api.HotJob,
+  api.KeepAliveResult,
+  api.CompletedJob,
+  api.RunRef,
+  api.DlqMove,
+  api.ZombieRescueResult,
+  api.ZombieRetryRule,
+  api.RecurringJobDefinition,
+  api.RecurringJobRecord,
+];
+
+/**
  * Pins the runtime names of the public API. A change here is a change of the published package:
  * update the README and the changelog with it.
  */

@@ -12,7 +12,7 @@ export type {
   ChokaQModuleExtras,
   ChokaQModuleOptions,
   ResolvedChokaQOptions,
-} from './config/chokaq-options';
+} from './interfaces/module-options.interface';
 export type {
   CommonStorageOptions,
   DataSourceStorageOptions,
@@ -20,22 +20,23 @@ export type {
   PostgresStorageOptions,
   SqliteStorageOptions,
   StorageOptions,
-} from './storage/storage-options';
-export type { TransientRetryOptions } from './storage/shared/transient-retry';
+  TransientRetryOptions,
+} from './interfaces/storage-options.interface';
 
 // Declaring jobs and handlers
 export { defineJob, JobHandler, RecurringJob } from './decorators';
-export type {
-  JobDefinition,
-  JobPayload,
-  RecurringJobOptions,
-  TypedJobHandlerDecorator,
-} from './decorators';
-export type { JobHandlerOptions } from './discovery/handler-definition';
+export type { JobDefinition, JobPayload, TypedJobHandlerDecorator } from './decorators';
+export type { JobHandlerOptions } from './interfaces/handler.interface';
 export { HandlerRegistry } from './discovery/handler.registry';
-export type { JobContext } from './runtime/job-context';
-export type { ChokaQMiddleware } from './runtime/middleware';
-export type { RecurringJobSpec } from './runtime/recurring-job-spec';
+export type { JobContext } from './interfaces/job-context.interface';
+export type { ChokaQMiddleware } from './interfaces/middleware.interface';
+export type {
+  MisfirePolicy,
+  RecurringJobDefinition,
+  RecurringJobOptions,
+  RecurringJobRecord,
+  RecurringJobSpec,
+} from './interfaces/recurring-job.interface';
 
 // Producing, operating, testing
 export { JobClient } from './client/job-client';
@@ -50,38 +51,50 @@ export type {
 export { ChokaQAdmin } from './admin/chokaq-admin.service';
 export { ChokaQTesting } from './testing/chokaq-testing';
 export type { RunDueJobsOptions } from './testing/chokaq-testing';
-export type { JobOutcome } from './runtime/chokaq-worker';
+export type { JobOutcome } from './interfaces/job-outcome.interface';
 
-// Job model
-export { FailureReason, JobStatus } from './storage/job-status';
-export { MAX_ENQUEUE_MANY, MAX_PAGE_SIZE } from './storage/job-storage';
+// Job model and the storage contract
+export { FailureReason, JobStatus } from './interfaces/job-status.enum';
+export { MAX_ENQUEUE_MANY, MAX_PAGE_SIZE } from './validation/limits';
+export type { JobStorage } from './storage/job-storage';
+export type {
+  CancelResult,
+  CompletedJob,
+  DlqMove,
+  EnqueueOptions,
+  EnqueueResult,
+  FetchRequest,
+  HandledJobs,
+  HotJob,
+  JobLease,
+  KeepAliveResult,
+  NewJob,
+  QueueInfo,
+  QueuePatch,
+  ResurrectEdits,
+  RetentionPolicy,
+  RetentionResult,
+  RunRef,
+  StorageDialect,
+  ZombieRescueResult,
+  ZombieRetryRule,
+} from './interfaces/job.interface';
 export type {
   ActiveFilter,
   BulkPreview,
-  CancelResult,
   DlqErrorFamily,
   DlqFilter,
   HistoryFilter,
-  JobStorage,
   JobView,
-  MisfirePolicy,
   Page,
   PageQuery,
   Pillar,
   QueueHealth,
-  QueueInfo,
-  QueuePatch,
   QueueStats,
-  RecurringJobRecord,
-  RetentionPolicy,
-  RetentionResult,
-  ResurrectEdits,
-  RunRef,
   SortKey,
-  StorageDialect,
   SummaryStats,
   ThroughputStats,
-} from './storage/job-storage';
+} from './interfaces/job-view.interface';
 
 // Errors
 export * from './errors';

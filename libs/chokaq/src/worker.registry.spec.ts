@@ -1,5 +1,6 @@
 import { ChokaQWorkerDisabledError } from './errors';
-import { ChokaQWorker, JobOutcome } from './runtime/chokaq-worker';
+import { JobOutcome } from './interfaces/job-outcome.interface';
+import { ChokaQWorker } from './runtime/chokaq-worker';
 import { WorkerRegistry } from './worker.registry';
 
 /** The part of a worker the registry touches; `running` flips as `start`/`beginStop` would. */

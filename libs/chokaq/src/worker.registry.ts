@@ -1,6 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { ChokaQWorkerDisabledError } from './errors';
-import { ChokaQWorker, JobOutcome } from './runtime/chokaq-worker';
+import { JobOutcome } from './interfaces/job-outcome.interface';
+import { ChokaQWorker } from './runtime/chokaq-worker';
 
 /**
  * This process's worker as `JobClient`, `ChokaQAdmin` and `ChokaQTesting` see it (the split of

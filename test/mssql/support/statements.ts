@@ -1,8 +1,8 @@
-import { FailureReason, JobStatus } from '../../../libs/chokaq/src/storage/job-status';
-import { SortKey } from '../../../libs/chokaq/src/storage/job-storage';
-import { SORT_COLUMNS } from '../../../libs/chokaq/src/storage/shared/page';
+import { FailureReason, JobStatus } from '../../../libs/chokaq/src/interfaces/job-status.enum';
+import { SortKey } from '../../../libs/chokaq/src/interfaces/job-view.interface';
 import { MssqlStatement } from '../../../libs/chokaq/src/storage/mssql/mssql-params';
 import * as SQL from '../../../libs/chokaq/src/storage/mssql/mssql.sql';
+import { SORT_COLUMNS } from '../../../libs/chokaq/src/storage/shared/page';
 
 /** How a statement is classified by the lock-hint checks. */
 export type StatementKind = 'claim' | 'move' | 'transition' | 'telemetry' | 'read' | 'ddl';

@@ -1,9 +1,12 @@
 import type {
   HandlerDefinition,
   HandlerLookup,
-} from '../../../libs/chokaq/src/discovery/handler-definition';
-import type { JobContext } from '../../../libs/chokaq/src/runtime/job-context';
-import type { HandledJobs, ZombieRetryRule } from '../../../libs/chokaq/src/storage/job-storage';
+} from '../../../libs/chokaq/src/interfaces/handler.interface';
+import type { JobContext } from '../../../libs/chokaq/src/interfaces/job-context.interface';
+import type {
+  HandledJobs,
+  ZombieRetryRule,
+} from '../../../libs/chokaq/src/interfaces/job.interface';
 
 /** The handler function of a test. */
 export type TestHandlerFn = (payload: unknown, ctx: JobContext) => unknown;

@@ -1,7 +1,7 @@
 import type {
   ChokaQModuleOptions,
   ResolvedChokaQOptions,
-} from '../../../libs/chokaq/src/config/chokaq-options';
+} from '../../../libs/chokaq/src/interfaces/module-options.interface';
 
 type DeepPartial<T> = { [K in keyof T]?: T[K] extends object ? Partial<T[K]> : T[K] };
 

@@ -1,32 +1,33 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import { CHOKAQ_RESOLVED_OPTIONS, CHOKAQ_STORAGE } from '../chokaq.constants';
-import { ResolvedChokaQOptions } from '../config/chokaq-options';
-import { MAX_TIMER_MS } from '../config/option-rules';
 import {
   ActiveFilter,
   BulkPreview,
-  CancelResult,
   DlqErrorFamily,
   DlqFilter,
   HistoryFilter,
-  JobStorage,
   JobView,
-  MAX_ENQUEUE_MANY,
   Page,
   PageQuery,
   QueueHealth,
+  QueueStats,
+  SummaryStats,
+  ThroughputStats,
+} from '../interfaces/job-view.interface';
+import {
+  CancelResult,
   QueueInfo,
   QueuePatch,
-  QueueStats,
-  RecurringJobRecord,
   RetentionPolicy,
   RetentionResult,
   ResurrectEdits,
-  SummaryStats,
-  ThroughputStats,
-} from '../storage/job-storage';
-import { assertQueuePatch } from '../storage/shared/validate-args';
-import { assertIds, assertNonNegativeInt, assertQueueName } from '../storage/shared/validate-job';
+} from '../interfaces/job.interface';
+import { ResolvedChokaQOptions } from '../interfaces/module-options.interface';
+import { RecurringJobRecord } from '../interfaces/recurring-job.interface';
+import { JobStorage } from '../storage/job-storage';
+import { MAX_TIMER_MS, MAX_ENQUEUE_MANY } from '../validation/limits';
+import { assertQueuePatch } from '../validation/validate-args';
+import { assertIds, assertNonNegativeInt, assertQueueName } from '../validation/validate-job';
 import { WorkerRegistry } from '../worker.registry';
 
 /** Most rows one bulk DLQ action may touch. */

@@ -1,13 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import * as storage from '../storage/create-storage';
-import {
-  CLI_USAGE,
-  DEFAULT_SCHEMA,
-  DEFAULT_SQLITE_PREFIX,
-  runCli,
-  schemaDdl,
-} from './schema-command';
+import { DEFAULT_SCHEMA, DEFAULT_SQLITE_PREFIX } from '../config/storage-defaults';
+import { CLI_USAGE, runCli, schemaDdl } from './schema-command';
 
 function capture(args: string[]): { code: number; out: string; err: string } {
   let out = '';
@@ -39,11 +33,22 @@ describe('chokaq schema', () => {
     );
   });
 
-  it('uses the same defaults as createJobStorage', () => {
-    expect([DEFAULT_SCHEMA, DEFAULT_SQLITE_PREFIX]).toEqual([
-      storage.DEFAULT_SCHEMA,
-      storage.DEFAULT_SQLITE_PREFIX,
-    ]);
+  it('uses the storage defaults of createJobStorage', () => {
+    expect(schemaDdl('postgres')).toBe(schemaDdl('postgres', DEFAULT_SCHEMA));
+    expect(schemaDdl('mssql')).toBe(schemaDdl('mssql', DEFAULT_SCHEMA));
+    expect(schemaDdl('sqlite')).toBe(schemaDdl('sqlite', DEFAULT_SQLITE_PREFIX));
+  });
+
+  it('loads neither TypeORM nor a driver to print DDL', () => {
+    jest.isolateModules(() => {
+      for (const heavy of ['typeorm', 'pg', 'mssql', 'better-sqlite3']) {
+        jest.doMock(heavy, () => {
+          throw new Error(`the CLI loaded ${heavy}`);
+        });
+      }
+      const cli = jest.requireActual<typeof import('./schema-command')>('./schema-command');
+      expect(cli.schemaDdl('postgres')).toBe(schemaDdl('postgres'));
+    });
   });
 
   it('rejects bad input with exit code 2 and a message on stderr', () => {

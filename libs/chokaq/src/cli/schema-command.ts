@@ -1,11 +1,13 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { ParseArgsConfig, parseArgs } from 'node:util';
-import { StorageDialect } from '../storage/job-storage';
+import { DEFAULT_SCHEMA, DEFAULT_SQLITE_PREFIX } from '../config/storage-defaults';
+import type { StorageDialect } from '../interfaces/job.interface';
 import { mssqlSchemaDdl } from '../storage/mssql/mssql.schema';
-import { quoteSchema } from '../storage/postgres/postgres.sql';
 import { postgresSchemaScript } from '../storage/postgres/postgres.schema';
+import { quoteSchema } from '../storage/postgres/postgres.sql';
 import { sqliteSchemaScript } from '../storage/sqlite/sqlite.schema';
+import { SCHEMA_NAME } from '../validation/limits';
 
 /** Where the CLI writes; `process.stdout` / `process.stderr` in the real binary, buffers in tests. */
 export interface CliWriter {
@@ -14,17 +16,6 @@ export interface CliWriter {
 
 /** The dialects `chokaq schema` prints DDL for. */
 export const SCHEMA_DIALECTS: readonly StorageDialect[] = ['mssql', 'postgres', 'sqlite'];
-
-/**
- * The defaults of `createJobStorage`, repeated here so the CLI does not load TypeORM and every
- * driver just to print text (a spec pins them equal).
- */
-export const DEFAULT_SCHEMA = 'chokaq';
-/** Default SQLite table prefix (see {@link DEFAULT_SCHEMA}). */
-export const DEFAULT_SQLITE_PREFIX = 'chokaq_';
-
-/** Same rule as `createJobStorage`: a plain identifier, inlined into DDL. */
-const SCHEMA_NAME = /^[A-Za-z_][A-Za-z0-9_]{0,62}$/;
 
 /** Usage text of the CLI. */
 export const CLI_USAGE = [

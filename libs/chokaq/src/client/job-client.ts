@@ -1,8 +1,10 @@
 import { Inject, Injectable } from '@nestjs/common';
 import { CHOKAQ_STORAGE } from '../chokaq.constants';
 import { JobDefinition, isJobDefinition } from '../decorators/job-definition';
-import { CancelResult, JobStorage, JobView, NewJob } from '../storage/job-storage';
-import { assertIds } from '../storage/shared/validate-job';
+import { JobView } from '../interfaces/job-view.interface';
+import { CancelResult, NewJob } from '../interfaces/job.interface';
+import { JobStorage } from '../storage/job-storage';
+import { assertIds } from '../validation/validate-job';
 import { WorkerRegistry } from '../worker.registry';
 
 /**

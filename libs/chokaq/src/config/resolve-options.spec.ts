@@ -1,6 +1,6 @@
 import { hostname } from 'node:os';
 import { ChokaQValidationError } from '../errors';
-import { ChokaQModuleOptions } from './chokaq-options';
+import { ChokaQModuleOptions } from '../interfaces/module-options.interface';
 import { CHOKAQ_DEFAULTS, resolveChokaQOptions } from './resolve-options';
 
 function issuesOf(options: unknown): Array<{ path: string; message: string; value: unknown }> {

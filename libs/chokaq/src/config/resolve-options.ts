@@ -1,17 +1,19 @@
 import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
 import { ChokaQValidationError, ValidationIssue } from '../errors';
-import { StorageOptions } from '../storage/storage-options';
-import { ChokaQModuleOptions, ResolvedChokaQOptions } from './chokaq-options';
+import { ChokaQModuleOptions, ResolvedChokaQOptions } from '../interfaces/module-options.interface';
+import { StorageOptions } from '../interfaces/storage-options.interface';
+import { MAX_TIMER_MS } from '../validation/limits';
 import {
-  MAX_TIMER_MS,
   OPTION_RULES,
   TRANSIENT_RETRY_RULES,
   describeRule,
   int,
   optionIssues,
   satisfies,
-} from './option-rules';
+} from '../validation/option-rules';
+import { DEFAULT_PAYLOAD_MAX_BYTES } from '../validation/validate-job';
+import { DEFAULT_SQLITE_FILE } from './storage-defaults';
 
 const SECOND = 1_000;
 const MINUTE = 60 * SECOND;
@@ -39,7 +41,7 @@ export const CHOKAQ_DEFAULTS = {
     pollIntervalMs: SECOND,
     shutdownGracePeriodMs: 30 * SECOND,
   },
-  payload: { maxBytes: 1_000_000 },
+  payload: { maxBytes: DEFAULT_PAYLOAD_MAX_BYTES },
   retention: { archiveMs: 7 * DAY, dlqMs: 30 * DAY, metricsMs: DAY, intervalMs: HOUR },
   circuitBreaker: {
     failureThreshold: 5,
@@ -50,7 +52,10 @@ export const CHOKAQ_DEFAULTS = {
 } as const;
 
 /** Default storage: the SQLite file `chokaq.db` in the working directory. */
-export const DEFAULT_STORAGE_OPTIONS: StorageOptions = { type: 'sqlite', database: 'chokaq.db' };
+export const DEFAULT_STORAGE_OPTIONS: StorageOptions = {
+  type: 'sqlite',
+  database: DEFAULT_SQLITE_FILE,
+};
 
 /** The heartbeat is jittered ±20 %, so the longest gap between two beats is 1.2 intervals. */
 const HEARTBEAT_JITTER = 1.2;
@@ -268,7 +273,7 @@ function resolveStorage(
   // A driver timer; under 1 s it would cancel ordinary claims and moves of a busy server.
   if (kind === 'mssql') num('requestTimeoutMs', 1_000, MAX_TIMER_MS);
   const storage = { ...given } as unknown as StorageOptions & { database?: string };
-  if (kind === 'sqlite' && storage.database === undefined) storage.database = 'chokaq.db';
+  if (kind === 'sqlite' && storage.database === undefined) storage.database = DEFAULT_SQLITE_FILE;
   if (storage.payloadMaxBytes === undefined) storage.payloadMaxBytes = payloadMaxBytes;
   return storage;
 }

@@ -1,5 +1,5 @@
 import { ChokaQValidationError } from '../errors';
-import { assertQueueName } from '../storage/shared/validate-job';
+import { assertQueueName } from '../validation/validate-job';
 
 /** Carries the payload type of a {@link JobDefinition} at compile time only; no value exists. */
 declare const PAYLOAD_TYPE: unique symbol;

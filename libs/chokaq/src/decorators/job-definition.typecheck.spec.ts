@@ -5,7 +5,7 @@
  */
 import { Injectable } from '@nestjs/common';
 import { JobClient } from '../client/job-client';
-import { JobContext } from '../runtime/job-context';
+import { JobContext } from '../interfaces/job-context.interface';
 import { JobDefinition, JobPayload, defineJob } from './job-definition';
 import { JobHandler } from './job-handler.decorator';
 

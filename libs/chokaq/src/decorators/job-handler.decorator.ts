@@ -1,13 +1,8 @@
 import { SetMetadata } from '@nestjs/common';
 import { JOB_HANDLER_METADATA } from '../chokaq.constants';
-import { JobHandlerOptions } from '../discovery/handler-definition';
-import { JobContext } from '../runtime/job-context';
+import type { JobHandlerMetadata, JobHandlerOptions } from '../interfaces/handler.interface';
+import type { JobContext } from '../interfaces/job-context.interface';
 import { JobDefinition, isJobDefinition } from './job-definition';
-
-/** What `@JobHandler` stores on the method. */
-export interface JobHandlerMetadata extends JobHandlerOptions {
-  queue: string;
-}
 
 /**
  * A method decorator that accepts only methods whose first parameter takes `T`

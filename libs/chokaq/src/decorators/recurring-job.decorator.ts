@@ -1,28 +1,8 @@
 import { RECURRING_JOB_METADATA } from '../chokaq.constants';
-import { MisfirePolicy } from '../storage/job-storage';
-
-/** Options of `@RecurringJob`. @publicApi */
-export interface RecurringJobOptions {
-  /**
-   * Queue of the enqueued jobs. Required on a class; on a method that is also a `@JobHandler`
-   * it defaults to the handler's queue.
-   */
-  queue?: string;
-  /** Type of the enqueued jobs. Default: the method's handler type, else the queue name. */
-  type?: string;
-  /** Payload of every enqueued job. Default `{}`. */
-  payload?: unknown;
-  /** IANA time zone of the cron expression. Default `UTC`. */
-  timeZone?: string;
-  /** Missed slots: `skip` (default) runs the latest missed slot once, `none` runs none. */
-  misfire?: MisfirePolicy;
-}
-
-/** What `@RecurringJob` stores (an array, so one class may declare several). */
-export interface RecurringJobMetadata extends RecurringJobOptions {
-  name: string;
-  cron: string;
-}
+import type {
+  RecurringJobMetadata,
+  RecurringJobOptions,
+} from '../interfaces/recurring-job.interface';
 
 /**
  * Declares a recurring job: every slot of `cron` (5 or 6 fields, in `timeZone`) enqueues one job,

@@ -1,8 +1,8 @@
 import { Injectable } from '@nestjs/common';
 import { Reflector } from '@nestjs/core';
 import { JOB_HANDLER_METADATA, RECURRING_JOB_METADATA } from '../chokaq.constants';
-import { JobHandlerMetadata } from '../decorators/job-handler.decorator';
-import { RecurringJobMetadata } from '../decorators/recurring-job.decorator';
+import { JobHandlerMetadata } from '../interfaces/handler.interface';
+import { RecurringJobMetadata } from '../interfaces/recurring-job.interface';
 
 /** Reads (only reads) what the ChokaQ decorators stored. */
 @Injectable()

@@ -1,6 +1,7 @@
 import { Injectable, Scope } from '@nestjs/common';
 import { DiscoveryModule } from '@nestjs/core';
 import { Test } from '@nestjs/testing';
+import { resolveChokaQOptions } from '../config/resolve-options';
 import { defineJob } from '../decorators/job-definition';
 import { JobHandler } from '../decorators/job-handler.decorator';
 import { RecurringJob } from '../decorators/recurring-job.decorator';
@@ -10,9 +11,8 @@ import {
   ChokaQHandlerScopeError,
   ChokaQValidationError,
 } from '../errors';
-import { ChokaQModuleOptions } from '../config/chokaq-options';
-import { resolveChokaQOptions } from '../config/resolve-options';
-import { JobContext } from '../runtime/job-context';
+import { JobContext } from '../interfaces/job-context.interface';
+import { ChokaQModuleOptions } from '../interfaces/module-options.interface';
 import { ChokaQMetadataAccessor } from './chokaq-metadata.accessor';
 import { ChokaQExplorer, ExploredJobs } from './chokaq.explorer';
 import { HandlerRegistry } from './handler.registry';

@@ -2,21 +2,19 @@ import { Inject, Injectable, Optional, Type } from '@nestjs/common';
 import { DiscoveryService, MetadataScanner } from '@nestjs/core';
 import type { InstanceWrapper } from '@nestjs/core/injector/instance-wrapper';
 import { CHOKAQ_RESOLVED_OPTIONS } from '../chokaq.constants';
-import type { ResolvedChokaQOptions } from '../config/chokaq-options';
-import { JobHandlerMetadata } from '../decorators/job-handler.decorator';
-import { RecurringJobMetadata } from '../decorators/recurring-job.decorator';
 import {
   ChokaQDuplicateRecurringJobError,
   ChokaQHandlerScopeError,
   ChokaQValidationError,
   ValidationIssue,
 } from '../errors';
-import { JobContext } from '../runtime/job-context';
-import { RecurringJobSpec } from '../runtime/recurring-job-spec';
-import { DEFAULT_PAYLOAD_MAX_BYTES } from '../storage/shared/validate-job';
+import { JobHandlerMetadata, HandlerDefinition } from '../interfaces/handler.interface';
+import { JobContext } from '../interfaces/job-context.interface';
+import type { ResolvedChokaQOptions } from '../interfaces/module-options.interface';
+import { RecurringJobMetadata, RecurringJobSpec } from '../interfaces/recurring-job.interface';
+import { jobHandlerIssues, recurringJobIssues } from '../validation/decorator-options';
+import { DEFAULT_PAYLOAD_MAX_BYTES } from '../validation/validate-job';
 import { ChokaQMetadataAccessor } from './chokaq-metadata.accessor';
-import { jobHandlerIssues, recurringJobIssues } from './decorator-options';
-import { HandlerDefinition } from './handler-definition';
 
 /** What discovery found in the application. */
 export interface ExploredJobs {

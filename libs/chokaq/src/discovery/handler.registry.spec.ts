@@ -1,4 +1,4 @@
-import { HandlerDefinition } from './handler-definition';
+import { HandlerDefinition } from '../interfaces/handler.interface';
 import { HandlerRegistry } from './handler.registry';
 
 function handler(queue: string, type?: string, retryZombies?: boolean): HandlerDefinition {

@@ -1,8 +1,8 @@
 import { Injectable } from '@nestjs/common';
 import { ChokaQDuplicateHandlerError, ChokaQValidationError } from '../errors';
-import { HandledJobs, ZombieRetryRule } from '../storage/job-storage';
-import { handlerDefinitionIssues } from './decorator-options';
-import { HandlerDefinition, HandlerLookup } from './handler-definition';
+import { HandlerDefinition, HandlerLookup } from '../interfaces/handler.interface';
+import { HandledJobs, ZombieRetryRule } from '../interfaces/job.interface';
+import { handlerDefinitionIssues } from '../validation/decorator-options';
 
 /**
  * The handlers of this process, as the runtime sees them. An exact `(queue, type)` handler wins

@@ -1,4 +1,4 @@
-import { jittered, retryDelayMs } from './backoff';
+import { retryDelayMs } from './backoff';
 
 const retry = { baseDelayMs: 3_000, multiplier: 2, maxDelayMs: 3_600_000, jitterMs: 0 };
 
@@ -20,13 +20,5 @@ describe('retryDelayMs', () => {
     const withJitter = { ...retry, jitterMs: 1_000 };
     expect(retryDelayMs(1, withJitter, () => 0)).toBe(3_000);
     expect(retryDelayMs(1, withJitter, () => 0.999_999)).toBe(4_000);
-  });
-});
-
-describe('jittered', () => {
-  it('stays within ±fraction', () => {
-    expect(jittered(1_000, 0.2, () => 0)).toBe(800);
-    expect(jittered(1_000, 0.2, () => 1)).toBe(1_200);
-    expect(jittered(0, 0.2)).toBe(0);
   });
 });

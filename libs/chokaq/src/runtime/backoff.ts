@@ -1,4 +1,4 @@
-import type { ResolvedChokaQOptions } from '../config/chokaq-options';
+import type { ResolvedChokaQOptions } from '../interfaces/module-options.interface';
 
 /** The retry settings the backoff needs. */
 export type RetryBackoff = Pick<
@@ -26,13 +26,4 @@ export function retryDelayMs(
   const capped = Number.isFinite(raw) ? Math.min(raw, retry.maxDelayMs) : retry.maxDelayMs;
   const jitter = retry.jitterMs > 0 ? Math.floor(random() * (retry.jitterMs + 1)) : 0;
   return Math.max(0, Math.round(capped)) + jitter;
-}
-
-/**
- * `ms` spread by ±`fraction` (0.2 → 80 %–120 %), so the loops of many processes started together
- * do not hit the database in lock step.
- */
-export function jittered(ms: number, fraction: number, random: () => number = Math.random): number {
-  if (ms <= 0) return 0;
-  return Math.max(0, Math.round(ms * (1 - fraction + 2 * fraction * random())));
 }

@@ -1,28 +1,27 @@
 import { Logger, type LoggerService } from '@nestjs/common';
 import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
-import type { ResolvedChokaQOptions } from '../config/chokaq-options';
-import type { HandlerLookup } from '../discovery/handler-definition';
+import { toError } from '../common/error-text';
+import { newLeaseId } from '../common/uuid';
 import { ChokaQDrainTimeoutError, ChokaQError } from '../errors';
-import type { HandledJobs, JobStorage } from '../storage/job-storage';
-import { toError } from '../storage/shared/text';
-import { newLeaseId } from '../storage/shared/uuid';
+import type { HandlerLookup } from '../interfaces/handler.interface';
+import type { JobOutcome } from '../interfaces/job-outcome.interface';
+import type { HandledJobs } from '../interfaces/job.interface';
+import type { ChokaQMiddleware } from '../interfaces/middleware.interface';
+import type { ResolvedChokaQOptions } from '../interfaces/module-options.interface';
+import type { RecurringJobSpec } from '../interfaces/recurring-job.interface';
+import type { JobStorage } from '../storage/job-storage';
 import { CircuitBreakers, type CircuitState } from './circuit-breaker';
 import { CompletionBatcher, type CompletionBatcherOptions } from './completion-batcher';
 import { FetcherLoop } from './fetcher.loop';
 import { HeartbeatLoop } from './heartbeat.loop';
 import { JobExecutor } from './job-executor';
-import type { JobOutcome } from './job-outcome';
 import { JobProcessor } from './job-processor';
 import { MaintenanceLoop } from './maintenance.loop';
-import type { ChokaQMiddleware } from './middleware';
 import { QueueControls } from './queue-controls';
 import { RecurringLoop, type RecurringTimerRegistry } from './recurring.loop';
-import type { RecurringJobSpec } from './recurring-job-spec';
 import { RescueLoop } from './rescue.loop';
 import { runKey } from './run-key';
-
-export type { JobOutcome } from './job-outcome';
 
 /**
  * What a {@link ChokaQWorker} is built from. The Nest layer resolves these (storage, discovered

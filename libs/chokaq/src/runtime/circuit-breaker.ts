@@ -1,4 +1,4 @@
-import type { ResolvedChokaQOptions } from '../config/chokaq-options';
+import type { ResolvedChokaQOptions } from '../interfaces/module-options.interface';
 
 /** The state of one job type's circuit. */
 export type CircuitState = 'closed' | 'open' | 'half-open';

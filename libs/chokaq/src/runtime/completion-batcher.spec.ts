@@ -1,5 +1,5 @@
 import { RecordingLogger } from '../../../../test/runtime/support/silent-logger';
-import type { CompletedJob } from '../storage/job-storage';
+import type { CompletedJob } from '../interfaces/job.interface';
 import { CompletionBatcher } from './completion-batcher';
 
 const item = (id: string): CompletedJob => ({ id, workerId: 'w', leaseId: 'l', durationMs: 5 });

@@ -1,9 +1,10 @@
 import type { LoggerService } from '@nestjs/common';
-import type { CompletedJob, JobLease, JobStorage, RunRef } from '../storage/job-storage';
-import { toError } from '../storage/shared/text';
-import { jittered } from './backoff';
-import { runKey } from './run-key';
+import { toError } from '../common/error-text';
+import { jittered } from '../common/jitter';
+import type { CompletedJob, JobLease, RunRef } from '../interfaces/job.interface';
+import type { JobStorage } from '../storage/job-storage';
 import { runAfter, type ScheduledCall } from './run-after';
+import { runKey } from './run-key';
 
 /** Tuning of the completion batcher (internal; the defaults suit every dialect). */
 export interface CompletionBatcherOptions {

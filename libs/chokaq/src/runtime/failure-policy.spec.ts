@@ -1,5 +1,5 @@
 import { ChokaQFatalError, ChokaQThrottledError, ChokaQValidationError } from '../errors';
-import { FailureReason } from '../storage/job-status';
+import { FailureReason } from '../interfaces/job-status.enum';
 import { decideFailure } from './failure-policy';
 
 const retry = {

@@ -1,6 +1,6 @@
-import type { ResolvedChokaQOptions } from '../config/chokaq-options';
 import { ChokaQFatalError, ChokaQThrottledError, ChokaQValidationError } from '../errors';
-import { FailureReason } from '../storage/job-status';
+import { FailureReason } from '../interfaces/job-status.enum';
+import type { ResolvedChokaQOptions } from '../interfaces/module-options.interface';
 import { retryDelayMs } from './backoff';
 
 /** What to do with a job whose handler threw. */

@@ -1,9 +1,10 @@
 import type { LoggerService } from '@nestjs/common';
-import type { ResolvedChokaQOptions } from '../config/chokaq-options';
-import type { HandlerLookup } from '../discovery/handler-definition';
-import type { HotJob, JobStorage } from '../storage/job-storage';
-import { MAX_CLAIM } from '../storage/shared/validate-args';
-import { newLeaseId } from '../storage/shared/uuid';
+import { newLeaseId } from '../common/uuid';
+import type { HandlerLookup } from '../interfaces/handler.interface';
+import type { HotJob } from '../interfaces/job.interface';
+import type { ResolvedChokaQOptions } from '../interfaces/module-options.interface';
+import type { JobStorage } from '../storage/job-storage';
+import { MAX_CLAIM } from '../validation/limits';
 import type { JobProcessor } from './job-processor';
 import { IDLE_TICK, Loop, type TickResult } from './loop';
 import type { QueueControls } from './queue-controls';

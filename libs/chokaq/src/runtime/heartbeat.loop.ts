@@ -1,8 +1,10 @@
 import type { LoggerService } from '@nestjs/common';
-import type { ResolvedChokaQOptions } from '../config/chokaq-options';
-import { MAX_ENQUEUE_MANY, type JobLease, type JobStorage } from '../storage/job-storage';
-import { toError } from '../storage/shared/text';
-import { jittered } from './backoff';
+import { toError } from '../common/error-text';
+import { jittered } from '../common/jitter';
+import { type JobLease } from '../interfaces/job.interface';
+import type { ResolvedChokaQOptions } from '../interfaces/module-options.interface';
+import { type JobStorage } from '../storage/job-storage';
+import { MAX_ENQUEUE_MANY } from '../validation/limits';
 import { Loop } from './loop';
 
 /** What the heartbeat is built from. */

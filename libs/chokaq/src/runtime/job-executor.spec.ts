@@ -1,11 +1,11 @@
 import { RecordingLogger } from '../../../../test/runtime/support/silent-logger';
-import type { HandlerDefinition } from '../discovery/handler-definition';
 import { ChokaQJobAbortedError, ChokaQJobTimeoutError } from '../errors';
-import { JobStatus } from '../storage/job-status';
-import type { HotJob } from '../storage/job-storage';
-import type { JobContext } from './job-context';
+import type { HandlerDefinition } from '../interfaces/handler.interface';
+import type { JobContext } from '../interfaces/job-context.interface';
+import { JobStatus } from '../interfaces/job-status.enum';
+import type { HotJob } from '../interfaces/job.interface';
+import type { ChokaQMiddleware } from '../interfaces/middleware.interface';
 import { JobExecutor } from './job-executor';
-import type { ChokaQMiddleware } from './middleware';
 
 function job(): HotJob {
   const now = new Date();

@@ -1,12 +1,12 @@
 import type { LoggerService } from '@nestjs/common';
-import { MAX_TIMER_MS } from '../config/option-rules';
-import type { HandlerDefinition } from '../discovery/handler-definition';
 import { ChokaQJobAbortedError, ChokaQJobTimeoutError, type JobAbortCause } from '../errors';
-import { JobStatus } from '../storage/job-status';
-import type { HotJob, JobLease } from '../storage/job-storage';
-import type { JobContext } from './job-context';
+import type { HandlerDefinition } from '../interfaces/handler.interface';
+import type { JobContext } from '../interfaces/job-context.interface';
+import { JobStatus } from '../interfaces/job-status.enum';
+import type { HotJob, JobLease } from '../interfaces/job.interface';
+import type { ChokaQMiddleware } from '../interfaces/middleware.interface';
+import { MAX_TIMER_MS } from '../validation/limits';
 import { JobLogger } from './job-logger';
-import type { ChokaQMiddleware } from './middleware';
 
 /** How one run ended, as far as the worker is concerned. */
 export type RunResult =

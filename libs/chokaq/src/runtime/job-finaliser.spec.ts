@@ -1,11 +1,11 @@
-import { RecordingLogger } from '../../../../test/runtime/support/silent-logger';
 import { testOptions } from '../../../../test/runtime/support/options';
+import { RecordingLogger } from '../../../../test/runtime/support/silent-logger';
 import { ChokaQFatalError } from '../errors';
-import { FailureReason, JobStatus } from '../storage/job-status';
-import type { HotJob, JobLease } from '../storage/job-storage';
+import type { JobOutcome } from '../interfaces/job-outcome.interface';
+import { FailureReason, JobStatus } from '../interfaces/job-status.enum';
+import type { HotJob, JobLease } from '../interfaces/job.interface';
 import { DbClock } from './db-clock';
 import { JobFinaliser, type ClaimedJob } from './job-finaliser';
-import type { JobOutcome } from './job-outcome';
 
 /**
  * Verdict → storage, against a fake storage: which write each run result leads to, what the

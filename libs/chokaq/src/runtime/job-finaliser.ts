@@ -1,14 +1,15 @@
 import type { LoggerService } from '@nestjs/common';
-import type { ResolvedChokaQOptions } from '../config/chokaq-options';
-import { FailureReason } from '../storage/job-status';
-import type { DlqMove, HotJob, JobLease, JobStorage } from '../storage/job-storage';
-import { errorText, toError } from '../storage/shared/text';
+import { errorText, toError } from '../common/error-text';
+import type { JobOutcome } from '../interfaces/job-outcome.interface';
+import { FailureReason } from '../interfaces/job-status.enum';
+import type { DlqMove, HotJob, JobLease } from '../interfaces/job.interface';
+import type { ResolvedChokaQOptions } from '../interfaces/module-options.interface';
+import type { JobStorage } from '../storage/job-storage';
 import { circuitKey, type CircuitBreakers } from './circuit-breaker';
 import type { CompletionBatcher } from './completion-batcher';
 import type { DbClock } from './db-clock';
 import { decideFailure } from './failure-policy';
 import { attemptOf, type RunResult } from './job-executor';
-import type { JobOutcome } from './job-outcome';
 
 /** A claimed row with the lease it was claimed under: one run of a job. */
 export interface ClaimedJob {

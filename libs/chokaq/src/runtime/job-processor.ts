@@ -1,17 +1,18 @@
 import type { LoggerService } from '@nestjs/common';
-import type { ResolvedChokaQOptions } from '../config/chokaq-options';
-import type { HandlerDefinition, HandlerLookup } from '../discovery/handler-definition';
+import { toError } from '../common/error-text';
 import type { JobAbortCause } from '../errors';
-import { FailureReason, JobStatus } from '../storage/job-status';
-import type { HotJob, JobLease, JobStorage } from '../storage/job-storage';
-import { toError } from '../storage/shared/text';
+import type { HandlerDefinition, HandlerLookup } from '../interfaces/handler.interface';
+import type { JobOutcome } from '../interfaces/job-outcome.interface';
+import { FailureReason, JobStatus } from '../interfaces/job-status.enum';
+import type { HotJob, JobLease } from '../interfaces/job.interface';
+import type { ResolvedChokaQOptions } from '../interfaces/module-options.interface';
+import type { JobStorage } from '../storage/job-storage';
 import { circuitKey, type CircuitBreakers } from './circuit-breaker';
 import type { CompletionBatcher } from './completion-batcher';
 import { ConcurrencyLimiter } from './concurrency-limiter';
 import { DbClock } from './db-clock';
 import type { Execution, JobExecutor, RunResult } from './job-executor';
 import { JobFinaliser, runOutcome, type ClaimedJob } from './job-finaliser';
-import type { JobOutcome } from './job-outcome';
 import type { QueueControls } from './queue-controls';
 import { runKey } from './run-key';
 

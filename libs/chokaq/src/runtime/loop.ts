@@ -1,6 +1,6 @@
 import type { LoggerService } from '@nestjs/common';
-import { toError } from '../storage/shared/text';
-import { jittered } from './backoff';
+import { toError } from '../common/error-text';
+import { jittered } from '../common/jitter';
 import { runAfter, type ScheduledCall } from './run-after';
 
 /**

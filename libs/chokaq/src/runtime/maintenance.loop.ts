@@ -1,7 +1,8 @@
 import type { LoggerService } from '@nestjs/common';
-import type { ResolvedChokaQOptions } from '../config/chokaq-options';
-import type { JobStorage, RetentionResult } from '../storage/job-storage';
-import { jittered } from './backoff';
+import { jittered } from '../common/jitter';
+import type { RetentionResult } from '../interfaces/job.interface';
+import type { ResolvedChokaQOptions } from '../interfaces/module-options.interface';
+import type { JobStorage } from '../storage/job-storage';
 import { Loop } from './loop';
 
 /**

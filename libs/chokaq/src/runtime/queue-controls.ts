@@ -1,4 +1,5 @@
-import type { JobStorage, QueueInfo } from '../storage/job-storage';
+import type { QueueInfo } from '../interfaces/job.interface';
+import type { JobStorage } from '../storage/job-storage';
 
 /**
  * This process's copy of the `Queues` rows (pause, active, budget, execution timeout), refreshed by

@@ -1,9 +1,8 @@
+import type { EnqueueResult, NewJob } from '../interfaces/job.interface';
 import type {
-  EnqueueResult,
-  NewJob,
   RecurringJobDefinition,
   RecurringJobRecord,
-} from '../storage/job-storage';
+} from '../interfaces/recurring-job.interface';
 import { RecurringLoop, type RecurringTimerRegistry } from './recurring.loop';
 
 const silent = { log: () => undefined, error: () => undefined, warn: () => undefined };

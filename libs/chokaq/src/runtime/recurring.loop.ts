@@ -1,10 +1,11 @@
 import type { LoggerService } from '@nestjs/common';
-import { MAX_TIMER_MS } from '../config/option-rules';
-import type { JobStorage, NewJob, RecurringJobRecord } from '../storage/job-storage';
-import { toError } from '../storage/shared/text';
+import { toError } from '../common/error-text';
+import type { NewJob } from '../interfaces/job.interface';
+import type { RecurringJobRecord, RecurringJobSpec } from '../interfaces/recurring-job.interface';
+import type { JobStorage } from '../storage/job-storage';
+import { MAX_TIMER_MS } from '../validation/limits';
 import { CronSchedule } from './cron-schedule';
 import { Loop } from './loop';
-import type { RecurringJobSpec } from './recurring-job-spec';
 
 /**
  * Where the recurring loop lists the timer of each recurring job it runs: in a Nest app, the

@@ -1,8 +1,8 @@
 import type { LoggerService } from '@nestjs/common';
-import type { ResolvedChokaQOptions } from '../config/chokaq-options';
-import type { HandlerLookup } from '../discovery/handler-definition';
+import { jittered } from '../common/jitter';
+import type { HandlerLookup } from '../interfaces/handler.interface';
+import type { ResolvedChokaQOptions } from '../interfaces/module-options.interface';
 import type { JobStorage } from '../storage/job-storage';
-import { jittered } from './backoff';
 import { Loop } from './loop';
 
 /**

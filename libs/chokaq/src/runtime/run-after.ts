@@ -1,4 +1,4 @@
-import { MAX_TIMER_MS } from '../config/option-rules';
+import { MAX_TIMER_MS } from '../validation/limits';
 
 /** A call scheduled by {@link runAfter}. */
 export interface ScheduledCall {

@@ -1,4 +1,4 @@
-import type { RunRef } from '../storage/job-storage';
+import type { RunRef } from '../interfaces/job.interface';
 
 /**
  * The key of one run, `(id, leaseId)`: what every map of runs in the runtime is keyed by. A job id

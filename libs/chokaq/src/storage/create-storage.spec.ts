@@ -1,4 +1,5 @@
-import { DEFAULT_MSSQL_REQUEST_TIMEOUT_MS, dataSourceOptionsFor } from './create-storage';
+import { DEFAULT_MSSQL_REQUEST_TIMEOUT_MS } from '../config/storage-defaults';
+import { dataSourceOptionsFor } from './create-storage';
 
 describe('dataSourceOptionsFor (the DataSource ChokaQ opens itself)', () => {
   it('gives SQL Server a request timeout above the 60 s schema bootstrap lock wait', () => {

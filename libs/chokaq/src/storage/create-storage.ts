@@ -1,26 +1,22 @@
 import { DataSource, DataSourceOptions } from 'typeorm';
+import {
+  DEFAULT_MSSQL_REQUEST_TIMEOUT_MS,
+  DEFAULT_SCHEMA,
+  DEFAULT_SQLITE_FILE,
+  DEFAULT_SQLITE_PREFIX,
+  DEFAULT_TRANSIENT_RETRY,
+  STORAGE_DEFAULTS,
+} from '../config/storage-defaults';
 import { ChokaQValidationError } from '../errors';
-import { JobStorage, StorageDialect } from './job-storage';
+import type { StorageDialect } from '../interfaces/job.interface';
+import type { StorageOptions } from '../interfaces/storage-options.interface';
+import { SCHEMA_NAME } from '../validation/limits';
+import { DEFAULT_PAYLOAD_MAX_BYTES } from '../validation/validate-job';
+import { JobStorage } from './job-storage';
 import { MssqlJobStorage } from './mssql/mssql-job-storage';
 import { PostgresJobStorage } from './postgres/postgres-job-storage';
-import { DEFAULT_PAYLOAD_MAX_BYTES } from './shared/validate-job';
-import { DEFAULT_TRANSIENT_RETRY } from './shared/transient-retry';
 import { SqliteJobStorage } from './sqlite/sqlite-job-storage';
-import { SqlStorageConfig, StorageOptions } from './storage-options';
-
-/** Default schema of the server dialects. */
-export const DEFAULT_SCHEMA = 'chokaq';
-/** Default table prefix on SQLite. */
-export const DEFAULT_SQLITE_PREFIX = 'chokaq_';
-/** Default SQLite file. */
-export const DEFAULT_SQLITE_FILE = 'chokaq.db';
-/**
- * Default `requestTimeout` of the SQL Server DataSource ChokaQ opens: above the 60 s wait for the
- * schema bootstrap applock (`mssql.schema.ts`) plus the DDL itself; `mssql` defaults to 15 s.
- */
-export const DEFAULT_MSSQL_REQUEST_TIMEOUT_MS = 90_000;
-
-const SCHEMA_NAME = /^[A-Za-z_][A-Za-z0-9_]{0,62}$/;
+import { SqlStorageConfig } from './storage-config';
 
 /** The dialect behind a TypeORM `DataSource`, or undefined when ChokaQ does not speak it. */
 export function dialectOf(dataSource: DataSource): StorageDialect | undefined {
@@ -55,7 +51,7 @@ export function dataSourceOptionsFor(
         username: options.username,
         password: options.password,
         database: options.database,
-        poolSize: options.poolSize ?? 10,
+        poolSize: options.poolSize ?? STORAGE_DEFAULTS.poolSize,
         applicationName: 'chokaq',
       };
     case 'mssql':
@@ -67,7 +63,7 @@ export function dataSourceOptionsFor(
         username: options.username,
         password: options.password,
         database: options.database,
-        pool: { max: options.poolSize ?? 10 },
+        pool: { max: options.poolSize ?? STORAGE_DEFAULTS.poolSize },
         requestTimeout: options.requestTimeoutMs ?? DEFAULT_MSSQL_REQUEST_TIMEOUT_MS,
         options: { encrypt: true, ...(options.options ?? {}) },
       } as DataSourceOptions;
@@ -105,14 +101,19 @@ export async function createJobStorage(
     schema,
     payloadMaxBytes: options.payloadMaxBytes ?? DEFAULT_PAYLOAD_MAX_BYTES,
     transientRetry: { ...DEFAULT_TRANSIENT_RETRY, ...(options.transientRetry ?? {}) },
-    notify: ('notify' in options ? options.notify : undefined) ?? true,
+    notify: ('notify' in options ? options.notify : undefined) ?? STORAGE_DEFAULTS.notify,
     notifyReconnectMs:
-      ('notifyReconnectMs' in options ? options.notifyReconnectMs : undefined) ?? 1_000,
+      ('notifyReconnectMs' in options ? options.notifyReconnectMs : undefined) ??
+      STORAGE_DEFAULTS.notifyReconnectMs,
     preparedStatements:
-      ('preparedStatements' in options ? options.preparedStatements : undefined) ?? true,
-    busyTimeoutMs: ('busyTimeoutMs' in options ? options.busyTimeoutMs : undefined) ?? 50,
+      ('preparedStatements' in options ? options.preparedStatements : undefined) ??
+      STORAGE_DEFAULTS.preparedStatements,
+    busyTimeoutMs:
+      ('busyTimeoutMs' in options ? options.busyTimeoutMs : undefined) ??
+      STORAGE_DEFAULTS.busyTimeoutMs,
     dataVersionPollMs:
-      ('dataVersionPollMs' in options ? options.dataVersionPollMs : undefined) ?? 50,
+      ('dataVersionPollMs' in options ? options.dataVersionPollMs : undefined) ??
+      STORAGE_DEFAULTS.dataVersionPollMs,
   };
   if (!dataSource.isInitialized) await dataSource.initialize();
   const storage: JobStorage =

@@ -1,4 +1,42 @@
-import { FailureReason, JobStatus } from './job-status';
+import type {
+  ActiveFilter,
+  BulkPreview,
+  DlqErrorFamily,
+  DlqFilter,
+  HistoryFilter,
+  JobView,
+  Page,
+  PageQuery,
+  QueueHealth,
+  QueueStats,
+  SummaryStats,
+  ThroughputStats,
+} from '../interfaces/job-view.interface';
+import type {
+  CancelResult,
+  CompletedJob,
+  DlqMove,
+  EnqueueOptions,
+  EnqueueResult,
+  FetchRequest,
+  HotJob,
+  JobLease,
+  KeepAliveResult,
+  NewJob,
+  QueueInfo,
+  QueuePatch,
+  ResurrectEdits,
+  RetentionPolicy,
+  RetentionResult,
+  RunRef,
+  StorageDialect,
+  ZombieRescueResult,
+  ZombieRetryRule,
+} from '../interfaces/job.interface';
+import type {
+  RecurringJobDefinition,
+  RecurringJobRecord,
+} from '../interfaces/recurring-job.interface';
 
 /**
  * The storage contract of ChokaQ: every state change of a job is one of these operations, and
@@ -72,7 +110,7 @@ export interface JobStorage {
   /**
    * Validates every item first (one bad item fails the call with its index and inserts nothing),
    * then inserts in chunks, each one statement or transaction. Results are in input order.
-   * At most {@link MAX_ENQUEUE_MANY} items.
+   * At most `MAX_ENQUEUE_MANY` items.
    */
   enqueueMany(jobs: readonly NewJob[], options?: EnqueueOptions): Promise<EnqueueResult[]>;
 
@@ -244,430 +282,4 @@ export interface JobStorage {
     nextSlotUtc: Date,
     job: NewJob | null,
   ): Promise<EnqueueResult | null>;
-}
-
-/** The SQL dialects ChokaQ speaks. @publicApi */
-export type StorageDialect = 'sqlite' | 'postgres' | 'mssql';
-
-/** At most this many items per `enqueueMany` call. @publicApi */
-export const MAX_ENQUEUE_MANY = 10_000;
-
-/** At most this many rows per page of a read. @publicApi */
-export const MAX_PAGE_SIZE = 1_000;
-
-/** A job as a producer hands it over. Validated before anything is written (SPEC §6). @publicApi */
-export interface NewJob {
-  /** A UUIDv7 string; generated when absent. Reusing an id makes a retried insert idempotent. */
-  id?: string;
-  /** Queue name, 1–255 chars of `[A-Za-z0-9._:-]`. Default `default`. */
-  queue?: string;
-  /** Stable job type key, ≤ 255 chars. Default: the queue name. */
-  type?: string;
-  /** JSON-serialisable payload, at most `payload.maxBytes` UTF-8 bytes once serialised. */
-  payload?: unknown;
-  /** Higher runs first; an integer within ±1,000,000. Default 10. */
-  priority?: number;
-  /** Not eligible before now + `delayMs` (database clock). An integer from 0 to 10 years. */
-  delayMs?: number;
-  /** Not eligible before this instant. Exclusive with `delayMs`. */
-  runAt?: Date;
-  /** While a hot job holds this key, enqueueing it again returns that job's id. ≤ 255 chars. */
-  idempotencyKey?: string;
-  /** Up to 20 tags of 1–100 chars, without commas. */
-  tags?: readonly string[];
-  /** Who enqueued it, ≤ 100 chars. */
-  createdBy?: string;
-}
-
-/** Options of `enqueue`/`enqueueMany`. @publicApi */
-export interface EnqueueOptions {
-  /**
-   * Run inside the caller's open transaction (a TypeORM `QueryRunner` of the same `DataSource` that
-   * ChokaQ uses); the jobs then commit or roll back with the caller's data. A runner of another
-   * `DataSource` is rejected with `ChokaQTransactionError`.
-   */
-  transaction?: unknown;
-}
-
-/** What `enqueue` did. @publicApi */
-export interface EnqueueResult {
-  /** The job id: the new one, or that of the active job holding the same idempotency key. */
-  id: string;
-  /** False when an existing job (same id or same active idempotency key) was returned instead. */
-  created: boolean;
-}
-
-/** The ownership token of a hot row (SPEC §3 "Ownership is a fencing token"). @publicApi */
-export interface JobLease {
-  id: string;
-  workerId: string;
-  leaseId: string;
-}
-
-/** What a worker can run: queue-wide handlers and exact `(queue, type)` handlers. @publicApi */
-export interface HandledJobs {
-  /** Queues for which any type can run. */
-  queues: readonly string[];
-  /** Exact `(queue, type)` pairs, for queues without a queue-wide handler. */
-  types: ReadonlyArray<{ queue: string; type: string }>;
-}
-
-/** Arguments of `fetchNextBatch`. @publicApi */
-export interface FetchRequest {
-  workerId: string;
-  /** A fresh random UUID per claim call, shared by the rows it claims. */
-  leaseId: string;
-  /** At most this many rows; 0 claims nothing. */
-  limit: number;
-  handled: HandledJobs;
-  /**
-   * Start the first `start` claimed rows at once (claim order: priority desc, due, id): they come
-   * back Processing with `AttemptCount + 1`, `StartedAtUtc` and `HeartbeatUtc` set, exactly as
-   * `markAsProcessing` would leave them, so no second statement is needed before their handlers
-   * run. The rest come back Fetched. Default 0; at most `limit`. The caller must have a free
-   * concurrency slot for each started row: nothing guards a started row from going stale.
-   */
-  start?: number;
-  /**
-   * Queues the caller believes have a `MaxWorkers` budget (from a recent `getQueues`). When it is
-   * given and no handled queue is in it, a dialect may claim without serialising on budgets (on
-   * PostgreSQL: one autocommit statement instead of a transaction with a lock step); such a claim
-   * skips every queue that has a budget at that moment, so a stale hint only delays a newly
-   * budgeted queue until the caller's next refresh, and never overspends a budget.
-   */
-  budgetedQueues?: readonly string[];
-}
-
-/** A claimed or active row of the hot table. @publicApi */
-export interface HotJob {
-  id: string;
-  queue: string;
-  type: string;
-  /** The parsed payload. */
-  payload: unknown;
-  tags: string[];
-  idempotencyKey: string | null;
-  priority: number;
-  status: JobStatus.Pending | JobStatus.Fetched | JobStatus.Processing;
-  attemptCount: number;
-  workerId: string | null;
-  leaseId: string | null;
-  heartbeatUtc: Date | null;
-  scheduledAtUtc: Date | null;
-  createdAtUtc: Date;
-  enqueuedAtUtc: Date;
-  startedAtUtc: Date | null;
-  lastUpdatedUtc: Date;
-  createdBy: string | null;
-  lastModifiedBy: string | null;
-  lastError: string | null;
-  cancelRequestedUtc: Date | null;
-  progress: number | null;
-}
-
-/** Result of `keepAlive`. @publicApi */
-export interface KeepAliveResult {
-  /** Rows whose heartbeat or `LastUpdatedUtc` was refreshed. */
-  touched: number;
-  /** Ids among the leases whose cancellation was requested. */
-  cancelRequested: string[];
-}
-
-/** An owned job that finished successfully. @publicApi */
-export interface CompletedJob extends JobLease {
-  durationMs: number;
-}
-
-/**
- * One run of a job: its id and the lease it was claimed under. A job id alone does not name a run,
- * since the same process may hold a stale run and a newer run of one job at once. @publicApi
- */
-export type RunRef = Pick<JobLease, 'id' | 'leaseId'>;
-
-/** How a job lands in the DLQ. @publicApi */
-export interface DlqMove {
-  reason: FailureReason;
-  /** Error text (sanitised and truncated before it is stored). */
-  error: string;
-  /** Who moved it (admin paths). */
-  actor?: string;
-  /** Run duration for the metric bucket, when the job ran. */
-  durationMs?: number;
-}
-
-/** Result of `cancel`. @publicApi */
-export interface CancelResult {
-  /** Pending or Fetched jobs moved to DLQ as Cancelled. */
-  cancelled: string[];
-  /** Processing jobs whose owner was asked to abort. */
-  cancelRequested: string[];
-}
-
-/** Edits applied by `resurrect`. @publicApi */
-export interface ResurrectEdits {
-  payload?: unknown;
-  tags?: readonly string[];
-  priority?: number;
-}
-
-/** Result of `archiveZombies`. @publicApi */
-export interface ZombieRescueResult {
-  /** Moved to DLQ as Zombie. */
-  dlq: string[];
-  /** Returned to Pending (queues with `RetryZombies`, or a handler rule that opts in). */
-  retried: string[];
-}
-
-/**
- * One handler's `retryZombies` choice, as `archiveZombies` applies it. A zombie's `(queue, type)`
- * resolves like a claim does: the rule with its exact type wins, else the queue's rule without a
- * type (a queue-wide handler), else none. The rescuer passes the rules of the handlers it hosts, so
- * an opt-in is only known where that handler is registered. @publicApi
- */
-export interface ZombieRetryRule {
-  queue: string;
-  /** The handler's type; undefined for a queue-wide handler. */
-  type?: string;
-  /** True: the zombie returns to Pending keeping its attempt; false: it goes to the DLQ. */
-  retry: boolean;
-}
-
-/** A `Queues` row. @publicApi */
-export interface QueueInfo {
-  name: string;
-  isPaused: boolean;
-  isActive: boolean;
-  maxWorkers: number | null;
-  zombieTimeoutSeconds: number | null;
-  executionTimeoutMs: number | null;
-  retryZombies: boolean;
-  lastUpdatedUtc: Date;
-}
-
-/** Queue controls to change; `undefined` leaves a field as it is, `null` clears a nullable one. @publicApi */
-export interface QueuePatch {
-  isPaused?: boolean;
-  isActive?: boolean;
-  maxWorkers?: number | null;
-  zombieTimeoutSeconds?: number | null;
-  executionTimeoutMs?: number | null;
-  retryZombies?: boolean;
-}
-
-/** Retention windows in milliseconds; `batchSize` rows per delete transaction. @publicApi */
-export interface RetentionPolicy {
-  archiveMs: number;
-  dlqMs: number;
-  metricsMs: number;
-  batchSize?: number;
-}
-
-/** Rows removed by `applyRetention`. @publicApi */
-export interface RetentionResult {
-  archive: number;
-  dlq: number;
-  metricBuckets: number;
-}
-
-/** Where a job is. @publicApi */
-export type Pillar = 'hot' | 'archive' | 'dlq';
-
-/** A job in any pillar. Fields that do not apply to a pillar are null. @publicApi */
-export interface JobView {
-  pillar: Pillar;
-  id: string;
-  queue: string;
-  type: string;
-  payload: unknown;
-  tags: string[];
-  idempotencyKey: string | null;
-  priority: number;
-  status: JobStatus;
-  attemptCount: number;
-  workerId: string | null;
-  leaseId: string | null;
-  heartbeatUtc: Date | null;
-  scheduledAtUtc: Date | null;
-  createdAtUtc: Date;
-  enqueuedAtUtc: Date;
-  startedAtUtc: Date | null;
-  lastUpdatedUtc: Date | null;
-  createdBy: string | null;
-  lastModifiedBy: string | null;
-  lastError: string | null;
-  cancelRequestedUtc: Date | null;
-  progress: number | null;
-  /** Archive only. */
-  finishedAtUtc: Date | null;
-  /** Archive only. */
-  durationMs: number | null;
-  /** DLQ only. */
-  failureReason: FailureReason | null;
-  /** DLQ only. */
-  errorDetails: string | null;
-  /** DLQ only. */
-  failedAtUtc: Date | null;
-}
-
-/** Filter of hot-table lists. @publicApi */
-export interface ActiveFilter {
-  queue?: string;
-  type?: string;
-  status?: JobStatus.Pending | JobStatus.Fetched | JobStatus.Processing;
-  /** Exact tag match. */
-  tag?: string;
-  /** Substring of id, type or payload; `%`, `_` and `[` are matched literally. */
-  search?: string;
-}
-
-/** Filter of archive pages. @publicApi */
-export interface HistoryFilter {
-  queue?: string;
-  type?: string;
-  tag?: string;
-  search?: string;
-  /** Finished (archive) or failed (DLQ) at or after this instant. */
-  from?: Date;
-  /** Finished (archive) or failed (DLQ) before this instant. */
-  to?: Date;
-}
-
-/** Filter of DLQ pages and bulk DLQ actions. @publicApi */
-export interface DlqFilter extends HistoryFilter {
-  reason?: FailureReason;
-  /** Explicit ids (bulk actions on a selection). */
-  ids?: readonly string[];
-}
-
-/** Sort keys a page may be ordered by (whitelisted; an id tie-breaker is always added). @publicApi */
-export type SortKey =
-  | 'createdAt'
-  | 'enqueuedAt'
-  | 'scheduledAt'
-  | 'finishedAt'
-  | 'failedAt'
-  | 'priority'
-  | 'queue'
-  | 'type'
-  | 'attempts'
-  | 'duration';
-
-/** A page request. `page` is 1-based; `pageSize` 1–1,000 (default 50). @publicApi */
-export interface PageQuery<F> {
-  filter?: F;
-  page?: number;
-  pageSize?: number;
-  sortBy?: SortKey;
-  sortDir?: 'asc' | 'desc';
-}
-
-/** A page of results with the total matching count. @publicApi */
-export interface Page<T> {
-  items: T[];
-  total: number;
-  page: number;
-  pageSize: number;
-}
-
-/** Lifetime counters (never decremented) and current row counts. @publicApi */
-export interface SummaryStats {
-  succeededTotal: number;
-  failedTotal: number;
-  cancelledTotal: number;
-  retriedTotal: number;
-  resurrectedTotal: number;
-  pending: number;
-  fetched: number;
-  processing: number;
-  /**
-   * Rows in the archive. On SQL Server an estimate: the row count the server keeps for the table
-   * (`sys.partitions`), which equals the count on a quiet table, instead of a scan on every read.
-   */
-  archived: number;
-  /** Rows in the DLQ; on SQL Server an estimate, as {@link SummaryStats.archived}. */
-  dlq: number;
-}
-
-/** Per-queue counters, counts and controls. @publicApi */
-export interface QueueStats {
-  queue: string;
-  pending: number;
-  fetched: number;
-  processing: number;
-  archived: number;
-  dlq: number;
-  succeededTotal: number;
-  failedTotal: number;
-  cancelledTotal: number;
-  retriedTotal: number;
-  resurrectedTotal: number;
-  lastActivityUtc: Date | null;
-  isPaused: boolean;
-  isActive: boolean;
-  maxWorkers: number | null;
-}
-
-/** Lag and saturation of one queue. @publicApi */
-export interface QueueHealth {
-  queue: string;
-  /** Pending rows that are due now. */
-  duePending: number;
-  /** Average wait of due pending rows, from `ScheduledAtUtc` or `EnqueuedAtUtc`, in ms. */
-  avgLagMs: number;
-  /** Longest wait of a due pending row, in ms. */
-  maxLagMs: number;
-  /** Fetched + Processing rows. */
-  active: number;
-  maxWorkers: number | null;
-  /** active / maxWorkers, or null when unlimited. */
-  saturation: number | null;
-}
-
-/** Completion rates from metric buckets. @publicApi */
-export interface ThroughputStats {
-  /** Completions (succeeded + failed + cancelled) per second over the last minute. */
-  perSecond1m: number;
-  /** … over the last five minutes. */
-  perSecond5m: number;
-  succeeded1m: number;
-  failed1m: number;
-  succeeded5m: number;
-  failed5m: number;
-}
-
-/** One error family of the DLQ. @publicApi */
-export interface DlqErrorFamily {
-  /** The first line of the error text (at most 200 chars). */
-  error: string;
-  count: number;
-  lastFailedAtUtc: Date;
-}
-
-/** What a bulk action would touch. @publicApi */
-export interface BulkPreview {
-  matched: number;
-  willAffect: number;
-  sampleIds: string[];
-}
-
-/** How missed slots are treated: `skip` runs the latest missed slot once, `none` runs none. @publicApi */
-export type MisfirePolicy = 'skip' | 'none';
-
-/** A recurring job definition as stored. @publicApi */
-export interface RecurringJobDefinition {
-  name: string;
-  cron: string;
-  timeZone: string;
-  queue: string;
-  type: string;
-  payload: unknown;
-  misfirePolicy: MisfirePolicy;
-  /** The first slot to enqueue (computed by the caller from the cron expression). */
-  nextSlotUtc: Date;
-}
-
-/** A `RecurringJobs` row. @publicApi */
-export interface RecurringJobRecord extends RecurringJobDefinition {
-  lastSlotUtc: Date | null;
-  isPaused: boolean;
 }

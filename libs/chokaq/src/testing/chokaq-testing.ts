@@ -1,7 +1,7 @@
 import { INestApplicationContext } from '@nestjs/common';
-import { RUN_DUE_JOBS_RULES, optionIssues } from '../config/option-rules';
 import { ChokaQValidationError } from '../errors';
-import { JobOutcome } from '../runtime/chokaq-worker';
+import { JobOutcome } from '../interfaces/job-outcome.interface';
+import { RUN_DUE_JOBS_RULES, optionIssues } from '../validation/option-rules';
 import { WorkerRegistry } from '../worker.registry';
 
 /** Options of {@link ChokaQTesting.runDueJobs}. @publicApi */

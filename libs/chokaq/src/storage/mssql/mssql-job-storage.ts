@@ -1,5 +1,6 @@
 import { Logger } from '@nestjs/common';
 import type { DataSource, QueryRunner } from 'typeorm';
+import { sanitizeErrorText } from '../../common/error-text';
 import {
   ChokaQCompatibilityLevelError,
   ChokaQTransactionError,
@@ -7,56 +8,44 @@ import {
 } from '../../errors';
 import {
   BulkPreview,
-  CancelResult,
-  CompletedJob,
-  RunRef,
   DlqErrorFamily,
   DlqFilter,
-  DlqMove,
-  EnqueueOptions,
-  EnqueueResult,
-  FetchRequest,
   HistoryFilter,
-  HotJob,
-  JobLease,
-  JobStorage,
   JobView,
-  KeepAliveResult,
-  MAX_ENQUEUE_MANY,
-  NewJob,
   Page,
   PageQuery,
   Pillar,
   QueueHealth,
+  QueueStats,
+  SummaryStats,
+  ThroughputStats,
+  ActiveFilter,
+} from '../../interfaces/job-view.interface';
+import {
+  CancelResult,
+  CompletedJob,
+  RunRef,
+  DlqMove,
+  EnqueueOptions,
+  EnqueueResult,
+  FetchRequest,
+  HotJob,
+  JobLease,
+  KeepAliveResult,
+  NewJob,
   QueueInfo,
   QueuePatch,
-  QueueStats,
-  RecurringJobDefinition,
-  RecurringJobRecord,
   ResurrectEdits,
   RetentionPolicy,
   RetentionResult,
-  SummaryStats,
-  ThroughputStats,
   ZombieRescueResult,
   ZombieRetryRule,
-  ActiveFilter,
-} from '../job-storage';
-import { assertDlqFilter, normalizePage } from '../shared/page';
-import { mapHotRow, mapJobView, mapQueueRow, toDate } from '../shared/row-mapper';
-import { sanitizeErrorText } from '../shared/text';
-import { assertDataSourceOpen, queryRunnerDataSource } from '../shared/data-source';
-import { withTransientRetry } from '../shared/transient-retry';
+} from '../../interfaces/job.interface';
 import {
-  ValidatedJob,
-  assertIds,
-  assertNonNegativeInt,
-  assertProgress,
-  assertQueueName,
-  validateEdits,
-  validateNewJob,
-  validateNewJobs,
-} from '../shared/validate-job';
+  RecurringJobDefinition,
+  RecurringJobRecord,
+} from '../../interfaces/recurring-job.interface';
+import { MAX_ENQUEUE_MANY, PREVIEW_SAMPLE } from '../../validation/limits';
 import {
   assertActor,
   assertDate,
@@ -72,11 +61,26 @@ import {
   isLeaseTarget,
   assertBulkMax,
   assertCompletedJobs,
-  PREVIEW_SAMPLE,
-} from '../shared/validate-args';
-import { SqlStorageConfig } from '../storage-options';
-import { MssqlStatement } from './mssql-params';
+} from '../../validation/validate-args';
+import { assertDlqFilter } from '../../validation/validate-filter';
+import {
+  ValidatedJob,
+  assertIds,
+  assertNonNegativeInt,
+  assertProgress,
+  assertQueueName,
+  validateEdits,
+  validateNewJob,
+  validateNewJobs,
+} from '../../validation/validate-job';
+import { JobStorage } from '../job-storage';
+import { assertDataSourceOpen, queryRunnerDataSource } from '../shared/data-source';
+import { normalizePage } from '../shared/page';
+import { mapHotRow, mapJobView, mapQueueRow, toDate } from '../shared/row-mapper';
+import { withTransientRetry } from '../shared/transient-retry';
+import { SqlStorageConfig } from '../storage-config';
 import { isDuplicateKeyError, isTransientMssqlError } from './mssql-errors';
+import { MssqlStatement } from './mssql-params';
 import * as SQL from './mssql.sql';
 
 type Row = Record<string, unknown>;

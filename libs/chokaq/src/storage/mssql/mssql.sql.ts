@@ -35,10 +35,11 @@
  *
  * Requires SQL Server 2016+ / Azure SQL with compatibility level ≥ 130 (OPENJSON, DATEDIFF_BIG).
  */
-import { FailureReason } from '../job-status';
-import { ActiveFilter, DlqFilter, HistoryFilter, QueuePatch } from '../job-storage';
-import { escapeLike } from '../shared/text';
-import type { CheckedRecurringDefinition } from '../shared/validate-args';
+import { FailureReason } from '../../interfaces/job-status.enum';
+import { ActiveFilter, DlqFilter, HistoryFilter } from '../../interfaces/job-view.interface';
+import { QueuePatch } from '../../interfaces/job.interface';
+import type { CheckedRecurringDefinition } from '../../validation/validate-args';
+import { escapeLike } from '../shared/escape-like';
 import { MssqlBatchOptions, MssqlStatement, ParamList } from './mssql-params';
 import {
   ARCHIVE_COLUMNS,

@@ -1,7 +1,7 @@
 import type { LoggerService } from '@nestjs/common';
 import type { Client, Notification } from 'pg';
-import { jittered } from '../../runtime/backoff';
-import { toError } from '../shared/text';
+import { toError } from '../../common/error-text';
+import { jittered } from '../../common/jitter';
 
 /** Longest wait between two reconnect attempts, in ms. */
 const MAX_RECONNECT_MS = 30_000;

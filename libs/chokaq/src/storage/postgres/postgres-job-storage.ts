@@ -1,59 +1,49 @@
 import { Logger } from '@nestjs/common';
 import type { Client, Pool } from 'pg';
 import type { DataSource, QueryRunner } from 'typeorm';
+import { sanitizeErrorText } from '../../common/error-text';
+import { isUuid } from '../../common/uuid';
 import { ChokaQTransactionError } from '../../errors';
-import { dlqStatusFor, FailureReason, Outcome } from '../job-status';
+import { FailureReason } from '../../interfaces/job-status.enum';
 import {
   ActiveFilter,
   BulkPreview,
+  DlqErrorFamily,
+  DlqFilter,
+  HistoryFilter,
+  JobView,
+  Page,
+  PageQuery,
+  QueueHealth,
+  QueueStats,
+  SummaryStats,
+  ThroughputStats,
+} from '../../interfaces/job-view.interface';
+import {
   CancelResult,
   CompletedJob,
   RunRef,
-  DlqErrorFamily,
-  DlqFilter,
   DlqMove,
   EnqueueOptions,
   EnqueueResult,
   FetchRequest,
-  HistoryFilter,
   HotJob,
   JobLease,
-  JobStorage,
-  JobView,
   KeepAliveResult,
   NewJob,
-  Page,
-  PageQuery,
-  QueueHealth,
   QueueInfo,
   QueuePatch,
-  QueueStats,
-  RecurringJobDefinition,
-  RecurringJobRecord,
   ResurrectEdits,
   RetentionPolicy,
   RetentionResult,
-  SummaryStats,
-  ThroughputStats,
   ZombieRescueResult,
   ZombieRetryRule,
-} from '../job-storage';
-import { assertDlqFilter, normalizePage } from '../shared/page';
-import { mapHotRow, mapJobView, mapQueueRow, toDate } from '../shared/row-mapper';
-import { assertDataSourceOpen, queryRunnerDataSource } from '../shared/data-source';
-import { sanitizeErrorText } from '../shared/text';
-import { withTransientRetry } from '../shared/transient-retry';
+} from '../../interfaces/job.interface';
 import {
-  assertIds,
-  assertNonNegativeInt,
-  assertProgress,
-  assertQueueName,
-  LIMITS,
-  validateEdits,
-  validateNewJob,
-  validateNewJobs,
-  ValidatedJob,
-} from '../shared/validate-job';
+  RecurringJobDefinition,
+  RecurringJobRecord,
+} from '../../interfaces/recurring-job.interface';
+import { LIMITS, PREVIEW_SAMPLE } from '../../validation/limits';
 import {
   assertActor,
   assertDate,
@@ -69,18 +59,33 @@ import {
   isLeaseTarget,
   assertBulkMax,
   assertCompletedJobs,
-  PREVIEW_SAMPLE,
-} from '../shared/validate-args';
-import { SqlStorageConfig } from '../storage-options';
+} from '../../validation/validate-args';
+import { assertDlqFilter } from '../../validation/validate-filter';
+import {
+  assertIds,
+  assertNonNegativeInt,
+  assertProgress,
+  assertQueueName,
+  validateEdits,
+  validateNewJob,
+  validateNewJobs,
+  ValidatedJob,
+} from '../../validation/validate-job';
+import { JobStorage } from '../job-storage';
+import { assertDataSourceOpen, queryRunnerDataSource } from '../shared/data-source';
+import { dlqStatusFor, Outcome } from '../shared/outcome';
+import { normalizePage } from '../shared/page';
+import { mapHotRow, mapJobView, mapQueueRow, toDate } from '../shared/row-mapper';
+import { withTransientRetry } from '../shared/transient-retry';
+import { SqlStorageConfig } from '../storage-config';
+import { PgListener } from './pg-listener';
 import {
   bootstrapStatements,
   POSTGRES_MIGRATIONS,
   POSTGRES_SCHEMA_VERSION,
 } from './postgres.schema';
-import { isUuid } from '../shared/uuid';
-import { PgListener } from './pg-listener';
-import { isStalePlanError, PreparedStatements } from './prepared-statements';
 import * as SQL from './postgres.sql';
+import { isStalePlanError, PreparedStatements } from './prepared-statements';
 
 type Row = Record<string, unknown>;
 

@@ -19,9 +19,9 @@
  * @see https://www.postgresql.org/docs/15/transaction-iso.html#XACT-READ-COMMITTED
  */
 import { createHash } from 'node:crypto';
-import { DlqFilter, HistoryFilter, ActiveFilter } from '../job-storage';
-import { escapeLike } from '../shared/text';
+import { DlqFilter, HistoryFilter, ActiveFilter } from '../../interfaces/job-view.interface';
 import { hotColumnsExcept } from '../shared/columns';
+import { escapeLike } from '../shared/escape-like';
 
 /** Quotes a schema name that already matched `^[A-Za-z_][A-Za-z0-9_]{0,62}$`. */
 export function quoteSchema(schema: string): string {

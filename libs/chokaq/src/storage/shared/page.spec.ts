@@ -1,6 +1,7 @@
-import { FailureReason } from '../job-status';
 import { issuePaths } from '../../../../../test/support/validation-issues';
-import { assertDlqFilter, normalizePage } from './page';
+import { FailureReason } from '../../interfaces/job-status.enum';
+import { assertDlqFilter } from '../../validation/validate-filter';
+import { normalizePage } from './page';
 
 const CODES = Object.values(FailureReason).filter((v): v is number => typeof v === 'number');
 

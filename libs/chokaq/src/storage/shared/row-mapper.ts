@@ -1,6 +1,7 @@
-import { FailureReason, JobStatus } from '../job-status';
-import { HotJob, JobView, Pillar, QueueInfo } from '../job-storage';
-import { decodeTags } from './tags';
+import { decodeTags } from '../../common/tags';
+import { FailureReason, JobStatus } from '../../interfaces/job-status.enum';
+import { JobView, Pillar } from '../../interfaces/job-view.interface';
+import { HotJob, QueueInfo } from '../../interfaces/job.interface';
 
 /**
  * Rows come back as `scheduled_at_utc` (PostgreSQL, SQLite) or `ScheduledAtUtc` (SQL Server).

@@ -1,6 +1,6 @@
+import { DEFAULT_TRANSIENT_RETRY } from '../../config/storage-defaults';
 import { ChokaQStorageUnavailableError } from '../../errors';
 import {
-  DEFAULT_TRANSIENT_RETRY,
   transientRetryBudgetMs,
   transientRetryDelayMs,
   withTransientRetry,

@@ -1,31 +1,6 @@
+import { DEFAULT_TRANSIENT_RETRY } from '../../config/storage-defaults';
 import { ChokaQStorageUnavailableError } from '../../errors';
-
-/**
- * Bounds of the transient-error retry every storage call goes through. The wait before retry `n`
- * (from 1) is random in `[c / 2, c]` with `c = min(maxDelayMs, baseDelayMs × 2^(n−1))`, so a call
- * that keeps failing gives up after at least the sum of the halves and at most the sum of the
- * ceilings ({@link transientRetryBudgetMs}), plus the time the attempts themselves take.
- */
-export interface TransientRetryOptions {
-  /** Attempts including the first. Default 8. */
-  maxAttempts?: number;
-  /** Ceiling of the first wait (it is at least half of it). Default 50 ms. */
-  baseDelayMs?: number;
-  /** Largest ceiling of any wait. Default 2,000 ms. */
-  maxDelayMs?: number;
-}
-
-/**
- * Default transient retry bounds: 8 attempts, the 7 waits between them at least 2,575 ms and at
- * most 5,150 ms in all, before `ChokaQStorageUnavailableError`. Chosen so that a lock or failover
- * of about 2.5 s (a SQLite file held by another process, a PostgreSQL primary restarting) is
- * ridden out without the caller seeing an error, while a dead database is reported within seconds.
- */
-export const DEFAULT_TRANSIENT_RETRY: Required<TransientRetryOptions> = {
-  maxAttempts: 8,
-  baseDelayMs: 50,
-  maxDelayMs: 2_000,
-};
+import type { TransientRetryOptions } from '../../interfaces/storage-options.interface';
 
 /**
  * The wait before retry `retry` (1 = after the first failed attempt): uniformly random in

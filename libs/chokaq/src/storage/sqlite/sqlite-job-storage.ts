@@ -1,61 +1,50 @@
 import { Logger } from '@nestjs/common';
 import type BetterSqlite3 from 'better-sqlite3';
 import type { QueryRunner } from 'typeorm';
+import { sanitizeErrorText, toError } from '../../common/error-text';
 import { ChokaQError, ChokaQStorageUnavailableError, ChokaQTransactionError } from '../../errors';
-import { FailureReason, Outcome, dlqStatusFor } from '../job-status';
+import { FailureReason } from '../../interfaces/job-status.enum';
 import {
   ActiveFilter,
   BulkPreview,
-  CancelResult,
-  CompletedJob,
-  RunRef,
   DlqErrorFamily,
   DlqFilter,
-  DlqMove,
-  EnqueueOptions,
-  EnqueueResult,
-  FetchRequest,
   HistoryFilter,
-  HotJob,
-  JobLease,
-  JobStorage,
   JobView,
-  KeepAliveResult,
-  MAX_ENQUEUE_MANY,
-  NewJob,
   Page,
   PageQuery,
   Pillar,
   QueueHealth,
+  QueueStats,
+  SummaryStats,
+  ThroughputStats,
+} from '../../interfaces/job-view.interface';
+import {
+  CancelResult,
+  CompletedJob,
+  RunRef,
+  DlqMove,
+  EnqueueOptions,
+  EnqueueResult,
+  FetchRequest,
+  HotJob,
+  JobLease,
+  KeepAliveResult,
+  NewJob,
   QueueInfo,
   QueuePatch,
-  QueueStats,
-  RecurringJobDefinition,
-  RecurringJobRecord,
   ResurrectEdits,
   RetentionPolicy,
   RetentionResult,
-  SummaryStats,
-  ThroughputStats,
   ZombieRescueResult,
   ZombieRetryRule,
-} from '../job-storage';
-import { NormalizedPage, assertDlqFilter, normalizePage } from '../shared/page';
-import { mapHotRow, mapJobView, mapQueueRow, toDate } from '../shared/row-mapper';
-import { assertDataSourceOpen, queryRunnerDataSource } from '../shared/data-source';
-import { sanitizeErrorText, toError } from '../shared/text';
-import { TransientRetryOptions, withTransientRetry } from '../shared/transient-retry';
+} from '../../interfaces/job.interface';
 import {
-  LIMITS,
-  ValidatedJob,
-  assertIds,
-  assertProgress,
-  assertNonNegativeInt,
-  assertQueueName,
-  validateEdits,
-  validateNewJob,
-  validateNewJobs,
-} from '../shared/validate-job';
+  RecurringJobDefinition,
+  RecurringJobRecord,
+} from '../../interfaces/recurring-job.interface';
+import { TransientRetryOptions } from '../../interfaces/storage-options.interface';
+import { MAX_ENQUEUE_MANY, LIMITS, MAX_BULK, PREVIEW_SAMPLE } from '../../validation/limits';
 import {
   assertActor,
   assertDate,
@@ -69,10 +58,25 @@ import {
   assertWorkerId,
   isLeaseTarget,
   assertCompletedJobs,
-  MAX_BULK,
-  PREVIEW_SAMPLE,
-} from '../shared/validate-args';
-import { SqlStorageConfig } from '../storage-options';
+} from '../../validation/validate-args';
+import { assertDlqFilter } from '../../validation/validate-filter';
+import {
+  ValidatedJob,
+  assertIds,
+  assertProgress,
+  assertNonNegativeInt,
+  assertQueueName,
+  validateEdits,
+  validateNewJob,
+  validateNewJobs,
+} from '../../validation/validate-job';
+import { JobStorage } from '../job-storage';
+import { assertDataSourceOpen, queryRunnerDataSource } from '../shared/data-source';
+import { Outcome, dlqStatusFor } from '../shared/outcome';
+import { NormalizedPage, normalizePage } from '../shared/page';
+import { mapHotRow, mapJobView, mapQueueRow, toDate } from '../shared/row-mapper';
+import { withTransientRetry } from '../shared/transient-retry';
+import { SqlStorageConfig } from '../storage-config';
 import { SqliteConnectionInUseError, isSqliteTransient } from './sqlite-errors';
 import { SqliteMutex, yieldToEventLoop } from './sqlite-mutex';
 import { SQLITE_MIGRATIONS, schemaMigrationsDdl } from './sqlite.schema';

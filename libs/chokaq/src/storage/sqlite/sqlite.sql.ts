@@ -1,6 +1,6 @@
-import { ActiveFilter, DlqFilter, HistoryFilter } from '../job-storage';
-import { escapeLike } from '../shared/text';
+import { ActiveFilter, DlqFilter, HistoryFilter } from '../../interfaces/job-view.interface';
 import { HOT_COLUMNS, hotColumnsExcept } from '../shared/columns';
+import { escapeLike } from '../shared/escape-like';
 
 /**
  * All SQL text of the SQLite dialect, one named statement per operation, built once per table prefix

@@ -1,26 +1,8 @@
-import { ChokaQValidationError, ValidationIssue } from '../../errors';
-import { MAX_ENQUEUE_MANY, NewJob, ResurrectEdits } from '../job-storage';
-import { encodeTags } from './tags';
-import { isUuid, uuidv7 } from './uuid';
-
-/** Input limits of SPEC §6. */
-export const LIMITS = {
-  queueName: 255,
-  type: 255,
-  tag: 100,
-  tags: 20,
-  idempotencyKey: 255,
-  createdBy: 100,
-  priority: 1_000_000,
-  maxDelayMs: 10 * 365 * 24 * 3_600_000,
-  /** `runAt` must be before 9000-01-01T00:00:00Z. */
-  maxRunAt: Date.UTC(9000, 0, 1),
-  /**
-   * …and not before 0001-01-01T00:00:00Z: every dialect can store that (SQL Server `datetime2`
-   * starts there; PostgreSQL rejects instants before 4714 BC with a raw "timestamp out of range").
-   */
-  minRunAt: Date.parse('0001-01-01T00:00:00Z'),
-} as const;
+import { encodeTags } from '../common/tags';
+import { isUuid, uuidv7 } from '../common/uuid';
+import { ChokaQValidationError, ValidationIssue } from '../errors';
+import { NewJob, ResurrectEdits } from '../interfaces/job.interface';
+import { LIMITS, MAX_ENQUEUE_MANY } from './limits';
 
 /** Default `payload.maxBytes`: 1,000,000 UTF-8 bytes of serialised JSON. */
 export const DEFAULT_PAYLOAD_MAX_BYTES = 1_000_000;

@@ -1,20 +1,29 @@
-import { ChokaQValidationError, ValidationIssue } from '../../errors';
-import { FailureReason } from '../job-status';
+import { sanitizeErrorText } from '../common/error-text';
+import { isUuid } from '../common/uuid';
+import { ChokaQValidationError, ValidationIssue } from '../errors';
+import { FailureReason } from '../interfaces/job-status.enum';
 import {
   CompletedJob,
   DlqMove,
   FetchRequest,
   JobLease,
-  MAX_ENQUEUE_MANY,
   QueuePatch,
-  RecurringJobDefinition,
   ZombieRetryRule,
-} from '../job-storage';
-import { MAX_TIMER_MS } from '../../config/option-rules';
-import { sanitizeErrorText } from './text';
-import { isUuid } from './uuid';
+} from '../interfaces/job.interface';
+import { RecurringJobDefinition } from '../interfaces/recurring-job.interface';
+import {
+  LIMITS,
+  MAX_BULK,
+  MAX_CLAIM,
+  MAX_ENQUEUE_MANY,
+  MAX_RECURRING_TEXT,
+  MAX_TIME_ZONE,
+  MAX_WORKER_ID,
+  MAX_ZOMBIE_RETRY_RULES,
+  QUEUE_RANGES,
+} from './limits';
 import { scheduleIssues } from './validate-cron';
-import { LIMITS, validateNewJob } from './validate-job';
+import { validateNewJob } from './validate-job';
 
 /**
  * Validation of the storage operations' own arguments (leases, actors, queue controls, recurring
@@ -24,11 +33,6 @@ import { LIMITS, validateNewJob } from './validate-job';
 
 /** Lease ids are UUIDs in practice; the columns are `varchar(36)`, so only that alphabet fits. */
 const LEASE_ID = /^[A-Za-z0-9-]{1,36}$/;
-/** Longest worker id (`hostname:pid:random`); the columns are 255 characters wide. */
-const MAX_WORKER_ID = 255;
-/** Longest recurring-job name and cron expression; time zones are at most 100 characters. */
-const MAX_RECURRING_TEXT = 255;
-const MAX_TIME_ZONE = 100;
 
 function fail(issues: ValidationIssue[]): void {
   if (issues.length > 0) throw new ChokaQValidationError(issues);
@@ -163,14 +167,6 @@ export function assertDate(value: unknown, path: string): Date {
   return value as Date;
 }
 
-/** Ranges of the numeric queue controls (null clears one). */
-const QUEUE_RANGES = {
-  maxWorkers: [0, 1_000_000],
-  zombieTimeoutSeconds: [1, 10 * 365 * 24 * 3_600],
-  // A timer: Node fires a longer one after 1 ms.
-  executionTimeoutMs: [1, MAX_TIMER_MS],
-} as const;
-
 /** Validates queue controls, every bad field reported; returns only the known fields. */
 export function assertQueuePatch(patch: QueuePatch): QueuePatch {
   if (patch === null || typeof patch !== 'object') {
@@ -205,9 +201,6 @@ export function assertQueuePatch(patch: QueuePatch): QueuePatch {
     retryZombies: patch.retryZombies,
   };
 }
-
-/** Most `retryRules` one `archiveZombies` call may pass: one per handler of a process, with room. */
-export const MAX_ZOMBIE_RETRY_RULES = 10_000;
 
 /** A validated {@link ZombieRetryRule}: `type` null for a queue-wide handler. */
 export interface CheckedZombieRetryRule {
@@ -346,9 +339,6 @@ export function chunk<T>(items: readonly T[], size: number): T[][] {
   return out;
 }
 
-/** Most rows one claim may take. */
-export const MAX_CLAIM = MAX_ENQUEUE_MANY;
-
 /** Validates a claim request: worker and lease ids as in a lease, a limit, the handled lists. */
 export function assertFetchRequest(request: FetchRequest): FetchRequest & { start: number } {
   if (request === null || typeof request !== 'object') {
@@ -438,12 +428,6 @@ export function assertCompletedJobs(items: readonly CompletedJob[]): CompletedJo
   fail(issues);
   return leases.map((l) => ({ ...l, durationMs: Math.round(l.durationMs) }));
 }
-
-/** Most rows one bulk DLQ action (resurrect, purge, preview by filter) may touch. */
-export const MAX_BULK = 100_000;
-
-/** Ids a bulk preview returns as a sample. */
-export const PREVIEW_SAMPLE = 20;
 
 /** The `max` of a bulk DLQ action: an integer from 0 to {@link MAX_BULK}. */
 export function assertBulkMax(max: unknown, path = 'max'): number {

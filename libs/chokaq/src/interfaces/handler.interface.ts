@@ -1,5 +1,5 @@
-import type { HandledJobs, ZombieRetryRule } from '../storage/job-storage';
-import type { JobContext } from '../runtime/job-context';
+import type { JobContext } from './job-context.interface';
+import type { HandledJobs, ZombieRetryRule } from './job.interface';
 
 /** Per-handler options of `@JobHandler`. @publicApi */
 export interface JobHandlerOptions {
@@ -17,6 +17,11 @@ export interface JobHandlerOptions {
    * guarantee across the whole fleet, set the queue's `RetryZombies` (`ChokaQAdmin.setRetryZombies`).
    */
   retryZombies?: boolean;
+}
+
+/** What `@JobHandler` stores on the method. */
+export interface JobHandlerMetadata extends JobHandlerOptions {
+  queue: string;
 }
 
 /** A discovered handler, bound to its provider instance. */

@@ -4,10 +4,9 @@ import {
   MAX_ERROR_CAUSE_DEPTH,
   MAX_ERROR_TEXT,
   errorText,
-  escapeLike,
   sanitizeErrorText,
   toError,
-} from './text';
+} from './error-text';
 
 describe('sanitizeErrorText', () => {
   it('replaces NUL characters and lone surrogates so PostgreSQL text accepts it', () => {
@@ -175,11 +174,5 @@ describe('errorText', () => {
       'new Error("outer", { cause: new RangeError("inner") })',
     ) as unknown;
     expect(errorText(foreign)).toContain('Caused by: RangeError: inner');
-  });
-});
-
-describe('escapeLike', () => {
-  it('escapes %, _, [ and the escape character itself', () => {
-    expect(escapeLike('50%_off[x]\\')).toBe('50\\%\\_off\\[x]\\\\');
   });
 });

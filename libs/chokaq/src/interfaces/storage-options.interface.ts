@@ -1,5 +1,19 @@
 import type { DataSource } from 'typeorm';
-import { TransientRetryOptions } from './shared/transient-retry';
+
+/**
+ * Bounds of the transient-error retry every storage call goes through. The wait before retry `n`
+ * (from 1) is random in `[c / 2, c]` with `c = min(maxDelayMs, baseDelayMs × 2^(n−1))`, so a call
+ * that keeps failing gives up after at least the sum of the halves and at most the sum of the
+ * ceilings (`transientRetryBudgetMs`), plus the time the attempts themselves take.
+ */
+export interface TransientRetryOptions {
+  /** Attempts including the first. Default 8. */
+  maxAttempts?: number;
+  /** Ceiling of the first wait (it is at least half of it). Default 50 ms. */
+  baseDelayMs?: number;
+  /** Largest ceiling of any wait. Default 2,000 ms. */
+  maxDelayMs?: number;
+}
 
 /** Options every dialect shares. @publicApi */
 export interface CommonStorageOptions {
@@ -97,24 +111,3 @@ export interface DataSourceStorageOptions extends CommonStorageOptions {
 /** Where ChokaQ keeps its tables. @publicApi */
 export type StorageOptions =
   SqliteStorageOptions | PostgresStorageOptions | MssqlStorageOptions | DataSourceStorageOptions;
-
-/** What a dialect implementation is constructed with. */
-export interface SqlStorageConfig {
-  dataSource: DataSource;
-  /** True when ChokaQ created the DataSource and must destroy it on `close()`. */
-  ownsDataSource: boolean;
-  /** Validated schema name (PostgreSQL, SQL Server) or table prefix (SQLite). */
-  schema: string;
-  payloadMaxBytes: number;
-  transientRetry: TransientRetryOptions;
-  /** PostgreSQL NOTIFY/LISTEN. */
-  notify: boolean;
-  /** PostgreSQL: first wait before re-establishing a lost LISTEN connection. */
-  notifyReconnectMs: number;
-  /** PostgreSQL named prepared statements for the hot path. */
-  preparedStatements: boolean;
-  /** SQLite busy_timeout. */
-  busyTimeoutMs: number;
-  /** SQLite: `PRAGMA data_version` poll of workers' cross-process wake-ups (0: off). */
-  dataVersionPollMs: number;
-}

@@ -1,6 +1,6 @@
 import type { Type } from '@nestjs/common';
-import type { StorageOptions } from '../storage/storage-options';
-import type { ChokaQMiddleware } from '../runtime/middleware';
+import type { ChokaQMiddleware } from './middleware.interface';
+import type { StorageOptions } from './storage-options.interface';
 
 /**
  * Everything `ChokaQModule.forRoot()` accepts. Durations are milliseconds. Every field is optional;

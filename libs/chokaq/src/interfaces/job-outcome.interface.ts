@@ -1,4 +1,4 @@
-import type { FailureReason } from '../storage/job-status';
+import type { FailureReason } from './job-status.enum';
 
 /**
  * How one claimed job left this worker.

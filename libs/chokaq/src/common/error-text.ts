@@ -178,11 +178,3 @@ function read(target: object, key: string): unknown {
 function isObject(value: unknown): value is object {
   return (typeof value === 'object' && value !== null) || typeof value === 'function';
 }
-
-/**
- * Escapes `%`, `_`, `[` and the escape character itself for a `LIKE … ESCAPE '\'` pattern, so a
- * search term is matched literally (`[` matters on SQL Server, where it opens a character class).
- */
-export function escapeLike(term: string): string {
-  return term.replace(/[\\%_[]/g, (c) => `\\${c}`);
-}

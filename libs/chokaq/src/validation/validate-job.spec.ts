@@ -1,7 +1,8 @@
-import { ChokaQValidationError } from '../../errors';
-import { MAX_ENQUEUE_MANY } from '../job-storage';
-import { decodeTags, encodeTags } from './tags';
-import { UuidV7Generator, isUuid, uuidv7 } from './uuid';
+import { validationIssues } from '../../../../test/support/validation-issues';
+import { decodeTags, encodeTags } from '../common/tags';
+import { UuidV7Generator, isUuid, uuidv7 } from '../common/uuid';
+import { ChokaQValidationError } from '../errors';
+import { MAX_ENQUEUE_MANY } from './limits';
 import {
   DEFAULT_PRIORITY,
   assertIds,
@@ -11,7 +12,6 @@ import {
   validateNewJob,
   validateNewJobs,
 } from './validate-job';
-import { validationIssues } from '../../../../../test/support/validation-issues';
 
 function issuesOf(fn: () => unknown): Array<{ path: string; message: string }> {
   return validationIssues(fn).map(({ path, message }) => ({ path, message }));

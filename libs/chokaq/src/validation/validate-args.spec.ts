@@ -1,5 +1,7 @@
 import { randomUUID } from 'node:crypto';
-import { FailureReason } from '../job-status';
+import { issuePaths as paths } from '../../../../test/support/validation-issues';
+import { uuidv7 } from '../common/uuid';
+import { FailureReason } from '../interfaces/job-status.enum';
 import {
   assertDlqMove,
   assertFetchRequest,
@@ -8,8 +10,6 @@ import {
   assertRecurringDefinition,
   isLeaseTarget,
 } from './validate-args';
-import { uuidv7 } from './uuid';
-import { issuePaths as paths } from '../../../../../test/support/validation-issues';
 
 describe('assertLeases', () => {
   const lease = () => ({ id: uuidv7(), workerId: 'host:1:abc', leaseId: randomUUID() });

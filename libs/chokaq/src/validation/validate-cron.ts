@@ -1,5 +1,5 @@
 import { CronTime } from 'cron';
-import type { ValidationIssue } from '../../errors';
+import type { ValidationIssue } from '../errors';
 
 /**
  * The cron expression and time zone of a recurring job, checked with the same `CronTime` (the

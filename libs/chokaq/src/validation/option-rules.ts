@@ -1,15 +1,8 @@
-import type { JobHandlerOptions } from '../discovery/handler-definition';
-import type { TransientRetryOptions } from '../storage/shared/transient-retry';
-import { LIMITS } from '../storage/shared/validate-job';
 import type { ValidationIssue } from '../errors';
-import type { ChokaQModuleOptions } from './chokaq-options';
-
-/**
- * Longest delay Node's timers accept (2^31 − 1 ms, about 24.8 days). A larger value makes
- * `setTimeout` fire after 1 ms, so every option that becomes a timer is capped here, and the timers
- * themselves clamp to it (a jittered interval may exceed its option by 20 %).
- */
-export const MAX_TIMER_MS = 2_147_483_647;
+import type { JobHandlerOptions } from '../interfaces/handler.interface';
+import type { ChokaQModuleOptions } from '../interfaces/module-options.interface';
+import type { TransientRetryOptions } from '../interfaces/storage-options.interface';
+import { LIMITS, MAX_TIMER_MS } from './limits';
 
 /** One option's rule; {@link describeRule} words it the same way wherever it is broken. */
 export type OptionRule =

@@ -1,4 +1,4 @@
-import type { JobContext } from './job-context';
+import type { JobContext } from './job-context.interface';
 
 /**
  * Wraps every handler call. Implement it on an `@Injectable()` class and list the class in

@@ -1,16 +1,15 @@
-import { JOB_HANDLER_RULES, RECURRING_JOB_RULES, optionIssues } from '../config/option-rules';
 import { ChokaQValidationError, ValidationIssue } from '../errors';
-import { assertRecurringDefinition, assertRecurringName } from '../storage/shared/validate-args';
-import { scheduleIssues } from '../storage/shared/validate-cron';
-import { assertQueueName, validateNewJob } from '../storage/shared/validate-job';
-import type { HandlerDefinition } from './handler-definition';
-import type { JobHandlerMetadata } from '../decorators/job-handler.decorator';
-import type { RecurringJobMetadata } from '../decorators/recurring-job.decorator';
+import type { HandlerDefinition, JobHandlerMetadata } from '../interfaces/handler.interface';
+import type { RecurringJobMetadata } from '../interfaces/recurring-job.interface';
+import { JOB_HANDLER_RULES, RECURRING_JOB_RULES, optionIssues } from './option-rules';
+import { assertRecurringDefinition, assertRecurringName } from './validate-args';
+import { scheduleIssues } from './validate-cron';
+import { assertQueueName, validateNewJob } from './validate-job';
 
 /*
  * Startup checks of decorator options. They return issues rather than throw, so the explorer can
  * report every problem of every decorator in one ChokaQValidationError, as `forRoot` does. The
- * rules are not restated here: numbers come from the option table (config/option-rules.ts), and
+ * rules are not restated here: numbers come from the option table (option-rules.ts), and
  * queues, payloads and schedules are checked by the validators that guard the writes, so a start
  * refuses exactly what would fail later at the first enqueue or the first slot.
  */

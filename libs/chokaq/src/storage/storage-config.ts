@@ -1,0 +1,23 @@
+import type { DataSource } from 'typeorm';
+import type { TransientRetryOptions } from '../interfaces/storage-options.interface';
+
+/** What a dialect implementation is constructed with: the storage options resolved by `createJobStorage`. */
+export interface SqlStorageConfig {
+  dataSource: DataSource;
+  /** True when ChokaQ created the DataSource and must destroy it on `close()`. */
+  ownsDataSource: boolean;
+  /** Validated schema name (PostgreSQL, SQL Server) or table prefix (SQLite). */
+  schema: string;
+  payloadMaxBytes: number;
+  transientRetry: TransientRetryOptions;
+  /** PostgreSQL NOTIFY/LISTEN. */
+  notify: boolean;
+  /** PostgreSQL: first wait before re-establishing a lost LISTEN connection. */
+  notifyReconnectMs: number;
+  /** PostgreSQL named prepared statements for the hot path. */
+  preparedStatements: boolean;
+  /** SQLite busy_timeout. */
+  busyTimeoutMs: number;
+  /** SQLite: `PRAGMA data_version` poll of workers' cross-process wake-ups (0: off). */
+  dataVersionPollMs: number;
+}

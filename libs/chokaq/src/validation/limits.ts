@@ -1,0 +1,79 @@
+/*
+ * The one table of input limits: every bound an argument, a stored field or an option is checked
+ * against. The rules that apply them live beside this file (validate-job.ts, validate-args.ts,
+ * validate-filter.ts, option-rules.ts); the storage and the runtime read the same constants, so a
+ * bound is stated once. It imports nothing, so every folder and the CLI may read it.
+ */
+
+/** Input limits of SPEC §6. */
+export const LIMITS = {
+  queueName: 255,
+  type: 255,
+  tag: 100,
+  tags: 20,
+  idempotencyKey: 255,
+  createdBy: 100,
+  priority: 1_000_000,
+  maxDelayMs: 10 * 365 * 24 * 3_600_000,
+  /** `runAt` must be before 9000-01-01T00:00:00Z. */
+  maxRunAt: Date.UTC(9000, 0, 1),
+  /**
+   * …and not before 0001-01-01T00:00:00Z: every dialect can store that (SQL Server `datetime2`
+   * starts there; PostgreSQL rejects instants before 4714 BC with a raw "timestamp out of range").
+   */
+  minRunAt: Date.parse('0001-01-01T00:00:00Z'),
+} as const;
+
+/** At most this many items per `enqueueMany` call. @publicApi */
+export const MAX_ENQUEUE_MANY = 10_000;
+
+/** At most this many rows per page of a read. @publicApi */
+export const MAX_PAGE_SIZE = 1_000;
+
+/**
+ * Longest delay Node's timers accept (2^31 − 1 ms, about 24.8 days). A larger value makes
+ * `setTimeout` fire after 1 ms, so every option that becomes a timer is capped here, and the timers
+ * themselves clamp to it (a jittered interval may exceed its option by 20 %).
+ */
+export const MAX_TIMER_MS = 2_147_483_647;
+
+/** Most rows one claim may take. */
+export const MAX_CLAIM = MAX_ENQUEUE_MANY;
+
+/** Most rows one bulk DLQ action (resurrect, purge, preview by filter) may touch. */
+export const MAX_BULK = 100_000;
+
+/** Ids a bulk preview returns as a sample. */
+export const PREVIEW_SAMPLE = 20;
+
+/** Most `retryRules` one `archiveZombies` call may pass: one per handler of a process, with room. */
+export const MAX_ZOMBIE_RETRY_RULES = 10_000;
+
+/** Longest worker id (`hostname:pid:random`); the columns are 255 characters wide. */
+export const MAX_WORKER_ID = 255;
+
+/** Longest recurring-job name and cron expression. */
+export const MAX_RECURRING_TEXT = 255;
+
+/** Longest IANA time-zone name of a recurring job. */
+export const MAX_TIME_ZONE = 100;
+
+/** Ranges of the numeric queue controls (null clears one). */
+export const QUEUE_RANGES = {
+  maxWorkers: [0, 1_000_000],
+  zombieTimeoutSeconds: [1, 10 * 365 * 24 * 3_600],
+  // A timer: Node fires a longer one after 1 ms.
+  executionTimeoutMs: [1, MAX_TIMER_MS],
+} as const;
+
+/** Default page size of reads. */
+export const DEFAULT_PAGE_SIZE = 50;
+
+/** Longest search term accepted by page reads. */
+export const MAX_SEARCH_LENGTH = 200;
+
+/**
+ * A schema name (PostgreSQL, SQL Server) or table prefix (SQLite): a plain identifier, since it is
+ * inlined into DDL and statements. `createJobStorage` and the CLI both apply it.
+ */
+export const SCHEMA_NAME = /^[A-Za-z_][A-Za-z0-9_]{0,62}$/;
