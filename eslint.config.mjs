@@ -2,6 +2,139 @@
 import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 
+/*
+ * The layering of the library (docs/architecture.md), held by `no-restricted-imports`: each folder
+ * of libs/chokaq/src lists what it must not import. Imports inside the library are relative, so a
+ * target is matched as the first folder (or root file) after the leading `../` steps. Specs are
+ * left out: a test may reach across floors to set up what it checks. test/architecture proves
+ * that each zone refuses an upward import and that no folder of the library is left without one.
+ */
+const SRC = 'libs/chokaq/src';
+
+/** One forbidden target: a regex on the import path and why it is refused. */
+const target = (name, path, why) => ({ name, path, why });
+
+/** A relative import whose first named segment is `path` (a folder or a root file). */
+const under = (path) => `^(\\.\\./)+${path}(/|$)`;
+
+const T = {
+  validation: target('validation/', under('validation'), 'validation sits above the ground floor'),
+  config: target(
+    'config/',
+    under('config'),
+    'config reads defaults and rules, not the other way round',
+  ),
+  decorators: target('decorators/', under('decorators'), 'decorators only write metadata'),
+  storage: target('storage/', under('storage'), 'storage sits above this floor'),
+  storageBeyondInterface: target(
+    'storage/ beyond its interface',
+    '^(\\.\\./)+storage/(?!job-storage$)',
+    'above storage only the JobStorage interface (storage/job-storage.ts) may be imported; a dialect, create-storage or storage/shared is the storage’s own business',
+  ),
+  runtime: target('runtime/', under('runtime'), 'the runtime sits above this floor'),
+  discovery: target('discovery/', under('discovery'), 'discovery sits above this floor'),
+  client: target('client/', under('client'), 'the producer API sits at the top'),
+  admin: target('admin/', under('admin'), 'the admin API sits at the top'),
+  testing: target('testing/', under('testing'), 'the testing API sits at the top'),
+  cli: target('cli/', under('cli'), 'the CLI is an entry point; nothing imports it'),
+  constants: target(
+    'chokaq.constants',
+    under('chokaq\\.constants'),
+    'tokens belong to the Nest layer',
+  ),
+  nestLayer: target(
+    'the module, its definition, the scheduler adapter or the index',
+    `^(\\.\\./)+(chokaq\\.module|chokaq\\.module-definition|scheduler-registry\\.adapter|index)$|^\\.\\.(/\\.\\.)*/?$`,
+    'the Nest layer sits at the top',
+  ),
+  registry: target(
+    'worker.registry',
+    under('worker\\.registry'),
+    'only the orchestrator and the producer APIs (client, admin, testing) share the running worker',
+  ),
+  orchestrator: target(
+    'chokaq.orchestrator',
+    '(^|/)chokaq\\.orchestrator$',
+    'only chokaq.module.ts imports the orchestrator; the others read the worker registry',
+  ),
+  createStorage: target(
+    'storage/create-storage or a dialect class',
+    '^(\\.\\./)+storage/(create-storage|(postgres|mssql|sqlite)/[a-z]+-job-storage)$',
+    'the CLI prints DDL without loading TypeORM or a driver',
+  ),
+  selfAlias: target(
+    '@chokaq/nestjs',
+    '^@chokaq/nestjs(/|$)',
+    'the library imports itself by relative path (the alias does not resolve in the published package)',
+  ),
+};
+
+/** What the ground floor (interfaces/, common/, errors/) must not import: any other folder. */
+const GROUND = [
+  T.validation,
+  T.config,
+  T.decorators,
+  T.storage,
+  T.runtime,
+  T.discovery,
+  T.client,
+  T.admin,
+  T.testing,
+  T.cli,
+  T.constants,
+  T.nestLayer,
+  T.registry,
+];
+
+/** The top floor: the producer and operator APIs, the CLI and the Nest layer. */
+const TOP = [T.client, T.admin, T.testing, T.cli, T.nestLayer, T.registry];
+
+/** What each folder of the library must not import (every folder has a zone; a spec checks it). */
+const ZONES = {
+  interfaces: GROUND,
+  common: GROUND,
+  errors: GROUND,
+  validation: GROUND.filter((t) => t !== T.validation),
+  config: GROUND.filter((t) => t !== T.validation && t !== T.config),
+  decorators: [T.config, T.storage, T.runtime, T.discovery, ...TOP],
+  storage: [T.runtime, T.discovery, T.decorators, T.constants, ...TOP],
+  runtime: [T.storageBeyondInterface, T.discovery, T.decorators, T.constants, ...TOP],
+  discovery: [T.storageBeyondInterface, ...TOP],
+  client: [T.storageBeyondInterface, T.cli, T.nestLayer],
+  admin: [T.storageBeyondInterface, T.cli, T.nestLayer],
+  testing: [T.storageBeyondInterface, T.cli, T.nestLayer],
+  cli: [T.createStorage, T.runtime, T.discovery, T.decorators, ...TOP.filter((t) => t !== T.cli)],
+};
+
+/** The `no-restricted-imports` options of a zone: its forbidden targets, and the alias everywhere. */
+const restrict = (folder, targets) => [
+  'error',
+  {
+    patterns: [...targets, T.selfAlias].map((t) => ({
+      regex: t.path,
+      message: `${folder} must not import ${t.name}: ${t.why} (docs/architecture.md).`,
+    })),
+  },
+];
+
+const layering = [
+  ...Object.entries(ZONES).map(([folder, targets]) => ({
+    files: [`${SRC}/${folder}/**/*.ts`],
+    ignores: ['**/*.spec.ts'],
+    rules: { 'no-restricted-imports': restrict(`${folder}/`, [...targets, T.orchestrator]) },
+  })),
+  {
+    // The root files (orchestrator, registry, adapters, index) sit at the top, with the module.
+    files: [`${SRC}/*.ts`],
+    ignores: ['**/*.spec.ts', `${SRC}/chokaq.module.ts`],
+    rules: { 'no-restricted-imports': restrict('a root file', [T.orchestrator]) },
+  },
+  {
+    files: [`${SRC}/chokaq.module.ts`],
+    rules: { 'no-restricted-imports': restrict('chokaq.module.ts', []) },
+  },
+];
+
 export default tseslint.config(
   { ignores: ['**/dist/**', 'node_modules/**', 'coverage/**', '**/*.js', '**/*.mjs'] },
   js.configs.recommended,
@@ -19,4 +152,5 @@ export default tseslint.config(
     files: ['test/**/*.ts', 'bench/**/*.ts', 'apps/**/*.ts', '**/*.spec.ts'],
     rules: { 'no-console': 'off' },
   },
+  ...layering,
 );

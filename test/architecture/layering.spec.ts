@@ -1,0 +1,119 @@
+import { spawnSync } from 'node:child_process';
+import { readdirSync } from 'node:fs';
+import { join } from 'node:path';
+
+/*
+ * The layering of libs/chokaq/src (docs/architecture.md) is held by ESLint zones in
+ * eslint.config.mjs, which `npm test` runs through `npm run lint`. This spec proves the zones bite:
+ * each case lints a one-line import, placed at a path inside the library, with the repository's own
+ * configuration, and expects the layering rule to refuse it or to let it pass. It also checks that
+ * every folder of the library has a zone, so a new folder cannot escape the rule unnoticed.
+ */
+
+const ROOT = join(__dirname, '..', '..');
+const SRC = 'libs/chokaq/src';
+
+type Expectation = 'refused' | 'allowed';
+
+/** [file the import is written in, the import path, what the layering rule must do]. */
+const CASES: ReadonlyArray<[string, string, Expectation]> = [
+  // The upward imports this layout removed.
+  ['storage/postgres/pg-listener.ts', '../../runtime/backoff', 'refused'],
+  ['decorators/job-handler.decorator.ts', '../runtime/job-context', 'refused'],
+  ['decorators/job-handler.decorator.ts', '../discovery/handler-definition', 'refused'],
+  ['config/resolve-options.ts', '../storage/storage-options', 'refused'],
+  ['validation/option-rules.ts', '../config/resolve-options', 'refused'],
+  // Storage never imports what sits above it.
+  ['storage/create-storage.ts', '../runtime/loop', 'refused'],
+  ['storage/sqlite/sqlite-job-storage.ts', '../../discovery/handler.registry', 'refused'],
+  ['storage/shared/page.ts', '../../client/job-client', 'refused'],
+  ['storage/job-storage.ts', '../admin/chokaq-admin.service', 'refused'],
+  ['storage/job-storage.ts', '../testing/chokaq-testing', 'refused'],
+  ['storage/job-storage.ts', '../chokaq.orchestrator', 'refused'],
+  ['storage/job-storage.ts', '../chokaq.module', 'refused'],
+  ['storage/job-storage.ts', '../worker.registry', 'refused'],
+  ['storage/mssql/mssql.sql.ts', '../../validation/limits', 'allowed'],
+  ['storage/create-storage.ts', '../config/storage-defaults', 'allowed'],
+  // The ground floor and the decorators import none of runtime, discovery or storage.
+  ['interfaces/job.interface.ts', '../storage/job-storage', 'refused'],
+  ['interfaces/job.interface.ts', '../validation/limits', 'refused'],
+  ['common/jitter.ts', '../runtime/backoff', 'refused'],
+  ['errors/chokaq.error.ts', '../discovery/chokaq.explorer', 'refused'],
+  ['decorators/job-definition.ts', '../storage/job-storage', 'refused'],
+  ['decorators/job-definition.ts', '../validation/validate-job', 'allowed'],
+  ['interfaces/handler.interface.ts', './job.interface', 'allowed'],
+  ['interfaces/handler.interface.ts', '../errors', 'allowed'],
+  // The runtime uses only the storage interface.
+  ['runtime/job-processor.ts', '../storage/job-storage', 'allowed'],
+  ['runtime/job-processor.ts', '../storage/postgres/postgres-job-storage', 'refused'],
+  ['runtime/job-processor.ts', '../storage/create-storage', 'refused'],
+  ['runtime/job-processor.ts', '../storage/shared/page', 'refused'],
+  ['runtime/job-processor.ts', '../discovery/handler.registry', 'refused'],
+  ['client/job-client.ts', '../storage/sqlite/sqlite-job-storage', 'refused'],
+  // Only the module imports the orchestrator; the producer APIs read the registry.
+  ['chokaq.module.ts', './chokaq.orchestrator', 'allowed'],
+  ['worker.registry.ts', './chokaq.orchestrator', 'refused'],
+  ['client/job-client.ts', '../chokaq.orchestrator', 'refused'],
+  ['admin/chokaq-admin.service.ts', '../chokaq.orchestrator', 'refused'],
+  ['testing/chokaq-testing.ts', '../chokaq.orchestrator', 'refused'],
+  ['client/job-client.ts', '../worker.registry', 'allowed'],
+  // The CLI prints DDL without TypeORM; nothing in the library imports itself by its alias.
+  ['cli/schema-command.ts', '../storage/create-storage', 'refused'],
+  ['cli/schema-command.ts', '../storage/postgres/postgres.schema', 'allowed'],
+  ['runtime/loop.ts', '@chokaq/nestjs', 'refused'],
+];
+
+interface LintOutput {
+  lint: Array<{ filePath: string; messages: Array<{ ruleId: string | null; message: string }> }>;
+  configs: Array<{ filePath: string; rule: unknown }>;
+}
+
+/** The top-level folders of the library. */
+const FOLDERS = readdirSync(join(ROOT, SRC), { withFileTypes: true })
+  .filter((entry) => entry.isDirectory())
+  .map((entry) => entry.name);
+
+let output: LintOutput;
+
+beforeAll(() => {
+  const input = {
+    texts: CASES.map(([file, path]) => ({
+      filePath: `${SRC}/${file}`,
+      text: `import { probe } from '${path}';\n\nexport const used = probe;\n`,
+    })),
+    configFor: [...FOLDERS.map((folder) => `${SRC}/${folder}/any.ts`), `${SRC}/any.ts`],
+  };
+  const child = spawnSync(process.execPath, [join(__dirname, 'support', 'lint-texts.mjs')], {
+    cwd: ROOT,
+    input: JSON.stringify(input),
+    encoding: 'utf8',
+    timeout: 120_000,
+  });
+  if (child.status !== 0) throw new Error(`ESLint failed: ${child.stderr || String(child.error)}`);
+  output = JSON.parse(child.stdout) as LintOutput;
+}, 150_000);
+
+describe('the layering zones of eslint.config.mjs', () => {
+  it.each(CASES.map((c, i) => [...c, i] as const))('%s importing %s: %s', (_f, _p, expected, i) => {
+    const result = output.lint[i];
+    const refusals = result.messages.filter((m) => m.ruleId === 'no-restricted-imports');
+    if (expected === 'refused') {
+      expect(refusals).toHaveLength(1);
+      expect(refusals[0].message).toContain('docs/architecture.md');
+    } else {
+      expect(refusals).toEqual([]);
+    }
+    // Nothing else in the probe text may fail, or a refusal could hide behind another error.
+    expect(result.messages.filter((m) => m.ruleId !== 'no-restricted-imports')).toEqual([]);
+  });
+
+  it('has a zone for every folder of the library and for its root files', () => {
+    expect(FOLDERS.length).toBeGreaterThan(10);
+    for (const { filePath, rule } of output.configs) {
+      expect({ filePath, level: Array.isArray(rule) ? rule[0] : rule }).toEqual({
+        filePath,
+        level: 2,
+      });
+    }
+  });
+});
