@@ -23,7 +23,7 @@ import { Recorder, recordPg, recordSqlite } from './support/recorders';
  * `test/golden/<dialect>/<operation>.sql` byte for byte. Parameters are pinned as a stable
  * description (position or name, JS type, array length and element types, JSON shape and keys),
  * not as values, which vary per run (uuids, times). The SQL Server goldens are
- * test/mssql/golden/ (built from the T-SQL builders; that dialect needs no server here).
+ * test/golden/mssql/ (built from the T-SQL builders; that dialect needs no server here).
  *
  * A change to any of these statements must be a conscious act: review the diff, then regenerate with
  *

@@ -8,12 +8,12 @@ import { catalogue } from './support/statements';
  * and of every move (and the enqueue paths that carry the idempotency-key locking). A change to any of them must be a
  * conscious act: review the diff, then regenerate with
  *
- *   CHOKAQ_UPDATE_GOLDEN=1 npx jest test/mssql/tsql-golden && npx prettier --write test/mssql/golden
+ *   CHOKAQ_UPDATE_GOLDEN=1 npx jest test/mssql/tsql-golden && npx prettier --write test/golden/mssql
  *
- * and commit the changed files under test/mssql/golden/ together with the code. The SQL is
+ * and commit the changed files under test/golden/mssql/ together with the code. The SQL is
  * compared byte for byte; the parameter files are compared as parsed JSON (Prettier formats them).
  */
-const GOLDEN_DIR = join(__dirname, 'golden');
+const GOLDEN_DIR = join(__dirname, '..', 'golden', 'mssql');
 const UPDATE = process.env.CHOKAQ_UPDATE_GOLDEN === '1';
 
 const PINNED: ReadonlyArray<[file: string, name: string]> = [
