@@ -143,18 +143,12 @@ export async function retryUnavailable<T>(operation: () => Promise<T>, attempts 
 
 /** A column name in the dialect's spelling (snake_case, or PascalCase on SQL Server). */
 export function column(db: TestDatabase, snake: string): string {
-  if (db.dialect !== 'mssql') return snake;
-  return snake
-    .split('_')
-    .map((part) => part.charAt(0).toUpperCase() + part.slice(1))
-    .join('');
+  return db.column(snake);
 }
 
 /** The `i`-th (1-based) parameter placeholder of the dialect. */
 export function param(db: TestDatabase, i: number): string {
-  if (db.dialect === 'postgres') return `$${i}`;
-  if (db.dialect === 'mssql') return `@${i - 1}`;
-  return '?';
+  return db.param(i);
 }
 
 function placeholders(db: TestDatabase, count: number, from = 1): string {
