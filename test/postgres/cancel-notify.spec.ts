@@ -7,21 +7,21 @@ import { TestHandlers } from '../runtime/support/handlers';
 import { testOptions } from '../runtime/support/options';
 import { RecordingLogger } from '../runtime/support/silent-logger';
 import { deferred, waitFor } from '../support/wait-for';
-import { describePg, PgSchema } from './pg-fixture';
+import { createTestSchema, describePostgres } from '../support/test-database';
 
 /**
  * A cancel of a running job reaches its owner through `<schema>:cancel` at commit, not at the
  * owner's next heartbeat (SPEC §3 `cancel`). Every heartbeat here is 30 s away, so only the
  * notification can abort a run within the 2 s these tests wait.
  */
-describePg('PostgreSQL cancel notifications', () => {
-  const db = new PgSchema();
+describePostgres('PostgreSQL cancel notifications', () => {
+  const db = createTestSchema('postgres', { overrides: { poolSize: 4 } });
   let producer: JobStorage;
   let owner: JobStorage;
 
   beforeAll(async () => {
-    producer = await db.open();
-    owner = await db.open({ autoCreateSchema: false });
+    producer = await db.openStorage();
+    owner = await db.openStorage({ autoCreateSchema: false });
   });
   afterAll(() => db.close());
 
@@ -83,7 +83,7 @@ describePg('PostgreSQL cancel notifications', () => {
   });
 
   it('LISTENs on the cancel channel again when the session is re-established', async () => {
-    const resilient = await db.open({ autoCreateSchema: false, notifyReconnectMs: 50 });
+    const resilient = await db.openStorage({ autoCreateSchema: false, notifyReconnectMs: 50 });
     const cancels: string[] = [];
     const unsubscribe = await resilient.subscribe(
       () => undefined,

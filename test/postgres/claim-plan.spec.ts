@@ -1,7 +1,7 @@
 import { Client } from 'pg';
 import { claimBatch, quoteSchema } from '../../libs/chokaq/src/storage/postgres/postgres.sql';
 import { PG_URL } from '../support/env';
-import { describePg, PgSchema } from './pg-fixture';
+import { createTestSchema, describePostgres } from '../support/test-database';
 
 /** A node of `EXPLAIN (FORMAT JSON)` output. */
 interface PlanNode {
@@ -26,16 +26,16 @@ const QUEUES = 10;
  * never a sequential scan of jobs_hot, with a custom plan and with a generic plan (the status codes
  * are literals, so the partial index matches either way); and it reads O(batch) rows.
  */
-describePg('PostgreSQL claim plan', () => {
-  const db = new PgSchema();
+describePostgres('PostgreSQL claim plan', () => {
+  const db = createTestSchema('postgres', { overrides: { poolSize: 4 } });
   let client: Client;
 
   beforeAll(async () => {
-    await db.open();
+    await db.openStorage();
     const s = db.table.bind(db);
     // 200,000 pending rows over 10 queues, 5 priorities, some scheduled in the future.
     await db.sql(`
-      INSERT INTO ${s('jobs_hot')} (id, queue, type, payload, priority, status, attempt_count,
+      INSERT INTO ${s('hot')} (id, queue, type, payload, priority, status, attempt_count,
         scheduled_at_utc, created_at_utc, enqueued_at_utc, last_updated_utc)
       SELECT gen_random_uuid()::text, 'q' || (g % ${QUEUES}), 't' || (g % 3), '{}', g % 5, 0, 0,
              CASE WHEN g % 7 = 0 THEN now() + interval '1 hour' END,
@@ -46,9 +46,9 @@ describePg('PostgreSQL claim plan', () => {
       SELECT 'q' || g, CASE WHEN g % 2 = 0 THEN 50 END, now() FROM generate_series(0, ${QUEUES - 1}) g`);
     // Some active rows so the budget count has something to count.
     await db.sql(`
-      UPDATE ${s('jobs_hot')} SET status = 2, worker_id = 'w', lease_id = 'l', heartbeat_utc = now()
-      WHERE id IN (SELECT id FROM ${s('jobs_hot')} WHERE queue IN ('q0', 'q1') LIMIT 40)`);
-    await db.sql(`ANALYZE ${s('jobs_hot')}`);
+      UPDATE ${s('hot')} SET status = 2, worker_id = 'w', lease_id = 'l', heartbeat_utc = now()
+      WHERE id IN (SELECT id FROM ${s('hot')} WHERE queue IN ('q0', 'q1') LIMIT 40)`);
+    await db.sql(`ANALYZE ${s('hot')}`);
     await db.sql(`ANALYZE ${s('queues')}`);
     client = new Client({ connectionString: PG_URL });
     await client.connect();
@@ -153,13 +153,13 @@ describePg('PostgreSQL claim plan', () => {
  * after a bulk enqueue, before autovacuum gets to it), where a plan's row estimates are guesses.
  * The UPDATE finds picked rows by ctid, so no plan can drive it from the whole pending index.
  */
-describePg('PostgreSQL claim plan on a never-analysed table', () => {
-  const db = new PgSchema();
+describePostgres('PostgreSQL claim plan on a never-analysed table', () => {
+  const db = createTestSchema('postgres', { overrides: { poolSize: 4 } });
   let client: Client;
   const FRESH = 5_000;
 
   beforeAll(async () => {
-    const storage = await db.open();
+    const storage = await db.openStorage();
     await storage.enqueueMany(Array.from({ length: FRESH }, () => ({ queue: 'fresh' })));
     client = new Client({ connectionString: PG_URL });
     await client.connect();

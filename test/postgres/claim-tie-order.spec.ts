@@ -3,7 +3,7 @@ import { Client } from 'pg';
 import { JobStorage } from '../../libs/chokaq/src/storage/job-storage';
 import { claimBatch, quoteSchema } from '../../libs/chokaq/src/storage/postgres/postgres.sql';
 import { PG_URL } from '../support/env';
-import { describePg, PgSchema } from './pg-fixture';
+import { createTestSchema, describePostgres } from '../support/test-database';
 
 /** A node of `EXPLAIN (FORMAT JSON)` output. */
 interface PlanNode {
@@ -22,12 +22,12 @@ const nodes = (plan: PlanNode): PlanNode[] => [plan, ...(plan.Plans ?? []).flatM
  * it is updated without room on its page or lands in free space left by deleted rows, so an index
  * without `id` gives physical order, not enqueue order.
  */
-describePg('PostgreSQL claim: ties by id', () => {
-  const db = new PgSchema();
+describePostgres('PostgreSQL claim: ties by id', () => {
+  const db = createTestSchema('postgres', { overrides: { poolSize: 4 } });
   let storage: JobStorage;
 
   beforeAll(async () => {
-    storage = await db.open();
+    storage = await db.openStorage();
   });
   afterAll(async () => {
     await db.close();
@@ -37,7 +37,7 @@ describePg('PostgreSQL claim: ties by id', () => {
     const queue = 'ties';
     const ids = Array.from({ length: 300 }, () => randomUUID()).sort();
     await storage.enqueueMany(ids.map((id) => ({ id, queue, payload: { pad: 'x'.repeat(200) } })));
-    const hot = db.table('jobs_hot');
+    const hot = db.table('hot');
     const block = async (id: string): Promise<number> => {
       const [row] = await db.sql<{ ctid: string }>(`SELECT ctid::text FROM ${hot} WHERE id = $1`, [
         id,
@@ -73,14 +73,14 @@ describePg('PostgreSQL claim: ties by id', () => {
     // The claim must read it in index order up to its limit, not sort the whole group by id.
     const queue = 'one-group';
     await db.sql(`
-      INSERT INTO ${db.table('jobs_hot')} (id, queue, type, payload, priority, status,
+      INSERT INTO ${db.table('hot')} (id, queue, type, payload, priority, status,
         attempt_count, created_at_utc, enqueued_at_utc, last_updated_utc)
       SELECT gen_random_uuid()::text, '${queue}', 't', '{}', 10, 0, 0, now(), now(), now()
       FROM generate_series(1, 20000)`);
     await db.sql(
       `INSERT INTO ${db.table('queues')} (name, last_updated_utc) VALUES ('${queue}', now())`,
     );
-    await db.sql(`ANALYZE ${db.table('jobs_hot')}`);
+    await db.sql(`ANALYZE ${db.table('hot')}`);
     const client = new Client({ connectionString: PG_URL });
     await client.connect();
     try {

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { JobStorage } from '../../libs/chokaq/src/storage/job-storage';
-import { describePg, PgSchema } from './pg-fixture';
+import { TestSchema, createTestSchema, describePostgres } from '../support/test-database';
 
 jest.setTimeout(120_000);
 
@@ -22,26 +22,26 @@ async function drain(storage: JobStorage, queues: string[], workerId: string, li
   return claimed;
 }
 
-describePg(
+describePostgres(
   'PostgreSQL concurrency proofs (separate DataSources = real parallel connections)',
   () => {
-    let db: PgSchema;
+    let db: TestSchema;
     beforeEach(() => {
-      db = new PgSchema();
+      db = createTestSchema('postgres', { overrides: { poolSize: 4 } });
     });
     afterEach(async () => {
       await db.close();
     });
 
     it('(2) 8 concurrent claimers over 3,000 jobs: every job claimed exactly once', async () => {
-      const [seed] = await db.openMany(1);
+      const [seed] = await db.openStorages(1);
       const queues = ['a', 'b', 'c'];
       const jobs = Array.from({ length: 3_000 }, (_, i) => ({
         queue: queues[i % 3],
         priority: i % 4,
       }));
       const ids = (await seed.enqueueMany(jobs)).map((r) => r.id);
-      const claimers = await db.openMany(8, { autoCreateSchema: false, poolSize: 2 });
+      const claimers = await db.openStorages(8, { autoCreateSchema: false, poolSize: 2 });
       const results = await Promise.all(
         claimers.map((storage, i) => drain(storage, queues, `worker-${i}`, 7 + i)),
       );
@@ -57,7 +57,7 @@ describePg(
         worker_id: string;
         lease_id: string;
         status: number;
-      }>(`SELECT id, worker_id, lease_id, status FROM ${db.table('jobs_hot')}`);
+      }>(`SELECT id, worker_id, lease_id, status FROM ${db.table('hot')}`);
       const byId = new Map(owners.map((o) => [o.id, o]));
       results.forEach((claims, i) => {
         for (const c of claims) {
@@ -71,7 +71,7 @@ describePg(
     });
 
     it('(3) 24 concurrent same-key enqueues from 24 connections: one id, one row, no error', async () => {
-      const producers = await db.openMany(6, { poolSize: 4 });
+      const producers = await db.openStorages(6, { poolSize: 4 });
       for (let round = 0; round < 5; round++) {
         const key = `key-${round}`;
         const results = await Promise.all(
@@ -85,16 +85,15 @@ describePg(
         );
         expect(new Set(results.map((r) => r.id)).size).toBe(1);
         expect(results.filter((r) => r.created)).toHaveLength(1);
-        const rows = await db.sql(
-          `SELECT id FROM ${db.table('jobs_hot')} WHERE idempotency_key = $1`,
-          [key],
-        );
+        const rows = await db.sql(`SELECT id FROM ${db.table('hot')} WHERE idempotency_key = $1`, [
+          key,
+        ]);
         expect(rows).toEqual([{ id: results[0].id }]);
       }
     });
 
     it('(3b) concurrent enqueueMany batches sharing keys in opposite orders: one row per key, no error', async () => {
-      const producers = await db.openMany(4, { poolSize: 4 });
+      const producers = await db.openStorages(4, { poolSize: 4 });
       const keys = Array.from({ length: 50 }, (_, i) => `k${i}`);
       const results = await Promise.all(
         Array.from({ length: 12 }, (_, i) => {
@@ -114,17 +113,17 @@ describePg(
         });
       });
       const [{ n }] = await db.sql<{ n: string }>(
-        `SELECT count(*) AS n FROM ${db.table('jobs_hot')} WHERE queue = 'idem.many'`,
+        `SELECT count(*) AS n FROM ${db.table('hot')} WHERE queue = 'idem.many'`,
       );
       expect(Number(n)).toBe(keys.length);
     });
 
     it('(4) MaxWorkers holds across 8 concurrent claimers, while jobs finish and free budget', async () => {
-      const [admin] = await db.openMany(1);
+      const [admin] = await db.openStorages(1);
       const queue = 'budgeted';
       await admin.enqueueMany(Array.from({ length: 400 }, () => ({ queue })));
       await admin.updateQueue(queue, { maxWorkers: 5 });
-      const claimers = await db.openMany(8, { autoCreateSchema: false, poolSize: 2 });
+      const claimers = await db.openStorages(8, { autoCreateSchema: false, poolSize: 2 });
 
       // First wave: nobody finishes, so exactly 5 can be claimed in all.
       const wave = await Promise.all(
@@ -152,7 +151,7 @@ describePg(
       const observer = (async () => {
         while (running) {
           const [{ n }] = await db.sql<{ n: string }>(
-            `SELECT count(*) AS n FROM ${db.table('jobs_hot')} WHERE queue = $1 AND status IN (1, 2)`,
+            `SELECT count(*) AS n FROM ${db.table('hot')} WHERE queue = $1 AND status IN (1, 2)`,
             [queue],
           );
           maxSeen = Math.max(maxSeen, Number(n));
@@ -188,16 +187,16 @@ describePg(
       expect(maxSeen).toBeGreaterThan(0);
       expect(done + 5).toBe(400);
       const [{ n }] = await db.sql<{ n: string }>(
-        `SELECT count(*) AS n FROM ${db.table('jobs_archive')}`,
+        `SELECT count(*) AS n FROM ${db.table('archive')}`,
       );
       expect(Number(n)).toBe(400);
     });
 
     it('(5) four concurrent ensureSchema calls from four DataSources: one ledger row per version, usable schema, idempotent', async () => {
-      const first = await db.openMany(4);
-      const again = await db.openMany(4);
+      const first = await db.openStorages(4);
+      const again = await db.openStorages(4);
       const ledger = await db.sql(
-        `SELECT version, description FROM ${db.table('schema_migrations')} ORDER BY version`,
+        `SELECT version, description FROM ${db.table('migrations')} ORDER BY version`,
       );
       expect(ledger).toEqual([
         { version: 1, description: expect.any(String) },
@@ -219,7 +218,7 @@ describePg(
       ]);
       await Promise.all([...first, ...again].map((s) => s.ensureSchema()));
       expect(
-        await db.sql(`SELECT version FROM ${db.table('schema_migrations')} ORDER BY version`),
+        await db.sql(`SELECT version FROM ${db.table('migrations')} ORDER BY version`),
       ).toEqual([{ version: 1 }, { version: 2 }]);
       expect((await first[3].enqueue({ queue: 'x' })).created).toBe(true);
     });

@@ -3,16 +3,16 @@ import { JobStorage } from '../../libs/chokaq/src/storage/job-storage';
 import { RecordingLogger } from '../runtime/support/silent-logger';
 import { dataSourceOf } from '../support/storage-internals';
 import { waitFor } from '../support/wait-for';
-import { describePg, PgSchema } from './pg-fixture';
+import { createTestSchema, describePostgres } from '../support/test-database';
 
-describePg('PostgreSQL LISTEN/NOTIFY and caller transactions', () => {
-  const db = new PgSchema();
+describePostgres('PostgreSQL LISTEN/NOTIFY and caller transactions', () => {
+  const db = createTestSchema('postgres', { overrides: { poolSize: 4 } });
   let producer: JobStorage;
   let worker: JobStorage;
 
   beforeAll(async () => {
-    producer = await db.open();
-    worker = await db.open({ autoCreateSchema: false });
+    producer = await db.openStorage();
+    worker = await db.openStorage({ autoCreateSchema: false });
   });
   afterAll(() => db.close());
 
@@ -58,7 +58,7 @@ describePg('PostgreSQL LISTEN/NOTIFY and caller transactions', () => {
   });
 
   it('close() ends subscriptions that were never unsubscribed', async () => {
-    const extra = await db.open({ autoCreateSchema: false });
+    const extra = await db.openStorage({ autoCreateSchema: false });
     await extra.subscribe(() => undefined);
     expect(await listeners()).toHaveLength(1);
     await extra.close();
@@ -68,7 +68,7 @@ describePg('PostgreSQL LISTEN/NOTIFY and caller transactions', () => {
   it('re-establishes a LISTEN session the server terminated, and asks for one look at every queue', async () => {
     const logger = new RecordingLogger();
     Logger.overrideLogger(logger);
-    const resilient = await db.open({ autoCreateSchema: false, notifyReconnectMs: 50 });
+    const resilient = await db.openStorage({ autoCreateSchema: false, notifyReconnectMs: 50 });
     const heard: Array<string | undefined> = [];
     const unsubscribe = await resilient.subscribe((queue) => heard.push(queue));
     try {
@@ -91,7 +91,7 @@ describePg('PostgreSQL LISTEN/NOTIFY and caller transactions', () => {
   });
 
   it('returns null with notify: false and sends no notification', async () => {
-    const quiet = await db.open({ autoCreateSchema: false, notify: false });
+    const quiet = await db.openStorage({ autoCreateSchema: false, notify: false });
     expect(await quiet.subscribe(() => undefined)).toBeNull();
     const heard: Array<string | undefined> = [];
     const unsubscribe = await worker.subscribe((queue) => heard.push(queue));

@@ -4,15 +4,15 @@ import { JobStatus } from '../../libs/chokaq/src/interfaces/job-status.enum';
 import { JobStorage } from '../../libs/chokaq/src/storage/job-storage';
 import { RecordingLogger } from '../runtime/support/silent-logger';
 import { dataSourceOf } from '../support/storage-internals';
-import { describePg, PgSchema } from './pg-fixture';
+import { createTestSchema, describePostgres } from '../support/test-database';
 
 /**
  * What the hot path leaves on pooled connections: claims relax `synchronous_commit` for their own
  * transaction only, and the fixed statements are prepared once per connection (or not at all with
  * `preparedStatements: false`).
  */
-describePg('PostgreSQL session state of pooled connections', () => {
-  const db = new PgSchema();
+describePostgres('PostgreSQL session state of pooled connections', () => {
+  const db = createTestSchema('postgres', { overrides: { poolSize: 4 } });
   afterAll(() => db.close());
 
   /** Runs `sql` on the storage's own DataSource (a pool of one connection: the same session). */
@@ -40,7 +40,7 @@ describePg('PostgreSQL session state of pooled connections', () => {
   }
 
   it('a claim turns synchronous_commit off for its own transaction only', async () => {
-    const storage = await db.open({ poolSize: 1 });
+    const storage = await db.openStorage({ poolSize: 1 });
     await claimAndArchive(storage, 'session.sync');
     // The one pooled connection ran the claim; its session setting is untouched.
     expect(await session(storage, 'SHOW synchronous_commit')).toEqual([
@@ -58,7 +58,7 @@ describePg('PostgreSQL session state of pooled connections', () => {
         )) as Array<{ name: string }>
       ).map((r) => r.name);
 
-    const storage = await db.open({ poolSize: 1, autoCreateSchema: false });
+    const storage = await db.openStorage({ poolSize: 1, autoCreateSchema: false });
     await claimAndArchive(storage, 'session.prepared');
     const once = await prepared(storage);
     expect(once.length).toBeGreaterThanOrEqual(2); // at least the claim and the archive
@@ -66,7 +66,7 @@ describePg('PostgreSQL session state of pooled connections', () => {
     expect((await prepared(storage)).sort()).toEqual([...once].sort());
     await storage.close();
 
-    const plain = await db.open({
+    const plain = await db.openStorage({
       poolSize: 1,
       autoCreateSchema: false,
       preparedStatements: false,
@@ -78,14 +78,14 @@ describePg('PostgreSQL session state of pooled connections', () => {
   it('prepares its statements again when a migration changed the shape of their rows', async () => {
     const logger = new RecordingLogger();
     Logger.overrideLogger(logger);
-    const own = new PgSchema();
+    const own = createTestSchema('postgres', { overrides: { poolSize: 4 } });
     try {
       // Two connections: the retry after the stale plan may land on the other one.
-      const storage = await own.open({ poolSize: 2 });
+      const storage = await own.openStorage({ poolSize: 2 });
       await claimAndArchive(storage, 'session.migrated');
       // What a newer ChokaQ's migration may do while this worker runs: the claim's
       // `RETURNING j.*` now has one more column than the statement was prepared with.
-      await own.sql(`ALTER TABLE ${own.table('jobs_hot')} ADD COLUMN note text NULL`);
+      await own.sql(`ALTER TABLE ${own.table('hot')} ADD COLUMN note text NULL`);
       await claimAndArchive(storage, 'session.migrated');
       await claimAndArchive(storage, 'session.migrated');
       expect(logger.count('log', 'changed under prepared statements')).toBe(1);

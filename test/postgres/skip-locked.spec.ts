@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { DataSource, QueryRunner } from 'typeorm';
 import { JobStorage } from '../../libs/chokaq/src/storage/job-storage';
 import { PG_URL } from '../support/env';
-import { describePg, PgSchema } from './pg-fixture';
+import { TestSchema, createTestSchema, describePostgres } from '../support/test-database';
 
 /**
  * The claim takes its rows `FOR UPDATE SKIP LOCKED`: a row locked by another transaction (a
@@ -42,13 +42,13 @@ async function within<T>(what: string, ms: number, promise: Promise<T>): Promise
 
 jest.setTimeout(60_000);
 
-describePg('PostgreSQL claim: SKIP LOCKED', () => {
-  let db: PgSchema;
+describePostgres('PostgreSQL claim: SKIP LOCKED', () => {
+  let db: TestSchema;
   let holder: DataSource;
   let lockTx: QueryRunner | undefined;
 
   beforeEach(async () => {
-    db = new PgSchema();
+    db = createTestSchema('postgres', { overrides: { poolSize: 4 } });
     holder = new DataSource({ type: 'postgres', url: PG_URL, poolSize: 1 });
     await holder.initialize();
   });
@@ -67,7 +67,7 @@ describePg('PostgreSQL claim: SKIP LOCKED', () => {
     await lockTx.connect();
     await lockTx.startTransaction();
     const locked = (await lockTx.query(
-      `SELECT id FROM ${db.table('jobs_hot')} WHERE id = $1 FOR UPDATE`,
+      `SELECT id FROM ${db.table('hot')} WHERE id = $1 FOR UPDATE`,
       [id],
     )) as unknown[];
     expect(locked).toHaveLength(1);
@@ -91,7 +91,7 @@ describePg('PostgreSQL claim: SKIP LOCKED', () => {
   ])(
     'a claim on %s returns the other due rows without waiting for a row another session locked',
     async (_path, budgeted) => {
-      const seed = await db.open();
+      const seed = await db.openStorage();
       const queue = `skip.${budgeted ? 'budgeted' : 'plain'}`;
       if (budgeted) await seed.updateQueue(queue, { maxWorkers: 10 });
       // The locked row comes first in claim order, so a claim that waits for locks meets it first.
@@ -100,7 +100,7 @@ describePg('PostgreSQL claim: SKIP LOCKED', () => {
         { queue, priority: 1 },
         { queue, priority: 1 },
       ]);
-      const claimer = await db.open({
+      const claimer = await db.openStorage({
         url: urlWithStatementTimeout(STATEMENT_TIMEOUT_MS),
         autoCreateSchema: false,
       });

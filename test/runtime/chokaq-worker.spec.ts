@@ -7,7 +7,7 @@ import { deferred, waitFor } from '../support/wait-for';
 import { TestHandlers } from './support/handlers';
 import { testOptions } from './support/options';
 import { RecordingLogger } from './support/silent-logger';
-import { sqliteStorage } from './support/sqlite';
+import { openTestDatabase } from '../support/test-database';
 
 /** Rejects when `signal` aborts (checking first: the abort may precede the handler). */
 function untilAborted(signal: AbortSignal): Promise<never> {
@@ -28,7 +28,13 @@ describe('ChokaQWorker on SQLite', () => {
   let logger: RecordingLogger;
 
   beforeEach(async () => {
-    ({ storage, cleanup } = await sqliteStorage());
+    const db = await openTestDatabase('sqlite');
+    storage = db.storage;
+    // The storage first, so an error closing it fails the test; then the file goes.
+    cleanup = async () => {
+      await storage.close();
+      await db.close();
+    };
     workers = [];
     logger = new RecordingLogger();
   });

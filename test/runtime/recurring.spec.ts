@@ -2,13 +2,21 @@ import { RecurringLoop } from '../../libs/chokaq/src/runtime/recurring.loop';
 import { CronSchedule } from '../../libs/chokaq/src/runtime/cron-schedule';
 import type { JobStorage } from '../../libs/chokaq/src/storage/job-storage';
 import { RecordingLogger } from './support/silent-logger';
-import { sqliteStorage } from './support/sqlite';
+import { openTestDatabase } from '../support/test-database';
 
 describe('RecurringLoop on SQLite', () => {
   let storage: JobStorage;
   let cleanup: () => Promise<void>;
   const logger = new RecordingLogger();
-  beforeEach(async () => ({ storage, cleanup } = await sqliteStorage()));
+  beforeEach(async () => {
+    const db = await openTestDatabase('sqlite');
+    storage = db.storage;
+    // The storage first, so an error closing it fails the test; then the file goes.
+    cleanup = async () => {
+      await storage.close();
+      await db.close();
+    };
+  });
   afterEach(() => cleanup());
 
   const spec = {

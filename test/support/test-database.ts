@@ -78,6 +78,8 @@ export interface TestSchema {
   count(table: TableName, where?: string, params?: unknown[]): Promise<number>;
   /** Opens a storage (own DataSource, own connections) on this schema; `close()` closes it. */
   openStorage(overrides?: Partial<StorageOptions>): Promise<JobStorage>;
+  /** Opens `n` independent storages in parallel (see {@link openStorage}). */
+  openStorages(n: number, overrides?: Partial<StorageOptions>): Promise<JobStorage[]>;
   /**
    * Opens another raw, initialised TypeORM `DataSource` on the same database (closed by `close()`),
    * e.g. to borrow it to a storage (`{ dataSource, schema }`) and test the `transaction` option.
@@ -188,6 +190,11 @@ function buildSchema(parts: DialectParts): TestSchema {
   const runAll = async (statements: string[]) => {
     for (const statement of statements) await sql(statement);
   };
+  const openStorage = async (overrides?: Partial<StorageOptions>): Promise<JobStorage> => {
+    const storage = await createJobStorage({ ...parts.options, ...overrides } as StorageOptions);
+    storages.push(storage);
+    return storage;
+  };
   return {
     dialect: parts.dialect,
     options: parts.options,
@@ -205,11 +212,9 @@ function buildSchema(parts: DialectParts): TestSchema {
       );
       return Number(rows[0].n);
     },
-    async openStorage(overrides) {
-      const storage = await createJobStorage({ ...parts.options, ...overrides } as StorageOptions);
-      storages.push(storage);
-      return storage;
-    },
+    openStorage,
+    openStorages: (n, overrides) =>
+      Promise.all(Array.from({ length: n }, () => openStorage(overrides))),
     async openDataSource() {
       const ds = parts.newDataSource();
       await ds.initialize();
