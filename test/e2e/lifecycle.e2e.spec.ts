@@ -10,8 +10,8 @@ import {
   JobStatus,
   defineJob,
 } from '../../libs/chokaq/src';
-import { bootApp, closeAndCheck } from './support/e2e-app';
-import { E2eDatabase, createE2eDatabase, describeEachE2e } from './support/e2e-database';
+import { bootApp, closeAndCheck, e2eDatabase } from './support/e2e-app';
+import { TestSchema, describeEachDialect } from '../support/test-database';
 import { Gate, waitFor } from '../support/wait-for';
 
 const Ok = defineJob<{ n: number }>('e2e', 'ok');
@@ -106,15 +106,15 @@ class Handlers {
   }
 }
 
-describeEachE2e('job lifecycle through a Nest app', (dialect) => {
-  let db: E2eDatabase;
+describeEachDialect('job lifecycle through a Nest app', ({ name: dialect }) => {
+  let db: TestSchema;
   let app: INestApplication;
   let jobs: JobClient;
   let admin: ChokaQAdmin;
   let probe: Probe;
 
   beforeEach(async () => {
-    db = await createE2eDatabase(dialect);
+    db = e2eDatabase(dialect);
     app = await bootApp(db, { providers: [Probe, Handlers] });
     jobs = app.get(JobClient);
     admin = app.get(ChokaQAdmin);
@@ -144,7 +144,7 @@ describeEachE2e('job lifecycle through a Nest app', (dialect) => {
       type: 'ok',
     });
     expect(job.tags).toEqual(['a']);
-    expect(await db.count('jobs_archive')).toBe(1);
+    expect(await db.count('archive')).toBe(1);
     expect(probe.runs).toHaveLength(1);
   });
 
@@ -235,11 +235,11 @@ describeEachE2e('job lifecycle through a Nest app', (dialect) => {
     // Paused: several poll cycles pass and nothing is claimed.
     await new Promise((resolve) => setTimeout(resolve, 400));
     expect(probe.runs).toHaveLength(0);
-    expect(await db.count('jobs_hot', "status = 0 AND queue = 'budget'")).toBe(12);
+    expect(await db.count('hot', "status = 0 AND queue = 'budget'")).toBe(12);
     await admin.resumeQueue('budget');
     await waitFor(
       '12 budget jobs archived',
-      async () => (await db.count('jobs_archive', "queue = 'budget'")) === 12,
+      async () => (await db.count('archive', "queue = 'budget'")) === 12,
     );
     expect(probe.maxRunning).toBeLessThanOrEqual(2);
     expect(probe.maxRunning).toBeGreaterThanOrEqual(1);
@@ -252,7 +252,7 @@ describeEachE2e('job lifecycle through a Nest app', (dialect) => {
     const a = await jobs.enqueue(Ok, { n: 1 }, { idempotencyKey: 'once' });
     const b = await jobs.enqueue(Ok, { n: 2 }, { idempotencyKey: 'once' });
     expect(b).toBe(a);
-    expect(await db.count('jobs_hot')).toBe(1);
+    expect(await db.count('hot')).toBe(1);
     await admin.resumeQueue('e2e');
     await settled(a);
   });
@@ -273,16 +273,13 @@ describeEachE2e('job lifecycle through a Nest app', (dialect) => {
       Array.from({ length: 6 }, (_, i) => ({ payload: { key: `s${i}` } })),
     );
     await waitFor('two blockers running', () => probe.started.size === 2);
-    await waitFor(
-      'the rest buffered',
-      async () => (await db.count('jobs_hot', 'status = 1')) === 4,
-    );
+    await waitFor('the rest buffered', async () => (await db.count('hot', 'status = 1')) === 4);
     await app.close();
     // Nothing left Fetched or Processing; every job back to Pending (cooperative aborts keep their attempt).
-    expect(await db.count('jobs_hot', 'status IN (1, 2)')).toBe(0);
-    expect(await db.count('jobs_hot', 'status = 0')).toBe(6);
-    const attempts = await db.sql<{ attempt_count: number }>(
-      `SELECT attempt_count FROM ${db.table('jobs_hot')} ORDER BY attempt_count DESC`,
+    expect(await db.count('hot', 'status IN (1, 2)')).toBe(0);
+    expect(await db.count('hot', 'status = 0')).toBe(6);
+    const attempts = await db.query<{ attempt_count: number }>(
+      `SELECT attempt_count FROM ${db.table('hot')} ORDER BY attempt_count DESC`,
     );
     expect(attempts.map((r) => Number(r.attempt_count))).toEqual([1, 1, 0, 0, 0, 0]);
     expect(ids).toHaveLength(6);
@@ -290,6 +287,6 @@ describeEachE2e('job lifecycle through a Nest app', (dialect) => {
     app = await bootApp(db, { providers: [Probe, Handlers] });
     probe = app.get(Probe);
     for (let i = 0; i < 6; i++) probe.gate(`s${i}`).open();
-    await waitFor('all six archived', async () => (await db.count('jobs_archive')) === 6);
+    await waitFor('all six archived', async () => (await db.count('archive')) === 6);
   });
 });

@@ -19,8 +19,15 @@ import {
 } from '../../libs/chokaq/src';
 import { ChokaQOrchestrator } from '../../libs/chokaq/src/chokaq.orchestrator';
 import { WorkerRegistry } from '../../libs/chokaq/src/worker.registry';
-import { bootApp, closeAndCheck, FAST_OPTIONS, mergeOptions, quietLogger } from './support/e2e-app';
-import { E2eDatabase, createE2eDatabase, describeEachE2e } from './support/e2e-database';
+import {
+  bootApp,
+  closeAndCheck,
+  FAST_OPTIONS,
+  mergeOptions,
+  quietLogger,
+  e2eDatabase,
+} from './support/e2e-app';
+import { TestSchema, describeEachDialect } from '../support/test-database';
 
 const Mail = defineJob<{ to: string }>('mail', 'send.v1');
 
@@ -86,9 +93,9 @@ class BrokenSchedule {}
 @Module({ providers: [Trace], exports: [Trace] })
 class TraceModule {}
 
-describeEachE2e('ChokaQModule wiring', (dialect) => {
-  let db: E2eDatabase;
-  beforeEach(async () => (db = await createE2eDatabase(dialect)));
+describeEachDialect('ChokaQModule wiring', ({ name: dialect }) => {
+  let db: TestSchema;
+  beforeEach(() => (db = e2eDatabase(dialect)));
   afterEach(async () => db.close());
 
   it('producer-only: JobClient and admin work, no worker runs, ChokaQTesting runs due jobs', async () => {
@@ -102,7 +109,7 @@ describeEachE2e('ChokaQModule wiring', (dialect) => {
     const bad = await jobs.enqueue(Mail, { to: 'bad' });
     // No loop runs: the jobs stay Pending.
     await new Promise((resolve) => setTimeout(resolve, 200));
-    expect(await db.count('jobs_hot', 'status = 0')).toBe(2);
+    expect(await db.count('hot', 'status = 0')).toBe(2);
     expect(admin.workerStats()).toBeNull();
     expect(() => admin.setConcurrency(3)).toThrow(ChokaQWorkerDisabledError);
 
@@ -129,7 +136,7 @@ describeEachE2e('ChokaQModule wiring', (dialect) => {
           inject: [Trace],
           useFactory: (trace: Trace): ChokaQModuleOptions => {
             trace.events.push('factory');
-            return mergeOptions(FAST_OPTIONS, { storage: db.storage, worker: { enabled: false } });
+            return mergeOptions(FAST_OPTIONS, { storage: db.options, worker: { enabled: false } });
           },
           middleware: [OuterMiddleware, InnerMiddleware],
         }),
@@ -158,7 +165,7 @@ describeEachE2e('ChokaQModule wiring', (dialect) => {
     @Injectable()
     class ChokaQConfig {
       createChokaQOptions(): ChokaQModuleOptions {
-        return mergeOptions(FAST_OPTIONS, { storage: db.storage, worker: { enabled: false } });
+        return mergeOptions(FAST_OPTIONS, { storage: db.options, worker: { enabled: false } });
       }
     }
     const moduleRef = await Test.createTestingModule({
@@ -172,7 +179,7 @@ describeEachE2e('ChokaQModule wiring', (dialect) => {
 
   it('fails at startup on duplicate handlers, and leaves nothing open', async () => {
     const moduleRef = await Test.createTestingModule({
-      imports: [ChokaQModule.forRoot(mergeOptions(FAST_OPTIONS, { storage: db.storage }))],
+      imports: [ChokaQModule.forRoot(mergeOptions(FAST_OPTIONS, { storage: db.options }))],
       providers: [Trace, MailHandlers, DuplicateMail],
     }).compile();
     const app = moduleRef.createNestApplication({ logger: quietLogger() });
@@ -186,7 +193,7 @@ describeEachE2e('ChokaQModule wiring', (dialect) => {
     const moduleRef = Test.createTestingModule({
       imports: [
         ChokaQModule.forRoot({
-          storage: db.storage,
+          storage: db.options,
           retry: { maxAttempts: 0 },
           worker: { concurrency: -1 },
         }),
@@ -205,7 +212,7 @@ describeEachE2e('ChokaQModule wiring', (dialect) => {
 
   it('fails at startup on invalid decorator options, reporting every problem of every decorator', async () => {
     const moduleRef = await Test.createTestingModule({
-      imports: [ChokaQModule.forRoot(mergeOptions(FAST_OPTIONS, { storage: db.storage }))],
+      imports: [ChokaQModule.forRoot(mergeOptions(FAST_OPTIONS, { storage: db.options }))],
       providers: [OverlongTimeout, NoAttempts, BrokenSchedule],
     }).compile();
     const app = moduleRef.createNestApplication({ logger: quietLogger() });
@@ -224,7 +231,7 @@ describeEachE2e('ChokaQModule wiring', (dialect) => {
     ]);
     expect((error as Error).message).toContain('must be an integer from 1 to 2147483647');
     expect(app.get(WorkerRegistry).localWorker).toBeUndefined();
-    expect(await db.count('recurring_jobs')).toBe(0);
+    expect(await db.count('recurring')).toBe(0);
   });
 
   it('ChokaQTesting.runDueJobs refuses a timeout no timer can hold', async () => {
@@ -241,7 +248,7 @@ describeEachE2e('ChokaQModule wiring', (dialect) => {
     const moduleRef = await Test.createTestingModule({
       imports: [
         ChokaQModule.forRoot(
-          mergeOptions(FAST_OPTIONS, { storage: db.storage, worker: { enabled: false } }),
+          mergeOptions(FAST_OPTIONS, { storage: db.options, worker: { enabled: false } }),
         ),
       ],
       providers: [Trace, MailHandlers],

@@ -1,13 +1,9 @@
 import { INestApplication } from '@nestjs/common';
 import { JobClient } from '../../libs/chokaq/src';
 import { pgAvailable, PG_URL } from '../support/env';
-import { bootApp, closeAndCheck } from './support/e2e-app';
-import {
-  E2eDatabase,
-  E2eDialect,
-  createE2eDatabase,
-  describeEachE2e,
-} from './support/e2e-database';
+import { bootApp, closeAndCheck, e2eDatabase } from './support/e2e-app';
+import { TestSchema, describeEachDialect } from '../support/test-database';
+import type { StorageDialect } from '../../libs/chokaq/src/interfaces/job.interface';
 import { waitFor } from '../support/wait-for';
 import { WorkerProcess, startWorkerProcess } from './support/worker-processes';
 
@@ -18,7 +14,7 @@ import { WorkerProcess, startWorkerProcess } from './support/worker-processes';
 jest.setTimeout(180_000);
 
 interface Setup {
-  db: E2eDatabase;
+  db: TestSchema;
   producer: INestApplication;
   jobs: JobClient;
   runsTable: string;
@@ -26,13 +22,12 @@ interface Setup {
   fixtureBase: { pgUrl?: string; sqliteFile?: string; runsTable: string };
 }
 
-async function setUp(dialect: E2eDialect): Promise<Setup> {
-  const db = await createE2eDatabase(dialect);
+async function setUp(dialect: StorageDialect): Promise<Setup> {
+  const db = e2eDatabase(dialect);
   // A producer-only app in this process: creates the schema and enqueues.
   const producer = await bootApp(db, { options: { worker: { enabled: false } } });
-  const runsTable =
-    db.dialect === 'sqlite' ? 'e2e_runs' : `${(db.storage as { schema: string }).schema}.e2e_runs`;
-  await db.sql(
+  const runsTable = db.dialect === 'sqlite' ? 'e2e_runs' : `${db.schema}.e2e_runs`;
+  await db.query(
     `CREATE TABLE ${runsTable} (job_id varchar(36) NOT NULL, worker_id varchar(255) NOT NULL, attempt integer NOT NULL)`,
   );
   return {
@@ -42,9 +37,7 @@ async function setUp(dialect: E2eDialect): Promise<Setup> {
     runsTable,
     workers: [],
     fixtureBase:
-      dialect === 'sqlite'
-        ? { sqliteFile: (db.storage as { database: string }).database, runsTable }
-        : { pgUrl: PG_URL, runsTable },
+      dialect === 'sqlite' ? { sqliteFile: db.file, runsTable } : { pgUrl: PG_URL, runsTable },
   };
 }
 
@@ -56,11 +49,11 @@ async function tearDown(s: Setup | undefined): Promise<void> {
 }
 
 async function ids(
-  db: E2eDatabase,
-  table: 'jobs_hot' | 'jobs_archive' | 'jobs_dlq',
+  db: TestSchema,
+  table: 'hot' | 'archive' | 'dlq',
   where = '1 = 1',
 ): Promise<string[]> {
-  return (await db.sql<{ id: string }>(`SELECT id FROM ${db.table(table)} WHERE ${where}`)).map(
+  return (await db.query<{ id: string }>(`SELECT id FROM ${db.table(table)} WHERE ${where}`)).map(
     (r) => r.id,
   );
 }
@@ -75,7 +68,7 @@ async function ids(
       s = await setUp('postgres');
       const setup = s;
       const options = {
-        storage: setup.db.storage,
+        storage: setup.db.options,
         worker: { concurrency: 20, prefetch: 100, batchSize: 50, pollIntervalMs: 50 },
         heartbeat: { intervalMs: 1_000 },
       };
@@ -103,33 +96,33 @@ async function ids(
       expect(new Set(enqueued).size).toBe(total);
       await waitFor(
         `${total} jobs archived`,
-        async () => (await setup.db.count('jobs_archive')) === total,
+        async () => (await setup.db.count('archive')) === total,
         {
           timeoutMs: 120_000,
           intervalMs: 200,
         },
       );
 
-      const runs = await setup.db.sql<{ job_id: string; worker_id: string; attempt: number }>(
+      const runs = await setup.db.query<{ job_id: string; worker_id: string; attempt: number }>(
         `SELECT job_id, worker_id, attempt FROM ${setup.runsTable}`,
       );
       expect(runs).toHaveLength(total);
       expect(new Set(runs.map((r) => r.job_id)).size).toBe(total);
       expect(runs.every((r) => Number(r.attempt) === 1)).toBe(true);
       expect(new Set(runs.map((r) => r.worker_id)).size).toBeGreaterThanOrEqual(2);
-      expect(await setup.db.count('jobs_hot')).toBe(0);
-      expect(await setup.db.count('jobs_dlq')).toBe(0);
-      const [stats] = await setup.db.sql<{ s: string }>(
-        `SELECT SUM(succeeded_total) AS s FROM ${setup.db.table('stats_summary')}`,
+      expect(await setup.db.count('hot')).toBe(0);
+      expect(await setup.db.count('dlq')).toBe(0);
+      const [stats] = await setup.db.query<{ s: string }>(
+        `SELECT SUM(succeeded_total) AS s FROM ${setup.db.table('stats')}`,
       );
       expect(Number(stats.s)).toBe(total);
     });
   },
 );
 
-describeEachE2e(
+describeEachDialect(
   'SIGKILL of a worker holding fetched and processing jobs (SPEC §8 invariant 10)',
-  (dialect) => {
+  ({ name: dialect }) => {
     let s: Setup | undefined;
     afterEach(async () => tearDown(s));
 
@@ -141,7 +134,7 @@ describeEachE2e(
         ...setup.fixtureBase,
         mode: 'hang',
         options: {
-          storage: setup.db.storage,
+          storage: setup.db.options,
           worker: {
             workerId: 'victim',
             concurrency: 3,
@@ -161,17 +154,13 @@ describeEachE2e(
 
       // Wait until the database shows the victim holding both kinds of rows, then kill it.
       await waitFor('the victim to hold Processing and Fetched rows', async () => {
-        const processing = await setup.db.count('jobs_hot', "status = 2 AND worker_id = 'victim'");
-        const fetched = await setup.db.count('jobs_hot', "status = 1 AND worker_id = 'victim'");
+        const processing = await setup.db.count('hot', "status = 2 AND worker_id = 'victim'");
+        const fetched = await setup.db.count('hot', "status = 1 AND worker_id = 'victim'");
         return processing === 3 && fetched >= 1;
       });
       await victim.kill();
-      const processingAtKill = await ids(
-        setup.db,
-        'jobs_hot',
-        "status = 2 AND worker_id = 'victim'",
-      );
-      const fetchedAtKill = await ids(setup.db, 'jobs_hot', "status = 1 AND worker_id = 'victim'");
+      const processingAtKill = await ids(setup.db, 'hot', "status = 2 AND worker_id = 'victim'");
+      const fetchedAtKill = await ids(setup.db, 'hot', "status = 1 AND worker_id = 'victim'");
       expect(processingAtKill).toHaveLength(3);
       expect(fetchedAtKill.length).toBeGreaterThanOrEqual(1);
 
@@ -181,46 +170,44 @@ describeEachE2e(
           ...setup.fixtureBase,
           mode: 'record',
           options: {
-            storage: setup.db.storage,
+            storage: setup.db.options,
             worker: { workerId: 'rescuer', pollIntervalMs: 50 },
             heartbeat: { intervalMs: 300 },
             rescue,
           },
         }),
       );
-      await waitFor(
-        'the hot table to empty',
-        async () => (await setup.db.count('jobs_hot')) === 0,
-        { timeoutMs: 30_000 },
-      );
+      await waitFor('the hot table to empty', async () => (await setup.db.count('hot')) === 0, {
+        timeoutMs: 30_000,
+      });
 
-      const archived = await ids(setup.db, 'jobs_archive');
-      const dlq = await ids(setup.db, 'jobs_dlq');
+      const archived = await ids(setup.db, 'archive');
+      const dlq = await ids(setup.db, 'dlq');
       // Nothing lost, nothing in two tables.
       expect([...archived, ...dlq].sort()).toEqual([...all].sort());
       expect(archived.filter((id) => dlq.includes(id))).toEqual([]);
       // The interrupted runs are zombies (not silently re-run); the rest ran once, on the rescuer.
-      const zombies = await setup.db.sql<{ id: string; status: number; failure_reason: number }>(
-        `SELECT id, status, failure_reason FROM ${setup.db.table('jobs_dlq')}`,
+      const zombies = await setup.db.query<{ id: string; status: number; failure_reason: number }>(
+        `SELECT id, status, failure_reason FROM ${setup.db.table('dlq')}`,
       );
       expect(zombies.map((z) => z.id).sort()).toEqual([...processingAtKill].sort());
       expect(zombies.every((z) => Number(z.status) === 6 && Number(z.failure_reason) === 2)).toBe(
         true,
       );
       expect(archived.sort()).toEqual(all.filter((id) => !processingAtKill.includes(id)).sort());
-      const runs = await setup.db.sql<{ job_id: string; worker_id: string }>(
+      const runs = await setup.db.query<{ job_id: string; worker_id: string }>(
         `SELECT job_id, worker_id FROM ${setup.runsTable}`,
       );
       expect(runs.map((r) => r.job_id).sort()).toEqual(archived.sort());
       expect(runs.every((r) => r.worker_id === 'rescuer')).toBe(true);
       // One accepted finalisation per job: the lifetime counters add up to the job count.
-      const [totals] = await setup.db.sql<{ ok: string; failed: string }>(
-        `SELECT SUM(succeeded_total) AS ok, SUM(failed_total) AS failed FROM ${setup.db.table('stats_summary')}`,
+      const [totals] = await setup.db.query<{ ok: string; failed: string }>(
+        `SELECT SUM(succeeded_total) AS ok, SUM(failed_total) AS failed FROM ${setup.db.table('stats')}`,
       );
       expect(Number(totals.ok)).toBe(archived.length);
       expect(Number(totals.failed)).toBe(dlq.length);
     });
   },
   // The worker-process fixture and its runs table speak SQLite and PostgreSQL only.
-  { mssql: false },
+  { only: ['sqlite', 'postgres'] },
 );

@@ -5,8 +5,8 @@ import { CHOKAQ_STORAGE } from '../../libs/chokaq/src/chokaq.constants';
 import { ChokaQOrchestrator } from '../../libs/chokaq/src/chokaq.orchestrator';
 import type { JobStorage } from '../../libs/chokaq/src/storage/job-storage';
 import { waitFor } from '../support/wait-for';
-import { bootApp, closeAndCheck } from './support/e2e-app';
-import { E2eDatabase, createE2eDatabase, describeEachE2e } from './support/e2e-database';
+import { bootApp, closeAndCheck, e2eDatabase } from './support/e2e-app';
+import { TestSchema, describeEachDialect } from '../support/test-database';
 
 /** Slots far from now, so no slot fires while the registry is observed. */
 @Injectable()
@@ -28,10 +28,10 @@ function chokaqTimeouts(registry: SchedulerRegistry): string[] {
     .sort();
 }
 
-describeEachE2e('recurring jobs in @nestjs/schedule SchedulerRegistry', (dialect) => {
-  let db: E2eDatabase;
+describeEachDialect('recurring jobs in @nestjs/schedule SchedulerRegistry', ({ name: dialect }) => {
+  let db: TestSchema;
   const apps: INestApplication[] = [];
-  beforeEach(async () => (db = await createE2eDatabase(dialect)));
+  beforeEach(() => (db = e2eDatabase(dialect)));
   afterEach(async () => {
     for (const app of apps.splice(0)) await closeAndCheck(app, db);
     await db.close();
@@ -63,7 +63,7 @@ describeEachE2e('recurring jobs in @nestjs/schedule SchedulerRegistry', (dialect
     await waitFor('both recurring timers listed', () => chokaqTimeouts(registry).length === 2);
     const [yearly] = (await other.getRecurringJobs()).filter((r) => r.name === 'yearly');
 
-    await db.sql(`DELETE FROM ${db.table('recurring_jobs')} WHERE name = 'yearly'`);
+    await db.query(`DELETE FROM ${db.table('recurring')} WHERE name = 'yearly'`);
     await waitFor('the removed job gone from the registry', () =>
       chokaqTimeouts(registry).every((name) => name !== 'chokaq:yearly'),
     );
@@ -74,14 +74,14 @@ describeEachE2e('recurring jobs in @nestjs/schedule SchedulerRegistry', (dialect
       chokaqTimeouts(registry).includes('chokaq:yearly'),
     );
 
-    await db.sql(
-      `UPDATE ${db.table('recurring_jobs')} SET is_paused = ${paused(true)} WHERE name = 'nightly'`,
+    await db.query(
+      `UPDATE ${db.table('recurring')} SET is_paused = ${paused(true)} WHERE name = 'nightly'`,
     );
     await waitFor('the paused job gone from the registry', () =>
       chokaqTimeouts(registry).every((name) => name !== 'chokaq:nightly'),
     );
-    await db.sql(
-      `UPDATE ${db.table('recurring_jobs')} SET is_paused = ${paused(false)} WHERE name = 'nightly'`,
+    await db.query(
+      `UPDATE ${db.table('recurring')} SET is_paused = ${paused(false)} WHERE name = 'nightly'`,
     );
     await waitFor('the resumed job listed again', () =>
       chokaqTimeouts(registry).includes('chokaq:nightly'),

@@ -1,7 +1,7 @@
 import { INestApplication, Injectable } from '@nestjs/common';
 import { JobContext, JobHandler, RecurringJob } from '../../libs/chokaq/src';
-import { bootApp, closeAndCheck } from './support/e2e-app';
-import { E2eDatabase, createE2eDatabase, describeEachE2e } from './support/e2e-database';
+import { bootApp, closeAndCheck, e2eDatabase } from './support/e2e-app';
+import { TestSchema, describeEachDialect } from '../support/test-database';
 import { waitFor } from '../support/wait-for';
 
 @Injectable()
@@ -16,10 +16,10 @@ class Ticks {
   }
 }
 
-describeEachE2e('recurring jobs across two app instances', (dialect) => {
-  let db: E2eDatabase;
+describeEachDialect('recurring jobs across two app instances', ({ name: dialect }) => {
+  let db: TestSchema;
   const apps: INestApplication[] = [];
-  beforeEach(async () => (db = await createE2eDatabase(dialect)));
+  beforeEach(() => (db = e2eDatabase(dialect)));
   afterEach(async () => {
     for (const app of apps.splice(0)) await closeAndCheck(app, db);
     await db.close();
@@ -31,7 +31,7 @@ describeEachE2e('recurring jobs across two app instances', (dialect) => {
     const started = Date.now();
     await waitFor(
       'four recurring jobs archived',
-      async () => (await db.count('jobs_archive', "queue = 'tick'")) >= 4,
+      async () => (await db.count('archive', "queue = 'tick'")) >= 4,
       {
         timeoutMs: 20_000,
       },
@@ -40,23 +40,21 @@ describeEachE2e('recurring jobs across two app instances', (dialect) => {
     for (const app of apps.splice(0)) await closeAndCheck(app, db);
 
     const rows = [
-      ...(await db.sql<{ k: string }>(
-        `SELECT idempotency_key AS k FROM ${db.table('jobs_archive')} WHERE queue = 'tick'`,
+      ...(await db.query<{ k: string }>(
+        `SELECT idempotency_key AS k FROM ${db.table('archive')} WHERE queue = 'tick'`,
       )),
-      ...(await db.sql<{ k: string }>(
-        `SELECT idempotency_key AS k FROM ${db.table('jobs_hot')} WHERE queue = 'tick'`,
+      ...(await db.query<{ k: string }>(
+        `SELECT idempotency_key AS k FROM ${db.table('hot')} WHERE queue = 'tick'`,
       )),
-      ...(await db.sql<{ k: string }>(
-        `SELECT idempotency_key AS k FROM ${db.table('jobs_dlq')} WHERE queue = 'tick'`,
+      ...(await db.query<{ k: string }>(
+        `SELECT idempotency_key AS k FROM ${db.table('dlq')} WHERE queue = 'tick'`,
       )),
     ];
     const slots = rows.map((r) => r.k);
     expect(slots.every((k) => k?.startsWith('recurring:every-second:'))).toBe(true);
     expect(new Set(slots).size).toBe(slots.length); // no slot twice
     expect(slots.length).toBeLessThanOrEqual(elapsedSlots + 1);
-    const [record] = await db.sql<{ name: string }>(
-      `SELECT name FROM ${db.table('recurring_jobs')}`,
-    );
+    const [record] = await db.query<{ name: string }>(`SELECT name FROM ${db.table('recurring')}`);
     expect(record.name).toBe('every-second');
   });
 });

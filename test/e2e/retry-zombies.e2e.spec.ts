@@ -10,8 +10,8 @@ import {
   getJobStorageToken,
 } from '../../libs/chokaq/src';
 import { waitFor } from '../support/wait-for';
-import { bootApp, closeAndCheck } from './support/e2e-app';
-import { E2eDatabase, createE2eDatabase, describeEachE2e } from './support/e2e-database';
+import { bootApp, closeAndCheck, e2eDatabase } from './support/e2e-app';
+import { TestSchema, describeEachDialect } from '../support/test-database';
 
 const Idempotent = defineJob<{ n: number }>('zombies', 'idempotent.v1');
 const Charge = defineJob<{ n: number }>('zombies', 'charge.v1');
@@ -38,9 +38,9 @@ class ZombieHandlers {
  * they were claimed and started under a worker id no process runs, and their heartbeat ages past
  * the rescuing app's zombie timeout.
  */
-describeEachE2e('@JobHandler retryZombies', (dialect) => {
-  let db: E2eDatabase;
-  beforeEach(async () => (db = await createE2eDatabase(dialect)));
+describeEachDialect('@JobHandler retryZombies', ({ name: dialect }) => {
+  let db: TestSchema;
+  beforeEach(() => (db = e2eDatabase(dialect)));
   afterEach(async () => db.close());
 
   it('a zombie of an opted-in handler is retried; another type of the same queue goes to the DLQ', async () => {

@@ -4,8 +4,8 @@ import { TypeOrmModule } from '@nestjs/typeorm';
 import { DataSource } from 'typeorm';
 import { ChokaQModule, JobClient, JobContext, JobHandler, defineJob } from '../../libs/chokaq/src';
 import { ChokaQOrchestrator } from '../../libs/chokaq/src/chokaq.orchestrator';
-import { FAST_OPTIONS, mergeOptions, quietLogger } from './support/e2e-app';
-import { E2eDatabase, createE2eDatabase, describeEachE2e } from './support/e2e-database';
+import { FAST_OPTIONS, mergeOptions, quietLogger, e2eDatabase } from './support/e2e-app';
+import { TestSchema, describeEachDialect } from '../support/test-database';
 import { waitFor } from '../support/wait-for';
 
 const Write = defineJob<{ tag: string }>('orders', 'write.v1');
@@ -62,11 +62,11 @@ class OrderHandlers {
   }
 }
 
-describeEachE2e(
+describeEachDialect(
   'forRootAsync with the app’s TypeORM DataSource',
-  (dialect) => {
-    let db: E2eDatabase;
-    beforeEach(async () => (db = await createE2eDatabase(dialect)));
+  ({ name: dialect }) => {
+    let db: TestSchema;
+    beforeEach(() => (db = e2eDatabase(dialect)));
     afterEach(async () => db.close());
 
     async function boot() {
@@ -74,14 +74,15 @@ describeEachE2e(
         db.dialect === 'sqlite'
           ? TypeOrmModule.forRoot({
               type: 'better-sqlite3',
-              database: (db.storage as { database: string }).database,
+              database: db.file,
             })
           : TypeOrmModule.forRoot({
               type: 'postgres',
-              url: (db.storage as { url: string }).url,
+              url: (db.options as { url: string }).url,
               poolSize: 4,
             });
-      const schema = (db.storage as { schema?: string }).schema;
+      // SQLite keeps the default table prefix, as the app would.
+      const schema = db.dialect === 'sqlite' ? undefined : db.schema;
       const moduleRef = await Test.createTestingModule({
         imports: [
           typeorm,
@@ -122,8 +123,8 @@ describeEachE2e(
         'written',
       ]);
       expect(ds.isInitialized).toBe(false);
-      expect(await db.count('jobs_archive', 'id = ?', [id])).toBe(1);
-      expect(await db.count('jobs_hot')).toBe(0);
+      expect(await db.count('archive', 'id = ?', [id])).toBe(1);
+      expect(await db.count('hot')).toBe(0);
     });
 
     it('enqueues inside the caller’s transaction: rolled back with it, or committed with it', async () => {
@@ -155,5 +156,5 @@ describeEachE2e(
     });
     // The app's own DataSource and its orders table are built for SQLite and PostgreSQL here.
   },
-  { mssql: false },
+  { only: ['sqlite', 'postgres'] },
 );

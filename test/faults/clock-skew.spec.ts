@@ -1,8 +1,13 @@
 import { join } from 'node:path';
 import { pgAvailable } from '../support/env';
 import { waitFor } from '../support/wait-for';
-import { FaultDb, createFaultDb } from './support/fault-db';
-import { FaultWorker, killAllFaultWorkers, startFaultWorker } from './support/fault-processes';
+import {
+  FaultDatabase,
+  openFaultDatabase,
+  FaultWorker,
+  killAllFaultWorkers,
+  startFaultWorker,
+} from './support/fault-processes';
 
 /**
  * Clock skew (issue 6, part 5): worker processes whose wall clock is an hour ahead of or behind the
@@ -26,7 +31,7 @@ const dialects: Array<'sqlite' | 'postgres'> = pgAvailable() ? ['sqlite', 'postg
 describe.each(dialects.flatMap((d) => [[d, +HOUR] as const, [d, -HOUR] as const]))(
   'application clock skewed [%s, %d ms]',
   (dialect, skewMs) => {
-    let db: FaultDb | undefined;
+    let db: FaultDatabase | undefined;
     const workers: FaultWorker[] = [];
 
     afterEach(async () => {
@@ -40,7 +45,7 @@ describe.each(dialects.flatMap((d) => [[d, +HOUR] as const, [d, -HOUR] as const]
           ...db!.record,
           workerId,
           options: {
-            storage: db!.storage,
+            storage: db!.options,
             worker: { concurrency: 4, pollIntervalMs: 50 },
             heartbeat: { intervalMs: 200 },
             rescue: { intervalMs: 200, fetchedJobTimeoutMs: 2_000, zombieTimeoutMs: 2_000 },
@@ -59,7 +64,7 @@ describe.each(dialects.flatMap((d) => [[d, +HOUR] as const, [d, -HOUR] as const]
     }
 
     it('delays, retries, heartbeats and rescue all follow the database clock', async () => {
-      db = await createFaultDb(dialect);
+      db = await openFaultDatabase(dialect);
       const current = db;
       const a = await start('skewed-a');
       workers.push(a);
@@ -78,16 +83,16 @@ describe.each(dialects.flatMap((d) => [[d, +HOUR] as const, [d, -HOUR] as const]
         'the three jobs to be archived',
         async () => {
           zombies.push(...(await current.storageHere.archiveZombies(2_000)).dlq);
-          return (await current.count('jobs_archive')) === 3;
+          return (await current.count('archive')) === 3;
         },
         { timeoutMs: 20_000, intervalMs: 100 },
       );
       expect(zombies).toEqual([]);
-      expect(await current.count('jobs_dlq')).toBe(0);
+      expect(await current.count('dlq')).toBe(0);
 
       // Not run early, run soon after it was due (database clock: created → started).
-      const [d] = await current.sql<{ created: unknown; started: unknown }>(
-        `SELECT created_at_utc AS created, started_at_utc AS started FROM ${current.table('jobs_archive')} WHERE id = ?`,
+      const [d] = await current.query<{ created: unknown; started: unknown }>(
+        `SELECT created_at_utc AS created, started_at_utc AS started FROM ${current.table('archive')} WHERE id = ?`,
         [delayed],
       );
       // SQLite stores epoch ms, PostgreSQL timestamptz (a Date from pg).
@@ -110,7 +115,7 @@ describe.each(dialects.flatMap((d) => [[d, +HOUR] as const, [d, -HOUR] as const]
       const hang = await a.enqueue('faults', { sleepMs: 60_000 });
       await waitFor(
         'the hang job to run',
-        async () => (await current.count('jobs_hot', `id = '${hang}' AND status = 2`)) === 1,
+        async () => (await current.count('hot', `id = '${hang}' AND status = 2`)) === 1,
       );
       const b = await start('skewed-b');
       workers.push(b);
@@ -118,13 +123,13 @@ describe.each(dialects.flatMap((d) => [[d, +HOUR] as const, [d, -HOUR] as const]
       await waitFor(
         'a fresh heartbeat',
         async () =>
-          (await current.count('jobs_hot', `id = '${hang}' AND heartbeat_utc IS NOT NULL`)) === 1,
+          (await current.count('hot', `id = '${hang}' AND heartbeat_utc IS NOT NULL`)) === 1,
       );
       await a.kill();
       const killedAt = Date.now();
       await waitFor(
         'the killed job to be rescued as a zombie',
-        async () => (await current.count('jobs_dlq', `id = '${hang}' AND status = 6`)) === 1,
+        async () => (await current.count('dlq', `id = '${hang}' AND status = 6`)) === 1,
         { timeoutMs: 15_000, intervalMs: 50 },
       );
       const rescuedAfter = Date.now() - killedAt;

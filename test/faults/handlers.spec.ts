@@ -11,16 +11,16 @@ import {
 import { CHOKAQ_STORAGE } from '../../libs/chokaq/src/chokaq.constants';
 import { WorkerRegistry } from '../../libs/chokaq/src/worker.registry';
 import type { JobStorage } from '../../libs/chokaq/src/storage/job-storage';
-import { bootApp } from '../e2e/support/e2e-app';
-import {
-  E2eDatabase,
-  E2eDialect,
-  createE2eDatabase,
-  describeEachE2e,
-} from '../e2e/support/e2e-database';
+import { bootApp, e2eDatabase } from '../e2e/support/e2e-app';
+import { TestSchema, describeEachDialect } from '../support/test-database';
 import { waitFor } from '../support/wait-for';
-import { FaultDb, createFaultDb } from './support/fault-db';
-import { FaultWorker, killAllFaultWorkers, startFaultWorker } from './support/fault-processes';
+import {
+  FaultDatabase,
+  openFaultDatabase,
+  FaultWorker,
+  killAllFaultWorkers,
+  startFaultWorker,
+} from './support/fault-processes';
 
 /**
  * Stuck and misbehaving handlers (issue 6, part 2), through the Nest module on SQLite and
@@ -100,22 +100,22 @@ class MisbehavingHandlers {
   }
 }
 
-async function dlqRow(db: E2eDatabase, id: string) {
-  const [row] = await db.sql<{ status: number; failure_reason: number; error_details: string }>(
-    `SELECT status, failure_reason, error_details FROM ${db.table('jobs_dlq')} WHERE id = ?`,
+async function dlqRow(db: TestSchema, id: string) {
+  const [row] = await db.query<{ status: number; failure_reason: number; error_details: string }>(
+    `SELECT status, failure_reason, error_details FROM ${db.table('dlq')} WHERE id = ?`,
     [id],
   );
   return row;
 }
 
-describeEachE2e(
+describeEachDialect(
   'stuck and misbehaving handlers',
-  (dialect: E2eDialect) => {
-    let db: E2eDatabase;
+  ({ name: dialect }) => {
+    let db: TestSchema;
     let app: INestApplication | undefined;
 
     beforeEach(async () => {
-      db = await createE2eDatabase(dialect);
+      db = e2eDatabase(dialect);
       seen.quickRuns = [];
     });
     afterEach(async () => {
@@ -139,7 +139,7 @@ describeEachE2e(
       // Concurrency 1: `quick` can only run once the never-settling run gave its slot back.
       await waitFor(
         'the quick job to be archived',
-        async () => (await db.count('jobs_archive', 'id = ?', [next])) === 1,
+        async () => (await db.count('archive', 'id = ?', [next])) === 1,
       );
       expect(seen.quickRuns).toEqual([next]);
       expect(seen.neverSignal?.aborted).toBe(true);
@@ -159,7 +159,7 @@ describeEachE2e(
         () => (app!.get(WorkerRegistry).localWorker?.stats().lateResults ?? 0) >= 1,
       );
       expect(await dlqRow(db, id)).toMatchObject({ failure_reason: FailureReason.Timeout });
-      expect(await db.count('jobs_archive', 'id = ?', [id])).toBe(0);
+      expect(await db.count('archive', 'id = ?', [id])).toBe(0);
       // The fence itself: a finalisation under the run's (now stale) lease changes nothing.
       const storage = app!.get<JobStorage>(CHOKAQ_STORAGE);
       const workerId = admin.workerStats()!.workerId;
@@ -172,9 +172,9 @@ describeEachE2e(
           { reason: FailureReason.MaxRetriesExceeded, error: 'x' },
         ),
       ).toBe(0);
-      expect(await db.count('jobs_archive')).toBe(0);
-      const [stats] = await db.sql<{ ok: number; failed: number }>(
-        `SELECT succeeded_total AS ok, failed_total AS failed FROM ${db.table('stats_summary')} WHERE queue = 'stuck'`,
+      expect(await db.count('archive')).toBe(0);
+      const [stats] = await db.query<{ ok: number; failed: number }>(
+        `SELECT succeeded_total AS ok, failed_total AS failed FROM ${db.table('stats')} WHERE queue = 'stuck'`,
       );
       expect([Number(stats.ok), Number(stats.failed)]).toEqual([0, 1]);
     });
@@ -187,7 +187,7 @@ describeEachE2e(
       for (const kind of Object.keys(THROWN)) ids[kind] = await jobs.enqueue('throws', { kind });
       await waitFor(
         'every throwing job in the DLQ',
-        async () => (await db.count('jobs_dlq')) === Object.keys(THROWN).length,
+        async () => (await db.count('dlq')) === Object.keys(THROWN).length,
       );
       const expected: Record<string, RegExp> = {
         undefined: /undefined was thrown/,
@@ -209,7 +209,7 @@ describeEachE2e(
       const { jobs } = await boot({ worker: { concurrency: 2, shutdownGracePeriodMs: 500 } });
       const cooperative = await jobs.enqueue('shutdown', {}, { type: 'cooperative' });
       const stubborn = await jobs.enqueue('shutdown', {}, { type: 'stubborn' });
-      await waitFor('both running', async () => (await db.count('jobs_hot', 'status = 2')) === 2);
+      await waitFor('both running', async () => (await db.count('hot', 'status = 2')) === 2);
       seen.followUp = undefined;
       seen.lateFollowUp = undefined;
       await app!.close();
@@ -221,8 +221,8 @@ describeEachE2e(
       const followUp = (): Promise<unknown> | undefined => seen.followUp;
       await expect(followUp()).resolves.toEqual(expect.any(String));
       const followUpId = (await followUp()) as string;
-      expect(await db.count('jobs_hot', 'id = ? AND status = 0', [followUpId])).toBe(1);
-      expect(await db.count('jobs_archive', 'id = ?', [cooperative])).toBe(1);
+      expect(await db.count('hot', 'id = ? AND status = 0', [followUpId])).toBe(1);
+      expect(await db.count('archive', 'id = ?', [cooperative])).toBe(1);
 
       // After the drain: the stubborn handler outlived the grace period; its row is left Processing
       // for the rescue loop of another process, and its late enqueue fails with a typed error
@@ -239,12 +239,12 @@ describeEachE2e(
         (e: unknown) => e,
       );
       expect(late).toBeInstanceOf(ChokaQError);
-      expect(await db.count('jobs_hot', 'id = ? AND status = 2', [stubborn])).toBe(1);
-      expect(await db.count('jobs_hot', `queue = 'followups'`)).toBe(1);
+      expect(await db.count('hot', 'id = ? AND status = 2', [stubborn])).toBe(1);
+      expect(await db.count('hot', `queue = 'followups'`)).toBe(1);
     });
   },
   // Raw assertions here are written for SQLite and PostgreSQL; SQL Server runs the e2e suites.
-  { mssql: false },
+  { only: ['sqlite', 'postgres'] },
 );
 
 /**
@@ -255,7 +255,7 @@ describeEachE2e(
  * then refused by the fence (the job stays in the DLQ as Zombie, ready to resurrect).
  */
 describe('a handler that blocks the event loop (busy loop) [sqlite]', () => {
-  let db: FaultDb | undefined;
+  let db: FaultDatabase | undefined;
   let worker: FaultWorker | undefined;
 
   afterEach(async () => {
@@ -265,13 +265,13 @@ describe('a handler that blocks the event loop (busy loop) [sqlite]', () => {
   afterAll(killAllFaultWorkers);
 
   async function run(busyMs: number, zombieTimeoutMs: number) {
-    db = await createFaultDb('sqlite');
+    db = await openFaultDatabase('sqlite');
     const current = db;
     worker = await startFaultWorker({
       ...db.record,
       workerId: `busy-${busyMs}`,
       options: {
-        storage: db.storage,
+        storage: db.options,
         worker: { concurrency: 1, pollIntervalMs: 20 },
         heartbeat: { intervalMs: 100 },
         rescue: { intervalMs: 100, fetchedJobTimeoutMs: 60_000, zombieTimeoutMs },
@@ -307,7 +307,7 @@ describe('a handler that blocks the event loop (busy loop) [sqlite]', () => {
     );
     await waitFor(
       'the job to leave the hot table',
-      async () => (await current.count('jobs_hot', `id = '${id}'`)) === 0,
+      async () => (await current.count('hot', `id = '${id}'`)) === 0,
     );
     return { id, zombies };
   }
@@ -315,16 +315,14 @@ describe('a handler that blocks the event loop (busy loop) [sqlite]', () => {
   it('a block shorter than the zombie timeout is not a zombie: the job is archived', async () => {
     const { id, zombies } = await run(1_500, 3_000);
     expect(zombies).toEqual([]);
-    expect(await db!.count('jobs_archive', `id = '${id}'`)).toBe(1);
+    expect(await db!.count('archive', `id = '${id}'`)).toBe(1);
   });
 
   it('a block longer than the zombie timeout is a zombie although the process lives; its late success is refused', async () => {
     const { id, zombies } = await run(2_500, 1_000);
     expect(zombies).toEqual([id]);
-    expect(await db!.count('jobs_dlq', `id = '${id}' AND status = 6 AND failure_reason = 2`)).toBe(
-      1,
-    );
-    expect(await db!.count('jobs_archive')).toBe(0);
+    expect(await db!.count('dlq', `id = '${id}' AND status = 6 AND failure_reason = 2`)).toBe(1);
+    expect(await db!.count('archive')).toBe(0);
     await waitFor(
       'the refused archive to be counted',
       async () => (await worker!.stats()).conflicts >= 1,

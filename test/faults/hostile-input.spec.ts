@@ -9,8 +9,9 @@ import {
 import { CHOKAQ_STORAGE } from '../../libs/chokaq/src/chokaq.constants';
 import type { JobStorage } from '../../libs/chokaq/src/storage/job-storage';
 import { pgAvailable } from '../support/env';
-import { bootApp } from '../e2e/support/e2e-app';
-import { E2eDatabase, E2eDialect, createE2eDatabase } from '../e2e/support/e2e-database';
+import { bootApp, e2eDatabase } from '../e2e/support/e2e-app';
+import type { StorageDialect } from '../../libs/chokaq/src/interfaces/job.interface';
+import { TestSchema } from '../support/test-database';
 
 /**
  * Hostile input (issue 6, part 4): property-based tests over every public entry that takes strings
@@ -24,8 +25,8 @@ jest.setTimeout(120_000);
 const RUNS = Number(process.env.CHOKAQ_FC_RUNS ?? 100);
 
 interface Side {
-  dialect: E2eDialect;
-  db: E2eDatabase;
+  dialect: StorageDialect;
+  db: TestSchema;
   app: INestApplication;
   jobs: JobClient;
   admin: ChokaQAdmin;
@@ -236,8 +237,8 @@ const BYSTANDERS = {
 };
 const ALL_BYSTANDERS = [...BYSTANDERS.hot, ...BYSTANDERS.archive, ...BYSTANDERS.dlq];
 
-async function openSide(dialect: E2eDialect): Promise<Side> {
-  const db = await createE2eDatabase(dialect);
+async function openSide(dialect: StorageDialect): Promise<Side> {
+  const db = e2eDatabase(dialect);
   const app = await bootApp(db, { options: { worker: { enabled: false } } });
   const storage = app.get<JobStorage>(CHOKAQ_STORAGE);
   const payloads = [
@@ -279,10 +280,10 @@ async function openSide(dialect: E2eDialect): Promise<Side> {
 /** Everything about the bystander rows and the table sizes, as one comparable string. */
 async function snapshot(side: Side): Promise<string> {
   const rows = [];
-  for (const table of ['jobs_hot', 'jobs_archive', 'jobs_dlq'] as const) {
+  for (const table of ['hot', 'archive', 'dlq'] as const) {
     rows.push(
-      await side.db.sql(
-        `SELECT id, queue, type, payload, tags, priority, ${table === 'jobs_archive' ? '3 AS status' : 'status'}, ` +
+      await side.db.query(
+        `SELECT id, queue, type, payload, tags, priority, ${table === 'archive' ? '3 AS status' : 'status'}, ` +
           `attempt_count FROM ${side.db.table(table)} ` +
           `WHERE queue = 'bystanders' ORDER BY id`,
       ),
@@ -292,12 +293,12 @@ async function snapshot(side: Side): Promise<string> {
 }
 
 async function hotCount(side: Side): Promise<number> {
-  return side.db.count('jobs_hot');
+  return side.db.count('hot');
 }
 
 /** Removes what an accepted input created, so every run starts from the same database. */
 async function removeCreated(side: Side): Promise<void> {
-  await side.db.sql(`DELETE FROM ${side.db.table('jobs_hot')} WHERE queue <> 'bystanders'`);
+  await side.db.query(`DELETE FROM ${side.db.table('hot')} WHERE queue <> 'bystanders'`);
 }
 
 beforeAll(async () => {
@@ -509,7 +510,7 @@ describe(`hostile input [${pgAvailable() ? 'sqlite + postgres' : 'sqlite only'}]
       { numRuns: RUNS },
     );
     // The tables are all still there.
-    for (const side of sides) expect(await side.db.count('jobs_hot')).toBe(BYSTANDERS.hot.length);
+    for (const side of sides) expect(await side.db.count('hot')).toBe(BYSTANDERS.hot.length);
   });
 
   it('ChokaQAdmin bulk previews and error families: hostile filters and limits', async () => {
@@ -618,8 +619,8 @@ describe('hostile input, examples', () => {
         // Only the job whose payload holds the character literally (LIKE wildcards are escaped).
         expect(literal.items.map((i) => i.id)).toEqual([BYSTANDERS.hot[0]]);
       }
-      expect(await side.db.count('jobs_hot')).toBe(BYSTANDERS.hot.length);
-      expect(await side.db.count('jobs_archive')).toBe(BYSTANDERS.archive.length);
+      expect(await side.db.count('hot')).toBe(BYSTANDERS.hot.length);
+      expect(await side.db.count('archive')).toBe(BYSTANDERS.archive.length);
     }
   });
 

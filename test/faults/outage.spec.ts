@@ -12,8 +12,14 @@ import {
 } from '../../libs/chokaq/src';
 import { PG_URL, pgAvailable } from '../support/env';
 import { waitFor } from '../support/wait-for';
-import { FaultDb, createFaultDb, pillarViolations } from './support/fault-db';
-import { FaultWorker, killAllFaultWorkers, startFaultWorker } from './support/fault-processes';
+import {
+  FaultDatabase,
+  openFaultDatabase,
+  pillarViolations,
+  FaultWorker,
+  killAllFaultWorkers,
+  startFaultWorker,
+} from './support/fault-processes';
 import { TcpProxy } from './support/tcp-proxy';
 
 /**
@@ -85,7 +91,7 @@ function producer(enqueue: (id: string) => Promise<string>) {
 }
 
 (pgAvailable() ? describe : describe.skip)('PostgreSQL outage through a TCP proxy', () => {
-  let db: FaultDb | undefined;
+  let db: FaultDatabase | undefined;
   let proxy: TcpProxy | undefined;
   let app: INestApplication | undefined;
   const workers: FaultWorker[] = [];
@@ -101,14 +107,14 @@ function producer(enqueue: (id: string) => Promise<string>) {
   });
 
   it('two workers ride out a 10 s cut: logged once, reconnect, nothing lost, enqueues typed', async () => {
-    db = await createFaultDb('postgres');
+    db = await openFaultDatabase('postgres');
     const target = new URL(PG_URL);
     proxy = new TcpProxy(target.hostname, Number(target.port || 5432));
     const port = await proxy.listen();
     const proxied = new URL(PG_URL);
     proxied.hostname = '127.0.0.1';
     proxied.port = String(port);
-    const storage = { ...db.storage, url: proxied.toString() } as ChokaQModuleOptions['storage'];
+    const storage = { ...db.options, url: proxied.toString() } as ChokaQModuleOptions['storage'];
     admin = new Pool({ connectionString: PG_URL, max: 1 });
 
     // The producer: a producer-only Nest app through the proxy; enqueue gives up after 375–750 ms
@@ -147,7 +153,7 @@ function producer(enqueue: (id: string) => Promise<string>) {
     const current = db;
     await waitFor(
       'the drain to be under way',
-      async () => (await current.count('jobs_archive')) >= 150,
+      async () => (await current.count('archive')) >= 150,
       {
         timeoutMs: 20_000,
         intervalMs: 50,
@@ -167,19 +173,19 @@ function producer(enqueue: (id: string) => Promise<string>) {
     // The outage lasts 10 s. A COMMIT that reached the server just before the cut may still be
     // applied in the first moment, so "nothing moves" is measured from 1 s in.
     await new Promise((r) => setTimeout(r, 1_000));
-    const archivedAtCut = await db.count('jobs_archive');
+    const archivedAtCut = await db.count('archive');
     await new Promise((r) => setTimeout(r, 9_000));
-    const archivedBeforeRestore = await db.count('jobs_archive');
+    const archivedBeforeRestore = await db.count('archive');
     const refused = proxy.refused;
     proxy.restore();
 
     await waitFor(
       'the backlog to drain after the outage',
-      async () => (await current.count('jobs_hot')) === 0,
+      async () => (await current.count('hot')) === 0,
       { timeoutMs: 30_000, intervalMs: 100 },
     );
     await produced.stop();
-    await waitFor('late enqueues to drain', async () => (await current.count('jobs_hot')) === 0, {
+    await waitFor('late enqueues to drain', async () => (await current.count('hot')) === 0, {
       timeoutMs: 10_000,
     });
 
@@ -197,8 +203,8 @@ function producer(enqueue: (id: string) => Promise<string>) {
     const accepted = [...backlog.map((r) => r.id), ...produced.accepted];
     expect(await pillarViolations(db, accepted, { allowExtra: produced.failedIds })).toEqual([]);
     // Archive, or DLQ as Zombie where a heartbeat expired during the outage: nothing else.
-    const dlq = await db.sql<{ status: number; failure_reason: number }>(
-      `SELECT status, failure_reason FROM ${db.table('jobs_dlq')}`,
+    const dlq = await db.query<{ status: number; failure_reason: number }>(
+      `SELECT status, failure_reason FROM ${db.table('dlq')}`,
     );
     expect(dlq.filter((r) => Number(r.status) !== 6 || Number(r.failure_reason) !== 2)).toEqual([]);
 
@@ -241,7 +247,7 @@ function producer(enqueue: (id: string) => Promise<string>) {
 });
 
 describe('SQLite file locked by another process', () => {
-  let db: FaultDb | undefined;
+  let db: FaultDatabase | undefined;
   const workers: FaultWorker[] = [];
 
   afterEach(async () => {
@@ -250,7 +256,7 @@ describe('SQLite file locked by another process', () => {
   });
 
   it('workers keep their event loop, retry and finish; enqueue during the lock is typed', async () => {
-    db = await createFaultDb('sqlite', {
+    db = await openFaultDatabase('sqlite', {
       transientRetry: { maxAttempts: 6, baseDelayMs: 50, maxDelayMs: 500 },
     } as never);
     const current = db;
@@ -262,18 +268,14 @@ describe('SQLite file locked by another process', () => {
         await startFaultWorker({
           ...db.record,
           workerId: `lock-${n}`,
-          options: workerOptions(db.storage),
+          options: workerOptions(db.options),
         }),
       );
     }
-    await waitFor(
-      'the drain to be under way',
-      async () => (await current.count('jobs_archive')) >= 30,
-      {
-        timeoutMs: 20_000,
-        intervalMs: 20,
-      },
-    );
+    await waitFor('the drain to be under way', async () => (await current.count('archive')) >= 30, {
+      timeoutMs: 20_000,
+      intervalMs: 20,
+    });
 
     const holdMs = 6_000;
     const locker = fork(
@@ -290,7 +292,7 @@ describe('SQLite file locked by another process', () => {
         locker.once('exit', (code) => reject(new Error(`locker exited with ${code}`)));
       });
       const lockedAt = Date.now();
-      const archivedAtLock = await db.count('jobs_archive');
+      const archivedAtLock = await db.count('archive');
 
       // An enqueue during the lock gives up with the typed error once its retry bound is reached.
       const enqueueStarted = Date.now();
@@ -315,7 +317,7 @@ describe('SQLite file locked by another process', () => {
         await new Promise((r) => setTimeout(r, 200));
       }
       expect(Math.max(...latencies)).toBeLessThan(1_000);
-      expect(await db.count('jobs_archive')).toBe(archivedAtLock);
+      expect(await db.count('archive')).toBe(archivedAtLock);
       await new Promise<void>((resolve) =>
         locker.exitCode !== null ? resolve() : locker.once('exit', () => resolve()),
       );
@@ -325,7 +327,7 @@ describe('SQLite file locked by another process', () => {
 
     await waitFor(
       'the backlog to drain after the lock',
-      async () => (await current.count('jobs_hot')) === 0,
+      async () => (await current.count('hot')) === 0,
       {
         timeoutMs: 30_000,
         intervalMs: 100,
@@ -337,8 +339,8 @@ describe('SQLite file locked by another process', () => {
         backlog.map((r) => r.id),
       ),
     ).toEqual([]);
-    const dlq = await db.sql<{ status: number; failure_reason: number }>(
-      `SELECT status, failure_reason FROM ${db.table('jobs_dlq')}`,
+    const dlq = await db.query<{ status: number; failure_reason: number }>(
+      `SELECT status, failure_reason FROM ${db.table('dlq')}`,
     );
     expect(dlq.filter((r) => Number(r.status) !== 6 || Number(r.failure_reason) !== 2)).toEqual([]);
     for (const worker of workers) {

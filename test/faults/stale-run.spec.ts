@@ -4,8 +4,14 @@ import { join } from 'node:path';
 import { JobStatus } from '../../libs/chokaq/src/interfaces/job-status.enum';
 import { pgAvailable } from '../support/env';
 import { waitFor } from '../support/wait-for';
-import { FaultDb, createFaultDb, pillarViolations } from './support/fault-db';
-import { FaultWorker, killAllFaultWorkers, startFaultWorker } from './support/fault-processes';
+import {
+  FaultDatabase,
+  openFaultDatabase,
+  pillarViolations,
+  FaultWorker,
+  killAllFaultWorkers,
+  startFaultWorker,
+} from './support/fault-processes';
 
 /**
  * A stale run and its successor in one real worker process. The first run of a job blocks its
@@ -35,7 +41,7 @@ const dialects: Array<'sqlite' | 'postgres'> = pgAvailable() ? ['sqlite', 'postg
 afterAll(killAllFaultWorkers);
 
 describe.each(dialects)('a stale run and its successor in one worker process [%s]', (dialect) => {
-  let db: FaultDb | undefined;
+  let db: FaultDatabase | undefined;
   let worker: FaultWorker | undefined;
   let markers: string | undefined;
 
@@ -52,7 +58,7 @@ describe.each(dialects)('a stale run and its successor in one worker process [%s
   });
 
   it("finishing the stale run keeps the new run's heartbeat: no second rescue, two runs, archived", async () => {
-    const current = (db = await createFaultDb(dialect));
+    const current = (db = await openFaultDatabase(dialect));
     markers = mkdtempSync(join(tmpdir(), 'chokaq-stale-run-'));
     const unblock = join(markers, 'unblock');
     const staleDone = join(markers, 'stale-done');
@@ -63,7 +69,7 @@ describe.each(dialects)('a stale run and its successor in one worker process [%s
       workerId: `stale-${dialect}`,
       recordOutcomes: true,
       options: {
-        storage: current.storage,
+        storage: current.options,
         // Two slots: the re-claim need not wait for the stale run's slot, and a third run (the
         // symptom of a dropped heartbeat) could start while the second one still waits.
         worker: { concurrency: 2, pollIntervalMs: 20 },
@@ -84,8 +90,8 @@ describe.each(dialects)('a stale run and its successor in one worker process [%s
       );
     const hotRow = async () =>
       (
-        await current.sql<{ status: number | string; lease_id: string | null }>(
-          `SELECT status, lease_id FROM ${current.table('jobs_hot')} WHERE id = ?`,
+        await current.query<{ status: number | string; lease_id: string | null }>(
+          `SELECT status, lease_id FROM ${current.table('hot')} WHERE id = ?`,
           [id],
         )
       )[0];
@@ -141,7 +147,7 @@ describe.each(dialects)('a stale run and its successor in one worker process [%s
     writeFileSync(finish, '');
     await waitFor(
       'the job to be archived',
-      async () => (await current.count('jobs_archive', `id = '${id}'`)) === 1,
+      async () => (await current.count('archive', `id = '${id}'`)) === 1,
     );
     // The worker records its outcomes asynchronously, after the archive is committed.
     await waitFor('the archive to be reported', async () =>
@@ -152,7 +158,7 @@ describe.each(dialects)('a stale run and its successor in one worker process [%s
       { lease: first.lease_id, outcome: 'succeeded:0' },
       { lease: second.lease_id, outcome: 'succeeded:1' },
     ]);
-    expect(await current.count('jobs_dlq')).toBe(0);
+    expect(await current.count('dlq')).toBe(0);
     expect(await pillarViolations(current, [id])).toEqual([]);
     expect((await started.stats()).conflicts).toBeGreaterThanOrEqual(1);
   });

@@ -2,8 +2,8 @@ import { ChildProcess, fork } from 'node:child_process';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { ChokaQStorageUnavailableError } from '../../libs/chokaq/src';
+import { FaultDatabase, openFaultDatabase } from './support/fault-processes';
 import { waitFor } from '../support/wait-for';
-import { FaultDb, createFaultDb } from './support/fault-db';
 import { transientRetryBudgetMs } from '../../libs/chokaq/src/storage/shared/transient-retry';
 
 /** The documented lower bound of the default transient-retry budget: 2,575 ms. */
@@ -18,7 +18,7 @@ const BUDGET_MS = transientRetryBudgetMs().minMs;
 jest.setTimeout(60_000);
 
 describe('transient-retry budget against a locked SQLite file', () => {
-  let db: FaultDb | undefined;
+  let db: FaultDatabase | undefined;
   let locker: ChildProcess | undefined;
 
   afterEach(async () => {
@@ -48,16 +48,16 @@ describe('transient-retry budget against a locked SQLite file', () => {
     });
 
   it('an enqueue waits out a 2 s lock and succeeds once it is released', async () => {
-    db = await createFaultDb('sqlite');
+    db = await openFaultDatabase('sqlite');
     const child = await lockFor(db.file, 2_000);
     const result = await db.storageHere.enqueue({ queue: 'budget', payload: { n: 1 } });
     expect(result.created).toBe(true);
     await exited(child);
-    expect(await db.count('jobs_hot', `id = '${result.id}'`)).toBe(1);
+    expect(await db.count('hot', `id = '${result.id}'`)).toBe(1);
   });
 
   it('an enqueue against a lock that outlasts the budget rejects typed, not before the budget', async () => {
-    db = await createFaultDb('sqlite');
+    db = await openFaultDatabase('sqlite');
     const child = await lockFor(db.file, 60_000);
     const started = performance.now();
     const outcome = await db.storageHere.enqueue({ queue: 'budget', payload: { n: 2 } }).then(

@@ -2,7 +2,16 @@ import { INestApplication, Logger, ModuleMetadata, Provider } from '@nestjs/comm
 import { Test } from '@nestjs/testing';
 import { ChokaQModule, ChokaQModuleOptions } from '../../../libs/chokaq/src';
 import { WorkerRegistry } from '../../../libs/chokaq/src/worker.registry';
-import { E2eDatabase } from './e2e-database';
+import { TestSchema, createTestSchema } from '../../support/test-database';
+import type { StorageDialect } from '../../../libs/chokaq/src/interfaces/job.interface';
+
+/**
+ * A fresh database for one e2e test: the one fixture, left empty for the app under test to create
+ * (its `options` are what `ChokaQModule.forRoot` gets as `storage`). PostgreSQL apps get a pool of 5.
+ */
+export function e2eDatabase(dialect: StorageDialect): TestSchema {
+  return createTestSchema(dialect, dialect === 'postgres' ? { overrides: { poolSize: 5 } } : {});
+}
 
 /** Intervals short enough that every lifecycle step happens within a second or two. */
 export const FAST_OPTIONS: ChokaQModuleOptions = {
@@ -29,7 +38,7 @@ export function mergeOptions(...parts: ChokaQModuleOptions[]): ChokaQModuleOptio
 
 /** Boots a Nest app with ChokaQ on `db` and the given providers; `init()` runs the lifecycle. */
 export async function bootApp(
-  db: E2eDatabase,
+  db: TestSchema,
   {
     providers = [],
     imports = [],
@@ -42,7 +51,7 @@ export async function bootApp(
 ): Promise<INestApplication> {
   const moduleRef = await Test.createTestingModule({
     imports: [
-      ChokaQModule.forRoot(mergeOptions(FAST_OPTIONS, { storage: db.storage }, options)),
+      ChokaQModule.forRoot(mergeOptions(FAST_OPTIONS, { storage: db.options }, options)),
       ...(imports ?? []),
     ],
     providers,
@@ -63,11 +72,11 @@ export function quietLogger(): false | Array<'error' | 'warn' | 'log'> {
  * Closes the app and checks that nothing of ChokaQ is left running: no local worker, and no hot row
  * Fetched or Processing (every claim was finalised or handed back).
  */
-export async function closeAndCheck(app: INestApplication, db: E2eDatabase): Promise<void> {
+export async function closeAndCheck(app: INestApplication, db: TestSchema): Promise<void> {
   const workers = app.get(WorkerRegistry);
   const worker = workers.localWorker;
   await app.close();
   expect(worker?.running ?? false).toBe(false);
   expect(workers.localWorker).toBeUndefined();
-  expect(await db.count('jobs_hot', 'status IN (1, 2)')).toBe(0);
+  expect(await db.count('hot', 'status IN (1, 2)')).toBe(0);
 }

@@ -1,6 +1,11 @@
+import Database from 'better-sqlite3';
 import { ChildProcess, fork } from 'node:child_process';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
+import type { StorageOptions } from '../../../libs/chokaq/src/interfaces/storage-options.interface';
 import type { ChokaQWorkerStats } from '../../../libs/chokaq/src/runtime/chokaq-worker';
+import type { JobStorage } from '../../../libs/chokaq/src/storage/job-storage';
+import { PG_URL } from '../../support/env';
+import { TestSchema, createTestSchema } from '../../support/test-database';
 import type { FaultFixtureConfig } from '../fixtures/fault-worker';
 
 const FIXTURE = join(__dirname, '..', 'fixtures', 'fault-worker.ts');
@@ -12,6 +17,111 @@ export function runsDdl(table: string): string {
     `lease_id varchar(64) NULL, attempt integer NOT NULL, phase varchar(16) NOT NULL, ` +
     `detail varchar(200) NULL, at_ms bigint NOT NULL)`
   );
+}
+
+/**
+ * The one test fixture plus what the fault suites add: a runs table the fault workers record into
+ * (in the schema on PostgreSQL; a separate records file on SQLite, so recording never contends
+ * for the job file's write lock) and a storage of this process.
+ */
+export interface FaultDatabase extends TestSchema {
+  /** A storage of this process on the database (opened with the overrides; closed by `close()`). */
+  readonly storageHere: JobStorage;
+  /** Where the fixtures record runs: `{ runsTable, recordPgUrl | recordFile }`. */
+  readonly record: { runsTable: string; recordPgUrl?: string; recordFile?: string };
+  /** Raw SQL on the records database, with `?` placeholders. */
+  runs<T = Record<string, unknown>>(query: string, params?: unknown[]): Promise<T[]>;
+}
+
+/**
+ * A fresh database for one fault test. `options` (for workers and producers, without a proxy)
+ * leave out `overrides`, which only the storage of this process gets. The raw connection waits at
+ * most 2 s for a lock, so a suite that holds the SQLite write lock on purpose stays responsive.
+ */
+export async function openFaultDatabase(
+  dialect: 'sqlite' | 'postgres',
+  overrides: Partial<StorageOptions> = {},
+): Promise<FaultDatabase> {
+  const db = createTestSchema(dialect, {
+    busyTimeoutMs: 2_000,
+    overrides: dialect === 'postgres' ? { poolSize: 4 } : {},
+  });
+  let records: Database.Database | undefined;
+  try {
+    const storageHere = await db.openStorage(overrides);
+    if (dialect === 'postgres') {
+      const runsTable = `"${db.schema}".fault_runs`;
+      await db.sql(runsDdl(runsTable));
+      return { ...db, storageHere, record: { runsTable, recordPgUrl: PG_URL }, runs: db.query };
+    }
+    const recordFile = join(dirname(db.file), 'runs.db');
+    const rec = (records = new Database(recordFile));
+    rec.pragma('journal_mode = WAL');
+    rec.pragma('busy_timeout = 2000');
+    rec.exec(runsDdl('fault_runs'));
+    return {
+      ...db,
+      storageHere,
+      record: { runsTable: 'fault_runs', recordFile },
+      runs: async <T>(query: string, params: unknown[] = []) => {
+        const statement = rec.prepare(query);
+        return (
+          statement.reader ? statement.all(...params) : (statement.run(...params), [])
+        ) as T[];
+      },
+      async close() {
+        rec.close();
+        await db.close();
+      },
+    };
+  } catch (error) {
+    records?.close();
+    await db.close();
+    throw error;
+  }
+}
+
+/**
+ * Checks the pillars after a run: every id in `accepted` is in exactly one of Archive and DLQ, the
+ * hot table is empty, and the lifetime counters equal the rows (nothing was purged; `resurrected`
+ * DLQ → hot moves each removed one DLQ row). Returns the violations (empty when all hold).
+ */
+export async function pillarViolations(
+  db: TestSchema,
+  accepted: readonly string[],
+  { allowExtra = [] as readonly string[] } = {},
+): Promise<string[]> {
+  const violations: string[] = [];
+  const ids = async (t: 'hot' | 'archive' | 'dlq') =>
+    (await db.query<{ id: string }>(`SELECT id FROM ${db.table(t)}`)).map((r) => r.id);
+  const [hot, archive, dlq] = [await ids('hot'), await ids('archive'), await ids('dlq')];
+  if (hot.length > 0) violations.push(`${hot.length} job(s) still hot`);
+  const archived = new Set(archive);
+  const both = dlq.filter((id) => archived.has(id));
+  if (both.length > 0)
+    violations.push(`${both.length} job(s) in Archive and DLQ: ${both.slice(0, 5)}`);
+  const everywhere = new Set([...hot, ...archive, ...dlq]);
+  const lost = accepted.filter((id) => !everywhere.has(id));
+  if (lost.length > 0) violations.push(`${lost.length} accepted job(s) lost: ${lost.slice(0, 5)}`);
+  const known = new Set([...accepted, ...allowExtra]);
+  const unknown = [...everywhere].filter((id) => !known.has(id));
+  if (unknown.length > 0)
+    violations.push(`${unknown.length} job(s) nobody enqueued: ${unknown.slice(0, 5)}`);
+  const [c] = await db.query<Record<string, unknown>>(
+    `SELECT SUM(succeeded_total) AS ok, SUM(failed_total) AS failed, SUM(cancelled_total) AS cancelled, ` +
+      `SUM(resurrected_total) AS resurrected FROM ${db.table('stats')}`,
+  );
+  const ok = Number(c.ok ?? 0);
+  const moved = Number(c.failed ?? 0) + Number(c.cancelled ?? 0);
+  const resurrected = Number(c.resurrected ?? 0);
+  if (ok !== archive.length)
+    violations.push(`SucceededTotal ${ok} ≠ ${archive.length} archive rows`);
+  if (moved !== dlq.length + resurrected) {
+    violations.push(
+      `FailedTotal + CancelledTotal ${moved} ≠ ${dlq.length} DLQ rows + ${resurrected} resurrected`,
+    );
+  }
+  return violations;
 }
 
 /** A forked fault worker. */
