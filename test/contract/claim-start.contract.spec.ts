@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { JobStatus } from '../../libs/chokaq/src/interfaces/job-status.enum';
-import { TestDatabase, describeEachDialect } from '../support/dialects';
+import { TestDatabase, describeEachDialect } from '../support/test-database';
 import {
   activeOf,
   claim,

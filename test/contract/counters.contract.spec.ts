@@ -1,6 +1,6 @@
 import { FailureReason, JobStatus } from '../../libs/chokaq/src/interfaces/job-status.enum';
 import { JobStorage } from '../../libs/chokaq/src/storage/job-storage';
-import { TestDatabase, describeEachDialect } from '../support/dialects';
+import { TestDatabase, describeEachDialect } from '../support/test-database';
 import { waitFor } from '../support/wait-for';
 import { backdate, claim, countRows, countersOf, startJob, statsOf, uniqueQueue } from './helpers';
 

@@ -6,7 +6,7 @@ import { NewJob } from '../../libs/chokaq/src/interfaces/job.interface';
 import { createJobStorage } from '../../libs/chokaq/src/storage/create-storage';
 import { JobStorage } from '../../libs/chokaq/src/storage/job-storage';
 import { MAX_ENQUEUE_MANY } from '../../libs/chokaq/src/validation/limits';
-import { TestDatabase, describeEachDialect } from '../support/dialects';
+import { TestDatabase, describeEachDialect } from '../support/test-database';
 import { waitFor } from '../support/wait-for';
 import {
   claim,

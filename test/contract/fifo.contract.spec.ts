@@ -1,4 +1,4 @@
-import { TestDatabase, describeEachDialect } from '../support/dialects';
+import { TestDatabase, describeEachDialect } from '../support/test-database';
 import { claim, uniqueQueue } from './helpers';
 
 /**

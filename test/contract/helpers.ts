@@ -9,7 +9,7 @@ import {
   NewJob,
 } from '../../libs/chokaq/src/interfaces/job.interface';
 import { JobStorage } from '../../libs/chokaq/src/storage/job-storage';
-import { TableName, TestDatabase } from '../support/dialects';
+import { TableName, TestDatabase } from '../support/test-database';
 
 /*
  * Helpers of the storage contract suite. Assertions go through the storage API wherever it can say

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { FailureReason, JobStatus } from '../../libs/chokaq/src/interfaces/job-status.enum';
 import { JobLease } from '../../libs/chokaq/src/interfaces/job.interface';
-import { TestDatabase, describeEachDialect } from '../support/dialects';
+import { TestDatabase, describeEachDialect } from '../support/test-database';
 import {
   backdate,
   claim,

@@ -5,7 +5,7 @@ import {
   PageQuery,
   SortKey,
 } from '../../libs/chokaq/src/interfaces/job-view.interface';
-import { TestDatabase, describeEachDialect } from '../support/dialects';
+import { TestDatabase, describeEachDialect } from '../support/test-database';
 import { claim, expectValidationError, uniqueQueue } from './helpers';
 
 /**

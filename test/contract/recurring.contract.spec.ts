@@ -1,7 +1,7 @@
 import { ChokaQValidationError } from '../../libs/chokaq/src/errors';
 import { RecurringJobDefinition } from '../../libs/chokaq/src/interfaces/recurring-job.interface';
 import { JobStorage } from '../../libs/chokaq/src/storage/job-storage';
-import { TestDatabase, describeEachDialect } from '../support/dialects';
+import { TestDatabase, describeEachDialect } from '../support/test-database';
 import { countRows, expectRejects, uniqueQueue } from './helpers';
 
 /**

@@ -1,5 +1,5 @@
 import { FailureReason, JobStatus } from '../../libs/chokaq/src/interfaces/job-status.enum';
-import { TestDatabase, describeEachDialect } from '../support/dialects';
+import { TestDatabase, describeEachDialect } from '../support/test-database';
 import { waitFor } from '../support/wait-for';
 import {
   backdate,

@@ -3,7 +3,7 @@ import { ChokaQTransactionError } from '../../libs/chokaq/src/errors';
 import { StorageOptions } from '../../libs/chokaq/src/interfaces/storage-options.interface';
 import { createJobStorage } from '../../libs/chokaq/src/storage/create-storage';
 import { JobStorage } from '../../libs/chokaq/src/storage/job-storage';
-import { TestDatabase, describeEachDialect } from '../support/dialects';
+import { TestDatabase, describeEachDialect } from '../support/test-database';
 import { claim, countRows, retryUnavailable, uniqueQueue } from './helpers';
 
 /**

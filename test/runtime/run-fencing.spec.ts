@@ -6,7 +6,7 @@ import { JobExecutor } from '../../libs/chokaq/src/runtime/job-executor';
 import { JobProcessor } from '../../libs/chokaq/src/runtime/job-processor';
 import { QueueControls } from '../../libs/chokaq/src/runtime/queue-controls';
 import { claim, newWorkerId, uniqueQueue } from '../contract/helpers';
-import { TestDatabase, describeEachDialect } from '../support/dialects';
+import { TestDatabase, describeEachDialect } from '../support/test-database';
 import { deferred, waitFor } from '../support/wait-for';
 import { TestHandlers } from './support/handlers';
 import { testOptions } from './support/options';

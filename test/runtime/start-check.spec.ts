@@ -1,7 +1,7 @@
 import { type JobOutcome } from '../../libs/chokaq/src/interfaces/job-outcome.interface';
 import { FailureReason, JobStatus } from '../../libs/chokaq/src/interfaces/job-status.enum';
 import { ChokaQWorker } from '../../libs/chokaq/src/runtime/chokaq-worker';
-import { TestDatabase, describeEachDialect } from '../support/dialects';
+import { TestDatabase, describeEachDialect } from '../support/test-database';
 import { deferred, waitFor } from '../support/wait-for';
 import { TestHandlers } from './support/handlers';
 import { testOptions } from './support/options';
