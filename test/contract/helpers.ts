@@ -13,8 +13,9 @@ import { TableName, TestDatabase } from '../support/test-database';
 
 /*
  * Helpers of the storage contract suite. Assertions go through the storage API wherever it can say
- * what is asserted; raw SQL is only used to count rows per table, to find which pillar holds a row,
- * and to make a lease or a row look old (the database clock cannot be moved, rows can).
+ * what is asserted; raw SQL (written once, see `TestSchema.query`) is only used to count rows per
+ * table, to find which pillar holds a row, and to make a lease or a row look old (the database
+ * clock cannot be moved, rows can).
  */
 
 let sequence = 0;
@@ -155,21 +156,18 @@ function placeholders(db: TestDatabase, count: number, from = 1): string {
   return Array.from({ length: count }, (_, i) => param(db, from + i)).join(', ');
 }
 
-/** Rows of `table`, optionally only those whose `snakeColumn` equals `value`. */
+/** Rows of `table`, optionally only those whose snake_case column equals the value. */
 export async function countRows(
   db: TestDatabase,
   table: TableName,
   where?: Record<string, string | number>,
 ): Promise<number> {
   const entries = Object.entries(where ?? {});
-  const clause = entries.length
-    ? ` WHERE ${entries.map(([c], i) => `${column(db, c)} = ${param(db, i + 1)}`).join(' AND ')}`
-    : '';
-  const rows = await db.sql<{ n: unknown }>(
-    `SELECT COUNT(*) AS n FROM ${db.table(table)}${clause}`,
+  return db.count(
+    table,
+    entries.length ? entries.map(([c]) => `${c} = ?`).join(' AND ') : undefined,
     entries.map(([, v]) => v),
   );
-  return Number(rows[0].n);
 }
 
 /** Rows of each pillar for one queue. */
@@ -234,8 +232,8 @@ export async function ownersOf(
   db: TestDatabase,
   queue: string,
 ): Promise<Map<string, string | null>> {
-  const rows = await db.sql<Record<string, unknown>>(
-    `SELECT ${column(db, 'id')} AS id, ${column(db, 'worker_id')} AS w FROM ${db.table('hot')} WHERE ${column(db, 'queue')} = ${param(db, 1)}`,
+  const rows = await db.query<Record<string, unknown>>(
+    `SELECT id AS id, worker_id AS w FROM ${db.table('hot')} WHERE queue = ?`,
     [queue],
   );
   return new Map(rows.map((r) => [String(r.id), r.w === null ? null : String(r.w)]));
