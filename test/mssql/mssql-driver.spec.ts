@@ -9,6 +9,8 @@ import {
 import { MssqlJobStorage } from '../../libs/chokaq/src/storage/mssql/mssql-job-storage';
 import * as SQL from '../../libs/chokaq/src/storage/mssql/mssql.sql';
 import { SqlStorageConfig } from '../../libs/chokaq/src/storage/storage-config';
+import { ValidatedJobStorage } from '../../libs/chokaq/src/storage/validated-job-storage';
+import { EDGES, refusedPaths } from '../contract/edge-cases';
 import { ID, ID2, LEASE } from './support/statements';
 
 /**
@@ -98,7 +100,9 @@ function stubbedStorage(replies: Reply[]) {
     busyTimeoutMs: 50,
     dataVersionPollMs: 50,
   };
-  return { storage: new MssqlJobStorage(config), calls, transactions, dataSource };
+  // Behind the validating edge, as createJobStorage builds it.
+  const storage = new ValidatedJobStorage(new MssqlJobStorage(config), config);
+  return { storage, calls, transactions, dataSource };
 }
 
 /** An mssql RequestError as TypeORM wraps it (QueryFailedError.driverError). */
@@ -450,9 +454,21 @@ describe('MssqlJobStorage over TypeORM SqlServerQueryRunner (stubbed mssql Reque
     expect(calls).toHaveLength(0);
   });
 
+  // The contract suite runs this table against every reachable database; here the refusals run on
+  // SQL Server's dialect without a server: a refused argument never reaches SQL.
+  it.each(EDGES)(
+    '$name: refuses one past the limit at the same path, before any SQL',
+    async (edge) => {
+      const { storage, calls } = stubbedStorage([]);
+      const refused = edge.refused ?? edge.accepted + 1;
+      expect(await refusedPaths(edge.call(storage, refused))).toEqual([edge.path]);
+      expect(calls).toHaveLength(0);
+    },
+  );
+
   it('subscribe() returns null: SQL Server has no LISTEN/NOTIFY', async () => {
     const { storage } = stubbedStorage([]);
-    expect(await storage.subscribe()).toBeNull();
+    expect(await storage.subscribe(() => undefined)).toBeNull();
   });
 });
 

@@ -5,6 +5,7 @@ import { ChokaQValidationError } from '../../libs/chokaq/src/errors';
 import { FailureReason, JobStatus } from '../../libs/chokaq/src/interfaces/job-status.enum';
 import { MssqlStatement, ParamList } from '../../libs/chokaq/src/storage/mssql/mssql-params';
 import * as SQL from '../../libs/chokaq/src/storage/mssql/mssql.sql';
+import { STORED_TEXT } from '../../libs/chokaq/src/storage/validated-job-storage';
 
 /**
  * SQL Server caches one plan per batch text *and* parameter declaration list. tedious declares an
@@ -194,10 +195,16 @@ function cases(): Case[] {
       'archiveZombiesSql',
       '',
       (v) =>
-        SQL.archiveZombiesSql(s, 60_000, 100, [
-          { queue: v.queue, type: v.type, retry: true },
-          { queue: v.queue, type: null, retry: false },
-        ]),
+        SQL.archiveZombiesSql(
+          s,
+          60_000,
+          100,
+          [
+            { queue: v.queue, type: v.type, retry: true },
+            { queue: v.queue, type: null, retry: false },
+          ],
+          STORED_TEXT.zombie,
+        ),
     ],
     ['getQueuesSql', '', () => SQL.getQueuesSql(s)],
     ['updateQueueSql', '', (v) => SQL.updateQueueSql(s, v.queue, { maxWorkers: 3 })],

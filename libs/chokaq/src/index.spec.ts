@@ -46,6 +46,7 @@ describe('public API (index.ts)', () => {
         'ChokaQTesting',
         'ChokaQThrottledError',
         'ChokaQTransactionError',
+        'ChokaQUnsupportedServerError',
         'ChokaQValidationError',
         'ChokaQWorkerDisabledError',
         'FailureReason',

@@ -31,7 +31,7 @@ FROM @Zombies AS z
 INNER LOOP JOIN [chokaq].[JobsHot] AS h WITH (UPDLOCK, READPAST, ROWLOCK, FORCESEEK) ON h.Id = z.Id
 WHERE h.Status = 2 AND DATEDIFF_BIG(MILLISECOND, h.HeartbeatUtc, @now) > z.TimeoutMs;
 UPDATE h SET h.Status = 0, h.WorkerId = NULL, h.LeaseId = NULL, h.HeartbeatUtc = NULL,
-  h.ScheduledAtUtc = NULL, h.DueAtUtc = @now, h.LastError = N'Zombie: the heartbeat expired while the job was Processing.', h.LastUpdatedUtc = @now
+  h.ScheduledAtUtc = NULL, h.DueAtUtc = @now, h.LastError = @3, h.LastUpdatedUtc = @now
 OUTPUT inserted.Id, inserted.Queue INTO @Retried (Id, Queue)
 FROM [chokaq].[JobsHot] AS h INNER JOIN @Zombies AS z ON z.Id = h.Id AND z.Retry = 1 AND z.Locked = 1
 WHERE h.Status = 2;
@@ -40,7 +40,7 @@ OUTPUT deleted.Id, deleted.Queue, deleted.Type, deleted.Payload, deleted.Tags, d
 FROM [chokaq].[JobsHot] AS h INNER JOIN @Zombies AS z ON z.Id = h.Id AND z.Retry = 0 AND z.Locked = 1
 WHERE h.Status = 2;
 INSERT INTO [chokaq].[JobsDLQ] (Id, Queue, Type, Payload, Tags, IdempotencyKey, Priority, Status, AttemptCount, WorkerId, ScheduledAtUtc, CreatedAtUtc, EnqueuedAtUtc, StartedAtUtc, LastUpdatedUtc, CreatedBy, LastModifiedBy, LastError, Progress, FailureReason, ErrorDetails, FailedAtUtc, DurationMs)
-SELECT m.Id, m.Queue, m.Type, m.Payload, m.Tags, m.IdempotencyKey, m.Priority, 6, m.AttemptCount, m.WorkerId, m.ScheduledAtUtc, m.CreatedAtUtc, m.EnqueuedAtUtc, m.StartedAtUtc, @now, m.CreatedBy, ISNULL(NULL, m.LastModifiedBy), m.LastError, m.Progress, 2, N'Zombie: the heartbeat expired while the job was Processing.', @now, NULL
+SELECT m.Id, m.Queue, m.Type, m.Payload, m.Tags, m.IdempotencyKey, m.Priority, 6, m.AttemptCount, m.WorkerId, m.ScheduledAtUtc, m.CreatedAtUtc, m.EnqueuedAtUtc, m.StartedAtUtc, @now, m.CreatedBy, ISNULL(NULL, m.LastModifiedBy), m.LastError, m.Progress, 2, @3, @now, NULL
 FROM @Moved AS m;
 DECLARE @StatsDelta TABLE (Queue varchar(255) NOT NULL PRIMARY KEY, RetriedTotal bigint NOT NULL, FailedTotal bigint NOT NULL);
 INSERT INTO @StatsDelta (Queue, RetriedTotal, FailedTotal)

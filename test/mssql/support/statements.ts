@@ -3,6 +3,7 @@ import { SortKey } from '../../../libs/chokaq/src/interfaces/job-view.interface'
 import { MssqlStatement } from '../../../libs/chokaq/src/storage/mssql/mssql-params';
 import * as SQL from '../../../libs/chokaq/src/storage/mssql/mssql.sql';
 import { SORT_COLUMNS } from '../../../libs/chokaq/src/storage/shared/page';
+import { STORED_TEXT } from '../../../libs/chokaq/src/storage/validated-job-storage';
 
 /** How a statement is classified by the lock-hint checks. */
 export type StatementKind = 'claim' | 'move' | 'transition' | 'telemetry' | 'read' | 'ddl';
@@ -229,10 +230,16 @@ export function catalogue(schema = SCHEMA): CatalogueEntry[] {
     'archiveZombies',
     '',
     'move',
-    SQL.archiveZombiesSql(schema, 600_000, 1_000, [
-      { queue: 'emails', type: null, retry: true },
-      { queue: 'emails', type: 'charge.v1', retry: false },
-    ]),
+    SQL.archiveZombiesSql(
+      schema,
+      600_000,
+      1_000,
+      [
+        { queue: 'emails', type: null, retry: true },
+        { queue: 'emails', type: 'charge.v1', retry: false },
+      ],
+      STORED_TEXT.zombie,
+    ),
   );
 
   add('getQueues', '', 'read', SQL.getQueuesSql(schema));

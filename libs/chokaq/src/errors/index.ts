@@ -11,4 +11,5 @@ export * from './duplicate-handler.error';
 export * from './handler-scope.error';
 export * from './duplicate-recurring-job.error';
 export * from './worker-disabled.error';
+export * from './unsupported-server.error';
 export * from './compatibility-level.error';

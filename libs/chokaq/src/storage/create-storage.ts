@@ -17,6 +17,7 @@ import { MssqlJobStorage } from './mssql/mssql-job-storage';
 import { PostgresJobStorage } from './postgres/postgres-job-storage';
 import { SqliteJobStorage } from './sqlite/sqlite-job-storage';
 import { SqlStorageConfig } from './storage-config';
+import { ValidatedJobStorage } from './validated-job-storage';
 
 /** The dialect behind a TypeORM `DataSource`, or undefined when ChokaQ does not speak it. */
 export function dialectOf(dataSource: DataSource): StorageDialect | undefined {
@@ -71,8 +72,10 @@ export function dataSourceOptionsFor(
 }
 
 /**
- * Opens (or borrows) a `DataSource`, constructs the dialect's `JobStorage`, applies connection
- * settings and, unless `autoCreateSchema` is false, creates or migrates the schema.
+ * Opens (or borrows) a `DataSource`, constructs the dialect's storage behind the one validating
+ * edge ({@link ValidatedJobStorage}), applies connection settings (refusing a server older than
+ * ChokaQ supports, `ChokaQUnsupportedServerError`) and, unless `autoCreateSchema` is false, creates
+ * or migrates the schema.
  */
 export async function createJobStorage(
   options: StorageOptions = { type: 'sqlite' },
@@ -116,12 +119,14 @@ export async function createJobStorage(
       STORAGE_DEFAULTS.dataVersionPollMs,
   };
   if (!dataSource.isInitialized) await dataSource.initialize();
-  const storage: JobStorage =
+  const storage: JobStorage = new ValidatedJobStorage(
     dialect === 'sqlite'
       ? new SqliteJobStorage(config)
       : dialect === 'postgres'
         ? new PostgresJobStorage(config)
-        : new MssqlJobStorage(config);
+        : new MssqlJobStorage(config),
+    config,
+  );
   try {
     await storage.prepare();
     if (options.autoCreateSchema ?? true) await storage.ensureSchema();

@@ -40,8 +40,35 @@ export const MAX_TIMER_MS = 2_147_483_647;
 /** Most rows one claim may take. */
 export const MAX_CLAIM = MAX_ENQUEUE_MANY;
 
-/** Most rows one bulk DLQ action (resurrect, purge, preview by filter) may touch. */
-export const MAX_BULK = 100_000;
+/**
+ * Most rows one bulk DLQ action of the storage (resurrect, purge, preview by filter) may touch; a
+ * dialect runs it in chunks of its own.
+ */
+export const MAX_DLQ_BULK = 100_000;
+
+/**
+ * Most rows one bulk DLQ action of `ChokaQAdmin` may touch: an operator's call is held to one
+ * `enqueueMany` worth of rows, a tenth of what the storage accepts from code.
+ */
+export const MAX_ADMIN_BULK = MAX_ENQUEUE_MANY;
+
+/**
+ * Most rows one rescue statement (`recoverAbandoned`, `archiveZombies`) takes: one short
+ * transaction, the size of the largest claim.
+ */
+export const MAX_RESCUE_BATCH = MAX_CLAIM;
+
+/**
+ * Largest retention batch (rows per delete transaction); the smallest is 1, since a batch of 0
+ * would delete nothing.
+ */
+export const MAX_RETENTION_BATCH = 10_000;
+
+/** Most DLQ error families `getTopDlqErrors` returns. */
+export const MAX_TOP_ERRORS = 1_000;
+
+/** Highest page number of a read. */
+export const MAX_PAGE = 1_000_000;
 
 /** Ids a bulk preview returns as a sample. */
 export const PREVIEW_SAMPLE = 20;

@@ -8,15 +8,17 @@ import {
   FetchRequest,
   JobLease,
   QueuePatch,
+  RetentionPolicy,
   ZombieRetryRule,
 } from '../interfaces/job.interface';
 import { RecurringJobDefinition } from '../interfaces/recurring-job.interface';
 import {
   LIMITS,
-  MAX_BULK,
+  MAX_DLQ_BULK,
   MAX_CLAIM,
   MAX_ENQUEUE_MANY,
   MAX_RECURRING_TEXT,
+  MAX_RETENTION_BATCH,
   MAX_TIME_ZONE,
   MAX_WORKER_ID,
   MAX_ZOMBIE_RETRY_RULES,
@@ -429,10 +431,55 @@ export function assertCompletedJobs(items: readonly CompletedJob[]): CompletedJo
   return leases.map((l) => ({ ...l, durationMs: Math.round(l.durationMs) }));
 }
 
-/** The `max` of a bulk DLQ action: an integer from 0 to {@link MAX_BULK}. */
+/** The `max` of a bulk DLQ action: an integer from 0 to {@link MAX_DLQ_BULK}. */
 export function assertBulkMax(max: unknown, path = 'max'): number {
-  if (typeof max !== 'number' || !Number.isInteger(max) || max < 0 || max > MAX_BULK) {
-    fail([{ path, message: `must be an integer from 0 to ${MAX_BULK}`, value: max }]);
+  if (typeof max !== 'number' || !Number.isInteger(max) || max < 0 || max > MAX_DLQ_BULK) {
+    fail([{ path, message: `must be an integer from 0 to ${MAX_DLQ_BULK}`, value: max }]);
   }
   return max as number;
+}
+
+/** Rows per delete transaction of `applyRetention` when the policy names none. */
+export const DEFAULT_RETENTION_BATCH = 1_000;
+
+/**
+ * Validates a retention policy, every bad field reported: the three windows integers ≥ 0 ms, and
+ * `batchSize` (default {@link DEFAULT_RETENTION_BATCH}) from 1 to {@link MAX_RETENTION_BATCH}. A
+ * batch of 0 is refused, never read as "do nothing" or as 1.
+ */
+export function assertRetentionPolicy(policy: RetentionPolicy): Required<RetentionPolicy> {
+  if (policy === null || typeof policy !== 'object') {
+    fail([{ path: 'policy', message: 'must be { archiveMs, dlqMs, metricsMs }', value: policy }]);
+  }
+  const issues: ValidationIssue[] = [];
+  for (const key of ['archiveMs', 'dlqMs', 'metricsMs'] as const) {
+    const v = policy[key];
+    if (typeof v !== 'number' || !Number.isInteger(v) || v < 0 || v > Number.MAX_SAFE_INTEGER) {
+      issues.push({
+        path: key,
+        message: `must be an integer from 0 to ${Number.MAX_SAFE_INTEGER}`,
+        value: v,
+      });
+    }
+  }
+  const batchSize = policy.batchSize ?? DEFAULT_RETENTION_BATCH;
+  if (
+    typeof batchSize !== 'number' ||
+    !Number.isInteger(batchSize) ||
+    batchSize < 1 ||
+    batchSize > MAX_RETENTION_BATCH
+  ) {
+    issues.push({
+      path: 'batchSize',
+      message: `must be an integer from 1 to ${MAX_RETENTION_BATCH}`,
+      value: batchSize,
+    });
+  }
+  fail(issues);
+  return {
+    archiveMs: policy.archiveMs,
+    dlqMs: policy.dlqMs,
+    metricsMs: policy.metricsMs,
+    batchSize,
+  };
 }

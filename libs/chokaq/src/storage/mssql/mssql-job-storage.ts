@@ -1,11 +1,7 @@
 import { Logger } from '@nestjs/common';
 import type { DataSource, QueryRunner } from 'typeorm';
-import { sanitizeErrorText } from '../../common/error-text';
-import {
-  ChokaQCompatibilityLevelError,
-  ChokaQTransactionError,
-  ChokaQValidationError,
-} from '../../errors';
+import { ChokaQCompatibilityLevelError, ChokaQTransactionError } from '../../errors';
+import type { Checked } from '../../interfaces/checked.interface';
 import {
   BulkPreview,
   DlqErrorFamily,
@@ -13,7 +9,6 @@ import {
   HistoryFilter,
   JobView,
   Page,
-  PageQuery,
   Pillar,
   QueueHealth,
   QueueStats,
@@ -25,57 +20,30 @@ import {
   CancelResult,
   CompletedJob,
   RunRef,
-  DlqMove,
   EnqueueOptions,
   EnqueueResult,
   FetchRequest,
   HotJob,
   JobLease,
   KeepAliveResult,
-  NewJob,
   QueueInfo,
   QueuePatch,
-  ResurrectEdits,
   RetentionPolicy,
   RetentionResult,
   ZombieRescueResult,
-  ZombieRetryRule,
 } from '../../interfaces/job.interface';
+import { RecurringJobRecord } from '../../interfaces/recurring-job.interface';
+import { PREVIEW_SAMPLE } from '../../validation/limits';
 import {
-  RecurringJobDefinition,
-  RecurringJobRecord,
-} from '../../interfaces/recurring-job.interface';
-import { MAX_ENQUEUE_MANY, PREVIEW_SAMPLE } from '../../validation/limits';
-import {
-  assertActor,
-  assertDate,
-  assertDlqMove,
-  assertFetchRequest,
-  assertLeases,
-  assertQueuePatch,
-  assertZombieRetryRules,
-  assertRecurringDefinition,
-  assertRecurringName,
-  assertWorkerId,
+  CheckedDlqMove,
+  CheckedRecurringDefinition,
   chunk,
   isLeaseTarget,
-  assertBulkMax,
-  assertCompletedJobs,
 } from '../../validation/validate-args';
-import { assertDlqFilter } from '../../validation/validate-filter';
-import {
-  ValidatedJob,
-  assertIds,
-  assertNonNegativeInt,
-  assertProgress,
-  assertQueueName,
-  validateEdits,
-  validateNewJob,
-  validateNewJobs,
-} from '../../validation/validate-job';
-import { JobStorage } from '../job-storage';
+import { ValidatedEdits, ValidatedJob } from '../../validation/validate-job';
+import { DialectJobStorage, ZombieSweep } from '../dialect-job-storage';
 import { assertDataSourceOpen, queryRunnerDataSource } from '../shared/data-source';
-import { normalizePage } from '../shared/page';
+import { NormalizedPage } from '../shared/page';
 import { mapHotRow, mapJobView, mapQueueRow, toDate } from '../shared/row-mapper';
 import { withTransientRetry } from '../shared/transient-retry';
 import { SqlStorageConfig } from '../storage-config';
@@ -93,10 +61,6 @@ const ENQUEUE_CHUNK_CHARS = 8_000_000;
 const ARCHIVE_CHUNK = 1_000;
 /** Rows per bulk DLQ action statement (resurrect / purge by filter). */
 const BULK_BATCH = 500;
-/** Default bound of the rescue statements. */
-const DEFAULT_RESCUE_LIMIT = 1_000;
-/** Default rows per retention delete. */
-const DEFAULT_RETENTION_BATCH = 1_000;
 /** Attempts of an enqueue whose key holder vanished between the insert and the read-back. */
 const ENQUEUE_RACE_ATTEMPTS = 5;
 /** Lowest compatibility level with OPENJSON. */
@@ -158,7 +122,7 @@ function toMssqlJob(job: ValidatedJob): SQL.MssqlNewJob {
  * Row counts never come from the driver: every batch runs with `SET NOCOUNT ON` and selects what
  * it changed (ids from `OUTPUT … INTO` table variables, or `@@ROWCOUNT`).
  */
-export class MssqlJobStorage implements JobStorage {
+export class MssqlJobStorage implements DialectJobStorage {
   /** @inheritdoc */
   readonly dialect = 'mssql' as const;
 
@@ -263,8 +227,8 @@ export class MssqlJobStorage implements JobStorage {
   // -------------------------------------------------------------------------------- producer
 
   /** @inheritdoc */
-  async enqueue(job: NewJob, options?: EnqueueOptions): Promise<EnqueueResult> {
-    const validated = toMssqlJob(validateNewJob(job, this.config.payloadMaxBytes));
+  async enqueue(job: Checked<ValidatedJob>, options?: EnqueueOptions): Promise<EnqueueResult> {
+    const validated = toMssqlJob(job);
     const runner =
       options?.transaction !== undefined ? this.callerRunner(options.transaction) : undefined;
     const statement = SQL.enqueueSql(this.schema, validated, { callerTransaction: !!runner });
@@ -298,14 +262,11 @@ export class MssqlJobStorage implements JobStorage {
    * has already rolled back the caller's whole transaction, which the caller retries as a unit.
    * @inheritdoc
    */
-  async enqueueMany(jobs: readonly NewJob[], options?: EnqueueOptions): Promise<EnqueueResult[]> {
-    const validated = validateNewJobs(jobs, this.config.payloadMaxBytes).map(toMssqlJob);
-    if (validated.length === 0) return [];
-    if (validated.length > MAX_ENQUEUE_MANY) {
-      throw new ChokaQValidationError([
-        { path: 'items', message: `must have at most ${MAX_ENQUEUE_MANY} items`, value: jobs },
-      ]);
-    }
+  async enqueueMany(
+    jobs: readonly Checked<ValidatedJob>[],
+    options?: EnqueueOptions,
+  ): Promise<EnqueueResult[]> {
+    const validated = jobs.map(toMssqlJob);
     const runner =
       options?.transaction !== undefined ? this.callerRunner(options.transaction) : undefined;
     const results: EnqueueResult[] = [];
@@ -364,8 +325,8 @@ export class MssqlJobStorage implements JobStorage {
    * committed; the first attempt skips that read.
    * @inheritdoc
    */
-  async fetchNextBatch(request: FetchRequest): Promise<HotJob[]> {
-    const { workerId, leaseId, limit, handled, start } = assertFetchRequest(request);
+  async fetchNextBatch(request: Checked<FetchRequest & { start: number }>): Promise<HotJob[]> {
+    const { workerId, leaseId, limit, handled, start } = request;
     const queues = [...new Set(handled.queues)];
     const types = handled.types;
     if (limit === 0 || (queues.length === 0 && types.length === 0)) return [];
@@ -383,17 +344,12 @@ export class MssqlJobStorage implements JobStorage {
   }
 
   /** @inheritdoc */
-  async markAsProcessing(leases: readonly JobLease[]): Promise<string[]> {
-    const list = assertLeases(leases);
-    if (list.length === 0) return [];
+  async markAsProcessing(list: readonly Checked<JobLease>[]): Promise<string[]> {
     return ids(await this.run('markAsProcessing', SQL.markAsProcessingSql(this.schema, list)));
   }
 
   /** @inheritdoc */
-  async keepAlive(workerId: string, leases: readonly JobLease[]): Promise<KeepAliveResult> {
-    assertWorkerId(workerId);
-    const list = assertLeases(leases);
-    if (list.length === 0) return { touched: 0, cancelRequested: [] };
+  async keepAlive(workerId: string, list: readonly Checked<JobLease>[]): Promise<KeepAliveResult> {
     const rows = await this.run('keepAlive', SQL.keepAliveSql(this.schema, workerId, list));
     return {
       touched: rows.length,
@@ -402,36 +358,32 @@ export class MssqlJobStorage implements JobStorage {
   }
 
   /** @inheritdoc */
-  async release(leases: readonly JobLease[], delayMs?: number): Promise<number> {
-    const list = assertLeases(leases);
-    const delay = delayMs === undefined ? null : assertNonNegativeInt(delayMs, 'delayMs');
-    if (list.length === 0) return 0;
+  async release(list: readonly Checked<JobLease>[], delay: number | null): Promise<number> {
     const rows = await this.run('release', SQL.releaseSql(this.schema, list, delay));
     return num(rows[0]?.Affected);
   }
 
   /** @inheritdoc */
-  async reportProgress(lease: JobLease, percent: number): Promise<number> {
-    const [owned] = assertLeases([lease], 'lease');
-    const value = assertProgress(percent);
+  async reportProgress(owned: Checked<JobLease>, value: number): Promise<number> {
     const rows = await this.run('reportProgress', SQL.reportProgressSql(this.schema, owned, value));
     return num(rows[0]?.Affected);
   }
 
   /** @inheritdoc */
-  async rescheduleForRetry(lease: JobLease, delayMs: number, error: string): Promise<number> {
-    const [owned] = assertLeases([lease], 'lease');
-    const delay = assertNonNegativeInt(delayMs, 'delayMs');
+  async rescheduleForRetry(
+    owned: Checked<JobLease>,
+    delay: number,
+    error: string,
+  ): Promise<number> {
     const rows = await this.run(
       'rescheduleForRetry',
-      SQL.rescheduleSql(this.schema, owned, delay, sanitizeErrorText(String(error))),
+      SQL.rescheduleSql(this.schema, owned, delay, error),
     );
     return num(rows[0]?.Affected);
   }
 
   /** @inheritdoc */
-  async archiveSucceeded(items: readonly CompletedJob[]): Promise<RunRef[]> {
-    const list = assertCompletedJobs(items);
+  async archiveSucceeded(list: readonly Checked<CompletedJob>[]): Promise<RunRef[]> {
     const moved: RunRef[] = [];
     for (const part of chunk(list, ARCHIVE_CHUNK)) {
       const rows = await this.run('archiveSucceeded', SQL.archiveSucceededSql(this.schema, part));
@@ -441,11 +393,12 @@ export class MssqlJobStorage implements JobStorage {
   }
 
   /** @inheritdoc */
-  async moveToDlq(target: JobLease | { id: string }, move: DlqMove): Promise<number> {
+  async moveToDlq(
+    target: Checked<JobLease> | Checked<{ id: string }>,
+    move: Checked<CheckedDlqMove>,
+  ): Promise<number> {
     const owned = isLeaseTarget(target);
-    if (owned) assertLeases([target], 'target');
-    else assertIds([target?.id], 'target.id');
-    const { reason, error, actor, durationMs } = assertDlqMove(move);
+    const { reason, error, actor, durationMs } = move;
     const rows = await this.run(
       'moveToDlq',
       SQL.moveToDlqSql(
@@ -461,10 +414,8 @@ export class MssqlJobStorage implements JobStorage {
   }
 
   /** @inheritdoc */
-  async cancel(idList: readonly string[], actor?: string): Promise<CancelResult> {
-    const unique = assertIds(idList);
-    if (unique.length === 0) return { cancelled: [], cancelRequested: [] };
-    const rows = await this.run('cancel', SQL.cancelSql(this.schema, unique, assertActor(actor)));
+  async cancel(unique: readonly string[], actor: string | null): Promise<CancelResult> {
+    const rows = await this.run('cancel', SQL.cancelSql(this.schema, unique, actor));
     return {
       cancelled: rows.filter((r) => num(r.Kind) === 0).map((r) => String(r.Id)),
       cancelRequested: rows.filter((r) => num(r.Kind) === 1).map((r) => String(r.Id)),
@@ -474,39 +425,39 @@ export class MssqlJobStorage implements JobStorage {
   // -------------------------------------------------------------------------------- DLQ → hot
 
   /** @inheritdoc */
-  async resurrect(id: string, edits?: ResurrectEdits, actor?: string): Promise<number> {
-    const [key] = assertIds([id], 'id');
-    const valid = validateEdits(edits, this.config.payloadMaxBytes);
+  async resurrect(
+    key: string,
+    valid: Checked<ValidatedEdits>,
+    actor: string | null,
+  ): Promise<number> {
     const rows = await this.run(
       'resurrect',
-      SQL.resurrectSql(this.schema, { ids: [key] }, valid, assertActor(actor)),
+      SQL.resurrectSql(this.schema, { ids: [key] }, valid, actor),
     );
     return rows.length;
   }
 
   /** @inheritdoc */
-  async resurrectMany(idList: readonly string[], actor?: string): Promise<string[]> {
-    const unique = assertIds(idList);
-    if (unique.length === 0) return [];
+  async resurrectMany(unique: readonly string[], actor: string | null): Promise<string[]> {
     return ids(
-      await this.run(
-        'resurrectMany',
-        SQL.resurrectSql(this.schema, { ids: unique }, null, assertActor(actor)),
-      ),
+      await this.run('resurrectMany', SQL.resurrectSql(this.schema, { ids: unique }, null, actor)),
     );
   }
 
   /** @inheritdoc */
-  async resurrectByFilter(filter: DlqFilter, max: number, actor?: string): Promise<string[]> {
-    const valid = assertDlqFilter(filter);
-    let remaining = assertBulkMax(max);
+  async resurrectByFilter(
+    valid: Checked<DlqFilter>,
+    max: number,
+    actor: string | null,
+  ): Promise<string[]> {
+    let remaining = max;
     const moved: string[] = [];
     while (remaining > 0) {
       const batch = Math.min(BULK_BATCH, remaining);
       const got = ids(
         await this.run(
           'resurrectByFilter',
-          SQL.resurrectSql(this.schema, { filter: valid, max: batch }, null, assertActor(actor)),
+          SQL.resurrectSql(this.schema, { filter: valid, max: batch }, null, actor),
         ),
       );
       moved.push(...got);
@@ -519,10 +470,7 @@ export class MssqlJobStorage implements JobStorage {
   // -------------------------------------------------------------------------------- rescue
 
   /** @inheritdoc */
-  async recoverAbandoned(fetchedTimeoutMs: number, limit = DEFAULT_RESCUE_LIMIT): Promise<number> {
-    const timeout = assertNonNegativeInt(fetchedTimeoutMs, 'fetchedTimeoutMs');
-    const max = assertNonNegativeInt(limit, 'limit', 100_000);
-    if (max === 0) return 0;
+  async recoverAbandoned(timeout: number, max: number): Promise<number> {
     const rows = await this.run(
       'recoverAbandoned',
       SQL.recoverAbandonedSql(this.schema, timeout, max),
@@ -531,18 +479,16 @@ export class MssqlJobStorage implements JobStorage {
   }
 
   /** @inheritdoc */
-  async archiveZombies(
-    defaultZombieTimeoutMs: number,
-    limit = DEFAULT_RESCUE_LIMIT,
-    retryRules?: readonly ZombieRetryRule[],
-  ): Promise<ZombieRescueResult> {
-    const timeout = assertNonNegativeInt(defaultZombieTimeoutMs, 'defaultZombieTimeoutMs');
-    const max = assertNonNegativeInt(limit, 'limit', 100_000);
-    const rules = assertZombieRetryRules(retryRules);
-    if (max === 0) return { dlq: [], retried: [] };
+  async archiveZombies(sweep: Checked<ZombieSweep>): Promise<ZombieRescueResult> {
     const rows = await this.run(
       'archiveZombies',
-      SQL.archiveZombiesSql(this.schema, timeout, max, rules),
+      SQL.archiveZombiesSql(
+        this.schema,
+        sweep.defaultTimeoutMs,
+        sweep.limit,
+        sweep.rules,
+        sweep.error,
+      ),
     );
     return {
       dlq: rows.filter((r) => num(r.Kind) === 0).map((r) => String(r.Id)),
@@ -558,9 +504,7 @@ export class MssqlJobStorage implements JobStorage {
   }
 
   /** @inheritdoc */
-  async updateQueue(name: string, patch: QueuePatch): Promise<QueueInfo> {
-    const queue = assertQueueName(name, 'name');
-    const p = assertQueuePatch(patch);
+  async updateQueue(queue: string, p: Checked<QueuePatch>): Promise<QueueInfo> {
     const rows = await this.run('updateQueue', SQL.updateQueueSql(this.schema, queue, p));
     return mapQueueRow(rows[0]);
   }
@@ -568,17 +512,14 @@ export class MssqlJobStorage implements JobStorage {
   // -------------------------------------------------------------------------------- purge / retention
 
   /** @inheritdoc */
-  async purgeDlq(idList: readonly string[]): Promise<number> {
-    const unique = assertIds(idList);
-    if (unique.length === 0) return 0;
+  async purgeDlq(unique: readonly string[]): Promise<number> {
     const rows = await this.run('purgeDlq', SQL.purgeDlqSql(this.schema, unique));
     return num(rows[0]?.Affected);
   }
 
   /** @inheritdoc */
-  async purgeDlqByFilter(filter: DlqFilter, max: number): Promise<number> {
-    const valid = assertDlqFilter(filter);
-    let remaining = assertBulkMax(max);
+  async purgeDlqByFilter(valid: Checked<DlqFilter>, max: number): Promise<number> {
+    let remaining = max;
     let deleted = 0;
     while (remaining > 0) {
       const batch = Math.min(BULK_BATCH, remaining);
@@ -595,11 +536,9 @@ export class MssqlJobStorage implements JobStorage {
   }
 
   /** @inheritdoc */
-  async applyRetention(policy: RetentionPolicy): Promise<RetentionResult> {
-    const batch =
-      assertNonNegativeInt(policy.batchSize ?? DEFAULT_RETENTION_BATCH, 'batchSize', 100_000) || 1;
-    const sweep = async (target: SQL.MssqlRetentionTarget, ageMs: number): Promise<number> => {
-      const age = assertNonNegativeInt(ageMs, `${target}Ms`);
+  async applyRetention(policy: Checked<Required<RetentionPolicy>>): Promise<RetentionResult> {
+    const batch = policy.batchSize;
+    const sweep = async (target: SQL.MssqlRetentionTarget, age: number): Promise<number> => {
       let total = 0;
       for (;;) {
         const rows = await this.run(
@@ -621,17 +560,15 @@ export class MssqlJobStorage implements JobStorage {
   // -------------------------------------------------------------------------------- reads
 
   /** @inheritdoc */
-  async getJob(id: string): Promise<JobView | null> {
-    const [key] = assertIds([id], 'id');
+  async getJob(key: string): Promise<JobView | null> {
     const rows = await this.run('getJob', SQL.getJobSql(this.schema, key));
     return rows[0] ? mapJobView(rows[0], String(rows[0].Pillar) as Pillar) : null;
   }
 
   private async page<F extends object>(
     pillar: Pillar,
-    query: PageQuery<F> | undefined,
+    page: NormalizedPage<F>,
   ): Promise<Page<JobView>> {
-    const page = normalizePage(pillar, query);
     const filter = page.filter as ActiveFilter & HistoryFilter & DlqFilter;
     const [countRows, rows] = [
       await this.run('page.count', SQL.pageCountSql(this.schema, pillar, filter)),
@@ -646,18 +583,18 @@ export class MssqlJobStorage implements JobStorage {
   }
 
   /** @inheritdoc */
-  listActive(query: PageQuery<ActiveFilter>): Promise<Page<JobView>> {
-    return this.page('hot', query);
+  listActive(page: Checked<NormalizedPage<ActiveFilter>>): Promise<Page<JobView>> {
+    return this.page('hot', page);
   }
 
   /** @inheritdoc */
-  getArchivePage(query: PageQuery<HistoryFilter>): Promise<Page<JobView>> {
-    return this.page('archive', query);
+  getArchivePage(page: Checked<NormalizedPage<HistoryFilter>>): Promise<Page<JobView>> {
+    return this.page('archive', page);
   }
 
   /** @inheritdoc */
-  getDlqPage(query: PageQuery<DlqFilter>): Promise<Page<JobView>> {
-    return this.page('dlq', query);
+  getDlqPage(page: Checked<NormalizedPage<DlqFilter>>): Promise<Page<JobView>> {
+    return this.page('dlq', page);
   }
 
   /** @inheritdoc */
@@ -719,7 +656,7 @@ export class MssqlJobStorage implements JobStorage {
 
   /** @inheritdoc */
   async getThroughput(queue?: string): Promise<ThroughputStats> {
-    const name = queue === undefined ? undefined : assertQueueName(queue);
+    const name = queue;
     const r = (await this.run('getThroughput', SQL.throughputSql(this.schema, name)))[0] ?? {};
     return {
       perSecond1m: num(r.Completed1m) / 60,
@@ -732,13 +669,8 @@ export class MssqlJobStorage implements JobStorage {
   }
 
   /** @inheritdoc */
-  async getTopDlqErrors(limit: number, filter?: DlqFilter): Promise<DlqErrorFamily[]> {
-    const top = assertNonNegativeInt(limit, 'limit', 1_000);
-    if (top === 0) return [];
-    const rows = await this.run(
-      'getTopDlqErrors',
-      SQL.topDlqErrorsSql(this.schema, top, assertDlqFilter(filter)),
-    );
+  async getTopDlqErrors(top: number, filter: Checked<DlqFilter>): Promise<DlqErrorFamily[]> {
+    const rows = await this.run('getTopDlqErrors', SQL.topDlqErrorsSql(this.schema, top, filter));
     return rows.map((r) => ({
       error: String(r.Family ?? ''),
       count: num(r.FamilyCount),
@@ -747,9 +679,7 @@ export class MssqlJobStorage implements JobStorage {
   }
 
   /** @inheritdoc */
-  async previewDlqFilter(filter: DlqFilter, max: number): Promise<BulkPreview> {
-    const valid = assertDlqFilter(filter);
-    const bound = assertBulkMax(max);
+  async previewDlqFilter(valid: Checked<DlqFilter>, bound: number): Promise<BulkPreview> {
     const matched = num(
       (await this.run('previewDlqFilter', SQL.previewCountSql(this.schema, valid)))[0]?.Total,
     );
@@ -764,8 +694,7 @@ export class MssqlJobStorage implements JobStorage {
   // -------------------------------------------------------------------------------- recurring
 
   /** @inheritdoc */
-  async upsertRecurringJob(definition: RecurringJobDefinition): Promise<void> {
-    const d = assertRecurringDefinition(definition, this.config.payloadMaxBytes);
+  async upsertRecurringJob(d: Checked<CheckedRecurringDefinition>): Promise<void> {
     await this.run('upsertRecurringJob', SQL.upsertRecurringSql(this.schema, d));
   }
 
@@ -791,12 +720,9 @@ export class MssqlJobStorage implements JobStorage {
     name: string,
     slotUtc: Date,
     nextSlotUtc: Date,
-    job: NewJob | null,
+    job: Checked<ValidatedJob> | null,
   ): Promise<EnqueueResult | null> {
-    assertRecurringName(name);
-    assertDate(slotUtc, 'slotUtc');
-    assertDate(nextSlotUtc, 'nextSlotUtc');
-    const validated = job ? toMssqlJob(validateNewJob(job, this.config.payloadMaxBytes)) : null;
+    const validated = job ? toMssqlJob(job) : null;
     return this.retry('claimRecurringSlot', async () => {
       assertDataSourceOpen(this.dataSource, 'SQL Server');
       const runner = this.dataSource.createQueryRunner();

@@ -1184,14 +1184,16 @@ export function archiveZombiesSql(
   schema: string,
   defaultTimeoutMs: number,
   limit: number,
-  rules: readonly MssqlZombieRetryRule[] = [],
+  rules: readonly MssqlZombieRetryRule[],
+  error: string,
 ): MssqlStatement {
   const t = tables(schema);
   const p = new ParamList();
   const timeout = p.bigint(defaultTimeoutMs);
   const max = p.int(limit);
   const doc = p.json(rules.map((r) => ({ queue: r.queue, type: r.type, retry: r.retry ? 1 : 0 })));
-  const message = "N'Zombie: the heartbeat expired while the job was Processing.'";
+  // The stored text comes from the validating edge, the same on every dialect.
+  const message = p.nvarchar(error, 'max');
   const timeoutOf = (q: string) =>
     `ISNULL(CAST(${q}.ZombieTimeoutSeconds AS bigint) * 1000, ${timeout})`;
   return p.statement(

@@ -3,7 +3,8 @@ import type { Client, Pool } from 'pg';
 import type { DataSource, QueryRunner } from 'typeorm';
 import { sanitizeErrorText } from '../../common/error-text';
 import { isUuid } from '../../common/uuid';
-import { ChokaQTransactionError } from '../../errors';
+import { ChokaQTransactionError, ChokaQUnsupportedServerError } from '../../errors';
+import type { Checked } from '../../interfaces/checked.interface';
 import { FailureReason } from '../../interfaces/job-status.enum';
 import {
   ActiveFilter,
@@ -13,7 +14,6 @@ import {
   HistoryFilter,
   JobView,
   Page,
-  PageQuery,
   QueueHealth,
   QueueStats,
   SummaryStats,
@@ -23,58 +23,31 @@ import {
   CancelResult,
   CompletedJob,
   RunRef,
-  DlqMove,
   EnqueueOptions,
   EnqueueResult,
   FetchRequest,
   HotJob,
   JobLease,
   KeepAliveResult,
-  NewJob,
   QueueInfo,
   QueuePatch,
-  ResurrectEdits,
   RetentionPolicy,
   RetentionResult,
   ZombieRescueResult,
-  ZombieRetryRule,
 } from '../../interfaces/job.interface';
+import { RecurringJobRecord } from '../../interfaces/recurring-job.interface';
+import { PREVIEW_SAMPLE } from '../../validation/limits';
 import {
-  RecurringJobDefinition,
-  RecurringJobRecord,
-} from '../../interfaces/recurring-job.interface';
-import { LIMITS, PREVIEW_SAMPLE } from '../../validation/limits';
-import {
-  assertActor,
-  assertDate,
-  assertDlqMove,
-  assertFetchRequest,
-  assertLeases,
-  assertQueuePatch,
-  assertZombieRetryRules,
-  assertRecurringDefinition,
-  assertRecurringName,
-  assertWorkerId,
+  CheckedDlqMove,
+  CheckedRecurringDefinition,
   chunk,
   isLeaseTarget,
-  assertBulkMax,
-  assertCompletedJobs,
 } from '../../validation/validate-args';
-import { assertDlqFilter } from '../../validation/validate-filter';
-import {
-  assertIds,
-  assertNonNegativeInt,
-  assertProgress,
-  assertQueueName,
-  validateEdits,
-  validateNewJob,
-  validateNewJobs,
-  ValidatedJob,
-} from '../../validation/validate-job';
-import { JobStorage } from '../job-storage';
+import { ValidatedEdits, ValidatedJob } from '../../validation/validate-job';
+import { DialectJobStorage, ZombieSweep } from '../dialect-job-storage';
 import { assertDataSourceOpen, queryRunnerDataSource } from '../shared/data-source';
 import { dlqStatusFor, Outcome } from '../shared/outcome';
-import { normalizePage } from '../shared/page';
+import { NormalizedPage } from '../shared/page';
 import { mapHotRow, mapJobView, mapQueueRow, toDate } from '../shared/row-mapper';
 import { withTransientRetry } from '../shared/transient-retry';
 import { SqlStorageConfig } from '../storage-config';
@@ -98,13 +71,6 @@ const ENQUEUE_CHUNK_ROWS = 1_000;
 const ENQUEUE_CHUNK_BYTES = 16 * 1024 * 1024;
 /** Ids per statement of id-list operations (cancel, resurrectMany, purgeDlq). */
 const ID_CHUNK = 1_000;
-/** Default rows per rescue statement. */
-const DEFAULT_RESCUE_LIMIT = 1_000;
-/** Default rows per retention batch. */
-const DEFAULT_RETENTION_BATCH = 1_000;
-/** Largest bulk-action / retention batch. */
-const MAX_BATCH = 10_000;
-/** Sample ids returned by a bulk preview. */
 /** How often an enqueue retries when the holder of its idempotency key vanished mid-call. */
 const MAX_HOLDER_ROUNDS = 5;
 /** Oldest server this dialect supports (`hashtextextended`, LATERAL + SKIP LOCKED, MATERIALIZED CTEs). */
@@ -157,7 +123,7 @@ function num(value: unknown): number {
  * and releases it in `finally`; multi-statement transactions run on one runner. `subscribe` uses
  * its own `pg.Client` (LISTEN holds a session, so it must not sit on a pool slot).
  */
-export class PostgresJobStorage implements JobStorage {
+export class PostgresJobStorage implements DialectJobStorage {
   readonly dialect = 'postgres' as const;
 
   private readonly logger = new Logger(PostgresJobStorage.name);
@@ -286,13 +252,21 @@ export class PostgresJobStorage implements JobStorage {
 
   // ---------------------------------------------------------------- lifecycle
 
-  /** Checks the connection and the server version. */
+  /**
+   * Checks the connection and refuses a server older than PostgreSQL 12
+   * ({@link ChokaQUnsupportedServerError}, the policy of every server dialect): there the claim
+   * and the moves would fail at run time, on every poll.
+   */
   async prepare(): Promise<void> {
     const [row] = await this.query('prepare', SQL.SELECT_SERVER_VERSION);
     const version = num(row?.version);
     if (version < MIN_SERVER_VERSION) {
-      throw new Error(
-        `ChokaQ needs PostgreSQL 12 or later (server_version_num ${version}); upgrade the server.`,
+      throw new ChokaQUnsupportedServerError(
+        'postgres',
+        version,
+        MIN_SERVER_VERSION,
+        `PostgreSQL server_version_num is ${version}; ChokaQ needs ${MIN_SERVER_VERSION} ` +
+          `(PostgreSQL 12) or later. Upgrade the server.`,
       );
     }
   }
@@ -397,8 +371,10 @@ export class PostgresJobStorage implements JobStorage {
   // ---------------------------------------------------------------- producer
 
   /** @inheritdoc */
-  async enqueue(job: NewJob, options?: EnqueueOptions): Promise<EnqueueResult> {
-    const validated = validateNewJob(job, this.config.payloadMaxBytes);
+  async enqueue(
+    validated: Checked<ValidatedJob>,
+    options?: EnqueueOptions,
+  ): Promise<EnqueueResult> {
     const runner = this.callerTransaction(options);
     const [result] = runner
       ? await this.insertJobs(execOn(runner), [validated])
@@ -409,12 +385,14 @@ export class PostgresJobStorage implements JobStorage {
   }
 
   /**
-   * Validates all items first, then inserts in chunks of at most 1,000 rows (and 16 MB of payload),
+   * Inserts in chunks of at most 1,000 rows (and 16 MB of payload),
    * each chunk one statement (atomic by itself). Inside a caller's transaction every chunk runs on
    * its runner and commits with it.
    */
-  async enqueueMany(jobs: readonly NewJob[], options?: EnqueueOptions): Promise<EnqueueResult[]> {
-    const validated = validateNewJobs(jobs, this.config.payloadMaxBytes);
+  async enqueueMany(
+    validated: readonly Checked<ValidatedJob>[],
+    options?: EnqueueOptions,
+  ): Promise<EnqueueResult[]> {
     const runner = this.callerTransaction(options);
     const results: EnqueueResult[] = [];
     for (const part of chunkByBytes(validated)) {
@@ -525,9 +503,8 @@ export class PostgresJobStorage implements JobStorage {
    * trip, not four). A retry after an ambiguous failure first returns whatever an earlier attempt
    * with this lease already committed.
    */
-  async fetchNextBatch(request: FetchRequest): Promise<HotJob[]> {
-    const { workerId, leaseId, limit, handled, start, budgetedQueues } =
-      assertFetchRequest(request);
+  async fetchNextBatch(request: Checked<FetchRequest & { start: number }>): Promise<HotJob[]> {
+    const { workerId, leaseId, limit, handled, start, budgetedQueues } = request;
     const wide = [...new Set(handled.queues)];
     const wideSet = new Set(wide);
     const pairs = handled.types.filter((p) => !wideSet.has(p.queue));
@@ -564,9 +541,8 @@ export class PostgresJobStorage implements JobStorage {
   }
 
   /** @inheritdoc */
-  async markAsProcessing(leases: readonly JobLease[]): Promise<string[]> {
+  async markAsProcessing(leases: readonly Checked<JobLease>[]): Promise<string[]> {
     const l = leaseArrays(leases);
-    if (l.ids.length === 0) return [];
     const rows = await this.query('markAsProcessing', this.sql.markAsProcessing, [
       l.ids,
       l.workers,
@@ -576,10 +552,11 @@ export class PostgresJobStorage implements JobStorage {
   }
 
   /** @inheritdoc */
-  async keepAlive(workerId: string, leases: readonly JobLease[]): Promise<KeepAliveResult> {
-    assertWorkerId(workerId);
+  async keepAlive(
+    workerId: string,
+    leases: readonly Checked<JobLease>[],
+  ): Promise<KeepAliveResult> {
     const l = leaseArrays(leases);
-    if (l.ids.length === 0) return { touched: 0, cancelRequested: [] };
     const rows = await this.query('keepAlive', this.sql.keepAlive, [
       l.ids,
       l.workers,
@@ -593,50 +570,47 @@ export class PostgresJobStorage implements JobStorage {
   }
 
   /** @inheritdoc */
-  async release(leases: readonly JobLease[], delayMs?: number): Promise<number> {
-    if (delayMs !== undefined) assertNonNegativeInt(delayMs, 'delayMs', LIMITS.maxDelayMs);
+  async release(leases: readonly Checked<JobLease>[], delayMs: number | null): Promise<number> {
     const l = leaseArrays(leases);
-    if (l.ids.length === 0) return 0;
     const [row] = await this.query('release', this.sql.release, [
       l.ids,
       l.workers,
       l.leases,
-      delayMs ?? null,
+      delayMs,
     ]);
     return num(row?.n);
   }
 
   /** @inheritdoc */
-  async reportProgress(lease: JobLease, percent: number): Promise<number> {
-    const l = leaseArrays([lease]);
+  async reportProgress(lease: Checked<JobLease>, percent: number): Promise<number> {
     const rows = await this.query('reportProgress', this.sql.reportProgress, [
-      l.ids[0],
-      l.workers[0],
-      l.leases[0],
-      assertProgress(percent),
+      lease.id,
+      lease.workerId,
+      lease.leaseId,
+      percent,
     ]);
     return rows.length;
   }
 
   /** @inheritdoc */
-  async rescheduleForRetry(lease: JobLease, delayMs: number, error: string): Promise<number> {
-    const l = leaseArrays([lease]);
-    assertNonNegativeInt(delayMs, 'delayMs', LIMITS.maxDelayMs);
+  async rescheduleForRetry(
+    lease: Checked<JobLease>,
+    delayMs: number,
+    error: string,
+  ): Promise<number> {
     const [row] = await this.query('rescheduleForRetry', this.sql.reschedule, [
-      l.ids[0],
-      l.workers[0],
-      l.leases[0],
+      lease.id,
+      lease.workerId,
+      lease.leaseId,
       delayMs,
-      sanitizeErrorText(String(error ?? '')),
+      error,
     ]);
     return num(row?.n);
   }
 
   /** @inheritdoc */
-  async archiveSucceeded(items: readonly CompletedJob[]): Promise<RunRef[]> {
-    const completed = assertCompletedJobs(items);
+  async archiveSucceeded(completed: readonly Checked<CompletedJob>[]): Promise<RunRef[]> {
     const l = leaseArrays(completed);
-    if (l.ids.length === 0) return [];
     const durations = completed.map((c) => c.durationMs);
     const rows = await this.query('archiveSucceeded', this.sql.archive, [
       l.ids,
@@ -648,8 +622,11 @@ export class PostgresJobStorage implements JobStorage {
   }
 
   /** @inheritdoc */
-  async moveToDlq(target: JobLease | { id: string }, move: DlqMove): Promise<number> {
-    const { reason, error, actor, durationMs: duration } = assertDlqMove(move);
+  async moveToDlq(
+    target: Checked<JobLease> | Checked<{ id: string }>,
+    move: Checked<CheckedDlqMove>,
+  ): Promise<number> {
+    const { reason, error, actor, durationMs: duration } = move;
     const status = dlqStatusFor(reason) as 4 | 5 | 6;
     const cancelled = reason === FailureReason.Cancelled;
     const shape: SQL.DlqMoveShape = {
@@ -660,10 +637,9 @@ export class PostgresJobStorage implements JobStorage {
     const owned = isLeaseTarget(target);
     let params: unknown[];
     if (owned) {
-      const l = leaseArrays([target as JobLease]);
-      params = [l.ids[0], l.workers[0], l.leases[0], reason, error, actor, duration];
+      params = [target.id, target.workerId, target.leaseId, reason, error, actor, duration];
     } else {
-      params = [assertIds([target?.id], 'id')[0], reason, error, actor, duration];
+      params = [target.id, reason, error, actor, duration];
     }
     const rows = await this.query('moveToDlq', SQL.moveToDlq(this.s, shape, owned), params);
     return rows.length;
@@ -674,9 +650,7 @@ export class PostgresJobStorage implements JobStorage {
    * rows. The second statement takes a new snapshot, so a row that became Processing while the
    * first ran is flagged rather than missed.
    */
-  async cancel(ids: readonly string[], actor?: string): Promise<CancelResult> {
-    const unique = assertIds(ids);
-    const who = assertActor(actor);
+  async cancel(unique: readonly string[], who: string | null): Promise<CancelResult> {
     const error = sanitizeErrorText(`Cancelled${who ? ` by ${who}` : ''}`);
     const result: CancelResult = { cancelled: [], cancelRequested: [] };
     for (const part of chunk(unique, ID_CHUNK)) {
@@ -693,24 +667,24 @@ export class PostgresJobStorage implements JobStorage {
   // ---------------------------------------------------------------- DLQ → hot
 
   /** @inheritdoc */
-  async resurrect(id: string, edits?: ResurrectEdits, actor?: string): Promise<number> {
-    const [jobId] = assertIds([id], 'id');
-    const e = validateEdits(edits, this.config.payloadMaxBytes);
+  async resurrect(
+    jobId: string,
+    e: Checked<ValidatedEdits>,
+    actor: string | null,
+  ): Promise<number> {
     const rows = await this.query('resurrect', SQL.resurrect(this.s, SQL.CHOOSE_DLQ_BY_IDS), [
       e.payload,
       e.tags !== undefined,
       e.tags ?? null,
       e.priority,
-      assertActor(actor),
+      actor,
       [jobId],
     ]);
     return rows.length;
   }
 
   /** @inheritdoc */
-  async resurrectMany(ids: readonly string[], actor?: string): Promise<string[]> {
-    const unique = assertIds(ids);
-    const who = assertActor(actor);
+  async resurrectMany(unique: readonly string[], who: string | null): Promise<string[]> {
     const moved: string[] = [];
     const sql = SQL.resurrect(this.s, SQL.CHOOSE_DLQ_BY_IDS);
     for (const part of chunk(unique, ID_CHUNK)) {
@@ -721,10 +695,11 @@ export class PostgresJobStorage implements JobStorage {
   }
 
   /** Bounded batches (oldest failure first, skipping rows other bulk actions hold), each its own statement. */
-  async resurrectByFilter(filter: DlqFilter, max: number, actor?: string): Promise<string[]> {
-    const f = assertDlqFilter(filter);
-    assertBulkMax(max);
-    const who = assertActor(actor);
+  async resurrectByFilter(
+    f: Checked<DlqFilter>,
+    max: number,
+    who: string | null,
+  ): Promise<string[]> {
     const moved: string[] = [];
     while (moved.length < max) {
       const batch = Math.min(ID_CHUNK, max - moved.length);
@@ -742,10 +717,7 @@ export class PostgresJobStorage implements JobStorage {
   // ---------------------------------------------------------------- rescue
 
   /** @inheritdoc */
-  async recoverAbandoned(fetchedTimeoutMs: number, limit = DEFAULT_RESCUE_LIMIT): Promise<number> {
-    assertNonNegativeInt(fetchedTimeoutMs, 'fetchedTimeoutMs');
-    assertNonNegativeInt(limit, 'limit', MAX_BATCH);
-    if (limit === 0) return 0;
+  async recoverAbandoned(fetchedTimeoutMs: number, limit: number): Promise<number> {
     const rows = await this.query('recoverAbandoned', this.sql.recoverAbandoned, [
       fetchedTimeoutMs,
       limit,
@@ -754,21 +726,12 @@ export class PostgresJobStorage implements JobStorage {
   }
 
   /** @inheritdoc */
-  async archiveZombies(
-    defaultZombieTimeoutMs: number,
-    limit = DEFAULT_RESCUE_LIMIT,
-    retryRules?: readonly ZombieRetryRule[],
-  ): Promise<ZombieRescueResult> {
-    assertNonNegativeInt(defaultZombieTimeoutMs, 'defaultZombieTimeoutMs');
-    assertNonNegativeInt(limit, 'limit', MAX_BATCH);
-    const rules = assertZombieRetryRules(retryRules);
-    if (limit === 0) return { dlq: [], retried: [] };
-    const error =
-      'Zombie: the heartbeat expired while the job was Processing (the worker died or stalled)';
+  async archiveZombies(sweep: Checked<ZombieSweep>): Promise<ZombieRescueResult> {
+    const { rules } = sweep;
     const rows = await this.query('archiveZombies', this.sql.archiveZombies, [
-      defaultZombieTimeoutMs,
-      limit,
-      error,
+      sweep.defaultTimeoutMs,
+      sweep.limit,
+      sweep.error,
       rules.map((r) => r.queue),
       rules.map((r) => r.type),
       rules.map((r) => r.retry),
@@ -787,9 +750,7 @@ export class PostgresJobStorage implements JobStorage {
   }
 
   /** @inheritdoc */
-  async updateQueue(name: string, patch: QueuePatch): Promise<QueueInfo> {
-    assertQueueName(name, 'name');
-    const p = assertQueuePatch(patch);
+  async updateQueue(name: string, p: Checked<QueuePatch>): Promise<QueueInfo> {
     const has = (key: keyof QueuePatch): boolean => p[key] !== undefined;
     const [row] = await this.query('updateQueue', SQL.upsertQueue(this.s), [
       name,
@@ -811,16 +772,14 @@ export class PostgresJobStorage implements JobStorage {
   /** @inheritdoc */
   async purgeDlq(ids: readonly string[]): Promise<number> {
     let deleted = 0;
-    for (const part of chunk(assertIds(ids), ID_CHUNK)) {
+    for (const part of chunk(ids, ID_CHUNK)) {
       deleted += (await this.query('purgeDlq', SQL.purgeDlqByIds(this.s), [part])).length;
     }
     return deleted;
   }
 
   /** @inheritdoc */
-  async purgeDlqByFilter(filter: DlqFilter, max: number): Promise<number> {
-    const f = assertDlqFilter(filter);
-    assertBulkMax(max);
+  async purgeDlqByFilter(f: Checked<DlqFilter>, max: number): Promise<number> {
     let deleted = 0;
     while (deleted < max) {
       const batch = Math.min(ID_CHUNK, max - deleted);
@@ -840,13 +799,8 @@ export class PostgresJobStorage implements JobStorage {
   }
 
   /** Each pillar in batches of `batchSize`, each batch its own statement (= short transaction). */
-  async applyRetention(policy: RetentionPolicy): Promise<RetentionResult> {
-    assertNonNegativeInt(policy?.archiveMs, 'archiveMs');
-    assertNonNegativeInt(policy.dlqMs, 'dlqMs');
-    assertNonNegativeInt(policy.metricsMs, 'metricsMs');
-    const batch = policy.batchSize ?? DEFAULT_RETENTION_BATCH;
-    assertNonNegativeInt(batch, 'batchSize', MAX_BATCH);
-    if (batch === 0) return { archive: 0, dlq: 0, metricBuckets: 0 };
+  async applyRetention(policy: Checked<Required<RetentionPolicy>>): Promise<RetentionResult> {
+    const batch = policy.batchSize;
     const drain = async (name: string, sql: string, ageMs: number): Promise<number> => {
       let total = 0;
       for (;;) {
@@ -870,7 +824,6 @@ export class PostgresJobStorage implements JobStorage {
    * (DLQ → hot) landing exactly between the first and the last read can make one call miss the job.
    */
   async getJob(id: string): Promise<JobView | null> {
-    assertIds([id], 'id');
     const lookups = [
       ['hot', SQL.selectHotById(this.s)],
       ['archive', SQL.selectArchiveById(this.s)],
@@ -884,25 +837,24 @@ export class PostgresJobStorage implements JobStorage {
   }
 
   /** @inheritdoc */
-  listActive(query: PageQuery<ActiveFilter>): Promise<Page<JobView>> {
-    return this.page('hot', query);
+  listActive(page: Checked<NormalizedPage<ActiveFilter>>): Promise<Page<JobView>> {
+    return this.page('hot', page);
   }
 
   /** @inheritdoc */
-  getArchivePage(query: PageQuery<HistoryFilter>): Promise<Page<JobView>> {
-    return this.page('archive', query);
+  getArchivePage(page: Checked<NormalizedPage<HistoryFilter>>): Promise<Page<JobView>> {
+    return this.page('archive', page);
   }
 
   /** @inheritdoc */
-  getDlqPage(query: PageQuery<DlqFilter>): Promise<Page<JobView>> {
-    return this.page('dlq', query);
+  getDlqPage(page: Checked<NormalizedPage<DlqFilter>>): Promise<Page<JobView>> {
+    return this.page('dlq', page);
   }
 
   private async page<F extends object>(
     pillar: 'hot' | 'archive' | 'dlq',
-    query: PageQuery<F>,
+    n: NormalizedPage<F>,
   ): Promise<Page<JobView>> {
-    const n = normalizePage(pillar, query);
     const params: unknown[] = [];
     const where = SQL.filterClause(pillar, n.filter as ActiveFilter & DlqFilter, params, 'x');
     const pageParams = [...params, n.pageSize, n.offset];
@@ -990,7 +942,6 @@ export class PostgresJobStorage implements JobStorage {
 
   /** @inheritdoc */
   async getThroughput(queue?: string): Promise<ThroughputStats> {
-    if (queue !== undefined) assertQueueName(queue);
     const [r] = await this.query('getThroughput', SQL.selectThroughput(this.s), [queue ?? null]);
     return {
       perSecond1m: num(r.total_1m) / 60,
@@ -1003,10 +954,7 @@ export class PostgresJobStorage implements JobStorage {
   }
 
   /** Groups at most the newest 10,000 matching DLQ rows (a bounded read). */
-  async getTopDlqErrors(limit: number, filter?: DlqFilter): Promise<DlqErrorFamily[]> {
-    assertNonNegativeInt(limit, 'limit', 1_000);
-    const f = assertDlqFilter(filter);
-    if (limit === 0) return [];
+  async getTopDlqErrors(limit: number, f: Checked<DlqFilter>): Promise<DlqErrorFamily[]> {
     const params: unknown[] = [];
     const where = SQL.filterClause('dlq', f, params, 'x');
     params.push(limit);
@@ -1023,9 +971,7 @@ export class PostgresJobStorage implements JobStorage {
   }
 
   /** Matched count, `min(matched, max)`, and up to 20 sample ids in the order bulk actions take them. */
-  async previewDlqFilter(filter: DlqFilter, max: number): Promise<BulkPreview> {
-    const f = assertDlqFilter(filter);
-    assertBulkMax(max);
+  async previewDlqFilter(f: Checked<DlqFilter>, max: number): Promise<BulkPreview> {
     const params: unknown[] = [];
     const where = SQL.filterClause('dlq', f, params, 'x');
     const [[count], sample] = await Promise.all([
@@ -1046,8 +992,7 @@ export class PostgresJobStorage implements JobStorage {
   // ---------------------------------------------------------------- recurring jobs
 
   /** @inheritdoc */
-  async upsertRecurringJob(definition: RecurringJobDefinition): Promise<void> {
-    const d = assertRecurringDefinition(definition, this.config.payloadMaxBytes);
+  async upsertRecurringJob(d: Checked<CheckedRecurringDefinition>): Promise<void> {
     await this.query('upsertRecurringJob', SQL.upsertRecurring(this.s), [
       d.name,
       d.cron,
@@ -1087,12 +1032,8 @@ export class PostgresJobStorage implements JobStorage {
     name: string,
     slotUtc: Date,
     nextSlotUtc: Date,
-    job: NewJob | null,
+    validated: Checked<ValidatedJob> | null,
   ): Promise<EnqueueResult | null> {
-    assertRecurringName(name);
-    assertDate(slotUtc, 'slotUtc');
-    assertDate(nextSlotUtc, 'nextSlotUtc');
-    const validated = job === null ? null : validateNewJob(job, this.config.payloadMaxBytes);
     return this.transaction('claimRecurringSlot', async (exec) => {
       const won = await exec(SQL.casRecurringSlot(this.s), [name, slotUtc, nextSlotUtc]);
       if (won.length === 0) return null;
@@ -1165,12 +1106,11 @@ function byPriorityThenDue(a: HotJob, b: HotJob): number {
 }
 
 /** Validates leases (shared rules; exact duplicates collapse to the first) as parallel arrays. */
-function leaseArrays(leases: readonly JobLease[]): {
+function leaseArrays(valid: readonly Checked<JobLease>[]): {
   ids: string[];
   workers: string[];
   leases: string[];
 } {
-  const valid = assertLeases(leases);
   return {
     ids: valid.map((l) => l.id),
     workers: valid.map((l) => l.workerId),

@@ -1,8 +1,9 @@
 import { Logger } from '@nestjs/common';
 import type BetterSqlite3 from 'better-sqlite3';
 import type { QueryRunner } from 'typeorm';
-import { sanitizeErrorText, toError } from '../../common/error-text';
+import { toError } from '../../common/error-text';
 import { ChokaQError, ChokaQStorageUnavailableError, ChokaQTransactionError } from '../../errors';
+import type { Checked } from '../../interfaces/checked.interface';
 import { FailureReason } from '../../interfaces/job-status.enum';
 import {
   ActiveFilter,
@@ -12,7 +13,6 @@ import {
   HistoryFilter,
   JobView,
   Page,
-  PageQuery,
   Pillar,
   QueueHealth,
   QueueStats,
@@ -23,57 +23,31 @@ import {
   CancelResult,
   CompletedJob,
   RunRef,
-  DlqMove,
   EnqueueOptions,
   EnqueueResult,
   FetchRequest,
   HotJob,
   JobLease,
   KeepAliveResult,
-  NewJob,
   QueueInfo,
   QueuePatch,
-  ResurrectEdits,
   RetentionPolicy,
   RetentionResult,
   ZombieRescueResult,
-  ZombieRetryRule,
 } from '../../interfaces/job.interface';
-import {
-  RecurringJobDefinition,
-  RecurringJobRecord,
-} from '../../interfaces/recurring-job.interface';
+import { RecurringJobRecord } from '../../interfaces/recurring-job.interface';
 import { TransientRetryOptions } from '../../interfaces/storage-options.interface';
-import { MAX_ENQUEUE_MANY, LIMITS, MAX_BULK, PREVIEW_SAMPLE } from '../../validation/limits';
+import { PREVIEW_SAMPLE } from '../../validation/limits';
 import {
-  assertActor,
-  assertDate,
-  assertDlqMove,
-  assertFetchRequest,
-  assertLeases,
-  assertQueuePatch,
-  assertZombieRetryRules,
-  assertRecurringDefinition,
-  assertRecurringName,
-  assertWorkerId,
+  CheckedDlqMove,
+  CheckedRecurringDefinition,
   isLeaseTarget,
-  assertCompletedJobs,
 } from '../../validation/validate-args';
-import { assertDlqFilter } from '../../validation/validate-filter';
-import {
-  ValidatedJob,
-  assertIds,
-  assertProgress,
-  assertNonNegativeInt,
-  assertQueueName,
-  validateEdits,
-  validateNewJob,
-  validateNewJobs,
-} from '../../validation/validate-job';
-import { JobStorage } from '../job-storage';
+import { ValidatedEdits, ValidatedJob, assertNonNegativeInt } from '../../validation/validate-job';
+import { DialectJobStorage, ZombieSweep } from '../dialect-job-storage';
 import { assertDataSourceOpen, queryRunnerDataSource } from '../shared/data-source';
 import { Outcome, dlqStatusFor } from '../shared/outcome';
-import { NormalizedPage, normalizePage } from '../shared/page';
+import { NormalizedPage } from '../shared/page';
 import { mapHotRow, mapJobView, mapQueueRow, toDate } from '../shared/row-mapper';
 import { withTransientRetry } from '../shared/transient-retry';
 import { SqlStorageConfig } from '../storage-config';
@@ -100,25 +74,12 @@ type Params = Record<string, unknown>;
 const ENQUEUE_CHUNK = 500;
 /** Rows per resurrect / purge transaction of the bulk operations. */
 const BULK_CHUNK = 500;
-/** Default bound of the rescue operations. */
-const DEFAULT_RESCUE_LIMIT = 1_000;
-/** Default rows per retention transaction. */
-const DEFAULT_RETENTION_BATCH = 1_000;
-/** Largest `max` of the bulk DLQ operations. */
 /** DLQ rows scanned (most recent first) by getTopDlqErrors. */
 const TOP_ERRORS_SCAN = 10_000;
-/** Ids returned by previewDlqFilter. */
 /** Prepared statements kept per storage; the fixed statements plus the common filter shapes fit easily. */
 const STATEMENT_CACHE_SIZE = 256;
 /** ensureSchema may queue behind several starting processes: allow it more attempts than a normal call. */
 const SCHEMA_RETRY_ATTEMPTS = 30;
-
-const ZOMBIE_DLQ_TEXT =
-  'Zombie: the heartbeat expired while the job was Processing (the worker crashed, hung or lost ' +
-  'its database); the handler may have run partly. Resurrect it once the side effects are checked.';
-const ZOMBIE_RETRY_TEXT =
-  'Zombie: the heartbeat expired while the job was Processing; returned to Pending because the ' +
-  'queue has RetryZombies or its handler opts into retryZombies.';
 
 /** Per-queue counter increments of one batch. */
 interface CounterDelta {
@@ -161,7 +122,7 @@ interface BucketDelta {
  * **Shared DataSource.** If the application holds a transaction on the shared connection, ChokaQ backs
  * off (never joins it) — except for `enqueue(…, { transaction })`, which deliberately writes into it.
  */
-export class SqliteJobStorage implements JobStorage {
+export class SqliteJobStorage implements DialectJobStorage {
   /** @inheritdoc */
   readonly dialect = 'sqlite' as const;
 
@@ -301,22 +262,22 @@ export class SqliteJobStorage implements JobStorage {
   // ================================================================== producer
 
   /** @inheritdoc */
-  async enqueue(job: NewJob, options?: EnqueueOptions): Promise<EnqueueResult> {
-    const validated = validateNewJob(job, this.config.payloadMaxBytes);
-    const [result] = await this.insertJobs('enqueue', [validated], options);
+  async enqueue(job: Checked<ValidatedJob>, options?: EnqueueOptions): Promise<EnqueueResult> {
+    const [result] = await this.insertJobs('enqueue', [job], options);
     return result;
   }
 
   /** @inheritdoc */
-  async enqueueMany(jobs: readonly NewJob[], options?: EnqueueOptions): Promise<EnqueueResult[]> {
-    const validated = validateNewJobs(jobs, this.config.payloadMaxBytes);
-    if (validated.length === 0) return [];
-    return this.insertJobs('enqueueMany', validated, options);
+  async enqueueMany(
+    jobs: readonly Checked<ValidatedJob>[],
+    options?: EnqueueOptions,
+  ): Promise<EnqueueResult[]> {
+    return this.insertJobs('enqueueMany', jobs, options);
   }
 
   private async insertJobs(
     name: string,
-    jobs: ValidatedJob[],
+    jobs: readonly ValidatedJob[],
     options: EnqueueOptions | undefined,
   ): Promise<EnqueueResult[]> {
     if (options?.transaction !== undefined && options.transaction !== null) {
@@ -341,7 +302,7 @@ export class SqliteJobStorage implements JobStorage {
    */
   private insertInCallerTransaction(
     name: string,
-    jobs: ValidatedJob[],
+    jobs: readonly ValidatedJob[],
     transaction: unknown,
   ): EnqueueResult[] {
     const runner = transaction as Partial<QueryRunner>;
@@ -418,9 +379,8 @@ export class SqliteJobStorage implements JobStorage {
    * `claimOneQueue`, which skips the queue if it is budgeted after all; anything else takes `claim`.
    * @inheritdoc
    */
-  async fetchNextBatch(request: FetchRequest): Promise<HotJob[]> {
-    const { workerId, leaseId, limit, handled, start, budgetedQueues } =
-      assertFetchRequest(request);
+  async fetchNextBatch(request: Checked<FetchRequest & { start: number }>): Promise<HotJob[]> {
+    const { workerId, leaseId, limit, handled, start, budgetedQueues } = request;
     if (limit === 0 || (handled.queues.length === 0 && handled.types.length === 0)) return [];
     const [only] = handled.queues;
     const oneQueue =
@@ -449,9 +409,8 @@ export class SqliteJobStorage implements JobStorage {
   }
 
   /** @inheritdoc */
-  async markAsProcessing(leases: readonly JobLease[]): Promise<string[]> {
+  async markAsProcessing(leases: readonly Checked<JobLease>[]): Promise<string[]> {
     const json = leasesJson(leases);
-    if (leases.length === 0) return [];
     const rows = await this.write('markAsProcessing', () => [
       // A retry after an ambiguous commit: already started under this lease, by this caller.
       ...this.all(this.sql.startedByLease, { leases: json }),
@@ -461,10 +420,11 @@ export class SqliteJobStorage implements JobStorage {
   }
 
   /** @inheritdoc */
-  async keepAlive(workerId: string, leases: readonly JobLease[]): Promise<KeepAliveResult> {
-    assertWorkerId(workerId);
+  async keepAlive(
+    workerId: string,
+    leases: readonly Checked<JobLease>[],
+  ): Promise<KeepAliveResult> {
     const json = leasesJson(leases);
-    if (leases.length === 0) return { touched: 0, cancelRequested: [] };
     const rows = await this.write('keepAlive', () =>
       this.all(this.sql.keepAlive, { workerId, leases: json }),
     );
@@ -475,11 +435,8 @@ export class SqliteJobStorage implements JobStorage {
   }
 
   /** @inheritdoc */
-  async release(leases: readonly JobLease[], delayMs?: number): Promise<number> {
+  async release(leases: readonly Checked<JobLease>[], delay: number | null): Promise<number> {
     const json = leasesJson(leases);
-    const delay =
-      delayMs === undefined ? null : assertNonNegativeInt(delayMs, 'delayMs', LIMITS.maxDelayMs);
-    if (leases.length === 0) return 0;
     return this.write('release', () => {
       const rows = this.all(this.sql.release, { leases: json, delayMs: delay });
       // A delayed release is a retry that spends no attempt (open circuit): count it.
@@ -489,9 +446,7 @@ export class SqliteJobStorage implements JobStorage {
   }
 
   /** @inheritdoc */
-  async reportProgress(lease: JobLease, percent: number): Promise<number> {
-    leasesJson([lease]); // validates the fencing token
-    const progress = assertProgress(percent);
+  async reportProgress(lease: Checked<JobLease>, progress: number): Promise<number> {
     return this.write('reportProgress', () =>
       this.run(this.sql.reportProgress, {
         id: lease.id,
@@ -503,15 +458,17 @@ export class SqliteJobStorage implements JobStorage {
   }
 
   /** @inheritdoc */
-  async rescheduleForRetry(lease: JobLease, delayMs: number, error: string): Promise<number> {
-    leasesJson([lease]); // validates the fencing token
-    const delay = assertNonNegativeInt(delayMs, 'delayMs', LIMITS.maxDelayMs);
+  async rescheduleForRetry(
+    lease: Checked<JobLease>,
+    delayMs: number,
+    error: string,
+  ): Promise<number> {
     const params = {
       id: lease.id,
       workerId: lease.workerId,
       leaseId: lease.leaseId,
-      delayMs: delay,
-      error: sanitizeErrorText(String(error ?? '')),
+      delayMs,
+      error,
     };
     return this.write('rescheduleForRetry', () => {
       const rows = this.all(this.sql.rescheduleForRetry, params);
@@ -526,9 +483,7 @@ export class SqliteJobStorage implements JobStorage {
    * upsert one metric bucket per queue. Any error (say, an archive row with the same id) rolls all
    * of it back.
    */
-  async archiveSucceeded(items: readonly CompletedJob[]): Promise<RunRef[]> {
-    const completed = assertCompletedJobs(items);
-    if (completed.length === 0) return [];
+  async archiveSucceeded(completed: readonly Checked<CompletedJob>[]): Promise<RunRef[]> {
     const leases = JSON.stringify(
       completed.map((c) => ({
         id: c.id,
@@ -553,15 +508,12 @@ export class SqliteJobStorage implements JobStorage {
   }
 
   /** @inheritdoc */
-  async moveToDlq(target: JobLease | { id: string }, move: DlqMove): Promise<number> {
-    const { reason, error, actor } = assertDlqMove(move);
-    const byLease = isLeaseTarget(target);
-    const leases = byLease ? leasesJson([target as JobLease]) : null;
-    if (!byLease) assertIds([target.id], 'id');
-    const durationMs =
-      move.durationMs === undefined || move.durationMs === null
-        ? null
-        : assertNonNegativeInt(Math.round(move.durationMs), 'move.durationMs', LIMITS.maxDelayMs);
+  async moveToDlq(
+    target: Checked<JobLease> | Checked<{ id: string }>,
+    move: Checked<CheckedDlqMove>,
+  ): Promise<number> {
+    const { reason, error, actor, durationMs } = move;
+    const leases = isLeaseTarget(target) ? leasesJson([target]) : null;
     return this.write('moveToDlq', () => {
       const rows = leases
         ? this.all(this.sql.deleteOwned, { leases })
@@ -572,10 +524,7 @@ export class SqliteJobStorage implements JobStorage {
   }
 
   /** @inheritdoc */
-  async cancel(ids: readonly string[], actor?: string): Promise<CancelResult> {
-    const unique = assertIds(ids);
-    const by = assertActor(actor);
-    if (unique.length === 0) return { cancelled: [], cancelRequested: [] };
+  async cancel(unique: readonly string[], by: string | null): Promise<CancelResult> {
     const json = JSON.stringify(unique);
     return this.write('cancel', () => {
       const rows = this.all(this.sql.deleteCancellable, { ids: json });
@@ -619,10 +568,11 @@ export class SqliteJobStorage implements JobStorage {
   // ================================================================== DLQ → hot
 
   /** @inheritdoc */
-  async resurrect(id: string, edits?: ResurrectEdits, actor?: string): Promise<number> {
-    assertIds([id], 'id');
-    const validated = validateEdits(edits, this.config.payloadMaxBytes);
-    const by = assertActor(actor);
+  async resurrect(
+    id: string,
+    validated: Checked<ValidatedEdits>,
+    by: string | null,
+  ): Promise<number> {
     const params = {
       payload: validated.payload,
       setTags: validated.tags === undefined ? 0 : 1,
@@ -638,9 +588,7 @@ export class SqliteJobStorage implements JobStorage {
   }
 
   /** @inheritdoc */
-  async resurrectMany(ids: readonly string[], actor?: string): Promise<string[]> {
-    const unique = assertIds(ids);
-    const by = assertActor(actor);
+  async resurrectMany(unique: readonly string[], by: string | null): Promise<string[]> {
     const moved: string[] = [];
     for (let i = 0; i < unique.length; i += BULK_CHUNK) {
       if (i > 0) await yieldToEventLoop();
@@ -656,10 +604,12 @@ export class SqliteJobStorage implements JobStorage {
   }
 
   /** @inheritdoc */
-  async resurrectByFilter(filter: DlqFilter, max: number, actor?: string): Promise<string[]> {
-    const where = dlqWhere(assertDlqFilter(filter));
-    const limit = assertNonNegativeInt(max, 'max', MAX_BULK);
-    const by = assertActor(actor);
+  async resurrectByFilter(
+    filter: Checked<DlqFilter>,
+    limit: number,
+    by: string | null,
+  ): Promise<string[]> {
+    const where = dlqWhere(filter);
     const { del } = dlqBatchSql(this.sql.tables.dlq, where);
     const moved: string[] = [];
     while (moved.length < limit) {
@@ -686,30 +636,19 @@ export class SqliteJobStorage implements JobStorage {
   // ================================================================== rescue
 
   /** @inheritdoc */
-  async recoverAbandoned(fetchedTimeoutMs: number, limit = DEFAULT_RESCUE_LIMIT): Promise<number> {
-    const timeoutMs = assertNonNegativeInt(fetchedTimeoutMs, 'fetchedTimeoutMs');
-    const max = assertNonNegativeInt(limit, 'limit', MAX_BULK);
-    if (max === 0) return 0;
+  async recoverAbandoned(timeoutMs: number, max: number): Promise<number> {
     return this.write('recoverAbandoned', () =>
       this.run(this.sql.recoverAbandoned, { timeoutMs, limit: max }),
     );
   }
 
   /** @inheritdoc */
-  async archiveZombies(
-    defaultZombieTimeoutMs: number,
-    limit = DEFAULT_RESCUE_LIMIT,
-    retryRules?: readonly ZombieRetryRule[],
-  ): Promise<ZombieRescueResult> {
-    const defaultTimeoutMs = assertNonNegativeInt(defaultZombieTimeoutMs, 'defaultZombieTimeoutMs');
-    const max = assertNonNegativeInt(limit, 'limit', MAX_BULK);
-    const rules = JSON.stringify(
-      assertZombieRetryRules(retryRules).map((r) => ({ ...r, retry: r.retry ? 1 : 0 })),
-    );
-    if (max === 0) return { dlq: [], retried: [] };
+  async archiveZombies(sweep: Checked<ZombieSweep>): Promise<ZombieRescueResult> {
+    const { defaultTimeoutMs, limit: max, error } = sweep;
+    const rules = JSON.stringify(sweep.rules.map((r) => ({ ...r, retry: r.retry ? 1 : 0 })));
     return this.write('archiveZombies', () => {
       const retried = this.all(this.sql.retryZombies, {
-        error: ZOMBIE_RETRY_TEXT,
+        error,
         defaultTimeoutMs,
         limit: max,
         rules,
@@ -722,7 +661,7 @@ export class SqliteJobStorage implements JobStorage {
           limit: max - retried.length,
           rules,
         });
-        this.moveRowsToDlq(dead, FailureReason.Zombie, ZOMBIE_DLQ_TEXT, null, null);
+        this.moveRowsToDlq(dead, FailureReason.Zombie, error, null, null);
       }
       return { dlq: dead.map((r) => String(r.id)), retried: retried.map((r) => String(r.id)) };
     });
@@ -737,9 +676,8 @@ export class SqliteJobStorage implements JobStorage {
   }
 
   /** @inheritdoc */
-  async updateQueue(name: string, patch: QueuePatch): Promise<QueueInfo> {
-    assertQueueName(name, 'name');
-    const json = JSON.stringify(assertQueuePatch(patch));
+  async updateQueue(name: string, patch: Checked<QueuePatch>): Promise<QueueInfo> {
+    const json = JSON.stringify(patch);
     const row = await this.write('updateQueue', () =>
       this.get(this.sql.upsertQueue, { name, patch: json }),
     );
@@ -749,8 +687,7 @@ export class SqliteJobStorage implements JobStorage {
   // ================================================================== purge and retention
 
   /** @inheritdoc */
-  async purgeDlq(ids: readonly string[]): Promise<number> {
-    const unique = assertIds(ids);
+  async purgeDlq(unique: readonly string[]): Promise<number> {
     let purged = 0;
     for (let i = 0; i < unique.length; i += BULK_CHUNK) {
       if (i > 0) await yieldToEventLoop();
@@ -763,9 +700,8 @@ export class SqliteJobStorage implements JobStorage {
   }
 
   /** @inheritdoc */
-  async purgeDlqByFilter(filter: DlqFilter, max: number): Promise<number> {
-    const where = dlqWhere(assertDlqFilter(filter));
-    const limit = assertNonNegativeInt(max, 'max', MAX_BULK);
+  async purgeDlqByFilter(filter: Checked<DlqFilter>, limit: number): Promise<number> {
+    const where = dlqWhere(filter);
     const { purge } = dlqBatchSql(this.sql.tables.dlq, where);
     let purged = 0;
     while (purged < limit) {
@@ -781,16 +717,8 @@ export class SqliteJobStorage implements JobStorage {
   }
 
   /** @inheritdoc */
-  async applyRetention(policy: RetentionPolicy): Promise<RetentionResult> {
-    const archiveMs = assertNonNegativeInt(policy?.archiveMs, 'archiveMs');
-    const dlqMs = assertNonNegativeInt(policy?.dlqMs, 'dlqMs');
-    const metricsMs = assertNonNegativeInt(policy?.metricsMs, 'metricsMs');
-    const batch = assertNonNegativeInt(
-      policy.batchSize ?? DEFAULT_RETENTION_BATCH,
-      'batchSize',
-      MAX_ENQUEUE_MANY,
-    );
-    if (batch === 0) return { archive: 0, dlq: 0, metricBuckets: 0 };
+  async applyRetention(policy: Checked<Required<RetentionPolicy>>): Promise<RetentionResult> {
+    const { archiveMs, dlqMs, metricsMs, batchSize: batch } = policy;
     // One cutoff per call: rows that age past it while the batches run wait for the next call.
     const now = (await this.now()).getTime();
     const drain = async (name: string, sql: string, cutoff: number): Promise<number> => {
@@ -813,7 +741,6 @@ export class SqliteJobStorage implements JobStorage {
 
   /** @inheritdoc */
   async getJob(id: string): Promise<JobView | null> {
-    assertIds([id], 'id');
     // One read transaction: a job moving between pillars is seen exactly once (a WAL snapshot).
     return this.read('getJob', () => {
       const hot = this.get(this.sql.hotById, { id });
@@ -826,14 +753,12 @@ export class SqliteJobStorage implements JobStorage {
   }
 
   /** @inheritdoc */
-  async listActive(query: PageQuery<ActiveFilter>): Promise<Page<JobView>> {
-    const page = normalizePage('hot', query);
+  async listActive(page: Checked<NormalizedPage<ActiveFilter>>): Promise<Page<JobView>> {
     return this.page('listActive', 'hot', this.sql.tables.hot, page, activeWhere(page.filter));
   }
 
   /** @inheritdoc */
-  async getArchivePage(query: PageQuery<HistoryFilter>): Promise<Page<JobView>> {
-    const page = normalizePage('archive', query);
+  async getArchivePage(page: Checked<NormalizedPage<HistoryFilter>>): Promise<Page<JobView>> {
     return this.page(
       'getArchivePage',
       'archive',
@@ -844,8 +769,7 @@ export class SqliteJobStorage implements JobStorage {
   }
 
   /** @inheritdoc */
-  async getDlqPage(query: PageQuery<DlqFilter>): Promise<Page<JobView>> {
-    const page = normalizePage('dlq', query);
+  async getDlqPage(page: Checked<NormalizedPage<DlqFilter>>): Promise<Page<JobView>> {
     return this.page('getDlqPage', 'dlq', this.sql.tables.dlq, page, dlqWhere(page.filter));
   }
 
@@ -952,7 +876,6 @@ export class SqliteJobStorage implements JobStorage {
 
   /** @inheritdoc */
   async getThroughput(queue?: string): Promise<ThroughputStats> {
-    if (queue !== undefined) assertQueueName(queue);
     const rows = await this.read('getThroughput', () =>
       this.all(this.sql.throughput, { queue: queue ?? null }),
     );
@@ -973,10 +896,8 @@ export class SqliteJobStorage implements JobStorage {
    * Error families of the DLQ: the first line of `error_details` (≤ 200 chars), counted over the
    * most recent 10,000 matching rows so the read stays bounded.
    */
-  async getTopDlqErrors(limit: number, filter?: DlqFilter): Promise<DlqErrorFamily[]> {
-    const max = assertNonNegativeInt(limit, 'limit', 1_000);
-    const where = dlqWhere(assertDlqFilter(filter));
-    if (max === 0) return [];
+  async getTopDlqErrors(max: number, filter: Checked<DlqFilter>): Promise<DlqErrorFamily[]> {
+    const where = dlqWhere(filter);
     const sql = topDlqErrorsSql(this.sql.tables.dlq, where);
     const rows = await this.read('getTopDlqErrors', () =>
       this.all(sql, { ...where.params, limit: max, scan: TOP_ERRORS_SCAN }),
@@ -989,9 +910,8 @@ export class SqliteJobStorage implements JobStorage {
   }
 
   /** What a bulk DLQ action would touch; `sampleIds` are the first ids it would take (oldest failure first). */
-  async previewDlqFilter(filter: DlqFilter, max: number): Promise<BulkPreview> {
-    const where = dlqWhere(assertDlqFilter(filter));
-    const limit = assertNonNegativeInt(max, 'max', MAX_BULK);
+  async previewDlqFilter(filter: Checked<DlqFilter>, limit: number): Promise<BulkPreview> {
+    const where = dlqWhere(filter);
     const { ids } = dlqBatchSql(this.sql.tables.dlq, where);
     const countSql = dlqCountSql(this.sql.tables.dlq, where);
     return this.read('previewDlqFilter', () => {
@@ -1008,8 +928,7 @@ export class SqliteJobStorage implements JobStorage {
   // ================================================================== recurring jobs
 
   /** @inheritdoc */
-  async upsertRecurringJob(definition: RecurringJobDefinition): Promise<void> {
-    const d = assertRecurringDefinition(definition, this.config.payloadMaxBytes);
+  async upsertRecurringJob(d: Checked<CheckedRecurringDefinition>): Promise<void> {
     const params = { ...d, nextSlotUtc: d.nextSlotUtc.getTime() };
     await this.write('upsertRecurringJob', () => this.run(this.sql.upsertRecurring, params));
   }
@@ -1040,12 +959,8 @@ export class SqliteJobStorage implements JobStorage {
     name: string,
     slotUtc: Date,
     nextSlotUtc: Date,
-    job: NewJob | null,
+    validated: Checked<ValidatedJob> | null,
   ): Promise<EnqueueResult | null> {
-    assertRecurringName(name);
-    assertDate(slotUtc, 'slotUtc');
-    assertDate(nextSlotUtc, 'nextSlotUtc');
-    const validated = job ? validateNewJob(job, this.config.payloadMaxBytes) : null;
     const params = { name, slotUtc: slotUtc.getTime(), nextSlotUtc: nextSlotUtc.getTime() };
     return this.write('claimRecurringSlot', () => {
       if (this.run(this.sql.advanceRecurringSlot, params) === 0) return null;
@@ -1199,9 +1114,9 @@ function claimOrder(a: HotJob, b: HotJob): number {
 }
 
 /** Validates leases (shared rules) and returns them as the JSON array the statements read. */
-function leasesJson(leases: readonly JobLease[]): string {
+function leasesJson(leases: readonly Checked<JobLease>[]): string {
   return JSON.stringify(
-    assertLeases(leases).map((l) => ({ id: l.id, workerId: l.workerId, leaseId: l.leaseId })),
+    leases.map((l) => ({ id: l.id, workerId: l.workerId, leaseId: l.leaseId })),
   );
 }
 

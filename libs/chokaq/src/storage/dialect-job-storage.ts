@@ -1,0 +1,132 @@
+import type { Checked } from '../interfaces/checked.interface';
+import type {
+  ActiveFilter,
+  BulkPreview,
+  DlqErrorFamily,
+  DlqFilter,
+  HistoryFilter,
+  JobView,
+  Page,
+  ThroughputStats,
+} from '../interfaces/job-view.interface';
+import type {
+  CancelResult,
+  CompletedJob,
+  EnqueueOptions,
+  EnqueueResult,
+  FetchRequest,
+  HotJob,
+  JobLease,
+  KeepAliveResult,
+  QueueInfo,
+  QueuePatch,
+  RetentionPolicy,
+  RetentionResult,
+  RunRef,
+  ZombieRescueResult,
+} from '../interfaces/job.interface';
+import type {
+  CheckedDlqMove,
+  CheckedRecurringDefinition,
+  CheckedZombieRetryRule,
+} from '../validation/validate-args';
+import type { ValidatedEdits, ValidatedJob } from '../validation/validate-job';
+import type { JobStorage } from './job-storage';
+import type { NormalizedPage } from './shared/page';
+
+/** One rescue sweep of expired Processing rows, as the edge hands it to a dialect. */
+export interface ZombieSweep {
+  /** Heartbeat timeout of rows whose queue sets none. */
+  defaultTimeoutMs: number;
+  /** At most this many rows (1 or more: the edge answers 0 itself). */
+  limit: number;
+  rules: readonly CheckedZombieRetryRule[];
+  /** The stored text: `LastError` of a retried row, the DLQ error of a dead one. */
+  error: string;
+}
+
+/**
+ * What a dialect (SQLite, PostgreSQL, SQL Server) implements: the operations of {@link JobStorage}
+ * on arguments that the validating edge (`validated-job-storage.ts`) already checked and
+ * normalised against the one limits table. A dialect applies no input rule of its own, so the
+ * three cannot drift apart on what they accept; it keeps only the invariants of its own SQL
+ * (chunk sizes, parameter counts). Scalar arguments (ids, limits, delays) are checked by the edge
+ * too; the `Checked` brand marks the structured ones, which only the edge can produce.
+ *
+ * Not public: users implement or call {@link JobStorage}.
+ */
+export interface DialectJobStorage extends Pick<
+  JobStorage,
+  | 'dialect'
+  | 'prepare'
+  | 'ensureSchema'
+  | 'close'
+  | 'now'
+  | 'subscribe'
+  | 'getQueues'
+  | 'getSummary'
+  | 'getQueueStats'
+  | 'getQueueHealth'
+  | 'getRecurringJobs'
+> {
+  // ---------------------------------------------------------------- producer
+  enqueue(job: Checked<ValidatedJob>, options?: EnqueueOptions): Promise<EnqueueResult>;
+  /** At least one job (the edge answers an empty batch itself). */
+  enqueueMany(
+    jobs: readonly Checked<ValidatedJob>[],
+    options?: EnqueueOptions,
+  ): Promise<EnqueueResult[]>;
+
+  // ---------------------------------------------------------------- worker-owned transitions
+  fetchNextBatch(request: Checked<FetchRequest & { start: number }>): Promise<HotJob[]>;
+  markAsProcessing(leases: readonly Checked<JobLease>[]): Promise<string[]>;
+  keepAlive(workerId: string, leases: readonly Checked<JobLease>[]): Promise<KeepAliveResult>;
+  release(leases: readonly Checked<JobLease>[], delayMs: number | null): Promise<number>;
+  reportProgress(lease: Checked<JobLease>, percent: number): Promise<number>;
+  rescheduleForRetry(lease: Checked<JobLease>, delayMs: number, error: string): Promise<number>;
+  archiveSucceeded(items: readonly Checked<CompletedJob>[]): Promise<RunRef[]>;
+  moveToDlq(
+    target: Checked<JobLease> | Checked<{ id: string }>,
+    move: Checked<CheckedDlqMove>,
+  ): Promise<number>;
+  cancel(ids: readonly string[], actor: string | null): Promise<CancelResult>;
+
+  // ---------------------------------------------------------------- DLQ → hot
+  resurrect(id: string, edits: Checked<ValidatedEdits>, actor: string | null): Promise<number>;
+  resurrectMany(ids: readonly string[], actor: string | null): Promise<string[]>;
+  resurrectByFilter(
+    filter: Checked<DlqFilter>,
+    max: number,
+    actor: string | null,
+  ): Promise<string[]>;
+
+  // ---------------------------------------------------------------- rescue
+  recoverAbandoned(fetchedTimeoutMs: number, limit: number): Promise<number>;
+  archiveZombies(sweep: Checked<ZombieSweep>): Promise<ZombieRescueResult>;
+
+  // ---------------------------------------------------------------- queues
+  updateQueue(name: string, patch: Checked<QueuePatch>): Promise<QueueInfo>;
+
+  // ---------------------------------------------------------------- purge and retention
+  purgeDlq(ids: readonly string[]): Promise<number>;
+  purgeDlqByFilter(filter: Checked<DlqFilter>, max: number): Promise<number>;
+  applyRetention(policy: Checked<Required<RetentionPolicy>>): Promise<RetentionResult>;
+
+  // ---------------------------------------------------------------- reads
+  getJob(id: string): Promise<JobView | null>;
+  listActive(page: Checked<NormalizedPage<ActiveFilter>>): Promise<Page<JobView>>;
+  getArchivePage(page: Checked<NormalizedPage<HistoryFilter>>): Promise<Page<JobView>>;
+  getDlqPage(page: Checked<NormalizedPage<DlqFilter>>): Promise<Page<JobView>>;
+  getThroughput(queue?: string): Promise<ThroughputStats>;
+  getTopDlqErrors(limit: number, filter: Checked<DlqFilter>): Promise<DlqErrorFamily[]>;
+  previewDlqFilter(filter: Checked<DlqFilter>, max: number): Promise<BulkPreview>;
+
+  // ---------------------------------------------------------------- recurring jobs
+  upsertRecurringJob(definition: Checked<CheckedRecurringDefinition>): Promise<void>;
+  claimRecurringSlot(
+    name: string,
+    slotUtc: Date,
+    nextSlotUtc: Date,
+    job: Checked<ValidatedJob> | null,
+  ): Promise<EnqueueResult | null>;
+}

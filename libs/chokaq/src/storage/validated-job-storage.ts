@@ -1,0 +1,409 @@
+import { sanitizeErrorText } from '../common/error-text';
+import type { Checked } from '../interfaces/checked.interface';
+import type {
+  ActiveFilter,
+  BulkPreview,
+  DlqErrorFamily,
+  DlqFilter,
+  HistoryFilter,
+  JobView,
+  Page,
+  PageQuery,
+  QueueHealth,
+  QueueStats,
+  SummaryStats,
+  ThroughputStats,
+} from '../interfaces/job-view.interface';
+import type {
+  CancelResult,
+  CompletedJob,
+  DlqMove,
+  EnqueueOptions,
+  EnqueueResult,
+  FetchRequest,
+  HotJob,
+  JobLease,
+  KeepAliveResult,
+  NewJob,
+  QueueInfo,
+  QueuePatch,
+  ResurrectEdits,
+  RetentionPolicy,
+  RetentionResult,
+  RunRef,
+  StorageDialect,
+  ZombieRescueResult,
+  ZombieRetryRule,
+} from '../interfaces/job.interface';
+import type {
+  RecurringJobDefinition,
+  RecurringJobRecord,
+} from '../interfaces/recurring-job.interface';
+import { LIMITS, MAX_DLQ_BULK, MAX_RESCUE_BATCH, MAX_TOP_ERRORS } from '../validation/limits';
+import {
+  assertActor,
+  assertCompletedJobs,
+  assertDate,
+  assertDlqMove,
+  assertFetchRequest,
+  assertLeases,
+  assertQueuePatch,
+  assertRecurringDefinition,
+  assertRecurringName,
+  assertRetentionPolicy,
+  assertWorkerId,
+  assertZombieRetryRules,
+  isLeaseTarget,
+} from '../validation/validate-args';
+import { assertDlqFilter } from '../validation/validate-filter';
+import {
+  assertIds,
+  assertNonNegativeInt,
+  assertProgress,
+  assertQueueName,
+  validateEdits,
+  validateNewJob,
+  validateNewJobs,
+} from '../validation/validate-job';
+import type { DialectJobStorage, ZombieSweep } from './dialect-job-storage';
+import type { JobStorage } from './job-storage';
+import { normalizePage } from './shared/page';
+import type { SqlStorageConfig } from './storage-config';
+
+/**
+ * The texts ChokaQ itself stores in `LastError` / `ErrorDetails`, the same on every dialect, so a
+ * DLQ grouped by error (`getTopDlqErrors`) sees one family per event, whatever the database.
+ */
+export const STORED_TEXT = {
+  /**
+   * A Processing row whose heartbeat expired: the DLQ error of a dead one and the `LastError` of
+   * one returned to Pending (RetryZombies), one text for both.
+   */
+  zombie:
+    'Zombie: the heartbeat expired while the job was Processing (the worker crashed, hung or lost ' +
+    'its database); the handler may have run partly.',
+} as const;
+
+/** Default bound of the rescue operations. */
+const DEFAULT_RESCUE_LIMIT = 1_000;
+
+/** Applies the brand: only this file calls it, after a rule accepted the value. */
+function checked<T>(value: T): Checked<T> {
+  return value as Checked<T>;
+}
+
+/** A delay added to the database clock: an integer from 0 to ten years. */
+function assertDelay(delayMs: unknown, path = 'delayMs'): number {
+  return assertNonNegativeInt(delayMs, path, LIMITS.maxDelayMs);
+}
+
+/**
+ * The one validating edge of the storage (the role of pg-boss's `attorney.ts`): a
+ * {@link JobStorage} that checks and normalises every argument once, against the one limits table
+ * of `validation/` (a refusal is a `ChokaQValidationError` naming every bad field), then hands the dialect branded, already-checked inputs
+ * ({@link DialectJobStorage}). So one input is accepted or refused the same way, with the same
+ * issue paths, on SQLite, PostgreSQL and SQL Server, always before any SQL runs; and the texts
+ * ChokaQ stores are written here once ({@link STORED_TEXT}). `createJobStorage` returns it.
+ *
+ * What the edge can answer without the database it answers itself (an empty batch, a limit of 0),
+ * so no dialect needs a rule for it.
+ */
+export class ValidatedJobStorage implements JobStorage {
+  readonly dialect: StorageDialect;
+
+  constructor(
+    private readonly inner: DialectJobStorage,
+    /** The dialect's settings; `payloadMaxBytes` bounds every payload. */
+    private readonly config: SqlStorageConfig,
+  ) {
+    this.dialect = inner.dialect;
+  }
+
+  // ---------------------------------------------------------------- lifecycle
+
+  /** @inheritdoc */
+  prepare(): Promise<void> {
+    return this.inner.prepare();
+  }
+
+  /** @inheritdoc */
+  ensureSchema(): Promise<void> {
+    return this.inner.ensureSchema();
+  }
+
+  /** @inheritdoc */
+  close(): Promise<void> {
+    return this.inner.close();
+  }
+
+  /** @inheritdoc */
+  now(): Promise<Date> {
+    return this.inner.now();
+  }
+
+  /** @inheritdoc */
+  subscribe(
+    listener: (queue?: string) => void,
+    onCancelRequested?: (ids: string[]) => void,
+  ): Promise<(() => Promise<void>) | null> {
+    return this.inner.subscribe(listener, onCancelRequested);
+  }
+
+  // ---------------------------------------------------------------- producer
+
+  /** @inheritdoc */
+  async enqueue(job: NewJob, options?: EnqueueOptions): Promise<EnqueueResult> {
+    return this.inner.enqueue(checked(validateNewJob(job, this.config.payloadMaxBytes)), options);
+  }
+
+  /** @inheritdoc */
+  async enqueueMany(jobs: readonly NewJob[], options?: EnqueueOptions): Promise<EnqueueResult[]> {
+    const valid = validateNewJobs(jobs, this.config.payloadMaxBytes);
+    if (valid.length === 0) return [];
+    return this.inner.enqueueMany(valid.map(checked), options);
+  }
+
+  // ---------------------------------------------------------------- worker-owned transitions
+
+  /** @inheritdoc */
+  async fetchNextBatch(request: FetchRequest): Promise<HotJob[]> {
+    const valid = assertFetchRequest(request);
+    if (valid.limit === 0) return [];
+    return this.inner.fetchNextBatch(checked(valid));
+  }
+
+  /** @inheritdoc */
+  async markAsProcessing(leases: readonly JobLease[]): Promise<string[]> {
+    const valid = assertLeases(leases);
+    if (valid.length === 0) return [];
+    return this.inner.markAsProcessing(valid.map(checked));
+  }
+
+  /** @inheritdoc */
+  async keepAlive(workerId: string, leases: readonly JobLease[]): Promise<KeepAliveResult> {
+    const worker = assertWorkerId(workerId);
+    const valid = assertLeases(leases);
+    if (valid.length === 0) return { touched: 0, cancelRequested: [] };
+    return this.inner.keepAlive(worker, valid.map(checked));
+  }
+
+  /** @inheritdoc */
+  async release(leases: readonly JobLease[], delayMs?: number): Promise<number> {
+    const valid = assertLeases(leases);
+    const delay = delayMs === undefined ? null : assertDelay(delayMs);
+    if (valid.length === 0) return 0;
+    return this.inner.release(valid.map(checked), delay);
+  }
+
+  /** @inheritdoc */
+  async reportProgress(lease: JobLease, percent: number): Promise<number> {
+    const [valid] = assertLeases([lease], 'lease');
+    return this.inner.reportProgress(checked(valid), assertProgress(percent));
+  }
+
+  /** @inheritdoc */
+  async rescheduleForRetry(lease: JobLease, delayMs: number, error: string): Promise<number> {
+    const [valid] = assertLeases([lease], 'lease');
+    const delay = assertDelay(delayMs);
+    return this.inner.rescheduleForRetry(
+      checked(valid),
+      delay,
+      sanitizeErrorText(String(error ?? '')),
+    );
+  }
+
+  /** @inheritdoc */
+  async archiveSucceeded(items: readonly CompletedJob[]): Promise<RunRef[]> {
+    const valid = assertCompletedJobs(items);
+    if (valid.length === 0) return [];
+    return this.inner.archiveSucceeded(valid.map(checked));
+  }
+
+  /** @inheritdoc */
+  async moveToDlq(target: JobLease | { id: string }, move: DlqMove): Promise<number> {
+    const checkedTarget = isLeaseTarget(target)
+      ? checked(assertLeases([target], 'target')[0])
+      : checked({ id: assertIds([target?.id], 'target.id')[0] });
+    return this.inner.moveToDlq(checkedTarget, checked(assertDlqMove(move)));
+  }
+
+  /** @inheritdoc */
+  async cancel(ids: readonly string[], actor?: string): Promise<CancelResult> {
+    const unique = assertIds(ids);
+    const by = assertActor(actor);
+    if (unique.length === 0) return { cancelled: [], cancelRequested: [] };
+    return this.inner.cancel(unique, by);
+  }
+
+  // ---------------------------------------------------------------- DLQ → hot
+
+  /** @inheritdoc */
+  async resurrect(id: string, edits?: ResurrectEdits, actor?: string): Promise<number> {
+    const [key] = assertIds([id], 'id');
+    const valid = validateEdits(edits, this.config.payloadMaxBytes);
+    return this.inner.resurrect(key, checked(valid), assertActor(actor));
+  }
+
+  /** @inheritdoc */
+  async resurrectMany(ids: readonly string[], actor?: string): Promise<string[]> {
+    const unique = assertIds(ids);
+    const by = assertActor(actor);
+    if (unique.length === 0) return [];
+    return this.inner.resurrectMany(unique, by);
+  }
+
+  /** @inheritdoc */
+  async resurrectByFilter(filter: DlqFilter, max: number, actor?: string): Promise<string[]> {
+    const valid = assertDlqFilter(filter);
+    const limit = assertNonNegativeInt(max, 'max', MAX_DLQ_BULK);
+    const by = assertActor(actor);
+    if (limit === 0) return [];
+    return this.inner.resurrectByFilter(checked(valid), limit, by);
+  }
+
+  // ---------------------------------------------------------------- rescue
+
+  /** @inheritdoc */
+  async recoverAbandoned(fetchedTimeoutMs: number, limit = DEFAULT_RESCUE_LIMIT): Promise<number> {
+    const timeout = assertNonNegativeInt(fetchedTimeoutMs, 'fetchedTimeoutMs');
+    const max = assertNonNegativeInt(limit, 'limit', MAX_RESCUE_BATCH);
+    if (max === 0) return 0;
+    return this.inner.recoverAbandoned(timeout, max);
+  }
+
+  /** @inheritdoc */
+  async archiveZombies(
+    defaultZombieTimeoutMs: number,
+    limit = DEFAULT_RESCUE_LIMIT,
+    retryRules?: readonly ZombieRetryRule[],
+  ): Promise<ZombieRescueResult> {
+    const sweep: ZombieSweep = {
+      defaultTimeoutMs: assertNonNegativeInt(defaultZombieTimeoutMs, 'defaultZombieTimeoutMs'),
+      limit: assertNonNegativeInt(limit, 'limit', MAX_RESCUE_BATCH),
+      rules: assertZombieRetryRules(retryRules),
+      error: STORED_TEXT.zombie,
+    };
+    if (sweep.limit === 0) return { dlq: [], retried: [] };
+    return this.inner.archiveZombies(checked(sweep));
+  }
+
+  // ---------------------------------------------------------------- queues
+
+  /** @inheritdoc */
+  getQueues(): Promise<QueueInfo[]> {
+    return this.inner.getQueues();
+  }
+
+  /** @inheritdoc */
+  async updateQueue(name: string, patch: QueuePatch): Promise<QueueInfo> {
+    const queue = assertQueueName(name, 'name');
+    return this.inner.updateQueue(queue, checked(assertQueuePatch(patch)));
+  }
+
+  // ---------------------------------------------------------------- purge and retention
+
+  /** @inheritdoc */
+  async purgeDlq(ids: readonly string[]): Promise<number> {
+    const unique = assertIds(ids);
+    if (unique.length === 0) return 0;
+    return this.inner.purgeDlq(unique);
+  }
+
+  /** @inheritdoc */
+  async purgeDlqByFilter(filter: DlqFilter, max: number): Promise<number> {
+    const valid = assertDlqFilter(filter);
+    const limit = assertNonNegativeInt(max, 'max', MAX_DLQ_BULK);
+    if (limit === 0) return 0;
+    return this.inner.purgeDlqByFilter(checked(valid), limit);
+  }
+
+  /** @inheritdoc */
+  async applyRetention(policy: RetentionPolicy): Promise<RetentionResult> {
+    return this.inner.applyRetention(checked(assertRetentionPolicy(policy)));
+  }
+
+  // ---------------------------------------------------------------- reads
+
+  /** @inheritdoc */
+  async getJob(id: string): Promise<JobView | null> {
+    const [key] = assertIds([id], 'id');
+    return this.inner.getJob(key);
+  }
+
+  /** @inheritdoc */
+  async listActive(query: PageQuery<ActiveFilter>): Promise<Page<JobView>> {
+    return this.inner.listActive(checked(normalizePage('hot', query)));
+  }
+
+  /** @inheritdoc */
+  async getArchivePage(query: PageQuery<HistoryFilter>): Promise<Page<JobView>> {
+    return this.inner.getArchivePage(checked(normalizePage('archive', query)));
+  }
+
+  /** @inheritdoc */
+  async getDlqPage(query: PageQuery<DlqFilter>): Promise<Page<JobView>> {
+    return this.inner.getDlqPage(checked(normalizePage('dlq', query)));
+  }
+
+  /** @inheritdoc */
+  getSummary(): Promise<SummaryStats> {
+    return this.inner.getSummary();
+  }
+
+  /** @inheritdoc */
+  getQueueStats(): Promise<QueueStats[]> {
+    return this.inner.getQueueStats();
+  }
+
+  /** @inheritdoc */
+  getQueueHealth(): Promise<QueueHealth[]> {
+    return this.inner.getQueueHealth();
+  }
+
+  /** @inheritdoc */
+  async getThroughput(queue?: string): Promise<ThroughputStats> {
+    return this.inner.getThroughput(queue === undefined ? undefined : assertQueueName(queue));
+  }
+
+  /** @inheritdoc */
+  async getTopDlqErrors(limit: number, filter?: DlqFilter): Promise<DlqErrorFamily[]> {
+    const top = assertNonNegativeInt(limit, 'limit', MAX_TOP_ERRORS);
+    const valid = assertDlqFilter(filter);
+    if (top === 0) return [];
+    return this.inner.getTopDlqErrors(top, checked(valid));
+  }
+
+  /** @inheritdoc */
+  async previewDlqFilter(filter: DlqFilter, max: number): Promise<BulkPreview> {
+    const valid = assertDlqFilter(filter);
+    const limit = assertNonNegativeInt(max, 'max', MAX_DLQ_BULK);
+    return this.inner.previewDlqFilter(checked(valid), limit);
+  }
+
+  // ---------------------------------------------------------------- recurring jobs
+
+  /** @inheritdoc */
+  async upsertRecurringJob(definition: RecurringJobDefinition): Promise<void> {
+    const valid = assertRecurringDefinition(definition, this.config.payloadMaxBytes);
+    return this.inner.upsertRecurringJob(checked(valid));
+  }
+
+  /** @inheritdoc */
+  getRecurringJobs(): Promise<RecurringJobRecord[]> {
+    return this.inner.getRecurringJobs();
+  }
+
+  /** @inheritdoc */
+  async claimRecurringSlot(
+    name: string,
+    slotUtc: Date,
+    nextSlotUtc: Date,
+    job: NewJob | null,
+  ): Promise<EnqueueResult | null> {
+    const key = assertRecurringName(name);
+    const slot = assertDate(slotUtc, 'slotUtc');
+    const next = assertDate(nextSlotUtc, 'nextSlotUtc');
+    const valid = job === null ? null : checked(validateNewJob(job, this.config.payloadMaxBytes));
+    return this.inner.claimRecurringSlot(key, slot, next, valid);
+  }
+}

@@ -1,0 +1,50 @@
+import { STORED_TEXT } from '../../libs/chokaq/src/storage/validated-job-storage';
+import { TestDatabase, describeEachDialect } from '../support/test-database';
+import { EDGES, refusedPaths } from './edge-cases';
+import { backdate, startJob, uniqueQueue } from './helpers';
+
+/*
+ * The validating edge: one input is accepted or refused the same way on every dialect. Written
+ * once, run on each: for every limit of the one limits table (edge-cases.ts) the value at the limit
+ * is accepted (whatever the call returns, it is not a validation error) and the value one past it
+ * is refused with a ChokaQValidationError whose only issue has the path in the table, the same
+ * path on every dialect. The texts ChokaQ stores are the same everywhere too.
+ */
+describeEachDialect('storage contract: the validating edge', (fixture) => {
+  let db: TestDatabase;
+  beforeAll(async () => {
+    db = await fixture.create();
+  });
+  afterAll(async () => {
+    await db?.close();
+  });
+
+  describe.each(EDGES)('$name', (edge) => {
+    it(`accepts ${edge.accepted}`, async () => {
+      await expect(edge.call(db.storage, edge.accepted)).resolves.not.toThrow();
+    });
+
+    it(`refuses ${edge.refused ?? edge.accepted + 1} at '${edge.path}'`, async () => {
+      const refused = edge.refused ?? edge.accepted + 1;
+      expect(await refusedPaths(edge.call(db.storage, refused))).toEqual([edge.path]);
+    });
+  });
+
+  it('stores one Zombie text, for a dead zombie and for one returned to Pending', async () => {
+    const dead = uniqueQueue('zombie');
+    const retried = uniqueQueue('zombie');
+    await db.storage.updateQueue(retried, { retryZombies: true });
+    const a = await startJob(db.storage, dead);
+    const b = await startJob(db.storage, retried);
+    await backdate(db, 'hot', 'heartbeat_utc', [a.id, b.id], 3_600_000);
+
+    const result = await db.storage.archiveZombies(600_000);
+
+    expect(result.dlq).toContain(a.id);
+    expect(result.retried).toContain(b.id);
+    expect((await db.storage.getJob(a.id))?.errorDetails).toBe(STORED_TEXT.zombie);
+    expect((await db.storage.getJob(b.id))?.lastError).toBe(STORED_TEXT.zombie);
+    const families = await db.storage.getTopDlqErrors(10, { queue: dead });
+    expect(families.map((f) => f.error)).toEqual([STORED_TEXT.zombie.split('\n')[0]]);
+  });
+});
