@@ -1,4 +1,9 @@
+import { randomUUID } from 'node:crypto';
+import { ChokaQAdmin } from '../../libs/chokaq/src/admin/chokaq-admin.service';
+import { JobClient } from '../../libs/chokaq/src/client/job-client';
 import { STORED_TEXT } from '../../libs/chokaq/src/storage/validated-job-storage';
+import { QUEUE_RANGES } from '../../libs/chokaq/src/validation/limits';
+import { WorkerRegistry } from '../../libs/chokaq/src/worker.registry';
 import { TestDatabase, describeEachDialect } from '../support/test-database';
 import { EDGES, refusedPaths } from './edge-cases';
 import { backdate, startJob, uniqueQueue } from './helpers';
@@ -46,5 +51,32 @@ describeEachDialect('storage contract: the validating edge', (fixture) => {
     expect((await db.storage.getJob(b.id))?.lastError).toBe(STORED_TEXT.zombie);
     const families = await db.storage.getTopDlqErrors(10, { queue: dead });
     expect(families.map((f) => f.error)).toEqual([STORED_TEXT.zombie.split('\n')[0]]);
+  });
+
+  it('ChokaQAdmin and JobClient accept and refuse what the storage does, at the same paths', async () => {
+    // No worker and no options are needed by these calls: the producer and operator APIs pass
+    // their arguments to the storage, whose edge is the one place that checks them.
+    const admin = new ChokaQAdmin(db.storage, {} as never, new WorkerRegistry());
+    const client = new JobClient(db.storage, new WorkerRegistry());
+    const queue = uniqueQueue('controls');
+    const [maxWorkersMin, maxWorkersMax] = QUEUE_RANGES.maxWorkers;
+    const [zombieMin, zombieMax] = QUEUE_RANGES.zombieTimeoutSeconds;
+
+    expect((await admin.setMaxWorkers(queue, maxWorkersMax)).maxWorkers).toBe(maxWorkersMax);
+    expect((await admin.setZombieTimeout(queue, zombieMax)).zombieTimeoutSeconds).toBe(zombieMax);
+    for (const [call, path] of [
+      [() => admin.setMaxWorkers(queue, maxWorkersMax + 1), 'patch.maxWorkers'],
+      [() => admin.setMaxWorkers(queue, maxWorkersMin - 1), 'patch.maxWorkers'],
+      [() => admin.setZombieTimeout(queue, zombieMax + 1), 'patch.zombieTimeoutSeconds'],
+      [() => admin.setZombieTimeout(queue, zombieMin - 1), 'patch.zombieTimeoutSeconds'],
+      [() => admin.getJob('not-a-uuid'), 'id[0]'],
+      [() => admin.cancel(['not-a-uuid']), 'ids[0]'],
+      [() => client.cancel('not-a-uuid'), 'ids[0]'],
+      [() => client.getJob('not-a-uuid'), 'id[0]'],
+      [() => admin.getTopErrors(1_001), 'limit'],
+    ] as const) {
+      expect(await refusedPaths(call())).toEqual([path]);
+    }
+    expect(await admin.getJob(randomUUID())).toBeNull();
   });
 });

@@ -25,13 +25,9 @@ import {
 import { ResolvedChokaQOptions } from '../interfaces/module-options.interface';
 import { RecurringJobRecord } from '../interfaces/recurring-job.interface';
 import { JobStorage } from '../storage/job-storage';
-import { MAX_TIMER_MS, MAX_ENQUEUE_MANY } from '../validation/limits';
-import { assertQueuePatch } from '../validation/validate-args';
-import { assertIds, assertNonNegativeInt, assertQueueName } from '../validation/validate-job';
+import { MAX_ADMIN_BULK } from '../validation/limits';
+import { assertNonNegativeInt } from '../validation/validate-job';
 import { WorkerRegistry } from '../worker.registry';
-
-/** Most rows one bulk DLQ action may touch. */
-const MAX_BULK = MAX_ENQUEUE_MANY;
 
 /**
  * Every operator action and read of ChokaQ (SPEC §3), for your own admin endpoints, scripts and
@@ -39,7 +35,9 @@ const MAX_BULK = MAX_ENQUEUE_MANY;
  * producer-only ones; only {@link setConcurrency} and {@link workerStats} concern the local worker.
  *
  * Protect whatever exposes it: these are destructive operations. Optional `actor` arguments are
- * recorded as `LastModifiedBy` where the storage keeps one.
+ * recorded as `LastModifiedBy` where the storage keeps one. Arguments are checked by the storage's
+ * validating edge, with the same rules and issue paths as a direct storage call; this class adds
+ * only its own policy (a bulk DLQ action touches at most {@link MAX_ADMIN_BULK} rows).
  *
  * @publicApi
  */
@@ -61,13 +59,12 @@ export class ChokaQAdmin {
   }
 
   /** Applies several queue controls at once (undefined = unchanged, null = clear). */
-  updateQueue(queue: string, patch: QueuePatch): Promise<QueueInfo> {
-    assertQueueName(queue);
-    // Validated before it is logged: JSON.stringify of a hostile patch (a BigInt, a cycle) would
-    // otherwise throw a raw TypeError instead of the ChokaQValidationError naming the field.
-    const valid = assertQueuePatch(patch);
-    this.logger.log(`Queue ${queue} updated: ${JSON.stringify(valid)}`);
-    return this.storage.updateQueue(queue, valid);
+  async updateQueue(queue: string, patch: QueuePatch): Promise<QueueInfo> {
+    const info = await this.storage.updateQueue(queue, patch);
+    // The stored controls, not the patch: a patch may carry keys the storage ignores (a BigInt,
+    // a cycle) that JSON.stringify would throw on.
+    this.logger.log(`Queue ${queue} updated: ${JSON.stringify(info)}`);
+    return info;
   }
 
   /** Stops claiming from the queue; workers release its buffered jobs on their next cycle. */
@@ -92,19 +89,16 @@ export class ChokaQAdmin {
 
   /** Cluster-wide budget of Fetched + Processing jobs of the queue; null = unlimited. */
   setMaxWorkers(queue: string, maxWorkers: number | null): Promise<QueueInfo> {
-    if (maxWorkers !== null) assertNonNegativeInt(maxWorkers, 'maxWorkers', 100_000);
     return this.updateQueue(queue, { maxWorkers });
   }
 
   /** Zombie timeout of the queue in seconds (a heartbeat this old makes a zombie); null = global. */
   setZombieTimeout(queue: string, seconds: number | null): Promise<QueueInfo> {
-    if (seconds !== null) assertNonNegativeInt(seconds, 'zombieTimeoutSeconds', 30 * 86_400);
     return this.updateQueue(queue, { zombieTimeoutSeconds: seconds });
   }
 
   /** Execution timeout of the queue's jobs in ms (a handler's own timeout still wins); null = global. */
   setExecutionTimeout(queue: string, timeoutMs: number | null): Promise<QueueInfo> {
-    if (timeoutMs !== null) assertNonNegativeInt(timeoutMs, 'executionTimeoutMs', MAX_TIMER_MS);
     return this.updateQueue(queue, { executionTimeoutMs: timeoutMs });
   }
 
@@ -117,12 +111,12 @@ export class ChokaQAdmin {
 
   /** One job wherever it is, or null. */
   getJob(id: string): Promise<JobView | null> {
-    return this.storage.getJob(assertIds([id], 'id')[0]);
+    return this.storage.getJob(id);
   }
 
   /** Cancels jobs (see `JobClient.cancel`). */
   async cancel(ids: string | readonly string[], actor?: string): Promise<CancelResult> {
-    const list = assertIds(typeof ids === 'string' ? [ids] : ids);
+    const list = typeof ids === 'string' ? [ids] : ids;
     const result = await this.storage.cancel(list, actor);
     this.workers.cancelLocal(result.cancelRequested);
     this.logger.log(
@@ -151,7 +145,7 @@ export class ChokaQAdmin {
 
   /** Moves one DLQ job back to Pending (attempts 0), optionally with a new payload, tags or priority. */
   async resurrect(id: string, edits?: ResurrectEdits, actor?: string): Promise<boolean> {
-    const moved = await this.storage.resurrect(assertIds([id], 'id')[0], edits, actor);
+    const moved = await this.storage.resurrect(id, edits, actor);
     this.logger.log(
       `Resurrect ${id}${actor ? ` by ${actor}` : ''}: ${moved ? 'done' : 'not in the DLQ'}`,
     );
@@ -160,19 +154,19 @@ export class ChokaQAdmin {
 
   /** Resurrects DLQ jobs by id; resolves to the ids that moved. */
   resurrectMany(ids: readonly string[], actor?: string): Promise<string[]> {
-    return this.storage.resurrectMany(assertIds(ids), actor);
+    return this.storage.resurrectMany(ids, actor);
   }
 
   /** What a bulk action on `filter` would touch (matched, will-affect ≤ max, sample ids). */
   previewDlq(filter: DlqFilter, max = 1_000): Promise<BulkPreview> {
-    return this.storage.previewDlqFilter(filter, assertNonNegativeInt(max, 'max', MAX_BULK));
+    return this.storage.previewDlqFilter(filter, assertNonNegativeInt(max, 'max', MAX_ADMIN_BULK));
   }
 
   /** Resurrects at most `max` DLQ jobs matching `filter`, oldest failure first. Preview with {@link previewDlq}. */
   async resurrectByFilter(filter: DlqFilter, max: number, actor?: string): Promise<string[]> {
     const ids = await this.storage.resurrectByFilter(
       filter,
-      assertNonNegativeInt(max, 'max', MAX_BULK),
+      assertNonNegativeInt(max, 'max', MAX_ADMIN_BULK),
       actor,
     );
     this.logger.log(`Resurrected ${ids.length} DLQ job(s) by filter${actor ? ` by ${actor}` : ''}`);
@@ -181,7 +175,7 @@ export class ChokaQAdmin {
 
   /** Deletes DLQ jobs by id (lifetime counters are untouched); resolves to rows deleted. */
   async purgeDlq(ids: readonly string[]): Promise<number> {
-    const n = await this.storage.purgeDlq(assertIds(ids));
+    const n = await this.storage.purgeDlq(ids);
     this.logger.log(`Purged ${n} DLQ job(s) by id`);
     return n;
   }
@@ -190,7 +184,7 @@ export class ChokaQAdmin {
   async purgeDlqByFilter(filter: DlqFilter, max: number): Promise<number> {
     const n = await this.storage.purgeDlqByFilter(
       filter,
-      assertNonNegativeInt(max, 'max', MAX_BULK),
+      assertNonNegativeInt(max, 'max', MAX_ADMIN_BULK),
     );
     this.logger.log(`Purged ${n} DLQ job(s) by filter`);
     return n;
@@ -223,13 +217,12 @@ export class ChokaQAdmin {
 
   /** Completions per second over the last 1 and 5 minutes. */
   getThroughput(queue?: string): Promise<ThroughputStats> {
-    if (queue !== undefined) assertQueueName(queue);
     return this.storage.getThroughput(queue);
   }
 
   /** The most frequent DLQ error families. */
   getTopErrors(limit = 10, filter?: DlqFilter): Promise<DlqErrorFamily[]> {
-    return this.storage.getTopDlqErrors(assertNonNegativeInt(limit, 'limit', 1_000), filter);
+    return this.storage.getTopDlqErrors(limit, filter);
   }
 
   /** The recurring job definitions and their next slots. */

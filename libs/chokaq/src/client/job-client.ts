@@ -4,7 +4,6 @@ import { JobDefinition, isJobDefinition } from '../decorators/job-definition';
 import { JobView } from '../interfaces/job-view.interface';
 import { CancelResult, NewJob } from '../interfaces/job.interface';
 import { JobStorage } from '../storage/job-storage';
-import { assertIds } from '../validation/validate-job';
 import { WorkerRegistry } from '../worker.registry';
 
 /**
@@ -143,7 +142,7 @@ export class JobClient {
    * heartbeat) and then land in the DLQ as Cancelled. Finished jobs are left as they are.
    */
   async cancel(idOrIds: string | readonly string[], actor?: string): Promise<CancelResult> {
-    const ids = assertIds(typeof idOrIds === 'string' ? [idOrIds] : idOrIds);
+    const ids = typeof idOrIds === 'string' ? [idOrIds] : idOrIds;
     const result = await this.storage.cancel(ids, actor);
     this.workers.cancelLocal(result.cancelRequested);
     return result;
@@ -151,8 +150,7 @@ export class JobClient {
 
   /** One job wherever it is (hot, archive or DLQ), or null. */
   getJob(id: string): Promise<JobView | null> {
-    const [valid] = assertIds([id], 'id');
-    return this.storage.getJob(valid);
+    return this.storage.getJob(id);
   }
 
   private toNewJob(target: string | JobDefinition<unknown>, item: EnqueueItem): NewJob {
