@@ -31,6 +31,14 @@ const T = {
     '^(\\.\\./)+storage/(?!job-storage$)',
     'above storage only the JobStorage interface (storage/job-storage.ts) may be imported; a dialect, create-storage or storage/shared is the storage’s own business',
   ),
+  readHalf: {
+    ...target(
+      'the read half of the storage (JobStorage, JobQueries)',
+      '^(\\.\\./)+storage/job-storage$',
+      'the runtime writes and claims through JobStore only; the reads are for operators (client, admin)',
+    ),
+    importNames: ['JobStorage', 'JobQueries'],
+  },
   runtime: target('runtime/', under('runtime'), 'the runtime sits above this floor'),
   discovery: target('discovery/', under('discovery'), 'discovery sits above this floor'),
   client: target('client/', under('client'), 'the producer API sits at the top'),
@@ -98,7 +106,7 @@ const ZONES = {
   config: GROUND.filter((t) => t !== T.validation && t !== T.config),
   decorators: [T.config, T.storage, T.runtime, T.discovery, ...TOP],
   storage: [T.runtime, T.discovery, T.decorators, T.constants, ...TOP],
-  runtime: [T.storageBeyondInterface, T.discovery, T.decorators, T.constants, ...TOP],
+  runtime: [T.storageBeyondInterface, T.readHalf, T.discovery, T.decorators, T.constants, ...TOP],
   discovery: [T.storageBeyondInterface, ...TOP],
   client: [T.storageBeyondInterface, T.cli, T.nestLayer],
   admin: [T.storageBeyondInterface, T.cli, T.nestLayer],
@@ -112,6 +120,7 @@ const restrict = (folder, targets) => [
   {
     patterns: [...targets, T.selfAlias].map((t) => ({
       regex: t.path,
+      ...(t.importNames ? { importNames: t.importNames } : {}),
       message: `${folder} must not import ${t.name}: ${t.why} (docs/architecture.md).`,
     })),
   },

@@ -1,11 +1,13 @@
 import * as api from './index';
 
 /**
- * Pins, at compile time, the types a user needs to call or implement the exported `JobStorage`:
+ * Pins, at compile time, the types a user needs to call or implement the exported `JobStorage` (and its halves):
  * `npm run typecheck` fails if one of them stops being exported.
  */
 export type StorageContractTypes = [
   api.JobStorage,
+  api.JobStore,
+  api.JobQueries,
   api.NewJob,
   api.EnqueueOptions,
   api.EnqueueResult,

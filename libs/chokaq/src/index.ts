@@ -56,7 +56,7 @@ export type { JobOutcome } from './interfaces/job-outcome.interface';
 // Job model and the storage contract
 export { FailureReason, JobStatus } from './interfaces/job-status.enum';
 export { MAX_ENQUEUE_MANY, MAX_PAGE_SIZE } from './validation/limits';
-export type { JobStorage } from './storage/job-storage';
+export type { JobQueries, JobStorage, JobStore } from './storage/job-storage';
 export type {
   CancelResult,
   CompletedJob,

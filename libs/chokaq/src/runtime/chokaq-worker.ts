@@ -10,7 +10,7 @@ import type { HandledJobs } from '../interfaces/job.interface';
 import type { ChokaQMiddleware } from '../interfaces/middleware.interface';
 import type { ResolvedChokaQOptions } from '../interfaces/module-options.interface';
 import type { RecurringJobSpec } from '../interfaces/recurring-job.interface';
-import type { JobStorage } from '../storage/job-storage';
+import type { JobStore } from '../storage/job-storage';
 import { CircuitBreakers, type CircuitState } from './circuit-breaker';
 import { CompletionBatcher, type CompletionBatcherOptions } from './completion-batcher';
 import { FetcherLoop } from './fetcher.loop';
@@ -30,7 +30,7 @@ import { runKey } from './run-key';
  * @publicApi
  */
 export interface ChokaQWorkerDeps {
-  storage: JobStorage;
+  storage: JobStore;
   handlers: HandlerLookup;
   options: ResolvedChokaQOptions;
   /** Already resolved instances, outermost first. */
@@ -71,7 +71,7 @@ const DEFAULT_DRAIN_TIMEOUT_MS = 30_000;
 
 /**
  * The worker of one process (SPEC §4): fetch, process, heartbeat, rescue, maintenance and
- * recurring loops over one {@link JobStorage}. A plain class — no Nest decorators, no lifecycle
+ * recurring loops over one {@link JobStore}. A plain class — no Nest decorators, no lifecycle
  * hooks, no signal handlers — so it runs in unit tests with fake timers; the Nest orchestrator
  * calls `start()` at bootstrap and `beginStop()`/`stop()` at shutdown.
  *
@@ -81,7 +81,7 @@ export class ChokaQWorker {
   /** This process's worker id, written with every claim. */
   readonly workerId: string;
   private readonly logger: LoggerService;
-  private readonly storage: JobStorage;
+  private readonly storage: JobStore;
   private readonly handlers: HandlerLookup;
   private readonly options: ResolvedChokaQOptions;
   private readonly controls: QueueControls;

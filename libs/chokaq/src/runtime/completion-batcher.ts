@@ -2,7 +2,7 @@ import type { LoggerService } from '@nestjs/common';
 import { toError } from '../common/error-text';
 import { jittered } from '../common/jitter';
 import type { CompletedJob, JobLease, RunRef } from '../interfaces/job.interface';
-import type { JobStorage } from '../storage/job-storage';
+import type { JobStore } from '../storage/job-storage';
 import { runAfter, type ScheduledCall } from './run-after';
 import { runKey } from './run-key';
 
@@ -51,7 +51,7 @@ export class CompletionBatcher {
   private readonly retryMaxMs: number;
 
   constructor(
-    private readonly storage: Pick<JobStorage, 'archiveSucceeded'>,
+    private readonly storage: Pick<JobStore, 'archiveSucceeded'>,
     private readonly logger: LoggerService,
     options: CompletionBatcherOptions = {},
   ) {

@@ -3,7 +3,7 @@ import { newLeaseId } from '../common/uuid';
 import type { HandlerLookup } from '../interfaces/handler.interface';
 import type { HotJob } from '../interfaces/job.interface';
 import type { ResolvedChokaQOptions } from '../interfaces/module-options.interface';
-import type { JobStorage } from '../storage/job-storage';
+import type { JobStore } from '../storage/job-storage';
 import { MAX_CLAIM } from '../validation/limits';
 import type { JobProcessor } from './job-processor';
 import { IDLE_TICK, Loop, type TickResult } from './loop';
@@ -11,7 +11,7 @@ import type { QueueControls } from './queue-controls';
 
 /** What the fetcher is built from. */
 export interface FetcherDeps {
-  storage: JobStorage;
+  storage: JobStore;
   handlers: HandlerLookup;
   options: ResolvedChokaQOptions;
   workerId: string;

@@ -3,13 +3,13 @@ import { toError } from '../common/error-text';
 import { jittered } from '../common/jitter';
 import { type JobLease } from '../interfaces/job.interface';
 import type { ResolvedChokaQOptions } from '../interfaces/module-options.interface';
-import { type JobStorage } from '../storage/job-storage';
+import type { JobStore } from '../storage/job-storage';
 import { MAX_ENQUEUE_MANY } from '../validation/limits';
 import { Loop } from './loop';
 
 /** What the heartbeat is built from. */
 export interface HeartbeatDeps {
-  storage: Pick<JobStorage, 'keepAlive'>;
+  storage: Pick<JobStore, 'keepAlive'>;
   options: ResolvedChokaQOptions;
   workerId: string;
   /** Every lease this process owns now (buffered, running, awaiting completion). */

@@ -4,7 +4,7 @@ import type { JobOutcome } from '../interfaces/job-outcome.interface';
 import { FailureReason } from '../interfaces/job-status.enum';
 import type { DlqMove, HotJob, JobLease } from '../interfaces/job.interface';
 import type { ResolvedChokaQOptions } from '../interfaces/module-options.interface';
-import type { JobStorage } from '../storage/job-storage';
+import type { JobStore } from '../storage/job-storage';
 import { circuitKey, type CircuitBreakers } from './circuit-breaker';
 import type { CompletionBatcher } from './completion-batcher';
 import type { DbClock } from './db-clock';
@@ -52,7 +52,7 @@ export type EmitOutcome = (outcome: JobOutcome) => void;
 
 /** What the finaliser is built from (the processor wires it). */
 export interface JobFinaliserDeps {
-  storage: Pick<JobStorage, 'rescheduleForRetry' | 'moveToDlq' | 'release'>;
+  storage: Pick<JobStore, 'rescheduleForRetry' | 'moveToDlq' | 'release'>;
   /** Successes go through the batcher: many archives in one short transaction. */
   batcher: Pick<CompletionBatcher, 'add'>;
   breakers: Pick<CircuitBreakers, 'recordSuccess' | 'recordFailure' | 'releaseProbe'>;

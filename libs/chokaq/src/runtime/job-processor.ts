@@ -6,7 +6,7 @@ import type { JobOutcome } from '../interfaces/job-outcome.interface';
 import { FailureReason, JobStatus } from '../interfaces/job-status.enum';
 import type { HotJob, JobLease } from '../interfaces/job.interface';
 import type { ResolvedChokaQOptions } from '../interfaces/module-options.interface';
-import type { JobStorage } from '../storage/job-storage';
+import type { JobStore } from '../storage/job-storage';
 import { circuitKey, type CircuitBreakers } from './circuit-breaker';
 import type { CompletionBatcher } from './completion-batcher';
 import { ConcurrencyLimiter } from './concurrency-limiter';
@@ -18,7 +18,7 @@ import { runKey } from './run-key';
 
 /** What the processor is built from (the worker facade wires it). */
 export interface JobProcessorDeps {
-  storage: JobStorage;
+  storage: JobStore;
   handlers: HandlerLookup;
   options: ResolvedChokaQOptions;
   workerId: string;

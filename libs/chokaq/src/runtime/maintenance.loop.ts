@@ -2,7 +2,7 @@ import type { LoggerService } from '@nestjs/common';
 import { jittered } from '../common/jitter';
 import type { RetentionResult } from '../interfaces/job.interface';
 import type { ResolvedChokaQOptions } from '../interfaces/module-options.interface';
-import type { JobStorage } from '../storage/job-storage';
+import type { JobStore } from '../storage/job-storage';
 import { Loop } from './loop';
 
 /**
@@ -17,7 +17,7 @@ export class MaintenanceLoop {
   private last: RetentionResult | undefined;
 
   constructor(
-    private readonly storage: Pick<JobStorage, 'applyRetention'>,
+    private readonly storage: Pick<JobStore, 'applyRetention'>,
     private readonly options: ResolvedChokaQOptions,
     private readonly logger: LoggerService,
   ) {

@@ -1,5 +1,5 @@
 import type { QueueInfo } from '../interfaces/job.interface';
-import type { JobStorage } from '../storage/job-storage';
+import type { JobStore } from '../storage/job-storage';
 
 /**
  * This process's copy of the `Queues` rows (pause, active, budget, execution timeout), refreshed by
@@ -13,7 +13,7 @@ export class QueueControls {
   private budgeted: string[] = [];
   private refreshedAt = 0;
 
-  constructor(private readonly storage: Pick<JobStorage, 'getQueues'>) {}
+  constructor(private readonly storage: Pick<JobStore, 'getQueues'>) {}
 
   /** When the copy was last refreshed (epoch ms; 0 = never). */
   get lastRefresh(): number {

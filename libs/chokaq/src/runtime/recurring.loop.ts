@@ -2,7 +2,7 @@ import type { LoggerService } from '@nestjs/common';
 import { toError } from '../common/error-text';
 import type { NewJob } from '../interfaces/job.interface';
 import type { RecurringJobRecord, RecurringJobSpec } from '../interfaces/recurring-job.interface';
-import type { JobStorage } from '../storage/job-storage';
+import type { JobStore } from '../storage/job-storage';
 import { MAX_TIMER_MS } from '../validation/limits';
 import { CronSchedule } from './cron-schedule';
 import { Loop } from './loop';
@@ -85,7 +85,7 @@ export class RecurringLoop {
 
   constructor(
     private readonly storage: Pick<
-      JobStorage,
+      JobStore,
       'now' | 'upsertRecurringJob' | 'getRecurringJobs' | 'claimRecurringSlot'
     >,
     specs: readonly RecurringJobSpec[],

@@ -2,7 +2,7 @@ import type { LoggerService } from '@nestjs/common';
 import { jittered } from '../common/jitter';
 import type { HandlerLookup } from '../interfaces/handler.interface';
 import type { ResolvedChokaQOptions } from '../interfaces/module-options.interface';
-import type { JobStorage } from '../storage/job-storage';
+import type { JobStore } from '../storage/job-storage';
 import { Loop } from './loop';
 
 /**
@@ -25,7 +25,7 @@ export class RescueLoop {
   private zombiesRetried = 0;
 
   constructor(
-    private readonly storage: Pick<JobStorage, 'recoverAbandoned' | 'archiveZombies'>,
+    private readonly storage: Pick<JobStore, 'recoverAbandoned' | 'archiveZombies'>,
     private readonly options: ResolvedChokaQOptions,
     private readonly logger: LoggerService,
     private readonly handlers: Pick<HandlerLookup, 'zombieRetryRules'>,

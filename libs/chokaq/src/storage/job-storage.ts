@@ -59,7 +59,20 @@ import type {
  *
  * @publicApi
  */
-export interface JobStorage {
+export type JobStorage = JobStore & JobQueries;
+
+/**
+ * The write half of {@link JobStorage}: produce, claim, worker-owned transitions, moves, rescue,
+ * queues, retention and recurring slots — everything the runtime calls, and only that (the runtime
+ * is typed against this interface, never against the reads).
+ *
+ * The lifecycle (`prepare`, `ensureSchema`, `subscribe`, `now`, `close`) sits here too: the worker
+ * is what opens, migrates, listens on and closes a storage, and asks its clock; the reads need none
+ * of it beyond a connection the store already holds, so a read half never owns a lifecycle of its own.
+ *
+ * @publicApi
+ */
+export interface JobStore {
   /** The dialect this storage speaks. */
   readonly dialect: StorageDialect;
 
@@ -231,8 +244,35 @@ export interface JobStorage {
    */
   applyRetention(policy: RetentionPolicy): Promise<RetentionResult>;
 
-  // ---------------------------------------------------------------- reads
+  // ---------------------------------------------------------------- recurring jobs
 
+  /** Creates or updates a recurring definition; keeps `LastSlotUtc`, resets `NextSlotUtc` only if the cron or zone changed. */
+  upsertRecurringJob(definition: RecurringJobDefinition): Promise<void>;
+
+  /** Lists recurring definitions. */
+  getRecurringJobs(): Promise<RecurringJobRecord[]>;
+
+  /**
+   * Enqueues `job` for the slot `slotUtc` of recurring job `name` only if `NextSlotUtc` still equals
+   * `slotUtc` (compare-and-set), advancing it to `nextSlotUtc` in the same transaction. Returns the
+   * enqueue result, or `null` when another process already took the slot.
+   */
+  claimRecurringSlot(
+    name: string,
+    slotUtc: Date,
+    nextSlotUtc: Date,
+    job: NewJob | null,
+  ): Promise<EnqueueResult | null>;
+}
+
+/**
+ * The read half of {@link JobStorage}: one job, pages, stats, health, throughput, top errors and
+ * bulk previews — what operators and dashboards ask. Nothing here changes a row, and the runtime
+ * never calls it.
+ *
+ * @publicApi
+ */
+export interface JobQueries {
   /** One job wherever it is: hot, archive or DLQ. */
   getJob(id: string): Promise<JobView | null>;
 
@@ -262,24 +302,4 @@ export interface JobStorage {
 
   /** What a bulk DLQ action on `filter` would touch: matched count, will-affect (≤ max), sample ids. */
   previewDlqFilter(filter: DlqFilter, max: number): Promise<BulkPreview>;
-
-  // ---------------------------------------------------------------- recurring jobs
-
-  /** Creates or updates a recurring definition; keeps `LastSlotUtc`, resets `NextSlotUtc` only if the cron or zone changed. */
-  upsertRecurringJob(definition: RecurringJobDefinition): Promise<void>;
-
-  /** Lists recurring definitions. */
-  getRecurringJobs(): Promise<RecurringJobRecord[]>;
-
-  /**
-   * Enqueues `job` for the slot `slotUtc` of recurring job `name` only if `NextSlotUtc` still equals
-   * `slotUtc` (compare-and-set), advancing it to `nextSlotUtc` in the same transaction. Returns the
-   * enqueue result, or `null` when another process already took the slot.
-   */
-  claimRecurringSlot(
-    name: string,
-    slotUtc: Date,
-    nextSlotUtc: Date,
-    job: NewJob | null,
-  ): Promise<EnqueueResult | null>;
 }
