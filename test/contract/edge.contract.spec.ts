@@ -53,6 +53,16 @@ describeEachDialect('storage contract: the validating edge', (fixture) => {
     expect(families.map((f) => f.error)).toEqual([STORED_TEXT.zombie.split('\n')[0]]);
   });
 
+  it('stores one Cancelled text, naming the actor when there is one', async () => {
+    const queue = uniqueQueue('cancel');
+    const [byOps, anonymous] = await db.storage.enqueueMany([{ queue }, { queue }]);
+    await db.storage.cancel([byOps.id], 'ops');
+    await db.storage.cancel([anonymous.id]);
+    expect((await db.storage.getJob(byOps.id))?.errorDetails).toBe(STORED_TEXT.cancelled('ops'));
+    expect((await db.storage.getJob(anonymous.id))?.errorDetails).toBe(STORED_TEXT.cancelled(null));
+    expect(STORED_TEXT.cancelled('ops')).toBe('Cancelled by ops');
+  });
+
   it('ChokaQAdmin and JobClient accept and refuse what the storage does, at the same paths', async () => {
     // No worker and no options are needed by these calls: the producer and operator APIs pass
     // their arguments to the storage, whose edge is the one place that checks them.

@@ -173,7 +173,11 @@ function cases(): Case[] {
       'admin',
       (v) => SQL.moveToDlqSql(s, { id: v.id }, FailureReason.Cancelled, v.error, v.actor, null),
     ],
-    ['cancelSql', '', (v) => SQL.cancelSql(s, [v.id, v.id2], v.actor)],
+    [
+      'cancelSql',
+      '',
+      (v) => SQL.cancelSql(s, [v.id, v.id2], v.actor, STORED_TEXT.cancelled(v.actor)),
+    ],
     [
       'resurrectSql',
       'ids, edits',

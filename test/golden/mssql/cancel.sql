@@ -15,7 +15,7 @@ FROM [chokaq].[JobsHot] AS h
 INNER JOIN @Ids AS i ON i.Id = h.Id
 WHERE h.Status IN (0, 1);
 INSERT INTO [chokaq].[JobsDLQ] (Id, Queue, Type, Payload, Tags, IdempotencyKey, Priority, Status, AttemptCount, WorkerId, ScheduledAtUtc, CreatedAtUtc, EnqueuedAtUtc, StartedAtUtc, LastUpdatedUtc, CreatedBy, LastModifiedBy, LastError, Progress, FailureReason, ErrorDetails, FailedAtUtc, DurationMs)
-SELECT m.Id, m.Queue, m.Type, m.Payload, m.Tags, m.IdempotencyKey, m.Priority, 5, m.AttemptCount, m.WorkerId, m.ScheduledAtUtc, m.CreatedAtUtc, m.EnqueuedAtUtc, m.StartedAtUtc, @now, m.CreatedBy, ISNULL(@1, m.LastModifiedBy), m.LastError, m.Progress, 1, N'Cancelled' + ISNULL(N' by ' + @1, N''), @now, NULL
+SELECT m.Id, m.Queue, m.Type, m.Payload, m.Tags, m.IdempotencyKey, m.Priority, 5, m.AttemptCount, m.WorkerId, m.ScheduledAtUtc, m.CreatedAtUtc, m.EnqueuedAtUtc, m.StartedAtUtc, @now, m.CreatedBy, ISNULL(@1, m.LastModifiedBy), m.LastError, m.Progress, 1, @2, @now, NULL
 FROM @Moved AS m;
 DECLARE @StatsDelta TABLE (Queue varchar(255) NOT NULL PRIMARY KEY, CancelledTotal bigint NOT NULL);
 INSERT INTO @StatsDelta (Queue, CancelledTotal)

@@ -203,7 +203,7 @@ export function catalogue(schema = SCHEMA): CatalogueEntry[] {
     'move',
     SQL.moveToDlqSql(schema, { id: ID }, FailureReason.Cancelled, 'cancelled', 'ops', null),
   );
-  add('cancel', '', 'move', SQL.cancelSql(schema, [ID, ID2], 'ops'));
+  add('cancel', '', 'move', SQL.cancelSql(schema, [ID, ID2], 'ops', STORED_TEXT.cancelled('ops')));
 
   const editVariants: Array<[string, SQL.MssqlResurrectEdits | null]> = [
     ['no edits', null],

@@ -89,7 +89,8 @@ export interface DialectJobStorage extends Pick<
     target: Checked<JobLease> | Checked<{ id: string }>,
     move: Checked<CheckedDlqMove>,
   ): Promise<number>;
-  cancel(ids: readonly string[], actor: string | null): Promise<CancelResult>;
+  /** `error`: the stored DLQ text of a job cancelled before it ran. */
+  cancel(ids: readonly string[], actor: string | null, error: string): Promise<CancelResult>;
 
   // ---------------------------------------------------------------- DLQ → hot
   resurrect(id: string, edits: Checked<ValidatedEdits>, actor: string | null): Promise<number>;

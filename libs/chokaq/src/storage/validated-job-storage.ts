@@ -82,6 +82,9 @@ export const STORED_TEXT = {
   zombie:
     'Zombie: the heartbeat expired while the job was Processing (the worker crashed, hung or lost ' +
     'its database); the handler may have run partly.',
+  /** The DLQ error of a job cancelled before it ran, naming who cancelled it when known. */
+  cancelled: (actor: string | null): string =>
+    sanitizeErrorText(actor === null ? 'Cancelled' : `Cancelled by ${actor}`),
 } as const;
 
 /** Default bound of the rescue operations. */
@@ -232,7 +235,7 @@ export class ValidatedJobStorage implements JobStorage {
     const unique = assertIds(ids);
     const by = assertActor(actor);
     if (unique.length === 0) return { cancelled: [], cancelRequested: [] };
-    return this.inner.cancel(unique, by);
+    return this.inner.cancel(unique, by, STORED_TEXT.cancelled(by));
   }
 
   // ---------------------------------------------------------------- DLQ → hot

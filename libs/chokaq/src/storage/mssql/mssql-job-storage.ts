@@ -414,8 +414,12 @@ export class MssqlJobStorage implements DialectJobStorage {
   }
 
   /** @inheritdoc */
-  async cancel(unique: readonly string[], actor: string | null): Promise<CancelResult> {
-    const rows = await this.run('cancel', SQL.cancelSql(this.schema, unique, actor));
+  async cancel(
+    unique: readonly string[],
+    actor: string | null,
+    error: string,
+  ): Promise<CancelResult> {
+    const rows = await this.run('cancel', SQL.cancelSql(this.schema, unique, actor, error));
     return {
       cancelled: rows.filter((r) => num(r.Kind) === 0).map((r) => String(r.Id)),
       cancelRequested: rows.filter((r) => num(r.Kind) === 1).map((r) => String(r.Id)),

@@ -972,12 +972,14 @@ export function cancelSql(
   schema: string,
   ids: readonly string[],
   actor: string | null,
+  error: string,
 ): MssqlStatement {
   const t = tables(schema);
   const p = new ParamList();
   const doc = p.json(ids);
   const who = p.nvarchar(actor, 100);
-  const errorText = `N'Cancelled' + ISNULL(N' by ' + ${who}, N'')`;
+  // The stored text comes from the validating edge, the same on every dialect.
+  const errorText = p.nvarchar(error, 'max');
   return p.statement(
     [
       PROLOGUE,

@@ -1,7 +1,6 @@
 import { Logger } from '@nestjs/common';
 import type { Client, Pool } from 'pg';
 import type { DataSource, QueryRunner } from 'typeorm';
-import { sanitizeErrorText } from '../../common/error-text';
 import { isUuid } from '../../common/uuid';
 import { ChokaQTransactionError, ChokaQUnsupportedServerError } from '../../errors';
 import type { Checked } from '../../interfaces/checked.interface';
@@ -650,8 +649,11 @@ export class PostgresJobStorage implements DialectJobStorage {
    * rows. The second statement takes a new snapshot, so a row that became Processing while the
    * first ran is flagged rather than missed.
    */
-  async cancel(unique: readonly string[], who: string | null): Promise<CancelResult> {
-    const error = sanitizeErrorText(`Cancelled${who ? ` by ${who}` : ''}`);
+  async cancel(
+    unique: readonly string[],
+    who: string | null,
+    error: string,
+  ): Promise<CancelResult> {
     const result: CancelResult = { cancelled: [], cancelRequested: [] };
     for (const part of chunk(unique, ID_CHUNK)) {
       const [moved, requested] = await this.transaction('cancel', async (exec) => [

@@ -524,11 +524,10 @@ export class SqliteJobStorage implements DialectJobStorage {
   }
 
   /** @inheritdoc */
-  async cancel(unique: readonly string[], by: string | null): Promise<CancelResult> {
+  async cancel(unique: readonly string[], by: string | null, text: string): Promise<CancelResult> {
     const json = JSON.stringify(unique);
     return this.write('cancel', () => {
       const rows = this.all(this.sql.deleteCancellable, { ids: json });
-      const text = by === null ? 'Cancelled' : `Cancelled by ${by}`;
       this.moveRowsToDlq(rows, FailureReason.Cancelled, text, by, null);
       const requested = this.all(this.sql.requestCancel, { ids: json, actor: by });
       return {
