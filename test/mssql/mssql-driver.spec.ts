@@ -1,4 +1,3 @@
-import { DataSource } from 'typeorm';
 import { SqlServerDriver } from 'typeorm/driver/sqlserver/SqlServerDriver';
 import {
   ChokaQCompatibilityLevelError,
@@ -12,6 +11,7 @@ import { SqlStorageConfig } from '../../libs/chokaq/src/storage/storage-config';
 import { ValidatedJobStorage } from '../../libs/chokaq/src/storage/validated-job-storage';
 import { EDGES, refusedPaths } from '../contract/edge-cases';
 import { ID, ID2, LEASE } from './support/statements';
+import { stubMssqlDataSource } from './support/stub-data-source';
 
 /**
  * Drives TypeORM's real `SqlServerQueryRunner` (parameter binding, structured results) over a
@@ -37,13 +37,7 @@ function mssqlResult(reply: Row[] | Row[][]) {
 
 function stubbedStorage(replies: Reply[]) {
   const calls: Call[] = [];
-  const dataSource = new DataSource({
-    type: 'mssql',
-    host: 'stub.invalid',
-    username: 'u',
-    password: 'p',
-    database: 'd',
-  });
+  const dataSource = stubMssqlDataSource();
   const driver = dataSource.driver as SqlServerDriver;
   const real = driver.mssql;
   class StubRequest {
@@ -439,12 +433,7 @@ describe('MssqlJobStorage over TypeORM SqlServerQueryRunner (stubbed mssql Reque
 
   it('enqueue in a caller transaction: only a QueryRunner of the same DataSource with an open transaction', async () => {
     const { storage, calls } = stubbedStorage([]);
-    const other = new DataSource({
-      type: 'mssql',
-      host: 'x.invalid',
-      username: 'u',
-      password: 'p',
-    });
+    const other = stubMssqlDataSource();
     await expect(
       storage.enqueue({ queue: 'q' }, { transaction: other.createQueryRunner() }),
     ).rejects.toBeInstanceOf(ChokaQTransactionError);

@@ -1,11 +1,12 @@
 import { TYPES } from 'tedious';
-import { DataSource, MssqlParameter } from 'typeorm';
+import { MssqlParameter } from 'typeorm';
 import { SqlServerDriver } from 'typeorm/driver/sqlserver/SqlServerDriver';
 import { ChokaQValidationError } from '../../libs/chokaq/src/errors';
 import { FailureReason, JobStatus } from '../../libs/chokaq/src/interfaces/job-status.enum';
 import { MssqlStatement, ParamList } from '../../libs/chokaq/src/storage/mssql/mssql-params';
 import * as SQL from '../../libs/chokaq/src/storage/mssql/mssql.sql';
 import { STORED_TEXT } from '../../libs/chokaq/src/storage/validated-job-storage';
+import { stubMssqlDataSource } from './support/stub-data-source';
 
 /**
  * SQL Server caches one plan per batch text *and* parameter declaration list. tedious declares an
@@ -248,14 +249,7 @@ function cases(): Case[] {
 
 /** The driver stack, without a server: nothing here connects. */
 function declarations(disableAsciiToUnicodeParamConversion: boolean) {
-  const dataSource = new DataSource({
-    type: 'mssql',
-    host: 'stub.invalid',
-    username: 'u',
-    password: 'p',
-    database: 'd',
-    options: { disableAsciiToUnicodeParamConversion },
-  });
+  const dataSource = stubMssqlDataSource({ disableAsciiToUnicodeParamConversion });
   const driver = dataSource.driver as SqlServerDriver;
   const runner = driver.createQueryRunner('master') as unknown as {
     mssqlParameterToNativeParameter(p: MssqlParameter): unknown;
