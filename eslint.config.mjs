@@ -67,7 +67,7 @@ const T = {
   ),
   createStorage: target(
     'storage/create-storage or a dialect class',
-    '^(\\.\\./)+storage/(create-storage|(postgres|mssql|sqlite)/[a-z]+-job-storage)$',
+    '^(\\.\\./)+storage/(create-storage|(postgres|mssql|sqlite)/([a-z]+-job-(storage|store|queries)|[a-z]+\\.connection))$',
     'the CLI prints DDL without loading TypeORM or a driver',
   ),
   selfAlias: target(

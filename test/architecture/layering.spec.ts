@@ -52,7 +52,7 @@ const CASES: ReadonlyArray<[string, string, Expectation, string?]> = [
   ['runtime/job-processor.ts', '../storage/job-storage', 'allowed', 'JobStore'],
   ['runtime/job-processor.ts', '../storage/job-storage', 'refused', 'JobStorage'],
   ['runtime/job-processor.ts', '../storage/job-storage', 'refused', 'JobQueries'],
-  ['runtime/job-processor.ts', '../storage/postgres/postgres-job-storage', 'refused'],
+  ['runtime/job-processor.ts', '../storage/postgres/postgres-job-store', 'refused'],
   ['runtime/job-processor.ts', '../storage/create-storage', 'refused'],
   ['runtime/job-processor.ts', '../storage/shared/page', 'refused'],
   ['runtime/job-processor.ts', '../discovery/handler.registry', 'refused'],

@@ -1,5 +1,5 @@
 import { Client } from 'pg';
-import { claimBatch, quoteSchema } from '../../libs/chokaq/src/storage/postgres/postgres.sql';
+import { fetchNextBatch, quoteSchema } from '../../libs/chokaq/src/storage/postgres/postgres.sql';
 import { PG_URL } from '../support/env';
 import { createTestSchema, describePostgres } from '../support/test-database';
 
@@ -54,7 +54,7 @@ describePostgres('PostgreSQL claim plan', () => {
     await client.connect();
     for (const variant of ['budgeted', 'unbudgeted'] as const) {
       await client.query(
-        `PREPARE chokaq_claim_${variant}(text, text, text[], text[], text[], int, int) AS ${claimBatch(quoteSchema(db.schema), variant)}`,
+        `PREPARE chokaq_claim_${variant}(text, text, text[], text[], text[], int, int) AS ${fetchNextBatch(quoteSchema(db.schema), variant)}`,
       );
     }
   }, 120_000);
@@ -176,7 +176,7 @@ describePostgres('PostgreSQL claim plan on a never-analysed table', () => {
       await client.query('BEGIN');
       try {
         const { rows } = await client.query(
-          `EXPLAIN (ANALYZE true, COSTS false, TIMING false, FORMAT JSON) ${claimBatch(quoteSchema(db.schema), variant)}`,
+          `EXPLAIN (ANALYZE true, COSTS false, TIMING false, FORMAT JSON) ${fetchNextBatch(quoteSchema(db.schema), variant)}`,
           ['worker', 'lease', ['fresh'], [], [], 50, 50],
         );
         const plan = (rows[0]['QUERY PLAN'] as Array<{ Plan: PlanNode }>)[0].Plan;

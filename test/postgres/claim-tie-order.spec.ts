@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { Client } from 'pg';
 import { JobStorage } from '../../libs/chokaq/src/storage/job-storage';
-import { claimBatch, quoteSchema } from '../../libs/chokaq/src/storage/postgres/postgres.sql';
+import { fetchNextBatch, quoteSchema } from '../../libs/chokaq/src/storage/postgres/postgres.sql';
 import { PG_URL } from '../support/env';
 import { createTestSchema, describePostgres } from '../support/test-database';
 
@@ -87,7 +87,7 @@ describePostgres('PostgreSQL claim: ties by id', () => {
       await client.query('BEGIN');
       const { rows } = await client.query(
         `EXPLAIN (ANALYZE true, COSTS false, TIMING false, FORMAT JSON)
-         ${claimBatch(quoteSchema(db.schema), 'unbudgeted')}`,
+         ${fetchNextBatch(quoteSchema(db.schema), 'unbudgeted')}`,
         ['test-host:1:plan', randomUUID(), [queue], [], [], 10, 0],
       );
       await client.query('ROLLBACK');

@@ -4,7 +4,8 @@ import {
   ChokaQError,
   ChokaQUnsupportedServerError,
 } from '../../libs/chokaq/src/errors';
-import { PostgresJobStorage } from '../../libs/chokaq/src/storage/postgres/postgres-job-storage';
+import { PostgresConnection } from '../../libs/chokaq/src/storage/postgres/postgres.connection';
+import { PostgresJobStore } from '../../libs/chokaq/src/storage/postgres/postgres-job-store';
 import { SqlStorageConfig } from '../../libs/chokaq/src/storage/storage-config';
 
 /**
@@ -13,7 +14,7 @@ import { SqlStorageConfig } from '../../libs/chokaq/src/storage/storage-config';
  * dialect, what was found and what is needed. No PostgreSQL 11 runs here, so the version query of
  * one storage is answered by a stub; SQL Server's side is held by test/mssql/mssql-driver.spec.ts.
  */
-function storageReporting(version: number): PostgresJobStorage {
+function storageReporting(version: number): PostgresJobStore {
   const config: SqlStorageConfig = {
     dataSource: new DataSource({ type: 'postgres' }),
     ownsDataSource: false,
@@ -26,12 +27,10 @@ function storageReporting(version: number): PostgresJobStorage {
     busyTimeoutMs: 50,
     dataVersionPollMs: 50,
   };
-  const storage = new PostgresJobStorage(config);
+  const connection = new PostgresConnection(config);
   // The one statement prepare() runs: SELECT current_setting('server_version_num').
-  (storage as unknown as { query: () => Promise<unknown[]> }).query = async () => [
-    { version: String(version) },
-  ];
-  return storage;
+  connection.query = async () => [{ version: String(version) }];
+  return new PostgresJobStore(connection);
 }
 
 describe('PostgreSQL: an unsupported server version', () => {

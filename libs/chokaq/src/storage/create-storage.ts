@@ -12,9 +12,13 @@ import type { StorageDialect } from '../interfaces/job.interface';
 import type { StorageOptions } from '../interfaces/storage-options.interface';
 import { SCHEMA_NAME } from '../validation/limits';
 import { DEFAULT_PAYLOAD_MAX_BYTES } from '../validation/validate-job';
+import { composeJobStorage } from './compose-job-storage';
+import type { DialectJobStorage } from './dialect-job-storage';
 import { JobStorage } from './job-storage';
 import { MssqlJobStorage } from './mssql/mssql-job-storage';
-import { PostgresJobStorage } from './postgres/postgres-job-storage';
+import { PostgresConnection } from './postgres/postgres.connection';
+import { PostgresJobQueries } from './postgres/postgres-job-queries';
+import { PostgresJobStore } from './postgres/postgres-job-store';
 import { SqliteJobStorage } from './sqlite/sqlite-job-storage';
 import { SqlStorageConfig } from './storage-config';
 import { ValidatedJobStorage } from './validated-job-storage';
@@ -123,7 +127,7 @@ export async function createJobStorage(
     dialect === 'sqlite'
       ? new SqliteJobStorage(config)
       : dialect === 'postgres'
-        ? new PostgresJobStorage(config)
+        ? postgresJobStorage(config)
         : new MssqlJobStorage(config),
     config,
   );
@@ -135,4 +139,10 @@ export async function createJobStorage(
     throw error;
   }
   return storage;
+}
+
+/** The PostgreSQL dialect: its store and its queries over one connection, joined. */
+function postgresJobStorage(config: SqlStorageConfig): DialectJobStorage {
+  const connection = new PostgresConnection(config);
+  return composeJobStorage(new PostgresJobStore(connection), new PostgresJobQueries(connection));
 }

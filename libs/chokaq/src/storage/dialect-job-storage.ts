@@ -31,7 +31,7 @@ import type {
   CheckedZombieRetryRule,
 } from '../validation/validate-args';
 import type { ValidatedEdits, ValidatedJob } from '../validation/validate-job';
-import type { JobStorage } from './job-storage';
+import type { JobQueries, JobStorage } from './job-storage';
 import type { NormalizedPage } from './shared/page';
 
 /** One rescue sweep of expired Processing rows, as the edge hands it to a dialect. */
@@ -131,3 +131,12 @@ export interface DialectJobStorage extends Pick<
     job: Checked<ValidatedJob> | null,
   ): Promise<EnqueueResult | null>;
 }
+
+/**
+ * The write half of {@link DialectJobStorage} (with the lifecycle), as `JobStore` is of
+ * `JobStorage`: what a dialect's `<d>-job-store.ts` implements.
+ */
+export type DialectJobStore = Omit<DialectJobStorage, keyof JobQueries>;
+
+/** The read half of {@link DialectJobStorage}: what a dialect's `<d>-job-queries.ts` implements. */
+export type DialectJobQueries = Pick<DialectJobStorage, keyof JobQueries>;

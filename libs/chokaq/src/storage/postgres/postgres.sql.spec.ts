@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import * as SQL from './postgres.sql';
 import { POSTGRES_MIGRATIONS, postgresSchemaScript } from './postgres.schema';
-import { isTransientPostgresError } from './postgres-job-storage';
+import { isTransientPostgresError } from './postgres-errors';
 
 const S = SQL.quoteSchema('chokaq');
 
@@ -13,15 +13,15 @@ function allStatements(): Record<string, string> {
     { status: 5, outcome: 2, counter: 'cancelled_total' },
   ];
   return {
-    enqueue: SQL.enqueueChunk(S, 'chokaq'),
-    enqueueQuiet: SQL.enqueueChunk(S, null),
-    lookup: SQL.lookupEnqueueHolders(S),
-    lock: SQL.lockBudgetedQueues(S),
-    claim: SQL.claimBatch(S),
-    claimedByLease: SQL.selectClaimedByLease(S),
+    enqueue: SQL.enqueue(S, 'chokaq'),
+    enqueueQuiet: SQL.enqueue(S, null),
+    lookup: SQL.enqueueHolders(S),
+    lock: SQL.fetchNextBatchLockBudgets(S),
+    claim: SQL.fetchNextBatch(S),
+    claimedByLease: SQL.fetchNextBatchClaimed(S),
     markAsProcessing: SQL.markAsProcessing(S),
     keepAlive: SQL.keepAlive(S),
-    release: SQL.releaseLeases(S),
+    release: SQL.release(S),
     reschedule: SQL.rescheduleForRetry(S),
     archive: SQL.archiveSucceeded(S),
     ...Object.fromEntries(
@@ -30,19 +30,19 @@ function allStatements(): Record<string, string> {
         [`dlqAdmin${shape.status}`, SQL.moveToDlq(S, shape, false)],
       ]),
     ),
-    cancelMove: SQL.cancelMove(S),
+    cancelMove: SQL.cancel(S),
     cancelRequest: SQL.cancelRequest(S, SQL.cancelChannel('chokaq')),
     resurrect: SQL.resurrect(S, SQL.CHOOSE_DLQ_BY_IDS),
     recover: SQL.recoverAbandoned(S),
     zombies: SQL.archiveZombies(S),
-    upsertQueue: SQL.upsertQueue(S),
-    retainArchive: SQL.retainArchive(S),
-    retainDlq: SQL.retainDlq(S),
-    retainBuckets: SQL.retainBuckets(S),
-    summary: SQL.selectSummary(S),
-    queueStats: SQL.selectQueueStats(S),
-    health: SQL.selectQueueHealth(S),
-    throughput: SQL.selectThroughput(S),
+    upsertQueue: SQL.updateQueue(S),
+    retainArchive: SQL.applyRetentionArchive(S),
+    retainDlq: SQL.applyRetentionDlq(S),
+    retainBuckets: SQL.applyRetentionBuckets(S),
+    summary: SQL.getSummary(S),
+    queueStats: SQL.getQueueStats(S),
+    health: SQL.getQueueHealth(S),
+    throughput: SQL.getThroughput(S),
   };
 }
 
@@ -69,21 +69,21 @@ describe('postgres.sql', () => {
   it('comments the lock and isolation above every claim, move and rescue statement', () => {
     const source = readFileSync(join(__dirname, 'postgres.sql.ts'), 'utf8');
     for (const name of [
-      'enqueueChunk',
-      'lockBudgetedQueues',
-      'claimBatch',
+      'enqueue',
+      'fetchNextBatchLockBudgets',
+      'fetchNextBatch',
       'markAsProcessing',
       'keepAlive',
-      'releaseLeases',
+      'release',
       'rescheduleForRetry',
       'archiveSucceeded',
       'moveToDlq',
-      'cancelMove',
+      'cancel',
       'cancelRequest',
       'resurrect',
       'recoverAbandoned',
       'archiveZombies',
-      'casRecurringSlot',
+      'claimRecurringSlot',
     ]) {
       const at = source.indexOf(`export const ${name} =`);
       expect(at).toBeGreaterThan(0);
@@ -93,7 +93,7 @@ describe('postgres.sql', () => {
   });
 
   it('claims with a per-queue LATERAL … LIMIT … FOR UPDATE SKIP LOCKED, materialised once', () => {
-    const claim = SQL.claimBatch(S);
+    const claim = SQL.fetchNextBatch(S);
     expect(claim).toMatch(/CROSS JOIN LATERAL \([\s\S]*LIMIT r\.budget\s+FOR UPDATE SKIP LOCKED/);
     expect(claim).toContain('picked AS MATERIALIZED');
     // The only window numbers the few locked candidates (which of them start), never the backlog.
@@ -109,11 +109,11 @@ describe('postgres.sql', () => {
     expect(claim).toContain("set_config('synchronous_commit', 'off', true)");
     expect(claim).toMatch(/FROM handled CROSS JOIN relaxed/);
     // The fast path: one statement that counts no budget and skips budgeted queues.
-    const fast = SQL.claimBatch(S, 'unbudgeted');
+    const fast = SQL.fetchNextBatch(S, 'unbudgeted');
     expect(fast).toContain('q.max_workers IS NULL');
     expect(fast).not.toContain('count(*)');
     expect(fast).toMatch(/LIMIT r\.budget\s+FOR UPDATE SKIP LOCKED/);
-    expect(SQL.lockBudgetedQueues(S)).toMatch(
+    expect(SQL.fetchNextBatchLockBudgets(S)).toMatch(
       /max_workers IS NOT NULL[\s\S]*ORDER BY name\s+FOR NO KEY UPDATE/,
     );
   });

@@ -103,7 +103,7 @@ ON CONFLICT (version) DO NOTHING`;
  * speculative-insertion path on the hot `StatsSummary` row). With `notify`, `pg_notify` runs in the
  * same statement, so listeners hear about it only after commit.
  */
-export const enqueueChunk = (s: string, notifyChannel: string | null): string => `
+export const enqueue = (s: string, notifyChannel: string | null): string => `
 WITH input AS (
   SELECT * FROM unnest(
     $1::text[], $2::text[], $3::text[], $4::text[], $5::text[],
@@ -149,7 +149,7 @@ CROSS JOIN LATERAL pg_notify(${literal(notifyChannel)}, x.queue)`
  * keys. $1 ids, $2 keys. Plain READ COMMITTED read; a holder that vanished in between makes the
  * caller try the insert again.
  */
-export const lookupEnqueueHolders = (s: string): string => `
+export const enqueueHolders = (s: string): string => `
 SELECT 'id' AS kind, id, NULL::text AS idempotency_key FROM ${s}.jobs_hot WHERE id = ANY ($1::text[])
 UNION ALL
 SELECT 'id', id, NULL FROM ${s}.jobs_archive WHERE id = ANY ($1::text[])
@@ -174,7 +174,7 @@ export const BEGIN_READ_COMMITTED = 'START TRANSACTION ISOLATION LEVEL READ COMM
  * snapshot is taken when it starts, so the active count in step 2 only sees the previous claimer's
  * committed rows if step 2 starts after this lock was granted.
  */
-export const lockBudgetedQueues = (s: string): string => `
+export const fetchNextBatchLockBudgets = (s: string): string => `
 SELECT name FROM ${s}.queues
 WHERE name = ANY ($1::text[]) AND max_workers IS NOT NULL
 ORDER BY name
@@ -239,7 +239,10 @@ FOR NO KEY UPDATE`;
  * move) flushes the WAL up to and including the claim, so no later state survives without it.
  * Referenced by `wanted`, so it is evaluated (once) before anything is claimed.
  */
-export const claimBatch = (s: string, variant: 'budgeted' | 'unbudgeted' = 'budgeted'): string => `
+export const fetchNextBatch = (
+  s: string,
+  variant: 'budgeted' | 'unbudgeted' = 'budgeted',
+): string => `
 WITH relaxed AS MATERIALIZED (
   SELECT set_config('synchronous_commit', 'off', true) AS setting
 ),
@@ -307,7 +310,7 @@ RETURNING j.*`;
  * sweep (started by the claim). $1 worker, $2 lease. Only that claim can have set this lease, and
  * its caller never received the rows, so nothing else can have moved them on.
  */
-export const selectClaimedByLease = (s: string): string => `
+export const fetchNextBatchClaimed = (s: string): string => `
 SELECT * FROM ${s}.jobs_hot
 WHERE status IN (1, 2) AND worker_id = $1 AND lease_id = $2`;
 
@@ -361,7 +364,7 @@ RETURNING j.id, j.cancel_requested_utc IS NOT NULL AS cancel_requested`;
  * now() + $4 and `retried_total` grows by the rows released (an open circuit: no attempt spent).
  * Lock/isolation: READ COMMITTED, one statement; the counter upsert is one row per queue.
  */
-export const releaseLeases = (s: string): string => `
+export const release = (s: string): string => `
 WITH released AS (
   UPDATE ${s}.jobs_hot j
   SET status = 0, worker_id = NULL, lease_id = NULL, last_updated_utc = now(),
@@ -541,7 +544,7 @@ SELECT id FROM src`;
  * Lock/isolation: READ COMMITTED, runs in the cancel transaction before step 2. A row that a worker
  * marks Processing concurrently is re-checked after the DELETE's lock and no longer matches.
  */
-export const cancelMove = (s: string): string => `
+export const cancel = (s: string): string => `
 WITH moved AS (
   DELETE FROM ${s}.jobs_hot j
   WHERE j.id = ANY ($1::text[]) AND j.status IN (0, 1)
@@ -623,7 +626,7 @@ SELECT id FROM revived`;
 export const CHOOSE_DLQ_BY_IDS = `SELECT unnest($6::text[]) AS id`;
 
 /**
- * Ids for {@link resurrect} / {@link purgeDlqChosen} by filter: at most `limitParam` matching rows, oldest
+ * Ids for {@link resurrect} / {@link purgeDlqByFilter} by filter: at most `limitParam` matching rows, oldest
  * failure first, skipping rows another transaction holds (FOR UPDATE SKIP LOCKED), so two bulk
  * actions never block each other and never both touch one row.
  */
@@ -640,7 +643,7 @@ export const chooseDlqByFilter = (s: string, where: string, limitParam: string):
  * Fetched rows untouched for $1 ms → Pending (no user code ran, so this is always safe). At most
  * $2 rows, oldest first. Returns the ids.
  * Lock/isolation: READ COMMITTED; candidates come from `ix_jobs_hot_fetched` with
- * `FOR UPDATE SKIP LOCKED` in a MATERIALIZED CTE (evaluated once, see {@link claimBatch}); a row
+ * `FOR UPDATE SKIP LOCKED` in a MATERIALIZED CTE (evaluated once, see {@link fetchNextBatch}); a row
  * being heartbeated or started right now is skipped, and a row that changed after the statement's
  * snapshot is re-checked against the staleness condition when it is locked.
  */
@@ -726,7 +729,7 @@ SELECT 'retried', id FROM retried`;
 // ------------------------------------------------------------------------------------------ queues
 
 /** All queue rows. */
-export const selectQueues = (s: string): string => `SELECT * FROM ${s}.queues ORDER BY name`;
+export const getQueues = (s: string): string => `SELECT * FROM ${s}.queues ORDER BY name`;
 
 /**
  * Upserts a queue and applies the patch. $1 name; $2 is_paused, $3 is_active, $4 retry_zombies
@@ -736,7 +739,7 @@ export const selectQueues = (s: string): string => `SELECT * FROM ${s}.queues OR
  * it takes the same row lock that claims take on budgeted queues, so a budget change waits for an
  * in-flight claim.
  */
-export const upsertQueue = (s: string): string => `
+export const updateQueue = (s: string): string => `
 INSERT INTO ${s}.queues AS q (
   name, is_paused, is_active, retry_zombies, max_workers, zombie_timeout_seconds,
   execution_timeout_ms, last_updated_utc)
@@ -759,14 +762,14 @@ RETURNING *`;
  * Deletes DLQ rows by id ($1, one bounded chunk). Lock/isolation: READ COMMITTED; rows another
  * transaction holds (e.g. being resurrected) are skipped, not waited for. Counters untouched.
  */
-export const purgeDlqByIds = (s: string): string =>
-  purgeDlqChosen(
+export const purgeDlq = (s: string): string =>
+  purgeDlqByFilter(
     s,
     `SELECT f.id FROM ${s}.jobs_dlq f WHERE f.id = ANY ($1::text[]) FOR UPDATE SKIP LOCKED`,
   );
 
-/** Deletes the DLQ rows whose ids `chosen` yields (evaluated once, see {@link claimBatch}). */
-export const purgeDlqChosen = (s: string, chosen: string): string => `
+/** Deletes the DLQ rows whose ids `chosen` yields (evaluated once, see {@link fetchNextBatch}). */
+export const purgeDlqByFilter = (s: string, chosen: string): string => `
 WITH chosen AS MATERIALIZED (${chosen})
 DELETE FROM ${s}.jobs_dlq d USING chosen c WHERE d.id = c.id RETURNING d.id`;
 
@@ -775,7 +778,7 @@ DELETE FROM ${s}.jobs_dlq d USING chosen c WHERE d.id = c.id RETURNING d.id`;
  * Lock/isolation: each batch its own short transaction; the batch is picked once in a MATERIALIZED
  * CTE with SKIP LOCKED, so it never waits on row locks of a concurrent purge or retention run. Counters untouched (they are lifetime).
  */
-export const retainArchive = (s: string): string => `
+export const applyRetentionArchive = (s: string): string => `
 WITH chosen AS MATERIALIZED (
   SELECT r.id FROM ${s}.jobs_archive r
   WHERE r.finished_at_utc < now() - $1::float8 ${MS}
@@ -785,8 +788,8 @@ WITH chosen AS MATERIALIZED (
 DELETE FROM ${s}.jobs_archive a USING chosen c WHERE a.id = c.id
 RETURNING a.id`;
 
-/** Retention batch of the DLQ (failed more than $1 ms ago, at most $2); as {@link retainArchive}. */
-export const retainDlq = (s: string): string => `
+/** Retention batch of the DLQ (failed more than $1 ms ago, at most $2); as {@link applyRetentionArchive}. */
+export const applyRetentionDlq = (s: string): string => `
 WITH chosen AS MATERIALIZED (
   SELECT r.id FROM ${s}.jobs_dlq r
   WHERE r.failed_at_utc < now() - $1::float8 ${MS}
@@ -796,8 +799,8 @@ WITH chosen AS MATERIALIZED (
 DELETE FROM ${s}.jobs_dlq d USING chosen c WHERE d.id = c.id
 RETURNING d.id`;
 
-/** Retention batch of metric buckets older than $1 ms (at most $2), by primary key; as {@link retainArchive}. */
-export const retainBuckets = (s: string): string => `
+/** Retention batch of metric buckets older than $1 ms (at most $2), by primary key; as {@link applyRetentionArchive}. */
+export const applyRetentionBuckets = (s: string): string => `
 WITH chosen AS MATERIALIZED (
   SELECT r.bucket_utc, r.queue, r.outcome, r.failure_reason FROM ${s}.metric_buckets r
   WHERE r.bucket_utc < now() - $1::float8 ${MS}
@@ -812,12 +815,11 @@ RETURNING 1 AS deleted`;
 // ------------------------------------------------------------------------------------------ reads
 
 /** One job by id ($1) in each pillar; read one after the other (hot, archive, DLQ). */
-export const selectHotById = (s: string): string => `SELECT * FROM ${s}.jobs_hot WHERE id = $1`;
-/** @see selectHotById */
-export const selectArchiveById = (s: string): string =>
-  `SELECT * FROM ${s}.jobs_archive WHERE id = $1`;
-/** @see selectHotById */
-export const selectDlqById = (s: string): string => `SELECT * FROM ${s}.jobs_dlq WHERE id = $1`;
+export const getJobHot = (s: string): string => `SELECT * FROM ${s}.jobs_hot WHERE id = $1`;
+/** @see getJobHot */
+export const getJobArchive = (s: string): string => `SELECT * FROM ${s}.jobs_archive WHERE id = $1`;
+/** @see getJobHot */
+export const getJobDlq = (s: string): string => `SELECT * FROM ${s}.jobs_dlq WHERE id = $1`;
 
 /** Table of each pillar. */
 const PILLAR_TABLE = { hot: 'jobs_hot', archive: 'jobs_archive', dlq: 'jobs_dlq' } as const;
@@ -907,7 +909,7 @@ export function countPage(s: string, pillar: 'hot' | 'archive' | 'dlq', where: s
  * the partial indexes). Exact counts of a very large archive are O(rows); telemetry that needs to
  * be cheap should use planner estimates (a later issue).
  */
-export const selectSummary = (s: string): string => `
+export const getSummary = (s: string): string => `
 SELECT
   (SELECT coalesce(sum(succeeded_total), 0) FROM ${s}.stats_summary) AS succeeded_total,
   (SELECT coalesce(sum(failed_total), 0) FROM ${s}.stats_summary) AS failed_total,
@@ -921,7 +923,7 @@ SELECT
   (SELECT count(*) FROM ${s}.jobs_dlq) AS dlq`;
 
 /** Per-queue counters, current counts by status and pillar, and controls. */
-export const selectQueueStats = (s: string): string => `
+export const getQueueStats = (s: string): string => `
 SELECT q.name AS queue, q.is_paused, q.is_active, q.max_workers,
        coalesce(h.pending, 0) AS pending, coalesce(h.fetched, 0) AS fetched,
        coalesce(h.processing, 0) AS processing,
@@ -944,7 +946,7 @@ ORDER BY q.name`;
  * Per-queue lag and saturation: due pending rows (through `ix_jobs_hot_pending`), their average
  * and longest wait since they became due, and the active count (through `ix_jobs_hot_active`).
  */
-export const selectQueueHealth = (s: string): string => `
+export const getQueueHealth = (s: string): string => `
 SELECT q.name AS queue, q.max_workers,
        p.due_pending, p.avg_lag_ms, p.max_lag_ms, a.active
 FROM ${s}.queues q
@@ -960,7 +962,7 @@ CROSS JOIN LATERAL (
 ORDER BY q.name`;
 
 /** Completions over the last 1 and 5 minutes from metric buckets (PK range on bucket_utc); $1 queue or NULL. */
-export const selectThroughput = (s: string): string => `
+export const getThroughput = (s: string): string => `
 SELECT
   coalesce(sum(completed_count) FILTER (WHERE bucket_utc > now() - interval '1 minute'), 0) AS total_1m,
   coalesce(sum(completed_count), 0) AS total_5m,
@@ -979,7 +981,7 @@ export const TOP_ERRORS_SCAN_LIMIT = 10_000;
  * The most frequent error families (first line of `error_details`, at most 200 chars) among the
  * newest {@link TOP_ERRORS_SCAN_LIMIT} DLQ rows matching `where`; `limitParam` families.
  */
-export const selectTopDlqErrors = (s: string, where: string, limitParam: string): string => `
+export const getTopDlqErrors = (s: string, where: string, limitParam: string): string => `
 SELECT e.error, count(*) AS count, max(e.failed_at_utc) AS last_failed_at_utc
 FROM (
   SELECT left(rtrim(split_part(coalesce(x.error_details, ''), E'\\n', 1), E'\\r'), 200) AS error,
@@ -993,7 +995,7 @@ ORDER BY count(*) DESC, max(e.failed_at_utc) DESC, e.error
 LIMIT ${limitParam}`;
 
 /** Sample ids (in the order bulk actions take them: oldest failure first) for a preview. */
-export const selectDlqSample = (s: string, where: string, limitParam: string): string => `
+export const previewDlqFilterSample = (s: string, where: string, limitParam: string): string => `
 SELECT x.id FROM ${s}.jobs_dlq x WHERE ${where}
 ORDER BY x.failed_at_utc, x.id
 LIMIT ${limitParam}`;
@@ -1005,7 +1007,7 @@ LIMIT ${limitParam}`;
  * $6 payload, $7 misfire policy, $8 next slot. `last_slot_utc` and `is_paused` are kept;
  * `next_slot_utc` is reset only when the cron or zone changed (every SET reads the old row).
  */
-export const upsertRecurring = (s: string): string => `
+export const upsertRecurringJob = (s: string): string => `
 INSERT INTO ${s}.recurring_jobs AS r (
   name, cron, time_zone, queue, type, payload, last_slot_utc, next_slot_utc, misfire_policy, is_paused)
 VALUES ($1, $2, $3, $4, $5, $6, NULL, $8, $7, false)
@@ -1017,7 +1019,7 @@ SET next_slot_utc = CASE WHEN r.cron IS DISTINCT FROM EXCLUDED.cron
     type = EXCLUDED.type, payload = EXCLUDED.payload, misfire_policy = EXCLUDED.misfire_policy`;
 
 /** All recurring definitions. */
-export const selectRecurring = (s: string): string =>
+export const getRecurringJobs = (s: string): string =>
   `SELECT * FROM ${s}.recurring_jobs ORDER BY name`;
 
 /**
@@ -1026,13 +1028,41 @@ export const selectRecurring = (s: string): string =>
  * process racing for the same slot waits, then re-checks `next_slot_utc = $2` on the new row version
  * and updates nothing. Runs in one transaction with the slot's enqueue.
  */
-export const casRecurringSlot = (s: string): string => `
+export const claimRecurringSlot = (s: string): string => `
 UPDATE ${s}.recurring_jobs
 SET last_slot_utc = $2, next_slot_utc = $3
 WHERE name = $1 AND next_slot_utc = $2
 RETURNING name`;
 
 // ------------------------------------------------------------------------------------------ misc
+
+/**
+ * The store's fixed statements, built once per schema, each under the name of the method it serves
+ * (a suffix for a step of that method). Being fixed texts, they are the ones that run as named
+ * prepared statements (`postgres.connection.ts`); the statements built per call are not.
+ */
+export const hotPathStatements = (
+  s: string,
+  notifyChannel: string | null,
+  cancelNotifyChannel: string | null,
+) => ({
+  enqueue: enqueue(s, notifyChannel),
+  enqueueHolders: enqueueHolders(s),
+  fetchNextBatch: fetchNextBatch(s),
+  fetchNextBatchUnbudgeted: fetchNextBatch(s, 'unbudgeted'),
+  fetchNextBatchLockBudgets: fetchNextBatchLockBudgets(s),
+  fetchNextBatchClaimed: fetchNextBatchClaimed(s),
+  markAsProcessing: markAsProcessing(s),
+  keepAlive: keepAlive(s),
+  release: release(s),
+  reportProgress: reportProgress(s),
+  rescheduleForRetry: rescheduleForRetry(s),
+  archiveSucceeded: archiveSucceeded(s),
+  cancel: cancel(s),
+  cancelRequest: cancelRequest(s, cancelNotifyChannel),
+  recoverAbandoned: recoverAbandoned(s),
+  archiveZombies: archiveZombies(s),
+});
 
 /** The database clock. */
 export const SELECT_NOW = `SELECT clock_timestamp() AS now`;

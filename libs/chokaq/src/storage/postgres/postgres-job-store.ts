@@ -1,23 +1,8 @@
-import { Logger } from '@nestjs/common';
-import type { Client, Pool } from 'pg';
-import type { DataSource, QueryRunner } from 'typeorm';
 import { isUuid } from '../../common/uuid';
-import { ChokaQTransactionError, ChokaQUnsupportedServerError } from '../../errors';
+import { ChokaQUnsupportedServerError } from '../../errors';
 import type { Checked } from '../../interfaces/checked.interface';
 import { FailureReason } from '../../interfaces/job-status.enum';
-import {
-  ActiveFilter,
-  BulkPreview,
-  DlqErrorFamily,
-  DlqFilter,
-  HistoryFilter,
-  JobView,
-  Page,
-  QueueHealth,
-  QueueStats,
-  SummaryStats,
-  ThroughputStats,
-} from '../../interfaces/job-view.interface';
+import { DlqFilter } from '../../interfaces/job-view.interface';
 import {
   CancelResult,
   CompletedJob,
@@ -35,7 +20,6 @@ import {
   ZombieRescueResult,
 } from '../../interfaces/job.interface';
 import { RecurringJobRecord } from '../../interfaces/recurring-job.interface';
-import { PREVIEW_SAMPLE } from '../../validation/limits';
 import {
   CheckedDlqMove,
   CheckedRecurringDefinition,
@@ -43,26 +27,16 @@ import {
   isLeaseTarget,
 } from '../../validation/validate-args';
 import { ValidatedEdits, ValidatedJob } from '../../validation/validate-job';
-import { DialectJobStorage, ZombieSweep } from '../dialect-job-storage';
-import { assertDataSourceOpen, queryRunnerDataSource } from '../shared/data-source';
+import { DialectJobStore, ZombieSweep } from '../dialect-job-storage';
 import { dlqStatusFor, Outcome } from '../shared/outcome';
-import { NormalizedPage } from '../shared/page';
-import { mapHotRow, mapJobView, mapQueueRow, toDate } from '../shared/row-mapper';
-import { withTransientRetry } from '../shared/transient-retry';
-import { SqlStorageConfig } from '../storage-config';
-import { PgListener } from './pg-listener';
+import { mapHotRow, mapQueueRow, toDate } from '../shared/row-mapper';
+import { Exec, num, PostgresConnection } from './postgres.connection';
 import {
   bootstrapStatements,
   POSTGRES_MIGRATIONS,
   POSTGRES_SCHEMA_VERSION,
 } from './postgres.schema';
 import * as SQL from './postgres.sql';
-import { isStalePlanError, PreparedStatements } from './prepared-statements';
-
-type Row = Record<string, unknown>;
-
-/** Runs one statement on a connection and returns its rows. */
-type Exec = (sql: string, params?: readonly unknown[]) => Promise<Row[]>;
 
 /** Rows per multi-row insert statement of `enqueueMany`. */
 const ENQUEUE_CHUNK_ROWS = 1_000;
@@ -75,178 +49,35 @@ const MAX_HOLDER_ROUNDS = 5;
 /** Oldest server this dialect supports (`hashtextextended`, LATERAL + SKIP LOCKED, MATERIALIZED CTEs). */
 const MIN_SERVER_VERSION = 120_000;
 
-/** SQLSTATEs retried as transient: serialization failure, deadlock, admin/crash shutdown, cannot connect now, connection exceptions (08xxx). */
-const TRANSIENT_SQLSTATES = new Set(['40001', '40P01', '57P01', '57P02', '57P03']);
-/** Node socket errors retried as transient. */
-const TRANSIENT_NODE_CODES = new Set([
-  'ECONNRESET',
-  'ECONNREFUSED',
-  'EPIPE',
-  'ETIMEDOUT',
-  'EHOSTUNREACH',
-]);
-/** Driver messages of a lost connection (pg does not attach a code to them). */
-const TRANSIENT_MESSAGE =
-  /Connection terminated|connection timeout|Client has encountered a connection error|Connection is closed/i;
-
 /**
- * True for PostgreSQL errors worth retrying (SPEC §3): 40001, 40P01, 57P01, 57P03, 08xxx and
- * dropped connections, plus a prepared statement made stale by DDL (it is prepared again under a
- * new name). Looks through TypeORM's `QueryFailedError` to the driver error.
- */
-export function isTransientPostgresError(error: unknown): boolean {
-  for (let e: unknown = error, depth = 0; e && typeof e === 'object' && depth < 4; depth++) {
-    const { code, message } = e as { code?: unknown; message?: unknown };
-    if (typeof code === 'string') {
-      if (TRANSIENT_SQLSTATES.has(code) || /^08[0-9A-Z]{3}$/.test(code)) return true;
-      if (TRANSIENT_NODE_CODES.has(code)) return true;
-    }
-    if (typeof message === 'string' && TRANSIENT_MESSAGE.test(message)) return true;
-    const next = e as { driverError?: unknown; cause?: unknown };
-    e = next.driverError ?? next.cause;
-  }
-  return isStalePlanError(error);
-}
-
-function num(value: unknown): number {
-  return value === null || value === undefined ? 0 : Number(value);
-}
-
-/**
- * The PostgreSQL dialect of {@link JobStorage}: all of ChokaQ's coordination through row locks,
- * `FOR UPDATE SKIP LOCKED` claims and single-statement atomic moves. The SQL lives in
- * `postgres.sql.ts` (each statement names the lock and isolation it relies on), the DDL in
- * `postgres.schema.ts`.
+ * The write half of the PostgreSQL dialect (`JobStore`), and its lifecycle: all of ChokaQ's
+ * coordination through row locks, `FOR UPDATE SKIP LOCKED` claims and single-statement atomic
+ * moves. The SQL lives in `postgres.sql.ts` (each statement names the lock and isolation it relies
+ * on), the DDL in `postgres.schema.ts`, the connection, transactions and transient retry in
+ * `postgres.connection.ts`; the reads are {@link PostgresJobQueries}'s, on the same connection.
  *
- * Connections: each operation borrows a `QueryRunner` (a pooled connection) of the `DataSource`
- * and releases it in `finally`; multi-statement transactions run on one runner. `subscribe` uses
- * its own `pg.Client` (LISTEN holds a session, so it must not sit on a pool slot).
+ * `subscribe` uses its own `pg.Client` (LISTEN holds a session, so it must not sit on a pool slot).
  */
-export class PostgresJobStorage implements DialectJobStorage {
+export class PostgresJobStore implements DialectJobStore {
   readonly dialect = 'postgres' as const;
 
-  private readonly logger = new Logger(PostgresJobStorage.name);
-  private readonly dataSource: DataSource;
+  private readonly logger: PostgresConnection['logger'];
   private readonly schemaName: string;
   private readonly s: string;
   private readonly channel: string | null;
   private readonly cancelChannel: string | null;
-  private readonly listeners = new Set<PgListener>();
-  private closed = false;
 
-  /** Statements that depend only on the schema, built once. */
-  private readonly sql: {
-    enqueue: string;
-    lookupHolders: string;
-    lockBudgets: string;
-    claim: string;
-    claimUnbudgeted: string;
-    claimedByLease: string;
-    markAsProcessing: string;
-    keepAlive: string;
-    release: string;
-    reschedule: string;
-    reportProgress: string;
-    archive: string;
-    cancelMove: string;
-    cancelRequest: string;
-    recoverAbandoned: string;
-    archiveZombies: string;
-  };
+  /** The fixed statements, by the name of the method they serve (`postgres.sql.ts`). */
+  private readonly sql: ReturnType<typeof SQL.hotPathStatements>;
 
-  /**
-   * Named prepared statements for the fixed texts of {@link sql} (when `config.preparedStatements`).
-   * Only fixed texts: statements built per call (filters, pages, DLQ move shapes) would leave an
-   * unbounded number of prepared statements on each connection.
-   */
-  private readonly prepared: PreparedStatements | undefined;
-  private readonly onPlansInvalidated = (): void =>
-    this.logger.log(
-      `The schema of "${this.schemaName}" changed under prepared statements; preparing them again`,
-    );
-
-  constructor(readonly config: SqlStorageConfig) {
-    this.dataSource = config.dataSource;
-    this.schemaName = config.schema;
-    this.s = SQL.quoteSchema(config.schema);
-    this.channel = config.notify ? SQL.enqueueChannel(config.schema) : null;
-    this.cancelChannel = config.notify ? SQL.cancelChannel(config.schema) : null;
-    const s = this.s;
-    this.sql = {
-      enqueue: SQL.enqueueChunk(s, this.channel),
-      lookupHolders: SQL.lookupEnqueueHolders(s),
-      lockBudgets: SQL.lockBudgetedQueues(s),
-      claim: SQL.claimBatch(s),
-      claimUnbudgeted: SQL.claimBatch(s, 'unbudgeted'),
-      claimedByLease: SQL.selectClaimedByLease(s),
-      markAsProcessing: SQL.markAsProcessing(s),
-      keepAlive: SQL.keepAlive(s),
-      release: SQL.releaseLeases(s),
-      reschedule: SQL.rescheduleForRetry(s),
-      reportProgress: SQL.reportProgress(s),
-      archive: SQL.archiveSucceeded(s),
-      cancelMove: SQL.cancelMove(s),
-      cancelRequest: SQL.cancelRequest(s, this.cancelChannel),
-      recoverAbandoned: SQL.recoverAbandoned(s),
-      archiveZombies: SQL.archiveZombies(s),
-    };
-    this.prepared = config.preparedStatements
-      ? new PreparedStatements(Object.values(this.sql))
-      : undefined;
-  }
-
-  // ---------------------------------------------------------------- plumbing
-
-  /** Retries transient failures of a whole operation (each attempt a fresh statement or transaction). */
-  private retry<T>(name: string, operation: (attempt: number) => Promise<T>): Promise<T> {
-    return withTransientRetry(
-      name,
-      operation,
-      isTransientPostgresError,
-      this.config.transientRetry,
-    );
-  }
-
-  /** Borrows a pooled connection for `fn`, optionally inside one transaction; always releases it. */
-  private async withConnection<T>(
-    transaction: boolean,
-    fn: (exec: Exec) => Promise<T>,
-  ): Promise<T> {
-    assertDataSourceOpen(this.dataSource, 'PostgreSQL');
-    const runner = this.dataSource.createQueryRunner('master');
-    try {
-      const exec = execOn(runner, this.prepared, this.onPlansInvalidated);
-      if (!transaction) return await fn(exec);
-      // READ COMMITTED explicitly: every claim and move relies on a fresh snapshot per statement
-      // (see postgres.sql.ts), whatever default_transaction_isolation the server or pool sets.
-      // One statement, not TypeORM's startTransaction (START TRANSACTION, then SET TRANSACTION:
-      // two round trips). If ROLLBACK itself fails the connection is broken, and pg's pool drops a
-      // connection that is no longer queryable when it is released.
-      await exec(SQL.BEGIN_READ_COMMITTED);
-      try {
-        const result = await fn(exec);
-        await exec('COMMIT');
-        return result;
-      } catch (error) {
-        await exec('ROLLBACK').catch(() => undefined);
-        throw error;
-      }
-    } finally {
-      await runner.release();
-    }
-  }
-
-  /** One autocommit statement with transient retry. */
-  private query(name: string, sql: string, params: readonly unknown[] = []): Promise<Row[]> {
-    return this.retry(name, () => this.withConnection(false, (exec) => exec(sql, params)));
-  }
-
-  /** One transaction with transient retry; `fn` must be safe to repeat from scratch. */
-  private transaction<T>(
-    name: string,
-    fn: (exec: Exec, attempt: number) => Promise<T>,
-  ): Promise<T> {
-    return this.retry(name, (attempt) => this.withConnection(true, (exec) => fn(exec, attempt)));
+  constructor(private readonly db: PostgresConnection) {
+    this.logger = db.logger;
+    this.schemaName = db.schemaName;
+    this.s = db.s;
+    this.channel = db.config.notify ? SQL.enqueueChannel(this.schemaName) : null;
+    this.cancelChannel = db.config.notify ? SQL.cancelChannel(this.schemaName) : null;
+    this.sql = SQL.hotPathStatements(this.s, this.channel, this.cancelChannel);
+    db.usePrepared(Object.values(this.sql));
   }
 
   // ---------------------------------------------------------------- lifecycle
@@ -257,7 +88,7 @@ export class PostgresJobStorage implements DialectJobStorage {
    * and the moves would fail at run time, on every poll.
    */
   async prepare(): Promise<void> {
-    const [row] = await this.query('prepare', SQL.SELECT_SERVER_VERSION);
+    const [row] = await this.db.query('prepare', SQL.SELECT_SERVER_VERSION);
     const version = num(row?.version);
     if (version < MIN_SERVER_VERSION) {
       throw new ChokaQUnsupportedServerError(
@@ -279,7 +110,7 @@ export class PostgresJobStorage implements DialectJobStorage {
    */
   async ensureSchema(): Promise<void> {
     if ((await this.appliedVersions()).includes(POSTGRES_SCHEMA_VERSION)) return;
-    await this.transaction('ensureSchema', async (exec) => {
+    await this.db.transaction('ensureSchema', async (exec) => {
       await exec(SQL.LOCK_SCHEMA, [this.schemaName]);
       for (const statement of bootstrapStatements(this.s)) await exec(statement);
       const applied = new Set(
@@ -297,29 +128,23 @@ export class PostgresJobStorage implements DialectJobStorage {
   }
 
   private async appliedVersions(): Promise<number[]> {
-    const [ledger] = await this.query('ensureSchema', SQL.SELECT_LEDGER_EXISTS, [
+    const [ledger] = await this.db.query('ensureSchema', SQL.SELECT_LEDGER_EXISTS, [
       `${this.s}.schema_migrations`,
     ]);
     if (ledger?.exists !== true) return [];
-    return (await this.query('ensureSchema', SQL.selectAppliedVersions(this.s))).map((r) =>
+    return (await this.db.query('ensureSchema', SQL.selectAppliedVersions(this.s))).map((r) =>
       num(r.version),
     );
   }
 
   /** Ends every LISTEN client, then destroys the DataSource if ChokaQ created it. Idempotent. */
   async close(): Promise<void> {
-    if (this.closed) return;
-    this.closed = true;
-    const subscriptions = [...this.listeners];
-    this.listeners.clear();
-    await Promise.all(subscriptions.map((subscription) => subscription.stop()));
-    if (this.config.ownsDataSource && this.dataSource.isInitialized)
-      await this.dataSource.destroy();
+    await this.db.close();
   }
 
   /** The database clock. */
   async now(): Promise<Date> {
-    const [row] = await this.query('now', SQL.SELECT_NOW);
+    const [row] = await this.db.query('now', SQL.SELECT_NOW);
     return toDate(row.now)!;
   }
 
@@ -327,7 +152,7 @@ export class PostgresJobStorage implements DialectJobStorage {
    * LISTENs on the schema's channel, and with `onCancelRequested` on its cancel channel too, in one
    * session on a dedicated `pg.Client` (same connection options as the pool), so the session that
    * holds the LISTEN never occupies a pool slot. A lost session is re-established with backoff on
-   * both channels ({@link PgListener}), and `listener` is then called once with no queue, since
+   * both channels (`PgListener`), and `listener` is then called once with no queue, since
    * notifications sent meanwhile are gone; cancellations missed meanwhile reach their owner through
    * its next `keepAlive`. Returns an unsubscribe function that UNLISTENs and ends the client;
    * `close()` ends any left. Null with `notify: false` (PgBouncer transaction pooling cannot carry
@@ -337,7 +162,7 @@ export class PostgresJobStorage implements DialectJobStorage {
     listener: (queue?: string) => void,
     onCancelRequested?: (ids: string[]) => void,
   ): Promise<(() => Promise<void>) | null> {
-    if (this.channel === null || this.cancelChannel === null || this.closed) return null;
+    if (this.channel === null || this.cancelChannel === null || this.db.closed) return null;
     const channels = new Map<string, (payload: string) => void>([[this.channel, listener]]);
     if (onCancelRequested) {
       // `cancelRequest` sends one notification per job, its id as the payload (a list of ids would
@@ -347,24 +172,7 @@ export class PostgresJobStorage implements DialectJobStorage {
         if (isUuid(payload)) onCancelRequested([payload]);
       });
     }
-    const driver = this.dataSource.driver as unknown as {
-      postgres: { Client: new (options: unknown) => Client };
-      master: Pool & { options: Record<string, unknown> };
-    };
-    const subscription = new PgListener({
-      channels,
-      newClient: () => new driver.postgres.Client({ ...driver.master.options }),
-      onReconnected: () => listener(),
-      reconnectMs: this.config.notifyReconnectMs,
-      logger: this.logger,
-      label: this.schemaName,
-    });
-    await subscription.start();
-    this.listeners.add(subscription);
-    return async () => {
-      if (!this.listeners.delete(subscription)) return;
-      await subscription.stop();
-    };
+    return this.db.listen(channels, () => listener());
   }
 
   // ---------------------------------------------------------------- producer
@@ -374,11 +182,11 @@ export class PostgresJobStorage implements DialectJobStorage {
     validated: Checked<ValidatedJob>,
     options?: EnqueueOptions,
   ): Promise<EnqueueResult> {
-    const runner = this.callerTransaction(options);
+    const runner = this.db.callerTransaction(options?.transaction);
     const [result] = runner
-      ? await this.insertJobs(execOn(runner), [validated])
-      : await this.retry('enqueue', () =>
-          this.withConnection(false, (exec) => this.insertJobs(exec, [validated])),
+      ? await this.insertJobs(this.db.on(runner), [validated])
+      : await this.db.retry('enqueue', () =>
+          this.db.withConnection(false, (exec) => this.insertJobs(exec, [validated])),
         );
     return result;
   }
@@ -392,41 +200,17 @@ export class PostgresJobStorage implements DialectJobStorage {
     validated: readonly Checked<ValidatedJob>[],
     options?: EnqueueOptions,
   ): Promise<EnqueueResult[]> {
-    const runner = this.callerTransaction(options);
+    const runner = this.db.callerTransaction(options?.transaction);
     const results: EnqueueResult[] = [];
     for (const part of chunkByBytes(validated)) {
       const partResults = runner
-        ? await this.insertJobs(execOn(runner), part)
-        : await this.retry('enqueueMany', () =>
-            this.withConnection(false, (exec) => this.insertJobs(exec, part)),
+        ? await this.insertJobs(this.db.on(runner), part)
+        : await this.db.retry('enqueueMany', () =>
+            this.db.withConnection(false, (exec) => this.insertJobs(exec, part)),
           );
       results.push(...partResults);
     }
     return results;
-  }
-
-  /** The caller's QueryRunner when `options.transaction` is a usable one; throws when it is not. */
-  private callerTransaction(options: EnqueueOptions | undefined): QueryRunner | null {
-    const tx = options?.transaction;
-    if (tx === undefined || tx === null) return null;
-    const runner = tx as Partial<QueryRunner>;
-    if (
-      typeof tx !== 'object' ||
-      typeof runner.query !== 'function' ||
-      !('isTransactionActive' in runner)
-    ) {
-      throw new ChokaQTransactionError('it is not a TypeORM QueryRunner');
-    }
-    if (queryRunnerDataSource(runner) !== this.dataSource) {
-      throw new ChokaQTransactionError('the QueryRunner belongs to another DataSource');
-    }
-    if (runner.isReleased) throw new ChokaQTransactionError('the QueryRunner was released');
-    if (!runner.isTransactionActive) {
-      throw new ChokaQTransactionError(
-        'the QueryRunner has no open transaction (call startTransaction first)',
-      );
-    }
-    return tx as QueryRunner;
   }
 
   /**
@@ -469,7 +253,7 @@ export class PostgresJobStorage implements DialectJobStorage {
         }
       }
       if (rest.length === 0) break;
-      const holders = await exec(this.sql.lookupHolders, [
+      const holders = await exec(this.sql.enqueueHolders, [
         rest.map((p) => p.job.id),
         rest.map((p) => p.job.idempotencyKey).filter((k): k is string => k !== null),
       ]);
@@ -521,20 +305,20 @@ export class PostgresJobStorage implements DialectJobStorage {
     // A retry after an ambiguous failure first returns what an earlier attempt with this lease
     // already committed (the caller never saw those rows).
     const claimed = async (exec: Exec, attempt: number) =>
-      attempt > 1 ? exec(this.sql.claimedByLease, [workerId, leaseId]) : [];
+      attempt > 1 ? exec(this.sql.fetchNextBatchClaimed, [workerId, leaseId]) : [];
     const rows =
       budgetedQueues && !queues.some((q) => budgetedQueues.includes(q))
-        ? await this.retry('fetchNextBatch', async (attempt) =>
-            this.withConnection(false, async (exec) => {
+        ? await this.db.retry('fetchNextBatch', async (attempt) =>
+            this.db.withConnection(false, async (exec) => {
               const already = await claimed(exec, attempt);
-              return already.length > 0 ? already : exec(this.sql.claimUnbudgeted, params);
+              return already.length > 0 ? already : exec(this.sql.fetchNextBatchUnbudgeted, params);
             }),
           )
-        : await this.transaction('fetchNextBatch', async (exec, attempt) => {
+        : await this.db.transaction('fetchNextBatch', async (exec, attempt) => {
             const already = await claimed(exec, attempt);
             if (already.length > 0) return already;
-            await exec(this.sql.lockBudgets, [queues]);
-            return exec(this.sql.claim, params);
+            await exec(this.sql.fetchNextBatchLockBudgets, [queues]);
+            return exec(this.sql.fetchNextBatch, params);
           });
     return rows.map(mapHotRow).sort(byPriorityThenDue);
   }
@@ -542,7 +326,7 @@ export class PostgresJobStorage implements DialectJobStorage {
   /** @inheritdoc */
   async markAsProcessing(leases: readonly Checked<JobLease>[]): Promise<string[]> {
     const l = leaseArrays(leases);
-    const rows = await this.query('markAsProcessing', this.sql.markAsProcessing, [
+    const rows = await this.db.query('markAsProcessing', this.sql.markAsProcessing, [
       l.ids,
       l.workers,
       l.leases,
@@ -556,7 +340,7 @@ export class PostgresJobStorage implements DialectJobStorage {
     leases: readonly Checked<JobLease>[],
   ): Promise<KeepAliveResult> {
     const l = leaseArrays(leases);
-    const rows = await this.query('keepAlive', this.sql.keepAlive, [
+    const rows = await this.db.query('keepAlive', this.sql.keepAlive, [
       l.ids,
       l.workers,
       l.leases,
@@ -571,7 +355,7 @@ export class PostgresJobStorage implements DialectJobStorage {
   /** @inheritdoc */
   async release(leases: readonly Checked<JobLease>[], delayMs: number | null): Promise<number> {
     const l = leaseArrays(leases);
-    const [row] = await this.query('release', this.sql.release, [
+    const [row] = await this.db.query('release', this.sql.release, [
       l.ids,
       l.workers,
       l.leases,
@@ -582,7 +366,7 @@ export class PostgresJobStorage implements DialectJobStorage {
 
   /** @inheritdoc */
   async reportProgress(lease: Checked<JobLease>, percent: number): Promise<number> {
-    const rows = await this.query('reportProgress', this.sql.reportProgress, [
+    const rows = await this.db.query('reportProgress', this.sql.reportProgress, [
       lease.id,
       lease.workerId,
       lease.leaseId,
@@ -597,7 +381,7 @@ export class PostgresJobStorage implements DialectJobStorage {
     delayMs: number,
     error: string,
   ): Promise<number> {
-    const [row] = await this.query('rescheduleForRetry', this.sql.reschedule, [
+    const [row] = await this.db.query('rescheduleForRetry', this.sql.rescheduleForRetry, [
       lease.id,
       lease.workerId,
       lease.leaseId,
@@ -611,7 +395,7 @@ export class PostgresJobStorage implements DialectJobStorage {
   async archiveSucceeded(completed: readonly Checked<CompletedJob>[]): Promise<RunRef[]> {
     const l = leaseArrays(completed);
     const durations = completed.map((c) => c.durationMs);
-    const rows = await this.query('archiveSucceeded', this.sql.archive, [
+    const rows = await this.db.query('archiveSucceeded', this.sql.archiveSucceeded, [
       l.ids,
       l.workers,
       l.leases,
@@ -640,7 +424,7 @@ export class PostgresJobStorage implements DialectJobStorage {
     } else {
       params = [target.id, reason, error, actor, duration];
     }
-    const rows = await this.query('moveToDlq', SQL.moveToDlq(this.s, shape, owned), params);
+    const rows = await this.db.query('moveToDlq', SQL.moveToDlq(this.s, shape, owned), params);
     return rows.length;
   }
 
@@ -656,8 +440,8 @@ export class PostgresJobStorage implements DialectJobStorage {
   ): Promise<CancelResult> {
     const result: CancelResult = { cancelled: [], cancelRequested: [] };
     for (const part of chunk(unique, ID_CHUNK)) {
-      const [moved, requested] = await this.transaction('cancel', async (exec) => [
-        await exec(this.sql.cancelMove, [part, error, who]),
+      const [moved, requested] = await this.db.transaction('cancel', async (exec) => [
+        await exec(this.sql.cancel, [part, error, who]),
         await exec(this.sql.cancelRequest, [part, who]),
       ]);
       result.cancelled.push(...moved.map((r) => String(r.id)));
@@ -674,7 +458,7 @@ export class PostgresJobStorage implements DialectJobStorage {
     e: Checked<ValidatedEdits>,
     actor: string | null,
   ): Promise<number> {
-    const rows = await this.query('resurrect', SQL.resurrect(this.s, SQL.CHOOSE_DLQ_BY_IDS), [
+    const rows = await this.db.query('resurrect', SQL.resurrect(this.s, SQL.CHOOSE_DLQ_BY_IDS), [
       e.payload,
       e.tags !== undefined,
       e.tags ?? null,
@@ -690,7 +474,7 @@ export class PostgresJobStorage implements DialectJobStorage {
     const moved: string[] = [];
     const sql = SQL.resurrect(this.s, SQL.CHOOSE_DLQ_BY_IDS);
     for (const part of chunk(unique, ID_CHUNK)) {
-      const rows = await this.query('resurrectMany', sql, [null, false, null, null, who, part]);
+      const rows = await this.db.query('resurrectMany', sql, [null, false, null, null, who, part]);
       moved.push(...rows.map((r) => String(r.id)));
     }
     return moved;
@@ -709,7 +493,11 @@ export class PostgresJobStorage implements DialectJobStorage {
       const where = SQL.filterClause('dlq', f, params, 'f');
       params.push(batch);
       const selection = SQL.chooseDlqByFilter(this.s, where, `$${params.length}`);
-      const rows = await this.query('resurrectByFilter', SQL.resurrect(this.s, selection), params);
+      const rows = await this.db.query(
+        'resurrectByFilter',
+        SQL.resurrect(this.s, selection),
+        params,
+      );
       moved.push(...rows.map((r) => String(r.id)));
       if (rows.length < batch) break;
     }
@@ -720,7 +508,7 @@ export class PostgresJobStorage implements DialectJobStorage {
 
   /** @inheritdoc */
   async recoverAbandoned(fetchedTimeoutMs: number, limit: number): Promise<number> {
-    const rows = await this.query('recoverAbandoned', this.sql.recoverAbandoned, [
+    const rows = await this.db.query('recoverAbandoned', this.sql.recoverAbandoned, [
       fetchedTimeoutMs,
       limit,
     ]);
@@ -730,7 +518,7 @@ export class PostgresJobStorage implements DialectJobStorage {
   /** @inheritdoc */
   async archiveZombies(sweep: Checked<ZombieSweep>): Promise<ZombieRescueResult> {
     const { rules } = sweep;
-    const rows = await this.query('archiveZombies', this.sql.archiveZombies, [
+    const rows = await this.db.query('archiveZombies', this.sql.archiveZombies, [
       sweep.defaultTimeoutMs,
       sweep.limit,
       sweep.error,
@@ -748,13 +536,13 @@ export class PostgresJobStorage implements DialectJobStorage {
 
   /** @inheritdoc */
   async getQueues(): Promise<QueueInfo[]> {
-    return (await this.query('getQueues', SQL.selectQueues(this.s))).map(mapQueueRow);
+    return (await this.db.query('getQueues', SQL.getQueues(this.s))).map(mapQueueRow);
   }
 
   /** @inheritdoc */
   async updateQueue(name: string, p: Checked<QueuePatch>): Promise<QueueInfo> {
     const has = (key: keyof QueuePatch): boolean => p[key] !== undefined;
-    const [row] = await this.query('updateQueue', SQL.upsertQueue(this.s), [
+    const [row] = await this.db.query('updateQueue', SQL.updateQueue(this.s), [
       name,
       p.isPaused ?? null,
       p.isActive ?? null,
@@ -775,7 +563,7 @@ export class PostgresJobStorage implements DialectJobStorage {
   async purgeDlq(ids: readonly string[]): Promise<number> {
     let deleted = 0;
     for (const part of chunk(ids, ID_CHUNK)) {
-      deleted += (await this.query('purgeDlq', SQL.purgeDlqByIds(this.s), [part])).length;
+      deleted += (await this.db.query('purgeDlq', SQL.purgeDlq(this.s), [part])).length;
     }
     return deleted;
   }
@@ -789,9 +577,9 @@ export class PostgresJobStorage implements DialectJobStorage {
       const where = SQL.filterClause('dlq', f, params, 'f');
       params.push(batch);
       const selection = SQL.chooseDlqByFilter(this.s, where, `$${params.length}`);
-      const rows = await this.query(
+      const rows = await this.db.query(
         'purgeDlqByFilter',
-        SQL.purgeDlqChosen(this.s, selection),
+        SQL.purgeDlqByFilter(this.s, selection),
         params,
       );
       deleted += rows.length;
@@ -806,188 +594,23 @@ export class PostgresJobStorage implements DialectJobStorage {
     const drain = async (name: string, sql: string, ageMs: number): Promise<number> => {
       let total = 0;
       for (;;) {
-        const n = (await this.query(name, sql, [ageMs, batch])).length;
+        const n = (await this.db.query(name, sql, [ageMs, batch])).length;
         total += n;
         if (n < batch) return total;
       }
     };
     return {
-      archive: await drain('retention.archive', SQL.retainArchive(this.s), policy.archiveMs),
-      dlq: await drain('retention.dlq', SQL.retainDlq(this.s), policy.dlqMs),
-      metricBuckets: await drain('retention.buckets', SQL.retainBuckets(this.s), policy.metricsMs),
-    };
-  }
-
-  // ---------------------------------------------------------------- reads
-
-  /**
-   * Hot first, then archive, then DLQ: three primary-key reads on one pooled connection, not one
-   * snapshot. Forward moves (hot → archive/DLQ) between the reads are still found; a resurrect
-   * (DLQ → hot) landing exactly between the first and the last read can make one call miss the job.
-   */
-  async getJob(id: string): Promise<JobView | null> {
-    const lookups = [
-      ['hot', SQL.selectHotById(this.s)],
-      ['archive', SQL.selectArchiveById(this.s)],
-      ['dlq', SQL.selectDlqById(this.s)],
-    ] as const;
-    for (const [pillar, sql] of lookups) {
-      const [row] = await this.query('getJob', sql, [id]);
-      if (row) return mapJobView(row, pillar);
-    }
-    return null;
-  }
-
-  /** @inheritdoc */
-  listActive(page: Checked<NormalizedPage<ActiveFilter>>): Promise<Page<JobView>> {
-    return this.page('hot', page);
-  }
-
-  /** @inheritdoc */
-  getArchivePage(page: Checked<NormalizedPage<HistoryFilter>>): Promise<Page<JobView>> {
-    return this.page('archive', page);
-  }
-
-  /** @inheritdoc */
-  getDlqPage(page: Checked<NormalizedPage<DlqFilter>>): Promise<Page<JobView>> {
-    return this.page('dlq', page);
-  }
-
-  private async page<F extends object>(
-    pillar: 'hot' | 'archive' | 'dlq',
-    n: NormalizedPage<F>,
-  ): Promise<Page<JobView>> {
-    const params: unknown[] = [];
-    const where = SQL.filterClause(pillar, n.filter as ActiveFilter & DlqFilter, params, 'x');
-    const pageParams = [...params, n.pageSize, n.offset];
-    const [rows, [count]] = await Promise.all([
-      this.query(
-        'page',
-        SQL.selectPage(
-          this.s,
-          pillar,
-          where,
-          n.sortColumn,
-          n.sortDir,
-          `$${params.length + 1}`,
-          `$${params.length + 2}`,
-        ),
-        pageParams,
+      archive: await drain(
+        'retention.archive',
+        SQL.applyRetentionArchive(this.s),
+        policy.archiveMs,
       ),
-      this.query('page.count', SQL.countPage(this.s, pillar, where), params),
-    ]);
-    return {
-      items: rows.map((r) => mapJobView(r, pillar)),
-      total: num(count?.total),
-      page: n.page,
-      pageSize: n.pageSize,
-    };
-  }
-
-  /** @inheritdoc */
-  async getSummary(): Promise<SummaryStats> {
-    const [r] = await this.query('getSummary', SQL.selectSummary(this.s));
-    return {
-      succeededTotal: num(r.succeeded_total),
-      failedTotal: num(r.failed_total),
-      cancelledTotal: num(r.cancelled_total),
-      retriedTotal: num(r.retried_total),
-      resurrectedTotal: num(r.resurrected_total),
-      pending: num(r.pending),
-      fetched: num(r.fetched),
-      processing: num(r.processing),
-      archived: num(r.archived),
-      dlq: num(r.dlq),
-    };
-  }
-
-  /** @inheritdoc */
-  async getQueueStats(): Promise<QueueStats[]> {
-    const rows = await this.query('getQueueStats', SQL.selectQueueStats(this.s));
-    return rows.map((r) => ({
-      queue: String(r.queue),
-      pending: num(r.pending),
-      fetched: num(r.fetched),
-      processing: num(r.processing),
-      archived: num(r.archived),
-      dlq: num(r.dlq),
-      succeededTotal: num(r.succeeded_total),
-      failedTotal: num(r.failed_total),
-      cancelledTotal: num(r.cancelled_total),
-      retriedTotal: num(r.retried_total),
-      resurrectedTotal: num(r.resurrected_total),
-      lastActivityUtc: toDate(r.last_activity_utc),
-      isPaused: r.is_paused === true,
-      isActive: r.is_active === true,
-      maxWorkers: r.max_workers === null ? null : num(r.max_workers),
-    }));
-  }
-
-  /** @inheritdoc */
-  async getQueueHealth(): Promise<QueueHealth[]> {
-    const rows = await this.query('getQueueHealth', SQL.selectQueueHealth(this.s));
-    return rows.map((r) => {
-      const maxWorkers = r.max_workers === null ? null : num(r.max_workers);
-      const active = num(r.active);
-      return {
-        queue: String(r.queue),
-        duePending: num(r.due_pending),
-        avgLagMs: Math.round(num(r.avg_lag_ms)),
-        maxLagMs: Math.round(num(r.max_lag_ms)),
-        active,
-        maxWorkers,
-        // A zero budget that is in use (or not) counts as fully saturated: nothing more can start.
-        saturation: maxWorkers === null ? null : maxWorkers === 0 ? 1 : active / maxWorkers,
-      };
-    });
-  }
-
-  /** @inheritdoc */
-  async getThroughput(queue?: string): Promise<ThroughputStats> {
-    const [r] = await this.query('getThroughput', SQL.selectThroughput(this.s), [queue ?? null]);
-    return {
-      perSecond1m: num(r.total_1m) / 60,
-      perSecond5m: num(r.total_5m) / 300,
-      succeeded1m: num(r.succeeded_1m),
-      failed1m: num(r.failed_1m),
-      succeeded5m: num(r.succeeded_5m),
-      failed5m: num(r.failed_5m),
-    };
-  }
-
-  /** Groups at most the newest 10,000 matching DLQ rows (a bounded read). */
-  async getTopDlqErrors(limit: number, f: Checked<DlqFilter>): Promise<DlqErrorFamily[]> {
-    const params: unknown[] = [];
-    const where = SQL.filterClause('dlq', f, params, 'x');
-    params.push(limit);
-    const rows = await this.query(
-      'getTopDlqErrors',
-      SQL.selectTopDlqErrors(this.s, where, `$${params.length}`),
-      params,
-    );
-    return rows.map((r) => ({
-      error: String(r.error),
-      count: num(r.count),
-      lastFailedAtUtc: toDate(r.last_failed_at_utc)!,
-    }));
-  }
-
-  /** Matched count, `min(matched, max)`, and up to 20 sample ids in the order bulk actions take them. */
-  async previewDlqFilter(f: Checked<DlqFilter>, max: number): Promise<BulkPreview> {
-    const params: unknown[] = [];
-    const where = SQL.filterClause('dlq', f, params, 'x');
-    const [[count], sample] = await Promise.all([
-      this.query('previewDlqFilter', SQL.countPage(this.s, 'dlq', where), params),
-      this.query('previewDlqFilter', SQL.selectDlqSample(this.s, where, `$${params.length + 1}`), [
-        ...params,
-        Math.min(PREVIEW_SAMPLE, max),
-      ]),
-    ]);
-    const matched = num(count?.total);
-    return {
-      matched,
-      willAffect: Math.min(matched, max),
-      sampleIds: sample.map((r) => String(r.id)),
+      dlq: await drain('retention.dlq', SQL.applyRetentionDlq(this.s), policy.dlqMs),
+      metricBuckets: await drain(
+        'retention.buckets',
+        SQL.applyRetentionBuckets(this.s),
+        policy.metricsMs,
+      ),
     };
   }
 
@@ -995,7 +618,7 @@ export class PostgresJobStorage implements DialectJobStorage {
 
   /** @inheritdoc */
   async upsertRecurringJob(d: Checked<CheckedRecurringDefinition>): Promise<void> {
-    await this.query('upsertRecurringJob', SQL.upsertRecurring(this.s), [
+    await this.db.query('upsertRecurringJob', SQL.upsertRecurringJob(this.s), [
       d.name,
       d.cron,
       d.timeZone,
@@ -1009,7 +632,7 @@ export class PostgresJobStorage implements DialectJobStorage {
 
   /** @inheritdoc */
   async getRecurringJobs(): Promise<RecurringJobRecord[]> {
-    const rows = await this.query('getRecurringJobs', SQL.selectRecurring(this.s));
+    const rows = await this.db.query('getRecurringJobs', SQL.getRecurringJobs(this.s));
     return rows.map((r) => ({
       name: String(r.name),
       cron: String(r.cron),
@@ -1036,8 +659,8 @@ export class PostgresJobStorage implements DialectJobStorage {
     nextSlotUtc: Date,
     validated: Checked<ValidatedJob> | null,
   ): Promise<EnqueueResult | null> {
-    return this.transaction('claimRecurringSlot', async (exec) => {
-      const won = await exec(SQL.casRecurringSlot(this.s), [name, slotUtc, nextSlotUtc]);
+    return this.db.transaction('claimRecurringSlot', async (exec) => {
+      const won = await exec(SQL.claimRecurringSlot(this.s), [name, slotUtc, nextSlotUtc]);
       if (won.length === 0) return null;
       if (validated === null) return null;
       const [result] = await this.insertJobs(exec, [validated]);
@@ -1047,36 +670,6 @@ export class PostgresJobStorage implements DialectJobStorage {
 }
 
 // -------------------------------------------------------------------------------- helpers
-
-/**
- * Runs statements on one QueryRunner and returns their rows. A text `prepared` knows runs as a
- * named prepared statement on the runner's `pg` client (parsed and planned once per connection;
- * `pg` remembers which names each connection has prepared); any other text goes through TypeORM's
- * `query(sql, params, true)`. A stale plan (DDL changed the statement's row shape) moves the
- * names on, calls `onInvalidated` once, and fails as a transient error, so the operation is
- * retried from scratch under the new names.
- */
-function execOn(
-  runner: QueryRunner,
-  prepared?: PreparedStatements,
-  onInvalidated?: () => void,
-): Exec {
-  return async (sql, params = []) => {
-    const prepare = prepared?.nameOf(sql);
-    if (prepare !== undefined) {
-      const client = (await runner.connect()) as Client;
-      try {
-        const result = await client.query({ name: prepare.name, text: sql, values: [...params] });
-        return result.rows as Row[];
-      } catch (error) {
-        if (isStalePlanError(error) && prepared!.invalidate(prepare.generation)) onInvalidated?.();
-        throw error;
-      }
-    }
-    const result = await runner.query(sql, [...params], true);
-    return (result?.records ?? []) as Row[];
-  };
-}
 
 /** Splits validated jobs into insert chunks bounded by rows and payload bytes. */
 function chunkByBytes(jobs: readonly ValidatedJob[]): ValidatedJob[][] {

@@ -1,0 +1,205 @@
+import type { Checked } from '../../interfaces/checked.interface';
+import {
+  ActiveFilter,
+  BulkPreview,
+  DlqErrorFamily,
+  DlqFilter,
+  HistoryFilter,
+  JobView,
+  Page,
+  QueueHealth,
+  QueueStats,
+  SummaryStats,
+  ThroughputStats,
+} from '../../interfaces/job-view.interface';
+import { PREVIEW_SAMPLE } from '../../validation/limits';
+import { DialectJobQueries } from '../dialect-job-storage';
+import { NormalizedPage } from '../shared/page';
+import { mapJobView, toDate } from '../shared/row-mapper';
+import { num, PostgresConnection } from './postgres.connection';
+import * as SQL from './postgres.sql';
+
+/**
+ * The read half of the PostgreSQL dialect ({@link JobQueries}): one job, pages, stats, health,
+ * throughput, top errors and previews. Every read is one autocommit statement (or a few, on one
+ * pooled connection each) of `postgres.sql.ts`; none takes a row lock, and none is prepared by
+ * name (their texts vary with the filter). It shares its {@link PostgresConnection} with
+ * {@link PostgresJobStore}, which owns the lifecycle.
+ */
+export class PostgresJobQueries implements DialectJobQueries {
+  constructor(private readonly db: PostgresConnection) {}
+
+  // ---------------------------------------------------------------- reads
+
+  /**
+   * Hot first, then archive, then DLQ: three primary-key reads on one pooled connection, not one
+   * snapshot. Forward moves (hot → archive/DLQ) between the reads are still found; a resurrect
+   * (DLQ → hot) landing exactly between the first and the last read can make one call miss the job.
+   */
+  async getJob(id: string): Promise<JobView | null> {
+    const lookups = [
+      ['hot', SQL.getJobHot(this.db.s)],
+      ['archive', SQL.getJobArchive(this.db.s)],
+      ['dlq', SQL.getJobDlq(this.db.s)],
+    ] as const;
+    for (const [pillar, sql] of lookups) {
+      const [row] = await this.db.query('getJob', sql, [id]);
+      if (row) return mapJobView(row, pillar);
+    }
+    return null;
+  }
+
+  /** @inheritdoc */
+  listActive(page: Checked<NormalizedPage<ActiveFilter>>): Promise<Page<JobView>> {
+    return this.page('hot', page);
+  }
+
+  /** @inheritdoc */
+  getArchivePage(page: Checked<NormalizedPage<HistoryFilter>>): Promise<Page<JobView>> {
+    return this.page('archive', page);
+  }
+
+  /** @inheritdoc */
+  getDlqPage(page: Checked<NormalizedPage<DlqFilter>>): Promise<Page<JobView>> {
+    return this.page('dlq', page);
+  }
+
+  private async page<F extends object>(
+    pillar: 'hot' | 'archive' | 'dlq',
+    n: NormalizedPage<F>,
+  ): Promise<Page<JobView>> {
+    const params: unknown[] = [];
+    const where = SQL.filterClause(pillar, n.filter as ActiveFilter & DlqFilter, params, 'x');
+    const pageParams = [...params, n.pageSize, n.offset];
+    const [rows, [count]] = await Promise.all([
+      this.db.query(
+        'page',
+        SQL.selectPage(
+          this.db.s,
+          pillar,
+          where,
+          n.sortColumn,
+          n.sortDir,
+          `$${params.length + 1}`,
+          `$${params.length + 2}`,
+        ),
+        pageParams,
+      ),
+      this.db.query('page.count', SQL.countPage(this.db.s, pillar, where), params),
+    ]);
+    return {
+      items: rows.map((r) => mapJobView(r, pillar)),
+      total: num(count?.total),
+      page: n.page,
+      pageSize: n.pageSize,
+    };
+  }
+
+  /** @inheritdoc */
+  async getSummary(): Promise<SummaryStats> {
+    const [r] = await this.db.query('getSummary', SQL.getSummary(this.db.s));
+    return {
+      succeededTotal: num(r.succeeded_total),
+      failedTotal: num(r.failed_total),
+      cancelledTotal: num(r.cancelled_total),
+      retriedTotal: num(r.retried_total),
+      resurrectedTotal: num(r.resurrected_total),
+      pending: num(r.pending),
+      fetched: num(r.fetched),
+      processing: num(r.processing),
+      archived: num(r.archived),
+      dlq: num(r.dlq),
+    };
+  }
+
+  /** @inheritdoc */
+  async getQueueStats(): Promise<QueueStats[]> {
+    const rows = await this.db.query('getQueueStats', SQL.getQueueStats(this.db.s));
+    return rows.map((r) => ({
+      queue: String(r.queue),
+      pending: num(r.pending),
+      fetched: num(r.fetched),
+      processing: num(r.processing),
+      archived: num(r.archived),
+      dlq: num(r.dlq),
+      succeededTotal: num(r.succeeded_total),
+      failedTotal: num(r.failed_total),
+      cancelledTotal: num(r.cancelled_total),
+      retriedTotal: num(r.retried_total),
+      resurrectedTotal: num(r.resurrected_total),
+      lastActivityUtc: toDate(r.last_activity_utc),
+      isPaused: r.is_paused === true,
+      isActive: r.is_active === true,
+      maxWorkers: r.max_workers === null ? null : num(r.max_workers),
+    }));
+  }
+
+  /** @inheritdoc */
+  async getQueueHealth(): Promise<QueueHealth[]> {
+    const rows = await this.db.query('getQueueHealth', SQL.getQueueHealth(this.db.s));
+    return rows.map((r) => {
+      const maxWorkers = r.max_workers === null ? null : num(r.max_workers);
+      const active = num(r.active);
+      return {
+        queue: String(r.queue),
+        duePending: num(r.due_pending),
+        avgLagMs: Math.round(num(r.avg_lag_ms)),
+        maxLagMs: Math.round(num(r.max_lag_ms)),
+        active,
+        maxWorkers,
+        // A zero budget that is in use (or not) counts as fully saturated: nothing more can start.
+        saturation: maxWorkers === null ? null : maxWorkers === 0 ? 1 : active / maxWorkers,
+      };
+    });
+  }
+
+  /** @inheritdoc */
+  async getThroughput(queue?: string): Promise<ThroughputStats> {
+    const [r] = await this.db.query('getThroughput', SQL.getThroughput(this.db.s), [queue ?? null]);
+    return {
+      perSecond1m: num(r.total_1m) / 60,
+      perSecond5m: num(r.total_5m) / 300,
+      succeeded1m: num(r.succeeded_1m),
+      failed1m: num(r.failed_1m),
+      succeeded5m: num(r.succeeded_5m),
+      failed5m: num(r.failed_5m),
+    };
+  }
+
+  /** Groups at most the newest 10,000 matching DLQ rows (a bounded read). */
+  async getTopDlqErrors(limit: number, f: Checked<DlqFilter>): Promise<DlqErrorFamily[]> {
+    const params: unknown[] = [];
+    const where = SQL.filterClause('dlq', f, params, 'x');
+    params.push(limit);
+    const rows = await this.db.query(
+      'getTopDlqErrors',
+      SQL.getTopDlqErrors(this.db.s, where, `$${params.length}`),
+      params,
+    );
+    return rows.map((r) => ({
+      error: String(r.error),
+      count: num(r.count),
+      lastFailedAtUtc: toDate(r.last_failed_at_utc)!,
+    }));
+  }
+
+  /** Matched count, `min(matched, max)`, and up to 20 sample ids in the order bulk actions take them. */
+  async previewDlqFilter(f: Checked<DlqFilter>, max: number): Promise<BulkPreview> {
+    const params: unknown[] = [];
+    const where = SQL.filterClause('dlq', f, params, 'x');
+    const [[count], sample] = await Promise.all([
+      this.db.query('previewDlqFilter', SQL.countPage(this.db.s, 'dlq', where), params),
+      this.db.query(
+        'previewDlqFilter',
+        SQL.previewDlqFilterSample(this.db.s, where, `$${params.length + 1}`),
+        [...params, Math.min(PREVIEW_SAMPLE, max)],
+      ),
+    ]);
+    const matched = num(count?.total);
+    return {
+      matched,
+      willAffect: Math.min(matched, max),
+      sampleIds: sample.map((r) => String(r.id)),
+    };
+  }
+}
