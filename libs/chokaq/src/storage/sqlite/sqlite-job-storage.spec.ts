@@ -820,7 +820,9 @@ describe('SqliteJobStorage', () => {
         status: JobStatus.Pending,
         workerId: null,
       });
-      expect((await byQueue(result.retried[0])).lastError).toMatch(/^Zombie: the heartbeat expired/);
+      expect((await byQueue(result.retried[0])).lastError).toMatch(
+        /^Zombie: the heartbeat expired/,
+      );
       expect(stats('q').failed_total).toBe(1);
       expect(count('jobs_hot', 'queue = ? AND status = 2', 'a')).toBe(1);
       // The zombie's old owner cannot finalise it any more.
