@@ -423,5 +423,11 @@ export function describeEachDialect(
   }
 }
 
-/** `describe` when the global setup found PostgreSQL, else `describe.skip`. */
-export const describePostgres = pgAvailable() ? describe : describe.skip;
+/**
+ * `describe` when the global setup found PostgreSQL, else `describe.skip`. Chosen when called, not
+ * when this module loads: worker processes of the fault suites import the fixture outside Jest,
+ * where `describe` does not exist.
+ */
+export function describePostgres(title: string, body: () => void): void {
+  (pgAvailable() ? describe : describe.skip)(title, body);
+}
