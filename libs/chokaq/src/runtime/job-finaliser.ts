@@ -1,5 +1,6 @@
 import type { LoggerService } from '@nestjs/common';
 import { errorText, toError } from '../common/error-text';
+import { STORED_TEXT } from '../common/stored-text';
 import type { JobOutcome } from '../interfaces/job-outcome.interface';
 import { FailureReason } from '../interfaces/job-status.enum';
 import type { DlqMove, HotJob, JobLease } from '../interfaces/job.interface';
@@ -139,9 +140,7 @@ export class JobFinaliser {
         this.deps.breakers.releaseProbe(key);
         const cancelled = result.cause === 'cancelled';
         const reason = cancelled ? FailureReason.Cancelled : FailureReason.HeartbeatFailure;
-        const error = cancelled
-          ? 'Cancelled while running: the handler signal was aborted'
-          : 'Aborted because the worker could not renew its heartbeat';
+        const error = cancelled ? STORED_TEXT.cancelledWhileRunning : STORED_TEXT.heartbeatLost;
         const applied = await this.move(lease, { reason, error, durationMs: result.durationMs });
         emit(
           runOutcome(claimed, cancelled ? 'cancelled' : 'failed', {
@@ -177,7 +176,7 @@ export class JobFinaliser {
             claimed,
             {
               delayMs: 0,
-              error: `Returned to Pending by worker shutdown (the handler stopped when its signal was aborted): ${errorText(result.error)}`,
+              error: STORED_TEXT.shutdownStopped(result.error),
               released: true,
             },
             emit,

@@ -1,5 +1,6 @@
 import type { LoggerService } from '@nestjs/common';
 import { toError } from '../common/error-text';
+import { STORED_TEXT } from '../common/stored-text';
 import type { JobAbortCause } from '../errors';
 import type { HandlerDefinition, HandlerLookup } from '../interfaces/handler.interface';
 import type { JobOutcome } from '../interfaces/job-outcome.interface';
@@ -422,7 +423,7 @@ export class JobProcessor {
             claimed,
             {
               delayMs: 0,
-              error: 'Returned to Pending by worker shutdown before the handler started',
+              error: STORED_TEXT.shutdownBeforeStart,
               released: true,
             },
             emit,

@@ -1,4 +1,5 @@
 import { sanitizeErrorText } from '../common/error-text';
+import { STORED_TEXT } from '../common/stored-text';
 import type { Checked } from '../interfaces/checked.interface';
 import type {
   ActiveFilter,
@@ -70,22 +71,8 @@ import type { JobStorage } from './job-storage';
 import { normalizePage } from './shared/page';
 import type { SqlStorageConfig } from './storage-config';
 
-/**
- * The texts ChokaQ itself stores in `LastError` / `ErrorDetails`, the same on every dialect, so a
- * DLQ grouped by error (`getTopDlqErrors`) sees one family per event, whatever the database.
- */
-export const STORED_TEXT = {
-  /**
-   * A Processing row whose heartbeat expired: the DLQ error of a dead one and the `LastError` of
-   * one returned to Pending (RetryZombies), one text for both.
-   */
-  zombie:
-    'Zombie: the heartbeat expired while the job was Processing (the worker crashed, hung or lost ' +
-    'its database); the handler may have run partly.',
-  /** The DLQ error of a job cancelled before it ran, naming who cancelled it when known. */
-  cancelled: (actor: string | null): string =>
-    sanitizeErrorText(actor === null ? 'Cancelled' : `Cancelled by ${actor}`),
-} as const;
+/** The texts ChokaQ stores (the Zombie and Cancelled texts are written here), from `common/`. */
+export { STORED_TEXT };
 
 /** Default bound of the rescue operations. */
 const DEFAULT_RESCUE_LIMIT = 1_000;
