@@ -78,6 +78,7 @@ export interface DialectJobStorage extends Pick<
   ): Promise<EnqueueResult[]>;
 
   // ---------------------------------------------------------------- worker-owned transitions
+  /** A limit of 1 or more and at least one handled queue or type: the edge answers the rest. */
   fetchNextBatch(request: Checked<FetchRequest & { start: number }>): Promise<HotJob[]>;
   markAsProcessing(leases: readonly Checked<JobLease>[]): Promise<string[]>;
   keepAlive(workerId: string, leases: readonly Checked<JobLease>[]): Promise<KeepAliveResult>;

@@ -158,7 +158,8 @@ export class ValidatedJobStorage implements JobStorage {
   /** @inheritdoc */
   async fetchNextBatch(request: FetchRequest): Promise<HotJob[]> {
     const valid = assertFetchRequest(request);
-    if (valid.limit === 0) return [];
+    const { queues, types } = valid.handled;
+    if (valid.limit === 0 || (queues.length === 0 && types.length === 0)) return [];
     return this.inner.fetchNextBatch(checked(valid));
   }
 

@@ -329,7 +329,6 @@ export class MssqlJobStorage implements DialectJobStorage {
     const { workerId, leaseId, limit, handled, start } = request;
     const queues = [...new Set(handled.queues)];
     const types = handled.types;
-    if (limit === 0 || (queues.length === 0 && types.length === 0)) return [];
     const claim = SQL.claimSql(this.schema, { workerId, leaseId, limit, queues, types, start });
     const rows = await this.retry('fetchNextBatch', async (attempt) => {
       if (attempt > 1) {

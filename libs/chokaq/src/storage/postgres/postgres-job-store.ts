@@ -291,7 +291,6 @@ export class PostgresJobStore implements DialectJobStore {
     const wide = [...new Set(handled.queues)];
     const wideSet = new Set(wide);
     const pairs = handled.types.filter((p) => !wideSet.has(p.queue));
-    if (limit === 0 || (wide.length === 0 && pairs.length === 0)) return [];
     const queues = [...new Set([...wide, ...pairs.map((p) => p.queue)])];
     const params = [
       workerId,

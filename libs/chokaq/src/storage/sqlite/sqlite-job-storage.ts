@@ -381,7 +381,6 @@ export class SqliteJobStorage implements DialectJobStorage {
    */
   async fetchNextBatch(request: Checked<FetchRequest & { start: number }>): Promise<HotJob[]> {
     const { workerId, leaseId, limit, handled, start, budgetedQueues } = request;
-    if (limit === 0 || (handled.queues.length === 0 && handled.types.length === 0)) return [];
     const [only] = handled.queues;
     const oneQueue =
       budgetedQueues !== undefined &&
