@@ -40,9 +40,10 @@ import type {
   RecurringJobDefinition,
   RecurringJobRecord,
 } from '../interfaces/recurring-job.interface';
-import { LIMITS, MAX_DLQ_BULK, MAX_RESCUE_BATCH, MAX_TOP_ERRORS } from '../validation/limits';
+import { LIMITS, MAX_RESCUE_BATCH, MAX_TOP_ERRORS } from '../validation/limits';
 import {
   assertActor,
+  assertBulkMax,
   assertCompletedJobs,
   assertDate,
   assertDlqMove,
@@ -246,7 +247,7 @@ export class ValidatedJobStorage implements JobStorage {
   /** @inheritdoc */
   async resurrectByFilter(filter: DlqFilter, max: number, actor?: string): Promise<string[]> {
     const valid = assertDlqFilter(filter);
-    const limit = assertNonNegativeInt(max, 'max', MAX_DLQ_BULK);
+    const limit = assertBulkMax(max);
     const by = assertActor(actor);
     if (limit === 0) return [];
     return this.inner.resurrectByFilter(checked(valid), limit, by);
@@ -303,7 +304,7 @@ export class ValidatedJobStorage implements JobStorage {
   /** @inheritdoc */
   async purgeDlqByFilter(filter: DlqFilter, max: number): Promise<number> {
     const valid = assertDlqFilter(filter);
-    const limit = assertNonNegativeInt(max, 'max', MAX_DLQ_BULK);
+    const limit = assertBulkMax(max);
     if (limit === 0) return 0;
     return this.inner.purgeDlqByFilter(checked(valid), limit);
   }
@@ -367,7 +368,7 @@ export class ValidatedJobStorage implements JobStorage {
   /** @inheritdoc */
   async previewDlqFilter(filter: DlqFilter, max: number): Promise<BulkPreview> {
     const valid = assertDlqFilter(filter);
-    const limit = assertNonNegativeInt(max, 'max', MAX_DLQ_BULK);
+    const limit = assertBulkMax(max);
     return this.inner.previewDlqFilter(checked(valid), limit);
   }
 
