@@ -97,27 +97,11 @@ function enqueueOutcome(row: Row, id: string): EnqueueResult | undefined {
   return undefined;
 }
 
-/** The validated job in the shape the T-SQL builders take. */
-function toMssqlJob(job: ValidatedJob): SQL.MssqlNewJob {
-  return {
-    id: job.id,
-    queue: job.queue,
-    type: job.type,
-    payload: job.payload,
-    tags: job.tags,
-    idempotencyKey: job.idempotencyKey,
-    priority: job.priority,
-    delayMs: job.delayMs,
-    runAt: job.runAt,
-    createdBy: job.createdBy,
-  };
-}
-
 /**
  * The SQL Server / Azure SQL dialect of {@link JobStorage}. Every statement lives in
- * `mssql.sql.ts`; this class validates inputs, runs statements through TypeORM's mssql driver
- * (`QueryRunner.query(sql, params, true)`: positional `@0…` parameters, first result set in
- * `records`), retries transient errors, and maps rows.
+ * `mssql.sql.ts`; this class takes inputs the validating edge already checked, runs statements
+ * through TypeORM's mssql driver (`QueryRunner.query(sql, params, true)`: positional `@0…`
+ * parameters, first result set in `records`), retries transient errors, and maps rows.
  *
  * Row counts never come from the driver: every batch runs with `SET NOCOUNT ON` and selects what
  * it changed (ids from `OUTPUT … INTO` table variables, or `@@ROWCOUNT`).
@@ -228,10 +212,9 @@ export class MssqlJobStorage implements DialectJobStorage {
 
   /** @inheritdoc */
   async enqueue(job: Checked<ValidatedJob>, options?: EnqueueOptions): Promise<EnqueueResult> {
-    const validated = toMssqlJob(job);
     const runner =
       options?.transaction !== undefined ? this.callerRunner(options.transaction) : undefined;
-    const statement = SQL.enqueueSql(this.schema, validated, { callerTransaction: !!runner });
+    const statement = SQL.enqueueSql(this.schema, job, { callerTransaction: !!runner });
     for (let attempt = 1; ; attempt++) {
       let rows: Row[];
       try {
@@ -244,14 +227,12 @@ export class MssqlJobStorage implements DialectJobStorage {
         if (isDuplicateKeyError(error) && attempt < ENQUEUE_RACE_ATTEMPTS) continue;
         throw error;
       }
-      const result = enqueueOutcome(rows[0] ?? {}, validated.id);
+      const result = enqueueOutcome(rows[0] ?? {}, job.id);
       if (result) return result;
       // The key's holder left the hot table between our insert attempt and the read-back: the
       // key is free again, so try again.
       if (attempt >= ENQUEUE_RACE_ATTEMPTS) {
-        throw new Error(
-          `ChokaQ mssql: enqueue of ${validated.id} kept racing on its idempotency key`,
-        );
+        throw new Error(`ChokaQ mssql: enqueue of ${job.id} kept racing on its idempotency key`);
       }
     }
   }
@@ -266,11 +247,10 @@ export class MssqlJobStorage implements DialectJobStorage {
     jobs: readonly Checked<ValidatedJob>[],
     options?: EnqueueOptions,
   ): Promise<EnqueueResult[]> {
-    const validated = jobs.map(toMssqlJob);
     const runner =
       options?.transaction !== undefined ? this.callerRunner(options.transaction) : undefined;
     const results: EnqueueResult[] = [];
-    for (const chunk of this.enqueueChunks(validated)) {
+    for (const chunk of this.enqueueChunks(jobs)) {
       const statement = SQL.enqueueManySql(this.schema, chunk, { callerTransaction: !!runner });
       let rows: Row[] = [];
       for (let attempt = 1; ; attempt++) {
@@ -296,9 +276,9 @@ export class MssqlJobStorage implements DialectJobStorage {
     return results;
   }
 
-  private enqueueChunks(jobs: SQL.MssqlNewJob[]): SQL.MssqlNewJob[][] {
-    const out: SQL.MssqlNewJob[][] = [];
-    let current: SQL.MssqlNewJob[] = [];
+  private enqueueChunks<T extends SQL.MssqlNewJob>(jobs: readonly T[]): T[][] {
+    const out: T[][] = [];
+    let current: T[] = [];
     let chars = 0;
     for (const job of jobs) {
       const size = job.payload.length + 512;
@@ -725,7 +705,6 @@ export class MssqlJobStorage implements DialectJobStorage {
     nextSlotUtc: Date,
     job: Checked<ValidatedJob> | null,
   ): Promise<EnqueueResult | null> {
-    const validated = job ? toMssqlJob(job) : null;
     return this.retry('claimRecurringSlot', async () => {
       assertDataSourceOpen(this.dataSource, 'SQL Server');
       const runner = this.dataSource.createQueryRunner();
@@ -743,9 +722,9 @@ export class MssqlJobStorage implements DialectJobStorage {
         }
         // Like the other dialects: a slot advanced without a job (nothing to enqueue) reports null.
         let result: EnqueueResult | null = null;
-        if (validated) {
-          const row = (await this.execute(SQL.enqueueSql(this.schema, validated), runner))[0] ?? {};
-          result = enqueueOutcome(row, validated.id) ?? { id: validated.id, created: false };
+        if (job) {
+          const row = (await this.execute(SQL.enqueueSql(this.schema, job), runner))[0] ?? {};
+          result = enqueueOutcome(row, job.id) ?? { id: job.id, created: false };
         }
         await runner.commitTransaction();
         return result;
