@@ -21,7 +21,6 @@ import { MaintenanceLoop } from './maintenance.loop';
 import { QueueControls } from './queue-controls';
 import { RecurringLoop, type RecurringTimerRegistry } from './recurring.loop';
 import { RescueLoop } from './rescue.loop';
-import { runKey } from './run-key';
 
 /**
  * What a {@link ChokaQWorker} is built from. The Nest layer resolves these (storage, discovered
@@ -140,13 +139,9 @@ export class ChokaQWorker {
       storage: deps.storage,
       options: deps.options,
       workerId: this.workerId,
-      // Deduplicated by run, (id, leaseId): a finished job is owned by the processor until its
-      // batched write returns, and a stale run of a job must not hide the run that replaced it.
-      leases: () => [
-        ...new Map(
-          [...this.processor.leases(), ...this.batcher.pendingLeases()].map((l) => [runKey(l), l]),
-        ).values(),
-      ],
+      // The processor owns a run's lease until the finaliser settles it, which for a success is
+      // after its batched archive returns: its list already covers every completion still waiting.
+      leases: () => this.processor.leases(),
       onCancelRequested: (ids) => this.processor.cancel(ids),
       onThresholdReached: () => {
         if (this.options.heartbeat.cancelOnHeartbeatFailure)

@@ -33,9 +33,10 @@ interface Waiting {
  * jobs), flushed at `maxBatch` items or `flushDelayMs` after the first, whichever comes first.
  *
  * Until a completion is written its row is still Processing and owned by this worker, so the
- * heartbeat must keep covering it ({@link pendingLeases}), or a slow flush during an outage would
- * turn finished jobs into zombies. Writes are serialised (one in flight) so a retry never races a
- * newer flush. A failed flush keeps the items and retries with backoff, logging the outage once.
+ * heartbeat must keep covering it, or a slow flush during an outage would turn finished jobs into
+ * zombies: the processor keeps owning a run's lease until {@link add} resolves. Writes are
+ * serialised (one in flight) so a retry never races a newer flush. A failed flush keeps the
+ * items and retries with backoff, logging the outage once.
  */
 export class CompletionBatcher {
   private queue: Waiting[] = [];
@@ -77,7 +78,7 @@ export class CompletionBatcher {
     return this.refused;
   }
 
-  /** The leases of completions not yet written, for the heartbeat. */
+  /** The leases of completions not yet written (diagnostics and tests). */
   pendingLeases(): JobLease[] {
     return [...this.inFlight, ...this.queue].map(({ item }) => ({
       id: item.id,
