@@ -81,6 +81,40 @@ describe('ChokaQWorker on SQLite', () => {
     expect(w.running).toBe(false);
   });
 
+  it('counts a refused archive once as a state transition conflict', async () => {
+    // The handler's own row is rescued as a zombie while it runs, so its success finds the lease
+    // gone and the archive is refused: one conflict, however many layers see the refusal.
+    const w = worker(
+      new TestHandlers().add('mail', async (_payload, ctx) => {
+        await waitFor('the running job rescued', async () =>
+          (await storage.archiveZombies(1)).dlq.includes(ctx.id),
+        );
+      }),
+    );
+    const { id } = await storage.enqueue({ queue: 'mail' });
+    const outcomes = await w.drain(['mail']);
+    expect(outcomes).toEqual([
+      expect.objectContaining({ id, outcome: 'succeeded', applied: false }),
+    ]);
+    expect(await storage.getJob(id)).toMatchObject({ pillar: 'dlq' });
+    expect(w.stats().conflicts).toBe(1);
+  });
+
+  it('counts a completion waiting for its batch once as finalising', async () => {
+    const w = worker(
+      new TestHandlers().add('mail', () => undefined),
+      { worker: { pollIntervalMs: 10 } },
+      // A batch that is not written until stop() flushes it.
+      { completionBatch: { flushDelayMs: 60_000 } },
+    );
+    await storage.enqueue({ queue: 'mail' });
+    await w.start();
+    await waitFor('the completion queued for its batch', () => w.stats().finalising > 0);
+    expect(w.stats()).toMatchObject({ running: 0, finalising: 1 });
+    await w.stop();
+    expect(w.stats().finalising).toBe(0);
+  });
+
   it('retries transient failures with the expected backoff, keeps LastError, then succeeds', async () => {
     const runs: Array<{ at: number; lastError: string | null }> = [];
     const handlers = new TestHandlers().add('flaky', async (_p, ctx) => {

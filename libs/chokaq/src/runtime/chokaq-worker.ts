@@ -51,7 +51,7 @@ export interface ChokaQWorkerStats {
   running: number;
   /** Current concurrency limit. */
   concurrency: number;
-  /** Finished runs whose storage write is in progress, plus completions waiting for their batch. */
+  /** Finished runs whose storage write is in progress (or waits for its completion batch). */
   finalising: number;
   /** Transitions the storage refused (zero rows): SPEC `state_transition_conflicts`. */
   conflicts: number;
@@ -229,8 +229,10 @@ export class ChokaQWorker {
       buffered: this.processor.bufferedCount,
       running: this.processor.runningCount,
       concurrency: this.processor.limiter.capacity,
-      finalising: this.processor.finalisingCount + this.batcher.size,
-      conflicts: this.processor.conflicts + this.batcher.refusedCount,
+      // A success stays finalising in the processor until its batched archive returns.
+      finalising: this.processor.finalisingCount,
+      // A refused archive is counted by the finaliser, which hears it from the batcher.
+      conflicts: this.processor.conflicts,
       lateResults: this.executor.lateResults,
       heartbeatFailures: this.heartbeat.consecutiveFailures,
       circuits: this.breakers.snapshot(),

@@ -109,7 +109,7 @@ export class JobProcessor {
     return this.running.size;
   }
 
-  /** Finished runs whose storage write is in progress. */
+  /** Finished runs whose storage write is in progress (a success: until its batch is written). */
   get finalisingCount(): number {
     return this.finalising;
   }
