@@ -6,6 +6,7 @@ import { StorageOptions } from '../interfaces/storage-options.interface';
 import { MAX_TIMER_MS } from '../validation/limits';
 import {
   OPTION_RULES,
+  OptionRule,
   TRANSIENT_RETRY_RULES,
   describeRule,
   int,
@@ -223,11 +224,11 @@ function resolveStorage(
       add(`storage.${key}`, `must be a non-empty string of at most ${max} characters`, v);
     }
   };
-  const num = (key: string, min: number, max: number) => {
+  const ruled = (key: string, rule: OptionRule) => {
     const v = given[key];
-    if (v !== undefined && !satisfies(int(min, max), v))
-      add(`storage.${key}`, describeRule(int(min, max)), v);
+    if (v !== undefined && !satisfies(rule, v)) add(`storage.${key}`, describeRule(rule), v);
   };
+  const num = (key: string, min: number, max: number) => ruled(key, int(min, max));
   const flag = (key: string) => {
     if (given[key] !== undefined && typeof given[key] !== 'boolean') {
       add(`storage.${key}`, 'must be a boolean', given[key]);
@@ -235,7 +236,8 @@ function resolveStorage(
   };
   str('schema', 63);
   flag('autoCreateSchema');
-  num('payloadMaxBytes', 1, 1_073_741_824);
+  // The same bound as `payload.maxBytes`, which it overrides for the storage.
+  ruled('payloadMaxBytes', OPTION_RULES.payload.maxBytes);
   if (given.transientRetry !== undefined && !isPlainObject(given.transientRetry)) {
     add('storage.transientRetry', 'must be an object', given.transientRetry);
   } else if (given.transientRetry !== undefined) {

@@ -1,11 +1,11 @@
 import { isUuid } from '../common/uuid';
 import { ChokaQValidationError, ValidationIssue } from '../errors';
 import type { DlqFilter, HistoryFilter } from '../interfaces/job-view.interface';
-import { MAX_SEARCH_LENGTH } from './limits';
+import { LIMITS, MAX_ENQUEUE_MANY, MAX_SEARCH_LENGTH } from './limits';
 import { isFailureReason } from './validate-args';
 
 /** Year 1 to year 9999: what every dialect's time type holds (PostgreSQL rejects earlier than 4714 BC raw). */
-const MIN_FILTER_TIME = Date.parse('0001-01-01T00:00:00Z');
+const MIN_FILTER_TIME = LIMITS.minRunAt;
 const MAX_FILTER_TIME = Date.parse('9999-12-31T23:59:59.999Z');
 
 function inStorableRange(t: number): boolean {
@@ -68,10 +68,10 @@ export function filterIssues(
     issues.push({ path: 'filter.status', message: 'must be 0, 1 or 2', value: filter.status });
   }
   if (filter.ids !== undefined) {
-    if (!Array.isArray(filter.ids) || filter.ids.length > 10_000) {
+    if (!Array.isArray(filter.ids) || filter.ids.length > MAX_ENQUEUE_MANY) {
       issues.push({
         path: 'filter.ids',
-        message: 'must be an array of at most 10000 ids',
+        message: `must be an array of at most ${MAX_ENQUEUE_MANY} ids`,
         value: filter.ids,
       });
     } else {
