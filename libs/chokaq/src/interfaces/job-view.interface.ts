@@ -1,4 +1,5 @@
 import type { FailureReason, JobStatus } from './job-status.enum';
+import type { HotJob } from './job.interface';
 
 /*
  * What the read operations of `JobStorage` return: a job in any pillar, pages and their filters,
@@ -8,31 +9,14 @@ import type { FailureReason, JobStatus } from './job-status.enum';
 /** Where a job is. @publicApi */
 export type Pillar = 'hot' | 'archive' | 'dlq';
 
-/** A job in any pillar. Fields that do not apply to a pillar are null. @publicApi */
-export interface JobView {
+/**
+ * A job in any pillar: the fields of a hot row, with any status and a nullable `lastUpdatedUtc`,
+ * plus those of the archive and the DLQ. Fields that do not apply to a pillar are null. @publicApi
+ */
+export interface JobView extends Omit<HotJob, 'status' | 'lastUpdatedUtc'> {
   pillar: Pillar;
-  id: string;
-  queue: string;
-  type: string;
-  payload: unknown;
-  tags: string[];
-  idempotencyKey: string | null;
-  priority: number;
   status: JobStatus;
-  attemptCount: number;
-  workerId: string | null;
-  leaseId: string | null;
-  heartbeatUtc: Date | null;
-  scheduledAtUtc: Date | null;
-  createdAtUtc: Date;
-  enqueuedAtUtc: Date;
-  startedAtUtc: Date | null;
   lastUpdatedUtc: Date | null;
-  createdBy: string | null;
-  lastModifiedBy: string | null;
-  lastError: string | null;
-  cancelRequestedUtc: Date | null;
-  progress: number | null;
   /** Archive only. */
   finishedAtUtc: Date | null;
   /** Archive only. */
