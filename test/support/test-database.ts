@@ -6,6 +6,8 @@ import { DataSource } from 'typeorm';
 import { StorageDialect } from '../../libs/chokaq/src/interfaces/job.interface';
 import { StorageOptions } from '../../libs/chokaq/src/interfaces/storage-options.interface';
 import { createJobStorage } from '../../libs/chokaq/src/storage/create-storage';
+import { qualify } from '../../libs/chokaq/src/storage/mssql/mssql.schema';
+import { quoteSchema } from '../../libs/chokaq/src/storage/postgres/postgres.sql';
 import { JobStorage } from '../../libs/chokaq/src/storage/job-storage';
 import { MSSQL_URL, PG_URL, mssqlAvailable, pgAvailable } from './env';
 import { dropMssqlSchema } from './mssql-schema';
@@ -22,16 +24,22 @@ import { dropMssqlSchema } from './mssql-schema';
 export type TableName =
   'hot' | 'archive' | 'dlq' | 'stats' | 'buckets' | 'queues' | 'recurring' | 'migrations';
 
-const BASE_NAMES: Record<TableName, { snake: string; pascal: string }> = {
-  hot: { snake: 'jobs_hot', pascal: 'JobsHot' },
-  archive: { snake: 'jobs_archive', pascal: 'JobsArchive' },
-  dlq: { snake: 'jobs_dlq', pascal: 'JobsDLQ' },
-  stats: { snake: 'stats_summary', pascal: 'StatsSummary' },
-  buckets: { snake: 'metric_buckets', pascal: 'MetricBuckets' },
-  queues: { snake: 'queues', pascal: 'Queues' },
-  recurring: { snake: 'recurring_jobs', pascal: 'RecurringJobs' },
-  migrations: { snake: 'schema_migrations', pascal: 'SchemaMigrations' },
+/** Table names on SQLite (after the prefix) and PostgreSQL; SQL Server's come from the library. */
+const SNAKE_NAMES: Record<TableName, string> = {
+  hot: 'jobs_hot',
+  archive: 'jobs_archive',
+  dlq: 'jobs_dlq',
+  stats: 'stats_summary',
+  buckets: 'metric_buckets',
+  queues: 'queues',
+  recurring: 'recurring_jobs',
+  migrations: 'schema_migrations',
 };
+
+/** `worker_id` → `WorkerId`: SPEC §2's SQL Server spelling of a snake_case column. */
+function pascalCase(snake: string): string {
+  return snake.replace(/(?:^|_)([a-z])/g, (_m, c: string) => c.toUpperCase());
+}
 
 /** The SQLite table prefix the fixture uses (the library's default). */
 const SQLITE_PREFIX = 'chokaq_';
@@ -131,11 +139,7 @@ export function toDialectSql(dialect: StorageDialect, query: string): string {
     .map((part, index) => {
       if (index % 2 === 1) return part;
       if (dialect === 'postgres') return part.replace(/\?/g, () => `$${++i}`);
-      return part
-        .replace(/\?/g, () => `@${i++}`)
-        .replace(/\b[a-z]+(?:_[a-z]+)+\b/g, (word) =>
-          word.replace(/(?:^|_)([a-z])/g, (_m, c: string) => c.toUpperCase()),
-        );
+      return part.replace(/\?/g, () => `@${i++}`).replace(/\b[a-z]+(?:_[a-z]+)+\b/g, pascalCase);
     })
     .join('');
 }
@@ -256,7 +260,7 @@ function sqliteParts(options: TestSchemaOptions): DialectParts {
     } as StorageOptions,
     schema: SQLITE_PREFIX,
     file,
-    table: (t) => `${SQLITE_PREFIX}${BASE_NAMES[t].snake}`,
+    table: (t) => `${SQLITE_PREFIX}${SNAKE_NAMES[t]}`,
     column: (snake) => snake,
     param: () => '?',
     failSql: {
@@ -279,6 +283,7 @@ function sqliteParts(options: TestSchemaOptions): DialectParts {
 
 function postgresParts(options: TestSchemaOptions): DialectParts {
   const schema = uniqueName('chokaq_t_');
+  const quoted = quoteSchema(schema);
   const newDataSource = () => new DataSource({ type: 'postgres', url: PG_URL, poolSize: 4 });
   return {
     dialect: 'postgres',
@@ -291,13 +296,13 @@ function postgresParts(options: TestSchemaOptions): DialectParts {
     } as StorageOptions,
     schema,
     file: '',
-    table: (t) => `"${schema}".${BASE_NAMES[t].snake}`,
+    table: (t) => `${quoted}.${SNAKE_NAMES[t]}`,
     column: (snake) => snake,
     param: (i) => `$${i}`,
     failSql: {
       add: (t, trg, updates) => [
-        `CREATE OR REPLACE FUNCTION "${schema}".${trg}() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RAISE EXCEPTION 'chokaq test: injected failure'; END $$`,
-        `CREATE TRIGGER ${trg} BEFORE INSERT${updates ? ' OR UPDATE' : ''} ON ${t} FOR EACH ROW EXECUTE FUNCTION "${schema}".${trg}()`,
+        `CREATE OR REPLACE FUNCTION ${quoted}.${trg}() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RAISE EXCEPTION 'chokaq test: injected failure'; END $$`,
+        `CREATE TRIGGER ${trg} BEFORE INSERT${updates ? ' OR UPDATE' : ''} ON ${t} FOR EACH ROW EXECUTE FUNCTION ${quoted}.${trg}()`,
       ],
       drop: (t, trg) => [`DROP TRIGGER IF EXISTS ${trg} ON ${t}`],
     },
@@ -305,7 +310,7 @@ function postgresParts(options: TestSchemaOptions): DialectParts {
     async dropAll(raw) {
       const dropper = raw ?? newDataSource();
       if (!dropper.isInitialized) await dropper.initialize();
-      await dropper.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`).catch(() => undefined);
+      await dropper.query(`DROP SCHEMA IF EXISTS ${quoted} CASCADE`).catch(() => undefined);
       await dropper.destroy();
     },
   };
@@ -331,12 +336,8 @@ function mssqlParts(options: TestSchemaOptions): DialectParts {
     } as StorageOptions,
     schema,
     file: '',
-    table: (t) => `[${schema}].[${BASE_NAMES[t].pascal}]`,
-    column: (snake) =>
-      snake
-        .split('_')
-        .map((part) => part.charAt(0).toUpperCase() + part.slice(1))
-        .join(''),
+    table: (t) => qualify(schema, t),
+    column: pascalCase,
     param: (i) => `@${i - 1}`,
     failSql: {
       add: (t, trg, updates) => [
