@@ -1,4 +1,4 @@
-import { DataSource, QueryRunner } from 'typeorm';
+import { DataSource } from 'typeorm';
 import { uuidv7 } from '../../libs/chokaq/src/common/uuid';
 import { ChokaQTransactionError } from '../../libs/chokaq/src/errors';
 import { FailureReason, JobStatus } from '../../libs/chokaq/src/interfaces/job-status.enum';
@@ -12,6 +12,7 @@ import {
   claim,
   countRows,
   expectValidationError,
+  inTransaction,
   retryUnavailable,
   startJob,
   uniqueQueue,
@@ -413,32 +414,29 @@ describeEachDialect('storage contract: enqueue', (fixture) => {
     const schema = (db.options as { schema?: string }).schema;
     const borrowed = await createJobStorage({ dataSource: ds, schema, autoCreateSchema: false });
     const queue = uniqueQueue('tx.own');
-    const inTx = async (fn: (runner: QueryRunner) => Promise<void>, commit: boolean) => {
-      const runner = ds.createQueryRunner();
-      await runner.connect();
-      await runner.startTransaction();
-      try {
-        await fn(runner);
-        if (commit) await runner.commitTransaction();
-        else await runner.rollbackTransaction();
-      } finally {
-        await runner.release();
-      }
-    };
     try {
       let rolledBack = '';
-      await inTx(async (runner) => {
-        rolledBack = (await borrowed.enqueue({ queue, payload: 'rb' }, { transaction: runner })).id;
-      }, false);
+      await inTransaction(
+        ds,
+        async (runner) => {
+          rolledBack = (await borrowed.enqueue({ queue, payload: 'rb' }, { transaction: runner }))
+            .id;
+        },
+        false,
+      );
       expect(await db.storage.getJob(rolledBack)).toBeNull();
       expect(await countRows(db, 'hot', { queue })).toBe(0);
 
       let committed: string[] = [];
-      await inTx(async (runner) => {
-        committed = (
-          await borrowed.enqueueMany([{ queue }, { queue }], { transaction: runner })
-        ).map((r) => r.id);
-      }, true);
+      await inTransaction(
+        ds,
+        async (runner) => {
+          committed = (
+            await borrowed.enqueueMany([{ queue }, { queue }], { transaction: runner })
+          ).map((r) => r.id);
+        },
+        true,
+      );
       expect(await countRows(db, 'hot', { queue })).toBe(2);
       expect(
         (await retryUnavailable(() => claim(db.storage, queue, 10))).rows.map((r) => r.id).sort(),

@@ -128,6 +128,36 @@ export async function claimAll(
   throw new Error('claimAll: did not drain');
 }
 
+/** What {@link inTransaction} needs of a TypeORM `QueryRunner` (1.x and 0.3 alike). */
+interface TransactionRunner {
+  connect(): Promise<unknown>;
+  startTransaction(): Promise<void>;
+  commitTransaction(): Promise<void>;
+  rollbackTransaction(): Promise<void>;
+  release(): Promise<void>;
+}
+
+/**
+ * Runs `body` in a caller's transaction on a new `QueryRunner` of `dataSource`, then commits it
+ * (`commit`) or rolls it back; the runner is released either way.
+ */
+export async function inTransaction<R extends TransactionRunner>(
+  dataSource: { createQueryRunner(): R },
+  body: (runner: R) => Promise<void>,
+  commit: boolean,
+): Promise<void> {
+  const runner = dataSource.createQueryRunner();
+  await runner.connect();
+  await runner.startTransaction();
+  try {
+    await body(runner);
+    if (commit) await runner.commitTransaction();
+    else await runner.rollbackTransaction();
+  } finally {
+    await runner.release();
+  }
+}
+
 /** Retries an operation that failed only with `ChokaQStorageUnavailableError` (a busy SQLite file). */
 export async function retryUnavailable<T>(operation: () => Promise<T>, attempts = 20): Promise<T> {
   for (let i = 1; ; i++) {
@@ -142,18 +172,8 @@ export async function retryUnavailable<T>(operation: () => Promise<T>, attempts 
 
 // ------------------------------------------------------------------ raw SQL, dialect-neutral
 
-/** A column name in the dialect's spelling (snake_case, or PascalCase on SQL Server). */
-export function column(db: TestDatabase, snake: string): string {
-  return db.column(snake);
-}
-
-/** The `i`-th (1-based) parameter placeholder of the dialect. */
-export function param(db: TestDatabase, i: number): string {
-  return db.param(i);
-}
-
 function placeholders(db: TestDatabase, count: number, from = 1): string {
-  return Array.from({ length: count }, (_, i) => param(db, from + i)).join(', ');
+  return Array.from({ length: count }, (_, i) => db.param(from + i)).join(', ');
 }
 
 /** Rows of `table`, optionally only those whose snake_case column equals the value. */
@@ -213,14 +233,14 @@ export async function backdate(
   ms: number,
 ): Promise<void> {
   if (ids.length === 0) return;
-  const c = column(db, snakeColumn);
-  const id = column(db, 'id');
+  const c = db.column(snakeColumn);
+  const id = db.column('id');
   const set =
     db.dialect === 'sqlite'
-      ? `${c} = ${c} - ${param(db, 1)}`
+      ? `${c} = ${c} - ${db.param(1)}`
       : db.dialect === 'postgres'
-        ? `${c} = ${c} - (${param(db, 1)}::bigint * interval '1 millisecond')`
-        : `${c} = DATEADD(millisecond, -${param(db, 1)}, ${c})`;
+        ? `${c} = ${c} - (${db.param(1)}::bigint * interval '1 millisecond')`
+        : `${c} = DATEADD(millisecond, -${db.param(1)}, ${c})`;
   await db.sql(
     `UPDATE ${db.table(table)} SET ${set} WHERE ${id} IN (${placeholders(db, ids.length, 2)})`,
     [ms, ...ids],

@@ -8,7 +8,6 @@ import {
   countersOf,
   expectOnlyIn,
   expectRejects,
-  param,
   pillarsOf,
   startJob,
   uniqueQueue,
@@ -172,9 +171,9 @@ describeEachDialect('storage contract: atomic moves', (fixture) => {
     const queue = uniqueQueue('observe');
     const { id } = await db.storage.enqueue({ queue });
     const count =
-      `SELECT (SELECT COUNT(*) FROM ${db.table('hot')} WHERE id = ${param(db, 1)})` +
-      ` + (SELECT COUNT(*) FROM ${db.table('archive')} WHERE id = ${param(db, db.dialect === 'postgres' ? 1 : 2)})` +
-      ` + (SELECT COUNT(*) FROM ${db.table('dlq')} WHERE id = ${param(db, db.dialect === 'postgres' ? 1 : 3)}) AS n`;
+      `SELECT (SELECT COUNT(*) FROM ${db.table('hot')} WHERE id = ${db.param(1)})` +
+      ` + (SELECT COUNT(*) FROM ${db.table('archive')} WHERE id = ${db.param(db.dialect === 'postgres' ? 1 : 2)})` +
+      ` + (SELECT COUNT(*) FROM ${db.table('dlq')} WHERE id = ${db.param(db.dialect === 'postgres' ? 1 : 3)}) AS n`;
     const params = db.dialect === 'postgres' ? [id] : [id, id, id];
     const seen = new Set<number>();
     let moving = true;

@@ -1,10 +1,10 @@
-import { DataSource as DataSource03, QueryRunner as QueryRunner03 } from 'typeorm-0.3';
+import { DataSource as DataSource03 } from 'typeorm-0.3';
 import { ChokaQTransactionError } from '../../libs/chokaq/src/errors';
 import { StorageOptions } from '../../libs/chokaq/src/interfaces/storage-options.interface';
 import { createJobStorage } from '../../libs/chokaq/src/storage/create-storage';
 import { JobStorage } from '../../libs/chokaq/src/storage/job-storage';
 import { TestDatabase, describeEachDialect } from '../support/test-database';
-import { claim, countRows, retryUnavailable, uniqueQueue } from './helpers';
+import { claim, countRows, inTransaction, retryUnavailable, uniqueQueue } from './helpers';
 
 /**
  * The peer range admits TypeORM 0.3 (≥ 0.3.28) as well as 1.x. The workspace builds against 1.x;
@@ -38,35 +38,27 @@ describeEachDialect('storage contract: a borrowed TypeORM 0.3 DataSource', (fixt
     await db?.close();
   });
 
-  async function inTransaction(
-    body: (runner: QueryRunner03) => Promise<void>,
-    commit: boolean,
-  ): Promise<void> {
-    const runner = dataSource.createQueryRunner();
-    await runner.connect();
-    await runner.startTransaction();
-    try {
-      await body(runner);
-      if (commit) await runner.commitTransaction();
-      else await runner.rollbackTransaction();
-    } finally {
-      await runner.release();
-    }
-  }
-
   it("enqueues in the caller's 0.3 QueryRunner transaction: rolled back with it, or committed with it", async () => {
     const queue = uniqueQueue('tx03');
-    await inTransaction(async (runner) => {
-      await storage.enqueue({ queue, payload: 'lost' }, { transaction: runner });
-    }, false);
+    await inTransaction(
+      dataSource,
+      async (runner) => {
+        await storage.enqueue({ queue, payload: 'lost' }, { transaction: runner });
+      },
+      false,
+    );
     expect(await countRows(db, 'hot', { queue })).toBe(0);
 
     let kept: string[] = [];
-    await inTransaction(async (runner) => {
-      kept = (await storage.enqueueMany([{ queue }, { queue }], { transaction: runner })).map(
-        (r) => r.id,
-      );
-    }, true);
+    await inTransaction(
+      dataSource,
+      async (runner) => {
+        kept = (await storage.enqueueMany([{ queue }, { queue }], { transaction: runner })).map(
+          (r) => r.id,
+        );
+      },
+      true,
+    );
     expect(
       (await retryUnavailable(() => claim(storage, queue, 10))).rows.map((r) => r.id).sort(),
     ).toEqual(kept.sort());
