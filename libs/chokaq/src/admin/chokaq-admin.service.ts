@@ -1,5 +1,6 @@
 import { Inject, Injectable, Logger } from '@nestjs/common';
 import { CHOKAQ_RESOLVED_OPTIONS, CHOKAQ_STORAGE } from '../chokaq.constants';
+import { ChokaQValidationError } from '../errors';
 import {
   ActiveFilter,
   BulkPreview,
@@ -89,17 +90,33 @@ export class ChokaQAdmin {
 
   /** Cluster-wide budget of Fetched + Processing jobs of the queue; null = unlimited. */
   setMaxWorkers(queue: string, maxWorkers: number | null): Promise<QueueInfo> {
-    return this.updateQueue(queue, { maxWorkers });
+    return this.setLimit(queue, 'maxWorkers', maxWorkers);
   }
 
   /** Zombie timeout of the queue in seconds (a heartbeat this old makes a zombie); null = global. */
   setZombieTimeout(queue: string, seconds: number | null): Promise<QueueInfo> {
-    return this.updateQueue(queue, { zombieTimeoutSeconds: seconds });
+    return this.setLimit(queue, 'zombieTimeoutSeconds', seconds);
   }
 
   /** Execution timeout of the queue's jobs in ms (a handler's own timeout still wins); null = global. */
   setExecutionTimeout(queue: string, timeoutMs: number | null): Promise<QueueInfo> {
-    return this.updateQueue(queue, { executionTimeoutMs: timeoutMs });
+    return this.setLimit(queue, 'executionTimeoutMs', timeoutMs);
+  }
+
+  /**
+   * One limit of a queue, as a patch. The value is required: in a patch `undefined` means "leave it
+   * as it is", so a setter given `undefined` would change nothing and still report success.
+   */
+  private setLimit(
+    queue: string,
+    key: 'maxWorkers' | 'zombieTimeoutSeconds' | 'executionTimeoutMs',
+    value: number | null,
+  ): Promise<QueueInfo> {
+    if (value === undefined) {
+      const message = 'must be given: an integer, or null for the global setting';
+      return Promise.reject(new ChokaQValidationError([{ path: `patch.${key}`, message, value }]));
+    }
+    return this.updateQueue(queue, { [key]: value });
   }
 
   /** Zombies of the queue return to Pending instead of the DLQ (only for idempotent work). */
