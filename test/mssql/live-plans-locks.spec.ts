@@ -174,7 +174,7 @@ describeMssql('SQL Server plans, locks and added columns [live]', () => {
       // The claim's own batch, inside an outer transaction: its COMMIT only ends the nested
       // level, so every lock it took is still held when the locks are read below.
       const limit = 100;
-      const statement = SQL.claimSql(schema, {
+      const statement = SQL.fetchNextBatch(schema, {
         workerId: 'live-locks',
         leaseId: randomUUID(),
         limit,

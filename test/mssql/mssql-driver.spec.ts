@@ -5,7 +5,10 @@ import {
   ChokaQTransactionError,
   ChokaQValidationError,
 } from '../../libs/chokaq/src/errors';
-import { MssqlJobStorage } from '../../libs/chokaq/src/storage/mssql/mssql-job-storage';
+import { composeJobStorage } from '../../libs/chokaq/src/storage/compose-job-storage';
+import { MssqlConnection } from '../../libs/chokaq/src/storage/mssql/mssql.connection';
+import { MssqlJobQueries } from '../../libs/chokaq/src/storage/mssql/mssql-job-queries';
+import { MssqlJobStore } from '../../libs/chokaq/src/storage/mssql/mssql-job-store';
 import * as SQL from '../../libs/chokaq/src/storage/mssql/mssql.sql';
 import { SqlStorageConfig } from '../../libs/chokaq/src/storage/storage-config';
 import { ValidatedJobStorage } from '../../libs/chokaq/src/storage/validated-job-storage';
@@ -94,8 +97,11 @@ function stubbedStorage(replies: Reply[]) {
     busyTimeoutMs: 50,
     dataVersionPollMs: 50,
   };
-  // Behind the validating edge, as createJobStorage builds it.
-  const storage = new ValidatedJobStorage(new MssqlJobStorage(config), config);
+  // Its store and queries over one connection, behind the validating edge, as createJobStorage
+  // builds it.
+  const connection = new MssqlConnection(config);
+  const dialect = composeJobStorage(new MssqlJobStore(connection), new MssqlJobQueries(connection));
+  const storage = new ValidatedJobStorage(dialect, config);
   return { storage, calls, transactions, dataSource };
 }
 
@@ -134,7 +140,7 @@ const HOT_ROW = {
   Progress: null,
 };
 
-describe('MssqlJobStorage over TypeORM SqlServerQueryRunner (stubbed mssql Request)', () => {
+describe('SQL Server dialect over TypeORM SqlServerQueryRunner (stubbed mssql Request)', () => {
   it('claims with positional, typed parameters and maps the OUTPUT rows', async () => {
     const { storage, calls } = stubbedStorage([[HOT_ROW]]);
     const jobs = await storage.fetchNextBatch({
@@ -144,7 +150,7 @@ describe('MssqlJobStorage over TypeORM SqlServerQueryRunner (stubbed mssql Reque
       handled: { queues: ['emails'], types: [{ queue: 'billing', type: 'invoice.v2' }] },
     });
     expect(calls).toHaveLength(1);
-    const expected = SQL.claimSql('chokaq', {
+    const expected = SQL.fetchNextBatch('chokaq', {
       workerId: LEASE.workerId,
       leaseId: LEASE.leaseId,
       limit: 20,
@@ -219,7 +225,7 @@ describe('MssqlJobStorage over TypeORM SqlServerQueryRunner (stubbed mssql Reque
       handled: { queues: ['emails'], types: [] },
       start: 1,
     };
-    const claimText = SQL.claimSql('chokaq', {
+    const claimText = SQL.fetchNextBatch('chokaq', {
       workerId: LEASE.workerId,
       leaseId: LEASE.leaseId,
       limit: 2,
@@ -227,7 +233,7 @@ describe('MssqlJobStorage over TypeORM SqlServerQueryRunner (stubbed mssql Reque
       types: [],
       start: 1,
     }).sql;
-    const readBackText = SQL.selectClaimedByLeaseSql('chokaq', LEASE.workerId, LEASE.leaseId).sql;
+    const readBackText = SQL.fetchNextBatchClaimed('chokaq', LEASE.workerId, LEASE.leaseId).sql;
     /** The server committed the claim, then the connection dropped before the reply arrived. */
     const lostReply = () => Object.assign(new Error('socket hang up'), { code: 'ECONNRESET' });
     const started = {
@@ -466,7 +472,7 @@ describe('MssqlJobStorage over TypeORM SqlServerQueryRunner (stubbed mssql Reque
  * (an isolation level, a lock timeout) must not change how ChokaQ's own batches run, and a caller's
  * transaction must stay the caller's.
  */
-describe('MssqlJobStorage session state (stubbed mssql Request)', () => {
+describe('SQL Server dialect session state (stubbed mssql Request)', () => {
   const PROLOGUE = 'SET TRANSACTION ISOLATION LEVEL READ COMMITTED;\nSET LOCK_TIMEOUT -1;\n';
   const SESSION_OR_OWN_TRANSACTION =
     /ISOLATION LEVEL|LOCK_TIMEOUT|XACT_ABORT|^\s*(BEGIN\s+TRAN|COMMIT)\b/im;

@@ -18,7 +18,7 @@ const UPDATE = process.env.CHOKAQ_UPDATE_GOLDEN === '1';
 
 const PINNED: ReadonlyArray<[file: string, name: string]> = [
   ['claim', 'fetchNextBatch'],
-  ['claimed-by-lease', 'fetchNextBatch.claimedByLease'],
+  ['claimed-by-lease', 'fetchNextBatchClaimed'],
   ['archive-succeeded', 'archiveSucceeded'],
   ['move-to-dlq-lease', 'moveToDlq [lease]'],
   ['move-to-dlq-admin', 'moveToDlq [admin]'],

@@ -133,18 +133,18 @@ function cases(): Case[] {
   });
   const s = 'chokaq';
   return [
-    ['ensureSchemaSql', '', () => SQL.ensureSchemaSql(s)],
-    ['nowSql', '', () => SQL.nowSql()],
-    ['compatibilityLevelSql', '', () => SQL.compatibilityLevelSql()],
-    ['enqueueSql', 'key', (v) => SQL.enqueueSql(s, job(v, true))],
-    ['enqueueSql', 'no key', (v) => SQL.enqueueSql(s, job(v, false))],
-    ['enqueueManySql', 'keys', (v) => SQL.enqueueManySql(s, [job(v, true), job(v, false)])],
-    ['enqueueManySql', 'no keys', (v) => SQL.enqueueManySql(s, [job(v, false)])],
+    ['ensureSchema', '', () => SQL.ensureSchema(s)],
+    ['now', '', () => SQL.now()],
+    ['prepare', '', () => SQL.prepare()],
+    ['enqueue', 'key', (v) => SQL.enqueue(s, job(v, true))],
+    ['enqueue', 'no key', (v) => SQL.enqueue(s, job(v, false))],
+    ['enqueueMany', 'keys', (v) => SQL.enqueueMany(s, [job(v, true), job(v, false)])],
+    ['enqueueMany', 'no keys', (v) => SQL.enqueueMany(s, [job(v, false)])],
     [
-      'claimSql',
+      'fetchNextBatch',
       '',
       (v) =>
-        SQL.claimSql(s, {
+        SQL.fetchNextBatch(s, {
           workerId: v.workerId,
           leaseId: v.leaseId,
           limit: 10,
@@ -153,37 +153,29 @@ function cases(): Case[] {
           start: 1,
         }),
     ],
-    ['selectClaimedByLeaseSql', '', (v) => SQL.selectClaimedByLeaseSql(s, v.workerId, v.leaseId)],
-    ['markAsProcessingSql', '', (v) => SQL.markAsProcessingSql(s, [lease(v)])],
-    ['keepAliveSql', '', (v) => SQL.keepAliveSql(s, v.workerId, [lease(v)])],
-    ['releaseSql', '', (v) => SQL.releaseSql(s, [lease(v)], 1_000)],
-    ['reportProgressSql', '', (v) => SQL.reportProgressSql(s, lease(v), 50)],
-    ['rescheduleSql', '', (v) => SQL.rescheduleSql(s, lease(v), 1_000, v.error)],
+    ['fetchNextBatchClaimed', '', (v) => SQL.fetchNextBatchClaimed(s, v.workerId, v.leaseId)],
+    ['markAsProcessing', '', (v) => SQL.markAsProcessing(s, [lease(v)])],
+    ['keepAlive', '', (v) => SQL.keepAlive(s, v.workerId, [lease(v)])],
+    ['release', '', (v) => SQL.release(s, [lease(v)], 1_000)],
+    ['reportProgress', '', (v) => SQL.reportProgress(s, lease(v), 50)],
+    ['rescheduleForRetry', '', (v) => SQL.rescheduleForRetry(s, lease(v), 1_000, v.error)],
+    ['archiveSucceeded', '', (v) => SQL.archiveSucceeded(s, [{ ...lease(v), durationMs: 5 }])],
     [
-      'archiveSucceededSql',
-      '',
-      (v) => SQL.archiveSucceededSql(s, [{ ...lease(v), durationMs: 5 }]),
-    ],
-    [
-      'moveToDlqSql',
+      'moveToDlq',
       'lease',
-      (v) => SQL.moveToDlqSql(s, lease(v), FailureReason.Timeout, v.error, v.actor, 5),
+      (v) => SQL.moveToDlq(s, lease(v), FailureReason.Timeout, v.error, v.actor, 5),
     ],
     [
-      'moveToDlqSql',
+      'moveToDlq',
       'admin',
-      (v) => SQL.moveToDlqSql(s, { id: v.id }, FailureReason.Cancelled, v.error, v.actor, null),
+      (v) => SQL.moveToDlq(s, { id: v.id }, FailureReason.Cancelled, v.error, v.actor, null),
     ],
+    ['cancel', '', (v) => SQL.cancel(s, [v.id, v.id2], v.actor, STORED_TEXT.cancelled(v.actor))],
     [
-      'cancelSql',
-      '',
-      (v) => SQL.cancelSql(s, [v.id, v.id2], v.actor, STORED_TEXT.cancelled(v.actor)),
-    ],
-    [
-      'resurrectSql',
+      'resurrect',
       'ids, edits',
       (v) =>
-        SQL.resurrectSql(
+        SQL.resurrect(
           s,
           { ids: [v.id] },
           { payload: v.payload, tags: v.tags, priority: 3 },
@@ -191,16 +183,16 @@ function cases(): Case[] {
         ),
     ],
     [
-      'resurrectSql',
+      'resurrect',
       'filter',
-      (v) => SQL.resurrectSql(s, { filter: dlqFilter(v), max: 10 }, null, v.actor),
+      (v) => SQL.resurrect(s, { filter: dlqFilter(v), max: 10 }, null, v.actor),
     ],
-    ['recoverAbandonedSql', '', () => SQL.recoverAbandonedSql(s, 60_000, 100)],
+    ['recoverAbandoned', '', () => SQL.recoverAbandoned(s, 60_000, 100)],
     [
-      'archiveZombiesSql',
+      'archiveZombies',
       '',
       (v) =>
-        SQL.archiveZombiesSql(
+        SQL.archiveZombies(
           s,
           60_000,
           100,
@@ -211,27 +203,28 @@ function cases(): Case[] {
           STORED_TEXT.zombie,
         ),
     ],
-    ['getQueuesSql', '', () => SQL.getQueuesSql(s)],
-    ['updateQueueSql', '', (v) => SQL.updateQueueSql(s, v.queue, { maxWorkers: 3 })],
-    ['purgeDlqSql', '', (v) => SQL.purgeDlqSql(s, [v.id])],
-    ['purgeDlqBatchSql', '', (v) => SQL.purgeDlqBatchSql(s, dlqFilter(v), 100)],
-    ['retentionBatchSql', '', () => SQL.retentionBatchSql(s, 'archive', 1_000, 100)],
-    ['pageSql', 'hot', (v) => SQL.pageSql(s, 'hot', page(v, 'hot'))],
-    ['pageSql', 'dlq', (v) => SQL.pageSql(s, 'dlq', page(v, 'dlq'))],
-    ['pageCountSql', '', (v) => SQL.pageCountSql(s, 'dlq', dlqFilter(v))],
-    ['getJobSql', '', (v) => SQL.getJobSql(s, v.id)],
-    ['summarySql', '', () => SQL.summarySql(s)],
-    ['queueStatsSql', '', () => SQL.queueStatsSql(s)],
-    ['queueHealthSql', '', () => SQL.queueHealthSql(s)],
-    ['throughputSql', '', (v) => SQL.throughputSql(s, v.queue)],
-    ['topDlqErrorsSql', '', (v) => SQL.topDlqErrorsSql(s, 10, dlqFilter(v))],
-    ['previewCountSql', '', (v) => SQL.previewCountSql(s, dlqFilter(v))],
-    ['previewSampleSql', '', (v) => SQL.previewSampleSql(s, dlqFilter(v), 10)],
+    ['getQueues', '', () => SQL.getQueues(s)],
+    ['updateQueue', '', (v) => SQL.updateQueue(s, v.queue, { maxWorkers: 3 })],
+    ['purgeDlq', '', (v) => SQL.purgeDlq(s, [v.id])],
+    ['purgeDlqByFilter', '', (v) => SQL.purgeDlqByFilter(s, dlqFilter(v), 100)],
+    ['applyRetentionArchive', '', () => SQL.applyRetentionArchive(s, 1_000, 100)],
+    ['applyRetentionDlq', '', () => SQL.applyRetentionDlq(s, 1_000, 100)],
+    ['applyRetentionBuckets', '', () => SQL.applyRetentionBuckets(s, 1_000, 100)],
+    ['selectPage', 'hot', (v) => SQL.selectPage(s, 'hot', page(v, 'hot'))],
+    ['selectPage', 'dlq', (v) => SQL.selectPage(s, 'dlq', page(v, 'dlq'))],
+    ['countPage', '', (v) => SQL.countPage(s, 'dlq', dlqFilter(v))],
+    ['getJob', '', (v) => SQL.getJob(s, v.id)],
+    ['getSummary', '', () => SQL.getSummary(s)],
+    ['getQueueStats', '', () => SQL.getQueueStats(s)],
+    ['getQueueHealth', '', () => SQL.getQueueHealth(s)],
+    ['getThroughput', '', (v) => SQL.getThroughput(s, v.queue)],
+    ['getTopDlqErrors', '', (v) => SQL.getTopDlqErrors(s, 10, dlqFilter(v))],
+    ['previewDlqFilterSample', '', (v) => SQL.previewDlqFilterSample(s, dlqFilter(v), 10)],
     [
-      'upsertRecurringSql',
+      'upsertRecurringJob',
       '',
       (v) =>
-        SQL.upsertRecurringSql(s, {
+        SQL.upsertRecurringJob(s, {
           name: v.name,
           cron: v.cron,
           timeZone: v.zone,
@@ -242,8 +235,8 @@ function cases(): Case[] {
           nextSlotUtc: v.date,
         }),
     ],
-    ['getRecurringSql', '', () => SQL.getRecurringSql(s)],
-    ['claimRecurringSlotSql', '', (v) => SQL.claimRecurringSlotSql(s, v.name, v.date, v.date)],
+    ['getRecurringJobs', '', () => SQL.getRecurringJobs(s)],
+    ['claimRecurringSlot', '', (v) => SQL.claimRecurringSlot(s, v.name, v.date, v.date)],
   ];
 }
 
@@ -276,8 +269,9 @@ function declarations(disableAsciiToUnicodeParamConversion: boolean) {
 
 describe('SQL Server parameter declarations do not depend on values', () => {
   it('covers every exported statement builder', () => {
+    // Every function mssql.sql.ts exports is a statement builder, named after the method it serves.
     const builders = Object.entries(SQL)
-      .filter(([name, value]) => typeof value === 'function' && name.endsWith('Sql'))
+      .filter(([, value]) => typeof value === 'function')
       .map(([name]) => name)
       .sort();
     expect([...new Set(cases().map(([builder]) => builder))].sort()).toEqual(builders);
@@ -314,7 +308,7 @@ describe('SQL Server parameter declarations do not depend on values', () => {
 
   it('declares the widths of the columns the values go into', () => {
     const declare = declarations(false);
-    const enqueue = SQL.enqueueSql('chokaq', {
+    const enqueue = SQL.enqueue('chokaq', {
       id: SHORT.id,
       queue: SHORT.queue,
       type: SHORT.type,
@@ -339,7 +333,7 @@ describe('SQL Server parameter declarations do not depend on values', () => {
       'nvarchar(23)',
       'nvarchar(100)',
     ]);
-    const dlq = SQL.moveToDlqSql(
+    const dlq = SQL.moveToDlq(
       'chokaq',
       { id: SHORT.id, workerId: SHORT.workerId, leaseId: SHORT.leaseId },
       FailureReason.Timeout,

@@ -42,10 +42,10 @@ describe('SQL Server session state of every batch', () => {
     ]);
     const statements = [
       ...catalogued.map((e) => e.statement),
-      SQL.enqueueSql(SCHEMA, JOB, inCaller),
-      SQL.enqueueSql(SCHEMA, { ...JOB, idempotencyKey: null }, inCaller),
-      SQL.enqueueManySql(SCHEMA, [JOB, { ...JOB, id: ID2, idempotencyKey: null }], inCaller),
-      SQL.enqueueManySql(SCHEMA, [{ ...JOB, idempotencyKey: null }], inCaller),
+      SQL.enqueue(SCHEMA, JOB, inCaller),
+      SQL.enqueue(SCHEMA, { ...JOB, idempotencyKey: null }, inCaller),
+      SQL.enqueueMany(SCHEMA, [JOB, { ...JOB, id: ID2, idempotencyKey: null }], inCaller),
+      SQL.enqueueMany(SCHEMA, [{ ...JOB, idempotencyKey: null }], inCaller),
     ];
     for (const { sql } of statements) {
       expect(sql).not.toMatch(
@@ -57,8 +57,8 @@ describe('SQL Server session state of every batch', () => {
 
   it("enqueueMany in a caller's transaction is the same batch without its own transaction", () => {
     const jobs = [JOB, { ...JOB, id: ID2, idempotencyKey: null }];
-    const own = SQL.enqueueManySql(SCHEMA, jobs).sql;
-    const inCaller = SQL.enqueueManySql(SCHEMA, jobs, { callerTransaction: true }).sql;
+    const own = SQL.enqueueMany(SCHEMA, jobs).sql;
+    const inCaller = SQL.enqueueMany(SCHEMA, jobs, { callerTransaction: true }).sql;
     const strip = (sql: string) =>
       sql
         .replace(PROLOGUE, '')
@@ -70,7 +70,7 @@ describe('SQL Server session state of every batch', () => {
   it('enqueueMany settles an id already stored before any idempotency-key holder', () => {
     // A retry after an ambiguous commit: the job it created may have finished and freed its key for
     // another job; the item must report its own id, not the key's new holder.
-    const sql = SQL.enqueueManySql(SCHEMA, [JOB]).sql;
+    const sql = SQL.enqueueMany(SCHEMA, [JOB]).sql;
     const ownId = sql.indexOf('-- An id already stored (any pillar)');
     const keyHolders = sql.indexOf('-- Keys an active job already holds');
     expect(ownId).toBeGreaterThan(-1);

@@ -26,7 +26,7 @@ INSERT INTO [chokaq].[Queues] (Name) SELECT n.Queue FROM @NewQueues AS n
 WHERE NOT EXISTS (SELECT 1 FROM [chokaq].[Queues] AS q WITH (UPDLOCK, HOLDLOCK) WHERE q.Name = n.Queue);
 INSERT INTO [chokaq].[StatsSummary] (Queue) SELECT n.Queue FROM @NewQueues AS n
 WHERE NOT EXISTS (SELECT 1 FROM [chokaq].[StatsSummary] AS s WITH (UPDLOCK, HOLDLOCK) WHERE s.Queue = n.Queue);
--- Keys an active job already holds: key-range update locks until COMMIT (see enqueueSql),
+-- Keys an active job already holds: key-range update locks until COMMIT (see enqueue),
 -- taken in key order (one seek per key of @Keys, keyed by the key), so two chunks that
 -- share keys wait for each other instead of deadlocking.
 DECLARE @Keys TABLE (IdempotencyKey nvarchar(255) NOT NULL PRIMARY KEY, Holder varchar(36) NULL);

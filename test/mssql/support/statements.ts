@@ -104,9 +104,9 @@ export function catalogue(schema = SCHEMA): CatalogueEntry[] {
       statement,
     });
 
-  add('ensureSchema', '', 'ddl', SQL.ensureSchemaSql(schema));
-  add('now', '', 'read', SQL.nowSql());
-  add('prepare', '', 'read', SQL.compatibilityLevelSql());
+  add('ensureSchema', '', 'ddl', SQL.ensureSchema(schema));
+  add('now', '', 'read', SQL.now());
+  add('prepare', '', 'read', SQL.prepare());
 
   for (const key of [null, 'k:1']) {
     for (const timing of ['none', 'delay', 'runAt'] as const) {
@@ -114,7 +114,7 @@ export function catalogue(schema = SCHEMA): CatalogueEntry[] {
         'enqueue',
         `key=${key !== null} ${timing}`,
         'transition',
-        SQL.enqueueSql(schema, {
+        SQL.enqueue(schema, {
           ...JOB,
           idempotencyKey: key,
           delayMs: timing === 'delay' ? 5_000 : null,
@@ -127,13 +127,13 @@ export function catalogue(schema = SCHEMA): CatalogueEntry[] {
     'enqueueMany',
     'no keys',
     'transition',
-    SQL.enqueueManySql(schema, [{ ...JOB, idempotencyKey: null }]),
+    SQL.enqueueMany(schema, [{ ...JOB, idempotencyKey: null }]),
   );
   add(
     'enqueueMany',
     'keys',
     'transition',
-    SQL.enqueueManySql(schema, [
+    SQL.enqueueMany(schema, [
       JOB,
       { ...JOB, id: ID2, idempotencyKey: null, delayMs: null, runAt: FIXED_DATE },
     ]),
@@ -145,13 +145,13 @@ export function catalogue(schema = SCHEMA): CatalogueEntry[] {
     'enqueue.inCallerTransaction',
     '',
     'transition',
-    SQL.enqueueSql(schema, JOB, { callerTransaction: true }),
+    SQL.enqueue(schema, JOB, { callerTransaction: true }),
   );
   add(
     'enqueueMany.inCallerTransaction',
     '',
     'transition',
-    SQL.enqueueManySql(schema, [JOB, { ...JOB, id: ID2, idempotencyKey: null }], {
+    SQL.enqueueMany(schema, [JOB, { ...JOB, id: ID2, idempotencyKey: null }], {
       callerTransaction: true,
     }),
   );
@@ -164,46 +164,46 @@ export function catalogue(schema = SCHEMA): CatalogueEntry[] {
     types: [{ queue: 'billing', type: 'invoice.v2' }],
     start: 0,
   };
-  add('fetchNextBatch', '', 'claim', SQL.claimSql(schema, claim));
-  add('fetchNextBatch', 'start', 'claim', SQL.claimSql(schema, { ...claim, start: 5 }));
+  add('fetchNextBatch', '', 'claim', SQL.fetchNextBatch(schema, claim));
+  add('fetchNextBatch', 'start', 'claim', SQL.fetchNextBatch(schema, { ...claim, start: 5 }));
   add(
-    'fetchNextBatch.claimedByLease',
+    'fetchNextBatchClaimed',
     '',
     'read',
-    SQL.selectClaimedByLeaseSql(schema, LEASE.workerId, LEASE.leaseId),
+    SQL.fetchNextBatchClaimed(schema, LEASE.workerId, LEASE.leaseId),
   );
 
-  add('markAsProcessing', '', 'transition', SQL.markAsProcessingSql(schema, [LEASE]));
-  add('keepAlive', '', 'transition', SQL.keepAliveSql(schema, LEASE.workerId, [LEASE]));
-  add('release', 'no delay', 'transition', SQL.releaseSql(schema, [LEASE], null));
-  add('release', 'delay', 'transition', SQL.releaseSql(schema, [LEASE], 30_000));
-  add('reportProgress', '', 'transition', SQL.reportProgressSql(schema, LEASE, 42));
+  add('markAsProcessing', '', 'transition', SQL.markAsProcessing(schema, [LEASE]));
+  add('keepAlive', '', 'transition', SQL.keepAlive(schema, LEASE.workerId, [LEASE]));
+  add('release', 'no delay', 'transition', SQL.release(schema, [LEASE], null));
+  add('release', 'delay', 'transition', SQL.release(schema, [LEASE], 30_000));
+  add('reportProgress', '', 'transition', SQL.reportProgress(schema, LEASE, 42));
   add(
     'rescheduleForRetry',
     '',
     'transition',
-    SQL.rescheduleSql(schema, LEASE, 3_000, 'Error: boom'),
+    SQL.rescheduleForRetry(schema, LEASE, 3_000, 'Error: boom'),
   );
 
   add(
     'archiveSucceeded',
     '',
     'move',
-    SQL.archiveSucceededSql(schema, [{ ...LEASE, durationMs: 120 }]),
+    SQL.archiveSucceeded(schema, [{ ...LEASE, durationMs: 120 }]),
   );
   add(
     'moveToDlq',
     'lease',
     'move',
-    SQL.moveToDlqSql(schema, LEASE, FailureReason.MaxRetriesExceeded, 'Error: boom', null, 15),
+    SQL.moveToDlq(schema, LEASE, FailureReason.MaxRetriesExceeded, 'Error: boom', null, 15),
   );
   add(
     'moveToDlq',
     'admin',
     'move',
-    SQL.moveToDlqSql(schema, { id: ID }, FailureReason.Cancelled, 'cancelled', 'ops', null),
+    SQL.moveToDlq(schema, { id: ID }, FailureReason.Cancelled, 'cancelled', 'ops', null),
   );
-  add('cancel', '', 'move', SQL.cancelSql(schema, [ID, ID2], 'ops', STORED_TEXT.cancelled('ops')));
+  add('cancel', '', 'move', SQL.cancel(schema, [ID, ID2], 'ops', STORED_TEXT.cancelled('ops')));
 
   const editVariants: Array<[string, SQL.MssqlResurrectEdits | null]> = [
     ['no edits', null],
@@ -214,23 +214,23 @@ export function catalogue(schema = SCHEMA): CatalogueEntry[] {
     ['all', { payload: '{"a":1}', tags: ',x,', priority: 99 }],
   ];
   for (const [variant, edits] of editVariants) {
-    add('resurrect', variant, 'move', SQL.resurrectSql(schema, { ids: [ID] }, edits, 'ops'));
+    add('resurrect', variant, 'move', SQL.resurrect(schema, { ids: [ID] }, edits, 'ops'));
   }
   for (const keys of singlesAndAll(PILLAR_FILTER_KEYS.dlq)) {
     add(
       'resurrectByFilter',
       keys.join(',') || 'no filter',
       'move',
-      SQL.resurrectSql(schema, { filter: filterOf(keys), max: 100 }, null, null),
+      SQL.resurrect(schema, { filter: filterOf(keys), max: 100 }, null, null),
     );
   }
 
-  add('recoverAbandoned', '', 'transition', SQL.recoverAbandonedSql(schema, 600_000, 1_000));
+  add('recoverAbandoned', '', 'transition', SQL.recoverAbandoned(schema, 600_000, 1_000));
   add(
     'archiveZombies',
     '',
     'move',
-    SQL.archiveZombiesSql(
+    SQL.archiveZombies(
       schema,
       600_000,
       1_000,
@@ -242,18 +242,18 @@ export function catalogue(schema = SCHEMA): CatalogueEntry[] {
     ),
   );
 
-  add('getQueues', '', 'read', SQL.getQueuesSql(schema));
+  add('getQueues', '', 'read', SQL.getQueues(schema));
   add(
     'updateQueue',
     'one field',
     'transition',
-    SQL.updateQueueSql(schema, 'emails', { isPaused: true }),
+    SQL.updateQueue(schema, 'emails', { isPaused: true }),
   );
   add(
     'updateQueue',
     'all fields',
     'transition',
-    SQL.updateQueueSql(schema, 'emails', {
+    SQL.updateQueue(schema, 'emails', {
       isPaused: false,
       isActive: true,
       maxWorkers: 3,
@@ -263,34 +263,34 @@ export function catalogue(schema = SCHEMA): CatalogueEntry[] {
     }),
   );
 
-  add('purgeDlq', '', 'transition', SQL.purgeDlqSql(schema, [ID]));
+  add('purgeDlq', '', 'transition', SQL.purgeDlq(schema, [ID]));
   for (const keys of singlesAndAll(PILLAR_FILTER_KEYS.dlq)) {
     add(
       'purgeDlqByFilter',
       keys.join(',') || 'no filter',
       'transition',
-      SQL.purgeDlqBatchSql(schema, filterOf(keys), 500),
+      SQL.purgeDlqByFilter(schema, filterOf(keys), 500),
     );
   }
-  for (const target of ['archive', 'dlq', 'buckets'] as const) {
-    add(
-      'applyRetention',
-      target,
-      'transition',
-      SQL.retentionBatchSql(schema, target, 86_400_000, 1_000),
-    );
+  const retentionSteps = [
+    ['archive', SQL.applyRetentionArchive],
+    ['dlq', SQL.applyRetentionDlq],
+    ['buckets', SQL.applyRetentionBuckets],
+  ] as const;
+  for (const [target, step] of retentionSteps) {
+    add('applyRetention', target, 'transition', step(schema, 86_400_000, 1_000));
   }
 
-  add('getJob', '', 'read', SQL.getJobSql(schema, ID));
+  add('getJob', '', 'read', SQL.getJob(schema, ID));
   for (const pillar of ['hot', 'archive', 'dlq'] as const) {
     const keys = PILLAR_FILTER_KEYS[pillar];
     for (const subset of subsets(keys)) {
       const filter = filterOf(subset);
       add(
-        `page.${pillar}`,
+        `selectPage.${pillar}`,
         `filter ${subset.join(',') || 'none'}`,
         'read',
-        SQL.pageSql(schema, pillar, {
+        SQL.selectPage(schema, pillar, {
           filter,
           offset: 0,
           pageSize: 50,
@@ -299,19 +299,19 @@ export function catalogue(schema = SCHEMA): CatalogueEntry[] {
         }),
       );
       add(
-        `pageCount.${pillar}`,
+        `countPage.${pillar}`,
         `filter ${subset.join(',') || 'none'}`,
         'read',
-        SQL.pageCountSql(schema, pillar, filter),
+        SQL.countPage(schema, pillar, filter),
       );
     }
     for (const [key, column] of Object.entries(SORT_COLUMNS[pillar]) as Array<[SortKey, string]>) {
       for (const dir of ['ASC', 'DESC'] as const) {
         add(
-          `page.${pillar}`,
+          `selectPage.${pillar}`,
           `sort ${key} ${dir}`,
           'read',
-          SQL.pageSql(schema, pillar, {
+          SQL.selectPage(schema, pillar, {
             filter: filterOf(keys),
             offset: 100,
             pageSize: 50,
@@ -323,37 +323,37 @@ export function catalogue(schema = SCHEMA): CatalogueEntry[] {
     }
   }
 
-  add('getSummary', '', 'telemetry', SQL.summarySql(schema));
-  add('getQueueStats', '', 'telemetry', SQL.queueStatsSql(schema));
-  add('getQueueHealth', '', 'telemetry', SQL.queueHealthSql(schema));
-  add('getThroughput', 'all queues', 'telemetry', SQL.throughputSql(schema));
-  add('getThroughput', 'one queue', 'telemetry', SQL.throughputSql(schema, 'emails'));
+  add('getSummary', '', 'telemetry', SQL.getSummary(schema));
+  add('getQueueStats', '', 'telemetry', SQL.getQueueStats(schema));
+  add('getQueueHealth', '', 'telemetry', SQL.getQueueHealth(schema));
+  add('getThroughput', 'all queues', 'telemetry', SQL.getThroughput(schema));
+  add('getThroughput', 'one queue', 'telemetry', SQL.getThroughput(schema, 'emails'));
   for (const keys of singlesAndAll(PILLAR_FILTER_KEYS.dlq)) {
     add(
       'getTopDlqErrors',
       keys.join(',') || 'no filter',
       'telemetry',
-      SQL.topDlqErrorsSql(schema, 10, filterOf(keys)),
+      SQL.getTopDlqErrors(schema, 10, filterOf(keys)),
     );
     add(
-      'previewDlqFilter.sample',
+      'previewDlqFilterSample',
       keys.join(',') || 'no filter',
       'read',
-      SQL.previewSampleSql(schema, filterOf(keys), 10),
+      SQL.previewDlqFilterSample(schema, filterOf(keys), 10),
     );
   }
   add(
-    'previewDlqFilter.count',
-    '',
+    'previewDlqFilter',
+    'count',
     'read',
-    SQL.previewCountSql(schema, filterOf(PILLAR_FILTER_KEYS.dlq)),
+    SQL.countPage(schema, 'dlq', filterOf(PILLAR_FILTER_KEYS.dlq)),
   );
 
   add(
     'upsertRecurringJob',
     '',
     'transition',
-    SQL.upsertRecurringSql(schema, {
+    SQL.upsertRecurringJob(schema, {
       name: 'nightly',
       cron: '0 3 * * *',
       timeZone: 'Europe/Berlin',
@@ -364,12 +364,12 @@ export function catalogue(schema = SCHEMA): CatalogueEntry[] {
       nextSlotUtc: FIXED_DATE,
     }),
   );
-  add('getRecurringJobs', '', 'read', SQL.getRecurringSql(schema));
+  add('getRecurringJobs', '', 'read', SQL.getRecurringJobs(schema));
   add(
     'claimRecurringSlot',
     '',
     'transition',
-    SQL.claimRecurringSlotSql(
+    SQL.claimRecurringSlot(
       schema,
       'nightly',
       FIXED_DATE,

@@ -15,7 +15,9 @@ import { DEFAULT_PAYLOAD_MAX_BYTES } from '../validation/validate-job';
 import { composeJobStorage } from './compose-job-storage';
 import type { DialectJobStorage } from './dialect-job-storage';
 import { JobStorage } from './job-storage';
-import { MssqlJobStorage } from './mssql/mssql-job-storage';
+import { MssqlConnection } from './mssql/mssql.connection';
+import { MssqlJobQueries } from './mssql/mssql-job-queries';
+import { MssqlJobStore } from './mssql/mssql-job-store';
 import { PostgresConnection } from './postgres/postgres.connection';
 import { PostgresJobQueries } from './postgres/postgres-job-queries';
 import { PostgresJobStore } from './postgres/postgres-job-store';
@@ -128,7 +130,7 @@ export async function createJobStorage(
       ? new SqliteJobStorage(config)
       : dialect === 'postgres'
         ? postgresJobStorage(config)
-        : new MssqlJobStorage(config),
+        : mssqlJobStorage(config),
     config,
   );
   try {
@@ -145,4 +147,10 @@ export async function createJobStorage(
 function postgresJobStorage(config: SqlStorageConfig): DialectJobStorage {
   const connection = new PostgresConnection(config);
   return composeJobStorage(new PostgresJobStore(connection), new PostgresJobQueries(connection));
+}
+
+/** The SQL Server dialect: its store and its queries over one connection, joined. */
+function mssqlJobStorage(config: SqlStorageConfig): DialectJobStorage {
+  const connection = new MssqlConnection(config);
+  return composeJobStorage(new MssqlJobStore(connection), new MssqlJobQueries(connection));
 }

@@ -3,6 +3,11 @@
  * the validated schema name (the only identifier ever inlined) and the operation's inputs, and
  * returns the batch text with its positional parameters (`@0`, `@1`, … as TypeORM binds them).
  *
+ * Each builder is named after the `JobStorage` method it serves, with a suffix for a step
+ * (`fetchNextBatch`, `fetchNextBatchClaimed`, `applyRetentionArchive`), the names `postgres.sql.ts`
+ * uses; `selectPage` and `countPage` serve the three page reads and the preview's count. The
+ * statements run in `mssql-job-store.ts` (writes) and `mssql-job-queries.ts` (reads).
+ *
  * Conventions (SPEC §2–§3):
  * - Every batch starts with `SET TRANSACTION ISOLATION LEVEL READ COMMITTED; SET LOCK_TIMEOUT -1;`
  *   (`SESSION_PROLOGUE`, added by `ParamList.statement`): a pooled connection may carry another
@@ -226,15 +231,22 @@ function ensureQueueRows(t: Record<MssqlTable, string>, source: string): string 
   ].join('\n');
 }
 
-// ------------------------------------------------------------------------------------ schema
+// ------------------------------------------------------------------------------------ lifecycle
+
+/** The database's compatibility level (OPENJSON needs 130+); checked by `prepare()`. */
+export function prepare(): MssqlStatement {
+  return new ParamList().statement(
+    'SELECT CAST(compatibility_level AS int) AS CompatibilityLevel, name AS DatabaseName FROM sys.databases WHERE name = DB_NAME();',
+  );
+}
 
 /** The full DDL (see `mssqlSchemaDdl`), as a statement without parameters. */
-export function ensureSchemaSql(schema: string): MssqlStatement {
+export function ensureSchema(schema: string): MssqlStatement {
   return new ParamList().statement(mssqlSchemaDdl(schema));
 }
 
 /** The database clock, as ISO text. */
-export function nowSql(): MssqlStatement {
+export function now(): MssqlStatement {
   return new ParamList().statement(
     `SELECT ${isoText('CAST(SYSUTCDATETIME() AS datetime2(3))')} AS NowUtc;`,
   );
@@ -271,7 +283,7 @@ export interface MssqlNewJob {
  * statement again, which then returns the holder.
  * `IdempotencyKey IS NOT NULL` is repeated in the predicates so the filtered index matches.
  */
-export function enqueueSql(
+export function enqueue(
   schema: string,
   job: MssqlNewJob,
   options?: MssqlBatchOptions,
@@ -327,7 +339,7 @@ export function enqueueSql(
 
 /**
  * enqueueMany (one chunk): all rows travel as ONE JSON parameter through `OPENJSON` (a request
- * carries at most 2,100 parameters). One transaction per chunk. Same rules as {@link enqueueSql}:
+ * carries at most 2,100 parameters). One transaction per chunk. Same rules as {@link enqueue}:
  * an active key's holder wins (range-locked with `UPDLOCK, HOLDLOCK`), the first copy of a key or
  * an id repeated inside the chunk wins, ids already in any pillar are not inserted again and
  * report themselves (before any key holder: see below). Returns one row per input item, in input
@@ -345,7 +357,7 @@ export function enqueueSql(
  * caller, whose transaction decides. A deadlock (1205) is the exception: SQL Server rolls back the
  * victim's whole transaction whatever XACT_ABORT says, so the caller retries its whole unit of work.
  */
-export function enqueueManySql(
+export function enqueueMany(
   schema: string,
   jobs: readonly MssqlNewJob[],
   options?: MssqlBatchOptions,
@@ -367,7 +379,7 @@ export function enqueueManySql(
       createdBy: j.createdBy,
     })),
   );
-  // Only a chunk with keys takes key-range locks (see enqueueSql); ids are checked without locks.
+  // Only a chunk with keys takes key-range locks (see enqueue); ids are checked without locks.
   const keyed = jobs.some((j) => j.idempotencyKey !== null);
   return p.statement(
     [
@@ -392,7 +404,7 @@ export function enqueueManySql(
       ensureQueueRows(t, '@In'),
       ...(keyed
         ? [
-            '-- Keys an active job already holds: key-range update locks until COMMIT (see enqueueSql),',
+            '-- Keys an active job already holds: key-range update locks until COMMIT (see enqueue),',
             '-- taken in key order (one seek per key of @Keys, keyed by the key), so two chunks that',
             '-- share keys wait for each other instead of deadlocking.',
             'DECLARE @Keys TABLE (IdempotencyKey nvarchar(255) NOT NULL PRIMARY KEY, Holder varchar(36) NULL);',
@@ -485,7 +497,7 @@ export interface MssqlClaimRequest {
  * deadlocks with a cancel or a move of the same row).
  *
  * `start`: the UPDATE sets the batch's first `@start` rows (`ROW_NUMBER()` in claim order) to
- * Processing exactly as {@link markAsProcessingSql} does, the rest to Fetched; 0 starts none.
+ * Processing exactly as {@link markAsProcessing} does, the rest to Fetched; 0 starts none.
  *
  * Departure from the seed's shape, same semantics: the seed ranks every due pending row with
  * `ROW_NUMBER() OVER (PARTITION BY Queue …)`, which reads the whole backlog on every poll. Here
@@ -496,7 +508,7 @@ export interface MssqlClaimRequest {
  * priority first, then due time; picked rows that lose that cut stay U-locked until COMMIT (at
  * most the slots of each queue).
  */
-export function claimSql(schema: string, req: MssqlClaimRequest): MssqlStatement {
+export function fetchNextBatch(schema: string, req: MssqlClaimRequest): MssqlStatement {
   const t = tables(schema);
   const p = new ParamList();
   const workerId = p.nvarchar(req.workerId, 255);
@@ -619,7 +631,7 @@ export function claimSql(schema: string, req: MssqlClaimRequest): MssqlStatement
  * `WorkerId` or `LeaseId`; at best the active rows are scanned through the filtered
  * `IX_JobsHot_Active`, which is why it runs on retries only.
  */
-export function selectClaimedByLeaseSql(
+export function fetchNextBatchClaimed(
   schema: string,
   workerId: string,
   leaseId: string,
@@ -656,7 +668,7 @@ function leaseDoc(p: ParamList, leases: readonly MssqlLease[]): string {
  * `Status = 1`, the last stale-prefetch guard; plain UPDATE (U → X locks on the rows it changes,
  * read committed), no skipping: a row we own is never held by anyone else for long.
  */
-export function markAsProcessingSql(schema: string, leases: readonly MssqlLease[]): MssqlStatement {
+export function markAsProcessing(schema: string, leases: readonly MssqlLease[]): MssqlStatement {
   const t = tables(schema);
   const p = new ParamList();
   const doc = leaseDoc(p, leases);
@@ -686,7 +698,7 @@ export function markAsProcessingSql(schema: string, leases: readonly MssqlLease[
  * `LastUpdatedUtc` of its Fetched rows, fenced by WorkerId + Id + LeaseId. Returns the touched
  * rows with their cancellation flag.
  */
-export function keepAliveSql(
+export function keepAlive(
   schema: string,
   workerId: string,
   leases: readonly MssqlLease[],
@@ -717,7 +729,7 @@ export function keepAliveSql(
  * With a delay (open circuit): `ScheduledAtUtc = now + delay` and `RetriedTotal + n` in the same
  * transaction (XACT_ABORT, read committed, U → X locks on the changed rows and stats rows).
  */
-export function releaseSql(
+export function release(
   schema: string,
   leases: readonly MssqlLease[],
   delayMs: number | null,
@@ -753,11 +765,7 @@ export function releaseSql(
  * reportProgress — `Progress` of an owned Processing row (fence: Id + WorkerId + LeaseId,
  * `Status = 2`); plain UPDATE, read committed. `@@ROWCOUNT` is the result.
  */
-export function reportProgressSql(
-  schema: string,
-  lease: MssqlLease,
-  percent: number,
-): MssqlStatement {
+export function reportProgress(schema: string, lease: MssqlLease, percent: number): MssqlStatement {
   const t = tables(schema);
   const p = new ParamList();
   const id = p.varchar(lease.id, 36);
@@ -780,7 +788,7 @@ export function reportProgressSql(
  * matches): lease and heartbeat cleared, `ScheduledAtUtc = now + delay`, `LastError`,
  * `RetriedTotal + 1`, one transaction (XACT_ABORT, read committed, U → X row locks).
  */
-export function rescheduleSql(
+export function rescheduleForRetry(
   schema: string,
   lease: MssqlLease,
   delayMs: number,
@@ -862,10 +870,7 @@ export interface MssqlCompleted extends MssqlLease {
  * `@In` is keyed by (Id, LeaseId): a stale run and its successor may share a batch, and the join
  * on the lease lets only the current one match.
  */
-export function archiveSucceededSql(
-  schema: string,
-  items: readonly MssqlCompleted[],
-): MssqlStatement {
+export function archiveSucceeded(schema: string, items: readonly MssqlCompleted[]): MssqlStatement {
   const t = tables(schema);
   const p = new ParamList();
   const doc = p.json(
@@ -908,14 +913,14 @@ export function archiveSucceededSql(
 export type MssqlDlqTarget = MssqlLease | { id: string };
 
 /**
- * moveToDlq — atomic move Hot → DLQ, same transaction pattern as {@link archiveSucceededSql}:
+ * moveToDlq — atomic move Hot → DLQ, same transaction pattern as {@link archiveSucceeded}:
  * `SET XACT_ABORT ON; BEGIN TRAN; DELETE … OUTPUT deleted.<columns> INTO @Moved`, insert, counters
  * (`FailedTotal`, or `CancelledTotal` for reason Cancelled), bucket (outcome 1 failed, 2
  * cancelled), `COMMIT`. With a lease the delete is fenced (Id + WorkerId + LeaseId,
  * `Status IN (1, 2)`); without one any hot row with the id moves. The DLQ status is derived from
  * the reason in SQL with literals (4 Failed, 5 Cancelled, 6 Zombie).
  */
-export function moveToDlqSql(
+export function moveToDlq(
   schema: string,
   target: MssqlDlqTarget,
   reason: FailureReason,
@@ -968,7 +973,7 @@ export function moveToDlqSql(
  * `CancelRequestedUtc` in the same transaction. Read committed, U → X locks.
  * Result rows: (Id, Kind) with Kind 0 = moved, 1 = cancellation requested.
  */
-export function cancelSql(
+export function cancel(
   schema: string,
   ids: readonly string[],
   actor: string | null,
@@ -1040,7 +1045,7 @@ export interface MssqlResurrectEdits {
  * `JobsHot`, `Queues` and `StatsSummary` rows of missing queues in name order, then the counters
  * in queue order ({@link bumpStats}).
  */
-export function resurrectSql(
+export function resurrect(
   schema: string,
   source: { ids: readonly string[] } | { filter: DlqFilter; max: number },
   edits: MssqlResurrectEdits | null,
@@ -1121,7 +1126,7 @@ export function resurrectSql(
  * index key first (an `UPDLOCK` read of the index) and the row second is the reverse, and two
  * such statements on one row deadlock.
  */
-export function recoverAbandonedSql(
+export function recoverAbandoned(
   schema: string,
   fetchedTimeoutMs: number,
   limit: number,
@@ -1150,7 +1155,7 @@ export function recoverAbandonedSql(
   );
 }
 
-/** A handler's `retryZombies` choice for {@link archiveZombiesSql}: type null = queue-wide. */
+/** A handler's `retryZombies` choice for {@link archiveZombies}: type null = queue-wide. */
 export interface MssqlZombieRetryRule {
   queue: string;
   type: string | null;
@@ -1182,7 +1187,7 @@ export interface MssqlZombieRetryRule {
  * `StatsSummary` in queue order (retries and moves summed in one {@link bumpStats}), then
  * `MetricBuckets` in key order.
  */
-export function archiveZombiesSql(
+export function archiveZombies(
   schema: string,
   defaultTimeoutMs: number,
   limit: number,
@@ -1259,7 +1264,7 @@ export function archiveZombiesSql(
 // ------------------------------------------------------------------------------------ queues
 
 /** Queue rows. */
-export function getQueuesSql(schema: string): MssqlStatement {
+export function getQueues(schema: string): MssqlStatement {
   const t = tables(schema);
   return new ParamList().statement(
     `SELECT ${selectColumns('q', QUEUE_COLUMNS)} FROM ${t.queues} AS q ORDER BY q.Name;`,
@@ -1272,7 +1277,7 @@ export function getQueuesSql(schema: string): MssqlStatement {
  * with a duplicate key), then each given field is set (a flag parameter per field keeps the text
  * fixed). One transaction, XACT_ABORT.
  */
-export function updateQueueSql(schema: string, name: string, patch: QueuePatch): MssqlStatement {
+export function updateQueue(schema: string, name: string, patch: QueuePatch): MssqlStatement {
   const t = tables(schema);
   const p = new ParamList();
   const q = p.varchar(name, 255);
@@ -1326,7 +1331,7 @@ export function updateQueueSql(schema: string, name: string, patch: QueuePatch):
 const READPAST_UNDER_RCSI = 'READCOMMITTEDLOCK, READPAST, ROWLOCK';
 
 /** purgeDlq — deletes DLQ rows by id (counters untouched); `@@ROWCOUNT` is the result. */
-export function purgeDlqSql(schema: string, ids: readonly string[]): MssqlStatement {
+export function purgeDlq(schema: string, ids: readonly string[]): MssqlStatement {
   const t = tables(schema);
   const p = new ParamList();
   const doc = p.json(ids);
@@ -1344,7 +1349,7 @@ export function purgeDlqSql(schema: string, ids: readonly string[]): MssqlStatem
  * short transaction; rows other sessions hold are skipped (`READPAST, ROWLOCK`). See
  * {@link READPAST_UNDER_RCSI} for `READCOMMITTEDLOCK`.
  */
-export function purgeDlqBatchSql(schema: string, filter: DlqFilter, batch: number): MssqlStatement {
+export function purgeDlqByFilter(schema: string, filter: DlqFilter, batch: number): MssqlStatement {
   const t = tables(schema);
   const p = new ParamList();
   const max = p.int(batch);
@@ -1362,17 +1367,17 @@ export function purgeDlqBatchSql(schema: string, filter: DlqFilter, batch: numbe
   );
 }
 
-/** Which retention delete. */
-export type MssqlRetentionTarget = 'archive' | 'dlq' | 'buckets';
+/** Which retention delete: the table and its age column. */
+type RetentionTarget = 'archive' | 'dlq' | 'buckets';
 
 /**
  * applyRetention (one batch of one table) — deletes at most `batch` rows older than now − `ageMs`,
  * oldest first, skipping rows others hold (`READPAST, ROWLOCK`; see {@link READPAST_UNDER_RCSI});
  * counters untouched.
  */
-export function retentionBatchSql(
+function applyRetentionBatch(
   schema: string,
-  target: MssqlRetentionTarget,
+  target: RetentionTarget,
   ageMs: number,
   batch: number,
 ): MssqlStatement {
@@ -1395,6 +1400,29 @@ export function retentionBatchSql(
       'SELECT @@ROWCOUNT AS Affected;',
     ].join('\n'),
   );
+}
+
+/** applyRetention, archive step: one batch of archive rows finished before now − `ageMs`. */
+export function applyRetentionArchive(
+  schema: string,
+  ageMs: number,
+  batch: number,
+): MssqlStatement {
+  return applyRetentionBatch(schema, 'archive', ageMs, batch);
+}
+
+/** applyRetention, DLQ step: one batch of DLQ rows failed before now − `ageMs`. */
+export function applyRetentionDlq(schema: string, ageMs: number, batch: number): MssqlStatement {
+  return applyRetentionBatch(schema, 'dlq', ageMs, batch);
+}
+
+/** applyRetention, metrics step: one batch of metric buckets older than now − `ageMs`. */
+export function applyRetentionBuckets(
+  schema: string,
+  ageMs: number,
+  batch: number,
+): MssqlStatement {
+  return applyRetentionBatch(schema, 'buckets', ageMs, batch);
 }
 
 // ------------------------------------------------------------------------------------ reads
@@ -1468,7 +1496,7 @@ export interface MssqlPage {
 }
 
 /** The ordering column of a page, from the whitelist only. */
-export function sortColumnFor(sortColumn: string): string {
+function sortColumnFor(sortColumn: string): string {
   const col = MSSQL_SORT_COLUMNS[sortColumn];
   if (!col) throw new Error(`ChokaQ mssql: sort column ${sortColumn} is not whitelisted`);
   return col;
@@ -1478,7 +1506,7 @@ export function sortColumnFor(sortColumn: string): string {
  * A page of one pillar: whitelisted sort column plus an `Id` tie-breaker, `OFFSET … FETCH`.
  * Read committed without hints (pages are not telemetry).
  */
-export function pageSql(
+export function selectPage(
   schema: string,
   pillar: 'hot' | 'archive' | 'dlq',
   page: MssqlPage,
@@ -1500,8 +1528,8 @@ export function pageSql(
   );
 }
 
-/** The total count of a page's filter. */
-export function pageCountSql(
+/** The total count of a page's filter; also `previewDlqFilter`'s matched count (read committed). */
+export function countPage(
   schema: string,
   pillar: 'hot' | 'archive' | 'dlq',
   filter: ActiveFilter & HistoryFilter & DlqFilter,
@@ -1534,7 +1562,7 @@ function viewSelect(alias: string, columns: readonly MssqlColumn[]): string {
 }
 
 /** getJob — one job wherever it is (hot first, then DLQ, then archive). Read committed. */
-export function getJobSql(schema: string, id: string): MssqlStatement {
+export function getJob(schema: string, id: string): MssqlStatement {
   const t = tables(schema);
   const p = new ParamList();
   const key = p.varchar(id, 36);
@@ -1563,7 +1591,7 @@ export function getJobSql(schema: string, id: string): MssqlStatement {
  * it is kept as rows are inserted and deleted, so on a quiet table it is the count. The hot table's
  * per-status counts stay real counts (through the filtered indexes).
  */
-export function summarySql(schema: string): MssqlStatement {
+export function getSummary(schema: string): MssqlStatement {
   const t = tables(schema);
   const sum = (col: string) =>
     `(SELECT ISNULL(SUM(s.${col}), 0) FROM ${t.stats} AS s WITH (NOLOCK)) AS ${col}`;
@@ -1591,7 +1619,7 @@ export function summarySql(schema: string): MssqlStatement {
  * `IX_JobsDLQ_Queue` each, no LOB columns read): `sys.partitions` has no per-queue estimate. A
  * `NOLOCK` scan that fails with error 601 (data moved under it) is retried as transient.
  */
-export function queueStatsSql(schema: string): MssqlStatement {
+export function getQueueStats(schema: string): MssqlStatement {
   const t = tables(schema);
   return new ParamList().statement(
     [
@@ -1617,7 +1645,7 @@ export function queueStatsSql(schema: string): MssqlStatement {
 }
 
 /** getQueueHealth — telemetry: due pending, lag from `ScheduledAtUtc`/`EnqueuedAtUtc`, active; `NOLOCK`. */
-export function queueHealthSql(schema: string): MssqlStatement {
+export function getQueueHealth(schema: string): MssqlStatement {
   const t = tables(schema);
   const lag = 'DATEDIFF_BIG(MILLISECOND, ISNULL(x.ScheduledAtUtc, x.EnqueuedAtUtc), @now)';
   return new ParamList().statement(
@@ -1642,7 +1670,7 @@ export function queueHealthSql(schema: string): MssqlStatement {
 }
 
 /** getThroughput — telemetry: completions over the last 1 and 5 minutes from metric buckets; `NOLOCK`. */
-export function throughputSql(schema: string, queue?: string): MssqlStatement {
+export function getThroughput(schema: string, queue?: string): MssqlStatement {
   const t = tables(schema);
   const p = new ParamList();
   const queueFilter = queue === undefined ? '' : ` AND b.Queue = ${p.varchar(queue, 255)}`;
@@ -1669,7 +1697,7 @@ export const TOP_ERRORS_WINDOW = 10_000;
  * getTopDlqErrors — telemetry: the most frequent error families (first line, ≤ 200 chars) among
  * the most recent {@link TOP_ERRORS_WINDOW} matching DLQ rows; `NOLOCK`.
  */
-export function topDlqErrorsSql(schema: string, limit: number, filter: DlqFilter): MssqlStatement {
+export function getTopDlqErrors(schema: string, limit: number, filter: DlqFilter): MssqlStatement {
   const t = tables(schema);
   const p = new ParamList();
   const top = p.int(limit);
@@ -1690,13 +1718,8 @@ export function topDlqErrorsSql(schema: string, limit: number, filter: DlqFilter
   );
 }
 
-/** previewDlqFilter — matched count (read committed) of a bulk DLQ action. */
-export function previewCountSql(schema: string, filter: DlqFilter): MssqlStatement {
-  return pageCountSql(schema, 'dlq', filter);
-}
-
 /** previewDlqFilter — the first sample ids, oldest failure first (the order bulk actions use). */
-export function previewSampleSql(
+export function previewDlqFilterSample(
   schema: string,
   filter: DlqFilter,
   sample: number,
@@ -1717,7 +1740,7 @@ export function previewSampleSql(
  * the key-range update lock makes concurrent upserts of one name wait for each other instead of
  * one failing with a duplicate key. `NextSlotUtc` is reset only when the cron or zone changed.
  */
-export function upsertRecurringSql(
+export function upsertRecurringJob(
   schema: string,
   def: CheckedRecurringDefinition,
 ): MssqlStatement {
@@ -1749,7 +1772,7 @@ export function upsertRecurringSql(
 }
 
 /** getRecurringJobs. */
-export function getRecurringSql(schema: string): MssqlStatement {
+export function getRecurringJobs(schema: string): MssqlStatement {
   const t = tables(schema);
   return new ParamList().statement(
     `SELECT ${selectColumns('r', RECURRING_COLUMNS)} FROM ${t.recurring} AS r ORDER BY r.Name;`,
@@ -1761,7 +1784,7 @@ export function getRecurringSql(schema: string): MssqlStatement {
  * of two processes exactly one sees `NextSlotUtc = @slot`); runs in the same transaction as the
  * slot's enqueue. `@@ROWCOUNT` is the result.
  */
-export function claimRecurringSlotSql(
+export function claimRecurringSlot(
   schema: string,
   name: string,
   slotUtc: Date,
@@ -1779,12 +1802,5 @@ export function claimRecurringSlotSql(
       `WHERE Name = ${key} AND NextSlotUtc = ${slot};`,
       'SELECT @@ROWCOUNT AS Affected;',
     ].join('\n'),
-  );
-}
-
-/** The database's compatibility level (OPENJSON needs 130+); checked by `prepare()`. */
-export function compatibilityLevelSql(): MssqlStatement {
-  return new ParamList().statement(
-    'SELECT CAST(compatibility_level AS int) AS CompatibilityLevel, name AS DatabaseName FROM sys.databases WHERE name = DB_NAME();',
   );
 }

@@ -1,0 +1,509 @@
+import { ChokaQCompatibilityLevelError } from '../../errors';
+import type { Checked } from '../../interfaces/checked.interface';
+import { DlqFilter } from '../../interfaces/job-view.interface';
+import {
+  CancelResult,
+  CompletedJob,
+  RunRef,
+  EnqueueOptions,
+  EnqueueResult,
+  FetchRequest,
+  HotJob,
+  JobLease,
+  KeepAliveResult,
+  QueueInfo,
+  QueuePatch,
+  RetentionPolicy,
+  RetentionResult,
+  ZombieRescueResult,
+} from '../../interfaces/job.interface';
+import { RecurringJobRecord } from '../../interfaces/recurring-job.interface';
+import {
+  CheckedDlqMove,
+  CheckedRecurringDefinition,
+  chunk,
+  isLeaseTarget,
+} from '../../validation/validate-args';
+import { ValidatedEdits, ValidatedJob } from '../../validation/validate-job';
+import { DialectJobStore, ZombieSweep } from '../dialect-job-storage';
+import { mapHotRow, mapQueueRow, toDate } from '../shared/row-mapper';
+import { isDuplicateKeyError } from './mssql-errors';
+import { MssqlStatement } from './mssql-params';
+import { bool, idsOf, MssqlConnection, num, Row } from './mssql.connection';
+import * as SQL from './mssql.sql';
+
+/** Items per `enqueueMany` statement (one JSON parameter, one transaction). */
+const ENQUEUE_CHUNK = 1_000;
+/** Upper bound of the JSON text of one `enqueueMany` chunk, to keep each transaction short. */
+const ENQUEUE_CHUNK_CHARS = 8_000_000;
+/** Leases per archive transaction. */
+const ARCHIVE_CHUNK = 1_000;
+/** Rows per bulk DLQ action statement (resurrect / purge by filter). */
+const BULK_BATCH = 500;
+/** Attempts of an enqueue whose key holder vanished between the insert and the read-back. */
+const ENQUEUE_RACE_ATTEMPTS = 5;
+/** Lowest compatibility level with OPENJSON. */
+const MIN_COMPATIBILITY_LEVEL = 130;
+
+/**
+ * The write half of the SQL Server / Azure SQL dialect (`JobStore`), and its lifecycle. Every
+ * statement lives in `mssql.sql.ts` (each names the lock and isolation it relies on), the DDL in
+ * `mssql.schema.ts`, batch execution, the one multi-batch transaction and the transient retry in
+ * `mssql.connection.ts`; the reads are {@link MssqlJobQueries}'s, on the same connection. This
+ * class takes inputs the validating edge already checked, picks the statement, and maps rows.
+ */
+export class MssqlJobStore implements DialectJobStore {
+  /** @inheritdoc */
+  readonly dialect = 'mssql' as const;
+
+  private readonly schema: string;
+
+  constructor(private readonly db: MssqlConnection) {
+    this.schema = db.schema;
+  }
+
+  // ---------------------------------------------------------------- lifecycle
+
+  /**
+   * Refuses a database below compatibility level 130 ({@link ChokaQCompatibilityLevelError}):
+   * there `OPENJSON`, which the claim and every move use, fails at run time, so a warning would
+   * only postpone the failure to every poll. A level that cannot be read (0) is not refused.
+   * @inheritdoc
+   */
+  async prepare(): Promise<void> {
+    const rows = await this.db.query('prepare', SQL.prepare());
+    const level = num(rows[0]?.CompatibilityLevel);
+    if (level > 0 && level < MIN_COMPATIBILITY_LEVEL) {
+      throw new ChokaQCompatibilityLevelError(
+        String(rows[0]?.DatabaseName ?? ''),
+        level,
+        MIN_COMPATIBILITY_LEVEL,
+      );
+    }
+  }
+
+  /** @inheritdoc */
+  async ensureSchema(): Promise<void> {
+    await this.db.query('ensureSchema', SQL.ensureSchema(this.schema));
+    this.db.logger.log(`SQL Server schema [${this.schema}] is ready`);
+  }
+
+  /** @inheritdoc */
+  async close(): Promise<void> {
+    await this.db.close();
+  }
+
+  /** @inheritdoc */
+  async now(): Promise<Date> {
+    const rows = await this.db.query('now', SQL.now());
+    return toDate(rows[0]?.NowUtc)!;
+  }
+
+  /**
+   * SQL Server has no LISTEN/NOTIFY: same-process wake-ups and polling remain, and another
+   * process's `cancel` reaches the owner of a running job on its next heartbeat.
+   */
+  async subscribe(): Promise<null> {
+    return null;
+  }
+
+  // ---------------------------------------------------------------- producer
+
+  /** @inheritdoc */
+  async enqueue(job: Checked<ValidatedJob>, options?: EnqueueOptions): Promise<EnqueueResult> {
+    const runner = this.db.callerTransaction(options?.transaction);
+    const statement = SQL.enqueue(this.schema, job, { callerTransaction: !!runner });
+    for (let attempt = 1; ; attempt++) {
+      let rows: Row[];
+      try {
+        rows = runner
+          ? await this.db.execute(statement, runner)
+          : await this.db.query('enqueue', statement);
+      } catch (error) {
+        // The unique index caught a same-key (or same-id) insert that the range lock did not
+        // (e.g. SNAPSHOT isolation); running the statement again returns the holder.
+        if (isDuplicateKeyError(error) && attempt < ENQUEUE_RACE_ATTEMPTS) continue;
+        throw error;
+      }
+      const result = enqueueOutcome(rows[0] ?? {}, job.id);
+      if (result) return result;
+      // The key's holder left the hot table between our insert attempt and the read-back: the
+      // key is free again, so try again.
+      if (attempt >= ENQUEUE_RACE_ATTEMPTS) {
+        throw new Error(`ChokaQ mssql: enqueue of ${job.id} kept racing on its idempotency key`);
+      }
+    }
+  }
+
+  /**
+   * With `options.transaction` each chunk runs in the caller's transaction without a transaction,
+   * `XACT_ABORT` or session settings of its own, and nothing is retried there: a deadlock (1205)
+   * has already rolled back the caller's whole transaction, which the caller retries as a unit.
+   * @inheritdoc
+   */
+  async enqueueMany(
+    jobs: readonly Checked<ValidatedJob>[],
+    options?: EnqueueOptions,
+  ): Promise<EnqueueResult[]> {
+    const runner = this.db.callerTransaction(options?.transaction);
+    const results: EnqueueResult[] = [];
+    for (const part of enqueueChunks(jobs)) {
+      const statement = SQL.enqueueMany(this.schema, part, { callerTransaction: !!runner });
+      let rows: Row[] = [];
+      for (let attempt = 1; ; attempt++) {
+        try {
+          rows = runner
+            ? await this.db.execute(statement, runner)
+            : await this.db.query('enqueueMany', statement);
+          break;
+        } catch (error) {
+          if (!runner && isDuplicateKeyError(error) && attempt < ENQUEUE_RACE_ATTEMPTS) continue;
+          throw error;
+        }
+      }
+      const byOrd = new Map(rows.map((r) => [num(r.Ord), r]));
+      part.forEach((job, i) => {
+        const row = byOrd.get(i);
+        results.push({
+          id: row ? String(row.Id) : job.id,
+          created: row ? num(row.Created) === 1 : false,
+        });
+      });
+    }
+    return results;
+  }
+
+  // ---------------------------------------------------------------- worker-owned transitions
+
+  /**
+   * Ignores the `budgetedQueues` hint: this claim is already one round trip (one batch). A retry
+   * after an ambiguous failure first returns whatever an earlier attempt with this lease already
+   * committed; the first attempt skips that read.
+   * @inheritdoc
+   */
+  async fetchNextBatch(request: Checked<FetchRequest & { start: number }>): Promise<HotJob[]> {
+    const { workerId, leaseId, limit, handled, start } = request;
+    const queues = [...new Set(handled.queues)];
+    const types = handled.types;
+    const claim = SQL.fetchNextBatch(this.schema, {
+      workerId,
+      leaseId,
+      limit,
+      queues,
+      types,
+      start,
+    });
+    const rows = await this.db.retry('fetchNextBatch', async (attempt) => {
+      if (attempt > 1) {
+        const already = await this.db.execute(
+          SQL.fetchNextBatchClaimed(this.schema, workerId, leaseId),
+        );
+        if (already.length > 0) return already;
+      }
+      return this.db.execute(claim);
+    });
+    return rows.map(mapHotRow);
+  }
+
+  /** @inheritdoc */
+  async markAsProcessing(list: readonly Checked<JobLease>[]): Promise<string[]> {
+    return idsOf(await this.db.query('markAsProcessing', SQL.markAsProcessing(this.schema, list)));
+  }
+
+  /** @inheritdoc */
+  async keepAlive(workerId: string, list: readonly Checked<JobLease>[]): Promise<KeepAliveResult> {
+    const rows = await this.db.query('keepAlive', SQL.keepAlive(this.schema, workerId, list));
+    return {
+      touched: rows.length,
+      cancelRequested: rows.filter((r) => num(r.CancelRequested) === 1).map((r) => String(r.Id)),
+    };
+  }
+
+  /** @inheritdoc */
+  async release(list: readonly Checked<JobLease>[], delay: number | null): Promise<number> {
+    return this.affected('release', SQL.release(this.schema, list, delay));
+  }
+
+  /** @inheritdoc */
+  async reportProgress(owned: Checked<JobLease>, value: number): Promise<number> {
+    return this.affected('reportProgress', SQL.reportProgress(this.schema, owned, value));
+  }
+
+  /** @inheritdoc */
+  async rescheduleForRetry(
+    owned: Checked<JobLease>,
+    delay: number,
+    error: string,
+  ): Promise<number> {
+    return this.affected(
+      'rescheduleForRetry',
+      SQL.rescheduleForRetry(this.schema, owned, delay, error),
+    );
+  }
+
+  /** @inheritdoc */
+  async archiveSucceeded(list: readonly Checked<CompletedJob>[]): Promise<RunRef[]> {
+    const moved: RunRef[] = [];
+    for (const part of chunk(list, ARCHIVE_CHUNK)) {
+      const rows = await this.db.query('archiveSucceeded', SQL.archiveSucceeded(this.schema, part));
+      moved.push(...rows.map((r) => ({ id: String(r.Id), leaseId: String(r.LeaseId) })));
+    }
+    return moved;
+  }
+
+  /** @inheritdoc */
+  async moveToDlq(
+    target: Checked<JobLease> | Checked<{ id: string }>,
+    move: Checked<CheckedDlqMove>,
+  ): Promise<number> {
+    const owned = isLeaseTarget(target);
+    const { reason, error, actor, durationMs } = move;
+    return this.affected(
+      'moveToDlq',
+      SQL.moveToDlq(
+        this.schema,
+        owned ? target : { id: target.id },
+        reason,
+        error,
+        actor,
+        durationMs,
+      ),
+    );
+  }
+
+  /** @inheritdoc */
+  async cancel(
+    unique: readonly string[],
+    actor: string | null,
+    error: string,
+  ): Promise<CancelResult> {
+    const rows = await this.db.query('cancel', SQL.cancel(this.schema, unique, actor, error));
+    return {
+      cancelled: rows.filter((r) => num(r.Kind) === 0).map((r) => String(r.Id)),
+      cancelRequested: rows.filter((r) => num(r.Kind) === 1).map((r) => String(r.Id)),
+    };
+  }
+
+  // ---------------------------------------------------------------- DLQ → hot
+
+  /** @inheritdoc */
+  async resurrect(
+    key: string,
+    valid: Checked<ValidatedEdits>,
+    actor: string | null,
+  ): Promise<number> {
+    const rows = await this.db.query(
+      'resurrect',
+      SQL.resurrect(this.schema, { ids: [key] }, valid, actor),
+    );
+    return rows.length;
+  }
+
+  /** @inheritdoc */
+  async resurrectMany(unique: readonly string[], actor: string | null): Promise<string[]> {
+    return idsOf(
+      await this.db.query(
+        'resurrectMany',
+        SQL.resurrect(this.schema, { ids: unique }, null, actor),
+      ),
+    );
+  }
+
+  /** @inheritdoc */
+  async resurrectByFilter(
+    valid: Checked<DlqFilter>,
+    max: number,
+    actor: string | null,
+  ): Promise<string[]> {
+    let remaining = max;
+    const moved: string[] = [];
+    while (remaining > 0) {
+      const batch = Math.min(BULK_BATCH, remaining);
+      const got = idsOf(
+        await this.db.query(
+          'resurrectByFilter',
+          SQL.resurrect(this.schema, { filter: valid, max: batch }, null, actor),
+        ),
+      );
+      moved.push(...got);
+      remaining -= got.length;
+      if (got.length < batch) break;
+    }
+    return moved;
+  }
+
+  // ---------------------------------------------------------------- rescue
+
+  /** @inheritdoc */
+  async recoverAbandoned(timeout: number, max: number): Promise<number> {
+    return this.affected('recoverAbandoned', SQL.recoverAbandoned(this.schema, timeout, max));
+  }
+
+  /** @inheritdoc */
+  async archiveZombies(sweep: Checked<ZombieSweep>): Promise<ZombieRescueResult> {
+    const rows = await this.db.query(
+      'archiveZombies',
+      SQL.archiveZombies(
+        this.schema,
+        sweep.defaultTimeoutMs,
+        sweep.limit,
+        sweep.rules,
+        sweep.error,
+      ),
+    );
+    return {
+      dlq: rows.filter((r) => num(r.Kind) === 0).map((r) => String(r.Id)),
+      retried: rows.filter((r) => num(r.Kind) === 1).map((r) => String(r.Id)),
+    };
+  }
+
+  // ---------------------------------------------------------------- queues
+
+  /** @inheritdoc */
+  async getQueues(): Promise<QueueInfo[]> {
+    return (await this.db.query('getQueues', SQL.getQueues(this.schema))).map(mapQueueRow);
+  }
+
+  /** @inheritdoc */
+  async updateQueue(queue: string, p: Checked<QueuePatch>): Promise<QueueInfo> {
+    const rows = await this.db.query('updateQueue', SQL.updateQueue(this.schema, queue, p));
+    return mapQueueRow(rows[0]);
+  }
+
+  // ---------------------------------------------------------------- purge and retention
+
+  /** @inheritdoc */
+  async purgeDlq(unique: readonly string[]): Promise<number> {
+    return this.affected('purgeDlq', SQL.purgeDlq(this.schema, unique));
+  }
+
+  /** @inheritdoc */
+  async purgeDlqByFilter(valid: Checked<DlqFilter>, max: number): Promise<number> {
+    let remaining = max;
+    let deleted = 0;
+    while (remaining > 0) {
+      const batch = Math.min(BULK_BATCH, remaining);
+      const n = await this.affected(
+        'purgeDlqByFilter',
+        SQL.purgeDlqByFilter(this.schema, valid, batch),
+      );
+      deleted += n;
+      remaining -= n;
+      if (n < batch) break;
+    }
+    return deleted;
+  }
+
+  /** Each table in batches of `batchSize`, each batch its own statement (= short transaction). */
+  async applyRetention(policy: Checked<Required<RetentionPolicy>>): Promise<RetentionResult> {
+    const batch = policy.batchSize;
+    const drain = async (
+      step: (schema: string, ageMs: number, batch: number) => MssqlStatement,
+      ageMs: number,
+    ): Promise<number> => {
+      let total = 0;
+      for (;;) {
+        const n = await this.affected('applyRetention', step(this.schema, ageMs, batch));
+        total += n;
+        if (n < batch) return total;
+      }
+    };
+    return {
+      archive: await drain(SQL.applyRetentionArchive, policy.archiveMs),
+      dlq: await drain(SQL.applyRetentionDlq, policy.dlqMs),
+      metricBuckets: await drain(SQL.applyRetentionBuckets, policy.metricsMs),
+    };
+  }
+
+  // ---------------------------------------------------------------- recurring jobs
+
+  /** @inheritdoc */
+  async upsertRecurringJob(d: Checked<CheckedRecurringDefinition>): Promise<void> {
+    await this.db.query('upsertRecurringJob', SQL.upsertRecurringJob(this.schema, d));
+  }
+
+  /** @inheritdoc */
+  async getRecurringJobs(): Promise<RecurringJobRecord[]> {
+    const rows = await this.db.query('getRecurringJobs', SQL.getRecurringJobs(this.schema));
+    return rows.map((r) => ({
+      name: String(r.Name),
+      cron: String(r.Cron),
+      timeZone: String(r.TimeZone),
+      queue: String(r.Queue),
+      type: String(r.Type),
+      payload: r.Payload === null || r.Payload === undefined ? null : JSON.parse(String(r.Payload)),
+      misfirePolicy: String(r.MisfirePolicy) === 'none' ? 'none' : 'skip',
+      nextSlotUtc: toDate(r.NextSlotUtc)!,
+      lastSlotUtc: toDate(r.LastSlotUtc),
+      isPaused: bool(r.IsPaused),
+    }));
+  }
+
+  /**
+   * The compare-and-set of `NextSlotUtc` and the slot's enqueue in ONE READ COMMITTED
+   * transaction: either both happen or neither. A lost CAS rolls back and reports null.
+   * @inheritdoc
+   */
+  async claimRecurringSlot(
+    name: string,
+    slotUtc: Date,
+    nextSlotUtc: Date,
+    job: Checked<ValidatedJob> | null,
+  ): Promise<EnqueueResult | null> {
+    return this.db.transaction('claimRecurringSlot', async (tx) => {
+      const cas = await tx.exec(SQL.claimRecurringSlot(this.schema, name, slotUtc, nextSlotUtc));
+      if (num(cas[0]?.Affected) === 0) {
+        await tx.rollback();
+        return null;
+      }
+      // Like the other dialects: a slot advanced without a job (nothing to enqueue) reports null.
+      if (!job) return null;
+      const row = (await tx.exec(SQL.enqueue(this.schema, job)))[0] ?? {};
+      return enqueueOutcome(row, job.id) ?? { id: job.id, created: false };
+    });
+  }
+
+  /** Runs one batch (with the transient retry) and reads the count it selected as `Affected`. */
+  private async affected(name: string, statement: MssqlStatement): Promise<number> {
+    return num((await this.db.query(name, statement))[0]?.Affected);
+  }
+}
+
+// -------------------------------------------------------------------------------- helpers
+
+/**
+ * What one enqueue's read-back means: created; else the id already stored in any pillar (a retry
+ * after an ambiguous commit), checked before the key's holder because the job that retry created
+ * may have finished since and freed its key for another job; else the key's active holder.
+ * Undefined when none applies: the holder left between the insert and the read-back.
+ */
+function enqueueOutcome(row: Row, id: string): EnqueueResult | undefined {
+  if (num(row.Created) === 1) return { id, created: true };
+  if (num(row.IdExists) === 1) return { id, created: false };
+  if (row.HolderId !== null && row.HolderId !== undefined) {
+    return { id: String(row.HolderId), created: false };
+  }
+  return undefined;
+}
+
+/** Splits validated jobs into `enqueueMany` chunks bounded by items and JSON characters. */
+function enqueueChunks<T extends SQL.MssqlNewJob>(jobs: readonly T[]): T[][] {
+  const out: T[][] = [];
+  let current: T[] = [];
+  let chars = 0;
+  for (const job of jobs) {
+    const size = job.payload.length + 512;
+    if (
+      current.length > 0 &&
+      (current.length >= ENQUEUE_CHUNK || chars + size > ENQUEUE_CHUNK_CHARS)
+    ) {
+      out.push(current);
+      current = [];
+      chars = 0;
+    }
+    current.push(job);
+    chars += size;
+  }
+  if (current.length > 0) out.push(current);
+  return out;
+}

@@ -1,0 +1,144 @@
+import { Logger } from '@nestjs/common';
+import type { DataSource, QueryRunner } from 'typeorm';
+import { ChokaQTransactionError } from '../../errors';
+import { assertDataSourceOpen, queryRunnerDataSource } from '../shared/data-source';
+import { withTransientRetry } from '../shared/transient-retry';
+import { SqlStorageConfig } from '../storage-config';
+import { isTransientMssqlError } from './mssql-errors';
+import { MssqlStatement } from './mssql-params';
+
+/** One row of a batch's first result set, as the driver returns it. */
+export type Row = Record<string, unknown>;
+
+/** Runs one batch on the transaction's runner and returns its rows. */
+export type Exec = (statement: MssqlStatement) => Promise<Row[]>;
+
+/** A ChokaQ-owned transaction, as {@link MssqlConnection.transaction} hands it to its body. */
+export interface MssqlTransaction {
+  /** Runs one batch inside the transaction. */
+  readonly exec: Exec;
+  /** Ends the transaction without committing; the body then returns without further batches. */
+  rollback(): Promise<void>;
+}
+
+/** A numeric column as a number (`bigint` arrives as a string); SQL NULL as 0. */
+export function num(value: unknown): number {
+  return typeof value === 'number' ? value : Number(value ?? 0);
+}
+
+/** A numeric column as a number, SQL NULL as null. */
+export function numOrNull(value: unknown): number | null {
+  return value === null || value === undefined ? null : Number(value);
+}
+
+/** A `bit` column as a boolean (tedious returns `true`/`false`; a cast may give 1 or '1'). */
+export function bool(value: unknown): boolean {
+  return value === true || value === 1 || value === '1';
+}
+
+/** The ids of `rows`, from `column`. */
+export function idsOf(rows: readonly Row[], column = 'Id'): string[] {
+  return rows.map((r) => String(r[column]));
+}
+
+/**
+ * The plumbing both halves of the SQL Server dialect share: runners of one `DataSource`, batch
+ * execution through TypeORM's mssql driver (`QueryRunner.query(sql, params, true)`: positional
+ * `@0…` parameters, first result set in `records`), ChokaQ's one multi-batch transaction, the
+ * check of a caller's transaction, and the transient retry around each operation. It knows no job.
+ *
+ * Row counts never come from the driver: every batch runs with `SET NOCOUNT ON` and selects what
+ * it changed (ids from `OUTPUT … INTO` table variables, or `@@ROWCOUNT`), see `mssql.sql.ts`.
+ */
+export class MssqlConnection {
+  readonly dataSource: DataSource;
+  /** The schema's name, validated (the only identifier the builders inline). */
+  readonly schema: string;
+  /** Under the name the dialect has always logged with. */
+  readonly logger = new Logger('MssqlJobStorage');
+
+  constructor(readonly config: SqlStorageConfig) {
+    this.dataSource = config.dataSource;
+    this.schema = config.schema;
+  }
+
+  /** Runs one batch on `runner`, or on a pooled runner of its own that it releases. */
+  async execute(statement: MssqlStatement, runner?: QueryRunner): Promise<Row[]> {
+    if (!runner) assertDataSourceOpen(this.dataSource, 'SQL Server');
+    const own = runner ?? this.dataSource.createQueryRunner();
+    try {
+      const result = await own.query(statement.sql, [...statement.params], true);
+      return (result?.records ?? []) as Row[];
+    } finally {
+      if (!runner) await own.release();
+    }
+  }
+
+  /**
+   * Runs one batch with the transient retry. Safe to repeat: every statement is one batch whose
+   * failure rolled back everything it did (`XACT_ABORT`), and worker-owned statements are fenced,
+   * so a repeat after an ambiguous commit changes nothing.
+   */
+  query(name: string, statement: MssqlStatement): Promise<Row[]> {
+    return this.retry(name, () => this.execute(statement));
+  }
+
+  /** The transient retry of one operation (`operation` is told its attempt, 1 for the first). */
+  retry<T>(name: string, operation: (attempt: number) => Promise<T>): Promise<T> {
+    return withTransientRetry(name, operation, isTransientMssqlError, this.config.transientRetry);
+  }
+
+  /**
+   * One READ COMMITTED transaction on one pooled runner, with the transient retry; `fn` must be
+   * safe to repeat from scratch. Committed when `fn` returns, unless it rolled back itself; rolled
+   * back when it throws. The level is explicit: without one TypeORM begins at the DataSource
+   * option `isolationLevel`, and a borrowed DataSource may set SERIALIZABLE or SNAPSHOT there.
+   */
+  transaction<T>(name: string, fn: (tx: MssqlTransaction) => Promise<T>): Promise<T> {
+    return this.retry(name, async () => {
+      assertDataSourceOpen(this.dataSource, 'SQL Server');
+      const runner = this.dataSource.createQueryRunner();
+      try {
+        await runner.startTransaction('READ COMMITTED');
+        const result = await fn({
+          exec: (statement) => this.execute(statement, runner),
+          rollback: () => runner.rollbackTransaction(),
+        });
+        if (runner.isTransactionActive) await runner.commitTransaction();
+        return result;
+      } catch (error) {
+        if (runner.isTransactionActive) await runner.rollbackTransaction().catch(() => undefined);
+        throw error;
+      } finally {
+        await runner.release();
+      }
+    });
+  }
+
+  /**
+   * The caller's QueryRunner when `transaction` (`EnqueueOptions.transaction`) is given: it must
+   * be a runner of this DataSource, not released, with an open transaction; throws
+   * `ChokaQTransactionError` otherwise. Undefined when no transaction was given.
+   */
+  callerTransaction(transaction: unknown): QueryRunner | undefined {
+    if (transaction === undefined) return undefined;
+    const runner = transaction as QueryRunner;
+    if (!runner || typeof runner !== 'object' || typeof runner.query !== 'function') {
+      throw new ChokaQTransactionError('the transaction option is not a TypeORM QueryRunner');
+    }
+    if (queryRunnerDataSource(runner) !== this.dataSource) {
+      throw new ChokaQTransactionError('the QueryRunner belongs to another DataSource');
+    }
+    if (runner.isReleased) throw new ChokaQTransactionError('the QueryRunner was already released');
+    if (!runner.isTransactionActive) {
+      throw new ChokaQTransactionError('no transaction is open on the QueryRunner');
+    }
+    return runner;
+  }
+
+  /** Destroys the DataSource if ChokaQ created it; a borrowed one is left open. */
+  async close(): Promise<void> {
+    if (this.config.ownsDataSource && this.dataSource.isInitialized)
+      await this.dataSource.destroy();
+  }
+}
