@@ -1,13 +1,9 @@
-import { randomBytes, randomUUID } from 'node:crypto';
-import { DataSource } from 'typeorm';
+import { randomUUID } from 'node:crypto';
 import { FailureReason, JobStatus } from '../../libs/chokaq/src/interfaces/job-status.enum';
 import { NewJob } from '../../libs/chokaq/src/interfaces/job.interface';
-import { createJobStorage } from '../../libs/chokaq/src/storage/create-storage';
-import { JobStorage } from '../../libs/chokaq/src/storage/job-storage';
 import { MSSQL_TABLES } from '../../libs/chokaq/src/storage/mssql/mssql.schema';
 import * as SQL from '../../libs/chokaq/src/storage/mssql/mssql.sql';
-import { MSSQL_URL, mssqlAvailable } from '../support/env';
-import { dropMssqlSchema } from '../support/mssql-schema';
+import { dialectAvailable, openTestDatabase, TestDatabase } from '../support/test-database';
 
 /**
  * Live checks of plan reuse, lock footprint and column-explicit statements (runs only with
@@ -26,17 +22,11 @@ import { dropMssqlSchema } from '../support/mssql-schema';
  * The plan-cache check needs VIEW SERVER STATE (VIEW SERVER PERFORMANCE STATE on SQL Server 2022,
  * VIEW DATABASE STATE on Azure SQL Database); the lock check needs the same to read
  * `sys.dm_tran_locks` of another session.
+ *
+ * Each test opens its own database (a fresh schema with a storage on it) through the one test
+ * fixture; `db.sql` runs on the fixture's raw connection, a session of its own.
  */
-const describeMssql = mssqlAvailable() ? describe : describe.skip;
-
-function rawDataSource(poolMax = 4): DataSource {
-  return new DataSource({
-    type: 'mssql',
-    url: MSSQL_URL,
-    pool: { max: poolMax },
-    options: { encrypt: true, trustServerCertificate: true },
-  } as never);
-}
+const describeMssql = dialectAvailable('mssql') ? describe : describe.skip;
 
 /** A text of exactly `n` characters (n ≥ 1). */
 function text(prefix: string, n: number): string {
@@ -44,38 +34,21 @@ function text(prefix: string, n: number): string {
 }
 
 describeMssql('SQL Server plans, locks and added columns [live]', () => {
-  let raw: DataSource;
-  const schemas: string[] = [];
-  const storages: JobStorage[] = [];
+  const databases: TestDatabase[] = [];
 
-  async function freshStorage(): Promise<{ schema: string; storage: JobStorage }> {
-    const schema = `chokaq_live_${process.pid}_${randomBytes(4).toString('hex')}`;
-    schemas.push(schema);
-    const storage = await createJobStorage({
-      type: 'mssql',
-      url: MSSQL_URL,
-      schema,
-      options: { trustServerCertificate: true },
-    });
-    storages.push(storage);
-    return { schema, storage };
+  async function freshDatabase(): Promise<TestDatabase> {
+    const db = await openTestDatabase('mssql');
+    databases.push(db);
+    return db;
   }
 
-  beforeAll(async () => {
-    raw = rawDataSource();
-    await raw.initialize();
-  }, 60_000);
-
   afterAll(async () => {
-    for (const storage of storages) await storage.close().catch(() => undefined);
-    if (raw?.isInitialized) {
-      for (const schema of schemas) await dropMssqlSchema(raw, schema);
-      await raw.destroy();
-    }
+    for (const db of databases) await db.close();
   }, 120_000);
 
   it('one plan-cache entry per statement text after 1,000 enqueues of every length', async () => {
-    const { schema, storage } = await freshStorage();
+    const db = await freshDatabase();
+    const { schema, storage } = db;
     const queue = 'live.plans';
     for (let i = 0; i < 1_000; i++) {
       const n = 1 + (i % 250);
@@ -110,13 +83,13 @@ describeMssql('SQL Server plans, locks and added columns [live]', () => {
       await storage.archiveSucceeded(rest.map((l, j) => ({ ...l, durationMs: j })));
     }
 
-    const rows = (await raw.query(
+    const rows = await db.sql<{ text: string; uses: number }>(
       `SELECT st.text AS text, cp.usecounts AS uses
        FROM sys.dm_exec_cached_plans AS cp
        CROSS APPLY sys.dm_exec_sql_text(cp.plan_handle) AS st
        WHERE st.text LIKE @0`,
       [`%[[]${schema}]%`],
-    )) as Array<{ text: string; uses: number }>;
+    );
     // A prepared batch is cached as "(@0 nvarchar(255),…)<batch text>": one entry per distinct
     // declaration list. Group by the batch text alone.
     const byBody = new Map<string, { entries: number; uses: number }>();
@@ -141,7 +114,8 @@ describeMssql('SQL Server plans, locks and added columns [live]', () => {
   }, 600_000);
 
   it('a claim over 20 queues and a 20,000-row backlog of unrunnable types locks O(batch) rows', async () => {
-    const { schema, storage } = await freshStorage();
+    const db = await freshDatabase();
+    const { schema, storage } = db;
     const queues = Array.from({ length: 20 }, (_, i) => `live.locks.${String(i).padStart(2, '0')}`);
     const budgeted = queues.slice(0, 5);
     const backlog: NewJob[] = queues.flatMap((queue) =>
@@ -166,7 +140,8 @@ describeMssql('SQL Server plans, locks and added columns [live]', () => {
     }
     for (const queue of budgeted) await storage.updateQueue(queue, { maxWorkers: 2 });
 
-    const runner = raw.createQueryRunner();
+    // The claim's session holds its locks; the fixture's raw connection reads them.
+    const runner = (await db.openDataSource()).createQueryRunner();
     await runner.connect();
     try {
       const [{ spid }] = (await runner.query('SELECT @@SPID AS spid')) as Array<{ spid: number }>;
@@ -191,7 +166,12 @@ describeMssql('SQL Server plans, locks and added columns [live]', () => {
       expect(claimed).toHaveLength(15 * 3 + 5 * 2);
       expect(claimed.every((r) => Number(r.Status) === JobStatus.Fetched)).toBe(true);
 
-      const locks = (await raw.query(
+      const locks = await db.sql<{
+        resourceType: string;
+        mode: string;
+        n: string | number;
+        tableName: string;
+      }>(
         `SELECT l.resource_type AS resourceType, l.request_mode AS mode, COUNT_BIG(*) AS n,
                 OBJECT_NAME(COALESCE(p.object_id, CASE WHEN l.resource_type = 'OBJECT' THEN l.resource_associated_entity_id END)) AS tableName
          FROM sys.dm_tran_locks AS l
@@ -201,7 +181,7 @@ describeMssql('SQL Server plans, locks and added columns [live]', () => {
          GROUP BY l.resource_type, l.request_mode,
                   OBJECT_NAME(COALESCE(p.object_id, CASE WHEN l.resource_type = 'OBJECT' THEN l.resource_associated_entity_id END))`,
         [spid],
-      )) as Array<{ resourceType: string; mode: string; n: string | number; tableName: string }>;
+      );
       const count = (table: string, type: string, modes: readonly string[]) =>
         locks
           .filter((l) => l.tableName === table && l.resourceType === type && modes.includes(l.mode))
@@ -229,9 +209,10 @@ describeMssql('SQL Server plans, locks and added columns [live]', () => {
   }, 600_000);
 
   it('a column added to every table breaks neither a claim nor a move', async () => {
-    const { schema, storage } = await freshStorage();
+    const db = await freshDatabase();
+    const { schema, storage } = db;
     for (const table of Object.values(MSSQL_TABLES)) {
-      await raw.query(
+      await db.sql(
         `ALTER TABLE [${schema}].[${table}] ADD DbaAudit datetime2(3) NULL CONSTRAINT [DF_${table}_DbaAudit] DEFAULT SYSUTCDATETIME()`,
       );
     }
@@ -260,7 +241,7 @@ describeMssql('SQL Server plans, locks and added columns [live]', () => {
       await storage.moveToDlq(b, { reason: FailureReason.FatalError, error: 'Error: x' }),
     ).toBe(1);
     expect(await storage.rescheduleForRetry(c, 0, 'Error: retry')).toBe(1);
-    await raw.query(
+    await db.sql(
       `UPDATE [${schema}].[JobsHot] SET HeartbeatUtc = DATEADD(HOUR, -1, HeartbeatUtc) WHERE Id = @0`,
       [d.id],
     );

@@ -1,11 +1,14 @@
 import { randomBytes, randomUUID } from 'node:crypto';
-import { DataSource } from 'typeorm';
 import { FailureReason, JobStatus } from '../../libs/chokaq/src/interfaces/job-status.enum';
-import { MssqlStorageOptions } from '../../libs/chokaq/src/interfaces/storage-options.interface';
 import { createJobStorage } from '../../libs/chokaq/src/storage/create-storage';
 import { JobStorage } from '../../libs/chokaq/src/storage/job-storage';
-import { MSSQL_URL, mssqlAvailable } from '../support/env';
-import { dropMssqlSchema } from '../support/mssql-schema';
+import {
+  createTestSchema,
+  dialectAvailable,
+  openTestDatabase,
+  TestDatabase,
+  TestSchema,
+} from '../support/test-database';
 
 /**
  * Live checks of the SQL Server session state (runs only with CHOKAQ_MSSQL_URL, against SQL Server
@@ -21,44 +24,27 @@ import { dropMssqlSchema } from '../support/mssql-schema';
  * defaults). When the database of CHOKAQ_MSSQL_URL has either off, a scratch database with both on
  * is created for this file and dropped at the end (CREATE DATABASE permission needed): switching
  * READ_COMMITTED_SNAPSHOT on the shared test database would need every other session out of it.
+ * The schema, the storage and every connection come from the one test fixture, on the scratch
+ * database when there is one.
  */
-const describeMssql = mssqlAvailable() ? describe : describe.skip;
+const describeMssql = dialectAvailable('mssql') ? describe : describe.skip;
 
 /** `sys.dm_exec_sessions.transaction_isolation_level` values. */
 const LEVEL = { readCommitted: 2, serializable: 4, snapshot: 5 } as const;
 
-function urlFor(database: string | null): string {
-  if (database === null) return MSSQL_URL!;
-  const url = new URL(MSSQL_URL!);
-  url.pathname = `/${database}`;
-  return url.toString();
-}
-
-function rawDataSource(url: string, poolMax = 4): DataSource {
-  return new DataSource({
-    type: 'mssql',
-    url,
-    pool: { max: poolMax },
-    options: { encrypt: true, trustServerCertificate: true },
-  } as never);
-}
-
 describeMssql('SQL Server session state and READ_COMMITTED_SNAPSHOT [live]', () => {
-  const schema = `chokaq_live_${process.pid}_${randomBytes(4).toString('hex')}`;
   /** The scratch database, or null when the URL's database already has both options on. */
   let scratch: string | null = null;
-  let admin: DataSource;
-  let raw: DataSource;
+  /**
+   * The URL's own database, for what is said to the server (its options, the scratch database);
+   * no ChokaQ schema is created there.
+   */
+  let admin: TestSchema;
+  /** The database under test, with its storage. */
+  let db: TestDatabase;
   let storage: JobStorage;
+  let schema: string;
   const cleanups: Array<() => Promise<unknown>> = [];
-
-  const options = (overrides: Partial<MssqlStorageOptions> = {}): MssqlStorageOptions => ({
-    type: 'mssql',
-    url: urlFor(scratch),
-    schema,
-    options: { trustServerCertificate: true },
-    ...overrides,
-  });
 
   /** A hot job of `queue` claimed by a fresh lease and started. */
   async function startOne(queue: string) {
@@ -77,43 +63,39 @@ describeMssql('SQL Server session state and READ_COMMITTED_SNAPSHOT [live]', () 
   }
 
   beforeAll(async () => {
-    admin = rawDataSource(MSSQL_URL!, 1);
-    await admin.initialize();
-    const [current] = (await admin.query(
+    admin = createTestSchema('mssql');
+    const [current] = await admin.sql<{ rcsi: boolean | number; si: number }>(
       'SELECT is_read_committed_snapshot_on AS rcsi, snapshot_isolation_state AS si FROM sys.databases WHERE name = DB_NAME()',
-    )) as Array<{ rcsi: boolean | number; si: number }>;
+    );
     if (!(Number(current.rcsi) === 1 && Number(current.si) === 1)) {
       scratch = `chokaq_live_${process.pid}_${randomBytes(4).toString('hex')}`;
-      await admin.query(`CREATE DATABASE [${scratch}]`);
-      await admin.query(`ALTER DATABASE [${scratch}] SET READ_COMMITTED_SNAPSHOT ON`);
-      await admin.query(`ALTER DATABASE [${scratch}] SET ALLOW_SNAPSHOT_ISOLATION ON`);
+      await admin.sql(`CREATE DATABASE [${scratch}]`);
+      await admin.sql(`ALTER DATABASE [${scratch}] SET READ_COMMITTED_SNAPSHOT ON`);
+      await admin.sql(`ALTER DATABASE [${scratch}] SET ALLOW_SNAPSHOT_ISOLATION ON`);
     }
-    raw = rawDataSource(urlFor(scratch));
-    await raw.initialize();
-    storage = await createJobStorage(options());
+    db = await openTestDatabase('mssql', { database: scratch ?? undefined });
+    ({ storage, schema } = db);
   }, 120_000);
 
   afterAll(async () => {
     for (const cleanup of cleanups.reverse()) await cleanup().catch(() => undefined);
-    await storage?.close().catch(() => undefined);
-    if (raw?.isInitialized) {
-      await dropMssqlSchema(raw, schema);
-      await raw.destroy();
-    }
-    if (admin?.isInitialized) {
+    // Closes the storages and connections it opened and drops the schema.
+    await db?.close();
+    if (admin) {
       if (scratch !== null) {
         await admin
-          .query(`ALTER DATABASE [${scratch}] SET SINGLE_USER WITH ROLLBACK IMMEDIATE`)
+          .sql(`ALTER DATABASE [${scratch}] SET SINGLE_USER WITH ROLLBACK IMMEDIATE`)
           .catch(() => undefined);
-        await admin.query(`DROP DATABASE IF EXISTS [${scratch}]`).catch(() => undefined);
+        await admin.sql(`DROP DATABASE IF EXISTS [${scratch}]`).catch(() => undefined);
       }
-      await admin.destroy();
+      // Best effort, as the drops above: cleanup never hides the test's own failure.
+      await admin.close().catch(() => undefined);
     }
   }, 120_000);
 
   it('runs on a database with READ_COMMITTED_SNAPSHOT and snapshot isolation on', async () => {
     expect(
-      await raw.query(
+      await db.sql(
         'SELECT CAST(is_read_committed_snapshot_on AS int) AS rcsi, snapshot_isolation_state AS si FROM sys.databases WHERE name = DB_NAME()',
       ),
     ).toEqual([{ rcsi: 1, si: 1 }]);
@@ -126,9 +108,7 @@ describeMssql('SQL Server session state and READ_COMMITTED_SNAPSHOT [live]', () 
     'a %s transaction on a borrowed DataSource, then a claim on the same connection',
     async (isolation, level) => {
       // One pooled connection: the application's transaction and ChokaQ's claim share the session.
-      const borrowed = rawDataSource(urlFor(scratch), 1);
-      await borrowed.initialize();
-      cleanups.push(() => borrowed.destroy());
+      const borrowed = await db.openDataSource({ poolSize: 1 });
       const shared = await createJobStorage({
         dataSource: borrowed,
         schema,
@@ -177,11 +157,11 @@ describeMssql('SQL Server session state and READ_COMMITTED_SNAPSHOT [live]', () 
 
     expect(await storage.purgeDlqByFilter({ queue, ids: [purged.id] }, 10)).toBe(1);
     // Age the remaining rows instead of waiting for them to get old.
-    await raw.query(
+    await db.sql(
       `UPDATE [${schema}].[JobsArchive] SET FinishedAtUtc = DATEADD(DAY, -2, FinishedAtUtc) WHERE Id = @0`,
       [archived.id],
     );
-    await raw.query(
+    await db.sql(
       `UPDATE [${schema}].[JobsDLQ] SET FailedAtUtc = DATEADD(DAY, -2, FailedAtUtc) WHERE Id = @0`,
       [failed.id],
     );
@@ -195,7 +175,7 @@ describeMssql('SQL Server session state and READ_COMMITTED_SNAPSHOT [live]', () 
   it('claim, rescue and bulk resurrect (UPDLOCK, READPAST) under READ_COMMITTED_SNAPSHOT', async () => {
     const queue = 'live.rcsi.rescue';
     const zombie = await startOne(queue);
-    await raw.query(
+    await db.sql(
       `UPDATE [${schema}].[JobsHot] SET HeartbeatUtc = DATEADD(HOUR, -1, HeartbeatUtc) WHERE Id = @0`,
       [zombie.id],
     );
@@ -205,17 +185,15 @@ describeMssql('SQL Server session state and READ_COMMITTED_SNAPSHOT [live]', () 
   });
 
   it("an error inside a caller's transaction leaves the transaction to the caller", async () => {
-    const borrowed = rawDataSource(urlFor(scratch), 2);
-    await borrowed.initialize();
-    cleanups.push(() => borrowed.destroy());
+    const borrowed = await db.openDataSource({ poolSize: 2 });
     const shared = await createJobStorage({
       dataSource: borrowed,
       schema,
       autoCreateSchema: false,
     });
     const hot = `[${schema}].[JobsHot]`;
-    await raw.query(`ALTER TABLE ${hot} ADD CONSTRAINT CK_live_no_boom CHECK (Type <> N'boom')`);
-    cleanups.push(() => raw.query(`ALTER TABLE ${hot} DROP CONSTRAINT CK_live_no_boom`));
+    await db.sql(`ALTER TABLE ${hot} ADD CONSTRAINT CK_live_no_boom CHECK (Type <> N'boom')`);
+    cleanups.push(() => db.sql(`ALTER TABLE ${hot} DROP CONSTRAINT CK_live_no_boom`));
 
     const runner = borrowed.createQueryRunner();
     await runner.startTransaction('SERIALIZABLE');

@@ -10,14 +10,13 @@ import { qualify } from '../../libs/chokaq/src/storage/mssql/mssql.schema';
 import { quoteSchema } from '../../libs/chokaq/src/storage/postgres/postgres.sql';
 import { JobStorage } from '../../libs/chokaq/src/storage/job-storage';
 import { MSSQL_URL, PG_URL, mssqlAvailable, pgAvailable } from './env';
-import { dropMssqlSchema } from './mssql-schema';
 
 /*
  * The one test database fixture. Every suite that needs a real ChokaQ database (contract, e2e,
- * faults, PostgreSQL-only, runtime) opens it here, names tables by one logical vocabulary and
- * writes its raw SQL once: `query()` takes `?` placeholders and snake_case columns and translates
- * them per dialect (`$n` on PostgreSQL; `@n` and the PascalCase of SPEC §2 on SQL Server), so the
- * same assertion runs on SQL Server when CHOKAQ_MSSQL_URL is set.
+ * faults, PostgreSQL-only, SQL Server live, runtime) opens it here, names tables by one logical
+ * vocabulary and writes its raw SQL once: `query()` takes `?` placeholders and snake_case columns
+ * and translates them per dialect (`$n` on PostgreSQL; `@n` and the PascalCase of SPEC §2 on SQL
+ * Server), so the same assertion runs on SQL Server when CHOKAQ_MSSQL_URL is set.
  */
 
 /** Logical table names, the same on every dialect. */
@@ -48,6 +47,11 @@ const SQLITE_PREFIX = 'chokaq_';
 export interface TestSchemaOptions {
   /** Merged into the storage options (pool size, retention…). */
   readonly overrides?: Partial<StorageOptions>;
+  /**
+   * PostgreSQL and SQL Server: another database on the server of the suite's URL (a scratch
+   * database a suite created), for the storage and every raw connection. Default: the URL's own.
+   */
+  readonly database?: string;
   /**
    * SQLite only: the busy wait of the raw connection (default 5,000 ms). A fault suite that holds
    * the write lock on purpose passes a short one so its own reads stay responsive.
@@ -91,8 +95,9 @@ export interface TestSchema {
   /**
    * Opens another raw, initialised TypeORM `DataSource` on the same database (closed by `close()`),
    * e.g. to borrow it to a storage (`{ dataSource, schema }`) and test the `transaction` option.
+   * `poolSize` bounds its pool (servers only): 1 makes every query share one session.
    */
-  openDataSource(): Promise<DataSource>;
+  openDataSource(options?: { poolSize?: number }): Promise<DataSource>;
   /**
    * Makes every INSERT into `table` fail (a trigger that raises), to prove a move rolls back
    * completely. `clearFailure` removes it.
@@ -160,7 +165,7 @@ interface DialectParts {
   column(snake: string): string;
   param(i: number): string;
   readonly failSql: FailSql;
-  newDataSource(): DataSource;
+  newDataSource(poolSize?: number): DataSource;
   /** Runs after every storage and data source is closed. */
   dropAll(raw: DataSource | undefined): Promise<void>;
   /** Session settings of the raw connection. */
@@ -169,6 +174,29 @@ interface DialectParts {
 
 function uniqueName(prefix: string): string {
   return `${prefix}${process.pid}_${randomBytes(4).toString('hex')}`;
+}
+
+/** `url` pointed at another `database` on the same server, or `url` itself. */
+function onDatabase(url: string, database: string | undefined): string {
+  if (database === undefined) return url;
+  const other = new URL(url);
+  other.pathname = `/${database}`;
+  return other.toString();
+}
+
+/**
+ * Drops a test's SQL Server schema: its tables first (SQL Server has no `DROP SCHEMA … CASCADE`;
+ * dropping a table drops its triggers), then the schema. Best effort: cleanup never hides the
+ * test's own failure.
+ */
+async function dropMssqlSchema(raw: DataSource, schema: string): Promise<void> {
+  const tables = (await raw.query(`SELECT name FROM sys.tables WHERE schema_id = SCHEMA_ID(@0)`, [
+    schema,
+  ])) as Array<{ name: string }>;
+  for (const { name } of tables) {
+    await raw.query(`DROP TABLE [${schema}].[${name}]`).catch(() => undefined);
+  }
+  await raw.query(`DROP SCHEMA IF EXISTS [${schema}]`).catch(() => undefined);
 }
 
 function buildSchema(parts: DialectParts): TestSchema {
@@ -219,8 +247,8 @@ function buildSchema(parts: DialectParts): TestSchema {
     openStorage,
     openStorages: (n, overrides) =>
       Promise.all(Array.from({ length: n }, () => openStorage(overrides))),
-    async openDataSource() {
-      const ds = parts.newDataSource();
+    async openDataSource(options) {
+      const ds = parts.newDataSource(options?.poolSize);
       await ds.initialize();
       dataSources.push(ds);
       return ds;
@@ -284,12 +312,13 @@ function sqliteParts(options: TestSchemaOptions): DialectParts {
 function postgresParts(options: TestSchemaOptions): DialectParts {
   const schema = uniqueName('chokaq_t_');
   const quoted = quoteSchema(schema);
-  const newDataSource = () => new DataSource({ type: 'postgres', url: PG_URL, poolSize: 4 });
+  const url = onDatabase(PG_URL, options.database);
+  const newDataSource = (poolSize = 4) => new DataSource({ type: 'postgres', url, poolSize });
   return {
     dialect: 'postgres',
     options: {
       type: 'postgres',
-      url: PG_URL,
+      url,
       schema,
       poolSize: 10,
       ...options.overrides,
@@ -318,10 +347,12 @@ function postgresParts(options: TestSchemaOptions): DialectParts {
 
 function mssqlParts(options: TestSchemaOptions): DialectParts {
   const schema = uniqueName('chokaq_t_');
-  const newDataSource = () =>
+  const url = MSSQL_URL && onDatabase(MSSQL_URL, options.database);
+  const newDataSource = (poolSize?: number) =>
     new DataSource({
       type: 'mssql',
-      url: MSSQL_URL,
+      url,
+      ...(poolSize === undefined ? {} : { pool: { max: poolSize } }),
       // Test servers (a container, a dev box) usually have a self-signed certificate.
       options: { encrypt: true, trustServerCertificate: true },
     } as never);
@@ -329,7 +360,7 @@ function mssqlParts(options: TestSchemaOptions): DialectParts {
     dialect: 'mssql',
     options: {
       type: 'mssql',
-      url: MSSQL_URL,
+      url,
       schema,
       options: { trustServerCertificate: true },
       ...options.overrides,
