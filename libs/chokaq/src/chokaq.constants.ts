@@ -10,6 +10,9 @@ export const JOB_HANDLER_METADATA = 'chokaq:job-handler';
 /** Metadata key of `@RecurringJob` (on a class or a method); the value is an array. */
 export const RECURRING_JOB_METADATA = 'chokaq:recurring-job';
 
+/** Metadata key of `@OnJobEvent` (on a method). */
+export const JOB_EVENT_METADATA = 'chokaq:job-event';
+
 /** Token of the validated {@link ResolvedChokaQOptions}. */
 export const CHOKAQ_RESOLVED_OPTIONS = 'CHOKAQ:RESOLVED_OPTIONS';
 

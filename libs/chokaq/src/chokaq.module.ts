@@ -14,6 +14,7 @@ import { ChokaQMetadataAccessor } from './discovery/chokaq-metadata.accessor';
 import { ChokaQExplorer } from './discovery/chokaq.explorer';
 import { HandlerRegistry } from './discovery/handler.registry';
 import { ChokaQModuleOptions, ResolvedChokaQOptions } from './interfaces/module-options.interface';
+import { JobEvents } from './runtime/job-events';
 import { createJobStorage } from './storage/create-storage';
 import { WorkerRegistry } from './worker.registry';
 
@@ -31,7 +32,7 @@ import { WorkerRegistry } from './worker.registry';
  *
  * Options (forRoot) or the factory's result (forRootAsync) are validated at startup by
  * `resolveChokaQOptions`; `middleware` and `isGlobal` (default true) are top-level extras of both.
- * Exports `JobClient`, `ChokaQAdmin` and `HandlerRegistry`.
+ * Exports `JobClient`, `ChokaQAdmin`, `HandlerRegistry` and `JobEvents`.
  *
  * @publicApi
  */
@@ -49,6 +50,12 @@ import { WorkerRegistry } from './worker.registry';
       useFactory: (options: ResolvedChokaQOptions) => createJobStorage(options.storage),
       inject: [CHOKAQ_RESOLVED_OPTIONS],
     },
+    // process-local lifecycle events: the worker emits, @OnJobEvent methods and subscribers hear
+    {
+      provide: JobEvents,
+      useFactory: (options: ResolvedChokaQOptions) => new JobEvents(options.events),
+      inject: [CHOKAQ_RESOLVED_OPTIONS],
+    },
     ChokaQMetadataAccessor,
     ChokaQExplorer,
     HandlerRegistry,
@@ -59,7 +66,14 @@ import { WorkerRegistry } from './worker.registry';
     JobClient,
     ChokaQAdmin,
   ],
-  exports: [JobClient, ChokaQAdmin, HandlerRegistry, CHOKAQ_STORAGE, CHOKAQ_RESOLVED_OPTIONS],
+  exports: [
+    JobClient,
+    ChokaQAdmin,
+    HandlerRegistry,
+    JobEvents,
+    CHOKAQ_STORAGE,
+    CHOKAQ_RESOLVED_OPTIONS,
+  ],
 })
 export class ChokaQModule extends ConfigurableChokaQModule {
   /**

@@ -17,6 +17,7 @@ import { ChokaQMiddleware } from './interfaces/middleware.interface';
 import { ResolvedChokaQOptions } from './interfaces/module-options.interface';
 import { RecurringJobSpec } from './interfaces/recurring-job.interface';
 import { ChokaQWorker } from './runtime/chokaq-worker';
+import { JobEvents } from './runtime/job-events';
 import { SchedulerRegistryAdapter } from './scheduler-registry.adapter';
 import { JobStorage } from './storage/job-storage';
 import { WorkerRegistry } from './worker.registry';
@@ -26,7 +27,7 @@ import { WorkerRegistry } from './worker.registry';
  *
  * | hook | what happens |
  * |---|---|
- * | `onModuleInit` | discover handlers and recurring jobs (every provider is instantiated by now); give the registry a drain-worker factory |
+ * | `onModuleInit` | discover handlers, recurring jobs and `@OnJobEvent` listeners (every provider is instantiated by now); give the registry a drain-worker factory |
  * | `onApplicationBootstrap` | construct and start the worker, unless `worker.enabled` is false; set it into the registry |
  * | `onModuleDestroy` | close the registry to drains; `worker.beginStop()`: stop claiming, release the buffer, abort running signals |
  * | `beforeApplicationShutdown` | `await worker.stop()`, clear the registry, then close the storage |
@@ -70,6 +71,7 @@ export class ChokaQOrchestrator
     private readonly explorer: ChokaQExplorer,
     private readonly registry: HandlerRegistry,
     private readonly workers: WorkerRegistry,
+    private readonly events: JobEvents,
     @Optional() @Inject(SchedulerRegistry) schedulerRegistry?: SchedulerRegistry,
   ) {
     this.recurringTimers = schedulerRegistry && new SchedulerRegistryAdapter(schedulerRegistry);
@@ -77,9 +79,10 @@ export class ChokaQOrchestrator
 
   async onModuleInit(): Promise<void> {
     try {
-      const { handlers, recurring } = this.explorer.explore();
+      const { handlers, recurring, listeners } = this.explorer.explore();
       this.registry.replaceAll(handlers);
       this.recurring = recurring;
+      for (const { listener, ...options } of listeners) this.events.listen(listener, options);
       // Built on the first drain only: a worker is never constructed for nothing.
       this.workers.setDrainWorkerFactory(() => (this.drainWorker = this.createWorker()));
     } catch (error) {
@@ -141,6 +144,7 @@ export class ChokaQOrchestrator
       recurring: this.recurring,
       recurringTimers: this.recurringTimers,
       logger: new Logger('ChokaQWorker'),
+      events: this.events,
     });
   }
 

@@ -53,6 +53,13 @@ export { ChokaQTesting } from './testing/chokaq-testing';
 export type { RunDueJobsOptions } from './testing/chokaq-testing';
 export type { JobOutcome } from './interfaces/job-outcome.interface';
 
+// Lifecycle events
+export { OnJobEvent } from './decorators';
+export { JobEvents } from './runtime/job-events';
+export type { JobEventListenerOptions, JobEventListenerStats } from './runtime/job-events';
+export { JOB_EVENT_NAMES } from './interfaces/job-event.interface';
+export type { JobEvent, JobEventFilter, JobEventName } from './interfaces/job-event.interface';
+
 // Job model and the storage contract
 export { FailureReason, JobStatus } from './interfaces/job-status.enum';
 export { MAX_ENQUEUE_MANY, MAX_PAGE_SIZE } from './validation/limits';

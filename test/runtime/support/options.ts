@@ -48,6 +48,7 @@ export function testOptions(
       breakDurationMs: 30_000,
       halfOpenProbes: 1,
     },
+    events: { maxQueuedPerListener: 1_000 },
   };
   const out = { ...base } as unknown as Record<string, unknown>;
   for (const [key, value] of Object.entries(overrides)) {

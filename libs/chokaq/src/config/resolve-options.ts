@@ -50,6 +50,7 @@ export const CHOKAQ_DEFAULTS = {
     breakDurationMs: 30 * SECOND,
     halfOpenProbes: 1,
   },
+  events: { maxQueuedPerListener: 1_000 },
 } as const;
 
 /** Default storage: the SQLite file `chokaq.db` in the working directory. */

@@ -1,7 +1,12 @@
 import { Injectable } from '@nestjs/common';
 import { Reflector } from '@nestjs/core';
-import { JOB_HANDLER_METADATA, RECURRING_JOB_METADATA } from '../chokaq.constants';
+import {
+  JOB_EVENT_METADATA,
+  JOB_HANDLER_METADATA,
+  RECURRING_JOB_METADATA,
+} from '../chokaq.constants';
 import { JobHandlerMetadata } from '../interfaces/handler.interface';
+import type { OnJobEventMetadata } from '../interfaces/job-event.interface';
 import { RecurringJobMetadata } from '../interfaces/recurring-job.interface';
 
 /** Reads (only reads) what the ChokaQ decorators stored. */
@@ -12,6 +17,11 @@ export class ChokaQMetadataAccessor {
   /** The `@JobHandler` metadata of a method, if any. */
   getJobHandlerMetadata(method: (...args: never[]) => unknown): JobHandlerMetadata | undefined {
     return this.reflector.get<JobHandlerMetadata | undefined>(JOB_HANDLER_METADATA, method);
+  }
+
+  /** The `@OnJobEvent` metadata of a method, if any. */
+  getJobEventMetadata(method: (...args: never[]) => unknown): OnJobEventMetadata | undefined {
+    return this.reflector.get<OnJobEventMetadata | undefined>(JOB_EVENT_METADATA, method);
   }
 
   /** The `@RecurringJob` declarations on a class or a method (empty when none). */

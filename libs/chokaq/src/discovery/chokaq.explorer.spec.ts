@@ -4,6 +4,7 @@ import { Test } from '@nestjs/testing';
 import { resolveChokaQOptions } from '../config/resolve-options';
 import { defineJob } from '../decorators/job-definition';
 import { JobHandler } from '../decorators/job-handler.decorator';
+import { OnJobEvent } from '../decorators/on-job-event.decorator';
 import { RecurringJob } from '../decorators/recurring-job.decorator';
 import {
   ChokaQDuplicateHandlerError,
@@ -155,7 +156,56 @@ describe('ChokaQExplorer', () => {
     class PerRequest {
       run(): void {}
     }
-    await expect(explore(PerRequest)).resolves.toEqual({ handlers: [], recurring: [] });
+    await expect(explore(PerRequest)).resolves.toEqual({
+      handlers: [],
+      recurring: [],
+      listeners: [],
+    });
+  });
+
+  it('finds @OnJobEvent listeners bound to their instance, with their filter', async () => {
+    @Injectable()
+    class Alerts {
+      readonly heard: string[] = [];
+      @OnJobEvent(['dead', 'cancelled'], { queue: 'emails', type: 'welcome.v1' })
+      onDead(event: { name: string }): void {
+        this.heard.push(event.name);
+      }
+      @OnJobEvent('succeeded')
+      onDone(): void {}
+    }
+    const { listeners } = await explore(Alerts);
+    expect(listeners.map(({ listener: _l, ...rest }) => rest)).toEqual([
+      { name: 'Alerts.onDead', events: ['dead', 'cancelled'], queue: 'emails', type: 'welcome.v1' },
+      { name: 'Alerts.onDone', events: ['succeeded'] },
+    ]);
+    const heard: string[] = [];
+    const probe = { heard };
+    await listeners[0].listener.call(probe, { name: 'dead' } as never);
+    // Bound to the provider instance, not to whatever `this` the caller has.
+    expect(heard).toEqual([]);
+  });
+
+  it('refuses an unknown event name, an empty list and a bad filter, all at once', async () => {
+    @Injectable()
+    class Bad {
+      @OnJobEvent('done' as never)
+      a(): void {}
+      @OnJobEvent([])
+      b(): void {}
+      @OnJobEvent('dead', { queue: 'not a queue', type: '', extra: 1 } as never)
+      c(): void {}
+    }
+    const error = await explore(Bad).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(ChokaQValidationError);
+    const paths = (error as ChokaQValidationError).issues.map((i) => i.path);
+    expect(paths).toEqual([
+      '@OnJobEvent of Bad.a: event',
+      '@OnJobEvent of Bad.b: event',
+      '@OnJobEvent of Bad.c: queue',
+      '@OnJobEvent of Bad.c: type',
+      '@OnJobEvent of Bad.c: extra',
+    ]);
   });
 
   it('validates queue names', async () => {

@@ -10,16 +10,29 @@ import {
 } from '../errors';
 import { JobHandlerMetadata, HandlerDefinition } from '../interfaces/handler.interface';
 import { JobContext } from '../interfaces/job-context.interface';
+import type { JobEvent, OnJobEventMetadata } from '../interfaces/job-event.interface';
 import type { ResolvedChokaQOptions } from '../interfaces/module-options.interface';
 import { RecurringJobMetadata, RecurringJobSpec } from '../interfaces/recurring-job.interface';
-import { jobHandlerIssues, recurringJobIssues } from '../validation/decorator-options';
+import {
+  jobEventIssues,
+  jobHandlerIssues,
+  recurringJobIssues,
+} from '../validation/decorator-options';
 import { DEFAULT_PAYLOAD_MAX_BYTES } from '../validation/validate-job';
 import { ChokaQMetadataAccessor } from './chokaq-metadata.accessor';
+
+/** An `@OnJobEvent` method, bound to its instance. */
+export interface JobEventListenerDefinition extends OnJobEventMetadata {
+  /** `Class.method`. */
+  name: string;
+  listener: (event: JobEvent) => unknown;
+}
 
 /** What discovery found in the application. */
 export interface ExploredJobs {
   handlers: HandlerDefinition[];
   recurring: RecurringJobSpec[];
+  listeners: JobEventListenerDefinition[];
 }
 
 type Method = (...args: unknown[]) => unknown;
@@ -47,6 +60,7 @@ export class ChokaQExplorer {
 
   explore(): ExploredJobs {
     const handlers: HandlerDefinition[] = [];
+    const listeners: JobEventListenerDefinition[] = [];
     const recurring = new Map<string, { spec: RecurringJobSpec; where: string }>();
     const seen = new Set<unknown>();
     const issues: ValidationIssue[] = [];
@@ -74,7 +88,8 @@ export class ChokaQExplorer {
         const method = (target.prototype as Record<string, Method>)[methodName];
         const handlerMeta = this.accessor.getJobHandlerMetadata(method);
         const methodRecurring = this.accessor.getRecurringJobMetadata(method);
-        if (!handlerMeta && methodRecurring.length === 0) continue;
+        const eventMeta = this.accessor.getJobEventMetadata(method);
+        if (!handlerMeta && methodRecurring.length === 0 && !eventMeta) continue;
         if (!staticScope) {
           throw new ChokaQHandlerScopeError(
             className,
@@ -89,10 +104,17 @@ export class ChokaQExplorer {
         for (const meta of methodRecurring) {
           this.addRecurring(recurring, issues, meta, handlerMeta, `${className}.${methodName}`);
         }
+        if (eventMeta) {
+          const name = `${className}.${methodName}`;
+          issues.push(...jobEventIssues(name, eventMeta));
+          const instance = wrapper.instance as object;
+          const method = (instance as Record<string, Method>)[methodName];
+          listeners.push({ ...eventMeta, name, listener: (event) => method.call(instance, event) });
+        }
       }
     }
     if (issues.length > 0) throw new ChokaQValidationError(issues);
-    return { handlers, recurring: [...recurring.values()].map((r) => r.spec) };
+    return { handlers, recurring: [...recurring.values()].map((r) => r.spec), listeners };
   }
 
   /**

@@ -19,8 +19,12 @@ export interface JobContext {
    * failing. Cooperative handlers pass it on to `fetch`, database calls and loops.
    */
   readonly signal: AbortSignal;
-  /** Records progress (0–100) on the hot row; best effort, never throws. */
-  reportProgress(percent: number): Promise<void>;
+  /**
+   * Records progress (0–100, clamped) on the hot row and emits a `progress` event in this process
+   * with `note` (at most 500 characters; a longer note is cut). Best effort: it never throws, and
+   * a value that is not a finite number is ignored.
+   */
+  reportProgress(percent: number, note?: string): Promise<void>;
   /** A logger whose context names the job. */
   readonly logger: LoggerService;
 }

@@ -85,6 +85,14 @@ export interface ChokaQModuleOptions {
     /** Probes allowed at once while half-open. Default 1. */
     halfOpenProbes?: number;
   };
+  events?: {
+    /**
+     * Events waiting for one listener (an `@OnJobEvent` method or a `JobEvents` subscription)
+     * while it is busy with earlier ones. Beyond this, that listener's new events are dropped
+     * (counted, logged once); the job and the other listeners are never held up. Default 1,000.
+     */
+    maxQueuedPerListener?: number;
+  };
 }
 
 /**
@@ -111,4 +119,5 @@ export interface ResolvedChokaQOptions {
   payload: Required<NonNullable<ChokaQModuleOptions['payload']>>;
   retention: Required<NonNullable<ChokaQModuleOptions['retention']>>;
   circuitBreaker: Required<NonNullable<ChokaQModuleOptions['circuitBreaker']>>;
+  events: Required<NonNullable<ChokaQModuleOptions['events']>>;
 }

@@ -15,6 +15,7 @@ import { CircuitBreakers, type CircuitState } from './circuit-breaker';
 import { CompletionBatcher, type CompletionBatcherOptions } from './completion-batcher';
 import { FetcherLoop } from './fetcher.loop';
 import { HeartbeatLoop } from './heartbeat.loop';
+import type { JobEventSink } from './job-events';
 import { JobExecutor } from './job-executor';
 import { JobProcessor } from './job-processor';
 import { MaintenanceLoop } from './maintenance.loop';
@@ -39,6 +40,8 @@ export interface ChokaQWorkerDeps {
   recurringTimers?: RecurringTimerRegistry;
   /** Default `new Logger('ChokaQ')`. */
   logger?: LoggerService;
+  /** Where lifecycle events go (the application's `JobEvents`). Default: nowhere. */
+  events?: JobEventSink;
   /** Internal tuning of the completion batch (tests). */
   completionBatch?: CompletionBatcherOptions;
 }
@@ -122,6 +125,7 @@ export class ChokaQWorker {
       controls: this.controls,
       logger: this.logger,
       onOutcome: (outcome) => this.emit(outcome),
+      events: deps.events,
       onCapacity: () => this.fetcher.onCapacity(),
     });
     this.fetcher = new FetcherLoop({

@@ -5,7 +5,7 @@ import type { JobContext } from '../interfaces/job-context.interface';
 import { JobStatus } from '../interfaces/job-status.enum';
 import type { HotJob, JobLease } from '../interfaces/job.interface';
 import type { ChokaQMiddleware } from '../interfaces/middleware.interface';
-import { MAX_TIMER_MS } from '../validation/limits';
+import { LIMITS, MAX_TIMER_MS } from '../validation/limits';
 import { JobLogger } from './job-logger';
 
 /** How one run ended, as far as the worker is concerned. */
@@ -46,7 +46,12 @@ export interface ExecutionRequest {
   handler: HandlerDefinition;
   timeoutMs: number;
   /** Best-effort progress writer; errors are swallowed. */
-  reportProgress?: (percent: number) => Promise<void>;
+  reportProgress?: (percent: number, note?: string) => Promise<void>;
+}
+
+/** A progress note as stored and emitted: a string, cut to `LIMITS.progressNote`; else none. */
+function progressNote(note: unknown): string | undefined {
+  return typeof note === 'string' ? note.slice(0, LIMITS.progressNote) : undefined;
 }
 
 /**
@@ -133,9 +138,9 @@ export class JobExecutor {
         logger ??= new JobLogger(base, `ChokaQ ${job.queue}/${job.type} ${job.id}`);
         return logger;
       },
-      reportProgress: async (percent: number) => {
+      reportProgress: async (percent: number, note?: string) => {
         try {
-          await request.reportProgress?.(percent);
+          await request.reportProgress?.(percent, progressNote(note));
         } catch {
           // Best effort by contract: progress must never fail a job.
         }

@@ -48,8 +48,11 @@ export interface RunFacts {
   durationMs?: number;
 }
 
-/** Where a run's outcome goes: the caller decides (a drain also collects them). */
-export type EmitOutcome = (outcome: JobOutcome) => void;
+/**
+ * Where a run's outcome goes, with the claimed row it is about: the caller decides (a drain also
+ * collects them; the processor turns applied ones into lifecycle events).
+ */
+export type EmitOutcome = (outcome: JobOutcome, job: HotJob) => void;
 
 /** What the finaliser is built from (the processor wires it). */
 export interface JobFinaliserDeps {
@@ -107,6 +110,7 @@ export class JobFinaliser {
   async finalise(claimed: ClaimedJob, run: FinishedRun, emit: EmitOutcome): Promise<void> {
     const { job, lease } = claimed;
     const { result, attempt, probe } = run;
+    const report = (outcome: JobOutcome) => emit(outcome, job);
     const key = circuitKey(job);
     const base = { attempt, durationMs: result.durationMs };
     switch (result.kind) {
@@ -115,7 +119,7 @@ export class JobFinaliser {
         const archived = await this.deps.batcher.add({ ...lease, durationMs: result.durationMs });
         if (!archived) this.conflictCount++;
         this.deps.onSettled(lease);
-        emit(runOutcome(claimed, 'succeeded', { ...base, applied: archived }));
+        report(runOutcome(claimed, 'succeeded', { ...base, applied: archived }));
         return;
       }
       case 'timeout': {
@@ -126,7 +130,7 @@ export class JobFinaliser {
           error,
           durationMs: result.durationMs,
         });
-        emit(
+        report(
           runOutcome(claimed, 'failed', {
             ...base,
             reason: FailureReason.Timeout,
@@ -142,7 +146,7 @@ export class JobFinaliser {
         const reason = cancelled ? FailureReason.Cancelled : FailureReason.HeartbeatFailure;
         const error = cancelled ? STORED_TEXT.cancelledWhileRunning : STORED_TEXT.heartbeatLost;
         const applied = await this.move(lease, { reason, error, durationMs: result.durationMs });
-        emit(
+        report(
           runOutcome(claimed, cancelled ? 'cancelled' : 'failed', {
             ...base,
             reason,
@@ -159,7 +163,7 @@ export class JobFinaliser {
           `Job ${job.id} (${job.queue}/${job.type}) was still running at the end of the shutdown ` +
             `grace period; it is left to the rescue loop.`,
         );
-        emit(
+        report(
           runOutcome(claimed, 'released', {
             ...base,
             applied: false,
@@ -206,7 +210,7 @@ export class JobFinaliser {
             error: text,
             durationMs: result.durationMs,
           });
-          emit(
+          report(
             runOutcome(claimed, 'failed', {
               ...base,
               reason: decision.reason,
@@ -244,6 +248,7 @@ export class JobFinaliser {
         applied,
         retryDelayMs: delayMs,
       }),
+      claimed.job,
     );
   }
 
@@ -255,7 +260,7 @@ export class JobFinaliser {
     emit: EmitOutcome,
   ): Promise<void> {
     const applied = await this.move(claimed.lease, { reason, error });
-    emit(runOutcome(claimed, 'failed', { reason, error, applied }));
+    emit(runOutcome(claimed, 'failed', { reason, error, applied }), claimed.job);
   }
 
   /**
@@ -277,6 +282,7 @@ export class JobFinaliser {
           retryDelayMs: delayMs,
           error: delayMs > 0 ? `circuit of ${circuitKey(job)} is open` : undefined,
         }),
+        job,
       );
     }
   }

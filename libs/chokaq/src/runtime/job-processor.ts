@@ -13,7 +13,9 @@ import type { CompletionBatcher } from './completion-batcher';
 import { ConcurrencyLimiter } from './concurrency-limiter';
 import { DbClock } from './db-clock';
 import type { Execution, JobExecutor, RunResult } from './job-executor';
-import { JobFinaliser, runOutcome, type ClaimedJob } from './job-finaliser';
+import type { JobEventSink } from './job-events';
+import { JobFinaliser, runOutcome, type ClaimedJob, type EmitOutcome } from './job-finaliser';
+import { outcomeEvents, progressEvent, startedEvent } from './lifecycle-events';
 import type { QueueControls } from './queue-controls';
 import { runKey } from './run-key';
 
@@ -30,6 +32,8 @@ export interface JobProcessorDeps {
   logger: LoggerService;
   /** Every outcome, as it happens. */
   onOutcome?: (outcome: JobOutcome) => void;
+  /** Where lifecycle events go (`started`, `progress`, and those of applied outcomes). */
+  events?: JobEventSink;
   /** A slot or buffer space was freed: the fetcher may claim more. */
   onCapacity?: () => void;
 }
@@ -178,7 +182,7 @@ export class JobProcessor {
     }
     if (reserved > started.length) this.limiter.release(reserved - started.length);
     if (started.length > 0) {
-      const emit = (outcome: JobOutcome) => this.emitOutcome(outcome);
+      const emit: EmitOutcome = (outcome, job) => this.emitOutcome(outcome, job);
       const release = () => this.limiter.release(1);
       for (const claimed of started) {
         const handler = this.deps.handlers.resolve(claimed.job.queue, claimed.job.type);
@@ -211,9 +215,9 @@ export class JobProcessor {
     onJobDone: () => void = () => undefined,
   ): Promise<JobOutcome[]> {
     const outcomes: JobOutcome[] = [];
-    const emit = (outcome: JobOutcome) => {
+    const emit: EmitOutcome = (outcome, job) => {
       outcomes.push(outcome);
-      this.emitOutcome(outcome);
+      this.emitOutcome(outcome, job);
     };
     const toStart: Array<{ claimed: ClaimedJob; handler: HandlerDefinition; probe: boolean }> = [];
     const toRelease = new Map<number, ClaimedJob[]>();
@@ -270,7 +274,7 @@ export class JobProcessor {
     if (held.length === 0) return 0;
     const ids = new Set(held.map(({ job }) => job.id));
     this.buffer = this.buffer.filter(({ job }) => !ids.has(job.id));
-    await this.finaliser.release(held, 0, (o) => this.deps.onOutcome?.(o));
+    await this.finaliser.release(held, 0, (o, job) => this.emitOutcome(o, job));
     return held.length;
   }
 
@@ -308,7 +312,7 @@ export class JobProcessor {
   async releaseBuffered(): Promise<number> {
     const buffered = this.buffer.splice(0);
     if (buffered.length === 0) return 0;
-    await this.finaliser.release(buffered, 0, (o) => this.deps.onOutcome?.(o));
+    await this.finaliser.release(buffered, 0, (o, job) => this.emitOutcome(o, job));
     return buffered.length;
   }
 
@@ -342,7 +346,7 @@ export class JobProcessor {
   // ------------------------------------------------------------------ internals
 
   /** A claimed job no handler of this process runs: straight to the DLQ as `NoHandler`. */
-  private noHandler(claimed: ClaimedJob, emit: (o: JobOutcome) => void): Promise<void> {
+  private noHandler(claimed: ClaimedJob, emit: EmitOutcome): Promise<void> {
     const { job } = claimed;
     return this.finaliser.dlq(
       claimed,
@@ -352,11 +356,17 @@ export class JobProcessor {
     );
   }
 
-  private emitOutcome(outcome: JobOutcome): void {
+  private emitOutcome(outcome: JobOutcome, job: HotJob): void {
     try {
       this.deps.onOutcome?.(outcome);
     } catch (error) {
       this.deps.logger.error(`Outcome listener threw: ${toError(error).message}`);
+    }
+    const events = this.deps.events;
+    if (events && outcome.applied === true) {
+      for (const event of outcomeEvents(outcome, job, new Date(this.clock.now()))) {
+        events.emit(event);
+      }
     }
   }
 
@@ -367,7 +377,7 @@ export class JobProcessor {
 
   private async start(
     items: Array<{ claimed: ClaimedJob; handler: HandlerDefinition; probe: boolean }>,
-    emit: (o: JobOutcome) => void,
+    emit: EmitOutcome,
     onJobDone: () => void,
   ): Promise<void> {
     // The ids a start returns name runs unambiguously: the buffer never holds two runs of one id
@@ -410,7 +420,10 @@ export class JobProcessor {
         this.deps.logger.warn(
           `Job ${job.id} was not started: its lease no longer matches (state transition conflict)`,
         );
-        emit(runOutcome(claimed, 'released', { applied: false, error: 'lease lost before start' }));
+        emit(
+          runOutcome(claimed, 'released', { applied: false, error: 'lease lost before start' }),
+          job,
+        );
         onJobDone();
         continue;
       }
@@ -440,10 +453,11 @@ export class JobProcessor {
     claimed: ClaimedJob,
     handler: HandlerDefinition,
     probe: boolean,
-    emit: (o: JobOutcome) => void,
+    emit: EmitOutcome,
     onJobDone: () => void,
   ): Promise<void> {
     const { job, lease } = claimed;
+    const events = this.deps.events;
     const timeoutMs =
       handler.timeoutMs ??
       this.deps.controls.executionTimeoutMs(job.queue) ??
@@ -453,13 +467,19 @@ export class JobProcessor {
       lease,
       handler,
       timeoutMs,
-      reportProgress: async (percent) => {
+      reportProgress: async (percent, note) => {
         if (!Number.isFinite(percent)) return;
         const clamped = Math.min(100, Math.max(0, percent));
         job.progress = clamped;
-        await this.deps.storage.reportProgress(lease, clamped);
+        const rows = await this.deps.storage.reportProgress(lease, clamped);
+        if (rows > 0 && events?.hasListeners('progress')) {
+          events.emit(progressEvent(job, execution.attempt, clamped, note));
+        }
       },
     });
+    if (events?.hasListeners('started')) {
+      events.emit(startedEvent(job, execution.attempt, new Date(this.clock.now())));
+    }
     const key = runKey(lease);
     this.running.set(key, { id: job.id, execution });
     let result: RunResult;
@@ -501,6 +521,7 @@ export class JobProcessor {
             applied: false,
             error: 'superseded by a newer claim of the same job',
           }),
+          buffered.job,
         );
       } else {
         kept.push(buffered);

@@ -1,7 +1,13 @@
 import { ChokaQValidationError, ValidationIssue } from '../errors';
 import type { HandlerDefinition, JobHandlerMetadata } from '../interfaces/handler.interface';
+import { JOB_EVENT_NAMES, type OnJobEventMetadata } from '../interfaces/job-event.interface';
 import type { RecurringJobMetadata } from '../interfaces/recurring-job.interface';
-import { JOB_HANDLER_RULES, RECURRING_JOB_RULES, optionIssues } from './option-rules';
+import {
+  JOB_EVENT_RULES,
+  JOB_HANDLER_RULES,
+  RECURRING_JOB_RULES,
+  optionIssues,
+} from './option-rules';
 import { assertRecurringDefinition, assertRecurringName } from './validate-args';
 import { scheduleIssues } from './validate-cron';
 import { assertQueueName, validateNewJob } from './validate-job';
@@ -32,6 +38,36 @@ export function jobHandlerIssues(name: string, meta: JobHandlerMetadata): Valida
     ...issuesOf(() => assertQueueName(meta.queue, at('queue'))),
     ...optionIssues(meta as unknown as Record<string, unknown>, JOB_HANDLER_RULES, at, ['queue']),
   ];
+}
+
+/**
+ * Every problem of one `@OnJobEvent`: at least one event, each a name of `JOB_EVENT_NAMES`, and a
+ * filter whose queue and type are valid names; `name` is `Class.method`.
+ */
+export function jobEventIssues(name: string, meta: OnJobEventMetadata): ValidationIssue[] {
+  const at = (key: string) => `@OnJobEvent of ${name}: ${key}`;
+  const issues: ValidationIssue[] = [];
+  if (meta.events.length === 0) {
+    issues.push({ path: at('event'), message: 'must name at least one event', value: [] });
+  }
+  for (const event of meta.events) {
+    if (!(JOB_EVENT_NAMES as readonly unknown[]).includes(event)) {
+      issues.push({
+        path: at('event'),
+        message: `must be one of ${JOB_EVENT_NAMES.map((n) => `'${n}'`).join(', ')}`,
+        value: event,
+      });
+    }
+  }
+  if (meta.queue !== undefined)
+    issues.push(...issuesOf(() => assertQueueName(meta.queue, at('queue'))));
+  issues.push(
+    ...optionIssues(meta as unknown as Record<string, unknown>, JOB_EVENT_RULES, at, [
+      'events',
+      'queue',
+    ]),
+  );
+  return issues;
 }
 
 /**

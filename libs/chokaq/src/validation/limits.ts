@@ -13,6 +13,8 @@ export const LIMITS = {
   tags: 20,
   idempotencyKey: 255,
   createdBy: 100,
+  /** A progress note (`ctx.reportProgress(percent, note)`); a longer one is cut to this length. */
+  progressNote: 500,
   priority: 1_000_000,
   maxDelayMs: 10 * 365 * 24 * 3_600_000,
   /** `runAt` must be before 9000-01-01T00:00:00Z. */

@@ -58,6 +58,7 @@ export const OPTION_RULES = {
     breakDurationMs: timer(1),
     halfOpenProbes: int(1, 10_000),
   },
+  events: { maxQueuedPerListener: int(1, 1_000_000) },
 } as const satisfies Record<
   Exclude<keyof ChokaQModuleOptions, 'storage'>,
   Record<string, OptionRule>
@@ -89,6 +90,11 @@ export const JOB_HANDLER_RULES = {
 export const RECURRING_JOB_RULES = {
   type: text(1, LIMITS.type),
   misfire: oneOf('skip', 'none'),
+} as const satisfies Record<string, OptionRule>;
+
+/** `@OnJobEvent` filter: the type as a job's type is checked (the queue is checked as a queue name). */
+export const JOB_EVENT_RULES = {
+  type: text(1, LIMITS.type),
 } as const satisfies Record<string, OptionRule>;
 
 /** `ChokaQTesting.runDueJobs` options: its timeout becomes a timer. */

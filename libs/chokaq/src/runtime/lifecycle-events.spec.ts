@@ -1,0 +1,137 @@
+import type { JobOutcome } from '../interfaces/job-outcome.interface';
+import { FailureReason, JobStatus } from '../interfaces/job-status.enum';
+import type { HotJob } from '../interfaces/job.interface';
+import { outcomeEvents, progressEvent, startedEvent } from './lifecycle-events';
+
+const now = new Date('2026-12-01T10:00:00Z');
+
+function job(): HotJob {
+  return {
+    id: 'j1',
+    queue: 'emails',
+    type: 'welcome',
+    payload: { to: 'a@b.c' },
+    tags: ['x'],
+    idempotencyKey: null,
+    priority: 0,
+    status: JobStatus.Fetched,
+    attemptCount: 0,
+    workerId: 'w1',
+    leaseId: 'l1',
+    heartbeatUtc: null,
+    scheduledAtUtc: null,
+    createdAtUtc: now,
+    enqueuedAtUtc: now,
+    startedAtUtc: null,
+    lastUpdatedUtc: now,
+    createdBy: null,
+    lastModifiedBy: null,
+    lastError: null,
+    cancelRequestedUtc: null,
+    progress: null,
+  };
+}
+
+function outcome(patch: Partial<JobOutcome>): JobOutcome {
+  return {
+    id: 'j1',
+    leaseId: 'l1',
+    queue: 'emails',
+    type: 'welcome',
+    outcome: 'succeeded',
+    attempt: 1,
+    applied: true,
+    ...patch,
+  };
+}
+
+const names = (o: JobOutcome) => outcomeEvents(o, job(), now).map((e) => e.name);
+
+describe('lifecycle events of an outcome', () => {
+  it('emits nothing for a move the storage did not apply, or for a job handed back', () => {
+    expect(names(outcome({ applied: false }))).toEqual([]);
+    expect(names(outcome({ applied: undefined }))).toEqual([]);
+    expect(names(outcome({ outcome: 'released' }))).toEqual([]);
+  });
+
+  it('a success is one succeeded event, in the archive', () => {
+    const [e] = outcomeEvents(outcome({ durationMs: 12 }), job(), now);
+    expect(e).toMatchObject({ name: 'succeeded', pillar: 'archive', attempt: 1, durationMs: 12 });
+    expect(e.job).toMatchObject({
+      status: JobStatus.Succeeded,
+      pillar: 'archive',
+      finishedAtUtc: now,
+      durationMs: 12,
+      payload: { to: 'a@b.c' },
+    });
+    expect(Object.isFrozen(e)).toBe(true);
+  });
+
+  it('a failed run that will be retried is failed (willRetry) then retried', () => {
+    const events = outcomeEvents(
+      outcome({ outcome: 'retried', durationMs: 5, error: 'Error: x', retryDelayMs: 100 }),
+      job(),
+      now,
+    );
+    expect(events.map((e) => [e.name, e.willRetry, e.retryDelayMs])).toEqual([
+      ['failed', true, undefined],
+      ['retried', undefined, 100],
+    ]);
+    expect(events[1].job).toMatchObject({ status: JobStatus.Pending, lastError: 'Error: x' });
+  });
+
+  it('a retry of a job that never ran (no duration) is only retried', () => {
+    expect(names(outcome({ outcome: 'retried', error: 'x' }))).toEqual(['retried']);
+  });
+
+  it('a failed run that goes to the DLQ is failed then dead, with its reason', () => {
+    const events = outcomeEvents(
+      outcome({ outcome: 'failed', durationMs: 5, error: 'e', reason: FailureReason.Timeout }),
+      job(),
+      now,
+    );
+    expect(events.map((e) => [e.name, e.willRetry, e.reason])).toEqual([
+      ['failed', false, FailureReason.Timeout],
+      ['dead', undefined, FailureReason.Timeout],
+    ]);
+    expect(events[1].job).toMatchObject({
+      pillar: 'dlq',
+      status: JobStatus.Failed,
+      failureReason: FailureReason.Timeout,
+      errorDetails: 'e',
+      failedAtUtc: now,
+    });
+  });
+
+  it('a job that reached the DLQ without running (no handler) is only dead', () => {
+    expect(names(outcome({ outcome: 'failed', reason: FailureReason.NoHandler }))).toEqual([
+      'dead',
+    ]);
+  });
+
+  it('a cancellation is cancelled, never failed or dead', () => {
+    const [e, ...rest] = outcomeEvents(
+      outcome({ outcome: 'cancelled', durationMs: 3, reason: FailureReason.Cancelled }),
+      job(),
+      now,
+    );
+    expect(rest).toEqual([]);
+    expect(e).toMatchObject({ name: 'cancelled', pillar: 'dlq' });
+    expect(e.job.status).toBe(JobStatus.Cancelled);
+  });
+
+  it('started and progress describe the running row', () => {
+    expect(startedEvent(job(), 1, now)).toMatchObject({
+      name: 'started',
+      attempt: 1,
+      job: { status: JobStatus.Processing, attemptCount: 1, startedAtUtc: now },
+    });
+    expect(progressEvent(job(), 2, 40, 'halfway')).toMatchObject({
+      name: 'progress',
+      attempt: 2,
+      progress: 40,
+      note: 'halfway',
+      job: { progress: 40 },
+    });
+  });
+});

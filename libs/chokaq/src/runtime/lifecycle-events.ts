@@ -1,0 +1,120 @@
+import { dlqStatusFor } from '../common/dlq-status';
+import type { JobEvent, JobEventName } from '../interfaces/job-event.interface';
+import type { JobOutcome } from '../interfaces/job-outcome.interface';
+import { FailureReason, JobStatus } from '../interfaces/job-status.enum';
+import type { JobView, Pillar } from '../interfaces/job-view.interface';
+import type { HotJob } from '../interfaces/job.interface';
+
+/*
+ * What the worker tells `JobEvents`: pure functions from a claimed row and what happened to it to
+ * the lifecycle events of `job-event.interface.ts`. The processor calls them only after the move
+ * they describe committed (an outcome with `applied: true`, a start the storage confirmed).
+ */
+
+type ViewPatch = Partial<JobView>;
+
+/** The claimed row as a {@link JobView} of `pillar`, with the fields of the move applied. */
+export function eventView(job: HotJob, pillar: Pillar, patch: ViewPatch = {}): JobView {
+  return {
+    ...job,
+    tags: [...job.tags],
+    pillar,
+    finishedAtUtc: null,
+    durationMs: null,
+    failureReason: null,
+    errorDetails: null,
+    failedAtUtc: null,
+    ...patch,
+  };
+}
+
+function event(
+  name: JobEventName,
+  job: JobView,
+  attempt: number,
+  extra: Partial<JobEvent> = {},
+): JobEvent {
+  const result: JobEvent = { name, job, pillar: job.pillar, attempt, at: new Date() };
+  for (const [key, value] of Object.entries(extra)) {
+    if (value !== undefined) (result as unknown as Record<string, unknown>)[key] = value;
+  }
+  return Object.freeze(result);
+}
+
+/** `started`: the run's start committed (by its claim or by `markAsProcessing`). */
+export function startedEvent(job: HotJob, attempt: number, now: Date): JobEvent {
+  const view = eventView(job, 'hot', {
+    status: JobStatus.Processing,
+    attemptCount: attempt,
+    startedAtUtc: now,
+  });
+  return event('started', view, attempt);
+}
+
+/** `progress`: the handler reported `percent` (already clamped to 0–100). */
+export function progressEvent(
+  job: HotJob,
+  attempt: number,
+  percent: number,
+  note: string | undefined,
+): JobEvent {
+  const view = eventView(job, 'hot', { status: JobStatus.Processing, progress: percent });
+  return event('progress', view, attempt, { progress: percent, note });
+}
+
+/**
+ * The events of one run's outcome, in order; none when the storage did not apply the move
+ * (`applied` false or unknown) or when the worker handed the job back (`released`).
+ *
+ * A run that reached its handler and failed (it carries `durationMs`) is `failed`, followed by
+ * `retried` or `dead`; a job that went to the DLQ without running (no handler, its circuit open
+ * past `maxJobAgeMs`) is only `dead`.
+ */
+export function outcomeEvents(outcome: JobOutcome, job: HotJob, now: Date): JobEvent[] {
+  if (outcome.applied !== true) return [];
+  const { attempt, durationMs, error, reason } = outcome;
+  const ran = durationMs !== undefined;
+  switch (outcome.outcome) {
+    case 'succeeded': {
+      const view = eventView(job, 'archive', {
+        status: JobStatus.Succeeded,
+        finishedAtUtc: now,
+        durationMs: durationMs ?? null,
+      });
+      return [event('succeeded', view, attempt, { durationMs })];
+    }
+    case 'retried': {
+      const view = eventView(job, 'hot', {
+        status: JobStatus.Pending,
+        lastError: error ?? null,
+        workerId: null,
+        leaseId: null,
+      });
+      const retried = event('retried', view, attempt, {
+        error,
+        retryDelayMs: outcome.retryDelayMs,
+      });
+      return ran
+        ? [event('failed', view, attempt, { durationMs, error, willRetry: true }), retried]
+        : [retried];
+    }
+    case 'failed':
+    case 'cancelled': {
+      const failureReason = reason ?? FailureReason.MaxRetriesExceeded;
+      const cancelled = failureReason === FailureReason.Cancelled;
+      const view = eventView(job, 'dlq', {
+        status: dlqStatusFor(failureReason),
+        failureReason,
+        errorDetails: error ?? null,
+        failedAtUtc: now,
+        durationMs: durationMs ?? null,
+      });
+      const extra = { durationMs, error, reason: failureReason };
+      if (cancelled) return [event('cancelled', view, attempt, extra)];
+      const dead = event('dead', view, attempt, extra);
+      return ran ? [event('failed', view, attempt, { ...extra, willRetry: false }), dead] : [dead];
+    }
+    case 'released':
+      return [];
+  }
+}
