@@ -28,7 +28,7 @@ const CASES: ReadonlyArray<[string, string, Expectation, string?]> = [
   ['validation/option-rules.ts', '../config/resolve-options', 'refused'],
   // Storage never imports what sits above it.
   ['storage/create-storage.ts', '../runtime/loop', 'refused'],
-  ['storage/sqlite/sqlite-job-storage.ts', '../../discovery/handler.registry', 'refused'],
+  ['storage/sqlite/sqlite-job-store.ts', '../../discovery/handler.registry', 'refused'],
   ['storage/shared/page.ts', '../../client/job-client', 'refused'],
   ['storage/job-storage.ts', '../admin/chokaq-admin.service', 'refused'],
   ['storage/job-storage.ts', '../testing/chokaq-testing', 'refused'],
@@ -56,7 +56,7 @@ const CASES: ReadonlyArray<[string, string, Expectation, string?]> = [
   ['runtime/job-processor.ts', '../storage/create-storage', 'refused'],
   ['runtime/job-processor.ts', '../storage/shared/page', 'refused'],
   ['runtime/job-processor.ts', '../discovery/handler.registry', 'refused'],
-  ['client/job-client.ts', '../storage/sqlite/sqlite-job-storage', 'refused'],
+  ['client/job-client.ts', '../storage/sqlite/sqlite-job-store', 'refused'],
   // Only the module imports the orchestrator; the producer APIs read the registry.
   ['chokaq.module.ts', './chokaq.orchestrator', 'allowed'],
   ['worker.registry.ts', './chokaq.orchestrator', 'refused'],

@@ -21,7 +21,9 @@ import { MssqlJobStore } from './mssql/mssql-job-store';
 import { PostgresConnection } from './postgres/postgres.connection';
 import { PostgresJobQueries } from './postgres/postgres-job-queries';
 import { PostgresJobStore } from './postgres/postgres-job-store';
-import { SqliteJobStorage } from './sqlite/sqlite-job-storage';
+import { SqliteConnection } from './sqlite/sqlite.connection';
+import { SqliteJobQueries } from './sqlite/sqlite-job-queries';
+import { SqliteJobStore } from './sqlite/sqlite-job-store';
 import { SqlStorageConfig } from './storage-config';
 import { ValidatedJobStorage } from './validated-job-storage';
 
@@ -127,7 +129,7 @@ export async function createJobStorage(
   if (!dataSource.isInitialized) await dataSource.initialize();
   const storage: JobStorage = new ValidatedJobStorage(
     dialect === 'sqlite'
-      ? new SqliteJobStorage(config)
+      ? sqliteJobStorage(config)
       : dialect === 'postgres'
         ? postgresJobStorage(config)
         : mssqlJobStorage(config),
@@ -141,6 +143,12 @@ export async function createJobStorage(
     throw error;
   }
   return storage;
+}
+
+/** The SQLite dialect: its store and its queries over one connection, joined. */
+function sqliteJobStorage(config: SqlStorageConfig): DialectJobStorage {
+  const connection = new SqliteConnection(config);
+  return composeJobStorage(new SqliteJobStore(connection), new SqliteJobQueries(connection));
 }
 
 /** The PostgreSQL dialect: its store and its queries over one connection, joined. */

@@ -3,8 +3,13 @@ import { HOT_COLUMNS, hotColumnsExcept } from '../shared/columns';
 import { escapeLike } from '../shared/escape-like';
 
 /**
- * All SQL text of the SQLite dialect, one named statement per operation, built once per table prefix
- * (the prefix is validated configuration, never user input).
+ * All SQL text of the SQLite dialect, built once per table prefix (the prefix is validated
+ * configuration, never user input). Each statement is named after the `JobStorage` method it serves,
+ * with a suffix for a step (`archiveSucceeded`, `archiveSucceededDelete`), the names PostgreSQL uses
+ * where the operation is the same; the sections follow the interface. {@link jobStoreStatements}
+ * are the write half's (`sqlite-job-store.ts`), {@link jobQueriesStatements} the reads'
+ * (`sqlite-job-queries.ts`); the statements built per filter come last. Each text is prepared once
+ * per connection and kept (`sqlite.connection.ts`).
  *
  * Conventions:
  * - Every value from outside is a named parameter (`@name`); status codes are literals so the partial
@@ -67,16 +72,27 @@ function fromMoved(columns: readonly string[]): string {
   return columns.map((c) => `m.value ->> '${c}'`).join(', ');
 }
 
-/** Builds every fixed statement for one table prefix. */
-export function sqliteStatements(p: string) {
-  const hot = `${p}jobs_hot`;
-  const archive = `${p}jobs_archive`;
-  const dlq = `${p}jobs_dlq`;
-  const stats = `${p}stats_summary`;
-  const buckets = `${p}metric_buckets`;
-  const queues = `${p}queues`;
-  const recurring = `${p}recurring_jobs`;
-  const migrations = `${p}schema_migrations`;
+/** The table names of one prefix. */
+export function sqliteTables(p: string) {
+  return {
+    hot: `${p}jobs_hot`,
+    archive: `${p}jobs_archive`,
+    dlq: `${p}jobs_dlq`,
+    stats: `${p}stats_summary`,
+    buckets: `${p}metric_buckets`,
+    queues: `${p}queues`,
+    recurring: `${p}recurring_jobs`,
+    migrations: `${p}schema_migrations`,
+  };
+}
+
+/**
+ * The fixed statements of the write half and the lifecycle, in the order of `JobStore`, for one
+ * table prefix.
+ */
+export function jobStoreStatements(p: string) {
+  const tables = sqliteTables(p);
+  const { hot, archive, dlq, stats, buckets, queues, recurring, migrations } = tables;
   const dlqColumns = [...HOT_COLUMNS, 'failure_reason', 'error_details'];
 
   /**
@@ -95,38 +111,46 @@ export function sqliteStatements(p: string) {
       WHERE h.status = 0 AND h.id = p.id
       RETURNING *`;
   return {
-    tables: { hot, archive, dlq, stats, buckets, queues, recurring, migrations },
+    tables,
 
-    now: `SELECT ${SQLITE_NOW_MS} AS now_ms`,
-    /** Changes whenever another connection commits to the file (cross-process wake-ups). */
-    dataVersion: 'PRAGMA data_version',
+    // ------------------------------------------------------------------ lifecycle
 
-    // ------------------------------------------------------------------ schema
-
-    appliedVersions: `SELECT version FROM ${migrations}`,
-    recordVersion: `INSERT INTO ${migrations} (version, description, applied_at_utc)
+    /** ensureSchema: the versions the ledger records. */
+    selectAppliedVersions: `SELECT version FROM ${migrations}`,
+    /** ensureSchema: records one applied version. */
+    recordMigration: `INSERT INTO ${migrations} (version, description, applied_at_utc)
       VALUES (@version, @description, ${SQLITE_NOW_MS}) ON CONFLICT (version) DO NOTHING`,
 
-    // ------------------------------------------------------------------ enqueue
+    /** The database clock (`now`). */
+    now: `SELECT ${SQLITE_NOW_MS} AS now_ms`,
+    /**
+     * subscribe: changes whenever another connection commits to the file (cross-process wake-ups).
+     */
+    subscribe: 'PRAGMA data_version',
 
-    /** Ensures a `Queues` row per queue of `@rows`; existing controls are left alone. */
-    ensureQueues: `INSERT INTO ${queues} (name, is_paused, is_active, retry_zombies, last_updated_utc)
+    // ------------------------------------------------------------------ producer
+
+    /**
+     * enqueue, step 1: ensures a `Queues` row per queue of `@rows`; existing controls are left alone.
+     */
+    enqueueQueues: `INSERT INTO ${queues} (name, is_paused, is_active, retry_zombies, last_updated_utc)
       SELECT DISTINCT value ->> 'queue', 0, 1, 0, ${SQLITE_NOW_MS} FROM json_each(@rows) WHERE true
       ON CONFLICT (name) DO NOTHING`,
 
-    /** Ensures a `StatsSummary` row per queue of `@rows`. */
-    ensureStats: `INSERT INTO ${stats} (queue)
+    /** enqueue, step 2: ensures a `StatsSummary` row per queue of `@rows`. */
+    enqueueStats: `INSERT INTO ${stats} (queue)
       SELECT DISTINCT value ->> 'queue' FROM json_each(@rows) WHERE true
       ON CONFLICT (queue) DO NOTHING`,
 
     /**
-     * Inserts Pending rows from `@rows` in input order. Runs under BEGIN IMMEDIATE (or inside the
-     * caller's transaction). `ON CONFLICT DO NOTHING` (no target) skips a row whose id exists or whose
-     * idempotency key an active row holds (unique partial index), so a retried insert never
-     * duplicates and one key yields one row; the NOT EXISTS guards keep a retried insert from
-     * re-creating a job that already finished (archive) or failed (DLQ). Returns the inserted ids.
+     * enqueue, step 3: inserts Pending rows from `@rows` in input order. Runs under BEGIN IMMEDIATE
+     * (or inside the caller's transaction). `ON CONFLICT DO NOTHING` (no target) skips a row whose
+     * id exists or whose idempotency key an active row holds (unique partial index), so a retried
+     * insert never duplicates and one key yields one row; the NOT EXISTS guards keep a retried
+     * insert from re-creating a job that already finished (archive) or failed (DLQ). Returns the
+     * inserted ids.
      */
-    insertJobs: `INSERT INTO ${hot} (id, queue, type, payload, tags, idempotency_key, priority, status,
+    enqueue: `INSERT INTO ${hot} (id, queue, type, payload, tags, idempotency_key, priority, status,
         attempt_count, scheduled_at_utc, created_at_utc, enqueued_at_utc, last_updated_utc, created_by)
       SELECT r.value ->> 'id', r.value ->> 'queue', r.value ->> 'type', r.value ->> 'payload',
         r.value ->> 'tags', r.value ->> 'idempotency_key', r.value ->> 'priority', 0, 0,
@@ -140,15 +164,21 @@ export function sqliteStatements(p: string) {
       ON CONFLICT DO NOTHING
       RETURNING id`,
 
-    /** The active job holding an idempotency key (served by the unique partial index). */
-    idByIdempotencyKey: `SELECT id FROM ${hot} WHERE idempotency_key = @key`,
-
-    /** Whether a job id is in any pillar (three primary-key lookups). */
-    idExists: `SELECT EXISTS (SELECT 1 FROM ${hot} WHERE id = @id)
+    /**
+     * enqueue, for an item that was not inserted: whether its id is in any pillar (three
+     * primary-key lookups).
+     */
+    enqueueIdExists: `SELECT EXISTS (SELECT 1 FROM ${hot} WHERE id = @id)
       OR EXISTS (SELECT 1 FROM ${archive} WHERE id = @id)
       OR EXISTS (SELECT 1 FROM ${dlq} WHERE id = @id) AS found`,
 
-    // ------------------------------------------------------------------ claim
+    /**
+     * enqueue, for an item that was not inserted and whose id is nowhere: the active job holding
+     * its idempotency key (served by the unique partial index).
+     */
+    enqueueKeyHolder: `SELECT id FROM ${hot} WHERE idempotency_key = @key`,
+
+    // ------------------------------------------------------------------ worker-owned transitions
 
     /**
      * fetchNextBatch: claim and return in one statement (UPDATE … RETURNING).
@@ -167,7 +197,7 @@ export function sqliteStatements(p: string) {
      * `@start`: the first `@start` picked rows in claim order (`claim_rn`) go straight to
      * Processing, set as {@link markAsProcessing} sets them; the rest become Fetched (all with 0).
      */
-    claim: `WITH
+    fetchNextBatch: `WITH
       handled_queue(queue) AS (SELECT value FROM json_each(@queues)),
       handled_type(queue, type) AS (SELECT value ->> 'queue', value ->> 'type' FROM json_each(@types)),
       wanted(queue) AS (SELECT queue FROM handled_queue UNION SELECT queue FROM handled_type),
@@ -207,12 +237,13 @@ export function sqliteStatements(p: string) {
     /**
      * fetchNextBatch for the most common worker: one queue, a queue-wide handler, and a caller
      * that believes the queue has no budget (`budgetedQueues`). One ordered scan of the pending
-     * index, no JSON, no per-queue budget: about a third cheaper than {@link claim}. The queue is
-     * skipped if its `Queues` row says paused, inactive or budgeted at this moment (a stale hint
-     * cannot overspend a budget); a queue without a row counts as unpaused, active and unlimited,
-     * as in {@link claim}. Same BEGIN IMMEDIATE, same `@start`, same UPDATE.
+     * index, no JSON, no per-queue budget: about a third cheaper than {@link fetchNextBatch}. The
+     * queue is skipped if its `Queues` row says paused, inactive or budgeted at this moment (a stale
+     * hint cannot overspend a budget); a queue without a row counts as unpaused, active and
+     * unlimited, as in {@link fetchNextBatch}. Same BEGIN IMMEDIATE, same `@start`, same UPDATE.
+     * (PostgreSQL's `fetchNextBatchUnbudgeted` takes any set of queues; this one takes one.)
      */
-    claimOneQueue: `WITH
+    fetchNextBatchOneQueue: `WITH
       picked AS (
         SELECT c.id,
                ROW_NUMBER() OVER (ORDER BY c.priority DESC,
@@ -227,16 +258,14 @@ export function sqliteStatements(p: string) {
       )
       ${claimUpdate}`,
 
-    // ------------------------------------------------------------------ worker-owned updates
-
-    /** Fetched → Processing; the last stale-prefetch guard (lease matches AND status = 1). */
     /**
      * Rows already Processing under the very same lease: a retry after an ambiguous commit (only
      * the caller can have started them). Read in markAsProcessing's transaction, before its UPDATE.
      */
-    startedByLease: `WITH ${LEASE_CTE}
+    markAsProcessingStarted: `WITH ${LEASE_CTE}
       SELECT id FROM ${hot} WHERE status = 2 AND ${OWNED}`,
 
+    /** Fetched → Processing; the last stale-prefetch guard (lease matches AND status = 1). */
     markAsProcessing: `WITH ${LEASE_CTE}
       UPDATE ${hot}
       SET status = 2, attempt_count = attempt_count + 1, started_at_utc = ${SQLITE_NOW_MS},
@@ -261,6 +290,11 @@ export function sqliteStatements(p: string) {
       WHERE status = 1 AND ${OWNED}
       RETURNING queue`,
 
+    /** Progress of an owned Processing row (lease matches AND status = 2). */
+    reportProgress: `UPDATE ${hot}
+      SET progress = @progress, last_updated_utc = ${SQLITE_NOW_MS}
+      WHERE id = @id AND worker_id = @workerId AND lease_id = @leaseId AND status = 2`,
+
     /** Processing → Pending after a retryable failure (lease matches AND status = 2). */
     rescheduleForRetry: `UPDATE ${hot}
       SET status = 0, worker_id = NULL, lease_id = NULL, heartbeat_utc = NULL,
@@ -269,43 +303,16 @@ export function sqliteStatements(p: string) {
       WHERE id = @id AND worker_id = @workerId AND lease_id = @leaseId AND status = 2
       RETURNING queue`,
 
-    /** Progress of an owned Processing row (lease matches AND status = 2). */
-    reportProgress: `UPDATE ${hot}
-      SET progress = @progress, last_updated_utc = ${SQLITE_NOW_MS}
-      WHERE id = @id AND worker_id = @workerId AND lease_id = @leaseId AND status = 2`,
-
-    /** Processing rows get CancelRequestedUtc; their owner aborts them and moves them to the DLQ. */
-    requestCancel: `UPDATE ${hot}
-      SET cancel_requested_utc = COALESCE(cancel_requested_utc, ${SQLITE_NOW_MS}),
-          last_modified_by = COALESCE(@actor, last_modified_by)
-      WHERE status = 2 AND id IN ${IDS}
-      RETURNING id`,
-
-    // ------------------------------------------------------------------ moves: delete first
-
-    /**
-     * Step 1 of moveToDlq with a lease: delete the exact owned rows (Status 1 or 2)
-     * and capture them. Inside BEGIN IMMEDIATE with the inserts and counters that follow; any error
-     * before COMMIT rolls the delete back.
-     */
-    deleteOwned: `WITH ${LEASE_CTE}
-      DELETE FROM ${hot} WHERE status IN (1, 2) AND ${OWNED} RETURNING *`,
-
-    /** Step 1 of an admin/rescue moveToDlq by id: any hot row. Same transaction shape. */
-    deleteHotById: `DELETE FROM ${hot} WHERE id = @id RETURNING *`,
-
-    /** Step 1 of cancel: Pending and Fetched rows among `@ids`. Same transaction shape. */
-    deleteCancellable: `DELETE FROM ${hot} WHERE status IN (0, 1) AND id IN ${IDS} RETURNING *`,
-
     /**
      * Step 1 of archiveSucceeded: copy the owned rows (Status 1 or 2) of `@leases` (which carry
      * `durationMs`) into the archive, straight from the hot table, and return (id, queue,
-     * duration_ms) for the counters. Step 2 deletes exactly those rows ({@link deleteArchived}):
-     * inside BEGIN IMMEDIATE nothing can change between the two, and any error rolls both back.
+     * duration_ms) for the counters. Step 2 deletes exactly those rows
+     * ({@link archiveSucceededDelete}): inside BEGIN IMMEDIATE nothing can change between the two,
+     * and any error rolls both back.
      * Insert-then-delete in SQL, rather than delete-returning-then-insert through JSON, keeps the
      * payloads out of JavaScript: the archive is the hottest move.
      */
-    archiveOwned: `WITH completed(id, worker_id, lease_id, duration_ms) AS (
+    archiveSucceeded: `WITH completed(id, worker_id, lease_id, duration_ms) AS (
         SELECT value ->> 'id', value ->> 'workerId', value ->> 'leaseId', value ->> 'durationMs'
         FROM json_each(@leases)
       )
@@ -320,17 +327,42 @@ export function sqliteStatements(p: string) {
      * Step 2 of archiveSucceeded: delete the rows step 1 archived (same `@leases`, same test) and
      * return which run each was, `(id, lease_id)`.
      */
-    deleteArchived: `WITH ${LEASE_CTE}
+    archiveSucceededDelete: `WITH ${LEASE_CTE}
       DELETE FROM ${hot} WHERE status IN (1, 2) AND ${OWNED}
       RETURNING id, lease_id`,
+
+    /**
+     * Step 1 of moveToDlq with a lease: delete the exact owned rows (Status 1 or 2)
+     * and capture them. Inside BEGIN IMMEDIATE with the inserts and counters that follow; any error
+     * before COMMIT rolls the delete back.
+     */
+    moveToDlq: `WITH ${LEASE_CTE}
+      DELETE FROM ${hot} WHERE status IN (1, 2) AND ${OWNED} RETURNING *`,
+
+    /** Step 1 of an admin/rescue moveToDlq by id: any hot row. Same transaction shape. */
+    moveToDlqById: `DELETE FROM ${hot} WHERE id = @id RETURNING *`,
 
     /**
      * Step 2 of every Hot → DLQ move: insert the captured rows (`@moved`, whose `status` already holds
      * the DLQ status and which carry `failure_reason` and `error_details`); a conflict aborts the move.
      */
-    insertDlq: `INSERT INTO ${dlq} (${dlqColumns.join(', ')}, failed_at_utc)
+    moveToDlqInsert: `INSERT INTO ${dlq} (${dlqColumns.join(', ')}, failed_at_utc)
       SELECT ${fromMoved(dlqColumns)}, ${SQLITE_NOW_MS}
       FROM json_each(@moved) AS m ORDER BY m.key`,
+
+    /** Step 1 of cancel: Pending and Fetched rows among `@ids`. Same transaction shape. */
+    cancel: `DELETE FROM ${hot} WHERE status IN (0, 1) AND id IN ${IDS} RETURNING *`,
+
+    /** Processing rows get CancelRequestedUtc; their owner aborts them and moves them to the DLQ. */
+    cancelRequest: `UPDATE ${hot}
+      SET cancel_requested_utc = COALESCE(cancel_requested_utc, ${SQLITE_NOW_MS}),
+          last_modified_by = COALESCE(@actor, last_modified_by)
+      WHERE status = 2 AND id IN ${IDS}
+      RETURNING id`,
+
+    // ------------------------------------------------------------------ counters and buckets
+    // Shared last steps of every operation that counts (a delayed release, rescheduleForRetry, the
+    // moves, the resurrects, archiveZombies), inside that operation's transaction.
 
     /**
      * Lifetime counters: one row per queue per batch (`@deltas` is already grouped by queue), so a
@@ -365,18 +397,19 @@ export function sqliteStatements(p: string) {
     // ------------------------------------------------------------------ DLQ → hot
 
     /**
-     * Step 1 of resurrect: delete from the DLQ first and capture. Under BEGIN IMMEDIATE two operators
-     * are serialised, and the second finds nothing to delete (SPEC §8.9).
+     * Step 1 of resurrect and resurrectMany: delete from the DLQ first and capture. Under BEGIN
+     * IMMEDIATE two operators are serialised, and the second finds nothing to delete (SPEC §8.9).
      */
-    deleteDlqByIds: `DELETE FROM ${dlq} WHERE id IN ${IDS} RETURNING *`,
+    resurrect: `DELETE FROM ${dlq} WHERE id IN ${IDS} RETURNING *`,
 
     /**
-     * Step 2 of resurrect: the captured rows return as Pending, attempts 0, EnqueuedAtUtc = now,
-     * CreatedAtUtc kept, no idempotency key, the DLQ error kept as LastError. Edits: `@payload`
-     * (null = keep), `@setTags` 1 with `@tags`, `@priority` (null = keep). No ON CONFLICT: if the
-     * insert fails, the whole transaction, DLQ delete included, rolls back.
+     * Step 2 of every resurrect (by id, many, by filter): the captured rows return as Pending,
+     * attempts 0, EnqueuedAtUtc = now, CreatedAtUtc kept, no idempotency key, the DLQ error kept as
+     * LastError. Edits: `@payload` (null = keep), `@setTags` 1 with `@tags`, `@priority`
+     * (null = keep). No ON CONFLICT: if the insert fails, the whole transaction, DLQ delete
+     * included, rolls back.
      */
-    insertResurrected: `INSERT INTO ${hot} (id, queue, type, payload, tags, idempotency_key, priority,
+    resurrectInsert: `INSERT INTO ${hot} (id, queue, type, payload, tags, idempotency_key, priority,
         status, attempt_count, scheduled_at_utc, created_at_utc, enqueued_at_utc, last_updated_utc,
         created_by, last_modified_by, last_error)
       SELECT m.value ->> 'id', m.value ->> 'queue', m.value ->> 'type',
@@ -404,10 +437,10 @@ export function sqliteStatements(p: string) {
     /**
      * archiveZombies, rows to retry (the queue's RetryZombies, or the rescuer's handler rules in
      * `@rules`, see {@link ZOMBIE_RETRY}): expired Processing rows → Pending with LastError, attempt
-     * kept. Lock: BEGIN IMMEDIATE, same transaction as {@link deleteZombies}, which takes the
+     * kept. Lock: BEGIN IMMEDIATE, same transaction as {@link archiveZombiesDelete}, which takes the
      * complement with the same predicate. Bounded by `@limit`.
      */
-    retryZombies: `UPDATE ${hot}
+    archiveZombiesRetry: `UPDATE ${hot}
       SET status = 0, worker_id = NULL, lease_id = NULL, heartbeat_utc = NULL,
           last_error = @error, last_updated_utc = ${SQLITE_NOW_MS}
       WHERE status = 2 AND id IN (
@@ -420,10 +453,10 @@ export function sqliteStatements(p: string) {
 
     /**
      * archiveZombies, the other rows: step 1 of the Hot → DLQ (Zombie) move, delete and capture the
-     * expired Processing rows that {@link retryZombies} did not take. Lock: BEGIN IMMEDIATE with the
-     * inserts and counters. Bounded by `@limit`.
+     * expired Processing rows that {@link archiveZombiesRetry} did not take. Lock: BEGIN IMMEDIATE
+     * with the inserts and counters. Bounded by `@limit`.
      */
-    deleteZombies: `DELETE FROM ${hot}
+    archiveZombiesDelete: `DELETE FROM ${hot}
       WHERE status = 2 AND id IN (
         SELECT h.id FROM ${hot} h LEFT JOIN ${queues} q ON q.name = h.queue
         WHERE h.status = 2 AND NOT ${ZOMBIE_RETRY}
@@ -434,15 +467,15 @@ export function sqliteStatements(p: string) {
 
     // ------------------------------------------------------------------ queues
 
-    listQueues: `SELECT * FROM ${queues} ORDER BY name`,
-    getQueue: `SELECT * FROM ${queues} WHERE name = @name`,
+    /** getQueues. */
+    getQueues: `SELECT * FROM ${queues} ORDER BY name`,
 
     /**
-     * Upserts a queue with the fields present in `@patch` (a JSON object; `json_type` is NULL for an
+     * updateQueue: upserts a queue with the fields present in `@patch` (a JSON object; `json_type` is NULL for an
      * absent key and 'null' for an explicit null, so "leave as is" and "clear" differ). One statement
      * under BEGIN IMMEDIATE: concurrent upserts serialise.
      */
-    upsertQueue: `INSERT INTO ${queues} (name, is_paused, is_active, max_workers, zombie_timeout_seconds,
+    updateQueue: `INSERT INTO ${queues} (name, is_paused, is_active, max_workers, zombie_timeout_seconds,
         execution_timeout_ms, retry_zombies, last_updated_utc)
       VALUES (@name, COALESCE(@patch ->> 'isPaused', 0), COALESCE(@patch ->> 'isActive', 1),
         @patch ->> 'maxWorkers', @patch ->> 'zombieTimeoutSeconds', @patch ->> 'executionTimeoutMs',
@@ -467,48 +500,88 @@ export function sqliteStatements(p: string) {
     // ------------------------------------------------------------------ purge and retention
 
     /** purgeDlq: by id; counters untouched. */
-    purgeDlqByIds: `DELETE FROM ${dlq} WHERE id IN ${IDS}`,
+    purgeDlq: `DELETE FROM ${dlq} WHERE id IN ${IDS}`,
 
-    /** Retention batch: archive rows finished before `@cutoff`; each batch its own transaction. */
-    retainArchive: `DELETE FROM ${archive} WHERE id IN (
+    /** applyRetention batch: archive rows finished before `@cutoff`; each batch its own transaction. */
+    applyRetentionArchive: `DELETE FROM ${archive} WHERE id IN (
         SELECT id FROM ${archive} WHERE finished_at_utc < @cutoff ORDER BY finished_at_utc LIMIT @limit)`,
-    /** Retention batch: DLQ rows failed before `@cutoff`. */
-    retainDlq: `DELETE FROM ${dlq} WHERE id IN (
+    /** applyRetention batch: DLQ rows failed before `@cutoff`. */
+    applyRetentionDlq: `DELETE FROM ${dlq} WHERE id IN (
         SELECT id FROM ${dlq} WHERE failed_at_utc < @cutoff ORDER BY failed_at_utc LIMIT @limit)`,
-    /** Retention batch: metric buckets older than `@cutoff` (primary key leads with bucket_utc). */
-    retainBuckets: `DELETE FROM ${buckets} WHERE rowid IN (
+    /** applyRetention batch: metric buckets older than `@cutoff` (primary key leads with bucket_utc). */
+    applyRetentionBuckets: `DELETE FROM ${buckets} WHERE rowid IN (
         SELECT rowid FROM ${buckets} WHERE bucket_utc < @cutoff ORDER BY bucket_utc LIMIT @limit)`,
 
-    // ------------------------------------------------------------------ reads
+    // ------------------------------------------------------------------ recurring
 
-    hotById: `SELECT * FROM ${hot} WHERE id = @id`,
-    archiveById: `SELECT * FROM ${archive} WHERE id = @id`,
-    dlqById: `SELECT * FROM ${dlq} WHERE id = @id`,
+    /** upsertRecurringJob: keeps LastSlotUtc and IsPaused; resets NextSlotUtc only when the cron or the zone changed. */
+    upsertRecurringJob: `INSERT INTO ${recurring} (name, cron, time_zone, queue, type, payload,
+        next_slot_utc, misfire_policy, is_paused)
+      VALUES (@name, @cron, @timeZone, @queue, @type, @payload, @nextSlotUtc, @misfirePolicy, 0)
+      ON CONFLICT (name) DO UPDATE SET
+        next_slot_utc = CASE WHEN cron IS NOT excluded.cron OR time_zone IS NOT excluded.time_zone
+                             THEN excluded.next_slot_utc ELSE next_slot_utc END,
+        cron = excluded.cron, time_zone = excluded.time_zone, queue = excluded.queue,
+        type = excluded.type, payload = excluded.payload, misfire_policy = excluded.misfire_policy`,
+    /** getRecurringJobs. */
+    getRecurringJobs: `SELECT * FROM ${recurring} ORDER BY name`,
 
-    summaryCounters: `SELECT COALESCE(SUM(succeeded_total), 0) AS succeeded_total,
+    /**
+     * claimRecurringSlot: compare-and-set of NextSlotUtc. Lock: BEGIN IMMEDIATE, in the same
+     * transaction as the enqueue, so each slot is enqueued once across all processes.
+     */
+    claimRecurringSlot: `UPDATE ${recurring}
+      SET next_slot_utc = @nextSlotUtc, last_slot_utc = @slotUtc
+      WHERE name = @name AND next_slot_utc = @slotUtc`,
+  };
+}
+
+/** The write half's statements of one prefix. */
+export type JobStoreStatements = ReturnType<typeof jobStoreStatements>;
+
+/** The fixed statements of the reads (`JobQueries`), in the order of the interface, for one prefix. */
+export function jobQueriesStatements(p: string) {
+  const tables = sqliteTables(p);
+  const { hot, archive, dlq, stats, buckets, queues } = tables;
+  return {
+    tables,
+
+    /** getJob: hot first, then archive, then DLQ (primary-key reads). */
+    getJobHot: `SELECT * FROM ${hot} WHERE id = @id`,
+    getJobArchive: `SELECT * FROM ${archive} WHERE id = @id`,
+    getJobDlq: `SELECT * FROM ${dlq} WHERE id = @id`,
+
+    /** getSummary: lifetime counters summed over queues, then the row counts per pillar. */
+    getSummary: `SELECT COALESCE(SUM(succeeded_total), 0) AS succeeded_total,
         COALESCE(SUM(failed_total), 0) AS failed_total,
         COALESCE(SUM(cancelled_total), 0) AS cancelled_total,
         COALESCE(SUM(retried_total), 0) AS retried_total,
         COALESCE(SUM(resurrected_total), 0) AS resurrected_total
       FROM ${stats}`,
-    hotCountsByStatus: `SELECT status, COUNT(*) AS n FROM ${hot} GROUP BY status`,
-    archiveCount: `SELECT COUNT(*) AS n FROM ${archive}`,
-    dlqCount: `SELECT COUNT(*) AS n FROM ${dlq}`,
+    getSummaryHot: `SELECT status, COUNT(*) AS n FROM ${hot} GROUP BY status`,
+    getSummaryArchive: `SELECT COUNT(*) AS n FROM ${archive}`,
+    getSummaryDlq: `SELECT COUNT(*) AS n FROM ${dlq}`,
 
-    /** Every queue known to `Queues` or `StatsSummary`, with its counters and controls. */
-    queueStats: `WITH names(queue) AS (SELECT name FROM ${queues} UNION SELECT queue FROM ${stats})
+    /**
+     * getQueueStats: every queue known to `Queues` or `StatsSummary`, with its counters and
+     * controls; then the row counts per queue of each pillar.
+     */
+    getQueueStats: `WITH names(queue) AS (SELECT name FROM ${queues} UNION SELECT queue FROM ${stats})
       SELECT n.queue, s.succeeded_total, s.failed_total, s.cancelled_total, s.retried_total,
         s.resurrected_total, s.last_activity_utc, q.is_paused, q.is_active, q.max_workers
       FROM names n
       LEFT JOIN ${stats} s ON s.queue = n.queue
       LEFT JOIN ${queues} q ON q.name = n.queue
       ORDER BY n.queue`,
-    hotCountsByQueue: `SELECT queue, status, COUNT(*) AS n FROM ${hot} GROUP BY queue, status`,
-    archiveCountsByQueue: `SELECT queue, COUNT(*) AS n FROM ${archive} GROUP BY queue`,
-    dlqCountsByQueue: `SELECT queue, COUNT(*) AS n FROM ${dlq} GROUP BY queue`,
+    getQueueStatsHot: `SELECT queue, status, COUNT(*) AS n FROM ${hot} GROUP BY queue, status`,
+    getQueueStatsArchive: `SELECT queue, COUNT(*) AS n FROM ${archive} GROUP BY queue`,
+    getQueueStatsDlq: `SELECT queue, COUNT(*) AS n FROM ${dlq} GROUP BY queue`,
 
-    /** Lag of due Pending rows from COALESCE(ScheduledAtUtc, EnqueuedAtUtc), and active counts. */
-    queueHealth: `WITH names(queue) AS (SELECT name FROM ${queues} UNION SELECT DISTINCT queue FROM ${hot}),
+    /**
+     * getQueueHealth: lag of due Pending rows from COALESCE(ScheduledAtUtc, EnqueuedAtUtc), and
+     * active counts.
+     */
+    getQueueHealth: `WITH names(queue) AS (SELECT name FROM ${queues} UNION SELECT DISTINCT queue FROM ${hot}),
       due AS (
         SELECT queue, COUNT(*) AS due_pending,
           AVG(${SQLITE_NOW_MS} - COALESCE(scheduled_at_utc, enqueued_at_utc)) AS avg_lag_ms,
@@ -525,41 +598,23 @@ export function sqliteStatements(p: string) {
       LEFT JOIN ${queues} q ON q.name = n.queue
       ORDER BY n.queue`,
 
-    /** Completions by outcome over the last 60 s and 300 s (NULL `@queue` = all queues). */
-    throughput: `SELECT outcome,
+    /**
+     * getThroughput: completions by outcome over the last 60 s and 300 s (NULL `@queue` = all
+     * queues).
+     */
+    getThroughput: `SELECT outcome,
         COALESCE(SUM(CASE WHEN bucket_utc >= ${BUCKET_NOW} - 59000 THEN completed_count END), 0) AS n1m,
         COALESCE(SUM(completed_count), 0) AS n5m
       FROM ${buckets}
       WHERE bucket_utc >= ${BUCKET_NOW} - 299000 AND (@queue IS NULL OR queue = @queue)
       GROUP BY outcome`,
-
-    // ------------------------------------------------------------------ recurring
-
-    /** Keeps LastSlotUtc and IsPaused; resets NextSlotUtc only when the cron or the zone changed. */
-    upsertRecurring: `INSERT INTO ${recurring} (name, cron, time_zone, queue, type, payload,
-        next_slot_utc, misfire_policy, is_paused)
-      VALUES (@name, @cron, @timeZone, @queue, @type, @payload, @nextSlotUtc, @misfirePolicy, 0)
-      ON CONFLICT (name) DO UPDATE SET
-        next_slot_utc = CASE WHEN cron IS NOT excluded.cron OR time_zone IS NOT excluded.time_zone
-                             THEN excluded.next_slot_utc ELSE next_slot_utc END,
-        cron = excluded.cron, time_zone = excluded.time_zone, queue = excluded.queue,
-        type = excluded.type, payload = excluded.payload, misfire_policy = excluded.misfire_policy`,
-    listRecurring: `SELECT * FROM ${recurring} ORDER BY name`,
-
-    /**
-     * claimRecurringSlot: compare-and-set of NextSlotUtc. Lock: BEGIN IMMEDIATE, in the same
-     * transaction as the enqueue, so each slot is enqueued once across all processes.
-     */
-    advanceRecurringSlot: `UPDATE ${recurring}
-      SET next_slot_utc = @nextSlotUtc, last_slot_utc = @slotUtc
-      WHERE name = @name AND next_slot_utc = @slotUtc`,
   };
 }
 
-/** The statements of one prefix. */
-export type SqliteStatements = ReturnType<typeof sqliteStatements>;
+/** The reads' statements of one prefix. */
+export type JobQueriesStatements = ReturnType<typeof jobQueriesStatements>;
 
-// -------------------------------------------------------------------- filtered reads
+// -------------------------------------------------------------------- statements built per filter
 
 /** A WHERE clause and its named parameters. */
 export interface SqlWhere {
@@ -655,53 +710,49 @@ function dateRange(
   }
 }
 
+/** The DLQ rows a bulk action takes next: oldest failure first, at most `@limit`. */
+function chooseDlqByFilter(dlqTable: string, where: SqlWhere): string {
+  return `SELECT id FROM ${dlqTable} WHERE ${where.sql} ORDER BY failed_at_utc, id LIMIT @limit`;
+}
+
+/** resurrectByFilter step 1: delete and capture one batch (BEGIN IMMEDIATE, delete first). */
+export function resurrectByFilter(dlqTable: string, where: SqlWhere): string {
+  return `DELETE FROM ${dlqTable} WHERE id IN (${chooseDlqByFilter(dlqTable, where)}) RETURNING *`;
+}
+
+/** purgeDlqByFilter: one batch, its own transaction; counters untouched. */
+export function purgeDlqByFilter(dlqTable: string, where: SqlWhere): string {
+  return `DELETE FROM ${dlqTable} WHERE id IN (${chooseDlqByFilter(dlqTable, where)})`;
+}
+
 const SAFE_COLUMN = /^[a-z_]+$/;
 
 /**
  * A page of `table`: `sortColumn` comes from the whitelist of `normalizePage` (re-checked here as a
  * plain identifier) and `id` breaks ties in the same direction, so pages never overlap or skip.
  */
-export function pageSql(
+export function selectPage(
   table: string,
   where: SqlWhere,
   sortColumn: string,
   sortDir: 'ASC' | 'DESC',
-): { count: string; page: string } {
+): string {
   if (!SAFE_COLUMN.test(sortColumn)) throw new Error(`Unexpected sort column ${sortColumn}`);
   const dir = sortDir === 'ASC' ? 'ASC' : 'DESC';
-  return {
-    count: `SELECT COUNT(*) AS n FROM ${table} WHERE ${where.sql}`,
-    page: `SELECT * FROM ${table} WHERE ${where.sql}
-      ORDER BY ${sortColumn} ${dir}, id ${dir} LIMIT @limit OFFSET @offset`,
-  };
+  return `SELECT * FROM ${table} WHERE ${where.sql}
+      ORDER BY ${sortColumn} ${dir}, id ${dir} LIMIT @limit OFFSET @offset`;
 }
 
-/** Bulk DLQ actions take matching rows oldest failure first, at most `@limit` per batch. */
-export function dlqBatchSql(
-  dlqTable: string,
-  where: SqlWhere,
-): { del: string; purge: string; ids: string } {
-  const select = `SELECT id FROM ${dlqTable} WHERE ${where.sql} ORDER BY failed_at_utc, id LIMIT @limit`;
-  return {
-    /** resurrectByFilter step 1: delete and capture one batch (BEGIN IMMEDIATE, delete first). */
-    del: `DELETE FROM ${dlqTable} WHERE id IN (${select}) RETURNING *`,
-    /** purgeDlqByFilter: one batch, its own transaction; counters untouched. */
-    purge: `DELETE FROM ${dlqTable} WHERE id IN (${select})`,
-    /** previewDlqFilter: the ids a bulk action would take first. */
-    ids: select,
-  };
-}
-
-/** Count of DLQ rows matching a filter (bulk preview). */
-export function dlqCountSql(dlqTable: string, where: SqlWhere): string {
-  return `SELECT COUNT(*) AS n FROM ${dlqTable} WHERE ${where.sql}`;
+/** The rows a page's filter matches (its total), and the matched count of a bulk preview. */
+export function countPage(table: string, where: SqlWhere): string {
+  return `SELECT COUNT(*) AS n FROM ${table} WHERE ${where.sql}`;
 }
 
 /**
  * Top DLQ error families: the first line of ErrorDetails (≤ 200 chars), over the most recent
  * `@scan` matching rows, so the read stays bounded on a huge DLQ.
  */
-export function topDlqErrorsSql(dlqTable: string, where: SqlWhere): string {
+export function getTopDlqErrors(dlqTable: string, where: SqlWhere): string {
   return `WITH recent AS (
       SELECT COALESCE(error_details, '') AS e, failed_at_utc FROM ${dlqTable}
       WHERE ${where.sql} ORDER BY failed_at_utc DESC LIMIT @scan),
@@ -711,4 +762,9 @@ export function topDlqErrorsSql(dlqTable: string, where: SqlWhere): string {
       FROM recent)
     SELECT error, COUNT(*) AS n, MAX(failed_at_utc) AS last_failed_at_utc
     FROM family GROUP BY error ORDER BY n DESC, last_failed_at_utc DESC, error LIMIT @limit`;
+}
+
+/** previewDlqFilter: the ids a bulk action would take first. */
+export function previewDlqFilterSample(dlqTable: string, where: SqlWhere): string {
+  return chooseDlqByFilter(dlqTable, where);
 }

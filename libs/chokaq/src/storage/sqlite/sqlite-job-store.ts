@@ -1,0 +1,688 @@
+import { toError } from '../../common/error-text';
+import type { Checked } from '../../interfaces/checked.interface';
+import { FailureReason } from '../../interfaces/job-status.enum';
+import { DlqFilter } from '../../interfaces/job-view.interface';
+import {
+  CancelResult,
+  CompletedJob,
+  RunRef,
+  EnqueueOptions,
+  EnqueueResult,
+  FetchRequest,
+  HotJob,
+  JobLease,
+  KeepAliveResult,
+  QueueInfo,
+  QueuePatch,
+  RetentionPolicy,
+  RetentionResult,
+  ZombieRescueResult,
+} from '../../interfaces/job.interface';
+import { RecurringJobRecord } from '../../interfaces/recurring-job.interface';
+import {
+  CheckedDlqMove,
+  CheckedRecurringDefinition,
+  isLeaseTarget,
+} from '../../validation/validate-args';
+import { ValidatedEdits, ValidatedJob } from '../../validation/validate-job';
+import { DialectJobStore, ZombieSweep } from '../dialect-job-storage';
+import { Outcome, dlqStatusFor } from '../shared/outcome';
+import { mapHotRow, mapQueueRow, toDate } from '../shared/row-mapper';
+import { BucketDelta, CounterDelta, bucketsOf, countersByQueue } from './sqlite-counters';
+import { yieldToEventLoop } from './sqlite-mutex';
+import { Params, Row, SqliteConnection } from './sqlite.connection';
+import { SQLITE_MIGRATIONS, schemaMigrationsDdl } from './sqlite.schema';
+import * as SQL from './sqlite.sql';
+
+/** Rows per enqueue transaction: big enough to amortise the commit, small enough to keep the event loop moving. */
+const ENQUEUE_CHUNK = 500;
+/** Rows per resurrect / purge transaction of the bulk operations. */
+const BULK_CHUNK = 500;
+/** ensureSchema may queue behind several starting processes: allow it more attempts than a normal call. */
+const SCHEMA_RETRY_ATTEMPTS = 30;
+
+/**
+ * The write half of the SQLite dialect (`JobStore`), and its lifecycle (SPEC §3, "SQLite
+ * specifics"): claims, worker transitions and moves, each one `BEGIN IMMEDIATE` transaction that
+ * holds the file's single write lock from its first read to its COMMIT, so no row can be claimed,
+ * moved or counted twice and no `FOR UPDATE` is needed. The SQL lives in `sqlite.sql.ts`, the DDL
+ * in `sqlite.schema.ts`; the connection, its settings, transactions and transient retry in
+ * `sqlite.connection.ts`; the reads are {@link SqliteJobQueries}'s, on the same connection.
+ *
+ * Where an operation counts (counters, metric buckets), the rows it captured are grouped per queue
+ * (`sqlite-counters.ts`) and written by one upsert each (`addCounters`, `addBuckets`), inside the
+ * operation's transaction.
+ */
+export class SqliteJobStore implements DialectJobStore {
+  /** @inheritdoc */
+  readonly dialect = 'sqlite' as const;
+
+  /** The fixed statements, by the name of the method they serve (`sqlite.sql.ts`). */
+  private readonly sql: SQL.JobStoreStatements;
+  /** `data_version` watchers of {@link subscribe}, cleared by `close()`. */
+  private readonly watchers = new Set<NodeJS.Timeout>();
+
+  constructor(private readonly db: SqliteConnection) {
+    this.sql = SQL.jobStoreStatements(db.prefix);
+  }
+
+  // ---------------------------------------------------------------- lifecycle
+
+  /** Sets `busy_timeout` (config.busyTimeoutMs) and WAL mode on the connection. */
+  async prepare(): Promise<void> {
+    await this.db.configure();
+  }
+
+  /**
+   * Creates or migrates the schema under BEGIN IMMEDIATE: the first process to get the write lock
+   * applies the missing versions and records them in `schema_migrations`; the others wait (retrying
+   * SQLITE_BUSY) and then find nothing left to do. SQLite DDL is transactional, so a failed migration
+   * leaves no half-created schema.
+   */
+  async ensureSchema(): Promise<void> {
+    const p = this.db.prefix;
+    const maxAttempts = Math.max(
+      SCHEMA_RETRY_ATTEMPTS,
+      this.db.config.transientRetry.maxAttempts ?? 0,
+    );
+    const applied = await this.db.write(
+      'ensureSchema',
+      () => {
+        this.db.exec(schemaMigrationsDdl(p));
+        const done = new Set(
+          this.db.all(this.sql.selectAppliedVersions).map((r) => Number(r.version)),
+        );
+        const now: number[] = [];
+        for (const migration of SQLITE_MIGRATIONS) {
+          if (done.has(migration.version)) continue;
+          for (const statement of migration.statements(p)) this.db.exec(statement);
+          this.db.run(this.sql.recordMigration, {
+            version: migration.version,
+            description: migration.description,
+          });
+          now.push(migration.version);
+        }
+        return now;
+      },
+      { maxAttempts },
+    );
+    if (applied.length > 0) {
+      this.db.logger.log(`Schema '${p}*' migrated to version ${applied.join(', ')}`);
+    }
+  }
+
+  /** Stops change watchers, waits for the call in flight, then destroys an owned DataSource. */
+  async close(): Promise<void> {
+    for (const timer of this.watchers) clearInterval(timer);
+    this.watchers.clear();
+    await this.db.close();
+  }
+
+  /** The database clock. */
+  async now(): Promise<Date> {
+    const row = await this.db.read('now', () => this.db.get(this.sql.now));
+    return new Date(Number(row!.now_ms));
+  }
+
+  /**
+   * SQLite has no notification channel, but `PRAGMA data_version` changes whenever another
+   * connection (another process, or another storage on the same file) commits. Reading it every
+   * `dataVersionPollMs` is a few microseconds of work, and a change calls `listener` with no queue,
+   * so a job enqueued by another process starts within about that interval instead of the worker's
+   * `pollIntervalMs`. Commits of this connection do not change it (same-process enqueues wake the
+   * worker directly). Null for `:memory:` (no other connection can see it), `dataVersionPollMs: 0`,
+   * or a file not in WAL mode: there the read needs a shared lock, and while another process
+   * writes, each poll would block the event loop for `busy_timeout`. Cancel requests are not
+   * reported here: another process's `cancel` reaches the owner on its next heartbeat.
+   */
+  async subscribe(listener: (queue?: string) => void): Promise<(() => Promise<void>) | null> {
+    const everyMs = this.db.config.dataVersionPollMs;
+    if (everyMs <= 0 || !this.db.wal || this.db.handle().memory) return null;
+    const read = () => Number(this.db.get(this.sql.subscribe)!.data_version);
+    let seen = read();
+    const timer = setInterval(() => {
+      let now: number;
+      try {
+        now = read();
+      } catch {
+        return; // closed or busy: the next tick tries again, and the worker's own poll remains
+      }
+      if (now === seen) return;
+      seen = now;
+      try {
+        listener();
+      } catch (error) {
+        this.db.logger.warn(`Change listener threw: ${toError(error).message}`);
+      }
+    }, everyMs);
+    timer.unref();
+    this.watchers.add(timer);
+    return async () => {
+      clearInterval(timer);
+      this.watchers.delete(timer);
+    };
+  }
+
+  // ---------------------------------------------------------------- producer
+
+  /** @inheritdoc */
+  async enqueue(job: Checked<ValidatedJob>, options?: EnqueueOptions): Promise<EnqueueResult> {
+    const [result] = await this.insertJobs('enqueue', [job], options);
+    return result;
+  }
+
+  /** @inheritdoc */
+  async enqueueMany(
+    jobs: readonly Checked<ValidatedJob>[],
+    options?: EnqueueOptions,
+  ): Promise<EnqueueResult[]> {
+    return this.insertJobs('enqueueMany', jobs, options);
+  }
+
+  private async insertJobs(
+    name: string,
+    jobs: readonly ValidatedJob[],
+    options: EnqueueOptions | undefined,
+  ): Promise<EnqueueResult[]> {
+    if (options?.transaction !== undefined && options.transaction !== null) {
+      // Inside the caller's transaction on ChokaQ's own DataSource (under a savepoint, without
+      // the mutex: see SqliteConnection.inCallerTransaction).
+      return this.db.inCallerTransaction(name, options.transaction, () => {
+        const results: EnqueueResult[] = [];
+        for (let i = 0; i < jobs.length; i += ENQUEUE_CHUNK) {
+          results.push(...this.insertChunk(jobs.slice(i, i + ENQUEUE_CHUNK)));
+        }
+        return results;
+      });
+    }
+    const results: EnqueueResult[] = [];
+    for (let i = 0; i < jobs.length; i += ENQUEUE_CHUNK) {
+      if (i > 0) await yieldToEventLoop();
+      const chunk = jobs.slice(i, i + ENQUEUE_CHUNK);
+      results.push(...(await this.db.write(name, () => this.insertChunk(chunk))));
+    }
+    return results;
+  }
+
+  /** Inserts one chunk (synchronously, inside a transaction) and resolves each item's result. */
+  private insertChunk(jobs: readonly ValidatedJob[]): EnqueueResult[] {
+    const rows = JSON.stringify(
+      jobs.map((j) => ({
+        id: j.id,
+        queue: j.queue,
+        type: j.type,
+        payload: j.payload,
+        tags: j.tags,
+        idempotency_key: j.idempotencyKey,
+        priority: j.priority,
+        delay_ms: j.delayMs,
+        run_at: j.runAt ? j.runAt.getTime() : null,
+        created_by: j.createdBy,
+      })),
+    );
+    this.db.run(this.sql.enqueueQueues, { rows });
+    this.db.run(this.sql.enqueueStats, { rows });
+    const inserted = new Set(this.db.all(this.sql.enqueue, { rows }).map((r) => String(r.id)));
+    return jobs.map((job) => {
+      // delete(): with a duplicated id in one batch only the first item reports created.
+      if (inserted.delete(job.id)) return { id: job.id, created: true };
+      // Its own id first: a retry after an ambiguous commit whose job has since finished must not
+      // report the key's new holder as its result.
+      if (
+        job.idempotencyKey !== null &&
+        !this.db.get(this.sql.enqueueIdExists, { id: job.id })?.found
+      ) {
+        const holder = this.db.get(this.sql.enqueueKeyHolder, { key: job.idempotencyKey });
+        if (holder) return { id: String(holder.id), created: false };
+      }
+      return { id: job.id, created: false };
+    });
+  }
+
+  // ---------------------------------------------------------------- worker-owned transitions
+
+  /**
+   * Claims are serialised by BEGIN IMMEDIATE, so the `budgetedQueues` hint only selects the
+   * statement: one handled queue (queue-wide) that the hint says is unbudgeted takes the cheaper
+   * `fetchNextBatchOneQueue`, which skips the queue if it is budgeted after all; anything else
+   * takes `fetchNextBatch`.
+   * @inheritdoc
+   */
+  async fetchNextBatch(request: Checked<FetchRequest & { start: number }>): Promise<HotJob[]> {
+    const { workerId, leaseId, limit, handled, start, budgetedQueues } = request;
+    const [only] = handled.queues;
+    const oneQueue =
+      budgetedQueues !== undefined &&
+      handled.types.length === 0 &&
+      handled.queues.every((q) => q === only) &&
+      !budgetedQueues.includes(only);
+    const [sql, params] = oneQueue
+      ? [this.sql.fetchNextBatchOneQueue, { queue: only, limit, start, workerId, leaseId }]
+      : [
+          this.sql.fetchNextBatch,
+          {
+            queues: JSON.stringify(handled.queues),
+            types: JSON.stringify(handled.types.map((t) => ({ queue: t.queue, type: t.type }))),
+            limit,
+            start,
+            workerId,
+            leaseId,
+          },
+        ];
+    // A claim commits without waiting for fsync (see SqliteConnection.writeUnsynced).
+    const rows = await this.db.writeUnsynced('fetchNextBatch', () => this.db.all(sql, params));
+    // RETURNING has no order: hand the rows back in claim order.
+    return rows.map(mapHotRow).sort(claimOrder);
+  }
+
+  /** @inheritdoc */
+  async markAsProcessing(leases: readonly Checked<JobLease>[]): Promise<string[]> {
+    const json = leasesJson(leases);
+    const rows = await this.db.write('markAsProcessing', () => [
+      // A retry after an ambiguous commit: already started under this lease, by this caller.
+      ...this.db.all(this.sql.markAsProcessingStarted, { leases: json }),
+      ...this.db.all(this.sql.markAsProcessing, { leases: json }),
+    ]);
+    return rows.map((r) => String(r.id));
+  }
+
+  /** @inheritdoc */
+  async keepAlive(
+    workerId: string,
+    leases: readonly Checked<JobLease>[],
+  ): Promise<KeepAliveResult> {
+    const json = leasesJson(leases);
+    const rows = await this.db.write('keepAlive', () =>
+      this.db.all(this.sql.keepAlive, { workerId, leases: json }),
+    );
+    return {
+      touched: rows.length,
+      cancelRequested: rows.filter((r) => r.cancel_requested_utc !== null).map((r) => String(r.id)),
+    };
+  }
+
+  /** @inheritdoc */
+  async release(leases: readonly Checked<JobLease>[], delay: number | null): Promise<number> {
+    const json = leasesJson(leases);
+    return this.db.write('release', () => {
+      const rows = this.db.all(this.sql.release, { leases: json, delayMs: delay });
+      // A delayed release is a retry that spends no attempt (open circuit): count it.
+      if (delay !== null && rows.length > 0) this.addCounters(countersByQueue(rows, 'retried'));
+      return rows.length;
+    });
+  }
+
+  /** @inheritdoc */
+  async reportProgress(lease: Checked<JobLease>, progress: number): Promise<number> {
+    return this.db.write('reportProgress', () =>
+      this.db.run(this.sql.reportProgress, {
+        id: lease.id,
+        workerId: lease.workerId,
+        leaseId: lease.leaseId,
+        progress,
+      }),
+    );
+  }
+
+  /** @inheritdoc */
+  async rescheduleForRetry(
+    lease: Checked<JobLease>,
+    delayMs: number,
+    error: string,
+  ): Promise<number> {
+    const params = {
+      id: lease.id,
+      workerId: lease.workerId,
+      leaseId: lease.leaseId,
+      delayMs,
+      error,
+    };
+    return this.db.write('rescheduleForRetry', () => {
+      const rows = this.db.all(this.sql.rescheduleForRetry, params);
+      if (rows.length > 0) this.addCounters(countersByQueue(rows, 'retried'));
+      return rows.length;
+    });
+  }
+
+  /**
+   * Hot → Archive in one BEGIN IMMEDIATE transaction: copy the exact owned rows into the archive
+   * (`archiveSucceeded`), delete those rows from the hot table (`archiveSucceededDelete`), add `SucceededTotal` once per queue and
+   * upsert one metric bucket per queue. Any error (say, an archive row with the same id) rolls all
+   * of it back.
+   */
+  async archiveSucceeded(completed: readonly Checked<CompletedJob>[]): Promise<RunRef[]> {
+    const leases = JSON.stringify(
+      completed.map((c) => ({
+        id: c.id,
+        workerId: c.workerId,
+        leaseId: c.leaseId,
+        durationMs: c.durationMs,
+      })),
+    );
+    return this.db.write('archiveSucceeded', () => {
+      const moved = this.db.all(this.sql.archiveSucceeded, { leases });
+      if (moved.length === 0) return [];
+      // The SQLite archive keeps no lease, so the delete reports which lease each archived row had.
+      const deleted = this.db.all(this.sql.archiveSucceededDelete, { leases });
+      if (deleted.length !== moved.length) {
+        // Cannot happen under BEGIN IMMEDIATE; if it ever did, the throw rolls both steps back.
+        throw new Error(`BUG: archived ${moved.length} row(s) but deleted ${deleted.length}`);
+      }
+      this.addCounters(countersByQueue(moved, 'succeeded'));
+      this.addBuckets(bucketsOf(moved, Outcome.Succeeded, -1));
+      return deleted.map((r) => ({ id: String(r.id), leaseId: String(r.lease_id) }));
+    });
+  }
+
+  /** @inheritdoc */
+  async moveToDlq(
+    target: Checked<JobLease> | Checked<{ id: string }>,
+    move: Checked<CheckedDlqMove>,
+  ): Promise<number> {
+    const { reason, error, actor, durationMs } = move;
+    const leases = isLeaseTarget(target) ? leasesJson([target]) : null;
+    return this.db.write('moveToDlq', () => {
+      const rows = leases
+        ? this.db.all(this.sql.moveToDlq, { leases })
+        : this.db.all(this.sql.moveToDlqById, { id: target.id });
+      this.moveRowsToDlq(rows, reason, error, actor, durationMs);
+      return rows.length;
+    });
+  }
+
+  /** @inheritdoc */
+  async cancel(unique: readonly string[], by: string | null, text: string): Promise<CancelResult> {
+    const json = JSON.stringify(unique);
+    return this.db.write('cancel', () => {
+      const rows = this.db.all(this.sql.cancel, { ids: json });
+      this.moveRowsToDlq(rows, FailureReason.Cancelled, text, by, null);
+      const requested = this.db.all(this.sql.cancelRequest, { ids: json, actor: by });
+      return {
+        cancelled: rows.map((r) => String(r.id)),
+        cancelRequested: requested.map((r) => String(r.id)),
+      };
+    });
+  }
+
+  /**
+   * Steps 2–4 of every Hot → DLQ move, on rows already deleted and captured in this transaction:
+   * insert them with the DLQ status and reason, add `FailedTotal` (or `CancelledTotal`) once per
+   * queue, and upsert the metric buckets.
+   */
+  private moveRowsToDlq(
+    rows: Row[],
+    reason: FailureReason,
+    error: string,
+    actor: string | null,
+    durationMs: number | null,
+  ): void {
+    if (rows.length === 0) return;
+    const cancelled = reason === FailureReason.Cancelled;
+    const moved = rows.map((r) => ({
+      ...r,
+      status: dlqStatusFor(reason),
+      failure_reason: reason,
+      error_details: error,
+      last_modified_by: actor ?? r.last_modified_by ?? null,
+      duration_ms: durationMs,
+    }));
+    this.db.run(this.sql.moveToDlqInsert, { moved: JSON.stringify(moved) });
+    this.addCounters(countersByQueue(moved, cancelled ? 'cancelled' : 'failed'));
+    this.addBuckets(bucketsOf(moved, cancelled ? Outcome.Cancelled : Outcome.Failed, reason));
+  }
+
+  // ---------------------------------------------------------------- DLQ → hot
+
+  /** @inheritdoc */
+  async resurrect(
+    id: string,
+    validated: Checked<ValidatedEdits>,
+    by: string | null,
+  ): Promise<number> {
+    const params = {
+      payload: validated.payload,
+      setTags: validated.tags === undefined ? 0 : 1,
+      tags: validated.tags ?? null,
+      priority: validated.priority,
+      actor: by,
+    };
+    return this.db.write('resurrect', () => {
+      const rows = this.db.all(this.sql.resurrect, { ids: JSON.stringify([id]) });
+      this.insertResurrected(rows, params);
+      return rows.length;
+    });
+  }
+
+  /** @inheritdoc */
+  async resurrectMany(unique: readonly string[], by: string | null): Promise<string[]> {
+    const moved: string[] = [];
+    for (let i = 0; i < unique.length; i += BULK_CHUNK) {
+      if (i > 0) await yieldToEventLoop();
+      const chunk = JSON.stringify(unique.slice(i, i + BULK_CHUNK));
+      const rows = await this.db.write('resurrectMany', () => {
+        const deleted = this.db.all(this.sql.resurrect, { ids: chunk });
+        this.insertResurrected(deleted, noEdits(by));
+        return deleted;
+      });
+      moved.push(...rows.map((r) => String(r.id)));
+    }
+    return moved;
+  }
+
+  /** @inheritdoc */
+  async resurrectByFilter(
+    filter: Checked<DlqFilter>,
+    limit: number,
+    by: string | null,
+  ): Promise<string[]> {
+    const where = SQL.dlqWhere(filter);
+    const del = SQL.resurrectByFilter(this.sql.tables.dlq, where);
+    const moved: string[] = [];
+    while (moved.length < limit) {
+      if (moved.length > 0) await yieldToEventLoop();
+      const batch = Math.min(BULK_CHUNK, limit - moved.length);
+      const rows = await this.db.write('resurrectByFilter', () => {
+        const deleted = this.db.all(del, { ...where.params, limit: batch });
+        this.insertResurrected(deleted, noEdits(by));
+        return deleted;
+      });
+      moved.push(...rows.map((r) => String(r.id)));
+      if (rows.length < batch) break;
+    }
+    return moved;
+  }
+
+  /** Step 2–3 of DLQ → hot on rows already deleted from the DLQ in this transaction. */
+  private insertResurrected(rows: Row[], params: Params): void {
+    if (rows.length === 0) return;
+    this.db.run(this.sql.resurrectInsert, { ...params, moved: JSON.stringify(rows) });
+    this.addCounters(countersByQueue(rows, 'resurrected'));
+  }
+
+  // ---------------------------------------------------------------- rescue
+
+  /** @inheritdoc */
+  async recoverAbandoned(timeoutMs: number, max: number): Promise<number> {
+    return this.db.write('recoverAbandoned', () =>
+      this.db.run(this.sql.recoverAbandoned, { timeoutMs, limit: max }),
+    );
+  }
+
+  /** @inheritdoc */
+  async archiveZombies(sweep: Checked<ZombieSweep>): Promise<ZombieRescueResult> {
+    const { defaultTimeoutMs, limit: max, error } = sweep;
+    const rules = JSON.stringify(sweep.rules.map((r) => ({ ...r, retry: r.retry ? 1 : 0 })));
+    return this.db.write('archiveZombies', () => {
+      const retried = this.db.all(this.sql.archiveZombiesRetry, {
+        error,
+        defaultTimeoutMs,
+        limit: max,
+        rules,
+      });
+      if (retried.length > 0) this.addCounters(countersByQueue(retried, 'retried'));
+      let dead: Row[] = [];
+      if (retried.length < max) {
+        dead = this.db.all(this.sql.archiveZombiesDelete, {
+          defaultTimeoutMs,
+          limit: max - retried.length,
+          rules,
+        });
+        this.moveRowsToDlq(dead, FailureReason.Zombie, error, null, null);
+      }
+      return { dlq: dead.map((r) => String(r.id)), retried: retried.map((r) => String(r.id)) };
+    });
+  }
+
+  // ---------------------------------------------------------------- queues
+
+  /** @inheritdoc */
+  async getQueues(): Promise<QueueInfo[]> {
+    const rows = await this.db.read('getQueues', () => this.db.all(this.sql.getQueues));
+    return rows.map(mapQueueRow);
+  }
+
+  /** @inheritdoc */
+  async updateQueue(name: string, patch: Checked<QueuePatch>): Promise<QueueInfo> {
+    const json = JSON.stringify(patch);
+    const row = await this.db.write('updateQueue', () =>
+      this.db.get(this.sql.updateQueue, { name, patch: json }),
+    );
+    return mapQueueRow(row!);
+  }
+
+  // ---------------------------------------------------------------- purge and retention
+
+  /** @inheritdoc */
+  async purgeDlq(unique: readonly string[]): Promise<number> {
+    let purged = 0;
+    for (let i = 0; i < unique.length; i += BULK_CHUNK) {
+      if (i > 0) await yieldToEventLoop();
+      const chunk = JSON.stringify(unique.slice(i, i + BULK_CHUNK));
+      purged += await this.db.write('purgeDlq', () =>
+        this.db.run(this.sql.purgeDlq, { ids: chunk }),
+      );
+    }
+    return purged;
+  }
+
+  /** @inheritdoc */
+  async purgeDlqByFilter(filter: Checked<DlqFilter>, limit: number): Promise<number> {
+    const where = SQL.dlqWhere(filter);
+    const purge = SQL.purgeDlqByFilter(this.sql.tables.dlq, where);
+    let purged = 0;
+    while (purged < limit) {
+      if (purged > 0) await yieldToEventLoop();
+      const batch = Math.min(BULK_CHUNK, limit - purged);
+      const n = await this.db.write('purgeDlqByFilter', () =>
+        this.db.run(purge, { ...where.params, limit: batch }),
+      );
+      purged += n;
+      if (n < batch) break;
+    }
+    return purged;
+  }
+
+  /** @inheritdoc */
+  async applyRetention(policy: Checked<Required<RetentionPolicy>>): Promise<RetentionResult> {
+    const { archiveMs, dlqMs, metricsMs, batchSize: batch } = policy;
+    // One cutoff per call: rows that age past it while the batches run wait for the next call.
+    const now = (await this.now()).getTime();
+    const drain = async (name: string, sql: string, cutoff: number): Promise<number> => {
+      let total = 0;
+      for (;;) {
+        const n = await this.db.write(name, () => this.db.run(sql, { cutoff, limit: batch }));
+        total += n;
+        if (n < batch) return total;
+        await yieldToEventLoop();
+      }
+    };
+    return {
+      archive: await drain('retention.archive', this.sql.applyRetentionArchive, now - archiveMs),
+      dlq: await drain('retention.dlq', this.sql.applyRetentionDlq, now - dlqMs),
+      metricBuckets: await drain(
+        'retention.buckets',
+        this.sql.applyRetentionBuckets,
+        now - metricsMs,
+      ),
+    };
+  }
+
+  // ---------------------------------------------------------------- recurring jobs
+
+  /** @inheritdoc */
+  async upsertRecurringJob(d: Checked<CheckedRecurringDefinition>): Promise<void> {
+    const params = { ...d, nextSlotUtc: d.nextSlotUtc.getTime() };
+    await this.db.write('upsertRecurringJob', () =>
+      this.db.run(this.sql.upsertRecurringJob, params),
+    );
+  }
+
+  /** @inheritdoc */
+  async getRecurringJobs(): Promise<RecurringJobRecord[]> {
+    const rows = await this.db.read('getRecurringJobs', () =>
+      this.db.all(this.sql.getRecurringJobs),
+    );
+    return rows.map((r) => ({
+      name: String(r.name),
+      cron: String(r.cron),
+      timeZone: String(r.time_zone),
+      queue: String(r.queue),
+      type: String(r.type),
+      payload: JSON.parse(String(r.payload)) as unknown,
+      misfirePolicy: r.misfire_policy === 'none' ? 'none' : 'skip',
+      nextSlotUtc: toDate(r.next_slot_utc)!,
+      lastSlotUtc: toDate(r.last_slot_utc),
+      isPaused: r.is_paused === 1,
+    }));
+  }
+
+  /**
+   * Compare-and-set of `next_slot_utc` and the enqueue in one BEGIN IMMEDIATE transaction. Returns
+   * null when the CAS lost (another process took the slot) — and also when `job` is null (the slot
+   * was advanced and, by the caller's choice, nothing was enqueued).
+   */
+  async claimRecurringSlot(
+    name: string,
+    slotUtc: Date,
+    nextSlotUtc: Date,
+    validated: Checked<ValidatedJob> | null,
+  ): Promise<EnqueueResult | null> {
+    const params = { name, slotUtc: slotUtc.getTime(), nextSlotUtc: nextSlotUtc.getTime() };
+    return this.db.write('claimRecurringSlot', () => {
+      if (this.db.run(this.sql.claimRecurringSlot, params) === 0) return null;
+      return validated ? this.insertChunk([validated])[0] : null;
+    });
+  }
+
+  // ---------------------------------------------------------------- counters
+
+  private addCounters(deltas: CounterDelta[]): void {
+    if (deltas.length > 0) this.db.run(this.sql.addCounters, { deltas: JSON.stringify(deltas) });
+  }
+
+  private addBuckets(deltas: BucketDelta[]): void {
+    if (deltas.length > 0) this.db.run(this.sql.addBuckets, { buckets: JSON.stringify(deltas) });
+  }
+}
+
+// -------------------------------------------------------------------------------- helpers
+
+/** Claim order: priority desc, then due time, then id. */
+function claimOrder(a: HotJob, b: HotJob): number {
+  if (a.priority !== b.priority) return b.priority - a.priority;
+  const dueA = (a.scheduledAtUtc ?? a.enqueuedAtUtc).getTime();
+  const dueB = (b.scheduledAtUtc ?? b.enqueuedAtUtc).getTime();
+  if (dueA !== dueB) return dueA - dueB;
+  return a.id < b.id ? -1 : a.id > b.id ? 1 : 0;
+}
+
+/** Validates leases (shared rules) and returns them as the JSON array the statements read. */
+function leasesJson(leases: readonly Checked<JobLease>[]): string {
+  return JSON.stringify(
+    leases.map((l) => ({ id: l.id, workerId: l.workerId, leaseId: l.leaseId })),
+  );
+}
+
+function noEdits(actor: string | null): Params {
+  return { payload: null, setTags: 0, tags: null, priority: null, actor };
+}
