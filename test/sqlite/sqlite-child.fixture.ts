@@ -1,8 +1,7 @@
 /**
- * Child-process helper of `libs/chokaq/src/storage/sqlite/sqlite-job-storage.spec.ts`, kept out of
- * `src/` so the library build never ships it: proves that separate OS processes sharing one SQLite
- * file stay correct, because the correctness comes from `BEGIN IMMEDIATE`, not from the in-process
- * mutex.
+ * Child-process helper of `test/sqlite/sqlite-storage.spec.ts` (outside `libs/`, so the library
+ * build never sees it): proves that separate OS processes sharing one SQLite file stay correct,
+ * because the correctness comes from `BEGIN IMMEDIATE`, not from the in-process mutex.
  *
  * Usage: node -r @swc-node/register sqlite-child.fixture.ts <file> schema|claim <queue>
  * Prints one JSON line: `{ "ok": true }` or `{ "claimed": [ids…] }`.
