@@ -31,6 +31,8 @@ export interface JobEventListenerStats {
 export interface JobEventSink {
   /** Whether any listener hears `name` (so an emitter can skip building the event). */
   hasListeners(name: JobEventName): boolean;
+  /** Whether any listener is registered at all. */
+  readonly listening: boolean;
   emit(event: JobEvent): void;
 }
 
@@ -188,6 +190,11 @@ export class JobEvents implements JobEventSink {
       dropped,
       failed,
     }));
+  }
+
+  /** @internal */
+  get listening(): boolean {
+    return this.listeners.size > 0;
   }
 
   /** @internal */

@@ -363,7 +363,8 @@ export class JobProcessor {
       this.deps.logger.error(`Outcome listener threw: ${toError(error).message}`);
     }
     const events = this.deps.events;
-    if (events && outcome.applied === true) {
+    // Nothing is built for an application that does not listen: the hot path pays one check.
+    if (events?.listening && outcome.applied === true) {
       for (const event of outcomeEvents(outcome, job, new Date(this.clock.now()))) {
         events.emit(event);
       }
