@@ -326,10 +326,16 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosSummary> {
       return n;
     };
 
+    // The first actions take each kind once, so a short run on a loaded machine (where a kill and
+    // its restart can take seconds) still exercises every kind; then the kinds are drawn at random.
+    const FIRST_ACTIONS = [0.4, 0.9, 0.6, 0.1]; // a pause, a cancel, a resurrect, a kill
+    let actions = 0;
     const chaos = async () => {
       while (Date.now() < deadline) {
         await sleep(400 + Math.floor(rand() * 600));
-        const r = rand();
+        const drawn = rand();
+        const r = actions < FIRST_ACTIONS.length ? FIRST_ACTIONS[actions] : drawn;
+        actions++;
         try {
           if (r < 0.3) {
             const slot = Math.floor(rand() * workers.length);
