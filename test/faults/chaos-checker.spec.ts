@@ -30,7 +30,13 @@ function fakeDb(): { db: ChaosDb; raw: Database.Database } {
       dialect: 'sqlite',
       storage: { type: 'sqlite' },
       record: { runsTable: 'chaos_runs' },
-      table: (name) => `chokaq_${name}`,
+      table: (name) =>
+        ({
+          hot: 'chokaq_jobs_hot',
+          archive: 'chokaq_jobs_archive',
+          dlq: 'chokaq_jobs_dlq',
+          stats: 'chokaq_stats_summary',
+        })[name as string] ?? `chokaq_${name}`,
       sql: all,
       runs: all,
       close: async () => void raw.close(),

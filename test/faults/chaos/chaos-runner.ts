@@ -26,12 +26,6 @@
  */
 import { INestApplicationContext } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
-import { randomBytes } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import Database from 'better-sqlite3';
-import { Pool } from 'pg';
 import {
   ChokaQAdmin,
   ChokaQModule,
@@ -40,10 +34,11 @@ import {
   StorageOptions,
 } from '../../../libs/chokaq/src';
 import type { FaultPayload } from '../fixtures/fault-worker';
+import type { TableName } from '../../support/test-database';
 import {
   FaultWorker,
   killAllFaultWorkers,
-  runsDdl,
+  openFaultDatabase,
   startFaultWorker,
 } from '../support/fault-processes';
 
@@ -52,7 +47,6 @@ export interface ChaosOptions {
   dialect: 'postgres' | 'sqlite';
   workers: number;
   seed: number;
-  pgUrl: string;
 }
 
 export interface ChaosSummary {
@@ -120,7 +114,6 @@ export function parseArgs(argv: readonly string[]): ChaosOptions {
     dialect,
     workers: Math.floor(workers),
     seed,
-    pgUrl: process.env.CHOKAQ_PG_URL ?? 'postgres://postgres@127.0.0.1:5432/test',
   };
 }
 
@@ -129,63 +122,34 @@ export interface ChaosDb {
   dialect: 'postgres' | 'sqlite';
   storage: StorageOptions;
   record: { runsTable: string; recordPgUrl?: string; recordFile?: string };
-  table(name: string): string;
+  /** A ChokaQ table by its logical name (the one test fixture's vocabulary). */
+  table(name: TableName): string;
   sql<T = Record<string, unknown>>(query: string): Promise<T[]>;
   runs<T = Record<string, unknown>>(query: string): Promise<T[]>;
   close(): Promise<void>;
 }
 
+/**
+ * The one test fixture's database plus the fault suites' runs table (in the schema on PostgreSQL,
+ * a separate records file on SQLite). On SQLite the workers get a longer transient bound than the
+ * default: several processes contend for one write lock.
+ */
 async function openDb(o: ChaosOptions): Promise<ChaosDb> {
-  if (o.dialect === 'postgres') {
-    const schema = `chokaq_chaos_${process.pid}_${randomBytes(4).toString('hex')}`;
-    const pool = new Pool({ connectionString: o.pgUrl, max: 2 });
-    pool.on('error', () => undefined);
-    await pool.query(`CREATE SCHEMA ${schema}`);
-    await pool.query(runsDdl(`${schema}.chaos_runs`));
-    const sql = async <T>(q: string) => (await pool.query(q)).rows as T[];
-    return {
-      dialect: 'postgres',
-      storage: { type: 'postgres', url: o.pgUrl, schema, poolSize: 4 },
-      record: { runsTable: `${schema}.chaos_runs`, recordPgUrl: o.pgUrl },
-      table: (name) => `${schema}.${name}`,
-      sql,
-      runs: sql,
-      async close() {
-        if (process.env.CHOKAQ_CHAOS_KEEP === '1') say(`kept schema ${schema}`);
-        else await pool.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`).catch(() => undefined);
-        await pool.end();
-      },
-    };
-  }
-  const dir = mkdtempSync(join(tmpdir(), 'chokaq-chaos-'));
-  const file = join(dir, 'jobs.db');
-  const recordFile = join(dir, 'runs.db');
-  const rec = new Database(recordFile);
-  rec.pragma('journal_mode = WAL');
-  rec.pragma('busy_timeout = 2000');
-  rec.exec(runsDdl('chaos_runs'));
-  let jobs: Database.Database | undefined;
-  const jobsDb = () => {
-    jobs ??= new Database(file, { readonly: true });
-    jobs.pragma('busy_timeout = 2000');
-    return jobs;
-  };
+  const db = await openFaultDatabase(o.dialect);
+  const storage: StorageOptions =
+    o.dialect === 'sqlite'
+      ? { ...db.options, transientRetry: { maxAttempts: 12, baseDelayMs: 20, maxDelayMs: 500 } }
+      : db.options;
   return {
-    dialect: 'sqlite',
-    // A longer transient bound than the default: several processes contend for one write lock.
-    storage: {
-      type: 'sqlite',
-      database: file,
-      transientRetry: { maxAttempts: 12, baseDelayMs: 20, maxDelayMs: 500 },
-    },
-    record: { runsTable: 'chaos_runs', recordFile },
-    table: (name) => `chokaq_${name}`,
-    sql: async <T>(q: string) => jobsDb().prepare(q).all() as T[],
-    runs: async <T>(q: string) => rec.prepare(q).all() as T[],
+    dialect: o.dialect,
+    storage,
+    record: db.record,
+    table: (name) => db.table(name),
+    sql: (query) => db.sql(query),
+    runs: (query) => db.runs(query),
     async close() {
-      jobs?.close();
-      rec.close();
-      rmSync(dir, { recursive: true, force: true });
+      if (process.env.CHOKAQ_CHAOS_KEEP === '1') say(`kept ${db.file || `schema ${db.schema}`}`);
+      else await db.close();
     },
   };
 }
@@ -392,12 +356,12 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosSummary> {
     const drainBound = Number(process.env.CHOKAQ_CHAOS_DRAIN_MS ?? 90_000);
     for (;;) {
       const [{ n }] = await db.sql<{ n: number | string }>(
-        `SELECT COUNT(*) AS n FROM ${db.table('jobs_hot')}`,
+        `SELECT COUNT(*) AS n FROM ${db.table('hot')}`,
       );
       if (Number(n) === 0) break;
       if (Date.now() - drainStart > drainBound) {
         const states = await db.sql<Record<string, unknown>>(
-          `SELECT queue, status, COUNT(*) AS n FROM ${db.table('jobs_hot')} GROUP BY queue, status`,
+          `SELECT queue, status, COUNT(*) AS n FROM ${db.table('hot')} GROUP BY queue, status`,
         );
         summary.violations.push(
           `hot table not drained after ${drainBound} ms: ${JSON.stringify(states)}`,
@@ -439,17 +403,17 @@ export async function check(
   resurrected: Map<string, number>,
 ): Promise<void> {
   const v = summary.violations;
-  const ids = async (t: string) =>
+  const ids = async (t: TableName) =>
     (await db.sql<{ id: string }>(`SELECT id FROM ${db.table(t)}`)).map((r) => r.id);
-  const hot = await ids('jobs_hot');
+  const hot = await ids('hot');
   // PostgreSQL keeps the finalising lease on the archive row; the SQLite archive does not, so
   // there the finalising run is identified by its worker (the latest successful run it recorded).
   const hasLease = db.dialect === 'postgres';
   const archiveRows = await db.sql<{ id: string; lease_id: string | null; worker_id: string }>(
-    `SELECT id, ${hasLease ? 'lease_id' : 'NULL AS lease_id'}, worker_id FROM ${db.table('jobs_archive')}`,
+    `SELECT id, ${hasLease ? 'lease_id' : 'NULL AS lease_id'}, worker_id FROM ${db.table('archive')}`,
   );
   const dlqRows = await db.sql<{ id: string; failure_reason: number }>(
-    `SELECT id, failure_reason FROM ${db.table('jobs_dlq')}`,
+    `SELECT id, failure_reason FROM ${db.table('dlq')}`,
   );
   summary.hot = hot.length;
   summary.archive = archiveRows.length;
@@ -475,7 +439,7 @@ export async function check(
   const [c] = await db.sql<Record<string, number | string | null>>(
     `SELECT SUM(succeeded_total) AS succeeded, SUM(failed_total) AS failed, ` +
       `SUM(cancelled_total) AS cancelled, SUM(retried_total) AS retried, ` +
-      `SUM(resurrected_total) AS resurrected FROM ${db.table('stats_summary')}`,
+      `SUM(resurrected_total) AS resurrected FROM ${db.table('stats')}`,
   );
   for (const [k, value] of Object.entries(c)) summary.counters[k] = Number(value ?? 0);
   const { succeeded, failed, cancelled, resurrected: resurrectedTotal } = summary.counters;
