@@ -174,6 +174,22 @@ describeEachDialect('lifecycle events through a Nest app', ({ name: dialect }) =
     expect(listeners.committed.get(`cancelled:${id}`)).toBe('dlq');
   });
 
+  it('a pending job cancelled by the caller is cancelled, emitted by the caller after the move', async () => {
+    const byAdmin = await jobs.enqueue(Ok, { n: 1 }, { delayMs: 3_600_000 });
+    const byClient = await jobs.enqueue(Ok, { n: 2 }, { delayMs: 3_600_000 });
+    await admin.cancel(byAdmin, 'operator');
+    await jobs.cancel(byClient);
+    expect(await heardAll(byAdmin, 1)).toEqual(['cancelled#1']);
+    expect(await heardAll(byClient, 1)).toEqual(['cancelled#1']);
+    expect(listeners.heard.find((e) => e.job.id === byAdmin)).toMatchObject({
+      reason: FailureReason.Cancelled,
+      pillar: 'dlq',
+      job: { payload: { n: 1 }, lastModifiedBy: 'operator' },
+    });
+    await waitFor('the committed check', () => listeners.committed.has(`cancelled:${byClient}`));
+    expect(listeners.committed.get(`cancelled:${byClient}`)).toBe('dlq');
+  });
+
   it('filters by queue and type; a throwing or stuck listener holds up no job', async () => {
     const events = app.get(JobEvents);
     const viaStream: string[] = [];

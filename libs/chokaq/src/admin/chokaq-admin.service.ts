@@ -1,5 +1,6 @@
-import { Inject, Injectable, Logger } from '@nestjs/common';
+import { Inject, Injectable, Logger, Optional } from '@nestjs/common';
 import { CHOKAQ_RESOLVED_OPTIONS, CHOKAQ_STORAGE } from '../chokaq.constants';
+import { toError } from '../common/error-text';
 import { ChokaQValidationError } from '../errors';
 import {
   ActiveFilter,
@@ -25,6 +26,8 @@ import {
 } from '../interfaces/job.interface';
 import { ResolvedChokaQOptions } from '../interfaces/module-options.interface';
 import { RecurringJobRecord } from '../interfaces/recurring-job.interface';
+import { JobEvents } from '../runtime/job-events';
+import { announceCancelled } from '../runtime/lifecycle-events';
 import { JobStorage } from '../storage/job-storage';
 import { MAX_ADMIN_BULK } from '../validation/limits';
 import { assertNonNegativeInt } from '../validation/validate-job';
@@ -50,6 +53,7 @@ export class ChokaQAdmin {
     @Inject(CHOKAQ_STORAGE) private readonly storage: JobStorage,
     @Inject(CHOKAQ_RESOLVED_OPTIONS) private readonly options: ResolvedChokaQOptions,
     private readonly workers: WorkerRegistry,
+    @Optional() private readonly events?: JobEvents,
   ) {}
 
   // ------------------------------------------------------------------ queues
@@ -136,6 +140,12 @@ export class ChokaQAdmin {
     const list = typeof ids === 'string' ? [ids] : ids;
     const result = await this.storage.cancel(list, actor);
     this.workers.cancelLocal(result.cancelRequested);
+    announceCancelled(
+      this.events,
+      result.cancelled,
+      (id) => this.storage.getJob(id),
+      (error) => this.logger.error(`Announcing cancelled jobs failed: ${toError(error).message}`),
+    );
     this.logger.log(
       `Cancel of ${list.length} job(s)${actor ? ` by ${actor}` : ''}: ${result.cancelled.length} cancelled, ` +
         `${result.cancelRequested.length} running asked to stop`,

@@ -1,8 +1,11 @@
-import { Inject, Injectable } from '@nestjs/common';
+import { Inject, Injectable, Logger, Optional } from '@nestjs/common';
 import { CHOKAQ_STORAGE } from '../chokaq.constants';
+import { toError } from '../common/error-text';
 import { JobDefinition, isJobDefinition } from '../decorators/job-definition';
 import { JobView } from '../interfaces/job-view.interface';
 import { CancelResult, NewJob } from '../interfaces/job.interface';
+import { JobEvents } from '../runtime/job-events';
+import { announceCancelled } from '../runtime/lifecycle-events';
 import { JobStorage } from '../storage/job-storage';
 import { WorkerRegistry } from '../worker.registry';
 
@@ -58,9 +61,12 @@ export type EnqueueItem = JobOptions & { payload?: unknown; type?: string };
  */
 @Injectable()
 export class JobClient {
+  private readonly logger = new Logger('JobClient');
+
   constructor(
     @Inject(CHOKAQ_STORAGE) private readonly storage: JobStorage,
     private readonly workers: WorkerRegistry,
+    @Optional() private readonly events?: JobEvents,
   ) {}
 
   /**
@@ -145,6 +151,12 @@ export class JobClient {
     const ids = typeof idOrIds === 'string' ? [idOrIds] : idOrIds;
     const result = await this.storage.cancel(ids, actor);
     this.workers.cancelLocal(result.cancelRequested);
+    announceCancelled(
+      this.events,
+      result.cancelled,
+      (id) => this.storage.getJob(id),
+      (error) => this.logger.error(`Announcing cancelled jobs failed: ${toError(error).message}`),
+    );
     return result;
   }
 

@@ -4,6 +4,7 @@ import type { JobOutcome } from '../interfaces/job-outcome.interface';
 import { FailureReason, JobStatus } from '../interfaces/job-status.enum';
 import type { JobView, Pillar } from '../interfaces/job-view.interface';
 import type { HotJob } from '../interfaces/job.interface';
+import type { JobEventSink } from './job-events';
 
 /*
  * What the worker tells `JobEvents`: pure functions from a claimed row and what happened to it to
@@ -49,6 +50,33 @@ export function startedEvent(job: HotJob, attempt: number, now: Date): JobEvent 
     startedAtUtc: now,
   });
   return event('started', view, attempt);
+}
+
+/**
+ * `cancelled` of jobs a caller moved to the DLQ before they ran (`cancel` of a Pending or Fetched
+ * job), emitted by the caller's process. The move has committed when this runs; each job is read
+ * back (`read`, one at a time, in the background) for its view, and a job that has moved on since
+ * (resurrected, purged) is skipped. Only when something listens for `cancelled`.
+ */
+export function announceCancelled(
+  sink: JobEventSink | undefined,
+  ids: readonly string[],
+  read: (id: string) => Promise<JobView | null>,
+  onError: (error: unknown) => void,
+): void {
+  if (!sink?.hasListeners('cancelled') || ids.length === 0) return;
+  void (async () => {
+    for (const id of ids) {
+      const view = await read(id);
+      if (view?.pillar !== 'dlq' || view.failureReason !== FailureReason.Cancelled) continue;
+      sink.emit(
+        event('cancelled', view, Math.max(1, view.attemptCount), {
+          reason: FailureReason.Cancelled,
+          error: view.errorDetails ?? undefined,
+        }),
+      );
+    }
+  })().catch(onError);
 }
 
 /** `progress`: the handler reported `percent` (already clamped to 0–100). */
