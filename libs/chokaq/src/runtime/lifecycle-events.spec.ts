@@ -1,7 +1,8 @@
 import type { JobOutcome } from '../interfaces/job-outcome.interface';
 import { FailureReason, JobStatus } from '../interfaces/job-status.enum';
 import type { HotJob } from '../interfaces/job.interface';
-import { outcomeEvents, progressEvent, startedEvent } from './lifecycle-events';
+import { JobEvents } from './job-events';
+import { announceCancelled, outcomeEvents, progressEvent, startedEvent } from './lifecycle-events';
 
 const now = new Date('2026-12-01T10:00:00Z');
 
@@ -133,5 +134,49 @@ describe('lifecycle events of an outcome', () => {
       note: 'halfway',
       job: { progress: 40 },
     });
+  });
+});
+
+describe('announceCancelled', () => {
+  const view = (pillar: 'dlq' | 'hot', reason: FailureReason | null): Record<string, unknown> => ({
+    ...job(),
+    pillar,
+    failureReason: reason,
+    errorDetails: 'cancelled',
+    attemptCount: 0,
+  });
+
+  it('reads nothing when no one listens for cancelled', () => {
+    const events = new JobEvents({ maxQueuedPerListener: 10 });
+    events.listen(() => undefined, { events: ['dead'] });
+    const read = jest.fn();
+    announceCancelled(events, ['j1'], read, () => undefined);
+    expect(read).not.toHaveBeenCalled();
+  });
+
+  it('emits for a job still cancelled in the DLQ, and skips one that moved on', async () => {
+    const events = new JobEvents({ maxQueuedPerListener: 10 });
+    const heard: string[] = [];
+    events.listen((e) => heard.push(`${e.job.id}#${e.attempt}`), { events: ['cancelled'] });
+    const views: Record<string, unknown> = {
+      a: { ...view('dlq', FailureReason.Cancelled), id: 'a' },
+      b: { ...view('hot', null), id: 'b' }, // resurrected meanwhile
+      c: null, // purged meanwhile
+    };
+    let reads = 0;
+    announceCancelled(
+      events,
+      ['a', 'b', 'c'],
+      async (id) => (reads++, views[id] as never),
+      (e) => {
+        throw e;
+      },
+    );
+    // Reads and deliveries take a few turns of the event loop; wait for them, boundedly.
+    for (let turn = 0; turn < 100 && (reads < 3 || heard.length < 1); turn++) {
+      await new Promise((resolve) => setImmediate(resolve));
+    }
+    expect(reads).toBe(3);
+    expect(heard).toEqual(['a#1']);
   });
 });
