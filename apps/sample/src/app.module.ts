@@ -2,6 +2,7 @@ import { Module } from '@nestjs/common';
 import { ScheduleModule } from '@nestjs/schedule';
 import { ChokaQModule } from '@chokaq/nestjs';
 import { DemoController } from './demo.controller';
+import { DemoEvents } from './demo.events';
 import { DemoHandlers } from './demo.handlers';
 import { DemoService } from './demo.service';
 
@@ -19,6 +20,6 @@ import { DemoService } from './demo.service';
     }),
   ],
   controllers: [DemoController],
-  providers: [DemoHandlers, DemoService],
+  providers: [DemoHandlers, DemoEvents, DemoService],
 })
 export class AppModule {}
