@@ -1,39 +1,13 @@
+import { hotJob } from '../../../../test/runtime/support/hot-job';
 import { RecordingLogger } from '../../../../test/runtime/support/silent-logger';
 import { ChokaQJobAbortedError, ChokaQJobTimeoutError } from '../errors';
 import type { HandlerDefinition } from '../interfaces/handler.interface';
 import type { JobContext } from '../interfaces/job-context.interface';
-import { JobStatus } from '../interfaces/job-status.enum';
 import type { HotJob } from '../interfaces/job.interface';
 import type { ChokaQMiddleware } from '../interfaces/middleware.interface';
 import { JobExecutor } from './job-executor';
 
-function job(): HotJob {
-  const now = new Date();
-  return {
-    id: 'job-1',
-    queue: 'q',
-    type: 't',
-    payload: { n: 1 },
-    tags: [],
-    idempotencyKey: null,
-    priority: 10,
-    status: JobStatus.Fetched,
-    attemptCount: 2,
-    workerId: 'w',
-    leaseId: 'l',
-    heartbeatUtc: null,
-    scheduledAtUtc: null,
-    createdAtUtc: now,
-    enqueuedAtUtc: now,
-    startedAtUtc: null,
-    lastUpdatedUtc: now,
-    createdBy: null,
-    lastModifiedBy: null,
-    lastError: null,
-    cancelRequestedUtc: null,
-    progress: null,
-  };
-}
+const job = (): HotJob => hotJob({ payload: { n: 1 } });
 const lease = { id: 'job-1', workerId: 'w', leaseId: 'l' };
 const handler = (invoke: HandlerDefinition['invoke']): HandlerDefinition => ({
   queue: 'q',

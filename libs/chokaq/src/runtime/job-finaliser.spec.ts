@@ -1,3 +1,4 @@
+import { hotJob } from '../../../../test/runtime/support/hot-job';
 import { testOptions } from '../../../../test/runtime/support/options';
 import { RecordingLogger } from '../../../../test/runtime/support/silent-logger';
 import { ChokaQFatalError } from '../errors';
@@ -17,31 +18,15 @@ describe('JobFinaliser', () => {
 
   function claimedJob(overrides: Partial<HotJob> = {}): ClaimedJob {
     const now = new Date();
-    const job: HotJob = {
-      id: 'job-1',
-      queue: 'q',
-      type: 't',
-      payload: {},
-      tags: [],
-      idempotencyKey: null,
-      priority: 10,
-      status: JobStatus.Processing,
-      attemptCount: 2,
-      workerId: 'w',
-      leaseId: 'l1',
-      heartbeatUtc: null,
-      scheduledAtUtc: null,
-      createdAtUtc: now,
-      enqueuedAtUtc: now,
-      startedAtUtc: now,
-      lastUpdatedUtc: now,
-      createdBy: null,
-      lastModifiedBy: null,
-      lastError: null,
-      cancelRequestedUtc: null,
-      progress: null,
-      ...overrides,
-    };
+    const job = hotJob(
+      {
+        status: JobStatus.Processing,
+        leaseId: 'l1',
+        startedAtUtc: now,
+        ...overrides,
+      },
+      now,
+    );
     return { job, lease: { id: job.id, workerId: 'w', leaseId: job.leaseId ?? 'l1' } };
   }
 

@@ -1,3 +1,4 @@
+import { hotJob } from '../../../../test/runtime/support/hot-job';
 import type { JobOutcome } from '../interfaces/job-outcome.interface';
 import { FailureReason, JobStatus } from '../interfaces/job-status.enum';
 import type { HotJob } from '../interfaces/job.interface';
@@ -6,32 +7,20 @@ import { announceCancelled, outcomeEvents, progressEvent, startedEvent } from '.
 
 const now = new Date('2026-12-01T10:00:00Z');
 
-function job(): HotJob {
-  return {
-    id: 'j1',
-    queue: 'emails',
-    type: 'welcome',
-    payload: { to: 'a@b.c' },
-    tags: ['x'],
-    idempotencyKey: null,
-    priority: 0,
-    status: JobStatus.Fetched,
-    attemptCount: 0,
-    workerId: 'w1',
-    leaseId: 'l1',
-    heartbeatUtc: null,
-    scheduledAtUtc: null,
-    createdAtUtc: now,
-    enqueuedAtUtc: now,
-    startedAtUtc: null,
-    lastUpdatedUtc: now,
-    createdBy: null,
-    lastModifiedBy: null,
-    lastError: null,
-    cancelRequestedUtc: null,
-    progress: null,
-  };
-}
+const job = (): HotJob =>
+  hotJob(
+    {
+      id: 'j1',
+      queue: 'emails',
+      type: 'welcome',
+      payload: { to: 'a@b.c' },
+      tags: ['x'],
+      attemptCount: 0,
+      workerId: 'w1',
+      leaseId: 'l1',
+    },
+    now,
+  );
 
 function outcome(patch: Partial<JobOutcome>): JobOutcome {
   return {
