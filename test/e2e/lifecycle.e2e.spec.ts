@@ -3,6 +3,7 @@ import {
   ChokaQAdmin,
   ChokaQFatalError,
   ChokaQThrottledError,
+  ChokaQValidationError,
   FailureReason,
   JobClient,
   JobContext,
@@ -264,6 +265,17 @@ describeEachDialect('job lifecycle through a Nest app', ({ name: dialect }) => {
     const job = await settled(id);
     expect(job).toMatchObject({ pillar: 'archive' });
     expect((await admin.getSummary()).resurrectedTotal).toBe(1);
+  });
+
+  it('refuses a concurrency the options refuse, with ChokaQValidationError, and keeps the old one', () => {
+    const before = admin.workerStats()?.concurrency;
+    for (const bad of [0, -1, 1.5, 10_001, Number.NaN]) {
+      expect(() => admin.setConcurrency(bad)).toThrow(ChokaQValidationError);
+    }
+    expect(() => admin.setConcurrency(0)).toThrow(
+      'concurrency must be an integer from 1 to 10000 (got 0)',
+    );
+    expect(admin.workerStats()?.concurrency).toBe(before);
   });
 
   it('shuts down gracefully: buffered jobs back to Pending, cooperative running ones handed back', async () => {

@@ -30,6 +30,7 @@ import { JobEvents } from '../runtime/job-events';
 import { announceCancelled } from '../runtime/lifecycle-events';
 import { JobStorage } from '../storage/job-storage';
 import { MAX_ADMIN_BULK } from '../validation/limits';
+import { OPTION_RULES, describeRule, satisfies } from '../validation/option-rules';
 import { assertNonNegativeInt } from '../validation/validate-job';
 import { WorkerRegistry } from '../worker.registry';
 
@@ -261,7 +262,13 @@ export class ChokaQAdmin {
 
   /** Resizes this process's handler concurrency at run time. Throws in producer-only mode. */
   setConcurrency(concurrency: number): void {
-    assertNonNegativeInt(concurrency, 'concurrency', 10_000);
+    // The rule of `worker.concurrency`, so a resize refuses exactly what `forRoot` refuses.
+    const rule = OPTION_RULES.worker.concurrency;
+    if (!satisfies(rule, concurrency)) {
+      throw new ChokaQValidationError([
+        { path: 'concurrency', message: describeRule(rule), value: concurrency },
+      ]);
+    }
     this.workers.setConcurrency(concurrency);
     this.logger.log(`Local concurrency set to ${concurrency}`);
   }
