@@ -1,7 +1,15 @@
 import { ChokaQValidationError } from '../../libs/chokaq/src/errors';
 import { RecurringJobDefinition } from '../../libs/chokaq/src/interfaces/recurring-job.interface';
 import { JobStorage } from '../../libs/chokaq/src/storage/job-storage';
-import { TestDatabase, describeEachDialect } from '../support/test-database';
+import {
+  POSTGRES_MIGRATIONS,
+  bootstrapStatements,
+} from '../../libs/chokaq/src/storage/postgres/postgres.schema';
+import {
+  SQLITE_MIGRATIONS,
+  schemaMigrationsDdl,
+} from '../../libs/chokaq/src/storage/sqlite/sqlite.schema';
+import { TestDatabase, createTestSchema, describeEachDialect } from '../support/test-database';
 import { countRows, expectRejects, uniqueQueue } from './helpers';
 
 /**
@@ -182,4 +190,179 @@ describeEachDialect('storage contract: recurring slots', (fixture) => {
     expect(await countRows(db, 'hot', { queue: def.queue })).toBe(0);
     expect((await record(def.name))?.nextSlotUtc).toEqual(def.nextSlotUtc);
   });
+
+  it('a claimed slot records its job as LastJobId; a slot advanced without a job keeps it', async () => {
+    const def = await define();
+    const next = new Date(def.nextSlotUtc.getTime() + 5 * MINUTE);
+    const won = await db.storage.claimRecurringSlot(def.name, def.nextSlotUtc, next, {
+      queue: def.queue,
+      type: def.type,
+    });
+    expect(await record(def.name)).toMatchObject({ lastJobId: won!.id, source: 'decorator' });
+    const after = new Date(next.getTime() + 5 * MINUTE);
+    expect(await db.storage.claimRecurringSlot(def.name, next, after, null)).toBeNull();
+    expect(await record(def.name)).toMatchObject({
+      lastJobId: won!.id,
+      lastSlotUtc: next,
+      nextSlotUtc: after,
+    });
+  });
+
+  it('upsertRecurringJob stores the source; an upsert keeps LastJobId and the paused state', async () => {
+    const def = await define({ source: 'runtime' });
+    expect(await record(def.name)).toMatchObject({ source: 'runtime', lastJobId: null });
+    const run = await db.storage.triggerRecurringJob(def.name, { queue: def.queue });
+    expect(await db.storage.setRecurringJobPaused(def.name, true)).toBe(true);
+    // A process that declares the job re-asserts it at start: the decorator's definition wins.
+    await db.storage.upsertRecurringJob({ ...def, source: 'decorator', payload: { v: 2 } });
+    expect(await record(def.name)).toMatchObject({
+      source: 'decorator',
+      payload: { v: 2 },
+      isPaused: true,
+      lastJobId: run!.id,
+    });
+    const error = await expectRejects(
+      db.storage.upsertRecurringJob({ ...def, source: 'yaml' as never }),
+    );
+    expect((error as ChokaQValidationError).issues.map((i) => i.path)).toEqual(['source']);
+  });
+
+  it('setRecurringJobPaused and removeRecurringJob report whether the job exists', async () => {
+    const def = await define();
+    expect(await db.storage.setRecurringJobPaused(def.name, true)).toBe(true);
+    expect((await record(def.name))?.isPaused).toBe(true);
+    // Idempotent: pausing a paused job still finds it.
+    expect(await db.storage.setRecurringJobPaused(def.name, true)).toBe(true);
+    expect(await db.storage.setRecurringJobPaused(def.name, false)).toBe(true);
+    expect(await record(def.name)).toMatchObject({
+      isPaused: false,
+      nextSlotUtc: def.nextSlotUtc,
+      lastSlotUtc: null,
+    });
+    expect(await db.storage.setRecurringJobPaused(`${def.name}.missing`, true)).toBe(false);
+
+    const run = await db.storage.triggerRecurringJob(def.name, { queue: def.queue });
+    expect(await db.storage.removeRecurringJob(def.name)).toBe(true);
+    expect(await record(def.name)).toBeUndefined();
+    // The jobs it enqueued stay.
+    expect((await db.storage.getJob(run!.id))?.queue).toBe(def.queue);
+    expect(await db.storage.removeRecurringJob(def.name)).toBe(false);
+
+    const bad = await expectRejects(db.storage.setRecurringJobPaused(def.name, 'yes' as never));
+    expect((bad as ChokaQValidationError).issues.map((i) => i.path)).toEqual(['paused']);
+    const noName = await expectRejects(db.storage.removeRecurringJob(''));
+    expect((noName as ChokaQValidationError).issues.map((i) => i.path)).toEqual(['name']);
+  });
+
+  it('triggerRecurringJob enqueues one run without moving the slots, and records it as LastJobId', async () => {
+    const def = await define();
+    const first = await db.storage.triggerRecurringJob(def.name, {
+      queue: def.queue,
+      type: def.type,
+      payload: def.payload,
+      createdBy: 'ops@example.com',
+    });
+    const second = await db.storage.triggerRecurringJob(def.name, {
+      queue: def.queue,
+      type: def.type,
+    });
+    expect(first?.created).toBe(true);
+    expect(second?.created).toBe(true);
+    expect(second!.id).not.toBe(first!.id);
+    expect(await countRows(db, 'hot', { queue: def.queue })).toBe(2);
+    expect(await db.storage.getJob(first!.id)).toMatchObject({
+      type: def.type,
+      payload: def.payload,
+      createdBy: 'ops@example.com',
+    });
+    expect(await record(def.name)).toMatchObject({
+      nextSlotUtc: def.nextSlotUtc,
+      lastSlotUtc: null,
+      lastJobId: second!.id,
+    });
+
+    // No such job: nothing enqueued.
+    expect(
+      await db.storage.triggerRecurringJob(`${def.name}.missing`, { queue: def.queue }),
+    ).toBeNull();
+    expect(await countRows(db, 'hot', { queue: def.queue })).toBe(2);
+
+    // One transaction: a failed enqueue leaves LastJobId as it was.
+    await db.failInserts('hot');
+    try {
+      await expectRejects(db.storage.triggerRecurringJob(def.name, { queue: def.queue }));
+    } finally {
+      await db.clearFailure('hot');
+    }
+    expect((await record(def.name))?.lastJobId).toBe(second!.id);
+    expect(await countRows(db, 'hot', { queue: def.queue })).toBe(2);
+  });
+});
+
+/**
+ * A database of the schema version before recurring jobs had a source and a last job id is
+ * migrated in place at startup: its rows become decorator-declared jobs with no last run, and they
+ * keep running.
+ */
+describeEachDialect('schema upgrade: recurring source and last job id', (fixture) => {
+  const run = fixture.name === 'mssql' ? it.skip : it;
+
+  run(
+    'a row written at the previous version reads as a decorator job and is claimed as before',
+    async () => {
+      const schema = createTestSchema(fixture.name);
+      try {
+        const migrations: ReadonlyArray<{
+          version: number;
+          description: string;
+          statements: (s: string) => string[];
+        }> = fixture.name === 'sqlite' ? SQLITE_MIGRATIONS : POSTGRES_MIGRATIONS;
+        const upgrade = migrations.find((m) => m.description.startsWith('Recurring jobs: source'))!;
+        const ledger = schema.table('migrations');
+        // The schema identifier (PostgreSQL) or the table prefix (SQLite) the migrations take.
+        const target =
+          fixture.name === 'sqlite' ? schema.schema : ledger.slice(0, -'.schema_migrations'.length);
+        if (fixture.name === 'sqlite') {
+          await schema.sql(schemaMigrationsDdl(target));
+        } else {
+          for (const statement of bootstrapStatements(target)) await schema.sql(statement);
+        }
+        for (const migration of migrations.filter((m) => m.version < upgrade.version)) {
+          for (const statement of migration.statements(target)) await schema.sql(statement);
+          await schema.sql(
+            fixture.name === 'sqlite'
+              ? `INSERT INTO ${ledger} (version, description, applied_at_utc) VALUES (${migration.version}, 'x', 0)`
+              : `INSERT INTO ${ledger} (version, description) VALUES (${migration.version}, 'x')`,
+          );
+        }
+        const slot = new Date(Date.UTC(2026, 0, 1, 3, 0, 0));
+        await schema.query(
+          `INSERT INTO ${schema.table('recurring')} (name, cron, time_zone, queue, type, payload, next_slot_utc, misfire_policy, is_paused)
+         VALUES ('old.nightly', '0 3 * * *', 'UTC', 'old', 'old', '{}', ?, 'skip', ?)`,
+          [
+            fixture.name === 'sqlite' ? slot.getTime() : slot,
+            fixture.name === 'sqlite' ? 0 : false,
+          ],
+        );
+
+        const storage = await schema.openStorage();
+        const versions = await schema.sql<{ version: number }>(
+          `SELECT version FROM ${ledger} ORDER BY version`,
+        );
+        expect(versions.map((v) => Number(v.version))).toContain(upgrade.version);
+        const [row] = await storage.getRecurringJobs();
+        expect(row).toMatchObject({
+          name: 'old.nightly',
+          source: 'decorator',
+          lastJobId: null,
+          nextSlotUtc: slot,
+        });
+        const next = new Date(slot.getTime() + 86_400_000);
+        const won = await storage.claimRecurringSlot('old.nightly', slot, next, { queue: 'old' });
+        expect((await storage.getRecurringJobs())[0].lastJobId).toBe(won!.id);
+      } finally {
+        await schema.close();
+      }
+    },
+  );
 });

@@ -53,7 +53,7 @@ describe('SQL Server lock hints and isolation', () => {
 
   it('the DDL has the (queue, type) claim index and no lock escalation on JobsHot (version 2)', () => {
     const ddl = mssqlSchemaDdl('chokaq');
-    expect(MSSQL_SCHEMA_VERSION).toBe(2);
+    expect(MSSQL_SCHEMA_VERSION).toBeGreaterThanOrEqual(2);
     expect(ddl).toContain(
       'CREATE NONCLUSTERED INDEX [IX_JobsHot_ClaimType] ON [chokaq].[JobsHot] (Queue, Type, Priority DESC, DueAtUtc) WHERE Status = 0;',
     );
@@ -64,6 +64,28 @@ describe('SQL Server lock hints and isolation', () => {
     expect(ddl).toMatch(
       /INSERT INTO \[chokaq\]\.\[SchemaMigrations\] \(Version, Description\) VALUES \(2, /,
     );
+  });
+
+  it('the DDL adds RecurringJobs.Source and LastJobId once, to a table of an earlier version (version 3)', () => {
+    const ddl = mssqlSchemaDdl('chokaq');
+    expect(MSSQL_SCHEMA_VERSION).toBeGreaterThanOrEqual(3);
+    // A new table has them from CREATE TABLE; a table of version 1 or 2 gets them here, once
+    // (COL_LENGTH is NULL only while the column is missing), existing rows taking the default.
+    expect(ddl).toContain(
+      "IF COL_LENGTH(N'[chokaq].[RecurringJobs]', N'Source') IS NULL\n  ALTER TABLE [chokaq].[RecurringJobs] ADD Source varchar(10) NOT NULL CONSTRAINT [DF_RecurringJobs_Source] DEFAULT 'decorator' CONSTRAINT [CK_RecurringJobs_Source] CHECK (Source IN ('decorator', 'runtime'));",
+    );
+    expect(ddl).toContain(
+      "IF COL_LENGTH(N'[chokaq].[RecurringJobs]', N'LastJobId') IS NULL\n  ALTER TABLE [chokaq].[RecurringJobs] ADD LastJobId varchar(36) NULL;",
+    );
+    expect(ddl).toMatch(/ {4}Source varchar\(10\) NOT NULL CONSTRAINT \[DF_RecurringJobs_Source\]/);
+    expect(ddl).toMatch(
+      /INSERT INTO \[chokaq\]\.\[SchemaMigrations\] \(Version, Description\) VALUES \(3, /,
+    );
+  });
+
+  it('claimRecurringSlot records the slot job in the compare-and-set, keeping the last one when none is enqueued', () => {
+    const sql = one('claimRecurringSlot').statement.sql;
+    expect(sql).toContain('LastJobId = COALESCE(CAST(@3 AS varchar(36)), LastJobId)');
   });
 
   it('getSummary estimates the archive and the DLQ from sys.partitions instead of counting them', () => {

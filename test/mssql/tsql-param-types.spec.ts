@@ -233,10 +233,14 @@ function cases(): Case[] {
           payload: v.payload,
           misfirePolicy: 'skip',
           nextSlotUtc: v.date,
+          source: 'runtime',
         }),
     ],
     ['getRecurringJobs', '', () => SQL.getRecurringJobs(s)],
-    ['claimRecurringSlot', '', (v) => SQL.claimRecurringSlot(s, v.name, v.date, v.date)],
+    ['setRecurringJobPaused', '', (v) => SQL.setRecurringJobPaused(s, v.name, true)],
+    ['removeRecurringJob', '', (v) => SQL.removeRecurringJob(s, v.name)],
+    ['triggerRecurringJob', '', (v) => SQL.triggerRecurringJob(s, v.name, v.id)],
+    ['claimRecurringSlot', '', (v) => SQL.claimRecurringSlot(s, v.name, v.date, v.date, v.id)],
   ];
 }
 

@@ -3,7 +3,10 @@ import { execFile } from 'node:child_process';
 import { join } from 'node:path';
 import { FailureReason } from '../../libs/chokaq/src/interfaces/job-status.enum';
 import { createJobStorage } from '../../libs/chokaq/src/storage/create-storage';
-import { sqliteSchemaScript } from '../../libs/chokaq/src/storage/sqlite/sqlite.schema';
+import {
+  SQLITE_MIGRATIONS,
+  sqliteSchemaScript,
+} from '../../libs/chokaq/src/storage/sqlite/sqlite.schema';
 import { claim, startJob } from '../contract/helpers';
 import { dataSourceOf } from '../support/storage-internals';
 import {
@@ -53,9 +56,9 @@ describe('SQLite storage', () => {
         'migrations',
       ];
       for (const t of logical) expect(tables).toContain(db.table(t));
-      expect(await db.query(`SELECT version FROM ${db.table('migrations')}`)).toEqual([
-        { version: 1 },
-      ]);
+      expect(
+        await db.query(`SELECT version FROM ${db.table('migrations')} ORDER BY version`),
+      ).toEqual(SQLITE_MIGRATIONS.map((m) => ({ version: m.version })));
       expect(await db.sql('PRAGMA journal_mode')).toEqual([{ journal_mode: 'wal' }]);
       expect(sqliteSchemaScript(db.schema)).toContain(
         `CREATE UNIQUE INDEX IF NOT EXISTS ${db.schema}jobs_hot_idempotency_ux`,
@@ -257,7 +260,7 @@ describe('SQLite storage', () => {
           [1, 2, 3, 4].map(() => runChild(fresh.file, 'schema', 'q')),
         );
         for (const out of outputs) expect(out).toEqual({ ok: true });
-        expect(await fresh.count('migrations')).toBe(1);
+        expect(await fresh.count('migrations')).toBe(SQLITE_MIGRATIONS.length);
       } finally {
         await fresh.close();
       }

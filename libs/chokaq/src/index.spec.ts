@@ -44,6 +44,7 @@ describe('public API (index.ts)', () => {
         'ChokaQJobAbortedError',
         'ChokaQJobTimeoutError',
         'ChokaQModule',
+        'ChokaQRecurringJobNotFoundError',
         'ChokaQStorageUnavailableError',
         'ChokaQTesting',
         'ChokaQThrottledError',

@@ -35,7 +35,10 @@ export type {
   RecurringJobDefinition,
   RecurringJobOptions,
   RecurringJobRecord,
+  RecurringJobSource,
   RecurringJobSpec,
+  RecurringJobView,
+  RecurringLastRun,
 } from './interfaces/recurring-job.interface';
 
 // Producing, operating, testing

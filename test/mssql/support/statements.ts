@@ -362,9 +362,18 @@ export function catalogue(schema = SCHEMA): CatalogueEntry[] {
       payload: '{}',
       misfirePolicy: 'skip',
       nextSlotUtc: FIXED_DATE,
+      source: 'runtime',
     }),
   );
   add('getRecurringJobs', '', 'read', SQL.getRecurringJobs(schema));
+  add(
+    'setRecurringJobPaused',
+    '',
+    'transition',
+    SQL.setRecurringJobPaused(schema, 'nightly', true),
+  );
+  add('removeRecurringJob', '', 'transition', SQL.removeRecurringJob(schema, 'nightly'));
+  add('triggerRecurringJob', '', 'transition', SQL.triggerRecurringJob(schema, 'nightly', ID));
   add(
     'claimRecurringSlot',
     '',
@@ -374,6 +383,19 @@ export function catalogue(schema = SCHEMA): CatalogueEntry[] {
       'nightly',
       FIXED_DATE,
       new Date(FIXED_DATE.getTime() + 86_400_000),
+      ID,
+    ),
+  );
+  add(
+    'claimRecurringSlot',
+    'no job',
+    'transition',
+    SQL.claimRecurringSlot(
+      schema,
+      'nightly',
+      FIXED_DATE,
+      new Date(FIXED_DATE.getTime() + 86_400_000),
+      null,
     ),
   );
   return out;

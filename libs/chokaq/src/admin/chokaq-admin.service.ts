@@ -1,7 +1,7 @@
 import { Inject, Injectable, Logger, Optional } from '@nestjs/common';
 import { CHOKAQ_RESOLVED_OPTIONS, CHOKAQ_STORAGE } from '../chokaq.constants';
 import { toError } from '../common/error-text';
-import { ChokaQValidationError } from '../errors';
+import { ChokaQRecurringJobNotFoundError, ChokaQValidationError } from '../errors';
 import {
   ActiveFilter,
   BulkPreview,
@@ -25,12 +25,15 @@ import {
   ResurrectEdits,
 } from '../interfaces/job.interface';
 import { ResolvedChokaQOptions } from '../interfaces/module-options.interface';
-import { RecurringJobRecord } from '../interfaces/recurring-job.interface';
+import { RecurringJobSpec, RecurringJobView } from '../interfaces/recurring-job.interface';
+import { CronSchedule } from '../runtime/cron-schedule';
 import { JobEvents } from '../runtime/job-events';
 import { announceCancelled } from '../runtime/lifecycle-events';
 import { JobStorage } from '../storage/job-storage';
+import { assertRecurringJobSpec } from '../validation/decorator-options';
 import { MAX_ADMIN_BULK } from '../validation/limits';
 import { OPTION_RULES, describeRule, satisfies } from '../validation/option-rules';
+import { assertActor } from '../validation/validate-args';
 import { assertNonNegativeInt } from '../validation/validate-job';
 import { WorkerRegistry } from '../worker.registry';
 
@@ -253,9 +256,104 @@ export class ChokaQAdmin {
     return this.storage.getTopDlqErrors(limit, filter);
   }
 
-  /** The recurring job definitions and their next slots. */
-  getRecurringJobs(): Promise<RecurringJobRecord[]> {
-    return this.storage.getRecurringJobs();
+  // ------------------------------------------------------------------ recurring jobs
+  //
+  // A name that no recurring job has makes every method below throw
+  // ChokaQRecurringJobNotFoundError, having changed and enqueued nothing.
+
+  /**
+   * Every recurring job: its definition, source (`decorator` or `runtime`), whether it is paused,
+   * its last and next slots, and where its last run (the job the last claimed slot or trigger
+   * enqueued) is now, read by id (`lastRun` null before the first run, or once retention removed
+   * that job).
+   */
+  async getRecurringJobs(): Promise<RecurringJobView[]> {
+    const records = await this.storage.getRecurringJobs();
+    return Promise.all(
+      records.map(async (record) => {
+        const job = record.lastJobId === null ? null : await this.storage.getJob(record.lastJobId);
+        const lastRun = job ? { id: job.id, pillar: job.pillar, status: job.status } : null;
+        return { ...record, lastRun };
+      }),
+    );
+  }
+
+  /**
+   * Creates or replaces a recurring job whose schedule lives in data (source `runtime`). It is
+   * checked by exactly the rules of `@RecurringJob`, kept across restarts until
+   * {@link removeRecurringJob}, and run by every worker process that has a handler for its
+   * (queue, type); each slot is still enqueued once. Replacing a job keeps its last slot, last run
+   * and paused state, and moves its next slot only when the cron or time zone changed. A
+   * decorator-declared job of the same name becomes a runtime one until a process that declares it
+   * starts again: at its start the decorator's definition wins.
+   */
+  async upsertRecurringJob(spec: RecurringJobSpec): Promise<void> {
+    const maxBytes = this.options.storage.payloadMaxBytes ?? this.options.payload.maxBytes;
+    const valid = assertRecurringJobSpec(spec, maxBytes);
+    const schedule = new CronSchedule(valid.cron, valid.timeZone);
+    const now = await this.storage.now();
+    await this.storage.upsertRecurringJob({
+      name: valid.name,
+      cron: valid.cron,
+      timeZone: valid.timeZone,
+      queue: valid.queue,
+      type: valid.type,
+      payload: valid.payload,
+      misfirePolicy: valid.misfire,
+      nextSlotUtc: schedule.next(now),
+      source: 'runtime',
+    });
+    this.logger.log(`Recurring job ${valid.name} upserted: '${valid.cron}' (${valid.timeZone})`);
+  }
+
+  /** Stops enqueuing the job's slots until {@link resumeRecurringJob}; slots meanwhile are missed. */
+  async pauseRecurringJob(name: string): Promise<void> {
+    await this.setRecurringPaused(name, true);
+  }
+
+  /** Enqueues the job's slots again; slots missed while paused follow its misfire policy. */
+  async resumeRecurringJob(name: string): Promise<void> {
+    await this.setRecurringPaused(name, false);
+  }
+
+  private async setRecurringPaused(name: string, paused: boolean): Promise<void> {
+    if (!(await this.storage.setRecurringJobPaused(name, paused))) {
+      throw new ChokaQRecurringJobNotFoundError(name);
+    }
+    this.logger.log(`Recurring job ${name} ${paused ? 'paused' : 'resumed'}`);
+  }
+
+  /**
+   * Deletes the recurring job; jobs it already enqueued stay. A decorator-declared job comes back
+   * at the next start of a process that declares it: remove the decorator too.
+   */
+  async removeRecurringJob(name: string): Promise<void> {
+    if (!(await this.storage.removeRecurringJob(name))) {
+      throw new ChokaQRecurringJobNotFoundError(name);
+    }
+    this.logger.log(`Recurring job ${name} removed`);
+  }
+
+  /**
+   * Enqueues one run of the recurring job now, outside its schedule (its next slot does not move),
+   * with the job's queue, type and payload; the run becomes its last run. The job's `createdBy` is
+   * `actor` (checked as `createdBy` is), else `'chokaq:recurring-trigger'`. Resolves to the id of
+   * the enqueued job.
+   */
+  async triggerRecurringJob(name: string, actor?: string): Promise<string> {
+    const createdBy = assertActor(actor) ?? 'chokaq:recurring-trigger';
+    const record = (await this.storage.getRecurringJobs()).find((r) => r.name === name);
+    if (!record) throw new ChokaQRecurringJobNotFoundError(name);
+    const result = await this.storage.triggerRecurringJob(name, {
+      queue: record.queue,
+      type: record.type,
+      payload: record.payload,
+      createdBy,
+    });
+    // Removed between the read and the trigger: nothing was enqueued.
+    if (!result) throw new ChokaQRecurringJobNotFoundError(name);
+    this.logger.log(`Recurring job ${name} triggered by ${createdBy}: enqueued ${result.id}`);
+    return result.id;
   }
 
   // ------------------------------------------------------------------ local worker

@@ -10,6 +10,7 @@ export * from './drain-timeout.error';
 export * from './duplicate-handler.error';
 export * from './handler-scope.error';
 export * from './duplicate-recurring-job.error';
+export * from './recurring-job-not-found.error';
 export * from './worker-disabled.error';
 export * from './unsupported-server.error';
 export * from './compatibility-level.error';

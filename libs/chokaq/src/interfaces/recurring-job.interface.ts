@@ -1,5 +1,15 @@
+import type { JobStatus } from './job-status.enum';
+import type { Pillar } from './job-view.interface';
+
 /** How missed slots are treated: `skip` runs the latest missed slot once, `none` runs none. @publicApi */
 export type MisfirePolicy = 'skip' | 'none';
+
+/**
+ * Where a recurring job's definition comes from: `decorator` (a `@RecurringJob`, re-asserted by
+ * each process that declares it when it starts) or `runtime` (`ChokaQAdmin.upsertRecurringJob`,
+ * kept in the database until removed). @publicApi
+ */
+export type RecurringJobSource = 'decorator' | 'runtime';
 
 /** A recurring job definition as stored. @publicApi */
 export interface RecurringJobDefinition {
@@ -12,16 +22,37 @@ export interface RecurringJobDefinition {
   misfirePolicy: MisfirePolicy;
   /** The first slot to enqueue (computed by the caller from the cron expression). */
   nextSlotUtc: Date;
+  /** Where the definition comes from. Default `decorator`. */
+  source?: RecurringJobSource;
 }
 
 /** A `RecurringJobs` row. @publicApi */
 export interface RecurringJobRecord extends RecurringJobDefinition {
   lastSlotUtc: Date | null;
   isPaused: boolean;
+  source: RecurringJobSource;
+  /** The job the last claimed slot or trigger enqueued; null before the first. */
+  lastJobId: string | null;
+}
+
+/** Where the last run of a recurring job is now, as `ChokaQAdmin.getRecurringJobs` reads it. @publicApi */
+export interface RecurringLastRun {
+  id: string;
+  pillar: Pillar;
+  status: JobStatus;
 }
 
 /**
- * A recurring job as declared by `@RecurringJob(name, cron, options)` or in options: every slot of
+ * A recurring job as `ChokaQAdmin.getRecurringJobs` shows it: the stored row and the outcome of
+ * its last run (null before the first run, or once retention removed that job). @publicApi
+ */
+export interface RecurringJobView extends RecurringJobRecord {
+  lastRun: RecurringLastRun | null;
+}
+
+/**
+ * A recurring job as declared by `@RecurringJob(name, cron, options)`, or in data through
+ * `ChokaQAdmin.upsertRecurringJob(spec)`: every slot of
  * the cron expression (in its time zone) enqueues one job, once across all processes.
  *
  * @publicApi

@@ -159,6 +159,7 @@ export class ChokaQWorker {
     this.recurringLoop = new RecurringLoop(deps.storage, deps.recurring ?? [], this.logger, {
       syncIntervalMs: deps.options.worker.pollIntervalMs,
       timers: deps.recurringTimers,
+      handlers: deps.handlers,
     });
   }
 

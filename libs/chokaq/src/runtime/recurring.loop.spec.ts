@@ -24,9 +24,13 @@ class RecurringRows {
       nextSlotUtc: same ? previous.nextSlotUtc : definition.nextSlotUtc,
       lastSlotUtc: previous?.lastSlotUtc ?? null,
       isPaused: previous?.isPaused ?? false,
+      source: definition.source ?? 'decorator',
+      lastJobId: previous?.lastJobId ?? null,
     });
   }
+  reads = 0;
   async getRecurringJobs(): Promise<RecurringJobRecord[]> {
+    this.reads++;
     return [...this.rows.values()].map((row) => ({ ...row }));
   }
   async claimRecurringSlot(
@@ -136,6 +140,59 @@ describe('RecurringLoop timers', () => {
     await loop.tick();
     expect([...timers.listed.keys()]).toEqual(['a']);
 
+    await loop.stop();
+  });
+
+  it('runs a job upserted at run time where a handler resolves its (queue, type), with no job declared', async () => {
+    const rows = new RecurringRows();
+    const now = await rows.now();
+    await rows.upsertRecurringJob({
+      name: 'runtime.hourly',
+      cron: '0 * * * *',
+      timeZone: 'UTC',
+      queue: 'reports',
+      type: 'hourly.v1',
+      payload: {},
+      misfirePolicy: 'skip',
+      nextSlotUtc: new Date(now.getTime() - 1_000),
+      source: 'runtime',
+    });
+    // The same row as a decorator's that no process here declares: left alone.
+    await rows.upsertRecurringJob({
+      ...rows.rows.get('runtime.hourly')!,
+      name: 'declared.elsewhere',
+      source: 'decorator',
+    });
+    const resolve = (queue: string, type: string) =>
+      queue === 'reports' && type === 'hourly.v1' ? ({} as never) : undefined;
+
+    const without = new RecurringLoop(rows, [], silent);
+    without.start();
+    await jest.advanceTimersByTimeAsync(0);
+    // Declaring nothing and without handlers the loop does not even start.
+    expect(rows.reads).toBe(0);
+    await without.stop();
+
+    const loop = new RecurringLoop(rows, [], silent, { handlers: { resolve } });
+    await loop.tick();
+    expect(rows.claims).toEqual([
+      { name: 'runtime.hourly', slot: new Date(now.getTime() - 1_000).toISOString() },
+    ]);
+    expect(loop.armedNames).toEqual(['runtime.hourly']);
+
+    // Paused: unlisted, and a tick with nothing to run is one read (no clock read).
+    rows.rows.get('runtime.hourly')!.isPaused = true;
+    const spy = jest.spyOn(rows, 'now');
+    await loop.tick();
+    expect(spy).not.toHaveBeenCalled();
+    expect(loop.armedNames).toEqual([]);
+
+    // A handler that does not resolve the row's type: not run here.
+    rows.rows.get('runtime.hourly')!.isPaused = false;
+    const other = new RecurringLoop(rows, [], silent, { handlers: { resolve: () => undefined } });
+    await other.tick();
+    expect(other.armedNames).toEqual([]);
+    await other.stop();
     await loop.stop();
   });
 

@@ -1,5 +1,6 @@
 import type { LoggerService } from '@nestjs/common';
 import { toError } from '../common/error-text';
+import type { HandlerLookup } from '../interfaces/handler.interface';
 import type { NewJob } from '../interfaces/job.interface';
 import type { RecurringJobRecord, RecurringJobSpec } from '../interfaces/recurring-job.interface';
 import type { JobStore } from '../storage/job-storage';
@@ -35,6 +36,12 @@ export interface RecurringLoopOptions {
   onTimeToleranceMs?: number;
   /** Where each job's timer is listed. Default: nowhere (the timers still run). */
   timers?: RecurringTimerRegistry;
+  /**
+   * This process's handlers. With them, the loop also runs the recurring jobs upserted at run time
+   * (source `runtime`) whose (queue, type) a handler here resolves, and it runs even when this
+   * process declares no `@RecurringJob`. Default: none (only the declared jobs run).
+   */
+  handlers?: Pick<HandlerLookup, 'resolve'>;
 }
 
 /** A job's timer fires this long after the database clock reaches its slot, so the slot is surely due. */
@@ -68,6 +75,11 @@ interface ArmedSlot {
  * Slots are computed from the row (its cron and zone), not from this process's spec, so during a
  * rolling deploy with a changed expression every process agrees with the last `upsert`.
  *
+ * Which rows run here: the jobs this process declares (source `decorator`; each start re-asserts
+ * their definition, so the decorator's cron and payload win), and the jobs upserted at run time
+ * (source `runtime`, kept until removed) whose (queue, type) a handler of this process resolves.
+ * Several processes may run one row: the compare-and-set still enqueues each slot once.
+ *
  * Misfires (slots missed while no process ran): `skip` enqueues the latest missed slot once;
  * `none` enqueues nothing for missed slots and just advances (a slot within `onTimeToleranceMs` is
  * on time, not missed).
@@ -81,6 +93,7 @@ export class RecurringLoop {
   private readonly syncIntervalMs: number;
   private readonly toleranceMs: number;
   private readonly timers: RecurringTimerRegistry | undefined;
+  private readonly handlers: Pick<HandlerLookup, 'resolve'> | undefined;
   private enqueued = 0;
 
   constructor(
@@ -97,6 +110,7 @@ export class RecurringLoop {
     this.syncIntervalMs = options.syncIntervalMs ?? 30_000;
     this.toleranceMs = options.onTimeToleranceMs ?? 5_000;
     this.timers = options.timers;
+    this.handlers = options.handlers;
     this.loop = new Loop({
       name: 'ChokaQ recurring',
       logger,
@@ -116,8 +130,12 @@ export class RecurringLoop {
     return [...this.armed.keys()];
   }
 
+  /**
+   * Starts the sync loop when this process may run a recurring job: it declares one, or it has
+   * handlers (a job upserted at run time may target them).
+   */
   start(): void {
-    if (this.names.size > 0) this.loop.start();
+    if (this.names.size > 0 || this.handlers) this.loop.start();
   }
 
   /** Stops the sync loop, then clears every job's timer and its listing. Idempotent. */
@@ -132,11 +150,18 @@ export class RecurringLoop {
    * for its next slot. Resolves to the delay before the next pass: the sync interval.
    */
   async tick(): Promise<number> {
+    // Once the declared jobs are registered, the rows are read first: a process that runs none of
+    // them (the common case of a worker with handlers and no recurring job) stops at one read.
+    let records = this.unregistered.size === 0 ? await this.storage.getRecurringJobs() : undefined;
+    if (records && !records.some((record) => this.runsHere(record))) {
+      for (const name of [...this.armed.keys()]) this.disarm(name);
+      return this.syncIntervalMs;
+    }
     const now = await this.storage.now();
     // The local clock when the database clock read `now`: timers run on the local clock.
     const readAt = Date.now();
     await this.register(now);
-    const records = await this.storage.getRecurringJobs();
+    records ??= await this.storage.getRecurringJobs();
     const nextSlots = new Map<string, Date>();
     for (const record of records) {
       if (!this.runsHere(record)) continue;
@@ -153,11 +178,16 @@ export class RecurringLoop {
   }
 
   /**
-   * Whether this process runs `record`'s slots: a job declared here and not paused. A row no
-   * process declares any more (its decorator was deleted) is left alone rather than run forever.
+   * Whether this process runs `record`'s slots: a job not paused, and declared here or upserted at
+   * run time for a (queue, type) a handler here resolves. A decorator's row that no process
+   * declares any more (its decorator was deleted) is left alone rather than run forever.
    */
   private runsHere(record: RecurringJobRecord): boolean {
-    return this.names.has(record.name) && !record.isPaused;
+    if (record.isPaused) return false;
+    if (this.names.has(record.name)) return true;
+    return (
+      record.source === 'runtime' && this.handlers?.resolve(record.queue, record.type) !== undefined
+    );
   }
 
   /**
@@ -215,6 +245,7 @@ export class RecurringLoop {
         payload: spec.payload ?? {},
         misfirePolicy: spec.misfire ?? 'skip',
         nextSlotUtc: schedule.next(now),
+        source: 'decorator',
       });
       this.unregistered.delete(name);
     }

@@ -125,6 +125,9 @@ export interface DialectJobStorage extends Pick<
 
   // ---------------------------------------------------------------- recurring jobs
   upsertRecurringJob(definition: Checked<CheckedRecurringDefinition>): Promise<void>;
+  setRecurringJobPaused(name: string, paused: boolean): Promise<boolean>;
+  removeRecurringJob(name: string): Promise<boolean>;
+  triggerRecurringJob(name: string, job: Checked<ValidatedJob>): Promise<EnqueueResult | null>;
   claimRecurringSlot(
     name: string,
     slotUtc: Date,

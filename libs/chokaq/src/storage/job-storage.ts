@@ -253,9 +253,26 @@ export interface JobStore {
   getRecurringJobs(): Promise<RecurringJobRecord[]>;
 
   /**
+   * Pauses (`true`) or resumes (`false`) recurring job `name`: a paused job's slots are not
+   * enqueued (they are missed slots when it resumes). False when no job has that name.
+   */
+  setRecurringJobPaused(name: string, paused: boolean): Promise<boolean>;
+
+  /** Deletes recurring job `name`; jobs it already enqueued stay. False when no job has that name. */
+  removeRecurringJob(name: string): Promise<boolean>;
+
+  /**
+   * Enqueues `job` as one run of recurring job `name` outside its schedule, and records it as the
+   * job's last run, in one transaction; `NextSlotUtc` does not move. Null (nothing enqueued) when no
+   * job has that name.
+   */
+  triggerRecurringJob(name: string, job: NewJob): Promise<EnqueueResult | null>;
+
+  /**
    * Enqueues `job` for the slot `slotUtc` of recurring job `name` only if `NextSlotUtc` still equals
-   * `slotUtc` (compare-and-set), advancing it to `nextSlotUtc` in the same transaction. Returns the
-   * enqueue result, or `null` when another process already took the slot.
+   * `slotUtc` (compare-and-set), advancing it to `nextSlotUtc` and recording the enqueued job as
+   * `LastJobId`, in the same transaction. Returns the enqueue result, or `null` when another process
+   * already took the slot (or `job` is null: the slot advanced and nothing was enqueued).
    */
   claimRecurringSlot(
     name: string,

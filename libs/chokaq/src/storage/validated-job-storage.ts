@@ -43,6 +43,7 @@ import type {
 import { LIMITS, MAX_RESCUE_BATCH, MAX_TOP_ERRORS } from '../validation/limits';
 import {
   assertActor,
+  assertBoolean,
   assertBulkMax,
   assertCompletedJobs,
   assertDate,
@@ -383,6 +384,25 @@ export class ValidatedJobStorage implements JobStorage {
   /** @inheritdoc */
   getRecurringJobs(): Promise<RecurringJobRecord[]> {
     return this.inner.getRecurringJobs();
+  }
+
+  /** @inheritdoc */
+  async setRecurringJobPaused(name: string, paused: boolean): Promise<boolean> {
+    const key = assertRecurringName(name);
+    const flag = assertBoolean(paused, 'paused');
+    return this.inner.setRecurringJobPaused(key, flag);
+  }
+
+  /** @inheritdoc */
+  async removeRecurringJob(name: string): Promise<boolean> {
+    return this.inner.removeRecurringJob(assertRecurringName(name));
+  }
+
+  /** @inheritdoc */
+  async triggerRecurringJob(name: string, job: NewJob): Promise<EnqueueResult | null> {
+    const key = assertRecurringName(name);
+    const valid = validateNewJob(job, this.config.payloadMaxBytes);
+    return this.inner.triggerRecurringJob(key, checked(valid));
   }
 
   /** @inheritdoc */

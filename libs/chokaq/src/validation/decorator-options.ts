@@ -1,7 +1,7 @@
 import { ChokaQValidationError, ValidationIssue } from '../errors';
 import type { HandlerDefinition, JobHandlerMetadata } from '../interfaces/handler.interface';
 import { JOB_EVENT_NAMES, type OnJobEventMetadata } from '../interfaces/job-event.interface';
-import type { RecurringJobMetadata } from '../interfaces/recurring-job.interface';
+import type { RecurringJobMetadata, RecurringJobSpec } from '../interfaces/recurring-job.interface';
 import {
   JOB_EVENT_RULES,
   JOB_HANDLER_RULES,
@@ -93,6 +93,56 @@ export function recurringJobIssues(
   payloadMaxBytes: number,
 ): ValidationIssue[] {
   const at = (key: string) => `@RecurringJob('${meta.name}') on ${where}: ${key}`;
+  const missingQueue = 'is required on a class, or on a method that is not a @JobHandler';
+  return recurringIssues(meta, queue, type, payloadMaxBytes, at, missingQueue);
+}
+
+/**
+ * Validates a recurring job given in data (`ChokaQAdmin.upsertRecurringJob`) by exactly the rules
+ * of `@RecurringJob` ({@link recurringJobIssues}), issue paths being the spec's keys. `type`
+ * defaults to the queue, as for a `@RecurringJob` on a class. Throws `ChokaQValidationError` with
+ * every problem; returns the spec with its defaults applied.
+ */
+export function assertRecurringJobSpec(
+  spec: RecurringJobSpec,
+  payloadMaxBytes: number,
+): Required<RecurringJobSpec> {
+  if (spec === null || typeof spec !== 'object') {
+    throw new ChokaQValidationError([{ path: 'spec', message: 'must be an object', value: spec }]);
+  }
+  const { queue, type, ...rest } = spec;
+  // The decorator's metadata carries no queue of its own when a handler gives it; here the queue
+  // is a plain field, passed as the decorator's resolved queue, and `type` defaults to it.
+  const meta: RecurringJobMetadata = { ...rest, ...(type === undefined ? {} : { type }) };
+  const issues = recurringIssues(
+    meta,
+    queue,
+    type ?? queue ?? '',
+    payloadMaxBytes,
+    (key) => key,
+    'is required',
+  );
+  if (issues.length > 0) throw new ChokaQValidationError(issues);
+  return {
+    name: spec.name,
+    cron: spec.cron,
+    timeZone: spec.timeZone ?? 'UTC',
+    queue: queue,
+    type: type ?? queue,
+    payload: spec.payload ?? {},
+    misfire: spec.misfire ?? 'skip',
+  };
+}
+
+/** The checks shared by a `@RecurringJob` and a recurring job given in data; `at` names a key. */
+function recurringIssues(
+  meta: RecurringJobMetadata,
+  queue: string | undefined,
+  type: string,
+  payloadMaxBytes: number,
+  at: (key: string) => string,
+  missingQueue: string,
+): ValidationIssue[] {
   const issues: ValidationIssue[] = [
     ...issuesOf(() => assertRecurringName(meta.name, at('name'))),
     ...scheduleIssues(meta.cron, meta.timeZone ?? 'UTC', {
@@ -101,11 +151,7 @@ export function recurringJobIssues(
     }),
   ];
   if (queue === undefined) {
-    issues.push({
-      path: at('queue'),
-      message: 'is required on a class, or on a method that is not a @JobHandler',
-      value: undefined,
-    });
+    issues.push({ path: at('queue'), message: missingQueue, value: undefined });
   } else {
     issues.push(...issuesOf(() => assertQueueName(queue, at('queue'))));
   }

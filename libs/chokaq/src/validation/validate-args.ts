@@ -11,7 +11,7 @@ import {
   RetentionPolicy,
   ZombieRetryRule,
 } from '../interfaces/job.interface';
-import { RecurringJobDefinition } from '../interfaces/recurring-job.interface';
+import { RecurringJobDefinition, RecurringJobSource } from '../interfaces/recurring-job.interface';
 import {
   LIMITS,
   MAX_DLQ_BULK,
@@ -276,6 +276,7 @@ export interface CheckedRecurringDefinition {
   payload: string;
   misfirePolicy: 'skip' | 'none';
   nextSlotUtc: Date;
+  source: RecurringJobSource;
 }
 
 /** A recurring-job name: 1–255 characters without NUL. */
@@ -283,6 +284,12 @@ export function assertRecurringName(name: unknown, path = 'name'): string {
   const issue = textIssue(path, name, MAX_RECURRING_TEXT);
   fail(issue ? [issue] : []);
   return name as string;
+}
+
+/** A boolean flag (a pause switch); anything else is refused rather than coerced. */
+export function assertBoolean(value: unknown, path: string): boolean {
+  if (typeof value !== 'boolean') fail([{ path, message: 'must be true or false', value }]);
+  return value as boolean;
 }
 
 /** Validates a recurring definition, every bad field reported. */
@@ -317,6 +324,10 @@ export function assertRecurringDefinition(
   if (!(next instanceof Date) || !Number.isFinite(next.getTime())) {
     issues.push({ path: 'nextSlotUtc', message: 'must be a valid Date', value: next });
   }
+  const source = definition.source ?? 'decorator';
+  if (source !== 'decorator' && source !== 'runtime') {
+    issues.push({ path: 'source', message: "must be 'decorator' or 'runtime'", value: source });
+  }
   fail(issues);
   const job = validateNewJob(
     { queue: definition.queue, type: definition.type, payload: definition.payload },
@@ -331,6 +342,7 @@ export function assertRecurringDefinition(
     payload: job.payload,
     misfirePolicy: definition.misfirePolicy,
     nextSlotUtc: next,
+    source,
   };
 }
 

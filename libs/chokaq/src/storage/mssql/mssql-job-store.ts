@@ -436,7 +436,40 @@ export class MssqlJobStore implements DialectJobStore {
       nextSlotUtc: toDate(r.NextSlotUtc)!,
       lastSlotUtc: toDate(r.LastSlotUtc),
       isPaused: bool(r.IsPaused),
+      source: String(r.Source) === 'runtime' ? 'runtime' : 'decorator',
+      lastJobId: r.LastJobId === null || r.LastJobId === undefined ? null : String(r.LastJobId),
     }));
+  }
+
+  /** @inheritdoc */
+  async setRecurringJobPaused(name: string, paused: boolean): Promise<boolean> {
+    const statement = SQL.setRecurringJobPaused(this.schema, name, paused);
+    return (await this.affected('setRecurringJobPaused', statement)) > 0;
+  }
+
+  /** @inheritdoc */
+  async removeRecurringJob(name: string): Promise<boolean> {
+    const statement = SQL.removeRecurringJob(this.schema, name);
+    return (await this.affected('removeRecurringJob', statement)) > 0;
+  }
+
+  /**
+   * The last run recorded and the job enqueued in ONE READ COMMITTED transaction; no row, no job.
+   * @inheritdoc
+   */
+  async triggerRecurringJob(
+    name: string,
+    job: Checked<ValidatedJob>,
+  ): Promise<EnqueueResult | null> {
+    return this.db.transaction('triggerRecurringJob', async (tx) => {
+      const found = await tx.exec(SQL.triggerRecurringJob(this.schema, name, job.id));
+      if (num(found[0]?.Affected) === 0) {
+        await tx.rollback();
+        return null;
+      }
+      const row = (await tx.exec(SQL.enqueue(this.schema, job)))[0] ?? {};
+      return enqueueOutcome(row, job.id) ?? { id: job.id, created: false };
+    });
   }
 
   /**
@@ -451,7 +484,9 @@ export class MssqlJobStore implements DialectJobStore {
     job: Checked<ValidatedJob> | null,
   ): Promise<EnqueueResult | null> {
     return this.db.transaction('claimRecurringSlot', async (tx) => {
-      const cas = await tx.exec(SQL.claimRecurringSlot(this.schema, name, slotUtc, nextSlotUtc));
+      const cas = await tx.exec(
+        SQL.claimRecurringSlot(this.schema, name, slotUtc, nextSlotUtc, job?.id ?? null),
+      );
       if (num(cas[0]?.Affected) === 0) {
         await tx.rollback();
         return null;
@@ -459,7 +494,12 @@ export class MssqlJobStore implements DialectJobStore {
       // Like the other dialects: a slot advanced without a job (nothing to enqueue) reports null.
       if (!job) return null;
       const row = (await tx.exec(SQL.enqueue(this.schema, job)))[0] ?? {};
-      return enqueueOutcome(row, job.id) ?? { id: job.id, created: false };
+      const result = enqueueOutcome(row, job.id) ?? { id: job.id, created: false };
+      // The slot's idempotency key met a job already hot: that job is the slot's run.
+      if (result.id !== job.id) {
+        await tx.exec(SQL.triggerRecurringJob(this.schema, name, result.id));
+      }
+      return result;
     });
   }
 

@@ -30,8 +30,10 @@
  * The script is idempotent and creates what is missing, so running it on a version-1 database
  * applies version 2: the new index is built inside the bootstrap transaction (writers to
  * `JobsHot` wait while it builds; the hot table holds only live jobs).
+ * - 3: `RecurringJobs.Source` ('decorator' | 'runtime') and `RecurringJobs.LastJobId`, added to a
+ *   table of an earlier version by `ALTER TABLE … ADD` (see {@link mssqlSchemaDdl}).
  */
-export const MSSQL_SCHEMA_VERSION = 2;
+export const MSSQL_SCHEMA_VERSION = 3;
 
 /** One column of a ChokaQ table. */
 export interface MssqlColumn {
@@ -155,6 +157,9 @@ export const RECURRING_COLUMNS: readonly MssqlColumn[] = [
   c('MisfirePolicy', 'varchar(10)', false),
   c('IsPaused', 'bit', false, '0'),
   c('LastUpdatedUtc', 'datetime2(3)', false, NOW),
+  // Schema version 3 (see RECURRING_V3_NOTE): added by ALTER TABLE to a table of an earlier version.
+  c('Source', 'varchar(10)', false, "'decorator'"),
+  c('LastJobId', 'varchar(36)', true),
 ];
 
 /** `SchemaMigrations` columns: the ledger of applied versions. */
@@ -357,6 +362,32 @@ const LOCK_ESCALATION_NOTE: readonly string[] = [
   'https://learn.microsoft.com/en-us/sql/relational-databases/sql-server-transaction-locking-and-row-versioning-guide#lock-escalation',
 ];
 
+/** The values `RecurringJobs.Source` may hold (schema version 3). */
+const RECURRING_SOURCE_CHECK = `CONSTRAINT [CK_RecurringJobs_Source] CHECK (Source IN ('decorator', 'runtime'))`;
+
+function recurringColumn(name: string): MssqlColumn {
+  const column = RECURRING_COLUMNS.find((col) => col.name === name);
+  if (!column) throw new Error(`RecurringJobs has no column ${name}`);
+  return column;
+}
+
+/**
+ * Why version 3 adds its columns the way it does (printed above the statements in the DDL).
+ * `COL_LENGTH` is NULL for a column that does not exist, so the step runs once and a re-run of the
+ * script changes nothing
+ * (https://learn.microsoft.com/en-us/sql/t-sql/functions/col-length-transact-sql). A NOT NULL
+ * column added with a DEFAULT gets the default in every existing row, and with a constant default
+ * it is a metadata-only change on Enterprise edition and Azure SQL
+ * (https://learn.microsoft.com/en-us/sql/t-sql/statements/alter-table-transact-sql#adding-not-null-columns-as-an-online-operation).
+ * Rows of earlier versions came from `@RecurringJob`, hence 'decorator'. A worker of version 2
+ * keeps running: it names its columns on insert and on select.
+ */
+const RECURRING_V3_NOTE: readonly string[] = [
+  'RecurringJobs: Source and LastJobId (schema version 3). COL_LENGTH is NULL while a column is',
+  'missing, so each ADD runs once. Existing rows get the default (they came from decorators):',
+  'https://learn.microsoft.com/en-us/sql/t-sql/statements/alter-table-transact-sql#adding-not-null-columns-as-an-online-operation',
+];
+
 /** The applock resource that serialises schema bootstrap across processes. */
 export function schemaLockResource(schema: string): string {
   return `chokaq:schema:${schema}`;
@@ -444,7 +475,7 @@ export function mssqlSchemaDdl(schema: string): string {
       schema,
       'recurring',
       RECURRING_COLUMNS,
-      [`CONSTRAINT [PK_RecurringJobs] PRIMARY KEY CLUSTERED (Name)`],
+      [`CONSTRAINT [PK_RecurringJobs] PRIMARY KEY CLUSTERED (Name)`, RECURRING_SOURCE_CHECK],
       false,
     ),
     createTable(
@@ -462,6 +493,13 @@ export function mssqlSchemaDdl(schema: string): string {
     `  ALTER TABLE ${t('hot')} SET (LOCK_ESCALATION = DISABLE);`,
     `IF NOT EXISTS (SELECT 1 FROM ${t('migrations')} WHERE Version = 2)`,
     `  INSERT INTO ${t('migrations')} (Version, Description) VALUES (2, N'claim by (queue, type); no lock escalation on JobsHot');`,
+    ...RECURRING_V3_NOTE.map((line) => `-- ${line}`),
+    `IF COL_LENGTH(N'${t('recurring')}', N'Source') IS NULL`,
+    `  ALTER TABLE ${t('recurring')} ADD ${columnDdl(MSSQL_TABLES.recurring, recurringColumn('Source'))} ${RECURRING_SOURCE_CHECK};`,
+    `IF COL_LENGTH(N'${t('recurring')}', N'LastJobId') IS NULL`,
+    `  ALTER TABLE ${t('recurring')} ADD ${columnDdl(MSSQL_TABLES.recurring, recurringColumn('LastJobId'))};`,
+    `IF NOT EXISTS (SELECT 1 FROM ${t('migrations')} WHERE Version = 3)`,
+    `  INSERT INTO ${t('migrations')} (Version, Description) VALUES (3, N'recurring jobs: source and last job id');`,
     `COMMIT;`,
   ];
   return `${parts.join('\n')}\n`;

@@ -626,6 +626,7 @@ export class PostgresJobStore implements DialectJobStore {
       d.payload,
       d.misfirePolicy,
       d.nextSlotUtc,
+      d.source,
     ]);
   }
 
@@ -643,7 +644,38 @@ export class PostgresJobStore implements DialectJobStore {
       nextSlotUtc: toDate(r.next_slot_utc)!,
       lastSlotUtc: toDate(r.last_slot_utc),
       isPaused: r.is_paused === true,
+      source: r.source === 'runtime' ? 'runtime' : 'decorator',
+      lastJobId:
+        r.last_job_id === null || r.last_job_id === undefined ? null : String(r.last_job_id),
     }));
+  }
+
+  /** @inheritdoc */
+  async setRecurringJobPaused(name: string, paused: boolean): Promise<boolean> {
+    const rows = await this.db.query('setRecurringJobPaused', SQL.setRecurringJobPaused(this.s), [
+      name,
+      paused,
+    ]);
+    return rows.length > 0;
+  }
+
+  /** @inheritdoc */
+  async removeRecurringJob(name: string): Promise<boolean> {
+    const rows = await this.db.query('removeRecurringJob', SQL.removeRecurringJob(this.s), [name]);
+    return rows.length > 0;
+  }
+
+  /** The row's `last_job_id` first (its lock orders a concurrent remove), then the enqueue. */
+  async triggerRecurringJob(
+    name: string,
+    validated: Checked<ValidatedJob>,
+  ): Promise<EnqueueResult | null> {
+    return this.db.transaction('triggerRecurringJob', async (exec) => {
+      const found = await exec(SQL.triggerRecurringJob(this.s), [name, validated.id]);
+      if (found.length === 0) return null;
+      const [result] = await this.insertJobs(exec, [validated]);
+      return result;
+    });
   }
 
   /**
@@ -659,10 +691,19 @@ export class PostgresJobStore implements DialectJobStore {
     validated: Checked<ValidatedJob> | null,
   ): Promise<EnqueueResult | null> {
     return this.db.transaction('claimRecurringSlot', async (exec) => {
-      const won = await exec(SQL.claimRecurringSlot(this.s), [name, slotUtc, nextSlotUtc]);
+      const won = await exec(SQL.claimRecurringSlot(this.s), [
+        name,
+        slotUtc,
+        nextSlotUtc,
+        validated?.id ?? null,
+      ]);
       if (won.length === 0) return null;
       if (validated === null) return null;
       const [result] = await this.insertJobs(exec, [validated]);
+      // The slot's idempotency key met a job already hot: that job is the slot's run.
+      if (result.id !== validated.id) {
+        await exec(SQL.triggerRecurringJob(this.s), [name, result.id]);
+      }
       return result;
     });
   }

@@ -205,8 +205,26 @@ const V2: PostgresMigration = {
   ],
 };
 
+/**
+ * Version 3: recurring jobs you can operate. `source` says whether a definition comes from a
+ * `@RecurringJob` (re-asserted at each start) or from `ChokaQAdmin.upsertRecurringJob` (kept until
+ * removed); `last_job_id` is the job the last claimed slot or trigger enqueued. Rows of earlier
+ * versions came from decorators, hence the default. A constant default makes `ADD COLUMN` a
+ * catalog-only change (no table rewrite, PostgreSQL 11+), and a worker of version 2 still runs:
+ * it names its columns on insert and reads with `SELECT *`.
+ */
+const V3: PostgresMigration = {
+  version: 3,
+  description: 'Recurring jobs: source and last job id',
+  statements: (s) => [
+    `ALTER TABLE ${s}.recurring_jobs ADD COLUMN IF NOT EXISTS source varchar(10) NOT NULL DEFAULT 'decorator'
+      CONSTRAINT ck_recurring_source CHECK (source IN ('decorator', 'runtime'))`,
+    `ALTER TABLE ${s}.recurring_jobs ADD COLUMN IF NOT EXISTS last_job_id varchar(36) NULL`,
+  ],
+};
+
 /** Every migration, in version order. */
-export const POSTGRES_MIGRATIONS: readonly PostgresMigration[] = [V1, V2];
+export const POSTGRES_MIGRATIONS: readonly PostgresMigration[] = [V1, V2, V3];
 
 /** The newest schema version this code expects. */
 export const POSTGRES_SCHEMA_VERSION = POSTGRES_MIGRATIONS[POSTGRES_MIGRATIONS.length - 1].version;

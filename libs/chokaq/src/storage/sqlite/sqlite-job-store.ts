@@ -633,7 +633,40 @@ export class SqliteJobStore implements DialectJobStore {
       nextSlotUtc: toDate(r.next_slot_utc)!,
       lastSlotUtc: toDate(r.last_slot_utc),
       isPaused: r.is_paused === 1,
+      source: r.source === 'runtime' ? 'runtime' : 'decorator',
+      lastJobId:
+        r.last_job_id === null || r.last_job_id === undefined ? null : String(r.last_job_id),
     }));
+  }
+
+  /** @inheritdoc */
+  async setRecurringJobPaused(name: string, paused: boolean): Promise<boolean> {
+    const params = { name, paused: paused ? 1 : 0 };
+    const changed = await this.db.write('setRecurringJobPaused', () =>
+      this.db.run(this.sql.setRecurringJobPaused, params),
+    );
+    return changed > 0;
+  }
+
+  /** @inheritdoc */
+  async removeRecurringJob(name: string): Promise<boolean> {
+    const changed = await this.db.write('removeRecurringJob', () =>
+      this.db.run(this.sql.removeRecurringJob, { name }),
+    );
+    return changed > 0;
+  }
+
+  /** The last run recorded and the job enqueued in one BEGIN IMMEDIATE transaction. */
+  async triggerRecurringJob(
+    name: string,
+    validated: Checked<ValidatedJob>,
+  ): Promise<EnqueueResult | null> {
+    return this.db.write('triggerRecurringJob', () => {
+      if (this.db.run(this.sql.triggerRecurringJob, { name, jobId: validated.id }) === 0) {
+        return null;
+      }
+      return this.insertChunk([validated])[0];
+    });
   }
 
   /**
@@ -647,10 +680,21 @@ export class SqliteJobStore implements DialectJobStore {
     nextSlotUtc: Date,
     validated: Checked<ValidatedJob> | null,
   ): Promise<EnqueueResult | null> {
-    const params = { name, slotUtc: slotUtc.getTime(), nextSlotUtc: nextSlotUtc.getTime() };
+    const params = {
+      name,
+      slotUtc: slotUtc.getTime(),
+      nextSlotUtc: nextSlotUtc.getTime(),
+      jobId: validated?.id ?? null,
+    };
     return this.db.write('claimRecurringSlot', () => {
       if (this.db.run(this.sql.claimRecurringSlot, params) === 0) return null;
-      return validated ? this.insertChunk([validated])[0] : null;
+      if (!validated) return null;
+      const result = this.insertChunk([validated])[0];
+      // The slot's idempotency key met a job already hot: that job is the slot's run.
+      if (result.id !== validated.id) {
+        this.db.run(this.sql.triggerRecurringJob, { name, jobId: result.id });
+      }
+      return result;
     });
   }
 

@@ -176,8 +176,27 @@ const V1: SqliteMigration = {
   ],
 };
 
+/**
+ * Version 2: recurring jobs you can operate. `source` says whether a definition comes from a
+ * `@RecurringJob` (re-asserted at each start) or from `ChokaQAdmin.upsertRecurringJob` (kept until
+ * removed); `last_job_id` is the job the last claimed slot or trigger enqueued. Rows of earlier
+ * versions came from decorators, hence the default. `ADD COLUMN` only edits the table's definition
+ * (no row is rewritten), and a worker of version 1 still runs: it names its columns on insert and
+ * reads with `SELECT *`. SQLite has no `ADD COLUMN IF NOT EXISTS`: the ledger row of this version
+ * is what keeps it from running twice.
+ */
+const V2: SqliteMigration = {
+  version: 2,
+  description: 'Recurring jobs: source and last job id',
+  statements: (p) => [
+    `ALTER TABLE ${p}recurring_jobs ADD COLUMN source TEXT NOT NULL DEFAULT 'decorator'
+      CHECK (source IN ('decorator', 'runtime'))`,
+    `ALTER TABLE ${p}recurring_jobs ADD COLUMN last_job_id TEXT NULL`,
+  ],
+};
+
 /** Every migration, oldest first. Append new versions; never edit a released one. */
-export const SQLITE_MIGRATIONS: readonly SqliteMigration[] = [V1];
+export const SQLITE_MIGRATIONS: readonly SqliteMigration[] = [V1, V2];
 
 /** The ledger table; created before any migration runs so its own existence is not a migration. */
 export function schemaMigrationsDdl(prefix: string): string {
