@@ -8,6 +8,7 @@ import { Client } from 'pg';
 import { DataSource } from 'typeorm';
 import { FailureReason } from '../../libs/chokaq/src/interfaces/job-status.enum';
 import { HotJob, JobLease, NewJob } from '../../libs/chokaq/src/interfaces/job.interface';
+import { RecurringJobDefinition } from '../../libs/chokaq/src/interfaces/recurring-job.interface';
 import { createJobStorage } from '../../libs/chokaq/src/storage/create-storage';
 import { JobStorage } from '../../libs/chokaq/src/storage/job-storage';
 import { PG_URL, pgAvailable } from '../support/env';
@@ -91,6 +92,18 @@ const KEYED_JOB: NewJob = {
   priority: 20,
   delayMs: 5_000,
   createdBy: 'tests',
+};
+
+const RECURRING: RecurringJobDefinition = {
+  name: 'golden.nightly',
+  cron: '0 3 * * *',
+  timeZone: 'UTC',
+  queue: 'golden.recurring',
+  type: 'nightly.v1',
+  payload: { kind: 'nightly' },
+  misfirePolicy: 'skip',
+  nextSlotUtc: new Date('2026-01-02T03:00:00.000Z'),
+  source: 'runtime',
 };
 
 const SCENARIOS: readonly Scenario[] = [
@@ -239,6 +252,41 @@ const SCENARIOS: readonly Scenario[] = [
     async run(storage, recorder) {
       const { result, statements } = await recorder.record(() => storage.enqueue(KEYED_JOB));
       expect(result.created).toBe(true);
+      return statements;
+    },
+  },
+  {
+    // The compare-and-set of a recurring slot, its enqueue and the last job it records.
+    file: 'claim-recurring-slot',
+    async run(storage, recorder) {
+      const slot = new Date('2026-01-02T03:00:00.000Z');
+      await storage.upsertRecurringJob(RECURRING);
+      const { result, statements } = await recorder.record(() =>
+        storage.claimRecurringSlot(RECURRING.name, slot, new Date('2026-01-03T03:00:00.000Z'), {
+          queue: RECURRING.queue,
+          type: RECURRING.type,
+          idempotencyKey: `recurring:${RECURRING.name}:${slot.toISOString()}`,
+          createdBy: 'chokaq:recurring',
+        }),
+      );
+      expect(result?.created).toBe(true);
+      return statements;
+    },
+  },
+  {
+    // One run outside the schedule: the last job recorded, then the enqueue, in one transaction.
+    file: 'trigger-recurring-job',
+    async run(storage, recorder) {
+      await storage.upsertRecurringJob(RECURRING);
+      const { result, statements } = await recorder.record(() =>
+        storage.triggerRecurringJob(RECURRING.name, {
+          queue: RECURRING.queue,
+          type: RECURRING.type,
+          payload: RECURRING.payload,
+          createdBy: 'ops',
+        }),
+      );
+      expect(result?.created).toBe(true);
       return statements;
     },
   },

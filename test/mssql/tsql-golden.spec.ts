@@ -28,6 +28,8 @@ const PINNED: ReadonlyArray<[file: string, name: string]> = [
   ['archive-zombies', 'archiveZombies'],
   ['enqueue-key', 'enqueue [key=true delay]'],
   ['enqueue-many', 'enqueueMany [keys]'],
+  ['claim-recurring-slot', 'claimRecurringSlot'],
+  ['trigger-recurring-job', 'triggerRecurringJob'],
 ];
 
 /** Parameters as TypeORM hands them to mssql: position, declared type, value. */
