@@ -1,5 +1,5 @@
 import { INestApplication } from '@nestjs/common';
-import { JobClient } from '../../libs/chokaq/src';
+import { ChokaQAdmin, JobClient } from '../../libs/chokaq/src';
 import { pgAvailable, PG_URL } from '../support/env';
 import { bootApp, closeAndCheck, e2eDatabase } from './support/e2e-app';
 import { TestSchema, describeEachDialect } from '../support/test-database';
@@ -206,6 +206,72 @@ describeEachDialect(
       );
       expect(Number(totals.ok)).toBe(archived.length);
       expect(Number(totals.failed)).toBe(dlq.length);
+    });
+  },
+  // The worker-process fixture and its runs table speak SQLite and PostgreSQL only.
+  { only: ['sqlite', 'postgres'] },
+);
+
+describeEachDialect(
+  'a recurring job upserted at run time, run by three worker processes',
+  ({ name: dialect }) => {
+    let s: Setup | undefined;
+    afterEach(async () => tearDown(s));
+
+    it('each every-second slot is enqueued once and run once, by processes that declare no recurring job', async () => {
+      s = await setUp(dialect);
+      const setup = s;
+      setup.workers.push(
+        ...(await Promise.all(
+          [1, 2, 3].map((n) =>
+            startWorkerProcess({
+              ...setup.fixtureBase,
+              mode: 'record',
+              options: {
+                storage: setup.db.options,
+                worker: { workerId: `rec-${n}`, pollIntervalMs: 100 },
+              },
+            }),
+          ),
+        )),
+      );
+      // The schedule lives in data: the producer-only app writes it, the workers pick it up
+      // because their handler of queue 'mp' resolves its (queue, type).
+      const admin = setup.producer.get(ChokaQAdmin);
+      await admin.upsertRecurringJob({ name: 'mp-every-second', cron: '* * * * * *', queue: 'mp' });
+      const started = Date.now();
+      await waitFor(
+        'five recurring runs recorded',
+        async () => (await setup.db.count('archive', "queue = 'mp'")) >= 5,
+        { timeoutMs: 30_000, intervalMs: 100 },
+      );
+      await admin.pauseRecurringJob('mp-every-second');
+      const elapsedSlots = Math.ceil((Date.now() - started) / 1_000) + 1;
+      await Promise.all(setup.workers.map((w) => w.stop()));
+
+      const keys: string[] = [];
+      for (const table of ['hot', 'archive', 'dlq'] as const) {
+        const rows = await setup.db.query<{ k: string; by: string }>(
+          `SELECT idempotency_key AS k, created_by AS by FROM ${setup.db.table(table)} WHERE queue = 'mp'`,
+        );
+        expect(rows.every((r) => r.by === 'chokaq:recurring')).toBe(true);
+        keys.push(...rows.map((r) => r.k));
+      }
+      expect(keys.every((k) => k.startsWith('recurring:mp-every-second:'))).toBe(true);
+      // Each slot once across the three processes, and no more slots than seconds went by.
+      expect(new Set(keys).size).toBe(keys.length);
+      expect(keys.length).toBeGreaterThanOrEqual(5);
+      expect(keys.length).toBeLessThanOrEqual(elapsedSlots + 1);
+      // Each archived job ran once.
+      const runs = await setup.db.query<{ job_id: string }>(
+        `SELECT job_id FROM ${setup.runsTable}`,
+      );
+      const archived = await ids(setup.db, 'archive', "queue = 'mp'");
+      expect(runs.map((r) => r.job_id).sort()).toEqual([...archived].sort());
+      // The row names the job of its last claimed slot.
+      const [record] = await admin.getRecurringJobs();
+      expect(record).toMatchObject({ name: 'mp-every-second', source: 'runtime', isPaused: true });
+      expect(record.lastRun?.id).toBe(record.lastJobId);
     });
   },
   // The worker-process fixture and its runs table speak SQLite and PostgreSQL only.
