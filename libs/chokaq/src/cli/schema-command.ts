@@ -1,6 +1,5 @@
-import { readFileSync } from 'node:fs';
-import { join } from 'node:path';
 import { ParseArgsConfig, parseArgs } from 'node:util';
+import { libraryVersion } from '../common/version';
 import { DEFAULT_SCHEMA, DEFAULT_SQLITE_PREFIX } from '../config/storage-defaults';
 import type { StorageDialect } from '../interfaces/job.interface';
 import { mssqlSchemaDdl } from '../storage/mssql/mssql.schema';
@@ -87,12 +86,6 @@ function parseCliArgs(args: readonly string[]): ParsedArgs | { error: string } {
   }
 }
 
-/** The version of the package this CLI ships in (`package.json` two levels above `cli/`). */
-function packageVersion(): string {
-  const file = join(__dirname, '..', '..', 'package.json');
-  return (JSON.parse(readFileSync(file, 'utf8')) as { version: string }).version;
-}
-
 /**
  * Runs `chokaq <args>` and returns the process exit code: 0 on success, 2 on a usage error (the
  * message and the usage on `err`). Pure apart from the two writers and reading the package
@@ -112,7 +105,7 @@ export function runCli(args: readonly string[], out: CliWriter, err: CliWriter):
     return 0;
   }
   if (values.version) {
-    out.write(`${packageVersion()}\n`);
+    out.write(`${libraryVersion()}\n`);
     return 0;
   }
   if (command === undefined) {
