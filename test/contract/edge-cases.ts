@@ -13,6 +13,9 @@ import {
   MAX_RETENTION_BATCH,
   MAX_SEARCH_LENGTH,
   MAX_TOP_ERRORS,
+  MAX_WORKER_HOST,
+  MAX_WORKER_LIST,
+  MAX_WORKER_REPORT_ENTRIES,
   MAX_ZOMBIE_RETRY_RULES,
 } from '../../libs/chokaq/src/validation/limits';
 import { DEFAULT_PAYLOAD_MAX_BYTES } from '../../libs/chokaq/src/validation/validate-job';
@@ -158,6 +161,12 @@ export const EDGES: Edge[] = [
     call: (s, n) => s.reportProgress(lease(), n),
   },
   {
+    name: 'reportProgress: note length',
+    path: 'note',
+    accepted: LIMITS.progressNote,
+    call: (s, n) => s.reportProgress(lease(), 50, 'n'.repeat(n)),
+  },
+  {
     name: 'rescheduleForRetry: delayMs',
     path: 'delayMs',
     accepted: LIMITS.maxDelayMs,
@@ -229,6 +238,31 @@ export const EDGES: Edge[] = [
         1,
         Array.from({ length: n }, (_, i) => ({ queue: `rule.${i}`, retry: true })),
       ),
+  },
+  // ---------------------------------------------------------------- workers
+  {
+    name: 'listWorkers: limit',
+    path: 'limit',
+    accepted: MAX_WORKER_LIST,
+    call: (s, n) => s.listWorkers({ limit: n }),
+  },
+  {
+    name: 'upsertWorker: handled queues per report',
+    path: 'handled',
+    accepted: MAX_WORKER_REPORT_ENTRIES,
+    call: (s, n) =>
+      s.upsertWorker({
+        workerId: newWorkerId(),
+        host: 'h'.repeat(MAX_WORKER_HOST),
+        pid: 1,
+        libraryVersion: '1.0.0',
+        concurrency: 1,
+        running: 0,
+        handled: { queues: Array.from({ length: n }, (_, i) => `q${i}`), types: [] },
+        circuits: {},
+        draining: false,
+        starting: true,
+      }),
   },
   // ---------------------------------------------------------------- queues and retention
   {

@@ -256,6 +256,44 @@ describeEachDialect('storage contract: ownership (fencing token)', (fixture) => 
     await expectOwnerCanFinish(lease);
   });
 
+  it('reportProgress stores its note with the percentage; a report without one clears it; the note travels with the job', async () => {
+    const queue = uniqueQueue('own.progress-note');
+    const note = 'step 2 of 5: ünïcödé, "quoted", 50% done';
+    const done = await startJob(db.storage, queue);
+    expect(await db.storage.reportProgress(done, 40, note)).toBe(1);
+    expect(await db.storage.getJob(done.id)).toMatchObject({ progress: 40, progressNote: note });
+    expect(await db.storage.reportProgress(done, 60)).toBe(1);
+    expect(await db.storage.getJob(done.id)).toMatchObject({ progress: 60, progressNote: null });
+    expect(await db.storage.reportProgress(done, 90, 'almost')).toBe(1);
+    // A stale lease writes neither.
+    const stale = leaseOf(done.id, done.workerId, randomUUID());
+    expect(await db.storage.reportProgress(stale, 10, 'stale')).toBe(0);
+    expect(await db.storage.archiveSucceeded([{ ...done, durationMs: 1 }])).toHaveLength(1);
+    expect(await db.storage.getJob(done.id)).toMatchObject({
+      pillar: 'archive',
+      progress: 90,
+      progressNote: 'almost',
+    });
+
+    const failed = await startJob(db.storage, queue);
+    await db.storage.reportProgress(failed, 30, 'uploading part 3');
+    await db.storage.moveToDlq(failed, { reason: FailureReason.Timeout, error: 'Error: slow' });
+    expect(await db.storage.getJob(failed.id)).toMatchObject({
+      pillar: 'dlq',
+      progressNote: 'uploading part 3',
+    });
+    // Resurrected, it starts afresh: no progress, no note.
+    expect(await db.storage.resurrect(failed.id)).toBe(1);
+    expect(await db.storage.getJob(failed.id)).toMatchObject({
+      pillar: 'hot',
+      progress: null,
+      progressNote: null,
+    });
+    // A note is text without NUL (the runtime replaces it before it gets here).
+    const running = await startJob(db.storage, queue);
+    await expect(db.storage.reportProgress(running, 5, 'a\u0000b')).rejects.toThrow(/note/);
+  });
+
   it('markAsProcessing is idempotent for its own lease (a retry after an ambiguous commit)', async () => {
     const queue = uniqueQueue('own.retry-start');
     const lease = await startJob(db.storage, queue, {}, { fetchedOnly: true });

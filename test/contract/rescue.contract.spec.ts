@@ -1,4 +1,5 @@
 import { FailureReason, JobStatus } from '../../libs/chokaq/src/interfaces/job-status.enum';
+import type { ZombieRescueResult } from '../../libs/chokaq/src/interfaces/job.interface';
 import { TestDatabase, describeEachDialect } from '../support/test-database';
 import { waitFor } from '../support/wait-for';
 import {
@@ -29,6 +30,15 @@ describeEachDialect('storage contract: rescue', (fixture) => {
   });
 
   const HOUR = 3_600_000;
+
+  /** The ids of a rescue, by where they went (the rows of `jobs` are checked where it matters). */
+  const moved = async (
+    result: Promise<ZombieRescueResult>,
+  ): Promise<{ dlq: string[]; retried: string[] }> => {
+    const { dlq, retried, jobs } = await result;
+    expect(jobs.map((j) => j.job.id).sort()).toEqual([...dlq, ...retried].sort());
+    return { dlq, retried };
+  };
 
   it('invariant 6: recoverAbandoned returns stale Fetched rows to Pending and leaves fresh ones', async () => {
     const queue = uniqueQueue('abandon');
@@ -114,7 +124,25 @@ describeEachDialect('storage contract: rescue', (fixture) => {
     await backdate(db, 'hot', 'last_updated_utc', [zombie.id, buffered.id], HOUR);
     const before = await countersOf(db.storage, queue);
 
-    expect(await db.storage.archiveZombies(600_000)).toEqual({ dlq: [zombie.id], retried: [] });
+    const result = await db.storage.archiveZombies(600_000);
+    expect(await moved(Promise.resolve(result))).toEqual({ dlq: [zombie.id], retried: [] });
+    // The row as the rescue found it: its queue and type, the worker that lost it, no payload.
+    expect(result.jobs).toEqual([
+      {
+        pillar: 'dlq',
+        job: expect.objectContaining({
+          id: zombie.id,
+          queue,
+          status: JobStatus.Processing,
+          attemptCount: 1,
+          workerId: zombie.workerId,
+          leaseId: zombie.leaseId,
+          heartbeatUtc: expect.any(Date),
+          payload: null,
+        }),
+      },
+    ]);
+    expect(result.jobs[0].job.type).toMatch(/^started\./);
     await expectOnlyIn(db, zombie.id, 'dlq');
     expect(await db.storage.getJob(zombie.id)).toMatchObject({
       status: JobStatus.Zombie,
@@ -143,8 +171,8 @@ describeEachDialect('storage contract: rescue', (fixture) => {
     const l = await startJob(db.storage, long);
     await backdate(db, 'hot', 'heartbeat_utc', [s.id, p.id, l.id], 5_000);
 
-    expect(await db.storage.archiveZombies(600_000)).toEqual({ dlq: [s.id], retried: [] });
-    expect(await db.storage.archiveZombies(1_000)).toEqual({ dlq: [p.id], retried: [] });
+    expect(await moved(db.storage.archiveZombies(600_000))).toEqual({ dlq: [s.id], retried: [] });
+    expect(await moved(db.storage.archiveZombies(1_000))).toEqual({ dlq: [p.id], retried: [] });
     expect((await db.storage.getJob(l.id))?.status).toBe(JobStatus.Processing);
   });
 
@@ -156,7 +184,20 @@ describeEachDialect('storage contract: rescue', (fixture) => {
     await backdate(db, 'hot', 'heartbeat_utc', [old.id], HOUR);
     const before = await countersOf(db.storage, queue);
 
-    expect(await db.storage.archiveZombies(600_000)).toEqual({ dlq: [], retried: [old.id] });
+    const result = await db.storage.archiveZombies(600_000);
+    expect(await moved(Promise.resolve(result))).toEqual({ dlq: [], retried: [old.id] });
+    // The row before the move: the worker that lost it, though the job no longer names it.
+    expect(result.jobs).toEqual([
+      {
+        pillar: 'hot',
+        job: expect.objectContaining({
+          id: old.id,
+          queue,
+          workerId: old.workerId,
+          attemptCount: 1,
+        }),
+      },
+    ]);
     await expectOnlyIn(db, old.id, 'hot');
     const view = await db.storage.getJob(old.id);
     expect(view).toMatchObject({
@@ -230,10 +271,12 @@ describeEachDialect('storage contract: rescue', (fixture) => {
     await backdate(db, 'hot', 'heartbeat_utc', [wide.id, optedOut.id], HOUR);
 
     expect(
-      await db.storage.archiveZombies(600_000, undefined, [
-        { queue, retry: true },
-        { queue, type: 'charge.v1', retry: false },
-      ]),
+      await moved(
+        db.storage.archiveZombies(600_000, undefined, [
+          { queue, retry: true },
+          { queue, type: 'charge.v1', retry: false },
+        ]),
+      ),
     ).toEqual({ dlq: [optedOut.id], retried: [wide.id] });
     expect((await db.storage.getJob(wide.id))?.status).toBe(JobStatus.Pending);
     await expectOnlyIn(db, optedOut.id, 'dlq');
@@ -245,9 +288,9 @@ describeEachDialect('storage contract: rescue', (fixture) => {
     const z = await startJob(db.storage, queue, { type: 'charge.v1' });
     await backdate(db, 'hot', 'heartbeat_utc', [z.id], HOUR);
     expect(
-      await db.storage.archiveZombies(600_000, undefined, [
-        { queue, type: 'charge.v1', retry: false },
-      ]),
+      await moved(
+        db.storage.archiveZombies(600_000, undefined, [{ queue, type: 'charge.v1', retry: false }]),
+      ),
     ).toEqual({ dlq: [], retried: [z.id] });
   });
 

@@ -18,7 +18,8 @@ import { Recorder, recordPg, recordSqlite } from './support/recorders';
 /**
  * Golden files pin, for PostgreSQL and SQLite, the exact SQL text and the parameter list that the
  * storage class really sends to its driver for the claim and every move (and the idempotency-key
- * enqueue): each operation runs against a real database while the driver is wrapped
+ * enqueue, the Workers table's upsert and read, and the progress write): each operation runs
+ * against a real database while the driver is wrapped
  * (`pg` `Client.prototype.query`; better-sqlite3 statement `run/get/all/iterate` and `exec`), and
  * every statement it sent, in order, transaction control included, is compared with
  * `test/golden/<dialect>/<operation>.sql` byte for byte. Parameters are pinned as a stable
@@ -248,6 +249,48 @@ const SCENARIOS: readonly Scenario[] = [
     },
   },
   {
+    // A worker's first report (starting) into its row of the Workers table.
+    file: 'upsert-worker',
+    async run(storage, recorder) {
+      const { statements } = await recorder.record(() =>
+        storage.upsertWorker({
+          workerId: WORKER,
+          host: 'host',
+          pid: 42,
+          libraryVersion: '0.1.0',
+          concurrency: 10,
+          running: 0,
+          handled: { queues: ['emails'], types: [{ queue: 'billing', type: 'invoice.v2' }] },
+          circuits: { 'billing/invoice.v2': 'open' },
+          draining: false,
+          starting: true,
+        }),
+      );
+      return statements;
+    },
+  },
+  {
+    file: 'list-workers',
+    async run(storage, recorder) {
+      const { result, statements } = await recorder.record(() =>
+        storage.listWorkers({ lostAfterMs: 600_000 }),
+      );
+      expect(result).toEqual([]);
+      return statements;
+    },
+  },
+  {
+    file: 'report-progress',
+    async run(storage, recorder) {
+      const [lease] = await processing(storage, 'golden.progress');
+      const { result, statements } = await recorder.record(() =>
+        storage.reportProgress(lease, 40, 'step 2 of 5'),
+      );
+      expect(result).toBe(1);
+      return statements;
+    },
+  },
+  {
     file: 'enqueue-key',
     async run(storage, recorder) {
       const { result, statements } = await recorder.record(() => storage.enqueue(KEYED_JOB));
@@ -318,6 +361,7 @@ const TABLES = [
   'metric_buckets',
   'queues',
   'recurring_jobs',
+  'workers',
 ];
 
 function defineGoldens(dir: string, open: () => Promise<Harness>): void {

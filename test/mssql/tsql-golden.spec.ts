@@ -5,7 +5,8 @@ import { catalogue } from './support/statements';
 
 /**
  * Golden files pin the exact T-SQL text and parameter list of the claim (and its retry read-back)
- * and of every move (and the enqueue paths that carry the idempotency-key locking). A change to any of them must be a
+ * and of every move (and the enqueue paths that carry the idempotency-key locking), and of the
+ * Workers table's upsert and read and the progress write. A change to any of them must be a
  * conscious act: review the diff, then regenerate with
  *
  *   CHOKAQ_UPDATE_GOLDEN=1 npx jest test/mssql/tsql-golden && npx prettier --write test/golden/mssql
@@ -30,6 +31,9 @@ const PINNED: ReadonlyArray<[file: string, name: string]> = [
   ['enqueue-many', 'enqueueMany [keys]'],
   ['claim-recurring-slot', 'claimRecurringSlot'],
   ['trigger-recurring-job', 'triggerRecurringJob'],
+  ['upsert-worker', 'upsertWorker [starting]'],
+  ['list-workers', 'listWorkers'],
+  ['report-progress', 'reportProgress'],
 ];
 
 /** Parameters as TypeORM hands them to mssql: position, declared type, value. */

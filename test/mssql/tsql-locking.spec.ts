@@ -83,9 +83,38 @@ describe('SQL Server lock hints and isolation', () => {
     );
   });
 
+  it('the DDL has the Workers table and the progress note, added where missing (version 4)', () => {
+    const ddl = mssqlSchemaDdl('chokaq');
+    expect(MSSQL_SCHEMA_VERSION).toBeGreaterThanOrEqual(4);
+    expect(ddl).toContain("IF OBJECT_ID(N'[chokaq].[Workers]', N'U') IS NULL");
+    expect(ddl).toContain('CONSTRAINT [PK_Workers] PRIMARY KEY CLUSTERED (WorkerId)');
+    // A new database gets the column from CREATE TABLE; an older one from the guarded ALTER.
+    expect(ddl).toMatch(
+      /CREATE TABLE \[chokaq\]\.\[JobsHot\] \([^;]*ProgressNote nvarchar\(500\) NULL/,
+    );
+    for (const table of ['JobsHot', 'JobsArchive', 'JobsDLQ']) {
+      expect(ddl).toContain(
+        `IF COL_LENGTH(N'[chokaq].[${table}]', N'ProgressNote') IS NULL\n  ALTER TABLE [chokaq].[${table}] ADD ProgressNote nvarchar(500) NULL;`,
+      );
+    }
+    expect(ddl).toMatch(
+      /INSERT INTO \[chokaq\]\.\[SchemaMigrations\] \(Version, Description\) VALUES \(4, /,
+    );
+  });
+
   it('claimRecurringSlot records the slot job in the compare-and-set, keeping the last one when none is enqueued', () => {
     const sql = one('claimRecurringSlot').statement.sql;
     expect(sql).toContain('LastJobId = COALESCE(CAST(@3 AS varchar(36)), LastJobId)');
+  });
+
+  it('upsertWorker updates under UPDLOCK, HOLDLOCK and inserts only when no row changed, in one transaction', () => {
+    for (const variant of ['starting', 'beat']) {
+      const sql = one('upsertWorker', variant).statement.sql;
+      expect(sql).toMatch(
+        /SET XACT_ABORT ON;[\s\S]*BEGIN TRAN;\nUPDATE w SET[\s\S]*FROM \[chokaq\]\.\[Workers\] AS w WITH \(UPDLOCK, HOLDLOCK\)\nWHERE w\.WorkerId = @0;\nIF @@ROWCOUNT = 0\n {2}INSERT INTO \[chokaq\]\.\[Workers\][\s\S]*\nCOMMIT;/,
+      );
+      expect(sql).not.toMatch(/\bMERGE\b/);
+    }
   });
 
   it('getSummary estimates the archive and the DLQ from sys.partitions instead of counting them', () => {

@@ -41,6 +41,10 @@ interface Values {
   cron: string;
   zone: string;
   date: Date;
+  note: string;
+  host: string;
+  version: string;
+  json: string;
 }
 
 const SHORT: Values = {
@@ -62,6 +66,10 @@ const SHORT: Values = {
   cron: '* * * * *',
   zone: 'UTC',
   date: new Date('2026-01-02T03:04:05.678Z'),
+  note: '',
+  host: 'h',
+  version: '0',
+  json: '{}',
 };
 
 /** The longest values validation accepts (search and tag made of characters LIKE escapes). */
@@ -84,6 +92,10 @@ const LONG: Values = {
   cron: '0 0 * * *'.padEnd(255, ' '),
   zone: 'Z'.repeat(100),
   date: new Date('2099-12-31T23:59:59.999Z'),
+  note: 'N'.repeat(500),
+  host: 'H'.repeat(255),
+  version: 'V'.repeat(100),
+  json: `{"queues":["${'q'.repeat(50_000)}"],"types":[]}`,
 };
 
 type Case = [builder: keyof typeof SQL, variant: string, build: (v: Values) => MssqlStatement];
@@ -157,7 +169,7 @@ function cases(): Case[] {
     ['markAsProcessing', '', (v) => SQL.markAsProcessing(s, [lease(v)])],
     ['keepAlive', '', (v) => SQL.keepAlive(s, v.workerId, [lease(v)])],
     ['release', '', (v) => SQL.release(s, [lease(v)], 1_000)],
-    ['reportProgress', '', (v) => SQL.reportProgress(s, lease(v), 50)],
+    ['reportProgress', '', (v) => SQL.reportProgress(s, lease(v), 50, v.note)],
     ['rescheduleForRetry', '', (v) => SQL.rescheduleForRetry(s, lease(v), 1_000, v.error)],
     ['archiveSucceeded', '', (v) => SQL.archiveSucceeded(s, [{ ...lease(v), durationMs: 5 }])],
     [
@@ -210,6 +222,26 @@ function cases(): Case[] {
     ['applyRetentionArchive', '', () => SQL.applyRetentionArchive(s, 1_000, 100)],
     ['applyRetentionDlq', '', () => SQL.applyRetentionDlq(s, 1_000, 100)],
     ['applyRetentionBuckets', '', () => SQL.applyRetentionBuckets(s, 1_000, 100)],
+    ['applyRetentionWorkers', '', () => SQL.applyRetentionWorkers(s, 1_000, 100)],
+    [
+      'upsertWorker',
+      '',
+      (v) =>
+        SQL.upsertWorker(s, {
+          workerId: v.workerId,
+          host: v.host,
+          pid: 42,
+          libraryVersion: v.version,
+          concurrency: 10,
+          running: 3,
+          handled: v.json,
+          circuits: v.json,
+          draining: false,
+          starting: true,
+        }),
+    ],
+    ['markWorkerStopped', '', (v) => SQL.markWorkerStopped(s, v.workerId)],
+    ['listWorkers', '', () => SQL.listWorkers(s, 600_000, 1_000)],
     ['selectPage', 'hot', (v) => SQL.selectPage(s, 'hot', page(v, 'hot'))],
     ['selectPage', 'dlq', (v) => SQL.selectPage(s, 'dlq', page(v, 'dlq'))],
     ['countPage', '', (v) => SQL.countPage(s, 'dlq', dlqFilter(v))],

@@ -215,6 +215,7 @@ describePostgres(
         'recurring_jobs',
         'schema_migrations',
         'stats_summary',
+        'workers',
       ]);
       await Promise.all([...first, ...again].map((s) => s.ensureSchema()));
       expect(

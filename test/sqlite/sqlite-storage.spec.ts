@@ -37,7 +37,7 @@ describe('SQLite storage', () => {
     db.query(`SELECT * FROM ${db.table(table)} WHERE ${where}`, params);
 
   describe('the file and the connection', () => {
-    it('creates every table under the prefix, records version 1, runs in WAL mode, and ensureSchema is idempotent', async () => {
+    it('creates every table under the prefix, records every version, runs in WAL mode, and ensureSchema is idempotent', async () => {
       await db.storage.ensureSchema();
       await db.storage.ensureSchema();
       const tables = (
@@ -54,6 +54,7 @@ describe('SQLite storage', () => {
         'queues',
         'recurring',
         'migrations',
+        'workers',
       ];
       for (const t of logical) expect(tables).toContain(db.table(t));
       expect(

@@ -21,7 +21,15 @@ import { MSSQL_URL, PG_URL, mssqlAvailable, pgAvailable } from './env';
 
 /** Logical table names, the same on every dialect. */
 export type TableName =
-  'hot' | 'archive' | 'dlq' | 'stats' | 'buckets' | 'queues' | 'recurring' | 'migrations';
+  | 'hot'
+  | 'archive'
+  | 'dlq'
+  | 'stats'
+  | 'buckets'
+  | 'queues'
+  | 'recurring'
+  | 'migrations'
+  | 'workers';
 
 /** Table names on SQLite (after the prefix) and PostgreSQL; SQL Server's come from the library. */
 const SNAKE_NAMES: Record<TableName, string> = {
@@ -33,6 +41,7 @@ const SNAKE_NAMES: Record<TableName, string> = {
   queues: 'queues',
   recurring: 'recurring_jobs',
   migrations: 'schema_migrations',
+  workers: 'workers',
 };
 
 /** `worker_id` → `WorkerId`: SPEC §2's SQL Server spelling of a snake_case column. */

@@ -20,7 +20,11 @@ export type StorageContractTypes = [
   api.RunRef,
   api.DlqMove,
   api.ZombieRescueResult,
+  api.RescuedZombie,
   api.ZombieRetryRule,
+  api.WorkerHeartbeat,
+  api.WorkerInfo,
+  api.WorkerQuery,
   api.RecurringJobDefinition,
   api.RecurringJobRecord,
 ];

@@ -83,12 +83,20 @@ export type {
   QueuePatch,
   ResurrectEdits,
   RetentionPolicy,
+  RescuedZombie,
   RetentionResult,
   RunRef,
   StorageDialect,
   ZombieRescueResult,
   ZombieRetryRule,
 } from './interfaces/job.interface';
+export type {
+  CircuitState,
+  WorkerHeartbeat,
+  WorkerInfo,
+  WorkerQuery,
+  WorkerState,
+} from './interfaces/worker.interface';
 export type {
   ActiveFilter,
   BulkPreview,

@@ -1,24 +1,27 @@
--- [1/8] run
+-- [1/9] run
 BEGIN IMMEDIATE
 
--- [2/8] all
+-- [2/9] all
+SELECT h.id, h.queue, h.type, h.tags, h.idempotency_key, h.priority, h.status, h.attempt_count, h.worker_id, h.lease_id, h.heartbeat_utc, h.scheduled_at_utc, h.created_at_utc, h.enqueued_at_utc, h.started_at_utc, h.last_updated_utc, h.created_by, h.last_modified_by, h.last_error, h.cancel_requested_utc, h.progress, h.progress_note, (COALESCE(q.retry_zombies, 0) = 1 OR COALESCE(
+          (SELECT r.value ->> 'retry' FROM json_each(@rules) r
+           WHERE r.value ->> 'queue' = h.queue AND r.value ->> 'type' = h.type),
+          (SELECT r.value ->> 'retry' FROM json_each(@rules) r
+           WHERE r.value ->> 'queue' = h.queue AND r.value ->> 'type' IS NULL),
+          0) = 1) AS retry
+      FROM chokaq_jobs_hot h LEFT JOIN chokaq_queues q ON q.name = h.queue
+      WHERE h.status = 2
+        AND COALESCE(h.heartbeat_utc, h.started_at_utc, h.last_updated_utc)
+            < CAST(ROUND(unixepoch('subsec') * 1000) AS INTEGER) - COALESCE(q.zombie_timeout_seconds * 1000, @defaultTimeoutMs)
+      ORDER BY h.heartbeat_utc LIMIT @limit
+
+-- [3/9] all
 UPDATE chokaq_jobs_hot
       SET status = 0, worker_id = NULL, lease_id = NULL, heartbeat_utc = NULL,
           last_error = @error, last_updated_utc = CAST(ROUND(unixepoch('subsec') * 1000) AS INTEGER)
-      WHERE status = 2 AND id IN (
-        SELECT h.id FROM chokaq_jobs_hot h LEFT JOIN chokaq_queues q ON q.name = h.queue
-        WHERE h.status = 2 AND (COALESCE(q.retry_zombies, 0) = 1 OR COALESCE(
-          (SELECT r.value ->> 'retry' FROM json_each(@rules) r
-           WHERE r.value ->> 'queue' = h.queue AND r.value ->> 'type' = h.type),
-          (SELECT r.value ->> 'retry' FROM json_each(@rules) r
-           WHERE r.value ->> 'queue' = h.queue AND r.value ->> 'type' IS NULL),
-          0) = 1)
-          AND COALESCE(h.heartbeat_utc, h.started_at_utc, h.last_updated_utc)
-              < CAST(ROUND(unixepoch('subsec') * 1000) AS INTEGER) - COALESCE(q.zombie_timeout_seconds * 1000, @defaultTimeoutMs)
-        ORDER BY h.heartbeat_utc LIMIT @limit)
+      WHERE status = 2 AND id IN (SELECT value FROM json_each(@ids))
       RETURNING id, queue
 
--- [3/8] run
+-- [4/9] run
 INSERT INTO chokaq_stats_summary (queue, succeeded_total, failed_total, cancelled_total,
         retried_total, resurrected_total, last_activity_utc)
       SELECT value ->> 'queue', value ->> 'succeeded', value ->> 'failed', value ->> 'cancelled',
@@ -32,27 +35,15 @@ INSERT INTO chokaq_stats_summary (queue, succeeded_total, failed_total, cancelle
         resurrected_total = resurrected_total + excluded.resurrected_total,
         last_activity_utc = excluded.last_activity_utc
 
--- [4/8] all
-DELETE FROM chokaq_jobs_hot
-      WHERE status = 2 AND id IN (
-        SELECT h.id FROM chokaq_jobs_hot h LEFT JOIN chokaq_queues q ON q.name = h.queue
-        WHERE h.status = 2 AND NOT (COALESCE(q.retry_zombies, 0) = 1 OR COALESCE(
-          (SELECT r.value ->> 'retry' FROM json_each(@rules) r
-           WHERE r.value ->> 'queue' = h.queue AND r.value ->> 'type' = h.type),
-          (SELECT r.value ->> 'retry' FROM json_each(@rules) r
-           WHERE r.value ->> 'queue' = h.queue AND r.value ->> 'type' IS NULL),
-          0) = 1)
-          AND COALESCE(h.heartbeat_utc, h.started_at_utc, h.last_updated_utc)
-              < CAST(ROUND(unixepoch('subsec') * 1000) AS INTEGER) - COALESCE(q.zombie_timeout_seconds * 1000, @defaultTimeoutMs)
-        ORDER BY h.heartbeat_utc LIMIT @limit)
-      RETURNING *
+-- [5/9] all
+DELETE FROM chokaq_jobs_hot WHERE status = 2 AND id IN (SELECT value FROM json_each(@ids)) RETURNING *
 
--- [5/8] run
-INSERT INTO chokaq_jobs_dlq (id, queue, type, payload, tags, idempotency_key, priority, status, attempt_count, worker_id, lease_id, heartbeat_utc, scheduled_at_utc, created_at_utc, enqueued_at_utc, started_at_utc, last_updated_utc, created_by, last_modified_by, last_error, cancel_requested_utc, progress, failure_reason, error_details, failed_at_utc)
-      SELECT m.value ->> 'id', m.value ->> 'queue', m.value ->> 'type', m.value ->> 'payload', m.value ->> 'tags', m.value ->> 'idempotency_key', m.value ->> 'priority', m.value ->> 'status', m.value ->> 'attempt_count', m.value ->> 'worker_id', m.value ->> 'lease_id', m.value ->> 'heartbeat_utc', m.value ->> 'scheduled_at_utc', m.value ->> 'created_at_utc', m.value ->> 'enqueued_at_utc', m.value ->> 'started_at_utc', m.value ->> 'last_updated_utc', m.value ->> 'created_by', m.value ->> 'last_modified_by', m.value ->> 'last_error', m.value ->> 'cancel_requested_utc', m.value ->> 'progress', m.value ->> 'failure_reason', m.value ->> 'error_details', CAST(ROUND(unixepoch('subsec') * 1000) AS INTEGER)
+-- [6/9] run
+INSERT INTO chokaq_jobs_dlq (id, queue, type, payload, tags, idempotency_key, priority, status, attempt_count, worker_id, lease_id, heartbeat_utc, scheduled_at_utc, created_at_utc, enqueued_at_utc, started_at_utc, last_updated_utc, created_by, last_modified_by, last_error, cancel_requested_utc, progress, progress_note, failure_reason, error_details, failed_at_utc)
+      SELECT m.value ->> 'id', m.value ->> 'queue', m.value ->> 'type', m.value ->> 'payload', m.value ->> 'tags', m.value ->> 'idempotency_key', m.value ->> 'priority', m.value ->> 'status', m.value ->> 'attempt_count', m.value ->> 'worker_id', m.value ->> 'lease_id', m.value ->> 'heartbeat_utc', m.value ->> 'scheduled_at_utc', m.value ->> 'created_at_utc', m.value ->> 'enqueued_at_utc', m.value ->> 'started_at_utc', m.value ->> 'last_updated_utc', m.value ->> 'created_by', m.value ->> 'last_modified_by', m.value ->> 'last_error', m.value ->> 'cancel_requested_utc', m.value ->> 'progress', m.value ->> 'progress_note', m.value ->> 'failure_reason', m.value ->> 'error_details', CAST(ROUND(unixepoch('subsec') * 1000) AS INTEGER)
       FROM json_each(@moved) AS m ORDER BY m.key
 
--- [6/8] run
+-- [7/9] run
 INSERT INTO chokaq_stats_summary (queue, succeeded_total, failed_total, cancelled_total,
         retried_total, resurrected_total, last_activity_utc)
       SELECT value ->> 'queue', value ->> 'succeeded', value ->> 'failed', value ->> 'cancelled',
@@ -66,7 +57,7 @@ INSERT INTO chokaq_stats_summary (queue, succeeded_total, failed_total, cancelle
         resurrected_total = resurrected_total + excluded.resurrected_total,
         last_activity_utc = excluded.last_activity_utc
 
--- [7/8] run
+-- [8/9] run
 INSERT INTO chokaq_metric_buckets (bucket_utc, queue, outcome, failure_reason, completed_count,
         duration_count, total_duration_ms, max_duration_ms)
       SELECT ((CAST(ROUND(unixepoch('subsec') * 1000) AS INTEGER) / 1000) * 1000), value ->> 'queue', value ->> 'outcome', value ->> 'failure_reason',
@@ -79,5 +70,5 @@ INSERT INTO chokaq_metric_buckets (bucket_utc, queue, outcome, failure_reason, c
         total_duration_ms = total_duration_ms + excluded.total_duration_ms,
         max_duration_ms = MAX(max_duration_ms, excluded.max_duration_ms)
 
--- [8/8] run
+-- [9/9] run
 COMMIT

@@ -177,7 +177,8 @@ export function catalogue(schema = SCHEMA): CatalogueEntry[] {
   add('keepAlive', '', 'transition', SQL.keepAlive(schema, LEASE.workerId, [LEASE]));
   add('release', 'no delay', 'transition', SQL.release(schema, [LEASE], null));
   add('release', 'delay', 'transition', SQL.release(schema, [LEASE], 30_000));
-  add('reportProgress', '', 'transition', SQL.reportProgress(schema, LEASE, 42));
+  add('reportProgress', '', 'transition', SQL.reportProgress(schema, LEASE, 42, 'step 2 of 5'));
+  add('reportProgress', 'no note', 'transition', SQL.reportProgress(schema, LEASE, 42, null));
   add(
     'rescheduleForRetry',
     '',
@@ -280,6 +281,34 @@ export function catalogue(schema = SCHEMA): CatalogueEntry[] {
   for (const [target, step] of retentionSteps) {
     add('applyRetention', target, 'transition', step(schema, 86_400_000, 1_000));
   }
+  add(
+    'applyRetention',
+    'workers',
+    'transition',
+    SQL.applyRetentionWorkers(schema, 86_400_000, 1_000),
+  );
+
+  for (const starting of [true, false]) {
+    add(
+      'upsertWorker',
+      starting ? 'starting' : 'beat',
+      'transition',
+      SQL.upsertWorker(schema, {
+        workerId: LEASE.workerId,
+        host: 'host',
+        pid: 42,
+        libraryVersion: '0.1.0',
+        concurrency: 10,
+        running: 3,
+        handled: JSON.stringify({ queues: ['emails'], types: [{ queue: 'billing', type: 'x' }] }),
+        circuits: JSON.stringify({ 'billing/x': 'open' }),
+        draining: !starting,
+        starting,
+      }),
+    );
+  }
+  add('markWorkerStopped', '', 'transition', SQL.markWorkerStopped(schema, LEASE.workerId));
+  add('listWorkers', '', 'read', SQL.listWorkers(schema, 600_000, 1_000));
 
   add('getJob', '', 'read', SQL.getJob(schema, ID));
   for (const pillar of ['hot', 'archive', 'dlq'] as const) {

@@ -29,6 +29,7 @@ export function hotJob(overrides: Partial<HotJob> = {}, now = new Date()): HotJo
     lastError: null,
     cancelRequestedUtc: null,
     progress: null,
+    progressNote: null,
     ...overrides,
   };
 }

@@ -116,6 +116,8 @@ export interface HotJob {
   lastError: string | null;
   cancelRequestedUtc: Date | null;
   progress: number | null;
+  /** The note reported with {@link HotJob.progress} (`ctx.reportProgress(percent, note)`), if any. */
+  progressNote: string | null;
 }
 
 /** Result of `keepAlive`. @publicApi */
@@ -163,12 +165,27 @@ export interface ResurrectEdits {
   priority?: number;
 }
 
+/**
+ * One zombie that `archiveZombies` moved on: where it went, and its hot row as the rescue found it
+ * (status Processing, the lost worker's `workerId` and `leaseId`, the expired `heartbeatUtc`).
+ * The payload is not read (null): one sweep moves up to 1,000 rows, and their payloads may be
+ * large. @publicApi
+ */
+export interface RescuedZombie {
+  /** `dlq`: moved to the DLQ as Zombie; `hot`: returned to Pending, attempt kept. */
+  pillar: 'dlq' | 'hot';
+  /** The row before the move, `payload` null. `job.workerId` is the worker that lost it. */
+  job: HotJob;
+}
+
 /** Result of `archiveZombies`. @publicApi */
 export interface ZombieRescueResult {
   /** Moved to DLQ as Zombie. */
   dlq: string[];
   /** Returned to Pending (queues with `RetryZombies`, or a handler rule that opts in). */
   retried: string[];
+  /** Every job of {@link dlq} and {@link retried}, with the row it had when rescued. */
+  jobs: RescuedZombie[];
 }
 
 /**
@@ -212,6 +229,11 @@ export interface RetentionPolicy {
   archiveMs: number;
   dlqMs: number;
   metricsMs: number;
+  /**
+   * Rows of the Workers table not seen for this long (stopped or lost workers) are removed.
+   * Default 86,400,000 (1 day).
+   */
+  workersMs?: number;
   batchSize?: number;
 }
 
@@ -220,4 +242,6 @@ export interface RetentionResult {
   archive: number;
   dlq: number;
   metricBuckets: number;
+  /** Rows of the Workers table (stopped or lost workers). */
+  workers: number;
 }

@@ -31,6 +31,7 @@ const READS = [
   'getThroughput',
   'getTopDlqErrors',
   'previewDlqFilter',
+  'listWorkers',
 ];
 
 function queries(summary: { pending: number }): DialectJobQueries {

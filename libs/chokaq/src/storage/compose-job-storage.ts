@@ -13,6 +13,7 @@ const QUERY_METHODS = [
   'getThroughput',
   'getTopDlqErrors',
   'previewDlqFilter',
+  'listWorkers',
 ] as const satisfies readonly (keyof JobQueries)[];
 
 /** Fails to compile when `JobQueries` gains a method that {@link QUERY_METHODS} does not list. */

@@ -25,9 +25,12 @@ import type {
   RunRef,
   ZombieRescueResult,
 } from '../interfaces/job.interface';
+import type { WorkerInfo } from '../interfaces/worker.interface';
 import type {
   CheckedDlqMove,
   CheckedRecurringDefinition,
+  CheckedWorkerHeartbeat,
+  CheckedWorkerQuery,
   CheckedZombieRetryRule,
 } from '../validation/validate-args';
 import type { ValidatedEdits, ValidatedJob } from '../validation/validate-job';
@@ -83,7 +86,7 @@ export interface DialectJobStorage extends Pick<
   markAsProcessing(leases: readonly Checked<JobLease>[]): Promise<string[]>;
   keepAlive(workerId: string, leases: readonly Checked<JobLease>[]): Promise<KeepAliveResult>;
   release(leases: readonly Checked<JobLease>[], delayMs: number | null): Promise<number>;
-  reportProgress(lease: Checked<JobLease>, percent: number): Promise<number>;
+  reportProgress(lease: Checked<JobLease>, percent: number, note: string | null): Promise<number>;
   rescheduleForRetry(lease: Checked<JobLease>, delayMs: number, error: string): Promise<number>;
   archiveSucceeded(items: readonly Checked<CompletedJob>[]): Promise<RunRef[]>;
   moveToDlq(
@@ -106,6 +109,10 @@ export interface DialectJobStorage extends Pick<
   recoverAbandoned(fetchedTimeoutMs: number, limit: number): Promise<number>;
   archiveZombies(sweep: Checked<ZombieSweep>): Promise<ZombieRescueResult>;
 
+  // ---------------------------------------------------------------- workers
+  upsertWorker(report: Checked<CheckedWorkerHeartbeat>): Promise<void>;
+  markWorkerStopped(workerId: string): Promise<number>;
+
   // ---------------------------------------------------------------- queues
   updateQueue(name: string, patch: Checked<QueuePatch>): Promise<QueueInfo>;
 
@@ -122,6 +129,7 @@ export interface DialectJobStorage extends Pick<
   getThroughput(queue?: string): Promise<ThroughputStats>;
   getTopDlqErrors(limit: number, filter: Checked<DlqFilter>): Promise<DlqErrorFamily[]>;
   previewDlqFilter(filter: Checked<DlqFilter>, max: number): Promise<BulkPreview>;
+  listWorkers(query: Checked<CheckedWorkerQuery>): Promise<WorkerInfo[]>;
 
   // ---------------------------------------------------------------- recurring jobs
   upsertRecurringJob(definition: Checked<CheckedRecurringDefinition>): Promise<void>;

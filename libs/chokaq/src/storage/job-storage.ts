@@ -37,6 +37,7 @@ import type {
   RecurringJobDefinition,
   RecurringJobRecord,
 } from '../interfaces/recurring-job.interface';
+import type { WorkerHeartbeat, WorkerInfo, WorkerQuery } from '../interfaces/worker.interface';
 
 /**
  * The storage contract of ChokaQ: every state change of a job is one of these operations, and
@@ -160,10 +161,10 @@ export interface JobStore {
   release(leases: readonly JobLease[], delayMs?: number): Promise<number>;
 
   /**
-   * Writes `Progress` (0–100) on an owned Processing row. Best effort, for operators' eyes only.
-   * Returns rows changed (0 or 1).
+   * Writes `Progress` (0–100) and `ProgressNote` (at most 500 characters; none clears it) on an
+   * owned Processing row. Best effort, for operators' eyes only. Returns rows changed (0 or 1).
    */
-  reportProgress(lease: JobLease, percent: number): Promise<number>;
+  reportProgress(lease: JobLease, percent: number, note?: string | null): Promise<number>;
 
   /** Processing → Pending after a retryable failure (`Status = 2`, lease matches). Returns rows changed (0 or 1). */
   rescheduleForRetry(lease: JobLease, delayMs: number, error: string): Promise<number>;
@@ -213,13 +214,30 @@ export interface JobStore {
    * Processing rows whose `HeartbeatUtc` is older than their queue's `ZombieTimeoutSeconds` (or
    * `defaultZombieTimeoutMs`) → DLQ as Zombie, or → Pending with `LastError` (attempt kept) where
    * the queue has `RetryZombies` or `retryRules` resolve the row's `(queue, type)` to a handler that
-   * opts in. At most `limit` rows (default 1,000).
+   * opts in. At most `limit` rows (default 1,000). The result names each rescued job with the row
+   * the rescue found (its queue, type, attempt and the worker that lost it), payload not read.
    */
   archiveZombies(
     defaultZombieTimeoutMs: number,
     limit?: number,
     retryRules?: readonly ZombieRetryRule[],
   ): Promise<ZombieRescueResult>;
+
+  // ---------------------------------------------------------------- workers
+
+  /**
+   * Upserts the reporting process's row of the Workers table: every reported field, `LastSeenUtc`
+   * = now, and with `starting` also `StartedAtUtc` = now and no stop. A report without `starting`
+   * keeps `StartedAtUtc` and a recorded stop (a row that is missing is created either way). Each
+   * worker process calls it with its heartbeat.
+   */
+  upsertWorker(report: WorkerHeartbeat): Promise<void>;
+
+  /**
+   * Records a clean stop of the worker: `StoppedAtUtc` = `LastSeenUtc` = now, running 0. Returns
+   * rows changed (0 when the row is missing or already stopped).
+   */
+  markWorkerStopped(workerId: string): Promise<number>;
 
   // ---------------------------------------------------------------- queues
 
@@ -239,8 +257,9 @@ export interface JobStore {
 
   /**
    * Retention: deletes archive rows finished before now − `archiveMs`, DLQ rows failed before
-   * now − `dlqMs`, metric buckets older than now − `metricsMs`, in batches of `batchSize`, each batch
-   * its own short transaction. Counters are lifetime and never change here.
+   * now − `dlqMs`, metric buckets older than now − `metricsMs` and Workers rows last seen before
+   * now − `workersMs`, in batches of `batchSize`, each batch its own short transaction. Counters
+   * are lifetime and never change here.
    */
   applyRetention(policy: RetentionPolicy): Promise<RetentionResult>;
 
@@ -283,8 +302,8 @@ export interface JobStore {
 }
 
 /**
- * The read half of {@link JobStorage}: one job, pages, stats, health, throughput, top errors and
- * bulk previews — what operators and dashboards ask. Nothing here changes a row, and the runtime
+ * The read half of {@link JobStorage}: one job, pages, stats, health, throughput, top errors,
+ * bulk previews and the workers — what operators and dashboards ask. Nothing here changes a row, and the runtime
  * never calls it.
  *
  * @publicApi
@@ -319,4 +338,11 @@ export interface JobQueries {
 
   /** What a bulk DLQ action on `filter` would touch: matched count, will-affect (≤ max), sample ids. */
   previewDlqFilter(filter: DlqFilter, max: number): Promise<BulkPreview>;
+
+  /**
+   * The Workers table, the most recently seen first, each row with its state: `stopped` when it
+   * recorded a clean stop, else `lost` when not seen for longer than `lostAfterMs` (database
+   * clock), else `draining` or `running`. Works from any process, a producer-only one included.
+   */
+  listWorkers(query?: WorkerQuery): Promise<WorkerInfo[]>;
 }

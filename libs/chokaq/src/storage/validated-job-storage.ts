@@ -40,6 +40,8 @@ import type {
   RecurringJobDefinition,
   RecurringJobRecord,
 } from '../interfaces/recurring-job.interface';
+import type { WorkerHeartbeat, WorkerInfo, WorkerQuery } from '../interfaces/worker.interface';
+import { CHOKAQ_DEFAULTS } from '../config/resolve-options';
 import { LIMITS, MAX_RESCUE_BATCH, MAX_TOP_ERRORS } from '../validation/limits';
 import {
   assertActor,
@@ -50,11 +52,14 @@ import {
   assertDlqMove,
   assertFetchRequest,
   assertLeases,
+  assertProgressNote,
   assertQueuePatch,
   assertRecurringDefinition,
   assertRecurringName,
   assertRetentionPolicy,
+  assertWorkerHeartbeat,
   assertWorkerId,
+  assertWorkerQuery,
   assertZombieRetryRules,
   isLeaseTarget,
 } from '../validation/validate-args';
@@ -189,9 +194,10 @@ export class ValidatedJobStorage implements JobStorage {
   }
 
   /** @inheritdoc */
-  async reportProgress(lease: JobLease, percent: number): Promise<number> {
+  async reportProgress(lease: JobLease, percent: number, note?: string | null): Promise<number> {
     const [valid] = assertLeases([lease], 'lease');
-    return this.inner.reportProgress(checked(valid), assertProgress(percent));
+    const value = assertProgress(percent);
+    return this.inner.reportProgress(checked(valid), value, assertProgressNote(note));
   }
 
   /** @inheritdoc */
@@ -276,8 +282,20 @@ export class ValidatedJobStorage implements JobStorage {
       rules: assertZombieRetryRules(retryRules),
       error: STORED_TEXT.zombie,
     };
-    if (sweep.limit === 0) return { dlq: [], retried: [] };
+    if (sweep.limit === 0) return { dlq: [], retried: [], jobs: [] };
     return this.inner.archiveZombies(checked(sweep));
+  }
+
+  // ---------------------------------------------------------------- workers
+
+  /** @inheritdoc */
+  async upsertWorker(report: WorkerHeartbeat): Promise<void> {
+    return this.inner.upsertWorker(checked(assertWorkerHeartbeat(report)));
+  }
+
+  /** @inheritdoc */
+  async markWorkerStopped(workerId: string): Promise<number> {
+    return this.inner.markWorkerStopped(assertWorkerId(workerId));
   }
 
   // ---------------------------------------------------------------- queues
@@ -371,6 +389,12 @@ export class ValidatedJobStorage implements JobStorage {
     const valid = assertDlqFilter(filter);
     const limit = assertBulkMax(max);
     return this.inner.previewDlqFilter(checked(valid), limit);
+  }
+
+  /** @inheritdoc */
+  async listWorkers(query?: WorkerQuery): Promise<WorkerInfo[]> {
+    const valid = assertWorkerQuery(query, CHOKAQ_DEFAULTS.rescue.zombieTimeoutMs);
+    return this.inner.listWorkers(checked(valid));
   }
 
   // ---------------------------------------------------------------- recurring jobs

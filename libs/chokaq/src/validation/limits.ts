@@ -81,6 +81,27 @@ export const MAX_ZOMBIE_RETRY_RULES = 10_000;
 /** Longest worker id (`hostname:pid:random`); the columns are 255 characters wide. */
 export const MAX_WORKER_ID = 255;
 
+/** Most rows `listWorkers` returns (the most recently seen first). */
+export const MAX_WORKER_LIST = 10_000;
+
+/** Rows `listWorkers` returns when the query names no limit. */
+export const DEFAULT_WORKER_LIST = 1_000;
+
+/**
+ * Most entries one worker report may list, in each of its handled queues, handled types and
+ * circuits: one per handler of a process, with room (as {@link MAX_ZOMBIE_RETRY_RULES}).
+ */
+export const MAX_WORKER_REPORT_ENTRIES = 10_000;
+
+/** Longest host name of a worker report (a DNS name is at most 253 characters). */
+export const MAX_WORKER_HOST = 255;
+
+/** Longest library version of a worker report (semantic versions are far shorter). */
+export const MAX_LIBRARY_VERSION = 100;
+
+/** Highest process id a worker report may carry (the columns are 32-bit integers). */
+export const MAX_PID = 2_147_483_647;
+
 /** Longest recurring-job name and cron expression. */
 export const MAX_RECURRING_TEXT = 255;
 

@@ -6,8 +6,11 @@ import {
   assertDlqMove,
   assertFetchRequest,
   assertLeases,
+  assertProgressNote,
   assertQueuePatch,
   assertRecurringDefinition,
+  assertWorkerHeartbeat,
+  assertWorkerQuery,
   isLeaseTarget,
 } from './validate-args';
 
@@ -128,5 +131,67 @@ describe('assertRecurringDefinition', () => {
         ),
       ),
     ).toEqual(['name', 'misfirePolicy', 'nextSlotUtc']);
+  });
+});
+
+describe('worker reports and queries', () => {
+  const report = {
+    workerId: 'host:1:abc',
+    host: 'host',
+    pid: 1,
+    libraryVersion: '1.0.0',
+    concurrency: 2,
+    running: 1,
+    handled: { queues: ['q'], types: [{ queue: 'r', type: 't' }] },
+    circuits: { 'r/t': 'half-open' as const },
+    draining: false,
+    starting: true,
+  };
+
+  it('turns a report into the row: its lists as JSON of the known fields only', () => {
+    const extra = { ...report, handled: { ...report.handled, more: 1 }, colour: 'blue' };
+    expect(assertWorkerHeartbeat(extra as never)).toEqual({
+      ...report,
+      handled: '{"queues":["q"],"types":[{"queue":"r","type":"t"}]}',
+      circuits: '{"r/t":"half-open"}',
+    });
+  });
+
+  it('reports every bad field of a report', () => {
+    expect(
+      paths(() =>
+        assertWorkerHeartbeat({
+          ...report,
+          host: '',
+          pid: 1.5,
+          running: -1,
+          handled: { queues: [], types: [{ queue: 'q', type: '' }] },
+          circuits: [] as never,
+          draining: 1 as never,
+        }),
+      ),
+    ).toEqual(['host', 'pid', 'running', 'handled.types[0].type', 'circuits', 'draining']);
+  });
+
+  it('applies the query defaults and bounds', () => {
+    expect(assertWorkerQuery(undefined, 600_000)).toEqual({ lostAfterMs: 600_000, limit: 1_000 });
+    expect(assertWorkerQuery({ lostAfterMs: 0, limit: 10_000 }, 5)).toEqual({
+      lostAfterMs: 0,
+      limit: 10_000,
+    });
+    expect(paths(() => assertWorkerQuery({ lostAfterMs: 1.5, limit: 0 }, 5))).toEqual([
+      'lostAfterMs',
+      'limit',
+    ]);
+  });
+
+  it('takes a progress note of at most 500 characters without NUL, or none', () => {
+    expect(assertProgressNote(undefined)).toBeNull();
+    expect(assertProgressNote(null)).toBeNull();
+    expect(assertProgressNote('')).toBe('');
+    expect(assertProgressNote('n'.repeat(500))).toBe('n'.repeat(500));
+    expect(paths(() => assertProgressNote('n'.repeat(501)))).toEqual(['note']);
+    expect(paths(() => assertProgressNote('a\u0000b'))).toEqual(['note']);
+    expect(paths(() => assertProgressNote(42))).toEqual(['note']);
   });
 });

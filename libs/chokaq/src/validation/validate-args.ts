@@ -6,21 +6,29 @@ import {
   CompletedJob,
   DlqMove,
   FetchRequest,
+  HandledJobs,
   JobLease,
   QueuePatch,
   RetentionPolicy,
   ZombieRetryRule,
 } from '../interfaces/job.interface';
 import { RecurringJobDefinition, RecurringJobSource } from '../interfaces/recurring-job.interface';
+import type { WorkerHeartbeat, WorkerQuery } from '../interfaces/worker.interface';
 import {
+  DEFAULT_WORKER_LIST,
   LIMITS,
   MAX_DLQ_BULK,
   MAX_CLAIM,
   MAX_ENQUEUE_MANY,
+  MAX_LIBRARY_VERSION,
+  MAX_PID,
   MAX_RECURRING_TEXT,
   MAX_RETENTION_BATCH,
   MAX_TIME_ZONE,
+  MAX_WORKER_HOST,
   MAX_WORKER_ID,
+  MAX_WORKER_LIST,
+  MAX_WORKER_REPORT_ENTRIES,
   MAX_ZOMBIE_RETRY_RULES,
   QUEUE_RANGES,
 } from './limits';
@@ -376,20 +384,7 @@ export function assertFetchRequest(request: FetchRequest): FetchRequest & { star
       value: limit,
     });
   }
-  if (!handled || !Array.isArray(handled.queues) || !Array.isArray(handled.types)) {
-    issues.push({ path: 'handled', message: 'must have queues and types arrays', value: handled });
-  } else {
-    handled.queues.forEach((queue, i) => {
-      const issue = textIssue(`handled.queues[${i}]`, queue, LIMITS.queueName);
-      if (issue) issues.push(issue);
-    });
-    handled.types.forEach((pair, i) => {
-      const q = textIssue(`handled.types[${i}].queue`, pair?.queue, LIMITS.queueName);
-      const t = textIssue(`handled.types[${i}].type`, pair?.type, LIMITS.type);
-      if (q) issues.push(q);
-      if (t) issues.push(t);
-    });
-  }
+  issues.push(...handledIssues(handled, 'handled'));
   const start = request.start ?? 0;
   if (
     typeof start !== 'number' ||
@@ -412,6 +407,25 @@ export function assertFetchRequest(request: FetchRequest): FetchRequest & { star
   }
   fail(issues);
   return { ...request, start };
+}
+
+/** The issues of a {@link HandledJobs}: queue names and `(queue, type)` pairs. */
+function handledIssues(handled: HandledJobs, path: string): ValidationIssue[] {
+  if (!handled || !Array.isArray(handled.queues) || !Array.isArray(handled.types)) {
+    return [{ path, message: 'must have queues and types arrays', value: handled }];
+  }
+  const issues: ValidationIssue[] = [];
+  handled.queues.forEach((queue, i) => {
+    const issue = textIssue(`${path}.queues[${i}]`, queue, LIMITS.queueName);
+    if (issue) issues.push(issue);
+  });
+  handled.types.forEach((pair, i) => {
+    const q = textIssue(`${path}.types[${i}].queue`, pair?.queue, LIMITS.queueName);
+    const t = textIssue(`${path}.types[${i}].type`, pair?.type, LIMITS.type);
+    if (q) issues.push(q);
+    if (t) issues.push(t);
+  });
+  return issues;
 }
 
 /** A `moveToDlq` target with a worker or lease id is a lease (validated as one); else an admin `{ id }`. */
@@ -454,9 +468,12 @@ export function assertBulkMax(max: unknown, path = 'max'): number {
 /** Rows per delete transaction of `applyRetention` when the policy names none. */
 export const DEFAULT_RETENTION_BATCH = 1_000;
 
+/** How long `applyRetention` keeps rows of the Workers table when the policy names no window: 1 day. */
+export const DEFAULT_WORKER_RETENTION_MS = 86_400_000;
+
 /**
- * Validates a retention policy, every bad field reported: the three windows integers ≥ 0 ms, and
- * `batchSize` (default {@link DEFAULT_RETENTION_BATCH}) from 1 to {@link MAX_RETENTION_BATCH}. A
+ * Validates a retention policy, every bad field reported: the windows integers ≥ 0 ms
+ * (`workersMs` default {@link DEFAULT_WORKER_RETENTION_MS}), and `batchSize` (default {@link DEFAULT_RETENTION_BATCH}) from 1 to {@link MAX_RETENTION_BATCH}. A
  * batch of 0 is refused, never read as "do nothing" or as 1.
  */
 export function assertRetentionPolicy(policy: RetentionPolicy): Required<RetentionPolicy> {
@@ -464,8 +481,13 @@ export function assertRetentionPolicy(policy: RetentionPolicy): Required<Retenti
     fail([{ path: 'policy', message: 'must be { archiveMs, dlqMs, metricsMs }', value: policy }]);
   }
   const issues: ValidationIssue[] = [];
-  for (const key of ['archiveMs', 'dlqMs', 'metricsMs'] as const) {
-    const v = policy[key];
+  const workersMs = policy.workersMs ?? DEFAULT_WORKER_RETENTION_MS;
+  for (const [key, v] of [
+    ['archiveMs', policy.archiveMs],
+    ['dlqMs', policy.dlqMs],
+    ['metricsMs', policy.metricsMs],
+    ['workersMs', workersMs],
+  ] as const) {
     if (typeof v !== 'number' || !Number.isInteger(v) || v < 0 || v > Number.MAX_SAFE_INTEGER) {
       issues.push({
         path: key,
@@ -492,6 +514,157 @@ export function assertRetentionPolicy(policy: RetentionPolicy): Required<Retenti
     archiveMs: policy.archiveMs,
     dlqMs: policy.dlqMs,
     metricsMs: policy.metricsMs,
+    workersMs,
     batchSize,
   };
+}
+
+/** A {@link WorkerHeartbeat} as the dialects write it: the lists as JSON text. */
+export interface CheckedWorkerHeartbeat {
+  workerId: string;
+  host: string;
+  pid: number;
+  libraryVersion: string;
+  concurrency: number;
+  running: number;
+  /** `{ queues, types }` as JSON. */
+  handled: string;
+  /** `{ "queue/type": state }` as JSON. */
+  circuits: string;
+  draining: boolean;
+  starting: boolean;
+}
+
+const CIRCUIT_STATES: ReadonlySet<unknown> = new Set(['closed', 'open', 'half-open']);
+
+/** An integer from `min` to `max`, or its issue. */
+function intIssue(path: string, value: unknown, min: number, max: number): ValidationIssue[] {
+  return typeof value === 'number' && Number.isInteger(value) && value >= min && value <= max
+    ? []
+    : [{ path, message: `must be an integer from ${min} to ${max}`, value }];
+}
+
+/**
+ * Validates a worker's report for its row of the Workers table, every bad field reported: the
+ * worker id as a lease's, host 1–255 and library version 1–100 characters without NUL, pid,
+ * concurrency and running count integers, the handled queues and types as a claim's (at most
+ * {@link MAX_WORKER_REPORT_ENTRIES} each), circuits a map of `queue/type` to a circuit state,
+ * and the two flags booleans.
+ */
+export function assertWorkerHeartbeat(report: WorkerHeartbeat): CheckedWorkerHeartbeat {
+  if (report === null || typeof report !== 'object') {
+    fail([{ path: 'report', message: 'must be a WorkerHeartbeat', value: report }]);
+  }
+  const { workerId, host, pid, libraryVersion, concurrency, running, handled, circuits } = report;
+  const issues: ValidationIssue[] = [
+    textIssue('workerId', workerId, MAX_WORKER_ID),
+    textIssue('host', host, MAX_WORKER_HOST),
+    textIssue('libraryVersion', libraryVersion, MAX_LIBRARY_VERSION),
+  ].filter((i): i is ValidationIssue => i !== undefined);
+  issues.push(...intIssue('pid', pid, 0, MAX_PID));
+  issues.push(...intIssue('concurrency', concurrency, 0, MAX_CLAIM));
+  issues.push(...intIssue('running', running, 0, MAX_PID));
+  issues.push(...handledIssues(handled, 'handled'));
+  if (
+    handled &&
+    Array.isArray(handled.queues) &&
+    Array.isArray(handled.types) &&
+    (handled.queues.length > MAX_WORKER_REPORT_ENTRIES ||
+      handled.types.length > MAX_WORKER_REPORT_ENTRIES)
+  ) {
+    issues.push({
+      path: 'handled',
+      message: `must list at most ${MAX_WORKER_REPORT_ENTRIES} queues and ${MAX_WORKER_REPORT_ENTRIES} types`,
+      value: handled,
+    });
+  }
+  const entries =
+    circuits !== null && typeof circuits === 'object' && !Array.isArray(circuits)
+      ? Object.entries(circuits)
+      : undefined;
+  if (!entries || entries.length > MAX_WORKER_REPORT_ENTRIES) {
+    issues.push({
+      path: 'circuits',
+      message: `must be an object of at most ${MAX_WORKER_REPORT_ENTRIES} circuit states`,
+      value: circuits,
+    });
+  } else {
+    for (const [key, state] of entries) {
+      // A circuit is keyed `queue/type`.
+      const keyIssue = textIssue(
+        `circuits[${JSON.stringify(key)}]`,
+        key,
+        LIMITS.queueName + 1 + LIMITS.type,
+      );
+      if (keyIssue) issues.push(keyIssue);
+      if (!CIRCUIT_STATES.has(state)) {
+        issues.push({
+          path: `circuits[${JSON.stringify(key)}]`,
+          message: "must be 'closed', 'open' or 'half-open'",
+          value: state,
+        });
+      }
+    }
+  }
+  for (const key of ['draining', 'starting'] as const) {
+    if (typeof report[key] !== 'boolean') {
+      issues.push({ path: key, message: 'must be a boolean', value: report[key] });
+    }
+  }
+  fail(issues);
+  return {
+    workerId,
+    host,
+    pid,
+    libraryVersion,
+    concurrency,
+    running,
+    // Only the known fields: a report object may carry more.
+    handled: JSON.stringify({
+      queues: [...handled.queues],
+      types: handled.types.map((t) => ({ queue: t.queue, type: t.type })),
+    }),
+    circuits: JSON.stringify(Object.fromEntries(entries!)),
+    draining: report.draining,
+    starting: report.starting,
+  };
+}
+
+/** A validated {@link WorkerQuery}, with its defaults applied. */
+export interface CheckedWorkerQuery {
+  lostAfterMs: number;
+  limit: number;
+}
+
+/**
+ * Validates the arguments of `listWorkers`: `lostAfterMs` an integer ≥ 0 (default
+ * `defaultLostAfterMs`), `limit` from 1 to {@link MAX_WORKER_LIST} (default
+ * {@link DEFAULT_WORKER_LIST}).
+ */
+export function assertWorkerQuery(
+  query: WorkerQuery | undefined,
+  defaultLostAfterMs: number,
+): CheckedWorkerQuery {
+  if (query !== undefined && (query === null || typeof query !== 'object')) {
+    fail([{ path: 'query', message: 'must be { lostAfterMs?, limit? }', value: query }]);
+  }
+  const lostAfterMs = query?.lostAfterMs ?? defaultLostAfterMs;
+  const limit = query?.limit ?? DEFAULT_WORKER_LIST;
+  fail([
+    ...intIssue('lostAfterMs', lostAfterMs, 0, Number.MAX_SAFE_INTEGER),
+    ...intIssue('limit', limit, 1, MAX_WORKER_LIST),
+  ]);
+  return { lostAfterMs, limit };
+}
+
+/**
+ * A progress note as stored with the percentage: null (none), or a string of at most
+ * `LIMITS.progressNote` characters without NUL (the runtime cuts and cleans a handler's note
+ * before it gets here).
+ */
+export function assertProgressNote(note: unknown, path = 'note'): string | null {
+  if (note === undefined || note === null) return null;
+  const issue = textIssue(path, note, LIMITS.progressNote, 0);
+  fail(issue ? [issue] : []);
+  return note as string;
 }

@@ -13,10 +13,12 @@ import {
   SummaryStats,
   ThroughputStats,
 } from '../../interfaces/job-view.interface';
+import type { WorkerInfo } from '../../interfaces/worker.interface';
 import { PREVIEW_SAMPLE } from '../../validation/limits';
+import type { CheckedWorkerQuery } from '../../validation/validate-args';
 import { DialectJobQueries } from '../dialect-job-storage';
 import { NormalizedPage } from '../shared/page';
-import { mapJobView, toDate } from '../shared/row-mapper';
+import { mapJobView, mapWorkerRow, toDate } from '../shared/row-mapper';
 import { bool, idsOf, MssqlConnection, num, numOrNull } from './mssql.connection';
 import * as SQL from './mssql.sql';
 
@@ -174,5 +176,14 @@ export class MssqlJobQueries implements DialectJobQueries {
             ),
           );
     return { matched, willAffect: Math.min(matched, bound), sampleIds };
+  }
+
+  /** @inheritdoc */
+  async listWorkers(query: Checked<CheckedWorkerQuery>): Promise<WorkerInfo[]> {
+    const rows = await this.db.query(
+      'listWorkers',
+      SQL.listWorkers(this.schema, query.lostAfterMs, query.limit),
+    );
+    return rows.map(mapWorkerRow);
   }
 }

@@ -21,6 +21,7 @@ import { RecurringJobRecord } from '../../interfaces/recurring-job.interface';
 import {
   CheckedDlqMove,
   CheckedRecurringDefinition,
+  CheckedWorkerHeartbeat,
   chunk,
   isLeaseTarget,
 } from '../../validation/validate-args';
@@ -225,8 +226,12 @@ export class MssqlJobStore implements DialectJobStore {
   }
 
   /** @inheritdoc */
-  async reportProgress(owned: Checked<JobLease>, value: number): Promise<number> {
-    return this.affected('reportProgress', SQL.reportProgress(this.schema, owned, value));
+  async reportProgress(
+    owned: Checked<JobLease>,
+    value: number,
+    note: string | null,
+  ): Promise<number> {
+    return this.affected('reportProgress', SQL.reportProgress(this.schema, owned, value, note));
   }
 
   /** @inheritdoc */
@@ -354,7 +359,20 @@ export class MssqlJobStore implements DialectJobStore {
     return {
       dlq: rows.filter((r) => num(r.Kind) === 0).map((r) => String(r.Id)),
       retried: rows.filter((r) => num(r.Kind) === 1).map((r) => String(r.Id)),
+      jobs: rows.map((r) => ({ pillar: num(r.Kind) === 0 ? 'dlq' : 'hot', job: mapHotRow(r) })),
     };
+  }
+
+  // ---------------------------------------------------------------- workers
+
+  /** @inheritdoc */
+  async upsertWorker(report: Checked<CheckedWorkerHeartbeat>): Promise<void> {
+    await this.db.query('upsertWorker', SQL.upsertWorker(this.schema, report));
+  }
+
+  /** @inheritdoc */
+  async markWorkerStopped(workerId: string): Promise<number> {
+    return this.affected('markWorkerStopped', SQL.markWorkerStopped(this.schema, workerId));
   }
 
   // ---------------------------------------------------------------- queues
@@ -412,6 +430,7 @@ export class MssqlJobStore implements DialectJobStore {
       archive: await drain(SQL.applyRetentionArchive, policy.archiveMs),
       dlq: await drain(SQL.applyRetentionDlq, policy.dlqMs),
       metricBuckets: await drain(SQL.applyRetentionBuckets, policy.metricsMs),
+      workers: await drain(SQL.applyRetentionWorkers, policy.workersMs),
     };
   }
 

@@ -5,7 +5,7 @@ import { ChokaQValidationError } from '../../errors';
 export type MssqlParam = MssqlParameter;
 
 /** The declared width of an `nvarchar` parameter (see {@link ParamList.nvarchar}). */
-export type NvarcharWidth = 255 | 100 | 4000 | 'max';
+export type NvarcharWidth = 255 | 100 | 500 | 4000 | 'max';
 
 /** One T-SQL batch and its positional parameters. */
 export interface MssqlStatement {
@@ -54,7 +54,8 @@ export class ParamList {
 
   /**
    * Unicode text, declared with a fixed width: `nvarchar(255)` for types, keys, worker ids and
-   * names, `nvarchar(100)` for actors and created-by, `nvarchar(4000)` for LIKE patterns,
+   * names, `nvarchar(100)` for actors and created-by, `nvarchar(500)` for progress notes,
+   * `nvarchar(4000)` for LIKE patterns,
    * `'max'` for payloads, tags, error text and JSON documents.
    *
    * Never the value's length: tedious declares an `nvarchar` given without a length by the length

@@ -26,14 +26,22 @@
  * - 1: the tables and indexes.
  * - 2: `IX_JobsHot_ClaimType` (the claim seeks exact (queue, type) pairs) and `JobsHot` with
  *   `LOCK_ESCALATION = DISABLE` (see {@link mssqlSchemaDdl}).
- *
- * The script is idempotent and creates what is missing, so running it on a version-1 database
- * applies version 2: the new index is built inside the bootstrap transaction (writers to
- * `JobsHot` wait while it builds; the hot table holds only live jobs).
  * - 3: `RecurringJobs.Source` ('decorator' | 'runtime') and `RecurringJobs.LastJobId`, added to a
  *   table of an earlier version by `ALTER TABLE … ADD` (see {@link mssqlSchemaDdl}).
+ * - 4: the `Workers` table, and `ProgressNote` beside `Progress` in `JobsHot`, `JobsArchive` and
+ *   `JobsDLQ`.
+ *
+ * The script is idempotent and creates what is missing, so running it on an older database
+ * applies the versions it lacks: the version-2 index is built inside the bootstrap transaction
+ * (writers to `JobsHot` wait while it builds; the hot table holds only live jobs); the columns of
+ * versions 3 and 4 are added where missing. Version 4's are nullable columns without a default,
+ * which SQL Server adds by changing the table's metadata, not its rows (the data-touching cases
+ * are a `NOT NULL` column or a default with `WITH VALUES`; see ALTER TABLE,
+ * https://learn.microsoft.com/en-us/sql/t-sql/statements/alter-table-transact-sql); the schema
+ * modification lock it takes is held to the bootstrap's COMMIT. Statements of the previous
+ * release name their columns, so a column more breaks none of them.
  */
-export const MSSQL_SCHEMA_VERSION = 3;
+export const MSSQL_SCHEMA_VERSION = 4;
 
 /** One column of a ChokaQ table. */
 export interface MssqlColumn {
@@ -83,6 +91,8 @@ export const HOT_COLUMNS: readonly MssqlColumn[] = [
   c('LastError', 'nvarchar(max)', true),
   c('CancelRequestedUtc', 'datetime2(3)', true),
   c('Progress', 'float', true),
+  // Schema version 4; last, where `ALTER TABLE … ADD` puts it in a database of an older version.
+  c('ProgressNote', 'nvarchar(500)', true),
 ];
 
 /** Hot columns that still mean something once a job has left the hot table. */
@@ -162,6 +172,25 @@ export const RECURRING_COLUMNS: readonly MssqlColumn[] = [
   c('LastJobId', 'varchar(36)', true),
 ];
 
+/**
+ * `Workers` columns (schema version 4): one row per worker process, upserted with its heartbeat.
+ * A few dozen rows, read whole by `listWorkers`, so the clustered primary key is the only index.
+ */
+export const WORKER_COLUMNS: readonly MssqlColumn[] = [
+  c('WorkerId', 'nvarchar(255)', false),
+  c('Host', 'nvarchar(255)', false),
+  c('Pid', 'int', false),
+  c('LibraryVersion', 'nvarchar(100)', false),
+  c('StartedAtUtc', 'datetime2(3)', false, NOW),
+  c('LastSeenUtc', 'datetime2(3)', false, NOW),
+  c('Concurrency', 'int', false),
+  c('Running', 'int', false),
+  c('Handled', 'nvarchar(max)', false),
+  c('Circuits', 'nvarchar(max)', false),
+  c('IsDraining', 'bit', false, '0'),
+  c('StoppedAtUtc', 'datetime2(3)', true),
+];
+
 /** `SchemaMigrations` columns: the ledger of applied versions. */
 export const MIGRATION_COLUMNS: readonly MssqlColumn[] = [
   c('Version', 'int', false),
@@ -179,6 +208,7 @@ export const MSSQL_TABLES = {
   queues: 'Queues',
   recurring: 'RecurringJobs',
   migrations: 'SchemaMigrations',
+  workers: 'Workers',
 } as const;
 
 /** Logical table key. */
@@ -485,6 +515,13 @@ export function mssqlSchemaDdl(schema: string): string {
       [`CONSTRAINT [PK_SchemaMigrations] PRIMARY KEY CLUSTERED (Version)`],
       false,
     ),
+    createTable(
+      schema,
+      'workers',
+      WORKER_COLUMNS,
+      [`CONSTRAINT [PK_Workers] PRIMARY KEY CLUSTERED (WorkerId)`],
+      false,
+    ),
     ...INDEXES.map((index) => createIndex(schema, index)),
     `IF NOT EXISTS (SELECT 1 FROM ${t('migrations')} WHERE Version = 1)`,
     `  INSERT INTO ${t('migrations')} (Version, Description) VALUES (1, N'initial schema');`,
@@ -500,6 +537,16 @@ export function mssqlSchemaDdl(schema: string): string {
     `  ALTER TABLE ${t('recurring')} ADD ${columnDdl(MSSQL_TABLES.recurring, recurringColumn('LastJobId'))};`,
     `IF NOT EXISTS (SELECT 1 FROM ${t('migrations')} WHERE Version = 3)`,
     `  INSERT INTO ${t('migrations')} (Version, Description) VALUES (3, N'recurring jobs: source and last job id');`,
+    // Version 4 on an older database: the Workers table is created above with the others; the
+    // progress note is added where CREATE TABLE did not put it.
+    `-- ProgressNote (schema version 4): a nullable column without a default, added where missing.`,
+    ...(['hot', 'archive', 'dlq'] as const).map(
+      (table) =>
+        `IF COL_LENGTH(N'${t(table)}', N'ProgressNote') IS NULL\n` +
+        `  ALTER TABLE ${t(table)} ADD ProgressNote nvarchar(500) NULL;`,
+    ),
+    `IF NOT EXISTS (SELECT 1 FROM ${t('migrations')} WHERE Version = 4)`,
+    `  INSERT INTO ${t('migrations')} (Version, Description) VALUES (4, N'Workers table; progress note');`,
     `COMMIT;`,
   ];
   return `${parts.join('\n')}\n`;

@@ -54,6 +54,7 @@ import {
   MssqlTable,
   QUEUE_COLUMNS,
   RECURRING_COLUMNS,
+  WORKER_COLUMNS,
   mssqlSchemaDdl,
   qualify,
 } from './mssql.schema';
@@ -146,6 +147,7 @@ function tables(schema: string): Record<MssqlTable, string> {
     queues: q('queues'),
     recurring: q('recurring'),
     migrations: q('migrations'),
+    workers: q('workers'),
   };
 }
 
@@ -762,20 +764,27 @@ export function release(
 }
 
 /**
- * reportProgress — `Progress` of an owned Processing row (fence: Id + WorkerId + LeaseId,
- * `Status = 2`); plain UPDATE, read committed. `@@ROWCOUNT` is the result.
+ * reportProgress — `Progress` and `ProgressNote` of an owned Processing row (fence: Id +
+ * WorkerId + LeaseId, `Status = 2`); a NULL note clears it (a note describes the progress it came
+ * with). Plain UPDATE, read committed. `@@ROWCOUNT` is the result.
  */
-export function reportProgress(schema: string, lease: MssqlLease, percent: number): MssqlStatement {
+export function reportProgress(
+  schema: string,
+  lease: MssqlLease,
+  percent: number,
+  note: string | null,
+): MssqlStatement {
   const t = tables(schema);
   const p = new ParamList();
   const id = p.varchar(lease.id, 36);
   const worker = p.nvarchar(lease.workerId, 255);
   const leaseId = p.varchar(lease.leaseId, 36);
   const value = p.int(percent);
+  const text = p.nvarchar(note, 500);
   return p.statement(
     [
       'SET NOCOUNT ON;',
-      `UPDATE h SET h.Progress = ${value}`,
+      `UPDATE h SET h.Progress = ${value}, h.ProgressNote = ${text}`,
       `FROM ${t.hot} AS h`,
       `WHERE h.Id = ${id} AND h.WorkerId = ${worker} AND h.LeaseId = ${leaseId} AND h.Status = 2;`,
       'SELECT @@ROWCOUNT AS Affected;',
@@ -1078,6 +1087,7 @@ export function resurrect(
     LastError: 'ISNULL(m.ErrorDetails, m.LastError)',
     CancelRequestedUtc: 'NULL',
     Progress: 'NULL',
+    ProgressNote: 'NULL',
   };
   if (edits?.payload !== null && edits?.payload !== undefined) {
     overrides.Payload = p.nvarchar(edits.payload, 'max');
@@ -1155,6 +1165,11 @@ export function recoverAbandoned(
   );
 }
 
+/** The columns `archiveZombies` returns of each rescued row: all but the payload and `DueAtUtc`. */
+const RESCUED_COLUMNS: readonly MssqlColumn[] = HOT_COLUMNS.filter(
+  (col) => col.name !== 'Payload' && col.name !== 'DueAtUtc',
+);
+
 /** A handler's `retryZombies` choice for {@link archiveZombies}: type null = queue-wide. */
 export interface MssqlZombieRetryRule {
   queue: string;
@@ -1168,7 +1183,10 @@ export interface MssqlZombieRetryRule {
  * with `LastError` (attempt kept) where the queue has `RetryZombies` or the rescuer's handler
  * rules say so. The rules arrive as one JSON parameter read into `@Rules` (one per slot, validated
  * before) and resolve as a claim resolves a handler: the exact `(Queue, Type)` rule, else the
- * queue-wide one (`Type` NULL). Result rows: (Id, Kind) with Kind 0 = DLQ, 1 = retried.
+ * queue-wide one (`Type` NULL). Result rows: `Kind` (0 = DLQ, 1 = retried) and the rescued row as
+ * it was before the move, every column but the payload (the worker that lost it included): the
+ * DELETE's `OUTPUT deleted.<columns> INTO @Moved` and the retry UPDATE's `OUTPUT deleted.<columns>
+ * INTO @Retried` capture exactly the rows they changed, under their locks.
  *
  * Locks and isolation (read committed):
  * - Candidates are read WITHOUT update locks, `WITH (READCOMMITTEDLOCK, READPAST, ROWLOCK)`,
@@ -1211,7 +1229,7 @@ export function archiveZombies(
       declareTableVar('@Moved', HOT_COLUMNS),
       'DECLARE @Rules TABLE (Queue varchar(255) NOT NULL, Type nvarchar(255) NULL, Retry bit NOT NULL);',
       'DECLARE @Zombies TABLE (Id varchar(36) NOT NULL PRIMARY KEY, Retry bit NOT NULL, TimeoutMs bigint NOT NULL, Locked bit NOT NULL);',
-      'DECLARE @Retried TABLE (Id varchar(36) NOT NULL, Queue varchar(255) NOT NULL);',
+      declareTableVar('@Retried', RESCUED_COLUMNS),
       'INSERT INTO @Rules (Queue, Type, Retry)',
       `SELECT x.Queue, x.Type, x.Retry FROM OPENJSON(${doc}) WITH (Queue varchar(255) '$.queue', Type nvarchar(255) '$.type', Retry bit '$.retry') AS x`,
       'WHERE x.Queue IS NOT NULL AND x.Retry IS NOT NULL;',
@@ -1236,7 +1254,7 @@ export function archiveZombies(
       'WHERE h.Status = 2 AND DATEDIFF_BIG(MILLISECOND, h.HeartbeatUtc, @now) > z.TimeoutMs;',
       'UPDATE h SET h.Status = 0, h.WorkerId = NULL, h.LeaseId = NULL, h.HeartbeatUtc = NULL,',
       `  h.ScheduledAtUtc = NULL, h.DueAtUtc = @now, h.LastError = ${message}, h.LastUpdatedUtc = @now`,
-      'OUTPUT inserted.Id, inserted.Queue INTO @Retried (Id, Queue)',
+      outputInto('deleted', '@Retried', RESCUED_COLUMNS),
       `FROM ${t.hot} AS h INNER JOIN @Zombies AS z ON z.Id = h.Id AND z.Retry = 1 AND z.Locked = 1`,
       'WHERE h.Status = 2;',
       'DELETE h',
@@ -1254,9 +1272,9 @@ export function archiveZombies(
         '(SELECT mv.Queue, CAST(1 AS tinyint) AS Outcome, CAST(2 AS smallint) AS FailureReason, CAST(NULL AS bigint) AS DurationMs FROM @Moved AS mv)',
       ),
       'COMMIT;',
-      'SELECT mv.Id, 0 AS Kind FROM @Moved AS mv',
+      `SELECT 0 AS Kind, ${selectColumns('mv', RESCUED_COLUMNS)} FROM @Moved AS mv`,
       'UNION ALL',
-      'SELECT r.Id, 1 AS Kind FROM @Retried AS r;',
+      `SELECT 1 AS Kind, ${selectColumns('r', RESCUED_COLUMNS)} FROM @Retried AS r;`,
     ].join('\n'),
   );
 }
@@ -1368,7 +1386,7 @@ export function purgeDlqByFilter(schema: string, filter: DlqFilter, batch: numbe
 }
 
 /** Which retention delete: the table and its age column. */
-type RetentionTarget = 'archive' | 'dlq' | 'buckets';
+type RetentionTarget = 'archive' | 'dlq' | 'buckets' | 'workers';
 
 /**
  * applyRetention (one batch of one table) — deletes at most `batch` rows older than now − `ageMs`,
@@ -1385,7 +1403,12 @@ function applyRetentionBatch(
   const p = new ParamList();
   const max = p.int(batch);
   const age = p.bigint(ageMs);
-  const column = { archive: 'FinishedAtUtc', dlq: 'FailedAtUtc', buckets: 'BucketUtc' }[target];
+  const column = {
+    archive: 'FinishedAtUtc',
+    dlq: 'FailedAtUtc',
+    buckets: 'BucketUtc',
+    workers: 'LastSeenUtc',
+  }[target];
   return p.statement(
     [
       'SET NOCOUNT ON;',
@@ -1423,6 +1446,127 @@ export function applyRetentionBuckets(
   batch: number,
 ): MssqlStatement {
   return applyRetentionBatch(schema, 'buckets', ageMs, batch);
+}
+
+/**
+ * applyRetention, workers step: one batch of Workers rows last seen before now − `ageMs` (stopped
+ * or lost workers: a live one reports every heartbeat). A worker that reports again after its row
+ * was removed writes it anew.
+ */
+export function applyRetentionWorkers(
+  schema: string,
+  ageMs: number,
+  batch: number,
+): MssqlStatement {
+  return applyRetentionBatch(schema, 'workers', ageMs, batch);
+}
+
+// ------------------------------------------------------------------------------------ workers
+
+/** A worker's report as {@link upsertWorker} takes it (validated; the lists already JSON). */
+export interface MssqlWorkerReport {
+  workerId: string;
+  host: string;
+  pid: number;
+  libraryVersion: string;
+  concurrency: number;
+  running: number;
+  handled: string;
+  circuits: string;
+  draining: boolean;
+  starting: boolean;
+}
+
+/**
+ * upsertWorker — one worker's report into its row of `Workers` (its heartbeat), every time from
+ * `SYSUTCDATETIME()`. With `starting`, `StartedAtUtc` is set and `StoppedAtUtc` cleared (a new run
+ * of the process); a later report keeps both.
+ *
+ * Not `MERGE`: Microsoft advises basic INSERT / UPDATE statements where MERGE is not needed
+ * ("Performance Tip" of https://learn.microsoft.com/en-us/sql/t-sql/statements/merge-transact-sql),
+ * and a MERGE without a lock hint can still race two first inserts into a duplicate key. Instead,
+ * in one transaction (`XACT_ABORT`), `UPDATE … WITH (UPDLOCK, HOLDLOCK)`, then `INSERT` when it
+ * changed no row: HOLDLOCK is SERIALIZABLE for that table
+ * (https://learn.microsoft.com/en-us/sql/t-sql/queries/hints-transact-sql-table), so the update
+ * holds a key-range lock on the worker id even when the row is missing, and a concurrent upsert of
+ * the same id waits for the COMMIT instead of inserting it too (the pattern of
+ * `upsertRecurringJob`). Only the worker's own key is ever locked, and one process reports for one
+ * worker id, so there is nothing to wait for in practice.
+ */
+export function upsertWorker(schema: string, w: MssqlWorkerReport): MssqlStatement {
+  const t = tables(schema);
+  const p = new ParamList();
+  const id = p.nvarchar(w.workerId, 255);
+  const host = p.nvarchar(w.host, 255);
+  const pid = p.int(w.pid);
+  const version = p.nvarchar(w.libraryVersion, 100);
+  const concurrency = p.int(w.concurrency);
+  const running = p.int(w.running);
+  const handled = p.nvarchar(w.handled, 'max');
+  const circuits = p.nvarchar(w.circuits, 'max');
+  const draining = p.bit(w.draining);
+  const starting = p.bit(w.starting);
+  return p.statement(
+    [
+      PROLOGUE,
+      DECLARE_NOW,
+      'BEGIN TRAN;',
+      'UPDATE w SET',
+      `  w.Host = ${host}, w.Pid = ${pid}, w.LibraryVersion = ${version},`,
+      `  w.StartedAtUtc = CASE WHEN ${starting} = 1 THEN @now ELSE w.StartedAtUtc END,`,
+      `  w.LastSeenUtc = @now, w.Concurrency = ${concurrency}, w.Running = ${running},`,
+      `  w.Handled = ${handled}, w.Circuits = ${circuits}, w.IsDraining = ${draining},`,
+      `  w.StoppedAtUtc = CASE WHEN ${starting} = 1 THEN NULL ELSE w.StoppedAtUtc END`,
+      `FROM ${t.workers} AS w WITH (UPDLOCK, HOLDLOCK)`,
+      `WHERE w.WorkerId = ${id};`,
+      'IF @@ROWCOUNT = 0',
+      `  INSERT INTO ${t.workers} (WorkerId, Host, Pid, LibraryVersion, StartedAtUtc, LastSeenUtc, Concurrency, Running, Handled, Circuits, IsDraining, StoppedAtUtc)`,
+      `  VALUES (${id}, ${host}, ${pid}, ${version}, @now, @now, ${concurrency}, ${running}, ${handled}, ${circuits}, ${draining}, NULL);`,
+      'COMMIT;',
+    ].join('\n'),
+  );
+}
+
+/**
+ * markWorkerStopped — a clean stop: stop and last-seen times now, nothing running; plain UPDATE of
+ * the worker's own row, read committed. `@@ROWCOUNT` is the result.
+ */
+export function markWorkerStopped(schema: string, workerId: string): MssqlStatement {
+  const t = tables(schema);
+  const p = new ParamList();
+  const id = p.nvarchar(workerId, 255);
+  return p.statement(
+    [
+      'SET NOCOUNT ON;',
+      DECLARE_NOW,
+      'UPDATE w SET w.StoppedAtUtc = @now, w.LastSeenUtc = @now, w.Running = 0',
+      `FROM ${t.workers} AS w`,
+      `WHERE w.WorkerId = ${id} AND w.StoppedAtUtc IS NULL;`,
+      'SELECT @@ROWCOUNT AS Affected;',
+    ].join('\n'),
+  );
+}
+
+/**
+ * listWorkers — the Workers table, most recently seen first, at most `limit` rows, each with
+ * `IsLost`: not stopped and not seen for more than `lostAfterMs` by `SYSUTCDATETIME()`. A read
+ * committed read (no NOLOCK: a few rows, and `lost` must not be read from a half-written report).
+ */
+export function listWorkers(schema: string, lostAfterMs: number, limit: number): MssqlStatement {
+  const t = tables(schema);
+  const p = new ParamList();
+  const lostAfter = p.bigint(lostAfterMs);
+  const top = p.int(limit);
+  return p.statement(
+    [
+      DECLARE_NOW,
+      `DECLARE @cutoff datetime2(3) = ${subtractMs('@now', lostAfter)};`,
+      `SELECT TOP (${top}) ${selectColumns('w', WORKER_COLUMNS)},`,
+      '  CASE WHEN w.StoppedAtUtc IS NULL AND w.LastSeenUtc < @cutoff THEN 1 ELSE 0 END AS IsLost',
+      `FROM ${t.workers} AS w`,
+      'ORDER BY w.LastSeenUtc DESC, w.WorkerId;',
+    ].join('\n'),
+  );
 }
 
 // ------------------------------------------------------------------------------------ reads

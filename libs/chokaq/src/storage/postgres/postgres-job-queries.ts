@@ -12,10 +12,12 @@ import {
   SummaryStats,
   ThroughputStats,
 } from '../../interfaces/job-view.interface';
+import type { WorkerInfo } from '../../interfaces/worker.interface';
 import { PREVIEW_SAMPLE } from '../../validation/limits';
+import type { CheckedWorkerQuery } from '../../validation/validate-args';
 import { DialectJobQueries } from '../dialect-job-storage';
 import { NormalizedPage } from '../shared/page';
-import { mapJobView, toDate } from '../shared/row-mapper';
+import { mapJobView, mapWorkerRow, toDate } from '../shared/row-mapper';
 import { num, PostgresConnection } from './postgres.connection';
 import * as SQL from './postgres.sql';
 
@@ -201,5 +203,14 @@ export class PostgresJobQueries implements DialectJobQueries {
       willAffect: Math.min(matched, max),
       sampleIds: sample.map((r) => String(r.id)),
     };
+  }
+
+  /** @inheritdoc */
+  async listWorkers(query: Checked<CheckedWorkerQuery>): Promise<WorkerInfo[]> {
+    const rows = await this.db.query('listWorkers', SQL.listWorkers(this.db.s), [
+      query.lostAfterMs,
+      query.limit,
+    ]);
+    return rows.map(mapWorkerRow);
   }
 }

@@ -23,6 +23,7 @@ import { RecurringJobRecord } from '../../interfaces/recurring-job.interface';
 import {
   CheckedDlqMove,
   CheckedRecurringDefinition,
+  CheckedWorkerHeartbeat,
   chunk,
   isLeaseTarget,
 } from '../../validation/validate-args';
@@ -364,12 +365,17 @@ export class PostgresJobStore implements DialectJobStore {
   }
 
   /** @inheritdoc */
-  async reportProgress(lease: Checked<JobLease>, percent: number): Promise<number> {
+  async reportProgress(
+    lease: Checked<JobLease>,
+    percent: number,
+    note: string | null,
+  ): Promise<number> {
     const rows = await this.db.query('reportProgress', this.sql.reportProgress, [
       lease.id,
       lease.workerId,
       lease.leaseId,
       percent,
+      note,
     ]);
     return rows.length;
   }
@@ -528,7 +534,32 @@ export class PostgresJobStore implements DialectJobStore {
     return {
       dlq: rows.filter((r) => r.kind === 'dlq').map((r) => String(r.id)),
       retried: rows.filter((r) => r.kind === 'retried').map((r) => String(r.id)),
+      jobs: rows.map((r) => ({ pillar: r.kind === 'dlq' ? 'dlq' : 'hot', job: mapHotRow(r) })),
     };
+  }
+
+  // ---------------------------------------------------------------- workers
+
+  /** @inheritdoc */
+  async upsertWorker(w: Checked<CheckedWorkerHeartbeat>): Promise<void> {
+    await this.db.query('upsertWorker', this.sql.upsertWorker, [
+      w.workerId,
+      w.host,
+      w.pid,
+      w.libraryVersion,
+      w.concurrency,
+      w.running,
+      w.handled,
+      w.circuits,
+      w.draining,
+      w.starting,
+    ]);
+  }
+
+  /** @inheritdoc */
+  async markWorkerStopped(workerId: string): Promise<number> {
+    return (await this.db.query('markWorkerStopped', SQL.markWorkerStopped(this.s), [workerId]))
+      .length;
   }
 
   // ---------------------------------------------------------------- queues
@@ -609,6 +640,11 @@ export class PostgresJobStore implements DialectJobStore {
         'retention.buckets',
         SQL.applyRetentionBuckets(this.s),
         policy.metricsMs,
+      ),
+      workers: await drain(
+        'retention.workers',
+        SQL.applyRetentionWorkers(this.s),
+        policy.workersMs,
       ),
     };
   }

@@ -223,8 +223,43 @@ const V3: PostgresMigration = {
   ],
 };
 
+/**
+ * Version 4: the Workers table (one row per worker process, upserted with its heartbeat) and the
+ * progress note (`ctx.reportProgress(percent, note)`) beside the percentage in every pillar.
+ *
+ * Adding a nullable column without a default changes only the catalog (no table rewrite), but it
+ * takes an ACCESS EXCLUSIVE lock on the table until the migration's transaction commits: writers
+ * of the previous release wait for that instant, then carry on (their statements name their
+ * columns, so a column more changes nothing for them).
+ */
+const V4: PostgresMigration = {
+  version: 4,
+  description: 'Workers table; progress note',
+  statements: (s) => [
+    // One row per worker process; a few dozen rows (live workers, and stopped or lost ones until
+    // retention removes them), read whole by listWorkers, so the primary key is the only index.
+    `CREATE TABLE IF NOT EXISTS ${s}.workers (
+      worker_id varchar(255) PRIMARY KEY,
+      host varchar(255) NOT NULL,
+      pid integer NOT NULL,
+      library_version varchar(100) NOT NULL,
+      started_at_utc timestamptz NOT NULL,
+      last_seen_utc timestamptz NOT NULL,
+      concurrency integer NOT NULL,
+      running integer NOT NULL,
+      handled text NOT NULL,
+      circuits text NOT NULL,
+      is_draining boolean NOT NULL DEFAULT false,
+      stopped_at_utc timestamptz NULL
+    )`,
+    `ALTER TABLE ${s}.jobs_hot ADD COLUMN IF NOT EXISTS progress_note varchar(500) NULL`,
+    `ALTER TABLE ${s}.jobs_archive ADD COLUMN IF NOT EXISTS progress_note varchar(500) NULL`,
+    `ALTER TABLE ${s}.jobs_dlq ADD COLUMN IF NOT EXISTS progress_note varchar(500) NULL`,
+  ],
+};
+
 /** Every migration, in version order. */
-export const POSTGRES_MIGRATIONS: readonly PostgresMigration[] = [V1, V2, V3];
+export const POSTGRES_MIGRATIONS: readonly PostgresMigration[] = [V1, V2, V3, V4];
 
 /** The newest schema version this code expects. */
 export const POSTGRES_SCHEMA_VERSION = POSTGRES_MIGRATIONS[POSTGRES_MIGRATIONS.length - 1].version;

@@ -164,6 +164,7 @@ describe('postgres.schema', () => {
       'queues',
       'recurring_jobs',
       'schema_migrations',
+      'workers',
     ]) {
       expect(script).toContain(`CREATE TABLE IF NOT EXISTS ${S}.${table} (`);
     }
@@ -192,6 +193,12 @@ describe('postgres.schema', () => {
     expect(script).toContain(
       'ALTER TABLE "chokaq".recurring_jobs ADD COLUMN IF NOT EXISTS last_job_id varchar(36) NULL',
     );
+    expect(script).toContain(`CREATE TABLE IF NOT EXISTS ${S}.workers (`);
+    for (const table of ['jobs_hot', 'jobs_archive', 'jobs_dlq']) {
+      expect(script).toContain(
+        `ALTER TABLE ${S}.${table} ADD COLUMN IF NOT EXISTS progress_note varchar(500) NULL`,
+      );
+    }
   });
 });
 

@@ -384,12 +384,13 @@ counted AS (
 SELECT count(*)::int AS n FROM released`;
 
 /**
- * Progress (0–100) of an owned Processing row. $1 id, $2 worker, $3 lease, $4 percent.
+ * Progress (0–100) and its note of an owned Processing row. $1 id, $2 worker, $3 lease,
+ * $4 percent, $5 note (NULL clears it: a note describes the progress it came with).
  * Lock/isolation: READ COMMITTED, one statement (row lock on the job).
  */
 export const reportProgress = (s: string): string => `
 UPDATE ${s}.jobs_hot
-SET progress = $4, last_updated_utc = now()
+SET progress = $4, progress_note = $5::text, last_updated_utc = now()
 WHERE id = $1 AND worker_id = $2 AND lease_id = $3 AND status = 2
 RETURNING id`;
 
@@ -661,14 +662,19 @@ FROM chosen c
 WHERE j.id = c.id AND j.status = 1
 RETURNING j.id`;
 
+/** The columns `archiveZombies` returns of each rescued row: all but the payload. */
+const RESCUED = hotColumnsExcept('payload');
+
 /**
  * Processing rows whose heartbeat is older than their queue's `zombie_timeout_seconds` (or the
  * default $1 ms) → DLQ as Zombie (status 6, reason 2, outcome failed), or → Pending with
  * `last_error` (attempt kept) where the queue has `retry_zombies` or the rescuer's handler rules
  * say so. At most $2 rows; $3 is the error text; the rules are `unnest($4 queue, $5 type, $6 retry)`
  * (type NULL for a queue-wide handler, one rule per slot), resolved as a claim resolves a handler:
- * the exact `(queue, type)` rule, else the queue-wide one. Returns (kind, id) with kind 'dlq' or
- * 'retried'.
+ * the exact `(queue, type)` rule, else the queue-wide one. Returns `kind` ('dlq' or 'retried') and
+ * each rescued row as the rescue found it, every column but the payload (the worker that lost it
+ * included): `candidates` read those values from the row it locked, and nothing else can change
+ * the row before the statement ends.
  *
  * Lock/isolation: one READ COMMITTED statement. Candidates are locked `FOR UPDATE OF j SKIP LOCKED`
  * (a row its owner is finalising right now is skipped; if we lock first, the owner's fenced
@@ -682,7 +688,8 @@ WITH rule (queue, type, retry) AS (
   SELECT * FROM unnest($4::text[], $5::text[], $6::boolean[])
 ),
 candidates AS MATERIALIZED (
-  SELECT j.id, coalesce(q.retry_zombies, false) OR coalesce(e.retry, w.retry, false) AS retry
+  SELECT ${cols(RESCUED, 'j')},
+         coalesce(q.retry_zombies, false) OR coalesce(e.retry, w.retry, false) AS retry
   FROM ${s}.jobs_hot j
   LEFT JOIN ${s}.queues q ON q.name = j.queue
   LEFT JOIN rule e ON e.queue = j.queue AND e.type = j.type
@@ -722,9 +729,53 @@ counted AS (
 ),
 bucket AS (${bucketUpsert(s, 1, '2', '(SELECT queue, NULL::bigint AS duration_ms FROM src)')}
 )
-SELECT 'dlq' AS kind, id FROM src
-UNION ALL
-SELECT 'retried', id FROM retried`;
+SELECT x.kind, ${cols(RESCUED, 'c')}
+FROM (SELECT 'dlq' AS kind, id FROM src UNION ALL SELECT 'retried', id FROM retried) x
+JOIN candidates c ON c.id = x.id`;
+
+// ------------------------------------------------------------------------------------------ workers
+
+/**
+ * One worker's report into its row of the Workers table (its heartbeat). $1 worker id, $2 host,
+ * $3 pid, $4 library version, $5 concurrency, $6 running, $7 handled (JSON), $8 circuits (JSON),
+ * $9 draining, $10 starting: sets `started_at_utc` and clears `stopped_at_utc` (a new run of the
+ * process); a later report keeps both. Every time from the database clock.
+ * Lock/isolation: `INSERT … ON CONFLICT DO UPDATE` is atomic under concurrency (no lost insert
+ * race); READ COMMITTED, one statement, one row lock on the worker's own row.
+ */
+export const upsertWorker = (s: string): string => `
+INSERT INTO ${s}.workers AS w (
+  worker_id, host, pid, library_version, started_at_utc, last_seen_utc,
+  concurrency, running, handled, circuits, is_draining, stopped_at_utc)
+VALUES ($1, $2, $3, $4, now(), now(), $5, $6, $7, $8, $9, NULL)
+ON CONFLICT (worker_id) DO UPDATE
+SET host = EXCLUDED.host, pid = EXCLUDED.pid, library_version = EXCLUDED.library_version,
+    started_at_utc = CASE WHEN $10::boolean THEN now() ELSE w.started_at_utc END,
+    last_seen_utc = now(),
+    concurrency = EXCLUDED.concurrency, running = EXCLUDED.running,
+    handled = EXCLUDED.handled, circuits = EXCLUDED.circuits, is_draining = EXCLUDED.is_draining,
+    stopped_at_utc = CASE WHEN $10::boolean THEN NULL ELSE w.stopped_at_utc END`;
+
+/**
+ * A clean stop of worker $1: stop and last-seen times now, nothing running. Returns the worker id
+ * when a row changed. Lock/isolation: READ COMMITTED, one row lock.
+ */
+export const markWorkerStopped = (s: string): string => `
+UPDATE ${s}.workers
+SET stopped_at_utc = now(), last_seen_utc = now(), running = 0
+WHERE worker_id = $1 AND stopped_at_utc IS NULL
+RETURNING worker_id`;
+
+/**
+ * The Workers table, most recently seen first, at most $2 rows, each with `is_lost`: not stopped
+ * and not seen for more than $1 ms by the database clock. A plain read (no lock); the table holds
+ * live workers and the stopped or lost ones retention has not removed yet.
+ */
+export const listWorkers = (s: string): string => `
+SELECT w.*, (w.stopped_at_utc IS NULL AND w.last_seen_utc < now() - $1::float8 ${MS}) AS is_lost
+FROM ${s}.workers w
+ORDER BY w.last_seen_utc DESC, w.worker_id
+LIMIT $2`;
 
 // ------------------------------------------------------------------------------------------ queues
 
@@ -811,6 +862,21 @@ DELETE FROM ${s}.metric_buckets b USING chosen c
 WHERE b.bucket_utc = c.bucket_utc AND b.queue = c.queue
   AND b.outcome = c.outcome AND b.failure_reason = c.failure_reason
 RETURNING 1 AS deleted`;
+
+/**
+ * Retention batch of the Workers table: rows last seen more than $1 ms ago (stopped or lost
+ * workers: a live one reports every heartbeat), at most $2; as {@link applyRetentionArchive}. A
+ * worker that reports again after its row was removed writes it anew.
+ */
+export const applyRetentionWorkers = (s: string): string => `
+WITH chosen AS MATERIALIZED (
+  SELECT r.worker_id FROM ${s}.workers r
+  WHERE r.last_seen_utc < now() - $1::float8 ${MS}
+  ORDER BY r.last_seen_utc
+  LIMIT $2
+  FOR UPDATE SKIP LOCKED)
+DELETE FROM ${s}.workers w USING chosen c WHERE w.worker_id = c.worker_id
+RETURNING w.worker_id`;
 
 // ------------------------------------------------------------------------------------------ reads
 
@@ -1085,6 +1151,7 @@ export const hotPathStatements = (
   cancelRequest: cancelRequest(s, cancelNotifyChannel),
   recoverAbandoned: recoverAbandoned(s),
   archiveZombies: archiveZombies(s),
+  upsertWorker: upsertWorker(s),
 });
 
 /** The database clock. */

@@ -26,6 +26,7 @@ export const HOT_COLUMNS = [
   'last_error',
   'cancel_requested_utc',
   'progress',
+  'progress_note',
 ] as const;
 
 /** A hot column name. */

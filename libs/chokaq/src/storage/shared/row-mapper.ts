@@ -1,7 +1,8 @@
 import { decodeTags } from '../../common/tags';
 import { FailureReason, JobStatus } from '../../interfaces/job-status.enum';
 import { JobView, Pillar } from '../../interfaces/job-view.interface';
-import { HotJob, QueueInfo } from '../../interfaces/job.interface';
+import { HandledJobs, HotJob, QueueInfo } from '../../interfaces/job.interface';
+import type { CircuitState, WorkerInfo, WorkerState } from '../../interfaces/worker.interface';
 
 /**
  * Rows come back as `scheduled_at_utc` (PostgreSQL, SQLite) or `ScheduledAtUtc` (SQL Server).
@@ -84,6 +85,7 @@ export function mapHotRow(raw: Row): HotJob {
     lastError: str(r.lasterror),
     cancelRequestedUtc: toDate(r.cancelrequestedutc),
     progress: numOrNull(r.progress),
+    progressNote: str(r.progressnote),
   };
 }
 
@@ -118,6 +120,7 @@ export function mapJobView(raw: Row, pillar: Pillar): JobView {
     lastError: str(r.lasterror),
     cancelRequestedUtc: toDate(r.cancelrequestedutc),
     progress: numOrNull(r.progress),
+    progressNote: str(r.progressnote),
     finishedAtUtc: toDate(r.finishedatutc),
     durationMs: numOrNull(r.durationms),
     failureReason: numOrNull(r.failurereason) as FailureReason | null,
@@ -138,5 +141,38 @@ export function mapQueueRow(raw: Row): QueueInfo {
     executionTimeoutMs: numOrNull(r.executiontimeoutms),
     retryZombies: bool(r.retryzombies),
     lastUpdatedUtc: toDate(r.lastupdatedutc)!,
+  };
+}
+
+/**
+ * The state of a Workers row: a recorded stop wins, then `lost` (not seen within the threshold,
+ * which the read computed with the database clock as `IsLost`), then the draining flag.
+ */
+function workerState(stopped: boolean, lost: boolean, draining: boolean): WorkerState {
+  if (stopped) return 'stopped';
+  if (lost) return 'lost';
+  return draining ? 'draining' : 'running';
+}
+
+/** Maps a row of the Workers table read with its `is_lost` flag. */
+export function mapWorkerRow(raw: Row): WorkerInfo {
+  const r = fold(raw);
+  const handled = JSON.parse(String(r.handled)) as HandledJobs;
+  const stoppedAtUtc = toDate(r.stoppedatutc);
+  const draining = bool(r.isdraining);
+  return {
+    workerId: String(r.workerid),
+    host: String(r.host),
+    pid: num(r.pid),
+    libraryVersion: String(r.libraryversion),
+    startedAtUtc: toDate(r.startedatutc)!,
+    lastSeenUtc: toDate(r.lastseenutc)!,
+    stoppedAtUtc,
+    concurrency: num(r.concurrency),
+    running: num(r.running),
+    handled: { queues: handled.queues ?? [], types: handled.types ?? [] },
+    circuits: JSON.parse(String(r.circuits)) as Record<string, CircuitState>,
+    draining,
+    state: workerState(stoppedAtUtc !== null, bool(r.islost), draining),
   };
 }

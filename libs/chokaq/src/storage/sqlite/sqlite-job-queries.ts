@@ -13,11 +13,13 @@ import {
   SummaryStats,
   ThroughputStats,
 } from '../../interfaces/job-view.interface';
+import type { WorkerInfo } from '../../interfaces/worker.interface';
 import { PREVIEW_SAMPLE } from '../../validation/limits';
+import type { CheckedWorkerQuery } from '../../validation/validate-args';
 import { DialectJobQueries } from '../dialect-job-storage';
 import { Outcome } from '../shared/outcome';
 import { NormalizedPage } from '../shared/page';
-import { mapJobView, toDate } from '../shared/row-mapper';
+import { mapJobView, mapWorkerRow, toDate } from '../shared/row-mapper';
 import { SqliteConnection } from './sqlite.connection';
 import * as SQL from './sqlite.sql';
 
@@ -227,5 +229,13 @@ export class SqliteJobQueries implements DialectJobQueries {
         sampleIds: sample.map((r) => String(r.id)),
       };
     });
+  }
+
+  /** @inheritdoc */
+  async listWorkers(query: Checked<CheckedWorkerQuery>): Promise<WorkerInfo[]> {
+    const rows = await this.db.read('listWorkers', () =>
+      this.db.all(this.sql.listWorkers, { lostAfterMs: query.lostAfterMs, limit: query.limit }),
+    );
+    return rows.map(mapWorkerRow);
   }
 }

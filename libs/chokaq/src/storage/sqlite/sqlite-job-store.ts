@@ -22,6 +22,7 @@ import { RecurringJobRecord } from '../../interfaces/recurring-job.interface';
 import {
   CheckedDlqMove,
   CheckedRecurringDefinition,
+  CheckedWorkerHeartbeat,
   isLeaseTarget,
 } from '../../validation/validate-args';
 import { ValidatedEdits, ValidatedJob } from '../../validation/validate-job';
@@ -313,13 +314,18 @@ export class SqliteJobStore implements DialectJobStore {
   }
 
   /** @inheritdoc */
-  async reportProgress(lease: Checked<JobLease>, progress: number): Promise<number> {
+  async reportProgress(
+    lease: Checked<JobLease>,
+    progress: number,
+    note: string | null,
+  ): Promise<number> {
     return this.db.write('reportProgress', () =>
       this.db.run(this.sql.reportProgress, {
         id: lease.id,
         workerId: lease.workerId,
         leaseId: lease.leaseId,
         progress,
+        note,
       }),
     );
   }
@@ -508,29 +514,68 @@ export class SqliteJobStore implements DialectJobStore {
     );
   }
 
-  /** @inheritdoc */
+  /**
+   * One BEGIN IMMEDIATE transaction: read the expired rows (step 1, which also says which to
+   * retry), return those to Pending (step 2), move the others to the DLQ (step 3, then the DLQ
+   * insert, counters and buckets). Nothing can change the rows between the steps, so every row
+   * step 1 found is moved, and the result carries the rows as step 1 read them.
+   * @inheritdoc
+   */
   async archiveZombies(sweep: Checked<ZombieSweep>): Promise<ZombieRescueResult> {
     const { defaultTimeoutMs, limit: max, error } = sweep;
     const rules = JSON.stringify(sweep.rules.map((r) => ({ ...r, retry: r.retry ? 1 : 0 })));
     return this.db.write('archiveZombies', () => {
-      const retried = this.db.all(this.sql.archiveZombiesRetry, {
-        error,
-        defaultTimeoutMs,
-        limit: max,
-        rules,
-      });
-      if (retried.length > 0) this.addCounters(countersByQueue(retried, 'retried'));
-      let dead: Row[] = [];
-      if (retried.length < max) {
-        dead = this.db.all(this.sql.archiveZombiesDelete, {
-          defaultTimeoutMs,
-          limit: max - retried.length,
-          rules,
+      const found = this.db.all(this.sql.archiveZombies, { defaultTimeoutMs, limit: max, rules });
+      const retry = found.filter((r) => r.retry === 1);
+      const dead = found.filter((r) => r.retry !== 1);
+      if (retry.length > 0) {
+        const retried = this.db.all(this.sql.archiveZombiesRetry, {
+          error,
+          ids: JSON.stringify(retry.map((r) => r.id)),
         });
-        this.moveRowsToDlq(dead, FailureReason.Zombie, error, null, null);
+        this.addCounters(countersByQueue(retried, 'retried'));
       }
-      return { dlq: dead.map((r) => String(r.id)), retried: retried.map((r) => String(r.id)) };
+      if (dead.length > 0) {
+        const moved = this.db.all(this.sql.archiveZombiesDelete, {
+          ids: JSON.stringify(dead.map((r) => r.id)),
+        });
+        this.moveRowsToDlq(moved, FailureReason.Zombie, error, null, null);
+      }
+      return {
+        dlq: dead.map((r) => String(r.id)),
+        retried: retry.map((r) => String(r.id)),
+        jobs: found.map((r) => ({
+          pillar: r.retry === 1 ? ('hot' as const) : ('dlq' as const),
+          job: mapHotRow(r),
+        })),
+      };
     });
+  }
+
+  // ---------------------------------------------------------------- workers
+
+  /** @inheritdoc */
+  async upsertWorker(w: Checked<CheckedWorkerHeartbeat>): Promise<void> {
+    const params = {
+      workerId: w.workerId,
+      host: w.host,
+      pid: w.pid,
+      libraryVersion: w.libraryVersion,
+      concurrency: w.concurrency,
+      running: w.running,
+      handled: w.handled,
+      circuits: w.circuits,
+      draining: w.draining ? 1 : 0,
+      starting: w.starting ? 1 : 0,
+    };
+    await this.db.write('upsertWorker', () => this.db.run(this.sql.upsertWorker, params));
+  }
+
+  /** @inheritdoc */
+  async markWorkerStopped(workerId: string): Promise<number> {
+    return this.db.write('markWorkerStopped', () =>
+      this.db.run(this.sql.markWorkerStopped, { workerId }),
+    );
   }
 
   // ---------------------------------------------------------------- queues
@@ -584,7 +629,7 @@ export class SqliteJobStore implements DialectJobStore {
 
   /** @inheritdoc */
   async applyRetention(policy: Checked<Required<RetentionPolicy>>): Promise<RetentionResult> {
-    const { archiveMs, dlqMs, metricsMs, batchSize: batch } = policy;
+    const { archiveMs, dlqMs, metricsMs, workersMs, batchSize: batch } = policy;
     // One cutoff per call: rows that age past it while the batches run wait for the next call.
     const now = (await this.now()).getTime();
     const drain = async (name: string, sql: string, cutoff: number): Promise<number> => {
@@ -604,6 +649,7 @@ export class SqliteJobStore implements DialectJobStore {
         this.sql.applyRetentionBuckets,
         now - metricsMs,
       ),
+      workers: await drain('retention.workers', this.sql.applyRetentionWorkers, now - workersMs),
     };
   }
 

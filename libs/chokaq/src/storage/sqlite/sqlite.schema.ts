@@ -195,8 +195,40 @@ const V2: SqliteMigration = {
   ],
 };
 
+/**
+ * Version 3: the Workers table (one row per worker process, upserted with its heartbeat) and the
+ * progress note (`ctx.reportProgress(percent, note)`) beside the percentage in every pillar.
+ * `ADD COLUMN` of a nullable column without a default rewrites nothing (only the table's
+ * definition changes), so it is instant however large the archive is.
+ */
+const V3: SqliteMigration = {
+  version: 3,
+  description: 'Workers table; progress note',
+  statements: (p) => [
+    // One row per worker process; a few dozen rows (live workers, and stopped or lost ones until
+    // retention removes them), read whole by listWorkers, so the primary key is the only index.
+    `CREATE TABLE IF NOT EXISTS ${p}workers (
+      worker_id       TEXT    NOT NULL PRIMARY KEY,
+      host            TEXT    NOT NULL,
+      pid             INTEGER NOT NULL,
+      library_version TEXT    NOT NULL,
+      started_at_utc  INTEGER NOT NULL,
+      last_seen_utc   INTEGER NOT NULL,
+      concurrency     INTEGER NOT NULL,
+      running         INTEGER NOT NULL,
+      handled         TEXT    NOT NULL,
+      circuits        TEXT    NOT NULL,
+      is_draining     INTEGER NOT NULL DEFAULT 0,
+      stopped_at_utc  INTEGER NULL
+    ) STRICT`,
+    `ALTER TABLE ${p}jobs_hot ADD COLUMN progress_note TEXT NULL`,
+    `ALTER TABLE ${p}jobs_archive ADD COLUMN progress_note TEXT NULL`,
+    `ALTER TABLE ${p}jobs_dlq ADD COLUMN progress_note TEXT NULL`,
+  ],
+};
+
 /** Every migration, oldest first. Append new versions; never edit a released one. */
-export const SQLITE_MIGRATIONS: readonly SqliteMigration[] = [V1, V2];
+export const SQLITE_MIGRATIONS: readonly SqliteMigration[] = [V1, V2, V3];
 
 /** The ledger table; created before any migration runs so its own existence is not a migration. */
 export function schemaMigrationsDdl(prefix: string): string {
@@ -207,9 +239,16 @@ export function schemaMigrationsDdl(prefix: string): string {
   ) STRICT`;
 }
 
-/** The complete DDL for `npx chokaq schema --dialect sqlite` (DBAs applying scripts by hand). */
+/**
+ * The complete DDL for `npx chokaq schema --dialect sqlite` (DBAs applying scripts by hand). SQLite
+ * cannot add a column only where it is missing, so unlike the server dialects' scripts this one
+ * is for a new database: an existing one is migrated by `ensureSchema()` at startup.
+ */
 export function sqliteSchemaScript(prefix: string): string {
-  const lines = [schemaMigrationsDdl(prefix)];
+  const lines = [
+    `-- ChokaQ for NestJS: SQLite schema '${prefix}*', for a new database (run it once; ` +
+      `ensureSchema() migrates an existing one)\n${schemaMigrationsDdl(prefix)}`,
+  ];
   for (const migration of SQLITE_MIGRATIONS) {
     lines.push(...migration.statements(prefix));
     lines.push(

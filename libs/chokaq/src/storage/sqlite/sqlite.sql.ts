@@ -58,6 +58,9 @@ const ZOMBIE_RETRY = `(COALESCE(q.retry_zombies, 0) = 1 OR COALESCE(
            WHERE r.value ->> 'queue' = h.queue AND r.value ->> 'type' IS NULL),
           0) = 1)`;
 
+/** The columns `archiveZombies` returns of each rescued row: all but the payload. */
+const ZOMBIE_COLUMNS = hotColumnsExcept('payload');
+
 /** Hot columns copied into the archive (besides `finished_at_utc`, `duration_ms`): the SQLite archive keeps no lease, heartbeat, update time or cancel flag. */
 const ARCHIVE_COPIED = hotColumnsExcept(
   'status',
@@ -83,6 +86,7 @@ export function sqliteTables(p: string) {
     queues: `${p}queues`,
     recurring: `${p}recurring_jobs`,
     migrations: `${p}schema_migrations`,
+    workers: `${p}workers`,
   };
 }
 
@@ -92,7 +96,7 @@ export function sqliteTables(p: string) {
  */
 export function jobStoreStatements(p: string) {
   const tables = sqliteTables(p);
-  const { hot, archive, dlq, stats, buckets, queues, recurring, migrations } = tables;
+  const { hot, archive, dlq, stats, buckets, queues, recurring, migrations, workers } = tables;
   const dlqColumns = [...HOT_COLUMNS, 'failure_reason', 'error_details'];
 
   /**
@@ -290,9 +294,12 @@ export function jobStoreStatements(p: string) {
       WHERE status = 1 AND ${OWNED}
       RETURNING queue`,
 
-    /** Progress of an owned Processing row (lease matches AND status = 2). */
+    /**
+     * Progress and its note of an owned Processing row (lease matches AND status = 2); a NULL
+     * `@note` clears the note (a note describes the progress it came with).
+     */
     reportProgress: `UPDATE ${hot}
-      SET progress = @progress, last_updated_utc = ${SQLITE_NOW_MS}
+      SET progress = @progress, progress_note = @note, last_updated_utc = ${SQLITE_NOW_MS}
       WHERE id = @id AND worker_id = @workerId AND lease_id = @leaseId AND status = 2`,
 
     /** Processing → Pending after a retryable failure (lease matches AND status = 2). */
@@ -435,35 +442,34 @@ export function jobStoreStatements(p: string) {
         ORDER BY last_updated_utc LIMIT @limit)`,
 
     /**
-     * archiveZombies, rows to retry (the queue's RetryZombies, or the rescuer's handler rules in
-     * `@rules`, see {@link ZOMBIE_RETRY}): expired Processing rows → Pending with LastError, attempt
-     * kept. Lock: BEGIN IMMEDIATE, same transaction as {@link archiveZombiesDelete}, which takes the
-     * complement with the same predicate. Bounded by `@limit`.
+     * archiveZombies, step 1: the expired Processing rows, oldest heartbeat first, at most
+     * `@limit`, as they are now (every column but the payload, which the result does not carry),
+     * each with `retry`: the queue's RetryZombies, or the rescuer's handler rules in `@rules` (see
+     * {@link ZOMBIE_RETRY}). Lock: BEGIN IMMEDIATE, in one transaction with steps 2 and 3, so
+     * nothing changes these rows in between.
+     */
+    archiveZombies: `SELECT ${ZOMBIE_COLUMNS.map((c) => `h.${c}`).join(', ')}, ${ZOMBIE_RETRY} AS retry
+      FROM ${hot} h LEFT JOIN ${queues} q ON q.name = h.queue
+      WHERE h.status = 2
+        AND COALESCE(h.heartbeat_utc, h.started_at_utc, h.last_updated_utc)
+            < ${SQLITE_NOW_MS} - COALESCE(q.zombie_timeout_seconds * 1000, @defaultTimeoutMs)
+      ORDER BY h.heartbeat_utc LIMIT @limit`,
+
+    /**
+     * archiveZombies, step 2: the rows of step 1 to retry (`@ids`) → Pending with LastError,
+     * attempt kept. Same transaction as step 1.
      */
     archiveZombiesRetry: `UPDATE ${hot}
       SET status = 0, worker_id = NULL, lease_id = NULL, heartbeat_utc = NULL,
           last_error = @error, last_updated_utc = ${SQLITE_NOW_MS}
-      WHERE status = 2 AND id IN (
-        SELECT h.id FROM ${hot} h LEFT JOIN ${queues} q ON q.name = h.queue
-        WHERE h.status = 2 AND ${ZOMBIE_RETRY}
-          AND COALESCE(h.heartbeat_utc, h.started_at_utc, h.last_updated_utc)
-              < ${SQLITE_NOW_MS} - COALESCE(q.zombie_timeout_seconds * 1000, @defaultTimeoutMs)
-        ORDER BY h.heartbeat_utc LIMIT @limit)
+      WHERE status = 2 AND id IN ${IDS}
       RETURNING id, queue`,
 
     /**
-     * archiveZombies, the other rows: step 1 of the Hot → DLQ (Zombie) move, delete and capture the
-     * expired Processing rows that {@link archiveZombiesRetry} did not take. Lock: BEGIN IMMEDIATE
-     * with the inserts and counters. Bounded by `@limit`.
+     * archiveZombies, step 3: the other rows of step 1 (`@ids`), step 1 of the Hot → DLQ (Zombie)
+     * move: delete and capture them. Same transaction, with the inserts and counters.
      */
-    archiveZombiesDelete: `DELETE FROM ${hot}
-      WHERE status = 2 AND id IN (
-        SELECT h.id FROM ${hot} h LEFT JOIN ${queues} q ON q.name = h.queue
-        WHERE h.status = 2 AND NOT ${ZOMBIE_RETRY}
-          AND COALESCE(h.heartbeat_utc, h.started_at_utc, h.last_updated_utc)
-              < ${SQLITE_NOW_MS} - COALESCE(q.zombie_timeout_seconds * 1000, @defaultTimeoutMs)
-        ORDER BY h.heartbeat_utc LIMIT @limit)
-      RETURNING *`,
+    archiveZombiesDelete: `DELETE FROM ${hot} WHERE status = 2 AND id IN ${IDS} RETURNING *`,
 
     // ------------------------------------------------------------------ queues
 
@@ -511,6 +517,39 @@ export function jobStoreStatements(p: string) {
     /** applyRetention batch: metric buckets older than `@cutoff` (primary key leads with bucket_utc). */
     applyRetentionBuckets: `DELETE FROM ${buckets} WHERE rowid IN (
         SELECT rowid FROM ${buckets} WHERE bucket_utc < @cutoff ORDER BY bucket_utc LIMIT @limit)`,
+    /**
+     * applyRetention batch: Workers rows last seen before `@cutoff` (stopped or lost workers: a
+     * live one reports every heartbeat). A worker that reports again writes its row anew.
+     */
+    applyRetentionWorkers: `DELETE FROM ${workers} WHERE worker_id IN (
+        SELECT worker_id FROM ${workers} WHERE last_seen_utc < @cutoff
+        ORDER BY last_seen_utc LIMIT @limit)`,
+
+    // ------------------------------------------------------------------ workers
+
+    /**
+     * upsertWorker: the reporting worker's row, every time from the database clock. `@starting`
+     * 1 sets `started_at_utc` and clears `stopped_at_utc` (a new run of the process); a later
+     * report keeps both. One statement under BEGIN IMMEDIATE.
+     */
+    upsertWorker: `INSERT INTO ${workers} (worker_id, host, pid, library_version, started_at_utc,
+        last_seen_utc, concurrency, running, handled, circuits, is_draining, stopped_at_utc)
+      VALUES (@workerId, @host, @pid, @libraryVersion, ${SQLITE_NOW_MS}, ${SQLITE_NOW_MS},
+        @concurrency, @running, @handled, @circuits, @draining, NULL)
+      ON CONFLICT (worker_id) DO UPDATE SET
+        host = excluded.host, pid = excluded.pid, library_version = excluded.library_version,
+        started_at_utc = CASE WHEN @starting = 1 THEN excluded.started_at_utc
+                              ELSE started_at_utc END,
+        last_seen_utc = excluded.last_seen_utc,
+        concurrency = excluded.concurrency, running = excluded.running,
+        handled = excluded.handled, circuits = excluded.circuits,
+        is_draining = excluded.is_draining,
+        stopped_at_utc = CASE WHEN @starting = 1 THEN NULL ELSE stopped_at_utc END`,
+
+    /** markWorkerStopped: a clean stop; stop and last-seen times now, nothing running. */
+    markWorkerStopped: `UPDATE ${workers}
+      SET stopped_at_utc = ${SQLITE_NOW_MS}, last_seen_utc = ${SQLITE_NOW_MS}, running = 0
+      WHERE worker_id = @workerId AND stopped_at_utc IS NULL`,
 
     // ------------------------------------------------------------------ recurring
 
@@ -558,7 +597,7 @@ export type JobStoreStatements = ReturnType<typeof jobStoreStatements>;
 /** The fixed statements of the reads (`JobQueries`), in the order of the interface, for one prefix. */
 export function jobQueriesStatements(p: string) {
   const tables = sqliteTables(p);
-  const { hot, archive, dlq, stats, buckets, queues } = tables;
+  const { hot, archive, dlq, stats, buckets, queues, workers } = tables;
   return {
     tables,
 
@@ -624,6 +663,16 @@ export function jobQueriesStatements(p: string) {
       FROM ${buckets}
       WHERE bucket_utc >= ${BUCKET_NOW} - 299000 AND (@queue IS NULL OR queue = @queue)
       GROUP BY outcome`,
+
+    /**
+     * listWorkers: the Workers table, most recently seen first, at most `@limit` rows, each with
+     * `is_lost`: not stopped and not seen for more than `@lostAfterMs` by the database clock.
+     */
+    listWorkers: `SELECT *, (stopped_at_utc IS NULL
+          AND last_seen_utc < ${SQLITE_NOW_MS} - @lostAfterMs) AS is_lost
+      FROM ${workers}
+      ORDER BY last_seen_utc DESC, worker_id
+      LIMIT @limit`,
   };
 }
 
