@@ -40,6 +40,7 @@ export function testOptions(
       archiveMs: 7 * 86_400_000,
       dlqMs: 30 * 86_400_000,
       metricsMs: 86_400_000,
+      workersMs: 86_400_000,
       intervalMs: 3_600_000,
     },
     circuitBreaker: {

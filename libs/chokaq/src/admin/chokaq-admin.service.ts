@@ -26,6 +26,7 @@ import {
 } from '../interfaces/job.interface';
 import { ResolvedChokaQOptions } from '../interfaces/module-options.interface';
 import { RecurringJobSpec, RecurringJobView } from '../interfaces/recurring-job.interface';
+import { WorkerInfo, WorkerQuery } from '../interfaces/worker.interface';
 import { CronSchedule } from '../runtime/cron-schedule';
 import { JobEvents } from '../runtime/job-events';
 import { announceCancelled } from '../runtime/lifecycle-events';
@@ -40,7 +41,8 @@ import { WorkerRegistry } from '../worker.registry';
 /**
  * Every operator action and read of ChokaQ (SPEC §3), for your own admin endpoints, scripts and
  * (later) the dashboard. It acts on the database, so it works from any process, including
- * producer-only ones; only {@link setConcurrency} and {@link workerStats} concern the local worker.
+ * producer-only ones; only {@link setConcurrency} and {@link workerStats} concern the local worker
+ * ({@link listWorkers} lists every worker of the cluster).
  *
  * Protect whatever exposes it: these are destructive operations. Optional `actor` arguments are
  * recorded as `LastModifiedBy` where the storage keeps one. Arguments are checked by the storage's
@@ -225,8 +227,8 @@ export class ChokaQAdmin {
 
   /** Runs retention now, with the configured windows unless others are given. */
   runRetention(policy?: Partial<RetentionPolicy>): Promise<RetentionResult> {
-    const { archiveMs, dlqMs, metricsMs } = this.options.retention;
-    return this.storage.applyRetention({ archiveMs, dlqMs, metricsMs, ...policy });
+    const { archiveMs, dlqMs, metricsMs, workersMs } = this.options.retention;
+    return this.storage.applyRetention({ archiveMs, dlqMs, metricsMs, workersMs, ...policy });
   }
 
   // ------------------------------------------------------------------ stats
@@ -354,6 +356,25 @@ export class ChokaQAdmin {
     if (!result) throw new ChokaQRecurringJobNotFoundError(name);
     this.logger.log(`Recurring job ${name} triggered by ${createdBy}: enqueued ${result.id}`);
     return result.id;
+  }
+
+  // ------------------------------------------------------------------ workers
+
+  /**
+   * Every worker process of the cluster, from the Workers table (works in any process, a
+   * producer-only one included), the most recently seen first, each with its state:
+   * - `running`: it reports with its heartbeat;
+   * - `draining`: its graceful shutdown began (it finishes what it runs, claims nothing);
+   * - `stopped`: it shut down cleanly;
+   * - `lost`: not seen for longer than `rescue.zombieTimeoutMs` (of this process) and never said it
+   *   stopped; its running jobs become zombies.
+   * Stopped and lost workers stay listed until `retention.workersMs` after they were last seen.
+   */
+  listWorkers(query: Pick<WorkerQuery, 'limit'> = {}): Promise<WorkerInfo[]> {
+    return this.storage.listWorkers({
+      lostAfterMs: this.options.rescue.zombieTimeoutMs,
+      limit: query?.limit,
+    });
   }
 
   // ------------------------------------------------------------------ local worker

@@ -48,6 +48,7 @@ describe('resolveChokaQOptions', () => {
       archiveMs: 7 * 86_400_000,
       dlqMs: 30 * 86_400_000,
       metricsMs: 86_400_000,
+      workersMs: 86_400_000,
       intervalMs: 3_600_000,
     });
     expect(r.circuitBreaker).toEqual({
@@ -185,6 +186,25 @@ describe('resolveChokaQOptions', () => {
         rescue: { fetchedJobTimeoutMs: 1_200, zombieTimeoutMs: 1_000 },
       }).map((i) => i.path),
     ).toEqual(['rescue.fetchedJobTimeoutMs', 'rescue.zombieTimeoutMs']);
+    expect(
+      issuesOf({
+        rescue: { zombieTimeoutMs: 3_600_000 },
+        retention: { workersMs: 3_599_999 },
+      }).map((i) => i.path),
+    ).toEqual(['retention.workersMs']);
+  });
+
+  it('keeps Workers rows at least as long as the zombie timeout, given or by default', () => {
+    const long = 2 * 86_400_000;
+    expect(resolveChokaQOptions({ rescue: { zombieTimeoutMs: long } }).retention.workersMs).toBe(
+      long,
+    );
+    expect(
+      resolveChokaQOptions({
+        rescue: { zombieTimeoutMs: 60_000 },
+        retention: { workersMs: 60_000 },
+      }).retention.workersMs,
+    ).toBe(60_000);
   });
 
   it('accepts short intervals used by tests', () => {

@@ -13,6 +13,7 @@ import {
   optionIssues,
   satisfies,
 } from '../validation/option-rules';
+import { DEFAULT_WORKER_RETENTION_MS } from '../validation/validate-args';
 import { DEFAULT_PAYLOAD_MAX_BYTES } from '../validation/validate-job';
 import { DEFAULT_SQLITE_FILE } from './storage-defaults';
 
@@ -43,7 +44,13 @@ export const CHOKAQ_DEFAULTS = {
     shutdownGracePeriodMs: 30 * SECOND,
   },
   payload: { maxBytes: DEFAULT_PAYLOAD_MAX_BYTES },
-  retention: { archiveMs: 7 * DAY, dlqMs: 30 * DAY, metricsMs: DAY, intervalMs: HOUR },
+  retention: {
+    archiveMs: 7 * DAY,
+    dlqMs: 30 * DAY,
+    metricsMs: DAY,
+    workersMs: DEFAULT_WORKER_RETENTION_MS,
+    intervalMs: HOUR,
+  },
   circuitBreaker: {
     failureThreshold: 5,
     windowMs: MINUTE,
@@ -166,6 +173,21 @@ export function resolveChokaQOptions(options: ChokaQModuleOptions = {}): Resolve
         `rescue.${key}`,
         `must be greater than heartbeat.intervalMs × 1.2 (${longestGap}), or live jobs would be rescued`,
         r.rescue[key],
+      );
+    }
+  }
+
+  // A lost worker is shown as lost once it has not been seen for the zombie timeout; a shorter
+  // retention of the Workers table would remove its row before it ever shows as lost.
+  const workersGiven = (input.retention as Record<string, unknown> | undefined)?.workersMs;
+  if (ok('retention.workersMs') && ok('rescue.zombieTimeoutMs')) {
+    if (workersGiven === undefined) {
+      r.retention.workersMs = Math.max(r.retention.workersMs, r.rescue.zombieTimeoutMs);
+    } else if (r.retention.workersMs < r.rescue.zombieTimeoutMs) {
+      add(
+        'retention.workersMs',
+        `must be ≥ rescue.zombieTimeoutMs (${r.rescue.zombieTimeoutMs}), or a lost worker's row would be removed before it shows as lost`,
+        r.retention.workersMs,
       );
     }
   }

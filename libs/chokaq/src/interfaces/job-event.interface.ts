@@ -12,7 +12,9 @@ import type { JobView, Pillar } from './job-view.interface';
  * - `retried`: the job went back to Pending to be tried again;
  * - `dead`: the job went to the DLQ for a failure (any reason but a cancellation);
  * - `cancelled`: the job went to the DLQ as cancelled;
- * - `stalled`: the rescue loop found the job's worker gone (a zombie) and moved it on.
+ * - `stalled`: the rescue loop of this process found the job's worker gone (its heartbeat expired
+ *   while the job was Processing: a zombie) and moved it on, to the DLQ as Zombie or back to
+ *   Pending where zombies of its queue or handler are retried.
  *
  * @publicApi
  */
@@ -41,7 +43,8 @@ export interface JobEvent {
   /**
    * The job as this process knows it just after the move: the claimed row with the status, pillar
    * and outcome fields of the move applied. Times this process did not read from the database
-   * (`finishedAtUtc`, `failedAtUtc`) are its estimate of the database clock.
+   * (`finishedAtUtc`, `failedAtUtc`) are its estimate of the database clock. For `stalled`, the
+   * row is the one the rescue moved, as it found it, and its `payload` is not read (null).
    */
   job: JobView;
   /** The pillar the job is in after the move. */
@@ -62,6 +65,11 @@ export interface JobEvent {
   progress?: number;
   /** `progress` only: the note reported with it, if any. */
   note?: string;
+  /**
+   * `stalled` only: the worker whose heartbeat stopped, the job's owner when it was rescued (for
+   * a job returned to Pending, `job.workerId` is already cleared).
+   */
+  lostWorkerId?: string;
   /** When this process emitted the event (its own clock). */
   at: Date;
 }

@@ -72,6 +72,13 @@ export interface ChokaQModuleOptions {
     dlqMs?: number;
     /** Metric buckets are kept this long. Default 1 day. */
     metricsMs?: number;
+    /**
+     * Rows of the Workers table (`ChokaQAdmin.listWorkers`) are kept this long after the worker
+     * was last seen: stopped and lost workers stay visible this long. At least
+     * `rescue.zombieTimeoutMs`, so a lost worker is shown as lost before it is removed. Default
+     * 1 day, or `rescue.zombieTimeoutMs` when that is longer.
+     */
+    workersMs?: number;
     /** Interval of the maintenance loop. Default 3,600,000 (1 h). */
     intervalMs?: number;
   };

@@ -3,6 +3,7 @@ import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
 import { toError } from '../common/error-text';
 import { newLeaseId } from '../common/uuid';
+import { libraryVersion } from '../common/version';
 import { ChokaQDrainTimeoutError, ChokaQError } from '../errors';
 import type { HandlerLookup } from '../interfaces/handler.interface';
 import type { JobOutcome } from '../interfaces/job-outcome.interface';
@@ -22,6 +23,7 @@ import { MaintenanceLoop } from './maintenance.loop';
 import { QueueControls } from './queue-controls';
 import { RecurringLoop, type RecurringTimerRegistry } from './recurring.loop';
 import { RescueLoop } from './rescue.loop';
+import { WorkerPresence } from './worker-presence';
 
 /**
  * What a {@link ChokaQWorker} is built from. The Nest layer resolves these (storage, discovered
@@ -96,6 +98,7 @@ export class ChokaQWorker {
   private readonly rescue: RescueLoop;
   private readonly maintenance: MaintenanceLoop;
   private readonly recurringLoop: RecurringLoop;
+  private readonly presence: WorkerPresence;
   private readonly listeners = new Set<(outcome: JobOutcome) => void>();
   private starting: Promise<void> | undefined;
   private stopping: Promise<void> | undefined;
@@ -139,6 +142,23 @@ export class ChokaQWorker {
       // One full batcher write, and never less than the prefetch buffer.
       maxUnwritten: Math.max(deps.options.worker.prefetch, this.batcher.writeLimit),
     });
+    const host = hostname();
+    const version = libraryVersion();
+    this.presence = new WorkerPresence({
+      storage: deps.storage,
+      report: () => ({
+        workerId: this.workerId,
+        host,
+        pid: process.pid,
+        libraryVersion: version,
+        concurrency: this.processor.limiter.capacity,
+        running: this.processor.runningCount,
+        handled: this.handlers.handled(),
+        circuits: this.breakers.snapshot(),
+        draining: this.stopping !== undefined,
+      }),
+      logger: this.logger,
+    });
     this.heartbeat = new HeartbeatLoop({
       storage: deps.storage,
       options: deps.options,
@@ -152,8 +172,15 @@ export class ChokaQWorker {
           this.processor.abortAll('heartbeat-failure');
       },
       logger: this.logger,
+      presence: this.presence,
     });
-    this.rescue = new RescueLoop(deps.storage, deps.options, this.logger, deps.handlers);
+    this.rescue = new RescueLoop(
+      deps.storage,
+      deps.options,
+      this.logger,
+      deps.handlers,
+      deps.events,
+    );
     this.maintenance = new MaintenanceLoop(deps.storage, deps.options, this.logger);
     // Re-read once per poll interval, like queue controls: a change made elsewhere is followed soon.
     this.recurringLoop = new RecurringLoop(deps.storage, deps.recurring ?? [], this.logger, {
@@ -300,6 +327,9 @@ export class ChokaQWorker {
       );
     }
     if (!this.isRunning) return; // stopped while subscribing
+    // The Workers row exists before the worker claims anything (listWorkers shows it at once).
+    await this.presence.beat();
+    if (!this.isRunning) return; // stopped meanwhile
     this.fetcher.start();
     this.heartbeat.start();
     this.rescue.start();
@@ -335,6 +365,8 @@ export class ChokaQWorker {
 
     // 1. Stop claiming (and the loops that do not own jobs); a claim in flight lands in the buffer.
     this.processor.close();
+    // The Workers row says draining at the next beat; beat now so operators see it at once.
+    this.heartbeat.nudge();
     await step('stop loops', () =>
       Promise.all([
         this.fetcher.stop(),
@@ -370,6 +402,8 @@ export class ChokaQWorker {
     await step('flush completions', () => this.batcher.close(hardDeadline));
     // 5. Heartbeat last: everything above was still covered by it.
     await step('stop heartbeat', () => this.heartbeat.stop());
+    // 6. The Workers row says stopped (a worker that never started has none); never fails the stop.
+    await this.presence.stopped();
     this.logger.log(`Worker ${this.workerId} stopped`);
     if (errors.length > 0)
       throw new AggregateError(

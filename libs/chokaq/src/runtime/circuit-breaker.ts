@@ -1,7 +1,8 @@
 import type { ResolvedChokaQOptions } from '../interfaces/module-options.interface';
+import type { CircuitState } from '../interfaces/worker.interface';
 
-/** The state of one job type's circuit. */
-export type CircuitState = 'closed' | 'open' | 'half-open';
+/** The state of one job type's circuit (a worker reports those not closed in its Workers row). */
+export type { CircuitState };
 
 /** What the processor may do with a job of a type. */
 export type CircuitDecision =

@@ -92,4 +92,51 @@ describe('HeartbeatLoop', () => {
     expect(logger.count('log', 'Heartbeat recovered')).toBe(1);
     await loop.stop();
   });
+
+  it('writes the worker row on every beat after the leases, with or without leases', async () => {
+    const order: string[] = [];
+    let owned = [lease];
+    const keepAlive = jest.fn(async () => {
+      order.push('keepAlive');
+      return { touched: 1, cancelRequested: [] };
+    });
+    const beat = jest.fn(async () => {
+      order.push('row');
+    });
+    const loop = new HeartbeatLoop({
+      storage: { keepAlive },
+      options: testOptions({ heartbeat: { intervalMs: 100 } }),
+      workerId: 'w',
+      leases: () => owned,
+      onCancelRequested: jest.fn(),
+      onThresholdReached: jest.fn(),
+      logger: new RecordingLogger(),
+      presence: { beat },
+    });
+    await loop.tick();
+    owned = [];
+    await loop.tick();
+    expect(order).toEqual(['keepAlive', 'row', 'row']);
+  });
+
+  it('a failing keepAlive still lets the row be written (its own failures are not the outage)', async () => {
+    const beat = jest.fn(async () => undefined);
+    const loop = new HeartbeatLoop({
+      storage: {
+        keepAlive: jest.fn(async () => {
+          throw new Error('db down');
+        }),
+      },
+      options: testOptions({ heartbeat: { intervalMs: 100 } }),
+      workerId: 'w',
+      leases: () => [lease],
+      onCancelRequested: jest.fn(),
+      onThresholdReached: jest.fn(),
+      logger: new RecordingLogger(),
+      presence: { beat },
+    });
+    await loop.tick();
+    expect(loop.consecutiveFailures).toBe(1);
+    expect(beat).toHaveBeenCalledTimes(1);
+  });
 });

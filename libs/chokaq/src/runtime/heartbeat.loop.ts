@@ -6,6 +6,7 @@ import type { ResolvedChokaQOptions } from '../interfaces/module-options.interfa
 import type { JobStore } from '../storage/job-storage';
 import { MAX_ENQUEUE_MANY } from '../validation/limits';
 import { Loop } from './loop';
+import type { WorkerPresence } from './worker-presence';
 
 /** What the heartbeat is built from. */
 export interface HeartbeatDeps {
@@ -19,14 +20,21 @@ export interface HeartbeatDeps {
   /** `failureThreshold` consecutive failures were reached (called once per outage). */
   onThresholdReached: () => void;
   logger: LoggerService;
+  /**
+   * Writes this worker's row of the Workers table; called on every beat after the leases, with or
+   * without leases (it never rejects). Default: no row.
+   */
+  presence?: Pick<WorkerPresence, 'beat'>;
 }
 
 /**
- * One batched `keepAlive` per process every `heartbeat.intervalMs` ±20 % (SPEC §4). It covers
- * Fetched rows too (so a slow buffer never loses its claims to `recoverAbandoned`) and completions
- * waiting for their batch. Failures are handled here rather than by the loop's error backoff: the
- * heartbeat keeps its cadence during an outage (a late heartbeat is how jobs become zombies), logs
- * the outage once, and reacts once at `failureThreshold`.
+ * One batched `keepAlive` per process every `heartbeat.intervalMs` ±20 % (SPEC §4), then the
+ * worker's row of the Workers table (one statement more per beat, idle or not). The `keepAlive`
+ * covers Fetched rows too (so a slow buffer never loses its claims to `recoverAbandoned`) and
+ * completions waiting for their batch. Its failures are handled here rather than by the loop's
+ * error backoff: the heartbeat keeps its cadence during an outage (a late heartbeat is how jobs
+ * become zombies), logs the outage once, and reacts once at `failureThreshold`. The row's writes
+ * are not part of that count: a job is never aborted for them.
  */
 export class HeartbeatLoop {
   private readonly loop: Loop;
@@ -72,8 +80,16 @@ export class HeartbeatLoop {
     return this.loop.stop();
   }
 
-  /** One heartbeat; exposed for tests and for a final beat during shutdown. */
+  /**
+   * One heartbeat: the leases first (what keeps running jobs from becoming zombies), then this
+   * worker's row. Exposed for tests and for a final beat during shutdown.
+   */
   async tick(): Promise<void> {
+    await this.renewLeases();
+    await this.deps.presence?.beat();
+  }
+
+  private async renewLeases(): Promise<void> {
     const leases = this.deps.leases();
     // Nothing to keep alive: no statement runs, so an outage streak neither ends nor grows.
     if (leases.length === 0) return;

@@ -206,4 +206,26 @@ describe('JobExecutor', () => {
     expect(result.kind).toBe('failed');
     expect(String((result as { error: Error }).error.message)).toContain('next() twice');
   });
+
+  it('hands the progress writer a note cut to 500 characters, NUL and split pairs replaced', async () => {
+    const notes: Array<string | undefined> = [];
+    const executor = new JobExecutor([], new RecordingLogger());
+    const run = executor.start({
+      job: job(),
+      lease,
+      timeoutMs: 1_000,
+      reportProgress: async (_percent, note) => {
+        notes.push(note);
+      },
+      handler: handler(async (_p, ctx) => {
+        await ctx.reportProgress(10);
+        await ctx.reportProgress(20, 'a\u0000b');
+        // 499 characters, then a surrogate pair the cut splits.
+        await ctx.reportProgress(30, `${'x'.repeat(499)}\u{1F600}`);
+        await ctx.reportProgress(40, 42 as never);
+      }),
+    });
+    await expect(run.result).resolves.toMatchObject({ kind: 'succeeded' });
+    expect(notes).toEqual([undefined, 'a\uFFFDb', `${'x'.repeat(499)}\uFFFD`, undefined]);
+  });
 });

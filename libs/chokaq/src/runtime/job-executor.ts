@@ -49,9 +49,16 @@ export interface ExecutionRequest {
   reportProgress?: (percent: number, note?: string) => Promise<void>;
 }
 
-/** A progress note as stored and emitted: a string, cut to `LIMITS.progressNote`; else none. */
+/**
+ * A progress note as stored and emitted: a string cut to `LIMITS.progressNote`, with NUL
+ * characters (which PostgreSQL text rejects) and lone surrogates (a cut may split a pair) replaced
+ * by U+FFFD, so the storage edge accepts it; else none.
+ */
 function progressNote(note: unknown): string | undefined {
-  return typeof note === 'string' ? note.slice(0, LIMITS.progressNote) : undefined;
+  if (typeof note !== 'string') return undefined;
+  const cut = note.slice(0, LIMITS.progressNote);
+  // eslint-disable-next-line no-control-regex
+  return cut.replace(/\u0000/g, '\uFFFD').toWellFormed();
 }
 
 /**

@@ -472,7 +472,8 @@ export class JobProcessor {
         if (!Number.isFinite(percent)) return;
         const clamped = Math.min(100, Math.max(0, percent));
         job.progress = clamped;
-        const rows = await this.deps.storage.reportProgress(lease, clamped);
+        job.progressNote = note ?? null;
+        const rows = await this.deps.storage.reportProgress(lease, clamped, note ?? null);
         if (rows > 0 && events?.hasListeners('progress')) {
           events.emit(progressEvent(job, execution.attempt, clamped, note));
         }

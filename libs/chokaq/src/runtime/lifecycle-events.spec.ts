@@ -3,7 +3,13 @@ import type { JobOutcome } from '../interfaces/job-outcome.interface';
 import { FailureReason, JobStatus } from '../interfaces/job-status.enum';
 import type { HotJob } from '../interfaces/job.interface';
 import { JobEvents } from './job-events';
-import { announceCancelled, outcomeEvents, progressEvent, startedEvent } from './lifecycle-events';
+import {
+  announceCancelled,
+  outcomeEvents,
+  progressEvent,
+  stalledEvent,
+  startedEvent,
+} from './lifecycle-events';
 
 const now = new Date('2026-12-01T10:00:00Z');
 
@@ -122,6 +128,70 @@ describe('lifecycle events of an outcome', () => {
       progress: 40,
       note: 'halfway',
       job: { progress: 40 },
+    });
+  });
+
+  describe('stalled', () => {
+    const zombie = (): HotJob => ({
+      ...job(),
+      status: JobStatus.Processing,
+      attemptCount: 2,
+      workerId: 'lost-worker',
+      heartbeatUtc: new Date('2026-12-01T09:00:00Z'),
+      payload: null,
+    });
+
+    it('a zombie moved to the DLQ: pillar dlq, status and reason Zombie, naming the lost worker', () => {
+      const e = stalledEvent({ pillar: 'dlq', job: zombie() }, 'Zombie: gone', now);
+      expect(e).toMatchObject({
+        name: 'stalled',
+        pillar: 'dlq',
+        attempt: 2,
+        error: 'Zombie: gone',
+        reason: FailureReason.Zombie,
+        lostWorkerId: 'lost-worker',
+      });
+      expect(e.job).toMatchObject({
+        id: 'j1',
+        queue: 'emails',
+        type: 'welcome',
+        pillar: 'dlq',
+        status: JobStatus.Zombie,
+        failureReason: FailureReason.Zombie,
+        errorDetails: 'Zombie: gone',
+        failedAtUtc: now,
+        // The DLQ keeps the worker that had it.
+        workerId: 'lost-worker',
+        payload: null,
+      });
+      expect(Object.isFrozen(e)).toBe(true);
+    });
+
+    it('a zombie returned to Pending: pillar hot, no reason, the job no longer owned', () => {
+      const e = stalledEvent({ pillar: 'hot', job: zombie() }, 'Zombie: gone', now);
+      expect(e).toMatchObject({
+        name: 'stalled',
+        pillar: 'hot',
+        attempt: 2,
+        error: 'Zombie: gone',
+        lostWorkerId: 'lost-worker',
+      });
+      expect(e.reason).toBeUndefined();
+      expect(e.job).toMatchObject({
+        pillar: 'hot',
+        status: JobStatus.Pending,
+        workerId: null,
+        leaseId: null,
+        heartbeatUtc: null,
+        lastError: 'Zombie: gone',
+        attemptCount: 2,
+        failureReason: null,
+      });
+    });
+
+    it('a row without a worker (written by hand) names none', () => {
+      const e = stalledEvent({ pillar: 'dlq', job: { ...zombie(), workerId: null } }, 'x', now);
+      expect('lostWorkerId' in e).toBe(false);
     });
   });
 });

@@ -3,13 +3,14 @@ import type { JobEvent, JobEventName } from '../interfaces/job-event.interface';
 import type { JobOutcome } from '../interfaces/job-outcome.interface';
 import { FailureReason, JobStatus } from '../interfaces/job-status.enum';
 import type { JobView, Pillar } from '../interfaces/job-view.interface';
-import type { HotJob } from '../interfaces/job.interface';
+import type { HotJob, RescuedZombie } from '../interfaces/job.interface';
 import type { JobEventSink } from './job-events';
 
 /*
  * What the worker tells `JobEvents`: pure functions from a claimed row and what happened to it to
  * the lifecycle events of `job-event.interface.ts`. The processor calls them only after the move
- * they describe committed (an outcome with `applied: true`, a start the storage confirmed).
+ * they describe committed (an outcome with `applied: true`, a start the storage confirmed), and the
+ * rescue loop only after its sweep returned.
  */
 
 type ViewPatch = Partial<JobView>;
@@ -145,4 +146,37 @@ export function outcomeEvents(outcome: JobOutcome, job: HotJob, now: Date): JobE
     case 'released':
       return [];
   }
+}
+
+/**
+ * `stalled`: the rescue moved a zombie (its worker's heartbeat expired while it was Processing),
+ * as `archiveZombies` reported it: the row it found, moved to the DLQ as Zombie (`dlq`) or back to
+ * Pending with its attempt kept (`hot`). `error` is the text the rescue stored with it.
+ */
+export function stalledEvent(rescued: RescuedZombie, error: string, now: Date): JobEvent {
+  const { job, pillar } = rescued;
+  const lostWorkerId = job.workerId ?? undefined;
+  if (pillar === 'dlq') {
+    const view = eventView(job, 'dlq', {
+      status: JobStatus.Zombie,
+      failureReason: FailureReason.Zombie,
+      errorDetails: error,
+      failedAtUtc: now,
+      lastUpdatedUtc: now,
+    });
+    return event('stalled', view, job.attemptCount, {
+      error,
+      reason: FailureReason.Zombie,
+      lostWorkerId,
+    });
+  }
+  const view = eventView(job, 'hot', {
+    status: JobStatus.Pending,
+    workerId: null,
+    leaseId: null,
+    heartbeatUtc: null,
+    lastError: error,
+    lastUpdatedUtc: now,
+  });
+  return event('stalled', view, job.attemptCount, { error, lostWorkerId });
 }

@@ -7,10 +7,10 @@ import { Loop } from './loop';
 
 /**
  * Retention (SPEC §4 "Maintenance"): every `retention.intervalMs` (jittered ±20 %), deletes archive,
- * DLQ and metric-bucket rows older than their windows, in bounded batches (the storage makes each
- * batch its own short transaction). Every process runs it; the deletes skip locked rows, so two
- * processes at once only share the work. The first run waits one jittered interval, so a restart
- * storm does not start with a burst of deletes.
+ * DLQ, metric-bucket and Workers rows older than their windows, in bounded batches (the storage
+ * makes each batch its own short transaction). Every process runs it; the deletes skip locked
+ * rows, so two processes at once only share the work. The first run waits one jittered interval,
+ * so a restart storm does not start with a burst of deletes.
  */
 export class MaintenanceLoop {
   private readonly loop: Loop;
@@ -46,12 +46,13 @@ export class MaintenanceLoop {
 
   /** One retention pass. */
   async tick(): Promise<void> {
-    const { archiveMs, dlqMs, metricsMs } = this.options.retention;
-    this.last = await this.storage.applyRetention({ archiveMs, dlqMs, metricsMs });
-    const { archive, dlq, metricBuckets } = this.last;
-    if (archive + dlq + metricBuckets > 0) {
+    const { archiveMs, dlqMs, metricsMs, workersMs } = this.options.retention;
+    this.last = await this.storage.applyRetention({ archiveMs, dlqMs, metricsMs, workersMs });
+    const { archive, dlq, metricBuckets, workers } = this.last;
+    if (archive + dlq + metricBuckets + workers > 0) {
       this.logger.log(
-        `Retention removed ${archive} archive, ${dlq} DLQ and ${metricBuckets} metric-bucket row(s)`,
+        `Retention removed ${archive} archive, ${dlq} DLQ, ${metricBuckets} metric-bucket and ` +
+          `${workers} worker row(s)`,
       );
     }
   }

@@ -1,9 +1,16 @@
 import type { LoggerService } from '@nestjs/common';
 import { jittered } from '../common/jitter';
+import { STORED_TEXT } from '../common/stored-text';
 import type { HandlerLookup } from '../interfaces/handler.interface';
+import type { RescuedZombie } from '../interfaces/job.interface';
 import type { ResolvedChokaQOptions } from '../interfaces/module-options.interface';
 import type { JobStore } from '../storage/job-storage';
+import type { JobEventSink } from './job-events';
+import { stalledEvent } from './lifecycle-events';
 import { Loop } from './loop';
+
+/** Job ids a rescue log line lists, at most, per worker. */
+const LOGGED_IDS = 10;
 
 /**
  * Rescue (SPEC §4): every `rescue.intervalMs` (jittered ±20 %, the first run one interval after
@@ -17,6 +24,9 @@ import { Loop } from './loop';
  * process's rescue may find it first, so the handler option only counts where that handler is
  * registered: a process hosting only other queues sends such a zombie to the DLQ. The rules are
  * read from the registry on every pass, so they follow what this process hosts now.
+ *
+ * Its log line names the lost worker(s) whose jobs it declared zombies, and each rescued zombie is
+ * a `stalled` lifecycle event of this process, emitted once the sweep's statement committed.
  */
 export class RescueLoop {
   private readonly loop: Loop;
@@ -29,6 +39,8 @@ export class RescueLoop {
     private readonly options: ResolvedChokaQOptions,
     private readonly logger: LoggerService,
     private readonly handlers: Pick<HandlerLookup, 'zombieRetryRules'>,
+    /** Where `stalled` events go (the application's `JobEvents`). Default: nowhere. */
+    private readonly events?: JobEventSink,
   ) {
     const interval = () => jittered(options.rescue.intervalMs, 0.2);
     this.loop = new Loop({
@@ -70,15 +82,45 @@ export class RescueLoop {
     this.zombiesRetried += zombies.retried.length;
     if (recovered > 0)
       this.logger.log(`Rescue: ${recovered} abandoned Fetched job(s) returned to Pending`);
-    if (zombies.dlq.length > 0) {
+    const dead = zombies.jobs.filter((z) => z.pillar === 'dlq');
+    const retried = zombies.jobs.filter((z) => z.pillar === 'hot');
+    if (dead.length > 0) {
       this.logger.warn(
-        `Rescue: ${zombies.dlq.length} zombie job(s) moved to the DLQ: ${zombies.dlq.slice(0, 10).join(', ')}`,
+        `Rescue: ${dead.length} zombie job(s) moved to the DLQ, of lost worker(s) ${byWorker(dead)}`,
       );
     }
-    if (zombies.retried.length > 0) {
+    if (retried.length > 0) {
       this.logger.warn(
-        `Rescue: ${zombies.retried.length} zombie job(s) returned to Pending (retryZombies)`,
+        `Rescue: ${retried.length} zombie job(s) returned to Pending (retryZombies), of lost ` +
+          `worker(s) ${byWorker(retried)}`,
       );
+    }
+    const events = this.events;
+    if (events?.hasListeners('stalled')) {
+      const now = new Date();
+      for (const rescued of zombies.jobs) {
+        events.emit(stalledEvent(rescued, STORED_TEXT.zombie, now));
+      }
     }
   }
+}
+
+/**
+ * `w1 (2: id, id), w2 (1: id)`: the workers that lost the jobs, each with its count and the
+ * first job ids. A row without a worker (written by hand) is listed as `(none)`.
+ */
+function byWorker(jobs: readonly RescuedZombie[]): string {
+  const groups = new Map<string, string[]>();
+  for (const { job } of jobs) {
+    const worker = job.workerId ?? '(none)';
+    const ids = groups.get(worker) ?? [];
+    ids.push(job.id);
+    groups.set(worker, ids);
+  }
+  return [...groups]
+    .map(([worker, ids]) => {
+      const more = ids.length > LOGGED_IDS ? ', …' : '';
+      return `${worker} (${ids.length}: ${ids.slice(0, LOGGED_IDS).join(', ')}${more})`;
+    })
+    .join(', ');
 }

@@ -51,7 +51,13 @@ export const OPTION_RULES = {
     workerId: text(1, 100),
   },
   payload: { maxBytes: int(1, 1_073_741_824) },
-  retention: { archiveMs: int(0), dlqMs: int(0), metricsMs: int(0), intervalMs: timer(1) },
+  retention: {
+    archiveMs: int(0),
+    dlqMs: int(0),
+    metricsMs: int(0),
+    workersMs: int(0),
+    intervalMs: timer(1),
+  },
   circuitBreaker: {
     failureThreshold: int(1, 1_000_000),
     windowMs: timer(1),

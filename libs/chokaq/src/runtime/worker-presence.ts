@@ -1,0 +1,69 @@
+import type { LoggerService } from '@nestjs/common';
+import { toError } from '../common/error-text';
+import type { WorkerHeartbeat } from '../interfaces/worker.interface';
+import type { JobStore } from '../storage/job-storage';
+
+/** What a {@link WorkerPresence} is built from. */
+export interface WorkerPresenceDeps {
+  storage: Pick<JobStore, 'upsertWorker' | 'markWorkerStopped'>;
+  /** This process's report as it is now, without `starting` (the presence adds it). */
+  report: () => Omit<WorkerHeartbeat, 'starting'>;
+  logger: LoggerService;
+}
+
+/**
+ * This worker's row of the Workers table: written when the worker starts, with every heartbeat,
+ * and marked stopped once its graceful shutdown is over, so that `ChokaQAdmin.listWorkers()` in
+ * any process sees it. The row is for operators' eyes only: nothing here fails the worker. A write
+ * that fails is logged once per outage and tried again on the next beat; the row then shows the
+ * worker as `lost` for as long as it cannot write, which is what the database can tell.
+ */
+export class WorkerPresence {
+  /** Until one report was stored, each report is the first of this run (`starting`). */
+  private stored = false;
+  private failures = 0;
+  private written = 0;
+
+  constructor(private readonly deps: WorkerPresenceDeps) {}
+
+  /** Reports stored so far. */
+  get reportCount(): number {
+    return this.written;
+  }
+
+  /** Writes the current report. Never rejects. */
+  async beat(): Promise<void> {
+    try {
+      await this.deps.storage.upsertWorker({ ...this.deps.report(), starting: !this.stored });
+      this.stored = true;
+      this.written++;
+      if (this.failures > 0) {
+        this.deps.logger.log(`Worker row written again after ${this.failures} failed attempt(s)`);
+      }
+      this.failures = 0;
+    } catch (error) {
+      if (this.failures++ === 0) {
+        this.deps.logger.warn(
+          `Could not write this worker's row of the Workers table: ${toError(error).message}. ` +
+            'Retried with every heartbeat; further failures are counted, not logged.',
+        );
+      }
+    }
+  }
+
+  /**
+   * Marks the row stopped (a clean shutdown). Only a worker that stored a report has a row to mark.
+   * Never rejects: a worker that cannot say so is shown as lost once the zombie timeout passed.
+   */
+  async stopped(): Promise<void> {
+    if (!this.stored) return;
+    try {
+      await this.deps.storage.markWorkerStopped(this.deps.report().workerId);
+    } catch (error) {
+      this.deps.logger.warn(
+        `Could not mark this worker stopped in the Workers table (${toError(error).message}); ` +
+          'it will be shown as lost once the zombie timeout passed.',
+      );
+    }
+  }
+}
