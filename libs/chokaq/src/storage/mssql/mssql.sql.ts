@@ -43,7 +43,10 @@
 import { FailureReason } from '../../interfaces/job-status.enum';
 import { ActiveFilter, DlqFilter, HistoryFilter } from '../../interfaces/job-view.interface';
 import { QueuePatch } from '../../interfaces/job.interface';
-import type { CheckedRecurringDefinition } from '../../validation/validate-args';
+import type {
+  CheckedRecurringDefinition,
+  CheckedWorkerHeartbeat,
+} from '../../validation/validate-args';
 import { escapeLike } from '../shared/escape-like';
 import { MssqlBatchOptions, MssqlStatement, ParamList } from './mssql-params';
 import {
@@ -1463,20 +1466,6 @@ export function applyRetentionWorkers(
 
 // ------------------------------------------------------------------------------------ workers
 
-/** A worker's report as {@link upsertWorker} takes it (validated; the lists already JSON). */
-export interface MssqlWorkerReport {
-  workerId: string;
-  host: string;
-  pid: number;
-  libraryVersion: string;
-  concurrency: number;
-  running: number;
-  handled: string;
-  circuits: string;
-  draining: boolean;
-  starting: boolean;
-}
-
 /**
  * upsertWorker — one worker's report into its row of `Workers` (its heartbeat), every time from
  * `SYSUTCDATETIME()`. With `starting`, `StartedAtUtc` is set and `StoppedAtUtc` cleared (a new run
@@ -1493,7 +1482,7 @@ export interface MssqlWorkerReport {
  * `upsertRecurringJob`). Only the worker's own key is ever locked, and one process reports for one
  * worker id, so there is nothing to wait for in practice.
  */
-export function upsertWorker(schema: string, w: MssqlWorkerReport): MssqlStatement {
+export function upsertWorker(schema: string, w: CheckedWorkerHeartbeat): MssqlStatement {
   const t = tables(schema);
   const p = new ParamList();
   const id = p.nvarchar(w.workerId, 255);
