@@ -107,14 +107,14 @@ describeEachDialect('storage contract: counters and telemetry', (fixture) => {
     expected.failedTotal += 1;
     await check();
 
-    const pending = (await db.storage.listActive({ filter: { queue }, pageSize: 100 })).items
+    const pending = (await db.storage.listActive({ filter: { queue }, limit: 100 })).items
       .filter((j) => j.status === JobStatus.Pending)
       .map((j) => j.id);
     expect((await db.storage.cancel(pending.slice(0, 2))).cancelled).toHaveLength(2);
     expected.cancelledTotal += 2;
     await check();
 
-    const dlqIds = (await db.storage.getDlqPage({ filter: { queue }, pageSize: 100 })).items.map(
+    const dlqIds = (await db.storage.listDlq({ filter: { queue }, limit: 100 })).items.map(
       (j) => j.id,
     );
     expect(dlqIds).toHaveLength(6);
@@ -241,7 +241,7 @@ describeEachDialect('storage contract: counters and telemetry', (fixture) => {
     const c = await claim(db.storage, queue, 2);
     expect(c.rows).toHaveLength(2);
     const pending = (
-      await db.storage.listActive({ filter: { queue, status: JobStatus.Pending }, pageSize: 10 })
+      await db.storage.listActive({ filter: { queue, status: JobStatus.Pending }, limit: 10 })
     ).items;
     const old = pending.find((j) => j.scheduledAtUtc === null)!;
     await backdate(db, 'hot', 'enqueued_at_utc', [old.id], 60_000);

@@ -7,7 +7,6 @@ import {
   MAX_CLAIM,
   MAX_DLQ_BULK,
   MAX_ENQUEUE_MANY,
-  MAX_PAGE,
   MAX_PAGE_SIZE,
   MAX_RESCUE_BATCH,
   MAX_RETENTION_BATCH,
@@ -298,24 +297,25 @@ export const EDGES: Edge[] = [
   },
   // ---------------------------------------------------------------- reads
   {
-    name: 'listActive: pageSize',
-    path: 'pageSize',
+    name: 'listActive: limit',
+    path: 'limit',
     accepted: MAX_PAGE_SIZE,
-    call: (s, n) => s.listActive({ pageSize: n, filter: { queue: uniqueQueue('read') } }),
+    call: (s, n) => s.listActive({ limit: n, filter: { queue: uniqueQueue('read') } }),
   },
   {
-    name: 'getArchivePage: page',
-    path: 'page',
-    accepted: MAX_PAGE,
-    call: (s, n) =>
-      s.getArchivePage({ page: n, pageSize: 1, filter: { queue: uniqueQueue('read') } }),
+    name: 'listArchive: smallest limit (0 rows is no page)',
+    path: 'limit',
+    accepted: 1,
+    refused: 0,
+    call: (s, n) => s.listArchive({ limit: n, filter: { queue: uniqueQueue('read') } }),
   },
   {
-    name: 'getDlqPage: search length',
+    name: 'listDlq: search length',
     path: 'filter.search',
     accepted: MAX_SEARCH_LENGTH,
-    call: (s, n) => s.getDlqPage({ filter: { search: 's'.repeat(n) } }),
+    call: (s, n) => s.listDlq({ filter: { search: 's'.repeat(n) } }),
   },
+
   {
     name: 'getTopDlqErrors: limit',
     path: 'limit',

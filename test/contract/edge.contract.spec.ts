@@ -84,6 +84,9 @@ describeEachDialect('storage contract: the validating edge', (fixture) => {
       [() => client.cancel('not-a-uuid'), 'ids[0]'],
       [() => client.getJob('not-a-uuid'), 'id[0]'],
       [() => admin.getTopErrors(1_001), 'limit'],
+      [() => admin.listActive({ limit: 0 }), 'limit'],
+      [() => admin.listArchive({ order: 'desc' as never }), 'order'],
+      [() => admin.listDlq({ cursor: 'not a cursor' }), 'cursor'],
     ] as const) {
       expect(await refusedPaths(call())).toEqual([path]);
     }

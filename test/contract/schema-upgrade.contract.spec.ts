@@ -10,16 +10,68 @@ import {
   schemaMigrationsDdl,
 } from '../../libs/chokaq/src/storage/sqlite/sqlite.schema';
 import { TestSchema, createTestSchema, describeEachDialect } from '../support/test-database';
-import { claim, newWorkerId } from './helpers';
+import { claim, newWorkerId, uniqueQueue } from './helpers';
+
+/** The keyset lists' indexes (added, or rebuilt with the id as last key), by name: their keys. */
+const LIST_INDEXES: Record<'sqlite' | 'postgres', Record<string, string>> = {
+  sqlite: {
+    jobs_hot_enqueued_ix: '(enqueued_at_utc, id)',
+    jobs_hot_queue_enqueued_ix: '(queue, enqueued_at_utc, id)',
+    jobs_archive_finished_ix: '(finished_at_utc, id)',
+    jobs_archive_queue_ix: '(queue, finished_at_utc, id)',
+    jobs_archive_type_ix: '(type, finished_at_utc, id)',
+    jobs_dlq_failed_ix: '(failed_at_utc, id)',
+    jobs_dlq_queue_ix: '(queue, failed_at_utc, id)',
+    jobs_dlq_reason_ix: '(failure_reason, failed_at_utc, id)',
+    jobs_dlq_type_ix: '(type, failed_at_utc, id)',
+  },
+  postgres: {
+    ix_jobs_hot_enqueued: '(enqueued_at_utc, id COLLATE "C")',
+    ix_jobs_hot_queue_enqueued: '(queue, enqueued_at_utc, id COLLATE "C")',
+    ix_jobs_archive_finished: '(finished_at_utc, id COLLATE "C")',
+    ix_jobs_archive_queue: '(queue, finished_at_utc, id COLLATE "C")',
+    ix_jobs_archive_type: '(type, finished_at_utc, id COLLATE "C")',
+    ix_jobs_dlq_failed: '(failed_at_utc, id COLLATE "C")',
+    ix_jobs_dlq_queue: '(queue, failed_at_utc, id COLLATE "C")',
+    ix_jobs_dlq_reason: '(failure_reason, failed_at_utc, id COLLATE "C")',
+    ix_jobs_dlq_type: '(type, failed_at_utc, id COLLATE "C")',
+  },
+};
+
+/** The list indexes present, as `name → key list` in the dialect's own spelling. */
+async function listIndexes(db: TestSchema): Promise<Record<string, string>> {
+  const wanted = LIST_INDEXES[db.dialect as 'sqlite' | 'postgres'];
+  const found: Record<string, string> = {};
+  if (db.dialect === 'sqlite') {
+    const rows = await db.sql<{ name: string; sql: string }>(
+      `SELECT name, sql FROM sqlite_master WHERE type = 'index' AND sql IS NOT NULL`,
+    );
+    for (const { name, sql } of rows) {
+      const key = name.slice(db.schema.length);
+      if (key in wanted) found[key] = /\(([^)]*)\)\s*$/.exec(sql)![0];
+    }
+  } else {
+    const rows = await db.sql<{ indexname: string; indexdef: string }>(
+      `SELECT indexname, indexdef FROM pg_indexes WHERE schemaname = $1`,
+      [db.schema],
+    );
+    for (const { indexname, indexdef } of rows) {
+      if (indexname in wanted) found[indexname] = /USING btree (\(.*\))$/.exec(indexdef)![1];
+    }
+  }
+  return found;
+}
 
 /**
  * A database created by the previous schema version, with jobs in every pillar (and a job held by
  * a worker of the previous release, Fetched and Processing), is migrated in place when a storage of
  * this version opens it: nothing is lost or stranded, the old worker's leases still finalise its
- * jobs, and what the new version added (the Workers table, the progress note) works at once.
+ * jobs, and what the newer versions added (the Workers table, the progress note, the keyset lists'
+ * indexes) works at once.
  *
- * The old database is built from the migrations themselves (every version but the newest), then
- * filled by plain INSERTs in the old tables' shape, as the previous release wrote them. SQL Server
+ * The old database is built from the migrations themselves (every version before the one that
+ * brought the Workers table), then filled by plain INSERTs in the old tables' shape, as the
+ * previous release wrote them. SQL Server
  * applies its idempotent script in one transaction instead (its version 3 is pinned by the T-SQL
  * tests); its live run needs CHOKAQ_MSSQL_URL, so this suite runs SQLite and PostgreSQL.
  */
@@ -34,10 +86,17 @@ describeEachDialect(
       await db?.close();
     });
 
-    /** The schema of the version before the newest, as that release's `ensureSchema` left it. */
-    async function createPreviousVersion(): Promise<number[]> {
+    /** The versions that brought the Workers table (issue 13, step 2) and the lists' indexes. */
+    const WORKERS_VERSION = { sqlite: 3, postgres: 4 }[dialect as 'sqlite' | 'postgres'];
+    const LISTS_VERSION = { sqlite: 4, postgres: 5 }[dialect as 'sqlite' | 'postgres'];
+
+    /**
+     * The schema of the versions before `before` (by default the Workers table's), as that
+     * release's `ensureSchema` left it.
+     */
+    async function createPreviousVersion(before = WORKERS_VERSION): Promise<number[]> {
       if (dialect === 'sqlite') {
-        const previous = SQLITE_MIGRATIONS.slice(0, -1);
+        const previous = SQLITE_MIGRATIONS.filter((m) => m.version < before);
         await db.sql(schemaMigrationsDdl(db.schema));
         for (const migration of previous) {
           for (const statement of migration.statements(db.schema)) await db.sql(statement);
@@ -49,7 +108,7 @@ describeEachDialect(
         return previous.map((m) => m.version);
       }
       const s = quoteSchema(db.schema);
-      const previous = POSTGRES_MIGRATIONS.slice(0, -1);
+      const previous = POSTGRES_MIGRATIONS.filter((m) => m.version < before);
       for (const statement of bootstrapStatements(s)) await db.sql(statement);
       for (const migration of previous) {
         for (const statement of migration.statements(s)) await db.sql(statement);
@@ -132,8 +191,8 @@ describeEachDialect(
           `SELECT version FROM ${db.table('migrations')} ORDER BY version`,
         )
       ).map((r) => Number(r.version));
-      const newest = (dialect === 'sqlite' ? SQLITE_MIGRATIONS : POSTGRES_MIGRATIONS).at(-1)!;
-      expect(versions).toEqual([...previous, newest.version]);
+      const all = dialect === 'sqlite' ? SQLITE_MIGRATIONS : POSTGRES_MIGRATIONS;
+      expect(versions).toEqual(all.map((m) => m.version));
 
       // Every job is where it was, with the new column empty.
       const expected = {
@@ -194,6 +253,41 @@ describeEachDialect(
       // Opening it again changes nothing.
       await (await db.openStorage()).ensureSchema();
       expect(await db.count('migrations')).toBe(versions.length);
+    });
+
+    it("builds the keyset lists' indexes on a database of the previous version, and its jobs are listed", async () => {
+      await createPreviousVersion(LISTS_VERSION);
+      expect(Object.keys(await listIndexes(db))).not.toContain(
+        Object.keys(LIST_INDEXES[dialect as 'sqlite' | 'postgres'])[0],
+      );
+      // The previous schema serves the storage as it is (only indexes differ): jobs in every pillar.
+      const old = await db.openStorage({ autoCreateSchema: false });
+      const queue = uniqueQueue('upgrade.lists');
+      await old.enqueueMany(Array.from({ length: 9 }, (_, n) => ({ queue, payload: { n } })));
+      const c = await claim(old, queue, 6);
+      await old.markAsProcessing(c.leases);
+      await old.archiveSucceeded(c.leases.slice(0, 3).map((l) => ({ ...l, durationMs: 1 })));
+      for (const lease of c.leases.slice(3)) {
+        await old.moveToDlq(lease, { reason: FailureReason.FatalError, error: 'Error: boom' });
+      }
+
+      // A process of this version starts: its storage migrates the schema.
+      const fresh = await db.openStorage();
+      expect(await listIndexes(db)).toEqual(LIST_INDEXES[dialect as 'sqlite' | 'postgres']);
+
+      // Every job is where it was, and the lists find it.
+      expect((await fresh.listActive({ filter: { queue } })).items).toHaveLength(3);
+      expect((await fresh.listArchive({ filter: { queue } })).items).toHaveLength(3);
+      const dead = await fresh.listDlq({ filter: { queue }, limit: 2 });
+      const rest = await fresh.listDlq({ filter: { queue }, cursor: dead.nextCursor! });
+      expect([...dead.items, ...rest.items].map((j) => j.id).sort()).toEqual(
+        c.leases
+          .slice(3)
+          .map((l) => l.id)
+          .sort(),
+      );
+      // The storage that was open across the migration keeps working.
+      expect((await claim(old, queue, 10)).rows).toHaveLength(3);
     });
   },
   { only: ['sqlite', 'postgres'] },

@@ -18,8 +18,8 @@ import { Recorder, recordPg, recordSqlite } from './support/recorders';
 /**
  * Golden files pin, for PostgreSQL and SQLite, the exact SQL text and the parameter list that the
  * storage class really sends to its driver for the claim and every move (and the idempotency-key
- * enqueue, the Workers table's upsert and read, and the progress write): each operation runs
- * against a real database while the driver is wrapped
+ * enqueue, the Workers table's upsert and read, the progress write, and the three shapes of a list
+ * page): each operation runs against a real database while the driver is wrapped
  * (`pg` `Client.prototype.query`; better-sqlite3 statement `run/get/all/iterate` and `exec`), and
  * every statement it sent, in order, transaction control included, is compared with
  * `test/golden/<dialect>/<operation>.sql` byte for byte. Parameters are pinned as a stable
@@ -287,6 +287,59 @@ const SCENARIOS: readonly Scenario[] = [
         storage.reportProgress(lease, 40, 'step 2 of 5'),
       );
       expect(result).toBe(1);
+      return statements;
+    },
+  },
+  {
+    // The first page of the active list of one queue: a plain keyset read, one row more than asked.
+    file: 'list-active',
+    async run(storage, recorder) {
+      await storage.enqueueMany([job('golden.list'), job('golden.list'), job('golden.list')]);
+      const { result, statements } = await recorder.record(() =>
+        storage.listActive({ filter: { queue: 'golden.list' }, limit: 2 }),
+      );
+      expect(result.items).toHaveLength(2);
+      expect(result.nextCursor).not.toBeNull();
+      return statements;
+    },
+  },
+  {
+    // A page of the archive from a cursor, oldest first.
+    file: 'list-archive-cursor',
+    async run(storage, recorder) {
+      const leases = await processing(storage, 'golden.list', 3);
+      await storage.archiveSucceeded(leases.map((l) => ({ ...l, durationMs: 5 })));
+      const first = await storage.listArchive({
+        filter: { queue: 'golden.list' },
+        order: 'oldest',
+        limit: 1,
+      });
+      const { result, statements } = await recorder.record(() =>
+        storage.listArchive({
+          filter: { queue: 'golden.list' },
+          order: 'oldest',
+          limit: 1,
+          cursor: first.nextCursor!,
+        }),
+      );
+      expect(result.items).toHaveLength(1);
+      return statements;
+    },
+  },
+  {
+    // A search in the DLQ from a cursor: the bounded scan.
+    file: 'list-dlq-search',
+    async run(storage, recorder) {
+      await inDlq(storage, 'golden.list', 3);
+      const first = await storage.listDlq({ filter: { queue: 'golden.list' }, limit: 1 });
+      const { result, statements } = await recorder.record(() =>
+        storage.listDlq({
+          filter: { queue: 'golden.list', search: 'fatal' },
+          cursor: first.nextCursor!,
+        }),
+      );
+      expect(result).toMatchObject({ nextCursor: null, scanLimited: false });
+      expect(result.items).toHaveLength(2);
       return statements;
     },
   },

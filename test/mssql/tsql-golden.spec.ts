@@ -5,9 +5,9 @@ import { catalogue } from './support/statements';
 
 /**
  * Golden files pin the exact T-SQL text and parameter list of the claim (and its retry read-back)
- * and of every move (and the enqueue paths that carry the idempotency-key locking), and of the
- * Workers table's upsert and read and the progress write. A change to any of them must be a
- * conscious act: review the diff, then regenerate with
+ * and of every move (and the enqueue paths that carry the idempotency-key locking), of the
+ * Workers table's upsert and read and the progress write, and of the three shapes of a list page.
+ * A change to any of them must be a conscious act: review the diff, then regenerate with
  *
  *   CHOKAQ_UPDATE_GOLDEN=1 npx jest test/mssql/tsql-golden && npx prettier --write test/golden/mssql
  *
@@ -34,6 +34,9 @@ const PINNED: ReadonlyArray<[file: string, name: string]> = [
   ['upsert-worker', 'upsertWorker [starting]'],
   ['list-workers', 'listWorkers'],
   ['report-progress', 'reportProgress'],
+  ['list-active', 'listJobs.hot [newest filter queue]'],
+  ['list-archive-cursor', 'listJobs.archive [oldest from a cursor filter queue]'],
+  ['list-dlq-search', 'listJobs.dlq [filter queue,search]'],
 ];
 
 /** Parameters as TypeORM hands them to mssql: position, declared type, value. */

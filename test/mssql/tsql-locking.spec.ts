@@ -117,6 +117,35 @@ describe('SQL Server lock hints and isolation', () => {
     }
   });
 
+  it("the DDL has the keyset lists' indexes (version 5); each list statement orders by one of them and Id", () => {
+    const ddl = mssqlSchemaDdl('chokaq');
+    expect(MSSQL_SCHEMA_VERSION).toBeGreaterThanOrEqual(5);
+    for (const index of [
+      '[IX_JobsHot_Enqueued] ON [chokaq].[JobsHot] (EnqueuedAtUtc);',
+      '[IX_JobsHot_QueueEnqueued] ON [chokaq].[JobsHot] (Queue, EnqueuedAtUtc);',
+      '[IX_JobsArchive_Type] ON [chokaq].[JobsArchive] (Type, FinishedAtUtc) WITH (DATA_COMPRESSION = PAGE);',
+    ]) {
+      expect(ddl).toContain(`CREATE NONCLUSTERED INDEX ${index}`);
+    }
+    expect(ddl).toMatch(
+      /INSERT INTO \[chokaq\]\.\[SchemaMigrations\] \(Version, Description\) VALUES \(5, /,
+    );
+    const keys = { hot: 'EnqueuedAtUtc', archive: 'FinishedAtUtc', dlq: 'FailedAtUtc' };
+    for (const e of entries.filter((x) => x.operation.startsWith('listJobs.'))) {
+      const pillar = e.operation.split('.')[1] as keyof typeof keys;
+      const dir = e.name.includes('oldest') ? 'ASC' : 'DESC';
+      expect([e.name, e.statement.sql]).toEqual([
+        e.name,
+        expect.stringContaining(`ORDER BY j.${keys[pillar]} ${dir}, j.Id ${dir}`),
+      ]);
+      // The payload is never selected: only its length, and a search term tested against it.
+      const rest = e.statement.sql
+        .replace('DATALENGTH(j.Payload) AS PayloadBytes', '')
+        .replace(/j\.Payload LIKE/g, '');
+      expect([e.name, rest]).toEqual([e.name, expect.not.stringContaining('Payload')]);
+    }
+  });
+
   it('getSummary estimates the archive and the DLQ from sys.partitions instead of counting them', () => {
     const sql = one('getSummary').statement.sql;
     expect(sql).not.toMatch(/FROM \[chokaq\]\.\[(JobsArchive|JobsDLQ)\]/);

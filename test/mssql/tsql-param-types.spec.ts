@@ -136,12 +136,17 @@ function cases(): Case[] {
     tag: v.tag,
     search: v.search,
   });
-  const page = (v: Values, pillar: 'hot' | 'dlq'): SQL.MssqlPage => ({
-    filter: (pillar === 'hot' ? hotFilter(v) : dlqFilter(v)) as SQL.MssqlPage['filter'],
-    offset: 0,
-    pageSize: 50,
-    sortColumn: 'created_at_utc',
-    sortDir: 'DESC',
+  const list = (
+    v: Values,
+    pillar: 'hot' | 'dlq',
+    scanBound: number | null,
+  ): SQL.MssqlListRequest => ({
+    pillar,
+    filter: (pillar === 'hot' ? hotFilter(v) : dlqFilter(v)) as SQL.MssqlListRequest['filter'],
+    limit: 50,
+    order: 'newest',
+    after: { at: v.date.toISOString(), atMs: v.date.getTime(), id: v.id },
+    scanBound,
   });
   const s = 'chokaq';
   return [
@@ -242,9 +247,14 @@ function cases(): Case[] {
     ],
     ['markWorkerStopped', '', (v) => SQL.markWorkerStopped(s, v.workerId)],
     ['listWorkers', '', () => SQL.listWorkers(s, 600_000, 1_000)],
-    ['selectPage', 'hot', (v) => SQL.selectPage(s, 'hot', page(v, 'hot'))],
-    ['selectPage', 'dlq', (v) => SQL.selectPage(s, 'dlq', page(v, 'dlq'))],
-    ['countPage', '', (v) => SQL.countPage(s, 'dlq', dlqFilter(v))],
+    ['listJobs', 'hot, bounded scan', (v) => SQL.listJobs(s, list(v, 'hot', 10_000))],
+    ['listJobs', 'dlq, bounded scan', (v) => SQL.listJobs(s, list(v, 'dlq', 10_000))],
+    [
+      'listJobs',
+      'dlq, plain',
+      (v) => SQL.listJobs(s, { ...list(v, 'dlq', null), filter: { queue: v.queue } }),
+    ],
+    ['previewDlqFilterCount', '', (v) => SQL.previewDlqFilterCount(s, dlqFilter(v))],
     ['getJob', '', (v) => SQL.getJob(s, v.id)],
     ['getSummary', '', () => SQL.getSummary(s)],
     ['getQueueStats', '', () => SQL.getQueueStats(s)],

@@ -1,12 +1,17 @@
 import type BetterSqlite3 from 'better-sqlite3';
 import { execFile } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
 import { join } from 'node:path';
 import { FailureReason } from '../../libs/chokaq/src/interfaces/job-status.enum';
 import { createJobStorage } from '../../libs/chokaq/src/storage/create-storage';
+import { Pillar } from '../../libs/chokaq/src/interfaces/job-view.interface';
 import {
   SQLITE_MIGRATIONS,
   sqliteSchemaScript,
 } from '../../libs/chokaq/src/storage/sqlite/sqlite.schema';
+import { listJobs, listWhere } from '../../libs/chokaq/src/storage/sqlite/sqlite.sql';
+import { encodeListCursor } from '../../libs/chokaq/src/validation/list-cursor';
+import { assertListQuery } from '../../libs/chokaq/src/validation/validate-list';
 import { claim, startJob } from '../contract/helpers';
 import { dataSourceOf } from '../support/storage-internals';
 import {
@@ -250,6 +255,93 @@ describe('SQLite storage', () => {
         failed_total: 1,
         cancelled_total: 1,
       });
+    });
+  });
+
+  describe('list pages', () => {
+    /** The statement and parameters a list call runs, as the storage builds them. */
+    function listStatement(pillar: Pillar, query: object) {
+      const request = assertListQuery(pillar, query);
+      const where = listWhere(request as never);
+      const table = db.table(pillar);
+      return {
+        sql: listJobs(table, request, where),
+        params: { ...where.indexed.params, limit: request.limit + 1 },
+      };
+    }
+    const cursor = (pillar: Pillar) =>
+      encodeListCursor(pillar, 'newest', { at: '2026-01-02T03:04:05.678Z', id: randomUUID() });
+
+    it.each<[string, Pillar, object, string]>([
+      ['the first active page', 'hot', {}, 'jobs_hot_enqueued_ix'],
+      [
+        'a deep active page of a queue',
+        'hot',
+        { filter: { queue: 'q' }, cursor: cursor('hot') },
+        'jobs_hot_queue_enqueued_ix',
+      ],
+      ['a deep archive page', 'archive', { cursor: cursor('archive') }, 'jobs_archive_finished_ix'],
+      ['an archive page of a type', 'archive', { filter: { type: 't' } }, 'jobs_archive_type_ix'],
+      [
+        'a deep DLQ page of a queue',
+        'dlq',
+        { filter: { queue: 'q' }, cursor: cursor('dlq') },
+        'jobs_dlq_queue_ix',
+      ],
+      [
+        'a deep DLQ page of a reason',
+        'dlq',
+        { filter: { reason: 6 }, cursor: cursor('dlq') },
+        'jobs_dlq_reason_ix',
+      ],
+      [
+        'a deep DLQ search',
+        'dlq',
+        { filter: { search: 'x' }, cursor: cursor('dlq') },
+        'jobs_dlq_failed_ix',
+      ],
+    ])(
+      '%s reads its index in order, from the cursor on (a row-value range)',
+      async (_label, pillar, query, index) => {
+        const { sql, params } = listStatement(pillar, query);
+        const plan = (await db.sql<{ detail: string }>(`EXPLAIN QUERY PLAN ${sql}`, [params])).map(
+          (r) => r.detail,
+        );
+        const read = plan.filter((d) => d.includes(db.table(pillar)));
+        expect(read).toEqual([expect.stringContaining(`USING INDEX ${db.schema}${index}`)]);
+        if ('cursor' in query) expect(read[0]).toMatch(/\(\w+_at_utc,id\)<\(\?,\?\)/);
+        // No sort of the table: at most the page itself (a bounded scan orders its few rows by rank).
+        expect(plan.filter((d) => /TEMP B-TREE/.test(d)).length).toBeLessThanOrEqual(
+          'search' in ((query as { filter?: object }).filter ?? {}) ? 1 : 0,
+        );
+      },
+    );
+
+    it('reads the payload only for its length: octet_length skips its content (OPFLAG_BYTELENARG)', async () => {
+      for (const pillar of ['hot', 'archive', 'dlq'] as const) {
+        const { sql, params } = listStatement(pillar, { filter: { queue: 'q' } });
+        const ops = await db.sql<{ opcode: string; p1: number; p2: number; p5: number }>(
+          `EXPLAIN ${sql}`,
+          [params],
+        );
+        const columns = await db.sql<{ cid: number; name: string }>(
+          `SELECT cid, name FROM pragma_table_info('${db.table(pillar)}')`,
+        );
+        const payload = columns.find((c) => c.name === 'payload')!.cid;
+        // The table's cursor: the one its OpenRead opened on the table's root page.
+        const [{ rootpage }] = await db.sql<{ rootpage: number }>(
+          `SELECT rootpage FROM sqlite_master WHERE name = '${db.table(pillar)}'`,
+        );
+        const cursors = new Set(
+          ops.filter((o) => o.opcode === 'OpenRead' && o.p2 === rootpage).map((o) => o.p1),
+        );
+        const reads = ops.filter(
+          (o) => o.opcode === 'Column' && cursors.has(o.p1) && o.p2 === payload,
+        );
+        expect(reads.length).toBeGreaterThan(0);
+        // 0xc0: OP_Column is used only for octet_length(), so the value's bytes are not loaded.
+        expect(reads.map((o) => o.p5 & 0xc0)).toEqual(reads.map(() => 0xc0));
+      }
     });
   });
 

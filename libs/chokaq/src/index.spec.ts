@@ -64,6 +64,7 @@ describe('public API (index.ts)', () => {
         'JobHandler',
         'JobStatus',
         'MAX_ENQUEUE_MANY',
+        'MAX_LIST_SCAN',
         'MAX_PAGE_SIZE',
         'OnJobEvent',
         'RecurringJob',

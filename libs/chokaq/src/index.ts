@@ -65,7 +65,7 @@ export type { JobEvent, JobEventFilter, JobEventName } from './interfaces/job-ev
 
 // Job model and the storage contract
 export { FailureReason, JobStatus } from './interfaces/job-status.enum';
-export { MAX_ENQUEUE_MANY, MAX_PAGE_SIZE } from './validation/limits';
+export { MAX_ENQUEUE_MANY, MAX_LIST_SCAN, MAX_PAGE_SIZE } from './validation/limits';
 export type { JobQueries, JobStorage, JobStore } from './storage/job-storage';
 export type {
   CancelResult,
@@ -103,13 +103,14 @@ export type {
   DlqErrorFamily,
   DlqFilter,
   HistoryFilter,
+  JobListItem,
   JobView,
-  Page,
-  PageQuery,
+  ListOrder,
+  ListPage,
+  ListQuery,
   Pillar,
   QueueHealth,
   QueueStats,
-  SortKey,
   SummaryStats,
   ThroughputStats,
 } from './interfaces/job-view.interface';

@@ -1,8 +1,6 @@
 import { FailureReason, JobStatus } from '../../../libs/chokaq/src/interfaces/job-status.enum';
-import { SortKey } from '../../../libs/chokaq/src/interfaces/job-view.interface';
 import { MssqlStatement } from '../../../libs/chokaq/src/storage/mssql/mssql-params';
 import * as SQL from '../../../libs/chokaq/src/storage/mssql/mssql.sql';
-import { SORT_COLUMNS } from '../../../libs/chokaq/src/storage/shared/page';
 import { STORED_TEXT } from '../../../libs/chokaq/src/storage/validated-job-storage';
 
 /** How a statement is classified by the lock-hint checks. */
@@ -59,15 +57,33 @@ const FILTER_VALUES = {
 type FilterKey = keyof typeof FILTER_VALUES;
 
 const PILLAR_FILTER_KEYS: Record<'hot' | 'archive' | 'dlq', FilterKey[]> = {
-  hot: ['queue', 'type', 'status', 'tag', 'search'],
+  hot: ['queue', 'type', 'status', 'tag', 'search', 'from', 'to'],
   archive: ['queue', 'type', 'tag', 'search', 'from', 'to'],
   dlq: ['queue', 'type', 'tag', 'search', 'from', 'to', 'reason', 'ids'],
 };
 
-function filterOf(keys: readonly FilterKey[]): SQL.MssqlPage['filter'] {
+function filterOf(keys: readonly FilterKey[]): SQL.MssqlListRequest['filter'] {
   const out: Record<string, unknown> = {};
   for (const k of keys) out[k] = FILTER_VALUES[k];
-  return out as SQL.MssqlPage['filter'];
+  return out as SQL.MssqlListRequest['filter'];
+}
+
+/** A list request as the validating edge hands it over (a search or a tag bounds the scan). */
+function listOf(
+  pillar: 'hot' | 'archive' | 'dlq',
+  keys: readonly FilterKey[],
+  order: 'newest' | 'oldest',
+  cursor: boolean,
+): SQL.MssqlListRequest {
+  const unindexed = keys.includes('search') || keys.includes('tag');
+  return {
+    pillar,
+    filter: filterOf(keys),
+    limit: 50,
+    order,
+    after: cursor ? { at: FIXED_DATE.toISOString(), atMs: FIXED_DATE.getTime(), id: ID } : null,
+    scanBound: unindexed ? 10_000 : null,
+  };
 }
 
 const JOB: SQL.MssqlNewJob = {
@@ -313,41 +329,27 @@ export function catalogue(schema = SCHEMA): CatalogueEntry[] {
   add('getJob', '', 'read', SQL.getJob(schema, ID));
   for (const pillar of ['hot', 'archive', 'dlq'] as const) {
     const keys = PILLAR_FILTER_KEYS[pillar];
+    // Every filter subset (plain and bounded-scan shapes), from a cursor, newest first.
     for (const subset of subsets(keys)) {
-      const filter = filterOf(subset);
       add(
-        `selectPage.${pillar}`,
+        `listJobs.${pillar}`,
         `filter ${subset.join(',') || 'none'}`,
         'read',
-        SQL.selectPage(schema, pillar, {
-          filter,
-          offset: 0,
-          pageSize: 50,
-          sortColumn: Object.values(SORT_COLUMNS[pillar])[0]!,
-          sortDir: 'DESC',
-        }),
-      );
-      add(
-        `countPage.${pillar}`,
-        `filter ${subset.join(',') || 'none'}`,
-        'read',
-        SQL.countPage(schema, pillar, filter),
+        SQL.listJobs(schema, listOf(pillar, subset, 'newest', true)),
       );
     }
-    for (const [key, column] of Object.entries(SORT_COLUMNS[pillar]) as Array<[SortKey, string]>) {
-      for (const dir of ['ASC', 'DESC'] as const) {
-        add(
-          `selectPage.${pillar}`,
-          `sort ${key} ${dir}`,
-          'read',
-          SQL.selectPage(schema, pillar, {
-            filter: filterOf(keys),
-            offset: 100,
-            pageSize: 50,
-            sortColumn: column,
-            sortDir: dir,
-          }),
-        );
+    // The first page, and oldest first, with no filter, one indexed filter and every filter.
+    for (const subset of [[], ['queue'], keys] as FilterKey[][]) {
+      for (const order of ['newest', 'oldest'] as const) {
+        for (const cursor of [false, true]) {
+          if (order === 'newest' && cursor) continue;
+          add(
+            `listJobs.${pillar}`,
+            `${order}${cursor ? ' from a cursor' : ''} filter ${subset.join(',') || 'none'}`,
+            'read',
+            SQL.listJobs(schema, listOf(pillar, subset, order, cursor)),
+          );
+        }
       }
     }
   }
@@ -372,10 +374,10 @@ export function catalogue(schema = SCHEMA): CatalogueEntry[] {
     );
   }
   add(
-    'previewDlqFilter',
-    'count',
+    'previewDlqFilterCount',
+    '',
     'read',
-    SQL.countPage(schema, 'dlq', filterOf(PILLAR_FILTER_KEYS.dlq)),
+    SQL.previewDlqFilterCount(schema, filterOf(PILLAR_FILTER_KEYS.dlq)),
   );
 
   add(

@@ -9,8 +9,8 @@ import {
   DlqFilter,
   HistoryFilter,
   JobView,
-  Page,
-  PageQuery,
+  ListPage,
+  ListQuery,
   QueueHealth,
   QueueStats,
   SummaryStats,
@@ -159,19 +159,41 @@ export class ChokaQAdmin {
     return result;
   }
 
-  /** A page of hot (Pending / Fetched / Processing) jobs. */
-  listActive(query: PageQuery<ActiveFilter> = {}): Promise<Page<JobView>> {
+  /**
+   * A page of the active jobs (Pending, Fetched, Processing), newest enqueue first (a resurrected
+   * job counts from its resurrection). Keyset pagination: pass the page's `nextCursor` back as
+   * `cursor`, with the same `order`, for the next one; a page costs the same at any depth, and
+   * walking to the end returns each row once. `limit` 1–1,000 (default 50); filter by queue,
+   * type, status, tag, text and enqueue time (`from` inclusive, `to` exclusive).
+   *
+   * Items carry no payload and no full error text: `payloadBytes` and `errorPrefix` (200
+   * characters) instead; read one job whole with {@link getJob}. A `search` (substring of id,
+   * type, payload or error, matched literally) or a `tag` reads at most `MAX_LIST_SCAN` (10,000)
+   * rows per call: `scanLimited: true` says the page stopped there with rows left, and its
+   * `nextCursor` continues the scan.
+   *
+   * @example
+   * let page = await admin.listActive({ filter: { queue: 'emails' }, limit: 100 });
+   * while (page.nextCursor) page = await admin.listActive({ filter: { queue: 'emails' }, limit: 100, cursor: page.nextCursor });
+   */
+  listActive(query: ListQuery<ActiveFilter> = {}): Promise<ListPage> {
     return this.storage.listActive(query);
   }
 
-  /** A page of succeeded jobs. */
-  getArchivePage(query: PageQuery<HistoryFilter> = {}): Promise<Page<JobView>> {
-    return this.storage.getArchivePage(query);
+  /**
+   * A page of the archive (succeeded jobs), newest finish first; filter by queue, type, tag, text
+   * and finish time. Otherwise as {@link listActive}.
+   */
+  listArchive(query: ListQuery<HistoryFilter> = {}): Promise<ListPage> {
+    return this.storage.listArchive(query);
   }
 
-  /** A page of the DLQ. */
-  getDlqPage(query: PageQuery<DlqFilter> = {}): Promise<Page<JobView>> {
-    return this.storage.getDlqPage(query);
+  /**
+   * A page of the DLQ, newest failure first; filter by queue, type, failure reason, tag, text,
+   * failure time and ids. Otherwise as {@link listActive}.
+   */
+  listDlq(query: ListQuery<DlqFilter> = {}): Promise<ListPage> {
+    return this.storage.listDlq(query);
   }
 
   // ------------------------------------------------------------------ DLQ

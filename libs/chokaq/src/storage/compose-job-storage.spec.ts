@@ -24,8 +24,8 @@ class Queries {
 const READS = [
   'getJob',
   'listActive',
-  'getArchivePage',
-  'getDlqPage',
+  'listArchive',
+  'listDlq',
   'getQueueStats',
   'getQueueHealth',
   'getThroughput',

@@ -5,8 +5,8 @@ import type { JobQueries } from './job-storage';
 const QUERY_METHODS = [
   'getJob',
   'listActive',
-  'getArchivePage',
-  'getDlqPage',
+  'listArchive',
+  'listDlq',
   'getSummary',
   'getQueueStats',
   'getQueueHealth',

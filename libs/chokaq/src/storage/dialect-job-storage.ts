@@ -6,7 +6,7 @@ import type {
   DlqFilter,
   HistoryFilter,
   JobView,
-  Page,
+  ListPage,
   ThroughputStats,
 } from '../interfaces/job-view.interface';
 import type {
@@ -34,8 +34,8 @@ import type {
   CheckedZombieRetryRule,
 } from '../validation/validate-args';
 import type { ValidatedEdits, ValidatedJob } from '../validation/validate-job';
+import type { ListRequest } from '../validation/validate-list';
 import type { JobQueries, JobStorage } from './job-storage';
-import type { NormalizedPage } from './shared/page';
 
 /** One rescue sweep of expired Processing rows, as the edge hands it to a dialect. */
 export interface ZombieSweep {
@@ -123,9 +123,9 @@ export interface DialectJobStorage extends Pick<
 
   // ---------------------------------------------------------------- reads
   getJob(id: string): Promise<JobView | null>;
-  listActive(page: Checked<NormalizedPage<ActiveFilter>>): Promise<Page<JobView>>;
-  getArchivePage(page: Checked<NormalizedPage<HistoryFilter>>): Promise<Page<JobView>>;
-  getDlqPage(page: Checked<NormalizedPage<DlqFilter>>): Promise<Page<JobView>>;
+  listActive(request: Checked<ListRequest<ActiveFilter>>): Promise<ListPage>;
+  listArchive(request: Checked<ListRequest<HistoryFilter>>): Promise<ListPage>;
+  listDlq(request: Checked<ListRequest<DlqFilter>>): Promise<ListPage>;
   getThroughput(queue?: string): Promise<ThroughputStats>;
   getTopDlqErrors(limit: number, filter: Checked<DlqFilter>): Promise<DlqErrorFamily[]>;
   previewDlqFilter(filter: Checked<DlqFilter>, max: number): Promise<BulkPreview>;

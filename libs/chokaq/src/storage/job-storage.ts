@@ -5,8 +5,8 @@ import type {
   DlqFilter,
   HistoryFilter,
   JobView,
-  Page,
-  PageQuery,
+  ListPage,
+  ListQuery,
   QueueHealth,
   QueueStats,
   SummaryStats,
@@ -302,7 +302,7 @@ export interface JobStore {
 }
 
 /**
- * The read half of {@link JobStorage}: one job, pages, stats, health, throughput, top errors,
+ * The read half of {@link JobStorage}: one job, lists, stats, health, throughput, top errors,
  * bulk previews and the workers — what operators and dashboards ask. Nothing here changes a row, and the runtime
  * never calls it.
  *
@@ -312,14 +312,18 @@ export interface JobQueries {
   /** One job wherever it is: hot, archive or DLQ. */
   getJob(id: string): Promise<JobView | null>;
 
-  /** A page of hot jobs, filtered and sorted. */
-  listActive(query: PageQuery<ActiveFilter>): Promise<Page<JobView>>;
+  /**
+   * A page of the hot table (Pending, Fetched, Processing), newest enqueue first unless
+   * `order: 'oldest'`: keyset pagination on `(EnqueuedAtUtc, Id)`, continued with the page's
+   * `nextCursor`. Items carry no payload and no full error text (see `getJob`).
+   */
+  listActive(query?: ListQuery<ActiveFilter>): Promise<ListPage>;
 
-  /** A page of the archive. */
-  getArchivePage(query: PageQuery<HistoryFilter>): Promise<Page<JobView>>;
+  /** A page of the archive, on `(FinishedAtUtc, Id)`; otherwise as {@link listActive}. */
+  listArchive(query?: ListQuery<HistoryFilter>): Promise<ListPage>;
 
-  /** A page of the DLQ. */
-  getDlqPage(query: PageQuery<DlqFilter>): Promise<Page<JobView>>;
+  /** A page of the DLQ, on `(FailedAtUtc, Id)`; otherwise as {@link listActive}. */
+  listDlq(query?: ListQuery<DlqFilter>): Promise<ListPage>;
 
   /** Lifetime counters summed over queues, plus the current row counts per pillar. */
   getSummary(): Promise<SummaryStats>;

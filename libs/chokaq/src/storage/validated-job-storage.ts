@@ -8,8 +8,8 @@ import type {
   DlqFilter,
   HistoryFilter,
   JobView,
-  Page,
-  PageQuery,
+  ListPage,
+  ListQuery,
   QueueHealth,
   QueueStats,
   SummaryStats,
@@ -64,6 +64,7 @@ import {
   isLeaseTarget,
 } from '../validation/validate-args';
 import { assertDlqFilter } from '../validation/validate-filter';
+import { assertListQuery } from '../validation/validate-list';
 import {
   assertIds,
   assertNonNegativeInt,
@@ -75,7 +76,6 @@ import {
 } from '../validation/validate-job';
 import type { DialectJobStorage, ZombieSweep } from './dialect-job-storage';
 import type { JobStorage } from './job-storage';
-import { normalizePage } from './shared/page';
 import type { SqlStorageConfig } from './storage-config';
 
 /** The texts ChokaQ stores (the Zombie and Cancelled texts are written here), from `common/`. */
@@ -342,18 +342,18 @@ export class ValidatedJobStorage implements JobStorage {
   }
 
   /** @inheritdoc */
-  async listActive(query: PageQuery<ActiveFilter>): Promise<Page<JobView>> {
-    return this.inner.listActive(checked(normalizePage('hot', query)));
+  async listActive(query?: ListQuery<ActiveFilter>): Promise<ListPage> {
+    return this.inner.listActive(checked(assertListQuery('hot', query)));
   }
 
   /** @inheritdoc */
-  async getArchivePage(query: PageQuery<HistoryFilter>): Promise<Page<JobView>> {
-    return this.inner.getArchivePage(checked(normalizePage('archive', query)));
+  async listArchive(query?: ListQuery<HistoryFilter>): Promise<ListPage> {
+    return this.inner.listArchive(checked(assertListQuery('archive', query)));
   }
 
   /** @inheritdoc */
-  async getDlqPage(query: PageQuery<DlqFilter>): Promise<Page<JobView>> {
-    return this.inner.getDlqPage(checked(normalizePage('dlq', query)));
+  async listDlq(query?: ListQuery<DlqFilter>): Promise<ListPage> {
+    return this.inner.listDlq(checked(assertListQuery('dlq', query)));
   }
 
   /** @inheritdoc */

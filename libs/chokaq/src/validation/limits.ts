@@ -29,8 +29,19 @@ export const LIMITS = {
 /** At most this many items per `enqueueMany` call. @publicApi */
 export const MAX_ENQUEUE_MANY = 10_000;
 
-/** At most this many rows per page of a read. @publicApi */
+/** At most this many rows per page of a list (`ListQuery.limit`). @publicApi */
 export const MAX_PAGE_SIZE = 1_000;
+
+/**
+ * Most rows one page of a list reads when its filter has a part no index serves (`search`, `tag`):
+ * the page stops there and says so (`ListPage.scanLimited`), and its cursor continues from the
+ * last row read. 10,000 rows of one pillar, newest (or oldest) first from where the page starts,
+ * so a search costs the same whatever the table's size. @publicApi
+ */
+export const MAX_LIST_SCAN = 10_000;
+
+/** Longest list cursor accepted (the ones ChokaQ writes are about 150 characters). */
+export const MAX_CURSOR_LENGTH = 1_000;
 
 /**
  * Longest delay Node's timers accept (2^31 − 1 ms, about 24.8 days). A larger value makes
@@ -68,9 +79,6 @@ export const MAX_RETENTION_BATCH = 10_000;
 
 /** Most DLQ error families `getTopDlqErrors` returns. */
 export const MAX_TOP_ERRORS = 1_000;
-
-/** Highest page number of a read. */
-export const MAX_PAGE = 1_000_000;
 
 /** Ids a bulk preview returns as a sample. */
 export const PREVIEW_SAMPLE = 20;
@@ -116,10 +124,10 @@ export const QUEUE_RANGES = {
   executionTimeoutMs: [1, MAX_TIMER_MS],
 } as const;
 
-/** Default page size of reads. */
+/** Default rows per page of a list. */
 export const DEFAULT_PAGE_SIZE = 50;
 
-/** Longest search term accepted by page reads. */
+/** Longest search term accepted by lists. */
 export const MAX_SEARCH_LENGTH = 200;
 
 /**

@@ -20,8 +20,8 @@ export function assertDlqFilter(filter: DlqFilter | undefined): DlqFilter {
 }
 
 /**
- * Every problem of a page or bulk-action filter: text fields, the time window, the DLQ reason, the
- * hot status and explicit ids. Returns the issues, so `normalizePage` reports them with its own.
+ * Every problem of a list or bulk-action filter: text fields, the time window, the DLQ reason, the
+ * hot status and explicit ids. Returns the issues, so `assertListQuery` reports them with its own.
  */
 export function filterIssues(
   filter: DlqFilter & HistoryFilter & { status?: unknown },

@@ -6,7 +6,7 @@ import {
   DlqFilter,
   HistoryFilter,
   JobView,
-  Page,
+  ListPage,
   Pillar,
   QueueHealth,
   QueueStats,
@@ -17,15 +17,16 @@ import type { WorkerInfo } from '../../interfaces/worker.interface';
 import { PREVIEW_SAMPLE } from '../../validation/limits';
 import type { CheckedWorkerQuery } from '../../validation/validate-args';
 import { DialectJobQueries } from '../dialect-job-storage';
-import { NormalizedPage } from '../shared/page';
+import type { ListRequest } from '../../validation/validate-list';
+import { toListPage } from '../shared/page';
 import { mapJobView, mapWorkerRow, toDate } from '../shared/row-mapper';
 import { bool, idsOf, MssqlConnection, num, numOrNull } from './mssql.connection';
 import * as SQL from './mssql.sql';
 
 /**
- * The read half of the SQL Server dialect ({@link JobQueries}): one job, pages, stats, health,
+ * The read half of the SQL Server dialect ({@link JobQueries}): one job, lists, stats, health,
  * throughput, top errors and previews. Every read is one batch of `mssql.sql.ts` (or two, for a
- * page and its count), with the transient retry; none takes an update lock, and the telemetry
+ * preview's count and sample), with the transient retry; none takes an update lock, and the telemetry
  * reads are `NOLOCK` (approximate by design). It shares its {@link MssqlConnection} with
  * {@link MssqlJobStore}, which owns the lifecycle.
  */
@@ -45,35 +46,27 @@ export class MssqlJobQueries implements DialectJobQueries {
   }
 
   /** @inheritdoc */
-  listActive(page: Checked<NormalizedPage<ActiveFilter>>): Promise<Page<JobView>> {
-    return this.page('hot', page);
+  listActive(request: Checked<ListRequest<ActiveFilter>>): Promise<ListPage> {
+    return this.list('listActive', request);
   }
 
   /** @inheritdoc */
-  getArchivePage(page: Checked<NormalizedPage<HistoryFilter>>): Promise<Page<JobView>> {
-    return this.page('archive', page);
+  listArchive(request: Checked<ListRequest<HistoryFilter>>): Promise<ListPage> {
+    return this.list('listArchive', request);
   }
 
   /** @inheritdoc */
-  getDlqPage(page: Checked<NormalizedPage<DlqFilter>>): Promise<Page<JobView>> {
-    return this.page('dlq', page);
+  listDlq(request: Checked<ListRequest<DlqFilter>>): Promise<ListPage> {
+    return this.list('listDlq', request);
   }
 
-  private async page<F extends object>(
-    pillar: Pillar,
-    page: NormalizedPage<F>,
-  ): Promise<Page<JobView>> {
-    const filter = page.filter as ActiveFilter & HistoryFilter & DlqFilter;
-    const [countRows, rows] = [
-      await this.db.query('page.count', SQL.countPage(this.schema, pillar, filter)),
-      await this.db.query('page', SQL.selectPage(this.schema, pillar, { ...page, filter })),
-    ];
-    return {
-      items: rows.map((r) => mapJobView(r, pillar)),
-      total: num(countRows[0]?.Total),
-      page: page.page,
-      pageSize: page.pageSize,
-    };
+  /** One keyset page: one batch of `mssql.sql.ts` (`listJobs`), no count. */
+  private async list(name: string, request: ListRequest<object>): Promise<ListPage> {
+    const rows = await this.db.query(
+      name,
+      SQL.listJobs(this.schema, request as SQL.MssqlListRequest),
+    );
+    return toListPage(request, rows);
   }
 
   /** @inheritdoc */
@@ -163,7 +156,8 @@ export class MssqlJobQueries implements DialectJobQueries {
   /** @inheritdoc */
   async previewDlqFilter(valid: Checked<DlqFilter>, bound: number): Promise<BulkPreview> {
     const matched = num(
-      (await this.db.query('previewDlqFilter', SQL.countPage(this.schema, 'dlq', valid)))[0]?.Total,
+      (await this.db.query('previewDlqFilter', SQL.previewDlqFilterCount(this.schema, valid)))[0]
+        ?.Total,
     );
     const sample = Math.min(PREVIEW_SAMPLE, bound);
     const sampleIds =

@@ -30,6 +30,12 @@
  *   table of an earlier version by `ALTER TABLE … ADD` (see {@link mssqlSchemaDdl}).
  * - 4: the `Workers` table, and `ProgressNote` beside `Progress` in `JobsHot`, `JobsArchive` and
  *   `JobsDLQ`.
+ * - 5: the keyset lists' indexes that were missing: `IX_JobsHot_Enqueued`,
+ *   `IX_JobsHot_QueueEnqueued` and `IX_JobsArchive_Type`. A list page reads `(sort key, Id)` from
+ *   its cursor on; every nonclustered index here already ends with `Id`, the clustered key, which
+ *   SQL Server adds to the keys of a nonunique nonclustered index
+ *   (https://learn.microsoft.com/en-us/sql/relational-databases/sql-server-index-design-guide#nonclustered-index-architecture),
+ *   so the archive and DLQ indexes of version 1 serve the lists as they are.
  *
  * The script is idempotent and creates what is missing, so running it on an older database
  * applies the versions it lacks: the version-2 index is built inside the bootstrap transaction
@@ -39,9 +45,11 @@
  * are a `NOT NULL` column or a default with `WITH VALUES`; see ALTER TABLE,
  * https://learn.microsoft.com/en-us/sql/t-sql/statements/alter-table-transact-sql); the schema
  * modification lock it takes is held to the bootstrap's COMMIT. Statements of the previous
- * release name their columns, so a column more breaks none of them.
+ * release name their columns, so a column more breaks none of them. Version 5's indexes are built
+ * inside the bootstrap transaction too: writers to their table wait while one builds (the
+ * archive's type index takes time in proportion to the archive).
  */
-export const MSSQL_SCHEMA_VERSION = 4;
+export const MSSQL_SCHEMA_VERSION = 5;
 
 /** One column of a ChokaQ table. */
 export interface MssqlColumn {
@@ -310,43 +318,64 @@ const INDEXES: readonly IndexSpec[] = [
     where: 'Status = 2',
   },
   {
-    serves: 'getArchivePage default sort (finishedAt) and archive retention by date',
+    serves:
+      'listActive: (EnqueuedAtUtc, Id) newest or oldest first from the cursor (Id is the row locator, the last key) (schema version 5)',
+    table: 'hot',
+    name: 'IX_JobsHot_Enqueued',
+    keys: 'EnqueuedAtUtc',
+  },
+  {
+    serves: 'listActive filtered by queue (schema version 5)',
+    table: 'hot',
+    name: 'IX_JobsHot_QueueEnqueued',
+    keys: 'Queue, EnqueuedAtUtc',
+  },
+  {
+    serves:
+      'listArchive: (FinishedAtUtc, Id) from the cursor (Id is the row locator, the last key); archive retention by date',
     table: 'archive',
     name: 'IX_JobsArchive_FinishedAtUtc',
     keys: 'FinishedAtUtc',
     compressed: true,
   },
   {
-    serves: 'getArchivePage filtered by queue; archived counts per queue in getQueueStats',
+    serves: 'listArchive filtered by queue; archived counts per queue in getQueueStats',
     table: 'archive',
     name: 'IX_JobsArchive_Queue',
     keys: 'Queue, FinishedAtUtc',
     compressed: true,
   },
   {
+    serves: 'listArchive filtered by job type (schema version 5)',
+    table: 'archive',
+    name: 'IX_JobsArchive_Type',
+    keys: 'Type, FinishedAtUtc',
+    compressed: true,
+  },
+  {
     serves:
-      'getDlqPage default sort (failedAt), resurrectByFilter oldest first, DLQ retention by date, top errors (recent rows)',
+      'listDlq: (FailedAtUtc, Id) from the cursor (Id is the row locator, the last key); resurrectByFilter oldest first, DLQ retention by date, top errors (recent rows)',
     table: 'dlq',
     name: 'IX_JobsDLQ_FailedAtUtc',
     keys: 'FailedAtUtc',
     compressed: true,
   },
   {
-    serves: 'getDlqPage and bulk DLQ actions filtered by queue; DLQ counts per queue',
+    serves: 'listDlq and bulk DLQ actions filtered by queue; DLQ counts per queue',
     table: 'dlq',
     name: 'IX_JobsDLQ_Queue',
     keys: 'Queue, FailedAtUtc',
     compressed: true,
   },
   {
-    serves: 'getDlqPage and bulk DLQ actions filtered by failure reason',
+    serves: 'listDlq and bulk DLQ actions filtered by failure reason',
     table: 'dlq',
     name: 'IX_JobsDLQ_Reason',
     keys: 'FailureReason, FailedAtUtc',
     compressed: true,
   },
   {
-    serves: 'getDlqPage and bulk DLQ actions filtered by job type',
+    serves: 'listDlq and bulk DLQ actions filtered by job type',
     table: 'dlq',
     name: 'IX_JobsDLQ_Type',
     keys: 'Type, FailedAtUtc',
@@ -547,6 +576,8 @@ export function mssqlSchemaDdl(schema: string): string {
     ),
     `IF NOT EXISTS (SELECT 1 FROM ${t('migrations')} WHERE Version = 4)`,
     `  INSERT INTO ${t('migrations')} (Version, Description) VALUES (4, N'Workers table; progress note');`,
+    `IF NOT EXISTS (SELECT 1 FROM ${t('migrations')} WHERE Version = 5)`,
+    `  INSERT INTO ${t('migrations')} (Version, Description) VALUES (5, N'keyset list indexes');`,
     `COMMIT;`,
   ];
   return `${parts.join('\n')}\n`;

@@ -6,7 +6,7 @@ import {
   DlqFilter,
   HistoryFilter,
   JobView,
-  Page,
+  ListPage,
   QueueHealth,
   QueueStats,
   SummaryStats,
@@ -16,13 +16,14 @@ import type { WorkerInfo } from '../../interfaces/worker.interface';
 import { PREVIEW_SAMPLE } from '../../validation/limits';
 import type { CheckedWorkerQuery } from '../../validation/validate-args';
 import { DialectJobQueries } from '../dialect-job-storage';
-import { NormalizedPage } from '../shared/page';
+import type { ListRequest } from '../../validation/validate-list';
+import { toListPage } from '../shared/page';
 import { mapJobView, mapWorkerRow, toDate } from '../shared/row-mapper';
 import { num, PostgresConnection } from './postgres.connection';
 import * as SQL from './postgres.sql';
 
 /**
- * The read half of the PostgreSQL dialect ({@link JobQueries}): one job, pages, stats, health,
+ * The read half of the PostgreSQL dialect ({@link JobQueries}): one job, lists, stats, health,
  * throughput, top errors and previews. Every read is one autocommit statement (or a few, on one
  * pooled connection each) of `postgres.sql.ts`; none takes a row lock, and none is prepared by
  * name (their texts vary with the filter). It shares its {@link PostgresConnection} with
@@ -52,49 +53,31 @@ export class PostgresJobQueries implements DialectJobQueries {
   }
 
   /** @inheritdoc */
-  listActive(page: Checked<NormalizedPage<ActiveFilter>>): Promise<Page<JobView>> {
-    return this.page('hot', page);
+  listActive(request: Checked<ListRequest<ActiveFilter>>): Promise<ListPage> {
+    return this.list('listActive', request);
   }
 
   /** @inheritdoc */
-  getArchivePage(page: Checked<NormalizedPage<HistoryFilter>>): Promise<Page<JobView>> {
-    return this.page('archive', page);
+  listArchive(request: Checked<ListRequest<HistoryFilter>>): Promise<ListPage> {
+    return this.list('listArchive', request);
   }
 
   /** @inheritdoc */
-  getDlqPage(page: Checked<NormalizedPage<DlqFilter>>): Promise<Page<JobView>> {
-    return this.page('dlq', page);
+  listDlq(request: Checked<ListRequest<DlqFilter>>): Promise<ListPage> {
+    return this.list('listDlq', request);
   }
 
-  private async page<F extends object>(
-    pillar: 'hot' | 'archive' | 'dlq',
-    n: NormalizedPage<F>,
-  ): Promise<Page<JobView>> {
+  /** One keyset page: one statement of `postgres.sql.ts` (`listJobs`), no count. */
+  private async list(name: string, request: ListRequest<object>): Promise<ListPage> {
     const params: unknown[] = [];
-    const where = SQL.filterClause(pillar, n.filter as ActiveFilter & DlqFilter, params, 'x');
-    const pageParams = [...params, n.pageSize, n.offset];
-    const [rows, [count]] = await Promise.all([
-      this.db.query(
-        'page',
-        SQL.selectPage(
-          this.db.s,
-          pillar,
-          where,
-          n.sortColumn,
-          n.sortDir,
-          `$${params.length + 1}`,
-          `$${params.length + 2}`,
-        ),
-        pageParams,
-      ),
-      this.db.query('page.count', SQL.countPage(this.db.s, pillar, where), params),
-    ]);
-    return {
-      items: rows.map((r) => mapJobView(r, pillar)),
-      total: num(count?.total),
-      page: n.page,
-      pageSize: n.pageSize,
-    };
+    const where = SQL.listWhere(request as ListRequest<ActiveFilter & DlqFilter>, params);
+    params.push(request.limit + 1);
+    const rows = await this.db.query(
+      name,
+      SQL.listJobs(this.db.s, request, where, `$${params.length}`),
+      params,
+    );
+    return toListPage(request, rows);
   }
 
   /** @inheritdoc */
@@ -190,7 +173,7 @@ export class PostgresJobQueries implements DialectJobQueries {
     const params: unknown[] = [];
     const where = SQL.filterClause('dlq', f, params, 'x');
     const [[count], sample] = await Promise.all([
-      this.db.query('previewDlqFilter', SQL.countPage(this.db.s, 'dlq', where), params),
+      this.db.query('previewDlqFilter', SQL.previewDlqFilterCount(this.db.s, where), params),
       this.db.query(
         'previewDlqFilter',
         SQL.previewDlqFilterSample(this.db.s, where, `$${params.length + 1}`),

@@ -1,108 +1,69 @@
-import { ChokaQValidationError, ValidationIssue } from '../../errors';
-import type { DlqFilter, PageQuery, SortKey } from '../../interfaces/job-view.interface';
-import { DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE } from '../../validation/limits';
-import { filterIssues } from '../../validation/validate-filter';
+import type { JobListItem, ListPage } from '../../interfaces/job-view.interface';
+import { encodeListCursor } from '../../validation/list-cursor';
+import type { ListRequest } from '../../validation/validate-list';
+import { mapListRow } from './row-mapper';
 
 /**
- * The sort keys each pillar accepts. Each maps to a column name in canonical (snake_case) form;
- * dialects translate it to their own spelling. Anything else is rejected, never interpolated.
+ * How the three dialects read a keyset page, and the one place that turns its rows into a
+ * {@link ListPage}.
+ *
+ * Each list has one sort key and the id as tie-breaker ({@link LIST_SORT_KEY}); a page is the rows
+ * strictly after the cursor's `(key, id)` in the list's order, read from an index on
+ * `(key, id)` (or `(queue, key, id)`, …), so its cost does not grow with its depth. A dialect runs
+ * one of two statement shapes:
+ *
+ * - **Plain** (every filter has an index): `limit + 1` rows in order. One row more than asked says
+ *   whether there is a next page; the cursor is the last row returned.
+ * - **Bounded scan** (a search term or a tag, which no index serves): the first `scanBound + 1`
+ *   rows in order, each with its rank `rn` in that order, whether it matches (`hit`), and the
+ *   running count of matches (`hit_rank`); the statement keeps the first `limit + 1` matches
+ *   within the bound and the rows ranked `scanBound` and `scanBound + 1`. Those two say whether
+ *   the page stopped at the bound with rows left ({@link ListPage.scanLimited}) and where the next
+ *   page continues: after the last row read, not the last row returned, so the rows read and
+ *   rejected are never read again.
  */
-export const SORT_COLUMNS: Record<'hot' | 'archive' | 'dlq', Partial<Record<SortKey, string>>> = {
-  hot: {
-    createdAt: 'created_at_utc',
-    enqueuedAt: 'enqueued_at_utc',
-    scheduledAt: 'scheduled_at_utc',
-    priority: 'priority',
-    queue: 'queue',
-    type: 'type',
-    attempts: 'attempt_count',
-  },
-  archive: {
-    createdAt: 'created_at_utc',
-    enqueuedAt: 'enqueued_at_utc',
-    finishedAt: 'finished_at_utc',
-    priority: 'priority',
-    queue: 'queue',
-    type: 'type',
-    attempts: 'attempt_count',
-    duration: 'duration_ms',
-  },
-  dlq: {
-    createdAt: 'created_at_utc',
-    enqueuedAt: 'enqueued_at_utc',
-    failedAt: 'failed_at_utc',
-    priority: 'priority',
-    queue: 'queue',
-    type: 'type',
-    attempts: 'attempt_count',
-  },
-};
 
-/** Default sort per pillar: newest first. */
-const DEFAULT_SORT: Record<'hot' | 'archive' | 'dlq', SortKey> = {
-  hot: 'createdAt',
-  archive: 'finishedAt',
-  dlq: 'failedAt',
-};
+/** Sort key (snake_case) of each list; the id breaks ties. */
+export const LIST_SORT_KEY = {
+  hot: 'enqueued_at_utc',
+  archive: 'finished_at_utc',
+  dlq: 'failed_at_utc',
+} as const;
 
-/** A validated page request. */
-export interface NormalizedPage<F> {
-  filter: F;
-  page: number;
-  pageSize: number;
-  offset: number;
-  /** Canonical snake_case column from {@link SORT_COLUMNS}. */
-  sortColumn: string;
-  sortDir: 'ASC' | 'DESC';
-}
+/** Characters of the error text a list item carries (`JobListItem.errorPrefix`). */
+export const ERROR_PREFIX_CHARS = 200;
+
+type Row = Record<string, unknown>;
 
 /**
- * Validates paging, sorting and the common filter fields; throws `ChokaQValidationError` naming
- * every bad field. The filter is returned unchanged otherwise.
+ * The page a list statement's `rows` make for `request`. Rows come in list order; a bounded-scan
+ * statement's rows carry `rn` and `hit` (any spelling the row mapper folds).
  */
-export function normalizePage<F extends object>(
-  pillar: 'hot' | 'archive' | 'dlq',
-  query: PageQuery<F> | undefined,
-): NormalizedPage<F> {
-  const issues: ValidationIssue[] = [];
-  const q = query ?? {};
-  const page = q.page ?? 1;
-  const pageSize = q.pageSize ?? DEFAULT_PAGE_SIZE;
-  if (!Number.isInteger(page) || page < 1 || page > 1_000_000) {
-    issues.push({ path: 'page', message: 'must be an integer from 1 to 1000000', value: page });
+export function toListPage(request: ListRequest<unknown>, rows: readonly Row[]): ListPage {
+  const mapped = rows.map((row) => mapListRow(row, request.pillar));
+  const cursorAfter = (row: (typeof mapped)[number]): string =>
+    encodeListCursor(request.pillar, request.order, { at: row.sortAt, id: row.item.id });
+  const bound = request.scanBound;
+  if (bound === null) {
+    const page = mapped.slice(0, request.limit);
+    return {
+      items: page.map((r) => r.item),
+      nextCursor: mapped.length > request.limit ? cursorAfter(page[page.length - 1]) : null,
+      scanLimited: false,
+    };
   }
-  if (!Number.isInteger(pageSize) || pageSize < 1 || pageSize > MAX_PAGE_SIZE) {
-    issues.push({
-      path: 'pageSize',
-      message: `must be an integer from 1 to ${MAX_PAGE_SIZE}`,
-      value: pageSize,
-    });
+  const hits = mapped.filter((r) => r.hit && r.rn !== null && r.rn <= bound);
+  const page = hits.slice(0, request.limit);
+  const items: JobListItem[] = page.map((r) => r.item);
+  if (hits.length > request.limit) {
+    return { items, nextCursor: cursorAfter(page[page.length - 1]), scanLimited: false };
   }
-  const sortKey = q.sortBy ?? DEFAULT_SORT[pillar];
-  // Own keys only: `constructor`, `__proto__` or `toString` would otherwise find Object.prototype's
-  // members, pass as "known" and reach the SQL builder (a raw error instead of a validation one).
-  const sortColumn = Object.hasOwn(SORT_COLUMNS[pillar], sortKey)
-    ? SORT_COLUMNS[pillar][sortKey]
-    : undefined;
-  if (!sortColumn) {
-    issues.push({
-      path: 'sortBy',
-      message: `must be one of ${Object.keys(SORT_COLUMNS[pillar]).join(', ')}`,
-      value: q.sortBy,
-    });
+  // Every match within the bound is on this page. Rows left past the bound: continue after the
+  // last row read.
+  const lastRead = mapped.find((r) => r.rn === bound);
+  const rowsLeft = mapped.some((r) => r.rn === bound + 1);
+  if (lastRead && rowsLeft) {
+    return { items, nextCursor: cursorAfter(lastRead), scanLimited: true };
   }
-  if (q.sortDir !== undefined && q.sortDir !== 'asc' && q.sortDir !== 'desc') {
-    issues.push({ path: 'sortDir', message: "must be 'asc' or 'desc'", value: q.sortDir });
-  }
-  const filter = (q.filter ?? {}) as F;
-  issues.push(...filterIssues(filter as DlqFilter));
-  if (issues.length > 0) throw new ChokaQValidationError(issues);
-  return {
-    filter,
-    page,
-    pageSize,
-    offset: (page - 1) * pageSize,
-    sortColumn: sortColumn!,
-    sortDir: q.sortDir === 'asc' ? 'ASC' : 'DESC',
-  };
+  return { items, nextCursor: null, scanLimited: false };
 }

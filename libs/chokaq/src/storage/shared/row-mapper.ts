@@ -1,6 +1,6 @@
 import { decodeTags } from '../../common/tags';
 import { FailureReason, JobStatus } from '../../interfaces/job-status.enum';
-import { JobView, Pillar } from '../../interfaces/job-view.interface';
+import { JobListItem, JobView, Pillar } from '../../interfaces/job-view.interface';
 import { HandledJobs, HotJob, QueueInfo } from '../../interfaces/job.interface';
 import type { CircuitState, WorkerInfo, WorkerState } from '../../interfaces/worker.interface';
 
@@ -127,6 +127,61 @@ export function mapJobView(raw: Row, pillar: Pillar): JobView {
     errorDetails: str(r.errordetails),
     failedAtUtc: toDate(r.failedatutc),
   };
+}
+
+/** The error prefix a list item carries: at most 200 UTF-16 units, never half a surrogate pair. */
+function errorPrefix(value: unknown): string | null {
+  const text = str(value);
+  // The SQL cut counts characters (code points) on PostgreSQL and SQLite: up to 400 units here.
+  if (text === null || text.length <= 200) return text;
+  const cut = text.slice(0, 200);
+  return /[\uD800-\uDBFF]$/.test(cut) ? cut.slice(0, -1) : cut;
+}
+
+/** The sort key of the item's list, to continue after it. */
+const LIST_KEY = { hot: 'enqueuedAtUtc', archive: 'finishedAtUtc', dlq: 'failedAtUtc' } as const;
+
+/**
+ * Maps a row of a list statement: the item (no payload, no full error text), the text of its sort
+ * key for the next cursor, and, for a bounded scan, its rank in the scan and whether it matched.
+ *
+ * The sort key comes from a `sort_at` column when the statement has one: PostgreSQL stores
+ * microseconds, which a `Date` would cut to milliseconds, so it selects the key as text (a number
+ * is epoch milliseconds). Otherwise it is the item's own date, exact where the database keeps
+ * milliseconds (SQLite, SQL Server).
+ */
+export function mapListRow(
+  raw: Row,
+  pillar: Pillar,
+): { item: JobListItem; sortAt: string; rn: number | null; hit: boolean } {
+  const r = fold(raw);
+  const item: JobListItem = {
+    id: String(r.id),
+    queue: String(r.queue),
+    type: String(r.type),
+    pillar,
+    status: pillar === 'archive' ? JobStatus.Succeeded : (num(r.status) as JobStatus),
+    failureReason: numOrNull(r.failurereason) as FailureReason | null,
+    attemptCount: num(r.attemptcount),
+    priority: num(r.priority),
+    tags: decodeTags(str(r.tags)),
+    createdAtUtc: toDate(r.createdatutc)!,
+    enqueuedAtUtc: toDate(r.enqueuedatutc)!,
+    scheduledAtUtc: toDate(r.scheduledatutc),
+    startedAtUtc: toDate(r.startedatutc),
+    finishedAtUtc: toDate(r.finishedatutc),
+    failedAtUtc: toDate(r.failedatutc),
+    durationMs: numOrNull(r.durationms),
+    workerId: str(r.workerid),
+    progress: numOrNull(r.progress),
+    errorPrefix: errorPrefix(r.errorprefix),
+    payloadBytes: num(r.payloadbytes),
+  };
+  const sortAt =
+    typeof r.sortat === 'string'
+      ? r.sortat
+      : (toDate(r.sortat) ?? item[LIST_KEY[pillar]]!).toISOString();
+  return { item, sortAt, rn: numOrNull(r.rn), hit: bool(r.hit) };
 }
 
 /** Maps a `Queues` row. */

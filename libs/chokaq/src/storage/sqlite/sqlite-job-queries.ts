@@ -6,8 +6,7 @@ import {
   DlqFilter,
   HistoryFilter,
   JobView,
-  Page,
-  Pillar,
+  ListPage,
   QueueHealth,
   QueueStats,
   SummaryStats,
@@ -18,7 +17,8 @@ import { PREVIEW_SAMPLE } from '../../validation/limits';
 import type { CheckedWorkerQuery } from '../../validation/validate-args';
 import { DialectJobQueries } from '../dialect-job-storage';
 import { Outcome } from '../shared/outcome';
-import { NormalizedPage } from '../shared/page';
+import type { ListRequest } from '../../validation/validate-list';
+import { toListPage } from '../shared/page';
 import { mapJobView, mapWorkerRow, toDate } from '../shared/row-mapper';
 import { SqliteConnection } from './sqlite.connection';
 import * as SQL from './sqlite.sql';
@@ -27,7 +27,7 @@ import * as SQL from './sqlite.sql';
 const TOP_ERRORS_SCAN = 10_000;
 
 /**
- * The read half of the SQLite dialect ({@link JobQueries}): one job, pages, stats, health,
+ * The read half of the SQLite dialect ({@link JobQueries}): one job, lists, stats, health,
  * throughput, top errors and previews. Each read is one deferred `BEGIN` transaction on the
  * connection, so a read of several statements sees one WAL snapshot and never waits for a writer
  * of another process; none writes. Fixed texts come from `sqlite.sql.ts`, filtered ones are built
@@ -58,49 +58,28 @@ export class SqliteJobQueries implements DialectJobQueries {
   }
 
   /** @inheritdoc */
-  async listActive(page: Checked<NormalizedPage<ActiveFilter>>): Promise<Page<JobView>> {
-    return this.page('listActive', 'hot', this.sql.tables.hot, page, SQL.activeWhere(page.filter));
+  async listActive(request: Checked<ListRequest<ActiveFilter>>): Promise<ListPage> {
+    return this.list('listActive', this.sql.tables.hot, request);
   }
 
   /** @inheritdoc */
-  async getArchivePage(page: Checked<NormalizedPage<HistoryFilter>>): Promise<Page<JobView>> {
-    return this.page(
-      'getArchivePage',
-      'archive',
-      this.sql.tables.archive,
-      page,
-      SQL.archiveWhere(page.filter),
+  async listArchive(request: Checked<ListRequest<HistoryFilter>>): Promise<ListPage> {
+    return this.list('listArchive', this.sql.tables.archive, request);
+  }
+
+  /** @inheritdoc */
+  async listDlq(request: Checked<ListRequest<DlqFilter>>): Promise<ListPage> {
+    return this.list('listDlq', this.sql.tables.dlq, request);
+  }
+
+  /** One keyset page: one statement of `sqlite.sql.ts` (`listJobs`), no count. */
+  private async list(name: string, table: string, request: ListRequest<object>): Promise<ListPage> {
+    const where = SQL.listWhere(request as ListRequest<ActiveFilter & DlqFilter>);
+    const sql = SQL.listJobs(table, request, where);
+    const rows = await this.db.read(name, () =>
+      this.db.all(sql, { ...where.indexed.params, limit: request.limit + 1 }),
     );
-  }
-
-  /** @inheritdoc */
-  async getDlqPage(page: Checked<NormalizedPage<DlqFilter>>): Promise<Page<JobView>> {
-    return this.page('getDlqPage', 'dlq', this.sql.tables.dlq, page, SQL.dlqWhere(page.filter));
-  }
-
-  private async page<F>(
-    name: string,
-    pillar: Pillar,
-    table: string,
-    page: NormalizedPage<F>,
-    where: SQL.SqlWhere,
-  ): Promise<Page<JobView>> {
-    const sql = SQL.selectPage(table, where, page.sortColumn, page.sortDir);
-    const count = SQL.countPage(table, where);
-    return this.db.read(name, () => {
-      const total = Number(this.db.get(count, where.params)!.n);
-      const rows = this.db.all(sql, {
-        ...where.params,
-        limit: page.pageSize,
-        offset: page.offset,
-      });
-      return {
-        items: rows.map((r) => mapJobView(r, pillar)),
-        total,
-        page: page.page,
-        pageSize: page.pageSize,
-      };
-    });
+    return toListPage(request, rows);
   }
 
   /** @inheritdoc */
@@ -219,7 +198,7 @@ export class SqliteJobQueries implements DialectJobQueries {
   async previewDlqFilter(filter: Checked<DlqFilter>, limit: number): Promise<BulkPreview> {
     const where = SQL.dlqWhere(filter);
     const ids = SQL.previewDlqFilterSample(this.sql.tables.dlq, where);
-    const countSql = SQL.countPage(this.sql.tables.dlq, where);
+    const countSql = SQL.previewDlqFilterCount(this.sql.tables.dlq, where);
     return this.db.read('previewDlqFilter', () => {
       const matched = Number(this.db.get(countSql, where.params)!.n);
       const sample = this.db.all(ids, { ...where.params, limit: Math.min(limit, PREVIEW_SAMPLE) });

@@ -87,6 +87,7 @@ const V1: SqliteMigration = {
       duration_ms      INTEGER NULL
     ) STRICT`,
     // Serves archive retention (finished before a cutoff) and the default archive page sort.
+    // Version 4 rebuilds this index and the next five with `id` as the last key.
     `CREATE INDEX IF NOT EXISTS ${p}jobs_archive_finished_ix ON ${p}jobs_archive (finished_at_utc)`,
     // Serves archive pages filtered by queue and the per-queue archived counts.
     `CREATE INDEX IF NOT EXISTS ${p}jobs_archive_queue_ix ON ${p}jobs_archive (queue, finished_at_utc)`,
@@ -227,8 +228,52 @@ const V3: SqliteMigration = {
   ],
 };
 
+/**
+ * Version 4: the indexes of the keyset lists (`listActive`, `listArchive`, `listDlq`). A list page
+ * reads `(sort key, id)` from where its cursor points, newest or oldest first, after an equality
+ * on a leading key for a queue, type or failure-reason filter; so every such index ends with `id`
+ * (a secondary index of a rowid table otherwise ends with the rowid, which is not the order the
+ * lists promise). The archive and DLQ indexes of version 1 are rebuilt under their own names with
+ * that last key (each still serves what it served: retention, bulk actions, error families,
+ * per-queue counts); the hot table and the archive's type get theirs. Applied inside
+ * `ensureSchema`'s `BEGIN IMMEDIATE`, so writers wait while they build.
+ */
+const V4: SqliteMigration = {
+  version: 4,
+  description: 'Keyset list indexes: (sort key, id) per pillar, by queue, type and reason',
+  statements: (p) => [
+    `DROP INDEX IF EXISTS ${p}jobs_hot_enqueued_ix`,
+    // Serves the active list, newest (or oldest) enqueue first.
+    `CREATE INDEX ${p}jobs_hot_enqueued_ix ON ${p}jobs_hot (enqueued_at_utc, id)`,
+    `DROP INDEX IF EXISTS ${p}jobs_hot_queue_enqueued_ix`,
+    // Serves the active list filtered by queue.
+    `CREATE INDEX ${p}jobs_hot_queue_enqueued_ix ON ${p}jobs_hot (queue, enqueued_at_utc, id)`,
+    `DROP INDEX IF EXISTS ${p}jobs_archive_finished_ix`,
+    // Serves the archive list and retention (finished before a cutoff, oldest first).
+    `CREATE INDEX ${p}jobs_archive_finished_ix ON ${p}jobs_archive (finished_at_utc, id)`,
+    `DROP INDEX IF EXISTS ${p}jobs_archive_queue_ix`,
+    // Serves the archive list by queue and the per-queue archived counts.
+    `CREATE INDEX ${p}jobs_archive_queue_ix ON ${p}jobs_archive (queue, finished_at_utc, id)`,
+    `DROP INDEX IF EXISTS ${p}jobs_archive_type_ix`,
+    // Serves the archive list by type.
+    `CREATE INDEX ${p}jobs_archive_type_ix ON ${p}jobs_archive (type, finished_at_utc, id)`,
+    `DROP INDEX IF EXISTS ${p}jobs_dlq_failed_ix`,
+    // Serves the DLQ list, retention, bulk actions (oldest failure first), error families.
+    `CREATE INDEX ${p}jobs_dlq_failed_ix ON ${p}jobs_dlq (failed_at_utc, id)`,
+    `DROP INDEX IF EXISTS ${p}jobs_dlq_queue_ix`,
+    // Serves the DLQ list by queue and the per-queue DLQ counts.
+    `CREATE INDEX ${p}jobs_dlq_queue_ix ON ${p}jobs_dlq (queue, failed_at_utc, id)`,
+    `DROP INDEX IF EXISTS ${p}jobs_dlq_reason_ix`,
+    // Serves the DLQ list, error families and bulk actions by failure reason.
+    `CREATE INDEX ${p}jobs_dlq_reason_ix ON ${p}jobs_dlq (failure_reason, failed_at_utc, id)`,
+    `DROP INDEX IF EXISTS ${p}jobs_dlq_type_ix`,
+    // Serves the DLQ list and bulk actions by type.
+    `CREATE INDEX ${p}jobs_dlq_type_ix ON ${p}jobs_dlq (type, failed_at_utc, id)`,
+  ],
+};
+
 /** Every migration, oldest first. Append new versions; never edit a released one. */
-export const SQLITE_MIGRATIONS: readonly SqliteMigration[] = [V1, V2, V3];
+export const SQLITE_MIGRATIONS: readonly SqliteMigration[] = [V1, V2, V3, V4];
 
 /** The ledger table; created before any migration runs so its own existence is not a migration. */
 export function schemaMigrationsDdl(prefix: string): string {

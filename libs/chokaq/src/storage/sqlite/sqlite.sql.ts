@@ -1,6 +1,13 @@
-import { ActiveFilter, DlqFilter, HistoryFilter } from '../../interfaces/job-view.interface';
+import {
+  ActiveFilter,
+  DlqFilter,
+  HistoryFilter,
+  Pillar,
+} from '../../interfaces/job-view.interface';
+import type { ListRequest } from '../../validation/validate-list';
 import { HOT_COLUMNS, hotColumnsExcept } from '../shared/columns';
 import { escapeLike } from '../shared/escape-like';
+import { ERROR_PREFIX_CHARS, LIST_SORT_KEY } from '../shared/page';
 
 /**
  * All SQL text of the SQLite dialect, built once per table prefix (the prefix is validated
@@ -694,7 +701,31 @@ const STATUS_LITERAL: Record<number, string> = {
   2: 'status = 2',
 };
 
+/** Error text columns a search looks in: the DLQ error and the last retry error. */
+const ERROR_COLUMNS = {
+  hot: ['last_error'],
+  archive: ['last_error'],
+  dlq: ['error_details', 'last_error'],
+} as const;
+
+/** The tag filter: one tag, exactly, between the commas of the stored `,a,b,` string. */
+function tagPredicate(tag: string, params: Record<string, unknown>): string {
+  params.f_tag = escapeLike(tag);
+  return `tags LIKE '%,' || @f_tag || ',%' ESCAPE '\\'`;
+}
+
+/**
+ * The search filter: a substring of the id, the type, the payload or the error text, `%`, `_`,
+ * `[` matched literally; LIKE is case-insensitive for ASCII letters only.
+ */
+function searchPredicate(pillar: Pillar, search: string, params: Record<string, unknown>): string {
+  params.f_search = `%${escapeLike(search)}%`;
+  const columns = ['id', 'type', 'payload', ...ERROR_COLUMNS[pillar]];
+  return `(${columns.map((c) => `${c} LIKE @f_search ESCAPE '\\'`).join(' OR ')})`;
+}
+
 function commonFilter(
+  pillar: Pillar,
   filter: { queue?: string; type?: string; tag?: string; search?: string },
   where: string[],
   params: Record<string, unknown>,
@@ -707,16 +738,9 @@ function commonFilter(
     where.push('type = @f_type');
     params.f_type = filter.type;
   }
-  if (filter.tag !== undefined) {
-    // Tags are stored as ',a,b,': one tag matches exactly between commas.
-    where.push(`tags LIKE '%,' || @f_tag || ',%' ESCAPE '\\'`);
-    params.f_tag = escapeLike(filter.tag);
-  }
+  if (filter.tag !== undefined) where.push(tagPredicate(filter.tag, params));
   if (filter.search !== undefined && filter.search !== '') {
-    where.push(
-      `(id LIKE @f_search ESCAPE '\\' OR type LIKE @f_search ESCAPE '\\' OR payload LIKE @f_search ESCAPE '\\')`,
-    );
-    params.f_search = `%${escapeLike(filter.search)}%`;
+    where.push(searchPredicate(pillar, filter.search, params));
   }
 }
 
@@ -724,29 +748,11 @@ function finish(where: string[], params: Record<string, unknown>): SqlWhere {
   return { sql: where.length > 0 ? where.join(' AND ') : '1 = 1', params };
 }
 
-/** WHERE clause of a hot-table list. */
-export function activeWhere(filter: ActiveFilter): SqlWhere {
-  const where: string[] = [];
-  const params: Record<string, unknown> = {};
-  commonFilter(filter, where, params);
-  if (filter.status !== undefined) where.push(STATUS_LITERAL[filter.status]);
-  return finish(where, params);
-}
-
-/** WHERE clause of an archive page (dates on `finished_at_utc`). */
-export function archiveWhere(filter: HistoryFilter): SqlWhere {
-  const where: string[] = [];
-  const params: Record<string, unknown> = {};
-  commonFilter(filter, where, params);
-  dateRange('finished_at_utc', filter, where, params);
-  return finish(where, params);
-}
-
-/** WHERE clause of a DLQ page or bulk action (dates on `failed_at_utc`). */
+/** WHERE clause of a bulk DLQ action, its preview or the error families (dates on `failed_at_utc`). */
 export function dlqWhere(filter: DlqFilter): SqlWhere {
   const where: string[] = [];
   const params: Record<string, unknown> = {};
-  commonFilter(filter, where, params);
+  commonFilter('dlq', filter, where, params);
   dateRange('failed_at_utc', filter, where, params);
   if (filter.reason !== undefined) {
     where.push('failure_reason = @f_reason');
@@ -760,7 +766,7 @@ export function dlqWhere(filter: DlqFilter): SqlWhere {
 }
 
 function dateRange(
-  column: 'finished_at_utc' | 'failed_at_utc',
+  column: 'enqueued_at_utc' | 'finished_at_utc' | 'failed_at_utc',
   filter: HistoryFilter,
   where: string[],
   params: Record<string, unknown>,
@@ -790,27 +796,9 @@ export function purgeDlqByFilter(dlqTable: string, where: SqlWhere): string {
   return `DELETE FROM ${dlqTable} WHERE id IN (${chooseDlqByFilter(dlqTable, where)})`;
 }
 
-const SAFE_COLUMN = /^[a-z_]+$/;
-
-/**
- * A page of `table`: `sortColumn` comes from the whitelist of `normalizePage` (re-checked here as a
- * plain identifier) and `id` breaks ties in the same direction, so pages never overlap or skip.
- */
-export function selectPage(
-  table: string,
-  where: SqlWhere,
-  sortColumn: string,
-  sortDir: 'ASC' | 'DESC',
-): string {
-  if (!SAFE_COLUMN.test(sortColumn)) throw new Error(`Unexpected sort column ${sortColumn}`);
-  const dir = sortDir === 'ASC' ? 'ASC' : 'DESC';
-  return `SELECT * FROM ${table} WHERE ${where.sql}
-      ORDER BY ${sortColumn} ${dir}, id ${dir} LIMIT @limit OFFSET @offset`;
-}
-
-/** The rows a page's filter matches (its total), and the matched count of a bulk preview. */
-export function countPage(table: string, where: SqlWhere): string {
-  return `SELECT COUNT(*) AS n FROM ${table} WHERE ${where.sql}`;
+/** The rows a bulk DLQ filter matches: the matched count of `previewDlqFilter`. */
+export function previewDlqFilterCount(dlqTable: string, where: SqlWhere): string {
+  return `SELECT COUNT(*) AS n FROM ${dlqTable} WHERE ${where.sql}`;
 }
 
 /**
@@ -832,4 +820,115 @@ export function getTopDlqErrors(dlqTable: string, where: SqlWhere): string {
 /** previewDlqFilter: the ids a bulk action would take first. */
 export function previewDlqFilterSample(dlqTable: string, where: SqlWhere): string {
   return chooseDlqByFilter(dlqTable, where);
+}
+
+// -------------------------------------------------------------------------------------- lists
+
+/**
+ * What a list item reads of each pillar: no payload and no full error text. `payload_bytes` is
+ * `octet_length(payload)`: "the number of bytes in the encoding of text string X"
+ * (https://www.sqlite.org/lang_corefunc.html#octet_length), which SQLite reads from the record
+ * header, not from the value: `OP_Column` skips the content of a column it reads only for
+ * `octet_length()` (`OPFLAG_BYTELENARG`), so a 1 MB payload's overflow pages are not loaded for
+ * it. The columns stored after the payload (most of them: the tables' column order is version
+ * 1's) still sit behind it in the record, so reading them follows the chain of its overflow pages
+ * (read, not copied): about 1.5 ms per MB of payload on a warm page cache.
+ */
+const LIST_COLUMNS: Record<Pillar, string> = {
+  hot:
+    'id, queue, type, status, attempt_count, priority, tags, created_at_utc, enqueued_at_utc, ' +
+    'scheduled_at_utc, started_at_utc, worker_id, progress, ' +
+    `substr(last_error, 1, ${ERROR_PREFIX_CHARS}) AS error_prefix, octet_length(payload) AS payload_bytes`,
+  archive:
+    'id, queue, type, attempt_count, priority, tags, created_at_utc, enqueued_at_utc, ' +
+    'scheduled_at_utc, started_at_utc, finished_at_utc, duration_ms, worker_id, progress, ' +
+    `substr(last_error, 1, ${ERROR_PREFIX_CHARS}) AS error_prefix, octet_length(payload) AS payload_bytes`,
+  dlq:
+    'id, queue, type, status, failure_reason, attempt_count, priority, tags, created_at_utc, ' +
+    'enqueued_at_utc, scheduled_at_utc, started_at_utc, failed_at_utc, worker_id, progress, ' +
+    `substr(COALESCE(error_details, last_error), 1, ${ERROR_PREFIX_CHARS}) AS error_prefix, ` +
+    'octet_length(payload) AS payload_bytes',
+};
+
+/** The conditions of a list page: `indexed` (on index keys) and `unindexed` (tag, search) or null. */
+export interface ListWhere {
+  indexed: SqlWhere;
+  unindexed: string | null;
+}
+
+/**
+ * The conditions of a list page. `indexed`: queue, type, status, failure reason, ids, the time
+ * range on the sort key and the cursor, the last a row-value comparison
+ * `(key, id) < (@after_at, @after_id)` (newest first) or `>` (oldest first), which SQLite reads
+ * as one range of an index on `(key, id)` ("scrolling window queries",
+ * https://www.sqlite.org/rowvalue.html#scrolling_window_queries). `unindexed`: the tag and the
+ * search, whose parameters join `indexed.params`.
+ */
+export function listWhere(request: ListRequest<ActiveFilter & DlqFilter>): ListWhere {
+  const { pillar, filter } = request;
+  const where: string[] = [];
+  const params: Record<string, unknown> = {};
+  if (filter.queue !== undefined) {
+    where.push('queue = @f_queue');
+    params.f_queue = filter.queue;
+  }
+  if (filter.type !== undefined) {
+    where.push('type = @f_type');
+    params.f_type = filter.type;
+  }
+  if (pillar === 'hot' && filter.status !== undefined) where.push(STATUS_LITERAL[filter.status]);
+  if (pillar === 'dlq') {
+    if (filter.reason !== undefined) {
+      where.push('failure_reason = @f_reason');
+      params.f_reason = filter.reason;
+    }
+    if (filter.ids !== undefined) {
+      where.push('id IN (SELECT value FROM json_each(@f_ids))');
+      params.f_ids = JSON.stringify(filter.ids);
+    }
+  }
+  dateRange(LIST_SORT_KEY[pillar], filter, where, params);
+  if (request.after !== null) {
+    where.push(
+      `(${LIST_SORT_KEY[pillar]}, id) ${request.order === 'newest' ? '<' : '>'} (@after_at, @after_id)`,
+    );
+    params.after_at = request.after.atMs;
+    params.after_id = request.after.id;
+  }
+  const unindexed: string[] = [];
+  if (filter.tag !== undefined) unindexed.push(tagPredicate(filter.tag, params));
+  if (filter.search !== undefined && filter.search !== '') {
+    unindexed.push(searchPredicate(pillar, filter.search, params));
+  }
+  return {
+    indexed: finish(where, params),
+    unindexed: unindexed.length === 0 ? null : unindexed.join(' AND '),
+  };
+}
+
+/**
+ * One page of a list (`listActive`, `listArchive`, `listDlq`) of `table`, `@limit` being
+ * `limit + 1`; see `shared/page.ts` for the two shapes. A read (deferred `BEGIN`): one WAL
+ * snapshot, no lock a writer waits for.
+ */
+export function listJobs(table: string, request: ListRequest<unknown>, where: ListWhere): string {
+  const dir = request.order === 'newest' ? 'DESC' : 'ASC';
+  const key = LIST_SORT_KEY[request.pillar];
+  const columns = LIST_COLUMNS[request.pillar];
+  if (request.scanBound === null || where.unindexed === null) {
+    return `SELECT ${columns} FROM ${table} WHERE ${where.indexed.sql}
+      ORDER BY ${key} ${dir}, id ${dir} LIMIT @limit`;
+  }
+  const bound = request.scanBound;
+  const inOrder = `ORDER BY w.${key} ${dir}, w.id ${dir}`;
+  return `SELECT r.* FROM (
+      SELECT w.*, row_number() OVER (${inOrder}) AS rn,
+        sum(w.hit) OVER (${inOrder} ROWS UNBOUNDED PRECEDING) AS hit_rank
+      FROM (
+        SELECT ${columns}, CASE WHEN ${where.unindexed} THEN 1 ELSE 0 END AS hit
+        FROM ${table} WHERE ${where.indexed.sql}
+        ORDER BY ${key} ${dir}, id ${dir} LIMIT ${bound + 1}) AS w
+    ) AS r
+    WHERE (r.hit = 1 AND r.hit_rank <= @limit AND r.rn <= ${bound}) OR r.rn >= ${bound}
+    ORDER BY r.rn`;
 }
