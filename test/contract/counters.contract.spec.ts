@@ -52,9 +52,10 @@ describeEachDialect('storage contract: counters and telemetry', (fixture) => {
       });
       const summary = await db.storage.getSummary();
       expect(summary.succeededTotal).toBe(summaryBefore.succeededTotal + 20);
-      expect(summary.archived).toBe(summaryBefore.archived + 20);
+      // Exact where the dialect keeps the count (SQLite); an estimate elsewhere.
+      if (!summary.estimated.archived) expect(summary.archived).toBe(summaryBefore.archived + 20);
       expect(summary.processing).toBe(summaryBefore.processing - 20);
-      expect((await statsOf(db.storage, queue)).archived).toBe(20);
+      expect(await db.storage.countExactly({ pillar: 'archive', filter: { queue } })).toBe(20);
     } finally {
       await Promise.all(others.map((s) => s.close()));
     }
@@ -142,9 +143,8 @@ describeEachDialect('storage contract: counters and telemetry', (fixture) => {
     });
     expect(retention.archive).toBeGreaterThanOrEqual(3);
     await check();
-    const stats = await statsOf(db.storage, queue);
-    expect(stats.archived).toBe(0);
-    expect(stats.dlq).toBe(0);
+    expect(await db.storage.countExactly({ pillar: 'archive', filter: { queue } })).toBe(0);
+    expect(await db.storage.countExactly({ pillar: 'dlq', filter: { queue } })).toBe(0);
   });
 
   it('retention removes old archive, DLQ and metric rows in batches, keeps recent rows and never changes counters', async () => {
@@ -216,11 +216,16 @@ describeEachDialect('storage contract: counters and telemetry', (fixture) => {
 
     const t = await db.storage.getThroughput(queue);
     expect(t).toMatchObject({ succeeded1m: 5, failed1m: 2, succeeded5m: 5, failed5m: 2 });
-    expect(t.perSecond1m).toBeCloseTo(8 / 60, 3);
-    expect(t.perSecond5m).toBeCloseTo(8 / 300, 3);
+    // One-minute buckets: the windows are the current minute plus one (60–120 s) or five whole
+    // minutes before it (300–360 s), and the rates divide by that span.
+    expect(t.perSecond1m).toBeGreaterThan(8 / 120);
+    expect(t.perSecond1m).toBeLessThanOrEqual(8 / 60);
+    expect(t.perSecond5m).toBeGreaterThan(8 / 360);
+    expect(t.perSecond5m).toBeLessThanOrEqual(8 / 300);
     const all = await db.storage.getThroughput();
     expect(all.succeeded1m).toBeGreaterThanOrEqual(5);
-    expect(all.perSecond1m).toBeGreaterThanOrEqual(t.perSecond1m);
+    expect(all.failed1m).toBeGreaterThanOrEqual(2);
+    expect(all.perSecond1m).toBeGreaterThan(0);
     expect(await db.storage.getThroughput(uniqueQueue('idle'))).toMatchObject({
       perSecond1m: 0,
       perSecond5m: 0,
@@ -290,22 +295,26 @@ describeEachDialect('storage contract: counters and telemetry', (fixture) => {
     await db.storage.moveToDlq(c.leases[1], { reason: FailureReason.FatalError, error: 'x' });
     await db.storage.markAsProcessing([c.leases[2]]);
     await claim(db.storage, queue, 1);
-    expect(await statsOf(db.storage, queue)).toMatchObject({
+    const stats = await statsOf(db.storage, queue);
+    expect(stats).toEqual({
       queue,
       pending: 2,
       fetched: 1,
       processing: 1,
-      archived: 1,
-      dlq: 1,
       succeededTotal: 1,
       failedTotal: 1,
+      cancelledTotal: 0,
+      retriedTotal: 0,
+      resurrectedTotal: 0,
+      lastActivityUtc: expect.any(Date),
       isPaused: false,
       isActive: true,
       maxWorkers: null,
     });
     const summary = await db.storage.getSummary();
     expect(summary.pending).toBeGreaterThanOrEqual(2);
-    expect(summary.archived).toBeGreaterThanOrEqual(1);
     expect(summary.succeededTotal).toBeGreaterThanOrEqual(1);
+    expect(await db.storage.countExactly({ pillar: 'archive', filter: { queue } })).toBe(1);
+    expect(await db.storage.countExactly({ pillar: 'dlq', filter: { queue } })).toBe(1);
   });
 });

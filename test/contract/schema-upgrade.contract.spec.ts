@@ -12,6 +12,8 @@ import {
 import { TestSchema, createTestSchema, describeEachDialect } from '../support/test-database';
 import { claim, newWorkerId, uniqueQueue } from './helpers';
 
+const MINUTE = 60_000;
+
 /** The keyset lists' indexes (added, or rebuilt with the id as last key), by name: their keys. */
 const LIST_INDEXES: Record<'sqlite' | 'postgres', Record<string, string>> = {
   sqlite: {
@@ -67,7 +69,8 @@ async function listIndexes(db: TestSchema): Promise<Record<string, string>> {
  * a worker of the previous release, Fetched and Processing), is migrated in place when a storage of
  * this version opens it: nothing is lost or stranded, the old worker's leases still finalise its
  * jobs, and what the newer versions added (the Workers table, the progress note, the keyset lists'
- * indexes) works at once.
+ * indexes, the exact SQLite counts of the archive and the DLQ, the metric buckets' retries and
+ * start lag) works at once.
  *
  * The old database is built from the migrations themselves (every version before the one that
  * brought the Workers table), then filled by plain INSERTs in the old tables' shape, as the
@@ -86,42 +89,42 @@ describeEachDialect(
       await db?.close();
     });
 
-    /** The versions that brought the Workers table (issue 13, step 2) and the lists' indexes. */
+    /**
+     * The versions that brought the Workers table (issue 13, step 2), the lists' indexes, and the
+     * dashboard reads' counts and metric-bucket columns.
+     */
     const WORKERS_VERSION = { sqlite: 3, postgres: 4 }[dialect as 'sqlite' | 'postgres'];
     const LISTS_VERSION = { sqlite: 4, postgres: 5 }[dialect as 'sqlite' | 'postgres'];
+    const DASHBOARD_VERSION = { sqlite: 5, postgres: 6 }[dialect as 'sqlite' | 'postgres'];
+
+    /** A time as the dialect stores it: epoch ms on SQLite, a timestamp on PostgreSQL. */
+    const at = (ms: number): number | Date => (dialect === 'sqlite' ? ms : new Date(ms));
 
     /**
      * The schema of the versions before `before` (by default the Workers table's), as that
-     * release's `ensureSchema` left it.
+     * release's `ensureSchema` left it. With `alsoApply`, the statements of those later versions
+     * run too, but stay unrecorded, so `ensureSchema` applies them again (each may run twice).
      */
-    async function createPreviousVersion(before = WORKERS_VERSION): Promise<number[]> {
-      if (dialect === 'sqlite') {
-        const previous = SQLITE_MIGRATIONS.filter((m) => m.version < before);
-        await db.sql(schemaMigrationsDdl(db.schema));
-        for (const migration of previous) {
-          for (const statement of migration.statements(db.schema)) await db.sql(statement);
-          await db.sql(
-            `INSERT INTO ${db.table('migrations')} (version, description, applied_at_utc) VALUES (?, ?, ?)`,
-            [migration.version, migration.description, Date.now()],
-          );
-        }
-        return previous.map((m) => m.version);
-      }
-      const s = quoteSchema(db.schema);
-      const previous = POSTGRES_MIGRATIONS.filter((m) => m.version < before);
-      for (const statement of bootstrapStatements(s)) await db.sql(statement);
-      for (const migration of previous) {
+    async function createPreviousVersion(
+      before = WORKERS_VERSION,
+      alsoApply: (version: number) => boolean = () => false,
+    ): Promise<number[]> {
+      const all = dialect === 'sqlite' ? SQLITE_MIGRATIONS : POSTGRES_MIGRATIONS;
+      const previous = all.filter((m) => m.version < before);
+      const applied = all.filter((m) => m.version < before || alsoApply(m.version));
+      const s = dialect === 'sqlite' ? db.schema : quoteSchema(db.schema);
+      if (dialect === 'sqlite') await db.sql(schemaMigrationsDdl(s));
+      else for (const statement of bootstrapStatements(s)) await db.sql(statement);
+      for (const migration of applied) {
         for (const statement of migration.statements(s)) await db.sql(statement);
-        await db.sql(
-          `INSERT INTO ${db.table('migrations')} (version, description) VALUES ($1, $2)`,
-          [migration.version, migration.description],
+        if (migration.version >= before) continue;
+        await db.query(
+          `INSERT INTO ${db.table('migrations')} (version, description, applied_at_utc) VALUES (?, ?, ?)`,
+          [migration.version, migration.description, at(Date.now())],
         );
       }
       return previous.map((m) => m.version);
     }
-
-    /** A time as the dialect stores it: epoch ms on SQLite, a timestamp on PostgreSQL. */
-    const at = (ms: number): number | Date => (dialect === 'sqlite' ? ms : new Date(ms));
 
     it('migrates a previous-version database with jobs in every pillar, losing and stranding nothing', async () => {
       const previous = await createPreviousVersion();
@@ -256,11 +259,14 @@ describeEachDialect(
     });
 
     it("builds the keyset lists' indexes on a database of the previous version, and its jobs are listed", async () => {
-      await createPreviousVersion(LISTS_VERSION);
+      // The versions before the lists', and the later ones' statements (they add columns this
+      // release writes): a schema that lacks only the lists' indexes, which a storage of this
+      // release can run on.
+      await createPreviousVersion(LISTS_VERSION, (version) => version > LISTS_VERSION);
       expect(Object.keys(await listIndexes(db))).not.toContain(
         Object.keys(LIST_INDEXES[dialect as 'sqlite' | 'postgres'])[0],
       );
-      // The previous schema serves the storage as it is (only indexes differ): jobs in every pillar.
+      // That schema serves the storage as it is (only indexes differ): jobs in every pillar.
       const old = await db.openStorage({ autoCreateSchema: false });
       const queue = uniqueQueue('upgrade.lists');
       await old.enqueueMany(Array.from({ length: 9 }, (_, n) => ({ queue, payload: { n } })));
@@ -288,6 +294,105 @@ describeEachDialect(
       );
       // The storage that was open across the migration keeps working.
       expect((await claim(old, queue, 10)).rows).toHaveLength(3);
+    });
+
+    it('the dashboard reads on a database of the previous version: retained counts start right, old buckets still count, in-flight runs finish with their start lag', async () => {
+      await createPreviousVersion(DASHBOARD_VERSION);
+      const queue = 'upgrade.dashboard';
+      const oldWorker = 'old-release:2:abcd';
+      const ids = {
+        pending: randomUUID(),
+        fetched: randomUUID(),
+        processing: randomUUID(),
+        archived: randomUUID(),
+        dead: randomUUID(),
+      };
+      const leases = { fetched: randomUUID(), processing: randomUUID() };
+      const now = Date.now();
+      // Due five minutes before the upgrade; one bucket written per second an hour ago, as the
+      // previous release wrote them.
+      const due = at(now - 5 * MINUTE);
+      const oldBucket = Math.floor((now - 60 * MINUTE) / 1_000) * 1_000;
+      await db.query(`INSERT INTO ${db.table('queues')} (name, last_updated_utc) VALUES (?, ?)`, [
+        queue,
+        at(now),
+      ]);
+      await db.query(
+        `INSERT INTO ${db.table('stats')} (queue, succeeded_total, failed_total) VALUES (?, 1, 1)`,
+        [queue],
+      );
+      const hot = `INSERT INTO ${db.table('hot')} (id, queue, type, payload, priority, status,
+          attempt_count, worker_id, lease_id, heartbeat_utc, started_at_utc, created_at_utc,
+          enqueued_at_utc, last_updated_utc) VALUES (?, ?, 't', '{}', 10, ?, ?, ?, ?, ?, ?, ?, ?, ?)`;
+      await db.query(hot, [ids.pending, queue, 0, 0, null, null, null, null, due, due, due]);
+      await db.query(hot, [
+        ...[ids.fetched, queue, 1, 0, oldWorker, leases.fetched, null, null],
+        ...[due, due, due],
+      ]);
+      await db.query(hot, [
+        ...[ids.processing, queue, 2, 1, oldWorker, leases.processing, at(now), at(now)],
+        ...[due, due, due],
+      ]);
+      await db.query(
+        `INSERT INTO ${db.table('archive')} (id, queue, type, payload, priority, attempt_count,
+          created_at_utc, enqueued_at_utc, finished_at_utc, duration_ms)
+         VALUES (?, ?, 't', '{}', 10, 1, ?, ?, ?, 7)`,
+        [ids.archived, queue, due, due, at(oldBucket)],
+      );
+      await db.query(
+        `INSERT INTO ${db.table('dlq')} (id, queue, type, payload, priority, status, attempt_count,
+          created_at_utc, enqueued_at_utc, failure_reason, error_details, failed_at_utc)
+         VALUES (?, ?, 't', '{}', 10, 4, 3, ?, ?, ?, 'Error: old', ?)`,
+        [ids.dead, queue, due, due, FailureReason.MaxRetriesExceeded, at(now)],
+      );
+      await db.query(
+        `INSERT INTO ${db.table('buckets')} (bucket_utc, queue, outcome, failure_reason,
+          completed_count, duration_count, total_duration_ms, max_duration_ms)
+         VALUES (?, ?, 0, -1, 1, 1, 7, 7)`,
+        [at(oldBucket), queue],
+      );
+
+      // A process of this version starts: its storage migrates the schema.
+      const storage = await db.openStorage();
+      const all = dialect === 'sqlite' ? SQLITE_MIGRATIONS : POSTGRES_MIGRATIONS;
+      expect(await db.count('migrations')).toBe(all.length);
+
+      // Every job is where it was; the retained counts start from the rows already there.
+      expect(await storage.countExactly({ pillar: 'hot', filter: { queue } })).toBe(3);
+      const summary = await storage.getSummary();
+      expect(summary).toMatchObject({ pending: 1, fetched: 1, processing: 1, succeededTotal: 1 });
+      expect(summary.estimated).toEqual({
+        archived: dialect !== 'sqlite',
+        dlq: dialect !== 'sqlite',
+      });
+      if (dialect === 'sqlite') expect(summary).toMatchObject({ archived: 1, dlq: 1 });
+
+      // The per-second bucket of the previous release still counts in the series.
+      const [point] = await storage.getThroughputSeries({
+        queue,
+        from: new Date(oldBucket),
+        to: new Date(oldBucket + MINUTE),
+        stepMs: MINUTE,
+      });
+      expect(point).toMatchObject({ succeeded: 1, meanDurationMs: 7, started: 0, retried: 0 });
+
+      // The runs in flight finish; the Fetched one and the Pending one start, with their lag.
+      const running = { id: ids.processing, workerId: oldWorker, leaseId: leases.processing };
+      expect(await storage.archiveSucceeded([{ ...running, durationMs: 3 }])).toHaveLength(1);
+      const fetched = { id: ids.fetched, workerId: oldWorker, leaseId: leases.fetched };
+      expect(await storage.markAsProcessing([fetched])).toEqual([ids.fetched]);
+      expect(await storage.archiveSucceeded([{ ...fetched, durationMs: 4 }])).toHaveLength(1);
+      const c = await claim(storage, queue, 5, undefined, { start: 5 });
+      expect(c.rows.map((r) => r.id)).toEqual([ids.pending]);
+      expect(await storage.archiveSucceeded([{ ...c.leases[0], durationMs: 5 }])).toHaveLength(1);
+
+      expect(await storage.countExactly({ pillar: 'archive', filter: { queue } })).toBe(4);
+      if (dialect === 'sqlite') {
+        expect(await storage.getSummary()).toMatchObject({ archived: 4, dlq: 1 });
+      }
+      const health = (await storage.getQueueHealth()).find((h) => h.queue === queue)!;
+      expect(health.startLag.started).toBe(2);
+      expect(health.startLag.maxMs).toBeGreaterThanOrEqual(5 * MINUTE);
     });
   },
   { only: ['sqlite', 'postgres'] },

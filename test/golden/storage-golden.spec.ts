@@ -154,6 +154,30 @@ const SCENARIOS: readonly Scenario[] = [
     },
   },
   {
+    // Fetched rows started by markAsProcessing: the start and its start-lag bucket together.
+    file: 'mark-as-processing',
+    async run(storage, recorder) {
+      await storage.enqueue(job('golden.mark'));
+      await storage.enqueue(job('golden.mark'));
+      const leases = (await claim(storage, 'golden.mark')).map(leaseOf);
+      const { result, statements } = await recorder.record(() => storage.markAsProcessing(leases));
+      expect(result.sort()).toEqual(leases.map((l) => l.id).sort());
+      return statements;
+    },
+  },
+  {
+    // A retryable failure: back to Pending, RetriedTotal and the retried bucket.
+    file: 'reschedule-for-retry',
+    async run(storage, recorder) {
+      const [lease] = await processing(storage, 'golden.retry');
+      const { result, statements } = await recorder.record(() =>
+        storage.rescheduleForRetry(lease, 5_000, 'Error: try again'),
+      );
+      expect(result).toBe(1);
+      return statements;
+    },
+  },
+  {
     file: 'archive-succeeded',
     async run(storage, recorder) {
       const leases = await processing(storage, 'golden.archive', 2);
@@ -383,6 +407,65 @@ const SCENARIOS: readonly Scenario[] = [
         }),
       );
       expect(result?.created).toBe(true);
+      return statements;
+    },
+  },
+  {
+    // The dashboard's cheap totals: counters, hot counts, retained rows without a history scan.
+    file: 'summary',
+    async run(storage, recorder) {
+      const { result, statements } = await recorder.record(() => storage.getSummary());
+      expect(result.pending).toBe(0);
+      return statements;
+    },
+  },
+  {
+    file: 'queue-health',
+    async run(storage, recorder) {
+      await storage.enqueue(job('golden.health'));
+      const { result, statements } = await recorder.record(() => storage.getQueueHealth());
+      expect(result.map((h) => h.queue)).toEqual(['golden.health']);
+      return statements;
+    },
+  },
+  {
+    file: 'throughput-series',
+    async run(storage, recorder) {
+      const to = await storage.now();
+      const { result, statements } = await recorder.record(() =>
+        storage.getThroughputSeries({
+          queue: 'golden.series',
+          from: new Date(to.getTime() - 3_600_000),
+          to,
+          stepMs: 300_000,
+        }),
+      );
+      expect(result.length).toBeGreaterThanOrEqual(12);
+      return statements;
+    },
+  },
+  {
+    file: 'top-errors',
+    async run(storage, recorder) {
+      await inDlq(storage, 'golden.errors', 2);
+      const { result, statements } = await recorder.record(() =>
+        storage.getTopDlqErrors(10, { queue: 'golden.errors' }),
+      );
+      expect(result).toEqual([expect.objectContaining({ error: 'Error: fatal', count: 2 })]);
+      return statements;
+    },
+  },
+  {
+    file: 'count-exactly',
+    async run(storage, recorder) {
+      await inDlq(storage, 'golden.count', 2);
+      const { result, statements } = await recorder.record(() =>
+        storage.countExactly({
+          pillar: 'dlq',
+          filter: { queue: 'golden.count', reason: FailureReason.FatalError },
+        }),
+      );
+      expect(result).toBe(2);
       return statements;
     },
   },

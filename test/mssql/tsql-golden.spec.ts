@@ -6,8 +6,10 @@ import { catalogue } from './support/statements';
 /**
  * Golden files pin the exact T-SQL text and parameter list of the claim (and its retry read-back)
  * and of every move (and the enqueue paths that carry the idempotency-key locking), of the
- * Workers table's upsert and read and the progress write, and of the three shapes of a list page.
- * A change to any of them must be a conscious act: review the diff, then regenerate with
+ * Workers table's upsert and read and the progress write, of the three shapes of a list page, of
+ * the statements that start runs or retry them (they write metric buckets too), and of the
+ * dashboard reads. A change to any of them must be a conscious act: review the diff, then
+ * regenerate with
  *
  *   CHOKAQ_UPDATE_GOLDEN=1 npx jest test/mssql/tsql-golden && npx prettier --write test/golden/mssql
  *
@@ -37,6 +39,14 @@ const PINNED: ReadonlyArray<[file: string, name: string]> = [
   ['list-active', 'listJobs.hot [newest filter queue]'],
   ['list-archive-cursor', 'listJobs.archive [oldest from a cursor filter queue]'],
   ['list-dlq-search', 'listJobs.dlq [filter queue,search]'],
+  ['claim-start', 'fetchNextBatch [start]'],
+  ['mark-as-processing', 'markAsProcessing'],
+  ['reschedule-for-retry', 'rescheduleForRetry'],
+  ['summary', 'getSummary'],
+  ['queue-health', 'getQueueHealth'],
+  ['throughput-series', 'getThroughputSeries [one queue]'],
+  ['top-errors', 'getTopDlqErrors [queue]'],
+  ['count-exactly', 'countExactly.dlq [filter queue]'],
 ];
 
 /** Parameters as TypeORM hands them to mssql: position, declared type, value. */

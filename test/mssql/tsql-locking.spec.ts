@@ -43,7 +43,14 @@ describe('SQL Server lock hints and isolation', () => {
       entries.filter((e) => e.kind === 'telemetry').map((e) => e.operation),
     );
     expect([...telemetry].sort()).toEqual(
-      ['getQueueHealth', 'getQueueStats', 'getSummary', 'getThroughput', 'getTopDlqErrors'].sort(),
+      [
+        'getQueueHealth',
+        'getQueueStats',
+        'getSummary',
+        'getThroughput',
+        'getThroughputSeries',
+        'getTopDlqErrors',
+      ].sort(),
     );
     // Telemetry really does use NOLOCK (approximate by design), and nothing else does.
     for (const e of entries) {
@@ -144,6 +151,45 @@ describe('SQL Server lock hints and isolation', () => {
         .replace(/j\.Payload LIKE/g, '');
       expect([e.name, rest]).toEqual([e.name, expect.not.stringContaining('Payload')]);
     }
+  });
+
+  it('version 6: the start lag columns of MetricBuckets, added in place to an older table, and its queue index', () => {
+    const ddl = mssqlSchemaDdl('chokaq');
+    expect(MSSQL_SCHEMA_VERSION).toBe(6);
+    // A new table has them from its CREATE; an older one gets them by ALTER, once.
+    for (const column of ['LagCount', 'LagSumMs', 'LagMaxMs']) {
+      expect(ddl).toContain(
+        `  ${column} bigint NOT NULL CONSTRAINT [DF_MetricBuckets_${column}] DEFAULT 0`,
+      );
+      expect(ddl).toContain(
+        `IF COL_LENGTH(N'[chokaq].[MetricBuckets]', N'${column}') IS NULL\n  ALTER TABLE [chokaq].[MetricBuckets] ADD ${column} bigint NOT NULL CONSTRAINT [DF_MetricBuckets_${column}] DEFAULT 0;`,
+      );
+    }
+    expect(ddl).toContain(
+      'CREATE NONCLUSTERED INDEX [IX_MetricBuckets_Queue] ON [chokaq].[MetricBuckets] (Queue, BucketUtc) WITH (DATA_COMPRESSION = PAGE);',
+    );
+    expect(ddl).toMatch(
+      /INSERT INTO \[chokaq\]\.\[SchemaMigrations\] \(Version, Description\) VALUES \(6, /,
+    );
+  });
+
+  it('the dashboard reads never count the archive or the DLQ; countExactly does, without NOLOCK', () => {
+    for (const e of entries) {
+      if (e.kind !== 'telemetry' || e.operation === 'getTopDlqErrors') continue;
+      expect([e.name, /FROM \[chokaq\]\.\[(JobsArchive|JobsDLQ)\]/.test(e.statement.sql)]).toEqual([
+        e.name,
+        false,
+      ]);
+    }
+    // The top errors read a bounded window: the newest rows of the last 24 hours, at most TOP (n).
+    const top = one('getTopDlqErrors', 'no filter').statement.sql;
+    expect(top).toMatch(/SELECT TOP \(@0\) /);
+    expect(top).toContain('d.FailedAtUtc >= @since');
+    expect(top).toContain('ORDER BY d.FailedAtUtc DESC;');
+    const exact = one('countExactly.archive', 'filter none').statement.sql;
+    expect(exact).toMatch(
+      /\nSELECT COUNT_BIG\(\*\) AS Total FROM \[chokaq\]\.\[JobsArchive\] AS j;$/,
+    );
   });
 
   it('getSummary estimates the archive and the DLQ from sys.partitions instead of counting them', () => {

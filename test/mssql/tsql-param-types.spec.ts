@@ -6,6 +6,7 @@ import { FailureReason, JobStatus } from '../../libs/chokaq/src/interfaces/job-s
 import { MssqlStatement, ParamList } from '../../libs/chokaq/src/storage/mssql/mssql-params';
 import * as SQL from '../../libs/chokaq/src/storage/mssql/mssql.sql';
 import { STORED_TEXT } from '../../libs/chokaq/src/storage/validated-job-storage';
+import { TOP_ERRORS_WINDOW } from './support/statements';
 import { stubMssqlDataSource } from './support/stub-data-source';
 
 /**
@@ -136,6 +137,12 @@ function cases(): Case[] {
     tag: v.tag,
     search: v.search,
   });
+  const series = (v: Values, queue: string | null): SQL.MssqlSeries => ({
+    queue,
+    from: v.date,
+    to: v.date,
+    stepMs: 60_000,
+  });
   const list = (
     v: Values,
     pillar: 'hot' | 'dlq',
@@ -260,7 +267,11 @@ function cases(): Case[] {
     ['getQueueStats', '', () => SQL.getQueueStats(s)],
     ['getQueueHealth', '', () => SQL.getQueueHealth(s)],
     ['getThroughput', '', (v) => SQL.getThroughput(s, v.queue)],
-    ['getTopDlqErrors', '', (v) => SQL.getTopDlqErrors(s, 10, dlqFilter(v))],
+    ['getThroughputSeries', 'all queues', (v) => SQL.getThroughputSeries(s, series(v, null))],
+    ['getThroughputSeries', 'one queue', (v) => SQL.getThroughputSeries(s, series(v, v.queue))],
+    ['getTopDlqErrors', '', (v) => SQL.getTopDlqErrors(s, dlqFilter(v), TOP_ERRORS_WINDOW)],
+    ['countExactly', 'hot', (v) => SQL.countExactly(s, 'hot', list(v, 'hot', null).filter)],
+    ['countExactly', 'dlq', (v) => SQL.countExactly(s, 'dlq', dlqFilter(v))],
     ['previewDlqFilterSample', '', (v) => SQL.previewDlqFilterSample(s, dlqFilter(v), 10)],
     [
       'upsertRecurringJob',

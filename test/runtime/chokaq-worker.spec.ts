@@ -556,7 +556,7 @@ describe('ChokaQWorker on SQLite', () => {
     expect(held.fetched + held.processing).toBeLessThanOrEqual(10);
     expect(ran).toBeLessThanOrEqual(10);
     gate.resolve();
-    await waitFor('all archived', async () => (await fetched()).archived === 60, {
+    await waitFor('all archived', async () => (await fetched()).succeededTotal === 60, {
       timeoutMs: 20_000,
     });
     expect(ran).toBe(60);
@@ -617,7 +617,7 @@ describe('ChokaQWorker on SQLite', () => {
     });
     gate.resolve();
     await waitFor('all slow jobs archived', async () => {
-      return (await storage.getQueueStats()).find((q) => q.queue === 'slow')?.archived === 5;
+      return (await storage.getQueueStats()).find((q) => q.queue === 'slow')?.succeededTotal === 5;
     });
     expect(calls.markAsProcessing).toBeGreaterThan(0);
   });

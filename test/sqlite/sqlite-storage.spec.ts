@@ -62,6 +62,8 @@ describe('SQLite storage', () => {
         'workers',
       ];
       for (const t of logical) expect(tables).toContain(db.table(t));
+      expect(tables).toContain(`${db.schema}row_counts`);
+      expect(tables).not.toContain(`${db.schema}metric_buckets_next`);
       expect(
         await db.query(`SELECT version FROM ${db.table('migrations')} ORDER BY version`),
       ).toEqual(SQLITE_MIGRATIONS.map((m) => ({ version: m.version })));
@@ -199,7 +201,7 @@ describe('SQLite storage', () => {
   });
 
   describe('counters and metric buckets, grouped in JavaScript', () => {
-    it('one bucket row per queue, outcome and reason in the current second; durations counted, summed and maxed', async () => {
+    it('one bucket row per queue, outcome and reason in the current minute; durations counted, summed and maxed', async () => {
       const [first, second] = [await startJob(db.storage, 'q'), await startJob(db.storage, 'q')];
       const other = await startJob(db.storage, 'a');
       const done = await db.storage.archiveSucceeded([
@@ -211,7 +213,7 @@ describe('SQLite storage', () => {
       const [succeeded] = await rows('stats', 'queue = ?', ['q']);
       expect(succeeded).toMatchObject({ succeeded_total: 2 });
       expect(Number(succeeded.last_activity_utc)).toBeGreaterThan(0);
-      const buckets = await rows('buckets', 'queue = ?', ['q']);
+      const buckets = await rows('buckets', 'queue = ? AND outcome = 0', ['q']);
       expect(buckets).toEqual([
         expect.objectContaining({
           outcome: 0,
@@ -222,7 +224,11 @@ describe('SQLite storage', () => {
           max_duration_ms: 30,
         }),
       ]);
-      expect(Number(buckets[0].bucket_utc) % 1000).toBe(0);
+      expect(Number(buckets[0].bucket_utc) % 60_000).toBe(0);
+      // The two starts of 'q' (claim, then markAsProcessing), in the start row with their lag.
+      expect(await rows('buckets', 'queue = ? AND outcome = 4', ['q'])).toEqual([
+        expect.objectContaining({ failure_reason: -1, completed_count: 2, lag_count: 2 }),
+      ]);
 
       const late = await startJob(db.storage, 'dlq');
       await db.storage.moveToDlq(late, {
@@ -234,7 +240,7 @@ describe('SQLite storage', () => {
       await db.storage.moveToDlq({ id }, { reason: FailureReason.Cancelled, error: 'admin' });
       expect(
         await db.query(
-          `SELECT outcome, failure_reason, completed_count, max_duration_ms FROM ${db.table('buckets')} WHERE queue = ? ORDER BY outcome`,
+          `SELECT outcome, failure_reason, completed_count, max_duration_ms FROM ${db.table('buckets')} WHERE queue = ? AND outcome IN (1, 2) ORDER BY outcome`,
           ['dlq'],
         ),
       ).toEqual([

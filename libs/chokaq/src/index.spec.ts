@@ -27,6 +27,10 @@ export type StorageContractTypes = [
   api.WorkerQuery,
   api.RecurringJobDefinition,
   api.RecurringJobRecord,
+  api.CountQuery,
+  api.ThroughputSeriesQuery,
+  api.ThroughputPoint,
+  api.StartLag,
 ];
 
 /**

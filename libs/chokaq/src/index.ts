@@ -100,6 +100,7 @@ export type {
 export type {
   ActiveFilter,
   BulkPreview,
+  CountQuery,
   DlqErrorFamily,
   DlqFilter,
   HistoryFilter,
@@ -111,7 +112,10 @@ export type {
   Pillar,
   QueueHealth,
   QueueStats,
+  StartLag,
   SummaryStats,
+  ThroughputPoint,
+  ThroughputSeriesQuery,
   ThroughputStats,
 } from './interfaces/job-view.interface';
 

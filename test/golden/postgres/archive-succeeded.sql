@@ -27,7 +27,7 @@ bucket AS (
   INSERT INTO "chokaq".metric_buckets AS b (
     bucket_utc, queue, outcome, failure_reason,
     completed_count, duration_count, total_duration_ms, max_duration_ms)
-  SELECT date_trunc('second', now()), queue, 0, -1,
+  SELECT date_trunc('minute', now()), queue, 0, -1,
          count(*), count(duration_ms), coalesce(sum(duration_ms), 0), coalesce(max(duration_ms), 0)
   FROM src AS o GROUP BY queue
   ON CONFLICT (bucket_utc, queue, outcome, failure_reason) DO UPDATE

@@ -54,9 +54,22 @@ bucket AS (
   INSERT INTO "chokaq".metric_buckets AS b (
     bucket_utc, queue, outcome, failure_reason,
     completed_count, duration_count, total_duration_ms, max_duration_ms)
-  SELECT date_trunc('second', now()), queue, 1, 2,
+  SELECT date_trunc('minute', now()), queue, 1, 2,
          count(*), count(duration_ms), coalesce(sum(duration_ms), 0), coalesce(max(duration_ms), 0)
   FROM (SELECT queue, NULL::bigint AS duration_ms FROM src) AS o GROUP BY queue
+  ON CONFLICT (bucket_utc, queue, outcome, failure_reason) DO UPDATE
+  SET completed_count = b.completed_count + EXCLUDED.completed_count,
+      duration_count = b.duration_count + EXCLUDED.duration_count,
+      total_duration_ms = b.total_duration_ms + EXCLUDED.total_duration_ms,
+      max_duration_ms = greatest(b.max_duration_ms, EXCLUDED.max_duration_ms)
+),
+retried_bucket AS (
+  INSERT INTO "chokaq".metric_buckets AS b (
+    bucket_utc, queue, outcome, failure_reason,
+    completed_count, duration_count, total_duration_ms, max_duration_ms)
+  SELECT date_trunc('minute', now()), queue, 3, 2,
+         count(*), count(duration_ms), coalesce(sum(duration_ms), 0), coalesce(max(duration_ms), 0)
+  FROM (SELECT queue, NULL::bigint AS duration_ms FROM retried) AS o GROUP BY queue
   ON CONFLICT (bucket_utc, queue, outcome, failure_reason) DO UPDATE
   SET completed_count = b.completed_count + EXCLUDED.completed_count,
       duration_count = b.duration_count + EXCLUDED.duration_count,

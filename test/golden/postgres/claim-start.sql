@@ -37,13 +37,29 @@ picked AS MATERIALIZED (
   ) c
   ORDER BY c.priority DESC, c.due, c.id COLLATE "C"
   LIMIT $6
+),
+claimed AS (
+  UPDATE "chokaq".jobs_hot j
+  SET status = CASE WHEN p.rn <= $7 THEN 2 ELSE 1 END,
+      attempt_count = CASE WHEN p.rn <= $7 THEN j.attempt_count + 1 ELSE j.attempt_count END,
+      started_at_utc = CASE WHEN p.rn <= $7 THEN now() ELSE j.started_at_utc END,
+      heartbeat_utc = CASE WHEN p.rn <= $7 THEN now() ELSE j.heartbeat_utc END,
+      worker_id = $1, lease_id = $2, last_updated_utc = now()
+  FROM picked p
+  WHERE j.ctid = p.tid AND j.id = p.id AND j.status = 0
+  RETURNING j.*
+),
+bucket AS (
+  INSERT INTO "chokaq".metric_buckets AS b (
+    bucket_utc, queue, outcome, failure_reason,
+    completed_count, lag_count, lag_sum_ms, lag_max_ms)
+  SELECT date_trunc('minute', now()), queue, 4, -1,
+         count(*), count(*), sum(lag_ms), max(lag_ms)
+  FROM (SELECT c.queue, greatest(0, round(extract(epoch FROM now() - coalesce(c.scheduled_at_utc, c.enqueued_at_utc)) * 1000))::bigint AS lag_ms FROM claimed c WHERE c.status = 2) AS o GROUP BY queue
+  ON CONFLICT (bucket_utc, queue, outcome, failure_reason) DO UPDATE
+  SET completed_count = b.completed_count + EXCLUDED.completed_count,
+      lag_count = b.lag_count + EXCLUDED.lag_count,
+      lag_sum_ms = b.lag_sum_ms + EXCLUDED.lag_sum_ms,
+      lag_max_ms = greatest(b.lag_max_ms, EXCLUDED.lag_max_ms)
 )
-UPDATE "chokaq".jobs_hot j
-SET status = CASE WHEN p.rn <= $7 THEN 2 ELSE 1 END,
-    attempt_count = CASE WHEN p.rn <= $7 THEN j.attempt_count + 1 ELSE j.attempt_count END,
-    started_at_utc = CASE WHEN p.rn <= $7 THEN now() ELSE j.started_at_utc END,
-    heartbeat_utc = CASE WHEN p.rn <= $7 THEN now() ELSE j.heartbeat_utc END,
-    worker_id = $1, lease_id = $2, last_updated_utc = now()
-FROM picked p
-WHERE j.ctid = p.tid AND j.id = p.id AND j.status = 0
-RETURNING j.*
+SELECT c.* FROM claimed c

@@ -25,7 +25,7 @@ bucket AS (
   INSERT INTO "chokaq".metric_buckets AS b (
     bucket_utc, queue, outcome, failure_reason,
     completed_count, duration_count, total_duration_ms, max_duration_ms)
-  SELECT date_trunc('second', now()), queue, 2, $2::smallint,
+  SELECT date_trunc('minute', now()), queue, 2, $2::smallint,
          count(*), count(duration_ms), coalesce(sum(duration_ms), 0), coalesce(max(duration_ms), 0)
   FROM (SELECT queue, $5::bigint AS duration_ms FROM src) AS o GROUP BY queue
   ON CONFLICT (bucket_utc, queue, outcome, failure_reason) DO UPDATE

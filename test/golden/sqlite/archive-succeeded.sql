@@ -36,16 +36,20 @@ INSERT INTO chokaq_stats_summary (queue, succeeded_total, failed_total, cancelle
 
 -- [5/6] run
 INSERT INTO chokaq_metric_buckets (bucket_utc, queue, outcome, failure_reason, completed_count,
-        duration_count, total_duration_ms, max_duration_ms)
-      SELECT ((CAST(ROUND(unixepoch('subsec') * 1000) AS INTEGER) / 1000) * 1000), value ->> 'queue', value ->> 'outcome', value ->> 'failure_reason',
+        duration_count, total_duration_ms, max_duration_ms, lag_count, lag_sum_ms, lag_max_ms)
+      SELECT ((CAST(ROUND(unixepoch('subsec') * 1000) AS INTEGER) / 60000) * 60000), value ->> 'queue', value ->> 'outcome', value ->> 'failure_reason',
         value ->> 'completed', value ->> 'duration_count', value ->> 'total_duration_ms',
-        value ->> 'max_duration_ms'
+        value ->> 'max_duration_ms', value ->> 'lag_count', value ->> 'lag_sum_ms',
+        value ->> 'lag_max_ms'
       FROM json_each(@buckets) WHERE true
       ON CONFLICT (bucket_utc, queue, outcome, failure_reason) DO UPDATE SET
         completed_count = completed_count + excluded.completed_count,
         duration_count = duration_count + excluded.duration_count,
         total_duration_ms = total_duration_ms + excluded.total_duration_ms,
-        max_duration_ms = MAX(max_duration_ms, excluded.max_duration_ms)
+        max_duration_ms = MAX(max_duration_ms, excluded.max_duration_ms),
+        lag_count = lag_count + excluded.lag_count,
+        lag_sum_ms = lag_sum_ms + excluded.lag_sum_ms,
+        lag_max_ms = MAX(lag_max_ms, excluded.lag_max_ms)
 
 -- [6/6] run
 COMMIT

@@ -1,7 +1,7 @@
--- [1/9] run
+-- [1/10] run
 BEGIN IMMEDIATE
 
--- [2/9] all
+-- [2/10] all
 SELECT h.id, h.queue, h.type, h.tags, h.idempotency_key, h.priority, h.status, h.attempt_count, h.worker_id, h.lease_id, h.heartbeat_utc, h.scheduled_at_utc, h.created_at_utc, h.enqueued_at_utc, h.started_at_utc, h.last_updated_utc, h.created_by, h.last_modified_by, h.last_error, h.cancel_requested_utc, h.progress, h.progress_note, (COALESCE(q.retry_zombies, 0) = 1 OR COALESCE(
           (SELECT r.value ->> 'retry' FROM json_each(@rules) r
            WHERE r.value ->> 'queue' = h.queue AND r.value ->> 'type' = h.type),
@@ -14,14 +14,14 @@ SELECT h.id, h.queue, h.type, h.tags, h.idempotency_key, h.priority, h.status, h
             < CAST(ROUND(unixepoch('subsec') * 1000) AS INTEGER) - COALESCE(q.zombie_timeout_seconds * 1000, @defaultTimeoutMs)
       ORDER BY h.heartbeat_utc LIMIT @limit
 
--- [3/9] all
+-- [3/10] all
 UPDATE chokaq_jobs_hot
       SET status = 0, worker_id = NULL, lease_id = NULL, heartbeat_utc = NULL,
           last_error = @error, last_updated_utc = CAST(ROUND(unixepoch('subsec') * 1000) AS INTEGER)
       WHERE status = 2 AND id IN (SELECT value FROM json_each(@ids))
       RETURNING id, queue
 
--- [4/9] run
+-- [4/10] run
 INSERT INTO chokaq_stats_summary (queue, succeeded_total, failed_total, cancelled_total,
         retried_total, resurrected_total, last_activity_utc)
       SELECT value ->> 'queue', value ->> 'succeeded', value ->> 'failed', value ->> 'cancelled',
@@ -35,40 +35,61 @@ INSERT INTO chokaq_stats_summary (queue, succeeded_total, failed_total, cancelle
         resurrected_total = resurrected_total + excluded.resurrected_total,
         last_activity_utc = excluded.last_activity_utc
 
--- [5/9] all
-DELETE FROM chokaq_jobs_hot WHERE status = 2 AND id IN (SELECT value FROM json_each(@ids)) RETURNING *
-
--- [6/9] run
-INSERT INTO chokaq_jobs_dlq (id, queue, type, payload, tags, idempotency_key, priority, status, attempt_count, worker_id, lease_id, heartbeat_utc, scheduled_at_utc, created_at_utc, enqueued_at_utc, started_at_utc, last_updated_utc, created_by, last_modified_by, last_error, cancel_requested_utc, progress, progress_note, failure_reason, error_details, failed_at_utc)
-      SELECT m.value ->> 'id', m.value ->> 'queue', m.value ->> 'type', m.value ->> 'payload', m.value ->> 'tags', m.value ->> 'idempotency_key', m.value ->> 'priority', m.value ->> 'status', m.value ->> 'attempt_count', m.value ->> 'worker_id', m.value ->> 'lease_id', m.value ->> 'heartbeat_utc', m.value ->> 'scheduled_at_utc', m.value ->> 'created_at_utc', m.value ->> 'enqueued_at_utc', m.value ->> 'started_at_utc', m.value ->> 'last_updated_utc', m.value ->> 'created_by', m.value ->> 'last_modified_by', m.value ->> 'last_error', m.value ->> 'cancel_requested_utc', m.value ->> 'progress', m.value ->> 'progress_note', m.value ->> 'failure_reason', m.value ->> 'error_details', CAST(ROUND(unixepoch('subsec') * 1000) AS INTEGER)
-      FROM json_each(@moved) AS m ORDER BY m.key
-
--- [7/9] run
-INSERT INTO chokaq_stats_summary (queue, succeeded_total, failed_total, cancelled_total,
-        retried_total, resurrected_total, last_activity_utc)
-      SELECT value ->> 'queue', value ->> 'succeeded', value ->> 'failed', value ->> 'cancelled',
-        value ->> 'retried', value ->> 'resurrected', CAST(ROUND(unixepoch('subsec') * 1000) AS INTEGER)
-      FROM json_each(@deltas) WHERE true
-      ON CONFLICT (queue) DO UPDATE SET
-        succeeded_total = succeeded_total + excluded.succeeded_total,
-        failed_total = failed_total + excluded.failed_total,
-        cancelled_total = cancelled_total + excluded.cancelled_total,
-        retried_total = retried_total + excluded.retried_total,
-        resurrected_total = resurrected_total + excluded.resurrected_total,
-        last_activity_utc = excluded.last_activity_utc
-
--- [8/9] run
+-- [5/10] run
 INSERT INTO chokaq_metric_buckets (bucket_utc, queue, outcome, failure_reason, completed_count,
-        duration_count, total_duration_ms, max_duration_ms)
-      SELECT ((CAST(ROUND(unixepoch('subsec') * 1000) AS INTEGER) / 1000) * 1000), value ->> 'queue', value ->> 'outcome', value ->> 'failure_reason',
+        duration_count, total_duration_ms, max_duration_ms, lag_count, lag_sum_ms, lag_max_ms)
+      SELECT ((CAST(ROUND(unixepoch('subsec') * 1000) AS INTEGER) / 60000) * 60000), value ->> 'queue', value ->> 'outcome', value ->> 'failure_reason',
         value ->> 'completed', value ->> 'duration_count', value ->> 'total_duration_ms',
-        value ->> 'max_duration_ms'
+        value ->> 'max_duration_ms', value ->> 'lag_count', value ->> 'lag_sum_ms',
+        value ->> 'lag_max_ms'
       FROM json_each(@buckets) WHERE true
       ON CONFLICT (bucket_utc, queue, outcome, failure_reason) DO UPDATE SET
         completed_count = completed_count + excluded.completed_count,
         duration_count = duration_count + excluded.duration_count,
         total_duration_ms = total_duration_ms + excluded.total_duration_ms,
-        max_duration_ms = MAX(max_duration_ms, excluded.max_duration_ms)
+        max_duration_ms = MAX(max_duration_ms, excluded.max_duration_ms),
+        lag_count = lag_count + excluded.lag_count,
+        lag_sum_ms = lag_sum_ms + excluded.lag_sum_ms,
+        lag_max_ms = MAX(lag_max_ms, excluded.lag_max_ms)
 
--- [9/9] run
+-- [6/10] all
+DELETE FROM chokaq_jobs_hot WHERE status = 2 AND id IN (SELECT value FROM json_each(@ids)) RETURNING *
+
+-- [7/10] run
+INSERT INTO chokaq_jobs_dlq (id, queue, type, payload, tags, idempotency_key, priority, status, attempt_count, worker_id, lease_id, heartbeat_utc, scheduled_at_utc, created_at_utc, enqueued_at_utc, started_at_utc, last_updated_utc, created_by, last_modified_by, last_error, cancel_requested_utc, progress, progress_note, failure_reason, error_details, failed_at_utc)
+      SELECT m.value ->> 'id', m.value ->> 'queue', m.value ->> 'type', m.value ->> 'payload', m.value ->> 'tags', m.value ->> 'idempotency_key', m.value ->> 'priority', m.value ->> 'status', m.value ->> 'attempt_count', m.value ->> 'worker_id', m.value ->> 'lease_id', m.value ->> 'heartbeat_utc', m.value ->> 'scheduled_at_utc', m.value ->> 'created_at_utc', m.value ->> 'enqueued_at_utc', m.value ->> 'started_at_utc', m.value ->> 'last_updated_utc', m.value ->> 'created_by', m.value ->> 'last_modified_by', m.value ->> 'last_error', m.value ->> 'cancel_requested_utc', m.value ->> 'progress', m.value ->> 'progress_note', m.value ->> 'failure_reason', m.value ->> 'error_details', CAST(ROUND(unixepoch('subsec') * 1000) AS INTEGER)
+      FROM json_each(@moved) AS m ORDER BY m.key
+
+-- [8/10] run
+INSERT INTO chokaq_stats_summary (queue, succeeded_total, failed_total, cancelled_total,
+        retried_total, resurrected_total, last_activity_utc)
+      SELECT value ->> 'queue', value ->> 'succeeded', value ->> 'failed', value ->> 'cancelled',
+        value ->> 'retried', value ->> 'resurrected', CAST(ROUND(unixepoch('subsec') * 1000) AS INTEGER)
+      FROM json_each(@deltas) WHERE true
+      ON CONFLICT (queue) DO UPDATE SET
+        succeeded_total = succeeded_total + excluded.succeeded_total,
+        failed_total = failed_total + excluded.failed_total,
+        cancelled_total = cancelled_total + excluded.cancelled_total,
+        retried_total = retried_total + excluded.retried_total,
+        resurrected_total = resurrected_total + excluded.resurrected_total,
+        last_activity_utc = excluded.last_activity_utc
+
+-- [9/10] run
+INSERT INTO chokaq_metric_buckets (bucket_utc, queue, outcome, failure_reason, completed_count,
+        duration_count, total_duration_ms, max_duration_ms, lag_count, lag_sum_ms, lag_max_ms)
+      SELECT ((CAST(ROUND(unixepoch('subsec') * 1000) AS INTEGER) / 60000) * 60000), value ->> 'queue', value ->> 'outcome', value ->> 'failure_reason',
+        value ->> 'completed', value ->> 'duration_count', value ->> 'total_duration_ms',
+        value ->> 'max_duration_ms', value ->> 'lag_count', value ->> 'lag_sum_ms',
+        value ->> 'lag_max_ms'
+      FROM json_each(@buckets) WHERE true
+      ON CONFLICT (bucket_utc, queue, outcome, failure_reason) DO UPDATE SET
+        completed_count = completed_count + excluded.completed_count,
+        duration_count = duration_count + excluded.duration_count,
+        total_duration_ms = total_duration_ms + excluded.total_duration_ms,
+        max_duration_ms = MAX(max_duration_ms, excluded.max_duration_ms),
+        lag_count = lag_count + excluded.lag_count,
+        lag_sum_ms = lag_sum_ms + excluded.lag_sum_ms,
+        lag_max_ms = MAX(lag_max_ms, excluded.lag_max_ms)
+
+-- [10/10] run
 COMMIT

@@ -1,10 +1,10 @@
--- [1/4] get
+-- [1/5] get
 PRAGMA synchronous
 
--- [2/4] run
+-- [2/5] run
 BEGIN IMMEDIATE
 
--- [3/4] all
+-- [3/5] all
 WITH
       picked AS (
         SELECT c.id,
@@ -30,5 +30,22 @@ WITH
       WHERE h.status = 0 AND h.id = p.id
       RETURNING *
 
--- [4/4] run
+-- [4/5] run
+INSERT INTO chokaq_metric_buckets (bucket_utc, queue, outcome, failure_reason, completed_count,
+        duration_count, total_duration_ms, max_duration_ms, lag_count, lag_sum_ms, lag_max_ms)
+      SELECT ((CAST(ROUND(unixepoch('subsec') * 1000) AS INTEGER) / 60000) * 60000), value ->> 'queue', value ->> 'outcome', value ->> 'failure_reason',
+        value ->> 'completed', value ->> 'duration_count', value ->> 'total_duration_ms',
+        value ->> 'max_duration_ms', value ->> 'lag_count', value ->> 'lag_sum_ms',
+        value ->> 'lag_max_ms'
+      FROM json_each(@buckets) WHERE true
+      ON CONFLICT (bucket_utc, queue, outcome, failure_reason) DO UPDATE SET
+        completed_count = completed_count + excluded.completed_count,
+        duration_count = duration_count + excluded.duration_count,
+        total_duration_ms = total_duration_ms + excluded.total_duration_ms,
+        max_duration_ms = MAX(max_duration_ms, excluded.max_duration_ms),
+        lag_count = lag_count + excluded.lag_count,
+        lag_sum_ms = lag_sum_ms + excluded.lag_sum_ms,
+        lag_max_ms = MAX(lag_max_ms, excluded.lag_max_ms)
+
+-- [5/5] run
 COMMIT

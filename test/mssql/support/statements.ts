@@ -1,7 +1,12 @@
 import { FailureReason, JobStatus } from '../../../libs/chokaq/src/interfaces/job-status.enum';
 import { MssqlStatement } from '../../../libs/chokaq/src/storage/mssql/mssql-params';
 import * as SQL from '../../../libs/chokaq/src/storage/mssql/mssql.sql';
+import { ERROR_LINE_PREFIX } from '../../../libs/chokaq/src/storage/shared/error-family';
 import { STORED_TEXT } from '../../../libs/chokaq/src/storage/validated-job-storage';
+import {
+  TOP_ERRORS_WINDOW_MS,
+  TOP_ERRORS_WINDOW_ROWS,
+} from '../../../libs/chokaq/src/validation/limits';
 
 /** How a statement is classified by the lock-hint checks. */
 export type StatementKind = 'claim' | 'move' | 'transition' | 'telemetry' | 'read' | 'ddl';
@@ -24,6 +29,13 @@ export const LEASE = {
   leaseId: '6f1c2d3e-4b5a-4c6d-9e8f-0a1b2c3d4e5f',
 };
 export const FIXED_DATE = new Date('2026-01-02T03:04:05.678Z');
+
+/** The window `getTopDlqErrors` reads, as the read half passes it. */
+export const TOP_ERRORS_WINDOW = {
+  rows: TOP_ERRORS_WINDOW_ROWS,
+  windowMs: TOP_ERRORS_WINDOW_MS,
+  prefix: ERROR_LINE_PREFIX,
+};
 
 /**
  * None, each single key, and all keys: for builders that reuse the page filter fragment, whose
@@ -359,12 +371,35 @@ export function catalogue(schema = SCHEMA): CatalogueEntry[] {
   add('getQueueHealth', '', 'telemetry', SQL.getQueueHealth(schema));
   add('getThroughput', 'all queues', 'telemetry', SQL.getThroughput(schema));
   add('getThroughput', 'one queue', 'telemetry', SQL.getThroughput(schema, 'emails'));
+  const series: SQL.MssqlSeries = {
+    queue: null,
+    from: FIXED_DATE,
+    to: new Date(FIXED_DATE.getTime() + 86_400_000),
+    stepMs: 60_000,
+  };
+  add('getThroughputSeries', 'all queues', 'telemetry', SQL.getThroughputSeries(schema, series));
+  add(
+    'getThroughputSeries',
+    'one queue',
+    'telemetry',
+    SQL.getThroughputSeries(schema, { ...series, queue: 'emails' }),
+  );
+  for (const pillar of ['hot', 'archive', 'dlq'] as const) {
+    for (const keys of singlesAndAll(PILLAR_FILTER_KEYS[pillar])) {
+      add(
+        `countExactly.${pillar}`,
+        `filter ${keys.join(',') || 'none'}`,
+        'read',
+        SQL.countExactly(schema, pillar, filterOf(keys)),
+      );
+    }
+  }
   for (const keys of singlesAndAll(PILLAR_FILTER_KEYS.dlq)) {
     add(
       'getTopDlqErrors',
       keys.join(',') || 'no filter',
       'telemetry',
-      SQL.getTopDlqErrors(schema, 10, filterOf(keys)),
+      SQL.getTopDlqErrors(schema, filterOf(keys), TOP_ERRORS_WINDOW),
     );
     add(
       'previewDlqFilterSample',

@@ -5,6 +5,7 @@ import { ChokaQRecurringJobNotFoundError, ChokaQValidationError } from '../error
 import {
   ActiveFilter,
   BulkPreview,
+  CountQuery,
   DlqErrorFamily,
   DlqFilter,
   HistoryFilter,
@@ -14,6 +15,8 @@ import {
   QueueHealth,
   QueueStats,
   SummaryStats,
+  ThroughputPoint,
+  ThroughputSeriesQuery,
   ThroughputStats,
 } from '../interfaces/job-view.interface';
 import {
@@ -255,29 +258,52 @@ export class ChokaQAdmin {
 
   // ------------------------------------------------------------------ stats
 
-  /** Lifetime counters and current counts per pillar. */
+  /**
+   * Lifetime counters, hot counts by status and the rows the archive and the DLQ retain, cheap at
+   * any size (it never counts the history tables). The retained rows are estimates on PostgreSQL
+   * and SQL Server: `estimated` says which figures are; {@link countExactly} counts.
+   */
   getSummary(): Promise<SummaryStats> {
     return this.storage.getSummary();
   }
 
-  /** Per-queue counters, counts and controls. */
+  /** Per-queue counters, hot counts and controls. */
   getQueueStats(): Promise<QueueStats[]> {
     return this.storage.getQueueStats();
   }
 
-  /** Per-queue lag and saturation. */
+  /** Per-queue lag (the oldest due job's age, live; recent start lag) and saturation. */
   getQueueHealth(): Promise<QueueHealth[]> {
     return this.storage.getQueueHealth();
   }
 
-  /** Completions per second over the last 1 and 5 minutes. */
+  /** Completions per second over the last minute and the last five. */
   getThroughput(queue?: string): Promise<ThroughputStats> {
     return this.storage.getThroughput(queue);
   }
 
-  /** The most frequent DLQ error families. */
+  /**
+   * Succeeded, failed, retried and cancelled runs, mean run time, starts and start lag per step of
+   * a time range, for charts. The step is a whole number of minutes; at most 10,000 points.
+   */
+  getThroughputSeries(query: ThroughputSeriesQuery): Promise<ThroughputPoint[]> {
+    return this.storage.getThroughputSeries(query);
+  }
+
+  /**
+   * The most frequent DLQ error families over the newest 10,000 matching rows of the last 24 hours
+   * (ids, numbers, UUIDs, hex, quoted values and times do not split a family).
+   */
   getTopErrors(limit = 10, filter?: DlqFilter): Promise<DlqErrorFamily[]> {
     return this.storage.getTopDlqErrors(limit, filter);
+  }
+
+  /**
+   * The exact number of rows of one pillar matching a filter. It counts the rows (the archive and
+   * the DLQ can hold millions), so call it when the exact number is needed, not on every refresh.
+   */
+  countExactly(query: CountQuery): Promise<number> {
+    return this.storage.countExactly(query);
   }
 
   // ------------------------------------------------------------------ recurring jobs

@@ -157,33 +157,55 @@ export interface ListPage<T = JobListItem> {
   scanLimited: boolean;
 }
 
-/** Lifetime counters (never decremented) and current row counts. @publicApi */
+/**
+ * Lifetime counters (never decremented), the hot table's row counts, and the retained rows of the
+ * archive and the DLQ. Built without counting the archive or the DLQ, so it stays cheap at any size:
+ * the counters and the hot counts are exact; `archived` and `dlq` are exact or estimates as
+ * {@link SummaryStats.estimated} says. For an exact figure on demand, see `countExactly`.
+ * @publicApi
+ */
 export interface SummaryStats {
+  /** Exact: lifetime counter, summed over queues. */
   succeededTotal: number;
+  /** Exact: lifetime counter (every failure reason but `Cancelled`, zombies included). */
   failedTotal: number;
+  /** Exact: lifetime counter. */
   cancelledTotal: number;
+  /** Exact: lifetime counter (retries after an error, open-circuit releases, retried zombies). */
   retriedTotal: number;
+  /** Exact: lifetime counter. */
   resurrectedTotal: number;
+  /** Exact: Pending rows of the hot table. */
   pending: number;
+  /** Exact: Fetched rows of the hot table. */
   fetched: number;
+  /** Exact: Processing rows of the hot table. */
   processing: number;
   /**
-   * Rows in the archive. On SQL Server an estimate: the row count the server keeps for the table
-   * (`sys.partitions`), which equals the count on a quiet table, instead of a scan on every read.
+   * Rows the archive retains now. SQLite: exact (a count kept in the same transaction as every
+   * insert and delete). PostgreSQL: an estimate from the planner's statistics (`pg_class`), or from
+   * the statistics system's live-row count while the table has never been analysed. SQL Server: an
+   * estimate, the row count the server keeps per partition (`sys.partitions`).
    */
   archived: number;
-  /** Rows in the DLQ; on SQL Server an estimate, as {@link SummaryStats.archived}. */
+  /** Rows the DLQ retains now; exact or an estimate as {@link SummaryStats.archived}. */
   dlq: number;
+  /** Which of `archived` and `dlq` are estimates on this dialect (every other figure is exact). */
+  estimated: { archived: boolean; dlq: boolean };
 }
 
-/** Per-queue counters, counts and controls. @publicApi */
+/**
+ * Per-queue counters, hot-table counts and controls. It has no per-queue archive or DLQ count: those
+ * would scan the history tables on every refresh (use `countExactly` with a queue filter). @publicApi
+ */
 export interface QueueStats {
   queue: string;
+  /** Exact: Pending rows of the queue. */
   pending: number;
+  /** Exact: Fetched rows of the queue. */
   fetched: number;
+  /** Exact: Processing rows of the queue. */
   processing: number;
-  archived: number;
-  dlq: number;
   succeededTotal: number;
   failedTotal: number;
   cancelledTotal: number;
@@ -195,23 +217,48 @@ export interface QueueStats {
   maxWorkers: number | null;
 }
 
+/** What `countExactly` counts: one pillar, optionally filtered as its list is. @publicApi */
+export type CountQuery =
+  | { pillar: 'hot'; filter?: ActiveFilter }
+  | { pillar: 'archive'; filter?: HistoryFilter }
+  | { pillar: 'dlq'; filter?: DlqFilter };
+
+/** Start lag of the runs that started recently (from metric buckets). @publicApi */
+export interface StartLag {
+  /** Runs started (by a claim or by `markAsProcessing`) in the window. */
+  started: number;
+  /** Mean time from due to start of those runs, in ms; null when none started. */
+  meanMs: number | null;
+  /** Longest time from due to start of those runs, in ms; null when none started. */
+  maxMs: number | null;
+}
+
 /** Lag and saturation of one queue. @publicApi */
 export interface QueueHealth {
   queue: string;
-  /** Pending rows that are due now. */
+  /** Pending rows that are due now (live, from the hot table). */
   duePending: number;
-  /** Average wait of due pending rows, from `ScheduledAtUtc` or `EnqueuedAtUtc`, in ms. */
+  /** Average wait of due pending rows since they became due (`ScheduledAtUtc` or `EnqueuedAtUtc`), in ms. */
   avgLagMs: number;
-  /** Longest wait of a due pending row, in ms. */
+  /** Age of the oldest due pending job: how long it has been due, in ms (live, from the hot table). */
   maxLagMs: number;
   /** Fetched + Processing rows. */
   active: number;
   maxWorkers: number | null;
   /** active / maxWorkers, or null when unlimited. */
   saturation: number | null;
+  /**
+   * How long runs waited from due to start, over the current minute and the five before it (metric
+   * buckets, written by the statement that starts the runs).
+   */
+  startLag: StartLag;
 }
 
-/** Completion rates from metric buckets. @publicApi */
+/**
+ * Completion rates from metric buckets. Buckets are one minute wide, so "the last minute" is the
+ * current minute so far plus the whole previous one (60 to 120 s), and "the last five minutes" the
+ * current minute plus the five before it; rates divide by exactly that span. @publicApi
+ */
 export interface ThroughputStats {
   /** Completions (succeeded + failed + cancelled) per second over the last minute. */
   perSecond1m: number;
@@ -223,10 +270,53 @@ export interface ThroughputStats {
   failed5m: number;
 }
 
-/** One error family of the DLQ. @publicApi */
+/**
+ * A request for a throughput series. `from` is rounded down to its minute (the bucket size); the
+ * points then start there, one per `stepMs`, the last ending at `to`. @publicApi
+ */
+export interface ThroughputSeriesQuery {
+  /** One queue; all queues when absent. */
+  queue?: string;
+  /** Start of the series (inclusive). */
+  from: Date;
+  /** End of the series (exclusive); after `from`. */
+  to: Date;
+  /** Width of one point in ms: a whole number of minutes (metric buckets are one minute wide). */
+  stepMs: number;
+}
+
+/** One step of a throughput series; every count is over `[at, at + stepMs)`. @publicApi */
+export interface ThroughputPoint {
+  /** Start of the step. */
+  at: Date;
+  succeeded: number;
+  /** Runs that ended in the DLQ for any reason but cancellation (zombies included). */
+  failed: number;
+  /** Retries: a failed run rescheduled, an open-circuit release, a zombie returned to Pending. */
+  retried: number;
+  cancelled: number;
+  /** Mean run time of the succeeded and failed runs that reported one, in ms; null when none. */
+  meanDurationMs: number | null;
+  /** Runs started (by a claim or by `markAsProcessing`). */
+  started: number;
+  /** Mean time from due to start of those runs, in ms; null when none started. */
+  meanStartLagMs: number | null;
+  /** Longest time from due to start of those runs, in ms; null when none started. */
+  maxStartLagMs: number | null;
+}
+
+/**
+ * One error family of the DLQ: the messages that differ only in ids, numbers, UUIDs, hex values,
+ * quoted values or timestamps. @publicApi
+ */
 export interface DlqErrorFamily {
-  /** The first line of the error text (at most 200 chars). */
+  /**
+   * The family: the first line of the error text with such values replaced by placeholders
+   * (`<uuid>`, `<time>`, `<hex>`, `<n>`, `'…'`), at most 200 characters.
+   */
   error: string;
+  /** The first line of the newest error of the family, as stored (at most 200 characters). */
+  sample: string;
   count: number;
   lastFailedAtUtc: Date;
 }

@@ -29,7 +29,9 @@ const READS = [
   'getQueueStats',
   'getQueueHealth',
   'getThroughput',
+  'getThroughputSeries',
   'getTopDlqErrors',
+  'countExactly',
   'previewDlqFilter',
   'listWorkers',
 ];

@@ -11,7 +11,9 @@ const QUERY_METHODS = [
   'getQueueStats',
   'getQueueHealth',
   'getThroughput',
+  'getThroughputSeries',
   'getTopDlqErrors',
+  'countExactly',
   'previewDlqFilter',
   'listWorkers',
 ] as const satisfies readonly (keyof JobQueries)[];

@@ -7,6 +7,7 @@ import type {
   HistoryFilter,
   JobView,
   ListPage,
+  ThroughputPoint,
   ThroughputStats,
 } from '../interfaces/job-view.interface';
 import type {
@@ -35,6 +36,7 @@ import type {
 } from '../validation/validate-args';
 import type { ValidatedEdits, ValidatedJob } from '../validation/validate-job';
 import type { ListRequest } from '../validation/validate-list';
+import type { CheckedCountQuery, CheckedSeriesQuery } from '../validation/validate-reads';
 import type { JobQueries, JobStorage } from './job-storage';
 
 /** One rescue sweep of expired Processing rows, as the edge hands it to a dialect. */
@@ -127,7 +129,9 @@ export interface DialectJobStorage extends Pick<
   listArchive(request: Checked<ListRequest<HistoryFilter>>): Promise<ListPage>;
   listDlq(request: Checked<ListRequest<DlqFilter>>): Promise<ListPage>;
   getThroughput(queue?: string): Promise<ThroughputStats>;
+  getThroughputSeries(query: Checked<CheckedSeriesQuery>): Promise<ThroughputPoint[]>;
   getTopDlqErrors(limit: number, filter: Checked<DlqFilter>): Promise<DlqErrorFamily[]>;
+  countExactly(query: Checked<CheckedCountQuery>): Promise<number>;
   previewDlqFilter(filter: Checked<DlqFilter>, max: number): Promise<BulkPreview>;
   listWorkers(query: Checked<CheckedWorkerQuery>): Promise<WorkerInfo[]>;
 

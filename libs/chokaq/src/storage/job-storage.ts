@@ -1,6 +1,7 @@
 import type {
   ActiveFilter,
   BulkPreview,
+  CountQuery,
   DlqErrorFamily,
   DlqFilter,
   HistoryFilter,
@@ -10,6 +11,8 @@ import type {
   QueueHealth,
   QueueStats,
   SummaryStats,
+  ThroughputPoint,
+  ThroughputSeriesQuery,
   ThroughputStats,
 } from '../interfaces/job-view.interface';
 import type {
@@ -325,20 +328,46 @@ export interface JobQueries {
   /** A page of the DLQ, on `(FailedAtUtc, Id)`; otherwise as {@link listActive}. */
   listDlq(query?: ListQuery<DlqFilter>): Promise<ListPage>;
 
-  /** Lifetime counters summed over queues, plus the current row counts per pillar. */
+  /**
+   * Lifetime counters summed over queues, the hot table's counts by status, and the rows the
+   * archive and the DLQ retain: exact on SQLite (a count kept with every insert and delete),
+   * estimates on PostgreSQL and SQL Server (`SummaryStats.estimated` says which). Never counts the
+   * archive or the DLQ, so a dashboard may poll it at any size.
+   */
   getSummary(): Promise<SummaryStats>;
 
-  /** Per-queue counters, current counts by status, and queue controls. */
+  /** Per-queue counters, hot-table counts by status, and queue controls (no history scan). */
   getQueueStats(): Promise<QueueStats[]>;
 
-  /** Per-queue lag and saturation. */
+  /**
+   * Per-queue lag and saturation: due pending rows and the age of the oldest (live, from the hot
+   * table, through an index led by the queue), and the start lag of recent runs (metric buckets).
+   */
   getQueueHealth(): Promise<QueueHealth[]>;
 
-  /** Completions per second over the last 1 and 5 minutes, from metric buckets. */
+  /** Completions per second over the last minute and the last five (metric buckets). */
   getThroughput(queue?: string): Promise<ThroughputStats>;
 
-  /** The most frequent DLQ error families (first line of the error), most frequent first. */
+  /**
+   * Counts per step of a time range, from metric buckets (one minute wide): succeeded, failed,
+   * retried, cancelled, mean run time, runs started and their start lag. Every step of the range
+   * has a point, zeros included. The step is a whole number of minutes; at most 10,000 points.
+   */
+  getThroughputSeries(query: ThroughputSeriesQuery): Promise<ThroughputPoint[]>;
+
+  /**
+   * The most frequent DLQ error families, most frequent first, over a bounded window: the newest
+   * 10,000 matching rows that failed in the last 24 hours. A family is the first line of the error
+   * with ids, numbers, UUIDs, hex, quoted values and timestamps replaced by placeholders.
+   */
   getTopDlqErrors(limit: number, filter?: DlqFilter): Promise<DlqErrorFamily[]>;
+
+  /**
+   * The exact number of rows of one pillar matching a list filter. It counts (O(matching rows) on
+   * the archive and the DLQ), so it is for the rare operator who needs the number, not for a
+   * dashboard that polls: `getSummary` gives cheap totals.
+   */
+  countExactly(query: CountQuery): Promise<number>;
 
   /** What a bulk DLQ action on `filter` would touch: matched count, will-affect (≤ max), sample ids. */
   previewDlqFilter(filter: DlqFilter, max: number): Promise<BulkPreview>;

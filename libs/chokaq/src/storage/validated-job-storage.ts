@@ -4,6 +4,7 @@ import type { Checked } from '../interfaces/checked.interface';
 import type {
   ActiveFilter,
   BulkPreview,
+  CountQuery,
   DlqErrorFamily,
   DlqFilter,
   HistoryFilter,
@@ -13,6 +14,8 @@ import type {
   QueueHealth,
   QueueStats,
   SummaryStats,
+  ThroughputPoint,
+  ThroughputSeriesQuery,
   ThroughputStats,
 } from '../interfaces/job-view.interface';
 import type {
@@ -74,6 +77,7 @@ import {
   validateNewJob,
   validateNewJobs,
 } from '../validation/validate-job';
+import { assertCountQuery, assertThroughputSeriesQuery } from '../validation/validate-reads';
 import type { DialectJobStorage, ZombieSweep } from './dialect-job-storage';
 import type { JobStorage } from './job-storage';
 import type { SqlStorageConfig } from './storage-config';
@@ -377,11 +381,21 @@ export class ValidatedJobStorage implements JobStorage {
   }
 
   /** @inheritdoc */
+  async getThroughputSeries(query: ThroughputSeriesQuery): Promise<ThroughputPoint[]> {
+    return this.inner.getThroughputSeries(checked(assertThroughputSeriesQuery(query)));
+  }
+
+  /** @inheritdoc */
   async getTopDlqErrors(limit: number, filter?: DlqFilter): Promise<DlqErrorFamily[]> {
     const top = assertNonNegativeInt(limit, 'limit', MAX_TOP_ERRORS);
     const valid = assertDlqFilter(filter);
     if (top === 0) return [];
     return this.inner.getTopDlqErrors(top, checked(valid));
+  }
+
+  /** @inheritdoc */
+  async countExactly(query: CountQuery): Promise<number> {
+    return this.inner.countExactly(checked(assertCountQuery(query)));
   }
 
   /** @inheritdoc */

@@ -80,6 +80,24 @@ export const MAX_RETENTION_BATCH = 10_000;
 /** Most DLQ error families `getTopDlqErrors` returns. */
 export const MAX_TOP_ERRORS = 1_000;
 
+/**
+ * The window `getTopDlqErrors` groups: at most this many of the newest matching DLQ rows…
+ * (bounded telemetry, whatever the size of the DLQ).
+ */
+export const TOP_ERRORS_WINDOW_ROWS = 10_000;
+
+/** …and only those that failed within this many ms before the database's now (24 hours). */
+export const TOP_ERRORS_WINDOW_MS = 24 * 3_600_000;
+
+/**
+ * Width of one metric bucket (`MetricBuckets`), in ms: one minute. A throughput series steps by
+ * whole buckets.
+ */
+export const METRIC_BUCKET_MS = 60_000;
+
+/** Most points one throughput series may have (a day at one-minute steps is 1,440). */
+export const MAX_SERIES_POINTS = 10_000;
+
 /** Ids a bulk preview returns as a sample. */
 export const PREVIEW_SAMPLE = 20;
 

@@ -11,15 +11,23 @@ import {
   QueueHealth,
   QueueStats,
   SummaryStats,
+  ThroughputPoint,
   ThroughputStats,
 } from '../../interfaces/job-view.interface';
 import type { WorkerInfo } from '../../interfaces/worker.interface';
-import { PREVIEW_SAMPLE } from '../../validation/limits';
+import {
+  PREVIEW_SAMPLE,
+  TOP_ERRORS_WINDOW_MS,
+  TOP_ERRORS_WINDOW_ROWS,
+} from '../../validation/limits';
 import type { CheckedWorkerQuery } from '../../validation/validate-args';
-import { DialectJobQueries } from '../dialect-job-storage';
 import type { ListRequest } from '../../validation/validate-list';
+import type { CheckedCountQuery, CheckedSeriesQuery } from '../../validation/validate-reads';
+import { DialectJobQueries } from '../dialect-job-storage';
+import { ERROR_LINE_PREFIX, topErrorFamilies } from '../shared/error-family';
 import { toListPage } from '../shared/page';
 import { mapJobView, mapWorkerRow, toDate } from '../shared/row-mapper';
+import { startLagOf, throughputSeries } from '../shared/throughput-series';
 import { bool, idsOf, MssqlConnection, num, numOrNull } from './mssql.connection';
 import * as SQL from './mssql.sql';
 
@@ -83,6 +91,7 @@ export class MssqlJobQueries implements DialectJobQueries {
       processing: num(r.Processing),
       archived: num(r.Archived),
       dlq: num(r.Dlq),
+      estimated: { archived: true, dlq: true },
     };
   }
 
@@ -94,8 +103,6 @@ export class MssqlJobQueries implements DialectJobQueries {
       pending: num(r.Pending),
       fetched: num(r.Fetched),
       processing: num(r.Processing),
-      archived: num(r.Archived),
-      dlq: num(r.Dlq),
       succeededTotal: num(r.SucceededTotal),
       failedTotal: num(r.FailedTotal),
       cancelledTotal: num(r.CancelledTotal),
@@ -122,6 +129,7 @@ export class MssqlJobQueries implements DialectJobQueries {
         active,
         maxWorkers,
         saturation: maxWorkers === null ? null : maxWorkers === 0 ? 1 : active / maxWorkers,
+        startLag: startLagOf(num(r.LagCount), num(r.LagSumMs), num(r.LagMaxMs)),
       };
     });
   }
@@ -131,8 +139,8 @@ export class MssqlJobQueries implements DialectJobQueries {
     const r =
       (await this.db.query('getThroughput', SQL.getThroughput(this.schema, queue)))[0] ?? {};
     return {
-      perSecond1m: num(r.Completed1m) / 60,
-      perSecond5m: num(r.Completed5m) / 300,
+      perSecond1m: num(r.Completed1m) / (num(r.Span1mMs) / 1_000),
+      perSecond5m: num(r.Completed5m) / (num(r.Span5mMs) / 1_000),
       succeeded1m: num(r.Succeeded1m),
       failed1m: num(r.Failed1m),
       succeeded5m: num(r.Succeeded5m),
@@ -141,16 +149,49 @@ export class MssqlJobQueries implements DialectJobQueries {
   }
 
   /** @inheritdoc */
+  async getThroughputSeries(query: Checked<CheckedSeriesQuery>): Promise<ThroughputPoint[]> {
+    const rows = await this.db.query(
+      'getThroughputSeries',
+      SQL.getThroughputSeries(this.schema, query),
+    );
+    return throughputSeries(
+      query,
+      rows.map((r) => ({
+        slot: num(r.Slot),
+        outcome: num(r.Outcome),
+        count: num(r.CompletedCount),
+        durationCount: num(r.DurationCount),
+        totalDurationMs: num(r.TotalDurationMs),
+        lagCount: num(r.LagCount),
+        lagSumMs: num(r.LagSumMs),
+        lagMaxMs: num(r.LagMaxMs),
+      })),
+    );
+  }
+
+  /** Groups the window (the newest 10,000 matching rows of the last 24 hours) by error family. */
   async getTopDlqErrors(top: number, filter: Checked<DlqFilter>): Promise<DlqErrorFamily[]> {
     const rows = await this.db.query(
       'getTopDlqErrors',
-      SQL.getTopDlqErrors(this.schema, top, filter),
+      SQL.getTopDlqErrors(this.schema, filter, {
+        rows: TOP_ERRORS_WINDOW_ROWS,
+        windowMs: TOP_ERRORS_WINDOW_MS,
+        prefix: ERROR_LINE_PREFIX,
+      }),
     );
-    return rows.map((r) => ({
-      error: String(r.Family ?? ''),
-      count: num(r.FamilyCount),
-      lastFailedAtUtc: toDate(r.LastFailedAtUtc)!,
-    }));
+    return topErrorFamilies(
+      rows.map((r) => ({ line: String(r.Line ?? ''), failedAtUtc: toDate(r.FailedAtUtc)! })),
+      top,
+    );
+  }
+
+  /** @inheritdoc */
+  async countExactly(query: Checked<CheckedCountQuery>): Promise<number> {
+    const rows = await this.db.query(
+      'countExactly',
+      SQL.countExactly(this.schema, query.pillar, query.filter),
+    );
+    return num(rows[0]?.Total);
   }
 
   /** @inheritdoc */

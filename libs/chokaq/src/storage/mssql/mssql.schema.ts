@@ -37,6 +37,10 @@
  *   (https://learn.microsoft.com/en-us/sql/relational-databases/sql-server-index-design-guide#nonclustered-index-architecture),
  *   so the archive and DLQ indexes of version 1 serve the lists as they are.
  *
+ * - 6: `MetricBuckets` counts retries (outcome 3) and starts (outcome 4), the starts with their
+ *   start lag (`LagCount`, `LagSumMs`, `LagMaxMs`), in one-minute buckets; and
+ *   `IX_MetricBuckets_Queue` for one queue's series and start lag.
+ *
  * The script is idempotent and creates what is missing, so running it on an older database
  * applies the versions it lacks: the version-2 index is built inside the bootstrap transaction
  * (writers to `JobsHot` wait while it builds; the hot table holds only live jobs); the columns of
@@ -47,9 +51,15 @@
  * modification lock it takes is held to the bootstrap's COMMIT. Statements of the previous
  * release name their columns, so a column more breaks none of them. Version 5's indexes are built
  * inside the bootstrap transaction too: writers to their table wait while one builds (the
- * archive's type index takes time in proportion to the archive).
+ * archive's type index takes time in proportion to the archive). Version 6's columns are added
+ * only when `COL_LENGTH` says they are missing (NULL:
+ * https://learn.microsoft.com/en-us/sql/t-sql/functions/col-length-transact-sql), as `NOT NULL`
+ * with a constant default, which fills the existing rows with it
+ * (https://learn.microsoft.com/en-us/sql/t-sql/statements/alter-table-transact-sql#adding-not-null-columns-as-an-online-operation:
+ * a metadata-only change where the edition supports it, a rewrite of the table otherwise);
+ * `MetricBuckets` is small (retention), so either is short.
  */
-export const MSSQL_SCHEMA_VERSION = 5;
+export const MSSQL_SCHEMA_VERSION = 6;
 
 /** One column of a ChokaQ table. */
 export interface MssqlColumn {
@@ -138,7 +148,17 @@ export const STATS_COLUMNS: readonly MssqlColumn[] = [
   c('LastActivityUtc', 'datetime2(3)', true),
 ];
 
-/** `MetricBuckets` columns: one row per (second, queue, outcome, failure reason or −1). */
+/** The start-lag columns version 6 adds to `MetricBuckets` (see {@link MSSQL_SCHEMA_VERSION}). */
+export const BUCKET_LAG_COLUMNS: readonly MssqlColumn[] = [
+  c('LagCount', 'bigint', false, '0'),
+  c('LagSumMs', 'bigint', false, '0'),
+  c('LagMaxMs', 'bigint', false, '0'),
+];
+
+/**
+ * `MetricBuckets` columns: one row per (minute, queue, outcome, failure reason or −1). Outcomes:
+ * 0 succeeded, 1 failed, 2 cancelled, 3 retried, 4 started (with the start lag).
+ */
 export const BUCKET_COLUMNS: readonly MssqlColumn[] = [
   c('BucketUtc', 'datetime2(0)', false),
   c('Queue', 'varchar(255)', false),
@@ -148,6 +168,7 @@ export const BUCKET_COLUMNS: readonly MssqlColumn[] = [
   c('DurationCount', 'bigint', false, '0'),
   c('TotalDurationMs', 'bigint', false, '0'),
   c('MaxDurationMs', 'bigint', false, '0'),
+  ...BUCKET_LAG_COLUMNS,
 ];
 
 /** `Queues` columns: the runtime controls of each queue. */
@@ -339,7 +360,7 @@ const INDEXES: readonly IndexSpec[] = [
     compressed: true,
   },
   {
-    serves: 'listArchive filtered by queue; archived counts per queue in getQueueStats',
+    serves: 'listArchive filtered by queue; countExactly of the archive by queue',
     table: 'archive',
     name: 'IX_JobsArchive_Queue',
     keys: 'Queue, FinishedAtUtc',
@@ -361,7 +382,7 @@ const INDEXES: readonly IndexSpec[] = [
     compressed: true,
   },
   {
-    serves: 'listDlq and bulk DLQ actions filtered by queue; DLQ counts per queue',
+    serves: 'listDlq and bulk DLQ actions filtered by queue; countExactly of the DLQ by queue',
     table: 'dlq',
     name: 'IX_JobsDLQ_Queue',
     keys: 'Queue, FailedAtUtc',
@@ -379,6 +400,14 @@ const INDEXES: readonly IndexSpec[] = [
     table: 'dlq',
     name: 'IX_JobsDLQ_Type',
     keys: 'Type, FailedAtUtc',
+    compressed: true,
+  },
+  {
+    serves:
+      "getThroughputSeries of one queue and getQueueHealth's start lag: one queue's buckets by time (schema version 6)",
+    table: 'buckets',
+    name: 'IX_MetricBuckets_Queue',
+    keys: 'Queue, BucketUtc',
     compressed: true,
   },
 ];
@@ -578,6 +607,13 @@ export function mssqlSchemaDdl(schema: string): string {
     `  INSERT INTO ${t('migrations')} (Version, Description) VALUES (4, N'Workers table; progress note');`,
     `IF NOT EXISTS (SELECT 1 FROM ${t('migrations')} WHERE Version = 5)`,
     `  INSERT INTO ${t('migrations')} (Version, Description) VALUES (5, N'keyset list indexes');`,
+    `-- Version 6: start lag columns of MetricBuckets (a table created at version 6 has them already).`,
+    ...BUCKET_LAG_COLUMNS.map(
+      (col) =>
+        `IF COL_LENGTH(N'${t('buckets')}', N'${col.name}') IS NULL\n  ALTER TABLE ${t('buckets')} ADD ${columnDdl(MSSQL_TABLES.buckets, col)};`,
+    ),
+    `IF NOT EXISTS (SELECT 1 FROM ${t('migrations')} WHERE Version = 6)`,
+    `  INSERT INTO ${t('migrations')} (Version, Description) VALUES (6, N'metric buckets count retries and starts with their start lag');`,
     `COMMIT;`,
   ];
   return `${parts.join('\n')}\n`;

@@ -70,9 +70,15 @@ export { MssqlStatement } from './mssql-params';
 
 const PROLOGUE = 'SET NOCOUNT ON;\nSET XACT_ABORT ON;';
 const DECLARE_NOW = 'DECLARE @now datetime2(3) = SYSUTCDATETIME();';
-/** The 1-second metric bucket of `@now` (truncated, not rounded). */
+/**
+ * The one-minute metric bucket of `@now` (`METRIC_BUCKET_MS`), truncated, not rounded: the seconds
+ * and milliseconds are subtracted before the cast to `datetime2(0)`, because converting to a lower
+ * fractional precision rounds
+ * (https://learn.microsoft.com/en-us/sql/t-sql/data-types/datetime2-transact-sql#converting-date-and-time-data).
+ * (`DATETRUNC` would say it directly, but needs SQL Server 2022.)
+ */
 const DECLARE_BUCKET =
-  'DECLARE @bucket datetime2(0) = CAST(DATEADD(MILLISECOND, -DATEPART(MILLISECOND, @now), @now) AS datetime2(0));';
+  'DECLARE @bucket datetime2(0) = CAST(DATEADD(SECOND, -DATEPART(SECOND, @now), DATEADD(MILLISECOND, -DATEPART(MILLISECOND, @now), @now)) AS datetime2(0));';
 
 /**
  * `base + ms` for a bigint millisecond count. `DATEADD` takes an int, and 10 years of
@@ -200,24 +206,46 @@ function bumpStats(s: string, source: string, add: Partial<Record<StatsCounter, 
  * create-then-add order as {@link bumpStats}, and the same lock order: the sums go into
  * `@BucketDelta`, keyed by (Queue, Outcome, FailureReason), which drives both statements in key
  * order. One call per batch.
+ *
+ * With `lag`, `source` has a `LagMs` column too (each started row's start lag) and the start lag
+ * columns are summed and maxed as well (the start rows of the claim and `markAsProcessing`).
  */
-function bumpBuckets(b: string, source: string): string {
+function bumpBuckets(b: string, source: string, lag = false): string {
   const match =
     'x.BucketUtc = @bucket AND x.Queue = d.Queue AND x.Outcome = d.Outcome AND x.FailureReason = d.FailureReason';
+  const lagColumns = lag
+    ? ', LagCount bigint NOT NULL, LagSumMs bigint NOT NULL, LagMaxMs bigint NOT NULL'
+    : '';
   return [
-    'DECLARE @BucketDelta TABLE (Queue varchar(255) NOT NULL, Outcome tinyint NOT NULL, FailureReason smallint NOT NULL, N bigint NOT NULL, DurationCount bigint NOT NULL, TotalDurationMs bigint NOT NULL, MaxDurationMs bigint NOT NULL, PRIMARY KEY (Queue, Outcome, FailureReason));',
-    'INSERT INTO @BucketDelta (Queue, Outcome, FailureReason, N, DurationCount, TotalDurationMs, MaxDurationMs)',
-    'SELECT g.Queue, g.Outcome, g.FailureReason, COUNT_BIG(*), COUNT_BIG(g.DurationMs), ISNULL(SUM(g.DurationMs), 0), ISNULL(MAX(g.DurationMs), 0)',
+    `DECLARE @BucketDelta TABLE (Queue varchar(255) NOT NULL, Outcome tinyint NOT NULL, FailureReason smallint NOT NULL, N bigint NOT NULL, DurationCount bigint NOT NULL, TotalDurationMs bigint NOT NULL, MaxDurationMs bigint NOT NULL${lagColumns}, PRIMARY KEY (Queue, Outcome, FailureReason));`,
+    `INSERT INTO @BucketDelta (Queue, Outcome, FailureReason, N, DurationCount, TotalDurationMs, MaxDurationMs${lag ? ', LagCount, LagSumMs, LagMaxMs' : ''})`,
+    `SELECT g.Queue, g.Outcome, g.FailureReason, COUNT_BIG(*), COUNT_BIG(g.DurationMs), ISNULL(SUM(g.DurationMs), 0), ISNULL(MAX(g.DurationMs), 0)${lag ? ', COUNT_BIG(g.LagMs), ISNULL(SUM(g.LagMs), 0), ISNULL(MAX(g.LagMs), 0)' : ''}`,
     `FROM ${source} AS g GROUP BY g.Queue, g.Outcome, g.FailureReason;`,
     `INSERT INTO ${b} (BucketUtc, Queue, Outcome, FailureReason)`,
     'SELECT @bucket, d.Queue, d.Outcome, d.FailureReason FROM @BucketDelta AS d',
     `WHERE NOT EXISTS (SELECT 1 FROM ${b} AS x WITH (UPDLOCK, HOLDLOCK) WHERE ${match});`,
     'UPDATE x SET x.CompletedCount = x.CompletedCount + d.N, x.DurationCount = x.DurationCount + d.DurationCount,',
     '  x.TotalDurationMs = x.TotalDurationMs + d.TotalDurationMs,',
-    '  x.MaxDurationMs = CASE WHEN d.MaxDurationMs > x.MaxDurationMs THEN d.MaxDurationMs ELSE x.MaxDurationMs END',
+    `  x.MaxDurationMs = CASE WHEN d.MaxDurationMs > x.MaxDurationMs THEN d.MaxDurationMs ELSE x.MaxDurationMs END${lag ? ',' : ''}`,
+    ...(lag
+      ? [
+          '  x.LagCount = x.LagCount + d.LagCount, x.LagSumMs = x.LagSumMs + d.LagSumMs,',
+          '  x.LagMaxMs = CASE WHEN d.LagMaxMs > x.LagMaxMs THEN d.LagMaxMs ELSE x.LagMaxMs END',
+        ]
+      : []),
     'FROM @BucketDelta AS d',
     `INNER LOOP JOIN ${b} AS x ON ${match};`,
   ].join('\n');
+}
+
+/**
+ * Start lag in ms of a row of `alias` that starts at `@now`: from when it became due (`DueAtUtc`,
+ * always `COALESCE(ScheduledAtUtc, EnqueuedAtUtc)`), never negative. `DATEDIFF_BIG`, since a lag
+ * in milliseconds over 24.8 days overflows `DATEDIFF`'s int
+ * (https://learn.microsoft.com/en-us/sql/t-sql/functions/datediff-big-transact-sql).
+ */
+function startLagMs(alias: string): string {
+  return `CASE WHEN ${alias}.DueAtUtc < @now THEN DATEDIFF_BIG(MILLISECOND, ${alias}.DueAtUtc, @now) ELSE 0 END`;
 }
 
 /**
@@ -504,7 +532,10 @@ export interface MssqlClaimRequest {
  * deadlocks with a cancel or a move of the same row).
  *
  * `start`: the UPDATE sets the batch's first `@start` rows (`ROW_NUMBER()` in claim order) to
- * Processing exactly as {@link markAsProcessing} does, the rest to Fetched; 0 starts none.
+ * Processing exactly as {@link markAsProcessing} does, the rest to Fetched; 0 starts none. The
+ * started rows are then counted in the queue's start bucket (outcome 4) with their start lag, in
+ * the same transaction ({@link bumpBuckets}: `MetricBuckets` rows in key order, after the
+ * `JobsHot` rows, as every move takes them); a claim that starts nothing writes no bucket.
  *
  * Departure from the seed's shape, same semantics: the seed ranks every due pending row with
  * `ROW_NUMBER() OVER (PARTITION BY Queue …)`, which reads the whole backlog on every poll. Here
@@ -538,6 +569,7 @@ export function fetchNextBatch(schema: string, req: MssqlClaimRequest): MssqlSta
     [
       PROLOGUE,
       DECLARE_NOW,
+      DECLARE_BUCKET,
       'DECLARE @Runnable TABLE (Queue varchar(255) NOT NULL PRIMARY KEY, AllTypes bit NOT NULL, Budget int NULL, Slots int NULL);',
       'DECLARE @Types TABLE (Queue varchar(255) NOT NULL, Type nvarchar(255) NOT NULL, PRIMARY KEY (Queue, Type));',
       'DECLARE @Budgeted TABLE (Queue varchar(255) NOT NULL PRIMARY KEY);',
@@ -616,6 +648,19 @@ export function fetchNextBatch(schema: string, req: MssqlClaimRequest): MssqlSta
       `FROM ${t.hot} AS h`,
       'INNER JOIN Batch AS k ON k.Id = h.Id',
       'WHERE h.Status = 0;',
+      // A table variable declared inside the IF exists for the whole batch ("the scope of a local
+      // variable is the batch in which it is declared":
+      // https://learn.microsoft.com/en-us/sql/t-sql/language-elements/declare-local-variable-transact-sql);
+      // the IF only skips the statements when nothing was started.
+      '-- The rows started here count in the start bucket, with their lag, in this transaction.',
+      `IF ${start} > 0 AND EXISTS (SELECT 1 FROM @Claimed AS c WHERE c.Status = 2)`,
+      'BEGIN',
+      bumpBuckets(
+        t.buckets,
+        `(SELECT c.Queue, CAST(4 AS tinyint) AS Outcome, CAST(-1 AS smallint) AS FailureReason, CAST(NULL AS bigint) AS DurationMs, ${startLagMs('c')} AS LagMs FROM @Claimed AS c WHERE c.Status = 2)`,
+        true,
+      ),
+      'END;',
       'COMMIT;',
       `SELECT ${selectColumns('c', HOT_COLUMNS)}`,
       'FROM @Claimed AS c',
@@ -673,7 +718,9 @@ function leaseDoc(p: ParamList, leases: readonly MssqlLease[]): string {
 /**
  * markAsProcessing — Fetched → Processing for owned rows. Fence: Id + WorkerId + LeaseId and
  * `Status = 1`, the last stale-prefetch guard; plain UPDATE (U → X locks on the rows it changes,
- * read committed), no skipping: a row we own is never held by anyone else for long.
+ * read committed), no skipping: a row we own is never held by anyone else for long. The started
+ * rows count in the start bucket with their lag, in the same transaction (`SET XACT_ABORT ON;
+ * BEGIN TRAN; … COMMIT`), `JobsHot` rows first, then `MetricBuckets` in key order.
  */
 export function markAsProcessing(schema: string, leases: readonly MssqlLease[]): MssqlStatement {
   const t = tables(schema);
@@ -681,14 +728,25 @@ export function markAsProcessing(schema: string, leases: readonly MssqlLease[]):
   const doc = leaseDoc(p, leases);
   return p.statement(
     [
-      'SET NOCOUNT ON;',
+      PROLOGUE,
       DECLARE_NOW,
-      'DECLARE @Started TABLE (Id varchar(36) NOT NULL);',
+      DECLARE_BUCKET,
+      'DECLARE @Started TABLE (Id varchar(36) NOT NULL, Queue varchar(255) NOT NULL, DueAtUtc datetime2(3) NOT NULL);',
+      'BEGIN TRAN;',
       'UPDATE h SET h.Status = 2, h.AttemptCount = h.AttemptCount + 1, h.StartedAtUtc = @now, h.HeartbeatUtc = @now, h.LastUpdatedUtc = @now',
-      'OUTPUT inserted.Id INTO @Started (Id)',
+      'OUTPUT inserted.Id, inserted.Queue, inserted.DueAtUtc INTO @Started (Id, Queue, DueAtUtc)',
       `FROM ${t.hot} AS h`,
       `INNER JOIN OPENJSON(${doc}) ${LEASE_JSON} AS l ON l.Id = h.Id AND l.WorkerId = h.WorkerId AND l.LeaseId = h.LeaseId`,
       'WHERE h.Status = 1;',
+      'IF EXISTS (SELECT 1 FROM @Started)',
+      'BEGIN',
+      bumpBuckets(
+        t.buckets,
+        `(SELECT s.Queue, CAST(4 AS tinyint) AS Outcome, CAST(-1 AS smallint) AS FailureReason, CAST(NULL AS bigint) AS DurationMs, ${startLagMs('s')} AS LagMs FROM @Started AS s)`,
+        true,
+      ),
+      'END;',
+      'COMMIT;',
       // Rows already Processing under the very same lease are a retry after an ambiguous commit:
       // only this caller can have started them, so they are reported as started too.
       'SELECT s.Id FROM @Started AS s',
@@ -733,8 +791,9 @@ export function keepAlive(
 
 /**
  * release — Fetched → Pending for owned rows (`Status = 1`, fence matches), clearing the lease.
- * With a delay (open circuit): `ScheduledAtUtc = now + delay` and `RetriedTotal + n` in the same
- * transaction (XACT_ABORT, read committed, U → X locks on the changed rows and stats rows).
+ * With a delay (open circuit): `ScheduledAtUtc = now + delay`, `RetriedTotal + n` and the retried
+ * bucket (outcome 3, reason 3) in the same transaction (XACT_ABORT, read committed, U → X locks
+ * on the changed rows, then stats rows and bucket rows in key order).
  */
 export function release(
   schema: string,
@@ -749,6 +808,7 @@ export function release(
     [
       PROLOGUE,
       DECLARE_NOW,
+      DECLARE_BUCKET,
       `DECLARE @due datetime2(3) = CASE WHEN ${delay} IS NULL THEN NULL ELSE ${addMs('@now', delay)} END;`,
       'DECLARE @Released TABLE (Id varchar(36) NOT NULL, Queue varchar(255) NOT NULL);',
       'BEGIN TRAN;',
@@ -761,6 +821,10 @@ export function release(
       `IF @due IS NOT NULL`,
       'BEGIN',
       bumpStats(t.stats, '@Released', { RetriedTotal: '1' }),
+      bumpBuckets(
+        t.buckets,
+        '(SELECT r.Queue, CAST(3 AS tinyint) AS Outcome, CAST(3 AS smallint) AS FailureReason, CAST(NULL AS bigint) AS DurationMs FROM @Released AS r)',
+      ),
       'END;',
       'COMMIT;',
       'SELECT COUNT_BIG(*) AS Affected FROM @Released;',
@@ -800,7 +864,8 @@ export function reportProgress(
 /**
  * rescheduleForRetry — Processing → Pending after a retryable failure (`Status = 2`, fence
  * matches): lease and heartbeat cleared, `ScheduledAtUtc = now + delay`, `LastError`,
- * `RetriedTotal + 1`, one transaction (XACT_ABORT, read committed, U → X row locks).
+ * `RetriedTotal + 1` and the retried bucket (outcome 3), one transaction (XACT_ABORT, read
+ * committed, U → X row locks).
  */
 export function rescheduleForRetry(
   schema: string,
@@ -819,6 +884,7 @@ export function rescheduleForRetry(
     [
       PROLOGUE,
       DECLARE_NOW,
+      DECLARE_BUCKET,
       `DECLARE @due datetime2(3) = ${addMs('@now', delay)};`,
       'DECLARE @Retried TABLE (Id varchar(36) NOT NULL, Queue varchar(255) NOT NULL);',
       'BEGIN TRAN;',
@@ -828,6 +894,10 @@ export function rescheduleForRetry(
       `FROM ${t.hot} AS h`,
       `WHERE h.Id = ${id} AND h.WorkerId = ${worker} AND h.LeaseId = ${leaseId} AND h.Status = 2;`,
       bumpStats(t.stats, '@Retried', { RetriedTotal: '1' }),
+      bumpBuckets(
+        t.buckets,
+        '(SELECT r.Queue, CAST(3 AS tinyint) AS Outcome, CAST(-1 AS smallint) AS FailureReason, CAST(NULL AS bigint) AS DurationMs FROM @Retried AS r)',
+      ),
       'COMMIT;',
       'SELECT COUNT_BIG(*) AS Affected FROM @Retried;',
     ].join('\n'),
@@ -1208,7 +1278,7 @@ export interface MssqlZombieRetryRule {
  *
  * Lock order: `JobsHot` rows on the clustered key first (as every move), then `JobsDLQ`, then
  * `StatsSummary` in queue order (retries and moves summed in one {@link bumpStats}), then
- * `MetricBuckets` in key order.
+ * `MetricBuckets` in key order (failed and retried rows in one {@link bumpBuckets}).
  */
 export function archiveZombies(
   schema: string,
@@ -1274,7 +1344,7 @@ export function archiveZombies(
       ),
       bumpBuckets(
         t.buckets,
-        '(SELECT mv.Queue, CAST(1 AS tinyint) AS Outcome, CAST(2 AS smallint) AS FailureReason, CAST(NULL AS bigint) AS DurationMs FROM @Moved AS mv)',
+        '(SELECT mv.Queue, CAST(1 AS tinyint) AS Outcome, CAST(2 AS smallint) AS FailureReason, CAST(NULL AS bigint) AS DurationMs FROM @Moved AS mv UNION ALL SELECT r.Queue, CAST(3 AS tinyint), CAST(2 AS smallint), CAST(NULL AS bigint) FROM @Retried AS r)',
       ),
       'COMMIT;',
       `SELECT 0 AS Kind, ${selectColumns('mv', RESCUED_COLUMNS)} FROM @Moved AS mv`,
@@ -1594,7 +1664,10 @@ function searchPredicate(
   return `(${columns.map((col) => `${a}.${col} LIKE ${term} ESCAPE '\\'`).join(' OR ')})`;
 }
 
-/** Filter conditions of bulk DLQ actions, their preview and the error families; every value a parameter. */
+/**
+ * Filter conditions of bulk DLQ actions, their preview, the error families and `countExactly`
+ * (any pillar, with the filter of that pillar's list, without a cursor); every value a parameter.
+ */
 function historyWhere(
   p: ParamList,
   a: string,
@@ -1610,11 +1683,10 @@ function historyWhere(
   }
   if (filter.tag !== undefined) out.push(tagPredicate(p, a, filter.tag));
   if (filter.search !== undefined) out.push(searchPredicate(p, a, pillar, filter.search));
-  if (pillar !== 'hot') {
-    const col = pillar === 'archive' ? 'FinishedAtUtc' : 'FailedAtUtc';
-    if (filter.from !== undefined) out.push(`${a}.${col} >= ${p.instant(filter.from)}`);
-    if (filter.to !== undefined) out.push(`${a}.${col} < ${p.instant(filter.to)}`);
-  }
+  // The time range is on each list's sort key: enqueued (hot), finished (archive), failed (DLQ).
+  const col = { hot: 'EnqueuedAtUtc', archive: 'FinishedAtUtc', dlq: 'FailedAtUtc' }[pillar];
+  if (filter.from !== undefined) out.push(`${a}.${col} >= ${p.instant(filter.from)}`);
+  if (filter.to !== undefined) out.push(`${a}.${col} < ${p.instant(filter.to)}`);
   if (pillar === 'dlq') {
     if (filter.reason !== undefined) out.push(`${a}.FailureReason = ${p.int(filter.reason)}`);
     if (filter.ids !== undefined) {
@@ -1889,10 +1961,9 @@ export function getSummary(schema: string): MssqlStatement {
 }
 
 /**
- * getQueueStats — telemetry: per-queue counters, counts by status and controls, `NOLOCK`. The
- * per-queue `Archived` and `Dlq` figures stay counts (a range of `IX_JobsArchive_Queue` /
- * `IX_JobsDLQ_Queue` each, no LOB columns read): `sys.partitions` has no per-queue estimate. A
- * `NOLOCK` scan that fails with error 601 (data moved under it) is retried as transient.
+ * getQueueStats — telemetry: per-queue counters, hot counts by status and controls, `NOLOCK`. No
+ * per-queue archive or DLQ count: `sys.partitions` has no per-queue figure, and counting the
+ * history tables per queue on every refresh is the scan the dashboard must not cause.
  */
 export function getQueueStats(schema: string): MssqlStatement {
   const t = tables(schema);
@@ -1900,8 +1971,6 @@ export function getQueueStats(schema: string): MssqlStatement {
     [
       'SELECT q.Name AS Queue, q.IsPaused, q.IsActive, q.MaxWorkers,',
       '  ISNULL(h.Pending, 0) AS Pending, ISNULL(h.Fetched, 0) AS Fetched, ISNULL(h.Processing, 0) AS Processing,',
-      `  (SELECT COUNT_BIG(*) FROM ${t.archive} AS a WITH (NOLOCK) WHERE a.Queue = q.Name) AS Archived,`,
-      `  (SELECT COUNT_BIG(*) FROM ${t.dlq} AS d WITH (NOLOCK) WHERE d.Queue = q.Name) AS Dlq,`,
       '  ISNULL(s.SucceededTotal, 0) AS SucceededTotal, ISNULL(s.FailedTotal, 0) AS FailedTotal,',
       '  ISNULL(s.CancelledTotal, 0) AS CancelledTotal, ISNULL(s.RetriedTotal, 0) AS RetriedTotal,',
       `  ISNULL(s.ResurrectedTotal, 0) AS ResurrectedTotal, ${isoText('s.LastActivityUtc')} AS LastActivityUtc`,
@@ -1919,76 +1988,154 @@ export function getQueueStats(schema: string): MssqlStatement {
   );
 }
 
-/** getQueueHealth — telemetry: due pending, lag from `ScheduledAtUtc`/`EnqueuedAtUtc`, active; `NOLOCK`. */
+/**
+ * getQueueHealth — telemetry, `NOLOCK`: per queue, the due pending rows, their average wait and
+ * the age of the oldest, from `DueAtUtc` (a key of `IX_JobsHot_Claim`, filtered on `Status = 0`,
+ * which covers the read: no lookup into the clustered index); the active count
+ * (`IX_JobsHot_Active`); and the start lag of the runs started in the current minute and the five
+ * before it (the start rows of `MetricBuckets`, outcome 4, through `IX_MetricBuckets_Queue`).
+ */
 export function getQueueHealth(schema: string): MssqlStatement {
   const t = tables(schema);
-  const lag = 'DATEDIFF_BIG(MILLISECOND, ISNULL(x.ScheduledAtUtc, x.EnqueuedAtUtc), @now)';
+  const lag = 'DATEDIFF_BIG(MILLISECOND, x.DueAtUtc, @now)';
   return new ParamList().statement(
     [
       DECLARE_NOW,
+      DECLARE_BUCKET,
       'SELECT q.Name AS Queue, q.MaxWorkers,',
       '  ISNULL(d.DuePending, 0) AS DuePending, ISNULL(d.AvgLagMs, 0) AS AvgLagMs, ISNULL(d.MaxLagMs, 0) AS MaxLagMs,',
-      '  ISNULL(a.Active, 0) AS Active',
+      '  ISNULL(a.Active, 0) AS Active,',
+      '  ISNULL(l.LagCount, 0) AS LagCount, ISNULL(l.LagSumMs, 0) AS LagSumMs, ISNULL(l.LagMaxMs, 0) AS LagMaxMs',
       `FROM ${t.queues} AS q WITH (NOLOCK)`,
       'LEFT JOIN (',
       `  SELECT x.Queue, COUNT_BIG(*) AS DuePending, AVG(CAST(${lag} AS float)) AS AvgLagMs, MAX(${lag}) AS MaxLagMs`,
       `  FROM ${t.hot} AS x WITH (NOLOCK)`,
-      '  WHERE x.Status = 0 AND (x.ScheduledAtUtc IS NULL OR x.ScheduledAtUtc <= @now)',
+      '  WHERE x.Status = 0 AND x.DueAtUtc <= @now',
       '  GROUP BY x.Queue',
       ') AS d ON d.Queue = q.Name',
       'LEFT JOIN (',
       `  SELECT y.Queue, COUNT_BIG(*) AS Active FROM ${t.hot} AS y WITH (NOLOCK) WHERE y.Status IN (1, 2) GROUP BY y.Queue`,
       ') AS a ON a.Queue = q.Name',
+      'LEFT JOIN (',
+      '  SELECT b.Queue, SUM(b.LagCount) AS LagCount, SUM(b.LagSumMs) AS LagSumMs, MAX(b.LagMaxMs) AS LagMaxMs',
+      `  FROM ${t.buckets} AS b WITH (NOLOCK)`,
+      '  WHERE b.Outcome = 4 AND b.BucketUtc >= DATEADD(MINUTE, -5, @bucket)',
+      '  GROUP BY b.Queue',
+      ') AS l ON l.Queue = q.Name',
       'ORDER BY q.Name;',
     ].join('\n'),
   );
 }
 
-/** getThroughput — telemetry: completions over the last 1 and 5 minutes from metric buckets; `NOLOCK`. */
+/**
+ * getThroughput — telemetry, `NOLOCK`: completions over the current minute and the one before it,
+ * and over the current minute and the five before it, from metric buckets (one minute wide);
+ * `Span1mMs`/`Span5mMs` are what each window covers so far, so the rates divide by it.
+ */
 export function getThroughput(schema: string, queue?: string): MssqlStatement {
   const t = tables(schema);
   const p = new ParamList();
   const queueFilter = queue === undefined ? '' : ` AND b.Queue = ${p.varchar(queue, 255)}`;
-  const within = (seconds: number, outcome?: number) =>
-    `ISNULL(SUM(CASE WHEN b.BucketUtc >= DATEADD(SECOND, -${seconds}, @now)` +
+  const within = (minutes: number, outcome?: number) =>
+    `ISNULL(SUM(CASE WHEN b.BucketUtc >= DATEADD(MINUTE, -${minutes}, @bucket)` +
     (outcome === undefined ? '' : ` AND b.Outcome = ${outcome}`) +
     ' THEN b.CompletedCount ELSE 0 END), 0)';
   return p.statement(
     [
       DECLARE_NOW,
+      DECLARE_BUCKET,
       'SELECT',
-      `  ${within(60)} AS Completed1m, ${within(60, 0)} AS Succeeded1m, ${within(60, 1)} AS Failed1m,`,
-      `  ${within(300)} AS Completed5m, ${within(300, 0)} AS Succeeded5m, ${within(300, 1)} AS Failed5m`,
+      `  ${within(1)} AS Completed1m, ${within(1, 0)} AS Succeeded1m, ${within(1, 1)} AS Failed1m,`,
+      `  ${within(5)} AS Completed5m, ${within(5, 0)} AS Succeeded5m, ${within(5, 1)} AS Failed5m,`,
+      '  DATEDIFF_BIG(MILLISECOND, DATEADD(MINUTE, -1, @bucket), @now) AS Span1mMs,',
+      '  DATEDIFF_BIG(MILLISECOND, DATEADD(MINUTE, -5, @bucket), @now) AS Span5mMs',
       `FROM ${t.buckets} AS b WITH (NOLOCK)`,
-      `WHERE b.BucketUtc >= DATEADD(SECOND, -300, @now)${queueFilter};`,
+      `WHERE b.BucketUtc >= DATEADD(MINUTE, -5, @bucket) AND b.Outcome IN (0, 1, 2)${queueFilter};`,
     ].join('\n'),
   );
 }
 
-/** How many recent DLQ rows the top-errors grouping looks at (bounded telemetry). */
-export const TOP_ERRORS_WINDOW = 10_000;
+/** A throughput series request as the builder takes it (checked by the edge). */
+export interface MssqlSeries {
+  queue: string | null;
+  from: Date;
+  to: Date;
+  stepMs: number;
+}
 
 /**
- * getTopDlqErrors — telemetry: the most frequent error families (first line, ≤ 200 chars) among
- * the most recent {@link TOP_ERRORS_WINDOW} matching DLQ rows; `NOLOCK`.
+ * getThroughputSeries — telemetry, `NOLOCK`: the metric buckets of [from, to) summed per step
+ * (`Slot`, the step's index from `from`) and outcome. A range of the clustered key (`BucketUtc`
+ * first) or, for one queue, of `IX_MetricBuckets_Queue (Queue, BucketUtc)`: a day of one-minute
+ * buckets is 1,440 rows per queue and outcome. Steps without buckets have no row. The slot is
+ * computed once in a `CROSS APPLY` and grouped by its column, so the SELECT list and the GROUP BY
+ * name the same column rather than repeating an expression with parameters in both.
  */
-export function getTopDlqErrors(schema: string, limit: number, filter: DlqFilter): MssqlStatement {
+export function getThroughputSeries(schema: string, series: MssqlSeries): MssqlStatement {
   const t = tables(schema);
   const p = new ParamList();
-  const top = p.int(limit);
-  const where = historyWhere(p, 'd', 'dlq', filter);
-  const text = "ISNULL(d.ErrorDetails, N'')";
-  const firstLine = `CAST(LEFT(REPLACE(CASE WHEN CHARINDEX(NCHAR(10), ${text}) > 0 THEN LEFT(${text}, CHARINDEX(NCHAR(10), ${text}) - 1) ELSE ${text} END, NCHAR(13), N''), 200) AS nvarchar(200))`;
+  const from = p.instant(series.from);
+  const to = p.instant(series.to);
+  const step = p.bigint(series.stepMs);
+  const queueFilter = series.queue === null ? '' : ` AND b.Queue = ${p.varchar(series.queue, 255)}`;
   return p.statement(
     [
-      `SELECT TOP (${top}) e.Family, COUNT_BIG(*) AS FamilyCount, ${isoText('MAX(e.FailedAtUtc)')} AS LastFailedAtUtc`,
-      'FROM (',
-      `  SELECT TOP (${TOP_ERRORS_WINDOW}) ${firstLine} AS Family, d.FailedAtUtc`,
-      `  FROM ${t.dlq} AS d WITH (NOLOCK)${whereClause(where)}`,
-      '  ORDER BY d.FailedAtUtc DESC',
-      ') AS e',
-      'GROUP BY e.Family',
-      'ORDER BY COUNT_BIG(*) DESC, MAX(e.FailedAtUtc) DESC;',
+      'SELECT k.Slot, b.Outcome,',
+      '  SUM(b.CompletedCount) AS CompletedCount, SUM(b.DurationCount) AS DurationCount,',
+      '  SUM(b.TotalDurationMs) AS TotalDurationMs, SUM(b.LagCount) AS LagCount,',
+      '  SUM(b.LagSumMs) AS LagSumMs, MAX(b.LagMaxMs) AS LagMaxMs',
+      `FROM ${t.buckets} AS b WITH (NOLOCK)`,
+      `CROSS APPLY (SELECT DATEDIFF_BIG(MILLISECOND, ${from}, b.BucketUtc) / ${step} AS Slot) AS k`,
+      `WHERE b.BucketUtc >= ${from} AND b.BucketUtc < ${to}${queueFilter}`,
+      'GROUP BY k.Slot, b.Outcome;',
+    ].join('\n'),
+  );
+}
+
+/**
+ * countExactly — the exact number of rows of one pillar matching a list filter: `COUNT_BIG(*)`,
+ * read committed without hints (an exact figure, not telemetry). O(matching rows); on request only.
+ */
+export function countExactly(
+  schema: string,
+  pillar: 'hot' | 'archive' | 'dlq',
+  filter: ActiveFilter & HistoryFilter & DlqFilter,
+): MssqlStatement {
+  const t = tables(schema);
+  const p = new ParamList();
+  const where = historyWhere(p, 'j', pillar, filter);
+  return p.statement(
+    `SELECT COUNT_BIG(*) AS Total FROM ${t[PILLAR_TABLE[pillar]]} AS j${whereClause(where)};`,
+  );
+}
+
+/**
+ * getTopDlqErrors — telemetry, `NOLOCK`: the window the error families are grouped over, the
+ * first line of the error (at most `prefix` characters; the rest is never sent) of the newest
+ * `rows` DLQ rows matching `filter` that failed within the last `windowMs` (a backward range of
+ * `IX_JobsDLQ_FailedAtUtc`, or of the queue's or the reason's index, stopped by `TOP`). The
+ * families are grouped in `shared/error-family.ts`, the same on every dialect.
+ */
+export function getTopDlqErrors(
+  schema: string,
+  filter: DlqFilter,
+  window: { rows: number; windowMs: number; prefix: number },
+): MssqlStatement {
+  const t = tables(schema);
+  const p = new ParamList();
+  const rows = p.int(window.rows);
+  const since = p.bigint(window.windowMs);
+  const where = historyWhere(p, 'd', 'dlq', filter);
+  const text = "ISNULL(d.ErrorDetails, N'')";
+  const prefix = Number(window.prefix);
+  const firstLine = `CAST(LEFT(CASE WHEN CHARINDEX(NCHAR(10), ${text}) > 0 THEN LEFT(${text}, CHARINDEX(NCHAR(10), ${text}) - 1) ELSE ${text} END, ${prefix}) AS nvarchar(${prefix}))`;
+  return p.statement(
+    [
+      DECLARE_NOW,
+      `DECLARE @since datetime2(3) = ${subtractMs('@now', since)};`,
+      `SELECT TOP (${rows}) ${firstLine} AS Line, ${isoText('d.FailedAtUtc')} AS FailedAtUtc`,
+      `FROM ${t.dlq} AS d WITH (NOLOCK)${whereClause([...where, 'd.FailedAtUtc >= @since'])}`,
+      'ORDER BY d.FailedAtUtc DESC;',
     ].join('\n'),
   );
 }

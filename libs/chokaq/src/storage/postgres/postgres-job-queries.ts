@@ -10,15 +10,23 @@ import {
   QueueHealth,
   QueueStats,
   SummaryStats,
+  ThroughputPoint,
   ThroughputStats,
 } from '../../interfaces/job-view.interface';
 import type { WorkerInfo } from '../../interfaces/worker.interface';
-import { PREVIEW_SAMPLE } from '../../validation/limits';
+import {
+  PREVIEW_SAMPLE,
+  TOP_ERRORS_WINDOW_MS,
+  TOP_ERRORS_WINDOW_ROWS,
+} from '../../validation/limits';
 import type { CheckedWorkerQuery } from '../../validation/validate-args';
-import { DialectJobQueries } from '../dialect-job-storage';
 import type { ListRequest } from '../../validation/validate-list';
+import type { CheckedCountQuery, CheckedSeriesQuery } from '../../validation/validate-reads';
+import { DialectJobQueries } from '../dialect-job-storage';
+import { ERROR_LINE_PREFIX, topErrorFamilies } from '../shared/error-family';
 import { toListPage } from '../shared/page';
 import { mapJobView, mapWorkerRow, toDate } from '../shared/row-mapper';
+import { startLagOf, throughputSeries } from '../shared/throughput-series';
 import { num, PostgresConnection } from './postgres.connection';
 import * as SQL from './postgres.sql';
 
@@ -82,7 +90,11 @@ export class PostgresJobQueries implements DialectJobQueries {
 
   /** @inheritdoc */
   async getSummary(): Promise<SummaryStats> {
-    const [r] = await this.db.query('getSummary', SQL.getSummary(this.db.s));
+    const [r] = await this.db.query(
+      'getSummary',
+      SQL.getSummary(this.db.s),
+      SQL.getSummaryParams(this.db.s),
+    );
     return {
       succeededTotal: num(r.succeeded_total),
       failedTotal: num(r.failed_total),
@@ -92,8 +104,9 @@ export class PostgresJobQueries implements DialectJobQueries {
       pending: num(r.pending),
       fetched: num(r.fetched),
       processing: num(r.processing),
-      archived: num(r.archived),
-      dlq: num(r.dlq),
+      archived: Math.max(0, num(r.archived)),
+      dlq: Math.max(0, num(r.dlq)),
+      estimated: { archived: true, dlq: true },
     };
   }
 
@@ -105,8 +118,6 @@ export class PostgresJobQueries implements DialectJobQueries {
       pending: num(r.pending),
       fetched: num(r.fetched),
       processing: num(r.processing),
-      archived: num(r.archived),
-      dlq: num(r.dlq),
       succeededTotal: num(r.succeeded_total),
       failedTotal: num(r.failed_total),
       cancelledTotal: num(r.cancelled_total),
@@ -134,6 +145,7 @@ export class PostgresJobQueries implements DialectJobQueries {
         maxWorkers,
         // A zero budget that is in use (or not) counts as fully saturated: nothing more can start.
         saturation: maxWorkers === null ? null : maxWorkers === 0 ? 1 : active / maxWorkers,
+        startLag: startLagOf(num(r.lag_count), num(r.lag_sum_ms), num(r.lag_max_ms)),
       };
     });
   }
@@ -142,8 +154,8 @@ export class PostgresJobQueries implements DialectJobQueries {
   async getThroughput(queue?: string): Promise<ThroughputStats> {
     const [r] = await this.db.query('getThroughput', SQL.getThroughput(this.db.s), [queue ?? null]);
     return {
-      perSecond1m: num(r.total_1m) / 60,
-      perSecond5m: num(r.total_5m) / 300,
+      perSecond1m: num(r.total_1m) / num(r.span_1m),
+      perSecond5m: num(r.total_5m) / num(r.span_5m),
       succeeded1m: num(r.succeeded_1m),
       failed1m: num(r.failed_1m),
       succeeded5m: num(r.succeeded_5m),
@@ -151,21 +163,65 @@ export class PostgresJobQueries implements DialectJobQueries {
     };
   }
 
-  /** Groups at most the newest 10,000 matching DLQ rows (a bounded read). */
+  /** @inheritdoc */
+  async getThroughputSeries(query: Checked<CheckedSeriesQuery>): Promise<ThroughputPoint[]> {
+    const params: unknown[] = [query.from.getTime(), query.from, query.to, query.stepMs];
+    if (query.queue !== null) params.push(query.queue);
+    const rows = await this.db.query(
+      'getThroughputSeries',
+      SQL.getThroughputSeries(this.db.s, query.queue !== null),
+      params,
+    );
+    return throughputSeries(
+      query,
+      rows.map((r) => ({
+        slot: num(r.slot),
+        outcome: num(r.outcome),
+        count: num(r.count),
+        durationCount: num(r.duration_count),
+        totalDurationMs: num(r.total_duration_ms),
+        lagCount: num(r.lag_count),
+        lagSumMs: num(r.lag_sum_ms),
+        lagMaxMs: num(r.lag_max_ms),
+      })),
+    );
+  }
+
+  /**
+   * Groups the window (the newest 10,000 matching rows of the last 24 hours) by error family, in
+   * `shared/error-family.ts`.
+   */
   async getTopDlqErrors(limit: number, f: Checked<DlqFilter>): Promise<DlqErrorFamily[]> {
     const params: unknown[] = [];
     const where = SQL.filterClause('dlq', f, params, 'x');
-    params.push(limit);
+    params.push(TOP_ERRORS_WINDOW_MS, TOP_ERRORS_WINDOW_ROWS);
     const rows = await this.db.query(
       'getTopDlqErrors',
-      SQL.getTopDlqErrors(this.db.s, where, `$${params.length}`),
+      SQL.getTopDlqErrors(
+        this.db.s,
+        where,
+        `$${params.length - 1}`,
+        `$${params.length}`,
+        ERROR_LINE_PREFIX,
+      ),
       params,
     );
-    return rows.map((r) => ({
-      error: String(r.error),
-      count: num(r.count),
-      lastFailedAtUtc: toDate(r.last_failed_at_utc)!,
-    }));
+    return topErrorFamilies(
+      rows.map((r) => ({ line: String(r.line ?? ''), failedAtUtc: toDate(r.failed_at_utc)! })),
+      limit,
+    );
+  }
+
+  /** @inheritdoc */
+  async countExactly(query: Checked<CheckedCountQuery>): Promise<number> {
+    const params: unknown[] = [];
+    const where = SQL.filterClause(query.pillar, query.filter, params, 'x');
+    const [row] = await this.db.query(
+      'countExactly',
+      SQL.countExactly(this.db.s, query.pillar, where),
+      params,
+    );
+    return num(row?.total);
   }
 
   /** Matched count, `min(matched, max)`, and up to 20 sample ids in the order bulk actions take them. */

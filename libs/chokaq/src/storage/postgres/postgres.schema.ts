@@ -309,8 +309,31 @@ const V5: PostgresMigration = {
   ],
 };
 
+/**
+ * Version 6: what the dashboard reads need of `metric_buckets`. Buckets become one minute wide (a
+ * property of the statements, not of the table: rows written per second before stay valid and are
+ * summed into whatever step a read asks for), and they also count retries (outcome 3) and starts
+ * (outcome 4), the starts with their start lag: `lag_count`, `lag_sum_ms`, `lag_max_ms`, written by
+ * the statement that starts the runs. `ADD COLUMN … DEFAULT 0` (a constant) changes only the
+ * catalog since PostgreSQL 11, so existing rows are not rewritten; the table is small anyway
+ * (retention). Workers of version 5 keep writing their rows; the new columns stay 0 there.
+ */
+const V6: PostgresMigration = {
+  version: 6,
+  description: 'Metric buckets count retries and starts with their start lag',
+  statements: (s) => [
+    `ALTER TABLE ${s}.metric_buckets
+      ADD COLUMN IF NOT EXISTS lag_count bigint NOT NULL DEFAULT 0,
+      ADD COLUMN IF NOT EXISTS lag_sum_ms bigint NOT NULL DEFAULT 0,
+      ADD COLUMN IF NOT EXISTS lag_max_ms bigint NOT NULL DEFAULT 0`,
+    // Serves a throughput series of one queue and the start lag of queue health: a range of one
+    // queue's buckets instead of every queue's.
+    `CREATE INDEX IF NOT EXISTS ix_metric_buckets_queue ON ${s}.metric_buckets (queue, bucket_utc)`,
+  ],
+};
+
 /** Every migration, in version order. */
-export const POSTGRES_MIGRATIONS: readonly PostgresMigration[] = [V1, V2, V3, V4, V5];
+export const POSTGRES_MIGRATIONS: readonly PostgresMigration[] = [V1, V2, V3, V4, V5, V6];
 
 /** The newest schema version this code expects. */
 export const POSTGRES_SCHEMA_VERSION = POSTGRES_MIGRATIONS[POSTGRES_MIGRATIONS.length - 1].version;

@@ -111,7 +111,14 @@ describe('postgres.sql', () => {
     // The fast path: one statement that counts no budget and skips budgeted queues.
     const fast = SQL.fetchNextBatch(S, 'unbudgeted');
     expect(fast).toContain('q.max_workers IS NULL');
-    expect(fast).not.toContain('count(*)');
+    expect(fast).not.toMatch(/count\(\*\) FROM \S+\.jobs_hot/);
+    expect(SQL.fetchNextBatch(S)).toMatch(/count\(\*\) FROM \S+\.jobs_hot/);
+    // Both count the rows they start in the start bucket, in the same statement.
+    for (const sql of [claim, fast, SQL.markAsProcessing(S)]) {
+      expect(sql).toMatch(
+        /bucket AS \(\s+INSERT INTO \S+\.metric_buckets[\s\S]*SELECT date_trunc\('minute', now\(\)\), queue, 4, -1/,
+      );
+    }
     expect(fast).toMatch(/LIMIT r\.budget\s+FOR UPDATE SKIP LOCKED/);
     expect(SQL.fetchNextBatchLockBudgets(S)).toMatch(
       /max_workers IS NOT NULL[\s\S]*ORDER BY name\s+FOR NO KEY UPDATE/,
@@ -199,6 +206,10 @@ describe('postgres.schema', () => {
         `ALTER TABLE ${S}.${table} ADD COLUMN IF NOT EXISTS progress_note varchar(500) NULL`,
       );
     }
+    expect(script).toMatch(/ADD COLUMN IF NOT EXISTS lag_count bigint NOT NULL DEFAULT 0/);
+    expect(script).toMatch(
+      /CREATE INDEX IF NOT EXISTS ix_metric_buckets_queue ON [^;]*\(queue, bucket_utc\)/,
+    );
   });
 });
 

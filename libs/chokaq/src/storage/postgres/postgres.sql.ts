@@ -66,6 +66,55 @@ const cols = (list: readonly string[], alias?: string): string =>
 
 const MS = "* interval '1 millisecond'";
 
+// ------------------------------------------------------------------------------------------ metric buckets
+
+/**
+ * Metric-bucket upsert of one outcome; `source` yields (queue, duration_ms) per moved row. One row per
+ * (minute, queue, outcome, reason) and per statement (grouped first, so ON CONFLICT never meets a row
+ * twice); concurrent movers serialise on that row only for this upsert. Buckets are one minute wide
+ * (`METRIC_BUCKET_MS`): a day is 1,440 rows per queue and outcome, which a throughput series over
+ * it reads in a few milliseconds.
+ */
+const bucketUpsert = (s: string, outcome: number, reasonSql: string, source: string): string => `
+  INSERT INTO ${s}.metric_buckets AS b (
+    bucket_utc, queue, outcome, failure_reason,
+    completed_count, duration_count, total_duration_ms, max_duration_ms)
+  SELECT date_trunc('minute', now()), queue, ${outcome}, ${reasonSql},
+         count(*), count(duration_ms), coalesce(sum(duration_ms), 0), coalesce(max(duration_ms), 0)
+  FROM ${source} AS o GROUP BY queue
+  ON CONFLICT (bucket_utc, queue, outcome, failure_reason) DO UPDATE
+  SET completed_count = b.completed_count + EXCLUDED.completed_count,
+      duration_count = b.duration_count + EXCLUDED.duration_count,
+      total_duration_ms = b.total_duration_ms + EXCLUDED.total_duration_ms,
+      max_duration_ms = greatest(b.max_duration_ms, EXCLUDED.max_duration_ms)`;
+
+/**
+ * Start lag of a row being started now, in ms: from when it became due (`coalesce(scheduled,
+ * enqueued)`, the claim's due time) to `now()`. Never negative (a due time is at most now).
+ */
+const START_LAG_MS = (alias: string): string =>
+  `greatest(0, round(extract(epoch FROM now() - coalesce(${alias}.scheduled_at_utc, ${alias}.enqueued_at_utc)) * 1000))::bigint`;
+
+/**
+ * The start bucket of this minute (outcome 4, reason −1) of each queue of `source`, which yields
+ * (queue, lag_ms) per started row: `completed_count` and `lag_count` grow by the starts, `lag_sum_ms`
+ * by their lags, `lag_max_ms` keeps the longest. Written by the statement that starts the rows (the
+ * claim, `markAsProcessing`), so a start and its lag commit together. Two starters of one queue
+ * serialise on this row only from the upsert to their COMMIT, which follows at once (autocommit).
+ */
+const startLagUpsert = (s: string, source: string): string => `
+  INSERT INTO ${s}.metric_buckets AS b (
+    bucket_utc, queue, outcome, failure_reason,
+    completed_count, lag_count, lag_sum_ms, lag_max_ms)
+  SELECT date_trunc('minute', now()), queue, 4, -1,
+         count(*), count(*), sum(lag_ms), max(lag_ms)
+  FROM ${source} AS o GROUP BY queue
+  ON CONFLICT (bucket_utc, queue, outcome, failure_reason) DO UPDATE
+  SET completed_count = b.completed_count + EXCLUDED.completed_count,
+      lag_count = b.lag_count + EXCLUDED.lag_count,
+      lag_sum_ms = b.lag_sum_ms + EXCLUDED.lag_sum_ms,
+      lag_max_ms = greatest(b.lag_max_ms, EXCLUDED.lag_max_ms)`;
+
 // ------------------------------------------------------------------------------------------ schema
 
 /** Reads the applied migration versions, or nothing when the ledger does not exist yet (no lock). */
@@ -240,6 +289,10 @@ FOR NO KEY UPDATE`;
  * any crash); the database stays consistent. Every synchronous commit that follows (a start, a
  * move) flushes the WAL up to and including the claim, so no later state survives without it.
  * Referenced by `wanted`, so it is evaluated (once) before anything is claimed.
+ *
+ * The rows started here are counted in the queue's start bucket of this minute (outcome 4, with
+ * their start lag: from due to now) in the same statement, so a start and its lag commit
+ * together; a claim that starts nothing writes no bucket. See {@link startLagUpsert}.
  */
 export const fetchNextBatch = (
   s: string,
@@ -295,16 +348,21 @@ picked AS MATERIALIZED (
   ) c
   ORDER BY c.priority DESC, c.due, c.id COLLATE "C"
   LIMIT $6
+),
+claimed AS (
+  UPDATE ${s}.jobs_hot j
+  SET status = CASE WHEN p.rn <= $7 THEN 2 ELSE 1 END,
+      attempt_count = CASE WHEN p.rn <= $7 THEN j.attempt_count + 1 ELSE j.attempt_count END,
+      started_at_utc = CASE WHEN p.rn <= $7 THEN now() ELSE j.started_at_utc END,
+      heartbeat_utc = CASE WHEN p.rn <= $7 THEN now() ELSE j.heartbeat_utc END,
+      worker_id = $1, lease_id = $2, last_updated_utc = now()
+  FROM picked p
+  WHERE j.ctid = p.tid AND j.id = p.id AND j.status = 0
+  RETURNING j.*
+),
+bucket AS (${startLagUpsert(s, `(SELECT c.queue, ${START_LAG_MS('c')} AS lag_ms FROM claimed c WHERE c.status = 2)`)}
 )
-UPDATE ${s}.jobs_hot j
-SET status = CASE WHEN p.rn <= $7 THEN 2 ELSE 1 END,
-    attempt_count = CASE WHEN p.rn <= $7 THEN j.attempt_count + 1 ELSE j.attempt_count END,
-    started_at_utc = CASE WHEN p.rn <= $7 THEN now() ELSE j.started_at_utc END,
-    heartbeat_utc = CASE WHEN p.rn <= $7 THEN now() ELSE j.heartbeat_utc END,
-    worker_id = $1, lease_id = $2, last_updated_utc = now()
-FROM picked p
-WHERE j.ctid = p.tid AND j.id = p.id AND j.status = 0
-RETURNING j.*`;
+SELECT c.* FROM claimed c`;
 
 /**
  * Rows a claim with this lease already took: a retry after an ambiguous commit (connection lost
@@ -332,6 +390,8 @@ const OWNED = `j.id = l.id AND j.worker_id = l.worker_id AND j.lease_id = l.leas
  * started them, so they are a retry after an ambiguous commit (the first attempt committed, its
  * reply was lost). Without this the job would sit Processing, never run, until rescued as a zombie.
  * The second SELECT reads the statement's snapshot, taken before the UPDATE: no id comes twice.
+ * The rows started (not those returned again) are counted in the start bucket with their lag, in
+ * the same statement, as the claim does ({@link startLagUpsert}).
  */
 export const markAsProcessing = (s: string): string => `
 WITH started AS (
@@ -340,7 +400,9 @@ WITH started AS (
       heartbeat_utc = now(), last_updated_utc = now()
   FROM ${LEASES}
   WHERE ${OWNED} AND j.status = 1
-  RETURNING j.id
+  RETURNING j.id, j.queue, ${START_LAG_MS('j')} AS lag_ms
+),
+bucket AS (${startLagUpsert(s, 'started')}
 )
 SELECT id FROM started
 UNION ALL
@@ -363,8 +425,9 @@ RETURNING j.id, j.cancel_requested_utc IS NOT NULL AS cancel_requested`;
 
 /**
  * Fetched → Pending for owned rows; with $4 (delay ms, may be NULL) the row becomes due at
- * now() + $4 and `retried_total` grows by the rows released (an open circuit: no attempt spent).
- * Lock/isolation: READ COMMITTED, one statement; the counter upsert is one row per queue.
+ * now() + $4 and `retried_total` grows by the rows released (an open circuit: no attempt spent),
+ * as does the queue's retried bucket (outcome 3, reason 3 CircuitBreakerOpen).
+ * Lock/isolation: READ COMMITTED, one statement; the counter and bucket upserts are one row per queue.
  */
 export const release = (s: string): string => `
 WITH released AS (
@@ -382,6 +445,8 @@ counted AS (
   ON CONFLICT (queue) DO UPDATE
   SET retried_total = t.retried_total + EXCLUDED.retried_total,
       last_activity_utc = EXCLUDED.last_activity_utc
+),
+bucket AS (${bucketUpsert(s, 3, '3', '(SELECT queue, NULL::bigint AS duration_ms FROM released WHERE $4::float8 IS NOT NULL)')}
 )
 SELECT count(*)::int AS n FROM released`;
 
@@ -398,8 +463,9 @@ RETURNING id`;
 
 /**
  * Processing → Pending after a retryable failure, due at now() + $4 ms, with `last_error` $5, and
- * `retried_total + 1`. $1 id, $2 worker, $3 lease.
- * Lock/isolation: READ COMMITTED, one statement (row lock on the job, then the queue's counter row).
+ * `retried_total + 1` and the queue's retried bucket (outcome 3). $1 id, $2 worker, $3 lease.
+ * Lock/isolation: READ COMMITTED, one statement (row lock on the job, then the queue's counter row
+ * and bucket row).
  */
 export const rescheduleForRetry = (s: string): string => `
 WITH retried AS (
@@ -415,26 +481,10 @@ counted AS (
   ON CONFLICT (queue) DO UPDATE
   SET retried_total = t.retried_total + EXCLUDED.retried_total,
       last_activity_utc = EXCLUDED.last_activity_utc
+),
+bucket AS (${bucketUpsert(s, 3, '-1', '(SELECT queue, NULL::bigint AS duration_ms FROM retried)')}
 )
 SELECT count(*)::int AS n FROM retried`;
-
-/**
- * Metric-bucket upsert of one outcome; `source` yields (queue, duration_ms) per moved row. One row per
- * (second, queue, outcome, reason) and per statement (grouped first, so ON CONFLICT never meets a row
- * twice); concurrent movers serialise on that row only for this upsert.
- */
-const bucketUpsert = (s: string, outcome: number, reasonSql: string, source: string): string => `
-  INSERT INTO ${s}.metric_buckets AS b (
-    bucket_utc, queue, outcome, failure_reason,
-    completed_count, duration_count, total_duration_ms, max_duration_ms)
-  SELECT date_trunc('second', now()), queue, ${outcome}, ${reasonSql},
-         count(*), count(duration_ms), coalesce(sum(duration_ms), 0), coalesce(max(duration_ms), 0)
-  FROM ${source} AS o GROUP BY queue
-  ON CONFLICT (bucket_utc, queue, outcome, failure_reason) DO UPDATE
-  SET completed_count = b.completed_count + EXCLUDED.completed_count,
-      duration_count = b.duration_count + EXCLUDED.duration_count,
-      total_duration_ms = b.total_duration_ms + EXCLUDED.total_duration_ms,
-      max_duration_ms = greatest(b.max_duration_ms, EXCLUDED.max_duration_ms)`;
 
 /**
  * Atomic move Hot → Archive of owned rows (status 1 or 2). $1 ids, $2 worker ids, $3 lease ids,
@@ -683,7 +733,8 @@ const RESCUED = hotColumnsExcept('payload');
  * statement finds nothing and reports "not applied"); the outer-joined queue row and rules are only
  * read. The range `heartbeat_utc < now() − shortest timeout` bounds the scan of
  * `ix_jobs_hot_processing`. Both the failed and the retried counts go into ONE `stats_summary`
- * upsert: two CTEs must never update the same row in one statement.
+ * upsert: two CTEs must never update the same row in one statement. The two bucket upserts touch
+ * different rows (outcome 1 failed, outcome 3 retried, both with reason 2 Zombie).
  */
 export const archiveZombies = (s: string): string => `
 WITH rule (queue, type, retry) AS (
@@ -730,6 +781,8 @@ counted AS (
       last_activity_utc = EXCLUDED.last_activity_utc
 ),
 bucket AS (${bucketUpsert(s, 1, '2', '(SELECT queue, NULL::bigint AS duration_ms FROM src)')}
+),
+retried_bucket AS (${bucketUpsert(s, 3, '2', '(SELECT queue, NULL::bigint AS duration_ms FROM retried)')}
 )
 SELECT x.kind, ${cols(RESCUED, 'c')}
 FROM (SELECT 'dlq' AS kind, id FROM src UNION ALL SELECT 'retried', id FROM retried) x
@@ -893,7 +946,11 @@ export const getJobDlq = (s: string): string => `SELECT * FROM ${s}.jobs_dlq WHE
 const PILLAR_TABLE = { hot: 'jobs_hot', archive: 'jobs_archive', dlq: 'jobs_dlq' } as const;
 
 /** Date column the `from`/`to` filters of bulk DLQ actions and error families apply to. */
-const PILLAR_DATE = { archive: 'finished_at_utc', dlq: 'failed_at_utc' } as const;
+const PILLAR_DATE = {
+  hot: 'enqueued_at_utc',
+  archive: 'finished_at_utc',
+  dlq: 'failed_at_utc',
+} as const;
 
 /** Error text columns a search looks in: the DLQ error and the last retry error. */
 const ERROR_COLUMNS = {
@@ -929,7 +986,8 @@ function searchPredicate(
 }
 
 /**
- * Builds the WHERE clause of a bulk DLQ action, its preview or the error families, appending
+ * Builds the WHERE clause of a bulk DLQ action, its preview, the error families or `countExactly`
+ * (any pillar, with the filter of that pillar's list, without a cursor), appending
  * values to `params` (every value is a parameter; the hot-table status is a validated literal 0–2
  * so partial indexes apply). Tag: exact match inside the `,a,b,` string; search: see
  * {@link searchPredicate}. `alias` prefixes the columns.
@@ -952,12 +1010,11 @@ export function filterClause(
   if (filter.search !== undefined && filter.search !== '') {
     parts.push(searchPredicate(pillar, c, filter.search, params));
   }
-  if (pillar !== 'hot') {
-    const dateColumn = c(PILLAR_DATE[pillar]);
-    const history = filter as HistoryFilter;
-    if (history.from !== undefined) parts.push(`${dateColumn} >= ${p(history.from)}::timestamptz`);
-    if (history.to !== undefined) parts.push(`${dateColumn} < ${p(history.to)}::timestamptz`);
-  }
+  // The time range is on each list's sort key: enqueued (hot), finished (archive), failed (DLQ).
+  const dateColumn = c(PILLAR_DATE[pillar]);
+  const history = filter as HistoryFilter;
+  if (history.from !== undefined) parts.push(`${dateColumn} >= ${p(history.from)}::timestamptz`);
+  if (history.to !== undefined) parts.push(`${dateColumn} < ${p(history.to)}::timestamptz`);
   if (pillar === 'dlq') {
     if (filter.reason !== undefined)
       parts.push(`${c('failure_reason')} = ${p(filter.reason)}::smallint`);
@@ -1106,9 +1163,38 @@ export function previewDlqFilterCount(s: string, where: string): string {
 }
 
 /**
- * Lifetime counters summed over queues plus exact current counts per pillar (hot counts come from
- * the partial indexes). Exact counts of a very large archive are O(rows); telemetry that needs to
- * be cheap should use planner estimates (a later issue).
+ * The exact number of rows of one pillar matching `where` (`countExactly`). A plain `count(*)`:
+ * O(matching rows), for the operator who asks for it, never for a dashboard that polls.
+ */
+export function countExactly(s: string, pillar: 'hot' | 'archive' | 'dlq', where: string): string {
+  return `SELECT count(*)::bigint AS total FROM ${s}.${PILLAR_TABLE[pillar]} x WHERE ${where}`;
+}
+
+/**
+ * Rows a table retains, estimated without reading it, as the planner estimates a table's size
+ * (`table_block_relation_estimate_size`): the density of the last VACUUM or ANALYZE (`reltuples /
+ * relpages` of `pg_class`) times the table's current size in pages, so growth since then is
+ * counted. A table never vacuumed or analysed has `reltuples = -1` (and one analysed while empty
+ * has no density); then the statistics system's live-row count (`n_live_tup`, kept as rows are
+ * inserted and deleted, reported at the end of each transaction, up to a few seconds late) stands
+ * in. Either way an estimate; `countExactly` counts.
+ * @see https://www.postgresql.org/docs/15/catalog-pg-class.html
+ * @see https://www.postgresql.org/docs/15/monitoring-stats.html#MONITORING-PG-STAT-ALL-TABLES-VIEW
+ */
+const estimatedRows = (regclass: string): string => `(
+    SELECT CASE
+             WHEN c.relpages > 0 AND c.reltuples >= 0
+               THEN round(c.reltuples / c.relpages
+                          * (pg_relation_size(c.oid) / current_setting('block_size')::bigint))
+             ELSE pg_stat_get_live_tuples(c.oid)
+           END::bigint
+    FROM pg_class c WHERE c.oid = ${regclass}::regclass)`;
+
+/**
+ * Lifetime counters summed over queues, exact hot counts by status (through the partial indexes;
+ * the hot table is small by design), and ESTIMATED archive and DLQ row counts
+ * ({@link estimatedRows}): a dashboard polls this, and counting a history table of millions of
+ * rows on every poll is what it must not do. $1, $2: the archive's and the DLQ's qualified names.
  */
 export const getSummary = (s: string): string => `
 SELECT
@@ -1120,15 +1206,23 @@ SELECT
   (SELECT count(*) FROM ${s}.jobs_hot WHERE status = 0) AS pending,
   (SELECT count(*) FROM ${s}.jobs_hot WHERE status = 1) AS fetched,
   (SELECT count(*) FROM ${s}.jobs_hot WHERE status = 2) AS processing,
-  (SELECT count(*) FROM ${s}.jobs_archive) AS archived,
-  (SELECT count(*) FROM ${s}.jobs_dlq) AS dlq`;
+  coalesce(${estimatedRows('$1')}, 0) AS archived,
+  coalesce(${estimatedRows('$2')}, 0) AS dlq`;
 
-/** Per-queue counters, current counts by status and pillar, and controls. */
+/** The qualified names `getSummary` estimates, as its parameters $1 and $2. */
+export const getSummaryParams = (s: string): [string, string] => [
+  `${s}.jobs_archive`,
+  `${s}.jobs_dlq`,
+];
+
+/**
+ * Per-queue counters, hot counts by status, and controls. No archive or DLQ count: those were a
+ * `GROUP BY queue` over both history tables on every call.
+ */
 export const getQueueStats = (s: string): string => `
 SELECT q.name AS queue, q.is_paused, q.is_active, q.max_workers,
        coalesce(h.pending, 0) AS pending, coalesce(h.fetched, 0) AS fetched,
        coalesce(h.processing, 0) AS processing,
-       coalesce(a.n, 0) AS archived, coalesce(d.n, 0) AS dlq,
        coalesce(t.succeeded_total, 0) AS succeeded_total, coalesce(t.failed_total, 0) AS failed_total,
        coalesce(t.cancelled_total, 0) AS cancelled_total, coalesce(t.retried_total, 0) AS retried_total,
        coalesce(t.resurrected_total, 0) AS resurrected_total, t.last_activity_utc
@@ -1139,61 +1233,98 @@ LEFT JOIN (
          count(*) FILTER (WHERE status = 1) AS fetched,
          count(*) FILTER (WHERE status = 2) AS processing
   FROM ${s}.jobs_hot GROUP BY queue) h ON h.queue = q.name
-LEFT JOIN (SELECT queue, count(*) AS n FROM ${s}.jobs_archive GROUP BY queue) a ON a.queue = q.name
-LEFT JOIN (SELECT queue, count(*) AS n FROM ${s}.jobs_dlq GROUP BY queue) d ON d.queue = q.name
 ORDER BY q.name`;
 
 /**
- * Per-queue lag and saturation: due pending rows (through `ix_jobs_hot_pending`), their average
- * and longest wait since they became due, and the active count (through `ix_jobs_hot_active`).
+ * Per-queue lag and saturation. Live, from the hot table: the due pending rows of each queue, their
+ * average wait and the age of the oldest (the longest wait), read in one pass over the queue's
+ * range of an index led by the queue (`ix_jobs_hot_pending`, whose keys hold the due expression, or
+ * the active list's `ix_jobs_hot_queue_enqueued`: the planner's choice), and the active count
+ * (through `ix_jobs_hot_active`). From metric buckets: the start lag of the runs
+ * started in the current minute and the five before it (the start rows, outcome 4, through
+ * `ix_metric_buckets_queue`).
  */
 export const getQueueHealth = (s: string): string => `
 SELECT q.name AS queue, q.max_workers,
-       p.due_pending, p.avg_lag_ms, p.max_lag_ms, a.active
+       p.due_pending, p.avg_lag_ms, p.max_lag_ms, a.active,
+       l.lag_count, l.lag_sum_ms, l.lag_max_ms
 FROM ${s}.queues q
 CROSS JOIN LATERAL (
   SELECT count(*) AS due_pending,
          coalesce(avg(extract(epoch FROM now() - coalesce(j.scheduled_at_utc, j.enqueued_at_utc))) * 1000, 0) AS avg_lag_ms,
-         coalesce(max(extract(epoch FROM now() - coalesce(j.scheduled_at_utc, j.enqueued_at_utc))) * 1000, 0) AS max_lag_ms
+         coalesce(extract(epoch FROM now() - min(coalesce(j.scheduled_at_utc, j.enqueued_at_utc))) * 1000, 0) AS max_lag_ms
   FROM ${s}.jobs_hot j
   WHERE j.status = 0 AND j.queue = q.name
     AND coalesce(j.scheduled_at_utc, j.enqueued_at_utc) <= now()) p
 CROSS JOIN LATERAL (
   SELECT count(*) AS active FROM ${s}.jobs_hot j WHERE j.status IN (1, 2) AND j.queue = q.name) a
+CROSS JOIN LATERAL (
+  SELECT coalesce(sum(b.lag_count), 0) AS lag_count, coalesce(sum(b.lag_sum_ms), 0) AS lag_sum_ms,
+         coalesce(max(b.lag_max_ms), 0) AS lag_max_ms
+  FROM ${s}.metric_buckets b
+  WHERE b.queue = q.name AND b.outcome = 4
+    AND b.bucket_utc >= date_trunc('minute', now()) - interval '5 minutes') l
 ORDER BY q.name`;
 
-/** Completions over the last 1 and 5 minutes from metric buckets (PK range on bucket_utc); $1 queue or NULL. */
+/**
+ * Completions over the last minute and the last five from metric buckets (a range of the primary
+ * key on bucket_utc); $1 queue or NULL. Buckets are one minute wide, so a window is the current
+ * minute plus the whole minutes before it, and `span_*` is its length in seconds so far (60–120 s,
+ * 300–360 s): the rates divide by what the counts cover.
+ */
 export const getThroughput = (s: string): string => `
 SELECT
-  coalesce(sum(completed_count) FILTER (WHERE bucket_utc > now() - interval '1 minute'), 0) AS total_1m,
+  coalesce(sum(completed_count) FILTER (WHERE bucket_utc >= date_trunc('minute', now()) - interval '1 minute'), 0) AS total_1m,
   coalesce(sum(completed_count), 0) AS total_5m,
-  coalesce(sum(completed_count) FILTER (WHERE outcome = 0 AND bucket_utc > now() - interval '1 minute'), 0) AS succeeded_1m,
-  coalesce(sum(completed_count) FILTER (WHERE outcome = 1 AND bucket_utc > now() - interval '1 minute'), 0) AS failed_1m,
+  coalesce(sum(completed_count) FILTER (WHERE outcome = 0 AND bucket_utc >= date_trunc('minute', now()) - interval '1 minute'), 0) AS succeeded_1m,
+  coalesce(sum(completed_count) FILTER (WHERE outcome = 1 AND bucket_utc >= date_trunc('minute', now()) - interval '1 minute'), 0) AS failed_1m,
   coalesce(sum(completed_count) FILTER (WHERE outcome = 0), 0) AS succeeded_5m,
-  coalesce(sum(completed_count) FILTER (WHERE outcome = 1), 0) AS failed_5m
+  coalesce(sum(completed_count) FILTER (WHERE outcome = 1), 0) AS failed_5m,
+  extract(epoch FROM now() - (date_trunc('minute', now()) - interval '1 minute')) AS span_1m,
+  extract(epoch FROM now() - (date_trunc('minute', now()) - interval '5 minutes')) AS span_5m
 FROM ${s}.metric_buckets
-WHERE bucket_utc > now() - interval '5 minutes'
+WHERE bucket_utc >= date_trunc('minute', now()) - interval '5 minutes'
+  AND outcome IN (0, 1, 2)
   AND ($1::text IS NULL OR queue = $1::text)`;
 
-/** Rows of the DLQ scanned (newest first) when grouping error families: keeps the read bounded. */
-export const TOP_ERRORS_SCAN_LIMIT = 10_000;
+/**
+ * A throughput series: the metric buckets of [$2, $3) summed per step and outcome. $1 the start of
+ * the series in epoch ms, $2/$3 its start and end as timestamps, $4 the step in ms, $5 the queue
+ * (only with `queue`). A range of the primary key (bucket_utc first) or, for one queue, of
+ * `ix_metric_buckets_queue (queue, bucket_utc)`: a day at one-minute buckets is 1,440 rows per
+ * queue and outcome. Steps without buckets have no row (the caller fills them).
+ */
+export const getThroughputSeries = (s: string, queue: boolean): string => `
+SELECT ((extract(epoch FROM b.bucket_utc) * 1000)::bigint - $1::bigint) / $4::bigint AS slot,
+       b.outcome,
+       sum(b.completed_count) AS count, sum(b.duration_count) AS duration_count,
+       sum(b.total_duration_ms) AS total_duration_ms, sum(b.lag_count) AS lag_count,
+       sum(b.lag_sum_ms) AS lag_sum_ms, max(b.lag_max_ms) AS lag_max_ms
+FROM ${s}.metric_buckets b
+WHERE b.bucket_utc >= $2::timestamptz AND b.bucket_utc < $3::timestamptz${queue ? ' AND b.queue = $5::text' : ''}
+GROUP BY 1, 2`;
 
 /**
- * The most frequent error families (first line of `error_details`, at most 200 chars) among the
- * newest {@link TOP_ERRORS_SCAN_LIMIT} DLQ rows matching `where`; `limitParam` families.
+ * The window of `getTopDlqErrors`: the first line of the error (at most `ERROR_LINE_PREFIX`
+ * characters: the rest is never sent) of the newest `TOP_ERRORS_WINDOW_ROWS` DLQ rows matching
+ * `where` that failed within the last `windowParam` ms. A backward range scan of
+ * `ix_jobs_dlq_failed` (or of the queue's or the reason's index), stopped by the row bound, so it
+ * reads at most that many rows whatever the size of the DLQ. The families are grouped in
+ * `shared/error-family.ts`.
  */
-export const getTopDlqErrors = (s: string, where: string, limitParam: string): string => `
-SELECT e.error, count(*) AS count, max(e.failed_at_utc) AS last_failed_at_utc
-FROM (
-  SELECT left(rtrim(split_part(coalesce(x.error_details, ''), E'\\n', 1), E'\\r'), 200) AS error,
-         x.failed_at_utc
-  FROM ${s}.jobs_dlq x
-  WHERE ${where}
-  ORDER BY x.failed_at_utc DESC
-  LIMIT ${TOP_ERRORS_SCAN_LIMIT}) e
-GROUP BY e.error
-ORDER BY count(*) DESC, max(e.failed_at_utc) DESC, e.error
-LIMIT ${limitParam}`;
+export const getTopDlqErrors = (
+  s: string,
+  where: string,
+  windowParam: string,
+  rowsParam: string,
+  prefix: number,
+): string => `
+SELECT left(split_part(coalesce(x.error_details, ''), E'\\n', 1), ${Number(prefix)}) AS line,
+       x.failed_at_utc
+FROM ${s}.jobs_dlq x
+WHERE ${where} AND x.failed_at_utc >= now() - ${windowParam}::float8 ${MS}
+ORDER BY x.failed_at_utc DESC
+LIMIT ${rowsParam}`;
 
 /** Sample ids (in the order bulk actions take them: oldest failure first) for a preview. */
 export const previewDlqFilterSample = (s: string, where: string, limitParam: string): string => `

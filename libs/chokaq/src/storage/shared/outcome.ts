@@ -1,8 +1,18 @@
 export { dlqStatusFor } from '../../common/dlq-status';
 
-/** Metric-bucket outcome codes: 0 succeeded, 1 failed, 2 cancelled (cancellations are not failures). */
+/**
+ * Metric-bucket outcome codes. 0 succeeded, 1 failed, 2 cancelled (cancellations are not
+ * failures): the runs that ended, with their durations. 3 retried: a run that goes back to
+ * Pending (a retryable failure, an open-circuit release, a retried zombie). 4 started: runs
+ * started by a claim or by `markAsProcessing`, with their start lag (`lag_*` columns).
+ */
 export enum Outcome {
   Succeeded = 0,
   Failed = 1,
   Cancelled = 2,
+  Retried = 3,
+  Started = 4,
 }
+
+/** `failure_reason` of a bucket row whose outcome has no reason (success, start, error retry). */
+export const NO_REASON = -1;

@@ -10,21 +10,26 @@ import {
   QueueHealth,
   QueueStats,
   SummaryStats,
+  ThroughputPoint,
   ThroughputStats,
 } from '../../interfaces/job-view.interface';
 import type { WorkerInfo } from '../../interfaces/worker.interface';
-import { PREVIEW_SAMPLE } from '../../validation/limits';
+import {
+  PREVIEW_SAMPLE,
+  TOP_ERRORS_WINDOW_MS,
+  TOP_ERRORS_WINDOW_ROWS,
+} from '../../validation/limits';
 import type { CheckedWorkerQuery } from '../../validation/validate-args';
+import type { CheckedCountQuery, CheckedSeriesQuery } from '../../validation/validate-reads';
 import { DialectJobQueries } from '../dialect-job-storage';
+import { ERROR_LINE_PREFIX, topErrorFamilies } from '../shared/error-family';
 import { Outcome } from '../shared/outcome';
 import type { ListRequest } from '../../validation/validate-list';
 import { toListPage } from '../shared/page';
 import { mapJobView, mapWorkerRow, toDate } from '../shared/row-mapper';
+import { startLagOf, throughputSeries } from '../shared/throughput-series';
 import { SqliteConnection } from './sqlite.connection';
 import * as SQL from './sqlite.sql';
-
-/** DLQ rows scanned (most recent first) by getTopDlqErrors. */
-const TOP_ERRORS_SCAN = 10_000;
 
 /**
  * The read half of the SQLite dialect ({@link JobQueries}): one job, lists, stats, health,
@@ -82,12 +87,21 @@ export class SqliteJobQueries implements DialectJobQueries {
     return toListPage(request, rows);
   }
 
-  /** @inheritdoc */
+  /**
+   * Counters, hot counts and the archive's and the DLQ's row counts, all exact: the row counts are
+   * kept by triggers with every insert and delete (schema version 2), so this reads rows, never a
+   * count of the history tables.
+   */
   async getSummary(): Promise<SummaryStats> {
     return this.db.read('getSummary', () => {
       const c = this.db.get(this.sql.getSummary)!;
       const byStatus = new Map(
         this.db.all(this.sql.getSummaryHot).map((r) => [Number(r.status), Number(r.n)]),
+      );
+      const retained = new Map(
+        this.db
+          .all(this.sql.getSummaryRetained)
+          .map((r) => [String(r.pillar), Number(r.row_count)]),
       );
       return {
         succeededTotal: Number(c.succeeded_total),
@@ -98,8 +112,9 @@ export class SqliteJobQueries implements DialectJobQueries {
         pending: byStatus.get(0) ?? 0,
         fetched: byStatus.get(1) ?? 0,
         processing: byStatus.get(2) ?? 0,
-        archived: Number(this.db.get(this.sql.getSummaryArchive)!.n),
-        dlq: Number(this.db.get(this.sql.getSummaryDlq)!.n),
+        archived: retained.get('archive') ?? 0,
+        dlq: retained.get('dlq') ?? 0,
+        estimated: { archived: false, dlq: false },
       };
     });
   }
@@ -110,10 +125,6 @@ export class SqliteJobQueries implements DialectJobQueries {
       const hot = new Map<string, number>();
       for (const r of this.db.all(this.sql.getQueueStatsHot))
         hot.set(`${r.status}:${r.queue}`, Number(r.n));
-      const countsOf = (sql: string) =>
-        new Map(this.db.all(sql).map((r) => [String(r.queue), Number(r.n)]));
-      const archived = countsOf(this.sql.getQueueStatsArchive);
-      const dead = countsOf(this.sql.getQueueStatsDlq);
       return this.db.all(this.sql.getQueueStats).map((r) => {
         const queue = String(r.queue);
         return {
@@ -121,8 +132,6 @@ export class SqliteJobQueries implements DialectJobQueries {
           pending: hot.get(`0:${queue}`) ?? 0,
           fetched: hot.get(`1:${queue}`) ?? 0,
           processing: hot.get(`2:${queue}`) ?? 0,
-          archived: archived.get(queue) ?? 0,
-          dlq: dead.get(queue) ?? 0,
           succeededTotal: Number(r.succeeded_total ?? 0),
           failedTotal: Number(r.failed_total ?? 0),
           cancelledTotal: Number(r.cancelled_total ?? 0),
@@ -155,21 +164,23 @@ export class SqliteJobQueries implements DialectJobQueries {
         active,
         maxWorkers,
         saturation: maxWorkers === null ? null : maxWorkers > 0 ? active / maxWorkers : 1,
+        startLag: startLagOf(Number(r.lag_count), Number(r.lag_sum_ms), Number(r.lag_max_ms)),
       };
     });
   }
 
   /** @inheritdoc */
   async getThroughput(queue?: string): Promise<ThroughputStats> {
-    const rows = await this.db.read('getThroughput', () =>
+    const [rows, spans] = await this.db.read('getThroughput', () => [
       this.db.all(this.sql.getThroughput, { queue: queue ?? null }),
-    );
+      this.db.get(this.sql.getThroughputSpans)!,
+    ]);
     const by = (outcome: Outcome, key: 'n1m' | 'n5m') =>
       Number(rows.find((r) => Number(r.outcome) === outcome)?.[key] ?? 0);
     const sum = (key: 'n1m' | 'n5m') => rows.reduce((acc, r) => acc + Number(r[key]), 0);
     return {
-      perSecond1m: sum('n1m') / 60,
-      perSecond5m: sum('n5m') / 300,
+      perSecond1m: sum('n1m') / (Number(spans.span_1m_ms) / 1_000),
+      perSecond5m: sum('n5m') / (Number(spans.span_5m_ms) / 1_000),
       succeeded1m: by(Outcome.Succeeded, 'n1m'),
       failed1m: by(Outcome.Failed, 'n1m'),
       succeeded5m: by(Outcome.Succeeded, 'n5m'),
@@ -177,21 +188,60 @@ export class SqliteJobQueries implements DialectJobQueries {
     };
   }
 
+  /** @inheritdoc */
+  async getThroughputSeries(query: Checked<CheckedSeriesQuery>): Promise<ThroughputPoint[]> {
+    const params = {
+      from: query.from.getTime(),
+      to: query.to.getTime(),
+      step: query.stepMs,
+      ...(query.queue === null ? {} : { queue: query.queue }),
+    };
+    const sql =
+      query.queue === null ? this.sql.getThroughputSeries : this.sql.getThroughputSeriesQueue;
+    const rows = await this.db.read('getThroughputSeries', () => this.db.all(sql, params));
+    return throughputSeries(
+      query,
+      rows.map((r) => ({
+        slot: Number(r.slot),
+        outcome: Number(r.outcome),
+        count: Number(r.count),
+        durationCount: Number(r.duration_count),
+        totalDurationMs: Number(r.total_duration_ms),
+        lagCount: Number(r.lag_count),
+        lagSumMs: Number(r.lag_sum_ms),
+        lagMaxMs: Number(r.lag_max_ms),
+      })),
+    );
+  }
+
   /**
-   * Error families of the DLQ: the first line of `error_details` (≤ 200 chars), counted over the
-   * most recent 10,000 matching rows so the read stays bounded.
+   * Error families of the DLQ over a bounded window (the newest 10,000 matching rows of the last
+   * 24 hours), grouped in `shared/error-family.ts`.
    */
   async getTopDlqErrors(max: number, filter: Checked<DlqFilter>): Promise<DlqErrorFamily[]> {
     const where = SQL.dlqWhere(filter);
     const sql = SQL.getTopDlqErrors(this.sql.tables.dlq, where);
     const rows = await this.db.read('getTopDlqErrors', () =>
-      this.db.all(sql, { ...where.params, limit: max, scan: TOP_ERRORS_SCAN }),
+      this.db.all(sql, {
+        ...where.params,
+        prefix: ERROR_LINE_PREFIX,
+        window: TOP_ERRORS_WINDOW_MS,
+        rows: TOP_ERRORS_WINDOW_ROWS,
+      }),
     );
-    return rows.map((r) => ({
-      error: String(r.error),
-      count: Number(r.n),
-      lastFailedAtUtc: toDate(r.last_failed_at_utc)!,
-    }));
+    return topErrorFamilies(
+      rows.map((r) => ({ line: String(r.line ?? ''), failedAtUtc: toDate(r.failed_at_utc)! })),
+      max,
+    );
+  }
+
+  /** @inheritdoc */
+  async countExactly(query: Checked<CheckedCountQuery>): Promise<number> {
+    const table = this.sql.tables[query.pillar];
+    const where = SQL.countWhere(query.pillar, query.filter);
+    const sql = SQL.countExactly(table, where);
+    const row = await this.db.read('countExactly', () => this.db.get(sql, where.params));
+    return Number(row?.n ?? 0);
   }
 
   /** What a bulk DLQ action would touch; `sampleIds` are the first ids it would take (oldest failure first). */

@@ -27,9 +27,16 @@ import {
 } from '../../validation/validate-args';
 import { ValidatedEdits, ValidatedJob } from '../../validation/validate-job';
 import { DialectJobStore, ZombieSweep } from '../dialect-job-storage';
-import { Outcome, dlqStatusFor } from '../shared/outcome';
+import { NO_REASON, Outcome, dlqStatusFor } from '../shared/outcome';
 import { mapHotRow, mapQueueRow, toDate } from '../shared/row-mapper';
-import { BucketDelta, CounterDelta, bucketsOf, countersByQueue } from './sqlite-counters';
+import {
+  BucketDelta,
+  CounterDelta,
+  bucketsOf,
+  claimedStartLag,
+  countersByQueue,
+  startBucketsOf,
+} from './sqlite-counters';
 import { yieldToEventLoop } from './sqlite-mutex';
 import { Params, Row, SqliteConnection } from './sqlite.connection';
 import { SQLITE_MIGRATIONS, schemaMigrationsDdl } from './sqlite.schema';
@@ -270,8 +277,18 @@ export class SqliteJobStore implements DialectJobStore {
             leaseId,
           },
         ];
-    // A claim commits without waiting for fsync (see SqliteConnection.writeUnsynced).
-    const rows = await this.db.writeUnsynced('fetchNextBatch', () => this.db.all(sql, params));
+    // A claim commits without waiting for fsync (see SqliteConnection.writeUnsynced). The rows it
+    // started are counted in the start bucket, with their lag, in the same transaction.
+    const rows = await this.db.writeUnsynced('fetchNextBatch', () => {
+      const claimed = this.db.all(sql, params);
+      const started = claimed.filter((r) => Number(r.status) === 2);
+      if (started.length > 0) {
+        this.addBuckets(
+          startBucketsOf(started.map((r) => ({ queue: r.queue, lag_ms: claimedStartLag(r) }))),
+        );
+      }
+      return claimed;
+    });
     // RETURNING has no order: hand the rows back in claim order.
     return rows.map(mapHotRow).sort(claimOrder);
   }
@@ -279,11 +296,14 @@ export class SqliteJobStore implements DialectJobStore {
   /** @inheritdoc */
   async markAsProcessing(leases: readonly Checked<JobLease>[]): Promise<string[]> {
     const json = leasesJson(leases);
-    const rows = await this.db.write('markAsProcessing', () => [
+    const rows = await this.db.write('markAsProcessing', () => {
       // A retry after an ambiguous commit: already started under this lease, by this caller.
-      ...this.db.all(this.sql.markAsProcessingStarted, { leases: json }),
-      ...this.db.all(this.sql.markAsProcessing, { leases: json }),
-    ]);
+      const again = this.db.all(this.sql.markAsProcessingStarted, { leases: json });
+      const started = this.db.all(this.sql.markAsProcessing, { leases: json });
+      // Only the rows started now count as starts, with their lag, in this transaction.
+      if (started.length > 0) this.addBuckets(startBucketsOf(started));
+      return [...again, ...started];
+    });
     return rows.map((r) => String(r.id));
   }
 
@@ -308,7 +328,10 @@ export class SqliteJobStore implements DialectJobStore {
     return this.db.write('release', () => {
       const rows = this.db.all(this.sql.release, { leases: json, delayMs: delay });
       // A delayed release is a retry that spends no attempt (open circuit): count it.
-      if (delay !== null && rows.length > 0) this.addCounters(countersByQueue(rows, 'retried'));
+      if (delay !== null && rows.length > 0) {
+        this.addCounters(countersByQueue(rows, 'retried'));
+        this.addBuckets(bucketsOf(rows, Outcome.Retried, FailureReason.CircuitBreakerOpen));
+      }
       return rows.length;
     });
   }
@@ -345,7 +368,10 @@ export class SqliteJobStore implements DialectJobStore {
     };
     return this.db.write('rescheduleForRetry', () => {
       const rows = this.db.all(this.sql.rescheduleForRetry, params);
-      if (rows.length > 0) this.addCounters(countersByQueue(rows, 'retried'));
+      if (rows.length > 0) {
+        this.addCounters(countersByQueue(rows, 'retried'));
+        this.addBuckets(bucketsOf(rows, Outcome.Retried, NO_REASON));
+      }
       return rows.length;
     });
   }
@@ -375,7 +401,7 @@ export class SqliteJobStore implements DialectJobStore {
         throw new Error(`BUG: archived ${moved.length} row(s) but deleted ${deleted.length}`);
       }
       this.addCounters(countersByQueue(moved, 'succeeded'));
-      this.addBuckets(bucketsOf(moved, Outcome.Succeeded, -1));
+      this.addBuckets(bucketsOf(moved, Outcome.Succeeded, NO_REASON));
       return deleted.map((r) => ({ id: String(r.id), leaseId: String(r.lease_id) }));
     });
   }
@@ -534,6 +560,7 @@ export class SqliteJobStore implements DialectJobStore {
           ids: JSON.stringify(retry.map((r) => r.id)),
         });
         this.addCounters(countersByQueue(retried, 'retried'));
+        this.addBuckets(bucketsOf(retried, Outcome.Retried, FailureReason.Zombie));
       }
       if (dead.length > 0) {
         const moved = this.db.all(this.sql.archiveZombiesDelete, {

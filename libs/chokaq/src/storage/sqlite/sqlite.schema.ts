@@ -2,7 +2,8 @@ import { SQLITE_NOW_MS } from './sqlite.sql';
 
 /**
  * SQLite DDL of ChokaQ (SPEC §2): tables `{prefix}jobs_hot`, `jobs_archive`, `jobs_dlq`,
- * `stats_summary`, `metric_buckets`, `queues`, `recurring_jobs`, `schema_migrations`.
+ * `stats_summary`, `metric_buckets`, `queues`, `recurring_jobs`, `schema_migrations`, and
+ * `row_counts` (version 5: the archive's and the DLQ's row counts, kept by triggers).
  *
  * Conventions: ids are TEXT (UUIDv7 strings, so inserts land at the end of the primary key); payloads
  * are TEXT (the queue never looks inside); times are INTEGER epoch milliseconds from the database
@@ -272,8 +273,90 @@ const V4: SqliteMigration = {
   ],
 };
 
+/** The columns of `metric_buckets` that version 5 keeps when it rebuilds the table. */
+const BUCKET_COLUMNS_BEFORE_V5 = [
+  'bucket_utc',
+  'queue',
+  'outcome',
+  'failure_reason',
+  'completed_count',
+  'duration_count',
+  'total_duration_ms',
+  'max_duration_ms',
+].join(', ');
+
+/**
+ * Version 5: what the dashboard reads need.
+ *
+ * - `row_counts`: the rows the archive and the DLQ retain, kept exact by triggers that fire on
+ *   every insert and delete of those tables, in the transaction that makes the change. So
+ *   `getSummary` reads two rows instead of counting two tables that grow to millions of rows, and
+ *   the count cannot drift: every writer is counted, whatever it is (each move, purge and
+ *   retention batch of this code, a worker of version 4 still running during an upgrade, a DBA's
+ *   manual DELETE). It costs one primary-key UPDATE per row moved, in the same write transaction
+ *   (SQLite has a single writer, so the row is never contended). Initialised here from one count
+ *   of each table, under the migration's write lock.
+ * - `metric_buckets` also counts retries (outcome 3) and starts (outcome 4), the starts with their
+ *   start lag (`lag_count`, `lag_sum_ms`, `lag_max_ms`), and buckets become one minute wide (a
+ *   property of the statements; per-second rows written before stay valid). The outcome CHECK of
+ *   version 1 allows 0–2 only and SQLite cannot alter a CHECK, so the table is rebuilt, as SQLite
+ *   documents for such changes (https://www.sqlite.org/lang_altertable.html#otheralter): create
+ *   the new table, copy the rows, drop the old one, rename. Buckets are few (retention), so the
+ *   copy is short.
+ * - An index on `metric_buckets (queue, bucket_utc)` for one queue's series and start lag.
+ */
+const V5: SqliteMigration = {
+  version: 5,
+  description:
+    'Exact archive and DLQ row counts; metric buckets count retries and starts with their start lag',
+  statements: (p) => [
+    `CREATE TABLE IF NOT EXISTS ${p}row_counts (
+      pillar    TEXT    NOT NULL PRIMARY KEY CHECK (pillar IN ('archive', 'dlq')),
+      row_count INTEGER NOT NULL
+    ) STRICT`,
+    `INSERT INTO ${p}row_counts (pillar, row_count)
+      SELECT 'archive', COUNT(*) FROM ${p}jobs_archive WHERE true
+      ON CONFLICT (pillar) DO UPDATE SET row_count = excluded.row_count`,
+    `INSERT INTO ${p}row_counts (pillar, row_count)
+      SELECT 'dlq', COUNT(*) FROM ${p}jobs_dlq WHERE true
+      ON CONFLICT (pillar) DO UPDATE SET row_count = excluded.row_count`,
+    ...(['archive', 'dlq'] as const).flatMap((pillar) => [
+      `CREATE TRIGGER IF NOT EXISTS ${p}jobs_${pillar}_counted_insert AFTER INSERT ON ${p}jobs_${pillar}
+      BEGIN
+        UPDATE ${p}row_counts SET row_count = row_count + 1 WHERE pillar = '${pillar}';
+      END`,
+      `CREATE TRIGGER IF NOT EXISTS ${p}jobs_${pillar}_counted_delete AFTER DELETE ON ${p}jobs_${pillar}
+      BEGIN
+        UPDATE ${p}row_counts SET row_count = row_count - 1 WHERE pillar = '${pillar}';
+      END`,
+    ]),
+
+    `DROP TABLE IF EXISTS ${p}metric_buckets_next`,
+    `CREATE TABLE ${p}metric_buckets_next (
+      bucket_utc        INTEGER NOT NULL,
+      queue             TEXT    NOT NULL,
+      outcome           INTEGER NOT NULL CHECK (outcome IN (0, 1, 2, 3, 4)),
+      failure_reason    INTEGER NOT NULL DEFAULT -1,
+      completed_count   INTEGER NOT NULL DEFAULT 0,
+      duration_count    INTEGER NOT NULL DEFAULT 0,
+      total_duration_ms INTEGER NOT NULL DEFAULT 0,
+      max_duration_ms   INTEGER NOT NULL DEFAULT 0,
+      lag_count         INTEGER NOT NULL DEFAULT 0,
+      lag_sum_ms        INTEGER NOT NULL DEFAULT 0,
+      lag_max_ms        INTEGER NOT NULL DEFAULT 0,
+      PRIMARY KEY (bucket_utc, queue, outcome, failure_reason)
+    ) STRICT`,
+    `INSERT INTO ${p}metric_buckets_next (${BUCKET_COLUMNS_BEFORE_V5})
+      SELECT ${BUCKET_COLUMNS_BEFORE_V5} FROM ${p}metric_buckets`,
+    `DROP TABLE ${p}metric_buckets`,
+    `ALTER TABLE ${p}metric_buckets_next RENAME TO ${p}metric_buckets`,
+    // Serves a throughput series of one queue and the start lag of queue health.
+    `CREATE INDEX IF NOT EXISTS ${p}metric_buckets_queue_ix ON ${p}metric_buckets (queue, bucket_utc)`,
+  ],
+};
+
 /** Every migration, oldest first. Append new versions; never edit a released one. */
-export const SQLITE_MIGRATIONS: readonly SqliteMigration[] = [V1, V2, V3, V4];
+export const SQLITE_MIGRATIONS: readonly SqliteMigration[] = [V1, V2, V3, V4, V5];
 
 /** The ledger table; created before any migration runs so its own existence is not a migration. */
 export function schemaMigrationsDdl(prefix: string): string {

@@ -5,6 +5,7 @@ import {
   Pillar,
 } from '../../interfaces/job-view.interface';
 import type { ListRequest } from '../../validation/validate-list';
+import { METRIC_BUCKET_MS } from '../../validation/limits';
 import { HOT_COLUMNS, hotColumnsExcept } from '../shared/columns';
 import { escapeLike } from '../shared/escape-like';
 import { ERROR_PREFIX_CHARS, LIST_SORT_KEY } from '../shared/page';
@@ -38,8 +39,8 @@ import { ERROR_PREFIX_CHARS, LIST_SORT_KEY } from '../shared/page';
  */
 export const SQLITE_NOW_MS = "CAST(ROUND(unixepoch('subsec') * 1000) AS INTEGER)";
 
-/** The current 1-second metric bucket: epoch ms floored to the second. */
-const BUCKET_NOW = `((${SQLITE_NOW_MS} / 1000) * 1000)`;
+/** The current metric bucket: epoch ms floored to the minute (`METRIC_BUCKET_MS`). */
+const BUCKET_NOW = `((${SQLITE_NOW_MS} / ${METRIC_BUCKET_MS}) * ${METRIC_BUCKET_MS})`;
 
 /** `{id, workerId, leaseId}` leases from `@leases` (a JSON array) as a relation. */
 const LEASE_CTE = `lease(id, worker_id, lease_id) AS (
@@ -94,6 +95,7 @@ export function sqliteTables(p: string) {
     recurring: `${p}recurring_jobs`,
     migrations: `${p}schema_migrations`,
     workers: `${p}workers`,
+    rowCounts: `${p}row_counts`,
   };
 }
 
@@ -276,13 +278,18 @@ export function jobStoreStatements(p: string) {
     markAsProcessingStarted: `WITH ${LEASE_CTE}
       SELECT id FROM ${hot} WHERE status = 2 AND ${OWNED}`,
 
-    /** Fetched → Processing; the last stale-prefetch guard (lease matches AND status = 1). */
+    /**
+     * Fetched → Processing; the last stale-prefetch guard (lease matches AND status = 1). Returns
+     * each started row's queue and start lag (from due to now, ms), which the same transaction
+     * adds to the start bucket ({@link addBuckets}).
+     */
     markAsProcessing: `WITH ${LEASE_CTE}
       UPDATE ${hot}
       SET status = 2, attempt_count = attempt_count + 1, started_at_utc = ${SQLITE_NOW_MS},
           heartbeat_utc = ${SQLITE_NOW_MS}, last_updated_utc = ${SQLITE_NOW_MS}
       WHERE status = 1 AND ${OWNED}
-      RETURNING id`,
+      RETURNING id, queue,
+        MAX(0, started_at_utc - COALESCE(scheduled_at_utc, enqueued_at_utc)) AS lag_ms`,
 
     /** One statement per process: heartbeat for Processing rows, LastUpdatedUtc for Fetched rows. */
     keepAlive: `WITH ${LEASE_CTE}
@@ -375,8 +382,9 @@ export function jobStoreStatements(p: string) {
       RETURNING id`,
 
     // ------------------------------------------------------------------ counters and buckets
-    // Shared last steps of every operation that counts (a delayed release, rescheduleForRetry, the
-    // moves, the resurrects, archiveZombies), inside that operation's transaction.
+    // Shared last steps of every operation that counts (the starts of a claim and of
+    // markAsProcessing, a delayed release, rescheduleForRetry, the moves, the resurrects,
+    // archiveZombies), inside that operation's transaction.
 
     /**
      * Lifetime counters: one row per queue per batch (`@deltas` is already grouped by queue), so a
@@ -395,18 +403,25 @@ export function jobStoreStatements(p: string) {
         resurrected_total = resurrected_total + excluded.resurrected_total,
         last_activity_utc = excluded.last_activity_utc`,
 
-    /** Metric buckets of the current second; `@buckets` is grouped by (queue, outcome, reason). */
+    /**
+     * Metric buckets of the current minute; `@buckets` is grouped by (queue, outcome, reason). The
+     * start rows (outcome 4) carry the start lag, the others zeros there.
+     */
     addBuckets: `INSERT INTO ${buckets} (bucket_utc, queue, outcome, failure_reason, completed_count,
-        duration_count, total_duration_ms, max_duration_ms)
+        duration_count, total_duration_ms, max_duration_ms, lag_count, lag_sum_ms, lag_max_ms)
       SELECT ${BUCKET_NOW}, value ->> 'queue', value ->> 'outcome', value ->> 'failure_reason',
         value ->> 'completed', value ->> 'duration_count', value ->> 'total_duration_ms',
-        value ->> 'max_duration_ms'
+        value ->> 'max_duration_ms', value ->> 'lag_count', value ->> 'lag_sum_ms',
+        value ->> 'lag_max_ms'
       FROM json_each(@buckets) WHERE true
       ON CONFLICT (bucket_utc, queue, outcome, failure_reason) DO UPDATE SET
         completed_count = completed_count + excluded.completed_count,
         duration_count = duration_count + excluded.duration_count,
         total_duration_ms = total_duration_ms + excluded.total_duration_ms,
-        max_duration_ms = MAX(max_duration_ms, excluded.max_duration_ms)`,
+        max_duration_ms = MAX(max_duration_ms, excluded.max_duration_ms),
+        lag_count = lag_count + excluded.lag_count,
+        lag_sum_ms = lag_sum_ms + excluded.lag_sum_ms,
+        lag_max_ms = MAX(lag_max_ms, excluded.lag_max_ms)`,
 
     // ------------------------------------------------------------------ DLQ → hot
 
@@ -604,7 +619,7 @@ export type JobStoreStatements = ReturnType<typeof jobStoreStatements>;
 /** The fixed statements of the reads (`JobQueries`), in the order of the interface, for one prefix. */
 export function jobQueriesStatements(p: string) {
   const tables = sqliteTables(p);
-  const { hot, archive, dlq, stats, buckets, queues, workers } = tables;
+  const { hot, archive, dlq, stats, buckets, queues, workers, rowCounts } = tables;
   return {
     tables,
 
@@ -613,7 +628,12 @@ export function jobQueriesStatements(p: string) {
     getJobArchive: `SELECT * FROM ${archive} WHERE id = @id`,
     getJobDlq: `SELECT * FROM ${dlq} WHERE id = @id`,
 
-    /** getSummary: lifetime counters summed over queues, then the row counts per pillar. */
+    /**
+     * getSummary: lifetime counters summed over queues, then the hot counts by status (the hot
+     * table is small by design), then the archive's and the DLQ's row counts, which the triggers
+     * of schema version 2 keep exact with every insert and delete (`row_counts`): two rows read,
+     * never a count of the history tables.
+     */
     getSummary: `SELECT COALESCE(SUM(succeeded_total), 0) AS succeeded_total,
         COALESCE(SUM(failed_total), 0) AS failed_total,
         COALESCE(SUM(cancelled_total), 0) AS cancelled_total,
@@ -621,12 +641,11 @@ export function jobQueriesStatements(p: string) {
         COALESCE(SUM(resurrected_total), 0) AS resurrected_total
       FROM ${stats}`,
     getSummaryHot: `SELECT status, COUNT(*) AS n FROM ${hot} GROUP BY status`,
-    getSummaryArchive: `SELECT COUNT(*) AS n FROM ${archive}`,
-    getSummaryDlq: `SELECT COUNT(*) AS n FROM ${dlq}`,
+    getSummaryRetained: `SELECT pillar, row_count FROM ${rowCounts}`,
 
     /**
      * getQueueStats: every queue known to `Queues` or `StatsSummary`, with its counters and
-     * controls; then the row counts per queue of each pillar.
+     * controls; then the hot counts per queue and status. No archive or DLQ count per queue.
      */
     getQueueStats: `WITH names(queue) AS (SELECT name FROM ${queues} UNION SELECT queue FROM ${stats})
       SELECT n.queue, s.succeeded_total, s.failed_total, s.cancelled_total, s.retried_total,
@@ -636,40 +655,61 @@ export function jobQueriesStatements(p: string) {
       LEFT JOIN ${queues} q ON q.name = n.queue
       ORDER BY n.queue`,
     getQueueStatsHot: `SELECT queue, status, COUNT(*) AS n FROM ${hot} GROUP BY queue, status`,
-    getQueueStatsArchive: `SELECT queue, COUNT(*) AS n FROM ${archive} GROUP BY queue`,
-    getQueueStatsDlq: `SELECT queue, COUNT(*) AS n FROM ${dlq} GROUP BY queue`,
 
     /**
-     * getQueueHealth: lag of due Pending rows from COALESCE(ScheduledAtUtc, EnqueuedAtUtc), and
-     * active counts.
+     * getQueueHealth: due Pending rows, their average wait and the age of the oldest, from
+     * `COALESCE(scheduled_at_utc, enqueued_at_utc)`, the pending index's own expression (so the
+     * pending index can serve the due test); active counts; and the start lag of the current
+     * minute bucket and the five before it (start rows, outcome 4).
      */
     getQueueHealth: `WITH names(queue) AS (SELECT name FROM ${queues} UNION SELECT DISTINCT queue FROM ${hot}),
       due AS (
         SELECT queue, COUNT(*) AS due_pending,
           AVG(${SQLITE_NOW_MS} - COALESCE(scheduled_at_utc, enqueued_at_utc)) AS avg_lag_ms,
-          MAX(${SQLITE_NOW_MS} - COALESCE(scheduled_at_utc, enqueued_at_utc)) AS max_lag_ms
+          ${SQLITE_NOW_MS} - MIN(COALESCE(scheduled_at_utc, enqueued_at_utc)) AS max_lag_ms
         FROM ${hot}
-        WHERE status = 0 AND (scheduled_at_utc IS NULL OR scheduled_at_utc <= ${SQLITE_NOW_MS})
+        WHERE status = 0 AND COALESCE(scheduled_at_utc, enqueued_at_utc) <= ${SQLITE_NOW_MS}
         GROUP BY queue),
-      active AS (SELECT queue, COUNT(*) AS n FROM ${hot} WHERE status IN (1, 2) GROUP BY queue)
+      active AS (SELECT queue, COUNT(*) AS n FROM ${hot} WHERE status IN (1, 2) GROUP BY queue),
+      lag AS (
+        SELECT queue, SUM(lag_count) AS lag_count, SUM(lag_sum_ms) AS lag_sum_ms,
+          MAX(lag_max_ms) AS lag_max_ms
+        FROM ${buckets}
+        WHERE outcome = 4 AND bucket_utc >= ${BUCKET_NOW} - ${5 * METRIC_BUCKET_MS}
+        GROUP BY queue)
       SELECT n.queue, COALESCE(d.due_pending, 0) AS due_pending, COALESCE(d.avg_lag_ms, 0) AS avg_lag_ms,
-        COALESCE(d.max_lag_ms, 0) AS max_lag_ms, COALESCE(a.n, 0) AS active, q.max_workers
+        COALESCE(d.max_lag_ms, 0) AS max_lag_ms, COALESCE(a.n, 0) AS active, q.max_workers,
+        COALESCE(l.lag_count, 0) AS lag_count, COALESCE(l.lag_sum_ms, 0) AS lag_sum_ms,
+        COALESCE(l.lag_max_ms, 0) AS lag_max_ms
       FROM names n
       LEFT JOIN due d ON d.queue = n.queue
       LEFT JOIN active a ON a.queue = n.queue
+      LEFT JOIN lag l ON l.queue = n.queue
       LEFT JOIN ${queues} q ON q.name = n.queue
       ORDER BY n.queue`,
 
     /**
-     * getThroughput: completions by outcome over the last 60 s and 300 s (NULL `@queue` = all
-     * queues).
+     * getThroughput: completions by outcome over the current minute and the previous one, and over
+     * the current minute and the five before it (NULL `@queue` = all queues).
      */
     getThroughput: `SELECT outcome,
-        COALESCE(SUM(CASE WHEN bucket_utc >= ${BUCKET_NOW} - 59000 THEN completed_count END), 0) AS n1m,
+        COALESCE(SUM(CASE WHEN bucket_utc >= ${BUCKET_NOW} - ${METRIC_BUCKET_MS} THEN completed_count END), 0) AS n1m,
         COALESCE(SUM(completed_count), 0) AS n5m
       FROM ${buckets}
-      WHERE bucket_utc >= ${BUCKET_NOW} - 299000 AND (@queue IS NULL OR queue = @queue)
+      WHERE bucket_utc >= ${BUCKET_NOW} - ${5 * METRIC_BUCKET_MS} AND outcome IN (0, 1, 2)
+        AND (@queue IS NULL OR queue = @queue)
       GROUP BY outcome`,
+    /** getThroughput: how long each window covers so far (from its first bucket to now), in ms. */
+    getThroughputSpans: `SELECT ${SQLITE_NOW_MS} - (${BUCKET_NOW} - ${METRIC_BUCKET_MS}) AS span_1m_ms,
+        ${SQLITE_NOW_MS} - (${BUCKET_NOW} - ${5 * METRIC_BUCKET_MS}) AS span_5m_ms`,
+
+    /**
+     * getThroughputSeries, all queues: the buckets of [@from, @to) summed per step (`slot`) and
+     * outcome, a range of the primary key (bucket_utc first).
+     */
+    getThroughputSeries: seriesStatement(buckets, false),
+    /** getThroughputSeries, one queue: a range of `metric_buckets_queue_ix (queue, bucket_utc)`. */
+    getThroughputSeriesQueue: seriesStatement(buckets, true),
 
     /**
      * listWorkers: the Workers table, most recently seen first, at most `@limit` rows, each with
@@ -681,6 +721,20 @@ export function jobQueriesStatements(p: string) {
       ORDER BY last_seen_utc DESC, worker_id
       LIMIT @limit`,
   };
+}
+
+/**
+ * The series read of `getThroughputSeries`; steps without buckets have no row. The slot is cast:
+ * better-sqlite3 binds a JavaScript number as REAL, and REAL division does not truncate.
+ */
+function seriesStatement(buckets: string, queue: boolean): string {
+  return `SELECT CAST((bucket_utc - @from) / @step AS INTEGER) AS slot, outcome,
+        SUM(completed_count) AS count, SUM(duration_count) AS duration_count,
+        SUM(total_duration_ms) AS total_duration_ms, SUM(lag_count) AS lag_count,
+        SUM(lag_sum_ms) AS lag_sum_ms, MAX(lag_max_ms) AS lag_max_ms
+      FROM ${buckets}
+      WHERE bucket_utc >= @from AND bucket_utc < @to${queue ? ' AND queue = @queue' : ''}
+      GROUP BY slot, outcome`;
 }
 
 /** The reads' statements of one prefix. */
@@ -802,19 +856,39 @@ export function previewDlqFilterCount(dlqTable: string, where: SqlWhere): string
 }
 
 /**
- * Top DLQ error families: the first line of ErrorDetails (≤ 200 chars), over the most recent
- * `@scan` matching rows, so the read stays bounded on a huge DLQ.
+ * The window of getTopDlqErrors: the first line of the error (at most `@prefix` characters; the
+ * rest is never read out) of the newest `@rows` DLQ rows matching `where` that failed within the
+ * last `@window` ms (database clock), through `jobs_dlq_failed_ix` (or the queue's or the
+ * reason's index) newest first, stopped by the row bound. The families are grouped in
+ * `shared/error-family.ts`.
  */
 export function getTopDlqErrors(dlqTable: string, where: SqlWhere): string {
-  return `WITH recent AS (
-      SELECT COALESCE(error_details, '') AS e, failed_at_utc FROM ${dlqTable}
-      WHERE ${where.sql} ORDER BY failed_at_utc DESC LIMIT @scan),
-    family AS (
-      SELECT substr(rtrim(CASE WHEN instr(e, char(10)) > 0 THEN substr(e, 1, instr(e, char(10)) - 1)
-                               ELSE e END, char(13)), 1, 200) AS error, failed_at_utc
-      FROM recent)
-    SELECT error, COUNT(*) AS n, MAX(failed_at_utc) AS last_failed_at_utc
-    FROM family GROUP BY error ORDER BY n DESC, last_failed_at_utc DESC, error LIMIT @limit`;
+  return `SELECT substr(CASE WHEN instr(COALESCE(error_details, ''), char(10)) > 0
+                          THEN substr(error_details, 1, instr(error_details, char(10)) - 1)
+                          ELSE COALESCE(error_details, '') END, 1, @prefix) AS line,
+        failed_at_utc
+      FROM ${dlqTable}
+      WHERE ${where.sql} AND failed_at_utc >= ${SQLITE_NOW_MS} - @window
+      ORDER BY failed_at_utc DESC LIMIT @rows`;
+}
+
+/**
+ * WHERE clause of `countExactly`: the filter of the pillar's list (the time range on its sort key)
+ * without a cursor; the DLQ's takes `ids` too, as its bulk actions do.
+ */
+export function countWhere(pillar: Pillar, filter: ActiveFilter & DlqFilter): SqlWhere {
+  if (pillar === 'dlq') return dlqWhere(filter);
+  const where: string[] = [];
+  const params: Record<string, unknown> = {};
+  commonFilter(pillar, filter, where, params);
+  if (pillar === 'hot' && filter.status !== undefined) where.push(STATUS_LITERAL[filter.status]);
+  dateRange(LIST_SORT_KEY[pillar], filter, where, params);
+  return finish(where, params);
+}
+
+/** countExactly: the rows of one pillar matching `where` (a plain COUNT, on request only). */
+export function countExactly(table: string, where: SqlWhere): string {
+  return `SELECT COUNT(*) AS n FROM ${table} WHERE ${where.sql}`;
 }
 
 /** previewDlqFilter: the ids a bulk action would take first. */

@@ -1,0 +1,135 @@
+import { ChokaQValidationError, ValidationIssue } from '../errors';
+import type {
+  ActiveFilter,
+  CountQuery,
+  DlqFilter,
+  Pillar,
+  ThroughputSeriesQuery,
+} from '../interfaces/job-view.interface';
+import { LIMITS, MAX_SERIES_POINTS, METRIC_BUCKET_MS } from './limits';
+import { filterIssues } from './validate-filter';
+import { assertQueueName } from './validate-job';
+
+/*
+ * Rules of the operator reads that take more than a filter: `countExactly` and
+ * `getThroughputSeries`. Each collects every problem of its argument and throws one
+ * `ChokaQValidationError` naming them all, before any SQL runs.
+ */
+
+const PILLARS: readonly Pillar[] = ['hot', 'archive', 'dlq'];
+
+/** A `countExactly` request after the edge: a known pillar and a checked filter. */
+export interface CheckedCountQuery {
+  pillar: Pillar;
+  /** The filter, `{}` when none was given; keys of other pillars are ignored, as in pages. */
+  filter: ActiveFilter & DlqFilter;
+}
+
+/** Validates a `countExactly` request: the pillar is one of three, the filter as a page's. */
+export function assertCountQuery(query: CountQuery): CheckedCountQuery {
+  if (query === null || typeof query !== 'object') {
+    throw new ChokaQValidationError([
+      { path: 'query', message: 'must be { pillar, filter? }', value: query },
+    ]);
+  }
+  const issues: ValidationIssue[] = [];
+  if (!PILLARS.includes(query.pillar)) {
+    issues.push({
+      path: 'query.pillar',
+      message: `must be one of ${PILLARS.join(', ')}`,
+      value: query.pillar,
+    });
+  }
+  const filter = (query.filter ?? {}) as ActiveFilter & DlqFilter;
+  issues.push(...filterIssues(filter).map((i) => ({ ...i, path: `query.${i.path}` })));
+  if (issues.length > 0) throw new ChokaQValidationError(issues);
+  return { pillar: query.pillar, filter };
+}
+
+/** A throughput series request after the edge. */
+export interface CheckedSeriesQuery {
+  /** One queue, or null for all. */
+  queue: string | null;
+  /** `from` rounded down to its minute: the start of the first point. */
+  from: Date;
+  to: Date;
+  stepMs: number;
+  /** How many points the series has: `ceil((to − from) / stepMs)`, 1 to {@link MAX_SERIES_POINTS}. */
+  points: number;
+}
+
+/** Year 1 to year 9999, what every dialect's time type holds. */
+const MAX_TIME = Date.parse('9999-12-31T23:59:59.999Z');
+
+function isStorableDate(value: unknown): value is Date {
+  return (
+    value instanceof Date &&
+    Number.isFinite(value.getTime()) &&
+    value.getTime() >= LIMITS.minRunAt &&
+    value.getTime() <= MAX_TIME
+  );
+}
+
+/**
+ * Validates a throughput series request: `from` before `to` (both valid dates), a step of a whole
+ * number of minutes (metric buckets are {@link METRIC_BUCKET_MS} wide, so a finer step would split
+ * a bucket), at most {@link MAX_SERIES_POINTS} points, and a queue name if one is given.
+ */
+export function assertThroughputSeriesQuery(query: ThroughputSeriesQuery): CheckedSeriesQuery {
+  if (query === null || typeof query !== 'object') {
+    throw new ChokaQValidationError([
+      { path: 'query', message: 'must be { from, to, stepMs, queue? }', value: query },
+    ]);
+  }
+  const issues: ValidationIssue[] = [];
+  let queue: string | null = null;
+  if (query.queue !== undefined) {
+    try {
+      queue = assertQueueName(query.queue, 'query.queue');
+    } catch (error) {
+      if (!(error instanceof ChokaQValidationError)) throw error;
+      issues.push(...error.issues);
+    }
+  }
+  for (const key of ['from', 'to'] as const) {
+    if (!isStorableDate(query[key])) {
+      issues.push({
+        path: `query.${key}`,
+        message: 'must be a valid Date from year 1 to year 9999',
+        value: query[key],
+      });
+    }
+  }
+  const step = query.stepMs;
+  const stepOk =
+    typeof step === 'number' &&
+    Number.isSafeInteger(step) &&
+    step >= METRIC_BUCKET_MS &&
+    step % METRIC_BUCKET_MS === 0;
+  if (!stepOk) {
+    issues.push({
+      path: 'query.stepMs',
+      message: `must be a whole number of minutes: a positive multiple of ${METRIC_BUCKET_MS}`,
+      value: step,
+    });
+  }
+  if (issues.length > 0) throw new ChokaQValidationError(issues);
+  const from = new Date(Math.floor(query.from.getTime() / METRIC_BUCKET_MS) * METRIC_BUCKET_MS);
+  const to = query.to;
+  if (query.from.getTime() >= to.getTime()) {
+    throw new ChokaQValidationError([
+      { path: 'query.to', message: 'must be after query.from', value: to },
+    ]);
+  }
+  const points = Math.ceil((to.getTime() - from.getTime()) / step);
+  if (points > MAX_SERIES_POINTS) {
+    throw new ChokaQValidationError([
+      {
+        path: 'query.stepMs',
+        message: `gives ${points} points from query.from to query.to; at most ${MAX_SERIES_POINTS} are allowed`,
+        value: step,
+      },
+    ]);
+  }
+  return { queue, from, to: new Date(to.getTime()), stepMs: step, points };
+}

@@ -1,0 +1,22 @@
+-- [1/1] query
+
+SELECT q.name AS queue, q.max_workers,
+       p.due_pending, p.avg_lag_ms, p.max_lag_ms, a.active,
+       l.lag_count, l.lag_sum_ms, l.lag_max_ms
+FROM "chokaq".queues q
+CROSS JOIN LATERAL (
+  SELECT count(*) AS due_pending,
+         coalesce(avg(extract(epoch FROM now() - coalesce(j.scheduled_at_utc, j.enqueued_at_utc))) * 1000, 0) AS avg_lag_ms,
+         coalesce(extract(epoch FROM now() - min(coalesce(j.scheduled_at_utc, j.enqueued_at_utc))) * 1000, 0) AS max_lag_ms
+  FROM "chokaq".jobs_hot j
+  WHERE j.status = 0 AND j.queue = q.name
+    AND coalesce(j.scheduled_at_utc, j.enqueued_at_utc) <= now()) p
+CROSS JOIN LATERAL (
+  SELECT count(*) AS active FROM "chokaq".jobs_hot j WHERE j.status IN (1, 2) AND j.queue = q.name) a
+CROSS JOIN LATERAL (
+  SELECT coalesce(sum(b.lag_count), 0) AS lag_count, coalesce(sum(b.lag_sum_ms), 0) AS lag_sum_ms,
+         coalesce(max(b.lag_max_ms), 0) AS lag_max_ms
+  FROM "chokaq".metric_buckets b
+  WHERE b.queue = q.name AND b.outcome = 4
+    AND b.bucket_utc >= date_trunc('minute', now()) - interval '5 minutes') l
+ORDER BY q.name

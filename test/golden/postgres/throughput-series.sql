@@ -1,0 +1,10 @@
+-- [1/1] query
+
+SELECT ((extract(epoch FROM b.bucket_utc) * 1000)::bigint - $1::bigint) / $4::bigint AS slot,
+       b.outcome,
+       sum(b.completed_count) AS count, sum(b.duration_count) AS duration_count,
+       sum(b.total_duration_ms) AS total_duration_ms, sum(b.lag_count) AS lag_count,
+       sum(b.lag_sum_ms) AS lag_sum_ms, max(b.lag_max_ms) AS lag_max_ms
+FROM "chokaq".metric_buckets b
+WHERE b.bucket_utc >= $2::timestamptz AND b.bucket_utc < $3::timestamptz AND b.queue = $5::text
+GROUP BY 1, 2

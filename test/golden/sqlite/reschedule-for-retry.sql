@@ -1,0 +1,44 @@
+-- [1/5] run
+BEGIN IMMEDIATE
+
+-- [2/5] all
+UPDATE chokaq_jobs_hot
+      SET status = 0, worker_id = NULL, lease_id = NULL, heartbeat_utc = NULL,
+          scheduled_at_utc = CAST(ROUND(unixepoch('subsec') * 1000) AS INTEGER) + @delayMs, last_error = @error,
+          last_updated_utc = CAST(ROUND(unixepoch('subsec') * 1000) AS INTEGER)
+      WHERE id = @id AND worker_id = @workerId AND lease_id = @leaseId AND status = 2
+      RETURNING queue
+
+-- [3/5] run
+INSERT INTO chokaq_stats_summary (queue, succeeded_total, failed_total, cancelled_total,
+        retried_total, resurrected_total, last_activity_utc)
+      SELECT value ->> 'queue', value ->> 'succeeded', value ->> 'failed', value ->> 'cancelled',
+        value ->> 'retried', value ->> 'resurrected', CAST(ROUND(unixepoch('subsec') * 1000) AS INTEGER)
+      FROM json_each(@deltas) WHERE true
+      ON CONFLICT (queue) DO UPDATE SET
+        succeeded_total = succeeded_total + excluded.succeeded_total,
+        failed_total = failed_total + excluded.failed_total,
+        cancelled_total = cancelled_total + excluded.cancelled_total,
+        retried_total = retried_total + excluded.retried_total,
+        resurrected_total = resurrected_total + excluded.resurrected_total,
+        last_activity_utc = excluded.last_activity_utc
+
+-- [4/5] run
+INSERT INTO chokaq_metric_buckets (bucket_utc, queue, outcome, failure_reason, completed_count,
+        duration_count, total_duration_ms, max_duration_ms, lag_count, lag_sum_ms, lag_max_ms)
+      SELECT ((CAST(ROUND(unixepoch('subsec') * 1000) AS INTEGER) / 60000) * 60000), value ->> 'queue', value ->> 'outcome', value ->> 'failure_reason',
+        value ->> 'completed', value ->> 'duration_count', value ->> 'total_duration_ms',
+        value ->> 'max_duration_ms', value ->> 'lag_count', value ->> 'lag_sum_ms',
+        value ->> 'lag_max_ms'
+      FROM json_each(@buckets) WHERE true
+      ON CONFLICT (bucket_utc, queue, outcome, failure_reason) DO UPDATE SET
+        completed_count = completed_count + excluded.completed_count,
+        duration_count = duration_count + excluded.duration_count,
+        total_duration_ms = total_duration_ms + excluded.total_duration_ms,
+        max_duration_ms = MAX(max_duration_ms, excluded.max_duration_ms),
+        lag_count = lag_count + excluded.lag_count,
+        lag_sum_ms = lag_sum_ms + excluded.lag_sum_ms,
+        lag_max_ms = MAX(lag_max_ms, excluded.lag_max_ms)
+
+-- [5/5] run
+COMMIT

@@ -1,0 +1,206 @@
+import { Client } from 'pg';
+import * as SQL from '../../libs/chokaq/src/storage/postgres/postgres.sql';
+import { ERROR_LINE_PREFIX } from '../../libs/chokaq/src/storage/shared/error-family';
+import {
+  TOP_ERRORS_WINDOW_MS,
+  TOP_ERRORS_WINDOW_ROWS,
+} from '../../libs/chokaq/src/validation/limits';
+import { PG_URL } from '../support/env';
+import { createTestSchema, describePostgres } from '../support/test-database';
+
+/** A node of `EXPLAIN (FORMAT JSON)` output. */
+interface PlanNode {
+  'Node Type': string;
+  'Relation Name'?: string;
+  'Index Name'?: string;
+  'Scan Direction'?: string;
+  'Actual Rows'?: number;
+  'Actual Loops'?: number;
+  'Rows Removed by Filter'?: number;
+  Plans?: PlanNode[];
+}
+
+function nodes(plan: PlanNode): PlanNode[] {
+  return [plan, ...(plan.Plans ?? []).flatMap(nodes)];
+}
+
+/** Rows a set of plan nodes produced, over all their loops. */
+function rowsOf(list: PlanNode[]): number {
+  return list.reduce((sum, n) => sum + (n['Actual Rows'] ?? 0) * (n['Actual Loops'] ?? 1), 0);
+}
+
+const ARCHIVED = 200_000;
+const DEAD = 50_000;
+const PENDING = 20_000;
+const QUEUES = 20;
+/** Days of one-minute buckets, per queue, for 3 outcomes. */
+const BUCKET_DAYS = 3;
+
+/**
+ * The dashboard reads on a database of some size, by their PostgreSQL plans (EXPLAIN ANALYZE):
+ * the summary and the queue stats never read the archive or the DLQ; queue health reads the hot
+ * table through the claim's pending index and the buckets through their queue index; a one-queue
+ * throughput series reads only that queue's buckets of the range; the top errors read at most the
+ * window's bound, newest first, through the DLQ's failure-time index.
+ */
+describePostgres('PostgreSQL dashboard read plans', () => {
+  const db = createTestSchema('postgres', { overrides: { poolSize: 4 } });
+  let client: Client;
+  let s: string;
+
+  beforeAll(async () => {
+    await db.openStorage();
+    s = SQL.quoteSchema(db.schema);
+    const t = db.table.bind(db);
+    await db.sql(`
+      INSERT INTO ${t('archive')} (id, queue, type, payload, priority, attempt_count,
+        created_at_utc, enqueued_at_utc, finished_at_utc, duration_ms)
+      SELECT gen_random_uuid()::text, 'q' || (g % ${QUEUES}), 't', '{}', 10, 1,
+             now() - (g || ' s')::interval, now() - (g || ' s')::interval,
+             now() - (g || ' s')::interval, g % 1000
+      FROM generate_series(1, ${ARCHIVED}) g`);
+    // DLQ rows spread over four days (older than the 24-hour window included).
+    await db.sql(`
+      INSERT INTO ${t('dlq')} (id, queue, type, payload, priority, status, attempt_count,
+        created_at_utc, enqueued_at_utc, failure_reason, error_details, failed_at_utc)
+      SELECT gen_random_uuid()::text, 'q' || (g % ${QUEUES}), 't', '{}', 10, 4, 3, now(), now(),
+             g % 3, 'Error: job ' || g || ' failed after ' || (g % 977) || ' ms' || chr(10) || '  at x',
+             now() - ((g * 7) || ' s')::interval
+      FROM generate_series(1, ${DEAD}) g`);
+    await db.sql(`
+      INSERT INTO ${t('hot')} (id, queue, type, payload, priority, status, attempt_count,
+        created_at_utc, enqueued_at_utc, last_updated_utc)
+      SELECT gen_random_uuid()::text, 'q' || (g % ${QUEUES}), 't', '{}', g % 5, 0, 0,
+             now() - (g || ' ms')::interval, now() - (g || ' ms')::interval, now()
+      FROM generate_series(1, ${PENDING}) g`);
+    await db.sql(`
+      INSERT INTO ${t('queues')} (name, last_updated_utc)
+      SELECT 'q' || g, now() FROM generate_series(0, ${QUEUES - 1}) g`);
+    await db.sql(`
+      INSERT INTO ${t('buckets')} (bucket_utc, queue, outcome, failure_reason, completed_count,
+        duration_count, total_duration_ms, max_duration_ms, lag_count, lag_sum_ms, lag_max_ms)
+      SELECT date_trunc('minute', now()) - (m || ' minutes')::interval, 'q' || q, o,
+             -1, 10, 10, 100, 20, CASE WHEN o = 4 THEN 10 ELSE 0 END,
+             CASE WHEN o = 4 THEN 50 ELSE 0 END, CASE WHEN o = 4 THEN 9 ELSE 0 END
+      FROM generate_series(0, ${BUCKET_DAYS * 1440 - 1}) m, generate_series(0, ${QUEUES - 1}) q,
+           (VALUES (0), (1), (4)) AS v(o)`);
+    for (const table of ['archive', 'dlq', 'hot', 'queues', 'buckets'] as const) {
+      await db.sql(`ANALYZE ${t(table)}`);
+    }
+    client = new Client({ connectionString: PG_URL });
+    await client.connect();
+  }, 180_000);
+
+  afterAll(async () => {
+    await client?.end();
+    await db.close();
+  });
+
+  async function explain(sql: string, params: unknown[] = []): Promise<PlanNode[]> {
+    const { rows } = await client.query(
+      `EXPLAIN (ANALYZE true, COSTS false, TIMING false, FORMAT JSON) ${sql}`,
+      params,
+    );
+    return nodes((rows[0]['QUERY PLAN'] as Array<{ Plan: PlanNode }>)[0].Plan);
+  }
+
+  const on = (plan: PlanNode[], table: string) => plan.filter((n) => n['Relation Name'] === table);
+  /** The indexes a plan reads (a bitmap index scan names its index but not its table). */
+  const indexes = (plan: PlanNode[]) => plan.map((n) => n['Index Name']).filter(Boolean);
+
+  it('getSummary and getQueueStats never read the archive or the DLQ', async () => {
+    for (const plan of [
+      await explain(SQL.getSummary(s), SQL.getSummaryParams(s)),
+      await explain(SQL.getQueueStats(s)),
+    ]) {
+      expect(on(plan, 'jobs_archive')).toEqual([]);
+      expect(on(plan, 'jobs_dlq')).toEqual([]);
+    }
+    const [row] = (await client.query(SQL.getSummary(s), SQL.getSummaryParams(s))).rows;
+    // Analysed: the estimates are the counts (within the sampling of ANALYZE).
+    expect(Number(row.archived)).toBeGreaterThan(ARCHIVED * 0.95);
+    expect(Number(row.archived)).toBeLessThan(ARCHIVED * 1.05);
+    expect(Number(row.dlq)).toBeGreaterThan(DEAD * 0.95);
+    expect(Number(row.dlq)).toBeLessThan(DEAD * 1.05);
+  });
+
+  it("getQueueHealth reads each queue's hot rows through an index led by the queue, and its recent buckets", async () => {
+    const plan = await explain(SQL.getQueueHealth(s));
+    const hot = on(plan, 'jobs_hot');
+    expect(hot.filter((n) => n['Node Type'] === 'Seq Scan')).toEqual([]);
+    // The claim's pending index, or the active list's (queue, enqueued_at_utc, id): each reads one
+    // queue's range; which one is the planner's choice.
+    expect(indexes(plan).some((i) => /^ix_jobs_hot_(pending|queue_enqueued)$/.test(i!))).toBe(true);
+    const read = plan.filter((n) =>
+      /^ix_jobs_hot_(pending|queue_enqueued)$/.test(n['Index Name'] ?? ''),
+    );
+    expect(rowsOf(read)).toBeLessThanOrEqual(PENDING);
+    const buckets = on(plan, 'metric_buckets');
+    expect(buckets.filter((n) => n['Node Type'] === 'Seq Scan')).toEqual([]);
+    // Six minutes of start rows per queue, not three days.
+    expect(rowsOf(buckets)).toBeLessThanOrEqual(QUEUES * 6);
+  });
+
+  it("a one-queue throughput series reads only that queue's buckets of the range", async () => {
+    const to = new Date();
+    const from = new Date(Math.floor((to.getTime() - 86_400_000) / 60_000) * 60_000);
+    const plan = await explain(SQL.getThroughputSeries(s, true), [
+      from.getTime(),
+      from,
+      to,
+      60_000,
+      'q3',
+    ]);
+    const buckets = on(plan, 'metric_buckets');
+    expect(buckets.filter((n) => n['Node Type'] === 'Seq Scan')).toEqual([]);
+    expect(indexes(plan)).toContain('ix_metric_buckets_queue');
+    // 24 hours of one-minute buckets, three outcomes: 4,320 rows, of 259,200 in the table.
+    expect(rowsOf(buckets)).toBeLessThanOrEqual(1_441 * 3);
+  });
+
+  it('the top errors read at most the window, newest first, through an index of the DLQ', async () => {
+    const [{ n }] = (
+      await client.query(
+        `SELECT count(*) AS n FROM ${s}.jobs_dlq WHERE failed_at_utc >= now() - interval '24 hours'`,
+      )
+    ).rows;
+    const inWindow = Number(n);
+    expect(inWindow).toBeGreaterThan(TOP_ERRORS_WINDOW_ROWS);
+    for (const filter of [{}, { queue: 'q7' }]) {
+      const params: unknown[] = [];
+      const where = SQL.filterClause('dlq', filter, params, 'x');
+      params.push(TOP_ERRORS_WINDOW_MS, TOP_ERRORS_WINDOW_ROWS);
+      const sql = SQL.getTopDlqErrors(
+        s,
+        where,
+        `$${params.length - 1}`,
+        `$${params.length}`,
+        ERROR_LINE_PREFIX,
+      );
+      const plan = await explain(sql, params);
+      const dlq = on(plan, 'jobs_dlq');
+      expect(dlq.filter((n) => n['Node Type'] === 'Seq Scan')).toEqual([]);
+      expect(indexes(plan).some((i) => /^ix_jobs_dlq_(failed|queue)$/.test(i!))).toBe(true);
+      // At most the bound is returned, and never more than the window's rows are read (the
+      // planner may read the failure-time index and filter the queue when that is cheaper).
+      expect(rowsOf(dlq)).toBeLessThanOrEqual(TOP_ERRORS_WINDOW_ROWS);
+      const read = dlq.reduce(
+        (sum, x) => sum + ((x['Actual Rows'] ?? 0) + (x['Rows Removed by Filter'] ?? 0)),
+        0,
+      );
+      expect(read).toBeLessThanOrEqual(inWindow);
+    }
+    // Without a filter: newest first, stopped at the bound.
+    const params: unknown[] = [TOP_ERRORS_WINDOW_MS, TOP_ERRORS_WINDOW_ROWS];
+    const plan = await explain(
+      SQL.getTopDlqErrors(s, 'TRUE', '$1', '$2', ERROR_LINE_PREFIX),
+      params,
+    );
+    const scan = on(plan, 'jobs_dlq')[0];
+    expect(scan).toMatchObject({
+      'Index Name': 'ix_jobs_dlq_failed',
+      'Scan Direction': 'Backward',
+      'Actual Rows': TOP_ERRORS_WINDOW_ROWS,
+    });
+  });
+});
