@@ -63,9 +63,12 @@ export class DemoService implements OnApplicationBootstrap, OnModuleDestroy {
   private async report(): Promise<void> {
     try {
       const s = await this.admin.getSummary();
+      // "~": the dialect estimates the retained rows (PostgreSQL, SQL Server) instead of counting.
+      const about = (estimated: boolean) => (estimated ? '~' : '');
       this.logger.log(
         `pending ${s.pending} · fetched ${s.fetched} · processing ${s.processing} · ` +
-          `archive ${s.archived} · DLQ ${s.dlq} · retried ${s.retriedTotal} (lifetime)`,
+          `archive ${about(s.estimated.archived)}${s.archived} · DLQ ${about(s.estimated.dlq)}${s.dlq} · ` +
+          `retried ${s.retriedTotal} (lifetime)`,
       );
     } catch (error) {
       this.logger.warn(`stats unavailable: ${String(error)}`);
