@@ -11,6 +11,8 @@ import {
 import { SchedulerRegistry } from '@nestjs/schedule';
 import { CHOKAQ_MIDDLEWARE, CHOKAQ_RESOLVED_OPTIONS, CHOKAQ_STORAGE } from './chokaq.constants';
 import { toError } from './common/error-text';
+import { logEvent } from './common/log-events';
+import { storageSchema } from './config/storage-defaults';
 import { ChokaQExplorer } from './discovery/chokaq.explorer';
 import { HandlerRegistry } from './discovery/handler.registry';
 import { ChokaQMiddleware } from './interfaces/middleware.interface';
@@ -94,10 +96,15 @@ export class ChokaQOrchestrator
   }
 
   async onApplicationBootstrap(): Promise<void> {
-    const handled = this.registry.handled();
     if (!this.options.worker.enabled) {
-      this.logger.log(
-        `Producer-only (worker.enabled = false) on ${this.storage.dialect}: JobClient and ChokaQAdmin work, no worker runs`,
+      const dialect = this.storage.dialect;
+      const schema = storageSchema(this.options.storage, dialect);
+      logEvent(
+        this.logger,
+        'ProducerOnlyStarted',
+        `Producer-only (worker.enabled = false) on ${dialect} (schema ${schema}): ` +
+          'JobClient and ChokaQAdmin work, no worker runs',
+        { dialect, schema },
       );
       return;
     }
@@ -105,13 +112,8 @@ export class ChokaQOrchestrator
     this.worker = this.createWorker();
     // Set before start() resolves, as the worker counts as running from the call on.
     this.workers.setWorker(this.worker);
+    // The worker logs the startup banner (WorkerStarted) once its loops run.
     await this.worker.start();
-    this.logger.log(
-      `Worker ${this.worker.workerId} started on ${this.storage.dialect}: ` +
-        `${handled.queues.length} queue-wide and ${handled.types.length} typed handler(s), ` +
-        `${this.recurring.length} recurring job(s)${this.recurringListing()}, ` +
-        `concurrency ${this.options.worker.concurrency}`,
-    );
   }
 
   onModuleDestroy(): void {
@@ -144,6 +146,7 @@ export class ChokaQOrchestrator
       recurring: this.recurring,
       recurringTimers: this.recurringTimers,
       logger: new Logger('ChokaQWorker'),
+      schema: storageSchema(this.options.storage, this.storage.dialect),
       events: this.events,
     });
   }
@@ -168,14 +171,6 @@ export class ChokaQOrchestrator
     }
     if (errors.length === 1) throw errors[0];
     if (errors.length > 1) throw new AggregateError(errors, 'ChokaQ shutdown failed');
-  }
-
-  /** Where the startup line says recurring timers are listed. */
-  private recurringListing(): string {
-    if (this.recurring.length === 0) return '';
-    return this.recurringTimers
-      ? ` (in SchedulerRegistry as chokaq:<name>)`
-      : ' (import ScheduleModule.forRoot() to list them in SchedulerRegistry)';
   }
 
   private storageClosed: Promise<void> | undefined;

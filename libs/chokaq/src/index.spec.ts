@@ -41,6 +41,7 @@ describe('public API (index.ts)', () => {
   it('exports exactly these values', () => {
     expect(Object.keys(api).sort()).toEqual(
       [
+        'CHOKAQ_LOG_EVENTS',
         'ChokaQAdmin',
         'ChokaQCompatibilityLevelError',
         'ChokaQDrainTimeoutError',
@@ -51,6 +52,7 @@ describe('public API (index.ts)', () => {
         'ChokaQHandlerScopeError',
         'ChokaQJobAbortedError',
         'ChokaQJobTimeoutError',
+        'ChokaQLogRecord',
         'ChokaQModule',
         'ChokaQRecurringJobNotFoundError',
         'ChokaQStorageUnavailableError',

@@ -63,6 +63,12 @@ export type { JobEventListenerOptions, JobEventListenerStats } from './runtime/j
 export { JOB_EVENT_NAMES } from './interfaces/job-event.interface';
 export type { JobEvent, JobEventFilter, JobEventName } from './interfaces/job-event.interface';
 
+// Log events
+export { CHOKAQ_LOG_EVENTS } from './common/log-events';
+export type { ChokaQLogEventName, LogEventLevel, LogEventSpec } from './common/log-events';
+export { ChokaQLogRecord } from './common/chokaq-log-record';
+export type { LogFieldValue } from './common/chokaq-log-record';
+
 // Job model and the storage contract
 export { FailureReason, JobStatus } from './interfaces/job-status.enum';
 export { MAX_ENQUEUE_MANY, MAX_LIST_SCAN, MAX_PAGE_SIZE } from './validation/limits';

@@ -1,4 +1,5 @@
 import { Logger } from '@nestjs/common';
+import { logEvent } from './common/log-events';
 import type { SchedulerRegistry } from '@nestjs/schedule';
 import type { RecurringTimerRegistry } from './runtime/recurring.loop';
 
@@ -35,9 +36,12 @@ export class SchedulerRegistryAdapter implements RecurringTimerRegistry {
     if (this.registry.doesExist('timeout', key)) {
       if (!this.clashes.has(key)) {
         this.clashes.add(key);
-        this.logger.warn(
+        logEvent(
+          this.logger,
+          'RecurringTimerNameTaken',
           `SchedulerRegistry already has a timeout named '${key}' that ChokaQ did not add; ` +
             `recurring job '${name}' runs but is not listed there. Rename the other timeout.`,
+          { recurringJob: name, timerName: key },
         );
       }
       return;

@@ -1,6 +1,7 @@
 import { Inject, Injectable, Logger, Optional } from '@nestjs/common';
 import { CHOKAQ_STORAGE } from '../chokaq.constants';
 import { toError } from '../common/error-text';
+import { logEvent } from '../common/log-events';
 import { JobDefinition, isJobDefinition } from '../decorators/job-definition';
 import { JobView } from '../interfaces/job-view.interface';
 import { CancelResult, NewJob } from '../interfaces/job.interface';
@@ -155,7 +156,17 @@ export class JobClient {
       this.events,
       result.cancelled,
       (id) => this.storage.getJob(id),
-      (error) => this.logger.error(`Announcing cancelled jobs failed: ${toError(error).message}`),
+      (error) => {
+        const message = toError(error).message;
+        logEvent(
+          this.logger,
+          'CancelEventsFailed',
+          `Announcing cancelled jobs failed: ${message}`,
+          {
+            error: message,
+          },
+        );
+      },
     );
     return result;
   }

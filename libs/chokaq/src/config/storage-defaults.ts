@@ -1,4 +1,8 @@
-import type { TransientRetryOptions } from '../interfaces/storage-options.interface';
+import type { StorageDialect } from '../interfaces/job.interface';
+import type {
+  StorageOptions,
+  TransientRetryOptions,
+} from '../interfaces/storage-options.interface';
 
 /*
  * The defaults of the storage options, in one file that loads neither TypeORM nor a driver:
@@ -11,6 +15,14 @@ export const DEFAULT_SCHEMA = 'chokaq';
 
 /** Default table prefix on SQLite. */
 export const DEFAULT_SQLITE_PREFIX = 'chokaq_';
+
+/**
+ * The schema (SQLite: the table prefix) a storage of `dialect` opened with `options` works in: the
+ * one rule `createJobStorage` and the worker's startup line share.
+ */
+export function storageSchema(options: StorageOptions, dialect: StorageDialect): string {
+  return options.schema ?? (dialect === 'sqlite' ? DEFAULT_SQLITE_PREFIX : DEFAULT_SCHEMA);
+}
 
 /** Default SQLite file. */
 export const DEFAULT_SQLITE_FILE = 'chokaq.db';

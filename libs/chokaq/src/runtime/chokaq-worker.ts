@@ -2,6 +2,7 @@ import { Logger, type LoggerService } from '@nestjs/common';
 import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
 import { toError } from '../common/error-text';
+import { logEvent } from '../common/log-events';
 import { newLeaseId } from '../common/uuid';
 import { libraryVersion } from '../common/version';
 import { ChokaQDrainTimeoutError, ChokaQError } from '../errors';
@@ -42,6 +43,8 @@ export interface ChokaQWorkerDeps {
   recurringTimers?: RecurringTimerRegistry;
   /** Default `new Logger('ChokaQ')`. */
   logger?: LoggerService;
+  /** The schema (SQLite: the table prefix) the storage works in, named in the startup line. */
+  schema?: string;
   /** Where lifecycle events go (the application's `JobEvents`). Default: nowhere. */
   events?: JobEventSink;
   /** Internal tuning of the completion batch (tests). */
@@ -99,6 +102,9 @@ export class ChokaQWorker {
   private readonly maintenance: MaintenanceLoop;
   private readonly recurringLoop: RecurringLoop;
   private readonly presence: WorkerPresence;
+  private readonly recurring: readonly RecurringJobSpec[];
+  private readonly recurringTimers: RecurringTimerRegistry | undefined;
+  private readonly schema: string | undefined;
   private readonly listeners = new Set<(outcome: JobOutcome) => void>();
   private starting: Promise<void> | undefined;
   private stopping: Promise<void> | undefined;
@@ -110,6 +116,9 @@ export class ChokaQWorker {
     this.storage = deps.storage;
     this.handlers = deps.handlers;
     this.options = deps.options;
+    this.recurring = deps.recurring ?? [];
+    this.recurringTimers = deps.recurringTimers;
+    this.schema = deps.schema;
     this.workerId =
       deps.options.worker.workerId ||
       `${hostname()}:${process.pid}:${randomBytes(4).toString('hex')}`;
@@ -321,9 +330,13 @@ export class ChokaQWorker {
         (ids) => this.processor.cancel(ids),
       );
     } catch (error) {
-      this.logger.warn(
-        `Notifications unavailable (${toError(error).message}); polling for jobs, ` +
+      const message = toError(error).message;
+      logEvent(
+        this.logger,
+        'NotificationsUnavailable',
+        `Notifications unavailable (${message}); polling for jobs, ` +
           'and cancel requests reach running jobs on the next heartbeat.',
+        { workerId: this.workerId, error: message },
       );
     }
     if (!this.isRunning) return; // stopped while subscribing
@@ -335,10 +348,45 @@ export class ChokaQWorker {
     this.rescue.start();
     this.maintenance.start();
     this.recurringLoop.start();
-    this.logger.log(
-      `Worker ${this.workerId} started: concurrency ${this.processor.limiter.capacity}, ` +
-        `prefetch ${this.options.worker.prefetch}, poll ${this.options.worker.pollIntervalMs} ms`,
+    this.logStarted();
+  }
+
+  /** The startup banner: where the worker runs, what it found to run, and how much at once. */
+  private logStarted(): void {
+    const handled = this.handlers.handled();
+    const types = handled.types.map((t) => `${t.queue}/${t.type}`);
+    const recurring = this.recurring.map((r) => r.name);
+    const dialect = this.storage.dialect;
+    const where = this.schema === undefined ? dialect : `${dialect} (schema ${this.schema})`;
+    const concurrency = this.processor.limiter.capacity;
+    const { prefetch, pollIntervalMs } = this.options.worker;
+    logEvent(
+      this.logger,
+      'WorkerStarted',
+      `Worker ${this.workerId} started on ${where}: ` +
+        `${handled.queues.length} queue-wide and ${types.length} typed handler(s), ` +
+        `${recurring.length} recurring job(s)${this.recurringListing()}, ` +
+        `concurrency ${concurrency}, prefetch ${prefetch}, poll ${pollIntervalMs} ms`,
+      {
+        workerId: this.workerId,
+        dialect,
+        schema: this.schema,
+        queues: handled.queues,
+        types,
+        recurring,
+        concurrency,
+        prefetch,
+        pollIntervalMs,
+      },
     );
+  }
+
+  /** Where the startup line says recurring timers are listed. */
+  private recurringListing(): string {
+    if (this.recurring.length === 0) return '';
+    return this.recurringTimers
+      ? ' (in SchedulerRegistry as chokaq:<name>)'
+      : ' (import ScheduleModule.forRoot() to list them in SchedulerRegistry)';
   }
 
   /**
@@ -355,7 +403,12 @@ export class ChokaQWorker {
         await action();
       } catch (error) {
         const wrapped = toError(error);
-        this.logger.error(`Shutdown step '${name}' failed: ${wrapped.message}`);
+        logEvent(
+          this.logger,
+          'ShutdownStepFailed',
+          `Shutdown step '${name}' failed: ${wrapped.message}`,
+          { workerId: this.workerId, step: name, error: wrapped.message },
+        );
         errors.push(wrapped);
       }
     };
@@ -386,14 +439,23 @@ export class ChokaQWorker {
     );
     // 3. Abort running handlers and give them the grace period to settle and be finalised.
     const aborted = this.processor.abortAll('shutdown');
-    if (aborted > 0)
-      this.logger.log(`Waiting up to ${grace} ms for ${aborted} running job(s) to stop`);
+    if (aborted > 0) {
+      logEvent(
+        this.logger,
+        'ShutdownWaiting',
+        `Waiting up to ${grace} ms for ${aborted} running job(s) to stop`,
+        { workerId: this.workerId, running: aborted, gracePeriodMs: grace },
+      );
+    }
     const idle = await this.processor.waitIdle(Date.now() + grace);
     if (!idle) {
       const left = this.processor.abandonRunning();
       if (left.length > 0) {
-        this.logger.warn(
+        logEvent(
+          this.logger,
+          'ShutdownJobsLeft',
           `${left.length} job(s) still running after ${grace} ms are left to the rescue loop: ${left.join(', ')}`,
+          { workerId: this.workerId, jobIds: left, gracePeriodMs: grace },
         );
       }
       await this.processor.waitIdle(hardDeadline);
@@ -404,7 +466,9 @@ export class ChokaQWorker {
     await step('stop heartbeat', () => this.heartbeat.stop());
     // 6. The Workers row says stopped (a worker that never started has none); never fails the stop.
     await this.presence.stopped();
-    this.logger.log(`Worker ${this.workerId} stopped`);
+    logEvent(this.logger, 'WorkerStopped', `Worker ${this.workerId} stopped`, {
+      workerId: this.workerId,
+    });
     if (errors.length > 0)
       throw new AggregateError(
         errors,
@@ -417,7 +481,10 @@ export class ChokaQWorker {
       try {
         listener(outcome);
       } catch (error) {
-        this.logger.error(`Outcome listener threw: ${toError(error).message}`);
+        const message = toError(error).message;
+        logEvent(this.logger, 'OutcomeListenerFailed', `Outcome listener threw: ${message}`, {
+          error: message,
+        });
       }
     }
   }

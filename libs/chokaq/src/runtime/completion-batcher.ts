@@ -1,5 +1,6 @@
 import type { LoggerService } from '@nestjs/common';
 import { toError } from '../common/error-text';
+import { logEvent } from '../common/log-events';
 import { jittered } from '../common/jitter';
 import type { CompletedJob, JobLease, RunRef } from '../interfaces/job.interface';
 import type { JobStore } from '../storage/job-storage';
@@ -126,9 +127,13 @@ export class CompletionBatcher {
       } catch (error) {
         const wait = Math.min(this.retryMaxMs, this.retryBaseMs * 2 ** attempt);
         if (Date.now() + wait >= deadline) {
-          this.logger.error(
-            `Could not write ${this.size} completion(s) before shutdown: ${toError(error).message}. ` +
+          const message = toError(error).message;
+          logEvent(
+            this.logger,
+            'CompletionsUnwritten',
+            `Could not write ${this.size} completion(s) before shutdown: ${message}. ` +
               `Their rows stay Processing and the rescue loop will treat them as zombies.`,
+            { count: this.size, error: message },
           );
           break;
         }
@@ -165,9 +170,13 @@ export class CompletionBatcher {
       this.inFlight = [];
       this.failures++;
       if (this.failures === 1) {
-        this.logger.warn(
-          `Archiving ${batch.length} completion(s) failed: ${toError(error).message}. Retrying ` +
+        const message = toError(error).message;
+        logEvent(
+          this.logger,
+          'CompletionBatchFailed',
+          `Archiving ${batch.length} completion(s) failed: ${message}. Retrying ` +
             `with backoff; further failures are counted, not logged, until it recovers.`,
+          { count: batch.length, error: message },
         );
       }
       this.schedule(
@@ -176,7 +185,12 @@ export class CompletionBatcher {
       throw error;
     }
     if (this.failures > 0) {
-      this.logger.log(`Archiving completions recovered after ${this.failures} failed attempt(s)`);
+      logEvent(
+        this.logger,
+        'CompletionBatchRecovered',
+        `Archiving completions recovered after ${this.failures} failed attempt(s)`,
+        { failures: this.failures },
+      );
       this.failures = 0;
     }
     this.inFlight = [];
@@ -187,9 +201,12 @@ export class CompletionBatcher {
       const ok = done.has(runKey(waiting.item));
       if (!ok) {
         this.refused++;
-        this.logger.warn(
+        logEvent(
+          this.logger,
+          'StateTransitionConflict',
           `Job ${waiting.item.id} succeeded but its archive was refused: the lease no longer ` +
             `matches (cancelled, rescued or resurrected meanwhile).`,
+          { operation: 'archiveSucceeded', jobId: waiting.item.id },
         );
       }
       waiting.resolve(ok);

@@ -1,6 +1,7 @@
 import type { LoggerService } from '@nestjs/common';
 import { toError } from '../common/error-text';
 import { jittered } from '../common/jitter';
+import { logEvent } from '../common/log-events';
 import { type JobLease } from '../interfaces/job.interface';
 import type { ResolvedChokaQOptions } from '../interfaces/module-options.interface';
 import type { JobStore } from '../storage/job-storage';
@@ -107,18 +108,27 @@ export class HeartbeatLoop {
       if (cancelRequested.length > 0) this.deps.onCancelRequested(cancelRequested);
     } catch (error) {
       this.failures++;
+      const workerId = this.deps.workerId;
       if (this.failures === 1) {
-        this.deps.logger.warn(
-          `Heartbeat failed: ${toError(error).message}. Further failures are counted, not logged.`,
+        const message = toError(error).message;
+        logEvent(
+          this.deps.logger,
+          'HeartbeatFailed',
+          `Heartbeat failed: ${message}. Further failures are counted, not logged.`,
+          { workerId, error: message },
         );
       }
       if (this.failures === this.deps.options.heartbeat.failureThreshold) {
         this.degraded = true;
-        this.deps.logger.error(
+        const abortRunning = this.deps.options.heartbeat.cancelOnHeartbeatFailure;
+        logEvent(
+          this.deps.logger,
+          'HeartbeatThresholdReached',
           `Heartbeat failed ${this.failures} times in a row; ` +
-            (this.deps.options.heartbeat.cancelOnHeartbeatFailure
+            (abortRunning
               ? 'aborting running jobs (another process may take them over as zombies).'
               : 'continuing degraded (heartbeat.cancelOnHeartbeatFailure is false).'),
+          { workerId, failures: this.failures, abortRunning },
         );
         this.deps.onThresholdReached();
       }
@@ -127,7 +137,12 @@ export class HeartbeatLoop {
 
   private recovered(): void {
     if (this.failures > 0) {
-      this.deps.logger.log(`Heartbeat recovered after ${this.failures} failed attempt(s)`);
+      logEvent(
+        this.deps.logger,
+        'HeartbeatRecovered',
+        `Heartbeat recovered after ${this.failures} failed attempt(s)`,
+        { workerId: this.deps.workerId, failures: this.failures },
+      );
     }
     this.failures = 0;
     this.degraded = false;

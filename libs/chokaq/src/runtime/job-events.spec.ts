@@ -59,7 +59,16 @@ describe('JobEvents', () => {
     expect(bad).toMatchObject({ failed: 2, dropped: 0, queued: 0 });
     // The first failure is logged with its stack; the second falls in the same interval.
     expect(log.error).toHaveBeenCalledTimes(1);
-    expect(log.error.mock.calls[0][0]).toContain('Bad.listener threw on started of job a: boom');
+    expect(String(log.error.mock.calls[0][0])).toContain(
+      'Bad.listener threw on started of job a: boom',
+    );
+    expect({ ...log.error.mock.calls[0][0] }).toMatchObject({
+      event: 'EventListenerFailed',
+      listener: 'Bad.listener',
+      jobEvent: 'started',
+      jobId: 'a',
+      error: 'boom',
+    });
   });
 
   it('a slow listener backs up only its own bounded queue: drops are counted and logged once', async () => {
@@ -90,7 +99,7 @@ describe('JobEvents', () => {
       dropped: 2,
     });
     expect(log.warn).toHaveBeenCalledTimes(1);
-    expect(log.warn.mock.calls[0][0]).toContain('Slow.listener is 2 events behind');
+    expect(String(log.warn.mock.calls[0][0])).toContain('Slow.listener is 2 events behind');
 
     release();
     await blocked;

@@ -1,6 +1,7 @@
 import { Logger, type LoggerService } from '@nestjs/common';
 import { Observable } from 'rxjs';
 import { toError } from '../common/error-text';
+import { logEvent } from '../common/log-events';
 import {
   JOB_EVENT_NAMES,
   type JobEvent,
@@ -74,9 +75,12 @@ class ListenerQueue {
   offer(event: JobEvent): void {
     if (this.queue.length >= this.maxQueued) {
       if (this.dropped++ === 0) {
-        this.logger.warn(
+        logEvent(
+          this.logger,
+          'EventListenerBehind',
           `Job event listener ${this.name} is ${this.maxQueued} events behind; its new events are ` +
             `dropped until it catches up (further drops are counted, not logged)`,
+          { listener: this.name, maxQueued: this.maxQueued },
         );
       }
       return;
@@ -110,9 +114,18 @@ class ListenerQueue {
     this.suppressedFailures = 0;
     this.lastFailureLog = now;
     const err = toError(error);
-    this.logger.error(
+    logEvent(
+      this.logger,
+      'EventListenerFailed',
       `Job event listener ${this.name} threw on ${event.name} of job ${event.job.id}: ${err.message}` +
         (suppressed > 0 ? ` (${suppressed} more failure(s) since the last one logged)` : ''),
+      {
+        listener: this.name,
+        jobEvent: event.name,
+        jobId: event.job.id,
+        error: err.message,
+        suppressed,
+      },
       err.stack,
     );
   }

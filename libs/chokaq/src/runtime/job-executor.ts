@@ -1,4 +1,5 @@
 import type { LoggerService } from '@nestjs/common';
+import { logEvent } from '../common/log-events';
 import { ChokaQJobAbortedError, ChokaQJobTimeoutError, type JobAbortCause } from '../errors';
 import type { HandlerDefinition } from '../interfaces/handler.interface';
 import type { JobContext } from '../interfaces/job-context.interface';
@@ -225,9 +226,12 @@ export class JobExecutor {
 
   private lateResult(job: HotJob, how: 'resolved' | 'rejected'): void {
     this.late++;
-    this.logger.warn(
+    logEvent(
+      this.logger,
+      'JobLateResult',
       `Job ${job.id} (${job.queue}/${job.type}) ${how} after its run was already decided ` +
         `(timeout, cancel or shutdown); the late result is ignored.`,
+      { jobId: job.id, queue: job.queue, type: job.type, settled: how },
     );
   }
 }

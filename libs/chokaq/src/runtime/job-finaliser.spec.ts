@@ -332,7 +332,10 @@ describe('JobFinaliser', () => {
     expect(h.storage.moveToDlq).toHaveBeenCalledTimes(3);
     expect(h.outcomes[0]).toMatchObject({ outcome: 'failed', applied: false });
     expect(h.finaliser.conflicts).toBe(0); // not reached is not refused
-    expect(h.logger.count('error', 'moveToDlq failed 3 time(s)')).toBe(1);
+    expect(h.logger.count('error', 'failed 3 time(s)')).toBe(1);
+    expect(h.logger.events('TransitionWriteFailed')).toEqual([
+      expect.objectContaining({ operation: 'moveToDlq', attempts: 3 }),
+    ]);
     expect(h.settled).toHaveLength(1);
   });
 
@@ -342,7 +345,95 @@ describe('JobFinaliser', () => {
     h.finaliser.abandon();
     await h.finaliser.dlq(claimedJob(), FailureReason.NoHandler, 'none', h.emit);
     expect(h.storage.moveToDlq).toHaveBeenCalledTimes(1);
-    expect(h.logger.count('error', 'moveToDlq failed 1 time(s)')).toBe(1);
+    expect(h.logger.events('TransitionWriteFailed')).toEqual([
+      expect.objectContaining({ operation: 'moveToDlq', attempts: 1 }),
+    ]);
     expect(h.outcomes[0]).toMatchObject({ applied: false });
+  });
+
+  describe('log events', () => {
+    const failed = (attempt: number, error: unknown = new Error('boom')) => ({
+      result: { kind: 'failed' as const, error, durationMs: 7 },
+      attempt,
+      probe: false,
+    });
+
+    it('a retry is one JobRetryScheduled line with the first line of the error', async () => {
+      const h = harness();
+      await h.finaliser.finalise(claimedJob(), failed(2), h.emit);
+      expect(h.logger.lines.map((l) => [l.level, l.event])).toEqual([
+        ['warn', 'JobRetryScheduled'],
+      ]);
+      expect(h.logger.events('JobRetryScheduled')[0]).toMatchObject({
+        eventId: 2000,
+        jobId: 'job-1',
+        queue: 'q',
+        type: 't',
+        attempt: 2,
+        delayMs: 100,
+        error: 'Error: boom',
+      });
+    });
+
+    it('a DLQ move is one JobDeadLettered line naming the reason', async () => {
+      const h = harness();
+      await h.finaliser.finalise(
+        claimedJob(),
+        failed(1, new ChokaQFatalError('bad payload')),
+        h.emit,
+      );
+      expect(h.logger.lines.map((l) => [l.level, l.event])).toEqual([['error', 'JobDeadLettered']]);
+      const [record] = h.logger.events('JobDeadLettered');
+      expect(record).toMatchObject({
+        eventId: 2001,
+        jobId: 'job-1',
+        attempt: 1,
+        reason: 'FatalError',
+      });
+      expect(record.error).toContain('bad payload');
+      expect(record.error).not.toContain('\n');
+      expect(record.message).toContain('moved to the DLQ (FatalError) after attempt 1');
+    });
+
+    it('a cancel while running is a JobCancelledWhileRunning line at log level', async () => {
+      const h = harness();
+      await h.finaliser.finalise(
+        claimedJob(),
+        {
+          result: { kind: 'aborted', cause: 'cancelled', durationMs: 1 },
+          attempt: 2,
+          probe: false,
+        },
+        h.emit,
+      );
+      expect(h.logger.lines.map((l) => [l.level, l.event])).toEqual([
+        ['log', 'JobCancelledWhileRunning'],
+      ]);
+    });
+
+    it('a refused move logs the conflict only, and a shutdown release logs nothing', async () => {
+      const h = harness();
+      h.storage.moveToDlq.mockResolvedValueOnce(0);
+      await h.finaliser.finalise(claimedJob(), failed(3), h.emit);
+      await h.finaliser.finalise(
+        claimedJob({ leaseId: 'l2' }),
+        {
+          result: {
+            kind: 'failed',
+            error: new Error('stop'),
+            durationMs: 1,
+            abortedBy: 'shutdown',
+          },
+          attempt: 1,
+          probe: false,
+        },
+        h.emit,
+      );
+      expect(h.logger.lines.map((l) => l.event)).toEqual(['StateTransitionConflict']);
+      expect(h.logger.events('StateTransitionConflict')[0]).toMatchObject({
+        operation: 'moveToDlq',
+        jobId: 'job-1',
+      });
+    });
   });
 });

@@ -1,5 +1,6 @@
 import type { LoggerService } from '@nestjs/common';
 import { errorText, toError } from '../common/error-text';
+import { logEvent } from '../common/log-events';
 import { STORED_TEXT } from '../common/stored-text';
 import type { JobOutcome } from '../interfaces/job-outcome.interface';
 import { FailureReason } from '../interfaces/job-status.enum';
@@ -125,11 +126,11 @@ export class JobFinaliser {
       case 'timeout': {
         this.deps.breakers.recordFailure(key, probe);
         const error = `ChokaQJobTimeoutError: job exceeded its execution timeout of ${result.timeoutMs} ms`;
-        const applied = await this.move(lease, {
-          reason: FailureReason.Timeout,
-          error,
-          durationMs: result.durationMs,
-        });
+        const applied = await this.move(
+          claimed,
+          { reason: FailureReason.Timeout, error, durationMs: result.durationMs },
+          attempt,
+        );
         report(
           runOutcome(claimed, 'failed', {
             ...base,
@@ -145,7 +146,11 @@ export class JobFinaliser {
         const cancelled = result.cause === 'cancelled';
         const reason = cancelled ? FailureReason.Cancelled : FailureReason.HeartbeatFailure;
         const error = cancelled ? STORED_TEXT.cancelledWhileRunning : STORED_TEXT.heartbeatLost;
-        const applied = await this.move(lease, { reason, error, durationMs: result.durationMs });
+        const applied = await this.move(
+          claimed,
+          { reason, error, durationMs: result.durationMs },
+          attempt,
+        );
         report(
           runOutcome(claimed, cancelled ? 'cancelled' : 'failed', {
             ...base,
@@ -159,9 +164,12 @@ export class JobFinaliser {
       case 'abandoned': {
         this.deps.breakers.releaseProbe(key);
         this.deps.onSettled(lease);
-        this.deps.logger.warn(
+        logEvent(
+          this.deps.logger,
+          'JobAbandonedAtShutdown',
           `Job ${job.id} (${job.queue}/${job.type}) was still running at the end of the shutdown ` +
             `grace period; it is left to the rescue loop.`,
+          { jobId: job.id, queue: job.queue, type: job.type },
         );
         report(
           runOutcome(claimed, 'released', {
@@ -205,11 +213,11 @@ export class JobFinaliser {
         if (decision.action === 'retry') {
           await this.retry(claimed, { delayMs: decision.delayMs, error: text }, emit, base);
         } else {
-          const applied = await this.move(lease, {
-            reason: decision.reason,
-            error: text,
-            durationMs: result.durationMs,
-          });
+          const applied = await this.move(
+            claimed,
+            { reason: decision.reason, error: text, durationMs: result.durationMs },
+            attempt,
+          );
           report(
             runOutcome(claimed, 'failed', {
               ...base,
@@ -235,11 +243,24 @@ export class JobFinaliser {
     base: RunFacts = {},
   ): Promise<void> {
     const { delayMs, error } = request;
-    const rows = await this.write('rescheduleForRetry', () =>
+    const { job } = claimed;
+    const rows = await this.write('rescheduleForRetry', job.id, () =>
       this.deps.storage.rescheduleForRetry(claimed.lease, delayMs, error),
     );
-    const applied = this.applied(rows, claimed.job, 'rescheduleForRetry');
+    const applied = this.applied(rows, job, 'rescheduleForRetry');
     this.deps.onSettled(claimed.lease);
+    const attempt = base.attempt ?? attemptOf(job);
+    // A release (shutdown) is the worker's doing, not the job's: the shutdown lines cover it.
+    if (applied && !request.released) {
+      const headline = firstLine(error);
+      logEvent(
+        this.deps.logger,
+        'JobRetryScheduled',
+        `Job ${job.id} (${job.queue}/${job.type}) failed attempt ${attempt}; ` +
+          `retry in ${delayMs} ms: ${headline}`,
+        { jobId: job.id, queue: job.queue, type: job.type, attempt, delayMs, error: headline },
+      );
+    }
     emit(
       runOutcome(claimed, request.released ? 'released' : 'retried', {
         attempt: attemptOf(claimed.job),
@@ -259,7 +280,7 @@ export class JobFinaliser {
     error: string,
     emit: EmitOutcome,
   ): Promise<void> {
-    const applied = await this.move(claimed.lease, { reason, error });
+    const applied = await this.move(claimed, { reason, error }, attemptOf(claimed.job));
     emit(runOutcome(claimed, 'failed', { reason, error, applied }), claimed.job);
   }
 
@@ -269,7 +290,7 @@ export class JobFinaliser {
    */
   async release(jobs: readonly ClaimedJob[], delayMs: number, emit: EmitOutcome): Promise<void> {
     const leases = jobs.map((c) => c.lease);
-    const rows = await this.write('release', () =>
+    const rows = await this.write('release', undefined, () =>
       this.deps.storage.release(leases, delayMs > 0 ? delayMs : undefined),
     );
     // The count says how many were refused, not which: each outcome reports the write as a whole.
@@ -287,10 +308,35 @@ export class JobFinaliser {
     }
   }
 
-  private async move(lease: JobLease, move: DlqMove): Promise<boolean> {
-    const rows = await this.write('moveToDlq', () => this.deps.storage.moveToDlq(lease, move));
+  /** Moves the run to the DLQ; logs the move once it is applied. True when applied. */
+  private async move(claimed: ClaimedJob, move: DlqMove, attempt: number): Promise<boolean> {
+    const { job, lease } = claimed;
+    const rows = await this.write('moveToDlq', job.id, () =>
+      this.deps.storage.moveToDlq(lease, move),
+    );
     this.deps.onSettled(lease);
-    return this.applied(rows, { id: lease.id }, 'moveToDlq');
+    const applied = this.applied(rows, job, 'moveToDlq');
+    if (!applied) return false;
+    const where = `Job ${job.id} (${job.queue}/${job.type})`;
+    if (move.reason === FailureReason.Cancelled) {
+      // An operator asked for it: worth a line, not an alarm.
+      logEvent(
+        this.deps.logger,
+        'JobCancelledWhileRunning',
+        `${where} was cancelled while running (attempt ${attempt}) and moved to the DLQ`,
+        { jobId: job.id, queue: job.queue, type: job.type, attempt },
+      );
+    } else {
+      const reason = FailureReason[move.reason];
+      const headline = firstLine(move.error);
+      logEvent(
+        this.deps.logger,
+        'JobDeadLettered',
+        `${where} moved to the DLQ (${reason}) after attempt ${attempt}: ${headline}`,
+        { jobId: job.id, queue: job.queue, type: job.type, attempt, reason, error: headline },
+      );
+    }
+    return true;
   }
 
   /**
@@ -298,14 +344,23 @@ export class JobFinaliser {
    * still fails the row stays ours until the heartbeat stops covering it; then rescue decides.
    * Attempts are never spent here: the job's attempt count changes only in `markAsProcessing`.
    */
-  private async write(name: string, op: () => Promise<number>): Promise<number | undefined> {
+  private async write(
+    name: string,
+    jobId: string | undefined,
+    op: () => Promise<number>,
+  ): Promise<number | undefined> {
     for (let attempt = 1; ; attempt++) {
       try {
         return await op();
       } catch (error) {
         if (attempt >= FINALISE_ATTEMPTS || this.abandoned) {
-          this.deps.logger.error(
-            `${name} failed ${attempt} time(s): ${toError(error).message}. The job is left to the rescue loop.`,
+          const message = toError(error).message;
+          logEvent(
+            this.deps.logger,
+            'TransitionWriteFailed',
+            `${name}${jobId === undefined ? '' : ` of job ${jobId}`} failed ${attempt} time(s): ` +
+              `${message}. The job is left to the rescue loop.`,
+            { operation: name, jobId, attempts: attempt, error: message },
           );
           return undefined;
         }
@@ -320,8 +375,11 @@ export class JobFinaliser {
     if (rows === undefined) return false;
     if (rows === 0) {
       this.conflictCount++;
-      this.deps.logger.warn(
+      logEvent(
+        this.deps.logger,
+        'StateTransitionConflict',
         `${operation} of job ${job.id} changed no row: the lease no longer matches (state transition conflict)`,
+        { operation, jobId: job.id },
       );
       return false;
     }
@@ -350,4 +408,10 @@ export function runOutcome(
     if (value !== undefined) (result as unknown as Record<string, unknown>)[key] = value;
   }
   return result;
+}
+
+/** The first line of a stored error text (its stack follows): what a log line shows of it. */
+function firstLine(text: string): string {
+  const end = text.indexOf('\n');
+  return end < 0 ? text : text.slice(0, end);
 }

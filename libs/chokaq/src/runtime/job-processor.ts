@@ -1,5 +1,6 @@
 import type { LoggerService } from '@nestjs/common';
 import { toError } from '../common/error-text';
+import { logEvent } from '../common/log-events';
 import { STORED_TEXT } from '../common/stored-text';
 import type { JobAbortCause } from '../errors';
 import type { HandlerDefinition, HandlerLookup } from '../interfaces/handler.interface';
@@ -360,7 +361,10 @@ export class JobProcessor {
     try {
       this.deps.onOutcome?.(outcome);
     } catch (error) {
-      this.deps.logger.error(`Outcome listener threw: ${toError(error).message}`);
+      const message = toError(error).message;
+      logEvent(this.deps.logger, 'OutcomeListenerFailed', `Outcome listener threw: ${message}`, {
+        error: message,
+      });
     }
     const events = this.deps.events;
     // Nothing is built for an application that does not listen: the hot path pays one check.
@@ -389,8 +393,11 @@ export class JobProcessor {
         await this.deps.storage.markAsProcessing(items.map((i) => i.claimed.lease)),
       );
       if (this.startFailures > 0) {
-        this.deps.logger.log(
+        logEvent(
+          this.deps.logger,
+          'JobStartRecovered',
           `Starting jobs recovered after ${this.startFailures} failed attempt(s)`,
+          { failures: this.startFailures },
         );
         this.startFailures = 0;
       }
@@ -398,9 +405,13 @@ export class JobProcessor {
       // Nothing ran and the rows are still Fetched and ours: put them back and try again later.
       this.startFailures++;
       if (this.startFailures === 1) {
-        this.deps.logger.warn(
-          `markAsProcessing failed: ${toError(error).message}. The jobs stay buffered and are ` +
-            `retried with backoff; further failures are counted, not logged.`,
+        const message = toError(error).message;
+        logEvent(
+          this.deps.logger,
+          'JobStartFailed',
+          `markAsProcessing failed for ${items.length} job(s): ${message}. They stay buffered ` +
+            `and are retried with backoff; further failures are counted, not logged.`,
+          { count: items.length, error: message },
         );
       }
       for (const item of items) this.deps.breakers.releaseProbe(circuitKey(item.claimed.job));
@@ -418,8 +429,11 @@ export class JobProcessor {
         this.conflictCount++;
         this.owned.delete(runKey(claimed.lease));
         this.deps.breakers.releaseProbe(circuitKey(job));
-        this.deps.logger.warn(
+        logEvent(
+          this.deps.logger,
+          'StateTransitionConflict',
           `Job ${job.id} was not started: its lease no longer matches (state transition conflict)`,
+          { operation: 'markAsProcessing', jobId: job.id },
         );
         emit(
           runOutcome(claimed, 'released', { applied: false, error: 'lease lost before start' }),

@@ -1,6 +1,7 @@
 import type { LoggerService } from '@nestjs/common';
 import { toError } from '../common/error-text';
 import { jittered } from '../common/jitter';
+import { logEvent } from '../common/log-events';
 import { runAfter, type ScheduledCall } from './run-after';
 
 /**
@@ -138,8 +139,11 @@ export class Loop {
         next = this.failures > 0 ? this.backoffMs() : this.options.intervalMs();
       } else {
         if (this.failures > 0) {
-          this.options.logger.log(
+          logEvent(
+            this.options.logger,
+            'LoopRecovered',
             `${this.options.name} recovered after ${this.failures} failed attempt(s)`,
+            { loop: this.options.name, failures: this.failures },
           );
         }
         this.failures = 0;
@@ -150,9 +154,12 @@ export class Loop {
       this.totalFailures++;
       if (this.failures === 1) {
         const error = toError(thrown);
-        this.options.logger.warn(
+        logEvent(
+          this.options.logger,
+          'LoopFailed',
           `${this.options.name} failed: ${error.message}. Retrying with backoff; further failures ` +
             `are counted, not logged, until it recovers.`,
+          { loop: this.options.name, error: error.message },
         );
       }
       next = this.backoffMs();

@@ -1,5 +1,6 @@
 import type { LoggerService } from '@nestjs/common';
 import { jittered } from '../common/jitter';
+import { logEvent } from '../common/log-events';
 import type { RetentionResult } from '../interfaces/job.interface';
 import type { ResolvedChokaQOptions } from '../interfaces/module-options.interface';
 import type { JobStore } from '../storage/job-storage';
@@ -50,9 +51,12 @@ export class MaintenanceLoop {
     this.last = await this.storage.applyRetention({ archiveMs, dlqMs, metricsMs, workersMs });
     const { archive, dlq, metricBuckets, workers } = this.last;
     if (archive + dlq + metricBuckets + workers > 0) {
-      this.logger.log(
+      logEvent(
+        this.logger,
+        'RetentionApplied',
         `Retention removed ${archive} archive, ${dlq} DLQ, ${metricBuckets} metric-bucket and ` +
           `${workers} worker row(s)`,
+        { archive, dlq, metricBuckets, workers },
       );
     }
   }

@@ -1,5 +1,6 @@
 import type { LoggerService } from '@nestjs/common';
 import { toError } from '../common/error-text';
+import { logEvent } from '../common/log-events';
 import type { HandlerLookup } from '../interfaces/handler.interface';
 import type { NewJob } from '../interfaces/job.interface';
 import type { RecurringJobRecord, RecurringJobSpec } from '../interfaces/recurring-job.interface';
@@ -275,14 +276,21 @@ export class RecurringLoop {
       : null;
     const result = await this.storage.claimRecurringSlot(record.name, due, nextSlot, job);
     if (result === null) return undefined;
+    const slot = latest.toISOString();
     if (job) {
       this.enqueued++;
-      this.logger.log(
-        `Recurring job ${record.name}: slot ${latest.toISOString()} enqueued as ${result.id}`,
+      logEvent(
+        this.logger,
+        'RecurringSlotEnqueued',
+        `Recurring job ${record.name}: slot ${slot} enqueued as ${result.id}`,
+        { recurringJob: record.name, slot, jobId: result.id },
       );
     } else {
-      this.logger.log(
-        `Recurring job ${record.name}: missed slot(s) up to ${latest.toISOString()} not run (misfire 'none')`,
+      logEvent(
+        this.logger,
+        'RecurringSlotsMissed',
+        `Recurring job ${record.name}: missed slot(s) up to ${slot} not run (misfire 'none')`,
+        { recurringJob: record.name, upTo: slot },
       );
     }
     return nextSlot;
@@ -298,9 +306,18 @@ export class RecurringLoop {
       try {
         this.schedules.set(key, new CronSchedule(record.cron, record.timeZone));
       } catch (error) {
-        this.logger.error(
+        const message = toError(error).message;
+        logEvent(
+          this.logger,
+          'RecurringCronInvalid',
           `Recurring job ${record.name}: invalid cron '${record.cron}' or time zone '${record.timeZone}': ` +
-            `${toError(error).message}. It will not run.`,
+            `${message}. It will not run.`,
+          {
+            recurringJob: record.name,
+            cron: record.cron,
+            timeZone: record.timeZone,
+            error: message,
+          },
         );
         this.schedules.set(key, null);
       }

@@ -1,5 +1,6 @@
 import type { LoggerService } from '@nestjs/common';
 import { jittered } from '../common/jitter';
+import { logEvent } from '../common/log-events';
 import { STORED_TEXT } from '../common/stored-text';
 import type { HandlerLookup } from '../interfaces/handler.interface';
 import type { RescuedZombie } from '../interfaces/job.interface';
@@ -80,19 +81,35 @@ export class RescueLoop {
     this.recovered += recovered;
     this.zombies += zombies.dlq.length;
     this.zombiesRetried += zombies.retried.length;
-    if (recovered > 0)
-      this.logger.log(`Rescue: ${recovered} abandoned Fetched job(s) returned to Pending`);
+    if (recovered > 0) {
+      logEvent(
+        this.logger,
+        'FetchedJobsRecovered',
+        `Rescue: ${recovered} abandoned Fetched job(s) returned to Pending`,
+        { count: recovered },
+      );
+    }
     const dead = zombies.jobs.filter((z) => z.pillar === 'dlq');
     const retried = zombies.jobs.filter((z) => z.pillar === 'hot');
     if (dead.length > 0) {
-      this.logger.warn(
+      logEvent(
+        this.logger,
+        'ZombiesDeadLettered',
         `Rescue: ${dead.length} zombie job(s) moved to the DLQ, of lost worker(s) ${byWorker(dead)}`,
+        { count: dead.length, workerIds: workersOf(dead), jobIds: dead.map((z) => z.job.id) },
       );
     }
     if (retried.length > 0) {
-      this.logger.warn(
+      logEvent(
+        this.logger,
+        'ZombiesRetried',
         `Rescue: ${retried.length} zombie job(s) returned to Pending (retryZombies), of lost ` +
           `worker(s) ${byWorker(retried)}`,
+        {
+          count: retried.length,
+          workerIds: workersOf(retried),
+          jobIds: retried.map((z) => z.job.id),
+        },
       );
     }
     const events = this.events;
@@ -109,6 +126,11 @@ export class RescueLoop {
  * `w1 (2: id, id), w2 (1: id)`: the workers that lost the jobs, each with its count and the
  * first job ids. A row without a worker (written by hand) is listed as `(none)`.
  */
+/** The distinct workers that lost `jobs`, in order of appearance (null for a row without one). */
+function workersOf(jobs: readonly RescuedZombie[]): string[] {
+  return [...new Set(jobs.map(({ job }) => job.workerId ?? '(none)'))];
+}
+
 function byWorker(jobs: readonly RescuedZombie[]): string {
   const groups = new Map<string, string[]>();
   for (const { job } of jobs) {

@@ -1,5 +1,6 @@
 import type { LoggerService } from '@nestjs/common';
 import { toError } from '../common/error-text';
+import { logEvent } from '../common/log-events';
 import type { WorkerHeartbeat } from '../interfaces/worker.interface';
 import type { JobStore } from '../storage/job-storage';
 
@@ -33,19 +34,29 @@ export class WorkerPresence {
 
   /** Writes the current report. Never rejects. */
   async beat(): Promise<void> {
+    const report = this.deps.report();
     try {
-      await this.deps.storage.upsertWorker({ ...this.deps.report(), starting: !this.stored });
+      await this.deps.storage.upsertWorker({ ...report, starting: !this.stored });
       this.stored = true;
       this.written++;
       if (this.failures > 0) {
-        this.deps.logger.log(`Worker row written again after ${this.failures} failed attempt(s)`);
+        logEvent(
+          this.deps.logger,
+          'WorkerRowRecovered',
+          `Worker row written again after ${this.failures} failed attempt(s)`,
+          { workerId: report.workerId, failures: this.failures },
+        );
       }
       this.failures = 0;
     } catch (error) {
       if (this.failures++ === 0) {
-        this.deps.logger.warn(
-          `Could not write this worker's row of the Workers table: ${toError(error).message}. ` +
+        const message = toError(error).message;
+        logEvent(
+          this.deps.logger,
+          'WorkerRowWriteFailed',
+          `Could not write this worker's row of the Workers table: ${message}. ` +
             'Retried with every heartbeat; further failures are counted, not logged.',
+          { workerId: report.workerId, error: message },
         );
       }
     }
@@ -57,12 +68,17 @@ export class WorkerPresence {
    */
   async stopped(): Promise<void> {
     if (!this.stored) return;
+    const { workerId } = this.deps.report();
     try {
-      await this.deps.storage.markWorkerStopped(this.deps.report().workerId);
+      await this.deps.storage.markWorkerStopped(workerId);
     } catch (error) {
-      this.deps.logger.warn(
-        `Could not mark this worker stopped in the Workers table (${toError(error).message}); ` +
+      const message = toError(error).message;
+      logEvent(
+        this.deps.logger,
+        'WorkerRowStopFailed',
+        `Could not mark this worker stopped in the Workers table (${message}); ` +
           'it will be shown as lost once the zombie timeout passed.',
+        { workerId, error: message },
       );
     }
   }

@@ -1,11 +1,10 @@
 import { DataSource, DataSourceOptions } from 'typeorm';
 import {
   DEFAULT_MSSQL_REQUEST_TIMEOUT_MS,
-  DEFAULT_SCHEMA,
   DEFAULT_SQLITE_FILE,
-  DEFAULT_SQLITE_PREFIX,
   DEFAULT_TRANSIENT_RETRY,
   STORAGE_DEFAULTS,
+  storageSchema,
 } from '../config/storage-defaults';
 import { ChokaQValidationError } from '../errors';
 import type { StorageDialect } from '../interfaces/job.interface';
@@ -100,7 +99,7 @@ export async function createJobStorage(
       },
     ]);
   }
-  const schema = options.schema ?? (dialect === 'sqlite' ? DEFAULT_SQLITE_PREFIX : DEFAULT_SCHEMA);
+  const schema = storageSchema(options, dialect);
   if (!SCHEMA_NAME.test(schema)) {
     throw new ChokaQValidationError([
       { path: 'storage.schema', message: `must match ${SCHEMA_NAME.source}`, value: schema },
