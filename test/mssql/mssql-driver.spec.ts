@@ -1,3 +1,4 @@
+import { ConsoleLogger, Logger } from '@nestjs/common';
 import { SqlServerDriver } from 'typeorm/driver/sqlserver/SqlServerDriver';
 import {
   ChokaQCompatibilityLevelError,
@@ -9,10 +10,12 @@ import { composeJobStorage } from '../../libs/chokaq/src/storage/compose-job-sto
 import { MssqlConnection } from '../../libs/chokaq/src/storage/mssql/mssql.connection';
 import { MssqlJobQueries } from '../../libs/chokaq/src/storage/mssql/mssql-job-queries';
 import { MssqlJobStore } from '../../libs/chokaq/src/storage/mssql/mssql-job-store';
+import { MSSQL_SCHEMA_VERSION } from '../../libs/chokaq/src/storage/mssql/mssql.schema';
 import * as SQL from '../../libs/chokaq/src/storage/mssql/mssql.sql';
 import { SqlStorageConfig } from '../../libs/chokaq/src/storage/storage-config';
 import { ValidatedJobStorage } from '../../libs/chokaq/src/storage/validated-job-storage';
 import { EDGES, refusedPaths } from '../contract/edge-cases';
+import { RecordingLogger } from '../runtime/support/silent-logger';
 import { ID, ID2, LEASE } from './support/statements';
 import { stubMssqlDataSource } from './support/stub-data-source';
 
@@ -460,6 +463,50 @@ describe('SQL Server dialect over TypeORM SqlServerQueryRunner (stubbed mssql Re
       expect(calls).toHaveLength(0);
     },
   );
+
+  describe('ensureSchema logs the migration once, from the versions the script reports', () => {
+    let logger: RecordingLogger;
+    beforeEach(() => {
+      logger = new RecordingLogger();
+      Logger.overrideLogger(logger);
+    });
+    afterEach(() => Logger.overrideLogger(new ConsoleLogger()));
+
+    it('a new database: one SchemaMigrated line naming every version', async () => {
+      const all = Array.from({ length: MSSQL_SCHEMA_VERSION }, (_, i) => i + 1);
+      const { storage, calls } = stubbedStorage([all.map((Version) => ({ Version }))]);
+      await storage.ensureSchema();
+      expect(calls.map((c) => c.sql)).toEqual([SQL.ensureSchema('chokaq').sql]);
+      expect(logger.lines).toHaveLength(1);
+      expect(logger.events('SchemaMigrated')).toEqual([
+        expect.objectContaining({
+          eventId: 5000,
+          dialect: 'mssql',
+          schema: 'chokaq',
+          fromVersion: 0,
+          toVersion: MSSQL_SCHEMA_VERSION,
+          applied: all,
+        }),
+      ]);
+    });
+
+    it('an older database: the versions it lacked', async () => {
+      const { storage } = stubbedStorage([[{ Version: MSSQL_SCHEMA_VERSION }]]);
+      await storage.ensureSchema();
+      expect(logger.events('SchemaMigrated')).toEqual([
+        expect.objectContaining({
+          fromVersion: MSSQL_SCHEMA_VERSION - 1,
+          applied: [MSSQL_SCHEMA_VERSION],
+        }),
+      ]);
+    });
+
+    it('a current database: nothing is logged', async () => {
+      const { storage } = stubbedStorage([[]]);
+      await storage.ensureSchema();
+      expect(logger.lines).toEqual([]);
+    });
+  });
 
   it('subscribe() returns null: SQL Server has no LISTEN/NOTIFY', async () => {
     const { storage } = stubbedStorage([]);

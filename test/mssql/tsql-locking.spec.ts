@@ -58,6 +58,19 @@ describe('SQL Server lock hints and isolation', () => {
     }
   });
 
+  it("the DDL's one result set is the versions it recorded, selected after COMMIT", () => {
+    const ddl = mssqlSchemaDdl('chokaq');
+    const inserts = ddl.match(/INSERT INTO \[chokaq\]\.\[SchemaMigrations\][^;]*;/g) ?? [];
+    expect(inserts).toHaveLength(MSSQL_SCHEMA_VERSION);
+    for (const insert of inserts) expect(insert).toContain('OUTPUT inserted.Version INTO @Applied');
+    // No other SELECT returns rows: the start reads the first result set as the versions applied.
+    const selects = ddl.split('\n').filter((line) => /^SELECT /.test(line));
+    expect(selects).toEqual(['SELECT Version FROM @Applied ORDER BY Version;']);
+    expect(ddl.trimEnd().endsWith('COMMIT;\nSELECT Version FROM @Applied ORDER BY Version;')).toBe(
+      true,
+    );
+  });
+
   it('the DDL has the (queue, type) claim index and no lock escalation on JobsHot (version 2)', () => {
     const ddl = mssqlSchemaDdl('chokaq');
     expect(MSSQL_SCHEMA_VERSION).toBeGreaterThanOrEqual(2);
@@ -69,7 +82,7 @@ describe('SQL Server lock hints and isolation', () => {
       'IF NOT EXISTS (SELECT 1 FROM [chokaq].[SchemaMigrations] WHERE Version = 2)\n  ALTER TABLE [chokaq].[JobsHot] SET (LOCK_ESCALATION = DISABLE);',
     );
     expect(ddl).toMatch(
-      /INSERT INTO \[chokaq\]\.\[SchemaMigrations\] \(Version, Description\) VALUES \(2, /,
+      /INSERT INTO \[chokaq\]\.\[SchemaMigrations\] \(Version, Description\) OUTPUT inserted\.Version INTO @Applied \(Version\) VALUES \(2, /,
     );
   });
 
@@ -86,7 +99,7 @@ describe('SQL Server lock hints and isolation', () => {
     );
     expect(ddl).toMatch(/ {4}Source varchar\(10\) NOT NULL CONSTRAINT \[DF_RecurringJobs_Source\]/);
     expect(ddl).toMatch(
-      /INSERT INTO \[chokaq\]\.\[SchemaMigrations\] \(Version, Description\) VALUES \(3, /,
+      /INSERT INTO \[chokaq\]\.\[SchemaMigrations\] \(Version, Description\) OUTPUT inserted\.Version INTO @Applied \(Version\) VALUES \(3, /,
     );
   });
 
@@ -105,7 +118,7 @@ describe('SQL Server lock hints and isolation', () => {
       );
     }
     expect(ddl).toMatch(
-      /INSERT INTO \[chokaq\]\.\[SchemaMigrations\] \(Version, Description\) VALUES \(4, /,
+      /INSERT INTO \[chokaq\]\.\[SchemaMigrations\] \(Version, Description\) OUTPUT inserted\.Version INTO @Applied \(Version\) VALUES \(4, /,
     );
   });
 
@@ -135,7 +148,7 @@ describe('SQL Server lock hints and isolation', () => {
       expect(ddl).toContain(`CREATE NONCLUSTERED INDEX ${index}`);
     }
     expect(ddl).toMatch(
-      /INSERT INTO \[chokaq\]\.\[SchemaMigrations\] \(Version, Description\) VALUES \(5, /,
+      /INSERT INTO \[chokaq\]\.\[SchemaMigrations\] \(Version, Description\) OUTPUT inserted\.Version INTO @Applied \(Version\) VALUES \(5, /,
     );
     const keys = { hot: 'EnqueuedAtUtc', archive: 'FinishedAtUtc', dlq: 'FailedAtUtc' };
     for (const e of entries.filter((x) => x.operation.startsWith('listJobs.'))) {
@@ -169,7 +182,7 @@ describe('SQL Server lock hints and isolation', () => {
       'CREATE NONCLUSTERED INDEX [IX_MetricBuckets_Queue] ON [chokaq].[MetricBuckets] (Queue, BucketUtc) WITH (DATA_COMPRESSION = PAGE);',
     );
     expect(ddl).toMatch(
-      /INSERT INTO \[chokaq\]\.\[SchemaMigrations\] \(Version, Description\) VALUES \(6, /,
+      /INSERT INTO \[chokaq\]\.\[SchemaMigrations\] \(Version, Description\) OUTPUT inserted\.Version INTO @Applied \(Version\) VALUES \(6, /,
     );
   });
 

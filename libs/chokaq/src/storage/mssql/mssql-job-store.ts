@@ -1,3 +1,4 @@
+import { logEvent } from '../../common/log-events';
 import { ChokaQCompatibilityLevelError } from '../../errors';
 import type { Checked } from '../../interfaces/checked.interface';
 import { DlqFilter } from '../../interfaces/job-view.interface';
@@ -83,10 +84,26 @@ export class MssqlJobStore implements DialectJobStore {
     }
   }
 
-  /** @inheritdoc */
+  /**
+   * Runs the idempotent DDL script, which reports the versions it recorded: a migration is logged
+   * once, after its commit, and a current schema (the usual start) logs nothing.
+   * @inheritdoc
+   */
   async ensureSchema(): Promise<void> {
-    await this.db.query('ensureSchema', SQL.ensureSchema(this.schema));
-    this.db.logger.log(`SQL Server schema [${this.schema}] is ready`);
+    const rows = await this.db.query('ensureSchema', SQL.ensureSchema(this.schema));
+    const applied = rows.map((r) => num(r.Version)).sort((a, b) => a - b);
+    if (applied.length === 0) return;
+    // The script applies every missing version at once, so the newest one before it ran is the
+    // version just below the first it recorded.
+    const from = applied[0] - 1;
+    const to = applied[applied.length - 1];
+    logEvent(
+      this.db.logger,
+      'SchemaMigrated',
+      `SQL Server schema [${this.schema}] migrated from version ${from} to ${to} ` +
+        `(applied ${applied.join(', ')})`,
+      { dialect: 'mssql', schema: this.schema, fromVersion: from, toVersion: to, applied },
+    );
   }
 
   /** @inheritdoc */

@@ -485,8 +485,10 @@ export function schemaLockResource(schema: string): string {
  * The complete, idempotent DDL for `schema` as one T-SQL batch (no `GO`): it takes an exclusive,
  * transaction-owned `sp_getapplock` so several processes can start at once, creates what is
  * missing (`IF OBJECT_ID … IS NULL`, `IF NOT EXISTS … sys.indexes`), records the version in
- * `SchemaMigrations`, and commits. `schema` must be a validated identifier (it is inlined: DDL
- * cannot take identifiers as parameters, and a DBA runs this text without parameters).
+ * `SchemaMigrations`, and commits. Its one result set lists the versions this run recorded
+ * (empty when the schema was current), so a start logs a migration once and a current schema not
+ * at all. `schema` must be a validated identifier (it is inlined: DDL cannot take identifiers as
+ * parameters, and a DBA runs this text without parameters).
  *
  * `CREATE SCHEMA` must be alone in its batch, hence `EXEC(N'…')`. Run through TypeORM the batch
  * executes inside `sp_executesql`, so its `SET` options end with it.
@@ -503,6 +505,8 @@ export function mssqlSchemaDdl(schema: string): string {
     `SET QUOTED_IDENTIFIER ON;`,
     `BEGIN TRAN;`,
     `DECLARE @lockResult int;`,
+    `-- The versions this run records: the script's one result set, selected after COMMIT.`,
+    `DECLARE @Applied TABLE (Version int NOT NULL);`,
     `EXEC @lockResult = sp_getapplock @Resource = N'${schemaLockResource(schema)}', @LockMode = 'Exclusive', @LockOwner = 'Transaction', @LockTimeout = 60000;`,
     `IF @lockResult < 0`,
     `BEGIN`,
@@ -582,19 +586,19 @@ export function mssqlSchemaDdl(schema: string): string {
     ),
     ...INDEXES.map((index) => createIndex(schema, index)),
     `IF NOT EXISTS (SELECT 1 FROM ${t('migrations')} WHERE Version = 1)`,
-    `  INSERT INTO ${t('migrations')} (Version, Description) VALUES (1, N'initial schema');`,
+    `  INSERT INTO ${t('migrations')} (Version, Description) OUTPUT inserted.Version INTO @Applied (Version) VALUES (1, N'initial schema');`,
     ...LOCK_ESCALATION_NOTE.map((line) => `-- ${line}`),
     `IF NOT EXISTS (SELECT 1 FROM ${t('migrations')} WHERE Version = 2)`,
     `  ALTER TABLE ${t('hot')} SET (LOCK_ESCALATION = DISABLE);`,
     `IF NOT EXISTS (SELECT 1 FROM ${t('migrations')} WHERE Version = 2)`,
-    `  INSERT INTO ${t('migrations')} (Version, Description) VALUES (2, N'claim by (queue, type); no lock escalation on JobsHot');`,
+    `  INSERT INTO ${t('migrations')} (Version, Description) OUTPUT inserted.Version INTO @Applied (Version) VALUES (2, N'claim by (queue, type); no lock escalation on JobsHot');`,
     ...RECURRING_V3_NOTE.map((line) => `-- ${line}`),
     `IF COL_LENGTH(N'${t('recurring')}', N'Source') IS NULL`,
     `  ALTER TABLE ${t('recurring')} ADD ${columnDdl(MSSQL_TABLES.recurring, recurringColumn('Source'))} ${RECURRING_SOURCE_CHECK};`,
     `IF COL_LENGTH(N'${t('recurring')}', N'LastJobId') IS NULL`,
     `  ALTER TABLE ${t('recurring')} ADD ${columnDdl(MSSQL_TABLES.recurring, recurringColumn('LastJobId'))};`,
     `IF NOT EXISTS (SELECT 1 FROM ${t('migrations')} WHERE Version = 3)`,
-    `  INSERT INTO ${t('migrations')} (Version, Description) VALUES (3, N'recurring jobs: source and last job id');`,
+    `  INSERT INTO ${t('migrations')} (Version, Description) OUTPUT inserted.Version INTO @Applied (Version) VALUES (3, N'recurring jobs: source and last job id');`,
     // Version 4 on an older database: the Workers table is created above with the others; the
     // progress note is added where CREATE TABLE did not put it.
     `-- ProgressNote (schema version 4): a nullable column without a default, added where missing.`,
@@ -604,17 +608,18 @@ export function mssqlSchemaDdl(schema: string): string {
         `  ALTER TABLE ${t(table)} ADD ProgressNote nvarchar(500) NULL;`,
     ),
     `IF NOT EXISTS (SELECT 1 FROM ${t('migrations')} WHERE Version = 4)`,
-    `  INSERT INTO ${t('migrations')} (Version, Description) VALUES (4, N'Workers table; progress note');`,
+    `  INSERT INTO ${t('migrations')} (Version, Description) OUTPUT inserted.Version INTO @Applied (Version) VALUES (4, N'Workers table; progress note');`,
     `IF NOT EXISTS (SELECT 1 FROM ${t('migrations')} WHERE Version = 5)`,
-    `  INSERT INTO ${t('migrations')} (Version, Description) VALUES (5, N'keyset list indexes');`,
+    `  INSERT INTO ${t('migrations')} (Version, Description) OUTPUT inserted.Version INTO @Applied (Version) VALUES (5, N'keyset list indexes');`,
     `-- Version 6: start lag columns of MetricBuckets (a table created at version 6 has them already).`,
     ...BUCKET_LAG_COLUMNS.map(
       (col) =>
         `IF COL_LENGTH(N'${t('buckets')}', N'${col.name}') IS NULL\n  ALTER TABLE ${t('buckets')} ADD ${columnDdl(MSSQL_TABLES.buckets, col)};`,
     ),
     `IF NOT EXISTS (SELECT 1 FROM ${t('migrations')} WHERE Version = 6)`,
-    `  INSERT INTO ${t('migrations')} (Version, Description) VALUES (6, N'metric buckets count retries and starts with their start lag');`,
+    `  INSERT INTO ${t('migrations')} (Version, Description) OUTPUT inserted.Version INTO @Applied (Version) VALUES (6, N'metric buckets count retries and starts with their start lag');`,
     `COMMIT;`,
+    `SELECT Version FROM @Applied ORDER BY Version;`,
   ];
   return `${parts.join('\n')}\n`;
 }

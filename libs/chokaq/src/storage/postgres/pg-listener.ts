@@ -2,6 +2,7 @@ import type { LoggerService } from '@nestjs/common';
 import type { Client, Notification } from 'pg';
 import { toError } from '../../common/error-text';
 import { jittered } from '../../common/jitter';
+import { logEvent } from '../../common/log-events';
 
 /** Longest wait between two reconnect attempts, in ms. */
 const MAX_RECONNECT_MS = 30_000;
@@ -80,8 +81,12 @@ export class PgListener {
       try {
         onNotify(message.payload);
       } catch (error) {
-        this.options.logger.warn(
-          `Listener of "${message.channel}" threw: ${toError(error).message}`,
+        const text = toError(error).message;
+        logEvent(
+          this.options.logger,
+          'NotifyListenerFailed',
+          `Listener of "${message.channel}" threw: ${text}`,
+          { channel: message.channel, error: text },
         );
       }
     });
@@ -106,10 +111,13 @@ export class PgListener {
     this.client = undefined;
     void client.end().catch(() => undefined);
     if (this.stopped) return;
-    this.options.logger.warn(
+    logEvent(
+      this.options.logger,
+      'NotifyConnectionLost',
       `LISTEN connection of "${this.options.label}" lost` +
         (error ? `: ${error.message}` : '') +
         '. Workers poll until it is re-established.',
+      { label: this.options.label, error: error?.message },
     );
     this.failures = 0;
     this.scheduleReconnect();
@@ -140,8 +148,11 @@ export class PgListener {
       return;
     }
     this.client = client;
-    this.options.logger.log(
+    logEvent(
+      this.options.logger,
+      'NotifyConnectionRestored',
       `LISTEN connection of "${this.options.label}" re-established after ${this.failures + 1} attempt(s)`,
+      { label: this.options.label, attempts: this.failures + 1 },
     );
     this.failures = 0;
     this.options.onReconnected();

@@ -1,4 +1,5 @@
 import { isUuid } from '../../common/uuid';
+import { logEvent } from '../../common/log-events';
 import { ChokaQUnsupportedServerError } from '../../errors';
 import type { Checked } from '../../interfaces/checked.interface';
 import { FailureReason } from '../../interfaces/job-status.enum';
@@ -111,21 +112,33 @@ export class PostgresJobStore implements DialectJobStore {
    */
   async ensureSchema(): Promise<void> {
     if ((await this.appliedVersions()).includes(POSTGRES_SCHEMA_VERSION)) return;
-    await this.db.transaction('ensureSchema', async (exec) => {
+    const { from, applied } = await this.db.transaction('ensureSchema', async (exec) => {
       await exec(SQL.LOCK_SCHEMA, [this.schemaName]);
       for (const statement of bootstrapStatements(this.s)) await exec(statement);
-      const applied = new Set(
+      const done = new Set(
         (await exec(SQL.selectAppliedVersions(this.s))).map((r) => num(r.version)),
       );
+      const now: number[] = [];
       for (const migration of POSTGRES_MIGRATIONS) {
-        if (applied.has(migration.version)) continue;
+        if (done.has(migration.version)) continue;
         for (const statement of migration.statements(this.s)) await exec(statement);
         await exec(SQL.recordMigration(this.s), [migration.version, migration.description]);
-        this.logger.log(
-          `Applied ChokaQ schema version ${migration.version} (${migration.description}) to "${this.schemaName}"`,
-        );
+        now.push(migration.version);
       }
+      return { from: Math.max(0, ...done), applied: now };
     });
+    // Logged after the commit (a rolled-back migration applied nothing), once for the whole
+    // migration; another process that got the lock first leaves nothing to apply and to log.
+    if (applied.length > 0) {
+      const to = applied[applied.length - 1];
+      logEvent(
+        this.logger,
+        'SchemaMigrated',
+        `Schema "${this.schemaName}" migrated from version ${from} to ${to} ` +
+          `(applied ${applied.join(', ')})`,
+        { dialect: 'postgres', schema: this.schemaName, fromVersion: from, toVersion: to, applied },
+      );
+    }
   }
 
   private async appliedVersions(): Promise<number[]> {

@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import { Logger } from '@nestjs/common';
+import { logEvent } from '../../common/log-events';
 import type { Client, Pool } from 'pg';
 import type { DataSource, QueryRunner } from 'typeorm';
 import { ChokaQTransactionError } from '../../errors';
@@ -48,8 +49,11 @@ export class PostgresConnection {
   private readonly listeners = new Set<PgListener>();
   private isClosed = false;
   private readonly onPlansInvalidated = (): void =>
-    this.logger.log(
+    logEvent(
+      this.logger,
+      'PreparedStatementsReset',
       `The schema of "${this.schemaName}" changed under prepared statements; preparing them again`,
+      { schema: this.schemaName },
     );
 
   constructor(readonly config: SqlStorageConfig) {

@@ -1,4 +1,5 @@
 import { toError } from '../../common/error-text';
+import { logEvent } from '../../common/log-events';
 import type { Checked } from '../../interfaces/checked.interface';
 import { FailureReason } from '../../interfaces/job-status.enum';
 import { DlqFilter } from '../../interfaces/job-view.interface';
@@ -93,7 +94,7 @@ export class SqliteJobStore implements DialectJobStore {
       SCHEMA_RETRY_ATTEMPTS,
       this.db.config.transientRetry.maxAttempts ?? 0,
     );
-    const applied = await this.db.write(
+    const { from, applied } = await this.db.write(
       'ensureSchema',
       () => {
         this.db.exec(schemaMigrationsDdl(p));
@@ -110,12 +111,19 @@ export class SqliteJobStore implements DialectJobStore {
           });
           now.push(migration.version);
         }
-        return now;
+        return { from: Math.max(0, ...done), applied: now };
       },
       { maxAttempts },
     );
+    // Logged after the commit, once for the whole migration; a current schema says nothing.
     if (applied.length > 0) {
-      this.db.logger.log(`Schema '${p}*' migrated to version ${applied.join(', ')}`);
+      const to = applied[applied.length - 1];
+      logEvent(
+        this.db.logger,
+        'SchemaMigrated',
+        `Schema '${p}*' migrated from version ${from} to ${to} (applied ${applied.join(', ')})`,
+        { dialect: 'sqlite', schema: p, fromVersion: from, toVersion: to, applied },
+      );
     }
   }
 
@@ -160,7 +168,13 @@ export class SqliteJobStore implements DialectJobStore {
       try {
         listener();
       } catch (error) {
-        this.db.logger.warn(`Change listener threw: ${toError(error).message}`);
+        const message = toError(error).message;
+        logEvent(
+          this.db.logger,
+          'SqliteChangeListenerFailed',
+          `Change listener threw: ${message}`,
+          { error: message },
+        );
       }
     }, everyMs);
     timer.unref();

@@ -1,6 +1,7 @@
 import { Logger } from '@nestjs/common';
 import type BetterSqlite3 from 'better-sqlite3';
 import type { QueryRunner } from 'typeorm';
+import { logEvent } from '../../common/log-events';
 import { ChokaQError, ChokaQStorageUnavailableError, ChokaQTransactionError } from '../../errors';
 import { TransientRetryOptions } from '../../interfaces/storage-options.interface';
 import { assertNonNegativeInt } from '../../validation/validate-job';
@@ -82,8 +83,11 @@ export class SqliteConnection {
         // writeUnsynced); a borrowed DataSource keeps the application's choice.
         if (this.config.ownsDataSource) db.pragma('synchronous = FULL');
         if (mode !== 'wal' && mode !== 'memory') {
-          this.logger.warn(
+          logEvent(
+            this.logger,
+            'SqliteNotWal',
             `SQLite journal_mode is '${mode}', not WAL: readers will block the writer`,
+            { journalMode: mode },
           );
         }
       }),
@@ -270,7 +274,12 @@ export class SqliteConnection {
         try {
           this.statement('ROLLBACK').run();
         } catch (rollbackError) {
-          this.logger.error(`ROLLBACK failed after ${String(error)}: ${String(rollbackError)}`);
+          logEvent(
+            this.logger,
+            'SqliteRollbackFailed',
+            `ROLLBACK failed after ${String(error)}: ${String(rollbackError)}`,
+            { error: String(error), rollbackError: String(rollbackError) },
+          );
         }
       }
       throw error;
