@@ -3,6 +3,7 @@ import { ConsoleLogger } from '@nestjs/common';
 import { Test } from '@nestjs/testing';
 import { randomUUID } from 'node:crypto';
 import {
+  ChokaQAdmin,
   ChokaQFatalError,
   ChokaQModule,
   JobClient,
@@ -99,7 +100,7 @@ describe('log events reach the application logger as structured records [sqlite]
     return app;
   }
 
-  it('a JSON logger gets the fields of SchemaMigrated, WorkerStarted, JobDeadLettered and ZombiesDeadLettered', async () => {
+  it('a JSON logger gets the fields of SchemaMigrated, WorkerStarted, JobDeadLettered, ZombiesDeadLettered and admin actions', async () => {
     const json = new JsonLinesLogger();
 
     // A producer creates the schema and a zombie: a job claimed and started by a worker that is gone.
@@ -124,8 +125,23 @@ describe('log events reach the application logger as structured records [sqlite]
       () =>
         json.events('JobDeadLettered').length > 0 && json.events('ZombiesDeadLettered').length > 0,
     );
+    // Operator actions (6000s) carry what was done, to what.
+    const admin = app.get(ChokaQAdmin);
+    await admin.pauseQueue('logs');
+    expect(await admin.purgeDlq([dead])).toBe(1);
     await closeAndCheck(app, db);
 
+    expect(json.events('QueueUpdated')).toEqual([
+      expect.objectContaining({
+        context: 'ChokaQAdmin',
+        eventId: 6000,
+        queue: 'logs',
+        settings: expect.objectContaining({ name: 'logs', isPaused: true }),
+      }),
+    ]);
+    expect(json.events('DlqPurged')).toEqual([
+      expect.objectContaining({ eventId: 6004, count: 1 }),
+    ]);
     expect(json.events('SchemaMigrated')).toEqual([
       expect.objectContaining({
         level: 'info',

@@ -1,6 +1,7 @@
 import { Inject, Injectable, Logger, Optional } from '@nestjs/common';
 import { CHOKAQ_RESOLVED_OPTIONS, CHOKAQ_STORAGE } from '../chokaq.constants';
 import { toError } from '../common/error-text';
+import { logEvent } from '../common/log-events';
 import { ChokaQRecurringJobNotFoundError, ChokaQValidationError } from '../errors';
 import {
   ActiveFilter,
@@ -77,7 +78,10 @@ export class ChokaQAdmin {
     const info = await this.storage.updateQueue(queue, patch);
     // The stored controls, not the patch: a patch may carry keys the storage ignores (a BigInt,
     // a cycle) that JSON.stringify would throw on.
-    this.logger.log(`Queue ${queue} updated: ${JSON.stringify(info)}`);
+    logEvent(this.logger, 'QueueUpdated', `Queue ${queue} updated: ${JSON.stringify(info)}`, {
+      queue,
+      settings: { ...info },
+    });
     return info;
   }
 
@@ -153,11 +157,29 @@ export class ChokaQAdmin {
       this.events,
       result.cancelled,
       (id) => this.storage.getJob(id),
-      (error) => this.logger.error(`Announcing cancelled jobs failed: ${toError(error).message}`),
+      (error) => {
+        const message = toError(error).message;
+        logEvent(
+          this.logger,
+          'CancelEventsFailed',
+          `Announcing cancelled jobs failed: ${message}`,
+          {
+            error: message,
+          },
+        );
+      },
     );
-    this.logger.log(
+    logEvent(
+      this.logger,
+      'JobsCancelled',
       `Cancel of ${list.length} job(s)${actor ? ` by ${actor}` : ''}: ${result.cancelled.length} cancelled, ` +
         `${result.cancelRequested.length} running asked to stop`,
+      {
+        actor,
+        requested: list.length,
+        cancelled: result.cancelled.length,
+        cancelRequested: result.cancelRequested.length,
+      },
     );
     return result;
   }
@@ -204,8 +226,11 @@ export class ChokaQAdmin {
   /** Moves one DLQ job back to Pending (attempts 0), optionally with a new payload, tags or priority. */
   async resurrect(id: string, edits?: ResurrectEdits, actor?: string): Promise<boolean> {
     const moved = await this.storage.resurrect(id, edits, actor);
-    this.logger.log(
+    logEvent(
+      this.logger,
+      'JobResurrected',
       `Resurrect ${id}${actor ? ` by ${actor}` : ''}: ${moved ? 'done' : 'not in the DLQ'}`,
+      { jobId: id, actor, resurrected: moved > 0 },
     );
     return moved > 0;
   }
@@ -227,14 +252,19 @@ export class ChokaQAdmin {
       assertNonNegativeInt(max, 'max', MAX_ADMIN_BULK),
       actor,
     );
-    this.logger.log(`Resurrected ${ids.length} DLQ job(s) by filter${actor ? ` by ${actor}` : ''}`);
+    logEvent(
+      this.logger,
+      'DlqResurrectedByFilter',
+      `Resurrected ${ids.length} DLQ job(s) by filter${actor ? ` by ${actor}` : ''}`,
+      { actor, count: ids.length },
+    );
     return ids;
   }
 
   /** Deletes DLQ jobs by id (lifetime counters are untouched); resolves to rows deleted. */
   async purgeDlq(ids: readonly string[]): Promise<number> {
     const n = await this.storage.purgeDlq(ids);
-    this.logger.log(`Purged ${n} DLQ job(s) by id`);
+    logEvent(this.logger, 'DlqPurged', `Purged ${n} DLQ job(s) by id`, { count: n });
     return n;
   }
 
@@ -244,7 +274,7 @@ export class ChokaQAdmin {
       filter,
       assertNonNegativeInt(max, 'max', MAX_ADMIN_BULK),
     );
-    this.logger.log(`Purged ${n} DLQ job(s) by filter`);
+    logEvent(this.logger, 'DlqPurgedByFilter', `Purged ${n} DLQ job(s) by filter`, { count: n });
     return n;
   }
 
@@ -353,7 +383,12 @@ export class ChokaQAdmin {
       nextSlotUtc: schedule.next(now),
       source: 'runtime',
     });
-    this.logger.log(`Recurring job ${valid.name} upserted: '${valid.cron}' (${valid.timeZone})`);
+    logEvent(
+      this.logger,
+      'RecurringJobUpserted',
+      `Recurring job ${valid.name} upserted: '${valid.cron}' (${valid.timeZone})`,
+      { recurringJob: valid.name, cron: valid.cron, timeZone: valid.timeZone },
+    );
   }
 
   /** Stops enqueuing the job's slots until {@link resumeRecurringJob}; slots meanwhile are missed. */
@@ -370,7 +405,12 @@ export class ChokaQAdmin {
     if (!(await this.storage.setRecurringJobPaused(name, paused))) {
       throw new ChokaQRecurringJobNotFoundError(name);
     }
-    this.logger.log(`Recurring job ${name} ${paused ? 'paused' : 'resumed'}`);
+    logEvent(
+      this.logger,
+      paused ? 'RecurringJobPaused' : 'RecurringJobResumed',
+      `Recurring job ${name} ${paused ? 'paused' : 'resumed'}`,
+      { recurringJob: name },
+    );
   }
 
   /**
@@ -381,7 +421,9 @@ export class ChokaQAdmin {
     if (!(await this.storage.removeRecurringJob(name))) {
       throw new ChokaQRecurringJobNotFoundError(name);
     }
-    this.logger.log(`Recurring job ${name} removed`);
+    logEvent(this.logger, 'RecurringJobRemoved', `Recurring job ${name} removed`, {
+      recurringJob: name,
+    });
   }
 
   /**
@@ -402,7 +444,12 @@ export class ChokaQAdmin {
     });
     // Removed between the read and the trigger: nothing was enqueued.
     if (!result) throw new ChokaQRecurringJobNotFoundError(name);
-    this.logger.log(`Recurring job ${name} triggered by ${createdBy}: enqueued ${result.id}`);
+    logEvent(
+      this.logger,
+      'RecurringJobTriggered',
+      `Recurring job ${name} triggered by ${createdBy}: enqueued ${result.id}`,
+      { recurringJob: name, actor: createdBy, jobId: result.id },
+    );
     return result.id;
   }
 
@@ -437,7 +484,9 @@ export class ChokaQAdmin {
       ]);
     }
     this.workers.setConcurrency(concurrency);
-    this.logger.log(`Local concurrency set to ${concurrency}`);
+    logEvent(this.logger, 'ConcurrencyChanged', `Local concurrency set to ${concurrency}`, {
+      concurrency,
+    });
   }
 
   /** Buffered and running jobs of this process's worker, or null when none runs. */

@@ -73,6 +73,18 @@ const PINNED: ReadonlyArray<[id: number, name: string, level: string, fields: st
   [5021, 'NotifyListenerFailed', 'warn', ['channel', 'error']],
   [5022, 'NotifyConnectionLost', 'warn', ['label', 'error']],
   [5023, 'NotifyConnectionRestored', 'log', ['label', 'attempts']],
+  [6000, 'QueueUpdated', 'log', ['queue', 'settings']],
+  [6001, 'JobsCancelled', 'log', ['actor', 'requested', 'cancelled', 'cancelRequested']],
+  [6002, 'JobResurrected', 'log', ['jobId', 'actor', 'resurrected']],
+  [6003, 'DlqResurrectedByFilter', 'log', ['actor', 'count']],
+  [6004, 'DlqPurged', 'log', ['count']],
+  [6005, 'DlqPurgedByFilter', 'log', ['count']],
+  [6010, 'RecurringJobUpserted', 'log', ['recurringJob', 'cron', 'timeZone']],
+  [6011, 'RecurringJobPaused', 'log', ['recurringJob']],
+  [6012, 'RecurringJobResumed', 'log', ['recurringJob']],
+  [6013, 'RecurringJobRemoved', 'log', ['recurringJob']],
+  [6014, 'RecurringJobTriggered', 'log', ['recurringJob', 'actor', 'jobId']],
+  [6020, 'ConcurrencyChanged', 'log', ['concurrency']],
 ];
 
 /** The catalogue in the code, as rows like {@link PINNED}, in declaration order. */

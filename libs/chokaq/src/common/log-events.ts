@@ -142,6 +142,24 @@ export const CHOKAQ_LOG_EVENTS = {
   NotifyListenerFailed: { id: 5021, level: 'warn', fields: ['channel', 'error'] },
   NotifyConnectionLost: { id: 5022, level: 'warn', fields: ['label', 'error'] },
   NotifyConnectionRestored: { id: 5023, level: 'log', fields: ['label', 'attempts'] },
+
+  // ------------------------------------------------------------------ 6000s admin
+  QueueUpdated: { id: 6000, level: 'log', fields: ['queue', 'settings'] },
+  JobsCancelled: {
+    id: 6001,
+    level: 'log',
+    fields: ['actor', 'requested', 'cancelled', 'cancelRequested'],
+  },
+  JobResurrected: { id: 6002, level: 'log', fields: ['jobId', 'actor', 'resurrected'] },
+  DlqResurrectedByFilter: { id: 6003, level: 'log', fields: ['actor', 'count'] },
+  DlqPurged: { id: 6004, level: 'log', fields: ['count'] },
+  DlqPurgedByFilter: { id: 6005, level: 'log', fields: ['count'] },
+  RecurringJobUpserted: { id: 6010, level: 'log', fields: ['recurringJob', 'cron', 'timeZone'] },
+  RecurringJobPaused: { id: 6011, level: 'log', fields: ['recurringJob'] },
+  RecurringJobResumed: { id: 6012, level: 'log', fields: ['recurringJob'] },
+  RecurringJobRemoved: { id: 6013, level: 'log', fields: ['recurringJob'] },
+  RecurringJobTriggered: { id: 6014, level: 'log', fields: ['recurringJob', 'actor', 'jobId'] },
+  ConcurrencyChanged: { id: 6020, level: 'log', fields: ['concurrency'] },
 } as const satisfies Record<string, LogEventSpec>;
 
 /** The name of a ChokaQ log event (a key of {@link CHOKAQ_LOG_EVENTS}). @publicApi */
