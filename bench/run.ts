@@ -2,12 +2,20 @@
  * `npm run bench -- [flags]` (see `--help`): ChokaQ on PostgreSQL and SQLite, optionally beside
  * graphile-worker and pg-boss on the same PostgreSQL, scenario by scenario. Results go to stdout
  * (a Markdown table, or JSON lines with `--json`) and, unless `--quick`, to bench/RESULTS.md.
+ * The admin-reads scenario runs only when named and writes its own section of that file.
  * Progress goes to stderr.
  */
 import { Logger } from '@nestjs/common';
 import { loadavg } from 'node:os';
 import { join } from 'node:path';
-import { parseArgs, HELP, type BenchArgs, type BenchDialect } from './lib/args';
+import {
+  adminReadsJson,
+  adminReadsSection,
+  readsTable,
+  writeAdminReadsSection,
+  type AdminReadsRun,
+} from './lib/admin-reads-report';
+import { parseArgs, HELP, type BenchArgs, type BenchDialect, type ScenarioName } from './lib/args';
 import { loadLine, machineLine, packageVersion, postgresVersion } from './lib/environment';
 import { ensureBenchDatabase, sweepStaleSchemas } from './lib/pg-admin';
 import { jsonLines, markdownTable, writeResults } from './lib/report';
@@ -15,6 +23,7 @@ import { ResultSet } from './lib/results';
 import { sleep } from './lib/stats';
 import { compileWorkers } from './lib/worker-process';
 import { runProfile } from './profile';
+import { runAdminReads } from './scenarios/admin-reads.scenario';
 import { runScenario } from './scenarios/run-scenario';
 import type { BenchSystem } from './systems/bench-system';
 import { chokaqSystem } from './systems/chokaq.system';
@@ -96,10 +105,53 @@ async function main(): Promise<void> {
   const swept = await sweepStaleSchemas(benchUrl);
   if (swept > 0) log(`dropped ${swept} schema(s) left by earlier bench processes`);
   log(`load average ${loadLine()} (figures are only meaningful below ~1.5 on this 2-core machine)`);
-  log('compiling the worker processes (tsc -p bench/tsconfig.worker.json)');
-  compileWorkers();
+  const suite = [...args.scenarios].filter((s) => s !== 'admin-reads');
+  if (args.profile || suite.length > 0) {
+    log('compiling the worker processes (tsc -p bench/tsconfig.worker.json)');
+    compileWorkers();
+  }
   if (args.profile) return runProfile(args, benchUrl, log);
 
+  if (suite.length > 0) await runSuite(args, suite, benchUrl);
+  if (args.scenarios.has('admin-reads')) await adminReads(args, benchUrl);
+}
+
+/** The admin-reads scenario on each dialect; its own table on stdout and section of RESULTS.md. */
+async function adminReads(args: BenchArgs, benchUrl: string): Promise<void> {
+  const started = new Date();
+  const runs: AdminReadsRun[] = [];
+  for (const dialect of args.dialects) {
+    log(`${dialect} admin-reads: seeding and timing (load ${loadLine()})`);
+    runs.push(
+      await runAdminReads(dialect, benchUrl, args.reads, log, () => waitForLoad(args, log)),
+    );
+  }
+  if (args.json) for (const line of adminReadsJson(runs)) process.stdout.write(`${line}\n`);
+  else {
+    for (const run of runs)
+      process.stdout.write(`\n### admin-reads, ${run.dialect}\n\n${readsTable(run)}\n`);
+  }
+  if (args.write) {
+    const section = adminReadsSection(runs, {
+      command: `npm run bench -- ${process.argv.slice(2).join(' ')}`,
+      started,
+      ended: new Date(),
+      machine: machineLine(),
+      postgres: await postgresVersion(benchUrl),
+      sqlite: packageVersion('better-sqlite3'),
+      sizes: args.reads,
+    });
+    await writeAdminReadsSection(join(__dirname, 'RESULTS.md'), section);
+    log('wrote the admin-reads section of bench/RESULTS.md');
+  }
+}
+
+/** The throughput and latency scenarios, system by system; rewrites the suite's part of RESULTS.md. */
+async function runSuite(
+  args: BenchArgs,
+  scenarios: readonly ScenarioName[],
+  benchUrl: string,
+): Promise<void> {
   const results = new ResultSet();
   const allSystems: BenchSystem[] = [];
   const startLoad = loadLine();
@@ -107,7 +159,7 @@ async function main(): Promise<void> {
   for (const dialect of [...args.dialects]) {
     const systems = systemsFor(dialect, args, benchUrl);
     allSystems.push(...systems);
-    for (const scenario of [...args.scenarios]) {
+    for (const scenario of scenarios) {
       await waitForLoad(args, log);
       for (let r = 1; r <= args.runs; r++) {
         // Runs interleave systems, so a load change hits every system alike.

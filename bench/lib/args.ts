@@ -1,6 +1,22 @@
 /** Scenario names accepted by `--scenarios`. */
-export const SCENARIOS = ['enqueue', 'drain', 'latency', 'backlog', 'two-proc'] as const;
+export const SCENARIOS = [
+  'enqueue',
+  'drain',
+  'latency',
+  'backlog',
+  'two-proc',
+  'admin-reads',
+] as const;
 export type ScenarioName = (typeof SCENARIOS)[number];
+
+/**
+ * What runs without `--scenarios`: every throughput and latency scenario. `admin-reads` seeds more
+ * than a million rows per dialect (minutes) and writes its own section of RESULTS.md, so it runs
+ * only when named.
+ */
+export const DEFAULT_SCENARIOS: readonly ScenarioName[] = SCENARIOS.filter(
+  (s) => s !== 'admin-reads',
+);
 
 /** Dialects ChokaQ is benchmarked on (peers run on PostgreSQL only). */
 export const BENCH_DIALECTS = ['postgres', 'sqlite'] as const;
@@ -25,6 +41,19 @@ export interface BenchSizes {
   backlogDrain: number;
 }
 
+/** Rows seeded and repetitions of the admin-reads scenario. */
+export interface ReadSizes {
+  archived: number;
+  dead: number;
+  pending: number;
+  /** The deep page is the page of 50 that ends at this row. */
+  deepRow: number;
+  /** Timed calls of each read (after one unmeasured call). */
+  repetitions: number;
+  /** Rows per seeding statement. */
+  chunk: number;
+}
+
 /** The parsed command line. */
 export interface BenchArgs {
   quick: boolean;
@@ -36,6 +65,7 @@ export interface BenchArgs {
   scenarios: Set<ScenarioName>;
   dialects: Set<BenchDialect>;
   sizes: BenchSizes;
+  reads: ReadSizes;
   /** Hard bound of one run (fork to last report); a run past it is killed and reported as failed. */
   runTimeoutMs: number;
   pgUrl: string;
@@ -56,6 +86,26 @@ const FULL: BenchSizes = {
   backlogDrain: 20_000,
 };
 
+/** Issue 13's figures: 1,000,000 archived, 100,000 dead and 100,000 pending jobs. */
+const FULL_READS: ReadSizes = {
+  archived: 1_000_000,
+  dead: 100_000,
+  pending: 100_000,
+  deepRow: 5_000,
+  repetitions: 20,
+  chunk: 100_000,
+};
+
+/** A smoke run of the admin-reads scenario: seconds, not minutes; the deep page ends at row 500. */
+const QUICK_READS: ReadSizes = {
+  archived: 20_000,
+  dead: 5_000,
+  pending: 2_000,
+  deepRow: 500,
+  repetitions: 5,
+  chunk: 10_000,
+};
+
 /** Small enough for a smoke run on a loaded machine (well under a minute per system). */
 const QUICK: BenchSizes = {
   single: 100,
@@ -74,10 +124,14 @@ const HELP = `npm run bench -- [flags]
   --peers                 also run graphile-worker (preset + defaults) and pg-boss on PostgreSQL
   --json                  print one JSON object per scenario on its own line
   --profile               CPU-profile a ChokaQ drain at the highest --concurrency (PostgreSQL; SQLite with --dialects=sqlite)
-  --scenarios=a,b         ${SCENARIOS.join(',')} (default all)
+  --scenarios=a,b         ${SCENARIOS.join(',')} (default all but admin-reads)
+                          admin-reads: seeds 1,000,000 archived, 100,000 DLQ and 100,000 pending jobs
+                          per dialect and times the dashboard reads (p50/p95); writes its own section
+                          of RESULTS.md (--runs does not apply: one seeding per dialect)
   --dialects=a,b          ${BENCH_DIALECTS.join(',')} (default both)
   --runs=N                runs per scenario (default 3; --quick 1)
   --drain=N --backlog=N --backlog-drain=N --single=N --bulk=N --latency-jobs=N --concurrency=10,50
+  --reads-archived=N --reads-dead=N --reads-pending=N --reads-reps=N   admin-reads sizes and repetitions
   --run-timeout-ms=N      bound of one run (default 300000)
   --write / --no-write    (re)write bench/RESULTS.md (default: on unless --quick)
   --max-load=X            before each scenario wait until the 1-min load average is below X
@@ -119,6 +173,13 @@ export function parseArgs(argv: readonly string[]): BenchArgs | 'help' {
     bulk: 'bulk',
     'latency-jobs': 'latencyJobs',
   };
+  const reads: ReadSizes = { ...(quick ? QUICK_READS : FULL_READS) };
+  const readFlags: Record<string, keyof ReadSizes> = {
+    'reads-archived': 'archived',
+    'reads-dead': 'dead',
+    'reads-pending': 'pending',
+    'reads-reps': 'repetitions',
+  };
   const known = new Set([
     'quick',
     'peers',
@@ -135,12 +196,17 @@ export function parseArgs(argv: readonly string[]): BenchArgs | 'help' {
     'max-load',
     'max-load-wait-s',
     ...Object.keys(sizeFlags),
+    ...Object.keys(readFlags),
   ]);
   for (const key of flags.keys())
     if (!known.has(key)) throw new Error(`Unknown flag --${key}\n${HELP}`);
   for (const [flag, key] of Object.entries(sizeFlags)) {
     const value = flags.get(flag);
     if (value !== undefined) (sizes[key] as number) = positive(value, `--${flag}`);
+  }
+  for (const [flag, key] of Object.entries(readFlags)) {
+    const value = flags.get(flag);
+    if (value !== undefined) reads[key] = positive(value, `--${flag}`);
   }
   const concurrency = flags.get('concurrency');
   if (concurrency)
@@ -155,11 +221,12 @@ export function parseArgs(argv: readonly string[]): BenchArgs | 'help' {
     runs: flags.has('runs') ? positive(flags.get('runs')!, '--runs') : quick ? 1 : 3,
     scenarios: flags.has('scenarios')
       ? list(flags.get('scenarios')!, SCENARIOS, '--scenarios')
-      : new Set(SCENARIOS),
+      : new Set(DEFAULT_SCENARIOS),
     dialects: flags.has('dialects')
       ? list(flags.get('dialects')!, BENCH_DIALECTS, '--dialects')
       : new Set(BENCH_DIALECTS),
     sizes,
+    reads,
     runTimeoutMs: flags.has('run-timeout-ms')
       ? positive(flags.get('run-timeout-ms')!, '--run-timeout-ms')
       : 300_000,

@@ -7,6 +7,13 @@ import type { Summary } from './stats';
 /** The heading that starts the hand-written part of RESULTS.md, kept when the suite rewrites it. */
 export const PROFILE_HEADING = '## Profile and next steps';
 
+/**
+ * The heading of the section the admin-reads scenario writes (between the suite's tables and the
+ * profile section); the suite keeps it when it rewrites its own part, and the scenario replaces
+ * only it.
+ */
+export const ADMIN_READS_HEADING = '## Admin reads';
+
 function fmt(value: number): string {
   if (!Number.isFinite(value)) return 'n/a';
   if (Math.abs(value) >= 1_000) return Math.round(value).toLocaleString('en-US');
@@ -89,15 +96,23 @@ function round(n: number): number {
 }
 
 /**
- * Rewrites RESULTS.md with `generated` and keeps the hand-written profile section (from
- * {@link PROFILE_HEADING} on) of the previous file.
+ * The suite's new RESULTS.md: `generated`, then the rest of the `previous` file (undefined when
+ * there was none): the admin-reads section (from {@link ADMIN_READS_HEADING}), which another
+ * invocation wrote, and the hand-written profile section (from {@link PROFILE_HEADING} on).
  */
-export async function writeResults(path: string, generated: string): Promise<void> {
+export function mergeResults(previous: string | undefined, generated: string): string {
   let kept = `${PROFILE_HEADING}\n\n_Not written yet: run \`npm run bench -- --profile\`._\n`;
-  if (existsSync(path)) {
-    const previous = readFileSync(path, 'utf8');
-    const at = previous.indexOf(PROFILE_HEADING);
+  if (previous !== undefined) {
+    const reads = previous.indexOf(ADMIN_READS_HEADING);
+    const profile = previous.indexOf(PROFILE_HEADING);
+    const at = reads >= 0 && (profile < 0 || reads < profile) ? reads : profile;
     if (at >= 0) kept = previous.slice(at);
   }
-  await writeMarkdown(path, `${generated.trimEnd()}\n\n${kept}`);
+  return `${generated.trimEnd()}\n\n${kept}`;
+}
+
+/** Rewrites RESULTS.md with `generated` (see {@link mergeResults}). */
+export async function writeResults(path: string, generated: string): Promise<void> {
+  const previous = existsSync(path) ? readFileSync(path, 'utf8') : undefined;
+  await writeMarkdown(path, mergeResults(previous, generated));
 }
