@@ -96,6 +96,7 @@ describeEachDialect(
     const WORKERS_VERSION = { sqlite: 3, postgres: 4 }[dialect as 'sqlite' | 'postgres'];
     const LISTS_VERSION = { sqlite: 4, postgres: 5 }[dialect as 'sqlite' | 'postgres'];
     const DASHBOARD_VERSION = { sqlite: 5, postgres: 6 }[dialect as 'sqlite' | 'postgres'];
+    const AUDIT_VERSION = { sqlite: 6, postgres: 7 }[dialect as 'sqlite' | 'postgres'];
 
     /** A time as the dialect stores it: epoch ms on SQLite, a timestamp on PostgreSQL. */
     const at = (ms: number): number | Date => (dialect === 'sqlite' ? ms : new Date(ms));
@@ -393,6 +394,40 @@ describeEachDialect(
       const health = (await storage.getQueueHealth()).find((h) => h.queue === queue)!;
       expect(health.startLag.started).toBe(2);
       expect(health.startLag.maxMs).toBeGreaterThanOrEqual(5 * MINUTE);
+    });
+
+    it('the audit log on a database of the previous version: its tables appear, storages opened before keep working, audited actions record', async () => {
+      await createPreviousVersion(AUDIT_VERSION);
+      const old = await db.openStorage({ autoCreateSchema: false });
+      const queue = uniqueQueue('upgrade.audit');
+      await old.enqueueMany([
+        { queue, payload: {} },
+        { queue, payload: {} },
+      ]);
+      // The previous release's schema has no audit table: an audited change fails and rolls back.
+      await expect(
+        old.updateQueue(queue, { isPaused: true }, { action: 'queue.pause' }),
+      ).rejects.toThrow();
+      expect((await old.getQueues()).find((q) => q.name === queue)?.isPaused ?? false).toBe(false);
+
+      const fresh = await db.openStorage();
+      const c = await claim(old, queue, 2);
+      await old.markAsProcessing(c.leases);
+      expect(await old.archiveSucceeded([{ ...c.leases[0], durationMs: 1 }])).toHaveLength(1);
+      await old.moveToDlq(c.leases[1], { reason: FailureReason.FatalError, error: 'boom' });
+
+      await fresh.updateQueue(queue, { isPaused: true }, { action: 'queue.pause', actor: 'ops' });
+      const moved = await fresh.resurrectMany([c.leases[1].id], 'ops', {
+        action: 'dlq.resurrect-many',
+        actor: 'ops',
+      });
+      expect(moved).toEqual([c.leases[1].id]);
+      const { items } = await fresh.getAuditLog({ actor: 'ops' });
+      expect(items.map((e) => [e.action, e.target, e.rowsAffected])).toEqual([
+        ['dlq.resurrect-many', c.leases[1].id, 1],
+        ['queue.pause', queue, 1],
+      ]);
+      expect(await old.getJob(c.leases[0].id)).toMatchObject({ pillar: 'archive' });
     });
   },
   { only: ['sqlite', 'postgres'] },

@@ -558,7 +558,7 @@ describe(`hostile input [${pgAvailable() ? 'sqlite + postgres' : 'sqlite only'}]
         async (op, f, n) => {
           const outcomes = await onEverySide((side) =>
             op === 'previewDlq'
-              ? side.admin.previewDlq(f as never, n)
+              ? side.admin.previewDlq(f as never, { action: 'resurrect', max: n })
               : side.admin.getTopErrors(n, f as never),
           );
           if (outcomes[0].kind === 'ok' && op === 'previewDlq') {
@@ -657,10 +657,10 @@ describe('hostile input, examples', () => {
         const results = await Promise.all(
           [
             () => side.admin.listDlq({ filter }),
-            () => side.admin.previewDlq(filter, 10),
+            () => side.admin.previewDlq(filter, { action: 'purge', max: 10 }),
             () => side.admin.getTopErrors(5, filter),
-            () => side.admin.resurrectByFilter(filter, 10),
-            () => side.admin.purgeDlqByFilter(filter, 10),
+            () => side.admin.resurrectByFilter(filter, { token: 'none' }),
+            () => side.admin.purgeDlqByFilter(filter, { token: 'none' }),
           ].map(classify),
         );
         return results.map(shape);

@@ -168,7 +168,7 @@ describe('SQL Server lock hints and isolation', () => {
 
   it('version 6: the start lag columns of MetricBuckets, added in place to an older table, and its queue index', () => {
     const ddl = mssqlSchemaDdl('chokaq');
-    expect(MSSQL_SCHEMA_VERSION).toBe(6);
+    expect(MSSQL_SCHEMA_VERSION).toBeGreaterThanOrEqual(6);
     // A new table has them from its CREATE; an older one gets them by ALTER, once.
     for (const column of ['LagCount', 'LagSumMs', 'LagMaxMs']) {
       expect(ddl).toContain(
@@ -184,6 +184,31 @@ describe('SQL Server lock hints and isolation', () => {
     expect(ddl).toMatch(
       /INSERT INTO \[chokaq\]\.\[SchemaMigrations\] \(Version, Description\) OUTPUT inserted\.Version INTO @Applied \(Version\) VALUES \(6, /,
     );
+  });
+
+  it('version 7: the AuditLog and Settings tables, created where missing, and the audit index', () => {
+    const ddl = mssqlSchemaDdl('chokaq');
+    expect(MSSQL_SCHEMA_VERSION).toBe(7);
+    for (const table of ['AuditLog', 'Settings']) {
+      expect(ddl).toContain(`IF OBJECT_ID(N'[chokaq].[${table}]', N'U') IS NULL`);
+    }
+    expect(ddl).toContain(
+      'CREATE NONCLUSTERED INDEX [IX_AuditLog_At] ON [chokaq].[AuditLog] (AtUtc, Id);',
+    );
+    expect(ddl).toMatch(
+      /INSERT INTO \[chokaq\]\.\[SchemaMigrations\] \(Version, Description\) VALUES \(7, /,
+    );
+  });
+
+  it('the audit row joins the transaction of its change: no transaction of its own, no COMMIT', () => {
+    for (const e of entries.filter((x) => x.operation === 'recordAudit')) {
+      expect([e.name, /\b(BEGIN TRAN|COMMIT|ROLLBACK)\b/.test(e.statement.sql)]).toEqual([
+        e.name,
+        false,
+      ]);
+    }
+    // The secret: one row however many processes store one at once (a key-range update lock).
+    expect(one('confirmationSecret').statement.sql).toContain('WITH (UPDLOCK, HOLDLOCK)');
   });
 
   it('the dashboard reads never count the archive or the DLQ; countExactly does, without NOLOCK', () => {

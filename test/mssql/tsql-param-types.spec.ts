@@ -235,6 +235,32 @@ function cases(): Case[] {
     ['applyRetentionDlq', '', () => SQL.applyRetentionDlq(s, 1_000, 100)],
     ['applyRetentionBuckets', '', () => SQL.applyRetentionBuckets(s, 1_000, 100)],
     ['applyRetentionWorkers', '', () => SQL.applyRetentionWorkers(s, 1_000, 100)],
+    ['applyRetentionAudit', '', () => SQL.applyRetentionAudit(s, 1_000, 100)],
+    [
+      'recordAudit',
+      '',
+      (v) =>
+        SQL.recordAudit(
+          s,
+          { id: v.id, actor: v.actor, action: 'dlq.purge', target: v.queue, details: v.payload },
+          1,
+          v.payload,
+        ),
+    ],
+    [
+      'getAuditLog',
+      'every filter',
+      (v) =>
+        SQL.getAuditLog(s, {
+          actor: v.actor,
+          action: 'queue.pause',
+          from: new Date(0),
+          to: new Date(1),
+          limit: 50,
+          after: { at: '2026-11-30T10:00:00.123Z', atMs: 1, id: v.id },
+        }),
+    ],
+    ['confirmationSecret', '', (v) => SQL.confirmationSecret(s, v.payload)],
     [
       'upsertWorker',
       '',

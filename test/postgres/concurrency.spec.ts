@@ -207,6 +207,7 @@ describePostgres(
         [db.schema],
       );
       expect(tables.map((t) => t.table_name)).toEqual([
+        'audit_log',
         'jobs_archive',
         'jobs_dlq',
         'jobs_hot',
@@ -214,6 +215,7 @@ describePostgres(
         'queues',
         'recurring_jobs',
         'schema_migrations',
+        'settings',
         'stats_summary',
         'workers',
       ]);

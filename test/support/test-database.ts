@@ -29,7 +29,8 @@ export type TableName =
   | 'queues'
   | 'recurring'
   | 'migrations'
-  | 'workers';
+  | 'workers'
+  | 'audit';
 
 /** Table names on SQLite (after the prefix) and PostgreSQL; SQL Server's come from the library. */
 const SNAKE_NAMES: Record<TableName, string> = {
@@ -42,6 +43,7 @@ const SNAKE_NAMES: Record<TableName, string> = {
   recurring: 'recurring_jobs',
   migrations: 'schema_migrations',
   workers: 'workers',
+  audit: 'audit_log',
 };
 
 /** `worker_id` → `WorkerId`: SPEC §2's SQL Server spelling of a snake_case column. */

@@ -42,8 +42,10 @@ describe('public API (index.ts)', () => {
     expect(Object.keys(api).sort()).toEqual(
       [
         'CHOKAQ_LOG_EVENTS',
+        'AUDIT_ACTIONS',
         'ChokaQAdmin',
         'ChokaQCompatibilityLevelError',
+        'ChokaQConfirmationError',
         'ChokaQDrainTimeoutError',
         'ChokaQDuplicateHandlerError',
         'ChokaQDuplicateRecurringJobError',

@@ -103,6 +103,17 @@ export type {
   WorkerQuery,
   WorkerState,
 } from './interfaces/worker.interface';
+export { AUDIT_ACTIONS } from './interfaces/audit.interface';
+export type {
+  AuditAction,
+  AuditEntry,
+  AuditLogPage,
+  AuditLogQuery,
+  AuditRequest,
+  BulkConfirmation,
+  BulkDlqAction,
+  DlqActionPreview,
+} from './interfaces/audit.interface';
 export type {
   ActiveFilter,
   BulkPreview,

@@ -315,6 +315,44 @@ export function catalogue(schema = SCHEMA): CatalogueEntry[] {
     'transition',
     SQL.applyRetentionWorkers(schema, 86_400_000, 1_000),
   );
+  add('applyRetention', 'audit', 'transition', SQL.applyRetentionAudit(schema, 86_400_000, 1_000));
+
+  // The audit log: a row of an action (first batch, and a later batch with details of its own),
+  // its pages, and the confirmation secret.
+  const audit = {
+    id: '0190a8e1-7c2b-7d4e-8f10-123456789abc',
+    actor: 'ops@example.com',
+    action: 'dlq.purge-by-filter' as const,
+    target: '{"queue":"emails"}',
+    details: '{"max":500}',
+  };
+  add('recordAudit', 'details', 'transition', SQL.recordAudit(schema, audit, 3, audit.details));
+  add(
+    'recordAudit',
+    'no target',
+    'transition',
+    SQL.recordAudit(schema, { ...audit, target: null }, 0, null),
+  );
+  const page = { actor: null, action: null, from: null, to: null, limit: 50, after: null };
+  add('getAuditLog', 'first page', 'read', SQL.getAuditLog(schema, page));
+  add(
+    'getAuditLog',
+    'every filter',
+    'read',
+    SQL.getAuditLog(schema, {
+      actor: 'ops@example.com',
+      action: 'queue.pause',
+      from: new Date('2026-11-01T00:00:00Z'),
+      to: new Date('2026-12-01T00:00:00Z'),
+      limit: 50,
+      after: {
+        at: '2026-11-30T10:00:00.123Z',
+        atMs: Date.parse('2026-11-30T10:00:00.123Z'),
+        id: audit.id,
+      },
+    }),
+  );
+  add('confirmationSecret', '', 'transition', SQL.confirmationSecret(schema, 'ab'.repeat(32)));
 
   for (const starting of [true, false]) {
     add(

@@ -41,6 +41,7 @@ export function testOptions(
       dlqMs: 30 * 86_400_000,
       metricsMs: 86_400_000,
       workersMs: 86_400_000,
+      auditMs: 90 * 86_400_000,
       intervalMs: 3_600_000,
     },
     circuitBreaker: {

@@ -1,11 +1,23 @@
 import { Inject, Injectable, Logger, Optional } from '@nestjs/common';
+import { randomBytes } from 'node:crypto';
 import { CHOKAQ_RESOLVED_OPTIONS, CHOKAQ_STORAGE } from '../chokaq.constants';
 import { toError } from '../common/error-text';
 import { logEvent } from '../common/log-events';
-import { ChokaQRecurringJobNotFoundError, ChokaQValidationError } from '../errors';
+import {
+  ChokaQConfirmationError,
+  ChokaQRecurringJobNotFoundError,
+  ChokaQValidationError,
+} from '../errors';
+import {
+  AuditAction,
+  AuditLogPage,
+  AuditLogQuery,
+  BulkConfirmation,
+  BulkDlqAction,
+  DlqActionPreview,
+} from '../interfaces/audit.interface';
 import {
   ActiveFilter,
-  BulkPreview,
   CountQuery,
   DlqErrorFamily,
   DlqFilter,
@@ -36,11 +48,14 @@ import { JobEvents } from '../runtime/job-events';
 import { announceCancelled } from '../runtime/lifecycle-events';
 import { JobStorage } from '../storage/job-storage';
 import { assertRecurringJobSpec } from '../validation/decorator-options';
-import { MAX_ADMIN_BULK } from '../validation/limits';
+import { CONFIRMATION, MAX_ADMIN_BULK } from '../validation/limits';
+import { assertTolerance, canonicalFilter } from '../validation/validate-audit';
+import { assertDlqFilter } from '../validation/validate-filter';
 import { OPTION_RULES, describeRule, satisfies } from '../validation/option-rules';
 import { assertActor } from '../validation/validate-args';
 import { assertNonNegativeInt } from '../validation/validate-job';
 import { WorkerRegistry } from '../worker.registry';
+import { readConfirmation, signConfirmation } from './confirmation-token';
 
 /**
  * Every operator action and read of ChokaQ (SPEC §3), for your own admin endpoints, scripts and
@@ -48,10 +63,14 @@ import { WorkerRegistry } from '../worker.registry';
  * producer-only ones; only {@link setConcurrency} and {@link workerStats} concern the local worker
  * ({@link listWorkers} lists every worker of the cluster).
  *
- * Protect whatever exposes it: these are destructive operations. Optional `actor` arguments are
- * recorded as `LastModifiedBy` where the storage keeps one. Arguments are checked by the storage's
- * validating edge, with the same rules and issue paths as a direct storage call; this class adds
- * only its own policy (a bulk DLQ action touches at most {@link MAX_ADMIN_BULK} rows).
+ * Protect whatever exposes it: these are destructive operations. Every mutation takes an optional
+ * `actor` (at most 100 characters, the rule of `createdBy`; default `'system'`) and leaves one
+ * row in the audit log ({@link getAuditLog}), written by the storage in the same transaction as
+ * the change; where the storage keeps `LastModifiedBy` the actor is recorded there too. Arguments
+ * are checked by the storage's validating edge, with the same rules and issue paths as a direct
+ * storage call; this class adds only its own policy: a bulk DLQ action touches at most
+ * {@link MAX_ADMIN_BULK} rows, and a bulk action by filter needs the confirmation token of a
+ * {@link previewDlq} of the same action and filter.
  *
  * @publicApi
  */
@@ -66,6 +85,9 @@ export class ChokaQAdmin {
     @Optional() private readonly events?: JobEvents,
   ) {}
 
+  /** The confirmation secret, read (or first stored) once per instance. */
+  private secret?: Promise<string>;
+
   // ------------------------------------------------------------------ queues
 
   /** Every queue with its controls. */
@@ -74,8 +96,17 @@ export class ChokaQAdmin {
   }
 
   /** Applies several queue controls at once (undefined = unchanged, null = clear). */
-  async updateQueue(queue: string, patch: QueuePatch): Promise<QueueInfo> {
-    const info = await this.storage.updateQueue(queue, patch);
+  updateQueue(queue: string, patch: QueuePatch, actor?: string): Promise<QueueInfo> {
+    return this.changeQueue(queue, patch, 'queue.update', actor);
+  }
+
+  private async changeQueue(
+    queue: string,
+    patch: QueuePatch,
+    action: AuditAction,
+    actor: string | undefined,
+  ): Promise<QueueInfo> {
+    const info = await this.storage.updateQueue(queue, patch, { action, actor });
     // The stored controls, not the patch: a patch may carry keys the storage ignores (a BigInt,
     // a cycle) that JSON.stringify would throw on.
     logEvent(this.logger, 'QueueUpdated', `Queue ${queue} updated: ${JSON.stringify(info)}`, {
@@ -86,38 +117,38 @@ export class ChokaQAdmin {
   }
 
   /** Stops claiming from the queue; workers release its buffered jobs on their next cycle. */
-  pauseQueue(queue: string): Promise<QueueInfo> {
-    return this.updateQueue(queue, { isPaused: true });
+  pauseQueue(queue: string, actor?: string): Promise<QueueInfo> {
+    return this.changeQueue(queue, { isPaused: true }, 'queue.pause', actor);
   }
 
   /** Claims from the queue again. */
-  resumeQueue(queue: string): Promise<QueueInfo> {
-    return this.updateQueue(queue, { isPaused: false });
+  resumeQueue(queue: string, actor?: string): Promise<QueueInfo> {
+    return this.changeQueue(queue, { isPaused: false }, 'queue.resume', actor);
   }
 
   /** Makes a retired queue active (claimed and listed) again. */
-  activateQueue(queue: string): Promise<QueueInfo> {
-    return this.updateQueue(queue, { isActive: true });
+  activateQueue(queue: string, actor?: string): Promise<QueueInfo> {
+    return this.changeQueue(queue, { isActive: true }, 'queue.activate', actor);
   }
 
   /** Retires the queue: not claimed, hidden from default lists. */
-  deactivateQueue(queue: string): Promise<QueueInfo> {
-    return this.updateQueue(queue, { isActive: false });
+  deactivateQueue(queue: string, actor?: string): Promise<QueueInfo> {
+    return this.changeQueue(queue, { isActive: false }, 'queue.deactivate', actor);
   }
 
   /** Cluster-wide budget of Fetched + Processing jobs of the queue; null = unlimited. */
-  setMaxWorkers(queue: string, maxWorkers: number | null): Promise<QueueInfo> {
-    return this.setLimit(queue, 'maxWorkers', maxWorkers);
+  setMaxWorkers(queue: string, maxWorkers: number | null, actor?: string): Promise<QueueInfo> {
+    return this.setLimit(queue, 'maxWorkers', maxWorkers, actor);
   }
 
   /** Zombie timeout of the queue in seconds (a heartbeat this old makes a zombie); null = global. */
-  setZombieTimeout(queue: string, seconds: number | null): Promise<QueueInfo> {
-    return this.setLimit(queue, 'zombieTimeoutSeconds', seconds);
+  setZombieTimeout(queue: string, seconds: number | null, actor?: string): Promise<QueueInfo> {
+    return this.setLimit(queue, 'zombieTimeoutSeconds', seconds, actor);
   }
 
   /** Execution timeout of the queue's jobs in ms (a handler's own timeout still wins); null = global. */
-  setExecutionTimeout(queue: string, timeoutMs: number | null): Promise<QueueInfo> {
-    return this.setLimit(queue, 'executionTimeoutMs', timeoutMs);
+  setExecutionTimeout(queue: string, timeoutMs: number | null, actor?: string): Promise<QueueInfo> {
+    return this.setLimit(queue, 'executionTimeoutMs', timeoutMs, actor);
   }
 
   /**
@@ -128,17 +159,18 @@ export class ChokaQAdmin {
     queue: string,
     key: 'maxWorkers' | 'zombieTimeoutSeconds' | 'executionTimeoutMs',
     value: number | null,
+    actor: string | undefined,
   ): Promise<QueueInfo> {
     if (value === undefined) {
       const message = 'must be given: an integer, or null for the global setting';
       return Promise.reject(new ChokaQValidationError([{ path: `patch.${key}`, message, value }]));
     }
-    return this.updateQueue(queue, { [key]: value });
+    return this.updateQueue(queue, { [key]: value }, actor);
   }
 
   /** Zombies of the queue return to Pending instead of the DLQ (only for idempotent work). */
-  setRetryZombies(queue: string, retryZombies: boolean): Promise<QueueInfo> {
-    return this.updateQueue(queue, { retryZombies });
+  setRetryZombies(queue: string, retryZombies: boolean, actor?: string): Promise<QueueInfo> {
+    return this.updateQueue(queue, { retryZombies }, actor);
   }
 
   // ------------------------------------------------------------------ jobs
@@ -151,7 +183,7 @@ export class ChokaQAdmin {
   /** Cancels jobs (see `JobClient.cancel`). */
   async cancel(ids: string | readonly string[], actor?: string): Promise<CancelResult> {
     const list = typeof ids === 'string' ? [ids] : ids;
-    const result = await this.storage.cancel(list, actor);
+    const result = await this.storage.cancel(list, actor, { action: 'job.cancel', actor });
     this.workers.cancelLocal(result.cancelRequested);
     announceCancelled(
       this.events,
@@ -225,7 +257,10 @@ export class ChokaQAdmin {
 
   /** Moves one DLQ job back to Pending (attempts 0), optionally with a new payload, tags or priority. */
   async resurrect(id: string, edits?: ResurrectEdits, actor?: string): Promise<boolean> {
-    const moved = await this.storage.resurrect(id, edits, actor);
+    const moved = await this.storage.resurrect(id, edits, actor, {
+      action: 'dlq.resurrect',
+      actor,
+    });
     logEvent(
       this.logger,
       'JobResurrected',
@@ -237,21 +272,63 @@ export class ChokaQAdmin {
 
   /** Resurrects DLQ jobs by id; resolves to the ids that moved. */
   resurrectMany(ids: readonly string[], actor?: string): Promise<string[]> {
-    return this.storage.resurrectMany(ids, actor);
+    return this.storage.resurrectMany(ids, actor, { action: 'dlq.resurrect-many', actor });
   }
 
-  /** What a bulk action on `filter` would touch (matched, will-affect ≤ max, sample ids). */
-  previewDlq(filter: DlqFilter, max = 1_000): Promise<BulkPreview> {
-    return this.storage.previewDlqFilter(filter, assertNonNegativeInt(max, 'max', MAX_ADMIN_BULK));
+  /**
+   * What a bulk action on `filter` would touch (matched, will-affect ≤ `max`, up to 20 sample ids),
+   * and the token that confirms it: pass it to {@link resurrectByFilter} or
+   * {@link purgeDlqByFilter} (the `action` named here) with the same filter within 5 minutes. The
+   * token is an HMAC over the action, the filter, the matched count, `max` and the expiry, with a
+   * secret kept in the database, so any process of the cluster verifies it. `max` 0–10,000,
+   * default 1,000.
+   */
+  async previewDlq(
+    filter: DlqFilter,
+    options: { action: BulkDlqAction; max?: number },
+  ): Promise<DlqActionPreview> {
+    const action = options?.action;
+    if (action !== 'resurrect' && action !== 'purge') {
+      throw new ChokaQValidationError([
+        { path: 'options.action', message: "must be 'resurrect' or 'purge'", value: action },
+      ]);
+    }
+    const max = assertNonNegativeInt(options.max ?? 1_000, 'max', MAX_ADMIN_BULK);
+    const valid = assertDlqFilter(filter);
+    const [preview, now, secret] = await Promise.all([
+      this.storage.previewDlqFilter(valid, max),
+      this.storage.now(),
+      this.confirmationSecret(),
+    ]);
+    const expiresAtMs = now.getTime() + CONFIRMATION.validForMs;
+    const token = signConfirmation(secret, {
+      action,
+      filter: canonicalFilter(valid),
+      matched: preview.matched,
+      max,
+      expiresAtMs,
+    });
+    return { action, ...preview, token, expiresAt: new Date(expiresAtMs) };
   }
 
-  /** Resurrects at most `max` DLQ jobs matching `filter`, oldest failure first. Preview with {@link previewDlq}. */
-  async resurrectByFilter(filter: DlqFilter, max: number, actor?: string): Promise<string[]> {
-    const ids = await this.storage.resurrectByFilter(
-      filter,
-      assertNonNegativeInt(max, 'max', MAX_ADMIN_BULK),
+  /**
+   * Resurrects the DLQ jobs matching `filter`, oldest failure first, at most the previewed `max`,
+   * with the token of a {@link previewDlq} of `'resurrect'` on the same filter. It re-runs the
+   * filter first and refuses with {@link ChokaQConfirmationError}, changing nothing, when the
+   * token is invalid or expired, or when the rows it would affect now differ from the previewed
+   * `willAffect` by more than `confirm.tolerance` (default 0, at most 0.1). Resolves to the ids
+   * that moved.
+   */
+  async resurrectByFilter(
+    filter: DlqFilter,
+    confirm: BulkConfirmation,
+    actor?: string,
+  ): Promise<string[]> {
+    const { valid, rows } = await this.confirmed('resurrect', filter, confirm);
+    const ids = await this.storage.resurrectByFilter(valid, rows, actor, {
+      action: 'dlq.resurrect-by-filter',
       actor,
-    );
+    });
     logEvent(
       this.logger,
       'DlqResurrectedByFilter',
@@ -262,28 +339,109 @@ export class ChokaQAdmin {
   }
 
   /** Deletes DLQ jobs by id (lifetime counters are untouched); resolves to rows deleted. */
-  async purgeDlq(ids: readonly string[]): Promise<number> {
-    const n = await this.storage.purgeDlq(ids);
-    logEvent(this.logger, 'DlqPurged', `Purged ${n} DLQ job(s) by id`, { count: n });
+  async purgeDlq(ids: readonly string[], actor?: string): Promise<number> {
+    const n = await this.storage.purgeDlq(ids, { action: 'dlq.purge', actor });
+    logEvent(
+      this.logger,
+      'DlqPurged',
+      `Purged ${n} DLQ job(s) by id${actor ? ` by ${actor}` : ''}`,
+      {
+        actor,
+        count: n,
+      },
+    );
     return n;
   }
 
-  /** Deletes at most `max` DLQ jobs matching `filter`. Preview with {@link previewDlq}. */
-  async purgeDlqByFilter(filter: DlqFilter, max: number): Promise<number> {
-    const n = await this.storage.purgeDlqByFilter(
-      filter,
-      assertNonNegativeInt(max, 'max', MAX_ADMIN_BULK),
+  /**
+   * Deletes the DLQ jobs matching `filter`, at most the previewed `max`, with the token of a
+   * {@link previewDlq} of `'purge'` on the same filter; refuses as {@link resurrectByFilter} does.
+   * Resolves to rows deleted.
+   */
+  async purgeDlqByFilter(
+    filter: DlqFilter,
+    confirm: BulkConfirmation,
+    actor?: string,
+  ): Promise<number> {
+    const { valid, rows } = await this.confirmed('purge', filter, confirm);
+    const n = await this.storage.purgeDlqByFilter(valid, rows, {
+      action: 'dlq.purge-by-filter',
+      actor,
+    });
+    logEvent(
+      this.logger,
+      'DlqPurgedByFilter',
+      `Purged ${n} DLQ job(s) by filter${actor ? ` by ${actor}` : ''}`,
+      { actor, count: n },
     );
-    logEvent(this.logger, 'DlqPurgedByFilter', `Purged ${n} DLQ job(s) by filter`, { count: n });
     return n;
+  }
+
+  /**
+   * Checks a bulk action's confirmation and re-runs its filter: the filter (checked) and how many
+   * rows the action may now touch, or a {@link ChokaQConfirmationError} before anything changed.
+   */
+  private async confirmed(
+    action: BulkDlqAction,
+    filter: DlqFilter,
+    confirm: BulkConfirmation,
+  ): Promise<{ valid: DlqFilter; rows: number }> {
+    const valid = assertDlqFilter(filter);
+    if (confirm === null || typeof confirm !== 'object' || typeof confirm.token !== 'string') {
+      throw new ChokaQValidationError([
+        {
+          path: 'confirm',
+          message: 'must be { token, tolerance? } with the token of a previewDlq',
+          value: confirm,
+        },
+      ]);
+    }
+    const tolerance = assertTolerance(confirm.tolerance);
+    const claims = readConfirmation(await this.confirmationSecret(), confirm.token);
+    if (!claims || claims.action !== action || claims.filter !== canonicalFilter(valid)) {
+      throw new ChokaQConfirmationError('invalid');
+    }
+    const previewed = Math.min(claims.matched, claims.max);
+    if ((await this.storage.now()).getTime() >= claims.expiresAtMs) {
+      throw new ChokaQConfirmationError('expired', previewed);
+    }
+    const current = (await this.storage.previewDlqFilter(valid, claims.max)).willAffect;
+    if (Math.abs(current - previewed) > Math.floor(tolerance * previewed)) {
+      throw new ChokaQConfirmationError('count-changed', previewed, current);
+    }
+    return { valid, rows: current };
+  }
+
+  /** The database's confirmation secret (stored by the first process that needs one). */
+  private confirmationSecret(): Promise<string> {
+    this.secret ??= this.storage.confirmationSecret(randomBytes(32).toString('hex')).catch((e) => {
+      this.secret = undefined;
+      throw e;
+    });
+    return this.secret;
   }
 
   // ------------------------------------------------------------------ maintenance
 
-  /** Runs retention now, with the configured windows unless others are given. */
-  runRetention(policy?: Partial<RetentionPolicy>): Promise<RetentionResult> {
-    const { archiveMs, dlqMs, metricsMs, workersMs } = this.options.retention;
-    return this.storage.applyRetention({ archiveMs, dlqMs, metricsMs, workersMs, ...policy });
+  /**
+   * Runs retention now, with the configured windows unless others are given; recorded in the
+   * audit log as one `retention.run` entry with its windows and the rows removed per table.
+   */
+  runRetention(policy?: Partial<RetentionPolicy>, actor?: string): Promise<RetentionResult> {
+    const { archiveMs, dlqMs, metricsMs, workersMs, auditMs } = this.options.retention;
+    return this.storage.applyRetention(
+      { archiveMs, dlqMs, metricsMs, workersMs, auditMs, ...policy },
+      { action: 'retention.run', actor },
+    );
+  }
+
+  /**
+   * A page of the audit log, newest first: one entry per mutation of this class (and per
+   * retention run), with its actor, action, target, rows affected and the edit made. Keyset
+   * pagination as the lists ({@link listActive}); filter by actor, action and time.
+   */
+  getAuditLog(query: AuditLogQuery = {}): Promise<AuditLogPage> {
+    return this.storage.getAuditLog(query);
   }
 
   // ------------------------------------------------------------------ stats
@@ -367,22 +525,25 @@ export class ChokaQAdmin {
    * decorator-declared job of the same name becomes a runtime one until a process that declares it
    * starts again: at its start the decorator's definition wins.
    */
-  async upsertRecurringJob(spec: RecurringJobSpec): Promise<void> {
+  async upsertRecurringJob(spec: RecurringJobSpec, actor?: string): Promise<void> {
     const maxBytes = this.options.storage.payloadMaxBytes ?? this.options.payload.maxBytes;
     const valid = assertRecurringJobSpec(spec, maxBytes);
     const schedule = new CronSchedule(valid.cron, valid.timeZone);
     const now = await this.storage.now();
-    await this.storage.upsertRecurringJob({
-      name: valid.name,
-      cron: valid.cron,
-      timeZone: valid.timeZone,
-      queue: valid.queue,
-      type: valid.type,
-      payload: valid.payload,
-      misfirePolicy: valid.misfire,
-      nextSlotUtc: schedule.next(now),
-      source: 'runtime',
-    });
+    await this.storage.upsertRecurringJob(
+      {
+        name: valid.name,
+        cron: valid.cron,
+        timeZone: valid.timeZone,
+        queue: valid.queue,
+        type: valid.type,
+        payload: valid.payload,
+        misfirePolicy: valid.misfire,
+        nextSlotUtc: schedule.next(now),
+        source: 'runtime',
+      },
+      { action: 'recurring.upsert', actor },
+    );
     logEvent(
       this.logger,
       'RecurringJobUpserted',
@@ -392,17 +553,22 @@ export class ChokaQAdmin {
   }
 
   /** Stops enqueuing the job's slots until {@link resumeRecurringJob}; slots meanwhile are missed. */
-  async pauseRecurringJob(name: string): Promise<void> {
-    await this.setRecurringPaused(name, true);
+  async pauseRecurringJob(name: string, actor?: string): Promise<void> {
+    await this.setRecurringPaused(name, true, actor);
   }
 
   /** Enqueues the job's slots again; slots missed while paused follow its misfire policy. */
-  async resumeRecurringJob(name: string): Promise<void> {
-    await this.setRecurringPaused(name, false);
+  async resumeRecurringJob(name: string, actor?: string): Promise<void> {
+    await this.setRecurringPaused(name, false, actor);
   }
 
-  private async setRecurringPaused(name: string, paused: boolean): Promise<void> {
-    if (!(await this.storage.setRecurringJobPaused(name, paused))) {
+  private async setRecurringPaused(
+    name: string,
+    paused: boolean,
+    actor: string | undefined,
+  ): Promise<void> {
+    const action = paused ? 'recurring.pause' : 'recurring.resume';
+    if (!(await this.storage.setRecurringJobPaused(name, paused, { action, actor }))) {
       throw new ChokaQRecurringJobNotFoundError(name);
     }
     logEvent(
@@ -417,8 +583,8 @@ export class ChokaQAdmin {
    * Deletes the recurring job; jobs it already enqueued stay. A decorator-declared job comes back
    * at the next start of a process that declares it: remove the decorator too.
    */
-  async removeRecurringJob(name: string): Promise<void> {
-    if (!(await this.storage.removeRecurringJob(name))) {
+  async removeRecurringJob(name: string, actor?: string): Promise<void> {
+    if (!(await this.storage.removeRecurringJob(name, { action: 'recurring.remove', actor }))) {
       throw new ChokaQRecurringJobNotFoundError(name);
     }
     logEvent(this.logger, 'RecurringJobRemoved', `Recurring job ${name} removed`, {
@@ -436,12 +602,11 @@ export class ChokaQAdmin {
     const createdBy = assertActor(actor) ?? 'chokaq:recurring-trigger';
     const record = (await this.storage.getRecurringJobs()).find((r) => r.name === name);
     if (!record) throw new ChokaQRecurringJobNotFoundError(name);
-    const result = await this.storage.triggerRecurringJob(name, {
-      queue: record.queue,
-      type: record.type,
-      payload: record.payload,
-      createdBy,
-    });
+    const result = await this.storage.triggerRecurringJob(
+      name,
+      { queue: record.queue, type: record.type, payload: record.payload, createdBy },
+      { action: 'recurring.trigger', actor },
+    );
     // Removed between the read and the trigger: nothing was enqueued.
     if (!result) throw new ChokaQRecurringJobNotFoundError(name);
     logEvent(

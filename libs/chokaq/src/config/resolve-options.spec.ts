@@ -45,6 +45,7 @@ describe('resolveChokaQOptions', () => {
     });
     expect(r.payload).toEqual({ maxBytes: 1_000_000 });
     expect(r.retention).toEqual({
+      auditMs: 90 * 86_400_000,
       archiveMs: 7 * 86_400_000,
       dlqMs: 30 * 86_400_000,
       metricsMs: 86_400_000,

@@ -3,7 +3,7 @@ import { hostname } from 'node:os';
 import { ChokaQValidationError, ValidationIssue } from '../errors';
 import { ChokaQModuleOptions, ResolvedChokaQOptions } from '../interfaces/module-options.interface';
 import { StorageOptions } from '../interfaces/storage-options.interface';
-import { MAX_TIMER_MS } from '../validation/limits';
+import { AUDIT_LIMITS, MAX_TIMER_MS } from '../validation/limits';
 import {
   OPTION_RULES,
   OptionRule,
@@ -49,6 +49,7 @@ export const CHOKAQ_DEFAULTS = {
     dlqMs: 30 * DAY,
     metricsMs: DAY,
     workersMs: DEFAULT_WORKER_RETENTION_MS,
+    auditMs: AUDIT_LIMITS.retentionMs,
     intervalMs: HOUR,
   },
   circuitBreaker: {

@@ -11,6 +11,7 @@ export * from './duplicate-handler.error';
 export * from './handler-scope.error';
 export * from './duplicate-recurring-job.error';
 export * from './recurring-job-not-found.error';
+export * from './confirmation.error';
 export * from './worker-disabled.error';
 export * from './unsupported-server.error';
 export * from './compatibility-level.error';

@@ -234,6 +234,11 @@ export interface RetentionPolicy {
    * Default 86,400,000 (1 day).
    */
   workersMs?: number;
+  /**
+   * Audit log entries older than this are removed. Default 7,776,000,000 (90 days): longer than
+   * the DLQ's, so an entry outlives the rows it describes.
+   */
+  auditMs?: number;
   batchSize?: number;
 }
 
@@ -244,4 +249,6 @@ export interface RetentionResult {
   metricBuckets: number;
   /** Rows of the Workers table (stopped or lost workers). */
   workers: number;
+  /** Entries of the audit log. */
+  audit: number;
 }

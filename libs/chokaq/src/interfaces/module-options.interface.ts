@@ -79,6 +79,8 @@ export interface ChokaQModuleOptions {
      * 1 day, or `rescue.zombieTimeoutMs` when that is longer.
      */
     workersMs?: number;
+    /** Audit log entries are kept this long. Default 90 days (longer than the DLQ's 30). */
+    auditMs?: number;
     /** Interval of the maintenance loop. Default 3,600,000 (1 h). */
     intervalMs?: number;
   };

@@ -47,8 +47,11 @@ export class MaintenanceLoop {
 
   /** One retention pass. */
   async tick(): Promise<void> {
-    const { archiveMs, dlqMs, metricsMs, workersMs } = this.options.retention;
-    this.last = await this.storage.applyRetention({ archiveMs, dlqMs, metricsMs, workersMs });
+    const { archiveMs, dlqMs, metricsMs, workersMs, auditMs } = this.options.retention;
+    this.last = await this.storage.applyRetention(
+      { archiveMs, dlqMs, metricsMs, workersMs, auditMs },
+      { action: 'retention.run', actor: 'system' },
+    );
     const { archive, dlq, metricBuckets, workers } = this.last;
     if (archive + dlq + metricBuckets + workers > 0) {
       logEvent(

@@ -34,6 +34,7 @@ const READS = [
   'countExactly',
   'previewDlqFilter',
   'listWorkers',
+  'getAuditLog',
 ];
 
 function queries(summary: { pending: number }): DialectJobQueries {

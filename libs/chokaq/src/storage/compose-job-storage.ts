@@ -16,6 +16,7 @@ const QUERY_METHODS = [
   'countExactly',
   'previewDlqFilter',
   'listWorkers',
+  'getAuditLog',
 ] as const satisfies readonly (keyof JobQueries)[];
 
 /** Fails to compile when `JobQueries` gains a method that {@link QUERY_METHODS} does not list. */

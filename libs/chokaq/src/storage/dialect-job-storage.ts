@@ -1,3 +1,4 @@
+import type { AuditLogPage } from '../interfaces/audit.interface';
 import type { Checked } from '../interfaces/checked.interface';
 import type {
   ActiveFilter,
@@ -34,6 +35,7 @@ import type {
   CheckedWorkerQuery,
   CheckedZombieRetryRule,
 } from '../validation/validate-args';
+import type { CheckedAudit, CheckedAuditQuery } from '../validation/validate-audit';
 import type { ValidatedEdits, ValidatedJob } from '../validation/validate-job';
 import type { ListRequest } from '../validation/validate-list';
 import type { CheckedCountQuery, CheckedSeriesQuery } from '../validation/validate-reads';
@@ -49,6 +51,12 @@ export interface ZombieSweep {
   /** The stored text: `LastError` of a retried row, the DLQ error of a dead one. */
   error: string;
 }
+
+/**
+ * The audit row a mutation writes in its own transaction (rows affected and time added by the
+ * dialect), or null when the caller asked for none.
+ */
+export type Audit = Checked<CheckedAudit> | null;
 
 /**
  * What a dialect (SQLite, PostgreSQL, SQL Server) implements: the operations of {@link JobStorage}
@@ -96,15 +104,26 @@ export interface DialectJobStorage extends Pick<
     move: Checked<CheckedDlqMove>,
   ): Promise<number>;
   /** `error`: the stored DLQ text of a job cancelled before it ran. */
-  cancel(ids: readonly string[], actor: string | null, error: string): Promise<CancelResult>;
+  cancel(
+    ids: readonly string[],
+    actor: string | null,
+    error: string,
+    audit: Audit,
+  ): Promise<CancelResult>;
 
   // ---------------------------------------------------------------- DLQ → hot
-  resurrect(id: string, edits: Checked<ValidatedEdits>, actor: string | null): Promise<number>;
-  resurrectMany(ids: readonly string[], actor: string | null): Promise<string[]>;
+  resurrect(
+    id: string,
+    edits: Checked<ValidatedEdits>,
+    actor: string | null,
+    audit: Audit,
+  ): Promise<number>;
+  resurrectMany(ids: readonly string[], actor: string | null, audit: Audit): Promise<string[]>;
   resurrectByFilter(
     filter: Checked<DlqFilter>,
     max: number,
     actor: string | null,
+    audit: Audit,
   ): Promise<string[]>;
 
   // ---------------------------------------------------------------- rescue
@@ -116,12 +135,20 @@ export interface DialectJobStorage extends Pick<
   markWorkerStopped(workerId: string): Promise<number>;
 
   // ---------------------------------------------------------------- queues
-  updateQueue(name: string, patch: Checked<QueuePatch>): Promise<QueueInfo>;
+  updateQueue(name: string, patch: Checked<QueuePatch>, audit: Audit): Promise<QueueInfo>;
 
   // ---------------------------------------------------------------- purge and retention
-  purgeDlq(ids: readonly string[]): Promise<number>;
-  purgeDlqByFilter(filter: Checked<DlqFilter>, max: number): Promise<number>;
-  applyRetention(policy: Checked<Required<RetentionPolicy>>): Promise<RetentionResult>;
+  purgeDlq(ids: readonly string[], audit: Audit): Promise<number>;
+  purgeDlqByFilter(filter: Checked<DlqFilter>, max: number, audit: Audit): Promise<number>;
+  applyRetention(
+    policy: Checked<Required<RetentionPolicy>>,
+    audit: Audit,
+  ): Promise<RetentionResult>;
+
+  // ---------------------------------------------------------------- audit log
+  /** `candidate`: 64 hex digits, stored unless a secret exists. */
+  confirmationSecret(candidate: string): Promise<string>;
+  getAuditLog(query: Checked<CheckedAuditQuery>): Promise<AuditLogPage>;
 
   // ---------------------------------------------------------------- reads
   getJob(id: string): Promise<JobView | null>;
@@ -136,10 +163,14 @@ export interface DialectJobStorage extends Pick<
   listWorkers(query: Checked<CheckedWorkerQuery>): Promise<WorkerInfo[]>;
 
   // ---------------------------------------------------------------- recurring jobs
-  upsertRecurringJob(definition: Checked<CheckedRecurringDefinition>): Promise<void>;
-  setRecurringJobPaused(name: string, paused: boolean): Promise<boolean>;
-  removeRecurringJob(name: string): Promise<boolean>;
-  triggerRecurringJob(name: string, job: Checked<ValidatedJob>): Promise<EnqueueResult | null>;
+  upsertRecurringJob(definition: Checked<CheckedRecurringDefinition>, audit: Audit): Promise<void>;
+  setRecurringJobPaused(name: string, paused: boolean, audit: Audit): Promise<boolean>;
+  removeRecurringJob(name: string, audit: Audit): Promise<boolean>;
+  triggerRecurringJob(
+    name: string,
+    job: Checked<ValidatedJob>,
+    audit: Audit,
+  ): Promise<EnqueueResult | null>;
   claimRecurringSlot(
     name: string,
     slotUtc: Date,

@@ -1,3 +1,4 @@
+import type { AuditLogPage, AuditLogQuery, AuditRequest } from '../interfaces/audit.interface';
 import type {
   ActiveFilter,
   BulkPreview,
@@ -48,6 +49,10 @@ import type { WorkerHeartbeat, WorkerInfo, WorkerQuery } from '../interfaces/wor
  * interface knows SQL, and nothing below it runs user code.
  *
  * Rules every implementation follows (SPEC §3):
+ * - **Audit.** A method given an `AuditRequest` (its last argument) writes one `AuditLog` row in
+ *   the same transaction as the change; a method that runs in several batches writes the row with
+ *   its first batch and adds each later batch's rows to it in that batch's transaction. Without
+ *   one, nothing is recorded.
  * - **Fencing token.** A worker owns a hot row only while `Id`, `WorkerId` and `LeaseId` all match.
  *   Every worker-owned operation takes a {@link JobLease} and changes nothing when it does not match.
  * - **Zero rows means "not applied".** Operations report what they changed (counts or ids); the caller
@@ -191,7 +196,7 @@ export interface JobStore {
    * Pending/Fetched rows move to DLQ as Cancelled at once; Processing rows get `CancelRequestedUtc`
    * so their owner aborts them (and then moves them to DLQ as Cancelled).
    */
-  cancel(ids: readonly string[], actor?: string): Promise<CancelResult>;
+  cancel(ids: readonly string[], actor?: string, audit?: AuditRequest): Promise<CancelResult>;
 
   // ---------------------------------------------------------------- DLQ → hot
 
@@ -200,13 +205,23 @@ export interface JobStore {
    * idempotency key, `ResurrectedTotal + 1`. Deletes from the DLQ first, so two operators resurrecting
    * one job re-insert it once. Returns rows moved (0 or 1).
    */
-  resurrect(id: string, edits?: ResurrectEdits, actor?: string): Promise<number>;
+  resurrect(
+    id: string,
+    edits?: ResurrectEdits,
+    actor?: string,
+    audit?: AuditRequest,
+  ): Promise<number>;
 
   /** {@link resurrect} for many ids without edits; returns the ids that moved. */
-  resurrectMany(ids: readonly string[], actor?: string): Promise<string[]>;
+  resurrectMany(ids: readonly string[], actor?: string, audit?: AuditRequest): Promise<string[]>;
 
   /** Resurrects at most `max` DLQ jobs matching `filter` (oldest failure first); returns the ids that moved. */
-  resurrectByFilter(filter: DlqFilter, max: number, actor?: string): Promise<string[]>;
+  resurrectByFilter(
+    filter: DlqFilter,
+    max: number,
+    actor?: string,
+    audit?: AuditRequest,
+  ): Promise<string[]>;
 
   // ---------------------------------------------------------------- rescue
 
@@ -248,15 +263,15 @@ export interface JobStore {
   getQueues(): Promise<QueueInfo[]>;
 
   /** Upserts the queue row and applies the given controls (fields left undefined are unchanged). */
-  updateQueue(name: string, patch: QueuePatch): Promise<QueueInfo>;
+  updateQueue(name: string, patch: QueuePatch, audit?: AuditRequest): Promise<QueueInfo>;
 
   // ---------------------------------------------------------------- purge and retention
 
   /** Deletes DLQ rows by id; counters untouched. Returns rows deleted. */
-  purgeDlq(ids: readonly string[]): Promise<number>;
+  purgeDlq(ids: readonly string[], audit?: AuditRequest): Promise<number>;
 
   /** Deletes at most `max` DLQ rows matching `filter`; returns rows deleted. */
-  purgeDlqByFilter(filter: DlqFilter, max: number): Promise<number>;
+  purgeDlqByFilter(filter: DlqFilter, max: number, audit?: AuditRequest): Promise<number>;
 
   /**
    * Retention: deletes archive rows finished before now − `archiveMs`, DLQ rows failed before
@@ -264,12 +279,21 @@ export interface JobStore {
    * now − `workersMs`, in batches of `batchSize`, each batch its own short transaction. Counters
    * are lifetime and never change here.
    */
-  applyRetention(policy: RetentionPolicy): Promise<RetentionResult>;
+  applyRetention(policy: RetentionPolicy, audit?: AuditRequest): Promise<RetentionResult>;
+
+  // ---------------------------------------------------------------- audit log
+
+  /**
+   * The secret that signs confirmation tokens of bulk actions, kept in the database so that every
+   * process signs and verifies with the same one: stores `candidate` (64 hex digits) when no
+   * secret exists yet, and returns the stored secret either way. Concurrent first calls agree.
+   */
+  confirmationSecret(candidate: string): Promise<string>;
 
   // ---------------------------------------------------------------- recurring jobs
 
   /** Creates or updates a recurring definition; keeps `LastSlotUtc`, resets `NextSlotUtc` only if the cron or zone changed. */
-  upsertRecurringJob(definition: RecurringJobDefinition): Promise<void>;
+  upsertRecurringJob(definition: RecurringJobDefinition, audit?: AuditRequest): Promise<void>;
 
   /** Lists recurring definitions. */
   getRecurringJobs(): Promise<RecurringJobRecord[]>;
@@ -278,17 +302,21 @@ export interface JobStore {
    * Pauses (`true`) or resumes (`false`) recurring job `name`: a paused job's slots are not
    * enqueued (they are missed slots when it resumes). False when no job has that name.
    */
-  setRecurringJobPaused(name: string, paused: boolean): Promise<boolean>;
+  setRecurringJobPaused(name: string, paused: boolean, audit?: AuditRequest): Promise<boolean>;
 
   /** Deletes recurring job `name`; jobs it already enqueued stay. False when no job has that name. */
-  removeRecurringJob(name: string): Promise<boolean>;
+  removeRecurringJob(name: string, audit?: AuditRequest): Promise<boolean>;
 
   /**
    * Enqueues `job` as one run of recurring job `name` outside its schedule, and records it as the
    * job's last run, in one transaction; `NextSlotUtc` does not move. Null (nothing enqueued) when no
    * job has that name.
    */
-  triggerRecurringJob(name: string, job: NewJob): Promise<EnqueueResult | null>;
+  triggerRecurringJob(
+    name: string,
+    job: NewJob,
+    audit?: AuditRequest,
+  ): Promise<EnqueueResult | null>;
 
   /**
    * Enqueues `job` for the slot `slotUtc` of recurring job `name` only if `NextSlotUtc` still equals
@@ -378,4 +406,10 @@ export interface JobQueries {
    * clock), else `draining` or `running`. Works from any process, a producer-only one included.
    */
   listWorkers(query?: WorkerQuery): Promise<WorkerInfo[]>;
+
+  /**
+   * A page of the audit log, newest first (keyset pagination on `(AtUtc, Id)`, continued with the
+   * page's `nextCursor`), filtered by actor, action and time.
+   */
+  getAuditLog(query?: AuditLogQuery): Promise<AuditLogPage>;
 }

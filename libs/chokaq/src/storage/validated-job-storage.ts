@@ -1,5 +1,8 @@
 import { sanitizeErrorText } from '../common/error-text';
+import { ChokaQValidationError } from '../errors';
 import { STORED_TEXT } from '../common/stored-text';
+import { decodeTags } from '../common/tags';
+import type { AuditLogPage, AuditLogQuery, AuditRequest } from '../interfaces/audit.interface';
 import type { Checked } from '../interfaces/checked.interface';
 import type {
   ActiveFilter,
@@ -66,6 +69,14 @@ import {
   assertZombieRetryRules,
   isLeaseTarget,
 } from '../validation/validate-args';
+import {
+  assertAuditLogQuery,
+  auditRecord,
+  CheckedAudit,
+  canonicalFilter,
+  idsTarget,
+  payloadFingerprint,
+} from '../validation/validate-audit';
 import { assertDlqFilter } from '../validation/validate-filter';
 import { assertListQuery } from '../validation/validate-list';
 import {
@@ -78,7 +89,7 @@ import {
   validateNewJobs,
 } from '../validation/validate-job';
 import { assertCountQuery, assertThroughputSeriesQuery } from '../validation/validate-reads';
-import type { DialectJobStorage, ZombieSweep } from './dialect-job-storage';
+import type { Audit, DialectJobStorage, ZombieSweep } from './dialect-job-storage';
 import type { JobStorage } from './job-storage';
 import type { SqlStorageConfig } from './storage-config';
 
@@ -91,6 +102,11 @@ const DEFAULT_RESCUE_LIMIT = 1_000;
 /** Applies the brand: only this file calls it, after a rule accepted the value. */
 function checked<T>(value: T): Checked<T> {
   return value as Checked<T>;
+}
+
+/** An audit row the edge built, or null when the caller asked for none. */
+function optional(record: CheckedAudit | null): Audit {
+  return record === null ? null : checked(record);
 }
 
 /** A delay added to the database clock: an integer from 0 to ten years. */
@@ -231,37 +247,68 @@ export class ValidatedJobStorage implements JobStorage {
   }
 
   /** @inheritdoc */
-  async cancel(ids: readonly string[], actor?: string): Promise<CancelResult> {
+  async cancel(
+    ids: readonly string[],
+    actor?: string,
+    audit?: AuditRequest,
+  ): Promise<CancelResult> {
     const unique = assertIds(ids);
     const by = assertActor(actor);
+    const { target, details } = idsTarget(unique);
+    const record = auditRecord(audit, target, details);
     if (unique.length === 0) return { cancelled: [], cancelRequested: [] };
-    return this.inner.cancel(unique, by, STORED_TEXT.cancelled(by));
+    return this.inner.cancel(unique, by, STORED_TEXT.cancelled(by), optional(record));
   }
 
   // ---------------------------------------------------------------- DLQ → hot
 
   /** @inheritdoc */
-  async resurrect(id: string, edits?: ResurrectEdits, actor?: string): Promise<number> {
+  async resurrect(
+    id: string,
+    edits?: ResurrectEdits,
+    actor?: string,
+    audit?: AuditRequest,
+  ): Promise<number> {
     const [key] = assertIds([id], 'id');
     const valid = validateEdits(edits, this.config.payloadMaxBytes);
-    return this.inner.resurrect(key, checked(valid), assertActor(actor));
+    const by = assertActor(actor);
+    // The edit made, with the payload as its hash and size: an audit log is no copy of the data.
+    const edit = {
+      ...(valid.payload === null ? {} : payloadFingerprint(valid.payload)),
+      ...(valid.tags === undefined ? {} : { tags: decodeTags(valid.tags) }),
+      ...(valid.priority === null ? {} : { priority: valid.priority }),
+    };
+    const record = auditRecord(audit, key, Object.keys(edit).length > 0 ? edit : null);
+    return this.inner.resurrect(key, checked(valid), by, optional(record));
   }
 
   /** @inheritdoc */
-  async resurrectMany(ids: readonly string[], actor?: string): Promise<string[]> {
+  async resurrectMany(
+    ids: readonly string[],
+    actor?: string,
+    audit?: AuditRequest,
+  ): Promise<string[]> {
     const unique = assertIds(ids);
     const by = assertActor(actor);
+    const { target, details } = idsTarget(unique);
+    const record = auditRecord(audit, target, details);
     if (unique.length === 0) return [];
-    return this.inner.resurrectMany(unique, by);
+    return this.inner.resurrectMany(unique, by, optional(record));
   }
 
   /** @inheritdoc */
-  async resurrectByFilter(filter: DlqFilter, max: number, actor?: string): Promise<string[]> {
+  async resurrectByFilter(
+    filter: DlqFilter,
+    max: number,
+    actor?: string,
+    audit?: AuditRequest,
+  ): Promise<string[]> {
     const valid = assertDlqFilter(filter);
     const limit = assertBulkMax(max);
     const by = assertActor(actor);
+    const record = auditRecord(audit, canonicalFilter(valid), { max: limit });
     if (limit === 0) return [];
-    return this.inner.resurrectByFilter(checked(valid), limit, by);
+    return this.inner.resurrectByFilter(checked(valid), limit, by, optional(record));
   }
 
   // ---------------------------------------------------------------- rescue
@@ -310,31 +357,57 @@ export class ValidatedJobStorage implements JobStorage {
   }
 
   /** @inheritdoc */
-  async updateQueue(name: string, patch: QueuePatch): Promise<QueueInfo> {
+  async updateQueue(name: string, patch: QueuePatch, audit?: AuditRequest): Promise<QueueInfo> {
     const queue = assertQueueName(name, 'name');
-    return this.inner.updateQueue(queue, checked(assertQueuePatch(patch)));
+    const valid = assertQueuePatch(patch);
+    const record = auditRecord(audit, queue, { ...valid });
+    return this.inner.updateQueue(queue, checked(valid), optional(record));
   }
 
   // ---------------------------------------------------------------- purge and retention
 
   /** @inheritdoc */
-  async purgeDlq(ids: readonly string[]): Promise<number> {
+  async purgeDlq(ids: readonly string[], audit?: AuditRequest): Promise<number> {
     const unique = assertIds(ids);
+    const { target, details } = idsTarget(unique);
+    const record = auditRecord(audit, target, details);
     if (unique.length === 0) return 0;
-    return this.inner.purgeDlq(unique);
+    return this.inner.purgeDlq(unique, optional(record));
   }
 
   /** @inheritdoc */
-  async purgeDlqByFilter(filter: DlqFilter, max: number): Promise<number> {
+  async purgeDlqByFilter(filter: DlqFilter, max: number, audit?: AuditRequest): Promise<number> {
     const valid = assertDlqFilter(filter);
     const limit = assertBulkMax(max);
+    const record = auditRecord(audit, canonicalFilter(valid), { max: limit });
     if (limit === 0) return 0;
-    return this.inner.purgeDlqByFilter(checked(valid), limit);
+    return this.inner.purgeDlqByFilter(checked(valid), limit, optional(record));
   }
 
   /** @inheritdoc */
-  async applyRetention(policy: RetentionPolicy): Promise<RetentionResult> {
-    return this.inner.applyRetention(checked(assertRetentionPolicy(policy)));
+  async applyRetention(policy: RetentionPolicy, audit?: AuditRequest): Promise<RetentionResult> {
+    const valid = assertRetentionPolicy(policy);
+    const { batchSize: _batch, ...windows } = valid;
+    // The windows here; each batch's transaction stores them again with the rows removed so far.
+    const record = auditRecord(audit, null, windows);
+    return this.inner.applyRetention(checked(valid), optional(record));
+  }
+
+  // ---------------------------------------------------------------- audit log
+
+  /** @inheritdoc */
+  async confirmationSecret(candidate: string): Promise<string> {
+    if (typeof candidate !== 'string' || !/^[0-9a-f]{64}$/.test(candidate)) {
+      throw new ChokaQValidationError([
+        { path: 'candidate', message: 'must be 64 lowercase hex digits', value: candidate },
+      ]);
+    }
+    return this.inner.confirmationSecret(candidate);
+  }
+
+  /** @inheritdoc */
+  async getAuditLog(query?: AuditLogQuery): Promise<AuditLogPage> {
+    return this.inner.getAuditLog(checked(assertAuditLogQuery(query)));
   }
 
   // ---------------------------------------------------------------- reads
@@ -414,9 +487,21 @@ export class ValidatedJobStorage implements JobStorage {
   // ---------------------------------------------------------------- recurring jobs
 
   /** @inheritdoc */
-  async upsertRecurringJob(definition: RecurringJobDefinition): Promise<void> {
+  async upsertRecurringJob(
+    definition: RecurringJobDefinition,
+    audit?: AuditRequest,
+  ): Promise<void> {
     const valid = assertRecurringDefinition(definition, this.config.payloadMaxBytes);
-    return this.inner.upsertRecurringJob(checked(valid));
+    const { name, cron, timeZone, queue, type, misfirePolicy, payload } = valid;
+    const record = auditRecord(audit, name, {
+      cron,
+      timeZone,
+      queue,
+      type,
+      misfirePolicy,
+      ...payloadFingerprint(payload),
+    });
+    return this.inner.upsertRecurringJob(checked(valid), optional(record));
   }
 
   /** @inheritdoc */
@@ -425,22 +510,33 @@ export class ValidatedJobStorage implements JobStorage {
   }
 
   /** @inheritdoc */
-  async setRecurringJobPaused(name: string, paused: boolean): Promise<boolean> {
+  async setRecurringJobPaused(
+    name: string,
+    paused: boolean,
+    audit?: AuditRequest,
+  ): Promise<boolean> {
     const key = assertRecurringName(name);
     const flag = assertBoolean(paused, 'paused');
-    return this.inner.setRecurringJobPaused(key, flag);
+    const record = auditRecord(audit, key);
+    return this.inner.setRecurringJobPaused(key, flag, optional(record));
   }
 
   /** @inheritdoc */
-  async removeRecurringJob(name: string): Promise<boolean> {
-    return this.inner.removeRecurringJob(assertRecurringName(name));
+  async removeRecurringJob(name: string, audit?: AuditRequest): Promise<boolean> {
+    const key = assertRecurringName(name);
+    return this.inner.removeRecurringJob(key, optional(auditRecord(audit, key)));
   }
 
   /** @inheritdoc */
-  async triggerRecurringJob(name: string, job: NewJob): Promise<EnqueueResult | null> {
+  async triggerRecurringJob(
+    name: string,
+    job: NewJob,
+    audit?: AuditRequest,
+  ): Promise<EnqueueResult | null> {
     const key = assertRecurringName(name);
     const valid = validateNewJob(job, this.config.payloadMaxBytes);
-    return this.inner.triggerRecurringJob(key, checked(valid));
+    const record = auditRecord(audit, key, { jobId: valid.id });
+    return this.inner.triggerRecurringJob(key, checked(valid), optional(record));
   }
 
   /** @inheritdoc */

@@ -66,6 +66,27 @@ export const MAX_DLQ_BULK = 100_000;
 export const MAX_ADMIN_BULK = MAX_ENQUEUE_MANY;
 
 /**
+ * The audit log: the longest `target` stored (a bulk action's filter as JSON is cut to this
+ * length), the most ids a `details.ids` list keeps, and how long retention keeps entries when the
+ * policy names no window (90 days: longer than the default DLQ window, so an entry outlives the
+ * rows it describes).
+ */
+export const AUDIT_LIMITS = {
+  target: 4_000,
+  detailIds: 100,
+  retentionMs: 90 * 86_400_000,
+} as const;
+
+/**
+ * Confirmation tokens of bulk actions by filter: valid for 5 minutes after the preview, and the
+ * largest tolerance a caller may allow between the previewed count and the count at the action.
+ */
+export const CONFIRMATION = {
+  validForMs: 5 * 60_000,
+  maxTolerance: 0.1,
+} as const;
+
+/**
  * Most rows one rescue statement (`recoverAbandoned`, `archiveZombies`) takes: one short
  * transaction, the size of the largest claim.
  */

@@ -12,6 +12,9 @@ import { LIMITS, MAX_CURSOR_LENGTH } from './limits';
  * altered one, is a `ChokaQValidationError`, never a driver error.
  */
 
+/** The lists a cursor may belong to: the three pillars' lists and the audit log. */
+export type CursorList = Pillar | 'audit';
+
 /** Where a page continues from: the sort key and id of the last row the previous page read. */
 export interface ListPosition {
   /**
@@ -32,7 +35,7 @@ const CURSOR_VERSION = 1;
 /** The cursor's JSON: version, list, order, sort key, id (short keys: it travels in URLs). */
 interface CursorJson {
   v: number;
-  l: Pillar;
+  l: CursorList;
   o: ListOrder;
   k: string;
   i: string;
@@ -70,7 +73,7 @@ function instantMs(text: string): number | null {
 
 /** The cursor that continues `list` in `order` after `position` (its sort key text and id). */
 export function encodeListCursor(
-  list: Pillar,
+  list: CursorList,
   order: ListOrder,
   position: Pick<ListPosition, 'at' | 'id'>,
 ): string {
@@ -85,7 +88,7 @@ export function encodeListCursor(
  */
 export function decodeListCursor(
   cursor: unknown,
-  list: Pillar,
+  list: CursorList,
   order: ListOrder,
 ): ListPosition | ValidationIssue {
   const refuse = (why: string): ValidationIssue => ({

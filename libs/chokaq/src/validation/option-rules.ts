@@ -56,6 +56,7 @@ export const OPTION_RULES = {
     dlqMs: int(0),
     metricsMs: int(0),
     workersMs: int(0),
+    auditMs: int(0),
     intervalMs: timer(1),
   },
   circuitBreaker: {

@@ -15,6 +15,7 @@ import {
 import { RecurringJobDefinition, RecurringJobSource } from '../interfaces/recurring-job.interface';
 import type { WorkerHeartbeat, WorkerQuery } from '../interfaces/worker.interface';
 import {
+  AUDIT_LIMITS,
   DEFAULT_WORKER_LIST,
   LIMITS,
   MAX_DLQ_BULK,
@@ -473,7 +474,7 @@ export const DEFAULT_WORKER_RETENTION_MS = 86_400_000;
 
 /**
  * Validates a retention policy, every bad field reported: the windows integers ≥ 0 ms
- * (`workersMs` default {@link DEFAULT_WORKER_RETENTION_MS}), and `batchSize` (default {@link DEFAULT_RETENTION_BATCH}) from 1 to {@link MAX_RETENTION_BATCH}. A
+ * (`workersMs` default {@link DEFAULT_WORKER_RETENTION_MS}, `auditMs` default 90 days), and `batchSize` (default {@link DEFAULT_RETENTION_BATCH}) from 1 to {@link MAX_RETENTION_BATCH}. A
  * batch of 0 is refused, never read as "do nothing" or as 1.
  */
 export function assertRetentionPolicy(policy: RetentionPolicy): Required<RetentionPolicy> {
@@ -482,11 +483,13 @@ export function assertRetentionPolicy(policy: RetentionPolicy): Required<Retenti
   }
   const issues: ValidationIssue[] = [];
   const workersMs = policy.workersMs ?? DEFAULT_WORKER_RETENTION_MS;
+  const auditMs = policy.auditMs ?? AUDIT_LIMITS.retentionMs;
   for (const [key, v] of [
     ['archiveMs', policy.archiveMs],
     ['dlqMs', policy.dlqMs],
     ['metricsMs', policy.metricsMs],
     ['workersMs', workersMs],
+    ['auditMs', auditMs],
   ] as const) {
     if (typeof v !== 'number' || !Number.isInteger(v) || v < 0 || v > Number.MAX_SAFE_INTEGER) {
       issues.push({
@@ -515,6 +518,7 @@ export function assertRetentionPolicy(policy: RetentionPolicy): Required<Retenti
     dlqMs: policy.dlqMs,
     metricsMs: policy.metricsMs,
     workersMs,
+    auditMs,
     batchSize,
   };
 }

@@ -8,7 +8,8 @@ import { isFailureReason } from './validate-args';
 const MIN_FILTER_TIME = LIMITS.minRunAt;
 const MAX_FILTER_TIME = Date.parse('9999-12-31T23:59:59.999Z');
 
-function inStorableRange(t: number): boolean {
+/** True for an instant every dialect's time type can store. */
+export function inStorableRange(t: number): boolean {
   return Number.isFinite(t) && t >= MIN_FILTER_TIME && t <= MAX_FILTER_TIME;
 }
 

@@ -1,3 +1,4 @@
+import type { AuditLogPage } from '../../interfaces/audit.interface';
 import type { Checked } from '../../interfaces/checked.interface';
 import {
   ActiveFilter,
@@ -21,9 +22,11 @@ import {
   TOP_ERRORS_WINDOW_ROWS,
 } from '../../validation/limits';
 import type { CheckedWorkerQuery } from '../../validation/validate-args';
+import type { CheckedAuditQuery } from '../../validation/validate-audit';
 import type { ListRequest } from '../../validation/validate-list';
 import type { CheckedCountQuery, CheckedSeriesQuery } from '../../validation/validate-reads';
 import { DialectJobQueries } from '../dialect-job-storage';
+import { toAuditPage } from '../shared/audit-log';
 import { ERROR_LINE_PREFIX, topErrorFamilies } from '../shared/error-family';
 import { toListPage } from '../shared/page';
 import { mapJobView, mapWorkerRow, toDate } from '../shared/row-mapper';
@@ -220,5 +223,13 @@ export class MssqlJobQueries implements DialectJobQueries {
       SQL.listWorkers(this.schema, query.lostAfterMs, query.limit),
     );
     return rows.map(mapWorkerRow);
+  }
+
+  /** @inheritdoc */
+  async getAuditLog(query: Checked<CheckedAuditQuery>): Promise<AuditLogPage> {
+    return toAuditPage(
+      query,
+      await this.db.query('getAuditLog', SQL.getAuditLog(this.schema, query)),
+    );
   }
 }

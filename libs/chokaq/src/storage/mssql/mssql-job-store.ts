@@ -27,7 +27,8 @@ import {
   isLeaseTarget,
 } from '../../validation/validate-args';
 import { ValidatedEdits, ValidatedJob } from '../../validation/validate-job';
-import { DialectJobStore, ZombieSweep } from '../dialect-job-storage';
+import { Audit, DialectJobStore, ZombieSweep } from '../dialect-job-storage';
+import { retentionDetails } from '../shared/audit-log';
 import { mapHotRow, mapQueueRow, toDate } from '../shared/row-mapper';
 import { isDuplicateKeyError } from './mssql-errors';
 import { MssqlStatement } from './mssql-params';
@@ -298,8 +299,9 @@ export class MssqlJobStore implements DialectJobStore {
     unique: readonly string[],
     actor: string | null,
     error: string,
+    audit: Audit,
   ): Promise<CancelResult> {
-    const rows = await this.db.query('cancel', SQL.cancel(this.schema, unique, actor, error));
+    const rows = await this.audited('cancel', audit, SQL.cancel(this.schema, unique, actor, error));
     return {
       cancelled: rows.filter((r) => num(r.Kind) === 0).map((r) => String(r.Id)),
       cancelRequested: rows.filter((r) => num(r.Kind) === 1).map((r) => String(r.Id)),
@@ -313,22 +315,20 @@ export class MssqlJobStore implements DialectJobStore {
     key: string,
     valid: Checked<ValidatedEdits>,
     actor: string | null,
+    audit: Audit,
   ): Promise<number> {
-    const rows = await this.db.query(
-      'resurrect',
-      SQL.resurrect(this.schema, { ids: [key] }, valid, actor),
-    );
-    return rows.length;
+    const statement = SQL.resurrect(this.schema, { ids: [key] }, valid, actor);
+    return (await this.audited('resurrect', audit, statement)).length;
   }
 
   /** @inheritdoc */
-  async resurrectMany(unique: readonly string[], actor: string | null): Promise<string[]> {
-    return idsOf(
-      await this.db.query(
-        'resurrectMany',
-        SQL.resurrect(this.schema, { ids: unique }, null, actor),
-      ),
-    );
+  async resurrectMany(
+    unique: readonly string[],
+    actor: string | null,
+    audit: Audit,
+  ): Promise<string[]> {
+    const statement = SQL.resurrect(this.schema, { ids: unique }, null, actor);
+    return idsOf(await this.audited('resurrectMany', audit, statement));
   }
 
   /** @inheritdoc */
@@ -336,14 +336,16 @@ export class MssqlJobStore implements DialectJobStore {
     valid: Checked<DlqFilter>,
     max: number,
     actor: string | null,
+    audit: Audit,
   ): Promise<string[]> {
     let remaining = max;
     const moved: string[] = [];
     while (remaining > 0) {
       const batch = Math.min(BULK_BATCH, remaining);
       const got = idsOf(
-        await this.db.query(
+        await this.audited(
           'resurrectByFilter',
+          audit,
           SQL.resurrect(this.schema, { filter: valid, max: batch }, null, actor),
         ),
       );
@@ -400,20 +402,20 @@ export class MssqlJobStore implements DialectJobStore {
   }
 
   /** @inheritdoc */
-  async updateQueue(queue: string, p: Checked<QueuePatch>): Promise<QueueInfo> {
-    const rows = await this.db.query('updateQueue', SQL.updateQueue(this.schema, queue, p));
+  async updateQueue(queue: string, p: Checked<QueuePatch>, audit: Audit): Promise<QueueInfo> {
+    const rows = await this.audited('updateQueue', audit, SQL.updateQueue(this.schema, queue, p));
     return mapQueueRow(rows[0]);
   }
 
   // ---------------------------------------------------------------- purge and retention
 
   /** @inheritdoc */
-  async purgeDlq(unique: readonly string[]): Promise<number> {
-    return this.affected('purgeDlq', SQL.purgeDlq(this.schema, unique));
+  async purgeDlq(unique: readonly string[], audit: Audit): Promise<number> {
+    return this.affected('purgeDlq', SQL.purgeDlq(this.schema, unique), audit);
   }
 
   /** @inheritdoc */
-  async purgeDlqByFilter(valid: Checked<DlqFilter>, max: number): Promise<number> {
+  async purgeDlqByFilter(valid: Checked<DlqFilter>, max: number, audit: Audit): Promise<number> {
     let remaining = max;
     let deleted = 0;
     while (remaining > 0) {
@@ -421,6 +423,7 @@ export class MssqlJobStore implements DialectJobStore {
       const n = await this.affected(
         'purgeDlqByFilter',
         SQL.purgeDlqByFilter(this.schema, valid, batch),
+        audit,
       );
       deleted += n;
       remaining -= n;
@@ -429,33 +432,84 @@ export class MssqlJobStore implements DialectJobStore {
     return deleted;
   }
 
-  /** Each table in batches of `batchSize`, each batch its own statement (= short transaction). */
-  async applyRetention(policy: Checked<Required<RetentionPolicy>>): Promise<RetentionResult> {
+  /**
+   * Each table in batches of `batchSize`, each batch its own statement (= short transaction), or
+   * with `audit` its own transaction of the batch and the run's audit row (rows removed so far).
+   */
+  async applyRetention(
+    policy: Checked<Required<RetentionPolicy>>,
+    audit: Audit,
+  ): Promise<RetentionResult> {
     const batch = policy.batchSize;
+    const done: RetentionResult = { archive: 0, dlq: 0, metricBuckets: 0, workers: 0, audit: 0 };
     const drain = async (
+      table: keyof RetentionResult,
       step: (schema: string, ageMs: number, batch: number) => MssqlStatement,
       ageMs: number,
-    ): Promise<number> => {
-      let total = 0;
+    ): Promise<void> => {
       for (;;) {
-        const n = await this.affected('applyRetention', step(this.schema, ageMs, batch));
-        total += n;
-        if (n < batch) return total;
+        const statement = step(this.schema, ageMs, batch);
+        const deletedBy = (rows: Row[]) => num(rows[0]?.Affected);
+        const rows = await this.audited('applyRetention', audit, statement, (batchRows) => {
+          const deleted = deletedBy(batchRows);
+          return [deleted, retentionDetails(audit, { ...done, [table]: done[table] + deleted })];
+        });
+        const n = deletedBy(rows);
+        done[table] += n;
+        if (n < batch) return;
       }
     };
-    return {
-      archive: await drain(SQL.applyRetentionArchive, policy.archiveMs),
-      dlq: await drain(SQL.applyRetentionDlq, policy.dlqMs),
-      metricBuckets: await drain(SQL.applyRetentionBuckets, policy.metricsMs),
-      workers: await drain(SQL.applyRetentionWorkers, policy.workersMs),
-    };
+    await drain('archive', SQL.applyRetentionArchive, policy.archiveMs);
+    await drain('dlq', SQL.applyRetentionDlq, policy.dlqMs);
+    await drain('metricBuckets', SQL.applyRetentionBuckets, policy.metricsMs);
+    await drain('workers', SQL.applyRetentionWorkers, policy.workersMs);
+    await drain('audit', SQL.applyRetentionAudit, policy.auditMs);
+    return done;
+  }
+
+  // ---------------------------------------------------------------- audit log
+
+  /** @inheritdoc */
+  async confirmationSecret(candidate: string): Promise<string> {
+    const rows = await this.db.query(
+      'confirmationSecret',
+      SQL.confirmationSecret(this.schema, candidate),
+    );
+    return String(rows[0].Value);
+  }
+
+  /**
+   * Runs `statement` as an admin change: alone (its own short transaction), or with `audit` in one
+   * READ COMMITTED transaction with the action's audit row, which counts what `count` reads from
+   * the statement's rows (default: one row per row changed) and may bring details of its own.
+   */
+  private audited(
+    name: string,
+    audit: Audit,
+    statement: MssqlStatement,
+    count: (rows: Row[]) => number | [number, string | null] = (rows) => rows.length,
+  ): Promise<Row[]> {
+    if (audit === null) return this.db.query(name, statement);
+    return this.db.transaction(name, async (tx) => {
+      const rows = await tx.exec(statement);
+      const counted = count(rows);
+      const [n, details] = typeof counted === 'number' ? [counted, audit.details] : counted;
+      await tx.exec(SQL.recordAudit(this.schema, audit, n, details));
+      return rows;
+    });
   }
 
   // ---------------------------------------------------------------- recurring jobs
 
   /** @inheritdoc */
-  async upsertRecurringJob(d: Checked<CheckedRecurringDefinition>): Promise<void> {
-    await this.db.query('upsertRecurringJob', SQL.upsertRecurringJob(this.schema, d));
+  async upsertRecurringJob(d: Checked<CheckedRecurringDefinition>, audit: Audit): Promise<void> {
+    // An upsert always writes its row: one row affected.
+    await this.audited(
+      'upsertRecurringJob',
+      audit,
+      SQL.upsertRecurringJob(this.schema, d),
+      () => 1,
+    );
   }
 
   /** @inheritdoc */
@@ -478,15 +532,15 @@ export class MssqlJobStore implements DialectJobStore {
   }
 
   /** @inheritdoc */
-  async setRecurringJobPaused(name: string, paused: boolean): Promise<boolean> {
+  async setRecurringJobPaused(name: string, paused: boolean, audit: Audit): Promise<boolean> {
     const statement = SQL.setRecurringJobPaused(this.schema, name, paused);
-    return (await this.affected('setRecurringJobPaused', statement)) > 0;
+    return (await this.affected('setRecurringJobPaused', statement, audit)) > 0;
   }
 
   /** @inheritdoc */
-  async removeRecurringJob(name: string): Promise<boolean> {
+  async removeRecurringJob(name: string, audit: Audit): Promise<boolean> {
     const statement = SQL.removeRecurringJob(this.schema, name);
-    return (await this.affected('removeRecurringJob', statement)) > 0;
+    return (await this.affected('removeRecurringJob', statement, audit)) > 0;
   }
 
   /**
@@ -496,15 +550,21 @@ export class MssqlJobStore implements DialectJobStore {
   async triggerRecurringJob(
     name: string,
     job: Checked<ValidatedJob>,
+    audit: Audit,
   ): Promise<EnqueueResult | null> {
     return this.db.transaction('triggerRecurringJob', async (tx) => {
       const found = await tx.exec(SQL.triggerRecurringJob(this.schema, name, job.id));
-      if (num(found[0]?.Affected) === 0) {
-        await tx.rollback();
-        return null;
+      let result: EnqueueResult | null = null;
+      // No row: nothing was changed, so the transaction commits just the audit row, if any.
+      if (num(found[0]?.Affected) > 0) {
+        const row = (await tx.exec(SQL.enqueue(this.schema, job)))[0] ?? {};
+        result = enqueueOutcome(row, job.id) ?? { id: job.id, created: false };
       }
-      const row = (await tx.exec(SQL.enqueue(this.schema, job)))[0] ?? {};
-      return enqueueOutcome(row, job.id) ?? { id: job.id, created: false };
+      if (audit !== null) {
+        const rows = result?.created ? 1 : 0;
+        await tx.exec(SQL.recordAudit(this.schema, audit, rows, audit.details));
+      }
+      return result;
     });
   }
 
@@ -540,8 +600,13 @@ export class MssqlJobStore implements DialectJobStore {
   }
 
   /** Runs one batch (with the transient retry) and reads the count it selected as `Affected`. */
-  private async affected(name: string, statement: MssqlStatement): Promise<number> {
-    return num((await this.db.query(name, statement))[0]?.Affected);
+  private async affected(
+    name: string,
+    statement: MssqlStatement,
+    audit: Audit = null,
+  ): Promise<number> {
+    const count = (rows: Row[]) => num(rows[0]?.Affected);
+    return count(await this.audited(name, audit, statement, count));
   }
 }
 

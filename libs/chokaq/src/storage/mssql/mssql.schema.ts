@@ -40,6 +40,10 @@
  * - 6: `MetricBuckets` counts retries (outcome 3) and starts (outcome 4), the starts with their
  *   start lag (`LagCount`, `LagSumMs`, `LagMaxMs`), in one-minute buckets; and
  *   `IX_MetricBuckets_Queue` for one queue's series and start lag.
+ * - 7: the `AuditLog` table (one row per operator action, written in the transaction of the
+ *   change it records; read newest first through `IX_AuditLog_At`) and the `Settings` table (the
+ *   secret that signs confirmation tokens of bulk actions). New tables only, created like the
+ *   others where missing: workers of version 6 never read or write them.
  *
  * The script is idempotent and creates what is missing, so running it on an older database
  * applies the versions it lacks: the version-2 index is built inside the bootstrap transaction
@@ -59,7 +63,7 @@
  * a metadata-only change where the edition supports it, a rewrite of the table otherwise);
  * `MetricBuckets` is small (retention), so either is short.
  */
-export const MSSQL_SCHEMA_VERSION = 6;
+export const MSSQL_SCHEMA_VERSION = 7;
 
 /** One column of a ChokaQ table. */
 export interface MssqlColumn {
@@ -220,6 +224,27 @@ export const WORKER_COLUMNS: readonly MssqlColumn[] = [
   c('StoppedAtUtc', 'datetime2(3)', true),
 ];
 
+/**
+ * `AuditLog` columns (schema version 7): one row per operator action. `Id` is a UUIDv7 given
+ * before the first write, so the batches of one bulk action add to one row; `AtUtc` is the
+ * database clock at its first write.
+ */
+export const AUDIT_COLUMNS: readonly MssqlColumn[] = [
+  c('Id', 'varchar(36)', false),
+  c('AtUtc', 'datetime2(3)', false),
+  c('Actor', 'nvarchar(100)', false),
+  c('Action', 'varchar(50)', false),
+  c('Target', 'nvarchar(4000)', true),
+  c('RowsAffected', 'bigint', false, '0'),
+  c('Details', 'nvarchar(max)', true),
+];
+
+/** `Settings` columns (schema version 7): named values, today the confirmation secret. */
+export const SETTING_COLUMNS: readonly MssqlColumn[] = [
+  c('Name', 'varchar(100)', false),
+  c('Value', 'nvarchar(max)', false),
+];
+
 /** `SchemaMigrations` columns: the ledger of applied versions. */
 export const MIGRATION_COLUMNS: readonly MssqlColumn[] = [
   c('Version', 'int', false),
@@ -238,6 +263,8 @@ export const MSSQL_TABLES = {
   recurring: 'RecurringJobs',
   migrations: 'SchemaMigrations',
   workers: 'Workers',
+  audit: 'AuditLog',
+  settings: 'Settings',
 } as const;
 
 /** Logical table key. */
@@ -409,6 +436,13 @@ const INDEXES: readonly IndexSpec[] = [
     name: 'IX_MetricBuckets_Queue',
     keys: 'Queue, BucketUtc',
     compressed: true,
+  },
+  {
+    serves:
+      'getAuditLog: (AtUtc, Id) newest first from the cursor, and audit retention (schema version 7)',
+    table: 'audit',
+    name: 'IX_AuditLog_At',
+    keys: 'AtUtc, Id',
   },
 ];
 
@@ -584,6 +618,20 @@ export function mssqlSchemaDdl(schema: string): string {
       [`CONSTRAINT [PK_Workers] PRIMARY KEY CLUSTERED (WorkerId)`],
       false,
     ),
+    createTable(
+      schema,
+      'audit',
+      AUDIT_COLUMNS,
+      [`CONSTRAINT [PK_AuditLog] PRIMARY KEY CLUSTERED (Id)`],
+      false,
+    ),
+    createTable(
+      schema,
+      'settings',
+      SETTING_COLUMNS,
+      [`CONSTRAINT [PK_Settings] PRIMARY KEY CLUSTERED (Name)`],
+      false,
+    ),
     ...INDEXES.map((index) => createIndex(schema, index)),
     `IF NOT EXISTS (SELECT 1 FROM ${t('migrations')} WHERE Version = 1)`,
     `  INSERT INTO ${t('migrations')} (Version, Description) OUTPUT inserted.Version INTO @Applied (Version) VALUES (1, N'initial schema');`,
@@ -618,6 +666,8 @@ export function mssqlSchemaDdl(schema: string): string {
     ),
     `IF NOT EXISTS (SELECT 1 FROM ${t('migrations')} WHERE Version = 6)`,
     `  INSERT INTO ${t('migrations')} (Version, Description) OUTPUT inserted.Version INTO @Applied (Version) VALUES (6, N'metric buckets count retries and starts with their start lag');`,
+    `IF NOT EXISTS (SELECT 1 FROM ${t('migrations')} WHERE Version = 7)`,
+    `  INSERT INTO ${t('migrations')} (Version, Description) OUTPUT inserted.Version INTO @Applied (Version) VALUES (7, N'audit log; settings');`,
     `COMMIT;`,
     `SELECT Version FROM @Applied ORDER BY Version;`,
   ];

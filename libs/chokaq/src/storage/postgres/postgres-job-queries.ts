@@ -1,3 +1,4 @@
+import type { AuditLogPage } from '../../interfaces/audit.interface';
 import type { Checked } from '../../interfaces/checked.interface';
 import {
   ActiveFilter,
@@ -20,9 +21,11 @@ import {
   TOP_ERRORS_WINDOW_ROWS,
 } from '../../validation/limits';
 import type { CheckedWorkerQuery } from '../../validation/validate-args';
+import type { CheckedAuditQuery } from '../../validation/validate-audit';
 import type { ListRequest } from '../../validation/validate-list';
 import type { CheckedCountQuery, CheckedSeriesQuery } from '../../validation/validate-reads';
 import { DialectJobQueries } from '../dialect-job-storage';
+import { toAuditPage } from '../shared/audit-log';
 import { ERROR_LINE_PREFIX, topErrorFamilies } from '../shared/error-family';
 import { toListPage } from '../shared/page';
 import { mapJobView, mapWorkerRow, toDate } from '../shared/row-mapper';
@@ -251,5 +254,19 @@ export class PostgresJobQueries implements DialectJobQueries {
       query.limit,
     ]);
     return rows.map(mapWorkerRow);
+  }
+
+  /** @inheritdoc */
+  async getAuditLog(query: Checked<CheckedAuditQuery>): Promise<AuditLogPage> {
+    const rows = await this.db.query('getAuditLog', SQL.getAuditLog(this.db.s), [
+      query.after?.at ?? null,
+      query.after?.id ?? null,
+      query.actor,
+      query.action,
+      query.from,
+      query.to,
+      query.limit + 1,
+    ]);
+    return toAuditPage(query, rows);
   }
 }

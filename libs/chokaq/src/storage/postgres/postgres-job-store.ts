@@ -29,7 +29,8 @@ import {
   isLeaseTarget,
 } from '../../validation/validate-args';
 import { ValidatedEdits, ValidatedJob } from '../../validation/validate-job';
-import { DialectJobStore, ZombieSweep } from '../dialect-job-storage';
+import { Audit, DialectJobStore, ZombieSweep } from '../dialect-job-storage';
+import { retentionDetails } from '../shared/audit-log';
 import { dlqStatusFor, Outcome } from '../shared/outcome';
 import { mapHotRow, mapQueueRow, toDate } from '../shared/row-mapper';
 import { Exec, num, PostgresConnection } from './postgres.connection';
@@ -455,13 +456,18 @@ export class PostgresJobStore implements DialectJobStore {
     unique: readonly string[],
     who: string | null,
     error: string,
+    audit: Audit,
   ): Promise<CancelResult> {
     const result: CancelResult = { cancelled: [], cancelRequested: [] };
     for (const part of chunk(unique, ID_CHUNK)) {
-      const [moved, requested] = await this.db.transaction('cancel', async (exec) => [
-        await exec(this.sql.cancel, [part, error, who]),
-        await exec(this.sql.cancelRequest, [part, who]),
-      ]);
+      const [moved, requested] = await this.db.transaction('cancel', async (exec) => {
+        const rows = [
+          await exec(this.sql.cancel, [part, error, who]),
+          await exec(this.sql.cancelRequest, [part, who]),
+        ] as const;
+        await this.recordAudit(exec, audit, rows[0].length + rows[1].length);
+        return rows;
+      });
       result.cancelled.push(...moved.map((r) => String(r.id)));
       result.cancelRequested.push(...requested.map((r) => String(r.id)));
     }
@@ -475,24 +481,25 @@ export class PostgresJobStore implements DialectJobStore {
     jobId: string,
     e: Checked<ValidatedEdits>,
     actor: string | null,
+    audit: Audit,
   ): Promise<number> {
-    const rows = await this.db.query('resurrect', SQL.resurrect(this.s, SQL.CHOOSE_DLQ_BY_IDS), [
-      e.payload,
-      e.tags !== undefined,
-      e.tags ?? null,
-      e.priority,
-      actor,
-      [jobId],
-    ]);
+    const params = [e.payload, e.tags !== undefined, e.tags ?? null, e.priority, actor, [jobId]];
+    const sql = SQL.resurrect(this.s, SQL.CHOOSE_DLQ_BY_IDS);
+    const rows = await this.audited('resurrect', audit, sql, params);
     return rows.length;
   }
 
   /** @inheritdoc */
-  async resurrectMany(unique: readonly string[], who: string | null): Promise<string[]> {
+  async resurrectMany(
+    unique: readonly string[],
+    who: string | null,
+    audit: Audit,
+  ): Promise<string[]> {
     const moved: string[] = [];
     const sql = SQL.resurrect(this.s, SQL.CHOOSE_DLQ_BY_IDS);
     for (const part of chunk(unique, ID_CHUNK)) {
-      const rows = await this.db.query('resurrectMany', sql, [null, false, null, null, who, part]);
+      const params = [null, false, null, null, who, part];
+      const rows = await this.audited('resurrectMany', audit, sql, params);
       moved.push(...rows.map((r) => String(r.id)));
     }
     return moved;
@@ -503,6 +510,7 @@ export class PostgresJobStore implements DialectJobStore {
     f: Checked<DlqFilter>,
     max: number,
     who: string | null,
+    audit: Audit,
   ): Promise<string[]> {
     const moved: string[] = [];
     while (moved.length < max) {
@@ -511,8 +519,9 @@ export class PostgresJobStore implements DialectJobStore {
       const where = SQL.filterClause('dlq', f, params, 'f');
       params.push(batch);
       const selection = SQL.chooseDlqByFilter(this.s, where, `$${params.length}`);
-      const rows = await this.db.query(
+      const rows = await this.audited(
         'resurrectByFilter',
+        audit,
         SQL.resurrect(this.s, selection),
         params,
       );
@@ -583,9 +592,9 @@ export class PostgresJobStore implements DialectJobStore {
   }
 
   /** @inheritdoc */
-  async updateQueue(name: string, p: Checked<QueuePatch>): Promise<QueueInfo> {
+  async updateQueue(name: string, p: Checked<QueuePatch>, audit: Audit): Promise<QueueInfo> {
     const has = (key: keyof QueuePatch): boolean => p[key] !== undefined;
-    const [row] = await this.db.query('updateQueue', SQL.updateQueue(this.s), [
+    const [row] = await this.audited('updateQueue', audit, SQL.updateQueue(this.s), [
       name,
       p.isPaused ?? null,
       p.isActive ?? null,
@@ -603,16 +612,16 @@ export class PostgresJobStore implements DialectJobStore {
   // ---------------------------------------------------------------- purge and retention
 
   /** @inheritdoc */
-  async purgeDlq(ids: readonly string[]): Promise<number> {
+  async purgeDlq(ids: readonly string[], audit: Audit): Promise<number> {
     let deleted = 0;
     for (const part of chunk(ids, ID_CHUNK)) {
-      deleted += (await this.db.query('purgeDlq', SQL.purgeDlq(this.s), [part])).length;
+      deleted += (await this.audited('purgeDlq', audit, SQL.purgeDlq(this.s), [part])).length;
     }
     return deleted;
   }
 
   /** @inheritdoc */
-  async purgeDlqByFilter(f: Checked<DlqFilter>, max: number): Promise<number> {
+  async purgeDlqByFilter(f: Checked<DlqFilter>, max: number, audit: Audit): Promise<number> {
     let deleted = 0;
     while (deleted < max) {
       const batch = Math.min(ID_CHUNK, max - deleted);
@@ -620,8 +629,9 @@ export class PostgresJobStore implements DialectJobStore {
       const where = SQL.filterClause('dlq', f, params, 'f');
       params.push(batch);
       const selection = SQL.chooseDlqByFilter(this.s, where, `$${params.length}`);
-      const rows = await this.db.query(
+      const rows = await this.audited(
         'purgeDlqByFilter',
+        audit,
         SQL.purgeDlqByFilter(this.s, selection),
         params,
       );
@@ -631,52 +641,93 @@ export class PostgresJobStore implements DialectJobStore {
     return deleted;
   }
 
-  /** Each pillar in batches of `batchSize`, each batch its own statement (= short transaction). */
-  async applyRetention(policy: Checked<Required<RetentionPolicy>>): Promise<RetentionResult> {
+  /**
+   * Each table in batches of `batchSize`, each batch its own short transaction: its statement,
+   * and with `audit` the run's audit row (rows removed so far, in the same transaction).
+   */
+  async applyRetention(
+    policy: Checked<Required<RetentionPolicy>>,
+    audit: Audit,
+  ): Promise<RetentionResult> {
     const batch = policy.batchSize;
-    const drain = async (name: string, sql: string, ageMs: number): Promise<number> => {
-      let total = 0;
+    const done: RetentionResult = { archive: 0, dlq: 0, metricBuckets: 0, workers: 0, audit: 0 };
+    const drain = async (table: keyof RetentionResult, sql: string, ageMs: number) => {
       for (;;) {
-        const n = (await this.db.query(name, sql, [ageMs, batch])).length;
-        total += n;
-        if (n < batch) return total;
+        const n = await this.write(`retention.${table}`, audit, async (exec) => {
+          const deleted = (await exec(sql, [ageMs, batch])).length;
+          const counts = { ...done, [table]: done[table] + deleted };
+          await this.recordAudit(exec, audit, deleted, retentionDetails(audit, counts));
+          return deleted;
+        });
+        done[table] += n;
+        if (n < batch) return;
       }
     };
-    return {
-      archive: await drain(
-        'retention.archive',
-        SQL.applyRetentionArchive(this.s),
-        policy.archiveMs,
-      ),
-      dlq: await drain('retention.dlq', SQL.applyRetentionDlq(this.s), policy.dlqMs),
-      metricBuckets: await drain(
-        'retention.buckets',
-        SQL.applyRetentionBuckets(this.s),
-        policy.metricsMs,
-      ),
-      workers: await drain(
-        'retention.workers',
-        SQL.applyRetentionWorkers(this.s),
-        policy.workersMs,
-      ),
-    };
+    await drain('archive', SQL.applyRetentionArchive(this.s), policy.archiveMs);
+    await drain('dlq', SQL.applyRetentionDlq(this.s), policy.dlqMs);
+    await drain('metricBuckets', SQL.applyRetentionBuckets(this.s), policy.metricsMs);
+    await drain('workers', SQL.applyRetentionWorkers(this.s), policy.workersMs);
+    await drain('audit', SQL.applyRetentionAudit(this.s), policy.auditMs);
+    return done;
+  }
+
+  // ---------------------------------------------------------------- audit log
+
+  /** @inheritdoc */
+  async confirmationSecret(candidate: string): Promise<string> {
+    const [row] = await this.db.query('confirmationSecret', SQL.confirmationSecret(this.s), [
+      candidate,
+    ]);
+    return String(row.value);
+  }
+
+  /**
+   * Runs `work` as an admin change: in one transaction when `audit` asks for a row (which `work`
+   * writes with {@link recordAudit}), else on a connection in autocommit, as before audits existed.
+   */
+  private write<T>(name: string, audit: Audit, work: (exec: Exec) => Promise<T>): Promise<T> {
+    return audit === null
+      ? this.db.retry(name, () => this.db.withConnection(false, work))
+      : this.db.transaction(name, work);
+  }
+
+  /** One statement of an admin change and its audit row (counting the rows it returned). */
+  private audited(name: string, audit: Audit, sql: string, params: unknown[]) {
+    return this.write(name, audit, async (exec) => {
+      const rows = await exec(sql, params);
+      await this.recordAudit(exec, audit, rows.length);
+      return rows;
+    });
+  }
+
+  /** Writes (or adds `rows` to) the audit row of an action, in the caller's transaction. */
+  private async recordAudit(
+    exec: Exec,
+    audit: Audit,
+    rows: number,
+    details: string | null = audit?.details ?? null,
+  ): Promise<void> {
+    if (audit === null) return;
+    await exec(SQL.recordAudit(this.s), [
+      audit.id,
+      audit.actor,
+      audit.action,
+      audit.target,
+      rows,
+      details,
+    ]);
   }
 
   // ---------------------------------------------------------------- recurring jobs
 
   /** @inheritdoc */
-  async upsertRecurringJob(d: Checked<CheckedRecurringDefinition>): Promise<void> {
-    await this.db.query('upsertRecurringJob', SQL.upsertRecurringJob(this.s), [
-      d.name,
-      d.cron,
-      d.timeZone,
-      d.queue,
-      d.type,
-      d.payload,
-      d.misfirePolicy,
-      d.nextSlotUtc,
-      d.source,
-    ]);
+  async upsertRecurringJob(d: Checked<CheckedRecurringDefinition>, audit: Audit): Promise<void> {
+    const params = [d.name, d.cron, d.timeZone, d.queue, d.type, d.payload, d.misfirePolicy];
+    await this.write('upsertRecurringJob', audit, async (exec) => {
+      await exec(SQL.upsertRecurringJob(this.s), [...params, d.nextSlotUtc, d.source]);
+      // An upsert always writes its row: one row affected.
+      await this.recordAudit(exec, audit, 1);
+    });
   }
 
   /** @inheritdoc */
@@ -700,17 +751,16 @@ export class PostgresJobStore implements DialectJobStore {
   }
 
   /** @inheritdoc */
-  async setRecurringJobPaused(name: string, paused: boolean): Promise<boolean> {
-    const rows = await this.db.query('setRecurringJobPaused', SQL.setRecurringJobPaused(this.s), [
-      name,
-      paused,
-    ]);
+  async setRecurringJobPaused(name: string, paused: boolean, audit: Audit): Promise<boolean> {
+    const sql = SQL.setRecurringJobPaused(this.s);
+    const rows = await this.audited('setRecurringJobPaused', audit, sql, [name, paused]);
     return rows.length > 0;
   }
 
   /** @inheritdoc */
-  async removeRecurringJob(name: string): Promise<boolean> {
-    const rows = await this.db.query('removeRecurringJob', SQL.removeRecurringJob(this.s), [name]);
+  async removeRecurringJob(name: string, audit: Audit): Promise<boolean> {
+    const sql = SQL.removeRecurringJob(this.s);
+    const rows = await this.audited('removeRecurringJob', audit, sql, [name]);
     return rows.length > 0;
   }
 
@@ -718,11 +768,12 @@ export class PostgresJobStore implements DialectJobStore {
   async triggerRecurringJob(
     name: string,
     validated: Checked<ValidatedJob>,
+    audit: Audit,
   ): Promise<EnqueueResult | null> {
     return this.db.transaction('triggerRecurringJob', async (exec) => {
       const found = await exec(SQL.triggerRecurringJob(this.s), [name, validated.id]);
-      if (found.length === 0) return null;
-      const [result] = await this.insertJobs(exec, [validated]);
+      const [result] = found.length === 0 ? [null] : await this.insertJobs(exec, [validated]);
+      await this.recordAudit(exec, audit, result?.created ? 1 : 0);
       return result;
     });
   }

@@ -332,8 +332,41 @@ const V6: PostgresMigration = {
   ],
 };
 
+/**
+ * Version 7: the audit log and the settings it needs.
+ * - `audit_log`: one row per operator action (`ChokaQAdmin`'s mutations, retention runs), written
+ *   in the transaction of the change it records. Its id is a UUIDv7 given before the first write,
+ *   so the batches of one bulk action add to one row. Read newest first through
+ *   `ix_audit_log_at (at_utc, id)`, which also serves retention; `at_utc` is stored to the
+ *   millisecond, the precision of a cursor on every dialect.
+ * - `settings`: named values kept in the database; today the secret that signs the confirmation
+ *   tokens of bulk actions, so that every process verifies what any process issued.
+ * New tables only: workers of version 6 never read or write them.
+ */
+const V7: PostgresMigration = {
+  version: 7,
+  description: 'Audit log; settings (the confirmation secret)',
+  statements: (s) => [
+    `CREATE TABLE IF NOT EXISTS ${s}.audit_log (
+      id varchar(36) PRIMARY KEY,
+      at_utc timestamptz(3) NOT NULL,
+      actor varchar(100) NOT NULL,
+      action varchar(50) NOT NULL,
+      target varchar(4000) NULL,
+      rows_affected bigint NOT NULL DEFAULT 0,
+      details text NULL
+    )`,
+    // Serves getAuditLog (newest first from the cursor) and audit retention.
+    `CREATE INDEX IF NOT EXISTS ix_audit_log_at ON ${s}.audit_log (at_utc, id COLLATE "C")`,
+    `CREATE TABLE IF NOT EXISTS ${s}.settings (
+      name varchar(100) PRIMARY KEY,
+      value text NOT NULL
+    )`,
+  ],
+};
+
 /** Every migration, in version order. */
-export const POSTGRES_MIGRATIONS: readonly PostgresMigration[] = [V1, V2, V3, V4, V5, V6];
+export const POSTGRES_MIGRATIONS: readonly PostgresMigration[] = [V1, V2, V3, V4, V5, V6, V7];
 
 /** The newest schema version this code expects. */
 export const POSTGRES_SCHEMA_VERSION = POSTGRES_MIGRATIONS[POSTGRES_MIGRATIONS.length - 1].version;

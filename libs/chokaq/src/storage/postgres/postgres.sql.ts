@@ -1389,6 +1389,64 @@ SET last_slot_utc = $2, next_slot_utc = $3, last_job_id = coalesce($4, last_job_
 WHERE name = $1 AND next_slot_utc = $2
 RETURNING name`;
 
+// ------------------------------------------------------------------------------------------ audit log
+
+/**
+ * The audit row of an action ($1 id, $2 actor, $3 action, $4 target, $5 rows affected, $6 details),
+ * in the transaction of the change it records. The first batch of an action inserts it; a later
+ * batch of the same action (same id) adds its rows and, when it brings details ($6 not null),
+ * replaces them (a retention run's counts so far). `now()` is the transaction's start: the time of
+ * the action's first write. Lock/isolation: READ COMMITTED; only the action's own transactions
+ * touch its row, one after the other.
+ */
+export const recordAudit = (s: string): string => `
+INSERT INTO ${s}.audit_log AS a (id, at_utc, actor, action, target, rows_affected, details)
+VALUES ($1, now(), $2, $3, $4, $5, $6)
+ON CONFLICT (id) DO UPDATE
+SET rows_affected = a.rows_affected + EXCLUDED.rows_affected,
+    details = coalesce(EXCLUDED.details, a.details)`;
+
+/**
+ * A page of the audit log, newest first from the cursor ($1 at, $2 id; both null for the first
+ * page), filtered by actor ($3), action ($4), from ($5, inclusive) and to ($6, exclusive), at most
+ * $7 rows: read backwards along `ix_audit_log_at (at_utc, id)`. A plain read (no lock).
+ */
+export const getAuditLog = (s: string): string => `
+SELECT a.* FROM ${s}.audit_log a
+WHERE ($1::timestamptz IS NULL OR (a.at_utc, a.id COLLATE "C") < ($1::timestamptz, $2::text COLLATE "C"))
+  AND ($3::text IS NULL OR a.actor = $3)
+  AND ($4::text IS NULL OR a.action = $4)
+  AND ($5::timestamptz IS NULL OR a.at_utc >= $5)
+  AND ($6::timestamptz IS NULL OR a.at_utc < $6)
+ORDER BY a.at_utc DESC, a.id COLLATE "C" DESC
+LIMIT $7`;
+
+/**
+ * The confirmation secret: stores $1 unless a secret exists, then reads the stored one (in one
+ * statement: a concurrent first call's insert is seen once it commits, as `ON CONFLICT DO NOTHING`
+ * waits for it).
+ */
+export const confirmationSecret = (s: string): string => `
+WITH inserted AS (
+  INSERT INTO ${s}.settings (name, value) VALUES ('confirmation-secret', $1)
+  ON CONFLICT (name) DO NOTHING
+  RETURNING value)
+SELECT value FROM inserted
+UNION ALL
+SELECT value FROM ${s}.settings WHERE name = 'confirmation-secret'
+LIMIT 1`;
+
+/** Retention batch of the audit log: entries older than $1 ms, at most $2; as {@link applyRetentionArchive}. */
+export const applyRetentionAudit = (s: string): string => `
+WITH chosen AS MATERIALIZED (
+  SELECT r.id FROM ${s}.audit_log r
+  WHERE r.at_utc < now() - $1::float8 ${MS}
+  ORDER BY r.at_utc
+  LIMIT $2
+  FOR UPDATE SKIP LOCKED)
+DELETE FROM ${s}.audit_log a USING chosen c WHERE a.id = c.id
+RETURNING a.id`;
+
 // ------------------------------------------------------------------------------------------ misc
 
 /**

@@ -1,4 +1,5 @@
 import { decodeTags } from '../../common/tags';
+import type { AuditAction, AuditEntry } from '../../interfaces/audit.interface';
 import { FailureReason, JobStatus } from '../../interfaces/job-status.enum';
 import { JobListItem, JobView, Pillar } from '../../interfaces/job-view.interface';
 import { HandledJobs, HotJob, QueueInfo } from '../../interfaces/job.interface';
@@ -229,5 +230,20 @@ export function mapWorkerRow(raw: Row): WorkerInfo {
     circuits: JSON.parse(String(r.circuits)) as Record<string, CircuitState>,
     draining,
     state: workerState(stoppedAtUtc !== null, bool(r.islost), draining),
+  };
+}
+
+/** A row of the audit log; its `at_utc` also as the ISO text a cursor carries (milliseconds). */
+export function mapAuditRow(raw: Row): AuditEntry {
+  const r = fold(raw);
+  const details = str(r.details);
+  return {
+    id: String(r.id),
+    atUtc: toDate(r.atutc)!,
+    actor: String(r.actor),
+    action: String(r.action) as AuditAction,
+    target: str(r.target),
+    rowsAffected: num(r.rowsaffected),
+    details: details === null ? null : (JSON.parse(details) as Record<string, unknown>),
   };
 }

@@ -1,3 +1,4 @@
+import type { AuditLogPage } from '../../interfaces/audit.interface';
 import type { Checked } from '../../interfaces/checked.interface';
 import {
   ActiveFilter,
@@ -20,8 +21,10 @@ import {
   TOP_ERRORS_WINDOW_ROWS,
 } from '../../validation/limits';
 import type { CheckedWorkerQuery } from '../../validation/validate-args';
+import type { CheckedAuditQuery } from '../../validation/validate-audit';
 import type { CheckedCountQuery, CheckedSeriesQuery } from '../../validation/validate-reads';
 import { DialectJobQueries } from '../dialect-job-storage';
+import { toAuditPage } from '../shared/audit-log';
 import { ERROR_LINE_PREFIX, topErrorFamilies } from '../shared/error-family';
 import { Outcome } from '../shared/outcome';
 import type { ListRequest } from '../../validation/validate-list';
@@ -266,5 +269,21 @@ export class SqliteJobQueries implements DialectJobQueries {
       this.db.all(this.sql.listWorkers, { lostAfterMs: query.lostAfterMs, limit: query.limit }),
     );
     return rows.map(mapWorkerRow);
+  }
+
+  /** @inheritdoc */
+  async getAuditLog(query: Checked<CheckedAuditQuery>): Promise<AuditLogPage> {
+    const rows = await this.db.read('getAuditLog', () =>
+      this.db.all(this.sql.getAuditLog, {
+        at: query.after?.atMs ?? null,
+        id: query.after?.id ?? null,
+        actor: query.actor,
+        action: query.action,
+        from: query.from?.getTime() ?? null,
+        to: query.to?.getTime() ?? null,
+        limit: query.limit + 1,
+      }),
+    );
+    return toAuditPage(query, rows);
   }
 }

@@ -27,7 +27,8 @@ import {
   isLeaseTarget,
 } from '../../validation/validate-args';
 import { ValidatedEdits, ValidatedJob } from '../../validation/validate-job';
-import { DialectJobStore, ZombieSweep } from '../dialect-job-storage';
+import { Audit, DialectJobStore, ZombieSweep } from '../dialect-job-storage';
+import { retentionDetails } from '../shared/audit-log';
 import { NO_REASON, Outcome, dlqStatusFor } from '../shared/outcome';
 import { mapHotRow, mapQueueRow, toDate } from '../shared/row-mapper';
 import {
@@ -437,12 +438,18 @@ export class SqliteJobStore implements DialectJobStore {
   }
 
   /** @inheritdoc */
-  async cancel(unique: readonly string[], by: string | null, text: string): Promise<CancelResult> {
+  async cancel(
+    unique: readonly string[],
+    by: string | null,
+    text: string,
+    audit: Audit,
+  ): Promise<CancelResult> {
     const json = JSON.stringify(unique);
     return this.db.write('cancel', () => {
       const rows = this.db.all(this.sql.cancel, { ids: json });
       this.moveRowsToDlq(rows, FailureReason.Cancelled, text, by, null);
       const requested = this.db.all(this.sql.cancelRequest, { ids: json, actor: by });
+      this.recordAudit(audit, rows.length + requested.length);
       return {
         cancelled: rows.map((r) => String(r.id)),
         cancelRequested: requested.map((r) => String(r.id)),
@@ -484,6 +491,7 @@ export class SqliteJobStore implements DialectJobStore {
     id: string,
     validated: Checked<ValidatedEdits>,
     by: string | null,
+    audit: Audit,
   ): Promise<number> {
     const params = {
       payload: validated.payload,
@@ -495,12 +503,17 @@ export class SqliteJobStore implements DialectJobStore {
     return this.db.write('resurrect', () => {
       const rows = this.db.all(this.sql.resurrect, { ids: JSON.stringify([id]) });
       this.insertResurrected(rows, params);
+      this.recordAudit(audit, rows.length);
       return rows.length;
     });
   }
 
   /** @inheritdoc */
-  async resurrectMany(unique: readonly string[], by: string | null): Promise<string[]> {
+  async resurrectMany(
+    unique: readonly string[],
+    by: string | null,
+    audit: Audit,
+  ): Promise<string[]> {
     const moved: string[] = [];
     for (let i = 0; i < unique.length; i += BULK_CHUNK) {
       if (i > 0) await yieldToEventLoop();
@@ -508,6 +521,7 @@ export class SqliteJobStore implements DialectJobStore {
       const rows = await this.db.write('resurrectMany', () => {
         const deleted = this.db.all(this.sql.resurrect, { ids: chunk });
         this.insertResurrected(deleted, noEdits(by));
+        this.recordAudit(audit, deleted.length);
         return deleted;
       });
       moved.push(...rows.map((r) => String(r.id)));
@@ -520,6 +534,7 @@ export class SqliteJobStore implements DialectJobStore {
     filter: Checked<DlqFilter>,
     limit: number,
     by: string | null,
+    audit: Audit,
   ): Promise<string[]> {
     const where = SQL.dlqWhere(filter);
     const del = SQL.resurrectByFilter(this.sql.tables.dlq, where);
@@ -530,6 +545,7 @@ export class SqliteJobStore implements DialectJobStore {
       const rows = await this.db.write('resurrectByFilter', () => {
         const deleted = this.db.all(del, { ...where.params, limit: batch });
         this.insertResurrected(deleted, noEdits(by));
+        this.recordAudit(audit, deleted.length);
         return deleted;
       });
       moved.push(...rows.map((r) => String(r.id)));
@@ -628,31 +644,33 @@ export class SqliteJobStore implements DialectJobStore {
   }
 
   /** @inheritdoc */
-  async updateQueue(name: string, patch: Checked<QueuePatch>): Promise<QueueInfo> {
+  async updateQueue(name: string, patch: Checked<QueuePatch>, audit: Audit): Promise<QueueInfo> {
     const json = JSON.stringify(patch);
-    const row = await this.db.write('updateQueue', () =>
-      this.db.get(this.sql.updateQueue, { name, patch: json }),
-    );
+    const row = await this.db.write('updateQueue', () => {
+      const updated = this.db.get(this.sql.updateQueue, { name, patch: json });
+      this.recordAudit(audit, 1);
+      return updated;
+    });
     return mapQueueRow(row!);
   }
 
   // ---------------------------------------------------------------- purge and retention
 
   /** @inheritdoc */
-  async purgeDlq(unique: readonly string[]): Promise<number> {
+  async purgeDlq(unique: readonly string[], audit: Audit): Promise<number> {
     let purged = 0;
     for (let i = 0; i < unique.length; i += BULK_CHUNK) {
       if (i > 0) await yieldToEventLoop();
       const chunk = JSON.stringify(unique.slice(i, i + BULK_CHUNK));
       purged += await this.db.write('purgeDlq', () =>
-        this.db.run(this.sql.purgeDlq, { ids: chunk }),
+        this.audited(audit, this.db.run(this.sql.purgeDlq, { ids: chunk })),
       );
     }
     return purged;
   }
 
   /** @inheritdoc */
-  async purgeDlqByFilter(filter: Checked<DlqFilter>, limit: number): Promise<number> {
+  async purgeDlqByFilter(filter: Checked<DlqFilter>, limit: number, audit: Audit): Promise<number> {
     const where = SQL.dlqWhere(filter);
     const purge = SQL.purgeDlqByFilter(this.sql.tables.dlq, where);
     let purged = 0;
@@ -660,7 +678,7 @@ export class SqliteJobStore implements DialectJobStore {
       if (purged > 0) await yieldToEventLoop();
       const batch = Math.min(BULK_CHUNK, limit - purged);
       const n = await this.db.write('purgeDlqByFilter', () =>
-        this.db.run(purge, { ...where.params, limit: batch }),
+        this.audited(audit, this.db.run(purge, { ...where.params, limit: batch })),
       );
       purged += n;
       if (n < batch) break;
@@ -669,39 +687,76 @@ export class SqliteJobStore implements DialectJobStore {
   }
 
   /** @inheritdoc */
-  async applyRetention(policy: Checked<Required<RetentionPolicy>>): Promise<RetentionResult> {
-    const { archiveMs, dlqMs, metricsMs, workersMs, batchSize: batch } = policy;
+  /**
+   * Each table in batches of `batchSize`, each batch its own BEGIN IMMEDIATE transaction: its
+   * delete, and with `audit` the run's audit row (rows removed so far).
+   */
+  async applyRetention(
+    policy: Checked<Required<RetentionPolicy>>,
+    audit: Audit,
+  ): Promise<RetentionResult> {
+    const batch = policy.batchSize;
     // One cutoff per call: rows that age past it while the batches run wait for the next call.
     const now = (await this.now()).getTime();
-    const drain = async (name: string, sql: string, cutoff: number): Promise<number> => {
-      let total = 0;
+    const done: RetentionResult = { archive: 0, dlq: 0, metricBuckets: 0, workers: 0, audit: 0 };
+    const drain = async (table: keyof RetentionResult, sql: string, ageMs: number) => {
       for (;;) {
-        const n = await this.db.write(name, () => this.db.run(sql, { cutoff, limit: batch }));
-        total += n;
-        if (n < batch) return total;
+        const n = await this.db.write(`retention.${table}`, () => {
+          const deleted = this.db.run(sql, { cutoff: now - ageMs, limit: batch });
+          const counts = { ...done, [table]: done[table] + deleted };
+          this.recordAudit(audit, deleted, retentionDetails(audit, counts));
+          return deleted;
+        });
+        done[table] += n;
+        if (n < batch) return;
         await yieldToEventLoop();
       }
     };
-    return {
-      archive: await drain('retention.archive', this.sql.applyRetentionArchive, now - archiveMs),
-      dlq: await drain('retention.dlq', this.sql.applyRetentionDlq, now - dlqMs),
-      metricBuckets: await drain(
-        'retention.buckets',
-        this.sql.applyRetentionBuckets,
-        now - metricsMs,
-      ),
-      workers: await drain('retention.workers', this.sql.applyRetentionWorkers, now - workersMs),
-    };
+    await drain('archive', this.sql.applyRetentionArchive, policy.archiveMs);
+    await drain('dlq', this.sql.applyRetentionDlq, policy.dlqMs);
+    await drain('metricBuckets', this.sql.applyRetentionBuckets, policy.metricsMs);
+    await drain('workers', this.sql.applyRetentionWorkers, policy.workersMs);
+    await drain('audit', this.sql.applyRetentionAudit, policy.auditMs);
+    return done;
+  }
+
+  // ---------------------------------------------------------------- audit log
+
+  /** @inheritdoc */
+  async confirmationSecret(candidate: string): Promise<string> {
+    return this.db.write('confirmationSecret', () => {
+      this.db.run(this.sql.confirmationSecretInsert, { candidate });
+      return String(this.db.get(this.sql.confirmationSecret)!.value);
+    });
+  }
+
+  /** Writes (or adds `rows` to) the audit row of an action, in the caller's transaction. */
+  private recordAudit(
+    audit: Audit,
+    rows: number,
+    details: string | null = audit?.details ?? null,
+  ): void {
+    if (audit === null) return;
+    const { id, actor, action, target } = audit;
+    this.db.run(this.sql.recordAudit, { id, actor, action, target, rows, details });
+  }
+
+  /** {@link recordAudit} of a statement's changed-row count; returns the count. */
+  private audited(audit: Audit, changed: number): number {
+    this.recordAudit(audit, changed);
+    return changed;
   }
 
   // ---------------------------------------------------------------- recurring jobs
 
   /** @inheritdoc */
-  async upsertRecurringJob(d: Checked<CheckedRecurringDefinition>): Promise<void> {
+  async upsertRecurringJob(d: Checked<CheckedRecurringDefinition>, audit: Audit): Promise<void> {
     const params = { ...d, nextSlotUtc: d.nextSlotUtc.getTime() };
-    await this.db.write('upsertRecurringJob', () =>
-      this.db.run(this.sql.upsertRecurringJob, params),
-    );
+    await this.db.write('upsertRecurringJob', () => {
+      this.db.run(this.sql.upsertRecurringJob, params);
+      // An upsert always writes its row: one row affected.
+      this.recordAudit(audit, 1);
+    });
   }
 
   /** @inheritdoc */
@@ -727,18 +782,18 @@ export class SqliteJobStore implements DialectJobStore {
   }
 
   /** @inheritdoc */
-  async setRecurringJobPaused(name: string, paused: boolean): Promise<boolean> {
+  async setRecurringJobPaused(name: string, paused: boolean, audit: Audit): Promise<boolean> {
     const params = { name, paused: paused ? 1 : 0 };
     const changed = await this.db.write('setRecurringJobPaused', () =>
-      this.db.run(this.sql.setRecurringJobPaused, params),
+      this.audited(audit, this.db.run(this.sql.setRecurringJobPaused, params)),
     );
     return changed > 0;
   }
 
   /** @inheritdoc */
-  async removeRecurringJob(name: string): Promise<boolean> {
+  async removeRecurringJob(name: string, audit: Audit): Promise<boolean> {
     const changed = await this.db.write('removeRecurringJob', () =>
-      this.db.run(this.sql.removeRecurringJob, { name }),
+      this.audited(audit, this.db.run(this.sql.removeRecurringJob, { name })),
     );
     return changed > 0;
   }
@@ -747,12 +802,13 @@ export class SqliteJobStore implements DialectJobStore {
   async triggerRecurringJob(
     name: string,
     validated: Checked<ValidatedJob>,
+    audit: Audit,
   ): Promise<EnqueueResult | null> {
     return this.db.write('triggerRecurringJob', () => {
-      if (this.db.run(this.sql.triggerRecurringJob, { name, jobId: validated.id }) === 0) {
-        return null;
-      }
-      return this.insertChunk([validated])[0];
+      const found = this.db.run(this.sql.triggerRecurringJob, { name, jobId: validated.id }) > 0;
+      const result = found ? this.insertChunk([validated])[0] : null;
+      this.recordAudit(audit, result?.created ? 1 : 0);
+      return result;
     });
   }
 

@@ -355,8 +355,37 @@ const V5: SqliteMigration = {
   ],
 };
 
+/**
+ * Version 6: the audit log and the settings it needs (new tables only; workers of version 5 never
+ * touch them).
+ * - `audit_log`: one row per operator action, written in the transaction of the change it records;
+ *   its id is a UUIDv7 given before the first write, so the batches of one bulk action add to one
+ *   row. Read newest first through `audit_log_at_ix (at_utc, id)`, which also serves retention.
+ * - `settings`: named values; today the secret that signs the confirmation tokens of bulk actions.
+ */
+const V6: SqliteMigration = {
+  version: 6,
+  description: 'Audit log; settings (the confirmation secret)',
+  statements: (p) => [
+    `CREATE TABLE IF NOT EXISTS ${p}audit_log (
+      id            TEXT    NOT NULL PRIMARY KEY,
+      at_utc        INTEGER NOT NULL,
+      actor         TEXT    NOT NULL,
+      action        TEXT    NOT NULL,
+      target        TEXT    NULL,
+      rows_affected INTEGER NOT NULL DEFAULT 0,
+      details       TEXT    NULL
+    ) STRICT`,
+    `CREATE INDEX IF NOT EXISTS ${p}audit_log_at_ix ON ${p}audit_log (at_utc, id)`,
+    `CREATE TABLE IF NOT EXISTS ${p}settings (
+      name  TEXT NOT NULL PRIMARY KEY,
+      value TEXT NOT NULL
+    ) STRICT`,
+  ],
+};
+
 /** Every migration, oldest first. Append new versions; never edit a released one. */
-export const SQLITE_MIGRATIONS: readonly SqliteMigration[] = [V1, V2, V3, V4, V5];
+export const SQLITE_MIGRATIONS: readonly SqliteMigration[] = [V1, V2, V3, V4, V5, V6];
 
 /** The ledger table; created before any migration runs so its own existence is not a migration. */
 export function schemaMigrationsDdl(prefix: string): string {

@@ -96,6 +96,8 @@ export function sqliteTables(p: string) {
     migrations: `${p}schema_migrations`,
     workers: `${p}workers`,
     rowCounts: `${p}row_counts`,
+    audit: `${p}audit_log`,
+    settings: `${p}settings`,
   };
 }
 
@@ -106,6 +108,7 @@ export function sqliteTables(p: string) {
 export function jobStoreStatements(p: string) {
   const tables = sqliteTables(p);
   const { hot, archive, dlq, stats, buckets, queues, recurring, migrations, workers } = tables;
+  const { audit, settings } = tables;
   const dlqColumns = [...HOT_COLUMNS, 'failure_reason', 'error_details'];
 
   /**
@@ -547,6 +550,28 @@ export function jobStoreStatements(p: string) {
         SELECT worker_id FROM ${workers} WHERE last_seen_utc < @cutoff
         ORDER BY last_seen_utc LIMIT @limit)`,
 
+    /** applyRetention batch: audit log entries recorded before `@cutoff`. */
+    applyRetentionAudit: `DELETE FROM ${audit} WHERE id IN (
+        SELECT id FROM ${audit} WHERE at_utc < @cutoff ORDER BY at_utc LIMIT @limit)`,
+
+    // ------------------------------------------------------------------ audit log
+
+    /**
+     * recordAudit: the audit row of an action, in the BEGIN IMMEDIATE transaction of the change it
+     * records. A later batch of the same action (same id) adds its rows and, when it brings
+     * details, replaces them (a retention run's counts so far).
+     */
+    recordAudit: `INSERT INTO ${audit} (id, at_utc, actor, action, target, rows_affected, details)
+      VALUES (@id, ${SQLITE_NOW_MS}, @actor, @action, @target, @rows, @details)
+      ON CONFLICT (id) DO UPDATE SET
+        rows_affected = rows_affected + excluded.rows_affected,
+        details = coalesce(excluded.details, details)`,
+    /** confirmationSecret, step 1: stores the candidate unless a secret exists. */
+    confirmationSecretInsert: `INSERT INTO ${settings} (name, value)
+      VALUES ('confirmation-secret', @candidate) ON CONFLICT (name) DO NOTHING`,
+    /** confirmationSecret, step 2 (same transaction): the stored secret. */
+    confirmationSecret: `SELECT value FROM ${settings} WHERE name = 'confirmation-secret'`,
+
     // ------------------------------------------------------------------ workers
 
     /**
@@ -619,7 +644,7 @@ export type JobStoreStatements = ReturnType<typeof jobStoreStatements>;
 /** The fixed statements of the reads (`JobQueries`), in the order of the interface, for one prefix. */
 export function jobQueriesStatements(p: string) {
   const tables = sqliteTables(p);
-  const { hot, archive, dlq, stats, buckets, queues, workers, rowCounts } = tables;
+  const { hot, archive, dlq, stats, buckets, queues, workers, rowCounts, audit } = tables;
   return {
     tables,
 
@@ -719,6 +744,20 @@ export function jobQueriesStatements(p: string) {
           AND last_seen_utc < ${SQLITE_NOW_MS} - @lostAfterMs) AS is_lost
       FROM ${workers}
       ORDER BY last_seen_utc DESC, worker_id
+      LIMIT @limit`,
+
+    /**
+     * getAuditLog: newest first from the cursor (`@at`, `@id`; null for the first page), filtered
+     * by actor, action and time, at most `@limit` rows, backwards along
+     * `audit_log_at_ix (at_utc, id)`.
+     */
+    getAuditLog: `SELECT * FROM ${audit}
+      WHERE (@at IS NULL OR (at_utc, id) < (@at, @id))
+        AND (@actor IS NULL OR actor = @actor)
+        AND (@action IS NULL OR action = @action)
+        AND (@from IS NULL OR at_utc >= @from)
+        AND (@to IS NULL OR at_utc < @to)
+      ORDER BY at_utc DESC, id DESC
       LIMIT @limit`,
   };
 }

@@ -1,0 +1,37 @@
+import type { AuditLogPage } from '../../interfaces/audit.interface';
+import type { RetentionResult } from '../../interfaces/job.interface';
+import { encodeListCursor } from '../../validation/list-cursor';
+import type { CheckedAuditQuery } from '../../validation/validate-audit';
+import type { Audit } from '../dialect-job-storage';
+import { mapAuditRow } from './row-mapper';
+
+/*
+ * What the three dialects share of the audit log: the details a retention run stores batch by
+ * batch, and the page a read of `limit + 1` rows (newest first) makes.
+ */
+
+/**
+ * The details of a retention run's audit row after a batch: the windows the edge stored, and the
+ * rows removed so far per table (`removed`). Null when the run records no audit row.
+ */
+export function retentionDetails(audit: Audit, removed: RetentionResult): string | null {
+  if (audit === null) return null;
+  const windows = audit.details === null ? {} : (JSON.parse(audit.details) as object);
+  return JSON.stringify({ ...windows, removed });
+}
+
+/** The page `rows` (up to `limit + 1`, newest first) make; the cursor is the last row returned. */
+export function toAuditPage(
+  query: CheckedAuditQuery,
+  rows: readonly Record<string, unknown>[],
+): AuditLogPage {
+  const items = rows.slice(0, query.limit).map(mapAuditRow);
+  const last = items[items.length - 1];
+  return {
+    items,
+    nextCursor:
+      rows.length > query.limit && last
+        ? encodeListCursor('audit', 'newest', { at: last.atUtc.toISOString(), id: last.id })
+        : null,
+  };
+}

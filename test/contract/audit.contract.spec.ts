@@ -1,0 +1,273 @@
+import { ChokaQAdmin } from '../../libs/chokaq/src/admin/chokaq-admin.service';
+import { signConfirmation } from '../../libs/chokaq/src/admin/confirmation-token';
+import { ChokaQConfirmationError, ChokaQValidationError } from '../../libs/chokaq/src/errors';
+import type { AuditEntry } from '../../libs/chokaq/src/interfaces/audit.interface';
+import { FailureReason } from '../../libs/chokaq/src/interfaces/job-status.enum';
+import { canonicalFilter } from '../../libs/chokaq/src/validation/validate-audit';
+import { WorkerRegistry } from '../../libs/chokaq/src/worker.registry';
+import { testOptions } from '../runtime/support/options';
+import { TestDatabase, describeEachDialect } from '../support/test-database';
+import { backdate, expectRejects, uniqueQueue } from './helpers';
+
+/**
+ * The audit log and the confirmation of bulk actions (issue "operator core", step 3): every
+ * mutation of ChokaQAdmin leaves one row, written in the transaction of its change; bulk actions
+ * by filter need a token that any process can verify.
+ */
+describeEachDialect('storage contract: audit log and confirmed bulk actions', (fixture) => {
+  let db: TestDatabase;
+  let admin: ChokaQAdmin;
+  beforeAll(async () => {
+    db = await fixture.create();
+    admin = new ChokaQAdmin(db.storage, testOptions(), new WorkerRegistry());
+  });
+  afterAll(async () => {
+    await db?.close();
+  });
+
+  /** The newest audit entries, newest first. */
+  async function latest(n = 1): Promise<AuditEntry[]> {
+    return (await admin.getAuditLog({ limit: n })).items;
+  }
+
+  /** `n` jobs of a fresh queue moved to the DLQ; their ids, oldest failure first. */
+  async function dead(n: number, queue = uniqueQueue('audit')): Promise<string[]> {
+    const ids: string[] = [];
+    for (let i = 0; i < n; i++) {
+      const { id } = await db.storage.enqueue({ queue, type: 'audit.v1', payload: { i } });
+      await db.storage.moveToDlq({ id }, { reason: FailureReason.FatalError, error: `boom ${i}` });
+      ids.push(id);
+    }
+    return ids;
+  }
+
+  it('each mutation of ChokaQAdmin writes one row: actor (default system), action, target, rows, edit', async () => {
+    const queue = uniqueQueue('audited');
+    await admin.pauseQueue(queue, 'ops@example.com');
+    expect(await latest()).toEqual([
+      expect.objectContaining({
+        actor: 'ops@example.com',
+        action: 'queue.pause',
+        target: queue,
+        rowsAffected: 1,
+        details: { isPaused: true },
+      }),
+    ]);
+    await admin.setMaxWorkers(queue, 3);
+    expect((await latest())[0]).toMatchObject({
+      actor: 'system',
+      action: 'queue.update',
+      details: { maxWorkers: 3 },
+    });
+
+    const [id] = await dead(1);
+    expect(await admin.resurrect(id, { payload: { fixed: true }, priority: 5 }, 'alice')).toBe(
+      true,
+    );
+    const [resurrect] = await latest();
+    expect(resurrect).toMatchObject({
+      actor: 'alice',
+      action: 'dlq.resurrect',
+      target: id,
+      rowsAffected: 1,
+      details: { payloadBytes: 14, priority: 5 },
+    });
+    // The edit is recorded as a hash and a size, never the payload itself.
+    expect(resurrect.details?.payloadSha256).toMatch(/^[0-9a-f]{64}$/);
+    expect(JSON.stringify(resurrect)).not.toContain('fixed');
+
+    await admin.cancel([id], 'bob');
+    expect((await latest())[0]).toMatchObject({
+      actor: 'bob',
+      action: 'job.cancel',
+      target: id,
+      rowsAffected: 1,
+    });
+    const ids = await dead(2);
+    expect(await admin.purgeDlq(ids, 'carol')).toBe(2);
+    expect((await latest())[0]).toMatchObject({
+      action: 'dlq.purge',
+      target: '2 ids',
+      rowsAffected: 2,
+      details: { ids },
+    });
+    // An id that is not in the DLQ (purged above): still recorded, with the nothing it did.
+    expect(await admin.resurrect(ids[0], undefined, 'alice')).toBe(false);
+    expect((await latest())[0]).toMatchObject({ action: 'dlq.resurrect', rowsAffected: 0 });
+  });
+
+  it('recurring-job changes are audited, a trigger with the job it enqueued', async () => {
+    const name = `audit.${uniqueQueue('recurring')}`;
+    const spec = { name, cron: '0 * * * *', queue: uniqueQueue('r'), type: 'r.v1', payload: {} };
+    await admin.upsertRecurringJob(spec, 'dan');
+    await admin.pauseRecurringJob(name, 'dan');
+    await admin.resumeRecurringJob(name);
+    const jobId = await admin.triggerRecurringJob(name, 'erin');
+    await admin.removeRecurringJob(name, 'dan');
+    const entries = await latest(5);
+    expect(entries.map((e) => [e.action, e.actor, e.target, e.rowsAffected])).toEqual([
+      ['recurring.remove', 'dan', name, 1],
+      ['recurring.trigger', 'erin', name, 1],
+      ['recurring.resume', 'system', name, 1],
+      ['recurring.pause', 'dan', name, 1],
+      ['recurring.upsert', 'dan', name, 1],
+    ]);
+    expect(entries[1].details).toEqual({ jobId });
+    expect(entries[4].details).toMatchObject({ cron: '0 * * * *', payloadBytes: 2 });
+  });
+
+  it('the audit row is written in the transaction of its change: when it cannot be written, nothing changes', async () => {
+    const queue = uniqueQueue('atomic');
+    const [id] = await dead(1);
+    const before = (await latest())[0];
+    await db.failWrites('audit');
+    try {
+      await expectRejects(admin.pauseQueue(queue, 'ops'));
+      await expectRejects(admin.resurrect(id, undefined, 'ops'));
+    } finally {
+      await db.clearFailure('audit');
+    }
+    // The queue was not paused (nor created), the job is still in the DLQ, no row was added.
+    expect((await admin.listQueues()).find((q) => q.name === queue)?.isPaused ?? false).toBe(false);
+    expect((await db.storage.getJob(id))?.pillar).toBe('dlq');
+    expect((await latest())[0]).toEqual(before);
+  });
+
+  it('a retention run is one row with its windows and the rows removed per table, however many batches it took', async () => {
+    const ids = await dead(5);
+    await backdate(db, 'dlq', 'failed_at_utc', ids, 40 * 86_400_000);
+    const removed = await admin.runRetention({ dlqMs: 30 * 86_400_000, batchSize: 2 }, 'cron');
+    expect(removed.dlq).toBeGreaterThanOrEqual(5);
+    const [entry] = await latest();
+    expect(entry).toMatchObject({ actor: 'cron', action: 'retention.run', target: null });
+    expect(entry.details).toMatchObject({ dlqMs: 30 * 86_400_000, removed });
+    const total = Object.values(removed).reduce((a, b) => a + b, 0);
+    expect(entry.rowsAffected).toBe(total);
+  });
+
+  it('retention removes audit entries older than auditMs (default 90 days)', async () => {
+    await admin.pauseQueue(uniqueQueue('old'), 'old-timer');
+    const [old] = await latest();
+    await backdate(db, 'audit', 'at_utc', [old.id], 91 * 86_400_000);
+    const removed = await admin.runRetention();
+    expect(removed.audit).toBeGreaterThanOrEqual(1);
+    expect((await admin.getAuditLog({ actor: 'old-timer' })).items).toEqual([]);
+  });
+
+  it('getAuditLog pages newest first by keyset, filtered by actor, action and time', async () => {
+    const actor = `pager-${uniqueQueue('a')}`;
+    const queue = uniqueQueue('paged');
+    for (let i = 0; i < 5; i++) {
+      await admin.pauseQueue(queue, actor);
+      await admin.resumeQueue(queue, actor);
+    }
+    const seen: AuditEntry[] = [];
+    let page = await admin.getAuditLog({ actor, limit: 3 });
+    seen.push(...page.items);
+    while (page.nextCursor) {
+      page = await admin.getAuditLog({ actor, limit: 3, cursor: page.nextCursor });
+      seen.push(...page.items);
+    }
+    expect(seen).toHaveLength(10);
+    expect(new Set(seen.map((e) => e.id)).size).toBe(10);
+    const keys = seen.map((e) => [e.atUtc.getTime(), e.id] as const);
+    const sorted = [...keys].sort((a, b) => b[0] - a[0] || (a[1] < b[1] ? 1 : -1));
+    expect(keys).toEqual(sorted);
+    const pauses = await admin.getAuditLog({ actor, action: 'queue.pause', limit: 100 });
+    expect(pauses.items).toHaveLength(5);
+    const future = await admin.getAuditLog({ actor, from: new Date(Date.now() + 86_400_000) });
+    expect(future.items).toEqual([]);
+    await expect(admin.getAuditLog({ action: 'queue.explode' as never })).rejects.toThrow(
+      ChokaQValidationError,
+    );
+    const listCursor = (await admin.listDlq({ limit: 1 })).nextCursor;
+    if (listCursor) {
+      await expect(admin.getAuditLog({ cursor: listCursor })).rejects.toThrow(
+        ChokaQValidationError,
+      );
+    }
+  });
+
+  describe('bulk actions by filter need the token of a preview', () => {
+    it('preview, then act with its token: any instance verifies it, and the action is audited with its filter', async () => {
+      const queue = uniqueQueue('bulk');
+      await dead(3, queue);
+      const filter = { queue };
+      const preview = await admin.previewDlq(filter, { action: 'purge', max: 10 });
+      expect(preview).toMatchObject({ action: 'purge', matched: 3, willAffect: 3 });
+      expect(preview.sampleIds).toHaveLength(3);
+      // Another instance (another process, as far as the secret goes) verifies it.
+      const other = new ChokaQAdmin(db.storage, testOptions(), new WorkerRegistry());
+      expect(await other.purgeDlqByFilter(filter, { token: preview.token }, 'ops')).toBe(3);
+      expect((await latest())[0]).toMatchObject({
+        actor: 'ops',
+        action: 'dlq.purge-by-filter',
+        target: canonicalFilter(filter),
+        rowsAffected: 3,
+        details: { max: 3 },
+      });
+    });
+
+    it('refuses, changing nothing, a token of another action or filter, an altered one, or none', async () => {
+      const queue = uniqueQueue('refused');
+      const ids = await dead(2, queue);
+      const { token } = await admin.previewDlq({ queue }, { action: 'resurrect' });
+      const refusals = [
+        () => admin.purgeDlqByFilter({ queue }, { token }),
+        () => admin.resurrectByFilter({ queue, type: 'other' }, { token }),
+        () =>
+          admin.resurrectByFilter(
+            { queue },
+            { token: token.replace(/.$/, (c) => (c === 'A' ? 'B' : 'A')) },
+          ),
+        () => admin.resurrectByFilter({ queue }, { token: 'not-a-token' }),
+      ];
+      for (const refuse of refusals) {
+        const error = await expectRejects(refuse());
+        expect(error).toBeInstanceOf(ChokaQConfirmationError);
+        expect((error as ChokaQConfirmationError).reason).toBe('invalid');
+      }
+      await expect(admin.resurrectByFilter({ queue }, undefined as never)).rejects.toThrow(
+        ChokaQValidationError,
+      );
+      for (const id of ids) expect((await db.storage.getJob(id))?.pillar).toBe('dlq');
+      // The same filter written differently (key order, an empty search) is the same filter.
+      expect(await admin.resurrectByFilter({ search: '', queue }, { token })).toHaveLength(2);
+    });
+
+    it('refuses an expired token (5 minutes, by the database clock)', async () => {
+      const queue = uniqueQueue('expired');
+      const [id] = await dead(1, queue);
+      const secret = await db.storage.confirmationSecret('0'.repeat(64));
+      const now = (await db.storage.now()).getTime();
+      const token = signConfirmation(secret, {
+        action: 'purge',
+        filter: canonicalFilter({ queue }),
+        matched: 1,
+        max: 10,
+        expiresAtMs: now - 1,
+      });
+      const error = await expectRejects(admin.purgeDlqByFilter({ queue }, { token }));
+      expect(error).toMatchObject({ reason: 'expired', previewed: 1 });
+      expect((await db.storage.getJob(id))?.pillar).toBe('dlq');
+      // The stored secret stays: a candidate never replaces it.
+      expect(await db.storage.confirmationSecret('1'.repeat(64))).toBe(secret);
+    });
+
+    it('refuses when the count moved beyond the tolerance (default 0, at most 0.1)', async () => {
+      const queue = uniqueQueue('moved');
+      await dead(10, queue);
+      const { token } = await admin.previewDlq({ queue }, { action: 'resurrect', max: 100 });
+      await dead(1, queue);
+      const error = await expectRejects(admin.resurrectByFilter({ queue }, { token }));
+      expect(error).toMatchObject({ reason: 'count-changed', previewed: 10, current: 11 });
+      expect(await db.count('dlq', 'queue = ?', [queue])).toBe(11);
+      await expect(admin.resurrectByFilter({ queue }, { token, tolerance: 0.2 })).rejects.toThrow(
+        ChokaQValidationError,
+      );
+      // 1 of 10 is within a tolerance of 0.1: the action runs on the rows that match now.
+      expect(await admin.resurrectByFilter({ queue }, { token, tolerance: 0.1 })).toHaveLength(11);
+      expect(await db.count('dlq', 'queue = ?', [queue])).toBe(0);
+    });
+  });
+});
