@@ -196,7 +196,7 @@ describe('SQL Server lock hints and isolation', () => {
       'CREATE NONCLUSTERED INDEX [IX_AuditLog_At] ON [chokaq].[AuditLog] (AtUtc, Id);',
     );
     expect(ddl).toMatch(
-      /INSERT INTO \[chokaq\]\.\[SchemaMigrations\] \(Version, Description\) VALUES \(7, /,
+      /INSERT INTO \[chokaq\]\.\[SchemaMigrations\] \(Version, Description\) OUTPUT inserted\.Version INTO @Applied \(Version\) VALUES \(7, /,
     );
   });
 
