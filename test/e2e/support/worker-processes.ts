@@ -27,9 +27,21 @@ export async function startWorkerProcess(
   },
   timeoutMs = 30_000,
 ): Promise<WorkerProcess> {
-  const child = fork(FIXTURE, [], {
+  return forkFixture(FIXTURE, { CHOKAQ_FIXTURE: JSON.stringify(config) }, timeoutMs);
+}
+
+/**
+ * Forks `fixture` (TypeScript, through @swc-node/register) with `env` added to this process's
+ * environment, and resolves once it sends `{ ready: workerId }` (bounded by `timeoutMs`).
+ */
+export async function forkFixture(
+  fixture: string,
+  env: Record<string, string>,
+  timeoutMs = 30_000,
+): Promise<WorkerProcess> {
+  const child = fork(fixture, [], {
     execArgv: ['-r', '@swc-node/register'],
-    env: { ...process.env, CHOKAQ_FIXTURE: JSON.stringify(config) },
+    env: { ...process.env, ...env },
     stdio: ['ignore', 'pipe', 'pipe', 'ipc'],
   });
   let out = '';
