@@ -319,7 +319,15 @@ function escapeRegExp(text: string): string {
   return text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 }
 
-/** Expects the promise to reject (the error surfaced) and returns the error. */
+/**
+ * Expects the promise to reject (the error surfaced) and returns the error. Use it, not
+ * `.rejects.toThrow()`, where the error may come straight from a driver: better-sqlite3's native
+ * addon keeps the `SqliteError` constructor of the first test file that loaded it in a Jest worker
+ * process (`addon.setErrorConstructor`, once per process), so in the files that run after it a
+ * `SqliteError` is no `Error` of their realm (`instanceof Error` is false, its tag
+ * `[object Object]`) and `toThrow` reports "did not throw" for a promise that did reject, depending
+ * on which files shared the worker before.
+ */
 export async function expectRejects(promise: Promise<unknown>): Promise<unknown> {
   let caught: unknown = undefined;
   let rejected = false;

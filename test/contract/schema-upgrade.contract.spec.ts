@@ -10,7 +10,7 @@ import {
   schemaMigrationsDdl,
 } from '../../libs/chokaq/src/storage/sqlite/sqlite.schema';
 import { TestSchema, createTestSchema, describeEachDialect } from '../support/test-database';
-import { claim, newWorkerId, uniqueQueue } from './helpers';
+import { claim, expectRejects, newWorkerId, uniqueQueue } from './helpers';
 
 const MINUTE = 60_000;
 
@@ -77,6 +77,8 @@ async function listIndexes(db: TestSchema): Promise<Record<string, string>> {
  * previous release wrote them. SQL Server
  * applies its idempotent script in one transaction instead (its version 3 is pinned by the T-SQL
  * tests); its live run needs CHOKAQ_MSSQL_URL, so this suite runs SQLite and PostgreSQL.
+ * test/e2e/previous-release-upgrade.e2e.spec.ts runs the previous release's own code instead: its
+ * worker processes, built from git history, through the migration.
  */
 describeEachDialect(
   'storage contract: schema upgrade in place',
@@ -404,6 +406,14 @@ describeEachDialect(
         { queue, payload: {} },
         { queue, payload: {} },
       ]);
+      // This release's storage, opened without migrating, cannot write the audit row the previous
+      // version's schema has no table for: the audited change fails and rolls back.
+      const refused = await expectRejects(
+        old.updateQueue(queue, { isPaused: true }, { action: 'queue.pause', actor: 'ops' }),
+      );
+      expect(String(refused)).toMatch(/audit_log/);
+      expect((await old.getQueues()).find((q) => q.name === queue)?.isPaused).toBe(false);
+
       const fresh = await db.openStorage();
       const c = await claim(old, queue, 2);
       await old.markAsProcessing(c.leases);
