@@ -25,6 +25,11 @@ const T = {
     'config reads defaults and rules, not the other way round',
   ),
   decorators: target('decorators/', under('decorators'), 'decorators only write metadata'),
+  observability: target(
+    'observability/',
+    under('observability'),
+    'metrics are recorded by the runtime and the APIs above it, not by the floors below',
+  ),
   storage: target('storage/', under('storage'), 'storage sits above this floor'),
   storageBeyondInterface: target(
     'storage/ beyond its interface',
@@ -82,6 +87,7 @@ const GROUND = [
   T.validation,
   T.config,
   T.decorators,
+  T.observability,
   T.storage,
   T.runtime,
   T.discovery,
@@ -104,8 +110,11 @@ const ZONES = {
   errors: GROUND,
   validation: GROUND.filter((t) => t !== T.validation),
   config: GROUND.filter((t) => t !== T.validation && t !== T.config),
-  decorators: [T.config, T.storage, T.runtime, T.discovery, ...TOP],
-  storage: [T.runtime, T.discovery, T.decorators, T.constants, ...TOP],
+  decorators: [T.config, T.observability, T.storage, T.runtime, T.discovery, ...TOP],
+  // Beside validation and config: the ground floor only. Its gauges read the storage through a
+  // function the Nest layer hands it, never through an import.
+  observability: GROUND.filter((t) => t !== T.observability),
+  storage: [T.runtime, T.discovery, T.decorators, T.observability, T.constants, ...TOP],
   runtime: [T.storageBeyondInterface, T.readHalf, T.discovery, T.decorators, T.constants, ...TOP],
   discovery: [T.storageBeyondInterface, ...TOP],
   client: [T.storageBeyondInterface, T.cli, T.nestLayer],

@@ -46,6 +46,15 @@ const CASES: ReadonlyArray<[string, string, Expectation, string?]> = [
   ['decorators/job-definition.ts', '../validation/validate-job', 'allowed'],
   ['interfaces/handler.interface.ts', './job.interface', 'allowed'],
   ['interfaces/handler.interface.ts', '../errors', 'allowed'],
+  // Metrics: recorded by the runtime and above; the instruments know neither storage nor runtime.
+  ['runtime/job-processor.ts', '../observability/chokaq-metrics', 'allowed'],
+  ['client/job-client.ts', '../observability/chokaq-metrics', 'allowed'],
+  ['observability/chokaq-metrics.ts', '../common/log-events', 'allowed'],
+  ['observability/chokaq-metrics.ts', '../storage/job-storage', 'refused'],
+  ['observability/queue-gauges.ts', '../runtime/job-processor', 'refused'],
+  ['observability/chokaq-metrics.ts', '../config/resolve-options', 'refused'],
+  ['storage/postgres/postgres-job-store.ts', '../../observability/chokaq-metrics', 'refused'],
+  ['common/log-events.ts', '../observability/chokaq-metrics', 'refused'],
   // The runtime uses only the storage interface.
   ['runtime/job-processor.ts', '../storage/job-storage', 'allowed'],
   // ...and of it only the write half: the reads are for operators.

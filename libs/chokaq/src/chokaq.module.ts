@@ -14,6 +14,7 @@ import { ChokaQMetadataAccessor } from './discovery/chokaq-metadata.accessor';
 import { ChokaQExplorer } from './discovery/chokaq.explorer';
 import { HandlerRegistry } from './discovery/handler.registry';
 import { ChokaQModuleOptions, ResolvedChokaQOptions } from './interfaces/module-options.interface';
+import { ChokaQMetrics } from './observability/chokaq-metrics';
 import { JobEvents } from './runtime/job-events';
 import { createJobStorage } from './storage/create-storage';
 import { WorkerRegistry } from './worker.registry';
@@ -54,6 +55,13 @@ import { WorkerRegistry } from './worker.registry';
     {
       provide: JobEvents,
       useFactory: (options: ResolvedChokaQOptions) => new JobEvents(options.events),
+      inject: [CHOKAQ_RESOLVED_OPTIONS],
+    },
+    // OpenTelemetry instruments, bound to the MeterProvider registered when the app is created
+    // (a no-op without @opentelemetry/api or an SDK); the worker, JobClient and ChokaQAdmin record
+    {
+      provide: ChokaQMetrics,
+      useFactory: (options: ResolvedChokaQOptions) => ChokaQMetrics.create(options.metrics),
       inject: [CHOKAQ_RESOLVED_OPTIONS],
     },
     ChokaQMetadataAccessor,

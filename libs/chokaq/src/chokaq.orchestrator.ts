@@ -18,6 +18,8 @@ import { HandlerRegistry } from './discovery/handler.registry';
 import { ChokaQMiddleware } from './interfaces/middleware.interface';
 import { ResolvedChokaQOptions } from './interfaces/module-options.interface';
 import { RecurringJobSpec } from './interfaces/recurring-job.interface';
+import { ChokaQMetrics } from './observability/chokaq-metrics';
+import { queueGaugeSource } from './observability/queue-gauges';
 import { ChokaQWorker } from './runtime/chokaq-worker';
 import { JobEvents } from './runtime/job-events';
 import { SchedulerRegistryAdapter } from './scheduler-registry.adapter';
@@ -29,10 +31,10 @@ import { WorkerRegistry } from './worker.registry';
  *
  * | hook | what happens |
  * |---|---|
- * | `onModuleInit` | discover handlers, recurring jobs and `@OnJobEvent` listeners (every provider is instantiated by now); give the registry a drain-worker factory |
+ * | `onModuleInit` | discover handlers, recurring jobs and `@OnJobEvent` listeners (every provider is instantiated by now); give the registry a drain-worker factory; register the queue gauges |
  * | `onApplicationBootstrap` | construct and start the worker, unless `worker.enabled` is false; set it into the registry |
  * | `onModuleDestroy` | close the registry to drains; `worker.beginStop()`: stop claiming, release the buffer, abort running signals |
- * | `beforeApplicationShutdown` | `await worker.stop()`, clear the registry, then close the storage |
+ * | `beforeApplicationShutdown` | `await worker.stop()`, clear the registry, unregister the queue gauges, then close the storage |
  *
  * Why this split: Nest calls every module's `onModuleDestroy` before any
  * `beforeApplicationShutdown`, and `@nestjs/typeorm` destroys its `DataSource` in
@@ -74,6 +76,7 @@ export class ChokaQOrchestrator
     private readonly registry: HandlerRegistry,
     private readonly workers: WorkerRegistry,
     private readonly events: JobEvents,
+    private readonly metrics: ChokaQMetrics,
     @Optional() @Inject(SchedulerRegistry) schedulerRegistry?: SchedulerRegistry,
   ) {
     this.recurringTimers = schedulerRegistry && new SchedulerRegistryAdapter(schedulerRegistry);
@@ -87,9 +90,13 @@ export class ChokaQOrchestrator
       for (const { listener, ...options } of listeners) this.events.listen(listener, options);
       // Built on the first drain only: a worker is never constructed for nothing.
       this.workers.setDrainWorkerFactory(() => (this.drainWorker = this.createWorker()));
+      // In every process, producer-only ones too: the gauges describe the database, not a worker.
+      if (this.options.metrics.queueGauges)
+        this.metrics.observeQueues(queueGaugeSource(this.storage));
     } catch (error) {
       // Startup fails here; close what the storage provider opened, or a file handle or pool
       // would outlive the failed application.
+      this.metrics.close();
       await this.closeStorage().catch(() => undefined);
       throw error;
     }
@@ -148,6 +155,7 @@ export class ChokaQOrchestrator
       logger: new Logger('ChokaQWorker'),
       schema: storageSchema(this.options.storage, this.storage.dialect),
       events: this.events,
+      metrics: this.metrics,
     });
   }
 
@@ -164,6 +172,8 @@ export class ChokaQOrchestrator
     this.workers.clear();
     // The worker's recurring loop removed its entries; this covers a worker whose stop failed.
     this.recurringTimers?.clear();
+    // A collection after this would read a closed storage (the MeterProvider outlives the app).
+    this.metrics.close();
     try {
       await this.closeStorage();
     } catch (error) {

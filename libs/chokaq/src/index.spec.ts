@@ -42,6 +42,8 @@ describe('public API (index.ts)', () => {
     expect(Object.keys(api).sort()).toEqual(
       [
         'CHOKAQ_LOG_EVENTS',
+        'CHOKAQ_METER_NAME',
+        'CHOKAQ_METRICS',
         'AUDIT_ACTIONS',
         'ChokaQAdmin',
         'ChokaQCompatibilityLevelError',

@@ -9,6 +9,7 @@ export type { ChokaQForRootAsyncOptions, ChokaQForRootOptions } from './chokaq.m
 export { getChokaQOptionsToken, getJobStorageToken } from './chokaq.constants';
 export { resolveChokaQOptions } from './config/resolve-options';
 export type {
+  ChokaQMeterProvider,
   ChokaQModuleExtras,
   ChokaQModuleOptions,
   ResolvedChokaQOptions,
@@ -68,6 +69,15 @@ export { CHOKAQ_LOG_EVENTS } from './common/log-events';
 export type { ChokaQLogEventName, LogEventLevel, LogEventSpec } from './common/log-events';
 export { ChokaQLogRecord } from './common/chokaq-log-record';
 export type { LogFieldValue } from './common/chokaq-log-record';
+
+// Metrics (OpenTelemetry)
+export { CHOKAQ_METER_NAME, CHOKAQ_METRICS } from './observability/metric-instruments';
+export type {
+  ChokaQMetricName,
+  MetricAttribute,
+  MetricInstrumentKind,
+  MetricInstrumentSpec,
+} from './observability/metric-instruments';
 
 // Job model and the storage contract
 export { FailureReason, JobStatus } from './interfaces/job-status.enum';

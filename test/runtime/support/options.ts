@@ -51,6 +51,7 @@ export function testOptions(
       halfOpenProbes: 1,
     },
     events: { maxQueuedPerListener: 1_000 },
+    metrics: { enabled: true, maxAttributeValues: 100, queueGauges: true },
   };
   const out = { ...base } as unknown as Record<string, unknown>;
   for (const [key, value] of Object.entries(overrides)) {

@@ -43,6 +43,7 @@ import {
 import { ResolvedChokaQOptions } from '../interfaces/module-options.interface';
 import { RecurringJobSpec, RecurringJobView } from '../interfaces/recurring-job.interface';
 import { WorkerInfo, WorkerQuery } from '../interfaces/worker.interface';
+import { ChokaQMetrics } from '../observability/chokaq-metrics';
 import { CronSchedule } from '../runtime/cron-schedule';
 import { JobEvents } from '../runtime/job-events';
 import { announceCancelled } from '../runtime/lifecycle-events';
@@ -83,6 +84,7 @@ export class ChokaQAdmin {
     @Inject(CHOKAQ_RESOLVED_OPTIONS) private readonly options: ResolvedChokaQOptions,
     private readonly workers: WorkerRegistry,
     @Optional() private readonly events?: JobEvents,
+    @Optional() private readonly metrics: ChokaQMetrics = ChokaQMetrics.disabled(),
   ) {}
 
   /** The confirmation secret, read (or first stored) once per instance. */
@@ -609,6 +611,7 @@ export class ChokaQAdmin {
     );
     // Removed between the read and the trigger: nothing was enqueued.
     if (!result) throw new ChokaQRecurringJobNotFoundError(name);
+    if (result.created) this.metrics.enqueued(record.queue, record.type);
     logEvent(
       this.logger,
       'RecurringJobTriggered',

@@ -5,6 +5,7 @@ import { logEvent } from '../common/log-events';
 import { JobDefinition, isJobDefinition } from '../decorators/job-definition';
 import { JobView } from '../interfaces/job-view.interface';
 import { CancelResult, NewJob } from '../interfaces/job.interface';
+import { ChokaQMetrics } from '../observability/chokaq-metrics';
 import { JobEvents } from '../runtime/job-events';
 import { announceCancelled } from '../runtime/lifecycle-events';
 import { JobStorage } from '../storage/job-storage';
@@ -68,6 +69,7 @@ export class JobClient {
     @Inject(CHOKAQ_STORAGE) private readonly storage: JobStorage,
     private readonly workers: WorkerRegistry,
     @Optional() private readonly events?: JobEvents,
+    @Optional() private readonly metrics: ChokaQMetrics = ChokaQMetrics.disabled(),
   ) {}
 
   /**
@@ -86,10 +88,12 @@ export class JobClient {
     options: EnqueueJobOptions = {},
   ): Promise<string> {
     const { transaction, ...job } = options;
-    const result = await this.storage.enqueue(this.toNewJob(target, { ...job, payload }), {
-      transaction,
-    });
-    if (result.created) this.wake(target, job);
+    const newJob = this.toNewJob(target, { ...job, payload });
+    const result = await this.storage.enqueue(newJob, { transaction });
+    if (result.created) {
+      this.metrics.enqueued(newJob.queue, newJob.type ?? newJob.queue);
+      this.wake(target, job);
+    }
     return result.id;
   }
 
@@ -117,6 +121,7 @@ export class JobClient {
       ? items.map((item) => this.toNewJob(target, item))
       : (items as never);
     const results = await this.storage.enqueueMany(jobs, { transaction: options.transaction });
+    if (this.metrics.enabled) countCreated(this.metrics, jobs, results);
     if (results.some((r) => r.created)) this.wake(target, {});
     return results.map((r) => r.id);
   }
@@ -176,7 +181,10 @@ export class JobClient {
     return this.storage.getJob(id);
   }
 
-  private toNewJob(target: string | JobDefinition<unknown>, item: EnqueueItem): NewJob {
+  private toNewJob(
+    target: string | JobDefinition<unknown>,
+    item: EnqueueItem,
+  ): NewJob & { queue: string } {
     if (isJobDefinition(target)) return { ...item, queue: target.queue, type: target.type };
     return { ...item, queue: target };
   }
@@ -186,4 +194,21 @@ export class JobClient {
     if (job.delayMs || job.runAt) return;
     this.workers.nudge(isJobDefinition(target) ? target.queue : target);
   }
+}
+
+/** Counts the jobs `enqueueMany` created, by type (one queue per call; types may differ on a plain queue). */
+function countCreated(
+  metrics: ChokaQMetrics,
+  jobs: ReadonlyArray<NewJob & { queue: string }>,
+  results: ReadonlyArray<{ created: boolean }>,
+): void {
+  const byType = new Map<string, number>();
+  let queue = '';
+  jobs.forEach((job, i) => {
+    if (!results[i]?.created) return;
+    queue = job.queue;
+    const type = job.type ?? queue;
+    byType.set(type, (byType.get(type) ?? 0) + 1);
+  });
+  for (const [type, count] of byType) metrics.enqueued(queue, type, count);
 }

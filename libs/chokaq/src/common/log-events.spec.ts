@@ -42,6 +42,8 @@ const PINNED: ReadonlyArray<[id: number, name: string, level: string, fields: st
   [1030, 'WorkerRowWriteFailed', 'warn', ['workerId', 'error']],
   [1031, 'WorkerRowRecovered', 'log', ['workerId', 'failures']],
   [1032, 'WorkerRowStopFailed', 'warn', ['workerId', 'error']],
+  [1040, 'QueueGaugesReadFailed', 'warn', ['error']],
+  [1041, 'QueueGaugesReadRecovered', 'log', ['failures']],
   [2000, 'JobRetryScheduled', 'warn', ['jobId', 'queue', 'type', 'attempt', 'delayMs', 'error']],
   [2001, 'JobDeadLettered', 'error', ['jobId', 'queue', 'type', 'attempt', 'reason', 'error']],
   [2002, 'JobCancelledWhileRunning', 'log', ['jobId', 'queue', 'type', 'attempt']],

@@ -20,7 +20,7 @@ export interface LogEventSpec {
  *
  * | range | what |
  * |---|---|
- * | 1000s | the worker: start, stop, loops, heartbeat, its row in the Workers table |
+ * | 1000s | the worker: start, stop, loops, heartbeat, its row in the Workers table; the metrics' reads |
  * | 2000s | a job's run: retries, DLQ moves, late results, starts that failed |
  * | 2100s | state transitions and their plumbing: conflicts, completion batches, event listeners |
  * | 3000s | enqueue: recurring slots |
@@ -69,6 +69,8 @@ export const CHOKAQ_LOG_EVENTS = {
   WorkerRowWriteFailed: { id: 1030, level: 'warn', fields: ['workerId', 'error'] },
   WorkerRowRecovered: { id: 1031, level: 'log', fields: ['workerId', 'failures'] },
   WorkerRowStopFailed: { id: 1032, level: 'warn', fields: ['workerId', 'error'] },
+  QueueGaugesReadFailed: { id: 1040, level: 'warn', fields: ['error'] },
+  QueueGaugesReadRecovered: { id: 1041, level: 'log', fields: ['failures'] },
 
   // ------------------------------------------------------------------ 2000s job execution
   JobRetryScheduled: {

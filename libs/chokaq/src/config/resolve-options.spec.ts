@@ -332,4 +332,38 @@ describe('resolveChokaQOptions', () => {
       expect(issues.map((i) => i.path)).toEqual(['retry.maxAttempts', 'storage.type']);
     });
   });
+
+  describe('metrics', () => {
+    it('is on by default, with a budget of 100 values per attribute and the queue gauges', () => {
+      expect(resolveChokaQOptions().metrics).toEqual({
+        enabled: true,
+        maxAttributeValues: 100,
+        queueGauges: true,
+      });
+    });
+
+    it('keeps the MeterProvider it is given, by reference', () => {
+      const meterProvider = { getMeter: () => ({}) };
+      const r = resolveChokaQOptions({ metrics: { meterProvider, queueGauges: false } });
+      expect(r.metrics.meterProvider).toBe(meterProvider);
+      expect(r.metrics.queueGauges).toBe(false);
+    });
+
+    it('refuses what is not a MeterProvider, a bad budget and unknown keys', () => {
+      const issues = issuesOf({
+        metrics: {
+          enabled: 'yes',
+          maxAttributeValues: 0,
+          meterProvider: { getMeters: () => ({}) },
+          exporter: 'prometheus',
+        },
+      });
+      expect(issues.map((i) => [i.path, i.message])).toEqual([
+        ['metrics.enabled', 'must be a boolean'],
+        ['metrics.maxAttributeValues', 'must be an integer from 1 to 100000'],
+        ['metrics.exporter', 'is not a known option'],
+        ['metrics.meterProvider', 'must be an OpenTelemetry MeterProvider (with getMeter)'],
+      ]);
+    });
+  });
 });

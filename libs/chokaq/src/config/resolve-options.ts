@@ -59,7 +59,13 @@ export const CHOKAQ_DEFAULTS = {
     halfOpenProbes: 1,
   },
   events: { maxQueuedPerListener: 1_000 },
+  metrics: { enabled: true, maxAttributeValues: 100, queueGauges: true },
 } as const;
+
+/** Keys of a section that are not in OPTION_RULES because they are checked here, not by a rule. */
+const CHECKED_ELSEWHERE: Readonly<Record<string, readonly string[]>> = {
+  metrics: ['meterProvider'],
+};
 
 /** Default storage: the SQLite file `chokaq.db` in the working directory. */
 export const DEFAULT_STORAGE_OPTIONS: StorageOptions = {
@@ -137,7 +143,12 @@ export function resolveChokaQOptions(options: ChokaQModuleOptions = {}): Resolve
     if (given !== undefined && !isPlainObject(given)) {
       add(section, 'must be an object', given);
     } else if (given) {
-      const found = optionIssues(given, rules, (key) => `${section}.${key}`);
+      const found = optionIssues(
+        given,
+        rules,
+        (key) => `${section}.${key}`,
+        CHECKED_ELSEWHERE[section],
+      );
       issues.push(...found);
       for (const [key, value] of Object.entries(given)) {
         const path = `${section}.${key}`;
@@ -191,6 +202,19 @@ export function resolveChokaQOptions(options: ChokaQModuleOptions = {}): Resolve
         r.retention.workersMs,
       );
     }
+  }
+
+  // An OpenTelemetry MeterProvider is known by what ChokaQ calls on it.
+  const meterProvider = r.metrics.meterProvider as unknown;
+  if (
+    meterProvider !== undefined &&
+    !(isPlainObjectLike(meterProvider) && typeof meterProvider.getMeter === 'function')
+  ) {
+    add(
+      'metrics.meterProvider',
+      'must be an OpenTelemetry MeterProvider (with getMeter)',
+      meterProvider,
+    );
   }
 
   const storage = resolveStorage(input.storage, r.payload.maxBytes, add);

@@ -102,6 +102,43 @@ export interface ChokaQModuleOptions {
      */
     maxQueuedPerListener?: number;
   };
+  /**
+   * OpenTelemetry metrics (meter `chokaq`). They need the optional peer `@opentelemetry/api` and a
+   * `MeterProvider`: the global one an application registers with an OpenTelemetry SDK, or
+   * `meterProvider`. Without either, every instrument is a no-op.
+   */
+  metrics?: {
+    /** False: record nothing, even with an SDK registered. Default true. */
+    enabled?: boolean;
+    /**
+     * The `MeterProvider` to record into. Default: the global one of `@opentelemetry/api`
+     * (`metrics.getMeterProvider()`), read when the module's providers are created, so register
+     * the SDK before creating the Nest application.
+     */
+    meterProvider?: ChokaQMeterProvider;
+    /**
+     * Distinct values each attribute (`queue`, `type`, `reason`, `outcome`) may take in this
+     * process; further values are recorded as `other`. Default 100.
+     */
+    maxAttributeValues?: number;
+    /**
+     * Observe the queue gauges (`chokaq.queue.pending`, `chokaq.queue.oldest_due_age`,
+     * `chokaq.queue.dlq_size`), read from the database once per collection. They describe the
+     * whole cluster, so one process exporting them is enough: set false in the others. Default true.
+     */
+    queueGauges?: boolean;
+  };
+}
+
+/**
+ * What ChokaQ needs of an OpenTelemetry `MeterProvider` (`@opentelemetry/api` 1.x), stated
+ * structurally so that the options do not make `@opentelemetry/api` a compile-time dependency: a
+ * `MeterProvider` of `@opentelemetry/sdk-metrics` is one.
+ *
+ * @publicApi
+ */
+export interface ChokaQMeterProvider {
+  getMeter(name: string, version?: string, options?: { schemaUrl?: string }): unknown;
 }
 
 /**
@@ -129,4 +166,7 @@ export interface ResolvedChokaQOptions {
   retention: Required<NonNullable<ChokaQModuleOptions['retention']>>;
   circuitBreaker: Required<NonNullable<ChokaQModuleOptions['circuitBreaker']>>;
   events: Required<NonNullable<ChokaQModuleOptions['events']>>;
+  metrics: Required<Omit<NonNullable<ChokaQModuleOptions['metrics']>, 'meterProvider'>> & {
+    meterProvider?: ChokaQMeterProvider;
+  };
 }

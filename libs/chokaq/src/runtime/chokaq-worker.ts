@@ -12,8 +12,9 @@ import type { HandledJobs } from '../interfaces/job.interface';
 import type { ChokaQMiddleware } from '../interfaces/middleware.interface';
 import type { ResolvedChokaQOptions } from '../interfaces/module-options.interface';
 import type { RecurringJobSpec } from '../interfaces/recurring-job.interface';
+import { ChokaQMetrics } from '../observability/chokaq-metrics';
 import type { JobStore } from '../storage/job-storage';
-import { CircuitBreakers, type CircuitState } from './circuit-breaker';
+import { CircuitBreakers, circuitJob, type CircuitState } from './circuit-breaker';
 import { CompletionBatcher, type CompletionBatcherOptions } from './completion-batcher';
 import { FetcherLoop } from './fetcher.loop';
 import { HeartbeatLoop } from './heartbeat.loop';
@@ -49,6 +50,8 @@ export interface ChokaQWorkerDeps {
   events?: JobEventSink;
   /** Internal tuning of the completion batch (tests). */
   completionBatch?: CompletionBatcherOptions;
+  /** Where the worker's metrics are recorded (the module's `ChokaQMetrics`). Default: nowhere. */
+  metrics?: ChokaQMetrics;
 }
 
 /** Counters of a worker, for health checks and tests. */
@@ -123,7 +126,11 @@ export class ChokaQWorker {
       deps.options.worker.workerId ||
       `${hostname()}:${process.pid}:${randomBytes(4).toString('hex')}`;
     this.controls = new QueueControls(deps.storage);
-    this.breakers = new CircuitBreakers(deps.options.circuitBreaker);
+    const metrics = deps.metrics ?? ChokaQMetrics.disabled();
+    this.breakers = new CircuitBreakers(deps.options.circuitBreaker, Date.now, (key, event) => {
+      const { queue, type } = circuitJob(key);
+      metrics.circuit(queue, type, event);
+    });
     this.executor = new JobExecutor(deps.middleware ?? [], this.logger);
     this.batcher = new CompletionBatcher(deps.storage, this.logger, deps.completionBatch);
     this.processor = new JobProcessor({
@@ -139,6 +146,7 @@ export class ChokaQWorker {
       onOutcome: (outcome) => this.emit(outcome),
       events: deps.events,
       onCapacity: () => this.fetcher.onCapacity(),
+      metrics,
     });
     this.fetcher = new FetcherLoop({
       storage: deps.storage,
@@ -182,6 +190,7 @@ export class ChokaQWorker {
       },
       logger: this.logger,
       presence: this.presence,
+      metrics,
     });
     this.rescue = new RescueLoop(
       deps.storage,
@@ -189,6 +198,7 @@ export class ChokaQWorker {
       this.logger,
       deps.handlers,
       deps.events,
+      metrics,
     );
     this.maintenance = new MaintenanceLoop(deps.storage, deps.options, this.logger);
     // Re-read once per poll interval, like queue controls: a change made elsewhere is followed soon.
@@ -196,6 +206,7 @@ export class ChokaQWorker {
       syncIntervalMs: deps.options.worker.pollIntervalMs,
       timers: deps.recurringTimers,
       handlers: deps.handlers,
+      metrics,
     });
   }
 

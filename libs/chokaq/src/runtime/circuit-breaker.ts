@@ -1,5 +1,6 @@
 import type { ResolvedChokaQOptions } from '../interfaces/module-options.interface';
 import type { CircuitState } from '../interfaces/worker.interface';
+import type { CircuitEvent } from '../observability/chokaq-metrics';
 
 /** The state of one job type's circuit (a worker reports those not closed in its Workers row). */
 export type { CircuitState };
@@ -31,13 +32,15 @@ export class CircuitBreakers {
   constructor(
     private readonly options: ResolvedChokaQOptions['circuitBreaker'],
     private readonly clock: () => number = Date.now,
+    /** Hears every transition of a circuit, and every job it holds back (`rejected`): metrics. */
+    private readonly onEvent: (key: string, event: CircuitEvent) => void = () => undefined,
   ) {}
 
   /** The state of `key`'s circuit now (an open circuit past its break reads as half-open). */
   state(key: string): CircuitState {
     const circuit = this.circuits.get(key);
     if (!circuit) return 'closed';
-    this.advance(circuit);
+    this.advance(key, circuit);
     return circuit.state;
   }
 
@@ -64,11 +67,12 @@ export class CircuitBreakers {
   tryAcquire(key: string): CircuitDecision {
     const circuit = this.circuits.get(key);
     if (!circuit) return { allowed: true, probe: false };
-    this.advance(circuit);
+    this.advance(key, circuit);
     switch (circuit.state) {
       case 'closed':
         return { allowed: true, probe: false };
       case 'open':
+        this.onEvent(key, 'rejected');
         return {
           allowed: false,
           retryInMs: Math.max(1, circuit.openedAt + this.options.breakDurationMs - this.clock()),
@@ -79,6 +83,7 @@ export class CircuitBreakers {
           return { allowed: true, probe: true };
         }
         // Probes are out: look again after a short while rather than a whole break.
+        this.onEvent(key, 'rejected');
         return {
           allowed: false,
           retryInMs: Math.max(1, Math.min(1_000, this.options.breakDurationMs)),
@@ -91,13 +96,13 @@ export class CircuitBreakers {
     const circuit = this.circuits.get(key);
     if (!circuit) return;
     if (probe) circuit.probesInFlight = Math.max(0, circuit.probesInFlight - 1);
-    this.advance(circuit);
+    this.advance(key, circuit);
     // A half-open success closes the circuit. In closed state a success does not forget earlier
     // failures (the window does that), but an entry with none left is dropped to bound memory.
-    if (
-      circuit.state === 'half-open' ||
-      (circuit.state === 'closed' && circuit.failures.length === 0)
-    ) {
+    if (circuit.state === 'half-open') {
+      this.circuits.delete(key);
+      this.onEvent(key, 'closed');
+    } else if (circuit.state === 'closed' && circuit.failures.length === 0) {
       this.circuits.delete(key);
     }
   }
@@ -111,15 +116,15 @@ export class CircuitBreakers {
       this.circuits.set(key, circuit);
     }
     if (probe) circuit.probesInFlight = Math.max(0, circuit.probesInFlight - 1);
-    this.advance(circuit);
+    this.advance(key, circuit);
     if (circuit.state === 'half-open') {
-      this.open(circuit, now);
+      this.open(key, circuit, now);
       return;
     }
     if (circuit.state === 'open') return;
     circuit.failures.push(now);
     this.prune(circuit, now);
-    if (circuit.failures.length >= this.options.failureThreshold) this.open(circuit, now);
+    if (circuit.failures.length >= this.options.failureThreshold) this.open(key, circuit, now);
   }
 
   /** A granted probe ended without a verdict (cancelled, lease lost, shutdown). */
@@ -128,20 +133,23 @@ export class CircuitBreakers {
     if (circuit) circuit.probesInFlight = Math.max(0, circuit.probesInFlight - 1);
   }
 
-  private open(circuit: Circuit, now: number): void {
+  private open(key: string, circuit: Circuit, now: number): void {
     circuit.state = 'open';
     circuit.openedAt = now;
     circuit.failures = [];
     circuit.probesInFlight = 0;
+    this.onEvent(key, 'opened');
   }
 
-  private advance(circuit: Circuit): void {
+  /** Time passes on an open circuit: past its break it is half-open (noticed when next looked at). */
+  private advance(key: string, circuit: Circuit): void {
     if (
       circuit.state === 'open' &&
       this.clock() >= circuit.openedAt + this.options.breakDurationMs
     ) {
       circuit.state = 'half-open';
       circuit.probesInFlight = 0;
+      this.onEvent(key, 'half-opened');
     }
     if (circuit.state === 'closed') this.prune(circuit, this.clock());
   }
@@ -155,4 +163,10 @@ export class CircuitBreakers {
 /** Circuits are per `(queue, type)`: the same type key in two queues may have different handlers. */
 export function circuitKey(job: { queue: string; type: string }): string {
   return `${job.queue}/${job.type}`;
+}
+
+/** The `(queue, type)` of a {@link circuitKey}: a queue name has no `/`, so the first one splits it. */
+export function circuitJob(key: string): { queue: string; type: string } {
+  const at = key.indexOf('/');
+  return { queue: key.slice(0, at), type: key.slice(at + 1) };
 }

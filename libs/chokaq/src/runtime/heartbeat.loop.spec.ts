@@ -39,6 +39,7 @@ describe('HeartbeatLoop', () => {
       return { touched: 1, cancelRequested: [] };
     });
     const logger = new RecordingLogger();
+    const metrics = { heartbeatFailed: jest.fn() };
     const loop = new HeartbeatLoop({
       storage: { keepAlive },
       options: testOptions({ heartbeat: { intervalMs: 100, failureThreshold: 100 } }),
@@ -47,6 +48,7 @@ describe('HeartbeatLoop', () => {
       onCancelRequested: jest.fn(),
       onThresholdReached: jest.fn(),
       logger,
+      metrics,
     });
     await loop.tick();
     await loop.tick();
@@ -62,6 +64,8 @@ describe('HeartbeatLoop', () => {
     await loop.tick();
     expect(logger.count('warn', 'Heartbeat failed')).toBe(1);
     expect(logger.count('log', 'Heartbeat recovered after 3 failed attempt(s)')).toBe(1);
+    // Every failed statement counts in chokaq.jobs.heartbeat_failures (logged once, counted 3 times).
+    expect(metrics.heartbeatFailed).toHaveBeenCalledTimes(3);
   });
 
   it('reacts once after failureThreshold consecutive failures, logs the outage once, recovers', async () => {

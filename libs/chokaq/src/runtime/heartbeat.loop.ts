@@ -4,6 +4,7 @@ import { jittered } from '../common/jitter';
 import { logEvent } from '../common/log-events';
 import { type JobLease } from '../interfaces/job.interface';
 import type { ResolvedChokaQOptions } from '../interfaces/module-options.interface';
+import type { ChokaQMetrics } from '../observability/chokaq-metrics';
 import type { JobStore } from '../storage/job-storage';
 import { MAX_ENQUEUE_MANY } from '../validation/limits';
 import { Loop } from './loop';
@@ -26,6 +27,8 @@ export interface HeartbeatDeps {
    * without leases (it never rejects). Default: no row.
    */
   presence?: Pick<WorkerPresence, 'beat'>;
+  /** Where failed heartbeats are counted (`chokaq.jobs.heartbeat_failures`). Default: nowhere. */
+  metrics?: Pick<ChokaQMetrics, 'heartbeatFailed'>;
 }
 
 /**
@@ -108,6 +111,7 @@ export class HeartbeatLoop {
       if (cancelRequested.length > 0) this.deps.onCancelRequested(cancelRequested);
     } catch (error) {
       this.failures++;
+      this.deps.metrics?.heartbeatFailed();
       const workerId = this.deps.workerId;
       if (this.failures === 1) {
         const message = toError(error).message;

@@ -46,6 +46,7 @@ describe('JobFinaliser', () => {
       releaseProbe: jest.fn(),
     };
     const logger = new RecordingLogger();
+    const metrics = { conflict: jest.fn() };
     const finaliser = new JobFinaliser({
       storage,
       batcher,
@@ -53,6 +54,7 @@ describe('JobFinaliser', () => {
       retry,
       clock: new DbClock(),
       logger,
+      metrics,
       onSettled: (lease) => {
         settled.push(lease);
         events.push(`settled ${lease.leaseId}`);
@@ -62,7 +64,18 @@ describe('JobFinaliser', () => {
       outcomes.push(o);
       events.push(`outcome ${o.leaseId}`);
     };
-    return { finaliser, storage, batcher, breakers, logger, events, outcomes, settled, emit };
+    return {
+      finaliser,
+      storage,
+      batcher,
+      breakers,
+      logger,
+      metrics,
+      events,
+      outcomes,
+      settled,
+      emit,
+    };
   }
 
   afterEach(() => jest.useRealTimers());
@@ -197,6 +210,11 @@ describe('JobFinaliser', () => {
       ['failed', false],
     ]);
     expect(h.logger.count('warn', 'state transition conflict')).toBe(2);
+    // …and counted in chokaq.jobs.state_transition_conflicts by the outcome that was refused.
+    expect(h.metrics.conflict.mock.calls).toEqual([
+      [expect.objectContaining({ queue: 'q', type: 't' }), 'retried'],
+      [expect.objectContaining({ queue: 'q', type: 't' }), 'failed'],
+    ]);
     // A refused write is over all the same: the run's lease is handed back.
     expect(h.settled.map((l) => l.leaseId)).toEqual(['l1', 'l2']);
   });
@@ -227,6 +245,9 @@ describe('JobFinaliser', () => {
       ['l2', 'succeeded', false],
     ]);
     expect(h.finaliser.conflicts).toBe(1);
+    expect(h.metrics.conflict.mock.calls).toEqual([
+      [expect.objectContaining({ queue: 'q', type: 't' }), 'succeeded'],
+    ]);
     expect(h.events).toEqual(['settled l1', 'outcome l1', 'settled l2', 'outcome l2']);
   });
 
@@ -311,11 +332,18 @@ describe('JobFinaliser', () => {
       1_000,
     );
     expect(h.finaliser.conflicts).toBe(1);
+    // The count says how many, not which: attributed to (queue, type) only when the runs share one.
+    expect(h.metrics.conflict.mock.calls).toEqual([[{ queue: 'q', type: 't' }, 'released', 1]]);
     expect(h.outcomes.map((o) => [o.id, o.outcome, o.applied, o.error])).toEqual([
       ['a', 'released', true, 'circuit of q/t is open'],
       ['b', 'released', true, 'circuit of q/t is open'],
     ]);
     expect(h.settled.map((l) => l.leaseId)).toEqual(['la', 'lb']);
+
+    const mixed = [claimedJob({ id: 'c', type: 'u' }), claimedJob({ id: 'd' })];
+    h.storage.release.mockResolvedValueOnce(0);
+    await h.finaliser.release(mixed, 0, () => undefined);
+    expect(h.metrics.conflict.mock.calls[1]).toEqual([undefined, 'released', 2]);
   });
 
   it('a failing write is tried 3 times with backoff, then left to the rescue loop', async () => {

@@ -6,6 +6,7 @@ import type { JobOutcome } from '../interfaces/job-outcome.interface';
 import { FailureReason } from '../interfaces/job-status.enum';
 import type { DlqMove, HotJob, JobLease } from '../interfaces/job.interface';
 import type { ResolvedChokaQOptions } from '../interfaces/module-options.interface';
+import type { ChokaQMetrics, ConflictOutcome } from '../observability/chokaq-metrics';
 import type { JobStore } from '../storage/job-storage';
 import { circuitKey, type CircuitBreakers } from './circuit-breaker';
 import type { CompletionBatcher } from './completion-batcher';
@@ -65,6 +66,8 @@ export interface JobFinaliserDeps {
   /** Job ages are measured on the database clock, like the `EnqueuedAtUtc` they start from. */
   clock: Pick<DbClock, 'ageMs'>;
   logger: LoggerService;
+  /** Where refused transitions are counted (`chokaq.jobs.state_transition_conflicts`). */
+  metrics?: Pick<ChokaQMetrics, 'conflict'>;
   /**
    * The finaliser is done with a run: its write was applied, refused or given up to the rescue
    * loop, or there was none to make (abandoned at shutdown). The owner of the run's lease stops
@@ -118,7 +121,10 @@ export class JobFinaliser {
       case 'succeeded': {
         this.deps.breakers.recordSuccess(key, probe);
         const archived = await this.deps.batcher.add({ ...lease, durationMs: result.durationMs });
-        if (!archived) this.conflictCount++;
+        if (!archived) {
+          this.conflictCount++;
+          this.deps.metrics?.conflict(job, 'succeeded');
+        }
         this.deps.onSettled(lease);
         report(runOutcome(claimed, 'succeeded', { ...base, applied: archived }));
         return;
@@ -247,7 +253,12 @@ export class JobFinaliser {
     const rows = await this.write('rescheduleForRetry', job.id, () =>
       this.deps.storage.rescheduleForRetry(claimed.lease, delayMs, error),
     );
-    const applied = this.applied(rows, job, 'rescheduleForRetry');
+    const applied = this.applied(
+      rows,
+      job,
+      'rescheduleForRetry',
+      request.released ? 'released' : 'retried',
+    );
     this.deps.onSettled(claimed.lease);
     const attempt = base.attempt ?? attemptOf(job);
     // A release (shutdown) is the worker's doing, not the job's: the shutdown lines cover it.
@@ -294,7 +305,10 @@ export class JobFinaliser {
       this.deps.storage.release(leases, delayMs > 0 ? delayMs : undefined),
     );
     // The count says how many were refused, not which: each outcome reports the write as a whole.
-    if (rows !== undefined && rows < leases.length) this.conflictCount += leases.length - rows;
+    if (rows !== undefined && rows < leases.length) {
+      this.conflictCount += leases.length - rows;
+      this.deps.metrics?.conflict(sameJob(jobs), 'released', leases.length - rows);
+    }
     for (const { job, lease } of jobs) {
       this.deps.onSettled(lease);
       emit(
@@ -315,7 +329,8 @@ export class JobFinaliser {
       this.deps.storage.moveToDlq(lease, move),
     );
     this.deps.onSettled(lease);
-    const applied = this.applied(rows, job, 'moveToDlq');
+    const refused = move.reason === FailureReason.Cancelled ? 'cancelled' : 'failed';
+    const applied = this.applied(rows, job, 'moveToDlq', refused);
     if (!applied) return false;
     const where = `Job ${job.id} (${job.queue}/${job.type})`;
     if (move.reason === FailureReason.Cancelled) {
@@ -371,10 +386,16 @@ export class JobFinaliser {
     }
   }
 
-  private applied(rows: number | undefined, job: { id: string }, operation: string): boolean {
+  private applied(
+    rows: number | undefined,
+    job: HotJob,
+    operation: string,
+    outcome: ConflictOutcome,
+  ): boolean {
     if (rows === undefined) return false;
     if (rows === 0) {
       this.conflictCount++;
+      this.deps.metrics?.conflict(job, outcome);
       logEvent(
         this.deps.logger,
         'StateTransitionConflict',
@@ -408,6 +429,16 @@ export function runOutcome(
     if (value !== undefined) (result as unknown as Record<string, unknown>)[key] = value;
   }
   return result;
+}
+
+/** The `(queue, type)` every one of `jobs` has, or undefined when they differ. */
+function sameJob(jobs: readonly ClaimedJob[]): { queue: string; type: string } | undefined {
+  const [first] = jobs;
+  if (!first) return undefined;
+  const { queue, type } = first.job;
+  return jobs.every(({ job }) => job.queue === queue && job.type === type)
+    ? { queue, type }
+    : undefined;
 }
 
 /** The first line of a stored error text (its stack follows): what a log line shows of it. */

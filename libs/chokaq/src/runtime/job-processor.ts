@@ -8,6 +8,7 @@ import type { JobOutcome } from '../interfaces/job-outcome.interface';
 import { FailureReason, JobStatus } from '../interfaces/job-status.enum';
 import type { HotJob, JobLease } from '../interfaces/job.interface';
 import type { ResolvedChokaQOptions } from '../interfaces/module-options.interface';
+import { ChokaQMetrics } from '../observability/chokaq-metrics';
 import type { JobStore } from '../storage/job-storage';
 import { circuitKey, type CircuitBreakers } from './circuit-breaker';
 import type { CompletionBatcher } from './completion-batcher';
@@ -37,6 +38,8 @@ export interface JobProcessorDeps {
   events?: JobEventSink;
   /** A slot or buffer space was freed: the fetcher may claim more. */
   onCapacity?: () => void;
+  /** Where runs, outcomes and conflicts are counted. Default: nowhere. */
+  metrics?: ChokaQMetrics;
 }
 
 /** Backoff of a failed `markAsProcessing` before buffered jobs are tried again. */
@@ -72,8 +75,10 @@ export class JobProcessor {
   private conflictCount = 0;
   private finalising = 0;
   private pumpScheduled = false;
+  private readonly metrics: ChokaQMetrics;
 
   constructor(private readonly deps: JobProcessorDeps) {
+    this.metrics = deps.metrics ?? ChokaQMetrics.disabled();
     this.limiter = new ConcurrencyLimiter(deps.options.worker.concurrency, () => {
       this.schedulePump();
       this.deps.onCapacity?.();
@@ -85,6 +90,7 @@ export class JobProcessor {
       retry: deps.options.retry,
       clock: this.clock,
       logger: deps.logger,
+      metrics: this.metrics,
       // Keyed by run: settling a stale run must leave the lease of the run that replaced it owned.
       onSettled: (lease) => this.owned.delete(runKey(lease)),
     });
@@ -358,6 +364,7 @@ export class JobProcessor {
   }
 
   private emitOutcome(outcome: JobOutcome, job: HotJob): void {
+    this.metrics.outcome(outcome);
     try {
       this.deps.onOutcome?.(outcome);
     } catch (error) {
@@ -427,6 +434,7 @@ export class JobProcessor {
       if (!started.has(job.id)) {
         // Zero rows: cancelled, rescued or re-claimed meanwhile. The handler must not run.
         this.conflictCount++;
+        this.metrics.conflict(job, 'started');
         this.owned.delete(runKey(claimed.lease));
         this.deps.breakers.releaseProbe(circuitKey(job));
         logEvent(
@@ -496,6 +504,7 @@ export class JobProcessor {
     if (events?.hasListeners('started')) {
       events.emit(startedEvent(job, execution.attempt, new Date(this.clock.now())));
     }
+    this.metrics.runStarted(job, this.clock.now());
     const key = runKey(lease);
     this.running.set(key, { id: job.id, execution });
     let result: RunResult;
@@ -503,6 +512,7 @@ export class JobProcessor {
       result = await execution.result;
     } finally {
       this.running.delete(key);
+      this.metrics.runEnded(job.queue);
       onJobDone();
     }
     this.finalising++;
@@ -531,6 +541,7 @@ export class JobProcessor {
     for (const buffered of this.buffer) {
       if (claimed.has(buffered.job.id) && buffered.lease.leaseId !== leaseId) {
         this.conflictCount++;
+        this.metrics.conflict(buffered.job, 'released');
         this.owned.delete(runKey(buffered.lease));
         this.emitOutcome(
           runOutcome(buffered, 'released', {

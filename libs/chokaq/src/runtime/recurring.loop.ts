@@ -4,6 +4,7 @@ import { logEvent } from '../common/log-events';
 import type { HandlerLookup } from '../interfaces/handler.interface';
 import type { NewJob } from '../interfaces/job.interface';
 import type { RecurringJobRecord, RecurringJobSpec } from '../interfaces/recurring-job.interface';
+import type { ChokaQMetrics } from '../observability/chokaq-metrics';
 import type { JobStore } from '../storage/job-storage';
 import { MAX_TIMER_MS } from '../validation/limits';
 import { CronSchedule } from './cron-schedule';
@@ -43,6 +44,8 @@ export interface RecurringLoopOptions {
    * process declares no `@RecurringJob`. Default: none (only the declared jobs run).
    */
   handlers?: Pick<HandlerLookup, 'resolve'>;
+  /** Where the jobs of claimed slots are counted (`chokaq.jobs.enqueued`). Default: nowhere. */
+  metrics?: Pick<ChokaQMetrics, 'enqueued'>;
 }
 
 /** A job's timer fires this long after the database clock reaches its slot, so the slot is surely due. */
@@ -95,6 +98,7 @@ export class RecurringLoop {
   private readonly toleranceMs: number;
   private readonly timers: RecurringTimerRegistry | undefined;
   private readonly handlers: Pick<HandlerLookup, 'resolve'> | undefined;
+  private readonly metrics: Pick<ChokaQMetrics, 'enqueued'> | undefined;
   private enqueued = 0;
 
   constructor(
@@ -112,6 +116,7 @@ export class RecurringLoop {
     this.toleranceMs = options.onTimeToleranceMs ?? 5_000;
     this.timers = options.timers;
     this.handlers = options.handlers;
+    this.metrics = options.metrics;
     this.loop = new Loop({
       name: 'ChokaQ recurring',
       logger,
@@ -279,6 +284,7 @@ export class RecurringLoop {
     const slot = latest.toISOString();
     if (job) {
       this.enqueued++;
+      if (result.created) this.metrics?.enqueued(record.queue, record.type);
       logEvent(
         this.logger,
         'RecurringSlotEnqueued',

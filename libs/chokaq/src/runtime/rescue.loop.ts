@@ -5,6 +5,7 @@ import { STORED_TEXT } from '../common/stored-text';
 import type { HandlerLookup } from '../interfaces/handler.interface';
 import type { RescuedZombie } from '../interfaces/job.interface';
 import type { ResolvedChokaQOptions } from '../interfaces/module-options.interface';
+import type { ChokaQMetrics } from '../observability/chokaq-metrics';
 import type { JobStore } from '../storage/job-storage';
 import type { JobEventSink } from './job-events';
 import { stalledEvent } from './lifecycle-events';
@@ -42,6 +43,8 @@ export class RescueLoop {
     private readonly handlers: Pick<HandlerLookup, 'zombieRetryRules'>,
     /** Where `stalled` events go (the application's `JobEvents`). Default: nowhere. */
     private readonly events?: JobEventSink,
+    /** Where rescued zombies are counted (DLQ `Zombie`, or retried). Default: nowhere. */
+    private readonly metrics?: Pick<ChokaQMetrics, 'zombies'>,
   ) {
     const interval = () => jittered(options.rescue.intervalMs, 0.2);
     this.loop = new Loop({
@@ -81,6 +84,7 @@ export class RescueLoop {
     this.recovered += recovered;
     this.zombies += zombies.dlq.length;
     this.zombiesRetried += zombies.retried.length;
+    this.metrics?.zombies(zombies.jobs);
     if (recovered > 0) {
       logEvent(
         this.logger,
