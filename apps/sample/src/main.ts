@@ -1,16 +1,28 @@
 import 'reflect-metadata';
 import { Logger } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import { AppModule } from './app.module';
+import { registerPrometheusMetrics } from './metrics';
 
 async function bootstrap(): Promise<void> {
+  // Before the app is created: ChokaQ binds its instruments to the MeterProvider registered then.
+  const prometheus = registerPrometheusMetrics();
   const app = await NestFactory.create(AppModule);
+  app
+    .getHttpAdapter()
+    .get('/metrics', (req: IncomingMessage, res: ServerResponse) =>
+      prometheus.getMetricsRequestHandler(req, res),
+    );
   // ChokaQ installs no signal handlers: this lets SIGINT/SIGTERM run Nest's shutdown hooks, so
   // the worker drains and buffered jobs return to Pending before the process exits.
   app.enableShutdownHooks();
   const port = Number(process.env.PORT ?? 3000);
   await app.listen(port);
-  Logger.log(`Sample listening on http://localhost:${port} (POST /demo, GET /stats)`, 'Sample');
+  Logger.log(
+    `Sample listening on http://localhost:${port} (POST /demo, GET /stats, GET /metrics)`,
+    'Sample',
+  );
 }
 
 void bootstrap();
