@@ -2,7 +2,8 @@
  * `npm run bench -- [flags]` (see `--help`): ChokaQ on PostgreSQL and SQLite, optionally beside
  * graphile-worker and pg-boss on the same PostgreSQL, scenario by scenario. Results go to stdout
  * (a Markdown table, or JSON lines with `--json`) and, unless `--quick`, to bench/RESULTS.md.
- * The admin-reads scenario runs only when named and writes its own section of that file.
+ * The admin-reads and metrics-ab scenarios run only when named and write their own sections of
+ * that file.
  * Progress goes to stderr.
  */
 import { Logger } from '@nestjs/common';
@@ -15,8 +16,22 @@ import {
   writeAdminReadsSection,
   type AdminReadsRun,
 } from './lib/admin-reads-report';
-import { parseArgs, HELP, type BenchArgs, type BenchDialect, type ScenarioName } from './lib/args';
+import {
+  parseArgs,
+  HELP,
+  SEPARATE_SCENARIOS,
+  type BenchArgs,
+  type BenchDialect,
+  type ScenarioName,
+} from './lib/args';
 import { loadLine, machineLine, packageVersion, postgresVersion } from './lib/environment';
+import {
+  metricsAbJson,
+  metricsAbSection,
+  metricsAbTable,
+  offSpread,
+  writeMetricsAbSection,
+} from './lib/metrics-ab-report';
 import { ensureBenchDatabase, sweepStaleSchemas } from './lib/pg-admin';
 import { jsonLines, markdownTable, writeResults } from './lib/report';
 import { ResultSet } from './lib/results';
@@ -24,9 +39,10 @@ import { sleep } from './lib/stats';
 import { compileWorkers } from './lib/worker-process';
 import { runProfile } from './profile';
 import { runAdminReads } from './scenarios/admin-reads.scenario';
+import { drain } from './scenarios/drain.scenario';
 import { runScenario } from './scenarios/run-scenario';
 import type { BenchSystem } from './systems/bench-system';
-import { chokaqSystem } from './systems/chokaq.system';
+import { METRICS_VARIANTS, chokaqSystem } from './systems/chokaq.system';
 import { graphileSystem } from './systems/graphile.system';
 import { pgBossSystem } from './systems/pgboss.system';
 
@@ -105,15 +121,83 @@ async function main(): Promise<void> {
   const swept = await sweepStaleSchemas(benchUrl);
   if (swept > 0) log(`dropped ${swept} schema(s) left by earlier bench processes`);
   log(`load average ${loadLine()} (figures are only meaningful below ~1.5 on this 2-core machine)`);
-  const suite = [...args.scenarios].filter((s) => s !== 'admin-reads');
-  if (args.profile || suite.length > 0) {
+  const suite = [...args.scenarios].filter((s) => !SEPARATE_SCENARIOS.includes(s));
+  if (args.profile || suite.length > 0 || args.scenarios.has('metrics-ab')) {
     log('compiling the worker processes (tsc -p bench/tsconfig.worker.json)');
     compileWorkers();
   }
   if (args.profile) return runProfile(args, benchUrl, log);
 
   if (suite.length > 0) await runSuite(args, suite, benchUrl);
+  if (args.scenarios.has('metrics-ab')) await metricsAb(args, benchUrl);
   if (args.scenarios.has('admin-reads')) await adminReads(args, benchUrl);
+}
+
+/**
+ * The metrics A/B: the PostgreSQL drain with metrics off, with `@opentelemetry/api` and no SDK,
+ * and with an SDK registered, interleaved in one invocation (the start order rotates per run);
+ * its own table on stdout and section of RESULTS.md.
+ */
+async function metricsAb(args: BenchArgs, benchUrl: string): Promise<void> {
+  if (!args.dialects.has('postgres')) {
+    log('metrics-ab runs on PostgreSQL only: skipped (--dialects has no postgres)');
+    return;
+  }
+  const started = new Date();
+  const results = new ResultSet();
+  const systems = METRICS_VARIANTS.map(({ variant }) =>
+    chokaqSystem('postgres', benchUrl, variant),
+  );
+  const z = args.sizes;
+  await waitForLoad(args, log);
+  for (let r = 1; r <= args.runs; r++) {
+    for (const c of z.concurrency) {
+      const order = systems.map((_, i) => systems[(i + r - 1) % systems.length]);
+      for (const system of order) {
+        const name = `drain-c${c}`;
+        log(`metrics-ab ${name} run ${r}/${args.runs}: ${system.label} (load ${loadLine()})`);
+        try {
+          const result = await drain(system, {
+            pending: z.drain,
+            target: z.drain,
+            processes: 1,
+            concurrency: c,
+            timeoutMs: args.runTimeoutMs,
+          });
+          results.add('postgres', name, 'jobs/s', true, system.id, result.jobsPerSecond);
+          log(`  ${name}: ${result.jobsPerSecond.toFixed(0)} jobs/s`);
+        } catch (error) {
+          const message = error instanceof Error ? error.message : String(error);
+          log(`  ${name} FAILED for ${system.label}: ${message}`);
+          results.fail('postgres', name, 'jobs/s', true, system.id, message);
+        }
+      }
+    }
+  }
+  const table = metricsAbTable(results, systems);
+  if (args.json) {
+    for (const line of metricsAbJson(results, systems)) process.stdout.write(`${line}\n`);
+  } else {
+    process.stdout.write(`\n### metrics-ab, PostgreSQL\n\n${table}\n`);
+  }
+  if (args.write) {
+    const section = metricsAbSection(table, offSpread(results, systems[0]), {
+      command: `npm run bench -- ${process.argv.slice(2).join(' ')}`,
+      started,
+      ended: new Date(),
+      machine: machineLine(),
+      postgres: await postgresVersion(benchUrl),
+      versions:
+        `@opentelemetry/api ${packageVersion('@opentelemetry/api')}, ` +
+        `@opentelemetry/sdk-metrics ${packageVersion('@opentelemetry/sdk-metrics')}, ` +
+        `@opentelemetry/exporter-prometheus ${packageVersion('@opentelemetry/exporter-prometheus')}, ` +
+        `pg ${packageVersion('pg')}`,
+      drain: z.drain,
+      runs: args.runs,
+    });
+    await writeMetricsAbSection(join(__dirname, 'RESULTS.md'), section);
+    log('wrote the metrics A/B section of bench/RESULTS.md');
+  }
 }
 
 /** The admin-reads scenario on each dialect; its own table on stdout and section of RESULTS.md. */

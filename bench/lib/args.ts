@@ -6,16 +6,20 @@ export const SCENARIOS = [
   'backlog',
   'two-proc',
   'admin-reads',
+  'metrics-ab',
 ] as const;
 export type ScenarioName = (typeof SCENARIOS)[number];
 
 /**
- * What runs without `--scenarios`: every throughput and latency scenario. `admin-reads` seeds more
- * than a million rows per dialect (minutes) and writes its own section of RESULTS.md, so it runs
- * only when named.
+ * Scenarios that run only when named, each writing its own section of RESULTS.md: `admin-reads`
+ * seeds more than a million rows per dialect (minutes); `metrics-ab` repeats the PostgreSQL drain
+ * for each way metrics can be set up.
  */
+export const SEPARATE_SCENARIOS: readonly ScenarioName[] = ['admin-reads', 'metrics-ab'];
+
+/** What runs without `--scenarios`: every throughput and latency scenario. */
 export const DEFAULT_SCENARIOS: readonly ScenarioName[] = SCENARIOS.filter(
-  (s) => s !== 'admin-reads',
+  (s) => !SEPARATE_SCENARIOS.includes(s),
 );
 
 /** Dialects ChokaQ is benchmarked on (peers run on PostgreSQL only). */
@@ -128,6 +132,9 @@ const HELP = `npm run bench -- [flags]
                           admin-reads: seeds 1,000,000 archived, 100,000 DLQ and 100,000 pending jobs
                           per dialect and times the dashboard reads (p50/p95); writes its own section
                           of RESULTS.md (--runs does not apply: one seeding per dialect)
+                          metrics-ab: the PostgreSQL drain (--drain, --concurrency, --runs) with metrics
+                          off, with @opentelemetry/api and no SDK, and with an SDK registered, in the
+                          same run; writes its own section of RESULTS.md
   --dialects=a,b          ${BENCH_DIALECTS.join(',')} (default both)
   --runs=N                runs per scenario (default 3; --quick 1)
   --drain=N --backlog=N --backlog-drain=N --single=N --bulk=N --latency-jobs=N --concurrency=10,50

@@ -14,6 +14,12 @@ export const PROFILE_HEADING = '## Profile and next steps';
  */
 export const ADMIN_READS_HEADING = '## Admin reads';
 
+/**
+ * The heading of the section the metrics A/B writes (after the suite's tables, before the
+ * admin-reads section); kept like that one when the suite rewrites its own part.
+ */
+export const METRICS_AB_HEADING = '## Metrics A/B';
+
 function fmt(value: number): string {
   if (!Number.isFinite(value)) return 'n/a';
   if (Math.abs(value) >= 1_000) return Math.round(value).toLocaleString('en-US');
@@ -97,16 +103,17 @@ function round(n: number): number {
 
 /**
  * The suite's new RESULTS.md: `generated`, then the rest of the `previous` file (undefined when
- * there was none): the admin-reads section (from {@link ADMIN_READS_HEADING}), which another
- * invocation wrote, and the hand-written profile section (from {@link PROFILE_HEADING} on).
+ * there was none): the metrics A/B and admin-reads sections (from {@link METRICS_AB_HEADING} or
+ * {@link ADMIN_READS_HEADING}), which other invocations wrote, and the hand-written profile section
+ * (from {@link PROFILE_HEADING} on).
  */
 export function mergeResults(previous: string | undefined, generated: string): string {
   let kept = `${PROFILE_HEADING}\n\n_Not written yet: run \`npm run bench -- --profile\`._\n`;
   if (previous !== undefined) {
-    const reads = previous.indexOf(ADMIN_READS_HEADING);
-    const profile = previous.indexOf(PROFILE_HEADING);
-    const at = reads >= 0 && (profile < 0 || reads < profile) ? reads : profile;
-    if (at >= 0) kept = previous.slice(at);
+    const found = [METRICS_AB_HEADING, ADMIN_READS_HEADING, PROFILE_HEADING]
+      .map((heading) => previous.indexOf(heading))
+      .filter((at) => at >= 0);
+    if (found.length > 0) kept = previous.slice(Math.min(...found));
   }
   return `${generated.trimEnd()}\n\n${kept}`;
 }

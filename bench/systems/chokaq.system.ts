@@ -8,16 +8,31 @@ import { MAX_ENQUEUE_MANY } from '../../libs/chokaq/src/validation/limits';
 import type { BenchDialect } from '../lib/args';
 import { benchSchemaName, dropSchema, queryCount } from '../lib/pg-admin';
 import { chokaqStorageOptions } from '../worker/chokaq-runner';
-import type { WorkerConfig } from '../worker/protocol';
+import type { MetricsVariant, WorkerConfig } from '../worker/protocol';
 import { BENCH_QUEUE, type BenchSystem, type SystemRun } from './bench-system';
 
 const SQLITE_PREFIX = 'chokaq_';
 
-/** ChokaQ on PostgreSQL (schema per run in `chokaq_bench`) or SQLite (temporary file per run). */
-export function chokaqSystem(dialect: BenchDialect, benchUrl: string): BenchSystem {
+/** What the metrics A/B calls each variant. */
+export const METRICS_VARIANTS: ReadonlyArray<{ variant: MetricsVariant; label: string }> = [
+  { variant: 'off', label: 'metrics off' },
+  { variant: 'api', label: 'API, no SDK' },
+  { variant: 'sdk', label: 'SDK registered' },
+];
+
+/**
+ * ChokaQ on PostgreSQL (schema per run in `chokaq_bench`) or SQLite (temporary file per run). With
+ * `metrics`, one variant of the metrics A/B (its id is `chokaq-metrics-<variant>`).
+ */
+export function chokaqSystem(
+  dialect: BenchDialect,
+  benchUrl: string,
+  metrics?: MetricsVariant,
+): BenchSystem {
+  const variant = METRICS_VARIANTS.find((v) => v.variant === metrics);
   return {
-    id: 'chokaq',
-    label: 'ChokaQ',
+    id: variant ? `chokaq-metrics-${variant.variant}` : 'chokaq',
+    label: variant ? `ChokaQ, ${variant.label}` : 'ChokaQ',
     dialect,
     peer: false,
     settings:
@@ -25,11 +40,15 @@ export function chokaqSystem(dialect: BenchDialect, benchUrl: string): BenchSyst
       'jobs started in their claim when a slot is free' +
       `${dialect === 'postgres' ? ', prepared statements, LISTEN/NOTIFY, pool 10' : ', WAL, synchronous FULL except claims'}), concurrency per scenario; ` +
       'driven without Nest (createJobStorage + ChokaQWorker)',
-    open: () => openRun(dialect, benchUrl),
+    open: () => openRun(dialect, benchUrl, metrics),
   };
 }
 
-async function openRun(dialect: BenchDialect, benchUrl: string): Promise<SystemRun> {
+async function openRun(
+  dialect: BenchDialect,
+  benchUrl: string,
+  metrics: MetricsVariant | undefined,
+): Promise<SystemRun> {
   let dir: string | undefined;
   const base: Omit<WorkerConfig, 'concurrency'> =
     dialect === 'postgres'
@@ -66,7 +85,7 @@ async function openRun(dialect: BenchDialect, benchUrl: string): Promise<SystemR
     dialect === 'postgres' ? `${base.schema}.jobs_archive` : `${SQLITE_PREFIX}jobs_archive`;
   let closed = false;
   return {
-    workerConfig: (concurrency) => ({ ...base, concurrency }),
+    workerConfig: (concurrency) => ({ ...base, concurrency, metrics }),
     enqueueOne: async (payload) => {
       await storage.enqueue({ queue: BENCH_QUEUE, payload });
     },

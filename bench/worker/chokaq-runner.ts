@@ -6,10 +6,12 @@ import type {
 } from '../../libs/chokaq/src/interfaces/handler.interface';
 import type { HandledJobs, ZombieRetryRule } from '../../libs/chokaq/src/interfaces/job.interface';
 import type { StorageOptions } from '../../libs/chokaq/src/interfaces/storage-options.interface';
+import type { ResolvedChokaQOptions } from '../../libs/chokaq/src/interfaces/module-options.interface';
+import { ChokaQMetrics } from '../../libs/chokaq/src/observability/chokaq-metrics';
 import { ChokaQWorker } from '../../libs/chokaq/src/runtime/chokaq-worker';
 import { createJobStorage } from '../../libs/chokaq/src/storage/create-storage';
 import type { JobStorage } from '../../libs/chokaq/src/storage/job-storage';
-import type { BenchPayload, RunnerFactory, WorkerConfig } from './protocol';
+import type { BenchPayload, MetricsVariant, RunnerFactory, WorkerConfig } from './protocol';
 import { timeOperations } from './statement-timer';
 
 /** Only warnings and errors reach stderr: per-job logging would be part of the measurement. */
@@ -58,6 +60,33 @@ export function chokaqStorageOptions(config: WorkerConfig): StorageOptions {
 }
 
 /**
+ * The worker's metrics for a metrics A/B variant, as the module would create them: `sdk` first
+ * registers what an application would (an SDK MeterProvider whose reader is the Prometheus
+ * exporter, no server: nothing scrapes during a drain). The SDK is imported only then, so the
+ * other variants' processes never load it.
+ */
+async function metricsFor(
+  variant: MetricsVariant | undefined,
+  options: ResolvedChokaQOptions['metrics'],
+): Promise<ChokaQMetrics | undefined> {
+  if (variant === undefined) return undefined;
+  if (variant === 'sdk') {
+    const [{ metrics }, { MeterProvider }, { PrometheusExporter }] = await Promise.all([
+      import('@opentelemetry/api'),
+      import('@opentelemetry/sdk-metrics'),
+      import('@opentelemetry/exporter-prometheus'),
+    ]);
+    const exporter = new PrometheusExporter({ preventServerStart: true });
+    metrics.setGlobalMeterProvider(new MeterProvider({ readers: [exporter] }));
+  }
+  const created = ChokaQMetrics.create({ ...options, enabled: variant !== 'off' });
+  if (created.enabled !== (variant === 'sdk')) {
+    throw new Error(`metrics variant ${variant}: recording is ${created.enabled ? 'on' : 'off'}`);
+  }
+  return created;
+}
+
+/**
  * ChokaQ without Nest: `createJobStorage` + `ChokaQWorker`, exactly what the orchestrator wires,
  * with every option at its default except `worker.concurrency`.
  */
@@ -65,14 +94,16 @@ export const createChokaqRunner: RunnerFactory = async (config, onJob) => {
   const storageOptions = chokaqStorageOptions(config);
   let storage: JobStorage = await createJobStorage(storageOptions);
   if (config.timeStatements) storage = timeOperations(storage);
+  const options = resolveChokaQOptions({
+    storage: storageOptions,
+    worker: { ...config.chokaqWorker, concurrency: config.concurrency },
+  });
   const worker = new ChokaQWorker({
     storage,
     handlers: new BenchHandlers(config.queue, onJob),
-    options: resolveChokaQOptions({
-      storage: storageOptions,
-      worker: { ...config.chokaqWorker, concurrency: config.concurrency },
-    }),
+    options,
     logger: quietLogger,
+    metrics: await metricsFor(config.metrics, options.metrics),
   });
   return {
     start: () => worker.start(),

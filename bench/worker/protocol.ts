@@ -21,7 +21,17 @@ export interface WorkerConfig {
   timeStatements?: boolean;
   /** Profile experiments only: ChokaQ worker options other than the defaults. */
   chokaqWorker?: { batchSize?: number; prefetch?: number; pollIntervalMs?: number };
+  /**
+   * Metrics A/B only (ChokaQ): `off` = `metrics.enabled: false`; `api` = the defaults with
+   * `@opentelemetry/api` installed and no SDK registered; `sdk` = an SDK `MeterProvider` with the
+   * Prometheus exporter registered globally first, as an application would. Absent: the worker
+   * is built without metrics (what the other scenarios measure).
+   */
+  metrics?: MetricsVariant;
 }
+
+/** How a ChokaQ bench worker is set up for metrics (see {@link WorkerConfig.metrics}). */
+export type MetricsVariant = 'off' | 'api' | 'sdk';
 
 /** Parent → worker. */
 export type ToWorker = { type: 'start' } | { type: 'stop' };
