@@ -99,6 +99,13 @@ describeEachDialect(
     const LISTS_VERSION = { sqlite: 4, postgres: 5 }[dialect as 'sqlite' | 'postgres'];
     const DASHBOARD_VERSION = { sqlite: 5, postgres: 6 }[dialect as 'sqlite' | 'postgres'];
     const AUDIT_VERSION = { sqlite: 6, postgres: 7 }[dialect as 'sqlite' | 'postgres'];
+    /**
+     * PostgreSQL's version that rebuilt the claim's index with the due time's columns included
+     * (index-only queue health). SQLite reads the due expression from its index entries as it is.
+     */
+    const HEALTH_INDEX_VERSION = { sqlite: undefined, postgres: 8 }[
+      dialect as 'sqlite' | 'postgres'
+    ];
 
     /** A time as the dialect stores it: epoch ms on SQLite, a timestamp on PostgreSQL. */
     const at = (ms: number): number | Date => (dialect === 'sqlite' ? ms : new Date(ms));
@@ -433,6 +440,43 @@ describeEachDialect(
       ]);
       expect(await old.getJob(c.leases[0].id)).toMatchObject({ pillar: 'archive' });
     });
+
+    (HEALTH_INDEX_VERSION === undefined ? it.skip : it)(
+      "queue health on a database of the previous version: the claim's index is rebuilt with the due time's columns; storages opened before claim in the same order; the counts agree",
+      async () => {
+        await createPreviousVersion(HEALTH_INDEX_VERSION);
+        const old = await db.openStorage({ autoCreateSchema: false });
+        const queue = uniqueQueue('upgrade.health');
+        const ids = (
+          await old.enqueueMany([
+            { queue },
+            { queue, priority: 20 },
+            { queue },
+            { queue, delayMs: 60 * MINUTE },
+          ])
+        ).map((r) => r.id);
+        // The first claim prepares the previous version's statements on the old storage.
+        expect((await claim(old, queue, 1)).rows.map((r) => r.id)).toEqual([ids[1]]);
+
+        const fresh = await db.openStorage();
+        const [index] = await db.sql<{ indexdef: string }>(
+          `SELECT indexdef FROM pg_indexes WHERE schemaname = $1 AND indexname = 'ix_jobs_hot_pending'`,
+          [db.schema],
+        );
+        expect(index.indexdef).toMatch(
+          /\(queue, priority DESC, COALESCE\(scheduled_at_utc, enqueued_at_utc\), id COLLATE "C"\) INCLUDE \(scheduled_at_utc, enqueued_at_utc\) WHERE \(status = 0\)$/,
+        );
+        const health = (await fresh.getQueueHealth()).find((h) => h.queue === queue)!;
+        expect(health).toMatchObject({ duePending: 2, active: 1 });
+        expect(health.maxLagMs).toBeGreaterThanOrEqual(0);
+        expect(health.maxLagMs).toBeLessThan(MINUTE);
+        const stats = (await fresh.getQueueStats()).find((q) => q.queue === queue)!;
+        expect(stats).toMatchObject({ pending: 3, fetched: 1, processing: 0 });
+        // Both storages keep claiming in the index's order (priority, then due time, then id).
+        expect((await claim(old, queue, 1)).rows.map((r) => r.id)).toEqual([ids[0]]);
+        expect((await claim(fresh, queue, 5)).rows.map((r) => r.id)).toEqual([ids[2]]);
+      },
+    );
   },
   { only: ['sqlite', 'postgres'] },
 );

@@ -420,6 +420,16 @@ const SCENARIOS: readonly Scenario[] = [
     },
   },
   {
+    // Hot counts per queue: pending rows in the claim's index, active rows in the active index.
+    file: 'queue-stats',
+    async run(storage, recorder) {
+      await storage.enqueue(job('golden.stats'));
+      const { result, statements } = await recorder.record(() => storage.getQueueStats());
+      expect(result).toEqual([expect.objectContaining({ queue: 'golden.stats', pending: 1 })]);
+      return statements;
+    },
+  },
+  {
     file: 'queue-health',
     async run(storage, recorder) {
       await storage.enqueue(job('golden.health'));

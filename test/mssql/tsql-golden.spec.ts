@@ -43,6 +43,7 @@ const PINNED: ReadonlyArray<[file: string, name: string]> = [
   ['mark-as-processing', 'markAsProcessing'],
   ['reschedule-for-retry', 'rescheduleForRetry'],
   ['summary', 'getSummary'],
+  ['queue-stats', 'getQueueStats'],
   ['queue-health', 'getQueueHealth'],
   ['throughput-series', 'getThroughputSeries [one queue]'],
   ['top-errors', 'getTopDlqErrors [queue]'],

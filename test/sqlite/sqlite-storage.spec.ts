@@ -9,7 +9,11 @@ import {
   SQLITE_MIGRATIONS,
   sqliteSchemaScript,
 } from '../../libs/chokaq/src/storage/sqlite/sqlite.schema';
-import { listJobs, listWhere } from '../../libs/chokaq/src/storage/sqlite/sqlite.sql';
+import {
+  jobQueriesStatements,
+  listJobs,
+  listWhere,
+} from '../../libs/chokaq/src/storage/sqlite/sqlite.sql';
 import { encodeListCursor } from '../../libs/chokaq/src/validation/list-cursor';
 import { assertListQuery } from '../../libs/chokaq/src/validation/validate-list';
 import { claim, startJob } from '../contract/helpers';
@@ -129,6 +133,43 @@ describe('SQLite storage', () => {
       expect(
         await plan(`SELECT COUNT(*) FROM ${hot} WHERE queue = 'q' AND status IN (1, 2)`),
       ).toContain('jobs_hot_active_ix');
+    });
+
+    it("the queue stats and queue health read each queue's pending rows in the pending index, statistics or not", async () => {
+      const hot = db.table('hot');
+      // 20 queues of pending rows, a few due later, and one Fetched row per queue.
+      await db.sql(
+        `WITH RECURSIVE g(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM g WHERE n < 4000)
+         INSERT INTO ${hot} (id, queue, type, payload, priority, status, attempt_count,
+           scheduled_at_utc, created_at_utc, enqueued_at_utc, last_updated_utc)
+         SELECT printf('%08d', n), 'q' || (n % 20), 't', '{}', n % 3, CASE WHEN n <= 20 THEN 1 ELSE 0 END, 0,
+           CASE WHEN n % 10 = 0 THEN 9999999999999 END, n, n, n FROM g`,
+      );
+      const sql = jobQueriesStatements(db.schema);
+      const plans = async () =>
+        Promise.all(
+          [sql.getQueueStatsHot, sql.getQueueHealth].map(async (statement) =>
+            (await db.sql<{ detail: string }>(`EXPLAIN QUERY PLAN ${statement}`))
+              .map((r) => r.detail)
+              .filter((d) => d.includes(`${hot} USING`)),
+          ),
+        );
+      const pending = `${db.schema}jobs_hot_pending_ix`;
+      for (const analysed of [false, true]) {
+        if (analysed) await db.sql('ANALYZE');
+        const [stats, health] = await plans();
+        // Pending counts: the pending index alone (it covers them); Fetched and Processing
+        // through the active index.
+        expect(stats).toEqual([
+          expect.stringMatching(new RegExp(`SCAN ${hot} USING COVERING INDEX ${pending}$`)),
+          expect.stringContaining(`USING INDEX ${db.schema}jobs_hot_active_ix`),
+        ]);
+        // Due rows and their waits: the pending index, whose entries hold the due time.
+        expect(health).toContainEqual(expect.stringMatching(new RegExp(`USING INDEX ${pending}$`)));
+        expect(
+          health.filter((d) => d.includes('queue_enqueued_ix') && !d.includes('COVERING')),
+        ).toEqual([]);
+      }
     });
 
     it('works on :memory:', async () => {

@@ -6,8 +6,8 @@ SELECT q.name AS queue, q.max_workers,
 FROM "chokaq".queues q
 CROSS JOIN LATERAL (
   SELECT count(*) AS due_pending,
-         coalesce(avg(extract(epoch FROM now() - coalesce(j.scheduled_at_utc, j.enqueued_at_utc))) * 1000, 0) AS avg_lag_ms,
-         coalesce(extract(epoch FROM now() - min(coalesce(j.scheduled_at_utc, j.enqueued_at_utc))) * 1000, 0) AS max_lag_ms
+         coalesce(avg(date_part('epoch', now() - coalesce(j.scheduled_at_utc, j.enqueued_at_utc))) * 1000, 0) AS avg_lag_ms,
+         coalesce(date_part('epoch', now() - min(coalesce(j.scheduled_at_utc, j.enqueued_at_utc))) * 1000, 0) AS max_lag_ms
   FROM "chokaq".jobs_hot j
   WHERE j.status = 0 AND j.queue = q.name
     AND coalesce(j.scheduled_at_utc, j.enqueued_at_utc) <= now()) p

@@ -7,7 +7,7 @@ WITH names(queue) AS (SELECT name FROM chokaq_queues UNION SELECT DISTINCT queue
         SELECT queue, COUNT(*) AS due_pending,
           AVG(CAST(ROUND(unixepoch('subsec') * 1000) AS INTEGER) - COALESCE(scheduled_at_utc, enqueued_at_utc)) AS avg_lag_ms,
           CAST(ROUND(unixepoch('subsec') * 1000) AS INTEGER) - MIN(COALESCE(scheduled_at_utc, enqueued_at_utc)) AS max_lag_ms
-        FROM chokaq_jobs_hot
+        FROM chokaq_jobs_hot INDEXED BY chokaq_jobs_hot_pending_ix
         WHERE status = 0 AND COALESCE(scheduled_at_utc, enqueued_at_utc) <= CAST(ROUND(unixepoch('subsec') * 1000) AS INTEGER)
         GROUP BY queue),
       active AS (SELECT queue, COUNT(*) AS n FROM chokaq_jobs_hot WHERE status IN (1, 2) GROUP BY queue),

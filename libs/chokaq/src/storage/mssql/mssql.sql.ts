@@ -2054,25 +2054,33 @@ export function getSummary(schema: string): MssqlStatement {
 /**
  * getQueueStats — telemetry: per-queue counters, hot counts by status and controls, `NOLOCK`. No
  * per-queue archive or DLQ count: `sys.partitions` has no per-queue figure, and counting the
- * history tables per queue on every refresh is the scan the dashboard must not cause.
+ * history tables per queue on every refresh is the scan the dashboard must not cause. The Pending
+ * rows are counted per queue in `IX_JobsHot_Claim` (filtered on `Status = 0`, led by `Queue`: the
+ * predicate `x.Status = 0` matches the filter, so the index covers the count, as
+ * [filtered indexes](https://learn.microsoft.com/en-us/sql/relational-databases/indexes/create-filtered-indexes)
+ * serve a query whose predicate is within the filter), and the Fetched and Processing rows, as
+ * many as the workers run, through `IX_JobsHot_Active`; one `GROUP BY` over every hot row with a
+ * `CASE` per status read the clustered index, payloads and all.
  */
 export function getQueueStats(schema: string): MssqlStatement {
   const t = tables(schema);
   return new ParamList().statement(
     [
       'SELECT q.Name AS Queue, q.IsPaused, q.IsActive, q.MaxWorkers,',
-      '  ISNULL(h.Pending, 0) AS Pending, ISNULL(h.Fetched, 0) AS Fetched, ISNULL(h.Processing, 0) AS Processing,',
+      '  ISNULL(p.Pending, 0) AS Pending, ISNULL(a.Fetched, 0) AS Fetched, ISNULL(a.Processing, 0) AS Processing,',
       '  ISNULL(s.SucceededTotal, 0) AS SucceededTotal, ISNULL(s.FailedTotal, 0) AS FailedTotal,',
       '  ISNULL(s.CancelledTotal, 0) AS CancelledTotal, ISNULL(s.RetriedTotal, 0) AS RetriedTotal,',
       `  ISNULL(s.ResurrectedTotal, 0) AS ResurrectedTotal, ${isoText('s.LastActivityUtc')} AS LastActivityUtc`,
       `FROM ${t.queues} AS q WITH (NOLOCK)`,
       'LEFT JOIN (',
-      '  SELECT x.Queue,',
-      '    SUM(CASE WHEN x.Status = 0 THEN 1 ELSE 0 END) AS Pending,',
-      '    SUM(CASE WHEN x.Status = 1 THEN 1 ELSE 0 END) AS Fetched,',
-      '    SUM(CASE WHEN x.Status = 2 THEN 1 ELSE 0 END) AS Processing',
-      `  FROM ${t.hot} AS x WITH (NOLOCK) GROUP BY x.Queue`,
-      ') AS h ON h.Queue = q.Name',
+      `  SELECT x.Queue, COUNT_BIG(*) AS Pending FROM ${t.hot} AS x WITH (NOLOCK) WHERE x.Status = 0 GROUP BY x.Queue`,
+      ') AS p ON p.Queue = q.Name',
+      'LEFT JOIN (',
+      '  SELECT y.Queue,',
+      '    SUM(CASE WHEN y.Status = 1 THEN 1 ELSE 0 END) AS Fetched,',
+      '    SUM(CASE WHEN y.Status = 2 THEN 1 ELSE 0 END) AS Processing',
+      `  FROM ${t.hot} AS y WITH (NOLOCK) WHERE y.Status IN (1, 2) GROUP BY y.Queue`,
+      ') AS a ON a.Queue = q.Name',
       `LEFT JOIN ${t.stats} AS s WITH (NOLOCK) ON s.Queue = q.Name`,
       'ORDER BY q.Name;',
     ].join('\n'),

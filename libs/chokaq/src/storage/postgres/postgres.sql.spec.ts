@@ -193,6 +193,10 @@ describe('postgres.schema', () => {
     expect(script).toMatch(
       /CREATE INDEX ix_jobs_hot_pending ON [^;]*\(queue, priority DESC, \(coalesce\(scheduled_at_utc, enqueued_at_utc\)\), id COLLATE "C"\)\s+WHERE status = 0/,
     );
+    // Version 8: the same keys, and the due time's columns for index-only queue health.
+    expect(script).toMatch(
+      /CREATE INDEX ix_jobs_hot_pending ON [^;]*\(queue, priority DESC, \(coalesce\(scheduled_at_utc, enqueued_at_utc\)\), id COLLATE "C"\)\s+INCLUDE \(scheduled_at_utc, enqueued_at_utc\)\s+WHERE status = 0/,
+    );
     // Versions are consecutive from 1, so the ledger says how far a database is.
     expect(POSTGRES_MIGRATIONS.map((m) => m.version)).toEqual(
       POSTGRES_MIGRATIONS.map((_, i) => i + 1),

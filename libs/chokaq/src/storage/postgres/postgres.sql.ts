@@ -1217,32 +1217,42 @@ export const getSummaryParams = (s: string): [string, string] => [
 
 /**
  * Per-queue counters, hot counts by status, and controls. No archive or DLQ count: those were a
- * `GROUP BY queue` over both history tables on every call.
+ * `GROUP BY queue` over both history tables on every call. Each queue's Pending rows are counted
+ * in its range of the claim's index `ix_jobs_hot_pending` (led by the queue, partial on
+ * `status = 0`): an index-only scan, where a `GROUP BY queue` over the hot table read every row
+ * (admin-reads bench, 100,000 pending rows over 20 queues: p95 10 ms, was 24 ms). Fetched and
+ * Processing rows, as many as the workers run, through `ix_jobs_hot_active`.
  */
 export const getQueueStats = (s: string): string => `
 SELECT q.name AS queue, q.is_paused, q.is_active, q.max_workers,
-       coalesce(h.pending, 0) AS pending, coalesce(h.fetched, 0) AS fetched,
-       coalesce(h.processing, 0) AS processing,
+       p.pending, a.fetched, a.processing,
        coalesce(t.succeeded_total, 0) AS succeeded_total, coalesce(t.failed_total, 0) AS failed_total,
        coalesce(t.cancelled_total, 0) AS cancelled_total, coalesce(t.retried_total, 0) AS retried_total,
        coalesce(t.resurrected_total, 0) AS resurrected_total, t.last_activity_utc
 FROM ${s}.queues q
 LEFT JOIN ${s}.stats_summary t ON t.queue = q.name
-LEFT JOIN (
-  SELECT queue, count(*) FILTER (WHERE status = 0) AS pending,
-         count(*) FILTER (WHERE status = 1) AS fetched,
-         count(*) FILTER (WHERE status = 2) AS processing
-  FROM ${s}.jobs_hot GROUP BY queue) h ON h.queue = q.name
+CROSS JOIN LATERAL (
+  SELECT count(*) AS pending FROM ${s}.jobs_hot j WHERE j.status = 0 AND j.queue = q.name) p
+CROSS JOIN LATERAL (
+  SELECT count(*) FILTER (WHERE j.status = 1) AS fetched,
+         count(*) FILTER (WHERE j.status = 2) AS processing
+  FROM ${s}.jobs_hot j WHERE j.status IN (1, 2) AND j.queue = q.name) a
 ORDER BY q.name`;
 
 /**
  * Per-queue lag and saturation. Live, from the hot table: the due pending rows of each queue, their
  * average wait and the age of the oldest (the longest wait), read in one pass over the queue's
- * range of an index led by the queue (`ix_jobs_hot_pending`, whose keys hold the due expression, or
- * the active list's `ix_jobs_hot_queue_enqueued`: the planner's choice), and the active count
- * (through `ix_jobs_hot_active`). From metric buckets: the start lag of the runs
- * started in the current minute and the five before it (the start rows, outcome 4, through
- * `ix_metric_buckets_queue`).
+ * range of the claim's index `ix_jobs_hot_pending`, whose keys hold the due expression
+ * `coalesce(scheduled_at_utc, enqueued_at_utc)` and which INCLUDEs both columns since schema
+ * version 8, so the pass is an index-only scan: the planner takes one only when every column a
+ * query names is stored in the index, an expression key not being enough
+ * (https://www.postgresql.org/docs/15/indexes-index-only-scans.html); it read 33,920 heap blocks
+ * for 100,000 pending rows before (admin-reads bench: p95 15 ms, was 64 ms). Waits are
+ * `date_part` (double precision), not `extract` (numeric since PostgreSQL 14: 100,000 numeric
+ * subtractions and a numeric mean cost more than the float ones). The active count through
+ * `ix_jobs_hot_active`. From
+ * metric buckets: the start lag of the runs started in the current minute and the five before it
+ * (the start rows, outcome 4, through `ix_metric_buckets_queue`).
  */
 export const getQueueHealth = (s: string): string => `
 SELECT q.name AS queue, q.max_workers,
@@ -1251,8 +1261,8 @@ SELECT q.name AS queue, q.max_workers,
 FROM ${s}.queues q
 CROSS JOIN LATERAL (
   SELECT count(*) AS due_pending,
-         coalesce(avg(extract(epoch FROM now() - coalesce(j.scheduled_at_utc, j.enqueued_at_utc))) * 1000, 0) AS avg_lag_ms,
-         coalesce(extract(epoch FROM now() - min(coalesce(j.scheduled_at_utc, j.enqueued_at_utc))) * 1000, 0) AS max_lag_ms
+         coalesce(avg(date_part('epoch', now() - coalesce(j.scheduled_at_utc, j.enqueued_at_utc))) * 1000, 0) AS avg_lag_ms,
+         coalesce(date_part('epoch', now() - min(coalesce(j.scheduled_at_utc, j.enqueued_at_utc))) * 1000, 0) AS max_lag_ms
   FROM ${s}.jobs_hot j
   WHERE j.status = 0 AND j.queue = q.name
     AND coalesce(j.scheduled_at_utc, j.enqueued_at_utc) <= now()) p
