@@ -235,6 +235,49 @@ describeEachDialect('storage contract: dashboard reads', (fixture) => {
     expect(all[0].started).toBeGreaterThanOrEqual(6);
   });
 
+  it('getThroughputSeries: one-minute steps and longer steps over the same range agree, for one queue and for all', async () => {
+    const queue = uniqueQueue('series.steps');
+    for (const durationMs of [5, 7]) {
+      const lease = await startJob(db.storage, queue);
+      await db.storage.archiveSucceeded([{ ...lease, durationMs }]);
+    }
+    const failing = await startJob(db.storage, queue);
+    await db.storage.moveToDlq(failing, {
+      reason: FailureReason.FatalError,
+      error: 'x',
+      durationMs: 9,
+    });
+    const now = (await db.storage.now()).getTime();
+    const from = new Date(now - 10 * MINUTE);
+    const to = new Date(now + 10 * MINUTE);
+    const sum = (points: ThroughputPoint[]) => ({
+      succeeded: points.reduce((n, p) => n + p.succeeded, 0),
+      failed: points.reduce((n, p) => n + p.failed, 0),
+      retried: points.reduce((n, p) => n + p.retried, 0),
+      cancelled: points.reduce((n, p) => n + p.cancelled, 0),
+      started: points.reduce((n, p) => n + p.started, 0),
+      maxStartLagMs: points.reduce<number | null>(
+        (m, p) => (p.maxStartLagMs === null ? m : Math.max(m ?? 0, p.maxStartLagMs)),
+        null,
+      ),
+    });
+    for (const q of [queue, undefined]) {
+      const minutes = await db.storage.getThroughputSeries({ queue: q, from, to, stepMs: MINUTE });
+      const whole = await db.storage.getThroughputSeries({
+        queue: q,
+        from,
+        to,
+        stepMs: 20 * MINUTE,
+      });
+      expect(minutes).toHaveLength(whole.length === 1 ? 20 : 21);
+      expect(sum(minutes)).toEqual(sum(whole));
+      if (q !== undefined) {
+        expect(sum(whole)).toMatchObject({ succeeded: 2, failed: 1, started: 3 });
+        expect(whole[0].meanDurationMs).toBe(7);
+      }
+    }
+  });
+
   it('getThroughputSeries: one point per step from the minute of `from`, zeros where nothing happened', async () => {
     const queue = uniqueQueue('series.empty');
     const now = (await db.storage.now()).getTime();

@@ -455,6 +455,22 @@ const SCENARIOS: readonly Scenario[] = [
     },
   },
   {
+    // All queues at one-minute steps: a step is a bucket (PostgreSQL groups by the bucket's key).
+    file: 'throughput-series-minutes',
+    async run(storage, recorder) {
+      const to = await storage.now();
+      const { result, statements } = await recorder.record(() =>
+        storage.getThroughputSeries({
+          from: new Date(to.getTime() - 3_600_000),
+          to,
+          stepMs: 60_000,
+        }),
+      );
+      expect(result.length).toBeGreaterThanOrEqual(60);
+      return statements;
+    },
+  },
+  {
     file: 'top-errors',
     async run(storage, recorder) {
       await inDlq(storage, 'golden.errors', 2);

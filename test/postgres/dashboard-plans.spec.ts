@@ -18,6 +18,7 @@ interface PlanNode {
   'Actual Loops'?: number;
   'Rows Removed by Filter'?: number;
   'Heap Fetches'?: number;
+  'Group Key'?: string[];
   Plans?: PlanNode[];
 }
 
@@ -42,7 +43,8 @@ const BUCKET_DAYS = 3;
  * the summary and the queue stats never read the archive or the DLQ; the queue stats count and
  * queue health aggregate each queue's pending rows by an index-only scan of the claim's pending
  * index, and health reads the buckets through their queue index; a one-queue throughput series
- * reads only that queue's buckets of the range; the top errors read at most the window's bound, newest first, through the DLQ's failure-time
+ * reads only that queue's buckets of the range, and every series groups buckets by their own key;
+ * the top errors read at most the window's bound, newest first, through the DLQ's failure-time
  * index.
  */
 describePostgres('PostgreSQL dashboard read plans', () => {
@@ -160,19 +162,41 @@ describePostgres('PostgreSQL dashboard read plans', () => {
   it("a one-queue throughput series reads only that queue's buckets of the range", async () => {
     const to = new Date();
     const from = new Date(Math.floor((to.getTime() - 86_400_000) / 60_000) * 60_000);
-    const plan = await explain(SQL.getThroughputSeries(s, true), [
-      from.getTime(),
-      from,
-      to,
-      60_000,
-      'q3',
-    ]);
+    const plan = await explain(SQL.getThroughputSeries(s, true, true), [from, to, 60_000, 'q3']);
     const buckets = on(plan, 'metric_buckets');
     expect(buckets.filter((n) => n['Node Type'] === 'Seq Scan')).toEqual([]);
     expect(indexes(plan)).toContain('ix_metric_buckets_queue');
     // 24 hours of one-minute buckets, three outcomes: 4,320 rows, of 259,200 in the table.
     expect(rowsOf(buckets)).toBeLessThanOrEqual(1_441 * 3);
   });
+
+  it.each([
+    ['one-minute steps, all queues', false, 60_000],
+    ['hourly steps, all queues', false, 3_600_000],
+    ['hourly steps, one queue', true, 3_600_000],
+  ])(
+    'a throughput series (%s) groups the buckets by their own key: the slot is computed per group, not per row',
+    async (_label, queue, stepMs) => {
+      const to = new Date();
+      const from = new Date(Math.floor((to.getTime() - 86_400_000) / 60_000) * 60_000);
+      const plan = await explain(
+        SQL.getThroughputSeries(s, queue, stepMs === 60_000),
+        queue ? [from, to, stepMs, 'q3'] : [from, to, stepMs],
+      );
+      const aggregates = plan.filter((n) => n['Node Type'] === 'Aggregate');
+      // The aggregate that reads the buckets is the one whose child scans metric_buckets.
+      const first = aggregates.filter((a) =>
+        nodes(a.Plans![0]).some((n) => n['Relation Name'] === 'metric_buckets'),
+      );
+      // EXPLAIN qualifies the keys or not, as the plan shape goes.
+      const keys = first.at(-1)!['Group Key']!.map((k) => k.replace(/^b\./, ''));
+      expect(keys).toEqual(['bucket_utc', 'outcome']);
+      // A day of buckets, at most: every queue's, or one queue's through its index.
+      const buckets = on(plan, 'metric_buckets');
+      expect(rowsOf(buckets)).toBeLessThanOrEqual(1_441 * 3 * (queue ? 1 : QUEUES));
+      if (queue) expect(indexes(plan)).toContain('ix_metric_buckets_queue');
+    },
+  );
 
   it('the top errors read at most the window, newest first, through an index of the DLQ', async () => {
     const [{ n }] = (

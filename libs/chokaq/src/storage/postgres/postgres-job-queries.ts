@@ -16,6 +16,7 @@ import {
 } from '../../interfaces/job-view.interface';
 import type { WorkerInfo } from '../../interfaces/worker.interface';
 import {
+  METRIC_BUCKET_MS,
   PREVIEW_SAMPLE,
   TOP_ERRORS_WINDOW_MS,
   TOP_ERRORS_WINDOW_ROWS,
@@ -168,11 +169,11 @@ export class PostgresJobQueries implements DialectJobQueries {
 
   /** @inheritdoc */
   async getThroughputSeries(query: Checked<CheckedSeriesQuery>): Promise<ThroughputPoint[]> {
-    const params: unknown[] = [query.from.getTime(), query.from, query.to, query.stepMs];
+    const params: unknown[] = [query.from, query.to, query.stepMs];
     if (query.queue !== null) params.push(query.queue);
     const rows = await this.db.query(
       'getThroughputSeries',
-      SQL.getThroughputSeries(this.db.s, query.queue !== null),
+      SQL.getThroughputSeries(this.db.s, query.queue !== null, query.stepMs === METRIC_BUCKET_MS),
       params,
     );
     return throughputSeries(
