@@ -28,6 +28,7 @@ import type { CheckedCountQuery, CheckedSeriesQuery } from '../../validation/val
 import { DialectJobQueries } from '../dialect-job-storage';
 import { toAuditPage } from '../shared/audit-log';
 import { ERROR_LINE_PREFIX, topErrorFamilies } from '../shared/error-family';
+import { ErrorFamilyMemo } from '../shared/error-family-memo';
 import { toListPage } from '../shared/page';
 import { mapJobView, mapWorkerRow, toDate } from '../shared/row-mapper';
 import { startLagOf, throughputSeries } from '../shared/throughput-series';
@@ -43,6 +44,8 @@ import * as SQL from './mssql.sql';
  */
 export class MssqlJobQueries implements DialectJobQueries {
   private readonly schema: string;
+  /** Families of the error lines the top errors met before (a dashboard polls them). */
+  private readonly families = new ErrorFamilyMemo();
 
   constructor(private readonly db: MssqlConnection) {
     this.schema = db.schema;
@@ -185,6 +188,7 @@ export class MssqlJobQueries implements DialectJobQueries {
     return topErrorFamilies(
       rows.map((r) => ({ line: String(r.Line ?? ''), failedAtUtc: toDate(r.FailedAtUtc)! })),
       top,
+      (line) => this.families.familyOf(line),
     );
   }
 

@@ -28,6 +28,7 @@ import type { CheckedCountQuery, CheckedSeriesQuery } from '../../validation/val
 import { DialectJobQueries } from '../dialect-job-storage';
 import { toAuditPage } from '../shared/audit-log';
 import { ERROR_LINE_PREFIX, topErrorFamilies } from '../shared/error-family';
+import { ErrorFamilyMemo } from '../shared/error-family-memo';
 import { toListPage } from '../shared/page';
 import { mapJobView, mapWorkerRow, toDate } from '../shared/row-mapper';
 import { startLagOf, throughputSeries } from '../shared/throughput-series';
@@ -42,6 +43,9 @@ import * as SQL from './postgres.sql';
  * {@link PostgresJobStore}, which owns the lifecycle.
  */
 export class PostgresJobQueries implements DialectJobQueries {
+  /** Families of the error lines the top errors met before (a dashboard polls them). */
+  private readonly families = new ErrorFamilyMemo();
+
   constructor(private readonly db: PostgresConnection) {}
 
   // ---------------------------------------------------------------- reads
@@ -213,6 +217,7 @@ export class PostgresJobQueries implements DialectJobQueries {
     return topErrorFamilies(
       rows.map((r) => ({ line: String(r.line ?? ''), failedAtUtc: toDate(r.failed_at_utc)! })),
       limit,
+      (line) => this.families.familyOf(line),
     );
   }
 

@@ -80,12 +80,17 @@ export interface ErrorLine {
 /**
  * Groups the rows of a window into families and returns the `limit` most frequent: by count, then
  * the most recent failure, then the family text. `sample` is the first line of the newest error of
- * the family, as stored.
+ * the family, as stored. `familyOf` is {@link errorFamily}, or a memo of it
+ * (`ErrorFamilyMemo.familyOf`).
  */
-export function topErrorFamilies(rows: Iterable<ErrorLine>, limit: number): DlqErrorFamily[] {
+export function topErrorFamilies(
+  rows: Iterable<ErrorLine>,
+  limit: number,
+  familyOf: (line: string) => string = errorFamily,
+): DlqErrorFamily[] {
   const families = new Map<string, DlqErrorFamily>();
   for (const row of rows) {
-    const key = errorFamily(row.line);
+    const key = familyOf(row.line);
     const family = families.get(key);
     if (!family) {
       families.set(key, {

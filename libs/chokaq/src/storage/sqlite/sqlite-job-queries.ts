@@ -26,6 +26,7 @@ import type { CheckedCountQuery, CheckedSeriesQuery } from '../../validation/val
 import { DialectJobQueries } from '../dialect-job-storage';
 import { toAuditPage } from '../shared/audit-log';
 import { ERROR_LINE_PREFIX, topErrorFamilies } from '../shared/error-family';
+import { ErrorFamilyMemo } from '../shared/error-family-memo';
 import { Outcome } from '../shared/outcome';
 import type { ListRequest } from '../../validation/validate-list';
 import { toListPage } from '../shared/page';
@@ -45,6 +46,8 @@ import * as SQL from './sqlite.sql';
 export class SqliteJobQueries implements DialectJobQueries {
   /** The fixed statements, by the name of the method they serve (`sqlite.sql.ts`). */
   private readonly sql: SQL.JobQueriesStatements;
+  /** Families of the error lines the top errors met before (a dashboard polls them). */
+  private readonly families = new ErrorFamilyMemo();
 
   constructor(private readonly db: SqliteConnection) {
     this.sql = SQL.jobQueriesStatements(db.prefix);
@@ -235,6 +238,7 @@ export class SqliteJobQueries implements DialectJobQueries {
     return topErrorFamilies(
       rows.map((r) => ({ line: String(r.line ?? ''), failedAtUtc: toDate(r.failed_at_utc)! })),
       max,
+      (line) => this.families.familyOf(line),
     );
   }
 
