@@ -1,6 +1,8 @@
 import { Module } from '@nestjs/common';
 import { ScheduleModule } from '@nestjs/schedule';
 import { ChokaQModule } from '@chokaq/nestjs';
+import { ChokaQDeckModule } from '@chokaq/nestjs/deck';
+import { DeckLoginGuard } from './deck-login.guard';
 import { DemoController } from './demo.controller';
 import { DemoEvents } from './demo.events';
 import { DemoHandlers } from './demo.handlers';
@@ -18,6 +20,8 @@ import { DemoService } from './demo.service';
       heartbeat: { intervalMs: 2_000 },
       rescue: { intervalMs: 5_000 },
     }),
+    // The Deck at /chokaq, behind the sample's login guard (a bearer token; see deck-login.guard.ts).
+    ChokaQDeckModule.forRoot({ path: 'chokaq', guards: [DeckLoginGuard] }),
   ],
   controllers: [DemoController],
   providers: [DemoHandlers, DemoEvents, DemoService],

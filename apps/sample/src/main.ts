@@ -3,6 +3,7 @@ import { Logger } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { AppModule } from './app.module';
+import { DEMO_DECK_TOKEN, deckToken } from './deck-login.guard';
 import { registerPrometheusMetrics } from './metrics';
 
 async function bootstrap(): Promise<void> {
@@ -23,6 +24,8 @@ async function bootstrap(): Promise<void> {
     `Sample listening on http://localhost:${port} (POST /demo, GET /stats, GET /metrics)`,
     'Sample',
   );
+  const token = deckToken() === DEMO_DECK_TOKEN ? ` (token: ${DEMO_DECK_TOKEN})` : '';
+  Logger.log(`The Deck: http://localhost:${port}/chokaq${token}`, 'Sample');
 }
 
 void bootstrap();

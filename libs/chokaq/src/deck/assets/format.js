@@ -1,0 +1,73 @@
+// Plain formatting for the panels. Everything here returns text; the views render text only.
+
+const nf = new Intl.NumberFormat();
+
+export function num(n) {
+  return n === null || n === undefined ? '–' : nf.format(n);
+}
+
+export function pct(x) {
+  return x === null || x === undefined || !Number.isFinite(x) ? '–' : `${(x * 100).toFixed(1)}%`;
+}
+
+export function ms(n) {
+  if (n === null || n === undefined) return '–';
+  if (n < 1000) return `${Math.round(n)} ms`;
+  if (n < 60_000) return `${(n / 1000).toFixed(1)} s`;
+  if (n < 3_600_000) return `${Math.floor(n / 60_000)} min ${Math.round((n % 60_000) / 1000)} s`;
+  return `${Math.floor(n / 3_600_000)} h ${Math.round((n % 3_600_000) / 60_000)} min`;
+}
+
+export function time(value) {
+  if (!value) return '–';
+  const d = new Date(value);
+  return Number.isNaN(d.getTime()) ? '–' : d.toLocaleString();
+}
+
+export function ago(value, now = Date.now()) {
+  if (!value) return '–';
+  const diff = now - new Date(value).getTime();
+  if (!Number.isFinite(diff)) return '–';
+  if (diff < 0) return `in ${ms(-diff)}`;
+  return `${ms(diff)} ago`;
+}
+
+export function bytes(n) {
+  if (n === null || n === undefined) return '–';
+  if (n < 1024) return `${n} B`;
+  if (n < 1024 * 1024) return `${(n / 1024).toFixed(1)} KB`;
+  return `${(n / 1024 / 1024).toFixed(1)} MB`;
+}
+
+/** Job statuses by their stored number. */
+export const STATUSES = {
+  0: 'Pending',
+  1: 'Fetched',
+  2: 'Processing',
+  3: 'Succeeded',
+  4: 'Failed',
+  5: 'Cancelled',
+  6: 'Zombie',
+};
+
+/** DLQ failure reasons by their stored number. */
+export const REASONS = {
+  0: 'Max retries exceeded',
+  1: 'Cancelled',
+  2: 'Zombie',
+  3: 'Circuit breaker open',
+  5: 'Throttled',
+  6: 'Fatal error',
+  7: 'Timeout',
+  9: 'Heartbeat failure',
+  10: 'Retry lifetime expired',
+  11: 'No handler',
+};
+
+export function status(n) {
+  return STATUSES[n] || String(n);
+}
+
+export function reason(n) {
+  return n === null || n === undefined ? '–' : REASONS[n] || String(n);
+}

@@ -1,0 +1,259 @@
+// Job inspector: one job whole (payload through the app's redact), its audit entries, and the
+// actions that fit its pillar: cancel (active), edit-and-retry or resurrect, purge (DLQ).
+import { html, useState } from './vendor/preact-htm.js';
+import { get, send } from './api.js';
+import { ago, bytes, ms, reason, status, time } from './format.js';
+import { Empty, ErrorNote, Notice, useLoad } from './ui.js';
+import { navigate } from './router.js';
+
+export function JobInspector({ route, config }) {
+  if (!route.id) return html`<${FindJob} />`;
+  return html`<${Job} key=${route.id} id=${route.id} readOnly=${config.readOnly} />`;
+}
+
+function FindJob() {
+  const [id, setId] = useState('');
+  return html`<form
+    class="inline"
+    onSubmit=${(e) => {
+      e.preventDefault();
+      if (id.trim()) navigate('jobs', null, id.trim());
+    }}
+  >
+    <label
+      >Job id
+      <input name="job-id" value=${id} onInput=${(e) => setId(e.currentTarget.value)} required
+    /></label>
+    <button type="submit">Inspect</button>
+  </form>`;
+}
+
+function Job({ id, readOnly }) {
+  const { data, error, reload } = useLoad(() => get(`jobs/${encodeURIComponent(id)}`), id);
+  const [note, setNote] = useState(null);
+  const [actionError, setActionError] = useState(null);
+  if (error && !data) return html`<${ErrorNote} error=${error} />`;
+  if (!data) return html`<p class="muted">Loading…</p>`;
+  const { job, audit } = data;
+
+  const act = async (label, call) => {
+    setActionError(null);
+    try {
+      await call();
+      setNote(label);
+      reload();
+    } catch (e) {
+      setNote(null);
+      setActionError(e);
+    }
+  };
+
+  return html`<article class="job" aria-label=${`Job ${job.id}`}>
+    <${Notice} text=${note} />
+    <${ErrorNote} error=${actionError} />
+    <dl class="fields">
+      <div>
+        <dt>Id</dt>
+        <dd class="mono">${job.id}</dd>
+      </div>
+      <div>
+        <dt>Where</dt>
+        <dd>${job.pillar}</dd>
+      </div>
+      <div>
+        <dt>Status</dt>
+        <dd data-field="status">${status(job.status)}</dd>
+      </div>
+      ${
+        job.pillar === 'dlq' &&
+        html`<div>
+          <dt>Reason</dt>
+          <dd>${reason(job.failureReason)}</dd>
+        </div>`
+      }
+      <div>
+        <dt>Queue</dt>
+        <dd>${job.queue}</dd>
+      </div>
+      <div>
+        <dt>Type</dt>
+        <dd>${job.type}</dd>
+      </div>
+      <div>
+        <dt>Priority</dt>
+        <dd>${job.priority}</dd>
+      </div>
+      <div>
+        <dt>Tags</dt>
+        <dd>${(job.tags || []).join(', ') || '–'}</dd>
+      </div>
+      <div>
+        <dt>Attempts</dt>
+        <dd>${job.attemptCount}</dd>
+      </div>
+      <div>
+        <dt>Created</dt>
+        <dd>${time(job.createdAtUtc)}</dd>
+      </div>
+      <div>
+        <dt>Scheduled</dt>
+        <dd>${time(job.scheduledAtUtc)}</dd>
+      </div>
+      <div>
+        <dt>Started</dt>
+        <dd>${time(job.startedAtUtc)}</dd>
+      </div>
+      <div>
+        <dt>Finished</dt>
+        <dd>${time(job.finishedAtUtc || job.failedAtUtc)}</dd>
+      </div>
+      <div>
+        <dt>Duration</dt>
+        <dd>${ms(job.durationMs)}</dd>
+      </div>
+      <div>
+        <dt>Worker</dt>
+        <dd>${job.workerId || '–'}</dd>
+      </div>
+      <div>
+        <dt>Heartbeat</dt>
+        <dd>${ago(job.heartbeatUtc)}</dd>
+      </div>
+      <div>
+        <dt>Progress</dt>
+        <dd>${job.progress === null || job.progress === undefined ? '–' : `${job.progress}%`}</dd>
+      </div>
+    </dl>
+    <h2>Payload</h2>
+    <pre class="payload" data-field="payload">${pretty(job.payload)}</pre>
+    ${
+      (job.errorDetails || job.lastError) &&
+      html`<h2>Error</h2>
+        <pre class="error-text" data-field="error">${job.errorDetails || job.lastError}</pre>`
+    }
+    ${!readOnly && html`<${Actions} job=${job} act=${act} />`}
+    <h2>Audit</h2>
+    ${
+      audit.length === 0
+        ? html`<${Empty} text="No operator action on this job." />`
+        : html`<table class="audit">
+            <thead>
+              <tr>
+                <th scope="col">When</th>
+                <th scope="col">Actor</th>
+                <th scope="col">Action</th>
+                <th scope="col">Rows</th>
+              </tr>
+            </thead>
+            <tbody>
+              ${audit.map(
+                (a) =>
+                  html`<tr key=${a.id}>
+                    <td>${time(a.atUtc)}</td>
+                    <td>${a.actor}</td>
+                    <td>${a.action}</td>
+                    <td class="num">${a.rowsAffected}</td>
+                  </tr>`,
+              )}
+            </tbody>
+          </table>`
+    }
+    <p class="muted">
+      ${`Payload ${bytes(new Blob([JSON.stringify(job.payload ?? null)]).size)} as JSON.`}
+    </p>
+  </article>`;
+}
+
+function pretty(value) {
+  try {
+    return JSON.stringify(value, null, 2);
+  } catch {
+    return String(value);
+  }
+}
+
+function Actions({ job, act }) {
+  const id = encodeURIComponent(job.id);
+  const [payload, setPayload] = useState(pretty(job.payload));
+  const [priority, setPriority] = useState(String(job.priority));
+  const [tags, setTags] = useState((job.tags || []).join(', '));
+  const [parseError, setParseError] = useState(null);
+  const [purging, setPurging] = useState(false);
+
+  if (job.pillar === 'hot') {
+    return html`<div class="controls">
+      <button
+        type="button"
+        onClick=${() => act('Cancel requested.', () => send('POST', `jobs/${id}/cancel`))}
+      >
+        Cancel job
+      </button>
+    </div>`;
+  }
+  if (job.pillar !== 'dlq') return null;
+
+  const retry = (e) => {
+    e.preventDefault();
+    let parsed;
+    try {
+      parsed = JSON.parse(payload);
+    } catch (err) {
+      setParseError(`The payload is not valid JSON: ${err.message}`);
+      return;
+    }
+    setParseError(null);
+    const list = tags
+      .split(',')
+      .map((t) => t.trim())
+      .filter(Boolean);
+    act('Resurrected: the job is pending again.', () =>
+      send('POST', `jobs/${id}/resurrect`, {
+        payload: parsed,
+        priority: Number(priority),
+        tags: list,
+      }),
+    );
+  };
+
+  return html`<form class="edit" onSubmit=${retry}>
+    <h2>Edit and retry</h2>
+    <label
+      >Payload (JSON)
+      <textarea
+        name="payload"
+        rows="8"
+        value=${payload}
+        onInput=${(e) => setPayload(e.currentTarget.value)}
+      ></textarea>
+    </label>
+    ${parseError && html`<p class="note error" role="alert">${parseError}</p>`}
+    <label
+      >Priority
+      <input
+        type="number"
+        name="priority"
+        value=${priority}
+        onInput=${(e) => setPriority(e.currentTarget.value)}
+    /></label>
+    <label
+      >Tags <input name="tags" value=${tags} onInput=${(e) => setTags(e.currentTarget.value)}
+    /></label>
+    <div class="controls">
+      <button type="submit">Resurrect</button>
+      ${
+        purging
+          ? html`<button
+                type="button"
+                class="danger"
+                onClick=${() => act('Purged.', () => send('POST', `jobs/${id}/purge`))}
+              >
+                Confirm purge
+              </button>
+              <button type="button" onClick=${() => setPurging(false)}>Keep it</button>`
+          : html`<button type="button" class="danger" onClick=${() => setPurging(true)}>
+              Purge
+            </button>`
+      }
+    </div>
+  </form>`;
+}

@@ -1,0 +1,70 @@
+// Live jobs (the hot table, refreshed with every snapshot) and the Archive (keyset pages).
+import { html, useState } from './vendor/preact-htm.js';
+import { get, send } from './api.js';
+import { FilterForm, JobTable, Pager, useLoad, ErrorNote, Notice } from './ui.js';
+import { navigate } from './router.js';
+
+/** A filtered, paged list of one pillar; the filter lives in the URL. */
+export function JobList({ route, panel, path, pillar, refreshKey, kind, onCancel, children }) {
+  const [cursor, setCursor] = useState(null);
+  const params = route.params;
+  const key = `${JSON.stringify(params)}|${cursor}|${cursor ? '' : refreshKey || ''}`;
+  const { data, error } = useLoad(() => get(path, { ...params, cursor, limit: 50 }), key);
+  return html`<section>
+    <${FilterForm}
+      params=${params}
+      kind=${kind}
+      onApply=${(p) => {
+        setCursor(null);
+        navigate(panel, p);
+      }}
+    />
+    <${ErrorNote} error=${error} />
+    ${children}
+    <${JobTable} page=${data} pillar=${pillar} onCancel=${onCancel} />
+    <${Pager} page=${data} cursor=${cursor} onFirst=${() => setCursor(null)} onNext=${setCursor} />
+  </section>`;
+}
+
+export function LiveJobs({ route, snapshot, config }) {
+  const [note, setNote] = useState(null);
+  const [error, setError] = useState(null);
+  const cancel = async (id) => {
+    setError(null);
+    try {
+      const r = await send('POST', `jobs/${encodeURIComponent(id)}/cancel`);
+      setNote(
+        r.cancelled.length
+          ? `Cancelled ${id}`
+          : r.cancelRequested.length
+            ? `Asked ${id} to stop`
+            : `${id} was no longer active`,
+      );
+    } catch (err) {
+      setNote(null);
+      setError(err);
+    }
+  };
+  return html`<${JobList}
+    route=${route}
+    panel="live"
+    path="active"
+    pillar="hot"
+    kind="hot"
+    refreshKey=${snapshot && snapshot.at}
+    onCancel=${config.readOnly ? undefined : cancel}
+  >
+    <${Notice} text=${note} />
+    <${ErrorNote} error=${error} />
+  <//>`;
+}
+
+export function Archive({ route }) {
+  return html`<${JobList}
+    route=${route}
+    panel="archive"
+    path="archive"
+    pillar="archive"
+    kind="archive"
+  />`;
+}

@@ -1,0 +1,181 @@
+// Queues: a card per queue with its counts, lag and recent outcomes, and its controls.
+import { html, useState } from './vendor/preact-htm.js';
+import { send } from './api.js';
+import { ms, num } from './format.js';
+import { Empty, ErrorNote, Notice } from './ui.js';
+import { href } from './router.js';
+
+export function Queues({ config, snapshot }) {
+  const [showHidden, setShowHidden] = useState(false);
+  const [note, setNote] = useState(null);
+  const [error, setError] = useState(null);
+  if (!snapshot) return html`<p class="muted">Waiting for the first snapshot…</p>`;
+  const queues = snapshot.queues.filter((q) => showHidden || q.isActive);
+  const hidden = snapshot.queues.length - snapshot.queues.filter((q) => q.isActive).length;
+
+  const act = async (label, call) => {
+    setError(null);
+    try {
+      await call();
+      setNote(label);
+    } catch (e) {
+      setNote(null);
+      setError(e);
+    }
+  };
+
+  return html`<section>
+    <${Notice} text=${note} />
+    <${ErrorNote} error=${error} />
+    ${
+      hidden > 0 &&
+      html`<label class="toggle"
+        ><input
+          type="checkbox"
+          checked=${showHidden}
+          onChange=${(e) => setShowHidden(e.currentTarget.checked)}
+        />
+        ${`Show ${hidden} hidden queue(s)`}</label
+      >`
+    }
+    ${queues.length === 0 && html`<${Empty} text="No queues yet: they appear with their first job." />`}
+    <div class="cards">
+      ${queues.map((q) => html`<${QueueCard} key=${q.name} queue=${q} readOnly=${config.readOnly} act=${act} />`)}
+    </div>
+  </section>`;
+}
+
+function QueueCard({ queue: q, readOnly, act }) {
+  const name = encodeURIComponent(q.name);
+  const patch = (body, label) => act(label, () => send('PATCH', `queues/${name}`, body));
+  return html`<article
+    class=${`card ${q.isPaused ? 'paused' : ''} ${q.isActive ? '' : 'hidden'}`}
+    aria-label=${`Queue ${q.name}`}
+  >
+    <header>
+      <h2>${q.name}</h2>
+      ${q.isPaused && html`<span class="badge paused">Paused</span>`}
+      ${!q.isActive && html`<span class="badge">Hidden</span>`}
+    </header>
+    <dl class="figures">
+      <div>
+        <dt>Pending</dt>
+        <dd data-figure="pending">${num(q.pending)}</dd>
+      </div>
+      <div>
+        <dt>Running</dt>
+        <dd data-figure="running">${num(q.fetched + q.processing)}</dd>
+      </div>
+      <div>
+        <dt>Lag</dt>
+        <dd data-figure="lag">${ms(q.maxLagMs)}</dd>
+      </div>
+      <div>
+        <dt>Succeeded 5 min</dt>
+        <dd data-figure="succeeded5m">${num(q.succeeded5m)}</dd>
+      </div>
+      <div>
+        <dt>Failed 5 min</dt>
+        <dd data-figure="failed5m">${num(q.failed5m)}</dd>
+      </div>
+      <div>
+        <dt>Max workers</dt>
+        <dd>${q.maxWorkers === null ? 'unlimited' : num(q.maxWorkers)}</dd>
+      </div>
+    </dl>
+    <p class="links">
+      <a href=${href('live', { queue: q.name })}>Live jobs</a>
+      <a href=${href('dlq', { queue: q.name })}>DLQ</a>
+    </p>
+    ${
+      !readOnly &&
+      html`<div class="controls">
+        ${
+          q.isPaused
+            ? html`<button
+                type="button"
+                onClick=${() => act(`Resumed ${q.name}`, () => send('POST', `queues/${name}/resume`))}
+              >
+                Resume
+              </button>`
+            : html`<button
+                type="button"
+                onClick=${() => act(`Paused ${q.name}`, () => send('POST', `queues/${name}/pause`))}
+              >
+                Pause
+              </button>`
+        }
+        <button
+          type="button"
+          onClick=${() => patch({ isActive: !q.isActive }, `${q.isActive ? 'Hid' : 'Showed'} ${q.name}`)}
+        >
+          ${q.isActive ? 'Hide' : 'Show'}
+        </button>
+        <${Limits} queue=${q} patch=${patch} />
+      </div>`
+    }
+  </article>`;
+}
+
+/** The number fields of a queue: empty clears the limit (null). */
+function Limits({ queue: q, patch }) {
+  const [draft, setDraft] = useState({
+    maxWorkers: q.maxWorkers ?? '',
+    zombieTimeoutSeconds: q.zombieTimeoutSeconds ?? '',
+    executionTimeoutMs: q.executionTimeoutMs ?? '',
+    retryZombies: q.retryZombies,
+  });
+  const field = (name) => (e) => setDraft({ ...draft, [name]: e.currentTarget.value });
+  const value = (v) => (v === '' || v === null ? null : Number(v));
+  const submit = (e) => {
+    e.preventDefault();
+    patch(
+      {
+        maxWorkers: value(draft.maxWorkers),
+        zombieTimeoutSeconds: value(draft.zombieTimeoutSeconds),
+        executionTimeoutMs: value(draft.executionTimeoutMs),
+        retryZombies: draft.retryZombies,
+      },
+      `Saved the limits of ${q.name}`,
+    );
+  };
+  return html`<form class="limits" onSubmit=${submit}>
+    <label
+      >Max workers
+      <input
+        type="number"
+        min="0"
+        name="maxWorkers"
+        value=${draft.maxWorkers}
+        onInput=${field('maxWorkers')}
+    /></label>
+    <label
+      >Zombie timeout (s)
+      <input
+        type="number"
+        min="1"
+        name="zombieTimeoutSeconds"
+        value=${draft.zombieTimeoutSeconds}
+        onInput=${field('zombieTimeoutSeconds')}
+    /></label>
+    <label
+      >Execution timeout (ms)
+      <input
+        type="number"
+        min="1"
+        name="executionTimeoutMs"
+        value=${draft.executionTimeoutMs}
+        onInput=${field('executionTimeoutMs')}
+    /></label>
+    <label class="check"
+      ><input
+        type="checkbox"
+        name="retryZombies"
+        checked=${draft.retryZombies}
+        onChange=${(e) => setDraft({ ...draft, retryZombies: e.currentTarget.checked })}
+      />
+      Retry zombies</label
+    >
+    <button type="submit">Save limits</button>
+  </form>`;
+}

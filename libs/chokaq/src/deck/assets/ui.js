@@ -1,0 +1,203 @@
+// Small pieces every panel shares: loading a read, errors, the job table, filters and pages.
+import { html, useCallback, useEffect, useState } from './vendor/preact-htm.js';
+import { REASONS, ago, bytes, num, reason, status } from './format.js';
+import { href } from './router.js';
+
+/** Runs `load` when `key` changes (and on `reload()`); `{ data, error, loading, reload }`. */
+export function useLoad(load, key) {
+  const [state, setState] = useState({ data: null, error: null, loading: true });
+  const [round, setRound] = useState(0);
+  useEffect(() => {
+    let live = true;
+    setState((s) => ({ ...s, loading: true }));
+    load().then(
+      (data) => live && setState({ data, error: null, loading: false }),
+      (error) => live && setState((s) => ({ data: s.data, error, loading: false })),
+    );
+    return () => {
+      live = false;
+    };
+  }, [key, round]);
+  const reload = useCallback(() => setRound((r) => r + 1), []);
+  return { ...state, reload };
+}
+
+export function ErrorNote({ error }) {
+  if (!error) return null;
+  const issues = error.body && Array.isArray(error.body.issues) ? error.body.issues : [];
+  return html`<div class="note error" role="alert">
+    <strong>${error.message}</strong>
+    ${
+      issues.length > 0 &&
+      html`<ul>
+        ${issues.map((i) => html`<li>${`${i.path}: ${i.message}`}</li>`)}
+      </ul>`
+    }
+  </div>`;
+}
+
+export function Notice({ text }) {
+  return text ? html`<div class="note ok" role="status">${text}</div>` : null;
+}
+
+export function Empty({ text }) {
+  return html`<p class="empty">${text}</p>`;
+}
+
+/** A list page of jobs; each id links to the inspector. */
+export function JobTable({ page, pillar, now, onCancel }) {
+  if (!page) return null;
+  if (page.items.length === 0) return html`<${Empty} text="No jobs match." />`;
+  const when = (j) =>
+    pillar === 'dlq' ? j.failedAtUtc : pillar === 'archive' ? j.finishedAtUtc : j.enqueuedAtUtc;
+  return html`<table class="jobs">
+    <thead>
+      <tr>
+        <th scope="col">Job</th>
+        <th scope="col">Queue</th>
+        <th scope="col">Type</th>
+        <th scope="col">${pillar === 'dlq' ? 'Reason' : 'Status'}</th>
+        <th scope="col">Attempts</th>
+        <th scope="col">
+          ${pillar === 'dlq' ? 'Failed' : pillar === 'archive' ? 'Finished' : 'Enqueued'}
+        </th>
+        ${pillar === 'hot' && html`<th scope="col">Progress</th>`}
+        <th scope="col">${pillar === 'archive' ? 'Duration' : 'Error'}</th>
+        <th scope="col">Payload</th>
+        ${onCancel && html`<th scope="col"><span class="sr-only">Actions</span></th>`}
+      </tr>
+    </thead>
+    <tbody>
+      ${page.items.map(
+        (j) =>
+          html`<tr key=${j.id}>
+            <td><a class="mono id" href=${href('jobs', null, j.id)}>${j.id}</a></td>
+            <td>${j.queue}</td>
+            <td>${j.type}</td>
+            <td>${pillar === 'dlq' ? reason(j.failureReason) : status(j.status)}</td>
+            <td class="num">${j.attemptCount}</td>
+            <td title=${when(j) || ''}>${ago(when(j), now)}</td>
+            ${pillar === 'hot' && html`<td><${Progress} value=${j.progress} /></td>`}
+            <td class="error-prefix">
+              ${pillar === 'archive' ? (j.durationMs === null ? '–' : `${num(j.durationMs)} ms`) : j.errorPrefix || ''}
+            </td>
+            <td class="num">${bytes(j.payloadBytes)}</td>
+            ${
+              onCancel &&
+              html`<td>
+                <button
+                  type="button"
+                  class="small"
+                  aria-label=${`Cancel job ${j.id}`}
+                  onClick=${() => onCancel(j.id)}
+                >
+                  Cancel
+                </button>
+              </td>`
+            }
+          </tr>`,
+      )}
+    </tbody>
+  </table>`;
+}
+
+export function Progress({ value }) {
+  if (value === null || value === undefined) return html`<span class="muted">–</span>`;
+  const v = Math.max(0, Math.min(100, Math.round(value)));
+  return html`<div
+    class="progress"
+    role="progressbar"
+    aria-label="Progress"
+    aria-valuemin="0"
+    aria-valuemax="100"
+    aria-valuenow=${v}
+  >
+    <div class="bar" style=${{ width: `${v}%` }}></div>
+    <span>${`${v}%`}</span>
+  </div>`;
+}
+
+/** Filter fields shared by the lists: queue, type, (reason | status), from, to, text. */
+export function FilterForm({ params, onApply, kind }) {
+  const [draft, setDraft] = useState(params);
+  useEffect(() => setDraft(params), [JSON.stringify(params)]);
+  const field = (name) => (e) => setDraft({ ...draft, [name]: e.currentTarget.value });
+  const submit = (e) => {
+    e.preventDefault();
+    onApply(Object.fromEntries(Object.entries(draft).filter(([, v]) => v !== '' && v != null)));
+  };
+  return html`<form class="filters" onSubmit=${submit}>
+    <label>Queue <input name="queue" value=${draft.queue || ''} onInput=${field('queue')} /></label>
+    <label>Type <input name="type" value=${draft.type || ''} onInput=${field('type')} /></label>
+    ${
+      kind === 'dlq' &&
+      html`<label
+        >Reason
+        <select name="reason" value=${draft.reason ?? ''} onChange=${field('reason')}>
+          <option value="">any</option>
+          ${Object.entries(REASONS).map(([v, t]) => html`<option value=${v}>${t}</option>`)}
+        </select></label
+      >`
+    }
+    ${
+      kind === 'hot' &&
+      html`<label
+        >Status
+        <select name="status" value=${draft.status ?? ''} onChange=${field('status')}>
+          <option value="">any</option>
+          <option value="0">Pending</option>
+          <option value="1">Fetched</option>
+          <option value="2">Processing</option>
+        </select></label
+      >`
+    }
+    <label
+      >From
+      <input
+        name="from"
+        type="datetime-local"
+        value=${local(draft.from)}
+        onInput=${dateField(draft, setDraft, 'from')}
+    /></label>
+    <label
+      >To
+      <input
+        name="to"
+        type="datetime-local"
+        value=${local(draft.to)}
+        onInput=${dateField(draft, setDraft, 'to')}
+    /></label>
+    <label
+      >Text
+      <input name="search" type="search" value=${draft.search || ''} onInput=${field('search')}
+    /></label>
+    <button type="submit">Apply</button>
+  </form>`;
+}
+
+function local(iso) {
+  if (!iso) return '';
+  const d = new Date(iso);
+  if (Number.isNaN(d.getTime())) return '';
+  const off = d.getTimezoneOffset() * 60_000;
+  return new Date(d.getTime() - off).toISOString().slice(0, 16);
+}
+
+function dateField(draft, setDraft, name) {
+  return (e) => {
+    const v = e.currentTarget.value;
+    setDraft({ ...draft, [name]: v ? new Date(v).toISOString() : '' });
+  };
+}
+
+/** Keyset pages: "Newer" goes back to the first page, "Older" follows the cursor. */
+export function Pager({ page, cursor, onFirst, onNext }) {
+  if (!page) return null;
+  return html`<nav class="pager" aria-label="Pages">
+    <button type="button" disabled=${!cursor} onClick=${onFirst}>First page</button>
+    <button type="button" disabled=${!page.nextCursor} onClick=${() => onNext(page.nextCursor)}>
+      Next page
+    </button>
+    ${page.scanLimited && html`<span class="muted">The text search stopped at its scan bound; the next page continues it.</span>`}
+  </nav>`;
+}

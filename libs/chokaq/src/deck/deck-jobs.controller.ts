@@ -1,0 +1,155 @@
+import {
+  Body,
+  ConflictException,
+  Controller,
+  Get,
+  HttpCode,
+  Inject,
+  NotFoundException,
+  Param,
+  Post,
+  Query,
+  Req,
+  UseFilters,
+  UseGuards,
+} from '@nestjs/common';
+import { ChokaQAdmin } from '../admin/chokaq-admin.service';
+import type { AuditEntry, DlqActionPreview } from '../interfaces/audit.interface';
+import type { CancelResult, ResurrectEdits } from '../interfaces/job.interface';
+import type { JobView, ListPage } from '../interfaces/job-view.interface';
+import { DECK_OPTIONS } from './deck.constants';
+import { DeckAccessGuard, DeckMutation } from './deck-access.guard';
+import { DeckErrorFilter } from './deck-error.filter';
+import {
+  activeQuery,
+  archiveQuery,
+  body,
+  dlqFilterFromBody,
+  dlqQuery,
+  type QueryParams,
+} from './deck-input';
+import type { ResolvedDeckOptions } from './deck-options';
+import { DeckSnapshotService } from './deck-snapshot.service';
+
+/** A job as the inspector shows it: the full row (through `redact`) and its audit entries. */
+export interface DeckJob {
+  job: JobView;
+  audit: AuditEntry[];
+}
+
+/**
+ * The job lists (live, archive, DLQ), the job inspector and the DLQ's bulk actions. Lists carry no
+ * payload; a full job leaves only through `redact`. A bulk action by filter takes the token of a
+ * preview of the same action and filter (the core checks it and re-counts before acting).
+ */
+@Controller('api')
+@UseGuards(DeckAccessGuard)
+@UseFilters(DeckErrorFilter)
+export class DeckJobsController {
+  constructor(
+    private readonly admin: ChokaQAdmin,
+    private readonly snapshots: DeckSnapshotService,
+    @Inject(DECK_OPTIONS) private readonly options: ResolvedDeckOptions,
+  ) {}
+
+  @Get('active')
+  active(@Query() query: QueryParams): Promise<ListPage> {
+    return this.admin.listActive(activeQuery(query));
+  }
+
+  @Get('archive')
+  archive(@Query() query: QueryParams): Promise<ListPage> {
+    return this.admin.listArchive(archiveQuery(query));
+  }
+
+  @Get('dlq')
+  dlq(@Query() query: QueryParams): Promise<ListPage> {
+    return this.admin.listDlq(dlqQuery(query));
+  }
+
+  /** `{ action: 'resurrect' | 'purge', filter }` → matched, will affect, sample ids and the token. */
+  @Post('dlq/preview')
+  @HttpCode(200)
+  preview(@Body() input: unknown): Promise<DlqActionPreview> {
+    const { action, filter, max } = body(input);
+    return this.admin.previewDlq(dlqFilterFromBody(filter), {
+      action: action as 'resurrect' | 'purge',
+      ...(max === undefined ? {} : { max: max as number }),
+    });
+  }
+
+  /** `{ filter, token }` → the ids moved back to Pending. */
+  @Post('dlq/resurrect')
+  @HttpCode(200)
+  @DeckMutation()
+  async resurrectByFilter(@Body() input: unknown, @Req() req: unknown): Promise<{ ids: string[] }> {
+    const { filter, token } = body(input);
+    const ids = await this.admin.resurrectByFilter(
+      dlqFilterFromBody(filter),
+      { token: token as string },
+      this.options.actor(req),
+    );
+    this.snapshots.kick();
+    return { ids };
+  }
+
+  /** `{ filter, token }` → the rows deleted. */
+  @Post('dlq/purge')
+  @HttpCode(200)
+  @DeckMutation()
+  async purgeByFilter(@Body() input: unknown, @Req() req: unknown): Promise<{ purged: number }> {
+    const { filter, token } = body(input);
+    const purged = await this.admin.purgeDlqByFilter(
+      dlqFilterFromBody(filter),
+      { token: token as string },
+      this.options.actor(req),
+    );
+    this.snapshots.kick();
+    return { purged };
+  }
+
+  @Get('jobs/:id')
+  async job(@Param('id') id: string): Promise<DeckJob> {
+    const job = await this.admin.getJob(id);
+    if (!job) throw new NotFoundException(`No job ${id} in the hot table, the archive or the DLQ.`);
+    const audit = await this.admin.getAuditLog({ limit: 200 });
+    const mine = audit.items.filter((entry) => entry.target === id);
+    return { job: this.options.redact(job), audit: mine };
+  }
+
+  @Post('jobs/:id/cancel')
+  @HttpCode(200)
+  @DeckMutation()
+  async cancel(@Param('id') id: string, @Req() req: unknown): Promise<CancelResult> {
+    const result = await this.admin.cancel([id], this.options.actor(req));
+    this.snapshots.kick();
+    return result;
+  }
+
+  /** `{ payload?, priority?, tags? }`: moves a DLQ job back to Pending, edited; 409 when not in the DLQ. */
+  @Post('jobs/:id/resurrect')
+  @HttpCode(200)
+  @DeckMutation()
+  async resurrect(
+    @Param('id') id: string,
+    @Body() input: unknown,
+    @Req() req: unknown,
+  ): Promise<{ resurrected: true }> {
+    const edits = input === undefined ? {} : body(input);
+    const moved = await this.admin.resurrect(id, edits as ResurrectEdits, this.options.actor(req));
+    if (!moved) throw new ConflictException(`Job ${id} is not in the DLQ.`);
+    this.snapshots.kick();
+    return { resurrected: true };
+  }
+
+  /** Deletes one DLQ job; 409 when it is not in the DLQ. */
+  @Post('jobs/:id/purge')
+  @HttpCode(200)
+  @DeckMutation()
+  async purge(@Param('id') id: string, @Req() req: unknown): Promise<{ purged: true }> {
+    const n = await this.admin.purgeDlq([id], this.options.actor(req));
+    if (n === 0) throw new ConflictException(`Job ${id} is not in the DLQ.`);
+    this.snapshots.kick();
+    return { purged: true };
+  }
+}

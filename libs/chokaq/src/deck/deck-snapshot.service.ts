@@ -1,0 +1,183 @@
+import { Inject, Injectable } from '@nestjs/common';
+import {
+  Observable,
+  Subject,
+  catchError,
+  exhaustMap,
+  firstValueFrom,
+  from,
+  merge,
+  of,
+  shareReplay,
+  timer,
+} from 'rxjs';
+import { ChokaQAdmin } from '../admin/chokaq-admin.service';
+import { toError } from '../common/error-text';
+import type { QueueInfo } from '../interfaces/job.interface';
+import type {
+  QueueHealth,
+  QueueStats,
+  SummaryStats,
+  ThroughputStats,
+} from '../interfaces/job-view.interface';
+import type { WorkerInfo } from '../interfaces/worker.interface';
+import { DECK_OPTIONS } from './deck.constants';
+import type { ResolvedDeckOptions } from './deck-options';
+
+/** One queue as a card of the Queues panel shows it: controls, counts, lag and recent outcomes. */
+export interface DeckQueue extends QueueInfo {
+  pending: number;
+  fetched: number;
+  processing: number;
+  duePending: number;
+  maxLagMs: number;
+  succeededTotal: number;
+  failedTotal: number;
+  /** Succeeded and failed over the last five minutes (from the metric buckets). */
+  succeeded5m: number;
+  failed5m: number;
+}
+
+/** What every open Deck sees each tick: read once per tick per process, whoever watches. */
+export type DeckSnapshot =
+  | {
+      ok: true;
+      at: string;
+      summary: SummaryStats;
+      throughput: ThroughputStats;
+      queues: DeckQueue[];
+      workers: { alive: number; lost: number };
+      worstLag: { queue: string; lagMs: number } | null;
+    }
+  | { ok: false; at: string; error: string };
+
+/**
+ * The one shared snapshot of the process. A tick reads the operator core once (single-flight: a
+ * tick that comes while a read runs is dropped), every subscriber (each open stream, each
+ * `GET api/snapshot`) shares that read, and with nobody subscribed nothing is read at all. A
+ * mutation through the Deck asks for an early tick so its effect shows without waiting.
+ */
+@Injectable()
+export class DeckSnapshotService {
+  private readonly kicks = new Subject<void>();
+  /** Reads done since start (a test counts them). */
+  reads = 0;
+
+  readonly snapshots$: Observable<DeckSnapshot>;
+
+  constructor(
+    private readonly admin: ChokaQAdmin,
+    @Inject(DECK_OPTIONS) options: ResolvedDeckOptions,
+  ) {
+    this.snapshots$ = merge(timer(0, options.refreshMs), this.kicks).pipe(
+      exhaustMap(() =>
+        from(this.read()).pipe(
+          catchError((error: unknown) =>
+            of<DeckSnapshot>({
+              ok: false,
+              at: new Date().toISOString(),
+              error: toError(error).message,
+            }),
+          ),
+        ),
+      ),
+      shareReplay({ bufferSize: 1, refCount: true }),
+    );
+  }
+
+  /** The latest snapshot: the shared one while streams are open, else one read now. */
+  current(): Promise<DeckSnapshot> {
+    return firstValueFrom(this.snapshots$);
+  }
+
+  /** Asks for a tick now (after a mutation). */
+  kick(): void {
+    this.kicks.next();
+  }
+
+  /** One set of reads. */
+  async read(): Promise<DeckSnapshot> {
+    this.reads++;
+    const now = Date.now();
+    const [summary, throughput, queues, stats, health, workers] = await Promise.all([
+      this.admin.getSummary(),
+      this.admin.getThroughput(),
+      this.admin.listQueues(),
+      this.admin.getQueueStats(),
+      this.admin.getQueueHealth(),
+      this.admin.listWorkers({ limit: 500 }),
+    ]);
+    const statsOf = new Map(stats.map((s) => [s.queue, s]));
+    const healthOf = new Map(health.map((h) => [h.queue, h]));
+    const names = new Set([...queues.map((q) => q.name), ...stats.map((s) => s.queue)]);
+    const series = await this.recentByQueue([...names]);
+    const cards: DeckQueue[] = [...names].sort().map((name) => {
+      const info = queues.find((q) => q.name === name) ?? defaultQueue(name);
+      return card(info, statsOf.get(name), healthOf.get(name), series.get(name));
+    });
+    const worst = health.reduce<QueueHealth | null>(
+      (acc, h) => (h.maxLagMs > (acc?.maxLagMs ?? 0) ? h : acc),
+      null,
+    );
+    return {
+      ok: true,
+      at: new Date(now).toISOString(),
+      summary,
+      throughput,
+      queues: cards,
+      workers: countWorkers(workers),
+      worstLag: worst ? { queue: worst.queue, lagMs: worst.maxLagMs } : null,
+    };
+  }
+
+  /** Succeeded and failed per queue over the last five minutes (one bucket read per queue). */
+  private async recentByQueue(names: string[]): Promise<Map<string, { s: number; f: number }>> {
+    const stats = await Promise.all(names.map((name) => this.admin.getThroughput(name)));
+    return new Map(
+      names.map((name, i) => [name, { s: stats[i].succeeded5m, f: stats[i].failed5m }]),
+    );
+  }
+}
+
+function defaultQueue(name: string): QueueInfo {
+  return {
+    name,
+    isPaused: false,
+    isActive: true,
+    maxWorkers: null,
+    zombieTimeoutSeconds: null,
+    executionTimeoutMs: null,
+    retryZombies: false,
+    lastUpdatedUtc: new Date(0),
+  };
+}
+
+function card(
+  info: QueueInfo,
+  stats: QueueStats | undefined,
+  health: QueueHealth | undefined,
+  recent: { s: number; f: number } | undefined,
+): DeckQueue {
+  return {
+    ...info,
+    pending: stats?.pending ?? 0,
+    fetched: stats?.fetched ?? 0,
+    processing: stats?.processing ?? 0,
+    duePending: health?.duePending ?? 0,
+    maxLagMs: health?.maxLagMs ?? 0,
+    succeededTotal: stats?.succeededTotal ?? 0,
+    failedTotal: stats?.failedTotal ?? 0,
+    succeeded5m: recent?.s ?? 0,
+    failed5m: recent?.f ?? 0,
+  };
+}
+
+function countWorkers(workers: WorkerInfo[]): { alive: number; lost: number } {
+  let alive = 0;
+  let lost = 0;
+  for (const w of workers) {
+    if (w.state === 'running' || w.state === 'draining') alive++;
+    else if (w.state === 'lost') lost++;
+  }
+  return { alive, lost };
+}

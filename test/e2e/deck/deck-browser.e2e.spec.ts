@@ -1,0 +1,240 @@
+/// <reference lib="dom" />
+/**
+ * The Deck in Chromium: sign-in of a bearer-token app and of a cookie-session app, every panel
+ * free of console errors, CSP violations and serious accessibility violations, live data from
+ * another process, the Queues controls reaching the database, a moving progress bar, hostile
+ * payloads rendered as text, and a read-only Deck without controls.
+ */
+import { execFile } from 'node:child_process';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import type { Browser, Page } from 'playwright-core';
+import { JobStatus } from '../../../libs/chokaq/src';
+import { describeEachDialect } from '../../support/test-database';
+import { waitFor } from '../../support/wait-for';
+import { e2eDatabase } from '../support/e2e-app';
+import { BEARER_TOKEN, DeckApp, SESSION_COOKIE, startDeckApp } from './deck-app';
+import { PageProblems, axeViolations, describeBrowser, launchBrowser, openPage } from './browser';
+
+const PANELS = [
+  'Overview',
+  'Queues',
+  'Live jobs',
+  'Job inspector',
+  'DLQ',
+  'Archive',
+  'Top errors',
+  'Recurring',
+  'Workers',
+  'Audit log',
+];
+
+const HOSTILE = `<script>alert('script')</script><img src=x onerror="alert('img')"><a href="javascript:alert('link')">click</a>`;
+
+async function signIn(page: Page, url: string): Promise<void> {
+  await page.goto(url);
+  await page.getByLabel('Token').fill(BEARER_TOKEN);
+  await page.getByRole('button', { name: 'Sign in' }).click();
+  await page.getByRole('status').filter({ hasText: 'Live' }).waitFor();
+}
+
+async function panel(page: Page, title: string): Promise<void> {
+  await page.getByRole('navigation', { name: 'Panels' }).getByRole('link', { name: title }).click();
+  await page.getByRole('heading', { level: 1, name: title }).waitFor();
+}
+
+function expectClean(problems: PageProblems): void {
+  expect(problems).toEqual({ console: [], errors: [], dialogs: [] });
+}
+
+describeBrowser('The Deck in a browser', () => {
+  let browser: Browser;
+  beforeAll(async () => {
+    browser = await launchBrowser();
+  });
+  afterAll(async () => {
+    await browser?.close();
+  });
+
+  describeEachDialect(
+    'with a bearer-token app',
+    (dialect) => {
+      const db = e2eDatabase(dialect.name);
+      let deck: DeckApp;
+      let page: Page;
+      let problems: PageProblems;
+
+      beforeAll(async () => {
+        deck = await startDeckApp({ db, worker: true });
+        ({ page, problems } = await openPage(browser));
+        await signIn(page, deck.url);
+      });
+      afterAll(async () => {
+        await page?.context().close();
+        await deck?.close();
+        await db.close();
+      });
+
+      it('shows every panel with no console error, no CSP violation and no serious accessibility violation', async () => {
+        await deck.client.enqueue('deck', { n: 1 }, { type: 'ok' });
+        for (const title of PANELS) {
+          await panel(page, title);
+          if (title === 'Overview') await page.locator('.chart canvas').first().waitFor();
+          expect({ title, violations: await axeViolations(page) }).toEqual({
+            title,
+            violations: [],
+          });
+        }
+        expectClean(problems);
+      });
+
+      it('shows a job enqueued by another process within a bounded wait', async () => {
+        await deck.admin.pauseQueue('inbox', 'test');
+        await panel(page, 'Queues');
+        const stdout = await promisify(execFile)(
+          process.execPath,
+          ['-r', '@swc-node/register', join(__dirname, 'enqueue-process.ts')],
+          {
+            env: {
+              ...process.env,
+              CHOKAQ_DECK_ENQUEUE: JSON.stringify({
+                storage: db.options,
+                queue: 'inbox',
+                type: 'ok',
+                count: 3,
+              }),
+            },
+          },
+        );
+        expect(JSON.parse(stdout.stdout)).toHaveLength(3);
+        const card = page.getByRole('article', { name: 'Queue inbox' });
+        await card.locator('[data-figure="pending"]').filter({ hasText: /^3$/ }).waitFor();
+        expectClean(problems);
+      });
+
+      it('pauses and resumes a queue from its card, in the database', async () => {
+        await panel(page, 'Queues');
+        const card = page.getByRole('article', { name: 'Queue deck' });
+        await card.getByRole('button', { name: 'Pause' }).click();
+        await waitFor(
+          'queue deck paused in the database',
+          async () => (await deck.admin.listQueues()).find((q) => q.name === 'deck')?.isPaused,
+        );
+        await card.getByRole('button', { name: 'Resume' }).click();
+        await waitFor(
+          'queue deck resumed in the database',
+          async () =>
+            (await deck.admin.listQueues()).find((q) => q.name === 'deck')?.isPaused === false,
+        );
+        const audit = await deck.admin.getAuditLog({ actor: 'bearer-operator' });
+        expect(audit.items.map((a) => a.action)).toEqual(['queue.resume', 'queue.pause']);
+        expectClean(problems);
+      });
+
+      it('moves a progress bar as the handler reports progress', async () => {
+        const id = await deck.client.enqueue('deck', {}, { type: 'progress' });
+        await page.goto(`${deck.url}#/live`);
+        const bar = page.getByRole('row').filter({ hasText: id }).getByRole('progressbar');
+        const at = (value: number): Promise<boolean> =>
+          waitFor(
+            `the progress bar at ${value}`,
+            async () => (await bar.getAttribute('aria-valuenow')) === String(value),
+          );
+        await at(10);
+        for (const [i, gate] of deck.jobs.steps.entries()) {
+          gate.open();
+          if (i < 2) await at(10 + (i + 1) * 30);
+        }
+        await waitFor(
+          'the progress job archived',
+          async () => (await deck.admin.getJob(id))?.status === JobStatus.Succeeded,
+        );
+        expectClean(problems);
+      });
+
+      it('renders hostile payloads and error texts as text', async () => {
+        const id = await deck.client.enqueue(
+          'deck',
+          { note: HOSTILE, link: "javascript:alert('payload')" },
+          { type: 'fail' },
+        );
+        // `fail` throws its payload's message: make that hostile too.
+        const failing = await deck.client.enqueue('deck', { message: HOSTILE }, { type: 'fail' });
+        await waitFor(
+          'both jobs in the DLQ',
+          async () =>
+            (await deck.admin.getJob(id))?.pillar === 'dlq' &&
+            (await deck.admin.getJob(failing))?.pillar === 'dlq',
+        );
+        await page.goto(`${deck.url}#/dlq`);
+        await page.getByRole('row').filter({ hasText: failing }).waitFor();
+        await page.goto(`${deck.url}#/jobs/${failing}`);
+        await page
+          .locator('[data-field="error"]')
+          .filter({ hasText: "<script>alert('script')</script>" })
+          .waitFor();
+        await page.goto(`${deck.url}#/jobs/${id}`);
+        await page
+          .locator('[data-field="payload"]')
+          .filter({ hasText: '<img src=x onerror=' })
+          .waitFor();
+        await panel(page, 'Top errors');
+        await page.getByRole('table').waitFor();
+        const injected = await page.evaluate(() => ({
+          scripts: Array.from(document.querySelectorAll('script')).filter((s) => !s.src).length,
+          images: document.querySelectorAll('img').length,
+          jsLinks: document.querySelectorAll('a[href^="javascript:"]').length,
+        }));
+        expect(injected).toEqual({ scripts: 0, images: 0, jsLinks: 0 });
+        expectClean(problems);
+      });
+    },
+    { only: ['sqlite', 'postgres'] },
+  );
+
+  describe('with a cookie-session app and read-only [sqlite]', () => {
+    const db = e2eDatabase('sqlite');
+    const apps: DeckApp[] = [];
+    afterAll(async () => {
+      for (const app of apps) await app.close();
+      await db.close();
+    });
+
+    it('loads with the session cookie alone, and asks for nothing', async () => {
+      const deck = await startDeckApp({ db, auth: 'cookie' });
+      apps.push(deck);
+      const [name, value] = SESSION_COOKIE.split('=');
+      const { page, problems } = await openPage(browser, {
+        cookie: { url: deck.url, name, value },
+      });
+      try {
+        await page.goto(deck.url);
+        await page.getByRole('status').filter({ hasText: 'Live' }).waitFor();
+        expect(await page.getByLabel('Token').count()).toBe(0);
+        await panel(page, 'Queues');
+        expectClean(problems);
+      } finally {
+        await page.context().close();
+      }
+    });
+
+    it('shows no controls when read-only', async () => {
+      const deck = await startDeckApp({ db, deck: { readOnly: true } });
+      apps.push(deck);
+      await deck.admin.pauseQueue('deck', 'test');
+      const { page, problems } = await openPage(browser);
+      try {
+        await signIn(page, deck.url);
+        await page.getByText('Read-only').waitFor();
+        await panel(page, 'Queues');
+        await page.getByRole('article', { name: 'Queue deck' }).waitFor();
+        expect(
+          await page.getByRole('button', { name: /Pause|Resume|Hide|Save limits/ }).count(),
+        ).toBe(0);
+        expectClean(problems);
+      } finally {
+        await page.context().close();
+      }
+    });
+  });
+});
