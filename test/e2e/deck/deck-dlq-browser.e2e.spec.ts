@@ -1,0 +1,145 @@
+/// <reference lib="dom" />
+/**
+ * The DLQ panel and the job inspector in Chromium: a filter in the URL, a preview that counts
+ * right, a typed confirmation, bulk resurrect and purge reaching the database with their audit
+ * rows, and an edited payload that the retried job runs with.
+ */
+import type { Browser, Page } from 'playwright-core';
+import { JobStatus } from '../../../libs/chokaq/src';
+import { describeEachDialect } from '../../support/test-database';
+import { waitFor } from '../../support/wait-for';
+import { e2eDatabase } from '../support/e2e-app';
+import { BEARER_TOKEN, DeckApp, startDeckApp } from './deck-app';
+import { PageProblems, describeBrowser, launchBrowser, openPage } from './browser';
+
+describeBrowser('The Deck: DLQ and job inspector in a browser', () => {
+  let browser: Browser;
+  beforeAll(async () => {
+    browser = await launchBrowser();
+  });
+  afterAll(async () => {
+    await browser?.close();
+  });
+
+  describeEachDialect(
+    'bulk actions and edits',
+    (dialect) => {
+      const db = e2eDatabase(dialect.name);
+      let deck: DeckApp;
+      let page: Page;
+      let problems: PageProblems;
+      const records: string[] = [];
+      const fails: string[] = [];
+
+      beforeAll(async () => {
+        // The failures here are on purpose: keep the type's circuit closed so a retry runs at once.
+        deck = await startDeckApp({
+          db,
+          worker: true,
+          chokaq: { circuitBreaker: { failureThreshold: 1_000 } },
+        });
+        for (let n = 0; n < 3; n++) {
+          records.push(await deck.client.enqueue('deck', { fail: true, n }, { type: 'record' }));
+        }
+        for (let n = 0; n < 2; n++) {
+          fails.push(await deck.client.enqueue('deck', { message: `boom ${n}` }, { type: 'fail' }));
+        }
+        await waitFor(
+          'five jobs in the DLQ',
+          async () => (await deck.admin.listDlq()).items.length === 5,
+        );
+        ({ page, problems } = await openPage(browser));
+        await page.goto(deck.url);
+        await page.getByLabel('Token').fill(BEARER_TOKEN);
+        await page.getByRole('button', { name: 'Sign in' }).click();
+        await page.getByRole('status').filter({ hasText: 'Live' }).waitFor();
+      });
+      afterAll(async () => {
+        await page?.context().close();
+        await deck?.close();
+        await db.close();
+      });
+
+      async function confirmBulk(action: 'resurrect' | 'purge', count: number): Promise<void> {
+        await page.getByRole('button', { name: `Preview ${action}` }).click();
+        await page
+          .locator('[data-preview="counts"]')
+          .filter({ hasText: `${count} matched; ${action} will affect ${count}.` })
+          .waitFor();
+        const submit = page.getByRole('button', {
+          name: action === 'resurrect' ? 'Resurrect' : 'Purge',
+          exact: true,
+        });
+        await page.getByLabel(/Type ".*" to confirm/).fill(`${action} ${count + 1}`);
+        expect(await submit.isDisabled()).toBe(true);
+        await page.getByLabel(/Type ".*" to confirm/).fill(`${action} ${count}`);
+        await submit.click();
+        await page
+          .getByRole('status')
+          .filter({
+            hasText: `${action === 'resurrect' ? 'Resurrected' : 'Purged'} ${count} job(s).`,
+          })
+          .waitFor();
+      }
+
+      it('filters by URL, previews, and resurrects after the typed confirmation', async () => {
+        await deck.admin.pauseQueue('deck', 'test'); // keep the resurrected jobs pending
+        await page.goto(`${deck.url}#/dlq?type=record`);
+        for (const id of records) await page.getByRole('row').filter({ hasText: id }).waitFor();
+        expect(await page.getByRole('row').filter({ hasText: fails[0] }).count()).toBe(0);
+
+        await confirmBulk('resurrect', 3);
+        for (const id of records) {
+          const job = await deck.admin.getJob(id);
+          expect({ id, pillar: job?.pillar, status: job?.status }).toEqual({
+            id,
+            pillar: 'hot',
+            status: JobStatus.Pending,
+          });
+        }
+        for (const id of fails) expect((await deck.admin.getJob(id))?.pillar).toBe('dlq');
+        const audit = await deck.admin.getAuditLog({ action: 'dlq.resurrect-by-filter' });
+        expect(audit.items).toHaveLength(1);
+        expect(audit.items[0]).toMatchObject({ actor: 'bearer-operator', rowsAffected: 3 });
+        expect(problems).toEqual({ console: [], errors: [], dialogs: [] });
+      });
+
+      it('purges the same way', async () => {
+        await page.goto(`${deck.url}#/dlq?type=fail`);
+        for (const id of fails) await page.getByRole('row').filter({ hasText: id }).waitFor();
+        await confirmBulk('purge', 2);
+        for (const id of fails) expect(await deck.admin.getJob(id)).toBeNull();
+        const audit = await deck.admin.getAuditLog({ action: 'dlq.purge-by-filter' });
+        expect(audit.items[0]).toMatchObject({ actor: 'bearer-operator', rowsAffected: 2 });
+        expect(problems).toEqual({ console: [], errors: [], dialogs: [] });
+      });
+
+      it('edits a payload in the inspector and retries: the job runs with the edit', async () => {
+        await deck.admin.resumeQueue('deck', 'test');
+        const id = await deck.client.enqueue('deck', { fail: true, n: 9 }, { type: 'record' });
+        await waitFor(
+          'the job in the DLQ',
+          async () => (await deck.admin.getJob(id))?.pillar === 'dlq',
+        );
+        await page.goto(`${deck.url}#/jobs/${id}`);
+        await page.locator('[data-field="status"]').filter({ hasText: 'Failed' }).waitFor();
+        await page.getByLabel('Payload (JSON)').fill('{ "fail": false, "edited": true }');
+        await page.getByLabel('Priority').fill('5');
+        await page.getByRole('button', { name: 'Resurrect', exact: true }).click();
+        await page.getByRole('status').filter({ hasText: 'Resurrected' }).waitFor();
+        await waitFor(
+          'the edited job archived',
+          async () => (await deck.admin.getJob(id))?.pillar === 'archive',
+        );
+        expect(deck.jobs.recorded).toContainEqual({ fail: false, edited: true });
+        const job = await deck.admin.getJob(id);
+        expect(job?.priority).toBe(5);
+        // The inspector lists the operator's action on this job.
+        await page.reload();
+        await page.getByRole('cell', { name: 'dlq.resurrect' }).waitFor();
+        expect(problems).toEqual({ console: [], errors: [], dialogs: [] });
+      });
+    },
+    { only: ['sqlite', 'postgres'] },
+  );
+});
