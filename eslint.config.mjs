@@ -75,6 +75,16 @@ const T = {
     '^(\\.\\./)+storage/(create-storage|(postgres|mssql|sqlite)/([a-z]+-job-(storage|store|queries)|[a-z]+\\.connection))$',
     'the CLI prints DDL without loading TypeORM or a driver',
   ),
+  deck: target(
+    'deck/',
+    '^(\\./|(\\.\\./)+)deck(/|$)',
+    'the Deck is an entry point of its own (the ./deck subpath); nothing in the core imports it',
+  ),
+  storageAny: target(
+    'storage/',
+    under('storage'),
+    'the Deck adds no SQL: it reads and acts through ChokaQAdmin only',
+  ),
   selfAlias: target(
     '@chokaq/nestjs',
     '^@chokaq/nestjs(/|$)',
@@ -121,6 +131,20 @@ const ZONES = {
   admin: [T.storageBeyondInterface, T.cli, T.nestLayer],
   testing: [T.storageBeyondInterface, T.cli, T.nestLayer],
   cli: [T.createStorage, T.runtime, T.discovery, T.decorators, ...TOP.filter((t) => t !== T.cli)],
+  // The dashboard: above the admin API, which is all it uses of the engine.
+  deck: [
+    T.storageAny,
+    T.runtime,
+    T.discovery,
+    T.decorators,
+    T.observability,
+    T.client,
+    T.testing,
+    T.cli,
+    T.nestLayer,
+    T.registry,
+    T.constants,
+  ],
 };
 
 /** The `no-restricted-imports` options of a zone: its forbidden targets, and the alias everywhere. */
@@ -139,17 +163,23 @@ const layering = [
   ...Object.entries(ZONES).map(([folder, targets]) => ({
     files: [`${SRC}/${folder}/**/*.ts`],
     ignores: ['**/*.spec.ts'],
-    rules: { 'no-restricted-imports': restrict(`${folder}/`, [...targets, T.orchestrator]) },
+    rules: {
+      'no-restricted-imports': restrict(`${folder}/`, [
+        ...targets,
+        T.orchestrator,
+        ...(folder === 'deck' ? [] : [T.deck]),
+      ]),
+    },
   })),
   {
     // The root files (orchestrator, registry, adapters, index) sit at the top, with the module.
     files: [`${SRC}/*.ts`],
     ignores: ['**/*.spec.ts', `${SRC}/chokaq.module.ts`],
-    rules: { 'no-restricted-imports': restrict('a root file', [T.orchestrator]) },
+    rules: { 'no-restricted-imports': restrict('a root file', [T.orchestrator, T.deck]) },
   },
   {
     files: [`${SRC}/chokaq.module.ts`],
-    rules: { 'no-restricted-imports': restrict('chokaq.module.ts', []) },
+    rules: { 'no-restricted-imports': restrict('chokaq.module.ts', [T.deck]) },
   },
 ];
 

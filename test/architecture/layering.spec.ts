@@ -77,6 +77,17 @@ const CASES: ReadonlyArray<[string, string, Expectation, string?]> = [
   ['cli/schema-command.ts', '../storage/create-storage', 'refused'],
   ['cli/schema-command.ts', '../storage/postgres/postgres.schema', 'allowed'],
   ['runtime/loop.ts', '@chokaq/nestjs', 'refused'],
+  // The Deck sits on the admin API and adds no SQL; nothing in the core imports the Deck.
+  ['deck/deck-api.controller.ts', '../admin/chokaq-admin.service', 'allowed'],
+  ['deck/deck-input.ts', '../interfaces/job-view.interface', 'allowed'],
+  ['deck/deck-api.controller.ts', '../storage/job-storage', 'refused'],
+  ['deck/deck-api.controller.ts', '../storage/postgres/postgres-job-queries', 'refused'],
+  ['deck/deck-snapshot.service.ts', '../runtime/job-processor', 'refused'],
+  ['deck/deck.module.ts', '../chokaq.module', 'refused'],
+  ['deck/deck.module.ts', '../worker.registry', 'refused'],
+  ['admin/chokaq-admin.service.ts', '../deck/deck.module', 'refused'],
+  ['chokaq.module.ts', './deck', 'refused'],
+  ['index.ts', './deck/deck.module', 'refused'],
 ];
 
 interface LintOutput {

@@ -71,7 +71,13 @@ function variants(): AppVariant[] {
   return [
     {
       name: 'nest11-typeorm03',
-      dependencies: { ...shared, ...nest(ROOT), typeorm: installedVersion(ROOT, 'typeorm-0.3') },
+      dependencies: {
+        ...shared,
+        ...nest(ROOT),
+        // An HTTP platform for the Deck's app.
+        '@nestjs/platform-express': installedVersion(ROOT, '@nestjs/platform-express'),
+        typeorm: installedVersion(ROOT, 'typeorm-0.3'),
+      },
     },
     {
       name: 'nest12-typeorm1',
@@ -245,6 +251,10 @@ describe('the packed @chokaq/nestjs tarball', () => {
         );
         if (name === 'nest11-typeorm03') {
           for (const [file, body] of quickStartFiles()) writeFileSync(join(app, file), body);
+          cpSync(
+            join(ROOT, 'test', 'e2e', 'fixtures', 'pack-deck-app.ts'),
+            join(app, 'src', 'deck.ts'),
+          );
         }
         writeFileSync(
           join(app, 'tsconfig.json'),
@@ -302,13 +312,25 @@ describe('the packed @chokaq/nestjs tarball', () => {
           'CHANGELOG.md',
           'package.json',
           'dist/cli/main.js',
+          'dist/deck/index.js',
+          'dist/deck/index.d.ts',
+          'dist/deck/assets/index.html',
+          'dist/deck/assets/deck.js',
+          'dist/deck/assets/deck.css',
+          'dist/deck/assets/vendor/preact-htm.js',
+          'dist/deck/assets/vendor/uplot.js',
+          'dist/deck/assets/vendor/LICENSES.txt',
         ]),
       );
       expect(readFileSync(join(unpacked, 'LICENSE'), 'utf8')).toBe(
         readFileSync(join(ROOT, 'LICENSE'), 'utf8'),
       );
       expect(files.filter((f) => /\.(spec|fixture)\./.test(f))).toEqual([]);
-      expect(files.filter((f) => !/^(dist\/.*\.(js|d\.ts|js\.map)|[\w.]+)$/.test(f))).toEqual([]);
+      expect(
+        files.filter(
+          (f) => !/^(dist\/.*\.(js|d\.ts|js\.map)|dist\/deck\/assets\/[\w./-]+|[\w.]+)$/.test(f),
+        ),
+      ).toEqual([]);
 
       // Every emitted file that points at a map ships it, and every map carries its sources (the
       // .ts files themselves are not shipped).
@@ -469,6 +491,23 @@ describe('the packed @chokaq/nestjs tarball', () => {
       expect(output).toMatch(/Worker \S+ stopped/);
     },
     120_000,
+  );
+
+  runPack(
+    'serves the Deck from the @chokaq/nestjs/deck subpath, assets included',
+    async () => {
+      const app = apps.get('nest11-typeorm03') ?? '';
+      const result = await run(process.execPath, ['dist/deck.js'], {
+        cwd: app,
+        env: { ...process.env, PACK_DB: `sqlite:${join(dir, 'deck.db')}` },
+        timeoutMs: 60_000,
+      });
+      expect({ code: result.code, stderr: result.stderr }).toEqual({ code: 0, stderr: '' });
+      expect(result.stdout).toContain(
+        'DECK-OK {"page":200,"csp":true,"base":true,"asset":200,"vendor":200,"anonymous":403,"config":200}',
+      );
+    },
+    90_000,
   );
 
   runPack(
