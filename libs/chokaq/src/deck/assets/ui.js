@@ -79,7 +79,7 @@ export function JobTable({ page, pillar, now, onCancel }) {
             <td title=${when(j) || ''}>${ago(when(j), now)}</td>
             ${pillar === 'hot' && html`<td><${Progress} value=${j.progress} /></td>`}
             <td class="error-prefix">
-              ${pillar === 'archive' ? (j.durationMs === null ? '–' : `${num(j.durationMs)} ms`) : j.errorPrefix || ''}
+              ${pillar === 'archive' ? (j.durationMs === null ? '–' : `${num(j.durationMs)} ms`) : (j.errorPrefix || '').split('\n')[0]}
             </td>
             <td class="num">${bytes(j.payloadBytes)}</td>
             ${

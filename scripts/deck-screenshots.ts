@@ -1,0 +1,155 @@
+/// <reference lib="dom" />
+/**
+ * `npm run deck:screenshots`: one PNG per panel of The Deck into docs/deck/, for the READMEs.
+ * Boots a demo app (ChokaQ on a temporary SQLite file, a worker, the Deck), gives it a few
+ * minutes' worth of work (successes, retries, failures into the DLQ, a job reporting progress, a
+ * recurring job, operator actions), and photographs each panel in the system's Chromium.
+ * CHOKAQ_CHROMIUM overrides the browser's path (default /usr/bin/chromium).
+ */
+import 'reflect-metadata';
+import { Injectable, Logger, Module } from '@nestjs/common';
+import { NestFactory } from '@nestjs/core';
+import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { chromium } from 'playwright-core';
+import {
+  ChokaQAdmin,
+  ChokaQModule,
+  JobClient,
+  JobContext,
+  JobHandler,
+  RecurringJob,
+} from '../libs/chokaq/src';
+import { ChokaQDeckModule } from '../libs/chokaq/src/deck';
+
+const OUT = resolve(__dirname, '..', 'docs', 'deck');
+const PANELS: Array<[string, string]> = [
+  ['overview', 'Overview'],
+  ['queues', 'Queues'],
+  ['live', 'Live jobs'],
+  ['jobs', 'Job inspector'],
+  ['dlq', 'DLQ'],
+  ['archive', 'Archive'],
+  ['errors', 'Top errors'],
+  ['recurring', 'Recurring'],
+  ['workers', 'Workers'],
+  ['audit', 'Audit log'],
+];
+
+let release!: () => void;
+const held = new Promise<void>((r) => (release = r));
+
+@Injectable()
+class DemoHandlers {
+  @RecurringJob('emails.digest-hourly', '0 * * * *', { payload: { list: 'weekly' } })
+  @JobHandler('emails', { type: 'digest.v1' })
+  async digest(): Promise<void> {}
+
+  @JobHandler('emails', { type: 'welcome.v1' })
+  async welcome(payload: { to: string }, ctx: JobContext): Promise<void> {
+    if (payload.to.endsWith('.invalid') && ctx.attempt === 1) {
+      throw new Error(`SMTP 451 for ${payload.to}: try again later`);
+    }
+  }
+
+  @JobHandler('billing', { type: 'charge.v2' })
+  async charge(payload: { invoice: number; cents: number }): Promise<void> {
+    if (payload.invoice % 3 === 0) {
+      throw new Error(
+        `Card declined for invoice ${payload.invoice} (code 5${payload.invoice % 7})`,
+      );
+    }
+    if (payload.invoice % 5 === 0)
+      throw new Error(`Timeout talking to the payment API after 3000 ms`);
+  }
+
+  @JobHandler('reports', { type: 'render.v1', timeoutMs: 600_000 })
+  async render(_payload: unknown, ctx: JobContext): Promise<void> {
+    await ctx.reportProgress(64, 'page 16 of 25');
+    await held;
+  }
+}
+
+async function main(): Promise<void> {
+  const dir = mkdtempSync(join(tmpdir(), 'chokaq-deck-shots-'));
+  @Module({
+    imports: [
+      ChokaQModule.forRoot({
+        storage: { type: 'sqlite', database: join(dir, 'demo.db') },
+        retry: { maxAttempts: 2, baseDelayMs: 50, jitterMs: 0 },
+        worker: { pollIntervalMs: 50, concurrency: 4 },
+        circuitBreaker: { failureThreshold: 1_000 },
+      }),
+      ChokaQDeckModule.forRoot({ path: 'chokaq', allowAnonymous: true, refreshMs: 500 }),
+    ],
+    providers: [DemoHandlers],
+  })
+  class DemoModule {}
+
+  const app = await NestFactory.create(DemoModule, { logger: ['error'] });
+  await app.listen(0, '127.0.0.1');
+  const { port } = app.getHttpServer().address() as { port: number };
+  const url = `http://127.0.0.1:${port}/chokaq`;
+  const jobs = app.get(JobClient);
+  const admin = app.get(ChokaQAdmin);
+
+  for (let i = 1; i <= 24; i++) {
+    await jobs.enqueue(
+      'emails',
+      { to: i % 8 === 0 ? `user${i}@mail.invalid` : `user${i}@example.com` },
+      { type: 'welcome.v1' },
+    );
+    await jobs.enqueue(
+      'billing',
+      { invoice: 1000 + i, cents: 1999 + i },
+      { type: 'charge.v2', tags: ['eu'] },
+    );
+  }
+  await jobs.enqueue('reports', { month: '2026-11' }, { type: 'render.v1' });
+  await admin.pauseQueue('exports', 'ops@example.com');
+  for (let i = 0; i < 5; i++) await jobs.enqueue('exports', { table: `t${i}` }, { type: 'csv.v1' });
+  await admin.setMaxWorkers('billing', 2, 'ops@example.com');
+  const deadline = Date.now() + 30_000;
+  while ((await admin.getSummary()).dlq < 10 && Date.now() < deadline) {
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  const failed = (await admin.listDlq({ limit: 1 })).items[0];
+
+  mkdirSync(OUT, { recursive: true });
+  const browser = await chromium.launch({
+    executablePath: process.env.CHOKAQ_CHROMIUM ?? '/usr/bin/chromium',
+    args: ['--no-sandbox', '--disable-dev-shm-usage'],
+  });
+  try {
+    const page = await browser.newPage({ viewport: { width: 1280, height: 800 } });
+    for (const [id, title] of PANELS) {
+      const hash = id === 'jobs' && failed ? `#/jobs/${failed.id}` : `#/${id}`;
+      await page.goto(`${url}${hash}`);
+      await page.getByRole('heading', { level: 1, name: title }).waitFor();
+      await page.getByRole('status').filter({ hasText: 'Live' }).waitFor();
+      if (id === 'overview') await page.locator('.chart canvas').first().waitFor();
+      if (id === 'dlq') {
+        await page.getByRole('button', { name: 'Preview resurrect' }).click();
+        await page.locator('[data-preview="counts"]').waitFor();
+      }
+      // The stream keeps the network busy: wait for the panel's own reads instead.
+      await page.waitForFunction(() => {
+        const text = document.querySelector('main.panel')?.textContent ?? '';
+        return !text.includes('Loading') && !text.includes('Waiting for the first snapshot');
+      });
+      await page.screenshot({ path: join(OUT, `${id}.png`), fullPage: false });
+      Logger.log(`docs/deck/${id}.png`, 'Screenshots');
+    }
+  } finally {
+    await browser.close();
+    release();
+    await app.close();
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+main().catch((error: unknown) => {
+  process.stderr.write(`${error instanceof Error ? error.stack : String(error)}\n`);
+  process.exit(1);
+});
