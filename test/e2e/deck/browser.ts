@@ -7,6 +7,7 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Browser, BrowserContext, Page, chromium } from 'playwright-core';
+import { BEARER_TOKEN } from './deck-app';
 
 export const CHROMIUM = process.env.CHOKAQ_CHROMIUM ?? '/usr/bin/chromium';
 
@@ -17,6 +18,26 @@ export function browserAvailable(): boolean {
 
 export const describeBrowser = (title: string, body: () => void): void =>
   (browserAvailable() ? describe : describe.skip)(title, body);
+
+/** One Chromium for the tests of the enclosing block: launched before them, closed after. */
+export function sharedBrowser(): () => Browser {
+  let browser: Browser | undefined;
+  beforeAll(async () => {
+    browser = await launchBrowser();
+  });
+  afterAll(async () => {
+    await browser?.close();
+  });
+  return () => browser!;
+}
+
+/** Signs in to a bearer-token Deck (the test app's token) and waits for the live badge. */
+export async function signIn(page: Page, url: string): Promise<void> {
+  await page.goto(url);
+  await page.getByLabel('Token').fill(BEARER_TOKEN);
+  await page.getByRole('button', { name: 'Sign in' }).click();
+  await page.getByRole('status').filter({ hasText: 'Live' }).waitFor();
+}
 
 export function launchBrowser(): Promise<Browser> {
   return chromium.launch({

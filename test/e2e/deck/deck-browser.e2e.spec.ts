@@ -8,13 +8,20 @@
 import { execFile } from 'node:child_process';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import type { Browser, Page } from 'playwright-core';
+import type { Page } from 'playwright-core';
 import { JobStatus } from '../../../libs/chokaq/src';
 import { describeEachDialect } from '../../support/test-database';
 import { waitFor } from '../../support/wait-for';
 import { e2eDatabase } from '../support/e2e-app';
-import { BEARER_TOKEN, DeckApp, SESSION_COOKIE, startDeckApp } from './deck-app';
-import { PageProblems, axeViolations, describeBrowser, launchBrowser, openPage } from './browser';
+import { DeckApp, SESSION_COOKIE, startDeckApp } from './deck-app';
+import {
+  PageProblems,
+  axeViolations,
+  describeBrowser,
+  openPage,
+  sharedBrowser,
+  signIn,
+} from './browser';
 
 const PANELS = [
   'Overview',
@@ -31,13 +38,6 @@ const PANELS = [
 
 const HOSTILE = `<script>alert('script')</script><img src=x onerror="alert('img')"><a href="javascript:alert('link')">click</a>`;
 
-async function signIn(page: Page, url: string): Promise<void> {
-  await page.goto(url);
-  await page.getByLabel('Token').fill(BEARER_TOKEN);
-  await page.getByRole('button', { name: 'Sign in' }).click();
-  await page.getByRole('status').filter({ hasText: 'Live' }).waitFor();
-}
-
 async function panel(page: Page, title: string): Promise<void> {
   await page.getByRole('navigation', { name: 'Panels' }).getByRole('link', { name: title }).click();
   await page.getByRole('heading', { level: 1, name: title }).waitFor();
@@ -48,13 +48,7 @@ function expectClean(problems: PageProblems): void {
 }
 
 describeBrowser('The Deck in a browser', () => {
-  let browser: Browser;
-  beforeAll(async () => {
-    browser = await launchBrowser();
-  });
-  afterAll(async () => {
-    await browser?.close();
-  });
+  const browser = sharedBrowser();
 
   describeEachDialect(
     'with a bearer-token app',
@@ -66,7 +60,7 @@ describeBrowser('The Deck in a browser', () => {
 
       beforeAll(async () => {
         deck = await startDeckApp({ db, worker: true });
-        ({ page, problems } = await openPage(browser));
+        ({ page, problems } = await openPage(browser()));
         await signIn(page, deck.url);
       });
       afterAll(async () => {
@@ -204,7 +198,7 @@ describeBrowser('The Deck in a browser', () => {
       const deck = await startDeckApp({ db, auth: 'cookie' });
       apps.push(deck);
       const [name, value] = SESSION_COOKIE.split('=');
-      const { page, problems } = await openPage(browser, {
+      const { page, problems } = await openPage(browser(), {
         cookie: { url: deck.url, name, value },
       });
       try {
@@ -222,7 +216,7 @@ describeBrowser('The Deck in a browser', () => {
       const deck = await startDeckApp({ db, deck: { readOnly: true } });
       apps.push(deck);
       await deck.admin.pauseQueue('deck', 'test');
-      const { page, problems } = await openPage(browser);
+      const { page, problems } = await openPage(browser());
       try {
         await signIn(page, deck.url);
         await page.getByText('Read-only').waitFor();

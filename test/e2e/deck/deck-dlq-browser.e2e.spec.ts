@@ -4,22 +4,16 @@
  * right, a typed confirmation, bulk resurrect and purge reaching the database with their audit
  * rows, and an edited payload that the retried job runs with.
  */
-import type { Browser, Page } from 'playwright-core';
+import type { Page } from 'playwright-core';
 import { JobStatus } from '../../../libs/chokaq/src';
 import { describeEachDialect } from '../../support/test-database';
 import { waitFor } from '../../support/wait-for';
 import { e2eDatabase } from '../support/e2e-app';
-import { BEARER_TOKEN, DeckApp, startDeckApp } from './deck-app';
-import { PageProblems, describeBrowser, launchBrowser, openPage } from './browser';
+import { DeckApp, startDeckApp } from './deck-app';
+import { PageProblems, describeBrowser, openPage, sharedBrowser, signIn } from './browser';
 
 describeBrowser('The Deck: DLQ and job inspector in a browser', () => {
-  let browser: Browser;
-  beforeAll(async () => {
-    browser = await launchBrowser();
-  });
-  afterAll(async () => {
-    await browser?.close();
-  });
+  const browser = sharedBrowser();
 
   describeEachDialect(
     'bulk actions and edits',
@@ -48,11 +42,8 @@ describeBrowser('The Deck: DLQ and job inspector in a browser', () => {
           'five jobs in the DLQ',
           async () => (await deck.admin.listDlq()).items.length === 5,
         );
-        ({ page, problems } = await openPage(browser));
-        await page.goto(deck.url);
-        await page.getByLabel('Token').fill(BEARER_TOKEN);
-        await page.getByRole('button', { name: 'Sign in' }).click();
-        await page.getByRole('status').filter({ hasText: 'Live' }).waitFor();
+        ({ page, problems } = await openPage(browser()));
+        await signIn(page, deck.url);
       });
       afterAll(async () => {
         await page?.context().close();

@@ -3,7 +3,7 @@
 import { html, useState } from './vendor/preact-htm.js';
 import { get, send } from './api.js';
 import { ago, bytes, ms, reason, status, time } from './format.js';
-import { Empty, ErrorNote, Notice, useLoad } from './ui.js';
+import { Empty, ErrorNote, Outcome, useAction, useLoad } from './ui.js';
 import { navigate } from './router.js';
 
 export function JobInspector({ route, config }) {
@@ -30,27 +30,13 @@ function FindJob() {
 
 function Job({ id, readOnly }) {
   const { data, error, reload } = useLoad(() => get(`jobs/${encodeURIComponent(id)}`), id);
-  const [note, setNote] = useState(null);
-  const [actionError, setActionError] = useState(null);
+  const action = useAction(() => reload());
   if (error && !data) return html`<${ErrorNote} error=${error} />`;
   if (!data) return html`<p class="muted">Loading…</p>`;
   const { job, audit } = data;
 
-  const act = async (label, call) => {
-    setActionError(null);
-    try {
-      await call();
-      setNote(label);
-      reload();
-    } catch (e) {
-      setNote(null);
-      setActionError(e);
-    }
-  };
-
   return html`<article class="job" aria-label=${`Job ${job.id}`}>
-    <${Notice} text=${note} />
-    <${ErrorNote} error=${actionError} />
+    <${Outcome} action=${action} />
     <dl class="fields">
       <div>
         <dt>Id</dt>
@@ -131,7 +117,7 @@ function Job({ id, readOnly }) {
       html`<h2>Error</h2>
         <pre class="error-text" data-field="error">${job.errorDetails || job.lastError}</pre>`
     }
-    ${!readOnly && html`<${Actions} job=${job} act=${act} />`}
+    ${!readOnly && html`<${Actions} job=${job} act=${action.act} />`}
     <h2>Audit</h2>
     ${
       audit.length === 0

@@ -1,7 +1,7 @@
 // Live jobs (the hot table, refreshed with every snapshot) and the Archive (keyset pages).
 import { html, useState } from './vendor/preact-htm.js';
 import { get, send } from './api.js';
-import { FilterForm, JobTable, Pager, useLoad, ErrorNote, Notice } from './ui.js';
+import { ErrorNote, FilterForm, JobTable, Outcome, Pager, useAction, useLoad } from './ui.js';
 import { navigate } from './router.js';
 
 /** A filtered, paged list of one pillar; the filter lives in the URL. */
@@ -27,24 +27,17 @@ export function JobList({ route, panel, path, pillar, refreshKey, kind, onCancel
 }
 
 export function LiveJobs({ route, snapshot, config }) {
-  const [note, setNote] = useState(null);
-  const [error, setError] = useState(null);
-  const cancel = async (id) => {
-    setError(null);
-    try {
-      const r = await send('POST', `jobs/${encodeURIComponent(id)}/cancel`);
-      setNote(
+  const action = useAction();
+  const cancel = (id) =>
+    action.act(
+      (r) =>
         r.cancelled.length
           ? `Cancelled ${id}`
           : r.cancelRequested.length
             ? `Asked ${id} to stop`
             : `${id} was no longer active`,
-      );
-    } catch (err) {
-      setNote(null);
-      setError(err);
-    }
-  };
+      () => send('POST', `jobs/${encodeURIComponent(id)}/cancel`),
+    );
   return html`<${JobList}
     route=${route}
     panel="live"
@@ -54,8 +47,7 @@ export function LiveJobs({ route, snapshot, config }) {
     refreshKey=${snapshot && snapshot.at}
     onCancel=${config.readOnly ? undefined : cancel}
   >
-    <${Notice} text=${note} />
-    <${ErrorNote} error=${error} />
+    <${Outcome} action=${action} />
   <//>`;
 }
 

@@ -2,31 +2,18 @@
 import { html, useState } from './vendor/preact-htm.js';
 import { send } from './api.js';
 import { ms, num } from './format.js';
-import { Empty, ErrorNote, Notice } from './ui.js';
+import { Empty, Outcome, useAction } from './ui.js';
 import { href } from './router.js';
 
 export function Queues({ config, snapshot }) {
   const [showHidden, setShowHidden] = useState(false);
-  const [note, setNote] = useState(null);
-  const [error, setError] = useState(null);
+  const action = useAction();
   if (!snapshot) return html`<p class="muted">Waiting for the first snapshot…</p>`;
   const queues = snapshot.queues.filter((q) => showHidden || q.isActive);
   const hidden = snapshot.queues.length - snapshot.queues.filter((q) => q.isActive).length;
 
-  const act = async (label, call) => {
-    setError(null);
-    try {
-      await call();
-      setNote(label);
-    } catch (e) {
-      setNote(null);
-      setError(e);
-    }
-  };
-
   return html`<section>
-    <${Notice} text=${note} />
-    <${ErrorNote} error=${error} />
+    <${Outcome} action=${action} />
     ${
       hidden > 0 &&
       html`<label class="toggle"
@@ -40,7 +27,7 @@ export function Queues({ config, snapshot }) {
     }
     ${queues.length === 0 && html`<${Empty} text="No queues yet: they appear with their first job." />`}
     <div class="cards">
-      ${queues.map((q) => html`<${QueueCard} key=${q.name} queue=${q} readOnly=${config.readOnly} act=${act} />`)}
+      ${queues.map((q) => html`<${QueueCard} key=${q.name} queue=${q} readOnly=${config.readOnly} act=${action.act} />`)}
     </div>
   </section>`;
 }

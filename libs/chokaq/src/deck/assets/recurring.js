@@ -2,31 +2,19 @@
 import { html, useState } from './vendor/preact-htm.js';
 import { get, send } from './api.js';
 import { status, time } from './format.js';
-import { Empty, ErrorNote, Notice, useLoad } from './ui.js';
+import { Empty, ErrorNote, Outcome, useAction, useLoad } from './ui.js';
 import { href } from './router.js';
 
 export function Recurring({ config, snapshot }) {
   const [round, setRound] = useState(0);
-  const [note, setNote] = useState(null);
-  const [actionError, setActionError] = useState(null);
+  const action = useAction(() => setRound((r) => r + 1));
+  const act = action.act;
   const refresh = snapshot ? Math.floor(new Date(snapshot.at).getTime() / 10_000) : 0;
   const { data, error } = useLoad(() => get('recurring'), `${refresh}|${round}`);
-  const act = async (label, call) => {
-    setActionError(null);
-    try {
-      await call();
-      setNote(label);
-      setRound((r) => r + 1);
-    } catch (e) {
-      setNote(null);
-      setActionError(e);
-    }
-  };
   if (error && !data) return html`<${ErrorNote} error=${error} />`;
   if (!data) return html`<p class="muted">Loading…</p>`;
   if (data.length === 0) return html`<${Empty} text="No recurring jobs." />`;
-  return html`<${Notice} text=${note} />
-    <${ErrorNote} error=${actionError} />
+  return html`<${Outcome} action=${action} />
     <table class="recurring">
       <thead>
         <tr>

@@ -36,6 +36,30 @@ export function ErrorNote({ error }) {
   </div>`;
 }
 
+/**
+ * An operator action and its outcome: `act(label, call)` runs `call`, then shows `label` (text, or
+ * a function of the result) or the error, and runs `then` after a success.
+ */
+export function useAction(then) {
+  const [outcome, setOutcome] = useState({ note: null, error: null });
+  const act = async (label, call) => {
+    setOutcome({ note: null, error: null });
+    try {
+      const result = await call();
+      setOutcome({ note: typeof label === 'function' ? label(result) : label, error: null });
+      if (then) then(result);
+    } catch (error) {
+      setOutcome({ note: null, error });
+    }
+  };
+  return { ...outcome, act };
+}
+
+/** What the last action of a {@link useAction} said. */
+export function Outcome({ action }) {
+  return html`<${Notice} text=${action.note} /><${ErrorNote} error=${action.error} />`;
+}
+
 export function Notice({ text }) {
   return text ? html`<div class="note ok" role="status">${text}</div>` : null;
 }
