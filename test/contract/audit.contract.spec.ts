@@ -7,7 +7,7 @@ import { canonicalFilter } from '../../libs/chokaq/src/validation/validate-audit
 import { WorkerRegistry } from '../../libs/chokaq/src/worker.registry';
 import { testOptions } from '../runtime/support/options';
 import { TestDatabase, describeEachDialect } from '../support/test-database';
-import { backdate, expectRejects, uniqueQueue } from './helpers';
+import { backdate, expectRejects, expectValidationError, uniqueQueue } from './helpers';
 
 /**
  * The audit log and the confirmation of bulk actions (issue "operator core", step 3): every
@@ -191,6 +191,77 @@ describeEachDialect('storage contract: audit log and confirmed bulk actions', (f
         ChokaQValidationError,
       );
     }
+  });
+
+  it("getAuditLog by target: a job's entries are those naming that job alone, newest first, matched exactly", async () => {
+    const [id, other] = await dead(2);
+    await admin.resurrect(id, undefined, 'alice');
+    await admin.cancel(id, 'bob');
+    await admin.resurrectMany([id], 'carol');
+    // Several ids: the target is "2 ids" (the ids are in the details), so neither id finds it.
+    await admin.purgeDlq([other, id], 'dan');
+    // The same id twice is one id.
+    await admin.cancel([id, id], 'erin');
+    await admin.purgeDlq([id], 'frank');
+    const { items, nextCursor } = await admin.getAuditLog({ target: id });
+    expect(nextCursor).toBeNull();
+    expect(items.map((e) => [e.action, e.actor, e.target])).toEqual([
+      ['dlq.purge', 'frank', id],
+      ['job.cancel', 'erin', id],
+      ['dlq.resurrect-many', 'carol', id],
+      ['job.cancel', 'bob', id],
+      ['dlq.resurrect', 'alice', id],
+    ]);
+    const bulk = (await admin.getAuditLog({ actor: 'dan' })).items[0];
+    expect(bulk).toMatchObject({ action: 'dlq.purge', target: '2 ids' });
+    expect(bulk.details?.ids).toEqual([other, id]);
+    expect((await admin.getAuditLog({ target: other })).items).toEqual([]);
+
+    // Exactly the target: not a prefix of it, and combined with the other filters.
+    expect((await admin.getAuditLog({ target: id.slice(0, 8) })).items).toEqual([]);
+    expect((await admin.getAuditLog({ target: `${id} ` })).items).toEqual([]);
+    const cancels = await admin.getAuditLog({ target: id, action: 'job.cancel' });
+    expect(cancels.items.map((e) => e.actor)).toEqual(['erin', 'bob']);
+    // Keyset pages of one target walk its entries once each, in the same order.
+    const seen: string[] = [];
+    let page = await admin.getAuditLog({ target: id, limit: 2 });
+    seen.push(...page.items.map((e) => e.id));
+    while (page.nextCursor) {
+      page = await admin.getAuditLog({ target: id, limit: 2, cursor: page.nextCursor });
+      seen.push(...page.items.map((e) => e.id));
+    }
+    expect(seen).toEqual(items.map((e) => e.id));
+  });
+
+  it('getAuditLog by target: targets longer than the indexed prefix compare whole; queues and recurring jobs are targets too', async () => {
+    const queue = uniqueQueue('long');
+    // Two filters whose canonical JSON shares its first 300 characters and differs after.
+    const base = { queue, search: 's'.repeat(200), type: 't'.repeat(150) };
+    const first = { ...base, type: `${base.type}1` };
+    const second = { ...base, type: `${base.type}2` };
+    expect(canonicalFilter(first).length).toBeGreaterThan(300);
+    for (const filter of [first, second, first]) {
+      await db.storage.purgeDlqByFilter(filter, 10, { action: 'dlq.purge-by-filter', actor: 'x' });
+    }
+    const found = await admin.getAuditLog({ target: canonicalFilter(first) });
+    expect(found.items.map((e) => e.target)).toEqual([
+      canonicalFilter(first),
+      canonicalFilter(first),
+    ]);
+    expect((await admin.getAuditLog({ target: canonicalFilter(second) })).items).toHaveLength(1);
+
+    await admin.pauseQueue(queue, 'ops');
+    expect((await admin.getAuditLog({ target: queue })).items.map((e) => e.action)).toEqual([
+      'queue.pause',
+    ]);
+  });
+
+  it('getAuditLog refuses a target that is not 1–4,000 characters without NUL', async () => {
+    for (const target of ['', 'a\u0000b', 'x'.repeat(4_001), 42, null]) {
+      await expectValidationError(admin.getAuditLog({ target: target as never }), 'target');
+    }
+    // The longest target is accepted.
+    expect((await admin.getAuditLog({ target: 'x'.repeat(4_000) })).items).toEqual([]);
   });
 
   describe('bulk actions by filter need the token of a preview', () => {

@@ -370,6 +370,94 @@ describeEachDialect('storage contract: dashboard reads', (fixture) => {
     });
   });
 
+  it('getQueueOutcomes: succeeded, failed, cancelled and retried per queue over the window, every queue listed', async () => {
+    const queue = uniqueQueue('outcomes');
+    const idle = uniqueQueue('outcomes.idle');
+    await db.storage.enqueue({ queue: idle });
+    for (const durationMs of [10, 20]) {
+      const lease = await startJob(db.storage, queue);
+      await db.storage.archiveSucceeded([{ ...lease, durationMs }]);
+    }
+    await db.storage.moveToDlq(await startJob(db.storage, queue), {
+      reason: FailureReason.MaxRetriesExceeded,
+      error: 'x',
+    });
+    const zombie = await startJob(db.storage, queue);
+    await db.storage.moveToDlq({ id: zombie.id }, { reason: FailureReason.Zombie, error: 'z' });
+    const retry = await startJob(db.storage, queue);
+    expect(await db.storage.rescheduleForRetry(retry, HOUR, 'Error: again')).toBe(1);
+    const { id } = await db.storage.enqueue({ queue, delayMs: HOUR });
+    await db.storage.cancel([id]);
+
+    const before = (await db.storage.now()).getTime();
+    const all = await db.storage.getQueueOutcomes();
+    const after = (await db.storage.now()).getTime();
+    const mine = all.find((o) => o.queue === queue)!;
+    expect(mine).toEqual({
+      queue,
+      minutes: 5,
+      fromUtc: expect.any(Date),
+      succeeded: 2,
+      // A zombie is a failure too; a cancellation is not.
+      failed: 2,
+      cancelled: 1,
+      retried: 1,
+    });
+    // The window starts 5 whole minutes before the current one (database clock).
+    const minuteOf = (ms: number) => Math.floor(ms / MINUTE) * MINUTE;
+    expect([minuteOf(before) - 5 * MINUTE, minuteOf(after) - 5 * MINUTE]).toContain(
+      mine.fromUtc.getTime(),
+    );
+    expect(all.find((o) => o.queue === idle)).toMatchObject({
+      succeeded: 0,
+      failed: 0,
+      cancelled: 0,
+      retried: 0,
+    });
+    // One row per queue of the Queues table, in one read.
+    const names = (await db.storage.getQueues()).map((q) => q.name).sort();
+    expect(all.map((o) => o.queue).sort()).toEqual(names);
+    expect(new Set(all.map((o) => o.fromUtc.getTime())).size).toBe(1);
+  });
+
+  it('getQueueOutcomes: a bucket counts while it is in the window (minutes 1–1,440, default 5)', async () => {
+    const queue = uniqueQueue('outcomes.window');
+    const lease = await startJob(db.storage, queue);
+    await db.storage.archiveSucceeded([{ ...lease, durationMs: 1 }]);
+    // The queue's buckets, ten minutes older (the database clock cannot move; rows can).
+    const bucket = db.column('bucket_utc');
+    const older =
+      db.dialect === 'sqlite'
+        ? `${bucket} = ${bucket} - ${10 * MINUTE}`
+        : db.dialect === 'postgres'
+          ? `${bucket} = ${bucket} - interval '10 minutes'`
+          : `${bucket} = DATEADD(MINUTE, -10, ${bucket})`;
+    await db.sql(
+      `UPDATE ${db.table('buckets')} SET ${older} WHERE ${db.column('queue')} = ${db.param(1)}`,
+      [queue],
+    );
+    const [row] = await db.sql<Record<string, unknown>>(
+      `SELECT ${bucket} AS at FROM ${db.table('buckets')} WHERE ${db.column('queue')} = ${db.param(1)} AND ${db.column('outcome')} = 0`,
+      [queue],
+    );
+    const at = new Date(row.at as Date | number).getTime();
+    for (const minutes of [1, 5, 9, 10, 11, 15, 1_440]) {
+      const mine = (await db.storage.getQueueOutcomes({ minutes })).find((o) => o.queue === queue)!;
+      expect(mine.minutes).toBe(minutes);
+      // In the window exactly when the bucket starts at or after the window's start.
+      expect([minutes, mine.succeeded]).toEqual([minutes, at >= mine.fromUtc.getTime() ? 1 : 0]);
+      if (minutes <= 9) expect(mine.succeeded).toBe(0);
+      if (minutes >= 11) expect(mine.succeeded).toBe(1);
+    }
+    for (const minutes of [0, 1_441, 2.5, '5', -1]) {
+      await expectValidationError(
+        db.storage.getQueueOutcomes({ minutes: minutes as number }),
+        'query.minutes',
+      );
+    }
+    await expectValidationError(db.storage.getQueueOutcomes('5' as never), 'query');
+  });
+
   it('getQueueHealth: the age of the oldest due pending job is live, from the hot table', async () => {
     const queue = uniqueQueue('oldest');
     const ids = (

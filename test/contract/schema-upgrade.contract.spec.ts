@@ -99,6 +99,8 @@ describeEachDialect(
     const LISTS_VERSION = { sqlite: 4, postgres: 5 }[dialect as 'sqlite' | 'postgres'];
     const DASHBOARD_VERSION = { sqlite: 5, postgres: 6 }[dialect as 'sqlite' | 'postgres'];
     const AUDIT_VERSION = { sqlite: 6, postgres: 7 }[dialect as 'sqlite' | 'postgres'];
+    /** The versions that index the audit log by target (a job's entries). */
+    const AUDIT_TARGET_VERSION = { sqlite: 7, postgres: 9 }[dialect as 'sqlite' | 'postgres'];
     /**
      * PostgreSQL's version that rebuilt the claim's index with the due time's columns included
      * (index-only queue health). SQLite reads the due expression from its index entries as it is.
@@ -439,6 +441,47 @@ describeEachDialect(
         ['queue.pause', queue, 1],
       ]);
       expect(await old.getJob(c.leases[0].id)).toMatchObject({ pillar: 'archive' });
+    });
+
+    it("the audit log's target index on a database of the previous version: entries from before are found by target, storages opened before keep recording", async () => {
+      await createPreviousVersion(AUDIT_TARGET_VERSION);
+      const old = await db.openStorage({ autoCreateSchema: false });
+      const queue = uniqueQueue('upgrade.target');
+      const [a, b] = (await old.enqueueMany([{ queue }, { queue }])).map((r) => r.id);
+      // Before the migration: recorded, and found by target without the index.
+      await old.cancel([a], 'ops', { action: 'job.cancel', actor: 'ops' });
+      expect((await old.getAuditLog({ target: a })).items.map((e) => e.action)).toEqual([
+        'job.cancel',
+      ]);
+
+      const fresh = await db.openStorage();
+      const index =
+        dialect === 'sqlite'
+          ? await db.sql<{ sql: string }>(`SELECT sql FROM sqlite_master WHERE name = ?`, [
+              `${db.schema}audit_log_target_ix`,
+            ])
+          : await db.sql<{ sql: string }>(
+              `SELECT indexdef AS sql FROM pg_indexes WHERE schemaname = $1 AND indexname = 'ix_audit_log_target'`,
+              [db.schema],
+            );
+      expect(index).toEqual([
+        {
+          sql:
+            dialect === 'sqlite'
+              ? expect.stringMatching(/\(target, at_utc, id\)$/)
+              : expect.stringMatching(
+                  /\("left"\(\(target\)::text, 255\), at_utc, id COLLATE "C"\)$/,
+                ),
+        },
+      ]);
+      // The storage opened before the migration keeps recording, and both read by target.
+      await old.cancel([b], 'ops', { action: 'job.cancel', actor: 'ops' });
+      await fresh.resurrectMany([a], 'ops', { action: 'dlq.resurrect-many', actor: 'ops' });
+      expect((await fresh.getAuditLog({ target: a })).items.map((e) => e.action)).toEqual([
+        'dlq.resurrect-many',
+        'job.cancel',
+      ]);
+      expect((await old.getAuditLog({ target: b })).items.map((e) => e.target)).toEqual([b]);
     });
 
     (HEALTH_INDEX_VERSION === undefined ? it.skip : it)(

@@ -439,6 +439,32 @@ const SCENARIOS: readonly Scenario[] = [
     },
   },
   {
+    // Each queue's recent outcomes in one statement: the buckets of the window summed per queue.
+    file: 'queue-outcomes',
+    async run(storage, recorder) {
+      const [lease] = await processing(storage, 'golden.outcomes');
+      await storage.archiveSucceeded([{ ...lease, durationMs: 5 }]);
+      const { result, statements } = await recorder.record(() => storage.getQueueOutcomes());
+      expect(result).toEqual([
+        expect.objectContaining({ queue: 'golden.outcomes', minutes: 5, succeeded: 1, failed: 0 }),
+      ]);
+      return statements;
+    },
+  },
+  {
+    // A job's audit entries: the exact target, through the target index.
+    file: 'audit-log-target',
+    async run(storage, recorder) {
+      const { id } = await storage.enqueue(job('golden.audit'));
+      await storage.cancel([id], 'ops', { action: 'job.cancel', actor: 'ops' });
+      const { result, statements } = await recorder.record(() =>
+        storage.getAuditLog({ target: id, limit: 10 }),
+      );
+      expect(result.items.map((e) => [e.action, e.target])).toEqual([['job.cancel', id]]);
+      return statements;
+    },
+  },
+  {
     file: 'throughput-series',
     async run(storage, recorder) {
       const to = await storage.now();
@@ -524,6 +550,7 @@ const TABLES = [
   'queues',
   'recurring_jobs',
   'workers',
+  'audit_log',
 ];
 
 function defineGoldens(dir: string, open: () => Promise<Harness>): void {

@@ -48,6 +48,8 @@ const PINNED: ReadonlyArray<[file: string, name: string]> = [
   ['throughput-series', 'getThroughputSeries [one queue]'],
   ['top-errors', 'getTopDlqErrors [queue]'],
   ['count-exactly', 'countExactly.dlq [filter queue]'],
+  ['queue-outcomes', 'getQueueOutcomes [5 minutes]'],
+  ['audit-log-target', 'getAuditLog [target from a cursor]'],
 ];
 
 /** Parameters as TypeORM hands them to mssql: position, declared type, value. */

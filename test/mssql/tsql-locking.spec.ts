@@ -45,6 +45,7 @@ describe('SQL Server lock hints and isolation', () => {
     expect([...telemetry].sort()).toEqual(
       [
         'getQueueHealth',
+        'getQueueOutcomes',
         'getQueueStats',
         'getSummary',
         'getThroughput',
@@ -188,7 +189,7 @@ describe('SQL Server lock hints and isolation', () => {
 
   it('version 7: the AuditLog and Settings tables, created where missing, and the audit index', () => {
     const ddl = mssqlSchemaDdl('chokaq');
-    expect(MSSQL_SCHEMA_VERSION).toBe(7);
+    expect(MSSQL_SCHEMA_VERSION).toBeGreaterThanOrEqual(7);
     for (const table of ['AuditLog', 'Settings']) {
       expect(ddl).toContain(`IF OBJECT_ID(N'[chokaq].[${table}]', N'U') IS NULL`);
     }
@@ -197,6 +198,36 @@ describe('SQL Server lock hints and isolation', () => {
     );
     expect(ddl).toMatch(
       /INSERT INTO \[chokaq\]\.\[SchemaMigrations\] \(Version, Description\) OUTPUT inserted\.Version INTO @Applied \(Version\) VALUES \(7, /,
+    );
+  });
+
+  it("version 8: the audit log's target index keys a computed prefix of Target, added in place and indexed through EXEC", () => {
+    const ddl = mssqlSchemaDdl('chokaq');
+    expect(MSSQL_SCHEMA_VERSION).toBe(8);
+    // Target (up to 8,000 bytes) is no index key: the computed column holds its first 255
+    // characters (510 bytes, within the 1,700-byte key limit).
+    const add =
+      "IF COL_LENGTH(N'[chokaq].[AuditLog]', N'TargetKey') IS NULL\n" +
+      '  ALTER TABLE [chokaq].[AuditLog] ADD TargetKey AS CAST(LEFT(Target, 255) AS nvarchar(255));';
+    const index =
+      "  EXEC(N'CREATE NONCLUSTERED INDEX [IX_AuditLog_Target] ON [chokaq].[AuditLog] (TargetKey, AtUtc, Id);');";
+    expect(ddl).toContain(add);
+    expect(ddl).toContain(index);
+    // The index is built after the column is added, and both before the version is recorded.
+    const recorded = ddl.search(/VALUES \(8, N'audit log index by target'\);/);
+    expect(recorded).toBeGreaterThan(ddl.indexOf(index));
+    expect(ddl.indexOf(index)).toBeGreaterThan(ddl.indexOf(add));
+    // The column is no column of the table's CREATE (a table of version 7 gets it the same way),
+    // and no read selects it: reads name AUDIT_COLUMNS.
+    const create = ddl.indexOf('CREATE TABLE [chokaq].[AuditLog]');
+    expect(ddl.slice(create, ddl.indexOf('END;', create))).not.toContain('TargetKey');
+    for (const e of entries.filter((x) => x.operation === 'getAuditLog')) {
+      expect(e.statement.sql).not.toMatch(/SELECT[^\n]*TargetKey/);
+    }
+    // A read by target seeks the key with the column's own expression, and compares the whole target.
+    const byTarget = one('getAuditLog', 'target').statement.sql;
+    expect(byTarget).toContain(
+      'a.TargetKey = CAST(LEFT(@1, 255) AS nvarchar(255)) AND a.Target = @1',
     );
   });
 

@@ -46,6 +46,7 @@ interface Values {
   host: string;
   version: string;
   json: string;
+  target: string;
 }
 
 const SHORT: Values = {
@@ -71,6 +72,7 @@ const SHORT: Values = {
   host: 'h',
   version: '0',
   json: '{}',
+  target: 'x',
 };
 
 /** The longest values validation accepts (search and tag made of characters LIKE escapes). */
@@ -97,6 +99,7 @@ const LONG: Values = {
   host: 'H'.repeat(255),
   version: 'V'.repeat(100),
   json: `{"queues":["${'q'.repeat(50_000)}"],"types":[]}`,
+  target: 'X'.repeat(4_000),
 };
 
 type Case = [builder: keyof typeof SQL, variant: string, build: (v: Values) => MssqlStatement];
@@ -254,6 +257,7 @@ function cases(): Case[] {
         SQL.getAuditLog(s, {
           actor: v.actor,
           action: 'queue.pause',
+          target: v.target,
           from: new Date(0),
           to: new Date(1),
           limit: 50,
@@ -292,6 +296,7 @@ function cases(): Case[] {
     ['getSummary', '', () => SQL.getSummary(s)],
     ['getQueueStats', '', () => SQL.getQueueStats(s)],
     ['getQueueHealth', '', () => SQL.getQueueHealth(s)],
+    ['getQueueOutcomes', '', () => SQL.getQueueOutcomes(s, 5)],
     ['getThroughput', '', (v) => SQL.getThroughput(s, v.queue)],
     ['getThroughputSeries', 'all queues', (v) => SQL.getThroughputSeries(s, series(v, null))],
     ['getThroughputSeries', 'one queue', (v) => SQL.getThroughputSeries(s, series(v, v.queue))],

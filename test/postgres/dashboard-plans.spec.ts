@@ -37,6 +37,9 @@ const PENDING = 20_000;
 const QUEUES = 20;
 /** Days of one-minute buckets, per queue, for 3 outcomes. */
 const BUCKET_DAYS = 3;
+/** Audit entries, over this many job ids as targets (and a few long filter targets). */
+const AUDIT_ENTRIES = 100_000;
+const AUDIT_TARGETS = 20_000;
 
 /**
  * The dashboard reads on a database of some size, by their PostgreSQL plans (EXPLAIN ANALYZE):
@@ -45,7 +48,8 @@ const BUCKET_DAYS = 3;
  * index, and health reads the buckets through their queue index; a one-queue throughput series
  * reads only that queue's buckets of the range, and every series groups buckets by their own key;
  * the top errors read at most the window's bound, newest first, through the DLQ's failure-time
- * index.
+ * index; the queues' recent outcomes read the window's buckets only; a job's audit entries are
+ * read through the target index (schema version 9), not by a walk of the log.
  */
 describePostgres('PostgreSQL dashboard read plans', () => {
   const db = createTestSchema('postgres', { overrides: { poolSize: 4 } });
@@ -88,11 +92,20 @@ describePostgres('PostgreSQL dashboard read plans', () => {
              CASE WHEN o = 4 THEN 50 ELSE 0 END, CASE WHEN o = 4 THEN 9 ELSE 0 END
       FROM generate_series(0, ${BUCKET_DAYS * 1440 - 1}) m, generate_series(0, ${QUEUES - 1}) q,
            (VALUES (0), (1), (4)) AS v(o)`);
+    // Each job id is the target of 5 entries; every 100th entry is a bulk action by filter, whose
+    // target (a filter's JSON) is longer than the index's key.
+    await db.sql(`
+      INSERT INTO ${t('audit')} (id, at_utc, actor, action, target, rows_affected)
+      SELECT gen_random_uuid()::text, now() - (g || ' s')::interval, 'ops',
+             CASE WHEN g % 100 = 0 THEN 'dlq.purge-by-filter' ELSE 'job.cancel' END,
+             CASE WHEN g % 100 = 0 THEN '{"search":"' || repeat('x', 3000) || (g % 7) || '"}'
+                  ELSE 'job-' || (g % ${AUDIT_TARGETS}) END, 1
+      FROM generate_series(1, ${AUDIT_ENTRIES}) g`);
     client = new Client({ connectionString: PG_URL });
     await client.connect();
     // VACUUM as well: an index-only scan skips the heap only for pages the visibility map marks
     // all-visible, which autovacuum keeps so on a long-lived table (and would, here, later).
-    for (const table of ['archive', 'dlq', 'hot', 'queues', 'buckets'] as const) {
+    for (const table of ['archive', 'dlq', 'hot', 'queues', 'buckets', 'audit'] as const) {
       await client.query(`VACUUM (ANALYZE) ${t(table)}`);
     }
   }, 180_000);
@@ -157,6 +170,63 @@ describePostgres('PostgreSQL dashboard read plans', () => {
     expect(buckets.filter((n) => n['Node Type'] === 'Seq Scan')).toEqual([]);
     // Six minutes of start rows per queue, not three days.
     expect(rowsOf(buckets)).toBeLessThanOrEqual(QUEUES * 6);
+  });
+
+  it("getQueueOutcomes reads the window's buckets only (a range of the primary key), in one statement for every queue", async () => {
+    for (const minutes of [5, 60]) {
+      const plan = await explain(SQL.getQueueOutcomes(s), [minutes]);
+      const buckets = on(plan, 'metric_buckets');
+      expect(buckets.filter((n) => n['Node Type'] === 'Seq Scan')).toEqual([]);
+      // (minutes + 1) one-minute buckets of every queue and seeded outcome (0, 1 and starts, which
+      // the filter drops), not three days of them.
+      const read = buckets.reduce(
+        (sum, n) =>
+          sum +
+          ((n['Actual Rows'] ?? 0) + (n['Rows Removed by Filter'] ?? 0)) * (n['Actual Loops'] ?? 1),
+        0,
+      );
+      expect(read).toBeLessThanOrEqual((minutes + 1) * QUEUES * 3);
+      expect(read).toBeGreaterThanOrEqual(minutes * QUEUES * 2);
+    }
+    const { rows } = await client.query(SQL.getQueueOutcomes(s), [5]);
+    expect(rows).toHaveLength(QUEUES);
+    // One window for every row, starting on a whole minute; outcomes 0 and 1 were seeded 10 per
+    // bucket, so each queue counts 10 per seeded minute from the window's start on (6 minutes, or
+    // 5 when the minute turned since the seed).
+    const from = (rows[0].from_utc as Date).getTime();
+    expect(from % 60_000).toBe(0);
+    expect(rows.every((r) => (r.from_utc as Date).getTime() === from)).toBe(true);
+    const [{ n }] = (
+      await client.query(
+        `SELECT count(DISTINCT bucket_utc) AS n FROM ${s}.metric_buckets WHERE bucket_utc >= $1`,
+        [new Date(from)],
+      )
+    ).rows;
+    expect(Number(n)).toBeGreaterThanOrEqual(5);
+    expect(rows.map((r) => [Number(r.succeeded), Number(r.failed), Number(r.retried)])).toEqual(
+      Array.from({ length: QUEUES }, () => [10 * Number(n), 10 * Number(n), 0]),
+    );
+  });
+
+  it("getAuditLog by target reads that target's entries through its index, not the log", async () => {
+    for (const target of ['job-42', `{"search":"${'x'.repeat(3000)}3"}`]) {
+      const params = [null, null, null, null, null, null, 51, target];
+      const plan = await explain(SQL.getAuditLog(s, true), params);
+      const audit = on(plan, 'audit_log');
+      expect(audit.filter((n) => n['Node Type'] === 'Seq Scan')).toEqual([]);
+      expect(indexes(plan)).toEqual(['ix_audit_log_target']);
+      // The rows read are the target's (for a long target, the entries that share its key's 255
+      // characters), a few of the 100,000: whether the planner then reads the index backwards or
+      // sorts them is its choice by their number.
+      const read = audit.reduce(
+        (sum, n) => sum + (n['Actual Rows'] ?? 0) + (n['Rows Removed by Filter'] ?? 0),
+        0,
+      );
+      expect(read).toBeLessThanOrEqual(AUDIT_ENTRIES / 100);
+      const { rows } = await client.query(SQL.getAuditLog(s, true), params);
+      expect(rows.length).toBeGreaterThan(0);
+      expect(rows.every((r) => r.target === target)).toBe(true);
+    }
   });
 
   it("a one-queue throughput series reads only that queue's buckets of the range", async () => {

@@ -172,6 +172,48 @@ describe('SQLite storage', () => {
       }
     });
 
+    it("a job's audit entries and the queues' recent outcomes read their own range, statistics or not", async () => {
+      const audit = db.table('audit');
+      const buckets = db.table('buckets');
+      // 5,000 audit entries over 1,000 targets; 4 hours of buckets for 20 queues and 4 outcomes.
+      await db.sql(
+        `WITH RECURSIVE g(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM g WHERE n < 5000)
+         INSERT INTO ${audit} (id, at_utc, actor, action, target)
+         SELECT printf('%08d', n), n, 'ops', 'job.cancel', 'job-' || (n % 1000) FROM g`,
+      );
+      await db.sql(
+        `WITH RECURSIVE g(n) AS (SELECT 0 UNION ALL SELECT n + 1 FROM g WHERE n < 240 * 80 - 1)
+         INSERT INTO ${buckets} (bucket_utc, queue, outcome, failure_reason, completed_count)
+         SELECT (n / 80) * 60000, 'q' || (n % 20), (n / 20) % 4, -1, 1 FROM g`,
+      );
+      const sql = jobQueriesStatements(db.schema);
+      const plan = async (statement: string, params: Record<string, unknown>) =>
+        (await db.sql<{ detail: string }>(`EXPLAIN QUERY PLAN ${statement}`, [params])).map(
+          (r) => r.detail,
+        );
+      const page = { at: null, id: null, actor: null, action: null, from: null, to: null };
+      for (const analysed of [false, true]) {
+        if (analysed) await db.sql('ANALYZE');
+        // The target's range of its index, already newest first: no sort, no walk of the log.
+        const byTarget = await plan(sql.getAuditLogByTarget, {
+          ...page,
+          limit: 51,
+          target: 'job-7',
+        });
+        expect(byTarget).toEqual([
+          `SEARCH ${audit} USING INDEX ${db.schema}audit_log_target_ix (target=?)`,
+        ]);
+        // The window's range of the buckets' primary key (bucket_utc first), not a pass over
+        // every bucket in the queue index's order.
+        const reads = (await plan(sql.getQueueOutcomes, { minutes: 5 })).filter((d) =>
+          d.includes(` b `),
+        );
+        expect(reads).toEqual([
+          expect.stringMatching(/^SEARCH b USING INDEX \S+ \(bucket_utc>\?\)$/),
+        ]);
+      }
+    });
+
     it('works on :memory:', async () => {
       const memory = await createJobStorage({ type: 'sqlite', database: ':memory:' });
       try {

@@ -30,6 +30,8 @@ export type StorageContractTypes = [
   api.CountQuery,
   api.ThroughputSeriesQuery,
   api.ThroughputPoint,
+  api.QueueOutcomesQuery,
+  api.QueueOutcomes,
   api.StartLag,
 ];
 

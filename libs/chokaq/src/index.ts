@@ -138,6 +138,8 @@ export type {
   ListQuery,
   Pillar,
   QueueHealth,
+  QueueOutcomes,
+  QueueOutcomesQuery,
   QueueStats,
   StartLag,
   SummaryStats,

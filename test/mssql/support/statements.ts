@@ -333,7 +333,15 @@ export function catalogue(schema = SCHEMA): CatalogueEntry[] {
     'transition',
     SQL.recordAudit(schema, { ...audit, target: null }, 0, null),
   );
-  const page = { actor: null, action: null, from: null, to: null, limit: 50, after: null };
+  const page = {
+    actor: null,
+    action: null,
+    target: null,
+    from: null,
+    to: null,
+    limit: 50,
+    after: null,
+  };
   add('getAuditLog', 'first page', 'read', SQL.getAuditLog(schema, page));
   add(
     'getAuditLog',
@@ -342,9 +350,26 @@ export function catalogue(schema = SCHEMA): CatalogueEntry[] {
     SQL.getAuditLog(schema, {
       actor: 'ops@example.com',
       action: 'queue.pause',
+      target: 'emails',
       from: new Date('2026-11-01T00:00:00Z'),
       to: new Date('2026-12-01T00:00:00Z'),
       limit: 50,
+      after: {
+        at: '2026-11-30T10:00:00.123Z',
+        atMs: Date.parse('2026-11-30T10:00:00.123Z'),
+        id: audit.id,
+      },
+    }),
+  );
+  // A job's entries, as a dashboard's job view reads them: the target alone, then its next page.
+  add('getAuditLog', 'target', 'read', SQL.getAuditLog(schema, { ...page, target: ID }));
+  add(
+    'getAuditLog',
+    'target from a cursor',
+    'read',
+    SQL.getAuditLog(schema, {
+      ...page,
+      target: ID,
       after: {
         at: '2026-11-30T10:00:00.123Z',
         atMs: Date.parse('2026-11-30T10:00:00.123Z'),
@@ -407,6 +432,8 @@ export function catalogue(schema = SCHEMA): CatalogueEntry[] {
   add('getSummary', '', 'telemetry', SQL.getSummary(schema));
   add('getQueueStats', '', 'telemetry', SQL.getQueueStats(schema));
   add('getQueueHealth', '', 'telemetry', SQL.getQueueHealth(schema));
+  add('getQueueOutcomes', '5 minutes', 'telemetry', SQL.getQueueOutcomes(schema, 5));
+  add('getQueueOutcomes', 'a day', 'telemetry', SQL.getQueueOutcomes(schema, 1_440));
   add('getThroughput', 'all queues', 'telemetry', SQL.getThroughput(schema));
   add('getThroughput', 'one queue', 'telemetry', SQL.getThroughput(schema, 'emails'));
   const series: SQL.MssqlSeries = {

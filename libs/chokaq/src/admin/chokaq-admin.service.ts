@@ -26,6 +26,8 @@ import {
   ListPage,
   ListQuery,
   QueueHealth,
+  QueueOutcomes,
+  QueueOutcomesQuery,
   QueueStats,
   SummaryStats,
   ThroughputPoint,
@@ -440,7 +442,14 @@ export class ChokaQAdmin {
   /**
    * A page of the audit log, newest first: one entry per mutation of this class (and per
    * retention run), with its actor, action, target, rows affected and the edit made. Keyset
-   * pagination as the lists ({@link listActive}); filter by actor, action and time.
+   * pagination as the lists ({@link listActive}); filter by actor, action, time and exact
+   * `target` (1–4,000 characters). The entries of one job are `{ target: jobId }`: its id is the
+   * target of a cancel, resurrect or purge of that job alone (an action on several ids has the
+   * target `"<n> ids"`, and a recurring trigger the recurring job's name); an index on the target
+   * keeps that read the cost of its page at any size of the log.
+   *
+   * @example
+   * const { items } = await admin.getAuditLog({ target: jobId, limit: 20 });
    */
   getAuditLog(query: AuditLogQuery = {}): Promise<AuditLogPage> {
     return this.storage.getAuditLog(query);
@@ -465,6 +474,17 @@ export class ChokaQAdmin {
   /** Per-queue lag (the oldest due job's age, live; recent start lag) and saturation. */
   getQueueHealth(): Promise<QueueHealth[]> {
     return this.storage.getQueueHealth();
+  }
+
+  /**
+   * How each queue's runs ended recently: succeeded, failed, cancelled and retried per queue
+   * (every queue, zeros included, by name), over the current minute so far plus `minutes` whole
+   * minutes before it (default 5, 1–1,440), from the metric buckets; `fromUtc` says where the
+   * window starts. One statement for all queues; it reads (minutes + 1) buckets per queue and
+   * outcome, so a card that polls it costs the same at any size of the archive or the DLQ.
+   */
+  getQueueOutcomes(query: QueueOutcomesQuery = {}): Promise<QueueOutcomes[]> {
+    return this.storage.getQueueOutcomes(query);
   }
 
   /** Completions per second over the last minute and the last five. */

@@ -73,6 +73,16 @@ export interface AuditEntry {
 export interface AuditLogQuery {
   actor?: string;
   action?: AuditAction;
+  /**
+   * Entries whose `target` is exactly this string (1–4,000 characters without NUL; on SQL Server
+   * the comparison follows the database collation, as every text comparison there does). A job's
+   * id is the target of `job.cancel`, `dlq.resurrect`, `dlq.resurrect-many` and `dlq.purge` when
+   * the action named that one job: an action on several ids has the target `"<n> ids"` (the ids in
+   * `details.ids`), and is not found by one of them. A recurring job's trigger has the recurring
+   * job's name as target (the enqueued job's id is `details.jobId`). Served by an index on the
+   * target, so it costs the same whatever the log's size.
+   */
+  target?: string;
   /** Entries at or after this instant. */
   from?: Date;
   /** Entries before this instant. */

@@ -255,6 +255,42 @@ export interface QueueHealth {
 }
 
 /**
+ * Arguments of `getQueueOutcomes`. @publicApi
+ */
+export interface QueueOutcomesQuery {
+  /**
+   * How far back the window reaches: the current minute so far plus this many whole minutes before
+   * it (metric buckets are one minute wide), so the window covers at least `minutes` minutes and at
+   * most one more. An integer from 1 to 1,440 (a day); default 5.
+   */
+  minutes?: number;
+}
+
+/**
+ * How the runs of one queue ended over a recent window, from metric buckets (written by the moves
+ * themselves, so exact per bucket until retention removes it). Counts of runs, not of jobs: a job
+ * retried twice and then succeeded counts 2 retried and 1 succeeded. @publicApi
+ */
+export interface QueueOutcomes {
+  queue: string;
+  /** The window's `minutes`, as asked (default 5). */
+  minutes: number;
+  /**
+   * Start of the window (database clock): the start of the current minute minus `minutes`
+   * minutes. The window runs from here to now.
+   */
+  fromUtc: Date;
+  /** Runs archived as succeeded. */
+  succeeded: number;
+  /** Runs that ended in the DLQ for any reason but cancellation (zombies included). */
+  failed: number;
+  /** Jobs cancelled: moved to the DLQ as cancelled, before or while they ran. */
+  cancelled: number;
+  /** Retries: a failed run rescheduled, an open-circuit release, a zombie returned to Pending. */
+  retried: number;
+}
+
+/**
  * Completion rates from metric buckets. Buckets are one minute wide, so "the last minute" is the
  * current minute so far plus the whole previous one (60 to 120 s), and "the last five minutes" the
  * current minute plus the five before it; rates divide by exactly that span. @publicApi

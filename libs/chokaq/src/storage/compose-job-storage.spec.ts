@@ -28,6 +28,7 @@ const READS = [
   'listDlq',
   'getQueueStats',
   'getQueueHealth',
+  'getQueueOutcomes',
   'getThroughput',
   'getThroughputSeries',
   'getTopDlqErrors',

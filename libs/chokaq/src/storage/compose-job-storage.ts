@@ -10,6 +10,7 @@ const QUERY_METHODS = [
   'getSummary',
   'getQueueStats',
   'getQueueHealth',
+  'getQueueOutcomes',
   'getThroughput',
   'getThroughputSeries',
   'getTopDlqErrors',

@@ -8,6 +8,7 @@ import type {
   HistoryFilter,
   JobView,
   ListPage,
+  QueueOutcomes,
   ThroughputPoint,
   ThroughputStats,
 } from '../interfaces/job-view.interface';
@@ -38,7 +39,11 @@ import type {
 import type { CheckedAudit, CheckedAuditQuery } from '../validation/validate-audit';
 import type { ValidatedEdits, ValidatedJob } from '../validation/validate-job';
 import type { ListRequest } from '../validation/validate-list';
-import type { CheckedCountQuery, CheckedSeriesQuery } from '../validation/validate-reads';
+import type {
+  CheckedCountQuery,
+  CheckedOutcomesQuery,
+  CheckedSeriesQuery,
+} from '../validation/validate-reads';
 import type { JobQueries, JobStorage } from './job-storage';
 
 /** One rescue sweep of expired Processing rows, as the edge hands it to a dialect. */
@@ -155,6 +160,7 @@ export interface DialectJobStorage extends Pick<
   listActive(request: Checked<ListRequest<ActiveFilter>>): Promise<ListPage>;
   listArchive(request: Checked<ListRequest<HistoryFilter>>): Promise<ListPage>;
   listDlq(request: Checked<ListRequest<DlqFilter>>): Promise<ListPage>;
+  getQueueOutcomes(query: Checked<CheckedOutcomesQuery>): Promise<QueueOutcomes[]>;
   getThroughput(queue?: string): Promise<ThroughputStats>;
   getThroughputSeries(query: Checked<CheckedSeriesQuery>): Promise<ThroughputPoint[]>;
   getTopDlqErrors(limit: number, filter: Checked<DlqFilter>): Promise<DlqErrorFamily[]>;

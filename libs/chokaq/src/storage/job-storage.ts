@@ -10,6 +10,8 @@ import type {
   ListPage,
   ListQuery,
   QueueHealth,
+  QueueOutcomes,
+  QueueOutcomesQuery,
   QueueStats,
   SummaryStats,
   ThroughputPoint,
@@ -373,6 +375,14 @@ export interface JobQueries {
    */
   getQueueHealth(): Promise<QueueHealth[]>;
 
+  /**
+   * How the runs of every queue (each `Queues` row, zeros included) ended over a recent window:
+   * succeeded, failed, cancelled and retried, from metric buckets. The window is the current
+   * minute so far plus `minutes` whole minutes before it (default 5, at most 1,440). One statement
+   * for all queues, reading (minutes + 1) buckets per queue and outcome. Ordered by queue name.
+   */
+  getQueueOutcomes(query?: QueueOutcomesQuery): Promise<QueueOutcomes[]>;
+
   /** Completions per second over the last minute and the last five (metric buckets). */
   getThroughput(queue?: string): Promise<ThroughputStats>;
 
@@ -409,7 +419,7 @@ export interface JobQueries {
 
   /**
    * A page of the audit log, newest first (keyset pagination on `(AtUtc, Id)`, continued with the
-   * page's `nextCursor`), filtered by actor, action and time.
+   * page's `nextCursor`), filtered by actor, action, exact target and time.
    */
   getAuditLog(query?: AuditLogQuery): Promise<AuditLogPage>;
 }

@@ -15,6 +15,8 @@ import type {
   ListPage,
   ListQuery,
   QueueHealth,
+  QueueOutcomes,
+  QueueOutcomesQuery,
   QueueStats,
   SummaryStats,
   ThroughputPoint,
@@ -88,7 +90,11 @@ import {
   validateNewJob,
   validateNewJobs,
 } from '../validation/validate-job';
-import { assertCountQuery, assertThroughputSeriesQuery } from '../validation/validate-reads';
+import {
+  assertCountQuery,
+  assertQueueOutcomesQuery,
+  assertThroughputSeriesQuery,
+} from '../validation/validate-reads';
 import type { Audit, DialectJobStorage, ZombieSweep } from './dialect-job-storage';
 import type { JobStorage } from './job-storage';
 import type { SqlStorageConfig } from './storage-config';
@@ -446,6 +452,11 @@ export class ValidatedJobStorage implements JobStorage {
   /** @inheritdoc */
   getQueueHealth(): Promise<QueueHealth[]> {
     return this.inner.getQueueHealth();
+  }
+
+  /** @inheritdoc */
+  async getQueueOutcomes(query?: QueueOutcomesQuery): Promise<QueueOutcomes[]> {
+    return this.inner.getQueueOutcomes(checked(assertQueueOutcomesQuery(query)));
   }
 
   /** @inheritdoc */

@@ -119,6 +119,13 @@ export const METRIC_BUCKET_MS = 60_000;
 /** Most points one throughput series may have (a day at one-minute steps is 1,440). */
 export const MAX_SERIES_POINTS = 10_000;
 
+/**
+ * The window of `getQueueOutcomes`, in whole minutes before the current one: 5 by default, at
+ * most a day. It reads (minutes + 1) one-minute buckets per queue and outcome, so a day over 20
+ * queues is about 115,000 bucket rows, the cost of a day's throughput series.
+ */
+export const QUEUE_OUTCOMES_MINUTES = { default: 5, max: 1_440 } as const;
+
 /** Ids a bulk preview returns as a sample. */
 export const PREVIEW_SAMPLE = 20;
 

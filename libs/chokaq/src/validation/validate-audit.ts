@@ -109,6 +109,8 @@ export function canonicalFilter(filter: DlqFilter): string {
 export interface CheckedAuditQuery {
   readonly actor: string | null;
   readonly action: AuditAction | null;
+  /** Entries whose target is exactly this, or null for any. */
+  readonly target: string | null;
   readonly from: Date | null;
   readonly to: Date | null;
   readonly limit: number;
@@ -116,7 +118,7 @@ export interface CheckedAuditQuery {
   readonly after: ListPosition | null;
 }
 
-const QUERY_KEYS = new Set(['actor', 'action', 'from', 'to', 'limit', 'cursor']);
+const QUERY_KEYS = new Set(['actor', 'action', 'target', 'from', 'to', 'limit', 'cursor']);
 
 /** Validates a `getAuditLog` query; one `ChokaQValidationError` names every bad field. */
 export function assertAuditLogQuery(query: AuditLogQuery | undefined): CheckedAuditQuery {
@@ -131,7 +133,7 @@ export function assertAuditLogQuery(query: AuditLogQuery | undefined): CheckedAu
     if (!QUERY_KEYS.has(key)) {
       issues.push({
         path: key,
-        message: 'is not an audit query field (actor, action, from, to, limit, cursor)',
+        message: 'is not an audit query field (actor, action, target, from, to, limit, cursor)',
         value: (q as Record<string, unknown>)[key],
       });
     }
@@ -148,6 +150,21 @@ export function assertAuditLogQuery(query: AuditLogQuery | undefined): CheckedAu
       path: 'action',
       message: `must be one of ${AUDIT_ACTIONS.join(', ')}`,
       value: q.action,
+    });
+  }
+  // The column's width; NUL, which PostgreSQL's text cannot hold, is refused like everywhere else.
+  const target = q.target;
+  if (
+    target !== undefined &&
+    (typeof target !== 'string' ||
+      target.length < 1 ||
+      target.length > AUDIT_LIMITS.target ||
+      target.includes('\u0000'))
+  ) {
+    issues.push({
+      path: 'target',
+      message: `must be a string of 1–${AUDIT_LIMITS.target} characters without NUL`,
+      value: target,
     });
   }
   for (const key of ['from', 'to'] as const) {
@@ -174,6 +191,7 @@ export function assertAuditLogQuery(query: AuditLogQuery | undefined): CheckedAu
   return {
     actor,
     action: q.action ?? null,
+    target: target ?? null,
     from: q.from ?? null,
     to: q.to ?? null,
     limit,

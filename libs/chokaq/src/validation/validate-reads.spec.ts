@@ -1,6 +1,11 @@
 import { ChokaQValidationError } from '../errors';
 import { MAX_SERIES_POINTS } from './limits';
-import { assertCountQuery, assertThroughputSeriesQuery } from './validate-reads';
+import { assertAuditLogQuery } from './validate-audit';
+import {
+  assertCountQuery,
+  assertQueueOutcomesQuery,
+  assertThroughputSeriesQuery,
+} from './validate-reads';
 
 function issuePaths(fn: () => unknown): string[] {
   try {
@@ -66,5 +71,42 @@ describe('assertCountQuery', () => {
         assertCountQuery({ pillar: 'attic', filter: { from: 'yesterday' } } as never),
       ).sort(),
     ).toEqual(['query.filter.from', 'query.pillar']);
+  });
+});
+
+describe('assertQueueOutcomesQuery', () => {
+  it('takes 5 minutes by default, and any whole number of minutes up to a day', () => {
+    expect(assertQueueOutcomesQuery(undefined)).toEqual({ minutes: 5 });
+    expect(assertQueueOutcomesQuery({})).toEqual({ minutes: 5 });
+    expect(assertQueueOutcomesQuery({ minutes: 1 })).toEqual({ minutes: 1 });
+    expect(assertQueueOutcomesQuery({ minutes: 1_440 })).toEqual({ minutes: 1_440 });
+  });
+
+  it('refuses a window outside 1–1,440 whole minutes, and a query that is no object', () => {
+    for (const minutes of [0, -5, 1_441, 1.5, Number.NaN, '5']) {
+      expect(issuePaths(() => assertQueueOutcomesQuery({ minutes: minutes as number }))).toEqual([
+        'query.minutes',
+      ]);
+    }
+    expect(issuePaths(() => assertQueueOutcomesQuery(null as never))).toEqual(['query']);
+  });
+});
+
+describe('assertAuditLogQuery: target', () => {
+  it('takes an exact target of 1–4,000 characters, null when absent', () => {
+    expect(assertAuditLogQuery({}).target).toBeNull();
+    expect(assertAuditLogQuery({ target: 'job' }).target).toBe('job');
+    expect(assertAuditLogQuery({ target: 'x'.repeat(4_000) }).target).toHaveLength(4_000);
+  });
+
+  it('refuses an empty, too long, NUL-bearing or non-string target with the other bad fields', () => {
+    for (const target of ['', 'x'.repeat(4_001), 'a\u0000', 7]) {
+      expect(issuePaths(() => assertAuditLogQuery({ target: target as string }))).toEqual([
+        'target',
+      ]);
+    }
+    expect(
+      issuePaths(() => assertAuditLogQuery({ target: '', limit: 0, tag: 'x' } as never)).sort(),
+    ).toEqual(['limit', 'tag', 'target']);
   });
 });

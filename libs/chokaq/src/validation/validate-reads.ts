@@ -4,15 +4,16 @@ import type {
   CountQuery,
   DlqFilter,
   Pillar,
+  QueueOutcomesQuery,
   ThroughputSeriesQuery,
 } from '../interfaces/job-view.interface';
-import { LIMITS, MAX_SERIES_POINTS, METRIC_BUCKET_MS } from './limits';
+import { LIMITS, MAX_SERIES_POINTS, METRIC_BUCKET_MS, QUEUE_OUTCOMES_MINUTES } from './limits';
 import { filterIssues } from './validate-filter';
 import { assertQueueName } from './validate-job';
 
 /*
- * Rules of the operator reads that take more than a filter: `countExactly` and
- * `getThroughputSeries`. Each collects every problem of its argument and throws one
+ * Rules of the operator reads that take more than a filter: `countExactly`,
+ * `getThroughputSeries` and `getQueueOutcomes`. Each collects every problem of its argument and throws one
  * `ChokaQValidationError` naming them all, before any SQL runs.
  */
 
@@ -132,4 +133,36 @@ export function assertThroughputSeriesQuery(query: ThroughputSeriesQuery): Check
     ]);
   }
   return { queue, from, to: new Date(to.getTime()), stepMs: step, points };
+}
+
+/** A `getQueueOutcomes` request after the edge. */
+export interface CheckedOutcomesQuery {
+  /** Whole minutes before the current one, 1 to `QUEUE_OUTCOMES_MINUTES.max`. */
+  minutes: number;
+}
+
+/**
+ * Validates a `getQueueOutcomes` request: `minutes` an integer from 1 to
+ * {@link QUEUE_OUTCOMES_MINUTES}`.max` (a day), {@link QUEUE_OUTCOMES_MINUTES}`.default` when
+ * absent. The bound keeps the read's cost bounded: it sums every bucket of the window.
+ */
+export function assertQueueOutcomesQuery(
+  query: QueueOutcomesQuery | undefined,
+): CheckedOutcomesQuery {
+  if (query !== undefined && (query === null || typeof query !== 'object')) {
+    throw new ChokaQValidationError([
+      { path: 'query', message: 'must be { minutes? }', value: query },
+    ]);
+  }
+  const minutes = query?.minutes ?? QUEUE_OUTCOMES_MINUTES.default;
+  if (!Number.isInteger(minutes) || minutes < 1 || minutes > QUEUE_OUTCOMES_MINUTES.max) {
+    throw new ChokaQValidationError([
+      {
+        path: 'query.minutes',
+        message: `must be an integer from 1 to ${QUEUE_OUTCOMES_MINUTES.max}`,
+        value: query?.minutes,
+      },
+    ]);
+  }
+  return { minutes };
 }

@@ -10,6 +10,7 @@ import {
   ListPage,
   Pillar,
   QueueHealth,
+  QueueOutcomes,
   QueueStats,
   SummaryStats,
   ThroughputPoint,
@@ -24,13 +25,17 @@ import {
 import type { CheckedWorkerQuery } from '../../validation/validate-args';
 import type { CheckedAuditQuery } from '../../validation/validate-audit';
 import type { ListRequest } from '../../validation/validate-list';
-import type { CheckedCountQuery, CheckedSeriesQuery } from '../../validation/validate-reads';
+import type {
+  CheckedCountQuery,
+  CheckedOutcomesQuery,
+  CheckedSeriesQuery,
+} from '../../validation/validate-reads';
 import { DialectJobQueries } from '../dialect-job-storage';
 import { toAuditPage } from '../shared/audit-log';
 import { ERROR_LINE_PREFIX, topErrorFamilies } from '../shared/error-family';
 import { ErrorFamilyMemo } from '../shared/error-family-memo';
 import { toListPage } from '../shared/page';
-import { mapJobView, mapWorkerRow, toDate } from '../shared/row-mapper';
+import { mapJobView, mapOutcomesRow, mapWorkerRow, toDate } from '../shared/row-mapper';
 import { startLagOf, throughputSeries } from '../shared/throughput-series';
 import { bool, idsOf, MssqlConnection, num, numOrNull } from './mssql.connection';
 import * as SQL from './mssql.sql';
@@ -138,6 +143,15 @@ export class MssqlJobQueries implements DialectJobQueries {
         startLag: startLagOf(num(r.LagCount), num(r.LagSumMs), num(r.LagMaxMs)),
       };
     });
+  }
+
+  /** @inheritdoc */
+  async getQueueOutcomes(query: Checked<CheckedOutcomesQuery>): Promise<QueueOutcomes[]> {
+    const rows = await this.db.query(
+      'getQueueOutcomes',
+      SQL.getQueueOutcomes(this.schema, query.minutes),
+    );
+    return rows.map((r) => mapOutcomesRow(r, query.minutes));
   }
 
   /** @inheritdoc */

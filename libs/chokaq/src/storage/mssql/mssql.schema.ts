@@ -44,6 +44,8 @@
  *   change it records; read newest first through `IX_AuditLog_At`) and the `Settings` table (the
  *   secret that signs confirmation tokens of bulk actions). New tables only, created like the
  *   others where missing: workers of version 6 never read or write them.
+ * - 8: `IX_AuditLog_Target`, for the audit entries of one target (a job's, in a dashboard's job
+ *   view), on the computed column `TargetKey` (see {@link AUDIT_TARGET_KEY}).
  *
  * The script is idempotent and creates what is missing, so running it on an older database
  * applies the versions it lacks: the version-2 index is built inside the bootstrap transaction
@@ -63,7 +65,7 @@
  * a metadata-only change where the edition supports it, a rewrite of the table otherwise);
  * `MetricBuckets` is small (retention), so either is short.
  */
-export const MSSQL_SCHEMA_VERSION = 7;
+export const MSSQL_SCHEMA_VERSION = 8;
 
 /** One column of a ChokaQ table. */
 export interface MssqlColumn {
@@ -237,6 +239,39 @@ export const AUDIT_COLUMNS: readonly MssqlColumn[] = [
   c('Target', 'nvarchar(4000)', true),
   c('RowsAffected', 'bigint', false, '0'),
   c('Details', 'nvarchar(max)', true),
+];
+
+/**
+ * How many leading characters of an audit entry's target `TargetKey` holds (schema version 8):
+ * every target but a bulk action's filter is whole in it (job ids are 36 characters, queue and
+ * recurring names at most 255). Part of the column's definition: changing it needs a migration.
+ */
+export const AUDIT_TARGET_KEY_LENGTH = 255;
+
+/**
+ * Why the audit log's target index keys a computed prefix of `Target` (schema version 8; printed
+ * above the statements in the DDL). Without an index on the target, the entries of one job are
+ * found by walking `IX_AuditLog_At` from the newest entry, and for a job with fewer entries than a
+ * page (nearly every job) that reads the whole log, which retention keeps 90 days. `Target` itself
+ * (`nvarchar(4000)`, up to 8,000 bytes: a bulk action's filter as JSON) cannot be a key: a
+ * nonclustered index key holds at most 1,700 bytes, and an insert beyond it fails
+ * (https://learn.microsoft.com/en-us/sql/sql-server/maximum-capacity-specifications-for-sql-server),
+ * which would fail the audited change with it. `TargetKey`, the first 255 characters (510 bytes),
+ * is a computed column: deterministic and precise, so it can key an index without being
+ * persisted, and it takes no space in the table
+ * (https://learn.microsoft.com/en-us/sql/relational-databases/indexes/indexes-on-computed-columns);
+ * the session options such an index requires are the ones the filtered indexes already need. The
+ * read compares `TargetKey` (the seek) and the whole `Target`. The index is created by `EXEC`:
+ * "a table cannot be changed and then the new columns referenced in the same batch"
+ * (https://learn.microsoft.com/en-us/previous-versions/sql/sql-server-2008-r2/ms175502(v=sql.105)),
+ * and dynamic SQL compiles when it runs, after the column was added. Statements of version 7 name
+ * their columns, so the column more breaks none of them.
+ */
+const AUDIT_TARGET_V8_NOTE: readonly string[] = [
+  'AuditLog: TargetKey and IX_AuditLog_Target (schema version 8). Target (nvarchar(4000)) exceeds',
+  'the 1,700-byte key limit of a nonclustered index, so a computed prefix of it is the key:',
+  'https://learn.microsoft.com/en-us/sql/relational-databases/indexes/indexes-on-computed-columns',
+  'The index is built through EXEC: a batch cannot reference a column it added.',
 ];
 
 /** `Settings` columns (schema version 7): named values, today the confirmation secret. */
@@ -668,6 +703,14 @@ export function mssqlSchemaDdl(schema: string): string {
     `  INSERT INTO ${t('migrations')} (Version, Description) OUTPUT inserted.Version INTO @Applied (Version) VALUES (6, N'metric buckets count retries and starts with their start lag');`,
     `IF NOT EXISTS (SELECT 1 FROM ${t('migrations')} WHERE Version = 7)`,
     `  INSERT INTO ${t('migrations')} (Version, Description) OUTPUT inserted.Version INTO @Applied (Version) VALUES (7, N'audit log; settings');`,
+    ...AUDIT_TARGET_V8_NOTE.map((line) => `-- ${line}`),
+    `IF COL_LENGTH(N'${t('audit')}', N'TargetKey') IS NULL`,
+    `  ALTER TABLE ${t('audit')} ADD TargetKey AS CAST(LEFT(Target, ${AUDIT_TARGET_KEY_LENGTH}) AS nvarchar(${AUDIT_TARGET_KEY_LENGTH}));`,
+    `-- getAuditLog by target: one target's entries, (AtUtc, Id) newest first from the cursor (schema version 8)`,
+    `IF NOT EXISTS (SELECT 1 FROM sys.indexes WHERE object_id = OBJECT_ID(N'${t('audit')}') AND name = N'IX_AuditLog_Target')`,
+    `  EXEC(N'CREATE NONCLUSTERED INDEX [IX_AuditLog_Target] ON ${t('audit')} (TargetKey, AtUtc, Id);');`,
+    `IF NOT EXISTS (SELECT 1 FROM ${t('migrations')} WHERE Version = 8)`,
+    `  INSERT INTO ${t('migrations')} (Version, Description) OUTPUT inserted.Version INTO @Applied (Version) VALUES (8, N'audit log index by target');`,
     `COMMIT;`,
     `SELECT Version FROM @Applied ORDER BY Version;`,
   ];

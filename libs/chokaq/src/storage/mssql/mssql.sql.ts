@@ -55,6 +55,7 @@ import { MssqlBatchOptions, MssqlStatement, ParamList } from './mssql-params';
 import {
   ARCHIVE_COLUMNS,
   AUDIT_COLUMNS,
+  AUDIT_TARGET_KEY_LENGTH,
   DLQ_COLUMNS,
   HOT_COLUMNS,
   MssqlColumn,
@@ -1581,6 +1582,9 @@ export function recordAudit(
 /**
  * getAuditLog — newest first from the cursor, filtered by actor, action and time: `TOP (n)` with
  * `ORDER BY AtUtc DESC, Id DESC`, a backward seek of `IX_AuditLog_At (AtUtc, Id)`. Read committed.
+ * With a target: a seek of `IX_AuditLog_Target (TargetKey, AtUtc, Id)` (schema version 8) on the
+ * target's first 255 characters, the expression of the computed column, read backwards from the
+ * cursor; the whole `Target` is compared too, for targets longer than the key.
  */
 export function getAuditLog(schema: string, query: CheckedAuditQuery): MssqlStatement {
   const t = tables(schema);
@@ -1594,6 +1598,13 @@ export function getAuditLog(schema: string, query: CheckedAuditQuery): MssqlStat
   }
   if (query.actor !== null) where.push(`a.Actor = ${p.nvarchar(query.actor, 100)}`);
   if (query.action !== null) where.push(`a.Action = ${p.varchar(query.action, 50)}`);
+  if (query.target !== null) {
+    const target = p.nvarchar(query.target, 4000);
+    const key = AUDIT_TARGET_KEY_LENGTH;
+    where.push(
+      `a.TargetKey = CAST(LEFT(${target}, ${key}) AS nvarchar(${key})) AND a.Target = ${target}`,
+    );
+  }
   if (query.from !== null) where.push(`a.AtUtc >= ${p.instant(query.from)}`);
   if (query.to !== null) where.push(`a.AtUtc < ${p.instant(query.to)}`);
   return p.statement(
@@ -2121,6 +2132,40 @@ export function getQueueHealth(schema: string): MssqlStatement {
       '  WHERE b.Outcome = 4 AND b.BucketUtc >= DATEADD(MINUTE, -5, @bucket)',
       '  GROUP BY b.Queue',
       ') AS l ON l.Queue = q.Name',
+      'ORDER BY q.Name;',
+    ].join('\n'),
+  );
+}
+
+/**
+ * getQueueOutcomes — telemetry, `NOLOCK`: how each queue's runs ended since `minutes` whole minutes
+ * before the current minute (`@from`), from the buckets of outcomes 0–3 (succeeded, failed,
+ * cancelled, retried), a range of the clustered key (`BucketUtc` first) summed per queue in one
+ * pass, joined to every `Queues` row (zeros for a queue without buckets). At most
+ * (minutes + 1) × queues × outcomes rows are read (failures split by reason add a few).
+ */
+export function getQueueOutcomes(schema: string, minutes: number): MssqlStatement {
+  const t = tables(schema);
+  const p = new ParamList();
+  const back = p.int(minutes);
+  const sum = (outcome: number) =>
+    `SUM(CASE WHEN b.Outcome = ${outcome} THEN b.CompletedCount ELSE 0 END)`;
+  return p.statement(
+    [
+      DECLARE_NOW,
+      DECLARE_BUCKET,
+      `DECLARE @from datetime2(0) = DATEADD(MINUTE, -${back}, @bucket);`,
+      'SELECT q.Name AS Queue, @from AS FromUtc,',
+      '  ISNULL(o.Succeeded, 0) AS Succeeded, ISNULL(o.Failed, 0) AS Failed,',
+      '  ISNULL(o.Cancelled, 0) AS Cancelled, ISNULL(o.Retried, 0) AS Retried',
+      `FROM ${t.queues} AS q WITH (NOLOCK)`,
+      'LEFT JOIN (',
+      `  SELECT b.Queue, ${sum(0)} AS Succeeded, ${sum(1)} AS Failed,`,
+      `    ${sum(2)} AS Cancelled, ${sum(3)} AS Retried`,
+      `  FROM ${t.buckets} AS b WITH (NOLOCK)`,
+      '  WHERE b.BucketUtc >= @from AND b.Outcome IN (0, 1, 2, 3)',
+      '  GROUP BY b.Queue',
+      ') AS o ON o.Queue = q.Name',
       'ORDER BY q.Name;',
     ].join('\n'),
   );

@@ -9,6 +9,7 @@ import {
   JobView,
   ListPage,
   QueueHealth,
+  QueueOutcomes,
   QueueStats,
   SummaryStats,
   ThroughputPoint,
@@ -24,13 +25,17 @@ import {
 import type { CheckedWorkerQuery } from '../../validation/validate-args';
 import type { CheckedAuditQuery } from '../../validation/validate-audit';
 import type { ListRequest } from '../../validation/validate-list';
-import type { CheckedCountQuery, CheckedSeriesQuery } from '../../validation/validate-reads';
+import type {
+  CheckedCountQuery,
+  CheckedOutcomesQuery,
+  CheckedSeriesQuery,
+} from '../../validation/validate-reads';
 import { DialectJobQueries } from '../dialect-job-storage';
 import { toAuditPage } from '../shared/audit-log';
 import { ERROR_LINE_PREFIX, topErrorFamilies } from '../shared/error-family';
 import { ErrorFamilyMemo } from '../shared/error-family-memo';
 import { toListPage } from '../shared/page';
-import { mapJobView, mapWorkerRow, toDate } from '../shared/row-mapper';
+import { mapJobView, mapOutcomesRow, mapWorkerRow, toDate } from '../shared/row-mapper';
 import { startLagOf, throughputSeries } from '../shared/throughput-series';
 import { num, PostgresConnection } from './postgres.connection';
 import * as SQL from './postgres.sql';
@@ -159,6 +164,14 @@ export class PostgresJobQueries implements DialectJobQueries {
   }
 
   /** @inheritdoc */
+  async getQueueOutcomes(query: Checked<CheckedOutcomesQuery>): Promise<QueueOutcomes[]> {
+    const rows = await this.db.query('getQueueOutcomes', SQL.getQueueOutcomes(this.db.s), [
+      query.minutes,
+    ]);
+    return rows.map((r) => mapOutcomesRow(r, query.minutes));
+  }
+
+  /** @inheritdoc */
   async getThroughput(queue?: string): Promise<ThroughputStats> {
     const [r] = await this.db.query('getThroughput', SQL.getThroughput(this.db.s), [queue ?? null]);
     return {
@@ -264,7 +277,7 @@ export class PostgresJobQueries implements DialectJobQueries {
 
   /** @inheritdoc */
   async getAuditLog(query: Checked<CheckedAuditQuery>): Promise<AuditLogPage> {
-    const rows = await this.db.query('getAuditLog', SQL.getAuditLog(this.db.s), [
+    const params: unknown[] = [
       query.after?.at ?? null,
       query.after?.id ?? null,
       query.actor,
@@ -272,7 +285,13 @@ export class PostgresJobQueries implements DialectJobQueries {
       query.from,
       query.to,
       query.limit + 1,
-    ]);
+    ];
+    if (query.target !== null) params.push(query.target);
+    const rows = await this.db.query(
+      'getAuditLog',
+      SQL.getAuditLog(this.db.s, query.target !== null),
+      params,
+    );
     return toAuditPage(query, rows);
   }
 }

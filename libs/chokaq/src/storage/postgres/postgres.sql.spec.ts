@@ -42,7 +42,10 @@ function allStatements(): Record<string, string> {
     summary: SQL.getSummary(S),
     queueStats: SQL.getQueueStats(S),
     health: SQL.getQueueHealth(S),
+    outcomes: SQL.getQueueOutcomes(S),
     throughput: SQL.getThroughput(S),
+    auditLog: SQL.getAuditLog(S),
+    auditLogByTarget: SQL.getAuditLog(S, true),
   };
 }
 
@@ -213,6 +216,14 @@ describe('postgres.schema', () => {
     expect(script).toMatch(/ADD COLUMN IF NOT EXISTS lag_count bigint NOT NULL DEFAULT 0/);
     expect(script).toMatch(
       /CREATE INDEX IF NOT EXISTS ix_metric_buckets_queue ON [^;]*\(queue, bucket_utc\)/,
+    );
+    // Version 9: the audit log by target, keyed by the target's first 255 characters (a B-tree
+    // entry holds about a third of a page; a target may be 4,000 characters).
+    expect(script).toMatch(
+      /CREATE INDEX IF NOT EXISTS ix_audit_log_target ON [^;]*\(\(left\(target, 255\)\), at_utc, id COLLATE "C"\)/,
+    );
+    expect(SQL.getAuditLog(S, true)).toContain(
+      'left(a.target, 255) = left($8::text, 255) AND a.target = $8::text',
     );
   });
 });

@@ -1,7 +1,7 @@
 import { decodeTags } from '../../common/tags';
 import type { AuditAction, AuditEntry } from '../../interfaces/audit.interface';
 import { FailureReason, JobStatus } from '../../interfaces/job-status.enum';
-import { JobListItem, JobView, Pillar } from '../../interfaces/job-view.interface';
+import { JobListItem, JobView, Pillar, QueueOutcomes } from '../../interfaces/job-view.interface';
 import { HandledJobs, HotJob, QueueInfo } from '../../interfaces/job.interface';
 import type { CircuitState, WorkerInfo, WorkerState } from '../../interfaces/worker.interface';
 
@@ -245,5 +245,22 @@ export function mapAuditRow(raw: Row): AuditEntry {
     target: str(r.target),
     rowsAffected: num(r.rowsaffected),
     details: details === null ? null : (JSON.parse(details) as Record<string, unknown>),
+  };
+}
+
+/**
+ * A row of `getQueueOutcomes`: the queue, the window's start and the sums per outcome (numeric
+ * text on PostgreSQL, whose `sum(bigint)` is numeric), for the window of `minutes`.
+ */
+export function mapOutcomesRow(raw: Row, minutes: number): QueueOutcomes {
+  const r = fold(raw);
+  return {
+    queue: String(r.queue),
+    minutes,
+    fromUtc: toDate(r.fromutc)!,
+    succeeded: num(r.succeeded),
+    failed: num(r.failed),
+    cancelled: num(r.cancelled),
+    retried: num(r.retried),
   };
 }

@@ -9,6 +9,7 @@ import {
   JobView,
   ListPage,
   QueueHealth,
+  QueueOutcomes,
   QueueStats,
   SummaryStats,
   ThroughputPoint,
@@ -22,7 +23,11 @@ import {
 } from '../../validation/limits';
 import type { CheckedWorkerQuery } from '../../validation/validate-args';
 import type { CheckedAuditQuery } from '../../validation/validate-audit';
-import type { CheckedCountQuery, CheckedSeriesQuery } from '../../validation/validate-reads';
+import type {
+  CheckedCountQuery,
+  CheckedOutcomesQuery,
+  CheckedSeriesQuery,
+} from '../../validation/validate-reads';
 import { DialectJobQueries } from '../dialect-job-storage';
 import { toAuditPage } from '../shared/audit-log';
 import { ERROR_LINE_PREFIX, topErrorFamilies } from '../shared/error-family';
@@ -30,7 +35,7 @@ import { ErrorFamilyMemo } from '../shared/error-family-memo';
 import { Outcome } from '../shared/outcome';
 import type { ListRequest } from '../../validation/validate-list';
 import { toListPage } from '../shared/page';
-import { mapJobView, mapWorkerRow, toDate } from '../shared/row-mapper';
+import { mapJobView, mapOutcomesRow, mapWorkerRow, toDate } from '../shared/row-mapper';
 import { startLagOf, throughputSeries } from '../shared/throughput-series';
 import { SqliteConnection } from './sqlite.connection';
 import * as SQL from './sqlite.sql';
@@ -176,6 +181,14 @@ export class SqliteJobQueries implements DialectJobQueries {
   }
 
   /** @inheritdoc */
+  async getQueueOutcomes(query: Checked<CheckedOutcomesQuery>): Promise<QueueOutcomes[]> {
+    const rows = await this.db.read('getQueueOutcomes', () =>
+      this.db.all(this.sql.getQueueOutcomes, { minutes: query.minutes }),
+    );
+    return rows.map((r) => mapOutcomesRow(r, query.minutes));
+  }
+
+  /** @inheritdoc */
   async getThroughput(queue?: string): Promise<ThroughputStats> {
     const [rows, spans] = await this.db.read('getThroughput', () => [
       this.db.all(this.sql.getThroughput, { queue: queue ?? null }),
@@ -277,16 +290,19 @@ export class SqliteJobQueries implements DialectJobQueries {
 
   /** @inheritdoc */
   async getAuditLog(query: Checked<CheckedAuditQuery>): Promise<AuditLogPage> {
+    const params: Record<string, unknown> = {
+      at: query.after?.atMs ?? null,
+      id: query.after?.id ?? null,
+      actor: query.actor,
+      action: query.action,
+      from: query.from?.getTime() ?? null,
+      to: query.to?.getTime() ?? null,
+      limit: query.limit + 1,
+    };
     const rows = await this.db.read('getAuditLog', () =>
-      this.db.all(this.sql.getAuditLog, {
-        at: query.after?.atMs ?? null,
-        id: query.after?.id ?? null,
-        actor: query.actor,
-        action: query.action,
-        from: query.from?.getTime() ?? null,
-        to: query.to?.getTime() ?? null,
-        limit: query.limit + 1,
-      }),
+      query.target === null
+        ? this.db.all(this.sql.getAuditLog, params)
+        : this.db.all(this.sql.getAuditLogByTarget, { ...params, target: query.target }),
     );
     return toAuditPage(query, rows);
   }

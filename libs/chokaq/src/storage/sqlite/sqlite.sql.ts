@@ -737,6 +737,38 @@ export function jobQueriesStatements(p: string) {
       ORDER BY n.queue`,
 
     /**
+     * getQueueOutcomes: how each queue's runs ended since `@minutes` whole minutes before the
+     * current minute, from the buckets of outcomes 0–3, a range of the primary key (bucket_utc
+     * first) summed per queue in one pass, joined to every `queues` row (zeros for a queue without
+     * buckets). At most (`@minutes` + 1) × queues × outcomes rows are read (failures split by
+     * reason add a few). The window's start is computed once (`MATERIALIZED`): SQLite's "now" is
+     * fixed within one step of a statement only (https://www.sqlite.org/lang_datefunc.html), and
+     * each returned row is a step. The unary `+` on the grouped column (the planner checklist's
+     * first means, https://www.sqlite.org/queryplanner-ng.html#howtofix) keeps the planner from
+     * reading `metric_buckets_queue_ix` for the grouping's order: without statistics it chose that
+     * index and read every bucket of the table (retention keeps days of them) to save a sort of
+     * the window's rows. An expression offers no index order, so the window's range of the
+     * primary key is read instead, and its rows grouped in a temporary B-tree.
+     */
+    getQueueOutcomes: `WITH w(from_utc) AS MATERIALIZED (
+        SELECT ${BUCKET_NOW} - @minutes * ${METRIC_BUCKET_MS})
+      SELECT q.name AS queue, w.from_utc,
+        COALESCE(o.succeeded, 0) AS succeeded, COALESCE(o.failed, 0) AS failed,
+        COALESCE(o.cancelled, 0) AS cancelled, COALESCE(o.retried, 0) AS retried
+      FROM ${queues} q
+      CROSS JOIN w
+      LEFT JOIN (
+        SELECT b.queue,
+          SUM(CASE WHEN b.outcome = 0 THEN b.completed_count ELSE 0 END) AS succeeded,
+          SUM(CASE WHEN b.outcome = 1 THEN b.completed_count ELSE 0 END) AS failed,
+          SUM(CASE WHEN b.outcome = 2 THEN b.completed_count ELSE 0 END) AS cancelled,
+          SUM(CASE WHEN b.outcome = 3 THEN b.completed_count ELSE 0 END) AS retried
+        FROM ${buckets} b
+        WHERE b.bucket_utc >= (SELECT from_utc FROM w) AND b.outcome IN (0, 1, 2, 3)
+        GROUP BY +b.queue) o ON o.queue = q.name
+      ORDER BY q.name`,
+
+    /**
      * getThroughput: completions by outcome over the current minute and the previous one, and over
      * the current minute and the five before it (NULL `@queue` = all queues).
      */
@@ -774,15 +806,27 @@ export function jobQueriesStatements(p: string) {
      * by actor, action and time, at most `@limit` rows, backwards along
      * `audit_log_at_ix (at_utc, id)`.
      */
-    getAuditLog: `SELECT * FROM ${audit}
+    getAuditLog: auditLogStatement(audit, false),
+    /**
+     * getAuditLog by target: the entries whose target is `@target`, as {@link getAuditLog},
+     * backwards along `audit_log_target_ix (target, at_utc, id)` (schema version 7) from the
+     * cursor. Its own text: SQLite plans a statement once, before any value is bound, so an
+     * `@target IS NULL OR …` term could not use the index.
+     */
+    getAuditLogByTarget: auditLogStatement(audit, true),
+  };
+}
+
+/** The audit page of `getAuditLog`, with or without the exact-target condition. */
+function auditLogStatement(audit: string, byTarget: boolean): string {
+  return `SELECT * FROM ${audit}
       WHERE (@at IS NULL OR (at_utc, id) < (@at, @id))
         AND (@actor IS NULL OR actor = @actor)
         AND (@action IS NULL OR action = @action)
         AND (@from IS NULL OR at_utc >= @from)
-        AND (@to IS NULL OR at_utc < @to)
+        AND (@to IS NULL OR at_utc < @to)${byTarget ? '\n        AND target = @target' : ''}
       ORDER BY at_utc DESC, id DESC
-      LIMIT @limit`,
-  };
+      LIMIT @limit`;
 }
 
 /**
