@@ -271,6 +271,18 @@ async function buildReads(
     { name: 'getQueueStats', kind: 'read', call: () => admin.getQueueStats() },
     { name: 'getQueueHealth', kind: 'read', call: () => admin.getQueueHealth() },
     {
+      name: 'getQueueOutcomes, 5 min',
+      kind: 'read',
+      call: () => admin.getQueueOutcomes(),
+      describe: (r) => `${(r as unknown[]).length} queues`,
+    },
+    {
+      name: 'getQueueOutcomes, 24 h',
+      kind: 'read',
+      call: () => admin.getQueueOutcomes({ minutes: 1_440 }),
+      describe: (r) => `${(r as unknown[]).length} queues`,
+    },
+    {
       name: 'listActive, first page',
       kind: 'read',
       call: () => admin.listActive({ limit: PAGE }),
