@@ -112,9 +112,8 @@ export class DeckJobsController {
   async job(@Param('id') id: string): Promise<DeckJob> {
     const job = await this.admin.getJob(id);
     if (!job) throw new NotFoundException(`No job ${id} in the hot table, the archive or the DLQ.`);
-    const audit = await this.admin.getAuditLog({ limit: 200 });
-    const mine = audit.items.filter((entry) => entry.target === id);
-    return { job: this.options.redact(job), audit: mine };
+    const audit = await this.admin.getAuditLog({ target: id, limit: 50 });
+    return { job: this.options.redact(job), audit: audit.items };
   }
 
   @Post('jobs/:id/cancel')

@@ -99,18 +99,19 @@ export class DeckSnapshotService {
   async read(): Promise<DeckSnapshot> {
     this.reads++;
     const now = Date.now();
-    const [summary, throughput, queues, stats, health, workers] = await Promise.all([
+    const [summary, throughput, queues, stats, health, outcomes, workers] = await Promise.all([
       this.admin.getSummary(),
       this.admin.getThroughput(),
       this.admin.listQueues(),
       this.admin.getQueueStats(),
       this.admin.getQueueHealth(),
+      this.admin.getQueueOutcomes({ minutes: 5 }),
       this.admin.listWorkers({ limit: 500 }),
     ]);
+    const series = new Map(outcomes.map((o) => [o.queue, { s: o.succeeded, f: o.failed }]));
     const statsOf = new Map(stats.map((s) => [s.queue, s]));
     const healthOf = new Map(health.map((h) => [h.queue, h]));
     const names = new Set([...queues.map((q) => q.name), ...stats.map((s) => s.queue)]);
-    const series = await this.recentByQueue([...names]);
     const cards: DeckQueue[] = [...names].sort().map((name) => {
       const info = queues.find((q) => q.name === name) ?? defaultQueue(name);
       return card(info, statsOf.get(name), healthOf.get(name), series.get(name));
@@ -128,14 +129,6 @@ export class DeckSnapshotService {
       workers: countWorkers(workers),
       worstLag: worst ? { queue: worst.queue, lagMs: worst.maxLagMs } : null,
     };
-  }
-
-  /** Succeeded and failed per queue over the last five minutes (one bucket read per queue). */
-  private async recentByQueue(names: string[]): Promise<Map<string, { s: number; f: number }>> {
-    const stats = await Promise.all(names.map((name) => this.admin.getThroughput(name)));
-    return new Map(
-      names.map((name, i) => [name, { s: stats[i].succeeded5m, f: stats[i].failed5m }]),
-    );
   }
 }
 
