@@ -222,13 +222,23 @@ function scenario(dialect: StorageDialect): void {
 
       // A run of an old worker that dies after the upgrade is rescued.
       const [hang] = await app.get(JobClient).enqueueMany('upgrade', items('hang', 1));
-      const holder = await waitFor('an old worker to start the hanging job', async () => {
-        const [row] = await db.query<{ worker_id: string }>(
-          `SELECT worker_id FROM ${db.table('hot')} WHERE id = ? AND status = 2`,
-          [hang],
-        );
-        return row?.worker_id;
-      });
+      // Processing is not enough before the kill: the handler writes the run record (which the
+      // check of the runs below reads) only after the job became Processing, so a kill in between
+      // would leave the hanging job without one.
+      const holder = await waitFor(
+        'an old worker to start the hanging job and record its run',
+        async () => {
+          const [row] = await db.query<{ worker_id: string }>(
+            `SELECT worker_id FROM ${db.table('hot')} WHERE id = ? AND status = 2`,
+            [hang],
+          );
+          const [run] = await db.query<{ worker_id: string }>(
+            `SELECT worker_id FROM ${runsTable()} WHERE job_id = ?`,
+            [hang],
+          );
+          return row && run?.worker_id === row.worker_id ? row.worker_id : undefined;
+        },
+      );
       const victim = old.find((w) => w.workerId === holder)!;
       await victim.kill();
       await waitFor('the dead worker’s run to become a zombie', async () => {
