@@ -49,18 +49,24 @@ export async function forkFixture(
   child.stderr?.on('data', (d: Buffer) => (out += d.toString()));
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
   const workerId = await new Promise<string>((resolve, reject) => {
+    // A start that fails kills the child first: no test holds it yet, so nothing else would stop
+    // it, and a child left running keeps Jest from exiting.
+    const fail = (error: Error) => {
+      clearTimeout(timer);
+      if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+      void exited.then(() => reject(error));
+    };
     const timer = setTimeout(
-      () => reject(new Error(`worker process not ready after ${timeoutMs} ms:\n${out}`)),
+      () => fail(new Error(`worker process not ready after ${timeoutMs} ms:\n${out}`)),
       timeoutMs,
     );
     child.once('message', (m: { ready?: string }) => {
       clearTimeout(timer);
       if (m.ready) resolve(m.ready);
-      else reject(new Error(`unexpected message ${JSON.stringify(m)}`));
+      else fail(new Error(`unexpected message ${JSON.stringify(m)}`));
     });
     child.once('exit', (code) => {
-      clearTimeout(timer);
-      reject(new Error(`worker process exited with ${code} before it was ready:\n${out}`));
+      fail(new Error(`worker process exited with ${code} before it was ready:\n${out}`));
     });
   });
   const waitExit = async (ms: number) => {
