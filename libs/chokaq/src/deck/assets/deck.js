@@ -1,7 +1,7 @@
 // The Deck's shell: configuration, sign-in for bearer-token apps, the live snapshot, navigation.
 import { html, render, useEffect, useState } from './vendor/preact-htm.js';
 import { AuthRequired, get, openStream, setToken, token } from './api.js';
-import { parseRoute } from './router.js';
+import { href, parseRoute } from './router.js';
 import { Overview } from './overview.js';
 import { Queues } from './queues.js';
 import { LiveJobs, Archive } from './jobs.js';
@@ -120,9 +120,7 @@ function App() {
         ${PANELS.map(
           ([id, title]) =>
             html`<li>
-              <a href=${`#/${id}`} aria-current=${id === active[0] ? 'page' : undefined}
-                >${title}</a
-              >
+              <a href=${href(id)} aria-current=${id === active[0] ? 'page' : undefined}>${title}</a>
             </li>`,
         )}
       </ul>

@@ -11,7 +11,7 @@ export function parseRoute(hash = location.hash) {
   };
 }
 
-export function href(panel, params, id) {
+function hash(panel, params, id) {
   const q = new URLSearchParams();
   for (const [k, v] of Object.entries(params || {})) {
     if (v !== undefined && v !== null && v !== '') q.set(k, String(v));
@@ -20,6 +20,16 @@ export function href(panel, params, id) {
   return `#/${panel}${id ? `/${encodeURIComponent(id)}` : ''}${qs ? `?${qs}` : ''}`;
 }
 
+/**
+ * A link to a view, on this very document. A bare `#/…` would resolve against `<base href>` (the
+ * Deck's path with a trailing slash, which the relative asset URLs need): on a page opened without
+ * that slash (`/chokaq`, as apps print it) the first click would load the whole page again, assets,
+ * configuration, stream and all.
+ */
+export function href(panel, params, id) {
+  return `${location.pathname}${location.search}${hash(panel, params, id)}`;
+}
+
 export function navigate(panel, params, id) {
-  location.hash = href(panel, params, id);
+  location.hash = hash(panel, params, id);
 }
