@@ -2,8 +2,8 @@
  * `npm run bench -- [flags]` (see `--help`): ChokaQ on PostgreSQL and SQLite, optionally beside
  * graphile-worker and pg-boss on the same PostgreSQL, scenario by scenario. Results go to stdout
  * (a Markdown table, or JSON lines with `--json`) and, unless `--quick`, to bench/RESULTS.md.
- * The admin-reads and metrics-ab scenarios run only when named and write their own sections of
- * that file.
+ * The admin-reads, metrics-ab and deck scenarios run only when named and write their own sections
+ * of that file.
  * Progress goes to stderr.
  */
 import { Logger } from '@nestjs/common';
@@ -32,6 +32,13 @@ import {
   offSpread,
   writeMetricsAbSection,
 } from './lib/metrics-ab-report';
+import {
+  deckJson,
+  deckSection,
+  deckTables,
+  writeDeckSection,
+  type DeckRun,
+} from './lib/deck-report';
 import { ensureBenchDatabase, sweepStaleSchemas } from './lib/pg-admin';
 import { jsonLines, markdownTable, writeResults } from './lib/report';
 import { ResultSet } from './lib/results';
@@ -39,7 +46,9 @@ import { sleep } from './lib/stats';
 import { compileWorkers } from './lib/worker-process';
 import { runProfile } from './profile';
 import { runAdminReads } from './scenarios/admin-reads.scenario';
+import { runDeck } from './scenarios/deck.scenario';
 import { drain } from './scenarios/drain.scenario';
+import { seedReadsData } from './scenarios/reads-data';
 import { runScenario } from './scenarios/run-scenario';
 import type { BenchSystem } from './systems/bench-system';
 import { METRICS_VARIANTS, chokaqSystem } from './systems/chokaq.system';
@@ -130,7 +139,9 @@ async function main(): Promise<void> {
 
   if (suite.length > 0) await runSuite(args, suite, benchUrl);
   if (args.scenarios.has('metrics-ab')) await metricsAb(args, benchUrl);
-  if (args.scenarios.has('admin-reads')) await adminReads(args, benchUrl);
+  if (args.scenarios.has('admin-reads') || args.scenarios.has('deck')) {
+    await readScenarios(args, benchUrl);
+  }
 }
 
 /**
@@ -200,33 +211,70 @@ async function metricsAb(args: BenchArgs, benchUrl: string): Promise<void> {
   }
 }
 
-/** The admin-reads scenario on each dialect; its own table on stdout and section of RESULTS.md. */
-async function adminReads(args: BenchArgs, benchUrl: string): Promise<void> {
+/**
+ * The scenarios over the admin-reads data set: per dialect it is seeded once, admin-reads times
+ * the `ChokaQAdmin` reads on it, then (PostgreSQL only) the deck scenario loads The Deck over the
+ * same rows. Each writes its own table on stdout and section of RESULTS.md.
+ */
+async function readScenarios(args: BenchArgs, benchUrl: string): Promise<void> {
   const started = new Date();
+  const wantReads = args.scenarios.has('admin-reads');
+  const wantDeck = args.scenarios.has('deck');
   const runs: AdminReadsRun[] = [];
+  let deck: DeckRun | undefined;
   for (const dialect of args.dialects) {
-    log(`${dialect} admin-reads: seeding and timing (load ${loadLine()})`);
-    runs.push(
-      await runAdminReads(dialect, benchUrl, args.reads, log, () => waitForLoad(args, log)),
-    );
+    const deckHere = wantDeck && dialect === 'postgres';
+    if (!wantReads && !deckHere) continue;
+    log(`${dialect} admin-reads data set: seeding (load ${loadLine()})`);
+    const data = await seedReadsData(dialect, benchUrl, args.reads, log);
+    try {
+      if (wantReads) {
+        log(`${dialect} admin-reads: timing (load ${loadLine()})`);
+        runs.push(await runAdminReads(data, args.reads, log, () => waitForLoad(args, log)));
+      }
+      if (deckHere) {
+        log(`${dialect} deck: the app, the live tick, Chromium (load ${loadLine()})`);
+        deck = await runDeck(data, args.deck, log, () => waitForLoad(args, log));
+      }
+    } finally {
+      await data.close();
+    }
   }
-  if (args.json) for (const line of adminReadsJson(runs)) process.stdout.write(`${line}\n`);
-  else {
+  if (wantDeck && !deck) log('deck runs on PostgreSQL only: skipped (--dialects has no postgres)');
+  if (args.json) {
+    for (const line of adminReadsJson(runs)) process.stdout.write(`${line}\n`);
+    if (deck) process.stdout.write(`${deckJson(deck)}\n`);
+  } else {
     for (const run of runs)
       process.stdout.write(`\n### admin-reads, ${run.dialect}\n\n${readsTable(run)}\n`);
+    if (deck) process.stdout.write(`\n### deck, postgres\n\n${deckTables(deck)}\n`);
   }
-  if (args.write) {
+  if (!args.write) return;
+  const meta = {
+    command: `npm run bench -- ${process.argv.slice(2).join(' ')}`,
+    started,
+    ended: new Date(),
+    machine: machineLine(),
+    postgres: await postgresVersion(benchUrl),
+  };
+  if (wantReads) {
     const section = adminReadsSection(runs, {
-      command: `npm run bench -- ${process.argv.slice(2).join(' ')}`,
-      started,
-      ended: new Date(),
-      machine: machineLine(),
-      postgres: await postgresVersion(benchUrl),
+      ...meta,
       sqlite: packageVersion('better-sqlite3'),
       sizes: args.reads,
     });
     await writeAdminReadsSection(join(__dirname, 'RESULTS.md'), section);
     log('wrote the admin-reads section of bench/RESULTS.md');
+  }
+  if (deck) {
+    const section = deckSection(deck, {
+      ...meta,
+      reads: args.reads,
+      deck: args.deck,
+      sharedWithAdminReads: wantReads,
+    });
+    await writeDeckSection(join(__dirname, 'RESULTS.md'), section);
+    log('wrote the deck section of bench/RESULTS.md');
   }
 }
 

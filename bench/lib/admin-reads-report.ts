@@ -10,7 +10,7 @@ import {
 } from './admin-reads-seed';
 import type { BenchDialect, ReadSizes } from './args';
 import { writeMarkdown } from './markdown';
-import { ADMIN_READS_HEADING, PROFILE_HEADING } from './report';
+import { ADMIN_READS_HEADING, DECK_HEADING, PROFILE_HEADING } from './report';
 
 /** What a read is held to: a dashboard read, or a text search (reported separately). */
 export type ReadKind = 'read' | 'search';
@@ -92,18 +92,23 @@ export function misses(run: AdminReadsRun): ReadTiming[] {
 
 /**
  * Puts `section` (starting with {@link ADMIN_READS_HEADING}) into RESULTS.md in place of the
- * previous one, or before the hand-written profile section when there was none, and leaves every
- * other part of the file as it was.
+ * previous one, or before the deck section or the hand-written profile section when there was
+ * none, and leaves every other part of the file as it was.
  */
 export function spliceSection(previous: string, section: string): string {
   const body = `${section.trimEnd()}\n\n`;
   const at = previous.indexOf(ADMIN_READS_HEADING);
-  const profile = previous.indexOf(PROFILE_HEADING);
-  if (at >= 0) {
-    const end = profile > at ? profile : previous.length;
-    return `${previous.slice(0, at)}${body}${previous.slice(end)}`;
-  }
-  if (profile >= 0) return `${previous.slice(0, profile)}${body}${previous.slice(profile)}`;
+  const next = (from: number) =>
+    Math.min(
+      ...[DECK_HEADING, PROFILE_HEADING]
+        .map((h) => previous.indexOf(h, from))
+        .filter((i) => i >= 0),
+      previous.length,
+    );
+  if (at >= 0) return `${previous.slice(0, at)}${body}${previous.slice(next(at + 1))}`;
+  const before = next(0);
+  if (before < previous.length)
+    return `${previous.slice(0, before)}${body}${previous.slice(before)}`;
   return `${previous.trimEnd()}\n\n${body}`;
 }
 

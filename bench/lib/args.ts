@@ -7,15 +7,17 @@ export const SCENARIOS = [
   'two-proc',
   'admin-reads',
   'metrics-ab',
+  'deck',
 ] as const;
 export type ScenarioName = (typeof SCENARIOS)[number];
 
 /**
  * Scenarios that run only when named, each writing its own section of RESULTS.md: `admin-reads`
  * seeds more than a million rows per dialect (minutes); `metrics-ab` repeats the PostgreSQL drain
- * for each way metrics can be set up.
+ * for each way metrics can be set up; `deck` loads The Deck in Chromium over the admin-reads data
+ * set (seeded once when both run).
  */
-export const SEPARATE_SCENARIOS: readonly ScenarioName[] = ['admin-reads', 'metrics-ab'];
+export const SEPARATE_SCENARIOS: readonly ScenarioName[] = ['admin-reads', 'metrics-ab', 'deck'];
 
 /** What runs without `--scenarios`: every throughput and latency scenario. */
 export const DEFAULT_SCENARIOS: readonly ScenarioName[] = SCENARIOS.filter(
@@ -58,6 +60,14 @@ export interface ReadSizes {
   chunk: number;
 }
 
+/** Repetitions of the deck scenario. */
+export interface DeckSizes {
+  /** Timed rounds over every panel (after one unmeasured round). */
+  panelRounds: number;
+  /** Timed snapshot reads (after one unmeasured read). */
+  ticks: number;
+}
+
 /** The parsed command line. */
 export interface BenchArgs {
   quick: boolean;
@@ -70,6 +80,7 @@ export interface BenchArgs {
   dialects: Set<BenchDialect>;
   sizes: BenchSizes;
   reads: ReadSizes;
+  deck: DeckSizes;
   /** Hard bound of one run (fork to last report); a run past it is killed and reported as failed. */
   runTimeoutMs: number;
   pgUrl: string;
@@ -110,6 +121,9 @@ const QUICK_READS: ReadSizes = {
   chunk: 10_000,
 };
 
+const FULL_DECK: DeckSizes = { panelRounds: 5, ticks: 20 };
+const QUICK_DECK: DeckSizes = { panelRounds: 2, ticks: 5 };
+
 /** Small enough for a smoke run on a loaded machine (well under a minute per system). */
 const QUICK: BenchSizes = {
   single: 100,
@@ -128,17 +142,22 @@ const HELP = `npm run bench -- [flags]
   --peers                 also run graphile-worker (preset + defaults) and pg-boss on PostgreSQL
   --json                  print one JSON object per scenario on its own line
   --profile               CPU-profile a ChokaQ drain at the highest --concurrency (PostgreSQL; SQLite with --dialects=sqlite)
-  --scenarios=a,b         ${SCENARIOS.join(',')} (default all but admin-reads)
+  --scenarios=a,b         ${SCENARIOS.join(',')} (default all but admin-reads, metrics-ab and deck)
                           admin-reads: seeds 1,000,000 archived, 100,000 DLQ and 100,000 pending jobs
                           per dialect and times the dashboard reads (p50/p95); writes its own section
                           of RESULTS.md (--runs does not apply: one seeding per dialect)
                           metrics-ab: the PostgreSQL drain (--drain, --concurrency, --runs) with metrics
                           off, with @opentelemetry/api and no SDK, and with an SDK registered, in the
                           same run; writes its own section of RESULTS.md
+                          deck: on the admin-reads data set (PostgreSQL; seeded once when both are
+                          named), boots a Nest app with the Deck and loads it in Chromium
+                          ($CHOKAQ_CHROMIUM or /usr/bin/chromium): first-load bytes, each panel's time
+                          to its data, the live tick's reads; writes its own section of RESULTS.md
   --dialects=a,b          ${BENCH_DIALECTS.join(',')} (default both)
   --runs=N                runs per scenario (default 3; --quick 1)
   --drain=N --backlog=N --backlog-drain=N --single=N --bulk=N --latency-jobs=N --concurrency=10,50
   --reads-archived=N --reads-dead=N --reads-pending=N --reads-reps=N   admin-reads sizes and repetitions
+  --deck-rounds=N --deck-ticks=N   deck: timed rounds over the panels (default 5), timed ticks (default 20)
   --run-timeout-ms=N      bound of one run (default 300000)
   --write / --no-write    (re)write bench/RESULTS.md (default: on unless --quick)
   --max-load=X            before each scenario wait until the 1-min load average is below X
@@ -187,6 +206,11 @@ export function parseArgs(argv: readonly string[]): BenchArgs | 'help' {
     'reads-pending': 'pending',
     'reads-reps': 'repetitions',
   };
+  const deck: DeckSizes = { ...(quick ? QUICK_DECK : FULL_DECK) };
+  const deckFlags: Record<string, keyof DeckSizes> = {
+    'deck-rounds': 'panelRounds',
+    'deck-ticks': 'ticks',
+  };
   const known = new Set([
     'quick',
     'peers',
@@ -204,6 +228,7 @@ export function parseArgs(argv: readonly string[]): BenchArgs | 'help' {
     'max-load-wait-s',
     ...Object.keys(sizeFlags),
     ...Object.keys(readFlags),
+    ...Object.keys(deckFlags),
   ]);
   for (const key of flags.keys())
     if (!known.has(key)) throw new Error(`Unknown flag --${key}\n${HELP}`);
@@ -214,6 +239,10 @@ export function parseArgs(argv: readonly string[]): BenchArgs | 'help' {
   for (const [flag, key] of Object.entries(readFlags)) {
     const value = flags.get(flag);
     if (value !== undefined) reads[key] = positive(value, `--${flag}`);
+  }
+  for (const [flag, key] of Object.entries(deckFlags)) {
+    const value = flags.get(flag);
+    if (value !== undefined) deck[key] = positive(value, `--${flag}`);
   }
   const concurrency = flags.get('concurrency');
   if (concurrency)
@@ -234,6 +263,7 @@ export function parseArgs(argv: readonly string[]): BenchArgs | 'help' {
       : new Set(BENCH_DIALECTS),
     sizes,
     reads,
+    deck,
     runTimeoutMs: flags.has('run-timeout-ms')
       ? positive(flags.get('run-timeout-ms')!, '--run-timeout-ms')
       : 300_000,

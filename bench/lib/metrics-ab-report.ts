@@ -1,7 +1,7 @@
 import { existsSync, readFileSync } from 'node:fs';
 import type { BenchSystem } from '../systems/bench-system';
 import { writeMarkdown } from './markdown';
-import { ADMIN_READS_HEADING, METRICS_AB_HEADING, PROFILE_HEADING } from './report';
+import { ADMIN_READS_HEADING, DECK_HEADING, METRICS_AB_HEADING, PROFILE_HEADING } from './report';
 import { ResultSet } from './results';
 import { summarize } from './stats';
 
@@ -121,12 +121,12 @@ export function metricsAbSection(table: string, spread: number, meta: MetricsAbM
 
 /**
  * Puts `section` (starting with {@link METRICS_AB_HEADING}) into RESULTS.md: in place of the
- * previous one, else before the admin-reads section, else before the profile section, else at the
- * end. The suite keeps it when it rewrites its own part (`mergeResults`).
+ * previous one, else before the admin-reads section, the deck section or the profile section,
+ * else at the end. The suite keeps it when it rewrites its own part (`mergeResults`).
  */
 export function spliceMetricsAb(previous: string, section: string): string {
   const body = `${section.trimEnd()}\n\n`;
-  const headings = [ADMIN_READS_HEADING, PROFILE_HEADING];
+  const headings = [ADMIN_READS_HEADING, DECK_HEADING, PROFILE_HEADING];
   const at = previous.indexOf(METRICS_AB_HEADING);
   const next = (from: number) =>
     Math.min(

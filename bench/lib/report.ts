@@ -15,6 +15,12 @@ export const PROFILE_HEADING = '## Profile and next steps';
 export const ADMIN_READS_HEADING = '## Admin reads';
 
 /**
+ * The heading of the section the deck scenario writes (after the admin-reads section, before the
+ * profile section); kept like the others when the suite or another scenario rewrites its part.
+ */
+export const DECK_HEADING = '## The Deck at size';
+
+/**
  * The heading of the section the metrics A/B writes (after the suite's tables, before the
  * admin-reads section); kept like that one when the suite rewrites its own part.
  */
@@ -103,14 +109,14 @@ function round(n: number): number {
 
 /**
  * The suite's new RESULTS.md: `generated`, then the rest of the `previous` file (undefined when
- * there was none): the metrics A/B and admin-reads sections (from {@link METRICS_AB_HEADING} or
- * {@link ADMIN_READS_HEADING}), which other invocations wrote, and the hand-written profile section
- * (from {@link PROFILE_HEADING} on).
+ * there was none): the metrics A/B, admin-reads and deck sections (from {@link METRICS_AB_HEADING},
+ * {@link ADMIN_READS_HEADING} or {@link DECK_HEADING}), which other invocations wrote, and the
+ * hand-written profile section (from {@link PROFILE_HEADING} on).
  */
 export function mergeResults(previous: string | undefined, generated: string): string {
   let kept = `${PROFILE_HEADING}\n\n_Not written yet: run \`npm run bench -- --profile\`._\n`;
   if (previous !== undefined) {
-    const found = [METRICS_AB_HEADING, ADMIN_READS_HEADING, PROFILE_HEADING]
+    const found = [METRICS_AB_HEADING, ADMIN_READS_HEADING, DECK_HEADING, PROFILE_HEADING]
       .map((heading) => previous.indexOf(heading))
       .filter((at) => at >= 0);
     if (found.length > 0) kept = previous.slice(Math.min(...found));

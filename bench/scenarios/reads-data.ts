@@ -1,0 +1,294 @@
+import Database from 'better-sqlite3';
+import { mkdtempSync, rmSync, statSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Client } from 'pg';
+import type { StorageOptions } from '../../libs/chokaq/src/interfaces/storage-options.interface';
+import { createJobStorage } from '../../libs/chokaq/src/storage/create-storage';
+import type { JobStorage } from '../../libs/chokaq/src/storage/job-storage';
+import { SEED_QUEUES, seedStatements } from '../lib/admin-reads-seed';
+import type { BenchDialect, ReadSizes } from '../lib/args';
+import { benchSchemaName, dropSchema } from '../lib/pg-admin';
+import { explainPostgres, explainSqlite, type CapturedStatement } from '../lib/statement-capture';
+
+/*
+ * The data set of the admin-reads scenario (issue 13), seeded once per dialect and shared by the
+ * scenarios that read it: admin-reads times the `ChokaQAdmin` reads on it, and the deck scenario
+ * loads The Deck over the same rows when both run in one invocation.
+ */
+
+type Log = (message: string) => void;
+
+/** The SQLite table prefix (the library's default), as the other ChokaQ bench runs use. */
+const SQLITE_PREFIX = 'chokaq_';
+
+/** Where one dialect's data lives, and how the bench reaches it beside the storage. */
+export interface Target {
+  dialect: BenchDialect;
+  options: StorageOptions;
+  /** Runs one seeding statement on the bench's own connection. */
+  exec(sql: string, params?: unknown[]): Promise<void>;
+  /** Rows of a query on the bench's own connection. */
+  rows<T>(sql: string, params?: unknown[]): Promise<T[]>;
+  /** A table name, qualified. */
+  table(name: string): string;
+  /** The qualifier the seed statements use (quoted schema, or the table prefix). */
+  qualifier: string;
+  /** VACUUM/ANALYZE after seeding. */
+  analyze(): Promise<void>;
+  sizeMb(): Promise<number>;
+  explain(statements: readonly CapturedStatement[]): Promise<string[]>;
+  close(): Promise<void>;
+}
+
+async function postgresTarget(benchUrl: string): Promise<Target> {
+  const schema = benchSchemaName('reads');
+  const client = new Client({ connectionString: benchUrl });
+  await client.connect();
+  // Seeding only: a crash loses nothing that matters, and the commit waits drop out.
+  await client.query('SET synchronous_commit = off');
+  let closed = false;
+  return {
+    dialect: 'postgres',
+    options: { type: 'postgres', url: benchUrl, schema, autoCreateSchema: true },
+    exec: async (sql, params = []) => {
+      await client.query(sql, params);
+    },
+    rows: async <T>(sql: string, params: unknown[] = []) =>
+      (await client.query(sql, params)).rows as T[],
+    table: (name) => `"${schema}".${name}`,
+    qualifier: `"${schema}"`,
+    // VACUUM as well as ANALYZE: a million fresh inserts would start autovacuum on the archive
+    // while the reads are timed; this way it has nothing left to do, and the tables are in the
+    // state autovacuum keeps a long-lived database in (visibility map set, statistics current).
+    analyze: async () => {
+      for (const t of ['jobs_archive', 'jobs_dlq', 'jobs_hot', 'metric_buckets', 'stats_summary']) {
+        await client.query(`VACUUM (ANALYZE) "${schema}".${t}`);
+      }
+      await client.query(`ANALYZE "${schema}".queues`);
+      await client.query(`ANALYZE "${schema}".workers`);
+    },
+    sizeMb: async () => {
+      const { rows } = await client.query<{ bytes: string }>(
+        `SELECT sum(pg_total_relation_size(c.oid))::bigint AS bytes
+         FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+         WHERE n.nspname = $1 AND c.relkind = 'r'`,
+        [schema],
+      );
+      return Number(rows[0].bytes) / 2 ** 20;
+    },
+    explain: (statements) => explainPostgres(benchUrl, statements),
+    close: async () => {
+      if (closed) return;
+      closed = true;
+      await client.end().catch(() => undefined);
+      await dropSchema(benchUrl, schema);
+    },
+  };
+}
+
+function sqliteTarget(): Target {
+  const dir = mkdtempSync(join(tmpdir(), 'chokaq-bench-reads-'));
+  const file = join(dir, 'reads.db');
+  let db: Database.Database | undefined;
+  const handle = () => {
+    // Opened after the storage created the schema (and with it WAL mode, which is persistent).
+    db ??= new Database(file);
+    db.pragma('busy_timeout = 5000');
+    // Seeding only: a crash loses nothing that matters.
+    db.pragma('synchronous = OFF');
+    db.pragma('cache_size = -262144');
+    return db;
+  };
+  return {
+    dialect: 'sqlite',
+    options: { type: 'sqlite', database: file, schema: SQLITE_PREFIX, autoCreateSchema: true },
+    exec: async (sql, params = []) => {
+      handle()
+        .prepare(sql)
+        .run(...params);
+    },
+    rows: async <T>(sql: string, params: unknown[] = []) =>
+      handle()
+        .prepare(sql)
+        .all(...params) as T[],
+    table: (name) => `${SQLITE_PREFIX}${name}`,
+    qualifier: SQLITE_PREFIX,
+    analyze: async () => {
+      handle().exec('ANALYZE');
+      handle().pragma('wal_checkpoint(TRUNCATE)');
+    },
+    sizeMb: async () => {
+      const size = (path: string) => {
+        try {
+          return statSync(path).size;
+        } catch {
+          return 0;
+        }
+      };
+      return (size(file) + size(`${file}-wal`)) / 2 ** 20;
+    },
+    explain: async (statements) => explainSqlite(file, statements),
+    close: async () => {
+      db?.close();
+      db = undefined;
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+/**
+ * Lifetime counters and controls of the 20 queues, derived from the seeded rows (as if retention
+ * had never run), so the summary and the queue stats show plausible figures.
+ */
+async function seedQueueRows(target: Target, nowMs: number): Promise<Map<string, number>> {
+  const pg = target.dialect === 'postgres';
+  const time = (ms: number) => (pg ? new Date(ms) : ms);
+  const byQueue = new Map<
+    string,
+    { succeeded: number; retried: number; failed: number; cancelled: number }
+  >();
+  for (const queue of SEED_QUEUES)
+    byQueue.set(queue, { succeeded: 0, retried: 0, failed: 0, cancelled: 0 });
+  for (const r of await target.rows<{
+    queue: string;
+    n: number | string;
+    retried: number | string;
+  }>(
+    `SELECT queue, count(*) AS n, sum(attempt_count - 1) AS retried FROM ${target.table('jobs_archive')} GROUP BY queue`,
+  )) {
+    Object.assign(byQueue.get(r.queue)!, { succeeded: Number(r.n), retried: Number(r.retried) });
+  }
+  for (const r of await target.rows<{ queue: string; status: number; n: number | string }>(
+    `SELECT queue, status, count(*) AS n FROM ${target.table('jobs_dlq')} GROUP BY queue, status`,
+  )) {
+    const counts = byQueue.get(r.queue)!;
+    if (Number(r.status) === 5) counts.cancelled += Number(r.n);
+    else counts.failed += Number(r.n);
+  }
+  for (const [i, queue] of SEED_QUEUES.entries()) {
+    const c = byQueue.get(queue)!;
+    await target.exec(
+      `INSERT INTO ${target.table('stats_summary')} (queue, succeeded_total, failed_total,
+         cancelled_total, retried_total, resurrected_total, last_activity_utc)
+       VALUES (${pg ? '$1, $2, $3, $4, $5, $6, $7' : '?, ?, ?, ?, ?, ?, ?'})`,
+      [queue, c.succeeded, c.failed, c.cancelled, c.retried + c.failed * 2, i % 3, time(nowMs)],
+    );
+    // One paused queue, two with a worker budget.
+    await target.exec(
+      `INSERT INTO ${target.table('queues')} (name, is_paused, is_active, max_workers, last_updated_utc)
+       VALUES (${pg ? '$1, $2, true, $3, $4' : '?, ?, 1, ?, ?'})`,
+      [
+        queue,
+        pg ? queue === 'cleanup' : Number(queue === 'cleanup'),
+        queue === 'emails' ? 20 : queue === 'billing' ? 10 : null,
+        time(nowMs),
+      ],
+    );
+  }
+  return new Map([...byQueue].map(([queue, c]) => [queue, c.succeeded]));
+}
+
+/** A handful of worker processes: four running, one draining, one stopped. */
+async function seedWorkers(storage: JobStorage): Promise<void> {
+  for (let w = 0; w < 6; w++) {
+    const queues = SEED_QUEUES.filter((_, i) => i % 6 === w || w === 0);
+    await storage.upsertWorker({
+      workerId: `worker-${w}`,
+      host: `app-${w % 3}.internal`,
+      pid: 4_000 + w,
+      libraryVersion: '0.1.0',
+      concurrency: 20,
+      running: w === 5 ? 0 : 3 + w,
+      handled: { queues, types: [] },
+      circuits: w === 1 ? { 'webhooks/webhooks.send': 'open' } : {},
+      draining: w === 4,
+      starting: true,
+    });
+  }
+  await storage.markWorkerStopped('worker-5');
+}
+
+/** A seeded data set: where it lives, what it holds, and how long it took. */
+export interface ReadsData {
+  dialect: BenchDialect;
+  target: Target;
+  /** The `now` the seed derived every time from (epoch ms). */
+  nowMs: number;
+  seedSeconds: number;
+  analyzeSeconds: number;
+  /** Rows per table after seeding (counted once, untimed). */
+  counts: Record<string, number>;
+  /** Archived rows per queue, in queue order. */
+  archivedByQueue: Map<string, number>;
+  sizeMb: number;
+  /** Drops the schema (PostgreSQL) or deletes the file (SQLite). */
+  close(): Promise<void>;
+}
+
+/**
+ * A fresh schema (PostgreSQL) or file (SQLite) created by the storage, bulk-seeded by
+ * `INSERT … SELECT` (`lib/admin-reads-seed.ts`), the counters and controls of every queue and six
+ * Workers rows added, then analysed. The caller closes it.
+ */
+export async function seedReadsData(
+  dialect: BenchDialect,
+  benchUrl: string,
+  sizes: ReadSizes,
+  log: Log,
+): Promise<ReadsData> {
+  const target = dialect === 'postgres' ? await postgresTarget(benchUrl) : sqliteTarget();
+  try {
+    // The storage creates (migrates) the schema; the seed writes into exactly those tables.
+    await (await createJobStorage(target.options)).close();
+    const nowMs = Date.now();
+    const seedStarted = performance.now();
+    const statements = seedStatements(dialect, target.qualifier, sizes, nowMs);
+    let done = 0;
+    for (const statement of statements) {
+      const started = performance.now();
+      await target.exec(statement.sql);
+      done++;
+      log(
+        `  seeded ${statement.rows.toLocaleString('en-US')} ${statement.label} rows in ` +
+          `${((performance.now() - started) / 1_000).toFixed(1)} s (${done}/${statements.length})`,
+      );
+    }
+    const archivedByQueue = await seedQueueRows(target, nowMs);
+    const storage = await createJobStorage(target.options);
+    try {
+      await seedWorkers(storage);
+    } finally {
+      await storage.close();
+    }
+    const seedSeconds = (performance.now() - seedStarted) / 1_000;
+    const analyzeStarted = performance.now();
+    await target.analyze();
+    const analyzeSeconds = (performance.now() - analyzeStarted) / 1_000;
+    log(`  seeded in ${seedSeconds.toFixed(0)} s, analysed in ${analyzeSeconds.toFixed(0)} s`);
+
+    const counts: Record<string, number> = {};
+    for (const t of ['jobs_archive', 'jobs_dlq', 'jobs_hot', 'metric_buckets']) {
+      const [row] = await target.rows<{ n: number | string }>(
+        `SELECT count(*) AS n FROM ${target.table(t)}`,
+      );
+      counts[t] = Number(row.n);
+    }
+    const sizeMb = await target.sizeMb();
+    log(`  rows ${JSON.stringify(counts)}, ${sizeMb.toFixed(0)} MB`);
+    return {
+      dialect,
+      target,
+      nowMs,
+      seedSeconds,
+      analyzeSeconds,
+      counts,
+      archivedByQueue,
+      sizeMb,
+      close: () => target.close(),
+    };
+  } catch (error) {
+    await target.close();
+    throw error;
+  }
+}
