@@ -151,12 +151,12 @@ export function panelsTable(run: DeckRun): string {
 export function tickTable(run: DeckRun): string {
   const t = run.tick;
   const lines = [
-    '| Live tick | calls per tick | p50 ms | p95 ms | max ms | budget | verdict |',
+    '| Live tick | per tick | p50 ms | p95 ms | max ms | budget | verdict |',
     '|---|---|---|---|---|---|---|',
     `| **\`DeckSnapshotService.read()\`**, whole tick | ${t.statements} statements (${t.distinctStatements} distinct) | ${ms(t.p50)} | **${ms(t.p95)}** | ${ms(t.max)} | < ${DECK_TARGETS.tickMs} ms (p95) | ${t.p95 < DECK_TARGETS.tickMs ? 'met' : '**missed**'} |`,
     ...t.reads.map(
       (r) =>
-        `| ↳ \`${r.read}\` | ${r.callsPerTick} | | ${ms(r.p95)} | ${ms(r.max)} | < ${DECK_TARGETS.tickMs} ms (p95) | ${r.p95 < DECK_TARGETS.tickMs ? 'met' : '**missed**'} |`,
+        `| ↳ \`${r.read}\` | ${r.callsPerTick} call(s) | | ${ms(r.p95)} | ${ms(r.max)} | < ${DECK_TARGETS.tickMs} ms (p95) | ${r.p95 < DECK_TARGETS.tickMs ? 'met' : '**missed**'} |`,
     ),
   ];
   return lines.join('\n');
@@ -210,7 +210,7 @@ export function deckSection(run: DeckRun, meta: DeckMeta): string {
         ? ', seeded once in this invocation and timed by admin-reads first.'
         : ', seeded for this invocation.') +
       ` Added for the Deck's other panels: ${run.recurring} recurring jobs (\`upsertRecurringJob\`, each with a last run in the archive) and ${n(run.auditEntries)} audit entries from operator actions through \`ChokaQAdmin\`.`,
-    `- The app: \`NestFactory.create\` of \`ChokaQModule.forRoot\` (PostgreSQL, \`worker: { enabled: false }\`, as a dashboard pod runs) and \`ChokaQDeckModule.forRoot({ path: 'chokaq', guards: [a cookie-session guard] })\` with the default \`refreshMs\` (${n(run.refreshMs)} ms), on Express, in the bench process. Nothing else uses the database while it runs.`,
+    `- The app: \`NestFactory.create\` of \`ChokaQModule.forRoot\` (PostgreSQL, \`worker: { enabled: false }\`, as a dashboard pod runs) and \`ChokaQDeckModule.forRoot({ path: 'chokaq', guards: [a cookie-session guard] })\` with the default \`refreshMs\` (${n(run.refreshMs)} ms), on Express, in the bench process. No worker runs; the app is the only client of its schema.`,
     '- **First load**: a fresh browser context opens the Deck at `#/overview`; every response is counted by the DevTools protocol (`Network.loadingFinished.encodedDataLength`: headers and body as received; for the event stream, which stays open, the bytes received until then). The load ends when the Overview shows its data (below) and no request but the stream is in flight. The Deck sends no `Content-Encoding`; the gzip column is what an app-level compression middleware would send (bodies gzipped at level 6 by the bench, headers unchanged).',
     `- **Panels**: one unmeasured round over every panel, then ${meta.deck.panelRounds} timed rounds, panel after panel in the order below, in the page left by the first load. Each navigation is clicked on the panel's nav link (or, where no link leads, the hash is set as the page's own links do), timed in the page from just before the click until a DOM condition holds (checked on every DOM mutation and every animation frame; elements present before the click do not count). "API awaited" are the panel's own requests started by the navigation (Resource Timing), each with its p50 duration; "render after API" is the time from the last of them to the condition. The event stream stays open meanwhile, so a snapshot tick may run during a navigation, as it does for an operator. Target: every round under 1 s (the verdict is on the max).`,
     `- **Live tick**: \`DeckSnapshotService.read()\` (the one set of reads a tick shares between every open Deck) called directly on the server with no browser open: one unmeasured call, then ${meta.deck.ticks} timed calls one after another. Its \`ChokaQAdmin\` calls run concurrently on the storage's pool; each is timed by wrapping the instance's method for the measurement. Statements counted by wrapping \`pg\`'s \`Client.query\` for one tick (BEGIN/COMMIT/SET excluded). Budget: the admin-reads target of one read on PostgreSQL, p95 under 50 ms, held against the whole tick and against each read in it.`,
