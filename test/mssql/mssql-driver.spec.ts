@@ -10,7 +10,11 @@ import { composeJobStorage } from '../../libs/chokaq/src/storage/compose-job-sto
 import { MssqlConnection } from '../../libs/chokaq/src/storage/mssql/mssql.connection';
 import { MssqlJobQueries } from '../../libs/chokaq/src/storage/mssql/mssql-job-queries';
 import { MssqlJobStore } from '../../libs/chokaq/src/storage/mssql/mssql-job-store';
-import { MSSQL_SCHEMA_VERSION } from '../../libs/chokaq/src/storage/mssql/mssql.schema';
+import {
+  MSSQL_MIGRATIONS,
+  MSSQL_SCHEMA_VERSION,
+  mssqlSchemaDdl,
+} from '../../libs/chokaq/src/storage/mssql/mssql.schema';
 import * as SQL from '../../libs/chokaq/src/storage/mssql/mssql.sql';
 import { SqlStorageConfig } from '../../libs/chokaq/src/storage/storage-config';
 import { ValidatedJobStorage } from '../../libs/chokaq/src/storage/validated-job-storage';
@@ -505,6 +509,56 @@ describe('SQL Server dialect over TypeORM SqlServerQueryRunner (stubbed mssql Re
       const { storage } = stubbedStorage([[]]);
       await storage.ensureSchema();
       expect(logger.lines).toEqual([]);
+    });
+  });
+
+  describe('schemaStatus reads the ledger and names the versions ensureSchema would apply', () => {
+    it('a new database: every version pending, the whole script', async () => {
+      const { storage, calls } = stubbedStorage([[]]);
+      const status = await storage.schemaStatus();
+      expect(calls.map((c) => c.sql)).toEqual([SQL.schemaStatus('chokaq').sql]);
+      expect(status).toEqual({
+        dialect: 'mssql',
+        schema: 'chokaq',
+        currentVersion: 0,
+        latestVersion: MSSQL_SCHEMA_VERSION,
+        pending: MSSQL_MIGRATIONS,
+        script: mssqlSchemaDdl('chokaq'),
+      });
+    });
+
+    it('an older database: the versions it lacks', async () => {
+      const older = Array.from({ length: MSSQL_SCHEMA_VERSION - 2 }, (_, i) => ({
+        Version: i + 1,
+      }));
+      const { storage } = stubbedStorage([older]);
+      const status = await storage.schemaStatus();
+      expect(status.currentVersion).toBe(MSSQL_SCHEMA_VERSION - 2);
+      expect(status.pending.map((m) => m.version)).toEqual([
+        MSSQL_SCHEMA_VERSION - 1,
+        MSSQL_SCHEMA_VERSION,
+      ]);
+      expect(status.script).toBe(mssqlSchemaDdl('chokaq'));
+    });
+
+    it('a current database: nothing pending, no script', async () => {
+      const all = MSSQL_MIGRATIONS.map(({ version }) => ({ Version: version }));
+      const { storage } = stubbedStorage([all]);
+      expect(await storage.schemaStatus()).toMatchObject({
+        currentVersion: MSSQL_SCHEMA_VERSION,
+        pending: [],
+        script: '',
+      });
+    });
+
+    it('the ledger rows the script writes are exactly MSSQL_MIGRATIONS, up to MSSQL_SCHEMA_VERSION', () => {
+      const recorded = [
+        ...mssqlSchemaDdl('chokaq').matchAll(
+          /INSERT INTO \[chokaq\]\.\[SchemaMigrations\] \(Version, Description\)[^;]*VALUES \((\d+), N'((?:[^']|'')*)'\);/g,
+        ),
+      ].map(([, version, description]) => ({ version: Number(version), description }));
+      expect(recorded).toEqual(MSSQL_MIGRATIONS);
+      expect(MSSQL_MIGRATIONS[MSSQL_MIGRATIONS.length - 1].version).toBe(MSSQL_SCHEMA_VERSION);
     });
   });
 

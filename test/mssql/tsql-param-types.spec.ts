@@ -161,6 +161,7 @@ function cases(): Case[] {
   const s = 'chokaq';
   return [
     ['ensureSchema', '', () => SQL.ensureSchema(s)],
+    ['schemaStatus', '', () => SQL.schemaStatus(s)],
     ['now', '', () => SQL.now()],
     ['prepare', '', () => SQL.prepare()],
     ['enqueue', 'key', (v) => SQL.enqueue(s, job(v, true))],

@@ -33,6 +33,8 @@ export type StorageContractTypes = [
   api.QueueOutcomesQuery,
   api.QueueOutcomes,
   api.StartLag,
+  api.SchemaStatus,
+  api.SchemaVersionInfo,
 ];
 
 /**

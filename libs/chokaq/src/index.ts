@@ -106,6 +106,7 @@ export type {
   ZombieRescueResult,
   ZombieRetryRule,
 } from './interfaces/job.interface';
+export type { SchemaStatus, SchemaVersionInfo } from './interfaces/schema-status.interface';
 export type {
   CircuitState,
   WorkerHeartbeat,

@@ -133,6 +133,7 @@ export function catalogue(schema = SCHEMA): CatalogueEntry[] {
     });
 
   add('ensureSchema', '', 'ddl', SQL.ensureSchema(schema));
+  add('schemaStatus', '', 'read', SQL.schemaStatus(schema));
   add('now', '', 'read', SQL.now());
   add('prepare', '', 'read', SQL.prepare());
 

@@ -78,6 +78,7 @@ export interface DialectJobStorage extends Pick<
   | 'dialect'
   | 'prepare'
   | 'ensureSchema'
+  | 'schemaStatus'
   | 'close'
   | 'now'
   | 'subscribe'

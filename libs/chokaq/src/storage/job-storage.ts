@@ -43,6 +43,7 @@ import type {
   RecurringJobDefinition,
   RecurringJobRecord,
 } from '../interfaces/recurring-job.interface';
+import type { SchemaStatus } from '../interfaces/schema-status.interface';
 import type { WorkerHeartbeat, WorkerInfo, WorkerQuery } from '../interfaces/worker.interface';
 
 /**
@@ -98,6 +99,14 @@ export interface JobStore {
    * SQL Server `sp_getapplock`, SQLite `BEGIN IMMEDIATE`), so several processes may call it at once.
    */
   ensureSchema(): Promise<void>;
+
+  /**
+   * Where the schema stands against this release: the newest version the migration ledger
+   * records, the versions {@link ensureSchema} would apply and the SQL it would run for them. A
+   * read without a lock and without DDL, for operators (`chokaq migrate --dry-run`) and start-up
+   * checks of code that does not migrate.
+   */
+  schemaStatus(): Promise<SchemaStatus>;
 
   /** Releases what this storage opened itself (a `DataSource` it created). A borrowed one is left open. */
   close(): Promise<void>;

@@ -48,6 +48,7 @@ import type {
   RecurringJobDefinition,
   RecurringJobRecord,
 } from '../interfaces/recurring-job.interface';
+import type { SchemaStatus } from '../interfaces/schema-status.interface';
 import type { WorkerHeartbeat, WorkerInfo, WorkerQuery } from '../interfaces/worker.interface';
 import { CHOKAQ_DEFAULTS } from '../config/resolve-options';
 import { LIMITS, MAX_RESCUE_BATCH, MAX_TOP_ERRORS } from '../validation/limits';
@@ -152,6 +153,11 @@ export class ValidatedJobStorage implements JobStorage {
   /** @inheritdoc */
   ensureSchema(): Promise<void> {
     return this.inner.ensureSchema();
+  }
+
+  /** @inheritdoc */
+  schemaStatus(): Promise<SchemaStatus> {
+    return this.inner.schemaStatus();
   }
 
   /** @inheritdoc */

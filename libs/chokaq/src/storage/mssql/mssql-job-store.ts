@@ -19,6 +19,7 @@ import {
   ZombieRescueResult,
 } from '../../interfaces/job.interface';
 import { RecurringJobRecord } from '../../interfaces/recurring-job.interface';
+import type { SchemaStatus } from '../../interfaces/schema-status.interface';
 import {
   CheckedDlqMove,
   CheckedRecurringDefinition,
@@ -33,6 +34,7 @@ import { mapHotRow, mapQueueRow, toDate } from '../shared/row-mapper';
 import { isDuplicateKeyError } from './mssql-errors';
 import { MssqlStatement } from './mssql-params';
 import { bool, idsOf, MssqlConnection, num, Row } from './mssql.connection';
+import { MSSQL_MIGRATIONS, MSSQL_SCHEMA_VERSION, mssqlSchemaDdl } from './mssql.schema';
 import * as SQL from './mssql.sql';
 
 /** Items per `enqueueMany` statement (one JSON parameter, one transaction). */
@@ -105,6 +107,28 @@ export class MssqlJobStore implements DialectJobStore {
         `(applied ${applied.join(', ')})`,
       { dialect: 'mssql', schema: this.schema, fromVersion: from, toVersion: to, applied },
     );
+  }
+
+  /**
+   * Reads the ledger without the schema's applock. SQL Server's script is idempotent and applies
+   * every missing version at once, so the pending versions are those the ledger lacks and the
+   * script is the whole of it.
+   * @inheritdoc
+   */
+  async schemaStatus(): Promise<SchemaStatus> {
+    const applied = (await this.db.query('schemaStatus', SQL.schemaStatus(this.schema))).map((r) =>
+      num(r.Version),
+    );
+    const done = new Set(applied);
+    const pending = MSSQL_MIGRATIONS.filter((m) => !done.has(m.version));
+    return {
+      dialect: 'mssql',
+      schema: this.schema,
+      currentVersion: Math.max(0, ...applied),
+      latestVersion: MSSQL_SCHEMA_VERSION,
+      pending: pending.map(({ version, description }) => ({ version, description })),
+      script: pending.length === 0 ? '' : mssqlSchemaDdl(this.schema),
+    };
   }
 
   /** @inheritdoc */

@@ -67,6 +67,21 @@
  */
 export const MSSQL_SCHEMA_VERSION = 8;
 
+/**
+ * Every version with the description its ledger row records, oldest first (the script writes
+ * each row from here, and `schemaStatus` names the pending ones by it). Append new versions.
+ */
+export const MSSQL_MIGRATIONS: readonly { version: number; description: string }[] = [
+  { version: 1, description: 'initial schema' },
+  { version: 2, description: 'claim by (queue, type); no lock escalation on JobsHot' },
+  { version: 3, description: 'recurring jobs: source and last job id' },
+  { version: 4, description: 'Workers table; progress note' },
+  { version: 5, description: 'keyset list indexes' },
+  { version: 6, description: 'metric buckets count retries and starts with their start lag' },
+  { version: 7, description: 'audit log; settings' },
+  { version: 8, description: 'audit log index by target' },
+];
+
 /** One column of a ChokaQ table. */
 export interface MssqlColumn {
   /** PascalCase column name (SPEC §2). */
@@ -545,6 +560,17 @@ const RECURRING_V3_NOTE: readonly string[] = [
   'https://learn.microsoft.com/en-us/sql/t-sql/statements/alter-table-transact-sql#adding-not-null-columns-as-an-online-operation',
 ];
 
+/** The ledger row of `version` (from {@link MSSQL_MIGRATIONS}), collected into `@Applied`. */
+function recordVersion(schema: string, version: number): string {
+  const migration = MSSQL_MIGRATIONS.find((m) => m.version === version);
+  if (!migration) throw new Error(`SQL Server schema version ${version} has no description`);
+  const description = migration.description.replace(/'/g, "''");
+  return (
+    `  INSERT INTO ${qualify(schema, 'migrations')} (Version, Description) OUTPUT inserted.Version ` +
+    `INTO @Applied (Version) VALUES (${version}, N'${description}');`
+  );
+}
+
 /** The applock resource that serialises schema bootstrap across processes. */
 export function schemaLockResource(schema: string): string {
   return `chokaq:schema:${schema}`;
@@ -669,19 +695,19 @@ export function mssqlSchemaDdl(schema: string): string {
     ),
     ...INDEXES.map((index) => createIndex(schema, index)),
     `IF NOT EXISTS (SELECT 1 FROM ${t('migrations')} WHERE Version = 1)`,
-    `  INSERT INTO ${t('migrations')} (Version, Description) OUTPUT inserted.Version INTO @Applied (Version) VALUES (1, N'initial schema');`,
+    recordVersion(schema, 1),
     ...LOCK_ESCALATION_NOTE.map((line) => `-- ${line}`),
     `IF NOT EXISTS (SELECT 1 FROM ${t('migrations')} WHERE Version = 2)`,
     `  ALTER TABLE ${t('hot')} SET (LOCK_ESCALATION = DISABLE);`,
     `IF NOT EXISTS (SELECT 1 FROM ${t('migrations')} WHERE Version = 2)`,
-    `  INSERT INTO ${t('migrations')} (Version, Description) OUTPUT inserted.Version INTO @Applied (Version) VALUES (2, N'claim by (queue, type); no lock escalation on JobsHot');`,
+    recordVersion(schema, 2),
     ...RECURRING_V3_NOTE.map((line) => `-- ${line}`),
     `IF COL_LENGTH(N'${t('recurring')}', N'Source') IS NULL`,
     `  ALTER TABLE ${t('recurring')} ADD ${columnDdl(MSSQL_TABLES.recurring, recurringColumn('Source'))} ${RECURRING_SOURCE_CHECK};`,
     `IF COL_LENGTH(N'${t('recurring')}', N'LastJobId') IS NULL`,
     `  ALTER TABLE ${t('recurring')} ADD ${columnDdl(MSSQL_TABLES.recurring, recurringColumn('LastJobId'))};`,
     `IF NOT EXISTS (SELECT 1 FROM ${t('migrations')} WHERE Version = 3)`,
-    `  INSERT INTO ${t('migrations')} (Version, Description) OUTPUT inserted.Version INTO @Applied (Version) VALUES (3, N'recurring jobs: source and last job id');`,
+    recordVersion(schema, 3),
     // Version 4 on an older database: the Workers table is created above with the others; the
     // progress note is added where CREATE TABLE did not put it.
     `-- ProgressNote (schema version 4): a nullable column without a default, added where missing.`,
@@ -691,18 +717,18 @@ export function mssqlSchemaDdl(schema: string): string {
         `  ALTER TABLE ${t(table)} ADD ProgressNote nvarchar(500) NULL;`,
     ),
     `IF NOT EXISTS (SELECT 1 FROM ${t('migrations')} WHERE Version = 4)`,
-    `  INSERT INTO ${t('migrations')} (Version, Description) OUTPUT inserted.Version INTO @Applied (Version) VALUES (4, N'Workers table; progress note');`,
+    recordVersion(schema, 4),
     `IF NOT EXISTS (SELECT 1 FROM ${t('migrations')} WHERE Version = 5)`,
-    `  INSERT INTO ${t('migrations')} (Version, Description) OUTPUT inserted.Version INTO @Applied (Version) VALUES (5, N'keyset list indexes');`,
+    recordVersion(schema, 5),
     `-- Version 6: start lag columns of MetricBuckets (a table created at version 6 has them already).`,
     ...BUCKET_LAG_COLUMNS.map(
       (col) =>
         `IF COL_LENGTH(N'${t('buckets')}', N'${col.name}') IS NULL\n  ALTER TABLE ${t('buckets')} ADD ${columnDdl(MSSQL_TABLES.buckets, col)};`,
     ),
     `IF NOT EXISTS (SELECT 1 FROM ${t('migrations')} WHERE Version = 6)`,
-    `  INSERT INTO ${t('migrations')} (Version, Description) OUTPUT inserted.Version INTO @Applied (Version) VALUES (6, N'metric buckets count retries and starts with their start lag');`,
+    recordVersion(schema, 6),
     `IF NOT EXISTS (SELECT 1 FROM ${t('migrations')} WHERE Version = 7)`,
-    `  INSERT INTO ${t('migrations')} (Version, Description) OUTPUT inserted.Version INTO @Applied (Version) VALUES (7, N'audit log; settings');`,
+    recordVersion(schema, 7),
     ...AUDIT_TARGET_V8_NOTE.map((line) => `-- ${line}`),
     `IF COL_LENGTH(N'${t('audit')}', N'TargetKey') IS NULL`,
     `  ALTER TABLE ${t('audit')} ADD TargetKey AS CAST(LEFT(Target, ${AUDIT_TARGET_KEY_LENGTH}) AS nvarchar(${AUDIT_TARGET_KEY_LENGTH}));`,
@@ -710,7 +736,7 @@ export function mssqlSchemaDdl(schema: string): string {
     `IF NOT EXISTS (SELECT 1 FROM sys.indexes WHERE object_id = OBJECT_ID(N'${t('audit')}') AND name = N'IX_AuditLog_Target')`,
     `  EXEC(N'CREATE NONCLUSTERED INDEX [IX_AuditLog_Target] ON ${t('audit')} (TargetKey, AtUtc, Id);');`,
     `IF NOT EXISTS (SELECT 1 FROM ${t('migrations')} WHERE Version = 8)`,
-    `  INSERT INTO ${t('migrations')} (Version, Description) OUTPUT inserted.Version INTO @Applied (Version) VALUES (8, N'audit log index by target');`,
+    recordVersion(schema, 8),
     `COMMIT;`,
     `SELECT Version FROM @Applied ORDER BY Version;`,
   ];

@@ -21,6 +21,7 @@ import {
   ZombieRescueResult,
 } from '../../interfaces/job.interface';
 import { RecurringJobRecord } from '../../interfaces/recurring-job.interface';
+import type { SchemaStatus } from '../../interfaces/schema-status.interface';
 import {
   CheckedDlqMove,
   CheckedRecurringDefinition,
@@ -36,8 +37,9 @@ import { mapHotRow, mapQueueRow, toDate } from '../shared/row-mapper';
 import { Exec, num, PostgresConnection } from './postgres.connection';
 import {
   bootstrapStatements,
-  POSTGRES_MIGRATIONS,
+  pendingPostgresMigrations,
   POSTGRES_SCHEMA_VERSION,
+  postgresSchemaScript,
 } from './postgres.schema';
 import * as SQL from './postgres.sql';
 
@@ -116,12 +118,9 @@ export class PostgresJobStore implements DialectJobStore {
     const { from, applied } = await this.db.transaction('ensureSchema', async (exec) => {
       await exec(SQL.LOCK_SCHEMA, [this.schemaName]);
       for (const statement of bootstrapStatements(this.s)) await exec(statement);
-      const done = new Set(
-        (await exec(SQL.selectAppliedVersions(this.s))).map((r) => num(r.version)),
-      );
+      const done = (await exec(SQL.selectAppliedVersions(this.s))).map((r) => num(r.version));
       const now: number[] = [];
-      for (const migration of POSTGRES_MIGRATIONS) {
-        if (done.has(migration.version)) continue;
+      for (const migration of pendingPostgresMigrations(done)) {
         for (const statement of migration.statements(this.s)) await exec(statement);
         await exec(SQL.recordMigration(this.s), [migration.version, migration.description]);
         now.push(migration.version);
@@ -140,6 +139,25 @@ export class PostgresJobStore implements DialectJobStore {
         { dialect: 'postgres', schema: this.schemaName, fromVersion: from, toVersion: to, applied },
       );
     }
+  }
+
+  /**
+   * Reads the ledger outside any transaction and lock: the versions {@link ensureSchema} would
+   * apply now are those {@link pendingPostgresMigrations} finds missing, the same function it
+   * applies them by.
+   */
+  async schemaStatus(): Promise<SchemaStatus> {
+    const applied = await this.appliedVersions();
+    const pending = pendingPostgresMigrations(applied);
+    return {
+      dialect: 'postgres',
+      schema: this.schemaName,
+      currentVersion: Math.max(0, ...applied),
+      latestVersion: POSTGRES_SCHEMA_VERSION,
+      pending: pending.map(({ version, description }) => ({ version, description })),
+      script:
+        pending.length === 0 ? '' : `${postgresSchemaScript(this.s, this.schemaName, pending)}\n`,
+    };
   }
 
   private async appliedVersions(): Promise<number[]> {

@@ -450,16 +450,30 @@ export const bootstrapStatements = (s: string): string[] => [
 ];
 
 /**
- * The whole schema as one script (what `npx chokaq schema --dialect postgres` prints), wrapped in
- * a transaction with the same advisory lock `ensureSchema` uses.
+ * The migrations a database whose ledger records `applied` still needs, oldest first: what
+ * `ensureSchema` applies under its lock, and what `schemaStatus` reports.
  */
-export function postgresSchemaScript(quotedSchema: string, schemaName: string): string {
+export function pendingPostgresMigrations(applied: Iterable<number>): PostgresMigration[] {
+  const done = new Set(applied);
+  return POSTGRES_MIGRATIONS.filter((migration) => !done.has(migration.version));
+}
+
+/**
+ * The whole schema as one script (what `npx chokaq schema --dialect postgres` prints), wrapped in
+ * a transaction with the same advisory lock `ensureSchema` uses. With `migrations`, only those
+ * versions (what `ensureSchema` would apply to a database that lacks them).
+ */
+export function postgresSchemaScript(
+  quotedSchema: string,
+  schemaName: string,
+  migrations: readonly PostgresMigration[] = POSTGRES_MIGRATIONS,
+): string {
   const lines = [
     'BEGIN;',
     `SELECT pg_advisory_xact_lock(hashtextextended('chokaq.schema:${schemaName}', 0));`,
   ];
   for (const statement of bootstrapStatements(quotedSchema)) lines.push(`${statement};`);
-  for (const migration of POSTGRES_MIGRATIONS) {
+  for (const migration of migrations) {
     for (const statement of migration.statements(quotedSchema)) lines.push(`${statement};`);
     lines.push(
       `INSERT INTO ${quotedSchema}.schema_migrations (version, description) VALUES (${migration.version}, '${migration.description.replace(/'/g, "''")}') ON CONFLICT (version) DO NOTHING;`,

@@ -20,6 +20,7 @@ import {
   ZombieRescueResult,
 } from '../../interfaces/job.interface';
 import { RecurringJobRecord } from '../../interfaces/recurring-job.interface';
+import type { SchemaStatus } from '../../interfaces/schema-status.interface';
 import {
   CheckedDlqMove,
   CheckedRecurringDefinition,
@@ -41,7 +42,12 @@ import {
 } from './sqlite-counters';
 import { yieldToEventLoop } from './sqlite-mutex';
 import { Params, Row, SqliteConnection } from './sqlite.connection';
-import { SQLITE_MIGRATIONS, schemaMigrationsDdl } from './sqlite.schema';
+import {
+  SQLITE_MIGRATIONS,
+  pendingSqliteMigrations,
+  schemaMigrationsDdl,
+  sqliteMigrationScript,
+} from './sqlite.schema';
 import * as SQL from './sqlite.sql';
 
 /** Rows per enqueue transaction: big enough to amortise the commit, small enough to keep the event loop moving. */
@@ -99,12 +105,9 @@ export class SqliteJobStore implements DialectJobStore {
       'ensureSchema',
       () => {
         this.db.exec(schemaMigrationsDdl(p));
-        const done = new Set(
-          this.db.all(this.sql.selectAppliedVersions).map((r) => Number(r.version)),
-        );
+        const done = this.db.all(this.sql.selectAppliedVersions).map((r) => Number(r.version));
         const now: number[] = [];
-        for (const migration of SQLITE_MIGRATIONS) {
-          if (done.has(migration.version)) continue;
+        for (const migration of pendingSqliteMigrations(done)) {
           for (const statement of migration.statements(p)) this.db.exec(statement);
           this.db.run(this.sql.recordMigration, {
             version: migration.version,
@@ -126,6 +129,29 @@ export class SqliteJobStore implements DialectJobStore {
         { dialect: 'sqlite', schema: p, fromVersion: from, toVersion: to, applied },
       );
     }
+  }
+
+  /**
+   * Reads the ledger (when it exists: the read creates nothing) outside the write lock; the
+   * versions {@link ensureSchema} would apply are those {@link pendingSqliteMigrations} finds
+   * missing, the same function it applies them by.
+   */
+  async schemaStatus(): Promise<SchemaStatus> {
+    const p = this.db.prefix;
+    const applied = await this.db.read('schemaStatus', () =>
+      this.db.get(this.sql.selectLedgerExists, { name: `${p}schema_migrations` })
+        ? this.db.all(this.sql.selectAppliedVersions).map((r) => Number(r.version))
+        : [],
+    );
+    const pending = pendingSqliteMigrations(applied);
+    return {
+      dialect: 'sqlite',
+      schema: p,
+      currentVersion: Math.max(0, ...applied),
+      latestVersion: SQLITE_MIGRATIONS[SQLITE_MIGRATIONS.length - 1].version,
+      pending: pending.map(({ version, description }) => ({ version, description })),
+      script: pending.length === 0 ? '' : sqliteMigrationScript(p, pending),
+    };
   }
 
   /** Stops change watchers, waits for the call in flight, then destroys an owned DataSource. */

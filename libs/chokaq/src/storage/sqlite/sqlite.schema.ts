@@ -416,6 +416,29 @@ export function schemaMigrationsDdl(prefix: string): string {
 }
 
 /**
+ * The migrations a database whose ledger records `applied` still needs, oldest first: what
+ * `ensureSchema` applies in its transaction, and what `schemaStatus` reports.
+ */
+export function pendingSqliteMigrations(applied: Iterable<number>): SqliteMigration[] {
+  const done = new Set(applied);
+  return SQLITE_MIGRATIONS.filter((migration) => !done.has(migration.version));
+}
+
+/** Each migration's statements followed by the ledger row that records it. */
+function migrationStatements(prefix: string, migrations: readonly SqliteMigration[]): string[] {
+  const lines: string[] = [];
+  for (const migration of migrations) {
+    lines.push(...migration.statements(prefix));
+    lines.push(
+      `INSERT INTO ${prefix}schema_migrations (version, description, applied_at_utc) ` +
+        `VALUES (${migration.version}, '${migration.description.replace(/'/g, "''")}', ` +
+        `${SQLITE_NOW_MS}) ON CONFLICT (version) DO NOTHING`,
+    );
+  }
+  return lines;
+}
+
+/**
  * The complete DDL for `npx chokaq schema --dialect sqlite` (DBAs applying scripts by hand). SQLite
  * cannot add a column only where it is missing, so unlike the server dialects' scripts this one
  * is for a new database: an existing one is migrated by `ensureSchema()` at startup.
@@ -424,14 +447,26 @@ export function sqliteSchemaScript(prefix: string): string {
   const lines = [
     `-- ChokaQ for NestJS: SQLite schema '${prefix}*', for a new database (run it once; ` +
       `ensureSchema() migrates an existing one)\n${schemaMigrationsDdl(prefix)}`,
+    ...migrationStatements(prefix, SQLITE_MIGRATIONS),
   ];
-  for (const migration of SQLITE_MIGRATIONS) {
-    lines.push(...migration.statements(prefix));
-    lines.push(
-      `INSERT INTO ${prefix}schema_migrations (version, description, applied_at_utc) ` +
-        `VALUES (${migration.version}, '${migration.description.replace(/'/g, "''")}', ` +
-        `${SQLITE_NOW_MS}) ON CONFLICT (version) DO NOTHING`,
-    );
-  }
+  return `${lines.join(';\n\n')};\n`;
+}
+
+/**
+ * What `ensureSchema()` runs on a database that lacks `migrations`: the ledger, then each version
+ * and its ledger row, in the one `BEGIN IMMEDIATE` transaction that holds the file's write lock.
+ */
+export function sqliteMigrationScript(
+  prefix: string,
+  migrations: readonly SqliteMigration[],
+): string {
+  const versions = migrations.map((m) => m.version).join(', ');
+  const lines = [
+    `-- ChokaQ for NestJS: what ensureSchema() applies to SQLite schema '${prefix}*' ` +
+      `(versions ${versions}), in one transaction\nBEGIN IMMEDIATE`,
+    schemaMigrationsDdl(prefix),
+    ...migrationStatements(prefix, migrations),
+    'COMMIT',
+  ];
   return `${lines.join(';\n\n')};\n`;
 }

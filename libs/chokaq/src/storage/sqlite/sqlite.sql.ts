@@ -133,6 +133,8 @@ export function jobStoreStatements(p: string) {
 
     /** ensureSchema: the versions the ledger records. */
     selectAppliedVersions: `SELECT version FROM ${migrations}`,
+    /** schemaStatus: whether the ledger exists yet (@name: its table name), read without creating it. */
+    selectLedgerExists: `SELECT 1 AS present FROM sqlite_master WHERE type = 'table' AND name = @name`,
     /** ensureSchema: records one applied version. */
     recordMigration: `INSERT INTO ${migrations} (version, description, applied_at_utc)
       VALUES (@version, @description, ${SQLITE_NOW_MS}) ON CONFLICT (version) DO NOTHING`,
