@@ -73,7 +73,12 @@ const T = {
   createStorage: target(
     'storage/create-storage or a dialect class',
     '^(\\.\\./)+storage/(create-storage|(postgres|mssql|sqlite)/([a-z]+-job-(storage|store|queries)|[a-z]+\\.connection))$',
-    'the CLI prints DDL without loading TypeORM or a driver',
+    'the CLI loads TypeORM and a driver only in cli/connection/admin-session.ts, when a command opens the database',
+  ),
+  dialectClasses: target(
+    'a dialect class',
+    '^(\\.\\./)+storage/(postgres|mssql|sqlite)/([a-z]+-job-(storage|store|queries)|[a-z]+\\.connection)$',
+    'the CLI opens a database through the storage factory (createJobStorage), as an app does',
   ),
   deck: target(
     'deck/',
@@ -130,7 +135,17 @@ const ZONES = {
   client: [T.storageBeyondInterface, T.cli, T.nestLayer],
   admin: [T.storageBeyondInterface, T.cli, T.nestLayer],
   testing: [T.storageBeyondInterface, T.cli, T.nestLayer],
-  cli: [T.createStorage, T.runtime, T.discovery, T.decorators, ...TOP.filter((t) => t !== T.cli)],
+  // The CLI is built on the operator API (admin/); only admin-session.ts opens a database.
+  cli: [
+    T.createStorage,
+    T.runtime,
+    T.discovery,
+    T.decorators,
+    T.client,
+    T.testing,
+    T.nestLayer,
+    T.registry,
+  ],
   // The dashboard: above the admin API, which is all it uses of the engine.
   deck: [
     T.storageAny,
@@ -146,6 +161,13 @@ const ZONES = {
     T.constants,
   ],
 };
+
+/**
+ * The one file of the CLI that opens a database: the storage factory, the operator API over it and
+ * the (empty) worker registry that API reads. The CLI loads it only when a command needs the
+ * database, so `chokaq schema` loads no TypeORM.
+ */
+const CLI_SESSION = `${SRC}/cli/connection/admin-session.ts`;
 
 /** The `no-restricted-imports` options of a zone: its forbidden targets, and the alias everywhere. */
 const restrict = (folder, targets) => [
@@ -171,6 +193,22 @@ const layering = [
       ]),
     },
   })),
+  {
+    files: [CLI_SESSION],
+    rules: {
+      'no-restricted-imports': restrict('cli/connection/admin-session.ts', [
+        T.dialectClasses,
+        T.runtime,
+        T.discovery,
+        T.decorators,
+        T.client,
+        T.testing,
+        T.nestLayer,
+        T.orchestrator,
+        T.deck,
+      ]),
+    },
+  },
   {
     // The root files (orchestrator, registry, adapters, index) sit at the top, with the module.
     files: [`${SRC}/*.ts`],

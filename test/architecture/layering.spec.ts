@@ -73,9 +73,16 @@ const CASES: ReadonlyArray<[string, string, Expectation, string?]> = [
   ['admin/chokaq-admin.service.ts', '../chokaq.orchestrator', 'refused'],
   ['testing/chokaq-testing.ts', '../chokaq.orchestrator', 'refused'],
   ['client/job-client.ts', '../worker.registry', 'allowed'],
-  // The CLI prints DDL without TypeORM; nothing in the library imports itself by its alias.
-  ['cli/schema-command.ts', '../storage/create-storage', 'refused'],
-  ['cli/schema-command.ts', '../storage/postgres/postgres.schema', 'allowed'],
+  // The CLI prints DDL without TypeORM: only its admin session opens a database, through the
+  // storage factory and the operator API; nothing in the library imports itself by its alias.
+  ['cli/commands/schema.command.ts', '../../storage/create-storage', 'refused'],
+  ['cli/commands/schema.command.ts', '../../storage/postgres/postgres.schema', 'allowed'],
+  ['cli/commands/stats.command.ts', '../../admin/chokaq-admin.service', 'allowed'],
+  ['cli/commands/stats.command.ts', '../../worker.registry', 'refused'],
+  ['cli/connection/admin-session.ts', '../../storage/create-storage', 'allowed'],
+  ['cli/connection/admin-session.ts', '../../worker.registry', 'allowed'],
+  ['cli/connection/admin-session.ts', '../../storage/postgres/postgres-job-store', 'refused'],
+  ['cli/connection/admin-session.ts', '../../runtime/chokaq-worker', 'refused'],
   ['runtime/loop.ts', '@chokaq/nestjs', 'refused'],
   // The Deck sits on the admin API and adds no SQL; nothing in the core imports the Deck.
   ['deck/deck-api.controller.ts', '../admin/chokaq-admin.service', 'allowed'],

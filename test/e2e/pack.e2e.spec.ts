@@ -13,7 +13,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import Database from 'better-sqlite3';
 import { Client } from 'pg';
-import { schemaDdl } from '../../libs/chokaq/src/cli/schema-command';
+import { schemaDdl } from '../../libs/chokaq/src/cli/commands/schema.command';
 import { PG_URL, pgAvailable } from '../support/env';
 
 /**

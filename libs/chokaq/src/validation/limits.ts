@@ -181,3 +181,10 @@ export const MAX_SEARCH_LENGTH = 200;
  * inlined into DDL and statements. `createJobStorage` and the CLI both apply it.
  */
 export const SCHEMA_NAME = /^[A-Za-z_][A-Za-z0-9_]{0,62}$/;
+
+/**
+ * Most rows a bulk action of the `chokaq` CLI (DLQ resurrect or purge, cancel) touches without
+ * `--yes`: enough for a handful of jobs named by hand, small enough that a filter wider than the
+ * operator meant stops and shows its count first.
+ */
+export const CLI_UNCONFIRMED_ROWS = 25;

@@ -1,0 +1,176 @@
+import type { ChokaQAdmin } from '../../admin/chokaq-admin.service';
+import type { QueueInfo, QueuePatch } from '../../interfaces/job.interface';
+import { CommandGroup, CommandResult, defineCommand } from '../args/command-definition';
+import { readDurationOrNone, readIntegerOrNone } from '../args/option-values';
+import { ACTOR_OPTIONS, readActor, stringValue } from '../args/shared-options';
+import { CliNothingMatchedError } from '../errors/cli-nothing-matched.error';
+import { CliUsageError } from '../errors/cli-usage.error';
+import { formatDuration } from '../format/format-values';
+import { Cell, table, text } from '../format/view';
+
+const QUEUE_COLUMNS = [
+  { header: 'QUEUE' },
+  { header: 'PAUSED' },
+  { header: 'ACTIVE' },
+  { header: 'MAX WORKERS', align: 'right' },
+  { header: 'EXECUTION TIMEOUT', align: 'right' },
+  { header: 'ZOMBIE TIMEOUT', align: 'right' },
+  { header: 'RETRY ZOMBIES' },
+  { header: 'UPDATED' },
+] as const;
+
+function queueRow(q: QueueInfo): Cell[] {
+  return [
+    q.name,
+    q.isPaused,
+    q.isActive,
+    q.maxWorkers,
+    q.executionTimeoutMs === null ? undefined : formatDuration(q.executionTimeoutMs),
+    q.zombieTimeoutSeconds === null ? undefined : formatDuration(q.zombieTimeoutSeconds * 1_000),
+    q.retryZombies,
+    q.lastUpdatedUtc,
+  ];
+}
+
+/**
+ * The operator API creates a queue it is told to change (`updateQueue` upserts); from a shell a
+ * misspelt name would create a new paused queue and leave the real one running, so the CLI acts
+ * only on queues ChokaQ knows.
+ */
+async function changeKnownQueue(
+  admin: ChokaQAdmin,
+  name: string,
+  change: () => Promise<QueueInfo>,
+  done: string,
+): Promise<CommandResult> {
+  if (!(await admin.listQueues()).some((q) => q.name === name)) {
+    throw new CliNothingMatchedError(
+      `No queue is named '${name}'. 'chokaq queues list' shows the queues ChokaQ knows.`,
+    );
+  }
+  const queue = await change();
+  return { data: { queue }, view: [text(done), table(QUEUE_COLUMNS, [queueRow(queue)])] };
+}
+
+const list = defineCommand({
+  name: 'queues list',
+  summary: 'Every queue with its controls',
+  synopsis: '',
+  options: {},
+  positionals: { min: 0, max: 0 },
+  database: 'current',
+  parse: () => ({}),
+  async run(_args, { admin }) {
+    const queues = await admin.listQueues();
+    return {
+      data: { queues },
+      view: [table(QUEUE_COLUMNS, queues.map(queueRow))],
+      nothingMatched: queues.length === 0 ? 'No queue yet.' : undefined,
+    };
+  },
+});
+
+/** `queues pause` and `queues resume`. */
+function pauseCommand(paused: boolean) {
+  const verb = paused ? 'pause' : 'resume';
+  return defineCommand({
+    name: `queues ${verb}`,
+    summary: paused
+      ? 'Stop claiming from a queue (running jobs finish; buffered ones are released)'
+      : 'Claim from a paused queue again',
+    synopsis: '<queue>',
+    options: ACTOR_OPTIONS,
+    positionals: { min: 1, max: 1 },
+    database: 'current',
+    parse: (line, io) => ({ queue: line.positionals[0], actor: readActor(line, io) }),
+    run: ({ queue, actor }, { admin }) =>
+      changeKnownQueue(
+        admin,
+        queue,
+        () => (paused ? admin.pauseQueue(queue, actor) : admin.resumeQueue(queue, actor)),
+        `Queue '${queue}' ${paused ? 'paused' : 'resumed'}.`,
+      ),
+  });
+}
+
+const setMaxWorkers = defineCommand({
+  name: 'queues set-max-workers',
+  summary: 'Cap the jobs of a queue running at once across the cluster (none: no cap)',
+  synopsis: '<queue> <n|none>',
+  options: ACTOR_OPTIONS,
+  positionals: { min: 2, max: 2 },
+  database: 'current',
+  parse: (line, io) => ({
+    queue: line.positionals[0],
+    maxWorkers: readIntegerOrNone('max workers', line.positionals[1]),
+    actor: readActor(line, io),
+  }),
+  run: ({ queue, maxWorkers, actor }, { admin }) =>
+    changeKnownQueue(
+      admin,
+      queue,
+      () => admin.setMaxWorkers(queue, maxWorkers, actor),
+      `Queue '${queue}': max workers ${maxWorkers ?? 'none (no cap)'}.`,
+    ),
+});
+
+const setTimeouts = defineCommand({
+  name: 'queues set-timeout',
+  summary: "Set a queue's execution timeout and/or zombie timeout (none: the global setting)",
+  synopsis: '<queue> [--execution DURATION|none] [--zombie DURATION|none]',
+  details: [
+    'Durations take a unit: 500ms, 30s, 5m, 2h, 1d. The zombie timeout is whole seconds.',
+    "A handler's own timeout still wins over the queue's execution timeout.",
+  ],
+  options: {
+    execution: {
+      type: 'string',
+      value: 'DURATION',
+      description: 'longest run of a job of this queue, or none',
+    },
+    zombie: {
+      type: 'string',
+      value: 'DURATION',
+      description: 'a running job whose heartbeat is this old is a zombie, or none',
+    },
+    ...ACTOR_OPTIONS,
+  },
+  positionals: { min: 1, max: 1 },
+  database: 'current',
+  parse(line, io) {
+    const patch: QueuePatch = {};
+    const execution = stringValue(line, 'execution');
+    if (execution !== undefined) {
+      patch.executionTimeoutMs = readDurationOrNone('--execution', execution);
+    }
+    const zombie = stringValue(line, 'zombie');
+    if (zombie !== undefined) {
+      const ms = readDurationOrNone('--zombie', zombie);
+      if (ms !== null && ms % 1_000 !== 0) {
+        throw new CliUsageError(
+          `--zombie must be whole seconds (got '${zombie}')`,
+          'queues set-timeout',
+        );
+      }
+      patch.zombieTimeoutSeconds = ms === null ? null : ms / 1_000;
+    }
+    if (execution === undefined && zombie === undefined) {
+      throw new CliUsageError('give --execution, --zombie or both', 'queues set-timeout');
+    }
+    return { queue: line.positionals[0], patch, actor: readActor(line, io) };
+  },
+  run: ({ queue, patch, actor }, { admin }) =>
+    changeKnownQueue(
+      admin,
+      queue,
+      () => admin.updateQueue(queue, patch, actor),
+      `Queue '${queue}': timeouts set.`,
+    ),
+});
+
+/** `chokaq queues list|pause|resume|set-max-workers|set-timeout`. */
+export const queuesCommands: CommandGroup = {
+  name: 'queues',
+  summary: 'List queues and change their controls (audited)',
+  commands: [list, pauseCommand(true), pauseCommand(false), setMaxWorkers, setTimeouts],
+};

@@ -1,0 +1,67 @@
+import { existsSync } from 'node:fs';
+import { Logger } from '@nestjs/common';
+import { ChokaQAdmin } from '../../admin/chokaq-admin.service';
+import { resolveChokaQOptions } from '../../config/resolve-options';
+import type { ChokaQModuleOptions } from '../../interfaces/module-options.interface';
+import { createJobStorage } from '../../storage/create-storage';
+import { WorkerRegistry } from '../../worker.registry';
+import type { DatabaseUse } from '../args/command-definition';
+import type { CliWriter } from '../cli-io';
+import { CliDatabaseMissingError } from '../errors/cli-database-missing.error';
+import { CliSchemaOutdatedError } from '../errors/cli-schema-outdated.error';
+import type { CliSession } from './cli-session';
+import type { DatabaseTarget } from './database-url';
+import { StderrLogger } from './stderr-logger';
+
+/** A session and the way to close it. */
+export interface OpenSession extends CliSession {
+  close(): Promise<void>;
+}
+
+/**
+ * Opens the database for one command: the storage factory of the library (`createJobStorage`, with
+ * `autoCreateSchema: false`: a command never migrates as a side effect) and the operator API over
+ * it, `ChokaQAdmin`, exactly as an app's own admin endpoints call it. Its worker registry stays
+ * empty: the CLI runs no worker, so the admin's local-worker calls have nothing to reach.
+ *
+ * This is the one file of the CLI that loads TypeORM, a driver and Nest: the CLI imports it only
+ * when a command needs the database, so `chokaq schema` and every usage error load none of them.
+ *
+ * Unless the command migrates, the schema must be current ({@link CliSchemaOutdatedError}) and a
+ * SQLite file must exist ({@link CliDatabaseMissingError}): opening a missing one would create an
+ * empty database.
+ */
+export async function openSession(
+  target: DatabaseTarget,
+  use: Exclude<DatabaseUse, 'none'>,
+  moduleOptions: ChokaQModuleOptions | undefined,
+  err: CliWriter,
+): Promise<OpenSession> {
+  // The CLI process's logger (Nest's is process-wide): the library's lines go to stderr.
+  Logger.overrideLogger(new StderrLogger(err));
+  if (use !== 'migrate' && target.sqliteFile !== undefined && !existsSync(target.sqliteFile)) {
+    throw new CliDatabaseMissingError(target.label);
+  }
+  const storage = await createJobStorage(target.storage);
+  try {
+    if (use === 'current') {
+      const status = await storage.schemaStatus();
+      if (status.pending.length > 0) {
+        throw new CliSchemaOutdatedError(
+          status.schema,
+          status.currentVersion,
+          status.latestVersion,
+        );
+      }
+    }
+    const admin = new ChokaQAdmin(
+      storage,
+      resolveChokaQOptions({ ...moduleOptions, storage: target.storage }),
+      new WorkerRegistry(),
+    );
+    return { admin, schema: storage, close: () => storage.close() };
+  } catch (error) {
+    await storage.close().catch(() => undefined);
+    throw error;
+  }
+}
