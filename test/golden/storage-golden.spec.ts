@@ -465,6 +465,15 @@ const SCENARIOS: readonly Scenario[] = [
     },
   },
   {
+    // The health check's read: the ledger looked up in the catalog, then its newest version.
+    file: 'schema-version',
+    async run(storage, recorder) {
+      const { result, statements } = await recorder.record(() => storage.getSchemaVersion());
+      expect(result.applied).toBe(result.expected);
+      return statements;
+    },
+  },
+  {
     file: 'throughput-series',
     async run(storage, recorder) {
       const to = await storage.now();

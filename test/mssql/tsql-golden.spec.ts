@@ -45,6 +45,7 @@ const PINNED: ReadonlyArray<[file: string, name: string]> = [
   ['summary', 'getSummary'],
   ['queue-stats', 'getQueueStats'],
   ['queue-health', 'getQueueHealth'],
+  ['schema-version', 'getSchemaVersion'],
   ['throughput-series', 'getThroughputSeries [one queue]'],
   ['top-errors', 'getTopDlqErrors [queue]'],
   ['count-exactly', 'countExactly.dlq [filter queue]'],

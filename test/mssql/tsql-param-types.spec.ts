@@ -297,6 +297,7 @@ function cases(): Case[] {
     ['getQueueStats', '', () => SQL.getQueueStats(s)],
     ['getQueueHealth', '', () => SQL.getQueueHealth(s)],
     ['getQueueOutcomes', '', () => SQL.getQueueOutcomes(s, 5)],
+    ['getSchemaVersion', '', () => SQL.getSchemaVersion(s)],
     ['getThroughput', '', (v) => SQL.getThroughput(s, v.queue)],
     ['getThroughputSeries', 'all queues', (v) => SQL.getThroughputSeries(s, series(v, null))],
     ['getThroughputSeries', 'one queue', (v) => SQL.getThroughputSeries(s, series(v, v.queue))],

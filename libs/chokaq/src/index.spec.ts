@@ -33,6 +33,7 @@ export type StorageContractTypes = [
   api.QueueOutcomesQuery,
   api.QueueOutcomes,
   api.StartLag,
+  api.SchemaVersion,
 ];
 
 /**

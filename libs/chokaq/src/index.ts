@@ -141,6 +141,7 @@ export type {
   QueueOutcomes,
   QueueOutcomesQuery,
   QueueStats,
+  SchemaVersion,
   StartLag,
   SummaryStats,
   ThroughputPoint,

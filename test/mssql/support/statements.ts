@@ -434,6 +434,7 @@ export function catalogue(schema = SCHEMA): CatalogueEntry[] {
   add('getQueueHealth', '', 'telemetry', SQL.getQueueHealth(schema));
   add('getQueueOutcomes', '5 minutes', 'telemetry', SQL.getQueueOutcomes(schema, 5));
   add('getQueueOutcomes', 'a day', 'telemetry', SQL.getQueueOutcomes(schema, 1_440));
+  add('getSchemaVersion', '', 'read', SQL.getSchemaVersion(schema));
   add('getThroughput', 'all queues', 'telemetry', SQL.getThroughput(schema));
   add('getThroughput', 'one queue', 'telemetry', SQL.getThroughput(schema, 'emails'));
   const series: SQL.MssqlSeries = {

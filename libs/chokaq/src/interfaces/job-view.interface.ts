@@ -291,6 +291,17 @@ export interface QueueOutcomes {
 }
 
 /**
+ * The schema version a database's ledger (`SchemaMigrations`) records, beside the one this release
+ * of ChokaQ creates and migrates to (`JobQueries.getSchemaVersion`). @publicApi
+ */
+export interface SchemaVersion {
+  /** The newest version the ledger records; null when there is no ledger (no schema created yet). */
+  applied: number | null;
+  /** The version `ensureSchema()` of this release brings the schema to. */
+  expected: number;
+}
+
+/**
  * Completion rates from metric buckets. Buckets are one minute wide, so "the last minute" is the
  * current minute so far plus the whole previous one (60 to 120 s), and "the last five minutes" the
  * current minute plus the five before it; rates divide by exactly that span. @publicApi

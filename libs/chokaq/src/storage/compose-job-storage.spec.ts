@@ -29,6 +29,7 @@ const READS = [
   'getQueueStats',
   'getQueueHealth',
   'getQueueOutcomes',
+  'getSchemaVersion',
   'getThroughput',
   'getThroughputSeries',
   'getTopDlqErrors',

@@ -11,6 +11,7 @@ const QUERY_METHODS = [
   'getQueueStats',
   'getQueueHealth',
   'getQueueOutcomes',
+  'getSchemaVersion',
   'getThroughput',
   'getThroughputSeries',
   'getTopDlqErrors',

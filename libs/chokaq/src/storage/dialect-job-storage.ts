@@ -85,6 +85,7 @@ export interface DialectJobStorage extends Pick<
   | 'getSummary'
   | 'getQueueStats'
   | 'getQueueHealth'
+  | 'getSchemaVersion'
   | 'getRecurringJobs'
 > {
   // ---------------------------------------------------------------- producer

@@ -13,6 +13,7 @@ import type {
   QueueOutcomes,
   QueueOutcomesQuery,
   QueueStats,
+  SchemaVersion,
   SummaryStats,
   ThroughputPoint,
   ThroughputSeriesQuery,
@@ -382,6 +383,14 @@ export interface JobQueries {
    * for all queues, reading (minutes + 1) buckets per queue and outcome. Ordered by queue name.
    */
   getQueueOutcomes(query?: QueueOutcomesQuery): Promise<QueueOutcomes[]>;
+
+  /**
+   * The newest schema version the database's ledger records and the version this release expects:
+   * one catalog lookup and one read of the small ledger table, cheap at any size and taking no
+   * lock beyond a plain read. `applied` is null where no schema was created. For health checks: a
+   * database the call reaches, at `applied >= expected`, is one this release can work on.
+   */
+  getSchemaVersion(): Promise<SchemaVersion>;
 
   /** Completions per second over the last minute and the last five (metric buckets). */
   getThroughput(queue?: string): Promise<ThroughputStats>;

@@ -18,6 +18,7 @@ import type {
   QueueOutcomes,
   QueueOutcomesQuery,
   QueueStats,
+  SchemaVersion,
   SummaryStats,
   ThroughputPoint,
   ThroughputSeriesQuery,
@@ -457,6 +458,11 @@ export class ValidatedJobStorage implements JobStorage {
   /** @inheritdoc */
   async getQueueOutcomes(query?: QueueOutcomesQuery): Promise<QueueOutcomes[]> {
     return this.inner.getQueueOutcomes(checked(assertQueueOutcomesQuery(query)));
+  }
+
+  /** @inheritdoc */
+  getSchemaVersion(): Promise<SchemaVersion> {
+    return this.inner.getSchemaVersion();
   }
 
   /** @inheritdoc */

@@ -12,6 +12,7 @@ import {
   QueueHealth,
   QueueOutcomes,
   QueueStats,
+  SchemaVersion,
   SummaryStats,
   ThroughputPoint,
   ThroughputStats,
@@ -38,6 +39,7 @@ import { toListPage } from '../shared/page';
 import { mapJobView, mapOutcomesRow, mapWorkerRow, toDate } from '../shared/row-mapper';
 import { startLagOf, throughputSeries } from '../shared/throughput-series';
 import { bool, idsOf, MssqlConnection, num, numOrNull } from './mssql.connection';
+import { MSSQL_SCHEMA_VERSION } from './mssql.schema';
 import * as SQL from './mssql.sql';
 
 /**
@@ -143,6 +145,12 @@ export class MssqlJobQueries implements DialectJobQueries {
         startLag: startLagOf(num(r.LagCount), num(r.LagSumMs), num(r.LagMaxMs)),
       };
     });
+  }
+
+  /** One batch: a catalog lookup, then the ledger's newest version where the ledger exists. */
+  async getSchemaVersion(): Promise<SchemaVersion> {
+    const [row] = await this.db.query('getSchemaVersion', SQL.getSchemaVersion(this.schema));
+    return { applied: numOrNull(row?.Version), expected: MSSQL_SCHEMA_VERSION };
   }
 
   /** @inheritdoc */

@@ -2099,6 +2099,28 @@ export function getQueueStats(schema: string): MssqlStatement {
 }
 
 /**
+ * getSchemaVersion — the newest version `SchemaMigrations` records, or NULL where that table does
+ * not exist (no schema created yet), in one round trip: `OBJECT_ID` looks in the catalog
+ * (https://learn.microsoft.com/en-us/sql/t-sql/functions/object-id-transact-sql), and the `SELECT`
+ * of the `ELSE` branch, which names the table, is resolved only when it runs (deferred name
+ * resolution: https://learn.microsoft.com/en-us/sql/t-sql/statements/create-procedure-transact-sql#deferred-name-resolution;
+ * the schema script relies on it too, filling tables it creates in the same batch). A plain read
+ * under the session's isolation (read committed): the ledger has a few rows and is written only by
+ * a migration, whose transaction a read waits for.
+ */
+export function getSchemaVersion(schema: string): MssqlStatement {
+  const t = tables(schema);
+  return new ParamList().statement(
+    [
+      `IF OBJECT_ID(N'${t.migrations}', N'U') IS NULL`,
+      '  SELECT CAST(NULL AS int) AS Version;',
+      'ELSE',
+      `  SELECT MAX(Version) AS Version FROM ${t.migrations};`,
+    ].join('\n'),
+  );
+}
+
+/**
  * getQueueHealth — telemetry, `NOLOCK`: per queue, the due pending rows, their average wait and
  * the age of the oldest, from `DueAtUtc` (a key of `IX_JobsHot_Claim`, filtered on `Status = 0`,
  * which covers the read: no lookup into the clustered index); the active count

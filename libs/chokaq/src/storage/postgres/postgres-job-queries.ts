@@ -11,6 +11,7 @@ import {
   QueueHealth,
   QueueOutcomes,
   QueueStats,
+  SchemaVersion,
   SummaryStats,
   ThroughputPoint,
   ThroughputStats,
@@ -38,6 +39,7 @@ import { toListPage } from '../shared/page';
 import { mapJobView, mapOutcomesRow, mapWorkerRow, toDate } from '../shared/row-mapper';
 import { startLagOf, throughputSeries } from '../shared/throughput-series';
 import { num, PostgresConnection } from './postgres.connection';
+import { POSTGRES_SCHEMA_VERSION } from './postgres.schema';
 import * as SQL from './postgres.sql';
 
 /**
@@ -161,6 +163,20 @@ export class PostgresJobQueries implements DialectJobQueries {
         startLag: startLagOf(num(r.lag_count), num(r.lag_sum_ms), num(r.lag_max_ms)),
       };
     });
+  }
+
+  /**
+   * Two autocommit statements: `to_regclass` of the ledger, which answers NULL rather than failing
+   * where the schema was never created, then the ledger's newest version.
+   */
+  async getSchemaVersion(): Promise<SchemaVersion> {
+    const expected = POSTGRES_SCHEMA_VERSION;
+    const [ledger] = await this.db.query('getSchemaVersion', SQL.SELECT_LEDGER_EXISTS, [
+      `${this.db.s}.schema_migrations`,
+    ]);
+    if (ledger?.exists !== true) return { applied: null, expected };
+    const [row] = await this.db.query('getSchemaVersion', SQL.getSchemaVersion(this.db.s));
+    return { applied: row?.version == null ? null : num(row.version), expected };
   }
 
   /** @inheritdoc */

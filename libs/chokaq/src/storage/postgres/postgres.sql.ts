@@ -122,6 +122,13 @@ const startLagUpsert = (s: string, source: string): string => `
 export const selectAppliedVersions = (s: string): string => `
 SELECT version FROM ${s}.schema_migrations ORDER BY version`;
 
+/**
+ * getSchemaVersion: the newest version the ledger records (NULL when it records none). Run only
+ * after {@link SELECT_LEDGER_EXISTS} found the ledger; a plain read of a table of a few rows.
+ */
+export const getSchemaVersion = (s: string): string => `
+SELECT max(version) AS version FROM ${s}.schema_migrations`;
+
 /** `to_regclass` of the ledger: NULL until the schema was created. $1 = quoted schema-qualified name. */
 export const SELECT_LEDGER_EXISTS = `SELECT to_regclass($1) IS NOT NULL AS exists`;
 

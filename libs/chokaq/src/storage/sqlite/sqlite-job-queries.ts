@@ -11,6 +11,7 @@ import {
   QueueHealth,
   QueueOutcomes,
   QueueStats,
+  SchemaVersion,
   SummaryStats,
   ThroughputPoint,
   ThroughputStats,
@@ -38,6 +39,7 @@ import { toListPage } from '../shared/page';
 import { mapJobView, mapOutcomesRow, mapWorkerRow, toDate } from '../shared/row-mapper';
 import { startLagOf, throughputSeries } from '../shared/throughput-series';
 import { SqliteConnection } from './sqlite.connection';
+import { SQLITE_SCHEMA_VERSION } from './sqlite.schema';
 import * as SQL from './sqlite.sql';
 
 /**
@@ -178,6 +180,17 @@ export class SqliteJobQueries implements DialectJobQueries {
         startLag: startLagOf(Number(r.lag_count), Number(r.lag_sum_ms), Number(r.lag_max_ms)),
       };
     });
+  }
+
+  /** One read transaction: the ledger's entry in the schema table, then its newest version. */
+  async getSchemaVersion(): Promise<SchemaVersion> {
+    const applied = await this.db.read('getSchemaVersion', () => {
+      const ledger = this.db.get(this.sql.getSchemaLedger, { ledger: this.sql.tables.migrations });
+      if (!ledger) return null;
+      const row = this.db.get(this.sql.getSchemaVersion);
+      return row?.version == null ? null : Number(row.version);
+    });
+    return { applied, expected: SQLITE_SCHEMA_VERSION };
   }
 
   /** @inheritdoc */

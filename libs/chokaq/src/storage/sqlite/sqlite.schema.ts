@@ -406,6 +406,9 @@ const V7: SqliteMigration = {
 /** Every migration, oldest first. Append new versions; never edit a released one. */
 export const SQLITE_MIGRATIONS: readonly SqliteMigration[] = [V1, V2, V3, V4, V5, V6, V7];
 
+/** The newest schema version this code expects. */
+export const SQLITE_SCHEMA_VERSION = SQLITE_MIGRATIONS[SQLITE_MIGRATIONS.length - 1].version;
+
 /** The ledger table; created before any migration runs so its own existence is not a migration. */
 export function schemaMigrationsDdl(prefix: string): string {
   return `CREATE TABLE IF NOT EXISTS ${prefix}schema_migrations (

@@ -644,7 +644,8 @@ export type JobStoreStatements = ReturnType<typeof jobStoreStatements>;
 /** The fixed statements of the reads (`JobQueries`), in the order of the interface, for one prefix. */
 export function jobQueriesStatements(p: string) {
   const tables = sqliteTables(p);
-  const { hot, archive, dlq, stats, buckets, queues, workers, rowCounts, audit } = tables;
+  const { hot, archive, dlq, stats, buckets, queues, workers, rowCounts, audit, migrations } =
+    tables;
   /** The claim's index of Pending rows (schema version 1), which the hot counts read. */
   const pendingIndex = `${p}jobs_hot_pending_ix`;
   return {
@@ -767,6 +768,14 @@ export function jobQueriesStatements(p: string) {
         WHERE b.bucket_utc >= (SELECT from_utc FROM w) AND b.outcome IN (0, 1, 2, 3)
         GROUP BY +b.queue) o ON o.queue = q.name
       ORDER BY q.name`,
+
+    /**
+     * getSchemaVersion: whether the ledger exists (`@ledger`, its name, looked up in the schema
+     * table, https://www.sqlite.org/schematab.html), then the newest version it records; both in
+     * the read's one snapshot.
+     */
+    getSchemaLedger: `SELECT 1 AS found FROM sqlite_master WHERE type = 'table' AND name = @ledger`,
+    getSchemaVersion: `SELECT MAX(version) AS version FROM ${migrations}`,
 
     /**
      * getThroughput: completions by outcome over the current minute and the previous one, and over
