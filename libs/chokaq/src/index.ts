@@ -108,6 +108,8 @@ export type {
 } from './interfaces/job.interface';
 export type {
   CircuitState,
+  LocalWorkerHealth,
+  LocalWorkerState,
   WorkerHeartbeat,
   WorkerInfo,
   WorkerQuery,

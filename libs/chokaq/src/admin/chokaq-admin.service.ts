@@ -29,6 +29,7 @@ import {
   QueueOutcomes,
   QueueOutcomesQuery,
   QueueStats,
+  SchemaVersion,
   SummaryStats,
   ThroughputPoint,
   ThroughputSeriesQuery,
@@ -44,7 +45,7 @@ import {
 } from '../interfaces/job.interface';
 import { ResolvedChokaQOptions } from '../interfaces/module-options.interface';
 import { RecurringJobSpec, RecurringJobView } from '../interfaces/recurring-job.interface';
-import { WorkerInfo, WorkerQuery } from '../interfaces/worker.interface';
+import { LocalWorkerHealth, WorkerInfo, WorkerQuery } from '../interfaces/worker.interface';
 import { ChokaQMetrics } from '../observability/chokaq-metrics';
 import { CronSchedule } from '../runtime/cron-schedule';
 import { JobEvents } from '../runtime/job-events';
@@ -487,6 +488,14 @@ export class ChokaQAdmin {
     return this.storage.getQueueOutcomes(query);
   }
 
+  /**
+   * The newest schema version the database's ledger records (null before any schema was created)
+   * and the one this release expects. A cheap read, for health checks.
+   */
+  getSchemaVersion(): Promise<SchemaVersion> {
+    return this.storage.getSchemaVersion();
+  }
+
   /** Completions per second over the last minute and the last five. */
   getThroughput(queue?: string): Promise<ThroughputStats> {
     return this.storage.getThroughput(queue);
@@ -675,6 +684,17 @@ export class ChokaQAdmin {
     logEvent(this.logger, 'ConcurrencyChanged', `Local concurrency set to ${concurrency}`, {
       concurrency,
     });
+  }
+
+  /**
+   * This process's worker for a health check: its state (`starting`, `running`, `draining`,
+   * `stopped`), how long ago its last heartbeat reached the database, its consecutive heartbeat
+   * failures and its load; null when this process started none (producer-only mode, before
+   * bootstrap, or once shutdown is over). Read from memory: it answers at once, whatever the
+   * database does.
+   */
+  localWorkerHealth(): LocalWorkerHealth | null {
+    return this.workers.startedWorker?.health() ?? null;
   }
 
   /** Buffered and running jobs of this process's worker, or null when none runs. */
