@@ -59,6 +59,7 @@ describe('public API (index.ts)', () => {
         'ChokaQHandlerScopeError',
         'ChokaQJobAbortedError',
         'ChokaQJobTimeoutError',
+        'ChokaQMissingPeerError',
         'ChokaQLogRecord',
         'ChokaQModule',
         'ChokaQRecurringJobNotFoundError',
