@@ -1,6 +1,6 @@
 import { spawn } from 'node:child_process';
 import { copyFileSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir, userInfo } from 'node:os';
+import { availableParallelism, tmpdir, userInfo } from 'node:os';
 import { join, resolve } from 'node:path';
 import { FailureReason } from '../../libs/chokaq/src/interfaces/job-status.enum';
 import type { StorageDialect } from '../../libs/chokaq/src/interfaces/job.interface';
@@ -17,13 +17,14 @@ import { TestSchema, createTestSchema, describeEachDialect } from '../support/te
  * PostgreSQL schema. Each run is asserted on what a shell sees: the exit code, stdout (one JSON
  * document with `--json`, parsed) and stderr; the database is seeded and checked through the
  * storage in this process. Every command runs at least once per dialect; runs that do not depend
- * on each other start together, since each process start loads TypeORM and a driver.
+ * on each other are started together, as many at a time as the machine has cores, since each
+ * process start loads TypeORM and a driver.
  *
  * The build goes to its own directory, not `libs/chokaq/dist`, which the packaging test empties and
  * rebuilds; the child resolves the workspace's dependencies through NODE_PATH. SQL Server's CLI path
  * is the same code over its storage, whose statements test/mssql pins; it is not run here.
  */
-jest.setTimeout(180_000);
+jest.setTimeout(300_000);
 
 const ROOT = resolve(__dirname, '..', '..');
 const ACTOR = `cli:${userInfo().username}`;
@@ -95,14 +96,40 @@ interface CliRun {
   stderr: string;
 }
 
-/** Runs the built `chokaq` with `args`; no `CHOKAQ_DATABASE_URL` unless `env` sets one. */
-async function chokaq(args: readonly string[], env: NodeJS.ProcessEnv = {}): Promise<CliRun> {
+/**
+ * CLI processes running at once. Each start loads TypeORM and a driver (mostly CPU): more at once
+ * than the machine has cores makes every one of them slower, and on a loaded machine a batch of
+ * ten started together ran past a minute each.
+ */
+const MAX_PROCESSES = Math.max(2, availableParallelism());
+let processes = 0;
+const waiting: Array<() => void> = [];
+
+/** Runs `work` when fewer than {@link MAX_PROCESSES} CLI processes run. */
+async function inTurn<T>(work: () => Promise<T>): Promise<T> {
+  while (processes >= MAX_PROCESSES) await new Promise<void>((turn) => waiting.push(turn));
+  processes += 1;
+  try {
+    return await work();
+  } finally {
+    processes -= 1;
+    waiting.shift()?.();
+  }
+}
+
+/**
+ * Runs the built `chokaq` with `args`; no `CHOKAQ_DATABASE_URL` unless `env` sets one. A run
+ * takes about a second; the bound only ends a process that hangs.
+ */
+function chokaq(args: readonly string[], env: NodeJS.ProcessEnv = {}): Promise<CliRun> {
   const { CHOKAQ_DATABASE_URL: _ignored, ...base } = process.env;
-  return run(
-    process.execPath,
-    [mainJs, ...args],
-    { ...base, NODE_PATH: join(ROOT, 'node_modules'), ...env },
-    60_000,
+  return inTurn(() =>
+    run(
+      process.execPath,
+      [mainJs, ...args],
+      { ...base, NODE_PATH: join(ROOT, 'node_modules'), ...env },
+      120_000,
+    ),
   );
 }
 
