@@ -130,6 +130,7 @@ const TICK_READS = [
   'listQueues',
   'getQueueStats',
   'getQueueHealth',
+  'getQueueOutcomes',
   'listWorkers',
 ] as const;
 
