@@ -70,7 +70,7 @@ async function listIndexes(db: TestSchema): Promise<Record<string, string>> {
  * this version opens it: nothing is lost or stranded, the old worker's leases still finalise its
  * jobs, and what the newer versions added (the Workers table, the progress note, the keyset lists'
  * indexes, the exact SQLite counts of the archive and the DLQ, the metric buckets' retries and
- * start lag) works at once.
+ * start lag, the trace context column) works at once.
  *
  * The old database is built from the migrations themselves (every version before the one that
  * brought the Workers table), then filled by plain INSERTs in the old tables' shape, as the
@@ -108,6 +108,18 @@ describeEachDialect(
     const HEALTH_INDEX_VERSION = { sqlite: undefined, postgres: 8 }[
       dialect as 'sqlite' | 'postgres'
     ];
+    /** The version that brought the trace context column (issue 15, traces). */
+    const TRACE_VERSION = { sqlite: 8, postgres: 10 }[dialect as 'sqlite' | 'postgres'];
+    /**
+     * A stand-in for the previous release below is this release's own storage opened without
+     * migrating: it writes the trace context column, so a schema it runs on must have it. On
+     * SQLite that version is also recorded, since `ADD COLUMN` cannot run twice there (SQLite has
+     * no `IF NOT EXISTS` for it: the ledger is what guards it); PostgreSQL's runs again, as its
+     * printed script may.
+     */
+    const withTraceColumn = (version: number) => version === TRACE_VERSION;
+    const traceColumnRecorded = (version: number) =>
+      dialect === 'sqlite' && version === TRACE_VERSION;
 
     /** A time as the dialect stores it: epoch ms on SQLite, a timestamp on PostgreSQL. */
     const at = (ms: number): number | Date => (dialect === 'sqlite' ? ms : new Date(ms));
@@ -115,11 +127,13 @@ describeEachDialect(
     /**
      * The schema of the versions before `before` (by default the Workers table's), as that
      * release's `ensureSchema` left it. With `alsoApply`, the statements of those later versions
-     * run too, but stay unrecorded, so `ensureSchema` applies them again (each may run twice).
+     * run too, but stay unrecorded (unless `alsoRecord` says otherwise), so `ensureSchema` applies
+     * them again (each may run twice).
      */
     async function createPreviousVersion(
       before = WORKERS_VERSION,
       alsoApply: (version: number) => boolean = () => false,
+      alsoRecord: (version: number) => boolean = () => false,
     ): Promise<number[]> {
       const all = dialect === 'sqlite' ? SQLITE_MIGRATIONS : POSTGRES_MIGRATIONS;
       const previous = all.filter((m) => m.version < before);
@@ -129,7 +143,7 @@ describeEachDialect(
       else for (const statement of bootstrapStatements(s)) await db.sql(statement);
       for (const migration of applied) {
         for (const statement of migration.statements(s)) await db.sql(statement);
-        if (migration.version >= before) continue;
+        if (migration.version >= before && !alsoRecord(migration.version)) continue;
         await db.query(
           `INSERT INTO ${db.table('migrations')} (version, description, applied_at_utc) VALUES (?, ?, ?)`,
           [migration.version, migration.description, at(Date.now())],
@@ -274,7 +288,11 @@ describeEachDialect(
       // The versions before the lists', and the later ones' statements (they add columns this
       // release writes): a schema that lacks only the lists' indexes, which a storage of this
       // release can run on.
-      await createPreviousVersion(LISTS_VERSION, (version) => version > LISTS_VERSION);
+      await createPreviousVersion(
+        LISTS_VERSION,
+        (version) => version > LISTS_VERSION,
+        traceColumnRecorded,
+      );
       expect(Object.keys(await listIndexes(db))).not.toContain(
         Object.keys(LIST_INDEXES[dialect as 'sqlite' | 'postgres'])[0],
       );
@@ -408,7 +426,7 @@ describeEachDialect(
     });
 
     it('the audit log on a database of the previous version: its tables appear, storages opened before keep working, audited actions record', async () => {
-      await createPreviousVersion(AUDIT_VERSION);
+      await createPreviousVersion(AUDIT_VERSION, withTraceColumn, traceColumnRecorded);
       const old = await db.openStorage({ autoCreateSchema: false });
       const queue = uniqueQueue('upgrade.audit');
       await old.enqueueMany([
@@ -444,7 +462,7 @@ describeEachDialect(
     });
 
     it("the audit log's target index on a database of the previous version: entries from before are found by target, storages opened before keep recording", async () => {
-      await createPreviousVersion(AUDIT_TARGET_VERSION);
+      await createPreviousVersion(AUDIT_TARGET_VERSION, withTraceColumn, traceColumnRecorded);
       const old = await db.openStorage({ autoCreateSchema: false });
       const queue = uniqueQueue('upgrade.target');
       const [a, b] = (await old.enqueueMany([{ queue }, { queue }])).map((r) => r.id);
@@ -484,10 +502,118 @@ describeEachDialect(
       expect((await old.getAuditLog({ target: b })).items.map((e) => e.target)).toEqual([b]);
     });
 
+    it('the trace context on a database of the previous version: the column appears in every pillar, jobs stored before run on without one, a new job carries its own through every move', async () => {
+      await createPreviousVersion(TRACE_VERSION);
+      const queue = 'upgrade.trace';
+      const oldWorker = 'old-release:3:abcd';
+      const ids = {
+        pending: randomUUID(),
+        fetched: randomUUID(),
+        processing: randomUUID(),
+        archived: randomUUID(),
+        dead: randomUUID(),
+      };
+      const leases = { fetched: randomUUID(), processing: randomUUID() };
+      const t = at(Date.now() - 1_000);
+      await db.query(`INSERT INTO ${db.table('queues')} (name, last_updated_utc) VALUES (?, ?)`, [
+        queue,
+        t,
+      ]);
+      await db.query(`INSERT INTO ${db.table('stats')} (queue) VALUES (?)`, [queue]);
+      // Rows as the previous release wrote them: no trace context column to name.
+      const hot = `INSERT INTO ${db.table('hot')} (id, queue, type, payload, priority, status,
+          attempt_count, worker_id, lease_id, heartbeat_utc, started_at_utc, created_at_utc,
+          enqueued_at_utc, last_updated_utc) VALUES (?, ?, 'old.v1', '{}', 10, ?, ?, ?, ?, ?, ?, ?, ?, ?)`;
+      await db.query(hot, [ids.pending, queue, 0, 0, null, null, null, null, t, t, t]);
+      await db.query(hot, [
+        ids.fetched,
+        queue,
+        1,
+        0,
+        oldWorker,
+        leases.fetched,
+        null,
+        null,
+        t,
+        t,
+        t,
+      ]);
+      await db.query(hot, [
+        ...[ids.processing, queue, 2, 1, oldWorker, leases.processing, t, t],
+        ...[t, t, t],
+      ]);
+      await db.query(
+        `INSERT INTO ${db.table('archive')} (id, queue, type, payload, priority, attempt_count,
+          created_at_utc, enqueued_at_utc, finished_at_utc, duration_ms)
+         VALUES (?, ?, 'old.v1', '{}', 10, 1, ?, ?, ?, 7)`,
+        [ids.archived, queue, t, t, t],
+      );
+      await db.query(
+        `INSERT INTO ${db.table('dlq')} (id, queue, type, payload, priority, status, attempt_count,
+          created_at_utc, enqueued_at_utc, failure_reason, error_details, failed_at_utc)
+         VALUES (?, ?, 'old.v1', '{}', 10, 4, 3, ?, ?, ?, 'Error: old', ?)`,
+        [ids.dead, queue, t, t, FailureReason.MaxRetriesExceeded, t],
+      );
+
+      // A process of this version starts: its storage migrates the schema.
+      const storage = await db.openStorage();
+      const all = dialect === 'sqlite' ? SQLITE_MIGRATIONS : POSTGRES_MIGRATIONS;
+      expect(await db.count('migrations')).toBe(all.length);
+      for (const pillar of ['hot', 'archive', 'dlq'] as const) {
+        expect(await db.count(pillar, 'trace_context IS NULL')).toBe(
+          await db.count(pillar, `queue = '${queue}'`),
+        );
+      }
+
+      // Every job stored before is where it was, without a trace context, and runs on: the old
+      // worker's leases finish, the DLQ job resurrects.
+      for (const id of Object.values(ids)) {
+        expect(await storage.getJob(id)).toMatchObject({ traceContext: null });
+      }
+      const running = { id: ids.processing, workerId: oldWorker, leaseId: leases.processing };
+      expect(await storage.archiveSucceeded([{ ...running, durationMs: 3 }])).toHaveLength(1);
+      const fetched = { id: ids.fetched, workerId: oldWorker, leaseId: leases.fetched };
+      expect(await storage.markAsProcessing([fetched])).toEqual([ids.fetched]);
+      expect(
+        await storage.moveToDlq(fetched, { reason: FailureReason.FatalError, error: 'x' }),
+      ).toBe(1);
+      expect(await storage.resurrect(ids.dead)).toBe(1);
+      expect(await storage.getJob(ids.dead)).toMatchObject({ pillar: 'hot', traceContext: null });
+      expect(
+        (await claim(storage, { queues: [], types: [{ queue, type: 'old.v1' }] }, 10)).rows
+          .map((r) => [r.id, r.traceContext])
+          .sort(),
+      ).toEqual(
+        [
+          [ids.pending, null],
+          [ids.dead, null],
+        ].sort(),
+      );
+
+      // A job enqueued now keeps its producer's context through the claim, the DLQ, a resurrect
+      // and the archive.
+      const traceContext = {
+        traceparent: '00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01',
+        tracestate: 'vendor=opaque',
+      };
+      const { id } = await storage.enqueue({ queue, type: 'new.v1', traceContext });
+      const handled = { queues: [], types: [{ queue, type: 'new.v1' }] };
+      const first = await claim(storage, handled, 1);
+      expect(first.rows.map((r) => [r.id, r.traceContext])).toEqual([[id, traceContext]]);
+      await storage.markAsProcessing(first.leases);
+      await storage.moveToDlq(first.leases[0], { reason: FailureReason.FatalError, error: 'y' });
+      expect(await storage.getJob(id)).toMatchObject({ pillar: 'dlq', traceContext });
+      expect(await storage.resurrect(id)).toBe(1);
+      const again = await claim(storage, handled, 1);
+      expect(again.rows.map((r) => r.traceContext)).toEqual([traceContext]);
+      await storage.archiveSucceeded([{ ...again.leases[0], durationMs: 1 }]);
+      expect(await storage.getJob(id)).toMatchObject({ pillar: 'archive', traceContext });
+    });
+
     (HEALTH_INDEX_VERSION === undefined ? it.skip : it)(
       "queue health on a database of the previous version: the claim's index is rebuilt with the due time's columns; storages opened before claim in the same order; the counts agree",
       async () => {
-        await createPreviousVersion(HEALTH_INDEX_VERSION);
+        await createPreviousVersion(HEALTH_INDEX_VERSION, withTraceColumn, traceColumnRecorded);
         const old = await db.openStorage({ autoCreateSchema: false });
         const queue = uniqueQueue('upgrade.health');
         const ids = (

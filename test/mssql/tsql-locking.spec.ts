@@ -203,7 +203,7 @@ describe('SQL Server lock hints and isolation', () => {
 
   it("version 8: the audit log's target index keys a computed prefix of Target, added in place and indexed through EXEC", () => {
     const ddl = mssqlSchemaDdl('chokaq');
-    expect(MSSQL_SCHEMA_VERSION).toBe(8);
+    expect(MSSQL_SCHEMA_VERSION).toBeGreaterThanOrEqual(8);
     // Target (up to 8,000 bytes) is no index key: the computed column holds its first 255
     // characters (510 bytes, within the 1,700-byte key limit).
     const add =
@@ -229,6 +229,57 @@ describe('SQL Server lock hints and isolation', () => {
     expect(byTarget).toContain(
       'a.TargetKey = CAST(LEFT(@1, 255) AS nvarchar(255)) AND a.Target = @1',
     );
+  });
+
+  it('version 9: TraceContext in every pillar, added where missing; every move and both enqueues carry it', () => {
+    const ddl = mssqlSchemaDdl('chokaq');
+    expect(MSSQL_SCHEMA_VERSION).toBe(9);
+    // A new database gets the column from CREATE TABLE; an older one from the guarded ALTER.
+    for (const table of ['JobsHot', 'JobsArchive', 'JobsDLQ']) {
+      expect(ddl).toMatch(
+        new RegExp(
+          `CREATE TABLE \\[chokaq\\]\\.\\[${table}\\] \\([^;]*TraceContext varchar\\(2048\\) NULL`,
+        ),
+      );
+      expect(ddl).toContain(
+        `IF COL_LENGTH(N'[chokaq].[${table}]', N'TraceContext') IS NULL\n  ALTER TABLE [chokaq].[${table}] ADD TraceContext varchar(2048) NULL;`,
+      );
+    }
+    expect(ddl).toMatch(
+      /INSERT INTO \[chokaq\]\.\[SchemaMigrations\] \(Version, Description\) OUTPUT inserted\.Version INTO @Applied \(Version\) VALUES \(9, /,
+    );
+    // The moves capture the column of the deleted rows and insert it where they go: the archive,
+    // the DLQ, and back into the hot table on a resurrect.
+    const target = {
+      archiveSucceeded: 'JobsArchive',
+      moveToDlq: 'JobsDLQ',
+      cancel: 'JobsDLQ',
+      archiveZombies: 'JobsDLQ',
+      resurrect: 'JobsHot',
+      resurrectByFilter: 'JobsHot',
+    } as const;
+    for (const e of entries.filter((x) => x.kind === 'move')) {
+      const into = target[e.operation as keyof typeof target];
+      const sql = e.statement.sql;
+      expect([e.name, sql]).toEqual([
+        e.name,
+        expect.stringMatching(/OUTPUT deleted\.[^;]*deleted\.TraceContext[^;]* INTO @Moved \(/),
+      ]);
+      expect([e.name, sql]).toEqual([
+        e.name,
+        expect.stringMatching(
+          new RegExp(
+            `INSERT INTO \\[chokaq\\]\\.\\[${into}\\] \\([^)]*TraceContext[^)]*\\)\\nSELECT [^;]*m\\.TraceContext`,
+          ),
+        ),
+      ]);
+    }
+    for (const e of entries.filter((x) => x.operation.startsWith('enqueue'))) {
+      expect([e.name, e.statement.sql]).toEqual([
+        e.name,
+        expect.stringMatching(/INSERT INTO \[chokaq\]\.\[JobsHot\] \([^)]*, TraceContext\)/),
+      ]);
+    }
   });
 
   it('the audit row joins the transaction of its change: no transaction of its own, no COMMIT', () => {

@@ -47,6 +47,7 @@ interface Values {
   version: string;
   json: string;
   target: string;
+  trace: string;
 }
 
 const SHORT: Values = {
@@ -73,6 +74,7 @@ const SHORT: Values = {
   version: '0',
   json: '{}',
   target: 'x',
+  trace: '{}',
 };
 
 /** The longest values validation accepts (search and tag made of characters LIKE escapes). */
@@ -100,6 +102,7 @@ const LONG: Values = {
   version: 'V'.repeat(100),
   json: `{"queues":["${'q'.repeat(50_000)}"],"types":[]}`,
   target: 'X'.repeat(4_000),
+  trace: `{"traceparent":"${'t'.repeat(2_048 - 18)}"}`,
 };
 
 type Case = [builder: keyof typeof SQL, variant: string, build: (v: Values) => MssqlStatement];
@@ -117,6 +120,7 @@ function cases(): Case[] {
     delayMs: 5_000,
     runAt: v.date,
     createdBy: v.createdBy,
+    traceContext: v.trace,
   });
   const lease = (v: Values): SQL.MssqlLease => ({
     id: v.id,
@@ -408,8 +412,9 @@ describe('SQL Server parameter declarations do not depend on values', () => {
       delayMs: null,
       runAt: null,
       createdBy: SHORT.createdBy,
+      traceContext: SHORT.trace,
     });
-    // id, queue, type, payload, tags, key, priority, delay, runAt, createdBy
+    // id, queue, type, payload, tags, key, priority, delay, runAt, createdBy, traceContext
     expect(declare(enqueue)).toEqual([
       'nvarchar(36)',
       'nvarchar(255)',
@@ -421,6 +426,7 @@ describe('SQL Server parameter declarations do not depend on values', () => {
       'bigint',
       'nvarchar(23)',
       'nvarchar(100)',
+      'nvarchar(2048)',
     ]);
     const dlq = SQL.moveToDlq(
       'chokaq',

@@ -22,6 +22,7 @@ const JOB: SQL.MssqlNewJob = {
   delayMs: null,
   runAt: null,
   createdBy: null,
+  traceContext: null,
 };
 
 describe('SQL Server session state of every batch', () => {

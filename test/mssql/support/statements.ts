@@ -109,6 +109,7 @@ const JOB: SQL.MssqlNewJob = {
   delayMs: 5_000,
   runAt: null,
   createdBy: 'tests',
+  traceContext: '{"traceparent":"00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"}',
 };
 
 /**

@@ -30,6 +30,7 @@ export function hotJob(overrides: Partial<HotJob> = {}, now = new Date()): HotJo
     cancelRequestedUtc: null,
     progress: null,
     progressNote: null,
+    traceContext: null,
     ...overrides,
   };
 }

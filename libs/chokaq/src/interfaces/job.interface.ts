@@ -30,6 +30,14 @@ export interface NewJob {
   tags?: readonly string[];
   /** Who enqueued it, ≤ 100 chars. */
   createdBy?: string;
+  /**
+   * The trace context of the enqueuing code, as an OpenTelemetry propagator writes it into a
+   * carrier (`traceparent`, `tracestate`, and `baggage` if the propagator includes it): printable
+   * ASCII strings, at most 2,048 characters as JSON. Stored with the job and kept through every
+   * move (a resurrected job keeps it), so each run's span joins the producer's trace. `JobClient`
+   * sets it from the active context when tracing is on; leave it unset otherwise.
+   */
+  traceContext?: Readonly<Record<string, string>>;
 }
 
 /** Options of `enqueue`/`enqueueMany`. @publicApi */
@@ -118,6 +126,8 @@ export interface HotJob {
   progress: number | null;
   /** The note reported with {@link HotJob.progress} (`ctx.reportProgress(percent, note)`), if any. */
   progressNote: string | null;
+  /** The producer's trace context stored at enqueue ({@link NewJob.traceContext}), if any. */
+  traceContext: Record<string, string> | null;
 }
 
 /** Result of `keepAlive`. @publicApi */

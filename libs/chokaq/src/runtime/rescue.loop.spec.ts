@@ -33,6 +33,7 @@ function row(id: string, workerId: string | null): HotJob {
     cancelRequestedUtc: null,
     progress: null,
     progressNote: null,
+    traceContext: null,
   };
 }
 

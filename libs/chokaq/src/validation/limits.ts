@@ -15,6 +15,12 @@ export const LIMITS = {
   createdBy: 100,
   /** A progress note (`ctx.reportProgress(percent, note)`); a longer one is cut to this length. */
   progressNote: 500,
+  /**
+   * The stored trace context of a job: characters of its JSON text (`{"traceparent":"…",…}`),
+   * printable ASCII only. A W3C `traceparent` is 55 characters, and a `tracestate` is propagated
+   * up to 512 (W3C Trace Context, "tracestate limits"); what remains is room for baggage.
+   */
+  traceContext: 2_048,
   priority: 1_000_000,
   maxDelayMs: 10 * 365 * 24 * 3_600_000,
   /** `runAt` must be before 9000-01-01T00:00:00Z. */

@@ -3,6 +3,7 @@ import { isUuid, uuidv7 } from '../common/uuid';
 import { ChokaQValidationError, ValidationIssue } from '../errors';
 import { NewJob, ResurrectEdits } from '../interfaces/job.interface';
 import { LIMITS, MAX_ENQUEUE_MANY } from './limits';
+import { checkTraceContext } from './trace-context';
 
 /** Default `payload.maxBytes`: 1,000,000 UTF-8 bytes of serialised JSON. */
 export const DEFAULT_PAYLOAD_MAX_BYTES = 1_000_000;
@@ -31,6 +32,8 @@ export interface ValidatedJob {
   /** Encoded tags (`,a,b,`) or null. */
   tags: string | null;
   createdBy: string | null;
+  /** The producer's trace context as JSON text (`{"traceparent":"…"}`), or null. */
+  traceContext: string | null;
 }
 
 /** Collects issues, so a call reports every problem at once. */
@@ -208,6 +211,11 @@ function validateInto(
     checkString(issues, join(prefix, 'createdBy'), job.createdBy, LIMITS.createdBy);
   }
   validateTags(issues, join(prefix, 'tags'), job.tags);
+  const traceContext = checkTraceContext(
+    issues.list,
+    join(prefix, 'traceContext'),
+    job.traceContext,
+  );
   const payload = serializePayload(issues, join(prefix, 'payload'), job.payload, payloadMaxBytes);
   if (issues.list.length > before || payload === undefined) return undefined;
   return {
@@ -221,6 +229,7 @@ function validateInto(
     idempotencyKey: job.idempotencyKey ?? null,
     tags: encodeTags(job.tags),
     createdBy: job.createdBy ?? null,
+    traceContext,
   };
 }
 

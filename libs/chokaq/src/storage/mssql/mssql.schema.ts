@@ -46,6 +46,13 @@
  *   others where missing: workers of version 6 never read or write them.
  * - 8: `IX_AuditLog_Target`, for the audit entries of one target (a job's, in a dashboard's job
  *   view), on the computed column `TargetKey` (see {@link AUDIT_TARGET_KEY}).
+ * - 9: `TraceContext` in `JobsHot`, `JobsArchive` and `JobsDLQ`: the trace context of the
+ *   enqueuing code (the JSON text of a propagation carrier: W3C `traceparent`, `tracestate`),
+ *   which every move copies, so a resurrected job keeps it. `varchar(2048)`: propagation headers
+ *   are printable ASCII (the edge refuses anything else), and 2,048 is `LIMITS.traceContext`.
+ *   Added where missing like version 4's progress note: a nullable column without a default, a
+ *   metadata-only change. A worker of version 8 keeps running (its statements name their
+ *   columns); a job it moves leaves its trace context behind, as a job it enqueues has none.
  *
  * The script is idempotent and creates what is missing, so running it on an older database
  * applies the versions it lacks: the version-2 index is built inside the bootstrap transaction
@@ -65,7 +72,7 @@
  * a metadata-only change where the edition supports it, a rewrite of the table otherwise);
  * `MetricBuckets` is small (retention), so either is short.
  */
-export const MSSQL_SCHEMA_VERSION = 8;
+export const MSSQL_SCHEMA_VERSION = 9;
 
 /**
  * Every version with the description its ledger row records, oldest first (the script writes
@@ -80,6 +87,7 @@ export const MSSQL_MIGRATIONS: readonly { version: number; description: string }
   { version: 6, description: 'metric buckets count retries and starts with their start lag' },
   { version: 7, description: 'audit log; settings' },
   { version: 8, description: 'audit log index by target' },
+  { version: 9, description: 'trace context of the enqueuing code' },
 ];
 
 /** One column of a ChokaQ table. */
@@ -130,8 +138,10 @@ export const HOT_COLUMNS: readonly MssqlColumn[] = [
   c('LastError', 'nvarchar(max)', true),
   c('CancelRequestedUtc', 'datetime2(3)', true),
   c('Progress', 'float', true),
-  // Schema version 4; last, where `ALTER TABLE … ADD` puts it in a database of an older version.
+  // Schema versions 4 and 9; last, where `ALTER TABLE … ADD` puts them in a database of an older
+  // version.
   c('ProgressNote', 'nvarchar(500)', true),
+  c('TraceContext', 'varchar(2048)', true),
 ];
 
 /** Hot columns that still mean something once a job has left the hot table. */
@@ -737,6 +747,14 @@ export function mssqlSchemaDdl(schema: string): string {
     `  EXEC(N'CREATE NONCLUSTERED INDEX [IX_AuditLog_Target] ON ${t('audit')} (TargetKey, AtUtc, Id);');`,
     `IF NOT EXISTS (SELECT 1 FROM ${t('migrations')} WHERE Version = 8)`,
     recordVersion(schema, 8),
+    `-- TraceContext (schema version 9): a nullable column without a default, added where missing.`,
+    ...(['hot', 'archive', 'dlq'] as const).map(
+      (table) =>
+        `IF COL_LENGTH(N'${t(table)}', N'TraceContext') IS NULL\n` +
+        `  ALTER TABLE ${t(table)} ADD TraceContext varchar(2048) NULL;`,
+    ),
+    `IF NOT EXISTS (SELECT 1 FROM ${t('migrations')} WHERE Version = 9)`,
+    recordVersion(schema, 9),
     `COMMIT;`,
     `SELECT Version FROM @Applied ORDER BY Version;`,
   ];

@@ -329,6 +329,8 @@ export interface MssqlNewJob {
   delayMs: number | null;
   runAt: Date | null;
   createdBy: string | null;
+  /** The producer's trace context as JSON text (printable ASCII), or null. */
+  traceContext: string | null;
 }
 
 /**
@@ -363,6 +365,7 @@ export function enqueue(
   const delay = p.bigint(job.delayMs);
   const runAt = p.instant(job.runAt);
   const createdBy = p.nvarchar(job.createdBy, 100);
+  const traceContext = p.varchar(job.traceContext, 2048);
   const exists = (table: string) => `EXISTS (SELECT 1 FROM ${table} WHERE Id = ${id})`;
   // Two shapes: only a keyed enqueue takes the key-range lock, so key-less enqueues never
   // serialise on the idempotency index. The Id checks take no lock on purpose: UUIDv7 ids all
@@ -379,8 +382,8 @@ export function enqueue(
       'DECLARE @holder varchar(36) = NULL;',
       'DECLARE @NewQueues TABLE (Queue varchar(255) NOT NULL PRIMARY KEY);',
       ensureQueueRows(t, `(SELECT ${queue} AS Queue)`),
-      `INSERT INTO ${t.hot} (Id, Queue, Type, Payload, Tags, IdempotencyKey, Priority, Status, AttemptCount, ScheduledAtUtc, DueAtUtc, CreatedAtUtc, EnqueuedAtUtc, LastUpdatedUtc, CreatedBy)`,
-      `SELECT ${id}, ${queue}, ${type}, ${payload}, ${tags}, ${key}, ${priority}, 0, 0, @scheduled, ISNULL(@scheduled, @now), @now, @now, @now, ${createdBy}`,
+      `INSERT INTO ${t.hot} (Id, Queue, Type, Payload, Tags, IdempotencyKey, Priority, Status, AttemptCount, ScheduledAtUtc, DueAtUtc, CreatedAtUtc, EnqueuedAtUtc, LastUpdatedUtc, CreatedBy, TraceContext)`,
+      `SELECT ${id}, ${queue}, ${type}, ${payload}, ${tags}, ${key}, ${priority}, 0, 0, @scheduled, ISNULL(@scheduled, @now), @now, @now, @now, ${createdBy}, ${traceContext}`,
       `WHERE NOT ${exists(t.hot)}`,
       `  AND NOT ${exists(t.archive)}`,
       keyed
@@ -440,6 +443,7 @@ export function enqueueMany(
       delayMs: j.delayMs,
       runAt: j.runAt ? j.runAt.toISOString().slice(0, 23) : null,
       createdBy: j.createdBy,
+      traceContext: j.traceContext,
     })),
   );
   // Only a chunk with keys takes key-range locks (see enqueue); ids are checked without locks.
@@ -448,14 +452,14 @@ export function enqueueMany(
     [
       own ? PROLOGUE : 'SET NOCOUNT ON;',
       DECLARE_NOW,
-      'DECLARE @In TABLE (Ord int NOT NULL PRIMARY KEY, Id varchar(36) NOT NULL, Queue varchar(255) NOT NULL, Type nvarchar(255) NOT NULL, Payload nvarchar(max) NOT NULL, Tags nvarchar(max) NULL, IdempotencyKey nvarchar(255) NULL, Priority int NOT NULL, ScheduledAtUtc datetime2(3) NULL, CreatedBy nvarchar(100) NULL, Holder varchar(36) NULL);',
+      'DECLARE @In TABLE (Ord int NOT NULL PRIMARY KEY, Id varchar(36) NOT NULL, Queue varchar(255) NOT NULL, Type nvarchar(255) NOT NULL, Payload nvarchar(max) NOT NULL, Tags nvarchar(max) NULL, IdempotencyKey nvarchar(255) NULL, Priority int NOT NULL, ScheduledAtUtc datetime2(3) NULL, CreatedBy nvarchar(100) NULL, TraceContext varchar(2048) NULL, Holder varchar(36) NULL);',
       'DECLARE @Created TABLE (Id varchar(36) NOT NULL PRIMARY KEY);',
       'DECLARE @NewQueues TABLE (Queue varchar(255) NOT NULL PRIMARY KEY);',
-      'INSERT INTO @In (Ord, Id, Queue, Type, Payload, Tags, IdempotencyKey, Priority, ScheduledAtUtc, CreatedBy)',
+      'INSERT INTO @In (Ord, Id, Queue, Type, Payload, Tags, IdempotencyKey, Priority, ScheduledAtUtc, CreatedBy, TraceContext)',
       `SELECT CAST(a.[key] AS int), j.Id, j.Queue, j.Type, j.Payload, j.Tags, j.IdempotencyKey, j.Priority,`,
-      `  CASE WHEN j.DelayMs IS NOT NULL THEN ${addMs('@now', 'j.DelayMs')} ELSE CONVERT(datetime2(3), j.RunAt, 126) END, j.CreatedBy`,
+      `  CASE WHEN j.DelayMs IS NOT NULL THEN ${addMs('@now', 'j.DelayMs')} ELSE CONVERT(datetime2(3), j.RunAt, 126) END, j.CreatedBy, j.TraceContext`,
       `FROM OPENJSON(${doc}) AS a`,
-      `CROSS APPLY OPENJSON(a.value) WITH (Id varchar(36) '$.id', Queue varchar(255) '$.queue', Type nvarchar(255) '$.type', Payload nvarchar(max) '$.payload', Tags nvarchar(max) '$.tags', IdempotencyKey nvarchar(255) '$.key', Priority int '$.priority', DelayMs bigint '$.delayMs', RunAt varchar(23) '$.runAt', CreatedBy nvarchar(100) '$.createdBy') AS j;`,
+      `CROSS APPLY OPENJSON(a.value) WITH (Id varchar(36) '$.id', Queue varchar(255) '$.queue', Type nvarchar(255) '$.type', Payload nvarchar(max) '$.payload', Tags nvarchar(max) '$.tags', IdempotencyKey nvarchar(255) '$.key', Priority int '$.priority', DelayMs bigint '$.delayMs', RunAt varchar(23) '$.runAt', CreatedBy nvarchar(100) '$.createdBy', TraceContext varchar(2048) '$.traceContext') AS j;`,
       '-- An id repeated inside the chunk: later copies return the first copy.',
       'UPDATE i SET i.Holder = i.Id FROM @In AS i WHERE EXISTS (SELECT 1 FROM @In AS e WHERE e.Id = i.Id AND e.Ord < i.Ord);',
       '-- An id already stored (any pillar), e.g. a retry after an ambiguous commit: it reports its own',
@@ -485,9 +489,9 @@ export function enqueueMany(
             'WHERE i.Holder IS NULL AND i.IdempotencyKey IS NOT NULL AND f.Id <> i.Id;',
           ]
         : []),
-      `INSERT INTO ${t.hot} (Id, Queue, Type, Payload, Tags, IdempotencyKey, Priority, Status, AttemptCount, ScheduledAtUtc, DueAtUtc, CreatedAtUtc, EnqueuedAtUtc, LastUpdatedUtc, CreatedBy)`,
+      `INSERT INTO ${t.hot} (Id, Queue, Type, Payload, Tags, IdempotencyKey, Priority, Status, AttemptCount, ScheduledAtUtc, DueAtUtc, CreatedAtUtc, EnqueuedAtUtc, LastUpdatedUtc, CreatedBy, TraceContext)`,
       'OUTPUT inserted.Id INTO @Created (Id)',
-      'SELECT i.Id, i.Queue, i.Type, i.Payload, i.Tags, i.IdempotencyKey, i.Priority, 0, 0, i.ScheduledAtUtc, ISNULL(i.ScheduledAtUtc, @now), @now, @now, @now, i.CreatedBy',
+      'SELECT i.Id, i.Queue, i.Type, i.Payload, i.Tags, i.IdempotencyKey, i.Priority, 0, 0, i.ScheduledAtUtc, ISNULL(i.ScheduledAtUtc, @now), @now, @now, @now, i.CreatedBy, i.TraceContext',
       'FROM @In AS i',
       'WHERE i.Holder IS NULL',
       `  AND NOT EXISTS (SELECT 1 FROM ${t.hot} AS h WHERE h.Id = i.Id)`,
@@ -1144,7 +1148,8 @@ export interface MssqlResurrectEdits {
  * XACT_ABORT ON; BEGIN TRAN;` DELETE FROM JobsDLQ first (`OUTPUT deleted.<columns> INTO
  * @Moved`), so of two operators resurrecting one job only the one whose delete found the row
  * re-inserts it (the other waits on the row's X lock, then deletes nothing); insert into JobsHot
- * with attempts 0, `EnqueuedAtUtc = now`, no idempotency key, optional edits;
+ * with attempts 0, `EnqueuedAtUtc = now`, no idempotency key, the producer's `TraceContext` kept,
+ * optional edits;
  * `ResurrectedTotal + n`; `COMMIT`. If the hot insert fails, the DLQ delete rolls back.
  *
  * The ids come either from a JSON list or, for `resurrectByFilter`, from the oldest matching

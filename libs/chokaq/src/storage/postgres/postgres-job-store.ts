@@ -272,6 +272,7 @@ export class PostgresJobStore implements DialectJobStore {
         batch.map((j) => j.delayMs),
         batch.map((j) => j.runAt),
         batch.map((j) => j.createdBy),
+        batch.map((j) => j.traceContext),
       ]);
       const inserted = new Set(insertedRows.filter((r) => r.id !== null).map((r) => String(r.id)));
       const claimedIds = new Set<string>();

@@ -423,6 +423,26 @@ const V9: PostgresMigration = {
   ],
 };
 
+/**
+ * Version 10: `trace_context`, the trace context of the enqueuing code (the JSON text of a
+ * propagation carrier: W3C `traceparent`, `tracestate`; printable ASCII, at most 2,048 characters,
+ * `LIMITS.traceContext`), in every pillar, so that the moves carry it and a resurrected job keeps
+ * it. As version 4's progress note: a nullable column without a default changes only the catalog
+ * (no table rewrite), under an ACCESS EXCLUSIVE lock held to the migration's COMMIT; writers of the
+ * previous release wait for that instant, then carry on (their statements name their columns; a
+ * prepared `RETURNING j.*` whose row shape changed is prepared again). A job such a writer moves
+ * leaves its trace context behind, as a job it enqueues has none.
+ */
+const V10: PostgresMigration = {
+  version: 10,
+  description: 'Trace context of the enqueuing code',
+  statements: (s) => [
+    `ALTER TABLE ${s}.jobs_hot ADD COLUMN IF NOT EXISTS trace_context varchar(2048) NULL`,
+    `ALTER TABLE ${s}.jobs_archive ADD COLUMN IF NOT EXISTS trace_context varchar(2048) NULL`,
+    `ALTER TABLE ${s}.jobs_dlq ADD COLUMN IF NOT EXISTS trace_context varchar(2048) NULL`,
+  ],
+};
+
 /** Every migration, in version order. */
 export const POSTGRES_MIGRATIONS: readonly PostgresMigration[] = [
   V1,
@@ -434,6 +454,7 @@ export const POSTGRES_MIGRATIONS: readonly PostgresMigration[] = [
   V7,
   V8,
   V9,
+  V10,
 ];
 
 /** The newest schema version this code expects. */

@@ -140,8 +140,9 @@ ON CONFLICT (version) DO NOTHING`;
 // ------------------------------------------------------------------------------------------ producer
 
 /**
- * Inserts a chunk of validated jobs ($1..$10 are parallel arrays: id, queue, type, payload, tags,
- * idempotency_key, priority, delay_ms, run_at, created_by) and returns the ids actually inserted.
+ * Inserts a chunk of validated jobs ($1..$11 are parallel arrays: id, queue, type, payload, tags,
+ * idempotency_key, priority, delay_ms, run_at, created_by, trace_context) and returns the ids
+ * actually inserted.
  *
  * Lock/isolation: READ COMMITTED, one statement. `ON CONFLICT DO NOTHING` (no conflict target) covers
  * both the primary key (a retried insert with the same id) and the partial unique index on active
@@ -159,8 +160,9 @@ export const enqueue = (s: string, notifyChannel: string | null): string => `
 WITH input AS (
   SELECT * FROM unnest(
     $1::text[], $2::text[], $3::text[], $4::text[], $5::text[],
-    $6::text[], $7::int[], $8::float8[], $9::timestamptz[], $10::text[]
-  ) AS i(id, queue, type, payload, tags, idempotency_key, priority, delay_ms, run_at, created_by)
+    $6::text[], $7::int[], $8::float8[], $9::timestamptz[], $10::text[], $11::text[]
+  ) AS i(id, queue, type, payload, tags, idempotency_key, priority, delay_ms, run_at, created_by,
+         trace_context)
 ),
 new_queues AS (
   INSERT INTO ${s}.queues (name, last_updated_utc)
@@ -177,9 +179,10 @@ new_stats AS (
 inserted AS (
   INSERT INTO ${s}.jobs_hot (
     id, queue, type, payload, tags, idempotency_key, priority, status, attempt_count,
-    scheduled_at_utc, created_at_utc, enqueued_at_utc, last_updated_utc, created_by)
+    scheduled_at_utc, created_at_utc, enqueued_at_utc, last_updated_utc, created_by, trace_context)
   SELECT i.id, i.queue, i.type, i.payload, i.tags, i.idempotency_key, i.priority, 0, 0,
-         coalesce(i.run_at, now() + i.delay_ms ${MS}), now(), now(), now(), i.created_by
+         coalesce(i.run_at, now() + i.delay_ms ${MS}), now(), now(), now(), i.created_by,
+         i.trace_context
   FROM input i
   WHERE NOT EXISTS (SELECT 1 FROM ${s}.jobs_archive a WHERE a.id = i.id)
     AND NOT EXISTS (SELECT 1 FROM ${s}.jobs_dlq d WHERE d.id = i.id)
@@ -637,7 +640,8 @@ SELECT r.id FROM requested r${channel === null ? '' : `\nCROSS JOIN LATERAL pg_n
  * so of two operators resurrecting one job the second waits, then finds the row gone and inserts
  * nothing. If the hot insert fails (e.g. the id is somehow hot already), the DELETE rolls back.
  * The job restarts clean: attempt 0, no lease, no schedule, `enqueued_at_utc = now()` (the clock of
- * `maxJobAge`), `created_at_utc` kept, the idempotency key dropped, `resurrected_total + n`.
+ * `maxJobAge`), `created_at_utc` and the producer's `trace_context` kept, the idempotency key
+ * dropped, `resurrected_total + n`.
  */
 export const resurrect = (s: string, chosen: string): string => `
 WITH chosen AS MATERIALIZED (${chosen}),
@@ -652,13 +656,13 @@ revived AS (
     id, queue, type, payload, tags, idempotency_key, priority, status, attempt_count,
     worker_id, lease_id, heartbeat_utc, scheduled_at_utc, created_at_utc, enqueued_at_utc,
     started_at_utc, last_updated_utc, created_by, last_modified_by, last_error,
-    cancel_requested_utc, progress)
+    cancel_requested_utc, progress, trace_context)
   SELECT t.id, t.queue, t.type, coalesce($1::text, t.payload),
          CASE WHEN $2::boolean THEN $3::text ELSE t.tags END,
          NULL, coalesce($4::int, t.priority), 0, 0,
          NULL, NULL, NULL, NULL, t.created_at_utc, now(),
          NULL, now(), t.created_by, coalesce($5::text, t.last_modified_by),
-         coalesce(t.error_details, t.last_error), NULL, NULL
+         coalesce(t.error_details, t.last_error), NULL, NULL, t.trace_context
   FROM taken t
   RETURNING id, queue
 ),

@@ -27,6 +27,7 @@ export const HOT_COLUMNS = [
   'cancel_requested_utc',
   'progress',
   'progress_note',
+  'trace_context',
 ] as const;
 
 /** A hot column name. */

@@ -60,6 +60,24 @@ function parsePayload(value: unknown): unknown {
   return JSON.parse(String(value));
 }
 
+/**
+ * A stored trace context (JSON text of a propagation carrier) as the carrier, or null: null too
+ * for text that is not an object of strings (a hand-edited row), which must not fail a claim.
+ */
+export function parseTraceContext(value: unknown): Record<string, string> | null {
+  if (value === null || value === undefined) return null;
+  try {
+    const parsed = JSON.parse(String(value)) as unknown;
+    if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed)) return null;
+    const entries = Object.entries(parsed as Record<string, unknown>);
+    return entries.every(([, v]) => typeof v === 'string')
+      ? (parsed as Record<string, string>)
+      : null;
+  } catch {
+    return null;
+  }
+}
+
 /** Maps a hot-table row. */
 export function mapHotRow(raw: Row): HotJob {
   const r = fold(raw);
@@ -87,6 +105,7 @@ export function mapHotRow(raw: Row): HotJob {
     cancelRequestedUtc: toDate(r.cancelrequestedutc),
     progress: numOrNull(r.progress),
     progressNote: str(r.progressnote),
+    traceContext: parseTraceContext(r.tracecontext),
   };
 }
 
@@ -122,6 +141,7 @@ export function mapJobView(raw: Row, pillar: Pillar): JobView {
     cancelRequestedUtc: toDate(r.cancelrequestedutc),
     progress: numOrNull(r.progress),
     progressNote: str(r.progressnote),
+    traceContext: parseTraceContext(r.tracecontext),
     finishedAtUtc: toDate(r.finishedatutc),
     durationMs: numOrNull(r.durationms),
     failureReason: numOrNull(r.failurereason) as FailureReason | null,

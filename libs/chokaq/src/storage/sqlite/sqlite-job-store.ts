@@ -267,6 +267,7 @@ export class SqliteJobStore implements DialectJobStore {
         delay_ms: j.delayMs,
         run_at: j.runAt ? j.runAt.getTime() : null,
         created_by: j.createdBy,
+        trace_context: j.traceContext,
       })),
     );
     this.db.run(this.sql.enqueueQueues, { rows });

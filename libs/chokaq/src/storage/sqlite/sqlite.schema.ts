@@ -403,8 +403,26 @@ const V7: SqliteMigration = {
   ],
 };
 
+/**
+ * Version 8: `trace_context`, the trace context of the enqueuing code (the JSON text of a
+ * propagation carrier: W3C `traceparent`, `tracestate`), in every pillar, so that the moves carry it
+ * and a resurrected job keeps it. As version 3's progress note: `ADD COLUMN` of a nullable column
+ * without a default only edits the table's definition (no row is rewritten), and a worker of
+ * version 7 keeps running (it names its columns; a job it moves leaves its trace context behind,
+ * as a job enqueued by it has none).
+ */
+const V8: SqliteMigration = {
+  version: 8,
+  description: 'Trace context of the enqueuing code',
+  statements: (p) => [
+    `ALTER TABLE ${p}jobs_hot ADD COLUMN trace_context TEXT NULL`,
+    `ALTER TABLE ${p}jobs_archive ADD COLUMN trace_context TEXT NULL`,
+    `ALTER TABLE ${p}jobs_dlq ADD COLUMN trace_context TEXT NULL`,
+  ],
+};
+
 /** Every migration, oldest first. Append new versions; never edit a released one. */
-export const SQLITE_MIGRATIONS: readonly SqliteMigration[] = [V1, V2, V3, V4, V5, V6, V7];
+export const SQLITE_MIGRATIONS: readonly SqliteMigration[] = [V1, V2, V3, V4, V5, V6, V7, V8];
 
 /** The ledger table; created before any migration runs so its own existence is not a migration. */
 export function schemaMigrationsDdl(prefix: string): string {

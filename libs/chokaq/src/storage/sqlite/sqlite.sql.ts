@@ -169,12 +169,14 @@ export function jobStoreStatements(p: string) {
      * inserted ids.
      */
     enqueue: `INSERT INTO ${hot} (id, queue, type, payload, tags, idempotency_key, priority, status,
-        attempt_count, scheduled_at_utc, created_at_utc, enqueued_at_utc, last_updated_utc, created_by)
+        attempt_count, scheduled_at_utc, created_at_utc, enqueued_at_utc, last_updated_utc, created_by,
+        trace_context)
       SELECT r.value ->> 'id', r.value ->> 'queue', r.value ->> 'type', r.value ->> 'payload',
         r.value ->> 'tags', r.value ->> 'idempotency_key', r.value ->> 'priority', 0, 0,
         CASE WHEN r.value ->> 'delay_ms' IS NOT NULL THEN ${SQLITE_NOW_MS} + (r.value ->> 'delay_ms')
              ELSE r.value ->> 'run_at' END,
-        ${SQLITE_NOW_MS}, ${SQLITE_NOW_MS}, ${SQLITE_NOW_MS}, r.value ->> 'created_by'
+        ${SQLITE_NOW_MS}, ${SQLITE_NOW_MS}, ${SQLITE_NOW_MS}, r.value ->> 'created_by',
+        r.value ->> 'trace_context'
       FROM json_each(@rows) AS r
       WHERE NOT EXISTS (SELECT 1 FROM ${archive} a WHERE a.id = r.value ->> 'id')
         AND NOT EXISTS (SELECT 1 FROM ${dlq} d WHERE d.id = r.value ->> 'id')
@@ -438,21 +440,22 @@ export function jobStoreStatements(p: string) {
 
     /**
      * Step 2 of every resurrect (by id, many, by filter): the captured rows return as Pending,
-     * attempts 0, EnqueuedAtUtc = now, CreatedAtUtc kept, no idempotency key, the DLQ error kept as
-     * LastError. Edits: `@payload` (null = keep), `@setTags` 1 with `@tags`, `@priority`
-     * (null = keep). No ON CONFLICT: if the insert fails, the whole transaction, DLQ delete
-     * included, rolls back.
+     * attempts 0, EnqueuedAtUtc = now, CreatedAtUtc and the producer's trace context kept, no
+     * idempotency key, the DLQ error kept as LastError. Edits: `@payload` (null = keep),
+     * `@setTags` 1 with `@tags`, `@priority` (null = keep). No ON CONFLICT: if the insert fails,
+     * the whole transaction, DLQ delete included, rolls back.
      */
     resurrectInsert: `INSERT INTO ${hot} (id, queue, type, payload, tags, idempotency_key, priority,
         status, attempt_count, scheduled_at_utc, created_at_utc, enqueued_at_utc, last_updated_utc,
-        created_by, last_modified_by, last_error)
+        created_by, last_modified_by, last_error, trace_context)
       SELECT m.value ->> 'id', m.value ->> 'queue', m.value ->> 'type',
         COALESCE(@payload, m.value ->> 'payload'),
         CASE WHEN @setTags = 1 THEN @tags ELSE m.value ->> 'tags' END,
         NULL, COALESCE(@priority, m.value ->> 'priority'), 0, 0, NULL,
         m.value ->> 'created_at_utc', ${SQLITE_NOW_MS}, ${SQLITE_NOW_MS},
         m.value ->> 'created_by', COALESCE(@actor, m.value ->> 'last_modified_by'),
-        COALESCE(m.value ->> 'error_details', m.value ->> 'last_error')
+        COALESCE(m.value ->> 'error_details', m.value ->> 'last_error'),
+        m.value ->> 'trace_context'
       FROM json_each(@moved) AS m ORDER BY m.key`,
 
     // ------------------------------------------------------------------ rescue
