@@ -28,7 +28,7 @@ const T = {
   observability: target(
     'observability/',
     under('observability'),
-    'metrics are recorded by the runtime and the APIs above it, not by the floors below',
+    'metrics and traces are recorded by the runtime and the APIs above it, not by the floors below',
   ),
   storage: target('storage/', under('storage'), 'storage sits above this floor'),
   storageBeyondInterface: target(

@@ -54,6 +54,12 @@ const CASES: ReadonlyArray<[string, string, Expectation, string?]> = [
   ['observability/queue-gauges.ts', '../runtime/job-processor', 'refused'],
   ['observability/chokaq-metrics.ts', '../config/resolve-options', 'refused'],
   ['storage/postgres/postgres-job-store.ts', '../../observability/chokaq-metrics', 'refused'],
+  // Traces: spans started by the runtime, contexts captured by the client; the tracing knows the
+  // rule of a stored context only through the client, which fits it (validation/trace-context).
+  ['runtime/job-executor.ts', '../observability/chokaq-tracing', 'allowed'],
+  ['client/job-client.ts', '../validation/trace-context', 'allowed'],
+  ['observability/chokaq-tracing.ts', '../validation/trace-context', 'refused'],
+  ['storage/sqlite/sqlite-job-store.ts', '../../observability/chokaq-tracing', 'refused'],
   ['common/log-events.ts', '../observability/chokaq-metrics', 'refused'],
   // The runtime uses only the storage interface.
   ['runtime/job-processor.ts', '../storage/job-storage', 'allowed'],

@@ -15,6 +15,7 @@ import { ChokaQExplorer } from './discovery/chokaq.explorer';
 import { HandlerRegistry } from './discovery/handler.registry';
 import { ChokaQModuleOptions, ResolvedChokaQOptions } from './interfaces/module-options.interface';
 import { ChokaQMetrics } from './observability/chokaq-metrics';
+import { ChokaQTracing } from './observability/chokaq-tracing';
 import { JobEvents } from './runtime/job-events';
 import { createJobStorage } from './storage/create-storage';
 import { WorkerRegistry } from './worker.registry';
@@ -62,6 +63,13 @@ import { WorkerRegistry } from './worker.registry';
     {
       provide: ChokaQMetrics,
       useFactory: (options: ResolvedChokaQOptions) => ChokaQMetrics.create(options.metrics),
+      inject: [CHOKAQ_RESOLVED_OPTIONS],
+    },
+    // OpenTelemetry traces, bound to the TracerProvider registered when the app is created (a
+    // no-op likewise): JobClient stores the producer's context, the worker's runs are spans
+    {
+      provide: ChokaQTracing,
+      useFactory: (options: ResolvedChokaQOptions) => ChokaQTracing.create(options.tracing),
       inject: [CHOKAQ_RESOLVED_OPTIONS],
     },
     ChokaQMetadataAccessor,

@@ -19,6 +19,7 @@ import { ChokaQMiddleware } from './interfaces/middleware.interface';
 import { ResolvedChokaQOptions } from './interfaces/module-options.interface';
 import { RecurringJobSpec } from './interfaces/recurring-job.interface';
 import { ChokaQMetrics } from './observability/chokaq-metrics';
+import { ChokaQTracing } from './observability/chokaq-tracing';
 import { queueGaugeSource } from './observability/queue-gauges';
 import { ChokaQWorker } from './runtime/chokaq-worker';
 import { JobEvents } from './runtime/job-events';
@@ -77,6 +78,7 @@ export class ChokaQOrchestrator
     private readonly workers: WorkerRegistry,
     private readonly events: JobEvents,
     private readonly metrics: ChokaQMetrics,
+    private readonly tracing: ChokaQTracing,
     @Optional() @Inject(SchedulerRegistry) schedulerRegistry?: SchedulerRegistry,
   ) {
     this.recurringTimers = schedulerRegistry && new SchedulerRegistryAdapter(schedulerRegistry);
@@ -156,6 +158,7 @@ export class ChokaQOrchestrator
       schema: storageSchema(this.options.storage, this.storage.dialect),
       events: this.events,
       metrics: this.metrics,
+      tracing: this.tracing,
     });
   }
 

@@ -48,6 +48,8 @@ describe('public API (index.ts)', () => {
         'CHOKAQ_LOG_EVENTS',
         'CHOKAQ_METER_NAME',
         'CHOKAQ_METRICS',
+        'CHOKAQ_SPAN_ATTRIBUTES',
+        'CHOKAQ_TRACER_NAME',
         'AUDIT_ACTIONS',
         'ChokaQAdmin',
         'ChokaQCompatibilityLevelError',

@@ -12,6 +12,7 @@ export type {
   ChokaQMeterProvider,
   ChokaQModuleExtras,
   ChokaQModuleOptions,
+  ChokaQTracerProvider,
   ResolvedChokaQOptions,
 } from './interfaces/module-options.interface';
 export type {
@@ -78,6 +79,10 @@ export type {
   MetricInstrumentKind,
   MetricInstrumentSpec,
 } from './observability/metric-instruments';
+
+// Traces (OpenTelemetry)
+export { CHOKAQ_SPAN_ATTRIBUTES, CHOKAQ_TRACER_NAME } from './observability/chokaq-tracing';
+export type { RunSpanResult } from './observability/chokaq-tracing';
 
 // Job model and the storage contract
 export { FailureReason, JobStatus } from './interfaces/job-status.enum';

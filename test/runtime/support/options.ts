@@ -52,6 +52,7 @@ export function testOptions(
     },
     events: { maxQueuedPerListener: 1_000 },
     metrics: { enabled: true, maxAttributeValues: 100, queueGauges: true },
+    tracing: { enabled: true },
   };
   const out = { ...base } as unknown as Record<string, unknown>;
   for (const [key, value] of Object.entries(overrides)) {

@@ -6,9 +6,11 @@ import { JobDefinition, isJobDefinition } from '../decorators/job-definition';
 import { JobView } from '../interfaces/job-view.interface';
 import { CancelResult, NewJob } from '../interfaces/job.interface';
 import { ChokaQMetrics } from '../observability/chokaq-metrics';
+import { ChokaQTracing } from '../observability/chokaq-tracing';
 import { JobEvents } from '../runtime/job-events';
 import { announceCancelled } from '../runtime/lifecycle-events';
 import { JobStorage } from '../storage/job-storage';
+import { fitTraceContext } from '../validation/trace-context';
 import { WorkerRegistry } from '../worker.registry';
 
 /**
@@ -52,7 +54,8 @@ export type EnqueueItem = JobOptions & { payload?: unknown; type?: string };
 /**
  * The producer API: enqueue, schedule, cancel and look up jobs. Works in every process, including
  * producer-only ones (`worker: { enabled: false }`). After a local enqueue of a due job the local
- * worker, if one runs, is woken at once instead of waiting for its poll interval.
+ * worker, if one runs, is woken at once instead of waiting for its poll interval. With tracing on,
+ * the trace context active at the call is stored with each job it enqueues.
  *
  * ```ts
  * constructor(private readonly jobs: JobClient) {}
@@ -70,6 +73,7 @@ export class JobClient {
     private readonly workers: WorkerRegistry,
     @Optional() private readonly events?: JobEvents,
     @Optional() private readonly metrics: ChokaQMetrics = ChokaQMetrics.disabled(),
+    @Optional() private readonly tracing: ChokaQTracing = ChokaQTracing.disabled(),
   ) {}
 
   /**
@@ -88,7 +92,7 @@ export class JobClient {
     options: EnqueueJobOptions = {},
   ): Promise<string> {
     const { transaction, ...job } = options;
-    const newJob = this.toNewJob(target, { ...job, payload });
+    const newJob = this.toNewJob(target, { ...job, payload }, this.traceContext());
     const result = await this.storage.enqueue(newJob, { transaction });
     if (result.created) {
       this.metrics.enqueued(newJob.queue, newJob.type ?? newJob.queue);
@@ -117,8 +121,9 @@ export class JobClient {
     items: readonly EnqueueItem[],
     options: TransactionOption = {},
   ): Promise<string[]> {
+    const traceContext = this.traceContext();
     const jobs = Array.isArray(items)
-      ? items.map((item) => this.toNewJob(target, item))
+      ? items.map((item) => this.toNewJob(target, item, traceContext))
       : (items as never);
     const results = await this.storage.enqueueMany(jobs, { transaction: options.transaction });
     if (this.metrics.enabled) countCreated(this.metrics, jobs, results);
@@ -184,9 +189,18 @@ export class JobClient {
   private toNewJob(
     target: string | JobDefinition<unknown>,
     item: EnqueueItem,
+    traceContext: NewJob['traceContext'],
   ): NewJob & { queue: string } {
-    if (isJobDefinition(target)) return { ...item, queue: target.queue, type: target.type };
-    return { ...item, queue: target };
+    // Only what this call captured: a `traceContext` smuggled in through the options is dropped.
+    if (isJobDefinition(target)) {
+      return { ...item, queue: target.queue, type: target.type, traceContext };
+    }
+    return { ...item, queue: target, traceContext };
+  }
+
+  /** The active trace context to store with the jobs of one call, fitted to the column, if any. */
+  private traceContext(): NewJob['traceContext'] {
+    return this.tracing.enabled ? fitTraceContext(this.tracing.capture()) : undefined;
   }
 
   /** Nudges the local fetcher for due jobs; delayed jobs are found by the poll when they are due. */

@@ -366,4 +366,32 @@ describe('resolveChokaQOptions', () => {
       ]);
     });
   });
+
+  describe('tracing', () => {
+    it('is on by default, on the global TracerProvider', () => {
+      expect(resolveChokaQOptions().tracing).toEqual({ enabled: true });
+    });
+
+    it('keeps the TracerProvider it is given, by reference', () => {
+      const tracerProvider = { getTracer: () => ({}) };
+      const r = resolveChokaQOptions({ tracing: { tracerProvider, enabled: false } });
+      expect(r.tracing.tracerProvider).toBe(tracerProvider);
+      expect(r.tracing.enabled).toBe(false);
+    });
+
+    it('refuses what is not a TracerProvider, a bad flag and unknown keys', () => {
+      const issues = issuesOf({
+        tracing: {
+          enabled: 1,
+          tracerProvider: { getMeter: () => ({}) },
+          storageSpans: true,
+        },
+      });
+      expect(issues.map((i) => [i.path, i.message])).toEqual([
+        ['tracing.enabled', 'must be a boolean'],
+        ['tracing.storageSpans', 'is not a known option'],
+        ['tracing.tracerProvider', 'must be an OpenTelemetry TracerProvider (with getTracer)'],
+      ]);
+    });
+  });
 });

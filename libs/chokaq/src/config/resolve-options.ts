@@ -60,11 +60,13 @@ export const CHOKAQ_DEFAULTS = {
   },
   events: { maxQueuedPerListener: 1_000 },
   metrics: { enabled: true, maxAttributeValues: 100, queueGauges: true },
+  tracing: { enabled: true },
 } as const;
 
 /** Keys of a section that are not in OPTION_RULES because they are checked here, not by a rule. */
 const CHECKED_ELSEWHERE: Readonly<Record<string, readonly string[]>> = {
   metrics: ['meterProvider'],
+  tracing: ['tracerProvider'],
 };
 
 /** Default storage: the SQLite file `chokaq.db` in the working directory. */
@@ -214,6 +216,19 @@ export function resolveChokaQOptions(options: ChokaQModuleOptions = {}): Resolve
       'metrics.meterProvider',
       'must be an OpenTelemetry MeterProvider (with getMeter)',
       meterProvider,
+    );
+  }
+
+  // …and an OpenTelemetry TracerProvider likewise.
+  const tracerProvider = r.tracing.tracerProvider as unknown;
+  if (
+    tracerProvider !== undefined &&
+    !(isPlainObjectLike(tracerProvider) && typeof tracerProvider.getTracer === 'function')
+  ) {
+    add(
+      'tracing.tracerProvider',
+      'must be an OpenTelemetry TracerProvider (with getTracer)',
+      tracerProvider,
     );
   }
 

@@ -128,6 +128,23 @@ export interface ChokaQModuleOptions {
      */
     queueGauges?: boolean;
   };
+  /**
+   * OpenTelemetry traces (tracer `chokaq`): the trace context of the enqueuing code is stored with
+   * each job, and each run of a handler is a `CONSUMER` span parented by and linked to it. They need
+   * the optional peer `@opentelemetry/api` and a `TracerProvider`: the global one an application
+   * registers with an OpenTelemetry SDK, or `tracerProvider`. Without either, nothing is traced.
+   */
+  tracing?: {
+    /** False: store no trace context and start no span, even with an SDK registered. Default true. */
+    enabled?: boolean;
+    /**
+     * The `TracerProvider` to start spans on. Default: the global one of `@opentelemetry/api`
+     * (`trace.getTracerProvider()`), read when the module's providers are created, so register
+     * the SDK before creating the Nest application. Trace contexts are written and read through
+     * the API's global propagator either way (every OpenTelemetry SDK setup registers the W3C one).
+     */
+    tracerProvider?: ChokaQTracerProvider;
+  };
 }
 
 /**
@@ -139,6 +156,17 @@ export interface ChokaQModuleOptions {
  */
 export interface ChokaQMeterProvider {
   getMeter(name: string, version?: string, options?: { schemaUrl?: string }): unknown;
+}
+
+/**
+ * What ChokaQ needs of an OpenTelemetry `TracerProvider` (`@opentelemetry/api` 1.x), stated
+ * structurally (see {@link ChokaQMeterProvider}): a `BasicTracerProvider` or `NodeTracerProvider`
+ * of the OpenTelemetry SDK is one.
+ *
+ * @publicApi
+ */
+export interface ChokaQTracerProvider {
+  getTracer(name: string, version?: string, options?: { schemaUrl?: string }): unknown;
 }
 
 /**
@@ -168,5 +196,8 @@ export interface ResolvedChokaQOptions {
   events: Required<NonNullable<ChokaQModuleOptions['events']>>;
   metrics: Required<Omit<NonNullable<ChokaQModuleOptions['metrics']>, 'meterProvider'>> & {
     meterProvider?: ChokaQMeterProvider;
+  };
+  tracing: Required<Omit<NonNullable<ChokaQModuleOptions['tracing']>, 'tracerProvider'>> & {
+    tracerProvider?: ChokaQTracerProvider;
   };
 }

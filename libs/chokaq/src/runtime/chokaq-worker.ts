@@ -13,6 +13,7 @@ import type { ChokaQMiddleware } from '../interfaces/middleware.interface';
 import type { ResolvedChokaQOptions } from '../interfaces/module-options.interface';
 import type { RecurringJobSpec } from '../interfaces/recurring-job.interface';
 import { ChokaQMetrics } from '../observability/chokaq-metrics';
+import type { ChokaQTracing } from '../observability/chokaq-tracing';
 import type { JobStore } from '../storage/job-storage';
 import { CircuitBreakers, circuitJob, type CircuitState } from './circuit-breaker';
 import { CompletionBatcher, type CompletionBatcherOptions } from './completion-batcher';
@@ -52,6 +53,8 @@ export interface ChokaQWorkerDeps {
   completionBatch?: CompletionBatcherOptions;
   /** Where the worker's metrics are recorded (the module's `ChokaQMetrics`). Default: nowhere. */
   metrics?: ChokaQMetrics;
+  /** Where the spans of its runs are started (the module's `ChokaQTracing`). Default: nowhere. */
+  tracing?: ChokaQTracing;
 }
 
 /** Counters of a worker, for health checks and tests. */
@@ -131,7 +134,7 @@ export class ChokaQWorker {
       const { queue, type } = circuitJob(key);
       metrics.circuit(queue, type, event);
     });
-    this.executor = new JobExecutor(deps.middleware ?? [], this.logger);
+    this.executor = new JobExecutor(deps.middleware ?? [], this.logger, Date.now, deps.tracing);
     this.batcher = new CompletionBatcher(deps.storage, this.logger, deps.completionBatch);
     this.processor = new JobProcessor({
       storage: deps.storage,

@@ -1,10 +1,13 @@
+import { SpanStatusCode, trace } from '@opentelemetry/api';
 import { hotJob } from '../../../../test/runtime/support/hot-job';
+import { parentSpanId, traceHarness } from '../../../../test/support/span-recorder';
 import { RecordingLogger } from '../../../../test/runtime/support/silent-logger';
 import { ChokaQJobAbortedError, ChokaQJobTimeoutError } from '../errors';
 import type { HandlerDefinition } from '../interfaces/handler.interface';
 import type { JobContext } from '../interfaces/job-context.interface';
 import type { HotJob } from '../interfaces/job.interface';
 import type { ChokaQMiddleware } from '../interfaces/middleware.interface';
+import { ChokaQTracing } from '../observability/chokaq-tracing';
 import { JobExecutor } from './job-executor';
 
 const job = (): HotJob => hotJob({ payload: { n: 1 } });
@@ -227,5 +230,91 @@ describe('JobExecutor', () => {
     });
     await expect(run.result).resolves.toMatchObject({ kind: 'succeeded' });
     expect(notes).toEqual([undefined, 'a\uFFFDb', `${'x'.repeat(499)}\uFFFD`, undefined]);
+  });
+
+  describe('with tracing (an SDK registered, the in-memory exporter)', () => {
+    let harness: ReturnType<typeof traceHarness>;
+    let executor: JobExecutor;
+    /** The span id active when the middleware ran. */
+    let inMiddleware: string | undefined;
+    const producer = {
+      traceparent: '00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01',
+    };
+    const traced = (): HotJob => hotJob({ traceContext: producer });
+    beforeEach(() => {
+      harness = traceHarness({ register: true });
+      const tracing = ChokaQTracing.create({ enabled: true });
+      const seen: ChokaQMiddleware = {
+        use: (_ctx, _payload, next) => {
+          inMiddleware = trace.getActiveSpan()?.spanContext().spanId;
+          return next();
+        },
+      };
+      executor = new JobExecutor([seen], new RecordingLogger(), Date.now, tracing);
+    });
+    afterEach(() => harness.disable());
+
+    it('runs the middleware and the handler inside the span of the run, ended when the run settles', async () => {
+      let inHandler: string | undefined;
+      const run = executor.start({
+        job: traced(),
+        lease,
+        timeoutMs: 1_000,
+        handler: handler(async () => {
+          await new Promise((resolve) => setImmediate(resolve));
+          inHandler = trace.getActiveSpan()?.spanContext().spanId;
+        }),
+      });
+      await expect(run.result).resolves.toMatchObject({ kind: 'succeeded' });
+      const [span] = harness.spans();
+      expect(span.name).toBe('process q');
+      expect(span.attributes).toMatchObject({
+        'messaging.message.id': 'job-1',
+        'chokaq.job.attempt': 3,
+        'chokaq.run.result': 'succeeded',
+      });
+      expect(parentSpanId(span)).toBe('00f067aa0ba902b7');
+      expect([inMiddleware, inHandler]).toEqual([
+        span.spanContext().spanId,
+        span.spanContext().spanId,
+      ]);
+    });
+
+    it('a handler that throws: status ERROR and the exception on the span', async () => {
+      const run = executor.start({
+        job: traced(),
+        lease,
+        timeoutMs: 1_000,
+        handler: handler(async () => {
+          throw new RangeError('quota exceeded');
+        }),
+      });
+      await expect(run.result).resolves.toMatchObject({ kind: 'failed' });
+      const [span] = harness.spans();
+      expect(span.status).toEqual({ code: SpanStatusCode.ERROR, message: 'quota exceeded' });
+      expect(span.attributes['chokaq.run.result']).toBe('failed');
+      expect(span.events.map((e) => e.attributes?.['exception.type'])).toEqual(['RangeError']);
+    });
+
+    it('a timeout and a cancellation end the span at once, with their own result and error', async () => {
+      const never = handler(() => new Promise(() => undefined));
+      const timedOut = executor.start({ job: traced(), lease, timeoutMs: 20, handler: never });
+      await expect(timedOut.result).resolves.toMatchObject({ kind: 'timeout' });
+      const cancelled = executor.start({ job: traced(), lease, timeoutMs: 10_000, handler: never });
+      cancelled.abort('cancelled');
+      await expect(cancelled.result).resolves.toMatchObject({ kind: 'aborted' });
+      expect(
+        harness
+          .spans()
+          .map((s) => [
+            s.attributes['chokaq.run.result'],
+            s.status.code,
+            s.events[0]?.attributes?.['exception.type'],
+          ]),
+      ).toEqual([
+        ['timeout', SpanStatusCode.ERROR, 'ChokaQJobTimeoutError'],
+        ['cancelled', SpanStatusCode.ERROR, 'ChokaQJobAbortedError'],
+      ]);
+    });
   });
 });

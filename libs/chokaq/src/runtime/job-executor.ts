@@ -6,6 +6,7 @@ import type { JobContext } from '../interfaces/job-context.interface';
 import { JobStatus } from '../interfaces/job-status.enum';
 import type { HotJob, JobLease } from '../interfaces/job.interface';
 import type { ChokaQMiddleware } from '../interfaces/middleware.interface';
+import { ChokaQTracing, type RunSpan, type RunSpanResult } from '../observability/chokaq-tracing';
 import { LIMITS, MAX_TIMER_MS } from '../validation/limits';
 import { JobLogger } from './job-logger';
 
@@ -72,7 +73,9 @@ export function attemptOf(job: HotJob): number {
 
 /**
  * Runs handlers: builds the {@link JobContext}, runs the middleware pipeline (first = outermost)
- * around the handler, and enforces the execution timeout.
+ * around the handler, and enforces the execution timeout. With tracing on, each run is a span
+ * (`ChokaQTracing.startRun`) that is active while the middleware and the handler run and ends when
+ * the run is decided, with the run's result.
  *
  * The result is a race between the handler and the worker's own verdicts (timeout, cancel,
  * heartbeat failure). Whichever comes first wins; a handler that settles later is a *late result*:
@@ -86,6 +89,7 @@ export class JobExecutor {
     private readonly middleware: readonly ChokaQMiddleware[],
     private readonly logger: LoggerService,
     private readonly clock: () => number = Date.now,
+    private readonly tracing: ChokaQTracing = ChokaQTracing.disabled(),
   ) {}
 
   /** Handler results that arrived after the run had been decided (timeout, cancel, abandon). */
@@ -119,14 +123,19 @@ export class JobExecutor {
     const attempt = attemptOf(job);
     let abortedBy: JobAbortCause | undefined;
     let settled = false;
-    let settle!: (result: RunResult) => void;
+    // One check per run when tracing is off: no span, no closure.
+    const span: RunSpan | undefined = this.tracing.enabled
+      ? this.tracing.startRun(job, attempt)
+      : undefined;
+    let settle!: (result: RunResult, error?: unknown) => void;
     let timer: NodeJS.Timeout | undefined;
     const result = new Promise<RunResult>((resolve) => {
-      settle = (value) => {
+      settle = (value, error) => {
         if (settled) return;
         settled = true;
         if (timer !== undefined) clearTimeout(timer);
         timer = undefined;
+        span?.end(spanResult(value), error);
         resolve(value);
       };
     });
@@ -161,21 +170,23 @@ export class JobExecutor {
       const delay = Math.min(timeoutMs, MAX_TIMER_MS);
       timer = setTimeout(() => {
         if (settled) return;
-        abortWith(new ChokaQJobTimeoutError(job.id, timeoutMs));
-        settle({ kind: 'timeout', timeoutMs, durationMs: elapsed() });
+        const timeout = new ChokaQJobTimeoutError(job.id, timeoutMs);
+        abortWith(timeout);
+        settle({ kind: 'timeout', timeoutMs, durationMs: elapsed() }, timeout);
       }, delay);
       // The handler's own work keeps the process alive if it must; the timer alone should not.
       timer.unref?.();
     }
 
-    this.pipeline(handler, job.payload, ctx).then(
+    const run = () => this.pipeline(handler, job.payload, ctx);
+    (span ? span.run(run) : run()).then(
       () => {
         if (settled) return this.lateResult(job, 'resolved');
         settle({ kind: 'succeeded', durationMs: elapsed() });
       },
       (error: unknown) => {
         if (settled) return this.lateResult(job, 'rejected');
-        settle({ kind: 'failed', error, durationMs: elapsed(), abortedBy });
+        settle({ kind: 'failed', error, durationMs: elapsed(), abortedBy }, error);
       },
     );
 
@@ -193,8 +204,11 @@ export class JobExecutor {
       abort: (cause) => {
         if (settled) return;
         abortedBy ??= cause;
-        abortWith(new ChokaQJobAbortedError(job.id, cause));
-        if (cause !== 'shutdown') settle({ kind: 'aborted', cause, durationMs: elapsed() });
+        const aborted = new ChokaQJobAbortedError(job.id, cause);
+        abortWith(aborted);
+        if (cause !== 'shutdown') {
+          settle({ kind: 'aborted', cause, durationMs: elapsed() }, aborted);
+        }
       },
       abandon: () => settle({ kind: 'abandoned', durationMs: elapsed() }),
     };
@@ -233,5 +247,15 @@ export class JobExecutor {
         `(timeout, cancel or shutdown); the late result is ignored.`,
       { jobId: job.id, queue: job.queue, type: job.type, settled: how },
     );
+  }
+}
+
+/** A run's result as its span records it (`chokaq.run.result`). */
+function spanResult(result: RunResult): RunSpanResult {
+  switch (result.kind) {
+    case 'aborted':
+      return result.cause;
+    default:
+      return result.kind;
   }
 }

@@ -68,6 +68,8 @@ export const OPTION_RULES = {
   events: { maxQueuedPerListener: int(1, 1_000_000) },
   // `metrics.meterProvider` is an object, checked by resolveChokaQOptions (OPTIONS_CHECKED_ELSEWHERE).
   metrics: { enabled: bool, maxAttributeValues: int(1, 100_000), queueGauges: bool },
+  // `tracing.tracerProvider` is an object, checked by resolveChokaQOptions too.
+  tracing: { enabled: bool },
 } as const satisfies Record<
   Exclude<keyof ChokaQModuleOptions, 'storage'>,
   Record<string, OptionRule>
