@@ -1,11 +1,13 @@
 import { Injectable, Logger, OnApplicationBootstrap, OnModuleDestroy } from '@nestjs/common';
 import { ChokaQAdmin, JobClient } from '@chokaq/nestjs';
+import { trace } from '@opentelemetry/api';
 import { Broken, Flaky, Greet, Report } from './demo.jobs';
 
 /** Enqueues demo batches and logs the pillars every few seconds. */
 @Injectable()
 export class DemoService implements OnApplicationBootstrap, OnModuleDestroy {
   private readonly logger = new Logger('Demo');
+  private readonly tracer = trace.getTracer('sample');
   private timer?: NodeJS.Timeout;
   private producer?: NodeJS.Timeout;
   private batch = 0;
@@ -37,8 +39,22 @@ export class DemoService implements OnApplicationBootstrap, OnModuleDestroy {
     if (this.producer) clearInterval(this.producer);
   }
 
-  /** `count` greetings plus one flaky, one broken and one slow job. */
-  async enqueueBatch(count: number): Promise<string[]> {
+  /**
+   * `count` greetings plus one flaky, one broken and one slow job, enqueued inside one span (what
+   * an HTTP server instrumentation would start for `POST /demo`): with `OTEL_TRACES=console` every
+   * run of these jobs prints as a span of its trace. Without an SDK the span is a no-op.
+   */
+  enqueueBatch(count: number): Promise<string[]> {
+    return this.tracer.startActiveSpan('demo.enqueue-batch', async (span) => {
+      try {
+        return await this.enqueueAll(count);
+      } finally {
+        span.end();
+      }
+    });
+  }
+
+  private async enqueueAll(count: number): Promise<string[]> {
     const batch = ++this.batch;
     const greetings = await this.jobs.enqueueMany(
       Greet,

@@ -5,10 +5,13 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { AppModule } from './app.module';
 import { DEMO_DECK_TOKEN, deckToken } from './deck-login.guard';
 import { registerPrometheusMetrics } from './metrics';
+import { registerConsoleTracing } from './tracing';
 
 async function bootstrap(): Promise<void> {
-  // Before the app is created: ChokaQ binds its instruments to the MeterProvider registered then.
+  // Before the app is created: ChokaQ binds its instruments to the MeterProvider registered then,
+  // and its tracer to the TracerProvider (OTEL_TRACES=console prints every span).
   const prometheus = registerPrometheusMetrics();
+  registerConsoleTracing();
   const app = await NestFactory.create(AppModule);
   app
     .getHttpAdapter()
