@@ -522,6 +522,57 @@ describe('ChokaQWorker on SQLite', () => {
     expect(logger.count('log', 'recovered')).toBe(1);
   });
 
+  it('reports its state and the age of its last complete heartbeat for health checks', async () => {
+    let rowsDown = false;
+    const flaky = new Proxy(storage, {
+      get(target, prop, receiver) {
+        const value = Reflect.get(target, prop, receiver);
+        if (prop === 'upsertWorker') {
+          return (...args: unknown[]) =>
+            rowsDown
+              ? Promise.reject(new Error('connection reset'))
+              : (value as (...a: unknown[]) => unknown).apply(target, args);
+        }
+        return typeof value === 'function' ? value.bind(target) : value;
+      },
+    });
+    const w = new ChokaQWorker({
+      storage: flaky,
+      handlers: new TestHandlers().add('h', () => 'ok'),
+      options: testOptions({ heartbeat: { intervalMs: 50 } }),
+      logger,
+    });
+    workers.push(w);
+    expect(w.health()).toMatchObject({ state: 'starting', heartbeatAgeMs: null });
+
+    await w.start();
+    expect(w.health()).toMatchObject({
+      workerId: w.workerId,
+      state: 'running',
+      heartbeatAgeMs: expect.any(Number),
+      heartbeatIntervalMs: 50,
+      heartbeatFailures: 0,
+      buffered: 0,
+      running: 0,
+      concurrency: testOptions().worker.concurrency,
+    });
+    // Its row cannot be written: no beat completes, and the age grows past several intervals;
+    // once the row is written again, a beat completes and the age starts over.
+    rowsDown = true;
+    await waitFor('a stale heartbeat', () => w.health().heartbeatAgeMs! > 500, {
+      timeoutMs: 5_000,
+    });
+    rowsDown = false;
+    await waitFor('a fresh heartbeat', () => w.health().heartbeatAgeMs! < 500, {
+      timeoutMs: 5_000,
+    });
+
+    w.beginStop();
+    expect(w.health().state).toBe('draining');
+    await w.stop();
+    expect(w.health().state).toBe('stopped');
+  });
+
   it('stops claiming while completions wait to be written: unwritten runs are bounded', async () => {
     // Archive writes stall (a slow or locked database) while handlers keep finishing at once.
     const gate = deferred<void>();

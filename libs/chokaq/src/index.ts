@@ -114,6 +114,8 @@ export type {
 export type { SchemaStatus, SchemaVersionInfo } from './interfaces/schema-status.interface';
 export type {
   CircuitState,
+  LocalWorkerHealth,
+  LocalWorkerState,
   WorkerHeartbeat,
   WorkerInfo,
   WorkerQuery,

@@ -55,6 +55,10 @@ describe('WorkerRegistry', () => {
     expect(fake.nudge).not.toHaveBeenCalled();
     expect(fake.cancelLocal).not.toHaveBeenCalled();
     expect(() => registry.setConcurrency(2)).toThrow(ChokaQWorkerDisabledError);
+    // A health check still sees it (draining) until shutdown is over.
+    expect(registry.startedWorker).toBe(worker);
+    registry.clear();
+    expect(registry.startedWorker).toBeUndefined();
   });
 
   it('builds the drain worker on the first drain only, once, and prefers a started worker', async () => {

@@ -70,6 +70,15 @@ export class WorkerRegistry {
     return this.worker?.running ? this.worker : undefined;
   }
 
+  /**
+   * The worker the orchestrator started, in whatever state it is now (starting, running, draining,
+   * stopped), until shutdown is over ({@link clear}); none in producer-only mode. What a health
+   * check reads: unlike {@link localWorker}, a draining worker is still seen.
+   */
+  get startedWorker(): ChokaQWorker | undefined {
+    return this.worker;
+  }
+
   /** Wakes the local fetcher (after a local enqueue); a no-op without a running worker. */
   nudge(queue?: string): void {
     this.localWorker?.nudge(queue);

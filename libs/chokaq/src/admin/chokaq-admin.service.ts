@@ -44,7 +44,8 @@ import {
 } from '../interfaces/job.interface';
 import { ResolvedChokaQOptions } from '../interfaces/module-options.interface';
 import { RecurringJobSpec, RecurringJobView } from '../interfaces/recurring-job.interface';
-import { WorkerInfo, WorkerQuery } from '../interfaces/worker.interface';
+import { SchemaStatus } from '../interfaces/schema-status.interface';
+import { LocalWorkerHealth, WorkerInfo, WorkerQuery } from '../interfaces/worker.interface';
 import { ChokaQMetrics } from '../observability/chokaq-metrics';
 import { CronSchedule } from '../runtime/cron-schedule';
 import { JobEvents } from '../runtime/job-events';
@@ -487,6 +488,16 @@ export class ChokaQAdmin {
     return this.storage.getQueueOutcomes(query);
   }
 
+  /**
+   * Where the database's schema stands against this release (`JobStore.schemaStatus`): the
+   * newest version its ledger records (0 before any schema was created), the newest this release
+   * knows, and the versions `ensureSchema()` would apply. Read from the ledger without a lock;
+   * while the schema is current it builds no script, so a health check may call it often.
+   */
+  getSchemaStatus(): Promise<SchemaStatus> {
+    return this.storage.schemaStatus();
+  }
+
   /** Completions per second over the last minute and the last five. */
   getThroughput(queue?: string): Promise<ThroughputStats> {
     return this.storage.getThroughput(queue);
@@ -675,6 +686,17 @@ export class ChokaQAdmin {
     logEvent(this.logger, 'ConcurrencyChanged', `Local concurrency set to ${concurrency}`, {
       concurrency,
     });
+  }
+
+  /**
+   * This process's worker for a health check: its state (`starting`, `running`, `draining`,
+   * `stopped`), how long ago its last heartbeat reached the database, its consecutive heartbeat
+   * failures and its load; null when this process started none (producer-only mode, before
+   * bootstrap, or once shutdown is over). Read from memory: it answers at once, whatever the
+   * database does.
+   */
+  localWorkerHealth(): LocalWorkerHealth | null {
+    return this.workers.startedWorker?.health() ?? null;
   }
 
   /** Buffered and running jobs of this process's worker, or null when none runs. */

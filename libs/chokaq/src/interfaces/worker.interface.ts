@@ -88,3 +88,40 @@ export interface WorkerQuery {
   /** At most this many rows, the most recently seen first: 1 to 10,000, default 1,000. */
   limit?: number;
 }
+
+/**
+ * Where this process's worker is in its life, as `ChokaQAdmin.localWorkerHealth` reads it:
+ * - `starting`: the application is bootstrapping it; its loops do not run yet;
+ * - `running`: its loops run (it claims, runs and heartbeats);
+ * - `draining`: its graceful shutdown began (it claims nothing new, finishes what it runs);
+ * - `stopped`: its shutdown is over.
+ *
+ * @publicApi
+ */
+export type LocalWorkerState = 'starting' | 'running' | 'draining' | 'stopped';
+
+/**
+ * This process's worker as a health check sees it, read from the process's memory (no database
+ * read, so it answers at once whatever the database does). @publicApi
+ */
+export interface LocalWorkerHealth {
+  workerId: string;
+  state: LocalWorkerState;
+  /**
+   * How long ago the last complete heartbeat reached the database, in ms (by this process's
+   * clock): the leases it owns renewed (or none to renew) and its row of the Workers table
+   * written. Counted from the start of the loops until the first beat; null before they start.
+   * It grows without bound while the database is unreachable.
+   */
+  heartbeatAgeMs: number | null;
+  /** `heartbeat.intervalMs` of this process: a beat is due about this often (±20 %). */
+  heartbeatIntervalMs: number;
+  /** Consecutive failed lease renewals (0 when the last one succeeded). */
+  heartbeatFailures: number;
+  /** Claimed jobs waiting in its buffer. */
+  buffered: number;
+  /** Handlers running now. */
+  running: number;
+  /** Handlers it may run at once. */
+  concurrency: number;
+}

@@ -12,6 +12,7 @@ import type { HandledJobs } from '../interfaces/job.interface';
 import type { ChokaQMiddleware } from '../interfaces/middleware.interface';
 import type { ResolvedChokaQOptions } from '../interfaces/module-options.interface';
 import type { RecurringJobSpec } from '../interfaces/recurring-job.interface';
+import type { LocalWorkerHealth } from '../interfaces/worker.interface';
 import { ChokaQMetrics } from '../observability/chokaq-metrics';
 import type { ChokaQTracing } from '../observability/chokaq-tracing';
 import type { JobStore } from '../storage/job-storage';
@@ -116,6 +117,10 @@ export class ChokaQWorker {
   private stopping: Promise<void> | undefined;
   private unsubscribe: (() => Promise<void>) | null = null;
   private isRunning = false;
+  /** Its loops were started (and have not been stopped: see {@link stopped}). */
+  private loopsStarted = false;
+  /** Its graceful stop is over. */
+  private stopped = false;
 
   constructor(deps: ChokaQWorkerDeps) {
     this.logger = deps.logger ?? new Logger('ChokaQ');
@@ -295,6 +300,30 @@ export class ChokaQWorker {
   }
 
   /**
+   * Its state, heartbeat age and load, from memory: what a health check reads
+   * (`ChokaQAdmin.localWorkerHealth`).
+   */
+  health(): LocalWorkerHealth {
+    const age = this.heartbeat.ageMs();
+    return {
+      workerId: this.workerId,
+      state: this.stopped
+        ? 'stopped'
+        : this.stopping
+          ? 'draining'
+          : this.loopsStarted
+            ? 'running'
+            : 'starting',
+      heartbeatAgeMs: age ?? null,
+      heartbeatIntervalMs: this.options.heartbeat.intervalMs,
+      heartbeatFailures: this.heartbeat.consecutiveFailures,
+      buffered: this.processor.bufferedCount,
+      running: this.processor.runningCount,
+      concurrency: this.processor.limiter.capacity,
+    };
+  }
+
+  /**
    * Testing helper core: claims and runs due jobs of `queues` (default: every queue this process
    * handles) until none is due, and returns their outcomes in completion order. Retries scheduled
    * for later are not waited for (their outcome is `retried`); a retry due at once runs again.
@@ -362,6 +391,7 @@ export class ChokaQWorker {
     this.rescue.start();
     this.maintenance.start();
     this.recurringLoop.start();
+    this.loopsStarted = true;
     this.logStarted();
   }
 
@@ -480,6 +510,7 @@ export class ChokaQWorker {
     await step('stop heartbeat', () => this.heartbeat.stop());
     // 6. The Workers row says stopped (a worker that never started has none); never fails the stop.
     await this.presence.stopped();
+    this.stopped = true;
     logEvent(this.logger, 'WorkerStopped', `Worker ${this.workerId} stopped`, {
       workerId: this.workerId,
     });

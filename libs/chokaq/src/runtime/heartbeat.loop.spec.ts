@@ -106,6 +106,7 @@ describe('HeartbeatLoop', () => {
     });
     const beat = jest.fn(async () => {
       order.push('row');
+      return true;
     });
     const loop = new HeartbeatLoop({
       storage: { keepAlive },
@@ -124,7 +125,7 @@ describe('HeartbeatLoop', () => {
   });
 
   it('a failing keepAlive still lets the row be written (its own failures are not the outage)', async () => {
-    const beat = jest.fn(async () => undefined);
+    const beat = jest.fn(async () => true);
     const loop = new HeartbeatLoop({
       storage: {
         keepAlive: jest.fn(async () => {
@@ -142,5 +143,48 @@ describe('HeartbeatLoop', () => {
     await loop.tick();
     expect(loop.consecutiveFailures).toBe(1);
     expect(beat).toHaveBeenCalledTimes(1);
+  });
+
+  it('ages from start() until a beat both renews its leases and writes the row', async () => {
+    let now = 1_000;
+    let keepAliveFails = false;
+    let rowStored = true;
+    const loop = new HeartbeatLoop({
+      storage: {
+        keepAlive: jest.fn(async () => {
+          if (keepAliveFails) throw new Error('db down');
+          return { touched: 1, cancelRequested: [] };
+        }),
+      },
+      options: testOptions({ heartbeat: { intervalMs: 100, failureThreshold: 100 } }),
+      workerId: 'w',
+      leases: () => [lease],
+      onCancelRequested: jest.fn(),
+      onThresholdReached: jest.fn(),
+      logger: new RecordingLogger(),
+      presence: { beat: jest.fn(async () => rowStored) },
+      clock: () => now,
+    });
+    expect(loop.ageMs()).toBeUndefined();
+    loop.start();
+    now += 250;
+    expect(loop.ageMs()).toBe(250);
+    await loop.tick();
+    expect(loop.ageMs()).toBe(0);
+
+    // A failed renewal, then a row that was not stored: neither beat counts, the age grows.
+    now += 300;
+    keepAliveFails = true;
+    await loop.tick();
+    now += 300;
+    keepAliveFails = false;
+    rowStored = false;
+    await loop.tick();
+    expect(loop.ageMs()).toBe(600);
+
+    rowStored = true;
+    await loop.tick();
+    expect(loop.ageMs()).toBe(0);
+    await loop.stop();
   });
 });

@@ -29,6 +29,8 @@ export interface HeartbeatDeps {
   presence?: Pick<WorkerPresence, 'beat'>;
   /** Where failed heartbeats are counted (`chokaq.jobs.heartbeat_failures`). Default: nowhere. */
   metrics?: Pick<ChokaQMetrics, 'heartbeatFailed'>;
+  /** The clock of {@link HeartbeatLoop.ageMs} (this process's, in ms). Default `Date.now`. */
+  clock?: () => number;
 }
 
 /**
@@ -45,8 +47,12 @@ export class HeartbeatLoop {
   private failures = 0;
   private beats = 0;
   private degraded = false;
+  private readonly clock: () => number;
+  /** When the last complete beat ended, or the loop started while none has (the age's origin). */
+  private lastBeatAt: number | undefined;
 
   constructor(private readonly deps: HeartbeatDeps) {
+    this.clock = deps.clock ?? Date.now;
     this.loop = new Loop({
       name: 'ChokaQ heartbeat',
       logger: deps.logger,
@@ -71,7 +77,18 @@ export class HeartbeatLoop {
     return this.degraded;
   }
 
+  /**
+   * How long ago the last complete beat reached the database, in ms: its leases renewed (or none
+   * to renew) and this worker's row written. Counted from `start()` until the first beat, and
+   * undefined before it. What a health check compares with its staleness threshold: during an
+   * outage it grows by the clock, whatever the failure count says.
+   */
+  ageMs(): number | undefined {
+    return this.lastBeatAt === undefined ? undefined : this.clock() - this.lastBeatAt;
+  }
+
   start(): void {
+    this.lastBeatAt ??= this.clock();
     this.loop.start();
   }
 
@@ -89,14 +106,16 @@ export class HeartbeatLoop {
    * worker's row. Exposed for tests and for a final beat during shutdown.
    */
   async tick(): Promise<void> {
-    await this.renewLeases();
-    await this.deps.presence?.beat();
+    const renewed = await this.renewLeases();
+    const written = (await this.deps.presence?.beat()) ?? true;
+    if (renewed && written) this.lastBeatAt = this.clock();
   }
 
-  private async renewLeases(): Promise<void> {
+  /** Renews every owned lease; false when the renewal failed (true when there was none). */
+  private async renewLeases(): Promise<boolean> {
     const leases = this.deps.leases();
     // Nothing to keep alive: no statement runs, so an outage streak neither ends nor grows.
-    if (leases.length === 0) return;
+    if (leases.length === 0) return true;
     try {
       // One statement per process in the normal case; a process owning more leases than one
       // storage call takes (prefetch can be large) beats in consecutive chunks.
@@ -109,6 +128,7 @@ export class HeartbeatLoop {
       this.beats++;
       this.recovered();
       if (cancelRequested.length > 0) this.deps.onCancelRequested(cancelRequested);
+      return true;
     } catch (error) {
       this.failures++;
       this.deps.metrics?.heartbeatFailed();
@@ -136,6 +156,7 @@ export class HeartbeatLoop {
         );
         this.deps.onThresholdReached();
       }
+      return false;
     }
   }
 

@@ -51,14 +51,14 @@ describe('WorkerPresence', () => {
     expect(logger.count('log', 'after 2 failed attempt(s)')).toBe(1);
   });
 
-  it('never rejects, and marks the row stopped only when it wrote one', async () => {
+  it('never rejects, says whether it stored the row, and marks it stopped only when it wrote one', async () => {
     const never = presence(() => true);
-    await expect(never.presence.beat()).resolves.toBeUndefined();
+    await expect(never.presence.beat()).resolves.toBe(false);
     await never.presence.stopped();
     expect(never.storage.markWorkerStopped).not.toHaveBeenCalled();
 
     const ok = presence(() => false);
-    await ok.presence.beat();
+    await expect(ok.presence.beat()).resolves.toBe(true);
     await ok.presence.stopped();
     expect(ok.storage.markWorkerStopped).toHaveBeenCalledWith('w1');
     ok.storage.markWorkerStopped.mockRejectedValueOnce(new Error('db down'));

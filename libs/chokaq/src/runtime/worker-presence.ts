@@ -32,8 +32,8 @@ export class WorkerPresence {
     return this.written;
   }
 
-  /** Writes the current report. Never rejects. */
-  async beat(): Promise<void> {
+  /** Writes the current report; resolves to whether it was stored. Never rejects. */
+  async beat(): Promise<boolean> {
     const report = this.deps.report();
     try {
       await this.deps.storage.upsertWorker({ ...report, starting: !this.stored });
@@ -48,6 +48,7 @@ export class WorkerPresence {
         );
       }
       this.failures = 0;
+      return true;
     } catch (error) {
       if (this.failures++ === 0) {
         const message = toError(error).message;
@@ -59,6 +60,7 @@ export class WorkerPresence {
           { workerId: report.workerId, error: message },
         );
       }
+      return false;
     }
   }
 
