@@ -85,6 +85,11 @@ const T = {
     '^(\\./|(\\.\\./)+)deck(/|$)',
     'the Deck is an entry point of its own (the ./deck subpath); nothing in the core imports it',
   ),
+  health: target(
+    'health/',
+    '^(\\./|(\\.\\./)+)health(/|$)',
+    'the health checks are an entry point of their own (the ./health subpath), built on the optional @nestjs/terminus; nothing in the core imports them',
+  ),
   storageAny: target(
     'storage/',
     under('storage'),
@@ -160,6 +165,22 @@ const ZONES = {
     T.registry,
     T.constants,
   ],
+  // The health checks (@nestjs/terminus): they read ChokaQ through ChokaQAdmin only (and the
+  // interfaces, errors and validation below it), never the storage, the runtime or the registry.
+  health: [
+    T.config,
+    T.storage,
+    T.runtime,
+    T.discovery,
+    T.decorators,
+    T.observability,
+    T.client,
+    T.testing,
+    T.cli,
+    T.nestLayer,
+    T.registry,
+    T.constants,
+  ],
 };
 
 /**
@@ -190,6 +211,7 @@ const layering = [
         ...targets,
         T.orchestrator,
         ...(folder === 'deck' ? [] : [T.deck]),
+        ...(folder === 'health' ? [] : [T.health]),
       ]),
     },
   })),
@@ -213,11 +235,13 @@ const layering = [
     // The root files (orchestrator, registry, adapters, index) sit at the top, with the module.
     files: [`${SRC}/*.ts`],
     ignores: ['**/*.spec.ts', `${SRC}/chokaq.module.ts`],
-    rules: { 'no-restricted-imports': restrict('a root file', [T.orchestrator, T.deck]) },
+    rules: {
+      'no-restricted-imports': restrict('a root file', [T.orchestrator, T.deck, T.health]),
+    },
   },
   {
     files: [`${SRC}/chokaq.module.ts`],
-    rules: { 'no-restricted-imports': restrict('chokaq.module.ts', [T.deck]) },
+    rules: { 'no-restricted-imports': restrict('chokaq.module.ts', [T.deck, T.health]) },
   },
 ];
 

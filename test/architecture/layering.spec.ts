@@ -101,6 +101,20 @@ const CASES: ReadonlyArray<[string, string, Expectation, string?]> = [
   ['admin/chokaq-admin.service.ts', '../deck/deck.module', 'refused'],
   ['chokaq.module.ts', './deck', 'refused'],
   ['index.ts', './deck/deck.module', 'refused'],
+  // The health checks (subpath @chokaq/nestjs/health, optional @nestjs/terminus): nothing of the
+  // core imports them, and they read ChokaQ through ChokaQAdmin only.
+  ['index.ts', './health', 'refused'],
+  ['chokaq.module.ts', './health/chokaq-health.module', 'refused'],
+  ['admin/chokaq-admin.service.ts', '../health/chokaq-health.indicator', 'refused'],
+  ['storage/job-storage.ts', '../health/shared-probe', 'refused'],
+  ['interfaces/job.interface.ts', '../health/chokaq-health.indicator', 'refused'],
+  ['health/chokaq-health.indicator.ts', '../admin/chokaq-admin.service', 'allowed'],
+  ['health/chokaq-health.indicator.ts', '../validation/validate-health', 'allowed'],
+  ['health/chokaq-health.indicator.ts', '../worker.registry', 'refused'],
+  ['health/chokaq-health.indicator.ts', '../storage/job-storage', 'refused'],
+  ['health/chokaq-health.indicator.ts', '../index', 'refused'],
+  ['health/chokaq-health.indicator.ts', '../deck/deck.module', 'refused'],
+  ['deck/deck.module.ts', '../health/chokaq-health.module', 'refused'],
 ];
 
 interface LintOutput {

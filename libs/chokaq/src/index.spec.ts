@@ -62,6 +62,7 @@ describe('public API (index.ts)', () => {
         'ChokaQHandlerScopeError',
         'ChokaQJobAbortedError',
         'ChokaQJobTimeoutError',
+        'ChokaQMissingPeerError',
         'ChokaQLogRecord',
         'ChokaQModule',
         'ChokaQRecurringJobNotFoundError',

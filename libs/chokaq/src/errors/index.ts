@@ -15,3 +15,4 @@ export * from './confirmation.error';
 export * from './worker-disabled.error';
 export * from './unsupported-server.error';
 export * from './compatibility-level.error';
+export * from './missing-peer.error';
