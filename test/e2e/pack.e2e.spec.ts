@@ -25,7 +25,9 @@ import { PG_URL, pgAvailable } from '../support/env';
  *
  * In each app, `fixtures/pack-borrowed-app.ts` (the app's own DataSource from @nestjs/typeorm,
  * borrowed by ChokaQ, a job enqueued in the app's transaction) runs a job end to end on SQLite and
- * on PostgreSQL. The first app also compiles and runs the README's quick start verbatim (ChokaQ's
+ * on PostgreSQL, and `fixtures/pack-health-app.ts` imports the health checks from the subpath
+ * export `@chokaq/nestjs/health` (with @nestjs/terminus 11 and 12 respectively), after proving the
+ * core loads without loading Terminus. The first app also compiles and runs the README's quick start verbatim (ChokaQ's
  * own SQLite DataSource) and runs the `chokaq` binary through npx. The tarball itself is checked
  * for what it must and must not ship.
  *
@@ -63,10 +65,13 @@ function variants(): AppVariant[] {
   );
   const nest = (base: string) =>
     Object.fromEntries(
-      ['@nestjs/common', '@nestjs/core', '@nestjs/schedule', '@nestjs/typeorm'].map((pkg) => [
-        pkg,
-        installedVersion(base, pkg),
-      ]),
+      [
+        '@nestjs/common',
+        '@nestjs/core',
+        '@nestjs/schedule',
+        '@nestjs/terminus',
+        '@nestjs/typeorm',
+      ].map((pkg) => [pkg, installedVersion(base, pkg)]),
     );
   return [
     {
@@ -249,6 +254,9 @@ describe('the packed @chokaq/nestjs tarball', () => {
           join(ROOT, 'test', 'e2e', 'fixtures', 'pack-borrowed-app.ts'),
           join(app, 'src', 'borrowed.ts'),
         );
+        for (const file of ['pack-health-app.ts', 'pack-health-checks.ts']) {
+          cpSync(join(ROOT, 'test', 'e2e', 'fixtures', file), join(app, 'src', file));
+        }
         if (name === 'nest11-typeorm03') {
           for (const [file, body] of quickStartFiles()) writeFileSync(join(app, file), body);
           cpSync(
@@ -373,9 +381,10 @@ describe('the packed @chokaq/nestjs tarball', () => {
 
       // True dependencies: what the shipped code requires is exactly the dependencies plus the
       // required peers. The optional peers are the database drivers, which TypeORM loads for the
-      // storage type in use (ChokaQ's own code only imports their types), and @opentelemetry/api,
+      // storage type in use (ChokaQ's own code only imports their types), @opentelemetry/api,
       // which ChokaQ requires lazily, guarded, when metrics are on (the apps here lack it, so
-      // their runs prove the library works without it).
+      // their runs prove the library works without it), and @nestjs/terminus, which only the
+      // subpath @chokaq/nestjs/health requires (the health app below proves the core does not).
       const required = new Set<string>();
       for (const js of files.filter((f) => f.endsWith('.js'))) {
         // tsc writes an import as require("…"), and keeps the quotes of a require written by hand.
@@ -394,7 +403,7 @@ describe('the packed @chokaq/nestjs tarball', () => {
       }
       const peers = Object.keys(manifest.peerDependencies ?? {});
       const optional = peers.filter((p) => manifest.peerDependenciesMeta?.[p]?.optional);
-      const lazy = ['@opentelemetry/api'];
+      const lazy = ['@nestjs/terminus', '@opentelemetry/api'];
       expect([...required]).toEqual(expect.arrayContaining(lazy));
       expect([...required].filter((r) => !lazy.includes(r)).sort()).toEqual(
         [
@@ -402,17 +411,31 @@ describe('the packed @chokaq/nestjs tarball', () => {
           ...peers.filter((p) => !optional.includes(p)),
         ].sort(),
       );
-      expect(optional.sort()).toEqual(['@opentelemetry/api', 'better-sqlite3', 'mssql', 'pg']);
+      expect(optional.sort()).toEqual([
+        '@nestjs/terminus',
+        '@opentelemetry/api',
+        'better-sqlite3',
+        'mssql',
+        'pg',
+      ]);
+      // Terminus is required by the health subpath's files only.
+      const terminusUsers = files.filter(
+        (f) =>
+          f.endsWith('.js') &&
+          readFileSync(join(unpacked, f), 'utf8').includes('require("@nestjs/terminus")'),
+      );
+      expect(terminusUsers.length).toBeGreaterThan(0);
+      expect(terminusUsers.filter((f) => !f.startsWith('dist/health/'))).toEqual([]);
     },
   );
 
   runPack('installed at both ends of the peer ranges', () => {
     const versions = (name: string) =>
-      ['@nestjs/core', 'typeorm', '@nestjs/typeorm', '@nestjs/schedule'].map(
+      ['@nestjs/core', 'typeorm', '@nestjs/typeorm', '@nestjs/schedule', '@nestjs/terminus'].map(
         (pkg) => installedVersion(apps.get(name) ?? '', pkg).split('.')[0],
       );
-    expect(versions('nest11-typeorm03')).toEqual(['11', '0', '11', '6']);
-    expect(versions('nest12-typeorm1')).toEqual(['12', '1', '12', '12']);
+    expect(versions('nest11-typeorm03')).toEqual(['11', '0', '11', '6', '11']);
+    expect(versions('nest12-typeorm1')).toEqual(['12', '1', '12', '12', '12']);
     expect(installedVersion(apps.get('nest11-typeorm03') ?? '', 'typeorm')).toMatch(/^0\.3\./);
   });
 
@@ -433,6 +456,22 @@ describe('the packed @chokaq/nestjs tarball', () => {
       runPack(
         'runs a job enqueued in the app’s transaction on SQLite',
         () => runBorrowed({ PACK_DB: `sqlite:${join(dir, `${name}.db`)}` }),
+        120_000,
+      );
+
+      runPack(
+        'imports the health checks from @chokaq/nestjs/health: the core loads without Terminus, the checks answer through HealthCheckService',
+        async () => {
+          const result = await run(process.execPath, ['dist/pack-health-app.js'], {
+            cwd: apps.get(name) ?? '',
+            env: { PACK_DB: `sqlite:${join(dir, `${name}-health.db`)}` },
+            timeoutMs: 90_000,
+          });
+          expect({ code: result.code, stderr: result.stderr }).toEqual({ code: 0, stderr: '' });
+          expect(result.stdout).toContain(
+            'PACK-HEALTH {"loadedByCore":0,"loadedBySubpath":true,"status":"ok","up":["chokaq-queues","chokaq-storage","chokaq-worker"]}',
+          );
+        },
         120_000,
       );
 
