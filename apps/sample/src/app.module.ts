@@ -1,12 +1,15 @@
 import { Module } from '@nestjs/common';
 import { ScheduleModule } from '@nestjs/schedule';
+import { TerminusModule } from '@nestjs/terminus';
 import { ChokaQModule } from '@chokaq/nestjs';
 import { ChokaQDeckModule } from '@chokaq/nestjs/deck';
+import { ChokaQHealthModule } from '@chokaq/nestjs/health';
 import { DeckLoginGuard } from './deck-login.guard';
 import { DemoController } from './demo.controller';
 import { DemoEvents } from './demo.events';
 import { DemoHandlers } from './demo.handlers';
 import { DemoService } from './demo.service';
+import { HealthController } from './health.controller';
 
 @Module({
   imports: [
@@ -22,8 +25,11 @@ import { DemoService } from './demo.service';
     }),
     // The Deck at /chokaq, behind the sample's login guard (a bearer token; see deck-login.guard.ts).
     ChokaQDeckModule.forRoot({ path: 'chokaq', guards: [DeckLoginGuard] }),
+    // GET /health: Terminus' HealthCheckService over ChokaQ's storage, worker and queue-lag checks.
+    TerminusModule,
+    ChokaQHealthModule,
   ],
-  controllers: [DemoController],
+  controllers: [DemoController, HealthController],
   providers: [DemoHandlers, DemoEvents, DemoService],
 })
 export class AppModule {}

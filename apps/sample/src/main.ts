@@ -24,7 +24,7 @@ async function bootstrap(): Promise<void> {
   const port = Number(process.env.PORT ?? 3000);
   await app.listen(port);
   Logger.log(
-    `Sample listening on http://localhost:${port} (POST /demo, GET /stats, GET /metrics)`,
+    `Sample listening on http://localhost:${port} (POST /demo, GET /stats, GET /metrics, GET /health)`,
     'Sample',
   );
   const token = deckToken() === DEMO_DECK_TOKEN ? ` (token: ${DEMO_DECK_TOKEN})` : '';
