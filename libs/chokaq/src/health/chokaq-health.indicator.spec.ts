@@ -286,6 +286,15 @@ describe('ChokaQHealthIndicator', () => {
       ).toMatchObject({ status: 'down', worstQueue: 'paused', queuesChecked: 1 });
     });
 
+    it('takes its key first or not at all', async () => {
+      expect(Object.keys(await indicator.queues('lag', thresholds))).toEqual(['lag']);
+      expect(Object.keys(await indicator.queues(thresholds))).toEqual(['chokaq-queues']);
+      const fromJs = indicator.queues as (key: unknown, o: unknown) => Promise<object>;
+      expect(Object.keys(await fromJs.call(indicator, undefined, thresholds))).toEqual([
+        'chokaq-queues',
+      ]);
+    });
+
     it('with nothing due, is healthy with no worst queue', async () => {
       admin.health = [lag('emails', 0, 0)];
       expect((await indicator.queues(thresholds))['chokaq-queues']).toMatchObject({

@@ -173,10 +173,11 @@ export class ChokaQHealthIndicator {
     keyOrOptions: string | QueuesCheckOptions,
     maybeOptions?: QueuesCheckOptions,
   ): Promise<HealthIndicatorResult> {
+    // queues(options), queues(key, options), and queues(undefined, options) from plain JavaScript.
     const [key, options] =
-      typeof keyOrOptions === 'string' || maybeOptions !== undefined
-        ? [keyOrOptions, maybeOptions]
-        : [DEFAULT_HEALTH_KEYS.queues, keyOrOptions];
+      typeof keyOrOptions === 'object' && keyOrOptions !== null && maybeOptions === undefined
+        ? [DEFAULT_HEALTH_KEYS.queues, keyOrOptions]
+        : [keyOrOptions ?? DEFAULT_HEALTH_KEYS.queues, maybeOptions];
     const check = assertQueuesCheck(key, options);
     const session = this.health.check(check.key);
     const outcome = await this.queuesProbe.run(
