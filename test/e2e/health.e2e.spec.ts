@@ -363,6 +363,15 @@ describePostgres('health checks through a PostgreSQL outage', () => {
       });
       expect(down.error.worker.heartbeatAgeMs).toBeGreaterThan(HEARTBEAT_STALE_MS);
 
+      // Given longer than the storage's transient-retry budget, the storage check reports the
+      // error the read gave up with, which names that read (not the migration that shares it).
+      const waited = await app.get(ChokaQHealthIndicator).storage('storage', { timeoutMs: 30_000 });
+      expect(waited.storage).toMatchObject({
+        status: 'down',
+        reason: 'unreachable',
+        message: expect.stringContaining('unavailable: schemaStatus failed'),
+      });
+
       proxy.restore();
       const up = await waitFor(
         'every check up again',

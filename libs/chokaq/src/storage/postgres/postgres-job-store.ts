@@ -114,7 +114,7 @@ export class PostgresJobStore implements DialectJobStore {
    * record them. Concurrent callers queue on the lock; the lock ends with the transaction.
    */
   async ensureSchema(): Promise<void> {
-    if ((await this.appliedVersions()).includes(POSTGRES_SCHEMA_VERSION)) return;
+    if ((await this.appliedVersions('ensureSchema')).includes(POSTGRES_SCHEMA_VERSION)) return;
     const { from, applied } = await this.db.transaction('ensureSchema', async (exec) => {
       await exec(SQL.LOCK_SCHEMA, [this.schemaName]);
       for (const statement of bootstrapStatements(this.s)) await exec(statement);
@@ -147,7 +147,7 @@ export class PostgresJobStore implements DialectJobStore {
    * applies them by.
    */
   async schemaStatus(): Promise<SchemaStatus> {
-    const applied = await this.appliedVersions();
+    const applied = await this.appliedVersions('schemaStatus');
     const pending = pendingPostgresMigrations(applied);
     return {
       dialect: 'postgres',
@@ -160,12 +160,17 @@ export class PostgresJobStore implements DialectJobStore {
     };
   }
 
-  private async appliedVersions(): Promise<number[]> {
-    const [ledger] = await this.db.query('ensureSchema', SQL.SELECT_LEDGER_EXISTS, [
+  /**
+   * The versions the ledger records (none while it does not exist), as two autocommit reads named
+   * after the `operation` they serve: the name is what a transient failure reports
+   * (`ChokaQStorageUnavailableError.operation`), and a health check shows it.
+   */
+  private async appliedVersions(operation: 'ensureSchema' | 'schemaStatus'): Promise<number[]> {
+    const [ledger] = await this.db.query(operation, SQL.SELECT_LEDGER_EXISTS, [
       `${this.s}.schema_migrations`,
     ]);
     if (ledger?.exists !== true) return [];
-    return (await this.db.query('ensureSchema', SQL.selectAppliedVersions(this.s))).map((r) =>
+    return (await this.db.query(operation, SQL.selectAppliedVersions(this.s))).map((r) =>
       num(r.version),
     );
   }
