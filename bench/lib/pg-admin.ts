@@ -87,3 +87,13 @@ export async function queryCount(
   const result = await client.query<{ n: string }>(sql, params);
   return Number(result.rows[0].n);
 }
+
+/** The pids of the backends whose connections carry `applicationName` (from `pg_stat_activity`). */
+export async function backendPids(url: string, applicationName: string): Promise<number[]> {
+  const rows = await withClient(url, (client) =>
+    client.query<{ pid: number }>('SELECT pid FROM pg_stat_activity WHERE application_name = $1', [
+      applicationName,
+    ]),
+  );
+  return rows.rows.map((row) => row.pid);
+}

@@ -1,6 +1,6 @@
 import { execFileSync, fork, type ChildProcess } from 'node:child_process';
 import { join } from 'node:path';
-import type { FromWorker, WorkerConfig, WorkerReport } from '../worker/protocol';
+import type { FromWorker, StatementCounts, WorkerConfig, WorkerReport } from '../worker/protocol';
 import { pollUntil } from './stats';
 
 const REPO_ROOT = join(__dirname, '..', '..');
@@ -53,6 +53,7 @@ export class WorkerProcess {
   handled = 0;
   private ready = false;
   private report: WorkerReport | undefined;
+  private counts: StatementCounts | undefined;
   private failure: string | undefined;
   private exited = false;
 
@@ -61,6 +62,7 @@ export class WorkerProcess {
       if (message.type === 'ready') this.ready = true;
       else if (message.type === 'progress') this.handled = message.handled;
       else if (message.type === 'report') this.report = message.report;
+      else if (message.type === 'counts') this.counts = message.counts;
       else if (message.type === 'error') this.failure ??= message.message;
     });
     child.on('exit', (code, signal) => {
@@ -101,6 +103,15 @@ export class WorkerProcess {
   start(): void {
     this.check();
     this.child.send({ type: 'start' });
+  }
+
+  /** The worker's statement counts since `start` (its config must have `countStatements`). */
+  async statementCounts(timeoutMs: number): Promise<StatementCounts> {
+    this.check();
+    this.counts = undefined;
+    this.child.send({ type: 'mark' });
+    await pollUntil(() => (this.check(), this.counts !== undefined), timeoutMs, 'worker counts');
+    return this.counts!;
   }
 
   /** Throws if the worker failed meanwhile (called by the drain's wait loop). */

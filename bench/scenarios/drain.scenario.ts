@@ -1,3 +1,6 @@
+import { randomBytes } from 'node:crypto';
+import { backendPids } from '../lib/pg-admin';
+import { cpuBetween, cpuSnapshot } from '../lib/proc-cpu';
 import { pollUntil, sleep } from '../lib/stats';
 import { WorkerProcess } from '../lib/worker-process';
 import type { BenchSystem, SystemRun } from '../systems/bench-system';
@@ -17,6 +20,24 @@ export interface DrainPlan {
   timeStatements?: boolean;
   /** ChokaQ worker options other than the defaults (profile experiments). */
   chokaqWorker?: WorkerConfig['chokaqWorker'];
+  /** Measure the drain's CPU, round trips and transactions per 1,000 jobs ({@link DrainCost}). */
+  measureCost?: boolean;
+}
+
+/**
+ * The cost of one drain per 1,000 jobs, between the start signal and the moment the database
+ * shows the target finished. CPU from `/proc/<pid>/stat`: the worker processes, and the
+ * PostgreSQL backends serving them (found by the application name the drain gives their
+ * connections). Round trips and transactions as the workers' `pg` clients sent them.
+ */
+export interface DrainCost {
+  workerCpuMsPer1k: number;
+  /** PostgreSQL only. */
+  dbCpuMsPer1k?: number;
+  roundTripsPer1k?: number;
+  transactionsPer1k?: number;
+  /** Backends seen at the start that had gone by the end (their CPU after the start is lost). */
+  backendsLost?: number;
 }
 
 /** What one drain measured. */
@@ -24,6 +45,7 @@ export interface DrainResult {
   jobsPerSecond: number;
   seconds: number;
   reports: WorkerReport[];
+  cost?: DrainCost;
 }
 
 const READY_TIMEOUT_MS = 120_000;
@@ -45,15 +67,24 @@ export async function drain(system: BenchSystem, plan: DrainPlan): Promise<Drain
   const workers: WorkerProcess[] = [];
   try {
     await prefill(run, plan.pending);
+    const base = run.workerConfig(plan.concurrency);
+    // A name unique to this drain on the workers' connections, so their backends can be found.
+    const appName = `bench_worker_${randomBytes(4).toString('hex')}`;
+    const onPostgres = plan.measureCost === true && base.url !== undefined;
     const config: WorkerConfig = {
-      ...run.workerConfig(plan.concurrency),
+      ...base,
+      url: onPostgres ? withApplicationName(base.url!, appName) : base.url,
       timeStatements: plan.timeStatements,
       chokaqWorker: plan.chokaqWorker,
+      countStatements: onPostgres,
     };
     for (let p = 0; p < plan.processes; p++)
       workers.push(WorkerProcess.fork(config, plan.execArgv));
     await Promise.all(workers.map((w) => w.waitReady(READY_TIMEOUT_MS)));
     await sleep(200); // let the just-forked processes settle before the clock starts
+    const workerPids = workers.map((w) => w.pid).filter((pid): pid is number => pid !== undefined);
+    const backendsAtStart = onPostgres ? await backendPids(base.url!, appName) : [];
+    const cpuAtStart = cpuSnapshot([...workerPids, ...backendsAtStart]);
     const started = performance.now();
     for (const w of workers) w.start();
     const deadline = Date.now() + plan.timeoutMs;
@@ -73,10 +104,58 @@ export async function drain(system: BenchSystem, plan: DrainPlan): Promise<Drain
       5,
     );
     const seconds = (performance.now() - started) / 1_000;
+    const cost = plan.measureCost
+      ? await measureCost(
+          workers,
+          workerPids,
+          cpuAtStart,
+          onPostgres,
+          base.url,
+          appName,
+          plan.target,
+        )
+      : undefined;
     const reports = await Promise.all(workers.map((w) => w.stop(STOP_TIMEOUT_MS)));
-    return { jobsPerSecond: plan.target / seconds, seconds, reports };
+    return { jobsPerSecond: plan.target / seconds, seconds, reports, cost };
   } finally {
     for (const w of workers) w.kill();
     await run.close();
   }
+}
+
+/** `url` with `application_name` set (it travels in the connection string to every pool). */
+function withApplicationName(url: string, name: string): string {
+  const parsed = new URL(url);
+  parsed.searchParams.set('application_name', name);
+  return parsed.toString();
+}
+
+/** The drain's {@link DrainCost}, read right after the database showed the target finished. */
+async function measureCost(
+  workers: WorkerProcess[],
+  workerPids: number[],
+  cpuAtStart: Map<number, number>,
+  onPostgres: boolean,
+  url: string | undefined,
+  appName: string,
+  jobs: number,
+): Promise<DrainCost> {
+  const backends = onPostgres ? await backendPids(url!, appName) : [];
+  const cpuAtEnd = cpuSnapshot([...workerPids, ...backends]);
+  const counts = onPostgres ? await Promise.all(workers.map((w) => w.statementCounts(10_000))) : [];
+  const per1k = (n: number) => (n * 1_000) / jobs;
+  const split = (pids: number[]) => new Map([...cpuAtEnd].filter(([pid]) => pids.includes(pid)));
+  const startSplit = (pids: number[]) =>
+    new Map([...cpuAtStart].filter(([pid]) => pids.includes(pid)));
+  const worker = cpuBetween(startSplit(workerPids), split(workerPids));
+  const cost: DrainCost = { workerCpuMsPer1k: per1k(worker.ms) };
+  if (onPostgres) {
+    const backendsBefore = [...cpuAtStart.keys()].filter((pid) => !workerPids.includes(pid));
+    const db = cpuBetween(startSplit(backendsBefore), split(backends));
+    cost.dbCpuMsPer1k = per1k(db.ms);
+    cost.backendsLost = db.missing;
+    cost.roundTripsPer1k = per1k(counts.reduce((sum, c) => sum + c.roundTrips, 0));
+    cost.transactionsPer1k = per1k(counts.reduce((sum, c) => sum + c.transactions, 0));
+  }
+  return cost;
 }

@@ -1,7 +1,7 @@
 import type { BenchArgs, ScenarioName } from '../lib/args';
 import type { ResultSet } from '../lib/results';
 import type { BenchSystem } from '../systems/bench-system';
-import { drain } from './drain.scenario';
+import { drain, type DrainCost } from './drain.scenario';
 import { enqueueBulk, enqueueSingle } from './enqueue.scenario';
 import { latency } from './latency.scenario';
 
@@ -39,6 +39,35 @@ export async function runScenario(
     results.add(d, name, 'jobs/s', true, system.id, value);
     log(`  ${name}: ${value.toFixed(0)} jobs/s`);
   };
+  // What a drain cost per 1,000 jobs, as rows of their own beside its throughput.
+  const costOf = (name: string, cost: DrainCost | undefined) => {
+    if (!cost) return;
+    const unit = 'ms/1k jobs';
+    results.add(d, `${name} · worker CPU`, unit, false, system.id, cost.workerCpuMsPer1k);
+    const parts = [`worker CPU ${cost.workerCpuMsPer1k.toFixed(0)} ms`];
+    if (cost.dbCpuMsPer1k !== undefined) {
+      results.add(d, `${name} · PostgreSQL CPU`, unit, false, system.id, cost.dbCpuMsPer1k);
+      parts.push(`PostgreSQL CPU ${cost.dbCpuMsPer1k.toFixed(0)} ms`);
+    }
+    if (cost.roundTripsPer1k !== undefined) {
+      results.add(
+        d,
+        `${name} · round trips`,
+        'per 1k jobs',
+        false,
+        system.id,
+        cost.roundTripsPer1k,
+      );
+      parts.push(`${cost.roundTripsPer1k.toFixed(0)} round trips`);
+    }
+    if (cost.transactionsPer1k !== undefined) {
+      const label = `${name} · transactions`;
+      results.add(d, label, 'per 1k jobs', false, system.id, cost.transactionsPer1k);
+      parts.push(`${cost.transactionsPer1k.toFixed(0)} transactions`);
+    }
+    if (cost.backendsLost) parts.push(`(${cost.backendsLost} backend(s) ended meanwhile)`);
+    log(`  ${name} per 1,000 jobs: ${parts.join(', ')}`);
+  };
 
   switch (scenario) {
     case 'enqueue':
@@ -61,8 +90,10 @@ export async function runScenario(
             processes: 1,
             concurrency: c,
             timeoutMs: args.runTimeoutMs,
+            measureCost: true,
           });
           jobsPerSec(`drain-c${c}`, result.jobsPerSecond);
+          costOf(`drain-c${c}`, result.cost);
           // Scenario (f): peak RSS of the one worker process at the highest concurrency.
           if (c === maxC) {
             const mb = result.reports[0].maxRssKb / 1024;
@@ -91,8 +122,10 @@ export async function runScenario(
           processes: 1,
           concurrency: maxC,
           timeoutMs: args.runTimeoutMs,
+          measureCost: true,
         });
         jobsPerSec(`backlog-drain-c${maxC}`, result.jobsPerSecond);
+        costOf(`backlog-drain-c${maxC}`, result.cost);
       });
       return;
     case 'two-proc':
@@ -103,8 +136,10 @@ export async function runScenario(
           processes: 2,
           concurrency: maxC,
           timeoutMs: args.runTimeoutMs,
+          measureCost: true,
         });
         jobsPerSec(`two-proc-drain-c${maxC}`, result.jobsPerSecond);
+        costOf(`two-proc-drain-c${maxC}`, result.cost);
       });
       return;
   }

@@ -12,6 +12,11 @@ import type {
   ToWorker,
   WorkerConfig,
 } from './protocol';
+import {
+  installStatementCounter,
+  resetStatementCounts,
+  statementCounts,
+} from './statement-counter';
 import { installStatementTimer, timings } from './statement-timer';
 
 const PROGRESS_EVERY_MS = 25;
@@ -37,6 +42,7 @@ async function factoryOf(kind: SystemKind): Promise<RunnerFactory> {
 async function main(): Promise<void> {
   const config = JSON.parse(process.env.BENCH_WORKER_CONFIG ?? '') as WorkerConfig;
   if (config.timeStatements) installStatementTimer();
+  if (config.countStatements) installStatementCounter();
   let handled = 0;
   const latencies: number[] = [];
   const onJob = (payload: BenchPayload) => {
@@ -60,7 +66,10 @@ async function main(): Promise<void> {
   let stopping = false;
   process.on('message', (message: ToWorker) => {
     if (message.type === 'start') {
+      resetStatementCounts();
       runner.start().then(progress, fail);
+    } else if (message.type === 'mark') {
+      send({ type: 'counts', counts: statementCounts() });
     } else if (message.type === 'stop' && !stopping) {
       stopping = true;
       clearTimeout(progressTimer);

@@ -19,6 +19,11 @@ export interface WorkerConfig {
   concurrency: number;
   /** Profile mode: time every storage operation and every SQL statement in the worker. */
   timeStatements?: boolean;
+  /**
+   * PostgreSQL drains: count the worker's round trips and transactions (`pg` clients), from the
+   * `start` message on, for the `counts` answer to `mark`.
+   */
+  countStatements?: boolean;
   /** Profile experiments only: ChokaQ worker options other than the defaults. */
   chokaqWorker?: { batchSize?: number; prefetch?: number; pollIntervalMs?: number };
   /**
@@ -33,8 +38,14 @@ export interface WorkerConfig {
 /** How a ChokaQ bench worker is set up for metrics (see {@link WorkerConfig.metrics}). */
 export type MetricsVariant = 'off' | 'api' | 'sdk';
 
-/** Parent → worker. */
-export type ToWorker = { type: 'start' } | { type: 'stop' };
+/** Parent → worker. `mark` asks for the statement counts so far (answered by `counts`). */
+export type ToWorker = { type: 'start' } | { type: 'stop' } | { type: 'mark' };
+
+/** Round trips and committed transactions of the worker's `pg` clients since `start`. */
+export interface StatementCounts {
+  roundTrips: number;
+  transactions: number;
+}
 
 /** Accumulated time of one operation or statement. */
 export interface Timing {
@@ -59,6 +70,7 @@ export type FromWorker =
   | { type: 'ready' }
   | { type: 'progress'; handled: number }
   | { type: 'report'; report: WorkerReport }
+  | { type: 'counts'; counts: StatementCounts }
   | { type: 'error'; message: string };
 
 /** The payload every bench job carries; `t` only in the latency scenario. */
