@@ -72,6 +72,7 @@ describe('public API (index.ts)', () => {
         'ChokaQTransactionError',
         'ChokaQUnsupportedServerError',
         'ChokaQValidationError',
+        'ChokaQPayloadValidationError',
         'ChokaQWorkerDisabledError',
         'FailureReason',
         'HandlerRegistry',

@@ -27,7 +27,14 @@ export type {
 
 // Declaring jobs and handlers
 export { defineJob, JobHandler, RecurringJob } from './decorators';
-export type { JobDefinition, JobPayload, TypedJobHandlerDecorator } from './decorators';
+export type {
+  DefineJobOptions,
+  JobDefinition,
+  JobInput,
+  JobPayload,
+  TypedJobHandlerDecorator,
+} from './decorators';
+export type { StandardSchemaV1 } from './interfaces/standard-schema.interface';
 export type { JobHandlerOptions } from './interfaces/handler.interface';
 export { HandlerRegistry } from './discovery/handler.registry';
 export type { JobContext } from './interfaces/job-context.interface';

@@ -3,7 +3,9 @@ import { CHOKAQ_STORAGE } from '../chokaq.constants';
 import { toError } from '../common/error-text';
 import { logEvent } from '../common/log-events';
 import { JobDefinition, isJobDefinition } from '../decorators/job-definition';
+import { ChokaQPayloadValidationError, ChokaQValidationError, ValidationIssue } from '../errors';
 import { JobView } from '../interfaces/job-view.interface';
+import type { StandardSchemaV1 } from '../interfaces/standard-schema.interface';
 import { CancelResult, NewJob } from '../interfaces/job.interface';
 import { ChokaQMetrics } from '../observability/chokaq-metrics';
 import { ChokaQTracing } from '../observability/chokaq-tracing';
@@ -11,6 +13,12 @@ import { JobEvents } from '../runtime/job-events';
 import { announceCancelled } from '../runtime/lifecycle-events';
 import { JobStorage } from '../storage/job-storage';
 import { fitTraceContext } from '../validation/trace-context';
+import {
+  STANDARD_SCHEMA_RULE,
+  checkPayload,
+  isStandardSchema,
+  storedForm,
+} from '../validation/validate-payload';
 import { WorkerRegistry } from '../worker.registry';
 
 /**
@@ -78,19 +86,22 @@ export class JobClient {
 
   /**
    * Enqueues one job and resolves to its id — or, when an active job holds the same
-   * `idempotencyKey`, to that job's id (nothing is inserted then).
+   * `idempotencyKey`, to that job's id (nothing is inserted then). A definition with a schema
+   * validates the payload first: a refusal is a `ChokaQPayloadValidationError` and writes nothing.
    */
-  enqueue<T>(
-    definition: JobDefinition<T>,
-    payload: NoInfer<T>,
+  enqueue<T, TInput>(
+    definition: JobDefinition<T, TInput>,
+    payload: NoInfer<TInput>,
     options?: TypedEnqueueJobOptions,
   ): Promise<string>;
   enqueue(queue: string, payload?: unknown, options?: EnqueueJobOptions): Promise<string>;
   async enqueue(
-    target: string | JobDefinition<unknown>,
+    target: string | JobDefinition<unknown, unknown>,
     payload?: unknown,
     options: EnqueueJobOptions = {},
   ): Promise<string> {
+    const checked = checkedDefinition(target);
+    if (checked) await checkPayloads(checked, [payload], () => 'payload');
     const { transaction, ...job } = options;
     const newJob = this.toNewJob(target, { ...job, payload }, this.traceContext());
     const result = await this.storage.enqueue(newJob, { transaction });
@@ -102,13 +113,14 @@ export class JobClient {
   }
 
   /**
-   * Enqueues up to 10,000 jobs of one queue (or definition). Every item is validated first: one bad
-   * item fails the whole call, names its index (`items[12].priority`) and inserts nothing. Resolves
-   * to the ids in input order.
+   * Enqueues up to 10,000 jobs of one queue (or definition). Every item is validated first (its
+   * payload by the definition's schema, if any, then its fields by the limits): one bad item fails
+   * the whole call, names its index (`items[12].priority`, `items[3].payload.to`) and inserts
+   * nothing. Resolves to the ids in input order.
    */
-  enqueueMany<T>(
-    definition: JobDefinition<T>,
-    items: ReadonlyArray<TypedEnqueueItem<NoInfer<T>>>,
+  enqueueMany<T, TInput>(
+    definition: JobDefinition<T, TInput>,
+    items: ReadonlyArray<TypedEnqueueItem<NoInfer<TInput>>>,
     options?: TransactionOption,
   ): Promise<string[]>;
   enqueueMany(
@@ -117,10 +129,18 @@ export class JobClient {
     options?: TransactionOption,
   ): Promise<string[]>;
   async enqueueMany(
-    target: string | JobDefinition<unknown>,
+    target: string | JobDefinition<unknown, unknown>,
     items: readonly EnqueueItem[],
     options: TransactionOption = {},
   ): Promise<string[]> {
+    const checked = checkedDefinition(target);
+    if (checked && Array.isArray(items)) {
+      // Items that are not objects are left to the storage edge, which names them.
+      const payloads = items.map((item: unknown) =>
+        typeof item === 'object' && item !== null ? (item as EnqueueItem).payload : SKIP,
+      );
+      await checkPayloads(checked, payloads, (i) => `items[${i}].payload`);
+    }
     const traceContext = this.traceContext();
     const jobs = Array.isArray(items)
       ? items.map((item) => this.toNewJob(target, item, traceContext))
@@ -132,9 +152,9 @@ export class JobClient {
   }
 
   /** Enqueues one job that is not eligible before `runAt` (a shorthand for `enqueue(…, { runAt })`). */
-  schedule<T>(
-    definition: JobDefinition<T>,
-    payload: NoInfer<T>,
+  schedule<T, TInput>(
+    definition: JobDefinition<T, TInput>,
+    payload: NoInfer<TInput>,
     runAt: Date,
     options?: Omit<TypedEnqueueJobOptions, 'runAt' | 'delayMs'>,
   ): Promise<string>;
@@ -145,7 +165,7 @@ export class JobClient {
     options?: Omit<EnqueueJobOptions, 'runAt' | 'delayMs'>,
   ): Promise<string>;
   schedule(
-    target: string | JobDefinition<unknown>,
+    target: string | JobDefinition<unknown, unknown>,
     payload: unknown,
     runAt: Date,
     options: Omit<EnqueueJobOptions, 'runAt' | 'delayMs'> = {},
@@ -187,7 +207,7 @@ export class JobClient {
   }
 
   private toNewJob(
-    target: string | JobDefinition<unknown>,
+    target: string | JobDefinition<unknown, unknown>,
     item: EnqueueItem,
     traceContext: NewJob['traceContext'],
   ): NewJob & { queue: string } {
@@ -204,11 +224,61 @@ export class JobClient {
   }
 
   /** Nudges the local fetcher for due jobs; delayed jobs are found by the poll when they are due. */
-  private wake(target: string | JobDefinition<unknown>, job: JobOptions): void {
+  private wake(target: string | JobDefinition<unknown, unknown>, job: JobOptions): void {
     if (job.delayMs || job.runAt) return;
     this.workers.nudge(isJobDefinition(target) ? target.queue : target);
   }
 }
+
+/** A definition with a schema, checked to be one (a hand-made definition may lie). */
+type CheckedDefinition = JobDefinition<unknown, unknown> & { schema: StandardSchemaV1 };
+
+/** The target when it is a definition with a schema, else undefined. */
+function checkedDefinition(
+  target: string | JobDefinition<unknown, unknown>,
+): CheckedDefinition | undefined {
+  if (typeof target === 'string' || !isJobDefinition(target)) return undefined;
+  const schema: unknown = target.schema;
+  if (schema === undefined) return undefined;
+  // Only a hand-made definition can fail this: defineJob checks its schema.
+  if (!isStandardSchema(schema)) {
+    throw new ChokaQValidationError([
+      { path: 'definition.schema', message: STANDARD_SCHEMA_RULE, value: schema },
+    ]);
+  }
+  return target as CheckedDefinition;
+}
+
+/**
+ * Validates the payloads with the definition's schema before anything is written; throws one
+ * `ChokaQPayloadValidationError` with the issues of every refused payload. The schema sees each
+ * payload as it will be stored (after a JSON round trip); the caller's payload, not the schema's
+ * output, is what gets stored, so the worker can validate it again with the same schema. A payload
+ * that cannot be serialised is left to the storage edge, which refuses it with its own issue.
+ */
+async function checkPayloads(
+  definition: CheckedDefinition,
+  payloads: readonly unknown[],
+  pathOf: (index: number) => string,
+): Promise<void> {
+  const checks = payloads.map((payload, i) => {
+    if (payload === SKIP) return undefined;
+    const stored = storedForm(payload);
+    return stored === undefined
+      ? undefined
+      : checkPayload(definition.schema, stored.value, pathOf(i));
+  });
+  const issues: ValidationIssue[] = [];
+  for (const check of await Promise.all(checks)) {
+    if (check && !check.ok) issues.push(...check.issues);
+  }
+  if (issues.length > 0) {
+    throw new ChokaQPayloadValidationError(definition.queue, definition.type, issues, 'enqueue');
+  }
+}
+
+/** An `enqueueMany` item that is not an object: no payload to check. */
+const SKIP: unique symbol = Symbol('not an item');
 
 /** Counts the jobs `enqueueMany` created, by type (one queue per call; types may differ on a plain queue). */
 function countCreated(

@@ -18,12 +18,14 @@ export type TypedJobHandlerDecorator<T> = <M extends (payload: T, ctx: JobContex
 
 /**
  * Marks a method of a singleton provider as the handler of a job definition's `(queue, type)`;
- * the method's payload parameter is checked against the definition's payload type.
+ * the method's payload parameter is checked against the definition's payload type. When the
+ * definition has a schema, the worker validates each stored payload with it before the handler
+ * runs and passes the schema's output; a payload that fails goes to the DLQ at once as `FatalError`.
  *
  * @publicApi
  */
-export function JobHandler<T>(
-  definition: JobDefinition<T>,
+export function JobHandler<T, TInput>(
+  definition: JobDefinition<T, TInput>,
   options?: Omit<JobHandlerOptions, 'type'>,
 ): TypedJobHandlerDecorator<T>;
 /**
@@ -38,11 +40,17 @@ export function JobHandler<T>(
  */
 export function JobHandler(queue: string, options?: JobHandlerOptions): MethodDecorator;
 export function JobHandler(
-  queueOrDefinition: string | JobDefinition<unknown>,
+  queueOrDefinition: string | JobDefinition<unknown, unknown>,
   options: JobHandlerOptions = {},
 ): MethodDecorator {
   const metadata: JobHandlerMetadata = isJobDefinition(queueOrDefinition)
-    ? { ...options, queue: queueOrDefinition.queue, type: queueOrDefinition.type }
+    ? {
+        ...options,
+        queue: queueOrDefinition.queue,
+        type: queueOrDefinition.type,
+        // Only a definition made with a schema carries one, so other metadata keeps its shape.
+        ...(queueOrDefinition.schema !== undefined && { schema: queueOrDefinition.schema }),
+      }
     : { ...options, queue: queueOrDefinition };
   return SetMetadata(JOB_HANDLER_METADATA, metadata);
 }

@@ -154,6 +154,7 @@ export class ChokaQExplorer {
       timeoutMs: meta.timeoutMs,
       maxAttempts: meta.maxAttempts,
       retryZombies: meta.retryZombies,
+      schema: meta.schema,
       // `async` turns a synchronous throw into a rejection, so the runtime sees one shape.
       invoke: async (payload: unknown, ctx: JobContext) => method.call(instance, payload, ctx),
     };

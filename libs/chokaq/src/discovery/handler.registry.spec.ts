@@ -1,3 +1,4 @@
+import { z } from 'zod';
 import { HandlerDefinition } from '../interfaces/handler.interface';
 import { HandlerRegistry } from './handler.registry';
 
@@ -33,5 +34,20 @@ describe('HandlerRegistry.zombieRetryRules', () => {
       { queue: 'billing', type: 'charge.v1', retry: false },
       { queue: 'reports', type: undefined, retry: true },
     ]);
+  });
+});
+
+describe('HandlerRegistry.register with a schema', () => {
+  it('keeps a Standard Schema and refuses anything else, naming the handler', () => {
+    const registry = new HandlerRegistry();
+    const schema = z.object({ to: z.string() });
+    registry.register({ ...handler('mail', 'welcome.v1'), schema });
+    expect(registry.resolve('mail', 'welcome.v1')?.schema).toBe(schema);
+    expect(() =>
+      registry.register({
+        ...handler('mail', 'other.v1'),
+        schema: { parse: () => 1 } as unknown as HandlerDefinition['schema'],
+      }),
+    ).toThrow('@JobHandler of H.mail.other.v1: schema must be a Standard Schema v1 validator');
   });
 });

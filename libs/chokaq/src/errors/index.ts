@@ -1,5 +1,6 @@
 export * from './chokaq.error';
 export * from './validation.error';
+export * from './payload-validation.error';
 export * from './storage-unavailable.error';
 export * from './transaction.error';
 export * from './fatal.error';

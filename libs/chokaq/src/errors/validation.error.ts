@@ -1,3 +1,4 @@
+import { describeValue } from '../common/describe-value';
 import { ChokaQError } from './chokaq.error';
 
 /** One rejected input: where it was, what it was, and the rule it broke. */
@@ -17,11 +18,19 @@ export interface ValidationIssue {
  * @publicApi
  */
 export class ChokaQValidationError extends ChokaQError {
-  constructor(readonly issues: readonly ValidationIssue[]) {
+  /**
+   * @param message replaces the default text (`Invalid input: <path> <rule> (got …); …`), for a
+   * subclass that says more about where the input was refused.
+   */
+  constructor(
+    readonly issues: readonly ValidationIssue[],
+    message?: string,
+  ) {
     super(
-      `Invalid input: ${issues
-        .map((i) => `${i.path} ${i.message} (got ${describe(i.value)})`)
-        .join('; ')}`,
+      message ??
+        `Invalid input: ${issues
+          .map((i) => `${i.path} ${i.message} (got ${describeValue(i.value)})`)
+          .join('; ')}`,
     );
   }
 
@@ -29,17 +38,4 @@ export class ChokaQValidationError extends ChokaQError {
   get field(): string {
     return this.issues[0]?.path ?? '';
   }
-}
-
-function describe(value: unknown): string {
-  if (typeof value === 'string') {
-    return JSON.stringify(value.length > 40 ? `${value.slice(0, 40)}…` : value);
-  }
-  if (typeof value === 'bigint') return `${value}n`;
-  if (typeof value === 'number' || typeof value === 'boolean' || value == null)
-    return String(value);
-  if (value instanceof Date)
-    return Number.isNaN(value.getTime()) ? 'Invalid Date' : value.toISOString();
-  if (Array.isArray(value)) return `array(${value.length})`;
-  return typeof value;
 }

@@ -1,5 +1,6 @@
 import type { JobContext } from './job-context.interface';
 import type { HandledJobs, ZombieRetryRule } from './job.interface';
+import type { StandardSchemaV1 } from './standard-schema.interface';
 
 /** Per-handler options of `@JobHandler`. @publicApi */
 export interface JobHandlerOptions {
@@ -22,6 +23,8 @@ export interface JobHandlerOptions {
 /** What `@JobHandler` stores on the method. */
 export interface JobHandlerMetadata extends JobHandlerOptions {
   queue: string;
+  /** The schema of the job definition the handler was declared with, if it has one. */
+  schema?: StandardSchemaV1;
 }
 
 /** A discovered handler, bound to its provider instance. */
@@ -34,6 +37,11 @@ export interface HandlerDefinition {
   timeoutMs?: number;
   maxAttempts?: number;
   retryZombies?: boolean;
+  /**
+   * Validates each stored payload before the middleware and the handler run; they receive the
+   * schema's output. A payload it refuses goes to the DLQ at once as `FatalError`.
+   */
+  schema?: StandardSchemaV1;
   /** Calls the provider method. */
   invoke(payload: unknown, ctx: JobContext): Promise<unknown>;
 }

@@ -24,7 +24,8 @@ export interface FailureFacts {
 
 /**
  * SPEC §4 failure policy, as one pure function so every branch is unit-tested:
- * - `ChokaQFatalError` or a payload validation error (`ChokaQValidationError`) → DLQ `FatalError` at once;
+ * - `ChokaQFatalError` or a payload validation error (`ChokaQValidationError`, such as the
+ *   `ChokaQPayloadValidationError` of a handler's schema) → DLQ `FatalError` at once;
  * - `ChokaQThrottledError` → retry after exactly `retryAfterMs` (the attempt is spent), else DLQ `Throttled`;
  * - anything else → retry with exponential backoff while attempts remain, else DLQ `MaxRetriesExceeded`;
  * - a retry of a job older than `maxJobAgeMs` → DLQ `RetryLifetimeExpired` instead.

@@ -2,7 +2,12 @@ import { SpanStatusCode, trace } from '@opentelemetry/api';
 import { hotJob } from '../../../../test/runtime/support/hot-job';
 import { parentSpanId, traceHarness } from '../../../../test/support/span-recorder';
 import { RecordingLogger } from '../../../../test/runtime/support/silent-logger';
-import { ChokaQJobAbortedError, ChokaQJobTimeoutError } from '../errors';
+import { z } from 'zod';
+import {
+  ChokaQJobAbortedError,
+  ChokaQJobTimeoutError,
+  ChokaQPayloadValidationError,
+} from '../errors';
 import type { HandlerDefinition } from '../interfaces/handler.interface';
 import type { JobContext } from '../interfaces/job-context.interface';
 import type { HotJob } from '../interfaces/job.interface';
@@ -315,6 +320,83 @@ describe('JobExecutor', () => {
         ['timeout', SpanStatusCode.ERROR, 'ChokaQJobTimeoutError'],
         ['cancelled', SpanStatusCode.ERROR, 'ChokaQJobAbortedError'],
       ]);
+    });
+  });
+
+  describe('a handler with a schema', () => {
+    const schema = z.object({ n: z.number(), label: z.string().default('none') });
+    const withSchema = (invoke: HandlerDefinition['invoke']): HandlerDefinition => ({
+      ...handler(invoke),
+      schema,
+    });
+
+    it('hands the middleware and the handler the schema output', async () => {
+      const seen: unknown[] = [];
+      const mw: ChokaQMiddleware = {
+        use: (_ctx, payload, next) => {
+          seen.push(payload);
+          return next();
+        },
+      };
+      const executor = new JobExecutor([mw], new RecordingLogger());
+      const run = executor.start({
+        job: job(),
+        lease,
+        timeoutMs: 1_000,
+        handler: withSchema(async (payload) => void seen.push(payload)),
+      });
+      await expect(run.result).resolves.toMatchObject({ kind: 'succeeded' });
+      expect(seen).toEqual([
+        { n: 1, label: 'none' },
+        { n: 1, label: 'none' },
+      ]);
+    });
+
+    it('fails a payload the schema refuses before any middleware or the handler runs', async () => {
+      const calls: string[] = [];
+      const mw: ChokaQMiddleware = {
+        use: (_ctx, _payload, next) => {
+          calls.push('middleware');
+          return next();
+        },
+      };
+      const executor = new JobExecutor([mw], new RecordingLogger());
+      const run = executor.start({
+        job: hotJob({ payload: { n: 'one' } }),
+        lease,
+        timeoutMs: 1_000,
+        handler: withSchema(async () => void calls.push('handler')),
+      });
+      const result = await run.result;
+      expect(result.kind).toBe('failed');
+      const error = (result as { error: unknown }).error;
+      expect(error).toBeInstanceOf(ChokaQPayloadValidationError);
+      expect(error).toMatchObject({
+        queue: 'q',
+        type: 't',
+        stage: 'run',
+        issues: [{ path: 'payload.n', value: 'one' }],
+      });
+      expect((error as Error).message).toMatch(/^Payload of q\/t does not match its schema/);
+      expect(calls).toEqual([]);
+    });
+
+    it('runs an async validation under the execution timeout', async () => {
+      jest.useFakeTimers();
+      const never: HandlerDefinition['schema'] = {
+        '~standard': { version: 1, vendor: 't', validate: () => new Promise(() => undefined) },
+      };
+      const invoke = jest.fn(async () => undefined);
+      const executor = new JobExecutor([], new RecordingLogger());
+      const run = executor.start({
+        job: job(),
+        lease,
+        timeoutMs: 500,
+        handler: { ...handler(invoke), schema: never },
+      });
+      await jest.advanceTimersByTimeAsync(500);
+      await expect(run.result).resolves.toMatchObject({ kind: 'timeout', timeoutMs: 500 });
+      expect(invoke).not.toHaveBeenCalled();
     });
   });
 });

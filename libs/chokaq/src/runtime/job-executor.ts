@@ -1,6 +1,11 @@
 import type { LoggerService } from '@nestjs/common';
 import { logEvent } from '../common/log-events';
-import { ChokaQJobAbortedError, ChokaQJobTimeoutError, type JobAbortCause } from '../errors';
+import {
+  ChokaQJobAbortedError,
+  ChokaQJobTimeoutError,
+  ChokaQPayloadValidationError,
+  type JobAbortCause,
+} from '../errors';
 import type { HandlerDefinition } from '../interfaces/handler.interface';
 import type { JobContext } from '../interfaces/job-context.interface';
 import { JobStatus } from '../interfaces/job-status.enum';
@@ -8,6 +13,7 @@ import type { HotJob, JobLease } from '../interfaces/job.interface';
 import type { ChokaQMiddleware } from '../interfaces/middleware.interface';
 import { ChokaQTracing, type RunSpan, type RunSpanResult } from '../observability/chokaq-tracing';
 import { LIMITS, MAX_TIMER_MS } from '../validation/limits';
+import { checkPayload } from '../validation/validate-payload';
 import { JobLogger } from './job-logger';
 
 /** How one run ended, as far as the worker is concerned. */
@@ -178,7 +184,7 @@ export class JobExecutor {
       timer.unref?.();
     }
 
-    const run = () => this.pipeline(handler, job.payload, ctx);
+    const run = () => this.run(handler, job, ctx);
     (span ? span.run(run) : run()).then(
       () => {
         if (settled) return this.lateResult(job, 'resolved');
@@ -212,6 +218,25 @@ export class JobExecutor {
       },
       abandon: () => settle({ kind: 'abandoned', durationMs: elapsed() }),
     };
+  }
+
+  /**
+   * The payload check of a handler with a schema, then the pipeline with the schema's output. The
+   * check runs inside the run (under its timeout, its failure a `failed` result), so a payload the
+   * schema refuses reaches the failure policy as `ChokaQPayloadValidationError`: DLQ `FatalError`
+   * at once, before any middleware or handler code saw it.
+   */
+  private run(handler: HandlerDefinition, job: HotJob, ctx: JobContext): Promise<unknown> {
+    const schema = handler.schema;
+    if (schema === undefined) return this.pipeline(handler, job.payload, ctx);
+    return Promise.resolve()
+      .then(() => checkPayload(schema, job.payload, 'payload'))
+      .then((check) => {
+        if (!check.ok) {
+          throw new ChokaQPayloadValidationError(job.queue, job.type, check.issues, 'run');
+        }
+        return this.pipeline(handler, check.value, ctx);
+      });
   }
 
   /** Middleware around the handler; `Promise.resolve().then` turns synchronous throws into rejections. */

@@ -11,6 +11,7 @@ import {
 import { assertRecurringDefinition, assertRecurringName } from './validate-args';
 import { scheduleIssues } from './validate-cron';
 import { assertQueueName, validateNewJob } from './validate-job';
+import { STANDARD_SCHEMA_RULE, isStandardSchema } from './validate-payload';
 
 /*
  * Startup checks of decorator options. They return issues rather than throw, so the explorer can
@@ -36,7 +37,13 @@ export function jobHandlerIssues(name: string, meta: JobHandlerMetadata): Valida
   const at = (key: string) => `@JobHandler of ${name}: ${key}`;
   return [
     ...issuesOf(() => assertQueueName(meta.queue, at('queue'))),
-    ...optionIssues(meta as unknown as Record<string, unknown>, JOB_HANDLER_RULES, at, ['queue']),
+    ...(meta.schema === undefined || isStandardSchema(meta.schema)
+      ? []
+      : [{ path: at('schema'), message: STANDARD_SCHEMA_RULE, value: meta.schema }]),
+    ...optionIssues(meta as unknown as Record<string, unknown>, JOB_HANDLER_RULES, at, [
+      'queue',
+      'schema',
+    ]),
   ];
 }
 
@@ -75,8 +82,15 @@ export function jobEventIssues(name: string, meta: OnJobEventMetadata): Validati
  * (`HandlerRegistry.register`): the same rules on the same fields.
  */
 export function handlerDefinitionIssues(handler: HandlerDefinition): ValidationIssue[] {
-  const { queue, type, timeoutMs, maxAttempts, retryZombies } = handler;
-  return jobHandlerIssues(handler.name, { queue, type, timeoutMs, maxAttempts, retryZombies });
+  const { queue, type, timeoutMs, maxAttempts, retryZombies, schema } = handler;
+  return jobHandlerIssues(handler.name, {
+    queue,
+    type,
+    timeoutMs,
+    maxAttempts,
+    retryZombies,
+    schema,
+  });
 }
 
 /**
