@@ -34,7 +34,14 @@ export type {
   JobPayload,
   TypedJobHandlerDecorator,
 } from './decorators';
-export type { StandardSchemaV1 } from './interfaces/standard-schema.interface';
+export type {
+  StandardSchemaInput,
+  StandardSchemaIssue,
+  StandardSchemaOutput,
+  StandardSchemaPathSegment,
+  StandardSchemaResult,
+  StandardSchemaV1,
+} from './interfaces/standard-schema.interface';
 export type { JobHandlerOptions } from './interfaces/handler.interface';
 export { HandlerRegistry } from './discovery/handler.registry';
 export type { JobContext } from './interfaces/job-context.interface';

@@ -1,5 +1,9 @@
 import { ChokaQValidationError } from '../errors';
-import type { StandardSchemaV1 } from '../interfaces/standard-schema.interface';
+import type {
+  StandardSchemaInput,
+  StandardSchemaOutput,
+  StandardSchemaV1,
+} from '../interfaces/standard-schema.interface';
 import { assertQueueName } from '../validation/validate-job';
 import { STANDARD_SCHEMA_RULE, isStandardSchema } from '../validation/validate-payload';
 
@@ -79,7 +83,7 @@ export function defineJob<S extends StandardSchemaV1>(
   queue: string,
   type: string | undefined,
   options: DefineJobOptions<S>,
-): JobDefinition<StandardSchemaV1.InferOutput<S>, StandardSchemaV1.InferInput<S>>;
+): JobDefinition<StandardSchemaOutput<S>, StandardSchemaInput<S>>;
 export function defineJob<T = unknown>(queue: string, type?: string): JobDefinition<T>;
 export function defineJob(
   queue: string,

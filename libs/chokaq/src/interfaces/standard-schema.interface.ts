@@ -1,96 +1,57 @@
 /*
- * The Standard Schema v1 interface (https://standardschema.dev, MIT), copied here as the spec
- * allows a library that accepts validators to do (copy it, or install `@standard-schema/spec`):
- * the interface is structural, so any zod (≥ 3.24), valibot (≥ 1.0), arktype (≥ 2.0) or other v1
- * schema satisfies it without ChokaQ depending on any of them or on `@standard-schema/spec`. Types only: nothing here exists at run time, and the
- * published declarations need no package beyond ChokaQ itself.
- *
- * Kept as the spec writes it (one interface and a namespace of the same name) so it can be compared
- * with the original line by line; `decorators/job-definition-schema.typecheck.spec.ts` type-checks
- * zod and valibot schemas against it.
+ * What ChokaQ needs of a payload validator, written against Standard Schema v1
+ * (https://standardschema.dev): a `~standard` property with `version: 1`, a `validate` function
+ * that returns (or resolves to) either the accepted value or a list of issues, and, for type
+ * inference, the phantom `types`. The types below are structural: zod (≥ 3.24), valibot (≥ 1.0),
+ * arktype (≥ 2.0) and any other v1 implementation satisfy them without ChokaQ depending on one of
+ * them, or on `@standard-schema/spec`, so the published declarations need no other package.
+ * `decorators/job-definition-schema.typecheck.spec.ts` checks zod and valibot schemas against them.
  */
 
+/** One segment of an issue's path: a key, or an object that carries one. */
+export type StandardSchemaPathSegment = PropertyKey | { readonly key: PropertyKey };
+
+/** Something a validator found wrong, and where. @publicApi */
+export interface StandardSchemaIssue {
+  readonly message: string;
+  /** From the validated value's root to the offending part; absent for the root itself. */
+  readonly path?: ReadonlyArray<StandardSchemaPathSegment> | undefined;
+}
+
 /**
- * A validator that implements Standard Schema v1: `schema['~standard'].validate(value)` returns
- * (or resolves to) either `{ value }` or `{ issues }`.
- *
+ * What `validate` returns: the value it accepted (maybe transformed, with defaults applied), or
+ * its issues. Only a falsy `issues` means success, so an empty list is still a failure.
+ * @publicApi
+ */
+export type StandardSchemaResult<Output> =
+  | { readonly value: Output; readonly issues?: undefined }
+  | { readonly issues: ReadonlyArray<StandardSchemaIssue> };
+
+/**
+ * A payload validator that implements Standard Schema v1. `Input` is what a producer may pass,
+ * `Output` what the handler receives after validation.
  * @publicApi
  */
 export interface StandardSchemaV1<Input = unknown, Output = Input> {
-  /** The Standard Schema properties. */
-  readonly '~standard': StandardSchemaV1.Props<Input, Output>;
-}
-
-// A type-only namespace, exactly as in the spec, so `StandardSchemaV1.InferOutput<S>` reads the same.
-// eslint-disable-next-line @typescript-eslint/no-namespace
-export declare namespace StandardSchemaV1 {
-  /** The Standard Schema properties interface. */
-  interface Props<Input = unknown, Output = Input> {
-    /** The version number of the standard. */
+  readonly '~standard': {
     readonly version: 1;
-    /** The vendor name of the schema library. */
+    /** Which library made the schema (`zod`, `valibot`, …). */
     readonly vendor: string;
-    /** Validates unknown input values. */
     readonly validate: (
       value: unknown,
-      options?: StandardSchemaV1.Options | undefined,
-    ) => Result<Output> | Promise<Result<Output>>;
-    /** Inferred types associated with the schema. */
-    readonly types?: Types<Input, Output> | undefined;
-  }
-
-  /** The result interface of the validate function. */
-  type Result<Output> = SuccessResult<Output> | FailureResult;
-
-  /** The result interface if validation succeeds. */
-  interface SuccessResult<Output> {
-    /** The typed output value. */
-    readonly value: Output;
-    /** A falsy value for `issues` indicates success. */
-    readonly issues?: undefined;
-  }
-
-  /** Options of the validate function. */
-  interface Options {
-    /** Explicit support for additional vendor-specific parameters, if needed. */
-    readonly libraryOptions?: Record<string, unknown> | undefined;
-  }
-
-  /** The result interface if validation fails. */
-  interface FailureResult {
-    /** The issues of failed validation. */
-    readonly issues: ReadonlyArray<Issue>;
-  }
-
-  /** The issue interface of the failure output. */
-  interface Issue {
-    /** The error message of the issue. */
-    readonly message: string;
-    /** The path of the issue, if any. */
-    readonly path?: ReadonlyArray<PropertyKey | PathSegment> | undefined;
-  }
-
-  /** The path segment interface of the issue. */
-  interface PathSegment {
-    /** The key representing a path segment. */
-    readonly key: PropertyKey;
-  }
-
-  /** The Standard Schema types interface. */
-  interface Types<Input = unknown, Output = Input> {
-    /** The input type of the schema. */
-    readonly input: Input;
-    /** The output type of the schema. */
-    readonly output: Output;
-  }
-
-  /** Infers the input type of a Standard Schema. */
-  type InferInput<Schema extends StandardSchemaV1> = NonNullable<
-    Schema['~standard']['types']
-  >['input'];
-
-  /** Infers the output type of a Standard Schema. */
-  type InferOutput<Schema extends StandardSchemaV1> = NonNullable<
-    Schema['~standard']['types']
-  >['output'];
+      options?: { readonly libraryOptions?: Record<string, unknown> | undefined } | undefined,
+    ) => StandardSchemaResult<Output> | Promise<StandardSchemaResult<Output>>;
+    /** Carries the two types for inference only; never read at run time. */
+    readonly types?: { readonly input: Input; readonly output: Output } | undefined;
+  };
 }
+
+/** The payload type a producer passes for schema `S`. @publicApi */
+export type StandardSchemaInput<S extends StandardSchemaV1> = NonNullable<
+  S['~standard']['types']
+>['input'];
+
+/** The payload type a handler receives for schema `S`. @publicApi */
+export type StandardSchemaOutput<S extends StandardSchemaV1> = NonNullable<
+  S['~standard']['types']
+>['output'];

@@ -1,5 +1,9 @@
 import type { ValidationIssue } from '../errors';
-import type { StandardSchemaV1 } from '../interfaces/standard-schema.interface';
+import type {
+  StandardSchemaIssue,
+  StandardSchemaResult,
+  StandardSchemaV1,
+} from '../interfaces/standard-schema.interface';
 
 /*
  * The one adapter between ChokaQ and a payload schema: it speaks Standard Schema v1 only
@@ -62,11 +66,7 @@ export function storedForm(payload: unknown): { value: unknown } | undefined {
   }
 }
 
-function toCheck(
-  result: StandardSchemaV1.Result<unknown>,
-  root: unknown,
-  path: string,
-): PayloadCheck {
+function toCheck(result: StandardSchemaResult<unknown>, root: unknown, path: string): PayloadCheck {
   if (!result.issues) return { ok: true, value: result.value };
   // An empty issue list still means failure to the spec (only a falsy `issues` is success).
   const issues = result.issues.map((issue) => toValidationIssue(issue, root, path));
@@ -78,7 +78,7 @@ function toCheck(
 
 /** One schema issue in ChokaQ's shape: the full path, the schema's message, the value found there. */
 export function toValidationIssue(
-  issue: StandardSchemaV1.Issue,
+  issue: StandardSchemaIssue,
   root: unknown,
   prefix: string,
 ): ValidationIssue {
@@ -111,7 +111,7 @@ function valueAt(root: unknown, keys: readonly PropertyKey[]): unknown {
   return current;
 }
 
-function isPromiseLike(value: unknown): value is PromiseLike<StandardSchemaV1.Result<unknown>> {
+function isPromiseLike(value: unknown): value is PromiseLike<StandardSchemaResult<unknown>> {
   return (
     typeof value === 'object' &&
     value !== null &&
