@@ -250,6 +250,26 @@ describe('SQLite storage', () => {
       }
     });
 
+    it('wakes a subscriber on a change of the WAL file, long before its data_version poll, and still not on its own commits', async () => {
+      // A poll of a minute: only the watch on the WAL file can wake it within the bounded wait.
+      const watcher = await db.openAnother({ dataVersionPollMs: 60_000 });
+      const heard: Array<string | undefined> = [];
+      const unsubscribe = await watcher.subscribe((queue) => heard.push(queue));
+      try {
+        await db.storage.enqueue({ queue: 'elsewhere' });
+        await waitFor('the wake-up from the file watch', () => heard.length === 1, {
+          timeoutMs: 5_000,
+        });
+        await watcher.enqueue({ queue: 'own' });
+        await db.storage.enqueue({ queue: 'elsewhere-again' });
+        await waitFor('the second wake-up', () => heard.length >= 2, { timeoutMs: 5_000 });
+        // Its own commit was read as no change: one call per foreign commit, none for its own.
+        expect(heard).toEqual([undefined, undefined]);
+      } finally {
+        await unsubscribe?.();
+      }
+    });
+
     it("enqueue in the caller's transaction: a ChokaQ call on the same connection waits for that transaction, without deadlock", async () => {
       const dataSource = await db.openDataSource();
       const shared = await createJobStorage({

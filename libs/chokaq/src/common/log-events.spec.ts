@@ -71,6 +71,7 @@ const PINNED: ReadonlyArray<[id: number, name: string, level: string, fields: st
   [5010, 'SqliteNotWal', 'warn', ['journalMode']],
   [5011, 'SqliteRollbackFailed', 'error', ['error', 'rollbackError']],
   [5012, 'SqliteChangeListenerFailed', 'warn', ['error']],
+  [5013, 'SqliteWalWatchLost', 'log', ['file', 'error']],
   [5020, 'PreparedStatementsReset', 'log', ['schema']],
   [5021, 'NotifyListenerFailed', 'warn', ['channel', 'error']],
   [5022, 'NotifyConnectionLost', 'warn', ['label', 'error']],

@@ -140,6 +140,7 @@ export const CHOKAQ_LOG_EVENTS = {
   SqliteNotWal: { id: 5010, level: 'warn', fields: ['journalMode'] },
   SqliteRollbackFailed: { id: 5011, level: 'error', fields: ['error', 'rollbackError'] },
   SqliteChangeListenerFailed: { id: 5012, level: 'warn', fields: ['error'] },
+  SqliteWalWatchLost: { id: 5013, level: 'log', fields: ['file', 'error'] },
   PreparedStatementsReset: { id: 5020, level: 'log', fields: ['schema'] },
   NotifyListenerFailed: { id: 5021, level: 'warn', fields: ['channel', 'error'] },
   NotifyConnectionLost: { id: 5022, level: 'warn', fields: ['label', 'error'] },

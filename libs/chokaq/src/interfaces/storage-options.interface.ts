@@ -38,9 +38,10 @@ export interface SqliteStorageOptions extends CommonStorageOptions {
   /** SQLite `busy_timeout` in ms; kept short because better-sqlite3 blocks the event loop while it waits. Default 50. */
   busyTimeoutMs?: number;
   /**
-   * How often a worker reads `PRAGMA data_version` to notice commits of other processes (an
-   * enqueue elsewhere starts within about this long, not `worker.pollIntervalMs`). 0 turns it off.
-   * Default 50.
+   * How often a worker reads `PRAGMA data_version` to notice commits of other processes, as the
+   * fallback of its watch on the WAL file (which wakes it within milliseconds where the platform
+   * reports file changes); an enqueue elsewhere starts within at most about this long, not
+   * `worker.pollIntervalMs`. 0 turns both off. Default 50.
    */
   dataVersionPollMs?: number;
 }

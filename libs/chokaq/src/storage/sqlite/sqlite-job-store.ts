@@ -40,6 +40,7 @@ import {
   countersByQueue,
   startBucketsOf,
 } from './sqlite-counters';
+import { SqliteChangeWatch } from './sqlite-change-watch';
 import { yieldToEventLoop } from './sqlite-mutex';
 import { Params, Row, SqliteConnection } from './sqlite.connection';
 import {
@@ -75,8 +76,8 @@ export class SqliteJobStore implements DialectJobStore {
 
   /** The fixed statements, by the name of the method they serve (`sqlite.sql.ts`). */
   private readonly sql: SQL.JobStoreStatements;
-  /** `data_version` watchers of {@link subscribe}, cleared by `close()`. */
-  private readonly watchers = new Set<NodeJS.Timeout>();
+  /** Change watches of {@link subscribe}, stopped by `close()`. */
+  private readonly watchers = new Set<SqliteChangeWatch>();
 
   constructor(private readonly db: SqliteConnection) {
     this.sql = SQL.jobStoreStatements(db.prefix);
@@ -156,7 +157,7 @@ export class SqliteJobStore implements DialectJobStore {
 
   /** Stops change watchers, waits for the call in flight, then destroys an owned DataSource. */
   async close(): Promise<void> {
-    for (const timer of this.watchers) clearInterval(timer);
+    for (const watch of this.watchers) watch.stop();
     this.watchers.clear();
     await this.db.close();
   }
@@ -169,46 +170,47 @@ export class SqliteJobStore implements DialectJobStore {
 
   /**
    * SQLite has no notification channel, but `PRAGMA data_version` changes whenever another
-   * connection (another process, or another storage on the same file) commits. Reading it every
-   * `dataVersionPollMs` is a few microseconds of work, and a change calls `listener` with no queue,
-   * so a job enqueued by another process starts within about that interval instead of the worker's
-   * `pollIntervalMs`. Commits of this connection do not change it (same-process enqueues wake the
-   * worker directly). Null for `:memory:` (no other connection can see it), `dataVersionPollMs: 0`,
-   * or a file not in WAL mode: there the read needs a shared lock, and while another process
-   * writes, each poll would block the event loop for `busy_timeout`. Cancel requests are not
-   * reported here: another process's `cancel` reaches the owner on its next heartbeat.
+   * connection (another process, or another storage on the same file) commits. A watch on the WAL
+   * file says when to read it, and a read every `dataVersionPollMs` remains as the fallback
+   * ({@link SqliteChangeWatch}); a change calls `listener` with no queue, so a job enqueued by
+   * another process starts within milliseconds instead of the worker's `pollIntervalMs`. Commits
+   * of this connection do not change it (same-process enqueues wake the worker directly). Null for
+   * `:memory:` (no other connection can see it), `dataVersionPollMs: 0`, or a file not in WAL
+   * mode: there the read needs a shared lock, and while another process writes, each read would
+   * block the event loop for `busy_timeout`. Cancel requests are not reported here: another
+   * process's `cancel` reaches the owner on its next heartbeat.
    */
   async subscribe(listener: (queue?: string) => void): Promise<(() => Promise<void>) | null> {
     const everyMs = this.db.config.dataVersionPollMs;
-    if (everyMs <= 0 || !this.db.wal || this.db.handle().memory) return null;
-    const read = () => Number(this.db.get(this.sql.subscribe)!.data_version);
-    let seen = read();
-    const timer = setInterval(() => {
-      let now: number;
-      try {
-        now = read();
-      } catch {
-        return; // closed or busy: the next tick tries again, and the worker's own poll remains
-      }
-      if (now === seen) return;
-      seen = now;
-      try {
-        listener();
-      } catch (error) {
+    const handle = this.db.handle();
+    if (everyMs <= 0 || !this.db.wal || handle.memory) return null;
+    const logger = this.db.logger;
+    const walFile = `${handle.name}-wal`;
+    const watch = new SqliteChangeWatch({
+      readVersion: () => Number(this.db.get(this.sql.subscribe)!.data_version),
+      walFile,
+      pollMs: everyMs,
+      onChange: () => listener(),
+      onListenerError: (error) => {
+        const message = toError(error).message;
+        logEvent(logger, 'SqliteChangeListenerFailed', `Change listener threw: ${message}`, {
+          error: message,
+        });
+      },
+      onFileWatchLost: (error) => {
         const message = toError(error).message;
         logEvent(
-          this.db.logger,
-          'SqliteChangeListenerFailed',
-          `Change listener threw: ${message}`,
-          { error: message },
+          logger,
+          'SqliteWalWatchLost',
+          `No watch on ${walFile} (${message}): other processes' commits are noticed every ${everyMs} ms`,
+          { file: walFile, error: message },
         );
-      }
-    }, everyMs);
-    timer.unref();
-    this.watchers.add(timer);
+      },
+    });
+    this.watchers.add(watch);
     return async () => {
-      clearInterval(timer);
-      this.watchers.delete(timer);
+      watch.stop();
+      this.watchers.delete(watch);
     };
   }
 
