@@ -23,6 +23,7 @@ const PINNED: ReadonlyArray<[file: string, name: string]> = [
   ['claim', 'fetchNextBatch'],
   ['claimed-by-lease', 'fetchNextBatchClaimed'],
   ['archive-succeeded', 'archiveSucceeded'],
+  ['archive-succeeded-in-transaction', 'archiveSucceeded.inCallerTransaction'],
   ['move-to-dlq-lease', 'moveToDlq [lease]'],
   ['move-to-dlq-admin', 'moveToDlq [admin]'],
   ['cancel', 'cancel'],

@@ -38,6 +38,7 @@ describe('SQL Server session state of every batch', () => {
     const inCaller = { callerTransaction: true } as const;
     const catalogued = catalogue().filter((e) => e.operation.endsWith('.inCallerTransaction'));
     expect(catalogued.map((e) => e.operation).sort()).toEqual([
+      'archiveSucceeded.inCallerTransaction',
       'enqueue.inCallerTransaction',
       'enqueueMany.inCallerTransaction',
     ]);
@@ -60,6 +61,18 @@ describe('SQL Server session state of every batch', () => {
     const jobs = [JOB, { ...JOB, id: ID2, idempotencyKey: null }];
     const own = SQL.enqueueMany(SCHEMA, jobs).sql;
     const inCaller = SQL.enqueueMany(SCHEMA, jobs, { callerTransaction: true }).sql;
+    const strip = (sql: string) =>
+      sql
+        .replace(PROLOGUE, '')
+        .replace('SET XACT_ABORT ON;\n', '')
+        .replace(/^(BEGIN TRAN|COMMIT);\n/gm, '');
+    expect(strip(own)).toBe(inCaller);
+  });
+
+  it("archiveSucceeded in a handler's transaction is the same batch without its own transaction", () => {
+    const items = [{ id: JOB.id, workerId: 'w-1', leaseId: ID2, durationMs: 120 }];
+    const own = SQL.archiveSucceeded(SCHEMA, items).sql;
+    const inCaller = SQL.archiveSucceeded(SCHEMA, items, { callerTransaction: true }).sql;
     const strip = (sql: string) =>
       sql
         .replace(PROLOGUE, '')

@@ -101,7 +101,13 @@ export type { RunSpanResult } from './observability/chokaq-tracing';
 // Job model and the storage contract
 export { FailureReason, JobStatus } from './interfaces/job-status.enum';
 export { MAX_ENQUEUE_MANY, MAX_LIST_SCAN, MAX_PAGE_SIZE } from './validation/limits';
-export type { JobQueries, JobStorage, JobStore } from './storage/job-storage';
+export type {
+  HandlerTransaction,
+  HandlerTransactionSupport,
+  JobQueries,
+  JobStorage,
+  JobStore,
+} from './storage/job-storage';
 export type {
   CancelResult,
   CompletedJob,

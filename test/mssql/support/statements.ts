@@ -222,6 +222,15 @@ export function catalogue(schema = SCHEMA): CatalogueEntry[] {
     'move',
     SQL.archiveSucceeded(schema, [{ ...LEASE, durationMs: 120 }]),
   );
+  // In a transactional handler's transaction: the move without a transaction of its own (the run
+  // commits it), so not checked as a self-contained move; tsql-session.spec.ts pins it to be the
+  // move's batch less its prologue, XACT_ABORT and BEGIN TRAN … COMMIT.
+  add(
+    'archiveSucceeded.inCallerTransaction',
+    '',
+    'transition',
+    SQL.archiveSucceeded(schema, [{ ...LEASE, durationMs: 120 }], { callerTransaction: true }),
+  );
   add(
     'moveToDlq',
     'lease',

@@ -3,6 +3,7 @@ export * from './validation.error';
 export * from './payload-validation.error';
 export * from './storage-unavailable.error';
 export * from './transaction.error';
+export * from './transactional-handler.error';
 export * from './fatal.error';
 export * from './throttled.error';
 export * from './job-timeout.error';

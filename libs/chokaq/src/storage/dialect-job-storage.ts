@@ -44,7 +44,17 @@ import type {
   CheckedOutcomesQuery,
   CheckedSeriesQuery,
 } from '../validation/validate-reads';
-import type { JobQueries, JobStorage } from './job-storage';
+import type {
+  HandlerTransaction,
+  HandlerTransactionSupport,
+  JobQueries,
+  JobStorage,
+} from './job-storage';
+
+/** A {@link HandlerTransaction} as a dialect implements it: its `archive` takes a checked run. */
+export interface DialectHandlerTransaction extends Omit<HandlerTransaction, 'archive'> {
+  archive(completed: Checked<CompletedJob>): Promise<boolean>;
+}
 
 /** One rescue sweep of expired Processing rows, as the edge hands it to a dialect. */
 export interface ZombieSweep {
@@ -105,6 +115,11 @@ export interface DialectJobStorage extends Pick<
   reportProgress(lease: Checked<JobLease>, percent: number, note: string | null): Promise<number>;
   rescheduleForRetry(lease: Checked<JobLease>, delayMs: number, error: string): Promise<number>;
   archiveSucceeded(items: readonly Checked<CompletedJob>[]): Promise<RunRef[]>;
+  handlerTransactions(): HandlerTransactionSupport;
+  /** `statementTimeoutMs`: a positive integer, or undefined for none. */
+  beginHandlerTransaction(
+    statementTimeoutMs: number | undefined,
+  ): Promise<DialectHandlerTransaction>;
   moveToDlq(
     target: Checked<JobLease> | Checked<{ id: string }>,
     move: Checked<CheckedDlqMove>,

@@ -1,3 +1,4 @@
+import type { EntityManager, QueryRunner } from 'typeorm';
 import type { AuditLogPage, AuditLogQuery, AuditRequest } from '../interfaces/audit.interface';
 import type {
   ActiveFilter,
@@ -72,6 +73,47 @@ import type { WorkerHeartbeat, WorkerInfo, WorkerQuery } from '../interfaces/wor
  * @publicApi
  */
 export type JobStorage = JobStore & JobQueries;
+
+/**
+ * The answer of {@link JobStore.handlerTransactions}.
+ *
+ * @publicApi
+ */
+export type HandlerTransactionSupport =
+  { supported: true; poolSize?: number } | { supported: false; reason: string };
+
+/**
+ * The open transaction of one run of a transactional handler
+ * ({@link JobStore.beginHandlerTransaction}). It ends exactly once, by whichever of `archive`,
+ * `rollback` and `abandon` comes first; the others then do nothing. Each releases the connection.
+ *
+ * @publicApi
+ */
+export interface HandlerTransaction {
+  /** The transaction's `QueryRunner`: its connection, in the open transaction. */
+  readonly queryRunner: QueryRunner;
+  /** An `EntityManager` bound to {@link queryRunner}. */
+  readonly manager: EntityManager;
+  /**
+   * Moves the job Hot → Archive inside this transaction, fenced as `archiveSucceeded` is (Id,
+   * WorkerId, LeaseId, Status 1 or 2), then COMMITs: true. When the fence refuses (the lease no
+   * longer matches), ROLLBACK instead: false, and none of the handler's writes land. Rejects when
+   * the move or the COMMIT fails; the transaction is then rolled back, or its outcome unknown (a
+   * connection lost during COMMIT): either way the job stayed with its lease or was archived with
+   * the writes, never one without the other.
+   */
+  archive(completed: CompletedJob): Promise<boolean>;
+  /** ROLLBACK, for a run whose handler has settled (threw). Never rejects. */
+  rollback(): Promise<void>;
+  /**
+   * Ends the transaction without waiting for the handler, which may still be running (timeout,
+   * cancel, lost heartbeat, end of the shutdown grace period): the runner refuses further
+   * statements and nothing of the transaction can commit any more. PostgreSQL closes the
+   * connection, so the server rolls back once any statement in flight ends (bounded by
+   * `statement_timeout`). Never rejects.
+   */
+  abandon(): Promise<void>;
+}
 
 /**
  * The write half of {@link JobStorage}: produce, claim, worker-owned transitions, moves, rescue,
@@ -195,6 +237,23 @@ export interface JobStore {
    * and its successor) may share a batch, and only the one whose lease matches is archived.
    */
   archiveSucceeded(items: readonly CompletedJob[]): Promise<RunRef[]>;
+
+  /**
+   * Whether handlers may run inside a transaction of this storage (`@JobHandler(…, {
+   * transactional: true })`), and if so the size of the connection pool their transactions draw
+   * from (undefined when the driver does not say). PostgreSQL and SQL Server on a borrowed
+   * `DataSource` may; a `DataSource` ChokaQ opened itself and SQLite may not, with the reason.
+   */
+  handlerTransactions(): HandlerTransactionSupport;
+
+  /**
+   * Opens a READ COMMITTED transaction on a connection of its own, for one run of a transactional
+   * handler. On PostgreSQL each statement in it is limited to `statementTimeoutMs` (`SET LOCAL
+   * statement_timeout`), so a handler stuck in a statement does not hold the connection past its
+   * execution timeout. Throws `ChokaQTransactionalHandlerError` where {@link handlerTransactions}
+   * says no.
+   */
+  beginHandlerTransaction(statementTimeoutMs?: number): Promise<HandlerTransaction>;
 
   /**
    * Atomic move Hot → DLQ with `reason`. With a {@link JobLease} the row must be owned (Status 1 or 2);

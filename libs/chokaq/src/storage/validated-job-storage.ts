@@ -51,7 +51,7 @@ import type {
 import type { SchemaStatus } from '../interfaces/schema-status.interface';
 import type { WorkerHeartbeat, WorkerInfo, WorkerQuery } from '../interfaces/worker.interface';
 import { CHOKAQ_DEFAULTS } from '../config/resolve-options';
-import { LIMITS, MAX_RESCUE_BATCH, MAX_TOP_ERRORS } from '../validation/limits';
+import { LIMITS, MAX_RESCUE_BATCH, MAX_TIMER_MS, MAX_TOP_ERRORS } from '../validation/limits';
 import {
   assertActor,
   assertBoolean,
@@ -97,7 +97,7 @@ import {
   assertThroughputSeriesQuery,
 } from '../validation/validate-reads';
 import type { Audit, DialectJobStorage, ZombieSweep } from './dialect-job-storage';
-import type { JobStorage } from './job-storage';
+import type { HandlerTransaction, HandlerTransactionSupport, JobStorage } from './job-storage';
 import type { SqlStorageConfig } from './storage-config';
 
 /** The texts ChokaQ stores (the Zombie and Cancelled texts are written here), from `common/`. */
@@ -248,6 +248,31 @@ export class ValidatedJobStorage implements JobStorage {
     const valid = assertCompletedJobs(items);
     if (valid.length === 0) return [];
     return this.inner.archiveSucceeded(valid.map(checked));
+  }
+
+  /** @inheritdoc */
+  handlerTransactions(): HandlerTransactionSupport {
+    return this.inner.handlerTransactions();
+  }
+
+  /** @inheritdoc */
+  async beginHandlerTransaction(statementTimeoutMs?: number): Promise<HandlerTransaction> {
+    const timeout =
+      statementTimeoutMs === undefined
+        ? 0
+        : assertNonNegativeInt(statementTimeoutMs, 'statementTimeoutMs', MAX_TIMER_MS);
+    const inner = await this.inner.beginHandlerTransaction(timeout > 0 ? timeout : undefined);
+    return {
+      queryRunner: inner.queryRunner,
+      manager: inner.manager,
+      // The run is checked like any completion; the dialect moves it in the open transaction.
+      archive: async (completed) => {
+        const [valid] = assertCompletedJobs([completed]);
+        return inner.archive(checked(valid));
+      },
+      rollback: () => inner.rollback(),
+      abandon: () => inner.abandon(),
+    };
   }
 
   /** @inheritdoc */

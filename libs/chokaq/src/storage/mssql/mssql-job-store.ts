@@ -1,5 +1,5 @@
 import { logEvent } from '../../common/log-events';
-import { ChokaQCompatibilityLevelError } from '../../errors';
+import { ChokaQCompatibilityLevelError, ChokaQTransactionalHandlerError } from '../../errors';
 import type { Checked } from '../../interfaces/checked.interface';
 import { DlqFilter } from '../../interfaces/job-view.interface';
 import {
@@ -29,6 +29,8 @@ import {
 } from '../../validation/validate-args';
 import { ValidatedEdits, ValidatedJob } from '../../validation/validate-job';
 import { Audit, DialectJobStore, ZombieSweep } from '../dialect-job-storage';
+import type { HandlerTransactionSupport } from '../job-storage';
+import { OWN_DATA_SOURCE_REASON, SqlHandlerTransaction } from '../shared/handler-transaction';
 import { retentionDetails } from '../shared/audit-log';
 import { mapHotRow, mapQueueRow, toDate } from '../shared/row-mapper';
 import { isDuplicateKeyError } from './mssql-errors';
@@ -296,6 +298,32 @@ export class MssqlJobStore implements DialectJobStore {
       moved.push(...rows.map((r) => ({ id: String(r.Id), leaseId: String(r.LeaseId) })));
     }
     return moved;
+  }
+
+  /** @inheritdoc */
+  handlerTransactions(): HandlerTransactionSupport {
+    if (this.db.config.ownsDataSource) return { supported: false, reason: OWN_DATA_SOURCE_REASON };
+    return { supported: true, poolSize: this.db.poolSize() };
+  }
+
+  /**
+   * The move is `archiveSucceeded`'s batch with one run, without a transaction of its own, on the
+   * handler's runner (see `SQL.archiveSucceeded`). SQL Server has no per-transaction statement
+   * timeout, so `statementTimeoutMs` is not applied: the driver's `requestTimeout` bounds each
+   * statement.
+   */
+  async beginHandlerTransaction(): Promise<SqlHandlerTransaction> {
+    const support = this.handlerTransactions();
+    if (!support.supported) throw new ChokaQTransactionalHandlerError([], support.reason);
+    return this.db.handlerTransaction(async (runner, completed) => {
+      const rows = await this.db.execute(
+        SQL.archiveSucceeded(this.schema, [completed], { callerTransaction: true }),
+        runner,
+      );
+      return rows.some(
+        (r) => String(r.Id) === completed.id && String(r.LeaseId) === completed.leaseId,
+      );
+    });
   }
 
   /** @inheritdoc */

@@ -1,7 +1,10 @@
 import { Logger } from '@nestjs/common';
 import type { DataSource, QueryRunner } from 'typeorm';
 import { ChokaQTransactionError } from '../../errors';
+import type { Checked } from '../../interfaces/checked.interface';
+import type { CompletedJob } from '../../interfaces/job.interface';
 import { assertDataSourceOpen, queryRunnerDataSource } from '../shared/data-source';
+import { SqlHandlerTransaction } from '../shared/handler-transaction';
 import { withTransientRetry } from '../shared/transient-retry';
 import { SqlStorageConfig } from '../storage-config';
 import { isTransientMssqlError } from './mssql-errors';
@@ -134,6 +137,65 @@ export class MssqlConnection {
       throw new ChokaQTransactionError('no transaction is open on the QueryRunner');
     }
     return runner;
+  }
+
+  /**
+   * Opens the READ COMMITTED transaction of one run of a transactional handler on a pooled
+   * connection of its own (TypeORM's `startTransaction`: the level is set explicitly, see
+   * {@link transaction}; the handler's own `manager.transaction(…)` nests as a savepoint). SQL
+   * Server has no per-transaction statement timeout: the driver's `requestTimeout` (TypeORM option
+   * `requestTimeout`, 15 s by default) bounds each statement. `archive` runs the fenced move on it.
+   */
+  handlerTransaction(
+    archive: (runner: QueryRunner, completed: Checked<CompletedJob>) => Promise<boolean>,
+  ): Promise<SqlHandlerTransaction> {
+    return this.retry('beginHandlerTransaction', async () => {
+      assertDataSourceOpen(this.dataSource, 'SQL Server');
+      const runner = this.dataSource.createQueryRunner();
+      try {
+        await runner.startTransaction('READ COMMITTED');
+      } catch (error) {
+        await runner.release();
+        throw error;
+      }
+      return new SqlHandlerTransaction(runner, {
+        archive: (completed) => archive(runner, completed),
+        abandon: () => this.abandonTransaction(runner),
+      });
+    });
+  }
+
+  /** The `pool.max` of the mssql pool behind the DataSource (mssql's default 10). */
+  poolSize(): number | undefined {
+    const driver = this.dataSource.driver as unknown as {
+      master?: { config?: { pool?: { max?: unknown } } };
+    };
+    const max = driver.master?.config?.pool?.max;
+    return typeof max === 'number' && max > 0 ? max : undefined;
+  }
+
+  /**
+   * Ends a handler's transaction without waiting for the handler. The runner is marked released
+   * first, so a later statement of the handler fails instead of running outside the transaction
+   * once it is rolled back. mssql refuses to roll back while a request of the transaction is in
+   * flight (`EREQINPROG`); then the rollback is tried again in the background until that request
+   * ends (bounded by the driver's `requestTimeout`), and the connection returns to the pool.
+   */
+  private async abandonTransaction(runner: QueryRunner): Promise<void> {
+    (runner as { isReleased: boolean }).isReleased = true;
+    const tx = (runner as unknown as { databaseConnection?: { rollback(): Promise<void> } })
+      .databaseConnection;
+    if (!tx || typeof tx.rollback !== 'function') return;
+    const attempt = async (delayMs: number): Promise<void> => {
+      try {
+        await tx.rollback();
+      } catch (error) {
+        if ((error as { code?: unknown }).code !== 'EREQINPROG') return;
+        const next = Math.min(1_000, delayMs * 2);
+        setTimeout(() => void attempt(next), delayMs).unref?.();
+      }
+    };
+    await attempt(50);
   }
 
   /** Destroys the DataSource if ChokaQ created it; a borrowed one is left open. */

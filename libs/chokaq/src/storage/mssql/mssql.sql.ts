@@ -985,8 +985,21 @@ export interface MssqlCompleted extends MssqlLease {
  * `LeaseId`).
  * `@In` is keyed by (Id, LeaseId): a stale run and its successor may share a batch, and the join
  * on the lease lets only the current one match.
+ *
+ * In a transactional handler's transaction (`callerTransaction`: the run's own READ COMMITTED
+ * transaction, begun by `startTransaction('READ COMMITTED')`, see
+ * https://learn.microsoft.com/en-us/sql/t-sql/statements/set-transaction-isolation-level-transact-sql )
+ * the batch has no prologue, no `SET XACT_ABORT ON` and no `BEGIN TRAN … COMMIT`: the handler's
+ * transaction gives the atomicity, and its COMMIT (or ROLLBACK, when the fence moved nothing)
+ * follows. The fenced DELETE's exclusive lock on the job's row is held until then, so a rescue,
+ * cancel or heartbeat of that row waits for the commit and then finds it gone.
  */
-export function archiveSucceeded(schema: string, items: readonly MssqlCompleted[]): MssqlStatement {
+export function archiveSucceeded(
+  schema: string,
+  items: readonly MssqlCompleted[],
+  options?: MssqlBatchOptions,
+): MssqlStatement {
+  const own = !options?.callerTransaction;
   const t = tables(schema);
   const p = new ParamList();
   const doc = p.json(
@@ -999,7 +1012,7 @@ export function archiveSucceeded(schema: string, items: readonly MssqlCompleted[
   );
   return p.statement(
     [
-      PROLOGUE,
+      own ? PROLOGUE : 'SET NOCOUNT ON;',
       DECLARE_NOW,
       DECLARE_BUCKET,
       declareTableVar('@Moved', HOT_COLUMNS),
@@ -1007,7 +1020,7 @@ export function archiveSucceeded(schema: string, items: readonly MssqlCompleted[
       'INSERT INTO @In (Id, WorkerId, LeaseId, DurationMs)',
       `SELECT x.Id, MAX(x.WorkerId), x.LeaseId, MAX(x.DurationMs) FROM OPENJSON(${doc}) WITH (Id varchar(36) '$.id', WorkerId nvarchar(255) '$.workerId', LeaseId varchar(36) '$.leaseId', DurationMs bigint '$.durationMs') AS x`,
       'WHERE x.Id IS NOT NULL AND x.WorkerId IS NOT NULL AND x.LeaseId IS NOT NULL GROUP BY x.Id, x.LeaseId;',
-      'BEGIN TRAN;',
+      ...(own ? ['BEGIN TRAN;'] : []),
       'DELETE h',
       outputInto('deleted', '@Moved', HOT_COLUMNS),
       `FROM ${t.hot} AS h`,
@@ -1019,9 +1032,10 @@ export function archiveSucceeded(schema: string, items: readonly MssqlCompleted[
         t.buckets,
         '(SELECT mv.Queue, CAST(0 AS tinyint) AS Outcome, CAST(-1 AS smallint) AS FailureReason, i.DurationMs FROM @Moved AS mv INNER JOIN @In AS i ON i.Id = mv.Id AND i.LeaseId = mv.LeaseId)',
       ),
-      'COMMIT;',
+      ...(own ? ['COMMIT;'] : []),
       'SELECT mv.Id, mv.LeaseId FROM @Moved AS mv;',
     ].join('\n'),
+    options,
   );
 }
 

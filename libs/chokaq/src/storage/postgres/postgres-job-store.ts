@@ -1,6 +1,6 @@
 import { isUuid } from '../../common/uuid';
 import { logEvent } from '../../common/log-events';
-import { ChokaQUnsupportedServerError } from '../../errors';
+import { ChokaQTransactionalHandlerError, ChokaQUnsupportedServerError } from '../../errors';
 import type { Checked } from '../../interfaces/checked.interface';
 import { FailureReason } from '../../interfaces/job-status.enum';
 import { DlqFilter } from '../../interfaces/job-view.interface';
@@ -31,6 +31,8 @@ import {
 } from '../../validation/validate-args';
 import { ValidatedEdits, ValidatedJob } from '../../validation/validate-job';
 import { Audit, DialectJobStore, ZombieSweep } from '../dialect-job-storage';
+import type { HandlerTransactionSupport } from '../job-storage';
+import { OWN_DATA_SOURCE_REASON, SqlHandlerTransaction } from '../shared/handler-transaction';
 import { retentionDetails } from '../shared/audit-log';
 import { dlqStatusFor, Outcome } from '../shared/outcome';
 import { mapHotRow, mapQueueRow, toDate } from '../shared/row-mapper';
@@ -445,6 +447,35 @@ export class PostgresJobStore implements DialectJobStore {
       durations,
     ]);
     return rows.map((r) => ({ id: String(r.id), leaseId: String(r.lease_id) }));
+  }
+
+  /** @inheritdoc */
+  handlerTransactions(): HandlerTransactionSupport {
+    if (this.db.config.ownsDataSource) return { supported: false, reason: OWN_DATA_SOURCE_REASON };
+    return { supported: true, poolSize: this.db.poolSize() };
+  }
+
+  /**
+   * The move is `archiveSucceeded`'s statement with one run, on the handler's connection: inside
+   * the open transaction, its DELETE locks the job's row until COMMIT (a heartbeat's UPDATE waits
+   * that long), and a row whose lease changed meanwhile is not deleted, so the caller rolls back.
+   */
+  async beginHandlerTransaction(
+    statementTimeoutMs: number | undefined,
+  ): Promise<SqlHandlerTransaction> {
+    const support = this.handlerTransactions();
+    if (!support.supported) throw new ChokaQTransactionalHandlerError([], support.reason);
+    return this.db.handlerTransaction(statementTimeoutMs, async (exec, completed) => {
+      const rows = await exec(SQL.archiveSucceeded(this.s), [
+        [completed.id],
+        [completed.workerId],
+        [completed.leaseId],
+        [completed.durationMs],
+      ]);
+      return rows.some(
+        (r) => String(r.id) === completed.id && String(r.lease_id) === completed.leaseId,
+      );
+    });
   }
 
   /** @inheritdoc */

@@ -4,7 +4,10 @@ import { logEvent } from '../../common/log-events';
 import type { Client, Pool } from 'pg';
 import type { DataSource, QueryRunner } from 'typeorm';
 import { ChokaQTransactionError } from '../../errors';
+import type { Checked } from '../../interfaces/checked.interface';
+import type { CompletedJob } from '../../interfaces/job.interface';
 import { assertDataSourceOpen, queryRunnerDataSource } from '../shared/data-source';
+import { SqlHandlerTransaction } from '../shared/handler-transaction';
 import { withTransientRetry } from '../shared/transient-retry';
 import { SqlStorageConfig } from '../storage-config';
 import { PgListener } from './pg-listener';
@@ -136,6 +139,46 @@ export class PostgresConnection {
     return tx as QueryRunner;
   }
 
+  /**
+   * Opens the READ COMMITTED transaction of one run of a transactional handler on a pooled
+   * connection of its own (TypeORM's `startTransaction`, so the handler's own
+   * `manager.transaction(…)` nests as a savepoint), with `SET LOCAL statement_timeout` when
+   * `statementTimeoutMs` is given. `archive` runs the fenced move on it. Retried when opening
+   * fails transiently; a failure after BEGIN drops the connection rather than lend it again.
+   */
+  handlerTransaction(
+    statementTimeoutMs: number | undefined,
+    archive: (exec: Exec, completed: Checked<CompletedJob>) => Promise<boolean>,
+  ): Promise<SqlHandlerTransaction> {
+    return this.retry('beginHandlerTransaction', async () => {
+      assertDataSourceOpen(this.dataSource, 'PostgreSQL');
+      const runner = this.dataSource.createQueryRunner('master');
+      try {
+        await runner.startTransaction('READ COMMITTED');
+        if (statementTimeoutMs !== undefined) {
+          await runner.query(SQL.SET_LOCAL_STATEMENT_TIMEOUT, [String(statementTimeoutMs)]);
+        }
+      } catch (error) {
+        await dropConnection(runner);
+        throw error;
+      }
+      const exec = execOn(runner);
+      return new SqlHandlerTransaction(runner, {
+        archive: (completed) => archive(exec, completed),
+        abandon: () => dropConnection(runner),
+      });
+    });
+  }
+
+  /** The `max` of the pg pool behind the DataSource (TypeORM's `poolSize`; pg's default 10). */
+  poolSize(): number | undefined {
+    const driver = this.dataSource.driver as unknown as {
+      master?: { options?: { max?: unknown } };
+    };
+    const max = driver.master?.options?.max;
+    return typeof max === 'number' && max > 0 ? max : undefined;
+  }
+
   /** Statements on a caller's own runner (its transaction): plain texts, no retry of ours. */
   on(runner: QueryRunner): Exec {
     return execOn(runner);
@@ -186,6 +229,22 @@ export class PostgresConnection {
     if (this.config.ownsDataSource && this.dataSource.isInitialized)
       await this.dataSource.destroy();
   }
+}
+
+/**
+ * Ends `runner`'s connection instead of handing it back: `end()` first marks the pg client as
+ * ending, so the pool discards it on release rather than lend it again with a transaction open or
+ * a statement in flight; the server rolls back what the connection left open. The runner refuses
+ * statements from the release on. Never rejects.
+ */
+async function dropConnection(runner: QueryRunner): Promise<void> {
+  try {
+    const client = (await runner.connect()) as Client;
+    client.end().catch(() => undefined);
+  } catch {
+    // No connection was ever obtained: nothing to close.
+  }
+  await runner.release().catch(() => undefined);
 }
 
 /**

@@ -216,6 +216,14 @@ SELECT 'key', id, idempotency_key FROM ${s}.jobs_hot WHERE idempotency_key = ANY
 /** Opens a transaction of ChokaQ's own (one round trip; see `withConnection`). */
 export const BEGIN_READ_COMMITTED = 'START TRANSACTION ISOLATION LEVEL READ COMMITTED';
 
+/**
+ * `SET LOCAL statement_timeout` of a transactional handler's transaction, as a parameter ($1, the
+ * milliseconds as text): every statement of the run, the archive move included, is cancelled by
+ * the server after the run's execution timeout, so a handler stuck in a statement cannot hold its
+ * connection (and the row locks it took) for longer. Ends with the transaction.
+ */
+export const SET_LOCAL_STATEMENT_TIMEOUT = "SELECT set_config('statement_timeout', $1, true)";
+
 // ------------------------------------------------------------------------------------------ claim
 
 /**

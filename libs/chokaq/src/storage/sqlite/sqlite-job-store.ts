@@ -1,5 +1,6 @@
 import { toError } from '../../common/error-text';
 import { logEvent } from '../../common/log-events';
+import { ChokaQTransactionalHandlerError } from '../../errors';
 import type { Checked } from '../../interfaces/checked.interface';
 import { FailureReason } from '../../interfaces/job-status.enum';
 import { DlqFilter } from '../../interfaces/job-view.interface';
@@ -28,7 +29,13 @@ import {
   isLeaseTarget,
 } from '../../validation/validate-args';
 import { ValidatedEdits, ValidatedJob } from '../../validation/validate-job';
-import { Audit, DialectJobStore, ZombieSweep } from '../dialect-job-storage';
+import {
+  Audit,
+  DialectHandlerTransaction,
+  DialectJobStore,
+  ZombieSweep,
+} from '../dialect-job-storage';
+import type { HandlerTransactionSupport } from '../job-storage';
 import { retentionDetails } from '../shared/audit-log';
 import { NO_REASON, Outcome, dlqStatusFor } from '../shared/outcome';
 import { mapHotRow, mapQueueRow, toDate } from '../shared/row-mapper';
@@ -50,6 +57,16 @@ import {
   sqliteMigrationScript,
 } from './sqlite.schema';
 import * as SQL from './sqlite.sql';
+
+/**
+ * Why SQLite gives handlers no transaction: one connection and one writer serve the whole process
+ * (every statement of ChokaQ goes through the same connection, under one mutex), so a handler's
+ * transaction held open for its whole run would block every other ChokaQ statement of the process
+ * meanwhile: claims, other handlers' completions, and the heartbeats that keep its own lease.
+ */
+export const SQLITE_HANDLER_TRANSACTION_REASON =
+  'SQLite has one connection and one writer per process, so a transaction held open for a ' +
+  "handler's whole run would block every other ChokaQ statement meanwhile, heartbeats included";
 
 /** Rows per enqueue transaction: big enough to amortise the commit, small enough to keep the event loop moving. */
 const ENQUEUE_CHUNK = 500;
@@ -448,6 +465,16 @@ export class SqliteJobStore implements DialectJobStore {
       this.addBuckets(bucketsOf(moved, Outcome.Succeeded, NO_REASON));
       return deleted.map((r) => ({ id: String(r.id), leaseId: String(r.lease_id) }));
     });
+  }
+
+  /** @inheritdoc */
+  handlerTransactions(): HandlerTransactionSupport {
+    return { supported: false, reason: SQLITE_HANDLER_TRANSACTION_REASON };
+  }
+
+  /** Refused: see {@link SQLITE_HANDLER_TRANSACTION_REASON}. */
+  async beginHandlerTransaction(): Promise<DialectHandlerTransaction> {
+    throw new ChokaQTransactionalHandlerError([], SQLITE_HANDLER_TRANSACTION_REASON);
   }
 
   /** @inheritdoc */
