@@ -22,6 +22,7 @@ import { ChokaQMetrics } from './observability/chokaq-metrics';
 import { ChokaQTracing } from './observability/chokaq-tracing';
 import { queueGaugeSource } from './observability/queue-gauges';
 import { ChokaQWorker } from './runtime/chokaq-worker';
+import { checkHandlerTransactions } from './runtime/handler-transactions';
 import { JobEvents } from './runtime/job-events';
 import { SchedulerRegistryAdapter } from './scheduler-registry.adapter';
 import { JobStorage } from './storage/job-storage';
@@ -32,7 +33,7 @@ import { WorkerRegistry } from './worker.registry';
  *
  * | hook | what happens |
  * |---|---|
- * | `onModuleInit` | discover handlers, recurring jobs and `@OnJobEvent` listeners (every provider is instantiated by now); give the registry a drain-worker factory; register the queue gauges |
+ * | `onModuleInit` | discover handlers, recurring jobs and `@OnJobEvent` listeners (every provider is instantiated by now); refuse transactional handlers the storage cannot run; give the registry a drain-worker factory; register the queue gauges |
  * | `onApplicationBootstrap` | construct and start the worker, unless `worker.enabled` is false; set it into the registry |
  * | `onModuleDestroy` | close the registry to drains; `worker.beginStop()`: stop claiming, release the buffer, abort running signals |
  * | `beforeApplicationShutdown` | `await worker.stop()`, clear the registry, unregister the queue gauges, then close the storage |
@@ -87,6 +88,14 @@ export class ChokaQOrchestrator
   async onModuleInit(): Promise<void> {
     try {
       const { handlers, recurring, listeners } = this.explorer.explore();
+      // Producer-only processes too: a handler the storage cannot honour is a configuration error
+      // wherever it is declared, and a drain would run it.
+      checkHandlerTransactions(
+        handlers,
+        this.storage,
+        this.options.worker.concurrency,
+        this.logger,
+      );
       this.registry.replaceAll(handlers);
       this.recurring = recurring;
       for (const { listener, ...options } of listeners) this.events.listen(listener, options);

@@ -76,6 +76,7 @@ const PINNED: ReadonlyArray<[id: number, name: string, level: string, fields: st
   [5021, 'NotifyListenerFailed', 'warn', ['channel', 'error']],
   [5022, 'NotifyConnectionLost', 'warn', ['label', 'error']],
   [5023, 'NotifyConnectionRestored', 'log', ['label', 'attempts']],
+  [5030, 'HandlerTransactionPoolSmall', 'warn', ['poolSize', 'concurrency', 'handlers']],
   [6000, 'QueueUpdated', 'log', ['queue', 'settings']],
   [6001, 'JobsCancelled', 'log', ['actor', 'requested', 'cancelled', 'cancelRequested']],
   [6002, 'JobResurrected', 'log', ['jobId', 'actor', 'resurrected']],

@@ -145,6 +145,11 @@ export const CHOKAQ_LOG_EVENTS = {
   NotifyListenerFailed: { id: 5021, level: 'warn', fields: ['channel', 'error'] },
   NotifyConnectionLost: { id: 5022, level: 'warn', fields: ['label', 'error'] },
   NotifyConnectionRestored: { id: 5023, level: 'log', fields: ['label', 'attempts'] },
+  HandlerTransactionPoolSmall: {
+    id: 5030,
+    level: 'warn',
+    fields: ['poolSize', 'concurrency', 'handlers'],
+  },
 
   // ------------------------------------------------------------------ 6000s admin
   QueueUpdated: { id: 6000, level: 'log', fields: ['queue', 'settings'] },

@@ -154,6 +154,8 @@ export class ChokaQExplorer {
       timeoutMs: meta.timeoutMs,
       maxAttempts: meta.maxAttempts,
       retryZombies: meta.retryZombies,
+      // Only a handler that opts in carries the key, so other definitions keep their shape.
+      ...(meta.transactional === true && { transactional: true }),
       schema: meta.schema,
       // `async` turns a synchronous throw into a rejection, so the runtime sees one shape.
       invoke: async (payload: unknown, ctx: JobContext) => method.call(instance, payload, ctx),

@@ -18,6 +18,16 @@ export interface JobHandlerOptions {
    * guarantee across the whole fleet, set the queue's `RetryZombies` (`ChokaQAdmin.setRetryZombies`).
    */
   retryZombies?: boolean;
+  /**
+   * Runs the handler inside a READ COMMITTED transaction of the storage's `DataSource`, given as
+   * `ctx.transaction`, and archives the job in that same transaction (fenced by the run's lease)
+   * before one COMMIT: the handler's database writes land exactly once, with the job's success.
+   * A run that throws, times out, is cancelled or lost its lease rolls them back. Holds one pooled
+   * connection for the whole run. PostgreSQL and SQL Server through the application's own
+   * `DataSource` only; any other storage refuses it at startup (`ChokaQTransactionalHandlerError`).
+   * Default false.
+   */
+  transactional?: boolean;
 }
 
 /** What `@JobHandler` stores on the method. */
@@ -37,6 +47,8 @@ export interface HandlerDefinition {
   timeoutMs?: number;
   maxAttempts?: number;
   retryZombies?: boolean;
+  /** The run works in a transaction of the storage, committed with the job's archive move. */
+  transactional?: boolean;
   /**
    * Validates each stored payload before the middleware and the handler run; they receive the
    * schema's output. A payload it refuses goes to the DLQ at once as `FatalError`.

@@ -1,4 +1,5 @@
 import type { LoggerService } from '@nestjs/common';
+import type { EntityManager, QueryRunner } from 'typeorm';
 
 /**
  * What a handler gets besides its payload.
@@ -27,4 +28,13 @@ export interface JobContext {
   reportProgress(percent: number, note?: string): Promise<void>;
   /** A logger whose context names the job. */
   readonly logger: LoggerService;
+  /**
+   * Only for a handler with `transactional: true`: an `EntityManager` bound to the run's open
+   * READ COMMITTED transaction. Writes made through it (or through {@link queryRunner}) commit
+   * together with the job's move to the archive, or not at all. Do not commit or roll it back
+   * yourself; `manager.transaction(…)` inside it opens a savepoint. Undefined for other handlers.
+   */
+  readonly transaction?: EntityManager;
+  /** The `QueryRunner` of {@link transaction} (the same connection and transaction), or undefined. */
+  readonly queryRunner?: QueryRunner;
 }

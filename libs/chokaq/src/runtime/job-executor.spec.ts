@@ -13,6 +13,7 @@ import type { JobContext } from '../interfaces/job-context.interface';
 import type { HotJob } from '../interfaces/job.interface';
 import type { ChokaQMiddleware } from '../interfaces/middleware.interface';
 import { ChokaQTracing } from '../observability/chokaq-tracing';
+import type { HandlerTransaction } from '../storage/job-storage';
 import { JobExecutor } from './job-executor';
 
 const job = (): HotJob => hotJob({ payload: { n: 1 } });
@@ -397,6 +398,101 @@ describe('JobExecutor', () => {
       await jest.advanceTimersByTimeAsync(500);
       await expect(run.result).resolves.toMatchObject({ kind: 'timeout', timeoutMs: 500 });
       expect(invoke).not.toHaveBeenCalled();
+    });
+  });
+
+  describe('a transactional handler', () => {
+    /** A stand-in for the storage's transaction: records how it ended. */
+    function fakeTransaction() {
+      const ends: string[] = [];
+      const manager = { name: 'manager' };
+      const queryRunner = { name: 'runner' };
+      const transaction = {
+        manager,
+        queryRunner,
+        archive: jest.fn(async () => true),
+        rollback: jest.fn(async () => void ends.push('rollback')),
+        abandon: jest.fn(async () => void ends.push('abandon')),
+      } as unknown as HandlerTransaction;
+      return { transaction, ends, manager, queryRunner };
+    }
+
+    it('opens the transaction before the handler, hands it over and returns it on success', async () => {
+      const { transaction, ends, manager, queryRunner } = fakeTransaction();
+      const order: string[] = [];
+      let seen: JobContext | undefined;
+      const run = new JobExecutor([], new RecordingLogger()).start({
+        job: job(),
+        lease,
+        timeoutMs: 1_000,
+        openTransaction: async () => {
+          order.push('open');
+          return transaction;
+        },
+        handler: handler(async (_p, ctx) => {
+          order.push('handler');
+          seen = ctx;
+        }),
+      });
+      const result = await run.result;
+      expect(result).toMatchObject({ kind: 'succeeded', transaction });
+      expect(order).toEqual(['open', 'handler']);
+      expect(seen!.transaction).toBe(manager);
+      expect(seen!.queryRunner).toBe(queryRunner);
+      expect(ends).toEqual([]);
+    });
+
+    it('rolls back before a failure is reported', async () => {
+      const { transaction, ends } = fakeTransaction();
+      const run = new JobExecutor([], new RecordingLogger()).start({
+        job: job(),
+        lease,
+        timeoutMs: 1_000,
+        openTransaction: async () => transaction,
+        handler: handler(async () => {
+          throw new Error('boom');
+        }),
+      });
+      const result = await run.result;
+      expect(result).toMatchObject({ kind: 'failed' });
+      expect(result).not.toHaveProperty('transaction');
+      expect(ends).toEqual(['rollback']);
+    });
+
+    it('abandons the transaction at the timeout, without waiting for the handler', async () => {
+      jest.useFakeTimers();
+      const { transaction, ends } = fakeTransaction();
+      const run = new JobExecutor([], new RecordingLogger()).start({
+        job: job(),
+        lease,
+        timeoutMs: 500,
+        openTransaction: async () => transaction,
+        handler: handler(() => new Promise(() => undefined)),
+      });
+      await jest.advanceTimersByTimeAsync(500);
+      await expect(run.result).resolves.toMatchObject({ kind: 'timeout' });
+      expect(ends).toEqual(['abandon']);
+    });
+
+    it('abandons a transaction that opens after the run was decided, and never runs the handler', async () => {
+      const { transaction, ends } = fakeTransaction();
+      let open!: (tx: HandlerTransaction) => void;
+      const invoke = jest.fn(async () => undefined);
+      const logger = new RecordingLogger();
+      const run = new JobExecutor([], logger).start({
+        job: job(),
+        lease,
+        timeoutMs: 1_000,
+        openTransaction: () => new Promise((resolve) => (open = resolve)),
+        handler: handler(invoke),
+      });
+      run.abort('cancelled');
+      await expect(run.result).resolves.toMatchObject({ kind: 'aborted', cause: 'cancelled' });
+      open(transaction);
+      await new Promise((resolve) => setImmediate(resolve));
+      expect(ends).toEqual(['abandon']);
+      expect(invoke).not.toHaveBeenCalled();
+      expect(logger.events('JobLateResult')).toEqual([]);
     });
   });
 });

@@ -14,11 +14,16 @@ import type { ChokaQMiddleware } from '../interfaces/middleware.interface';
 import { ChokaQTracing, type RunSpan, type RunSpanResult } from '../observability/chokaq-tracing';
 import { LIMITS, MAX_TIMER_MS } from '../validation/limits';
 import { checkPayload } from '../validation/validate-payload';
+import type { HandlerTransaction } from '../storage/job-storage';
 import { JobLogger } from './job-logger';
 
 /** How one run ended, as far as the worker is concerned. */
 export type RunResult =
-  | { kind: 'succeeded'; durationMs: number }
+  /**
+   * The handler returned. A transactional handler's run carries its still-open `transaction`: the
+   * finaliser archives the job in it and commits.
+   */
+  | { kind: 'succeeded'; durationMs: number; transaction?: HandlerTransaction }
   /** The handler threw. `abortedBy` is set when the worker had aborted its signal before. */
   | { kind: 'failed'; error: unknown; durationMs: number; abortedBy?: JobAbortCause }
   /** The execution timeout fired; the handler may still be running, its late result is ignored. */
@@ -55,6 +60,11 @@ export interface ExecutionRequest {
   timeoutMs: number;
   /** Best-effort progress writer; errors are swallowed. */
   reportProgress?: (percent: number, note?: string) => Promise<void>;
+  /**
+   * Opens the run's transaction, for a handler with `transactional: true`: it is opened before the
+   * payload check and the middleware, and handed to them as `ctx.transaction`.
+   */
+  openTransaction?: () => Promise<HandlerTransaction>;
 }
 
 /**
@@ -135,12 +145,19 @@ export class JobExecutor {
       : undefined;
     let settle!: (result: RunResult, error?: unknown) => void;
     let timer: NodeJS.Timeout | undefined;
+    // The run's transaction (transactional handlers only). A run decided without the handler's
+    // own result (timeout, cancel, heartbeat loss, abandon) drops it at once: the handler may still
+    // be running, and nothing it wrote may land.
+    let transaction: HandlerTransaction | undefined;
     const result = new Promise<RunResult>((resolve) => {
       settle = (value, error) => {
         if (settled) return;
         settled = true;
         if (timer !== undefined) clearTimeout(timer);
         timer = undefined;
+        if (transaction !== undefined && value.kind !== 'succeeded' && value.kind !== 'failed') {
+          void transaction.abandon();
+        }
         span?.end(spanResult(value), error);
         resolve(value);
       };
@@ -168,6 +185,12 @@ export class JobExecutor {
           // Best effort by contract: progress must never fail a job.
         }
       },
+      get transaction() {
+        return transaction?.manager;
+      },
+      get queryRunner() {
+        return transaction?.queryRunner;
+      },
     };
 
     if (Number.isFinite(timeoutMs) && timeoutMs > 0) {
@@ -184,14 +207,36 @@ export class JobExecutor {
       timer.unref?.();
     }
 
-    const run = () => this.run(handler, job, ctx);
+    const open = request.openTransaction;
+    // Set when the run was decided (a timeout, a cancel) while its transaction was opening: the
+    // handler never ran, so there is no late result to report.
+    let neverRan = false;
+    const run = open
+      ? async () => {
+          const opened = await open();
+          if (settled) {
+            neverRan = true;
+            await opened.abandon();
+            return;
+          }
+          transaction = opened;
+          return this.run(handler, job, ctx);
+        }
+      : () => this.run(handler, job, ctx);
     (span ? span.run(run) : run()).then(
       () => {
+        if (neverRan) return;
         if (settled) return this.lateResult(job, 'resolved');
-        settle({ kind: 'succeeded', durationMs: elapsed() });
+        settle({ kind: 'succeeded', durationMs: elapsed(), transaction });
       },
-      (error: unknown) => {
+      async (error: unknown) => {
         if (settled) return this.lateResult(job, 'rejected');
+        // The failure policy writes in a transaction of its own, after this one rolled back: a
+        // retry never sees the writes of the attempt that failed.
+        if (transaction !== undefined) {
+          await transaction.rollback();
+          if (settled) return;
+        }
         settle({ kind: 'failed', error, durationMs: elapsed(), abortedBy }, error);
       },
     );

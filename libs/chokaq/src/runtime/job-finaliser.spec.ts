@@ -5,6 +5,7 @@ import { ChokaQFatalError } from '../errors';
 import type { JobOutcome } from '../interfaces/job-outcome.interface';
 import { FailureReason, JobStatus } from '../interfaces/job-status.enum';
 import type { HotJob, JobLease } from '../interfaces/job.interface';
+import type { HandlerTransaction } from '../storage/job-storage';
 import { DbClock } from './db-clock';
 import { JobFinaliser, type ClaimedJob } from './job-finaliser';
 
@@ -79,6 +80,68 @@ describe('JobFinaliser', () => {
   }
 
   afterEach(() => jest.useRealTimers());
+
+  describe("a transactional handler's success", () => {
+    function transaction(archive: () => Promise<boolean>) {
+      return {
+        manager: {},
+        queryRunner: {},
+        archive: jest.fn(archive),
+        rollback: jest.fn(async () => undefined),
+        abandon: jest.fn(async () => undefined),
+      } as unknown as HandlerTransaction & { archive: jest.Mock; abandon: jest.Mock };
+    }
+
+    it('archives and commits in its own transaction, not through the batcher', async () => {
+      const h = harness();
+      const claimed = claimedJob();
+      const tx = transaction(async () => true);
+      await h.finaliser.finalise(
+        claimed,
+        { result: { kind: 'succeeded', durationMs: 9, transaction: tx }, attempt: 1, probe: false },
+        h.emit,
+      );
+      expect(tx.archive).toHaveBeenCalledWith({ ...claimed.lease, durationMs: 9 });
+      expect(h.batcher.add).not.toHaveBeenCalled();
+      expect(h.finaliser.conflicts).toBe(0);
+      expect(h.events).toEqual(['settled l1', 'outcome l1']);
+      expect(h.outcomes[0]).toMatchObject({ outcome: 'succeeded', applied: true });
+    });
+
+    it('a lease lost by the archive is a conflict: rolled back, not applied', async () => {
+      const h = harness();
+      await h.finaliser.finalise(
+        claimedJob(),
+        {
+          result: { kind: 'succeeded', durationMs: 9, transaction: transaction(async () => false) },
+          attempt: 1,
+          probe: false,
+        },
+        h.emit,
+      );
+      expect(h.finaliser.conflicts).toBe(1);
+      expect(h.metrics.conflict).toHaveBeenCalledWith(expect.anything(), 'succeeded');
+      expect(h.outcomes[0]).toMatchObject({ outcome: 'succeeded', applied: false });
+    });
+
+    it('a failed commit runs the failure policy, as a throw would', async () => {
+      const h = harness();
+      const tx = transaction(async () => {
+        throw new Error('connection lost during COMMIT');
+      });
+      await h.finaliser.finalise(
+        claimedJob(),
+        { result: { kind: 'succeeded', durationMs: 9, transaction: tx }, attempt: 1, probe: false },
+        h.emit,
+      );
+      expect(tx.abandon).toHaveBeenCalled();
+      expect(h.storage.rescheduleForRetry).toHaveBeenCalledTimes(1);
+      expect(h.storage.rescheduleForRetry.mock.calls[0][2]).toContain(
+        'connection lost during COMMIT',
+      );
+      expect(h.outcomes).toEqual([expect.objectContaining({ outcome: 'retried', applied: true })]);
+    });
+  });
 
   it('a failed run with attempts left is rescheduled after the backoff delay, then settled and reported', async () => {
     const h = harness();

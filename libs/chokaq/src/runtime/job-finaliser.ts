@@ -7,7 +7,7 @@ import { FailureReason } from '../interfaces/job-status.enum';
 import type { DlqMove, HotJob, JobLease } from '../interfaces/job.interface';
 import type { ResolvedChokaQOptions } from '../interfaces/module-options.interface';
 import type { ChokaQMetrics, ConflictOutcome } from '../observability/chokaq-metrics';
-import type { JobStore } from '../storage/job-storage';
+import type { HandlerTransaction, JobStore } from '../storage/job-storage';
 import { circuitKey, type CircuitBreakers } from './circuit-breaker';
 import type { CompletionBatcher } from './completion-batcher';
 import type { DbClock } from './db-clock';
@@ -119,8 +119,25 @@ export class JobFinaliser {
     const base = { attempt, durationMs: result.durationMs };
     switch (result.kind) {
       case 'succeeded': {
+        let archived: boolean;
+        if (result.transaction !== undefined) {
+          const commit = await this.commit(job, lease, result.durationMs, result.transaction);
+          if ('error' in commit) {
+            // Rolled back, or the COMMIT's fate is unknown: the failure policy decides, as for a
+            // throw. Had an unknown COMMIT landed, the job is archived and the policy's write
+            // finds no row (a conflict), so its effects still count once.
+            const failed: RunResult = {
+              kind: 'failed',
+              error: commit.error,
+              durationMs: result.durationMs,
+            };
+            return this.finalise(claimed, { ...run, result: failed }, emit);
+          }
+          archived = commit.archived;
+        } else {
+          archived = await this.deps.batcher.add({ ...lease, durationMs: result.durationMs });
+        }
         this.deps.breakers.recordSuccess(key, probe);
-        const archived = await this.deps.batcher.add({ ...lease, durationMs: result.durationMs });
         if (!archived) {
           this.conflictCount++;
           this.deps.metrics?.conflict(job, 'succeeded');
@@ -319,6 +336,35 @@ export class JobFinaliser {
         }),
         job,
       );
+    }
+  }
+
+  /**
+   * Archives a transactional handler's run inside its own transaction and commits it
+   * (`HandlerTransaction.archive`): no batch, the run's writes and its move commit together.
+   * `archived` is false when the lease no longer matched, so everything was rolled back.
+   */
+  private async commit(
+    job: HotJob,
+    lease: JobLease,
+    durationMs: number,
+    transaction: HandlerTransaction,
+  ): Promise<{ archived: boolean } | { error: unknown }> {
+    try {
+      const archived = await transaction.archive({ ...lease, durationMs });
+      if (!archived) {
+        logEvent(
+          this.deps.logger,
+          'StateTransitionConflict',
+          `archive of job ${job.id} changed no row: the lease no longer matches (state ` +
+            `transition conflict); the handler's transaction was rolled back`,
+          { operation: 'archiveInTransaction', jobId: job.id },
+        );
+      }
+      return { archived };
+    } catch (error) {
+      await transaction.abandon();
+      return { error: toError(error) };
     }
   }
 

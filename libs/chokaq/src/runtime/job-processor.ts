@@ -9,6 +9,7 @@ import { FailureReason, JobStatus } from '../interfaces/job-status.enum';
 import type { HotJob, JobLease } from '../interfaces/job.interface';
 import type { ResolvedChokaQOptions } from '../interfaces/module-options.interface';
 import { ChokaQMetrics } from '../observability/chokaq-metrics';
+import { MAX_TIMER_MS } from '../validation/limits';
 import type { JobStore } from '../storage/job-storage';
 import { circuitKey, type CircuitBreakers } from './circuit-breaker';
 import type { CompletionBatcher } from './completion-batcher';
@@ -490,6 +491,10 @@ export class JobProcessor {
       lease,
       handler,
       timeoutMs,
+      // Each statement of the run is bounded by what the whole run may take (PostgreSQL).
+      openTransaction: handler.transactional
+        ? () => this.deps.storage.beginHandlerTransaction(statementTimeout(timeoutMs))
+        : undefined,
       reportProgress: async (percent, note) => {
         if (!Number.isFinite(percent)) return;
         const clamped = Math.min(100, Math.max(0, percent));
@@ -566,6 +571,13 @@ export class JobProcessor {
     }, wait);
     this.startRetryTimer.unref?.();
   }
+}
+
+/** A run's execution timeout as a statement timeout: none for a run without one. */
+function statementTimeout(timeoutMs: number): number | undefined {
+  return Number.isFinite(timeoutMs) && timeoutMs > 0
+    ? Math.min(Math.ceil(timeoutMs), MAX_TIMER_MS)
+    : undefined;
 }
 
 function pushTo<K, V>(map: Map<K, V[]>, key: K, value: V): void {

@@ -82,13 +82,14 @@ export function jobEventIssues(name: string, meta: OnJobEventMetadata): Validati
  * (`HandlerRegistry.register`): the same rules on the same fields.
  */
 export function handlerDefinitionIssues(handler: HandlerDefinition): ValidationIssue[] {
-  const { queue, type, timeoutMs, maxAttempts, retryZombies, schema } = handler;
+  const { queue, type, timeoutMs, maxAttempts, retryZombies, transactional, schema } = handler;
   return jobHandlerIssues(handler.name, {
     queue,
     type,
     timeoutMs,
     maxAttempts,
     retryZombies,
+    transactional,
     schema,
   });
 }

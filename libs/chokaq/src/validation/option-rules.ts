@@ -91,6 +91,7 @@ export const JOB_HANDLER_RULES = {
   timeoutMs: OPTION_RULES.execution.timeoutMs,
   maxAttempts: OPTION_RULES.retry.maxAttempts,
   retryZombies: bool,
+  transactional: bool,
 } as const satisfies Record<keyof JobHandlerOptions, OptionRule>;
 
 /**
