@@ -70,7 +70,7 @@ async function listIndexes(db: TestSchema): Promise<Record<string, string>> {
  * this version opens it: nothing is lost or stranded, the old worker's leases still finalise its
  * jobs, and what the newer versions added (the Workers table, the progress note, the keyset lists'
  * indexes, the exact SQLite counts of the archive and the DLQ, the metric buckets' retries and
- * start lag, the trace context column) works at once.
+ * start lag, the trace context column, the attempt history) works at once.
  *
  * The old database is built from the migrations themselves (every version before the one that
  * brought the Workers table), then filled by plain INSERTs in the old tables' shape, as the
@@ -110,14 +110,18 @@ describeEachDialect(
     ];
     /** The version that brought the trace context column (issue 15, traces). */
     const TRACE_VERSION = { sqlite: 8, postgres: 10 }[dialect as 'sqlite' | 'postgres'];
+    /** The version that brought the attempt history table (issue 17, part 2). */
+    const ATTEMPTS_VERSION = { sqlite: 9, postgres: 11 }[dialect as 'sqlite' | 'postgres'];
     /**
      * A stand-in for the previous release below is this release's own storage opened without
-     * migrating: it writes the trace context column, so a schema it runs on must have it. On
-     * SQLite that version is also recorded, since `ADD COLUMN` cannot run twice there (SQLite has
-     * no `IF NOT EXISTS` for it: the ledger is what guards it); PostgreSQL's runs again, as its
-     * printed script may.
+     * migrating: it writes the trace context column and the attempt history table, so a schema it
+     * runs on must have them. On SQLite the trace version is also recorded, since `ADD COLUMN`
+     * cannot run twice there (SQLite has no `IF NOT EXISTS` for it: the ledger is what guards it);
+     * PostgreSQL's runs again, as its printed script may, and the table's `CREATE TABLE IF NOT
+     * EXISTS` runs again on both.
      */
-    const withTraceColumn = (version: number) => version === TRACE_VERSION;
+    const withTraceColumn = (version: number) =>
+      version === TRACE_VERSION || version === ATTEMPTS_VERSION;
     const traceColumnRecorded = (version: number) =>
       dialect === 'sqlite' && version === TRACE_VERSION;
 
@@ -608,6 +612,72 @@ describeEachDialect(
       expect(again.rows.map((r) => r.traceContext)).toEqual([traceContext]);
       await storage.archiveSucceeded([{ ...again.leases[0], durationMs: 1 }]);
       expect(await storage.getJob(id)).toMatchObject({ pillar: 'archive', traceContext });
+    });
+
+    it('the attempt history on a database of the previous version: the table appears empty, jobs stored before run on, and the run of an old worker that fails now leaves its row', async () => {
+      await createPreviousVersion(ATTEMPTS_VERSION);
+      const queue = 'upgrade.attempts';
+      const oldWorker = 'old-release:4:abcd';
+      const ids = { processing: randomUUID(), archived: randomUUID(), dead: randomUUID() };
+      const lease = randomUUID();
+      const started = at(Date.now() - 2_000);
+      await db.query(`INSERT INTO ${db.table('queues')} (name, last_updated_utc) VALUES (?, ?)`, [
+        queue,
+        started,
+      ]);
+      await db.query(`INSERT INTO ${db.table('stats')} (queue) VALUES (?)`, [queue]);
+      // A second attempt running under a worker of the previous release, as that release wrote it.
+      await db.query(
+        `INSERT INTO ${db.table('hot')} (id, queue, type, payload, priority, status, attempt_count,
+          worker_id, lease_id, heartbeat_utc, started_at_utc, created_at_utc, enqueued_at_utc,
+          last_updated_utc) VALUES (?, ?, 'old.v1', '{}', 10, 2, 2, ?, ?, ?, ?, ?, ?, ?)`,
+        [ids.processing, queue, oldWorker, lease, started, started, started, started, started],
+      );
+      await db.query(
+        `INSERT INTO ${db.table('archive')} (id, queue, type, payload, priority, attempt_count,
+          created_at_utc, enqueued_at_utc, finished_at_utc, duration_ms)
+         VALUES (?, ?, 'old.v1', '{}', 10, 3, ?, ?, ?, 7)`,
+        [ids.archived, queue, started, started, started],
+      );
+      await db.query(
+        `INSERT INTO ${db.table('dlq')} (id, queue, type, payload, priority, status, attempt_count,
+          created_at_utc, enqueued_at_utc, failure_reason, error_details, failed_at_utc)
+         VALUES (?, ?, 'old.v1', '{}', 10, 4, 3, ?, ?, ?, 'Error: old', ?)`,
+        [ids.dead, queue, started, started, FailureReason.MaxRetriesExceeded, started],
+      );
+
+      // A process of this version starts: its storage migrates the schema.
+      const storage = await db.openStorage();
+      const all = dialect === 'sqlite' ? SQLITE_MIGRATIONS : POSTGRES_MIGRATIONS;
+      expect(await db.count('migrations')).toBe(all.length);
+      expect(await db.count('attempts')).toBe(0);
+      // Jobs that ended before have no history: their attempts were never recorded.
+      for (const id of [ids.archived, ids.dead]) {
+        expect(await storage.getJob(id, { attempts: true })).toMatchObject({ attempts: [] });
+      }
+
+      // The old worker's run fails: its lease still works, and its attempt is recorded.
+      const running = { id: ids.processing, workerId: oldWorker, leaseId: lease };
+      expect(await storage.rescheduleForRetry(running, 0, 'Error: after the upgrade')).toBe(1);
+      const view = await storage.getJob(ids.processing, { attempts: true });
+      expect(view?.attempts).toEqual([
+        expect.objectContaining({
+          seq: 1,
+          attempt: 2,
+          workerId: oldWorker,
+          leaseId: lease,
+          outcome: 'retried',
+          error: 'Error: after the upgrade',
+        }),
+      ]);
+      expect(view!.attempts![0].durationMs).toBeGreaterThanOrEqual(1_000);
+
+      // The DLQ job from before resurrects and purges like any other.
+      expect(await storage.resurrect(ids.dead)).toBe(1);
+      expect(await storage.getJob(ids.dead, { attempts: true })).toMatchObject({
+        pillar: 'hot',
+        attempts: [],
+      });
     });
 
     (HEALTH_INDEX_VERSION === undefined ? it.skip : it)(

@@ -18,8 +18,8 @@ import { Recorder, recordPg, recordSqlite } from './support/recorders';
 /**
  * Golden files pin, for PostgreSQL and SQLite, the exact SQL text and the parameter list that the
  * storage class really sends to its driver for the claim and every move (and the idempotency-key
- * enqueue, the Workers table's upsert and read, the progress write, and the three shapes of a list
- * page): each operation runs against a real database while the driver is wrapped
+ * enqueue, the Workers table's upsert and read, the progress write, the three shapes of a list
+ * page, a job read with its attempt history, and a purge, which deletes that history too): each operation runs against a real database while the driver is wrapped
  * (`pg` `Client.prototype.query`; better-sqlite3 statement `run/get/all/iterate` and `exec`), and
  * every statement it sent, in order, transaction control included, is compared with
  * `test/golden/<dialect>/<operation>.sql` byte for byte. Parameters are pinned as a stable
@@ -522,6 +522,29 @@ const SCENARIOS: readonly Scenario[] = [
     },
   },
   {
+    // One job with its attempt history: the job, then its attempt rows.
+    file: 'get-job-attempts',
+    async run(storage, recorder) {
+      const [lease] = await processing(storage, 'golden.attempts');
+      await storage.rescheduleForRetry(lease, 0, 'Error: try again');
+      const { result, statements } = await recorder.record(() =>
+        storage.getJob(lease.id, { attempts: true }),
+      );
+      expect(result?.attempts?.map((a) => a.outcome)).toEqual(['retried']);
+      return statements;
+    },
+  },
+  {
+    // DLQ rows by id, and their attempt rows with them.
+    file: 'purge-dlq',
+    async run(storage, recorder) {
+      const ids = await inDlq(storage, 'golden.purge', 2);
+      const { result, statements } = await recorder.record(() => storage.purgeDlq(ids));
+      expect(result).toBe(2);
+      return statements;
+    },
+  },
+  {
     // The key is held by an active job: nothing is inserted and the holder's id comes back.
     file: 'enqueue-key-held',
     async run(storage, recorder) {
@@ -551,6 +574,7 @@ const TABLES = [
   'recurring_jobs',
   'workers',
   'audit_log',
+  'job_attempts',
 ];
 
 function defineGoldens(dir: string, open: () => Promise<Harness>): void {

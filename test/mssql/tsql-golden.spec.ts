@@ -7,8 +7,9 @@ import { catalogue } from './support/statements';
  * Golden files pin the exact T-SQL text and parameter list of the claim (and its retry read-back)
  * and of every move (and the enqueue paths that carry the idempotency-key locking), of the
  * Workers table's upsert and read and the progress write, of the three shapes of a list page, of
- * the statements that start runs or retry them (they write metric buckets too), and of the
- * dashboard reads. A change to any of them must be a conscious act: review the diff, then
+ * the statements that start runs or retry them (they write metric buckets too), of the
+ * dashboard reads, and of the attempt history's read and of the deletes that take it with a job
+ * (purge, retention). A change to any of them must be a conscious act: review the diff, then
  * regenerate with
  *
  *   CHOKAQ_UPDATE_GOLDEN=1 npx jest test/mssql/tsql-golden && npx prettier --write test/golden/mssql
@@ -51,6 +52,9 @@ const PINNED: ReadonlyArray<[file: string, name: string]> = [
   ['count-exactly', 'countExactly.dlq [filter queue]'],
   ['queue-outcomes', 'getQueueOutcomes [5 minutes]'],
   ['audit-log-target', 'getAuditLog [target from a cursor]'],
+  ['get-job-attempts', 'getJobAttempts'],
+  ['purge-dlq', 'purgeDlq'],
+  ['apply-retention-archive', 'applyRetention [archive]'],
 ];
 
 /** Parameters as TypeORM hands them to mssql: position, declared type, value. */

@@ -233,7 +233,7 @@ describe('SQL Server lock hints and isolation', () => {
 
   it('version 9: TraceContext in every pillar, added where missing; every move and both enqueues carry it', () => {
     const ddl = mssqlSchemaDdl('chokaq');
-    expect(MSSQL_SCHEMA_VERSION).toBe(9);
+    expect(MSSQL_SCHEMA_VERSION).toBeGreaterThanOrEqual(9);
     // A new database gets the column from CREATE TABLE; an older one from the guarded ALTER.
     for (const table of ['JobsHot', 'JobsArchive', 'JobsDLQ']) {
       expect(ddl).toMatch(
@@ -279,6 +279,71 @@ describe('SQL Server lock hints and isolation', () => {
         e.name,
         expect.stringMatching(/INSERT INTO \[chokaq\]\.\[JobsHot\] \([^)]*, TraceContext\)/),
       ]);
+    }
+  });
+
+  it('version 10: JobAttempts, created where missing; the moves that end a run write its row in their transaction, the archive move and the claim none; purge and retention delete the rows with their jobs', () => {
+    const ddl = mssqlSchemaDdl('chokaq');
+    expect(MSSQL_SCHEMA_VERSION).toBe(10);
+    expect(ddl).toContain("IF OBJECT_ID(N'[chokaq].[JobAttempts]', N'U') IS NULL");
+    expect(ddl).toMatch(
+      /CREATE TABLE \[chokaq\]\.\[JobAttempts\] \([^;]*CONSTRAINT \[PK_JobAttempts\] PRIMARY KEY CLUSTERED \(JobId, Seq\)/,
+    );
+    expect(ddl).toMatch(/Error nvarchar\(4000\) NULL/);
+    expect(ddl).toMatch(
+      /INSERT INTO \[chokaq\]\.\[SchemaMigrations\] \(Version, Description\) OUTPUT inserted\.Version INTO @Applied \(Version\) VALUES \(10, /,
+    );
+    const writesAttempts = /INSERT INTO \[chokaq\]\.\[JobAttempts\] /;
+    /** The attempt insert comes after the hot row changed and before COMMIT: one transaction. */
+    const inTransaction = (sql: string, change: RegExp) => {
+      const begin = sql.indexOf('BEGIN TRAN;');
+      const changed = sql.search(change);
+      const insert = sql.search(writesAttempts);
+      return begin >= 0 && begin < changed && changed < insert && insert < sql.indexOf('COMMIT;');
+    };
+    for (const [operation, change] of [
+      [
+        'rescheduleForRetry',
+        /OUTPUT inserted\.Id, inserted\.Queue, deleted\.AttemptCount, deleted\.WorkerId, deleted\.LeaseId, deleted\.StartedAtUtc INTO @Retried/,
+      ],
+      ['moveToDlq', /OUTPUT deleted\.Id, [^;]* INTO @Moved \(/],
+      ['archiveZombies', /OUTPUT deleted\.Id, [^;]* INTO @Moved \(/],
+    ] as const) {
+      for (const e of entries.filter((x) => x.operation === operation)) {
+        expect([e.name, inTransaction(e.statement.sql, change)]).toEqual([e.name, true]);
+      }
+    }
+    // Only runs that started (Processing) have an attempt; a zombie's names its lost worker.
+    expect(one('moveToDlq', 'lease').statement.sql).toContain(
+      'FROM @Moved AS mv WHERE mv.Status = 2',
+    );
+    expect(one('archiveZombies').statement.sql).toMatch(
+      /SELECT r\.Id, r\.AttemptCount, r\.WorkerId, r\.LeaseId, r\.StartedAtUtc, 'zombie' AS Outcome/,
+    );
+    for (const e of entries.filter((x) =>
+      ['archiveSucceeded', 'fetchNextBatch', 'markAsProcessing', 'cancel', 'release'].includes(
+        x.operation,
+      ),
+    )) {
+      expect([e.name, writesAttempts.test(e.statement.sql)]).toEqual([e.name, false]);
+    }
+    for (const [operation, variant] of [
+      ['purgeDlq', undefined],
+      ['applyRetention', 'archive'],
+      ['applyRetention', 'dlq'],
+    ] as const) {
+      const sql = one(operation, variant).statement.sql;
+      const deleted = sql.search(/OUTPUT deleted\.Id INTO @Gone \(Id\)/);
+      const history = sql.indexOf(
+        'DELETE x FROM [chokaq].[JobAttempts] AS x INNER JOIN @Gone AS g',
+      );
+      expect([operation, variant, sql.indexOf('BEGIN TRAN;') < deleted, deleted < history]).toEqual(
+        [operation, variant, true, true],
+      );
+      expect(history).toBeLessThan(sql.indexOf('COMMIT;'));
+    }
+    for (const e of entries.filter((x) => x.operation === 'purgeDlqByFilter')) {
+      expect(e.statement.sql).toContain('DELETE x FROM [chokaq].[JobAttempts] AS x');
     }
   });
 

@@ -298,6 +298,7 @@ function cases(): Case[] {
     ],
     ['previewDlqFilterCount', '', (v) => SQL.previewDlqFilterCount(s, dlqFilter(v))],
     ['getJob', '', (v) => SQL.getJob(s, v.id)],
+    ['getJobAttempts', '', (v) => SQL.getJobAttempts(s, v.id)],
     ['getSummary', '', () => SQL.getSummary(s)],
     ['getQueueStats', '', () => SQL.getQueueStats(s)],
     ['getQueueHealth', '', () => SQL.getQueueHealth(s)],

@@ -64,6 +64,7 @@ describe('SQLite storage', () => {
         'recurring',
         'migrations',
         'workers',
+        'attempts',
       ];
       for (const t of logical) expect(tables).toContain(db.table(t));
       expect(tables).toContain(`${db.schema}row_counts`);

@@ -30,7 +30,8 @@ export type TableName =
   | 'recurring'
   | 'migrations'
   | 'workers'
-  | 'audit';
+  | 'audit'
+  | 'attempts';
 
 /** Table names on SQLite (after the prefix) and PostgreSQL; SQL Server's come from the library. */
 const SNAKE_NAMES: Record<TableName, string> = {
@@ -44,6 +45,7 @@ const SNAKE_NAMES: Record<TableName, string> = {
   migrations: 'schema_migrations',
   workers: 'workers',
   audit: 'audit_log',
+  attempts: 'job_attempts',
 };
 
 /** `worker_id` → `WorkerId`: SPEC §2's SQL Server spelling of a snake_case column. */

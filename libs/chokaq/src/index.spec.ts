@@ -37,6 +37,9 @@ export type StorageContractTypes = [
   api.StartLag,
   api.SchemaStatus,
   api.SchemaVersionInfo,
+  api.GetJobOptions,
+  api.JobAttempt,
+  api.JobAttemptOutcome,
 ];
 
 /**

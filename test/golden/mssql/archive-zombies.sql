@@ -42,6 +42,11 @@ WHERE h.Status = 2;
 INSERT INTO [chokaq].[JobsDLQ] (Id, Queue, Type, Payload, Tags, IdempotencyKey, Priority, Status, AttemptCount, WorkerId, ScheduledAtUtc, CreatedAtUtc, EnqueuedAtUtc, StartedAtUtc, LastUpdatedUtc, CreatedBy, LastModifiedBy, LastError, Progress, ProgressNote, TraceContext, FailureReason, ErrorDetails, FailedAtUtc, DurationMs)
 SELECT m.Id, m.Queue, m.Type, m.Payload, m.Tags, m.IdempotencyKey, m.Priority, 6, m.AttemptCount, m.WorkerId, m.ScheduledAtUtc, m.CreatedAtUtc, m.EnqueuedAtUtc, m.StartedAtUtc, @now, m.CreatedBy, ISNULL(NULL, m.LastModifiedBy), m.LastError, m.Progress, m.ProgressNote, m.TraceContext, 2, @3, @now, NULL
 FROM @Moved AS m;
+INSERT INTO [chokaq].[JobAttempts] (JobId, Seq, Attempt, WorkerId, LeaseId, StartedAtUtc, FinishedAtUtc, Outcome, Error, DurationMs)
+SELECT a.Id, ISNULL((SELECT MAX(x.Seq) FROM [chokaq].[JobAttempts] AS x WHERE x.JobId = a.Id), 0) + 1,
+  a.AttemptCount, a.WorkerId, a.LeaseId, a.StartedAtUtc, @now, a.Outcome, LEFT(a.Error, 4000),
+  CASE WHEN a.StartedAtUtc IS NULL THEN NULL WHEN a.StartedAtUtc < @now THEN DATEDIFF_BIG(MILLISECOND, a.StartedAtUtc, @now) ELSE 0 END
+FROM (SELECT r.Id, r.AttemptCount, r.WorkerId, r.LeaseId, r.StartedAtUtc, 'zombie' AS Outcome, @3 AS Error FROM @Retried AS r UNION ALL SELECT mv.Id, mv.AttemptCount, mv.WorkerId, mv.LeaseId, mv.StartedAtUtc, 'zombie', @3 FROM @Moved AS mv) AS a;
 DECLARE @StatsDelta TABLE (Queue varchar(255) NOT NULL PRIMARY KEY, RetriedTotal bigint NOT NULL, FailedTotal bigint NOT NULL);
 INSERT INTO @StatsDelta (Queue, RetriedTotal, FailedTotal)
 SELECT g.Queue, SUM(CAST(g.Retried AS bigint)), SUM(CAST(g.Failed AS bigint)) FROM (SELECT r.Queue, 1 AS Retried, 0 AS Failed FROM @Retried AS r UNION ALL SELECT mv.Queue, 0, 1 FROM @Moved AS mv) AS g GROUP BY g.Queue;

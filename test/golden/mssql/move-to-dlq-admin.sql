@@ -13,6 +13,11 @@ WHERE h.Id = CAST(@0 AS varchar(36));
 INSERT INTO [chokaq].[JobsDLQ] (Id, Queue, Type, Payload, Tags, IdempotencyKey, Priority, Status, AttemptCount, WorkerId, ScheduledAtUtc, CreatedAtUtc, EnqueuedAtUtc, StartedAtUtc, LastUpdatedUtc, CreatedBy, LastModifiedBy, LastError, Progress, ProgressNote, TraceContext, FailureReason, ErrorDetails, FailedAtUtc, DurationMs)
 SELECT m.Id, m.Queue, m.Type, m.Payload, m.Tags, m.IdempotencyKey, m.Priority, CASE @1 WHEN 1 THEN 5 WHEN 2 THEN 6 ELSE 4 END, m.AttemptCount, m.WorkerId, m.ScheduledAtUtc, m.CreatedAtUtc, m.EnqueuedAtUtc, m.StartedAtUtc, @now, m.CreatedBy, ISNULL(@3, m.LastModifiedBy), m.LastError, m.Progress, m.ProgressNote, m.TraceContext, @1, @2, @now, @4
 FROM @Moved AS m;
+INSERT INTO [chokaq].[JobAttempts] (JobId, Seq, Attempt, WorkerId, LeaseId, StartedAtUtc, FinishedAtUtc, Outcome, Error, DurationMs)
+SELECT a.Id, ISNULL((SELECT MAX(x.Seq) FROM [chokaq].[JobAttempts] AS x WHERE x.JobId = a.Id), 0) + 1,
+  a.AttemptCount, a.WorkerId, a.LeaseId, a.StartedAtUtc, @now, a.Outcome, LEFT(a.Error, 4000),
+  CASE WHEN a.StartedAtUtc IS NULL THEN NULL WHEN a.StartedAtUtc < @now THEN DATEDIFF_BIG(MILLISECOND, a.StartedAtUtc, @now) ELSE 0 END
+FROM (SELECT mv.Id, mv.AttemptCount, mv.WorkerId, mv.LeaseId, mv.StartedAtUtc, CASE @1 WHEN 7 THEN 'timeout' WHEN 1 THEN 'cancelled' WHEN 2 THEN 'zombie' ELSE 'failed' END AS Outcome, @2 AS Error FROM @Moved AS mv WHERE mv.Status = 2) AS a;
 DECLARE @StatsDelta TABLE (Queue varchar(255) NOT NULL PRIMARY KEY, FailedTotal bigint NOT NULL, CancelledTotal bigint NOT NULL);
 INSERT INTO @StatsDelta (Queue, FailedTotal, CancelledTotal)
 SELECT g.Queue, SUM(CAST(CASE WHEN @1 = 1 THEN 0 ELSE 1 END AS bigint)), SUM(CAST(CASE WHEN @1 = 1 THEN 1 ELSE 0 END AS bigint)) FROM @Moved AS g GROUP BY g.Queue;

@@ -5,13 +5,18 @@ SET XACT_ABORT ON;
 DECLARE @now datetime2(3) = SYSUTCDATETIME();
 DECLARE @bucket datetime2(0) = CAST(DATEADD(SECOND, -DATEPART(SECOND, @now), DATEADD(MILLISECOND, -DATEPART(MILLISECOND, @now), @now)) AS datetime2(0));
 DECLARE @due datetime2(3) = DATEADD(MILLISECOND, CAST(@3 % 1000 AS int), DATEADD(SECOND, CAST(@3 / 1000 AS int), @now));
-DECLARE @Retried TABLE (Id varchar(36) NOT NULL, Queue varchar(255) NOT NULL);
+DECLARE @Retried TABLE (Id varchar(36) NOT NULL, Queue varchar(255) NOT NULL, AttemptCount int NULL, WorkerId nvarchar(255) NULL, LeaseId varchar(36) NULL, StartedAtUtc datetime2(3) NULL);
 BEGIN TRAN;
 UPDATE h SET h.Status = 0, h.WorkerId = NULL, h.LeaseId = NULL, h.HeartbeatUtc = NULL,
   h.ScheduledAtUtc = @due, h.DueAtUtc = @due, h.LastError = @4, h.LastUpdatedUtc = @now
-OUTPUT inserted.Id, inserted.Queue INTO @Retried (Id, Queue)
+OUTPUT inserted.Id, inserted.Queue, deleted.AttemptCount, deleted.WorkerId, deleted.LeaseId, deleted.StartedAtUtc INTO @Retried (Id, Queue, AttemptCount, WorkerId, LeaseId, StartedAtUtc)
 FROM [chokaq].[JobsHot] AS h
 WHERE h.Id = CAST(@0 AS varchar(36)) AND h.WorkerId = @1 AND h.LeaseId = CAST(@2 AS varchar(36)) AND h.Status = 2;
+INSERT INTO [chokaq].[JobAttempts] (JobId, Seq, Attempt, WorkerId, LeaseId, StartedAtUtc, FinishedAtUtc, Outcome, Error, DurationMs)
+SELECT a.Id, ISNULL((SELECT MAX(x.Seq) FROM [chokaq].[JobAttempts] AS x WHERE x.JobId = a.Id), 0) + 1,
+  a.AttemptCount, a.WorkerId, a.LeaseId, a.StartedAtUtc, @now, a.Outcome, LEFT(a.Error, 4000),
+  CASE WHEN a.StartedAtUtc IS NULL THEN NULL WHEN a.StartedAtUtc < @now THEN DATEDIFF_BIG(MILLISECOND, a.StartedAtUtc, @now) ELSE 0 END
+FROM (SELECT r.Id, r.AttemptCount, r.WorkerId, r.LeaseId, r.StartedAtUtc, 'retried' AS Outcome, @4 AS Error FROM @Retried AS r) AS a;
 DECLARE @StatsDelta TABLE (Queue varchar(255) NOT NULL PRIMARY KEY, RetriedTotal bigint NOT NULL);
 INSERT INTO @StatsDelta (Queue, RetriedTotal)
 SELECT g.Queue, SUM(CAST(1 AS bigint)) FROM @Retried AS g GROUP BY g.Queue;

@@ -40,6 +40,19 @@ retried AS (
   WHERE j.id = c.id AND c.retry AND j.status = 2
   RETURNING j.id, j.queue
 ),
+attempt AS (
+  INSERT INTO "chokaq".job_attempts (
+    job_id, seq, attempt, worker_id, lease_id, started_at_utc, finished_at_utc, outcome, error,
+    duration_ms)
+  SELECT a.id,
+         coalesce((SELECT max(x.seq) FROM "chokaq".job_attempts x WHERE x.job_id = a.id), 0) + 1,
+         a.attempt_count, a.worker_id, a.lease_id, a.started_at_utc, now(), a.outcome,
+         left(a.error, 4000),
+         CASE WHEN a.started_at_utc IS NOT NULL
+              THEN greatest(0, round(extract(epoch FROM now() - a.started_at_utc) * 1000))::bigint
+         END
+  FROM (SELECT c.id, c.attempt_count, c.worker_id, c.lease_id, c.started_at_utc, 'zombie' AS outcome, $3::text AS error FROM candidates c WHERE c.id IN (SELECT id FROM src UNION ALL SELECT id FROM retried)) AS a
+),
 counted AS (
   INSERT INTO "chokaq".stats_summary AS t (queue, failed_total, retried_total, last_activity_utc)
   SELECT queue, count(*) FILTER (WHERE kind = 'dlq'), count(*) FILTER (WHERE kind = 'retried'), now()

@@ -13,6 +13,19 @@ src AS (
   FROM moved m
   RETURNING id, queue
 ),
+attempt AS (
+  INSERT INTO "chokaq".job_attempts (
+    job_id, seq, attempt, worker_id, lease_id, started_at_utc, finished_at_utc, outcome, error,
+    duration_ms)
+  SELECT a.id,
+         coalesce((SELECT max(x.seq) FROM "chokaq".job_attempts x WHERE x.job_id = a.id), 0) + 1,
+         a.attempt_count, a.worker_id, a.lease_id, a.started_at_utc, now(), a.outcome,
+         left(a.error, 4000),
+         CASE WHEN a.started_at_utc IS NOT NULL
+              THEN greatest(0, round(extract(epoch FROM now() - a.started_at_utc) * 1000))::bigint
+         END
+  FROM (SELECT m.id, m.attempt_count, m.worker_id, m.lease_id, m.started_at_utc, CASE $4::smallint WHEN 7 THEN 'timeout' WHEN 1 THEN 'cancelled' WHEN 2 THEN 'zombie' ELSE 'failed' END AS outcome, $5::text AS error FROM moved m WHERE m.status = 2) AS a
+),
 
 counted AS (
   INSERT INTO "chokaq".stats_summary AS t (queue, failed_total, last_activity_utc)

@@ -5,7 +5,20 @@ WITH retried AS (
   SET status = 0, worker_id = NULL, lease_id = NULL, heartbeat_utc = NULL,
       scheduled_at_utc = now() + $4::float8 * interval '1 millisecond', last_error = $5, last_updated_utc = now()
   WHERE j.id = $1 AND j.worker_id = $2 AND j.lease_id = $3 AND j.status = 2
-  RETURNING j.queue
+  RETURNING j.id, j.queue, j.attempt_count, j.started_at_utc
+),
+attempt AS (
+  INSERT INTO "chokaq".job_attempts (
+    job_id, seq, attempt, worker_id, lease_id, started_at_utc, finished_at_utc, outcome, error,
+    duration_ms)
+  SELECT a.id,
+         coalesce((SELECT max(x.seq) FROM "chokaq".job_attempts x WHERE x.job_id = a.id), 0) + 1,
+         a.attempt_count, a.worker_id, a.lease_id, a.started_at_utc, now(), a.outcome,
+         left(a.error, 4000),
+         CASE WHEN a.started_at_utc IS NOT NULL
+              THEN greatest(0, round(extract(epoch FROM now() - a.started_at_utc) * 1000))::bigint
+         END
+  FROM (SELECT r.id, r.attempt_count, $2::varchar AS worker_id, $3::varchar AS lease_id, r.started_at_utc, 'retried' AS outcome, $5::text AS error FROM retried r) AS a
 ),
 counted AS (
   INSERT INTO "chokaq".stats_summary AS t (queue, retried_total, last_activity_utc)

@@ -1,18 +1,30 @@
--- [1/6] run
+-- [1/7] run
 BEGIN IMMEDIATE
 
--- [2/6] all
+-- [2/7] all
 WITH lease(id, worker_id, lease_id) AS (
     SELECT value ->> 'id', value ->> 'workerId', value ->> 'leaseId' FROM json_each(@leases)
   )
       DELETE FROM chokaq_jobs_hot WHERE status IN (1, 2) AND (id, worker_id, lease_id) IN (SELECT id, worker_id, lease_id FROM lease) RETURNING *
 
--- [3/6] run
+-- [3/7] run
+INSERT INTO chokaq_job_attempts (job_id, seq, attempt, worker_id, lease_id,
+        started_at_utc, finished_at_utc, outcome, error, duration_ms)
+      SELECT a.value ->> 'id',
+        COALESCE((SELECT MAX(x.seq) FROM chokaq_job_attempts x WHERE x.job_id = a.value ->> 'id'), 0) + 1,
+        a.value ->> 'attempt_count', a.value ->> 'worker_id', a.value ->> 'lease_id',
+        a.value ->> 'started_at_utc', CAST(ROUND(unixepoch('subsec') * 1000) AS INTEGER), a.value ->> 'outcome',
+        substr(a.value ->> 'error', 1, 4000),
+        CASE WHEN a.value ->> 'started_at_utc' IS NOT NULL
+             THEN MAX(0, CAST(ROUND(unixepoch('subsec') * 1000) AS INTEGER) - (a.value ->> 'started_at_utc')) END
+      FROM json_each(@attempts) AS a ORDER BY a.key
+
+-- [4/7] run
 INSERT INTO chokaq_jobs_dlq (id, queue, type, payload, tags, idempotency_key, priority, status, attempt_count, worker_id, lease_id, heartbeat_utc, scheduled_at_utc, created_at_utc, enqueued_at_utc, started_at_utc, last_updated_utc, created_by, last_modified_by, last_error, cancel_requested_utc, progress, progress_note, trace_context, failure_reason, error_details, failed_at_utc)
       SELECT m.value ->> 'id', m.value ->> 'queue', m.value ->> 'type', m.value ->> 'payload', m.value ->> 'tags', m.value ->> 'idempotency_key', m.value ->> 'priority', m.value ->> 'status', m.value ->> 'attempt_count', m.value ->> 'worker_id', m.value ->> 'lease_id', m.value ->> 'heartbeat_utc', m.value ->> 'scheduled_at_utc', m.value ->> 'created_at_utc', m.value ->> 'enqueued_at_utc', m.value ->> 'started_at_utc', m.value ->> 'last_updated_utc', m.value ->> 'created_by', m.value ->> 'last_modified_by', m.value ->> 'last_error', m.value ->> 'cancel_requested_utc', m.value ->> 'progress', m.value ->> 'progress_note', m.value ->> 'trace_context', m.value ->> 'failure_reason', m.value ->> 'error_details', CAST(ROUND(unixepoch('subsec') * 1000) AS INTEGER)
       FROM json_each(@moved) AS m ORDER BY m.key
 
--- [4/6] run
+-- [5/7] run
 INSERT INTO chokaq_stats_summary (queue, succeeded_total, failed_total, cancelled_total,
         retried_total, resurrected_total, last_activity_utc)
       SELECT value ->> 'queue', value ->> 'succeeded', value ->> 'failed', value ->> 'cancelled',
@@ -26,7 +38,7 @@ INSERT INTO chokaq_stats_summary (queue, succeeded_total, failed_total, cancelle
         resurrected_total = resurrected_total + excluded.resurrected_total,
         last_activity_utc = excluded.last_activity_utc
 
--- [5/6] run
+-- [6/7] run
 INSERT INTO chokaq_metric_buckets (bucket_utc, queue, outcome, failure_reason, completed_count,
         duration_count, total_duration_ms, max_duration_ms, lag_count, lag_sum_ms, lag_max_ms)
       SELECT ((CAST(ROUND(unixepoch('subsec') * 1000) AS INTEGER) / 60000) * 60000), value ->> 'queue', value ->> 'outcome', value ->> 'failure_reason',
@@ -43,5 +55,5 @@ INSERT INTO chokaq_metric_buckets (bucket_utc, queue, outcome, failure_reason, c
         lag_sum_ms = lag_sum_ms + excluded.lag_sum_ms,
         lag_max_ms = MAX(lag_max_ms, excluded.lag_max_ms)
 
--- [6/6] run
+-- [7/7] run
 COMMIT

@@ -1,15 +1,27 @@
--- [1/5] run
+-- [1/6] run
 BEGIN IMMEDIATE
 
--- [2/5] all
+-- [2/6] all
 UPDATE chokaq_jobs_hot
       SET status = 0, worker_id = NULL, lease_id = NULL, heartbeat_utc = NULL,
           scheduled_at_utc = CAST(ROUND(unixepoch('subsec') * 1000) AS INTEGER) + @delayMs, last_error = @error,
           last_updated_utc = CAST(ROUND(unixepoch('subsec') * 1000) AS INTEGER)
       WHERE id = @id AND worker_id = @workerId AND lease_id = @leaseId AND status = 2
-      RETURNING queue
+      RETURNING id, queue, attempt_count, started_at_utc
 
--- [3/5] run
+-- [3/6] run
+INSERT INTO chokaq_job_attempts (job_id, seq, attempt, worker_id, lease_id,
+        started_at_utc, finished_at_utc, outcome, error, duration_ms)
+      SELECT a.value ->> 'id',
+        COALESCE((SELECT MAX(x.seq) FROM chokaq_job_attempts x WHERE x.job_id = a.value ->> 'id'), 0) + 1,
+        a.value ->> 'attempt_count', a.value ->> 'worker_id', a.value ->> 'lease_id',
+        a.value ->> 'started_at_utc', CAST(ROUND(unixepoch('subsec') * 1000) AS INTEGER), a.value ->> 'outcome',
+        substr(a.value ->> 'error', 1, 4000),
+        CASE WHEN a.value ->> 'started_at_utc' IS NOT NULL
+             THEN MAX(0, CAST(ROUND(unixepoch('subsec') * 1000) AS INTEGER) - (a.value ->> 'started_at_utc')) END
+      FROM json_each(@attempts) AS a ORDER BY a.key
+
+-- [4/6] run
 INSERT INTO chokaq_stats_summary (queue, succeeded_total, failed_total, cancelled_total,
         retried_total, resurrected_total, last_activity_utc)
       SELECT value ->> 'queue', value ->> 'succeeded', value ->> 'failed', value ->> 'cancelled',
@@ -23,7 +35,7 @@ INSERT INTO chokaq_stats_summary (queue, succeeded_total, failed_total, cancelle
         resurrected_total = resurrected_total + excluded.resurrected_total,
         last_activity_utc = excluded.last_activity_utc
 
--- [4/5] run
+-- [5/6] run
 INSERT INTO chokaq_metric_buckets (bucket_utc, queue, outcome, failure_reason, completed_count,
         duration_count, total_duration_ms, max_duration_ms, lag_count, lag_sum_ms, lag_max_ms)
       SELECT ((CAST(ROUND(unixepoch('subsec') * 1000) AS INTEGER) / 60000) * 60000), value ->> 'queue', value ->> 'outcome', value ->> 'failure_reason',
@@ -40,5 +52,5 @@ INSERT INTO chokaq_metric_buckets (bucket_utc, queue, outcome, failure_reason, c
         lag_sum_ms = lag_sum_ms + excluded.lag_sum_ms,
         lag_max_ms = MAX(lag_max_ms, excluded.lag_max_ms)
 
--- [5/5] run
+-- [6/6] run
 COMMIT

@@ -413,6 +413,7 @@ export function catalogue(schema = SCHEMA): CatalogueEntry[] {
   add('listWorkers', '', 'read', SQL.listWorkers(schema, 600_000, 1_000));
 
   add('getJob', '', 'read', SQL.getJob(schema, ID));
+  add('getJobAttempts', '', 'read', SQL.getJobAttempts(schema, ID));
   for (const pillar of ['hot', 'archive', 'dlq'] as const) {
     const keys = PILLAR_FILTER_KEYS[pillar];
     // Every filter subset (plain and bounded-scan shapes), from a cursor, newest first.

@@ -22,6 +22,7 @@ import {
   DlqErrorFamily,
   DlqFilter,
   HistoryFilter,
+  GetJobOptions,
   JobView,
   ListPage,
   ListQuery,
@@ -180,9 +181,13 @@ export class ChokaQAdmin {
 
   // ------------------------------------------------------------------ jobs
 
-  /** One job wherever it is, or null. */
-  getJob(id: string): Promise<JobView | null> {
-    return this.storage.getJob(id);
+  /**
+   * One job wherever it is, or null. With `{ attempts: true }` the view also carries the job's
+   * attempts that did not end in the archive (`attempts`, oldest first: worker, lease, start and
+   * finish, outcome, error, duration); without it nothing more is read.
+   */
+  getJob(id: string, options?: GetJobOptions): Promise<JobView | null> {
+    return this.storage.getJob(id, options);
   }
 
   /** Cancels jobs (see `JobClient.cancel`). */

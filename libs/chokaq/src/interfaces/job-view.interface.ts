@@ -27,6 +27,59 @@ export interface JobView extends Omit<HotJob, 'status' | 'lastUpdatedUtc'> {
   errorDetails: string | null;
   /** DLQ only. */
   failedAtUtc: Date | null;
+  /**
+   * The job's attempts that did not end in the archive, oldest first: present only when
+   * `getJob` was asked for them (`{ attempts: true }`), else absent. A job that succeeded at its
+   * first attempt has none (its archive row is that attempt).
+   */
+  attempts?: JobAttempt[];
+}
+
+/**
+ * How an attempt that did not end in the archive ended. @publicApi
+ * - `retried`: the run failed (or was stopped by its worker's shutdown) and the job went back to
+ *   Pending for another attempt.
+ * - `timeout`: the execution timeout fired.
+ * - `zombie`: its heartbeat expired and the rescue found it (the job then went to the DLQ, or
+ *   back to Pending where zombies are retried).
+ * - `cancelled`: an operator cancelled it while it ran.
+ * - `failed`: it failed for good (retries exhausted, a fatal error, lost heartbeats, …): the job
+ *   went to the DLQ.
+ */
+export type JobAttemptOutcome = 'retried' | 'timeout' | 'zombie' | 'cancelled' | 'failed';
+
+/**
+ * One attempt of a job that did not end in the archive: a run that started (the job was
+ * Processing) and ended otherwise, written in the transaction of the move that ended it. Times
+ * are the database clock's. @publicApi
+ */
+export interface JobAttempt {
+  /**
+   * Position among the job's recorded attempts, from 1, oldest first. It keeps counting across
+   * resurrects, so `(job id, seq)` names one attempt however often the job came back.
+   */
+  seq: number;
+  /** The job's attempt number during that run (`attemptCount`; it restarts at 1 after a resurrect). */
+  attempt: number;
+  /** The worker that ran it: for a zombie, the worker that lost it. */
+  workerId: string | null;
+  /** The lease it ran under. */
+  leaseId: string | null;
+  /** When the run started. */
+  startedAtUtc: Date | null;
+  /** When the move that ended it committed (for a zombie: when the rescue found it). */
+  finishedAtUtc: Date;
+  outcome: JobAttemptOutcome;
+  /** The error the run ended with, its first 4,000 characters (`MAX_ATTEMPT_ERROR`). */
+  error: string | null;
+  /** `finishedAtUtc − startedAtUtc` in ms, on the database clock. */
+  durationMs: number | null;
+}
+
+/** Options of `getJob`. @publicApi */
+export interface GetJobOptions {
+  /** Also read the job's attempts that did not end in the archive (`JobView.attempts`). Default false. */
+  attempts?: boolean;
 }
 
 /** Filter of the active (hot) list. @publicApi */

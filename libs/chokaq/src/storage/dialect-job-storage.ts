@@ -172,7 +172,8 @@ export interface DialectJobStorage extends Pick<
   getAuditLog(query: Checked<CheckedAuditQuery>): Promise<AuditLogPage>;
 
   // ---------------------------------------------------------------- reads
-  getJob(id: string): Promise<JobView | null>;
+  /** `attempts`: also read the job's `JobAttempts` rows (only when the job exists). */
+  getJob(id: string, attempts: boolean): Promise<JobView | null>;
   listActive(request: Checked<ListRequest<ActiveFilter>>): Promise<ListPage>;
   listArchive(request: Checked<ListRequest<HistoryFilter>>): Promise<ListPage>;
   listDlq(request: Checked<ListRequest<DlqFilter>>): Promise<ListPage>;

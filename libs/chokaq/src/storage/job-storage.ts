@@ -6,6 +6,7 @@ import type {
   CountQuery,
   DlqErrorFamily,
   DlqFilter,
+  GetJobOptions,
   HistoryFilter,
   JobView,
   ListPage,
@@ -227,7 +228,10 @@ export interface JobStore {
    */
   reportProgress(lease: JobLease, percent: number, note?: string | null): Promise<number>;
 
-  /** Processing → Pending after a retryable failure (`Status = 2`, lease matches). Returns rows changed (0 or 1). */
+  /**
+   * Processing → Pending after a retryable failure (`Status = 2`, lease matches), and the run's
+   * `JobAttempts` row (outcome `retried`) in the same transaction. Returns rows changed (0 or 1).
+   */
   rescheduleForRetry(lease: JobLease, delayMs: number, error: string): Promise<number>;
 
   /**
@@ -258,7 +262,9 @@ export interface JobStore {
   /**
    * Atomic move Hot → DLQ with `reason`. With a {@link JobLease} the row must be owned (Status 1 or 2);
    * with `{ id }` (admin and rescue paths) any hot row moves. `FailedTotal + 1`, or `CancelledTotal + 1`
-   * for `FailureReason.Cancelled`, and a metric bucket, in the same transaction. Returns rows moved.
+   * for `FailureReason.Cancelled`, and a metric bucket, in the same transaction. A row that was
+   * Processing (a run had started) also gets its run's `JobAttempts` row there (outcome `timeout`,
+   * `cancelled`, `zombie` or `failed` by the reason); a Pending or Fetched one none. Returns rows moved.
    */
   moveToDlq(target: JobLease | { id: string }, move: DlqMove): Promise<number>;
 
@@ -302,7 +308,8 @@ export interface JobStore {
    * Processing rows whose `HeartbeatUtc` is older than their queue's `ZombieTimeoutSeconds` (or
    * `defaultZombieTimeoutMs`) → DLQ as Zombie, or → Pending with `LastError` (attempt kept) where
    * the queue has `RetryZombies` or `retryRules` resolve the row's `(queue, type)` to a handler that
-   * opts in. At most `limit` rows (default 1,000). The result names each rescued job with the row
+   * opts in; either way the lost run's `JobAttempts` row (outcome `zombie`, naming the worker that
+   * lost it) in the same transaction. At most `limit` rows (default 1,000). The result names each rescued job with the row
    * the rescue found (its queue, type, attempt and the worker that lost it), payload not read.
    */
   archiveZombies(
@@ -337,17 +344,18 @@ export interface JobStore {
 
   // ---------------------------------------------------------------- purge and retention
 
-  /** Deletes DLQ rows by id; counters untouched. Returns rows deleted. */
+  /** Deletes DLQ rows by id, and their `JobAttempts` rows with them; counters untouched. Returns rows deleted. */
   purgeDlq(ids: readonly string[], audit?: AuditRequest): Promise<number>;
 
-  /** Deletes at most `max` DLQ rows matching `filter`; returns rows deleted. */
+  /** Deletes at most `max` DLQ rows matching `filter` (and their `JobAttempts` rows); returns rows deleted. */
   purgeDlqByFilter(filter: DlqFilter, max: number, audit?: AuditRequest): Promise<number>;
 
   /**
    * Retention: deletes archive rows finished before now − `archiveMs`, DLQ rows failed before
    * now − `dlqMs`, metric buckets older than now − `metricsMs` and Workers rows last seen before
-   * now − `workersMs`, in batches of `batchSize`, each batch its own short transaction. Counters
-   * are lifetime and never change here.
+   * now − `workersMs`, in batches of `batchSize`, each batch its own short transaction (which also
+   * deletes the `JobAttempts` rows of the archive and DLQ rows it deletes). Counters are lifetime
+   * and never change here.
    */
   applyRetention(policy: RetentionPolicy, audit?: AuditRequest): Promise<RetentionResult>;
 
@@ -410,8 +418,12 @@ export interface JobStore {
  * @publicApi
  */
 export interface JobQueries {
-  /** One job wherever it is: hot, archive or DLQ. */
-  getJob(id: string): Promise<JobView | null>;
+  /**
+   * One job wherever it is: hot, archive or DLQ. With `{ attempts: true }` also its attempts that
+   * did not end in the archive (`JobView.attempts`, oldest first: one more primary-key range read);
+   * without it nothing more is read.
+   */
+  getJob(id: string, options?: GetJobOptions): Promise<JobView | null>;
 
   /**
    * A page of the hot table (Pending, Fetched, Processing), newest enqueue first unless

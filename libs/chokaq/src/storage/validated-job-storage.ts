@@ -10,6 +10,7 @@ import type {
   CountQuery,
   DlqErrorFamily,
   DlqFilter,
+  GetJobOptions,
   HistoryFilter,
   JobView,
   ListPage,
@@ -93,6 +94,7 @@ import {
 } from '../validation/validate-job';
 import {
   assertCountQuery,
+  assertGetJobOptions,
   assertQueueOutcomesQuery,
   assertThroughputSeriesQuery,
 } from '../validation/validate-reads';
@@ -450,9 +452,9 @@ export class ValidatedJobStorage implements JobStorage {
   // ---------------------------------------------------------------- reads
 
   /** @inheritdoc */
-  async getJob(id: string): Promise<JobView | null> {
+  async getJob(id: string, options?: GetJobOptions): Promise<JobView | null> {
     const [key] = assertIds([id], 'id');
-    return this.inner.getJob(key);
+    return this.inner.getJob(key, assertGetJobOptions(options).attempts);
   }
 
   /** @inheritdoc */

@@ -93,6 +93,13 @@ export const CONFIRMATION = {
 } as const;
 
 /**
+ * Characters of an attempt's error text kept in `JobAttempts` (its first ones): one row per
+ * attempt that did not end in the archive, so a job retried many times with long stacks stays
+ * small. The full text of the last error is the job's own (`lastError`, `errorDetails`).
+ */
+export const MAX_ATTEMPT_ERROR = 4_000;
+
+/**
  * Most rows one rescue statement (`recoverAbandoned`, `archiveZombies`) takes: one short
  * transaction, the size of the largest claim.
  */

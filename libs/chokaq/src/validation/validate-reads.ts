@@ -3,6 +3,7 @@ import type {
   ActiveFilter,
   CountQuery,
   DlqFilter,
+  GetJobOptions,
   Pillar,
   QueueOutcomesQuery,
   ThroughputSeriesQuery,
@@ -13,7 +14,7 @@ import { assertQueueName } from './validate-job';
 
 /*
  * Rules of the operator reads that take more than a filter: `countExactly`,
- * `getThroughputSeries` and `getQueueOutcomes`. Each collects every problem of its argument and throws one
+ * `getThroughputSeries`, `getQueueOutcomes` and the options of `getJob`. Each collects every problem of its argument and throws one
  * `ChokaQValidationError` naming them all, before any SQL runs.
  */
 
@@ -165,4 +166,42 @@ export function assertQueueOutcomesQuery(
     ]);
   }
   return { minutes };
+}
+
+/** `getJob` options after the edge. */
+export interface CheckedGetJobOptions {
+  /** Read the job's attempts too. */
+  attempts: boolean;
+}
+
+const GET_JOB_OPTION_KEYS: readonly string[] = ['attempts'];
+
+/**
+ * Validates the options of `getJob`: absent, or an object whose only key is `attempts`, a boolean
+ * (absent: false). An unknown key is refused rather than ignored: a misspelt option would
+ * otherwise silently read nothing.
+ */
+export function assertGetJobOptions(options: GetJobOptions | undefined): CheckedGetJobOptions {
+  if (options === undefined) return { attempts: false };
+  if (options === null || typeof options !== 'object' || Array.isArray(options)) {
+    throw new ChokaQValidationError([
+      { path: 'options', message: 'must be { attempts?: boolean }', value: options },
+    ]);
+  }
+  const issues: ValidationIssue[] = [];
+  for (const key of Object.keys(options)) {
+    if (!GET_JOB_OPTION_KEYS.includes(key)) {
+      issues.push({
+        path: `options.${key}`,
+        message: 'is not an option of getJob (known: attempts)',
+        value: (options as Record<string, unknown>)[key],
+      });
+    }
+  }
+  const attempts = options.attempts;
+  if (attempts !== undefined && typeof attempts !== 'boolean') {
+    issues.push({ path: 'options.attempts', message: 'must be a boolean', value: attempts });
+  }
+  if (issues.length > 0) throw new ChokaQValidationError(issues);
+  return { attempts: attempts === true };
 }

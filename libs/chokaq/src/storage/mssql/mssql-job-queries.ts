@@ -35,6 +35,7 @@ import { toAuditPage } from '../shared/audit-log';
 import { ERROR_LINE_PREFIX, topErrorFamilies } from '../shared/error-family';
 import { ErrorFamilyMemo } from '../shared/error-family-memo';
 import { toListPage } from '../shared/page';
+import { mapAttemptRow } from '../shared/attempts';
 import { mapJobView, mapOutcomesRow, mapWorkerRow, toDate } from '../shared/row-mapper';
 import { startLagOf, throughputSeries } from '../shared/throughput-series';
 import { bool, idsOf, MssqlConnection, num, numOrNull } from './mssql.connection';
@@ -59,9 +60,13 @@ export class MssqlJobQueries implements DialectJobQueries {
   // ---------------------------------------------------------------- reads
 
   /** @inheritdoc */
-  async getJob(key: string): Promise<JobView | null> {
+  async getJob(key: string, attempts: boolean): Promise<JobView | null> {
     const rows = await this.db.query('getJob', SQL.getJob(this.schema, key));
-    return rows[0] ? mapJobView(rows[0], String(rows[0].Pillar) as Pillar) : null;
+    if (!rows[0]) return null;
+    const view = mapJobView(rows[0], String(rows[0].Pillar) as Pillar);
+    if (!attempts) return view;
+    const history = await this.db.query('getJob', SQL.getJobAttempts(this.schema, key));
+    return { ...view, attempts: history.map(mapAttemptRow) };
   }
 
   /** @inheritdoc */

@@ -21,6 +21,8 @@
  * append-only, so the default (100 %) is right, and the T-SQL grammar the tests use rejects it.
  */
 
+import { MAX_ATTEMPT_ERROR } from '../../validation/limits';
+
 /**
  * Schema version this build creates; recorded in `SchemaMigrations`.
  * - 1: the tables and indexes.
@@ -53,6 +55,12 @@
  *   Added where missing like version 4's progress note: a nullable column without a default, a
  *   metadata-only change. A worker of version 8 keeps running (its statements name their
  *   columns); a job it moves leaves its trace context behind, as a job it enqueues has none.
+ * - 10: the `JobAttempts` table: one row per attempt of a job that did not end in the archive
+ *   (retried, timed out, zombie, cancelled while running, failed), written in the transaction of
+ *   the move that ended it (`storage/shared/attempts.ts` has the rules); clustered on
+ *   `(JobId, Seq)`, so a job's history is one range, read and deleted with its archive or DLQ row.
+ *   A new table only, created like the others where missing: workers of version 9 never read or
+ *   write it.
  *
  * The script is idempotent and creates what is missing, so running it on an older database
  * applies the versions it lacks: the version-2 index is built inside the bootstrap transaction
@@ -72,7 +80,7 @@
  * a metadata-only change where the edition supports it, a rewrite of the table otherwise);
  * `MetricBuckets` is small (retention), so either is short.
  */
-export const MSSQL_SCHEMA_VERSION = 9;
+export const MSSQL_SCHEMA_VERSION = 10;
 
 /**
  * Every version with the description its ledger row records, oldest first (the script writes
@@ -88,6 +96,7 @@ export const MSSQL_MIGRATIONS: readonly { version: number; description: string }
   { version: 7, description: 'audit log; settings' },
   { version: 8, description: 'audit log index by target' },
   { version: 9, description: 'trace context of the enqueuing code' },
+  { version: 10, description: 'attempt history of jobs' },
 ];
 
 /** One column of a ChokaQ table. */
@@ -305,6 +314,27 @@ export const SETTING_COLUMNS: readonly MssqlColumn[] = [
   c('Value', 'nvarchar(max)', false),
 ];
 
+/** The outcomes an attempt row may hold (schema version 10). */
+const ATTEMPT_OUTCOME_CHECK = `CONSTRAINT [CK_JobAttempts_Outcome] CHECK (Outcome IN ('retried', 'timeout', 'zombie', 'cancelled', 'failed'))`;
+
+/**
+ * `JobAttempts` columns (schema version 10): one row per attempt of a job that did not end in the
+ * archive. `Error` keeps the first `MAX_ATTEMPT_ERROR` (4,000) characters, so it is a bounded
+ * `nvarchar(4000)`, stored in the row.
+ */
+export const ATTEMPT_COLUMNS: readonly MssqlColumn[] = [
+  c('JobId', 'varchar(36)', false),
+  c('Seq', 'int', false),
+  c('Attempt', 'int', false),
+  c('WorkerId', 'nvarchar(255)', true),
+  c('LeaseId', 'varchar(36)', true),
+  c('StartedAtUtc', 'datetime2(3)', true),
+  c('FinishedAtUtc', 'datetime2(3)', false),
+  c('Outcome', 'varchar(10)', false),
+  c('Error', `nvarchar(${MAX_ATTEMPT_ERROR})`, true),
+  c('DurationMs', 'bigint', true),
+];
+
 /** `SchemaMigrations` columns: the ledger of applied versions. */
 export const MIGRATION_COLUMNS: readonly MssqlColumn[] = [
   c('Version', 'int', false),
@@ -325,6 +355,7 @@ export const MSSQL_TABLES = {
   workers: 'Workers',
   audit: 'AuditLog',
   settings: 'Settings',
+  attempts: 'JobAttempts',
 } as const;
 
 /** Logical table key. */
@@ -703,6 +734,14 @@ export function mssqlSchemaDdl(schema: string): string {
       [`CONSTRAINT [PK_Settings] PRIMARY KEY CLUSTERED (Name)`],
       false,
     ),
+    `-- JobAttempts (schema version 10): the attempts of jobs that did not end in the archive.`,
+    createTable(
+      schema,
+      'attempts',
+      ATTEMPT_COLUMNS,
+      [`CONSTRAINT [PK_JobAttempts] PRIMARY KEY CLUSTERED (JobId, Seq)`, ATTEMPT_OUTCOME_CHECK],
+      true,
+    ),
     ...INDEXES.map((index) => createIndex(schema, index)),
     `IF NOT EXISTS (SELECT 1 FROM ${t('migrations')} WHERE Version = 1)`,
     recordVersion(schema, 1),
@@ -755,6 +794,8 @@ export function mssqlSchemaDdl(schema: string): string {
     ),
     `IF NOT EXISTS (SELECT 1 FROM ${t('migrations')} WHERE Version = 9)`,
     recordVersion(schema, 9),
+    `IF NOT EXISTS (SELECT 1 FROM ${t('migrations')} WHERE Version = 10)`,
+    recordVersion(schema, 10),
     `COMMIT;`,
     `SELECT Version FROM @Applied ORDER BY Version;`,
   ];

@@ -49,6 +49,8 @@ import type {
 } from '../../validation/validate-args';
 import type { CheckedAudit, CheckedAuditQuery } from '../../validation/validate-audit';
 import type { ListRequest } from '../../validation/validate-list';
+import { MAX_ATTEMPT_ERROR } from '../../validation/limits';
+import { attemptOutcomeSql } from '../shared/attempts';
 import { escapeLike } from '../shared/escape-like';
 import { ERROR_PREFIX_CHARS } from '../shared/page';
 import { MssqlBatchOptions, MssqlStatement, ParamList } from './mssql-params';
@@ -57,6 +59,7 @@ import {
   AUDIT_COLUMNS,
   AUDIT_TARGET_KEY_LENGTH,
   DLQ_COLUMNS,
+  ATTEMPT_COLUMNS,
   HOT_COLUMNS,
   MssqlColumn,
   MssqlTable,
@@ -164,6 +167,7 @@ function tables(schema: string): Record<MssqlTable, string> {
     workers: q('workers'),
     audit: q('audit'),
     settings: q('settings'),
+    attempts: q('attempts'),
   };
 }
 
@@ -251,6 +255,36 @@ function bumpBuckets(b: string, source: string, lag = false): string {
  */
 function startLagMs(alias: string): string {
   return `CASE WHEN ${alias}.DueAtUtc < @now THEN DATEDIFF_BIG(MILLISECOND, ${alias}.DueAtUtc, @now) ELSE 0 END`;
+}
+
+/**
+ * The `JobAttempts` rows of the runs a move ends (the rules: `storage/shared/attempts.ts`), one
+ * statement inside that move's transaction, after its UPDATE or DELETE captured the rows:
+ * `source` yields (Id, AttemptCount, WorkerId, LeaseId, StartedAtUtc, Outcome, Error) per ended
+ * run, the hot row's values before the move (`OUTPUT deleted.…`). `Seq` is one more than the
+ * job's last row, a seek of the clustered key `(JobId, Seq)`; no other session can add a row for
+ * the job meanwhile, since only the holder of its hot row's X lock (held to COMMIT) ends a run of
+ * it. The error keeps its first `MAX_ATTEMPT_ERROR` characters; the duration is `@now` minus the
+ * start (`DATEDIFF_BIG`: a run over 24.8 days overflows `DATEDIFF`'s int,
+ * https://learn.microsoft.com/en-us/sql/t-sql/functions/datediff-big-transact-sql).
+ */
+function attemptsInsert(t: Record<MssqlTable, string>, source: string): string {
+  return [
+    `INSERT INTO ${t.attempts} (${ATTEMPT_COLUMNS.map((col) => col.name).join(', ')})`,
+    `SELECT a.Id, ISNULL((SELECT MAX(x.Seq) FROM ${t.attempts} AS x WHERE x.JobId = a.Id), 0) + 1,`,
+    `  a.AttemptCount, a.WorkerId, a.LeaseId, a.StartedAtUtc, @now, a.Outcome, LEFT(a.Error, ${MAX_ATTEMPT_ERROR}),`,
+    '  CASE WHEN a.StartedAtUtc IS NULL THEN NULL WHEN a.StartedAtUtc < @now THEN DATEDIFF_BIG(MILLISECOND, a.StartedAtUtc, @now) ELSE 0 END',
+    `FROM (${source}) AS a;`,
+  ].join('\n');
+}
+
+/**
+ * Deletes the `JobAttempts` rows of the jobs in `@Gone` (archive or DLQ rows the same transaction
+ * deleted, by purge or retention): their history goes with them. A seek of the clustered key
+ * per job.
+ */
+function attemptsDelete(t: Record<MssqlTable, string>): string {
+  return `DELETE x FROM ${t.attempts} AS x INNER JOIN @Gone AS g ON g.Id = x.JobId;`;
 }
 
 /**
@@ -896,8 +930,9 @@ export function reportProgress(
 /**
  * rescheduleForRetry — Processing → Pending after a retryable failure (`Status = 2`, fence
  * matches): lease and heartbeat cleared, `ScheduledAtUtc = now + delay`, `LastError`,
- * `RetriedTotal + 1` and the retried bucket (outcome 3), one transaction (XACT_ABORT, read
- * committed, U → X row locks).
+ * `RetriedTotal + 1`, the retried bucket (outcome 3) and the run's `JobAttempts` row (outcome
+ * `retried`, from the row's values before the UPDATE: `OUTPUT deleted.…`), one transaction
+ * (XACT_ABORT, read committed, U → X row locks).
  */
 export function rescheduleForRetry(
   schema: string,
@@ -918,13 +953,17 @@ export function rescheduleForRetry(
       DECLARE_NOW,
       DECLARE_BUCKET,
       `DECLARE @due datetime2(3) = ${addMs('@now', delay)};`,
-      'DECLARE @Retried TABLE (Id varchar(36) NOT NULL, Queue varchar(255) NOT NULL);',
+      'DECLARE @Retried TABLE (Id varchar(36) NOT NULL, Queue varchar(255) NOT NULL, AttemptCount int NULL, WorkerId nvarchar(255) NULL, LeaseId varchar(36) NULL, StartedAtUtc datetime2(3) NULL);',
       'BEGIN TRAN;',
       'UPDATE h SET h.Status = 0, h.WorkerId = NULL, h.LeaseId = NULL, h.HeartbeatUtc = NULL,',
       `  h.ScheduledAtUtc = @due, h.DueAtUtc = @due, h.LastError = ${err}, h.LastUpdatedUtc = @now`,
-      'OUTPUT inserted.Id, inserted.Queue INTO @Retried (Id, Queue)',
+      'OUTPUT inserted.Id, inserted.Queue, deleted.AttemptCount, deleted.WorkerId, deleted.LeaseId, deleted.StartedAtUtc INTO @Retried (Id, Queue, AttemptCount, WorkerId, LeaseId, StartedAtUtc)',
       `FROM ${t.hot} AS h`,
       `WHERE h.Id = ${id} AND h.WorkerId = ${worker} AND h.LeaseId = ${leaseId} AND h.Status = 2;`,
+      attemptsInsert(
+        t,
+        `SELECT r.Id, r.AttemptCount, r.WorkerId, r.LeaseId, r.StartedAtUtc, 'retried' AS Outcome, ${err} AS Error FROM @Retried AS r`,
+      ),
       bumpStats(t.stats, '@Retried', { RetriedTotal: '1' }),
       bumpBuckets(
         t.buckets,
@@ -1048,7 +1087,9 @@ export type MssqlDlqTarget = MssqlLease | { id: string };
  * (`FailedTotal`, or `CancelledTotal` for reason Cancelled), bucket (outcome 1 failed, 2
  * cancelled), `COMMIT`. With a lease the delete is fenced (Id + WorkerId + LeaseId,
  * `Status IN (1, 2)`); without one any hot row with the id moves. The DLQ status is derived from
- * the reason in SQL with literals (4 Failed, 5 Cancelled, 6 Zombie).
+ * the reason in SQL with literals (4 Failed, 5 Cancelled, 6 Zombie). A row that was Processing
+ * (its run had started) gets its run's `JobAttempts` row in the same transaction (outcome by the
+ * reason: timeout, cancelled, zombie, else failed); a Pending or Fetched one ran nothing.
  */
 export function moveToDlq(
   schema: string,
@@ -1082,6 +1123,10 @@ export function moveToDlq(
       `FROM ${t.hot} AS h`,
       `WHERE h.Id = ${id}${fence};`,
       dlqInsert(t, status, why, err, who, duration),
+      attemptsInsert(
+        t,
+        `SELECT mv.Id, mv.AttemptCount, mv.WorkerId, mv.LeaseId, mv.StartedAtUtc, ${attemptOutcomeSql(why)} AS Outcome, ${err} AS Error FROM @Moved AS mv WHERE mv.Status = 2`,
+      ),
       bumpStats(t.stats, '@Moved', {
         FailedTotal: `CASE WHEN ${why} = 1 THEN 0 ELSE 1 END`,
         CancelledTotal: `CASE WHEN ${why} = 1 THEN 1 ELSE 0 END`,
@@ -1323,8 +1368,11 @@ export interface MssqlZombieRetryRule {
  *   that arrived in between saves its row); the retry UPDATE and the `DELETE … OUTPUT
  *   deleted.<columns> INTO @Moved` move only locked rows and re-check `Status = 2`.
  *
- * Lock order: `JobsHot` rows on the clustered key first (as every move), then `JobsDLQ`, then
- * `StatsSummary` in queue order (retries and moves summed in one {@link bumpStats}), then
+ * Every rescued run, dead or retried, gets its `JobAttempts` row (outcome `zombie`, the worker
+ * that lost it) from the captured rows, in the same transaction.
+ *
+ * Lock order: `JobsHot` rows on the clustered key first (as every move), then `JobsDLQ` and
+ * `JobAttempts`, then `StatsSummary` in queue order (retries and moves summed in one {@link bumpStats}), then
  * `MetricBuckets` in key order (failed and retried rows in one {@link bumpBuckets}).
  */
 export function archiveZombies(
@@ -1384,6 +1432,10 @@ export function archiveZombies(
       `FROM ${t.hot} AS h INNER JOIN @Zombies AS z ON z.Id = h.Id AND z.Retry = 0 AND z.Locked = 1`,
       'WHERE h.Status = 2;',
       dlqInsert(t, '6', '2', message, 'NULL', 'NULL'),
+      attemptsInsert(
+        t,
+        `SELECT r.Id, r.AttemptCount, r.WorkerId, r.LeaseId, r.StartedAtUtc, 'zombie' AS Outcome, ${message} AS Error FROM @Retried AS r UNION ALL SELECT mv.Id, mv.AttemptCount, mv.WorkerId, mv.LeaseId, mv.StartedAtUtc, 'zombie', ${message} FROM @Moved AS mv`,
+      ),
       bumpStats(
         t.stats,
         '(SELECT r.Queue, 1 AS Retried, 0 AS Failed FROM @Retried AS r UNION ALL SELECT mv.Queue, 0, 1 FROM @Moved AS mv)',
@@ -1470,24 +1522,32 @@ export function updateQueue(schema: string, name: string, patch: QueuePatch): Ms
  */
 const READPAST_UNDER_RCSI = 'READCOMMITTEDLOCK, READPAST, ROWLOCK';
 
-/** purgeDlq — deletes DLQ rows by id (counters untouched); `@@ROWCOUNT` is the result. */
+/**
+ * purgeDlq — deletes DLQ rows by id (counters untouched) and their `JobAttempts` rows, in one
+ * transaction (XACT_ABORT); the count of DLQ rows deleted is the result.
+ */
 export function purgeDlq(schema: string, ids: readonly string[]): MssqlStatement {
   const t = tables(schema);
   const p = new ParamList();
   const doc = p.json(ids);
   return p.statement(
     [
-      'SET NOCOUNT ON;',
-      `DELETE d FROM ${t.dlq} AS d WHERE d.Id IN (SELECT j.Id FROM OPENJSON(${doc}) ${ID_JSON} AS j);`,
-      'SELECT @@ROWCOUNT AS Affected;',
+      PROLOGUE,
+      'DECLARE @Gone TABLE (Id varchar(36) NOT NULL);',
+      'BEGIN TRAN;',
+      'DELETE d OUTPUT deleted.Id INTO @Gone (Id)',
+      `FROM ${t.dlq} AS d WHERE d.Id IN (SELECT j.Id FROM OPENJSON(${doc}) ${ID_JSON} AS j);`,
+      attemptsDelete(t),
+      'COMMIT;',
+      'SELECT COUNT_BIG(*) AS Affected FROM @Gone;',
     ].join('\n'),
   );
 }
 
 /**
- * purgeDlqByFilter (one batch) — deletes at most `batch` matching DLQ rows, oldest first, its own
- * short transaction; rows other sessions hold are skipped (`READPAST, ROWLOCK`). See
- * {@link READPAST_UNDER_RCSI} for `READCOMMITTEDLOCK`.
+ * purgeDlqByFilter (one batch) — deletes at most `batch` matching DLQ rows, oldest first, and
+ * their `JobAttempts` rows, its own short transaction (XACT_ABORT); rows other sessions hold are
+ * skipped (`READPAST, ROWLOCK`). See {@link READPAST_UNDER_RCSI} for `READCOMMITTEDLOCK`.
  */
 export function purgeDlqByFilter(schema: string, filter: DlqFilter, batch: number): MssqlStatement {
   const t = tables(schema);
@@ -1496,13 +1556,17 @@ export function purgeDlqByFilter(schema: string, filter: DlqFilter, batch: numbe
   const where = historyWhere(p, 'd', 'dlq', filter);
   return p.statement(
     [
-      'SET NOCOUNT ON;',
+      PROLOGUE,
+      'DECLARE @Gone TABLE (Id varchar(36) NOT NULL);',
+      'BEGIN TRAN;',
       'WITH Doomed AS (',
       `  SELECT TOP (${max}) d.Id FROM ${t.dlq} AS d WITH (${READPAST_UNDER_RCSI})${whereClause(where)}`,
       '  ORDER BY d.FailedAtUtc, d.Id',
       ')',
-      'DELETE FROM Doomed;',
-      'SELECT @@ROWCOUNT AS Affected;',
+      'DELETE FROM Doomed OUTPUT deleted.Id INTO @Gone (Id);',
+      attemptsDelete(t),
+      'COMMIT;',
+      'SELECT COUNT_BIG(*) AS Affected FROM @Gone;',
     ].join('\n'),
   );
 }
@@ -1513,7 +1577,8 @@ type RetentionTarget = 'archive' | 'dlq' | 'buckets' | 'workers' | 'audit';
 /**
  * applyRetention (one batch of one table) — deletes at most `batch` rows older than now − `ageMs`,
  * oldest first, skipping rows others hold (`READPAST, ROWLOCK`; see {@link READPAST_UNDER_RCSI});
- * counters untouched.
+ * counters untouched. An archive or DLQ batch deletes its jobs' `JobAttempts` rows too, in one
+ * transaction (XACT_ABORT) with it.
  */
 function applyRetentionBatch(
   schema: string,
@@ -1532,6 +1597,27 @@ function applyRetentionBatch(
     workers: 'LastSeenUtc',
     audit: 'AtUtc',
   }[target];
+  if (target === 'archive' || target === 'dlq') {
+    // A job's last row takes its attempt rows with it, in the batch's one transaction.
+    return p.statement(
+      [
+        PROLOGUE,
+        DECLARE_NOW,
+        `DECLARE @cutoff datetime2(3) = ${subtractMs('@now', age)};`,
+        'DECLARE @Gone TABLE (Id varchar(36) NOT NULL);',
+        'BEGIN TRAN;',
+        'WITH Expired AS (',
+        `  SELECT TOP (${max}) x.Id, x.${column} FROM ${t[target]} AS x WITH (${READPAST_UNDER_RCSI})`,
+        `  WHERE x.${column} < @cutoff`,
+        `  ORDER BY x.${column}`,
+        ')',
+        'DELETE FROM Expired OUTPUT deleted.Id INTO @Gone (Id);',
+        attemptsDelete(t),
+        'COMMIT;',
+        'SELECT COUNT_BIG(*) AS Affected FROM @Gone;',
+      ].join('\n'),
+    );
+  }
   return p.statement(
     [
       'SET NOCOUNT ON;',
@@ -2067,6 +2153,19 @@ export function getJob(schema: string, id: string): MssqlStatement {
       `  SELECT 3, 'archive', ${viewSelect('a', ARCHIVE_COLUMNS)} FROM ${t.archive} AS a WHERE a.Id = ${key}`,
       ') AS u ORDER BY u.PillarRank;',
     ].join('\n'),
+  );
+}
+
+/**
+ * getJob with attempts — the job's `JobAttempts` rows, oldest first: one range of the clustered
+ * key `(JobId, Seq)`, read in its order. Read committed.
+ */
+export function getJobAttempts(schema: string, id: string): MssqlStatement {
+  const t = tables(schema);
+  const p = new ParamList();
+  const key = p.varchar(id, 36);
+  return p.statement(
+    `SELECT ${selectColumns('a', ATTEMPT_COLUMNS)} FROM ${t.attempts} AS a WHERE a.JobId = ${key} ORDER BY a.Seq;`,
   );
 }
 

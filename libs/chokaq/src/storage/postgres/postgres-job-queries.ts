@@ -31,6 +31,7 @@ import type {
   CheckedSeriesQuery,
 } from '../../validation/validate-reads';
 import { DialectJobQueries } from '../dialect-job-storage';
+import { mapAttemptRow } from '../shared/attempts';
 import { toAuditPage } from '../shared/audit-log';
 import { ERROR_LINE_PREFIX, topErrorFamilies } from '../shared/error-family';
 import { ErrorFamilyMemo } from '../shared/error-family-memo';
@@ -59,8 +60,10 @@ export class PostgresJobQueries implements DialectJobQueries {
    * Hot first, then archive, then DLQ: three primary-key reads on one pooled connection, not one
    * snapshot. Forward moves (hot → archive/DLQ) between the reads are still found; a resurrect
    * (DLQ → hot) landing exactly between the first and the last read can make one call miss the job.
+   * With `attempts`, a found job's attempt rows are read after it (a move that ends a run between
+   * the two reads shows its attempt with the row from before it).
    */
-  async getJob(id: string): Promise<JobView | null> {
+  async getJob(id: string, attempts: boolean): Promise<JobView | null> {
     const lookups = [
       ['hot', SQL.getJobHot(this.db.s)],
       ['archive', SQL.getJobArchive(this.db.s)],
@@ -68,7 +71,11 @@ export class PostgresJobQueries implements DialectJobQueries {
     ] as const;
     for (const [pillar, sql] of lookups) {
       const [row] = await this.db.query('getJob', sql, [id]);
-      if (row) return mapJobView(row, pillar);
+      if (!row) continue;
+      const view = mapJobView(row, pillar);
+      if (!attempts) return view;
+      const history = await this.db.query('getJob', SQL.getJobAttempts(this.db.s), [id]);
+      return { ...view, attempts: history.map(mapAttemptRow) };
     }
     return null;
   }

@@ -8,6 +8,8 @@
  * inside); tags one `,a,b,` string; every time `timestamptz` written from the database clock.
  */
 
+import { MAX_ATTEMPT_ERROR } from '../../validation/limits';
+
 /** One schema version: statements applied in order inside the bootstrap transaction. */
 export interface PostgresMigration {
   version: number;
@@ -443,6 +445,37 @@ const V10: PostgresMigration = {
   ],
 };
 
+/**
+ * Version 11: `job_attempts`, the history of a job's attempts that did not end in the archive
+ * (retried, timed out, zombie, cancelled while running, failed), one row per such attempt, written
+ * by the statement of the move that ended it (`storage/shared/attempts.ts` has the rules). The
+ * successful last attempt is the archive row itself, so the claim-run-archive path writes nothing
+ * here. Keyed `(job_id, seq)`: a job's rows are read, and deleted with its archive or DLQ row, as
+ * one range of the primary key, which is the only index (nothing else reads the table). A new
+ * table only: workers of version 10 never read or write it (their retries and failures leave no
+ * rows).
+ */
+const V11: PostgresMigration = {
+  version: 11,
+  description: 'Attempt history of jobs',
+  statements: (s) => [
+    `CREATE TABLE IF NOT EXISTS ${s}.job_attempts (
+      job_id varchar(36) NOT NULL,
+      seq integer NOT NULL,
+      attempt integer NOT NULL,
+      worker_id varchar(255) NULL,
+      lease_id varchar(36) NULL,
+      started_at_utc timestamptz NULL,
+      finished_at_utc timestamptz NOT NULL,
+      outcome varchar(10) NOT NULL
+        CONSTRAINT ck_job_attempts_outcome CHECK (outcome IN ('retried', 'timeout', 'zombie', 'cancelled', 'failed')),
+      error varchar(${MAX_ATTEMPT_ERROR}) NULL,
+      duration_ms bigint NULL,
+      CONSTRAINT pk_job_attempts PRIMARY KEY (job_id, seq)
+    )`,
+  ],
+};
+
 /** Every migration, in version order. */
 export const POSTGRES_MIGRATIONS: readonly PostgresMigration[] = [
   V1,
@@ -455,6 +488,7 @@ export const POSTGRES_MIGRATIONS: readonly PostgresMigration[] = [
   V8,
   V9,
   V10,
+  V11,
 ];
 
 /** The newest schema version this code expects. */

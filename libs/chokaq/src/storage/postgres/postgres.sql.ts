@@ -21,6 +21,8 @@
 import { createHash } from 'node:crypto';
 import { DlqFilter, HistoryFilter, ActiveFilter } from '../../interfaces/job-view.interface';
 import type { ListRequest } from '../../validation/validate-list';
+import { MAX_ATTEMPT_ERROR } from '../../validation/limits';
+import { attemptOutcomeSql } from '../shared/attempts';
 import { hotColumnsExcept } from '../shared/columns';
 import { escapeLike } from '../shared/escape-like';
 import { ERROR_PREFIX_CHARS, LIST_SORT_KEY } from '../shared/page';
@@ -115,6 +117,36 @@ const startLagUpsert = (s: string, source: string): string => `
       lag_count = b.lag_count + EXCLUDED.lag_count,
       lag_sum_ms = b.lag_sum_ms + EXCLUDED.lag_sum_ms,
       lag_max_ms = greatest(b.lag_max_ms, EXCLUDED.lag_max_ms)`;
+
+/**
+ * The `job_attempts` rows of runs a move ends (the rules: `storage/shared/attempts.ts`), as the
+ * body of a CTE of that move's statement, so the history commits or rolls back with the move.
+ * `source` yields (id, attempt_count, worker_id, lease_id, started_at_utc, outcome, error) per
+ * ended run, read from the hot row the move locked. `seq` is one more than the job's last row:
+ * a range read of the primary key `(job_id, seq)`, and no other writer can add a row for this job
+ * meanwhile (only the mover of its locked hot row writes one). The error keeps its first
+ * `MAX_ATTEMPT_ERROR` characters; the duration is the database clock's, finish minus start.
+ */
+const attemptInsert = (s: string, source: string): string => `
+  INSERT INTO ${s}.job_attempts (
+    job_id, seq, attempt, worker_id, lease_id, started_at_utc, finished_at_utc, outcome, error,
+    duration_ms)
+  SELECT a.id,
+         coalesce((SELECT max(x.seq) FROM ${s}.job_attempts x WHERE x.job_id = a.id), 0) + 1,
+         a.attempt_count, a.worker_id, a.lease_id, a.started_at_utc, now(), a.outcome,
+         left(a.error, ${MAX_ATTEMPT_ERROR}),
+         CASE WHEN a.started_at_utc IS NOT NULL
+              THEN greatest(0, round(extract(epoch FROM now() - a.started_at_utc) * 1000))::bigint
+         END
+  FROM (${source}) AS a`;
+
+/**
+ * Deletes the `job_attempts` rows of the jobs whose ids `gone` (a CTE of deleted archive or DLQ
+ * rows, with `id`) yields, as the body of a CTE of the same statement: the history goes with the
+ * job's last row, in its transaction. One primary-key range per job.
+ */
+const attemptsDelete = (s: string, gone: string): string => `
+  DELETE FROM ${s}.job_attempts t USING ${gone} g WHERE t.job_id = g.id`;
 
 // ------------------------------------------------------------------------------------------ schema
 
@@ -475,7 +507,10 @@ RETURNING id`;
 
 /**
  * Processing → Pending after a retryable failure, due at now() + $4 ms, with `last_error` $5, and
- * `retried_total + 1` and the queue's retried bucket (outcome 3). $1 id, $2 worker, $3 lease.
+ * `retried_total + 1`, the queue's retried bucket (outcome 3) and the run's attempt row (outcome
+ * `retried`, {@link attemptInsert}). $1 id, $2 worker, $3 lease: the run's worker and lease are
+ * the fence's, and its attempt and start time are columns the UPDATE leaves as they were (RETURNING
+ * gives the new row).
  * Lock/isolation: READ COMMITTED, one statement (row lock on the job, then the queue's counter row
  * and bucket row).
  */
@@ -485,7 +520,9 @@ WITH retried AS (
   SET status = 0, worker_id = NULL, lease_id = NULL, heartbeat_utc = NULL,
       scheduled_at_utc = now() + $4::float8 ${MS}, last_error = $5, last_updated_utc = now()
   WHERE j.id = $1 AND j.worker_id = $2 AND j.lease_id = $3 AND j.status = 2
-  RETURNING j.queue
+  RETURNING j.id, j.queue, j.attempt_count, j.started_at_utc
+),
+attempt AS (${attemptInsert(s, `SELECT r.id, r.attempt_count, $2::varchar AS worker_id, $3::varchar AS lease_id, r.started_at_utc, 'retried' AS outcome, $5::text AS error FROM retried r`)}
 ),
 counted AS (
   INSERT INTO ${s}.stats_summary AS t (queue, retried_total, last_activity_utc)
@@ -585,7 +622,10 @@ counted AS (
  *
  * Lock/isolation: one READ COMMITTED statement, same pattern as {@link archiveSucceeded}: DELETE the
  * exact row first (row lock, re-checked after locking), insert what was deleted, then the lifetime
- * counter (`failed_total` or `cancelled_total`) and the metric bucket, all or nothing.
+ * counter (`failed_total` or `cancelled_total`) and the metric bucket, all or nothing. A row that
+ * was Processing (its run had started) gets its run's attempt row in the same statement
+ * ({@link attemptInsert}; outcome by the reason: timeout, cancelled, zombie, else failed); a
+ * Pending or Fetched one ran nothing and gets none.
  */
 export const moveToDlq = (s: string, shape: DlqMoveShape, owned: boolean): string => {
   const [reason, error, actor, duration] = owned ? [4, 5, 6, 7] : [2, 3, 4, 5];
@@ -596,6 +636,8 @@ WITH moved AS (
   RETURNING j.*
 ),
 ${dlqInsert(s, shape.status, `$${reason}::smallint`, `$${error}::text`, `$${actor}::text`)}
+attempt AS (${attemptInsert(s, `SELECT m.id, m.attempt_count, m.worker_id, m.lease_id, m.started_at_utc, ${attemptOutcomeSql(`$${reason}::smallint`)} AS outcome, $${error}::text AS error FROM moved m WHERE m.status = 2`)}
+),
 ${counterUpsert(s, shape.counter)}
 bucket AS (${bucketUpsert(s, shape.outcome, `$${reason}::smallint`, `(SELECT queue, $${duration}::bigint AS duration_ms FROM src)`)}
 )
@@ -747,7 +789,9 @@ const RESCUED = hotColumnsExcept('payload');
  * read. The range `heartbeat_utc < now() − shortest timeout` bounds the scan of
  * `ix_jobs_hot_processing`. Both the failed and the retried counts go into ONE `stats_summary`
  * upsert: two CTEs must never update the same row in one statement. The two bucket upserts touch
- * different rows (outcome 1 failed, outcome 3 retried, both with reason 2 Zombie).
+ * different rows (outcome 1 failed, outcome 3 retried, both with reason 2 Zombie). Every rescued
+ * run, dead or retried, gets its attempt row (outcome `zombie`, the worker that lost it as
+ * `candidates` read it) in the same statement ({@link attemptInsert}).
  */
 export const archiveZombies = (s: string): string => `
 WITH rule (queue, type, retry) AS (
@@ -782,6 +826,8 @@ retried AS (
   FROM candidates c
   WHERE j.id = c.id AND c.retry AND j.status = 2
   RETURNING j.id, j.queue
+),
+attempt AS (${attemptInsert(s, `SELECT c.id, c.attempt_count, c.worker_id, c.lease_id, c.started_at_utc, 'zombie' AS outcome, $3::text AS error FROM candidates c WHERE c.id IN (SELECT id FROM src UNION ALL SELECT id FROM retried)`)}
 ),
 counted AS (
   INSERT INTO ${s}.stats_summary AS t (queue, failed_total, retried_total, last_activity_utc)
@@ -887,15 +933,23 @@ export const purgeDlq = (s: string): string =>
     `SELECT f.id FROM ${s}.jobs_dlq f WHERE f.id = ANY ($1::text[]) FOR UPDATE SKIP LOCKED`,
   );
 
-/** Deletes the DLQ rows whose ids `chosen` yields (evaluated once, see {@link fetchNextBatch}). */
+/**
+ * Deletes the DLQ rows whose ids `chosen` yields (evaluated once, see {@link fetchNextBatch}) and
+ * their attempt rows ({@link attemptsDelete}), in one statement.
+ */
 export const purgeDlqByFilter = (s: string, chosen: string): string => `
-WITH chosen AS MATERIALIZED (${chosen})
-DELETE FROM ${s}.jobs_dlq d USING chosen c WHERE d.id = c.id RETURNING d.id`;
+WITH chosen AS MATERIALIZED (${chosen}),
+gone AS (DELETE FROM ${s}.jobs_dlq d USING chosen c WHERE d.id = c.id RETURNING d.id),
+history AS (${attemptsDelete(s, 'gone')}
+)
+SELECT id FROM gone`;
 
 /**
- * Retention, one bounded batch: archive rows finished more than $1 ms ago, at most $2, oldest first.
- * Lock/isolation: each batch its own short transaction; the batch is picked once in a MATERIALIZED
- * CTE with SKIP LOCKED, so it never waits on row locks of a concurrent purge or retention run. Counters untouched (they are lifetime).
+ * Retention, one bounded batch: archive rows finished more than $1 ms ago, at most $2, oldest
+ * first, and their attempt rows ({@link attemptsDelete}).
+ * Lock/isolation: each batch its own short transaction (one statement); the batch is picked once
+ * in a MATERIALIZED CTE with SKIP LOCKED, so it never waits on row locks of a concurrent purge or
+ * retention run. Counters untouched (they are lifetime).
  */
 export const applyRetentionArchive = (s: string): string => `
 WITH chosen AS MATERIALIZED (
@@ -903,20 +957,27 @@ WITH chosen AS MATERIALIZED (
   WHERE r.finished_at_utc < now() - $1::float8 ${MS}
   ORDER BY r.finished_at_utc
   LIMIT $2
-  FOR UPDATE SKIP LOCKED)
-DELETE FROM ${s}.jobs_archive a USING chosen c WHERE a.id = c.id
-RETURNING a.id`;
+  FOR UPDATE SKIP LOCKED),
+gone AS (DELETE FROM ${s}.jobs_archive a USING chosen c WHERE a.id = c.id RETURNING a.id),
+history AS (${attemptsDelete(s, 'gone')}
+)
+SELECT id FROM gone`;
 
-/** Retention batch of the DLQ (failed more than $1 ms ago, at most $2); as {@link applyRetentionArchive}. */
+/**
+ * Retention batch of the DLQ (failed more than $1 ms ago, at most $2) and their attempt rows; as
+ * {@link applyRetentionArchive}.
+ */
 export const applyRetentionDlq = (s: string): string => `
 WITH chosen AS MATERIALIZED (
   SELECT r.id FROM ${s}.jobs_dlq r
   WHERE r.failed_at_utc < now() - $1::float8 ${MS}
   ORDER BY r.failed_at_utc
   LIMIT $2
-  FOR UPDATE SKIP LOCKED)
-DELETE FROM ${s}.jobs_dlq d USING chosen c WHERE d.id = c.id
-RETURNING d.id`;
+  FOR UPDATE SKIP LOCKED),
+gone AS (DELETE FROM ${s}.jobs_dlq d USING chosen c WHERE d.id = c.id RETURNING d.id),
+history AS (${attemptsDelete(s, 'gone')}
+)
+SELECT id FROM gone`;
 
 /** Retention batch of metric buckets older than $1 ms (at most $2), by primary key; as {@link applyRetentionArchive}. */
 export const applyRetentionBuckets = (s: string): string => `
@@ -954,6 +1015,13 @@ export const getJobHot = (s: string): string => `SELECT * FROM ${s}.jobs_hot WHE
 export const getJobArchive = (s: string): string => `SELECT * FROM ${s}.jobs_archive WHERE id = $1`;
 /** @see getJobHot */
 export const getJobDlq = (s: string): string => `SELECT * FROM ${s}.jobs_dlq WHERE id = $1`;
+
+/**
+ * The attempt rows of job $1, oldest first (`getJob` with `attempts`): one range of the primary
+ * key `(job_id, seq)`, read in its order. A plain read (no lock).
+ */
+export const getJobAttempts = (s: string): string => `
+SELECT * FROM ${s}.job_attempts WHERE job_id = $1 ORDER BY seq`;
 
 /** Table of each pillar. */
 const PILLAR_TABLE = { hot: 'jobs_hot', archive: 'jobs_archive', dlq: 'jobs_dlq' } as const;

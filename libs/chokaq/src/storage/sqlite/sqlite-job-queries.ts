@@ -35,6 +35,7 @@ import { ErrorFamilyMemo } from '../shared/error-family-memo';
 import { Outcome } from '../shared/outcome';
 import type { ListRequest } from '../../validation/validate-list';
 import { toListPage } from '../shared/page';
+import { mapAttemptRow } from '../shared/attempts';
 import { mapJobView, mapOutcomesRow, mapWorkerRow, toDate } from '../shared/row-mapper';
 import { startLagOf, throughputSeries } from '../shared/throughput-series';
 import { SqliteConnection } from './sqlite.connection';
@@ -61,16 +62,25 @@ export class SqliteJobQueries implements DialectJobQueries {
   // ---------------------------------------------------------------- reads
 
   /** @inheritdoc */
-  async getJob(id: string): Promise<JobView | null> {
-    // One read transaction: a job moving between pillars is seen exactly once (a WAL snapshot).
+  async getJob(id: string, attempts: boolean): Promise<JobView | null> {
+    // One read transaction: a job moving between pillars is seen exactly once (a WAL snapshot),
+    // and with `attempts` its history as of that same instant.
     return this.db.read('getJob', () => {
-      const hot = this.db.get(this.sql.getJobHot, { id });
-      if (hot) return mapJobView(hot, 'hot');
-      const archived = this.db.get(this.sql.getJobArchive, { id });
-      if (archived) return mapJobView(archived, 'archive');
-      const dead = this.db.get(this.sql.getJobDlq, { id });
-      return dead ? mapJobView(dead, 'dlq') : null;
+      const view = this.findJob(id);
+      if (view === null || !attempts) return view;
+      const history = this.db.all(this.sql.getJobAttempts, { id });
+      return { ...view, attempts: history.map(mapAttemptRow) };
     });
+  }
+
+  /** Hot first, then archive, then DLQ (primary-key reads), inside the caller's read. */
+  private findJob(id: string): JobView | null {
+    const hot = this.db.get(this.sql.getJobHot, { id });
+    if (hot) return mapJobView(hot, 'hot');
+    const archived = this.db.get(this.sql.getJobArchive, { id });
+    if (archived) return mapJobView(archived, 'archive');
+    const dead = this.db.get(this.sql.getJobDlq, { id });
+    return dead ? mapJobView(dead, 'dlq') : null;
   }
 
   /** @inheritdoc */

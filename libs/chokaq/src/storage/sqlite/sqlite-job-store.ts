@@ -3,7 +3,7 @@ import { logEvent } from '../../common/log-events';
 import { ChokaQTransactionalHandlerError } from '../../errors';
 import type { Checked } from '../../interfaces/checked.interface';
 import { FailureReason } from '../../interfaces/job-status.enum';
-import { DlqFilter } from '../../interfaces/job-view.interface';
+import { DlqFilter, JobAttemptOutcome } from '../../interfaces/job-view.interface';
 import {
   CancelResult,
   CompletedJob,
@@ -36,6 +36,7 @@ import {
   ZombieSweep,
 } from '../dialect-job-storage';
 import type { HandlerTransactionSupport } from '../job-storage';
+import { attemptOutcomeOf } from '../shared/attempts';
 import { retentionDetails } from '../shared/audit-log';
 import { NO_REASON, Outcome, dlqStatusFor } from '../shared/outcome';
 import { mapHotRow, mapQueueRow, toDate } from '../shared/row-mapper';
@@ -430,6 +431,12 @@ export class SqliteJobStore implements DialectJobStore {
     return this.db.write('rescheduleForRetry', () => {
       const rows = this.db.all(this.sql.rescheduleForRetry, params);
       if (rows.length > 0) {
+        const run = { worker_id: lease.workerId, lease_id: lease.leaseId };
+        this.recordAttempts(
+          rows.map((r) => ({ ...r, ...run })),
+          'retried',
+          error,
+        );
         this.addCounters(countersByQueue(rows, 'retried'));
         this.addBuckets(bucketsOf(rows, Outcome.Retried, NO_REASON));
       }
@@ -515,8 +522,8 @@ export class SqliteJobStore implements DialectJobStore {
 
   /**
    * Steps 2–4 of every Hot → DLQ move, on rows already deleted and captured in this transaction:
-   * insert them with the DLQ status and reason, add `FailedTotal` (or `CancelledTotal`) once per
-   * queue, and upsert the metric buckets.
+   * the attempt rows of those that were Processing, insert them with the DLQ status and reason,
+   * add `FailedTotal` (or `CancelledTotal`) once per queue, and upsert the metric buckets.
    */
   private moveRowsToDlq(
     rows: Row[],
@@ -526,6 +533,12 @@ export class SqliteJobStore implements DialectJobStore {
     durationMs: number | null,
   ): void {
     if (rows.length === 0) return;
+    // The runs that had started end here: their attempt rows (a Pending or Fetched row ran nothing).
+    this.recordAttempts(
+      rows.filter((r) => Number(r.status) === 2),
+      attemptOutcomeOf(reason),
+      error,
+    );
     const cancelled = reason === FailureReason.Cancelled;
     const moved = rows.map((r) => ({
       ...r,
@@ -645,6 +658,13 @@ export class SqliteJobStore implements DialectJobStore {
           error,
           ids: JSON.stringify(retry.map((r) => r.id)),
         });
+        // The lost runs, as step 1 read them (the worker that lost each included).
+        const back = new Set(retried.map((r) => String(r.id)));
+        this.recordAttempts(
+          retry.filter((r) => back.has(String(r.id))),
+          'zombie',
+          error,
+        );
         this.addCounters(countersByQueue(retried, 'retried'));
         this.addBuckets(bucketsOf(retried, Outcome.Retried, FailureReason.Zombie));
       }
@@ -719,7 +739,7 @@ export class SqliteJobStore implements DialectJobStore {
       if (i > 0) await yieldToEventLoop();
       const chunk = JSON.stringify(unique.slice(i, i + BULK_CHUNK));
       purged += await this.db.write('purgeDlq', () =>
-        this.audited(audit, this.db.run(this.sql.purgeDlq, { ids: chunk })),
+        this.audited(audit, this.deleteWithAttempts(this.sql.purgeDlq, { ids: chunk })),
       );
     }
     return purged;
@@ -734,7 +754,7 @@ export class SqliteJobStore implements DialectJobStore {
       if (purged > 0) await yieldToEventLoop();
       const batch = Math.min(BULK_CHUNK, limit - purged);
       const n = await this.db.write('purgeDlqByFilter', () =>
-        this.audited(audit, this.db.run(purge, { ...where.params, limit: batch })),
+        this.audited(audit, this.deleteWithAttempts(purge, { ...where.params, limit: batch })),
       );
       purged += n;
       if (n < batch) break;
@@ -756,9 +776,12 @@ export class SqliteJobStore implements DialectJobStore {
     const now = (await this.now()).getTime();
     const done: RetentionResult = { archive: 0, dlq: 0, metricBuckets: 0, workers: 0, audit: 0 };
     const drain = async (table: keyof RetentionResult, sql: string, ageMs: number) => {
+      // The archive's and the DLQ's rows take their jobs' attempt rows with them.
+      const jobs = table === 'archive' || table === 'dlq';
       for (;;) {
         const n = await this.db.write(`retention.${table}`, () => {
-          const deleted = this.db.run(sql, { cutoff: now - ageMs, limit: batch });
+          const params = { cutoff: now - ageMs, limit: batch };
+          const deleted = jobs ? this.deleteWithAttempts(sql, params) : this.db.run(sql, params);
           const counts = { ...done, [table]: done[table] + deleted };
           this.recordAudit(audit, deleted, retentionDetails(audit, counts));
           return deleted;
@@ -784,6 +807,37 @@ export class SqliteJobStore implements DialectJobStore {
       this.db.run(this.sql.confirmationSecretInsert, { candidate });
       return String(this.db.get(this.sql.confirmationSecret)!.value);
     });
+  }
+
+  /**
+   * Deletes archive or DLQ rows with `sql` (which returns their ids) and the attempt rows of those
+   * jobs, in the caller's transaction. Returns the rows deleted from the pillar.
+   */
+  private deleteWithAttempts(sql: string, params: Params): number {
+    const gone = this.db.all(sql, params);
+    if (gone.length > 0) {
+      this.db.run(this.sql.deleteAttempts, { ids: JSON.stringify(gone.map((r) => r.id)) });
+    }
+    return gone.length;
+  }
+
+  /**
+   * The attempt rows of the runs a move ends, in its transaction (`storage/shared/attempts.ts`):
+   * `rows` are those runs' hot rows as the move found them (id, attempt_count, worker_id,
+   * lease_id, started_at_utc).
+   */
+  private recordAttempts(rows: Row[], outcome: JobAttemptOutcome, error: string): void {
+    if (rows.length === 0) return;
+    const attempts = rows.map((r) => ({
+      id: r.id,
+      attempt_count: r.attempt_count,
+      worker_id: r.worker_id ?? null,
+      lease_id: r.lease_id ?? null,
+      started_at_utc: r.started_at_utc ?? null,
+      outcome,
+      error,
+    }));
+    this.db.run(this.sql.recordAttempts, { attempts: JSON.stringify(attempts) });
   }
 
   /** Writes (or adds `rows` to) the audit row of an action, in the caller's transaction. */

@@ -2,8 +2,9 @@ import { SQLITE_NOW_MS } from './sqlite.sql';
 
 /**
  * SQLite DDL of ChokaQ (SPEC §2): tables `{prefix}jobs_hot`, `jobs_archive`, `jobs_dlq`,
- * `stats_summary`, `metric_buckets`, `queues`, `recurring_jobs`, `schema_migrations`, and
- * `row_counts` (version 5: the archive's and the DLQ's row counts, kept by triggers).
+ * `stats_summary`, `metric_buckets`, `queues`, `recurring_jobs`, `schema_migrations`,
+ * `row_counts` (version 5: the archive's and the DLQ's row counts, kept by triggers) and
+ * `job_attempts` (version 9: the attempts that did not end in the archive).
  *
  * Conventions: ids are TEXT (UUIDv7 strings, so inserts land at the end of the primary key); payloads
  * are TEXT (the queue never looks inside); times are INTEGER epoch milliseconds from the database
@@ -421,8 +422,38 @@ const V8: SqliteMigration = {
   ],
 };
 
+/**
+ * Version 9: `job_attempts`, the history of a job's attempts that did not end in the archive
+ * (retried, timed out, zombie, cancelled while running, failed), one row per such attempt, written
+ * in the transaction of the move that ended it (`storage/shared/attempts.ts` has the rules). The
+ * successful last attempt is the archive row itself, so the claim-run-archive path writes nothing
+ * here. Keyed `(job_id, seq)` (a WITHOUT ROWID table: the rows are stored in that key's order, so a
+ * job's history is one range, read or deleted with its archive or DLQ row). A new table only:
+ * workers of version 8 never read or write it.
+ */
+const V9: SqliteMigration = {
+  version: 9,
+  description: 'Attempt history of jobs',
+  statements: (p) => [
+    `CREATE TABLE IF NOT EXISTS ${p}job_attempts (
+      job_id          TEXT    NOT NULL,
+      seq             INTEGER NOT NULL,
+      attempt         INTEGER NOT NULL,
+      worker_id       TEXT    NULL,
+      lease_id        TEXT    NULL,
+      started_at_utc  INTEGER NULL,
+      finished_at_utc INTEGER NOT NULL,
+      outcome         TEXT    NOT NULL
+        CHECK (outcome IN ('retried', 'timeout', 'zombie', 'cancelled', 'failed')),
+      error           TEXT    NULL,
+      duration_ms     INTEGER NULL,
+      PRIMARY KEY (job_id, seq)
+    ) STRICT, WITHOUT ROWID`,
+  ],
+};
+
 /** Every migration, oldest first. Append new versions; never edit a released one. */
-export const SQLITE_MIGRATIONS: readonly SqliteMigration[] = [V1, V2, V3, V4, V5, V6, V7, V8];
+export const SQLITE_MIGRATIONS: readonly SqliteMigration[] = [V1, V2, V3, V4, V5, V6, V7, V8, V9];
 
 /** The ledger table; created before any migration runs so its own existence is not a migration. */
 export function schemaMigrationsDdl(prefix: string): string {

@@ -5,7 +5,7 @@ import {
   Pillar,
 } from '../../interfaces/job-view.interface';
 import type { ListRequest } from '../../validation/validate-list';
-import { METRIC_BUCKET_MS } from '../../validation/limits';
+import { MAX_ATTEMPT_ERROR, METRIC_BUCKET_MS } from '../../validation/limits';
 import { HOT_COLUMNS, hotColumnsExcept } from '../shared/columns';
 import { escapeLike } from '../shared/escape-like';
 import { ERROR_PREFIX_CHARS, LIST_SORT_KEY } from '../shared/page';
@@ -98,6 +98,7 @@ export function sqliteTables(p: string) {
     rowCounts: `${p}row_counts`,
     audit: `${p}audit_log`,
     settings: `${p}settings`,
+    attempts: `${p}job_attempts`,
   };
 }
 
@@ -108,7 +109,7 @@ export function sqliteTables(p: string) {
 export function jobStoreStatements(p: string) {
   const tables = sqliteTables(p);
   const { hot, archive, dlq, stats, buckets, queues, recurring, migrations, workers } = tables;
-  const { audit, settings } = tables;
+  const { audit, settings, attempts } = tables;
   const dlqColumns = [...HOT_COLUMNS, 'failure_reason', 'error_details'];
 
   /**
@@ -323,13 +324,17 @@ export function jobStoreStatements(p: string) {
       SET progress = @progress, progress_note = @note, last_updated_utc = ${SQLITE_NOW_MS}
       WHERE id = @id AND worker_id = @workerId AND lease_id = @leaseId AND status = 2`,
 
-    /** Processing → Pending after a retryable failure (lease matches AND status = 2). */
+    /**
+     * Processing → Pending after a retryable failure (lease matches AND status = 2). Returns the
+     * queue, and what the run's attempt row needs of the columns the UPDATE leaves as they were
+     * (the worker and lease are the fence's).
+     */
     rescheduleForRetry: `UPDATE ${hot}
       SET status = 0, worker_id = NULL, lease_id = NULL, heartbeat_utc = NULL,
           scheduled_at_utc = ${SQLITE_NOW_MS} + @delayMs, last_error = @error,
           last_updated_utc = ${SQLITE_NOW_MS}
       WHERE id = @id AND worker_id = @workerId AND lease_id = @leaseId AND status = 2
-      RETURNING queue`,
+      RETURNING id, queue, attempt_count, started_at_utc`,
 
     /**
      * Step 1 of archiveSucceeded: copy the owned rows (Status 1 or 2) of `@leases` (which carry
@@ -387,6 +392,31 @@ export function jobStoreStatements(p: string) {
           last_modified_by = COALESCE(@actor, last_modified_by)
       WHERE status = 2 AND id IN ${IDS}
       RETURNING id`,
+
+    /**
+     * The attempt rows of runs a move ends (the rules: `storage/shared/attempts.ts`), in that
+     * move's BEGIN IMMEDIATE transaction, after its update or delete: `@attempts` is a JSON array
+     * of `{id, attempt_count, worker_id, lease_id, started_at_utc, outcome, error}` read from the
+     * hot rows the move changed. `seq` is one more than the job's last row (a range of the primary
+     * key); the write lock held since BEGIN means no other writer can add one meanwhile. The error
+     * keeps its first `MAX_ATTEMPT_ERROR` characters; the duration is finish minus start.
+     */
+    recordAttempts: `INSERT INTO ${attempts} (job_id, seq, attempt, worker_id, lease_id,
+        started_at_utc, finished_at_utc, outcome, error, duration_ms)
+      SELECT a.value ->> 'id',
+        COALESCE((SELECT MAX(x.seq) FROM ${attempts} x WHERE x.job_id = a.value ->> 'id'), 0) + 1,
+        a.value ->> 'attempt_count', a.value ->> 'worker_id', a.value ->> 'lease_id',
+        a.value ->> 'started_at_utc', ${SQLITE_NOW_MS}, a.value ->> 'outcome',
+        substr(a.value ->> 'error', 1, ${MAX_ATTEMPT_ERROR}),
+        CASE WHEN a.value ->> 'started_at_utc' IS NOT NULL
+             THEN MAX(0, ${SQLITE_NOW_MS} - (a.value ->> 'started_at_utc')) END
+      FROM json_each(@attempts) AS a ORDER BY a.key`,
+
+    /**
+     * The attempt rows of the jobs `@ids` (archive or DLQ rows deleted in the same transaction by
+     * purge or retention): their history goes with them. One primary-key range per job.
+     */
+    deleteAttempts: `DELETE FROM ${attempts} WHERE job_id IN ${IDS}`,
 
     // ------------------------------------------------------------------ counters and buckets
     // Shared last steps of every operation that counts (the starts of a claim and of
@@ -535,15 +565,20 @@ export function jobStoreStatements(p: string) {
 
     // ------------------------------------------------------------------ purge and retention
 
-    /** purgeDlq: by id; counters untouched. */
-    purgeDlq: `DELETE FROM ${dlq} WHERE id IN ${IDS}`,
+    /** purgeDlq: by id; counters untouched. Returns the ids, whose attempt rows go next. */
+    purgeDlq: `DELETE FROM ${dlq} WHERE id IN ${IDS} RETURNING id`,
 
-    /** applyRetention batch: archive rows finished before `@cutoff`; each batch its own transaction. */
+    /**
+     * applyRetention batch: archive rows finished before `@cutoff`; each batch its own
+     * transaction, which deletes the returned ids' attempt rows too ({@link deleteAttempts}).
+     */
     applyRetentionArchive: `DELETE FROM ${archive} WHERE id IN (
-        SELECT id FROM ${archive} WHERE finished_at_utc < @cutoff ORDER BY finished_at_utc LIMIT @limit)`,
-    /** applyRetention batch: DLQ rows failed before `@cutoff`. */
+        SELECT id FROM ${archive} WHERE finished_at_utc < @cutoff ORDER BY finished_at_utc LIMIT @limit)
+      RETURNING id`,
+    /** applyRetention batch: DLQ rows failed before `@cutoff`; as the archive's. */
     applyRetentionDlq: `DELETE FROM ${dlq} WHERE id IN (
-        SELECT id FROM ${dlq} WHERE failed_at_utc < @cutoff ORDER BY failed_at_utc LIMIT @limit)`,
+        SELECT id FROM ${dlq} WHERE failed_at_utc < @cutoff ORDER BY failed_at_utc LIMIT @limit)
+      RETURNING id`,
     /** applyRetention batch: metric buckets older than `@cutoff` (primary key leads with bucket_utc). */
     applyRetentionBuckets: `DELETE FROM ${buckets} WHERE rowid IN (
         SELECT rowid FROM ${buckets} WHERE bucket_utc < @cutoff ORDER BY bucket_utc LIMIT @limit)`,
@@ -659,6 +694,8 @@ export function jobQueriesStatements(p: string) {
     getJobHot: `SELECT * FROM ${hot} WHERE id = @id`,
     getJobArchive: `SELECT * FROM ${archive} WHERE id = @id`,
     getJobDlq: `SELECT * FROM ${dlq} WHERE id = @id`,
+    /** getJob with attempts: the job's attempt rows, oldest first (a range of the primary key). */
+    getJobAttempts: `SELECT * FROM ${tables.attempts} WHERE job_id = @id ORDER BY seq`,
 
     /**
      * getSummary: lifetime counters summed over queues, then the hot counts by status (the hot
@@ -956,9 +993,12 @@ export function resurrectByFilter(dlqTable: string, where: SqlWhere): string {
   return `DELETE FROM ${dlqTable} WHERE id IN (${chooseDlqByFilter(dlqTable, where)}) RETURNING *`;
 }
 
-/** purgeDlqByFilter: one batch, its own transaction; counters untouched. */
+/**
+ * purgeDlqByFilter: one batch, its own transaction; counters untouched. Returns the ids, whose
+ * attempt rows the same transaction deletes next.
+ */
 export function purgeDlqByFilter(dlqTable: string, where: SqlWhere): string {
-  return `DELETE FROM ${dlqTable} WHERE id IN (${chooseDlqByFilter(dlqTable, where)})`;
+  return `DELETE FROM ${dlqTable} WHERE id IN (${chooseDlqByFilter(dlqTable, where)}) RETURNING id`;
 }
 
 /** The rows a bulk DLQ filter matches: the matched count of `previewDlqFilter`. */

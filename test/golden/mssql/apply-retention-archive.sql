@@ -1,0 +1,17 @@
+SET TRANSACTION ISOLATION LEVEL READ COMMITTED;
+SET LOCK_TIMEOUT -1;
+SET NOCOUNT ON;
+SET XACT_ABORT ON;
+DECLARE @now datetime2(3) = SYSUTCDATETIME();
+DECLARE @cutoff datetime2(3) = DATEADD(MILLISECOND, -CAST(@1 % 1000 AS int), DATEADD(SECOND, -CAST(@1 / 1000 AS int), @now));
+DECLARE @Gone TABLE (Id varchar(36) NOT NULL);
+BEGIN TRAN;
+WITH Expired AS (
+  SELECT TOP (@0) x.Id, x.FinishedAtUtc FROM [chokaq].[JobsArchive] AS x WITH (READCOMMITTEDLOCK, READPAST, ROWLOCK)
+  WHERE x.FinishedAtUtc < @cutoff
+  ORDER BY x.FinishedAtUtc
+)
+DELETE FROM Expired OUTPUT deleted.Id INTO @Gone (Id);
+DELETE x FROM [chokaq].[JobAttempts] AS x INNER JOIN @Gone AS g ON g.Id = x.JobId;
+COMMIT;
+SELECT COUNT_BIG(*) AS Affected FROM @Gone;
