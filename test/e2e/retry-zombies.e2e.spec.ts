@@ -1,6 +1,7 @@
 import { Injectable } from '@nestjs/common';
 import { randomUUID } from 'node:crypto';
 import {
+  ChokaQAdmin,
   FailureReason,
   JobClient,
   JobContext,
@@ -80,6 +81,15 @@ describeEachDialect('@JobHandler retryZombies', ({ name: dialect }) => {
     // Retried by the rescue (attempt 1 kept), then claimed and run again here as attempt 2.
     expect(await client.getJob(retried)).toMatchObject({ pillar: 'archive', attemptCount: 2 });
     expect(app.get(ZombieHandlers).runs).toEqual([{ type: 'idempotent.v1', attempt: 2 }]);
+    // The attempt history: each lost run is one row naming the dead worker; the run that
+    // succeeded here is the archive row, not an attempt row.
+    const admin = app.get(ChokaQAdmin);
+    for (const id of [dead, retried]) {
+      const view = await admin.getJob(id, { attempts: true });
+      expect(view?.attempts).toEqual([
+        expect.objectContaining({ seq: 1, attempt: 1, outcome: 'zombie', workerId: 'dead-worker' }),
+      ]);
+    }
     await closeAndCheck(app, db);
   });
 });
