@@ -2,7 +2,7 @@
 /**
  * The DLQ panel and the job inspector in Chromium: a filter in the URL, a preview that counts
  * right, a typed confirmation, bulk resurrect and purge reaching the database with their audit
- * rows, and an edited payload that the retried job runs with.
+ * rows, and an edited payload that the retried job runs with, its failed first run in the history.
  */
 import type { Page } from 'playwright-core';
 import { JobStatus } from '../../../libs/chokaq/src';
@@ -128,6 +128,11 @@ describeBrowser('The Deck: DLQ and job inspector in a browser', () => {
         // The inspector lists the operator's action on this job.
         await page.reload();
         await page.getByRole('cell', { name: 'dlq.resurrect' }).waitFor();
+        // Its first run, which ended in the DLQ, is in the attempt history; the run that
+        // succeeded is the archive row itself, so it adds none.
+        const attempts = page.locator('table.attempts tbody tr');
+        await attempts.filter({ hasText: 'Failed' }).waitFor();
+        expect(await attempts.count()).toBe(1);
         expect(problems).toEqual({ console: [], errors: [], dialogs: [] });
       });
     },

@@ -110,7 +110,7 @@ export class DeckJobsController {
 
   @Get('jobs/:id')
   async job(@Param('id') id: string): Promise<DeckJob> {
-    const job = await this.admin.getJob(id);
+    const job = await this.admin.getJob(id, { attempts: true });
     if (!job) throw new NotFoundException(`No job ${id} in the hot table, the archive or the DLQ.`);
     const audit = await this.admin.getAuditLog({ target: id, limit: 50 });
     return { job: this.options.redact(job), audit: audit.items };

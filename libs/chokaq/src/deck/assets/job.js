@@ -1,4 +1,5 @@
-// Job inspector: one job whole (payload through the app's redact), its audit entries, and the
+// Job inspector: one job whole (payload through the app's redact), its attempts that did not end
+// in the archive, its audit entries, and the
 // actions that fit its pillar: cancel (active), edit-and-retry or resurrect, purge (DLQ).
 import { html, useState } from './vendor/preact-htm.js';
 import { get, send } from './api.js';
@@ -118,6 +119,8 @@ function Job({ id, readOnly }) {
         <pre class="error-text" data-field="error">${job.errorDetails || job.lastError}</pre>`
     }
     ${!readOnly && html`<${Actions} job=${job} act=${action.act} />`}
+    <h2>Attempts</h2>
+    <${Attempts} attempts=${job.attempts ?? []} />
     <h2>Audit</h2>
     ${
       audit.length === 0
@@ -242,4 +245,49 @@ function Actions({ job, act }) {
       }
     </div>
   </form>`;
+}
+
+const OUTCOMES = {
+  retried: 'Retried',
+  timeout: 'Timed out',
+  zombie: 'Zombie',
+  cancelled: 'Cancelled',
+  failed: 'Failed',
+};
+
+/**
+ * The runs that did not end in the archive, oldest first; a successful last run is the archive
+ * row itself, so a job that succeeded first time shows none.
+ */
+function Attempts({ attempts }) {
+  if (attempts.length === 0) {
+    return html`<${Empty} text="No failed or interrupted attempt recorded." />`;
+  }
+  return html`<table class="attempts">
+    <thead>
+      <tr>
+        <th scope="col">#</th>
+        <th scope="col">Outcome</th>
+        <th scope="col">Started</th>
+        <th scope="col" class="num">Took</th>
+        <th scope="col">Worker</th>
+        <th scope="col">Error</th>
+      </tr>
+    </thead>
+    <tbody>
+      ${attempts.map(
+        (a) =>
+          html`<tr key=${a.seq}>
+            <td class="num" title=${`Attempt ${a.attempt} of this run of the job`}>${a.seq}</td>
+            <td data-field="outcome">${OUTCOMES[a.outcome] ?? a.outcome}</td>
+            <td>${a.startedAtUtc ? time(a.startedAtUtc) : '–'}</td>
+            <td class="num">
+              ${a.durationMs === null || a.durationMs === undefined ? '–' : ms(a.durationMs)}
+            </td>
+            <td class="mono">${a.workerId ?? '–'}</td>
+            <td class="error-text">${a.error ? a.error.split('\n')[0] : '–'}</td>
+          </tr>`,
+      )}
+    </tbody>
+  </table>`;
 }
