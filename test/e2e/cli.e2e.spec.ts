@@ -363,6 +363,8 @@ describeEachDialect(
         queue: 'cli-q',
         pillar: 'hot',
         payload: { n: 0 },
+        // Never started: no attempt history, and the list is there (read with the job).
+        attempts: [],
       });
       expectExit(missingJob, 3);
       expect(missingJob).toMatchObject({ stdout: '' });

@@ -1,5 +1,5 @@
 import { JobStatus } from '../../interfaces/job-status.enum';
-import type { JobView } from '../../interfaces/job-view.interface';
+import type { JobAttempt, JobView } from '../../interfaces/job-view.interface';
 import { CLI_UNCONFIRMED_ROWS } from '../../validation/limits';
 import { CommandGroup, defineCommand } from '../args/command-definition';
 import { failureReasonName } from '../args/option-values';
@@ -43,24 +43,49 @@ function jobFields(job: JobView): Field[] {
   ];
 }
 
+/** The runs that did not end in the archive, oldest first (the first line of each error). */
+function attemptsTable(attempts: JobAttempt[]) {
+  return table(
+    [
+      { header: '#' },
+      { header: 'OUTCOME' },
+      { header: 'STARTED' },
+      { header: 'TOOK' },
+      { header: 'WORKER' },
+      { header: 'ERROR' },
+    ],
+    attempts.map((a) => [
+      a.seq,
+      a.outcome,
+      a.startedAtUtc,
+      a.durationMs === null ? null : formatDuration(a.durationMs),
+      a.workerId,
+      a.error === null ? null : a.error.split('\n')[0],
+    ]),
+  );
+}
+
 const get = defineCommand({
   name: 'jobs get',
-  summary: 'One job wherever it is (active, archive or DLQ), with its payload and error',
+  summary:
+    'One job wherever it is (active, archive or DLQ), with its payload, error and attempt history',
   synopsis: '<id>',
   options: {},
   positionals: { min: 1, max: 1 },
   database: 'current',
   parse: (line) => ({ id: line.positionals[0] }),
   async run({ id }, { admin }) {
-    const job = await admin.getJob(id);
+    const job = await admin.getJob(id, { attempts: true });
     if (!job) throw new CliNothingMatchedError(`No job has the id '${id}'.`);
     const error = job.errorDetails ?? job.lastError;
+    const attempts = job.attempts ?? [];
     return {
       data: { job },
       view: [
         fields(undefined, jobFields(job)),
         text('Payload:', JSON.stringify(job.payload, null, 2)),
         ...(error ? [text(job.errorDetails ? 'Error:' : 'Last error:', error)] : []),
+        ...(attempts.length > 0 ? [attemptsTable(attempts)] : []),
       ],
     };
   },
