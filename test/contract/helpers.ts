@@ -2,9 +2,9 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import { ChokaQStorageUnavailableError, ChokaQValidationError } from '../../libs/chokaq/src/errors';
 import { Pillar, QueueStats } from '../../libs/chokaq/src/interfaces/job-view.interface';
 import {
+  ClaimedJobs,
   FetchRequest,
   HandledJobs,
-  HotJob,
   JobLease,
   NewJob,
 } from '../../libs/chokaq/src/interfaces/job.interface';
@@ -38,7 +38,7 @@ export function queues(...names: string[]): HandledJobs {
 
 /** One claim call and its fencing token. */
 export interface Claim {
-  rows: HotJob[];
+  rows: ClaimedJobs;
   workerId: string;
   leaseId: string;
   leases: JobLease[];

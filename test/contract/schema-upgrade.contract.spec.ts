@@ -112,18 +112,20 @@ describeEachDialect(
     const TRACE_VERSION = { sqlite: 8, postgres: 10 }[dialect as 'sqlite' | 'postgres'];
     /** The version that brought the attempt history table (issue 17, part 2). */
     const ATTEMPTS_VERSION = { sqlite: 9, postgres: 11 }[dialect as 'sqlite' | 'postgres'];
+    /** The version that brought the queues' rate limit columns (issue 17, part 3). */
+    const RATE_VERSION = { sqlite: 10, postgres: 12 }[dialect as 'sqlite' | 'postgres'];
     /**
      * A stand-in for the previous release below is this release's own storage opened without
-     * migrating: it writes the trace context column and the attempt history table, so a schema it
-     * runs on must have them. On SQLite the trace version is also recorded, since `ADD COLUMN`
-     * cannot run twice there (SQLite has no `IF NOT EXISTS` for it: the ledger is what guards it);
-     * PostgreSQL's runs again, as its printed script may, and the table's `CREATE TABLE IF NOT
-     * EXISTS` runs again on both.
+     * migrating: it writes the trace context column and the attempt history table, and its claim
+     * reads the rate limit columns, so a schema it runs on must have them. On SQLite the trace and
+     * rate versions are also recorded, since `ADD COLUMN` cannot run twice there (SQLite has no
+     * `IF NOT EXISTS` for it: the ledger is what guards it); PostgreSQL's run again, as its printed
+     * script may, and the table's `CREATE TABLE IF NOT EXISTS` runs again on both.
      */
     const withTraceColumn = (version: number) =>
-      version === TRACE_VERSION || version === ATTEMPTS_VERSION;
+      version === TRACE_VERSION || version === ATTEMPTS_VERSION || version === RATE_VERSION;
     const traceColumnRecorded = (version: number) =>
-      dialect === 'sqlite' && version === TRACE_VERSION;
+      dialect === 'sqlite' && (version === TRACE_VERSION || version === RATE_VERSION);
 
     /** A time as the dialect stores it: epoch ms on SQLite, a timestamp on PostgreSQL. */
     const at = (ms: number): number | Date => (dialect === 'sqlite' ? ms : new Date(ms));
@@ -678,6 +680,29 @@ describeEachDialect(
         pillar: 'hot',
         attempts: [],
       });
+    });
+
+    it('the rate limit on a database of the previous version: the columns appear, queues keep their controls, a limit set then holds in the claim', async () => {
+      await createPreviousVersion(RATE_VERSION);
+      const queue = 'upgrade.rate';
+      await db.query(
+        `INSERT INTO ${db.table('queues')} (name, max_workers, last_updated_utc) VALUES (?, ?, ?)`,
+        [queue, 7, at(Date.now())],
+      );
+      await db.query(`INSERT INTO ${db.table('stats')} (queue) VALUES (?)`, [queue]);
+
+      const storage = await db.openStorage();
+      const all = dialect === 'sqlite' ? SQLITE_MIGRATIONS : POSTGRES_MIGRATIONS;
+      expect(await db.count('migrations')).toBe(all.length);
+      expect((await storage.getQueues()).find((q) => q.name === queue)).toMatchObject({
+        maxWorkers: 7,
+        rateLimit: null,
+      });
+      await storage.enqueueMany(Array.from({ length: 4 }, () => ({ queue })));
+      await storage.updateQueue(queue, { rateLimit: { max: 2, perMs: 60_000 } });
+      const c = await claim(storage, queue, 4, newWorkerId(), { start: 4 });
+      expect(c.rows).toHaveLength(2);
+      expect((await claim(storage, queue, 4, newWorkerId(), { start: 4 })).rows).toHaveLength(0);
     });
 
     (HEALTH_INDEX_VERSION === undefined ? it.skip : it)(

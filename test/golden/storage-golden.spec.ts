@@ -154,6 +154,28 @@ const SCENARIOS: readonly Scenario[] = [
     },
   },
   {
+    // A rate-limited queue: serialised like a budgeted one, the allowance and the spend in the
+    // claim, then (the claim took fewer rows than asked) the rate state read for the wait.
+    file: 'claim-rate-limited',
+    async run(storage, recorder) {
+      await storage.enqueueMany([job('golden.rate'), job('golden.rate'), job('golden.rate')]);
+      await storage.updateQueue('golden.rate', { rateLimit: { max: 2, perMs: 60_000 } });
+      const { result, statements } = await recorder.record(() =>
+        storage.fetchNextBatch({
+          workerId: WORKER,
+          leaseId: randomUUID(),
+          limit: 3,
+          start: 3,
+          budgetedQueues: ['golden.rate'],
+          handled: { queues: ['golden.rate'], types: [] },
+        }),
+      );
+      expect(result.map((r) => r.status)).toEqual([2, 2]);
+      expect(result.rateLimitWaitMs).toBeGreaterThan(0);
+      return statements;
+    },
+  },
+  {
     // Fetched rows started by markAsProcessing: the start and its start-lag bucket together.
     file: 'mark-as-processing',
     async run(storage, recorder) {

@@ -55,6 +55,7 @@ const PINNED: ReadonlyArray<[file: string, name: string]> = [
   ['get-job-attempts', 'getJobAttempts'],
   ['purge-dlq', 'purgeDlq'],
   ['apply-retention-archive', 'applyRetention [archive]'],
+  ['update-queue', 'updateQueue [all fields]'],
 ];
 
 /** Parameters as TypeORM hands them to mssql: position, declared type, value. */

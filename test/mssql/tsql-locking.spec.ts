@@ -231,6 +231,39 @@ describe('SQL Server lock hints and isolation', () => {
     );
   });
 
+  it("version 11: the queues' rate limit columns, in CREATE TABLE and added where missing; the claim reads and spends them", () => {
+    const ddl = mssqlSchemaDdl('chokaq');
+    expect(MSSQL_SCHEMA_VERSION).toBe(11);
+    for (const column of [
+      'RateLimitMax int',
+      'RateLimitPerMs int',
+      'RateWindowStart datetime2(3)',
+      'RateWindowLast datetime2(3)',
+      'RateWindowCount int',
+      'RatePrevLast datetime2(3)',
+      'RatePrevCount int',
+    ]) {
+      const name = column.split(' ')[0];
+      expect(ddl).toMatch(
+        new RegExp(`CREATE TABLE \\[chokaq\\]\\.\\[Queues\\] \\([^;]*${name} [^,]*NULL`),
+      );
+      expect(ddl).toContain(
+        `IF COL_LENGTH(N'[chokaq].[Queues]', N'${name}') IS NULL\n  ALTER TABLE [chokaq].[Queues] ADD ${column} NULL;`,
+      );
+    }
+    expect(ddl).toMatch(
+      /INSERT INTO \[chokaq\]\.\[SchemaMigrations\] \(Version, Description\) OUTPUT inserted\.Version INTO @Applied \(Version\) VALUES \(11, /,
+    );
+    const claim = one('fetchNextBatch').statement.sql;
+    expect(claim).toContain('WHERE r.Budget IS NOT NULL OR r.RateMax IS NOT NULL;');
+    expect(claim).toContain('UPDATE q SET q.RatePrevCount =');
+    // Clearing a limit clears its window state.
+    const cleared = one('updateQueue', 'rate limit removed').statement.sql;
+    expect(cleared).toMatch(
+      /RateWindowStart = CASE WHEN @\d+ = 1 THEN NULL ELSE RateWindowStart END/,
+    );
+  });
+
   it('version 9: TraceContext in every pillar, added where missing; every move and both enqueues carry it', () => {
     const ddl = mssqlSchemaDdl('chokaq');
     expect(MSSQL_SCHEMA_VERSION).toBeGreaterThanOrEqual(9);
@@ -284,7 +317,7 @@ describe('SQL Server lock hints and isolation', () => {
 
   it('version 10: JobAttempts, created where missing; the moves that end a run write its row in their transaction, the archive move and the claim none; purge and retention delete the rows with their jobs', () => {
     const ddl = mssqlSchemaDdl('chokaq');
-    expect(MSSQL_SCHEMA_VERSION).toBe(10);
+    expect(MSSQL_SCHEMA_VERSION).toBeGreaterThanOrEqual(10);
     expect(ddl).toContain("IF OBJECT_ID(N'[chokaq].[JobAttempts]', N'U') IS NULL");
     expect(ddl).toMatch(
       /CREATE TABLE \[chokaq\]\.\[JobAttempts\] \([^;]*CONSTRAINT \[PK_JobAttempts\] PRIMARY KEY CLUSTERED \(JobId, Seq\)/,
@@ -497,9 +530,17 @@ describe('SQL Server lock hints and isolation', () => {
       expect(
         lockViolations(broken(claim, 'SET r.Budget = q.MaxWorkers', 'SET r.Budget = r.Budget')),
       ).toContain('claim: MaxWorkers is not re-read under the Queues lock');
-      expect(lockViolations(broken(claim, /UPDATE r SET r\.Budget = 0\n[^;]*;\n/, ''))).toContain(
-        'claim: a queue budgeted after the unlocked read is claimed without its cap',
+      expect(
+        lockViolations(broken(claim, 'r.RateMax = q.RateLimitMax', 'r.RateMax = r.RateMax')),
+      ).toContain('claim: MaxWorkers is not re-read under the Queues lock');
+      expect(lockViolations(broken(claim, 'SET @now = SYSUTCDATETIME();\n', ''))).toContain(
+        'claim: the rate allowance is not computed at a clock read after the Queues locks',
       );
+      expect(
+        lockViolations(
+          broken(claim, /UPDATE r SET r\.Budget = 0, r\.RateMax = NULL\n[^;]*;\n/, ''),
+        ),
+      ).toContain('claim: a queue budgeted after the unlocked read is claimed without its cap');
     });
 
     it('a candidate read under UPDLOCK (claim, rescues, resurrect by filter)', () => {

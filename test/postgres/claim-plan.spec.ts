@@ -54,7 +54,7 @@ describePostgres('PostgreSQL claim plan', () => {
     await client.connect();
     for (const variant of ['budgeted', 'unbudgeted'] as const) {
       await client.query(
-        `PREPARE chokaq_claim_${variant}(text, text, text[], text[], text[], int, int) AS ${fetchNextBatch(quoteSchema(db.schema), variant)}`,
+        `PREPARE chokaq_claim_${variant}(text, text, text[], text[], text[], int, int${variant === 'budgeted' ? ', text[]' : ''}) AS ${fetchNextBatch(quoteSchema(db.schema), variant)}`,
       );
     }
   }, 120_000);
@@ -65,13 +65,15 @@ describePostgres('PostgreSQL claim plan', () => {
   });
 
   const args = `'worker', 'lease', ARRAY['q0','q1','q2','q3','q4','q5','q6','q7'], ARRAY['q8','q9'], ARRAY['t1','t2'], 20, 10`;
+  /** The budgeted claim's $8: the queues step 1 locked (budgeted or rate limited). */
+  const locked = `, ARRAY['q0','q1']::text[]`;
 
   async function explain(
     options: string,
     variant: 'budgeted' | 'unbudgeted' = 'budgeted',
   ): Promise<PlanNode> {
     const { rows } = await client.query(
-      `EXPLAIN (${options}, FORMAT JSON) EXECUTE chokaq_claim_${variant}(${args})`,
+      `EXPLAIN (${options}, FORMAT JSON) EXECUTE chokaq_claim_${variant}(${args}${variant === 'budgeted' ? locked : ''})`,
     );
     return (rows[0]['QUERY PLAN'] as Array<{ Plan: PlanNode }>)[0].Plan;
   }
@@ -177,7 +179,7 @@ describePostgres('PostgreSQL claim plan on a never-analysed table', () => {
       try {
         const { rows } = await client.query(
           `EXPLAIN (ANALYZE true, COSTS false, TIMING false, FORMAT JSON) ${fetchNextBatch(quoteSchema(db.schema), variant)}`,
-          ['worker', 'lease', ['fresh'], [], [], 50, 50],
+          ['worker', 'lease', ['fresh'], [], [], 50, 50, ...(variant === 'budgeted' ? [[]] : [])],
         );
         const plan = (rows[0]['QUERY PLAN'] as Array<{ Plan: PlanNode }>)[0].Plan;
         const all = nodes(plan);

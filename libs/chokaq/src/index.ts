@@ -110,6 +110,7 @@ export type {
 } from './storage/job-storage';
 export type {
   CancelResult,
+  ClaimedJobs,
   CompletedJob,
   DlqMove,
   EnqueueOptions,
@@ -122,6 +123,7 @@ export type {
   NewJob,
   QueueInfo,
   QueuePatch,
+  RateLimit,
   ResurrectEdits,
   RetentionPolicy,
   RescuedZombie,

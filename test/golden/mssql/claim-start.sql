@@ -4,7 +4,7 @@ SET NOCOUNT ON;
 SET XACT_ABORT ON;
 DECLARE @now datetime2(3) = SYSUTCDATETIME();
 DECLARE @bucket datetime2(0) = CAST(DATEADD(SECOND, -DATEPART(SECOND, @now), DATEADD(MILLISECOND, -DATEPART(MILLISECOND, @now), @now)) AS datetime2(0));
-DECLARE @Runnable TABLE (Queue varchar(255) NOT NULL PRIMARY KEY, AllTypes bit NOT NULL, Budget int NULL, Slots int NULL);
+DECLARE @Runnable TABLE (Queue varchar(255) NOT NULL PRIMARY KEY, AllTypes bit NOT NULL, Budget int NULL, RateMax int NULL, RateAllow int NULL, Slots int NULL);
 DECLARE @Types TABLE (Queue varchar(255) NOT NULL, Type nvarchar(255) NOT NULL, PRIMARY KEY (Queue, Type));
 DECLARE @Budgeted TABLE (Queue varchar(255) NOT NULL PRIMARY KEY);
 DECLARE @Candidates TABLE (Queue varchar(255) NOT NULL, Priority int NOT NULL, DueAtUtc datetime2(3) NOT NULL, Id varchar(36) NOT NULL, PRIMARY KEY (Queue, Priority DESC, DueAtUtc, Id));
@@ -13,25 +13,42 @@ DECLARE @Claimed TABLE (Id varchar(36) NULL, Queue varchar(255) NULL, Type nvarc
 INSERT INTO @Types (Queue, Type)
 SELECT DISTINCT x.Queue, x.Type FROM OPENJSON(@4) WITH (Queue varchar(255) '$.queue', Type nvarchar(255) '$.type') AS x
 WHERE x.Queue IS NOT NULL AND x.Type IS NOT NULL;
-INSERT INTO @Runnable (Queue, AllTypes, Budget)
-SELECT q.Name, CAST(MAX(r.AllTypes) AS bit), q.MaxWorkers
+INSERT INTO @Runnable (Queue, AllTypes, Budget, RateMax)
+SELECT q.Name, CAST(MAX(r.AllTypes) AS bit), q.MaxWorkers, q.RateLimitMax
 FROM (SELECT a.Queue, 1 AS AllTypes FROM OPENJSON(@3) WITH (Queue varchar(255) '$') AS a
       UNION ALL SELECT y.Queue, 0 FROM @Types AS y) AS r
 INNER JOIN [chokaq].[Queues] AS q ON q.Name = r.Queue
 WHERE q.IsPaused = 0 AND q.IsActive = 1
-GROUP BY q.Name, q.MaxWorkers;
-INSERT INTO @Budgeted (Queue) SELECT r.Queue FROM @Runnable AS r WHERE r.Budget IS NOT NULL;
+GROUP BY q.Name, q.MaxWorkers, q.RateLimitMax;
+INSERT INTO @Budgeted (Queue) SELECT r.Queue FROM @Runnable AS r WHERE r.Budget IS NOT NULL OR r.RateMax IS NOT NULL;
 BEGIN TRAN;
--- Serialise claims on budgeted queues: U locks on their Queues rows only, by key, in name
--- order, held to the end of the transaction; the budget is re-read under the lock.
-UPDATE r SET r.Budget = q.MaxWorkers
+-- Serialise claims on budgeted and rate-limited queues: U locks on their Queues rows only, by
+-- key, in name order, held to the end of the transaction; both limits are re-read under the lock.
+UPDATE r SET r.Budget = q.MaxWorkers, r.RateMax = q.RateLimitMax
 FROM @Budgeted AS b
 INNER LOOP JOIN [chokaq].[Queues] AS q WITH (UPDLOCK, ROWLOCK, FORCESEEK) ON q.Name = b.Queue
 INNER JOIN @Runnable AS r ON r.Queue = b.Queue;
--- A queue budgeted since the unlocked read holds no lock here: no slots this round.
-UPDATE r SET r.Budget = 0
+-- The clock read after the locks: the start time of the rows started here, and the instant
+-- the rate allowance is computed at (later than the previous claimer of the queue, which
+-- committed before our lock was granted).
+SET @now = SYSUTCDATETIME();
+-- A queue budgeted or rate limited since the unlocked read holds no lock here: no slots this round.
+UPDATE r SET r.Budget = 0, r.RateMax = NULL
 FROM @Runnable AS r INNER JOIN [chokaq].[Queues] AS q WITH (READCOMMITTEDLOCK) ON q.Name = r.Queue
-WHERE q.MaxWorkers IS NOT NULL AND NOT EXISTS (SELECT 1 FROM @Budgeted AS b WHERE b.Queue = r.Queue);
+WHERE (q.MaxWorkers IS NOT NULL OR q.RateLimitMax IS NOT NULL) AND NOT EXISTS (SELECT 1 FROM @Budgeted AS b WHERE b.Queue = r.Queue);
+-- Rate allowance of each locked rate-limited queue at @now (the rule of storage/shared/rate-window.ts).
+UPDATE r SET r.RateAllow = CASE WHEN q.RateLimitMax - (CASE WHEN (q.RateWindowStart IS NULL OR @now >= DATEADD(MILLISECOND, q.RateLimitPerMs, q.RateWindowStart))
+  THEN CASE WHEN q.RateWindowLast > DATEADD(MILLISECOND, -q.RateLimitPerMs, @now) THEN ISNULL(q.RateWindowCount, 0) ELSE 0 END
+  ELSE ISNULL(q.RateWindowCount, 0)
+       + CASE WHEN q.RatePrevLast > DATEADD(MILLISECOND, -q.RateLimitPerMs, @now) THEN ISNULL(q.RatePrevCount, 0) ELSE 0 END
+END) > 0 THEN q.RateLimitMax - (CASE WHEN (q.RateWindowStart IS NULL OR @now >= DATEADD(MILLISECOND, q.RateLimitPerMs, q.RateWindowStart))
+  THEN CASE WHEN q.RateWindowLast > DATEADD(MILLISECOND, -q.RateLimitPerMs, @now) THEN ISNULL(q.RateWindowCount, 0) ELSE 0 END
+  ELSE ISNULL(q.RateWindowCount, 0)
+       + CASE WHEN q.RatePrevLast > DATEADD(MILLISECOND, -q.RateLimitPerMs, @now) THEN ISNULL(q.RatePrevCount, 0) ELSE 0 END
+END) ELSE 0 END
+FROM @Runnable AS r
+INNER LOOP JOIN [chokaq].[Queues] AS q WITH (READCOMMITTEDLOCK, FORCESEEK) ON q.Name = r.Queue
+WHERE r.RateMax IS NOT NULL AND q.RateLimitMax IS NOT NULL;
 WITH Active AS (
   SELECT h.Queue, COUNT_BIG(*) AS Busy
   FROM [chokaq].[JobsHot] AS h WITH (READCOMMITTEDLOCK)
@@ -44,6 +61,15 @@ UPDATE r SET r.Slots =
        WHEN r.Budget - ISNULL(a.Busy, 0) < @2 THEN r.Budget - ISNULL(a.Busy, 0)
        ELSE @2 END
 FROM @Runnable AS r LEFT JOIN Active AS a ON a.Queue = r.Queue;
+-- A rate-limited queue: at most its allowance, and only when every claimed row starts (never
+-- buffered Fetched, so a start is the claim that counted it); a queue limited since the
+-- unlocked read was given Budget 0 above.
+UPDATE r SET r.Slots =
+  CASE WHEN r.RateMax IS NULL THEN r.Slots
+       WHEN @5 < @2 OR r.RateAllow IS NULL THEN 0
+       WHEN r.RateAllow < r.Slots THEN r.RateAllow
+       ELSE r.Slots END
+FROM @Runnable AS r;
 -- Candidates without update locks: a seek per queue-wide queue, and per exact (queue, type).
 INSERT INTO @Candidates (Queue, Priority, DueAtUtc, Id)
 SELECT m.Queue, c.Priority, c.DueAtUtc, c.Id
@@ -91,6 +117,20 @@ OUTPUT inserted.Id, inserted.Queue, inserted.Type, inserted.Payload, inserted.Ta
 FROM [chokaq].[JobsHot] AS h
 INNER JOIN Batch AS k ON k.Id = h.Id
 WHERE h.Status = 0;
+-- Spend the started rows on their queues' rate windows (rows this transaction U-locked above).
+WITH Spent AS (
+  SELECT c.Queue, COUNT(*) AS N FROM @Claimed AS c
+  WHERE c.Status = 2 AND c.Queue IN (SELECT r.Queue FROM @Runnable AS r WHERE r.RateMax IS NOT NULL)
+  GROUP BY c.Queue
+)
+UPDATE q SET q.RatePrevCount = CASE WHEN (q.RateWindowStart IS NULL OR @now >= DATEADD(MILLISECOND, q.RateLimitPerMs, q.RateWindowStart)) THEN q.RateWindowCount ELSE q.RatePrevCount END,
+  q.RatePrevLast = CASE WHEN (q.RateWindowStart IS NULL OR @now >= DATEADD(MILLISECOND, q.RateLimitPerMs, q.RateWindowStart)) THEN q.RateWindowLast ELSE q.RatePrevLast END,
+  q.RateWindowCount = CASE WHEN (q.RateWindowStart IS NULL OR @now >= DATEADD(MILLISECOND, q.RateLimitPerMs, q.RateWindowStart)) THEN x.N ELSE q.RateWindowCount + x.N END,
+  q.RateWindowStart = CASE WHEN (q.RateWindowStart IS NULL OR @now >= DATEADD(MILLISECOND, q.RateLimitPerMs, q.RateWindowStart)) THEN @now ELSE q.RateWindowStart END,
+  q.RateWindowLast = @now
+FROM Spent AS x
+INNER LOOP JOIN [chokaq].[Queues] AS q WITH (UPDLOCK, ROWLOCK, FORCESEEK) ON q.Name = x.Queue
+WHERE q.RateLimitMax IS NOT NULL;
 -- The rows started here count in the start bucket, with their lag, in this transaction.
 IF @5 > 0 AND EXISTS (SELECT 1 FROM @Claimed AS c WHERE c.Status = 2)
 BEGIN

@@ -18,7 +18,7 @@ runnable AS MATERIALIZED (
   SELECT q.name, w.types, $6::int AS budget
   FROM wanted w
   JOIN "chokaq".queues q ON q.name = w.queue
-  WHERE NOT q.is_paused AND q.is_active AND q.max_workers IS NULL
+  WHERE NOT q.is_paused AND q.is_active AND q.max_workers IS NULL AND q.rate_limit_max IS NULL
 ),
 picked AS MATERIALIZED (
   SELECT c.id, c.tid,
@@ -42,9 +42,9 @@ claimed AS (
   UPDATE "chokaq".jobs_hot j
   SET status = CASE WHEN p.rn <= $7 THEN 2 ELSE 1 END,
       attempt_count = CASE WHEN p.rn <= $7 THEN j.attempt_count + 1 ELSE j.attempt_count END,
-      started_at_utc = CASE WHEN p.rn <= $7 THEN now() ELSE j.started_at_utc END,
-      heartbeat_utc = CASE WHEN p.rn <= $7 THEN now() ELSE j.heartbeat_utc END,
-      worker_id = $1, lease_id = $2, last_updated_utc = now()
+      started_at_utc = CASE WHEN p.rn <= $7 THEN statement_timestamp() ELSE j.started_at_utc END,
+      heartbeat_utc = CASE WHEN p.rn <= $7 THEN statement_timestamp() ELSE j.heartbeat_utc END,
+      worker_id = $1, lease_id = $2, last_updated_utc = statement_timestamp()
   FROM picked p
   WHERE j.ctid = p.tid AND j.id = p.id AND j.status = 0
   RETURNING j.*

@@ -3,8 +3,8 @@ START TRANSACTION ISOLATION LEVEL READ COMMITTED
 
 -- [2/4] query
 
-SELECT name FROM "chokaq".queues
-WHERE name = ANY ($1::text[]) AND max_workers IS NOT NULL
+SELECT name, rate_limit_max IS NOT NULL AS rate_limited FROM "chokaq".queues
+WHERE name = ANY ($1::text[]) AND (max_workers IS NOT NULL OR rate_limit_max IS NOT NULL)
 ORDER BY name
 FOR NO KEY UPDATE
 
@@ -26,11 +26,23 @@ wanted AS (
 ),
 runnable AS MATERIALIZED (
   SELECT q.name, w.types,
-         CASE WHEN q.max_workers IS NULL THEN $6::int
-              ELSE greatest(0, least($6::int, q.max_workers - (
-                     SELECT count(*) FROM "chokaq".jobs_hot a
-                     WHERE a.status IN (1, 2) AND a.queue = q.name)))::int
-         END AS budget
+         least(
+           CASE WHEN q.max_workers IS NULL THEN $6::int
+                ELSE greatest(0, least($6::int, q.max_workers - (
+                       SELECT count(*) FROM "chokaq".jobs_hot a
+                       WHERE a.status IN (1, 2) AND a.queue = q.name)))::int
+           END,
+           CASE WHEN q.rate_limit_max IS NULL THEN $6::int
+                WHEN $7::int < $6::int OR NOT (q.name = ANY ($8::text[])) THEN 0
+                ELSE greatest(0, q.rate_limit_max
+                - CASE WHEN (q.rate_window_start IS NULL OR statement_timestamp() >= q.rate_window_start + q.rate_limit_per_ms * interval '1 millisecond')
+                       THEN CASE WHEN q.rate_window_last > statement_timestamp() - q.rate_limit_per_ms * interval '1 millisecond'
+                                 THEN coalesce(q.rate_window_count, 0) ELSE 0 END
+                       ELSE coalesce(q.rate_window_count, 0)
+                            + CASE WHEN q.rate_prev_last > statement_timestamp() - q.rate_limit_per_ms * interval '1 millisecond'
+                                   THEN coalesce(q.rate_prev_count, 0) ELSE 0 END
+                  END)
+           END) AS budget
   FROM wanted w
   JOIN "chokaq".queues q ON q.name = w.queue
   WHERE NOT q.is_paused AND q.is_active
@@ -57,12 +69,26 @@ claimed AS (
   UPDATE "chokaq".jobs_hot j
   SET status = CASE WHEN p.rn <= $7 THEN 2 ELSE 1 END,
       attempt_count = CASE WHEN p.rn <= $7 THEN j.attempt_count + 1 ELSE j.attempt_count END,
-      started_at_utc = CASE WHEN p.rn <= $7 THEN now() ELSE j.started_at_utc END,
-      heartbeat_utc = CASE WHEN p.rn <= $7 THEN now() ELSE j.heartbeat_utc END,
-      worker_id = $1, lease_id = $2, last_updated_utc = now()
+      started_at_utc = CASE WHEN p.rn <= $7 THEN statement_timestamp() ELSE j.started_at_utc END,
+      heartbeat_utc = CASE WHEN p.rn <= $7 THEN statement_timestamp() ELSE j.heartbeat_utc END,
+      worker_id = $1, lease_id = $2, last_updated_utc = statement_timestamp()
   FROM picked p
   WHERE j.ctid = p.tid AND j.id = p.id AND j.status = 0
   RETURNING j.*
+),
+spent AS (
+  UPDATE "chokaq".queues q
+  SET rate_prev_count = CASE WHEN (q.rate_window_start IS NULL OR statement_timestamp() >= q.rate_window_start + q.rate_limit_per_ms * interval '1 millisecond')
+                             THEN q.rate_window_count ELSE q.rate_prev_count END,
+      rate_prev_last = CASE WHEN (q.rate_window_start IS NULL OR statement_timestamp() >= q.rate_window_start + q.rate_limit_per_ms * interval '1 millisecond')
+                            THEN q.rate_window_last ELSE q.rate_prev_last END,
+      rate_window_count = CASE WHEN (q.rate_window_start IS NULL OR statement_timestamp() >= q.rate_window_start + q.rate_limit_per_ms * interval '1 millisecond')
+                               THEN x.n ELSE q.rate_window_count + x.n END,
+      rate_window_start = CASE WHEN (q.rate_window_start IS NULL OR statement_timestamp() >= q.rate_window_start + q.rate_limit_per_ms * interval '1 millisecond')
+                               THEN statement_timestamp() ELSE q.rate_window_start END,
+      rate_window_last = statement_timestamp()
+  FROM (SELECT c.queue, count(*)::int AS n FROM claimed c WHERE c.status = 2 GROUP BY c.queue) x
+  WHERE q.name = x.queue AND q.rate_limit_max IS NOT NULL AND q.name = ANY ($8::text[])
 ),
 bucket AS (
   INSERT INTO "chokaq".metric_buckets AS b (

@@ -1,10 +1,10 @@
--- [1/4] get
+-- [1/5] get
 PRAGMA synchronous
 
--- [2/4] run
+-- [2/5] run
 BEGIN IMMEDIATE
 
--- [3/4] all
+-- [3/5] all
 WITH
       handled_queue(queue) AS (SELECT value FROM json_each(@queues)),
       handled_type(queue, type) AS (SELECT value ->> 'queue', value ->> 'type' FROM json_each(@types)),
@@ -12,9 +12,19 @@ WITH
       budget(queue, any_type, remaining) AS (
         SELECT w.queue,
                w.queue IN (SELECT queue FROM handled_queue),
-               CASE WHEN q.max_workers IS NULL THEN @limit
-                    ELSE q.max_workers - (SELECT COUNT(*) FROM chokaq_jobs_hot a
-                                           WHERE a.queue = w.queue AND a.status IN (1, 2)) END
+               MIN(CASE WHEN q.max_workers IS NULL THEN @limit
+                        ELSE q.max_workers - (SELECT COUNT(*) FROM chokaq_jobs_hot a
+                                               WHERE a.queue = w.queue AND a.status IN (1, 2)) END,
+                   CASE WHEN q.rate_limit_max IS NULL THEN @limit
+                        WHEN @start < @limit THEN 0
+                        ELSE MAX(0, q.rate_limit_max
+                          - CASE WHEN (q.rate_window_start IS NULL OR CAST(ROUND(unixepoch('subsec') * 1000) AS INTEGER) >= q.rate_window_start + q.rate_limit_per_ms)
+                                 THEN CASE WHEN q.rate_window_last > CAST(ROUND(unixepoch('subsec') * 1000) AS INTEGER) - q.rate_limit_per_ms
+                                           THEN COALESCE(q.rate_window_count, 0) ELSE 0 END
+                                 ELSE COALESCE(q.rate_window_count, 0)
+                                      + CASE WHEN q.rate_prev_last > CAST(ROUND(unixepoch('subsec') * 1000) AS INTEGER) - q.rate_limit_per_ms
+                                             THEN COALESCE(q.rate_prev_count, 0) ELSE 0 END
+                            END) END)
         FROM wanted w LEFT JOIN chokaq_queues q ON q.name = w.queue
         WHERE COALESCE(q.is_paused, 0) = 0 AND COALESCE(q.is_active, 1) = 1
       ),
@@ -52,5 +62,13 @@ WITH
       WHERE h.status = 0 AND h.id = p.id
       RETURNING *
 
--- [4/4] run
+-- [4/5] all
+SELECT rate_limit_max AS max, rate_limit_per_ms AS per_ms,
+        rate_window_count AS window_count, rate_prev_count AS prev_count,
+        rate_window_start AS window_start_ms, rate_window_last AS window_last_ms,
+        rate_prev_last AS prev_last_ms, CAST(ROUND(unixepoch('subsec') * 1000) AS INTEGER) AS now_ms
+      FROM chokaq_queues
+      WHERE name IN (SELECT value FROM json_each(@queues)) AND rate_limit_max IS NOT NULL
+
+-- [5/5] run
 COMMIT

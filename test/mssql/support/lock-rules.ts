@@ -140,16 +140,36 @@ export function lockViolations(entry: CatalogueEntry): string[] {
     ) {
       out.push('claim: Queues rows are not update-locked by key from @Budgeted');
     }
-    // The budget re-read under the lock, and a queue budgeted since the unlocked read held back.
-    if (!/UPDATE r SET r\.Budget = q\.MaxWorkers\s+FROM @Budgeted AS b\b/.test(sql)) {
+    // The budget and the rate limit re-read under the lock, and a queue budgeted or limited since
+    // the unlocked read held back.
+    if (
+      !/UPDATE r SET r\.Budget = q\.MaxWorkers, r\.RateMax = q\.RateLimitMax\s+FROM @Budgeted AS b\b/.test(
+        sql,
+      )
+    ) {
       out.push('claim: MaxWorkers is not re-read under the Queues lock');
     }
     if (
-      !/UPDATE r SET r\.Budget = 0\s+FROM @Runnable AS r INNER JOIN \S+ AS q WITH \(READCOMMITTEDLOCK\) ON q\.Name = r\.Queue\s+WHERE q\.MaxWorkers IS NOT NULL AND NOT EXISTS \(SELECT 1 FROM @Budgeted\b/.test(
+      !/UPDATE r SET r\.Budget = 0, r\.RateMax = NULL\s+FROM @Runnable AS r INNER JOIN \S+ AS q WITH \(READCOMMITTEDLOCK\) ON q\.Name = r\.Queue\s+WHERE \(q\.MaxWorkers IS NOT NULL OR q\.RateLimitMax IS NOT NULL\) AND NOT EXISTS \(SELECT 1 FROM @Budgeted\b/.test(
         sql,
       )
     ) {
       out.push('claim: a queue budgeted after the unlocked read is claimed without its cap');
+    }
+    // The rate allowance is computed after the locks, at a clock read after them, and spent on
+    // the rows this transaction locked.
+    const locked = sql.indexOf('WITH (UPDLOCK, ROWLOCK, FORCESEEK) ON q.Name = b.Queue');
+    const clock = sql.indexOf('SET @now = SYSUTCDATETIME();');
+    const allowance = sql.indexOf('UPDATE r SET r.RateAllow =');
+    if (locked < 0 || clock < locked || allowance < clock) {
+      out.push('claim: the rate allowance is not computed at a clock read after the Queues locks');
+    }
+    if (
+      !/FROM Spent AS x\s+INNER LOOP JOIN \S+ AS q WITH \(UPDLOCK, ROWLOCK, FORCESEEK\) ON q\.Name = x\.Queue/.test(
+        sql,
+      )
+    ) {
+      out.push('claim: the started rows are not spent on the rate-limited Queues rows by key');
     }
     // Rows are update-locked only by key, from the candidates read without update locks.
     const hotLocks = hot.filter((r) => r.hints.includes('UPDLOCK'));

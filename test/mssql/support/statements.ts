@@ -300,7 +300,14 @@ export function catalogue(schema = SCHEMA): CatalogueEntry[] {
       zombieTimeoutSeconds: 60,
       executionTimeoutMs: 1_000,
       retryZombies: true,
+      rateLimit: { max: 10, perMs: 1_000 },
     }),
+  );
+  add(
+    'updateQueue',
+    'rate limit removed',
+    'transition',
+    SQL.updateQueue(schema, 'emails', { rateLimit: null }),
   );
 
   add('purgeDlq', '', 'transition', SQL.purgeDlq(schema, [ID]));

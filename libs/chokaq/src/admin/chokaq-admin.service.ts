@@ -39,6 +39,7 @@ import {
   CancelResult,
   QueueInfo,
   QueuePatch,
+  RateLimit,
   RetentionPolicy,
   RetentionResult,
   ResurrectEdits,
@@ -145,6 +146,26 @@ export class ChokaQAdmin {
   /** Cluster-wide budget of Fetched + Processing jobs of the queue; null = unlimited. */
   setMaxWorkers(queue: string, maxWorkers: number | null, actor?: string): Promise<QueueInfo> {
     return this.setLimit(queue, 'maxWorkers', maxWorkers, actor);
+  }
+
+  /**
+   * Cluster-wide start rate limit of the queue: in any window of `perMs` milliseconds (database
+   * clock) at most `max` of its jobs start, across every process; null removes it. Enforced inside
+   * the claim; holds together with `MaxWorkers`. Jobs held back stay Pending, no attempt spent.
+   * `max` 1–1,000,000, `perMs` 1–86,400,000. Audited as `queue.update`.
+   *
+   * @example
+   * await admin.setRateLimit('emails', { max: 10, perMs: 1_000 }); // 10 starts per second
+   * await admin.setRateLimit('emails', null); // unlimited again
+   */
+  setRateLimit(queue: string, rateLimit: RateLimit | null, actor?: string): Promise<QueueInfo> {
+    if (rateLimit === undefined) {
+      const message = 'must be given: { max, perMs }, or null to remove the limit';
+      return Promise.reject(
+        new ChokaQValidationError([{ path: 'patch.rateLimit', message, value: rateLimit }]),
+      );
+    }
+    return this.updateQueue(queue, { rateLimit }, actor);
   }
 
   /** Zombie timeout of the queue in seconds (a heartbeat this old makes a zombie); null = global. */

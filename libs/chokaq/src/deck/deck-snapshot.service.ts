@@ -141,6 +141,7 @@ function defaultQueue(name: string): QueueInfo {
     zombieTimeoutSeconds: null,
     executionTimeoutMs: null,
     retryZombies: false,
+    rateLimit: null,
     lastUpdatedUtc: new Date(0),
   };
 }

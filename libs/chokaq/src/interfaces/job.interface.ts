@@ -87,17 +87,29 @@ export interface FetchRequest {
    * `markAsProcessing` would leave them, so no second statement is needed before their handlers
    * run. The rest come back Fetched. Default 0; at most `limit`. The caller must have a free
    * concurrency slot for each started row: nothing guards a started row from going stale.
+   * A queue with a rate limit is claimed only by a claim that starts every row it takes
+   * (`start >= limit`): its rows are never buffered Fetched, so a start is the claim that counted it.
    */
   start?: number;
   /**
-   * Queues the caller believes have a `MaxWorkers` budget (from a recent `getQueues`). When it is
-   * given and no handled queue is in it, a dialect may claim without serialising on budgets (on
-   * PostgreSQL: one autocommit statement instead of a transaction with a lock step); such a claim
-   * skips every queue that has a budget at that moment, so a stale hint only delays a newly
-   * budgeted queue until the caller's next refresh, and never overspends a budget.
+   * Queues the caller believes have a `MaxWorkers` budget or a rate limit (from a recent
+   * `getQueues`). When it is given and no handled queue is in it, a dialect may claim without
+   * serialising on budgets (on PostgreSQL: one autocommit statement instead of a transaction with a
+   * lock step); such a claim skips every queue that has a budget or a rate limit at that moment,
+   * so a stale hint only delays a newly limited queue until the caller's next refresh, and never
+   * overspends a budget or a rate.
    */
   budgetedQueues?: readonly string[];
 }
+
+/**
+ * What `fetchNextBatch` returns: the claimed rows, in claim order. When a queue's rate limit
+ * ({@link QueueInfo.rateLimit}) held back rows the caller could have started, a dialect may add
+ * `rateLimitWaitMs`: how long until the first such queue may start a job again (database clock),
+ * so the caller can claim again then rather than after a full poll interval. An array with an
+ * optional property, so a storage that returns a plain `HotJob[]` still fits. @publicApi
+ */
+export type ClaimedJobs = HotJob[] & { rateLimitWaitMs?: number };
 
 /** A claimed or active row of the hot table. @publicApi */
 export interface HotJob {
@@ -221,7 +233,21 @@ export interface QueueInfo {
   zombieTimeoutSeconds: number | null;
   executionTimeoutMs: number | null;
   retryZombies: boolean;
+  /** The queue's cluster-wide start rate limit ({@link RateLimit}), or null when unlimited. */
+  rateLimit: RateLimit | null;
   lastUpdatedUtc: Date;
+}
+
+/**
+ * A cluster-wide start rate limit of one queue: in any window of `perMs` milliseconds (measured
+ * by the database clock, on the jobs' `StartedAtUtc`), at most `max` of its jobs start, across
+ * every process. Enforced inside the claim; see the library README, "Rate limits". @publicApi
+ */
+export interface RateLimit {
+  /** Most starts in any window of `perMs`: an integer from 1 to 1,000,000. */
+  max: number;
+  /** The window in milliseconds: an integer from 1 to 86,400,000 (one day). */
+  perMs: number;
 }
 
 /** Queue controls to change; `undefined` leaves a field as it is, `null` clears a nullable one. @publicApi */
@@ -232,6 +258,8 @@ export interface QueuePatch {
   zombieTimeoutSeconds?: number | null;
   executionTimeoutMs?: number | null;
   retryZombies?: boolean;
+  /** A start rate limit; null removes it. Changing it keeps the starts already counted. */
+  rateLimit?: RateLimit | null;
 }
 
 /** Retention windows in milliseconds; `batchSize` rows per delete transaction. @publicApi */

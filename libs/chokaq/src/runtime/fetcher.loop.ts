@@ -1,13 +1,19 @@
 import type { LoggerService } from '@nestjs/common';
 import { newLeaseId } from '../common/uuid';
 import type { HandlerLookup } from '../interfaces/handler.interface';
-import type { HotJob } from '../interfaces/job.interface';
+import type { ClaimedJobs, HandledJobs } from '../interfaces/job.interface';
 import type { ResolvedChokaQOptions } from '../interfaces/module-options.interface';
 import type { JobStore } from '../storage/job-storage';
 import { MAX_CLAIM } from '../validation/limits';
 import type { JobProcessor } from './job-processor';
 import { IDLE_TICK, Loop, type TickResult } from './loop';
 import type { QueueControls } from './queue-controls';
+
+/**
+ * Shortest wait before a claim is retried on the guess that a rate limit held it back (a storage
+ * that does not report the wait), so that a limit of many starts per millisecond cannot spin.
+ */
+export const MIN_RATE_RETRY_MS = 20;
 
 /** What the fetcher is built from. */
 export interface FetcherDeps {
@@ -31,8 +37,9 @@ export interface FetcherDeps {
  * claim. When concurrency slots are free and nothing waits in the buffer, the claim takes one row
  * per free slot and starts them in the same statement (no `markAsProcessing` round trip); otherwise
  * it fills the buffer with `min(batchSize, free buffer)` Fetched rows. A full claim means more may
- * be due, so the next cycle runs at once; otherwise it sleeps `pollIntervalMs` unless nudged
- * (same-process enqueue, NOTIFY, freed capacity).
+ * be due, so the next cycle runs at once; a claim cut short by a queue's rate limit runs the next
+ * cycle when the limit frees up (if sooner than the poll interval); otherwise it sleeps
+ * `pollIntervalMs` unless nudged (same-process enqueue, NOTIFY, freed capacity).
  */
 export class FetcherLoop {
   private readonly loop: Loop;
@@ -108,7 +115,7 @@ export class FetcherLoop {
     }
     const limit = start > 0 ? start : Math.min(options.worker.batchSize, free);
     const leaseId = newLeaseId();
-    let jobs: HotJob[] = [];
+    let jobs: ClaimedJobs = [];
     try {
       jobs = await storage.fetchNextBatch({
         workerId,
@@ -126,5 +133,26 @@ export class FetcherLoop {
     this.mayHaveMore = jobs.length >= limit;
     // Full claim: more is probably due, claim again at once if there is room.
     if (this.mayHaveMore && processor.bufferedCount < options.worker.prefetch) return 0;
+    return this.rateLimitedDelay(jobs, handled);
+  }
+
+  /**
+   * After a short claim: when a rate limit held rows back, claim again when it frees up rather than
+   * a whole poll interval later. The claim says when (`rateLimitWaitMs`, PostgreSQL and SQLite);
+   * a storage that does not say (SQL Server's one-batch claim returns rows only) is asked again
+   * after the shortest emission interval (`perMs / max`) of the handled rate-limited queues, at
+   * least {@link MIN_RATE_RETRY_MS}. Undefined: the poll interval.
+   */
+  private rateLimitedDelay(jobs: ClaimedJobs, handled: HandledJobs): number | undefined {
+    const poll = this.deps.options.worker.pollIntervalMs;
+    if (jobs.rateLimitWaitMs !== undefined) {
+      return jobs.rateLimitWaitMs < poll ? jobs.rateLimitWaitMs : undefined;
+    }
+    if (this.deps.storage.reportsRateLimitWait === true) return undefined;
+    const queues = [...handled.queues, ...handled.types.map((t) => t.queue)];
+    const interval = this.deps.controls.shortestRateInterval(queues);
+    if (interval === undefined) return undefined;
+    const delay = Math.max(MIN_RATE_RETRY_MS, Math.ceil(interval));
+    return delay < poll ? delay : undefined;
   }
 }

@@ -2,7 +2,7 @@ import type { QueueInfo } from '../interfaces/job.interface';
 import type { JobStore } from '../storage/job-storage';
 
 /**
- * This process's copy of the `Queues` rows (pause, active, budget, execution timeout), refreshed by
+ * This process's copy of the `Queues` rows (pause, active, budget, rate limit, execution timeout), refreshed by
  * the fetcher at most once per poll interval. The claim itself filters paused and inactive queues
  * and counts budgets in SQL; this copy is for what happens around the claim: releasing buffered
  * rows of a queue paused meanwhile, the queue-level execution timeout, and telling the claim which
@@ -24,7 +24,9 @@ export class QueueControls {
   async refresh(): Promise<void> {
     const rows = await this.storage.getQueues();
     this.queues = new Map(rows.map((row) => [row.name, row]));
-    this.budgeted = rows.filter((q) => q.maxWorkers !== null).map((q) => q.name);
+    this.budgeted = rows
+      .filter((q) => q.maxWorkers !== null || q.rateLimit !== null)
+      .map((q) => q.name);
     this.refreshedAt = Date.now();
   }
 
@@ -35,9 +37,27 @@ export class QueueControls {
     return true;
   }
 
-  /** Names of the queues with a `MaxWorkers` budget, as of the last refresh. */
+  /**
+   * Names of the queues with a `MaxWorkers` budget or a rate limit, as of the last refresh: the
+   * queues whose claims must be serialised.
+   */
   budgetedQueues(): readonly string[] {
     return this.budgeted;
+  }
+
+  /**
+   * The shortest emission interval (`perMs / max`) among the rate limits of `queues`, or undefined
+   * when none of them is limited (as of the last refresh).
+   */
+  shortestRateInterval(queues: Iterable<string>): number | undefined {
+    let best: number | undefined;
+    for (const queue of queues) {
+      const rate = this.queues.get(queue)?.rateLimit;
+      if (!rate) continue;
+      const interval = rate.perMs / rate.max;
+      if (best === undefined || interval < best) best = interval;
+    }
+    return best;
   }
 
   /** The row of `queue`, if known. */

@@ -13,12 +13,12 @@ import type {
   ThroughputStats,
 } from '../interfaces/job-view.interface';
 import type {
+  ClaimedJobs,
   CancelResult,
   CompletedJob,
   EnqueueOptions,
   EnqueueResult,
   FetchRequest,
-  HotJob,
   JobLease,
   KeepAliveResult,
   QueueInfo,
@@ -86,6 +86,7 @@ export type Audit = Checked<CheckedAudit> | null;
 export interface DialectJobStorage extends Pick<
   JobStorage,
   | 'dialect'
+  | 'reportsRateLimitWait'
   | 'prepare'
   | 'ensureSchema'
   | 'schemaStatus'
@@ -108,7 +109,7 @@ export interface DialectJobStorage extends Pick<
 
   // ---------------------------------------------------------------- worker-owned transitions
   /** A limit of 1 or more and at least one handled queue or type: the edge answers the rest. */
-  fetchNextBatch(request: Checked<FetchRequest & { start: number }>): Promise<HotJob[]>;
+  fetchNextBatch(request: Checked<FetchRequest & { start: number }>): Promise<ClaimedJobs>;
   markAsProcessing(leases: readonly Checked<JobLease>[]): Promise<string[]>;
   keepAlive(workerId: string, leases: readonly Checked<JobLease>[]): Promise<KeepAliveResult>;
   release(leases: readonly Checked<JobLease>[], delayMs: number | null): Promise<number>;

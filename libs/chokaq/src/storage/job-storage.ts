@@ -21,13 +21,13 @@ import type {
   ThroughputStats,
 } from '../interfaces/job-view.interface';
 import type {
+  ClaimedJobs,
   CancelResult,
   CompletedJob,
   DlqMove,
   EnqueueOptions,
   EnqueueResult,
   FetchRequest,
-  HotJob,
   JobLease,
   KeepAliveResult,
   NewJob,
@@ -132,6 +132,13 @@ export interface JobStore {
   readonly dialect: StorageDialect;
 
   /**
+   * True when `fetchNextBatch` sets `rateLimitWaitMs` whenever a rate limit held back rows of a
+   * handled queue; the fetcher then trusts its absence. Otherwise (undefined, or SQL Server's
+   * one-batch claim) a short claim of a rate-limited queue is retried at its emission interval.
+   */
+  readonly reportsRateLimitWait?: boolean;
+
+  /**
    * Applies per-connection settings (SQLite: WAL, `busy_timeout`) and checks the `DataSource` is
    * usable. Called once by `createJobStorage` before any other operation.
    */
@@ -196,9 +203,11 @@ export interface JobStore {
    * Claims up to `limit` due Pending rows of unpaused, active queues that the caller can run, in one
    * statement: sets Status 1 (Fetched), `WorkerId`, `LeaseId`, `LastUpdatedUtc`, and returns them;
    * the first `request.start` rows are started at once instead (Status 2, as `markAsProcessing`).
-   * Respects each queue's `MaxWorkers` budget across all workers. Order: priority desc, then due time.
+   * Respects each queue's `MaxWorkers` budget and rate limit across all workers (a rate-limited
+   * queue only when every row claimed starts: see `FetchRequest.start`). Order: priority desc, then
+   * due time. May say, in `rateLimitWaitMs`, when a rate limit that held rows back frees up.
    */
-  fetchNextBatch(request: FetchRequest): Promise<HotJob[]>;
+  fetchNextBatch(request: FetchRequest): Promise<ClaimedJobs>;
 
   /**
    * Fetched → Processing for each owned lease (`Status = 1` and lease matches): `AttemptCount + 1`,

@@ -25,13 +25,13 @@ import type {
   ThroughputStats,
 } from '../interfaces/job-view.interface';
 import type {
+  ClaimedJobs,
   CancelResult,
   CompletedJob,
   DlqMove,
   EnqueueOptions,
   EnqueueResult,
   FetchRequest,
-  HotJob,
   JobLease,
   KeepAliveResult,
   NewJob,
@@ -136,6 +136,7 @@ function assertDelay(delayMs: unknown, path = 'delayMs'): number {
  */
 export class ValidatedJobStorage implements JobStorage {
   readonly dialect: StorageDialect;
+  readonly reportsRateLimitWait: boolean;
 
   constructor(
     private readonly inner: DialectJobStorage,
@@ -143,6 +144,7 @@ export class ValidatedJobStorage implements JobStorage {
     private readonly config: SqlStorageConfig,
   ) {
     this.dialect = inner.dialect;
+    this.reportsRateLimitWait = inner.reportsRateLimitWait === true;
   }
 
   // ---------------------------------------------------------------- lifecycle
@@ -197,7 +199,7 @@ export class ValidatedJobStorage implements JobStorage {
   // ---------------------------------------------------------------- worker-owned transitions
 
   /** @inheritdoc */
-  async fetchNextBatch(request: FetchRequest): Promise<HotJob[]> {
+  async fetchNextBatch(request: FetchRequest): Promise<ClaimedJobs> {
     const valid = assertFetchRequest(request);
     const { queues, types } = valid.handled;
     if (valid.limit === 0 || (queues.length === 0 && types.length === 0)) return [];

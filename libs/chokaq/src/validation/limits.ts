@@ -183,6 +183,16 @@ export const QUEUE_RANGES = {
   executionTimeoutMs: [1, MAX_TIMER_MS],
 } as const;
 
+/**
+ * Ranges of a queue's start rate limit (`QueuePatch.rateLimit`): `max` starts per `perMs`. A window
+ * longer than a day is a schedule rather than a rate (use a recurring job); 1,000,000 starts per
+ * window is the `maxWorkers` ceiling.
+ */
+export const RATE_LIMIT_RANGES = {
+  max: [1, 1_000_000],
+  perMs: [1, 86_400_000],
+} as const;
+
 /** Default rows per page of a list. */
 export const DEFAULT_PAGE_SIZE = 50;
 

@@ -32,6 +32,7 @@ import {
   MAX_WORKER_REPORT_ENTRIES,
   MAX_ZOMBIE_RETRY_RULES,
   QUEUE_RANGES,
+  RATE_LIMIT_RANGES,
 } from './limits';
 import { scheduleIssues } from './validate-cron';
 import { validateNewJob } from './validate-job';
@@ -202,6 +203,28 @@ export function assertQueuePatch(patch: QueuePatch): QueuePatch {
       });
     }
   }
+  const rate = patch.rateLimit;
+  if (rate !== undefined && rate !== null) {
+    if (typeof rate !== 'object' || Array.isArray(rate)) {
+      issues.push({
+        path: 'patch.rateLimit',
+        message: 'must be null or an object { max, perMs }',
+        value: rate,
+      });
+    } else {
+      for (const key of ['max', 'perMs'] as const) {
+        const [min, max] = RATE_LIMIT_RANGES[key];
+        const v = rate[key];
+        if (typeof v !== 'number' || !Number.isInteger(v) || v < min || v > max) {
+          issues.push({
+            path: `patch.rateLimit.${key}`,
+            message: `must be an integer from ${min} to ${max}`,
+            value: v,
+          });
+        }
+      }
+    }
+  }
   fail(issues);
   return {
     isPaused: patch.isPaused,
@@ -210,6 +233,7 @@ export function assertQueuePatch(patch: QueuePatch): QueuePatch {
     zombieTimeoutSeconds: patch.zombieTimeoutSeconds,
     executionTimeoutMs: patch.executionTimeoutMs,
     retryZombies: patch.retryZombies,
+    rateLimit: rate === undefined || rate === null ? rate : { max: rate.max, perMs: rate.perMs },
   };
 }
 

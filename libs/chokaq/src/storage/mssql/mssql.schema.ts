@@ -61,6 +61,10 @@ import { MAX_ATTEMPT_ERROR } from '../../validation/limits';
  *   `(JobId, Seq)`, so a job's history is one range, read and deleted with its archive or DLQ row.
  *   A new table only, created like the others where missing: workers of version 9 never read or
  *   write it.
+ * - 11: a queue's start rate limit and the claim's window state in `Queues`
+ *   ({@link QUEUE_RATE_COLUMNS}): nullable columns without a default, added where missing like
+ *   version 9's. A worker of version 10 keeps running and ignores the limit (its claim does not
+ *   know it): upgrade every worker before relying on one.
  *
  * The script is idempotent and creates what is missing, so running it on an older database
  * applies the versions it lacks: the version-2 index is built inside the bootstrap transaction
@@ -80,7 +84,7 @@ import { MAX_ATTEMPT_ERROR } from '../../validation/limits';
  * a metadata-only change where the edition supports it, a rewrite of the table otherwise);
  * `MetricBuckets` is small (retention), so either is short.
  */
-export const MSSQL_SCHEMA_VERSION = 10;
+export const MSSQL_SCHEMA_VERSION = 11;
 
 /**
  * Every version with the description its ledger row records, oldest first (the script writes
@@ -97,6 +101,7 @@ export const MSSQL_MIGRATIONS: readonly { version: number; description: string }
   { version: 8, description: 'audit log index by target' },
   { version: 9, description: 'trace context of the enqueuing code' },
   { version: 10, description: 'attempt history of jobs' },
+  { version: 11, description: 'queue rate limits' },
 ];
 
 /** One column of a ChokaQ table. */
@@ -211,6 +216,21 @@ export const BUCKET_COLUMNS: readonly MssqlColumn[] = [
   ...BUCKET_LAG_COLUMNS,
 ];
 
+/**
+ * `Queues` columns of schema version 10: a queue's start rate limit (`RateLimitMax` starts per
+ * `RateLimitPerMs`) and the state the claim keeps for it (the current window's first and last
+ * start and count, the previous window's last start and count; see `fetchNextBatch`).
+ */
+export const QUEUE_RATE_COLUMNS: readonly MssqlColumn[] = [
+  c('RateLimitMax', 'int', true),
+  c('RateLimitPerMs', 'int', true),
+  c('RateWindowStart', 'datetime2(3)', true),
+  c('RateWindowLast', 'datetime2(3)', true),
+  c('RateWindowCount', 'int', true),
+  c('RatePrevLast', 'datetime2(3)', true),
+  c('RatePrevCount', 'int', true),
+];
+
 /** `Queues` columns: the runtime controls of each queue. */
 export const QUEUE_COLUMNS: readonly MssqlColumn[] = [
   c('Name', 'varchar(255)', false),
@@ -221,6 +241,7 @@ export const QUEUE_COLUMNS: readonly MssqlColumn[] = [
   c('ExecutionTimeoutMs', 'int', true),
   c('RetryZombies', 'bit', false, '0'),
   c('LastUpdatedUtc', 'datetime2(3)', false, NOW),
+  ...QUEUE_RATE_COLUMNS,
 ];
 
 /** `RecurringJobs` columns. */
@@ -796,6 +817,14 @@ export function mssqlSchemaDdl(schema: string): string {
     recordVersion(schema, 9),
     `IF NOT EXISTS (SELECT 1 FROM ${t('migrations')} WHERE Version = 10)`,
     recordVersion(schema, 10),
+    `-- Queue rate limits (schema version 11): nullable columns without a default, added where missing.`,
+    ...QUEUE_RATE_COLUMNS.map(
+      (col) =>
+        `IF COL_LENGTH(N'${t('queues')}', N'${col.name}') IS NULL\n` +
+        `  ALTER TABLE ${t('queues')} ADD ${columnDdl(MSSQL_TABLES.queues, col)};`,
+    ),
+    `IF NOT EXISTS (SELECT 1 FROM ${t('migrations')} WHERE Version = 11)`,
+    recordVersion(schema, 11),
     `COMMIT;`,
     `SELECT Version FROM @Applied ORDER BY Version;`,
   ];

@@ -612,6 +612,24 @@ export interface MssqlClaimRequest {
  * priority first, then due time; picked rows that lose that cut stay U-locked until COMMIT (at
  * most the slots of each queue).
  */
+/** Whether the rate window of `q` has rolled over at `@now` (none yet, or a window old). */
+const RATE_ROLLED =
+  '(q.RateWindowStart IS NULL OR @now >= DATEADD(MILLISECOND, q.RateLimitPerMs, q.RateWindowStart))';
+
+/**
+ * How many of `q`'s jobs may start at `@now`: `RateLimitMax` less the current window's starts, less
+ * the previous window's while its last start is within one window of `@now`, never below 0
+ * (`GREATEST` needs SQL Server 2022, hence the CASE).
+ */
+const RATE_HELD = [
+  `CASE WHEN ${RATE_ROLLED}`,
+  '  THEN CASE WHEN q.RateWindowLast > DATEADD(MILLISECOND, -q.RateLimitPerMs, @now) THEN ISNULL(q.RateWindowCount, 0) ELSE 0 END',
+  '  ELSE ISNULL(q.RateWindowCount, 0)',
+  '       + CASE WHEN q.RatePrevLast > DATEADD(MILLISECOND, -q.RateLimitPerMs, @now) THEN ISNULL(q.RatePrevCount, 0) ELSE 0 END',
+  'END',
+].join('\n');
+const RATE_ALLOWANCE = `CASE WHEN q.RateLimitMax - (${RATE_HELD}) > 0 THEN q.RateLimitMax - (${RATE_HELD}) ELSE 0 END`;
+
 export function fetchNextBatch(schema: string, req: MssqlClaimRequest): MssqlStatement {
   const t = tables(schema);
   const p = new ParamList();
@@ -636,7 +654,7 @@ export function fetchNextBatch(schema: string, req: MssqlClaimRequest): MssqlSta
       PROLOGUE,
       DECLARE_NOW,
       DECLARE_BUCKET,
-      'DECLARE @Runnable TABLE (Queue varchar(255) NOT NULL PRIMARY KEY, AllTypes bit NOT NULL, Budget int NULL, Slots int NULL);',
+      'DECLARE @Runnable TABLE (Queue varchar(255) NOT NULL PRIMARY KEY, AllTypes bit NOT NULL, Budget int NULL, RateMax int NULL, RateAllow int NULL, Slots int NULL);',
       'DECLARE @Types TABLE (Queue varchar(255) NOT NULL, Type nvarchar(255) NOT NULL, PRIMARY KEY (Queue, Type));',
       'DECLARE @Budgeted TABLE (Queue varchar(255) NOT NULL PRIMARY KEY);',
       'DECLARE @Candidates TABLE (Queue varchar(255) NOT NULL, Priority int NOT NULL, DueAtUtc datetime2(3) NOT NULL, Id varchar(36) NOT NULL, PRIMARY KEY (Queue, Priority DESC, DueAtUtc, Id));',
@@ -645,25 +663,34 @@ export function fetchNextBatch(schema: string, req: MssqlClaimRequest): MssqlSta
       'INSERT INTO @Types (Queue, Type)',
       `SELECT DISTINCT x.Queue, x.Type FROM OPENJSON(${types}) WITH (Queue varchar(255) '$.queue', Type nvarchar(255) '$.type') AS x`,
       'WHERE x.Queue IS NOT NULL AND x.Type IS NOT NULL;',
-      'INSERT INTO @Runnable (Queue, AllTypes, Budget)',
-      'SELECT q.Name, CAST(MAX(r.AllTypes) AS bit), q.MaxWorkers',
+      'INSERT INTO @Runnable (Queue, AllTypes, Budget, RateMax)',
+      'SELECT q.Name, CAST(MAX(r.AllTypes) AS bit), q.MaxWorkers, q.RateLimitMax',
       `FROM (SELECT a.Queue, 1 AS AllTypes FROM OPENJSON(${queues}) WITH (Queue varchar(255) '$') AS a`,
       '      UNION ALL SELECT y.Queue, 0 FROM @Types AS y) AS r',
       `INNER JOIN ${t.queues} AS q ON q.Name = r.Queue`,
       'WHERE q.IsPaused = 0 AND q.IsActive = 1',
-      'GROUP BY q.Name, q.MaxWorkers;',
-      'INSERT INTO @Budgeted (Queue) SELECT r.Queue FROM @Runnable AS r WHERE r.Budget IS NOT NULL;',
+      'GROUP BY q.Name, q.MaxWorkers, q.RateLimitMax;',
+      'INSERT INTO @Budgeted (Queue) SELECT r.Queue FROM @Runnable AS r WHERE r.Budget IS NOT NULL OR r.RateMax IS NOT NULL;',
       'BEGIN TRAN;',
-      '-- Serialise claims on budgeted queues: U locks on their Queues rows only, by key, in name',
-      '-- order, held to the end of the transaction; the budget is re-read under the lock.',
-      'UPDATE r SET r.Budget = q.MaxWorkers',
+      '-- Serialise claims on budgeted and rate-limited queues: U locks on their Queues rows only, by',
+      '-- key, in name order, held to the end of the transaction; both limits are re-read under the lock.',
+      'UPDATE r SET r.Budget = q.MaxWorkers, r.RateMax = q.RateLimitMax',
       'FROM @Budgeted AS b',
       `INNER LOOP JOIN ${t.queues} AS q WITH (UPDLOCK, ROWLOCK, FORCESEEK) ON q.Name = b.Queue`,
       'INNER JOIN @Runnable AS r ON r.Queue = b.Queue;',
-      '-- A queue budgeted since the unlocked read holds no lock here: no slots this round.',
-      'UPDATE r SET r.Budget = 0',
+      '-- The clock read after the locks: the start time of the rows started here, and the instant',
+      '-- the rate allowance is computed at (later than the previous claimer of the queue, which',
+      '-- committed before our lock was granted).',
+      'SET @now = SYSUTCDATETIME();',
+      '-- A queue budgeted or rate limited since the unlocked read holds no lock here: no slots this round.',
+      'UPDATE r SET r.Budget = 0, r.RateMax = NULL',
       `FROM @Runnable AS r INNER JOIN ${t.queues} AS q WITH (READCOMMITTEDLOCK) ON q.Name = r.Queue`,
-      'WHERE q.MaxWorkers IS NOT NULL AND NOT EXISTS (SELECT 1 FROM @Budgeted AS b WHERE b.Queue = r.Queue);',
+      'WHERE (q.MaxWorkers IS NOT NULL OR q.RateLimitMax IS NOT NULL) AND NOT EXISTS (SELECT 1 FROM @Budgeted AS b WHERE b.Queue = r.Queue);',
+      '-- Rate allowance of each locked rate-limited queue at @now (the rule of storage/shared/rate-window.ts).',
+      `UPDATE r SET r.RateAllow = ${RATE_ALLOWANCE}`,
+      'FROM @Runnable AS r',
+      `INNER LOOP JOIN ${t.queues} AS q WITH (READCOMMITTEDLOCK, FORCESEEK) ON q.Name = r.Queue`,
+      'WHERE r.RateMax IS NOT NULL AND q.RateLimitMax IS NOT NULL;',
       'WITH Active AS (',
       '  SELECT h.Queue, COUNT_BIG(*) AS Busy',
       `  FROM ${t.hot} AS h WITH (READCOMMITTEDLOCK)`,
@@ -676,6 +703,15 @@ export function fetchNextBatch(schema: string, req: MssqlClaimRequest): MssqlSta
       `       WHEN r.Budget - ISNULL(a.Busy, 0) < ${limit} THEN r.Budget - ISNULL(a.Busy, 0)`,
       `       ELSE ${limit} END`,
       'FROM @Runnable AS r LEFT JOIN Active AS a ON a.Queue = r.Queue;',
+      '-- A rate-limited queue: at most its allowance, and only when every claimed row starts (never',
+      '-- buffered Fetched, so a start is the claim that counted it); a queue limited since the',
+      '-- unlocked read was given Budget 0 above.',
+      'UPDATE r SET r.Slots =',
+      '  CASE WHEN r.RateMax IS NULL THEN r.Slots',
+      `       WHEN ${start} < ${limit} OR r.RateAllow IS NULL THEN 0`,
+      '       WHEN r.RateAllow < r.Slots THEN r.RateAllow',
+      '       ELSE r.Slots END',
+      'FROM @Runnable AS r;',
       '-- Candidates without update locks: a seek per queue-wide queue, and per exact (queue, type).',
       'INSERT INTO @Candidates (Queue, Priority, DueAtUtc, Id)',
       'SELECT m.Queue, c.Priority, c.DueAtUtc, c.Id',
@@ -714,6 +750,20 @@ export function fetchNextBatch(schema: string, req: MssqlClaimRequest): MssqlSta
       `FROM ${t.hot} AS h`,
       'INNER JOIN Batch AS k ON k.Id = h.Id',
       'WHERE h.Status = 0;',
+      "-- Spend the started rows on their queues' rate windows (rows this transaction U-locked above).",
+      'WITH Spent AS (',
+      '  SELECT c.Queue, COUNT(*) AS N FROM @Claimed AS c',
+      '  WHERE c.Status = 2 AND c.Queue IN (SELECT r.Queue FROM @Runnable AS r WHERE r.RateMax IS NOT NULL)',
+      '  GROUP BY c.Queue',
+      ')',
+      `UPDATE q SET q.RatePrevCount = CASE WHEN ${RATE_ROLLED} THEN q.RateWindowCount ELSE q.RatePrevCount END,`,
+      `  q.RatePrevLast = CASE WHEN ${RATE_ROLLED} THEN q.RateWindowLast ELSE q.RatePrevLast END,`,
+      `  q.RateWindowCount = CASE WHEN ${RATE_ROLLED} THEN x.N ELSE q.RateWindowCount + x.N END,`,
+      `  q.RateWindowStart = CASE WHEN ${RATE_ROLLED} THEN @now ELSE q.RateWindowStart END,`,
+      '  q.RateWindowLast = @now',
+      'FROM Spent AS x',
+      `INNER LOOP JOIN ${t.queues} AS q WITH (UPDLOCK, ROWLOCK, FORCESEEK) ON q.Name = x.Queue`,
+      'WHERE q.RateLimitMax IS NOT NULL;',
       // A table variable declared inside the IF exists for the whole batch ("the scope of a local
       // variable is the batch in which it is declared":
       // https://learn.microsoft.com/en-us/sql/t-sql/language-elements/declare-local-variable-transact-sql);
@@ -1490,6 +1540,16 @@ export function updateQueue(schema: string, name: string, patch: QueuePatch): Ms
       p.int(patch.executionTimeoutMs ?? null),
     ),
     field('RetryZombies', patch.retryZombies !== undefined, p.bit(patch.retryZombies ?? null)),
+    field('RateLimitMax', patch.rateLimit !== undefined, p.int(patch.rateLimit?.max ?? null)),
+    field('RateLimitPerMs', patch.rateLimit !== undefined, p.int(patch.rateLimit?.perMs ?? null)),
+    // Clearing the limit clears its window state; changing it keeps the starts already counted.
+    ...[
+      'RateWindowStart',
+      'RateWindowLast',
+      'RateWindowCount',
+      'RatePrevLast',
+      'RatePrevCount',
+    ].map((col) => field(col, patch.rateLimit === null, 'NULL')),
   ];
   return p.statement(
     [

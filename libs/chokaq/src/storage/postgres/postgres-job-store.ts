@@ -6,6 +6,7 @@ import { FailureReason } from '../../interfaces/job-status.enum';
 import { DlqFilter } from '../../interfaces/job-view.interface';
 import {
   CancelResult,
+  ClaimedJobs,
   CompletedJob,
   RunRef,
   EnqueueOptions,
@@ -35,6 +36,7 @@ import type { HandlerTransactionSupport } from '../job-storage';
 import { OWN_DATA_SOURCE_REASON, SqlHandlerTransaction } from '../shared/handler-transaction';
 import { retentionDetails } from '../shared/audit-log';
 import { dlqStatusFor, Outcome } from '../shared/outcome';
+import { rateStateOf, shortestRateWait } from '../shared/rate-window';
 import { mapHotRow, mapQueueRow, toDate } from '../shared/row-mapper';
 import { Exec, num, PostgresConnection } from './postgres.connection';
 import {
@@ -67,6 +69,8 @@ const MIN_SERVER_VERSION = 120_000;
  */
 export class PostgresJobStore implements DialectJobStore {
   readonly dialect = 'postgres' as const;
+  /** The claim reads the rate state of a short claim's limited queues: see `fetchNextBatch`. */
+  readonly reportsRateLimitWait = true;
 
   private readonly logger: PostgresConnection['logger'];
   private readonly schemaName: string;
@@ -321,13 +325,15 @@ export class PostgresJobStore implements DialectJobStore {
   // ---------------------------------------------------------------- worker-owned transitions
 
   /**
-   * One short transaction: lock the budgeted queues' rows (serialises claims that spend a budget),
-   * then the claim statement with a fresh snapshot. When `budgetedQueues` says no handled queue is
-   * budgeted, the claim is one autocommit statement that skips budgeted queues instead (one round
+   * One short transaction: lock the budgeted and rate-limited queues' rows (serialises claims that
+   * spend a budget or a rate), then the claim statement with a fresh snapshot; when it took fewer
+   * rows than asked and a locked queue is rate limited, a third read tells the caller how long that
+   * queue is held back (`rateLimitWaitMs`). When `budgetedQueues` says no handled queue is budgeted
+   * or limited, the claim is one autocommit statement that skips such queues instead (one round
    * trip, not four). A retry after an ambiguous failure first returns whatever an earlier attempt
    * with this lease already committed.
    */
-  async fetchNextBatch(request: Checked<FetchRequest & { start: number }>): Promise<HotJob[]> {
+  async fetchNextBatch(request: Checked<FetchRequest & { start: number }>): Promise<ClaimedJobs> {
     const { workerId, leaseId, limit, handled, start, budgetedQueues } = request;
     const wide = [...new Set(handled.queues)];
     const wideSet = new Set(wide);
@@ -346,6 +352,7 @@ export class PostgresJobStore implements DialectJobStore {
     // already committed (the caller never saw those rows).
     const claimed = async (exec: Exec, attempt: number) =>
       attempt > 1 ? exec(this.sql.fetchNextBatchClaimed, [workerId, leaseId]) : [];
+    let waitMs: number | undefined;
     const rows =
       budgetedQueues && !queues.some((q) => budgetedQueues.includes(q))
         ? await this.db.retry('fetchNextBatch', async (attempt) =>
@@ -355,12 +362,24 @@ export class PostgresJobStore implements DialectJobStore {
             }),
           )
         : await this.db.transaction('fetchNextBatch', async (exec, attempt) => {
+            waitMs = undefined;
             const already = await claimed(exec, attempt);
             if (already.length > 0) return already;
-            await exec(this.sql.fetchNextBatchLockBudgets, [queues]);
-            return exec(this.sql.fetchNextBatch, params);
+            const locked = await exec(this.sql.fetchNextBatchLockBudgets, [queues]);
+            const taken = await exec(this.sql.fetchNextBatch, [
+              ...params,
+              locked.map((r) => String(r.name)),
+            ]);
+            const limited = locked.filter((r) => r.rate_limited === true).map((r) => r.name);
+            if (taken.length < limit && limited.length > 0) {
+              const states = await exec(this.sql.fetchNextBatchRateState, [limited]);
+              waitMs = shortestRateWait(states.map(rateStateOf), num(states[0]?.now_ms));
+            }
+            return taken;
           });
-    return rows.map(mapHotRow).sort(byPriorityThenDue);
+    const jobs: ClaimedJobs = rows.map(mapHotRow).sort(byPriorityThenDue);
+    if (waitMs !== undefined) jobs.rateLimitWaitMs = waitMs;
+    return jobs;
   }
 
   /** @inheritdoc */
@@ -660,6 +679,9 @@ export class PostgresJobStore implements DialectJobStore {
       p.zombieTimeoutSeconds ?? null,
       has('executionTimeoutMs'),
       p.executionTimeoutMs ?? null,
+      has('rateLimit'),
+      p.rateLimit?.max ?? null,
+      p.rateLimit?.perMs ?? null,
     ]);
     return mapQueueRow(row);
   }

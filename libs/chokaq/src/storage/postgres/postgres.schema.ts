@@ -476,6 +476,28 @@ const V11: PostgresMigration = {
   ],
 };
 
+/**
+ * Version 12: a queue's start rate limit (`rate_limit_max` starts per `rate_limit_per_ms`) and the
+ * state the claim keeps for it: the current window (its first and last start and how many started
+ * in it) and the previous window's count and last start (see `fetchNextBatch`). Nullable columns
+ * without a default, like version 10's: a catalog-only change under a short ACCESS EXCLUSIVE lock
+ * on `queues`. Workers of version 11 keep running and ignore the limit (their claim does not know
+ * it): upgrade every worker before relying on one.
+ */
+const V12: PostgresMigration = {
+  version: 12,
+  description: 'Queue rate limits',
+  statements: (s) => [
+    `ALTER TABLE ${s}.queues ADD COLUMN IF NOT EXISTS rate_limit_max integer NULL`,
+    `ALTER TABLE ${s}.queues ADD COLUMN IF NOT EXISTS rate_limit_per_ms integer NULL`,
+    `ALTER TABLE ${s}.queues ADD COLUMN IF NOT EXISTS rate_window_start timestamptz NULL`,
+    `ALTER TABLE ${s}.queues ADD COLUMN IF NOT EXISTS rate_window_last timestamptz NULL`,
+    `ALTER TABLE ${s}.queues ADD COLUMN IF NOT EXISTS rate_window_count integer NULL`,
+    `ALTER TABLE ${s}.queues ADD COLUMN IF NOT EXISTS rate_prev_last timestamptz NULL`,
+    `ALTER TABLE ${s}.queues ADD COLUMN IF NOT EXISTS rate_prev_count integer NULL`,
+  ],
+};
+
 /** Every migration, in version order. */
 export const POSTGRES_MIGRATIONS: readonly PostgresMigration[] = [
   V1,
@@ -489,6 +511,7 @@ export const POSTGRES_MIGRATIONS: readonly PostgresMigration[] = [
   V9,
   V10,
   V11,
+  V12,
 ];
 
 /** The newest schema version this code expects. */

@@ -259,21 +259,47 @@ export const SET_LOCAL_STATEMENT_TIMEOUT = "SELECT set_config('statement_timeout
 // ------------------------------------------------------------------------------------------ claim
 
 /**
- * Step 1 of a claim, in the claim's transaction: locks the `Queues` rows of the budgeted queues
- * among $1 (queue names), in name order so concurrent claimers cannot deadlock on them.
+ * Step 1 of a claim, in the claim's transaction: locks the `Queues` rows of the budgeted and the
+ * rate-limited queues among $1 (queue names), in name order so concurrent claimers cannot deadlock
+ * on them, and returns their names (step 2 takes them as $8) and which of them are rate limited.
  *
  * Lock/isolation: `FOR NO KEY UPDATE` row locks held to COMMIT. Two claims that spend one queue's
- * `MaxWorkers` budget are serialised here; unbudgeted queues take no lock at all. NO KEY UPDATE is
- * enough (it conflicts with itself and with `updateQueue`'s UPDATE) and, unlike FOR UPDATE, does not
- * block foreign-key share locks. This must be its own statement: in READ COMMITTED a statement's
- * snapshot is taken when it starts, so the active count in step 2 only sees the previous claimer's
- * committed rows if step 2 starts after this lock was granted.
+ * `MaxWorkers` budget or its rate are serialised here; other queues take no lock at all. NO KEY
+ * UPDATE is enough (it conflicts with itself and with `updateQueue`'s UPDATE) and, unlike FOR
+ * UPDATE, does not block foreign-key share locks. This must be its own statement: in READ
+ * COMMITTED a statement's snapshot is taken when it starts, so the active count and the rate state
+ * in step 2 only see the previous claimer's committed rows if step 2 starts after this lock was
+ * granted.
  */
 export const fetchNextBatchLockBudgets = (s: string): string => `
-SELECT name FROM ${s}.queues
-WHERE name = ANY ($1::text[]) AND max_workers IS NOT NULL
+SELECT name, rate_limit_max IS NOT NULL AS rate_limited FROM ${s}.queues
+WHERE name = ANY ($1::text[]) AND (max_workers IS NOT NULL OR rate_limit_max IS NOT NULL)
 ORDER BY name
 FOR NO KEY UPDATE`;
+
+/** The rate window of `q` (its `rate_limit_per_ms`) as an interval. */
+const RATE_PER = `q.rate_limit_per_ms ${MS}`;
+
+/**
+ * Whether the rate window of `q` has rolled over at `t`: none yet, or its first start is at least
+ * one window old. The rolled-over window becomes the previous one.
+ */
+const RATE_ROLLED = (t: string): string =>
+  `(q.rate_window_start IS NULL OR ${t} >= q.rate_window_start + ${RATE_PER})`;
+
+/**
+ * How many of `q`'s jobs may start at `t` under its rate limit (see {@link fetchNextBatch} and
+ * `storage/shared/rate-window.ts`, which holds the same rule): `max` less the starts of the current
+ * window, less those of the previous window while its last start is within one window of `t`.
+ */
+const RATE_ALLOWANCE = (t: string): string => `greatest(0, q.rate_limit_max
+                - CASE WHEN ${RATE_ROLLED(t)}
+                       THEN CASE WHEN q.rate_window_last > ${t} - ${RATE_PER}
+                                 THEN coalesce(q.rate_window_count, 0) ELSE 0 END
+                       ELSE coalesce(q.rate_window_count, 0)
+                            + CASE WHEN q.rate_prev_last > ${t} - ${RATE_PER}
+                                   THEN coalesce(q.rate_prev_count, 0) ELSE 0 END
+                  END)`;
 
 /**
  * Step 2 of a claim: claims up to $6 due Pending rows and returns them. $1 worker id, $2 lease id,
@@ -326,6 +352,17 @@ FOR NO KEY UPDATE`;
  * scheduled_at_utc <= now()" because enqueued_at_utc is always in the past, and it is the indexed
  * expression.
  *
+ * Rate limits (budgeted variant only): a queue with `rate_limit_max` gets at most its allowance
+ * at `statement_timestamp()` ({@link RATE_ALLOWANCE}), and only when the claim starts every row
+ * it takes ($7 >= $6: a rate-limited row is never buffered Fetched, so its start is this claim);
+ * a rate-limited queue that step 1 did not lock (limited since) gets nothing this round. The
+ * started rows of each rate-limited queue are spent in the same statement (`spent`, on the row
+ * step 1 locked): the window rolls over when its first start is a window old. Started rows take
+ * `statement_timestamp()` as their start time, the instant the allowance was computed: this
+ * statement started after the previous claimer of the queue committed (step 1 waited for it), so
+ * the start times of a queue increase in the order the claims were serialised, which is what the
+ * window arithmetic needs (`now()`, the transaction's start, was taken before the lock wait).
+ *
  * `relaxed`: the claim's own transaction commits without waiting for its WAL flush
  * (`synchronous_commit = off`, transaction-local like SET LOCAL, so the pooled connection keeps its
  * setting). A server crash can lose only the last such claims, and then their rows are Pending
@@ -360,11 +397,16 @@ runnable AS MATERIALIZED (${
   variant === 'budgeted'
     ? `
   SELECT q.name, w.types,
-         CASE WHEN q.max_workers IS NULL THEN $6::int
-              ELSE greatest(0, least($6::int, q.max_workers - (
-                     SELECT count(*) FROM ${s}.jobs_hot a
-                     WHERE a.status IN (1, 2) AND a.queue = q.name)))::int
-         END AS budget
+         least(
+           CASE WHEN q.max_workers IS NULL THEN $6::int
+                ELSE greatest(0, least($6::int, q.max_workers - (
+                       SELECT count(*) FROM ${s}.jobs_hot a
+                       WHERE a.status IN (1, 2) AND a.queue = q.name)))::int
+           END,
+           CASE WHEN q.rate_limit_max IS NULL THEN $6::int
+                WHEN $7::int < $6::int OR NOT (q.name = ANY ($8::text[])) THEN 0
+                ELSE ${RATE_ALLOWANCE('statement_timestamp()')}
+           END) AS budget
   FROM wanted w
   JOIN ${s}.queues q ON q.name = w.queue
   WHERE NOT q.is_paused AND q.is_active`
@@ -372,7 +414,7 @@ runnable AS MATERIALIZED (${
   SELECT q.name, w.types, $6::int AS budget
   FROM wanted w
   JOIN ${s}.queues q ON q.name = w.queue
-  WHERE NOT q.is_paused AND q.is_active AND q.max_workers IS NULL`
+  WHERE NOT q.is_paused AND q.is_active AND q.max_workers IS NULL AND q.rate_limit_max IS NULL`
 }
 ),
 picked AS MATERIALIZED (
@@ -397,16 +439,51 @@ claimed AS (
   UPDATE ${s}.jobs_hot j
   SET status = CASE WHEN p.rn <= $7 THEN 2 ELSE 1 END,
       attempt_count = CASE WHEN p.rn <= $7 THEN j.attempt_count + 1 ELSE j.attempt_count END,
-      started_at_utc = CASE WHEN p.rn <= $7 THEN now() ELSE j.started_at_utc END,
-      heartbeat_utc = CASE WHEN p.rn <= $7 THEN now() ELSE j.heartbeat_utc END,
-      worker_id = $1, lease_id = $2, last_updated_utc = now()
+      started_at_utc = CASE WHEN p.rn <= $7 THEN statement_timestamp() ELSE j.started_at_utc END,
+      heartbeat_utc = CASE WHEN p.rn <= $7 THEN statement_timestamp() ELSE j.heartbeat_utc END,
+      worker_id = $1, lease_id = $2, last_updated_utc = statement_timestamp()
   FROM picked p
   WHERE j.ctid = p.tid AND j.id = p.id AND j.status = 0
   RETURNING j.*
-),
+),${
+  variant === 'budgeted'
+    ? `
+spent AS (
+  UPDATE ${s}.queues q
+  SET rate_prev_count = CASE WHEN ${RATE_ROLLED('statement_timestamp()')}
+                             THEN q.rate_window_count ELSE q.rate_prev_count END,
+      rate_prev_last = CASE WHEN ${RATE_ROLLED('statement_timestamp()')}
+                            THEN q.rate_window_last ELSE q.rate_prev_last END,
+      rate_window_count = CASE WHEN ${RATE_ROLLED('statement_timestamp()')}
+                               THEN x.n ELSE q.rate_window_count + x.n END,
+      rate_window_start = CASE WHEN ${RATE_ROLLED('statement_timestamp()')}
+                               THEN statement_timestamp() ELSE q.rate_window_start END,
+      rate_window_last = statement_timestamp()
+  FROM (SELECT c.queue, count(*)::int AS n FROM claimed c WHERE c.status = 2 GROUP BY c.queue) x
+  WHERE q.name = x.queue AND q.rate_limit_max IS NOT NULL AND q.name = ANY ($8::text[])
+),`
+    : ''
+}
 bucket AS (${startLagUpsert(s, `(SELECT c.queue, ${START_LAG_MS('c')} AS lag_ms FROM claimed c WHERE c.status = 2)`)}
 )
 SELECT c.* FROM claimed c`;
+
+/**
+ * Step 3 of a claim that took fewer rows than asked while a queue it locked is rate limited: the
+ * rate state of those queues ($1) and the database clock, both as epoch milliseconds, from which
+ * the store computes how long until the first of them may start a job again
+ * (`storage/shared/rate-window.ts`). Read in the claim's transaction, after its spend, under the
+ * locks of step 1.
+ */
+export const fetchNextBatchRateState = (s: string): string => `
+SELECT rate_limit_max AS max, rate_limit_per_ms AS per_ms, rate_window_count AS window_count,
+       rate_prev_count AS prev_count,
+       (extract(epoch FROM rate_window_start) * 1000)::float8 AS window_start_ms,
+       (extract(epoch FROM rate_window_last) * 1000)::float8 AS window_last_ms,
+       (extract(epoch FROM rate_prev_last) * 1000)::float8 AS prev_last_ms,
+       (extract(epoch FROM clock_timestamp()) * 1000)::float8 AS now_ms
+FROM ${s}.queues
+WHERE name = ANY ($1::text[]) AND rate_limit_max IS NOT NULL`;
 
 /**
  * Rows a claim with this lease already took: a retry after an ambiguous commit (connection lost
@@ -899,7 +976,9 @@ export const getQueues = (s: string): string => `SELECT * FROM ${s}.queues ORDER
 /**
  * Upserts a queue and applies the patch. $1 name; $2 is_paused, $3 is_active, $4 retry_zombies
  * (NULL = unchanged); nullable fields come as (set?, value) pairs: $5/$6 max_workers,
- * $7/$8 zombie_timeout_seconds, $9/$10 execution_timeout_ms.
+ * $7/$8 zombie_timeout_seconds, $9/$10 execution_timeout_ms, $11/$12/$13 the rate limit (max,
+ * per ms). Clearing the rate limit clears its window state too; changing it keeps the starts
+ * already counted.
  * Lock/isolation: `INSERT … ON CONFLICT DO UPDATE` is atomic under concurrency (no lost insert race);
  * it takes the same row lock that claims take on budgeted queues, so a budget change waits for an
  * in-flight claim.
@@ -907,15 +986,27 @@ export const getQueues = (s: string): string => `SELECT * FROM ${s}.queues ORDER
 export const updateQueue = (s: string): string => `
 INSERT INTO ${s}.queues AS q (
   name, is_paused, is_active, retry_zombies, max_workers, zombie_timeout_seconds,
-  execution_timeout_ms, last_updated_utc)
+  execution_timeout_ms, rate_limit_max, rate_limit_per_ms, last_updated_utc)
 VALUES ($1, coalesce($2::boolean, false), coalesce($3::boolean, true), coalesce($4::boolean, false),
         CASE WHEN $5::boolean THEN $6::int END, CASE WHEN $7::boolean THEN $8::int END,
-        CASE WHEN $9::boolean THEN $10::int END, now())
+        CASE WHEN $9::boolean THEN $10::int END, CASE WHEN $11::boolean THEN $12::int END,
+        CASE WHEN $11::boolean THEN $13::int END, now())
 ON CONFLICT (name) DO UPDATE
 SET is_paused = coalesce($2::boolean, q.is_paused),
     is_active = coalesce($3::boolean, q.is_active),
     retry_zombies = coalesce($4::boolean, q.retry_zombies),
     max_workers = CASE WHEN $5::boolean THEN $6::int ELSE q.max_workers END,
+    rate_limit_max = CASE WHEN $11::boolean THEN $12::int ELSE q.rate_limit_max END,
+    rate_limit_per_ms = CASE WHEN $11::boolean THEN $13::int ELSE q.rate_limit_per_ms END,
+    rate_window_start = CASE WHEN $11::boolean AND $12::int IS NULL THEN NULL
+                             ELSE q.rate_window_start END,
+    rate_window_last = CASE WHEN $11::boolean AND $12::int IS NULL THEN NULL
+                            ELSE q.rate_window_last END,
+    rate_window_count = CASE WHEN $11::boolean AND $12::int IS NULL THEN NULL
+                             ELSE q.rate_window_count END,
+    rate_prev_last = CASE WHEN $11::boolean AND $12::int IS NULL THEN NULL ELSE q.rate_prev_last END,
+    rate_prev_count = CASE WHEN $11::boolean AND $12::int IS NULL THEN NULL
+                           ELSE q.rate_prev_count END,
     zombie_timeout_seconds = CASE WHEN $7::boolean THEN $8::int ELSE q.zombie_timeout_seconds END,
     execution_timeout_ms = CASE WHEN $9::boolean THEN $10::int ELSE q.execution_timeout_ms END,
     last_updated_utc = now()
@@ -1620,6 +1711,7 @@ export const hotPathStatements = (
   fetchNextBatchUnbudgeted: fetchNextBatch(s, 'unbudgeted'),
   fetchNextBatchLockBudgets: fetchNextBatchLockBudgets(s),
   fetchNextBatchClaimed: fetchNextBatchClaimed(s),
+  fetchNextBatchRateState: fetchNextBatchRateState(s),
   markAsProcessing: markAsProcessing(s),
   keepAlive: keepAlive(s),
   release: release(s),

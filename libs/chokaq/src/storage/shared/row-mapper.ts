@@ -216,6 +216,10 @@ export function mapQueueRow(raw: Row): QueueInfo {
     zombieTimeoutSeconds: numOrNull(r.zombietimeoutseconds),
     executionTimeoutMs: numOrNull(r.executiontimeoutms),
     retryZombies: bool(r.retryzombies),
+    rateLimit:
+      r.ratelimitmax === null || r.ratelimitmax === undefined || r.ratelimitperms == null
+        ? null
+        : { max: Number(r.ratelimitmax), perMs: Number(r.ratelimitperms) },
     lastUpdatedUtc: toDate(r.lastupdatedutc)!,
   };
 }

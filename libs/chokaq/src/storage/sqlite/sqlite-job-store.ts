@@ -5,6 +5,7 @@ import type { Checked } from '../../interfaces/checked.interface';
 import { FailureReason } from '../../interfaces/job-status.enum';
 import { DlqFilter, JobAttemptOutcome } from '../../interfaces/job-view.interface';
 import {
+  ClaimedJobs,
   CancelResult,
   CompletedJob,
   RunRef,
@@ -39,6 +40,7 @@ import type { HandlerTransactionSupport } from '../job-storage';
 import { attemptOutcomeOf } from '../shared/attempts';
 import { retentionDetails } from '../shared/audit-log';
 import { NO_REASON, Outcome, dlqStatusFor } from '../shared/outcome';
+import { rateStateOf, shortestRateWait } from '../shared/rate-window';
 import { mapHotRow, mapQueueRow, toDate } from '../shared/row-mapper';
 import {
   BucketDelta,
@@ -91,6 +93,8 @@ const SCHEMA_RETRY_ATTEMPTS = 30;
 export class SqliteJobStore implements DialectJobStore {
   /** @inheritdoc */
   readonly dialect = 'sqlite' as const;
+  /** The claim reads the rate state of a short claim's limited queues: see `fetchNextBatch`. */
+  readonly reportsRateLimitWait = true;
 
   /** The fixed statements, by the name of the method they serve (`sqlite.sql.ts`). */
   private readonly sql: SQL.JobStoreStatements;
@@ -314,11 +318,12 @@ export class SqliteJobStore implements DialectJobStore {
   /**
    * Claims are serialised by BEGIN IMMEDIATE, so the `budgetedQueues` hint only selects the
    * statement: one handled queue (queue-wide) that the hint says is unbudgeted takes the cheaper
-   * `fetchNextBatchOneQueue`, which skips the queue if it is budgeted after all; anything else
-   * takes `fetchNextBatch`.
+   * `fetchNextBatchOneQueue`, which skips the queue if it is budgeted or rate limited after all;
+   * anything else takes `fetchNextBatch`, then spends the rows it started on their queues' rate
+   * limits and, when it took fewer rows than asked, reads how long a rate limit holds them back.
    * @inheritdoc
    */
-  async fetchNextBatch(request: Checked<FetchRequest & { start: number }>): Promise<HotJob[]> {
+  async fetchNextBatch(request: Checked<FetchRequest & { start: number }>): Promise<ClaimedJobs> {
     const { workerId, leaseId, limit, handled, start, budgetedQueues } = request;
     const [only] = handled.queues;
     const oneQueue =
@@ -340,19 +345,55 @@ export class SqliteJobStore implements DialectJobStore {
           },
         ];
     // A claim commits without waiting for fsync (see SqliteConnection.writeUnsynced). The rows it
-    // started are counted in the start bucket, with their lag, in the same transaction.
+    // started are counted in the start bucket, with their lag, and spent on their queues' rate
+    // limits, in the same transaction.
+    // After a short claim, the wait of a rate limit is read only where the hint says a handled
+    // queue may be limited (missing it costs a poll interval, nothing more). The spend, below, runs
+    // whenever the general statement started rows: a stale hint must not let a start go uncounted.
+    const queues = [...new Set([...handled.queues, ...handled.types.map((t) => t.queue)])];
+    const mayBeLimited =
+      !oneQueue && (budgetedQueues === undefined || queues.some((q) => budgetedQueues.includes(q)));
+    let waitMs: number | undefined;
     const rows = await this.db.writeUnsynced('fetchNextBatch', () => {
+      waitMs = undefined;
       const claimed = this.db.all(sql, params);
       const started = claimed.filter((r) => Number(r.status) === 2);
       if (started.length > 0) {
         this.addBuckets(
           startBucketsOf(started.map((r) => ({ queue: r.queue, lag_ms: claimedStartLag(r) }))),
         );
+        if (!oneQueue) this.spendRate(started);
+      }
+      if (mayBeLimited && claimed.length < limit) {
+        const states = this.db.all(this.sql.fetchNextBatchRateState, {
+          queues: JSON.stringify(queues),
+        });
+        if (states.length > 0) {
+          waitMs = shortestRateWait(states.map(rateStateOf), Number(states[0].now_ms));
+        }
       }
       return claimed;
     });
     // RETURNING has no order: hand the rows back in claim order.
-    return rows.map(mapHotRow).sort(claimOrder);
+    const jobs: ClaimedJobs = rows.map(mapHotRow).sort(claimOrder);
+    if (waitMs !== undefined) jobs.rateLimitWaitMs = waitMs;
+    return jobs;
+  }
+
+  /**
+   * Spends the rows a claim started on their queues' rate limits (queues without one are left
+   * alone by the statement): per queue, how many and their start time, which the claim statement
+   * wrote once for all of them.
+   */
+  private spendRate(started: ReadonlyArray<Record<string, unknown>>): void {
+    const spent = new Map<string, { queue: string; n: number; t: number }>();
+    for (const r of started) {
+      const queue = String(r.queue);
+      const entry = spent.get(queue) ?? { queue, n: 0, t: Number(r.started_at_utc) };
+      entry.n += 1;
+      spent.set(queue, entry);
+    }
+    this.db.run(this.sql.fetchNextBatchSpendRate, { spent: JSON.stringify([...spent.values()]) });
   }
 
   /** @inheritdoc */

@@ -452,8 +452,40 @@ const V9: SqliteMigration = {
   ],
 };
 
+/**
+ * Version 10: a queue's start rate limit (`rate_limit_max` starts per `rate_limit_per_ms`) and the
+ * state the claim keeps for it: the current window (its first and last start, epoch ms, and how
+ * many started in it) and the previous window's count and last start (see `fetchNextBatch`).
+ * Nullable columns without a default, as version 8's: only the table's definition changes. A
+ * worker of version 9 keeps running and ignores the limit: upgrade every worker before relying on it.
+ */
+const V10: SqliteMigration = {
+  version: 10,
+  description: 'Queue rate limits',
+  statements: (p) => [
+    `ALTER TABLE ${p}queues ADD COLUMN rate_limit_max INTEGER NULL`,
+    `ALTER TABLE ${p}queues ADD COLUMN rate_limit_per_ms INTEGER NULL`,
+    `ALTER TABLE ${p}queues ADD COLUMN rate_window_start INTEGER NULL`,
+    `ALTER TABLE ${p}queues ADD COLUMN rate_window_last INTEGER NULL`,
+    `ALTER TABLE ${p}queues ADD COLUMN rate_window_count INTEGER NULL`,
+    `ALTER TABLE ${p}queues ADD COLUMN rate_prev_last INTEGER NULL`,
+    `ALTER TABLE ${p}queues ADD COLUMN rate_prev_count INTEGER NULL`,
+  ],
+};
+
 /** Every migration, oldest first. Append new versions; never edit a released one. */
-export const SQLITE_MIGRATIONS: readonly SqliteMigration[] = [V1, V2, V3, V4, V5, V6, V7, V8, V9];
+export const SQLITE_MIGRATIONS: readonly SqliteMigration[] = [
+  V1,
+  V2,
+  V3,
+  V4,
+  V5,
+  V6,
+  V7,
+  V8,
+  V9,
+  V10,
+];
 
 /** The ledger table; created before any migration runs so its own existence is not a migration. */
 export function schemaMigrationsDdl(prefix: string): string {

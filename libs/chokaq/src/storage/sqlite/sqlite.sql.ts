@@ -42,6 +42,27 @@ export const SQLITE_NOW_MS = "CAST(ROUND(unixepoch('subsec') * 1000) AS INTEGER)
 /** The current metric bucket: epoch ms floored to the minute (`METRIC_BUCKET_MS`). */
 const BUCKET_NOW = `((${SQLITE_NOW_MS} / ${METRIC_BUCKET_MS}) * ${METRIC_BUCKET_MS})`;
 
+/**
+ * Whether the rate window of `q` has rolled over at `t` (epoch ms): none yet, or its first start is
+ * at least one window (`rate_limit_per_ms`) old.
+ */
+const RATE_ROLLED = (t: string): string =>
+  `(q.rate_window_start IS NULL OR ${t} >= q.rate_window_start + q.rate_limit_per_ms)`;
+
+/**
+ * How many of `q`'s jobs may start now under its rate limit: `max` less the starts of the current
+ * window, less those of the previous window while its last start is within one window of now (the
+ * rule of `storage/shared/rate-window.ts`, which the library README explains).
+ */
+const RATE_ALLOWANCE = `MAX(0, q.rate_limit_max
+                          - CASE WHEN ${RATE_ROLLED(SQLITE_NOW_MS)}
+                                 THEN CASE WHEN q.rate_window_last > ${SQLITE_NOW_MS} - q.rate_limit_per_ms
+                                           THEN COALESCE(q.rate_window_count, 0) ELSE 0 END
+                                 ELSE COALESCE(q.rate_window_count, 0)
+                                      + CASE WHEN q.rate_prev_last > ${SQLITE_NOW_MS} - q.rate_limit_per_ms
+                                             THEN COALESCE(q.rate_prev_count, 0) ELSE 0 END
+                            END)`;
+
 /** `{id, workerId, leaseId}` leases from `@leases` (a JSON array) as a relation. */
 const LEASE_CTE = `lease(id, worker_id, lease_id) AS (
     SELECT value ->> 'id', value ->> 'workerId', value ->> 'leaseId' FROM json_each(@leases)
@@ -217,6 +238,12 @@ export function jobStoreStatements(p: string) {
      *
      * `@start`: the first `@start` picked rows in claim order (`claim_rn`) go straight to
      * Processing, set as {@link markAsProcessing} sets them; the rest become Fetched (all with 0).
+     *
+     * Rate limits: a queue with `rate_limit_max` gets at most its allowance at this statement's
+     * 'now' ({@link RATE_ALLOWANCE}), the instant its started rows record as `started_at_utc`, and
+     * only when the claim starts every row it takes (`@start >= @limit`: a rate-limited row is
+     * never buffered Fetched). The same transaction then spends the started rows
+     * ({@link fetchNextBatchSpendRate}); BEGIN IMMEDIATE serialises it with every other claim.
      */
     fetchNextBatch: `WITH
       handled_queue(queue) AS (SELECT value FROM json_each(@queues)),
@@ -225,9 +252,12 @@ export function jobStoreStatements(p: string) {
       budget(queue, any_type, remaining) AS (
         SELECT w.queue,
                w.queue IN (SELECT queue FROM handled_queue),
-               CASE WHEN q.max_workers IS NULL THEN @limit
-                    ELSE q.max_workers - (SELECT COUNT(*) FROM ${hot} a
-                                           WHERE a.queue = w.queue AND a.status IN (1, 2)) END
+               MIN(CASE WHEN q.max_workers IS NULL THEN @limit
+                        ELSE q.max_workers - (SELECT COUNT(*) FROM ${hot} a
+                                               WHERE a.queue = w.queue AND a.status IN (1, 2)) END,
+                   CASE WHEN q.rate_limit_max IS NULL THEN @limit
+                        WHEN @start < @limit THEN 0
+                        ELSE ${RATE_ALLOWANCE} END)
         FROM wanted w LEFT JOIN ${queues} q ON q.name = w.queue
         WHERE COALESCE(q.is_paused, 0) = 0 AND COALESCE(q.is_active, 1) = 1
       ),
@@ -259,8 +289,8 @@ export function jobStoreStatements(p: string) {
      * fetchNextBatch for the most common worker: one queue, a queue-wide handler, and a caller
      * that believes the queue has no budget (`budgetedQueues`). One ordered scan of the pending
      * index, no JSON, no per-queue budget: about a third cheaper than {@link fetchNextBatch}. The
-     * queue is skipped if its `Queues` row says paused, inactive or budgeted at this moment (a stale
-     * hint cannot overspend a budget); a queue without a row counts as unpaused, active and
+     * queue is skipped if its `Queues` row says paused, inactive, budgeted or rate limited at this
+     * moment (a stale hint cannot overspend a budget or a rate); a queue without a row counts as unpaused, active and
      * unlimited, as in {@link fetchNextBatch}. Same BEGIN IMMEDIATE, same `@start`, same UPDATE.
      * (PostgreSQL's `fetchNextBatchUnbudgeted` takes any set of queues; this one takes one.)
      */
@@ -273,11 +303,47 @@ export function jobStoreStatements(p: string) {
         WHERE c.status = 0 AND c.queue = @queue
           AND (c.scheduled_at_utc IS NULL OR c.scheduled_at_utc <= ${SQLITE_NOW_MS})
           AND NOT EXISTS (SELECT 1 FROM ${queues} q WHERE q.name = @queue
-                            AND (q.is_paused <> 0 OR q.is_active = 0 OR q.max_workers IS NOT NULL))
+                            AND (q.is_paused <> 0 OR q.is_active = 0 OR q.max_workers IS NOT NULL
+                                 OR q.rate_limit_max IS NOT NULL))
         ORDER BY c.priority DESC, COALESCE(c.scheduled_at_utc, c.enqueued_at_utc), c.id
         LIMIT @limit
       )
       ${claimUpdate}`,
+
+    /**
+     * fetchNextBatch, in the claim's transaction after its statement: spends the rows it started
+     * on each rate-limited queue. `@spent`: a JSON array of `{queue, n, t}`, `t` the rows'
+     * `started_at_utc` (the claim statement's 'now', at which it computed the allowance). The
+     * window rolls over when its first start is one window older than `t`; the rolled-over window
+     * becomes the previous one. Queues without a limit are left alone.
+     */
+    fetchNextBatchSpendRate: `WITH spent(queue, n, t) AS (
+        SELECT value ->> 'queue', value ->> 'n', value ->> 't' FROM json_each(@spent)
+      )
+      UPDATE ${queues} AS q
+      SET rate_prev_count = CASE WHEN ${RATE_ROLLED('s.t')} THEN q.rate_window_count
+                                 ELSE q.rate_prev_count END,
+          rate_prev_last = CASE WHEN ${RATE_ROLLED('s.t')} THEN q.rate_window_last
+                                ELSE q.rate_prev_last END,
+          rate_window_count = CASE WHEN ${RATE_ROLLED('s.t')} THEN s.n
+                                   ELSE q.rate_window_count + s.n END,
+          rate_window_start = CASE WHEN ${RATE_ROLLED('s.t')} THEN s.t ELSE q.rate_window_start END,
+          rate_window_last = s.t
+      FROM spent s
+      WHERE q.name = s.queue AND q.rate_limit_max IS NOT NULL`,
+
+    /**
+     * fetchNextBatch, when the claim took fewer rows than asked: the rate state of the handled
+     * queues (`@queues`, a JSON array) that have a rate limit, and the database clock, from which
+     * the store computes how long until the first of them may start a job again
+     * (`storage/shared/rate-window.ts`). In the claim's transaction.
+     */
+    fetchNextBatchRateState: `SELECT rate_limit_max AS max, rate_limit_per_ms AS per_ms,
+        rate_window_count AS window_count, rate_prev_count AS prev_count,
+        rate_window_start AS window_start_ms, rate_window_last AS window_last_ms,
+        rate_prev_last AS prev_last_ms, ${SQLITE_NOW_MS} AS now_ms
+      FROM ${queues}
+      WHERE name IN (SELECT value FROM json_each(@queues)) AND rate_limit_max IS NOT NULL`,
 
     /**
      * Rows already Processing under the very same lease: a retry after an ambiguous commit (only
@@ -539,13 +605,15 @@ export function jobStoreStatements(p: string) {
     /**
      * updateQueue: upserts a queue with the fields present in `@patch` (a JSON object; `json_type` is NULL for an
      * absent key and 'null' for an explicit null, so "leave as is" and "clear" differ). One statement
-     * under BEGIN IMMEDIATE: concurrent upserts serialise.
+     * under BEGIN IMMEDIATE: concurrent upserts serialise. Clearing the rate limit clears its window
+     * state too; changing it keeps the starts already counted.
      */
     updateQueue: `INSERT INTO ${queues} (name, is_paused, is_active, max_workers, zombie_timeout_seconds,
-        execution_timeout_ms, retry_zombies, last_updated_utc)
+        execution_timeout_ms, retry_zombies, rate_limit_max, rate_limit_per_ms, last_updated_utc)
       VALUES (@name, COALESCE(@patch ->> 'isPaused', 0), COALESCE(@patch ->> 'isActive', 1),
         @patch ->> 'maxWorkers', @patch ->> 'zombieTimeoutSeconds', @patch ->> 'executionTimeoutMs',
-        COALESCE(@patch ->> 'retryZombies', 0), ${SQLITE_NOW_MS})
+        COALESCE(@patch ->> 'retryZombies', 0), @patch ->> '$.rateLimit.max',
+        @patch ->> '$.rateLimit.perMs', ${SQLITE_NOW_MS})
       ON CONFLICT (name) DO UPDATE SET
         is_paused = CASE WHEN json_type(@patch, '$.isPaused') IS NULL THEN is_paused
                          ELSE excluded.is_paused END,
@@ -560,6 +628,20 @@ export function jobStoreStatements(p: string) {
                                     THEN execution_timeout_ms ELSE excluded.execution_timeout_ms END,
         retry_zombies = CASE WHEN json_type(@patch, '$.retryZombies') IS NULL THEN retry_zombies
                              ELSE excluded.retry_zombies END,
+        rate_limit_max = CASE WHEN json_type(@patch, '$.rateLimit') IS NULL THEN rate_limit_max
+                              ELSE excluded.rate_limit_max END,
+        rate_limit_per_ms = CASE WHEN json_type(@patch, '$.rateLimit') IS NULL THEN rate_limit_per_ms
+                                 ELSE excluded.rate_limit_per_ms END,
+        rate_window_start = CASE WHEN json_type(@patch, '$.rateLimit') = 'null' THEN NULL
+                                 ELSE rate_window_start END,
+        rate_window_last = CASE WHEN json_type(@patch, '$.rateLimit') = 'null' THEN NULL
+                                ELSE rate_window_last END,
+        rate_window_count = CASE WHEN json_type(@patch, '$.rateLimit') = 'null' THEN NULL
+                                 ELSE rate_window_count END,
+        rate_prev_last = CASE WHEN json_type(@patch, '$.rateLimit') = 'null' THEN NULL
+                              ELSE rate_prev_last END,
+        rate_prev_count = CASE WHEN json_type(@patch, '$.rateLimit') = 'null' THEN NULL
+                               ELSE rate_prev_count END,
         last_updated_utc = excluded.last_updated_utc
       RETURNING *`,
 

@@ -1,0 +1,120 @@
+-- [1/5] query
+START TRANSACTION ISOLATION LEVEL READ COMMITTED
+
+-- [2/5] query
+
+SELECT name, rate_limit_max IS NOT NULL AS rate_limited FROM "chokaq".queues
+WHERE name = ANY ($1::text[]) AND (max_workers IS NOT NULL OR rate_limit_max IS NOT NULL)
+ORDER BY name
+FOR NO KEY UPDATE
+
+-- [3/5] query
+
+WITH relaxed AS MATERIALIZED (
+  SELECT set_config('synchronous_commit', 'off', true) AS setting
+),
+handled (queue, type) AS (
+  SELECT h.queue, NULL::text FROM unnest($3::text[]) AS h(queue)
+  UNION ALL
+  SELECT p.queue, p.type FROM unnest($4::text[], $5::text[]) AS p(queue, type)
+),
+wanted AS (
+  SELECT queue,
+         CASE WHEN bool_or(type IS NULL) THEN NULL ELSE array_agg(type) END AS types
+  FROM handled CROSS JOIN relaxed
+  GROUP BY queue
+),
+runnable AS MATERIALIZED (
+  SELECT q.name, w.types,
+         least(
+           CASE WHEN q.max_workers IS NULL THEN $6::int
+                ELSE greatest(0, least($6::int, q.max_workers - (
+                       SELECT count(*) FROM "chokaq".jobs_hot a
+                       WHERE a.status IN (1, 2) AND a.queue = q.name)))::int
+           END,
+           CASE WHEN q.rate_limit_max IS NULL THEN $6::int
+                WHEN $7::int < $6::int OR NOT (q.name = ANY ($8::text[])) THEN 0
+                ELSE greatest(0, q.rate_limit_max
+                - CASE WHEN (q.rate_window_start IS NULL OR statement_timestamp() >= q.rate_window_start + q.rate_limit_per_ms * interval '1 millisecond')
+                       THEN CASE WHEN q.rate_window_last > statement_timestamp() - q.rate_limit_per_ms * interval '1 millisecond'
+                                 THEN coalesce(q.rate_window_count, 0) ELSE 0 END
+                       ELSE coalesce(q.rate_window_count, 0)
+                            + CASE WHEN q.rate_prev_last > statement_timestamp() - q.rate_limit_per_ms * interval '1 millisecond'
+                                   THEN coalesce(q.rate_prev_count, 0) ELSE 0 END
+                  END)
+           END) AS budget
+  FROM wanted w
+  JOIN "chokaq".queues q ON q.name = w.queue
+  WHERE NOT q.is_paused AND q.is_active
+),
+picked AS MATERIALIZED (
+  SELECT c.id, c.tid,
+         row_number() OVER (ORDER BY c.priority DESC, c.due, c.id COLLATE "C") AS rn
+  FROM runnable r
+  CROSS JOIN LATERAL (
+    SELECT j.id, j.ctid AS tid, j.priority, coalesce(j.scheduled_at_utc, j.enqueued_at_utc) AS due
+    FROM "chokaq".jobs_hot j
+    WHERE j.status = 0
+      AND j.queue = r.name
+      AND coalesce(j.scheduled_at_utc, j.enqueued_at_utc) <= now()
+      AND (r.types IS NULL OR j.type = ANY (r.types))
+    ORDER BY j.priority DESC, coalesce(j.scheduled_at_utc, j.enqueued_at_utc), j.id COLLATE "C"
+    LIMIT r.budget
+    FOR UPDATE SKIP LOCKED
+  ) c
+  ORDER BY c.priority DESC, c.due, c.id COLLATE "C"
+  LIMIT $6
+),
+claimed AS (
+  UPDATE "chokaq".jobs_hot j
+  SET status = CASE WHEN p.rn <= $7 THEN 2 ELSE 1 END,
+      attempt_count = CASE WHEN p.rn <= $7 THEN j.attempt_count + 1 ELSE j.attempt_count END,
+      started_at_utc = CASE WHEN p.rn <= $7 THEN statement_timestamp() ELSE j.started_at_utc END,
+      heartbeat_utc = CASE WHEN p.rn <= $7 THEN statement_timestamp() ELSE j.heartbeat_utc END,
+      worker_id = $1, lease_id = $2, last_updated_utc = statement_timestamp()
+  FROM picked p
+  WHERE j.ctid = p.tid AND j.id = p.id AND j.status = 0
+  RETURNING j.*
+),
+spent AS (
+  UPDATE "chokaq".queues q
+  SET rate_prev_count = CASE WHEN (q.rate_window_start IS NULL OR statement_timestamp() >= q.rate_window_start + q.rate_limit_per_ms * interval '1 millisecond')
+                             THEN q.rate_window_count ELSE q.rate_prev_count END,
+      rate_prev_last = CASE WHEN (q.rate_window_start IS NULL OR statement_timestamp() >= q.rate_window_start + q.rate_limit_per_ms * interval '1 millisecond')
+                            THEN q.rate_window_last ELSE q.rate_prev_last END,
+      rate_window_count = CASE WHEN (q.rate_window_start IS NULL OR statement_timestamp() >= q.rate_window_start + q.rate_limit_per_ms * interval '1 millisecond')
+                               THEN x.n ELSE q.rate_window_count + x.n END,
+      rate_window_start = CASE WHEN (q.rate_window_start IS NULL OR statement_timestamp() >= q.rate_window_start + q.rate_limit_per_ms * interval '1 millisecond')
+                               THEN statement_timestamp() ELSE q.rate_window_start END,
+      rate_window_last = statement_timestamp()
+  FROM (SELECT c.queue, count(*)::int AS n FROM claimed c WHERE c.status = 2 GROUP BY c.queue) x
+  WHERE q.name = x.queue AND q.rate_limit_max IS NOT NULL AND q.name = ANY ($8::text[])
+),
+bucket AS (
+  INSERT INTO "chokaq".metric_buckets AS b (
+    bucket_utc, queue, outcome, failure_reason,
+    completed_count, lag_count, lag_sum_ms, lag_max_ms)
+  SELECT date_trunc('minute', now()), queue, 4, -1,
+         count(*), count(*), sum(lag_ms), max(lag_ms)
+  FROM (SELECT c.queue, greatest(0, round(extract(epoch FROM now() - coalesce(c.scheduled_at_utc, c.enqueued_at_utc)) * 1000))::bigint AS lag_ms FROM claimed c WHERE c.status = 2) AS o GROUP BY queue
+  ON CONFLICT (bucket_utc, queue, outcome, failure_reason) DO UPDATE
+  SET completed_count = b.completed_count + EXCLUDED.completed_count,
+      lag_count = b.lag_count + EXCLUDED.lag_count,
+      lag_sum_ms = b.lag_sum_ms + EXCLUDED.lag_sum_ms,
+      lag_max_ms = greatest(b.lag_max_ms, EXCLUDED.lag_max_ms)
+)
+SELECT c.* FROM claimed c
+
+-- [4/5] query
+
+SELECT rate_limit_max AS max, rate_limit_per_ms AS per_ms, rate_window_count AS window_count,
+       rate_prev_count AS prev_count,
+       (extract(epoch FROM rate_window_start) * 1000)::float8 AS window_start_ms,
+       (extract(epoch FROM rate_window_last) * 1000)::float8 AS window_last_ms,
+       (extract(epoch FROM rate_prev_last) * 1000)::float8 AS prev_last_ms,
+       (extract(epoch FROM clock_timestamp()) * 1000)::float8 AS now_ms
+FROM "chokaq".queues
+WHERE name = ANY ($1::text[]) AND rate_limit_max IS NOT NULL
+
+-- [5/5] query
+COMMIT
