@@ -123,7 +123,7 @@ describe('chokaq: parsing, help and usage errors', () => {
     const run = await cli(['queues']);
     expect(run.code).toBe(2);
     expect(run.err).toContain(
-      'Usage: chokaq queues <list|pause|resume|set-max-workers|set-timeout>',
+      'Usage: chokaq queues <list|pause|resume|set-max-workers|set-rate-limit|set-timeout>',
     );
   });
 
@@ -184,6 +184,7 @@ describe('chokaq: parsing, help and usage errors', () => {
       'queues pause',
       'queues resume',
       'queues set-max-workers',
+      'queues set-rate-limit',
       'queues set-timeout',
       'jobs get',
       'jobs cancel',

@@ -1,8 +1,8 @@
 import type { ChokaQAdmin } from '../../admin/chokaq-admin.service';
-import type { QueueInfo, QueuePatch } from '../../interfaces/job.interface';
+import type { QueueInfo, QueuePatch, RateLimit } from '../../interfaces/job.interface';
 import { CommandGroup, CommandResult, defineCommand } from '../args/command-definition';
-import { readDurationOrNone, readIntegerOrNone } from '../args/option-values';
-import { ACTOR_OPTIONS, readActor, stringValue } from '../args/shared-options';
+import { readDurationOrNone, readInteger, readIntegerOrNone } from '../args/option-values';
+import { ACTOR_OPTIONS, flag, readActor, stringValue } from '../args/shared-options';
 import { CliNothingMatchedError } from '../errors/cli-nothing-matched.error';
 import { CliUsageError } from '../errors/cli-usage.error';
 import { formatDuration } from '../format/format-values';
@@ -13,11 +13,17 @@ const QUEUE_COLUMNS = [
   { header: 'PAUSED' },
   { header: 'ACTIVE' },
   { header: 'MAX WORKERS', align: 'right' },
+  { header: 'RATE LIMIT', align: 'right' },
   { header: 'EXECUTION TIMEOUT', align: 'right' },
   { header: 'ZOMBIE TIMEOUT', align: 'right' },
   { header: 'RETRY ZOMBIES' },
   { header: 'UPDATED' },
 ] as const;
+
+/** `10/1000ms`: at most 10 starts in any window of 1,000 ms (exact, as set). */
+function formatRateLimit(rate: RateLimit): string {
+  return `${rate.max}/${rate.perMs}ms`;
+}
 
 function queueRow(q: QueueInfo): Cell[] {
   return [
@@ -25,6 +31,7 @@ function queueRow(q: QueueInfo): Cell[] {
     q.isPaused,
     q.isActive,
     q.maxWorkers,
+    q.rateLimit === null ? undefined : formatRateLimit(q.rateLimit),
     q.executionTimeoutMs === null ? undefined : formatDuration(q.executionTimeoutMs),
     q.zombieTimeoutSeconds === null ? undefined : formatDuration(q.zombieTimeoutSeconds * 1_000),
     q.retryZombies,
@@ -168,9 +175,66 @@ const setTimeouts = defineCommand({
     ),
 });
 
-/** `chokaq queues list|pause|resume|set-max-workers|set-timeout`. */
+const setRateLimit = defineCommand({
+  name: 'queues set-rate-limit',
+  summary:
+    'Limit how many jobs of a queue start per window, across the cluster (--clear: no limit)',
+  synopsis: '<queue> (--max N --per-ms MS | --clear)',
+  details: [
+    'At most N jobs of the queue start in any window of MS milliseconds (database clock), however',
+    'many processes run it; it holds together with max workers. Jobs held back stay Pending.',
+  ],
+  options: {
+    max: { type: 'string', value: 'N', description: 'most starts per window (1 or more)' },
+    'per-ms': {
+      type: 'string',
+      value: 'MS',
+      description: 'the window in milliseconds (1 or more)',
+    },
+    clear: { type: 'boolean', description: 'remove the limit' },
+    ...ACTOR_OPTIONS,
+  },
+  positionals: { min: 1, max: 1 },
+  database: 'current',
+  parse(line, io) {
+    const command = 'queues set-rate-limit';
+    const max = stringValue(line, 'max');
+    const perMs = stringValue(line, 'per-ms');
+    const clear = flag(line, 'clear');
+    let rateLimit: RateLimit | null;
+    if (clear) {
+      if (max !== undefined || perMs !== undefined) {
+        throw new CliUsageError('give either --clear or --max with --per-ms, not both', command);
+      }
+      rateLimit = null;
+    } else if (max === undefined || perMs === undefined) {
+      throw new CliUsageError('give --max and --per-ms together, or --clear', command);
+    } else {
+      rateLimit = { max: readInteger('--max', max, 1), perMs: readInteger('--per-ms', perMs, 1) };
+    }
+    return { queue: line.positionals[0], rateLimit, actor: readActor(line, io) };
+  },
+  run: ({ queue, rateLimit, actor }, { admin }) =>
+    changeKnownQueue(
+      admin,
+      queue,
+      () => admin.setRateLimit(queue, rateLimit, actor),
+      `Queue '${queue}': rate limit ${
+        rateLimit === null ? 'removed' : `at most ${rateLimit.max} starts per ${rateLimit.perMs} ms`
+      }.`,
+    ),
+});
+
+/** `chokaq queues list|pause|resume|set-max-workers|set-rate-limit|set-timeout`. */
 export const queuesCommands: CommandGroup = {
   name: 'queues',
   summary: 'List queues and change their controls (audited)',
-  commands: [list, pauseCommand(true), pauseCommand(false), setMaxWorkers, setTimeouts],
+  commands: [
+    list,
+    pauseCommand(true),
+    pauseCommand(false),
+    setMaxWorkers,
+    setRateLimit,
+    setTimeouts,
+  ],
 };
