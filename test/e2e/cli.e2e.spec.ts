@@ -417,6 +417,26 @@ describeEachDialect(
       });
       expect((await storage!.getQueues()).find((q) => q.name === 'cli-q')?.isPaused).toBe(true);
 
+      const rateLimit = await cli(
+        'queues',
+        'set-rate-limit',
+        'cli-dlq',
+        '--max',
+        '10',
+        '--per-ms',
+        '1000',
+        '--actor',
+        'ops@example.com',
+      );
+      expectExit(rateLimit, 0);
+      expect(rateLimit.stdout).toContain(
+        "Queue 'cli-dlq': rate limit at most 10 starts per 1000 ms.",
+      );
+      expect(rateLimit.stdout).toContain('10/1000ms');
+      const cleared = await cli('queues', 'set-rate-limit', 'cli-dlq', '--clear', '--json');
+      expectExit(cleared, 0);
+      expect(json(cleared)).toMatchObject({ queue: { name: 'cli-dlq', rateLimit: null } });
+
       const recurringPause = await cli('recurring', 'pause', seed.recurring);
       expectExit(recurringPause, 0);
       const [recurringResume, trigger] = await Promise.all([
@@ -522,6 +542,8 @@ describeEachDialect(
           `queue.resume ${ACTOR} 1`,
           `queue.update ${ACTOR} 1`,
           `queue.update ${ACTOR} 1`,
+          `queue.update ${ACTOR} 1`,
+          'queue.update ops@example.com 1',
           `recurring.pause ${ACTOR} 0`,
           `recurring.pause ${ACTOR} 1`,
           `recurring.resume ${ACTOR} 1`,
