@@ -172,6 +172,31 @@ describe.each(PLATFORMS)(
       expect((await deck.admin.listQueues()).find((q) => q.name === 'deck')?.isPaused).toBe(false);
     });
 
+    it("edits a queue's rate limit where it edits its other limits: set, refused when half given, cleared", async () => {
+      const patch = (body: unknown) =>
+        fetch(`${deck.url}/api/queues/deck`, {
+          method: 'PATCH',
+          headers: { ...bearer(true), 'content-type': 'application/json' },
+          body: JSON.stringify(body),
+        });
+      const set = await patch({ rateLimit: { max: 5, perMs: 1_000 } });
+      expect(set.status).toBe(200);
+      expect(await json(set)).toMatchObject({ name: 'deck', rateLimit: { max: 5, perMs: 1_000 } });
+      const snapshot = await deck.app.get(DeckSnapshotService).read();
+      expect(snapshot.ok && snapshot.queues.find((q) => q.name === 'deck')?.rateLimit).toEqual({
+        max: 5,
+        perMs: 1_000,
+      });
+      const half = await patch({ rateLimit: { max: 5, perMs: null } });
+      expect(half.status).toBe(400);
+      expect(await json(half)).toMatchObject({
+        issues: [expect.objectContaining({ path: 'patch.rateLimit.perMs' })],
+      });
+      const cleared = await patch({ rateLimit: null });
+      expect(cleared.status).toBe(200);
+      expect((await deck.admin.listQueues()).find((q) => q.name === 'deck')?.rateLimit).toBeNull();
+    });
+
     it('answers bad input with 400 and its issues, a stale confirmation with 409', async () => {
       const bad = await fetch(`${deck.url}/api/dlq?limit=0`, { headers: bearer() });
       expect(bad.status).toBe(400);

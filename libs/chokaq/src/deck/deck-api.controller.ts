@@ -99,7 +99,8 @@ export class DeckApiController {
 
   /**
    * Changes a queue's controls: any of `isActive` (false hides a retired queue), `maxWorkers`,
-   * `zombieTimeoutSeconds`, `executionTimeoutMs`, `retryZombies` (null clears a limit).
+   * `zombieTimeoutSeconds`, `executionTimeoutMs`, `retryZombies`, `rateLimit` (`{ max, perMs }`;
+   * null clears a limit).
    */
   @Patch('queues/:name')
   @DeckMutation()

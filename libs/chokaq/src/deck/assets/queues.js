@@ -69,6 +69,12 @@ function QueueCard({ queue: q, readOnly, act }) {
         <dt>Max workers</dt>
         <dd>${q.maxWorkers === null ? 'unlimited' : num(q.maxWorkers)}</dd>
       </div>
+      <div>
+        <dt>Rate limit</dt>
+        <dd data-figure="rateLimit">
+          ${q.rateLimit ? `${num(q.rateLimit.max)} per ${num(q.rateLimit.perMs)} ms` : 'unlimited'}
+        </dd>
+      </div>
     </dl>
     <p class="links">
       <a href=${href('live', { queue: q.name })}>Live jobs</a>
@@ -104,13 +110,18 @@ function QueueCard({ queue: q, readOnly, act }) {
   </article>`;
 }
 
-/** The number fields of a queue: empty clears the limit (null). */
+/**
+ * The number fields of a queue: empty clears the limit (null). The rate limit is two fields, the
+ * starts and the window; both empty remove it, one alone is refused by the core (a 400 shown).
+ */
 function Limits({ queue: q, patch }) {
   const [draft, setDraft] = useState({
     maxWorkers: q.maxWorkers ?? '',
     zombieTimeoutSeconds: q.zombieTimeoutSeconds ?? '',
     executionTimeoutMs: q.executionTimeoutMs ?? '',
     retryZombies: q.retryZombies,
+    rateMax: q.rateLimit?.max ?? '',
+    ratePerMs: q.rateLimit?.perMs ?? '',
   });
   const field = (name) => (e) => setDraft({ ...draft, [name]: e.currentTarget.value });
   const value = (v) => (v === '' || v === null ? null : Number(v));
@@ -122,6 +133,10 @@ function Limits({ queue: q, patch }) {
         zombieTimeoutSeconds: value(draft.zombieTimeoutSeconds),
         executionTimeoutMs: value(draft.executionTimeoutMs),
         retryZombies: draft.retryZombies,
+        rateLimit:
+          value(draft.rateMax) === null && value(draft.ratePerMs) === null
+            ? null
+            : { max: value(draft.rateMax), perMs: value(draft.ratePerMs) },
       },
       `Saved the limits of ${q.name}`,
     );
@@ -153,6 +168,24 @@ function Limits({ queue: q, patch }) {
         name="executionTimeoutMs"
         value=${draft.executionTimeoutMs}
         onInput=${field('executionTimeoutMs')}
+    /></label>
+    <label
+      >Rate limit: starts
+      <input
+        type="number"
+        min="1"
+        name="rateMax"
+        value=${draft.rateMax}
+        onInput=${field('rateMax')}
+    /></label>
+    <label
+      >per window (ms)
+      <input
+        type="number"
+        min="1"
+        name="ratePerMs"
+        value=${draft.ratePerMs}
+        onInput=${field('ratePerMs')}
     /></label>
     <label class="check"
       ><input
