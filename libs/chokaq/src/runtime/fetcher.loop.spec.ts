@@ -1,0 +1,88 @@
+import { RecordingLogger } from '../../../../test/runtime/support/silent-logger';
+import { testOptions } from '../../../../test/runtime/support/options';
+import type { HandlerLookup } from '../interfaces/handler.interface';
+import type { ClaimedJobs, QueueInfo, RateLimit } from '../interfaces/job.interface';
+import type { JobStore } from '../storage/job-storage';
+import { FetcherLoop, MIN_RATE_RETRY_MS } from './fetcher.loop';
+import type { JobProcessor } from './job-processor';
+import type { TickResult } from './loop';
+import { QueueControls } from './queue-controls';
+
+const POLL_MS = 1_000;
+
+function queueRow(name: string, rateLimit: RateLimit | null): QueueInfo {
+  return {
+    name,
+    isPaused: false,
+    isActive: true,
+    maxWorkers: null,
+    zombieTimeoutSeconds: null,
+    executionTimeoutMs: null,
+    retryZombies: false,
+    rateLimit,
+    lastUpdatedUtc: new Date(0),
+  };
+}
+
+/**
+ * A fetcher over a storage whose claims come back empty (with `claimed` as they say), with five
+ * free slots: how long it waits before the next claim.
+ */
+async function nextDelay(
+  claimed: ClaimedJobs,
+  { reports, rateLimit }: { reports: boolean | undefined; rateLimit: RateLimit | null },
+): Promise<TickResult> {
+  const storage = {
+    reportsRateLimitWait: reports,
+    fetchNextBatch: jest.fn(async () => claimed),
+    getQueues: jest.fn(async () => [queueRow('geo', rateLimit)]),
+  };
+  const processor = {
+    bufferedCount: 0,
+    unwrittenCount: 0,
+    releaseHeld: async () => 0,
+    reserveStartSlots: (max: number) => Math.min(max, 5),
+    accept: () => undefined,
+  };
+  const handlers = { handled: () => ({ queues: ['geo'], types: [] }) };
+  const fetcher = new FetcherLoop({
+    storage: storage as unknown as JobStore,
+    handlers: handlers as unknown as HandlerLookup,
+    options: testOptions({ worker: { pollIntervalMs: POLL_MS } }),
+    workerId: 'w',
+    processor: processor as unknown as JobProcessor,
+    controls: new QueueControls(storage),
+    logger: new RecordingLogger(),
+    maxUnwritten: 100,
+  });
+  // One cycle, as the loop runs it (the cycle is private: the loop owns the timers).
+  return (fetcher as unknown as { tick(): Promise<TickResult> }).tick();
+}
+
+const held = (waitMs: number): ClaimedJobs => Object.assign([], { rateLimitWaitMs: waitMs });
+
+describe('FetcherLoop after a claim a rate limit cut short', () => {
+  it('claims again when the storage says the limit frees up, if sooner than the poll', async () => {
+    const rateLimit = { max: 10, perMs: 1_000 };
+    expect(await nextDelay(held(300), { reports: true, rateLimit })).toBe(300);
+    expect(await nextDelay(held(5_000), { reports: true, rateLimit })).toBeUndefined();
+  });
+
+  it('trusts a storage that reports waits: no wait reported, the poll interval', async () => {
+    const rateLimit = { max: 10, perMs: 1_000 };
+    expect(await nextDelay([], { reports: true, rateLimit })).toBeUndefined();
+  });
+
+  it('retries at the emission interval where the storage cannot say (SQL Server), at least 20 ms', async () => {
+    expect(await nextDelay([], { reports: undefined, rateLimit: { max: 10, perMs: 1_000 } })).toBe(
+      100,
+    );
+    expect(await nextDelay([], { reports: false, rateLimit: { max: 1_000, perMs: 1 } })).toBe(
+      MIN_RATE_RETRY_MS,
+    );
+    expect(
+      await nextDelay([], { reports: undefined, rateLimit: { max: 1, perMs: 60_000 } }),
+    ).toBeUndefined();
+    expect(await nextDelay([], { reports: undefined, rateLimit: null })).toBeUndefined();
+  });
+});
