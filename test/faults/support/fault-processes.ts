@@ -215,18 +215,55 @@ export async function startFaultWorker(
     await Promise.race([exited, new Promise((r) => (timer = setTimeout(r, ms)))]);
     clearTimeout(timer);
   };
-  const statsReply = (ms: number) =>
-    new Promise<{ stats: ChokaQWorkerStats; clockOffsetMs: number }>((resolve, reject) => {
-      const timer = setTimeout(() => reject(new Error('no stats reply')), ms);
-      const onMessage = (m: { stats?: ChokaQWorkerStats; clockOffsetMs?: number }) => {
-        if (!m.stats) return;
+  /**
+   * Sends `message` and resolves with the first reply `pick` accepts. With a callback, a send to a
+   * child whose channel has closed (it died) rejects the request instead of becoming an 'error'
+   * event of the child process, which nothing handles.
+   */
+  const request = <T>(
+    message: object,
+    pick: (reply: Record<string, unknown>) => { value: T } | { error: Error } | undefined,
+    label: string,
+    ms: number,
+  ) =>
+    new Promise<T>((resolve, reject) => {
+      const settle = () => {
         clearTimeout(timer);
         child.off('message', onMessage);
-        resolve({ stats: m.stats, clockOffsetMs: m.clockOffsetMs ?? 0 });
+      };
+      const timer = setTimeout(() => {
+        settle();
+        reject(new Error(`no ${label} reply`));
+      }, ms);
+      const onMessage = (reply: Record<string, unknown>) => {
+        const picked = pick(reply);
+        if (!picked) return;
+        settle();
+        if ('value' in picked) resolve(picked.value);
+        else reject(picked.error);
       };
       child.on('message', onMessage);
-      child.send({ stats: true });
+      child.send(message, (error) => {
+        if (!error) return;
+        settle();
+        reject(error);
+      });
     });
+  const statsReply = (ms: number) =>
+    request(
+      { stats: true },
+      (m) =>
+        m.stats
+          ? {
+              value: {
+                stats: m.stats as ChokaQWorkerStats,
+                clockOffsetMs: (m.clockOffsetMs as number | undefined) ?? 0,
+              },
+            }
+          : undefined,
+      'stats',
+      ms,
+    );
   return {
     child,
     workerId: config.workerId,
@@ -235,18 +272,17 @@ export async function startFaultWorker(
     stats: async (ms = 5_000) => (await statsReply(ms)).stats,
     clockOffsetMs: async () => (await statsReply(5_000)).clockOffsetMs,
     enqueue: (queue, payload, options) =>
-      new Promise<string>((resolve, reject) => {
-        const timer = setTimeout(() => reject(new Error('no enqueue reply')), 10_000);
-        const onMessage = (m: { enqueued?: string; enqueueError?: string }) => {
-          if (m.enqueued === undefined && m.enqueueError === undefined) return;
-          clearTimeout(timer);
-          child.off('message', onMessage);
-          if (m.enqueued !== undefined) resolve(m.enqueued);
-          else reject(new Error(m.enqueueError));
-        };
-        child.on('message', onMessage);
-        child.send({ enqueue: { queue, payload, options } });
-      }),
+      request<string>(
+        { enqueue: { queue, payload, options } },
+        (m) =>
+          m.enqueued !== undefined
+            ? { value: String(m.enqueued) }
+            : m.enqueueError !== undefined
+              ? { error: new Error(String(m.enqueueError)) }
+              : undefined,
+        'enqueue',
+        10_000,
+      ),
     async stop(graceMs = 20_000) {
       if (!alive()) return;
       child.kill('SIGTERM');
