@@ -352,5 +352,21 @@ describeEachDialect('storage contract: audit log and confirmed bulk actions', (f
       expect(await admin.resurrectByFilter({ queue }, { token, tolerance: 0.1 })).toHaveLength(11);
       expect(await db.count('dlq', 'queue = ?', [queue])).toBe(0);
     });
+
+    it('first calls at once, from separate storages and connections, all get the one secret stored', async () => {
+      // Operators' CLI processes preview at the same time; each must read the secret that won.
+      const storages = await db.openStorages(4);
+      const where = `${db.column('name')} = 'confirmation-secret'`;
+      for (let round = 0; round < 5; round++) {
+        await db.sql(`DELETE FROM ${db.table('settings')} WHERE ${where}`);
+        const candidates = Array.from({ length: 16 }, (_, i) => i.toString(16).repeat(64));
+        const secrets = await Promise.all(
+          candidates.map((candidate, i) => storages[i % 4].confirmationSecret(candidate)),
+        );
+        expect(new Set(secrets).size).toBe(1);
+        expect(candidates).toContain(secrets[0]);
+        expect(await db.count('settings', where)).toBe(1);
+      }
+    });
   });
 });

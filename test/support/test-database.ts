@@ -31,7 +31,8 @@ export type TableName =
   | 'migrations'
   | 'workers'
   | 'audit'
-  | 'attempts';
+  | 'attempts'
+  | 'settings';
 
 /** Table names on SQLite (after the prefix) and PostgreSQL; SQL Server's come from the library. */
 const SNAKE_NAMES: Record<TableName, string> = {
@@ -46,6 +47,7 @@ const SNAKE_NAMES: Record<TableName, string> = {
   workers: 'workers',
   audit: 'audit_log',
   attempts: 'job_attempts',
+  settings: 'settings',
 };
 
 /** `worker_id` → `WorkerId`: SPEC §2's SQL Server spelling of a snake_case column. */

@@ -1668,19 +1668,18 @@ ORDER BY a.at_utc DESC, a.id COLLATE "C" DESC
 LIMIT $7`;
 
 /**
- * The confirmation secret: stores $1 unless a secret exists, then reads the stored one (in one
- * statement: a concurrent first call's insert is seen once it commits, as `ON CONFLICT DO NOTHING`
- * waits for it).
+ * The confirmation secret: stores $1 unless a secret exists, and returns the stored one. `ON
+ * CONFLICT DO UPDATE` (a no-op update of the row found) returns the row whichever call inserted
+ * it: when two first calls race, the second waits for the first to commit and then updates and
+ * returns that committed row ("an atomic INSERT or UPDATE outcome",
+ * https://www.postgresql.org/docs/15/sql-insert.html#SQL-ON-CONFLICT). `DO NOTHING` followed by a
+ * SELECT of the table in the same statement would not do: the SELECT reads the statement's
+ * snapshot, taken before the first call committed, and finds no row.
  */
 export const confirmationSecret = (s: string): string => `
-WITH inserted AS (
-  INSERT INTO ${s}.settings (name, value) VALUES ('confirmation-secret', $1)
-  ON CONFLICT (name) DO NOTHING
-  RETURNING value)
-SELECT value FROM inserted
-UNION ALL
-SELECT value FROM ${s}.settings WHERE name = 'confirmation-secret'
-LIMIT 1`;
+INSERT INTO ${s}.settings (name, value) VALUES ('confirmation-secret', $1)
+ON CONFLICT (name) DO UPDATE SET value = ${s}.settings.value
+RETURNING value`;
 
 /** Retention batch of the audit log: entries older than $1 ms, at most $2; as {@link applyRetentionArchive}. */
 export const applyRetentionAudit = (s: string): string => `
