@@ -110,6 +110,7 @@ async function main(): Promise<void> {
   await admin.pauseQueue('exports', 'ops@example.com');
   for (let i = 0; i < 5; i++) await jobs.enqueue('exports', { table: `t${i}` }, { type: 'csv.v1' });
   await admin.setMaxWorkers('billing', 2, 'ops@example.com');
+  await admin.setRateLimit('emails', { max: 50, perMs: 1_000 }, 'ops@example.com');
   const deadline = Date.now() + 30_000;
   while ((await admin.getSummary()).dlq < 10 && Date.now() < deadline) {
     await new Promise((r) => setTimeout(r, 100));
