@@ -5,6 +5,7 @@ export const SCENARIOS = [
   'latency',
   'backlog',
   'two-proc',
+  'retention',
   'admin-reads',
   'metrics-ab',
   'deck',

@@ -22,6 +22,21 @@ export interface DrainPlan {
   chokaqWorker?: WorkerConfig['chokaqWorker'];
   /** Measure the drain's CPU, round trips and transactions per 1,000 jobs ({@link DrainCost}). */
   measureCost?: boolean;
+  /**
+   * Run retention passes (`SystemRun.retentionPass`) one after another in this process while the
+   * workers drain, as a maintenance loop with work to do would: the drain is then over when the
+   * rows archived plus the rows retention deleted reach the target.
+   */
+  retention?: boolean;
+}
+
+/** What retention did during a drain ({@link DrainPlan.retention}). */
+export interface RetentionDuringDrain {
+  /** Archive rows deleted while the drain ran, per second of the drain. */
+  deletedPerSecond: number;
+  /** Archive rows still there when the drain was over (what retention had not caught up with). */
+  archiveLeft: number;
+  passes: number;
 }
 
 /**
@@ -46,6 +61,7 @@ export interface DrainResult {
   seconds: number;
   reports: WorkerReport[];
   cost?: DrainCost;
+  retention?: RetentionDuringDrain;
 }
 
 const READY_TIMEOUT_MS = 120_000;
@@ -65,6 +81,7 @@ export async function prefill(run: SystemRun, n: number): Promise<void> {
 export async function drain(system: BenchSystem, plan: DrainPlan): Promise<DrainResult> {
   const run = await system.open();
   const workers: WorkerProcess[] = [];
+  let retention: ReturnType<typeof startRetention> | undefined;
   try {
     await prefill(run, plan.pending);
     const base = run.workerConfig(plan.concurrency);
@@ -87,6 +104,7 @@ export async function drain(system: BenchSystem, plan: DrainPlan): Promise<Drain
     const cpuAtStart = cpuSnapshot([...workerPids, ...backendsAtStart]);
     const started = performance.now();
     for (const w of workers) w.start();
+    if (plan.retention) retention = startRetention(run);
     const deadline = Date.now() + plan.timeoutMs;
     await pollUntil(
       () => {
@@ -98,12 +116,24 @@ export async function drain(system: BenchSystem, plan: DrainPlan): Promise<Drain
       5,
     );
     await pollUntil(
-      async () => (await run.finishedCount()) >= plan.target,
+      async () => {
+        // Read what retention deleted before the archive's count: a row deleted in between is
+        // then counted in neither (a later poll sees it), never in both.
+        const deleted = retention ? retention.deleted() : 0;
+        return (await run.finishedCount()) + deleted >= plan.target;
+      },
       Math.max(1_000, deadline - Date.now()),
       `${system.label}: ${plan.target} jobs finished in the database`,
       5,
     );
     const seconds = (performance.now() - started) / 1_000;
+    const retentionResult = retention
+      ? {
+          deletedPerSecond: (await retention.stop()) / seconds,
+          archiveLeft: await run.finishedCount(),
+          passes: retention.passes(),
+        }
+      : undefined;
     const cost = plan.measureCost
       ? await measureCost(
           workers,
@@ -116,8 +146,15 @@ export async function drain(system: BenchSystem, plan: DrainPlan): Promise<Drain
         )
       : undefined;
     const reports = await Promise.all(workers.map((w) => w.stop(STOP_TIMEOUT_MS)));
-    return { jobsPerSecond: plan.target / seconds, seconds, reports, cost };
+    return {
+      jobsPerSecond: plan.target / seconds,
+      seconds,
+      reports,
+      cost,
+      retention: retentionResult,
+    };
   } finally {
+    await retention?.stop().catch(() => undefined);
     for (const w of workers) w.kill();
     await run.close();
   }
@@ -158,4 +195,34 @@ async function measureCost(
     cost.transactionsPer1k = per1k(counts.reduce((sum, c) => sum + c.transactions, 0));
   }
   return cost;
+}
+
+/** Retention passes back to back until stopped; a pass that found nothing waits 10 ms. */
+function startRetention(run: SystemRun): {
+  deleted(): number;
+  passes(): number;
+  stop(): Promise<number>;
+} {
+  const pass = run.retentionPass;
+  if (!pass) throw new Error('this system has no retention pass');
+  let deleted = 0;
+  let passes = 0;
+  let stopping = false;
+  const loop = (async () => {
+    while (!stopping) {
+      const n = await pass();
+      deleted += n;
+      passes++;
+      if (n === 0) await sleep(10);
+    }
+  })();
+  return {
+    deleted: () => deleted,
+    passes: () => passes,
+    stop: async () => {
+      stopping = true;
+      await loop;
+      return deleted;
+    },
+  };
 }

@@ -128,6 +128,40 @@ export async function runScenario(
         costOf(`backlog-drain-c${maxC}`, result.cost);
       });
       return;
+    case 'retention': {
+      // ChokaQ only: the c50 drain without and then with retention deleting every archived row
+      // as fast as it can, in the same run, so the two throughputs share the machine's state.
+      if (!system.retention) return;
+      const plan = {
+        pending: z.drain,
+        target: z.drain,
+        processes: 1,
+        concurrency: maxC,
+        timeoutMs: args.runTimeoutMs,
+      };
+      await attempt(`retention: drain-c${maxC} without`, 'jobs/s', true, async () => {
+        jobsPerSec(`retention: drain-c${maxC} without`, (await drain(system, plan)).jobsPerSecond);
+      });
+      await attempt(`retention: drain-c${maxC} with`, 'jobs/s', true, async () => {
+        const result = await drain(system, { ...plan, retention: true });
+        jobsPerSec(`retention: drain-c${maxC} with`, result.jobsPerSecond);
+        const r = result.retention!;
+        results.add(d, 'retention: deleted', 'rows/s', true, system.id, r.deletedPerSecond);
+        results.add(
+          d,
+          'retention: archive left at the end',
+          'rows',
+          false,
+          system.id,
+          r.archiveLeft,
+        );
+        log(
+          `  retention deleted ${r.deletedPerSecond.toFixed(0)} rows/s in ${r.passes} passes; ` +
+            `${r.archiveLeft} archived rows left at the end`,
+        );
+      });
+      return;
+    }
     case 'two-proc':
       await attempt(`two-proc-drain-c${maxC}`, 'jobs/s', true, async () => {
         const result = await drain(system, {

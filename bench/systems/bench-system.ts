@@ -13,6 +13,11 @@ export interface SystemRun {
   readonly prefillChunk: number;
   /** Jobs the database shows finished (ChokaQ: archived; graphile-worker: deleted; pg-boss: completed). */
   finishedCount(): Promise<number>;
+  /**
+   * ChokaQ only: one retention pass that deletes every archived row (`applyRetention` with
+   * `archiveMs: 0`, the other tables untouched), resolving to the archive rows it deleted.
+   */
+  retentionPass?(): Promise<number>;
   /** Drops the schema (or deletes the file) and closes connections. Idempotent. */
   close(): Promise<void>;
 }
@@ -25,6 +30,8 @@ export interface BenchSystem {
   readonly label: string;
   readonly dialect: BenchDialect;
   readonly peer: boolean;
+  /** Its runs have {@link SystemRun.retentionPass} (the retention scenario runs only then). */
+  readonly retention?: boolean;
   /** One line for RESULTS.md: what was configured. */
   readonly settings: string;
   open(): Promise<SystemRun>;

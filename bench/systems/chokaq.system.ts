@@ -35,6 +35,7 @@ export function chokaqSystem(
     label: variant ? `ChokaQ, ${variant.label}` : 'ChokaQ',
     dialect,
     peer: false,
+    retention: true,
     settings:
       'ChokaQ defaults (prefetch 100, batch 20, poll 1000 ms, completion batch 50 / 20 ms, ' +
       'jobs started in their claim when a slot is free' +
@@ -93,6 +94,17 @@ async function openRun(
       await storage.enqueueMany(payloads.map((payload) => ({ queue: BENCH_QUEUE, payload })));
     },
     prefillChunk: MAX_ENQUEUE_MANY,
+    retentionPass: async () => {
+      const keep = 365 * 24 * 3_600_000;
+      const removed = await storage.applyRetention({
+        archiveMs: 0,
+        dlqMs: keep,
+        metricsMs: keep,
+        workersMs: keep,
+        auditMs: keep,
+      });
+      return removed.archive;
+    },
     finishedCount: async () =>
       pg
         ? queryCount(pg, `SELECT count(*) AS n FROM ${archive}`)
