@@ -114,18 +114,24 @@ describeEachDialect(
     const ATTEMPTS_VERSION = { sqlite: 9, postgres: 11 }[dialect as 'sqlite' | 'postgres'];
     /** The version that brought the queues' rate limit columns (issue 17, part 3). */
     const RATE_VERSION = { sqlite: 10, postgres: 12 }[dialect as 'sqlite' | 'postgres'];
+    /** The version that brought the payload version column (issue 17, part 4b). */
+    const PAYLOAD_VERSION = { sqlite: 11, postgres: 13 }[dialect as 'sqlite' | 'postgres'];
     /**
      * A stand-in for the previous release below is this release's own storage opened without
-     * migrating: it writes the trace context column and the attempt history table, and its claim
-     * reads the rate limit columns, so a schema it runs on must have them. On SQLite the trace and
-     * rate versions are also recorded, since `ADD COLUMN` cannot run twice there (SQLite has no
+     * migrating: it writes the trace context and payload version columns and the attempt history
+     * table, and its claim reads the rate limit columns, so a schema it runs on must have them. On
+     * SQLite the trace, rate and payload versions are also recorded, since `ADD COLUMN` cannot run twice there (SQLite has no
      * `IF NOT EXISTS` for it: the ledger is what guards it); PostgreSQL's run again, as its printed
      * script may, and the table's `CREATE TABLE IF NOT EXISTS` runs again on both.
      */
     const withTraceColumn = (version: number) =>
-      version === TRACE_VERSION || version === ATTEMPTS_VERSION || version === RATE_VERSION;
+      version === TRACE_VERSION ||
+      version === ATTEMPTS_VERSION ||
+      version === RATE_VERSION ||
+      version === PAYLOAD_VERSION;
     const traceColumnRecorded = (version: number) =>
-      dialect === 'sqlite' && (version === TRACE_VERSION || version === RATE_VERSION);
+      dialect === 'sqlite' &&
+      (version === TRACE_VERSION || version === RATE_VERSION || version === PAYLOAD_VERSION);
 
     /** A time as the dialect stores it: epoch ms on SQLite, a timestamp on PostgreSQL. */
     const at = (ms: number): number | Date => (dialect === 'sqlite' ? ms : new Date(ms));
@@ -703,6 +709,77 @@ describeEachDialect(
       const c = await claim(storage, queue, 4, newWorkerId(), { start: 4 });
       expect(c.rows).toHaveLength(2);
       expect((await claim(storage, queue, 4, newWorkerId(), { start: 4 })).rows).toHaveLength(0);
+    });
+
+    it('the payload version on a database of the previous version: the column appears in every pillar as 1, jobs stored before are claimed by unversioned handlers, a versioned job keeps its version through every move', async () => {
+      await createPreviousVersion(PAYLOAD_VERSION);
+      const queue = 'upgrade.payload-version';
+      const t = at(Date.now() - 1_000);
+      await db.query(`INSERT INTO ${db.table('queues')} (name, last_updated_utc) VALUES (?, ?)`, [
+        queue,
+        t,
+      ]);
+      await db.query(`INSERT INTO ${db.table('stats')} (queue) VALUES (?)`, [queue]);
+      // Rows as the previous release wrote them: no payload version column to name.
+      const ids = { pending: randomUUID(), archived: randomUUID(), dead: randomUUID() };
+      await db.query(
+        `INSERT INTO ${db.table('hot')} (id, queue, type, payload, priority, status, attempt_count,
+          created_at_utc, enqueued_at_utc, last_updated_utc)
+         VALUES (?, ?, 'old.v1', '{}', 10, 0, 0, ?, ?, ?)`,
+        [ids.pending, queue, t, t, t],
+      );
+      await db.query(
+        `INSERT INTO ${db.table('archive')} (id, queue, type, payload, priority, attempt_count,
+          created_at_utc, enqueued_at_utc, finished_at_utc, duration_ms)
+         VALUES (?, ?, 'old.v1', '{}', 10, 1, ?, ?, ?, 7)`,
+        [ids.archived, queue, t, t, t],
+      );
+      await db.query(
+        `INSERT INTO ${db.table('dlq')} (id, queue, type, payload, priority, status, attempt_count,
+          created_at_utc, enqueued_at_utc, failure_reason, error_details, failed_at_utc)
+         VALUES (?, ?, 'old.v1', '{}', 10, 4, 3, ?, ?, ?, 'Error: old', ?)`,
+        [ids.dead, queue, t, t, FailureReason.MaxRetriesExceeded, t],
+      );
+
+      const storage = await db.openStorage();
+      const all = dialect === 'sqlite' ? SQLITE_MIGRATIONS : POSTGRES_MIGRATIONS;
+      expect(await db.count('migrations')).toBe(all.length);
+      for (const pillar of ['hot', 'archive', 'dlq'] as const) {
+        expect(await db.count(pillar, 'payload_version = 1')).toBe(await db.count(pillar));
+      }
+      for (const id of Object.values(ids)) {
+        expect(await storage.getJob(id)).toMatchObject({ payloadVersion: 1 });
+      }
+      // An unversioned handler (1 to 1) claims what was stored before, the resurrected job too.
+      expect(await storage.resurrect(ids.dead)).toBe(1);
+      expect(
+        (await claim(storage, { queues: [], types: [{ queue, type: 'old.v1' }] }, 10)).rows
+          .map((r) => [r.id, r.payloadVersion])
+          .sort(),
+      ).toEqual(
+        [
+          [ids.pending, 1],
+          [ids.dead, 1],
+        ].sort(),
+      );
+
+      // A job enqueued as version 2 keeps it through the claim, the DLQ, a resurrect and the
+      // archive; a handler of version 1 never claims it.
+      const { id } = await storage.enqueue({ queue, type: 'new', payloadVersion: 2 });
+      expect(
+        (await claim(storage, { queues: [], types: [{ queue, type: 'new' }] }, 5)).rows,
+      ).toEqual([]);
+      const handled = { queues: [], types: [{ queue, type: 'new', minVersion: 1, maxVersion: 2 }] };
+      const first = await claim(storage, handled, 1);
+      expect(first.rows.map((r) => [r.id, r.payloadVersion])).toEqual([[id, 2]]);
+      await storage.markAsProcessing(first.leases);
+      await storage.moveToDlq(first.leases[0], { reason: FailureReason.FatalError, error: 'y' });
+      expect(await storage.getJob(id)).toMatchObject({ pillar: 'dlq', payloadVersion: 2 });
+      expect(await storage.resurrect(id)).toBe(1);
+      const again = await claim(storage, handled, 1);
+      expect(again.rows.map((r) => r.payloadVersion)).toEqual([2]);
+      await storage.archiveSucceeded([{ ...again.leases[0], durationMs: 1 }]);
+      expect(await storage.getJob(id)).toMatchObject({ pillar: 'archive', payloadVersion: 2 });
     });
 
     (HEALTH_INDEX_VERSION === undefined ? it.skip : it)(

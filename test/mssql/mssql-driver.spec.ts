@@ -181,7 +181,7 @@ describe('SQL Server dialect over TypeORM SqlServerQueryRunner (stubbed mssql Re
       LEASE.leaseId,
       20,
       '["emails"]',
-      '[{"queue":"billing","type":"invoice.v2"}]',
+      '[{"queue":"billing","type":"invoice.v2","minVersion":1,"maxVersion":1}]',
       0,
     ]);
     expect(jobs).toHaveLength(1);

@@ -233,7 +233,7 @@ describe('SQL Server lock hints and isolation', () => {
 
   it("version 11: the queues' rate limit columns, in CREATE TABLE and added where missing; the claim reads and spends them", () => {
     const ddl = mssqlSchemaDdl('chokaq');
-    expect(MSSQL_SCHEMA_VERSION).toBe(11);
+    expect(MSSQL_SCHEMA_VERSION).toBeGreaterThanOrEqual(11);
     for (const column of [
       'RateLimitMax int',
       'RateLimitPerMs int',
@@ -310,9 +310,67 @@ describe('SQL Server lock hints and isolation', () => {
     for (const e of entries.filter((x) => x.operation.startsWith('enqueue'))) {
       expect([e.name, e.statement.sql]).toEqual([
         e.name,
-        expect.stringMatching(/INSERT INTO \[chokaq\]\.\[JobsHot\] \([^)]*, TraceContext\)/),
+        expect.stringMatching(/INSERT INTO \[chokaq\]\.\[JobsHot\] \([^)]*, TraceContext[,)]/),
       ]);
     }
+  });
+
+  it('version 12: PayloadVersion in every pillar, int NOT NULL DEFAULT 1, added where missing; every move and both enqueues carry it; the claim filters exact pairs on it', () => {
+    const ddl = mssqlSchemaDdl('chokaq');
+    expect(MSSQL_SCHEMA_VERSION).toBe(12);
+    for (const table of ['JobsHot', 'JobsArchive', 'JobsDLQ']) {
+      const column = `PayloadVersion int NOT NULL CONSTRAINT [DF_${table}_PayloadVersion] DEFAULT 1`;
+      expect(ddl).toMatch(
+        new RegExp(
+          `CREATE TABLE \\[chokaq\\]\\.\\[${table}\\] \\([^;]*${column.replace(/[[\]]/g, '\\$&')}`,
+        ),
+      );
+      expect(ddl).toContain(
+        `IF COL_LENGTH(N'[chokaq].[${table}]', N'PayloadVersion') IS NULL\n  ALTER TABLE [chokaq].[${table}] ADD ${column};`,
+      );
+    }
+    expect(ddl).toMatch(
+      /INSERT INTO \[chokaq\]\.\[SchemaMigrations\] \(Version, Description\) OUTPUT inserted\.Version INTO @Applied \(Version\) VALUES \(12, /,
+    );
+    const target = {
+      archiveSucceeded: 'JobsArchive',
+      moveToDlq: 'JobsDLQ',
+      cancel: 'JobsDLQ',
+      archiveZombies: 'JobsDLQ',
+      resurrect: 'JobsHot',
+      resurrectByFilter: 'JobsHot',
+    } as const;
+    for (const e of entries.filter((x) => x.kind === 'move')) {
+      const into = target[e.operation as keyof typeof target];
+      const sql = e.statement.sql;
+      expect([e.name, sql]).toEqual([
+        e.name,
+        expect.stringMatching(/OUTPUT deleted\.[^;]*deleted\.PayloadVersion[^;]* INTO @Moved \(/),
+      ]);
+      expect([e.name, sql]).toEqual([
+        e.name,
+        expect.stringMatching(
+          new RegExp(
+            `INSERT INTO \\[chokaq\\]\\.\\[${into}\\] \\([^)]*PayloadVersion[^)]*\\)\\nSELECT [^;]*m\\.PayloadVersion`,
+          ),
+        ),
+      ]);
+    }
+    for (const e of entries.filter((x) => x.operation.startsWith('enqueue'))) {
+      expect([e.name, e.statement.sql]).toEqual([
+        e.name,
+        expect.stringMatching(/INSERT INTO \[chokaq\]\.\[JobsHot\] \([^)]*, PayloadVersion\)/),
+      ]);
+    }
+    const claim = one('fetchNextBatch').statement.sql;
+    expect(claim).toContain(
+      'DECLARE @Types TABLE (Queue varchar(255) NOT NULL, Type nvarchar(255) NOT NULL, MinVersion int NOT NULL, MaxVersion int NOT NULL, PRIMARY KEY (Queue, Type));',
+    );
+    expect(claim).toContain(
+      'WHERE h.Queue = y.Queue AND h.Type = y.Type AND h.Status = 0 AND h.DueAtUtc <= @now AND h.PayloadVersion BETWEEN y.MinVersion AND y.MaxVersion',
+    );
+    // Queue-wide handlers take every version: their candidate read has no version test.
+    expect(claim).toContain('WHERE h.Queue = m.Queue AND h.Status = 0 AND h.DueAtUtc <= @now\n');
   });
 
   it('version 10: JobAttempts, created where missing; the moves that end a run write its row in their transaction, the archive move and the claim none; purge and retention delete the rows with their jobs', () => {

@@ -121,6 +121,7 @@ function cases(): Case[] {
     runAt: v.date,
     createdBy: v.createdBy,
     traceContext: v.trace,
+    payloadVersion: 1,
   });
   const lease = (v: Values): SQL.MssqlLease => ({
     id: v.id,
@@ -414,8 +415,10 @@ describe('SQL Server parameter declarations do not depend on values', () => {
       runAt: null,
       createdBy: SHORT.createdBy,
       traceContext: SHORT.trace,
+      payloadVersion: 1,
     });
-    // id, queue, type, payload, tags, key, priority, delay, runAt, createdBy, traceContext
+    // id, queue, type, payload, tags, key, priority, delay, runAt, createdBy, traceContext,
+    // payloadVersion
     expect(declare(enqueue)).toEqual([
       'nvarchar(36)',
       'nvarchar(255)',
@@ -428,6 +431,7 @@ describe('SQL Server parameter declarations do not depend on values', () => {
       'nvarchar(23)',
       'nvarchar(100)',
       'nvarchar(2048)',
+      'int',
     ]);
     const dlq = SQL.moveToDlq(
       'chokaq',

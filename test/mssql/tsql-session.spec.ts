@@ -23,6 +23,7 @@ const JOB: SQL.MssqlNewJob = {
   runAt: null,
   createdBy: null,
   traceContext: null,
+  payloadVersion: 1,
 };
 
 describe('SQL Server session state of every batch', () => {

@@ -54,7 +54,7 @@ describePostgres('PostgreSQL claim plan', () => {
     await client.connect();
     for (const variant of ['budgeted', 'unbudgeted'] as const) {
       await client.query(
-        `PREPARE chokaq_claim_${variant}(text, text, text[], text[], text[], int, int${variant === 'budgeted' ? ', text[]' : ''}) AS ${fetchNextBatch(quoteSchema(db.schema), variant)}`,
+        `PREPARE chokaq_claim_${variant}(text, text, text[], text[], text[], int, int, int[], int[]${variant === 'budgeted' ? ', text[]' : ''}) AS ${fetchNextBatch(quoteSchema(db.schema), variant)}`,
       );
     }
   }, 120_000);
@@ -64,8 +64,10 @@ describePostgres('PostgreSQL claim plan', () => {
     await db.close();
   });
 
-  const args = `'worker', 'lease', ARRAY['q0','q1','q2','q3','q4','q5','q6','q7'], ARRAY['q8','q9'], ARRAY['t1','t2'], 20, 10`;
-  /** The budgeted claim's $8: the queues step 1 locked (budgeted or rate limited). */
+  // The exact pairs run payload versions 1 to 2 ($8, $9): the version test is a residual
+  // predicate of the same index scan, as the type test is.
+  const args = `'worker', 'lease', ARRAY['q0','q1','q2','q3','q4','q5','q6','q7'], ARRAY['q8','q9'], ARRAY['t1','t2'], 20, 10, ARRAY[1,1], ARRAY[2,2]`;
+  /** The budgeted claim's $10: the queues step 1 locked (budgeted or rate limited). */
   const locked = `, ARRAY['q0','q1']::text[]`;
 
   async function explain(
@@ -179,7 +181,18 @@ describePostgres('PostgreSQL claim plan on a never-analysed table', () => {
       try {
         const { rows } = await client.query(
           `EXPLAIN (ANALYZE true, COSTS false, TIMING false, FORMAT JSON) ${fetchNextBatch(quoteSchema(db.schema), variant)}`,
-          ['worker', 'lease', ['fresh'], [], [], 50, 50, ...(variant === 'budgeted' ? [[]] : [])],
+          [
+            'worker',
+            'lease',
+            ['fresh'],
+            [],
+            [],
+            50,
+            50,
+            [],
+            [],
+            ...(variant === 'budgeted' ? [[]] : []),
+          ],
         );
         const plan = (rows[0]['QUERY PLAN'] as Array<{ Plan: PlanNode }>)[0].Plan;
         const all = nodes(plan);

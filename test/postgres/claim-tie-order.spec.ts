@@ -88,7 +88,7 @@ describePostgres('PostgreSQL claim: ties by id', () => {
       const { rows } = await client.query(
         `EXPLAIN (ANALYZE true, COSTS false, TIMING false, FORMAT JSON)
          ${fetchNextBatch(quoteSchema(db.schema), 'unbudgeted')}`,
-        ['test-host:1:plan', randomUUID(), [queue], [], [], 10, 0],
+        ['test-host:1:plan', randomUUID(), [queue], [], [], 10, 0, [], []],
       );
       await client.query('ROLLBACK');
       const plan = (rows[0]['QUERY PLAN'] as Array<{ Plan: PlanNode }>)[0].Plan;

@@ -79,6 +79,7 @@ describe('public API (index.ts)', () => {
         'ChokaQUnsupportedServerError',
         'ChokaQValidationError',
         'ChokaQPayloadValidationError',
+        'ChokaQPayloadVersionError',
         'ChokaQWorkerDisabledError',
         'FailureReason',
         'HandlerRegistry',

@@ -32,6 +32,7 @@ export type {
   JobDefinition,
   JobInput,
   JobPayload,
+  PayloadVersionOptions,
   TypedJobHandlerDecorator,
 } from './decorators';
 export type {
@@ -42,7 +43,7 @@ export type {
   StandardSchemaResult,
   StandardSchemaV1,
 } from './interfaces/standard-schema.interface';
-export type { JobHandlerOptions } from './interfaces/handler.interface';
+export type { JobHandlerOptions, PayloadUpgradeStep } from './interfaces/handler.interface';
 export { HandlerRegistry } from './discovery/handler.registry';
 export type { JobContext } from './interfaces/job-context.interface';
 export type { ChokaQMiddleware } from './interfaces/middleware.interface';

@@ -5,14 +5,15 @@ SET XACT_ABORT ON;
 DECLARE @now datetime2(3) = SYSUTCDATETIME();
 DECLARE @bucket datetime2(0) = CAST(DATEADD(SECOND, -DATEPART(SECOND, @now), DATEADD(MILLISECOND, -DATEPART(MILLISECOND, @now), @now)) AS datetime2(0));
 DECLARE @Runnable TABLE (Queue varchar(255) NOT NULL PRIMARY KEY, AllTypes bit NOT NULL, Budget int NULL, RateMax int NULL, RateAllow int NULL, Slots int NULL);
-DECLARE @Types TABLE (Queue varchar(255) NOT NULL, Type nvarchar(255) NOT NULL, PRIMARY KEY (Queue, Type));
+DECLARE @Types TABLE (Queue varchar(255) NOT NULL, Type nvarchar(255) NOT NULL, MinVersion int NOT NULL, MaxVersion int NOT NULL, PRIMARY KEY (Queue, Type));
 DECLARE @Budgeted TABLE (Queue varchar(255) NOT NULL PRIMARY KEY);
 DECLARE @Candidates TABLE (Queue varchar(255) NOT NULL, Priority int NOT NULL, DueAtUtc datetime2(3) NOT NULL, Id varchar(36) NOT NULL, PRIMARY KEY (Queue, Priority DESC, DueAtUtc, Id));
 DECLARE @Picked TABLE (Id varchar(36) NOT NULL PRIMARY KEY, Priority int NOT NULL, DueAtUtc datetime2(3) NOT NULL);
-DECLARE @Claimed TABLE (Id varchar(36) NULL, Queue varchar(255) NULL, Type nvarchar(255) NULL, Payload nvarchar(max) NULL, Tags nvarchar(max) NULL, IdempotencyKey nvarchar(255) NULL, Priority int NULL, Status tinyint NULL, AttemptCount int NULL, WorkerId nvarchar(255) NULL, LeaseId varchar(36) NULL, HeartbeatUtc datetime2(3) NULL, ScheduledAtUtc datetime2(3) NULL, DueAtUtc datetime2(3) NULL, CreatedAtUtc datetime2(3) NULL, EnqueuedAtUtc datetime2(3) NULL, StartedAtUtc datetime2(3) NULL, LastUpdatedUtc datetime2(3) NULL, CreatedBy nvarchar(100) NULL, LastModifiedBy nvarchar(100) NULL, LastError nvarchar(max) NULL, CancelRequestedUtc datetime2(3) NULL, Progress float NULL, ProgressNote nvarchar(500) NULL, TraceContext varchar(2048) NULL);
-INSERT INTO @Types (Queue, Type)
-SELECT DISTINCT x.Queue, x.Type FROM OPENJSON(@4) WITH (Queue varchar(255) '$.queue', Type nvarchar(255) '$.type') AS x
-WHERE x.Queue IS NOT NULL AND x.Type IS NOT NULL;
+DECLARE @Claimed TABLE (Id varchar(36) NULL, Queue varchar(255) NULL, Type nvarchar(255) NULL, Payload nvarchar(max) NULL, Tags nvarchar(max) NULL, IdempotencyKey nvarchar(255) NULL, Priority int NULL, Status tinyint NULL, AttemptCount int NULL, WorkerId nvarchar(255) NULL, LeaseId varchar(36) NULL, HeartbeatUtc datetime2(3) NULL, ScheduledAtUtc datetime2(3) NULL, DueAtUtc datetime2(3) NULL, CreatedAtUtc datetime2(3) NULL, EnqueuedAtUtc datetime2(3) NULL, StartedAtUtc datetime2(3) NULL, LastUpdatedUtc datetime2(3) NULL, CreatedBy nvarchar(100) NULL, LastModifiedBy nvarchar(100) NULL, LastError nvarchar(max) NULL, CancelRequestedUtc datetime2(3) NULL, Progress float NULL, ProgressNote nvarchar(500) NULL, TraceContext varchar(2048) NULL, PayloadVersion int NULL);
+INSERT INTO @Types (Queue, Type, MinVersion, MaxVersion)
+SELECT x.Queue, x.Type, MIN(x.MinVersion), MAX(x.MaxVersion) FROM OPENJSON(@4) WITH (Queue varchar(255) '$.queue', Type nvarchar(255) '$.type', MinVersion int '$.minVersion', MaxVersion int '$.maxVersion') AS x
+WHERE x.Queue IS NOT NULL AND x.Type IS NOT NULL AND x.MinVersion IS NOT NULL AND x.MaxVersion IS NOT NULL
+GROUP BY x.Queue, x.Type;
 INSERT INTO @Runnable (Queue, AllTypes, Budget, RateMax)
 SELECT q.Name, CAST(MAX(r.AllTypes) AS bit), q.MaxWorkers, q.RateLimitMax
 FROM (SELECT a.Queue, 1 AS AllTypes FROM OPENJSON(@3) WITH (Queue varchar(255) '$') AS a
@@ -88,7 +89,7 @@ FROM @Runnable AS m
   CROSS APPLY (
     SELECT TOP (2 * m.Slots) h.Priority, h.DueAtUtc, h.Id
     FROM [chokaq].[JobsHot] AS h WITH (READCOMMITTEDLOCK, READPAST, ROWLOCK)
-    WHERE h.Queue = y.Queue AND h.Type = y.Type AND h.Status = 0 AND h.DueAtUtc <= @now
+    WHERE h.Queue = y.Queue AND h.Type = y.Type AND h.Status = 0 AND h.DueAtUtc <= @now AND h.PayloadVersion BETWEEN y.MinVersion AND y.MaxVersion
     ORDER BY h.Priority DESC, h.DueAtUtc, h.Id
   ) AS c
 WHERE m.AllTypes = 0 AND m.Slots > 0;
@@ -113,7 +114,7 @@ UPDATE h SET h.Status = CASE WHEN k.Rn <= @5 THEN 2 ELSE 1 END,
   h.StartedAtUtc = CASE WHEN k.Rn <= @5 THEN @now ELSE h.StartedAtUtc END,
   h.HeartbeatUtc = CASE WHEN k.Rn <= @5 THEN @now ELSE h.HeartbeatUtc END,
   h.WorkerId = @0, h.LeaseId = CAST(@1 AS varchar(36)), h.LastUpdatedUtc = @now
-OUTPUT inserted.Id, inserted.Queue, inserted.Type, inserted.Payload, inserted.Tags, inserted.IdempotencyKey, inserted.Priority, inserted.Status, inserted.AttemptCount, inserted.WorkerId, inserted.LeaseId, inserted.HeartbeatUtc, inserted.ScheduledAtUtc, inserted.DueAtUtc, inserted.CreatedAtUtc, inserted.EnqueuedAtUtc, inserted.StartedAtUtc, inserted.LastUpdatedUtc, inserted.CreatedBy, inserted.LastModifiedBy, inserted.LastError, inserted.CancelRequestedUtc, inserted.Progress, inserted.ProgressNote, inserted.TraceContext INTO @Claimed (Id, Queue, Type, Payload, Tags, IdempotencyKey, Priority, Status, AttemptCount, WorkerId, LeaseId, HeartbeatUtc, ScheduledAtUtc, DueAtUtc, CreatedAtUtc, EnqueuedAtUtc, StartedAtUtc, LastUpdatedUtc, CreatedBy, LastModifiedBy, LastError, CancelRequestedUtc, Progress, ProgressNote, TraceContext)
+OUTPUT inserted.Id, inserted.Queue, inserted.Type, inserted.Payload, inserted.Tags, inserted.IdempotencyKey, inserted.Priority, inserted.Status, inserted.AttemptCount, inserted.WorkerId, inserted.LeaseId, inserted.HeartbeatUtc, inserted.ScheduledAtUtc, inserted.DueAtUtc, inserted.CreatedAtUtc, inserted.EnqueuedAtUtc, inserted.StartedAtUtc, inserted.LastUpdatedUtc, inserted.CreatedBy, inserted.LastModifiedBy, inserted.LastError, inserted.CancelRequestedUtc, inserted.Progress, inserted.ProgressNote, inserted.TraceContext, inserted.PayloadVersion INTO @Claimed (Id, Queue, Type, Payload, Tags, IdempotencyKey, Priority, Status, AttemptCount, WorkerId, LeaseId, HeartbeatUtc, ScheduledAtUtc, DueAtUtc, CreatedAtUtc, EnqueuedAtUtc, StartedAtUtc, LastUpdatedUtc, CreatedBy, LastModifiedBy, LastError, CancelRequestedUtc, Progress, ProgressNote, TraceContext, PayloadVersion)
 FROM [chokaq].[JobsHot] AS h
 INNER JOIN Batch AS k ON k.Id = h.Id
 WHERE h.Status = 0;
@@ -150,6 +151,6 @@ FROM @BucketDelta AS d
 INNER LOOP JOIN [chokaq].[MetricBuckets] AS x ON x.BucketUtc = @bucket AND x.Queue = d.Queue AND x.Outcome = d.Outcome AND x.FailureReason = d.FailureReason;
 END;
 COMMIT;
-SELECT c.Id, c.Queue, c.Type, c.Payload, c.Tags, c.IdempotencyKey, c.Priority, c.Status, c.AttemptCount, c.WorkerId, c.LeaseId, CONVERT(varchar(33), c.HeartbeatUtc, 126) + 'Z' AS HeartbeatUtc, CONVERT(varchar(33), c.ScheduledAtUtc, 126) + 'Z' AS ScheduledAtUtc, CONVERT(varchar(33), c.CreatedAtUtc, 126) + 'Z' AS CreatedAtUtc, CONVERT(varchar(33), c.EnqueuedAtUtc, 126) + 'Z' AS EnqueuedAtUtc, CONVERT(varchar(33), c.StartedAtUtc, 126) + 'Z' AS StartedAtUtc, CONVERT(varchar(33), c.LastUpdatedUtc, 126) + 'Z' AS LastUpdatedUtc, c.CreatedBy, c.LastModifiedBy, c.LastError, CONVERT(varchar(33), c.CancelRequestedUtc, 126) + 'Z' AS CancelRequestedUtc, c.Progress, c.ProgressNote, c.TraceContext
+SELECT c.Id, c.Queue, c.Type, c.Payload, c.Tags, c.IdempotencyKey, c.Priority, c.Status, c.AttemptCount, c.WorkerId, c.LeaseId, CONVERT(varchar(33), c.HeartbeatUtc, 126) + 'Z' AS HeartbeatUtc, CONVERT(varchar(33), c.ScheduledAtUtc, 126) + 'Z' AS ScheduledAtUtc, CONVERT(varchar(33), c.CreatedAtUtc, 126) + 'Z' AS CreatedAtUtc, CONVERT(varchar(33), c.EnqueuedAtUtc, 126) + 'Z' AS EnqueuedAtUtc, CONVERT(varchar(33), c.StartedAtUtc, 126) + 'Z' AS StartedAtUtc, CONVERT(varchar(33), c.LastUpdatedUtc, 126) + 'Z' AS LastUpdatedUtc, c.CreatedBy, c.LastModifiedBy, c.LastError, CONVERT(varchar(33), c.CancelRequestedUtc, 126) + 'Z' AS CancelRequestedUtc, c.Progress, c.ProgressNote, c.TraceContext, c.PayloadVersion
 FROM @Claimed AS c
 ORDER BY c.Priority DESC, c.DueAtUtc, c.Id;

@@ -3,19 +3,22 @@
 WITH relaxed AS MATERIALIZED (
   SELECT set_config('synchronous_commit', 'off', true) AS setting
 ),
-handled (queue, type) AS (
-  SELECT h.queue, NULL::text FROM unnest($3::text[]) AS h(queue)
+handled (queue, type, min_version, max_version) AS (
+  SELECT h.queue, NULL::text, NULL::int, NULL::int FROM unnest($3::text[]) AS h(queue)
   UNION ALL
-  SELECT p.queue, p.type FROM unnest($4::text[], $5::text[]) AS p(queue, type)
+  SELECT p.queue, p.type, p.min_version, p.max_version
+  FROM unnest($4::text[], $5::text[], $8::int[], $9::int[]) AS p(queue, type, min_version, max_version)
 ),
 wanted AS (
   SELECT queue,
-         CASE WHEN bool_or(type IS NULL) THEN NULL ELSE array_agg(type) END AS types
+         CASE WHEN bool_or(type IS NULL) THEN NULL ELSE array_agg(type) END AS types,
+         array_agg(min_version) AS min_versions,
+         array_agg(max_version) AS max_versions
   FROM handled CROSS JOIN relaxed
   GROUP BY queue
 ),
 runnable AS MATERIALIZED (
-  SELECT q.name, w.types, $6::int AS budget
+  SELECT q.name, w.types, w.min_versions, w.max_versions, $6::int AS budget
   FROM wanted w
   JOIN "chokaq".queues q ON q.name = w.queue
   WHERE NOT q.is_paused AND q.is_active AND q.max_workers IS NULL AND q.rate_limit_max IS NULL
@@ -30,7 +33,9 @@ picked AS MATERIALIZED (
     WHERE j.status = 0
       AND j.queue = r.name
       AND coalesce(j.scheduled_at_utc, j.enqueued_at_utc) <= now()
-      AND (r.types IS NULL OR j.type = ANY (r.types))
+      AND (r.types IS NULL OR EXISTS (
+        SELECT 1 FROM unnest(r.types, r.min_versions, r.max_versions) AS t(type, lo, hi)
+        WHERE t.type = j.type AND j.payload_version BETWEEN t.lo AND t.hi))
     ORDER BY j.priority DESC, coalesce(j.scheduled_at_utc, j.enqueued_at_utc), j.id COLLATE "C"
     LIMIT r.budget
     FOR UPDATE SKIP LOCKED

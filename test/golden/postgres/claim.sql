@@ -13,19 +13,22 @@ FOR NO KEY UPDATE
 WITH relaxed AS MATERIALIZED (
   SELECT set_config('synchronous_commit', 'off', true) AS setting
 ),
-handled (queue, type) AS (
-  SELECT h.queue, NULL::text FROM unnest($3::text[]) AS h(queue)
+handled (queue, type, min_version, max_version) AS (
+  SELECT h.queue, NULL::text, NULL::int, NULL::int FROM unnest($3::text[]) AS h(queue)
   UNION ALL
-  SELECT p.queue, p.type FROM unnest($4::text[], $5::text[]) AS p(queue, type)
+  SELECT p.queue, p.type, p.min_version, p.max_version
+  FROM unnest($4::text[], $5::text[], $8::int[], $9::int[]) AS p(queue, type, min_version, max_version)
 ),
 wanted AS (
   SELECT queue,
-         CASE WHEN bool_or(type IS NULL) THEN NULL ELSE array_agg(type) END AS types
+         CASE WHEN bool_or(type IS NULL) THEN NULL ELSE array_agg(type) END AS types,
+         array_agg(min_version) AS min_versions,
+         array_agg(max_version) AS max_versions
   FROM handled CROSS JOIN relaxed
   GROUP BY queue
 ),
 runnable AS MATERIALIZED (
-  SELECT q.name, w.types,
+  SELECT q.name, w.types, w.min_versions, w.max_versions,
          least(
            CASE WHEN q.max_workers IS NULL THEN $6::int
                 ELSE greatest(0, least($6::int, q.max_workers - (
@@ -33,7 +36,7 @@ runnable AS MATERIALIZED (
                        WHERE a.status IN (1, 2) AND a.queue = q.name)))::int
            END,
            CASE WHEN q.rate_limit_max IS NULL THEN $6::int
-                WHEN $7::int < $6::int OR NOT (q.name = ANY ($8::text[])) THEN 0
+                WHEN $7::int < $6::int OR NOT (q.name = ANY ($10::text[])) THEN 0
                 ELSE greatest(0, q.rate_limit_max
                 - CASE WHEN (q.rate_window_start IS NULL OR statement_timestamp() >= q.rate_window_start + q.rate_limit_per_ms * interval '1 millisecond')
                        THEN CASE WHEN q.rate_window_last > statement_timestamp() - q.rate_limit_per_ms * interval '1 millisecond'
@@ -57,7 +60,9 @@ picked AS MATERIALIZED (
     WHERE j.status = 0
       AND j.queue = r.name
       AND coalesce(j.scheduled_at_utc, j.enqueued_at_utc) <= now()
-      AND (r.types IS NULL OR j.type = ANY (r.types))
+      AND (r.types IS NULL OR EXISTS (
+        SELECT 1 FROM unnest(r.types, r.min_versions, r.max_versions) AS t(type, lo, hi)
+        WHERE t.type = j.type AND j.payload_version BETWEEN t.lo AND t.hi))
     ORDER BY j.priority DESC, coalesce(j.scheduled_at_utc, j.enqueued_at_utc), j.id COLLATE "C"
     LIMIT r.budget
     FOR UPDATE SKIP LOCKED
@@ -88,7 +93,7 @@ spent AS (
                                THEN statement_timestamp() ELSE q.rate_window_start END,
       rate_window_last = statement_timestamp()
   FROM (SELECT c.queue, count(*)::int AS n FROM claimed c WHERE c.status = 2 GROUP BY c.queue) x
-  WHERE q.name = x.queue AND q.rate_limit_max IS NOT NULL AND q.name = ANY ($8::text[])
+  WHERE q.name = x.queue AND q.rate_limit_max IS NOT NULL AND q.name = ANY ($10::text[])
 ),
 bucket AS (
   INSERT INTO "chokaq".metric_buckets AS b (

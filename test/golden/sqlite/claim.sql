@@ -7,7 +7,9 @@ BEGIN IMMEDIATE
 -- [3/5] all
 WITH
       handled_queue(queue) AS (SELECT value FROM json_each(@queues)),
-      handled_type(queue, type) AS (SELECT value ->> 'queue', value ->> 'type' FROM json_each(@types)),
+      handled_type(queue, type, min_version, max_version) AS (
+        SELECT value ->> 'queue', value ->> 'type', value ->> 'minVersion', value ->> 'maxVersion'
+        FROM json_each(@types)),
       wanted(queue) AS (SELECT queue FROM handled_queue UNION SELECT queue FROM handled_type),
       budget(queue, any_type, remaining) AS (
         SELECT w.queue,
@@ -37,7 +39,10 @@ WITH
             SELECT c.id FROM chokaq_jobs_hot c
             WHERE c.status = 0 AND c.queue = b.queue
               AND (c.scheduled_at_utc IS NULL OR c.scheduled_at_utc <= CAST(ROUND(unixepoch('subsec') * 1000) AS INTEGER))
-              AND (b.any_type OR c.type IN (SELECT t.type FROM handled_type t WHERE t.queue = b.queue))
+              AND (b.any_type OR EXISTS (
+                SELECT 1 FROM handled_type t
+                WHERE t.queue = b.queue AND t.type = c.type
+                  AND c.payload_version BETWEEN t.min_version AND t.max_version))
             ORDER BY c.priority DESC, COALESCE(c.scheduled_at_utc, c.enqueued_at_utc), c.id
             LIMIT @limit)
       ),

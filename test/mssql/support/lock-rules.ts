@@ -185,6 +185,14 @@ export function lockViolations(entry: CatalogueEntry): string[] {
     if (!/WHERE h\.Queue = y\.Queue AND h\.Type = y\.Type AND h\.Status = 0\b/.test(sql)) {
       out.push('claim: exact (queue, type) pairs are not sought by type');
     }
+    // Their rows are taken only in the payload versions the pair's handler runs.
+    if (
+      !/AND h\.DueAtUtc <= @now AND h\.PayloadVersion BETWEEN y\.MinVersion AND y\.MaxVersion\b/.test(
+        sql,
+      )
+    ) {
+      out.push("claim: exact pairs do not filter on their handler's payload versions");
+    }
     const order = inOrder(sql, [
       /SET XACT_ABORT ON;/,
       /BEGIN TRAN;/,

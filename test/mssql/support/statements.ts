@@ -110,6 +110,7 @@ const JOB: SQL.MssqlNewJob = {
   runAt: null,
   createdBy: 'tests',
   traceContext: '{"traceparent":"00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"}',
+  payloadVersion: 2,
 };
 
 /**

@@ -31,6 +31,7 @@ export function hotJob(overrides: Partial<HotJob> = {}, now = new Date()): HotJo
     progress: null,
     progressNote: null,
     traceContext: null,
+    payloadVersion: 1,
     ...overrides,
   };
 }

@@ -212,10 +212,17 @@ export class JobClient {
     traceContext: NewJob['traceContext'],
   ): NewJob & { queue: string } {
     // Only what this call captured: a `traceContext` smuggled in through the options is dropped.
+    // The payload version is the definition's (none: the storage stores 1), never the caller's.
     if (isJobDefinition(target)) {
-      return { ...item, queue: target.queue, type: target.type, traceContext };
+      return {
+        ...item,
+        queue: target.queue,
+        type: target.type,
+        traceContext,
+        payloadVersion: target.version,
+      };
     }
-    return { ...item, queue: target, traceContext };
+    return { ...item, queue: target, traceContext, payloadVersion: undefined };
   }
 
   /** The active trace context to store with the jobs of one call, fitted to the column, if any. */

@@ -91,8 +91,10 @@ export async function producer(jobs: JobClient): Promise<void> {
 export function refusedDefinitions(): void {
   // @ts-expect-error not a Standard Schema
   defineJob('emails', 'x', { schema: { parse: (x: unknown) => x } });
-  // @ts-expect-error a schema is required once options are given
-  defineJob('emails', 'x', {});
+  // @ts-expect-error a version is a number
+  defineJob('emails', 'x', { version: '2' });
+  // @ts-expect-error an upgrade step is a function
+  defineJob('emails', 'x', { version: 2, upgrade: { 1: 'v2' } });
 }
 
 // Vendored interface: zod and valibot schemas satisfy it as they are.

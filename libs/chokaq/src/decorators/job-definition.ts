@@ -4,6 +4,8 @@ import type {
   StandardSchemaOutput,
   StandardSchemaV1,
 } from '../interfaces/standard-schema.interface';
+import type { PayloadUpgradeStep } from '../interfaces/handler.interface';
+import { payloadVersionIssues } from '../validation/payload-version';
 import { assertQueueName } from '../validation/validate-job';
 import { STANDARD_SCHEMA_RULE, isStandardSchema } from '../validation/validate-payload';
 
@@ -28,6 +30,17 @@ export interface JobDefinition<T = unknown, TInput = T> {
   readonly type: string;
   /** The payload's Standard Schema, when the definition has one. */
   readonly schema?: StandardSchemaV1<TInput, T>;
+  /**
+   * The version of the payload's shape (an integer ≥ 1), when the definition has one: stored with
+   * every job it enqueues, and the newest version its handler runs. Absent means 1.
+   */
+  readonly version?: number;
+  /**
+   * The upgrade chain of a versioned definition: `upgrade[v]` turns a version v payload into a
+   * version v + 1 payload, so a handler of `version` runs payloads enqueued as any version from
+   * the lowest key up.
+   */
+  readonly upgrade?: Readonly<Record<number, PayloadUpgradeStep>>;
   /** Phantom field: never set, it only carries `T` for the type checker. */
   readonly [PAYLOAD_TYPE]?: T;
   /** Phantom field: never set, it only carries `TInput` for the type checker. */
@@ -40,8 +53,26 @@ export type JobPayload<D> = D extends JobDefinition<infer T, unknown> ? T : neve
 /** The payload type producers pass for a {@link JobDefinition} (a schema's input). @publicApi */
 export type JobInput<D> = D extends JobDefinition<unknown, infer I> ? I : never;
 
+/**
+ * The versions of a payload's shape (see {@link defineJob}): `version`, an integer from 1 to
+ * 2^31-1 (default 1), and `upgrade`, a function per earlier version v from the version v payload to
+ * the version v + 1 payload (each may be async). The keys must be contiguous up to `version` − 1.
+ *
+ * @publicApi
+ */
+export interface PayloadVersionOptions {
+  /** The version of the payloads this definition enqueues and its handler expects. Default 1. */
+  version?: number;
+  /**
+   * `{ 1: (p) => …, 2: (p) => … }`: step v upgrades a version v payload to version v + 1. A stored
+   * payload of version v runs `upgrade[v]`, then `upgrade[v + 1]`, … up to `version`, before the
+   * schema check and the handler; the stored payload is never changed.
+   */
+  upgrade?: Readonly<Record<number, PayloadUpgradeStep>>;
+}
+
 /** Options of {@link defineJob}. @publicApi */
-export interface DefineJobOptions<S extends StandardSchemaV1> {
+export interface DefineJobOptions<S extends StandardSchemaV1> extends PayloadVersionOptions {
   /**
    * Any Standard Schema v1 validator (zod ≥ 3.24, valibot ≥ 1.0, arktype ≥ 2.0, …) of the payload.
    * The payload types are inferred from it; `enqueue` refuses a payload it rejects before anything
@@ -74,6 +105,14 @@ export interface DefineJobOptions<S extends StandardSchemaV1> {
  * and the handler run, and hands them the schema's output (defaults and transforms applied); a
  * payload that fails goes to the DLQ at once as `FatalError`, the issues in its error text.
  *
+ * Versions: `{ version: 3, upgrade: { 1: (p) => …, 2: (p) => … } }` stores 3 with every job
+ * enqueued through the definition, and lets its handler run jobs enqueued as version 1 or 2: the
+ * stored payload goes through the chain (a copy; the stored one is never changed), then the
+ * schema, then the handler. A process claims a job only if its handler runs that version, so an
+ * older process never claims a newer payload during a rolling deploy. Checked here: the version an
+ * integer from 1 to 2^31-1, the upgrade keys integers below it, each a function, no gap up to
+ * `version` − 1 (a `ChokaQValidationError` naming the problem).
+ *
  * The queue name is validated at once (1–255 chars of `[A-Za-z0-9._:-]`), so a typo fails at
  * import time rather than at the first enqueue. `type` defaults to the queue name.
  *
@@ -84,11 +123,15 @@ export function defineJob<S extends StandardSchemaV1>(
   type: string | undefined,
   options: DefineJobOptions<S>,
 ): JobDefinition<StandardSchemaOutput<S>, StandardSchemaInput<S>>;
-export function defineJob<T = unknown>(queue: string, type?: string): JobDefinition<T>;
+export function defineJob<T = unknown>(
+  queue: string,
+  type?: string,
+  options?: PayloadVersionOptions,
+): JobDefinition<T>;
 export function defineJob(
   queue: string,
   type: string = queue,
-  options?: DefineJobOptions<StandardSchemaV1>,
+  options?: PayloadVersionOptions & { schema?: StandardSchemaV1 },
 ): JobDefinition {
   assertQueueName(queue, 'defineJob.queue');
   if (
@@ -106,13 +149,28 @@ export function defineJob(
     ]);
   }
   if (options === undefined) return Object.freeze({ queue, type });
-  const schema = (options as Partial<DefineJobOptions<StandardSchemaV1>> | null)?.schema;
-  if (!isStandardSchema(schema)) {
+  if (options === null || typeof options !== 'object') {
+    throw new ChokaQValidationError([
+      { path: 'defineJob.options', message: 'must be an object', value: options },
+    ]);
+  }
+  const { schema, version, upgrade } = options;
+  // A `schema` key must hold a validator (`{ schema: undefined }` is a mistake, not "no schema").
+  if ('schema' in options && !isStandardSchema(schema)) {
     throw new ChokaQValidationError([
       { path: 'defineJob.options.schema', message: STANDARD_SCHEMA_RULE, value: schema },
     ]);
   }
-  return Object.freeze({ queue, type, schema });
+  const issues = payloadVersionIssues(version, upgrade, (key) => `defineJob.options.${key}`);
+  if (issues.length > 0) throw new ChokaQValidationError(issues);
+  return Object.freeze({
+    queue,
+    type,
+    // Only what was given, so an unversioned definition keeps its shape.
+    ...(schema !== undefined && { schema }),
+    ...(version !== undefined && { version }),
+    ...(upgrade !== undefined && { upgrade: Object.freeze({ ...upgrade }) }),
+  });
 }
 
 /** True for a value made by {@link defineJob} (or shaped like one). */

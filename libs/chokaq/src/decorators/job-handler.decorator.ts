@@ -50,6 +50,8 @@ export function JobHandler(
         type: queueOrDefinition.type,
         // Only a definition made with a schema carries one, so other metadata keeps its shape.
         ...(queueOrDefinition.schema !== undefined && { schema: queueOrDefinition.schema }),
+        ...(queueOrDefinition.version !== undefined && { version: queueOrDefinition.version }),
+        ...(queueOrDefinition.upgrade !== undefined && { upgrade: queueOrDefinition.upgrade }),
       }
     : { ...options, queue: queueOrDefinition };
   return SetMetadata(JOB_HANDLER_METADATA, metadata);

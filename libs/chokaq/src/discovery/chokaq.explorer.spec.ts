@@ -384,7 +384,7 @@ describe('HandlerRegistry', () => {
     const registry = await registryOf(EmailHandlers, ReportHandlers);
     expect(registry.handled()).toEqual({
       queues: ['billing', 'emails'],
-      types: [{ queue: 'reports', type: 'daily' }],
+      types: [{ queue: 'reports', type: 'daily', minVersion: 1, maxVersion: 1 }],
     });
     expect(registry.list()).toHaveLength(5);
     expect(registry.isEmpty).toBe(false);
@@ -399,7 +399,7 @@ describe('HandlerRegistry', () => {
     );
     expect(registry.handled()).toEqual({
       queues: ['billing'],
-      types: [{ queue: 'reports', type: 'daily' }],
+      types: [{ queue: 'reports', type: 'daily', minVersion: 1, maxVersion: 1 }],
     });
     registry.replaceAll(handlers);
     expect(registry.handled()).toEqual({ queues: ['emails'], types: [] });

@@ -157,6 +157,9 @@ export class ChokaQExplorer {
       // Only a handler that opts in carries the key, so other definitions keep their shape.
       ...(meta.transactional === true && { transactional: true }),
       schema: meta.schema,
+      // Only a versioned definition carries these, so other definitions keep their shape.
+      ...(meta.version !== undefined && { version: meta.version }),
+      ...(meta.upgrade !== undefined && { upgrade: meta.upgrade }),
       // `async` turns a synchronous throw into a rejection, so the runtime sees one shape.
       invoke: async (payload: unknown, ctx: JobContext) => method.call(instance, payload, ctx),
     };

@@ -51,3 +51,34 @@ describe('HandlerRegistry.register with a schema', () => {
     ).toThrow('@JobHandler of H.mail.other.v1: schema must be a Standard Schema v1 validator');
   });
 });
+
+describe('HandlerRegistry.handled with versions', () => {
+  it('gives each exact pair the versions its handler runs; unversioned handlers run version 1', () => {
+    const registry = new HandlerRegistry();
+    const step = (p: unknown) => p;
+    registry.replaceAll([
+      { ...handler('mail', 'welcome'), version: 3, upgrade: { 1: step, 2: step } },
+      { ...handler('mail', 'digest'), version: 4, upgrade: { 3: step } },
+      handler('mail', 'plain'),
+    ]);
+    expect(registry.handled()).toEqual({
+      queues: [],
+      types: [
+        { queue: 'mail', type: 'digest', minVersion: 3, maxVersion: 4 },
+        { queue: 'mail', type: 'plain', minVersion: 1, maxVersion: 1 },
+        { queue: 'mail', type: 'welcome', minVersion: 1, maxVersion: 3 },
+      ],
+    });
+  });
+
+  it('refuses a hand-registered handler whose chain has a gap, naming the handler', () => {
+    const registry = new HandlerRegistry();
+    expect(() =>
+      registry.register({
+        ...handler('mail', 'welcome'),
+        version: 3,
+        upgrade: { 1: (p: unknown) => p },
+      }),
+    ).toThrow('@JobHandler of H.mail.welcome: upgrade[2] is missing');
+  });
+});

@@ -3,6 +3,7 @@ import { ChokaQDuplicateHandlerError, ChokaQValidationError } from '../errors';
 import { HandlerDefinition, HandlerLookup } from '../interfaces/handler.interface';
 import { HandledJobs, ZombieRetryRule } from '../interfaces/job.interface';
 import { handlerDefinitionIssues } from '../validation/decorator-options';
+import { runnableVersions } from '../validation/payload-version';
 
 /**
  * The handlers of this process, as the runtime sees them. An exact `(queue, type)` handler wins
@@ -67,12 +68,16 @@ export class HandlerRegistry implements HandlerLookup {
 
   handled(): HandledJobs {
     const queues = [...this.queueWide.keys()].sort();
-    const types: Array<{ queue: string; type: string }> = [];
+    const types: Array<{ queue: string; type: string; minVersion: number; maxVersion: number }> =
+      [];
     for (const [queue, byType] of [...this.exact.entries()].sort(([a], [b]) =>
       a.localeCompare(b),
     )) {
       if (this.queueWide.has(queue)) continue;
-      for (const type of [...byType.keys()].sort()) types.push({ queue, type });
+      for (const type of [...byType.keys()].sort()) {
+        const handler = byType.get(type)!;
+        types.push({ queue, type, ...runnableVersions(handler.version, handler.upgrade) });
+      }
     }
     return { queues, types };
   }

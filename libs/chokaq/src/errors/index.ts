@@ -1,6 +1,7 @@
 export * from './chokaq.error';
 export * from './validation.error';
 export * from './payload-validation.error';
+export * from './payload-version.error';
 export * from './storage-unavailable.error';
 export * from './transaction.error';
 export * from './transactional-handler.error';

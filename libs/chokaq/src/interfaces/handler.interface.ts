@@ -2,6 +2,15 @@ import type { JobContext } from './job-context.interface';
 import type { HandledJobs, ZombieRetryRule } from './job.interface';
 import type { StandardSchemaV1 } from './standard-schema.interface';
 
+/**
+ * One step of a payload upgrade chain (`defineJob(…, { upgrade: { [v]: step } })`): the payload of
+ * version v to that of version v + 1. It may return a promise. A step that throws sends the job to
+ * the DLQ at once as `FatalError`. @publicApi
+ */
+// `any` in, so a step can be written for the earlier shape it upgrades (`(p: { name: string }) => …`).
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+export type PayloadUpgradeStep = (payload: any) => unknown;
+
 /** Per-handler options of `@JobHandler`. @publicApi */
 export interface JobHandlerOptions {
   /** Handle only this type of the queue; without it the handler takes every type of the queue. */
@@ -35,6 +44,10 @@ export interface JobHandlerMetadata extends JobHandlerOptions {
   queue: string;
   /** The schema of the job definition the handler was declared with, if it has one. */
   schema?: StandardSchemaV1;
+  /** The payload version of that definition, if it has one (see `defineJob`). */
+  version?: number;
+  /** Its upgrade chain, if it has one. */
+  upgrade?: Readonly<Record<number, PayloadUpgradeStep>>;
 }
 
 /** A discovered handler, bound to its provider instance. */
@@ -54,6 +67,16 @@ export interface HandlerDefinition {
    * schema's output. A payload it refuses goes to the DLQ at once as `FatalError`.
    */
   schema?: StandardSchemaV1;
+  /**
+   * The payload version the handler expects (default 1). With {@link HandlerDefinition.upgrade} it
+   * decides the stored versions this process claims for the handler's `(queue, type)`.
+   */
+  version?: number;
+  /**
+   * `upgrade[v]` turns a version v payload into a version v + 1 payload; a stored payload older
+   * than `version` runs the chain (on a copy) before the schema check and the handler.
+   */
+  upgrade?: Readonly<Record<number, PayloadUpgradeStep>>;
   /** Calls the provider method. */
   invoke(payload: unknown, ctx: JobContext): Promise<unknown>;
 }

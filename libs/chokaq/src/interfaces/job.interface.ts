@@ -38,6 +38,12 @@ export interface NewJob {
    * sets it from the active context when tracing is on; leave it unset otherwise.
    */
   traceContext?: Readonly<Record<string, string>>;
+  /**
+   * The version of the payload's shape: the `version` of the job definition it was made for
+   * (`defineJob(…, { version })`), an integer from 1 to 2^31-1. Default 1. `JobClient` sets it from
+   * the definition; the claim runs a job only in a process whose handler can run this version.
+   */
+  payloadVersion?: number;
 }
 
 /** Options of `enqueue`/`enqueueMany`. @publicApi */
@@ -69,8 +75,13 @@ export interface JobLease {
 export interface HandledJobs {
   /** Queues for which any type can run. */
   queues: readonly string[];
-  /** Exact `(queue, type)` pairs, for queues without a queue-wide handler. */
-  types: ReadonlyArray<{ queue: string; type: string }>;
+  /**
+   * Exact `(queue, type)` pairs, for queues without a queue-wide handler, each with the payload
+   * versions its handler can run: `minVersion` to `maxVersion`, integers from 1 to 2^31-1 (both 1
+   * when absent, an unversioned handler). The claim takes a job of the pair only when its
+   * `payloadVersion` is in that range; queue-wide handlers take every version.
+   */
+  types: ReadonlyArray<{ queue: string; type: string; minVersion?: number; maxVersion?: number }>;
 }
 
 /** Arguments of `fetchNextBatch`. @publicApi */
@@ -140,6 +151,8 @@ export interface HotJob {
   progressNote: string | null;
   /** The producer's trace context stored at enqueue ({@link NewJob.traceContext}), if any. */
   traceContext: Record<string, string> | null;
+  /** The version of the stored payload ({@link NewJob.payloadVersion}); 1 for an unversioned job. */
+  payloadVersion: number;
 }
 
 /** Result of `keepAlive`. @publicApi */

@@ -7,6 +7,7 @@ import {
   ChokaQJobAbortedError,
   ChokaQJobTimeoutError,
   ChokaQPayloadValidationError,
+  ChokaQPayloadVersionError,
 } from '../errors';
 import type { HandlerDefinition } from '../interfaces/handler.interface';
 import type { JobContext } from '../interfaces/job-context.interface';
@@ -398,6 +399,101 @@ describe('JobExecutor', () => {
       await jest.advanceTimersByTimeAsync(500);
       await expect(run.result).resolves.toMatchObject({ kind: 'timeout', timeoutMs: 500 });
       expect(invoke).not.toHaveBeenCalled();
+    });
+  });
+
+  describe('a versioned handler', () => {
+    const schema = z.object({ first: z.string(), last: z.string(), tags: z.array(z.string()) });
+    const v3 = (
+      invoke: HandlerDefinition['invoke'],
+      upgrade: HandlerDefinition['upgrade'] = {
+        1: (p: { name: string }) => ({ first: p.name.split(' ')[0], last: p.name.split(' ')[1] }),
+        2: async (p: object) => ({ ...p, tags: [] }),
+      },
+    ): HandlerDefinition => ({ ...handler(invoke), type: 't', version: 3, upgrade, schema });
+
+    it('runs an older payload through the chain on a copy, then the schema, then the handler', async () => {
+      const seen: unknown[] = [];
+      const stored = hotJob({ payload: { name: 'Ada Lovelace' }, payloadVersion: 1 });
+      const executor = new JobExecutor([], new RecordingLogger());
+      const run = executor.start({
+        job: stored,
+        lease,
+        timeoutMs: 1_000,
+        handler: v3(async (payload) => void seen.push(payload)),
+      });
+      await expect(run.result).resolves.toMatchObject({ kind: 'succeeded' });
+      expect(seen).toEqual([{ first: 'Ada', last: 'Lovelace', tags: [] }]);
+      expect(stored.payload).toEqual({ name: 'Ada Lovelace' });
+    });
+
+    it('runs a payload of its own version as it is', async () => {
+      const seen: unknown[] = [];
+      const executor = new JobExecutor([], new RecordingLogger());
+      const payload = { first: 'A', last: 'B', tags: ['x'] };
+      const run = executor.start({
+        job: hotJob({ payload, payloadVersion: 3 }),
+        lease,
+        timeoutMs: 1_000,
+        handler: v3(async (p) => void seen.push(p)),
+      });
+      await expect(run.result).resolves.toMatchObject({ kind: 'succeeded' });
+      expect(seen).toEqual([payload]);
+    });
+
+    it('fails with a ChokaQPayloadVersionError naming the step that threw, before the handler', async () => {
+      const invoke = jest.fn(async () => undefined);
+      const executor = new JobExecutor([], new RecordingLogger());
+      const run = executor.start({
+        job: hotJob({ payload: {}, payloadVersion: 2 }),
+        lease,
+        timeoutMs: 1_000,
+        handler: v3(invoke, {
+          2: () => {
+            throw new RangeError('bad tags');
+          },
+        }),
+      });
+      const result = (await run.result) as { kind: string; error: unknown };
+      expect(result.kind).toBe('failed');
+      expect(result.error).toBeInstanceOf(ChokaQPayloadVersionError);
+      expect(result.error).toMatchObject({ storedVersion: 2, handlerVersion: 3, step: 2 });
+      expect((result.error as Error).message).toContain(
+        'its upgrade step 2 → 3 threw: RangeError: bad tags',
+      );
+      expect(invoke).not.toHaveBeenCalled();
+    });
+
+    it('fails a version it cannot run (newer, or older than its chain) without calling the handler', async () => {
+      const invoke = jest.fn(async () => undefined);
+      const executor = new JobExecutor([], new RecordingLogger());
+      for (const [payloadVersion, upgrade] of [
+        [4, undefined],
+        [1, { 2: (p: unknown) => p }],
+      ] as const) {
+        const run = executor.start({
+          job: hotJob({ payload: {}, payloadVersion }),
+          lease,
+          timeoutMs: 1_000,
+          handler: v3(invoke, upgrade),
+        });
+        const result = (await run.result) as { error: unknown };
+        expect(result.error).toMatchObject({ storedVersion: payloadVersion, step: null });
+      }
+      expect(invoke).not.toHaveBeenCalled();
+    });
+
+    it('leaves a queue-wide handler to run every version as stored', async () => {
+      const seen: unknown[] = [];
+      const executor = new JobExecutor([], new RecordingLogger());
+      const run = executor.start({
+        job: hotJob({ payload: { n: 1 }, payloadVersion: 7 }),
+        lease,
+        timeoutMs: 1_000,
+        handler: handler(async (p) => void seen.push(p)),
+      });
+      await expect(run.result).resolves.toMatchObject({ kind: 'succeeded' });
+      expect(seen).toEqual([{ n: 1 }]);
     });
   });
 

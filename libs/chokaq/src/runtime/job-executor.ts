@@ -4,6 +4,7 @@ import {
   ChokaQJobAbortedError,
   ChokaQJobTimeoutError,
   ChokaQPayloadValidationError,
+  ChokaQPayloadVersionError,
   type JobAbortCause,
 } from '../errors';
 import type { HandlerDefinition } from '../interfaces/handler.interface';
@@ -270,12 +271,34 @@ export class JobExecutor {
    * check runs inside the run (under its timeout, its failure a `failed` result), so a payload the
    * schema refuses reaches the failure policy as `ChokaQPayloadValidationError`: DLQ `FatalError`
    * at once, before any middleware or handler code saw it.
+   *
+   * A typed handler meeting a payload stored as an older version first runs the definition's
+   * upgrade chain on a copy (each step awaited), and the schema checks the result; a step that
+   * throws, or a version the handler cannot run, is a `ChokaQPayloadVersionError` (a fatal error:
+   * DLQ `FatalError` at once). The stored payload is never changed.
    */
   private run(handler: HandlerDefinition, job: HotJob, ctx: JobContext): Promise<unknown> {
     const schema = handler.schema;
-    if (schema === undefined) return this.pipeline(handler, job.payload, ctx);
+    const upgrade = needsUpgrade(handler, job);
+    if (schema === undefined && !upgrade) return this.pipeline(handler, job.payload, ctx);
     return Promise.resolve()
-      .then(() => checkPayload(schema, job.payload, 'payload'))
+      .then(() => (upgrade ? upgradePayload(handler, job) : job.payload))
+      .then((payload) => {
+        if (schema === undefined) return this.pipeline(handler, payload, ctx);
+        return this.checkThenPipeline(handler, job, payload, schema, ctx);
+      });
+  }
+
+  /** The schema check of `payload` (the stored one, or its upgrade), then the pipeline. */
+  private checkThenPipeline(
+    handler: HandlerDefinition,
+    job: HotJob,
+    payload: unknown,
+    schema: NonNullable<HandlerDefinition['schema']>,
+    ctx: JobContext,
+  ): Promise<unknown> {
+    return Promise.resolve()
+      .then(() => checkPayload(schema, payload, 'payload'))
       .then((check) => {
         if (!check.ok) {
           throw new ChokaQPayloadValidationError(job.queue, job.type, check.issues, 'run');
@@ -328,4 +351,43 @@ function spanResult(result: RunResult): RunSpanResult {
     default:
       return result.kind;
   }
+}
+
+/**
+ * True when a typed handler meets a payload of another version than its own. A queue-wide handler
+ * has no version and runs every payload as it is stored, as before versions existed.
+ */
+function needsUpgrade(handler: HandlerDefinition, job: HotJob): boolean {
+  if (handler.type === undefined) return false;
+  return (job.payloadVersion ?? 1) !== (handler.version ?? 1);
+}
+
+/**
+ * The stored payload brought to the handler's version: a copy (the payload is JSON, so
+ * `structuredClone` copies it whole) through `upgrade[v]`, `upgrade[v + 1]`, …, each step awaited.
+ */
+async function upgradePayload(handler: HandlerDefinition, job: HotJob): Promise<unknown> {
+  const target = handler.version ?? 1;
+  const stored = job.payloadVersion ?? 1;
+  const refuse = (step: number | null, cause?: unknown) =>
+    new ChokaQPayloadVersionError(
+      job.queue,
+      job.type,
+      stored,
+      target,
+      step,
+      cause === undefined ? undefined : { cause },
+    );
+  if (stored > target) throw refuse(null);
+  let payload: unknown = structuredClone(job.payload);
+  for (let v = stored; v < target; v++) {
+    const step = handler.upgrade?.[v];
+    if (typeof step !== 'function') throw refuse(null);
+    try {
+      payload = await step(payload);
+    } catch (error) {
+      throw refuse(v, error);
+    }
+  }
+  return payload;
 }

@@ -34,6 +34,7 @@ function row(id: string, workerId: string | null): HotJob {
     progress: null,
     progressNote: null,
     traceContext: null,
+    payloadVersion: 1,
   };
 }
 

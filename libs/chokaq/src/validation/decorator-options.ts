@@ -12,6 +12,7 @@ import { assertRecurringDefinition, assertRecurringName } from './validate-args'
 import { scheduleIssues } from './validate-cron';
 import { assertQueueName, validateNewJob } from './validate-job';
 import { STANDARD_SCHEMA_RULE, isStandardSchema } from './validate-payload';
+import { payloadVersionIssues } from './payload-version';
 
 /*
  * Startup checks of decorator options. They return issues rather than throw, so the explorer can
@@ -40,9 +41,12 @@ export function jobHandlerIssues(name: string, meta: JobHandlerMetadata): Valida
     ...(meta.schema === undefined || isStandardSchema(meta.schema)
       ? []
       : [{ path: at('schema'), message: STANDARD_SCHEMA_RULE, value: meta.schema }]),
+    ...payloadVersionIssues(meta.version, meta.upgrade, at),
     ...optionIssues(meta as unknown as Record<string, unknown>, JOB_HANDLER_RULES, at, [
       'queue',
       'schema',
+      'version',
+      'upgrade',
     ]),
   ];
 }
@@ -91,6 +95,9 @@ export function handlerDefinitionIssues(handler: HandlerDefinition): ValidationI
     retryZombies,
     transactional,
     schema,
+    // Only when given, so the rules see the same keys as before for an unversioned handler.
+    ...(handler.version !== undefined && { version: handler.version }),
+    ...(handler.upgrade !== undefined && { upgrade: handler.upgrade }),
   });
 }
 

@@ -36,6 +36,7 @@ import {
 } from './limits';
 import { scheduleIssues } from './validate-cron';
 import { validateNewJob } from './validate-job';
+import { isPayloadVersion, PAYLOAD_VERSION_RULE } from './payload-version';
 
 /**
  * Validation of the storage operations' own arguments (leases, actors, queue controls, recurring
@@ -431,7 +432,7 @@ export function assertFetchRequest(request: FetchRequest): FetchRequest & { star
     }
   }
   fail(issues);
-  return { ...request, start };
+  return { ...request, handled: withVersionRanges(handled), start };
 }
 
 /** The issues of a {@link HandledJobs}: queue names and `(queue, type)` pairs. */
@@ -449,8 +450,47 @@ function handledIssues(handled: HandledJobs, path: string): ValidationIssue[] {
     const t = textIssue(`${path}.types[${i}].type`, pair?.type, LIMITS.type);
     if (q) issues.push(q);
     if (t) issues.push(t);
+    const { minVersion, maxVersion } = pair ?? {};
+    if (minVersion !== undefined && !isPayloadVersion(minVersion)) {
+      issues.push({
+        path: `${path}.types[${i}].minVersion`,
+        message: PAYLOAD_VERSION_RULE,
+        value: minVersion,
+      });
+    }
+    if (maxVersion !== undefined && !isPayloadVersion(maxVersion)) {
+      issues.push({
+        path: `${path}.types[${i}].maxVersion`,
+        message: PAYLOAD_VERSION_RULE,
+        value: maxVersion,
+      });
+    }
+    if (
+      isPayloadVersion(minVersion ?? 1) &&
+      isPayloadVersion(maxVersion ?? 1) &&
+      (minVersion ?? 1) > (maxVersion ?? 1)
+    ) {
+      issues.push({
+        path: `${path}.types[${i}].minVersion`,
+        message: `must not exceed maxVersion (${maxVersion ?? 1})`,
+        value: minVersion,
+      });
+    }
   });
   return issues;
+}
+
+/** The handled lists with every pair's version range made explicit (1 to 1 where absent). */
+function withVersionRanges(handled: HandledJobs): HandledJobs {
+  return {
+    queues: handled.queues,
+    types: handled.types.map((pair) => ({
+      queue: pair.queue,
+      type: pair.type,
+      minVersion: pair.minVersion ?? 1,
+      maxVersion: pair.maxVersion ?? 1,
+    })),
+  };
 }
 
 /** A `moveToDlq` target with a worker or lease id is a lease (validated as one); else an admin `{ id }`. */

@@ -3,6 +3,7 @@ import { isUuid, uuidv7 } from '../common/uuid';
 import { ChokaQValidationError, ValidationIssue } from '../errors';
 import { NewJob, ResurrectEdits } from '../interfaces/job.interface';
 import { LIMITS, MAX_ENQUEUE_MANY } from './limits';
+import { isPayloadVersion, PAYLOAD_VERSION_RULE } from './payload-version';
 import { checkTraceContext } from './trace-context';
 
 /** Default `payload.maxBytes`: 1,000,000 UTF-8 bytes of serialised JSON. */
@@ -34,6 +35,8 @@ export interface ValidatedJob {
   createdBy: string | null;
   /** The producer's trace context as JSON text (`{"traceparent":"…"}`), or null. */
   traceContext: string | null;
+  /** The payload's version (1 when the job gave none). */
+  payloadVersion: number;
 }
 
 /** Collects issues, so a call reports every problem at once. */
@@ -216,6 +219,9 @@ function validateInto(
     join(prefix, 'traceContext'),
     job.traceContext,
   );
+  if (job.payloadVersion !== undefined && !isPayloadVersion(job.payloadVersion)) {
+    issues.add(join(prefix, 'payloadVersion'), PAYLOAD_VERSION_RULE, job.payloadVersion);
+  }
   const payload = serializePayload(issues, join(prefix, 'payload'), job.payload, payloadMaxBytes);
   if (issues.list.length > before || payload === undefined) return undefined;
   return {
@@ -230,6 +236,7 @@ function validateInto(
     tags: encodeTags(job.tags),
     createdBy: job.createdBy ?? null,
     traceContext,
+    payloadVersion: job.payloadVersion ?? 1,
   };
 }
 

@@ -65,6 +65,14 @@ import { MAX_ATTEMPT_ERROR } from '../../validation/limits';
  *   ({@link QUEUE_RATE_COLUMNS}): nullable columns without a default, added where missing like
  *   version 9's. A worker of version 10 keeps running and ignores the limit (its claim does not
  *   know it): upgrade every worker before relying on one.
+ * - 12: `PayloadVersion` in `JobsHot`, `JobsArchive` and `JobsDLQ`: the version of the job
+ *   definition that enqueued the payload (`defineJob(…, { version })`, 1 without one), which every
+ *   move copies and the claim filters on. `int NOT NULL` with the constant default 1, added where
+ *   missing like version 6's columns: existing rows get 1, a metadata-only change where the
+ *   edition supports it
+ *   (https://learn.microsoft.com/en-us/sql/t-sql/statements/alter-table-transact-sql#adding-not-null-columns-as-an-online-operation).
+ *   A worker of version 11 keeps running (its inserts take the default; its claim does not filter
+ *   on the version, so upgrade every worker before enqueuing a version 2).
  *
  * The script is idempotent and creates what is missing, so running it on an older database
  * applies the versions it lacks: the version-2 index is built inside the bootstrap transaction
@@ -84,7 +92,7 @@ import { MAX_ATTEMPT_ERROR } from '../../validation/limits';
  * a metadata-only change where the edition supports it, a rewrite of the table otherwise);
  * `MetricBuckets` is small (retention), so either is short.
  */
-export const MSSQL_SCHEMA_VERSION = 11;
+export const MSSQL_SCHEMA_VERSION = 12;
 
 /**
  * Every version with the description its ledger row records, oldest first (the script writes
@@ -102,6 +110,7 @@ export const MSSQL_MIGRATIONS: readonly { version: number; description: string }
   { version: 9, description: 'trace context of the enqueuing code' },
   { version: 10, description: 'attempt history of jobs' },
   { version: 11, description: 'queue rate limits' },
+  { version: 12, description: 'payload version of each job' },
 ];
 
 /** One column of a ChokaQ table. */
@@ -156,6 +165,8 @@ export const HOT_COLUMNS: readonly MssqlColumn[] = [
   // version.
   c('ProgressNote', 'nvarchar(500)', true),
   c('TraceContext', 'varchar(2048)', true),
+  // Schema version 12.
+  c('PayloadVersion', 'int', false, '1'),
 ];
 
 /** Hot columns that still mean something once a job has left the hot table. */
@@ -825,6 +836,14 @@ export function mssqlSchemaDdl(schema: string): string {
     ),
     `IF NOT EXISTS (SELECT 1 FROM ${t('migrations')} WHERE Version = 11)`,
     recordVersion(schema, 11),
+    `-- PayloadVersion (schema version 12): int NOT NULL with the constant default 1, added where missing.`,
+    ...(['hot', 'archive', 'dlq'] as const).map(
+      (table) =>
+        `IF COL_LENGTH(N'${t(table)}', N'PayloadVersion') IS NULL\n` +
+        `  ALTER TABLE ${t(table)} ADD ${columnDdl(MSSQL_TABLES[table], c('PayloadVersion', 'int', false, '1'))};`,
+    ),
+    `IF NOT EXISTS (SELECT 1 FROM ${t('migrations')} WHERE Version = 12)`,
+    recordVersion(schema, 12),
     `COMMIT;`,
     `SELECT Version FROM @Applied ORDER BY Version;`,
   ];

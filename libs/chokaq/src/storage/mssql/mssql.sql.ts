@@ -365,6 +365,8 @@ export interface MssqlNewJob {
   createdBy: string | null;
   /** The producer's trace context as JSON text (printable ASCII), or null. */
   traceContext: string | null;
+  /** The payload's version (1 for an unversioned job). */
+  payloadVersion: number;
 }
 
 /**
@@ -400,6 +402,7 @@ export function enqueue(
   const runAt = p.instant(job.runAt);
   const createdBy = p.nvarchar(job.createdBy, 100);
   const traceContext = p.varchar(job.traceContext, 2048);
+  const payloadVersion = p.int(job.payloadVersion);
   const exists = (table: string) => `EXISTS (SELECT 1 FROM ${table} WHERE Id = ${id})`;
   // Two shapes: only a keyed enqueue takes the key-range lock, so key-less enqueues never
   // serialise on the idempotency index. The Id checks take no lock on purpose: UUIDv7 ids all
@@ -416,8 +419,8 @@ export function enqueue(
       'DECLARE @holder varchar(36) = NULL;',
       'DECLARE @NewQueues TABLE (Queue varchar(255) NOT NULL PRIMARY KEY);',
       ensureQueueRows(t, `(SELECT ${queue} AS Queue)`),
-      `INSERT INTO ${t.hot} (Id, Queue, Type, Payload, Tags, IdempotencyKey, Priority, Status, AttemptCount, ScheduledAtUtc, DueAtUtc, CreatedAtUtc, EnqueuedAtUtc, LastUpdatedUtc, CreatedBy, TraceContext)`,
-      `SELECT ${id}, ${queue}, ${type}, ${payload}, ${tags}, ${key}, ${priority}, 0, 0, @scheduled, ISNULL(@scheduled, @now), @now, @now, @now, ${createdBy}, ${traceContext}`,
+      `INSERT INTO ${t.hot} (Id, Queue, Type, Payload, Tags, IdempotencyKey, Priority, Status, AttemptCount, ScheduledAtUtc, DueAtUtc, CreatedAtUtc, EnqueuedAtUtc, LastUpdatedUtc, CreatedBy, TraceContext, PayloadVersion)`,
+      `SELECT ${id}, ${queue}, ${type}, ${payload}, ${tags}, ${key}, ${priority}, 0, 0, @scheduled, ISNULL(@scheduled, @now), @now, @now, @now, ${createdBy}, ${traceContext}, ${payloadVersion}`,
       `WHERE NOT ${exists(t.hot)}`,
       `  AND NOT ${exists(t.archive)}`,
       keyed
@@ -478,6 +481,7 @@ export function enqueueMany(
       runAt: j.runAt ? j.runAt.toISOString().slice(0, 23) : null,
       createdBy: j.createdBy,
       traceContext: j.traceContext,
+      payloadVersion: j.payloadVersion,
     })),
   );
   // Only a chunk with keys takes key-range locks (see enqueue); ids are checked without locks.
@@ -486,14 +490,14 @@ export function enqueueMany(
     [
       own ? PROLOGUE : 'SET NOCOUNT ON;',
       DECLARE_NOW,
-      'DECLARE @In TABLE (Ord int NOT NULL PRIMARY KEY, Id varchar(36) NOT NULL, Queue varchar(255) NOT NULL, Type nvarchar(255) NOT NULL, Payload nvarchar(max) NOT NULL, Tags nvarchar(max) NULL, IdempotencyKey nvarchar(255) NULL, Priority int NOT NULL, ScheduledAtUtc datetime2(3) NULL, CreatedBy nvarchar(100) NULL, TraceContext varchar(2048) NULL, Holder varchar(36) NULL);',
+      'DECLARE @In TABLE (Ord int NOT NULL PRIMARY KEY, Id varchar(36) NOT NULL, Queue varchar(255) NOT NULL, Type nvarchar(255) NOT NULL, Payload nvarchar(max) NOT NULL, Tags nvarchar(max) NULL, IdempotencyKey nvarchar(255) NULL, Priority int NOT NULL, ScheduledAtUtc datetime2(3) NULL, CreatedBy nvarchar(100) NULL, TraceContext varchar(2048) NULL, PayloadVersion int NOT NULL, Holder varchar(36) NULL);',
       'DECLARE @Created TABLE (Id varchar(36) NOT NULL PRIMARY KEY);',
       'DECLARE @NewQueues TABLE (Queue varchar(255) NOT NULL PRIMARY KEY);',
-      'INSERT INTO @In (Ord, Id, Queue, Type, Payload, Tags, IdempotencyKey, Priority, ScheduledAtUtc, CreatedBy, TraceContext)',
+      'INSERT INTO @In (Ord, Id, Queue, Type, Payload, Tags, IdempotencyKey, Priority, ScheduledAtUtc, CreatedBy, TraceContext, PayloadVersion)',
       `SELECT CAST(a.[key] AS int), j.Id, j.Queue, j.Type, j.Payload, j.Tags, j.IdempotencyKey, j.Priority,`,
-      `  CASE WHEN j.DelayMs IS NOT NULL THEN ${addMs('@now', 'j.DelayMs')} ELSE CONVERT(datetime2(3), j.RunAt, 126) END, j.CreatedBy, j.TraceContext`,
+      `  CASE WHEN j.DelayMs IS NOT NULL THEN ${addMs('@now', 'j.DelayMs')} ELSE CONVERT(datetime2(3), j.RunAt, 126) END, j.CreatedBy, j.TraceContext, ISNULL(j.PayloadVersion, 1)`,
       `FROM OPENJSON(${doc}) AS a`,
-      `CROSS APPLY OPENJSON(a.value) WITH (Id varchar(36) '$.id', Queue varchar(255) '$.queue', Type nvarchar(255) '$.type', Payload nvarchar(max) '$.payload', Tags nvarchar(max) '$.tags', IdempotencyKey nvarchar(255) '$.key', Priority int '$.priority', DelayMs bigint '$.delayMs', RunAt varchar(23) '$.runAt', CreatedBy nvarchar(100) '$.createdBy', TraceContext varchar(2048) '$.traceContext') AS j;`,
+      `CROSS APPLY OPENJSON(a.value) WITH (Id varchar(36) '$.id', Queue varchar(255) '$.queue', Type nvarchar(255) '$.type', Payload nvarchar(max) '$.payload', Tags nvarchar(max) '$.tags', IdempotencyKey nvarchar(255) '$.key', Priority int '$.priority', DelayMs bigint '$.delayMs', RunAt varchar(23) '$.runAt', CreatedBy nvarchar(100) '$.createdBy', TraceContext varchar(2048) '$.traceContext', PayloadVersion int '$.payloadVersion') AS j;`,
       '-- An id repeated inside the chunk: later copies return the first copy.',
       'UPDATE i SET i.Holder = i.Id FROM @In AS i WHERE EXISTS (SELECT 1 FROM @In AS e WHERE e.Id = i.Id AND e.Ord < i.Ord);',
       '-- An id already stored (any pillar), e.g. a retry after an ambiguous commit: it reports its own',
@@ -523,9 +527,9 @@ export function enqueueMany(
             'WHERE i.Holder IS NULL AND i.IdempotencyKey IS NOT NULL AND f.Id <> i.Id;',
           ]
         : []),
-      `INSERT INTO ${t.hot} (Id, Queue, Type, Payload, Tags, IdempotencyKey, Priority, Status, AttemptCount, ScheduledAtUtc, DueAtUtc, CreatedAtUtc, EnqueuedAtUtc, LastUpdatedUtc, CreatedBy, TraceContext)`,
+      `INSERT INTO ${t.hot} (Id, Queue, Type, Payload, Tags, IdempotencyKey, Priority, Status, AttemptCount, ScheduledAtUtc, DueAtUtc, CreatedAtUtc, EnqueuedAtUtc, LastUpdatedUtc, CreatedBy, TraceContext, PayloadVersion)`,
       'OUTPUT inserted.Id INTO @Created (Id)',
-      'SELECT i.Id, i.Queue, i.Type, i.Payload, i.Tags, i.IdempotencyKey, i.Priority, 0, 0, i.ScheduledAtUtc, ISNULL(i.ScheduledAtUtc, @now), @now, @now, @now, i.CreatedBy, i.TraceContext',
+      'SELECT i.Id, i.Queue, i.Type, i.Payload, i.Tags, i.IdempotencyKey, i.Priority, 0, 0, i.ScheduledAtUtc, ISNULL(i.ScheduledAtUtc, @now), @now, @now, @now, i.CreatedBy, i.TraceContext, i.PayloadVersion',
       'FROM @In AS i',
       'WHERE i.Holder IS NULL',
       `  AND NOT EXISTS (SELECT 1 FROM ${t.hot} AS h WHERE h.Id = i.Id)`,
@@ -549,8 +553,8 @@ export interface MssqlClaimRequest {
   limit: number;
   /** Queues with a queue-wide handler. */
   queues: readonly string[];
-  /** Exact (queue, type) pairs. */
-  types: ReadonlyArray<{ queue: string; type: string }>;
+  /** Exact (queue, type) pairs, each with the payload versions its handler runs (1 to 1 if absent). */
+  types: ReadonlyArray<{ queue: string; type: string; minVersion?: number; maxVersion?: number }>;
   /** How many of the claimed rows, first in claim order, go straight to Processing (0 to limit). */
   start: number;
 }
@@ -637,15 +641,22 @@ export function fetchNextBatch(schema: string, req: MssqlClaimRequest): MssqlSta
   const leaseId = p.varchar(req.leaseId, 36);
   const limit = p.int(req.limit);
   const queues = p.json(req.queues);
-  const types = p.json(req.types.map((x) => ({ queue: x.queue, type: x.type })));
+  const types = p.json(
+    req.types.map((x) => ({
+      queue: x.queue,
+      type: x.type,
+      minVersion: x.minVersion ?? 1,
+      maxVersion: x.maxVersion ?? 1,
+    })),
+  );
   const start = p.int(req.start);
   const started = `k.Rn <= ${start}`;
   // The candidate read of one queue (queue-wide handler) or one (queue, type) pair.
-  const candidates = (match: string) => [
+  const candidates = (match: string, residual = '') => [
     '  CROSS APPLY (',
     '    SELECT TOP (2 * m.Slots) h.Priority, h.DueAtUtc, h.Id',
     `    FROM ${t.hot} AS h WITH (READCOMMITTEDLOCK, READPAST, ROWLOCK)`,
-    `    WHERE ${match} AND h.Status = 0 AND h.DueAtUtc <= @now`,
+    `    WHERE ${match} AND h.Status = 0 AND h.DueAtUtc <= @now${residual}`,
     '    ORDER BY h.Priority DESC, h.DueAtUtc, h.Id',
     '  ) AS c',
   ];
@@ -655,14 +666,15 @@ export function fetchNextBatch(schema: string, req: MssqlClaimRequest): MssqlSta
       DECLARE_NOW,
       DECLARE_BUCKET,
       'DECLARE @Runnable TABLE (Queue varchar(255) NOT NULL PRIMARY KEY, AllTypes bit NOT NULL, Budget int NULL, RateMax int NULL, RateAllow int NULL, Slots int NULL);',
-      'DECLARE @Types TABLE (Queue varchar(255) NOT NULL, Type nvarchar(255) NOT NULL, PRIMARY KEY (Queue, Type));',
+      'DECLARE @Types TABLE (Queue varchar(255) NOT NULL, Type nvarchar(255) NOT NULL, MinVersion int NOT NULL, MaxVersion int NOT NULL, PRIMARY KEY (Queue, Type));',
       'DECLARE @Budgeted TABLE (Queue varchar(255) NOT NULL PRIMARY KEY);',
       'DECLARE @Candidates TABLE (Queue varchar(255) NOT NULL, Priority int NOT NULL, DueAtUtc datetime2(3) NOT NULL, Id varchar(36) NOT NULL, PRIMARY KEY (Queue, Priority DESC, DueAtUtc, Id));',
       'DECLARE @Picked TABLE (Id varchar(36) NOT NULL PRIMARY KEY, Priority int NOT NULL, DueAtUtc datetime2(3) NOT NULL);',
       declareTableVar('@Claimed', HOT_COLUMNS),
-      'INSERT INTO @Types (Queue, Type)',
-      `SELECT DISTINCT x.Queue, x.Type FROM OPENJSON(${types}) WITH (Queue varchar(255) '$.queue', Type nvarchar(255) '$.type') AS x`,
-      'WHERE x.Queue IS NOT NULL AND x.Type IS NOT NULL;',
+      'INSERT INTO @Types (Queue, Type, MinVersion, MaxVersion)',
+      `SELECT x.Queue, x.Type, MIN(x.MinVersion), MAX(x.MaxVersion) FROM OPENJSON(${types}) WITH (Queue varchar(255) '$.queue', Type nvarchar(255) '$.type', MinVersion int '$.minVersion', MaxVersion int '$.maxVersion') AS x`,
+      'WHERE x.Queue IS NOT NULL AND x.Type IS NOT NULL AND x.MinVersion IS NOT NULL AND x.MaxVersion IS NOT NULL',
+      'GROUP BY x.Queue, x.Type;',
       'INSERT INTO @Runnable (Queue, AllTypes, Budget, RateMax)',
       'SELECT q.Name, CAST(MAX(r.AllTypes) AS bit), q.MaxWorkers, q.RateLimitMax',
       `FROM (SELECT a.Queue, 1 AS AllTypes FROM OPENJSON(${queues}) WITH (Queue varchar(255) '$') AS a`,
@@ -722,7 +734,12 @@ export function fetchNextBatch(schema: string, req: MssqlClaimRequest): MssqlSta
       'SELECT m.Queue, c.Priority, c.DueAtUtc, c.Id',
       'FROM @Runnable AS m',
       '  INNER JOIN @Types AS y ON y.Queue = m.Queue',
-      ...candidates('h.Queue = y.Queue AND h.Type = y.Type'),
+      // The payload version is a residual predicate of the (Queue, Type) seek: a row of a version
+      // this process cannot run is read (a shared lock that ends with the read) and stepped over.
+      ...candidates(
+        'h.Queue = y.Queue AND h.Type = y.Type',
+        ' AND h.PayloadVersion BETWEEN y.MinVersion AND y.MaxVersion',
+      ),
       'WHERE m.AllTypes = 0 AND m.Slots > 0;',
       '-- Each queue locks its best candidates by key (clustered Id), skipping rows others hold.',
       'INSERT INTO @Picked (Id, Priority, DueAtUtc)',

@@ -284,6 +284,7 @@ export class PostgresJobStore implements DialectJobStore {
         batch.map((j) => j.runAt),
         batch.map((j) => j.createdBy),
         batch.map((j) => j.traceContext),
+        batch.map((j) => j.payloadVersion),
       ]);
       const inserted = new Set(insertedRows.filter((r) => r.id !== null).map((r) => String(r.id)));
       const claimedIds = new Set<string>();
@@ -347,6 +348,8 @@ export class PostgresJobStore implements DialectJobStore {
       pairs.map((p) => p.type),
       limit,
       start,
+      pairs.map((p) => p.minVersion ?? 1),
+      pairs.map((p) => p.maxVersion ?? 1),
     ];
     // A retry after an ambiguous failure first returns what an earlier attempt with this lease
     // already committed (the caller never saw those rows).

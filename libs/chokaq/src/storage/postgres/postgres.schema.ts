@@ -498,6 +498,25 @@ const V12: PostgresMigration = {
   ],
 };
 
+/**
+ * Version 13: `payload_version`, the version of the job definition that enqueued the payload
+ * (`defineJob(…, { version })`, 1 without one), in every pillar, so that the moves carry it and the
+ * claim can filter on it. `int NOT NULL DEFAULT 1`: since PostgreSQL 11 adding a column with a
+ * constant default stores the default in the catalog and rewrites no row (existing rows read 1),
+ * under a short ACCESS EXCLUSIVE lock held to the migration's COMMIT. Workers of version 12 keep
+ * running: their inserts take the default, and their claim does not filter on the version (upgrade
+ * every worker before enqueuing a version 2).
+ */
+const V13: PostgresMigration = {
+  version: 13,
+  description: 'Payload version of each job',
+  statements: (s) => [
+    `ALTER TABLE ${s}.jobs_hot ADD COLUMN IF NOT EXISTS payload_version integer NOT NULL DEFAULT 1`,
+    `ALTER TABLE ${s}.jobs_archive ADD COLUMN IF NOT EXISTS payload_version integer NOT NULL DEFAULT 1`,
+    `ALTER TABLE ${s}.jobs_dlq ADD COLUMN IF NOT EXISTS payload_version integer NOT NULL DEFAULT 1`,
+  ],
+};
+
 /** Every migration, in version order. */
 export const POSTGRES_MIGRATIONS: readonly PostgresMigration[] = [
   V1,
@@ -512,6 +531,7 @@ export const POSTGRES_MIGRATIONS: readonly PostgresMigration[] = [
   V10,
   V11,
   V12,
+  V13,
 ];
 
 /** The newest schema version this code expects. */

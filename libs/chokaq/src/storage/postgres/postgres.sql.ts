@@ -172,9 +172,9 @@ ON CONFLICT (version) DO NOTHING`;
 // ------------------------------------------------------------------------------------------ producer
 
 /**
- * Inserts a chunk of validated jobs ($1..$11 are parallel arrays: id, queue, type, payload, tags,
- * idempotency_key, priority, delay_ms, run_at, created_by, trace_context) and returns the ids
- * actually inserted.
+ * Inserts a chunk of validated jobs ($1..$12 are parallel arrays: id, queue, type, payload, tags,
+ * idempotency_key, priority, delay_ms, run_at, created_by, trace_context, payload_version) and
+ * returns the ids actually inserted.
  *
  * Lock/isolation: READ COMMITTED, one statement. `ON CONFLICT DO NOTHING` (no conflict target) covers
  * both the primary key (a retried insert with the same id) and the partial unique index on active
@@ -192,9 +192,9 @@ export const enqueue = (s: string, notifyChannel: string | null): string => `
 WITH input AS (
   SELECT * FROM unnest(
     $1::text[], $2::text[], $3::text[], $4::text[], $5::text[],
-    $6::text[], $7::int[], $8::float8[], $9::timestamptz[], $10::text[], $11::text[]
+    $6::text[], $7::int[], $8::float8[], $9::timestamptz[], $10::text[], $11::text[], $12::int[]
   ) AS i(id, queue, type, payload, tags, idempotency_key, priority, delay_ms, run_at, created_by,
-         trace_context)
+         trace_context, payload_version)
 ),
 new_queues AS (
   INSERT INTO ${s}.queues (name, last_updated_utc)
@@ -211,10 +211,11 @@ new_stats AS (
 inserted AS (
   INSERT INTO ${s}.jobs_hot (
     id, queue, type, payload, tags, idempotency_key, priority, status, attempt_count,
-    scheduled_at_utc, created_at_utc, enqueued_at_utc, last_updated_utc, created_by, trace_context)
+    scheduled_at_utc, created_at_utc, enqueued_at_utc, last_updated_utc, created_by, trace_context,
+    payload_version)
   SELECT i.id, i.queue, i.type, i.payload, i.tags, i.idempotency_key, i.priority, 0, 0,
          coalesce(i.run_at, now() + i.delay_ms ${MS}), now(), now(), now(), i.created_by,
-         i.trace_context
+         i.trace_context, i.payload_version
   FROM input i
   WHERE NOT EXISTS (SELECT 1 FROM ${s}.jobs_archive a WHERE a.id = i.id)
     AND NOT EXISTS (SELECT 1 FROM ${s}.jobs_dlq d WHERE d.id = i.id)
@@ -261,7 +262,7 @@ export const SET_LOCAL_STATEMENT_TIMEOUT = "SELECT set_config('statement_timeout
 /**
  * Step 1 of a claim, in the claim's transaction: locks the `Queues` rows of the budgeted and the
  * rate-limited queues among $1 (queue names), in name order so concurrent claimers cannot deadlock
- * on them, and returns their names (step 2 takes them as $8) and which of them are rate limited.
+ * on them, and returns their names (step 2 takes them as $10) and which of them are rate limited.
  *
  * Lock/isolation: `FOR NO KEY UPDATE` row locks held to COMMIT. Two claims that spend one queue's
  * `MaxWorkers` budget or its rate are serialised here; other queues take no lock at all. NO KEY
@@ -303,10 +304,19 @@ const RATE_ALLOWANCE = (t: string): string => `greatest(0, q.rate_limit_max
 
 /**
  * Step 2 of a claim: claims up to $6 due Pending rows and returns them. $1 worker id, $2 lease id,
- * $3 queues with a queue-wide handler, $4/$5 parallel arrays of exact (queue, type) pairs, $6 limit,
+ * $3 queues with a queue-wide handler, $4/$5 parallel arrays of exact (queue, type) pairs and
+ * $8/$9 the lowest and highest payload version each pair's handler runs, $6 limit,
  * $7 how many of the claimed rows (the first in claim order) start at once: status 2 with
  * `attempt_count + 1`, `started_at_utc` and `heartbeat_utc`, exactly as {@link markAsProcessing}
- * leaves them; the others are Fetched (status 1).
+ * leaves them; the others are Fetched (status 1). $10 (budgeted variant): the queues step 1 locked.
+ *
+ * Payload versions: a row of an exact pair is taken only when its `payload_version` is within the
+ * pair's range (`{ minVersion, maxVersion }` of `HandledJobs`), so a process never claims a job
+ * its handler cannot run (a newer payload during a rolling deploy stays Pending, attempts
+ * untouched, for a process that can). Queue-wide handlers take every version. The test is a
+ * residual predicate of the per-queue index scan, like the type test: rejected rows are stepped
+ * over (never locked: the filter runs before `FOR UPDATE`) and the scan goes on to the due rows
+ * behind them, so it reads O(batch + rows it cannot run ahead of them).
  *
  * Lock/isolation: READ COMMITTED with a fresh snapshot taken after step 1's locks, so
  * `active` (Fetched + Processing of the queue, counted through `ix_jobs_hot_active`) includes every
@@ -382,21 +392,24 @@ export const fetchNextBatch = (
 WITH relaxed AS MATERIALIZED (
   SELECT set_config('synchronous_commit', 'off', true) AS setting
 ),
-handled (queue, type) AS (
-  SELECT h.queue, NULL::text FROM unnest($3::text[]) AS h(queue)
+handled (queue, type, min_version, max_version) AS (
+  SELECT h.queue, NULL::text, NULL::int, NULL::int FROM unnest($3::text[]) AS h(queue)
   UNION ALL
-  SELECT p.queue, p.type FROM unnest($4::text[], $5::text[]) AS p(queue, type)
+  SELECT p.queue, p.type, p.min_version, p.max_version
+  FROM unnest($4::text[], $5::text[], $8::int[], $9::int[]) AS p(queue, type, min_version, max_version)
 ),
 wanted AS (
   SELECT queue,
-         CASE WHEN bool_or(type IS NULL) THEN NULL ELSE array_agg(type) END AS types
+         CASE WHEN bool_or(type IS NULL) THEN NULL ELSE array_agg(type) END AS types,
+         array_agg(min_version) AS min_versions,
+         array_agg(max_version) AS max_versions
   FROM handled CROSS JOIN relaxed
   GROUP BY queue
 ),
 runnable AS MATERIALIZED (${
   variant === 'budgeted'
     ? `
-  SELECT q.name, w.types,
+  SELECT q.name, w.types, w.min_versions, w.max_versions,
          least(
            CASE WHEN q.max_workers IS NULL THEN $6::int
                 ELSE greatest(0, least($6::int, q.max_workers - (
@@ -404,14 +417,14 @@ runnable AS MATERIALIZED (${
                        WHERE a.status IN (1, 2) AND a.queue = q.name)))::int
            END,
            CASE WHEN q.rate_limit_max IS NULL THEN $6::int
-                WHEN $7::int < $6::int OR NOT (q.name = ANY ($8::text[])) THEN 0
+                WHEN $7::int < $6::int OR NOT (q.name = ANY ($10::text[])) THEN 0
                 ELSE ${RATE_ALLOWANCE('statement_timestamp()')}
            END) AS budget
   FROM wanted w
   JOIN ${s}.queues q ON q.name = w.queue
   WHERE NOT q.is_paused AND q.is_active`
     : `
-  SELECT q.name, w.types, $6::int AS budget
+  SELECT q.name, w.types, w.min_versions, w.max_versions, $6::int AS budget
   FROM wanted w
   JOIN ${s}.queues q ON q.name = w.queue
   WHERE NOT q.is_paused AND q.is_active AND q.max_workers IS NULL AND q.rate_limit_max IS NULL`
@@ -427,7 +440,9 @@ picked AS MATERIALIZED (
     WHERE j.status = 0
       AND j.queue = r.name
       AND coalesce(j.scheduled_at_utc, j.enqueued_at_utc) <= now()
-      AND (r.types IS NULL OR j.type = ANY (r.types))
+      AND (r.types IS NULL OR EXISTS (
+        SELECT 1 FROM unnest(r.types, r.min_versions, r.max_versions) AS t(type, lo, hi)
+        WHERE t.type = j.type AND j.payload_version BETWEEN t.lo AND t.hi))
     ORDER BY j.priority DESC, coalesce(j.scheduled_at_utc, j.enqueued_at_utc), j.id COLLATE "C"
     LIMIT r.budget
     FOR UPDATE SKIP LOCKED
@@ -460,7 +475,7 @@ spent AS (
                                THEN statement_timestamp() ELSE q.rate_window_start END,
       rate_window_last = statement_timestamp()
   FROM (SELECT c.queue, count(*)::int AS n FROM claimed c WHERE c.status = 2 GROUP BY c.queue) x
-  WHERE q.name = x.queue AND q.rate_limit_max IS NOT NULL AND q.name = ANY ($8::text[])
+  WHERE q.name = x.queue AND q.rate_limit_max IS NOT NULL AND q.name = ANY ($10::text[])
 ),`
     : ''
 }
@@ -767,7 +782,7 @@ SELECT r.id FROM requested r${channel === null ? '' : `\nCROSS JOIN LATERAL pg_n
  * so of two operators resurrecting one job the second waits, then finds the row gone and inserts
  * nothing. If the hot insert fails (e.g. the id is somehow hot already), the DELETE rolls back.
  * The job restarts clean: attempt 0, no lease, no schedule, `enqueued_at_utc = now()` (the clock of
- * `maxJobAge`), `created_at_utc` and the producer's `trace_context` kept, the idempotency key
+ * `maxJobAge`), `created_at_utc`, the producer's `trace_context` and the `payload_version` kept, the idempotency key
  * dropped, `resurrected_total + n`.
  */
 export const resurrect = (s: string, chosen: string): string => `
@@ -783,13 +798,13 @@ revived AS (
     id, queue, type, payload, tags, idempotency_key, priority, status, attempt_count,
     worker_id, lease_id, heartbeat_utc, scheduled_at_utc, created_at_utc, enqueued_at_utc,
     started_at_utc, last_updated_utc, created_by, last_modified_by, last_error,
-    cancel_requested_utc, progress, trace_context)
+    cancel_requested_utc, progress, trace_context, payload_version)
   SELECT t.id, t.queue, t.type, coalesce($1::text, t.payload),
          CASE WHEN $2::boolean THEN $3::text ELSE t.tags END,
          NULL, coalesce($4::int, t.priority), 0, 0,
          NULL, NULL, NULL, NULL, t.created_at_utc, now(),
          NULL, now(), t.created_by, coalesce($5::text, t.last_modified_by),
-         coalesce(t.error_details, t.last_error), NULL, NULL, t.trace_context
+         coalesce(t.error_details, t.last_error), NULL, NULL, t.trace_context, t.payload_version
   FROM taken t
   RETURNING id, queue
 ),

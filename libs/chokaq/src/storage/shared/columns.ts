@@ -28,6 +28,7 @@ export const HOT_COLUMNS = [
   'progress',
   'progress_note',
   'trace_context',
+  'payload_version',
 ] as const;
 
 /** A hot column name. */

@@ -292,6 +292,7 @@ export class SqliteJobStore implements DialectJobStore {
         run_at: j.runAt ? j.runAt.getTime() : null,
         created_by: j.createdBy,
         trace_context: j.traceContext,
+        payload_version: j.payloadVersion,
       })),
     );
     this.db.run(this.sql.enqueueQueues, { rows });
@@ -337,7 +338,14 @@ export class SqliteJobStore implements DialectJobStore {
           this.sql.fetchNextBatch,
           {
             queues: JSON.stringify(handled.queues),
-            types: JSON.stringify(handled.types.map((t) => ({ queue: t.queue, type: t.type }))),
+            types: JSON.stringify(
+              handled.types.map((t) => ({
+                queue: t.queue,
+                type: t.type,
+                minVersion: t.minVersion ?? 1,
+                maxVersion: t.maxVersion ?? 1,
+              })),
+            ),
             limit,
             start,
             workerId,

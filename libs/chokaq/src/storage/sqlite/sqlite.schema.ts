@@ -473,6 +473,24 @@ const V10: SqliteMigration = {
   ],
 };
 
+/**
+ * Version 11: `payload_version`, the version of the job definition that enqueued the payload
+ * (`defineJob(…, { version })`, 1 without one), in every pillar, so that the moves carry it and the
+ * claim can filter on it. `ADD COLUMN … NOT NULL DEFAULT 1` only edits the table's definition:
+ * existing rows read the default without being rewritten. A worker of version 10 keeps running
+ * (its inserts take the default; its claim does not filter on the version, so upgrade every
+ * worker before enqueuing a version 2).
+ */
+const V11: SqliteMigration = {
+  version: 11,
+  description: 'Payload version of each job',
+  statements: (p) => [
+    `ALTER TABLE ${p}jobs_hot ADD COLUMN payload_version INTEGER NOT NULL DEFAULT 1`,
+    `ALTER TABLE ${p}jobs_archive ADD COLUMN payload_version INTEGER NOT NULL DEFAULT 1`,
+    `ALTER TABLE ${p}jobs_dlq ADD COLUMN payload_version INTEGER NOT NULL DEFAULT 1`,
+  ],
+};
+
 /** Every migration, oldest first. Append new versions; never edit a released one. */
 export const SQLITE_MIGRATIONS: readonly SqliteMigration[] = [
   V1,
@@ -485,6 +503,7 @@ export const SQLITE_MIGRATIONS: readonly SqliteMigration[] = [
   V8,
   V9,
   V10,
+  V11,
 ];
 
 /** The ledger table; created before any migration runs so its own existence is not a migration. */

@@ -192,13 +192,13 @@ export function jobStoreStatements(p: string) {
      */
     enqueue: `INSERT INTO ${hot} (id, queue, type, payload, tags, idempotency_key, priority, status,
         attempt_count, scheduled_at_utc, created_at_utc, enqueued_at_utc, last_updated_utc, created_by,
-        trace_context)
+        trace_context, payload_version)
       SELECT r.value ->> 'id', r.value ->> 'queue', r.value ->> 'type', r.value ->> 'payload',
         r.value ->> 'tags', r.value ->> 'idempotency_key', r.value ->> 'priority', 0, 0,
         CASE WHEN r.value ->> 'delay_ms' IS NOT NULL THEN ${SQLITE_NOW_MS} + (r.value ->> 'delay_ms')
              ELSE r.value ->> 'run_at' END,
         ${SQLITE_NOW_MS}, ${SQLITE_NOW_MS}, ${SQLITE_NOW_MS}, r.value ->> 'created_by',
-        r.value ->> 'trace_context'
+        r.value ->> 'trace_context', r.value ->> 'payload_version'
       FROM json_each(@rows) AS r
       WHERE NOT EXISTS (SELECT 1 FROM ${archive} a WHERE a.id = r.value ->> 'id')
         AND NOT EXISTS (SELECT 1 FROM ${dlq} d WHERE d.id = r.value ->> 'id')
@@ -233,7 +233,12 @@ export function jobStoreStatements(p: string) {
      * outer loop) a correlated subquery reads at most `@limit` due rows from the pending index in claim
      * order. ROW_NUMBER then applies `MaxWorkers − active` within that small set, so one claim cannot
      * exceed a budget either. `@queues`: queues with a queue-wide handler; `@types`: exact
-     * `{queue, type}` pairs. Paused and inactive queues are skipped; a queue without a `Queues` row
+     * `{queue, type, minVersion, maxVersion}` pairs: a row of a pair is a candidate only when its
+     * `payload_version` is within the pair's range, so a process never claims a payload its handler
+     * cannot run (a newer one stays Pending for a process that can). Like the type test, the
+     * version test is a residual predicate of the ordered index scan: rows it rejects are stepped
+     * over and the scan goes on to the due rows behind them (O(rows it cannot run ahead of them)
+     * more reads, no lock: BEGIN IMMEDIATE already excludes every other writer). Paused and inactive queues are skipped; a queue without a `Queues` row
      * counts as unpaused, active and unlimited.
      *
      * `@start`: the first `@start` picked rows in claim order (`claim_rn`) go straight to
@@ -247,7 +252,9 @@ export function jobStoreStatements(p: string) {
      */
     fetchNextBatch: `WITH
       handled_queue(queue) AS (SELECT value FROM json_each(@queues)),
-      handled_type(queue, type) AS (SELECT value ->> 'queue', value ->> 'type' FROM json_each(@types)),
+      handled_type(queue, type, min_version, max_version) AS (
+        SELECT value ->> 'queue', value ->> 'type', value ->> 'minVersion', value ->> 'maxVersion'
+        FROM json_each(@types)),
       wanted(queue) AS (SELECT queue FROM handled_queue UNION SELECT queue FROM handled_type),
       budget(queue, any_type, remaining) AS (
         SELECT w.queue,
@@ -270,7 +277,10 @@ export function jobStoreStatements(p: string) {
             SELECT c.id FROM ${hot} c
             WHERE c.status = 0 AND c.queue = b.queue
               AND (c.scheduled_at_utc IS NULL OR c.scheduled_at_utc <= ${SQLITE_NOW_MS})
-              AND (b.any_type OR c.type IN (SELECT t.type FROM handled_type t WHERE t.queue = b.queue))
+              AND (b.any_type OR EXISTS (
+                SELECT 1 FROM handled_type t
+                WHERE t.queue = b.queue AND t.type = c.type
+                  AND c.payload_version BETWEEN t.min_version AND t.max_version))
             ORDER BY c.priority DESC, COALESCE(c.scheduled_at_utc, c.enqueued_at_utc), c.id
             LIMIT @limit)
       ),
@@ -536,14 +546,15 @@ export function jobStoreStatements(p: string) {
 
     /**
      * Step 2 of every resurrect (by id, many, by filter): the captured rows return as Pending,
-     * attempts 0, EnqueuedAtUtc = now, CreatedAtUtc and the producer's trace context kept, no
+     * attempts 0, EnqueuedAtUtc = now, CreatedAtUtc, the producer's trace context and the payload
+     * version kept, no
      * idempotency key, the DLQ error kept as LastError. Edits: `@payload` (null = keep),
      * `@setTags` 1 with `@tags`, `@priority` (null = keep). No ON CONFLICT: if the insert fails,
      * the whole transaction, DLQ delete included, rolls back.
      */
     resurrectInsert: `INSERT INTO ${hot} (id, queue, type, payload, tags, idempotency_key, priority,
         status, attempt_count, scheduled_at_utc, created_at_utc, enqueued_at_utc, last_updated_utc,
-        created_by, last_modified_by, last_error, trace_context)
+        created_by, last_modified_by, last_error, trace_context, payload_version)
       SELECT m.value ->> 'id', m.value ->> 'queue', m.value ->> 'type',
         COALESCE(@payload, m.value ->> 'payload'),
         CASE WHEN @setTags = 1 THEN @tags ELSE m.value ->> 'tags' END,
@@ -551,7 +562,7 @@ export function jobStoreStatements(p: string) {
         m.value ->> 'created_at_utc', ${SQLITE_NOW_MS}, ${SQLITE_NOW_MS},
         m.value ->> 'created_by', COALESCE(@actor, m.value ->> 'last_modified_by'),
         COALESCE(m.value ->> 'error_details', m.value ->> 'last_error'),
-        m.value ->> 'trace_context'
+        m.value ->> 'trace_context', m.value ->> 'payload_version'
       FROM json_each(@moved) AS m ORDER BY m.key`,
 
     // ------------------------------------------------------------------ rescue
