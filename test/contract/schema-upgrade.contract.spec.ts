@@ -136,6 +136,39 @@ describeEachDialect(
     /** A time as the dialect stores it: epoch ms on SQLite, a timestamp on PostgreSQL. */
     const at = (ms: number): number | Date => (dialect === 'sqlite' ? ms : new Date(ms));
 
+    /** A queue's `queues` and `stats` rows, with the columns every release has written. */
+    async function oldQueue(queue: string, updated: number | Date): Promise<void> {
+      await db.query(`INSERT INTO ${db.table('queues')} (name, last_updated_utc) VALUES (?, ?)`, [
+        queue,
+        updated,
+      ]);
+      await db.query(`INSERT INTO ${db.table('stats')} (queue) VALUES (?)`, [queue]);
+    }
+
+    /**
+     * An archived job and a dead one (type `old.v1`, `MaxRetriesExceeded` after 3 attempts), with
+     * the columns every release has written: none that a later version added.
+     */
+    async function oldFinishedJobs(
+      queue: string,
+      ids: { archived: string; dead: string },
+      t: number | Date,
+      archivedAttempts = 1,
+    ): Promise<void> {
+      await db.query(
+        `INSERT INTO ${db.table('archive')} (id, queue, type, payload, priority, attempt_count,
+          created_at_utc, enqueued_at_utc, finished_at_utc, duration_ms)
+         VALUES (?, ?, 'old.v1', '{}', 10, ?, ?, ?, ?, 7)`,
+        [ids.archived, queue, archivedAttempts, t, t, t],
+      );
+      await db.query(
+        `INSERT INTO ${db.table('dlq')} (id, queue, type, payload, priority, status, attempt_count,
+          created_at_utc, enqueued_at_utc, failure_reason, error_details, failed_at_utc)
+         VALUES (?, ?, 'old.v1', '{}', 10, 4, 3, ?, ?, ?, 'Error: old', ?)`,
+        [ids.dead, queue, t, t, FailureReason.MaxRetriesExceeded, t],
+      );
+    }
+
     /**
      * The schema of the versions before `before` (by default the Workers table's), as that
      * release's `ensureSchema` left it. With `alsoApply`, the statements of those later versions
@@ -527,11 +560,7 @@ describeEachDialect(
       };
       const leases = { fetched: randomUUID(), processing: randomUUID() };
       const t = at(Date.now() - 1_000);
-      await db.query(`INSERT INTO ${db.table('queues')} (name, last_updated_utc) VALUES (?, ?)`, [
-        queue,
-        t,
-      ]);
-      await db.query(`INSERT INTO ${db.table('stats')} (queue) VALUES (?)`, [queue]);
+      await oldQueue(queue, t);
       // Rows as the previous release wrote them: no trace context column to name.
       const hot = `INSERT INTO ${db.table('hot')} (id, queue, type, payload, priority, status,
           attempt_count, worker_id, lease_id, heartbeat_utc, started_at_utc, created_at_utc,
@@ -554,18 +583,7 @@ describeEachDialect(
         ...[ids.processing, queue, 2, 1, oldWorker, leases.processing, t, t],
         ...[t, t, t],
       ]);
-      await db.query(
-        `INSERT INTO ${db.table('archive')} (id, queue, type, payload, priority, attempt_count,
-          created_at_utc, enqueued_at_utc, finished_at_utc, duration_ms)
-         VALUES (?, ?, 'old.v1', '{}', 10, 1, ?, ?, ?, 7)`,
-        [ids.archived, queue, t, t, t],
-      );
-      await db.query(
-        `INSERT INTO ${db.table('dlq')} (id, queue, type, payload, priority, status, attempt_count,
-          created_at_utc, enqueued_at_utc, failure_reason, error_details, failed_at_utc)
-         VALUES (?, ?, 'old.v1', '{}', 10, 4, 3, ?, ?, ?, 'Error: old', ?)`,
-        [ids.dead, queue, t, t, FailureReason.MaxRetriesExceeded, t],
-      );
+      await oldFinishedJobs(queue, ids, t);
 
       // A process of this version starts: its storage migrates the schema.
       const storage = await db.openStorage();
@@ -629,11 +647,7 @@ describeEachDialect(
       const ids = { processing: randomUUID(), archived: randomUUID(), dead: randomUUID() };
       const lease = randomUUID();
       const started = at(Date.now() - 2_000);
-      await db.query(`INSERT INTO ${db.table('queues')} (name, last_updated_utc) VALUES (?, ?)`, [
-        queue,
-        started,
-      ]);
-      await db.query(`INSERT INTO ${db.table('stats')} (queue) VALUES (?)`, [queue]);
+      await oldQueue(queue, started);
       // A second attempt running under a worker of the previous release, as that release wrote it.
       await db.query(
         `INSERT INTO ${db.table('hot')} (id, queue, type, payload, priority, status, attempt_count,
@@ -641,18 +655,7 @@ describeEachDialect(
           last_updated_utc) VALUES (?, ?, 'old.v1', '{}', 10, 2, 2, ?, ?, ?, ?, ?, ?, ?)`,
         [ids.processing, queue, oldWorker, lease, started, started, started, started, started],
       );
-      await db.query(
-        `INSERT INTO ${db.table('archive')} (id, queue, type, payload, priority, attempt_count,
-          created_at_utc, enqueued_at_utc, finished_at_utc, duration_ms)
-         VALUES (?, ?, 'old.v1', '{}', 10, 3, ?, ?, ?, 7)`,
-        [ids.archived, queue, started, started, started],
-      );
-      await db.query(
-        `INSERT INTO ${db.table('dlq')} (id, queue, type, payload, priority, status, attempt_count,
-          created_at_utc, enqueued_at_utc, failure_reason, error_details, failed_at_utc)
-         VALUES (?, ?, 'old.v1', '{}', 10, 4, 3, ?, ?, ?, 'Error: old', ?)`,
-        [ids.dead, queue, started, started, FailureReason.MaxRetriesExceeded, started],
-      );
+      await oldFinishedJobs(queue, ids, started, 3);
 
       // A process of this version starts: its storage migrates the schema.
       const storage = await db.openStorage();
@@ -715,11 +718,7 @@ describeEachDialect(
       await createPreviousVersion(PAYLOAD_VERSION);
       const queue = 'upgrade.payload-version';
       const t = at(Date.now() - 1_000);
-      await db.query(`INSERT INTO ${db.table('queues')} (name, last_updated_utc) VALUES (?, ?)`, [
-        queue,
-        t,
-      ]);
-      await db.query(`INSERT INTO ${db.table('stats')} (queue) VALUES (?)`, [queue]);
+      await oldQueue(queue, t);
       // Rows as the previous release wrote them: no payload version column to name.
       const ids = { pending: randomUUID(), archived: randomUUID(), dead: randomUUID() };
       await db.query(
@@ -728,18 +727,7 @@ describeEachDialect(
          VALUES (?, ?, 'old.v1', '{}', 10, 0, 0, ?, ?, ?)`,
         [ids.pending, queue, t, t, t],
       );
-      await db.query(
-        `INSERT INTO ${db.table('archive')} (id, queue, type, payload, priority, attempt_count,
-          created_at_utc, enqueued_at_utc, finished_at_utc, duration_ms)
-         VALUES (?, ?, 'old.v1', '{}', 10, 1, ?, ?, ?, 7)`,
-        [ids.archived, queue, t, t, t],
-      );
-      await db.query(
-        `INSERT INTO ${db.table('dlq')} (id, queue, type, payload, priority, status, attempt_count,
-          created_at_utc, enqueued_at_utc, failure_reason, error_details, failed_at_utc)
-         VALUES (?, ?, 'old.v1', '{}', 10, 4, 3, ?, ?, ?, 'Error: old', ?)`,
-        [ids.dead, queue, t, t, FailureReason.MaxRetriesExceeded, t],
-      );
+      await oldFinishedJobs(queue, ids, t);
 
       const storage = await db.openStorage();
       const all = dialect === 'sqlite' ? SQLITE_MIGRATIONS : POSTGRES_MIGRATIONS;
