@@ -278,33 +278,27 @@ export class JobExecutor {
    * DLQ `FatalError` at once). The stored payload is never changed.
    */
   private run(handler: HandlerDefinition, job: HotJob, ctx: JobContext): Promise<unknown> {
-    const schema = handler.schema;
-    const upgrade = needsUpgrade(handler, job);
-    if (schema === undefined && !upgrade) return this.pipeline(handler, job.payload, ctx);
-    return Promise.resolve()
-      .then(() => (upgrade ? upgradePayload(handler, job) : job.payload))
-      .then((payload) => {
-        if (schema === undefined) return this.pipeline(handler, payload, ctx);
-        return this.checkThenPipeline(handler, job, payload, schema, ctx);
-      });
+    if (handler.schema === undefined && !needsUpgrade(handler, job)) {
+      return this.pipeline(handler, job.payload, ctx);
+    }
+    return this.checkedRun(handler, job, ctx);
   }
 
-  /** The schema check of `payload` (the stored one, or its upgrade), then the pipeline. */
-  private checkThenPipeline(
+  /** {@link run} of a payload to upgrade or check: the upgrade, the schema, then the pipeline. */
+  private async checkedRun(
     handler: HandlerDefinition,
     job: HotJob,
-    payload: unknown,
-    schema: NonNullable<HandlerDefinition['schema']>,
     ctx: JobContext,
   ): Promise<unknown> {
-    return Promise.resolve()
-      .then(() => checkPayload(schema, payload, 'payload'))
-      .then((check) => {
-        if (!check.ok) {
-          throw new ChokaQPayloadValidationError(job.queue, job.type, check.issues, 'run');
-        }
-        return this.pipeline(handler, check.value, ctx);
-      });
+    let payload = needsUpgrade(handler, job) ? await upgradePayload(handler, job) : job.payload;
+    if (handler.schema !== undefined) {
+      const check = await checkPayload(handler.schema, payload, 'payload');
+      if (!check.ok) {
+        throw new ChokaQPayloadValidationError(job.queue, job.type, check.issues, 'run');
+      }
+      payload = check.value;
+    }
+    return this.pipeline(handler, payload, ctx);
   }
 
   /** Middleware around the handler; `Promise.resolve().then` turns synchronous throws into rejections. */
