@@ -141,52 +141,16 @@ function Limits({ queue: q, patch }) {
       `Saved the limits of ${q.name}`,
     );
   };
+  const number = (label, name, min) =>
+    html`<label
+      >${label}
+      <input type="number" min=${min} name=${name} value=${draft[name]} onInput=${field(name)}
+    /></label>`;
   return html`<form class="limits" onSubmit=${submit}>
-    <label
-      >Max workers
-      <input
-        type="number"
-        min="0"
-        name="maxWorkers"
-        value=${draft.maxWorkers}
-        onInput=${field('maxWorkers')}
-    /></label>
-    <label
-      >Zombie timeout (s)
-      <input
-        type="number"
-        min="1"
-        name="zombieTimeoutSeconds"
-        value=${draft.zombieTimeoutSeconds}
-        onInput=${field('zombieTimeoutSeconds')}
-    /></label>
-    <label
-      >Execution timeout (ms)
-      <input
-        type="number"
-        min="1"
-        name="executionTimeoutMs"
-        value=${draft.executionTimeoutMs}
-        onInput=${field('executionTimeoutMs')}
-    /></label>
-    <label
-      >Rate limit: starts
-      <input
-        type="number"
-        min="1"
-        name="rateMax"
-        value=${draft.rateMax}
-        onInput=${field('rateMax')}
-    /></label>
-    <label
-      >per window (ms)
-      <input
-        type="number"
-        min="1"
-        name="ratePerMs"
-        value=${draft.ratePerMs}
-        onInput=${field('ratePerMs')}
-    /></label>
+    ${number('Max workers', 'maxWorkers', 0)}
+    ${number('Zombie timeout (s)', 'zombieTimeoutSeconds', 1)}
+    ${number('Execution timeout (ms)', 'executionTimeoutMs', 1)}
+    ${number('Rate limit: starts', 'rateMax', 1)} ${number('per window (ms)', 'ratePerMs', 1)}
     <label class="check"
       ><input
         type="checkbox"
