@@ -101,7 +101,7 @@ export async function drain(system: BenchSystem, plan: DrainPlan): Promise<Drain
     await sleep(200); // let the just-forked processes settle before the clock starts
     const workerPids = workers.map((w) => w.pid).filter((pid): pid is number => pid !== undefined);
     const backendsAtStart = onPostgres ? await backendPids(base.url!, appName) : [];
-    const cpuAtStart = cpuSnapshot([...workerPids, ...backendsAtStart]);
+    const cpuAtStart = { workers: cpuSnapshot(workerPids), backends: cpuSnapshot(backendsAtStart) };
     const started = performance.now();
     for (const w of workers) w.start();
     if (plan.retention) retention = startRetention(run);
@@ -171,24 +171,18 @@ function withApplicationName(url: string, name: string): string {
 async function measureCost(
   workers: WorkerProcess[],
   workerPids: number[],
-  cpuAtStart: Map<number, number>,
+  cpuAtStart: { workers: Map<number, number>; backends: Map<number, number> },
   onPostgres: boolean,
   url: string | undefined,
   appName: string,
   jobs: number,
 ): Promise<DrainCost> {
-  const backends = onPostgres ? await backendPids(url!, appName) : [];
-  const cpuAtEnd = cpuSnapshot([...workerPids, ...backends]);
-  const counts = onPostgres ? await Promise.all(workers.map((w) => w.statementCounts(10_000))) : [];
+  const workerCpu = cpuBetween(cpuAtStart.workers, cpuSnapshot(workerPids));
   const per1k = (n: number) => (n * 1_000) / jobs;
-  const split = (pids: number[]) => new Map([...cpuAtEnd].filter(([pid]) => pids.includes(pid)));
-  const startSplit = (pids: number[]) =>
-    new Map([...cpuAtStart].filter(([pid]) => pids.includes(pid)));
-  const worker = cpuBetween(startSplit(workerPids), split(workerPids));
-  const cost: DrainCost = { workerCpuMsPer1k: per1k(worker.ms) };
+  const cost: DrainCost = { workerCpuMsPer1k: per1k(workerCpu.ms) };
   if (onPostgres) {
-    const backendsBefore = [...cpuAtStart.keys()].filter((pid) => !workerPids.includes(pid));
-    const db = cpuBetween(startSplit(backendsBefore), split(backends));
+    const db = cpuBetween(cpuAtStart.backends, cpuSnapshot(await backendPids(url!, appName)));
+    const counts = await Promise.all(workers.map((w) => w.statementCounts(10_000)));
     cost.dbCpuMsPer1k = per1k(db.ms);
     cost.backendsLost = db.missing;
     cost.roundTripsPer1k = per1k(counts.reduce((sum, c) => sum + c.roundTrips, 0));
