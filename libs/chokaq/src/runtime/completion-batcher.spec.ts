@@ -65,6 +65,56 @@ describe('CompletionBatcher', () => {
     expect(sizes).toEqual([2, 5, 2]);
   });
 
+  it('holds a completion that arrives during a write until its own trigger, then writes a full batch', async () => {
+    const gate: Array<() => void> = [];
+    const sizes: number[] = [];
+    const archiveSucceeded = jest.fn(async (items: readonly CompletedJob[]) => {
+      sizes.push(items.length);
+      await new Promise<void>((resolve) => gate.push(resolve));
+      return items.map(({ id, leaseId }) => ({ id, leaseId }));
+    });
+    const batcher = new CompletionBatcher({ archiveSucceeded }, new RecordingLogger(), {
+      maxBatch: 3,
+      flushDelayMs: 20,
+    });
+    const done = ['a', 'b', 'c'].map((id) => batcher.add(item(id)));
+    await jest.advanceTimersByTimeAsync(0);
+    done.push(batcher.add(item('d')));
+    gate.shift()?.();
+    await jest.advanceTimersByTimeAsync(5);
+    // The first write is over; 'd' has waited 5 of its 20 ms and is not written alone.
+    expect(sizes).toEqual([3]);
+    done.push(batcher.add(item('e')), batcher.add(item('f')));
+    await jest.advanceTimersByTimeAsync(0);
+    expect(sizes).toEqual([3, 3]);
+    gate.shift()?.();
+    await expect(Promise.all(done)).resolves.toEqual(Array(6).fill(true));
+  });
+
+  it('writes a partial batch that arrived during a write at its delay', async () => {
+    const sizes: number[] = [];
+    let release: (() => void) | undefined;
+    const archiveSucceeded = jest.fn(async (items: readonly CompletedJob[]) => {
+      sizes.push(items.length);
+      if (sizes.length === 1) await new Promise<void>((resolve) => (release = resolve));
+      return items.map(({ id, leaseId }) => ({ id, leaseId }));
+    });
+    const batcher = new CompletionBatcher({ archiveSucceeded }, new RecordingLogger(), {
+      maxBatch: 2,
+      flushDelayMs: 20,
+    });
+    const first = [batcher.add(item('a')), batcher.add(item('b'))];
+    await jest.advanceTimersByTimeAsync(0);
+    const late = batcher.add(item('c'));
+    await jest.advanceTimersByTimeAsync(10);
+    release?.();
+    await jest.advanceTimersByTimeAsync(9);
+    expect(sizes).toEqual([2]);
+    await jest.advanceTimersByTimeAsync(1);
+    await expect(Promise.all([...first, late])).resolves.toEqual([true, true, true]);
+    expect(sizes).toEqual([2, 1]);
+  });
+
   it('reports a refused completion (lease lost) as false', async () => {
     const batcher = new CompletionBatcher(
       { archiveSucceeded: async () => [{ id: 'a', leaseId: 'l' }] },
