@@ -37,7 +37,7 @@ export function chokaqSystem(
     peer: false,
     retention: true,
     settings:
-      'ChokaQ defaults (prefetch 100, batch 20, poll 1000 ms, completion batch 50 / 20 ms, ' +
+      'ChokaQ defaults (prefetch 100, batch 20, poll 1000 ms, completion batch 200 / 20 ms, ' +
       'jobs started in their claim when a slot is free' +
       `${dialect === 'postgres' ? ', prepared statements, LISTEN/NOTIFY, pool 10' : ', WAL, synchronous FULL except claims'}), concurrency per scenario; ` +
       'driven without Nest (createJobStorage + ChokaQWorker)',
