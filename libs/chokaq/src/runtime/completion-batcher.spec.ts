@@ -4,6 +4,18 @@ import { CompletionBatcher } from './completion-batcher';
 
 const item = (id: string): CompletedJob => ({ id, workerId: 'w', leaseId: 'l', durationMs: 5 });
 
+/** A storage whose every write waits until the test opens its gate; records each write's size. */
+function gatedStorage() {
+  const gate: Array<() => void> = [];
+  const sizes: number[] = [];
+  const archiveSucceeded = jest.fn(async (items: readonly CompletedJob[]) => {
+    sizes.push(items.length);
+    await new Promise<void>((resolve) => gate.push(resolve));
+    return items.map(({ id, leaseId }) => ({ id, leaseId }));
+  });
+  return { archiveSucceeded, sizes, gate };
+}
+
 describe('CompletionBatcher', () => {
   beforeEach(() => jest.useFakeTimers());
   afterEach(() => jest.useRealTimers());
@@ -39,13 +51,7 @@ describe('CompletionBatcher', () => {
   });
 
   it('writes what piled up during a slow write in one larger write, up to maxWrite', async () => {
-    const gate: Array<() => void> = [];
-    const sizes: number[] = [];
-    const archiveSucceeded = jest.fn(async (items: readonly CompletedJob[]) => {
-      sizes.push(items.length);
-      await new Promise<void>((resolve) => gate.push(resolve));
-      return items.map(({ id, leaseId }) => ({ id, leaseId }));
-    });
+    const { archiveSucceeded, sizes, gate } = gatedStorage();
     const batcher = new CompletionBatcher({ archiveSucceeded }, new RecordingLogger(), {
       maxBatch: 2,
       maxWrite: 5,
@@ -66,13 +72,7 @@ describe('CompletionBatcher', () => {
   });
 
   it('holds a completion that arrives during a write until its own trigger, then writes a full batch', async () => {
-    const gate: Array<() => void> = [];
-    const sizes: number[] = [];
-    const archiveSucceeded = jest.fn(async (items: readonly CompletedJob[]) => {
-      sizes.push(items.length);
-      await new Promise<void>((resolve) => gate.push(resolve));
-      return items.map(({ id, leaseId }) => ({ id, leaseId }));
-    });
+    const { archiveSucceeded, sizes, gate } = gatedStorage();
     const batcher = new CompletionBatcher({ archiveSucceeded }, new RecordingLogger(), {
       maxBatch: 3,
       flushDelayMs: 20,

@@ -106,15 +106,9 @@ export class CompletionBatcher {
    */
   async flush(): Promise<void> {
     this.clearTimer();
-    while (this.writing) await this.writing.catch(() => undefined);
-    while (this.queue.length > 0) {
-      this.writing = this.write();
-      try {
-        await this.writing;
-      } finally {
-        this.writing = undefined;
-      }
-    }
+    do {
+      await this.writeNext();
+    } while (this.queue.length > 0);
   }
 
   /**
@@ -172,16 +166,20 @@ export class CompletionBatcher {
    * that was a third of the round trips of a drain).
    */
   private async flushDue(): Promise<void> {
-    while (this.writing) await this.writing.catch(() => undefined);
-    if (this.queue.length > 0) {
-      this.writing = this.write();
-      try {
-        await this.writing;
-      } finally {
-        this.writing = undefined;
-      }
-    }
+    await this.writeNext();
     this.arm();
+  }
+
+  /** Waits for the write in flight, then writes what is queued (up to `maxWrite`), if anything. */
+  private async writeNext(): Promise<void> {
+    while (this.writing) await this.writing.catch(() => undefined);
+    if (this.queue.length === 0) return;
+    this.writing = this.write();
+    try {
+      await this.writing;
+    } finally {
+      this.writing = undefined;
+    }
   }
 
   private clearTimer(): void {
