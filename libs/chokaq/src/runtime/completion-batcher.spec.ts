@@ -92,13 +92,7 @@ describe('CompletionBatcher', () => {
   });
 
   it('writes a partial batch that arrived during a write at its delay', async () => {
-    const sizes: number[] = [];
-    let release: (() => void) | undefined;
-    const archiveSucceeded = jest.fn(async (items: readonly CompletedJob[]) => {
-      sizes.push(items.length);
-      if (sizes.length === 1) await new Promise<void>((resolve) => (release = resolve));
-      return items.map(({ id, leaseId }) => ({ id, leaseId }));
-    });
+    const { archiveSucceeded, sizes, gate } = gatedStorage();
     const batcher = new CompletionBatcher({ archiveSucceeded }, new RecordingLogger(), {
       maxBatch: 2,
       flushDelayMs: 20,
@@ -107,10 +101,11 @@ describe('CompletionBatcher', () => {
     await jest.advanceTimersByTimeAsync(0);
     const late = batcher.add(item('c'));
     await jest.advanceTimersByTimeAsync(10);
-    release?.();
+    gate.shift()?.();
     await jest.advanceTimersByTimeAsync(9);
     expect(sizes).toEqual([2]);
     await jest.advanceTimersByTimeAsync(1);
+    gate.shift()?.();
     await expect(Promise.all([...first, late])).resolves.toEqual([true, true, true]);
     expect(sizes).toEqual([2, 1]);
   });
