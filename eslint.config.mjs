@@ -72,12 +72,12 @@ const T = {
   ),
   createStorage: target(
     'storage/create-storage or a dialect class',
-    '^(\\.\\./)+storage/(create-storage|(postgres|mssql|sqlite)/([a-z]+-job-(storage|store|queries)|[a-z]+\\.connection))$',
+    '^(\\.\\./)+storage/(create-storage|(postgres|mssql|sqlite)/([a-z]+-job-(storage|store|queries)|[a-z]+-admin-store|[a-z]+\\.connection))$',
     'the CLI loads TypeORM and a driver only in cli/connection/admin-session.ts, when a command opens the database',
   ),
   dialectClasses: target(
     'a dialect class',
-    '^(\\.\\./)+storage/(postgres|mssql|sqlite)/([a-z]+-job-(storage|store|queries)|[a-z]+\\.connection)$',
+    '^(\\.\\./)+storage/(postgres|mssql|sqlite)/([a-z]+-job-(storage|store|queries)|[a-z]+-admin-store|[a-z]+\\.connection)$',
     'the CLI opens a database through the storage factory (createJobStorage), as an app does',
   ),
   deck: target(

@@ -88,6 +88,8 @@ const CASES: ReadonlyArray<[string, string, Expectation, string?]> = [
   ['cli/connection/admin-session.ts', '../../storage/create-storage', 'allowed'],
   ['cli/connection/admin-session.ts', '../../worker.registry', 'allowed'],
   ['cli/connection/admin-session.ts', '../../storage/postgres/postgres-job-store', 'refused'],
+  ['cli/connection/admin-session.ts', '../../storage/sqlite/sqlite-admin-store', 'refused'],
+  ['cli/commands/schema.command.ts', '../../storage/mssql/mssql-admin-store', 'refused'],
   ['cli/connection/admin-session.ts', '../../runtime/chokaq-worker', 'refused'],
   ['runtime/loop.ts', '@chokaq/nestjs', 'refused'],
   // The Deck sits on the admin API and adds no SQL; nothing in the core imports the Deck.
