@@ -59,6 +59,22 @@ describe('composeJobStorage', () => {
     expect(await composed.getJob()).toBe('getJob');
   });
 
+  it("carries the store's capability flags, which the worker reads through the edge", () => {
+    class Capable extends Store {
+      readonly reportsRateLimitWait = true;
+    }
+    const composed = composeJobStorage(
+      new Capable() as unknown as DialectJobStore,
+      queries({ pending: 0 }),
+    );
+    expect(composed.reportsRateLimitWait).toBe(true);
+    const plain = composeJobStorage(
+      new Store() as unknown as DialectJobStore,
+      queries({ pending: 0 }),
+    );
+    expect(plain.reportsRateLimitWait).toBeUndefined();
+  });
+
   it('refuses a store that defines a read too', () => {
     class Greedy extends Store {
       async getJob(): Promise<null> {

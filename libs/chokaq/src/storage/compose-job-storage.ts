@@ -34,14 +34,18 @@ type Method = (...args: unknown[]) => unknown;
  * one place that puts them together.
  *
  * Each method is bound to its half once, here, so a call through the composition costs what a
- * direct call does; the halves keep their own state (nothing is copied but `dialect`). A read the
+ * direct call does; the halves keep their own state (nothing is copied but `dialect` and the store's capability flags). A read the
  * store defines too is a mistake of the dialect, refused at once.
  */
 export function composeJobStorage(
   store: DialectJobStore,
   queries: DialectJobQueries,
 ): DialectJobStorage {
-  const composed: Record<string, unknown> = { dialect: store.dialect };
+  // The store's capabilities are read by the worker through the edge: they travel with it.
+  const composed: Record<string, unknown> = {
+    dialect: store.dialect,
+    reportsRateLimitWait: store.reportsRateLimitWait,
+  };
   for (const name of methodNames(store)) {
     composed[name] = (store as unknown as Record<string, Method>)[name].bind(store);
   }
