@@ -72,7 +72,7 @@ export async function claim(
   handled: HandledJobs | string,
   limit: number,
   workerId = newWorkerId(),
-  extra: Pick<FetchRequest, 'start' | 'budgetedQueues'> = {},
+  extra: Pick<FetchRequest, 'start' | 'budgetedQueues' | 'ahead'> = {},
 ): Promise<Claim> {
   const leaseId = randomUUID();
   const rows = await storage.fetchNextBatch({

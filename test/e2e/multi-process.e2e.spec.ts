@@ -138,6 +138,9 @@ describeEachDialect(
           worker: {
             workerId: 'victim',
             concurrency: 3,
+            // SPEC §8 invariant 10 holds Fetched rows: the buffer, so no starting ahead
+            // (test/faults/start-ahead.spec.ts kills a worker that starts ahead).
+            startAhead: 0,
             prefetch: 10,
             batchSize: 10,
             pollIntervalMs: 50,

@@ -190,6 +190,7 @@ function cases(): Case[] {
     ['markAsProcessing', '', (v) => SQL.markAsProcessing(s, [lease(v)])],
     ['keepAlive', '', (v) => SQL.keepAlive(s, v.workerId, [lease(v)])],
     ['release', '', (v) => SQL.release(s, [lease(v)], 1_000)],
+    ['unstart', '', (v) => SQL.unstart(s, [lease(v)], 1_000)],
     ['reportProgress', '', (v) => SQL.reportProgress(s, lease(v), 50, v.note)],
     ['rescheduleForRetry', '', (v) => SQL.rescheduleForRetry(s, lease(v), 1_000, v.error)],
     ['archiveSucceeded', '', (v) => SQL.archiveSucceeded(s, [{ ...lease(v), durationMs: 5 }])],

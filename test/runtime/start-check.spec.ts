@@ -61,7 +61,8 @@ describeEachDialect('worker start check', (fixture) => {
       handlers,
       // One slot; a heartbeat too slow to matter (the start check must not depend on it).
       options: testOptions({
-        worker: { concurrency: 1, prefetch: 10, batchSize: 5 },
+        // The buffer of Fetched rows is what this checks: no starting ahead (PostgreSQL).
+        worker: { concurrency: 1, prefetch: 10, batchSize: 5, startAhead: 0 },
         heartbeat: { intervalMs: 60_000 },
       }),
       logger: new RecordingLogger(),

@@ -208,6 +208,8 @@ export function catalogue(schema = SCHEMA): CatalogueEntry[] {
   add('keepAlive', '', 'transition', SQL.keepAlive(schema, LEASE.workerId, [LEASE]));
   add('release', 'no delay', 'transition', SQL.release(schema, [LEASE], null));
   add('release', 'delay', 'transition', SQL.release(schema, [LEASE], 30_000));
+  add('unstart', 'no delay', 'transition', SQL.unstart(schema, [LEASE], null));
+  add('unstart', 'delay', 'transition', SQL.unstart(schema, [LEASE], 30_000));
   add('reportProgress', '', 'transition', SQL.reportProgress(schema, LEASE, 42, 'step 2 of 5'));
   add('reportProgress', 'no note', 'transition', SQL.reportProgress(schema, LEASE, 42, null));
   add(

@@ -30,6 +30,7 @@ export function testOptions(
       enabled: true,
       concurrency: 4,
       prefetch: 10,
+      startAhead: 128,
       batchSize: 5,
       pollIntervalMs: 20,
       shutdownGracePeriodMs: 1_000,

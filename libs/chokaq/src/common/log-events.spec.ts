@@ -24,6 +24,7 @@ const PINNED: ReadonlyArray<[id: number, name: string, level: string, fields: st
       'recurring',
       'concurrency',
       'prefetch',
+      'startAhead',
       'pollIntervalMs',
     ],
   ],

@@ -47,6 +47,7 @@ export const CHOKAQ_LOG_EVENTS = {
       'recurring',
       'concurrency',
       'prefetch',
+      'startAhead',
       'pollIntervalMs',
     ],
   },

@@ -17,6 +17,8 @@ export const STORED_TEXT = {
   /** The DLQ error of a job cancelled before it ran, naming who cancelled it when known. */
   cancelled: (actor: string | null): string =>
     sanitizeErrorText(actor === null ? 'Cancelled' : `Cancelled by ${actor}`),
+  /** The DLQ error of a job started ahead whose cancellation reached its worker before a slot did. */
+  cancelledBeforeRun: 'Cancelled while started ahead, before its handler ran',
   /** The DLQ error of a running job whose cancellation aborted its signal. */
   cancelledWhileRunning: 'Cancelled while running: the handler signal was aborted',
   /** The DLQ error of a run aborted because its worker could not renew the heartbeat. */

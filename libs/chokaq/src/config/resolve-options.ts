@@ -38,7 +38,8 @@ export const CHOKAQ_DEFAULTS = {
   worker: {
     enabled: true,
     concurrency: 10,
-    prefetch: 100,
+    prefetch: 128,
+    startAhead: 128,
     batchSize: 20,
     pollIntervalMs: SECOND,
     shutdownGracePeriodMs: 30 * SECOND,

@@ -111,6 +111,14 @@ export interface FetchRequest {
    * overspends a budget or a rate.
    */
   budgetedQueues?: readonly string[];
+  /**
+   * This claim starts rows ahead of the caller's free slots (`worker.startAhead`): they wait in
+   * the caller's process for a slot, already Processing. Such a claim must start every row it
+   * takes (`start === limit`) and take rows only from queues with neither a `MaxWorkers` budget nor
+   * a rate limit at that moment, so a budget is never held by rows waiting for a slot and a rate is
+   * never spent before its runs begin. Only for a storage whose `startsAhead` is true.
+   */
+  ahead?: boolean;
 }
 
 /**

@@ -50,8 +50,23 @@ export interface ChokaQModuleOptions {
     enabled?: boolean;
     /** Handlers running at once in this process (resizable at run time). Default 10. */
     concurrency?: number;
-    /** Claimed-but-not-started jobs buffered in this process. Default 100. */
+    /**
+     * Claimed jobs waiting in this process for a slot: Fetched rows buffered, or rows started ahead
+     * (`startAhead`). Bounds what a process holds in memory before its handlers: at most
+     * `prefetch × payload.maxBytes` of payloads. Default 128.
+     */
     prefetch?: number;
+    /**
+     * Most jobs a claim may start ahead of this process's free slots (PostgreSQL; other dialects
+     * start nothing ahead). Started ahead, a job is Processing with its attempt counted while it
+     * waits here for a slot, so a freed slot runs its next job with no round trip. How many are kept
+     * follows the recent rate (about two claim round trips of work, so slow handlers keep next to
+     * none), at most this and at most `prefetch`. The cost: a crash of the process leaves up to
+     * `concurrency + startAhead` jobs as zombies, some of which never ran. `0` turns it off (every
+     * job is started when a slot is free for it). Not used by a process that handles a queue with a
+     * `MaxWorkers` budget or a rate limit. Default 128.
+     */
+    startAhead?: number;
     /** Most rows claimed by one fetch. Default 20. */
     batchSize?: number;
     /** Sleep of the fetcher when nothing is due. Default 1,000. */

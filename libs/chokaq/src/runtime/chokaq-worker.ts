@@ -62,6 +62,8 @@ export interface ChokaQWorkerDeps {
 export interface ChokaQWorkerStats {
   /** Claimed, not started. */
   buffered: number;
+  /** Started ahead by a claim (Processing, attempt counted), waiting here for a slot. */
+  startedAhead: number;
   /** Handlers running now. */
   running: number;
   /** Current concurrency limit. */
@@ -112,6 +114,8 @@ export class ChokaQWorker {
   private readonly recurring: readonly RecurringJobSpec[];
   private readonly recurringTimers: RecurringTimerRegistry | undefined;
   private readonly schema: string | undefined;
+  /** `worker.startAhead` as it applies to this storage (0 where the dialect does not start ahead). */
+  private readonly startAhead: number;
   private readonly listeners = new Set<(outcome: JobOutcome) => void>();
   private starting: Promise<void> | undefined;
   private stopping: Promise<void> | undefined;
@@ -134,6 +138,8 @@ export class ChokaQWorker {
       deps.options.worker.workerId ||
       `${hostname()}:${process.pid}:${randomBytes(4).toString('hex')}`;
     this.controls = new QueueControls(deps.storage);
+    // Only a storage that honours `FetchRequest.ahead` is asked to start ahead (PostgreSQL).
+    this.startAhead = deps.storage.startsAhead === true ? deps.options.worker.startAhead : 0;
     const metrics = deps.metrics ?? ChokaQMetrics.disabled();
     this.breakers = new CircuitBreakers(deps.options.circuitBreaker, Date.now, (key, event) => {
       const { queue, type } = circuitJob(key);
@@ -155,6 +161,7 @@ export class ChokaQWorker {
       events: deps.events,
       onCapacity: () => this.fetcher.onCapacity(),
       metrics,
+      startAhead: this.startAhead,
     });
     this.fetcher = new FetcherLoop({
       storage: deps.storage,
@@ -287,6 +294,7 @@ export class ChokaQWorker {
   stats(): ChokaQWorkerStats {
     return {
       buffered: this.processor.bufferedCount,
+      startedAhead: this.processor.startedAheadCount,
       running: this.processor.runningCount,
       concurrency: this.processor.limiter.capacity,
       // A success stays finalising in the processor until its batched archive returns.
@@ -404,13 +412,15 @@ export class ChokaQWorker {
     const where = this.schema === undefined ? dialect : `${dialect} (schema ${this.schema})`;
     const concurrency = this.processor.limiter.capacity;
     const { prefetch, pollIntervalMs } = this.options.worker;
+    const startAhead = this.startAhead;
     logEvent(
       this.logger,
       'WorkerStarted',
       `Worker ${this.workerId} started on ${where}: ` +
         `${handled.queues.length} queue-wide and ${types.length} typed handler(s), ` +
         `${recurring.length} recurring job(s)${this.recurringListing()}, ` +
-        `concurrency ${concurrency}, prefetch ${prefetch}, poll ${pollIntervalMs} ms`,
+        `concurrency ${concurrency}, prefetch ${prefetch}, start ahead ${startAhead}, ` +
+        `poll ${pollIntervalMs} ms`,
       {
         workerId: this.workerId,
         dialect,
@@ -420,6 +430,7 @@ export class ChokaQWorker {
         recurring,
         concurrency,
         prefetch,
+        startAhead,
         pollIntervalMs,
       },
     );
@@ -477,7 +488,7 @@ export class ChokaQWorker {
       this.unsubscribe = null;
       await unsubscribe?.();
     });
-    // 2. Buffered rows back to Pending.
+    // 2. Buffered rows back to Pending, and rows started ahead too, their attempt refunded.
     await step('release buffered jobs', () =>
       withDeadline(this.processor.releaseBuffered(), hardDeadline),
     );

@@ -5,7 +5,7 @@ import type { ClaimedJobs, QueueInfo, RateLimit } from '../interfaces/job.interf
 import type { JobStore } from '../storage/job-storage';
 import { FetcherLoop, MIN_RATE_RETRY_MS } from './fetcher.loop';
 import type { JobProcessor } from './job-processor';
-import type { TickResult } from './loop';
+import { IDLE_TICK, type TickResult } from './loop';
 import { QueueControls } from './queue-controls';
 
 const POLL_MS = 1_000;
@@ -38,10 +38,13 @@ async function nextDelay(
     getQueues: jest.fn(async () => [queueRow('geo', rateLimit)]),
   };
   const processor = {
-    bufferedCount: 0,
+    waitingCount: 0,
     unwrittenCount: 0,
     releaseHeld: async () => 0,
     reserveStartSlots: (max: number) => Math.min(max, 5),
+    startsAhead: () => false,
+    now: () => 0,
+    noteClaim: () => undefined,
     accept: () => undefined,
   };
   const handlers = { handled: () => ({ queues: ['geo'], types: [] }) };
@@ -84,5 +87,60 @@ describe('FetcherLoop after a claim a rate limit cut short', () => {
       await nextDelay([], { reports: undefined, rateLimit: { max: 1, perMs: 60_000 } }),
     ).toBeUndefined();
     expect(await nextDelay([], { reports: undefined, rateLimit: null })).toBeUndefined();
+  });
+});
+
+describe('FetcherLoop starting ahead', () => {
+  /** One cycle over a processor that starts ahead (room 6) with two free slots. */
+  async function claimOf(budgeted: readonly string[], { slots = 2, room = 6 } = {}) {
+    const fetchNextBatch = jest.fn(async (_request: unknown) => [] as ClaimedJobs);
+    const storage = {
+      fetchNextBatch,
+      getQueues: jest.fn(async () =>
+        budgeted.map((name) => ({ ...queueRow(name, null), maxWorkers: 1 })),
+      ),
+    };
+    const processor = {
+      waitingCount: 0,
+      unwrittenCount: 0,
+      releaseHeld: async () => 0,
+      reserveStartSlots: (max: number) => Math.min(max, slots),
+      startsAhead: (isBudgeted: boolean) => !isBudgeted,
+      aheadRoom: (_reserved: number, max: number) => Math.min(max, room),
+      now: () => 0,
+      noteClaim: jest.fn(),
+      accept: jest.fn(),
+    };
+    const fetcher = new FetcherLoop({
+      storage: storage as unknown as JobStore,
+      handlers: { handled: () => ({ queues: ['geo'], types: [] }) } as unknown as HandlerLookup,
+      options: testOptions({ worker: { pollIntervalMs: POLL_MS, prefetch: 100 } }),
+      workerId: 'w',
+      processor: processor as unknown as JobProcessor,
+      controls: new QueueControls(storage),
+      logger: new RecordingLogger(),
+      maxUnwritten: 100,
+    });
+    const delay = await (fetcher as unknown as { tick(): Promise<TickResult> }).tick();
+    return { delay, request: fetchNextBatch.mock.calls[0]?.[0], processor };
+  }
+
+  it('starts the free slots plus the room ahead in one claim marked ahead', async () => {
+    const { request, processor } = await claimOf([]);
+    expect(request).toMatchObject({ limit: 8, start: 8, ahead: true });
+    // Only the reserved slots are handed to accept as reserved: the rest waits for slots.
+    expect(processor.accept).toHaveBeenCalledWith([], expect.anything(), 2, 0);
+  });
+
+  it('starts exactly the free slots when a handled queue has a budget or a rate limit', async () => {
+    const { request } = await claimOf(['geo']);
+    expect(request).toMatchObject({ limit: 2, start: 2 });
+    expect(request).not.toHaveProperty('ahead');
+  });
+
+  it('claims nothing into the buffer while rows started ahead cover the slots', async () => {
+    const { request, delay } = await claimOf([], { slots: 0, room: 0 });
+    expect(request).toBeUndefined();
+    expect(delay).toBe(IDLE_TICK);
   });
 });

@@ -100,7 +100,7 @@ export class FetcherLoop {
     }
     // Back-pressure: while writes lag, finished runs wait unwritten; past the bound, claim nothing.
     const unwrittenRoom = this.deps.maxUnwritten - processor.unwrittenCount;
-    const free = options.worker.prefetch - processor.bufferedCount;
+    const free = options.worker.prefetch - processor.waitingCount;
     if (unwrittenRoom <= 0) {
       this.mayHaveMore = true;
       return IDLE_TICK;
@@ -108,13 +108,23 @@ export class FetcherLoop {
     const handled = handlers.handled();
     if (handled.queues.length === 0 && handled.types.length === 0) return IDLE_TICK;
     // Rows started now become unwritten completions soon: they fit in the same bound.
-    const start = processor.reserveStartSlots(Math.min(unwrittenRoom, MAX_CLAIM));
-    if (start === 0 && free <= 0) {
+    const room = Math.min(unwrittenRoom, MAX_CLAIM);
+    const reserved = processor.reserveStartSlots(room);
+    const budgetedQueues = controls.budgetedQueues();
+    // Starting ahead replaces the buffer of Fetched rows: rows started ahead wait here for a slot,
+    // so they count as waiting (prefetch), and no claim fills the buffer meanwhile.
+    const startsAhead = processor.startsAhead(handlesAny(handled, budgetedQueues));
+    const ahead = startsAhead
+      ? processor.aheadRoom(reserved, Math.min(room - reserved, Math.max(0, free)))
+      : 0;
+    const start = reserved + ahead;
+    if (start === 0 && (startsAhead || free <= 0)) {
       this.mayHaveMore = true;
       return IDLE_TICK;
     }
     const limit = start > 0 ? start : Math.min(options.worker.batchSize, free);
     const leaseId = newLeaseId();
+    const sentAt = processor.now();
     let jobs: ClaimedJobs = [];
     try {
       jobs = await storage.fetchNextBatch({
@@ -123,16 +133,22 @@ export class FetcherLoop {
         limit,
         handled,
         start,
-        budgetedQueues: controls.budgetedQueues(),
+        budgetedQueues,
+        ...(ahead > 0 ? { ahead: true } : {}),
       });
+      processor.noteClaim(sentAt);
     } finally {
-      // Started rows keep their reserved slot; the rest goes back (all of it if the claim failed).
-      processor.accept(jobs, { workerId, leaseId }, start);
+      // Started rows keep their reserved slot or wait for one; the rest goes back (all of it if
+      // the claim failed).
+      processor.accept(jobs, { workerId, leaseId }, reserved, sentAt);
     }
     this.claimed += jobs.length;
     this.mayHaveMore = jobs.length >= limit;
-    // Full claim: more is probably due, claim again at once if there is room.
-    if (this.mayHaveMore && processor.bufferedCount < options.worker.prefetch) return 0;
+    // Full claim: more is probably due, claim again at once if there is room. With rows started
+    // ahead, the processor asks again (onCapacity) once they run low.
+    if (this.mayHaveMore && ahead === 0 && processor.waitingCount < options.worker.prefetch) {
+      return 0;
+    }
     return this.rateLimitedDelay(jobs, handled);
   }
 
@@ -155,4 +171,13 @@ export class FetcherLoop {
     const delay = Math.max(MIN_RATE_RETRY_MS, Math.ceil(interval));
     return delay < poll ? delay : undefined;
   }
+}
+
+/** True when some queue `handled` covers is in `queues`. */
+function handlesAny(handled: HandledJobs, queues: readonly string[]): boolean {
+  if (queues.length === 0) return false;
+  const listed = new Set(queues);
+  return (
+    handled.queues.some((q) => listed.has(q)) || handled.types.some((t) => listed.has(t.queue))
+  );
 }

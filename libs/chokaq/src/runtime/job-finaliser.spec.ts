@@ -39,6 +39,7 @@ describe('JobFinaliser', () => {
       rescheduleForRetry: jest.fn(async (_lease: JobLease, _delayMs: number, _error: string) => 1),
       moveToDlq: jest.fn(async () => 1),
       release: jest.fn(async (leases: readonly JobLease[]) => leases.length),
+      unstart: jest.fn(async (leases: readonly JobLease[]) => leases.length),
     };
     const batcher = { add: jest.fn(async () => true) };
     const breakers = {

@@ -58,7 +58,7 @@ export type EmitOutcome = (outcome: JobOutcome, job: HotJob) => void;
 
 /** What the finaliser is built from (the processor wires it). */
 export interface JobFinaliserDeps {
-  storage: Pick<JobStore, 'rescheduleForRetry' | 'moveToDlq' | 'release'>;
+  storage: Pick<JobStore, 'rescheduleForRetry' | 'moveToDlq' | 'release' | 'unstart'>;
   /** Successes go through the batcher: many archives in one short transaction. */
   batcher: Pick<CompletionBatcher, 'add'>;
   breakers: Pick<CircuitBreakers, 'recordSuccess' | 'recordFailure' | 'releaseProbe'>;
@@ -313,13 +313,21 @@ export class JobFinaliser {
   }
 
   /**
-   * Hands runs that did not start back to Pending in one write (a paused queue, an open circuit,
-   * shutdown), due again after `delayMs` (0: at once); emits `released` for each. Never rejects.
+   * Hands runs that did not reach their handler back to Pending in one write (a paused queue, an
+   * open circuit, shutdown), due again after `delayMs` (0: at once); emits `released` for each.
+   * Fetched rows are released; rows a claim started ahead (`started`) are unstarted, their attempt
+   * refunded, since no user code ran. Never rejects.
    */
-  async release(jobs: readonly ClaimedJob[], delayMs: number, emit: EmitOutcome): Promise<void> {
+  async release(
+    jobs: readonly ClaimedJob[],
+    delayMs: number,
+    emit: EmitOutcome,
+    started = false,
+  ): Promise<void> {
     const leases = jobs.map((c) => c.lease);
-    const rows = await this.write('release', undefined, () =>
-      this.deps.storage.release(leases, delayMs > 0 ? delayMs : undefined),
+    const delay = delayMs > 0 ? delayMs : undefined;
+    const rows = await this.write(started ? 'unstart' : 'release', undefined, () =>
+      started ? this.deps.storage.unstart(leases, delay) : this.deps.storage.release(leases, delay),
     );
     // The count says how many were refused, not which: each outcome reports the write as a whole.
     if (rows !== undefined && rows < leases.length) {
@@ -337,6 +345,17 @@ export class JobFinaliser {
         job,
       );
     }
+  }
+
+  /**
+   * Moves a run that was started ahead and cancelled before it got a slot to the DLQ as
+   * `Cancelled`, then emits `cancelled`. Its handler never ran. Never rejects.
+   */
+  async cancelledBeforeRun(claimed: ClaimedJob, emit: EmitOutcome): Promise<void> {
+    const reason = FailureReason.Cancelled;
+    const error = STORED_TEXT.cancelledBeforeRun;
+    const applied = await this.move(claimed, { reason, error }, attemptOf(claimed.job));
+    emit(runOutcome(claimed, 'cancelled', { reason, error, applied }), claimed.job);
   }
 
   /**
@@ -384,7 +403,8 @@ export class JobFinaliser {
       logEvent(
         this.deps.logger,
         'JobCancelledWhileRunning',
-        `${where} was cancelled while running (attempt ${attempt}) and moved to the DLQ`,
+        `${where} was cancelled ${move.error === STORED_TEXT.cancelledBeforeRun ? 'before its handler ran' : 'while running'} ` +
+          `(attempt ${attempt}) and moved to the DLQ`,
         { jobId: job.id, queue: job.queue, type: job.type, attempt },
       );
     } else {

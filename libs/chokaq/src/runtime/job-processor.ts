@@ -21,6 +21,8 @@ import { JobFinaliser, runOutcome, type ClaimedJob, type EmitOutcome } from './j
 import { outcomeEvents, progressEvent, startedEvent } from './lifecycle-events';
 import type { QueueControls } from './queue-controls';
 import { runKey } from './run-key';
+import { triage, type TriageView } from './run-triage';
+import { StartedAhead } from './started-ahead';
 
 /** What the processor is built from (the worker facade wires it). */
 export interface JobProcessorDeps {
@@ -41,6 +43,13 @@ export interface JobProcessorDeps {
   onCapacity?: () => void;
   /** Where runs, outcomes and conflicts are counted. Default: nowhere. */
   metrics?: ChokaQMetrics;
+  /**
+   * Most rows a claim may start ahead of the free slots (`worker.startAhead` as it applies to this
+   * storage: 0 where the dialect does not start ahead). Default 0.
+   */
+  startAhead?: number;
+  /** The monotonic clock the started-ahead rows are timed by. Default `performance.now`. */
+  monotonic?: () => number;
 }
 
 /** Backoff of a failed `markAsProcessing` before buffered jobs are tried again. */
@@ -77,9 +86,22 @@ export class JobProcessor {
   private finalising = 0;
   private pumpScheduled = false;
   private readonly metrics: ChokaQMetrics;
+  /** Rows started by a claim beyond its free slots, waiting here for a slot (`worker.startAhead`). */
+  private readonly ahead: StartedAhead;
+  private readonly monotonic: () => number;
+  private readonly triageView: TriageView;
 
   constructor(private readonly deps: JobProcessorDeps) {
     this.metrics = deps.metrics ?? ChokaQMetrics.disabled();
+    this.ahead = new StartedAhead(deps.startAhead ?? 0);
+    this.monotonic = deps.monotonic ?? (() => performance.now());
+    this.triageView = {
+      resolve: (queue, type) => deps.handlers.resolve(queue, type),
+      isHeld: (queue) => deps.controls.isHeld(queue),
+      tryAcquire: (key) => deps.breakers.tryAcquire(key),
+      ageMs: (since) => this.clock.ageMs(since),
+      maxJobAgeMs: deps.options.retry.maxJobAgeMs,
+    };
     this.limiter = new ConcurrencyLimiter(deps.options.worker.concurrency, () => {
       this.schedulePump();
       this.deps.onCapacity?.();
@@ -116,6 +138,16 @@ export class JobProcessor {
     return this.buffer.length;
   }
 
+  /** Jobs a claim started ahead of the free slots that wait here for a slot (not entered yet). */
+  get startedAheadCount(): number {
+    return this.ahead.size;
+  }
+
+  /** Claimed rows held in memory before their handler: the buffer and the started-ahead rows. */
+  get waitingCount(): number {
+    return this.buffer.length + this.ahead.size;
+  }
+
   /** Handlers running now. */
   get runningCount(): number {
     return this.running.size;
@@ -133,7 +165,7 @@ export class JobProcessor {
    * process does not pile up unwritten completions without bound.
    */
   get unwrittenCount(): number {
-    return Math.max(0, this.owned.size - this.buffer.length - this.running.size);
+    return Math.max(0, this.owned.size - this.waitingCount - this.running.size);
   }
 
   /** Transitions the storage refused (zero rows), SPEC `state_transition_conflicts`. */
@@ -163,9 +195,43 @@ export class JobProcessor {
    * reservation is settled by {@link accept}.
    */
   reserveStartSlots(max: number): number {
-    if (this.closing || this.startRetryTimer !== undefined || this.buffer.length > 0) return 0;
-    if (!this.deps.breakers.allClosed()) return 0;
+    // Rows started ahead take freed slots first; a claim reserving one would make it wait.
+    if (!this.mayStart() || this.ahead.size > 0) return 0;
     return this.limiter.acquire(max);
+  }
+
+  /**
+   * True when claims start rows ahead of the free slots now: `worker.startAhead` is on, claims may
+   * start rows at all (see {@link reserveStartSlots}), and no handled queue is `budgeted` (has a
+   * `MaxWorkers` budget or a rate limit: such queues must weigh in at every free slot, which rows
+   * started ahead would take first). Then the buffer of Fetched rows is not used.
+   */
+  startsAhead(budgeted: boolean): boolean {
+    return this.ahead.enabled && !budgeted && this.mayStart();
+  }
+
+  /**
+   * How many rows the next claim should start beyond the `reserved` slots, at most `max` (see
+   * {@link StartedAhead.room}); only meaningful when {@link startsAhead}.
+   */
+  aheadRoom(reserved: number, max: number): number {
+    return Math.max(0, Math.min(max, this.ahead.room(reserved)));
+  }
+
+  /** A claim sent at `sentAt` (this processor's monotonic clock) just returned. */
+  noteClaim(sentAt: number): void {
+    this.ahead.noteClaim(sentAt, this.monotonic());
+  }
+
+  /** The monotonic clock the fetcher times its claims by. */
+  now(): number {
+    return this.monotonic();
+  }
+
+  /** Claims may start rows: not closing, no start being retried, nothing buffered, every circuit closed. */
+  private mayStart(): boolean {
+    if (this.closing || this.startRetryTimer !== undefined || this.buffer.length > 0) return false;
+    return this.deps.breakers.allClosed();
   }
 
   /**
@@ -178,16 +244,22 @@ export class JobProcessor {
     jobs: readonly HotJob[],
     lease: { workerId: string; leaseId: string },
     reserved = 0,
+    sentAt = this.monotonic(),
   ): void {
     this.clock.observe(jobs);
     const started: ClaimedJob[] = [];
-    this.dropSupersededBuffered(jobs, lease.leaseId);
+    const ahead: ClaimedJob[] = [];
+    this.dropSuperseded(jobs, lease.leaseId);
     for (const job of jobs) {
       const claimed: ClaimedJob = { job, lease: { id: job.id, ...lease } };
       this.owned.set(runKey(claimed.lease), claimed.lease);
-      if (job.status === JobStatus.Processing && started.length < reserved) started.push(claimed);
-      else this.buffer.push(claimed);
+      if (job.status !== JobStatus.Processing) this.buffer.push(claimed);
+      else if (started.length < reserved) started.push(claimed);
+      // Started beyond the reserved slots: the claim started it ahead; it waits for a slot.
+      else ahead.push(claimed);
     }
+    // Pushed before the reserved slots are given back, which pumps: those rows take them first.
+    this.ahead.push(ahead, sentAt);
     if (reserved > started.length) this.limiter.release(reserved - started.length);
     if (started.length > 0) {
       const emit: EmitOutcome = (outcome, job) => this.emitOutcome(outcome, job);
@@ -204,9 +276,21 @@ export class JobProcessor {
     this.pump();
   }
 
-  /** Starts buffered jobs while slots are free. Never starts anything once closing. */
+  /**
+   * Fills free slots: rows started ahead first (already started, they run with no statement),
+   * then buffered jobs (one batched `markAsProcessing`). Never starts anything once closing.
+   */
   pump(): void {
-    if (this.closing || this.startRetryTimer !== undefined) return;
+    if (this.closing) return;
+    const now = this.monotonic();
+    for (;;) {
+      if (this.limiter.available === 0) break;
+      const next = this.ahead.shift(now, (c) => this.renewAfterMs(c.job.queue));
+      if (!next) break;
+      this.limiter.acquire(1);
+      this.track(this.enterAhead(next.claimed, next.fresh, () => this.limiter.release(1)));
+    }
+    if (this.startRetryTimer !== undefined) return;
     while (this.buffer.length > 0 && this.limiter.available > 0) {
       const taken = this.limiter.acquire(this.buffer.length);
       const batch = this.buffer.splice(0, taken);
@@ -232,37 +316,25 @@ export class JobProcessor {
     const settled: Array<Promise<void>> = [];
 
     for (const claimed of batch) {
-      const { job } = claimed;
       // drain() hands rows in directly: make sure the heartbeat covers them too.
       this.owned.set(runKey(claimed.lease), claimed.lease);
-      const handler = this.deps.handlers.resolve(job.queue, job.type);
-      if (!handler) {
-        settled.push(this.noHandler(claimed, emit).then(onJobDone));
-        continue;
+      const verdict = triage(claimed.job, this.triageView);
+      switch (verdict.kind) {
+        case 'no-handler':
+          settled.push(this.noHandler(claimed, emit).then(onJobDone));
+          break;
+        case 'held':
+          pushTo(toRelease, 0, claimed);
+          break;
+        case 'circuit-open':
+          pushTo(toRelease, verdict.delayMs, claimed);
+          break;
+        case 'circuit-expired':
+          settled.push(this.circuitExpired(claimed, emit).then(onJobDone));
+          break;
+        case 'run':
+          toStart.push({ claimed, handler: verdict.handler, probe: verdict.probe });
       }
-      if (this.deps.controls.isHeld(job.queue)) {
-        pushTo(toRelease, 0, claimed);
-        continue;
-      }
-      const decision = this.deps.breakers.tryAcquire(circuitKey(job));
-      if (!decision.allowed) {
-        if (this.clock.ageMs(job.enqueuedAtUtc) >= this.deps.options.retry.maxJobAgeMs) {
-          settled.push(
-            this.finaliser
-              .dlq(
-                claimed,
-                FailureReason.CircuitBreakerOpen,
-                `Circuit of ${circuitKey(job)} still open when the job reached retry.maxJobAgeMs`,
-                emit,
-              )
-              .then(onJobDone),
-          );
-        } else {
-          pushTo(toRelease, decision.retryInMs, claimed);
-        }
-        continue;
-      }
-      toStart.push({ claimed, handler, probe: decision.probe });
     }
 
     for (const [delayMs, jobs] of toRelease) {
@@ -276,17 +348,23 @@ export class JobProcessor {
     return outcomes;
   }
 
-  /** Releases buffered rows of paused or retired queues back to Pending. */
+  /**
+   * Hands the waiting rows of paused or retired queues back to Pending: buffered rows released,
+   * rows started ahead unstarted (their attempt refunded: their handler never ran).
+   */
   async releaseHeld(): Promise<number> {
-    const held = this.buffer.filter(({ job }) => this.deps.controls.isHeld(job.queue));
-    if (held.length === 0) return 0;
-    const ids = new Set(held.map(({ job }) => job.id));
-    this.buffer = this.buffer.filter(({ job }) => !ids.has(job.id));
-    await this.finaliser.release(held, 0, (o, job) => this.emitOutcome(o, job));
-    return held.length;
+    const isHeld = ({ job }: ClaimedJob) => this.deps.controls.isHeld(job.queue);
+    const held = this.buffer.filter(isHeld);
+    this.buffer = this.buffer.filter((c) => !isHeld(c));
+    const heldAhead = this.ahead.take(isHeld);
+    await this.handBack(held, heldAhead);
+    return held.length + heldAhead.length;
   }
 
-  /** Aborts running jobs whose cancellation was requested; returns how many were aborted. */
+  /**
+   * Aborts running jobs whose cancellation was requested, and moves rows started ahead for those
+   * jobs to the DLQ as Cancelled without running them; returns how many runs it stopped.
+   */
   cancel(ids: Iterable<string>): number {
     // A cancel names a job, so it reaches every run of that id here; a stale run among them is
     // refused by the storage anyway when it tries to finalise.
@@ -297,6 +375,11 @@ export class JobProcessor {
         execution.abort('cancelled');
         count++;
       }
+    }
+    const emit: EmitOutcome = (outcome, job) => this.emitOutcome(outcome, job);
+    for (const claimed of this.ahead.take(({ job }) => wanted.has(job.id))) {
+      this.track(this.finaliser.cancelledBeforeRun(claimed, emit));
+      count++;
     }
     return count;
   }
@@ -316,12 +399,24 @@ export class JobProcessor {
     this.startRetryTimer = undefined;
   }
 
-  /** Step 2: hands every buffered row back to Pending. */
+  /**
+   * Step 2: hands every waiting row back to Pending: buffered rows released, rows started ahead
+   * unstarted with their attempt refunded (none of them ran).
+   */
   async releaseBuffered(): Promise<number> {
     const buffered = this.buffer.splice(0);
-    if (buffered.length === 0) return 0;
-    await this.finaliser.release(buffered, 0, (o, job) => this.emitOutcome(o, job));
-    return buffered.length;
+    const ahead = this.ahead.takeAll();
+    await this.handBack(buffered, ahead);
+    return buffered.length + ahead.length;
+  }
+
+  /** Buffered rows released and rows started ahead unstarted, each group in one write. */
+  private async handBack(buffered: ClaimedJob[], ahead: ClaimedJob[]): Promise<void> {
+    const emit: EmitOutcome = (o, job) => this.emitOutcome(o, job);
+    await Promise.all([
+      buffered.length > 0 ? this.finaliser.release(buffered, 0, emit) : undefined,
+      ahead.length > 0 ? this.finaliser.release(ahead, 0, emit, true) : undefined,
+    ]);
   }
 
   /** Waits until every dispatched job has been finalised, or `deadline` (epoch ms) passes. True when idle. */
@@ -352,6 +447,119 @@ export class JobProcessor {
   }
 
   // ------------------------------------------------------------------ internals
+
+  /**
+   * Enters a row a claim started ahead into the slot just taken for it. Its start is written
+   * already, so a run goes straight to its handler; what triage turns away goes back to Pending
+   * with its attempt refunded (no user code ran). A row that waited longer than
+   * {@link renewAfterMs} (this process stalled, or its handlers held every slot that long) has its
+   * lease renewed first, since a rescue may have taken it meanwhile; if it did, the row is dropped
+   * unrun and nothing is written.
+   */
+  private async enterAhead(
+    claimed: ClaimedJob,
+    fresh: boolean,
+    onJobDone: () => void,
+  ): Promise<void> {
+    const emit: EmitOutcome = (outcome, job) => this.emitOutcome(outcome, job);
+    if (!fresh && !(await this.stillOwned(claimed, emit))) {
+      onJobDone();
+      return;
+    }
+    const verdict = triage(claimed.job, this.triageView);
+    switch (verdict.kind) {
+      case 'run':
+        return this.execute(claimed, verdict.handler, verdict.probe, emit, onJobDone);
+      case 'no-handler':
+        await this.noHandler(claimed, emit);
+        break;
+      case 'circuit-expired':
+        await this.circuitExpired(claimed, emit);
+        break;
+      case 'held':
+      case 'circuit-open': {
+        // The others of its queue (held) or its type (circuit) waiting ahead go back with it.
+        const key = circuitKey(claimed.job);
+        const same = this.ahead.take(({ job }) =>
+          verdict.kind === 'held' ? job.queue === claimed.job.queue : circuitKey(job) === key,
+        );
+        onJobDone();
+        const delayMs = verdict.kind === 'held' ? 0 : verdict.delayMs;
+        await this.finaliser.release([claimed, ...same], delayMs, emit, true);
+        return;
+      }
+    }
+    onJobDone();
+  }
+
+  /**
+   * Renews the lease of a row started ahead that waited too long to trust: true when it is still
+   * this process's (and now safe for another zombie timeout). A lost row is a conflict, dropped
+   * without a write; a row whose cancellation was requested meanwhile goes to the DLQ unrun. When
+   * the renewal itself fails, the row is given up to the rescue loop (it never ran).
+   */
+  private async stillOwned(claimed: ClaimedJob, emit: EmitOutcome): Promise<boolean> {
+    const { job, lease } = claimed;
+    let touched = 0;
+    let cancelRequested = false;
+    try {
+      const result = await this.deps.storage.keepAlive(this.deps.workerId, [lease]);
+      touched = result.touched;
+      cancelRequested = result.cancelRequested.includes(job.id);
+    } catch (error) {
+      const message = toError(error).message;
+      logEvent(
+        this.deps.logger,
+        'TransitionWriteFailed',
+        `Renewing job ${job.id} before its handler failed: ${message}. The job is left to the ` +
+          `rescue loop; its handler did not run.`,
+        { operation: 'keepAlive', jobId: job.id, attempts: 1, error: message },
+      );
+    }
+    if (touched > 0 && cancelRequested) {
+      await this.finaliser.cancelledBeforeRun(claimed, emit);
+      return false;
+    }
+    if (touched > 0) return true;
+    this.owned.delete(runKey(lease));
+    this.conflictCount++;
+    this.metrics.conflict(job, 'started');
+    logEvent(
+      this.deps.logger,
+      'StateTransitionConflict',
+      `Job ${job.id} was not run: it was started ahead and its lease no longer matches ` +
+        `(state transition conflict)`,
+      { operation: 'keepAlive', jobId: job.id },
+    );
+    emit(
+      runOutcome(claimed, 'released', { applied: false, error: 'lease lost before start' }),
+      job,
+    );
+    return false;
+  }
+
+  /**
+   * How long a row started ahead may wait before its lease must be renewed before it runs: half the
+   * zombie timeout of its queue. A rescue takes a row only once its heartbeat, written by the
+   * database after the claim was sent, is a zombie timeout old; half leaves room for clocks that
+   * run at slightly different rates.
+   */
+  private renewAfterMs(queue: string): number {
+    const seconds = this.deps.controls.get(queue)?.zombieTimeoutSeconds;
+    const timeoutMs =
+      seconds != null && seconds > 0 ? seconds * 1_000 : this.deps.options.rescue.zombieTimeoutMs;
+    return timeoutMs / 2;
+  }
+
+  /** A claimed job whose circuit stayed open past its age limit: DLQ `CircuitBreakerOpen`. */
+  private circuitExpired(claimed: ClaimedJob, emit: EmitOutcome): Promise<void> {
+    return this.finaliser.dlq(
+      claimed,
+      FailureReason.CircuitBreakerOpen,
+      `Circuit of ${circuitKey(claimed.job)} still open when the job reached retry.maxJobAgeMs`,
+      emit,
+    );
+  }
 
   /** A claimed job no handler of this process runs: straight to the DLQ as `NoHandler`. */
   private noHandler(claimed: ClaimedJob, emit: EmitOutcome): Promise<void> {
@@ -510,6 +718,7 @@ export class JobProcessor {
       events.emit(startedEvent(job, execution.attempt, new Date(this.clock.now())));
     }
     this.metrics.runStarted(job, this.clock.now());
+    this.ahead.noteEntered();
     const key = runKey(lease);
     this.running.set(key, { id: job.id, execution });
     let result: RunResult;
@@ -535,31 +744,29 @@ export class JobProcessor {
   }
 
   /**
-   * A claim that returns a job this process still has buffered under another lease proves the
-   * buffered run stale (the row now carries the new lease): drop it without a write, as a state
-   * transition conflict, so the buffer never holds two runs of one id.
+   * A claim that returns a job this process still holds waiting (buffered, or started ahead) under
+   * another lease proves that run stale (the row now carries the new lease): drop it without a
+   * write, as a state transition conflict, so nothing here holds two runs of one id.
    */
-  private dropSupersededBuffered(jobs: readonly HotJob[], leaseId: string): void {
-    if (this.buffer.length === 0) return;
+  private dropSuperseded(jobs: readonly HotJob[], leaseId: string): void {
+    if (this.waitingCount === 0) return;
     const claimed = new Set(jobs.map((j) => j.id));
-    const kept: ClaimedJob[] = [];
-    for (const buffered of this.buffer) {
-      if (claimed.has(buffered.job.id) && buffered.lease.leaseId !== leaseId) {
-        this.conflictCount++;
-        this.metrics.conflict(buffered.job, 'released');
-        this.owned.delete(runKey(buffered.lease));
-        this.emitOutcome(
-          runOutcome(buffered, 'released', {
-            applied: false,
-            error: 'superseded by a newer claim of the same job',
-          }),
-          buffered.job,
-        );
-      } else {
-        kept.push(buffered);
-      }
+    const stale = (c: ClaimedJob) => claimed.has(c.job.id) && c.lease.leaseId !== leaseId;
+    const dropped = [...this.buffer.filter(stale), ...this.ahead.take(stale)];
+    if (dropped.length === 0) return;
+    this.buffer = this.buffer.filter((c) => !stale(c));
+    for (const buffered of dropped) {
+      this.conflictCount++;
+      this.metrics.conflict(buffered.job, 'released');
+      this.owned.delete(runKey(buffered.lease));
+      this.emitOutcome(
+        runOutcome(buffered, 'released', {
+          applied: false,
+          error: 'superseded by a newer claim of the same job',
+        }),
+        buffered.job,
+      );
     }
-    this.buffer = kept;
   }
 
   private deferPump(): void {

@@ -62,17 +62,20 @@ describe('composeJobStorage', () => {
   it("carries the store's capability flags, which the worker reads through the edge", () => {
     class Capable extends Store {
       readonly reportsRateLimitWait = true;
+      readonly startsAhead = true;
     }
     const composed = composeJobStorage(
       new Capable() as unknown as DialectJobStore,
       queries({ pending: 0 }),
     );
     expect(composed.reportsRateLimitWait).toBe(true);
+    expect(composed.startsAhead).toBe(true);
     const plain = composeJobStorage(
       new Store() as unknown as DialectJobStore,
       queries({ pending: 0 }),
     );
     expect(plain.reportsRateLimitWait).toBeUndefined();
+    expect(plain.startsAhead).toBeUndefined();
   });
 
   it('refuses a store that defines a read too', () => {

@@ -45,6 +45,7 @@ export function composeJobStorage(
   const composed: Record<string, unknown> = {
     dialect: store.dialect,
     reportsRateLimitWait: store.reportsRateLimitWait,
+    startsAhead: store.startsAhead,
   };
   for (const name of methodNames(store)) {
     composed[name] = (store as unknown as Record<string, Method>)[name].bind(store);

@@ -87,6 +87,7 @@ export interface DialectJobStorage extends Pick<
   JobStorage,
   | 'dialect'
   | 'reportsRateLimitWait'
+  | 'startsAhead'
   | 'prepare'
   | 'ensureSchema'
   | 'schemaStatus'
@@ -113,6 +114,7 @@ export interface DialectJobStorage extends Pick<
   markAsProcessing(leases: readonly Checked<JobLease>[]): Promise<string[]>;
   keepAlive(workerId: string, leases: readonly Checked<JobLease>[]): Promise<KeepAliveResult>;
   release(leases: readonly Checked<JobLease>[], delayMs: number | null): Promise<number>;
+  unstart(leases: readonly Checked<JobLease>[], delayMs: number | null): Promise<number>;
   reportProgress(lease: Checked<JobLease>, percent: number, note: string | null): Promise<number>;
   rescheduleForRetry(lease: Checked<JobLease>, delayMs: number, error: string): Promise<number>;
   archiveSucceeded(items: readonly Checked<CompletedJob>[]): Promise<RunRef[]>;

@@ -139,6 +139,13 @@ export interface JobStore {
   readonly reportsRateLimitWait?: boolean;
 
   /**
+   * True when `fetchNextBatch` honours `FetchRequest.ahead` (claims that start rows ahead of the
+   * caller's free slots take them only from queues with neither budget nor rate limit). Only then
+   * does the worker start ahead (`worker.startAhead`); a storage without it is never asked to.
+   */
+  readonly startsAhead?: boolean;
+
+  /**
    * Applies per-connection settings (SQLite: WAL, `busy_timeout`) and checks the `DataSource` is
    * usable. Called once by `createJobStorage` before any other operation.
    */
@@ -230,6 +237,16 @@ export interface JobStore {
    * Returns the number of rows released.
    */
   release(leases: readonly JobLease[], delayMs?: number): Promise<number>;
+
+  /**
+   * Processing → Pending for owned rows (`Status = 2`, lease matches) whose handler the caller
+   * never ran: rows a claim started ahead that are handed back (shutdown, a paused queue, an open
+   * circuit). `AttemptCount − 1` (the claim counted an attempt that did not happen),
+   * `StartedAtUtc` and `HeartbeatUtc` cleared, `WorkerId`/`LeaseId` cleared; with `delayMs`,
+   * `ScheduledAtUtc = now + delayMs` and `RetriedTotal + n`, as {@link release}. No attempt row is
+   * written. Returns the number of rows handed back.
+   */
+  unstart(leases: readonly JobLease[], delayMs?: number): Promise<number>;
 
   /**
    * Writes `Progress` (0–100) and `ProgressNote` (at most 500 characters; none clears it) on an

@@ -137,6 +137,7 @@ function assertDelay(delayMs: unknown, path = 'delayMs'): number {
 export class ValidatedJobStorage implements JobStorage {
   readonly dialect: StorageDialect;
   readonly reportsRateLimitWait: boolean;
+  readonly startsAhead: boolean;
 
   constructor(
     private readonly inner: DialectJobStorage,
@@ -145,6 +146,7 @@ export class ValidatedJobStorage implements JobStorage {
   ) {
     this.dialect = inner.dialect;
     this.reportsRateLimitWait = inner.reportsRateLimitWait === true;
+    this.startsAhead = inner.startsAhead === true;
   }
 
   // ---------------------------------------------------------------- lifecycle
@@ -201,6 +203,15 @@ export class ValidatedJobStorage implements JobStorage {
   /** @inheritdoc */
   async fetchNextBatch(request: FetchRequest): Promise<ClaimedJobs> {
     const valid = assertFetchRequest(request);
+    if (valid.ahead === true && !this.startsAhead) {
+      throw new ChokaQValidationError([
+        {
+          path: 'ahead',
+          message: `the ${this.dialect} storage does not start claims ahead (worker.startAhead)`,
+          value: true,
+        },
+      ]);
+    }
     const { queues, types } = valid.handled;
     if (valid.limit === 0 || (queues.length === 0 && types.length === 0)) return [];
     return this.inner.fetchNextBatch(checked(valid));
@@ -227,6 +238,14 @@ export class ValidatedJobStorage implements JobStorage {
     const delay = delayMs === undefined ? null : assertDelay(delayMs);
     if (valid.length === 0) return 0;
     return this.inner.release(valid.map(checked), delay);
+  }
+
+  /** @inheritdoc */
+  async unstart(leases: readonly JobLease[], delayMs?: number): Promise<number> {
+    const valid = assertLeases(leases);
+    const delay = delayMs === undefined ? null : assertDelay(delayMs);
+    if (valid.length === 0) return 0;
+    return this.inner.unstart(valid.map(checked), delay);
   }
 
   /** @inheritdoc */

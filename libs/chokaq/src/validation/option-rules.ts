@@ -45,6 +45,7 @@ export const OPTION_RULES = {
     enabled: bool,
     concurrency: int(1, 10_000),
     prefetch: int(1, 100_000),
+    startAhead: int(0, 10_000),
     batchSize: int(1, 10_000),
     pollIntervalMs: timer(1),
     shutdownGracePeriodMs: timer(0),

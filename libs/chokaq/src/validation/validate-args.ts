@@ -431,6 +431,16 @@ export function assertFetchRequest(request: FetchRequest): FetchRequest & { star
       });
     }
   }
+  const ahead = request.ahead;
+  if (ahead !== undefined && typeof ahead !== 'boolean') {
+    issues.push({ path: 'ahead', message: 'must be a boolean', value: ahead });
+  } else if (ahead === true && typeof limit === 'number' && start !== limit) {
+    issues.push({
+      path: 'ahead',
+      message: 'a claim that starts ahead must start every row it takes (start = limit)',
+      value: ahead,
+    });
+  }
   fail(issues);
   return { ...request, handled: withVersionRanges(handled), start };
 }

@@ -270,6 +270,11 @@ export class MssqlJobStore implements DialectJobStore {
   }
 
   /** @inheritdoc */
+  async unstart(list: readonly Checked<JobLease>[], delay: number | null): Promise<number> {
+    return this.affected('unstart', SQL.unstart(this.schema, list, delay));
+  }
+
+  /** @inheritdoc */
   async reportProgress(
     owned: Checked<JobLease>,
     value: number,

@@ -933,6 +933,29 @@ export function release(
   leases: readonly MssqlLease[],
   delayMs: number | null,
 ): MssqlStatement {
+  return handBack(schema, leases, delayMs, false);
+}
+
+/**
+ * unstart — Processing → Pending for owned rows whose handler never ran (started ahead, handed
+ * back: `Status = 2`, fence matches): the attempt the claim counted is refunded, `StartedAtUtc`
+ * and `HeartbeatUtc` cleared; the delay as {@link release}, in the same kind of transaction.
+ */
+export function unstart(
+  schema: string,
+  leases: readonly MssqlLease[],
+  delayMs: number | null,
+): MssqlStatement {
+  return handBack(schema, leases, delayMs, true);
+}
+
+/** The batch of {@link release} (Fetched rows) and {@link unstart} (started rows that never ran). */
+function handBack(
+  schema: string,
+  leases: readonly MssqlLease[],
+  delayMs: number | null,
+  started: boolean,
+): MssqlStatement {
   const t = tables(schema);
   const p = new ParamList();
   const doc = leaseDoc(p, leases);
@@ -946,11 +969,14 @@ export function release(
       'DECLARE @Released TABLE (Id varchar(36) NOT NULL, Queue varchar(255) NOT NULL);',
       'BEGIN TRAN;',
       'UPDATE h SET h.Status = 0, h.WorkerId = NULL, h.LeaseId = NULL, h.LastUpdatedUtc = @now,',
+      ...(started
+        ? ['  h.AttemptCount = h.AttemptCount - 1, h.StartedAtUtc = NULL, h.HeartbeatUtc = NULL,']
+        : []),
       '  h.ScheduledAtUtc = ISNULL(@due, h.ScheduledAtUtc), h.DueAtUtc = ISNULL(@due, h.DueAtUtc)',
       'OUTPUT inserted.Id, inserted.Queue INTO @Released (Id, Queue)',
       `FROM ${t.hot} AS h`,
       `INNER JOIN OPENJSON(${doc}) ${LEASE_JSON} AS l ON l.Id = h.Id AND l.WorkerId = h.WorkerId AND l.LeaseId = h.LeaseId`,
-      'WHERE h.Status = 1;',
+      started ? 'WHERE h.Status = 2;' : 'WHERE h.Status = 1;',
       `IF @due IS NOT NULL`,
       'BEGIN',
       bumpStats(t.stats, '@Released', { RetriedTotal: '1' }),

@@ -71,6 +71,8 @@ export class PostgresJobStore implements DialectJobStore {
   readonly dialect = 'postgres' as const;
   /** The claim reads the rate state of a short claim's limited queues: see `fetchNextBatch`. */
   readonly reportsRateLimitWait = true;
+  /** A claim with `ahead` takes the fast path, which skips budgeted and rate-limited queues. */
+  readonly startsAhead = true;
 
   private readonly logger: PostgresConnection['logger'];
   private readonly schemaName: string;
@@ -335,7 +337,7 @@ export class PostgresJobStore implements DialectJobStore {
    * with this lease already committed.
    */
   async fetchNextBatch(request: Checked<FetchRequest & { start: number }>): Promise<ClaimedJobs> {
-    const { workerId, leaseId, limit, handled, start, budgetedQueues } = request;
+    const { workerId, leaseId, limit, handled, start, budgetedQueues, ahead } = request;
     const wide = [...new Set(handled.queues)];
     const wideSet = new Set(wide);
     const pairs = handled.types.filter((p) => !wideSet.has(p.queue));
@@ -356,30 +358,33 @@ export class PostgresJobStore implements DialectJobStore {
     const claimed = async (exec: Exec, attempt: number) =>
       attempt > 1 ? exec(this.sql.fetchNextBatchClaimed, [workerId, leaseId]) : [];
     let waitMs: number | undefined;
-    const rows =
-      budgetedQueues && !queues.some((q) => budgetedQueues.includes(q))
-        ? await this.db.retry('fetchNextBatch', async (attempt) =>
-            this.db.withConnection(false, async (exec) => {
-              const already = await claimed(exec, attempt);
-              return already.length > 0 ? already : exec(this.sql.fetchNextBatchUnbudgeted, params);
-            }),
-          )
-        : await this.db.transaction('fetchNextBatch', async (exec, attempt) => {
-            waitMs = undefined;
+    // A claim ahead always takes the fast path: it skips every queue with a budget or a rate
+    // limit at that moment, so rows waiting for a slot never hold a budget or spend a rate.
+    const unbudgeted =
+      ahead === true || (budgetedQueues && !queues.some((q) => budgetedQueues.includes(q)));
+    const rows = unbudgeted
+      ? await this.db.retry('fetchNextBatch', async (attempt) =>
+          this.db.withConnection(false, async (exec) => {
             const already = await claimed(exec, attempt);
-            if (already.length > 0) return already;
-            const locked = await exec(this.sql.fetchNextBatchLockBudgets, [queues]);
-            const taken = await exec(this.sql.fetchNextBatch, [
-              ...params,
-              locked.map((r) => String(r.name)),
-            ]);
-            const limited = locked.filter((r) => r.rate_limited === true).map((r) => r.name);
-            if (taken.length < limit && limited.length > 0) {
-              const states = await exec(this.sql.fetchNextBatchRateState, [limited]);
-              waitMs = shortestRateWait(states.map(rateStateOf), num(states[0]?.now_ms));
-            }
-            return taken;
-          });
+            return already.length > 0 ? already : exec(this.sql.fetchNextBatchUnbudgeted, params);
+          }),
+        )
+      : await this.db.transaction('fetchNextBatch', async (exec, attempt) => {
+          waitMs = undefined;
+          const already = await claimed(exec, attempt);
+          if (already.length > 0) return already;
+          const locked = await exec(this.sql.fetchNextBatchLockBudgets, [queues]);
+          const taken = await exec(this.sql.fetchNextBatch, [
+            ...params,
+            locked.map((r) => String(r.name)),
+          ]);
+          const limited = locked.filter((r) => r.rate_limited === true).map((r) => r.name);
+          if (taken.length < limit && limited.length > 0) {
+            const states = await exec(this.sql.fetchNextBatchRateState, [limited]);
+            waitMs = shortestRateWait(states.map(rateStateOf), num(states[0]?.now_ms));
+          }
+          return taken;
+        });
     const jobs: ClaimedJobs = rows.map(mapHotRow).sort(byPriorityThenDue);
     if (waitMs !== undefined) jobs.rateLimitWaitMs = waitMs;
     return jobs;
@@ -418,6 +423,18 @@ export class PostgresJobStore implements DialectJobStore {
   async release(leases: readonly Checked<JobLease>[], delayMs: number | null): Promise<number> {
     const l = leaseArrays(leases);
     const [row] = await this.db.query('release', this.sql.release, [
+      l.ids,
+      l.workers,
+      l.leases,
+      delayMs,
+    ]);
+    return num(row?.n);
+  }
+
+  /** @inheritdoc */
+  async unstart(leases: readonly Checked<JobLease>[], delayMs: number | null): Promise<number> {
+    const l = leaseArrays(leases);
+    const [row] = await this.db.query('unstart', this.sql.unstart, [
       l.ids,
       l.workers,
       l.leases,

@@ -587,6 +587,35 @@ bucket AS (${bucketUpsert(s, 3, '3', '(SELECT queue, NULL::bigint AS duration_ms
 SELECT count(*)::int AS n FROM released`;
 
 /**
+ * Processing → Pending for owned rows whose handler never ran (started ahead, then handed back):
+ * the attempt the claim counted is refunded and the start cleared; with $4 (delay ms, may be
+ * NULL), as {@link release}: due at now() + $4, `retried_total` and the retried bucket (outcome 3,
+ * reason 3) grow by the rows handed back. No attempt row: no run happened.
+ * Lock/isolation: READ COMMITTED, one statement; the counter and bucket upserts are one row per queue.
+ */
+export const unstart = (s: string): string => `
+WITH unstarted AS (
+  UPDATE ${s}.jobs_hot j
+  SET status = 0, attempt_count = j.attempt_count - 1, started_at_utc = NULL, heartbeat_utc = NULL,
+      worker_id = NULL, lease_id = NULL, last_updated_utc = now(),
+      scheduled_at_utc = CASE WHEN $4::float8 IS NULL THEN j.scheduled_at_utc
+                              ELSE now() + $4::float8 ${MS} END
+  FROM ${LEASES}
+  WHERE ${OWNED} AND j.status = 2
+  RETURNING j.queue
+),
+counted AS (
+  INSERT INTO ${s}.stats_summary AS t (queue, retried_total, last_activity_utc)
+  SELECT queue, count(*), now() FROM unstarted WHERE $4::float8 IS NOT NULL GROUP BY queue
+  ON CONFLICT (queue) DO UPDATE
+  SET retried_total = t.retried_total + EXCLUDED.retried_total,
+      last_activity_utc = EXCLUDED.last_activity_utc
+),
+bucket AS (${bucketUpsert(s, 3, '3', '(SELECT queue, NULL::bigint AS duration_ms FROM unstarted WHERE $4::float8 IS NOT NULL)')}
+)
+SELECT count(*)::int AS n FROM unstarted`;
+
+/**
  * Progress (0–100) and its note of an owned Processing row. $1 id, $2 worker, $3 lease,
  * $4 percent, $5 note (NULL clears it: a note describes the progress it came with).
  * Lock/isolation: READ COMMITTED, one statement (row lock on the job).
@@ -1729,6 +1758,7 @@ export const hotPathStatements = (
   markAsProcessing: markAsProcessing(s),
   keepAlive: keepAlive(s),
   release: release(s),
+  unstart: unstart(s),
   reportProgress: reportProgress(s),
   rescheduleForRetry: rescheduleForRetry(s),
   archiveSucceeded: archiveSucceeded(s),

@@ -435,9 +435,23 @@ export class SqliteJobStore implements DialectJobStore {
 
   /** @inheritdoc */
   async release(leases: readonly Checked<JobLease>[], delay: number | null): Promise<number> {
+    return this.handBack('release', leases, delay);
+  }
+
+  /** @inheritdoc */
+  async unstart(leases: readonly Checked<JobLease>[], delay: number | null): Promise<number> {
+    return this.handBack('unstart', leases, delay);
+  }
+
+  /** Fetched (`release`) or started-but-unrun (`unstart`) rows back to Pending, in one write. */
+  private handBack(
+    statement: 'release' | 'unstart',
+    leases: readonly Checked<JobLease>[],
+    delay: number | null,
+  ): Promise<number> {
     const json = leasesJson(leases);
-    return this.db.write('release', () => {
-      const rows = this.db.all(this.sql.release, { leases: json, delayMs: delay });
+    return this.db.write(statement, () => {
+      const rows = this.db.all(this.sql[statement], { leases: json, delayMs: delay });
       // A delayed release is a retry that spends no attempt (open circuit): count it.
       if (delay !== null && rows.length > 0) {
         this.addCounters(countersByQueue(rows, 'retried'));

@@ -393,6 +393,19 @@ export function jobStoreStatements(p: string) {
       RETURNING queue`,
 
     /**
+     * Processing → Pending for owned rows whose handler never ran (started ahead, handed back):
+     * the attempt the claim counted is refunded and the start cleared; `@delayMs` as `release`.
+     */
+    unstart: `WITH ${LEASE_CTE}
+      UPDATE ${hot}
+      SET status = 0, attempt_count = attempt_count - 1, started_at_utc = NULL, heartbeat_utc = NULL,
+          worker_id = NULL, lease_id = NULL, last_updated_utc = ${SQLITE_NOW_MS},
+          scheduled_at_utc = CASE WHEN @delayMs IS NULL THEN scheduled_at_utc
+                                  ELSE ${SQLITE_NOW_MS} + @delayMs END
+      WHERE status = 2 AND ${OWNED}
+      RETURNING queue`,
+
+    /**
      * Progress and its note of an owned Processing row (lease matches AND status = 2); a NULL
      * `@note` clears the note (a note describes the progress it came with).
      */
