@@ -6,6 +6,7 @@ export const SCENARIOS = [
   'backlog',
   'two-proc',
   'retention',
+  'crash',
   'admin-reads',
   'metrics-ab',
   'deck',
@@ -88,6 +89,8 @@ export interface BenchArgs {
   /** Before each scenario, wait (at most `maxLoadWaitMs`) until the 1-minute load average is below this. */
   maxLoad: number | undefined;
   maxLoadWaitMs: number;
+  /** ChokaQ's `worker.startAhead` in the suite's drains (A/B runs); undefined: its default. */
+  startAhead: number | undefined;
 }
 
 const FULL: BenchSizes = {
@@ -160,6 +163,7 @@ const HELP = `npm run bench -- [flags]
   --reads-archived=N --reads-dead=N --reads-pending=N --reads-reps=N   admin-reads sizes and repetitions
   --deck-rounds=N --deck-ticks=N   deck: timed rounds over the panels (default 5), timed ticks (default 20)
   --run-timeout-ms=N      bound of one run (default 300000)
+  --start-ahead=N         ChokaQ's worker.startAhead in the suite (A/B runs; default: the library's)
   --write / --no-write    (re)write bench/RESULTS.md (default: on unless --quick)
   --max-load=X            before each scenario wait until the 1-min load average is below X
   --max-load-wait-s=N     … but at most N seconds (default 600), then go on and say so
@@ -227,6 +231,7 @@ export function parseArgs(argv: readonly string[]): BenchArgs | 'help' {
     'pg-url',
     'max-load',
     'max-load-wait-s',
+    'start-ahead',
     ...Object.keys(sizeFlags),
     ...Object.keys(readFlags),
     ...Object.keys(deckFlags),
@@ -249,7 +254,12 @@ export function parseArgs(argv: readonly string[]): BenchArgs | 'help' {
   if (concurrency)
     sizes.concurrency = concurrency.split(',').map((c) => positive(c, '--concurrency'));
   if (sizes.backlogDrain > sizes.backlog) throw new Error('--backlog-drain must be ≤ --backlog');
+  const startAhead = flags.get('start-ahead');
+  if (startAhead !== undefined && !/^\d+$/.test(startAhead)) {
+    throw new Error(`--start-ahead must be an integer ≥ 0 (got ${startAhead})`);
+  }
   return {
+    startAhead: startAhead === undefined ? undefined : Number(startAhead),
     quick,
     peers: flags.get('peers') === 'true',
     json: flags.get('json') === 'true',

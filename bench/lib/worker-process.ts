@@ -132,6 +132,12 @@ export class WorkerProcess {
     }
   }
 
+  /** SIGKILL, and wait (bounded) until the process is gone. */
+  async killAndWait(timeoutMs: number): Promise<void> {
+    this.kill();
+    await pollUntil(() => this.exited, timeoutMs, 'killed worker exit');
+  }
+
   /** SIGKILL unless already gone. Idempotent. */
   kill(): void {
     if (!this.exited) this.child.kill('SIGKILL');

@@ -92,7 +92,7 @@ export async function drain(system: BenchSystem, plan: DrainPlan): Promise<Drain
       ...base,
       url: onPostgres ? withApplicationName(base.url!, appName) : base.url,
       timeStatements: plan.timeStatements,
-      chokaqWorker: plan.chokaqWorker,
+      chokaqWorker: { ...base.chokaqWorker, ...plan.chokaqWorker },
       countStatements: onPostgres,
     };
     for (let p = 0; p < plan.processes; p++)

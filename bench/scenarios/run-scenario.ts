@@ -1,6 +1,7 @@
 import type { BenchArgs, ScenarioName } from '../lib/args';
 import type { ResultSet } from '../lib/results';
 import type { BenchSystem } from '../systems/bench-system';
+import { crashDrain } from './crash.scenario';
 import { drain, type DrainCost } from './drain.scenario';
 import { enqueueBulk, enqueueSingle } from './enqueue.scenario';
 import { latency } from './latency.scenario';
@@ -128,6 +129,27 @@ export async function runScenario(
         costOf(`backlog-drain-c${maxC}`, result.cost);
       });
       return;
+    case 'crash': {
+      // ChokaQ on PostgreSQL only: the crash bound of starting ahead (worker.startAhead).
+      if (!system.retention || d !== 'postgres') return;
+      const name = `crash-c${maxC}`;
+      await attempt(`${name}: zombies that never ran`, 'jobs', false, async () => {
+        const r = await crashDrain(system, {
+          pending: z.drain,
+          killAt: Math.floor(z.drain / 2),
+          concurrency: maxC,
+          timeoutMs: args.runTimeoutMs,
+        });
+        if (!r.accountedOnce) throw new Error('a job was lost, left hot or finished twice');
+        results.add(d, `${name}: zombies that never ran`, 'jobs', false, system.id, r.neverRan);
+        results.add(d, `${name}: zombies`, 'jobs', false, system.id, r.zombies);
+        log(
+          `  ${name}: ${r.zombies} zombie(s), ${r.neverRan} never ran (bound ${maxC} + startAhead), ` +
+            `${r.fetched} Fetched; every job accounted for once`,
+        );
+      });
+      return;
+    }
     case 'retention': {
       // ChokaQ only: the c50 drain without and then with retention deleting every archived row
       // as fast as it can, in the same run, so the two throughputs share the machine's state.

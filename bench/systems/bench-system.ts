@@ -18,8 +18,22 @@ export interface SystemRun {
    * `archiveMs: 0`, the other tables untouched), resolving to the archive rows it deleted.
    */
   retentionPass?(): Promise<number>;
+  /** ChokaQ only: what the crash scenario reads and does after a SIGKILL ({@link CrashProbe}). */
+  readonly crashProbe?: CrashProbe;
   /** Drops the schema (or deletes the file) and closes connections. Idempotent. */
   close(): Promise<void>;
+}
+
+/** The crash scenario's view of a ChokaQ run's tables. */
+export interface CrashProbe {
+  /** Payload `i` of every Processing row. */
+  startedPayloads(): Promise<number[]>;
+  /** Fetched rows. */
+  fetchedCount(): Promise<number>;
+  /** Zombies to the DLQ and Fetched rows back to Pending, whatever their age, until none is left. */
+  rescueAll(): Promise<void>;
+  /** Rows per pillar, and distinct ids over Archive and DLQ. */
+  pillars(): Promise<{ hot: number; archive: number; dlq: number; distinct: number }>;
 }
 
 /** A system under test on one dialect. */

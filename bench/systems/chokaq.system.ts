@@ -9,7 +9,7 @@ import type { BenchDialect } from '../lib/args';
 import { benchSchemaName, dropSchema, queryCount } from '../lib/pg-admin';
 import { chokaqStorageOptions } from '../worker/chokaq-runner';
 import type { MetricsVariant, WorkerConfig } from '../worker/protocol';
-import { BENCH_QUEUE, type BenchSystem, type SystemRun } from './bench-system';
+import { BENCH_QUEUE, type BenchSystem, type CrashProbe, type SystemRun } from './bench-system';
 
 const SQLITE_PREFIX = 'chokaq_';
 
@@ -28,6 +28,7 @@ export function chokaqSystem(
   dialect: BenchDialect,
   benchUrl: string,
   metrics?: MetricsVariant,
+  startAhead?: number,
 ): BenchSystem {
   const variant = METRICS_VARIANTS.find((v) => v.variant === metrics);
   return {
@@ -37,11 +38,11 @@ export function chokaqSystem(
     peer: false,
     retention: true,
     settings:
-      'ChokaQ defaults (prefetch 100, batch 20, poll 1000 ms, completion batch 200 / 20 ms, ' +
-      'jobs started in their claim when a slot is free' +
+      'ChokaQ defaults (prefetch 128, batch 20, poll 1000 ms, completion batch 500 / 20 ms, ' +
+      `jobs started in their claim when a slot is free${dialect === 'postgres' ? `, start ahead ${startAhead ?? 128}` : ''}` +
       `${dialect === 'postgres' ? ', prepared statements, LISTEN/NOTIFY, pool 10' : ', WAL, synchronous FULL except claims'}), concurrency per scenario; ` +
       'driven without Nest (createJobStorage + ChokaQWorker)',
-    open: () => openRun(dialect, benchUrl, metrics),
+    open: () => openRun(dialect, benchUrl, metrics, startAhead),
   };
 }
 
@@ -49,6 +50,7 @@ async function openRun(
   dialect: BenchDialect,
   benchUrl: string,
   metrics: MetricsVariant | undefined,
+  startAhead: number | undefined,
 ): Promise<SystemRun> {
   let dir: string | undefined;
   const base: Omit<WorkerConfig, 'concurrency'> =
@@ -84,9 +86,48 @@ async function openRun(
   sqlite?.pragma('busy_timeout = 5000');
   const archive =
     dialect === 'postgres' ? `${base.schema}.jobs_archive` : `${SQLITE_PREFIX}jobs_archive`;
+  const table = (name: string) => `${base.schema}.${name}`;
+  const crashProbe: CrashProbe | undefined = pg && {
+    startedPayloads: async () =>
+      (
+        await pg.query<{ i: number }>(
+          `SELECT (payload::json ->> 'i')::int AS i FROM ${table('jobs_hot')} WHERE status = 2`,
+        )
+      ).rows.map((r) => r.i),
+    fetchedCount: () =>
+      queryCount(pg, `SELECT count(*) AS n FROM ${table('jobs_hot')} WHERE status = 1`),
+    rescueAll: async () => {
+      for (;;) {
+        const zombies = await storage.archiveZombies(1);
+        const recovered = await storage.recoverAbandoned(1);
+        if (zombies.dlq.length + zombies.retried.length + recovered === 0) return;
+      }
+    },
+    pillars: async () => {
+      const { rows } = await pg.query<Record<string, string>>(
+        `SELECT (SELECT count(*) FROM ${table('jobs_hot')}) AS hot,
+                (SELECT count(*) FROM ${table('jobs_archive')}) AS archive,
+                (SELECT count(*) FROM ${table('jobs_dlq')}) AS dlq,
+                (SELECT count(*) FROM (SELECT id FROM ${table('jobs_archive')}
+                                       UNION SELECT id FROM ${table('jobs_dlq')}) u) AS distinct_ids`,
+      );
+      const [r] = rows;
+      return {
+        hot: Number(r.hot),
+        archive: Number(r.archive),
+        dlq: Number(r.dlq),
+        distinct: Number(r.distinct_ids),
+      };
+    },
+  };
   let closed = false;
   return {
-    workerConfig: (concurrency) => ({ ...base, concurrency, metrics }),
+    workerConfig: (concurrency) => ({
+      ...base,
+      concurrency,
+      metrics,
+      ...(startAhead === undefined ? {} : { chokaqWorker: { startAhead } }),
+    }),
     enqueueOne: async (payload) => {
       await storage.enqueue({ queue: BENCH_QUEUE, payload });
     },
@@ -94,6 +135,7 @@ async function openRun(
       await storage.enqueueMany(payloads.map((payload) => ({ queue: BENCH_QUEUE, payload })));
     },
     prefillChunk: MAX_ENQUEUE_MANY,
+    crashProbe,
     retentionPass: async () => {
       const keep = 365 * 24 * 3_600_000;
       const removed = await storage.applyRetention({

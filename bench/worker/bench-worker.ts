@@ -4,6 +4,7 @@
  * its handled count, peak RSS and latencies. Being a real OS process makes RSS and the
  * two-process drain real.
  */
+import { openSync, writeSync } from 'node:fs';
 import type {
   BenchPayload,
   FromWorker,
@@ -45,7 +46,9 @@ async function main(): Promise<void> {
   if (config.countStatements) installStatementCounter();
   let handled = 0;
   const latencies: number[] = [];
+  const runs = config.runsFile === undefined ? undefined : openSync(config.runsFile, 'a');
   const onJob = (payload: BenchPayload) => {
+    if (runs !== undefined) writeSync(runs, `${payload?.i}\n`);
     handled++;
     if (payload && typeof payload.t === 'number') {
       latencies.push(performance.timeOrigin + performance.now() - payload.t);

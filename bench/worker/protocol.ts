@@ -25,7 +25,12 @@ export interface WorkerConfig {
    */
   countStatements?: boolean;
   /** Profile experiments only: ChokaQ worker options other than the defaults. */
-  chokaqWorker?: { batchSize?: number; prefetch?: number; pollIntervalMs?: number };
+  chokaqWorker?: {
+    batchSize?: number;
+    prefetch?: number;
+    pollIntervalMs?: number;
+    startAhead?: number;
+  };
   /**
    * Metrics A/B only (ChokaQ): `off` = `metrics.enabled: false`; `api` = the defaults with
    * `@opentelemetry/api` installed and no SDK registered; `sdk` = an SDK `MeterProvider` with the
@@ -33,6 +38,12 @@ export interface WorkerConfig {
    * is built without metrics (what the other scenarios measure).
    */
   metrics?: MetricsVariant;
+  /**
+   * Crash scenario only: the handler appends each job's payload `i` to this file, with a
+   * synchronous write before it returns, so after a SIGKILL the file lists exactly the jobs whose
+   * handler ran.
+   */
+  runsFile?: string;
 }
 
 /** How a ChokaQ bench worker is set up for metrics (see {@link WorkerConfig.metrics}). */
