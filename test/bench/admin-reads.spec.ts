@@ -11,7 +11,7 @@ import type { BenchDialect } from '../../bench/lib/args';
 import { ADMIN_READS_HEADING, PROFILE_HEADING, mergeResults } from '../../bench/lib/report';
 import { dlqStatusFor } from '../../libs/chokaq/src/common/dlq-status';
 import { errorFamily } from '../../libs/chokaq/src/storage/shared/error-family';
-import { quoteSchema } from '../../libs/chokaq/src/storage/postgres/postgres.sql';
+import { quoteSchema } from '../../libs/chokaq/src/storage/postgres/sql';
 import type { StorageDialect } from '../../libs/chokaq/src/interfaces/job.interface';
 import {
   createTestSchema,

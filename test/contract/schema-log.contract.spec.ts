@@ -3,7 +3,7 @@ import {
   POSTGRES_MIGRATIONS,
   bootstrapStatements,
 } from '../../libs/chokaq/src/storage/postgres/postgres.schema';
-import { quoteSchema } from '../../libs/chokaq/src/storage/postgres/postgres.sql';
+import { quoteSchema } from '../../libs/chokaq/src/storage/postgres/sql';
 import {
   SQLITE_MIGRATIONS,
   schemaMigrationsDdl,

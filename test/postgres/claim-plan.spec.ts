@@ -1,5 +1,5 @@
 import { Client } from 'pg';
-import { fetchNextBatch, quoteSchema } from '../../libs/chokaq/src/storage/postgres/postgres.sql';
+import { fetchNextBatch, quoteSchema } from '../../libs/chokaq/src/storage/postgres/sql';
 import { PG_URL } from '../support/env';
 import { createTestSchema, describePostgres } from '../support/test-database';
 

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { Client } from 'pg';
 import { JobStorage } from '../../libs/chokaq/src/storage/job-storage';
-import { fetchNextBatch, quoteSchema } from '../../libs/chokaq/src/storage/postgres/postgres.sql';
+import { fetchNextBatch, quoteSchema } from '../../libs/chokaq/src/storage/postgres/sql';
 import { PG_URL } from '../support/env';
 import { createTestSchema, describePostgres } from '../support/test-database';
 

@@ -1,5 +1,5 @@
 import { Client } from 'pg';
-import * as SQL from '../../libs/chokaq/src/storage/postgres/postgres.sql';
+import * as SQL from '../../libs/chokaq/src/storage/postgres/sql';
 import { ERROR_LINE_PREFIX } from '../../libs/chokaq/src/storage/shared/error-family';
 import {
   TOP_ERRORS_WINDOW_MS,

@@ -6,7 +6,7 @@ import {
   listJobs,
   listWhere,
   quoteSchema,
-} from '../../libs/chokaq/src/storage/postgres/postgres.sql';
+} from '../../libs/chokaq/src/storage/postgres/sql';
 import { encodeListCursor } from '../../libs/chokaq/src/validation/list-cursor';
 import { assertListQuery } from '../../libs/chokaq/src/validation/validate-list';
 import { PG_URL } from '../support/env';

@@ -7,7 +7,7 @@ import { StorageDialect } from '../../libs/chokaq/src/interfaces/job.interface';
 import { StorageOptions } from '../../libs/chokaq/src/interfaces/storage-options.interface';
 import { createJobStorage } from '../../libs/chokaq/src/storage/create-storage';
 import { qualify } from '../../libs/chokaq/src/storage/mssql/mssql.schema';
-import { quoteSchema } from '../../libs/chokaq/src/storage/postgres/postgres.sql';
+import { quoteSchema } from '../../libs/chokaq/src/storage/postgres/sql';
 import { JobStorage } from '../../libs/chokaq/src/storage/job-storage';
 import { MSSQL_URL, PG_URL, mssqlAvailable, pgAvailable } from './env';
 

@@ -2,7 +2,7 @@ import { DEFAULT_SCHEMA, DEFAULT_SQLITE_PREFIX } from '../../config/storage-defa
 import type { StorageDialect } from '../../interfaces/job.interface';
 import { mssqlSchemaDdl } from '../../storage/mssql/mssql.schema';
 import { postgresSchemaScript } from '../../storage/postgres/postgres.schema';
-import { quoteSchema } from '../../storage/postgres/postgres.sql';
+import { quoteSchema } from '../../storage/postgres/sql';
 import { sqliteSchemaScript } from '../../storage/sqlite/sqlite.schema';
 import { SCHEMA_NAME } from '../../validation/limits';
 import { defineCommand } from '../args/command-definition';

@@ -4,8 +4,8 @@
  * returns the batch text with its positional parameters (`@0`, `@1`, … as TypeORM binds them).
  *
  * Each builder is named after the `JobStorage` method it serves, with a suffix for a step
- * (`fetchNextBatch`, `fetchNextBatchClaimed`, `applyRetentionArchive`), the names `postgres.sql.ts`
- * uses; `listJobs` serves the three lists. The statements run in `mssql-job-store.ts` (writes)
+ * (`fetchNextBatch`, `fetchNextBatchClaimed`, `applyRetentionArchive`), the names PostgreSQL's
+ * `sql/` uses; `listJobs` serves the three lists. The statements run in `mssql-job-store.ts` (writes)
  * and `mssql-job-queries.ts` (reads).
  *
  * Conventions (SPEC §2–§3):

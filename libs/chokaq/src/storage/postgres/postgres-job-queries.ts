@@ -16,12 +16,7 @@ import {
   ThroughputStats,
 } from '../../interfaces/job-view.interface';
 import type { WorkerInfo } from '../../interfaces/worker.interface';
-import {
-  METRIC_BUCKET_MS,
-  PREVIEW_SAMPLE,
-  TOP_ERRORS_WINDOW_MS,
-  TOP_ERRORS_WINDOW_ROWS,
-} from '../../validation/limits';
+import { PREVIEW_SAMPLE } from '../../validation/limits';
 import type { CheckedWorkerQuery } from '../../validation/validate-args';
 import type { CheckedAuditQuery } from '../../validation/validate-audit';
 import type { ListRequest } from '../../validation/validate-list';
@@ -33,18 +28,18 @@ import type {
 import { DialectJobQueries } from '../dialect-job-storage';
 import { mapAttemptRow } from '../shared/attempts';
 import { toAuditPage } from '../shared/audit-log';
-import { ERROR_LINE_PREFIX, topErrorFamilies } from '../shared/error-family';
+import { topErrorFamilies } from '../shared/error-family';
 import { ErrorFamilyMemo } from '../shared/error-family-memo';
 import { toListPage } from '../shared/page';
 import { mapJobView, mapOutcomesRow, mapWorkerRow, toDate } from '../shared/row-mapper';
 import { startLagOf, throughputSeries } from '../shared/throughput-series';
 import { num, PostgresConnection } from './postgres.connection';
-import * as SQL from './postgres.sql';
+import * as SQL from './sql';
 
 /**
  * The read half of the PostgreSQL dialect ({@link JobQueries}): one job, lists, stats, health,
  * throughput, top errors and previews. Every read is one autocommit statement (or a few, on one
- * pooled connection each) of `postgres.sql.ts`; none takes a row lock, and none is prepared by
+ * pooled connection each) of `sql/`; none takes a row lock, and none is prepared by
  * name (their texts vary with the filter). It shares its {@link PostgresConnection} with
  * {@link PostgresJobStore}, which owns the lifecycle.
  */
@@ -70,11 +65,12 @@ export class PostgresJobQueries implements DialectJobQueries {
       ['dlq', SQL.getJobDlq(this.db.s)],
     ] as const;
     for (const [pillar, sql] of lookups) {
-      const [row] = await this.db.query('getJob', sql, [id]);
+      const [row] = await this.db.query('getJob', sql, SQL.getJobParams(id));
       if (!row) continue;
       const view = mapJobView(row, pillar);
       if (!attempts) return view;
-      const history = await this.db.query('getJob', SQL.getJobAttempts(this.db.s), [id]);
+      const attemptsSql = SQL.getJobAttempts(this.db.s);
+      const history = await this.db.query('getJob', attemptsSql, SQL.getJobParams(id));
       return { ...view, attempts: history.map(mapAttemptRow) };
     }
     return null;
@@ -95,16 +91,10 @@ export class PostgresJobQueries implements DialectJobQueries {
     return this.list('listDlq', request);
   }
 
-  /** One keyset page: one statement of `postgres.sql.ts` (`listJobs`), no count. */
+  /** One keyset page: one statement of `sql/` (`listJobs`), no count. */
   private async list(name: string, request: ListRequest<object>): Promise<ListPage> {
-    const params: unknown[] = [];
-    const where = SQL.listWhere(request as ListRequest<ActiveFilter & DlqFilter>, params);
-    params.push(request.limit + 1);
-    const rows = await this.db.query(
-      name,
-      SQL.listJobs(this.db.s, request, where, `$${params.length}`),
-      params,
-    );
+    const page = SQL.listJobsQuery(this.db.s, request);
+    const rows = await this.db.query(name, page.text, page.values);
     return toListPage(request, rows);
   }
 
@@ -172,15 +162,18 @@ export class PostgresJobQueries implements DialectJobQueries {
 
   /** @inheritdoc */
   async getQueueOutcomes(query: Checked<CheckedOutcomesQuery>): Promise<QueueOutcomes[]> {
-    const rows = await this.db.query('getQueueOutcomes', SQL.getQueueOutcomes(this.db.s), [
-      query.minutes,
-    ]);
+    const rows = await this.db.query(
+      'getQueueOutcomes',
+      SQL.getQueueOutcomes(this.db.s),
+      SQL.getQueueOutcomesParams(query),
+    );
     return rows.map((r) => mapOutcomesRow(r, query.minutes));
   }
 
   /** @inheritdoc */
   async getThroughput(queue?: string): Promise<ThroughputStats> {
-    const [r] = await this.db.query('getThroughput', SQL.getThroughput(this.db.s), [queue ?? null]);
+    const sql = SQL.getThroughput(this.db.s);
+    const [r] = await this.db.query('getThroughput', sql, SQL.getThroughputParams(queue));
     return {
       perSecond1m: num(r.total_1m) / num(r.span_1m),
       perSecond5m: num(r.total_5m) / num(r.span_5m),
@@ -193,13 +186,8 @@ export class PostgresJobQueries implements DialectJobQueries {
 
   /** @inheritdoc */
   async getThroughputSeries(query: Checked<CheckedSeriesQuery>): Promise<ThroughputPoint[]> {
-    const params: unknown[] = [query.from, query.to, query.stepMs];
-    if (query.queue !== null) params.push(query.queue);
-    const rows = await this.db.query(
-      'getThroughputSeries',
-      SQL.getThroughputSeries(this.db.s, query.queue !== null, query.stepMs === METRIC_BUCKET_MS),
-      params,
-    );
+    const series = SQL.getThroughputSeriesQuery(this.db.s, query);
+    const rows = await this.db.query('getThroughputSeries', series.text, series.values);
     return throughputSeries(
       query,
       rows.map((r) => ({
@@ -220,20 +208,8 @@ export class PostgresJobQueries implements DialectJobQueries {
    * `shared/error-family.ts`.
    */
   async getTopDlqErrors(limit: number, f: Checked<DlqFilter>): Promise<DlqErrorFamily[]> {
-    const params: unknown[] = [];
-    const where = SQL.filterClause('dlq', f, params, 'x');
-    params.push(TOP_ERRORS_WINDOW_MS, TOP_ERRORS_WINDOW_ROWS);
-    const rows = await this.db.query(
-      'getTopDlqErrors',
-      SQL.getTopDlqErrors(
-        this.db.s,
-        where,
-        `$${params.length - 1}`,
-        `$${params.length}`,
-        ERROR_LINE_PREFIX,
-      ),
-      params,
-    );
+    const top = SQL.getTopDlqErrorsQuery(this.db.s, f);
+    const rows = await this.db.query('getTopDlqErrors', top.text, top.values);
     return topErrorFamilies(
       rows.map((r) => ({ line: String(r.line ?? ''), failedAtUtc: toDate(r.failed_at_utc)! })),
       limit,
@@ -243,27 +219,17 @@ export class PostgresJobQueries implements DialectJobQueries {
 
   /** @inheritdoc */
   async countExactly(query: Checked<CheckedCountQuery>): Promise<number> {
-    const params: unknown[] = [];
-    const where = SQL.filterClause(query.pillar, query.filter, params, 'x');
-    const [row] = await this.db.query(
-      'countExactly',
-      SQL.countExactly(this.db.s, query.pillar, where),
-      params,
-    );
+    const count = SQL.countExactlyQuery(this.db.s, query);
+    const [row] = await this.db.query('countExactly', count.text, count.values);
     return num(row?.total);
   }
 
   /** Matched count, `min(matched, max)`, and up to 20 sample ids in the order bulk actions take them. */
   async previewDlqFilter(f: Checked<DlqFilter>, max: number): Promise<BulkPreview> {
-    const params: unknown[] = [];
-    const where = SQL.filterClause('dlq', f, params, 'x');
+    const q = SQL.previewDlqFilterQueries(this.db.s, f, Math.min(PREVIEW_SAMPLE, max));
     const [[count], sample] = await Promise.all([
-      this.db.query('previewDlqFilter', SQL.previewDlqFilterCount(this.db.s, where), params),
-      this.db.query(
-        'previewDlqFilter',
-        SQL.previewDlqFilterSample(this.db.s, where, `$${params.length + 1}`),
-        [...params, Math.min(PREVIEW_SAMPLE, max)],
-      ),
+      this.db.query('previewDlqFilter', q.count.text, q.count.values),
+      this.db.query('previewDlqFilter', q.sample.text, q.sample.values),
     ]);
     const matched = num(count?.total);
     return {
@@ -275,30 +241,15 @@ export class PostgresJobQueries implements DialectJobQueries {
 
   /** @inheritdoc */
   async listWorkers(query: Checked<CheckedWorkerQuery>): Promise<WorkerInfo[]> {
-    const rows = await this.db.query('listWorkers', SQL.listWorkers(this.db.s), [
-      query.lostAfterMs,
-      query.limit,
-    ]);
+    const sql = SQL.listWorkers(this.db.s);
+    const rows = await this.db.query('listWorkers', sql, SQL.listWorkersParams(query));
     return rows.map(mapWorkerRow);
   }
 
   /** @inheritdoc */
   async getAuditLog(query: Checked<CheckedAuditQuery>): Promise<AuditLogPage> {
-    const params: unknown[] = [
-      query.after?.at ?? null,
-      query.after?.id ?? null,
-      query.actor,
-      query.action,
-      query.from,
-      query.to,
-      query.limit + 1,
-    ];
-    if (query.target !== null) params.push(query.target);
-    const rows = await this.db.query(
-      'getAuditLog',
-      SQL.getAuditLog(this.db.s, query.target !== null),
-      params,
-    );
+    const sql = SQL.getAuditLog(this.db.s, query.target !== null);
+    const rows = await this.db.query('getAuditLog', sql, SQL.getAuditLogParams(query));
     return toAuditPage(query, rows);
   }
 }

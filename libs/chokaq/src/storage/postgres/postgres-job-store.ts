@@ -2,8 +2,6 @@ import { isUuid } from '../../common/uuid';
 import { logEvent } from '../../common/log-events';
 import { ChokaQTransactionalHandlerError, ChokaQUnsupportedServerError } from '../../errors';
 import type { Checked } from '../../interfaces/checked.interface';
-import { FailureReason } from '../../interfaces/job-status.enum';
-import { DlqFilter } from '../../interfaces/job-view.interface';
 import {
   CancelResult,
   ClaimedJobs,
@@ -15,29 +13,21 @@ import {
   HotJob,
   JobLease,
   KeepAliveResult,
-  QueueInfo,
-  QueuePatch,
-  RetentionPolicy,
-  RetentionResult,
   ZombieRescueResult,
 } from '../../interfaces/job.interface';
-import { RecurringJobRecord } from '../../interfaces/recurring-job.interface';
 import type { SchemaStatus } from '../../interfaces/schema-status.interface';
 import {
   CheckedDlqMove,
-  CheckedRecurringDefinition,
   CheckedWorkerHeartbeat,
   chunk,
   isLeaseTarget,
 } from '../../validation/validate-args';
-import { ValidatedEdits, ValidatedJob } from '../../validation/validate-job';
+import { ValidatedJob } from '../../validation/validate-job';
 import { Audit, DialectJobStore, ZombieSweep } from '../dialect-job-storage';
 import type { HandlerTransactionSupport } from '../job-storage';
 import { OWN_DATA_SOURCE_REASON, SqlHandlerTransaction } from '../shared/handler-transaction';
-import { retentionDetails } from '../shared/audit-log';
-import { dlqStatusFor, Outcome } from '../shared/outcome';
 import { rateStateOf, shortestRateWait } from '../shared/rate-window';
-import { mapHotRow, mapQueueRow, toDate } from '../shared/row-mapper';
+import { mapHotRow, toDate } from '../shared/row-mapper';
 import { Exec, num, PostgresConnection } from './postgres.connection';
 import {
   bootstrapStatements,
@@ -45,14 +35,13 @@ import {
   POSTGRES_SCHEMA_VERSION,
   postgresSchemaScript,
 } from './postgres.schema';
-import * as SQL from './postgres.sql';
+import { ID_CHUNK, PostgresAdminStore } from './postgres-admin-store';
+import * as SQL from './sql';
 
 /** Rows per multi-row insert statement of `enqueueMany`. */
 const ENQUEUE_CHUNK_ROWS = 1_000;
 /** Payload bytes per insert statement of `enqueueMany` (keeps one bind message far below 1 GB). */
 const ENQUEUE_CHUNK_BYTES = 16 * 1024 * 1024;
-/** Ids per statement of id-list operations (cancel, resurrectMany, purgeDlq). */
-const ID_CHUNK = 1_000;
 /** How often an enqueue retries when the holder of its idempotency key vanished mid-call. */
 const MAX_HOLDER_ROUNDS = 5;
 /** Oldest server this dialect supports (`hashtextextended`, LATERAL + SKIP LOCKED, MATERIALIZED CTEs). */
@@ -61,13 +50,15 @@ const MIN_SERVER_VERSION = 120_000;
 /**
  * The write half of the PostgreSQL dialect (`JobStore`), and its lifecycle: all of ChokaQ's
  * coordination through row locks, `FOR UPDATE SKIP LOCKED` claims and single-statement atomic
- * moves. The SQL lives in `postgres.sql.ts` (each statement names the lock and isolation it relies
+ * moves. The SQL lives in `sql/` (each statement names the lock and isolation it relies
  * on), the DDL in `postgres.schema.ts`, the connection, transactions and transient retry in
  * `postgres.connection.ts`; the reads are {@link PostgresJobQueries}'s, on the same connection.
+ * The operator's writes (DLQ → hot, queue controls, purges, retention, recurring definitions) are
+ * {@link PostgresAdminStore}'s, which this class extends: one dialect object, two readable files.
  *
  * `subscribe` uses its own `pg.Client` (LISTEN holds a session, so it must not sit on a pool slot).
  */
-export class PostgresJobStore implements DialectJobStore {
+export class PostgresJobStore extends PostgresAdminStore implements DialectJobStore {
   readonly dialect = 'postgres' as const;
   /** The claim reads the rate state of a short claim's limited queues: see `fetchNextBatch`. */
   readonly reportsRateLimitWait = true;
@@ -76,17 +67,16 @@ export class PostgresJobStore implements DialectJobStore {
 
   private readonly logger: PostgresConnection['logger'];
   private readonly schemaName: string;
-  private readonly s: string;
   private readonly channel: string | null;
   private readonly cancelChannel: string | null;
 
-  /** The fixed statements, by the name of the method they serve (`postgres.sql.ts`). */
+  /** The fixed statements, by the name of the method they serve (`sql/`). */
   private readonly sql: ReturnType<typeof SQL.hotPathStatements>;
 
-  constructor(private readonly db: PostgresConnection) {
+  constructor(db: PostgresConnection) {
+    super(db);
     this.logger = db.logger;
     this.schemaName = db.schemaName;
-    this.s = db.s;
     this.channel = db.config.notify ? SQL.enqueueChannel(this.schemaName) : null;
     this.cancelChannel = db.config.notify ? SQL.cancelChannel(this.schemaName) : null;
     this.sql = SQL.hotPathStatements(this.s, this.channel, this.cancelChannel);
@@ -124,13 +114,14 @@ export class PostgresJobStore implements DialectJobStore {
   async ensureSchema(): Promise<void> {
     if ((await this.appliedVersions('ensureSchema')).includes(POSTGRES_SCHEMA_VERSION)) return;
     const { from, applied } = await this.db.transaction('ensureSchema', async (exec) => {
-      await exec(SQL.LOCK_SCHEMA, [this.schemaName]);
+      await exec(SQL.LOCK_SCHEMA, SQL.lockSchemaParams(this.schemaName));
       for (const statement of bootstrapStatements(this.s)) await exec(statement);
       const done = (await exec(SQL.selectAppliedVersions(this.s))).map((r) => num(r.version));
       const now: number[] = [];
       for (const migration of pendingPostgresMigrations(done)) {
         for (const statement of migration.statements(this.s)) await exec(statement);
-        await exec(SQL.recordMigration(this.s), [migration.version, migration.description]);
+        const record = SQL.recordMigrationParams(migration.version, migration.description);
+        await exec(SQL.recordMigration(this.s), record);
         now.push(migration.version);
       }
       return { from: Math.max(0, ...done), applied: now };
@@ -174,9 +165,8 @@ export class PostgresJobStore implements DialectJobStore {
    * (`ChokaQStorageUnavailableError.operation`), and a health check shows it.
    */
   private async appliedVersions(operation: 'ensureSchema' | 'schemaStatus'): Promise<number[]> {
-    const [ledger] = await this.db.query(operation, SQL.SELECT_LEDGER_EXISTS, [
-      `${this.s}.schema_migrations`,
-    ]);
+    const ledgerParams = SQL.selectLedgerExistsParams(this.s);
+    const [ledger] = await this.db.query(operation, SQL.SELECT_LEDGER_EXISTS, ledgerParams);
     if (ledger?.exists !== true) return [];
     return (await this.db.query(operation, SQL.selectAppliedVersions(this.s))).map((r) =>
       num(r.version),
@@ -274,20 +264,7 @@ export class PostgresJobStore implements DialectJobStore {
         );
       }
       const batch = pending.map((p) => p.job);
-      const insertedRows = await exec(this.sql.enqueue, [
-        batch.map((j) => j.id),
-        batch.map((j) => j.queue),
-        batch.map((j) => j.type),
-        batch.map((j) => j.payload),
-        batch.map((j) => j.tags),
-        batch.map((j) => j.idempotencyKey),
-        batch.map((j) => j.priority),
-        batch.map((j) => j.delayMs),
-        batch.map((j) => j.runAt),
-        batch.map((j) => j.createdBy),
-        batch.map((j) => j.traceContext),
-        batch.map((j) => j.payloadVersion),
-      ]);
+      const insertedRows = await exec(this.sql.enqueue, SQL.enqueueParams(batch));
       const inserted = new Set(insertedRows.filter((r) => r.id !== null).map((r) => String(r.id)));
       const claimedIds = new Set<string>();
       const rest: typeof pending = [];
@@ -301,10 +278,10 @@ export class PostgresJobStore implements DialectJobStore {
         }
       }
       if (rest.length === 0) break;
-      const holders = await exec(this.sql.enqueueHolders, [
-        rest.map((p) => p.job.id),
-        rest.map((p) => p.job.idempotencyKey).filter((k): k is string => k !== null),
-      ]);
+      const holders = await exec(
+        this.sql.enqueueHolders,
+        SQL.enqueueHoldersParams(rest.map((p) => p.job)),
+      );
       const ids = new Set(holders.filter((h) => h.kind === 'id').map((h) => String(h.id)));
       const keys = new Map(
         holders
@@ -337,26 +314,14 @@ export class PostgresJobStore implements DialectJobStore {
    * with this lease already committed.
    */
   async fetchNextBatch(request: Checked<FetchRequest & { start: number }>): Promise<ClaimedJobs> {
-    const { workerId, leaseId, limit, handled, start, budgetedQueues, ahead } = request;
-    const wide = [...new Set(handled.queues)];
-    const wideSet = new Set(wide);
-    const pairs = handled.types.filter((p) => !wideSet.has(p.queue));
-    const queues = [...new Set([...wide, ...pairs.map((p) => p.queue)])];
-    const params = [
-      workerId,
-      leaseId,
-      wide,
-      pairs.map((p) => p.queue),
-      pairs.map((p) => p.type),
-      limit,
-      start,
-      pairs.map((p) => p.minVersion ?? 1),
-      pairs.map((p) => p.maxVersion ?? 1),
-    ];
+    const { workerId, leaseId, limit, handled, budgetedQueues, ahead } = request;
+    const queues = SQL.claimedQueues(handled);
+    const params = SQL.fetchNextBatchParams(request);
     // A retry after an ambiguous failure first returns what an earlier attempt with this lease
     // already committed (the caller never saw those rows).
+    const claimedBefore = SQL.fetchNextBatchClaimedParams(workerId, leaseId);
     const claimed = async (exec: Exec, attempt: number) =>
-      attempt > 1 ? exec(this.sql.fetchNextBatchClaimed, [workerId, leaseId]) : [];
+      attempt > 1 ? exec(this.sql.fetchNextBatchClaimed, claimedBefore) : [];
     let waitMs: number | undefined;
     // A claim ahead always takes the fast path: it skips every queue with a budget or a rate
     // limit at that moment, so rows waiting for a slot never hold a budget or spend a rate.
@@ -373,14 +338,21 @@ export class PostgresJobStore implements DialectJobStore {
           waitMs = undefined;
           const already = await claimed(exec, attempt);
           if (already.length > 0) return already;
-          const locked = await exec(this.sql.fetchNextBatchLockBudgets, [queues]);
-          const taken = await exec(this.sql.fetchNextBatch, [
-            ...params,
-            locked.map((r) => String(r.name)),
-          ]);
-          const limited = locked.filter((r) => r.rate_limited === true).map((r) => r.name);
+          const locked = await exec(
+            this.sql.fetchNextBatchLockBudgets,
+            SQL.fetchNextBatchLockBudgetsParams(queues),
+          );
+          const lockedNames = locked.map((r) => String(r.name));
+          const taken = await exec(
+            this.sql.fetchNextBatch,
+            SQL.fetchNextBatchBudgetedParams(request, lockedNames),
+          );
+          const limited = locked.filter((r) => r.rate_limited === true).map((r) => String(r.name));
           if (taken.length < limit && limited.length > 0) {
-            const states = await exec(this.sql.fetchNextBatchRateState, [limited]);
+            const states = await exec(
+              this.sql.fetchNextBatchRateState,
+              SQL.fetchNextBatchRateStateParams(limited),
+            );
             waitMs = shortestRateWait(states.map(rateStateOf), num(states[0]?.now_ms));
           }
           return taken;
@@ -392,12 +364,8 @@ export class PostgresJobStore implements DialectJobStore {
 
   /** @inheritdoc */
   async markAsProcessing(leases: readonly Checked<JobLease>[]): Promise<string[]> {
-    const l = leaseArrays(leases);
-    const rows = await this.db.query('markAsProcessing', this.sql.markAsProcessing, [
-      l.ids,
-      l.workers,
-      l.leases,
-    ]);
+    const params = SQL.markAsProcessingParams(leases);
+    const rows = await this.db.query('markAsProcessing', this.sql.markAsProcessing, params);
     return rows.map((r) => String(r.id));
   }
 
@@ -406,13 +374,8 @@ export class PostgresJobStore implements DialectJobStore {
     workerId: string,
     leases: readonly Checked<JobLease>[],
   ): Promise<KeepAliveResult> {
-    const l = leaseArrays(leases);
-    const rows = await this.db.query('keepAlive', this.sql.keepAlive, [
-      l.ids,
-      l.workers,
-      l.leases,
-      workerId,
-    ]);
+    const params = SQL.keepAliveParams(workerId, leases);
+    const rows = await this.db.query('keepAlive', this.sql.keepAlive, params);
     return {
       touched: rows.length,
       cancelRequested: rows.filter((r) => r.cancel_requested === true).map((r) => String(r.id)),
@@ -421,25 +384,15 @@ export class PostgresJobStore implements DialectJobStore {
 
   /** @inheritdoc */
   async release(leases: readonly Checked<JobLease>[], delayMs: number | null): Promise<number> {
-    const l = leaseArrays(leases);
-    const [row] = await this.db.query('release', this.sql.release, [
-      l.ids,
-      l.workers,
-      l.leases,
-      delayMs,
-    ]);
+    const params = SQL.releaseParams(leases, delayMs);
+    const [row] = await this.db.query('release', this.sql.release, params);
     return num(row?.n);
   }
 
   /** @inheritdoc */
   async unstart(leases: readonly Checked<JobLease>[], delayMs: number | null): Promise<number> {
-    const l = leaseArrays(leases);
-    const [row] = await this.db.query('unstart', this.sql.unstart, [
-      l.ids,
-      l.workers,
-      l.leases,
-      delayMs,
-    ]);
+    const params = SQL.unstartParams(leases, delayMs);
+    const [row] = await this.db.query('unstart', this.sql.unstart, params);
     return num(row?.n);
   }
 
@@ -449,13 +402,8 @@ export class PostgresJobStore implements DialectJobStore {
     percent: number,
     note: string | null,
   ): Promise<number> {
-    const rows = await this.db.query('reportProgress', this.sql.reportProgress, [
-      lease.id,
-      lease.workerId,
-      lease.leaseId,
-      percent,
-      note,
-    ]);
+    const params = SQL.reportProgressParams(lease, percent, note);
+    const rows = await this.db.query('reportProgress', this.sql.reportProgress, params);
     return rows.length;
   }
 
@@ -465,26 +413,15 @@ export class PostgresJobStore implements DialectJobStore {
     delayMs: number,
     error: string,
   ): Promise<number> {
-    const [row] = await this.db.query('rescheduleForRetry', this.sql.rescheduleForRetry, [
-      lease.id,
-      lease.workerId,
-      lease.leaseId,
-      delayMs,
-      error,
-    ]);
+    const params = SQL.rescheduleForRetryParams(lease, delayMs, error);
+    const [row] = await this.db.query('rescheduleForRetry', this.sql.rescheduleForRetry, params);
     return num(row?.n);
   }
 
   /** @inheritdoc */
   async archiveSucceeded(completed: readonly Checked<CompletedJob>[]): Promise<RunRef[]> {
-    const l = leaseArrays(completed);
-    const durations = completed.map((c) => c.durationMs);
-    const rows = await this.db.query('archiveSucceeded', this.sql.archiveSucceeded, [
-      l.ids,
-      l.workers,
-      l.leases,
-      durations,
-    ]);
+    const params = SQL.archiveSucceededParams(completed);
+    const rows = await this.db.query('archiveSucceeded', this.sql.archiveSucceeded, params);
     return rows.map((r) => ({ id: String(r.id), leaseId: String(r.lease_id) }));
   }
 
@@ -505,12 +442,10 @@ export class PostgresJobStore implements DialectJobStore {
     const support = this.handlerTransactions();
     if (!support.supported) throw new ChokaQTransactionalHandlerError([], support.reason);
     return this.db.handlerTransaction(statementTimeoutMs, async (exec, completed) => {
-      const rows = await exec(SQL.archiveSucceeded(this.s), [
-        [completed.id],
-        [completed.workerId],
-        [completed.leaseId],
-        [completed.durationMs],
-      ]);
+      const rows = await exec(
+        SQL.archiveSucceeded(this.s),
+        SQL.archiveSucceededParams([completed]),
+      );
       return rows.some(
         (r) => String(r.id) === completed.id && String(r.lease_id) === completed.leaseId,
       );
@@ -522,22 +457,8 @@ export class PostgresJobStore implements DialectJobStore {
     target: Checked<JobLease> | Checked<{ id: string }>,
     move: Checked<CheckedDlqMove>,
   ): Promise<number> {
-    const { reason, error, actor, durationMs: duration } = move;
-    const status = dlqStatusFor(reason) as 4 | 5 | 6;
-    const cancelled = reason === FailureReason.Cancelled;
-    const shape: SQL.DlqMoveShape = {
-      status,
-      outcome: cancelled ? Outcome.Cancelled : Outcome.Failed,
-      counter: cancelled ? 'cancelled_total' : 'failed_total',
-    };
-    const owned = isLeaseTarget(target);
-    let params: unknown[];
-    if (owned) {
-      params = [target.id, target.workerId, target.leaseId, reason, error, actor, duration];
-    } else {
-      params = [target.id, reason, error, actor, duration];
-    }
-    const rows = await this.db.query('moveToDlq', SQL.moveToDlq(this.s, shape, owned), params);
+    const sql = SQL.moveToDlq(this.s, SQL.moveToDlqShape(move.reason), isLeaseTarget(target));
+    const rows = await this.db.query('moveToDlq', sql, SQL.moveToDlqParams(target, move));
     return rows.length;
   }
 
@@ -556,8 +477,8 @@ export class PostgresJobStore implements DialectJobStore {
     for (const part of chunk(unique, ID_CHUNK)) {
       const [moved, requested] = await this.db.transaction('cancel', async (exec) => {
         const rows = [
-          await exec(this.sql.cancel, [part, error, who]),
-          await exec(this.sql.cancelRequest, [part, who]),
+          await exec(this.sql.cancel, SQL.cancelParams(part, error, who)),
+          await exec(this.sql.cancelRequest, SQL.cancelRequestParams(part, who)),
         ] as const;
         await this.recordAudit(exec, audit, rows[0].length + rows[1].length);
         return rows;
@@ -568,85 +489,19 @@ export class PostgresJobStore implements DialectJobStore {
     return result;
   }
 
-  // ---------------------------------------------------------------- DLQ → hot
-
-  /** @inheritdoc */
-  async resurrect(
-    jobId: string,
-    e: Checked<ValidatedEdits>,
-    actor: string | null,
-    audit: Audit,
-  ): Promise<number> {
-    const params = [e.payload, e.tags !== undefined, e.tags ?? null, e.priority, actor, [jobId]];
-    const sql = SQL.resurrect(this.s, SQL.CHOOSE_DLQ_BY_IDS);
-    const rows = await this.audited('resurrect', audit, sql, params);
-    return rows.length;
-  }
-
-  /** @inheritdoc */
-  async resurrectMany(
-    unique: readonly string[],
-    who: string | null,
-    audit: Audit,
-  ): Promise<string[]> {
-    const moved: string[] = [];
-    const sql = SQL.resurrect(this.s, SQL.CHOOSE_DLQ_BY_IDS);
-    for (const part of chunk(unique, ID_CHUNK)) {
-      const params = [null, false, null, null, who, part];
-      const rows = await this.audited('resurrectMany', audit, sql, params);
-      moved.push(...rows.map((r) => String(r.id)));
-    }
-    return moved;
-  }
-
-  /** Bounded batches (oldest failure first, skipping rows other bulk actions hold), each its own statement. */
-  async resurrectByFilter(
-    f: Checked<DlqFilter>,
-    max: number,
-    who: string | null,
-    audit: Audit,
-  ): Promise<string[]> {
-    const moved: string[] = [];
-    while (moved.length < max) {
-      const batch = Math.min(ID_CHUNK, max - moved.length);
-      const params: unknown[] = [null, false, null, null, who];
-      const where = SQL.filterClause('dlq', f, params, 'f');
-      params.push(batch);
-      const selection = SQL.chooseDlqByFilter(this.s, where, `$${params.length}`);
-      const rows = await this.audited(
-        'resurrectByFilter',
-        audit,
-        SQL.resurrect(this.s, selection),
-        params,
-      );
-      moved.push(...rows.map((r) => String(r.id)));
-      if (rows.length < batch) break;
-    }
-    return moved;
-  }
-
   // ---------------------------------------------------------------- rescue
 
   /** @inheritdoc */
   async recoverAbandoned(fetchedTimeoutMs: number, limit: number): Promise<number> {
-    const rows = await this.db.query('recoverAbandoned', this.sql.recoverAbandoned, [
-      fetchedTimeoutMs,
-      limit,
-    ]);
+    const params = SQL.recoverAbandonedParams(fetchedTimeoutMs, limit);
+    const rows = await this.db.query('recoverAbandoned', this.sql.recoverAbandoned, params);
     return rows.length;
   }
 
   /** @inheritdoc */
   async archiveZombies(sweep: Checked<ZombieSweep>): Promise<ZombieRescueResult> {
-    const { rules } = sweep;
-    const rows = await this.db.query('archiveZombies', this.sql.archiveZombies, [
-      sweep.defaultTimeoutMs,
-      sweep.limit,
-      sweep.error,
-      rules.map((r) => r.queue),
-      rules.map((r) => r.type),
-      rules.map((r) => r.retry),
-    ]);
+    const params = SQL.archiveZombiesParams(sweep);
+    const rows = await this.db.query('archiveZombies', this.sql.archiveZombies, params);
     return {
       dlq: rows.filter((r) => r.kind === 'dlq').map((r) => String(r.id)),
       retried: rows.filter((r) => r.kind === 'retried').map((r) => String(r.id)),
@@ -658,208 +513,17 @@ export class PostgresJobStore implements DialectJobStore {
 
   /** @inheritdoc */
   async upsertWorker(w: Checked<CheckedWorkerHeartbeat>): Promise<void> {
-    await this.db.query('upsertWorker', this.sql.upsertWorker, [
-      w.workerId,
-      w.host,
-      w.pid,
-      w.libraryVersion,
-      w.concurrency,
-      w.running,
-      w.handled,
-      w.circuits,
-      w.draining,
-      w.starting,
-    ]);
+    await this.db.query('upsertWorker', this.sql.upsertWorker, SQL.upsertWorkerParams(w));
   }
 
   /** @inheritdoc */
   async markWorkerStopped(workerId: string): Promise<number> {
-    return (await this.db.query('markWorkerStopped', SQL.markWorkerStopped(this.s), [workerId]))
+    const sql = SQL.markWorkerStopped(this.s);
+    return (await this.db.query('markWorkerStopped', sql, SQL.markWorkerStoppedParams(workerId)))
       .length;
   }
 
-  // ---------------------------------------------------------------- queues
-
-  /** @inheritdoc */
-  async getQueues(): Promise<QueueInfo[]> {
-    return (await this.db.query('getQueues', SQL.getQueues(this.s))).map(mapQueueRow);
-  }
-
-  /** @inheritdoc */
-  async updateQueue(name: string, p: Checked<QueuePatch>, audit: Audit): Promise<QueueInfo> {
-    const has = (key: keyof QueuePatch): boolean => p[key] !== undefined;
-    const [row] = await this.audited('updateQueue', audit, SQL.updateQueue(this.s), [
-      name,
-      p.isPaused ?? null,
-      p.isActive ?? null,
-      p.retryZombies ?? null,
-      has('maxWorkers'),
-      p.maxWorkers ?? null,
-      has('zombieTimeoutSeconds'),
-      p.zombieTimeoutSeconds ?? null,
-      has('executionTimeoutMs'),
-      p.executionTimeoutMs ?? null,
-      has('rateLimit'),
-      p.rateLimit?.max ?? null,
-      p.rateLimit?.perMs ?? null,
-    ]);
-    return mapQueueRow(row);
-  }
-
-  // ---------------------------------------------------------------- purge and retention
-
-  /** @inheritdoc */
-  async purgeDlq(ids: readonly string[], audit: Audit): Promise<number> {
-    let deleted = 0;
-    for (const part of chunk(ids, ID_CHUNK)) {
-      deleted += (await this.audited('purgeDlq', audit, SQL.purgeDlq(this.s), [part])).length;
-    }
-    return deleted;
-  }
-
-  /** @inheritdoc */
-  async purgeDlqByFilter(f: Checked<DlqFilter>, max: number, audit: Audit): Promise<number> {
-    let deleted = 0;
-    while (deleted < max) {
-      const batch = Math.min(ID_CHUNK, max - deleted);
-      const params: unknown[] = [];
-      const where = SQL.filterClause('dlq', f, params, 'f');
-      params.push(batch);
-      const selection = SQL.chooseDlqByFilter(this.s, where, `$${params.length}`);
-      const rows = await this.audited(
-        'purgeDlqByFilter',
-        audit,
-        SQL.purgeDlqByFilter(this.s, selection),
-        params,
-      );
-      deleted += rows.length;
-      if (rows.length < batch) break;
-    }
-    return deleted;
-  }
-
-  /**
-   * Each table in batches of `batchSize`, each batch its own short transaction: its statement,
-   * and with `audit` the run's audit row (rows removed so far, in the same transaction).
-   */
-  async applyRetention(
-    policy: Checked<Required<RetentionPolicy>>,
-    audit: Audit,
-  ): Promise<RetentionResult> {
-    const batch = policy.batchSize;
-    const done: RetentionResult = { archive: 0, dlq: 0, metricBuckets: 0, workers: 0, audit: 0 };
-    const drain = async (table: keyof RetentionResult, sql: string, ageMs: number) => {
-      for (;;) {
-        const n = await this.write(`retention.${table}`, audit, async (exec) => {
-          const deleted = (await exec(sql, [ageMs, batch])).length;
-          const counts = { ...done, [table]: done[table] + deleted };
-          await this.recordAudit(exec, audit, deleted, retentionDetails(audit, counts));
-          return deleted;
-        });
-        done[table] += n;
-        if (n < batch) return;
-      }
-    };
-    await drain('archive', SQL.applyRetentionArchive(this.s), policy.archiveMs);
-    await drain('dlq', SQL.applyRetentionDlq(this.s), policy.dlqMs);
-    await drain('metricBuckets', SQL.applyRetentionBuckets(this.s), policy.metricsMs);
-    await drain('workers', SQL.applyRetentionWorkers(this.s), policy.workersMs);
-    await drain('audit', SQL.applyRetentionAudit(this.s), policy.auditMs);
-    return done;
-  }
-
-  // ---------------------------------------------------------------- audit log
-
-  /** @inheritdoc */
-  async confirmationSecret(candidate: string): Promise<string> {
-    const [row] = await this.db.query('confirmationSecret', SQL.confirmationSecret(this.s), [
-      candidate,
-    ]);
-    return String(row.value);
-  }
-
-  /**
-   * Runs `work` as an admin change: in one transaction when `audit` asks for a row (which `work`
-   * writes with {@link recordAudit}), else on a connection in autocommit, as before audits existed.
-   */
-  private write<T>(name: string, audit: Audit, work: (exec: Exec) => Promise<T>): Promise<T> {
-    return audit === null
-      ? this.db.retry(name, () => this.db.withConnection(false, work))
-      : this.db.transaction(name, work);
-  }
-
-  /** One statement of an admin change and its audit row (counting the rows it returned). */
-  private audited(name: string, audit: Audit, sql: string, params: unknown[]) {
-    return this.write(name, audit, async (exec) => {
-      const rows = await exec(sql, params);
-      await this.recordAudit(exec, audit, rows.length);
-      return rows;
-    });
-  }
-
-  /** Writes (or adds `rows` to) the audit row of an action, in the caller's transaction. */
-  private async recordAudit(
-    exec: Exec,
-    audit: Audit,
-    rows: number,
-    details: string | null = audit?.details ?? null,
-  ): Promise<void> {
-    if (audit === null) return;
-    await exec(SQL.recordAudit(this.s), [
-      audit.id,
-      audit.actor,
-      audit.action,
-      audit.target,
-      rows,
-      details,
-    ]);
-  }
-
-  // ---------------------------------------------------------------- recurring jobs
-
-  /** @inheritdoc */
-  async upsertRecurringJob(d: Checked<CheckedRecurringDefinition>, audit: Audit): Promise<void> {
-    const params = [d.name, d.cron, d.timeZone, d.queue, d.type, d.payload, d.misfirePolicy];
-    await this.write('upsertRecurringJob', audit, async (exec) => {
-      await exec(SQL.upsertRecurringJob(this.s), [...params, d.nextSlotUtc, d.source]);
-      // An upsert always writes its row: one row affected.
-      await this.recordAudit(exec, audit, 1);
-    });
-  }
-
-  /** @inheritdoc */
-  async getRecurringJobs(): Promise<RecurringJobRecord[]> {
-    const rows = await this.db.query('getRecurringJobs', SQL.getRecurringJobs(this.s));
-    return rows.map((r) => ({
-      name: String(r.name),
-      cron: String(r.cron),
-      timeZone: String(r.time_zone),
-      queue: String(r.queue),
-      type: String(r.type),
-      payload: JSON.parse(String(r.payload)) as unknown,
-      misfirePolicy: r.misfire_policy === 'none' ? 'none' : 'skip',
-      nextSlotUtc: toDate(r.next_slot_utc)!,
-      lastSlotUtc: toDate(r.last_slot_utc),
-      isPaused: r.is_paused === true,
-      source: r.source === 'runtime' ? 'runtime' : 'decorator',
-      lastJobId:
-        r.last_job_id === null || r.last_job_id === undefined ? null : String(r.last_job_id),
-    }));
-  }
-
-  /** @inheritdoc */
-  async setRecurringJobPaused(name: string, paused: boolean, audit: Audit): Promise<boolean> {
-    const sql = SQL.setRecurringJobPaused(this.s);
-    const rows = await this.audited('setRecurringJobPaused', audit, sql, [name, paused]);
-    return rows.length > 0;
-  }
-
-  /** @inheritdoc */
-  async removeRecurringJob(name: string, audit: Audit): Promise<boolean> {
-    const sql = SQL.removeRecurringJob(this.s);
-    const rows = await this.audited('removeRecurringJob', audit, sql, [name]);
-    return rows.length > 0;
-  }
+  // ---------------------------------------------------------------- recurring slots
 
   /** The row's `last_job_id` first (its lock orders a concurrent remove), then the enqueue. */
   async triggerRecurringJob(
@@ -868,7 +532,8 @@ export class PostgresJobStore implements DialectJobStore {
     audit: Audit,
   ): Promise<EnqueueResult | null> {
     return this.db.transaction('triggerRecurringJob', async (exec) => {
-      const found = await exec(SQL.triggerRecurringJob(this.s), [name, validated.id]);
+      const trigger = SQL.triggerRecurringJobParams(name, validated.id);
+      const found = await exec(SQL.triggerRecurringJob(this.s), trigger);
       const [result] = found.length === 0 ? [null] : await this.insertJobs(exec, [validated]);
       await this.recordAudit(exec, audit, result?.created ? 1 : 0);
       return result;
@@ -888,18 +553,14 @@ export class PostgresJobStore implements DialectJobStore {
     validated: Checked<ValidatedJob> | null,
   ): Promise<EnqueueResult | null> {
     return this.db.transaction('claimRecurringSlot', async (exec) => {
-      const won = await exec(SQL.claimRecurringSlot(this.s), [
-        name,
-        slotUtc,
-        nextSlotUtc,
-        validated?.id ?? null,
-      ]);
+      const slot = SQL.claimRecurringSlotParams(name, slotUtc, nextSlotUtc, validated?.id ?? null);
+      const won = await exec(SQL.claimRecurringSlot(this.s), slot);
       if (won.length === 0) return null;
       if (validated === null) return null;
       const [result] = await this.insertJobs(exec, [validated]);
       // The slot's idempotency key met a job already hot: that job is the slot's run.
       if (result.id !== validated.id) {
-        await exec(SQL.triggerRecurringJob(this.s), [name, result.id]);
+        await exec(SQL.triggerRecurringJob(this.s), SQL.triggerRecurringJobParams(name, result.id));
       }
       return result;
     });
@@ -935,17 +596,4 @@ function byPriorityThenDue(a: HotJob, b: HotJob): number {
   if (a.priority !== b.priority) return b.priority - a.priority;
   const due = (j: HotJob): number => (j.scheduledAtUtc ?? j.enqueuedAtUtc).getTime();
   return due(a) - due(b) || a.id.localeCompare(b.id);
-}
-
-/** Validates leases (shared rules; exact duplicates collapse to the first) as parallel arrays. */
-function leaseArrays(valid: readonly Checked<JobLease>[]): {
-  ids: string[];
-  workers: string[];
-  leases: string[];
-} {
-  return {
-    ids: valid.map((l) => l.id),
-    workers: valid.map((l) => l.workerId),
-    leases: valid.map((l) => l.leaseId),
-  };
 }

@@ -12,7 +12,7 @@ import { withTransientRetry } from '../shared/transient-retry';
 import { SqlStorageConfig } from '../storage-config';
 import { PgListener } from './pg-listener';
 import { isStalePlanError, isTransientPostgresError } from './postgres-errors';
-import * as SQL from './postgres.sql';
+import * as SQL from './sql';
 
 /** One result row, as the driver returns it. */
 export type Row = Record<string, unknown>;
@@ -88,7 +88,7 @@ export class PostgresConnection {
       const exec = execOn(runner, this.prepared, this.onPlansInvalidated);
       if (!transaction) return await fn(exec);
       // READ COMMITTED explicitly: every claim and move relies on a fresh snapshot per statement
-      // (see postgres.sql.ts), whatever default_transaction_isolation the server or pool sets.
+      // (see sql/), whatever default_transaction_isolation the server or pool sets.
       // One statement, not TypeORM's startTransaction (START TRANSACTION, then SET TRANSACTION:
       // two round trips). If ROLLBACK itself fails the connection is broken, and pg's pool drops a
       // connection that is no longer queryable when it is released.

@@ -1,8 +1,6 @@
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import * as SQL from './postgres.sql';
-import { POSTGRES_MIGRATIONS, postgresSchemaScript } from './postgres.schema';
-import { isTransientPostgresError } from './postgres-errors';
+import * as SQL from '.';
 
 const S = SQL.quoteSchema('chokaq');
 
@@ -49,7 +47,7 @@ function allStatements(): Record<string, string> {
   };
 }
 
-describe('postgres.sql', () => {
+describe('PostgreSQL statements (sql/)', () => {
   it('writes status codes as literals, never as parameters (partial indexes need that)', () => {
     for (const [name, sql] of Object.entries(allStatements())) {
       expect({ name, match: /status\s*(=|IN\s*\(|<>)\s*\$/i.exec(sql)?.[0] ?? null }).toEqual({
@@ -70,7 +68,11 @@ describe('postgres.sql', () => {
   });
 
   it('comments the lock and isolation above every claim, move and rescue statement', () => {
-    const source = readFileSync(join(__dirname, 'postgres.sql.ts'), 'utf8');
+    // Every section file, as one text: a statement's comment sits right above it in its own file.
+    const source = readdirSync(__dirname)
+      .filter((file) => file.endsWith('.ts') && !file.endsWith('.spec.ts'))
+      .map((file) => readFileSync(join(__dirname, file), 'utf8'))
+      .join('\n');
     for (const name of [
       'enqueue',
       'fetchNextBatchLockBudgets',
@@ -159,97 +161,5 @@ describe('postgres.sql', () => {
     );
     expect(dlqParams).toEqual([from, 6, ['i']]);
     expect(SQL.filterClause('archive', {}, [], 'x')).toBe('TRUE');
-  });
-});
-
-describe('postgres.schema', () => {
-  it('creates every table and the indexes of SPEC §2, each with a comment', () => {
-    const script = postgresSchemaScript(S, 'chokaq');
-    for (const table of [
-      'jobs_hot',
-      'jobs_archive',
-      'jobs_dlq',
-      'stats_summary',
-      'metric_buckets',
-      'queues',
-      'recurring_jobs',
-      'schema_migrations',
-      'workers',
-    ]) {
-      expect(script).toContain(`CREATE TABLE IF NOT EXISTS ${S}.${table} (`);
-    }
-    expect(script).toMatch(
-      /ix_jobs_hot_pending[\s\S]*\(queue, priority DESC, \(coalesce\(scheduled_at_utc, enqueued_at_utc\)\)\)\s+WHERE status = 0/,
-    );
-    expect(script).toMatch(/ix_jobs_hot_active[^;]*WHERE status IN \(1, 2\)/);
-    expect(script).toMatch(
-      /UNIQUE INDEX[^;]*idempotency_key[^;]*WHERE idempotency_key IS NOT NULL/,
-    );
-    expect(script).toMatch(/ix_jobs_hot_fetched[^;]*WHERE status = 1/);
-    expect(script).toMatch(/ix_jobs_hot_processing[^;]*WHERE status = 2/);
-    expect(script).not.toMatch(/jsonb/);
-    const source = readFileSync(join(__dirname, 'postgres.schema.ts'), 'utf8');
-    const indexes = source.match(/CREATE (UNIQUE )?INDEX/g) ?? [];
-    const commented =
-      source.match(/\/\/ Serves[^\n]*\n(\s*\/\/[^\n]*\n)*\s*`CREATE (UNIQUE )?INDEX/g) ?? [];
-    expect(commented.length).toBe(indexes.length);
-    expect(script).toMatch(
-      /CREATE INDEX ix_jobs_hot_pending ON [^;]*\(queue, priority DESC, \(coalesce\(scheduled_at_utc, enqueued_at_utc\)\), id COLLATE "C"\)\s+WHERE status = 0/,
-    );
-    // Version 8: the same keys, and the due time's columns for index-only queue health.
-    expect(script).toMatch(
-      /CREATE INDEX ix_jobs_hot_pending ON [^;]*\(queue, priority DESC, \(coalesce\(scheduled_at_utc, enqueued_at_utc\)\), id COLLATE "C"\)\s+INCLUDE \(scheduled_at_utc, enqueued_at_utc\)\s+WHERE status = 0/,
-    );
-    // Versions are consecutive from 1, so the ledger says how far a database is.
-    expect(POSTGRES_MIGRATIONS.map((m) => m.version)).toEqual(
-      POSTGRES_MIGRATIONS.map((_, i) => i + 1),
-    );
-    expect(script).toContain(
-      'ALTER TABLE "chokaq".recurring_jobs ADD COLUMN IF NOT EXISTS last_job_id varchar(36) NULL',
-    );
-    expect(script).toContain(`CREATE TABLE IF NOT EXISTS ${S}.workers (`);
-    for (const table of ['jobs_hot', 'jobs_archive', 'jobs_dlq']) {
-      expect(script).toContain(
-        `ALTER TABLE ${S}.${table} ADD COLUMN IF NOT EXISTS progress_note varchar(500) NULL`,
-      );
-    }
-    expect(script).toMatch(/ADD COLUMN IF NOT EXISTS lag_count bigint NOT NULL DEFAULT 0/);
-    expect(script).toMatch(
-      /CREATE INDEX IF NOT EXISTS ix_metric_buckets_queue ON [^;]*\(queue, bucket_utc\)/,
-    );
-    // Version 9: the audit log by target, keyed by the target's first 255 characters (a B-tree
-    // entry holds about a third of a page; a target may be 4,000 characters).
-    expect(script).toMatch(
-      /CREATE INDEX IF NOT EXISTS ix_audit_log_target ON [^;]*\(\(left\(target, 255\)\), at_utc, id COLLATE "C"\)/,
-    );
-    expect(SQL.getAuditLog(S, true)).toContain(
-      'left(a.target, 255) = left($8::text, 255) AND a.target = $8::text',
-    );
-  });
-});
-
-describe('isTransientPostgresError', () => {
-  it.each([
-    ['serialization failure', { code: '40001' }],
-    ['deadlock', { code: '40P01' }],
-    ['admin shutdown', { code: '57P01' }],
-    ['cannot connect now', { code: '57P03' }],
-    ['connection failure', { code: '08006' }],
-    ['connection reset', { code: 'ECONNRESET' }],
-    ['refused', { code: 'ECONNREFUSED' }],
-    ['terminated', new Error('Connection terminated unexpectedly')],
-    ['wrapped by TypeORM', { message: 'x', driverError: { code: '40P01' } }],
-  ])('retries %s', (_name, error) => {
-    expect(isTransientPostgresError(error)).toBe(true);
-  });
-
-  it.each([
-    ['unique violation', { code: '23505' }],
-    ['syntax error', { code: '42601' }],
-    ['raise exception', { code: 'P0001', message: 'chokaq test: injected failure' }],
-    ['plain error', new Error('boom')],
-    ['not an object', 'Connection'],
-  ])('does not retry %s', (_name, error) => {
-    expect(isTransientPostgresError(error)).toBe(false);
   });
 });

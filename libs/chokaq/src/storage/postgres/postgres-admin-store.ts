@@ -1,0 +1,238 @@
+import type { Checked } from '../../interfaces/checked.interface';
+import { DlqFilter } from '../../interfaces/job-view.interface';
+import {
+  QueueInfo,
+  QueuePatch,
+  RetentionPolicy,
+  RetentionResult,
+} from '../../interfaces/job.interface';
+import { RecurringJobRecord } from '../../interfaces/recurring-job.interface';
+import { CheckedRecurringDefinition, chunk } from '../../validation/validate-args';
+import { ValidatedEdits } from '../../validation/validate-job';
+import { Audit } from '../dialect-job-storage';
+import { retentionDetails } from '../shared/audit-log';
+import { mapQueueRow, toDate } from '../shared/row-mapper';
+import { Exec, PostgresConnection } from './postgres.connection';
+import * as SQL from './sql';
+
+/** Ids per statement of id-list operations (cancel, resurrectMany, purgeDlq). */
+export const ID_CHUNK = 1_000;
+
+/**
+ * The operator's half of the PostgreSQL write side: DLQ → hot moves, queue controls, purges and
+ * retention, the audit log, and recurring definitions, with the audited-write helpers both halves
+ * use. {@link PostgresJobStore} extends it, so the dialect stays one `JobStore` object; the split
+ * only keeps each file readable (the job store holds what the worker runs on).
+ */
+export class PostgresAdminStore {
+  protected readonly s: string;
+
+  constructor(protected readonly db: PostgresConnection) {
+    this.s = db.s;
+  }
+
+  // ---------------------------------------------------------------- DLQ → hot
+
+  /** @inheritdoc */
+  async resurrect(
+    jobId: string,
+    e: Checked<ValidatedEdits>,
+    actor: string | null,
+    audit: Audit,
+  ): Promise<number> {
+    const params = SQL.resurrectByIdsParams(e, actor, [jobId]);
+    const sql = SQL.resurrect(this.s, SQL.CHOOSE_DLQ_BY_IDS);
+    const rows = await this.audited('resurrect', audit, sql, params);
+    return rows.length;
+  }
+
+  /** @inheritdoc */
+  async resurrectMany(
+    unique: readonly string[],
+    who: string | null,
+    audit: Audit,
+  ): Promise<string[]> {
+    const moved: string[] = [];
+    const sql = SQL.resurrect(this.s, SQL.CHOOSE_DLQ_BY_IDS);
+    for (const part of chunk(unique, ID_CHUNK)) {
+      const params = SQL.resurrectByIdsParams({ payload: null, priority: null }, who, part);
+      const rows = await this.audited('resurrectMany', audit, sql, params);
+      moved.push(...rows.map((r) => String(r.id)));
+    }
+    return moved;
+  }
+
+  /** Bounded batches (oldest failure first, skipping rows other bulk actions hold), each its own statement. */
+  async resurrectByFilter(
+    f: Checked<DlqFilter>,
+    max: number,
+    who: string | null,
+    audit: Audit,
+  ): Promise<string[]> {
+    const moved: string[] = [];
+    while (moved.length < max) {
+      const batch = Math.min(ID_CHUNK, max - moved.length);
+      const query = SQL.resurrectByFilterQuery(this.s, f, batch, who);
+      const rows = await this.audited('resurrectByFilter', audit, query.text, query.values);
+      moved.push(...rows.map((r) => String(r.id)));
+      if (rows.length < batch) break;
+    }
+    return moved;
+  }
+
+  // ---------------------------------------------------------------- queues
+
+  /** @inheritdoc */
+  async getQueues(): Promise<QueueInfo[]> {
+    return (await this.db.query('getQueues', SQL.getQueues(this.s))).map(mapQueueRow);
+  }
+
+  /** @inheritdoc */
+  async updateQueue(name: string, p: Checked<QueuePatch>, audit: Audit): Promise<QueueInfo> {
+    const sql = SQL.updateQueue(this.s);
+    const [row] = await this.audited('updateQueue', audit, sql, SQL.updateQueueParams(name, p));
+    return mapQueueRow(row);
+  }
+
+  // ---------------------------------------------------------------- purge and retention
+
+  /** @inheritdoc */
+  async purgeDlq(ids: readonly string[], audit: Audit): Promise<number> {
+    let deleted = 0;
+    for (const part of chunk(ids, ID_CHUNK)) {
+      const sql = SQL.purgeDlq(this.s);
+      deleted += (await this.audited('purgeDlq', audit, sql, SQL.purgeDlqParams(part))).length;
+    }
+    return deleted;
+  }
+
+  /** @inheritdoc */
+  async purgeDlqByFilter(f: Checked<DlqFilter>, max: number, audit: Audit): Promise<number> {
+    let deleted = 0;
+    while (deleted < max) {
+      const batch = Math.min(ID_CHUNK, max - deleted);
+      const query = SQL.purgeDlqByFilterQuery(this.s, f, batch);
+      const rows = await this.audited('purgeDlqByFilter', audit, query.text, query.values);
+      deleted += rows.length;
+      if (rows.length < batch) break;
+    }
+    return deleted;
+  }
+
+  /**
+   * Each table in batches of `batchSize`, each batch its own short transaction: its statement,
+   * and with `audit` the run's audit row (rows removed so far, in the same transaction).
+   */
+  async applyRetention(
+    policy: Checked<Required<RetentionPolicy>>,
+    audit: Audit,
+  ): Promise<RetentionResult> {
+    const batch = policy.batchSize;
+    const done: RetentionResult = { archive: 0, dlq: 0, metricBuckets: 0, workers: 0, audit: 0 };
+    const drain = async (table: keyof RetentionResult, sql: string, ageMs: number) => {
+      for (;;) {
+        const n = await this.write(`retention.${table}`, audit, async (exec) => {
+          const deleted = (await exec(sql, SQL.applyRetentionParams(ageMs, batch))).length;
+          const counts = { ...done, [table]: done[table] + deleted };
+          await this.recordAudit(exec, audit, deleted, retentionDetails(audit, counts));
+          return deleted;
+        });
+        done[table] += n;
+        if (n < batch) return;
+      }
+    };
+    await drain('archive', SQL.applyRetentionArchive(this.s), policy.archiveMs);
+    await drain('dlq', SQL.applyRetentionDlq(this.s), policy.dlqMs);
+    await drain('metricBuckets', SQL.applyRetentionBuckets(this.s), policy.metricsMs);
+    await drain('workers', SQL.applyRetentionWorkers(this.s), policy.workersMs);
+    await drain('audit', SQL.applyRetentionAudit(this.s), policy.auditMs);
+    return done;
+  }
+
+  // ---------------------------------------------------------------- audit log
+
+  /** @inheritdoc */
+  async confirmationSecret(candidate: string): Promise<string> {
+    const sql = SQL.confirmationSecret(this.s);
+    const params = SQL.confirmationSecretParams(candidate);
+    const [row] = await this.db.query('confirmationSecret', sql, params);
+    return String(row.value);
+  }
+
+  /**
+   * Runs `work` as an admin change: in one transaction when `audit` asks for a row (which `work`
+   * writes with {@link recordAudit}), else on a connection in autocommit, as before audits existed.
+   */
+  protected write<T>(name: string, audit: Audit, work: (exec: Exec) => Promise<T>): Promise<T> {
+    return audit === null
+      ? this.db.retry(name, () => this.db.withConnection(false, work))
+      : this.db.transaction(name, work);
+  }
+
+  /** One statement of an admin change and its audit row (counting the rows it returned). */
+  protected audited(name: string, audit: Audit, sql: string, params: unknown[]) {
+    return this.write(name, audit, async (exec) => {
+      const rows = await exec(sql, params);
+      await this.recordAudit(exec, audit, rows.length);
+      return rows;
+    });
+  }
+
+  /** Writes (or adds `rows` to) the audit row of an action, in the caller's transaction. */
+  protected async recordAudit(
+    exec: Exec,
+    audit: Audit,
+    rows: number,
+    details: string | null = audit?.details ?? null,
+  ): Promise<void> {
+    if (audit === null) return;
+    await exec(SQL.recordAudit(this.s), SQL.recordAuditParams(audit, rows, details));
+  }
+
+  // ---------------------------------------------------------------- recurring definitions
+
+  /** @inheritdoc */
+  async upsertRecurringJob(d: Checked<CheckedRecurringDefinition>, audit: Audit): Promise<void> {
+    await this.write('upsertRecurringJob', audit, async (exec) => {
+      await exec(SQL.upsertRecurringJob(this.s), SQL.upsertRecurringJobParams(d));
+      // An upsert always writes its row: one row affected.
+      await this.recordAudit(exec, audit, 1);
+    });
+  }
+
+  /** @inheritdoc */
+  async getRecurringJobs(): Promise<RecurringJobRecord[]> {
+    const rows = await this.db.query('getRecurringJobs', SQL.getRecurringJobs(this.s));
+    return rows.map((r) => ({
+      name: String(r.name),
+      cron: String(r.cron),
+      timeZone: String(r.time_zone),
+      queue: String(r.queue),
+      type: String(r.type),
+      payload: JSON.parse(String(r.payload)) as unknown,
+      misfirePolicy: r.misfire_policy === 'none' ? 'none' : 'skip',
+      nextSlotUtc: toDate(r.next_slot_utc)!,
+      lastSlotUtc: toDate(r.last_slot_utc),
+      isPaused: r.is_paused === true,
+      source: r.source === 'runtime' ? 'runtime' : 'decorator',
+      lastJobId:
+        r.last_job_id === null || r.last_job_id === undefined ? null : String(r.last_job_id),
+    }));
+  }
+
+  /** @inheritdoc */
+  async setRecurringJobPaused(name: string, paused: boolean, audit: Audit): Promise<boolean> {
+    const sql = SQL.setRecurringJobPaused(this.s);
+    const params = SQL.setRecurringJobPausedParams(name, paused);
+    const rows = await this.audited('setRecurringJobPaused', audit, sql, params);
+    return rows.length > 0;
+  }
+
+  /** @inheritdoc */
+  async removeRecurringJob(name: string, audit: Audit): Promise<boolean> {
+    const sql = SQL.removeRecurringJob(this.s);
+    const params = SQL.removeRecurringJobParams(name);
+    const rows = await this.audited('removeRecurringJob', audit, sql, params);
+    return rows.length > 0;
+  }
+}

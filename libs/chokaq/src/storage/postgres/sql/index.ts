@@ -1,0 +1,70 @@
+/**
+ * Every SQL statement of the PostgreSQL dialect, by section: one file per section, each statement
+ * named after the method it serves and exported with the function that binds its values. Call
+ * sites import this index (`import * as SQL from './sql'`).
+ */
+import {
+  fetchNextBatch,
+  fetchNextBatchClaimed,
+  fetchNextBatchLockBudgets,
+  fetchNextBatchRateState,
+} from './claim';
+import { enqueue, enqueueHolders } from './enqueue';
+import { archiveSucceeded, cancel, cancelRequest } from './moves';
+import { archiveZombies, recoverAbandoned } from './rescue';
+import {
+  keepAlive,
+  markAsProcessing,
+  release,
+  reportProgress,
+  rescheduleForRetry,
+  unstart,
+} from './worker-owned';
+import { upsertWorker } from './workers';
+
+export * from './audit';
+export * from './claim';
+export * from './enqueue';
+export * from './filters';
+export * from './fragments';
+export * from './lifecycle';
+export * from './lists';
+export * from './moves';
+export * from './queues';
+export * from './reads';
+export * from './recurring';
+export * from './rescue';
+export * from './retention';
+export * from './worker-owned';
+export * from './workers';
+
+/**
+ * The store's fixed statements, built once per schema, each under the name of the method it serves
+ * (a suffix for a step of that method). Being fixed texts, they are the ones that run as named
+ * prepared statements (`postgres.connection.ts`); the statements built per call are not.
+ */
+export const hotPathStatements = (
+  s: string,
+  notifyChannel: string | null,
+  cancelNotifyChannel: string | null,
+) => ({
+  enqueue: enqueue(s, notifyChannel),
+  enqueueHolders: enqueueHolders(s),
+  fetchNextBatch: fetchNextBatch(s),
+  fetchNextBatchUnbudgeted: fetchNextBatch(s, 'unbudgeted'),
+  fetchNextBatchLockBudgets: fetchNextBatchLockBudgets(s),
+  fetchNextBatchClaimed: fetchNextBatchClaimed(s),
+  fetchNextBatchRateState: fetchNextBatchRateState(s),
+  markAsProcessing: markAsProcessing(s),
+  keepAlive: keepAlive(s),
+  release: release(s),
+  unstart: unstart(s),
+  reportProgress: reportProgress(s),
+  rescheduleForRetry: rescheduleForRetry(s),
+  archiveSucceeded: archiveSucceeded(s),
+  cancel: cancel(s),
+  cancelRequest: cancelRequest(s, cancelNotifyChannel),
+  recoverAbandoned: recoverAbandoned(s),
+  archiveZombies: archiveZombies(s),
+  upsertWorker: upsertWorker(s),
+});

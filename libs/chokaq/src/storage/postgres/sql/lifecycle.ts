@@ -1,0 +1,55 @@
+/**
+ * The schema ledger and its advisory lock, the session statements of ChokaQ's own transactions,
+ * and the server's clock and version.
+ */
+
+/** Reads the applied migration versions, or nothing when the ledger does not exist yet (no lock). */
+export const selectAppliedVersions = (s: string): string => `
+SELECT version FROM ${s}.schema_migrations ORDER BY version`;
+
+/** `to_regclass` of the ledger: NULL until the schema was created. $1 = quoted schema-qualified name. */
+export const SELECT_LEDGER_EXISTS = `SELECT to_regclass($1) IS NOT NULL AS exists`;
+
+/** Binds {@link SELECT_LEDGER_EXISTS}: $1 the schema-qualified name of the ledger table. */
+export function selectLedgerExistsParams(s: string): unknown[] {
+  return [`${s}.schema_migrations`];
+}
+
+/**
+ * Serialises schema bootstrap across processes: a transaction-scoped advisory lock keyed by the
+ * schema name, released by COMMIT/ROLLBACK (never leaks when a process dies). $1 = schema name.
+ */
+export const LOCK_SCHEMA = `SELECT pg_advisory_xact_lock(hashtextextended('chokaq.schema:' || $1, 0))`;
+
+/** Binds {@link LOCK_SCHEMA}: $1 the schema name (unquoted). */
+export function lockSchemaParams(schemaName: string): unknown[] {
+  return [schemaName];
+}
+
+/** Records one applied migration. $1 version, $2 description. */
+export const recordMigration = (s: string): string => `
+INSERT INTO ${s}.schema_migrations (version, description, applied_at_utc)
+VALUES ($1, $2, now())
+ON CONFLICT (version) DO NOTHING`;
+
+/** Binds {@link recordMigration}: $1 the version, $2 its description. */
+export function recordMigrationParams(version: number, description: string): unknown[] {
+  return [version, description];
+}
+
+/** Opens a transaction of ChokaQ's own (one round trip; see `withConnection`). */
+export const BEGIN_READ_COMMITTED = 'START TRANSACTION ISOLATION LEVEL READ COMMITTED';
+
+/**
+ * `SET LOCAL statement_timeout` of a transactional handler's transaction, as a parameter ($1, the
+ * milliseconds as text): every statement of the run, the archive move included, is cancelled by
+ * the server after the run's execution timeout, so a handler stuck in a statement cannot hold its
+ * connection (and the row locks it took) for longer. Ends with the transaction.
+ */
+export const SET_LOCAL_STATEMENT_TIMEOUT = "SELECT set_config('statement_timeout', $1, true)";
+
+/** The database clock. */
+export const SELECT_NOW = `SELECT clock_timestamp() AS now`;
+
+/** Server version, checked once by `prepare()`. */
+export const SELECT_SERVER_VERSION = `SELECT current_setting('server_version_num')::int AS version`;

@@ -1,0 +1,141 @@
+/** The three lists (active, archive, DLQ): keyset pages over whitelisted sort keys. */
+import { ActiveFilter, DlqFilter } from '../../../interfaces/job-view.interface';
+import type { ListRequest } from '../../../validation/validate-list';
+import { ERROR_PREFIX_CHARS, LIST_SORT_KEY } from '../../shared/page';
+import { PILLAR_TABLE, bind, searchPredicate, statusLiteral, tagPredicate } from './filters';
+
+/**
+ * What a list item reads of each pillar: no payload and no full error text. `payload_bytes` is
+ * `octet_length(payload)`, which for `text` "need[s] not detoast the input at all": it reads the
+ * value's length from its header, or from the TOAST pointer of a value stored out of line
+ * (`textoctetlen`, https://github.com/postgres/postgres/blob/REL_15_STABLE/src/backend/utils/adt/varlena.c),
+ * so a 1 MB payload costs a list nothing (it lives in the TOAST table, which the list never
+ * reads). `error_prefix` is the first {@link ERROR_PREFIX_CHARS} characters of the error, read as
+ * a slice.
+ */
+const LIST_COLUMNS = {
+  hot:
+    'x.id, x.queue, x.type, x.status, x.attempt_count, x.priority, x.tags, x.created_at_utc, ' +
+    'x.enqueued_at_utc, x.scheduled_at_utc, x.started_at_utc, x.worker_id, x.progress, ' +
+    `left(x.last_error, ${ERROR_PREFIX_CHARS}) AS error_prefix, octet_length(x.payload) AS payload_bytes`,
+  archive:
+    'x.id, x.queue, x.type, x.attempt_count, x.priority, x.tags, x.created_at_utc, ' +
+    'x.enqueued_at_utc, x.scheduled_at_utc, x.started_at_utc, x.finished_at_utc, x.duration_ms, ' +
+    `x.worker_id, x.progress, left(x.last_error, ${ERROR_PREFIX_CHARS}) AS error_prefix, ` +
+    'octet_length(x.payload) AS payload_bytes',
+  dlq:
+    'x.id, x.queue, x.type, x.status, x.failure_reason, x.attempt_count, x.priority, x.tags, ' +
+    'x.created_at_utc, x.enqueued_at_utc, x.scheduled_at_utc, x.started_at_utc, x.failed_at_utc, ' +
+    `x.worker_id, x.progress, left(coalesce(x.error_details, x.last_error), ${ERROR_PREFIX_CHARS}) AS error_prefix, ` +
+    'octet_length(x.payload) AS payload_bytes',
+} as const;
+
+/** The WHERE clause of a list page: `indexed` on an index's keys, `unindexed` (tag, search) or null. */
+export interface ListWhere {
+  indexed: string;
+  unindexed: string | null;
+}
+
+/**
+ * The conditions of a list page, values appended to `params`. `indexed`: queue, type, status,
+ * failure reason, ids, the time range on the sort key and the cursor, all on the keys of the
+ * list's indexes (the status and type of hot rows excepted: the hot table is small by design).
+ * The cursor is a row comparison, `(key, id COLLATE "C") < ($k, $id)` (newest first) or `>`
+ * (oldest first), which a B-tree index on `(key, id COLLATE "C")` (after any equality on its
+ * leading keys) reads as one range (https://www.postgresql.org/docs/15/functions-comparisons.html#ROW-WISE-COMPARISON,
+ * https://www.postgresql.org/docs/15/indexes-multicolumn.html). The key is bound as text at
+ * microsecond precision (`timestamptz` keeps microseconds). `unindexed`: the tag and the search.
+ */
+export function listWhere(
+  request: ListRequest<ActiveFilter & DlqFilter>,
+  params: unknown[],
+): ListWhere {
+  const { pillar, filter } = request;
+  const p = (value: unknown): string => bind(params, value);
+  const key = `x.${LIST_SORT_KEY[pillar]}`;
+  const parts: string[] = [];
+  if (filter.queue !== undefined) parts.push(`x.queue = ${p(filter.queue)}`);
+  if (filter.type !== undefined) parts.push(`x.type = ${p(filter.type)}`);
+  if (pillar === 'hot' && filter.status !== undefined) {
+    parts.push(`x.status = ${statusLiteral(filter.status)}`);
+  }
+  if (pillar === 'dlq') {
+    if (filter.reason !== undefined) parts.push(`x.failure_reason = ${p(filter.reason)}::smallint`);
+    if (filter.ids !== undefined) parts.push(`x.id = ANY (${p([...filter.ids])}::text[])`);
+  }
+  if (filter.from !== undefined) parts.push(`${key} >= ${p(filter.from)}::timestamptz`);
+  if (filter.to !== undefined) parts.push(`${key} < ${p(filter.to)}::timestamptz`);
+  if (request.after !== null) {
+    const op = request.order === 'newest' ? '<' : '>';
+    parts.push(
+      `(${key}, x.id COLLATE "C") ${op} (${p(request.after.at)}::timestamptz, ${p(request.after.id)}::text)`,
+    );
+  }
+  const unindexed: string[] = [];
+  if (filter.tag !== undefined) unindexed.push(tagPredicate('x.tags', filter.tag, params));
+  if (filter.search !== undefined && filter.search !== '') {
+    unindexed.push(searchPredicate(pillar, (col) => `x.${col}`, filter.search, params));
+  }
+  return {
+    indexed: parts.length === 0 ? 'TRUE' : parts.join(' AND '),
+    unindexed: unindexed.length === 0 ? null : unindexed.join(' AND '),
+  };
+}
+
+/**
+ * One page of a list (`listActive`, `listArchive`, `listDlq`): `where` from {@link listWhere},
+ * `limitParam` the parameter holding `limit + 1`. Read committed, one autocommit statement, no
+ * row locks. See `shared/page.ts` for the two shapes. The plain one is an index range scan in list
+ * order that stops after `limit + 1` rows. The bounded scan reads the first `scanBound + 1` rows
+ * in the same order (an index range scan with a LIMIT: the payload is read only to test
+ * the search term), ranks them and keeps the matches and the two rows at the bound.
+ */
+export function listJobs(
+  s: string,
+  request: ListRequest<unknown>,
+  where: ListWhere,
+  limitParam: string,
+): string {
+  const { pillar } = request;
+  const dir = request.order === 'newest' ? 'DESC' : 'ASC';
+  const key = LIST_SORT_KEY[pillar];
+  // Microseconds, which a JS Date would drop: the cursor must name the row exactly.
+  const sortAt = `to_char(x.${key} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') AS sort_at`;
+  const from = `FROM ${s}.${PILLAR_TABLE[pillar]} x`;
+  if (request.scanBound === null || where.unindexed === null) {
+    return `
+SELECT ${LIST_COLUMNS[pillar]}, ${sortAt}
+${from}
+WHERE ${where.indexed}
+ORDER BY x.${key} ${dir}, x.id COLLATE "C" ${dir}
+LIMIT ${limitParam}`;
+  }
+  const bound = request.scanBound;
+  const inOrder = `ORDER BY w.${key} ${dir}, w.id COLLATE "C" ${dir}`;
+  return `
+SELECT r.* FROM (
+  SELECT w.*,
+         row_number() OVER (${inOrder}) AS rn,
+         sum(w.hit) OVER (${inOrder} ROWS UNBOUNDED PRECEDING) AS hit_rank
+  FROM (
+    SELECT ${LIST_COLUMNS[pillar]}, ${sortAt},
+           CASE WHEN ${where.unindexed} THEN 1 ELSE 0 END AS hit
+    ${from}
+    WHERE ${where.indexed}
+    ORDER BY x.${key} ${dir}, x.id COLLATE "C" ${dir}
+    LIMIT ${bound + 1}) w
+) r
+WHERE (r.hit = 1 AND r.hit_rank <= ${limitParam} AND r.rn <= ${bound}) OR r.rn >= ${bound}
+ORDER BY r.rn`;
+}
+
+/** One keyset page ({@link listJobs}) of a checked request, with its values (the page's last is the limit + 1). */
+export function listJobsQuery(
+  s: string,
+  request: ListRequest<object>,
+): { text: string; values: unknown[] } {
+  const values: unknown[] = [];
+  const where = listWhere(request as ListRequest<ActiveFilter & DlqFilter>, values);
+  values.push(request.limit + 1);
+  return { text: listJobs(s, request, where, `$${values.length}`), values };
+}

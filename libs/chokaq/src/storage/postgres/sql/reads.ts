@@ -1,0 +1,340 @@
+/**
+ * The reads operators ask: one job across the pillars, counts, stats, health, throughput, error
+ * families and bulk previews. Telemetry reads may be approximate (planner estimates); no state
+ * transition relies on them.
+ */
+import type {
+  CheckedCountQuery,
+  CheckedOutcomesQuery,
+  CheckedSeriesQuery,
+} from '../../../validation/validate-reads';
+import type { DlqFilter } from '../../../interfaces/job-view.interface';
+import {
+  METRIC_BUCKET_MS,
+  TOP_ERRORS_WINDOW_MS,
+  TOP_ERRORS_WINDOW_ROWS,
+} from '../../../validation/limits';
+import { ERROR_LINE_PREFIX } from '../../shared/error-family';
+import { PILLAR_TABLE, filterClause } from './filters';
+import { MS } from './fragments';
+
+/** One job by id ($1) in each pillar; read one after the other (hot, archive, DLQ). */
+export const getJobHot = (s: string): string => `SELECT * FROM ${s}.jobs_hot WHERE id = $1`;
+
+/** @see getJobHot */
+export const getJobArchive = (s: string): string => `SELECT * FROM ${s}.jobs_archive WHERE id = $1`;
+
+/** @see getJobHot */
+export const getJobDlq = (s: string): string => `SELECT * FROM ${s}.jobs_dlq WHERE id = $1`;
+
+/** Binds {@link getJobHot}, {@link getJobArchive}, {@link getJobDlq} and {@link getJobAttempts}: $1 the id. */
+export function getJobParams(id: string): unknown[] {
+  return [id];
+}
+
+/**
+ * The attempt rows of job $1, oldest first (`getJob` with `attempts`): one range of the primary
+ * key `(job_id, seq)`, read in its order. A plain read (no lock).
+ */
+export const getJobAttempts = (s: string): string => `
+SELECT * FROM ${s}.job_attempts WHERE job_id = $1 ORDER BY seq`;
+
+/** The rows a bulk DLQ filter matches: the matched count of `previewDlqFilter`. */
+export function previewDlqFilterCount(s: string, where: string): string {
+  return `SELECT count(*)::bigint AS total FROM ${s}.jobs_dlq x WHERE ${where}`;
+}
+
+/**
+ * The exact number of rows of one pillar matching `where` (`countExactly`). A plain `count(*)`:
+ * O(matching rows), for the operator who asks for it, never for a dashboard that polls.
+ */
+export function countExactly(s: string, pillar: 'hot' | 'archive' | 'dlq', where: string): string {
+  return `SELECT count(*)::bigint AS total FROM ${s}.${PILLAR_TABLE[pillar]} x WHERE ${where}`;
+}
+
+/** {@link countExactly} for a checked query, with the filter's values. */
+export function countExactlyQuery(
+  s: string,
+  query: CheckedCountQuery,
+): { text: string; values: unknown[] } {
+  const values: unknown[] = [];
+  const where = filterClause(query.pillar, query.filter, values, 'x');
+  return { text: countExactly(s, query.pillar, where), values };
+}
+
+/**
+ * Rows a table retains, estimated without reading it, as the planner estimates a table's size
+ * (`table_block_relation_estimate_size`): the density of the last VACUUM or ANALYZE (`reltuples /
+ * relpages` of `pg_class`) times the table's current size in pages, so growth since then is
+ * counted. A table never vacuumed or analysed has `reltuples = -1` (and one analysed while empty
+ * has no density); then the statistics system's live-row count (`n_live_tup`, kept as rows are
+ * inserted and deleted, reported at the end of each transaction, up to a few seconds late) stands
+ * in. Either way an estimate; `countExactly` counts.
+ * @see https://www.postgresql.org/docs/15/catalog-pg-class.html
+ * @see https://www.postgresql.org/docs/15/monitoring-stats.html#MONITORING-PG-STAT-ALL-TABLES-VIEW
+ */
+const estimatedRows = (regclass: string): string => `(
+    SELECT CASE
+             WHEN c.relpages > 0 AND c.reltuples >= 0
+               THEN round(c.reltuples / c.relpages
+                          * (pg_relation_size(c.oid) / current_setting('block_size')::bigint))
+             ELSE pg_stat_get_live_tuples(c.oid)
+           END::bigint
+    FROM pg_class c WHERE c.oid = ${regclass}::regclass)`;
+
+/**
+ * Lifetime counters summed over queues, exact hot counts by status (through the partial indexes;
+ * the hot table is small by design), and ESTIMATED archive and DLQ row counts
+ * ({@link estimatedRows}): a dashboard polls this, and counting a history table of millions of
+ * rows on every poll is what it must not do. $1, $2: the archive's and the DLQ's qualified names.
+ */
+export const getSummary = (s: string): string => `
+SELECT
+  (SELECT coalesce(sum(succeeded_total), 0) FROM ${s}.stats_summary) AS succeeded_total,
+  (SELECT coalesce(sum(failed_total), 0) FROM ${s}.stats_summary) AS failed_total,
+  (SELECT coalesce(sum(cancelled_total), 0) FROM ${s}.stats_summary) AS cancelled_total,
+  (SELECT coalesce(sum(retried_total), 0) FROM ${s}.stats_summary) AS retried_total,
+  (SELECT coalesce(sum(resurrected_total), 0) FROM ${s}.stats_summary) AS resurrected_total,
+  (SELECT count(*) FROM ${s}.jobs_hot WHERE status = 0) AS pending,
+  (SELECT count(*) FROM ${s}.jobs_hot WHERE status = 1) AS fetched,
+  (SELECT count(*) FROM ${s}.jobs_hot WHERE status = 2) AS processing,
+  coalesce(${estimatedRows('$1')}, 0) AS archived,
+  coalesce(${estimatedRows('$2')}, 0) AS dlq`;
+
+/** The qualified names `getSummary` estimates, as its parameters $1 and $2. */
+export const getSummaryParams = (s: string): [string, string] => [
+  `${s}.jobs_archive`,
+  `${s}.jobs_dlq`,
+];
+
+/**
+ * Per-queue counters, hot counts by status, and controls. No archive or DLQ count: those were a
+ * `GROUP BY queue` over both history tables on every call. Each queue's Pending rows are counted
+ * in its range of the claim's index `ix_jobs_hot_pending` (led by the queue, partial on
+ * `status = 0`): an index-only scan, where a `GROUP BY queue` over the hot table read every row
+ * (admin-reads bench, 100,000 pending rows over 20 queues: p95 10 ms, was 24 ms). Fetched and
+ * Processing rows, as many as the workers run, through `ix_jobs_hot_active`.
+ */
+export const getQueueStats = (s: string): string => `
+SELECT q.name AS queue, q.is_paused, q.is_active, q.max_workers,
+       p.pending, a.fetched, a.processing,
+       coalesce(t.succeeded_total, 0) AS succeeded_total, coalesce(t.failed_total, 0) AS failed_total,
+       coalesce(t.cancelled_total, 0) AS cancelled_total, coalesce(t.retried_total, 0) AS retried_total,
+       coalesce(t.resurrected_total, 0) AS resurrected_total, t.last_activity_utc
+FROM ${s}.queues q
+LEFT JOIN ${s}.stats_summary t ON t.queue = q.name
+CROSS JOIN LATERAL (
+  SELECT count(*) AS pending FROM ${s}.jobs_hot j WHERE j.status = 0 AND j.queue = q.name) p
+CROSS JOIN LATERAL (
+  SELECT count(*) FILTER (WHERE j.status = 1) AS fetched,
+         count(*) FILTER (WHERE j.status = 2) AS processing
+  FROM ${s}.jobs_hot j WHERE j.status IN (1, 2) AND j.queue = q.name) a
+ORDER BY q.name`;
+
+/**
+ * Per-queue lag and saturation. Live, from the hot table: the due pending rows of each queue, their
+ * average wait and the age of the oldest (the longest wait), read in one pass over the queue's
+ * range of the claim's index `ix_jobs_hot_pending`, whose keys hold the due expression
+ * `coalesce(scheduled_at_utc, enqueued_at_utc)` and which INCLUDEs both columns since schema
+ * version 8, so the pass is an index-only scan: the planner takes one only when every column a
+ * query names is stored in the index, an expression key not being enough
+ * (https://www.postgresql.org/docs/15/indexes-index-only-scans.html); it read 33,920 heap blocks
+ * for 100,000 pending rows before (admin-reads bench: p95 15 ms, was 64 ms). Waits are
+ * `date_part` (double precision), not `extract` (numeric since PostgreSQL 14: 100,000 numeric
+ * subtractions and a numeric mean cost more than the float ones). The active count through
+ * `ix_jobs_hot_active`. From
+ * metric buckets: the start lag of the runs started in the current minute and the five before it
+ * (the start rows, outcome 4, through `ix_metric_buckets_queue`).
+ */
+export const getQueueHealth = (s: string): string => `
+SELECT q.name AS queue, q.max_workers,
+       p.due_pending, p.avg_lag_ms, p.max_lag_ms, a.active,
+       l.lag_count, l.lag_sum_ms, l.lag_max_ms
+FROM ${s}.queues q
+CROSS JOIN LATERAL (
+  SELECT count(*) AS due_pending,
+         coalesce(avg(date_part('epoch', now() - coalesce(j.scheduled_at_utc, j.enqueued_at_utc))) * 1000, 0) AS avg_lag_ms,
+         coalesce(date_part('epoch', now() - min(coalesce(j.scheduled_at_utc, j.enqueued_at_utc))) * 1000, 0) AS max_lag_ms
+  FROM ${s}.jobs_hot j
+  WHERE j.status = 0 AND j.queue = q.name
+    AND coalesce(j.scheduled_at_utc, j.enqueued_at_utc) <= now()) p
+CROSS JOIN LATERAL (
+  SELECT count(*) AS active FROM ${s}.jobs_hot j WHERE j.status IN (1, 2) AND j.queue = q.name) a
+CROSS JOIN LATERAL (
+  SELECT coalesce(sum(b.lag_count), 0) AS lag_count, coalesce(sum(b.lag_sum_ms), 0) AS lag_sum_ms,
+         coalesce(max(b.lag_max_ms), 0) AS lag_max_ms
+  FROM ${s}.metric_buckets b
+  WHERE b.queue = q.name AND b.outcome = 4
+    AND b.bucket_utc >= date_trunc('minute', now()) - interval '5 minutes') l
+ORDER BY q.name`;
+
+/**
+ * How each queue's runs ended over the window that starts $1 whole minutes before the current
+ * minute: the buckets of outcomes 0–3 (succeeded, failed, cancelled, retried) from then on, a
+ * range of the primary key (bucket_utc first), summed per queue in one pass, then joined to every
+ * `queues` row (zeros for a queue without buckets). It reads ($1 + 1) × queues × outcomes rows at
+ * most (failures split by reason add a few): about 115,000 for a day over 20 queues, the cost of
+ * a day's throughput series. `now()` is the transaction's start, so both mentions of the window's
+ * start are one instant.
+ */
+export const getQueueOutcomes = (s: string): string => `
+SELECT q.name AS queue, date_trunc('minute', now()) - $1::integer * interval '1 minute' AS from_utc,
+       coalesce(o.succeeded, 0) AS succeeded, coalesce(o.failed, 0) AS failed,
+       coalesce(o.cancelled, 0) AS cancelled, coalesce(o.retried, 0) AS retried
+FROM ${s}.queues q
+LEFT JOIN (
+  SELECT b.queue,
+         sum(b.completed_count) FILTER (WHERE b.outcome = 0) AS succeeded,
+         sum(b.completed_count) FILTER (WHERE b.outcome = 1) AS failed,
+         sum(b.completed_count) FILTER (WHERE b.outcome = 2) AS cancelled,
+         sum(b.completed_count) FILTER (WHERE b.outcome = 3) AS retried
+  FROM ${s}.metric_buckets b
+  WHERE b.bucket_utc >= date_trunc('minute', now()) - $1::integer * interval '1 minute'
+    AND b.outcome IN (0, 1, 2, 3)
+  GROUP BY b.queue) o ON o.queue = q.name
+ORDER BY q.name`;
+
+/** Binds {@link getQueueOutcomes}: $1 the window in whole minutes. */
+export function getQueueOutcomesParams(query: CheckedOutcomesQuery): unknown[] {
+  return [query.minutes];
+}
+
+/**
+ * Completions over the last minute and the last five from metric buckets (a range of the primary
+ * key on bucket_utc); $1 queue or NULL. Buckets are one minute wide, so a window is the current
+ * minute plus the whole minutes before it, and `span_*` is its length in seconds so far (60–120 s,
+ * 300–360 s): the rates divide by what the counts cover.
+ */
+export const getThroughput = (s: string): string => `
+SELECT
+  coalesce(sum(completed_count) FILTER (WHERE bucket_utc >= date_trunc('minute', now()) - interval '1 minute'), 0) AS total_1m,
+  coalesce(sum(completed_count), 0) AS total_5m,
+  coalesce(sum(completed_count) FILTER (WHERE outcome = 0 AND bucket_utc >= date_trunc('minute', now()) - interval '1 minute'), 0) AS succeeded_1m,
+  coalesce(sum(completed_count) FILTER (WHERE outcome = 1 AND bucket_utc >= date_trunc('minute', now()) - interval '1 minute'), 0) AS failed_1m,
+  coalesce(sum(completed_count) FILTER (WHERE outcome = 0), 0) AS succeeded_5m,
+  coalesce(sum(completed_count) FILTER (WHERE outcome = 1), 0) AS failed_5m,
+  extract(epoch FROM now() - (date_trunc('minute', now()) - interval '1 minute')) AS span_1m,
+  extract(epoch FROM now() - (date_trunc('minute', now()) - interval '5 minutes')) AS span_5m
+FROM ${s}.metric_buckets
+WHERE bucket_utc >= date_trunc('minute', now()) - interval '5 minutes'
+  AND outcome IN (0, 1, 2)
+  AND ($1::text IS NULL OR queue = $1::text)`;
+
+/** Binds {@link getThroughput}: $1 the queue, or NULL for every queue. */
+export function getThroughputParams(queue: string | undefined): unknown[] {
+  return [queue ?? null];
+}
+
+/** The sums of a series row over `b`: metric buckets, or per-bucket sums under the same names. */
+const seriesSums = (b: string): string => `
+       sum(${b}.completed_count) AS count, sum(${b}.duration_count) AS duration_count,
+       sum(${b}.total_duration_ms) AS total_duration_ms, sum(${b}.lag_count) AS lag_count,
+       sum(${b}.lag_sum_ms) AS lag_sum_ms, max(${b}.lag_max_ms) AS lag_max_ms`;
+
+/**
+ * A throughput series: the metric buckets of [$1, $2) summed per step and outcome. $1/$2 the start
+ * (a whole minute) and end of the series, $3 the step in ms, $4 the queue (only with `queue`). A
+ * range of the primary key (bucket_utc first) or, for one queue, of
+ * `ix_metric_buckets_queue (queue, bucket_utc)`: a day at one-minute buckets is 1,440 rows per
+ * queue and outcome, so 115,000 rows for 20 queues and 4 outcomes. Steps without buckets have no
+ * row (the caller fills them), and a step may have several rows (the caller adds them up).
+ *
+ * The rows are grouped by their own `bucket_utc` (a plain 8-byte key), and the step's index
+ * (`slot`) is computed once per group, not per row: the slot of each row, as
+ * `extract(epoch …) * 1000` (numeric), cost more than the sums (admin-reads bench, all queues
+ * over a day at one-minute steps: p95 34 ms, was 68 ms). With a one-minute step (`perBucket`) each
+ * group is its step; with a longer one, the per-bucket sums (bigint) are summed again per step,
+ * so that no more rows than steps × outcomes are sent.
+ */
+export const getThroughputSeries = (s: string, queue: boolean, perBucket: boolean): string => {
+  const slot = (b: string) =>
+    `(date_part('epoch', ${b}.bucket_utc - $1::timestamptz) * 1000)::bigint / $3::bigint`;
+  const grouped = `
+FROM ${s}.metric_buckets b
+WHERE b.bucket_utc >= $1::timestamptz AND b.bucket_utc < $2::timestamptz${queue ? ' AND b.queue = $4::text' : ''}
+GROUP BY b.bucket_utc, b.outcome`;
+  if (perBucket) {
+    return `
+SELECT ${slot('b')} AS slot, b.outcome,${seriesSums('b')}${grouped}`;
+  }
+  return `
+SELECT ${slot('m')} AS slot, m.outcome,${seriesSums('m')}
+FROM (
+  SELECT b.bucket_utc, b.outcome,
+         sum(b.completed_count)::bigint AS completed_count, sum(b.duration_count)::bigint AS duration_count,
+         sum(b.total_duration_ms)::bigint AS total_duration_ms, sum(b.lag_count)::bigint AS lag_count,
+         sum(b.lag_sum_ms)::bigint AS lag_sum_ms, max(b.lag_max_ms) AS lag_max_ms${grouped}) m
+GROUP BY 1, 2`;
+};
+
+/** {@link getThroughputSeries} for a checked query, with its values ($1 from, $2 to, $3 step, $4 queue). */
+export function getThroughputSeriesQuery(
+  s: string,
+  query: CheckedSeriesQuery,
+): { text: string; values: unknown[] } {
+  const values: unknown[] = [query.from, query.to, query.stepMs];
+  if (query.queue !== null) values.push(query.queue);
+  const perBucket = query.stepMs === METRIC_BUCKET_MS;
+  return { text: getThroughputSeries(s, query.queue !== null, perBucket), values };
+}
+
+/**
+ * The window of `getTopDlqErrors`: the first line of the error (at most `ERROR_LINE_PREFIX`
+ * characters: the rest is never sent) of the newest `TOP_ERRORS_WINDOW_ROWS` DLQ rows matching
+ * `where` that failed within the last `windowParam` ms. A backward range scan of
+ * `ix_jobs_dlq_failed` (or of the queue's or the reason's index), stopped by the row bound, so it
+ * reads at most that many rows whatever the size of the DLQ. The families are grouped in
+ * `shared/error-family.ts`.
+ */
+export const getTopDlqErrors = (
+  s: string,
+  where: string,
+  windowParam: string,
+  rowsParam: string,
+  prefix: number,
+): string => `
+SELECT left(split_part(coalesce(x.error_details, ''), E'\\n', 1), ${Number(prefix)}) AS line,
+       x.failed_at_utc
+FROM ${s}.jobs_dlq x
+WHERE ${where} AND x.failed_at_utc >= now() - ${windowParam}::float8 ${MS}
+ORDER BY x.failed_at_utc DESC
+LIMIT ${rowsParam}`;
+
+/**
+ * {@link getTopDlqErrors} over a DLQ filter, with its values: the filter's, then the window's
+ * length in ms and its most rows (`TOP_ERRORS_WINDOW_MS`, `TOP_ERRORS_WINDOW_ROWS`).
+ */
+export function getTopDlqErrorsQuery(s: string, f: DlqFilter): { text: string; values: unknown[] } {
+  const values: unknown[] = [];
+  const where = filterClause('dlq', f, values, 'x');
+  values.push(TOP_ERRORS_WINDOW_MS, TOP_ERRORS_WINDOW_ROWS);
+  const window = `$${values.length - 1}`;
+  const rows = `$${values.length}`;
+  return { text: getTopDlqErrors(s, where, window, rows, ERROR_LINE_PREFIX), values };
+}
+
+/** Sample ids (in the order bulk actions take them: oldest failure first) for a preview. */
+export const previewDlqFilterSample = (s: string, where: string, limitParam: string): string => `
+SELECT x.id FROM ${s}.jobs_dlq x WHERE ${where}
+ORDER BY x.failed_at_utc, x.id
+LIMIT ${limitParam}`;
+
+/**
+ * A bulk preview's two reads over a DLQ filter, with their values: the matched count
+ * ({@link previewDlqFilterCount}) and up to `sample` ids ({@link previewDlqFilterSample}).
+ */
+export function previewDlqFilterQueries(
+  s: string,
+  f: DlqFilter,
+  sample: number,
+): { count: { text: string; values: unknown[] }; sample: { text: string; values: unknown[] } } {
+  const values: unknown[] = [];
+  const where = filterClause('dlq', f, values, 'x');
+  return {
+    count: { text: previewDlqFilterCount(s, where), values },
+    sample: {
+      text: previewDlqFilterSample(s, where, `$${values.length + 1}`),
+      values: [...values, sample],
+    },
+  };
+}
