@@ -35,7 +35,7 @@ const CASES: ReadonlyArray<[string, string, Expectation, string?]> = [
   ['storage/job-storage.ts', '../chokaq.orchestrator', 'refused'],
   ['storage/job-storage.ts', '../chokaq.module', 'refused'],
   ['storage/job-storage.ts', '../worker.registry', 'refused'],
-  ['storage/mssql/mssql.sql.ts', '../../validation/limits', 'allowed'],
+  ['storage/mssql/sql/fragments.ts', '../../../validation/limits', 'allowed'],
   ['storage/create-storage.ts', '../config/storage-defaults', 'allowed'],
   // The ground floor and the decorators import none of runtime, discovery or storage.
   ['interfaces/job.interface.ts', '../storage/job-storage', 'refused'],

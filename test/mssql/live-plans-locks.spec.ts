@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { FailureReason, JobStatus } from '../../libs/chokaq/src/interfaces/job-status.enum';
 import { NewJob } from '../../libs/chokaq/src/interfaces/job.interface';
 import { MSSQL_TABLES } from '../../libs/chokaq/src/storage/mssql/mssql.schema';
-import * as SQL from '../../libs/chokaq/src/storage/mssql/mssql.sql';
+import * as SQL from '../../libs/chokaq/src/storage/mssql/sql';
 import { dialectAvailable, openTestDatabase, TestDatabase } from '../support/test-database';
 
 /**

@@ -15,7 +15,7 @@ import {
   MSSQL_SCHEMA_VERSION,
   mssqlSchemaDdl,
 } from '../../libs/chokaq/src/storage/mssql/mssql.schema';
-import * as SQL from '../../libs/chokaq/src/storage/mssql/mssql.sql';
+import * as SQL from '../../libs/chokaq/src/storage/mssql/sql';
 import { SqlStorageConfig } from '../../libs/chokaq/src/storage/storage-config';
 import { ValidatedJobStorage } from '../../libs/chokaq/src/storage/validated-job-storage';
 import { EDGES, refusedPaths } from '../contract/edge-cases';

@@ -4,7 +4,7 @@ import { SqlServerDriver } from 'typeorm/driver/sqlserver/SqlServerDriver';
 import { ChokaQValidationError } from '../../libs/chokaq/src/errors';
 import { FailureReason, JobStatus } from '../../libs/chokaq/src/interfaces/job-status.enum';
 import { MssqlStatement, ParamList } from '../../libs/chokaq/src/storage/mssql/mssql-params';
-import * as SQL from '../../libs/chokaq/src/storage/mssql/mssql.sql';
+import * as SQL from '../../libs/chokaq/src/storage/mssql/sql';
 import { STORED_TEXT } from '../../libs/chokaq/src/storage/validated-job-storage';
 import { TOP_ERRORS_WINDOW } from './support/statements';
 import { stubMssqlDataSource } from './support/stub-data-source';
@@ -365,7 +365,7 @@ function declarations(disableAsciiToUnicodeParamConversion: boolean) {
 
 describe('SQL Server parameter declarations do not depend on values', () => {
   it('covers every exported statement builder', () => {
-    // Every function mssql.sql.ts exports is a statement builder, named after the method it serves.
+    // Every function the sql/ index exports is a statement builder, named after the method it serves.
     const builders = Object.entries(SQL)
       .filter(([, value]) => typeof value === 'function')
       .map(([name]) => name)

@@ -1,4 +1,4 @@
-import * as SQL from '../../libs/chokaq/src/storage/mssql/mssql.sql';
+import * as SQL from '../../libs/chokaq/src/storage/mssql/sql';
 import { ID, ID2, SCHEMA, catalogue } from './support/statements';
 
 /**

@@ -2,11 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { Client } from 'pg';
 import type { Pillar } from '../../libs/chokaq/src/interfaces/job-view.interface';
 import { JobStorage } from '../../libs/chokaq/src/storage/job-storage';
-import {
-  listJobs,
-  listWhere,
-  quoteSchema,
-} from '../../libs/chokaq/src/storage/postgres/sql';
+import { listJobs, listWhere, quoteSchema } from '../../libs/chokaq/src/storage/postgres/sql';
 import { encodeListCursor } from '../../libs/chokaq/src/validation/list-cursor';
 import { assertListQuery } from '../../libs/chokaq/src/validation/validate-list';
 import { PG_URL } from '../support/env';

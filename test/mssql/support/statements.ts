@@ -1,6 +1,6 @@
 import { FailureReason, JobStatus } from '../../../libs/chokaq/src/interfaces/job-status.enum';
 import { MssqlStatement } from '../../../libs/chokaq/src/storage/mssql/mssql-params';
-import * as SQL from '../../../libs/chokaq/src/storage/mssql/mssql.sql';
+import * as SQL from '../../../libs/chokaq/src/storage/mssql/sql';
 import { ERROR_LINE_PREFIX } from '../../../libs/chokaq/src/storage/shared/error-family';
 import { STORED_TEXT } from '../../../libs/chokaq/src/storage/validated-job-storage';
 import {

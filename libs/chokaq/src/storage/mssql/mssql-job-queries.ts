@@ -39,11 +39,11 @@ import { mapAttemptRow } from '../shared/attempts';
 import { mapJobView, mapOutcomesRow, mapWorkerRow, toDate } from '../shared/row-mapper';
 import { startLagOf, throughputSeries } from '../shared/throughput-series';
 import { bool, idsOf, MssqlConnection, num, numOrNull } from './mssql.connection';
-import * as SQL from './mssql.sql';
+import * as SQL from './sql';
 
 /**
  * The read half of the SQL Server dialect ({@link JobQueries}): one job, lists, stats, health,
- * throughput, top errors and previews. Every read is one batch of `mssql.sql.ts` (or two, for a
+ * throughput, top errors and previews. Every read is one batch of `sql/` (or two, for a
  * preview's count and sample), with the transient retry; none takes an update lock, and the telemetry
  * reads are `NOLOCK` (approximate by design). It shares its {@link MssqlConnection} with
  * {@link MssqlJobStore}, which owns the lifecycle.
@@ -84,7 +84,7 @@ export class MssqlJobQueries implements DialectJobQueries {
     return this.list('listDlq', request);
   }
 
-  /** One keyset page: one batch of `mssql.sql.ts` (`listJobs`), no count. */
+  /** One keyset page: one batch of `sql/` (`listJobs`), no count. */
   private async list(name: string, request: ListRequest<object>): Promise<ListPage> {
     const rows = await this.db.query(
       name,

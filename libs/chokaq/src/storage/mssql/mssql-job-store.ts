@@ -1,7 +1,6 @@
 import { logEvent } from '../../common/log-events';
 import { ChokaQCompatibilityLevelError, ChokaQTransactionalHandlerError } from '../../errors';
 import type { Checked } from '../../interfaces/checked.interface';
-import { DlqFilter } from '../../interfaces/job-view.interface';
 import {
   CancelResult,
   CompletedJob,
@@ -12,32 +11,25 @@ import {
   HotJob,
   JobLease,
   KeepAliveResult,
-  QueueInfo,
-  QueuePatch,
-  RetentionPolicy,
-  RetentionResult,
   ZombieRescueResult,
 } from '../../interfaces/job.interface';
-import { RecurringJobRecord } from '../../interfaces/recurring-job.interface';
 import type { SchemaStatus } from '../../interfaces/schema-status.interface';
 import {
   CheckedDlqMove,
-  CheckedRecurringDefinition,
   CheckedWorkerHeartbeat,
   chunk,
   isLeaseTarget,
 } from '../../validation/validate-args';
-import { ValidatedEdits, ValidatedJob } from '../../validation/validate-job';
+import { ValidatedJob } from '../../validation/validate-job';
 import { Audit, DialectJobStore, ZombieSweep } from '../dialect-job-storage';
 import type { HandlerTransactionSupport } from '../job-storage';
 import { OWN_DATA_SOURCE_REASON, SqlHandlerTransaction } from '../shared/handler-transaction';
-import { retentionDetails } from '../shared/audit-log';
-import { mapHotRow, mapQueueRow, toDate } from '../shared/row-mapper';
+import { mapHotRow, toDate } from '../shared/row-mapper';
 import { isDuplicateKeyError } from './mssql-errors';
-import { MssqlStatement } from './mssql-params';
-import { bool, idsOf, MssqlConnection, num, Row } from './mssql.connection';
+import { idsOf, MssqlConnection, num, Row } from './mssql.connection';
 import { MSSQL_MIGRATIONS, MSSQL_SCHEMA_VERSION, mssqlSchemaDdl } from './mssql.schema';
-import * as SQL from './mssql.sql';
+import { MssqlAdminStore } from './mssql-admin-store';
+import * as SQL from './sql';
 
 /** Items per `enqueueMany` statement (one JSON parameter, one transaction). */
 const ENQUEUE_CHUNK = 1_000;
@@ -45,8 +37,6 @@ const ENQUEUE_CHUNK = 1_000;
 const ENQUEUE_CHUNK_CHARS = 8_000_000;
 /** Leases per archive transaction. */
 const ARCHIVE_CHUNK = 1_000;
-/** Rows per bulk DLQ action statement (resurrect / purge by filter). */
-const BULK_BATCH = 500;
 /** Attempts of an enqueue whose key holder vanished between the insert and the read-back. */
 const ENQUEUE_RACE_ATTEMPTS = 5;
 /** Lowest compatibility level with OPENJSON. */
@@ -54,19 +44,19 @@ const MIN_COMPATIBILITY_LEVEL = 130;
 
 /**
  * The write half of the SQL Server / Azure SQL dialect (`JobStore`), and its lifecycle. Every
- * statement lives in `mssql.sql.ts` (each names the lock and isolation it relies on), the DDL in
+ * statement lives in `sql/` (each names the lock and isolation it relies on), the DDL in
  * `mssql.schema.ts`, batch execution, the one multi-batch transaction and the transient retry in
  * `mssql.connection.ts`; the reads are {@link MssqlJobQueries}'s, on the same connection. This
  * class takes inputs the validating edge already checked, picks the statement, and maps rows.
+ * The operator's writes (DLQ → hot, queue controls, purges, retention, recurring definitions) are
+ * {@link MssqlAdminStore}'s, which this class extends: one dialect object, two readable files.
  */
-export class MssqlJobStore implements DialectJobStore {
+export class MssqlJobStore extends MssqlAdminStore implements DialectJobStore {
   /** @inheritdoc */
   readonly dialect = 'mssql' as const;
 
-  private readonly schema: string;
-
-  constructor(private readonly db: MssqlConnection) {
-    this.schema = db.schema;
+  constructor(db: MssqlConnection) {
+    super(db);
   }
 
   // ---------------------------------------------------------------- lifecycle
@@ -365,54 +355,6 @@ export class MssqlJobStore implements DialectJobStore {
     };
   }
 
-  // ---------------------------------------------------------------- DLQ → hot
-
-  /** @inheritdoc */
-  async resurrect(
-    key: string,
-    valid: Checked<ValidatedEdits>,
-    actor: string | null,
-    audit: Audit,
-  ): Promise<number> {
-    const statement = SQL.resurrect(this.schema, { ids: [key] }, valid, actor);
-    return (await this.audited('resurrect', audit, statement)).length;
-  }
-
-  /** @inheritdoc */
-  async resurrectMany(
-    unique: readonly string[],
-    actor: string | null,
-    audit: Audit,
-  ): Promise<string[]> {
-    const statement = SQL.resurrect(this.schema, { ids: unique }, null, actor);
-    return idsOf(await this.audited('resurrectMany', audit, statement));
-  }
-
-  /** @inheritdoc */
-  async resurrectByFilter(
-    valid: Checked<DlqFilter>,
-    max: number,
-    actor: string | null,
-    audit: Audit,
-  ): Promise<string[]> {
-    let remaining = max;
-    const moved: string[] = [];
-    while (remaining > 0) {
-      const batch = Math.min(BULK_BATCH, remaining);
-      const got = idsOf(
-        await this.audited(
-          'resurrectByFilter',
-          audit,
-          SQL.resurrect(this.schema, { filter: valid, max: batch }, null, actor),
-        ),
-      );
-      moved.push(...got);
-      remaining -= got.length;
-      if (got.length < batch) break;
-    }
-    return moved;
-  }
-
   // ---------------------------------------------------------------- rescue
 
   /** @inheritdoc */
@@ -451,154 +393,7 @@ export class MssqlJobStore implements DialectJobStore {
     return this.affected('markWorkerStopped', SQL.markWorkerStopped(this.schema, workerId));
   }
 
-  // ---------------------------------------------------------------- queues
-
-  /** @inheritdoc */
-  async getQueues(): Promise<QueueInfo[]> {
-    return (await this.db.query('getQueues', SQL.getQueues(this.schema))).map(mapQueueRow);
-  }
-
-  /** @inheritdoc */
-  async updateQueue(queue: string, p: Checked<QueuePatch>, audit: Audit): Promise<QueueInfo> {
-    const rows = await this.audited('updateQueue', audit, SQL.updateQueue(this.schema, queue, p));
-    return mapQueueRow(rows[0]);
-  }
-
-  // ---------------------------------------------------------------- purge and retention
-
-  /** @inheritdoc */
-  async purgeDlq(unique: readonly string[], audit: Audit): Promise<number> {
-    return this.affected('purgeDlq', SQL.purgeDlq(this.schema, unique), audit);
-  }
-
-  /** @inheritdoc */
-  async purgeDlqByFilter(valid: Checked<DlqFilter>, max: number, audit: Audit): Promise<number> {
-    let remaining = max;
-    let deleted = 0;
-    while (remaining > 0) {
-      const batch = Math.min(BULK_BATCH, remaining);
-      const n = await this.affected(
-        'purgeDlqByFilter',
-        SQL.purgeDlqByFilter(this.schema, valid, batch),
-        audit,
-      );
-      deleted += n;
-      remaining -= n;
-      if (n < batch) break;
-    }
-    return deleted;
-  }
-
-  /**
-   * Each table in batches of `batchSize`, each batch its own statement (= short transaction), or
-   * with `audit` its own transaction of the batch and the run's audit row (rows removed so far).
-   */
-  async applyRetention(
-    policy: Checked<Required<RetentionPolicy>>,
-    audit: Audit,
-  ): Promise<RetentionResult> {
-    const batch = policy.batchSize;
-    const done: RetentionResult = { archive: 0, dlq: 0, metricBuckets: 0, workers: 0, audit: 0 };
-    const drain = async (
-      table: keyof RetentionResult,
-      step: (schema: string, ageMs: number, batch: number) => MssqlStatement,
-      ageMs: number,
-    ): Promise<void> => {
-      for (;;) {
-        const statement = step(this.schema, ageMs, batch);
-        const deletedBy = (rows: Row[]) => num(rows[0]?.Affected);
-        const rows = await this.audited('applyRetention', audit, statement, (batchRows) => {
-          const deleted = deletedBy(batchRows);
-          return [deleted, retentionDetails(audit, { ...done, [table]: done[table] + deleted })];
-        });
-        const n = deletedBy(rows);
-        done[table] += n;
-        if (n < batch) return;
-      }
-    };
-    await drain('archive', SQL.applyRetentionArchive, policy.archiveMs);
-    await drain('dlq', SQL.applyRetentionDlq, policy.dlqMs);
-    await drain('metricBuckets', SQL.applyRetentionBuckets, policy.metricsMs);
-    await drain('workers', SQL.applyRetentionWorkers, policy.workersMs);
-    await drain('audit', SQL.applyRetentionAudit, policy.auditMs);
-    return done;
-  }
-
-  // ---------------------------------------------------------------- audit log
-
-  /** @inheritdoc */
-  async confirmationSecret(candidate: string): Promise<string> {
-    const rows = await this.db.query(
-      'confirmationSecret',
-      SQL.confirmationSecret(this.schema, candidate),
-    );
-    return String(rows[0].Value);
-  }
-
-  /**
-   * Runs `statement` as an admin change: alone (its own short transaction), or with `audit` in one
-   * READ COMMITTED transaction with the action's audit row, which counts what `count` reads from
-   * the statement's rows (default: one row per row changed) and may bring details of its own.
-   */
-  private audited(
-    name: string,
-    audit: Audit,
-    statement: MssqlStatement,
-    count: (rows: Row[]) => number | [number, string | null] = (rows) => rows.length,
-  ): Promise<Row[]> {
-    if (audit === null) return this.db.query(name, statement);
-    return this.db.transaction(name, async (tx) => {
-      const rows = await tx.exec(statement);
-      const counted = count(rows);
-      const [n, details] = typeof counted === 'number' ? [counted, audit.details] : counted;
-      await tx.exec(SQL.recordAudit(this.schema, audit, n, details));
-      return rows;
-    });
-  }
-
-  // ---------------------------------------------------------------- recurring jobs
-
-  /** @inheritdoc */
-  async upsertRecurringJob(d: Checked<CheckedRecurringDefinition>, audit: Audit): Promise<void> {
-    // An upsert always writes its row: one row affected.
-    await this.audited(
-      'upsertRecurringJob',
-      audit,
-      SQL.upsertRecurringJob(this.schema, d),
-      () => 1,
-    );
-  }
-
-  /** @inheritdoc */
-  async getRecurringJobs(): Promise<RecurringJobRecord[]> {
-    const rows = await this.db.query('getRecurringJobs', SQL.getRecurringJobs(this.schema));
-    return rows.map((r) => ({
-      name: String(r.Name),
-      cron: String(r.Cron),
-      timeZone: String(r.TimeZone),
-      queue: String(r.Queue),
-      type: String(r.Type),
-      payload: r.Payload === null || r.Payload === undefined ? null : JSON.parse(String(r.Payload)),
-      misfirePolicy: String(r.MisfirePolicy) === 'none' ? 'none' : 'skip',
-      nextSlotUtc: toDate(r.NextSlotUtc)!,
-      lastSlotUtc: toDate(r.LastSlotUtc),
-      isPaused: bool(r.IsPaused),
-      source: String(r.Source) === 'runtime' ? 'runtime' : 'decorator',
-      lastJobId: r.LastJobId === null || r.LastJobId === undefined ? null : String(r.LastJobId),
-    }));
-  }
-
-  /** @inheritdoc */
-  async setRecurringJobPaused(name: string, paused: boolean, audit: Audit): Promise<boolean> {
-    const statement = SQL.setRecurringJobPaused(this.schema, name, paused);
-    return (await this.affected('setRecurringJobPaused', statement, audit)) > 0;
-  }
-
-  /** @inheritdoc */
-  async removeRecurringJob(name: string, audit: Audit): Promise<boolean> {
-    const statement = SQL.removeRecurringJob(this.schema, name);
-    return (await this.affected('removeRecurringJob', statement, audit)) > 0;
-  }
+  // ---------------------------------------------------------------- recurring slots
 
   /**
    * The last run recorded and the job enqueued in ONE READ COMMITTED transaction; no row, no job.
@@ -654,16 +449,6 @@ export class MssqlJobStore implements DialectJobStore {
       }
       return result;
     });
-  }
-
-  /** Runs one batch (with the transient retry) and reads the count it selected as `Affected`. */
-  private async affected(
-    name: string,
-    statement: MssqlStatement,
-    audit: Audit = null,
-  ): Promise<number> {
-    const count = (rows: Row[]) => num(rows[0]?.Affected);
-    return count(await this.audited(name, audit, statement, count));
   }
 }
 

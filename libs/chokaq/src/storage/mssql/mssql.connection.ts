@@ -51,7 +51,7 @@ export function idsOf(rows: readonly Row[], column = 'Id'): string[] {
  * check of a caller's transaction, and the transient retry around each operation. It knows no job.
  *
  * Row counts never come from the driver: every batch runs with `SET NOCOUNT ON` and selects what
- * it changed (ids from `OUTPUT … INTO` table variables, or `@@ROWCOUNT`), see `mssql.sql.ts`.
+ * it changed (ids from `OUTPUT … INTO` table variables, or `@@ROWCOUNT`), see `sql/`.
  */
 export class MssqlConnection {
   readonly dataSource: DataSource;

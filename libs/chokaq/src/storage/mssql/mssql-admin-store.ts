@@ -1,0 +1,241 @@
+import type { Checked } from '../../interfaces/checked.interface';
+import { DlqFilter } from '../../interfaces/job-view.interface';
+import {
+  QueueInfo,
+  QueuePatch,
+  RetentionPolicy,
+  RetentionResult,
+} from '../../interfaces/job.interface';
+import { RecurringJobRecord } from '../../interfaces/recurring-job.interface';
+import { CheckedRecurringDefinition } from '../../validation/validate-args';
+import { ValidatedEdits } from '../../validation/validate-job';
+import { Audit } from '../dialect-job-storage';
+import { retentionDetails } from '../shared/audit-log';
+import { mapQueueRow, toDate } from '../shared/row-mapper';
+import { MssqlStatement } from './mssql-params';
+import { bool, idsOf, MssqlConnection, num, Row } from './mssql.connection';
+import * as SQL from './sql';
+
+/** Rows per bulk DLQ action statement (resurrect / purge by filter). */
+const BULK_BATCH = 500;
+
+/**
+ * The operator's half of the SQL Server write side: DLQ → hot moves, queue controls, purges and
+ * retention, the audit log, and recurring definitions, with the audited-batch helpers both halves
+ * use. {@link MssqlJobStore} extends it, so the dialect stays one `JobStore` object; the split only
+ * keeps each file readable (the job store holds what the worker runs on).
+ */
+export class MssqlAdminStore {
+  protected readonly schema: string;
+
+  constructor(protected readonly db: MssqlConnection) {
+    this.schema = db.schema;
+  }
+
+  // ---------------------------------------------------------------- DLQ → hot
+
+  /** @inheritdoc */
+  async resurrect(
+    key: string,
+    valid: Checked<ValidatedEdits>,
+    actor: string | null,
+    audit: Audit,
+  ): Promise<number> {
+    const statement = SQL.resurrect(this.schema, { ids: [key] }, valid, actor);
+    return (await this.audited('resurrect', audit, statement)).length;
+  }
+
+  /** @inheritdoc */
+  async resurrectMany(
+    unique: readonly string[],
+    actor: string | null,
+    audit: Audit,
+  ): Promise<string[]> {
+    const statement = SQL.resurrect(this.schema, { ids: unique }, null, actor);
+    return idsOf(await this.audited('resurrectMany', audit, statement));
+  }
+
+  /** @inheritdoc */
+  async resurrectByFilter(
+    valid: Checked<DlqFilter>,
+    max: number,
+    actor: string | null,
+    audit: Audit,
+  ): Promise<string[]> {
+    let remaining = max;
+    const moved: string[] = [];
+    while (remaining > 0) {
+      const batch = Math.min(BULK_BATCH, remaining);
+      const got = idsOf(
+        await this.audited(
+          'resurrectByFilter',
+          audit,
+          SQL.resurrect(this.schema, { filter: valid, max: batch }, null, actor),
+        ),
+      );
+      moved.push(...got);
+      remaining -= got.length;
+      if (got.length < batch) break;
+    }
+    return moved;
+  }
+
+  // ---------------------------------------------------------------- queues
+
+  /** @inheritdoc */
+  async getQueues(): Promise<QueueInfo[]> {
+    return (await this.db.query('getQueues', SQL.getQueues(this.schema))).map(mapQueueRow);
+  }
+
+  /** @inheritdoc */
+  async updateQueue(queue: string, p: Checked<QueuePatch>, audit: Audit): Promise<QueueInfo> {
+    const rows = await this.audited('updateQueue', audit, SQL.updateQueue(this.schema, queue, p));
+    return mapQueueRow(rows[0]);
+  }
+
+  // ---------------------------------------------------------------- purge and retention
+
+  /** @inheritdoc */
+  async purgeDlq(unique: readonly string[], audit: Audit): Promise<number> {
+    return this.affected('purgeDlq', SQL.purgeDlq(this.schema, unique), audit);
+  }
+
+  /** @inheritdoc */
+  async purgeDlqByFilter(valid: Checked<DlqFilter>, max: number, audit: Audit): Promise<number> {
+    let remaining = max;
+    let deleted = 0;
+    while (remaining > 0) {
+      const batch = Math.min(BULK_BATCH, remaining);
+      const n = await this.affected(
+        'purgeDlqByFilter',
+        SQL.purgeDlqByFilter(this.schema, valid, batch),
+        audit,
+      );
+      deleted += n;
+      remaining -= n;
+      if (n < batch) break;
+    }
+    return deleted;
+  }
+
+  /**
+   * Each table in batches of `batchSize`, each batch its own statement (= short transaction), or
+   * with `audit` its own transaction of the batch and the run's audit row (rows removed so far).
+   */
+  async applyRetention(
+    policy: Checked<Required<RetentionPolicy>>,
+    audit: Audit,
+  ): Promise<RetentionResult> {
+    const batch = policy.batchSize;
+    const done: RetentionResult = { archive: 0, dlq: 0, metricBuckets: 0, workers: 0, audit: 0 };
+    const drain = async (
+      table: keyof RetentionResult,
+      step: (schema: string, ageMs: number, batch: number) => MssqlStatement,
+      ageMs: number,
+    ): Promise<void> => {
+      for (;;) {
+        const statement = step(this.schema, ageMs, batch);
+        const deletedBy = (rows: Row[]) => num(rows[0]?.Affected);
+        const rows = await this.audited('applyRetention', audit, statement, (batchRows) => {
+          const deleted = deletedBy(batchRows);
+          return [deleted, retentionDetails(audit, { ...done, [table]: done[table] + deleted })];
+        });
+        const n = deletedBy(rows);
+        done[table] += n;
+        if (n < batch) return;
+      }
+    };
+    await drain('archive', SQL.applyRetentionArchive, policy.archiveMs);
+    await drain('dlq', SQL.applyRetentionDlq, policy.dlqMs);
+    await drain('metricBuckets', SQL.applyRetentionBuckets, policy.metricsMs);
+    await drain('workers', SQL.applyRetentionWorkers, policy.workersMs);
+    await drain('audit', SQL.applyRetentionAudit, policy.auditMs);
+    return done;
+  }
+
+  // ---------------------------------------------------------------- audit log
+
+  /** @inheritdoc */
+  async confirmationSecret(candidate: string): Promise<string> {
+    const rows = await this.db.query(
+      'confirmationSecret',
+      SQL.confirmationSecret(this.schema, candidate),
+    );
+    return String(rows[0].Value);
+  }
+
+  /**
+   * Runs `statement` as an admin change: alone (its own short transaction), or with `audit` in one
+   * READ COMMITTED transaction with the action's audit row, which counts what `count` reads from
+   * the statement's rows (default: one row per row changed) and may bring details of its own.
+   */
+  protected audited(
+    name: string,
+    audit: Audit,
+    statement: MssqlStatement,
+    count: (rows: Row[]) => number | [number, string | null] = (rows) => rows.length,
+  ): Promise<Row[]> {
+    if (audit === null) return this.db.query(name, statement);
+    return this.db.transaction(name, async (tx) => {
+      const rows = await tx.exec(statement);
+      const counted = count(rows);
+      const [n, details] = typeof counted === 'number' ? [counted, audit.details] : counted;
+      await tx.exec(SQL.recordAudit(this.schema, audit, n, details));
+      return rows;
+    });
+  }
+
+  // ---------------------------------------------------------------- recurring definitions
+
+  /** @inheritdoc */
+  async upsertRecurringJob(d: Checked<CheckedRecurringDefinition>, audit: Audit): Promise<void> {
+    // An upsert always writes its row: one row affected.
+    await this.audited(
+      'upsertRecurringJob',
+      audit,
+      SQL.upsertRecurringJob(this.schema, d),
+      () => 1,
+    );
+  }
+
+  /** @inheritdoc */
+  async getRecurringJobs(): Promise<RecurringJobRecord[]> {
+    const rows = await this.db.query('getRecurringJobs', SQL.getRecurringJobs(this.schema));
+    return rows.map((r) => ({
+      name: String(r.Name),
+      cron: String(r.Cron),
+      timeZone: String(r.TimeZone),
+      queue: String(r.Queue),
+      type: String(r.Type),
+      payload: r.Payload === null || r.Payload === undefined ? null : JSON.parse(String(r.Payload)),
+      misfirePolicy: String(r.MisfirePolicy) === 'none' ? 'none' : 'skip',
+      nextSlotUtc: toDate(r.NextSlotUtc)!,
+      lastSlotUtc: toDate(r.LastSlotUtc),
+      isPaused: bool(r.IsPaused),
+      source: String(r.Source) === 'runtime' ? 'runtime' : 'decorator',
+      lastJobId: r.LastJobId === null || r.LastJobId === undefined ? null : String(r.LastJobId),
+    }));
+  }
+
+  /** @inheritdoc */
+  async setRecurringJobPaused(name: string, paused: boolean, audit: Audit): Promise<boolean> {
+    const statement = SQL.setRecurringJobPaused(this.schema, name, paused);
+    return (await this.affected('setRecurringJobPaused', statement, audit)) > 0;
+  }
+
+  /** @inheritdoc */
+  async removeRecurringJob(name: string, audit: Audit): Promise<boolean> {
+    const statement = SQL.removeRecurringJob(this.schema, name);
+    return (await this.affected('removeRecurringJob', statement, audit)) > 0;
+  }
+
+  /** Runs one batch (with the transient retry) and reads the count it selected as `Affected`. */
+  protected async affected(
+    name: string,
+    statement: MssqlStatement,
+    audit: Audit = null,
+  ): Promise<number> {
+    const count = (rows: Row[]) => num(rows[0]?.Affected);
+    return count(await this.audited(name, audit, statement, count));
+  }
+}

@@ -1,0 +1,20 @@
+/**
+ * Every T-SQL batch of the SQL Server dialect, by section: one file per section, each builder named
+ * after the method it serves and returning its text with its parameters (`MssqlStatement`). Call
+ * sites import this index (`import * as SQL from './sql'`).
+ */
+export { MssqlStatement } from '../mssql-params';
+export * from './audit';
+export * from './claim';
+export * from './enqueue';
+export type { MssqlLease } from './fragments';
+export * from './lifecycle';
+export * from './lists';
+export * from './moves';
+export * from './queues';
+export * from './reads';
+export * from './recurring';
+export * from './rescue';
+export * from './retention';
+export * from './worker-owned';
+export * from './workers';

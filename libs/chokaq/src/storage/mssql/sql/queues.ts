@@ -1,0 +1,68 @@
+/** The `Queues` rows: the controls every process reads, and the operator's upsert of them. */
+import { QueuePatch } from '../../../interfaces/job.interface';
+import { MssqlStatement, ParamList } from '../mssql-params';
+import { QUEUE_COLUMNS } from '../mssql.schema';
+import { PROLOGUE, selectColumns, tables } from './fragments';
+
+/** Queue rows. */
+export function getQueues(schema: string): MssqlStatement {
+  const t = tables(schema);
+  return new ParamList().statement(
+    `SELECT ${selectColumns('q', QUEUE_COLUMNS)} FROM ${t.queues} AS q ORDER BY q.Name;`,
+  );
+}
+
+/**
+ * updateQueue — upsert safe under concurrency: the row is created if missing under
+ * `UPDLOCK, HOLDLOCK` (concurrent creators serialise on the key range instead of one failing
+ * with a duplicate key), then each given field is set (a flag parameter per field keeps the text
+ * fixed). One transaction, XACT_ABORT.
+ */
+export function updateQueue(schema: string, name: string, patch: QueuePatch): MssqlStatement {
+  const t = tables(schema);
+  const p = new ParamList();
+  const q = p.varchar(name, 255);
+  const field = (col: string, defined: boolean, value: string) =>
+    `${col} = CASE WHEN ${p.bit(defined)} = 1 THEN ${value} ELSE ${col} END`;
+  const sets = [
+    field('IsPaused', patch.isPaused !== undefined, p.bit(patch.isPaused ?? null)),
+    field('IsActive', patch.isActive !== undefined, p.bit(patch.isActive ?? null)),
+    field('MaxWorkers', patch.maxWorkers !== undefined, p.int(patch.maxWorkers ?? null)),
+    field(
+      'ZombieTimeoutSeconds',
+      patch.zombieTimeoutSeconds !== undefined,
+      p.int(patch.zombieTimeoutSeconds ?? null),
+    ),
+    field(
+      'ExecutionTimeoutMs',
+      patch.executionTimeoutMs !== undefined,
+      p.int(patch.executionTimeoutMs ?? null),
+    ),
+    field('RetryZombies', patch.retryZombies !== undefined, p.bit(patch.retryZombies ?? null)),
+    field('RateLimitMax', patch.rateLimit !== undefined, p.int(patch.rateLimit?.max ?? null)),
+    field('RateLimitPerMs', patch.rateLimit !== undefined, p.int(patch.rateLimit?.perMs ?? null)),
+    // Clearing the limit clears its window state; changing it keeps the starts already counted.
+    ...[
+      'RateWindowStart',
+      'RateWindowLast',
+      'RateWindowCount',
+      'RatePrevLast',
+      'RatePrevCount',
+    ].map((col) => field(col, patch.rateLimit === null, 'NULL')),
+  ];
+  return p.statement(
+    [
+      PROLOGUE,
+      'BEGIN TRAN;',
+      `INSERT INTO ${t.queues} (Name) SELECT ${q}`,
+      `WHERE NOT EXISTS (SELECT 1 FROM ${t.queues} AS x WITH (UPDLOCK, HOLDLOCK) WHERE x.Name = ${q});`,
+      `INSERT INTO ${t.stats} (Queue) SELECT ${q}`,
+      `WHERE NOT EXISTS (SELECT 1 FROM ${t.stats} AS x WITH (UPDLOCK, HOLDLOCK) WHERE x.Queue = ${q});`,
+      `UPDATE ${t.queues} SET ${sets.join(',\n  ')},`,
+      '  LastUpdatedUtc = SYSUTCDATETIME()',
+      `WHERE Name = ${q};`,
+      'COMMIT;',
+      `SELECT ${selectColumns('q', QUEUE_COLUMNS)} FROM ${t.queues} AS q WHERE q.Name = ${q};`,
+    ].join('\n'),
+  );
+}
