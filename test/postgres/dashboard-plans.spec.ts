@@ -277,17 +277,8 @@ describePostgres('PostgreSQL dashboard read plans', () => {
     const inWindow = Number(n);
     expect(inWindow).toBeGreaterThan(TOP_ERRORS_WINDOW_ROWS);
     for (const filter of [{}, { queue: 'q7' }]) {
-      const params: unknown[] = [];
-      const where = SQL.filterClause('dlq', filter, params, 'x');
-      params.push(TOP_ERRORS_WINDOW_MS, TOP_ERRORS_WINDOW_ROWS);
-      const sql = SQL.getTopDlqErrors(
-        s,
-        where,
-        `$${params.length - 1}`,
-        `$${params.length}`,
-        ERROR_LINE_PREFIX,
-      );
-      const plan = await explain(sql, params);
+      const top = SQL.getTopDlqErrorsQuery(s, filter);
+      const plan = await explain(top.text, top.values);
       const dlq = on(plan, 'jobs_dlq');
       expect(dlq.filter((n) => n['Node Type'] === 'Seq Scan')).toEqual([]);
       expect(indexes(plan).some((i) => /^ix_jobs_dlq_(failed|queue)$/.test(i!))).toBe(true);

@@ -1,7 +1,8 @@
 /**
  * Every T-SQL batch of the SQL Server dialect, by section: one file per section, each builder named
  * after the method it serves and returning its text with its parameters (`MssqlStatement`). Call
- * sites import this index (`import * as SQL from './sql'`).
+ * sites import this index (`import * as SQL from './sql'`); the shared fragments and filters stay
+ * inside the folder.
  */
 export { MssqlStatement } from '../mssql-params';
 export * from './audit';

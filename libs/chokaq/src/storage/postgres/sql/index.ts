@@ -1,7 +1,8 @@
 /**
  * Every SQL statement of the PostgreSQL dialect, by section: one file per section, each statement
  * named after the method it serves and exported with the function that binds its values. Call
- * sites import this index (`import * as SQL from './sql'`).
+ * sites import this index (`import * as SQL from './sql'`); the shared fragments and filters stay
+ * inside the folder but for the schema's identifiers.
  */
 import {
   fetchNextBatch,
@@ -25,8 +26,7 @@ import { upsertWorker } from './workers';
 export * from './audit';
 export * from './claim';
 export * from './enqueue';
-export * from './filters';
-export * from './fragments';
+export { DlqMoveShape, cancelChannel, enqueueChannel, quoteSchema } from './fragments';
 export * from './lifecycle';
 export * from './lists';
 export * from './moves';

@@ -1,6 +1,7 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import * as SQL from '.';
+import { filterClause } from './filters';
 
 const S = SQL.quoteSchema('chokaq');
 
@@ -142,7 +143,7 @@ describe('PostgreSQL statements (sql/)', () => {
 
   it('builds filters with parameters, a literal status, and escaped LIKE terms', () => {
     const params: unknown[] = [];
-    const where = SQL.filterClause(
+    const where = filterClause(
       'hot',
       { queue: 'q', status: 1, tag: 'a_b', search: '50%[x]' },
       params,
@@ -156,10 +157,10 @@ describe('PostgreSQL statements (sql/)', () => {
     expect(params).toEqual(['q', 'a\\_b', '%50\\%\\[x]%']);
     const dlqParams: unknown[] = [];
     const from = new Date(0);
-    expect(SQL.filterClause('dlq', { from, reason: 6, ids: ['i'] }, dlqParams, 'f')).toBe(
+    expect(filterClause('dlq', { from, reason: 6, ids: ['i'] }, dlqParams, 'f')).toBe(
       'f.failed_at_utc >= $1::timestamptz AND f.failure_reason = $2::smallint AND f.id = ANY ($3::text[])',
     );
     expect(dlqParams).toEqual([from, 6, ['i']]);
-    expect(SQL.filterClause('archive', {}, [], 'x')).toBe('TRUE');
+    expect(filterClause('archive', {}, [], 'x')).toBe('TRUE');
   });
 });
