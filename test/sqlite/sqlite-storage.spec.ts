@@ -13,7 +13,7 @@ import {
   jobQueriesStatements,
   listJobs,
   listWhere,
-} from '../../libs/chokaq/src/storage/sqlite/sqlite.sql';
+} from '../../libs/chokaq/src/storage/sqlite/sql';
 import { encodeListCursor } from '../../libs/chokaq/src/validation/list-cursor';
 import { assertListQuery } from '../../libs/chokaq/src/validation/validate-list';
 import { claim, startJob } from '../contract/helpers';

@@ -1,4 +1,5 @@
 import type { Checked } from '../../interfaces/checked.interface';
+import type { CancelResult } from '../../interfaces/job.interface';
 import { DlqFilter } from '../../interfaces/job-view.interface';
 import {
   QueueInfo,
@@ -20,7 +21,7 @@ import * as SQL from './sql';
 const BULK_BATCH = 500;
 
 /**
- * The operator's half of the SQL Server write side: DLQ → hot moves, queue controls, purges and
+ * The operator's half of the SQL Server write side: cancels, DLQ → hot moves, queue controls, purges and
  * retention, the audit log, and recurring definitions, with the audited-batch helpers both halves
  * use. {@link MssqlJobStore} extends it, so the dialect stays one `JobStore` object; the split only
  * keeps each file readable (the job store holds what the worker runs on).
@@ -30,6 +31,22 @@ export class MssqlAdminStore {
 
   constructor(protected readonly db: MssqlConnection) {
     this.schema = db.schema;
+  }
+
+  // ---------------------------------------------------------------- cancel
+
+  /** @inheritdoc */
+  async cancel(
+    unique: readonly string[],
+    actor: string | null,
+    error: string,
+    audit: Audit,
+  ): Promise<CancelResult> {
+    const rows = await this.audited('cancel', audit, SQL.cancel(this.schema, unique, actor, error));
+    return {
+      cancelled: rows.filter((r) => num(r.Kind) === 0).map((r) => String(r.Id)),
+      cancelRequested: rows.filter((r) => num(r.Kind) === 1).map((r) => String(r.Id)),
+    };
   }
 
   // ---------------------------------------------------------------- DLQ → hot

@@ -2,7 +2,6 @@ import { logEvent } from '../../common/log-events';
 import { ChokaQCompatibilityLevelError, ChokaQTransactionalHandlerError } from '../../errors';
 import type { Checked } from '../../interfaces/checked.interface';
 import {
-  CancelResult,
   CompletedJob,
   RunRef,
   EnqueueOptions,
@@ -48,7 +47,7 @@ const MIN_COMPATIBILITY_LEVEL = 130;
  * `mssql.schema.ts`, batch execution, the one multi-batch transaction and the transient retry in
  * `mssql.connection.ts`; the reads are {@link MssqlJobQueries}'s, on the same connection. This
  * class takes inputs the validating edge already checked, picks the statement, and maps rows.
- * The operator's writes (DLQ → hot, queue controls, purges, retention, recurring definitions) are
+ * The operator's writes (cancel, DLQ → hot, queue controls, purges, retention, recurring definitions) are
  * {@link MssqlAdminStore}'s, which this class extends: one dialect object, two readable files.
  */
 export class MssqlJobStore extends MssqlAdminStore implements DialectJobStore {
@@ -339,20 +338,6 @@ export class MssqlJobStore extends MssqlAdminStore implements DialectJobStore {
         durationMs,
       ),
     );
-  }
-
-  /** @inheritdoc */
-  async cancel(
-    unique: readonly string[],
-    actor: string | null,
-    error: string,
-    audit: Audit,
-  ): Promise<CancelResult> {
-    const rows = await this.audited('cancel', audit, SQL.cancel(this.schema, unique, actor, error));
-    return {
-      cancelled: rows.filter((r) => num(r.Kind) === 0).map((r) => String(r.Id)),
-      cancelRequested: rows.filter((r) => num(r.Kind) === 1).map((r) => String(r.Id)),
-    };
   }
 
   // ---------------------------------------------------------------- rescue

@@ -1,4 +1,5 @@
 import type { Checked } from '../../interfaces/checked.interface';
+import type { CancelResult } from '../../interfaces/job.interface';
 import { DlqFilter } from '../../interfaces/job-view.interface';
 import {
   QueueInfo,
@@ -16,19 +17,57 @@ import { Exec, PostgresConnection } from './postgres.connection';
 import * as SQL from './sql';
 
 /** Ids per statement of id-list operations (cancel, resurrectMany, purgeDlq). */
-export const ID_CHUNK = 1_000;
+const ID_CHUNK = 1_000;
 
 /**
- * The operator's half of the PostgreSQL write side: DLQ → hot moves, queue controls, purges and
+ * The operator's half of the PostgreSQL write side: cancels, DLQ → hot moves, queue controls, purges and
  * retention, the audit log, and recurring definitions, with the audited-write helpers both halves
  * use. {@link PostgresJobStore} extends it, so the dialect stays one `JobStore` object; the split
  * only keeps each file readable (the job store holds what the worker runs on).
  */
 export class PostgresAdminStore {
   protected readonly s: string;
+  /** The `LISTEN/NOTIFY` channels of enqueues and cancels (null with `notify: false`). */
+  protected readonly channel: string | null;
+  protected readonly cancelChannel: string | null;
+  /** The fixed statements, by the name of the method they serve (`sql/`), prepared by name. */
+  protected readonly sql: ReturnType<typeof SQL.hotPathStatements>;
 
   constructor(protected readonly db: PostgresConnection) {
     this.s = db.s;
+    this.channel = db.config.notify ? SQL.enqueueChannel(db.schemaName) : null;
+    this.cancelChannel = db.config.notify ? SQL.cancelChannel(db.schemaName) : null;
+    this.sql = SQL.hotPathStatements(this.s, this.channel, this.cancelChannel);
+    db.usePrepared(Object.values(this.sql));
+  }
+
+  // ---------------------------------------------------------------- cancel
+
+  /**
+   * One transaction of two statements: move Pending/Fetched rows to the DLQ, then flag Processing
+   * rows. The second statement takes a new snapshot, so a row that became Processing while the
+   * first ran is flagged rather than missed.
+   */
+  async cancel(
+    unique: readonly string[],
+    who: string | null,
+    error: string,
+    audit: Audit,
+  ): Promise<CancelResult> {
+    const result: CancelResult = { cancelled: [], cancelRequested: [] };
+    for (const part of chunk(unique, ID_CHUNK)) {
+      const [moved, requested] = await this.db.transaction('cancel', async (exec) => {
+        const rows = [
+          await exec(this.sql.cancel, SQL.cancelParams(part, error, who)),
+          await exec(this.sql.cancelRequest, SQL.cancelRequestParams(part, who)),
+        ] as const;
+        await this.recordAudit(exec, audit, rows[0].length + rows[1].length);
+        return rows;
+      });
+      result.cancelled.push(...moved.map((r) => String(r.id)));
+      result.cancelRequested.push(...requested.map((r) => String(r.id)));
+    }
+    return result;
   }
 
   // ---------------------------------------------------------------- DLQ → hot

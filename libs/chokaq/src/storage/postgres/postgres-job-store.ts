@@ -3,7 +3,6 @@ import { logEvent } from '../../common/log-events';
 import { ChokaQTransactionalHandlerError, ChokaQUnsupportedServerError } from '../../errors';
 import type { Checked } from '../../interfaces/checked.interface';
 import {
-  CancelResult,
   ClaimedJobs,
   CompletedJob,
   RunRef,
@@ -19,7 +18,6 @@ import type { SchemaStatus } from '../../interfaces/schema-status.interface';
 import {
   CheckedDlqMove,
   CheckedWorkerHeartbeat,
-  chunk,
   isLeaseTarget,
 } from '../../validation/validate-args';
 import { ValidatedJob } from '../../validation/validate-job';
@@ -35,7 +33,7 @@ import {
   POSTGRES_SCHEMA_VERSION,
   postgresSchemaScript,
 } from './postgres.schema';
-import { ID_CHUNK, PostgresAdminStore } from './postgres-admin-store';
+import { PostgresAdminStore } from './postgres-admin-store';
 import * as SQL from './sql';
 
 /** Rows per multi-row insert statement of `enqueueMany`. */
@@ -53,7 +51,7 @@ const MIN_SERVER_VERSION = 120_000;
  * moves. The SQL lives in `sql/` (each statement names the lock and isolation it relies
  * on), the DDL in `postgres.schema.ts`, the connection, transactions and transient retry in
  * `postgres.connection.ts`; the reads are {@link PostgresJobQueries}'s, on the same connection.
- * The operator's writes (DLQ → hot, queue controls, purges, retention, recurring definitions) are
+ * The operator's writes (cancel, DLQ → hot, queue controls, purges, retention, recurring definitions) are
  * {@link PostgresAdminStore}'s, which this class extends: one dialect object, two readable files.
  *
  * `subscribe` uses its own `pg.Client` (LISTEN holds a session, so it must not sit on a pool slot).
@@ -67,20 +65,11 @@ export class PostgresJobStore extends PostgresAdminStore implements DialectJobSt
 
   private readonly logger: PostgresConnection['logger'];
   private readonly schemaName: string;
-  private readonly channel: string | null;
-  private readonly cancelChannel: string | null;
-
-  /** The fixed statements, by the name of the method they serve (`sql/`). */
-  private readonly sql: ReturnType<typeof SQL.hotPathStatements>;
 
   constructor(db: PostgresConnection) {
     super(db);
     this.logger = db.logger;
     this.schemaName = db.schemaName;
-    this.channel = db.config.notify ? SQL.enqueueChannel(this.schemaName) : null;
-    this.cancelChannel = db.config.notify ? SQL.cancelChannel(this.schemaName) : null;
-    this.sql = SQL.hotPathStatements(this.s, this.channel, this.cancelChannel);
-    db.usePrepared(Object.values(this.sql));
   }
 
   // ---------------------------------------------------------------- lifecycle
@@ -460,33 +449,6 @@ export class PostgresJobStore extends PostgresAdminStore implements DialectJobSt
     const sql = SQL.moveToDlq(this.s, SQL.moveToDlqShape(move.reason), isLeaseTarget(target));
     const rows = await this.db.query('moveToDlq', sql, SQL.moveToDlqParams(target, move));
     return rows.length;
-  }
-
-  /**
-   * One transaction of two statements: move Pending/Fetched rows to the DLQ, then flag Processing
-   * rows. The second statement takes a new snapshot, so a row that became Processing while the
-   * first ran is flagged rather than missed.
-   */
-  async cancel(
-    unique: readonly string[],
-    who: string | null,
-    error: string,
-    audit: Audit,
-  ): Promise<CancelResult> {
-    const result: CancelResult = { cancelled: [], cancelRequested: [] };
-    for (const part of chunk(unique, ID_CHUNK)) {
-      const [moved, requested] = await this.db.transaction('cancel', async (exec) => {
-        const rows = [
-          await exec(this.sql.cancel, SQL.cancelParams(part, error, who)),
-          await exec(this.sql.cancelRequest, SQL.cancelRequestParams(part, who)),
-        ] as const;
-        await this.recordAudit(exec, audit, rows[0].length + rows[1].length);
-        return rows;
-      });
-      result.cancelled.push(...moved.map((r) => String(r.id)));
-      result.cancelRequested.push(...requested.map((r) => String(r.id)));
-    }
-    return result;
   }
 
   // ---------------------------------------------------------------- rescue

@@ -5,7 +5,7 @@ import type { Row } from './sqlite.connection';
  * Where a SQLite operation counts (lifetime counters, metric buckets: outcomes, retries, starts
  * with their lag), the rows it captured are grouped per queue here, in JavaScript, and written by
  * one upsert each inside the operation's transaction (`addCounters`, `addBuckets` of
- * `sqlite.sql.ts`), so a batch of n jobs updates each stats row and bucket once, not n times.
+ * `sql/`), so a batch of n jobs updates each stats row and bucket once, not n times.
  * PostgreSQL and SQL Server group in SQL.
  */
 

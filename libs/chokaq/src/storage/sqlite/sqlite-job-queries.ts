@@ -39,18 +39,18 @@ import { mapAttemptRow } from '../shared/attempts';
 import { mapJobView, mapOutcomesRow, mapWorkerRow, toDate } from '../shared/row-mapper';
 import { startLagOf, throughputSeries } from '../shared/throughput-series';
 import { SqliteConnection } from './sqlite.connection';
-import * as SQL from './sqlite.sql';
+import * as SQL from './sql';
 
 /**
  * The read half of the SQLite dialect ({@link JobQueries}): one job, lists, stats, health,
  * throughput, top errors and previews. Each read is one deferred `BEGIN` transaction on the
  * connection, so a read of several statements sees one WAL snapshot and never waits for a writer
- * of another process; none writes. Fixed texts come from `sqlite.sql.ts`, filtered ones are built
+ * of another process; none writes. Fixed texts come from `sql/`, filtered ones are built
  * per call (and prepared once per shape). It shares its {@link SqliteConnection} with
  * {@link SqliteJobStore}, which owns the lifecycle.
  */
 export class SqliteJobQueries implements DialectJobQueries {
-  /** The fixed statements, by the name of the method they serve (`sqlite.sql.ts`). */
+  /** The fixed statements, by the name of the method they serve (`sql/`). */
   private readonly sql: SQL.JobQueriesStatements;
   /** Families of the error lines the top errors met before (a dashboard polls them). */
   private readonly families = new ErrorFamilyMemo();
@@ -98,7 +98,7 @@ export class SqliteJobQueries implements DialectJobQueries {
     return this.list('listDlq', this.sql.tables.dlq, request);
   }
 
-  /** One keyset page: one statement of `sqlite.sql.ts` (`listJobs`), no count. */
+  /** One keyset page: one statement of `sql/` (`listJobs`), no count. */
   private async list(name: string, table: string, request: ListRequest<object>): Promise<ListPage> {
     const where = SQL.listWhere(request as ListRequest<ActiveFilter & DlqFilter>);
     const sql = SQL.listJobs(table, request, where);

@@ -3,10 +3,8 @@ import { logEvent } from '../../common/log-events';
 import { ChokaQTransactionalHandlerError } from '../../errors';
 import type { Checked } from '../../interfaces/checked.interface';
 import { FailureReason } from '../../interfaces/job-status.enum';
-import { DlqFilter, JobAttemptOutcome } from '../../interfaces/job-view.interface';
 import {
   ClaimedJobs,
-  CancelResult,
   CompletedJob,
   RunRef,
   EnqueueOptions,
@@ -15,21 +13,15 @@ import {
   HotJob,
   JobLease,
   KeepAliveResult,
-  QueueInfo,
-  QueuePatch,
-  RetentionPolicy,
-  RetentionResult,
   ZombieRescueResult,
 } from '../../interfaces/job.interface';
-import { RecurringJobRecord } from '../../interfaces/recurring-job.interface';
 import type { SchemaStatus } from '../../interfaces/schema-status.interface';
 import {
   CheckedDlqMove,
-  CheckedRecurringDefinition,
   CheckedWorkerHeartbeat,
   isLeaseTarget,
 } from '../../validation/validate-args';
-import { ValidatedEdits, ValidatedJob } from '../../validation/validate-job';
+import { ValidatedJob } from '../../validation/validate-job';
 import {
   Audit,
   DialectHandlerTransaction,
@@ -37,29 +29,20 @@ import {
   ZombieSweep,
 } from '../dialect-job-storage';
 import type { HandlerTransactionSupport } from '../job-storage';
-import { attemptOutcomeOf } from '../shared/attempts';
-import { retentionDetails } from '../shared/audit-log';
-import { NO_REASON, Outcome, dlqStatusFor } from '../shared/outcome';
+import { NO_REASON, Outcome } from '../shared/outcome';
 import { rateStateOf, shortestRateWait } from '../shared/rate-window';
-import { mapHotRow, mapQueueRow, toDate } from '../shared/row-mapper';
-import {
-  BucketDelta,
-  CounterDelta,
-  bucketsOf,
-  claimedStartLag,
-  countersByQueue,
-  startBucketsOf,
-} from './sqlite-counters';
+import { mapHotRow } from '../shared/row-mapper';
+import { bucketsOf, claimedStartLag, countersByQueue, startBucketsOf } from './sqlite-counters';
 import { SqliteChangeWatch } from './sqlite-change-watch';
 import { yieldToEventLoop } from './sqlite-mutex';
-import { Params, Row, SqliteConnection } from './sqlite.connection';
+import { SqliteConnection } from './sqlite.connection';
 import {
   SQLITE_MIGRATIONS,
   pendingSqliteMigrations,
   schemaMigrationsDdl,
   sqliteMigrationScript,
 } from './sqlite.schema';
-import * as SQL from './sqlite.sql';
+import { SqliteAdminStore } from './sqlite-admin-store';
 
 /**
  * Why SQLite gives handlers no transaction: one connection and one writer serve the whole process
@@ -73,8 +56,6 @@ export const SQLITE_HANDLER_TRANSACTION_REASON =
 
 /** Rows per enqueue transaction: big enough to amortise the commit, small enough to keep the event loop moving. */
 const ENQUEUE_CHUNK = 500;
-/** Rows per resurrect / purge transaction of the bulk operations. */
-const BULK_CHUNK = 500;
 /** ensureSchema may queue behind several starting processes: allow it more attempts than a normal call. */
 const SCHEMA_RETRY_ATTEMPTS = 30;
 
@@ -82,7 +63,7 @@ const SCHEMA_RETRY_ATTEMPTS = 30;
  * The write half of the SQLite dialect (`JobStore`), and its lifecycle (SPEC §3, "SQLite
  * specifics"): claims, worker transitions and moves, each one `BEGIN IMMEDIATE` transaction that
  * holds the file's single write lock from its first read to its COMMIT, so no row can be claimed,
- * moved or counted twice and no `FOR UPDATE` is needed. The SQL lives in `sqlite.sql.ts`, the DDL
+ * moved or counted twice and no `FOR UPDATE` is needed. The SQL lives in `sql/`, the DDL
  * in `sqlite.schema.ts`; the connection, its settings, transactions and transient retry in
  * `sqlite.connection.ts`; the reads are {@link SqliteJobQueries}'s, on the same connection.
  *
@@ -90,19 +71,17 @@ const SCHEMA_RETRY_ATTEMPTS = 30;
  * (`sqlite-counters.ts`) and written by one upsert each (`addCounters`, `addBuckets`), inside the
  * operation's transaction.
  */
-export class SqliteJobStore implements DialectJobStore {
+export class SqliteJobStore extends SqliteAdminStore implements DialectJobStore {
   /** @inheritdoc */
   readonly dialect = 'sqlite' as const;
   /** The claim reads the rate state of a short claim's limited queues: see `fetchNextBatch`. */
   readonly reportsRateLimitWait = true;
 
-  /** The fixed statements, by the name of the method they serve (`sqlite.sql.ts`). */
-  private readonly sql: SQL.JobStoreStatements;
   /** Change watches of {@link subscribe}, stopped by `close()`. */
   private readonly watchers = new Set<SqliteChangeWatch>();
 
-  constructor(private readonly db: SqliteConnection) {
-    this.sql = SQL.jobStoreStatements(db.prefix);
+  constructor(db: SqliteConnection) {
+    super(db);
   }
 
   // ---------------------------------------------------------------- lifecycle
@@ -563,136 +542,6 @@ export class SqliteJobStore implements DialectJobStore {
     });
   }
 
-  /** @inheritdoc */
-  async cancel(
-    unique: readonly string[],
-    by: string | null,
-    text: string,
-    audit: Audit,
-  ): Promise<CancelResult> {
-    const json = JSON.stringify(unique);
-    return this.db.write('cancel', () => {
-      const rows = this.db.all(this.sql.cancel, { ids: json });
-      this.moveRowsToDlq(rows, FailureReason.Cancelled, text, by, null);
-      const requested = this.db.all(this.sql.cancelRequest, { ids: json, actor: by });
-      this.recordAudit(audit, rows.length + requested.length);
-      return {
-        cancelled: rows.map((r) => String(r.id)),
-        cancelRequested: requested.map((r) => String(r.id)),
-      };
-    });
-  }
-
-  /**
-   * Steps 2–4 of every Hot → DLQ move, on rows already deleted and captured in this transaction:
-   * the attempt rows of those that were Processing, insert them with the DLQ status and reason,
-   * add `FailedTotal` (or `CancelledTotal`) once per queue, and upsert the metric buckets.
-   */
-  private moveRowsToDlq(
-    rows: Row[],
-    reason: FailureReason,
-    error: string,
-    actor: string | null,
-    durationMs: number | null,
-  ): void {
-    if (rows.length === 0) return;
-    // The runs that had started end here: their attempt rows (a Pending or Fetched row ran nothing).
-    this.recordAttempts(
-      rows.filter((r) => Number(r.status) === 2),
-      attemptOutcomeOf(reason),
-      error,
-    );
-    const cancelled = reason === FailureReason.Cancelled;
-    const moved = rows.map((r) => ({
-      ...r,
-      status: dlqStatusFor(reason),
-      failure_reason: reason,
-      error_details: error,
-      last_modified_by: actor ?? r.last_modified_by ?? null,
-      duration_ms: durationMs,
-    }));
-    this.db.run(this.sql.moveToDlqInsert, { moved: JSON.stringify(moved) });
-    this.addCounters(countersByQueue(moved, cancelled ? 'cancelled' : 'failed'));
-    this.addBuckets(bucketsOf(moved, cancelled ? Outcome.Cancelled : Outcome.Failed, reason));
-  }
-
-  // ---------------------------------------------------------------- DLQ → hot
-
-  /** @inheritdoc */
-  async resurrect(
-    id: string,
-    validated: Checked<ValidatedEdits>,
-    by: string | null,
-    audit: Audit,
-  ): Promise<number> {
-    const params = {
-      payload: validated.payload,
-      setTags: validated.tags === undefined ? 0 : 1,
-      tags: validated.tags ?? null,
-      priority: validated.priority,
-      actor: by,
-    };
-    return this.db.write('resurrect', () => {
-      const rows = this.db.all(this.sql.resurrect, { ids: JSON.stringify([id]) });
-      this.insertResurrected(rows, params);
-      this.recordAudit(audit, rows.length);
-      return rows.length;
-    });
-  }
-
-  /** @inheritdoc */
-  async resurrectMany(
-    unique: readonly string[],
-    by: string | null,
-    audit: Audit,
-  ): Promise<string[]> {
-    const moved: string[] = [];
-    for (let i = 0; i < unique.length; i += BULK_CHUNK) {
-      if (i > 0) await yieldToEventLoop();
-      const chunk = JSON.stringify(unique.slice(i, i + BULK_CHUNK));
-      const rows = await this.db.write('resurrectMany', () => {
-        const deleted = this.db.all(this.sql.resurrect, { ids: chunk });
-        this.insertResurrected(deleted, noEdits(by));
-        this.recordAudit(audit, deleted.length);
-        return deleted;
-      });
-      moved.push(...rows.map((r) => String(r.id)));
-    }
-    return moved;
-  }
-
-  /** @inheritdoc */
-  async resurrectByFilter(
-    filter: Checked<DlqFilter>,
-    limit: number,
-    by: string | null,
-    audit: Audit,
-  ): Promise<string[]> {
-    const where = SQL.dlqWhere(filter);
-    const del = SQL.resurrectByFilter(this.sql.tables.dlq, where);
-    const moved: string[] = [];
-    while (moved.length < limit) {
-      if (moved.length > 0) await yieldToEventLoop();
-      const batch = Math.min(BULK_CHUNK, limit - moved.length);
-      const rows = await this.db.write('resurrectByFilter', () => {
-        const deleted = this.db.all(del, { ...where.params, limit: batch });
-        this.insertResurrected(deleted, noEdits(by));
-        this.recordAudit(audit, deleted.length);
-        return deleted;
-      });
-      moved.push(...rows.map((r) => String(r.id)));
-      if (rows.length < batch) break;
-    }
-    return moved;
-  }
-
-  /** Step 2–3 of DLQ → hot on rows already deleted from the DLQ in this transaction. */
-  private insertResurrected(rows: Row[], params: Params): void {
-    if (rows.length === 0) return;
-    this.db.run(this.sql.resurrectInsert, { ...params, moved: JSON.stringify(rows) });
-    this.addCounters(countersByQueue(rows, 'resurrected'));
-  }
-
   // ---------------------------------------------------------------- rescue
 
   /** @inheritdoc */
@@ -774,202 +623,7 @@ export class SqliteJobStore implements DialectJobStore {
     );
   }
 
-  // ---------------------------------------------------------------- queues
-
-  /** @inheritdoc */
-  async getQueues(): Promise<QueueInfo[]> {
-    const rows = await this.db.read('getQueues', () => this.db.all(this.sql.getQueues));
-    return rows.map(mapQueueRow);
-  }
-
-  /** @inheritdoc */
-  async updateQueue(name: string, patch: Checked<QueuePatch>, audit: Audit): Promise<QueueInfo> {
-    const json = JSON.stringify(patch);
-    const row = await this.db.write('updateQueue', () => {
-      const updated = this.db.get(this.sql.updateQueue, { name, patch: json });
-      this.recordAudit(audit, 1);
-      return updated;
-    });
-    return mapQueueRow(row!);
-  }
-
-  // ---------------------------------------------------------------- purge and retention
-
-  /** @inheritdoc */
-  async purgeDlq(unique: readonly string[], audit: Audit): Promise<number> {
-    let purged = 0;
-    for (let i = 0; i < unique.length; i += BULK_CHUNK) {
-      if (i > 0) await yieldToEventLoop();
-      const chunk = JSON.stringify(unique.slice(i, i + BULK_CHUNK));
-      purged += await this.db.write('purgeDlq', () =>
-        this.audited(audit, this.deleteWithAttempts(this.sql.purgeDlq, { ids: chunk })),
-      );
-    }
-    return purged;
-  }
-
-  /** @inheritdoc */
-  async purgeDlqByFilter(filter: Checked<DlqFilter>, limit: number, audit: Audit): Promise<number> {
-    const where = SQL.dlqWhere(filter);
-    const purge = SQL.purgeDlqByFilter(this.sql.tables.dlq, where);
-    let purged = 0;
-    while (purged < limit) {
-      if (purged > 0) await yieldToEventLoop();
-      const batch = Math.min(BULK_CHUNK, limit - purged);
-      const n = await this.db.write('purgeDlqByFilter', () =>
-        this.audited(audit, this.deleteWithAttempts(purge, { ...where.params, limit: batch })),
-      );
-      purged += n;
-      if (n < batch) break;
-    }
-    return purged;
-  }
-
-  /** @inheritdoc */
-  /**
-   * Each table in batches of `batchSize`, each batch its own BEGIN IMMEDIATE transaction: its
-   * delete, and with `audit` the run's audit row (rows removed so far).
-   */
-  async applyRetention(
-    policy: Checked<Required<RetentionPolicy>>,
-    audit: Audit,
-  ): Promise<RetentionResult> {
-    const batch = policy.batchSize;
-    // One cutoff per call: rows that age past it while the batches run wait for the next call.
-    const now = (await this.now()).getTime();
-    const done: RetentionResult = { archive: 0, dlq: 0, metricBuckets: 0, workers: 0, audit: 0 };
-    const drain = async (table: keyof RetentionResult, sql: string, ageMs: number) => {
-      // The archive's and the DLQ's rows take their jobs' attempt rows with them.
-      const jobs = table === 'archive' || table === 'dlq';
-      for (;;) {
-        const n = await this.db.write(`retention.${table}`, () => {
-          const params = { cutoff: now - ageMs, limit: batch };
-          const deleted = jobs ? this.deleteWithAttempts(sql, params) : this.db.run(sql, params);
-          const counts = { ...done, [table]: done[table] + deleted };
-          this.recordAudit(audit, deleted, retentionDetails(audit, counts));
-          return deleted;
-        });
-        done[table] += n;
-        if (n < batch) return;
-        await yieldToEventLoop();
-      }
-    };
-    await drain('archive', this.sql.applyRetentionArchive, policy.archiveMs);
-    await drain('dlq', this.sql.applyRetentionDlq, policy.dlqMs);
-    await drain('metricBuckets', this.sql.applyRetentionBuckets, policy.metricsMs);
-    await drain('workers', this.sql.applyRetentionWorkers, policy.workersMs);
-    await drain('audit', this.sql.applyRetentionAudit, policy.auditMs);
-    return done;
-  }
-
-  // ---------------------------------------------------------------- audit log
-
-  /** @inheritdoc */
-  async confirmationSecret(candidate: string): Promise<string> {
-    return this.db.write('confirmationSecret', () => {
-      this.db.run(this.sql.confirmationSecretInsert, { candidate });
-      return String(this.db.get(this.sql.confirmationSecret)!.value);
-    });
-  }
-
-  /**
-   * Deletes archive or DLQ rows with `sql` (which returns their ids) and the attempt rows of those
-   * jobs, in the caller's transaction. Returns the rows deleted from the pillar.
-   */
-  private deleteWithAttempts(sql: string, params: Params): number {
-    const gone = this.db.all(sql, params);
-    if (gone.length > 0) {
-      this.db.run(this.sql.deleteAttempts, { ids: JSON.stringify(gone.map((r) => r.id)) });
-    }
-    return gone.length;
-  }
-
-  /**
-   * The attempt rows of the runs a move ends, in its transaction (`storage/shared/attempts.ts`):
-   * `rows` are those runs' hot rows as the move found them (id, attempt_count, worker_id,
-   * lease_id, started_at_utc).
-   */
-  private recordAttempts(rows: Row[], outcome: JobAttemptOutcome, error: string): void {
-    if (rows.length === 0) return;
-    const attempts = rows.map((r) => ({
-      id: r.id,
-      attempt_count: r.attempt_count,
-      worker_id: r.worker_id ?? null,
-      lease_id: r.lease_id ?? null,
-      started_at_utc: r.started_at_utc ?? null,
-      outcome,
-      error,
-    }));
-    this.db.run(this.sql.recordAttempts, { attempts: JSON.stringify(attempts) });
-  }
-
-  /** Writes (or adds `rows` to) the audit row of an action, in the caller's transaction. */
-  private recordAudit(
-    audit: Audit,
-    rows: number,
-    details: string | null = audit?.details ?? null,
-  ): void {
-    if (audit === null) return;
-    const { id, actor, action, target } = audit;
-    this.db.run(this.sql.recordAudit, { id, actor, action, target, rows, details });
-  }
-
-  /** {@link recordAudit} of a statement's changed-row count; returns the count. */
-  private audited(audit: Audit, changed: number): number {
-    this.recordAudit(audit, changed);
-    return changed;
-  }
-
-  // ---------------------------------------------------------------- recurring jobs
-
-  /** @inheritdoc */
-  async upsertRecurringJob(d: Checked<CheckedRecurringDefinition>, audit: Audit): Promise<void> {
-    const params = { ...d, nextSlotUtc: d.nextSlotUtc.getTime() };
-    await this.db.write('upsertRecurringJob', () => {
-      this.db.run(this.sql.upsertRecurringJob, params);
-      // An upsert always writes its row: one row affected.
-      this.recordAudit(audit, 1);
-    });
-  }
-
-  /** @inheritdoc */
-  async getRecurringJobs(): Promise<RecurringJobRecord[]> {
-    const rows = await this.db.read('getRecurringJobs', () =>
-      this.db.all(this.sql.getRecurringJobs),
-    );
-    return rows.map((r) => ({
-      name: String(r.name),
-      cron: String(r.cron),
-      timeZone: String(r.time_zone),
-      queue: String(r.queue),
-      type: String(r.type),
-      payload: JSON.parse(String(r.payload)) as unknown,
-      misfirePolicy: r.misfire_policy === 'none' ? 'none' : 'skip',
-      nextSlotUtc: toDate(r.next_slot_utc)!,
-      lastSlotUtc: toDate(r.last_slot_utc),
-      isPaused: r.is_paused === 1,
-      source: r.source === 'runtime' ? 'runtime' : 'decorator',
-      lastJobId:
-        r.last_job_id === null || r.last_job_id === undefined ? null : String(r.last_job_id),
-    }));
-  }
-
-  /** @inheritdoc */
-  async setRecurringJobPaused(name: string, paused: boolean, audit: Audit): Promise<boolean> {
-    const params = { name, paused: paused ? 1 : 0 };
-    const changed = await this.db.write('setRecurringJobPaused', () =>
-      this.audited(audit, this.db.run(this.sql.setRecurringJobPaused, params)),
-    );
-    return changed > 0;
-  }
-
-  /** @inheritdoc */
-  async removeRecurringJob(name: string, audit: Audit): Promise<boolean> {
-    const changed = await this.db.write('removeRecurringJob', () =>
-      this.audited(audit, this.db.run(this.sql.removeRecurringJob, { name })),
-    );
-    return changed > 0;
-  }
+  // ---------------------------------------------------------------- recurring slots
 
   /** The last run recorded and the job enqueued in one BEGIN IMMEDIATE transaction. */
   async triggerRecurringJob(
@@ -1013,16 +667,6 @@ export class SqliteJobStore implements DialectJobStore {
       return result;
     });
   }
-
-  // ---------------------------------------------------------------- counters
-
-  private addCounters(deltas: CounterDelta[]): void {
-    if (deltas.length > 0) this.db.run(this.sql.addCounters, { deltas: JSON.stringify(deltas) });
-  }
-
-  private addBuckets(deltas: BucketDelta[]): void {
-    if (deltas.length > 0) this.db.run(this.sql.addBuckets, { buckets: JSON.stringify(deltas) });
-  }
 }
 
 // -------------------------------------------------------------------------------- helpers
@@ -1041,8 +685,4 @@ function leasesJson(leases: readonly Checked<JobLease>[]): string {
   return JSON.stringify(
     leases.map((l) => ({ id: l.id, workerId: l.workerId, leaseId: l.leaseId })),
   );
-}
-
-function noEdits(actor: string | null): Params {
-  return { payload: null, setTags: 0, tags: null, priority: null, actor };
 }

@@ -1,4 +1,4 @@
-import { SQLITE_NOW_MS } from './sqlite.sql';
+import { SQLITE_NOW_MS } from './sql';
 
 /**
  * SQLite DDL of ChokaQ (SPEC §2): tables `{prefix}jobs_hot`, `jobs_archive`, `jobs_dlq`,
@@ -12,7 +12,7 @@ import { SQLITE_NOW_MS } from './sqlite.sql';
  * affinity conversion.
  *
  * Partial indexes (`WHERE status = 0` …) are only used when the query repeats the same predicate with
- * the status written as a literal, which is why every statement in `sqlite.sql.ts` does so.
+ * the status written as a literal, which is why every statement in `sql/` writes it so.
  */
 
 /** One schema version: the statements that take the schema from the previous version to this one. */

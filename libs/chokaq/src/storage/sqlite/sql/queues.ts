@@ -1,0 +1,54 @@
+/** The `Queues` rows: the controls every process reads, and the operator's upsert of them. */
+import { SQLITE_NOW_MS, SqliteTables } from './fragments';
+
+/** The `Queues` rows: read them all, upsert one. */
+export function queueStatements(t: SqliteTables) {
+  const { queues } = t;
+  return {
+    /** getQueues. */
+    getQueues: `SELECT * FROM ${queues} ORDER BY name`,
+
+    /**
+     * updateQueue: upserts a queue with the fields present in `@patch` (a JSON object; `json_type` is NULL for an
+     * absent key and 'null' for an explicit null, so "leave as is" and "clear" differ). One statement
+     * under BEGIN IMMEDIATE: concurrent upserts serialise. Clearing the rate limit clears its window
+     * state too; changing it keeps the starts already counted.
+     */
+    updateQueue: `INSERT INTO ${queues} (name, is_paused, is_active, max_workers, zombie_timeout_seconds,
+        execution_timeout_ms, retry_zombies, rate_limit_max, rate_limit_per_ms, last_updated_utc)
+      VALUES (@name, COALESCE(@patch ->> 'isPaused', 0), COALESCE(@patch ->> 'isActive', 1),
+        @patch ->> 'maxWorkers', @patch ->> 'zombieTimeoutSeconds', @patch ->> 'executionTimeoutMs',
+        COALESCE(@patch ->> 'retryZombies', 0), @patch ->> '$.rateLimit.max',
+        @patch ->> '$.rateLimit.perMs', ${SQLITE_NOW_MS})
+      ON CONFLICT (name) DO UPDATE SET
+        is_paused = CASE WHEN json_type(@patch, '$.isPaused') IS NULL THEN is_paused
+                         ELSE excluded.is_paused END,
+        is_active = CASE WHEN json_type(@patch, '$.isActive') IS NULL THEN is_active
+                         ELSE excluded.is_active END,
+        max_workers = CASE WHEN json_type(@patch, '$.maxWorkers') IS NULL THEN max_workers
+                           ELSE excluded.max_workers END,
+        zombie_timeout_seconds = CASE WHEN json_type(@patch, '$.zombieTimeoutSeconds') IS NULL
+                                      THEN zombie_timeout_seconds
+                                      ELSE excluded.zombie_timeout_seconds END,
+        execution_timeout_ms = CASE WHEN json_type(@patch, '$.executionTimeoutMs') IS NULL
+                                    THEN execution_timeout_ms ELSE excluded.execution_timeout_ms END,
+        retry_zombies = CASE WHEN json_type(@patch, '$.retryZombies') IS NULL THEN retry_zombies
+                             ELSE excluded.retry_zombies END,
+        rate_limit_max = CASE WHEN json_type(@patch, '$.rateLimit') IS NULL THEN rate_limit_max
+                              ELSE excluded.rate_limit_max END,
+        rate_limit_per_ms = CASE WHEN json_type(@patch, '$.rateLimit') IS NULL THEN rate_limit_per_ms
+                                 ELSE excluded.rate_limit_per_ms END,
+        rate_window_start = CASE WHEN json_type(@patch, '$.rateLimit') = 'null' THEN NULL
+                                 ELSE rate_window_start END,
+        rate_window_last = CASE WHEN json_type(@patch, '$.rateLimit') = 'null' THEN NULL
+                                ELSE rate_window_last END,
+        rate_window_count = CASE WHEN json_type(@patch, '$.rateLimit') = 'null' THEN NULL
+                                 ELSE rate_window_count END,
+        rate_prev_last = CASE WHEN json_type(@patch, '$.rateLimit') = 'null' THEN NULL
+                              ELSE rate_prev_last END,
+        rate_prev_count = CASE WHEN json_type(@patch, '$.rateLimit') = 'null' THEN NULL
+                               ELSE rate_prev_count END,
+        last_updated_utc = excluded.last_updated_utc
+      RETURNING *`,
+  };
+}
