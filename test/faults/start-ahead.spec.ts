@@ -275,6 +275,46 @@ run('starting ahead with real worker processes [postgres]', () => {
     }
   });
 
+  it('a poison pill that kills its process: each crash counts an attempt with RetryZombies, one crash sends it to the DLQ without', async () => {
+    const { db: current, worker: first } = await open('poison', 4);
+    await current.storageHere.updateQueue('faults', { retryZombies: true });
+    const fillers = Array.from({ length: 50 }, () => ({}));
+    const ids = await enqueue(current, [...fillers, { killProcess: true }, ...fillers]);
+    const poison = ids[fillers.length];
+    const crashAndRescue = async (worker: FaultWorker) => {
+      await waitFor(
+        'the worker to die',
+        () => worker.child.exitCode !== null || worker.child.signalCode !== null,
+      );
+      await rescueAll(current);
+    };
+    const poisonRow = async () =>
+      (
+        await current.query<{ attempt_count: number | string; status: number | string }>(
+          `SELECT attempt_count, status FROM ${current.table('hot')} WHERE id = ?`,
+          [poison],
+        )
+      ).map((r) => ({ status: Number(r.status), attempt_count: Number(r.attempt_count) }))[0];
+    await crashAndRescue(first);
+    expect(await poisonRow()).toEqual({ status: JobStatus.Pending, attempt_count: 1 });
+    await crashAndRescue(await startWorker(current, 'poison', 4));
+    expect(await poisonRow()).toEqual({ status: JobStatus.Pending, attempt_count: 2 });
+    expect((await startsPerJob(current)).get(poison)).toBe(2);
+    // Without RetryZombies one crash is the end: the DLQ, as a Zombie, its third attempt counted.
+    await current.storageHere.updateQueue('faults', { retryZombies: false });
+    await crashAndRescue(await startWorker(current, 'poison', 4));
+    expect(await poisonRow()).toBeUndefined();
+    const [dead] = await current.query<{
+      failure_reason: number | string;
+      attempt_count: number | string;
+    }>(`SELECT failure_reason, attempt_count FROM ${current.table('dlq')} WHERE id = ?`, [poison]);
+    expect({ reason: Number(dead.failure_reason), attempts: Number(dead.attempt_count) }).toEqual({
+      reason: 2,
+      attempts: 3,
+    });
+    expect((await startsPerJob(current)).get(poison)).toBe(3);
+  });
+
   it('one slot runs the jobs of one priority in the order they were enqueued', async () => {
     const { db: current } = await open('fifo', 1);
     const ids = await enqueue(
