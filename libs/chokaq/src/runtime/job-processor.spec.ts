@@ -19,7 +19,7 @@ const ZOMBIE_MS = 60_000;
 function recordingStorage(queues: QueueInfo[] = []) {
   const calls: string[] = [];
   const ids = (leases: readonly JobLease[]) => leases.map((l) => l.id).join(',');
-  const renewal = { touched: 1 };
+  const renewal = { touched: 1, fails: false };
   const storage = {
     markAsProcessing: jest.fn(async (leases: readonly JobLease[]) => {
       calls.push(`markAsProcessing ${ids(leases)}`);
@@ -27,6 +27,7 @@ function recordingStorage(queues: QueueInfo[] = []) {
     }),
     keepAlive: jest.fn(async (_w: string, leases: readonly JobLease[]) => {
       calls.push(`keepAlive ${ids(leases)}`);
+      if (renewal.fails) throw new Error('connection lost');
       return { touched: renewal.touched, cancelRequested: [] };
     }),
     release: jest.fn(async (leases: readonly JobLease[], delayMs?: number) => {
@@ -215,6 +216,23 @@ describe('JobProcessor with rows started ahead', () => {
     });
     expect(h.ran).toEqual(['a']);
     expect(h.processor.conflicts).toBe(1);
+    expect(h.processor.leases().map((l) => l.id)).not.toContain('b');
+  });
+
+  it('never runs a stale row whose renewal failed, and stops renewing it without a conflict', async () => {
+    const h = harness(1);
+    h.processor.accept(started('a', 'b'), h.lease, h.processor.reserveStartSlots(1));
+    await waitFor('a running', () => h.ran.length === 1);
+    h.advance(ZOMBIE_MS);
+    h.renewal.fails = true;
+    h.finish('a');
+    await waitFor('b given up', () => h.outcomes.some((o) => o.id === 'b'));
+    expect(h.outcomes.find((o) => o.id === 'b')).toMatchObject({
+      outcome: 'released',
+      applied: false,
+    });
+    expect(h.ran).toEqual(['a']);
+    expect(h.processor.conflicts).toBe(0);
     expect(h.processor.leases().map((l) => l.id)).not.toContain('b');
   });
 

@@ -500,8 +500,8 @@ export class JobProcessor {
    */
   private async stillOwned(claimed: ClaimedJob, emit: EmitOutcome): Promise<boolean> {
     const { job, lease } = claimed;
-    let touched = 0;
-    let cancelRequested = false;
+    let touched: number;
+    let cancelRequested: boolean;
     try {
       const result = await this.deps.storage.keepAlive(this.deps.workerId, [lease]);
       touched = result.touched;
@@ -515,6 +515,10 @@ export class JobProcessor {
           `rescue loop; its handler did not run.`,
         { operation: 'keepAlive', jobId: job.id, attempts: 1, error: message },
       );
+      // Whether it is still ours is unknown: stop renewing it and never run it.
+      this.owned.delete(runKey(lease));
+      emit(runOutcome(claimed, 'released', { applied: false, error: message }), job);
+      return false;
     }
     if (touched > 0 && cancelRequested) {
       await this.finaliser.cancelledBeforeRun(claimed, emit);
