@@ -6,7 +6,6 @@ import {
   ChokaQTransactionError,
   ChokaQValidationError,
 } from '../../libs/chokaq/src/errors';
-import { composeJobStorage } from '../../libs/chokaq/src/storage/compose-job-storage';
 import { MssqlConnection } from '../../libs/chokaq/src/storage/mssql/mssql.connection';
 import { MssqlJobQueries } from '../../libs/chokaq/src/storage/mssql/mssql-job-queries';
 import { MssqlJobStore } from '../../libs/chokaq/src/storage/mssql/mssql-job-store';
@@ -107,8 +106,8 @@ function stubbedStorage(replies: Reply[]) {
   // Its store and queries over one connection, behind the validating edge, as createJobStorage
   // builds it.
   const connection = new MssqlConnection(config);
-  const dialect = composeJobStorage(new MssqlJobStore(connection), new MssqlJobQueries(connection));
-  const storage = new ValidatedJobStorage(dialect, config);
+  const store = new MssqlJobStore(connection);
+  const storage = new ValidatedJobStorage(store, new MssqlJobQueries(connection), config);
   return { storage, calls, transactions, dataSource };
 }
 

@@ -11,8 +11,6 @@ import type { StorageDialect } from '../interfaces/job.interface';
 import type { StorageOptions } from '../interfaces/storage-options.interface';
 import { SCHEMA_NAME } from '../validation/limits';
 import { DEFAULT_PAYLOAD_MAX_BYTES } from '../validation/validate-job';
-import { composeJobStorage } from './compose-job-storage';
-import type { DialectJobStorage } from './dialect-job-storage';
 import { JobStorage } from './job-storage';
 import { MssqlConnection } from './mssql/mssql.connection';
 import { MssqlJobQueries } from './mssql/mssql-job-queries';
@@ -126,14 +124,7 @@ export async function createJobStorage(
       STORAGE_DEFAULTS.dataVersionPollMs,
   };
   if (!dataSource.isInitialized) await dataSource.initialize();
-  const storage: JobStorage = new ValidatedJobStorage(
-    dialect === 'sqlite'
-      ? sqliteJobStorage(config)
-      : dialect === 'postgres'
-        ? postgresJobStorage(config)
-        : mssqlJobStorage(config),
-    config,
-  );
+  const storage: JobStorage = dialectStorage(dialect, config);
   try {
     await storage.prepare();
     if (options.autoCreateSchema ?? true) await storage.ensureSchema();
@@ -144,20 +135,26 @@ export async function createJobStorage(
   return storage;
 }
 
-/** The SQLite dialect: its store and its queries over one connection, joined. */
-function sqliteJobStorage(config: SqlStorageConfig): DialectJobStorage {
-  const connection = new SqliteConnection(config);
-  return composeJobStorage(new SqliteJobStore(connection), new SqliteJobQueries(connection));
-}
-
-/** The PostgreSQL dialect: its store and its queries over one connection, joined. */
-function postgresJobStorage(config: SqlStorageConfig): DialectJobStorage {
-  const connection = new PostgresConnection(config);
-  return composeJobStorage(new PostgresJobStore(connection), new PostgresJobQueries(connection));
-}
-
-/** The SQL Server dialect: its store and its queries over one connection, joined. */
-function mssqlJobStorage(config: SqlStorageConfig): DialectJobStorage {
-  const connection = new MssqlConnection(config);
-  return composeJobStorage(new MssqlJobStore(connection), new MssqlJobQueries(connection));
+/**
+ * A dialect's two halves over one connection behind the validating edge: the store (writes and
+ * lifecycle) and the queries (reads), each called by name.
+ */
+function dialectStorage(dialect: StorageDialect, config: SqlStorageConfig): ValidatedJobStorage {
+  switch (dialect) {
+    case 'sqlite': {
+      const connection = new SqliteConnection(config);
+      const store = new SqliteJobStore(connection);
+      return new ValidatedJobStorage(store, new SqliteJobQueries(connection), config);
+    }
+    case 'postgres': {
+      const connection = new PostgresConnection(config);
+      const store = new PostgresJobStore(connection);
+      return new ValidatedJobStorage(store, new PostgresJobQueries(connection), config);
+    }
+    case 'mssql': {
+      const connection = new MssqlConnection(config);
+      const store = new MssqlJobStore(connection);
+      return new ValidatedJobStorage(store, new MssqlJobQueries(connection), config);
+    }
+  }
 }

@@ -213,3 +213,9 @@ export type DialectJobStore = Omit<DialectJobStorage, keyof JobQueries>;
 
 /** The read half of {@link DialectJobStorage}: what a dialect's `<d>-job-queries.ts` implements. */
 export type DialectJobQueries = Pick<DialectJobStorage, keyof JobQueries>;
+
+/**
+ * No read of `JobQueries`: the edge takes a dialect's store as `DialectJobStore & NoReads`, so a
+ * store class that defines a read as well (which the edge would never call) fails to compile.
+ */
+export type NoReads = { readonly [K in keyof JobQueries]?: never };

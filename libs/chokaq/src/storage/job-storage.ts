@@ -71,6 +71,19 @@ import type { WorkerHeartbeat, WorkerInfo, WorkerQuery } from '../interfaces/wor
  *   retried with bounded, jittered backoff inside the storage; what still fails surfaces as
  *   `ChokaQStorageUnavailableError`.
  *
+ * A new operation touches these files, in this order (`<d>` = `sqlite`, `postgres`, `mssql`):
+ * 1. `interfaces/`: the types it takes and returns, when they are new;
+ * 2. `validation/`: the rule of its input (`validate-args.ts`, `validate-reads.ts`, …);
+ * 3. this file: its place and its contract in `JobStore` (writes) or `JobQueries` (reads);
+ * 4. `dialect-job-storage.ts`: the checked signature a dialect implements;
+ * 5. `validated-job-storage.ts`: the edge, which checks the input and calls `this.store.x` or
+ *    `this.queries.x` by name;
+ * 6. `<d>/sql/<section>.ts` in each dialect: the statement (on PostgreSQL with its binder);
+ * 7. `<d>/<d>-job-store.ts` (what the worker runs), `<d>/<d>-admin-store.ts` (operator writes) or
+ *    `<d>/<d>-job-queries.ts` (reads) in each dialect: the method;
+ * 8. the tests: `test/contract/` (written once, run on every dialect), the T-SQL catalogue
+ *    `test/mssql/support/statements.ts`, and the golden files when it is a claim or a move.
+ *
  * @publicApi
  */
 export type JobStorage = JobStore & JobQueries;

@@ -98,7 +98,13 @@ import {
   assertQueueOutcomesQuery,
   assertThroughputSeriesQuery,
 } from '../validation/validate-reads';
-import type { Audit, DialectJobStorage, ZombieSweep } from './dialect-job-storage';
+import type {
+  Audit,
+  DialectJobQueries,
+  DialectJobStore,
+  NoReads,
+  ZombieSweep,
+} from './dialect-job-storage';
 import type { HandlerTransaction, HandlerTransactionSupport, JobStorage } from './job-storage';
 import type { SqlStorageConfig } from './storage-config';
 
@@ -127,7 +133,8 @@ function assertDelay(delayMs: unknown, path = 'delayMs'): number {
  * The one validating edge of the storage (the role of pg-boss's `attorney.ts`): a
  * {@link JobStorage} that checks and normalises every argument once, against the one limits table
  * of `validation/` (a refusal is a `ChokaQValidationError` naming every bad field), then hands the dialect branded, already-checked inputs
- * ({@link DialectJobStorage}). So one input is accepted or refused the same way, with the same
+ * (its store and its queries, {@link DialectJobStore} and {@link DialectJobQueries}, each called
+ * by name). So one input is accepted or refused the same way, with the same
  * issue paths, on SQLite, PostgreSQL and SQL Server, always before any SQL runs; and the texts
  * ChokaQ stores are written here once ({@link STORED_TEXT}). `createJobStorage` returns it.
  *
@@ -140,40 +147,43 @@ export class ValidatedJobStorage implements JobStorage {
   readonly startsAhead: boolean;
 
   constructor(
-    private readonly inner: DialectJobStorage,
+    /** The dialect's write half and lifecycle (`<d>-job-store.ts`); it may define no read. */
+    private readonly store: DialectJobStore & NoReads,
+    /** The dialect's read half (`<d>-job-queries.ts`), on the same connection. */
+    private readonly queries: DialectJobQueries,
     /** The dialect's settings; `payloadMaxBytes` bounds every payload. */
     private readonly config: SqlStorageConfig,
   ) {
-    this.dialect = inner.dialect;
-    this.reportsRateLimitWait = inner.reportsRateLimitWait === true;
-    this.startsAhead = inner.startsAhead === true;
+    this.dialect = store.dialect;
+    this.reportsRateLimitWait = store.reportsRateLimitWait === true;
+    this.startsAhead = store.startsAhead === true;
   }
 
   // ---------------------------------------------------------------- lifecycle
 
   /** @inheritdoc */
   prepare(): Promise<void> {
-    return this.inner.prepare();
+    return this.store.prepare();
   }
 
   /** @inheritdoc */
   ensureSchema(): Promise<void> {
-    return this.inner.ensureSchema();
+    return this.store.ensureSchema();
   }
 
   /** @inheritdoc */
   schemaStatus(): Promise<SchemaStatus> {
-    return this.inner.schemaStatus();
+    return this.store.schemaStatus();
   }
 
   /** @inheritdoc */
   close(): Promise<void> {
-    return this.inner.close();
+    return this.store.close();
   }
 
   /** @inheritdoc */
   now(): Promise<Date> {
-    return this.inner.now();
+    return this.store.now();
   }
 
   /** @inheritdoc */
@@ -181,21 +191,21 @@ export class ValidatedJobStorage implements JobStorage {
     listener: (queue?: string) => void,
     onCancelRequested?: (ids: string[]) => void,
   ): Promise<(() => Promise<void>) | null> {
-    return this.inner.subscribe(listener, onCancelRequested);
+    return this.store.subscribe(listener, onCancelRequested);
   }
 
   // ---------------------------------------------------------------- producer
 
   /** @inheritdoc */
   async enqueue(job: NewJob, options?: EnqueueOptions): Promise<EnqueueResult> {
-    return this.inner.enqueue(checked(validateNewJob(job, this.config.payloadMaxBytes)), options);
+    return this.store.enqueue(checked(validateNewJob(job, this.config.payloadMaxBytes)), options);
   }
 
   /** @inheritdoc */
   async enqueueMany(jobs: readonly NewJob[], options?: EnqueueOptions): Promise<EnqueueResult[]> {
     const valid = validateNewJobs(jobs, this.config.payloadMaxBytes);
     if (valid.length === 0) return [];
-    return this.inner.enqueueMany(valid.map(checked), options);
+    return this.store.enqueueMany(valid.map(checked), options);
   }
 
   // ---------------------------------------------------------------- worker-owned transitions
@@ -214,14 +224,14 @@ export class ValidatedJobStorage implements JobStorage {
     }
     const { queues, types } = valid.handled;
     if (valid.limit === 0 || (queues.length === 0 && types.length === 0)) return [];
-    return this.inner.fetchNextBatch(checked(valid));
+    return this.store.fetchNextBatch(checked(valid));
   }
 
   /** @inheritdoc */
   async markAsProcessing(leases: readonly JobLease[]): Promise<string[]> {
     const valid = assertLeases(leases);
     if (valid.length === 0) return [];
-    return this.inner.markAsProcessing(valid.map(checked));
+    return this.store.markAsProcessing(valid.map(checked));
   }
 
   /** @inheritdoc */
@@ -229,7 +239,7 @@ export class ValidatedJobStorage implements JobStorage {
     const worker = assertWorkerId(workerId);
     const valid = assertLeases(leases);
     if (valid.length === 0) return { touched: 0, cancelRequested: [] };
-    return this.inner.keepAlive(worker, valid.map(checked));
+    return this.store.keepAlive(worker, valid.map(checked));
   }
 
   /** @inheritdoc */
@@ -237,7 +247,7 @@ export class ValidatedJobStorage implements JobStorage {
     const valid = assertLeases(leases);
     const delay = delayMs === undefined ? null : assertDelay(delayMs);
     if (valid.length === 0) return 0;
-    return this.inner.release(valid.map(checked), delay);
+    return this.store.release(valid.map(checked), delay);
   }
 
   /** @inheritdoc */
@@ -245,21 +255,21 @@ export class ValidatedJobStorage implements JobStorage {
     const valid = assertLeases(leases);
     const delay = delayMs === undefined ? null : assertDelay(delayMs);
     if (valid.length === 0) return 0;
-    return this.inner.unstart(valid.map(checked), delay);
+    return this.store.unstart(valid.map(checked), delay);
   }
 
   /** @inheritdoc */
   async reportProgress(lease: JobLease, percent: number, note?: string | null): Promise<number> {
     const [valid] = assertLeases([lease], 'lease');
     const value = assertProgress(percent);
-    return this.inner.reportProgress(checked(valid), value, assertProgressNote(note));
+    return this.store.reportProgress(checked(valid), value, assertProgressNote(note));
   }
 
   /** @inheritdoc */
   async rescheduleForRetry(lease: JobLease, delayMs: number, error: string): Promise<number> {
     const [valid] = assertLeases([lease], 'lease');
     const delay = assertDelay(delayMs);
-    return this.inner.rescheduleForRetry(
+    return this.store.rescheduleForRetry(
       checked(valid),
       delay,
       sanitizeErrorText(String(error ?? '')),
@@ -270,12 +280,12 @@ export class ValidatedJobStorage implements JobStorage {
   async archiveSucceeded(items: readonly CompletedJob[]): Promise<RunRef[]> {
     const valid = assertCompletedJobs(items);
     if (valid.length === 0) return [];
-    return this.inner.archiveSucceeded(valid.map(checked));
+    return this.store.archiveSucceeded(valid.map(checked));
   }
 
   /** @inheritdoc */
   handlerTransactions(): HandlerTransactionSupport {
-    return this.inner.handlerTransactions();
+    return this.store.handlerTransactions();
   }
 
   /** @inheritdoc */
@@ -284,7 +294,7 @@ export class ValidatedJobStorage implements JobStorage {
       statementTimeoutMs === undefined
         ? 0
         : assertNonNegativeInt(statementTimeoutMs, 'statementTimeoutMs', MAX_TIMER_MS);
-    const inner = await this.inner.beginHandlerTransaction(timeout > 0 ? timeout : undefined);
+    const inner = await this.store.beginHandlerTransaction(timeout > 0 ? timeout : undefined);
     return {
       queryRunner: inner.queryRunner,
       manager: inner.manager,
@@ -303,7 +313,7 @@ export class ValidatedJobStorage implements JobStorage {
     const checkedTarget = isLeaseTarget(target)
       ? checked(assertLeases([target], 'target')[0])
       : checked({ id: assertIds([target?.id], 'target.id')[0] });
-    return this.inner.moveToDlq(checkedTarget, checked(assertDlqMove(move)));
+    return this.store.moveToDlq(checkedTarget, checked(assertDlqMove(move)));
   }
 
   /** @inheritdoc */
@@ -317,7 +327,7 @@ export class ValidatedJobStorage implements JobStorage {
     const { target, details } = idsTarget(unique);
     const record = auditRecord(audit, target, details);
     if (unique.length === 0) return { cancelled: [], cancelRequested: [] };
-    return this.inner.cancel(unique, by, STORED_TEXT.cancelled(by), optional(record));
+    return this.store.cancel(unique, by, STORED_TEXT.cancelled(by), optional(record));
   }
 
   // ---------------------------------------------------------------- DLQ → hot
@@ -339,7 +349,7 @@ export class ValidatedJobStorage implements JobStorage {
       ...(valid.priority === null ? {} : { priority: valid.priority }),
     };
     const record = auditRecord(audit, key, Object.keys(edit).length > 0 ? edit : null);
-    return this.inner.resurrect(key, checked(valid), by, optional(record));
+    return this.store.resurrect(key, checked(valid), by, optional(record));
   }
 
   /** @inheritdoc */
@@ -353,7 +363,7 @@ export class ValidatedJobStorage implements JobStorage {
     const { target, details } = idsTarget(unique);
     const record = auditRecord(audit, target, details);
     if (unique.length === 0) return [];
-    return this.inner.resurrectMany(unique, by, optional(record));
+    return this.store.resurrectMany(unique, by, optional(record));
   }
 
   /** @inheritdoc */
@@ -368,7 +378,7 @@ export class ValidatedJobStorage implements JobStorage {
     const by = assertActor(actor);
     const record = auditRecord(audit, canonicalFilter(valid), { max: limit });
     if (limit === 0) return [];
-    return this.inner.resurrectByFilter(checked(valid), limit, by, optional(record));
+    return this.store.resurrectByFilter(checked(valid), limit, by, optional(record));
   }
 
   // ---------------------------------------------------------------- rescue
@@ -378,7 +388,7 @@ export class ValidatedJobStorage implements JobStorage {
     const timeout = assertNonNegativeInt(fetchedTimeoutMs, 'fetchedTimeoutMs');
     const max = assertNonNegativeInt(limit, 'limit', MAX_RESCUE_BATCH);
     if (max === 0) return 0;
-    return this.inner.recoverAbandoned(timeout, max);
+    return this.store.recoverAbandoned(timeout, max);
   }
 
   /** @inheritdoc */
@@ -394,26 +404,26 @@ export class ValidatedJobStorage implements JobStorage {
       error: STORED_TEXT.zombie,
     };
     if (sweep.limit === 0) return { dlq: [], retried: [], jobs: [] };
-    return this.inner.archiveZombies(checked(sweep));
+    return this.store.archiveZombies(checked(sweep));
   }
 
   // ---------------------------------------------------------------- workers
 
   /** @inheritdoc */
   async upsertWorker(report: WorkerHeartbeat): Promise<void> {
-    return this.inner.upsertWorker(checked(assertWorkerHeartbeat(report)));
+    return this.store.upsertWorker(checked(assertWorkerHeartbeat(report)));
   }
 
   /** @inheritdoc */
   async markWorkerStopped(workerId: string): Promise<number> {
-    return this.inner.markWorkerStopped(assertWorkerId(workerId));
+    return this.store.markWorkerStopped(assertWorkerId(workerId));
   }
 
   // ---------------------------------------------------------------- queues
 
   /** @inheritdoc */
   getQueues(): Promise<QueueInfo[]> {
-    return this.inner.getQueues();
+    return this.store.getQueues();
   }
 
   /** @inheritdoc */
@@ -421,7 +431,7 @@ export class ValidatedJobStorage implements JobStorage {
     const queue = assertQueueName(name, 'name');
     const valid = assertQueuePatch(patch);
     const record = auditRecord(audit, queue, { ...valid });
-    return this.inner.updateQueue(queue, checked(valid), optional(record));
+    return this.store.updateQueue(queue, checked(valid), optional(record));
   }
 
   // ---------------------------------------------------------------- purge and retention
@@ -432,7 +442,7 @@ export class ValidatedJobStorage implements JobStorage {
     const { target, details } = idsTarget(unique);
     const record = auditRecord(audit, target, details);
     if (unique.length === 0) return 0;
-    return this.inner.purgeDlq(unique, optional(record));
+    return this.store.purgeDlq(unique, optional(record));
   }
 
   /** @inheritdoc */
@@ -441,7 +451,7 @@ export class ValidatedJobStorage implements JobStorage {
     const limit = assertBulkMax(max);
     const record = auditRecord(audit, canonicalFilter(valid), { max: limit });
     if (limit === 0) return 0;
-    return this.inner.purgeDlqByFilter(checked(valid), limit, optional(record));
+    return this.store.purgeDlqByFilter(checked(valid), limit, optional(record));
   }
 
   /** @inheritdoc */
@@ -450,7 +460,7 @@ export class ValidatedJobStorage implements JobStorage {
     const { batchSize: _batch, ...windows } = valid;
     // The windows here; each batch's transaction stores them again with the rows removed so far.
     const record = auditRecord(audit, null, windows);
-    return this.inner.applyRetention(checked(valid), optional(record));
+    return this.store.applyRetention(checked(valid), optional(record));
   }
 
   // ---------------------------------------------------------------- audit log
@@ -462,12 +472,12 @@ export class ValidatedJobStorage implements JobStorage {
         { path: 'candidate', message: 'must be 64 lowercase hex digits', value: candidate },
       ]);
     }
-    return this.inner.confirmationSecret(candidate);
+    return this.store.confirmationSecret(candidate);
   }
 
   /** @inheritdoc */
   async getAuditLog(query?: AuditLogQuery): Promise<AuditLogPage> {
-    return this.inner.getAuditLog(checked(assertAuditLogQuery(query)));
+    return this.queries.getAuditLog(checked(assertAuditLogQuery(query)));
   }
 
   // ---------------------------------------------------------------- reads
@@ -475,52 +485,52 @@ export class ValidatedJobStorage implements JobStorage {
   /** @inheritdoc */
   async getJob(id: string, options?: GetJobOptions): Promise<JobView | null> {
     const [key] = assertIds([id], 'id');
-    return this.inner.getJob(key, assertGetJobOptions(options).attempts);
+    return this.queries.getJob(key, assertGetJobOptions(options).attempts);
   }
 
   /** @inheritdoc */
   async listActive(query?: ListQuery<ActiveFilter>): Promise<ListPage> {
-    return this.inner.listActive(checked(assertListQuery('hot', query)));
+    return this.queries.listActive(checked(assertListQuery('hot', query)));
   }
 
   /** @inheritdoc */
   async listArchive(query?: ListQuery<HistoryFilter>): Promise<ListPage> {
-    return this.inner.listArchive(checked(assertListQuery('archive', query)));
+    return this.queries.listArchive(checked(assertListQuery('archive', query)));
   }
 
   /** @inheritdoc */
   async listDlq(query?: ListQuery<DlqFilter>): Promise<ListPage> {
-    return this.inner.listDlq(checked(assertListQuery('dlq', query)));
+    return this.queries.listDlq(checked(assertListQuery('dlq', query)));
   }
 
   /** @inheritdoc */
   getSummary(): Promise<SummaryStats> {
-    return this.inner.getSummary();
+    return this.queries.getSummary();
   }
 
   /** @inheritdoc */
   getQueueStats(): Promise<QueueStats[]> {
-    return this.inner.getQueueStats();
+    return this.queries.getQueueStats();
   }
 
   /** @inheritdoc */
   getQueueHealth(): Promise<QueueHealth[]> {
-    return this.inner.getQueueHealth();
+    return this.queries.getQueueHealth();
   }
 
   /** @inheritdoc */
   async getQueueOutcomes(query?: QueueOutcomesQuery): Promise<QueueOutcomes[]> {
-    return this.inner.getQueueOutcomes(checked(assertQueueOutcomesQuery(query)));
+    return this.queries.getQueueOutcomes(checked(assertQueueOutcomesQuery(query)));
   }
 
   /** @inheritdoc */
   async getThroughput(queue?: string): Promise<ThroughputStats> {
-    return this.inner.getThroughput(queue === undefined ? undefined : assertQueueName(queue));
+    return this.queries.getThroughput(queue === undefined ? undefined : assertQueueName(queue));
   }
 
   /** @inheritdoc */
   async getThroughputSeries(query: ThroughputSeriesQuery): Promise<ThroughputPoint[]> {
-    return this.inner.getThroughputSeries(checked(assertThroughputSeriesQuery(query)));
+    return this.queries.getThroughputSeries(checked(assertThroughputSeriesQuery(query)));
   }
 
   /** @inheritdoc */
@@ -528,25 +538,25 @@ export class ValidatedJobStorage implements JobStorage {
     const top = assertNonNegativeInt(limit, 'limit', MAX_TOP_ERRORS);
     const valid = assertDlqFilter(filter);
     if (top === 0) return [];
-    return this.inner.getTopDlqErrors(top, checked(valid));
+    return this.queries.getTopDlqErrors(top, checked(valid));
   }
 
   /** @inheritdoc */
   async countExactly(query: CountQuery): Promise<number> {
-    return this.inner.countExactly(checked(assertCountQuery(query)));
+    return this.queries.countExactly(checked(assertCountQuery(query)));
   }
 
   /** @inheritdoc */
   async previewDlqFilter(filter: DlqFilter, max: number): Promise<BulkPreview> {
     const valid = assertDlqFilter(filter);
     const limit = assertBulkMax(max);
-    return this.inner.previewDlqFilter(checked(valid), limit);
+    return this.queries.previewDlqFilter(checked(valid), limit);
   }
 
   /** @inheritdoc */
   async listWorkers(query?: WorkerQuery): Promise<WorkerInfo[]> {
     const valid = assertWorkerQuery(query, CHOKAQ_DEFAULTS.rescue.zombieTimeoutMs);
-    return this.inner.listWorkers(checked(valid));
+    return this.queries.listWorkers(checked(valid));
   }
 
   // ---------------------------------------------------------------- recurring jobs
@@ -566,12 +576,12 @@ export class ValidatedJobStorage implements JobStorage {
       misfirePolicy,
       ...payloadFingerprint(payload),
     });
-    return this.inner.upsertRecurringJob(checked(valid), optional(record));
+    return this.store.upsertRecurringJob(checked(valid), optional(record));
   }
 
   /** @inheritdoc */
   getRecurringJobs(): Promise<RecurringJobRecord[]> {
-    return this.inner.getRecurringJobs();
+    return this.store.getRecurringJobs();
   }
 
   /** @inheritdoc */
@@ -583,13 +593,13 @@ export class ValidatedJobStorage implements JobStorage {
     const key = assertRecurringName(name);
     const flag = assertBoolean(paused, 'paused');
     const record = auditRecord(audit, key);
-    return this.inner.setRecurringJobPaused(key, flag, optional(record));
+    return this.store.setRecurringJobPaused(key, flag, optional(record));
   }
 
   /** @inheritdoc */
   async removeRecurringJob(name: string, audit?: AuditRequest): Promise<boolean> {
     const key = assertRecurringName(name);
-    return this.inner.removeRecurringJob(key, optional(auditRecord(audit, key)));
+    return this.store.removeRecurringJob(key, optional(auditRecord(audit, key)));
   }
 
   /** @inheritdoc */
@@ -601,7 +611,7 @@ export class ValidatedJobStorage implements JobStorage {
     const key = assertRecurringName(name);
     const valid = validateNewJob(job, this.config.payloadMaxBytes);
     const record = auditRecord(audit, key, { jobId: valid.id });
-    return this.inner.triggerRecurringJob(key, checked(valid), optional(record));
+    return this.store.triggerRecurringJob(key, checked(valid), optional(record));
   }
 
   /** @inheritdoc */
@@ -615,6 +625,6 @@ export class ValidatedJobStorage implements JobStorage {
     const slot = assertDate(slotUtc, 'slotUtc');
     const next = assertDate(nextSlotUtc, 'nextSlotUtc');
     const valid = job === null ? null : checked(validateNewJob(job, this.config.payloadMaxBytes));
-    return this.inner.claimRecurringSlot(key, slot, next, valid);
+    return this.store.claimRecurringSlot(key, slot, next, valid);
   }
 }
