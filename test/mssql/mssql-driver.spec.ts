@@ -102,6 +102,7 @@ function stubbedStorage(replies: Reply[]) {
     preparedStatements: false,
     busyTimeoutMs: 50,
     dataVersionPollMs: 50,
+    logger: () => new RecordingLogger(),
   };
   // Its store and queries over one connection, behind the validating edge, as createJobStorage
   // builds it.

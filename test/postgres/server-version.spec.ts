@@ -1,3 +1,4 @@
+import { RecordingLogger } from '../runtime/support/silent-logger';
 import { DataSource } from 'typeorm';
 import {
   ChokaQCompatibilityLevelError,
@@ -26,6 +27,7 @@ function storageReporting(version: number): PostgresJobStore {
     preparedStatements: false,
     busyTimeoutMs: 50,
     dataVersionPollMs: 50,
+    logger: () => new RecordingLogger(),
   };
   const connection = new PostgresConnection(config);
   // The one statement prepare() runs: SELECT current_setting('server_version_num').

@@ -1,4 +1,4 @@
-import { DynamicModule, Module } from '@nestjs/common';
+import { DynamicModule, Logger, Module } from '@nestjs/common';
 import { DiscoveryModule } from '@nestjs/core';
 import { ChokaQAdmin } from './admin/chokaq-admin.service';
 import { CHOKAQ_RESOLVED_OPTIONS, CHOKAQ_STORAGE } from './chokaq.constants';
@@ -49,20 +49,24 @@ import { WorkerRegistry } from './worker.registry';
     },
     {
       provide: CHOKAQ_STORAGE,
-      useFactory: (options: ResolvedChokaQOptions) => createJobStorage(options.storage),
+      // The engine logs through Nest's Logger here, so its lines follow the app's logger.
+      useFactory: (options: ResolvedChokaQOptions) =>
+        createJobStorage(options.storage, { logger: (context) => new Logger(context) }),
       inject: [CHOKAQ_RESOLVED_OPTIONS],
     },
     // process-local lifecycle events: the worker emits, @OnJobEvent methods and subscribers hear
     {
       provide: JobEvents,
-      useFactory: (options: ResolvedChokaQOptions) => new JobEvents(options.events),
+      useFactory: (options: ResolvedChokaQOptions) =>
+        new JobEvents(options.events, new Logger('ChokaQ')),
       inject: [CHOKAQ_RESOLVED_OPTIONS],
     },
     // OpenTelemetry instruments, bound to the MeterProvider registered when the app is created
     // (a no-op without @opentelemetry/api or an SDK); the worker, JobClient and ChokaQAdmin record
     {
       provide: ChokaQMetrics,
-      useFactory: (options: ResolvedChokaQOptions) => ChokaQMetrics.create(options.metrics),
+      useFactory: (options: ResolvedChokaQOptions) =>
+        ChokaQMetrics.create(options.metrics, new Logger('ChokaQ')),
       inject: [CHOKAQ_RESOLVED_OPTIONS],
     },
     // OpenTelemetry traces, bound to the TracerProvider registered when the app is created (a

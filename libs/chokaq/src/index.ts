@@ -85,6 +85,7 @@ export { CHOKAQ_LOG_EVENTS } from './common/log-events';
 export type { ChokaQLogEventName, LogEventLevel, LogEventSpec } from './common/log-events';
 export { ChokaQLogRecord } from './common/chokaq-log-record';
 export type { LogFieldValue } from './common/chokaq-log-record';
+export type { ChokaQLogger } from './interfaces/chokaq-logger.interface';
 
 // Metrics (OpenTelemetry)
 export { CHOKAQ_METER_NAME, CHOKAQ_METRICS } from './observability/metric-instruments';

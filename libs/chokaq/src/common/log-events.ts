@@ -1,4 +1,4 @@
-import type { LoggerService } from '@nestjs/common';
+import type { ChokaQLogger } from '../interfaces/chokaq-logger.interface';
 import { ChokaQLogRecord, type LogFieldValue } from './chokaq-log-record';
 
 /** The Nest log level an event is written at. */
@@ -185,7 +185,7 @@ export type LogEventFields<N extends ChokaQLogEventName> = {
  * and `trace`, for an error that has a stack worth printing, as Nest's second `error` argument.
  */
 export function logEvent<N extends ChokaQLogEventName>(
-  logger: LoggerService,
+  logger: ChokaQLogger,
   event: N,
   message: string,
   fields: LogEventFields<N>,

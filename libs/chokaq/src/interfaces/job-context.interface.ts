@@ -1,4 +1,4 @@
-import type { LoggerService } from '@nestjs/common';
+import type { ChokaQLogger } from './chokaq-logger.interface';
 import type { EntityManager, QueryRunner } from 'typeorm';
 
 /**
@@ -27,7 +27,7 @@ export interface JobContext {
    */
   reportProgress(percent: number, note?: string): Promise<void>;
   /** A logger whose context names the job. */
-  readonly logger: LoggerService;
+  readonly logger: ChokaQLogger;
   /**
    * Only for a handler with `transactional: true`: an `EntityManager` bound to the run's open
    * READ COMMITTED transaction. Writes made through it (or through {@link queryRunner}) commit

@@ -1,4 +1,5 @@
-import { Logger, type LoggerService } from '@nestjs/common';
+import type { ChokaQLogger } from '../interfaces/chokaq-logger.interface';
+import { StreamLogger } from '../common/stream-logger';
 import { toError } from '../common/error-text';
 import { logEvent } from '../common/log-events';
 import { libraryVersion } from '../common/version';
@@ -86,7 +87,7 @@ export class ChokaQMetrics {
   private constructor(
     private readonly meter: OtelMeter | undefined,
     maxAttributeValues: number,
-    private readonly logger: LoggerService,
+    private readonly logger: ChokaQLogger,
   ) {
     this.enabled = meter !== undefined;
     this.budgets = {
@@ -100,7 +101,7 @@ export class ChokaQMetrics {
 
   /** An instance that records nothing (a worker built without metrics, tests). */
   static disabled(): ChokaQMetrics {
-    return new ChokaQMetrics(undefined, 1, new Logger('ChokaQ'));
+    return new ChokaQMetrics(undefined, 1, new StreamLogger('ChokaQ'));
   }
 
   /**
@@ -111,7 +112,7 @@ export class ChokaQMetrics {
    */
   static create(
     options: ResolvedChokaQOptions['metrics'],
-    logger: LoggerService = new Logger('ChokaQ'),
+    logger: ChokaQLogger = new StreamLogger('ChokaQ'),
     loadApi: () => OtelApi | undefined = loadOtelApi,
   ): ChokaQMetrics {
     if (!options.enabled) return ChokaQMetrics.disabled();

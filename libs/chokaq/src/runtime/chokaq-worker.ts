@@ -1,4 +1,5 @@
-import { Logger, type LoggerService } from '@nestjs/common';
+import type { ChokaQLogger } from '../interfaces/chokaq-logger.interface';
+import { StreamLogger } from '../common/stream-logger';
 import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
 import { toError } from '../common/error-text';
@@ -44,8 +45,8 @@ export interface ChokaQWorkerDeps {
   recurring?: RecurringJobSpec[];
   /** Where recurring jobs' timers are listed (a Nest app's `SchedulerRegistry`). Default: nowhere. */
   recurringTimers?: RecurringTimerRegistry;
-  /** Default `new Logger('ChokaQ')`. */
-  logger?: LoggerService;
+  /** Default `new StreamLogger('ChokaQ')`. */
+  logger?: ChokaQLogger;
   /** The schema (SQLite: the table prefix) the storage works in, named in the startup line. */
   schema?: string;
   /** Where lifecycle events go (the application's `JobEvents`). Default: nowhere. */
@@ -96,7 +97,7 @@ const DEFAULT_DRAIN_TIMEOUT_MS = 30_000;
 export class ChokaQWorker {
   /** This process's worker id, written with every claim. */
   readonly workerId: string;
-  private readonly logger: LoggerService;
+  private readonly logger: ChokaQLogger;
   private readonly storage: JobStore;
   private readonly handlers: HandlerLookup;
   private readonly options: ResolvedChokaQOptions;
@@ -127,7 +128,7 @@ export class ChokaQWorker {
   private stopped = false;
 
   constructor(deps: ChokaQWorkerDeps) {
-    this.logger = deps.logger ?? new Logger('ChokaQ');
+    this.logger = deps.logger ?? new StreamLogger('ChokaQ');
     this.storage = deps.storage;
     this.handlers = deps.handlers;
     this.options = deps.options;

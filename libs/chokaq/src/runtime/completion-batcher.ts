@@ -1,4 +1,4 @@
-import type { LoggerService } from '@nestjs/common';
+import type { ChokaQLogger } from '../interfaces/chokaq-logger.interface';
 import { toError } from '../common/error-text';
 import { logEvent } from '../common/log-events';
 import { jittered } from '../common/jitter';
@@ -58,7 +58,7 @@ export class CompletionBatcher {
 
   constructor(
     private readonly storage: Pick<JobStore, 'archiveSucceeded'>,
-    private readonly logger: LoggerService,
+    private readonly logger: ChokaQLogger,
     options: CompletionBatcherOptions = {},
   ) {
     this.maxBatch = options.maxBatch ?? 500;

@@ -1,4 +1,4 @@
-import type { LoggerService } from '@nestjs/common';
+import type { ChokaQLogger } from '../interfaces/chokaq-logger.interface';
 import { newLeaseId } from '../common/uuid';
 import type { HandlerLookup } from '../interfaces/handler.interface';
 import type { ClaimedJobs, HandledJobs } from '../interfaces/job.interface';
@@ -23,7 +23,7 @@ export interface FetcherDeps {
   workerId: string;
   processor: JobProcessor;
   controls: QueueControls;
-  logger: LoggerService;
+  logger: ChokaQLogger;
   /**
    * Most finished runs that may wait for their write (archive, retry, DLQ) before the fetcher stops
    * claiming: the back-pressure that keeps a slow database from piling up completions.

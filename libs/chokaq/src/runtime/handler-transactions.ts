@@ -1,4 +1,4 @@
-import type { LoggerService } from '@nestjs/common';
+import type { ChokaQLogger } from '../interfaces/chokaq-logger.interface';
 import { logEvent } from '../common/log-events';
 import { ChokaQTransactionalHandlerError } from '../errors';
 import type { HandlerDefinition } from '../interfaces/handler.interface';
@@ -23,7 +23,7 @@ export function checkHandlerTransactions(
   handlers: readonly HandlerDefinition[],
   storage: Pick<JobStore, 'handlerTransactions'>,
   concurrency: number,
-  logger: LoggerService,
+  logger: ChokaQLogger,
 ): void {
   const names = handlers.filter((h) => h.transactional === true).map((h) => h.name);
   if (names.length === 0) return;

@@ -1,4 +1,4 @@
-import type { LoggerService } from '@nestjs/common';
+import type { ChokaQLogger } from '../interfaces/chokaq-logger.interface';
 import { toError } from '../common/error-text';
 import { jittered } from '../common/jitter';
 import { logEvent } from '../common/log-events';
@@ -21,7 +21,7 @@ export interface HeartbeatDeps {
   onCancelRequested: (ids: string[]) => void;
   /** `failureThreshold` consecutive failures were reached (called once per outage). */
   onThresholdReached: () => void;
-  logger: LoggerService;
+  logger: ChokaQLogger;
   /**
    * Writes this worker's row of the Workers table; called on every beat after the leases, with or
    * without leases (it never rejects). Default: no row.

@@ -1,4 +1,5 @@
-import { Logger, type LoggerService } from '@nestjs/common';
+import type { ChokaQLogger } from '../interfaces/chokaq-logger.interface';
+import { StreamLogger } from '../common/stream-logger';
 import { Observable } from 'rxjs';
 import { toError } from '../common/error-text';
 import { logEvent } from '../common/log-events';
@@ -59,7 +60,7 @@ class ListenerQueue {
     readonly filter: JobEventFilter,
     private readonly listener: (event: JobEvent) => unknown,
     private readonly maxQueued: number,
-    private readonly logger: LoggerService,
+    private readonly logger: ChokaQLogger,
   ) {}
 
   get queued(): number {
@@ -156,7 +157,7 @@ export class JobEvents implements JobEventSink {
 
   constructor(
     private readonly options: { maxQueuedPerListener: number },
-    private readonly logger: LoggerService = new Logger('ChokaQ'),
+    private readonly logger: ChokaQLogger = new StreamLogger('ChokaQ'),
   ) {}
 
   /**

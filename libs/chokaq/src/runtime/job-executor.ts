@@ -1,4 +1,4 @@
-import type { LoggerService } from '@nestjs/common';
+import type { ChokaQLogger } from '../interfaces/chokaq-logger.interface';
 import { logEvent } from '../common/log-events';
 import {
   ChokaQJobAbortedError,
@@ -104,7 +104,7 @@ export class JobExecutor {
 
   constructor(
     private readonly middleware: readonly ChokaQMiddleware[],
-    private readonly logger: LoggerService,
+    private readonly logger: ChokaQLogger,
     private readonly clock: () => number = Date.now,
     private readonly tracing: ChokaQTracing = ChokaQTracing.disabled(),
   ) {}

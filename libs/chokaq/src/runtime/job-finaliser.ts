@@ -1,4 +1,4 @@
-import type { LoggerService } from '@nestjs/common';
+import type { ChokaQLogger } from '../interfaces/chokaq-logger.interface';
 import { errorText, toError } from '../common/error-text';
 import { logEvent } from '../common/log-events';
 import { STORED_TEXT } from '../common/stored-text';
@@ -65,7 +65,7 @@ export interface JobFinaliserDeps {
   retry: ResolvedChokaQOptions['retry'];
   /** Job ages are measured on the database clock, like the `EnqueuedAtUtc` they start from. */
   clock: Pick<DbClock, 'ageMs'>;
-  logger: LoggerService;
+  logger: ChokaQLogger;
   /** Where refused transitions are counted (`chokaq.jobs.state_transition_conflicts`). */
   metrics?: Pick<ChokaQMetrics, 'conflict'>;
   /**

@@ -1,13 +1,13 @@
-import type { LoggerService } from '@nestjs/common';
+import type { ChokaQLogger } from '../interfaces/chokaq-logger.interface';
 
 /**
  * The `ctx.logger` of a job: forwards to the worker's logger with the job named in the message.
  * A prefix rather than a Nest "context" argument because a `Logger` instance that already has a
  * context appends its own, and the job's would then print as a stray parameter.
  */
-export class JobLogger implements LoggerService {
+export class JobLogger implements ChokaQLogger {
   constructor(
-    private readonly base: LoggerService,
+    private readonly base: ChokaQLogger,
     private readonly prefix: string,
   ) {}
 

@@ -1,4 +1,4 @@
-import type { LoggerService } from '@nestjs/common';
+import type { ChokaQLogger } from '../interfaces/chokaq-logger.interface';
 import { toError } from '../common/error-text';
 import { logEvent } from '../common/log-events';
 import { STORED_TEXT } from '../common/stored-text';
@@ -34,7 +34,7 @@ export interface JobProcessorDeps {
   batcher: CompletionBatcher;
   breakers: CircuitBreakers;
   controls: QueueControls;
-  logger: LoggerService;
+  logger: ChokaQLogger;
   /** Every outcome, as it happens. */
   onOutcome?: (outcome: JobOutcome) => void;
   /** Where lifecycle events go (`started`, `progress`, and those of applied outcomes). */

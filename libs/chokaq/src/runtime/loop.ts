@@ -1,4 +1,4 @@
-import type { LoggerService } from '@nestjs/common';
+import type { ChokaQLogger } from '../interfaces/chokaq-logger.interface';
 import { toError } from '../common/error-text';
 import { jittered } from '../common/jitter';
 import { logEvent } from '../common/log-events';
@@ -30,7 +30,7 @@ export interface LoopOptions {
   intervalMs: () => number;
   /** Delay before the first tick. Default 0. */
   initialDelayMs?: number;
-  logger: LoggerService;
+  logger: ChokaQLogger;
   /** Backoff after failed ticks: `base × 2^(failures−1)`, capped, jittered ±20 %. Default 100 ms … 30 s. */
   errorBackoff?: { baseMs: number; maxMs: number };
   /**

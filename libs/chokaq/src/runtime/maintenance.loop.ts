@@ -1,4 +1,4 @@
-import type { LoggerService } from '@nestjs/common';
+import type { ChokaQLogger } from '../interfaces/chokaq-logger.interface';
 import { jittered } from '../common/jitter';
 import { logEvent } from '../common/log-events';
 import type { RetentionResult } from '../interfaces/job.interface';
@@ -20,7 +20,7 @@ export class MaintenanceLoop {
   constructor(
     private readonly storage: Pick<JobStore, 'applyRetention'>,
     private readonly options: ResolvedChokaQOptions,
-    private readonly logger: LoggerService,
+    private readonly logger: ChokaQLogger,
   ) {
     const interval = () => jittered(options.retention.intervalMs, 0.2);
     this.loop = new Loop({

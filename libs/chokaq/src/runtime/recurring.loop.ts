@@ -1,4 +1,4 @@
-import type { LoggerService } from '@nestjs/common';
+import type { ChokaQLogger } from '../interfaces/chokaq-logger.interface';
 import { toError } from '../common/error-text';
 import { logEvent } from '../common/log-events';
 import type { HandlerLookup } from '../interfaces/handler.interface';
@@ -107,7 +107,7 @@ export class RecurringLoop {
       'now' | 'upsertRecurringJob' | 'getRecurringJobs' | 'claimRecurringSlot'
     >,
     specs: readonly RecurringJobSpec[],
-    private readonly logger: LoggerService,
+    private readonly logger: ChokaQLogger,
     options: RecurringLoopOptions = {},
   ) {
     this.names = new Set(specs.map((s) => s.name));

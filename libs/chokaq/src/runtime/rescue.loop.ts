@@ -1,4 +1,4 @@
-import type { LoggerService } from '@nestjs/common';
+import type { ChokaQLogger } from '../interfaces/chokaq-logger.interface';
 import { jittered } from '../common/jitter';
 import { logEvent } from '../common/log-events';
 import { STORED_TEXT } from '../common/stored-text';
@@ -39,7 +39,7 @@ export class RescueLoop {
   constructor(
     private readonly storage: Pick<JobStore, 'recoverAbandoned' | 'archiveZombies'>,
     private readonly options: ResolvedChokaQOptions,
-    private readonly logger: LoggerService,
+    private readonly logger: ChokaQLogger,
     private readonly handlers: Pick<HandlerLookup, 'zombieRetryRules'>,
     /** Where `stalled` events go (the application's `JobEvents`). Default: nowhere. */
     private readonly events?: JobEventSink,

@@ -1,4 +1,4 @@
-import type { LoggerService } from '@nestjs/common';
+import type { ChokaQLogger } from '../interfaces/chokaq-logger.interface';
 import { toError } from '../common/error-text';
 import { logEvent } from '../common/log-events';
 import type { WorkerHeartbeat } from '../interfaces/worker.interface';
@@ -9,7 +9,7 @@ export interface WorkerPresenceDeps {
   storage: Pick<JobStore, 'upsertWorker' | 'markWorkerStopped'>;
   /** This process's report as it is now, without `starting` (the presence adds it). */
   report: () => Omit<WorkerHeartbeat, 'starting'>;
-  logger: LoggerService;
+  logger: ChokaQLogger;
 }
 
 /**

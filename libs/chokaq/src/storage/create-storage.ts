@@ -6,7 +6,9 @@ import {
   STORAGE_DEFAULTS,
   storageSchema,
 } from '../config/storage-defaults';
+import { StreamLogger } from '../common/stream-logger';
 import { ChokaQValidationError } from '../errors';
+import type { ChokaQLogger } from '../interfaces/chokaq-logger.interface';
 import type { StorageDialect } from '../interfaces/job.interface';
 import type { StorageOptions } from '../interfaces/storage-options.interface';
 import { SCHEMA_NAME } from '../validation/limits';
@@ -76,6 +78,15 @@ export function dataSourceOptionsFor(
   }
 }
 
+/** How {@link createJobStorage} logs. */
+export interface CreateStorageOptions {
+  /**
+   * The logger of each context (the dialect's class name, such as `PostgresJobStorage`): the
+   * module passes Nest's `Logger`; without it, lines go to stdout and stderr ({@link StreamLogger}).
+   */
+  logger?: (context: string) => ChokaQLogger;
+}
+
 /**
  * Opens (or borrows) a `DataSource`, constructs the dialect's storage behind the one validating
  * edge ({@link ValidatedJobStorage}), applies connection settings (refusing a server older than
@@ -84,6 +95,7 @@ export function dataSourceOptionsFor(
  */
 export async function createJobStorage(
   options: StorageOptions = { type: 'sqlite' },
+  { logger = (context) => new StreamLogger(context) }: CreateStorageOptions = {},
 ): Promise<JobStorage> {
   const borrowed = 'dataSource' in options ? options.dataSource : undefined;
   const dataSource = borrowed ?? new DataSource(dataSourceOptionsFor(options as never));
@@ -122,6 +134,7 @@ export async function createJobStorage(
     dataVersionPollMs:
       ('dataVersionPollMs' in options ? options.dataVersionPollMs : undefined) ??
       STORAGE_DEFAULTS.dataVersionPollMs,
+    logger,
   };
   if (!dataSource.isInitialized) await dataSource.initialize();
   const storage: JobStorage = dialectStorage(dialect, config);

@@ -1,4 +1,5 @@
 import type { DataSource } from 'typeorm';
+import type { ChokaQLogger } from '../interfaces/chokaq-logger.interface';
 import type { TransientRetryOptions } from '../interfaces/storage-options.interface';
 
 /** What a dialect implementation is constructed with: the storage options resolved by `createJobStorage`. */
@@ -20,4 +21,6 @@ export interface SqlStorageConfig {
   busyTimeoutMs: number;
   /** SQLite: `PRAGMA data_version` poll of workers' cross-process wake-ups (0: off). */
   dataVersionPollMs: number;
+  /** The logger of a context (the dialect's class name), e.g. Nest's `Logger` in a Nest app. */
+  logger: (context: string) => ChokaQLogger;
 }

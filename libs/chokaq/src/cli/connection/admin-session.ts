@@ -42,7 +42,9 @@ export async function openSession(
   if (use !== 'migrate' && target.sqliteFile !== undefined && !existsSync(target.sqliteFile)) {
     throw new CliDatabaseMissingError(target.label);
   }
-  const storage = await createJobStorage(target.storage);
+  const storage = await createJobStorage(target.storage, {
+    logger: (context) => new Logger(context),
+  });
   try {
     if (use === 'current') {
       const status = await storage.schemaStatus();

@@ -1,4 +1,4 @@
-import { Logger } from '@nestjs/common';
+import type { ChokaQLogger } from '../../interfaces/chokaq-logger.interface';
 import type { DataSource, QueryRunner } from 'typeorm';
 import { ChokaQTransactionError } from '../../errors';
 import type { Checked } from '../../interfaces/checked.interface';
@@ -58,9 +58,10 @@ export class MssqlConnection {
   /** The schema's name, validated (the only identifier the builders inline). */
   readonly schema: string;
   /** Under the name the dialect has always logged with. */
-  readonly logger = new Logger('MssqlJobStorage');
+  readonly logger: ChokaQLogger;
 
   constructor(readonly config: SqlStorageConfig) {
+    this.logger = config.logger('MssqlJobStorage');
     this.dataSource = config.dataSource;
     this.schema = config.schema;
   }

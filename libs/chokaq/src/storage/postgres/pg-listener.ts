@@ -1,4 +1,4 @@
-import type { LoggerService } from '@nestjs/common';
+import type { ChokaQLogger } from '../../interfaces/chokaq-logger.interface';
 import type { Client, Notification } from 'pg';
 import { toError } from '../../common/error-text';
 import { jittered } from '../../common/jitter';
@@ -23,7 +23,7 @@ export interface PgListenerOptions {
   onReconnected: () => void;
   /** First wait before reconnecting, doubled per failed attempt up to 30 s (jittered ±20 %). */
   reconnectMs: number;
-  logger: LoggerService;
+  logger: ChokaQLogger;
   /** Names the listener in logs, e.g. the schema. */
   label: string;
 }

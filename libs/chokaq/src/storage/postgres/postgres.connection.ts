@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { Logger } from '@nestjs/common';
+import type { ChokaQLogger } from '../../interfaces/chokaq-logger.interface';
 import { logEvent } from '../../common/log-events';
 import type { Client, Pool } from 'pg';
 import type { DataSource, QueryRunner } from 'typeorm';
@@ -41,7 +41,7 @@ export class PostgresConnection {
   /** The schema, quoted for SQL. */
   readonly s: string;
   /** Under the name the dialect has always logged with. */
-  readonly logger = new Logger('PostgresJobStorage');
+  readonly logger: ChokaQLogger;
 
   /**
    * Named prepared statements for the fixed texts the store declares (when
@@ -60,6 +60,7 @@ export class PostgresConnection {
     );
 
   constructor(readonly config: SqlStorageConfig) {
+    this.logger = config.logger('PostgresJobStorage');
     this.dataSource = config.dataSource;
     this.schemaName = config.schema;
     this.s = SQL.quoteSchema(config.schema);

@@ -1,4 +1,4 @@
-import { Logger } from '@nestjs/common';
+import type { ChokaQLogger } from '../../interfaces/chokaq-logger.interface';
 import type BetterSqlite3 from 'better-sqlite3';
 import type { QueryRunner } from 'typeorm';
 import { logEvent } from '../../common/log-events';
@@ -47,7 +47,7 @@ export class SqliteConnection {
   /** The table prefix, as configured. */
   readonly prefix: string;
   /** Under the name the dialect has always logged with. */
-  readonly logger = new Logger('SqliteJobStorage');
+  readonly logger: ChokaQLogger;
 
   private readonly mutex = new SqliteMutex();
   private readonly statements = new Map<string, BetterSqlite3.Statement>();
@@ -57,6 +57,7 @@ export class SqliteConnection {
   private isWal = false;
 
   constructor(readonly config: SqlStorageConfig) {
+    this.logger = config.logger('SqliteJobStorage');
     this.prefix = config.schema;
   }
 
