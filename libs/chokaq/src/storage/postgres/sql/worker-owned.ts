@@ -74,26 +74,7 @@ export function keepAliveParams(workerId: string, leases: readonly JobLease[]): 
  * as does the queue's retried bucket (outcome 3, reason 3 CircuitBreakerOpen).
  * Lock/isolation: READ COMMITTED, one statement; the counter and bucket upserts are one row per queue.
  */
-export const release = (s: string): string => `
-WITH released AS (
-  UPDATE ${s}.jobs_hot j
-  SET status = 0, worker_id = NULL, lease_id = NULL, last_updated_utc = now(),
-      scheduled_at_utc = CASE WHEN $4::float8 IS NULL THEN j.scheduled_at_utc
-                              ELSE now() + $4::float8 ${MS} END
-  FROM ${LEASES}
-  WHERE ${OWNED} AND j.status = 1
-  RETURNING j.queue
-),
-counted AS (
-  INSERT INTO ${s}.stats_summary AS t (queue, retried_total, last_activity_utc)
-  SELECT queue, count(*), now() FROM released WHERE $4::float8 IS NOT NULL GROUP BY queue
-  ON CONFLICT (queue) DO UPDATE
-  SET retried_total = t.retried_total + EXCLUDED.retried_total,
-      last_activity_utc = EXCLUDED.last_activity_utc
-),
-bucket AS (${bucketUpsert(s, 3, '3', '(SELECT queue, NULL::bigint AS duration_ms FROM released WHERE $4::float8 IS NOT NULL)')}
-)
-SELECT count(*)::int AS n FROM released`;
+export const release = (s: string): string => handBack(s, false);
 
 /** Binds {@link release}: $1–$3 the leases ({@link leaseParams}), $4 the delay in ms or NULL. */
 export function releaseParams(leases: readonly JobLease[], delayMs: number | null): unknown[] {
@@ -107,31 +88,35 @@ export function releaseParams(leases: readonly JobLease[], delayMs: number | nul
  * reason 3) grow by the rows handed back. No attempt row: no run happened.
  * Lock/isolation: READ COMMITTED, one statement; the counter and bucket upserts are one row per queue.
  */
-export const unstart = (s: string): string => `
-WITH unstarted AS (
-  UPDATE ${s}.jobs_hot j
-  SET status = 0, attempt_count = j.attempt_count - 1, started_at_utc = NULL, heartbeat_utc = NULL,
-      worker_id = NULL, lease_id = NULL, last_updated_utc = now(),
-      scheduled_at_utc = CASE WHEN $4::float8 IS NULL THEN j.scheduled_at_utc
-                              ELSE now() + $4::float8 ${MS} END
-  FROM ${LEASES}
-  WHERE ${OWNED} AND j.status = 2
-  RETURNING j.queue
-),
-counted AS (
-  INSERT INTO ${s}.stats_summary AS t (queue, retried_total, last_activity_utc)
-  SELECT queue, count(*), now() FROM unstarted WHERE $4::float8 IS NOT NULL GROUP BY queue
-  ON CONFLICT (queue) DO UPDATE
-  SET retried_total = t.retried_total + EXCLUDED.retried_total,
-      last_activity_utc = EXCLUDED.last_activity_utc
-),
-bucket AS (${bucketUpsert(s, 3, '3', '(SELECT queue, NULL::bigint AS duration_ms FROM unstarted WHERE $4::float8 IS NOT NULL)')}
-)
-SELECT count(*)::int AS n FROM unstarted`;
+export const unstart = (s: string): string => handBack(s, true);
 
 /** Binds {@link unstart}: $1–$3 the leases ({@link leaseParams}), $4 the delay in ms or NULL. */
 export function unstartParams(leases: readonly JobLease[], delayMs: number | null): unknown[] {
   return [...leaseParams(leases), delayMs];
+}
+
+/** The statement of {@link release} (Fetched rows) and of {@link unstart} (`started` rows). */
+function handBack(s: string, started: boolean): string {
+  return `
+WITH released AS (
+  UPDATE ${s}.jobs_hot j
+  SET status = 0, ${started ? 'attempt_count = j.attempt_count - 1, started_at_utc = NULL, heartbeat_utc = NULL,\n      ' : ''}worker_id = NULL, lease_id = NULL, last_updated_utc = now(),
+      scheduled_at_utc = CASE WHEN $4::float8 IS NULL THEN j.scheduled_at_utc
+                              ELSE now() + $4::float8 ${MS} END
+  FROM ${LEASES}
+  WHERE ${OWNED} AND j.status = ${started ? 2 : 1}
+  RETURNING j.queue
+),
+counted AS (
+  INSERT INTO ${s}.stats_summary AS t (queue, retried_total, last_activity_utc)
+  SELECT queue, count(*), now() FROM released WHERE $4::float8 IS NOT NULL GROUP BY queue
+  ON CONFLICT (queue) DO UPDATE
+  SET retried_total = t.retried_total + EXCLUDED.retried_total,
+      last_activity_utc = EXCLUDED.last_activity_utc
+),
+bucket AS (${bucketUpsert(s, 3, '3', '(SELECT queue, NULL::bigint AS duration_ms FROM released WHERE $4::float8 IS NOT NULL)')}
+)
+SELECT count(*)::int AS n FROM released`;
 }
 
 /**
