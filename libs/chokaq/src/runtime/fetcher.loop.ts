@@ -35,8 +35,11 @@ export interface FetcherDeps {
  * Claims work (SPEC §4 "Fetcher"). Each cycle: refresh the queue controls when they are older than
  * the poll interval (one small read) and release buffered rows of queues paused meanwhile; then
  * claim. When concurrency slots are free and nothing waits in the buffer, the claim takes one row
- * per free slot and starts them in the same statement (no `markAsProcessing` round trip); otherwise
- * it fills the buffer with `min(batchSize, free buffer)` Fetched rows. A full claim means more may
+ * per free slot and starts them in the same statement (no `markAsProcessing` round trip). Where the
+ * storage starts ahead (`worker.startAhead`, PostgreSQL) and no handled queue has a budget or a
+ * rate limit, the claim also starts the rows the processor wants waiting ahead (about two round
+ * trips of work) and no Fetched buffer is used; otherwise, with every slot busy, it fills the
+ * buffer with `min(batchSize, free buffer)` Fetched rows. A full claim means more may
  * be due, so the next cycle runs at once; a claim cut short by a queue's rate limit runs the next
  * cycle when the limit frees up (if sooner than the poll interval); otherwise it sleeps
  * `pollIntervalMs` unless nudged (same-process enqueue, NOTIFY, freed capacity).
