@@ -102,7 +102,8 @@ function stubbedStorage(replies: Reply[]) {
     preparedStatements: false,
     busyTimeoutMs: 50,
     dataVersionPollMs: 50,
-    logger: () => new RecordingLogger(),
+    // As the module does: the storage logs through Nest's Logger (a test records it there).
+    logger: (context) => new Logger(context),
   };
   // Its store and queries over one connection, behind the validating edge, as createJobStorage
   // builds it.

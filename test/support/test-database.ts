@@ -1,3 +1,4 @@
+import { Logger } from '@nestjs/common';
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -238,7 +239,10 @@ function buildSchema(parts: DialectParts): TestSchema {
     for (const statement of statements) await sql(statement);
   };
   const openStorage = async (overrides?: Partial<StorageOptions>): Promise<JobStorage> => {
-    const storage = await createJobStorage({ ...parts.options, ...overrides } as StorageOptions);
+    // As the module does: the storage logs through Nest's Logger, so a test can record it there.
+    const storage = await createJobStorage({ ...parts.options, ...overrides } as StorageOptions, {
+      logger: (context) => new Logger(context),
+    });
     storages.push(storage);
     return storage;
   };
