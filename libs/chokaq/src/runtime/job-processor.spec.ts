@@ -219,6 +219,29 @@ describe('JobProcessor with rows started ahead', () => {
     expect(h.processor.leases().map((l) => l.id)).not.toContain('b');
   });
 
+  it('renews, before running them, the rows of a claim that returned after half a zombie timeout', async () => {
+    // The claim was sent, then this process stalled: a rescue may have taken every row it started,
+    // those in the reserved slots included.
+    const h = harness(2);
+    const sentAt = 0;
+    h.advance(ZOMBIE_MS);
+    h.renewal.touched = 0;
+    h.processor.accept(started('a', 'b', 'c'), h.lease, h.processor.reserveStartSlots(2), sentAt);
+    await waitFor('all three dropped', () => h.outcomes.length === 3);
+    expect(h.ran).toEqual([]);
+    expect(h.calls).toEqual(['keepAlive a', 'keepAlive b', 'keepAlive c']);
+    expect(h.processor.conflicts).toBe(3);
+    expect(h.processor.leases()).toEqual([]);
+  });
+
+  it('runs the rows of a late claim that are still its own after renewing them', async () => {
+    const h = harness(1);
+    h.advance(ZOMBIE_MS);
+    h.processor.accept(started('a'), h.lease, h.processor.reserveStartSlots(1), 0);
+    await waitFor('a running', () => h.ran.length === 1);
+    expect(h.calls).toEqual(['keepAlive a']);
+  });
+
   it('never runs a stale row whose renewal failed, and stops renewing it without a conflict', async () => {
     const h = harness(1);
     h.processor.accept(started('a', 'b'), h.lease, h.processor.reserveStartSlots(1));

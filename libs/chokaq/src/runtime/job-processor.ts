@@ -239,6 +239,8 @@ export class JobProcessor {
    * `reserved` for them, unused reserved slots are given back, and Fetched rows join the buffer and
    * start as slots allow. A started row runs even if shutdown began while its claim was in flight:
    * its attempt is already counted, and the shutdown grace period covers it like any running job.
+   * `sentAt` is when the claim was sent: rows of a claim that took longer than
+   * {@link renewAfterMs} to come back are renewed before they run.
    */
   accept(
     jobs: readonly HotJob[],
@@ -264,12 +266,19 @@ export class JobProcessor {
     if (started.length > 0) {
       const emit: EmitOutcome = (outcome, job) => this.emitOutcome(outcome, job);
       const release = () => this.limiter.release(1);
+      const waited = this.monotonic() - sentAt;
       for (const claimed of started) {
-        const handler = this.deps.handlers.resolve(claimed.job.queue, claimed.job.type);
-        this.track(
-          handler
+        const run = (): Promise<void> => {
+          const handler = this.deps.handlers.resolve(claimed.job.queue, claimed.job.type);
+          return handler
             ? this.execute(claimed, handler, false, emit, release)
-            : this.noHandler(claimed, emit).then(release),
+            : this.noHandler(claimed, emit).then(release);
+        };
+        // A claim that came back late (this process stalled while it was in flight) may have had
+        // its rows rescued meanwhile: renew each before its handler runs, as a row that waited.
+        const fresh = waited < this.renewAfterMs(claimed.job.queue);
+        this.track(
+          fresh ? run() : this.stillOwned(claimed, emit).then((ours) => (ours ? run() : release())),
         );
       }
     }
