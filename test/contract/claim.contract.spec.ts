@@ -57,6 +57,25 @@ describeEachDialect('storage contract: claiming', (fixture) => {
     expect(await claim(db.storage, queue, 10)).toMatchObject({ rows: [] });
   });
 
+  it('a claimed row reads as getJob reads it, every instant to the same millisecond', async () => {
+    const queue = uniqueQueue();
+    const jobs = await db.storage.enqueueMany(
+      Array.from({ length: 8 }, (_, i) => ({ queue, type: 'x.v1', payload: { i } })),
+    );
+    const c = await claim(db.storage, queue, 8, undefined, { start: 4 });
+    expect(c.rows.map((r) => r.id).sort()).toEqual(jobs.map((j) => j.id).sort());
+    for (const row of c.rows) {
+      const view = await db.storage.getJob(row.id);
+      const { pillar, ...stored } = view!;
+      expect(pillar).toBe('hot');
+      // Every field of the claimed row, as the view has it (the view has a few of its own).
+      expect(stored).toMatchObject({ ...row });
+      expect(Object.keys(row).every((k) => k in stored)).toBe(true);
+    }
+    // Started ones carry their start and heartbeat; Fetched ones none.
+    expect(c.rows.filter((r) => r.startedAtUtc !== null)).toHaveLength(4);
+  });
+
   it('limit 0 claims nothing; a claim never returns more than limit rows', async () => {
     const queue = uniqueQueue();
     await db.storage.enqueueMany(Array.from({ length: 5 }, () => ({ queue })));

@@ -67,4 +67,29 @@ bucket AS (
       lag_sum_ms = b.lag_sum_ms + EXCLUDED.lag_sum_ms,
       lag_max_ms = greatest(b.lag_max_ms, EXCLUDED.lag_max_ms)
 )
-SELECT c.* FROM claimed c
+SELECT c.id,
+       c.queue,
+       c.type,
+       c.payload,
+       c.tags,
+       c.idempotency_key,
+       c.priority,
+       c.status,
+       c.attempt_count,
+       c.worker_id,
+       c.lease_id,
+       floor(extract(epoch FROM c.heartbeat_utc) * 1000)::float8 AS heartbeat_utc,
+       floor(extract(epoch FROM c.scheduled_at_utc) * 1000)::float8 AS scheduled_at_utc,
+       floor(extract(epoch FROM c.created_at_utc) * 1000)::float8 AS created_at_utc,
+       floor(extract(epoch FROM c.enqueued_at_utc) * 1000)::float8 AS enqueued_at_utc,
+       floor(extract(epoch FROM c.started_at_utc) * 1000)::float8 AS started_at_utc,
+       floor(extract(epoch FROM c.last_updated_utc) * 1000)::float8 AS last_updated_utc,
+       c.created_by,
+       c.last_modified_by,
+       c.last_error,
+       floor(extract(epoch FROM c.cancel_requested_utc) * 1000)::float8 AS cancel_requested_utc,
+       c.progress,
+       c.progress_note,
+       c.trace_context,
+       c.payload_version
+FROM claimed c

@@ -9,7 +9,6 @@ import {
   EnqueueOptions,
   EnqueueResult,
   FetchRequest,
-  HotJob,
   JobLease,
   KeepAliveResult,
   ZombieRescueResult,
@@ -25,7 +24,8 @@ import { Audit, DialectJobStore, ZombieSweep } from '../dialect-job-storage';
 import type { HandlerTransactionSupport } from '../job-storage';
 import { OWN_DATA_SOURCE_REASON, SqlHandlerTransaction } from '../shared/handler-transaction';
 import { rateStateOf, shortestRateWait } from '../shared/rate-window';
-import { mapHotRow, toDate } from '../shared/row-mapper';
+import { claimOrder } from '../shared/claim-order';
+import { mapClaimedRow, mapHotRow, toDate } from '../shared/row-mapper';
 import { Exec, num, PostgresConnection } from './postgres.connection';
 import {
   bootstrapStatements,
@@ -346,7 +346,7 @@ export class PostgresJobStore extends PostgresAdminStore implements DialectJobSt
           }
           return taken;
         });
-    const jobs: ClaimedJobs = rows.map(mapHotRow).sort(byPriorityThenDue);
+    const jobs: ClaimedJobs = rows.map(mapClaimedRow).sort(claimOrder);
     if (waitMs !== undefined) jobs.rateLimitWaitMs = waitMs;
     return jobs;
   }
@@ -551,11 +551,4 @@ function chunkByBytes(jobs: readonly ValidatedJob[]): ValidatedJob[][] {
   }
   if (current.length > 0) out.push(current);
   return out;
-}
-
-/** Claimed rows in claim order: priority desc, then due time. */
-function byPriorityThenDue(a: HotJob, b: HotJob): number {
-  if (a.priority !== b.priority) return b.priority - a.priority;
-  const due = (j: HotJob): number => (j.scheduledAtUtc ?? j.enqueuedAtUtc).getTime();
-  return due(a) - due(b) || a.id.localeCompare(b.id);
 }

@@ -110,6 +110,46 @@ export function mapHotRow(raw: Row): HotJob {
   };
 }
 
+/** An instant as epoch milliseconds (a number, a bigint, or digits as text), or null. */
+function epochDate(value: unknown): Date | null {
+  return value === null || value === undefined ? null : new Date(Number(value));
+}
+
+/**
+ * Maps a claimed hot row, the claim's hot path: its keys are the snake_case column names and each
+ * timestamp is epoch milliseconds, as SQLite stores them and as PostgreSQL's claim returns them. So
+ * no key is folded and no date text parsed ({@link mapHotRow} reads any other row).
+ */
+export function mapClaimedRow(r: Row): HotJob {
+  return {
+    id: String(r.id),
+    queue: String(r.queue),
+    type: String(r.type),
+    payload: parsePayload(r.payload),
+    tags: decodeTags(str(r.tags)),
+    idempotencyKey: str(r.idempotency_key),
+    priority: num(r.priority),
+    status: num(r.status) as HotJob['status'],
+    attemptCount: num(r.attempt_count),
+    workerId: str(r.worker_id),
+    leaseId: str(r.lease_id),
+    heartbeatUtc: epochDate(r.heartbeat_utc),
+    scheduledAtUtc: epochDate(r.scheduled_at_utc),
+    createdAtUtc: epochDate(r.created_at_utc)!,
+    enqueuedAtUtc: epochDate(r.enqueued_at_utc)!,
+    startedAtUtc: epochDate(r.started_at_utc),
+    lastUpdatedUtc: epochDate(r.last_updated_utc)!,
+    createdBy: str(r.created_by),
+    lastModifiedBy: str(r.last_modified_by),
+    lastError: str(r.last_error),
+    cancelRequestedUtc: epochDate(r.cancel_requested_utc),
+    progress: numOrNull(r.progress),
+    progressNote: str(r.progress_note),
+    traceContext: parseTraceContext(r.trace_context),
+    payloadVersion: r.payload_version === undefined ? 1 : num(r.payload_version),
+  };
+}
+
 /**
  * Maps a row of any pillar. Archive rows have status Succeeded; DLQ rows take their status from
  * the stored `Status` column (Failed, Cancelled or Zombie).

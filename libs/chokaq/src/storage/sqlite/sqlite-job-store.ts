@@ -10,7 +10,6 @@ import {
   EnqueueOptions,
   EnqueueResult,
   FetchRequest,
-  HotJob,
   JobLease,
   KeepAliveResult,
   ZombieRescueResult,
@@ -31,7 +30,8 @@ import {
 import type { HandlerTransactionSupport } from '../job-storage';
 import { NO_REASON, Outcome } from '../shared/outcome';
 import { rateStateOf, shortestRateWait } from '../shared/rate-window';
-import { mapHotRow } from '../shared/row-mapper';
+import { claimOrder } from '../shared/claim-order';
+import { mapClaimedRow, mapHotRow } from '../shared/row-mapper';
 import { bucketsOf, claimedStartLag, countersByQueue, startBucketsOf } from './sqlite-counters';
 import { SqliteChangeWatch } from './sqlite-change-watch';
 import { yieldToEventLoop } from './sqlite-mutex';
@@ -362,7 +362,7 @@ export class SqliteJobStore extends SqliteAdminStore implements DialectJobStore 
       return claimed;
     });
     // RETURNING has no order: hand the rows back in claim order.
-    const jobs: ClaimedJobs = rows.map(mapHotRow).sort(claimOrder);
+    const jobs: ClaimedJobs = rows.map(mapClaimedRow).sort(claimOrder);
     if (waitMs !== undefined) jobs.rateLimitWaitMs = waitMs;
     return jobs;
   }
@@ -670,15 +670,6 @@ export class SqliteJobStore extends SqliteAdminStore implements DialectJobStore 
 }
 
 // -------------------------------------------------------------------------------- helpers
-
-/** Claim order: priority desc, then due time, then id. */
-function claimOrder(a: HotJob, b: HotJob): number {
-  if (a.priority !== b.priority) return b.priority - a.priority;
-  const dueA = (a.scheduledAtUtc ?? a.enqueuedAtUtc).getTime();
-  const dueB = (b.scheduledAtUtc ?? b.enqueuedAtUtc).getTime();
-  if (dueA !== dueB) return dueA - dueB;
-  return a.id < b.id ? -1 : a.id > b.id ? 1 : 0;
-}
 
 /** Validates leases (shared rules) and returns them as the JSON array the statements read. */
 function leasesJson(leases: readonly Checked<JobLease>[]): string {

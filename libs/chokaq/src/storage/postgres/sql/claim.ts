@@ -5,6 +5,7 @@
  * the claim statement".
  */
 import type { FetchRequest, HandledJobs } from '../../../interfaces/job.interface';
+import { HOT_COLUMNS, HOT_TIMESTAMPS } from '../../shared/columns';
 import { MS, START_LAG_MS, startLagUpsert } from './fragments';
 
 /**
@@ -54,6 +55,19 @@ const RATE_ALLOWANCE = (t: string): string => `greatest(0, q.rate_limit_max
                             + CASE WHEN q.rate_prev_last > ${t} - ${RATE_PER}
                                    THEN coalesce(q.rate_prev_count, 0) ELSE 0 END
                   END)`;
+
+/**
+ * The columns a claim returns, of `alias`: every hot column, the timestamps as whole epoch
+ * milliseconds under their own names (`floor`, so an instant truncates to the millisecond as the
+ * driver's own date parsing does). A claimed row is then read with no date text to parse
+ * (`mapClaimedRow`, the claim's hot path).
+ */
+const CLAIM_RETURNED = (alias: string): string =>
+  HOT_COLUMNS.map((c) =>
+    HOT_TIMESTAMPS.includes(c)
+      ? `floor(extract(epoch FROM ${alias}.${c}) * 1000)::float8 AS ${c}`
+      : `${alias}.${c}`,
+  ).join(',\n       ');
 
 /**
  * Step 2 of a claim: claims up to $6 due Pending rows of the handled queues and types (payload
@@ -166,7 +180,8 @@ spent AS (
 }
 bucket AS (${startLagUpsert(s, `(SELECT c.queue, ${START_LAG_MS('c')} AS lag_ms FROM claimed c WHERE c.status = 2)`)}
 )
-SELECT c.* FROM claimed c`;
+SELECT ${CLAIM_RETURNED('c')}
+FROM claimed c`;
 
 /**
  * The queues a claim covers: those with a queue-wide handler, and the queues of the exact
@@ -245,8 +260,9 @@ export function fetchNextBatchRateStateParams(queues: readonly string[]): unknow
  * its caller never received the rows, so nothing else can have moved them on.
  */
 export const fetchNextBatchClaimed = (s: string): string => `
-SELECT * FROM ${s}.jobs_hot
-WHERE status IN (1, 2) AND worker_id = $1 AND lease_id = $2`;
+SELECT ${CLAIM_RETURNED('j')}
+FROM ${s}.jobs_hot j
+WHERE j.status IN (1, 2) AND j.worker_id = $1 AND j.lease_id = $2`;
 
 /** Binds {@link fetchNextBatchClaimed}: $1 worker id, $2 lease id of the claim being retried. */
 export function fetchNextBatchClaimedParams(workerId: string, leaseId: string): unknown[] {
