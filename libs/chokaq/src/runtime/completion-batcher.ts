@@ -5,7 +5,6 @@ import { jittered } from '../common/jitter';
 import type { CompletedJob, JobLease, RunRef } from '../interfaces/job.interface';
 import type { JobStore } from '../storage/job-storage';
 import { runAfter, type ScheduledCall } from './run-after';
-import { runKey } from './run-key';
 
 /** Tuning of the completion batcher (internal; the defaults suit every dialect). */
 export interface CompletionBatcherOptions {
@@ -224,10 +223,11 @@ export class CompletionBatcher {
     }
     this.inFlight = [];
     // Decided per run, never per id: a stale run and its successor can both be in one batch, and
-    // only the run whose lease still matches was archived.
-    const done = new Set(archived.map(runKey));
+    // only the run whose lease still matches was archived (a job has one row, so an id is
+    // archived under one lease at most).
+    const done = new Map(archived.map((run) => [run.id, run.leaseId]));
     for (const waiting of batch) {
-      const ok = done.has(runKey(waiting.item));
+      const ok = done.get(waiting.item.id) === waiting.item.leaseId;
       if (!ok) {
         this.refused++;
         logEvent(

@@ -20,7 +20,6 @@ import type { JobEventSink } from './job-events';
 import { JobFinaliser, runOutcome, type ClaimedJob, type EmitOutcome } from './job-finaliser';
 import { outcomeEvents, progressEvent, startedEvent } from './lifecycle-events';
 import type { QueueControls } from './queue-controls';
-import { runKey } from './run-key';
 import { triage, type TriageView } from './run-triage';
 import { StartedAhead } from './started-ahead';
 
@@ -68,13 +67,15 @@ export class JobProcessor {
   readonly limiter: ConcurrencyLimiter;
   private buffer: ClaimedJob[] = [];
   /**
-   * Runs, not jobs: both maps are keyed by {@link runKey} `(id, leaseId)`. A process can hold a stale
-   * run of a job and the run that replaced it at once (its event loop stalled past the zombie
-   * timeout, the job was rescued and this very worker claimed it again); finishing the stale run
-   * must not drop the new run's lease from the heartbeat.
+   * Runs, not jobs: each run's lease is one object, made when its claim is accepted and passed
+   * along with the run to its end, and both collections are keyed by that object. A process can
+   * hold a stale run of a job and the run that replaced it at once (its event loop stalled past the
+   * zombie timeout, the job was rescued and this very worker claimed it again): two lease objects,
+   * so finishing the stale run never drops the new run's lease from the heartbeat. (Keyed by
+   * object, no key string is built and hashed per run.)
    */
-  private readonly owned = new Map<string, JobLease>();
-  private readonly running = new Map<string, { id: string; execution: Execution }>();
+  private readonly owned = new Set<JobLease>();
+  private readonly running = new Map<JobLease, { id: string; execution: Execution }>();
   private readonly tasks = new Set<Promise<unknown>>();
   private readonly clock = new DbClock();
   private readonly finaliser: JobFinaliser;
@@ -115,7 +116,7 @@ export class JobProcessor {
       logger: deps.logger,
       metrics: this.metrics,
       // Keyed by run: settling a stale run must leave the lease of the run that replaced it owned.
-      onSettled: (lease) => this.owned.delete(runKey(lease)),
+      onSettled: (lease) => this.owned.delete(lease),
     });
   }
 
@@ -175,7 +176,7 @@ export class JobProcessor {
 
   /** Every lease this process still owns: what the heartbeat renews. */
   leases(): JobLease[] {
-    return [...this.owned.values()];
+    return [...this.owned];
   }
 
   /** Ids of running jobs. */
@@ -254,7 +255,7 @@ export class JobProcessor {
     this.dropSuperseded(jobs, lease.leaseId);
     for (const job of jobs) {
       const claimed: ClaimedJob = { job, lease: { id: job.id, ...lease } };
-      this.owned.set(runKey(claimed.lease), claimed.lease);
+      this.owned.add(claimed.lease);
       if (job.status !== JobStatus.Processing) this.buffer.push(claimed);
       else if (started.length < reserved) started.push(claimed);
       // Started beyond the reserved slots: the claim started it ahead; it waits for a slot.
@@ -326,7 +327,7 @@ export class JobProcessor {
 
     for (const claimed of batch) {
       // drain() hands rows in directly: make sure the heartbeat covers them too.
-      this.owned.set(runKey(claimed.lease), claimed.lease);
+      this.owned.add(claimed.lease);
       const verdict = triage(claimed.job, this.triageView);
       switch (verdict.kind) {
         case 'no-handler':
@@ -525,7 +526,7 @@ export class JobProcessor {
         { operation: 'keepAlive', jobId: job.id, attempts: 1, error: message },
       );
       // Whether it is still ours is unknown: stop renewing it and never run it.
-      this.owned.delete(runKey(lease));
+      this.owned.delete(lease);
       emit(runOutcome(claimed, 'released', { applied: false, error: message }), job);
       return false;
     }
@@ -534,7 +535,7 @@ export class JobProcessor {
       return false;
     }
     if (touched > 0) return true;
-    this.owned.delete(runKey(lease));
+    this.owned.delete(lease);
     this.conflictCount++;
     this.metrics.conflict(job, 'started');
     logEvent(
@@ -657,7 +658,7 @@ export class JobProcessor {
         // Zero rows: cancelled, rescued or re-claimed meanwhile. The handler must not run.
         this.conflictCount++;
         this.metrics.conflict(job, 'started');
-        this.owned.delete(runKey(claimed.lease));
+        this.owned.delete(claimed.lease);
         this.deps.breakers.releaseProbe(circuitKey(job));
         logEvent(
           this.deps.logger,
@@ -732,13 +733,12 @@ export class JobProcessor {
     }
     this.metrics.runStarted(job, this.clock.now());
     this.ahead.noteEntered();
-    const key = runKey(lease);
-    this.running.set(key, { id: job.id, execution });
+    this.running.set(lease, { id: job.id, execution });
     let result: RunResult;
     try {
       result = await execution.result;
     } finally {
-      this.running.delete(key);
+      this.running.delete(lease);
       this.metrics.runEnded(job.queue);
       onJobDone();
     }
@@ -771,7 +771,7 @@ export class JobProcessor {
     for (const buffered of dropped) {
       this.conflictCount++;
       this.metrics.conflict(buffered.job, 'released');
-      this.owned.delete(runKey(buffered.lease));
+      this.owned.delete(buffered.lease);
       this.emitOutcome(
         runOutcome(buffered, 'released', {
           applied: false,
