@@ -16,6 +16,7 @@ import {
   VersioningType,
 } from '@nestjs/common';
 import { APP_GUARD } from '@nestjs/core';
+import type { NestExpressApplication } from '@nestjs/platform-express';
 import { FastifyAdapter, NestFastifyApplication } from '@nestjs/platform-fastify';
 import { Test } from '@nestjs/testing';
 import {
@@ -126,6 +127,10 @@ export interface DeckAppOptions {
   globalGuard?: Type<CanActivate>;
   /** Run a worker in the app (default false: a producer-only app, as a dashboard pod often is). */
   worker?: boolean;
+  /** The host app enables permissive CORS: `enableCors({ origin: true, credentials: true })`. */
+  cors?: boolean;
+  /** The host app trusts its reverse proxy's `X-Forwarded-*` headers. */
+  trustProxy?: boolean;
   chokaq?: ChokaQModuleOptions;
 }
 
@@ -170,8 +175,15 @@ export async function startDeckApp(options: DeckAppOptions): Promise<DeckApp> {
   const logger = quietLogger();
   const app: INestApplication =
     options.platform === 'fastify'
-      ? moduleRef.createNestApplication<NestFastifyApplication>(new FastifyAdapter(), { logger })
+      ? moduleRef.createNestApplication<NestFastifyApplication>(
+          new FastifyAdapter({ trustProxy: options.trustProxy === true }),
+          { logger },
+        )
       : moduleRef.createNestApplication({ logger });
+  if (options.trustProxy && options.platform !== 'fastify') {
+    (app as NestExpressApplication).set('trust proxy', true);
+  }
+  if (options.cors) app.enableCors({ origin: true, credentials: true });
   if (options.globalPrefix) app.setGlobalPrefix(options.globalPrefix);
   if (options.versioning) app.enableVersioning({ type: VersioningType.URI, defaultVersion: '1' });
   await app.listen(0, '127.0.0.1');

@@ -1,6 +1,7 @@
 import type { CanActivate, Type } from '@nestjs/common';
 import type { JobView } from '../interfaces/job-view.interface';
 import { ChokaQDeckConfigError } from './deck-config.error';
+import { normaliseOrigin } from './deck-origin';
 
 /** A guard of the Deck: a guard class (resolved through Nest's injector) or an instance. @publicApi */
 export type DeckGuard = Type<CanActivate> | CanActivate;
@@ -29,6 +30,13 @@ export interface ChokaQDeckOptions {
   refreshMs?: number;
   /** How often an idle stream sends a heartbeat event, in ms (1,000–120,000). Default 15,000. */
   heartbeatMs?: number;
+  /**
+   * Other origins (`scheme://host[:port]`) whose pages may call the Deck's API with the operator's
+   * credentials, for a deliberate setup such as the Deck's API behind a separate front end.
+   * Default none: the Deck refuses every API request a browser marks as coming from another
+   * origin or site (403), whatever CORS the host app enables.
+   */
+  allowedOrigins?: string[];
 }
 
 /** The route of the Deck, given beside the options because Nest needs it before any provider runs. */
@@ -47,6 +55,7 @@ export interface ResolvedDeckOptions {
   redact: (job: JobView) => JobView;
   refreshMs: number;
   heartbeatMs: number;
+  allowedOrigins: string[];
 }
 
 const MAX_ACTOR = 100;
@@ -155,5 +164,24 @@ export function resolveDeckOptions(options: ChokaQDeckOptions | undefined): Reso
     redact: redact ?? ((job) => job),
     refreshMs: intIn(options.refreshMs, 'refreshMs', 2_000, 250, 60_000),
     heartbeatMs: intIn(options.heartbeatMs, 'heartbeatMs', 15_000, 1_000, 120_000),
+    allowedOrigins: originList(options.allowedOrigins),
   };
+}
+
+function originList(value: unknown): string[] {
+  if (value === undefined) return [];
+  if (!Array.isArray(value)) {
+    throw new ChokaQDeckConfigError(
+      'ChokaQDeckModule: allowedOrigins must be an array of origins.',
+    );
+  }
+  return value.map((origin) => {
+    try {
+      return normaliseOrigin(String(origin));
+    } catch (error) {
+      throw new ChokaQDeckConfigError(
+        `ChokaQDeckModule: allowedOrigins: ${(error as Error).message}.`,
+      );
+    }
+  });
 }
