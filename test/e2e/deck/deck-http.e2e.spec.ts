@@ -80,6 +80,7 @@ describe.each(PLATFORMS)(
       const page = await fetch(deck.url);
       expect(page.status).toBe(200);
       expect(page.headers.get('content-security-policy')).toBe(DECK_CSP);
+      expect(DECK_CSP).toContain("base-uri 'self'");
       expect(page.headers.get('content-type')).toMatch(/^text\/html/);
       const base = new URL(deck.url).pathname;
       expect(await page.text()).toContain(`<base href="${base}/" />`);
@@ -207,6 +208,18 @@ describe.each(PLATFORMS)(
 
       const notNumber = await fetch(`${deck.url}/api/dlq?reason=abc`, { headers: bearer() });
       expect(notNumber.status).toBe(400);
+
+      // A payload nested 10,000 deep is refused with 400: the issue echoes it abbreviated.
+      const deep = `{"payload":${'{"next":'.repeat(10_000)}{}${'}'.repeat(10_000)}}`;
+      const tooDeep = await fetch(
+        `${deck.url}/api/jobs/00000000-0000-0000-0000-000000000000/resurrect`,
+        { method: 'POST', headers: bearer(true), body: deep },
+      );
+      expect(tooDeep.status).toBe(400);
+      expect(await json(tooDeep)).toMatchObject({
+        error: 'validation',
+        issues: [expect.objectContaining({ path: 'edits.payload' })],
+      });
 
       const forged = await fetch(`${deck.url}/api/dlq/resurrect`, {
         method: 'POST',

@@ -331,6 +331,27 @@ describe('resolveChokaQOptions', () => {
       ]);
     });
 
+    it('never echoes the password of a refused url or of the options beside it', () => {
+      for (const storage of [
+        // A refused url (a NUL in it), and the SQL Server connection-string form.
+        { type: 'postgres', url: 'postgres://app:s3cret@db:5432/jobs\u0000' },
+        { type: 'mssql', url: 'Server=db;User Id=sa;Password=s3cret;\u0000' },
+        // Neither url nor host: the issue's value is the storage options themselves.
+        { type: 'postgres', username: 'app', password: 's3cret' },
+      ]) {
+        let error: unknown;
+        try {
+          resolveChokaQOptions({ storage } as ChokaQModuleOptions);
+        } catch (thrown) {
+          error = thrown;
+        }
+        expect(error).toBeInstanceOf(ChokaQValidationError);
+        const { message, issues } = error as ChokaQValidationError;
+        expect(message).not.toContain('s3cret');
+        expect(JSON.stringify(issues)).not.toContain('s3cret');
+      }
+    });
+
     it('reports storage problems together with the others', () => {
       const issues = issuesOf({ storage: { type: 'mysql' }, retry: { maxAttempts: 0 } });
       expect(issues.map((i) => i.path)).toEqual(['retry.maxAttempts', 'storage.type']);

@@ -31,7 +31,9 @@ export class DeckAssetsController {
     @Headers('if-none-match') etag: string | undefined,
     @Res({ passthrough: true }) res: HeaderResponse,
   ): StreamableFile | undefined {
-    const path = (req.originalUrl ?? req.url ?? '/').split('?')[0];
+    // Repeated slashes collapsed: `//host/…` would make the base another origin's (CSP's
+    // `base-uri 'self'` refuses such a base too).
+    const path = (req.originalUrl ?? req.url ?? '/').split('?')[0].replace(/\/{2,}/g, '/');
     return send(res, this.assets.page(path.endsWith('/') ? path : `${path}/`), etag, 'no-store');
   }
 

@@ -12,4 +12,4 @@ export const DECK_CSRF_HEADER = 'x-chokaq-deck';
 
 /** The Content-Security-Policy of every Deck response. */
 export const DECK_CSP =
-  "default-src 'self'; script-src 'self'; style-src 'self'; connect-src 'self'; frame-ancestors 'none'";
+  "default-src 'self'; script-src 'self'; style-src 'self'; connect-src 'self'; frame-ancestors 'none'; base-uri 'self'";

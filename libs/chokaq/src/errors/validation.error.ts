@@ -1,4 +1,5 @@
 import { describeValue } from '../common/describe-value';
+import { echoValue } from '../common/echo-value';
 import { ChokaQError } from './chokaq.error';
 
 /** One rejected input: where it was, what it was, and the rule it broke. */
@@ -7,7 +8,10 @@ export interface ValidationIssue {
   readonly path: string;
   /** The rule, e.g. `must be an integer within ±1000000`. */
   readonly message: string;
-  /** The rejected value (abbreviated when long). */
+  /**
+   * The rejected value, as an error may show it: credentials masked, long strings cut, deep or
+   * large objects abbreviated (`common/echo-value.ts`).
+   */
   readonly value: unknown;
 }
 
@@ -18,20 +22,25 @@ export interface ValidationIssue {
  * @publicApi
  */
 export class ChokaQValidationError extends ChokaQError {
+  /** Every problem found; each value as {@link echoValue} shows it (secrets masked, bounded). */
+  readonly issues: readonly ValidationIssue[];
+
   /**
    * @param message replaces the default text (`Invalid input: <path> <rule> (got …); …`), for a
    * subclass that says more about where the input was refused.
    */
-  constructor(
-    readonly issues: readonly ValidationIssue[],
-    message?: string,
-  ) {
+  constructor(issues: readonly ValidationIssue[], message?: string) {
+    const shown = issues.map((i) => {
+      const value = echoValue(i.value);
+      return value === i.value ? i : { ...i, value };
+    });
     super(
       message ??
-        `Invalid input: ${issues
+        `Invalid input: ${shown
           .map((i) => `${i.path} ${i.message} (got ${describeValue(i.value)})`)
           .join('; ')}`,
     );
+    this.issues = shown;
   }
 
   /** The first offending field's path. */
