@@ -178,3 +178,22 @@ function read(target: object, key: string): unknown {
 function isObject(value: unknown): value is object {
   return (typeof value === 'object' && value !== null) || typeof value === 'function';
 }
+
+/**
+ * A stable, short code for an error a client may be told about in place of its text: the first
+ * `code` of the error or its `cause` chain that is a plain token (a driver's `ECONNREFUSED`, a
+ * PostgreSQL SQLSTATE such as `57P01`, SQL Server's `ELOGIN`), else the error's class name. Never
+ * the driver's message, which may name schemas, tables, hosts and ports.
+ */
+export function publicErrorCode(error: unknown): string {
+  let current: unknown = error;
+  for (let depth = 0; depth <= MAX_ERROR_CAUSE_DEPTH; depth++) {
+    if (typeof current !== 'object' || current === null) break;
+    const code = read(current, 'code');
+    if (typeof code === 'string' && /^[A-Za-z0-9_]{1,40}$/.test(code)) return code;
+    if (typeof code === 'number' && Number.isInteger(code)) return String(code);
+    current = read(current, 'cause');
+  }
+  const name = typeof error === 'object' && error !== null ? read(error, 'name') : undefined;
+  return typeof name === 'string' && /^[A-Za-z0-9_]{1,60}$/.test(name) ? name : 'Error';
+}

@@ -1,4 +1,4 @@
-import { Inject, Injectable } from '@nestjs/common';
+import { Inject, Injectable, Logger } from '@nestjs/common';
 import {
   Observable,
   Subject,
@@ -12,7 +12,7 @@ import {
   timer,
 } from 'rxjs';
 import { ChokaQAdmin } from '../admin/chokaq-admin.service';
-import { toError } from '../common/error-text';
+import { publicErrorCode, toError } from '../common/error-text';
 import type { QueueInfo } from '../interfaces/job.interface';
 import type {
   QueueHealth,
@@ -49,7 +49,7 @@ export type DeckSnapshot =
       workers: { alive: number; lost: number };
       worstLag: { queue: string; lagMs: number } | null;
     }
-  | { ok: false; at: string; error: string };
+  | { ok: false; at: string; code: string; error: string };
 
 /**
  * The one shared snapshot of the process. A tick reads the operator core once (single-flight: a
@@ -62,6 +62,9 @@ export class DeckSnapshotService {
   private readonly kicks = new Subject<void>();
   /** Reads done since start (a test counts them). */
   reads = 0;
+  private readonly logger = new Logger('ChokaQDeck');
+  /** The text of the last failed read's error, until a read succeeds. */
+  private lastFailure: string | undefined;
 
   readonly snapshots$: Observable<DeckSnapshot>;
 
@@ -71,18 +74,30 @@ export class DeckSnapshotService {
   ) {
     this.snapshots$ = merge(timer(0, options.refreshMs), this.kicks).pipe(
       exhaustMap(() =>
-        from(this.read()).pipe(
-          catchError((error: unknown) =>
-            of<DeckSnapshot>({
-              ok: false,
-              at: new Date().toISOString(),
-              error: toError(error).message,
-            }),
-          ),
-        ),
+        from(this.read()).pipe(catchError((error: unknown) => of(this.failed(error)))),
       ),
       shareReplay({ bufferSize: 1, refCount: true }),
     );
+  }
+
+  /**
+   * The snapshot of a failed read: a stable code ({@link publicErrorCode}) and a generic message
+   * for the browser; the driver's text (schema, tables, host and port) goes to the server log, once
+   * per streak of failures with the same text.
+   */
+  private failed(error: unknown): DeckSnapshot {
+    const code = publicErrorCode(error);
+    const text = toError(error).message;
+    if (text !== this.lastFailure) {
+      this.lastFailure = text;
+      this.logger.warn(`The Deck's snapshot read failed (${code}): ${text}`);
+    }
+    return {
+      ok: false,
+      at: new Date().toISOString(),
+      code,
+      error: `The database could not be read (${code}); the server log has the details.`,
+    };
   }
 
   /** The latest snapshot: the shared one while streams are open, else one read now. */
@@ -120,6 +135,7 @@ export class DeckSnapshotService {
       (acc, h) => (h.maxLagMs > (acc?.maxLagMs ?? 0) ? h : acc),
       null,
     );
+    this.lastFailure = undefined;
     return {
       ok: true,
       at: new Date(now).toISOString(),

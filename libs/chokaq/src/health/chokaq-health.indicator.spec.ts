@@ -1,3 +1,4 @@
+import { Logger } from '@nestjs/common';
 import { HealthIndicatorService } from '@nestjs/terminus';
 import type { ChokaQAdmin } from '../admin/chokaq-admin.service';
 import { ChokaQValidationError } from '../errors';
@@ -131,14 +132,26 @@ describe('ChokaQHealthIndicator', () => {
       });
     });
 
-    it('is down when the read fails, with the error', async () => {
-      admin.schema = new Error('connect ECONNREFUSED 127.0.0.1:5432');
-      expect((await indicator.storage())['chokaq-storage']).toEqual({
-        status: 'down',
-        reason: 'unreachable',
-        message: 'The database read failed: connect ECONNREFUSED 127.0.0.1:5432',
-        timeoutMs: 3_000,
-      });
+    it('is down when the read fails, with a stable code; the driver text only in the log', async () => {
+      const warn = jest.spyOn(Logger.prototype, 'warn').mockImplementation(() => undefined);
+      try {
+        admin.schema = Object.assign(new Error('connect ECONNREFUSED 10.1.2.3:5432'), {
+          code: 'ECONNREFUSED',
+        });
+        expect((await indicator.storage())['chokaq-storage']).toEqual({
+          status: 'down',
+          reason: 'unreachable',
+          code: 'ECONNREFUSED',
+          message: 'The database read failed (ECONNREFUSED); the server log has the details.',
+          timeoutMs: 3_000,
+        });
+        expect(String(warn.mock.calls[0]?.[0])).toContain('connect ECONNREFUSED 10.1.2.3:5432');
+        // No code anywhere in the chain: the error's class name.
+        admin.schema = new TypeError('relation "chokaq".jobs_hot does not exist');
+        expect((await indicator.storage())['chokaq-storage']).toMatchObject({ code: 'TypeError' });
+      } finally {
+        warn.mockRestore();
+      }
     });
 
     it('is down after timeoutMs when the database does not answer, and polls share the hung read', async () => {

@@ -1,4 +1,4 @@
-import { Injectable } from '@nestjs/common';
+import { Injectable, Logger } from '@nestjs/common';
 import { HealthIndicatorService, type HealthIndicatorResult } from '@nestjs/terminus';
 import { ChokaQAdmin } from '../admin/chokaq-admin.service';
 import type {
@@ -16,6 +16,7 @@ import {
   assertWorkerCheck,
   HEARTBEAT_STALE_INTERVALS,
 } from '../validation/validate-health';
+import { publicErrorCode, toError } from '../common/error-text';
 import { SharedProbe, type ProbeOutcome } from './shared-probe';
 
 /** The key of each check in Terminus' response when the caller names none. */
@@ -59,6 +60,7 @@ interface QueuesReading {
 export class ChokaQHealthIndicator {
   private readonly storageProbe = new SharedProbe<SchemaStatus>();
   private readonly queuesProbe = new SharedProbe<QueuesReading>();
+  private readonly logger = new Logger('ChokaQHealth');
 
   constructor(
     private readonly health: HealthIndicatorService,
@@ -83,7 +85,8 @@ export class ChokaQHealthIndicator {
       () => this.admin.getSchemaStatus(),
       check.timeoutMs,
     );
-    if (outcome.kind !== 'answered') return session.down(unanswered(outcome, check.timeoutMs));
+    if (outcome.kind !== 'answered')
+      return session.down(unanswered(outcome, check.timeoutMs, (text) => this.logger.warn(text)));
     const { currentVersion, latestVersion, pending } = outcome.value;
     const data = {
       schemaVersion: currentVersion,
@@ -187,7 +190,8 @@ export class ChokaQHealthIndicator {
       }),
       check.timeoutMs,
     );
-    if (outcome.kind !== 'answered') return session.down(unanswered(outcome, check.timeoutMs));
+    if (outcome.kind !== 'answered')
+      return session.down(unanswered(outcome, check.timeoutMs, (text) => this.logger.warn(text)));
     const named = check.queues && new Set(check.queues);
     const stopped = new Set(
       outcome.value.queues.filter((q) => q.isPaused || !q.isActive).map((q) => q.name),
@@ -234,20 +238,29 @@ export class ChokaQHealthIndicator {
   }
 }
 
-/** The data of a check whose database read failed or timed out. */
+/**
+ * The data of a check whose database read failed or timed out. A failure is told by a stable
+ * `code` ({@link publicErrorCode}) and a generic message: the driver's text, which may name the
+ * schema, tables, host and port, goes to the server log only (`log`).
+ */
 function unanswered(
   outcome: Exclude<ProbeOutcome<unknown>, { kind: 'answered' }>,
   timeoutMs: number,
-): { reason: string; message: string; timeoutMs: number } {
-  return outcome.kind === 'timeout'
-    ? {
-        reason: 'timeout',
-        message: `The database did not answer within ${timeoutMs} ms.`,
-        timeoutMs,
-      }
-    : {
-        reason: 'unreachable',
-        message: `The database read failed: ${outcome.error.message}`,
-        timeoutMs,
-      };
+  log: (text: string) => void,
+): { reason: string; message: string; timeoutMs: number; code?: string } {
+  if (outcome.kind === 'timeout') {
+    return {
+      reason: 'timeout',
+      message: `The database did not answer within ${timeoutMs} ms.`,
+      timeoutMs,
+    };
+  }
+  const code = publicErrorCode(outcome.error);
+  log(`A health check's database read failed (${code}): ${toError(outcome.error).message}`);
+  return {
+    reason: 'unreachable',
+    code,
+    message: `The database read failed (${code}); the server log has the details.`,
+    timeoutMs,
+  };
 }
