@@ -98,6 +98,29 @@ describe('assertListQuery', () => {
     });
   });
 
+  /** `good`'s cursor with `spaces` of whitespace before its JSON (still valid JSON). */
+  function paddedCursor(spaces: number): string {
+    return Buffer.from(`${' '.repeat(spaces)}${JSON.stringify(good)}`, 'utf8').toString(
+      'base64url',
+    );
+  }
+
+  it('reads a padded cursor within the length bound (the bound, not the padding, refuses)', () => {
+    expect(paddedCursor(100).length).toBeLessThanOrEqual(1_000);
+    expect(assertListQuery('archive', { cursor: paddedCursor(100) }).after?.id).toBe(good.i);
+  });
+
+  it('bounds a search term at 200 characters and explicit ids at 10,000', () => {
+    const ids = (n: number) => Array.from({ length: n }, () => randomUUID());
+    const search = (n: number) => ({ filter: { search: 'x'.repeat(n) } });
+    expect(() => assertListQuery('active', search(200))).not.toThrow();
+    expect(issuePaths(() => assertListQuery('active', search(201)))).toEqual(['filter.search']);
+    expect(() => assertListQuery('active', { filter: { ids: ids(10_000) } })).not.toThrow();
+    expect(issuePaths(() => assertListQuery('active', { filter: { ids: ids(10_001) } }))).toEqual([
+      'filter.ids',
+    ]);
+  });
+
   /** A cursor whose JSON is `json` (base64url, as ChokaQ writes them). */
   const forged = (json: unknown): string =>
     Buffer.from(JSON.stringify(json), 'utf8').toString('base64url');
@@ -122,6 +145,8 @@ describe('assertListQuery', () => {
     ['a number', 42],
     ['an object', { ...good }],
     ['far too long', 'A'.repeat(5_000)],
+    // A cursor ChokaQ could have written, but for 2,000 spaces of padding: over the length bound.
+    ['a valid cursor padded past 1,000 characters', paddedCursor(2_000)],
   ])('refuses %s at cursor, before any SQL', (_name, cursor) => {
     const issues = validationIssues(() => assertListQuery('archive', { cursor } as never));
     expect(issues.map((i) => i.path)).toEqual(['cursor']);
