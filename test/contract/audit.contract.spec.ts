@@ -353,6 +353,40 @@ describeEachDialect('storage contract: audit log and confirmed bulk actions', (f
       expect(await db.count('dlq', 'queue = ?', [queue])).toBe(0);
     });
 
+    it('rounds the tolerance down (6 against 5 at 0.1 is refused) and refuses a token at its expiry instant', async () => {
+      const queue = uniqueQueue('edges');
+      await dead(5, queue);
+      const { token } = await admin.previewDlq({ queue }, { action: 'purge', max: 100 });
+      await dead(1, queue);
+      // 10 % of 5 is half a row: no row of tolerance.
+      const moved = await expectRejects(
+        admin.purgeDlqByFilter({ queue }, { token, tolerance: 0.1 }),
+      );
+      expect(moved).toMatchObject({ reason: 'count-changed', previewed: 5, current: 6 });
+
+      // The database clock reads exactly the expiry instant: the token is no longer valid.
+      const secret = await db.storage.confirmationSecret('0'.repeat(64));
+      const expiresAtMs = (await db.storage.now()).getTime() + 60_000;
+      const exact = signConfirmation(secret, {
+        action: 'purge',
+        filter: canonicalFilter({ queue }),
+        matched: 6,
+        max: 100,
+        expiresAtMs,
+      });
+      const frozen = new Proxy(db.storage, {
+        get(target, key, receiver) {
+          if (key === 'now') return async () => new Date(expiresAtMs);
+          const value = Reflect.get(target, key, receiver) as unknown;
+          return typeof value === 'function' ? value.bind(target) : value;
+        },
+      });
+      const atExpiry = new ChokaQAdmin(frozen, testOptions(), new WorkerRegistry());
+      const expired = await expectRejects(atExpiry.purgeDlqByFilter({ queue }, { token: exact }));
+      expect(expired).toMatchObject({ reason: 'expired' });
+      expect(await db.count('dlq', 'queue = ?', [queue])).toBe(6);
+    });
+
     it('first calls at once, from separate storages and connections, all get the one secret stored', async () => {
       // Operators' CLI processes preview at the same time; each must read the secret that won.
       const storages = await db.openStorages(4);

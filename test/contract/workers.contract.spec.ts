@@ -1,6 +1,9 @@
 import type { WorkerHeartbeat } from '../../libs/chokaq/src/interfaces/worker.interface';
 import { JobStorage } from '../../libs/chokaq/src/storage/job-storage';
 import { TestDatabase, describeEachDialect } from '../support/test-database';
+import { ChokaQAdmin } from '../../libs/chokaq/src/admin/chokaq-admin.service';
+import { WorkerRegistry } from '../../libs/chokaq/src/worker.registry';
+import { testOptions } from '../runtime/support/options';
 import { expectValidationError, newWorkerId, uniqueQueue } from './helpers';
 
 /**
@@ -163,6 +166,20 @@ describeEachDialect('storage contract: workers table', (fixture) => {
     });
     // Without a threshold: the default zombie timeout (10 minutes).
     expect((await db.storage.listWorkers()).find((w) => w.workerId === lost)?.state).toBe('lost');
+  });
+
+  it("ChokaQAdmin.listWorkers judges lost by the zombie timeout, not the heartbeat's interval", async () => {
+    const id = newWorkerId('beat-late');
+    await db.storage.upsertWorker(report(id));
+    await backdateWorker(id, 1_500);
+    const admin = new ChokaQAdmin(
+      db.storage,
+      testOptions({ heartbeat: { intervalMs: 1_000 }, rescue: { zombieTimeoutMs: 30_000 } }),
+      new WorkerRegistry(),
+    );
+    expect((await admin.listWorkers()).find((w) => w.workerId === id)?.state).toBe('running');
+    await backdateWorker(id, 31_000);
+    expect((await admin.listWorkers()).find((w) => w.workerId === id)?.state).toBe('lost');
   });
 
   it('lists from any storage, a producer-only process that never reported included, most recently seen first', async () => {

@@ -113,10 +113,10 @@ describe('assertListQuery', () => {
   it('bounds a search term at 200 characters and explicit ids at 10,000', () => {
     const ids = (n: number) => Array.from({ length: n }, () => randomUUID());
     const search = (n: number) => ({ filter: { search: 'x'.repeat(n) } });
-    expect(() => assertListQuery('active', search(200))).not.toThrow();
-    expect(issuePaths(() => assertListQuery('active', search(201)))).toEqual(['filter.search']);
-    expect(() => assertListQuery('active', { filter: { ids: ids(10_000) } })).not.toThrow();
-    expect(issuePaths(() => assertListQuery('active', { filter: { ids: ids(10_001) } }))).toEqual([
+    expect(() => assertListQuery('hot', search(200))).not.toThrow();
+    expect(issuePaths(() => assertListQuery('hot', search(201)))).toEqual(['filter.search']);
+    expect(() => assertListQuery('hot', { filter: { ids: ids(10_000) } })).not.toThrow();
+    expect(issuePaths(() => assertListQuery('hot', { filter: { ids: ids(10_001) } }))).toEqual([
       'filter.ids',
     ]);
   });
