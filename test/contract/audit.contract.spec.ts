@@ -7,7 +7,7 @@ import { canonicalFilter } from '../../libs/chokaq/src/validation/validate-audit
 import { WorkerRegistry } from '../../libs/chokaq/src/worker.registry';
 import { testOptions } from '../runtime/support/options';
 import { TestDatabase, describeEachDialect } from '../support/test-database';
-import { backdate, expectRejects, expectValidationError, uniqueQueue } from './helpers';
+import { backdate, expectRejects, expectValidationError, startJob, uniqueQueue } from './helpers';
 
 /**
  * The audit log and the confirmation of bulk actions (issue "operator core", step 3): every
@@ -88,6 +88,13 @@ describeEachDialect('storage contract: audit log and confirmed bulk actions', (f
       target: id,
       rowsAffected: 1,
     });
+    // A cancel counts what it moved and what it asked to stop: one Pending job, one running.
+    const cancelQueue = uniqueQueue('cancel-count');
+    const { id: pending } = await db.storage.enqueue({ queue: cancelQueue });
+    const running = await startJob(db.storage, cancelQueue);
+    const result = await admin.cancel([pending, running.id], 'bob');
+    expect(result).toMatchObject({ cancelled: [pending], cancelRequested: [running.id] });
+    expect((await latest())[0]).toMatchObject({ action: 'job.cancel', rowsAffected: 2 });
     const ids = await dead(2);
     expect(await admin.purgeDlq(ids, 'carol')).toBe(2);
     expect((await latest())[0]).toMatchObject({
