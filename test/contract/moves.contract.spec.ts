@@ -291,6 +291,25 @@ describeEachDialect('storage contract: atomic moves', (fixture) => {
     });
   });
 
+  it("invariant 2: a running row's retry, DLQ move and zombie sweep roll back with its attempt row when that insert fails", async () => {
+    const queue = uniqueQueue('rb.attempts');
+    const lease = await startJob(db.storage, queue);
+    const history = async () => (await db.storage.getJob(lease.id, { attempts: true }))?.attempts;
+    const retry = () => db.storage.rescheduleForRetry(lease, 0, 'Error: retried');
+    const dead = () =>
+      db.storage.moveToDlq(lease, { reason: FailureReason.FatalError, error: 'x', durationMs: 2 });
+    await expectRolledBack(lease.id, queue, 'attempts', 'inserts', retry);
+    await expectRolledBack(lease.id, queue, 'attempts', 'inserts', dead);
+    await backdate(db, 'hot', 'heartbeat_utc', [lease.id], 3_600_000);
+    const sweep = () => db.storage.archiveZombies(600_000);
+    await expectRolledBack(lease.id, queue, 'attempts', 'inserts', sweep);
+    expect(await history()).toEqual([]);
+
+    // Without the failure, each move and its attempt row land together.
+    expect((await sweep()).dlq).toContain(lease.id);
+    expect(await history()).toHaveLength(1);
+  });
+
   it('error text with NUL characters or of any length still reaches the DLQ and LastError (sanitised)', async () => {
     const queue = uniqueQueue('errtext');
     const retried = await startJob(db.storage, queue);
