@@ -1,5 +1,6 @@
 import { ChokaQAdmin } from '../../libs/chokaq/src/admin/chokaq-admin.service';
 import { JobStatus } from '../../libs/chokaq/src/interfaces/job-status.enum';
+import { rateAllowance } from '../../libs/chokaq/src/storage/shared/rate-window';
 import { WorkerRegistry } from '../../libs/chokaq/src/worker.registry';
 import { testOptions } from '../runtime/support/options';
 import { busiestWindow } from '../support/rate-windows';
@@ -161,6 +162,131 @@ describeEachDialect('storage contract: rate limits', (fixture) => {
     const span = Math.max(...times) - Math.min(...times);
     expect(span).toBeGreaterThanOrEqual(2 * PER_MS);
     expect(span).toBeLessThan(2 * PER_MS + 1_500);
+  });
+
+  /** Writes a queue's rate-window state, its instants as offsets (ms) from the database's now. */
+  async function writeRateState(
+    queue: string,
+    nowMs: number,
+    state: {
+      windowStart: number | null;
+      windowLast: number | null;
+      windowCount: number | null;
+      prevLast: number | null;
+      prevCount: number | null;
+    },
+  ): Promise<void> {
+    const at = (offset: number | null) =>
+      offset === null ? null : db.dialect === 'sqlite' ? nowMs + offset : new Date(nowMs + offset);
+    const c = (name: string) => db.column(name);
+    await db.sql(
+      `UPDATE ${db.table('queues')} SET ${c('rate_window_start')} = ${db.param(1)}, ` +
+        `${c('rate_window_last')} = ${db.param(2)}, ${c('rate_window_count')} = ${db.param(3)}, ` +
+        `${c('rate_prev_last')} = ${db.param(4)}, ${c('rate_prev_count')} = ${db.param(5)} ` +
+        `WHERE ${c('name')} = ${db.param(6)}`,
+      [
+        at(state.windowStart),
+        at(state.windowLast),
+        state.windowCount,
+        at(state.prevLast),
+        state.prevCount,
+        queue,
+      ],
+    );
+  }
+
+  it('a trickle across a window edge: the previous window still counts while its last start is recent', async () => {
+    // One start, a pause, four more late in the window, the window's edge passes, a claim: the
+    // five recent starts leave no allowance, not a fresh five. States are written, not waited
+    // for, with a one-minute window so that no edge is near while the test runs.
+    const PER = 60_000;
+    const queue = uniqueQueue('rate.trickle');
+    await db.storage.enqueueMany(Array.from({ length: 12 }, () => ({ queue })));
+    await admin.setRateLimit(queue, { max: MAX, perMs: PER });
+    // The window opened 65 s ago (it has rolled over), its last start 10 s ago.
+    await writeRateState(queue, (await db.storage.now()).getTime(), {
+      windowStart: -65_000,
+      windowLast: -10_000,
+      windowCount: MAX,
+      prevLast: null,
+      prevCount: null,
+    });
+    expect((await claimStarting(queue, 12)).rows).toHaveLength(0);
+
+    // The next window opened 10 s ago with one start; the previous one's four ended 20 s ago:
+    // one more start would make six within one window.
+    await writeRateState(queue, (await db.storage.now()).getTime(), {
+      windowStart: -10_000,
+      windowLast: -10_000,
+      windowCount: 1,
+      prevLast: -20_000,
+      prevCount: MAX - 1,
+    });
+    expect((await claimStarting(queue, 12)).rows).toHaveLength(0);
+
+    // Once the previous window's last start is a window old, only the current one counts.
+    await writeRateState(queue, (await db.storage.now()).getTime(), {
+      windowStart: -10_000,
+      windowLast: -10_000,
+      windowCount: 1,
+      prevLast: -70_000,
+      prevCount: MAX - 1,
+    });
+    expect((await claimStarting(queue, 12)).rows).toHaveLength(MAX - 1);
+  });
+
+  it('the claim’s allowance is the shared rule’s, over random window states', async () => {
+    const PER = 60_000;
+    const queue = uniqueQueue('rate.rule');
+    await db.storage.enqueueMany(Array.from({ length: 10 }, () => ({ queue })));
+    // Offsets (s) at least 5 s from every edge the rule compares (now - 60 s, now - 120 s).
+    const offsets = [-170_000, -130_000, -110_000, -75_000, -45_000, -25_000, -5_000, null];
+    // mulberry32: a small seeded generator whose low bits are as random as its high ones.
+    let seed = 0x2f6b1d3a;
+    const random = (n: number): number => {
+      seed = (seed + 0x6d2b79f5) | 0;
+      let t = Math.imul(seed ^ (seed >>> 15), 1 | seed);
+      t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
+      return Math.floor((((t ^ (t >>> 14)) >>> 0) / 4_294_967_296) * n);
+    };
+    for (let round = 0; round < 60; round++) {
+      const max = 1 + random(8);
+      await admin.setRateLimit(queue, { max, perMs: PER });
+      const pick = () => offsets[random(offsets.length)];
+      const count = () => (random(4) === 0 ? null : random(9));
+      const start = pick();
+      const state = {
+        windowStart: start,
+        windowLast: start === null ? null : Math.min(-1_000, start + 1_000 + random(3) * 10_000),
+        windowCount: count(),
+        prevLast: pick(),
+        prevCount: count(),
+      };
+      const now = (await db.storage.now()).getTime();
+      await writeRateState(queue, now, state);
+      const ms = (o: number | null) => (o === null ? null : now + o);
+      const expected = rateAllowance(
+        {
+          max,
+          perMs: PER,
+          windowStartMs: ms(state.windowStart),
+          windowLastMs: ms(state.windowLast),
+          windowCount: state.windowCount,
+          prevLastMs: ms(state.prevLast),
+          prevCount: state.prevCount,
+        },
+        now,
+      );
+      const c = await claimStarting(queue, 10);
+      expect({ round, state, max, started: c.rows.length }).toEqual({
+        round,
+        state,
+        max,
+        started: Math.min(expected, 10),
+      });
+      // Back to Pending, attempts refunded, for the next round.
+      if (c.leases.length > 0) await db.storage.unstart(c.leases);
+    }
   });
 
   it('refuses a bad limit with a typed validation error, and audits a change like other controls', async () => {
