@@ -394,6 +394,50 @@ describeEachDialect('storage contract: audit log and confirmed bulk actions', (f
       expect(await db.count('dlq', 'queue = ?', [queue])).toBe(6);
     });
 
+    it('a token confirms one action: a replay is refused, even when the counts match again', async () => {
+      const queue = uniqueQueue('replay');
+      await dead(3, queue);
+      const { token } = await admin.previewDlq({ queue }, { action: 'purge', max: 10 });
+      expect(await admin.purgeDlqByFilter({ queue }, { token })).toBe(3);
+      await dead(3, queue);
+      const replay = await expectRejects(admin.purgeDlqByFilter({ queue }, { token }));
+      expect(replay).toBeInstanceOf(ChokaQConfirmationError);
+      expect((replay as ChokaQConfirmationError).reason).toBe('used');
+      expect(await db.count('dlq', 'queue = ?', [queue])).toBe(3);
+      // One audit row for the one action.
+      const rows = await admin.getAuditLog({ action: 'dlq.purge-by-filter' });
+      expect(rows.items.filter((e) => e.target === canonicalFilter({ queue }))).toHaveLength(1);
+
+      const resurrect = await admin.previewDlq({ queue }, { action: 'resurrect' });
+      expect(await admin.resurrectByFilter({ queue }, { token: resurrect.token })).toHaveLength(3);
+      await dead(3, queue);
+      const again = await expectRejects(
+        admin.resurrectByFilter({ queue }, { token: resurrect.token }),
+      );
+      expect((again as ChokaQConfirmationError).reason).toBe('used');
+    });
+
+    it('two processes using one token at once: exactly one acts, the other is refused as used', async () => {
+      const queue = uniqueQueue('replay.race');
+      await dead(4, queue);
+      const { token } = await admin.previewDlq({ queue }, { action: 'purge', max: 10 });
+      const storages = await db.openStorages(2);
+      try {
+        const admins = storages.map((s) => new ChokaQAdmin(s, testOptions(), new WorkerRegistry()));
+        const results = await Promise.allSettled(
+          admins.map((a) => a.purgeDlqByFilter({ queue }, { token })),
+        );
+        const done = results.filter((r) => r.status === 'fulfilled');
+        const refused = results.filter((r) => r.status === 'rejected');
+        expect(done).toHaveLength(1);
+        expect(refused).toHaveLength(1);
+        expect((refused[0] as PromiseRejectedResult).reason).toMatchObject({ reason: 'used' });
+        expect(await db.count('dlq', 'queue = ?', [queue])).toBe(0);
+      } finally {
+        await Promise.all(storages.map((s) => s.close()));
+      }
+    });
+
     it('first calls at once, from separate storages and connections, all get the one secret stored', async () => {
       // Operators' CLI processes preview at the same time; each must read the secret that won.
       const storages = await db.openStorages(4);

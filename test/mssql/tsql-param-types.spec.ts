@@ -252,9 +252,35 @@ function cases(): Case[] {
       (v) =>
         SQL.recordAudit(
           s,
-          { id: v.id, actor: v.actor, action: 'dlq.purge', target: v.queue, details: v.payload },
+          {
+            id: v.id,
+            actor: v.actor,
+            action: 'dlq.purge',
+            target: v.queue,
+            details: v.payload,
+            once: false,
+          },
           1,
           v.payload,
+        ),
+    ],
+    [
+      'recordAudit',
+      'first batch of a confirmed action',
+      (v) =>
+        SQL.recordAudit(
+          s,
+          {
+            id: v.id,
+            actor: v.actor,
+            action: 'dlq.purge-by-filter',
+            target: v.queue,
+            details: v.payload,
+            once: true,
+          },
+          1,
+          v.payload,
+          true,
         ),
     ],
     [

@@ -346,8 +346,15 @@ export function catalogue(schema = SCHEMA): CatalogueEntry[] {
     action: 'dlq.purge-by-filter' as const,
     target: '{"queue":"emails"}',
     details: '{"max":500}',
+    once: false,
   };
   add('recordAudit', 'details', 'transition', SQL.recordAudit(schema, audit, 3, audit.details));
+  add(
+    'recordAudit',
+    'first batch of a confirmed action',
+    'transition',
+    SQL.recordAudit(schema, { ...audit, once: true }, 3, audit.details, true),
+  );
   add(
     'recordAudit',
     'no target',

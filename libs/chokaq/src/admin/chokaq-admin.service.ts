@@ -346,7 +346,7 @@ export class ChokaQAdmin {
    * Resurrects the DLQ jobs matching `filter`, oldest failure first, at most the previewed `max`,
    * with the token of a {@link previewDlq} of `'resurrect'` on the same filter. It re-runs the
    * filter first and refuses with {@link ChokaQConfirmationError}, changing nothing, when the
-   * token is invalid or expired, or when the rows it would affect now differ from the previewed
+   * token is invalid, expired or already used (a token confirms one action), or when the rows it would affect now differ from the previewed
    * `willAffect` by more than `confirm.tolerance` (default 0, at most 0.1). Resolves to the ids
    * that moved.
    */
@@ -359,6 +359,7 @@ export class ChokaQAdmin {
     const ids = await this.storage.resurrectByFilter(valid, rows, actor, {
       action: 'dlq.resurrect-by-filter',
       actor,
+      confirmation: confirm.token,
     });
     logEvent(
       this.logger,
@@ -398,6 +399,7 @@ export class ChokaQAdmin {
     const n = await this.storage.purgeDlqByFilter(valid, rows, {
       action: 'dlq.purge-by-filter',
       actor,
+      confirmation: confirm.token,
     });
     logEvent(
       this.logger,

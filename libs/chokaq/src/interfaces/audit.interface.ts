@@ -38,6 +38,12 @@ export interface AuditRequest {
   action: AuditAction;
   /** Who acted: at most 100 characters without NUL (the rule of `createdBy`); default `'system'`. */
   actor?: string;
+  /**
+   * The confirmation token of a bulk action by filter: the action's audit row is then keyed by the
+   * token and inserted by its first batch, so a second action with the same token, even while the
+   * first still runs, is refused (`ChokaQConfirmationError`, reason `used`) having changed nothing.
+   */
+  confirmation?: string;
 }
 
 /** One row of the audit log. @publicApi */

@@ -21,8 +21,16 @@ import { inStorableRange } from './validate-filter';
 
 /** An audit row as the validating edge hands it to a dialect; the dialect adds time and rows. */
 export interface CheckedAudit {
-  /** UUIDv7, given here: every batch of a bulk action adds its rows to the row of this id. */
+  /**
+   * UUIDv7, given here: every batch of a bulk action adds its rows to the row of this id. For an
+   * action confirmed by a token, a UUID (version 8) derived from the token instead.
+   */
   readonly id: string;
+  /**
+   * True for an action confirmed by a token: its first batch must insert the row (never add to
+   * one), so a token that already confirmed an action is refused (see {@link auditIdOfToken}).
+   */
+  readonly once: boolean;
   readonly actor: string;
   readonly action: AuditAction;
   readonly target: string | null;
@@ -60,13 +68,36 @@ export function auditRecord(
       },
     ]);
   }
+  if (audit.confirmation !== undefined && typeof audit.confirmation !== 'string') {
+    throw new ChokaQValidationError([
+      { path: 'audit.confirmation', message: 'must be a string', value: audit.confirmation },
+    ]);
+  }
+  const once = typeof audit.confirmation === 'string';
   return {
-    id: uuidv7(),
+    id: once ? auditIdOfToken(audit.confirmation!) : uuidv7(),
+    once,
     actor: assertActor(audit.actor, 'audit.actor') ?? DEFAULT_AUDIT_ACTOR,
     action: audit.action,
     target: target === null ? null : target.slice(0, AUDIT_LIMITS.target),
     details: details === null ? null : JSON.stringify(details),
   };
+}
+
+/**
+ * The audit row id of the action a confirmation token confirms: the first 16 bytes of the token's
+ * SHA-256 as a UUID of version 8 (RFC 9562, custom). One token, one row: the action's first batch
+ * inserts it, and the primary key refuses a second action with the same token.
+ */
+export function auditIdOfToken(token: string): string {
+  const bytes = createHash('sha256')
+    .update(`chokaq-confirmation:${token}`)
+    .digest()
+    .subarray(0, 16);
+  bytes[6] = (bytes[6] & 0x0f) | 0x80;
+  bytes[8] = (bytes[8] & 0x3f) | 0x80;
+  const hex = bytes.toString('hex');
+  return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`;
 }
 
 /** The target of an action on a list of ids, and the ids its details keep (at most 100). */

@@ -13,6 +13,8 @@ import { ValidatedEdits } from '../../validation/validate-job';
 import { Audit } from '../dialect-job-storage';
 import { retentionDetails } from '../shared/audit-log';
 import { mapQueueRow, toDate } from '../shared/row-mapper';
+import { ChokaQConfirmationError } from '../../errors';
+import { isDuplicateKeyError } from './mssql-errors';
 import { MssqlStatement } from './mssql-params';
 import { bool, idsOf, MssqlConnection, num, Row } from './mssql.connection';
 import * as SQL from './sql';
@@ -81,13 +83,15 @@ export class MssqlAdminStore {
   ): Promise<string[]> {
     let remaining = max;
     const moved: string[] = [];
-    while (remaining > 0) {
+    for (let first = true; remaining > 0; first = false) {
       const batch = Math.min(BULK_BATCH, remaining);
       const got = idsOf(
         await this.audited(
           'resurrectByFilter',
           audit,
           SQL.resurrect(this.schema, { filter: valid, max: batch }, null, actor),
+          undefined,
+          first,
         ),
       );
       moved.push(...got);
@@ -121,12 +125,13 @@ export class MssqlAdminStore {
   async purgeDlqByFilter(valid: Checked<DlqFilter>, max: number, audit: Audit): Promise<number> {
     let remaining = max;
     let deleted = 0;
-    while (remaining > 0) {
+    for (let first = true; remaining > 0; first = false) {
       const batch = Math.min(BULK_BATCH, remaining);
       const n = await this.affected(
         'purgeDlqByFilter',
         SQL.purgeDlqByFilter(this.schema, valid, batch),
         audit,
+        first,
       );
       deleted += n;
       remaining -= n;
@@ -191,13 +196,23 @@ export class MssqlAdminStore {
     audit: Audit,
     statement: MssqlStatement,
     count: (rows: Row[]) => number | [number, string | null] = (rows) => rows.length,
+    first = false,
   ): Promise<Row[]> {
     if (audit === null) return this.db.query(name, statement);
     return this.db.transaction(name, async (tx) => {
       const rows = await tx.exec(statement);
       const counted = count(rows);
       const [n, details] = typeof counted === 'number' ? [counted, audit.details] : counted;
-      await tx.exec(SQL.recordAudit(this.schema, audit, n, details));
+      // The first batch of an action confirmed by a token inserts its audit row: a token that
+      // already confirmed an action meets the primary key (2627), and the transaction rolls back.
+      try {
+        await tx.exec(SQL.recordAudit(this.schema, audit, n, details, first));
+      } catch (error) {
+        if (audit.once && first && isDuplicateKeyError(error)) {
+          throw new ChokaQConfirmationError('used');
+        }
+        throw error;
+      }
       return rows;
     });
   }
@@ -251,8 +266,9 @@ export class MssqlAdminStore {
     name: string,
     statement: MssqlStatement,
     audit: Audit = null,
+    first = false,
   ): Promise<number> {
     const count = (rows: Row[]) => num(rows[0]?.Affected);
-    return count(await this.audited(name, audit, statement, count));
+    return count(await this.audited(name, audit, statement, count, first));
   }
 }

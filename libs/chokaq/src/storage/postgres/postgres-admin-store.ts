@@ -13,6 +13,8 @@ import { ValidatedEdits } from '../../validation/validate-job';
 import { Audit } from '../dialect-job-storage';
 import { retentionDetails } from '../shared/audit-log';
 import { mapQueueRow, toDate } from '../shared/row-mapper';
+import { ChokaQConfirmationError } from '../../errors';
+import { isUniqueViolation } from './postgres-errors';
 import { Exec, PostgresConnection } from './postgres.connection';
 import * as SQL from './sql';
 
@@ -109,10 +111,10 @@ export class PostgresAdminStore {
     audit: Audit,
   ): Promise<string[]> {
     const moved: string[] = [];
-    while (moved.length < max) {
+    for (let first = true; moved.length < max; first = false) {
       const batch = Math.min(ID_CHUNK, max - moved.length);
       const query = SQL.resurrectByFilterQuery(this.s, f, batch, who);
-      const rows = await this.audited('resurrectByFilter', audit, query.text, query.values);
+      const rows = await this.audited('resurrectByFilter', audit, query.text, query.values, first);
       moved.push(...rows.map((r) => String(r.id)));
       if (rows.length < batch) break;
     }
@@ -148,10 +150,10 @@ export class PostgresAdminStore {
   /** @inheritdoc */
   async purgeDlqByFilter(f: Checked<DlqFilter>, max: number, audit: Audit): Promise<number> {
     let deleted = 0;
-    while (deleted < max) {
+    for (let first = true; deleted < max; first = false) {
       const batch = Math.min(ID_CHUNK, max - deleted);
       const query = SQL.purgeDlqByFilterQuery(this.s, f, batch);
-      const rows = await this.audited('purgeDlqByFilter', audit, query.text, query.values);
+      const rows = await this.audited('purgeDlqByFilter', audit, query.text, query.values, first);
       deleted += rows.length;
       if (rows.length < batch) break;
     }
@@ -208,24 +210,42 @@ export class PostgresAdminStore {
       : this.db.transaction(name, work);
   }
 
-  /** One statement of an admin change and its audit row (counting the rows it returned). */
-  protected audited(name: string, audit: Audit, sql: string, params: unknown[]) {
+  /**
+   * One statement of an admin change and its audit row (counting the rows it returned); `first`
+   * for the first batch of a bulk action (see {@link recordAudit}).
+   */
+  protected audited(name: string, audit: Audit, sql: string, params: unknown[], first = false) {
     return this.write(name, audit, async (exec) => {
       const rows = await exec(sql, params);
-      await this.recordAudit(exec, audit, rows.length);
+      await this.recordAudit(exec, audit, rows.length, audit?.details ?? null, first);
       return rows;
     });
   }
 
-  /** Writes (or adds `rows` to) the audit row of an action, in the caller's transaction. */
+  /**
+   * Writes (or adds `rows` to) the audit row of an action, in the caller's transaction. The first
+   * batch of an action confirmed by a token inserts the row ({@link SQL.recordAuditOnce}): when
+   * the token already confirmed one, its transaction rolls back and the action is refused.
+   */
   protected async recordAudit(
     exec: Exec,
     audit: Audit,
     rows: number,
     details: string | null = audit?.details ?? null,
+    first = false,
   ): Promise<void> {
     if (audit === null) return;
-    await exec(SQL.recordAudit(this.s), SQL.recordAuditParams(audit, rows, details));
+    const params = SQL.recordAuditParams(audit, rows, details);
+    if (!(audit.once && first)) {
+      await exec(SQL.recordAudit(this.s), params);
+      return;
+    }
+    try {
+      await exec(SQL.recordAuditOnce(this.s), params);
+    } catch (error) {
+      if (isUniqueViolation(error)) throw new ChokaQConfirmationError('used');
+      throw error;
+    }
   }
 
   // ---------------------------------------------------------------- recurring definitions

@@ -50,3 +50,16 @@ export function isStalePlanError(error: unknown): boolean {
   }
   return false;
 }
+
+/**
+ * True when `error` is a unique or primary-key violation (SQLSTATE 23505), looking through
+ * TypeORM's `QueryFailedError` to the driver error.
+ */
+export function isUniqueViolation(error: unknown): boolean {
+  for (let e: unknown = error, depth = 0; e && typeof e === 'object' && depth < 4; depth++) {
+    if ((e as { code?: unknown }).code === '23505') return true;
+    const next = e as { driverError?: unknown; cause?: unknown };
+    e = next.driverError ?? next.cause;
+  }
+  return false;
+}

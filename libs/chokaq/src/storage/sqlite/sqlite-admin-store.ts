@@ -1,3 +1,4 @@
+import { ChokaQConfirmationError } from '../../errors';
 import type { Checked } from '../../interfaces/checked.interface';
 import { FailureReason } from '../../interfaces/job-status.enum';
 import { DlqFilter, JobAttemptOutcome } from '../../interfaces/job-view.interface';
@@ -157,13 +158,13 @@ export abstract class SqliteAdminStore {
     const where = SQL.dlqWhere(filter);
     const del = SQL.resurrectByFilter(this.sql.tables.dlq, where);
     const moved: string[] = [];
-    while (moved.length < limit) {
+    for (let first = true; moved.length < limit; first = false) {
       if (moved.length > 0) await yieldToEventLoop();
       const batch = Math.min(BULK_CHUNK, limit - moved.length);
       const rows = await this.db.write('resurrectByFilter', () => {
         const deleted = this.db.all(del, { ...where.params, limit: batch });
         this.insertResurrected(deleted, noEdits(by));
-        this.recordAudit(audit, deleted.length);
+        this.recordAudit(audit, deleted.length, audit?.details ?? null, first);
         return deleted;
       });
       moved.push(...rows.map((r) => String(r.id)));
@@ -218,11 +219,15 @@ export abstract class SqliteAdminStore {
     const where = SQL.dlqWhere(filter);
     const purge = SQL.purgeDlqByFilter(this.sql.tables.dlq, where);
     let purged = 0;
-    while (purged < limit) {
+    for (let first = true; purged < limit; first = false) {
       if (purged > 0) await yieldToEventLoop();
       const batch = Math.min(BULK_CHUNK, limit - purged);
       const n = await this.db.write('purgeDlqByFilter', () =>
-        this.audited(audit, this.deleteWithAttempts(purge, { ...where.params, limit: batch })),
+        this.audited(
+          audit,
+          this.deleteWithAttempts(purge, { ...where.params, limit: batch }),
+          first,
+        ),
       );
       purged += n;
       if (n < batch) break;
@@ -295,15 +300,30 @@ export abstract class SqliteAdminStore {
     audit: Audit,
     rows: number,
     details: string | null = audit?.details ?? null,
+    first = false,
   ): void {
     if (audit === null) return;
     const { id, actor, action, target } = audit;
-    this.db.run(this.sql.recordAudit, { id, actor, action, target, rows, details });
+    const params = { id, actor, action, target, rows, details };
+    if (!(audit.once && first)) {
+      this.db.run(this.sql.recordAudit, params);
+      return;
+    }
+    // The first batch of an action confirmed by a token inserts its row: a token that already
+    // confirmed an action meets the primary key, and this transaction rolls back.
+    try {
+      this.db.run(this.sql.recordAuditOnce, params);
+    } catch (error) {
+      if ((error as { code?: unknown }).code === 'SQLITE_CONSTRAINT_PRIMARYKEY') {
+        throw new ChokaQConfirmationError('used');
+      }
+      throw error;
+    }
   }
 
   /** {@link recordAudit} of a statement's changed-row count; returns the count. */
-  protected audited(audit: Audit, changed: number): number {
-    this.recordAudit(audit, changed);
+  protected audited(audit: Audit, changed: number, first = false): number {
+    this.recordAudit(audit, changed, audit?.details ?? null, first);
     return changed;
   }
 

@@ -17,6 +17,16 @@ ON CONFLICT (id) DO UPDATE
 SET rows_affected = a.rows_affected + EXCLUDED.rows_affected,
     details = coalesce(EXCLUDED.details, a.details)`;
 
+/**
+ * The first batch's audit row of an action confirmed by a token ({@link recordAudit}'s values):
+ * a plain INSERT, so the primary key refuses a second action with the same token (SQLSTATE 23505),
+ * and one running concurrently waits on the first's uncommitted row, then is refused or, if the
+ * first rolled back, goes on. Later batches add their rows with {@link recordAudit}.
+ */
+export const recordAuditOnce = (s: string): string => `
+INSERT INTO ${s}.audit_log (id, at_utc, actor, action, target, rows_affected, details)
+VALUES ($1, now(), $2, $3, $4, $5, $6)`;
+
 /** Binds {@link recordAudit}: $1 id, $2 actor, $3 action, $4 target, $5 rows affected, $6 details. */
 export function recordAuditParams(
   audit: CheckedAudit,

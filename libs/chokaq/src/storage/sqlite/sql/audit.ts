@@ -28,6 +28,13 @@ export function auditStatements(t: SqliteTables) {
         rows_affected = rows_affected + excluded.rows_affected,
         details = coalesce(excluded.details, details)`,
 
+    /**
+     * recordAudit, first batch of an action confirmed by a token: a plain INSERT, so the primary
+     * key refuses a token that already confirmed an action (SQLITE_CONSTRAINT_PRIMARYKEY).
+     */
+    recordAuditOnce: `INSERT INTO ${audit} (id, at_utc, actor, action, target, rows_affected, details)
+      VALUES (@id, ${SQLITE_NOW_MS}, @actor, @action, @target, @rows, @details)`,
+
     /** confirmationSecret, step 1: stores the candidate unless a secret exists. */
     confirmationSecretInsert: `INSERT INTO ${settings} (name, value)
       VALUES ('confirmation-secret', @candidate) ON CONFLICT (name) DO NOTHING`,
