@@ -91,6 +91,40 @@ function variants(): AppVariant[] {
   ];
 }
 
+/**
+ * The compiler options of a project that `nest new` makes: its CommonJS tsconfig (Nest 11's
+ * schematics), or the ESM layout (Nest 12's: `nodenext`, relative imports with `.js`). Both have
+ * `isolatedModules` with `emitDecoratorMetadata`.
+ */
+function schematicsTsconfig(layout: 'commonjs' | 'esm'): object {
+  return {
+    compilerOptions: {
+      module: layout === 'esm' ? 'nodenext' : 'commonjs',
+      ...(layout === 'esm' ? { moduleResolution: 'nodenext' } : {}),
+      declaration: true,
+      removeComments: true,
+      emitDecoratorMetadata: true,
+      experimentalDecorators: true,
+      allowSyntheticDefaultImports: true,
+      target: 'ES2023',
+      sourceMap: true,
+      outDir: './dist',
+      baseUrl: './',
+      incremental: true,
+      skipLibCheck: true,
+      strictNullChecks: true,
+      forceConsistentCasingInFileNames: true,
+      noImplicitAny: false,
+      strictBindCallApply: false,
+      noFallthroughCasesInSwitch: false,
+      isolatedModules: true,
+      typeRoots: [join(ROOT, 'node_modules', '@types')],
+      types: ['node'],
+    },
+    include: ['src'],
+  };
+}
+
 /** The quick start's files: each ```ts block of that section whose first line is `// src/<file>.ts`. */
 function quickStartFiles(): Map<string, string> {
   const readme = readFileSync(join(ROOT, 'README.md'), 'utf8');
@@ -290,6 +324,21 @@ describe('the packed @chokaq/nestjs tarball', () => {
           { cwd: app, timeoutMs: 120_000 },
         );
         expect(`${tsc.stdout}${tsc.stderr}`).toBe('');
+        // The quick start again, alone, under the compiler options a project made by `nest new`
+        // has: CommonJS with Nest 11's, the ESM layout with Nest 12's (both `isolatedModules`
+        // with `emitDecoratorMetadata`, so a type in a decorated signature needs `import type`).
+        const layout = name === 'nest11-typeorm03' ? 'commonjs' : 'esm';
+        const qs = join(app, `quickstart-${layout}`);
+        mkdirSync(join(qs, 'src'), { recursive: true });
+        for (const [file, body] of quickStartFiles()) writeFileSync(join(qs, file), body);
+        if (layout === 'esm') writeFileSync(join(qs, 'package.json'), '{ "type": "module" }');
+        writeFileSync(join(qs, 'tsconfig.json'), JSON.stringify(schematicsTsconfig(layout)));
+        const quick = await run(
+          process.execPath,
+          [join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', qs, '--noEmit'],
+          { cwd: qs, timeoutMs: 120_000 },
+        );
+        expect({ layout, out: `${quick.stdout}${quick.stderr}` }).toEqual({ layout, out: '' });
         apps.set(name, app);
       }),
     );
