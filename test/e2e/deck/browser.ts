@@ -34,6 +34,8 @@ export function sharedBrowser(): () => Browser {
 /** Signs in to a bearer-token Deck (the test app's token) and waits for the live badge. */
 export async function signIn(page: Page, url: string): Promise<void> {
   await page.goto(url);
+  // The card shows the app's own 401 message (its guard's hint of where the token comes from).
+  await page.getByText('The app says: bearer token required').waitFor();
   await page.getByLabel('Token').fill(BEARER_TOKEN);
   await page.getByRole('button', { name: 'Sign in' }).click();
   await page.getByRole('status').filter({ hasText: 'Live' }).waitFor();

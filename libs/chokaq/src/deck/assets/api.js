@@ -5,8 +5,16 @@
 const TOKEN_KEY = 'chokaq-deck-token';
 const CSRF_HEADER = 'x-chokaq-deck';
 
-/** The server answered 401: the page asks for a token. */
-export class AuthRequired extends Error {}
+/**
+ * The server answered 401: the page asks for a token. `hint` is the app's own 401 message (its
+ * guard's text, such as where the token comes from), at most 200 characters, or null.
+ */
+export class AuthRequired extends Error {
+  constructor(hint) {
+    super('Sign-in needed');
+    this.hint = hint;
+  }
+}
 
 /** An API error with the server's body (`error`, `message`, and for 400 `issues`). */
 export class ApiError extends Error {
@@ -41,8 +49,19 @@ function url(path, params) {
   return u;
 }
 
+/** The `message` of a 401's JSON body, when it is a short string. */
+async function hintOf(res) {
+  try {
+    const body = JSON.parse(await res.text());
+    const message = body && typeof body.message === 'string' ? body.message.trim() : '';
+    return message !== '' && message.length <= 200 ? message : null;
+  } catch {
+    return null;
+  }
+}
+
 async function parse(res) {
-  if (res.status === 401) throw new AuthRequired('Sign-in needed');
+  if (res.status === 401) throw new AuthRequired(await hintOf(res));
   const text = await res.text();
   let body = null;
   try {

@@ -36,7 +36,7 @@ function useRoute() {
   return route;
 }
 
-function SignIn({ onDone, failed }) {
+function SignIn({ onDone, failed, hint }) {
   const [value, setValue] = useState('');
   const submit = (e) => {
     e.preventDefault();
@@ -47,6 +47,7 @@ function SignIn({ onDone, failed }) {
     <h1>The Deck</h1>
     <form onSubmit=${submit}>
       <p>This app needs a bearer token for the Deck's API. It stays in this tab only.</p>
+      ${hint && html`<p class="note">The app says: ${hint}</p>`}
       ${failed && html`<p class="note error" role="alert">That token was refused.</p>`}
       <label
         >Token
@@ -77,8 +78,9 @@ function App() {
         setAuth({ needed: false, failed: false });
       },
       (e) => {
-        if (e instanceof AuthRequired) setAuth({ needed: true, failed: token() !== null });
-        else setConfig({ error: e.message });
+        if (e instanceof AuthRequired) {
+          setAuth({ needed: true, failed: token() !== null, hint: e.hint });
+        } else setConfig({ error: e.message });
       },
     );
   }, [round]);
@@ -98,7 +100,11 @@ function App() {
   }, [config]);
 
   if (auth.needed) {
-    return html`<${SignIn} failed=${auth.failed} onDone=${() => setRound((r) => r + 1)} />`;
+    return html`<${SignIn}
+      failed=${auth.failed}
+      hint=${auth.hint}
+      onDone=${() => setRound((r) => r + 1)}
+    />`;
   }
   if (!config) return html`<p class="boot">Loading The Deck…</p>`;
   if (config.error) return html`<p class="note error" role="alert">${config.error}</p>`;
