@@ -432,8 +432,11 @@ describe('the packed @chokaq/nestjs tarball', () => {
       // required peers. The optional peers are the database drivers, which TypeORM loads for the
       // storage type in use (ChokaQ's own code only imports their types), @opentelemetry/api,
       // which ChokaQ requires lazily, guarded, when metrics are on (the apps here lack it, so
-      // their runs prove the library works without it), and @nestjs/terminus, which only the
-      // subpath @chokaq/nestjs/health requires (the health app below proves the core does not).
+      // their runs prove the library works without it), @nestjs/schedule, required only when
+      // installed, to list recurring timers in the app's SchedulerRegistry
+      // (test/e2e/without-schedule.e2e.spec.ts runs an app without it), and @nestjs/terminus,
+      // which only the subpath @chokaq/nestjs/health requires (the health app below proves the
+      // core does not).
       const required = new Set<string>();
       for (const js of files.filter((f) => f.endsWith('.js'))) {
         // tsc writes an import as require("…"), and keeps the quotes of a require written by hand.
@@ -452,7 +455,7 @@ describe('the packed @chokaq/nestjs tarball', () => {
       }
       const peers = Object.keys(manifest.peerDependencies ?? {});
       const optional = peers.filter((p) => manifest.peerDependenciesMeta?.[p]?.optional);
-      const lazy = ['@nestjs/terminus', '@opentelemetry/api'];
+      const lazy = ['@nestjs/schedule', '@nestjs/terminus', '@opentelemetry/api'];
       expect([...required]).toEqual(expect.arrayContaining(lazy));
       expect([...required].filter((r) => !lazy.includes(r)).sort()).toEqual(
         [
@@ -461,6 +464,7 @@ describe('the packed @chokaq/nestjs tarball', () => {
         ].sort(),
       );
       expect(optional.sort()).toEqual([
+        '@nestjs/schedule',
         '@nestjs/terminus',
         '@opentelemetry/api',
         'better-sqlite3',

@@ -6,9 +6,9 @@ import {
   OnApplicationBootstrap,
   OnModuleDestroy,
   OnModuleInit,
-  Optional,
 } from '@nestjs/common';
-import { SchedulerRegistry } from '@nestjs/schedule';
+import { ModuleRef } from '@nestjs/core';
+import type { SchedulerRegistry } from '@nestjs/schedule';
 import { CHOKAQ_MIDDLEWARE, CHOKAQ_RESOLVED_OPTIONS, CHOKAQ_STORAGE } from './chokaq.constants';
 import { toError } from './common/error-text';
 import { logEvent } from './common/log-events';
@@ -68,7 +68,7 @@ export class ChokaQOrchestrator
   private recurring: RecurringJobSpec[] = [];
   private shuttingDown = false;
   private shutdown: Promise<void> | undefined;
-  private readonly recurringTimers: SchedulerRegistryAdapter | undefined;
+  private recurringTimers: SchedulerRegistryAdapter | undefined;
 
   constructor(
     @Inject(CHOKAQ_RESOLVED_OPTIONS) private readonly options: ResolvedChokaQOptions,
@@ -80,12 +80,12 @@ export class ChokaQOrchestrator
     private readonly events: JobEvents,
     private readonly metrics: ChokaQMetrics,
     private readonly tracing: ChokaQTracing,
-    @Optional() @Inject(SchedulerRegistry) schedulerRegistry?: SchedulerRegistry,
-  ) {
-    this.recurringTimers = schedulerRegistry && new SchedulerRegistryAdapter(schedulerRegistry);
-  }
+    private readonly moduleRef: ModuleRef,
+  ) {}
 
   async onModuleInit(): Promise<void> {
+    const schedulerRegistry = applicationSchedulerRegistry(this.moduleRef);
+    this.recurringTimers = schedulerRegistry && new SchedulerRegistryAdapter(schedulerRegistry);
     try {
       const { handlers, recurring, listeners } = this.explorer.explore();
       // Producer-only processes too: a handler the storage cannot honour is a configuration error
@@ -201,5 +201,27 @@ export class ChokaQOrchestrator
   private closeStorage(): Promise<void> {
     this.storageClosed ??= this.storage.close();
     return this.storageClosed;
+  }
+}
+
+/**
+ * The application's `SchedulerRegistry`, when `@nestjs/schedule` is installed and the application
+ * imports `ScheduleModule.forRoot()`; else undefined. `@nestjs/schedule` is an optional peer:
+ * recurring jobs run on ChokaQ's own timers without it, and it is loaded only here, when present.
+ */
+function applicationSchedulerRegistry(moduleRef: ModuleRef): SchedulerRegistry | undefined {
+  try {
+    require.resolve('@nestjs/schedule');
+  } catch {
+    return undefined; // not installed
+  }
+  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  const schedule = require('@nestjs/schedule') as {
+    SchedulerRegistry: new (...args: never[]) => SchedulerRegistry;
+  };
+  try {
+    return moduleRef.get(schedule.SchedulerRegistry, { strict: false });
+  } catch {
+    return undefined; // installed, but the application does not import ScheduleModule
   }
 }
