@@ -84,6 +84,17 @@ describe.each(PLATFORMS)(
       expect(page.headers.get('content-type')).toMatch(/^text\/html/);
       const base = new URL(deck.url).pathname;
       expect(await page.text()).toContain(`<base href="${base}/" />`);
+      // The base is where the Deck is mounted, not what the client wrote: a request target that
+      // reaches the page another way (percent-encoded, a trailing slash) gets the same base.
+      // (Fastify matches the percent-encoded path, Express the trailing slash.)
+      let served = 0;
+      for (const other of [deck.url.replace(/chokaq$/, '%63hokaq'), `${deck.url}/?x=//evil`]) {
+        const res = await fetch(other);
+        if (res.status !== 200) continue;
+        served++;
+        expect(await res.text()).toContain(`<base href="${base}/" />`);
+      }
+      expect(served).toBeGreaterThan(0);
 
       const script = await fetch(`${deck.url}/assets/deck.js`);
       expect(script.status).toBe(200);

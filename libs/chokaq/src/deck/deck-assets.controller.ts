@@ -27,13 +27,11 @@ export class DeckAssetsController {
 
   @Get()
   page(
-    @Req() req: { originalUrl?: string; url?: string },
+    @Req() req: PageRequest,
     @Headers('if-none-match') etag: string | undefined,
     @Res({ passthrough: true }) res: HeaderResponse,
   ): StreamableFile | undefined {
-    // Repeated slashes collapsed: `//host/…` would make the base another origin's (CSP's
-    // `base-uri 'self'` refuses such a base too).
-    const path = (req.originalUrl ?? req.url ?? '/').split('?')[0].replace(/\/{2,}/g, '/');
+    const path = mountPath(req);
     return send(res, this.assets.page(path.endsWith('/') ? path : `${path}/`), etag, 'no-store');
   }
 
@@ -80,4 +78,29 @@ function send(
     return undefined;
   }
   return new StreamableFile(asset.body, { type: asset.contentType, length: asset.body.length });
+}
+
+/** What the page route reads of its request: the route it matched, as Express and Fastify say. */
+interface PageRequest {
+  originalUrl?: string;
+  url?: string;
+  /** Express: the matched route, whose `path` is the pattern it was registered with. */
+  route?: { path?: unknown };
+  /** Fastify 4 and 5: the matched route's pattern. */
+  routeOptions?: { url?: unknown };
+}
+
+/**
+ * Where the Deck is mounted, for the page's `<base href>`: the pattern of the route this request
+ * matched (the app's global prefix, version and the Deck's path, as Nest registered it), not the
+ * request target, which a client chooses. Only when the platform says nothing, the request's path
+ * with repeated slashes collapsed (`//host/…` would make the base another origin's; CSP's
+ * `base-uri 'self'` refuses such a base too).
+ */
+function mountPath(req: PageRequest): string {
+  const pattern = req.route?.path ?? req.routeOptions?.url;
+  if (typeof pattern === 'string' && pattern.startsWith('/') && !/[:*?(]/.test(pattern)) {
+    return pattern;
+  }
+  return (req.originalUrl ?? req.url ?? '/').split('?')[0].replace(/\/{2,}/g, '/');
 }
