@@ -1,4 +1,10 @@
-import { RateWindowState, rateAllowance, rateWaitMs, shortestRateWait } from './rate-window';
+import {
+  RateWindowState,
+  rateAllowance,
+  rateStateOf,
+  rateWaitMs,
+  shortestRateWait,
+} from './rate-window';
 
 /** `n` starts at `t`, spent as the claims' SQL spends them (after checking the allowance). */
 function spend(s: RateWindowState, t: number, n: number): void {
@@ -81,5 +87,33 @@ describe('rate window rule', () => {
     const free = replay(2, 1_000, [[0, 1]]);
     expect(shortestRateWait([held, free], 100)).toBe(900);
     expect(shortestRateWait([free], 100)).toBeUndefined();
+    // The shortest, wherever it stands among the held ones.
+    const later = replay(2, 1_000, [[50, 2]]);
+    expect(shortestRateWait([held, later], 100)).toBe(900);
+    expect(shortestRateWait([later, held], 100)).toBe(900);
+    expect(shortestRateWait([later, free, held], 100)).toBe(900);
+    expect(shortestRateWait([], 100)).toBeUndefined();
+  });
+
+  it('reads a rate-state row: numbers as numbers or numeric text, SQL NULL as null', () => {
+    expect(
+      rateStateOf({
+        max: '5',
+        per_ms: 1_000,
+        window_start_ms: '1000',
+        window_last_ms: 1_500,
+        window_count: null,
+        prev_last_ms: undefined,
+        prev_count: '0',
+      }),
+    ).toEqual({
+      max: 5,
+      perMs: 1_000,
+      windowStartMs: 1_000,
+      windowLastMs: 1_500,
+      windowCount: null,
+      prevLastMs: null,
+      prevCount: 0,
+    });
   });
 });
