@@ -34,16 +34,8 @@ export const HOT_COLUMNS = [
 /** A hot column name. */
 export type HotColumn = (typeof HOT_COLUMNS)[number];
 
-/** The hot columns that hold an instant (SQLite stores each as epoch milliseconds). */
-export const HOT_TIMESTAMPS: readonly HotColumn[] = [
-  'heartbeat_utc',
-  'scheduled_at_utc',
-  'created_at_utc',
-  'enqueued_at_utc',
-  'started_at_utc',
-  'last_updated_utc',
-  'cancel_requested_utc',
-];
+/** The hot columns that hold an instant: those named `…_utc` (SQLite stores each as epoch milliseconds). */
+export const HOT_TIMESTAMPS: readonly HotColumn[] = HOT_COLUMNS.filter((c) => c.endsWith('_utc'));
 
 /** The hot columns but `left` (in table order), e.g. the columns a move copies into a pillar. */
 export function hotColumnsExcept(...left: HotColumn[]): HotColumn[] {
