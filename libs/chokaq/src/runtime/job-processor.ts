@@ -240,8 +240,10 @@ export class JobProcessor {
    * `reserved` for them, unused reserved slots are given back, and Fetched rows join the buffer and
    * start as slots allow. A started row runs even if shutdown began while its claim was in flight:
    * its attempt is already counted, and the shutdown grace period covers it like any running job.
-   * `sentAt` is when the claim was sent: rows of a claim that took longer than
-   * {@link renewAfterMs} to come back are renewed before they run.
+   * `sentAt` is when the claim was sent: a started row of a claim that took longer than its
+   * {@link renewAfterMs} to come back (this process stalled while it was in flight, and a rescue
+   * may have taken the row meanwhile) waits as a row started ahead does, so it is renewed before it
+   * runs ({@link enterAhead}).
    */
   accept(
     jobs: readonly HotJob[],
@@ -253,12 +255,16 @@ export class JobProcessor {
     const started: ClaimedJob[] = [];
     const ahead: ClaimedJob[] = [];
     this.dropSuperseded(jobs, lease.leaseId);
+    const waited = this.monotonic() - sentAt;
     for (const job of jobs) {
       const claimed: ClaimedJob = { job, lease: { id: job.id, ...lease } };
       this.owned.add(claimed.lease);
       if (job.status !== JobStatus.Processing) this.buffer.push(claimed);
-      else if (started.length < reserved) started.push(claimed);
-      // Started beyond the reserved slots: the claim started it ahead; it waits for a slot.
+      else if (started.length < reserved && waited < this.renewAfterMs(job.queue)) {
+        started.push(claimed);
+      }
+      // Started beyond the reserved slots (the claim started it ahead), or by a claim that came
+      // back late: it waits for a slot, and is renewed first when it waited too long.
       else ahead.push(claimed);
     }
     // Pushed before the reserved slots are given back, which pumps: those rows take them first.
@@ -267,19 +273,12 @@ export class JobProcessor {
     if (started.length > 0) {
       const emit: EmitOutcome = (outcome, job) => this.emitOutcome(outcome, job);
       const release = () => this.limiter.release(1);
-      const waited = this.monotonic() - sentAt;
       for (const claimed of started) {
-        const run = (): Promise<void> => {
-          const handler = this.deps.handlers.resolve(claimed.job.queue, claimed.job.type);
-          return handler
-            ? this.execute(claimed, handler, false, emit, release)
-            : this.noHandler(claimed, emit).then(release);
-        };
-        // A claim that came back late (this process stalled while it was in flight) may have had
-        // its rows rescued meanwhile: renew each before its handler runs, as a row that waited.
-        const fresh = waited < this.renewAfterMs(claimed.job.queue);
+        const handler = this.deps.handlers.resolve(claimed.job.queue, claimed.job.type);
         this.track(
-          fresh ? run() : this.stillOwned(claimed, emit).then((ours) => (ours ? run() : release())),
+          handler
+            ? this.execute(claimed, handler, false, emit, release)
+            : this.noHandler(claimed, emit).then(release),
         );
       }
     }
