@@ -417,6 +417,20 @@ describeEachDialect('storage contract: audit log and confirmed bulk actions', (f
       expect((again as ChokaQConfirmationError).reason).toBe('used');
     });
 
+    it('an action of several batches uses its token once, in its first batch only', async () => {
+      const queue = uniqueQueue('replay.batches');
+      const ids = (
+        await db.storage.enqueueMany(Array.from({ length: 1_001 }, () => ({ queue })))
+      ).map((r) => r.id);
+      expect((await db.storage.cancel(ids)).cancelled).toHaveLength(1_001);
+      const { token } = await admin.previewDlq({ queue }, { action: 'purge', max: 2_000 });
+      expect(await admin.purgeDlqByFilter({ queue }, { token })).toBe(1_001);
+      const rows = await admin.getAuditLog({ action: 'dlq.purge-by-filter' });
+      expect(rows.items.find((e) => e.target === canonicalFilter({ queue }))?.rowsAffected).toBe(
+        1_001,
+      );
+    });
+
     it('two processes using one token at once: exactly one acts, the other is refused as used', async () => {
       const queue = uniqueQueue('replay.race');
       await dead(4, queue);

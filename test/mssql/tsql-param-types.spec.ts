@@ -280,7 +280,6 @@ function cases(): Case[] {
           },
           1,
           v.payload,
-          true,
         ),
     ],
     [

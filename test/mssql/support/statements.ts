@@ -353,7 +353,7 @@ export function catalogue(schema = SCHEMA): CatalogueEntry[] {
     'recordAudit',
     'first batch of a confirmed action',
     'transition',
-    SQL.recordAudit(schema, { ...audit, once: true }, 3, audit.details, true),
+    SQL.recordAudit(schema, { ...audit, once: true }, 3, audit.details),
   );
   add(
     'recordAudit',

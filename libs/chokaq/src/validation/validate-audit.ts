@@ -28,7 +28,8 @@ export interface CheckedAudit {
   readonly id: string;
   /**
    * True for an action confirmed by a token: its first batch must insert the row (never add to
-   * one), so a token that already confirmed an action is refused (see {@link auditIdOfToken}).
+   * one), so a token that already confirmed an action is refused (see {@link auditIdOfToken});
+   * a dialect's later batches run with it cleared (`laterBatches` of `storage/shared/audit-log`).
    */
   readonly once: boolean;
   readonly actor: string;

@@ -11,7 +11,7 @@ import { RecurringJobRecord } from '../../interfaces/recurring-job.interface';
 import { CheckedRecurringDefinition } from '../../validation/validate-args';
 import { ValidatedEdits } from '../../validation/validate-job';
 import { Audit } from '../dialect-job-storage';
-import { retentionDetails } from '../shared/audit-log';
+import { laterBatches, retentionDetails } from '../shared/audit-log';
 import { mapQueueRow, toDate } from '../shared/row-mapper';
 import { ChokaQConfirmationError } from '../../errors';
 import { isDuplicateKeyError } from './mssql-errors';
@@ -83,15 +83,13 @@ export class MssqlAdminStore {
   ): Promise<string[]> {
     let remaining = max;
     const moved: string[] = [];
-    for (let first = true; remaining > 0; first = false) {
+    for (let a = audit; remaining > 0; a = laterBatches(a)) {
       const batch = Math.min(BULK_BATCH, remaining);
       const got = idsOf(
         await this.audited(
           'resurrectByFilter',
-          audit,
+          a,
           SQL.resurrect(this.schema, { filter: valid, max: batch }, null, actor),
-          undefined,
-          first,
         ),
       );
       moved.push(...got);
@@ -125,13 +123,12 @@ export class MssqlAdminStore {
   async purgeDlqByFilter(valid: Checked<DlqFilter>, max: number, audit: Audit): Promise<number> {
     let remaining = max;
     let deleted = 0;
-    for (let first = true; remaining > 0; first = false) {
+    for (let a = audit; remaining > 0; a = laterBatches(a)) {
       const batch = Math.min(BULK_BATCH, remaining);
       const n = await this.affected(
         'purgeDlqByFilter',
         SQL.purgeDlqByFilter(this.schema, valid, batch),
-        audit,
-        first,
+        a,
       );
       deleted += n;
       remaining -= n;
@@ -196,19 +193,19 @@ export class MssqlAdminStore {
     audit: Audit,
     statement: MssqlStatement,
     count: (rows: Row[]) => number | [number, string | null] = (rows) => rows.length,
-    first = false,
   ): Promise<Row[]> {
     if (audit === null) return this.db.query(name, statement);
     return this.db.transaction(name, async (tx) => {
       const rows = await tx.exec(statement);
       const counted = count(rows);
       const [n, details] = typeof counted === 'number' ? [counted, audit.details] : counted;
-      // The first batch of an action confirmed by a token inserts its audit row: a token that
-      // already confirmed an action meets the primary key (2627), and the transaction rolls back.
+      // The first batch of an action confirmed by a token inserts its audit row (`audit.once`, see
+      // `laterBatches`): a token that already confirmed an action meets the primary key (2627),
+      // and the transaction rolls back.
       try {
-        await tx.exec(SQL.recordAudit(this.schema, audit, n, details, first));
+        await tx.exec(SQL.recordAudit(this.schema, audit, n, details));
       } catch (error) {
-        if (audit.once && first && isDuplicateKeyError(error)) {
+        if (audit.once && isDuplicateKeyError(error)) {
           throw new ChokaQConfirmationError('used');
         }
         throw error;
@@ -266,9 +263,8 @@ export class MssqlAdminStore {
     name: string,
     statement: MssqlStatement,
     audit: Audit = null,
-    first = false,
   ): Promise<number> {
     const count = (rows: Row[]) => num(rows[0]?.Affected);
-    return count(await this.audited(name, audit, statement, count, first));
+    return count(await this.audited(name, audit, statement, count));
   }
 }

@@ -11,10 +11,10 @@ import { RecurringJobRecord } from '../../interfaces/recurring-job.interface';
 import { CheckedRecurringDefinition, chunk } from '../../validation/validate-args';
 import { ValidatedEdits } from '../../validation/validate-job';
 import { Audit } from '../dialect-job-storage';
-import { retentionDetails } from '../shared/audit-log';
+import { laterBatches, retentionDetails } from '../shared/audit-log';
 import { mapQueueRow, toDate } from '../shared/row-mapper';
 import { ChokaQConfirmationError } from '../../errors';
-import { isUniqueViolation } from './postgres-errors';
+import { isDuplicateKeyError } from './postgres-errors';
 import { Exec, PostgresConnection } from './postgres.connection';
 import * as SQL from './sql';
 
@@ -111,10 +111,10 @@ export class PostgresAdminStore {
     audit: Audit,
   ): Promise<string[]> {
     const moved: string[] = [];
-    for (let first = true; moved.length < max; first = false) {
+    for (let a = audit; moved.length < max; a = laterBatches(a)) {
       const batch = Math.min(ID_CHUNK, max - moved.length);
       const query = SQL.resurrectByFilterQuery(this.s, f, batch, who);
-      const rows = await this.audited('resurrectByFilter', audit, query.text, query.values, first);
+      const rows = await this.audited('resurrectByFilter', a, query.text, query.values);
       moved.push(...rows.map((r) => String(r.id)));
       if (rows.length < batch) break;
     }
@@ -150,10 +150,10 @@ export class PostgresAdminStore {
   /** @inheritdoc */
   async purgeDlqByFilter(f: Checked<DlqFilter>, max: number, audit: Audit): Promise<number> {
     let deleted = 0;
-    for (let first = true; deleted < max; first = false) {
+    for (let a = audit; deleted < max; a = laterBatches(a)) {
       const batch = Math.min(ID_CHUNK, max - deleted);
       const query = SQL.purgeDlqByFilterQuery(this.s, f, batch);
-      const rows = await this.audited('purgeDlqByFilter', audit, query.text, query.values, first);
+      const rows = await this.audited('purgeDlqByFilter', a, query.text, query.values);
       deleted += rows.length;
       if (rows.length < batch) break;
     }
@@ -210,40 +210,37 @@ export class PostgresAdminStore {
       : this.db.transaction(name, work);
   }
 
-  /**
-   * One statement of an admin change and its audit row (counting the rows it returned); `first`
-   * for the first batch of a bulk action (see {@link recordAudit}).
-   */
-  protected audited(name: string, audit: Audit, sql: string, params: unknown[], first = false) {
+  /** One statement of an admin change and its audit row (counting the rows it returned). */
+  protected audited(name: string, audit: Audit, sql: string, params: unknown[]) {
     return this.write(name, audit, async (exec) => {
       const rows = await exec(sql, params);
-      await this.recordAudit(exec, audit, rows.length, audit?.details ?? null, first);
+      await this.recordAudit(exec, audit, rows.length);
       return rows;
     });
   }
 
   /**
    * Writes (or adds `rows` to) the audit row of an action, in the caller's transaction. The first
-   * batch of an action confirmed by a token inserts the row ({@link SQL.recordAuditOnce}): when
-   * the token already confirmed one, its transaction rolls back and the action is refused.
+   * batch of an action confirmed by a token (`audit.once`, see `laterBatches`) inserts the row
+   * ({@link SQL.recordAuditOnce}): when the token already confirmed one, its transaction rolls back
+   * and the action is refused.
    */
   protected async recordAudit(
     exec: Exec,
     audit: Audit,
     rows: number,
     details: string | null = audit?.details ?? null,
-    first = false,
   ): Promise<void> {
     if (audit === null) return;
     const params = SQL.recordAuditParams(audit, rows, details);
-    if (!(audit.once && first)) {
+    if (!audit.once) {
       await exec(SQL.recordAudit(this.s), params);
       return;
     }
     try {
       await exec(SQL.recordAuditOnce(this.s), params);
     } catch (error) {
-      if (isUniqueViolation(error)) throw new ChokaQConfirmationError('used');
+      if (isDuplicateKeyError(error)) throw new ChokaQConfirmationError('used');
       throw error;
     }
   }

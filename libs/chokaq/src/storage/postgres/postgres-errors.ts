@@ -21,15 +21,12 @@ const STALE_PLAN_MESSAGE = /cached plan must not change result type/i;
  * new name). Looks through TypeORM's `QueryFailedError` to the driver error.
  */
 export function isTransientPostgresError(error: unknown): boolean {
-  for (let e: unknown = error, depth = 0; e && typeof e === 'object' && depth < 4; depth++) {
-    const { code, message } = e as { code?: unknown; message?: unknown };
+  for (const { code, message } of errorChain(error)) {
     if (typeof code === 'string') {
       if (TRANSIENT_SQLSTATES.has(code) || /^08[0-9A-Z]{3}$/.test(code)) return true;
       if (TRANSIENT_NODE_CODES.has(code)) return true;
     }
     if (typeof message === 'string' && TRANSIENT_MESSAGE.test(message)) return true;
-    const next = e as { driverError?: unknown; cause?: unknown };
-    e = next.driverError ?? next.cause;
   }
   return isStalePlanError(error);
 }
@@ -40,13 +37,10 @@ export function isTransientPostgresError(error: unknown): boolean {
  * that connection until it is prepared again.
  */
 export function isStalePlanError(error: unknown): boolean {
-  for (let e: unknown = error, depth = 0; e && typeof e === 'object' && depth < 4; depth++) {
-    const { code, message } = e as { code?: unknown; message?: unknown };
+  for (const { code, message } of errorChain(error)) {
     if (code === '0A000' && typeof message === 'string' && STALE_PLAN_MESSAGE.test(message)) {
       return true;
     }
-    const next = e as { driverError?: unknown; cause?: unknown };
-    e = next.driverError ?? next.cause;
   }
   return false;
 }
@@ -55,11 +49,19 @@ export function isStalePlanError(error: unknown): boolean {
  * True when `error` is a unique or primary-key violation (SQLSTATE 23505), looking through
  * TypeORM's `QueryFailedError` to the driver error.
  */
-export function isUniqueViolation(error: unknown): boolean {
+export function isDuplicateKeyError(error: unknown): boolean {
+  for (const { code } of errorChain(error)) if (code === '23505') return true;
+  return false;
+}
+
+/**
+ * `error` and what it wraps, at most four deep: TypeORM's `QueryFailedError` holds the driver's
+ * error as `driverError`, others hold theirs as `cause`.
+ */
+function* errorChain(error: unknown): Generator<{ code?: unknown; message?: unknown }> {
   for (let e: unknown = error, depth = 0; e && typeof e === 'object' && depth < 4; depth++) {
-    if ((e as { code?: unknown }).code === '23505') return true;
+    yield e as { code?: unknown; message?: unknown };
     const next = e as { driverError?: unknown; cause?: unknown };
     e = next.driverError ?? next.cause;
   }
-  return false;
 }

@@ -20,6 +20,15 @@ export function retentionDetails(audit: Audit, removed: RetentionResult): string
   return JSON.stringify({ ...windows, removed });
 }
 
+/**
+ * The audit of a bulk action's batches after its first: an action confirmed by a token
+ * (`audit.once`) inserts its row in its first batch, so a token that already confirmed one is
+ * refused by the row's primary key; every later batch adds its rows to that row, as any audit does.
+ */
+export function laterBatches(audit: Audit): Audit {
+  return audit?.once ? { ...audit, once: false } : audit;
+}
+
 /** The page `rows` (up to `limit + 1`, newest first) make; the cursor is the last row returned. */
 export function toAuditPage(
   query: CheckedAuditQuery,

@@ -14,12 +14,13 @@ import { CheckedRecurringDefinition } from '../../validation/validate-args';
 import { ValidatedEdits } from '../../validation/validate-job';
 import { Audit } from '../dialect-job-storage';
 import { attemptOutcomeOf } from '../shared/attempts';
-import { retentionDetails } from '../shared/audit-log';
+import { laterBatches, retentionDetails } from '../shared/audit-log';
 import { Outcome, dlqStatusFor } from '../shared/outcome';
 import { mapQueueRow, toDate } from '../shared/row-mapper';
 import { BucketDelta, CounterDelta, bucketsOf, countersByQueue } from './sqlite-counters';
 import { yieldToEventLoop } from './sqlite-mutex';
 import { Params, Row, SqliteConnection } from './sqlite.connection';
+import { isDuplicateKeyError } from './sqlite-errors';
 import * as SQL from './sql';
 
 /** Rows per resurrect / purge transaction of the bulk operations. */
@@ -158,13 +159,13 @@ export abstract class SqliteAdminStore {
     const where = SQL.dlqWhere(filter);
     const del = SQL.resurrectByFilter(this.sql.tables.dlq, where);
     const moved: string[] = [];
-    for (let first = true; moved.length < limit; first = false) {
+    for (let a = audit; moved.length < limit; a = laterBatches(a)) {
       if (moved.length > 0) await yieldToEventLoop();
       const batch = Math.min(BULK_CHUNK, limit - moved.length);
       const rows = await this.db.write('resurrectByFilter', () => {
         const deleted = this.db.all(del, { ...where.params, limit: batch });
         this.insertResurrected(deleted, noEdits(by));
-        this.recordAudit(audit, deleted.length, audit?.details ?? null, first);
+        this.recordAudit(a, deleted.length);
         return deleted;
       });
       moved.push(...rows.map((r) => String(r.id)));
@@ -219,15 +220,11 @@ export abstract class SqliteAdminStore {
     const where = SQL.dlqWhere(filter);
     const purge = SQL.purgeDlqByFilter(this.sql.tables.dlq, where);
     let purged = 0;
-    for (let first = true; purged < limit; first = false) {
+    for (let a = audit; purged < limit; a = laterBatches(a)) {
       if (purged > 0) await yieldToEventLoop();
       const batch = Math.min(BULK_CHUNK, limit - purged);
       const n = await this.db.write('purgeDlqByFilter', () =>
-        this.audited(
-          audit,
-          this.deleteWithAttempts(purge, { ...where.params, limit: batch }),
-          first,
-        ),
+        this.audited(a, this.deleteWithAttempts(purge, { ...where.params, limit: batch })),
       );
       purged += n;
       if (n < batch) break;
@@ -300,12 +297,11 @@ export abstract class SqliteAdminStore {
     audit: Audit,
     rows: number,
     details: string | null = audit?.details ?? null,
-    first = false,
   ): void {
     if (audit === null) return;
     const { id, actor, action, target } = audit;
     const params = { id, actor, action, target, rows, details };
-    if (!(audit.once && first)) {
+    if (!audit.once) {
       this.db.run(this.sql.recordAudit, params);
       return;
     }
@@ -314,16 +310,14 @@ export abstract class SqliteAdminStore {
     try {
       this.db.run(this.sql.recordAuditOnce, params);
     } catch (error) {
-      if ((error as { code?: unknown }).code === 'SQLITE_CONSTRAINT_PRIMARYKEY') {
-        throw new ChokaQConfirmationError('used');
-      }
+      if (isDuplicateKeyError(error)) throw new ChokaQConfirmationError('used');
       throw error;
     }
   }
 
   /** {@link recordAudit} of a statement's changed-row count; returns the count. */
-  protected audited(audit: Audit, changed: number, first = false): number {
-    this.recordAudit(audit, changed, audit?.details ?? null, first);
+  protected audited(audit: Audit, changed: number): number {
+    this.recordAudit(audit, changed);
     return changed;
   }
 

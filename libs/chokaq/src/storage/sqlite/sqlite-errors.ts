@@ -31,3 +31,15 @@ export function isSqliteTransient(error: unknown): boolean {
     );
   });
 }
+
+/**
+ * True when `error` is a primary-key or unique violation (`SQLITE_CONSTRAINT_PRIMARYKEY`,
+ * `SQLITE_CONSTRAINT_UNIQUE`), on better-sqlite3's error or TypeORM's `QueryFailedError` over it.
+ */
+export function isDuplicateKeyError(error: unknown): boolean {
+  const candidates = [error, (error as { driverError?: unknown } | null)?.driverError];
+  return candidates.some((e) => {
+    const code = (e as { code?: unknown } | null | undefined)?.code;
+    return code === 'SQLITE_CONSTRAINT_PRIMARYKEY' || code === 'SQLITE_CONSTRAINT_UNIQUE';
+  });
+}

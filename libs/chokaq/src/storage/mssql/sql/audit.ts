@@ -11,21 +11,20 @@ import { PROLOGUE, selectColumns, tables } from './fragments';
  * action inserts the row; a later batch of the same action (same id) adds its rows and, when it
  * brings details, replaces them (a retention run's counts so far). Only the action's own
  * transactions touch its row, one after the other, so the UPDATE-then-INSERT needs no range lock.
- * With `first`, an action confirmed by a token (`audit.once`) inserts its row instead.
+ * The first batch of an action confirmed by a token (`audit.once`) inserts its row instead.
  */
 export function recordAudit(
   schema: string,
   audit: CheckedAudit,
   rows: number,
   details: string | null,
-  first = false,
 ): MssqlStatement {
   const t = tables(schema);
   const p = new ParamList();
   const id = p.varchar(audit.id, 36);
   const added = p.bigint(rows);
   const json = p.nvarchar(details, 'max');
-  if (audit.once && first) {
+  if (audit.once) {
     // The first batch of an action confirmed by a token: a plain INSERT, so the primary key
     // refuses a token that already confirmed an action (error 2627, "Violation of PRIMARY KEY
     // constraint", https://learn.microsoft.com/en-us/sql/relational-databases/errors-events/database-engine-events-and-errors-2000-to-2999),
