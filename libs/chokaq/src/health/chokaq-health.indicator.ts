@@ -86,7 +86,7 @@ export class ChokaQHealthIndicator {
       check.timeoutMs,
     );
     if (outcome.kind !== 'answered')
-      return session.down(unanswered(outcome, check.timeoutMs, (text) => this.logger.warn(text)));
+      return session.down(unanswered(outcome, check.timeoutMs, this.logger));
     const { currentVersion, latestVersion, pending } = outcome.value;
     const data = {
       schemaVersion: currentVersion,
@@ -191,7 +191,7 @@ export class ChokaQHealthIndicator {
       check.timeoutMs,
     );
     if (outcome.kind !== 'answered')
-      return session.down(unanswered(outcome, check.timeoutMs, (text) => this.logger.warn(text)));
+      return session.down(unanswered(outcome, check.timeoutMs, this.logger));
     const named = check.queues && new Set(check.queues);
     const stopped = new Set(
       outcome.value.queues.filter((q) => q.isPaused || !q.isActive).map((q) => q.name),
@@ -241,12 +241,12 @@ export class ChokaQHealthIndicator {
 /**
  * The data of a check whose database read failed or timed out. A failure is told by a stable
  * `code` ({@link publicErrorCode}) and a generic message: the driver's text, which may name the
- * schema, tables, host and port, goes to the server log only (`log`).
+ * schema, tables, host and port, goes to the server log only (`logger`).
  */
 function unanswered(
   outcome: Exclude<ProbeOutcome<unknown>, { kind: 'answered' }>,
   timeoutMs: number,
-  log: (text: string) => void,
+  logger: Pick<Logger, 'warn'>,
 ): { reason: string; message: string; timeoutMs: number; code?: string } {
   if (outcome.kind === 'timeout') {
     return {
@@ -256,7 +256,7 @@ function unanswered(
     };
   }
   const code = publicErrorCode(outcome.error);
-  log(`A health check's database read failed (${code}): ${toError(outcome.error).message}`);
+  logger.warn(`A health check's database read failed (${code}): ${toError(outcome.error).message}`);
   return {
     reason: 'unreachable',
     code,
