@@ -246,7 +246,18 @@ const layering = [
 ];
 
 export default tseslint.config(
-  { ignores: ['**/dist/**', 'node_modules/**', 'coverage/**', '**/*.js', '**/*.mjs'] },
+  {
+    // `.stryker-tmp` holds `npm run mutate`'s sandbox copies of the repository while it runs.
+    ignores: [
+      '**/dist/**',
+      'node_modules/**',
+      'coverage/**',
+      '.stryker-tmp/**',
+      'reports/**',
+      '**/*.js',
+      '**/*.mjs',
+    ],
+  },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {

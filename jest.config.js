@@ -10,6 +10,8 @@ module.exports = {
   rootDir: __dirname,
   testEnvironment: 'node',
   testMatch: ['<rootDir>/libs/**/*.spec.ts', '<rootDir>/test/**/*.spec.ts'],
+  // `npm run mutate`'s sandbox copies of the repository, while it runs.
+  modulePathIgnorePatterns: ['<rootDir>/.stryker-tmp/'],
   transform: { '^.+\\.ts$': ['@swc/jest', { ...swc, swcrc: false }] },
   moduleNameMapper: {
     '^@chokaq/nestjs$': '<rootDir>/libs/chokaq/src',
