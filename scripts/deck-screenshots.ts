@@ -3,7 +3,8 @@
  * `npm run deck:screenshots`: one PNG per panel of The Deck into docs/deck/, for the READMEs.
  * Boots a demo app (ChokaQ on a temporary SQLite file, a worker, the Deck), gives it a few
  * minutes' worth of work (successes, retries, failures into the DLQ, a job reporting progress, a
- * recurring job, operator actions), and photographs each panel in the system's Chromium.
+ * recurring job, operator actions, a second worker whose circuit for a partner API is open and
+ * holds its jobs), and photographs each panel in the system's Chromium.
  * CHOKAQ_CHROMIUM overrides the browser's path (default /usr/bin/chromium).
  */
 import 'reflect-metadata';
@@ -71,6 +72,39 @@ class DemoHandlers {
   }
 }
 
+/** A partner API that is down: the second worker's circuit for it opens and holds its jobs. */
+@Injectable()
+class PartnerHandlers {
+  @JobHandler('partners', { type: 'sync.v1' })
+  async sync(payload: { record: number }): Promise<void> {
+    throw new Error(`partner API unavailable (503) for record ${payload.record}`);
+  }
+}
+
+/**
+ * A second worker on the same database that runs only the partner syncs, with a circuit that
+ * opens after 3 failures and stays open for 10 minutes: the Queues panel shows it and the jobs it
+ * holds, the Workers panel the circuit, the Live jobs panel each held job.
+ */
+async function startPartnerWorker(database: string) {
+  @Module({
+    imports: [
+      ChokaQModule.forRoot({
+        storage: { type: 'sqlite', database },
+        retry: { maxAttempts: 1 },
+        worker: { pollIntervalMs: 50, concurrency: 1 },
+        heartbeat: { intervalMs: 500 },
+        circuitBreaker: { failureThreshold: 3, breakDurationMs: 600_000 },
+      }),
+    ],
+    providers: [PartnerHandlers],
+  })
+  class PartnerModule {}
+  const app = await NestFactory.createApplicationContext(PartnerModule, { logger: ['error'] });
+  await app.init();
+  return app;
+}
+
 async function main(): Promise<void> {
   const dir = mkdtempSync(join(tmpdir(), 'chokaq-deck-shots-'));
   @Module({
@@ -111,8 +145,23 @@ async function main(): Promise<void> {
   for (let i = 0; i < 5; i++) await jobs.enqueue('exports', { table: `t${i}` }, { type: 'csv.v1' });
   await admin.setMaxWorkers('billing', 2, 'ops@example.com');
   await admin.setRateLimit('emails', { max: 50, perMs: 1_000 }, 'ops@example.com');
+  const partners = await startPartnerWorker(join(dir, 'demo.db'));
+  for (let record = 1; record <= 3; record++) {
+    await jobs.enqueue('partners', { record }, { type: 'sync.v1' });
+  }
   const deadline = Date.now() + 30_000;
-  while ((await admin.getSummary()).dlq < 10 && Date.now() < deadline) {
+  while ((await admin.getSummary()).dlq < 13 && Date.now() < deadline) {
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  for (let record = 4; record <= 7; record++) {
+    await jobs.enqueue('partners', { record }, { type: 'sync.v1' });
+  }
+  const heldBy = Date.now() + 30_000;
+  const partnerHealth = async () =>
+    (await admin.getQueueHealth()).find((h) => h.queue === 'partners')?.heldPending ?? 0;
+  const circuitReported = async () =>
+    (await admin.listWorkers()).some((w) => w.circuits['partners/sync.v1'] === 'open');
+  while (((await partnerHealth()) < 4 || !(await circuitReported())) && Date.now() < heldBy) {
     await new Promise((r) => setTimeout(r, 100));
   }
   const failed = (await admin.listDlq({ limit: 1 })).items[0];
@@ -145,6 +194,7 @@ async function main(): Promise<void> {
   } finally {
     await browser.close();
     release();
+    await partners.close();
     await app.close();
     rmSync(dir, { recursive: true, force: true });
   }
