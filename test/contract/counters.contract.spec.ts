@@ -69,6 +69,7 @@ describeEachDialect('storage contract: counters and telemetry', (fixture) => {
       failedTotal: 0,
       cancelledTotal: 0,
       retriedTotal: 0,
+      deferredTotal: 0,
       resurrectedTotal: 0,
     };
     const check = async () => expect(await countersOf(db.storage, queue)).toEqual(expected);
@@ -84,11 +85,12 @@ describeEachDialect('storage contract: counters and telemetry', (fixture) => {
     expected.retriedTotal += 10;
     await check();
 
-    // Release with a delay counts as a retry (open circuit); without a delay it does not.
+    // Release with a delay (an open circuit) counts as a deferral, not a retry; without a delay
+    // it counts as neither.
     c = await claim(db.storage, queue, 3);
     expect(await db.storage.release(c.leases.slice(0, 2), 10)).toBe(2);
     expect(await db.storage.release(c.leases.slice(2))).toBe(1);
-    expected.retriedTotal += 2;
+    expected.deferredTotal += 2;
     await check();
 
     // Failures of every kind: MaxRetries, Fatal, Zombie → FailedTotal; Cancelled → CancelledTotal.
@@ -305,6 +307,7 @@ describeEachDialect('storage contract: counters and telemetry', (fixture) => {
       failedTotal: 1,
       cancelledTotal: 0,
       retriedTotal: 0,
+      deferredTotal: 0,
       resurrectedTotal: 0,
       lastActivityUtc: expect.any(Date),
       isPaused: false,

@@ -190,7 +190,8 @@ describeEachDialect('storage contract: dashboard reads', (fixture) => {
       error: 'x',
       durationMs: 40,
     });
-    // Retries: a failed run rescheduled, an open-circuit release, a zombie returned to Pending.
+    // Retries: a failed run rescheduled and a zombie returned to Pending. An open circuit's
+    // release (with a delay) is a deferral, not a retry; a release without one is neither.
     const retry = await startJob(db.storage, queue);
     expect(await db.storage.rescheduleForRetry(retry, 60 * MINUTE, 'Error: again')).toBe(1);
     const released = await startJob(db.storage, queue, {}, { fetchedOnly: true });
@@ -209,7 +210,7 @@ describeEachDialect('storage contract: dashboard reads', (fixture) => {
     expect(point).toMatchObject({
       succeeded: 3,
       failed: 1,
-      retried: 3,
+      retried: 2,
       cancelled: 1,
       meanDurationMs: 25,
       // startJob starts each run: 3 + 1 + 1 (retry) + 1 (zombie); the two releases never started.
@@ -221,7 +222,8 @@ describeEachDialect('storage contract: dashboard reads', (fixture) => {
     expect(await statsOf(db.storage, queue)).toMatchObject({
       succeededTotal: 3,
       failedTotal: 1,
-      retriedTotal: 3,
+      retriedTotal: 2,
+      deferredTotal: 1,
       cancelledTotal: 1,
     });
     // All queues together hold at least this queue's counts.

@@ -277,6 +277,7 @@ export async function countersOf(
   failedTotal: number;
   cancelledTotal: number;
   retriedTotal: number;
+  deferredTotal: number;
   resurrectedTotal: number;
 }> {
   const s = await statsOf(storage, queue);
@@ -285,6 +286,7 @@ export async function countersOf(
     failedTotal: s.failedTotal,
     cancelledTotal: s.cancelledTotal,
     retriedTotal: s.retriedTotal,
+    deferredTotal: s.deferredTotal,
     resurrectedTotal: s.resurrectedTotal,
   };
 }

@@ -188,6 +188,7 @@ describeEachDialect('storage contract: lists', (fixture) => {
       durationMs: null,
       workerId: null,
       progress: null,
+      heldSinceUtc: null,
       errorPrefix: null,
       payloadBytes: stored,
     });

@@ -116,11 +116,14 @@ describeEachDialect(
     const RATE_VERSION = { sqlite: 10, postgres: 12 }[dialect as 'sqlite' | 'postgres'];
     /** The version that brought the payload version column (issue 17, part 4b). */
     const PAYLOAD_VERSION = { sqlite: 11, postgres: 13 }[dialect as 'sqlite' | 'postgres'];
+    /** The version that brought the held jobs' column and the deferral counter (issue 27). */
+    const HELD_VERSION = { sqlite: 12, postgres: 14 }[dialect as 'sqlite' | 'postgres'];
     /**
      * A stand-in for the previous release below is this release's own storage opened without
-     * migrating: it writes the trace context and payload version columns and the attempt history
-     * table, and its claim reads the rate limit columns, so a schema it runs on must have them. On
-     * SQLite the trace, rate and payload versions are also recorded, since `ADD COLUMN` cannot run twice there (SQLite has no
+     * migrating: it writes the trace context and payload version columns, the deferral counter and
+     * the attempt history table, its claim reads the rate limit columns and its reads the held
+     * jobs' column, so a schema it runs on must have them. On
+     * SQLite the trace, rate, payload and held versions are also recorded, since `ADD COLUMN` cannot run twice there (SQLite has no
      * `IF NOT EXISTS` for it: the ledger is what guards it); PostgreSQL's run again, as its printed
      * script may, and the table's `CREATE TABLE IF NOT EXISTS` runs again on both.
      */
@@ -128,10 +131,14 @@ describeEachDialect(
       version === TRACE_VERSION ||
       version === ATTEMPTS_VERSION ||
       version === RATE_VERSION ||
-      version === PAYLOAD_VERSION;
+      version === PAYLOAD_VERSION ||
+      version === HELD_VERSION;
     const traceColumnRecorded = (version: number) =>
       dialect === 'sqlite' &&
-      (version === TRACE_VERSION || version === RATE_VERSION || version === PAYLOAD_VERSION);
+      (version === TRACE_VERSION ||
+        version === RATE_VERSION ||
+        version === PAYLOAD_VERSION ||
+        version === HELD_VERSION);
 
     /** A time as the dialect stores it: epoch ms on SQLite, a timestamp on PostgreSQL. */
     const at = (ms: number): number | Date => (dialect === 'sqlite' ? ms : new Date(ms));

@@ -60,10 +60,17 @@ describeEachDialect('storage contract: starting ahead', (fixture) => {
     expect(again.rows.map((r) => r.attemptCount)).toEqual([1, 1]);
   });
 
-  it('unstart with a delay makes the rows due later and counts a retry, as release does', async () => {
+  it('unstart with a delay makes the rows due later, held, and counts a deferral, as release does', async () => {
     const { queue, leases } = await startedRows('unstart-delay', 2);
     expect(await db.storage.unstart(leases, 60_000)).toBe(2);
-    expect((await countersOf(db.storage, queue)).retriedTotal).toBe(2);
+    expect(await countersOf(db.storage, queue)).toMatchObject({
+      deferredTotal: 2,
+      retriedTotal: 0,
+    });
+    expect((await db.storage.getQueueHealth()).find((h) => h.queue === queue)).toMatchObject({
+      heldPending: 2,
+      duePending: 0,
+    });
     expect((await claim(db.storage, queue, 5)).rows).toEqual([]);
     const view = await db.storage.getJob(leases[0].id);
     expect(view?.scheduledAtUtc?.getTime()).toBeGreaterThan(Date.now() + 30_000);

@@ -187,6 +187,7 @@ describeEachDialect('health checks through Terminus over HTTP', ({ name: dialect
         worstQueue: null,
         lagMs: 0,
         duePending: 0,
+        heldPending: 0,
         lagDegradedMs: LAG_DEGRADED_MS,
         lagUnhealthyMs: LAG_UNHEALTHY_MS,
         queuesChecked: 1,

@@ -317,7 +317,7 @@ describe('SQL Server lock hints and isolation', () => {
 
   it('version 12: PayloadVersion in every pillar, int NOT NULL DEFAULT 1, added where missing; every move and both enqueues carry it; the claim filters exact pairs on it', () => {
     const ddl = mssqlSchemaDdl('chokaq');
-    expect(MSSQL_SCHEMA_VERSION).toBe(12);
+    expect(MSSQL_SCHEMA_VERSION).toBeGreaterThanOrEqual(12);
     for (const table of ['JobsHot', 'JobsArchive', 'JobsDLQ']) {
       const column = `PayloadVersion int NOT NULL CONSTRAINT [DF_${table}_PayloadVersion] DEFAULT 1`;
       expect(ddl).toMatch(
@@ -371,6 +371,41 @@ describe('SQL Server lock hints and isolation', () => {
     );
     // Queue-wide handlers take every version: their candidate read has no version test.
     expect(claim).toContain('WHERE h.Queue = m.Queue AND h.Status = 0 AND h.DueAtUtc <= @now\n');
+  });
+
+  it('version 13: HeldSinceUtc and DeferredTotal added where missing, the held index compiled after them; an open circuit holds and counts a deferral, a retry clears the hold', () => {
+    const ddl = mssqlSchemaDdl('chokaq');
+    expect(MSSQL_SCHEMA_VERSION).toBeGreaterThanOrEqual(13);
+    expect(ddl).toMatch(
+      /CREATE TABLE \[chokaq\]\.\[JobsHot\] \([^;]*HeldSinceUtc datetime2\(3\) NULL/,
+    );
+    const addHeld = ddl.indexOf(
+      "IF COL_LENGTH(N'[chokaq].[JobsHot]', N'HeldSinceUtc') IS NULL\n  ALTER TABLE [chokaq].[JobsHot] ADD HeldSinceUtc datetime2(3) NULL;",
+    );
+    const index = ddl.indexOf(
+      "EXEC(N'CREATE NONCLUSTERED INDEX [IX_JobsHot_Held] ON [chokaq].[JobsHot] (Queue, HeldSinceUtc) INCLUDE (DueAtUtc) WHERE Status = 0 AND HeldSinceUtc IS NOT NULL;');",
+    );
+    expect(addHeld).toBeGreaterThan(0);
+    expect(index).toBeGreaterThan(addHeld);
+    expect(ddl).toContain(
+      "IF COL_LENGTH(N'[chokaq].[StatsSummary]', N'DeferredTotal') IS NULL\n  ALTER TABLE [chokaq].[StatsSummary] ADD DeferredTotal bigint NOT NULL CONSTRAINT [DF_StatsSummary_DeferredTotal] DEFAULT 0;",
+    );
+    // The history tables never get the column: no move copies it.
+    expect(ddl).not.toMatch(/CREATE TABLE \[chokaq\]\.\[Jobs(Archive|DLQ)\] \([^;]*HeldSinceUtc/);
+    for (const operation of ['release', 'unstart']) {
+      const delayed = one(operation, 'delay').statement.sql;
+      const plain = entries.find((e) => e.operation === operation && e.name.includes('no delay'))!
+        .statement.sql;
+      for (const sql of [delayed, plain]) {
+        expect(sql).toContain(
+          'h.HeldSinceUtc = CASE WHEN @due IS NULL THEN h.HeldSinceUtc ELSE ISNULL(h.HeldSinceUtc, h.DueAtUtc) END',
+        );
+        expect(sql).toMatch(/DeferredTotal/);
+        expect(sql).not.toMatch(/RetriedTotal|MetricBuckets/);
+      }
+    }
+    expect(one('rescheduleForRetry').statement.sql).toContain('h.HeldSinceUtc = NULL');
+    expect(one('archiveZombies').statement.sql).toContain('h.HeldSinceUtc = NULL');
   });
 
   it('version 10: JobAttempts, created where missing; the moves that end a run write its row in their transaction, the archive move and the claim none; purge and retention delete the rows with their jobs', () => {

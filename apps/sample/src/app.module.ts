@@ -10,6 +10,7 @@ import { DemoEvents } from './demo.events';
 import { DemoHandlers } from './demo.handlers';
 import { DemoService } from './demo.service';
 import { HealthController } from './health.controller';
+import { PartnerApi } from './partner-api';
 
 @Module({
   imports: [
@@ -30,6 +31,6 @@ import { HealthController } from './health.controller';
     ChokaQHealthModule,
   ],
   controllers: [DemoController, HealthController],
-  providers: [DemoHandlers, DemoEvents, DemoService],
+  providers: [DemoHandlers, DemoEvents, DemoService, PartnerApi],
 })
 export class AppModule {}

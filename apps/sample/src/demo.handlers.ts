@@ -1,10 +1,13 @@
 import { Injectable } from '@nestjs/common';
 import { JobContext, JobHandler, RecurringJob } from '@chokaq/nestjs';
-import { Broken, Flaky, Greet, Report } from './demo.jobs';
+import { Broken, Flaky, Greet, Report, Sync } from './demo.jobs';
+import { PartnerApi } from './partner-api';
 
 /** One handler per behaviour the demo shows. */
 @Injectable()
 export class DemoHandlers {
+  constructor(private readonly partner: PartnerApi) {}
+
   /** Always succeeds → Archive. Also enqueued every 15 s by a recurring job (once across processes). */
   @RecurringJob('demo.greet-every-15s', '*/15 * * * * *', { payload: { name: 'recurring job' } })
   @JobHandler(Greet)
@@ -20,10 +23,19 @@ export class DemoHandlers {
     }
   }
 
-  /** Always fails → retried, then DLQ (MaxRetriesExceeded). */
+  /** Always fails → retried, then DLQ (MaxRetriesExceeded). Enqueued once a minute. */
   @JobHandler(Broken)
   async broken(payload: { n: number }): Promise<void> {
     throw new Error(`broken #${payload.n}: downstream said no`);
+  }
+
+  /**
+   * Fails while the pretend partner API is down (see partner-api.ts): its circuit opens, holds the
+   * next jobs back, and closes when a probe finds the API back.
+   */
+  @JobHandler(Sync)
+  async sync(payload: { n: number }): Promise<void> {
+    await this.partner.push(payload.n);
   }
 
   /** Slow and cooperative: reports progress and stops early when its signal aborts. */

@@ -4,4 +4,5 @@ import { defineJob } from '@chokaq/nestjs';
 export const Greet = defineJob<{ name: string }>('demo', 'greet.v1');
 export const Flaky = defineJob<{ n: number; failTimes: number }>('demo', 'flaky.v1');
 export const Broken = defineJob<{ n: number }>('demo', 'broken.v1');
+export const Sync = defineJob<{ n: number }>('demo', 'partner-sync.v1');
 export const Report = defineJob<{ n: number; steps: number }>('reports', 'render.v1');

@@ -1,7 +1,7 @@
 import { Injectable, Logger, OnApplicationBootstrap, OnModuleDestroy } from '@nestjs/common';
 import { ChokaQAdmin, JobClient } from '@chokaq/nestjs';
 import { trace } from '@opentelemetry/api';
-import { Broken, Flaky, Greet, Report } from './demo.jobs';
+import { Broken, Flaky, Greet, Report, Sync } from './demo.jobs';
 
 /** Enqueues demo batches and logs the pillars every few seconds. */
 @Injectable()
@@ -40,7 +40,11 @@ export class DemoService implements OnApplicationBootstrap, OnModuleDestroy {
   }
 
   /**
-   * `count` greetings plus one flaky, one broken and one slow job, enqueued inside one span (what
+   * `count` greetings, two partner syncs and a slow job; a flaky job every fourth batch and a
+   * broken one every sixth (with a batch every 10 s, at most 4 and 3 of their failures fall in any
+   * minute, below the circuit breaker's threshold of 5, so only the partner's outages open a
+   * circuit). Enqueued
+   * inside one span (what
    * an HTTP server instrumentation would start for `POST /demo`): with `OTEL_TRACES=console` every
    * run of these jobs prints as a span of its trace. Without an SDK the span is a no-op.
    */
@@ -60,12 +64,19 @@ export class DemoService implements OnApplicationBootstrap, OnModuleDestroy {
       Greet,
       Array.from({ length: count }, (_, i) => ({ payload: { name: `visitor ${batch}.${i + 1}` } })),
     );
-    return [
+    const ids = [
       ...greetings,
-      await this.jobs.enqueue(Flaky, { n: batch, failTimes: 2 }, { tags: ['demo'] }),
-      await this.jobs.enqueue(Broken, { n: batch }, { tags: ['demo'] }),
+      ...(await this.jobs.enqueueMany(Sync, [
+        { payload: { n: batch } },
+        { payload: { n: batch } },
+      ])),
       await this.jobs.enqueue(Report, { n: batch, steps: 10 }, { priority: 5 }),
     ];
+    if (batch % 4 === 1)
+      ids.push(await this.jobs.enqueue(Flaky, { n: batch, failTimes: 2 }, { tags: ['demo'] }));
+    if (batch % 6 === 1)
+      ids.push(await this.jobs.enqueue(Broken, { n: batch }, { tags: ['demo'] }));
+    return ids;
   }
 
   async stats(): Promise<unknown> {
@@ -84,7 +95,7 @@ export class DemoService implements OnApplicationBootstrap, OnModuleDestroy {
       this.logger.log(
         `pending ${s.pending} · fetched ${s.fetched} · processing ${s.processing} · ` +
           `archive ${about(s.estimated.archived)}${s.archived} · DLQ ${about(s.estimated.dlq)}${s.dlq} · ` +
-          `retried ${s.retriedTotal} (lifetime)`,
+          `retried ${s.retriedTotal} · deferred by a circuit ${s.deferredTotal} (lifetime)`,
       );
     } catch (error) {
       this.logger.warn(`stats unavailable: ${String(error)}`);

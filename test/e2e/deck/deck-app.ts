@@ -101,6 +101,12 @@ export class DeckHandlers {
     throw new Error(payload?.message ?? 'deck failure');
   }
 
+  /** A dependency that is down: its failures open the circuit of `outage/down`. */
+  @JobHandler('outage', { type: 'down' })
+  async down(): Promise<void> {
+    throw new Error('partner API unavailable');
+  }
+
   @JobHandler('deck', { type: 'record' })
   async record(payload: unknown): Promise<void> {
     if ((payload as { fail?: boolean } | null)?.fail) throw new Error('record refused: fail set');

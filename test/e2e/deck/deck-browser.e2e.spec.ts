@@ -3,7 +3,8 @@
  * The Deck in Chromium: sign-in of a bearer-token app and of a cookie-session app, every panel
  * free of console errors, CSP violations and serious accessibility violations, live data from
  * another process, the Queues controls reaching the database, a moving progress bar, hostile
- * payloads rendered as text, and a read-only Deck without controls.
+ * payloads rendered as text, an open circuit and the jobs it holds, and a read-only Deck without
+ * controls.
  */
 import { execFile } from 'node:child_process';
 import { join } from 'node:path';
@@ -180,6 +181,41 @@ describeBrowser('The Deck in a browser', () => {
           jsLinks: document.querySelectorAll('a[href^="javascript:"]').length,
         }));
         expect(injected).toEqual({ scripts: 0, images: 0, jsLinks: 0 });
+        expectClean(problems);
+      });
+
+      // Last of this app: the circuit it opens stays open for its break (30 s by default).
+      it('shows an open circuit on its queue card, counts the jobs it holds, and marks each held job', async () => {
+        const dlqOf = () => deck.admin.countExactly({ pillar: 'dlq', filter: { queue: 'outage' } });
+        // Five failures within the window open the circuit (the default threshold).
+        for (let i = 0; i < 5; i++) await deck.client.enqueue('outage', {}, { type: 'down' });
+        await waitFor('five failures in the DLQ', async () => (await dlqOf()) === 5);
+        const held = [
+          await deck.client.enqueue('outage', {}, { type: 'down' }),
+          await deck.client.enqueue('outage', {}, { type: 'down' }),
+        ];
+        await waitFor('both new jobs held by the open circuit', async () =>
+          (await Promise.all(held.map((id) => deck.admin.getJob(id)))).every(
+            (j) => j?.pillar === 'hot' && j.heldSinceUtc !== null,
+          ),
+        );
+        expect(await dlqOf()).toBe(5);
+        await panel(page, 'Queues');
+        const card = page.getByRole('article', { name: 'Queue outage' });
+        await card.getByText('Circuit open', { exact: true }).waitFor();
+        await card.locator('[data-figure="held"]').filter({ hasText: /^2$/ }).waitFor();
+        await card
+          .locator('[data-figure="circuits"]')
+          .filter({ hasText: /down open on 1 worker\. +2 jobs held until / })
+          .waitFor();
+        expect(
+          Number(await card.locator('[data-figure="deferred"]').textContent()),
+        ).toBeGreaterThanOrEqual(2);
+        await page.goto(`${deck.url}#/jobs/${held[0]}`);
+        await page
+          .locator('[data-field="status"]')
+          .filter({ hasText: /^Pending · held: circuit open until / })
+          .waitFor();
         expectClean(problems);
       });
     },

@@ -31,7 +31,7 @@ FROM @Zombies AS z
 INNER LOOP JOIN [chokaq].[JobsHot] AS h WITH (UPDLOCK, READPAST, ROWLOCK, FORCESEEK) ON h.Id = z.Id
 WHERE h.Status = 2 AND DATEDIFF_BIG(MILLISECOND, h.HeartbeatUtc, @now) > z.TimeoutMs;
 UPDATE h SET h.Status = 0, h.WorkerId = NULL, h.LeaseId = NULL, h.HeartbeatUtc = NULL,
-  h.ScheduledAtUtc = NULL, h.DueAtUtc = @now, h.LastError = @3, h.LastUpdatedUtc = @now
+  h.ScheduledAtUtc = NULL, h.DueAtUtc = @now, h.HeldSinceUtc = NULL, h.LastError = @3, h.LastUpdatedUtc = @now
 OUTPUT deleted.Id, deleted.Queue, deleted.Type, deleted.Tags, deleted.IdempotencyKey, deleted.Priority, deleted.Status, deleted.AttemptCount, deleted.WorkerId, deleted.LeaseId, deleted.HeartbeatUtc, deleted.ScheduledAtUtc, deleted.CreatedAtUtc, deleted.EnqueuedAtUtc, deleted.StartedAtUtc, deleted.LastUpdatedUtc, deleted.CreatedBy, deleted.LastModifiedBy, deleted.LastError, deleted.CancelRequestedUtc, deleted.Progress, deleted.ProgressNote, deleted.TraceContext, deleted.PayloadVersion INTO @Retried (Id, Queue, Type, Tags, IdempotencyKey, Priority, Status, AttemptCount, WorkerId, LeaseId, HeartbeatUtc, ScheduledAtUtc, CreatedAtUtc, EnqueuedAtUtc, StartedAtUtc, LastUpdatedUtc, CreatedBy, LastModifiedBy, LastError, CancelRequestedUtc, Progress, ProgressNote, TraceContext, PayloadVersion)
 FROM [chokaq].[JobsHot] AS h INNER JOIN @Zombies AS z ON z.Id = h.Id AND z.Retry = 1 AND z.Locked = 1
 WHERE h.Status = 2;

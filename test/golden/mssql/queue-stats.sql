@@ -4,6 +4,7 @@ SELECT q.Name AS Queue, q.IsPaused, q.IsActive, q.MaxWorkers,
   ISNULL(p.Pending, 0) AS Pending, ISNULL(a.Fetched, 0) AS Fetched, ISNULL(a.Processing, 0) AS Processing,
   ISNULL(s.SucceededTotal, 0) AS SucceededTotal, ISNULL(s.FailedTotal, 0) AS FailedTotal,
   ISNULL(s.CancelledTotal, 0) AS CancelledTotal, ISNULL(s.RetriedTotal, 0) AS RetriedTotal,
+  ISNULL(s.DeferredTotal, 0) AS DeferredTotal,
   ISNULL(s.ResurrectedTotal, 0) AS ResurrectedTotal, CONVERT(varchar(33), s.LastActivityUtc, 126) + 'Z' AS LastActivityUtc
 FROM [chokaq].[Queues] AS q WITH (NOLOCK)
 LEFT JOIN (

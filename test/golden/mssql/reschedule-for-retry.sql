@@ -8,7 +8,7 @@ DECLARE @due datetime2(3) = DATEADD(MILLISECOND, CAST(@3 % 1000 AS int), DATEADD
 DECLARE @Retried TABLE (Id varchar(36) NOT NULL, Queue varchar(255) NOT NULL, AttemptCount int NULL, WorkerId nvarchar(255) NULL, LeaseId varchar(36) NULL, StartedAtUtc datetime2(3) NULL);
 BEGIN TRAN;
 UPDATE h SET h.Status = 0, h.WorkerId = NULL, h.LeaseId = NULL, h.HeartbeatUtc = NULL,
-  h.ScheduledAtUtc = @due, h.DueAtUtc = @due, h.LastError = @4, h.LastUpdatedUtc = @now
+  h.ScheduledAtUtc = @due, h.DueAtUtc = @due, h.HeldSinceUtc = NULL, h.LastError = @4, h.LastUpdatedUtc = @now
 OUTPUT inserted.Id, inserted.Queue, deleted.AttemptCount, deleted.WorkerId, deleted.LeaseId, deleted.StartedAtUtc INTO @Retried (Id, Queue, AttemptCount, WorkerId, LeaseId, StartedAtUtc)
 FROM [chokaq].[JobsHot] AS h
 WHERE h.Id = CAST(@0 AS varchar(36)) AND h.WorkerId = @1 AND h.LeaseId = CAST(@2 AS varchar(36)) AND h.Status = 2;

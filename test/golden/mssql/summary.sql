@@ -5,6 +5,7 @@ SELECT
   (SELECT ISNULL(SUM(s.FailedTotal), 0) FROM [chokaq].[StatsSummary] AS s WITH (NOLOCK)) AS FailedTotal,
   (SELECT ISNULL(SUM(s.CancelledTotal), 0) FROM [chokaq].[StatsSummary] AS s WITH (NOLOCK)) AS CancelledTotal,
   (SELECT ISNULL(SUM(s.RetriedTotal), 0) FROM [chokaq].[StatsSummary] AS s WITH (NOLOCK)) AS RetriedTotal,
+  (SELECT ISNULL(SUM(s.DeferredTotal), 0) FROM [chokaq].[StatsSummary] AS s WITH (NOLOCK)) AS DeferredTotal,
   (SELECT ISNULL(SUM(s.ResurrectedTotal), 0) FROM [chokaq].[StatsSummary] AS s WITH (NOLOCK)) AS ResurrectedTotal,
   (SELECT COUNT_BIG(*) FROM [chokaq].[JobsHot] AS c WITH (NOLOCK) WHERE c.Status = 0) AS Pending,
   (SELECT COUNT_BIG(*) FROM [chokaq].[JobsHot] AS c WITH (NOLOCK) WHERE c.Status = 1) AS Fetched,

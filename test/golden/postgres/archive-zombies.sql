@@ -34,7 +34,7 @@ src AS (
 ),
 retried AS (
   UPDATE "chokaq".jobs_hot j
-  SET status = 0, worker_id = NULL, lease_id = NULL, heartbeat_utc = NULL,
+  SET status = 0, worker_id = NULL, lease_id = NULL, heartbeat_utc = NULL, held_since_utc = NULL,
       last_error = $3::text, last_updated_utc = now()
   FROM candidates c
   WHERE j.id = c.id AND c.retry AND j.status = 2

@@ -4,6 +4,7 @@ SELECT q.name AS queue, q.is_paused, q.is_active, q.max_workers,
        p.pending, a.fetched, a.processing,
        coalesce(t.succeeded_total, 0) AS succeeded_total, coalesce(t.failed_total, 0) AS failed_total,
        coalesce(t.cancelled_total, 0) AS cancelled_total, coalesce(t.retried_total, 0) AS retried_total,
+       coalesce(t.deferred_total, 0) AS deferred_total,
        coalesce(t.resurrected_total, 0) AS resurrected_total, t.last_activity_utc
 FROM "chokaq".queues q
 LEFT JOIN "chokaq".stats_summary t ON t.queue = q.name

@@ -5,6 +5,7 @@ SELECT
   (SELECT coalesce(sum(failed_total), 0) FROM "chokaq".stats_summary) AS failed_total,
   (SELECT coalesce(sum(cancelled_total), 0) FROM "chokaq".stats_summary) AS cancelled_total,
   (SELECT coalesce(sum(retried_total), 0) FROM "chokaq".stats_summary) AS retried_total,
+  (SELECT coalesce(sum(deferred_total), 0) FROM "chokaq".stats_summary) AS deferred_total,
   (SELECT coalesce(sum(resurrected_total), 0) FROM "chokaq".stats_summary) AS resurrected_total,
   (SELECT count(*) FROM "chokaq".jobs_hot WHERE status = 0) AS pending,
   (SELECT count(*) FROM "chokaq".jobs_hot WHERE status = 1) AS fetched,

@@ -16,7 +16,7 @@ SELECT h.id, h.queue, h.type, h.tags, h.idempotency_key, h.priority, h.status, h
 
 -- [3/12] all
 UPDATE chokaq_jobs_hot
-      SET status = 0, worker_id = NULL, lease_id = NULL, heartbeat_utc = NULL,
+      SET status = 0, worker_id = NULL, lease_id = NULL, heartbeat_utc = NULL, held_since_utc = NULL,
           last_error = @error, last_updated_utc = CAST(ROUND(unixepoch('subsec') * 1000) AS INTEGER)
       WHERE status = 2 AND id IN (SELECT value FROM json_each(@ids))
       RETURNING id, queue
@@ -35,15 +35,16 @@ INSERT INTO chokaq_job_attempts (job_id, seq, attempt, worker_id, lease_id,
 
 -- [5/12] run
 INSERT INTO chokaq_stats_summary (queue, succeeded_total, failed_total, cancelled_total,
-        retried_total, resurrected_total, last_activity_utc)
+        retried_total, deferred_total, resurrected_total, last_activity_utc)
       SELECT value ->> 'queue', value ->> 'succeeded', value ->> 'failed', value ->> 'cancelled',
-        value ->> 'retried', value ->> 'resurrected', CAST(ROUND(unixepoch('subsec') * 1000) AS INTEGER)
+        value ->> 'retried', value ->> 'deferred', value ->> 'resurrected', CAST(ROUND(unixepoch('subsec') * 1000) AS INTEGER)
       FROM json_each(@deltas) WHERE true
       ON CONFLICT (queue) DO UPDATE SET
         succeeded_total = succeeded_total + excluded.succeeded_total,
         failed_total = failed_total + excluded.failed_total,
         cancelled_total = cancelled_total + excluded.cancelled_total,
         retried_total = retried_total + excluded.retried_total,
+        deferred_total = deferred_total + excluded.deferred_total,
         resurrected_total = resurrected_total + excluded.resurrected_total,
         last_activity_utc = excluded.last_activity_utc
 
@@ -86,15 +87,16 @@ INSERT INTO chokaq_jobs_dlq (id, queue, type, payload, tags, idempotency_key, pr
 
 -- [10/12] run
 INSERT INTO chokaq_stats_summary (queue, succeeded_total, failed_total, cancelled_total,
-        retried_total, resurrected_total, last_activity_utc)
+        retried_total, deferred_total, resurrected_total, last_activity_utc)
       SELECT value ->> 'queue', value ->> 'succeeded', value ->> 'failed', value ->> 'cancelled',
-        value ->> 'retried', value ->> 'resurrected', CAST(ROUND(unixepoch('subsec') * 1000) AS INTEGER)
+        value ->> 'retried', value ->> 'deferred', value ->> 'resurrected', CAST(ROUND(unixepoch('subsec') * 1000) AS INTEGER)
       FROM json_each(@deltas) WHERE true
       ON CONFLICT (queue) DO UPDATE SET
         succeeded_total = succeeded_total + excluded.succeeded_total,
         failed_total = failed_total + excluded.failed_total,
         cancelled_total = cancelled_total + excluded.cancelled_total,
         retried_total = retried_total + excluded.retried_total,
+        deferred_total = deferred_total + excluded.deferred_total,
         resurrected_total = resurrected_total + excluded.resurrected_total,
         last_activity_utc = excluded.last_activity_utc
 

@@ -11,15 +11,16 @@ INSERT INTO chokaq_jobs_dlq (id, queue, type, payload, tags, idempotency_key, pr
 
 -- [4/7] run
 INSERT INTO chokaq_stats_summary (queue, succeeded_total, failed_total, cancelled_total,
-        retried_total, resurrected_total, last_activity_utc)
+        retried_total, deferred_total, resurrected_total, last_activity_utc)
       SELECT value ->> 'queue', value ->> 'succeeded', value ->> 'failed', value ->> 'cancelled',
-        value ->> 'retried', value ->> 'resurrected', CAST(ROUND(unixepoch('subsec') * 1000) AS INTEGER)
+        value ->> 'retried', value ->> 'deferred', value ->> 'resurrected', CAST(ROUND(unixepoch('subsec') * 1000) AS INTEGER)
       FROM json_each(@deltas) WHERE true
       ON CONFLICT (queue) DO UPDATE SET
         succeeded_total = succeeded_total + excluded.succeeded_total,
         failed_total = failed_total + excluded.failed_total,
         cancelled_total = cancelled_total + excluded.cancelled_total,
         retried_total = retried_total + excluded.retried_total,
+        deferred_total = deferred_total + excluded.deferred_total,
         resurrected_total = resurrected_total + excluded.resurrected_total,
         last_activity_utc = excluded.last_activity_utc
 

@@ -10,7 +10,7 @@ SELECT queue, 0 AS status, COUNT(*) AS n
 -- [3/4] all
 WITH names(queue) AS (SELECT name FROM chokaq_queues UNION SELECT queue FROM chokaq_stats_summary)
       SELECT n.queue, s.succeeded_total, s.failed_total, s.cancelled_total, s.retried_total,
-        s.resurrected_total, s.last_activity_utc, q.is_paused, q.is_active, q.max_workers
+        s.deferred_total, s.resurrected_total, s.last_activity_utc, q.is_paused, q.is_active, q.max_workers
       FROM names n
       LEFT JOIN chokaq_stats_summary s ON s.queue = n.queue
       LEFT JOIN chokaq_queues q ON q.name = n.queue

@@ -3,7 +3,7 @@ BEGIN IMMEDIATE
 
 -- [2/6] all
 UPDATE chokaq_jobs_hot
-      SET status = 0, worker_id = NULL, lease_id = NULL, heartbeat_utc = NULL,
+      SET status = 0, worker_id = NULL, lease_id = NULL, heartbeat_utc = NULL, held_since_utc = NULL,
           scheduled_at_utc = CAST(ROUND(unixepoch('subsec') * 1000) AS INTEGER) + @delayMs, last_error = @error,
           last_updated_utc = CAST(ROUND(unixepoch('subsec') * 1000) AS INTEGER)
       WHERE id = @id AND worker_id = @workerId AND lease_id = @leaseId AND status = 2
@@ -23,15 +23,16 @@ INSERT INTO chokaq_job_attempts (job_id, seq, attempt, worker_id, lease_id,
 
 -- [4/6] run
 INSERT INTO chokaq_stats_summary (queue, succeeded_total, failed_total, cancelled_total,
-        retried_total, resurrected_total, last_activity_utc)
+        retried_total, deferred_total, resurrected_total, last_activity_utc)
       SELECT value ->> 'queue', value ->> 'succeeded', value ->> 'failed', value ->> 'cancelled',
-        value ->> 'retried', value ->> 'resurrected', CAST(ROUND(unixepoch('subsec') * 1000) AS INTEGER)
+        value ->> 'retried', value ->> 'deferred', value ->> 'resurrected', CAST(ROUND(unixepoch('subsec') * 1000) AS INTEGER)
       FROM json_each(@deltas) WHERE true
       ON CONFLICT (queue) DO UPDATE SET
         succeeded_total = succeeded_total + excluded.succeeded_total,
         failed_total = failed_total + excluded.failed_total,
         cancelled_total = cancelled_total + excluded.cancelled_total,
         retried_total = retried_total + excluded.retried_total,
+        deferred_total = deferred_total + excluded.deferred_total,
         resurrected_total = resurrected_total + excluded.resurrected_total,
         last_activity_utc = excluded.last_activity_utc
 

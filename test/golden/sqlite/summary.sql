@@ -6,6 +6,7 @@ SELECT COALESCE(SUM(succeeded_total), 0) AS succeeded_total,
         COALESCE(SUM(failed_total), 0) AS failed_total,
         COALESCE(SUM(cancelled_total), 0) AS cancelled_total,
         COALESCE(SUM(retried_total), 0) AS retried_total,
+        COALESCE(SUM(deferred_total), 0) AS deferred_total,
         COALESCE(SUM(resurrected_total), 0) AS resurrected_total
       FROM chokaq_stats_summary
 

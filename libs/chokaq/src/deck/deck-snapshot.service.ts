@@ -30,12 +30,29 @@ export interface DeckQueue extends QueueInfo {
   fetched: number;
   processing: number;
   duePending: number;
+  /** Pending jobs an open circuit holds back, and when the first of them is due again. */
+  heldPending: number;
+  heldUntilUtc: Date | null;
+  /** The longest wait of its due and held jobs. */
   maxLagMs: number;
   succeededTotal: number;
   failedTotal: number;
+  /** Jobs an open circuit handed back unrun (lifetime). */
+  deferredTotal: number;
+  /** Its job types whose circuit is not closed on some live worker, and on how many. */
+  circuits: DeckCircuit[];
   /** Succeeded and failed over the last five minutes (from the metric buckets). */
   succeeded5m: number;
   failed5m: number;
+}
+
+/** A job type of a queue whose circuit breaker is not closed in some live worker. */
+export interface DeckCircuit {
+  type: string;
+  /** `open` when any worker has it open, else `half-open`. */
+  state: 'open' | 'half-open';
+  /** Live workers that report it not closed (circuits are per process). */
+  workers: number;
 }
 
 /** What every open Deck sees each tick: read once per tick per process, whoever watches. */
@@ -127,9 +144,10 @@ export class DeckSnapshotService {
     const statsOf = new Map(stats.map((s) => [s.queue, s]));
     const healthOf = new Map(health.map((h) => [h.queue, h]));
     const names = new Set([...queues.map((q) => q.name), ...stats.map((s) => s.queue)]);
+    const circuitsOf = openCircuits(workers);
     const cards: DeckQueue[] = [...names].sort().map((name) => {
       const info = queues.find((q) => q.name === name) ?? defaultQueue(name);
-      return card(info, statsOf.get(name), healthOf.get(name), series.get(name));
+      return card(info, statsOf.get(name), healthOf.get(name), series.get(name), circuitsOf);
     });
     const worst = health.reduce<QueueHealth | null>(
       (acc, h) => (h.maxLagMs > (acc?.maxLagMs ?? 0) ? h : acc),
@@ -167,6 +185,7 @@ function card(
   stats: QueueStats | undefined,
   health: QueueHealth | undefined,
   recent: { s: number; f: number } | undefined,
+  circuitsOf: Map<string, DeckCircuit[]>,
 ): DeckQueue {
   return {
     ...info,
@@ -174,9 +193,13 @@ function card(
     fetched: stats?.fetched ?? 0,
     processing: stats?.processing ?? 0,
     duePending: health?.duePending ?? 0,
+    heldPending: health?.heldPending ?? 0,
+    heldUntilUtc: health?.heldUntilUtc ?? null,
     maxLagMs: health?.maxLagMs ?? 0,
     succeededTotal: stats?.succeededTotal ?? 0,
     failedTotal: stats?.failedTotal ?? 0,
+    deferredTotal: stats?.deferredTotal ?? 0,
+    circuits: circuitsOf.get(info.name) ?? [],
     succeeded5m: recent?.s ?? 0,
     failed5m: recent?.f ?? 0,
   };
@@ -190,4 +213,38 @@ function countWorkers(workers: WorkerInfo[]): { alive: number; lost: number } {
     else if (w.state === 'lost') lost++;
   }
   return { alive, lost };
+}
+
+/**
+ * The circuits that are not closed, per queue, over the live workers (running or draining): a
+ * worker reports its circuits by `queue/type`, and a queue name has no `/`.
+ */
+export function openCircuits(workers: WorkerInfo[]): Map<string, DeckCircuit[]> {
+  const byQueue = new Map<string, Map<string, DeckCircuit>>();
+  for (const w of workers) {
+    if (w.state !== 'running' && w.state !== 'draining') continue;
+    for (const [key, state] of Object.entries(w.circuits)) {
+      if (state === 'closed') continue;
+      const at = key.indexOf('/');
+      if (at <= 0) continue;
+      const queue = key.slice(0, at);
+      const type = key.slice(at + 1);
+      let types = byQueue.get(queue);
+      if (!types) byQueue.set(queue, (types = new Map()));
+      const seen = types.get(type);
+      if (seen) {
+        seen.workers++;
+        if (state === 'open') seen.state = 'open';
+      } else {
+        types.set(type, { type, state, workers: 1 });
+      }
+    }
+  }
+  const out = new Map<string, DeckCircuit[]>();
+  for (const [queue, types] of byQueue)
+    out.set(
+      queue,
+      [...types.values()].sort((a, b) => (a.type < b.type ? -1 : a.type > b.type ? 1 : 0)),
+    );
+  return out;
 }

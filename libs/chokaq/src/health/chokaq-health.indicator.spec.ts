@@ -69,6 +69,8 @@ function lag(queue: string, duePending: number, maxLagMs: number): QueueHealth {
   return {
     queue,
     duePending,
+    heldPending: 0,
+    heldUntilUtc: null,
     avgLagMs: maxLagMs / 2,
     maxLagMs,
     active: 0,
@@ -252,6 +254,7 @@ describe('ChokaQHealthIndicator', () => {
           worstQueue: 'pdf',
           lagMs: 5_000,
           duePending: 9,
+          heldPending: 0,
           lagDegradedMs: 60_000,
           lagUnhealthyMs: 300_000,
           queuesChecked: 3,
@@ -277,8 +280,22 @@ describe('ChokaQHealthIndicator', () => {
         worstQueue: 'pdf',
         lagMs: 300_000,
         duePending: 2,
+        heldPending: 0,
         degraded: ['emails'],
         unhealthy: ['pdf'],
+      });
+    });
+
+    it('counts the jobs an open circuit holds: a queue with nothing due but held jobs waiting lags', async () => {
+      admin.health = [{ ...lag('partner', 0, 90_000), heldPending: 3 }, lag('pdf', 1, 10)];
+      expect((await indicator.queues('lag', thresholds)).lag).toMatchObject({
+        status: 'up',
+        level: 'degraded',
+        worstQueue: 'partner',
+        lagMs: 90_000,
+        duePending: 0,
+        heldPending: 3,
+        degraded: ['partner'],
       });
     });
 
@@ -316,6 +333,7 @@ describe('ChokaQHealthIndicator', () => {
         worstQueue: null,
         lagMs: 0,
         duePending: 0,
+        heldPending: 0,
       });
     });
 

@@ -161,11 +161,13 @@ export class ChokaQHealthIndicator {
   }
 
   /**
-   * The queues' lag: the oldest due Pending job of each checked queue (by default every queue
-   * neither paused nor retired), the worst of them compared with the thresholds. Up when it is
+   * The queues' lag: the longest wait of each checked queue's due Pending jobs and of those an
+   * open circuit holds back (by default every queue neither paused nor retired), the worst of
+   * them compared with the thresholds. Up when it is
    * below `lagDegradedMs` (`level: 'healthy'`) or below `lagUnhealthyMs` (`level: 'degraded'`),
    * down at or past `lagUnhealthyMs` (`level: 'unhealthy'`). Data: `level`, `worstQueue` (null
-   * when no checked queue has a due job), its `lagMs` and `duePending` (its depth), the
+   * when no checked queue has a waiting job), its `lagMs`, `duePending` and `heldPending` (its
+   * depth), the
    * thresholds, `queuesChecked`, and the queues over each threshold (`degraded`, `unhealthy`).
    * When the database does not answer, down with `reason` (`unreachable`, `timeout`) and
    * `message`.
@@ -205,18 +207,14 @@ export class ChokaQHealthIndicator {
         : lagMs >= check.lagDegradedMs
           ? 'degraded'
           : 'healthy';
-    // The worst lag; among equal lags, the deeper queue.
-    const worst = checked
-      .filter((h) => h.duePending > 0)
-      .reduce<QueueHealth | undefined>(
-        (w, h) =>
-          !w ||
-          h.maxLagMs > w.maxLagMs ||
-          (h.maxLagMs === w.maxLagMs && h.duePending > w.duePending)
-            ? h
-            : w,
-        undefined,
-      );
+    // The worst lag; among equal lags, the deeper queue. Jobs held by an open circuit wait too.
+    const depth = (h: QueueHealth) => h.duePending + h.heldPending;
+    const waiting = checked.filter((h) => depth(h) > 0);
+    const worst = waiting.reduce<QueueHealth | undefined>(
+      (w, h) =>
+        !w || h.maxLagMs > w.maxLagMs || (h.maxLagMs === w.maxLagMs && depth(h) > depth(w)) ? h : w,
+      undefined,
+    );
     const lagMs = worst?.maxLagMs ?? 0;
     const overall = worst ? level(lagMs) : 'healthy';
     const data = {
@@ -224,15 +222,12 @@ export class ChokaQHealthIndicator {
       worstQueue: worst?.queue ?? null,
       lagMs,
       duePending: worst?.duePending ?? 0,
+      heldPending: worst?.heldPending ?? 0,
       lagDegradedMs: check.lagDegradedMs,
       lagUnhealthyMs: check.lagUnhealthyMs,
       queuesChecked: checked.length,
-      degraded: checked
-        .filter((h) => h.duePending > 0 && level(h.maxLagMs) === 'degraded')
-        .map((h) => h.queue),
-      unhealthy: checked
-        .filter((h) => h.duePending > 0 && level(h.maxLagMs) === 'unhealthy')
-        .map((h) => h.queue),
+      degraded: waiting.filter((h) => level(h.maxLagMs) === 'degraded').map((h) => h.queue),
+      unhealthy: waiting.filter((h) => level(h.maxLagMs) === 'unhealthy').map((h) => h.queue),
     };
     return overall === 'unhealthy' ? session.down(data) : session.up(data);
   }

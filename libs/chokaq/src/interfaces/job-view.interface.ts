@@ -28,6 +28,12 @@ export interface JobView extends Omit<HotJob, 'status' | 'lastUpdatedUtc'> {
   /** DLQ only. */
   failedAtUtc: Date | null;
   /**
+   * Hot only: set while an open circuit breaker holds the job back (Pending, due again at
+   * `scheduledAtUtc`), to when it was first due; null otherwise (and in the views of lifecycle
+   * events). The lag counts from here.
+   */
+  heldSinceUtc: Date | null;
+  /**
    * The job's attempts that did not end in the archive, oldest first: present only when
    * `getJob` was asked for them (`{ attempts: true }`), else absent. A job that succeeded at its
    * first attempt has none (its archive row is that attempt).
@@ -179,6 +185,8 @@ export interface JobListItem {
   durationMs: number | null;
   workerId: string | null;
   progress: number | null;
+  /** Hot only: as {@link JobView.heldSinceUtc} (an open circuit holds the job back). */
+  heldSinceUtc: Date | null;
   /**
    * At most the first 200 characters of the DLQ error (`errorDetails`), else of the last retry
    * error (`lastError`); null when there is none.
@@ -224,8 +232,13 @@ export interface SummaryStats {
   failedTotal: number;
   /** Exact: lifetime counter. */
   cancelledTotal: number;
-  /** Exact: lifetime counter (retries after an error, open-circuit releases, retried zombies). */
+  /** Exact: lifetime counter (failed runs rescheduled, retried zombies). */
   retriedTotal: number;
+  /**
+   * Exact: lifetime counter of the jobs an open circuit breaker handed back to Pending unrun, no
+   * attempt spent (each time it held one; {@link QueueStats.deferredTotal}).
+   */
+  deferredTotal: number;
   /** Exact: lifetime counter. */
   resurrectedTotal: number;
   /** Exact: Pending rows of the hot table. */
@@ -262,7 +275,13 @@ export interface QueueStats {
   succeededTotal: number;
   failedTotal: number;
   cancelledTotal: number;
+  /** Failed runs rescheduled and zombies returned to Pending (lifetime). */
   retriedTotal: number;
+  /**
+   * Jobs an open circuit breaker handed back to Pending unrun, no attempt spent (lifetime): one
+   * job held three times counts three. Not counted in `retriedTotal`.
+   */
+  deferredTotal: number;
   resurrectedTotal: number;
   lastActivityUtc: Date | null;
   isPaused: boolean;
@@ -291,9 +310,19 @@ export interface QueueHealth {
   queue: string;
   /** Pending rows that are due now (live, from the hot table). */
   duePending: number;
-  /** Average wait of due pending rows since they became due (`ScheduledAtUtc` or `EnqueuedAtUtc`), in ms. */
+  /**
+   * Pending rows an open circuit breaker holds back: handed back unrun and not yet due again
+   * (live, from the hot table). They wait as much as due rows do, so the lag counts them.
+   */
+  heldPending: number;
+  /** When the first of the held rows is due again (the next look at its circuit); null when none. */
+  heldUntilUtc: Date | null;
+  /**
+   * Average wait, in ms, of the due pending rows since they became due (`ScheduledAtUtc` or
+   * `EnqueuedAtUtc`) and of the held rows since they were first due (`heldSinceUtc`).
+   */
   avgLagMs: number;
-  /** Age of the oldest due pending job: how long it has been due, in ms (live, from the hot table). */
+  /** The longest of those waits, in ms (live, from the hot table). */
   maxLagMs: number;
   /** Fetched + Processing rows. */
   active: number;
@@ -339,7 +368,7 @@ export interface QueueOutcomes {
   failed: number;
   /** Jobs cancelled: moved to the DLQ as cancelled, before or while they ran. */
   cancelled: number;
-  /** Retries: a failed run rescheduled, an open-circuit release, a zombie returned to Pending. */
+  /** Retries: a failed run rescheduled, a zombie returned to Pending (not an open circuit's deferral). */
   retried: number;
 }
 
@@ -381,7 +410,7 @@ export interface ThroughputPoint {
   succeeded: number;
   /** Runs that ended in the DLQ for any reason but cancellation (zombies included). */
   failed: number;
-  /** Retries: a failed run rescheduled, an open-circuit release, a zombie returned to Pending. */
+  /** Retries: a failed run rescheduled, a zombie returned to Pending (not an open circuit's deferral). */
   retried: number;
   cancelled: number;
   /** Mean run time of the succeeded and failed runs that reported one, in ms; null when none. */

@@ -26,6 +26,8 @@ export function eventView(job: HotJob, pillar: Pillar, patch: ViewPatch = {}): J
     failureReason: null,
     errorDetails: null,
     failedAtUtc: null,
+    // A claimed row does not carry it: an event says what happened, `getJob` what holds the job.
+    heldSinceUtc: null,
     ...patch,
   };
 }

@@ -43,6 +43,7 @@ export const statsCommand = defineCommand({
           ['failed', summary.failedTotal],
           ['cancelled', summary.cancelledTotal],
           ['retried', summary.retriedTotal],
+          ['deferred (open circuit)', summary.deferredTotal],
           ['resurrected', summary.resurrectedTotal],
         ]),
         fields('Throughput (completions)', [

@@ -68,6 +68,29 @@ export function status(n) {
   return STATUSES[n] || String(n);
 }
 
+/** The time of day of an instant (a hold's end is minutes away, so the date would be noise). */
+export function clock(value) {
+  if (!value) return '–';
+  const d = new Date(value);
+  return Number.isNaN(d.getTime()) ? '–' : d.toLocaleTimeString();
+}
+
+/** True for a Pending job an open circuit breaker holds back. */
+export function isHeld(j) {
+  return j.status === 0 && Boolean(j.heldSinceUtc);
+}
+
+/** A job's status, and for a Pending job an open circuit holds back, until when. */
+export function jobState(j) {
+  const text = status(j.status);
+  return isHeld(j) ? `${text} · held: circuit open until ${clock(j.scheduledAtUtc)}` : text;
+}
+
+/** {@link jobState} in a list row's few words (the full sentence as its title). */
+export function shortJobState(j) {
+  return isHeld(j) ? `Held until ${clock(j.scheduledAtUtc)}` : status(j.status);
+}
+
 export function reason(n) {
   return n === null || n === undefined ? '–' : REASONS[n] || String(n);
 }

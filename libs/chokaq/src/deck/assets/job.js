@@ -3,7 +3,7 @@
 // actions that fit its pillar: cancel (active), edit-and-retry or resurrect, purge (DLQ).
 import { html, useState } from './vendor/preact-htm.js';
 import { get, send } from './api.js';
-import { ago, bytes, ms, reason, status, time } from './format.js';
+import { ago, bytes, jobState, ms, reason, time } from './format.js';
 import { Empty, ErrorNote, Outcome, useAction, useLoad } from './ui.js';
 import { navigate } from './router.js';
 
@@ -49,7 +49,7 @@ function Job({ id, readOnly }) {
       </div>
       <div>
         <dt>Status</dt>
-        <dd data-field="status">${status(job.status)}</dd>
+        <dd data-field="status">${jobState(job)}</dd>
       </div>
       ${
         job.pillar === 'dlq' &&

@@ -1,7 +1,7 @@
 // Queues: a card per queue with its counts, lag and recent outcomes, and its controls.
 import { html, useState } from './vendor/preact-htm.js';
 import { send } from './api.js';
-import { ms, num } from './format.js';
+import { clock, ms, num } from './format.js';
 import { Empty, Outcome, useAction } from './ui.js';
 import { href } from './router.js';
 
@@ -43,7 +43,9 @@ function QueueCard({ queue: q, readOnly, act }) {
       <h2>${q.name}</h2>
       ${q.isPaused && html`<span class="badge paused">Paused</span>`}
       ${!q.isActive && html`<span class="badge">Hidden</span>`}
+      ${q.circuits.length > 0 && html`<span class="badge circuit">Circuit ${circuitWord(q.circuits)}</span>`}
     </header>
+    ${q.circuits.length > 0 && html`<${Circuits} queue=${q} />`}
     <dl class="figures">
       <div>
         <dt>Pending</dt>
@@ -58,12 +60,20 @@ function QueueCard({ queue: q, readOnly, act }) {
         <dd data-figure="lag">${ms(q.maxLagMs)}</dd>
       </div>
       <div>
+        <dt>Held</dt>
+        <dd data-figure="held">${num(q.heldPending)}</dd>
+      </div>
+      <div>
         <dt>Succeeded 5 min</dt>
         <dd data-figure="succeeded5m">${num(q.succeeded5m)}</dd>
       </div>
       <div>
         <dt>Failed 5 min</dt>
         <dd data-figure="failed5m">${num(q.failed5m)}</dd>
+      </div>
+      <div>
+        <dt>Deferred (lifetime)</dt>
+        <dd data-figure="deferred">${num(q.deferredTotal)}</dd>
       </div>
       <div>
         <dt>Max workers</dt>
@@ -108,6 +118,29 @@ function QueueCard({ queue: q, readOnly, act }) {
       </div>`
     }
   </article>`;
+}
+
+/** `open` when any of the queue's circuits is open, else `half-open`. */
+function circuitWord(circuits) {
+  return circuits.some((c) => c.state === 'open') ? 'open' : 'half-open';
+}
+
+/**
+ * The queue's job types whose circuit is not closed on some live worker, and the jobs it holds:
+ * they wait Pending, unrun, until the circuit lets a probe through.
+ */
+function Circuits({ queue: q }) {
+  const types = q.circuits
+    .map((c) => `${c.type} ${c.state} on ${num(c.workers)} worker${c.workers === 1 ? '' : 's'}`)
+    .join(', ');
+  return html`<p class="note warn" data-figure="circuits">
+    Circuit: ${types}.
+    ${
+      q.heldPending > 0
+        ? ` ${num(q.heldPending)} job${q.heldPending === 1 ? '' : 's'} held until ${clock(q.heldUntilUtc)} or later.`
+        : ''
+    }
+  </p>`;
 }
 
 /**

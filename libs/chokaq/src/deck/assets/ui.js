@@ -1,6 +1,6 @@
 // Small pieces every panel shares: loading a read, errors, the job table, filters and pages.
 import { html, useCallback, useEffect, useState } from './vendor/preact-htm.js';
-import { REASONS, ago, bytes, num, reason, status } from './format.js';
+import { REASONS, ago, bytes, jobState, num, reason, shortJobState } from './format.js';
 import { href } from './router.js';
 
 /** Runs `load` when `key` changes (and on `reload()`); `{ data, error, loading, reload }`. */
@@ -98,7 +98,11 @@ export function JobTable({ page, pillar, now, onCancel }) {
             <td><a class="mono id" href=${href('jobs', null, j.id)}>${j.id}</a></td>
             <td>${j.queue}</td>
             <td>${j.type}</td>
-            <td>${pillar === 'dlq' ? reason(j.failureReason) : status(j.status)}</td>
+            ${
+              pillar === 'dlq'
+                ? html`<td>${reason(j.failureReason)}</td>`
+                : html`<td title=${jobState(j)}>${shortJobState(j)}</td>`
+            }
             <td class="num">${j.attemptCount}</td>
             <td title=${when(j) || ''}>${ago(when(j), now)}</td>
             ${pillar === 'hot' && html`<td><${Progress} value=${j.progress} /></td>`}

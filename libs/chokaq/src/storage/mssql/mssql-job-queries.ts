@@ -37,7 +37,8 @@ import { ErrorFamilyMemo } from '../shared/error-family-memo';
 import { toListPage } from '../shared/page';
 import { mapAttemptRow } from '../shared/attempts';
 import { mapJobView, mapOutcomesRow, mapWorkerRow, toDate } from '../shared/row-mapper';
-import { startLagOf, throughputSeries } from '../shared/throughput-series';
+import { queueHealthOf } from '../shared/queue-health';
+import { throughputSeries } from '../shared/throughput-series';
 import { bool, idsOf, MssqlConnection, num, numOrNull } from './mssql.connection';
 import * as SQL from './sql';
 
@@ -101,6 +102,7 @@ export class MssqlJobQueries implements DialectJobQueries {
       failedTotal: num(r.FailedTotal),
       cancelledTotal: num(r.CancelledTotal),
       retriedTotal: num(r.RetriedTotal),
+      deferredTotal: num(r.DeferredTotal),
       resurrectedTotal: num(r.ResurrectedTotal),
       pending: num(r.Pending),
       fetched: num(r.Fetched),
@@ -123,6 +125,7 @@ export class MssqlJobQueries implements DialectJobQueries {
       failedTotal: num(r.FailedTotal),
       cancelledTotal: num(r.CancelledTotal),
       retriedTotal: num(r.RetriedTotal),
+      deferredTotal: num(r.DeferredTotal),
       resurrectedTotal: num(r.ResurrectedTotal),
       lastActivityUtc: toDate(r.LastActivityUtc),
       isPaused: bool(r.IsPaused),
@@ -134,20 +137,23 @@ export class MssqlJobQueries implements DialectJobQueries {
   /** @inheritdoc */
   async getQueueHealth(): Promise<QueueHealth[]> {
     const rows = await this.db.query('getQueueHealth', SQL.getQueueHealth(this.schema));
-    return rows.map((r) => {
-      const maxWorkers = numOrNull(r.MaxWorkers);
-      const active = num(r.Active);
-      return {
+    return rows.map((r) =>
+      queueHealthOf({
         queue: String(r.Queue),
+        maxWorkers: numOrNull(r.MaxWorkers),
+        active: num(r.Active),
         duePending: num(r.DuePending),
-        avgLagMs: Math.round(num(r.AvgLagMs)),
+        lagSumMs: num(r.DueLagSumMs),
         maxLagMs: num(r.MaxLagMs),
-        active,
-        maxWorkers,
-        saturation: maxWorkers === null ? null : maxWorkers === 0 ? 1 : active / maxWorkers,
-        startLag: startLagOf(num(r.LagCount), num(r.LagSumMs), num(r.LagMaxMs)),
-      };
-    });
+        heldPending: num(r.HeldPending),
+        heldLagSumMs: num(r.HeldLagSumMs),
+        heldMaxLagMs: num(r.HeldMaxLagMs),
+        heldUntilUtc: toDate(r.HeldUntilUtc),
+        startLagCount: num(r.LagCount),
+        startLagSumMs: num(r.LagSumMs),
+        startLagMaxMs: num(r.LagMaxMs),
+      }),
+    );
   }
 
   /** @inheritdoc */

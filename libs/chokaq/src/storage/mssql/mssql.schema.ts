@@ -92,7 +92,7 @@ import { MAX_ATTEMPT_ERROR } from '../../validation/limits';
  * a metadata-only change where the edition supports it, a rewrite of the table otherwise);
  * `MetricBuckets` is small (retention), so either is short.
  */
-export const MSSQL_SCHEMA_VERSION = 12;
+export const MSSQL_SCHEMA_VERSION = 13;
 
 /**
  * Every version with the description its ledger row records, oldest first (the script writes
@@ -111,6 +111,7 @@ export const MSSQL_MIGRATIONS: readonly { version: number; description: string }
   { version: 10, description: 'attempt history of jobs' },
   { version: 11, description: 'queue rate limits' },
   { version: 12, description: 'payload version of each job' },
+  { version: 13, description: 'jobs held by an open circuit; deferral counter' },
 ];
 
 /** One column of a ChokaQ table. */
@@ -169,6 +170,18 @@ export const HOT_COLUMNS: readonly MssqlColumn[] = [
   c('PayloadVersion', 'int', false, '1'),
 ];
 
+/**
+ * `HeldSinceUtc` (schema version 13): set while an open circuit breaker holds a Pending job back,
+ * to when the job was first due; the queue's lag counts from it. Not one of {@link HOT_COLUMNS}:
+ * no claim, move or copy carries it (it means nothing outside the hot table, and a job that runs
+ * again has it cleared by its retry), only the hand-back that sets it, the retries that clear it
+ * and the reads that show it.
+ */
+export const HELD_SINCE_COLUMN: MssqlColumn = c('HeldSinceUtc', 'datetime2(3)', true);
+
+/** Every `JobsHot` column, in table order: {@link HOT_COLUMNS}, then {@link HELD_SINCE_COLUMN}. */
+export const HOT_TABLE_COLUMNS: readonly MssqlColumn[] = [...HOT_COLUMNS, HELD_SINCE_COLUMN];
+
 /** Hot columns that still mean something once a job has left the hot table. */
 const HISTORY_BASE: readonly MssqlColumn[] = HOT_COLUMNS.filter(
   (col) =>
@@ -193,6 +206,9 @@ export const DLQ_COLUMNS: readonly MssqlColumn[] = [
   c('DurationMs', 'bigint', true),
 ];
 
+/** `StatsSummary.DeferredTotal` (schema version 13): jobs an open circuit handed back unrun. */
+const DEFERRED_TOTAL_COLUMN: MssqlColumn = c('DeferredTotal', 'bigint', false, '0');
+
 /** `StatsSummary` columns: lifetime counters per queue, never decremented. */
 export const STATS_COLUMNS: readonly MssqlColumn[] = [
   c('Queue', 'varchar(255)', false),
@@ -202,6 +218,8 @@ export const STATS_COLUMNS: readonly MssqlColumn[] = [
   c('RetriedTotal', 'bigint', false, '0'),
   c('ResurrectedTotal', 'bigint', false, '0'),
   c('LastActivityUtc', 'datetime2(3)', true),
+  // Schema version 13: open-circuit deferrals, which RetriedTotal no longer counts.
+  DEFERRED_TOTAL_COLUMN,
 ];
 
 /** The start-lag columns version 6 adds to `MetricBuckets` (see {@link MSSQL_SCHEMA_VERSION}). */
@@ -213,7 +231,8 @@ export const BUCKET_LAG_COLUMNS: readonly MssqlColumn[] = [
 
 /**
  * `MetricBuckets` columns: one row per (minute, queue, outcome, failure reason or −1). Outcomes:
- * 0 succeeded, 1 failed, 2 cancelled, 3 retried, 4 started (with the start lag).
+ * 0 succeeded, 1 failed, 2 cancelled, 3 retried, 4 started (with the start lag). An open circuit's
+ * hand-back has none since schema version 13 (it was outcome 3 with reason 3).
  */
 export const BUCKET_COLUMNS: readonly MssqlColumn[] = [
   c('BucketUtc', 'datetime2(0)', false),
@@ -633,6 +652,21 @@ const RECURRING_V3_NOTE: readonly string[] = [
   'https://learn.microsoft.com/en-us/sql/t-sql/statements/alter-table-transact-sql#adding-not-null-columns-as-an-online-operation',
 ];
 
+/**
+ * Why version 13 adds its columns and index the way it does (printed above the statements). A
+ * nullable column without a default is a metadata-only change
+ * (https://learn.microsoft.com/en-us/sql/t-sql/statements/alter-table-transact-sql); `StatsSummary`
+ * has a row per queue, so its `NOT NULL DEFAULT 0` column is short on any edition. The index names
+ * a column this batch may have just added, so it is compiled apart (`EXEC`), after the ALTER: a
+ * statement naming a missing column of an existing table fails when the batch compiles
+ * (deferred name resolution covers missing tables, not missing columns:
+ * https://learn.microsoft.com/en-us/sql/t-sql/statements/create-procedure-transact-sql#deferred-name-resolution).
+ */
+const HELD_V13_NOTE: readonly string[] = [
+  'JobsHot.HeldSinceUtc and StatsSummary.DeferredTotal (schema version 13): added where missing.',
+  'IX_JobsHot_Held names the new column, so EXEC compiles it after the ALTER.',
+];
+
 /** The ledger row of `version` (from {@link MSSQL_MIGRATIONS}), collected into `@Applied`. */
 function recordVersion(schema: string, version: number): string {
   const migration = MSSQL_MIGRATIONS.find((m) => m.version === version);
@@ -684,7 +718,7 @@ export function mssqlSchemaDdl(schema: string): string {
     createTable(
       schema,
       'hot',
-      HOT_COLUMNS,
+      HOT_TABLE_COLUMNS,
       [
         `CONSTRAINT [PK_JobsHot] PRIMARY KEY CLUSTERED (Id)`,
         `CONSTRAINT [CK_JobsHot_Status] CHECK (Status IN (0, 1, 2))`,
@@ -844,6 +878,16 @@ export function mssqlSchemaDdl(schema: string): string {
     ),
     `IF NOT EXISTS (SELECT 1 FROM ${t('migrations')} WHERE Version = 12)`,
     recordVersion(schema, 12),
+    ...HELD_V13_NOTE.map((line) => `-- ${line}`),
+    `IF COL_LENGTH(N'${t('hot')}', N'HeldSinceUtc') IS NULL`,
+    `  ALTER TABLE ${t('hot')} ADD ${columnDdl(MSSQL_TABLES.hot, HELD_SINCE_COLUMN)};`,
+    `IF COL_LENGTH(N'${t('stats')}', N'DeferredTotal') IS NULL`,
+    `  ALTER TABLE ${t('stats')} ADD ${columnDdl(MSSQL_TABLES.stats, DEFERRED_TOTAL_COLUMN)};`,
+    `-- getQueueHealth: the held rows of one queue (schema version 13); the index holds only those.`,
+    `IF NOT EXISTS (SELECT 1 FROM sys.indexes WHERE object_id = OBJECT_ID(N'${t('hot')}') AND name = N'IX_JobsHot_Held')`,
+    `  EXEC(N'CREATE NONCLUSTERED INDEX [IX_JobsHot_Held] ON ${t('hot')} (Queue, HeldSinceUtc) INCLUDE (DueAtUtc) WHERE Status = 0 AND HeldSinceUtc IS NOT NULL;');`,
+    `IF NOT EXISTS (SELECT 1 FROM ${t('migrations')} WHERE Version = 13)`,
+    recordVersion(schema, 13),
     `COMMIT;`,
     `SELECT Version FROM @Applied ORDER BY Version;`,
   ];

@@ -32,7 +32,8 @@ import { topErrorFamilies } from '../shared/error-family';
 import { ErrorFamilyMemo } from '../shared/error-family-memo';
 import { toListPage } from '../shared/page';
 import { mapJobView, mapOutcomesRow, mapWorkerRow, toDate } from '../shared/row-mapper';
-import { startLagOf, throughputSeries } from '../shared/throughput-series';
+import { queueHealthOf } from '../shared/queue-health';
+import { throughputSeries } from '../shared/throughput-series';
 import { num, PostgresConnection } from './postgres.connection';
 import * as SQL from './sql';
 
@@ -110,6 +111,7 @@ export class PostgresJobQueries implements DialectJobQueries {
       failedTotal: num(r.failed_total),
       cancelledTotal: num(r.cancelled_total),
       retriedTotal: num(r.retried_total),
+      deferredTotal: num(r.deferred_total),
       resurrectedTotal: num(r.resurrected_total),
       pending: num(r.pending),
       fetched: num(r.fetched),
@@ -132,6 +134,7 @@ export class PostgresJobQueries implements DialectJobQueries {
       failedTotal: num(r.failed_total),
       cancelledTotal: num(r.cancelled_total),
       retriedTotal: num(r.retried_total),
+      deferredTotal: num(r.deferred_total),
       resurrectedTotal: num(r.resurrected_total),
       lastActivityUtc: toDate(r.last_activity_utc),
       isPaused: r.is_paused === true,
@@ -143,21 +146,23 @@ export class PostgresJobQueries implements DialectJobQueries {
   /** @inheritdoc */
   async getQueueHealth(): Promise<QueueHealth[]> {
     const rows = await this.db.query('getQueueHealth', SQL.getQueueHealth(this.db.s));
-    return rows.map((r) => {
-      const maxWorkers = r.max_workers === null ? null : num(r.max_workers);
-      const active = num(r.active);
-      return {
+    return rows.map((r) =>
+      queueHealthOf({
         queue: String(r.queue),
+        maxWorkers: r.max_workers === null ? null : num(r.max_workers),
+        active: num(r.active),
         duePending: num(r.due_pending),
-        avgLagMs: Math.round(num(r.avg_lag_ms)),
-        maxLagMs: Math.round(num(r.max_lag_ms)),
-        active,
-        maxWorkers,
-        // A zero budget that is in use (or not) counts as fully saturated: nothing more can start.
-        saturation: maxWorkers === null ? null : maxWorkers === 0 ? 1 : active / maxWorkers,
-        startLag: startLagOf(num(r.lag_count), num(r.lag_sum_ms), num(r.lag_max_ms)),
-      };
-    });
+        lagSumMs: num(r.lag_sum_ms),
+        maxLagMs: num(r.max_lag_ms),
+        heldPending: num(r.held_pending),
+        heldLagSumMs: num(r.held_lag_sum_ms),
+        heldMaxLagMs: num(r.held_max_lag_ms),
+        heldUntilUtc: toDate(r.held_until_utc),
+        startLagCount: num(r.lag_count),
+        startLagSumMs: num(r.start_lag_sum_ms),
+        startLagMaxMs: num(r.lag_max_ms),
+      }),
+    );
   }
 
   /** @inheritdoc */

@@ -517,6 +517,28 @@ const V13: PostgresMigration = {
   ],
 };
 
+/**
+ * Version 14: jobs an open circuit breaker holds back are told apart and counted on their own.
+ * `jobs_hot.held_since_utc` is set by the release of an open circuit to when the job was first due
+ * (kept when it is held again, cleared when a run of it is rescheduled), so the queue's lag counts
+ * those jobs from there; `stats_summary.deferred_total` counts the releases, which `retried_total`
+ * no longer does. A nullable column without a default and a constant default both change only the
+ * catalog (https://www.postgresql.org/docs/15/sql-altertable.html, "Notes"). `ix_jobs_hot_held`
+ * serves the health read's pass over the held rows of a queue; it holds only those rows, so it is
+ * empty while every circuit is closed.
+ */
+const V14: PostgresMigration = {
+  version: 14,
+  description: 'Jobs held by an open circuit, and a deferral counter',
+  statements: (s) => [
+    `ALTER TABLE ${s}.jobs_hot ADD COLUMN IF NOT EXISTS held_since_utc timestamptz NULL`,
+    `ALTER TABLE ${s}.stats_summary ADD COLUMN IF NOT EXISTS deferred_total bigint NOT NULL DEFAULT 0`,
+    // Serves getQueueHealth's pass over the held rows of a queue (only those rows are in it).
+    `CREATE INDEX IF NOT EXISTS ix_jobs_hot_held ON ${s}.jobs_hot (queue, held_since_utc)
+      WHERE status = 0 AND held_since_utc IS NOT NULL`,
+  ],
+};
+
 /** Every migration, in version order. */
 export const POSTGRES_MIGRATIONS: readonly PostgresMigration[] = [
   V1,
@@ -532,6 +554,7 @@ export const POSTGRES_MIGRATIONS: readonly PostgresMigration[] = [
   V11,
   V12,
   V13,
+  V14,
 ];
 
 /** The newest schema version this code expects. */

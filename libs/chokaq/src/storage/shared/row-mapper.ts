@@ -189,6 +189,7 @@ export function mapJobView(raw: Row, pillar: Pillar): JobView {
     failureReason: numOrNull(r.failurereason) as FailureReason | null,
     errorDetails: str(r.errordetails),
     failedAtUtc: toDate(r.failedatutc),
+    heldSinceUtc: pillar === 'hot' ? toDate(r.heldsinceutc) : null,
   };
 }
 
@@ -237,6 +238,7 @@ export function mapListRow(
     durationMs: numOrNull(r.durationms),
     workerId: str(r.workerid),
     progress: numOrNull(r.progress),
+    heldSinceUtc: toDate(r.heldsinceutc),
     errorPrefix: errorPrefix(r.errorprefix),
     payloadBytes: num(r.payloadbytes),
   };

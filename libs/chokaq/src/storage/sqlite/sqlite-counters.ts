@@ -16,6 +16,8 @@ export interface CounterDelta {
   failed: number;
   cancelled: number;
   retried: number;
+  /** Open-circuit deferrals. */
+  deferred: number;
   resurrected: number;
 }
 
@@ -59,7 +61,15 @@ export function countersByQueue(
     const queue = String(row.queue);
     let delta = byQueue.get(queue);
     if (!delta) {
-      delta = { queue, succeeded: 0, failed: 0, cancelled: 0, retried: 0, resurrected: 0 };
+      delta = {
+        queue,
+        succeeded: 0,
+        failed: 0,
+        cancelled: 0,
+        retried: 0,
+        deferred: 0,
+        resurrected: 0,
+      };
       byQueue.set(queue, delta);
     }
     delta[field] += 1;

@@ -37,7 +37,8 @@ import type { ListRequest } from '../../validation/validate-list';
 import { toListPage } from '../shared/page';
 import { mapAttemptRow } from '../shared/attempts';
 import { mapJobView, mapOutcomesRow, mapWorkerRow, toDate } from '../shared/row-mapper';
-import { startLagOf, throughputSeries } from '../shared/throughput-series';
+import { queueHealthOf } from '../shared/queue-health';
+import { throughputSeries } from '../shared/throughput-series';
 import { SqliteConnection } from './sqlite.connection';
 import * as SQL from './sql';
 
@@ -129,6 +130,7 @@ export class SqliteJobQueries implements DialectJobQueries {
         failedTotal: Number(c.failed_total),
         cancelledTotal: Number(c.cancelled_total),
         retriedTotal: Number(c.retried_total),
+        deferredTotal: Number(c.deferred_total),
         resurrectedTotal: Number(c.resurrected_total),
         pending: byStatus.get(0) ?? 0,
         fetched: byStatus.get(1) ?? 0,
@@ -157,6 +159,7 @@ export class SqliteJobQueries implements DialectJobQueries {
           failedTotal: Number(r.failed_total ?? 0),
           cancelledTotal: Number(r.cancelled_total ?? 0),
           retriedTotal: Number(r.retried_total ?? 0),
+          deferredTotal: Number(r.deferred_total ?? 0),
           resurrectedTotal: Number(r.resurrected_total ?? 0),
           lastActivityUtc: toDate(r.last_activity_utc),
           isPaused: r.is_paused === 1,
@@ -174,20 +177,23 @@ export class SqliteJobQueries implements DialectJobQueries {
    */
   async getQueueHealth(): Promise<QueueHealth[]> {
     const rows = await this.db.read('getQueueHealth', () => this.db.all(this.sql.getQueueHealth));
-    return rows.map((r) => {
-      const active = Number(r.active);
-      const maxWorkers = r.max_workers === null ? null : Number(r.max_workers);
-      return {
+    return rows.map((r) =>
+      queueHealthOf({
         queue: String(r.queue),
+        maxWorkers: r.max_workers === null ? null : Number(r.max_workers),
+        active: Number(r.active),
         duePending: Number(r.due_pending),
-        avgLagMs: Math.max(0, Math.round(Number(r.avg_lag_ms))),
-        maxLagMs: Math.max(0, Number(r.max_lag_ms)),
-        active,
-        maxWorkers,
-        saturation: maxWorkers === null ? null : maxWorkers > 0 ? active / maxWorkers : 1,
-        startLag: startLagOf(Number(r.lag_count), Number(r.lag_sum_ms), Number(r.lag_max_ms)),
-      };
-    });
+        lagSumMs: Number(r.lag_sum_ms),
+        maxLagMs: Number(r.max_lag_ms),
+        heldPending: Number(r.held_pending),
+        heldLagSumMs: Number(r.held_lag_sum_ms),
+        heldMaxLagMs: Number(r.held_max_lag_ms),
+        heldUntilUtc: toDate(r.held_until_utc),
+        startLagCount: Number(r.lag_count),
+        startLagSumMs: Number(r.start_lag_sum_ms),
+        startLagMaxMs: Number(r.lag_max_ms),
+      }),
+    );
   }
 
   /** @inheritdoc */

@@ -431,11 +431,8 @@ export class SqliteJobStore extends SqliteAdminStore implements DialectJobStore 
     const json = leasesJson(leases);
     return this.db.write(statement, () => {
       const rows = this.db.all(this.sql[statement], { leases: json, delayMs: delay });
-      // A delayed release is a retry that spends no attempt (open circuit): count it.
-      if (delay !== null && rows.length > 0) {
-        this.addCounters(countersByQueue(rows, 'retried'));
-        this.addBuckets(bucketsOf(rows, Outcome.Retried, FailureReason.CircuitBreakerOpen));
-      }
+      // A delayed release is an open circuit's deferral (no attempt spent): count it.
+      if (delay !== null && rows.length > 0) this.addCounters(countersByQueue(rows, 'deferred'));
       return rows.length;
     });
   }

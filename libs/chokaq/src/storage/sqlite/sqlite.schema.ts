@@ -491,6 +491,25 @@ const V11: SqliteMigration = {
   ],
 };
 
+/**
+ * Version 12: jobs an open circuit breaker holds back are told apart and counted on their own.
+ * `jobs_hot.held_since_utc` is set by the release of an open circuit to when the job was first due
+ * (kept when it is held again, cleared when a run of it is rescheduled), so the queue's lag counts
+ * those jobs from there; `stats_summary.deferred_total` counts the releases, which `retried_total`
+ * no longer does. `ADD COLUMN` edits the table's definition only. `jobs_hot_held_ix` serves the
+ * health read's pass over a queue's held rows and holds only those.
+ */
+const V12: SqliteMigration = {
+  version: 12,
+  description: 'Jobs held by an open circuit, and a deferral counter',
+  statements: (p) => [
+    `ALTER TABLE ${p}jobs_hot ADD COLUMN held_since_utc INTEGER NULL`,
+    `ALTER TABLE ${p}stats_summary ADD COLUMN deferred_total INTEGER NOT NULL DEFAULT 0`,
+    `CREATE INDEX IF NOT EXISTS ${p}jobs_hot_held_ix ON ${p}jobs_hot (queue, held_since_utc)
+      WHERE status = 0 AND held_since_utc IS NOT NULL`,
+  ],
+};
+
 /** Every migration, oldest first. Append new versions; never edit a released one. */
 export const SQLITE_MIGRATIONS: readonly SqliteMigration[] = [
   V1,
@@ -504,6 +523,7 @@ export const SQLITE_MIGRATIONS: readonly SqliteMigration[] = [
   V9,
   V10,
   V11,
+  V12,
 ];
 
 /** The ledger table; created before any migration runs so its own existence is not a migration. */

@@ -125,7 +125,12 @@ export const ID_JSON = "WITH (Id varchar(36) '$')";
 
 /** A lifetime counter of `StatsSummary`. */
 type StatsCounter =
-  'SucceededTotal' | 'FailedTotal' | 'CancelledTotal' | 'RetriedTotal' | 'ResurrectedTotal';
+  | 'SucceededTotal'
+  | 'FailedTotal'
+  | 'CancelledTotal'
+  | 'RetriedTotal'
+  | 'DeferredTotal'
+  | 'ResurrectedTotal';
 
 /**
  * Lifetime counters: for each queue of `source` (rows with a `Queue` column, read as `g`), each

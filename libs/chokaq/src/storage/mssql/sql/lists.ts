@@ -3,7 +3,7 @@ import { ActiveFilter, DlqFilter, HistoryFilter } from '../../../interfaces/job-
 import type { ListRequest } from '../../../validation/validate-list';
 import { ERROR_PREFIX_CHARS } from '../../shared/page';
 import { MssqlStatement, ParamList } from '../mssql-params';
-import { ARCHIVE_COLUMNS, DLQ_COLUMNS, HOT_COLUMNS } from '../mssql.schema';
+import { ARCHIVE_COLUMNS, DLQ_COLUMNS, HOT_TABLE_COLUMNS } from '../mssql.schema';
 import { PILLAR_TABLE, searchPredicate, tagPredicate, whereClause } from './filters';
 import { ID_JSON, isDate, isoText, tables } from './fragments';
 
@@ -30,6 +30,7 @@ const LIST_COLUMNS: Record<'hot' | 'archive' | 'dlq', readonly string[]> = {
     'StartedAtUtc',
     'WorkerId',
     'Progress',
+    'HeldSinceUtc',
   ],
   archive: [
     'Id',
@@ -77,7 +78,7 @@ const LIST_COLUMNS: Record<'hot' | 'archive' | 'dlq', readonly string[]> = {
  */
 function listSelect(pillar: 'hot' | 'archive' | 'dlq', a: string): string {
   const byName = new Map(
-    [...HOT_COLUMNS, ...ARCHIVE_COLUMNS, ...DLQ_COLUMNS].map((col) => [col.name, col]),
+    [...HOT_TABLE_COLUMNS, ...ARCHIVE_COLUMNS, ...DLQ_COLUMNS].map((col) => [col.name, col]),
   );
   const error = pillar === 'dlq' ? `ISNULL(${a}.ErrorDetails, ${a}.LastError)` : `${a}.LastError`;
   return [

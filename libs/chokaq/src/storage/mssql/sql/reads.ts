@@ -9,7 +9,7 @@ import {
   ARCHIVE_COLUMNS,
   ATTEMPT_COLUMNS,
   DLQ_COLUMNS,
-  HOT_COLUMNS,
+  HOT_TABLE_COLUMNS,
   MssqlColumn,
 } from '../mssql.schema';
 import { PILLAR_TABLE, historyWhere, whereClause } from './filters';
@@ -34,7 +34,7 @@ export function previewDlqFilterCount(schema: string, filter: DlqFilter): MssqlS
 /** Every column any pillar has, for the one-row `getJob` union. */
 const VIEW_COLUMNS: readonly MssqlColumn[] = (() => {
   const seen = new Map<string, MssqlColumn>();
-  for (const col of [...HOT_COLUMNS, ...ARCHIVE_COLUMNS, ...DLQ_COLUMNS]) {
+  for (const col of [...HOT_TABLE_COLUMNS, ...ARCHIVE_COLUMNS, ...DLQ_COLUMNS]) {
     if (col.name !== 'DueAtUtc' && !seen.has(col.name)) seen.set(col.name, col);
   }
   return [...seen.values()];
@@ -58,7 +58,7 @@ export function getJob(schema: string, id: string): MssqlStatement {
   return p.statement(
     [
       'SELECT TOP (1) u.* FROM (',
-      `  SELECT 1 AS PillarRank, 'hot' AS Pillar, ${viewSelect('h', HOT_COLUMNS)} FROM ${t.hot} AS h WHERE h.Id = ${key}`,
+      `  SELECT 1 AS PillarRank, 'hot' AS Pillar, ${viewSelect('h', HOT_TABLE_COLUMNS)} FROM ${t.hot} AS h WHERE h.Id = ${key}`,
       '  UNION ALL',
       `  SELECT 2, 'dlq', ${viewSelect('d', DLQ_COLUMNS)} FROM ${t.dlq} AS d WHERE d.Id = ${key}`,
       '  UNION ALL',
@@ -105,7 +105,7 @@ export function getSummary(schema: string): MssqlStatement {
   return new ParamList().statement(
     [
       'SELECT',
-      `  ${['SucceededTotal', 'FailedTotal', 'CancelledTotal', 'RetriedTotal', 'ResurrectedTotal'].map(sum).join(',\n  ')},`,
+      `  ${['SucceededTotal', 'FailedTotal', 'CancelledTotal', 'RetriedTotal', 'DeferredTotal', 'ResurrectedTotal'].map(sum).join(',\n  ')},`,
       `  ${count(t.hot, ' WHERE c.Status = 0', 'Pending')},`,
       `  ${count(t.hot, ' WHERE c.Status = 1', 'Fetched')},`,
       `  ${count(t.hot, ' WHERE c.Status = 2', 'Processing')},`,
@@ -134,6 +134,7 @@ export function getQueueStats(schema: string): MssqlStatement {
       '  ISNULL(p.Pending, 0) AS Pending, ISNULL(a.Fetched, 0) AS Fetched, ISNULL(a.Processing, 0) AS Processing,',
       '  ISNULL(s.SucceededTotal, 0) AS SucceededTotal, ISNULL(s.FailedTotal, 0) AS FailedTotal,',
       '  ISNULL(s.CancelledTotal, 0) AS CancelledTotal, ISNULL(s.RetriedTotal, 0) AS RetriedTotal,',
+      '  ISNULL(s.DeferredTotal, 0) AS DeferredTotal,',
       `  ISNULL(s.ResurrectedTotal, 0) AS ResurrectedTotal, ${isoText('s.LastActivityUtc')} AS LastActivityUtc`,
       `FROM ${t.queues} AS q WITH (NOLOCK)`,
       'LEFT JOIN (',
@@ -155,27 +156,38 @@ export function getQueueStats(schema: string): MssqlStatement {
  * getQueueHealth — telemetry, `NOLOCK`: per queue, the due pending rows, their average wait and
  * the age of the oldest, from `DueAtUtc` (a key of `IX_JobsHot_Claim`, filtered on `Status = 0`,
  * which covers the read: no lookup into the clustered index); the active count
- * (`IX_JobsHot_Active`); and the start lag of the runs started in the current minute and the five
+ * (`IX_JobsHot_Active`); the rows an open circuit holds (not due yet, `HeldSinceUtc` set), their
+ * waits counted from when they were first due, through `IX_JobsHot_Held` (filtered on exactly
+ * those rows); and the start lag of the runs started in the current minute and the five
  * before it (the start rows of `MetricBuckets`, outcome 4, through `IX_MetricBuckets_Queue`).
  */
 export function getQueueHealth(schema: string): MssqlStatement {
   const t = tables(schema);
   const lag = 'DATEDIFF_BIG(MILLISECOND, x.DueAtUtc, @now)';
+  const held = 'DATEDIFF_BIG(MILLISECOND, z.HeldSinceUtc, @now)';
   return new ParamList().statement(
     [
       DECLARE_NOW,
       DECLARE_BUCKET,
       'SELECT q.Name AS Queue, q.MaxWorkers,',
-      '  ISNULL(d.DuePending, 0) AS DuePending, ISNULL(d.AvgLagMs, 0) AS AvgLagMs, ISNULL(d.MaxLagMs, 0) AS MaxLagMs,',
+      '  ISNULL(d.DuePending, 0) AS DuePending, ISNULL(d.DueLagSumMs, 0) AS DueLagSumMs, ISNULL(d.MaxLagMs, 0) AS MaxLagMs,',
+      '  ISNULL(h.HeldPending, 0) AS HeldPending, ISNULL(h.HeldLagSumMs, 0) AS HeldLagSumMs,',
+      `  ISNULL(h.HeldMaxLagMs, 0) AS HeldMaxLagMs, ${isoText('h.HeldUntilUtc')} AS HeldUntilUtc,`,
       '  ISNULL(a.Active, 0) AS Active,',
       '  ISNULL(l.LagCount, 0) AS LagCount, ISNULL(l.LagSumMs, 0) AS LagSumMs, ISNULL(l.LagMaxMs, 0) AS LagMaxMs',
       `FROM ${t.queues} AS q WITH (NOLOCK)`,
       'LEFT JOIN (',
-      `  SELECT x.Queue, COUNT_BIG(*) AS DuePending, AVG(CAST(${lag} AS float)) AS AvgLagMs, MAX(${lag}) AS MaxLagMs`,
+      `  SELECT x.Queue, COUNT_BIG(*) AS DuePending, SUM(CAST(${lag} AS float)) AS DueLagSumMs, MAX(${lag}) AS MaxLagMs`,
       `  FROM ${t.hot} AS x WITH (NOLOCK)`,
       '  WHERE x.Status = 0 AND x.DueAtUtc <= @now',
       '  GROUP BY x.Queue',
       ') AS d ON d.Queue = q.Name',
+      'LEFT JOIN (',
+      `  SELECT z.Queue, COUNT_BIG(*) AS HeldPending, SUM(CAST(${held} AS float)) AS HeldLagSumMs, MAX(${held}) AS HeldMaxLagMs, MIN(z.DueAtUtc) AS HeldUntilUtc`,
+      `  FROM ${t.hot} AS z WITH (NOLOCK)`,
+      '  WHERE z.Status = 0 AND z.HeldSinceUtc IS NOT NULL AND z.DueAtUtc > @now',
+      '  GROUP BY z.Queue',
+      ') AS h ON h.Queue = q.Name',
       'LEFT JOIN (',
       `  SELECT y.Queue, COUNT_BIG(*) AS Active FROM ${t.hot} AS y WITH (NOLOCK) WHERE y.Status IN (1, 2) GROUP BY y.Queue`,
       ') AS a ON a.Queue = q.Name',

@@ -150,7 +150,7 @@ export function archiveZombies(
       `INNER LOOP JOIN ${t.hot} AS h WITH (UPDLOCK, READPAST, ROWLOCK, FORCESEEK) ON h.Id = z.Id`,
       'WHERE h.Status = 2 AND DATEDIFF_BIG(MILLISECOND, h.HeartbeatUtc, @now) > z.TimeoutMs;',
       'UPDATE h SET h.Status = 0, h.WorkerId = NULL, h.LeaseId = NULL, h.HeartbeatUtc = NULL,',
-      `  h.ScheduledAtUtc = NULL, h.DueAtUtc = @now, h.LastError = ${message}, h.LastUpdatedUtc = @now`,
+      `  h.ScheduledAtUtc = NULL, h.DueAtUtc = @now, h.HeldSinceUtc = NULL, h.LastError = ${message}, h.LastUpdatedUtc = @now`,
       outputInto('deleted', '@Retried', RESCUED_COLUMNS),
       `FROM ${t.hot} AS h INNER JOIN @Zombies AS z ON z.Id = h.Id AND z.Retry = 1 AND z.Locked = 1`,
       'WHERE h.Status = 2;',

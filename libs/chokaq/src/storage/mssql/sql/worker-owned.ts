@@ -95,9 +95,11 @@ export function keepAlive(
 
 /**
  * release — Fetched → Pending for owned rows (`Status = 1`, fence matches), clearing the lease.
- * With a delay (open circuit): `ScheduledAtUtc = now + delay`, `RetriedTotal + n` and the retried
- * bucket (outcome 3, reason 3) in the same transaction (XACT_ABORT, read committed, U → X locks
- * on the changed rows, then stats rows and bucket rows in key order).
+ * With a delay (open circuit): `ScheduledAtUtc = now + delay`, `HeldSinceUtc` kept when the row was
+ * held before, else set to its due time (every expression of a SET reads the row as it was before
+ * the UPDATE, as in standard SQL), `DeferredTotal + n` and the deferred bucket (outcome 5) in the
+ * same transaction (XACT_ABORT, read committed, U → X locks on the changed rows, then stats rows
+ * and bucket rows in key order).
  */
 export function release(
   schema: string,
@@ -135,7 +137,6 @@ function handBack(
     [
       PROLOGUE,
       DECLARE_NOW,
-      DECLARE_BUCKET,
       `DECLARE @due datetime2(3) = CASE WHEN ${delay} IS NULL THEN NULL ELSE ${addMs('@now', delay)} END;`,
       'DECLARE @Released TABLE (Id varchar(36) NOT NULL, Queue varchar(255) NOT NULL);',
       'BEGIN TRAN;',
@@ -143,18 +144,15 @@ function handBack(
       ...(started
         ? ['  h.AttemptCount = h.AttemptCount - 1, h.StartedAtUtc = NULL, h.HeartbeatUtc = NULL,']
         : []),
-      '  h.ScheduledAtUtc = ISNULL(@due, h.ScheduledAtUtc), h.DueAtUtc = ISNULL(@due, h.DueAtUtc)',
+      '  h.ScheduledAtUtc = ISNULL(@due, h.ScheduledAtUtc), h.DueAtUtc = ISNULL(@due, h.DueAtUtc),',
+      '  h.HeldSinceUtc = CASE WHEN @due IS NULL THEN h.HeldSinceUtc ELSE ISNULL(h.HeldSinceUtc, h.DueAtUtc) END',
       'OUTPUT inserted.Id, inserted.Queue INTO @Released (Id, Queue)',
       `FROM ${t.hot} AS h`,
       `INNER JOIN OPENJSON(${doc}) ${LEASE_JSON} AS l ON l.Id = h.Id AND l.WorkerId = h.WorkerId AND l.LeaseId = h.LeaseId`,
       started ? 'WHERE h.Status = 2;' : 'WHERE h.Status = 1;',
       `IF @due IS NOT NULL`,
       'BEGIN',
-      bumpStats(t.stats, '@Released', { RetriedTotal: '1' }),
-      bumpBuckets(
-        t.buckets,
-        '(SELECT r.Queue, CAST(3 AS tinyint) AS Outcome, CAST(3 AS smallint) AS FailureReason, CAST(NULL AS bigint) AS DurationMs FROM @Released AS r)',
-      ),
+      bumpStats(t.stats, '@Released', { DeferredTotal: '1' }),
       'END;',
       'COMMIT;',
       'SELECT COUNT_BIG(*) AS Affected FROM @Released;',
@@ -193,7 +191,7 @@ export function reportProgress(
 
 /**
  * rescheduleForRetry — Processing → Pending after a retryable failure (`Status = 2`, fence
- * matches): lease and heartbeat cleared, `ScheduledAtUtc = now + delay`, `LastError`,
+ * matches): lease, heartbeat and hold cleared, `ScheduledAtUtc = now + delay`, `LastError`,
  * `RetriedTotal + 1`, the retried bucket (outcome 3) and the run's `JobAttempts` row (outcome
  * `retried`, from the row's values before the UPDATE: `OUTPUT deleted.…`), one transaction
  * (XACT_ABORT, read committed, U → X row locks).
@@ -220,7 +218,7 @@ export function rescheduleForRetry(
       'DECLARE @Retried TABLE (Id varchar(36) NOT NULL, Queue varchar(255) NOT NULL, AttemptCount int NULL, WorkerId nvarchar(255) NULL, LeaseId varchar(36) NULL, StartedAtUtc datetime2(3) NULL);',
       'BEGIN TRAN;',
       'UPDATE h SET h.Status = 0, h.WorkerId = NULL, h.LeaseId = NULL, h.HeartbeatUtc = NULL,',
-      `  h.ScheduledAtUtc = @due, h.DueAtUtc = @due, h.LastError = ${err}, h.LastUpdatedUtc = @now`,
+      `  h.ScheduledAtUtc = @due, h.DueAtUtc = @due, h.HeldSinceUtc = NULL, h.LastError = ${err}, h.LastUpdatedUtc = @now`,
       'OUTPUT inserted.Id, inserted.Queue, deleted.AttemptCount, deleted.WorkerId, deleted.LeaseId, deleted.StartedAtUtc INTO @Retried (Id, Queue, AttemptCount, WorkerId, LeaseId, StartedAtUtc)',
       `FROM ${t.hot} AS h`,
       `WHERE h.Id = ${id} AND h.WorkerId = ${worker} AND h.LeaseId = ${leaseId} AND h.Status = 2;`,

@@ -17,6 +17,7 @@ const LIST_COLUMNS = {
   hot:
     'x.id, x.queue, x.type, x.status, x.attempt_count, x.priority, x.tags, x.created_at_utc, ' +
     'x.enqueued_at_utc, x.scheduled_at_utc, x.started_at_utc, x.worker_id, x.progress, ' +
+    'x.held_since_utc, ' +
     `left(x.last_error, ${ERROR_PREFIX_CHARS}) AS error_prefix, octet_length(x.payload) AS payload_bytes`,
   archive:
     'x.id, x.queue, x.type, x.attempt_count, x.priority, x.tags, x.created_at_utc, ' +

@@ -94,6 +94,7 @@ SELECT
   (SELECT coalesce(sum(failed_total), 0) FROM ${s}.stats_summary) AS failed_total,
   (SELECT coalesce(sum(cancelled_total), 0) FROM ${s}.stats_summary) AS cancelled_total,
   (SELECT coalesce(sum(retried_total), 0) FROM ${s}.stats_summary) AS retried_total,
+  (SELECT coalesce(sum(deferred_total), 0) FROM ${s}.stats_summary) AS deferred_total,
   (SELECT coalesce(sum(resurrected_total), 0) FROM ${s}.stats_summary) AS resurrected_total,
   (SELECT count(*) FROM ${s}.jobs_hot WHERE status = 0) AS pending,
   (SELECT count(*) FROM ${s}.jobs_hot WHERE status = 1) AS fetched,
@@ -120,6 +121,7 @@ SELECT q.name AS queue, q.is_paused, q.is_active, q.max_workers,
        p.pending, a.fetched, a.processing,
        coalesce(t.succeeded_total, 0) AS succeeded_total, coalesce(t.failed_total, 0) AS failed_total,
        coalesce(t.cancelled_total, 0) AS cancelled_total, coalesce(t.retried_total, 0) AS retried_total,
+       coalesce(t.deferred_total, 0) AS deferred_total,
        coalesce(t.resurrected_total, 0) AS resurrected_total, t.last_activity_utc
 FROM ${s}.queues q
 LEFT JOIN ${s}.stats_summary t ON t.queue = q.name
@@ -142,22 +144,33 @@ ORDER BY q.name`;
  * for 100,000 pending rows before (admin-reads bench: p95 15 ms, was 64 ms). Waits are
  * `date_part` (double precision), not `extract` (numeric since PostgreSQL 14: 100,000 numeric
  * subtractions and a numeric mean cost more than the float ones). The active count through
- * `ix_jobs_hot_active`. From
+ * `ix_jobs_hot_active`. The rows an open circuit holds (not due yet, `held_since_utc` set)
+ * through `ix_jobs_hot_held`, which holds only those: their wait counts from when they were first
+ * due, and the read returns the sums and counts of both passes for the mean. From
  * metric buckets: the start lag of the runs started in the current minute and the five before it
  * (the start rows, outcome 4, through `ix_metric_buckets_queue`).
  */
 export const getQueueHealth = (s: string): string => `
 SELECT q.name AS queue, q.max_workers,
-       p.due_pending, p.avg_lag_ms, p.max_lag_ms, a.active,
-       l.lag_count, l.lag_sum_ms, l.lag_max_ms
+       p.due_pending, p.lag_sum_ms, p.max_lag_ms, h.held_pending, h.held_lag_sum_ms,
+       h.held_max_lag_ms, h.held_until_utc, a.active,
+       l.lag_count, l.lag_sum_ms AS start_lag_sum_ms, l.lag_max_ms
 FROM ${s}.queues q
 CROSS JOIN LATERAL (
   SELECT count(*) AS due_pending,
-         coalesce(avg(date_part('epoch', now() - coalesce(j.scheduled_at_utc, j.enqueued_at_utc))) * 1000, 0) AS avg_lag_ms,
+         coalesce(sum(date_part('epoch', now() - coalesce(j.scheduled_at_utc, j.enqueued_at_utc))) * 1000, 0) AS lag_sum_ms,
          coalesce(date_part('epoch', now() - min(coalesce(j.scheduled_at_utc, j.enqueued_at_utc))) * 1000, 0) AS max_lag_ms
   FROM ${s}.jobs_hot j
   WHERE j.status = 0 AND j.queue = q.name
     AND coalesce(j.scheduled_at_utc, j.enqueued_at_utc) <= now()) p
+CROSS JOIN LATERAL (
+  SELECT count(*) AS held_pending,
+         coalesce(sum(date_part('epoch', now() - j.held_since_utc)) * 1000, 0) AS held_lag_sum_ms,
+         coalesce(date_part('epoch', now() - min(j.held_since_utc)) * 1000, 0) AS held_max_lag_ms,
+         min(coalesce(j.scheduled_at_utc, j.enqueued_at_utc)) AS held_until_utc
+  FROM ${s}.jobs_hot j
+  WHERE j.status = 0 AND j.queue = q.name AND j.held_since_utc IS NOT NULL
+    AND coalesce(j.scheduled_at_utc, j.enqueued_at_utc) > now()) h
 CROSS JOIN LATERAL (
   SELECT count(*) AS active FROM ${s}.jobs_hot j WHERE j.status IN (1, 2) AND j.queue = q.name) a
 CROSS JOIN LATERAL (

@@ -82,7 +82,7 @@ moved AS (
 ${dlqInsert(s, 6, '2', '$3::text', 'NULL::text')}
 retried AS (
   UPDATE ${s}.jobs_hot j
-  SET status = 0, worker_id = NULL, lease_id = NULL, heartbeat_utc = NULL,
+  SET status = 0, worker_id = NULL, lease_id = NULL, heartbeat_utc = NULL, held_since_utc = NULL,
       last_error = $3::text, last_updated_utc = now()
   FROM candidates c
   WHERE j.id = c.id AND c.retry AND j.status = 2

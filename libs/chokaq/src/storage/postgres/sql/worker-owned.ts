@@ -69,10 +69,11 @@ export function keepAliveParams(workerId: string, leases: readonly JobLease[]): 
 }
 
 /**
- * Fetched → Pending for owned rows; with $4 (delay ms, may be NULL) the row becomes due at
- * now() + $4 and `retried_total` grows by the rows released (an open circuit: no attempt spent),
- * as does the queue's retried bucket (outcome 3, reason 3 CircuitBreakerOpen).
- * Lock/isolation: READ COMMITTED, one statement; the counter and bucket upserts are one row per queue.
+ * Fetched → Pending for owned rows; with $4 (delay ms, may be NULL: an open circuit, no attempt
+ * spent) the row becomes due at now() + $4, `held_since_utc` keeps when it was first due (its own
+ * value when it was held before, else its due time), and `deferred_total` grows by the rows
+ * released (no metric bucket: a deferral is neither a run's end nor a retry).
+ * Lock/isolation: READ COMMITTED, one statement; the counter upsert is one row per queue.
  */
 export const release = (s: string): string => handBack(s, false);
 
@@ -84,9 +85,9 @@ export function releaseParams(leases: readonly JobLease[], delayMs: number | nul
 /**
  * Processing → Pending for owned rows whose handler never ran (started ahead, then handed back):
  * the attempt the claim counted is refunded and the start cleared; with $4 (delay ms, may be
- * NULL), as {@link release}: due at now() + $4, `retried_total` and the retried bucket (outcome 3,
- * reason 3) grow by the rows handed back. No attempt row: no run happened.
- * Lock/isolation: READ COMMITTED, one statement; the counter and bucket upserts are one row per queue.
+ * NULL), as {@link release}: due at now() + $4, held since it was first due, `deferred_total`
+ * grows by the rows handed back. No attempt row: no run happened.
+ * Lock/isolation: READ COMMITTED, one statement; the counter upsert is one row per queue.
  */
 export const unstart = (s: string): string => handBack(s, true);
 
@@ -102,19 +103,19 @@ WITH released AS (
   UPDATE ${s}.jobs_hot j
   SET status = 0, ${started ? 'attempt_count = j.attempt_count - 1, started_at_utc = NULL, heartbeat_utc = NULL,\n      ' : ''}worker_id = NULL, lease_id = NULL, last_updated_utc = now(),
       scheduled_at_utc = CASE WHEN $4::float8 IS NULL THEN j.scheduled_at_utc
-                              ELSE now() + $4::float8 ${MS} END
+                              ELSE now() + $4::float8 ${MS} END,
+      held_since_utc = CASE WHEN $4::float8 IS NULL THEN j.held_since_utc
+                            ELSE coalesce(j.held_since_utc, j.scheduled_at_utc, j.enqueued_at_utc) END
   FROM ${LEASES}
   WHERE ${OWNED} AND j.status = ${started ? 2 : 1}
   RETURNING j.queue
 ),
 counted AS (
-  INSERT INTO ${s}.stats_summary AS t (queue, retried_total, last_activity_utc)
+  INSERT INTO ${s}.stats_summary AS t (queue, deferred_total, last_activity_utc)
   SELECT queue, count(*), now() FROM released WHERE $4::float8 IS NOT NULL GROUP BY queue
   ON CONFLICT (queue) DO UPDATE
-  SET retried_total = t.retried_total + EXCLUDED.retried_total,
+  SET deferred_total = t.deferred_total + EXCLUDED.deferred_total,
       last_activity_utc = EXCLUDED.last_activity_utc
-),
-bucket AS (${bucketUpsert(s, 3, '3', '(SELECT queue, NULL::bigint AS duration_ms FROM released WHERE $4::float8 IS NOT NULL)')}
 )
 SELECT count(*)::int AS n FROM released`;
 }
@@ -140,7 +141,8 @@ export function reportProgressParams(
 }
 
 /**
- * Processing → Pending after a retryable failure, due at now() + $4 ms, with `last_error` $5, and
+ * Processing → Pending after a retryable failure, due at now() + $4 ms, with `last_error` $5 (no
+ * longer held by a circuit: `held_since_utc` cleared), and
  * `retried_total + 1`, the queue's retried bucket (outcome 3) and the run's attempt row (outcome
  * `retried`, {@link attemptInsert}). $1 id, $2 worker, $3 lease: the run's worker and lease are
  * the fence's, and its attempt and start time are columns the UPDATE leaves as they were (RETURNING
@@ -152,7 +154,8 @@ export const rescheduleForRetry = (s: string): string => `
 WITH retried AS (
   UPDATE ${s}.jobs_hot j
   SET status = 0, worker_id = NULL, lease_id = NULL, heartbeat_utc = NULL,
-      scheduled_at_utc = now() + $4::float8 ${MS}, last_error = $5, last_updated_utc = now()
+      scheduled_at_utc = now() + $4::float8 ${MS}, held_since_utc = NULL, last_error = $5,
+      last_updated_utc = now()
   WHERE j.id = $1 AND j.worker_id = $2 AND j.lease_id = $3 AND j.status = 2
   RETURNING j.id, j.queue, j.attempt_count, j.started_at_utc
 ),

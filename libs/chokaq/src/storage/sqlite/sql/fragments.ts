@@ -98,15 +98,16 @@ export function countingStatements(t: SqliteTables) {
      * batch of n jobs updates each stats row once, not n times.
      */
     addCounters: `INSERT INTO ${stats} (queue, succeeded_total, failed_total, cancelled_total,
-        retried_total, resurrected_total, last_activity_utc)
+        retried_total, deferred_total, resurrected_total, last_activity_utc)
       SELECT value ->> 'queue', value ->> 'succeeded', value ->> 'failed', value ->> 'cancelled',
-        value ->> 'retried', value ->> 'resurrected', ${SQLITE_NOW_MS}
+        value ->> 'retried', value ->> 'deferred', value ->> 'resurrected', ${SQLITE_NOW_MS}
       FROM json_each(@deltas) WHERE true
       ON CONFLICT (queue) DO UPDATE SET
         succeeded_total = succeeded_total + excluded.succeeded_total,
         failed_total = failed_total + excluded.failed_total,
         cancelled_total = cancelled_total + excluded.cancelled_total,
         retried_total = retried_total + excluded.retried_total,
+        deferred_total = deferred_total + excluded.deferred_total,
         resurrected_total = resurrected_total + excluded.resurrected_total,
         last_activity_utc = excluded.last_activity_utc`,
 

@@ -24,7 +24,7 @@ import {
 const LIST_COLUMNS: Record<Pillar, string> = {
   hot:
     'id, queue, type, status, attempt_count, priority, tags, created_at_utc, enqueued_at_utc, ' +
-    'scheduled_at_utc, started_at_utc, worker_id, progress, ' +
+    'scheduled_at_utc, started_at_utc, worker_id, progress, held_since_utc, ' +
     `substr(last_error, 1, ${ERROR_PREFIX_CHARS}) AS error_prefix, octet_length(payload) AS payload_bytes`,
   archive:
     'id, queue, type, attempt_count, priority, tags, created_at_utc, enqueued_at_utc, ' +

@@ -58,6 +58,7 @@ export function readStatements(t: SqliteTables, p: string) {
   const { hot, archive, dlq, stats, buckets, queues, rowCounts } = t;
   /** The claim's index of Pending rows (schema version 1), which the hot counts read. */
   const pendingIndex = `${p}jobs_hot_pending_ix`;
+  const heldIndex = `${p}jobs_hot_held_ix`;
   return {
     /** getJob: hot first, then archive, then DLQ (primary-key reads). */
     getJobHot: `SELECT * FROM ${hot} WHERE id = @id`,
@@ -79,6 +80,7 @@ export function readStatements(t: SqliteTables, p: string) {
         COALESCE(SUM(failed_total), 0) AS failed_total,
         COALESCE(SUM(cancelled_total), 0) AS cancelled_total,
         COALESCE(SUM(retried_total), 0) AS retried_total,
+        COALESCE(SUM(deferred_total), 0) AS deferred_total,
         COALESCE(SUM(resurrected_total), 0) AS resurrected_total
       FROM ${stats}`,
 
@@ -93,7 +95,7 @@ export function readStatements(t: SqliteTables, p: string) {
      */
     getQueueStats: `WITH names(queue) AS (SELECT name FROM ${queues} UNION SELECT queue FROM ${stats})
       SELECT n.queue, s.succeeded_total, s.failed_total, s.cancelled_total, s.retried_total,
-        s.resurrected_total, s.last_activity_utc, q.is_paused, q.is_active, q.max_workers
+        s.deferred_total, s.resurrected_total, s.last_activity_utc, q.is_paused, q.is_active, q.max_workers
       FROM names n
       LEFT JOIN ${stats} s ON s.queue = n.queue
       LEFT JOIN ${queues} q ON q.name = n.queue
@@ -125,15 +127,26 @@ export function readStatements(t: SqliteTables, p: string) {
      * counts; and the start lag of the current minute bucket and the five before it (start rows,
      * outcome 4). `INDEXED BY` pins the pending index, as in `getQueueStatsHot`: with the
      * statistics of `ANALYZE` the planner took the active list's index and read every row
-     * (admin-reads bench, 100,000 pending rows: p95 14 ms, was 60 ms).
+     * (admin-reads bench, 100,000 pending rows: p95 14 ms, was 60 ms). The rows an open circuit
+     * holds (not due yet, `held_since_utc` set) through `jobs_hot_held_ix`, which holds only those:
+     * their wait counts from when they were first due.
      */
     getQueueHealth: `WITH names(queue) AS (SELECT name FROM ${queues} UNION SELECT DISTINCT queue FROM ${hot}),
       due AS (
         SELECT queue, COUNT(*) AS due_pending,
-          AVG(${SQLITE_NOW_MS} - COALESCE(scheduled_at_utc, enqueued_at_utc)) AS avg_lag_ms,
+          SUM(${SQLITE_NOW_MS} - COALESCE(scheduled_at_utc, enqueued_at_utc)) AS lag_sum_ms,
           ${SQLITE_NOW_MS} - MIN(COALESCE(scheduled_at_utc, enqueued_at_utc)) AS max_lag_ms
         FROM ${hot} INDEXED BY ${pendingIndex}
         WHERE status = 0 AND COALESCE(scheduled_at_utc, enqueued_at_utc) <= ${SQLITE_NOW_MS}
+        GROUP BY queue),
+      held AS (
+        SELECT queue, COUNT(*) AS held_pending,
+          SUM(${SQLITE_NOW_MS} - held_since_utc) AS held_lag_sum_ms,
+          ${SQLITE_NOW_MS} - MIN(held_since_utc) AS held_max_lag_ms,
+          MIN(COALESCE(scheduled_at_utc, enqueued_at_utc)) AS held_until_utc
+        FROM ${hot} INDEXED BY ${heldIndex}
+        WHERE status = 0 AND held_since_utc IS NOT NULL
+          AND COALESCE(scheduled_at_utc, enqueued_at_utc) > ${SQLITE_NOW_MS}
         GROUP BY queue),
       active AS (SELECT queue, COUNT(*) AS n FROM ${hot} WHERE status IN (1, 2) GROUP BY queue),
       lag AS (
@@ -142,12 +155,16 @@ export function readStatements(t: SqliteTables, p: string) {
         FROM ${buckets}
         WHERE outcome = 4 AND bucket_utc >= ${BUCKET_NOW} - ${5 * METRIC_BUCKET_MS}
         GROUP BY queue)
-      SELECT n.queue, COALESCE(d.due_pending, 0) AS due_pending, COALESCE(d.avg_lag_ms, 0) AS avg_lag_ms,
-        COALESCE(d.max_lag_ms, 0) AS max_lag_ms, COALESCE(a.n, 0) AS active, q.max_workers,
-        COALESCE(l.lag_count, 0) AS lag_count, COALESCE(l.lag_sum_ms, 0) AS lag_sum_ms,
+      SELECT n.queue, COALESCE(d.due_pending, 0) AS due_pending, COALESCE(d.lag_sum_ms, 0) AS lag_sum_ms,
+        COALESCE(d.max_lag_ms, 0) AS max_lag_ms, COALESCE(h.held_pending, 0) AS held_pending,
+        COALESCE(h.held_lag_sum_ms, 0) AS held_lag_sum_ms,
+        COALESCE(h.held_max_lag_ms, 0) AS held_max_lag_ms, h.held_until_utc,
+        COALESCE(a.n, 0) AS active, q.max_workers,
+        COALESCE(l.lag_count, 0) AS lag_count, COALESCE(l.lag_sum_ms, 0) AS start_lag_sum_ms,
         COALESCE(l.lag_max_ms, 0) AS lag_max_ms
       FROM names n
       LEFT JOIN due d ON d.queue = n.queue
+      LEFT JOIN held h ON h.queue = n.queue
       LEFT JOIN active a ON a.queue = n.queue
       LEFT JOIN lag l ON l.queue = n.queue
       LEFT JOIN ${queues} q ON q.name = n.queue

@@ -52,7 +52,7 @@ export function rescueStatements(t: SqliteTables) {
      * attempt kept. Same transaction as step 1.
      */
     archiveZombiesRetry: `UPDATE ${hot}
-      SET status = 0, worker_id = NULL, lease_id = NULL, heartbeat_utc = NULL,
+      SET status = 0, worker_id = NULL, lease_id = NULL, heartbeat_utc = NULL, held_since_utc = NULL,
           last_error = @error, last_updated_utc = ${SQLITE_NOW_MS}
       WHERE status = 2 AND id IN ${IDS}
       RETURNING id, queue`,

@@ -4,6 +4,15 @@
  */
 import { LEASE_CTE, OWNED, SQLITE_NOW_MS, SqliteTables } from './fragments';
 
+/**
+ * The due time and hold of a row handed back: unchanged without `@delayMs`; with it (an open
+ * circuit), due at now + delay and held since the row was first due.
+ */
+const HOLD = `scheduled_at_utc = CASE WHEN @delayMs IS NULL THEN scheduled_at_utc
+                                  ELSE ${SQLITE_NOW_MS} + @delayMs END,
+          held_since_utc = CASE WHEN @delayMs IS NULL THEN held_since_utc
+                                ELSE COALESCE(held_since_utc, scheduled_at_utc, enqueued_at_utc) END`;
+
 /** The lease holder's statements on its own hot rows: start, heartbeat, hand back, progress, retry. */
 export function workerOwnedStatements(t: SqliteTables) {
   const { hot } = t;
@@ -36,12 +45,15 @@ export function workerOwnedStatements(t: SqliteTables) {
       WHERE status IN (1, 2) AND worker_id = @workerId AND ${OWNED}
       RETURNING id, cancel_requested_utc`,
 
-    /** Fetched → Pending for owned rows; with `@delayMs`, not eligible before now + delay. */
+    /**
+     * Fetched → Pending for owned rows; with `@delayMs` (an open circuit), not eligible before now +
+     * delay and held since the row was first due ({@link HOLD}: its own `held_since_utc` when it
+     * was held before, else its due time; SET reads the row as it was).
+     */
     release: `WITH ${LEASE_CTE}
       UPDATE ${hot}
       SET status = 0, worker_id = NULL, lease_id = NULL, last_updated_utc = ${SQLITE_NOW_MS},
-          scheduled_at_utc = CASE WHEN @delayMs IS NULL THEN scheduled_at_utc
-                                  ELSE ${SQLITE_NOW_MS} + @delayMs END
+          ${HOLD}
       WHERE status = 1 AND ${OWNED}
       RETURNING queue`,
 
@@ -53,8 +65,7 @@ export function workerOwnedStatements(t: SqliteTables) {
       UPDATE ${hot}
       SET status = 0, attempt_count = attempt_count - 1, started_at_utc = NULL, heartbeat_utc = NULL,
           worker_id = NULL, lease_id = NULL, last_updated_utc = ${SQLITE_NOW_MS},
-          scheduled_at_utc = CASE WHEN @delayMs IS NULL THEN scheduled_at_utc
-                                  ELSE ${SQLITE_NOW_MS} + @delayMs END
+          ${HOLD}
       WHERE status = 2 AND ${OWNED}
       RETURNING queue`,
 
@@ -72,7 +83,7 @@ export function workerOwnedStatements(t: SqliteTables) {
      * (the worker and lease are the fence's).
      */
     rescheduleForRetry: `UPDATE ${hot}
-      SET status = 0, worker_id = NULL, lease_id = NULL, heartbeat_utc = NULL,
+      SET status = 0, worker_id = NULL, lease_id = NULL, heartbeat_utc = NULL, held_since_utc = NULL,
           scheduled_at_utc = ${SQLITE_NOW_MS} + @delayMs, last_error = @error,
           last_updated_utc = ${SQLITE_NOW_MS}
       WHERE id = @id AND worker_id = @workerId AND lease_id = @leaseId AND status = 2
