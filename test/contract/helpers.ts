@@ -240,7 +240,11 @@ export async function backdate(
       ? `${c} = ${c} - ${db.param(1)}`
       : db.dialect === 'postgres'
         ? `${c} = ${c} - (${db.param(1)}::bigint * interval '1 millisecond')`
-        : `${c} = DATEADD(millisecond, -${db.param(1)}, ${c})`;
+        : // DATEADD's number is an int (Msg 8115 past about 24.8 days of milliseconds): whole
+          // seconds first, then the rest in milliseconds.
+          // https://learn.microsoft.com/en-us/sql/t-sql/functions/dateadd-transact-sql#arguments
+          `${c} = DATEADD(millisecond, -CAST(${db.param(1)} % 1000 AS int), ` +
+          `DATEADD(second, -CAST(${db.param(1)} / 1000 AS int), ${c}))`;
   await db.sql(
     `UPDATE ${db.table(table)} SET ${set} WHERE ${id} IN (${placeholders(db, ids.length, 2)})`,
     [ms, ...ids],

@@ -135,15 +135,22 @@ async function healthApp(
   return { app, get };
 }
 
-/** Makes every job of `queue` due `ms` earlier than it was (as if enqueued then). */
+/**
+ * Makes every job of `queue` due `ms` earlier than it was (as if enqueued then): its enqueue time,
+ * and on SQL Server its stored due time too, which the health read measures (`DueAtUtc`).
+ */
 async function backdateQueue(db: TestSchema, queue: string, ms: number): Promise<void> {
   const c = db.column('enqueued_at_utc');
+  const due = db.column('due_at_utc');
+  // DATEADD takes an int: whole seconds (the tests move by whole seconds).
+  const back = (col: string) =>
+    `${col} = DATEADD(second, -CAST(${db.param(1)} / 1000 AS int), ${col})`;
   const set =
     db.dialect === 'sqlite'
       ? `${c} = ${c} - ${db.param(1)}`
       : db.dialect === 'postgres'
         ? `${c} = ${c} - (${db.param(1)}::bigint * interval '1 millisecond')`
-        : `${c} = DATEADD(millisecond, -${db.param(1)}, ${c})`;
+        : `${back(c)}, ${back(due)}`;
   await db.sql(
     `UPDATE ${db.table('hot')} SET ${set} WHERE ${db.column('queue')} = ${db.param(2)}`,
     [ms, queue],

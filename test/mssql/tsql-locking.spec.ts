@@ -408,6 +408,24 @@ describe('SQL Server lock hints and isolation', () => {
     expect(one('archiveZombies').statement.sql).toContain('h.HeldSinceUtc = NULL');
   });
 
+  it('version 14: the claim index of exact pairs carries PayloadVersion (no key lookup per candidate), rebuilt where it lacks it, after the column exists', () => {
+    const ddl = mssqlSchemaDdl('chokaq');
+    expect(MSSQL_SCHEMA_VERSION).toBeGreaterThanOrEqual(14);
+    const rebuild = ddl.indexOf(
+      "EXEC(N'CREATE NONCLUSTERED INDEX [IX_JobsHot_ClaimType] ON [chokaq].[JobsHot] (Queue, Type, Priority DESC, DueAtUtc) INCLUDE (PayloadVersion) WHERE Status = 0 WITH (DROP_EXISTING = ON);');",
+    );
+    const column = ddl.indexOf("IF COL_LENGTH(N'[chokaq].[JobsHot]', N'PayloadVersion') IS NULL");
+    expect(column).toBeGreaterThan(0);
+    expect(rebuild).toBeGreaterThan(column);
+    expect(ddl.slice(0, rebuild)).toMatch(
+      /IF NOT EXISTS \(SELECT 1 FROM sys\.index_columns [^\n]*N'IX_JobsHot_ClaimType' AND COL_NAME\(ic\.object_id, ic\.column_id\) = N'PayloadVersion'\)\n {2}$/,
+    );
+    // The claim's test of the version is on that index's rows: the pair's seek and the version.
+    expect(one('fetchNextBatch').statement.sql).toContain(
+      'h.Queue = y.Queue AND h.Type = y.Type AND h.Status = 0 AND h.DueAtUtc <= @now AND h.PayloadVersion BETWEEN y.MinVersion AND y.MaxVersion',
+    );
+  });
+
   it('version 10: JobAttempts, created where missing; the moves that end a run write its row in their transaction, the archive move and the claim none; purge and retention delete the rows with their jobs', () => {
     const ddl = mssqlSchemaDdl('chokaq');
     expect(MSSQL_SCHEMA_VERSION).toBeGreaterThanOrEqual(10);

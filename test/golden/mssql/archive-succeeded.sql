@@ -17,7 +17,7 @@ INNER JOIN @In AS i ON i.Id = h.Id AND i.WorkerId = h.WorkerId AND i.LeaseId = h
 WHERE h.Status IN (1, 2);
 INSERT INTO [chokaq].[JobsArchive] (Id, Queue, Type, Payload, Tags, IdempotencyKey, Priority, AttemptCount, WorkerId, ScheduledAtUtc, CreatedAtUtc, EnqueuedAtUtc, StartedAtUtc, LastUpdatedUtc, CreatedBy, LastModifiedBy, LastError, Progress, ProgressNote, TraceContext, PayloadVersion, FinishedAtUtc, DurationMs)
 SELECT m.Id, m.Queue, m.Type, m.Payload, m.Tags, m.IdempotencyKey, m.Priority, m.AttemptCount, m.WorkerId, m.ScheduledAtUtc, m.CreatedAtUtc, m.EnqueuedAtUtc, m.StartedAtUtc, @now, m.CreatedBy, m.LastModifiedBy, m.LastError, m.Progress, m.ProgressNote, m.TraceContext, m.PayloadVersion, @now, i.DurationMs
-FROM @Moved AS m INNER JOIN @In AS i ON i.Id = m.Id;
+FROM @Moved AS m INNER JOIN @In AS i ON i.Id = m.Id AND i.LeaseId = m.LeaseId;
 DECLARE @StatsDelta TABLE (Queue varchar(255) NOT NULL PRIMARY KEY, SucceededTotal bigint NOT NULL);
 INSERT INTO @StatsDelta (Queue, SucceededTotal)
 SELECT g.Queue, SUM(CAST(1 AS bigint)) FROM @Moved AS g GROUP BY g.Queue;

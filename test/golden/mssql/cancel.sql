@@ -14,6 +14,11 @@ OUTPUT deleted.Id, deleted.Queue, deleted.Type, deleted.Payload, deleted.Tags, d
 FROM [chokaq].[JobsHot] AS h
 INNER JOIN @Ids AS i ON i.Id = h.Id
 WHERE h.Status IN (0, 1);
+UPDATE h SET h.CancelRequestedUtc = ISNULL(h.CancelRequestedUtc, @now), h.LastModifiedBy = ISNULL(@1, h.LastModifiedBy)
+OUTPUT inserted.Id INTO @Requested (Id)
+FROM [chokaq].[JobsHot] AS h
+INNER JOIN @Ids AS i ON i.Id = h.Id
+WHERE h.Status = 2;
 INSERT INTO [chokaq].[JobsDLQ] (Id, Queue, Type, Payload, Tags, IdempotencyKey, Priority, Status, AttemptCount, WorkerId, ScheduledAtUtc, CreatedAtUtc, EnqueuedAtUtc, StartedAtUtc, LastUpdatedUtc, CreatedBy, LastModifiedBy, LastError, Progress, ProgressNote, TraceContext, PayloadVersion, FailureReason, ErrorDetails, FailedAtUtc, DurationMs)
 SELECT m.Id, m.Queue, m.Type, m.Payload, m.Tags, m.IdempotencyKey, m.Priority, 5, m.AttemptCount, m.WorkerId, m.ScheduledAtUtc, m.CreatedAtUtc, m.EnqueuedAtUtc, m.StartedAtUtc, @now, m.CreatedBy, ISNULL(@1, m.LastModifiedBy), m.LastError, m.Progress, m.ProgressNote, m.TraceContext, m.PayloadVersion, 1, @2, @now, NULL
 FROM @Moved AS m;
@@ -38,11 +43,6 @@ UPDATE x SET x.CompletedCount = x.CompletedCount + d.N, x.DurationCount = x.Dura
   x.MaxDurationMs = CASE WHEN d.MaxDurationMs > x.MaxDurationMs THEN d.MaxDurationMs ELSE x.MaxDurationMs END
 FROM @BucketDelta AS d
 INNER LOOP JOIN [chokaq].[MetricBuckets] AS x ON x.BucketUtc = @bucket AND x.Queue = d.Queue AND x.Outcome = d.Outcome AND x.FailureReason = d.FailureReason;
-UPDATE h SET h.CancelRequestedUtc = ISNULL(h.CancelRequestedUtc, @now), h.LastModifiedBy = ISNULL(@1, h.LastModifiedBy)
-OUTPUT inserted.Id INTO @Requested (Id)
-FROM [chokaq].[JobsHot] AS h
-INNER JOIN @Ids AS i ON i.Id = h.Id
-WHERE h.Status = 2;
 COMMIT;
 SELECT mv.Id, 0 AS Kind FROM @Moved AS mv
 UNION ALL

@@ -18,7 +18,7 @@ INSERT INTO @Runnable (Queue, AllTypes, Budget, RateMax)
 SELECT q.Name, CAST(MAX(r.AllTypes) AS bit), q.MaxWorkers, q.RateLimitMax
 FROM (SELECT a.Queue, 1 AS AllTypes FROM OPENJSON(@3) WITH (Queue varchar(255) '$') AS a
       UNION ALL SELECT y.Queue, 0 FROM @Types AS y) AS r
-INNER JOIN [chokaq].[Queues] AS q ON q.Name = r.Queue
+INNER LOOP JOIN [chokaq].[Queues] AS q WITH (FORCESEEK) ON q.Name = r.Queue
 WHERE q.IsPaused = 0 AND q.IsActive = 1
 GROUP BY q.Name, q.MaxWorkers, q.RateLimitMax;
 INSERT INTO @Budgeted (Queue) SELECT r.Queue FROM @Runnable AS r WHERE r.Budget IS NOT NULL OR r.RateMax IS NOT NULL;
@@ -35,7 +35,7 @@ INNER JOIN @Runnable AS r ON r.Queue = b.Queue;
 SET @now = SYSUTCDATETIME();
 -- A queue budgeted or rate limited since the unlocked read holds no lock here: no slots this round.
 UPDATE r SET r.Budget = 0, r.RateMax = NULL
-FROM @Runnable AS r INNER JOIN [chokaq].[Queues] AS q WITH (READCOMMITTEDLOCK) ON q.Name = r.Queue
+FROM @Runnable AS r INNER LOOP JOIN [chokaq].[Queues] AS q WITH (READCOMMITTEDLOCK, FORCESEEK) ON q.Name = r.Queue
 WHERE (q.MaxWorkers IS NOT NULL OR q.RateLimitMax IS NOT NULL) AND NOT EXISTS (SELECT 1 FROM @Budgeted AS b WHERE b.Queue = r.Queue);
 -- Rate allowance of each locked rate-limited queue at @now (the rule of storage/shared/rate-window.ts).
 UPDATE r SET r.RateAllow = CASE WHEN q.RateLimitMax - (CASE WHEN (q.RateWindowStart IS NULL OR @now >= DATEADD(MILLISECOND, q.RateLimitPerMs, q.RateWindowStart))

@@ -150,7 +150,7 @@ export function lockViolations(entry: CatalogueEntry): string[] {
       out.push('claim: MaxWorkers is not re-read under the Queues lock');
     }
     if (
-      !/UPDATE r SET r\.Budget = 0, r\.RateMax = NULL\s+FROM @Runnable AS r INNER JOIN \S+ AS q WITH \(READCOMMITTEDLOCK\) ON q\.Name = r\.Queue\s+WHERE \(q\.MaxWorkers IS NOT NULL OR q\.RateLimitMax IS NOT NULL\) AND NOT EXISTS \(SELECT 1 FROM @Budgeted\b/.test(
+      !/UPDATE r SET r\.Budget = 0, r\.RateMax = NULL\s+FROM @Runnable AS r INNER LOOP JOIN \S+ AS q WITH \(READCOMMITTEDLOCK, FORCESEEK\) ON q\.Name = r\.Queue\s+WHERE \(q\.MaxWorkers IS NOT NULL OR q\.RateLimitMax IS NOT NULL\) AND NOT EXISTS \(SELECT 1 FROM @Budgeted\b/.test(
         sql,
       )
     ) {

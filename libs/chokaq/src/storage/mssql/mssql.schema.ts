@@ -73,6 +73,12 @@ import { MAX_ATTEMPT_ERROR } from '../../validation/limits';
  *   (https://learn.microsoft.com/en-us/sql/t-sql/statements/alter-table-transact-sql#adding-not-null-columns-as-an-online-operation).
  *   A worker of version 11 keeps running (its inserts take the default; its claim does not filter
  *   on the version, so upgrade every worker before enqueuing a version 2).
+ * - 13: `JobsHot.HeldSinceUtc` (a job an open circuit holds, since when it was first due) with
+ *   `IX_JobsHot_Held`, and `StatsSummary.DeferredTotal` (see {@link HELD_SINCE_COLUMN}).
+ * - 14: `IX_JobsHot_ClaimType` INCLUDEs `PayloadVersion`: the claim of exact (queue, type) pairs
+ *   tests each candidate's version, which without it cost a key lookup into the clustered index per
+ *   candidate row. Rebuilt where it lacks the column (`DROP_EXISTING`, in the bootstrap
+ *   transaction: writers to `JobsHot` wait while it builds, and the hot table holds only live jobs).
  *
  * The script is idempotent and creates what is missing, so running it on an older database
  * applies the versions it lacks: the version-2 index is built inside the bootstrap transaction
@@ -92,7 +98,7 @@ import { MAX_ATTEMPT_ERROR } from '../../validation/limits';
  * a metadata-only change where the edition supports it, a rewrite of the table otherwise);
  * `MetricBuckets` is small (retention), so either is short.
  */
-export const MSSQL_SCHEMA_VERSION = 13;
+export const MSSQL_SCHEMA_VERSION = 14;
 
 /**
  * Every version with the description its ledger row records, oldest first (the script writes
@@ -112,6 +118,7 @@ export const MSSQL_MIGRATIONS: readonly { version: number; description: string }
   { version: 11, description: 'queue rate limits' },
   { version: 12, description: 'payload version of each job' },
   { version: 13, description: 'jobs held by an open circuit; deferral counter' },
+  { version: 14, description: 'claim index by type includes the payload version' },
 ];
 
 /** One column of a ChokaQ table. */
@@ -456,6 +463,9 @@ interface IndexSpec {
   compressed?: boolean;
 }
 
+/** The keys of `IX_JobsHot_ClaimType` (version 2; version 14 rebuilds it with an INCLUDE). */
+const CLAIM_TYPE_KEYS = 'Queue, Type, Priority DESC, DueAtUtc';
+
 const INDEXES: readonly IndexSpec[] = [
   {
     serves:
@@ -468,10 +478,10 @@ const INDEXES: readonly IndexSpec[] = [
   },
   {
     serves:
-      'fetchNextBatch, exact (queue, type) pairs: the seek carries the type, so rows of types this worker cannot run are never read (schema version 2)',
+      'fetchNextBatch, exact (queue, type) pairs: the seek carries the type, so rows of types this worker cannot run are never read (schema version 2; INCLUDE (PayloadVersion) from version 14, below)',
     table: 'hot',
     name: 'IX_JobsHot_ClaimType',
-    keys: 'Queue, Type, Priority DESC, DueAtUtc',
+    keys: CLAIM_TYPE_KEYS,
     where: 'Status = 0',
   },
   {
@@ -888,6 +898,12 @@ export function mssqlSchemaDdl(schema: string): string {
     `  EXEC(N'CREATE NONCLUSTERED INDEX [IX_JobsHot_Held] ON ${t('hot')} (Queue, HeldSinceUtc) INCLUDE (DueAtUtc) WHERE Status = 0 AND HeldSinceUtc IS NOT NULL;');`,
     `IF NOT EXISTS (SELECT 1 FROM ${t('migrations')} WHERE Version = 13)`,
     recordVersion(schema, 13),
+    `-- IX_JobsHot_ClaimType INCLUDE (PayloadVersion) (schema version 14): rebuilt where it lacks the column,`,
+    `-- compiled apart (EXEC) since the column may have been added by this batch.`,
+    `IF NOT EXISTS (SELECT 1 FROM sys.index_columns AS ic INNER JOIN sys.indexes AS ix ON ix.object_id = ic.object_id AND ix.index_id = ic.index_id WHERE ix.object_id = OBJECT_ID(N'${t('hot')}') AND ix.name = N'IX_JobsHot_ClaimType' AND COL_NAME(ic.object_id, ic.column_id) = N'PayloadVersion')`,
+    `  EXEC(N'CREATE NONCLUSTERED INDEX [IX_JobsHot_ClaimType] ON ${t('hot')} (${CLAIM_TYPE_KEYS}) INCLUDE (PayloadVersion) WHERE Status = 0 WITH (DROP_EXISTING = ON);');`,
+    `IF NOT EXISTS (SELECT 1 FROM ${t('migrations')} WHERE Version = 14)`,
+    recordVersion(schema, 14),
     `COMMIT;`,
     `SELECT Version FROM @Applied ORDER BY Version;`,
   ];

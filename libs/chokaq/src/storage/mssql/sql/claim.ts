@@ -153,7 +153,9 @@ export function fetchNextBatch(schema: string, req: MssqlClaimRequest): MssqlSta
       'SELECT q.Name, CAST(MAX(r.AllTypes) AS bit), q.MaxWorkers, q.RateLimitMax',
       `FROM (SELECT a.Queue, 1 AS AllTypes FROM OPENJSON(${queues}) WITH (Queue varchar(255) '$') AS a`,
       '      UNION ALL SELECT y.Queue, 0 FROM @Types AS y) AS r',
-      `INNER JOIN ${t.queues} AS q ON q.Name = r.Queue`,
+      // A seek per queue asked for (never a scan, whose shared locks would wait on every queue
+      // whose rate window another claimer is updating).
+      `INNER LOOP JOIN ${t.queues} AS q WITH (FORCESEEK) ON q.Name = r.Queue`,
       'WHERE q.IsPaused = 0 AND q.IsActive = 1',
       'GROUP BY q.Name, q.MaxWorkers, q.RateLimitMax;',
       'INSERT INTO @Budgeted (Queue) SELECT r.Queue FROM @Runnable AS r WHERE r.Budget IS NOT NULL OR r.RateMax IS NOT NULL;',
@@ -170,7 +172,7 @@ export function fetchNextBatch(schema: string, req: MssqlClaimRequest): MssqlSta
       'SET @now = SYSUTCDATETIME();',
       '-- A queue budgeted or rate limited since the unlocked read holds no lock here: no slots this round.',
       'UPDATE r SET r.Budget = 0, r.RateMax = NULL',
-      `FROM @Runnable AS r INNER JOIN ${t.queues} AS q WITH (READCOMMITTEDLOCK) ON q.Name = r.Queue`,
+      `FROM @Runnable AS r INNER LOOP JOIN ${t.queues} AS q WITH (READCOMMITTEDLOCK, FORCESEEK) ON q.Name = r.Queue`,
       'WHERE (q.MaxWorkers IS NOT NULL OR q.RateLimitMax IS NOT NULL) AND NOT EXISTS (SELECT 1 FROM @Budgeted AS b WHERE b.Queue = r.Queue);',
       '-- Rate allowance of each locked rate-limited queue at @now (the rule of storage/shared/rate-window.ts).',
       `UPDATE r SET r.RateAllow = ${RATE_ALLOWANCE}`,

@@ -271,14 +271,19 @@ export function leaseDoc(p: ParamList, leases: readonly MssqlLease[]): string {
   return p.json(leases.map((l) => ({ id: l.id, workerId: l.workerId, leaseId: l.leaseId })));
 }
 
-/** Archive rows from the hot-shaped `@Moved`, joined to `@In` for their durations. */
+/**
+ * Archive rows from the hot-shaped `@Moved`, joined to `@In` for their durations, on the id AND the
+ * lease: `@In` is keyed by both, since a stale run and its successor may share a batch, and a join
+ * on the id alone would insert the moved run once per entry (the Archive's key refuses the second:
+ * 2627, and the whole batch rolls back).
+ */
 export function archiveInsert(t: Record<MssqlTable, string>): string {
   return (
     insertSelect(t.archive, ARCHIVE_COLUMNS, 'm', {
       LastUpdatedUtc: '@now',
       FinishedAtUtc: '@now',
       DurationMs: 'i.DurationMs',
-    }) + '\nFROM @Moved AS m INNER JOIN @In AS i ON i.Id = m.Id;'
+    }) + '\nFROM @Moved AS m INNER JOIN @In AS i ON i.Id = m.Id AND i.LeaseId = m.LeaseId;'
   );
 }
 

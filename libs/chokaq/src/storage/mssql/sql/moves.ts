@@ -162,7 +162,10 @@ export function moveToDlq(
  * cancel — Pending/Fetched rows (`Status IN (0, 1)`) move Hot → DLQ as Cancelled (status 5,
  * reason 1) with the move pattern (`SET XACT_ABORT ON; BEGIN TRAN; DELETE … OUTPUT deleted.<columns>
  * INTO @Moved`, insert, `CancelledTotal`, bucket outcome 2, `COMMIT`); Processing rows get
- * `CancelRequestedUtc` in the same transaction. Read committed, U → X locks.
+ * `CancelRequestedUtc` in the same transaction. Read committed, U → X locks, in the order of every
+ * move: the hot rows (the moved ones, then the running ones), then the DLQ, then the counters and
+ * buckets; taking the running rows after the counters made a cycle with the archive, retry and
+ * zombie moves, which wait on a counter row while holding hot rows (1205).
  * Result rows: (Id, Kind) with Kind 0 = moved, 1 = cancellation requested.
  */
 export function cancel(
@@ -192,17 +195,18 @@ export function cancel(
       `FROM ${t.hot} AS h`,
       'INNER JOIN @Ids AS i ON i.Id = h.Id',
       'WHERE h.Status IN (0, 1);',
+      // The running rows too, before any other table: every move takes its hot rows first.
+      `UPDATE h SET h.CancelRequestedUtc = ISNULL(h.CancelRequestedUtc, @now), h.LastModifiedBy = ISNULL(${who}, h.LastModifiedBy)`,
+      'OUTPUT inserted.Id INTO @Requested (Id)',
+      `FROM ${t.hot} AS h`,
+      'INNER JOIN @Ids AS i ON i.Id = h.Id',
+      'WHERE h.Status = 2;',
       dlqInsert(t, '5', '1', errorText, who, 'NULL'),
       bumpStats(t.stats, '@Moved', { CancelledTotal: '1' }),
       bumpBuckets(
         t.buckets,
         '(SELECT mv.Queue, CAST(2 AS tinyint) AS Outcome, CAST(1 AS smallint) AS FailureReason, CAST(NULL AS bigint) AS DurationMs FROM @Moved AS mv)',
       ),
-      `UPDATE h SET h.CancelRequestedUtc = ISNULL(h.CancelRequestedUtc, @now), h.LastModifiedBy = ISNULL(${who}, h.LastModifiedBy)`,
-      'OUTPUT inserted.Id INTO @Requested (Id)',
-      `FROM ${t.hot} AS h`,
-      'INNER JOIN @Ids AS i ON i.Id = h.Id',
-      'WHERE h.Status = 2;',
       'COMMIT;',
       'SELECT mv.Id, 0 AS Kind FROM @Moved AS mv',
       'UNION ALL',

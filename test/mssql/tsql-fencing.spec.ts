@@ -1,0 +1,92 @@
+import { catalogue } from './support/statements';
+
+/**
+ * Run fencing in T-SQL: a table variable keyed by `(Id, LeaseId)` holds runs, and a stale run and
+ * its successor may share one batch (the same id under two leases). Every join to such a variable
+ * must match the lease as well as the id, or one moved row meets both entries: an archive insert
+ * joined on the id alone inserts the current run twice, the Archive's primary key refuses the
+ * second (2627), and under XACT_ABORT the whole batch rolls back, to be retried forever. Checked
+ * over every statement the dialect can emit.
+ */
+describe('SQL Server run fencing over lease-keyed table variables', () => {
+  const entries = catalogue();
+
+  /** The table variables of `sql` whose primary key is (Id, LeaseId). */
+  function leaseKeyed(sql: string): string[] {
+    return [
+      ...sql.matchAll(/DECLARE (@\w+) TABLE \((?:(?!;).)*PRIMARY KEY \(Id, LeaseId\)\)/g),
+    ].map((m) => m[1]);
+  }
+
+  /** Every `JOIN @var AS a ON …` of `sql` (to the end of its line), with the alias. */
+  function joinsTo(sql: string, variable: string): { alias: string; on: string }[] {
+    const pattern = new RegExp(`JOIN ${variable} AS (\\w+) ON ([^\\n]*)`, 'g');
+    return [...sql.matchAll(pattern)].map((m) => ({ alias: m[1], on: m[2] }));
+  }
+
+  it('finds the lease-keyed variables (the archive move has one)', () => {
+    const archive = entries.find((e) => e.operation === 'archiveSucceeded')!;
+    expect(leaseKeyed(archive.statement.sql)).toEqual(['@In']);
+    expect(joinsTo(archive.statement.sql, '@In').length).toBeGreaterThanOrEqual(3);
+  });
+
+  it('every join to a variable keyed by (Id, LeaseId) matches the lease too', () => {
+    const unfenced: string[] = [];
+    for (const e of entries) {
+      for (const variable of leaseKeyed(e.statement.sql)) {
+        for (const { alias, on } of joinsTo(e.statement.sql, variable)) {
+          if (!new RegExp(`\\b${alias}\\.LeaseId\\b`).test(on))
+            unfenced.push(`${e.name}: JOIN ${variable} AS ${alias} ON ${on}`);
+        }
+      }
+    }
+    expect(unfenced).toEqual([]);
+  });
+});
+
+/**
+ * The lock order every move keeps (docs/storage.md, "Lock order"): the hot rows first, then the
+ * other pillars, then the counters and buckets. A move that touched `StatsSummary` and then
+ * `JobsHot` again would wait on a hot row while holding a counter row that a move in the usual
+ * order holds the other way round: a deadlock (1205) cycle.
+ */
+describe('SQL Server move lock order', () => {
+  const entries = catalogue();
+
+  it('no move writes JobsHot after it has touched StatsSummary or MetricBuckets', () => {
+    const late: string[] = [];
+    for (const e of entries.filter((x) => x.kind === 'move')) {
+      const sql = e.statement.sql;
+      const counters = Math.min(
+        ...['[StatsSummary]', '[MetricBuckets]']
+          .map((table) => sql.indexOf(table))
+          .filter((at) => at >= 0),
+      );
+      if (!Number.isFinite(counters)) continue;
+      const hotWrites = [
+        ...sql.matchAll(/(?:UPDATE|DELETE) h\b[^;]*?FROM \[chokaq\]\.\[JobsHot\]/g),
+        ...sql.matchAll(/INSERT INTO \[chokaq\]\.\[JobsHot\]/g),
+      ];
+      for (const write of hotWrites)
+        if (write.index! > counters) late.push(`${e.name}: ${write[0].split('\n')[0]}`);
+    }
+    expect(late).toEqual([]);
+  });
+});
+
+/**
+ * The claim reads `Queues` four times. Each read is a seek by name: a scan would take a shared
+ * lock on every queue's row and wait on each row another claimer holds while it updates that
+ * queue's rate window, so one rate-limited queue would slow the claims of all of them.
+ */
+describe("SQL Server claim's reads of Queues", () => {
+  it('pin a seek (FORCESEEK) on every Queues reference of the claim', () => {
+    const claim = catalogue().find((e) => e.operation === 'fetchNextBatch')!.statement.sql;
+    const refs = [...claim.matchAll(/\[chokaq\]\.\[Queues\] AS (\w+)( WITH \(([^)]*)\))?/g)];
+    expect(refs.length).toBeGreaterThanOrEqual(4);
+    const unpinned = refs
+      .filter((m) => !(m[3] ?? '').split(/,\s*/).includes('FORCESEEK'))
+      .map((m) => m[0]);
+    expect(unpinned).toEqual([]);
+  });
+});
