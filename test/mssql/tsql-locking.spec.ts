@@ -1,5 +1,7 @@
+import { isTransientMssqlError } from '../../libs/chokaq/src/storage/mssql/mssql-errors';
 import {
   MSSQL_SCHEMA_VERSION,
+  SCHEMA_LOCK_WAIT_MS,
   mssqlSchemaDdl,
 } from '../../libs/chokaq/src/storage/mssql/mssql.schema';
 import { CatalogueEntry, catalogue } from './support/statements';
@@ -424,6 +426,19 @@ describe('SQL Server lock hints and isolation', () => {
     expect(one('fetchNextBatch').statement.sql).toContain(
       'h.Queue = y.Queue AND h.Type = y.Type AND h.Status = 0 AND h.DueAtUtc <= @now AND h.PayloadVersion BETWEEN y.MinVersion AND y.MaxVersion',
     );
+  });
+
+  it('the bootstrap bounds each DDL lock wait (a waiting Sch-M queues the workers behind it), after taking the applock', () => {
+    const ddl = mssqlSchemaDdl('chokaq');
+    const applock = ddl.indexOf('EXEC @lockResult = sp_getapplock');
+    const bound = ddl.indexOf(`SET LOCK_TIMEOUT ${SCHEMA_LOCK_WAIT_MS};`);
+    const firstDdl = ddl.search(/CREATE TABLE|ALTER TABLE|CREATE (UNIQUE )?NONCLUSTERED INDEX/);
+    expect(SCHEMA_LOCK_WAIT_MS).toBeLessThanOrEqual(10_000);
+    expect(applock).toBeGreaterThan(0);
+    expect(bound).toBeGreaterThan(applock);
+    expect(bound).toBeLessThan(firstDdl);
+    // 1222 is what the bound raises: the storage's transient retry runs the bootstrap again.
+    expect(isTransientMssqlError({ number: 1222 })).toBe(true);
   });
 
   it('version 10: JobAttempts, created where missing; the moves that end a run write its row in their transaction, the archive move and the claim none; purge and retention delete the rows with their jobs', () => {

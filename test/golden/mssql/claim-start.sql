@@ -33,6 +33,7 @@ INNER JOIN @Runnable AS r ON r.Queue = b.Queue;
 -- the rate allowance is computed at (later than the previous claimer of the queue, which
 -- committed before our lock was granted).
 SET @now = SYSUTCDATETIME();
+SET @bucket = CAST(DATEADD(SECOND, -DATEPART(SECOND, @now), DATEADD(MILLISECOND, -DATEPART(MILLISECOND, @now), @now)) AS datetime2(0));
 -- A queue budgeted or rate limited since the unlocked read holds no lock here: no slots this round.
 UPDATE r SET r.Budget = 0, r.RateMax = NULL
 FROM @Runnable AS r INNER LOOP JOIN [chokaq].[Queues] AS q WITH (READCOMMITTEDLOCK, FORCESEEK) ON q.Name = r.Queue

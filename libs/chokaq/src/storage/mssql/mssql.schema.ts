@@ -688,6 +688,26 @@ function recordVersion(schema: string, version: number): string {
   );
 }
 
+/**
+ * How long one DDL statement of the bootstrap waits for its table's lock, in ms. An `ALTER TABLE`
+ * or `CREATE INDEX` needs a schema-modification lock (Sch-M), and while it waits for one (behind a
+ * long transaction that reads the table), every later request for the table queues behind the
+ * waiting Sch-M: a worker's claim would stall as long as the upgrade waits
+ * (https://learn.microsoft.com/en-us/sql/relational-databases/sql-server-transaction-locking-and-row-versioning-guide#lock-compatibility).
+ * So the wait is bounded (`SET LOCK_TIMEOUT`,
+ * https://learn.microsoft.com/en-us/sql/t-sql/statements/set-lock-timeout-transact-sql): past it
+ * the statement fails with 1222, `XACT_ABORT` rolls the whole bootstrap back, and the storage's
+ * transient retry (1222 is transient) runs it again after a jittered pause, in which the queued
+ * requests go through. The applock keeps its own, longer wait (`@LockTimeout`).
+ */
+export const SCHEMA_LOCK_WAIT_MS = 5_000;
+
+const SCHEMA_LOCK_WAIT_NOTE: readonly string[] = [
+  `Each DDL statement waits at most ${SCHEMA_LOCK_WAIT_MS} ms for its table's schema lock: a waiting Sch-M`,
+  "queues every later request for the table (a worker's claim) behind it. On timeout (1222) the",
+  'bootstrap rolls back (XACT_ABORT) and is run again after a pause.',
+];
+
 /** The applock resource that serialises schema bootstrap across processes. */
 export function schemaLockResource(schema: string): string {
   return `chokaq:schema:${schema}`;
@@ -724,6 +744,8 @@ export function mssqlSchemaDdl(schema: string): string {
     `BEGIN`,
     `  THROW 51000, 'ChokaQ: could not take the schema bootstrap lock within 60 s.', 1;`,
     `END;`,
+    ...SCHEMA_LOCK_WAIT_NOTE.map((line) => `-- ${line}`),
+    `SET LOCK_TIMEOUT ${SCHEMA_LOCK_WAIT_MS};`,
     `IF SCHEMA_ID(N'${schema}') IS NULL EXEC(N'CREATE SCHEMA [${schema}]');`,
     createTable(
       schema,

@@ -10,6 +10,7 @@ import {
   DECLARE_BUCKET,
   DECLARE_NOW,
   PROLOGUE,
+  SET_BUCKET,
   bumpBuckets,
   declareTableVar,
   outputInto,
@@ -170,6 +171,8 @@ export function fetchNextBatch(schema: string, req: MssqlClaimRequest): MssqlSta
       '-- the rate allowance is computed at (later than the previous claimer of the queue, which',
       '-- committed before our lock was granted).',
       'SET @now = SYSUTCDATETIME();',
+      // The start bucket is @now's minute: a lock wait may have crossed into the next one.
+      SET_BUCKET,
       '-- A queue budgeted or rate limited since the unlocked read holds no lock here: no slots this round.',
       'UPDATE r SET r.Budget = 0, r.RateMax = NULL',
       `FROM @Runnable AS r INNER LOOP JOIN ${t.queues} AS q WITH (READCOMMITTEDLOCK, FORCESEEK) ON q.Name = r.Queue`,

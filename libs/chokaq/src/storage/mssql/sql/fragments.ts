@@ -28,8 +28,14 @@ export const DECLARE_NOW = 'DECLARE @now datetime2(3) = SYSUTCDATETIME();';
  * (https://learn.microsoft.com/en-us/sql/t-sql/data-types/datetime2-transact-sql#converting-date-and-time-data).
  * (`DATETRUNC` would say it directly, but needs SQL Server 2022.)
  */
-export const DECLARE_BUCKET =
-  'DECLARE @bucket datetime2(0) = CAST(DATEADD(SECOND, -DATEPART(SECOND, @now), DATEADD(MILLISECOND, -DATEPART(MILLISECOND, @now), @now)) AS datetime2(0));';
+export const DECLARE_BUCKET = `DECLARE @bucket datetime2(0) = ${bucketOf('@now')};`;
+
+/** {@link DECLARE_BUCKET} again, after `@now` was read again (a claim, after its lock waits). */
+export const SET_BUCKET = `SET @bucket = ${bucketOf('@now')};`;
+
+function bucketOf(now: string): string {
+  return `CAST(DATEADD(SECOND, -DATEPART(SECOND, ${now}), DATEADD(MILLISECOND, -DATEPART(MILLISECOND, ${now}), ${now})) AS datetime2(0))`;
+}
 
 /**
  * `base + ms` for a bigint millisecond count. `DATEADD` takes an int, and 10 years of

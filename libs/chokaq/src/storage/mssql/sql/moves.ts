@@ -45,8 +45,9 @@ export interface MssqlCompleted extends MssqlLease {
  * In a transactional handler's transaction (`callerTransaction`: the run's own READ COMMITTED
  * transaction, begun by `startTransaction('READ COMMITTED')`, see
  * https://learn.microsoft.com/en-us/sql/t-sql/statements/set-transaction-isolation-level-transact-sql )
- * the batch has no prologue, no `SET XACT_ABORT ON` and no `BEGIN TRAN … COMMIT`: the handler's
- * transaction gives the atomicity, and its COMMIT (or ROLLBACK, when the fence moved nothing)
+ * the batch has no prologue, no `SET XACT_ABORT ON` and no `BEGIN TRAN … COMMIT`, only
+ * `SET LOCK_TIMEOUT -1` (the pool's session may carry another; the SET ends with the batch): the
+ * handler's transaction gives the atomicity, and its COMMIT (or ROLLBACK, when the fence moved nothing)
  * follows. The fenced DELETE's exclusive lock on the job's row is held until then, so a rescue,
  * cancel or heartbeat of that row waits for the commit and then finds it gone.
  */
@@ -68,7 +69,11 @@ export function archiveSucceeded(
   );
   return p.statement(
     [
-      own ? PROLOGUE : 'SET NOCOUNT ON;',
+      // In the handler's transaction: its session's lock timeout is the application pool's (a
+      // leaked `SET LOCK_TIMEOUT 0` would make the fenced DELETE fail with 1222 and roll the
+      // handler's work back); waiting for the row is what the move needs, bounded by the
+      // driver's requestTimeout. The SET ends with this batch (sp_executesql).
+      own ? PROLOGUE : 'SET NOCOUNT ON;\nSET LOCK_TIMEOUT -1;',
       DECLARE_NOW,
       DECLARE_BUCKET,
       declareTableVar('@Moved', HOT_COLUMNS),

@@ -90,3 +90,23 @@ describe("SQL Server claim's reads of Queues", () => {
     expect(unpinned).toEqual([]);
   });
 });
+
+/**
+ * The claim reads the clock again after its lock waits (the start time of the rows it starts):
+ * the start bucket must be that instant's minute too, or a wait across a minute boundary files
+ * the starts (and their lag) under the minute before.
+ */
+describe("SQL Server claim's start bucket", () => {
+  it('is recomputed from the clock read after the lock waits, before any bucket is written', () => {
+    for (const e of catalogue().filter((x) => x.operation === 'fetchNextBatch')) {
+      const sql = e.statement.sql;
+      const reread = sql.lastIndexOf('SET @now = SYSUTCDATETIME();');
+      expect([e.name, reread]).toEqual([e.name, expect.any(Number)]);
+      expect(reread).toBeGreaterThan(0);
+      const rebucket = sql.indexOf('SET @bucket = ', reread);
+      expect(rebucket).toBeGreaterThan(reread);
+      const writes = sql.indexOf('[MetricBuckets]', reread);
+      if (writes >= 0) expect(rebucket).toBeLessThan(writes);
+    }
+  });
+});
