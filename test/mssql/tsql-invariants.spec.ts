@@ -110,3 +110,20 @@ describe("SQL Server claim's start bucket", () => {
     }
   });
 });
+
+/**
+ * `=` on SQL Server ignores trailing blanks, so an exact match on a text that may end with one
+ * (an audit target) also compares the lengths in bytes.
+ */
+describe('SQL Server exact text matches', () => {
+  it("getAuditLog's target also compares DATALENGTH (id + ' ' must not match id)", () => {
+    const reads = catalogue().filter(
+      (e) => e.operation === 'getAuditLog' && e.statement.sql.includes('a.Target = '),
+    );
+    expect(reads.length).toBeGreaterThan(0);
+    for (const e of reads) {
+      const target = /a\.Target = (@\w+)/.exec(e.statement.sql)![1];
+      expect(e.statement.sql).toContain(`DATALENGTH(a.Target) = DATALENGTH(${target})`);
+    }
+  });
+});

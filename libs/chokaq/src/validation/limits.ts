@@ -211,3 +211,18 @@ export const SCHEMA_NAME = /^[A-Za-z_][A-Za-z0-9_]{0,62}$/;
  * operator meant stops and shows its count first.
  */
 export const CLI_UNCONFIRMED_ROWS = 25;
+
+/**
+ * A job type, an idempotency key or a recurring job's name must not end with whitespace: SQL
+ * Server's `=` pads the shorter string with blanks before it compares
+ * (https://learn.microsoft.com/en-us/sql/t-sql/language-elements/string-comparison-assignment-transact-sql),
+ * so `order-7 ` and `order-7` would be one key there and two on PostgreSQL and SQLite. Refused on
+ * every dialect, so that a value means the same thing everywhere. Queue names cannot hold a blank at
+ * all.
+ */
+export function endsWithWhitespace(value: string): boolean {
+  return /\s$/u.test(value);
+}
+
+/** The message of a value {@link endsWithWhitespace} refuses. */
+export const TRAILING_WHITESPACE = 'must not end with whitespace';

@@ -2,14 +2,14 @@ import type { ValidationIssue } from '../errors';
 import type { JobHandlerOptions } from '../interfaces/handler.interface';
 import type { ChokaQModuleOptions } from '../interfaces/module-options.interface';
 import type { TransientRetryOptions } from '../interfaces/storage-options.interface';
-import { LIMITS, MAX_TIMER_MS } from './limits';
+import { LIMITS, MAX_TIMER_MS, endsWithWhitespace } from './limits';
 
 /** One option's rule; {@link describeRule} words it the same way wherever it is broken. */
 export type OptionRule =
   | { kind: 'int'; min: number; max: number }
   | { kind: 'number'; min: number; max: number }
   | { kind: 'boolean' }
-  | { kind: 'string'; min: number; max: number }
+  | { kind: 'string'; min: number; max: number; key?: true }
   | { kind: 'oneOf'; values: readonly string[] };
 
 /** An integer from `min` to `max` (default: any safe integer). */
@@ -22,6 +22,8 @@ export const int = (min: number, max = Number.MAX_SAFE_INTEGER): OptionRule => (
 export const timer = (min: number): OptionRule => int(min, MAX_TIMER_MS);
 const bool: OptionRule = { kind: 'boolean' };
 const text = (min: number, max: number): OptionRule => ({ kind: 'string', min, max });
+/** A job type: {@link text} that does not end with whitespace ({@link endsWithWhitespace}). */
+const typeName: OptionRule = { kind: 'string', min: 1, max: LIMITS.type, key: true };
 const oneOf = (...values: string[]): OptionRule => ({ kind: 'oneOf', values });
 
 /** The rules of every numeric/boolean section of `forRoot`; keys not listed here are unknown keys. */
@@ -88,7 +90,7 @@ export const TRANSIENT_RETRY_RULES = {
  * set what `forRoot` refuses (a `timeoutMs` above {@link MAX_TIMER_MS} would fire after 1 ms).
  */
 export const JOB_HANDLER_RULES = {
-  type: text(1, LIMITS.type),
+  type: typeName,
   timeoutMs: OPTION_RULES.execution.timeoutMs,
   maxAttempts: OPTION_RULES.retry.maxAttempts,
   retryZombies: bool,
@@ -101,13 +103,13 @@ export const JOB_HANDLER_RULES = {
  * refuses exactly what the recurring loop could not store or schedule.
  */
 export const RECURRING_JOB_RULES = {
-  type: text(1, LIMITS.type),
+  type: typeName,
   misfire: oneOf('skip', 'none'),
 } as const satisfies Record<string, OptionRule>;
 
 /** `@OnJobEvent` filter: the type as a job's type is checked (the queue is checked as a queue name). */
 export const JOB_EVENT_RULES = {
-  type: text(1, LIMITS.type),
+  type: typeName,
 } as const satisfies Record<string, OptionRule>;
 
 /** `ChokaQTesting.runDueJobs` options: its timeout becomes a timer. */
@@ -122,7 +124,7 @@ export function describeRule(rule: OptionRule): string {
     case 'boolean':
       return 'must be a boolean';
     case 'string':
-      return `must be a string of ${rule.min}–${rule.max} characters without NUL`;
+      return `must be a string of ${rule.min}–${rule.max} characters without NUL${rule.key ? ', not ending with whitespace' : ''}`;
     case 'oneOf':
       return `must be ${rule.values.map((v) => `'${v}'`).join(' or ')}`;
     case 'int':
@@ -145,7 +147,8 @@ export function satisfies(rule: OptionRule, value: unknown): boolean {
         typeof value === 'string' &&
         value.length >= rule.min &&
         value.length <= rule.max &&
-        !value.includes('\u0000')
+        !value.includes('\u0000') &&
+        !(rule.key && endsWithWhitespace(value))
       );
     case 'oneOf':
       return typeof value === 'string' && rule.values.includes(value);

@@ -33,6 +33,8 @@ import {
   MAX_ZOMBIE_RETRY_RULES,
   QUEUE_RANGES,
   RATE_LIMIT_RANGES,
+  TRAILING_WHITESPACE,
+  endsWithWhitespace,
 } from './limits';
 import { scheduleIssues } from './validate-cron';
 import { validateNewJob } from './validate-job';
@@ -66,6 +68,13 @@ function textIssue(
     return { path, message: `must be a string of ${min}–${max} characters without NUL`, value };
   }
   return undefined;
+}
+
+/** {@link textIssue} for a key, a type or a name: also refused when it ends with whitespace. */
+function keyIssue(path: string, value: unknown, max: number): ValidationIssue | undefined {
+  const issue = textIssue(path, value, max);
+  if (issue || !endsWithWhitespace(value as string)) return issue;
+  return { path, message: TRAILING_WHITESPACE, value };
 }
 
 /** A worker id: 1–255 characters without NUL. */
@@ -276,7 +285,7 @@ export function assertZombieRetryRules(
     }
     const queue = textIssue(`${at}.queue`, rule.queue, LIMITS.queueName);
     const type =
-      rule.type === undefined ? undefined : textIssue(`${at}.type`, rule.type, LIMITS.type);
+      rule.type === undefined ? undefined : keyIssue(`${at}.type`, rule.type, LIMITS.type);
     if (queue) issues.push(queue);
     if (type) issues.push(type);
     if (typeof rule.retry !== 'boolean') {
@@ -313,9 +322,9 @@ export interface CheckedRecurringDefinition {
   source: RecurringJobSource;
 }
 
-/** A recurring-job name: 1–255 characters without NUL. */
+/** A recurring-job name: 1–255 characters without NUL, not ending with whitespace. */
 export function assertRecurringName(name: unknown, path = 'name'): string {
-  const issue = textIssue(path, name, MAX_RECURRING_TEXT);
+  const issue = keyIssue(path, name, MAX_RECURRING_TEXT);
   fail(issue ? [issue] : []);
   return name as string;
 }
@@ -457,7 +466,7 @@ function handledIssues(handled: HandledJobs, path: string): ValidationIssue[] {
   });
   handled.types.forEach((pair, i) => {
     const q = textIssue(`${path}.types[${i}].queue`, pair?.queue, LIMITS.queueName);
-    const t = textIssue(`${path}.types[${i}].type`, pair?.type, LIMITS.type);
+    const t = keyIssue(`${path}.types[${i}].type`, pair?.type, LIMITS.type);
     if (q) issues.push(q);
     if (t) issues.push(t);
     const { minVersion, maxVersion } = pair ?? {};

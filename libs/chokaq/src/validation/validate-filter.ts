@@ -1,7 +1,13 @@
 import { isUuid } from '../common/uuid';
 import { ChokaQValidationError, ValidationIssue } from '../errors';
 import type { DlqFilter, HistoryFilter } from '../interfaces/job-view.interface';
-import { LIMITS, MAX_ENQUEUE_MANY, MAX_SEARCH_LENGTH } from './limits';
+import {
+  LIMITS,
+  MAX_ENQUEUE_MANY,
+  MAX_SEARCH_LENGTH,
+  TRAILING_WHITESPACE,
+  endsWithWhitespace,
+} from './limits';
 import { isFailureReason } from './validate-args';
 
 /** Year 1 to year 9999: what every dialect's time type holds (PostgreSQL rejects earlier than 4714 BC raw). */
@@ -46,6 +52,9 @@ export function filterIssues(
         message: `must be a string of at most ${max} characters without NUL or lone surrogates`,
         value,
       });
+    } else if (key === 'type' && endsWithWhitespace(value)) {
+      // No stored type ends with one, and SQL Server's `=` would ignore it: refused everywhere.
+      issues.push({ path: 'filter.type', message: TRAILING_WHITESPACE, value });
     }
   }
   for (const key of ['from', 'to'] as const) {

@@ -2,7 +2,7 @@ import { encodeTags } from '../common/tags';
 import { isUuid, uuidv7 } from '../common/uuid';
 import { ChokaQValidationError, ValidationIssue } from '../errors';
 import { NewJob, ResurrectEdits } from '../interfaces/job.interface';
-import { LIMITS, MAX_ENQUEUE_MANY } from './limits';
+import { LIMITS, MAX_ENQUEUE_MANY, TRAILING_WHITESPACE, endsWithWhitespace } from './limits';
 import { isPayloadVersion, PAYLOAD_VERSION_RULE } from './payload-version';
 import { checkTraceContext } from './trace-context';
 
@@ -63,7 +63,7 @@ function checkString(
   path: string,
   value: unknown,
   max: number,
-  { min = 0, pattern }: { min?: number; pattern?: RegExp } = {},
+  { min = 0, pattern, key = false }: { min?: number; pattern?: RegExp; key?: boolean } = {},
 ): value is string {
   if (typeof value !== 'string') {
     issues.add(path, 'must be a string', value);
@@ -85,6 +85,10 @@ function checkString(
   }
   if (pattern && !pattern.test(value)) {
     issues.add(path, `must match ${pattern.source}`, value);
+    return false;
+  }
+  if (key && endsWithWhitespace(value)) {
+    issues.add(path, TRAILING_WHITESPACE, value);
     return false;
   }
   return true;
@@ -177,7 +181,7 @@ function validateInto(
   const type = job.type ?? queue;
   // A defaulted type is the queue name, already checked (and reported) above.
   if (job.type !== undefined)
-    checkString(issues, join(prefix, 'type'), type, LIMITS.type, { min: 1 });
+    checkString(issues, join(prefix, 'type'), type, LIMITS.type, { min: 1, key: true });
   if (job.id !== undefined && !isUuid(job.id)) {
     issues.add(join(prefix, 'id'), 'must be a UUID string', job.id);
   }
@@ -208,6 +212,7 @@ function validateInto(
   if (job.idempotencyKey !== undefined && job.idempotencyKey !== null) {
     checkString(issues, join(prefix, 'idempotencyKey'), job.idempotencyKey, LIMITS.idempotencyKey, {
       min: 1,
+      key: true,
     });
   }
   if (job.createdBy !== undefined && job.createdBy !== null) {

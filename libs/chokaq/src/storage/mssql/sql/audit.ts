@@ -55,7 +55,11 @@ export function recordAudit(
  * `ORDER BY AtUtc DESC, Id DESC`, a backward seek of `IX_AuditLog_At (AtUtc, Id)`. Read committed.
  * With a target: a seek of `IX_AuditLog_Target (TargetKey, AtUtc, Id)` (schema version 8) on the
  * target's first 255 characters, the expression of the computed column, read backwards from the
- * cursor; the whole `Target` is compared too, for targets longer than the key.
+ * cursor; the whole `Target` is compared too, for targets longer than the key, and its length in
+ * bytes: `=` pads the shorter string with blanks before comparing
+ * (https://learn.microsoft.com/en-us/sql/t-sql/language-elements/string-comparison-assignment-transact-sql),
+ * so `id + ' '` would match `id`; `DATALENGTH` counts trailing blanks
+ * (https://learn.microsoft.com/en-us/sql/t-sql/functions/datalength-transact-sql).
  */
 export function getAuditLog(schema: string, query: CheckedAuditQuery): MssqlStatement {
   const t = tables(schema);
@@ -73,7 +77,8 @@ export function getAuditLog(schema: string, query: CheckedAuditQuery): MssqlStat
     const target = p.nvarchar(query.target, 4000);
     const key = AUDIT_TARGET_KEY_LENGTH;
     where.push(
-      `a.TargetKey = CAST(LEFT(${target}, ${key}) AS nvarchar(${key})) AND a.Target = ${target}`,
+      `a.TargetKey = CAST(LEFT(${target}, ${key}) AS nvarchar(${key})) AND a.Target = ${target}` +
+        ` AND DATALENGTH(a.Target) = DATALENGTH(${target})`,
     );
   }
   if (query.from !== null) where.push(`a.AtUtc >= ${p.instant(query.from)}`);
