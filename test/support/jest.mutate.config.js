@@ -9,10 +9,15 @@ const base = require('../../jest.config.js');
 module.exports = {
   ...base,
   rootDir: `${__dirname}/../..`,
-  testMatch: [
-    '<rootDir>/libs/**/*.spec.ts',
-    '<rootDir>/test/runtime/**/*.spec.ts',
-    '<rootDir>/test/contract/**/*.spec.ts',
-  ],
+  // CHOKAQ_MUTATE_TESTS=unit: the unit specs alone, for a pure module whose own spec is meant to
+  // pin it (a validator, a token): each mutant then costs milliseconds instead of database runs.
+  testMatch:
+    process.env.CHOKAQ_MUTATE_TESTS === 'unit'
+      ? ['<rootDir>/libs/**/*.spec.ts']
+      : [
+          '<rootDir>/libs/**/*.spec.ts',
+          '<rootDir>/test/runtime/**/*.spec.ts',
+          '<rootDir>/test/contract/**/*.spec.ts',
+        ],
   reporters: ['default'],
 };
