@@ -1,7 +1,7 @@
 import { JobStatus } from '../../libs/chokaq/src/interfaces/job-status.enum';
 import type { JobLease } from '../../libs/chokaq/src/interfaces/job.interface';
 import { TestDatabase, describeEachDialect } from '../support/test-database';
-import { backdate, claim, countersOf, startJob, uniqueQueue } from './helpers';
+import { backdate, backdateDue, claim, countersOf, startJob, uniqueQueue } from './helpers';
 
 const MINUTE = 60_000;
 
@@ -23,17 +23,13 @@ describeEachDialect('storage contract: jobs held by an open circuit', (fixture) 
     (await db.storage.getQueueHealth()).find((h) => h.queue === queue)!;
 
   /** Moves a held row's due time back by `ms`, so the next claim takes it again. */
-  async function makeDue(id: string, ms: number): Promise<void> {
-    await backdate(db, 'hot', 'scheduled_at_utc', [id], ms);
-    if (db.dialect === 'mssql') await backdate(db, 'hot', 'due_at_utc', [id], ms);
-  }
+  const makeDue = (id: string, ms: number) => backdateDue(db, [id], ms, 'scheduled_at_utc');
 
   /** Enqueues one job of its own type, due a minute ago, and claims it (Fetched). */
   async function claimedMinuteOld(queue: string): Promise<JobLease> {
     const lease = await startJob(db.storage, queue, {}, { fetchedOnly: true });
     await backdate(db, 'hot', 'enqueued_at_utc', [lease.id], MINUTE);
-    await backdate(db, 'hot', 'scheduled_at_utc', [lease.id], MINUTE);
-    if (db.dialect === 'mssql') await backdate(db, 'hot', 'due_at_utc', [lease.id], MINUTE);
+    await backdateDue(db, [lease.id], MINUTE, 'scheduled_at_utc');
     return lease;
   }
 

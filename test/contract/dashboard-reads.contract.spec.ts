@@ -8,6 +8,7 @@ import { MAX_SERIES_POINTS } from '../../libs/chokaq/src/validation/limits';
 import { TestDatabase, describeEachDialect } from '../support/test-database';
 import {
   backdate,
+  backdateDue,
   claim,
   countRows,
   expectValidationError,
@@ -34,12 +35,6 @@ describeEachDialect('storage contract: dashboard reads', (fixture) => {
   afterAll(async () => {
     await db?.close();
   });
-
-  /** Moves the due time of hot rows back: `EnqueuedAtUtc`, and SQL Server's `DueAtUtc` with it. */
-  async function backdateDue(ids: readonly string[], ms: number): Promise<void> {
-    await backdate(db, 'hot', 'enqueued_at_utc', ids, ms);
-    if (db.dialect === 'mssql') await backdate(db, 'hot', 'due_at_utc', ids, ms);
-  }
 
   /** Exact rows of each pillar, by raw SQL (independent of the storage's reads). */
   async function rawTotals(): Promise<{ archived: number; dlq: number }> {
@@ -339,8 +334,8 @@ describeEachDialect('storage contract: dashboard reads', (fixture) => {
     const queue = uniqueQueue('lag');
     const ids = (await db.storage.enqueueMany([{ queue }, { queue }, { queue }])).map((r) => r.id);
     // Due a minute ago (the first), two minutes ago (the other two).
-    await backdateDue([ids[0]], MINUTE);
-    await backdateDue(ids.slice(1), 2 * MINUTE);
+    await backdateDue(db, [ids[0]], MINUTE);
+    await backdateDue(db, ids.slice(1), 2 * MINUTE);
     // The claim starts one row itself, the other two are Fetched and started by markAsProcessing.
     const c = await claim(db.storage, queue, 3, undefined, { start: 1 });
     expect(c.rows.filter((r) => r.status === JobStatus.Processing)).toHaveLength(1);
@@ -465,7 +460,7 @@ describeEachDialect('storage contract: dashboard reads', (fixture) => {
     const ids = (
       await db.storage.enqueueMany([{ queue }, { queue }, { queue, delayMs: HOUR }])
     ).map((r) => r.id);
-    await backdateDue([ids[0]], 5 * MINUTE);
+    await backdateDue(db, [ids[0]], 5 * MINUTE);
     const h = (await db.storage.getQueueHealth()).find((x) => x.queue === queue)!;
     expect(h.duePending).toBe(2);
     expect(h.maxLagMs).toBeGreaterThanOrEqual(5 * MINUTE);

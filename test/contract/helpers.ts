@@ -251,6 +251,21 @@ export async function backdate(
   );
 }
 
+/**
+ * Moves hot rows' due time back by `ms`: the given time column (`enqueued_at_utc`, or
+ * `scheduled_at_utc` for a row that has one), and on SQL Server its stored due time with it
+ * (`DueAtUtc`, which the claim and the health read use).
+ */
+export async function backdateDue(
+  db: TestDatabase,
+  ids: readonly string[],
+  ms: number,
+  column: 'enqueued_at_utc' | 'scheduled_at_utc' = 'enqueued_at_utc',
+): Promise<void> {
+  await backdate(db, 'hot', column, ids, ms);
+  if (db.dialect === 'mssql') await backdate(db, 'hot', 'due_at_utc', ids, ms);
+}
+
 /** Worker id stored on each hot row of a queue. */
 export async function ownersOf(
   db: TestDatabase,

@@ -11,9 +11,8 @@ import { RecurringJobRecord } from '../../interfaces/recurring-job.interface';
 import { CheckedRecurringDefinition } from '../../validation/validate-args';
 import { ValidatedEdits } from '../../validation/validate-job';
 import { Audit } from '../dialect-job-storage';
-import { laterBatches, retentionDetails } from '../shared/audit-log';
+import { auditWriteError, laterBatches, retentionDetails } from '../shared/audit-log';
 import { mapQueueRow, toDate } from '../shared/row-mapper';
-import { ChokaQConfirmationError } from '../../errors';
 import { isDuplicateKeyError } from './mssql-errors';
 import { MssqlStatement } from './mssql-params';
 import { bool, idsOf, MssqlConnection, num, Row } from './mssql.connection';
@@ -205,10 +204,7 @@ export class MssqlAdminStore {
       try {
         await tx.exec(SQL.recordAudit(this.schema, audit, n, details));
       } catch (error) {
-        if (audit.once && isDuplicateKeyError(error)) {
-          throw new ChokaQConfirmationError('used');
-        }
-        throw error;
+        throw auditWriteError(error, audit, isDuplicateKeyError);
       }
       return rows;
     });

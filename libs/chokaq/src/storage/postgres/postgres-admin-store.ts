@@ -11,9 +11,8 @@ import { RecurringJobRecord } from '../../interfaces/recurring-job.interface';
 import { CheckedRecurringDefinition, chunk } from '../../validation/validate-args';
 import { ValidatedEdits } from '../../validation/validate-job';
 import { Audit } from '../dialect-job-storage';
-import { laterBatches, retentionDetails } from '../shared/audit-log';
+import { auditWriteError, laterBatches, retentionDetails } from '../shared/audit-log';
 import { mapQueueRow, toDate } from '../shared/row-mapper';
-import { ChokaQConfirmationError } from '../../errors';
 import { isDuplicateKeyError } from './postgres-errors';
 import { Exec, PostgresConnection } from './postgres.connection';
 import * as SQL from './sql';
@@ -232,16 +231,11 @@ export class PostgresAdminStore {
     details: string | null = audit?.details ?? null,
   ): Promise<void> {
     if (audit === null) return;
-    const params = SQL.recordAuditParams(audit, rows, details);
-    if (!audit.once) {
-      await exec(SQL.recordAudit(this.s), params);
-      return;
-    }
+    const sql = audit.once ? SQL.recordAuditOnce(this.s) : SQL.recordAudit(this.s);
     try {
-      await exec(SQL.recordAuditOnce(this.s), params);
+      await exec(sql, SQL.recordAuditParams(audit, rows, details));
     } catch (error) {
-      if (isDuplicateKeyError(error)) throw new ChokaQConfirmationError('used');
-      throw error;
+      throw auditWriteError(error, audit, isDuplicateKeyError);
     }
   }
 

@@ -1,3 +1,4 @@
+import { ChokaQConfirmationError } from '../../errors';
 import type { AuditLogPage } from '../../interfaces/audit.interface';
 import type { RetentionResult } from '../../interfaces/job.interface';
 import { encodeListCursor } from '../../validation/list-cursor';
@@ -7,7 +8,8 @@ import { mapAuditRow } from './row-mapper';
 
 /*
  * What the three dialects share of the audit log: the details a retention run stores batch by
- * batch, and the page a read of `limit + 1` rows (newest first) makes.
+ * batch, the audit of a bulk action's later batches, what a failed write of a token's row means,
+ * and the page a read of `limit + 1` rows (newest first) makes.
  */
 
 /**
@@ -27,6 +29,20 @@ export function retentionDetails(audit: Audit, removed: RetentionResult): string
  */
 export function laterBatches(audit: Audit): Audit {
   return audit?.once ? { ...audit, once: false } : audit;
+}
+
+/**
+ * What an error of an audit row's write means: for the first batch of an action confirmed by a
+ * token (`audit.once`), a duplicate key (`isDuplicateKey`, the dialect's test) is the row of an
+ * action the token already confirmed, so the action is refused (`ChokaQConfirmationError`, reason
+ * `used`) and its transaction rolls back; any other error is itself.
+ */
+export function auditWriteError(
+  error: unknown,
+  audit: Audit,
+  isDuplicateKey: (error: unknown) => boolean,
+): unknown {
+  return audit?.once && isDuplicateKey(error) ? new ChokaQConfirmationError('used') : error;
 }
 
 /** The page `rows` (up to `limit + 1`, newest first) make; the cursor is the last row returned. */

@@ -7,15 +7,18 @@ export interface QueueHealthRow {
   maxWorkers: number | null;
   /** Fetched + Processing rows. */
   active: number;
-  /** Due pending rows, the sum of their waits since due, and the longest. */
+  /** Due pending rows, the sum of their waits since due, and the longest (0 without any). */
   duePending: number;
   lagSumMs: number;
   maxLagMs: number;
-  /** Rows an open circuit holds (not due yet), the sum of their waits since first due, the longest. */
+  /**
+   * Rows an open circuit holds (not due yet), the sum of their waits since first due, and the
+   * longest (0 without any).
+   */
   heldPending: number;
   heldLagSumMs: number;
   heldMaxLagMs: number;
-  /** The soonest of the held rows' due times. */
+  /** The soonest of the held rows' due times; null without any. */
   heldUntilUtc: Date | null;
   /** Start buckets of the recent minutes: count, sum and longest start lag. */
   startLagCount: number;
@@ -35,13 +38,9 @@ export function queueHealthOf(r: QueueHealthRow): QueueHealth {
     queue: r.queue,
     duePending: r.duePending,
     heldPending: r.heldPending,
-    heldUntilUtc: r.heldPending > 0 ? r.heldUntilUtc : null,
+    heldUntilUtc: r.heldUntilUtc,
     avgLagMs: waiting > 0 ? Math.max(0, Math.round(lagSumMs / waiting)) : 0,
-    maxLagMs: Math.max(
-      0,
-      Math.round(r.duePending > 0 ? r.maxLagMs : 0),
-      Math.round(r.heldPending > 0 ? r.heldMaxLagMs : 0),
-    ),
+    maxLagMs: Math.max(0, Math.round(r.maxLagMs), Math.round(r.heldMaxLagMs)),
     active: r.active,
     maxWorkers: r.maxWorkers,
     // A zero budget that is in use (or not) counts as fully saturated: nothing more can start.

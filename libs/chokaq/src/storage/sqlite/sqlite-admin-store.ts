@@ -1,4 +1,3 @@
-import { ChokaQConfirmationError } from '../../errors';
 import type { Checked } from '../../interfaces/checked.interface';
 import { FailureReason } from '../../interfaces/job-status.enum';
 import { DlqFilter, JobAttemptOutcome } from '../../interfaces/job-view.interface';
@@ -14,7 +13,7 @@ import { CheckedRecurringDefinition } from '../../validation/validate-args';
 import { ValidatedEdits } from '../../validation/validate-job';
 import { Audit } from '../dialect-job-storage';
 import { attemptOutcomeOf } from '../shared/attempts';
-import { laterBatches, retentionDetails } from '../shared/audit-log';
+import { auditWriteError, laterBatches, retentionDetails } from '../shared/audit-log';
 import { Outcome, dlqStatusFor } from '../shared/outcome';
 import { mapQueueRow, toDate } from '../shared/row-mapper';
 import { BucketDelta, CounterDelta, bucketsOf, countersByQueue } from './sqlite-counters';
@@ -300,18 +299,13 @@ export abstract class SqliteAdminStore {
   ): void {
     if (audit === null) return;
     const { id, actor, action, target } = audit;
-    const params = { id, actor, action, target, rows, details };
-    if (!audit.once) {
-      this.db.run(this.sql.recordAudit, params);
-      return;
-    }
     // The first batch of an action confirmed by a token inserts its row: a token that already
     // confirmed an action meets the primary key, and this transaction rolls back.
+    const sql = audit.once ? this.sql.recordAuditOnce : this.sql.recordAudit;
     try {
-      this.db.run(this.sql.recordAuditOnce, params);
+      this.db.run(sql, { id, actor, action, target, rows, details });
     } catch (error) {
-      if (isDuplicateKeyError(error)) throw new ChokaQConfirmationError('used');
-      throw error;
+      throw auditWriteError(error, audit, isDuplicateKeyError);
     }
   }
 
