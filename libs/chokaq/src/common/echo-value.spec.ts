@@ -59,4 +59,70 @@ describe('what an error echoes of a rejected value', () => {
     expect(error.issues[0].value).toBe('postgres://app:***@db:5432/x');
     expect(() => JSON.stringify(error.issues)).not.toThrow();
   });
+
+  it('names secrets by the exact key patterns, and masks quoted connection-string values whole', () => {
+    const keys = {
+      passphrase: 'a',
+      pwd: 'b',
+      oldpwd: 'c',
+      pwdHint: 'd',
+      'api-key': 'e',
+      api_key: 'f',
+    };
+    expect(echoValue(keys)).toEqual({
+      passphrase: '***',
+      pwd: '***',
+      oldpwd: 'c',
+      pwdHint: 'd',
+      'api-key': '***',
+      api_key: '***',
+    });
+    expect(redactCredentials('Server=s;Password="ab;c";Database=x')).toBe(
+      'Server=s;Password=***;Database=x',
+    );
+    expect(redactCredentials("Server=s;Pwd='x;y';Database=x")).toBe('Server=s;Pwd=***;Database=x');
+    // A secret key without a value has nothing to hide: the value is returned as it is.
+    const empty = { password: null, token: undefined };
+    expect(echoValue(empty)).toBe(empty);
+    const bare = Object.assign(Object.create(null) as object, { password: 'p', n: 1 });
+    expect(echoValue(bare)).toEqual({ password: '***', n: 1 });
+  });
+
+  it('cuts exactly at the bounds: a value at a bound is returned as it is', () => {
+    const atString = 'y'.repeat(MAX_ECHO_STRING);
+    expect(echoValue(atString)).toBe(atString);
+    const atArray = Array.from({ length: MAX_ECHO_ENTRIES }, (_, i) => i);
+    expect(echoValue(atArray)).toBe(atArray);
+    const atObject = Object.fromEntries(atArray.map((i) => [`k${i}`, i]));
+    expect(echoValue(atObject)).toBe(atObject);
+    const wide = Object.fromEntries(
+      Array.from({ length: MAX_ECHO_ENTRIES + 10 }, (_, i) => [`k${i}`, i]),
+    );
+    const echoed = echoValue(wide) as Record<string, unknown>;
+    expect(Object.keys(echoed)).toHaveLength(MAX_ECHO_ENTRIES + 1);
+    expect(echoed['…']).toBe('10 more keys');
+    expect(echoed[`k${MAX_ECHO_ENTRIES}`]).toBeUndefined();
+  });
+
+  it('rebuilds an array when any one item changed, and bounds nested arrays by depth', () => {
+    const long = 'z'.repeat(MAX_ECHO_STRING + 5);
+    expect(echoValue([long, 'a'])).toEqual([`${'z'.repeat(MAX_ECHO_STRING)}…`, 'a']);
+    expect(echoValue([[[[[1, 2]]]]])).toEqual([[[['[array(2)]']]]]);
+  });
+
+  it('shows a value reached twice without a cycle both times', () => {
+    const shared = { a: 1 };
+    expect(echoValue({ x: shared, y: shared, token: 't' })).toEqual({
+      x: { a: 1 },
+      y: { a: 1 },
+      token: '***',
+    });
+  });
+
+  it('names a non-plain value by its class, or "object" when it has no name', () => {
+    class Connection {}
+    expect(echoValue(new Connection())).toBe('[Connection]');
+    const Anonymous = (() => class {})();
+    expect(echoValue(new Anonymous())).toBe('[object]');
+  });
 });

@@ -154,4 +154,169 @@ describe('CompletionBatcher', () => {
     await expect(done).resolves.toBe(true);
     expect(logger.count('log', 'recovered')).toBe(1);
   });
+
+  it('flush writes everything queued, in writes of maxWrite, and leaves no timer behind', async () => {
+    const archiveSucceeded = jest.fn(async (items: readonly CompletedJob[]) =>
+      items.map(({ id, leaseId }) => ({ id, leaseId })),
+    );
+    const batcher = new CompletionBatcher({ archiveSucceeded }, new RecordingLogger(), {
+      maxBatch: 2,
+      maxWrite: 2,
+      flushDelayMs: 1_000,
+    });
+    await batcher.flush();
+    expect(archiveSucceeded).not.toHaveBeenCalled();
+    const done = ['a', 'b', 'c', 'd', 'e'].map((id) => batcher.add(item(id)));
+    await batcher.flush();
+    expect(archiveSucceeded.mock.calls.map(([items]) => items.length)).toEqual([2, 2, 1]);
+    expect(batcher.size).toBe(0);
+    expect(jest.getTimerCount()).toBe(0);
+    await expect(Promise.all(done)).resolves.toEqual(Array(5).fill(true));
+    await jest.advanceTimersByTimeAsync(5_000);
+    expect(archiveSucceeded).toHaveBeenCalledTimes(3);
+    expect(jest.getTimerCount()).toBe(0);
+  });
+
+  it('flush rejects with the storage error and keeps the items for a retry', async () => {
+    const batcher = new CompletionBatcher(
+      {
+        archiveSucceeded: async () => {
+          throw new Error('db down');
+        },
+      },
+      new RecordingLogger(),
+    );
+    void batcher.add(item('a'));
+    await expect(batcher.flush()).rejects.toThrow('db down');
+    expect(batcher.pendingLeases().map((l) => l.id)).toEqual(['a']);
+  });
+
+  it('backs off exponentially between failed writes: base, then twice the base', async () => {
+    jest.spyOn(Math, 'random').mockReturnValue(0.5); // no jitter
+    try {
+      const at: number[] = [];
+      const archiveSucceeded = jest.fn(async () => {
+        at.push(Date.now());
+        throw new Error('db down');
+      });
+      const batcher = new CompletionBatcher({ archiveSucceeded }, new RecordingLogger(), {
+        flushDelayMs: 10,
+        retryBaseMs: 100,
+        retryMaxMs: 10_000,
+      });
+      void batcher.add(item('a'));
+      await jest.advanceTimersByTimeAsync(10 + 100 + 200 + 1);
+      expect(at.slice(1).map((t, i) => t - at[i])).toEqual([100, 200]);
+    } finally {
+      jest.spyOn(Math, 'random').mockRestore();
+    }
+  });
+
+  it('logs a refused completion by its job, and a normal write logs nothing', async () => {
+    const logger = new RecordingLogger();
+    const batcher = new CompletionBatcher(
+      {
+        archiveSucceeded: async () => [
+          { id: 'a', leaseId: 'l' },
+          { id: 'c', leaseId: 'l' },
+        ],
+      },
+      logger,
+    );
+    const done = Promise.all(['a', 'b', 'c'].map((id) => batcher.add(item(id))));
+    await jest.advanceTimersByTimeAsync(20);
+    await expect(done).resolves.toEqual([true, false, true]);
+    expect(batcher.refusedCount).toBe(1);
+    expect(logger.events('StateTransitionConflict')).toEqual([
+      expect.objectContaining({ operation: 'archiveSucceeded', jobId: 'b' }),
+    ]);
+    expect(logger.lines.map((l) => l.message)).toEqual([
+      'Job b succeeded but its archive was refused: the lease no longer matches (cancelled, ' +
+        'rescued or resurrected meanwhile).',
+    ]);
+  });
+
+  it('logs an outage once, in words that say what happens next', async () => {
+    const logger = new RecordingLogger();
+    const batcher = new CompletionBatcher(
+      {
+        archiveSucceeded: async () => {
+          throw new Error('db down');
+        },
+      },
+      logger,
+      { retryBaseMs: 50, retryMaxMs: 50 },
+    );
+    void batcher.add(item('a'));
+    await jest.advanceTimersByTimeAsync(500);
+    expect(logger.lines.map((l) => l.message)).toEqual([
+      'Archiving 1 completion(s) failed: db down. Retrying with backoff; further failures are ' +
+        'counted, not logged, until it recovers.',
+    ]);
+  });
+
+  describe('close', () => {
+    it('writes what is queued and returns', async () => {
+      const archiveSucceeded = jest.fn(async (items: readonly CompletedJob[]) =>
+        items.map(({ id, leaseId }) => ({ id, leaseId })),
+      );
+      const batcher = new CompletionBatcher({ archiveSucceeded }, new RecordingLogger());
+      const done = batcher.add(item('a'));
+      await batcher.close(Date.now() + 1_000);
+      await expect(done).resolves.toBe(true);
+      expect(archiveSucceeded).toHaveBeenCalledTimes(1);
+      expect(jest.getTimerCount()).toBe(0);
+    });
+
+    it('retries with backoff until the storage takes the batch', async () => {
+      let failures = 2;
+      const archiveSucceeded = jest.fn(async (items: readonly CompletedJob[]) => {
+        if (failures-- > 0) throw new Error('db down');
+        return items.map(({ id, leaseId }) => ({ id, leaseId }));
+      });
+      const batcher = new CompletionBatcher({ archiveSucceeded }, new RecordingLogger(), {
+        retryBaseMs: 100,
+        retryMaxMs: 1_000,
+      });
+      const done = batcher.add(item('a'));
+      const closing = batcher.close(Date.now() + 10_000);
+      await jest.advanceTimersByTimeAsync(1_000);
+      await closing;
+      await expect(done).resolves.toBe(true);
+      expect(batcher.size).toBe(0);
+    });
+
+    it('gives up before the deadline: the rest resolves false and is logged once, with its count', async () => {
+      const logger = new RecordingLogger();
+      const archiveSucceeded = jest.fn(async () => {
+        throw new Error('db down');
+      });
+      const batcher = new CompletionBatcher({ archiveSucceeded }, logger, {
+        retryBaseMs: 100,
+        retryMaxMs: 100_000,
+      });
+      const done = [batcher.add(item('a')), batcher.add(item('b'))];
+      const start = Date.now();
+      const deadline = start + 1_000;
+      let closed = false;
+      const closing = batcher.close(deadline).then(() => (closed = true));
+      await jest.advanceTimersByTimeAsync(699);
+      expect(closed).toBe(false);
+      // Waits of 100, 200, 400 ms fit; the next (800 ms) would end past the deadline.
+      await jest.advanceTimersByTimeAsync(1);
+      await closing;
+      expect(Date.now() - start).toBe(700);
+      expect(archiveSucceeded.mock.calls.length).toBeGreaterThanOrEqual(4);
+      await expect(Promise.all(done)).resolves.toEqual([false, false]);
+      expect(batcher.size).toBe(0);
+      expect(jest.getTimerCount()).toBe(0);
+      expect(logger.events('CompletionsUnwritten')).toEqual([
+        expect.objectContaining({ count: 2, error: 'db down' }),
+      ]);
+      expect(
+        logger.count('error', 'Could not write 2 completion(s) before shutdown: db down.'),
+      ).toBe(1);
+      expect(logger.count('error', 'the rescue loop will treat them as zombies')).toBe(1);
+    });
+  });
 });

@@ -1,5 +1,6 @@
 import { RecordingLogger } from '../../../../test/runtime/support/silent-logger';
 import { testOptions } from '../../../../test/runtime/support/options';
+import { MAX_ENQUEUE_MANY } from '../validation/limits';
 import { HeartbeatLoop } from './heartbeat.loop';
 
 describe('HeartbeatLoop', () => {
@@ -186,5 +187,119 @@ describe('HeartbeatLoop', () => {
     await loop.tick();
     expect(loop.ageMs()).toBe(0);
     await loop.stop();
+  });
+
+  describe('details', () => {
+    const make = (overrides: Partial<ConstructorParameters<typeof HeartbeatLoop>[0]> = {}) => {
+      const keepAlive = jest.fn(async (_w: string, leases: readonly unknown[]) => ({
+        touched: leases.length,
+        cancelRequested: [] as string[],
+      }));
+      const deps = {
+        storage: { keepAlive },
+        options: testOptions({ heartbeat: { intervalMs: 60_000, failureThreshold: 2 } }),
+        workerId: 'w',
+        leases: () => [lease],
+        onCancelRequested: jest.fn(),
+        onThresholdReached: jest.fn(),
+        logger: new RecordingLogger(),
+        ...overrides,
+      };
+      return { loop: new HeartbeatLoop(deps), keepAlive, deps };
+    };
+
+    it('starts healthy, counts its beats, and reports no cancel request when none came', async () => {
+      const { loop, deps } = make();
+      expect(loop.isDegraded).toBe(false);
+      await loop.tick();
+      await loop.tick();
+      expect(loop.beatCount).toBe(2);
+      expect(deps.onCancelRequested).not.toHaveBeenCalled();
+    });
+
+    it('without a worker row, or without leases, a beat counts as complete', async () => {
+      let now = 0;
+      let owned = [lease];
+      const { loop } = make({ leases: () => owned, clock: () => now });
+      loop.start();
+      now = 500;
+      await loop.tick();
+      expect(loop.ageMs()).toBe(0);
+      owned = [];
+      now = 900;
+      await loop.tick();
+      expect(loop.ageMs()).toBe(0);
+      await loop.stop();
+    });
+
+    it('renews more leases than one call takes in consecutive chunks, never an empty one', async () => {
+      const many = (n: number) =>
+        Array.from({ length: n }, (_, i) => ({ id: `j${i}`, workerId: 'w', leaseId: `l${i}` }));
+      let owned = many(MAX_ENQUEUE_MANY + 1);
+      const { loop, keepAlive } = make({ leases: () => owned });
+      await loop.tick();
+      expect(keepAlive.mock.calls.map(([, chunk]) => chunk.length)).toEqual([MAX_ENQUEUE_MANY, 1]);
+      expect(keepAlive.mock.calls[1][1]).toEqual([owned[MAX_ENQUEUE_MANY]]);
+      keepAlive.mockClear();
+      owned = many(MAX_ENQUEUE_MANY);
+      await loop.tick();
+      expect(keepAlive.mock.calls.map(([, chunk]) => chunk.length)).toEqual([MAX_ENQUEUE_MANY]);
+    });
+
+    it('beats at once when nudged', async () => {
+      const { loop, keepAlive } = make();
+      loop.start();
+      await jest.advanceTimersByTimeAsync(10);
+      expect(keepAlive).not.toHaveBeenCalled();
+      loop.nudge();
+      await jest.advanceTimersByTimeAsync(10);
+      expect(keepAlive).toHaveBeenCalledTimes(1);
+      await loop.stop();
+    });
+
+    it.each([
+      [true, 'aborting running jobs (another process may take them over as zombies).'],
+      [false, 'continuing degraded (heartbeat.cancelOnHeartbeatFailure is false).'],
+    ])('says at the threshold what it does (cancelOnHeartbeatFailure %s)', async (abort, says) => {
+      const logger = new RecordingLogger();
+      const { loop } = make({
+        storage: {
+          keepAlive: jest.fn(async () => {
+            throw new Error('db down');
+          }),
+        },
+        options: testOptions({
+          heartbeat: { intervalMs: 60_000, failureThreshold: 2, cancelOnHeartbeatFailure: abort },
+        }),
+        logger,
+      });
+      await loop.tick();
+      await loop.tick();
+      expect(logger.events('HeartbeatThresholdReached')).toEqual([
+        expect.objectContaining({ workerId: 'w', failures: 2, abortRunning: abort }),
+      ]);
+      expect(logger.lines.find((l) => l.event === 'HeartbeatThresholdReached')?.message).toBe(
+        `Heartbeat failed 2 times in a row; ${says}`,
+      );
+    });
+
+    it('names its loop when a beat itself fails', async () => {
+      const logger = new RecordingLogger();
+      const { loop } = make({
+        logger,
+        presence: {
+          beat: jest.fn(async () => {
+            throw new Error('row write broke');
+          }),
+        },
+      });
+      loop.start();
+      loop.nudge();
+      await jest.advanceTimersByTimeAsync(10);
+      expect(
+        logger.lines.some((l) => l.message.startsWith('ChokaQ heartbeat failed: row write broke')),
+      ).toBe(true);
+      await loop.stop();
+    });
   });
 });

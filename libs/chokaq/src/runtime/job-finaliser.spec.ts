@@ -528,4 +528,165 @@ describe('JobFinaliser', () => {
       });
     });
   });
+
+  describe('details a user or an operator reads', () => {
+    const failedAt = (attempt: number, error: unknown = new Error('boom')) => ({
+      result: { kind: 'failed' as const, error, durationMs: 7 },
+      attempt,
+      probe: false,
+    });
+    const messages = (h: ReturnType<typeof harness>) => h.logger.lines.map((l) => l.message);
+
+    it('a retry line names the attempt that ran, not the row’s count, and the headline of the error', async () => {
+      const h = harness();
+      const error = new Error('boom');
+      error.stack = 'Error: boom';
+      await h.finaliser.finalise(claimedJob({ attemptCount: 7 }), failedAt(2, error), h.emit);
+      expect(messages(h)).toEqual([
+        'Job job-1 (q/t) failed attempt 2; retry in 100 ms: Error: boom',
+      ]);
+      expect(h.breakers.recordFailure).toHaveBeenCalledTimes(1);
+      expect(h.breakers.releaseProbe).not.toHaveBeenCalled();
+    });
+
+    it('a timeout is stored and reported with its limit', async () => {
+      const h = harness();
+      await h.finaliser.finalise(
+        claimedJob(),
+        { result: { kind: 'timeout', timeoutMs: 500, durationMs: 501 }, attempt: 1, probe: false },
+        h.emit,
+      );
+      const error = 'ChokaQJobTimeoutError: job exceeded its execution timeout of 500 ms';
+      expect(h.storage.moveToDlq.mock.calls[0]).toEqual([
+        expect.anything(),
+        { reason: FailureReason.Timeout, error, durationMs: 501 },
+      ]);
+      expect(h.outcomes[0]).toMatchObject({ outcome: 'failed', error });
+    });
+
+    it('an abandoned run says it is left to the rescue loop', async () => {
+      const h = harness();
+      await h.finaliser.finalise(
+        claimedJob(),
+        { result: { kind: 'abandoned', durationMs: 1 }, attempt: 1, probe: false },
+        h.emit,
+      );
+      expect(messages(h)).toEqual([
+        'Job job-1 (q/t) was still running at the end of the shutdown grace period; it is left ' +
+          'to the rescue loop.',
+      ]);
+    });
+
+    it('a cancel names whether the handler ran, and a refused cancel counts as cancelled', async () => {
+      const h = harness();
+      await h.finaliser.cancelledBeforeRun(claimedJob(), h.emit);
+      await h.finaliser.finalise(
+        claimedJob({ leaseId: 'l2' }),
+        {
+          result: { kind: 'aborted', cause: 'cancelled', durationMs: 1 },
+          attempt: 2,
+          probe: false,
+        },
+        h.emit,
+      );
+      expect(messages(h)).toEqual([
+        'Job job-1 (q/t) was cancelled before its handler ran (attempt 2) and moved to the DLQ',
+        'Job job-1 (q/t) was cancelled while running (attempt 2) and moved to the DLQ',
+      ]);
+      h.storage.moveToDlq.mockResolvedValueOnce(0);
+      await h.finaliser.cancelledBeforeRun(claimedJob({ leaseId: 'l3' }), h.emit);
+      expect(h.metrics.conflict).toHaveBeenCalledWith(expect.anything(), 'cancelled');
+    });
+
+    it('a refused or failed reschedule is reported under its own operation', async () => {
+      jest.useFakeTimers();
+      const h = harness();
+      h.storage.rescheduleForRetry.mockResolvedValueOnce(0);
+      await h.finaliser.finalise(claimedJob(), failedAt(1), h.emit);
+      expect(h.logger.events('StateTransitionConflict')).toEqual([
+        expect.objectContaining({ operation: 'rescheduleForRetry', jobId: 'job-1' }),
+      ]);
+      h.storage.rescheduleForRetry.mockRejectedValue(new Error('db down'));
+      const done = h.finaliser.finalise(claimedJob({ leaseId: 'l2' }), failedAt(1), h.emit);
+      await jest.advanceTimersByTimeAsync(250 + 499);
+      expect(h.storage.rescheduleForRetry).toHaveBeenCalledTimes(3); // 1 refused, then 2 tries
+      await jest.advanceTimersByTimeAsync(1);
+      await done;
+      expect(h.storage.rescheduleForRetry).toHaveBeenCalledTimes(4);
+      expect(h.logger.events('TransitionWriteFailed')).toEqual([
+        expect.objectContaining({ operation: 'rescheduleForRetry', jobId: 'job-1', attempts: 3 }),
+      ]);
+      expect(messages(h).at(-1)).toBe(
+        'rescheduleForRetry of job job-1 failed 3 time(s): db down. The job is left to the rescue loop.',
+      );
+    });
+
+    it('a release due at once passes no delay and reports no circuit; a full count is no conflict', async () => {
+      const h = harness();
+      const runs = [claimedJob({ id: 'a' }), claimedJob({ id: 'b' })];
+      await h.finaliser.release(runs, 0, h.emit);
+      expect(h.storage.release).toHaveBeenCalledWith(
+        runs.map((r) => r.lease),
+        undefined,
+      );
+      expect(h.finaliser.conflicts).toBe(0);
+      expect(h.metrics.conflict).not.toHaveBeenCalled();
+      expect(h.outcomes.map((o) => ['error' in o, o.applied, o.retryDelayMs])).toEqual([
+        [false, true, 0],
+        [false, true, 0],
+      ]);
+    });
+
+    it('started rows are unstarted; a failed release is not applied, not a conflict, and logged without a job', async () => {
+      const h = harness();
+      await h.finaliser.release([claimedJob({ id: 'a' })], 0, h.emit, true);
+      expect(h.storage.unstart).toHaveBeenCalledTimes(1);
+      expect(h.storage.release).not.toHaveBeenCalled();
+      h.finaliser.abandon();
+      h.storage.release.mockRejectedValueOnce(new Error('db down'));
+      await h.finaliser.release([claimedJob({ id: 'b' })], 0, h.emit);
+      expect(h.outcomes.at(-1)).toMatchObject({ id: 'b', applied: false });
+      expect(h.finaliser.conflicts).toBe(0);
+      expect(messages(h)).toEqual([
+        'release failed 1 time(s): db down. The job is left to the rescue loop.',
+      ]);
+      h.storage.unstart.mockRejectedValueOnce(new Error('db down'));
+      await h.finaliser.release([claimedJob({ id: 'c' })], 0, h.emit, true);
+      expect(h.logger.events('TransitionWriteFailed').at(-1)).toMatchObject({
+        operation: 'unstart',
+      });
+    });
+  });
+
+  it('a transactional archive logs a conflict only when the lease was lost', async () => {
+    const tx = (archived: boolean) =>
+      ({
+        manager: {},
+        queryRunner: {},
+        archive: jest.fn(async () => archived),
+        rollback: jest.fn(async () => undefined),
+        abandon: jest.fn(async () => undefined),
+      }) as unknown as HandlerTransaction;
+    const h = harness();
+    const run = (archived: boolean, leaseId: string) =>
+      h.finaliser.finalise(
+        claimedJob({ leaseId }),
+        {
+          result: { kind: 'succeeded', durationMs: 1, transaction: tx(archived) },
+          attempt: 1,
+          probe: false,
+        },
+        h.emit,
+      );
+    await run(true, 'l1');
+    expect(h.logger.lines).toEqual([]);
+    await run(false, 'l2');
+    expect(h.logger.lines.map((l) => l.message)).toEqual([
+      'archive of job job-1 changed no row: the lease no longer matches (state transition ' +
+        "conflict); the handler's transaction was rolled back",
+    ]);
+    expect(h.logger.events('StateTransitionConflict')).toEqual([
+      expect.objectContaining({ operation: 'archiveInTransaction', jobId: 'job-1' }),
+    ]);
+  });
 });

@@ -76,4 +76,34 @@ describe('StartedAhead', () => {
     expect(ahead.takeAll().map((c) => c.job.id)).toEqual(['b', 'd']);
     expect(ahead.size).toBe(0);
   });
+
+  it('is on with any cap above 0', () => {
+    expect(new StartedAhead(1).enabled).toBe(true);
+  });
+
+  it('averages round trips and rates with a moving weight, and ignores a rate sampled over no time', () => {
+    const ahead = new StartedAhead(1_000);
+    ahead.noteClaim(0, 10); // round trip 10 ms; the first return only starts the rate sample
+    ahead.noteEntered(100);
+    ahead.noteClaim(15, 20); // round trip 5 → 10 + 0.3 × (5 − 10) = 8.5; rate 100 / 10 ms = 10
+    expect(ahead.target()).toBe(Math.floor(10 * AHEAD_ROUND_TRIPS * 8.5));
+    ahead.noteEntered(40);
+    ahead.noteClaim(30, 40); // round trip 10 → 8.95; rate 40 / 20 = 2 → 10 + 0.3 × (2 − 10) = 7.6
+    expect(ahead.target()).toBe(Math.floor(7.6 * AHEAD_ROUND_TRIPS * 8.95));
+    ahead.noteEntered(5);
+    ahead.noteClaim(40, 40); // returned in the same millisecond: the rate keeps 7.6
+    expect(ahead.target()).toBe(Math.floor(7.6 * AHEAD_ROUND_TRIPS * (8.95 + 0.3 * (0 - 8.95))));
+  });
+
+  it('confirms the rows of the leases a heartbeat renewed, never back in time', () => {
+    const ahead = new StartedAhead(16);
+    const [a, b, c] = [claimed('a'), claimed('b'), claimed('c')];
+    ahead.push([a, b], 100);
+    ahead.push([c], 500);
+    ahead.confirm(new Set(['l-a', 'l-c']), 400);
+    const safe = () => 100;
+    expect(ahead.shift(450, safe)).toEqual({ claimed: a, fresh: true }); // confirmed at 400
+    expect(ahead.shift(450, safe)).toEqual({ claimed: b, fresh: false }); // not renewed: still 100
+    expect(ahead.shift(560, safe)).toEqual({ claimed: c, fresh: true }); // kept 500, not 400
+  });
 });
