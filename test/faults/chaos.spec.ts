@@ -5,7 +5,7 @@ import type { ChaosSummary } from './chaos/chaos-runner';
 
 /**
  * The CI chaos run (issue 6, part 3): spawns `scripts/chaos/run.ts` — the same entry as
- * `npm run chaos` — for 60 s on PostgreSQL and 30 s on SQLite, and requires exit code 0 (no
+ * `npm run chaos` — for 40 s on PostgreSQL and 20 s on SQLite, and requires exit code 0 (no
  * invariant violation) and a summary showing real activity. Longer runs: see the README.
  */
 jest.setTimeout(240_000);
@@ -52,15 +52,15 @@ function expectActivity(summary: ChaosSummary, minJobs: number): void {
 }
 
 describe('chaos run', () => {
-  it('SQLite, 30 s: every invariant holds', async () => {
-    const { code, out } = await runChaos(['--seconds', '30', '--dialect', 'sqlite']);
+  it('SQLite, 20 s: every invariant holds', async () => {
+    const { code, out } = await runChaos(['--seconds', '20', '--dialect', 'sqlite']);
     const summary = summaryOf(out);
     expect({ code, violations: summary.violations }).toEqual({ code: 0, violations: [] });
     expectActivity(summary, 500);
   });
 
-  (pgAvailable() ? it : it.skip)('PostgreSQL, 60 s: every invariant holds', async () => {
-    const { code, out } = await runChaos(['--seconds', '60', '--dialect', 'postgres']);
+  (pgAvailable() ? it : it.skip)('PostgreSQL, 40 s: every invariant holds', async () => {
+    const { code, out } = await runChaos(['--seconds', '40', '--dialect', 'postgres']);
     const summary = summaryOf(out);
     expect({ code, violations: summary.violations }).toEqual({ code: 0, violations: [] });
     expectActivity(summary, 1_000);
