@@ -1,6 +1,7 @@
 import { isTransientMssqlError } from '../../libs/chokaq/src/storage/mssql/mssql-errors';
 import {
   MSSQL_SCHEMA_VERSION,
+  SCHEMA_LOCK_BUSY_ERROR,
   SCHEMA_LOCK_WAIT_MS,
   mssqlSchemaDdl,
 } from '../../libs/chokaq/src/storage/mssql/mssql.schema';
@@ -439,6 +440,37 @@ describe('SQL Server lock hints and isolation', () => {
     expect(bound).toBeLessThan(firstDdl);
     // 1222 is what the bound raises: the storage's transient retry runs the bootstrap again.
     expect(isTransientMssqlError({ number: 1222 })).toBe(true);
+  });
+
+  it('each schema version commits on its own, under the applock taken again, with JobsHot altered last', () => {
+    const ddl = mssqlSchemaDdl('chokaq');
+    const steps = ddl.split('\nBEGIN TRAN;\n').slice(1);
+    expect(steps).toHaveLength(MSSQL_SCHEMA_VERSION);
+    steps.forEach((step, i) => {
+      // The applock first, the version's ledger row last, then COMMIT: a failed step rolls back
+      // only itself, and the versions before it stay recorded.
+      expect(step.startsWith('EXEC @lockResult = sp_getapplock')).toBe(true);
+      const commit = step.indexOf('\nCOMMIT;');
+      expect(commit).toBeGreaterThan(0);
+      const body = step.slice(0, commit);
+      expect(
+        body.match(/INSERT INTO \[chokaq\]\.\[SchemaMigrations\][^;]*VALUES \((\d+),/g),
+      ).toEqual([expect.stringContaining(`VALUES (${i + 1},`)]);
+      expect(body).not.toContain('BEGIN TRAN');
+      // Within a step, the history tables first and the hot table last: the workers' table is
+      // locked for the shortest time.
+      for (const column of ['ProgressNote', 'TraceContext', 'PayloadVersion']) {
+        const adds = [
+          ...body.matchAll(
+            new RegExp(`ALTER TABLE \\[chokaq\\]\\.\\[(\\w+)\\] ADD ${column}`, 'g'),
+          ),
+        ].map(([, table]) => table);
+        if (adds.length > 0) expect(adds).toEqual(['JobsArchive', 'JobsDLQ', 'JobsHot']);
+      }
+    });
+    // A busy applock (another process upgrading) is retried, not a failed start.
+    expect(ddl).toContain(`THROW ${SCHEMA_LOCK_BUSY_ERROR},`);
+    expect(isTransientMssqlError({ number: SCHEMA_LOCK_BUSY_ERROR })).toBe(true);
   });
 
   it('version 10: JobAttempts, created where missing; the moves that end a run write its row in their transaction, the archive move and the claim none; purge and retention delete the rows with their jobs', () => {

@@ -81,15 +81,15 @@ import { MAX_ATTEMPT_ERROR } from '../../validation/limits';
  *   transaction: writers to `JobsHot` wait while it builds, and the hot table holds only live jobs).
  *
  * The script is idempotent and creates what is missing, so running it on an older database
- * applies the versions it lacks: the version-2 index is built inside the bootstrap transaction
+ * applies the versions it lacks: the version-2 index is built inside its version's transaction
  * (writers to `JobsHot` wait while it builds; the hot table holds only live jobs); the columns of
  * versions 3 and 4 are added where missing. Version 4's are nullable columns without a default,
  * which SQL Server adds by changing the table's metadata, not its rows (the data-touching cases
  * are a `NOT NULL` column or a default with `WITH VALUES`; see ALTER TABLE,
  * https://learn.microsoft.com/en-us/sql/t-sql/statements/alter-table-transact-sql); the schema
- * modification lock it takes is held to the bootstrap's COMMIT. Statements of the previous
+ * modification lock it takes is held to its version's COMMIT. Statements of the previous
  * release name their columns, so a column more breaks none of them. Version 5's indexes are built
- * inside the bootstrap transaction too: writers to their table wait while one builds (the
+ * inside their version's transaction too: writers to their table wait while one builds (the
  * archive's type index takes time in proportion to the archive). Version 6's columns are added
  * only when `COL_LENGTH` says they are missing (NULL:
  * https://learn.microsoft.com/en-us/sql/t-sql/functions/col-length-transact-sql), as `NOT NULL`
@@ -696,8 +696,9 @@ function recordVersion(schema: string, version: number): string {
  * (https://learn.microsoft.com/en-us/sql/relational-databases/sql-server-transaction-locking-and-row-versioning-guide#lock-compatibility).
  * So the wait is bounded (`SET LOCK_TIMEOUT`,
  * https://learn.microsoft.com/en-us/sql/t-sql/statements/set-lock-timeout-transact-sql): past it
- * the statement fails with 1222, `XACT_ABORT` rolls the whole bootstrap back, and the storage's
- * transient retry (1222 is transient) runs it again after a jittered pause, in which the queued
+ * the statement fails with 1222, `XACT_ABORT` rolls its version's step back (the versions before
+ * it stay committed), and the storage's transient retry (1222 is transient) runs the bootstrap
+ * again after a jittered pause, from that version, in which the queued
  * requests go through. The applock keeps its own, longer wait (`@LockTimeout`).
  */
 export const SCHEMA_LOCK_WAIT_MS = 5_000;
@@ -705,7 +706,7 @@ export const SCHEMA_LOCK_WAIT_MS = 5_000;
 const SCHEMA_LOCK_WAIT_NOTE: readonly string[] = [
   `Each DDL statement waits at most ${SCHEMA_LOCK_WAIT_MS} ms for its table's schema lock: a waiting Sch-M`,
   "queues every later request for the table (a worker's claim) behind it. On timeout (1222) the",
-  'bootstrap rolls back (XACT_ABORT) and is run again after a pause.',
+  'step rolls back (XACT_ABORT) and the bootstrap is run again from it after a pause.',
 ];
 
 /** The applock resource that serialises schema bootstrap across processes. */
@@ -714,9 +715,45 @@ export function schemaLockResource(schema: string): string {
 }
 
 /**
- * The complete, idempotent DDL for `schema` as one T-SQL batch (no `GO`): it takes an exclusive,
- * transaction-owned `sp_getapplock` so several processes can start at once, creates what is
- * missing (`IF OBJECT_ID … IS NULL`, `IF NOT EXISTS … sys.indexes`), records the version in
+ * The error the bootstrap raises when the applock is busy past its wait: a user error number
+ * (above 50000, as `THROW` requires:
+ * https://learn.microsoft.com/en-us/sql/t-sql/language-elements/throw-transact-sql), classed as
+ * transient, so a pod that starts during another's long upgrade retries with backoff instead of
+ * failing its start.
+ */
+export const SCHEMA_LOCK_BUSY_ERROR = 51000;
+
+/**
+ * Why each schema version commits on its own (printed above the first step). A step that fails
+ * (its DDL lock wait, a timeout) rolls back only itself (`XACT_ABORT`), the versions before it
+ * stay committed and recorded, and the next run starts from the failed one: a large upgrade is
+ * never rolled back and repeated from the start, and the locks a step takes on a table are held
+ * only until that step's COMMIT, not to the end of the whole upgrade. Every step takes the applock
+ * again, and every statement of a step is guarded (`IF … IS NULL`, `IF NOT EXISTS`), so two
+ * processes that interleave between steps each find the other's versions done.
+ */
+const PER_VERSION_NOTE: readonly string[] = [
+  'Each version commits on its own: a failed step rolls back only itself, the versions before it',
+  'stay recorded, and the next run starts from it. Every step takes the applock again.',
+];
+
+/** The opening of one step: a transaction holding the schema's applock (exclusive, transaction-owned). */
+function beginStep(schema: string): string[] {
+  return [
+    `BEGIN TRAN;`,
+    `EXEC @lockResult = sp_getapplock @Resource = N'${schemaLockResource(schema)}', @LockMode = 'Exclusive', @LockOwner = 'Transaction', @LockTimeout = 60000;`,
+    `IF @lockResult < 0`,
+    `BEGIN`,
+    `  THROW ${SCHEMA_LOCK_BUSY_ERROR}, 'ChokaQ: could not take the schema bootstrap lock within 60 s (another process is migrating the schema).', 1;`,
+    `END;`,
+  ];
+}
+
+/**
+ * The complete, idempotent DDL for `schema` as one T-SQL batch (no `GO`), in one transaction per
+ * schema version ({@link PER_VERSION_NOTE}): each step takes an exclusive, transaction-owned
+ * `sp_getapplock` so several processes can start at once, creates what is missing
+ * (`IF OBJECT_ID … IS NULL`, `IF NOT EXISTS … sys.indexes`, `COL_LENGTH`), records its version in
  * `SchemaMigrations`, and commits. Its one result set lists the versions this run recorded
  * (empty when the schema was current), so a start logs a migration once and a current schema not
  * at all. `schema` must be a validated identifier (it is inlined: DDL cannot take identifiers as
@@ -735,15 +772,12 @@ export function mssqlSchemaDdl(schema: string): string {
     `-- Filtered indexes need these (sqlcmd starts with QUOTED_IDENTIFIER OFF).`,
     `SET ANSI_NULLS ON;`,
     `SET QUOTED_IDENTIFIER ON;`,
-    `BEGIN TRAN;`,
     `DECLARE @lockResult int;`,
-    `-- The versions this run records: the script's one result set, selected after COMMIT.`,
+    `-- The versions this run records: the script's one result set, selected after the last COMMIT.`,
+    `-- A table variable is not rolled back with a transaction, and lives as long as the batch.`,
     `DECLARE @Applied TABLE (Version int NOT NULL);`,
-    `EXEC @lockResult = sp_getapplock @Resource = N'${schemaLockResource(schema)}', @LockMode = 'Exclusive', @LockOwner = 'Transaction', @LockTimeout = 60000;`,
-    `IF @lockResult < 0`,
-    `BEGIN`,
-    `  THROW 51000, 'ChokaQ: could not take the schema bootstrap lock within 60 s.', 1;`,
-    `END;`,
+    ...PER_VERSION_NOTE.map((line) => `-- ${line}`),
+    ...beginStep(schema),
     ...SCHEMA_LOCK_WAIT_NOTE.map((line) => `-- ${line}`),
     `SET LOCK_TIMEOUT ${SCHEMA_LOCK_WAIT_MS};`,
     `IF SCHEMA_ID(N'${schema}') IS NULL EXEC(N'CREATE SCHEMA [${schema}]');`,
@@ -843,11 +877,15 @@ export function mssqlSchemaDdl(schema: string): string {
     ...INDEXES.map((index) => createIndex(schema, index)),
     `IF NOT EXISTS (SELECT 1 FROM ${t('migrations')} WHERE Version = 1)`,
     recordVersion(schema, 1),
+    `COMMIT;`,
+    ...beginStep(schema),
     ...LOCK_ESCALATION_NOTE.map((line) => `-- ${line}`),
     `IF NOT EXISTS (SELECT 1 FROM ${t('migrations')} WHERE Version = 2)`,
     `  ALTER TABLE ${t('hot')} SET (LOCK_ESCALATION = DISABLE);`,
     `IF NOT EXISTS (SELECT 1 FROM ${t('migrations')} WHERE Version = 2)`,
     recordVersion(schema, 2),
+    `COMMIT;`,
+    ...beginStep(schema),
     ...RECURRING_V3_NOTE.map((line) => `-- ${line}`),
     `IF COL_LENGTH(N'${t('recurring')}', N'Source') IS NULL`,
     `  ALTER TABLE ${t('recurring')} ADD ${columnDdl(MSSQL_TABLES.recurring, recurringColumn('Source'))} ${RECURRING_SOURCE_CHECK};`,
@@ -855,18 +893,24 @@ export function mssqlSchemaDdl(schema: string): string {
     `  ALTER TABLE ${t('recurring')} ADD ${columnDdl(MSSQL_TABLES.recurring, recurringColumn('LastJobId'))};`,
     `IF NOT EXISTS (SELECT 1 FROM ${t('migrations')} WHERE Version = 3)`,
     recordVersion(schema, 3),
+    `COMMIT;`,
+    ...beginStep(schema),
     // Version 4 on an older database: the Workers table is created above with the others; the
     // progress note is added where CREATE TABLE did not put it.
     `-- ProgressNote (schema version 4): a nullable column without a default, added where missing.`,
-    ...(['hot', 'archive', 'dlq'] as const).map(
+    ...(['archive', 'dlq', 'hot'] as const).map(
       (table) =>
         `IF COL_LENGTH(N'${t(table)}', N'ProgressNote') IS NULL\n` +
         `  ALTER TABLE ${t(table)} ADD ProgressNote nvarchar(500) NULL;`,
     ),
     `IF NOT EXISTS (SELECT 1 FROM ${t('migrations')} WHERE Version = 4)`,
     recordVersion(schema, 4),
+    `COMMIT;`,
+    ...beginStep(schema),
     `IF NOT EXISTS (SELECT 1 FROM ${t('migrations')} WHERE Version = 5)`,
     recordVersion(schema, 5),
+    `COMMIT;`,
+    ...beginStep(schema),
     `-- Version 6: start lag columns of MetricBuckets (a table created at version 6 has them already).`,
     ...BUCKET_LAG_COLUMNS.map(
       (col) =>
@@ -874,8 +918,12 @@ export function mssqlSchemaDdl(schema: string): string {
     ),
     `IF NOT EXISTS (SELECT 1 FROM ${t('migrations')} WHERE Version = 6)`,
     recordVersion(schema, 6),
+    `COMMIT;`,
+    ...beginStep(schema),
     `IF NOT EXISTS (SELECT 1 FROM ${t('migrations')} WHERE Version = 7)`,
     recordVersion(schema, 7),
+    `COMMIT;`,
+    ...beginStep(schema),
     ...AUDIT_TARGET_V8_NOTE.map((line) => `-- ${line}`),
     `IF COL_LENGTH(N'${t('audit')}', N'TargetKey') IS NULL`,
     `  ALTER TABLE ${t('audit')} ADD TargetKey AS CAST(LEFT(Target, ${AUDIT_TARGET_KEY_LENGTH}) AS nvarchar(${AUDIT_TARGET_KEY_LENGTH}));`,
@@ -884,16 +932,22 @@ export function mssqlSchemaDdl(schema: string): string {
     `  EXEC(N'CREATE NONCLUSTERED INDEX [IX_AuditLog_Target] ON ${t('audit')} (TargetKey, AtUtc, Id);');`,
     `IF NOT EXISTS (SELECT 1 FROM ${t('migrations')} WHERE Version = 8)`,
     recordVersion(schema, 8),
+    `COMMIT;`,
+    ...beginStep(schema),
     `-- TraceContext (schema version 9): a nullable column without a default, added where missing.`,
-    ...(['hot', 'archive', 'dlq'] as const).map(
+    ...(['archive', 'dlq', 'hot'] as const).map(
       (table) =>
         `IF COL_LENGTH(N'${t(table)}', N'TraceContext') IS NULL\n` +
         `  ALTER TABLE ${t(table)} ADD TraceContext varchar(2048) NULL;`,
     ),
     `IF NOT EXISTS (SELECT 1 FROM ${t('migrations')} WHERE Version = 9)`,
     recordVersion(schema, 9),
+    `COMMIT;`,
+    ...beginStep(schema),
     `IF NOT EXISTS (SELECT 1 FROM ${t('migrations')} WHERE Version = 10)`,
     recordVersion(schema, 10),
+    `COMMIT;`,
+    ...beginStep(schema),
     `-- Queue rate limits (schema version 11): nullable columns without a default, added where missing.`,
     ...QUEUE_RATE_COLUMNS.map(
       (col) =>
@@ -902,14 +956,18 @@ export function mssqlSchemaDdl(schema: string): string {
     ),
     `IF NOT EXISTS (SELECT 1 FROM ${t('migrations')} WHERE Version = 11)`,
     recordVersion(schema, 11),
+    `COMMIT;`,
+    ...beginStep(schema),
     `-- PayloadVersion (schema version 12): int NOT NULL with the constant default 1, added where missing.`,
-    ...(['hot', 'archive', 'dlq'] as const).map(
+    ...(['archive', 'dlq', 'hot'] as const).map(
       (table) =>
         `IF COL_LENGTH(N'${t(table)}', N'PayloadVersion') IS NULL\n` +
         `  ALTER TABLE ${t(table)} ADD ${columnDdl(MSSQL_TABLES[table], c('PayloadVersion', 'int', false, '1'))};`,
     ),
     `IF NOT EXISTS (SELECT 1 FROM ${t('migrations')} WHERE Version = 12)`,
     recordVersion(schema, 12),
+    `COMMIT;`,
+    ...beginStep(schema),
     ...HELD_V13_NOTE.map((line) => `-- ${line}`),
     `IF COL_LENGTH(N'${t('hot')}', N'HeldSinceUtc') IS NULL`,
     `  ALTER TABLE ${t('hot')} ADD ${columnDdl(MSSQL_TABLES.hot, HELD_SINCE_COLUMN)};`,
@@ -920,6 +978,8 @@ export function mssqlSchemaDdl(schema: string): string {
     `  EXEC(N'CREATE NONCLUSTERED INDEX [IX_JobsHot_Held] ON ${t('hot')} (Queue, HeldSinceUtc) INCLUDE (DueAtUtc) WHERE Status = 0 AND HeldSinceUtc IS NOT NULL;');`,
     `IF NOT EXISTS (SELECT 1 FROM ${t('migrations')} WHERE Version = 13)`,
     recordVersion(schema, 13),
+    `COMMIT;`,
+    ...beginStep(schema),
     `-- IX_JobsHot_ClaimType INCLUDE (PayloadVersion) (schema version 14): rebuilt where it lacks the column,`,
     `-- compiled apart (EXEC) since the column may have been added by this batch.`,
     `IF NOT EXISTS (SELECT 1 FROM sys.index_columns AS ic INNER JOIN sys.indexes AS ix ON ix.object_id = ic.object_id AND ix.index_id = ic.index_id WHERE ix.object_id = OBJECT_ID(N'${t('hot')}') AND ix.name = N'IX_JobsHot_ClaimType' AND COL_NAME(ic.object_id, ic.column_id) = N'PayloadVersion')`,
