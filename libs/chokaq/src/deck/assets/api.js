@@ -1,3 +1,4 @@
+// @ts-check
 // The Deck's only way to the server: JSON over fetch, and the stream read from a fetch body.
 // With a bearer-token app the token lives in this tab's sessionStorage and travels as the
 // Authorization header, never in a URL; with a cookie-session app no token is needed.

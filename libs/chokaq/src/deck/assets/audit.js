@@ -1,3 +1,4 @@
+// @ts-check
 // Audit log: every operator action, newest first, with its actor and what it touched.
 import { html, useState } from './vendor/preact-htm.js';
 import { get } from './api.js';

@@ -1,3 +1,4 @@
+// @ts-check
 // The throughput chart: uPlot, loaded only when the Overview first draws a chart.
 import { html, useEffect, useRef } from './vendor/preact-htm.js';
 

@@ -1,3 +1,4 @@
+// @ts-check
 // The Deck's shell: configuration, sign-in for bearer-token apps, the live snapshot, navigation.
 import { html, render, useEffect, useState } from './vendor/preact-htm.js';
 import { AuthRequired, get, openStream, setToken, token } from './api.js';

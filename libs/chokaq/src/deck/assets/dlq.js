@@ -1,3 +1,4 @@
+// @ts-check
 // DLQ: the filtered list (filters in the URL, so a view can be shared), and the bulk actions:
 // filter → preview (matched, will affect, sample ids) → typed confirmation → resurrect or purge.
 import { html, useState } from './vendor/preact-htm.js';

@@ -1,3 +1,4 @@
+// @ts-check
 // Top errors: the DLQ's error families (one per cause, whatever ids the messages carry), each a
 // link to the DLQ pre-filtered on it.
 import { html } from './vendor/preact-htm.js';

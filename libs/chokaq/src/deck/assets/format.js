@@ -1,3 +1,4 @@
+// @ts-check
 // Plain formatting for the panels. Everything here returns text; the views render text only.
 
 const nf = new Intl.NumberFormat();
@@ -75,18 +76,32 @@ export function clock(value) {
   return Number.isNaN(d.getTime()) ? '–' : d.toLocaleTimeString();
 }
 
-/** True for a Pending job an open circuit breaker holds back. */
+/**
+ * The fields of a job (a list row or the inspector's view, as JSON) that say whether a circuit holds it.
+ * @typedef {Pick<import('../../interfaces/job-view.interface').JobListItem, 'status' | 'heldSinceUtc' | 'scheduledAtUtc'>} HeldFields
+ */
+
+/**
+ * True for a Pending job an open circuit breaker holds back.
+ * @param {HeldFields} j
+ */
 export function isHeld(j) {
   return j.status === 0 && Boolean(j.heldSinceUtc);
 }
 
-/** A job's status, and for a Pending job an open circuit holds back, until when. */
+/**
+ * A job's status, and for a Pending job an open circuit holds back, until when.
+ * @param {HeldFields} j
+ */
 export function jobState(j) {
   const text = status(j.status);
   return isHeld(j) ? `${text} · held: circuit open until ${clock(j.scheduledAtUtc)}` : text;
 }
 
-/** {@link jobState} in a list row's few words (the full sentence as its title). */
+/**
+ * {@link jobState} in a list row's few words (the full sentence as its title).
+ * @param {HeldFields} j
+ */
 export function shortJobState(j) {
   return isHeld(j) ? `Held until ${clock(j.scheduledAtUtc)}` : status(j.status);
 }

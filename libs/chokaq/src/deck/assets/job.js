@@ -1,3 +1,4 @@
+// @ts-check
 // Job inspector: one job whole (payload through the app's redact), its attempts that did not end
 // in the archive, its audit entries, and the
 // actions that fit its pillar: cancel (active), edit-and-retry or resurrect, purge (DLQ).
@@ -187,7 +188,9 @@ function Actions({ job, act }) {
     try {
       parsed = JSON.parse(payload);
     } catch (err) {
-      setParseError(`The payload is not valid JSON: ${err.message}`);
+      setParseError(
+        `The payload is not valid JSON: ${err instanceof Error ? err.message : String(err)}`,
+      );
       return;
     }
     setParseError(null);

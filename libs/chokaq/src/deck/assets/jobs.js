@@ -1,3 +1,4 @@
+// @ts-check
 // Live jobs (the hot table, refreshed with every snapshot) and the Archive (keyset pages).
 import { html, useState } from './vendor/preact-htm.js';
 import { get, send } from './api.js';

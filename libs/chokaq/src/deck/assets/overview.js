@@ -1,3 +1,4 @@
+// @ts-check
 // Overview: live state, totals per pillar, throughput and failure rate, the chart, worst lag, workers.
 import { html, useState } from './vendor/preact-htm.js';
 import { get } from './api.js';
@@ -10,6 +11,7 @@ function rate(failed, succeeded) {
   return total === 0 ? null : failed / total;
 }
 
+/** @param {{ snapshot: Extract<import('../deck-snapshot.service').DeckSnapshot, { ok: true }> | null }} props */
 export function Overview({ snapshot }) {
   const [range, setRange] = useState('hour');
   const minute = snapshot ? Math.floor(new Date(snapshot.at).getTime() / 60_000) : 0;

@@ -1,3 +1,4 @@
+// @ts-check
 // Queues: a card per queue with its counts, lag and recent outcomes, and its controls.
 import { html, useState } from './vendor/preact-htm.js';
 import { send } from './api.js';
@@ -5,6 +6,12 @@ import { clock, ms, num } from './format.js';
 import { Empty, Outcome, useAction } from './ui.js';
 import { href } from './router.js';
 
+/**
+ * @typedef {import('../deck-snapshot.service').DeckQueue} DeckQueue
+ * @typedef {Extract<import('../deck-snapshot.service').DeckSnapshot, { ok: true }>} Snapshot
+ */
+
+/** @param {{ config: { readOnly: boolean }, snapshot: Snapshot | null }} props */
 export function Queues({ config, snapshot }) {
   const [showHidden, setShowHidden] = useState(false);
   const action = useAction();
@@ -32,6 +39,7 @@ export function Queues({ config, snapshot }) {
   </section>`;
 }
 
+/** @param {{ queue: DeckQueue, readOnly: boolean, act: (label: string, run: () => Promise<unknown>) => void }} props */
 function QueueCard({ queue: q, readOnly, act }) {
   const name = encodeURIComponent(q.name);
   const patch = (body, label) => act(label, () => send('PATCH', `queues/${name}`, body));
@@ -121,6 +129,7 @@ function QueueCard({ queue: q, readOnly, act }) {
 }
 
 /** `open` when any of the queue's circuits is open, else `half-open`. */
+/** @param {DeckQueue['circuits']} circuits */
 function circuitWord(circuits) {
   return circuits.some((c) => c.state === 'open') ? 'open' : 'half-open';
 }
@@ -129,6 +138,7 @@ function circuitWord(circuits) {
  * The queue's job types whose circuit is not closed on some live worker, and the jobs it holds:
  * they wait Pending, unrun, until the circuit lets a probe through.
  */
+/** @param {{ queue: DeckQueue }} props */
 function Circuits({ queue: q }) {
   const types = q.circuits
     .map((c) => `${c.type} ${c.state} on ${num(c.workers)} worker${c.workers === 1 ? '' : 's'}`)

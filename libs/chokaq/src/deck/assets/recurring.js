@@ -1,3 +1,4 @@
+// @ts-check
 // Recurring: each schedule's last and next slot, its last run, pause/resume and trigger now.
 import { html, useState } from './vendor/preact-htm.js';
 import { get, send } from './api.js';

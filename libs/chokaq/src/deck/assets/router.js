@@ -1,3 +1,4 @@
+// @ts-check
 // Hash routing: `#/panel`, `#/panel?filter=…` (a DLQ view can be shared by its URL), `#/jobs/<id>`.
 
 export function parseRoute(hash = location.hash) {

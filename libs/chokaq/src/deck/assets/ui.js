@@ -1,3 +1,4 @@
+// @ts-check
 // Small pieces every panel shares: loading a read, errors, the job table, filters and pages.
 import { html, useCallback, useEffect, useState } from './vendor/preact-htm.js';
 import { REASONS, ago, bytes, jobState, num, reason, shortJobState } from './format.js';

@@ -1,3 +1,4 @@
+// @ts-check
 // Workers: every worker of the cluster, alive and lost, with what it runs.
 import { html } from './vendor/preact-htm.js';
 import { get } from './api.js';
