@@ -7,6 +7,7 @@ import { ago, num } from './format.js';
 import { Empty, ErrorNote, useLoad } from './ui.js';
 import { href } from './router.js';
 
+/** @param {{ snapshot: Extract<import('../deck-snapshot.service').DeckSnapshot, { ok: true }> | null }} props */
 export function TopErrors({ snapshot }) {
   const refresh = snapshot ? Math.floor(new Date(snapshot.at).getTime() / 30_000) : 0;
   const { data, error } = useLoad(() => get('errors'), refresh);

@@ -162,6 +162,9 @@ function pretty(value) {
   }
 }
 
+/**
+ * @param {{ job: import('../../interfaces/job-view.interface').JobView, act: (label: string, run: () => Promise<unknown>) => void }} props
+ */
 function Actions({ job, act }) {
   const id = encodeURIComponent(job.id);
   const [payload, setPayload] = useState(pretty(job.payload));
@@ -262,6 +265,7 @@ const OUTCOMES = {
  * The runs that did not end in the archive, oldest first; a successful last run is the archive
  * row itself, so a job that succeeded first time shows none.
  */
+/** @param {{ attempts: import('../../interfaces/job-view.interface').JobAttempt[] }} props */
 function Attempts({ attempts }) {
   if (attempts.length === 0) {
     return html`<${Empty} text="No failed or interrupted attempt recorded." />`;
