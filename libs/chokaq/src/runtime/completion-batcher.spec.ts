@@ -177,6 +177,21 @@ describe('CompletionBatcher', () => {
     expect(jest.getTimerCount()).toBe(0);
   });
 
+  it('an idle batcher keeps no timer: nothing queued after a write arms nothing', async () => {
+    const archiveSucceeded = jest.fn(async (items: readonly CompletedJob[]) =>
+      items.map(({ id, leaseId }) => ({ id, leaseId })),
+    );
+    const batcher = new CompletionBatcher({ archiveSucceeded }, new RecordingLogger(), {
+      flushDelayMs: 20,
+    });
+    const done = batcher.add(item('a'));
+    await jest.advanceTimersByTimeAsync(20);
+    await expect(done).resolves.toBe(true);
+    expect(jest.getTimerCount()).toBe(0);
+    await jest.advanceTimersByTimeAsync(1_000);
+    expect(archiveSucceeded).toHaveBeenCalledTimes(1);
+  });
+
   it('flush rejects with the storage error and keeps the items for a retry', async () => {
     const batcher = new CompletionBatcher(
       {

@@ -408,6 +408,10 @@ describe('JobFinaliser', () => {
     h.storage.release.mockResolvedValueOnce(0);
     await h.finaliser.release(mixed, 0, () => undefined);
     expect(h.metrics.conflict.mock.calls[1]).toEqual([undefined, 'released', 2]);
+    const otherQueue = [claimedJob({ id: 'e', queue: 'x' }), claimedJob({ id: 'f' })];
+    h.storage.release.mockResolvedValueOnce(1);
+    await h.finaliser.release(otherQueue, 0, () => undefined);
+    expect(h.metrics.conflict.mock.calls[2]).toEqual([undefined, 'released', 1]);
   });
 
   it('a failing write is tried 3 times with backoff, then left to the rescue loop', async () => {
