@@ -1,62 +1,39 @@
 #!/usr/bin/env node
-// The static checks of `npm test` (what `npm run lint` and `npm run typecheck` run), in two lanes at
-// once: each tool is single-threaded, so on a machine with two cores or more the checks take about
-// half as long as one after the other. Each lane stops at its first failure; a lane's output is
-// printed when it ends, so the two never interleave. Exits non-zero when any check failed.
+// The static checks of `npm test`: `npm run lint` (ESLint, Prettier) and `npm run typecheck` (the
+// tsc projects) at once. Each tool is single-threaded, so on a machine with two cores or more the
+// two take about as long as the longer one (about 25 s each here). A check's output is printed
+// when it ends, so the two never interleave. Exits non-zero when either failed.
 'use strict';
 
 const { spawn } = require('node:child_process');
 const { join } = require('node:path');
 
 const ROOT = join(__dirname, '..');
-const bin = (name) => join(ROOT, 'node_modules', '.bin', name);
+const NPM = process.platform === 'win32' ? 'npm.cmd' : 'npm';
 
-/** Two lanes of about the same length on this project (each about 25 s on a 2-core machine). */
-const LANES = [
-  [
-    ['eslint', [bin('eslint'), '.']],
-    ['tsc (project)', [bin('tsc'), '-p', 'tsconfig.json', '--noEmit']],
-  ],
-  [
-    ['prettier', [bin('prettier'), '--check', '.']],
-    ['tsc (TypeORM 0.3 types)', [bin('tsc'), '-p', 'libs/chokaq/tsconfig.typeorm-0.3.json']],
-    ['deck vendor files', [process.execPath, join(__dirname, 'deck-assets.js'), 'vendor']],
-    ['tsc (the Deck)', [bin('tsc'), '-p', 'libs/chokaq/tsconfig.deck.json']],
-  ],
-];
-
-function run(label, [command, ...args]) {
+function run(script) {
+  const started = Date.now();
   return new Promise((resolve) => {
-    const child = spawn(command, args, { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(NPM, ['run', '--silent', script], {
+      cwd: ROOT,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     let out = '';
     child.stdout.on('data', (chunk) => (out += chunk));
     child.stderr.on('data', (chunk) => (out += chunk));
-    child.once('error', (error) => resolve({ label, code: 1, out: `${out}${error.message}\n` }));
-    child.once('close', (code) => resolve({ label, code: code ?? 1, out }));
+    const done = (code, extra = '') =>
+      resolve({ script, code, out: `${out}${extra}`, ms: Date.now() - started });
+    child.once('error', (error) => done(1, `${error.message}\n`));
+    child.once('close', (code) => done(code ?? 1));
   });
 }
 
-async function lane(steps) {
-  const results = [];
-  for (const [label, command] of steps) {
-    const started = Date.now();
-    const result = await run(label, command);
-    results.push({ ...result, ms: Date.now() - started });
-    if (result.code !== 0) break;
-  }
-  return results;
-}
-
 (async () => {
-  const lanes = await Promise.all(LANES.map(lane));
-  let failed = false;
-  for (const result of lanes.flat()) {
-    const verdict = result.code === 0 ? 'ok' : `FAILED (exit ${result.code})`;
-    process.stdout.write(`> ${result.label}: ${verdict}, ${(result.ms / 1000).toFixed(1)} s\n`);
-    if (result.code !== 0) {
-      failed = true;
-      process.stdout.write(result.out);
-    }
+  const results = await Promise.all(['lint', 'typecheck'].map(run));
+  for (const { script, code, out, ms } of results) {
+    const verdict = code === 0 ? 'ok' : `FAILED (exit ${code})`;
+    process.stdout.write(`> npm run ${script}: ${verdict}, ${(ms / 1000).toFixed(1)} s\n`);
+    if (code !== 0) process.stdout.write(out);
   }
-  process.exitCode = failed ? 1 : 0;
+  process.exitCode = results.every(({ code }) => code === 0) ? 0 : 1;
 })();

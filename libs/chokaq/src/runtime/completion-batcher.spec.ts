@@ -4,6 +4,12 @@ import { CompletionBatcher } from './completion-batcher';
 
 const item = (id: string): CompletedJob => ({ id, workerId: 'w', leaseId: 'l', durationMs: 5 });
 
+/** A storage `archiveSucceeded` that archives every run it is given. */
+const archivingAll = () =>
+  jest.fn(async (items: readonly CompletedJob[]) =>
+    items.map(({ id, leaseId }) => ({ id, leaseId })),
+  );
+
 /** A storage whose every write waits until the test opens its gate; records each write's size. */
 function gatedStorage() {
   const gate: Array<() => void> = [];
@@ -21,9 +27,7 @@ describe('CompletionBatcher', () => {
   afterEach(() => jest.useRealTimers());
 
   it('flushes a batch after the short timer, in one call', async () => {
-    const archiveSucceeded = jest.fn(async (items: readonly CompletedJob[]) =>
-      items.map(({ id, leaseId }) => ({ id, leaseId })),
-    );
+    const archiveSucceeded = archivingAll();
     const batcher = new CompletionBatcher({ archiveSucceeded }, new RecordingLogger(), {
       flushDelayMs: 20,
     });
@@ -38,9 +42,7 @@ describe('CompletionBatcher', () => {
   });
 
   it('flushes at once when the batch is full', async () => {
-    const archiveSucceeded = jest.fn(async (items: readonly CompletedJob[]) =>
-      items.map(({ id, leaseId }) => ({ id, leaseId })),
-    );
+    const archiveSucceeded = archivingAll();
     const batcher = new CompletionBatcher({ archiveSucceeded }, new RecordingLogger(), {
       maxBatch: 2,
       flushDelayMs: 1_000,
@@ -156,9 +158,7 @@ describe('CompletionBatcher', () => {
   });
 
   it('flush writes everything queued, in writes of maxWrite, and leaves no timer behind', async () => {
-    const archiveSucceeded = jest.fn(async (items: readonly CompletedJob[]) =>
-      items.map(({ id, leaseId }) => ({ id, leaseId })),
-    );
+    const archiveSucceeded = archivingAll();
     const batcher = new CompletionBatcher({ archiveSucceeded }, new RecordingLogger(), {
       maxBatch: 2,
       maxWrite: 2,
@@ -178,9 +178,7 @@ describe('CompletionBatcher', () => {
   });
 
   it('an idle batcher keeps no timer: nothing queued after a write arms nothing', async () => {
-    const archiveSucceeded = jest.fn(async (items: readonly CompletedJob[]) =>
-      items.map(({ id, leaseId }) => ({ id, leaseId })),
-    );
+    const archiveSucceeded = archivingAll();
     const batcher = new CompletionBatcher({ archiveSucceeded }, new RecordingLogger(), {
       flushDelayMs: 20,
     });

@@ -1,3 +1,5 @@
+import { SCHEMA_LOCK_BUSY_ERROR } from './mssql.schema';
+
 /**
  * SQL Server error numbers that are worth retrying: the operation had no effect and may succeed
  * on a second attempt (SPEC §3 "Transient errors").
@@ -13,12 +15,33 @@
  * - the connection broke under the request (reported with these numbers by some network stacks):
  *   64 network name no longer available, 233 no process on the other end of the pipe, 10053
  *   connection aborted, 10054 connection reset by the peer, 10060 connection timed out;
- * - 51000, ChokaQ's own: the schema bootstrap's applock stayed busy past its wait (another process
- *   is upgrading the schema: `SCHEMA_LOCK_BUSY_ERROR` in mssql.schema.ts); its start retries.
+ * - {@link SCHEMA_LOCK_BUSY_ERROR} (51000), ChokaQ's own: the schema bootstrap's applock stayed busy
+ *   past its wait (another process is upgrading the schema); its start retries.
  */
 export const MSSQL_TRANSIENT_NUMBERS: ReadonlySet<number> = new Set([
-  1205, 1222, -2, 601, 51000, 3960, 4060, 4221, 10928, 10929, 40143, 40197, 40501, 40540, 40613,
-  49918, 49919, 49920, 64, 233, 10053, 10054, 10060,
+  1205,
+  1222,
+  -2,
+  601,
+  SCHEMA_LOCK_BUSY_ERROR,
+  3960,
+  4060,
+  4221,
+  10928,
+  10929,
+  40143,
+  40197,
+  40501,
+  40540,
+  40613,
+  49918,
+  49919,
+  49920,
+  64,
+  233,
+  10053,
+  10054,
+  10060,
 ]);
 
 /**
