@@ -172,6 +172,23 @@ describeMssql('SQL Server session state and READ_COMMITTED_SNAPSHOT [live]', () 
     expect(await storage.getJob(failed.id)).toBeNull();
   });
 
+  it('history rows without a payload version (dead-lettered before schema version 12) read as version 1 and resurrect as version 1', async () => {
+    const nullable = await db.sql<{ table: string; nullable: boolean | number }>(
+      `SELECT OBJECT_NAME(object_id) AS [table], is_nullable AS nullable FROM sys.columns WHERE name = N'PayloadVersion' AND object_id IN (OBJECT_ID(N'[${schema}].[JobsArchive]'), OBJECT_ID(N'[${schema}].[JobsDLQ]')) ORDER BY [table]`,
+    );
+    expect(nullable.map((r) => [r.table, Number(r.nullable)])).toEqual([
+      ['JobsArchive', 1],
+      ['JobsDLQ', 1],
+    ]);
+    const queue = 'live.history.version';
+    const dead = await startOne(queue);
+    await storage.moveToDlq(dead, { reason: FailureReason.FatalError, error: 'Error: old' });
+    await db.sql(`UPDATE [${schema}].[JobsDLQ] SET PayloadVersion = NULL WHERE Id = @0`, [dead.id]);
+    expect(await storage.getJob(dead.id)).toMatchObject({ pillar: 'dlq', payloadVersion: 1 });
+    expect(await storage.resurrect(dead.id)).toBe(1);
+    expect(await storage.getJob(dead.id)).toMatchObject({ pillar: 'hot', payloadVersion: 1 });
+  });
+
   it('claim, rescue and bulk resurrect (UPDLOCK, READPAST) under READ_COMMITTED_SNAPSHOT', async () => {
     const queue = 'live.rcsi.rescue';
     const zombie = await startOne(queue);

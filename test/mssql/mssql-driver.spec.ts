@@ -34,6 +34,8 @@ import { stubMssqlDataSource } from './support/stub-data-source';
 interface Call {
   sql: string;
   inputs: Array<{ name: string; type: string; value: unknown }>;
+  /** The per-request overrides mssql's `Request` was constructed with (`requestTimeout`). */
+  overrides?: { requestTimeout?: number };
 }
 
 type Reply = Row[] | Row[][] | Error;
@@ -44,13 +46,17 @@ function mssqlResult(reply: Row[] | Row[][]) {
   return { recordsets, recordset: recordsets[0], output: {}, rowsAffected: [] as number[] };
 }
 
-function stubbedStorage(replies: Reply[]) {
+function stubbedStorage(replies: Reply[], settings: Partial<SqlStorageConfig> = {}) {
   const calls: Call[] = [];
   const dataSource = stubMssqlDataSource();
   const driver = dataSource.driver as SqlServerDriver;
   const real = driver.mssql;
   class StubRequest {
     private readonly inputs: Call['inputs'] = [];
+    constructor(
+      _parent?: unknown,
+      private readonly overrides?: Call['overrides'],
+    ) {}
     input(name: string, typeOrValue: unknown, value?: unknown): this {
       const typed = arguments.length === 3;
       // mssql takes a type either as the type function (`sql.Int`) or called (`sql.NVarChar(n)`).
@@ -63,7 +69,7 @@ function stubbedStorage(replies: Reply[]) {
       return this;
     }
     async query(sql: string) {
-      calls.push({ sql, inputs: this.inputs });
+      calls.push({ sql, inputs: this.inputs, overrides: this.overrides });
       const reply = replies.shift();
       if (reply === undefined) throw new Error(`unexpected query: ${sql.slice(0, 80)}`);
       if (reply instanceof Error) throw reply;
@@ -100,8 +106,10 @@ function stubbedStorage(replies: Reply[]) {
     notify: false,
     notifyReconnectMs: 1_000,
     preparedStatements: false,
+    schemaTimeoutMs: 0,
     busyTimeoutMs: 50,
     dataVersionPollMs: 50,
+    ...settings,
     // As the module does: the storage logs through Nest's Logger (a test records it there).
     logger: (context) => new Logger(context),
   };
@@ -510,6 +518,17 @@ describe('SQL Server dialect over TypeORM SqlServerQueryRunner (stubbed mssql Re
       const { storage } = stubbedStorage([[]]);
       await storage.ensureSchema();
       expect(logger.lines).toEqual([]);
+    });
+
+    it('the schema batch runs under its own request timeout (none by default), ordinary batches under the pool’s', async () => {
+      const unbounded = stubbedStorage([[], [{ Now: '2026-01-01T00:00:00.000' }]]);
+      await unbounded.storage.ensureSchema();
+      await unbounded.storage.now();
+      // 0 is tedious's "no timeout"; a request without overrides keeps the connection's requestTimeout.
+      expect(unbounded.calls.map((c) => c.overrides)).toEqual([{ requestTimeout: 0 }, undefined]);
+      const bounded = stubbedStorage([[]], { schemaTimeoutMs: 600_000 });
+      await bounded.storage.ensureSchema();
+      expect(bounded.calls[0].overrides).toEqual({ requestTimeout: 600_000 });
     });
   });
 

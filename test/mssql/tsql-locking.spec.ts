@@ -5,6 +5,7 @@ import {
   SCHEMA_LOCK_WAIT_MS,
   mssqlSchemaDdl,
 } from '../../libs/chokaq/src/storage/mssql/mssql.schema';
+import { mapJobView } from '../../libs/chokaq/src/storage/shared/row-mapper';
 import { CatalogueEntry, catalogue } from './support/statements';
 import { lockViolations } from './support/lock-rules';
 
@@ -318,11 +319,14 @@ describe('SQL Server lock hints and isolation', () => {
     }
   });
 
-  it('version 12: PayloadVersion in every pillar, int NOT NULL DEFAULT 1, added where missing; every move and both enqueues carry it; the claim filters exact pairs on it', () => {
+  it('version 12: PayloadVersion in every pillar (NOT NULL DEFAULT 1 in JobsHot, nullable in the history tables, so no upgrade rewrites them), added where missing; every move and both enqueues carry it; the claim filters exact pairs on it', () => {
     const ddl = mssqlSchemaDdl('chokaq');
     expect(MSSQL_SCHEMA_VERSION).toBeGreaterThanOrEqual(12);
     for (const table of ['JobsHot', 'JobsArchive', 'JobsDLQ']) {
-      const column = `PayloadVersion int NOT NULL CONSTRAINT [DF_${table}_PayloadVersion] DEFAULT 1`;
+      const column =
+        table === 'JobsHot'
+          ? `PayloadVersion int NOT NULL CONSTRAINT [DF_${table}_PayloadVersion] DEFAULT 1`
+          : 'PayloadVersion int NULL';
       expect(ddl).toMatch(
         new RegExp(
           `CREATE TABLE \\[chokaq\\]\\.\\[${table}\\] \\([^;]*${column.replace(/[[\]]/g, '\\$&')}`,
@@ -365,6 +369,35 @@ describe('SQL Server lock hints and isolation', () => {
         expect.stringMatching(/INSERT INTO \[chokaq\]\.\[JobsHot\] \([^)]*, PayloadVersion\)/),
       ]);
     }
+    // A row dead-lettered before version 12 holds NULL: it goes back to the hot table as version 1.
+    for (const e of entries.filter(
+      (x) => x.operation.startsWith('resurrect') && x.kind === 'move',
+    )) {
+      expect([e.name, e.statement.sql]).toEqual([
+        e.name,
+        expect.stringMatching(
+          /\nSELECT [^;]*ISNULL\(m\.PayloadVersion, 1\)[^;]*\nFROM @Moved AS m;/,
+        ),
+      ]);
+    }
+    // The history tables' NULL reads as 1, as the hot table's default would have written it.
+    const historyRow = {
+      Id: '01900000-0000-7000-8000-000000000001',
+      Queue: 'q',
+      Type: 't',
+      Payload: '{}',
+      Priority: 0,
+      AttemptCount: 1,
+      PayloadVersion: null,
+      CreatedAtUtc: '2026-01-01T00:00:00.000',
+      EnqueuedAtUtc: '2026-01-01T00:00:00.000',
+      LastUpdatedUtc: '2026-01-01T00:00:00.000',
+      Status: 3,
+      FailureReason: 1,
+      FailedAtUtc: '2026-01-01T00:00:00.000',
+    };
+    expect(mapJobView(historyRow, 'dlq').payloadVersion).toBe(1);
+    expect(mapJobView({ ...historyRow, PayloadVersion: 3 }, 'dlq').payloadVersion).toBe(3);
     const claim = one('fetchNextBatch').statement.sql;
     expect(claim).toContain(
       'DECLARE @Types TABLE (Queue varchar(255) NOT NULL, Type nvarchar(255) NOT NULL, MinVersion int NOT NULL, MaxVersion int NOT NULL, PRIMARY KEY (Queue, Type));',

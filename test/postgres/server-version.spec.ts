@@ -25,6 +25,7 @@ function storageReporting(version: number): PostgresJobStore {
     notify: false,
     notifyReconnectMs: 1_000,
     preparedStatements: false,
+    schemaTimeoutMs: 0,
     busyTimeoutMs: 50,
     dataVersionPollMs: 50,
     logger: () => new RecordingLogger(),

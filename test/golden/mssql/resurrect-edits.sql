@@ -12,7 +12,7 @@ OUTPUT deleted.Id, deleted.Queue, deleted.Type, deleted.Payload, deleted.Tags, d
 FROM @Ids AS i
 INNER LOOP JOIN [chokaq].[JobsDLQ] AS d ON d.Id = i.Id;
 INSERT INTO [chokaq].[JobsHot] (Id, Queue, Type, Payload, Tags, IdempotencyKey, Priority, Status, AttemptCount, WorkerId, LeaseId, HeartbeatUtc, ScheduledAtUtc, DueAtUtc, CreatedAtUtc, EnqueuedAtUtc, StartedAtUtc, LastUpdatedUtc, CreatedBy, LastModifiedBy, LastError, CancelRequestedUtc, Progress, ProgressNote, TraceContext, PayloadVersion)
-SELECT m.Id, m.Queue, m.Type, @1, @2, NULL, @3, 0, 0, NULL, NULL, NULL, NULL, @now, m.CreatedAtUtc, @now, NULL, @now, m.CreatedBy, ISNULL(@4, m.LastModifiedBy), ISNULL(m.ErrorDetails, m.LastError), NULL, NULL, NULL, m.TraceContext, m.PayloadVersion
+SELECT m.Id, m.Queue, m.Type, @1, @2, NULL, @3, 0, 0, NULL, NULL, NULL, NULL, @now, m.CreatedAtUtc, @now, NULL, @now, m.CreatedBy, ISNULL(@4, m.LastModifiedBy), ISNULL(m.ErrorDetails, m.LastError), NULL, NULL, NULL, m.TraceContext, ISNULL(m.PayloadVersion, 1)
 FROM @Moved AS m;
 DECLARE @NewQueues TABLE (Queue varchar(255) NOT NULL PRIMARY KEY);
 INSERT INTO @NewQueues (Queue) SELECT DISTINCT n.Queue FROM @Moved AS n

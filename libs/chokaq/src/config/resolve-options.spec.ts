@@ -244,9 +244,10 @@ describe('resolveChokaQOptions', () => {
             port: 1433,
             options: { encrypt: false },
             requestTimeoutMs: 120_000,
+            schemaTimeoutMs: 0,
           },
         }).storage,
-      ).toMatchObject({ type: 'mssql', host: 'db', requestTimeoutMs: 120_000 });
+      ).toMatchObject({ type: 'mssql', host: 'db', requestTimeoutMs: 120_000, schemaTimeoutMs: 0 });
     });
 
     it('passes payload.maxBytes down unless the storage sets its own', () => {
@@ -285,6 +286,9 @@ describe('resolveChokaQOptions', () => {
       ['storage.requestTimeoutMs', { type: 'mssql', host: 'h', requestTimeoutMs: 999 }],
       ['storage.requestTimeoutMs', { type: 'mssql', host: 'h', requestTimeoutMs: 2 ** 31 }],
       ['storage.requestTimeoutMs', { type: 'postgres', host: 'h', requestTimeoutMs: 60_000 }],
+      ['storage.schemaTimeoutMs', { type: 'mssql', host: 'h', schemaTimeoutMs: -1 }],
+      ['storage.schemaTimeoutMs', { type: 'mssql', host: 'h', schemaTimeoutMs: 2 ** 31 }],
+      ['storage.schemaTimeoutMs', { type: 'postgres', host: 'h', schemaTimeoutMs: 60_000 }],
       ['storage.dataSource', { dataSource: {} }],
       ['storage.autoCreateSchema', { type: 'sqlite', autoCreateSchema: 'yes' }],
       ['storage.schema', { type: 'sqlite', schema: '' }],

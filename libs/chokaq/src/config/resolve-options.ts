@@ -91,12 +91,20 @@ const STORAGE_KEYS: Record<string, string[]> = {
     'preparedStatements',
     ...COMMON_STORAGE_KEYS,
   ],
-  mssql: ['type', ...SERVER_KEYS, 'options', 'requestTimeoutMs', ...COMMON_STORAGE_KEYS],
+  mssql: [
+    'type',
+    ...SERVER_KEYS,
+    'options',
+    'requestTimeoutMs',
+    'schemaTimeoutMs',
+    ...COMMON_STORAGE_KEYS,
+  ],
   dataSource: [
     'dataSource',
     'notify',
     'notifyReconnectMs',
     'preparedStatements',
+    'schemaTimeoutMs',
     ...COMMON_STORAGE_KEYS,
   ],
 };
@@ -338,6 +346,8 @@ function resolveStorage(
   }
   // A driver timer; under 1 s it would cancel ordinary claims and moves of a busy server.
   if (kind === 'mssql') num('requestTimeoutMs', 1_000, MAX_TIMER_MS);
+  // 0 is none: a schema step is bounded by its lock waits, not by the size of the tables.
+  if (kind === 'mssql' || kind === 'dataSource') num('schemaTimeoutMs', 0, MAX_TIMER_MS);
   const storage = { ...given } as unknown as StorageOptions & { database?: string };
   if (kind === 'sqlite' && storage.database === undefined) storage.database = DEFAULT_SQLITE_FILE;
   if (storage.payloadMaxBytes === undefined) storage.payloadMaxBytes = payloadMaxBytes;

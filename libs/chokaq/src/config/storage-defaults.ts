@@ -43,6 +43,8 @@ export const STORAGE_DEFAULTS = {
   notifyReconnectMs: 1_000,
   /** PostgreSQL named prepared statements for the hot path. */
   preparedStatements: true,
+  /** SQL Server: the schema bootstrap batch's request timeout (0: none). */
+  schemaTimeoutMs: 0,
   /** SQLite `busy_timeout`. */
   busyTimeoutMs: 50,
   /** SQLite `PRAGMA data_version` poll. */

@@ -89,13 +89,22 @@ export interface MssqlStorageOptions extends CommonStorageOptions {
   options?: Record<string, unknown>;
   /**
    * How long one statement may run before the driver cancels it (mssql `requestTimeout`; the
-   * cancelled statement rolls back and is retried as a transient error). Default 90,000: above the
-   * 60 s a starting process waits for the schema bootstrap lock while another one creates or
-   * migrates the schema (the driver's own default, 15 s, would cancel that wait), and ChokaQ's
+   * cancelled statement rolls back and is retried as a transient error). Default 90,000: ChokaQ's
    * batches wait for row locks without a limit of their own (`LOCK_TIMEOUT -1`), so this bounds
-   * them. A borrowed `dataSource` keeps its own `requestTimeout`.
+   * them, well above what a claim or a move takes on a busy server (the driver's own default is
+   * 15 s). A borrowed `dataSource` keeps its own `requestTimeout`. The schema bootstrap has its
+   * own, {@link schemaTimeoutMs}.
    */
   requestTimeoutMs?: number;
+  /**
+   * How long the schema bootstrap batch (`ensureSchema` at start, `chokaq migrate`) may run before
+   * the driver cancels it, ms; 0, the default, is no limit. The batch commits one schema version at
+   * a time, and its waits are bounded inside it (60 s for the bootstrap lock, a short lock timeout
+   * with retry for each DDL statement), so what is left to bound is the work itself: an index built
+   * or a column added on a large table, which a timeout would roll back (that version only) and the
+   * retry would start again. Ordinary batches keep `requestTimeoutMs`.
+   */
+  schemaTimeoutMs?: number;
 }
 
 /** Reuse the application's own TypeORM `DataSource` (its dialect is detected). ChokaQ never destroys it. @publicApi */
@@ -107,6 +116,8 @@ export interface DataSourceStorageOptions extends CommonStorageOptions {
   notifyReconnectMs?: number;
   /** PostgreSQL only: see {@link PostgresStorageOptions.preparedStatements}. */
   preparedStatements?: boolean;
+  /** SQL Server only: see {@link MssqlStorageOptions.schemaTimeoutMs}. */
+  schemaTimeoutMs?: number;
 }
 
 /** Where ChokaQ keeps its tables. @publicApi */

@@ -128,6 +128,9 @@ export async function createJobStorage(
     preparedStatements:
       ('preparedStatements' in options ? options.preparedStatements : undefined) ??
       STORAGE_DEFAULTS.preparedStatements,
+    schemaTimeoutMs:
+      ('schemaTimeoutMs' in options ? options.schemaTimeoutMs : undefined) ??
+      STORAGE_DEFAULTS.schemaTimeoutMs,
     busyTimeoutMs:
       ('busyTimeoutMs' in options ? options.busyTimeoutMs : undefined) ??
       STORAGE_DEFAULTS.busyTimeoutMs,

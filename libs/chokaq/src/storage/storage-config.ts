@@ -17,6 +17,8 @@ export interface SqlStorageConfig {
   notifyReconnectMs: number;
   /** PostgreSQL named prepared statements for the hot path. */
   preparedStatements: boolean;
+  /** SQL Server: the schema bootstrap batch's request timeout, ms (0: none). */
+  schemaTimeoutMs: number;
   /** SQLite busy_timeout. */
   busyTimeoutMs: number;
   /** SQLite: `PRAGMA data_version` poll of workers' cross-process wake-ups (0: off). */

@@ -84,7 +84,7 @@ export class MssqlJobStore extends MssqlAdminStore implements DialectJobStore {
    * @inheritdoc
    */
   async ensureSchema(): Promise<void> {
-    const rows = await this.db.query('ensureSchema', SQL.ensureSchema(this.schema));
+    const rows = await this.db.schemaQuery('ensureSchema', SQL.ensureSchema(this.schema));
     const applied = rows.map((r) => num(r.Version)).sort((a, b) => a - b);
     if (applied.length === 0) return;
     // The script applies every missing version at once, so the newest one before it ran is the

@@ -16,6 +16,20 @@ export type Row = Record<string, unknown>;
 /** Runs one batch on the transaction's runner and returns its rows. */
 export type Exec = (statement: MssqlStatement) => Promise<Row[]>;
 
+/** What {@link MssqlConnection.schemaQuery} uses of TypeORM's SQL Server driver: its mssql pool and module. */
+interface MssqlDriverInternals {
+  obtainMasterConnection(): Promise<unknown>;
+  mssql: {
+    Request: new (
+      pool: unknown,
+      overrides: { requestTimeout: number },
+    ) => {
+      input(name: string, value: unknown): void;
+      query(sql: string): Promise<{ recordset?: unknown[] }>;
+    };
+  };
+}
+
 /** A ChokaQ-owned transaction, as {@link MssqlConnection.transaction} hands it to its body. */
 export interface MssqlTransaction {
   /** Runs one batch inside the transaction. */
@@ -85,6 +99,31 @@ export class MssqlConnection {
    */
   query(name: string, statement: MssqlStatement): Promise<Row[]> {
     return this.retry(name, () => this.execute(statement));
+  }
+
+  /**
+   * Runs the schema bootstrap batch, with the transient retry, under a request timeout of its own
+   * (`storage.schemaTimeoutMs`; 0, the default, is none) instead of the one that bounds ordinary
+   * batches: a version step that builds an index or adds a column on a large table must not be
+   * cancelled half-way by the 90 s meant for claims and moves, then rolled back and repeated by the
+   * retry. Its waits are bounded inside the batch (the applock's 60 s, each DDL statement's
+   * `LOCK_TIMEOUT`). mssql's `Request` takes the timeout per request (`requestTimeout` override,
+   * handed to tedious's `Request.setTimeout`, where 0 means none); TypeORM's `QueryRunner.query`
+   * cannot pass it, so the batch goes to the driver's pool directly. Without parameters `query`
+   * still runs it through `sp_executesql` (tedious `execSql`), so its `SET` options end with it.
+   */
+  schemaQuery(name: string, statement: MssqlStatement): Promise<Row[]> {
+    return this.retry(name, async () => {
+      assertDataSourceOpen(this.dataSource, 'SQL Server');
+      const driver = this.dataSource.driver as unknown as MssqlDriverInternals;
+      const pool = await driver.obtainMasterConnection();
+      const request = new driver.mssql.Request(pool, {
+        requestTimeout: this.config.schemaTimeoutMs,
+      });
+      for (const [i, value] of statement.params.entries()) request.input(String(i), value);
+      const result = await request.query(statement.sql);
+      return (result?.recordset ?? []) as Row[];
+    });
   }
 
   /** The transient retry of one operation (`operation` is told its attempt, 1 for the first). */

@@ -67,10 +67,10 @@ import { MAX_ATTEMPT_ERROR } from '../../validation/limits';
  *   know it): upgrade every worker before relying on one.
  * - 12: `PayloadVersion` in `JobsHot`, `JobsArchive` and `JobsDLQ`: the version of the job
  *   definition that enqueued the payload (`defineJob(…, { version })`, 1 without one), which every
- *   move copies and the claim filters on. `int NOT NULL` with the constant default 1, added where
- *   missing like version 6's columns: existing rows get 1, a metadata-only change where the
- *   edition supports it
- *   (https://learn.microsoft.com/en-us/sql/t-sql/statements/alter-table-transact-sql#adding-not-null-columns-as-an-online-operation).
+ *   move copies and the claim filters on. In `JobsHot` `int NOT NULL` with the constant default 1,
+ *   added where missing like version 6's columns (existing rows get 1); in the Archive and the DLQ
+ *   nullable without a default and read as 1 ({@link HISTORY_PAYLOAD_VERSION}), so the upgrade
+ *   never rewrites the history tables.
  *   A worker of version 11 keeps running (its inserts take the default; its claim does not filter
  *   on the version, so upgrade every worker before enqueuing a version 2).
  * - 13: `JobsHot.HeldSinceUtc` (a job an open circuit holds, since when it was first due) with
@@ -189,11 +189,26 @@ export const HELD_SINCE_COLUMN: MssqlColumn = c('HeldSinceUtc', 'datetime2(3)', 
 /** Every `JobsHot` column, in table order: {@link HOT_COLUMNS}, then {@link HELD_SINCE_COLUMN}. */
 export const HOT_TABLE_COLUMNS: readonly MssqlColumn[] = [...HOT_COLUMNS, HELD_SINCE_COLUMN];
 
+/**
+ * `PayloadVersion` of the Archive and the DLQ (schema version 12): nullable without a default,
+ * read as 1 when NULL. Adding it is then a metadata-only change on every edition (a nullable
+ * column without a default changes the table's metadata, not its rows:
+ * https://learn.microsoft.com/en-us/sql/t-sql/statements/alter-table-transact-sql), where
+ * `NOT NULL DEFAULT 1` rewrites every archived row on Standard, Web and Express editions ("online"
+ * only on Enterprise-class ones:
+ * https://learn.microsoft.com/en-us/sql/t-sql/statements/alter-table-transact-sql#adding-not-null-columns-as-an-online-operation),
+ * holding a schema-modification lock for as long. Every move writes it from the hot row, so only
+ * rows archived before the upgrade hold NULL; the resurrect copies `ISNULL(…, 1)` back to the hot
+ * table, whose column stays `NOT NULL DEFAULT 1` (it holds only live jobs, so adding it is short
+ * on any edition).
+ */
+const HISTORY_PAYLOAD_VERSION: MssqlColumn = c('PayloadVersion', 'int', true);
+
 /** Hot columns that still mean something once a job has left the hot table. */
 const HISTORY_BASE: readonly MssqlColumn[] = HOT_COLUMNS.filter(
   (col) =>
     !['Status', 'LeaseId', 'HeartbeatUtc', 'DueAtUtc', 'CancelRequestedUtc'].includes(col.name),
-);
+).map((col) => (col.name === 'PayloadVersion' ? HISTORY_PAYLOAD_VERSION : col));
 
 /** `JobsArchive` columns, in table order. */
 export const ARCHIVE_COLUMNS: readonly MssqlColumn[] = [
@@ -958,11 +973,12 @@ export function mssqlSchemaDdl(schema: string): string {
     recordVersion(schema, 11),
     `COMMIT;`,
     ...beginStep(schema),
-    `-- PayloadVersion (schema version 12): int NOT NULL with the constant default 1, added where missing.`,
+    `-- PayloadVersion (schema version 12), added where missing: nullable in the Archive and the DLQ`,
+    `-- (metadata only on every edition; read as 1), int NOT NULL DEFAULT 1 in JobsHot (live jobs only).`,
     ...(['archive', 'dlq', 'hot'] as const).map(
       (table) =>
         `IF COL_LENGTH(N'${t(table)}', N'PayloadVersion') IS NULL\n` +
-        `  ALTER TABLE ${t(table)} ADD ${columnDdl(MSSQL_TABLES[table], c('PayloadVersion', 'int', false, '1'))};`,
+        `  ALTER TABLE ${t(table)} ADD ${columnDdl(MSSQL_TABLES[table], table === 'hot' ? c('PayloadVersion', 'int', false, '1') : HISTORY_PAYLOAD_VERSION)};`,
     ),
     `IF NOT EXISTS (SELECT 1 FROM ${t('migrations')} WHERE Version = 12)`,
     recordVersion(schema, 12),

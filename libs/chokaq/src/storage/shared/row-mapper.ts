@@ -106,7 +106,7 @@ export function mapHotRow(raw: Row): HotJob {
     progress: numOrNull(r.progress),
     progressNote: str(r.progressnote),
     traceContext: parseTraceContext(r.tracecontext),
-    payloadVersion: r.payloadversion === undefined ? 1 : num(r.payloadversion),
+    payloadVersion: r.payloadversion == null ? 1 : num(r.payloadversion),
   };
 }
 
@@ -183,7 +183,7 @@ export function mapJobView(raw: Row, pillar: Pillar): JobView {
     progress: numOrNull(r.progress),
     progressNote: str(r.progressnote),
     traceContext: parseTraceContext(r.tracecontext),
-    payloadVersion: r.payloadversion === undefined ? 1 : num(r.payloadversion),
+    payloadVersion: r.payloadversion == null ? 1 : num(r.payloadversion),
     finishedAtUtc: toDate(r.finishedatutc),
     durationMs: numOrNull(r.durationms),
     failureReason: numOrNull(r.failurereason) as FailureReason | null,

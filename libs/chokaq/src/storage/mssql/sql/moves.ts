@@ -281,6 +281,8 @@ export function resurrect(
     CancelRequestedUtc: 'NULL',
     Progress: 'NULL',
     ProgressNote: 'NULL',
+    // Nullable in the DLQ (rows dead-lettered before schema version 12); NOT NULL in JobsHot.
+    PayloadVersion: 'ISNULL(m.PayloadVersion, 1)',
   };
   if (edits?.payload !== null && edits?.payload !== undefined) {
     overrides.Payload = p.nvarchar(edits.payload, 'max');
