@@ -189,6 +189,22 @@ describeMssql('SQL Server session state and READ_COMMITTED_SNAPSHOT [live]', () 
     expect(await storage.getJob(dead.id)).toMatchObject({ pillar: 'hot', payloadVersion: 1 });
   });
 
+  it('keys that differ only by case are different keys on a new install (binary key columns)', async () => {
+    const queue = 'live.keys.case';
+    const lower = await storage.enqueue({ queue, type: 'invoice.v2', idempotencyKey: 'order-7' });
+    const upper = await storage.enqueue({ queue, type: 'Invoice.V2', idempotencyKey: 'Order-7' });
+    expect(upper.id).not.toBe(lower.id);
+    expect(upper.created).toBe(true);
+    const rows = await storage.fetchNextBatch({
+      workerId: 'live-keys',
+      leaseId: randomUUID(),
+      limit: 10,
+      start: 0,
+      handled: { queues: [], types: [{ queue, type: 'Invoice.V2' }] },
+    });
+    expect(rows.map((r) => r.id)).toEqual([upper.id]);
+  });
+
   it('claim, rescue and bulk resurrect (UPDLOCK, READPAST) under READ_COMMITTED_SNAPSHOT', async () => {
     const queue = 'live.rcsi.rescue';
     const zombie = await startOne(queue);

@@ -31,6 +31,9 @@ import { stubMssqlDataSource } from './support/stub-data-source';
  * `bigint` columns as strings. These tests pin the placeholders the storage sends and that it reads
  * changed rows from the result set, never from `rowsAffected`.
  */
+/** What the statements are built for before `prepare()` has read the install (a new one: binary keys). */
+const BINARY: SQL.MssqlSchema = { name: 'chokaq', binaryKeys: true };
+
 interface Call {
   sql: string;
   inputs: Array<{ name: string; type: string; value: unknown }>;
@@ -166,7 +169,7 @@ describe('SQL Server dialect over TypeORM SqlServerQueryRunner (stubbed mssql Re
       handled: { queues: ['emails'], types: [{ queue: 'billing', type: 'invoice.v2' }] },
     });
     expect(calls).toHaveLength(1);
-    const expected = SQL.fetchNextBatch('chokaq', {
+    const expected = SQL.fetchNextBatch(BINARY, {
       workerId: LEASE.workerId,
       leaseId: LEASE.leaseId,
       limit: 20,
@@ -241,7 +244,7 @@ describe('SQL Server dialect over TypeORM SqlServerQueryRunner (stubbed mssql Re
       handled: { queues: ['emails'], types: [] },
       start: 1,
     };
-    const claimText = SQL.fetchNextBatch('chokaq', {
+    const claimText = SQL.fetchNextBatch(BINARY, {
       workerId: LEASE.workerId,
       leaseId: LEASE.leaseId,
       limit: 2,
@@ -249,7 +252,7 @@ describe('SQL Server dialect over TypeORM SqlServerQueryRunner (stubbed mssql Re
       types: [],
       start: 1,
     }).sql;
-    const readBackText = SQL.fetchNextBatchClaimed('chokaq', LEASE.workerId, LEASE.leaseId).sql;
+    const readBackText = SQL.fetchNextBatchClaimed(BINARY, LEASE.workerId, LEASE.leaseId).sql;
     /** The server committed the claim, then the connection dropped before the reply arrived. */
     const lostReply = () => Object.assign(new Error('socket hang up'), { code: 'ECONNRESET' });
     const started = {
@@ -609,6 +612,43 @@ describe('SQL Server dialect session state (stubbed mssql Request)', () => {
       'ALTER DATABASE [jobs] SET COMPATIBILITY_LEVEL = 130',
     );
   });
+
+  it.each([
+    [
+      'an install of an earlier release (the database collation)',
+      'SQL_Latin1_General_CP1_CI_AS',
+      false,
+    ],
+    ['a new or converted install', 'Latin1_General_100_BIN2', true],
+    ['no tables yet (the bootstrap creates binary keys)', null, true],
+  ])(
+    'prepare() reads the key columns’ collation and builds the statements for it: %s',
+    async (_case, collation, binaryKeys) => {
+      const { storage, calls } = stubbedStorage([
+        [{ CompatibilityLevel: 160, DatabaseName: 'jobs', KeyCollation: collation }],
+        [],
+        [],
+      ]);
+      await storage.prepare();
+      await storage.markAsProcessing([LEASE]);
+      const expected = SQL.markAsProcessing({ name: 'chokaq', binaryKeys }, [LEASE]).sql;
+      expect(calls[1].sql).toBe(expected);
+      expect(calls[1].sql.includes('COLLATE Latin1_General_100_BIN2')).toBe(binaryKeys);
+      // A conversion makes the same storage build binary-key statements from then on.
+      if (!binaryKeys) {
+        const converted = stubbedStorage([
+          [{ CompatibilityLevel: 160, DatabaseName: 'jobs', KeyCollation: collation }],
+          [{ Converted: 1 }],
+          [],
+        ]);
+        await converted.storage.prepare();
+        await expect(converted.storage.convertKeysToBinary!()).resolves.toBe(true);
+        expect(converted.calls[1].sql).toBe(SQL.convertKeysToBinary('chokaq').sql);
+        await converted.storage.markAsProcessing([LEASE]);
+        expect(converted.calls[2].sql).toContain('COLLATE Latin1_General_100_BIN2');
+      }
+    },
+  );
 
   it('prepare() accepts compatibility level 130 and above', async () => {
     const { storage, calls } = stubbedStorage([

@@ -166,9 +166,10 @@ function cases(): Case[] {
   const s = 'chokaq';
   return [
     ['ensureSchema', '', () => SQL.ensureSchema(s)],
+    ['convertKeysToBinary', '', () => SQL.convertKeysToBinary(s)],
     ['schemaStatus', '', () => SQL.schemaStatus(s)],
     ['now', '', () => SQL.now()],
-    ['prepare', '', () => SQL.prepare()],
+    ['prepare', '', () => SQL.prepare(s)],
     ['enqueue', 'key', (v) => SQL.enqueue(s, job(v, true))],
     ['enqueue', 'no key', (v) => SQL.enqueue(s, job(v, false))],
     ['enqueueMany', 'keys', (v) => SQL.enqueueMany(s, [job(v, true), job(v, false)])],

@@ -16,7 +16,7 @@ WHERE x.Queue IS NOT NULL AND x.Type IS NOT NULL AND x.MinVersion IS NOT NULL AN
 GROUP BY x.Queue, x.Type;
 INSERT INTO @Runnable (Queue, AllTypes, Budget, RateMax)
 SELECT q.Name, CAST(MAX(r.AllTypes) AS bit), q.MaxWorkers, q.RateLimitMax
-FROM (SELECT a.Queue, 1 AS AllTypes FROM OPENJSON(@3) WITH (Queue varchar(255) '$') AS a
+FROM (SELECT a.Queue AS Queue, 1 AS AllTypes FROM OPENJSON(@3) WITH (Queue varchar(255) '$') AS a
       UNION ALL SELECT y.Queue, 0 FROM @Types AS y) AS r
 INNER LOOP JOIN [chokaq].[Queues] AS q WITH (FORCESEEK) ON q.Name = r.Queue
 WHERE q.IsPaused = 0 AND q.IsActive = 1

@@ -119,7 +119,8 @@ const JOB: SQL.MssqlNewJob = {
  * the same filter fragment), each sort key in both directions, each edit combination, each
  * optional argument, and the DDL.
  */
-export function catalogue(schema = SCHEMA): CatalogueEntry[] {
+export function catalogue(schema: SQL.MssqlSchema = SCHEMA): CatalogueEntry[] {
+  const name = typeof schema === 'string' ? schema : schema.name;
   const out: CatalogueEntry[] = [];
   const add = (
     operation: string,
@@ -134,10 +135,11 @@ export function catalogue(schema = SCHEMA): CatalogueEntry[] {
       statement,
     });
 
-  add('ensureSchema', '', 'ddl', SQL.ensureSchema(schema));
-  add('schemaStatus', '', 'read', SQL.schemaStatus(schema));
+  add('ensureSchema', '', 'ddl', SQL.ensureSchema(name));
+  add('convertKeysToBinary', '', 'ddl', SQL.convertKeysToBinary(name));
+  add('schemaStatus', '', 'read', SQL.schemaStatus(name));
   add('now', '', 'read', SQL.now());
-  add('prepare', '', 'read', SQL.prepare());
+  add('prepare', '', 'read', SQL.prepare(name));
 
   for (const key of [null, 'k:1']) {
     for (const timing of ['none', 'delay', 'runAt'] as const) {

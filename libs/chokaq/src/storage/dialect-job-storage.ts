@@ -91,6 +91,7 @@ export interface DialectJobStorage extends Pick<
   | 'prepare'
   | 'ensureSchema'
   | 'schemaStatus'
+  | 'convertKeysToBinary'
   | 'close'
   | 'now'
   | 'subscribe'

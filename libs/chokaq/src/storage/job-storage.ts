@@ -178,6 +178,17 @@ export interface JobStore {
    */
   schemaStatus(): Promise<SchemaStatus>;
 
+  /**
+   * SQL Server only (absent on PostgreSQL and SQLite, whose keys always compare byte for byte):
+   * converts the key columns (queue, job type, idempotency key, queue and recurring job names) of
+   * an install created by an earlier release from the database's collation to a binary one, so
+   * keys that differ only by case are different keys, as on the other dialects (`chokaq migrate
+   * --binary-keys`). True when it converted them, false when they already were binary. It rebuilds
+   * the indexes of the Archive and the DLQ that name those columns: run it with the workers
+   * stopped. Never run at startup.
+   */
+  convertKeysToBinary?(): Promise<boolean>;
+
   /** Releases what this storage opened itself (a `DataSource` it created). A borrowed one is left open. */
   close(): Promise<void>;
 

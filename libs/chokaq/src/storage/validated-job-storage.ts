@@ -177,6 +177,12 @@ export class ValidatedJobStorage implements JobStorage {
   }
 
   /** @inheritdoc */
+  get convertKeysToBinary(): (() => Promise<boolean>) | undefined {
+    const store = this.store;
+    return store.convertKeysToBinary ? () => store.convertKeysToBinary!() : undefined;
+  }
+
+  /** @inheritdoc */
   close(): Promise<void> {
     return this.store.close();
   }

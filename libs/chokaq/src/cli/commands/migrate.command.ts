@@ -1,6 +1,7 @@
 import type { SchemaVersionInfo } from '../../interfaces/schema-status.interface';
 import { defineCommand } from '../args/command-definition';
 import { flag } from '../args/shared-options';
+import { CliUsageError } from '../errors/cli-usage.error';
 import { Block, fields, table, text } from '../format/view';
 
 /** Schema versions, one row each. */
@@ -26,15 +27,29 @@ export const migrateCommand = defineCommand({
     'Applies the versions this release has and the database lacks, as a starting worker does,',
     'and is safe while workers run. --dry-run prints the versions and the SQL it would run.',
     'A SQLite file is created if missing (not with --dry-run).',
+    'SQL Server: --binary-keys then converts the key columns of an install created by an earlier',
+    'release to a binary collation (keys that differ by case become different keys). It rebuilds',
+    'indexes of the archive and the DLQ: stop the workers first.',
   ],
   options: {
     'dry-run': { type: 'boolean', description: 'print what would run; change nothing' },
+    'binary-keys': {
+      type: 'boolean',
+      description: 'SQL Server: also convert the key columns to a binary collation',
+    },
   },
   positionals: { min: 0, max: 0 },
   database: 'migrate',
-  parse: (line) => ({ dryRun: flag(line, 'dry-run') }),
+  parse: (line) => {
+    const dryRun = flag(line, 'dry-run');
+    const binaryKeys = flag(line, 'binary-keys');
+    if (dryRun && binaryKeys) {
+      throw new CliUsageError('--binary-keys cannot be combined with --dry-run', 'migrate');
+    }
+    return { dryRun, binaryKeys };
+  },
   databaseFor: ({ dryRun }) => (dryRun ? 'any' : 'migrate'),
-  async run({ dryRun }, { schema }) {
+  async run({ dryRun, binaryKeys }, { schema }) {
     const before = await schema.schemaStatus();
     const where = `${before.dialect} schema '${before.schema}'`;
     if (dryRun) {
@@ -55,7 +70,14 @@ export const migrateCommand = defineCommand({
             ],
       };
     }
+    if (binaryKeys && !schema.convertKeysToBinary) {
+      throw new CliUsageError(
+        `--binary-keys is for SQL Server; ${before.dialect} keys already compare byte for byte`,
+        'migrate',
+      );
+    }
     await schema.ensureSchema();
+    const converted = binaryKeys ? await schema.convertKeysToBinary!() : undefined;
     const after = await schema.schemaStatus();
     // What the lock's holder applied: this process, or another that got the lock first.
     const stillPending = new Set(after.pending.map((m) => m.version));
@@ -67,16 +89,27 @@ export const migrateCommand = defineCommand({
         fromVersion: before.currentVersion,
         toVersion: after.currentVersion,
         applied,
+        ...(converted === undefined ? {} : { binaryKeysConverted: converted }),
       },
-      view:
-        applied.length === 0
+      view: [
+        ...(applied.length === 0
           ? [text(`The ${where} is current (version ${after.currentVersion}); nothing to apply.`)]
           : [
               text(
                 `Migrated the ${where} from version ${before.currentVersion} to ${after.currentVersion}:`,
               ),
               versionTable(applied),
-            ],
+            ]),
+        ...(converted === undefined
+          ? []
+          : [
+              text(
+                converted
+                  ? 'Converted the key columns to a binary collation.'
+                  : 'The key columns were binary already; nothing to convert.',
+              ),
+            ]),
+      ],
     };
   },
 });

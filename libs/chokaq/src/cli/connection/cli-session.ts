@@ -7,5 +7,5 @@ import type { JobStore } from '../../storage/job-storage';
  */
 export interface CliSession {
   readonly admin: ChokaQAdmin;
-  readonly schema: Pick<JobStore, 'schemaStatus' | 'ensureSchema'>;
+  readonly schema: Pick<JobStore, 'schemaStatus' | 'ensureSchema' | 'convertKeysToBinary'>;
 }

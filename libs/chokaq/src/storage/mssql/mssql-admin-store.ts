@@ -28,10 +28,11 @@ const BULK_BATCH = 500;
  * keeps each file readable (the job store holds what the worker runs on).
  */
 export class MssqlAdminStore {
-  protected readonly schema: string;
+  constructor(protected readonly db: MssqlConnection) {}
 
-  constructor(protected readonly db: MssqlConnection) {
-    this.schema = db.schema;
+  /** The schema the statements are built for, with how its key columns compare. */
+  protected get schema(): SQL.MssqlSchema {
+    return this.db.target;
   }
 
   // ---------------------------------------------------------------- cancel
@@ -148,7 +149,7 @@ export class MssqlAdminStore {
     const done: RetentionResult = { archive: 0, dlq: 0, metricBuckets: 0, workers: 0, audit: 0 };
     const drain = async (
       table: keyof RetentionResult,
-      step: (schema: string, ageMs: number, batch: number) => MssqlStatement,
+      step: (schema: SQL.MssqlSchema, ageMs: number, batch: number) => MssqlStatement,
       ageMs: number,
     ): Promise<void> => {
       for (;;) {

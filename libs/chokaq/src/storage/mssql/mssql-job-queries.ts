@@ -50,12 +50,14 @@ import * as SQL from './sql';
  * {@link MssqlJobStore}, which owns the lifecycle.
  */
 export class MssqlJobQueries implements DialectJobQueries {
-  private readonly schema: string;
   /** Families of the error lines the top errors met before (a dashboard polls them). */
   private readonly families = new ErrorFamilyMemo();
 
-  constructor(private readonly db: MssqlConnection) {
-    this.schema = db.schema;
+  constructor(private readonly db: MssqlConnection) {}
+
+  /** The schema the statements are built for, with how its key columns compare. */
+  private get schema(): SQL.MssqlSchema {
+    return this.db.target;
   }
 
   // ---------------------------------------------------------------- reads

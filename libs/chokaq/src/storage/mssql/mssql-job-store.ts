@@ -26,7 +26,12 @@ import { OWN_DATA_SOURCE_REASON, SqlHandlerTransaction } from '../shared/handler
 import { mapHotRow, toDate } from '../shared/row-mapper';
 import { isDuplicateKeyError } from './mssql-errors';
 import { idsOf, MssqlConnection, num, Row } from './mssql.connection';
-import { MSSQL_MIGRATIONS, MSSQL_SCHEMA_VERSION, mssqlSchemaDdl } from './mssql.schema';
+import {
+  BINARY_KEY_COLLATION,
+  MSSQL_MIGRATIONS,
+  MSSQL_SCHEMA_VERSION,
+  mssqlSchemaDdl,
+} from './mssql.schema';
 import { MssqlAdminStore } from './mssql-admin-store';
 import * as SQL from './sql';
 
@@ -67,7 +72,10 @@ export class MssqlJobStore extends MssqlAdminStore implements DialectJobStore {
    * @inheritdoc
    */
   async prepare(): Promise<void> {
-    const rows = await this.db.query('prepare', SQL.prepare());
+    const rows = await this.db.query('prepare', SQL.prepare(this.db.schema));
+    this.db.observeKeyCollation(
+      rows[0]?.KeyCollation == null ? null : String(rows[0].KeyCollation),
+    );
     const level = num(rows[0]?.CompatibilityLevel);
     if (level > 0 && level < MIN_COMPATIBILITY_LEVEL) {
       throw new ChokaQCompatibilityLevelError(
@@ -84,7 +92,7 @@ export class MssqlJobStore extends MssqlAdminStore implements DialectJobStore {
    * @inheritdoc
    */
   async ensureSchema(): Promise<void> {
-    const rows = await this.db.schemaQuery('ensureSchema', SQL.ensureSchema(this.schema));
+    const rows = await this.db.schemaQuery('ensureSchema', SQL.ensureSchema(this.db.schema));
     const applied = rows.map((r) => num(r.Version)).sort((a, b) => a - b);
     if (applied.length === 0) return;
     // The script applies every missing version at once, so the newest one before it ran is the
@@ -94,10 +102,25 @@ export class MssqlJobStore extends MssqlAdminStore implements DialectJobStore {
     logEvent(
       this.db.logger,
       'SchemaMigrated',
-      `SQL Server schema [${this.schema}] migrated from version ${from} to ${to} ` +
+      `SQL Server schema [${this.db.schema}] migrated from version ${from} to ${to} ` +
         `(applied ${applied.join(', ')})`,
-      { dialect: 'mssql', schema: this.schema, fromVersion: from, toVersion: to, applied },
+      { dialect: 'mssql', schema: this.db.schema, fromVersion: from, toVersion: to, applied },
     );
+  }
+
+  /**
+   * Runs `mssqlBinaryKeysScript` (one transaction under the schema's applock, nothing to do on an
+   * install whose keys are binary already), under the schema batch's timeout; the statements of
+   * this storage then declare their key columns in the binary collation.
+   * @inheritdoc
+   */
+  async convertKeysToBinary(): Promise<boolean> {
+    const rows = await this.db.schemaQuery(
+      'convertKeysToBinary',
+      SQL.convertKeysToBinary(this.db.schema),
+    );
+    this.db.observeKeyCollation(BINARY_KEY_COLLATION);
+    return num(rows[0]?.Converted) === 1;
   }
 
   /**
@@ -107,18 +130,18 @@ export class MssqlJobStore extends MssqlAdminStore implements DialectJobStore {
    * @inheritdoc
    */
   async schemaStatus(): Promise<SchemaStatus> {
-    const applied = (await this.db.query('schemaStatus', SQL.schemaStatus(this.schema))).map((r) =>
-      num(r.Version),
+    const applied = (await this.db.query('schemaStatus', SQL.schemaStatus(this.db.schema))).map(
+      (r) => num(r.Version),
     );
     const done = new Set(applied);
     const pending = MSSQL_MIGRATIONS.filter((m) => !done.has(m.version));
     return {
       dialect: 'mssql',
-      schema: this.schema,
+      schema: this.db.schema,
       currentVersion: Math.max(0, ...applied),
       latestVersion: MSSQL_SCHEMA_VERSION,
       pending: pending.map(({ version, description }) => ({ version, description })),
-      script: pending.length === 0 ? '' : mssqlSchemaDdl(this.schema),
+      script: pending.length === 0 ? '' : mssqlSchemaDdl(this.db.schema),
     };
   }
 

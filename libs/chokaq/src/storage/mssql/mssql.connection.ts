@@ -9,6 +9,8 @@ import { withTransientRetry } from '../shared/transient-retry';
 import { SqlStorageConfig } from '../storage-config';
 import { isTransientMssqlError } from './mssql-errors';
 import { MssqlStatement } from './mssql-params';
+import { BINARY_KEY_COLLATION } from './mssql.schema';
+import type { MssqlSchema } from './sql';
 
 /** One row of a batch's first result set, as the driver returns it. */
 export type Row = Record<string, unknown>;
@@ -74,10 +76,32 @@ export class MssqlConnection {
   /** Under the name the dialect has always logged with. */
   readonly logger: ChokaQLogger;
 
+  /**
+   * Whether the install's key columns are binary (`BINARY_KEY_COLLATION`), as `prepare()` read it
+   * ({@link observeKeyCollation}); true until then, as `ensureSchema()` creates a new install.
+   */
+  private binaryKeys = true;
+
   constructor(readonly config: SqlStorageConfig) {
     this.logger = config.logger('MssqlJobStorage');
     this.dataSource = config.dataSource;
     this.schema = config.schema;
+  }
+
+  /** What the statement builders are given: the schema, and how its key columns compare. */
+  get target(): MssqlSchema {
+    return { name: this.schema, binaryKeys: this.binaryKeys };
+  }
+
+  /**
+   * Records the collation of `JobsHot.Queue` (null: no such table yet). An install created by an
+   * earlier release, or by a DBA's script of one, keeps the database's collation until
+   * `chokaq migrate --binary-keys` converts it; its statements then declare their table variables
+   * without `COLLATE`, exactly as before. A missing table is a new install, which the bootstrap
+   * creates with binary keys.
+   */
+  observeKeyCollation(collation: string | null): void {
+    this.binaryKeys = collation === null || collation === BINARY_KEY_COLLATION;
   }
 
   /** Runs one batch on `runner`, or on a pooled runner of its own that it releases. */

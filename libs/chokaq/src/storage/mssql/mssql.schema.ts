@@ -131,6 +131,11 @@ export interface MssqlColumn {
   readonly nullable: boolean;
   /** Default expression, if any. */
   readonly default?: string;
+  /**
+   * A key the application names (queue, job type, idempotency key, queue or recurring job name):
+   * compared byte for byte, in {@link BINARY_KEY_COLLATION} on installs created by this version.
+   */
+  readonly key?: true;
 }
 
 const c = (name: string, type: string, nullable: boolean, def?: string): MssqlColumn => ({
@@ -139,6 +144,34 @@ const c = (name: string, type: string, nullable: boolean, def?: string): MssqlCo
   nullable,
   default: def,
 });
+/** A {@link MssqlColumn.key} column. */
+const key = (name: string, type: string, nullable: boolean): MssqlColumn => ({
+  ...c(name, type, nullable),
+  key: true,
+});
+
+/**
+ * The collation of the key columns of a new install ({@link MssqlColumn.key}): a binary one, so
+ * `Order-7` and `order-7` are two idempotency keys, `Invoice.V2` and `invoice.v2` two job types,
+ * as they are on PostgreSQL and SQLite. The database's default collation is case-insensitive on a
+ * default install and on Azure SQL, and a column without `COLLATE` takes it
+ * (https://learn.microsoft.com/en-us/sql/relational-databases/collations/set-or-change-the-column-collation).
+ * `_BIN2` compares code points (https://learn.microsoft.com/en-us/sql/relational-databases/collations/collation-and-unicode-support#Binary-collations).
+ * SQL Server still ignores trailing blanks in `=` under every collation, which is why the edge
+ * refuses keys that end with whitespace. Installs created before keep the database's collation
+ * until `chokaq migrate --binary-keys` converts them ({@link mssqlBinaryKeysScript}).
+ */
+export const BINARY_KEY_COLLATION = 'Latin1_General_100_BIN2';
+
+/**
+ * The collation the search filter compares in, whatever the columns': case-insensitive (and
+ * accent-sensitive), as PostgreSQL's `ILIKE` and SQLite's `LIKE` are for ASCII, so a
+ * search for `invoice` finds `Invoice.V2` on a binary-key install too. An explicit `COLLATE` on
+ * the column wins over its own collation
+ * (https://learn.microsoft.com/en-us/sql/t-sql/statements/collation-precedence-transact-sql); the
+ * search reads with a leading `%`, a scan in any collation.
+ */
+export const SEARCH_COLLATION = 'Latin1_General_100_CI_AS';
 const NOW = 'SYSUTCDATETIME()';
 
 /**
@@ -147,11 +180,11 @@ const NOW = 'SYSUTCDATETIME()';
  */
 export const HOT_COLUMNS: readonly MssqlColumn[] = [
   c('Id', 'varchar(36)', false),
-  c('Queue', 'varchar(255)', false),
-  c('Type', 'nvarchar(255)', false),
+  key('Queue', 'varchar(255)', false),
+  key('Type', 'nvarchar(255)', false),
   c('Payload', 'nvarchar(max)', false),
   c('Tags', 'nvarchar(max)', true),
-  c('IdempotencyKey', 'nvarchar(255)', true),
+  key('IdempotencyKey', 'nvarchar(255)', true),
   c('Priority', 'int', false),
   c('Status', 'tinyint', false),
   c('AttemptCount', 'int', false, '0'),
@@ -233,7 +266,7 @@ const DEFERRED_TOTAL_COLUMN: MssqlColumn = c('DeferredTotal', 'bigint', false, '
 
 /** `StatsSummary` columns: lifetime counters per queue, never decremented. */
 export const STATS_COLUMNS: readonly MssqlColumn[] = [
-  c('Queue', 'varchar(255)', false),
+  key('Queue', 'varchar(255)', false),
   c('SucceededTotal', 'bigint', false, '0'),
   c('FailedTotal', 'bigint', false, '0'),
   c('CancelledTotal', 'bigint', false, '0'),
@@ -258,7 +291,7 @@ export const BUCKET_LAG_COLUMNS: readonly MssqlColumn[] = [
  */
 export const BUCKET_COLUMNS: readonly MssqlColumn[] = [
   c('BucketUtc', 'datetime2(0)', false),
-  c('Queue', 'varchar(255)', false),
+  key('Queue', 'varchar(255)', false),
   c('Outcome', 'tinyint', false),
   c('FailureReason', 'smallint', false),
   c('CompletedCount', 'bigint', false, '0'),
@@ -285,7 +318,7 @@ export const QUEUE_RATE_COLUMNS: readonly MssqlColumn[] = [
 
 /** `Queues` columns: the runtime controls of each queue. */
 export const QUEUE_COLUMNS: readonly MssqlColumn[] = [
-  c('Name', 'varchar(255)', false),
+  key('Name', 'varchar(255)', false),
   c('IsPaused', 'bit', false, '0'),
   c('IsActive', 'bit', false, '1'),
   c('MaxWorkers', 'int', true),
@@ -298,11 +331,11 @@ export const QUEUE_COLUMNS: readonly MssqlColumn[] = [
 
 /** `RecurringJobs` columns. */
 export const RECURRING_COLUMNS: readonly MssqlColumn[] = [
-  c('Name', 'nvarchar(255)', false),
+  key('Name', 'nvarchar(255)', false),
   c('Cron', 'varchar(255)', false),
   c('TimeZone', 'varchar(100)', false),
-  c('Queue', 'varchar(255)', false),
-  c('Type', 'nvarchar(255)', false),
+  key('Queue', 'varchar(255)', false),
+  key('Type', 'nvarchar(255)', false),
   c('Payload', 'nvarchar(max)', false),
   c('LastSlotUtc', 'datetime2(3)', true),
   c('NextSlotUtc', 'datetime2(3)', false),
@@ -441,7 +474,18 @@ export function qualify(schema: string, table: MssqlTable): string {
 
 function columnDdl(table: string, col: MssqlColumn): string {
   const def = col.default ? ` CONSTRAINT [DF_${table}_${col.name}] DEFAULT ${col.default}` : '';
-  return `${col.name} ${col.type} ${col.nullable ? 'NULL' : 'NOT NULL'}${def}`;
+  return `${col.name} ${columnType(col, true)} ${col.nullable ? 'NULL' : 'NOT NULL'}${def}`;
+}
+
+/**
+ * The type of `col` as declared: a key column with `COLLATE` when `binaryKeys` (the tables of a new
+ * install, and the table variables of statements run against a binary-key install, which must
+ * compare in the same collation: two column collations meet in `=` only when equal, else error
+ * 468, and a table variable's columns take the database's default
+ * (https://learn.microsoft.com/en-us/sql/t-sql/statements/collation-precedence-transact-sql)).
+ */
+export function columnType(col: MssqlColumn, binaryKeys: boolean): string {
+  return col.key && binaryKeys ? `${col.type} COLLATE ${BINARY_KEY_COLLATION}` : col.type;
 }
 
 function createTable(
@@ -1006,4 +1050,136 @@ export function mssqlSchemaDdl(schema: string): string {
     `SELECT Version FROM @Applied ORDER BY Version;`,
   ];
   return `${parts.join('\n')}\n`;
+}
+
+/** The key columns of each table ({@link MssqlColumn.key}), as their tables declare them. */
+function keyColumnsOf(): Array<{ table: MssqlTable; column: MssqlColumn }> {
+  const byTable: Array<[MssqlTable, readonly MssqlColumn[]]> = [
+    ['hot', HOT_COLUMNS],
+    ['archive', ARCHIVE_COLUMNS],
+    ['dlq', DLQ_COLUMNS],
+    ['stats', STATS_COLUMNS],
+    ['buckets', BUCKET_COLUMNS],
+    ['queues', QUEUE_COLUMNS],
+    ['recurring', RECURRING_COLUMNS],
+  ];
+  return byTable.flatMap(([table, columns]) =>
+    columns.filter((col) => col.key).map((column) => ({ table, column })),
+  );
+}
+
+/** The clustered primary keys on key columns, as `createTable` declares them. */
+const KEYED_PRIMARY_KEYS: ReadonlyArray<{ table: MssqlTable; name: string; keys: string }> = [
+  { table: 'stats', name: 'PK_StatsSummary', keys: 'Queue' },
+  { table: 'buckets', name: 'PK_MetricBuckets', keys: 'BucketUtc, Queue, Outcome, FailureReason' },
+  { table: 'queues', name: 'PK_Queues', keys: 'Name' },
+  { table: 'recurring', name: 'PK_RecurringJobs', keys: 'Name' },
+];
+
+/**
+ * The nonclustered indexes that name a key column (as a key or an INCLUDE), in their definitions
+ * of the current version: those of {@link INDEXES}, `IX_JobsHot_ClaimType` with version 14's
+ * INCLUDE, and version 13's `IX_JobsHot_Held`.
+ */
+function keyedIndexes(): IndexSpec[] {
+  const keyNames = new Set(keyColumnsOf().map((k) => `${k.table}.${k.column.name}`));
+  const names = (list: string | undefined) =>
+    (list ?? '').split(',').map((part) => part.trim().split(' ')[0]);
+  const current = INDEXES.map((index) =>
+    index.name === 'IX_JobsHot_ClaimType' ? { ...index, include: 'PayloadVersion' } : index,
+  );
+  const held: IndexSpec = {
+    serves: 'getQueueHealth: the held rows of one queue (schema version 13)',
+    table: 'hot',
+    name: 'IX_JobsHot_Held',
+    keys: 'Queue, HeldSinceUtc',
+    include: 'DueAtUtc',
+    where: 'Status = 0 AND HeldSinceUtc IS NOT NULL',
+  };
+  return [...current, held].filter((index) =>
+    [...names(index.keys), ...names(index.include)].some((n) =>
+      keyNames.has(`${index.table}.${n}`),
+    ),
+  );
+}
+
+/**
+ * Why `--binary-keys` converts an install the way it does (printed above its statements).
+ */
+const BINARY_KEYS_NOTE: readonly string[] = [
+  `Converts the key columns (queue, job type, idempotency key, queue and recurring job names) of an`,
+  `install created by an earlier release to ${BINARY_KEY_COLLATION}. A column cannot change its`,
+  'collation while an index, a statistic or a constraint names it:',
+  'https://learn.microsoft.com/en-us/sql/relational-databases/collations/set-or-change-the-column-collation',
+  'so they are dropped, the columns altered and the indexes and keys built again, in one transaction',
+  'under the schema applock. It rewrites the indexes of the Archive and the DLQ: run it with the',
+  'workers stopped, in a maintenance window. Keys that differ only by case must be told apart before',
+  'it runs (a primary key or the unique idempotency index would refuse them after: error 1505).',
+  'A second run changes nothing (it tests the collation of JobsHot.Queue first).',
+];
+
+/**
+ * The conversion of an existing install's key columns to {@link BINARY_KEY_COLLATION}, what
+ * `chokaq migrate --binary-keys` runs after the ordinary migration: never at startup, since it
+ * rebuilds the Archive's and the DLQ's indexes. One transaction under the schema's applock; it
+ * does nothing on an install whose `JobsHot.Queue` already has the collation. Statistics that
+ * name a key column and are not an index's own (auto-created or user-created) are dropped first
+ * through dynamic SQL (their names are the server's); SQL Server creates them again when a query
+ * needs them.
+ */
+export function mssqlBinaryKeysScript(schema: string): string {
+  const t = (name: MssqlTable) => qualify(schema, name);
+  const keys = keyColumnsOf();
+  const tablesWithKeys = [...new Set(keys.map((k) => k.table))];
+  const keyColumnList = [...new Set(keys.map((k) => `N'${k.column.name}'`))].join(', ');
+  const tableList = tablesWithKeys.map((table) => `OBJECT_ID(N'${t(table)}')`).join(', ');
+  const indexes = keyedIndexes();
+  return (
+    [
+      `-- ChokaQ for NestJS: SQL Server schema [${schema}], binary key columns.`,
+      ...BINARY_KEYS_NOTE.map((line) => `-- ${line}`),
+      `SET NOCOUNT ON;`,
+      `SET XACT_ABORT ON;`,
+      `SET ANSI_NULLS ON;`,
+      `SET QUOTED_IDENTIFIER ON;`,
+      `DECLARE @lockResult int;`,
+      `DECLARE @dropStats nvarchar(max) = N'';`,
+      `DECLARE @converted int = 0;`,
+      ...beginStep(schema),
+      `IF EXISTS (SELECT 1 FROM sys.columns WHERE object_id = OBJECT_ID(N'${t('hot')}') AND name = N'Queue' AND collation_name <> N'${BINARY_KEY_COLLATION}')`,
+      `BEGIN`,
+      ...indexes.map((index) => `  DROP INDEX IF EXISTS [${index.name}] ON ${t(index.table)};`),
+      ...KEYED_PRIMARY_KEYS.map(
+        (pk) => `  ALTER TABLE ${t(pk.table)} DROP CONSTRAINT [${pk.name}];`,
+      ),
+      `  SELECT @dropStats = @dropStats + N'DROP STATISTICS ' + QUOTENAME(OBJECT_SCHEMA_NAME(s.object_id)) + N'.' + QUOTENAME(OBJECT_NAME(s.object_id)) + N'.' + QUOTENAME(s.name) + N';'`,
+      `  FROM sys.stats AS s`,
+      `  WHERE s.object_id IN (${tableList})`,
+      `    AND (s.auto_created = 1 OR s.user_created = 1)`,
+      `    AND EXISTS (SELECT 1 FROM sys.stats_columns AS sc INNER JOIN sys.columns AS c ON c.object_id = sc.object_id AND c.column_id = sc.column_id WHERE sc.object_id = s.object_id AND sc.stats_id = s.stats_id AND c.name IN (${keyColumnList}));`,
+      `  EXEC sys.sp_executesql @dropStats;`,
+      `  SET @converted = 1;`,
+      ...keys.map(
+        ({ table, column }) =>
+          `  ALTER TABLE ${t(table)} ALTER COLUMN ${column.name} ${columnType(column, true)} ${column.nullable ? 'NULL' : 'NOT NULL'};`,
+      ),
+      ...KEYED_PRIMARY_KEYS.map(
+        (pk) =>
+          `  ALTER TABLE ${t(pk.table)} ADD CONSTRAINT [${pk.name}] PRIMARY KEY CLUSTERED (${pk.keys})${pk.table === 'buckets' ? ' WITH (DATA_COMPRESSION = PAGE)' : ''};`,
+      ),
+      ...indexes.map((index) => {
+        const kind = index.unique ? 'UNIQUE NONCLUSTERED' : 'NONCLUSTERED';
+        return (
+          `  CREATE ${kind} INDEX [${index.name}] ON ${t(index.table)} (${index.keys})` +
+          (index.include ? ` INCLUDE (${index.include})` : '') +
+          (index.where ? ` WHERE ${index.where}` : '') +
+          (index.compressed ? ' WITH (DATA_COMPRESSION = PAGE)' : '') +
+          ';'
+        );
+      }),
+      `END;`,
+      `COMMIT;`,
+      `SELECT @converted AS Converted;`,
+    ].join('\n') + '\n'
+  );
 }

@@ -3,7 +3,7 @@ import type { CheckedAudit, CheckedAuditQuery } from '../../../validation/valida
 import { MssqlStatement, ParamList } from '../mssql-params';
 import { AUDIT_COLUMNS, AUDIT_TARGET_KEY_LENGTH } from '../mssql.schema';
 import { whereClause } from './filters';
-import { PROLOGUE, selectColumns, tables } from './fragments';
+import { PROLOGUE, selectColumns, tables, type MssqlSchema } from './fragments';
 
 /**
  * recordAudit — the audit row of an action, run inside the transaction of the change it records
@@ -14,7 +14,7 @@ import { PROLOGUE, selectColumns, tables } from './fragments';
  * The first batch of an action confirmed by a token (`audit.once`) inserts its row instead.
  */
 export function recordAudit(
-  schema: string,
+  schema: MssqlSchema,
   audit: CheckedAudit,
   rows: number,
   details: string | null,
@@ -61,7 +61,7 @@ export function recordAudit(
  * so `id + ' '` would match `id`; `DATALENGTH` counts trailing blanks
  * (https://learn.microsoft.com/en-us/sql/t-sql/functions/datalength-transact-sql).
  */
-export function getAuditLog(schema: string, query: CheckedAuditQuery): MssqlStatement {
+export function getAuditLog(schema: MssqlSchema, query: CheckedAuditQuery): MssqlStatement {
   const t = tables(schema);
   const p = new ParamList();
   const top = p.int(query.limit + 1);
@@ -98,7 +98,7 @@ export function getAuditLog(schema: string, query: CheckedAuditQuery): MssqlStat
  * https://learn.microsoft.com/en-us/sql/t-sql/queries/hints-transact-sql-table), so two first
  * calls at once insert one secret and both read it.
  */
-export function confirmationSecret(schema: string, candidate: string): MssqlStatement {
+export function confirmationSecret(schema: MssqlSchema, candidate: string): MssqlStatement {
   const t = tables(schema);
   const p = new ParamList();
   const value = p.nvarchar(candidate, 'max');

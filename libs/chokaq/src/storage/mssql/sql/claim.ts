@@ -17,6 +17,7 @@ import {
   selectColumns,
   startLagMs,
   tables,
+  type MssqlSchema,
 } from './fragments';
 
 /** Inputs of the claim. */
@@ -109,7 +110,7 @@ const RATE_HELD = [
 
 const RATE_ALLOWANCE = `CASE WHEN q.RateLimitMax - (${RATE_HELD}) > 0 THEN q.RateLimitMax - (${RATE_HELD}) ELSE 0 END`;
 
-export function fetchNextBatch(schema: string, req: MssqlClaimRequest): MssqlStatement {
+export function fetchNextBatch(schema: MssqlSchema, req: MssqlClaimRequest): MssqlStatement {
   const t = tables(schema);
   const p = new ParamList();
   const workerId = p.nvarchar(req.workerId, 255);
@@ -140,19 +141,21 @@ export function fetchNextBatch(schema: string, req: MssqlClaimRequest): MssqlSta
       PROLOGUE,
       DECLARE_NOW,
       DECLARE_BUCKET,
-      'DECLARE @Runnable TABLE (Queue varchar(255) NOT NULL PRIMARY KEY, AllTypes bit NOT NULL, Budget int NULL, RateMax int NULL, RateAllow int NULL, Slots int NULL);',
-      'DECLARE @Types TABLE (Queue varchar(255) NOT NULL, Type nvarchar(255) NOT NULL, MinVersion int NOT NULL, MaxVersion int NOT NULL, PRIMARY KEY (Queue, Type));',
-      'DECLARE @Budgeted TABLE (Queue varchar(255) NOT NULL PRIMARY KEY);',
-      'DECLARE @Candidates TABLE (Queue varchar(255) NOT NULL, Priority int NOT NULL, DueAtUtc datetime2(3) NOT NULL, Id varchar(36) NOT NULL, PRIMARY KEY (Queue, Priority DESC, DueAtUtc, Id));',
+      `DECLARE @Runnable TABLE (Queue varchar(255)${t.key} NOT NULL PRIMARY KEY, AllTypes bit NOT NULL, Budget int NULL, RateMax int NULL, RateAllow int NULL, Slots int NULL);`,
+      `DECLARE @Types TABLE (Queue varchar(255)${t.key} NOT NULL, Type nvarchar(255)${t.key} NOT NULL, MinVersion int NOT NULL, MaxVersion int NOT NULL, PRIMARY KEY (Queue, Type));`,
+      `DECLARE @Budgeted TABLE (Queue varchar(255)${t.key} NOT NULL PRIMARY KEY);`,
+      `DECLARE @Candidates TABLE (Queue varchar(255)${t.key} NOT NULL, Priority int NOT NULL, DueAtUtc datetime2(3) NOT NULL, Id varchar(36) NOT NULL, PRIMARY KEY (Queue, Priority DESC, DueAtUtc, Id));`,
       'DECLARE @Picked TABLE (Id varchar(36) NOT NULL PRIMARY KEY, Priority int NOT NULL, DueAtUtc datetime2(3) NOT NULL);',
-      declareTableVar('@Claimed', HOT_COLUMNS),
+      declareTableVar('@Claimed', HOT_COLUMNS, t.binaryKeys),
       'INSERT INTO @Types (Queue, Type, MinVersion, MaxVersion)',
-      `SELECT x.Queue, x.Type, MIN(x.MinVersion), MAX(x.MaxVersion) FROM OPENJSON(${types}) WITH (Queue varchar(255) '$.queue', Type nvarchar(255) '$.type', MinVersion int '$.minVersion', MaxVersion int '$.maxVersion') AS x`,
+      // A key read from OPENJSON has the database's collation: grouped and combined in the
+      // install's (t.key), so two types that differ only by case stay two on a binary-key install.
+      `SELECT x.Queue${t.key}, x.Type${t.key}, MIN(x.MinVersion), MAX(x.MaxVersion) FROM OPENJSON(${types}) WITH (Queue varchar(255) '$.queue', Type nvarchar(255) '$.type', MinVersion int '$.minVersion', MaxVersion int '$.maxVersion') AS x`,
       'WHERE x.Queue IS NOT NULL AND x.Type IS NOT NULL AND x.MinVersion IS NOT NULL AND x.MaxVersion IS NOT NULL',
-      'GROUP BY x.Queue, x.Type;',
+      `GROUP BY x.Queue${t.key}, x.Type${t.key};`,
       'INSERT INTO @Runnable (Queue, AllTypes, Budget, RateMax)',
       'SELECT q.Name, CAST(MAX(r.AllTypes) AS bit), q.MaxWorkers, q.RateLimitMax',
-      `FROM (SELECT a.Queue, 1 AS AllTypes FROM OPENJSON(${queues}) WITH (Queue varchar(255) '$') AS a`,
+      `FROM (SELECT a.Queue${t.key} AS Queue, 1 AS AllTypes FROM OPENJSON(${queues}) WITH (Queue varchar(255) '$') AS a`,
       '      UNION ALL SELECT y.Queue, 0 FROM @Types AS y) AS r',
       // A seek per queue asked for (never a scan, whose shared locks would wait on every queue
       // whose rate window another claimer is updating).
@@ -268,7 +271,7 @@ export function fetchNextBatch(schema: string, req: MssqlClaimRequest): MssqlSta
       `IF ${start} > 0 AND EXISTS (SELECT 1 FROM @Claimed AS c WHERE c.Status = 2)`,
       'BEGIN',
       bumpBuckets(
-        t.buckets,
+        t,
         `(SELECT c.Queue, CAST(4 AS tinyint) AS Outcome, CAST(-1 AS smallint) AS FailureReason, CAST(NULL AS bigint) AS DurationMs, ${startLagMs('c')} AS LagMs FROM @Claimed AS c WHERE c.Status = 2)`,
         true,
       ),
@@ -296,7 +299,7 @@ export function fetchNextBatch(schema: string, req: MssqlClaimRequest): MssqlSta
  * `IX_JobsHot_Active`, which is why it runs on retries only.
  */
 export function fetchNextBatchClaimed(
-  schema: string,
+  schema: MssqlSchema,
   workerId: string,
   leaseId: string,
 ): MssqlStatement {

@@ -1,6 +1,13 @@
 /** The producer's batches: one job, and many through one JSON parameter read with `OPENJSON`. */
 import { MssqlBatchOptions, MssqlStatement, ParamList } from '../mssql-params';
-import { DECLARE_NOW, PROLOGUE, addMs, ensureQueueRows, tables } from './fragments';
+import {
+  DECLARE_NOW,
+  PROLOGUE,
+  addMs,
+  ensureQueueRows,
+  tables,
+  type MssqlSchema,
+} from './fragments';
 
 /** One validated job as the enqueue builders take it. */
 export interface MssqlNewJob {
@@ -36,7 +43,7 @@ export interface MssqlNewJob {
  * `IdempotencyKey IS NOT NULL` is repeated in the predicates so the filtered index matches.
  */
 export function enqueue(
-  schema: string,
+  schema: MssqlSchema,
   job: MssqlNewJob,
   options?: MssqlBatchOptions,
 ): MssqlStatement {
@@ -68,7 +75,7 @@ export function enqueue(
       `DECLARE @scheduled datetime2(3) = CASE WHEN ${delay} IS NOT NULL THEN ${addMs('@now', delay)} ELSE ${runAt} END;`,
       'DECLARE @created int = 0;',
       'DECLARE @holder varchar(36) = NULL;',
-      'DECLARE @NewQueues TABLE (Queue varchar(255) NOT NULL PRIMARY KEY);',
+      `DECLARE @NewQueues TABLE (Queue varchar(255)${t.key} NOT NULL PRIMARY KEY);`,
       ensureQueueRows(t, `(SELECT ${queue} AS Queue)`),
       `INSERT INTO ${t.hot} (Id, Queue, Type, Payload, Tags, IdempotencyKey, Priority, Status, AttemptCount, ScheduledAtUtc, DueAtUtc, CreatedAtUtc, EnqueuedAtUtc, LastUpdatedUtc, CreatedBy, TraceContext, PayloadVersion)`,
       `SELECT ${id}, ${queue}, ${type}, ${payload}, ${tags}, ${key}, ${priority}, 0, 0, @scheduled, ISNULL(@scheduled, @now), @now, @now, @now, ${createdBy}, ${traceContext}, ${payloadVersion}`,
@@ -112,7 +119,7 @@ export function enqueue(
  * victim's whole transaction whatever XACT_ABORT says, so the caller retries its whole unit of work.
  */
 export function enqueueMany(
-  schema: string,
+  schema: MssqlSchema,
   jobs: readonly MssqlNewJob[],
   options?: MssqlBatchOptions,
 ): MssqlStatement {
@@ -141,9 +148,9 @@ export function enqueueMany(
     [
       own ? PROLOGUE : 'SET NOCOUNT ON;',
       DECLARE_NOW,
-      'DECLARE @In TABLE (Ord int NOT NULL PRIMARY KEY, Id varchar(36) NOT NULL, Queue varchar(255) NOT NULL, Type nvarchar(255) NOT NULL, Payload nvarchar(max) NOT NULL, Tags nvarchar(max) NULL, IdempotencyKey nvarchar(255) NULL, Priority int NOT NULL, ScheduledAtUtc datetime2(3) NULL, CreatedBy nvarchar(100) NULL, TraceContext varchar(2048) NULL, PayloadVersion int NOT NULL, Holder varchar(36) NULL);',
+      `DECLARE @In TABLE (Ord int NOT NULL PRIMARY KEY, Id varchar(36) NOT NULL, Queue varchar(255)${t.key} NOT NULL, Type nvarchar(255)${t.key} NOT NULL, Payload nvarchar(max) NOT NULL, Tags nvarchar(max) NULL, IdempotencyKey nvarchar(255)${t.key} NULL, Priority int NOT NULL, ScheduledAtUtc datetime2(3) NULL, CreatedBy nvarchar(100) NULL, TraceContext varchar(2048) NULL, PayloadVersion int NOT NULL, Holder varchar(36) NULL);`,
       'DECLARE @Created TABLE (Id varchar(36) NOT NULL PRIMARY KEY);',
-      'DECLARE @NewQueues TABLE (Queue varchar(255) NOT NULL PRIMARY KEY);',
+      `DECLARE @NewQueues TABLE (Queue varchar(255)${t.key} NOT NULL PRIMARY KEY);`,
       'INSERT INTO @In (Ord, Id, Queue, Type, Payload, Tags, IdempotencyKey, Priority, ScheduledAtUtc, CreatedBy, TraceContext, PayloadVersion)',
       `SELECT CAST(a.[key] AS int), j.Id, j.Queue, j.Type, j.Payload, j.Tags, j.IdempotencyKey, j.Priority,`,
       `  CASE WHEN j.DelayMs IS NOT NULL THEN ${addMs('@now', 'j.DelayMs')} ELSE CONVERT(datetime2(3), j.RunAt, 126) END, j.CreatedBy, j.TraceContext, ISNULL(j.PayloadVersion, 1)`,
@@ -163,7 +170,7 @@ export function enqueueMany(
             '-- Keys an active job already holds: key-range update locks until COMMIT (see enqueue),',
             '-- taken in key order (one seek per key of @Keys, keyed by the key), so two chunks that',
             '-- share keys wait for each other instead of deadlocking.',
-            'DECLARE @Keys TABLE (IdempotencyKey nvarchar(255) NOT NULL PRIMARY KEY, Holder varchar(36) NULL);',
+            `DECLARE @Keys TABLE (IdempotencyKey nvarchar(255)${t.key} NOT NULL PRIMARY KEY, Holder varchar(36) NULL);`,
             'INSERT INTO @Keys (IdempotencyKey)',
             'SELECT DISTINCT i.IdempotencyKey FROM @In AS i WHERE i.Holder IS NULL AND i.IdempotencyKey IS NOT NULL;',
             'UPDATE k SET k.Holder = h.Id',

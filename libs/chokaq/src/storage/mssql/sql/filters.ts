@@ -2,6 +2,7 @@
 import { ActiveFilter, DlqFilter, HistoryFilter } from '../../../interfaces/job-view.interface';
 import { escapeLike } from '../../shared/escape-like';
 import { ParamList } from '../mssql-params';
+import { SEARCH_COLLATION } from '../mssql.schema';
 import { ID_JSON } from './fragments';
 
 export function whereClause(conditions: readonly string[]): string {
@@ -22,8 +23,8 @@ export function tagPredicate(p: ParamList, a: string, tag: string): string {
 
 /**
  * The search filter: a substring of the id, the type, the payload or the error text, `%`, `_`,
- * `[` matched literally; LIKE follows the column collation (case-insensitive under the default
- * `_CI_` ones).
+ * `[` matched literally, case-insensitive in {@link SEARCH_COLLATION} whatever the columns'
+ * collation (a binary-key install's `Type` is case-sensitive).
  */
 export function searchPredicate(
   p: ParamList,
@@ -33,7 +34,7 @@ export function searchPredicate(
 ): string {
   const term = p.nvarchar(`%${escapeLike(search)}%`, 4000);
   const columns = ['Id', 'Type', 'Payload', ...ERROR_COLUMNS[pillar]];
-  return `(${columns.map((col) => `${a}.${col} LIKE ${term} ESCAPE '\\'`).join(' OR ')})`;
+  return `(${columns.map((col) => `${a}.${col} COLLATE ${SEARCH_COLLATION} LIKE ${term} ESCAPE '\\'`).join(' OR ')})`;
 }
 
 /**

@@ -12,10 +12,26 @@ import {
   ARCHIVE_COLUMNS,
   ATTEMPT_COLUMNS,
   DLQ_COLUMNS,
+  BINARY_KEY_COLLATION,
+  columnType,
   MssqlColumn,
   MssqlTable,
   qualify,
 } from '../mssql.schema';
+
+/**
+ * The schema a batch is built for. A name alone is an install whose key columns
+ * (`MssqlColumn.key`) have the database's collation, as every install of an earlier release
+ * had them; `binaryKeys` says they are in `BINARY_KEY_COLLATION` (a new install, or one converted
+ * by `chokaq migrate --binary-keys`), and then the batch declares its table variables' key columns
+ * and casts the key columns it reads from `OPENJSON` in that collation too (see {@link tables}).
+ */
+export type MssqlSchema = string | { readonly name: string; readonly binaryKeys: boolean };
+
+/** The name of `schema`. */
+export function schemaName(schema: MssqlSchema): string {
+  return typeof schema === 'string' ? schema : schema.name;
+}
 
 export const PROLOGUE = 'SET NOCOUNT ON;\nSET XACT_ABORT ON;';
 
@@ -69,9 +85,16 @@ export function selectColumns(alias: string, columns: readonly MssqlColumn[]): s
     .join(', ');
 }
 
-/** `DECLARE @name TABLE (…)` with the columns of a table, all nullable. */
-export function declareTableVar(name: string, columns: readonly MssqlColumn[]): string {
-  return `DECLARE ${name} TABLE (${columns.map((col) => `${col.name} ${col.type} NULL`).join(', ')});`;
+/**
+ * `DECLARE @name TABLE (…)` with the columns of a table, all nullable; key columns in the
+ * collation of the install's (`t.binaryKeys`, see {@link tables}).
+ */
+export function declareTableVar(
+  name: string,
+  columns: readonly MssqlColumn[],
+  binaryKeys: boolean,
+): string {
+  return `DECLARE ${name} TABLE (${columns.map((col) => `${col.name} ${columnType(col, binaryKeys)} NULL`).join(', ')});`;
 }
 
 /**
@@ -104,9 +127,27 @@ export function insertSelect(
   return `INSERT INTO ${target} (${names.join(', ')})\nSELECT ${exprs.join(', ')}`;
 }
 
-export function tables(schema: string): Record<MssqlTable, string> {
-  const q = (t: MssqlTable) => qualify(schema, t);
+/** The tables of a schema, quoted, and how its key columns compare. */
+export type MssqlTables = Record<MssqlTable, string> & {
+  /** The install's key columns are in `BINARY_KEY_COLLATION` (see {@link MssqlSchema}). */
+  readonly binaryKeys: boolean;
+  /**
+   * `''`, or ` COLLATE <BINARY_KEY_COLLATION>` when `binaryKeys`: appended to the type of a key
+   * column a table variable declares, and to a key read from `OPENJSON` that is compared, grouped
+   * or combined with a table's (its columns take the database's default collation, and a
+   * comparison of two different column collations fails with error 468). On an install of the
+   * database's collation it is empty, and the batch is exactly what it was before binary keys.
+   */
+  readonly key: string;
+};
+
+export function tables(schema: MssqlSchema): MssqlTables {
+  const name = schemaName(schema);
+  const binaryKeys = typeof schema !== 'string' && schema.binaryKeys;
+  const q = (t: MssqlTable) => qualify(name, t);
   return {
+    binaryKeys,
+    key: binaryKeys ? ` COLLATE ${BINARY_KEY_COLLATION}` : '',
     hot: q('hot'),
     archive: q('archive'),
     dlq: q('dlq'),
@@ -152,13 +193,14 @@ type StatsCounter =
  * optimiser takes them in plan order). One call per batch: it declares `@StatsDelta`.
  */
 export function bumpStats(
-  s: string,
+  t: MssqlTables,
   source: string,
   add: Partial<Record<StatsCounter, string>>,
 ): string {
+  const s = t.stats;
   const counters = Object.keys(add) as StatsCounter[];
   return [
-    `DECLARE @StatsDelta TABLE (Queue varchar(255) NOT NULL PRIMARY KEY, ${counters.map((c) => `${c} bigint NOT NULL`).join(', ')});`,
+    `DECLARE @StatsDelta TABLE (Queue varchar(255)${t.key} NOT NULL PRIMARY KEY, ${counters.map((c) => `${c} bigint NOT NULL`).join(', ')});`,
     `INSERT INTO @StatsDelta (Queue, ${counters.join(', ')})`,
     `SELECT g.Queue, ${counters.map((c) => `SUM(CAST(${add[c]} AS bigint))`).join(', ')} FROM ${source} AS g GROUP BY g.Queue;`,
     `INSERT INTO ${s} (Queue)`,
@@ -180,14 +222,15 @@ export function bumpStats(
  * With `lag`, `source` has a `LagMs` column too (each started row's start lag) and the start lag
  * columns are summed and maxed as well (the start rows of the claim and `markAsProcessing`).
  */
-export function bumpBuckets(b: string, source: string, lag = false): string {
+export function bumpBuckets(t: MssqlTables, source: string, lag = false): string {
+  const b = t.buckets;
   const match =
     'x.BucketUtc = @bucket AND x.Queue = d.Queue AND x.Outcome = d.Outcome AND x.FailureReason = d.FailureReason';
   const lagColumns = lag
     ? ', LagCount bigint NOT NULL, LagSumMs bigint NOT NULL, LagMaxMs bigint NOT NULL'
     : '';
   return [
-    `DECLARE @BucketDelta TABLE (Queue varchar(255) NOT NULL, Outcome tinyint NOT NULL, FailureReason smallint NOT NULL, N bigint NOT NULL, DurationCount bigint NOT NULL, TotalDurationMs bigint NOT NULL, MaxDurationMs bigint NOT NULL${lagColumns}, PRIMARY KEY (Queue, Outcome, FailureReason));`,
+    `DECLARE @BucketDelta TABLE (Queue varchar(255)${t.key} NOT NULL, Outcome tinyint NOT NULL, FailureReason smallint NOT NULL, N bigint NOT NULL, DurationCount bigint NOT NULL, TotalDurationMs bigint NOT NULL, MaxDurationMs bigint NOT NULL${lagColumns}, PRIMARY KEY (Queue, Outcome, FailureReason));`,
     `INSERT INTO @BucketDelta (Queue, Outcome, FailureReason, N, DurationCount, TotalDurationMs, MaxDurationMs${lag ? ', LagCount, LagSumMs, LagMaxMs' : ''})`,
     `SELECT g.Queue, g.Outcome, g.FailureReason, COUNT_BIG(*), COUNT_BIG(g.DurationMs), ISNULL(SUM(g.DurationMs), 0), ISNULL(MAX(g.DurationMs), 0)${lag ? ', COUNT_BIG(g.LagMs), ISNULL(SUM(g.LagMs), 0), ISNULL(MAX(g.LagMs), 0)' : ''}`,
     `FROM ${source} AS g GROUP BY g.Queue, g.Outcome, g.FailureReason;`,

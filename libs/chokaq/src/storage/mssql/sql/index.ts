@@ -8,7 +8,7 @@ export { MssqlStatement } from '../mssql-params';
 export * from './audit';
 export * from './claim';
 export * from './enqueue';
-export type { MssqlLease } from './fragments';
+export type { MssqlLease, MssqlSchema } from './fragments';
 export * from './lifecycle';
 export * from './lists';
 export * from './moves';

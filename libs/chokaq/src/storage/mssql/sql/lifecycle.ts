@@ -1,18 +1,28 @@
 /** Prepare, the schema bootstrap under `sp_getapplock`, the schema status, and the database clock. */
 import { MssqlStatement, ParamList } from '../mssql-params';
-import { mssqlSchemaDdl, qualify } from '../mssql.schema';
+import { mssqlBinaryKeysScript, mssqlSchemaDdl, qualify } from '../mssql.schema';
 import { isoText } from './fragments';
 
-/** The database's compatibility level (OPENJSON needs 130+); checked by `prepare()`. */
-export function prepare(): MssqlStatement {
+/**
+ * The database's compatibility level (OPENJSON needs 130+), checked by `prepare()`, and the
+ * collation of `JobsHot.Queue` (NULL while the table does not exist), which tells whether the
+ * install's key columns are binary (`BINARY_KEY_COLLATION`).
+ */
+export function prepare(schema: string): MssqlStatement {
+  const hot = qualify(schema, 'hot');
   return new ParamList().statement(
-    'SELECT CAST(compatibility_level AS int) AS CompatibilityLevel, name AS DatabaseName FROM sys.databases WHERE name = DB_NAME();',
+    `SELECT CAST(compatibility_level AS int) AS CompatibilityLevel, name AS DatabaseName, (SELECT c.collation_name FROM sys.columns AS c WHERE c.object_id = OBJECT_ID(N'${hot}', N'U') AND c.name = N'Queue') AS KeyCollation FROM sys.databases WHERE name = DB_NAME();`,
   );
 }
 
 /** The full DDL (see `mssqlSchemaDdl`), as a statement without parameters. */
 export function ensureSchema(schema: string): MssqlStatement {
   return new ParamList().statement(mssqlSchemaDdl(schema));
+}
+
+/** The conversion of an install's key columns to the binary collation (see `mssqlBinaryKeysScript`). */
+export function convertKeysToBinary(schema: string): MssqlStatement {
+  return new ParamList().statement(mssqlBinaryKeysScript(schema));
 }
 
 /**

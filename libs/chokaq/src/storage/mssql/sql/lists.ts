@@ -5,7 +5,7 @@ import { ERROR_PREFIX_CHARS } from '../../shared/page';
 import { MssqlStatement, ParamList } from '../mssql-params';
 import { ARCHIVE_COLUMNS, DLQ_COLUMNS, HOT_TABLE_COLUMNS } from '../mssql.schema';
 import { PILLAR_TABLE, searchPredicate, tagPredicate, whereClause } from './filters';
-import { ID_JSON, isDate, isoText, tables } from './fragments';
+import { ID_JSON, isDate, isoText, tables, type MssqlSchema } from './fragments';
 
 /** Sort key of each list; `Id` breaks ties. */
 const LIST_KEY = {
@@ -154,7 +154,7 @@ function listWhere(
  * the first `limit + 1` matches and the rows ranked at the bound. `SortKey` (the key as
  * `datetime2`) orders the ranking; the item's own date columns are ISO text.
  */
-export function listJobs(schema: string, request: MssqlListRequest): MssqlStatement {
+export function listJobs(schema: MssqlSchema, request: MssqlListRequest): MssqlStatement {
   const t = tables(schema);
   const p = new ParamList();
   const { pillar } = request;

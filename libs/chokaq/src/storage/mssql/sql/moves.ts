@@ -25,6 +25,7 @@ import {
   insertSelect,
   outputInto,
   tables,
+  type MssqlSchema,
 } from './fragments';
 
 /** A completed job as the archive move takes it. */
@@ -52,7 +53,7 @@ export interface MssqlCompleted extends MssqlLease {
  * cancel or heartbeat of that row waits for the commit and then finds it gone.
  */
 export function archiveSucceeded(
-  schema: string,
+  schema: MssqlSchema,
   items: readonly MssqlCompleted[],
   options?: MssqlBatchOptions,
 ): MssqlStatement {
@@ -76,7 +77,7 @@ export function archiveSucceeded(
       own ? PROLOGUE : 'SET NOCOUNT ON;\nSET LOCK_TIMEOUT -1;',
       DECLARE_NOW,
       DECLARE_BUCKET,
-      declareTableVar('@Moved', HOT_COLUMNS),
+      declareTableVar('@Moved', HOT_COLUMNS, t.binaryKeys),
       'DECLARE @In TABLE (Id varchar(36) NOT NULL, WorkerId nvarchar(255) NOT NULL, LeaseId varchar(36) NOT NULL, DurationMs bigint NULL, PRIMARY KEY (Id, LeaseId));',
       'INSERT INTO @In (Id, WorkerId, LeaseId, DurationMs)',
       `SELECT x.Id, MAX(x.WorkerId), x.LeaseId, MAX(x.DurationMs) FROM OPENJSON(${doc}) WITH (Id varchar(36) '$.id', WorkerId nvarchar(255) '$.workerId', LeaseId varchar(36) '$.leaseId', DurationMs bigint '$.durationMs') AS x`,
@@ -88,9 +89,9 @@ export function archiveSucceeded(
       'INNER JOIN @In AS i ON i.Id = h.Id AND i.WorkerId = h.WorkerId AND i.LeaseId = h.LeaseId',
       'WHERE h.Status IN (1, 2);',
       archiveInsert(t),
-      bumpStats(t.stats, '@Moved', { SucceededTotal: '1' }),
+      bumpStats(t, '@Moved', { SucceededTotal: '1' }),
       bumpBuckets(
-        t.buckets,
+        t,
         '(SELECT mv.Queue, CAST(0 AS tinyint) AS Outcome, CAST(-1 AS smallint) AS FailureReason, i.DurationMs FROM @Moved AS mv INNER JOIN @In AS i ON i.Id = mv.Id AND i.LeaseId = mv.LeaseId)',
       ),
       ...(own ? ['COMMIT;'] : []),
@@ -114,7 +115,7 @@ export type MssqlDlqTarget = MssqlLease | { id: string };
  * reason: timeout, cancelled, zombie, else failed); a Pending or Fetched one ran nothing.
  */
 export function moveToDlq(
-  schema: string,
+  schema: MssqlSchema,
   target: MssqlDlqTarget,
   reason: FailureReason,
   error: string,
@@ -138,7 +139,7 @@ export function moveToDlq(
       PROLOGUE,
       DECLARE_NOW,
       DECLARE_BUCKET,
-      declareTableVar('@Moved', HOT_COLUMNS),
+      declareTableVar('@Moved', HOT_COLUMNS, t.binaryKeys),
       'BEGIN TRAN;',
       'DELETE h',
       outputInto('deleted', '@Moved', HOT_COLUMNS),
@@ -149,12 +150,12 @@ export function moveToDlq(
         t,
         `SELECT mv.Id, mv.AttemptCount, mv.WorkerId, mv.LeaseId, mv.StartedAtUtc, ${attemptOutcomeSql(why)} AS Outcome, ${err} AS Error FROM @Moved AS mv WHERE mv.Status = 2`,
       ),
-      bumpStats(t.stats, '@Moved', {
+      bumpStats(t, '@Moved', {
         FailedTotal: `CASE WHEN ${why} = 1 THEN 0 ELSE 1 END`,
         CancelledTotal: `CASE WHEN ${why} = 1 THEN 1 ELSE 0 END`,
       }),
       bumpBuckets(
-        t.buckets,
+        t,
         `(SELECT mv.Queue, CAST(CASE WHEN ${why} = 1 THEN 2 ELSE 1 END AS tinyint) AS Outcome, CAST(${why} AS smallint) AS FailureReason, ${duration} AS DurationMs FROM @Moved AS mv)`,
       ),
       'COMMIT;',
@@ -174,7 +175,7 @@ export function moveToDlq(
  * Result rows: (Id, Kind) with Kind 0 = moved, 1 = cancellation requested.
  */
 export function cancel(
-  schema: string,
+  schema: MssqlSchema,
   ids: readonly string[],
   actor: string | null,
   error: string,
@@ -190,7 +191,7 @@ export function cancel(
       PROLOGUE,
       DECLARE_NOW,
       DECLARE_BUCKET,
-      declareTableVar('@Moved', HOT_COLUMNS),
+      declareTableVar('@Moved', HOT_COLUMNS, t.binaryKeys),
       'DECLARE @Requested TABLE (Id varchar(36) NOT NULL);',
       'DECLARE @Ids TABLE (Id varchar(36) NOT NULL PRIMARY KEY);',
       `INSERT INTO @Ids (Id) SELECT DISTINCT j.Id FROM OPENJSON(${doc}) ${ID_JSON} AS j WHERE j.Id IS NOT NULL;`,
@@ -207,9 +208,9 @@ export function cancel(
       'INNER JOIN @Ids AS i ON i.Id = h.Id',
       'WHERE h.Status = 2;',
       dlqInsert(t, '5', '1', errorText, who, 'NULL'),
-      bumpStats(t.stats, '@Moved', { CancelledTotal: '1' }),
+      bumpStats(t, '@Moved', { CancelledTotal: '1' }),
       bumpBuckets(
-        t.buckets,
+        t,
         '(SELECT mv.Queue, CAST(2 AS tinyint) AS Outcome, CAST(1 AS smallint) AS FailureReason, CAST(NULL AS bigint) AS DurationMs FROM @Moved AS mv)',
       ),
       'COMMIT;',
@@ -248,7 +249,7 @@ export interface MssqlResurrectEdits {
  * in queue order ({@link bumpStats}).
  */
 export function resurrect(
-  schema: string,
+  schema: MssqlSchema,
   source: { ids: readonly string[] } | { filter: DlqFilter; max: number },
   edits: MssqlResurrectEdits | null,
   actor: string | null,
@@ -297,7 +298,7 @@ export function resurrect(
     [
       PROLOGUE,
       DECLARE_NOW,
-      declareTableVar('@Moved', DLQ_COLUMNS),
+      declareTableVar('@Moved', DLQ_COLUMNS, t.binaryKeys),
       'DECLARE @Ids TABLE (Id varchar(36) NOT NULL PRIMARY KEY);',
       'BEGIN TRAN;',
       `INSERT INTO @Ids (Id) ${idSource};`,
@@ -306,9 +307,9 @@ export function resurrect(
       'FROM @Ids AS i',
       `INNER LOOP JOIN ${t.dlq} AS d${take} ON d.Id = i.Id;`,
       insertSelect(t.hot, HOT_COLUMNS, 'm', overrides) + '\nFROM @Moved AS m;',
-      'DECLARE @NewQueues TABLE (Queue varchar(255) NOT NULL PRIMARY KEY);',
+      `DECLARE @NewQueues TABLE (Queue varchar(255)${t.key} NOT NULL PRIMARY KEY);`,
       ensureQueueRows(t, '@Moved'),
-      bumpStats(t.stats, '@Moved', { ResurrectedTotal: '1' }),
+      bumpStats(t, '@Moved', { ResurrectedTotal: '1' }),
       'COMMIT;',
       'SELECT mv.Id FROM @Moved AS mv;',
     ].join('\n'),

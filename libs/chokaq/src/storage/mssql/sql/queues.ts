@@ -2,10 +2,10 @@
 import { QueuePatch } from '../../../interfaces/job.interface';
 import { MssqlStatement, ParamList } from '../mssql-params';
 import { QUEUE_COLUMNS } from '../mssql.schema';
-import { PROLOGUE, selectColumns, tables } from './fragments';
+import { PROLOGUE, selectColumns, tables, type MssqlSchema } from './fragments';
 
 /** Queue rows. */
-export function getQueues(schema: string): MssqlStatement {
+export function getQueues(schema: MssqlSchema): MssqlStatement {
   const t = tables(schema);
   return new ParamList().statement(
     `SELECT ${selectColumns('q', QUEUE_COLUMNS)} FROM ${t.queues} AS q ORDER BY q.Name;`,
@@ -18,7 +18,7 @@ export function getQueues(schema: string): MssqlStatement {
  * with a duplicate key), then each given field is set (a flag parameter per field keeps the text
  * fixed). One transaction, XACT_ABORT.
  */
-export function updateQueue(schema: string, name: string, patch: QueuePatch): MssqlStatement {
+export function updateQueue(schema: MssqlSchema, name: string, patch: QueuePatch): MssqlStatement {
   const t = tables(schema);
   const p = new ParamList();
   const q = p.varchar(name, 255);

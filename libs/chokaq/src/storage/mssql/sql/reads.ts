@@ -21,10 +21,11 @@ import {
   selectColumns,
   subtractMs,
   tables,
+  type MssqlSchema,
 } from './fragments';
 
 /** previewDlqFilter — the rows a bulk DLQ filter matches (read committed). */
-export function previewDlqFilterCount(schema: string, filter: DlqFilter): MssqlStatement {
+export function previewDlqFilterCount(schema: MssqlSchema, filter: DlqFilter): MssqlStatement {
   const t = tables(schema);
   const p = new ParamList();
   const where = historyWhere(p, 'd', 'dlq', filter);
@@ -51,7 +52,7 @@ function viewSelect(alias: string, columns: readonly MssqlColumn[]): string {
 }
 
 /** getJob — one job wherever it is (hot first, then DLQ, then archive). Read committed. */
-export function getJob(schema: string, id: string): MssqlStatement {
+export function getJob(schema: MssqlSchema, id: string): MssqlStatement {
   const t = tables(schema);
   const p = new ParamList();
   const key = p.varchar(id, 36);
@@ -72,7 +73,7 @@ export function getJob(schema: string, id: string): MssqlStatement {
  * getJob with attempts — the job's `JobAttempts` rows, oldest first: one range of the clustered
  * key `(JobId, Seq)`, read in its order. Read committed.
  */
-export function getJobAttempts(schema: string, id: string): MssqlStatement {
+export function getJobAttempts(schema: MssqlSchema, id: string): MssqlStatement {
   const t = tables(schema);
   const p = new ParamList();
   const key = p.varchar(id, 36);
@@ -93,7 +94,7 @@ export function getJobAttempts(schema: string, id: string): MssqlStatement {
  * it is kept as rows are inserted and deleted, so on a quiet table it is the count. The hot table's
  * per-status counts stay real counts (through the filtered indexes).
  */
-export function getSummary(schema: string): MssqlStatement {
+export function getSummary(schema: MssqlSchema): MssqlStatement {
   const t = tables(schema);
   const sum = (col: string) =>
     `(SELECT ISNULL(SUM(s.${col}), 0) FROM ${t.stats} AS s WITH (NOLOCK)) AS ${col}`;
@@ -126,7 +127,7 @@ export function getSummary(schema: string): MssqlStatement {
  * many as the workers run, through `IX_JobsHot_Active`; one `GROUP BY` over every hot row with a
  * `CASE` per status read the clustered index, payloads and all.
  */
-export function getQueueStats(schema: string): MssqlStatement {
+export function getQueueStats(schema: MssqlSchema): MssqlStatement {
   const t = tables(schema);
   return new ParamList().statement(
     [
@@ -161,7 +162,7 @@ export function getQueueStats(schema: string): MssqlStatement {
  * those rows); and the start lag of the runs started in the current minute and the five
  * before it (the start rows of `MetricBuckets`, outcome 4, through `IX_MetricBuckets_Queue`).
  */
-export function getQueueHealth(schema: string): MssqlStatement {
+export function getQueueHealth(schema: MssqlSchema): MssqlStatement {
   const t = tables(schema);
   const lag = 'DATEDIFF_BIG(MILLISECOND, x.DueAtUtc, @now)';
   const held = 'DATEDIFF_BIG(MILLISECOND, z.HeldSinceUtc, @now)';
@@ -209,7 +210,7 @@ export function getQueueHealth(schema: string): MssqlStatement {
  * pass, joined to every `Queues` row (zeros for a queue without buckets). At most
  * (minutes + 1) × queues × outcomes rows are read (failures split by reason add a few).
  */
-export function getQueueOutcomes(schema: string, minutes: number): MssqlStatement {
+export function getQueueOutcomes(schema: MssqlSchema, minutes: number): MssqlStatement {
   const t = tables(schema);
   const p = new ParamList();
   const back = p.int(minutes);
@@ -241,7 +242,7 @@ export function getQueueOutcomes(schema: string, minutes: number): MssqlStatemen
  * and over the current minute and the five before it, from metric buckets (one minute wide);
  * `Span1mMs`/`Span5mMs` are what each window covers so far, so the rates divide by it.
  */
-export function getThroughput(schema: string, queue?: string): MssqlStatement {
+export function getThroughput(schema: MssqlSchema, queue?: string): MssqlStatement {
   const t = tables(schema);
   const p = new ParamList();
   const queueFilter = queue === undefined ? '' : ` AND b.Queue = ${p.varchar(queue, 255)}`;
@@ -280,7 +281,7 @@ export interface MssqlSeries {
  * computed once in a `CROSS APPLY` and grouped by its column, so the SELECT list and the GROUP BY
  * name the same column rather than repeating an expression with parameters in both.
  */
-export function getThroughputSeries(schema: string, series: MssqlSeries): MssqlStatement {
+export function getThroughputSeries(schema: MssqlSchema, series: MssqlSeries): MssqlStatement {
   const t = tables(schema);
   const p = new ParamList();
   const from = p.instant(series.from);
@@ -306,7 +307,7 @@ export function getThroughputSeries(schema: string, series: MssqlSeries): MssqlS
  * read committed without hints (an exact figure, not telemetry). O(matching rows); on request only.
  */
 export function countExactly(
-  schema: string,
+  schema: MssqlSchema,
   pillar: 'hot' | 'archive' | 'dlq',
   filter: ActiveFilter & HistoryFilter & DlqFilter,
 ): MssqlStatement {
@@ -326,7 +327,7 @@ export function countExactly(
  * families are grouped in `shared/error-family.ts`, the same on every dialect.
  */
 export function getTopDlqErrors(
-  schema: string,
+  schema: MssqlSchema,
   filter: DlqFilter,
   window: { rows: number; windowMs: number; prefix: number },
 ): MssqlStatement {
@@ -351,7 +352,7 @@ export function getTopDlqErrors(
 
 /** previewDlqFilter — the first sample ids, oldest failure first (the order bulk actions use). */
 export function previewDlqFilterSample(
-  schema: string,
+  schema: MssqlSchema,
   filter: DlqFilter,
   sample: number,
 ): MssqlStatement {

@@ -2,7 +2,7 @@
 import type { CheckedRecurringDefinition } from '../../../validation/validate-args';
 import { MssqlStatement, ParamList } from '../mssql-params';
 import { RECURRING_COLUMNS } from '../mssql.schema';
-import { PROLOGUE, selectColumns, tables } from './fragments';
+import { PROLOGUE, selectColumns, tables, type MssqlSchema } from './fragments';
 
 /**
  * upsertRecurringJob — `UPDATE … WITH (UPDLOCK, HOLDLOCK)` then `INSERT` when it changed no row:
@@ -11,7 +11,7 @@ import { PROLOGUE, selectColumns, tables } from './fragments';
  * `LastSlotUtc`, `LastJobId` and `IsPaused` are kept.
  */
 export function upsertRecurringJob(
-  schema: string,
+  schema: MssqlSchema,
   def: CheckedRecurringDefinition,
 ): MssqlStatement {
   const t = tables(schema);
@@ -43,7 +43,7 @@ export function upsertRecurringJob(
 }
 
 /** getRecurringJobs. */
-export function getRecurringJobs(schema: string): MssqlStatement {
+export function getRecurringJobs(schema: MssqlSchema): MssqlStatement {
   const t = tables(schema);
   return new ParamList().statement(
     `SELECT ${selectColumns('r', RECURRING_COLUMNS)} FROM ${t.recurring} AS r ORDER BY r.Name;`,
@@ -52,7 +52,7 @@ export function getRecurringJobs(schema: string): MssqlStatement {
 
 /** setRecurringJobPaused — one row by its key (plain UPDATE, X lock on it); `Affected` 0 or 1. */
 export function setRecurringJobPaused(
-  schema: string,
+  schema: MssqlSchema,
   name: string,
   paused: boolean,
 ): MssqlStatement {
@@ -70,7 +70,7 @@ export function setRecurringJobPaused(
 }
 
 /** removeRecurringJob — one row by its key; `Affected` 0 or 1. */
-export function removeRecurringJob(schema: string, name: string): MssqlStatement {
+export function removeRecurringJob(schema: MssqlSchema, name: string): MssqlStatement {
   const t = tables(schema);
   const p = new ParamList();
   const key = p.nvarchar(name, 255);
@@ -91,7 +91,11 @@ export function removeRecurringJob(schema: string, name: string): MssqlStatement
  * (https://learn.microsoft.com/en-us/sql/relational-databases/sql-server-transaction-locking-and-row-versioning-guide#lock-modes).
  * Also corrects the claim's `LastJobId` when the slot's idempotency key met a job already hot.
  */
-export function triggerRecurringJob(schema: string, name: string, jobId: string): MssqlStatement {
+export function triggerRecurringJob(
+  schema: MssqlSchema,
+  name: string,
+  jobId: string,
+): MssqlStatement {
   const t = tables(schema);
   const p = new ParamList();
   const key = p.nvarchar(name, 255);
@@ -112,7 +116,7 @@ export function triggerRecurringJob(schema: string, name: string, jobId: string)
  * the result.
  */
 export function claimRecurringSlot(
-  schema: string,
+  schema: MssqlSchema,
   name: string,
   slotUtc: Date,
   nextSlotUtc: Date,

@@ -14,6 +14,7 @@ import {
   selectColumns,
   subtractMs,
   tables,
+  type MssqlSchema,
 } from './fragments';
 
 /**
@@ -31,7 +32,7 @@ import {
  * such statements on one row deadlock.
  */
 export function recoverAbandoned(
-  schema: string,
+  schema: MssqlSchema,
   fetchedTimeoutMs: number,
   limit: number,
 ): MssqlStatement {
@@ -103,7 +104,7 @@ export interface MssqlZombieRetryRule {
  * `MetricBuckets` in key order (failed and retried rows in one {@link bumpBuckets}).
  */
 export function archiveZombies(
-  schema: string,
+  schema: MssqlSchema,
   defaultTimeoutMs: number,
   limit: number,
   rules: readonly MssqlZombieRetryRule[],
@@ -123,10 +124,10 @@ export function archiveZombies(
       PROLOGUE,
       DECLARE_NOW,
       DECLARE_BUCKET,
-      declareTableVar('@Moved', HOT_COLUMNS),
-      'DECLARE @Rules TABLE (Queue varchar(255) NOT NULL, Type nvarchar(255) NULL, Retry bit NOT NULL);',
+      declareTableVar('@Moved', HOT_COLUMNS, t.binaryKeys),
+      `DECLARE @Rules TABLE (Queue varchar(255)${t.key} NOT NULL, Type nvarchar(255)${t.key} NULL, Retry bit NOT NULL);`,
       'DECLARE @Zombies TABLE (Id varchar(36) NOT NULL PRIMARY KEY, Retry bit NOT NULL, TimeoutMs bigint NOT NULL, Locked bit NOT NULL);',
-      declareTableVar('@Retried', RESCUED_COLUMNS),
+      declareTableVar('@Retried', RESCUED_COLUMNS, t.binaryKeys),
       'INSERT INTO @Rules (Queue, Type, Retry)',
       `SELECT x.Queue, x.Type, x.Retry FROM OPENJSON(${doc}) WITH (Queue varchar(255) '$.queue', Type nvarchar(255) '$.type', Retry bit '$.retry') AS x`,
       'WHERE x.Queue IS NOT NULL AND x.Retry IS NOT NULL;',
@@ -164,12 +165,12 @@ export function archiveZombies(
         `SELECT r.Id, r.AttemptCount, r.WorkerId, r.LeaseId, r.StartedAtUtc, 'zombie' AS Outcome, ${message} AS Error FROM @Retried AS r UNION ALL SELECT mv.Id, mv.AttemptCount, mv.WorkerId, mv.LeaseId, mv.StartedAtUtc, 'zombie', ${message} FROM @Moved AS mv`,
       ),
       bumpStats(
-        t.stats,
+        t,
         '(SELECT r.Queue, 1 AS Retried, 0 AS Failed FROM @Retried AS r UNION ALL SELECT mv.Queue, 0, 1 FROM @Moved AS mv)',
         { RetriedTotal: 'g.Retried', FailedTotal: 'g.Failed' },
       ),
       bumpBuckets(
-        t.buckets,
+        t,
         '(SELECT mv.Queue, CAST(1 AS tinyint) AS Outcome, CAST(2 AS smallint) AS FailureReason, CAST(NULL AS bigint) AS DurationMs FROM @Moved AS mv UNION ALL SELECT r.Queue, CAST(3 AS tinyint), CAST(2 AS smallint), CAST(NULL AS bigint) FROM @Retried AS r)',
       ),
       'COMMIT;',

@@ -13,13 +13,14 @@ import {
   attemptsDelete,
   subtractMs,
   tables,
+  type MssqlSchema,
 } from './fragments';
 
 /**
  * purgeDlq — deletes DLQ rows by id (counters untouched) and their `JobAttempts` rows, in one
  * transaction (XACT_ABORT); the count of DLQ rows deleted is the result.
  */
-export function purgeDlq(schema: string, ids: readonly string[]): MssqlStatement {
+export function purgeDlq(schema: MssqlSchema, ids: readonly string[]): MssqlStatement {
   const t = tables(schema);
   const p = new ParamList();
   const doc = p.json(ids);
@@ -42,7 +43,11 @@ export function purgeDlq(schema: string, ids: readonly string[]): MssqlStatement
  * their `JobAttempts` rows, its own short transaction (XACT_ABORT); rows other sessions hold are
  * skipped (`READPAST, ROWLOCK`). See {@link READPAST_UNDER_RCSI} for `READCOMMITTEDLOCK`.
  */
-export function purgeDlqByFilter(schema: string, filter: DlqFilter, batch: number): MssqlStatement {
+export function purgeDlqByFilter(
+  schema: MssqlSchema,
+  filter: DlqFilter,
+  batch: number,
+): MssqlStatement {
   const t = tables(schema);
   const p = new ParamList();
   const max = p.int(batch);
@@ -74,7 +79,7 @@ type RetentionTarget = 'archive' | 'dlq' | 'buckets' | 'workers' | 'audit';
  * transaction (XACT_ABORT) with it.
  */
 function applyRetentionBatch(
-  schema: string,
+  schema: MssqlSchema,
   target: RetentionTarget,
   ageMs: number,
   batch: number,
@@ -129,7 +134,7 @@ function applyRetentionBatch(
 
 /** applyRetention, archive step: one batch of archive rows finished before now − `ageMs`. */
 export function applyRetentionArchive(
-  schema: string,
+  schema: MssqlSchema,
   ageMs: number,
   batch: number,
 ): MssqlStatement {
@@ -137,13 +142,17 @@ export function applyRetentionArchive(
 }
 
 /** applyRetention, DLQ step: one batch of DLQ rows failed before now − `ageMs`. */
-export function applyRetentionDlq(schema: string, ageMs: number, batch: number): MssqlStatement {
+export function applyRetentionDlq(
+  schema: MssqlSchema,
+  ageMs: number,
+  batch: number,
+): MssqlStatement {
   return applyRetentionBatch(schema, 'dlq', ageMs, batch);
 }
 
 /** applyRetention, metrics step: one batch of metric buckets older than now − `ageMs`. */
 export function applyRetentionBuckets(
-  schema: string,
+  schema: MssqlSchema,
   ageMs: number,
   batch: number,
 ): MssqlStatement {
@@ -156,7 +165,7 @@ export function applyRetentionBuckets(
  * was removed writes it anew.
  */
 export function applyRetentionWorkers(
-  schema: string,
+  schema: MssqlSchema,
   ageMs: number,
   batch: number,
 ): MssqlStatement {
@@ -164,6 +173,10 @@ export function applyRetentionWorkers(
 }
 
 /** applyRetention, audit step: one batch of audit log entries recorded before now − `ageMs`. */
-export function applyRetentionAudit(schema: string, ageMs: number, batch: number): MssqlStatement {
+export function applyRetentionAudit(
+  schema: MssqlSchema,
+  ageMs: number,
+  batch: number,
+): MssqlStatement {
   return applyRetentionBatch(schema, 'audit', ageMs, batch);
 }

@@ -17,6 +17,7 @@ import {
   leaseDoc,
   startLagMs,
   tables,
+  type MssqlSchema,
 } from './fragments';
 
 /**
@@ -26,7 +27,10 @@ import {
  * rows count in the start bucket with their lag, in the same transaction (`SET XACT_ABORT ON;
  * BEGIN TRAN; … COMMIT`), `JobsHot` rows first, then `MetricBuckets` in key order.
  */
-export function markAsProcessing(schema: string, leases: readonly MssqlLease[]): MssqlStatement {
+export function markAsProcessing(
+  schema: MssqlSchema,
+  leases: readonly MssqlLease[],
+): MssqlStatement {
   const t = tables(schema);
   const p = new ParamList();
   const doc = leaseDoc(p, leases);
@@ -35,7 +39,7 @@ export function markAsProcessing(schema: string, leases: readonly MssqlLease[]):
       PROLOGUE,
       DECLARE_NOW,
       DECLARE_BUCKET,
-      'DECLARE @Started TABLE (Id varchar(36) NOT NULL, Queue varchar(255) NOT NULL, DueAtUtc datetime2(3) NOT NULL);',
+      `DECLARE @Started TABLE (Id varchar(36) NOT NULL, Queue varchar(255)${t.key} NOT NULL, DueAtUtc datetime2(3) NOT NULL);`,
       'BEGIN TRAN;',
       'UPDATE h SET h.Status = 2, h.AttemptCount = h.AttemptCount + 1, h.StartedAtUtc = @now, h.HeartbeatUtc = @now, h.LastUpdatedUtc = @now',
       'OUTPUT inserted.Id, inserted.Queue, inserted.DueAtUtc INTO @Started (Id, Queue, DueAtUtc)',
@@ -45,7 +49,7 @@ export function markAsProcessing(schema: string, leases: readonly MssqlLease[]):
       'IF EXISTS (SELECT 1 FROM @Started)',
       'BEGIN',
       bumpBuckets(
-        t.buckets,
+        t,
         `(SELECT s.Queue, CAST(4 AS tinyint) AS Outcome, CAST(-1 AS smallint) AS FailureReason, CAST(NULL AS bigint) AS DurationMs, ${startLagMs('s')} AS LagMs FROM @Started AS s)`,
         true,
       ),
@@ -68,7 +72,7 @@ export function markAsProcessing(schema: string, leases: readonly MssqlLease[]):
  * rows with their cancellation flag.
  */
 export function keepAlive(
-  schema: string,
+  schema: MssqlSchema,
   workerId: string,
   leases: readonly MssqlLease[],
 ): MssqlStatement {
@@ -102,7 +106,7 @@ export function keepAlive(
  * and bucket rows in key order).
  */
 export function release(
-  schema: string,
+  schema: MssqlSchema,
   leases: readonly MssqlLease[],
   delayMs: number | null,
 ): MssqlStatement {
@@ -115,7 +119,7 @@ export function release(
  * and `HeartbeatUtc` cleared; the delay as {@link release}, in the same kind of transaction.
  */
 export function unstart(
-  schema: string,
+  schema: MssqlSchema,
   leases: readonly MssqlLease[],
   delayMs: number | null,
 ): MssqlStatement {
@@ -124,7 +128,7 @@ export function unstart(
 
 /** The batch of {@link release} (Fetched rows) and {@link unstart} (started rows that never ran). */
 function handBack(
-  schema: string,
+  schema: MssqlSchema,
   leases: readonly MssqlLease[],
   delayMs: number | null,
   started: boolean,
@@ -138,7 +142,7 @@ function handBack(
       PROLOGUE,
       DECLARE_NOW,
       `DECLARE @due datetime2(3) = CASE WHEN ${delay} IS NULL THEN NULL ELSE ${addMs('@now', delay)} END;`,
-      'DECLARE @Released TABLE (Id varchar(36) NOT NULL, Queue varchar(255) NOT NULL);',
+      `DECLARE @Released TABLE (Id varchar(36) NOT NULL, Queue varchar(255)${t.key} NOT NULL);`,
       'BEGIN TRAN;',
       'UPDATE h SET h.Status = 0, h.WorkerId = NULL, h.LeaseId = NULL, h.LastUpdatedUtc = @now,',
       ...(started
@@ -152,7 +156,7 @@ function handBack(
       started ? 'WHERE h.Status = 2;' : 'WHERE h.Status = 1;',
       `IF @due IS NOT NULL`,
       'BEGIN',
-      bumpStats(t.stats, '@Released', { DeferredTotal: '1' }),
+      bumpStats(t, '@Released', { DeferredTotal: '1' }),
       'END;',
       'COMMIT;',
       'SELECT COUNT_BIG(*) AS Affected FROM @Released;',
@@ -166,7 +170,7 @@ function handBack(
  * with). Plain UPDATE, read committed. `@@ROWCOUNT` is the result.
  */
 export function reportProgress(
-  schema: string,
+  schema: MssqlSchema,
   lease: MssqlLease,
   percent: number,
   note: string | null,
@@ -197,7 +201,7 @@ export function reportProgress(
  * (XACT_ABORT, read committed, U → X row locks).
  */
 export function rescheduleForRetry(
-  schema: string,
+  schema: MssqlSchema,
   lease: MssqlLease,
   delayMs: number,
   error: string,
@@ -215,7 +219,7 @@ export function rescheduleForRetry(
       DECLARE_NOW,
       DECLARE_BUCKET,
       `DECLARE @due datetime2(3) = ${addMs('@now', delay)};`,
-      'DECLARE @Retried TABLE (Id varchar(36) NOT NULL, Queue varchar(255) NOT NULL, AttemptCount int NULL, WorkerId nvarchar(255) NULL, LeaseId varchar(36) NULL, StartedAtUtc datetime2(3) NULL);',
+      `DECLARE @Retried TABLE (Id varchar(36) NOT NULL, Queue varchar(255)${t.key} NOT NULL, AttemptCount int NULL, WorkerId nvarchar(255) NULL, LeaseId varchar(36) NULL, StartedAtUtc datetime2(3) NULL);`,
       'BEGIN TRAN;',
       'UPDATE h SET h.Status = 0, h.WorkerId = NULL, h.LeaseId = NULL, h.HeartbeatUtc = NULL,',
       `  h.ScheduledAtUtc = @due, h.DueAtUtc = @due, h.HeldSinceUtc = NULL, h.LastError = ${err}, h.LastUpdatedUtc = @now`,
@@ -226,9 +230,9 @@ export function rescheduleForRetry(
         t,
         `SELECT r.Id, r.AttemptCount, r.WorkerId, r.LeaseId, r.StartedAtUtc, 'retried' AS Outcome, ${err} AS Error FROM @Retried AS r`,
       ),
-      bumpStats(t.stats, '@Retried', { RetriedTotal: '1' }),
+      bumpStats(t, '@Retried', { RetriedTotal: '1' }),
       bumpBuckets(
-        t.buckets,
+        t,
         '(SELECT r.Queue, CAST(3 AS tinyint) AS Outcome, CAST(-1 AS smallint) AS FailureReason, CAST(NULL AS bigint) AS DurationMs FROM @Retried AS r)',
       ),
       'COMMIT;',

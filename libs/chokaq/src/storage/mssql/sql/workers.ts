@@ -2,7 +2,14 @@
 import type { CheckedWorkerHeartbeat } from '../../../validation/validate-args';
 import { MssqlStatement, ParamList } from '../mssql-params';
 import { WORKER_COLUMNS } from '../mssql.schema';
-import { DECLARE_NOW, PROLOGUE, selectColumns, subtractMs, tables } from './fragments';
+import {
+  DECLARE_NOW,
+  PROLOGUE,
+  selectColumns,
+  subtractMs,
+  tables,
+  type MssqlSchema,
+} from './fragments';
 
 /**
  * upsertWorker — one worker's report into its row of `Workers` (its heartbeat), every time from
@@ -20,7 +27,7 @@ import { DECLARE_NOW, PROLOGUE, selectColumns, subtractMs, tables } from './frag
  * `upsertRecurringJob`). Only the worker's own key is ever locked, and one process reports for one
  * worker id, so there is nothing to wait for in practice.
  */
-export function upsertWorker(schema: string, w: CheckedWorkerHeartbeat): MssqlStatement {
+export function upsertWorker(schema: MssqlSchema, w: CheckedWorkerHeartbeat): MssqlStatement {
   const t = tables(schema);
   const p = new ParamList();
   const id = p.nvarchar(w.workerId, 255);
@@ -58,7 +65,7 @@ export function upsertWorker(schema: string, w: CheckedWorkerHeartbeat): MssqlSt
  * markWorkerStopped — a clean stop: stop and last-seen times now, nothing running; plain UPDATE of
  * the worker's own row, read committed. `@@ROWCOUNT` is the result.
  */
-export function markWorkerStopped(schema: string, workerId: string): MssqlStatement {
+export function markWorkerStopped(schema: MssqlSchema, workerId: string): MssqlStatement {
   const t = tables(schema);
   const p = new ParamList();
   const id = p.nvarchar(workerId, 255);
@@ -79,7 +86,11 @@ export function markWorkerStopped(schema: string, workerId: string): MssqlStatem
  * `IsLost`: not stopped and not seen for more than `lostAfterMs` by `SYSUTCDATETIME()`. A read
  * committed read (no NOLOCK: a few rows, and `lost` must not be read from a half-written report).
  */
-export function listWorkers(schema: string, lostAfterMs: number, limit: number): MssqlStatement {
+export function listWorkers(
+  schema: MssqlSchema,
+  lostAfterMs: number,
+  limit: number,
+): MssqlStatement {
   const t = tables(schema);
   const p = new ParamList();
   const lostAfter = p.bigint(lostAfterMs);

@@ -1,0 +1,177 @@
+import {
+  BINARY_KEY_COLLATION,
+  SEARCH_COLLATION,
+  mssqlBinaryKeysScript,
+  mssqlSchemaDdl,
+} from '../../libs/chokaq/src/storage/mssql/mssql.schema';
+import { catalogue } from './support/statements';
+import { tsqlSyntaxErrors } from './support/tsql-grammar';
+
+/**
+ * Keys that differ only by case (SQL Server round 3, item 3). A new install declares its key
+ * columns (queue, job type, idempotency key, queue and recurring job names) in a binary collation;
+ * an install of an earlier release keeps the database's until `chokaq migrate --binary-keys`. Two
+ * column collations meet in `=` only when they are the same (error 468 otherwise), and a table
+ * variable's columns, like `OPENJSON`'s, take the database's default. So on a binary-key install
+ * every batch declares its table variables' key columns in the binary collation and casts the
+ * keys it reads from `OPENJSON` before it groups or combines them; on an older install the batch
+ * is exactly what it was. Checked over every statement of the catalogue, built both ways.
+ */
+const KEY_NAMES = ['Queue', 'Type', 'IdempotencyKey', 'Name'];
+const COLLATE = `COLLATE ${BINARY_KEY_COLLATION}`;
+
+/** The column definitions of every `DECLARE @x TABLE (…)` of a batch, as `@x.Column type…`. */
+function tableVariableColumns(sql: string): string[] {
+  const out: string[] = [];
+  for (const m of sql.matchAll(/DECLARE (@\w+) TABLE \((.*)\);/g)) {
+    for (const part of m[2].split(/,(?![^(]*\))/)) out.push(`${m[1]}.${part.trim()}`);
+  }
+  return out;
+}
+
+/** The key columns a batch reads from `OPENJSON … WITH (…) AS alias`, as `alias.Column`. */
+function openJsonKeys(sql: string): string[] {
+  const out: string[] = [];
+  for (const m of sql.matchAll(/OPENJSON\([^)]*\) WITH \(([^)]*(?:\([^)]*\)[^)]*)*)\) AS (\w+)/g)) {
+    for (const def of m[1].split(/,(?![^(]*\))/)) {
+      const name = def.trim().split(' ')[0];
+      if (KEY_NAMES.includes(name)) out.push(`${m[2]}.${name}`);
+    }
+  }
+  return out;
+}
+
+describe('SQL Server key columns compare byte for byte on a new install', () => {
+  const legacy = catalogue();
+  const binary = catalogue({ name: 'chokaq', binaryKeys: true });
+
+  it('a new install declares exactly the key columns in the binary collation', () => {
+    const ddl = mssqlSchemaDdl('chokaq');
+    const declared = [...ddl.matchAll(/^ {4}(\w+) (\S+) COLLATE (\w+)/gm)].map((m) => [m[1], m[3]]);
+    expect(new Set(declared.map(([name]) => name))).toEqual(new Set(KEY_NAMES));
+    expect(new Set(declared.map(([, collation]) => collation))).toEqual(
+      new Set([BINARY_KEY_COLLATION]),
+    );
+    // Queue in the three pillars, the counters, the buckets and the recurring jobs; Type in the
+    // three pillars and the recurring jobs; IdempotencyKey in the pillars; Queues and RecurringJobs' names.
+    expect(declared).toHaveLength(6 + 4 + 3 + 2);
+    // Ids, leases and worker ids are the library's own (UUIDs, host:pid:random): left alone.
+    expect(ddl).not.toMatch(/\b(Id|LeaseId|WorkerId) \S+ COLLATE/);
+  });
+
+  it('an install of an earlier release: the batches declare no key collation (as before)', () => {
+    for (const e of legacy) {
+      const rest = e.statement.sql.replace(new RegExp(` COLLATE ${SEARCH_COLLATION}`, 'g'), '');
+      if (e.kind === 'ddl') continue;
+      expect([e.name, rest]).toEqual([e.name, expect.not.stringContaining('COLLATE')]);
+    }
+  });
+
+  it('a binary-key install: every key column of a table variable is declared in the binary collation', () => {
+    const failures: string[] = [];
+    let seen = 0;
+    for (const e of binary) {
+      for (const column of tableVariableColumns(e.statement.sql)) {
+        const [, name] = /^@\w+\.(\w+)/.exec(column)!;
+        if (!KEY_NAMES.includes(name) || !/char\(/.test(column)) continue;
+        seen++;
+        if (!column.includes(COLLATE)) failures.push(`${e.name}: ${column}`);
+      }
+    }
+    expect(seen).toBeGreaterThan(100);
+    expect(failures).toEqual([]);
+  });
+
+  it('a binary-key install: a key read from OPENJSON is cast to the binary collation wherever it is not simply stored', () => {
+    const failures: string[] = [];
+    let seen = 0;
+    for (const e of binary) {
+      // Each statement of the batch on its own: an alias names the OPENJSON rowset only there.
+      for (const statement of e.statement.sql.split(';')) {
+        // An INSERT into a table variable stores the value in that variable's (binary) column:
+        // its SELECT list is an assignment, and only the clauses after FROM compare.
+        const compared = /^\s*INSERT INTO @\w+/.test(statement)
+          ? statement.slice(statement.search(/\sFROM\s/))
+          : statement;
+        for (const ref of openJsonKeys(statement)) {
+          const pattern = new RegExp(`\\b${ref.replace('.', '\\.')}\\b([^,\\n]*)`, 'g');
+          for (const m of compared.matchAll(pattern)) {
+            seen++;
+            if (!/^ (COLLATE \w+|IS NOT NULL)/.test(m[1])) failures.push(`${e.name}: ${m[0]}`);
+          }
+        }
+      }
+    }
+    expect(seen).toBeGreaterThan(0);
+    expect(failures).toEqual([]);
+  });
+
+  it('the search compares case-insensitively in an explicit collation, whatever the columns', () => {
+    const searches = binary.filter((e) => e.name.includes('search'));
+    expect(searches.length).toBeGreaterThan(5);
+    for (const e of searches) {
+      expect([e.name, e.statement.sql]).toEqual([
+        e.name,
+        expect.stringMatching(new RegExp(`\\.Type COLLATE ${SEARCH_COLLATION} LIKE @\\d+`)),
+      ]);
+    }
+  });
+
+  it('the batches that differ on a binary-key install, and the conversion script, parse as T-SQL', () => {
+    const differing = binary.filter((e, i) => e.statement.sql !== legacy[i].statement.sql);
+    expect(differing.length).toBeGreaterThan(20);
+    const failures = [
+      ...differing.map((e) => [e.name, e.statement.sql] as const),
+      ['convertKeysToBinary', mssqlBinaryKeysScript('chokaq')] as const,
+    ].flatMap(([name, sql]) =>
+      tsqlSyntaxErrors(sql).map((x) => `${name} ${x.line}:${x.column} ${x.message}`),
+    );
+    expect(failures).toEqual([]);
+  }, 120_000);
+
+  it('the conversion drops what names a key column, alters every key column and builds it all again, once', () => {
+    const script = mssqlBinaryKeysScript('chokaq');
+    // Guarded: an install whose keys are binary already changes nothing.
+    expect(script).toContain(
+      `IF EXISTS (SELECT 1 FROM sys.columns WHERE object_id = OBJECT_ID(N'[chokaq].[JobsHot]') AND name = N'Queue' AND collation_name <> N'${BINARY_KEY_COLLATION}')`,
+    );
+    const dropped = [...script.matchAll(/DROP INDEX IF EXISTS \[(\w+)\]/g)].map((m) => m[1]);
+    const created = [...script.matchAll(/CREATE (?:UNIQUE )?NONCLUSTERED INDEX \[(\w+)\]/g)].map(
+      (m) => m[1],
+    );
+    expect(created).toEqual(dropped);
+    expect(dropped).toEqual(
+      expect.arrayContaining([
+        'IX_JobsHot_Claim',
+        'IX_JobsHot_ClaimType',
+        'UX_JobsHot_IdempotencyKey',
+        'IX_JobsHot_Held',
+        'IX_JobsArchive_Type',
+        'IX_JobsDLQ_Queue',
+      ]),
+    );
+    // Every index of the new install's DDL that names a key column is among them.
+    const ddl = mssqlSchemaDdl('chokaq');
+    for (const m of ddl.matchAll(
+      /CREATE (?:UNIQUE )?NONCLUSTERED INDEX \[(\w+)\] ON \S+ \(([^)]*)\)(?: INCLUDE \(([^)]*)\))?/g,
+    )) {
+      const columns = `${m[2]}, ${m[3] ?? ''}`.split(',').map((c) => c.trim().split(' ')[0]);
+      if (columns.some((c) => KEY_NAMES.includes(c))) expect(dropped).toContain(m[1]);
+    }
+    const altered = [
+      ...script.matchAll(/ALTER TABLE \[chokaq\]\.\[(\w+)\] ALTER COLUMN (\w+) \S+ (COLLATE \w+)/g),
+    ];
+    expect(altered).toHaveLength(6 + 4 + 3 + 2);
+    expect(new Set(altered.map((m) => m[3]))).toEqual(new Set([COLLATE]));
+    for (const pk of ['PK_StatsSummary', 'PK_MetricBuckets', 'PK_Queues', 'PK_RecurringJobs']) {
+      expect(script).toContain(`DROP CONSTRAINT [${pk}]`);
+      expect(script).toContain(`ADD CONSTRAINT [${pk}] PRIMARY KEY CLUSTERED`);
+    }
+    // The drops come before the ALTERs, the rebuilds after, all in one transaction under the applock.
+    expect(script.indexOf('sp_getapplock')).toBeLessThan(script.indexOf('DROP INDEX'));
+    expect(script.lastIndexOf('DROP INDEX')).toBeLessThan(script.indexOf('ALTER COLUMN'));
+    expect(script.lastIndexOf('ALTER COLUMN')).toBeLessThan(script.indexOf('ADD CONSTRAINT'));
+    expect(script.match(/BEGIN TRAN;/g)).toHaveLength(1);
+    expect(script.trimEnd().endsWith('COMMIT;\nSELECT @converted AS Converted;')).toBe(true);
+  });
+});
