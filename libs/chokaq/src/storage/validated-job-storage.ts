@@ -178,8 +178,7 @@ export class ValidatedJobStorage implements JobStorage {
 
   /** @inheritdoc */
   get convertKeysToBinary(): (() => Promise<boolean>) | undefined {
-    const store = this.store;
-    return store.convertKeysToBinary ? () => store.convertKeysToBinary!() : undefined;
+    return this.store.convertKeysToBinary?.bind(this.store);
   }
 
   /** @inheritdoc */

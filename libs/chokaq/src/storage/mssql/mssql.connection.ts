@@ -77,20 +77,17 @@ export class MssqlConnection {
   readonly logger: ChokaQLogger;
 
   /**
-   * Whether the install's key columns are binary (`BINARY_KEY_COLLATION`), as `prepare()` read it
-   * ({@link observeKeyCollation}); true until then, as `ensureSchema()` creates a new install.
+   * What the statement builders are given: the schema, and whether its key columns are binary
+   * (`BINARY_KEY_COLLATION`) as `prepare()` read it ({@link observeKeyCollation}); binary until
+   * then, as `ensureSchema()` creates a new install.
    */
-  private binaryKeys = true;
+  target: MssqlSchema;
 
   constructor(readonly config: SqlStorageConfig) {
     this.logger = config.logger('MssqlJobStorage');
     this.dataSource = config.dataSource;
     this.schema = config.schema;
-  }
-
-  /** What the statement builders are given: the schema, and how its key columns compare. */
-  get target(): MssqlSchema {
-    return { name: this.schema, binaryKeys: this.binaryKeys };
+    this.target = { name: this.schema, binaryKeys: true };
   }
 
   /**
@@ -101,7 +98,8 @@ export class MssqlConnection {
    * creates with binary keys.
    */
   observeKeyCollation(collation: string | null): void {
-    this.binaryKeys = collation === null || collation === BINARY_KEY_COLLATION;
+    const binaryKeys = collation === null || collation === BINARY_KEY_COLLATION;
+    this.target = { name: this.schema, binaryKeys };
   }
 
   /** Runs one batch on `runner`, or on a pooled runner of its own that it releases. */

@@ -474,38 +474,71 @@ export function qualify(schema: string, table: MssqlTable): string {
 
 function columnDdl(table: string, col: MssqlColumn): string {
   const def = col.default ? ` CONSTRAINT [DF_${table}_${col.name}] DEFAULT ${col.default}` : '';
-  return `${col.name} ${columnType(col, true)} ${col.nullable ? 'NULL' : 'NOT NULL'}${def}`;
+  return `${col.name} ${columnType(col, keyCollate(true))} ${col.nullable ? 'NULL' : 'NOT NULL'}${def}`;
 }
 
 /**
- * The type of `col` as declared: a key column with `COLLATE` when `binaryKeys` (the tables of a new
- * install, and the table variables of statements run against a binary-key install, which must
- * compare in the same collation: two column collations meet in `=` only when equal, else error
- * 468, and a table variable's columns take the database's default
+ * The type of `col` as declared: a key column followed by `collate` ({@link keyCollate}: the
+ * tables of a new install, and the table variables of statements run against a binary-key
+ * install, which must compare in the same collation: two column collations meet in `=` only when
+ * equal, else error 468, and a table variable's columns take the database's default
  * (https://learn.microsoft.com/en-us/sql/t-sql/statements/collation-precedence-transact-sql)).
  */
-export function columnType(col: MssqlColumn, binaryKeys: boolean): string {
-  return col.key && binaryKeys ? `${col.type} COLLATE ${BINARY_KEY_COLLATION}` : col.type;
+export function columnType(col: MssqlColumn, collate: string): string {
+  return col.key ? `${col.type}${collate}` : col.type;
+}
+
+/** ` COLLATE <BINARY_KEY_COLLATION>` for a key of a binary-key install, else nothing. */
+export function keyCollate(binaryKeys: boolean): string {
+  return binaryKeys ? ` COLLATE ${BINARY_KEY_COLLATION}` : '';
+}
+
+/** The clustered primary key of each table, `PK_<Table>`. */
+const PRIMARY_KEYS: Record<MssqlTable, string> = {
+  hot: 'Id',
+  archive: 'Id',
+  dlq: 'Id',
+  stats: 'Queue',
+  buckets: 'BucketUtc, Queue, Outcome, FailureReason',
+  queues: 'Name',
+  recurring: 'Name',
+  migrations: 'Version',
+  workers: 'WorkerId',
+  audit: 'Id',
+  settings: 'Name',
+  attempts: 'JobId, Seq',
+};
+
+/** The tables stored with `DATA_COMPRESSION = PAGE` (the history, the buckets, the attempts). */
+const PAGE_COMPRESSED: ReadonlySet<MssqlTable> = new Set(['archive', 'dlq', 'buckets', 'attempts']);
+
+/** `WITH (…)` of a table or an index: its compression, then `options`; nothing without either. */
+function withClause(compressed: boolean, options: readonly string[] = []): string {
+  const all = [...(compressed ? ['DATA_COMPRESSION = PAGE'] : []), ...options];
+  return all.length > 0 ? ` WITH (${all.join(', ')})` : '';
+}
+
+/** The primary key constraint of `table`, as CREATE TABLE and ALTER TABLE … ADD declare it. */
+function primaryKey(table: MssqlTable): string {
+  return `CONSTRAINT [PK_${MSSQL_TABLES[table]}] PRIMARY KEY CLUSTERED (${PRIMARY_KEYS[table]})`;
 }
 
 function createTable(
   schema: string,
   table: MssqlTable,
   columns: readonly MssqlColumn[],
-  constraints: readonly string[],
-  compressed: boolean,
+  checks: readonly string[] = [],
 ): string {
   const name = MSSQL_TABLES[table];
-  const body = [...columns.map((col) => columnDdl(name, col)), ...constraints]
+  const body = [...columns.map((col) => columnDdl(name, col)), primaryKey(table), ...checks]
     .map((line) => `    ${line}`)
     .join(',\n');
-  const withClause = compressed ? ' WITH (DATA_COMPRESSION = PAGE)' : '';
   return [
     `IF OBJECT_ID(N'${qualify(schema, table)}', N'U') IS NULL`,
     `BEGIN`,
     `  CREATE TABLE ${qualify(schema, table)} (`,
     body,
-    `  )${withClause};`,
+    `  )${withClause(PAGE_COMPRESSED.has(table))};`,
     `END;`,
   ].join('\n');
 }
@@ -522,9 +555,6 @@ interface IndexSpec {
   compressed?: boolean;
 }
 
-/** The keys of `IX_JobsHot_ClaimType` (version 2; version 14 rebuilds it with an INCLUDE). */
-const CLAIM_TYPE_KEYS = 'Queue, Type, Priority DESC, DueAtUtc';
-
 const INDEXES: readonly IndexSpec[] = [
   {
     serves:
@@ -540,7 +570,7 @@ const INDEXES: readonly IndexSpec[] = [
       'fetchNextBatch, exact (queue, type) pairs: the seek carries the type, so rows of types this worker cannot run are never read (schema version 2; INCLUDE (PayloadVersion) from version 14, below)',
     table: 'hot',
     name: 'IX_JobsHot_ClaimType',
-    keys: CLAIM_TYPE_KEYS,
+    keys: 'Queue, Type, Priority DESC, DueAtUtc',
     where: 'Status = 0',
   },
   {
@@ -657,17 +687,41 @@ const INDEXES: readonly IndexSpec[] = [
   },
 ];
 
+/** `IX_JobsHot_ClaimType` as version 14 defines it: version 2's keys, INCLUDE (PayloadVersion). */
+const CLAIM_TYPE_INDEX: IndexSpec = {
+  ...INDEXES.find((index) => index.name === 'IX_JobsHot_ClaimType')!,
+  include: 'PayloadVersion',
+};
+
+/** `IX_JobsHot_Held` (schema version 13): the held rows of a queue, and only those. */
+const HELD_INDEX: IndexSpec = {
+  serves:
+    'getQueueHealth: the held rows of one queue (schema version 13); the index holds only those.',
+  table: 'hot',
+  name: 'IX_JobsHot_Held',
+  keys: 'Queue, HeldSinceUtc',
+  include: 'DueAtUtc',
+  where: 'Status = 0 AND HeldSinceUtc IS NOT NULL',
+};
+
+/** `CREATE … INDEX` of `index`, with `options` after its compression in `WITH (…)`. */
+function indexStatement(schema: string, index: IndexSpec, options: readonly string[] = []): string {
+  const kind = index.unique ? 'UNIQUE NONCLUSTERED' : 'NONCLUSTERED';
+  return (
+    `CREATE ${kind} INDEX [${index.name}] ON ${qualify(schema, index.table)} (${index.keys})` +
+    (index.include ? ` INCLUDE (${index.include})` : '') +
+    (index.where ? ` WHERE ${index.where}` : '') +
+    withClause(index.compressed ?? false, options) +
+    ';'
+  );
+}
+
 function createIndex(schema: string, index: IndexSpec): string {
   const table = qualify(schema, index.table);
-  const kind = index.unique ? 'UNIQUE NONCLUSTERED' : 'NONCLUSTERED';
   return [
     `-- ${index.serves}`,
     `IF NOT EXISTS (SELECT 1 FROM sys.indexes WHERE object_id = OBJECT_ID(N'${table}') AND name = N'${index.name}')`,
-    `  CREATE ${kind} INDEX [${index.name}] ON ${table} (${index.keys})` +
-      (index.include ? ` INCLUDE (${index.include})` : '') +
-      (index.where ? ` WHERE ${index.where}` : '') +
-      (index.compressed ? ' WITH (DATA_COMPRESSION = PAGE)' : '') +
-      ';',
+    `  ${indexStatement(schema, index)}`,
   ].join('\n');
 }
 
@@ -796,6 +850,16 @@ const PER_VERSION_NOTE: readonly string[] = [
   'stay recorded, and the next run starts from it. Every step takes the applock again.',
 ];
 
+/** How both schema scripts begin: the session options their DDL needs, and the applock's result. */
+const SCRIPT_PROLOGUE: readonly string[] = [
+  `SET NOCOUNT ON;`,
+  `SET XACT_ABORT ON;`,
+  `-- Filtered indexes need these (sqlcmd starts with QUOTED_IDENTIFIER OFF).`,
+  `SET ANSI_NULLS ON;`,
+  `SET QUOTED_IDENTIFIER ON;`,
+  `DECLARE @lockResult int;`,
+];
+
 /** The opening of one step: a transaction holding the schema's applock (exclusive, transaction-owned). */
 function beginStep(schema: string): string[] {
   return [
@@ -826,12 +890,7 @@ export function mssqlSchemaDdl(schema: string): string {
   const parts: string[] = [
     `-- ChokaQ for NestJS: SQL Server schema [${schema}], version ${MSSQL_SCHEMA_VERSION}.`,
     `-- Idempotent: safe to run again, and safe while other processes run it (sp_getapplock).`,
-    `SET NOCOUNT ON;`,
-    `SET XACT_ABORT ON;`,
-    `-- Filtered indexes need these (sqlcmd starts with QUOTED_IDENTIFIER OFF).`,
-    `SET ANSI_NULLS ON;`,
-    `SET QUOTED_IDENTIFIER ON;`,
-    `DECLARE @lockResult int;`,
+    ...SCRIPT_PROLOGUE,
     `-- The versions this run records: the script's one result set, selected after the last COMMIT.`,
     `-- A table variable is not rolled back with a transaction, and lives as long as the batch.`,
     `DECLARE @Applied TABLE (Version int NOT NULL);`,
@@ -840,99 +899,23 @@ export function mssqlSchemaDdl(schema: string): string {
     ...SCHEMA_LOCK_WAIT_NOTE.map((line) => `-- ${line}`),
     `SET LOCK_TIMEOUT ${SCHEMA_LOCK_WAIT_MS};`,
     `IF SCHEMA_ID(N'${schema}') IS NULL EXEC(N'CREATE SCHEMA [${schema}]');`,
-    createTable(
-      schema,
-      'hot',
-      HOT_TABLE_COLUMNS,
-      [
-        `CONSTRAINT [PK_JobsHot] PRIMARY KEY CLUSTERED (Id)`,
-        `CONSTRAINT [CK_JobsHot_Status] CHECK (Status IN (0, 1, 2))`,
-      ],
-      false,
-    ),
-    createTable(
-      schema,
-      'archive',
-      ARCHIVE_COLUMNS,
-      [`CONSTRAINT [PK_JobsArchive] PRIMARY KEY CLUSTERED (Id)`],
-      true,
-    ),
-    createTable(
-      schema,
-      'dlq',
-      DLQ_COLUMNS,
-      [
-        `CONSTRAINT [PK_JobsDLQ] PRIMARY KEY CLUSTERED (Id)`,
-        `CONSTRAINT [CK_JobsDLQ_Status] CHECK (Status IN (4, 5, 6))`,
-      ],
-      true,
-    ),
-    createTable(
-      schema,
-      'stats',
-      STATS_COLUMNS,
-      [`CONSTRAINT [PK_StatsSummary] PRIMARY KEY CLUSTERED (Queue)`],
-      false,
-    ),
-    createTable(
-      schema,
-      'buckets',
-      BUCKET_COLUMNS,
-      [
-        `CONSTRAINT [PK_MetricBuckets] PRIMARY KEY CLUSTERED (BucketUtc, Queue, Outcome, FailureReason)`,
-      ],
-      true,
-    ),
-    createTable(
-      schema,
-      'queues',
-      QUEUE_COLUMNS,
-      [`CONSTRAINT [PK_Queues] PRIMARY KEY CLUSTERED (Name)`],
-      false,
-    ),
-    createTable(
-      schema,
-      'recurring',
-      RECURRING_COLUMNS,
-      [`CONSTRAINT [PK_RecurringJobs] PRIMARY KEY CLUSTERED (Name)`, RECURRING_SOURCE_CHECK],
-      false,
-    ),
-    createTable(
-      schema,
-      'migrations',
-      MIGRATION_COLUMNS,
-      [`CONSTRAINT [PK_SchemaMigrations] PRIMARY KEY CLUSTERED (Version)`],
-      false,
-    ),
-    createTable(
-      schema,
-      'workers',
-      WORKER_COLUMNS,
-      [`CONSTRAINT [PK_Workers] PRIMARY KEY CLUSTERED (WorkerId)`],
-      false,
-    ),
-    createTable(
-      schema,
-      'audit',
-      AUDIT_COLUMNS,
-      [`CONSTRAINT [PK_AuditLog] PRIMARY KEY CLUSTERED (Id)`],
-      false,
-    ),
-    createTable(
-      schema,
-      'settings',
-      SETTING_COLUMNS,
-      [`CONSTRAINT [PK_Settings] PRIMARY KEY CLUSTERED (Name)`],
-      false,
-    ),
+    createTable(schema, 'hot', HOT_TABLE_COLUMNS, [
+      `CONSTRAINT [CK_JobsHot_Status] CHECK (Status IN (0, 1, 2))`,
+    ]),
+    createTable(schema, 'archive', ARCHIVE_COLUMNS),
+    createTable(schema, 'dlq', DLQ_COLUMNS, [
+      `CONSTRAINT [CK_JobsDLQ_Status] CHECK (Status IN (4, 5, 6))`,
+    ]),
+    createTable(schema, 'stats', STATS_COLUMNS),
+    createTable(schema, 'buckets', BUCKET_COLUMNS),
+    createTable(schema, 'queues', QUEUE_COLUMNS),
+    createTable(schema, 'recurring', RECURRING_COLUMNS, [RECURRING_SOURCE_CHECK]),
+    createTable(schema, 'migrations', MIGRATION_COLUMNS),
+    createTable(schema, 'workers', WORKER_COLUMNS),
+    createTable(schema, 'audit', AUDIT_COLUMNS),
+    createTable(schema, 'settings', SETTING_COLUMNS),
     `-- JobAttempts (schema version 10): the attempts of jobs that did not end in the archive.`,
-    createTable(
-      schema,
-      'attempts',
-      ATTEMPT_COLUMNS,
-      [`CONSTRAINT [PK_JobAttempts] PRIMARY KEY CLUSTERED (JobId, Seq)`, ATTEMPT_OUTCOME_CHECK],
-      true,
-    ),
+    createTable(schema, 'attempts', ATTEMPT_COLUMNS, [ATTEMPT_OUTCOME_CHECK]),
     ...INDEXES.map((index) => createIndex(schema, index)),
     `IF NOT EXISTS (SELECT 1 FROM ${t('migrations')} WHERE Version = 1)`,
     recordVersion(schema, 1),
@@ -1033,9 +1016,9 @@ export function mssqlSchemaDdl(schema: string): string {
     `  ALTER TABLE ${t('hot')} ADD ${columnDdl(MSSQL_TABLES.hot, HELD_SINCE_COLUMN)};`,
     `IF COL_LENGTH(N'${t('stats')}', N'DeferredTotal') IS NULL`,
     `  ALTER TABLE ${t('stats')} ADD ${columnDdl(MSSQL_TABLES.stats, DEFERRED_TOTAL_COLUMN)};`,
-    `-- getQueueHealth: the held rows of one queue (schema version 13); the index holds only those.`,
-    `IF NOT EXISTS (SELECT 1 FROM sys.indexes WHERE object_id = OBJECT_ID(N'${t('hot')}') AND name = N'IX_JobsHot_Held')`,
-    `  EXEC(N'CREATE NONCLUSTERED INDEX [IX_JobsHot_Held] ON ${t('hot')} (Queue, HeldSinceUtc) INCLUDE (DueAtUtc) WHERE Status = 0 AND HeldSinceUtc IS NOT NULL;');`,
+    `-- ${HELD_INDEX.serves}`,
+    `IF NOT EXISTS (SELECT 1 FROM sys.indexes WHERE object_id = OBJECT_ID(N'${t('hot')}') AND name = N'${HELD_INDEX.name}')`,
+    `  EXEC(N'${indexStatement(schema, HELD_INDEX)}');`,
     `IF NOT EXISTS (SELECT 1 FROM ${t('migrations')} WHERE Version = 13)`,
     recordVersion(schema, 13),
     `COMMIT;`,
@@ -1043,7 +1026,7 @@ export function mssqlSchemaDdl(schema: string): string {
     `-- IX_JobsHot_ClaimType INCLUDE (PayloadVersion) (schema version 14): rebuilt where it lacks the column,`,
     `-- compiled apart (EXEC) since the column may have been added by this batch.`,
     `IF NOT EXISTS (SELECT 1 FROM sys.index_columns AS ic INNER JOIN sys.indexes AS ix ON ix.object_id = ic.object_id AND ix.index_id = ic.index_id WHERE ix.object_id = OBJECT_ID(N'${t('hot')}') AND ix.name = N'IX_JobsHot_ClaimType' AND COL_NAME(ic.object_id, ic.column_id) = N'PayloadVersion')`,
-    `  EXEC(N'CREATE NONCLUSTERED INDEX [IX_JobsHot_ClaimType] ON ${t('hot')} (${CLAIM_TYPE_KEYS}) INCLUDE (PayloadVersion) WHERE Status = 0 WITH (DROP_EXISTING = ON);');`,
+    `  EXEC(N'${indexStatement(schema, CLAIM_TYPE_INDEX, ['DROP_EXISTING = ON'])}');`,
     `IF NOT EXISTS (SELECT 1 FROM ${t('migrations')} WHERE Version = 14)`,
     recordVersion(schema, 14),
     `COMMIT;`,
@@ -1068,39 +1051,31 @@ function keyColumnsOf(): Array<{ table: MssqlTable; column: MssqlColumn }> {
   );
 }
 
-/** The clustered primary keys on key columns, as `createTable` declares them. */
-const KEYED_PRIMARY_KEYS: ReadonlyArray<{ table: MssqlTable; name: string; keys: string }> = [
-  { table: 'stats', name: 'PK_StatsSummary', keys: 'Queue' },
-  { table: 'buckets', name: 'PK_MetricBuckets', keys: 'BucketUtc, Queue, Outcome, FailureReason' },
-  { table: 'queues', name: 'PK_Queues', keys: 'Name' },
-  { table: 'recurring', name: 'PK_RecurringJobs', keys: 'Name' },
-];
+/** The column names of a key or INCLUDE list (`Priority DESC` is `Priority`). */
+function columnNames(list: string | undefined): string[] {
+  return (list ?? '').split(',').map((part) => part.trim().split(' ')[0]);
+}
 
 /**
- * The nonclustered indexes that name a key column (as a key or an INCLUDE), in their definitions
- * of the current version: those of {@link INDEXES}, `IX_JobsHot_ClaimType` with version 14's
- * INCLUDE, and version 13's `IX_JobsHot_Held`.
+ * What names a key column, in its definition of the current version: the tables whose primary key
+ * does, and the nonclustered indexes (of {@link INDEXES}, `IX_JobsHot_ClaimType` as version 14
+ * has it, version 13's `IX_JobsHot_Held`) that key or INCLUDE one.
  */
-function keyedIndexes(): IndexSpec[] {
-  const keyNames = new Set(keyColumnsOf().map((k) => `${k.table}.${k.column.name}`));
-  const names = (list: string | undefined) =>
-    (list ?? '').split(',').map((part) => part.trim().split(' ')[0]);
+function keyedDefinitions(): { primaryKeys: MssqlTable[]; indexes: IndexSpec[] } {
+  const keys = new Set(keyColumnsOf().map((k) => `${k.table}.${k.column.name}`));
+  const names = (table: MssqlTable, lists: Array<string | undefined>) =>
+    lists.flatMap(columnNames).some((name) => keys.has(`${table}.${name}`));
   const current = INDEXES.map((index) =>
-    index.name === 'IX_JobsHot_ClaimType' ? { ...index, include: 'PayloadVersion' } : index,
+    index.name === CLAIM_TYPE_INDEX.name ? CLAIM_TYPE_INDEX : index,
   );
-  const held: IndexSpec = {
-    serves: 'getQueueHealth: the held rows of one queue (schema version 13)',
-    table: 'hot',
-    name: 'IX_JobsHot_Held',
-    keys: 'Queue, HeldSinceUtc',
-    include: 'DueAtUtc',
-    where: 'Status = 0 AND HeldSinceUtc IS NOT NULL',
-  };
-  return [...current, held].filter((index) =>
-    [...names(index.keys), ...names(index.include)].some((n) =>
-      keyNames.has(`${index.table}.${n}`),
+  return {
+    primaryKeys: (Object.keys(PRIMARY_KEYS) as MssqlTable[]).filter((table) =>
+      names(table, [PRIMARY_KEYS[table]]),
     ),
-  );
+    indexes: [...current, HELD_INDEX].filter((index) =>
+      names(index.table, [index.keys, index.include]),
+    ),
+  };
 }
 
 /**
@@ -1130,27 +1105,22 @@ const BINARY_KEYS_NOTE: readonly string[] = [
 export function mssqlBinaryKeysScript(schema: string): string {
   const t = (name: MssqlTable) => qualify(schema, name);
   const keys = keyColumnsOf();
-  const tablesWithKeys = [...new Set(keys.map((k) => k.table))];
+  const { primaryKeys, indexes } = keyedDefinitions();
   const keyColumnList = [...new Set(keys.map((k) => `N'${k.column.name}'`))].join(', ');
-  const tableList = tablesWithKeys.map((table) => `OBJECT_ID(N'${t(table)}')`).join(', ');
-  const indexes = keyedIndexes();
+  const tableList = [...new Set(keys.map((k) => `OBJECT_ID(N'${t(k.table)}')`))].join(', ');
   return (
     [
       `-- ChokaQ for NestJS: SQL Server schema [${schema}], binary key columns.`,
       ...BINARY_KEYS_NOTE.map((line) => `-- ${line}`),
-      `SET NOCOUNT ON;`,
-      `SET XACT_ABORT ON;`,
-      `SET ANSI_NULLS ON;`,
-      `SET QUOTED_IDENTIFIER ON;`,
-      `DECLARE @lockResult int;`,
+      ...SCRIPT_PROLOGUE,
       `DECLARE @dropStats nvarchar(max) = N'';`,
       `DECLARE @converted int = 0;`,
       ...beginStep(schema),
       `IF EXISTS (SELECT 1 FROM sys.columns WHERE object_id = OBJECT_ID(N'${t('hot')}') AND name = N'Queue' AND collation_name <> N'${BINARY_KEY_COLLATION}')`,
       `BEGIN`,
       ...indexes.map((index) => `  DROP INDEX IF EXISTS [${index.name}] ON ${t(index.table)};`),
-      ...KEYED_PRIMARY_KEYS.map(
-        (pk) => `  ALTER TABLE ${t(pk.table)} DROP CONSTRAINT [${pk.name}];`,
+      ...primaryKeys.map(
+        (table) => `  ALTER TABLE ${t(table)} DROP CONSTRAINT [PK_${MSSQL_TABLES[table]}];`,
       ),
       `  SELECT @dropStats = @dropStats + N'DROP STATISTICS ' + QUOTENAME(OBJECT_SCHEMA_NAME(s.object_id)) + N'.' + QUOTENAME(OBJECT_NAME(s.object_id)) + N'.' + QUOTENAME(s.name) + N';'`,
       `  FROM sys.stats AS s`,
@@ -1161,22 +1131,13 @@ export function mssqlBinaryKeysScript(schema: string): string {
       `  SET @converted = 1;`,
       ...keys.map(
         ({ table, column }) =>
-          `  ALTER TABLE ${t(table)} ALTER COLUMN ${column.name} ${columnType(column, true)} ${column.nullable ? 'NULL' : 'NOT NULL'};`,
+          `  ALTER TABLE ${t(table)} ALTER COLUMN ${column.name} ${columnType(column, keyCollate(true))} ${column.nullable ? 'NULL' : 'NOT NULL'};`,
       ),
-      ...KEYED_PRIMARY_KEYS.map(
-        (pk) =>
-          `  ALTER TABLE ${t(pk.table)} ADD CONSTRAINT [${pk.name}] PRIMARY KEY CLUSTERED (${pk.keys})${pk.table === 'buckets' ? ' WITH (DATA_COMPRESSION = PAGE)' : ''};`,
+      ...primaryKeys.map(
+        (table) =>
+          `  ALTER TABLE ${t(table)} ADD ${primaryKey(table)}${withClause(PAGE_COMPRESSED.has(table))};`,
       ),
-      ...indexes.map((index) => {
-        const kind = index.unique ? 'UNIQUE NONCLUSTERED' : 'NONCLUSTERED';
-        return (
-          `  CREATE ${kind} INDEX [${index.name}] ON ${t(index.table)} (${index.keys})` +
-          (index.include ? ` INCLUDE (${index.include})` : '') +
-          (index.where ? ` WHERE ${index.where}` : '') +
-          (index.compressed ? ' WITH (DATA_COMPRESSION = PAGE)' : '') +
-          ';'
-        );
-      }),
+      ...indexes.map((index) => `  ${indexStatement(schema, index)}`),
       `END;`,
       `COMMIT;`,
       `SELECT @converted AS Converted;`,

@@ -146,7 +146,7 @@ export function fetchNextBatch(schema: MssqlSchema, req: MssqlClaimRequest): Mss
       `DECLARE @Budgeted TABLE (Queue varchar(255)${t.key} NOT NULL PRIMARY KEY);`,
       `DECLARE @Candidates TABLE (Queue varchar(255)${t.key} NOT NULL, Priority int NOT NULL, DueAtUtc datetime2(3) NOT NULL, Id varchar(36) NOT NULL, PRIMARY KEY (Queue, Priority DESC, DueAtUtc, Id));`,
       'DECLARE @Picked TABLE (Id varchar(36) NOT NULL PRIMARY KEY, Priority int NOT NULL, DueAtUtc datetime2(3) NOT NULL);',
-      declareTableVar('@Claimed', HOT_COLUMNS, t.binaryKeys),
+      declareTableVar('@Claimed', HOT_COLUMNS, t),
       'INSERT INTO @Types (Queue, Type, MinVersion, MaxVersion)',
       // A key read from OPENJSON has the database's collation: grouped and combined in the
       // install's (t.key), so two types that differ only by case stay two on a binary-key install.

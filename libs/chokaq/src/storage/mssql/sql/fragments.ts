@@ -12,8 +12,8 @@ import {
   ARCHIVE_COLUMNS,
   ATTEMPT_COLUMNS,
   DLQ_COLUMNS,
-  BINARY_KEY_COLLATION,
   columnType,
+  keyCollate,
   MssqlColumn,
   MssqlTable,
   qualify,
@@ -27,11 +27,6 @@ import {
  * and casts the key columns it reads from `OPENJSON` in that collation too (see {@link tables}).
  */
 export type MssqlSchema = string | { readonly name: string; readonly binaryKeys: boolean };
-
-/** The name of `schema`. */
-export function schemaName(schema: MssqlSchema): string {
-  return typeof schema === 'string' ? schema : schema.name;
-}
 
 export const PROLOGUE = 'SET NOCOUNT ON;\nSET XACT_ABORT ON;';
 
@@ -87,14 +82,14 @@ export function selectColumns(alias: string, columns: readonly MssqlColumn[]): s
 
 /**
  * `DECLARE @name TABLE (…)` with the columns of a table, all nullable; key columns in the
- * collation of the install's (`t.binaryKeys`, see {@link tables}).
+ * install's collation (`t.key`, see {@link tables}).
  */
 export function declareTableVar(
   name: string,
   columns: readonly MssqlColumn[],
-  binaryKeys: boolean,
+  t: MssqlTables,
 ): string {
-  return `DECLARE ${name} TABLE (${columns.map((col) => `${col.name} ${columnType(col, binaryKeys)} NULL`).join(', ')});`;
+  return `DECLARE ${name} TABLE (${columns.map((col) => `${col.name} ${columnType(col, t.key)} NULL`).join(', ')});`;
 }
 
 /**
@@ -129,10 +124,9 @@ export function insertSelect(
 
 /** The tables of a schema, quoted, and how its key columns compare. */
 export type MssqlTables = Record<MssqlTable, string> & {
-  /** The install's key columns are in `BINARY_KEY_COLLATION` (see {@link MssqlSchema}). */
-  readonly binaryKeys: boolean;
   /**
-   * `''`, or ` COLLATE <BINARY_KEY_COLLATION>` when `binaryKeys`: appended to the type of a key
+   * `''`, or ` COLLATE <BINARY_KEY_COLLATION>` when the install's keys are binary (see
+   * {@link MssqlSchema}): appended to the type of a key
    * column a table variable declares, and to a key read from `OPENJSON` that is compared, grouped
    * or combined with a table's (its columns take the database's default collation, and a
    * comparison of two different column collations fails with error 468). On an install of the
@@ -142,12 +136,11 @@ export type MssqlTables = Record<MssqlTable, string> & {
 };
 
 export function tables(schema: MssqlSchema): MssqlTables {
-  const name = schemaName(schema);
-  const binaryKeys = typeof schema !== 'string' && schema.binaryKeys;
+  const { name, binaryKeys } =
+    typeof schema === 'string' ? { name: schema, binaryKeys: false } : schema;
   const q = (t: MssqlTable) => qualify(name, t);
   return {
-    binaryKeys,
-    key: binaryKeys ? ` COLLATE ${BINARY_KEY_COLLATION}` : '',
+    key: keyCollate(binaryKeys),
     hot: q('hot'),
     archive: q('archive'),
     dlq: q('dlq'),
