@@ -430,7 +430,9 @@ describe('the packed @chokaq/nestjs tarball', () => {
 
       // True dependencies: what the shipped code requires is exactly the dependencies plus the
       // required peers. The optional peers are the database drivers, which TypeORM loads for the
-      // storage type in use (ChokaQ's own code only imports their types), @opentelemetry/api,
+      // storage type in use (ChokaQ's own code only imports their types), except pg, which the
+      // PostgreSQL dialect's connection requires (to open its own pool without TypeORM) and which
+      // createJobStorage loads only for PostgreSQL storage, @opentelemetry/api,
       // which ChokaQ requires lazily, guarded, when metrics are on (the apps here lack it, so
       // their runs prove the library works without it), @nestjs/schedule, required only when
       // installed, to list recurring timers in the app's SchedulerRegistry
@@ -455,7 +457,7 @@ describe('the packed @chokaq/nestjs tarball', () => {
       }
       const peers = Object.keys(manifest.peerDependencies ?? {});
       const optional = peers.filter((p) => manifest.peerDependenciesMeta?.[p]?.optional);
-      const lazy = ['@nestjs/schedule', '@nestjs/terminus', '@opentelemetry/api'];
+      const lazy = ['@nestjs/schedule', '@nestjs/terminus', '@opentelemetry/api', 'pg'];
       expect([...required]).toEqual(expect.arrayContaining(lazy));
       expect([...required].filter((r) => !lazy.includes(r)).sort()).toEqual(
         [
@@ -479,6 +481,12 @@ describe('the packed @chokaq/nestjs tarball', () => {
       );
       expect(terminusUsers.length).toBeGreaterThan(0);
       expect(terminusUsers.filter((f) => !f.startsWith('dist/health/'))).toEqual([]);
+      // pg is required by the PostgreSQL dialect's files only, which only PostgreSQL loads.
+      const pgUsers = files.filter(
+        (f) =>
+          f.endsWith('.js') && readFileSync(join(unpacked, f), 'utf8').includes('require("pg")'),
+      );
+      expect(pgUsers).toEqual(['dist/storage/postgres/postgres.connection.js']);
     },
   );
 

@@ -1,5 +1,6 @@
 import { ConsoleLogger, Logger } from '@nestjs/common';
 import { JobStorage } from '../../libs/chokaq/src/storage/job-storage';
+import { createJobStorage } from '../../libs/chokaq/src/storage/create-storage';
 import { RecordingLogger } from '../runtime/support/silent-logger';
 import { dataSourceOf } from '../support/storage-internals';
 import { waitFor } from '../support/wait-for';
@@ -11,10 +12,16 @@ describePostgres('PostgreSQL LISTEN/NOTIFY and caller transactions', () => {
   let worker: JobStorage;
 
   beforeAll(async () => {
-    producer = await db.openStorage();
+    await db.openStorage();
+    // The producer borrows a DataSource, so a caller's transaction can hold its enqueues.
+    const dataSource = await db.openDataSource();
+    producer = await createJobStorage({ dataSource, schema: db.schema, autoCreateSchema: false });
     worker = await db.openStorage({ autoCreateSchema: false });
   });
-  afterAll(() => db.close());
+  afterAll(async () => {
+    await producer.close();
+    await db.close();
+  });
 
   const listeners = () =>
     db.sql<{ pid: number }>(`SELECT pid FROM pg_stat_activity WHERE query = $1`, [

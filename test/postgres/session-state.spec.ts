@@ -3,7 +3,7 @@ import { ConsoleLogger, Logger } from '@nestjs/common';
 import { JobStatus } from '../../libs/chokaq/src/interfaces/job-status.enum';
 import { JobStorage } from '../../libs/chokaq/src/storage/job-storage';
 import { RecordingLogger } from '../runtime/support/silent-logger';
-import { dataSourceOf } from '../support/storage-internals';
+import { pgPoolOf } from '../support/storage-internals';
 import { createTestSchema, describePostgres } from '../support/test-database';
 
 /**
@@ -15,9 +15,9 @@ describePostgres('PostgreSQL session state of pooled connections', () => {
   const db = createTestSchema('postgres', { overrides: { poolSize: 4 } });
   afterAll(() => db.close());
 
-  /** Runs `sql` on the storage's own DataSource (a pool of one connection: the same session). */
+  /** Runs `sql` on the storage's own pool (a pool of one connection: the same session). */
   async function session(storage: JobStorage, sql: string): Promise<unknown[]> {
-    return (await dataSourceOf(storage).query(sql)) as unknown[];
+    return (await pgPoolOf(storage).query(sql)).rows as unknown[];
   }
 
   async function claimAndArchive(storage: JobStorage, queue: string): Promise<void> {

@@ -1,4 +1,5 @@
-import { CronTime } from 'cron';
+import type { CronTime } from 'cron';
+import { newCronTime } from '../common/cron-time';
 
 /** The longest look-back when searching for the latest missed slot (covers yearly schedules). */
 const MAX_LOOKBACK_MS = 400 * 24 * 3_600_000;
@@ -16,7 +17,7 @@ export class CronSchedule {
     readonly expression: string,
     readonly timeZone: string = 'UTC',
   ) {
-    this.time = new CronTime(expression, timeZone);
+    this.time = newCronTime(expression, timeZone);
   }
 
   /** The first slot strictly after `after`. */

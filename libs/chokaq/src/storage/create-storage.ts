@@ -1,4 +1,5 @@
-import { DataSource, DataSourceOptions } from 'typeorm';
+import type { PoolConfig } from 'pg';
+import type { DataSource, DataSourceOptions } from 'typeorm';
 import {
   DEFAULT_MSSQL_REQUEST_TIMEOUT_MS,
   DEFAULT_SQLITE_FILE,
@@ -10,20 +11,16 @@ import { StreamLogger } from '../common/stream-logger';
 import { ChokaQValidationError } from '../errors';
 import type { ChokaQLogger } from '../interfaces/chokaq-logger.interface';
 import type { StorageDialect } from '../interfaces/job.interface';
-import type { StorageOptions } from '../interfaces/storage-options.interface';
+import type {
+  MssqlStorageOptions,
+  PostgresStorageOptions,
+  SqliteStorageOptions,
+  StorageOptions,
+} from '../interfaces/storage-options.interface';
 import { SCHEMA_NAME } from '../validation/limits';
 import { DEFAULT_PAYLOAD_MAX_BYTES } from '../validation/validate-job';
-import { JobStorage } from './job-storage';
-import { MssqlConnection } from './mssql/mssql.connection';
-import { MssqlJobQueries } from './mssql/mssql-job-queries';
-import { MssqlJobStore } from './mssql/mssql-job-store';
-import { PostgresConnection } from './postgres/postgres.connection';
-import { PostgresJobQueries } from './postgres/postgres-job-queries';
-import { PostgresJobStore } from './postgres/postgres-job-store';
-import { SqliteConnection } from './sqlite/sqlite.connection';
-import { SqliteJobQueries } from './sqlite/sqlite-job-queries';
-import { SqliteJobStore } from './sqlite/sqlite-job-store';
-import { SqlStorageConfig } from './storage-config';
+import type { JobStorage } from './job-storage';
+import type { SqlStorageConfig } from './storage-config';
 import { ValidatedJobStorage } from './validated-job-storage';
 
 /** The dialect behind a TypeORM `DataSource`, or undefined when ChokaQ does not speak it. */
@@ -41,27 +38,16 @@ export function dialectOf(dataSource: DataSource): StorageDialect | undefined {
 }
 
 /**
- * Builds the `DataSourceOptions` ChokaQ uses when it opens its own connection.
+ * Builds the `DataSourceOptions` ChokaQ uses when it opens its own SQLite or SQL Server
+ * connection (PostgreSQL opens a `pg` pool instead: {@link pgPoolConfigFor}).
  * @internal exported for its unit test.
  */
 export function dataSourceOptionsFor(
-  options: Exclude<StorageOptions, { dataSource: DataSource }>,
+  options: SqliteStorageOptions | MssqlStorageOptions,
 ): DataSourceOptions {
   switch (options.type) {
     case 'sqlite':
       return { type: 'better-sqlite3', database: options.database ?? DEFAULT_SQLITE_FILE };
-    case 'postgres':
-      return {
-        type: 'postgres',
-        url: options.url,
-        host: options.host,
-        port: options.port,
-        username: options.username,
-        password: options.password,
-        database: options.database,
-        poolSize: options.poolSize ?? STORAGE_DEFAULTS.poolSize,
-        applicationName: 'chokaq',
-      };
     case 'mssql':
       return {
         type: 'mssql',
@@ -76,6 +62,24 @@ export function dataSourceOptionsFor(
         options: { encrypt: true, ...(options.options ?? {}) },
       } as DataSourceOptions;
   }
+}
+
+/**
+ * The options of the `pg` pool ChokaQ opens for PostgreSQL storage options (no TypeORM). As with
+ * TypeORM's driver before it, the fields of `url` win over `host`, `port` and the rest.
+ * @internal exported for its unit test.
+ */
+export function pgPoolConfigFor(options: PostgresStorageOptions): PoolConfig {
+  return {
+    connectionString: options.url,
+    host: options.host,
+    port: options.port,
+    user: options.username,
+    password: options.password,
+    database: options.database,
+    max: options.poolSize ?? STORAGE_DEFAULTS.poolSize,
+    application_name: 'chokaq',
+  };
 }
 
 /** How {@link createJobStorage} logs. */
@@ -98,14 +102,19 @@ export async function createJobStorage(
   { logger = (context) => new StreamLogger(context) }: CreateStorageOptions = {},
 ): Promise<JobStorage> {
   const borrowed = 'dataSource' in options ? options.dataSource : undefined;
-  const dataSource = borrowed ?? new DataSource(dataSourceOptionsFor(options as never));
-  const dialect = dialectOf(dataSource);
+  // TypeORM is loaded only for a DataSource ChokaQ opens itself (SQLite, SQL Server).
+  const dataSource =
+    borrowed ??
+    ((options as { type?: string }).type === 'postgres'
+      ? undefined
+      : new (await import('typeorm')).DataSource(dataSourceOptionsFor(options as never)));
+  const dialect = dataSource === undefined ? 'postgres' : dialectOf(dataSource);
   if (!dialect) {
     throw new ChokaQValidationError([
       {
         path: 'storage.dataSource',
         message: "must be a DataSource of type 'better-sqlite3', 'postgres' or 'mssql'",
-        value: dataSource.options.type,
+        value: dataSource!.options.type,
       },
     ]);
   }
@@ -117,6 +126,8 @@ export async function createJobStorage(
   }
   const config: SqlStorageConfig = {
     dataSource,
+    pgPool:
+      dataSource === undefined ? pgPoolConfigFor(options as PostgresStorageOptions) : undefined,
     ownsDataSource: !borrowed,
     schema,
     payloadMaxBytes: options.payloadMaxBytes ?? DEFAULT_PAYLOAD_MAX_BYTES,
@@ -139,13 +150,13 @@ export async function createJobStorage(
       STORAGE_DEFAULTS.dataVersionPollMs,
     logger,
   };
-  if (!dataSource.isInitialized) await dataSource.initialize();
-  const storage: JobStorage = dialectStorage(dialect, config);
+  if (dataSource !== undefined && !dataSource.isInitialized) await dataSource.initialize();
+  const storage = await dialectStorage(dialect, config);
   try {
     await storage.prepare();
     if (options.autoCreateSchema ?? true) await storage.ensureSchema();
   } catch (error) {
-    if (!borrowed) await dataSource.destroy().catch(() => undefined);
+    if (!borrowed) await storage.close().catch(() => undefined);
     throw error;
   }
   return storage;
@@ -153,21 +164,28 @@ export async function createJobStorage(
 
 /**
  * A dialect's two halves over one connection behind the validating edge: the store (writes and
- * lifecycle) and the queries (reads), each called by name.
+ * lifecycle) and the queries (reads), each called by name. Only the dialect in use is loaded.
  */
-function dialectStorage(dialect: StorageDialect, config: SqlStorageConfig): ValidatedJobStorage {
+async function dialectStorage(
+  dialect: StorageDialect,
+  config: SqlStorageConfig,
+): Promise<ValidatedJobStorage> {
   switch (dialect) {
     case 'sqlite': {
+      const { SqliteConnection, SqliteJobQueries, SqliteJobStore } = await import('./sqlite');
       const connection = new SqliteConnection(config);
       const store = new SqliteJobStore(connection);
       return new ValidatedJobStorage(store, new SqliteJobQueries(connection), config);
     }
     case 'postgres': {
+      const { PostgresConnection, PostgresJobQueries, PostgresJobStore } =
+        await import('./postgres');
       const connection = new PostgresConnection(config);
       const store = new PostgresJobStore(connection);
       return new ValidatedJobStorage(store, new PostgresJobQueries(connection), config);
     }
     case 'mssql': {
+      const { MssqlConnection, MssqlJobQueries, MssqlJobStore } = await import('./mssql');
       const connection = new MssqlConnection(config);
       const store = new MssqlJobStore(connection);
       return new ValidatedJobStorage(store, new MssqlJobQueries(connection), config);

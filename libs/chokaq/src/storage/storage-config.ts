@@ -1,11 +1,22 @@
+import type { PoolConfig } from 'pg';
 import type { DataSource } from 'typeorm';
 import type { ChokaQLogger } from '../interfaces/chokaq-logger.interface';
 import type { TransientRetryOptions } from '../interfaces/storage-options.interface';
 
 /** What a dialect implementation is constructed with: the storage options resolved by `createJobStorage`. */
 export interface SqlStorageConfig {
-  dataSource: DataSource;
-  /** True when ChokaQ created the DataSource and must destroy it on `close()`. */
+  /**
+   * The TypeORM `DataSource` the storage runs on: the application's (borrowed), or one ChokaQ
+   * opened (SQLite, SQL Server). Undefined for a PostgreSQL storage ChokaQ opened itself, which
+   * runs on a `pg` pool of its own ({@link pgPool}) without TypeORM.
+   */
+  dataSource?: DataSource;
+  /** PostgreSQL without a borrowed `DataSource`: the options of the pool ChokaQ opens. */
+  pgPool?: PoolConfig;
+  /**
+   * True when ChokaQ opened the connection itself (no borrowed `DataSource`) and must close it on
+   * `close()`; the application's writes then never share ChokaQ's transactions.
+   */
   ownsDataSource: boolean;
   /** Validated schema name (PostgreSQL, SQL Server) or table prefix (SQLite). */
   schema: string;

@@ -1,4 +1,4 @@
-import { CronTime } from 'cron';
+import { newCronTime } from '../common/cron-time';
 import type { ValidationIssue } from '../errors';
 
 /**
@@ -41,7 +41,7 @@ export function scheduleIssues(
 function problemOf(cron: unknown, zone: unknown): string | undefined {
   if (typeof cron !== 'string' || typeof zone !== 'string') return 'not a string';
   try {
-    new CronTime(cron, zone).getNextDateFrom(new Date(), zone);
+    newCronTime(cron, zone).getNextDateFrom(new Date(), zone);
     return undefined;
   } catch (error) {
     const message = error instanceof Error ? error.message : String(error);

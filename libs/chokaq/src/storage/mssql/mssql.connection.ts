@@ -3,7 +3,7 @@ import type { DataSource, QueryRunner } from 'typeorm';
 import { ChokaQTransactionError } from '../../errors';
 import type { Checked } from '../../interfaces/checked.interface';
 import type { CompletedJob } from '../../interfaces/job.interface';
-import { assertDataSourceOpen, queryRunnerDataSource } from '../shared/data-source';
+import { assertDataSourceOpen, dataSourceOf, queryRunnerDataSource } from '../shared/data-source';
 import { SqlHandlerTransaction } from '../shared/handler-transaction';
 import { withTransientRetry } from '../shared/transient-retry';
 import { SqlStorageConfig } from '../storage-config';
@@ -85,7 +85,7 @@ export class MssqlConnection {
 
   constructor(readonly config: SqlStorageConfig) {
     this.logger = config.logger('MssqlJobStorage');
-    this.dataSource = config.dataSource;
+    this.dataSource = dataSourceOf(config, 'SQL Server');
     this.schema = config.schema;
     this.target = { name: this.schema, binaryKeys: true };
   }

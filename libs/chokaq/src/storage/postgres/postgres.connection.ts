@@ -1,12 +1,18 @@
 import { createHash } from 'node:crypto';
 import type { ChokaQLogger } from '../../interfaces/chokaq-logger.interface';
 import { logEvent } from '../../common/log-events';
-import type { Client, Pool } from 'pg';
+import { Client as PgClient, Pool as PgPool } from 'pg';
+import type { Client, ClientConfig, Pool, PoolClient } from 'pg';
 import type { DataSource, QueryRunner } from 'typeorm';
 import { ChokaQTransactionError } from '../../errors';
 import type { Checked } from '../../interfaces/checked.interface';
 import type { CompletedJob } from '../../interfaces/job.interface';
-import { assertDataSourceOpen, queryRunnerDataSource } from '../shared/data-source';
+import { ChokaQError } from '../../errors';
+import {
+  storageClosedMessage,
+  assertDataSourceOpen,
+  queryRunnerDataSource,
+} from '../shared/data-source';
 import { SqlHandlerTransaction } from '../shared/handler-transaction';
 import { withTransientRetry } from '../shared/transient-retry';
 import { SqlStorageConfig } from '../storage-config';
@@ -26,16 +32,21 @@ export function num(value: unknown): number {
 }
 
 /**
- * The plumbing both halves of the PostgreSQL dialect share: pooled connections of one
- * `DataSource`, statement execution (named prepared statements for the fixed hot-path texts),
- * ChokaQ's own transactions, and the transient retry around each operation. It knows no job.
+ * The plumbing both halves of the PostgreSQL dialect share: pooled connections, statement
+ * execution (named prepared statements for the fixed hot-path texts), ChokaQ's own transactions,
+ * and the transient retry around each operation. It knows no job.
  *
- * Each operation borrows a `QueryRunner` (a pooled connection) of the `DataSource` and releases it
- * in `finally`; multi-statement transactions run on one runner. A LISTEN session has its own
- * `pg.Client` ({@link listen}): it holds a session, so it must not sit on a pool slot.
+ * Its connections come from a `pg` pool, used directly: the pool of the application's `DataSource`
+ * when one is borrowed (`storage: { dataSource }`), or a pool ChokaQ opens itself from the storage
+ * options, with no TypeORM at all. Each operation takes one client from the pool and gives it back
+ * in `finally`; a transaction runs on that one client. A transactional handler's run and a caller's
+ * transaction run on TypeORM `QueryRunner`s of the borrowed `DataSource`, since the application's
+ * own writes share them. A LISTEN session has its own `pg.Client` ({@link listen}): it holds a
+ * session, so it must not sit on a pool slot.
  */
 export class PostgresConnection {
-  readonly dataSource: DataSource;
+  /** The application's `DataSource`; undefined when ChokaQ opened its own pool. */
+  readonly dataSource: DataSource | undefined;
   /** The schema's name, as configured. */
   readonly schemaName: string;
   /** The schema, quoted for SQL. */
@@ -43,6 +54,8 @@ export class PostgresConnection {
   /** Under the name the dialect has always logged with. */
   readonly logger: ChokaQLogger;
 
+  /** The pool ChokaQ opened (no borrowed `DataSource`); ended by {@link close}. */
+  private readonly ownPool: Pool | undefined;
   /**
    * Named prepared statements for the fixed texts the store declares (when
    * `config.preparedStatements`). Only fixed texts: statements built per call (filters, pages, DLQ
@@ -64,6 +77,22 @@ export class PostgresConnection {
     this.dataSource = config.dataSource;
     this.schemaName = config.schema;
     this.s = SQL.quoteSchema(config.schema);
+    if (this.dataSource === undefined) {
+      this.ownPool = new PgPool(config.pgPool);
+      // An idle client that loses its server emits 'error' on the pool; unhandled, it would end
+      // the process. The pool drops that client; the next operation opens a new one.
+      this.ownPool.on('error', (error) =>
+        this.logger.warn(`A pooled PostgreSQL connection failed while idle: ${error.message}`),
+      );
+    }
+  }
+
+  /**
+   * The `pg` pool the operations take their clients from: ChokaQ's own, or the one behind the
+   * borrowed `DataSource` (read each time: re-initialising a `DataSource` gives it a new pool).
+   */
+  get pool(): Pool {
+    return this.ownPool ?? (this.dataSource!.driver as unknown as { master: Pool }).master;
   }
 
   /** Runs `texts` as named prepared statements from now on, if the configuration asks for them. */
@@ -81,29 +110,33 @@ export class PostgresConnection {
     );
   }
 
-  /** Borrows a pooled connection for `fn`, optionally inside one transaction; always releases it. */
+  /** Takes one pooled client for `fn`, optionally inside one transaction; always gives it back. */
   async withConnection<T>(transaction: boolean, fn: (exec: Exec) => Promise<T>): Promise<T> {
-    assertDataSourceOpen(this.dataSource, 'PostgreSQL');
-    const runner = this.dataSource.createQueryRunner('master');
+    this.assertOpen();
+    const client = await this.pool.connect();
+    // While it is out of the pool a client has no 'error' listener of the pool's; one that loses
+    // its server would then end the process. The statement in flight fails with the error anyway.
+    client.on('error', ignoreClientError);
+    let broken: Error | undefined;
     try {
-      const exec = execOn(runner, this.prepared, this.onPlansInvalidated);
+      const exec = execOnClient(client, this.prepared, this.onPlansInvalidated);
       if (!transaction) return await fn(exec);
       // READ COMMITTED explicitly: every claim and move relies on a fresh snapshot per statement
-      // (see sql/), whatever default_transaction_isolation the server or pool sets.
-      // One statement, not TypeORM's startTransaction (START TRANSACTION, then SET TRANSACTION:
-      // two round trips). If ROLLBACK itself fails the connection is broken, and pg's pool drops a
-      // connection that is no longer queryable when it is released.
+      // (see sql/), whatever default_transaction_isolation the server or pool sets. One
+      // statement, not START TRANSACTION then SET TRANSACTION: one round trip.
       await exec(SQL.BEGIN_READ_COMMITTED);
       try {
         const result = await fn(exec);
         await exec('COMMIT');
         return result;
       } catch (error) {
-        await exec('ROLLBACK').catch(() => undefined);
+        // A connection whose ROLLBACK failed is in an unknown state: it leaves the pool.
+        await exec('ROLLBACK').catch((rollbackError: Error) => (broken = rollbackError));
         throw error;
       }
     } finally {
-      await runner.release();
+      client.removeListener('error', ignoreClientError);
+      client.release(broken);
     }
   }
 
@@ -128,7 +161,7 @@ export class PostgresConnection {
     ) {
       throw new ChokaQTransactionError('it is not a TypeORM QueryRunner');
     }
-    if (queryRunnerDataSource(runner) !== this.dataSource) {
+    if (this.dataSource === undefined || queryRunnerDataSource(runner) !== this.dataSource) {
       throw new ChokaQTransactionError('the QueryRunner belongs to another DataSource');
     }
     if (runner.isReleased) throw new ChokaQTransactionError('the QueryRunner was released');
@@ -146,14 +179,15 @@ export class PostgresConnection {
    * `manager.transaction(…)` nests as a savepoint), with `SET LOCAL statement_timeout` when
    * `statementTimeoutMs` is given. `archive` runs the fenced move on it. Retried when opening
    * fails transiently; a failure after BEGIN drops the connection rather than lend it again.
+   * Only on a borrowed `DataSource` (the store refuses handler transactions otherwise).
    */
   handlerTransaction(
     statementTimeoutMs: number | undefined,
     archive: (exec: Exec, completed: Checked<CompletedJob>) => Promise<boolean>,
   ): Promise<SqlHandlerTransaction> {
     return this.retry('beginHandlerTransaction', async () => {
-      assertDataSourceOpen(this.dataSource, 'PostgreSQL');
-      const runner = this.dataSource.createQueryRunner('master');
+      this.assertOpen();
+      const runner = this.dataSource!.createQueryRunner('master');
       try {
         await runner.startTransaction('READ COMMITTED');
         if (statementTimeoutMs !== undefined) {
@@ -163,7 +197,7 @@ export class PostgresConnection {
         await dropConnection(runner);
         throw error;
       }
-      const exec = execOn(runner);
+      const exec = execOnRunner(runner);
       return new SqlHandlerTransaction(runner, {
         archive: (completed) => archive(exec, completed),
         abandon: () => dropConnection(runner),
@@ -171,18 +205,15 @@ export class PostgresConnection {
     });
   }
 
-  /** The `max` of the pg pool behind the DataSource (TypeORM's `poolSize`; pg's default 10). */
+  /** The `max` of the pg pool (TypeORM's `poolSize`, `storage.poolSize`; pg's default 10). */
   poolSize(): number | undefined {
-    const driver = this.dataSource.driver as unknown as {
-      master?: { options?: { max?: unknown } };
-    };
-    const max = driver.master?.options?.max;
+    const max = (this.pool as Pool & { options?: { max?: unknown } }).options?.max;
     return typeof max === 'number' && max > 0 ? max : undefined;
   }
 
   /** Statements on a caller's own runner (its transaction): plain texts, no retry of ours. */
   on(runner: QueryRunner): Exec {
-    return execOn(runner);
+    return execOnRunner(runner);
   }
 
   /** True once {@link close} ran. */
@@ -200,13 +231,16 @@ export class PostgresConnection {
     channels: Map<string, (payload: string) => void>,
     onReconnected: () => void,
   ): Promise<() => Promise<void>> {
-    const driver = this.dataSource.driver as unknown as {
-      postgres: { Client: new (options: unknown) => Client };
-      master: Pool & { options: Record<string, unknown> };
-    };
+    const pool = this.pool as Pool & { options: ClientConfig };
+    // A borrowed DataSource's own copy of pg, which may not be the one ChokaQ resolves.
+    const ClientClass =
+      this.dataSource === undefined
+        ? PgClient
+        : (this.dataSource.driver as unknown as { postgres: { Client: typeof PgClient } }).postgres
+            .Client;
     const subscription = new PgListener({
       channels,
-      newClient: () => new driver.postgres.Client({ ...driver.master.options }),
+      newClient: () => new ClientClass({ ...pool.options }),
       onReconnected,
       reconnectMs: this.config.notifyReconnectMs,
       logger: this.logger,
@@ -220,17 +254,29 @@ export class PostgresConnection {
     };
   }
 
-  /** Ends every LISTEN client, then destroys the DataSource if ChokaQ created it. Idempotent. */
+  /** Ends every LISTEN client, then the pool ChokaQ opened (a borrowed one stays). Idempotent. */
   async close(): Promise<void> {
     if (this.isClosed) return;
     this.isClosed = true;
     const subscriptions = [...this.listeners];
     this.listeners.clear();
     await Promise.all(subscriptions.map((subscription) => subscription.stop()));
-    if (this.config.ownsDataSource && this.dataSource.isInitialized)
-      await this.dataSource.destroy();
+    await this.ownPool?.end();
+  }
+
+  /**
+   * Refuses an operation once the connections are gone, with a typed error instead of the
+   * driver's raw one: ChokaQ's own pool after {@link close}, or a destroyed borrowed `DataSource`.
+   */
+  private assertOpen(): void {
+    if (this.dataSource !== undefined) return assertDataSourceOpen(this.dataSource, 'PostgreSQL');
+    if (this.isClosed)
+      throw new ChokaQError(storageClosedMessage('PostgreSQL', 'its connection pool was closed'));
   }
 }
+
+/** A checked-out client's 'error' event: its statement in flight already fails with it. */
+function ignoreClientError(): void {}
 
 /**
  * Ends `runner`'s connection instead of handing it back: `end()` first marks the pg client as
@@ -249,30 +295,38 @@ async function dropConnection(runner: QueryRunner): Promise<void> {
 }
 
 /**
- * Runs statements on one QueryRunner and returns their rows. A text `prepared` knows runs as a
- * named prepared statement on the runner's `pg` client (parsed and planned once per connection;
- * `pg` remembers which names each connection has prepared); any other text goes through TypeORM's
- * `query(sql, params, true)`. A stale plan (DDL changed the statement's row shape) moves the
- * names on, calls `onInvalidated` once, and fails as a transient error, so the operation is
- * retried from scratch under the new names.
+ * Runs statements on one pooled `pg` client and returns their rows. A text `prepared` knows runs
+ * as a named prepared statement (parsed and planned once per connection; `pg` remembers which
+ * names each connection has prepared). A stale plan (DDL changed the statement's row shape) moves
+ * the names on, calls `onInvalidated` once, and fails as a transient error, so the operation is
+ * retried from scratch under the new names. A text of several statements returns no rows.
  */
-function execOn(
-  runner: QueryRunner,
-  prepared?: PreparedStatements,
-  onInvalidated?: () => void,
+function execOnClient(
+  client: PoolClient,
+  prepared: PreparedStatements | undefined,
+  onInvalidated: () => void,
 ): Exec {
   return async (sql, params = []) => {
+    const values = params as unknown[];
     const prepare = prepared?.nameOf(sql);
-    if (prepare !== undefined) {
-      const client = (await runner.connect()) as Client;
-      try {
-        const result = await client.query({ name: prepare.name, text: sql, values: [...params] });
-        return result.rows as Row[];
-      } catch (error) {
-        if (isStalePlanError(error) && prepared!.invalidate(prepare.generation)) onInvalidated?.();
-        throw error;
-      }
+    if (prepare === undefined) return rowsOf(await client.query(sql, values));
+    try {
+      return rowsOf(await client.query({ name: prepare.name, text: sql, values }));
+    } catch (error) {
+      if (isStalePlanError(error) && prepared!.invalidate(prepare.generation)) onInvalidated();
+      throw error;
     }
+  };
+}
+
+/** The rows of one statement's result; none for a text of several statements. */
+function rowsOf(result: { rows: unknown[] } | { rows: unknown[] }[]): Row[] {
+  return Array.isArray(result) ? [] : (result.rows as Row[]);
+}
+
+/** Runs statements on a TypeORM `QueryRunner` (a caller's or a handler's transaction): plain texts. */
+function execOnRunner(runner: QueryRunner): Exec {
+  return async (sql, params = []) => {
     const result = await runner.query(sql, [...params], true);
     return (result?.records ?? []) as Row[];
   };

@@ -1,11 +1,11 @@
 import type { ChokaQLogger } from '../../interfaces/chokaq-logger.interface';
 import type BetterSqlite3 from 'better-sqlite3';
-import type { QueryRunner } from 'typeorm';
+import type { DataSource, QueryRunner } from 'typeorm';
 import { logEvent } from '../../common/log-events';
 import { ChokaQError, ChokaQStorageUnavailableError, ChokaQTransactionError } from '../../errors';
 import { TransientRetryOptions } from '../../interfaces/storage-options.interface';
 import { assertNonNegativeInt } from '../../validation/validate-job';
-import { assertDataSourceOpen, queryRunnerDataSource } from '../shared/data-source';
+import { assertDataSourceOpen, dataSourceOf, queryRunnerDataSource } from '../shared/data-source';
 import { withTransientRetry } from '../shared/transient-retry';
 import { SqlStorageConfig } from '../storage-config';
 import { SqliteConnectionInUseError, isSqliteTransient } from './sqlite-errors';
@@ -56,8 +56,12 @@ export class SqliteConnection {
   /** The file is in WAL mode (set by {@link configure}). */
   private isWal = false;
 
+  /** The `DataSource` the handle belongs to (borrowed, or opened by ChokaQ). */
+  private readonly dataSource: DataSource;
+
   constructor(readonly config: SqlStorageConfig) {
     this.logger = config.logger('SqliteJobStorage');
+    this.dataSource = dataSourceOf(config, 'SQLite');
     this.prefix = config.schema;
   }
 
@@ -97,11 +101,11 @@ export class SqliteConnection {
 
   /** The better-sqlite3 handle behind the DataSource's single connection. */
   handle(): BetterSqlite3.Database {
-    const driver = this.config.dataSource.driver as unknown as {
+    const driver = this.dataSource.driver as unknown as {
       databaseConnection?: BetterSqlite3.Database;
     };
     const db = driver.databaseConnection;
-    assertDataSourceOpen(this.config.dataSource, 'SQLite');
+    assertDataSourceOpen(this.dataSource, 'SQLite');
     if (!db || !db.open) {
       throw new ChokaQError(
         'ChokaQ SQLite storage: the DataSource is not initialised (or was destroyed)',
@@ -220,7 +224,7 @@ export class SqliteConnection {
     ) {
       throw new ChokaQTransactionError('the transaction option is not a TypeORM QueryRunner');
     }
-    if (queryRunnerDataSource(runner) !== this.config.dataSource) {
+    if (queryRunnerDataSource(runner) !== this.dataSource) {
       throw new ChokaQTransactionError('the QueryRunner belongs to another DataSource');
     }
     if (runner.isReleased) throw new ChokaQTransactionError('the QueryRunner was released');
@@ -248,8 +252,8 @@ export class SqliteConnection {
     await this.mutex.runExclusive(() => undefined);
     this.statements.clear();
     this.statementsOf = undefined;
-    if (this.config.ownsDataSource && this.config.dataSource.isInitialized) {
-      await this.config.dataSource.destroy();
+    if (this.config.ownsDataSource && this.dataSource.isInitialized) {
+      await this.dataSource.destroy();
     }
   }
 
