@@ -13,6 +13,7 @@ import type { CompletionBatcher } from './completion-batcher';
 import type { DbClock } from './db-clock';
 import { decideFailure } from './failure-policy';
 import { attemptOf, type RunResult } from './job-executor';
+import { completionOf } from '../validation/validate-args';
 
 /** A claimed row with the lease it was claimed under: one run of a job. */
 export interface ClaimedJob {
@@ -135,7 +136,7 @@ export class JobFinaliser {
           }
           archived = commit.archived;
         } else {
-          archived = await this.deps.batcher.add({ ...lease, durationMs: result.durationMs });
+          archived = await this.deps.batcher.add(completionOf(lease, result.durationMs));
         }
         this.deps.breakers.recordSuccess(key, probe);
         if (!archived) {
@@ -370,7 +371,7 @@ export class JobFinaliser {
     transaction: HandlerTransaction,
   ): Promise<{ archived: boolean } | { error: unknown }> {
     try {
-      const archived = await transaction.archive({ ...lease, durationMs });
+      const archived = await transaction.archive(completionOf(lease, durationMs));
       if (!archived) {
         logEvent(
           this.deps.logger,

@@ -3,8 +3,10 @@ import { issuePaths as paths } from '../../../../test/support/validation-issues'
 import { uuidv7 } from '../common/uuid';
 import { FailureReason } from '../interfaces/job-status.enum';
 import {
+  assertCompletedJobs,
   assertDlqMove,
   assertFetchRequest,
+  completionOf,
   assertLeases,
   assertProgressNote,
   assertQueuePatch,
@@ -13,6 +15,65 @@ import {
   assertWorkerQuery,
   isLeaseTarget,
 } from './validate-args';
+
+describe('assertCompletedJobs and the completions the runtime makes', () => {
+  const lease = () => ({ id: uuidv7(), workerId: 'host:1:abc', leaseId: randomUUID() });
+
+  it('makes a frozen completion with a whole, non-negative duration', () => {
+    const made = completionOf(lease(), 12.6);
+    expect(Object.isFrozen(made)).toBe(true);
+    expect(made.durationMs).toBe(13);
+    expect(completionOf(lease(), -1).durationMs).toBe(0);
+    expect(completionOf(lease(), Number.NaN).durationMs).toBe(0);
+  });
+
+  it('takes a batch of made completions as it is, and checks and copies anything else', () => {
+    const made = [completionOf(lease(), 1), completionOf(lease(), 2)];
+    const taken = assertCompletedJobs(made);
+    expect(taken).not.toBe(made);
+    expect(taken[0]).toBe(made[0]);
+    expect(taken[1]).toBe(made[1]);
+    const plain = { ...lease(), durationMs: 2.4 };
+    const mixed = assertCompletedJobs([made[0], plain]);
+    expect(mixed[1]).not.toBe(plain);
+    expect(mixed[1]).toEqual({ ...plain, durationMs: 2 });
+  });
+
+  it('still reports a bad item that rides with made completions', () => {
+    expect(
+      paths(() =>
+        assertCompletedJobs([
+          completionOf(lease(), 1),
+          { id: 'x', workerId: 'w', leaseId: randomUUID(), durationMs: 1 },
+          { id: uuidv7(), workerId: 'w', leaseId: randomUUID(), durationMs: -1 },
+        ]),
+      ),
+    ).toEqual(['items[1].id']);
+    expect(
+      paths(() =>
+        assertCompletedJobs([
+          completionOf(lease(), 1),
+          { id: uuidv7(), workerId: 'w', leaseId: randomUUID(), durationMs: -1 },
+        ]),
+      ),
+    ).toEqual(['items[1].durationMs']);
+  });
+
+  it('collapses an exact duplicate of a made completion, and keeps two runs of one job', () => {
+    const first = lease();
+    const a = completionOf(first, 1);
+    const again = completionOf(first, 1);
+    const successor = completionOf({ ...first, leaseId: randomUUID() }, 1);
+    expect(assertCompletedJobs([a, again, successor])).toEqual([a, successor]);
+  });
+
+  it('refuses more than a batch can hold, made or not', () => {
+    const made = completionOf(lease(), 1);
+    expect(() => assertCompletedJobs(Array.from({ length: 10_001 }, () => made))).toThrow(
+      'at most',
+    );
+  });
+});
 
 describe('assertLeases', () => {
   const lease = () => ({ id: uuidv7(), workerId: 'host:1:abc', leaseId: randomUUID() });
