@@ -1,6 +1,7 @@
 import { mkdirSync, readdirSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { CHOKAQ_DEFAULTS } from '../libs/chokaq/src/config/resolve-options';
 import type { BenchArgs } from './lib/args';
 import { summarizeCpuProfile } from './lib/cpu-profile';
 import { loadLine } from './lib/environment';
@@ -104,7 +105,7 @@ export async function runProfile(
     });
     const label = Object.keys(chokaqWorker ?? {}).length
       ? JSON.stringify(chokaqWorker)
-      : 'defaults (batch 20, prefetch 100)';
+      : `defaults (batch ${CHOKAQ_DEFAULTS.worker.batchSize}, prefetch ${CHOKAQ_DEFAULTS.worker.prefetch})`;
     log(`  ${label}: ${result.jobsPerSecond.toFixed(0)} jobs/s`);
     out.push(
       `| ${label} | ${result.jobsPerSecond.toFixed(0)} | ${result.seconds.toFixed(2)} | ${loadavg()[0].toFixed(2)} |`,

@@ -28,8 +28,8 @@ const LIST_INDEXES: Record<'sqlite' | 'postgres', Record<string, string>> = {
     jobs_dlq_type_ix: '(type, failed_at_utc, id)',
   },
   postgres: {
-    ix_jobs_hot_enqueued: '(enqueued_at_utc, id COLLATE "C")',
-    ix_jobs_hot_queue_enqueued: '(queue, enqueued_at_utc, id COLLATE "C")',
+    ix_jobs_hot_enqueued: '(enqueued_at_utc, id COLLATE "C") WHERE (status = 0)',
+    ix_jobs_hot_queue_enqueued: '(queue, enqueued_at_utc, id COLLATE "C") WHERE (status = 0)',
     ix_jobs_archive_finished: '(finished_at_utc, id COLLATE "C")',
     ix_jobs_archive_queue: '(queue, finished_at_utc, id COLLATE "C")',
     ix_jobs_archive_type: '(type, finished_at_utc, id COLLATE "C")',
@@ -118,6 +118,10 @@ describeEachDialect(
     const PAYLOAD_VERSION = { sqlite: 11, postgres: 13 }[dialect as 'sqlite' | 'postgres'];
     /** The version that brought the held jobs' column and the deferral counter (issue 27). */
     const HELD_VERSION = { sqlite: 12, postgres: 14 }[dialect as 'sqlite' | 'postgres'];
+    /** PostgreSQL's version that rebuilds the hot table's list indexes with Pending rows only. */
+    const PENDING_LISTS_VERSION = { sqlite: undefined, postgres: 15 }[
+      dialect as 'sqlite' | 'postgres'
+    ];
     /**
      * A stand-in for the previous release below is this release's own storage opened without
      * migrating: it writes the trace context and payload version columns, the deferral counter and
@@ -342,7 +346,7 @@ describeEachDialect(
       // release can run on.
       await createPreviousVersion(
         LISTS_VERSION,
-        (version) => version > LISTS_VERSION,
+        (version) => version > LISTS_VERSION && version !== PENDING_LISTS_VERSION,
         traceColumnRecorded,
       );
       expect(Object.keys(await listIndexes(db))).not.toContain(

@@ -179,6 +179,49 @@ describePostgres('PostgreSQL list plans', () => {
     );
   });
 
+  it('the active list merges the Pending rows, read in list order from their partial index, with the few running rows', async () => {
+    const hot = db.table('hot');
+    // 30,000 Pending rows over the 20 queues, and 300 Fetched or Processing rows among them:
+    // the list indexes hold only the Pending ones (schema version 15).
+    await db.sql(`
+      INSERT INTO ${hot} (id, queue, type, payload, priority, status, attempt_count, worker_id,
+        lease_id, heartbeat_utc, created_at_utc, enqueued_at_utc, last_updated_utc)
+      SELECT gen_random_uuid()::text, 'q' || (g % ${QUEUES}), 't', '{}', 10,
+             CASE WHEN g % 100 = 0 THEN 2 WHEN g % 100 = 1 THEN 1 ELSE 0 END, 0,
+             CASE WHEN g % 100 < 2 THEN 'w' END, CASE WHEN g % 100 < 2 THEN 'l' END,
+             CASE WHEN g % 100 = 0 THEN now() END, now(), now() - ((g / 3) || ' ms')::interval, now()
+      FROM generate_series(1, 30000) g`);
+    await db.sql(`ANALYZE ${hot}`);
+    for (const filter of [{}, { queue: 'q7' }]) {
+      for (const query of [
+        { filter, limit: 50 },
+        { filter, limit: 50, order: 'oldest' },
+        { filter, limit: 50, cursor: await cursorAfter('hot', 1_000, filter.queue) },
+      ]) {
+        const plan = await explain('hot', query);
+        expect(plan.filter((n) => n['Node Type'] === 'Seq Scan')).toEqual([]);
+        expect(plan.map((n) => n['Node Type'])).toContain('Merge Append');
+        const index = filter.queue ? 'ix_jobs_hot_queue_enqueued' : 'ix_jobs_hot_enqueued';
+        const pending = plan.filter((n) => n['Index Name'] === index);
+        expect(pending).toHaveLength(1);
+        expect(pending[0]['Actual Rows']).toBeLessThanOrEqual(51);
+        // The running rows come through the index of the running rows, and only they are sorted.
+        expect(plan.find((n) => n['Index Name'] === 'ix_jobs_hot_active')).toBeDefined();
+        const sorted = plan.filter((n) => n['Node Type'] === 'Sort');
+        expect(sorted.every((n) => (n['Actual Rows'] ?? 0) <= 51)).toBe(true);
+      }
+    }
+    // The list reads the rows of both parts in one order: Pending and running rows interleave.
+    const page = await storage.listActive({ limit: 200 });
+    expect(new Set(page.items.map((item) => item.status)).size).toBeGreaterThan(1);
+    const keys = page.items.map((item) => item.enqueuedAtUtc!.getTime());
+    expect(keys).toEqual([...keys].sort((a, b) => b - a));
+    // A status filter reads its part only.
+    const running = await explain('hot', { filter: { status: 2 }, limit: 50 });
+    expect(running.map((n) => n['Node Type'])).not.toContain('Merge Append');
+    expect(running.filter((n) => n['Node Type'] === 'Seq Scan')).toEqual([]);
+  });
+
   it('a search reads at most MAX_LIST_SCAN + 1 rows, in index order, and no other', async () => {
     const plan = await explain('dlq', { filter: { search: 'no such text' } });
     expectIndexRange(plan, 'jobs_dlq', 'ix_jobs_dlq_failed', 10_001);

@@ -102,32 +102,79 @@ export function listJobs(
   const key = LIST_SORT_KEY[pillar];
   // Microseconds, which a JS Date would drop: the cursor must name the row exactly.
   const sortAt = `to_char(x.${key} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') AS sort_at`;
-  const from = `FROM ${s}.${PILLAR_TABLE[pillar]} x`;
   if (request.scanBound === null || where.unindexed === null) {
-    return `
-SELECT ${LIST_COLUMNS[pillar]}, ${sortAt}
-${from}
-WHERE ${where.indexed}
-ORDER BY x.${key} ${dir}, x.id COLLATE "C" ${dir}
-LIMIT ${limitParam}`;
+    return `\n${inListOrder(s, request, `${LIST_COLUMNS[pillar]}, ${sortAt}`, where.indexed, limitParam).join('\n')}`;
   }
   const bound = request.scanBound;
   const inOrder = `ORDER BY w.${key} ${dir}, w.id COLLATE "C" ${dir}`;
+  const scan = inListOrder(
+    s,
+    request,
+    `${LIST_COLUMNS[pillar]}, ${sortAt},\n           CASE WHEN ${where.unindexed} THEN 1 ELSE 0 END AS hit`,
+    where.indexed,
+    `${bound + 1}`,
+  );
   return `
 SELECT r.* FROM (
   SELECT w.*,
          row_number() OVER (${inOrder}) AS rn,
          sum(w.hit) OVER (${inOrder} ROWS UNBOUNDED PRECEDING) AS hit_rank
   FROM (
-    SELECT ${LIST_COLUMNS[pillar]}, ${sortAt},
-           CASE WHEN ${where.unindexed} THEN 1 ELSE 0 END AS hit
-    ${from}
-    WHERE ${where.indexed}
-    ORDER BY x.${key} ${dir}, x.id COLLATE "C" ${dir}
-    LIMIT ${bound + 1}) w
+${scan.map((line) => `    ${line}`).join('\n')}) w
 ) r
 WHERE (r.hit = 1 AND r.hit_rank <= ${limitParam} AND r.rn <= ${bound}) OR r.rn >= ${bound}
 ORDER BY r.rn`;
+}
+
+/**
+ * The lines of a SELECT of `select` over the rows of a list that meet `where`, in list order, at
+ * most `limit` of them: one ordered, limited index range scan of the pillar's table.
+ *
+ * The hot table's list indexes hold Pending rows only (schema version 15: a claim writes two index
+ * entries fewer per row), so the active list without a status filter reads two parts, each in
+ * list order and limited: the Pending rows from those indexes, and the Fetched and Processing
+ * rows (a few per worker slot) through `ix_jobs_hot_active`, sorted; the outer query merges them.
+ * Each part carries its own ORDER BY and LIMIT because PostgreSQL keeps the branches of a UNION ALL
+ * that have a WHERE clause as subqueries (`is_safe_append_member` in
+ * https://github.com/postgres/postgres/blob/REL_15_STABLE/src/backend/optimizer/prep/prepjointree.c)
+ * and does not push the outer ORDER BY … LIMIT into them. A status filter names one part: the
+ * plain scan, with the status in `where`, reads it.
+ */
+function inListOrder(
+  s: string,
+  request: ListRequest<unknown>,
+  select: string,
+  where: string,
+  limit: string,
+): string[] {
+  const { pillar } = request;
+  const dir = request.order === 'newest' ? 'DESC' : 'ASC';
+  const order = `ORDER BY x.${LIST_SORT_KEY[pillar]} ${dir}, x.id COLLATE "C" ${dir}`;
+  const scan = (table: string, condition: string): string[] => [
+    `SELECT ${select}`,
+    `FROM ${s}.${table} x`,
+    `WHERE ${condition}`,
+    order,
+    `LIMIT ${limit}`,
+  ];
+  if (pillar !== 'hot' || (request.filter as ActiveFilter).status !== undefined) {
+    return scan(PILLAR_TABLE[pillar], where);
+  }
+  const part = (status: string): string[] => {
+    const lines = scan(PILLAR_TABLE.hot, `${status} AND (${where})`).map((line) => `  ${line}`);
+    lines[0] = `  (${lines[0].trimStart()}`;
+    lines[lines.length - 1] += ')';
+    return lines;
+  };
+  return [
+    'SELECT * FROM (',
+    ...part('x.status = 0'),
+    '  UNION ALL',
+    ...part('x.status IN (1, 2)'),
+    ') x',
+    order,
+    `LIMIT ${limit}`,
+  ];
 }
 
 /** One keyset page ({@link listJobs}) of a checked request, with its values (the page's last is the limit + 1). */
