@@ -596,6 +596,27 @@ describe('SQL Server dialect over TypeORM SqlServerQueryRunner (stubbed mssql Re
  * (an isolation level, a lock timeout) must not change how ChokaQ's own batches run, and a caller's
  * transaction must stay the caller's.
  */
+describe('SQL Server token-confirmed bulk actions (stubbed mssql Request)', () => {
+  it("a token's first batch inserts its audit row before it takes a row, and adds the count after", async () => {
+    // Replies: the audit row, the purge (its count selected as Affected), the count added.
+    const { storage, calls } = stubbedStorage([[], [{ Affected: '2' }], []]);
+    const token = '0190b4d6-0000-7000-8000-000000000001';
+    const purged = await storage.purgeDlqByFilter({ queue: 'emails' }, 10, {
+      action: 'dlq.purge-by-filter',
+      confirmation: token,
+    });
+    expect(purged).toBe(2);
+    expect(calls).toHaveLength(3);
+    // The token first: a second action with it waits on this row and is refused, rather than
+    // reading past the rows this one has locked and taking the token with nothing done.
+    expect(calls[0].sql).toMatch(/INSERT INTO \[chokaq\]\.\[AuditLog\]/);
+    expect(calls[0].sql).not.toMatch(/MERGE/);
+    expect(calls[1].sql).toMatch(/DELETE/);
+    expect(calls[2].sql).toMatch(/AuditLog/);
+    expect(calls[2].inputs.map((i) => i.value)).toContain(2);
+  });
+});
+
 describe('SQL Server dialect session state (stubbed mssql Request)', () => {
   const PROLOGUE = 'SET TRANSACTION ISOLATION LEVEL READ COMMITTED;\nSET LOCK_TIMEOUT -1;\n';
   const SESSION_OR_OWN_TRANSACTION =

@@ -196,17 +196,24 @@ export class MssqlAdminStore {
   ): Promise<Row[]> {
     if (audit === null) return this.db.query(name, statement);
     return this.db.transaction(name, async (tx) => {
+      // The first batch of an action confirmed by a token inserts its audit row (`audit.once`, see
+      // `laterBatches`) before the statement: a token that already confirmed an action meets the
+      // primary key (2627) and the transaction rolls back, and one in flight holds the key, so a
+      // second action waits on it and is then refused, instead of skipping the rows the first has
+      // locked (the bulk statements read past locked rows, READPAST), finding none, and taking
+      // the token with nothing done. The row count is added once the statement ran.
+      const record = async (entry: Audit, n: number, details: string | null) => {
+        try {
+          await tx.exec(SQL.recordAudit(this.schema, entry!, n, details));
+        } catch (error) {
+          throw auditWriteError(error, entry, isDuplicateKeyError);
+        }
+      };
+      if (audit.once) await record(audit, 0, audit.details);
       const rows = await tx.exec(statement);
       const counted = count(rows);
       const [n, details] = typeof counted === 'number' ? [counted, audit.details] : counted;
-      // The first batch of an action confirmed by a token inserts its audit row (`audit.once`, see
-      // `laterBatches`): a token that already confirmed an action meets the primary key (2627),
-      // and the transaction rolls back.
-      try {
-        await tx.exec(SQL.recordAudit(this.schema, audit, n, details));
-      } catch (error) {
-        throw auditWriteError(error, audit, isDuplicateKeyError);
-      }
+      await record(laterBatches(audit), n, details);
       return rows;
     });
   }

@@ -209,11 +209,19 @@ export class PostgresAdminStore {
       : this.db.transaction(name, work);
   }
 
-  /** One statement of an admin change and its audit row (counting the rows it returned). */
+  /**
+   * One statement of an admin change and its audit row (counting the rows it returned). The first
+   * batch of an action confirmed by a token writes its audit row before the statement, so it holds
+   * the token before it takes a row: a second action with the same token waits on that uncommitted
+   * row and is then refused, instead of skipping the rows the first one has locked (the bulk
+   * statements choose theirs with SKIP LOCKED), finding none, and taking the token with nothing
+   * done. The row count is added once the statement ran.
+   */
   protected audited(name: string, audit: Audit, sql: string, params: unknown[]) {
     return this.write(name, audit, async (exec) => {
+      if (audit?.once) await this.recordAudit(exec, audit, 0);
       const rows = await exec(sql, params);
-      await this.recordAudit(exec, audit, rows.length);
+      await this.recordAudit(exec, laterBatches(audit), rows.length);
       return rows;
     });
   }
