@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { issuePaths as paths } from '../../../../test/support/validation-issues';
 import { uuidv7 } from '../common/uuid';
+import { ChokaQValidationError } from '../errors';
 import { FailureReason } from '../interfaces/job-status.enum';
 import {
   assertCompletedJobs,
@@ -67,11 +68,22 @@ describe('assertCompletedJobs and the completions the runtime makes', () => {
     expect(assertCompletedJobs([a, again, successor])).toEqual([a, successor]);
   });
 
-  it('refuses more than a batch can hold, made or not', () => {
-    const made = completionOf(lease(), 1);
-    expect(() => assertCompletedJobs(Array.from({ length: 10_001 }, () => made))).toThrow(
-      'at most',
-    );
+  it('refuses more than a batch can hold, made or not, and anything but an array', () => {
+    const made = Array.from({ length: 10_001 }, () => completionOf(lease(), 1));
+    const full = assertCompletedJobs(made.slice(0, 10_000));
+    expect(full).toHaveLength(10_000);
+    expect(full[9_999]).toBe(made[9_999]);
+    expect(() => assertCompletedJobs(made)).toThrow('at most');
+    expect(() => assertCompletedJobs(new Set(made) as never)).toThrow(ChokaQValidationError);
+  });
+
+  it('checks the duration of a completion it did not make: a finite number ≥ 0', () => {
+    const item = (durationMs: unknown) => ({ ...lease(), durationMs }) as never;
+    expect(assertCompletedJobs([item(0)])[0].durationMs).toBe(0);
+    for (const bad of [-1, Number.NaN, Number.POSITIVE_INFINITY, '5']) {
+      expect(() => assertCompletedJobs([item(bad)])).toThrow('must be a finite number ≥ 0');
+      expect(paths(() => assertCompletedJobs([item(bad)]))).toEqual(['items[0].durationMs']);
+    }
   });
 });
 

@@ -532,7 +532,7 @@ export function assertCompletedJobs(items: readonly CompletedJob[]): CompletedJo
   const issues: ValidationIssue[] = [];
   items.forEach((item, i) => {
     const d = item.durationMs;
-    if (typeof d !== 'number' || !Number.isFinite(d) || d < 0) {
+    if (!Number.isFinite(d) || d < 0) {
       issues.push({
         path: `items[${i}].durationMs`,
         message: 'must be a finite number ≥ 0',
@@ -563,7 +563,7 @@ export function completionOf(lease: JobLease, durationMs: number): CompletedJob 
     id: lease.id,
     workerId: lease.workerId,
     leaseId: lease.leaseId,
-    durationMs: Number.isFinite(durationMs) && durationMs > 0 ? Math.round(durationMs) : 0,
+    durationMs: Number.isFinite(durationMs) ? Math.max(0, Math.round(durationMs)) : 0,
   });
   runtimeCompletions.add(completion);
   return completion;
