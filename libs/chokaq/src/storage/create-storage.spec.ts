@@ -1,5 +1,5 @@
 import { DEFAULT_MSSQL_REQUEST_TIMEOUT_MS } from '../config/storage-defaults';
-import { dataSourceOptionsFor } from './create-storage';
+import { dataSourceOptionsFor, pgPoolConfigFor } from './create-storage';
 
 describe('dataSourceOptionsFor (the DataSource ChokaQ opens itself)', () => {
   it('gives SQL Server a request timeout above the 60 s schema bootstrap lock wait', () => {
@@ -16,5 +16,35 @@ describe('dataSourceOptionsFor (the DataSource ChokaQ opens itself)', () => {
     expect(
       dataSourceOptionsFor({ type: 'mssql', host: 'db', requestTimeoutMs: 300_000 }),
     ).toMatchObject({ requestTimeout: 300_000 });
+  });
+});
+
+describe('pgPoolConfigFor (the pg pool ChokaQ opens for PostgreSQL, without TypeORM)', () => {
+  it("passes the connection fields under pg's names, the pool size as max, and names the application", () => {
+    expect(
+      pgPoolConfigFor({
+        type: 'postgres',
+        url: 'postgres://u:p@db:5433/jobs',
+        host: 'other',
+        port: 5432,
+        username: 'u',
+        password: 'p',
+        database: 'jobs',
+        poolSize: 25,
+      }),
+    ).toEqual({
+      connectionString: 'postgres://u:p@db:5433/jobs',
+      host: 'other',
+      port: 5432,
+      user: 'u',
+      password: 'p',
+      database: 'jobs',
+      max: 25,
+      application_name: 'chokaq',
+    });
+  });
+
+  it('takes the default pool size of 10', () => {
+    expect(pgPoolConfigFor({ type: 'postgres', host: 'db' }).max).toBe(10);
   });
 });

@@ -4,14 +4,13 @@ import { logEvent } from '../../common/log-events';
 import { Client as PgClient, Pool as PgPool } from 'pg';
 import type { Client, ClientConfig, Pool, PoolClient } from 'pg';
 import type { DataSource, QueryRunner } from 'typeorm';
-import { ChokaQTransactionError } from '../../errors';
+import { ChokaQError, ChokaQTransactionError } from '../../errors';
 import type { Checked } from '../../interfaces/checked.interface';
 import type { CompletedJob } from '../../interfaces/job.interface';
-import { ChokaQError } from '../../errors';
 import {
-  storageClosedMessage,
   assertDataSourceOpen,
   queryRunnerDataSource,
+  storageClosedMessage,
 } from '../shared/data-source';
 import { SqlHandlerTransaction } from '../shared/handler-transaction';
 import { withTransientRetry } from '../shared/transient-retry';
