@@ -38,7 +38,7 @@ export function chokaqSystem(
     peer: false,
     retention: true,
     settings:
-      'ChokaQ defaults (prefetch 128, batch 20, poll 1000 ms, completion batch 500 / 20 ms, ' +
+      `ChokaQ defaults (prefetch ${Math.max(128, startAhead ?? 0)}, batch 20, poll 1000 ms, completion batch 500 / 20 ms, ` +
       `jobs started in their claim when a slot is free${dialect === 'postgres' ? `, start ahead ${startAhead ?? 128}` : ''}` +
       `${dialect === 'postgres' ? ', prepared statements, LISTEN/NOTIFY, pool 10' : ', WAL, synchronous FULL except claims'}), concurrency per scenario; ` +
       'driven without Nest (createJobStorage + ChokaQWorker)',
@@ -126,7 +126,10 @@ async function openRun(
       ...base,
       concurrency,
       metrics,
-      ...(startAhead === undefined ? {} : { chokaqWorker: { startAhead } }),
+      // `prefetch` caps how many rows wait ahead: raised with a larger startAhead, or it would not show.
+      ...(startAhead === undefined
+        ? {}
+        : { chokaqWorker: { startAhead, prefetch: Math.max(128, startAhead) } }),
     }),
     enqueueOne: async (payload) => {
       await storage.enqueue({ queue: BENCH_QUEUE, payload });
