@@ -117,55 +117,14 @@ export class JobExecutor {
   /** Starts one run now. */
   start(request: ExecutionRequest): Execution {
     const { job, lease, handler, timeoutMs } = request;
+    const attempt = attemptOf(job);
+    // One check per run when tracing is off: no span, no closure.
+    const span = this.tracing.enabled ? this.tracing.startRun(job, attempt) : undefined;
+    const run = new Run(job, lease, attempt, this.clock, span);
+    const base = this.logger;
     // The signal and the logger are made when first asked for: most handlers use neither, and at
     // thousands of jobs a second their allocation shows in the profile.
-    let controller: AbortController | undefined;
-    let earlyReason: unknown;
-    const signal = (): AbortSignal => {
-      if (!controller) {
-        controller = new AbortController();
-        if (earlyReason !== undefined) controller.abort(earlyReason);
-      }
-      return controller.signal;
-    };
-    const abortWith = (reason: unknown): void => {
-      if (controller) {
-        if (!controller.signal.aborted) controller.abort(reason);
-      } else {
-        earlyReason ??= reason;
-      }
-    };
     let logger: JobLogger | undefined;
-    const startedAt = this.clock();
-    const attempt = attemptOf(job);
-    let abortedBy: JobAbortCause | undefined;
-    let settled = false;
-    // One check per run when tracing is off: no span, no closure.
-    const span: RunSpan | undefined = this.tracing.enabled
-      ? this.tracing.startRun(job, attempt)
-      : undefined;
-    let settle!: (result: RunResult, error?: unknown) => void;
-    let timer: NodeJS.Timeout | undefined;
-    // The run's transaction (transactional handlers only). A run decided without the handler's
-    // own result (timeout, cancel, heartbeat loss, abandon) drops it at once: the handler may still
-    // be running, and nothing it wrote may land.
-    let transaction: HandlerTransaction | undefined;
-    const result = new Promise<RunResult>((resolve) => {
-      settle = (value, error) => {
-        if (settled) return;
-        settled = true;
-        if (timer !== undefined) clearTimeout(timer);
-        timer = undefined;
-        if (transaction !== undefined && value.kind !== 'succeeded' && value.kind !== 'failed') {
-          void transaction.abandon();
-        }
-        span?.end(spanResult(value), error);
-        resolve(value);
-      };
-    });
-    const elapsed = () => Math.max(0, this.clock() - startedAt);
-    const base = this.logger;
-
     const ctx: JobContext = {
       id: job.id,
       queue: job.queue,
@@ -173,7 +132,7 @@ export class JobExecutor {
       attempt,
       leaseId: lease.leaseId,
       get signal() {
-        return signal();
+        return run.signal;
       },
       get logger() {
         logger ??= new JobLogger(base, `ChokaQ ${job.queue}/${job.type} ${job.id}`);
@@ -187,83 +146,51 @@ export class JobExecutor {
         }
       },
       get transaction() {
-        return transaction?.manager;
+        return run.transaction?.manager;
       },
       get queryRunner() {
-        return transaction?.queryRunner;
+        return run.transaction?.queryRunner;
       },
     };
 
-    if (Number.isFinite(timeoutMs) && timeoutMs > 0) {
-      // Every edge caps a timeout at MAX_TIMER_MS, but a queue row written before the cap may hold
-      // more; Node would fire such a timer after 1 ms, so it waits the longest a timer can.
-      const delay = Math.min(timeoutMs, MAX_TIMER_MS);
-      timer = setTimeout(() => {
-        if (settled) return;
-        const timeout = new ChokaQJobTimeoutError(job.id, timeoutMs);
-        abortWith(timeout);
-        settle({ kind: 'timeout', timeoutMs, durationMs: elapsed() }, timeout);
-      }, delay);
-      // The handler's own work keeps the process alive if it must; the timer alone should not.
-      timer.unref?.();
-    }
+    if (Number.isFinite(timeoutMs) && timeoutMs > 0) run.armTimeout(timeoutMs);
 
     const open = request.openTransaction;
-    // Set when the run was decided (a timeout, a cancel) while its transaction was opening: the
-    // handler never ran, so there is no late result to report.
-    let neverRan = false;
-    const run = open
+    const invoke = open
       ? async () => {
           const opened = await open();
-          if (settled) {
-            neverRan = true;
+          if (run.settled) {
+            // Decided (a timeout, a cancel) while its transaction was opening: the handler never
+            // ran, so there is no late result to report.
+            run.neverRan = true;
             await opened.abandon();
             return;
           }
-          transaction = opened;
+          run.transaction = opened;
           return this.run(handler, job, ctx);
         }
       : () => this.run(handler, job, ctx);
-    (span ? span.run(run) : run()).then(
+    (span ? span.run(invoke) : invoke()).then(
       () => {
-        if (neverRan) return;
-        if (settled) return this.lateResult(job, 'resolved');
-        settle({ kind: 'succeeded', durationMs: elapsed(), transaction });
+        if (run.neverRan) return;
+        if (run.settled) return this.lateResult(job, 'resolved');
+        run.settle({ kind: 'succeeded', durationMs: run.elapsed(), transaction: run.transaction });
       },
       async (error: unknown) => {
-        if (settled) return this.lateResult(job, 'rejected');
+        if (run.settled) return this.lateResult(job, 'rejected');
         // The failure policy writes in a transaction of its own, after this one rolled back: a
         // retry never sees the writes of the attempt that failed.
-        if (transaction !== undefined) {
-          await transaction.rollback();
-          if (settled) return;
+        if (run.transaction !== undefined) {
+          await run.transaction.rollback();
+          if (run.settled) return;
         }
-        settle({ kind: 'failed', error, durationMs: elapsed(), abortedBy }, error);
+        run.settle(
+          { kind: 'failed', error, durationMs: run.elapsed(), abortedBy: run.abortedBy },
+          error,
+        );
       },
     );
-
-    return {
-      job,
-      lease,
-      attempt,
-      get signal() {
-        return signal();
-      },
-      result,
-      get settled() {
-        return settled;
-      },
-      abort: (cause) => {
-        if (settled) return;
-        abortedBy ??= cause;
-        const aborted = new ChokaQJobAbortedError(job.id, cause);
-        abortWith(aborted);
-        if (cause !== 'shutdown') {
-          settle({ kind: 'aborted', cause, durationMs: elapsed() }, aborted);
-        }
-      },
-      abandon: () => settle({ kind: 'abandoned', durationMs: elapsed() }),
-    };
+    return run;
   }
 
   /**
@@ -335,6 +262,117 @@ export class JobExecutor {
       { jobId: job.id, queue: job.queue, type: job.type, settled: how },
     );
   }
+}
+
+/**
+ * One run in progress, as the processor holds it: its state in fields of one object, where a
+ * closure per piece of state would be a dozen allocations per job.
+ *
+ * The result is a race between the handler and the worker's own verdicts (timeout, cancel,
+ * heartbeat failure): {@link settle} decides once, and what comes after is ignored.
+ */
+class Run implements Execution {
+  readonly result: Promise<RunResult>;
+  /** The cause the worker aborted the run's signal with first (a `failed` result reports it). */
+  abortedBy: JobAbortCause | undefined;
+  /**
+   * The run's transaction (transactional handlers only). A run decided without the handler's own
+   * result (timeout, cancel, heartbeat loss, abandon) drops it at once: the handler may still be
+   * running, and nothing it wrote may land.
+   */
+  transaction: HandlerTransaction | undefined;
+  /** Decided while its transaction was opening: the handler never ran. */
+  neverRan = false;
+  private resolve!: (result: RunResult) => void;
+  private isSettled = false;
+  private controller: AbortController | undefined;
+  private earlyReason: unknown;
+  private timer: NodeJS.Timeout | undefined;
+  private readonly startedAt: number;
+
+  constructor(
+    readonly job: HotJob,
+    readonly lease: JobLease,
+    readonly attempt: number,
+    private readonly clock: () => number,
+    private readonly span: RunSpan | undefined,
+  ) {
+    this.startedAt = clock();
+    this.result = new Promise<RunResult>((resolve) => (this.resolve = resolve));
+  }
+
+  /** Made when first asked for (most handlers never ask), already aborted if the run was. */
+  get signal(): AbortSignal {
+    if (!this.controller) {
+      this.controller = new AbortController();
+      if (this.earlyReason !== undefined) this.controller.abort(this.earlyReason);
+    }
+    return this.controller.signal;
+  }
+
+  get settled(): boolean {
+    return this.isSettled;
+  }
+
+  /** Milliseconds since the run started (never negative). */
+  elapsed(): number {
+    return Math.max(0, this.clock() - this.startedAt);
+  }
+
+  /**
+   * Fires the execution timeout after `timeoutMs`. Every edge caps a timeout at MAX_TIMER_MS, but a
+   * queue row written before the cap may hold more; Node would fire such a timer after 1 ms, so it
+   * waits the longest a timer can. The handler's own work keeps the process alive if it must; the
+   * timer alone does not.
+   */
+  armTimeout(timeoutMs: number): void {
+    this.timer = setTimeout(timedOut, Math.min(timeoutMs, MAX_TIMER_MS), this, timeoutMs);
+    this.timer.unref?.();
+  }
+
+  /** Decides the run once: clears the timer, drops an undecided transaction, ends the span. */
+  settle(value: RunResult, error?: unknown): void {
+    if (this.isSettled) return;
+    this.isSettled = true;
+    if (this.timer !== undefined) clearTimeout(this.timer);
+    this.timer = undefined;
+    if (this.transaction !== undefined && value.kind !== 'succeeded' && value.kind !== 'failed') {
+      void this.transaction.abandon();
+    }
+    this.span?.end(spanResult(value), error);
+    this.resolve(value);
+  }
+
+  /** Aborts the signal (or remembers why, for a signal not yet made). */
+  abortWith(reason: unknown): void {
+    if (this.controller) {
+      if (!this.controller.signal.aborted) this.controller.abort(reason);
+    } else {
+      this.earlyReason ??= reason;
+    }
+  }
+
+  abort(cause: JobAbortCause): void {
+    if (this.isSettled) return;
+    this.abortedBy ??= cause;
+    const aborted = new ChokaQJobAbortedError(this.job.id, cause);
+    this.abortWith(aborted);
+    if (cause !== 'shutdown') {
+      this.settle({ kind: 'aborted', cause, durationMs: this.elapsed() }, aborted);
+    }
+  }
+
+  abandon(): void {
+    this.settle({ kind: 'abandoned', durationMs: this.elapsed() });
+  }
+}
+
+/** The execution timeout of `run` fired (a function of its own: no closure per run). */
+function timedOut(run: Run, timeoutMs: number): void {
+  if (run.settled) return;
+  const timeout = new ChokaQJobTimeoutError(run.job.id, timeoutMs);
+  run.abortWith(timeout);
+  run.settle({ kind: 'timeout', timeoutMs, durationMs: run.elapsed() }, timeout);
 }
 
 /** A run's result as its span records it (`chokaq.run.result`). */
