@@ -55,6 +55,18 @@ describe('JobExecutor', () => {
     expect(seen!.signal.aborted).toBe(false);
   });
 
+  it('measures a run on its clock, from its start to its verdict', async () => {
+    const times = [1_000, 1_250];
+    const executor = new JobExecutor([], new RecordingLogger(), () => times.shift() ?? 9_999);
+    const run = executor.start({
+      job: job(),
+      lease,
+      timeoutMs: 1_000,
+      handler: handler(async () => 1),
+    });
+    expect(await run.result).toMatchObject({ kind: 'succeeded', durationMs: 250 });
+  });
+
   it('turns synchronous throws and non-Error throws into failures', async () => {
     const executor = new JobExecutor([], new RecordingLogger());
     const sync = executor.start({
@@ -536,6 +548,28 @@ describe('JobExecutor', () => {
       expect(seen!.transaction).toBe(manager);
       expect(seen!.queryRunner).toBe(queryRunner);
       expect(ends).toEqual([]);
+    });
+
+    it('a run decided already is not decided again: a late abandon or abort leaves its transaction and its signal alone', async () => {
+      const { transaction, ends } = fakeTransaction();
+      let signal: AbortSignal | undefined;
+      const run = new JobExecutor([], new RecordingLogger()).start({
+        job: job(),
+        lease,
+        timeoutMs: 1_000,
+        openTransaction: async () => transaction,
+        handler: handler(async (_p, ctx) => {
+          signal = ctx.signal;
+        }),
+      });
+      expect(await run.result).toMatchObject({ kind: 'succeeded', transaction });
+      // The finaliser now owns the transaction; a shutdown's abandon or a cancel arriving late
+      // must not end it or abort the finished run's signal.
+      run.abandon();
+      run.abort('cancelled');
+      expect(ends).toEqual([]);
+      expect(signal!.aborted).toBe(false);
+      expect(run.settled).toBe(true);
     });
 
     it('rolls back before a failure is reported', async () => {

@@ -334,7 +334,7 @@ class Run implements Execution {
   settle(value: RunResult, error?: unknown): void {
     if (this.isSettled) return;
     this.isSettled = true;
-    if (this.timer !== undefined) clearTimeout(this.timer);
+    clearTimeout(this.timer);
     this.timer = undefined;
     if (this.transaction !== undefined && value.kind !== 'succeeded' && value.kind !== 'failed') {
       void this.transaction.abandon();
@@ -343,13 +343,13 @@ class Run implements Execution {
     this.resolve(value);
   }
 
-  /** Aborts the signal (or remembers why, for a signal not yet made). */
+  /**
+   * Aborts the signal (or remembers why, for a signal not yet made). The first reason stays: an
+   * aborted signal ignores a second `abort`.
+   */
   abortWith(reason: unknown): void {
-    if (this.controller) {
-      if (!this.controller.signal.aborted) this.controller.abort(reason);
-    } else {
-      this.earlyReason ??= reason;
-    }
+    if (this.controller) this.controller.abort(reason);
+    else this.earlyReason ??= reason;
   }
 
   abort(cause: JobAbortCause): void {
