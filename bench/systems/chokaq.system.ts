@@ -3,6 +3,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Client } from 'pg';
+import { CHOKAQ_DEFAULTS } from '../../libs/chokaq/src/config/resolve-options';
 import { createJobStorage } from '../../libs/chokaq/src/storage/create-storage';
 import { MAX_ENQUEUE_MANY } from '../../libs/chokaq/src/validation/limits';
 import type { BenchDialect } from '../lib/args';
@@ -12,6 +13,16 @@ import type { MetricsVariant, WorkerConfig } from '../worker/protocol';
 import { BENCH_QUEUE, type BenchSystem, type CrashProbe, type SystemRun } from './bench-system';
 
 const SQLITE_PREFIX = 'chokaq_';
+
+const DEFAULTS = CHOKAQ_DEFAULTS.worker;
+
+/**
+ * The worker settings a `--start-ahead=N` run overrides: `startAhead`, and `prefetch` raised to N
+ * when N is above its default, since prefetch caps how many rows wait ahead.
+ */
+function aheadSettings(startAhead: number): { startAhead: number; prefetch: number } {
+  return { startAhead, prefetch: Math.max(DEFAULTS.prefetch, startAhead) };
+}
 
 /** What the metrics A/B calls each variant. */
 export const METRICS_VARIANTS: ReadonlyArray<{ variant: MetricsVariant; label: string }> = [
@@ -38,8 +49,8 @@ export function chokaqSystem(
     peer: false,
     retention: true,
     settings:
-      `ChokaQ defaults (prefetch ${Math.max(128, startAhead ?? 0)}, batch 20, poll 1000 ms, completion batch 500 / 20 ms, ` +
-      `jobs started in their claim when a slot is free${dialect === 'postgres' ? `, start ahead ${startAhead ?? 128}` : ''}` +
+      `ChokaQ defaults (prefetch ${startAhead === undefined ? DEFAULTS.prefetch : aheadSettings(startAhead).prefetch}, batch ${DEFAULTS.batchSize}, poll ${DEFAULTS.pollIntervalMs} ms, completion batch 500 / 20 ms, ` +
+      `jobs started in their claim when a slot is free${dialect === 'postgres' ? `, start ahead ${startAhead ?? DEFAULTS.startAhead}` : ''}` +
       `${dialect === 'postgres' ? ', prepared statements, LISTEN/NOTIFY, pool 10' : ', WAL, synchronous FULL except claims'}), concurrency per scenario; ` +
       'driven without Nest (createJobStorage + ChokaQWorker)',
     open: () => openRun(dialect, benchUrl, metrics, startAhead),
@@ -126,10 +137,7 @@ async function openRun(
       ...base,
       concurrency,
       metrics,
-      // `prefetch` caps how many rows wait ahead: raised with a larger startAhead, or it would not show.
-      ...(startAhead === undefined
-        ? {}
-        : { chokaqWorker: { startAhead, prefetch: Math.max(128, startAhead) } }),
+      ...(startAhead === undefined ? {} : { chokaqWorker: aheadSettings(startAhead) }),
     }),
     enqueueOne: async (payload) => {
       await storage.enqueue({ queue: BENCH_QUEUE, payload });

@@ -189,7 +189,7 @@ export interface JobStore {
    */
   convertKeysToBinary?(): Promise<boolean>;
 
-  /** Releases what this storage opened itself (a `DataSource` it created). A borrowed one is left open. */
+  /** Releases what this storage opened itself (a `DataSource` or, on PostgreSQL, a `pg` pool it created). A borrowed `DataSource` is left open. */
   close(): Promise<void>;
 
   /** The database clock, as used for every stored time. */

@@ -15,7 +15,7 @@ import { auditWriteError, laterBatches, retentionDetails } from '../shared/audit
 import { mapQueueRow, toDate } from '../shared/row-mapper';
 import { isDuplicateKeyError } from './mssql-errors';
 import { MssqlStatement } from './mssql-params';
-import { bool, idsOf, MssqlConnection, num, Row } from './mssql.connection';
+import { bool, idsOf, MssqlConnection, MssqlTransaction, num, Row } from './mssql.connection';
 import * as SQL from './sql';
 
 /** Rows per bulk DLQ action statement (resurrect / purge by filter). */
@@ -202,20 +202,31 @@ export class MssqlAdminStore {
       // second action waits on it and is then refused, instead of skipping the rows the first has
       // locked (the bulk statements read past locked rows, READPAST), finding none, and taking
       // the token with nothing done. The row count is added once the statement ran.
-      const record = async (entry: Audit, n: number, details: string | null) => {
-        try {
-          await tx.exec(SQL.recordAudit(this.schema, entry!, n, details));
-        } catch (error) {
-          throw auditWriteError(error, entry, isDuplicateKeyError);
-        }
-      };
-      if (audit.once) await record(audit, 0, audit.details);
+      if (audit.once) await this.recordAudit(tx, audit, 0, audit.details);
       const rows = await tx.exec(statement);
       const counted = count(rows);
       const [n, details] = typeof counted === 'number' ? [counted, audit.details] : counted;
-      await record(laterBatches(audit), n, details);
+      await this.recordAudit(tx, laterBatches(audit)!, n, details);
       return rows;
     });
+  }
+
+  /**
+   * Writes (or adds `rows` to) the audit row of an action, in the caller's transaction; the first
+   * batch of an action confirmed by a token inserts it, and a token that already confirmed one is
+   * refused (`ChokaQConfirmationError`, `used`).
+   */
+  protected async recordAudit(
+    tx: MssqlTransaction,
+    audit: NonNullable<Audit>,
+    rows: number,
+    details: string | null,
+  ): Promise<void> {
+    try {
+      await tx.exec(SQL.recordAudit(this.schema, audit, rows, details));
+    } catch (error) {
+      throw auditWriteError(error, audit, isDuplicateKeyError);
+    }
   }
 
   // ---------------------------------------------------------------- recurring definitions

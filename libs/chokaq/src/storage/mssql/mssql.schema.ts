@@ -472,9 +472,15 @@ export function qualify(schema: string, table: MssqlTable): string {
   return `[${schema}].[${MSSQL_TABLES[table]}]`;
 }
 
+/** A column as a new install declares it: name, type (keys binary) and nullability. */
+function columnSpec(col: MssqlColumn): string {
+  return `${col.name} ${columnType(col, keyCollate(true))} ${col.nullable ? 'NULL' : 'NOT NULL'}`;
+}
+
+/** {@link columnSpec} with the column's named default, as CREATE TABLE and ALTER TABLE … ADD declare it. */
 function columnDdl(table: string, col: MssqlColumn): string {
   const def = col.default ? ` CONSTRAINT [DF_${table}_${col.name}] DEFAULT ${col.default}` : '';
-  return `${col.name} ${columnType(col, keyCollate(true))} ${col.nullable ? 'NULL' : 'NOT NULL'}${def}`;
+  return `${columnSpec(col)}${def}`;
 }
 
 /**
@@ -752,9 +758,10 @@ const LOCK_ESCALATION_NOTE: readonly string[] = [
 /** The values `RecurringJobs.Source` may hold (schema version 3). */
 const RECURRING_SOURCE_CHECK = `CONSTRAINT [CK_RecurringJobs_Source] CHECK (Source IN ('decorator', 'runtime'))`;
 
-function recurringColumn(name: string): MssqlColumn {
-  const column = RECURRING_COLUMNS.find((col) => col.name === name);
-  if (!column) throw new Error(`RecurringJobs has no column ${name}`);
+/** The column `name` of `table` as its column list defines it (what a version that adds it adds). */
+function columnOf(table: MssqlTable, columns: readonly MssqlColumn[], name: string): MssqlColumn {
+  const column = columns.find((col) => col.name === name);
+  if (!column) throw new Error(`${MSSQL_TABLES[table]} has no column ${name}`);
   return column;
 }
 
@@ -930,9 +937,9 @@ export function mssqlSchemaDdl(schema: string): string {
     ...beginStep(schema),
     ...RECURRING_V3_NOTE.map((line) => `-- ${line}`),
     `IF COL_LENGTH(N'${t('recurring')}', N'Source') IS NULL`,
-    `  ALTER TABLE ${t('recurring')} ADD ${columnDdl(MSSQL_TABLES.recurring, recurringColumn('Source'))} ${RECURRING_SOURCE_CHECK};`,
+    `  ALTER TABLE ${t('recurring')} ADD ${columnDdl(MSSQL_TABLES.recurring, columnOf('recurring', RECURRING_COLUMNS, 'Source'))} ${RECURRING_SOURCE_CHECK};`,
     `IF COL_LENGTH(N'${t('recurring')}', N'LastJobId') IS NULL`,
-    `  ALTER TABLE ${t('recurring')} ADD ${columnDdl(MSSQL_TABLES.recurring, recurringColumn('LastJobId'))};`,
+    `  ALTER TABLE ${t('recurring')} ADD ${columnDdl(MSSQL_TABLES.recurring, columnOf('recurring', RECURRING_COLUMNS, 'LastJobId'))};`,
     `IF NOT EXISTS (SELECT 1 FROM ${t('migrations')} WHERE Version = 3)`,
     recordVersion(schema, 3),
     `COMMIT;`,
@@ -1002,10 +1009,16 @@ export function mssqlSchemaDdl(schema: string): string {
     ...beginStep(schema),
     `-- PayloadVersion (schema version 12), added where missing: nullable in the Archive and the DLQ`,
     `-- (metadata only on every edition; read as 1), int NOT NULL DEFAULT 1 in JobsHot (live jobs only).`,
-    ...(['archive', 'dlq', 'hot'] as const).map(
-      (table) =>
+    ...(
+      [
+        ['archive', ARCHIVE_COLUMNS],
+        ['dlq', DLQ_COLUMNS],
+        ['hot', HOT_COLUMNS],
+      ] as const
+    ).map(
+      ([table, columns]) =>
         `IF COL_LENGTH(N'${t(table)}', N'PayloadVersion') IS NULL\n` +
-        `  ALTER TABLE ${t(table)} ADD ${columnDdl(MSSQL_TABLES[table], table === 'hot' ? c('PayloadVersion', 'int', false, '1') : HISTORY_PAYLOAD_VERSION)};`,
+        `  ALTER TABLE ${t(table)} ADD ${columnDdl(MSSQL_TABLES[table], columnOf(table, columns, 'PayloadVersion'))};`,
     ),
     `IF NOT EXISTS (SELECT 1 FROM ${t('migrations')} WHERE Version = 12)`,
     recordVersion(schema, 12),
@@ -1130,8 +1143,7 @@ export function mssqlBinaryKeysScript(schema: string): string {
       `  EXEC sys.sp_executesql @dropStats;`,
       `  SET @converted = 1;`,
       ...keys.map(
-        ({ table, column }) =>
-          `  ALTER TABLE ${t(table)} ALTER COLUMN ${column.name} ${columnType(column, keyCollate(true))} ${column.nullable ? 'NULL' : 'NOT NULL'};`,
+        ({ table, column }) => `  ALTER TABLE ${t(table)} ALTER COLUMN ${columnSpec(column)};`,
       ),
       ...primaryKeys.map(
         (table) =>

@@ -231,15 +231,9 @@ export class PostgresConnection {
     onReconnected: () => void,
   ): Promise<() => Promise<void>> {
     const pool = this.pool as Pool & { options: ClientConfig };
-    // A borrowed DataSource's own copy of pg, which may not be the one ChokaQ resolves.
-    const ClientClass =
-      this.dataSource === undefined
-        ? PgClient
-        : (this.dataSource.driver as unknown as { postgres: { Client: typeof PgClient } }).postgres
-            .Client;
     const subscription = new PgListener({
       channels,
-      newClient: () => new ClientClass({ ...pool.options }),
+      newClient: () => new PgClient({ ...pool.options }),
       onReconnected,
       reconnectMs: this.config.notifyReconnectMs,
       logger: this.logger,
