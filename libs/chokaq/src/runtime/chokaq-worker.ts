@@ -454,72 +454,22 @@ export class ChokaQWorker {
    */
   private async doStop(): Promise<void> {
     const errors: Error[] = [];
-    const step = async (name: string, action: () => Promise<unknown>) => {
-      try {
-        await action();
-      } catch (error) {
-        const wrapped = toError(error);
-        logEvent(
-          this.logger,
-          'ShutdownStepFailed',
-          `Shutdown step '${name}' failed: ${wrapped.message}`,
-          { workerId: this.workerId, step: name, error: wrapped.message },
-        );
-        errors.push(wrapped);
-      }
-    };
     const grace = this.options.worker.shutdownGracePeriodMs;
     const hardDeadline = Date.now() + grace + SHUTDOWN_MARGIN_MS;
     await this.starting?.catch(() => undefined);
 
     // 1. Stop claiming (and the loops that do not own jobs); a claim in flight lands in the buffer.
-    this.processor.close();
-    // The Workers row says draining at the next beat; beat now so operators see it at once.
-    this.heartbeat.nudge();
-    await step('stop loops', () =>
-      Promise.all([
-        this.fetcher.stop(),
-        this.rescue.stop(),
-        this.maintenance.stop(),
-        this.recurringLoop.stop(),
-      ]),
-    );
-    await step('unsubscribe', async () => {
-      const unsubscribe = this.unsubscribe;
-      this.unsubscribe = null;
-      await unsubscribe?.();
-    });
+    await this.stopClaiming(errors);
     // 2. Buffered rows back to Pending, and rows started ahead too, their attempt refunded.
-    await step('release buffered jobs', () =>
+    await this.stopStep(errors, 'release buffered jobs', () =>
       withDeadline(this.processor.releaseBuffered(), hardDeadline),
     );
     // 3. Abort running handlers and give them the grace period to settle and be finalised.
-    const aborted = this.processor.abortAll('shutdown');
-    if (aborted > 0) {
-      logEvent(
-        this.logger,
-        'ShutdownWaiting',
-        `Waiting up to ${grace} ms for ${aborted} running job(s) to stop`,
-        { workerId: this.workerId, running: aborted, gracePeriodMs: grace },
-      );
-    }
-    const idle = await this.processor.waitIdle(Date.now() + grace);
-    if (!idle) {
-      const left = this.processor.abandonRunning();
-      if (left.length > 0) {
-        logEvent(
-          this.logger,
-          'ShutdownJobsLeft',
-          `${left.length} job(s) still running after ${grace} ms are left to the rescue loop: ${left.join(', ')}`,
-          { workerId: this.workerId, jobIds: left, gracePeriodMs: grace },
-        );
-      }
-      await this.processor.waitIdle(hardDeadline);
-    }
+    await this.stopRunning(grace, hardDeadline);
     // 4. Completions still waiting for their batch.
-    await step('flush completions', () => this.batcher.close(hardDeadline));
+    await this.stopStep(errors, 'flush completions', () => this.batcher.close(hardDeadline));
     // 5. Heartbeat last: everything above was still covered by it.
-    await step('stop heartbeat', () => this.heartbeat.stop());
+    await this.stopStep(errors, 'stop heartbeat', () => this.heartbeat.stop());
     // 6. The Workers row says stopped (a worker that never started has none); never fails the stop.
     await this.presence.stopped();
     this.stopped = true;
@@ -531,6 +481,77 @@ export class ChokaQWorker {
         errors,
         `ChokaQ worker ${this.workerId} stopped with ${errors.length} error(s)`,
       );
+  }
+
+  /**
+   * One step of the graceful stop: a step that fails is logged and its error collected in
+   * `errors`, and the stop goes on (the stop rejects with all of them at its end).
+   */
+  private async stopStep(
+    errors: Error[],
+    name: string,
+    action: () => Promise<unknown>,
+  ): Promise<void> {
+    try {
+      await action();
+    } catch (error) {
+      const wrapped = toError(error);
+      logEvent(
+        this.logger,
+        'ShutdownStepFailed',
+        `Shutdown step '${name}' failed: ${wrapped.message}`,
+        { workerId: this.workerId, step: name, error: wrapped.message },
+      );
+      errors.push(wrapped);
+    }
+  }
+
+  /** Stop step 1: nothing more is claimed or started, the loops that own no job stop. */
+  private async stopClaiming(errors: Error[]): Promise<void> {
+    this.processor.close();
+    // The Workers row says draining at the next beat; beat now so operators see it at once.
+    this.heartbeat.nudge();
+    await this.stopStep(errors, 'stop loops', () =>
+      Promise.all([
+        this.fetcher.stop(),
+        this.rescue.stop(),
+        this.maintenance.stop(),
+        this.recurringLoop.stop(),
+      ]),
+    );
+    await this.stopStep(errors, 'unsubscribe', async () => {
+      const unsubscribe = this.unsubscribe;
+      this.unsubscribe = null;
+      await unsubscribe?.();
+    });
+  }
+
+  /**
+   * Stop step 3: aborts the running handlers and waits `grace` ms for them to be finalised; those
+   * still running then are given up to the rescue loop, and their finalising waits at most until
+   * `hardDeadline` (epoch ms).
+   */
+  private async stopRunning(grace: number, hardDeadline: number): Promise<void> {
+    const aborted = this.processor.abortAll('shutdown');
+    if (aborted > 0) {
+      logEvent(
+        this.logger,
+        'ShutdownWaiting',
+        `Waiting up to ${grace} ms for ${aborted} running job(s) to stop`,
+        { workerId: this.workerId, running: aborted, gracePeriodMs: grace },
+      );
+    }
+    if (await this.processor.waitIdle(Date.now() + grace)) return;
+    const left = this.processor.abandonRunning();
+    if (left.length > 0) {
+      logEvent(
+        this.logger,
+        'ShutdownJobsLeft',
+        `${left.length} job(s) still running after ${grace} ms are left to the rescue loop: ${left.join(', ')}`,
+        { workerId: this.workerId, jobIds: left, gracePeriodMs: grace },
+      );
+    }
+    await this.processor.waitIdle(hardDeadline);
   }
 
   private emit(outcome: JobOutcome): void {

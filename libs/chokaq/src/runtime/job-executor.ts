@@ -116,21 +116,38 @@ export class JobExecutor {
 
   /** Starts one run now. */
   start(request: ExecutionRequest): Execution {
-    const { job, lease, handler, timeoutMs } = request;
+    const { job, lease, timeoutMs } = request;
     const attempt = attemptOf(job);
     // One check per run when tracing is off: no span, no closure.
     const span = this.tracing.enabled ? this.tracing.startRun(job, attempt) : undefined;
     const run = new Run(job, lease, attempt, this.clock, span);
+    const ctx = this.context(run, request);
+    if (Number.isFinite(timeoutMs) && timeoutMs > 0) run.armTimeout(timeoutMs);
+    const handled = span
+      ? span.run(() => this.invoke(run, request, ctx))
+      : this.invoke(run, request, ctx);
+    handled.then(
+      () => this.handlerReturned(run),
+      (error: unknown) => this.handlerThrew(run, error),
+    );
+    return run;
+  }
+
+  /**
+   * The handler's {@link JobContext} for `run`. The signal and the logger are made when first asked
+   * for: most handlers use neither, and at thousands of jobs a second their allocation shows in the
+   * profile.
+   */
+  private context(run: Run, request: ExecutionRequest): JobContext {
+    const { job } = run;
     const base = this.logger;
-    // The signal and the logger are made when first asked for: most handlers use neither, and at
-    // thousands of jobs a second their allocation shows in the profile.
     let logger: JobLogger | undefined;
-    const ctx: JobContext = {
+    return {
       id: job.id,
       queue: job.queue,
       type: job.type,
-      attempt,
-      leaseId: lease.leaseId,
+      attempt: run.attempt,
+      leaseId: run.lease.leaseId,
       get signal() {
         return run.signal;
       },
@@ -152,45 +169,57 @@ export class JobExecutor {
         return run.transaction?.queryRunner;
       },
     };
+  }
 
-    if (Number.isFinite(timeoutMs) && timeoutMs > 0) run.armTimeout(timeoutMs);
-
+  /** The handler's side of `run`: its transaction opened first when it has one, then the pipeline. */
+  private invoke(run: Run, request: ExecutionRequest, ctx: JobContext): Promise<unknown> {
     const open = request.openTransaction;
-    const invoke = open
-      ? async () => {
-          const opened = await open();
-          if (run.settled) {
-            // Decided (a timeout, a cancel) while its transaction was opening: the handler never
-            // ran, so there is no late result to report.
-            run.neverRan = true;
-            await opened.abandon();
-            return;
-          }
-          run.transaction = opened;
-          return this.run(handler, job, ctx);
-        }
-      : () => this.run(handler, job, ctx);
-    (span ? span.run(invoke) : invoke()).then(
-      () => {
-        if (run.neverRan) return;
-        if (run.settled) return this.lateResult(job, 'resolved');
-        run.settle({ kind: 'succeeded', durationMs: run.elapsed(), transaction: run.transaction });
-      },
-      async (error: unknown) => {
-        if (run.settled) return this.lateResult(job, 'rejected');
-        // The failure policy writes in a transaction of its own, after this one rolled back: a
-        // retry never sees the writes of the attempt that failed.
-        if (run.transaction !== undefined) {
-          await run.transaction.rollback();
-          if (run.settled) return;
-        }
-        run.settle(
-          { kind: 'failed', error, durationMs: run.elapsed(), abortedBy: run.abortedBy },
-          error,
-        );
-      },
+    if (open) return this.runInTransaction(run, open, request.handler, ctx);
+    return this.run(request.handler, run.job, ctx);
+  }
+
+  /** Opens `run`'s transaction, then runs the handler in it unless the run was decided meanwhile. */
+  private async runInTransaction(
+    run: Run,
+    open: () => Promise<HandlerTransaction>,
+    handler: HandlerDefinition,
+    ctx: JobContext,
+  ): Promise<unknown> {
+    const opened = await open();
+    if (run.settled) {
+      // Decided (a timeout, a cancel) while its transaction was opening: the handler never ran, so
+      // there is no late result to report.
+      run.neverRan = true;
+      await opened.abandon();
+      return;
+    }
+    run.transaction = opened;
+    return this.run(handler, run.job, ctx);
+  }
+
+  /** The handler of `run` returned: `succeeded`, unless the run was decided before (a late result). */
+  private handlerReturned(run: Run): void {
+    if (run.neverRan) return;
+    if (run.settled) return this.lateResult(run.job, 'resolved');
+    run.settle({ kind: 'succeeded', durationMs: run.elapsed(), transaction: run.transaction });
+  }
+
+  /**
+   * The handler of `run` threw (or its transaction did not open): `failed`, after its transaction
+   * rolled back, unless the run was decided before (a late result).
+   */
+  private async handlerThrew(run: Run, error: unknown): Promise<void> {
+    if (run.settled) return this.lateResult(run.job, 'rejected');
+    // The failure policy writes in a transaction of its own, after this one rolled back: a retry
+    // never sees the writes of the attempt that failed.
+    if (run.transaction !== undefined) {
+      await run.transaction.rollback();
+      if (run.settled) return;
+    }
+    run.settle(
+      { kind: 'failed', error, durationMs: run.elapsed(), abortedBy: run.abortedBy },
+      error,
     );
-    return run;
   }
 
   /**

@@ -45,6 +45,15 @@ export interface RetryRequest {
   released?: boolean;
 }
 
+/** The result of a run that ended as `K`. */
+type Ended<K extends RunResult['kind']> = Extract<RunResult, { kind: K }>;
+
+/**
+ * What a verdict needs of a finished run besides the result it judges (a failed commit is judged
+ * as a `failed` result, not as the `succeeded` one the run ended with).
+ */
+type RunVerdictFacts = Omit<FinishedRun, 'result'>;
+
 /** Facts of a run that reached its handler, copied into its outcome. */
 export interface RunFacts {
   attempt?: number;
@@ -112,148 +121,178 @@ export class JobFinaliser {
   }
 
   /** Writes the verdict of a run that reached its handler, then emits its outcome. Never rejects. */
-  async finalise(claimed: ClaimedJob, run: FinishedRun, emit: EmitOutcome): Promise<void> {
-    const { job, lease } = claimed;
-    const { result, attempt, probe } = run;
-    const report = (outcome: JobOutcome) => emit(outcome, job);
-    const key = circuitKey(job);
-    const base = { attempt, durationMs: result.durationMs };
+  finalise(claimed: ClaimedJob, run: FinishedRun, emit: EmitOutcome): Promise<void> {
+    const { result } = run;
     switch (result.kind) {
-      case 'succeeded': {
-        let archived: boolean;
-        if (result.transaction !== undefined) {
-          const commit = await this.commit(job, lease, result.durationMs, result.transaction);
-          if ('error' in commit) {
-            // Rolled back, or the COMMIT's fate is unknown: the failure policy decides, as for a
-            // throw. Had an unknown COMMIT landed, the job is archived and the policy's write
-            // finds no row (a conflict), so its effects still count once.
-            const failed: RunResult = {
-              kind: 'failed',
-              error: commit.error,
-              durationMs: result.durationMs,
-            };
-            return this.finalise(claimed, { ...run, result: failed }, emit);
-          }
-          archived = commit.archived;
-        } else {
-          archived = await this.deps.batcher.add(completionOf(lease, result.durationMs));
-        }
-        this.deps.breakers.recordSuccess(key, probe);
-        if (!archived) {
-          this.conflictCount++;
-          this.deps.metrics?.conflict(job, 'succeeded');
-        }
-        this.deps.onSettled(lease);
-        report(runOutcome(claimed, 'succeeded', { ...base, applied: archived }));
-        return;
-      }
-      case 'timeout': {
-        this.deps.breakers.recordFailure(key, probe);
-        const error = `ChokaQJobTimeoutError: job exceeded its execution timeout of ${result.timeoutMs} ms`;
-        const applied = await this.move(
-          claimed,
-          { reason: FailureReason.Timeout, error, durationMs: result.durationMs },
-          attempt,
-        );
-        report(
-          runOutcome(claimed, 'failed', {
-            ...base,
-            reason: FailureReason.Timeout,
-            error,
-            applied,
-          }),
-        );
-        return;
-      }
-      case 'aborted': {
-        this.deps.breakers.releaseProbe(key);
-        const cancelled = result.cause === 'cancelled';
-        const reason = cancelled ? FailureReason.Cancelled : FailureReason.HeartbeatFailure;
-        const error = cancelled ? STORED_TEXT.cancelledWhileRunning : STORED_TEXT.heartbeatLost;
-        const applied = await this.move(
-          claimed,
-          { reason, error, durationMs: result.durationMs },
-          attempt,
-        );
-        report(
-          runOutcome(claimed, cancelled ? 'cancelled' : 'failed', {
-            ...base,
-            reason,
-            error,
-            applied,
-          }),
-        );
-        return;
-      }
-      case 'abandoned': {
-        this.deps.breakers.releaseProbe(key);
-        this.deps.onSettled(lease);
-        logEvent(
-          this.deps.logger,
-          'JobAbandonedAtShutdown',
-          `Job ${job.id} (${job.queue}/${job.type}) was still running at the end of the shutdown ` +
-            `grace period; it is left to the rescue loop.`,
-          { jobId: job.id, queue: job.queue, type: job.type },
-        );
-        report(
-          runOutcome(claimed, 'released', {
-            ...base,
-            applied: false,
-            error: 'abandoned at shutdown',
-          }),
-        );
-        return;
-      }
-      case 'failed': {
-        if (result.abortedBy === 'shutdown') {
-          // A cooperative stop is not the job's fault: back to Pending at once, attempt kept.
-          this.deps.breakers.releaseProbe(key);
-          await this.retry(
-            claimed,
-            {
-              delayMs: 0,
-              error: STORED_TEXT.shutdownStopped(result.error),
-              released: true,
-            },
-            emit,
-            base,
-          );
-          return;
-        }
-        const decision = decideFailure({
-          error: result.error,
-          attempt,
-          maxAttempts: run.maxAttempts ?? this.deps.retry.maxAttempts,
-          jobAgeMs: this.deps.clock.ageMs(job.enqueuedAtUtc),
-          retry: this.deps.retry,
-        });
-        const text = errorText(result.error);
-        if (decision.action === 'dlq' && decision.reason === FailureReason.FatalError) {
-          // A bad payload says nothing about the health of the type's dependency.
-          this.deps.breakers.releaseProbe(key);
-        } else {
-          this.deps.breakers.recordFailure(key, probe);
-        }
-        if (decision.action === 'retry') {
-          await this.retry(claimed, { delayMs: decision.delayMs, error: text }, emit, base);
-        } else {
-          const applied = await this.move(
-            claimed,
-            { reason: decision.reason, error: text, durationMs: result.durationMs },
-            attempt,
-          );
-          report(
-            runOutcome(claimed, 'failed', {
-              ...base,
-              reason: decision.reason,
-              error: text,
-              applied,
-            }),
-          );
-        }
-        return;
-      }
+      case 'succeeded':
+        return this.succeeded(claimed, result, run, emit);
+      case 'timeout':
+        return this.timedOut(claimed, result, run, emit);
+      case 'aborted':
+        return this.aborted(claimed, result, run, emit);
+      case 'abandoned':
+        return this.abandonedAtShutdown(claimed, result, run, emit);
+      case 'failed':
+        return this.failed(claimed, result, run, emit);
     }
+  }
+
+  /**
+   * A run whose handler returned: archived (in its own transaction when it has one, else through
+   * the batcher), then `succeeded`. A transaction that does not commit is judged as a throw.
+   */
+  private async succeeded(
+    claimed: ClaimedJob,
+    result: Ended<'succeeded'>,
+    run: RunVerdictFacts,
+    emit: EmitOutcome,
+  ): Promise<void> {
+    const { job, lease } = claimed;
+    const { durationMs } = result;
+    const key = circuitKey(job);
+    let archived: boolean;
+    if (result.transaction !== undefined) {
+      const commit = await this.commit(job, lease, durationMs, result.transaction);
+      if ('error' in commit) {
+        // Rolled back, or the COMMIT's fate is unknown: the failure policy decides, as for a
+        // throw. Had an unknown COMMIT landed, the job is archived and the policy's write
+        // finds no row (a conflict), so its effects still count once.
+        const failed: Ended<'failed'> = { kind: 'failed', error: commit.error, durationMs };
+        return this.failed(claimed, failed, run, emit);
+      }
+      archived = commit.archived;
+    } else {
+      archived = await this.deps.batcher.add(completionOf(lease, durationMs));
+    }
+    this.deps.breakers.recordSuccess(key, run.probe);
+    if (!archived) {
+      this.conflictCount++;
+      this.deps.metrics?.conflict(job, 'succeeded');
+    }
+    this.deps.onSettled(lease);
+    const { attempt } = run;
+    emit(runOutcome(claimed, 'succeeded', { attempt, durationMs, applied: archived }), job);
+  }
+
+  /** A run its execution timeout decided: a failure for the breaker, DLQ `Timeout`, `failed`. */
+  private async timedOut(
+    claimed: ClaimedJob,
+    result: Ended<'timeout'>,
+    run: RunVerdictFacts,
+    emit: EmitOutcome,
+  ): Promise<void> {
+    this.deps.breakers.recordFailure(circuitKey(claimed.job), run.probe);
+    const error = `ChokaQJobTimeoutError: job exceeded its execution timeout of ${result.timeoutMs} ms`;
+    await this.deadLetter(claimed, result, run, 'failed', FailureReason.Timeout, error, emit);
+  }
+
+  /**
+   * A run aborted by a cancel (DLQ `Cancelled`, `cancelled`) or by the loss of its heartbeat (DLQ
+   * `HeartbeatFailure`, `failed`). Neither says anything of the type's health: a probe is released.
+   */
+  private async aborted(
+    claimed: ClaimedJob,
+    result: Ended<'aborted'>,
+    run: RunVerdictFacts,
+    emit: EmitOutcome,
+  ): Promise<void> {
+    this.deps.breakers.releaseProbe(circuitKey(claimed.job));
+    const cancelled = result.cause === 'cancelled';
+    const reason = cancelled ? FailureReason.Cancelled : FailureReason.HeartbeatFailure;
+    const error = cancelled ? STORED_TEXT.cancelledWhileRunning : STORED_TEXT.heartbeatLost;
+    const outcome = cancelled ? 'cancelled' : 'failed';
+    await this.deadLetter(claimed, result, run, outcome, reason, error, emit);
+  }
+
+  /**
+   * A run still going at the end of the shutdown grace period: nothing is written (the rescue loop
+   * takes the row), its lease is let go and `released` reports it unapplied.
+   */
+  private async abandonedAtShutdown(
+    claimed: ClaimedJob,
+    result: Ended<'abandoned'>,
+    run: RunVerdictFacts,
+    emit: EmitOutcome,
+  ): Promise<void> {
+    const { job, lease } = claimed;
+    this.deps.breakers.releaseProbe(circuitKey(job));
+    this.deps.onSettled(lease);
+    logEvent(
+      this.deps.logger,
+      'JobAbandonedAtShutdown',
+      `Job ${job.id} (${job.queue}/${job.type}) was still running at the end of the shutdown ` +
+        `grace period; it is left to the rescue loop.`,
+      { jobId: job.id, queue: job.queue, type: job.type },
+    );
+    emit(
+      runOutcome(claimed, 'released', {
+        attempt: run.attempt,
+        durationMs: result.durationMs,
+        applied: false,
+        error: 'abandoned at shutdown',
+      }),
+      job,
+    );
+  }
+
+  /**
+   * A run whose handler threw (or whose transaction did not commit): back to Pending at once when
+   * shutdown stopped it, else what the failure policy decides (a retry, or the DLQ).
+   */
+  private async failed(
+    claimed: ClaimedJob,
+    result: Ended<'failed'>,
+    run: RunVerdictFacts,
+    emit: EmitOutcome,
+  ): Promise<void> {
+    const { job } = claimed;
+    const key = circuitKey(job);
+    const base = { attempt: run.attempt, durationMs: result.durationMs };
+    if (result.abortedBy === 'shutdown') {
+      // A cooperative stop is not the job's fault: back to Pending at once, attempt kept.
+      this.deps.breakers.releaseProbe(key);
+      const error = STORED_TEXT.shutdownStopped(result.error);
+      await this.retry(claimed, { delayMs: 0, error, released: true }, emit, base);
+      return;
+    }
+    const decision = decideFailure({
+      error: result.error,
+      attempt: run.attempt,
+      maxAttempts: run.maxAttempts ?? this.deps.retry.maxAttempts,
+      jobAgeMs: this.deps.clock.ageMs(job.enqueuedAtUtc),
+      retry: this.deps.retry,
+    });
+    const text = errorText(result.error);
+    if (decision.action === 'dlq' && decision.reason === FailureReason.FatalError) {
+      // A bad payload says nothing about the health of the type's dependency.
+      this.deps.breakers.releaseProbe(key);
+    } else {
+      this.deps.breakers.recordFailure(key, run.probe);
+    }
+    if (decision.action === 'retry') {
+      await this.retry(claimed, { delayMs: decision.delayMs, error: text }, emit, base);
+    } else {
+      await this.deadLetter(claimed, result, run, 'failed', decision.reason, text, emit);
+    }
+  }
+
+  /** Moves a finished run to the DLQ for `reason`, then emits `outcome` with the move's facts. */
+  private async deadLetter(
+    claimed: ClaimedJob,
+    result: RunResult,
+    run: RunVerdictFacts,
+    outcome: 'failed' | 'cancelled',
+    reason: FailureReason,
+    error: string,
+    emit: EmitOutcome,
+  ): Promise<void> {
+    const { attempt } = run;
+    const { durationMs } = result;
+    const applied = await this.move(claimed, { reason, error, durationMs }, attempt);
+    emit(
+      runOutcome(claimed, outcome, { attempt, durationMs, reason, error, applied }),
+      claimed.job,
+    );
   }
 
   /**
@@ -271,12 +310,8 @@ export class JobFinaliser {
     const rows = await this.write('rescheduleForRetry', job.id, () =>
       this.deps.storage.rescheduleForRetry(claimed.lease, delayMs, error),
     );
-    const applied = this.applied(
-      rows,
-      job,
-      'rescheduleForRetry',
-      request.released ? 'released' : 'retried',
-    );
+    const outcome = request.released ? 'released' : 'retried';
+    const applied = this.applied(rows, job, 'rescheduleForRetry', outcome);
     this.deps.onSettled(claimed.lease);
     const attempt = base.attempt ?? attemptOf(job);
     // A release (shutdown) is the worker's doing, not the job's: the shutdown lines cover it.
@@ -291,7 +326,7 @@ export class JobFinaliser {
       );
     }
     emit(
-      runOutcome(claimed, request.released ? 'released' : 'retried', {
+      runOutcome(claimed, outcome, {
         attempt: attemptOf(claimed.job),
         ...base,
         error,

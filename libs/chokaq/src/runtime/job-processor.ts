@@ -51,6 +51,14 @@ export interface JobProcessorDeps {
   monotonic?: () => number;
 }
 
+/** A buffered run triage let through, with the handler that runs it. */
+interface StartItem {
+  claimed: ClaimedJob;
+  handler: HandlerDefinition;
+  /** The run is a half-open circuit's probe. */
+  probe: boolean;
+}
+
 /** Backoff of a failed `markAsProcessing` before buffered jobs are tried again. */
 const START_RETRY_MS = { base: 200, max: 5_000 };
 
@@ -320,7 +328,7 @@ export class JobProcessor {
       outcomes.push(outcome);
       this.emitOutcome(outcome, job);
     };
-    const toStart: Array<{ claimed: ClaimedJob; handler: HandlerDefinition; probe: boolean }> = [];
+    const toStart: StartItem[] = [];
     const toRelease = new Map<number, ClaimedJob[]>();
     const settled: Array<Promise<void>> = [];
 
@@ -609,11 +617,11 @@ export class JobProcessor {
     void task.finally(() => this.tasks.delete(task));
   }
 
-  private async start(
-    items: Array<{ claimed: ClaimedJob; handler: HandlerDefinition; probe: boolean }>,
-    emit: EmitOutcome,
-    onJobDone: () => void,
-  ): Promise<void> {
+  /**
+   * Starts buffered runs with one batched `markAsProcessing`, then runs each the storage started;
+   * those it refused, or that shutdown overtook, never reach their handler.
+   */
+  private async start(items: StartItem[], emit: EmitOutcome, onJobDone: () => void): Promise<void> {
     // The ids a start returns name runs unambiguously: the buffer never holds two runs of one id
     // (accept() drops a superseded buffered run), and only buffered runs are started.
     let started: Set<string>;
@@ -621,79 +629,96 @@ export class JobProcessor {
       started = new Set(
         await this.deps.storage.markAsProcessing(items.map((i) => i.claimed.lease)),
       );
-      if (this.startFailures > 0) {
-        logEvent(
-          this.deps.logger,
-          'JobStartRecovered',
-          `Starting jobs recovered after ${this.startFailures} failed attempt(s)`,
-          { failures: this.startFailures },
-        );
-        this.startFailures = 0;
-      }
+      this.startRecovered();
     } catch (error) {
-      // Nothing ran and the rows are still Fetched and ours: put them back and try again later.
-      this.startFailures++;
-      if (this.startFailures === 1) {
-        const message = toError(error).message;
-        logEvent(
-          this.deps.logger,
-          'JobStartFailed',
-          `markAsProcessing failed for ${items.length} job(s): ${message}. They stay buffered ` +
-            `and are retried with backoff; further failures are counted, not logged.`,
-          { count: items.length, error: message },
-        );
-      }
-      for (const item of items) this.deps.breakers.releaseProbe(circuitKey(item.claimed.job));
-      this.buffer.unshift(...items.map((i) => i.claimed));
-      this.deferPump();
-      items.forEach(onJobDone);
+      this.startFailed(items, error, onJobDone);
       return;
     }
-
     const runs: Array<Promise<void>> = [];
     for (const { claimed, handler, probe } of items) {
-      const { job } = claimed;
-      if (!started.has(job.id)) {
-        // Zero rows: cancelled, rescued or re-claimed meanwhile. The handler must not run.
-        this.conflictCount++;
-        this.metrics.conflict(job, 'started');
-        this.owned.delete(claimed.lease);
-        this.deps.breakers.releaseProbe(circuitKey(job));
-        logEvent(
-          this.deps.logger,
-          'StateTransitionConflict',
-          `Job ${job.id} was not started: its lease no longer matches (state transition conflict)`,
-          { operation: 'markAsProcessing', jobId: job.id },
-        );
-        emit(
-          runOutcome(claimed, 'released', { applied: false, error: 'lease lost before start' }),
-          job,
-        );
-        onJobDone();
-        continue;
-      }
-      if (this.closing) {
-        // Shutdown began while the start was in flight: hand it back without running user code.
-        this.deps.breakers.releaseProbe(circuitKey(job));
-        onJobDone();
-        runs.push(
-          this.finaliser.retry(
-            claimed,
-            {
-              delayMs: 0,
-              error: STORED_TEXT.shutdownBeforeStart,
-              released: true,
-            },
-            emit,
-          ),
-        );
-        continue;
-      }
-      runs.push(this.execute(claimed, handler, probe, emit, onJobDone));
+      if (!started.has(claimed.job.id)) this.lostBeforeStart(claimed, emit, onJobDone);
+      else if (this.closing) runs.push(this.releaseStarted(claimed, emit, onJobDone));
+      else runs.push(this.execute(claimed, handler, probe, emit, onJobDone));
     }
     await Promise.all(runs);
   }
 
+  /** A start succeeded: logs the recovery when starts had been failing. */
+  private startRecovered(): void {
+    if (this.startFailures === 0) return;
+    logEvent(
+      this.deps.logger,
+      'JobStartRecovered',
+      `Starting jobs recovered after ${this.startFailures} failed attempt(s)`,
+      { failures: this.startFailures },
+    );
+    this.startFailures = 0;
+  }
+
+  /**
+   * A start failed: nothing ran and the rows are still Fetched and ours, so they go back to the
+   * front of the buffer and are tried again after a backoff. Only the first failure is logged.
+   */
+  private startFailed(items: StartItem[], error: unknown, onJobDone: () => void): void {
+    this.startFailures++;
+    if (this.startFailures === 1) {
+      const message = toError(error).message;
+      logEvent(
+        this.deps.logger,
+        'JobStartFailed',
+        `markAsProcessing failed for ${items.length} job(s): ${message}. They stay buffered ` +
+          `and are retried with backoff; further failures are counted, not logged.`,
+        { count: items.length, error: message },
+      );
+    }
+    for (const item of items) this.deps.breakers.releaseProbe(circuitKey(item.claimed.job));
+    this.buffer.unshift(...items.map((i) => i.claimed));
+    this.deferPump();
+    items.forEach(onJobDone);
+  }
+
+  /**
+   * The start of `claimed` changed no row: it was cancelled, rescued or re-claimed meanwhile. Its
+   * handler must not run; the run is dropped as a state transition conflict.
+   */
+  private lostBeforeStart(claimed: ClaimedJob, emit: EmitOutcome, onJobDone: () => void): void {
+    const { job } = claimed;
+    this.conflictCount++;
+    this.metrics.conflict(job, 'started');
+    this.owned.delete(claimed.lease);
+    this.deps.breakers.releaseProbe(circuitKey(job));
+    logEvent(
+      this.deps.logger,
+      'StateTransitionConflict',
+      `Job ${job.id} was not started: its lease no longer matches (state transition conflict)`,
+      { operation: 'markAsProcessing', jobId: job.id },
+    );
+    emit(
+      runOutcome(claimed, 'released', { applied: false, error: 'lease lost before start' }),
+      job,
+    );
+    onJobDone();
+  }
+
+  /**
+   * Shutdown began while the start of `claimed` was in flight: it goes back to Pending without
+   * running user code, its attempt kept.
+   */
+  private releaseStarted(
+    claimed: ClaimedJob,
+    emit: EmitOutcome,
+    onJobDone: () => void,
+  ): Promise<void> {
+    this.deps.breakers.releaseProbe(circuitKey(claimed.job));
+    onJobDone();
+    return this.finaliser.retry(
+      claimed,
+      { delayMs: 0, error: STORED_TEXT.shutdownBeforeStart, released: true },
+      emit,
+    );
+  }
+
+  /** Runs `claimed` through the executor, then hands its result to the finaliser. */
   private async execute(
     claimed: ClaimedJob,
     handler: HandlerDefinition,
@@ -703,30 +728,7 @@ export class JobProcessor {
   ): Promise<void> {
     const { job, lease } = claimed;
     const events = this.deps.events;
-    const timeoutMs =
-      handler.timeoutMs ??
-      this.deps.controls.executionTimeoutMs(job.queue) ??
-      this.deps.options.execution.timeoutMs;
-    const execution = this.deps.executor.start({
-      job,
-      lease,
-      handler,
-      timeoutMs,
-      // Each statement of the run is bounded by what the whole run may take (PostgreSQL).
-      openTransaction: handler.transactional
-        ? () => this.deps.storage.beginHandlerTransaction(statementTimeout(timeoutMs))
-        : undefined,
-      reportProgress: async (percent, note) => {
-        if (!Number.isFinite(percent)) return;
-        const clamped = Math.min(100, Math.max(0, percent));
-        job.progress = clamped;
-        job.progressNote = note ?? null;
-        const rows = await this.deps.storage.reportProgress(lease, clamped, note ?? null);
-        if (rows > 0 && events?.hasListeners('progress')) {
-          events.emit(progressEvent(job, execution.attempt, clamped, note));
-        }
-      },
-    });
+    const execution = this.launch(claimed, handler);
     if (events?.hasListeners('started')) {
       events.emit(startedEvent(job, execution.attempt, new Date(this.clock.now())));
     }
@@ -753,6 +755,40 @@ export class JobProcessor {
       // The write is done: the run no longer counts as unwritten, so the fetcher may claim again.
       this.deps.onCapacity?.();
     }
+  }
+
+  /**
+   * Starts the handler of `claimed` in the executor, under the execution timeout that applies to
+   * it (the handler's, its queue's, else the default), with its progress writer.
+   */
+  private launch(claimed: ClaimedJob, handler: HandlerDefinition): Execution {
+    const { job, lease } = claimed;
+    const events = this.deps.events;
+    const timeoutMs =
+      handler.timeoutMs ??
+      this.deps.controls.executionTimeoutMs(job.queue) ??
+      this.deps.options.execution.timeoutMs;
+    const execution = this.deps.executor.start({
+      job,
+      lease,
+      handler,
+      timeoutMs,
+      // Each statement of the run is bounded by what the whole run may take (PostgreSQL).
+      openTransaction: handler.transactional
+        ? () => this.deps.storage.beginHandlerTransaction(statementTimeout(timeoutMs))
+        : undefined,
+      reportProgress: async (percent, note) => {
+        if (!Number.isFinite(percent)) return;
+        const clamped = Math.min(100, Math.max(0, percent));
+        job.progress = clamped;
+        job.progressNote = note ?? null;
+        const rows = await this.deps.storage.reportProgress(lease, clamped, note ?? null);
+        if (rows > 0 && events?.hasListeners('progress')) {
+          events.emit(progressEvent(job, execution.attempt, clamped, note));
+        }
+      },
+    });
+    return execution;
   }
 
   /**
