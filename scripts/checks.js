@@ -1,8 +1,9 @@
 #!/usr/bin/env node
-// The static checks of `npm test`: `npm run lint` (ESLint, Prettier) and `npm run typecheck` (the
-// tsc projects) at once. Each tool is single-threaded, so on a machine with two cores or more the
-// two take about as long as the longer one (about 25 s each here). A check's output is printed
-// when it ends, so the two never interleave. Exits non-zero when either failed.
+// The static checks of `npm test`: `npm run lint` (ESLint, Prettier), `npm run typecheck` (the
+// tsc projects) and `npm run api:check` (the public API against its committed reports) at once.
+// Each tool is single-threaded, so on a machine with two cores or more they take little longer
+// than the longest (about 25 s here). A check's output is printed when it ends, so they never
+// interleave. Exits non-zero when any failed.
 'use strict';
 
 const { spawn } = require('node:child_process');
@@ -29,7 +30,7 @@ function run(script) {
 }
 
 (async () => {
-  const results = await Promise.all(['lint', 'typecheck'].map(run));
+  const results = await Promise.all(['lint', 'typecheck', 'api:check'].map(run));
   for (const { script, code, out, ms } of results) {
     const verdict = code === 0 ? 'ok' : `FAILED (exit ${code})`;
     process.stdout.write(`> npm run ${script}: ${verdict}, ${(ms / 1000).toFixed(1)} s\n`);

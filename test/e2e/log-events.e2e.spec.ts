@@ -8,10 +8,10 @@ import {
   ChokaQModule,
   JobClient,
   JobHandler,
-  JobStorage,
   defineJob,
   getJobStorageToken,
 } from '../../libs/chokaq/src';
+import type { JobStorage } from '../../libs/chokaq/src/storage';
 import { TestSchema } from '../support/test-database';
 import { waitFor } from '../support/wait-for';
 import { FAST_OPTIONS, closeAndCheck, e2eDatabase, mergeOptions } from './support/e2e-app';

@@ -6,10 +6,10 @@ import {
   JobClient,
   JobContext,
   JobHandler,
-  JobStorage,
   defineJob,
   getJobStorageToken,
 } from '../../libs/chokaq/src';
+import type { JobStorage } from '../../libs/chokaq/src/storage';
 import { meterHarness, pointLines, type MetricPoint } from '../support/metric-reader';
 import { TestSchema, describeEachDialect } from '../support/test-database';
 import { waitFor } from '../support/wait-for';

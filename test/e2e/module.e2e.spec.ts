@@ -10,7 +10,6 @@ import {
   ChokaQValidationError,
   ChokaQWorkerDisabledError,
   FailureReason,
-  HandlerRegistry,
   JobClient,
   JobContext,
   JobHandler,
@@ -18,6 +17,7 @@ import {
   defineJob,
 } from '../../libs/chokaq/src';
 import { ChokaQOrchestrator } from '../../libs/chokaq/src/chokaq.orchestrator';
+import { HandlerRegistry } from '../../libs/chokaq/src/discovery/handler.registry';
 import { WorkerRegistry } from '../../libs/chokaq/src/worker.registry';
 import {
   bootApp,

@@ -24,8 +24,9 @@ import { PG_URL, pgAvailable } from '../support/env';
  * - NestJS 12 + TypeORM 1 + @nestjs/typeorm 12 + @nestjs/schedule 12.
  *
  * In each app, `fixtures/pack-borrowed-app.ts` (the app's own DataSource from @nestjs/typeorm,
- * borrowed by ChokaQ, a job enqueued in the app's transaction) runs a job end to end on SQLite and
- * on PostgreSQL, and `fixtures/pack-health-app.ts` imports the health checks from the subpath
+ * borrowed by ChokaQ, a job enqueued in the app's transaction, read back through the storage
+ * protocol of the subpath `@chokaq/nestjs/storage`) runs a job end to end on SQLite and on
+ * PostgreSQL, and `fixtures/pack-health-app.ts` imports the health checks from the subpath
  * export `@chokaq/nestjs/health` (with @nestjs/terminus 11 and 12 respectively), after proving the
  * core loads without loading Terminus. The first app also compiles and runs the README's quick start verbatim (ChokaQ's
  * own SQLite DataSource) and runs the `chokaq` binary through npx. The tarball itself is checked
@@ -511,7 +512,7 @@ describe('the packed @chokaq/nestjs tarball', () => {
         });
         // The process ends on its own after app.close(): nothing of ChokaQ's is left running.
         expect({ code: result.code, stderr: result.stderr }).toEqual({ code: 0, stderr: '' });
-        expect(result.stdout).toContain('PACK-OK {"shipped":1,"closed":true}');
+        expect(result.stdout).toContain('PACK-OK {"shipped":1,"protocol":true,"closed":true}');
       }
 
       runPack(

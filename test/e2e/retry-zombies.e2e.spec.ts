@@ -6,10 +6,10 @@ import {
   JobClient,
   JobContext,
   JobHandler,
-  JobStorage,
   defineJob,
   getJobStorageToken,
 } from '../../libs/chokaq/src';
+import type { JobStorage } from '../../libs/chokaq/src/storage';
 import { waitFor } from '../support/wait-for';
 import { bootApp, closeAndCheck, e2eDatabase } from './support/e2e-app';
 import { TestSchema, describeEachDialect } from '../support/test-database';

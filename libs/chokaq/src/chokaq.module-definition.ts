@@ -1,4 +1,9 @@
-import { ConfigurableModuleBuilder, Provider, Type } from '@nestjs/common';
+import {
+  ConfigurableModuleAsyncOptions,
+  ConfigurableModuleBuilder,
+  Provider,
+  Type,
+} from '@nestjs/common';
 import { CHOKAQ_MIDDLEWARE } from './chokaq.constants';
 import { ChokaQMiddleware } from './interfaces/middleware.interface';
 import { ChokaQModuleExtras, ChokaQModuleOptions } from './interfaces/module-options.interface';
@@ -37,8 +42,17 @@ function middlewareProvider(middleware: Type<ChokaQMiddleware>[]): Provider {
   };
 }
 
-/** What `ChokaQModule.forRoot()` accepts: the options plus the extras. @publicApi */
-export type ChokaQForRootOptions = typeof CHOKAQ_OPTIONS_TYPE;
+/**
+ * What `ChokaQModule.forRoot()` accepts: the options plus the extras (the builder's
+ * `OPTIONS_TYPE`, spelled out so the API report names it; a typecheck spec keeps them equal).
+ * @publicApi
+ */
+export type ChokaQForRootOptions = ChokaQModuleOptions & Partial<ChokaQModuleExtras>;
 
-/** What `ChokaQModule.forRootAsync()` accepts. @publicApi */
-export type ChokaQForRootAsyncOptions = typeof CHOKAQ_ASYNC_OPTIONS_TYPE;
+/** What `ChokaQModule.forRootAsync()` accepts (the builder's `ASYNC_OPTIONS_TYPE`). @publicApi */
+export type ChokaQForRootAsyncOptions = ConfigurableModuleAsyncOptions<
+  ChokaQModuleOptions,
+  'createChokaQOptions'
+> &
+  Partial<ChokaQModuleExtras>;
+

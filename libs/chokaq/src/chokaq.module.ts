@@ -4,6 +4,7 @@ import { ChokaQAdmin } from './admin/chokaq-admin.service';
 import { CHOKAQ_RESOLVED_OPTIONS, CHOKAQ_STORAGE } from './chokaq.constants';
 import {
   CHOKAQ_MODULE_OPTIONS,
+  ChokaQForRootAsyncOptions,
   ChokaQForRootOptions,
   ConfigurableChokaQModule,
 } from './chokaq.module-definition';
@@ -34,7 +35,7 @@ import { WorkerRegistry } from './worker.registry';
  *
  * Options (forRoot) or the factory's result (forRootAsync) are validated at startup by
  * `resolveChokaQOptions`; `middleware` and `isGlobal` (default true) are top-level extras of both.
- * Exports `JobClient`, `ChokaQAdmin`, `HandlerRegistry` and `JobEvents`.
+ * Exports `JobClient`, `ChokaQAdmin` and `JobEvents`.
  *
  * @publicApi
  */
@@ -86,14 +87,7 @@ import { WorkerRegistry } from './worker.registry';
     JobClient,
     ChokaQAdmin,
   ],
-  exports: [
-    JobClient,
-    ChokaQAdmin,
-    HandlerRegistry,
-    JobEvents,
-    CHOKAQ_STORAGE,
-    CHOKAQ_RESOLVED_OPTIONS,
-  ],
+  exports: [JobClient, ChokaQAdmin, JobEvents, CHOKAQ_STORAGE, CHOKAQ_RESOLVED_OPTIONS],
 })
 export class ChokaQModule extends ConfigurableChokaQModule {
   /**
@@ -102,5 +96,14 @@ export class ChokaQModule extends ConfigurableChokaQModule {
    */
   static override forRoot(options: ChokaQForRootOptions = {}): DynamicModule {
     return super.forRoot(options);
+  }
+
+  /**
+   * Registers ChokaQ with options a factory returns (`useFactory`, `useClass` or `useExisting`,
+   * with `imports` and `inject`), validated at startup. `middleware` and `isGlobal` are given here,
+   * not by the factory.
+   */
+  static override forRootAsync(options: ChokaQForRootAsyncOptions): DynamicModule {
+    return super.forRootAsync(options);
   }
 }

@@ -44,7 +44,6 @@ export type {
   StandardSchemaV1,
 } from './interfaces/standard-schema.interface';
 export type { JobHandlerOptions, PayloadUpgradeStep } from './interfaces/handler.interface';
-export { HandlerRegistry } from './discovery/handler.registry';
 export type { JobContext } from './interfaces/job-context.interface';
 export type { ChokaQMiddleware } from './interfaces/middleware.interface';
 export type {
@@ -100,47 +99,29 @@ export type {
 export { CHOKAQ_SPAN_ATTRIBUTES, CHOKAQ_TRACER_NAME } from './observability/chokaq-tracing';
 export type { RunSpanResult } from './observability/chokaq-tracing';
 
-// Job model and the storage contract
+// The job model and the read model (what JobClient, ChokaQAdmin and the handlers take and return).
+// The storage protocol (JobStorage and the worker's half of its vocabulary) is at the subpath
+// `@chokaq/nestjs/storage`.
 export { FailureReason, JobStatus } from './interfaces/job-status.enum';
 export { MAX_ENQUEUE_MANY, MAX_LIST_SCAN, MAX_PAGE_SIZE } from './validation/limits';
 export type {
-  HandlerTransaction,
-  HandlerTransactionSupport,
-  JobQueries,
-  JobStorage,
-  JobStore,
-} from './storage/job-storage';
-export type {
   CancelResult,
-  ClaimedJobs,
-  CompletedJob,
-  DlqMove,
-  EnqueueOptions,
-  EnqueueResult,
-  FetchRequest,
   HandledJobs,
   HotJob,
-  JobLease,
-  KeepAliveResult,
   NewJob,
   QueueInfo,
   QueuePatch,
   RateLimit,
   ResurrectEdits,
   RetentionPolicy,
-  RescuedZombie,
   RetentionResult,
-  RunRef,
   StorageDialect,
-  ZombieRescueResult,
-  ZombieRetryRule,
 } from './interfaces/job.interface';
 export type { SchemaStatus, SchemaVersionInfo } from './interfaces/schema-status.interface';
 export type {
   CircuitState,
   LocalWorkerHealth,
   LocalWorkerState,
-  WorkerHeartbeat,
   WorkerInfo,
   WorkerQuery,
   WorkerState,

@@ -84,6 +84,7 @@ import { readConfirmation, signConfirmation } from './confirmation-token';
 export class ChokaQAdmin {
   private readonly logger = new Logger('ChokaQAdmin');
 
+  /** Nest builds it: inject `ChokaQAdmin` instead. @internal */
   constructor(
     @Inject(CHOKAQ_STORAGE) private readonly storage: JobStorage,
     @Inject(CHOKAQ_RESOLVED_OPTIONS) private readonly options: ResolvedChokaQOptions,

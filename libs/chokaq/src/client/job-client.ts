@@ -76,6 +76,7 @@ export type EnqueueItem = JobOptions & { payload?: unknown; type?: string };
 export class JobClient {
   private readonly logger = new Logger('JobClient');
 
+  /** Nest builds it: inject `JobClient` instead. @internal */
   constructor(
     @Inject(CHOKAQ_STORAGE) private readonly storage: JobStorage,
     private readonly workers: WorkerRegistry,

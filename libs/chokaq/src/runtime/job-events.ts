@@ -147,14 +147,18 @@ class ListenerQueue {
  * (`events.maxQueuedPerListener`), is called outside the worker's call stack, and what it throws
  * is logged and counted.
  *
+ * It is the worker's {@link JobEventSink} (checked where the module hands it to the worker; not
+ * declared here, so the public API does not name that internal interface).
+ *
  * @publicApi
  */
-export class JobEvents implements JobEventSink {
+export class JobEvents {
   private readonly listeners = new Set<ListenerQueue>();
   /** Listeners per event name, so an emitter without listeners pays one lookup. */
   private readonly heard = new Map<JobEventName, number>();
   private anonymous = 0;
 
+  /** The module builds it: inject `JobEvents` instead. @internal */
   constructor(
     private readonly options: { maxQueuedPerListener: number },
     private readonly logger: ChokaQLogger = new StreamLogger('ChokaQ'),
