@@ -6,22 +6,30 @@ import { num, time } from './format.js';
 import { Empty, ErrorNote, useLoad } from './ui.js';
 import { navigate } from './router.js';
 
+/** @param {import('./ui.js').PanelProps} props */
 export function AuditLog({ route }) {
+  /** @type {import('./ui.js').State<string | null>} */
   const [cursor, setCursor] = useState(null);
+  /** @type {import('./ui.js').State<string>} */
   const [actor, setActor] = useState(route.params.actor || '');
   const key = `${JSON.stringify(route.params)}|${cursor}`;
   const { data, error } = useLoad(() => get('audit', { ...route.params, cursor, limit: 50 }), key);
   return html`<section>
     <form
       class="filters"
-      onSubmit=${(e) => {
+      onSubmit=${(/** @type {Event} */ e) => {
         e.preventDefault();
         setCursor(null);
         navigate('audit', { actor });
       }}
     >
       <label
-        >Actor <input name="actor" value=${actor} onInput=${(e) => setActor(e.currentTarget.value)}
+        >Actor
+        <input
+          name="actor"
+          value=${actor}
+          onInput=${(/** @type {import('./ui.js').TargetedEvent<HTMLInputElement>} */ e) =>
+            setActor(e.currentTarget.value)}
       /></label>
       <button type="submit">Apply</button>
     </form>

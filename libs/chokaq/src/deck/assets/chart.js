@@ -2,6 +2,13 @@
 // The throughput chart: uPlot, loaded only when the Overview first draws a chart.
 import { html, useEffect, useRef } from './vendor/preact-htm.js';
 
+/**
+ * The uPlot class, once loaded. The vendored module is uplot's own ESM build, so its package's
+ * declarations describe it (the checker would otherwise infer a shape from the built code).
+ * @typedef {typeof import('uplot')} UPlot
+ */
+
+/** @type {Promise<UPlot> | null} */
 let loading = null;
 
 function loadUplot() {
@@ -10,19 +17,27 @@ function loadUplot() {
     link.rel = 'stylesheet';
     link.href = 'assets/vendor/uplot.css';
     document.head.appendChild(link);
-    loading = import('./vendor/uplot.js').then((m) => m.default);
+    loading = import('./vendor/uplot.js').then(
+      (m) => /** @type {UPlot} */ (/** @type {unknown} */ (m.default)),
+    );
   }
   return loading;
 }
 
-/** Succeeded and failed per step, and the failure rate, over the points of a series. */
+/**
+ * Succeeded and failed per step, and the failure rate, over the points of a series.
+ * @param {{ points: import('./api.js').ThroughputPoint[], label: string }} props
+ */
 export function ThroughputChart({ points, label }) {
+  /** @type {{ current: HTMLDivElement | null }} */
   const box = useRef(null);
+  /** @type {{ current: import('uplot') | null }} */
   const plot = useRef(null);
   useEffect(() => {
     let live = true;
     loadUplot().then((uPlot) => {
       if (!live || !box.current) return;
+      /** @type {import('uplot').AlignedData} */
       const data = [
         points.map((p) => new Date(p.at).getTime() / 1000),
         points.map((p) => p.succeeded),

@@ -13,7 +13,16 @@ import { Recurring } from './recurring.js';
 import { Workers } from './workers.js';
 import { AuditLog } from './audit.js';
 
-/** The panels, in the navigation's order. */
+/** @typedef {import('./api.js').DeckConfig} DeckConfig */
+/**
+ * @template S
+ * @typedef {import('./ui.js').State<S>} State
+ */
+
+/**
+ * The panels, in the navigation's order: each takes the props the shell passes it.
+ * @type {[string, string, (props: import('./ui.js').PanelProps) => unknown][]}
+ */
 const PANELS = [
   ['overview', 'Overview', Overview],
   ['queues', 'Queues', Queues],
@@ -28,6 +37,7 @@ const PANELS = [
 ];
 
 function useRoute() {
+  /** @type {State<import('./router.js').Route>} */
   const [route, setRoute] = useState(parseRoute());
   useEffect(() => {
     const on = () => setRoute(parseRoute());
@@ -37,8 +47,11 @@ function useRoute() {
   return route;
 }
 
+/** @param {{ onDone: () => void, failed: boolean, hint?: string | null }} props */
 function SignIn({ onDone, failed, hint }) {
+  /** @type {State<string>} */
   const [value, setValue] = useState('');
+  /** @param {Event} e */
   const submit = (e) => {
     e.preventDefault();
     setToken(value.trim());
@@ -57,7 +70,8 @@ function SignIn({ onDone, failed, hint }) {
           autocomplete="off"
           required
           value=${value}
-          onInput=${(e) => setValue(e.currentTarget.value)}
+          onInput=${(/** @type {import('./ui.js').TargetedEvent<HTMLInputElement>} */ e) =>
+            setValue(e.currentTarget.value)}
       /></label>
       <button type="submit">Sign in</button>
     </form>
@@ -65,10 +79,19 @@ function SignIn({ onDone, failed, hint }) {
 }
 
 function App() {
+  /**
+   * The configuration, or why it could not be read. An error's text is never empty, so past a
+   * truthy `error` check it is the configuration (which the checker cannot tell: hence the casts).
+   * @type {State<(DeckConfig & { error?: undefined }) | { error: string } | null>}
+   */
   const [config, setConfig] = useState(null);
+  /** @type {State<{ needed: boolean, failed: boolean, hint?: string | null }>} */
   const [auth, setAuth] = useState({ needed: false, failed: false });
+  /** @type {State<number>} */
   const [round, setRound] = useState(0);
+  /** @type {State<import('./api.js').DeckSnapshot | null>} */
   const [snapshot, setSnapshot] = useState(null);
+  /** @type {State<'connecting' | 'live' | 'offline' | 'auth'>} */
   const [live, setLive] = useState('connecting');
   const route = useRoute();
 
@@ -89,7 +112,7 @@ function App() {
   useEffect(() => {
     if (!config || config.error) return undefined;
     return openStream({
-      heartbeatMs: config.heartbeatMs,
+      heartbeatMs: /** @type {DeckConfig} */ (config).heartbeatMs,
       onState: (s) => {
         if (s === 'auth') setAuth({ needed: true, failed: true });
         setLive(s);
@@ -119,8 +142,8 @@ function App() {
       <span class=${`badge ${online ? 'live' : 'offline'}`} role="status"
         >${online ? 'Live' : 'Offline'}</span
       >
-      ${config.readOnly && html`<span class="badge readonly">Read-only</span>`}
-      <span class="muted version">${`v${config.version}`}</span>
+      ${/** @type {DeckConfig} */ (config).readOnly && html`<span class="badge readonly">Read-only</span>`}
+      <span class="muted version">${`v${/** @type {DeckConfig} */ (config).version}`}</span>
     </header>
     <nav class="panels" aria-label="Panels">
       <ul>

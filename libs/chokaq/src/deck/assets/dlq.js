@@ -8,9 +8,21 @@ import { ErrorNote, Notice } from './ui.js';
 import { JobList } from './jobs.js';
 import { href } from './router.js';
 
+/**
+ * @typedef {import('./api.js').DlqBodyFilter} DlqBodyFilter
+ * @typedef {import('./api.js').DlqActionPreview} DlqActionPreview
+ * @typedef {import('./api.js').BulkResult} BulkResult
+ */
+
+/**
+ * The fields of the DLQ's filter that a bulk action carries (the server's DlqFilter, but `ids`).
+ * @type {(keyof DlqBodyFilter)[]}
+ */
 const FILTER_KEYS = ['queue', 'type', 'reason', 'from', 'to', 'search', 'tag'];
 
+/** @param {import('./ui.js').PanelProps} props */
 export function Dlq({ route, config, snapshot }) {
+  /** @type {import('./ui.js').State<string | null>} */
   const [done, setDone] = useState(null);
   return html`<${JobList}
     route=${route}
@@ -32,19 +44,31 @@ export function Dlq({ route, config, snapshot }) {
   <//>`;
 }
 
+/**
+ * @param {Record<string, string>} params
+ * @returns {DlqBodyFilter}
+ */
 function filterOf(params) {
+  /** @type {DlqBodyFilter} */
   const out = {};
   for (const k of FILTER_KEYS) if (params[k] !== undefined && params[k] !== '') out[k] = params[k];
   return out;
 }
 
+/** @param {{ filter: DlqBodyFilter, onDone: (done: string) => void }} props */
 function BulkAction({ filter, onDone }) {
+  /** @type {import('./ui.js').State<DlqActionPreview | null>} */
   const [preview, setPreview] = useState(null);
+  /** @type {import('./ui.js').State<string>} */
   const [typed, setTyped] = useState('');
+  /** @type {import('./ui.js').State<import('./ui.js').Failure | null>} */
   const [error, setError] = useState(null);
+  /** @type {import('./ui.js').State<string | null>} */
   const [note, setNote] = useState(null);
+  /** @type {import('./ui.js').State<boolean>} */
   const [busy, setBusy] = useState(false);
 
+  /** @param {import('./api.js').BulkDlqAction} action */
   const ask = async (action) => {
     setError(null);
     setNote(null);
@@ -52,24 +76,34 @@ function BulkAction({ filter, onDone }) {
     try {
       setPreview(await send('POST', 'dlq/preview', { action, filter }));
     } catch (e) {
-      setError(e);
+      setError(/** @type {import('./ui.js').Failure} */ (e));
     }
   };
 
   const expected = preview ? `${preview.action} ${preview.willAffect}` : '';
+  // Its form is drawn only with a preview, so `preview` is never null here.
+  /** @param {Event} e */
   const confirm = async (e) => {
     e.preventDefault();
     if (typed.trim() !== expected) return;
     setBusy(true);
     setError(null);
     try {
-      const r = await send('POST', `dlq/${preview.action}`, { filter, token: preview.token });
-      const n = preview.action === 'resurrect' ? r.ids.length : r.purged;
-      setNote(`${preview.action === 'resurrect' ? 'Resurrected' : 'Purged'} ${n} job(s).`);
+      const r = await send('POST', `dlq/${/** @type {DlqActionPreview} */ (preview).action}`, {
+        filter,
+        token: /** @type {DlqActionPreview} */ (preview).token,
+      });
+      const n =
+        /** @type {DlqActionPreview} */ (preview).action === 'resurrect'
+          ? /** @type {BulkResult['resurrect']} */ (r).ids.length
+          : /** @type {BulkResult['purge']} */ (r).purged;
+      setNote(
+        `${/** @type {DlqActionPreview} */ (preview).action === 'resurrect' ? 'Resurrected' : 'Purged'} ${n} job(s).`,
+      );
       setPreview(null);
       onDone(`${Date.now()}`);
     } catch (err) {
-      setError(err);
+      setError(/** @type {import('./ui.js').Failure} */ (err));
     } finally {
       setBusy(false);
     }
@@ -104,7 +138,8 @@ function BulkAction({ filter, onDone }) {
             name="confirmation"
             autocomplete="off"
             value=${typed}
-            onInput=${(e) => setTyped(e.currentTarget.value)}
+            onInput=${(/** @type {import('./ui.js').TargetedEvent<HTMLInputElement>} */ e) =>
+              setTyped(e.currentTarget.value)}
           />
         </label>
         <button

@@ -7,7 +7,7 @@ import { ago, num } from './format.js';
 import { Empty, ErrorNote, useLoad } from './ui.js';
 import { href } from './router.js';
 
-/** @param {{ snapshot: Extract<import('../deck-snapshot.service').DeckSnapshot, { ok: true }> | null }} props */
+/** @param {Pick<import('./ui.js').PanelProps, 'snapshot'>} props */
 export function TopErrors({ snapshot }) {
   const refresh = snapshot ? Math.floor(new Date(snapshot.at).getTime() / 30_000) : 0;
   const { data, error } = useLoad(() => get('errors'), refresh);
@@ -41,7 +41,10 @@ export function TopErrors({ snapshot }) {
     </table>`;
 }
 
-/** The DLQ text filter of a family: the start of its sample's first line (a literal substring). */
+/**
+ * The DLQ text filter of a family: the start of its sample's first line (a literal substring).
+ * @param {string} sample
+ */
 function searchOf(sample) {
   return String(sample || '')
     .split('\n')[0]

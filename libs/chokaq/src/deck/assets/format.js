@@ -3,14 +3,22 @@
 
 const nf = new Intl.NumberFormat();
 
+/**
+ * An instant as the server's JSON carries it (an ISO string), or as the page made it.
+ * @typedef {string | number | Date | null | undefined} Instant
+ */
+
+/** @param {number | null | undefined} n */
 export function num(n) {
   return n === null || n === undefined ? '–' : nf.format(n);
 }
 
+/** @param {number | null | undefined} x */
 export function pct(x) {
   return x === null || x === undefined || !Number.isFinite(x) ? '–' : `${(x * 100).toFixed(1)}%`;
 }
 
+/** @param {number | null | undefined} n */
 export function ms(n) {
   if (n === null || n === undefined) return '–';
   if (n < 1000) return `${Math.round(n)} ms`;
@@ -19,12 +27,17 @@ export function ms(n) {
   return `${Math.floor(n / 3_600_000)} h ${Math.round((n % 3_600_000) / 60_000)} min`;
 }
 
+/** @param {Instant} value */
 export function time(value) {
   if (!value) return '–';
   const d = new Date(value);
   return Number.isNaN(d.getTime()) ? '–' : d.toLocaleString();
 }
 
+/**
+ * @param {Instant} value
+ * @param {number} [now]
+ */
 export function ago(value, now = Date.now()) {
   if (!value) return '–';
   const diff = now - new Date(value).getTime();
@@ -33,6 +46,7 @@ export function ago(value, now = Date.now()) {
   return `${ms(diff)} ago`;
 }
 
+/** @param {number | null | undefined} n */
 export function bytes(n) {
   if (n === null || n === undefined) return '–';
   if (n < 1024) return `${n} B`;
@@ -40,7 +54,10 @@ export function bytes(n) {
   return `${(n / 1024 / 1024).toFixed(1)} MB`;
 }
 
-/** Job statuses by their stored number. */
+/**
+ * Job statuses by their stored number.
+ * @type {Record<number, string>}
+ */
 export const STATUSES = {
   0: 'Pending',
   1: 'Fetched',
@@ -51,7 +68,10 @@ export const STATUSES = {
   6: 'Zombie',
 };
 
-/** DLQ failure reasons by their stored number. */
+/**
+ * DLQ failure reasons by their stored number.
+ * @type {Record<number, string>}
+ */
 export const REASONS = {
   0: 'Max retries exceeded',
   1: 'Cancelled',
@@ -65,11 +85,15 @@ export const REASONS = {
   11: 'No handler',
 };
 
+/** @param {number} n */
 export function status(n) {
   return STATUSES[n] || String(n);
 }
 
-/** The time of day of an instant (a hold's end is minutes away, so the date would be noise). */
+/**
+ * The time of day of an instant (a hold's end is minutes away, so the date would be noise).
+ * @param {Instant} value
+ */
 export function clock(value) {
   if (!value) return '–';
   const d = new Date(value);
@@ -78,7 +102,7 @@ export function clock(value) {
 
 /**
  * The fields of a job (a list row or the inspector's view, as JSON) that say whether a circuit holds it.
- * @typedef {Pick<import('../../interfaces/job-view.interface').JobListItem, 'status' | 'heldSinceUtc' | 'scheduledAtUtc'>} HeldFields
+ * @typedef {Pick<import('./api.js').JobListItem, 'status' | 'heldSinceUtc' | 'scheduledAtUtc'>} HeldFields
  */
 
 /**
@@ -106,6 +130,7 @@ export function shortJobState(j) {
   return isHeld(j) ? `Held until ${clock(j.scheduledAtUtc)}` : status(j.status);
 }
 
+/** @param {number | null | undefined} n */
 export function reason(n) {
   return n === null || n === undefined ? '–' : REASONS[n] || String(n);
 }

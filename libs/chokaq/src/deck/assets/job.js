@@ -8,28 +8,41 @@ import { ago, bytes, jobState, ms, reason, time } from './format.js';
 import { Empty, ErrorNote, Outcome, useAction, useLoad } from './ui.js';
 import { navigate } from './router.js';
 
+/**
+ * @template S
+ * @typedef {import('./ui.js').State<S>} State
+ */
+/** @typedef {import('./ui.js').TargetedEvent<HTMLInputElement | HTMLTextAreaElement>} FieldEvent */
+
+/** @param {import('./ui.js').PanelProps} props */
 export function JobInspector({ route, config }) {
   if (!route.id) return html`<${FindJob} />`;
   return html`<${Job} key=${route.id} id=${route.id} readOnly=${config.readOnly} />`;
 }
 
 function FindJob() {
+  /** @type {State<string>} */
   const [id, setId] = useState('');
   return html`<form
     class="inline"
-    onSubmit=${(e) => {
+    onSubmit=${(/** @type {Event} */ e) => {
       e.preventDefault();
       if (id.trim()) navigate('jobs', null, id.trim());
     }}
   >
     <label
       >Job id
-      <input name="job-id" value=${id} onInput=${(e) => setId(e.currentTarget.value)} required
+      <input
+        name="job-id"
+        value=${id}
+        onInput=${(/** @type {FieldEvent} */ e) => setId(e.currentTarget.value)}
+        required
     /></label>
     <button type="submit">Inspect</button>
   </form>`;
 }
 
+/** @param {{ id: string, readOnly: boolean }} props */
 function Job({ id, readOnly }) {
   const { data, error, reload } = useLoad(() => get(`jobs/${encodeURIComponent(id)}`), id);
   const action = useAction(() => reload());
@@ -154,6 +167,7 @@ function Job({ id, readOnly }) {
   </article>`;
 }
 
+/** @param {unknown} value */
 function pretty(value) {
   try {
     return JSON.stringify(value, null, 2);
@@ -163,14 +177,19 @@ function pretty(value) {
 }
 
 /**
- * @param {{ job: import('../../interfaces/job-view.interface').JobView, act: (label: string, run: () => Promise<unknown>) => void }} props
+ * @param {{ job: import('./api.js').JobView, act: (label: string, run: () => Promise<unknown>) => void }} props
  */
 function Actions({ job, act }) {
   const id = encodeURIComponent(job.id);
+  /** @type {State<string>} */
   const [payload, setPayload] = useState(pretty(job.payload));
+  /** @type {State<string>} */
   const [priority, setPriority] = useState(String(job.priority));
+  /** @type {State<string>} */
   const [tags, setTags] = useState((job.tags || []).join(', '));
+  /** @type {State<string | null>} */
   const [parseError, setParseError] = useState(null);
+  /** @type {State<boolean>} */
   const [purging, setPurging] = useState(false);
 
   if (job.pillar === 'hot') {
@@ -185,8 +204,10 @@ function Actions({ job, act }) {
   }
   if (job.pillar !== 'dlq') return null;
 
+  /** @param {Event} e */
   const retry = (e) => {
     e.preventDefault();
+    /** @type {unknown} */
     let parsed;
     try {
       parsed = JSON.parse(payload);
@@ -218,7 +239,7 @@ function Actions({ job, act }) {
         name="payload"
         rows="8"
         value=${payload}
-        onInput=${(e) => setPayload(e.currentTarget.value)}
+        onInput=${(/** @type {FieldEvent} */ e) => setPayload(e.currentTarget.value)}
       ></textarea>
     </label>
     ${parseError && html`<p class="note error" role="alert">${parseError}</p>`}
@@ -228,10 +249,14 @@ function Actions({ job, act }) {
         type="number"
         name="priority"
         value=${priority}
-        onInput=${(e) => setPriority(e.currentTarget.value)}
+        onInput=${(/** @type {FieldEvent} */ e) => setPriority(e.currentTarget.value)}
     /></label>
     <label
-      >Tags <input name="tags" value=${tags} onInput=${(e) => setTags(e.currentTarget.value)}
+      >Tags
+      <input
+        name="tags"
+        value=${tags}
+        onInput=${(/** @type {FieldEvent} */ e) => setTags(e.currentTarget.value)}
     /></label>
     <div class="controls">
       <button type="submit">Resurrect</button>
@@ -253,6 +278,10 @@ function Actions({ job, act }) {
   </form>`;
 }
 
+/**
+ * The attempts' outcomes as the table names them.
+ * @type {Record<import('../../interfaces/job-view.interface').JobAttemptOutcome, string>}
+ */
 const OUTCOMES = {
   retried: 'Retried',
   timeout: 'Timed out',
@@ -265,7 +294,7 @@ const OUTCOMES = {
  * The runs that did not end in the archive, oldest first; a successful last run is the archive
  * row itself, so a job that succeeded first time shows none.
  */
-/** @param {{ attempts: import('../../interfaces/job-view.interface').JobAttempt[] }} props */
+/** @param {{ attempts: import('./api.js').JobAttempt[] }} props */
 function Attempts({ attempts }) {
   if (attempts.length === 0) {
     return html`<${Empty} text="No failed or interrupted attempt recorded." />`;

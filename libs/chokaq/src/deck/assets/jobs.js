@@ -5,8 +5,26 @@ import { get, send } from './api.js';
 import { ErrorNote, FilterForm, JobTable, Outcome, Pager, useAction, useLoad } from './ui.js';
 import { navigate } from './router.js';
 
-/** A filtered, paged list of one pillar; the filter lives in the URL. */
+/**
+ * @typedef {import('./ui.js').PanelProps} PanelProps
+ * @typedef {import('../../interfaces/job-view.interface').Pillar} Pillar
+ */
+
+/**
+ * A filtered, paged list of one pillar; the filter lives in the URL.
+ * @param {{
+ *   route: import('./router.js').Route,
+ *   panel: 'live' | 'archive' | 'dlq',
+ *   path: 'active' | 'archive' | 'dlq',
+ *   pillar: Pillar,
+ *   refreshKey?: string | null,
+ *   kind: Pillar,
+ *   onCancel?: (id: string) => void,
+ *   children?: unknown,
+ * }} props
+ */
 export function JobList({ route, panel, path, pillar, refreshKey, kind, onCancel, children }) {
+  /** @type {import('./ui.js').State<string | null>} */
   const [cursor, setCursor] = useState(null);
   const params = route.params;
   const key = `${JSON.stringify(params)}|${cursor}|${cursor ? '' : refreshKey || ''}`;
@@ -15,7 +33,7 @@ export function JobList({ route, panel, path, pillar, refreshKey, kind, onCancel
     <${FilterForm}
       params=${params}
       kind=${kind}
-      onApply=${(p) => {
+      onApply=${(/** @type {Record<string, string>} */ p) => {
         setCursor(null);
         navigate(panel, p);
       }}
@@ -27,8 +45,10 @@ export function JobList({ route, panel, path, pillar, refreshKey, kind, onCancel
   </section>`;
 }
 
+/** @param {PanelProps} props */
 export function LiveJobs({ route, snapshot, config }) {
   const action = useAction();
+  /** @param {string} id */
   const cancel = (id) =>
     action.act(
       (r) =>
@@ -52,6 +72,7 @@ export function LiveJobs({ route, snapshot, config }) {
   <//>`;
 }
 
+/** @param {PanelProps} props */
 export function Archive({ route }) {
   return html`<${JobList}
     route=${route}

@@ -6,13 +6,18 @@ import { ms, num, pct } from './format.js';
 import { ErrorNote, useLoad } from './ui.js';
 import { ThroughputChart } from './chart.js';
 
+/**
+ * @param {number} failed
+ * @param {number} succeeded
+ */
 function rate(failed, succeeded) {
   const total = failed + succeeded;
   return total === 0 ? null : failed / total;
 }
 
-/** @param {{ snapshot: Extract<import('../deck-snapshot.service').DeckSnapshot, { ok: true }> | null }} props */
+/** @param {Pick<import('./ui.js').PanelProps, 'snapshot'>} props */
 export function Overview({ snapshot }) {
+  /** @type {import('./ui.js').State<'hour' | 'day'>} */
   const [range, setRange] = useState('hour');
   const minute = snapshot ? Math.floor(new Date(snapshot.at).getTime() / 60_000) : 0;
   const series = useLoad(() => get('series', { range }), `${range}|${minute}`);

@@ -7,12 +7,13 @@ import { Empty, Outcome, useAction } from './ui.js';
 import { href } from './router.js';
 
 /**
- * @typedef {import('../deck-snapshot.service').DeckQueue} DeckQueue
- * @typedef {Extract<import('../deck-snapshot.service').DeckSnapshot, { ok: true }>} Snapshot
+ * @typedef {import('./api.js').DeckQueue} DeckQueue
+ * @typedef {import('./api.js').QueuePatchBody} QueuePatchBody
  */
 
-/** @param {{ config: { readOnly: boolean }, snapshot: Snapshot | null }} props */
+/** @param {import('./ui.js').PanelProps} props */
 export function Queues({ config, snapshot }) {
+  /** @type {import('./ui.js').State<boolean>} */
   const [showHidden, setShowHidden] = useState(false);
   const action = useAction();
   if (!snapshot) return html`<p class="muted">Waiting for the first snapshot…</p>`;
@@ -27,7 +28,8 @@ export function Queues({ config, snapshot }) {
         ><input
           type="checkbox"
           checked=${showHidden}
-          onChange=${(e) => setShowHidden(e.currentTarget.checked)}
+          onChange=${(/** @type {import('./ui.js').TargetedEvent<HTMLInputElement>} */ e) =>
+            setShowHidden(e.currentTarget.checked)}
         />
         ${`Show ${hidden} hidden queue(s)`}</label
       >`
@@ -42,6 +44,10 @@ export function Queues({ config, snapshot }) {
 /** @param {{ queue: DeckQueue, readOnly: boolean, act: (label: string, run: () => Promise<unknown>) => void }} props */
 function QueueCard({ queue: q, readOnly, act }) {
   const name = encodeURIComponent(q.name);
+  /**
+   * @param {QueuePatchBody} body
+   * @param {string} label
+   */
   const patch = (body, label) => act(label, () => send('PATCH', `queues/${name}`, body));
   return html`<article
     class=${`card ${q.isPaused ? 'paused' : ''} ${q.isActive ? '' : 'hidden'}`}
@@ -154,10 +160,24 @@ function Circuits({ queue: q }) {
 }
 
 /**
+ * A queue's limits as the form holds them: a number, or the field's text once edited ('' for none).
+ * @typedef {{
+ *   maxWorkers: number | string,
+ *   zombieTimeoutSeconds: number | string,
+ *   executionTimeoutMs: number | string,
+ *   retryZombies: boolean,
+ *   rateMax: number | string,
+ *   ratePerMs: number | string,
+ * }} LimitsDraft
+ */
+
+/**
  * The number fields of a queue: empty clears the limit (null). The rate limit is two fields, the
  * starts and the window; both empty remove it, one alone is refused by the core (a 400 shown).
+ * @param {{ queue: DeckQueue, patch: (body: QueuePatchBody, label: string) => void }} props
  */
 function Limits({ queue: q, patch }) {
+  /** @type {import('./ui.js').State<LimitsDraft>} */
   const [draft, setDraft] = useState({
     maxWorkers: q.maxWorkers ?? '',
     zombieTimeoutSeconds: q.zombieTimeoutSeconds ?? '',
@@ -166,8 +186,12 @@ function Limits({ queue: q, patch }) {
     rateMax: q.rateLimit?.max ?? '',
     ratePerMs: q.rateLimit?.perMs ?? '',
   });
-  const field = (name) => (e) => setDraft({ ...draft, [name]: e.currentTarget.value });
+  /** @param {Exclude<keyof LimitsDraft, 'retryZombies'>} name */
+  const field = (name) => (/** @type {import('./ui.js').TargetedEvent<HTMLInputElement>} */ e) =>
+    setDraft({ ...draft, [name]: e.currentTarget.value });
+  /** @param {number | string | null} v */
   const value = (v) => (v === '' || v === null ? null : Number(v));
+  /** @param {Event} e */
   const submit = (e) => {
     e.preventDefault();
     patch(
@@ -184,6 +208,11 @@ function Limits({ queue: q, patch }) {
       `Saved the limits of ${q.name}`,
     );
   };
+  /**
+   * @param {string} label
+   * @param {Exclude<keyof LimitsDraft, 'retryZombies'>} name
+   * @param {number} min
+   */
   const number = (label, name, min) =>
     html`<label
       >${label}
@@ -199,7 +228,8 @@ function Limits({ queue: q, patch }) {
         type="checkbox"
         name="retryZombies"
         checked=${draft.retryZombies}
-        onChange=${(e) => setDraft({ ...draft, retryZombies: e.currentTarget.checked })}
+        onChange=${(/** @type {import('./ui.js').TargetedEvent<HTMLInputElement>} */ e) =>
+          setDraft({ ...draft, retryZombies: e.currentTarget.checked })}
       />
       Retry zombies</label
     >

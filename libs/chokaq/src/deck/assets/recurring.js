@@ -6,7 +6,9 @@ import { status, time } from './format.js';
 import { Empty, ErrorNote, Outcome, useAction, useLoad } from './ui.js';
 import { href } from './router.js';
 
+/** @param {import('./ui.js').PanelProps} props */
 export function Recurring({ config, snapshot }) {
+  /** @type {import('./ui.js').State<number>} */
   const [round, setRound] = useState(0);
   const action = useAction(() => setRound((r) => r + 1));
   const act = action.act;

@@ -4,9 +4,52 @@ import { html, useCallback, useEffect, useState } from './vendor/preact-htm.js';
 import { REASONS, ago, bytes, jobState, num, reason, shortJobState } from './format.js';
 import { href } from './router.js';
 
-/** Runs `load` when `key` changes (and on `reload()`); `{ data, error, loading, reload }`. */
+/**
+ * @typedef {import('./api.js').JobListItem} JobListItem
+ * @typedef {import('./api.js').JobPage} JobPage
+ * @typedef {import('../../interfaces/job-view.interface').Pillar} Pillar
+ */
+
+/**
+ * What every panel gets from the shell: the route, the configuration, and the last snapshot that
+ * succeeded (null until the first).
+ * @typedef {{
+ *   route: import('./router.js').Route,
+ *   config: import('./api.js').DeckConfig,
+ *   snapshot: import('./api.js').Snapshot | null,
+ * }} PanelProps
+ */
+
+/**
+ * A `useState` pair (the vendored Preact carries no types): the value and its setter, which takes
+ * a value or a function of the previous one.
+ * @template S
+ * @typedef {[S, (next: S | ((previous: S) => S)) => void]} State
+ */
+
+/**
+ * A DOM event whose `currentTarget` is the element the handler is on.
+ * @template {EventTarget} T
+ * @typedef {Event & { currentTarget: T }} TargetedEvent
+ */
+
+/**
+ * What a read or an action failed with: an ApiError (with the server's body), an AuthRequired,
+ * or the TypeError of a failed fetch.
+ * @typedef {Error & { body?: import('./api.js').ErrorBody | null }} Failure
+ */
+
+/**
+ * Runs `load` when `key` changes (and on `reload()`); `{ data, error, loading, reload }`.
+ * @template T
+ * @param {() => Promise<T>} load
+ * @param {unknown} key
+ * @returns {{ data: T | null, error: Failure | null, loading: boolean, reload: () => void }}
+ */
 export function useLoad(load, key) {
+  /** @type {State<{ data: T | null, error: Failure | null, loading: boolean }>} */
   const [state, setState] = useState({ data: null, error: null, loading: true });
+  /** @type {State<number>} */
   const [round, setRound] = useState(0);
   useEffect(() => {
     let live = true;
@@ -23,6 +66,7 @@ export function useLoad(load, key) {
   return { ...state, reload };
 }
 
+/** @param {{ error: Failure | null }} props */
 export function ErrorNote({ error }) {
   if (!error) return null;
   const issues = error.body && Array.isArray(error.body.issues) ? error.body.issues : [];
@@ -38,11 +82,24 @@ export function ErrorNote({ error }) {
 }
 
 /**
+ * An operator action's outcome, and `act` to run one.
+ * @typedef {{
+ *   note: string | null,
+ *   error: Failure | null,
+ *   act: <R>(label: string | ((result: R) => string), call: () => Promise<R>) => Promise<void>,
+ * }} Action
+ */
+
+/**
  * An operator action and its outcome: `act(label, call)` runs `call`, then shows `label` (text, or
  * a function of the result) or the error, and runs `then` after a success.
+ * @param {(result: unknown) => void} [then]
+ * @returns {Action}
  */
 export function useAction(then) {
+  /** @type {State<{ note: string | null, error: Failure | null }>} */
   const [outcome, setOutcome] = useState({ note: null, error: null });
+  /** @type {Action['act']} */
   const act = async (label, call) => {
     setOutcome({ note: null, error: null });
     try {
@@ -50,29 +107,44 @@ export function useAction(then) {
       setOutcome({ note: typeof label === 'function' ? label(result) : label, error: null });
       if (then) then(result);
     } catch (error) {
-      setOutcome({ note: null, error });
+      // What the API's calls reject with (see Failure).
+      setOutcome({ note: null, error: /** @type {Failure} */ (error) });
     }
   };
   return { ...outcome, act };
 }
 
-/** What the last action of a {@link useAction} said. */
+/**
+ * What the last action of a {@link useAction} said.
+ * @param {{ action: Pick<Action, 'note' | 'error'> }} props
+ */
 export function Outcome({ action }) {
   return html`<${Notice} text=${action.note} /><${ErrorNote} error=${action.error} />`;
 }
 
+/** @param {{ text: string | null }} props */
 export function Notice({ text }) {
   return text ? html`<div class="note ok" role="status">${text}</div>` : null;
 }
 
+/** @param {{ text: string }} props */
 export function Empty({ text }) {
   return html`<p class="empty">${text}</p>`;
 }
 
-/** A list page of jobs; each id links to the inspector. */
+/**
+ * A list page of jobs; each id links to the inspector.
+ * @param {{
+ *   page: JobPage | null,
+ *   pillar: Pillar,
+ *   now?: number,
+ *   onCancel?: (id: string) => void,
+ * }} props
+ */
 export function JobTable({ page, pillar, now, onCancel }) {
   if (!page) return null;
   if (page.items.length === 0) return html`<${Empty} text="No jobs match." />`;
+  /** The time the pillar's list sorts by. @param {JobListItem} j */
   const when = (j) =>
     pillar === 'dlq' ? j.failedAtUtc : pillar === 'archive' ? j.finishedAtUtc : j.enqueuedAtUtc;
   return html`<table class="jobs">
@@ -130,6 +202,7 @@ export function JobTable({ page, pillar, now, onCancel }) {
   </table>`;
 }
 
+/** @param {{ value: number | null | undefined }} props */
 export function Progress({ value }) {
   if (value === null || value === undefined) return html`<span class="muted">–</span>`;
   const v = Math.max(0, Math.min(100, Math.round(value)));
@@ -146,11 +219,22 @@ export function Progress({ value }) {
   </div>`;
 }
 
-/** Filter fields shared by the lists: queue, type, (reason | status), from, to, text. */
+/**
+ * Filter fields shared by the lists: queue, type, (reason | status), from, to, text.
+ * @param {{
+ *   params: Record<string, string>,
+ *   onApply: (params: Record<string, string>) => void,
+ *   kind: Pillar,
+ * }} props
+ */
 export function FilterForm({ params, onApply, kind }) {
+  /** @type {State<Record<string, string>>} */
   const [draft, setDraft] = useState(params);
   useEffect(() => setDraft(params), [JSON.stringify(params)]);
-  const field = (name) => (e) => setDraft({ ...draft, [name]: e.currentTarget.value });
+  /** @param {string} name */
+  const field = (name) => (/** @type {TargetedEvent<HTMLInputElement | HTMLSelectElement>} */ e) =>
+    setDraft({ ...draft, [name]: e.currentTarget.value });
+  /** @param {Event} e */
   const submit = (e) => {
     e.preventDefault();
     onApply(Object.fromEntries(Object.entries(draft).filter(([, v]) => v !== '' && v != null)));
@@ -204,6 +288,10 @@ export function FilterForm({ params, onApply, kind }) {
   </form>`;
 }
 
+/**
+ * An ISO instant as a datetime-local field's value (local time, to the minute).
+ * @param {string | undefined} iso
+ */
 function local(iso) {
   if (!iso) return '';
   const d = new Date(iso);
@@ -212,14 +300,27 @@ function local(iso) {
   return new Date(d.getTime() - off).toISOString().slice(0, 16);
 }
 
+/**
+ * @param {Record<string, string>} draft
+ * @param {State<Record<string, string>>[1]} setDraft
+ * @param {string} name
+ */
 function dateField(draft, setDraft, name) {
-  return (e) => {
+  return (/** @type {TargetedEvent<HTMLInputElement>} */ e) => {
     const v = e.currentTarget.value;
     setDraft({ ...draft, [name]: v ? new Date(v).toISOString() : '' });
   };
 }
 
-/** Keyset pages: "Newer" goes back to the first page, "Older" follows the cursor. */
+/**
+ * Keyset pages: "Newer" goes back to the first page, "Older" follows the cursor.
+ * @param {{
+ *   page: Pick<JobPage, 'nextCursor' | 'scanLimited'> | null,
+ *   cursor: string | null,
+ *   onFirst: () => void,
+ *   onNext: (cursor: string | null) => void,
+ * }} props
+ */
 export function Pager({ page, cursor, onFirst, onNext }) {
   if (!page) return null;
   return html`<nav class="pager" aria-label="Pages">

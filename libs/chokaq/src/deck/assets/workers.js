@@ -5,7 +5,7 @@ import { get } from './api.js';
 import { ago, num } from './format.js';
 import { Empty, ErrorNote, useLoad } from './ui.js';
 
-/** @param {{ snapshot: Extract<import('../deck-snapshot.service').DeckSnapshot, { ok: true }> | null }} props */
+/** @param {Pick<import('./ui.js').PanelProps, 'snapshot'>} props */
 export function Workers({ snapshot }) {
   const refresh = snapshot ? snapshot.at : 0;
   const { data, error } = useLoad(() => get('workers'), refresh);
