@@ -55,4 +55,3 @@ export type ChokaQForRootAsyncOptions = ConfigurableModuleAsyncOptions<
   'createChokaQOptions'
 > &
   Partial<ChokaQModuleExtras>;
-

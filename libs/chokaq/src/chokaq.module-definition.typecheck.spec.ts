@@ -11,7 +11,8 @@ import type {
 } from './chokaq.module-definition';
 
 /** Exact equality (not just mutual assignability, which any two all-optional types have). */
-type Same<A, B> = (<T>() => T extends A ? 1 : 2) extends <T>() => T extends B ? 1 : 2 ? true : false;
+type Same<A, B> =
+  (<T>() => T extends A ? 1 : 2) extends <T>() => T extends B ? 1 : 2 ? true : false;
 
 export const forRootOptionsAreTheBuilders: Same<ChokaQForRootOptions, typeof CHOKAQ_OPTIONS_TYPE> =
   true;
