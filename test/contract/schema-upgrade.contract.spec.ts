@@ -118,6 +118,8 @@ describeEachDialect(
     const PAYLOAD_VERSION = { sqlite: 11, postgres: 13 }[dialect as 'sqlite' | 'postgres'];
     /** The version that brought the held jobs' column and the deferral counter (issue 27). */
     const HELD_VERSION = { sqlite: 12, postgres: 14 }[dialect as 'sqlite' | 'postgres'];
+    /** The version that brought the archive's stored results column. */
+    const RESULT_VERSION = { sqlite: 13, postgres: 16 }[dialect as 'sqlite' | 'postgres'];
     /** PostgreSQL's version that rebuilds the hot table's list indexes with Pending rows only. */
     const PENDING_LISTS_VERSION = { sqlite: undefined, postgres: 15 }[
       dialect as 'sqlite' | 'postgres'
@@ -127,7 +129,7 @@ describeEachDialect(
      * migrating: it writes the trace context and payload version columns, the deferral counter and
      * the attempt history table, its claim reads the rate limit columns and its reads the held
      * jobs' column, so a schema it runs on must have them. On
-     * SQLite the trace, rate, payload and held versions are also recorded, since `ADD COLUMN` cannot run twice there (SQLite has no
+     * SQLite the trace, rate, payload, held and result versions are also recorded, since `ADD COLUMN` cannot run twice there (SQLite has no
      * `IF NOT EXISTS` for it: the ledger is what guards it); PostgreSQL's run again, as its printed
      * script may, and the table's `CREATE TABLE IF NOT EXISTS` runs again on both.
      */
@@ -142,7 +144,8 @@ describeEachDialect(
       (version === TRACE_VERSION ||
         version === RATE_VERSION ||
         version === PAYLOAD_VERSION ||
-        version === HELD_VERSION);
+        version === HELD_VERSION ||
+        version === RESULT_VERSION);
 
     /** A time as the dialect stores it: epoch ms on SQLite, a timestamp on PostgreSQL. */
     const at = (ms: number): number | Date => (dialect === 'sqlite' ? ms : new Date(ms));
@@ -779,6 +782,37 @@ describeEachDialect(
       expect(again.rows.map((r) => r.payloadVersion)).toEqual([2]);
       await storage.archiveSucceeded([{ ...again.leases[0], durationMs: 1 }]);
       expect(await storage.getJob(id)).toMatchObject({ pillar: 'archive', payloadVersion: 2 });
+    });
+
+    it('stored results on a database of the previous version: the archive gains the column empty, jobs archived before read no result, a run archived now stores its own', async () => {
+      await createPreviousVersion(RESULT_VERSION);
+      const queue = 'upgrade.results';
+      const t = at(Date.now() - 1_000);
+      await oldQueue(queue, t);
+      const ids = { archived: randomUUID(), dead: randomUUID() };
+      await oldFinishedJobs(queue, ids, t);
+
+      // A process of this version starts: its storage migrates the schema.
+      const storage = await db.openStorage();
+      const all = dialect === 'sqlite' ? SQLITE_MIGRATIONS : POSTGRES_MIGRATIONS;
+      expect(await db.count('migrations')).toBe(all.length);
+      expect(await db.count('archive', 'result IS NULL')).toBe(await db.count('archive'));
+      expect(await storage.getJob(ids.archived)).toMatchObject({ pillar: 'archive', result: null });
+
+      // Runs finished now: one records its result, one (in the same batch) does not.
+      const [a, b] = (await storage.enqueueMany([{ queue }, { queue }])).map((r) => r.id);
+      const c = await claim(storage, queue, 2);
+      expect(
+        await storage.archiveSucceeded(
+          c.leases.map((l) => ({
+            ...l,
+            durationMs: 1,
+            ...(l.id === a ? { result: '[1,2]' } : {}),
+          })),
+        ),
+      ).toHaveLength(2);
+      expect(await storage.getJob(a)).toMatchObject({ pillar: 'archive', result: [1, 2] });
+      expect(await storage.getJob(b)).toMatchObject({ pillar: 'archive', result: null });
     });
 
     (HEALTH_INDEX_VERSION === undefined ? it.skip : it)(

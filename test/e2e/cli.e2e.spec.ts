@@ -1,4 +1,5 @@
 import { spawn } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
 import { copyFileSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { availableParallelism, tmpdir, userInfo } from 'node:os';
 import { join, resolve } from 'node:path';
@@ -363,6 +364,8 @@ describeEachDialect(
         queue: 'cli-q',
         pillar: 'hot',
         payload: { n: 0 },
+        // Not archived: no stored result.
+        result: null,
         // Never started: no attempt history, and the list is there (read with the job).
         attempts: [],
       });
@@ -554,6 +557,71 @@ describeEachDialect(
       expect(byOps.stdout).toMatch(
         new RegExp(`ops@example\\.com\\s+job\\.cancel\\s+${seed.pending[1]}\\s+1$`, 'm'),
       );
+    });
+
+    /**
+     * Runs one job of `cli-results` to the archive through the storage, as a worker does, storing
+     * `result` as a handler that records its result would (none when undefined).
+     */
+    async function archiveDirectly(result?: unknown): Promise<string> {
+      const s = storage!;
+      const type = `cli.result.${randomUUID()}`;
+      const { id } = await s.enqueue({ queue: 'cli-results', type, payload: { n: 1 } });
+      const lease = { id, workerId: seed.workerId, leaseId: randomUUID() };
+      const claimed = await s.fetchNextBatch({
+        workerId: lease.workerId,
+        leaseId: lease.leaseId,
+        limit: 1,
+        handled: { queues: [], types: [{ queue: 'cli-results', type }] },
+      });
+      expect(claimed.map((j) => j.id)).toEqual([id]);
+      expect(await s.markAsProcessing([lease])).toHaveLength(1);
+      const archived = await s.archiveSucceeded([
+        {
+          ...lease,
+          durationMs: 12,
+          ...(result !== undefined && { result: JSON.stringify(result) }),
+        },
+      ]);
+      expect(archived).toHaveLength(1);
+      return id;
+    }
+
+    it("jobs get prints an archived job's stored result, as text and in --json", async () => {
+      const stored = { total: 42, lines: ['a', 'b'], note: 'done' };
+      const withResult = await archiveDirectly(stored);
+      const withoutResult = await archiveDirectly();
+      const [text, asJson, plainText, plainJson] = await Promise.all([
+        cli('jobs', 'get', withResult),
+        cli('jobs', 'get', withResult, '--json'),
+        cli('jobs', 'get', withoutResult),
+        cli('jobs', 'get', withoutResult, '--json'),
+      ]);
+
+      expectExit(text, 0);
+      expect(text.stdout).toMatch(/^where\s+archive$/m);
+      // After the payload, pretty-printed as it is; nothing follows (no error, no failed attempt).
+      expect(text.stdout).toContain(
+        `Payload:\n${JSON.stringify({ n: 1 }, null, 2)}\n\nResult:\n${JSON.stringify(stored, null, 2)}\n`,
+      );
+      expect(text.stdout.endsWith(`Result:\n${JSON.stringify(stored, null, 2)}\n`)).toBe(true);
+      expectExit(asJson, 0);
+      expect(json<{ job: unknown }>(asJson).job).toMatchObject({
+        id: withResult,
+        pillar: 'archive',
+        payload: { n: 1 },
+        result: stored,
+      });
+
+      expectExit(plainText, 0);
+      expect(plainText.stdout).toMatch(/^where\s+archive$/m);
+      expect(plainText.stdout).not.toContain('Result:');
+      expectExit(plainJson, 0);
+      expect(json<{ job: unknown }>(plainJson).job).toMatchObject({
+        id: withoutResult,
+        pillar: 'archive',
+        result: null,
+      });
     });
   },
   { only: ['sqlite', 'postgres'] satisfies StorageDialect[] },

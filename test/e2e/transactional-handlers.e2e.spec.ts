@@ -23,7 +23,7 @@ import {
   quietLogger,
 } from './support/e2e-app';
 
-const Write = defineJob<{ tag: string }>('ledger', 'write.v1');
+const Write = defineJob<{ tag: string }, { followUp: string }>('ledger', 'write.v1');
 const Stuck = defineJob<{ tag: string }>('ledger', 'stuck.v1');
 const Gated = defineJob<{ tag: string }>('ledger', 'gated.v1');
 
@@ -45,8 +45,9 @@ class LedgerHandlers {
     private readonly jobs: JobClient,
   ) {}
 
-  @JobHandler(Write, { transactional: true })
-  async write(p: { tag: string }, ctx: JobContext): Promise<void> {
+  /** Records its result, which the archive move stores inside the run's transaction. */
+  @JobHandler(Write, { transactional: true, recordResult: true })
+  async write(p: { tag: string }, ctx: JobContext): Promise<{ followUp: string }> {
     const manager = ctx.transaction!;
     const runner = ctx.queryRunner!;
     this.ledger.sameRunner = manager.queryRunner === runner;
@@ -60,9 +61,13 @@ class LedgerHandlers {
       inner.query(`INSERT INTO ${this.ledger.table} (tag) VALUES ($1)`, [`${p.tag}:nested`]),
     );
     // An outbox: a follow-up job that exists only if this run commits.
-    this.ledger.followUps.push(
-      await this.jobs.enqueue('ledger.outbox', { tag: p.tag }, { transaction: runner }),
+    const followUp = await this.jobs.enqueue(
+      'ledger.outbox',
+      { tag: p.tag },
+      { transaction: runner },
     );
+    this.ledger.followUps.push(followUp);
+    return { followUp };
   }
 
   /** Writes, then sits in a statement that ignores the signal: the execution timeout must end it. */
@@ -135,6 +140,8 @@ describePostgres('transactional handlers on the app’s own DataSource [postgres
     expect(ledger.sameRunner).toBe(true);
     expect(ledger.followUps).toHaveLength(1);
     expect(await jobs.getJob(ledger.followUps[0])).toMatchObject({ queue: 'ledger.outbox' });
+    // The result went into the archive row in the same transaction.
+    expect(await jobs.getResult(Write, id)).toEqual({ followUp: ledger.followUps[0] });
     await closeAndCheck(started, db);
     app = undefined;
   });

@@ -211,6 +211,21 @@ const SCENARIOS: readonly Scenario[] = [
     },
   },
   {
+    // A batch where one run records its result: the archive takes the results too.
+    file: 'archive-succeeded-results',
+    async run(storage, recorder) {
+      const leases = await processing(storage, 'golden.archive.results', 2);
+      const { result, statements } = await recorder.record(() =>
+        storage.archiveSucceeded([
+          { ...leases[0], durationMs: 120, result: '{"rows":3}' },
+          { ...leases[1], durationMs: 121 },
+        ]),
+      );
+      expect(result.map((r) => r.id).sort()).toEqual(leases.map((l) => l.id).sort());
+      return statements;
+    },
+  },
+  {
     file: 'move-to-dlq-lease',
     async run(storage, recorder) {
       const [lease] = await processing(storage, 'golden.dlq');

@@ -331,6 +331,79 @@ describe('SQL Server dialect over TypeORM SqlServerQueryRunner (stubbed mssql Re
     expect(calls[0].sql).toMatch(/OUTPUT deleted\.Id, [^;]* INTO @Moved \(Id, /);
   });
 
+  it('archive with stored results: each run’s result in the one document (null where none), the batch writes Result; a batch without keeps the document without it', async () => {
+    const { storage, calls } = stubbedStorage([
+      [
+        { Id: ID, LeaseId: LEASE.leaseId },
+        { Id: ID2, LeaseId: LEASE.leaseId },
+      ],
+      [{ Id: ID, LeaseId: LEASE.leaseId }],
+    ]);
+    const other = { id: ID2, workerId: LEASE.workerId, leaseId: LEASE.leaseId };
+    const result = JSON.stringify({ rows: 3, names: ['é', '\u0000x'] });
+    expect(
+      await storage.archiveSucceeded([
+        { ...LEASE, durationMs: 7, result },
+        { ...other, durationMs: 3 },
+      ]),
+    ).toHaveLength(2);
+    expect(calls[0].inputs).toHaveLength(1);
+    expect(JSON.parse(String(calls[0].inputs[0].value))).toEqual([
+      { ...LEASE, durationMs: 7, result },
+      { ...other, durationMs: 3, result: null },
+    ]);
+    expect(calls[0].sql).toContain("Result nvarchar(max) '$.result'");
+    expect(calls[0].sql).toMatch(/INSERT INTO \[chokaq\]\.\[JobsArchive\] \([^)]*, Result\)/);
+
+    expect(await storage.archiveSucceeded([{ ...LEASE, durationMs: 7 }])).toHaveLength(1);
+    expect(JSON.parse(String(calls[1].inputs[0].value))).toEqual([{ ...LEASE, durationMs: 7 }]);
+    expect(calls[1].sql).not.toMatch(/\bResult\b/);
+    expect(calls[1].sql).toBe(SQL.archiveSucceeded(BINARY, [{ ...LEASE, durationMs: 7 }]).sql);
+  });
+
+  it('archive with stored results: a batch whose results exceed the character bound is split, one transaction each', async () => {
+    const big = JSON.stringify('r'.repeat(5_000_000));
+    const { storage, calls } = stubbedStorage([
+      [{ Id: ID, LeaseId: LEASE.leaseId }],
+      [{ Id: ID2, LeaseId: LEASE.leaseId }],
+    ]);
+    const other = { id: ID2, workerId: LEASE.workerId, leaseId: LEASE.leaseId };
+    expect(
+      await storage.archiveSucceeded([
+        { ...LEASE, durationMs: 1, result: big },
+        { ...other, durationMs: 2, result: big },
+      ]),
+    ).toEqual([
+      { id: ID, leaseId: LEASE.leaseId },
+      { id: ID2, leaseId: LEASE.leaseId },
+    ]);
+    expect(calls).toHaveLength(2);
+    expect(
+      calls.map((c) => JSON.parse(String(c.inputs[0].value)).map((i: { id: string }) => i.id)),
+    ).toEqual([[ID], [ID2]]);
+  });
+
+  it('getJob returns the stored result of an archive row, parsed', async () => {
+    const archived = {
+      ...HOT_ROW,
+      PillarRank: 3,
+      Pillar: 'archive',
+      Status: null,
+      LeaseId: null,
+      FinishedAtUtc: '2026-01-02T03:04:07.000Z',
+      DurationMs: '7',
+      Result: '{"rows":3}',
+    };
+    const { storage, calls } = stubbedStorage([[archived], [{ ...archived, Result: null }]]);
+    expect(await storage.getJob(ID)).toMatchObject({
+      pillar: 'archive',
+      durationMs: 7,
+      result: { rows: 3 },
+    });
+    expect(calls[0].sql).toContain(', a.Result, ');
+    expect((await storage.getJob(ID))?.result).toBeNull();
+  });
+
   it('counts come from a selected COUNT_BIG / @@ROWCOUNT (a bigint string), zero means not applied', async () => {
     const { storage } = stubbedStorage([
       [{ Affected: '2' }],

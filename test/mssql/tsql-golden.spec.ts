@@ -7,10 +7,11 @@ import { catalogue } from './support/statements';
  * Golden files pin the exact T-SQL text and parameter list of the claim (and its retry read-back)
  * and of every move (and the enqueue paths that carry the idempotency-key locking), of the
  * Workers table's upsert and read and the progress write, of the three shapes of a list page, of
- * the statements that start runs or retry them (they write metric buckets too), of the
- * dashboard reads, and of the attempt history's read and of the deletes that take it with a job
- * (purge, retention). A change to any of them must be a conscious act: review the diff, then
- * regenerate with
+ * the archive move of a batch that stores results (pinned apart from the batch without results,
+ * whose text stored results leave unchanged), of the statements that start runs or retry them
+ * (they write metric buckets too), of the dashboard reads, and of the attempt history's read and
+ * of the deletes that take it with a job (purge, retention). A change to any of them must be a
+ * conscious act: review the diff, then regenerate with
  *
  *   CHOKAQ_UPDATE_GOLDEN=1 npx jest test/mssql/tsql-golden && npx prettier --write test/golden/mssql
  *
@@ -25,6 +26,8 @@ const PINNED: ReadonlyArray<[file: string, name: string]> = [
   ['claimed-by-lease', 'fetchNextBatchClaimed'],
   ['archive-succeeded', 'archiveSucceeded'],
   ['archive-succeeded-in-transaction', 'archiveSucceeded.inCallerTransaction'],
+  ['archive-succeeded-results', 'archiveSucceeded [results]'],
+  ['archive-succeeded-in-transaction-results', 'archiveSucceeded.inCallerTransaction [results]'],
   ['move-to-dlq-lease', 'moveToDlq [lease]'],
   ['move-to-dlq-admin', 'moveToDlq [admin]'],
   ['cancel', 'cancel'],

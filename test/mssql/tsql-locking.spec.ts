@@ -462,6 +462,78 @@ describe('SQL Server lock hints and isolation', () => {
     );
   });
 
+  it('version 15: JobsArchive.Result (nullable nvarchar(max), like the payload), added where missing; only the archive move of a batch with results names it; getJob reads it', () => {
+    const ddl = mssqlSchemaDdl('chokaq');
+    expect(MSSQL_SCHEMA_VERSION).toBeGreaterThanOrEqual(15);
+    // A new database gets the column from CREATE TABLE; an older one from the guarded ALTER, a
+    // nullable column without a default (metadata only), in version 15's own step.
+    expect(ddl).toMatch(
+      /CREATE TABLE \[chokaq\]\.\[JobsArchive\] \([^;]*Payload nvarchar\(max\) NOT NULL[^;]*DurationMs bigint NULL,\n {4}Result nvarchar\(max\) NULL,\n/,
+    );
+    const add =
+      "IF COL_LENGTH(N'[chokaq].[JobsArchive]', N'Result') IS NULL\n  ALTER TABLE [chokaq].[JobsArchive] ADD Result nvarchar(max) NULL;";
+    expect(ddl.split(add)).toHaveLength(2);
+    const step = ddl.split('\nBEGIN TRAN;\n')[15];
+    expect(step).toContain(add);
+    expect(step).toMatch(
+      /INSERT INTO \[chokaq\]\.\[SchemaMigrations\] \(Version, Description\) OUTPUT inserted\.Version INTO @Applied \(Version\) VALUES \(15, /,
+    );
+    // The Archive only: the hot table and the DLQ never hold a result.
+    expect(ddl).not.toMatch(/CREATE TABLE \[chokaq\]\.\[Jobs(Hot|DLQ)\] \([^;]*\bResult\b/);
+    expect(ddl).not.toMatch(/ALTER TABLE \[chokaq\]\.\[Jobs(Hot|DLQ)\] ADD Result/);
+
+    // The archive move: with results, the document's result goes through @In into the Archive in
+    // the move's transaction; without, nothing names the column (the text of version 14).
+    for (const e of entries.filter((x) => x.operation.startsWith('archiveSucceeded'))) {
+      const sql = e.statement.sql;
+      if (!e.name.includes('[results]')) {
+        expect([e.name, /\bResult\b|\$\.result/.test(sql)]).toEqual([e.name, false]);
+        continue;
+      }
+      expect(sql).toContain("Result nvarchar(max) '$.result'");
+      expect(sql).toContain(
+        'DurationMs bigint NULL, Result nvarchar(max) NULL, PRIMARY KEY (Id, LeaseId)',
+      );
+      expect(sql).toMatch(
+        /INSERT INTO \[chokaq\]\.\[JobsArchive\] \([^)]*, DurationMs, Result\)\nSELECT [^\n]*, i\.DurationMs, i\.Result\nFROM @Moved AS m INNER JOIN @In AS i ON i\.Id = m\.Id AND i\.LeaseId = m\.LeaseId;/,
+      );
+      expect(e.statement.params).toHaveLength(1);
+      const doc = JSON.parse(String(e.statement.params[0].value)) as Array<{ result: unknown }>;
+      expect(doc.map((item) => item.result)).toEqual(
+        e.operation === 'archiveSucceeded' ? ['{"rows":3}', null] : ['{"rows":3}'],
+      );
+    }
+    // No other statement writes or reads the column but the job read.
+    for (const e of entries) {
+      if (e.operation.startsWith('archiveSucceeded') || e.kind === 'ddl') continue;
+      expect([e.name, /\bResult\b/.test(e.statement.sql)]).toEqual([
+        e.name,
+        e.operation === 'getJob',
+      ]);
+    }
+    const read = one('getJob').statement.sql;
+    expect(read).toMatch(/SELECT 3, 'archive', [^\n]*, a\.Result, /);
+    expect(read).toMatch(/SELECT 1 AS PillarRank, 'hot' AS Pillar, [^\n]*, NULL AS Result, /);
+    expect(read).toMatch(/SELECT 2, 'dlq', [^\n]*, NULL AS Result, /);
+    // The row mapper parses it for an archive row, and shows null elsewhere.
+    const row = {
+      Id: '01900000-0000-7000-8000-000000000001',
+      Queue: 'q',
+      Type: 't',
+      Payload: '{}',
+      Priority: 0,
+      AttemptCount: 1,
+      CreatedAtUtc: '2026-01-01T00:00:00.000',
+      EnqueuedAtUtc: '2026-01-01T00:00:00.000',
+      LastUpdatedUtc: '2026-01-01T00:00:00.000',
+      FinishedAtUtc: '2026-01-01T00:00:01.000',
+      DurationMs: '7',
+      Result: '{"rows":3}',
+    };
+    expect(mapJobView(row, 'archive').result).toEqual({ rows: 3 });
+    expect(mapJobView({ ...row, Result: null }, 'archive').result).toBeNull();
+  });
+
   it('the bootstrap bounds each DDL lock wait (a waiting Sch-M queues the workers behind it), after taking the applock', () => {
     const ddl = mssqlSchemaDdl('chokaq');
     const applock = ddl.indexOf('EXEC @lockResult = sp_getapplock');

@@ -196,6 +196,15 @@ function cases(): Case[] {
     ['rescheduleForRetry', '', (v) => SQL.rescheduleForRetry(s, lease(v), 1_000, v.error)],
     ['archiveSucceeded', '', (v) => SQL.archiveSucceeded(s, [{ ...lease(v), durationMs: 5 }])],
     [
+      'archiveSucceeded',
+      'results',
+      (v) =>
+        SQL.archiveSucceeded(s, [
+          { ...lease(v), durationMs: 5, result: v.payload },
+          { ...lease(v), id: v.id2, durationMs: 6 },
+        ]),
+    ],
+    [
       'moveToDlq',
       'lease',
       (v) => SQL.moveToDlq(s, lease(v), FailureReason.Timeout, v.error, v.actor, 5),
@@ -468,6 +477,13 @@ describe('SQL Server parameter declarations do not depend on values', () => {
       SHORT.actor,
       null,
     );
+    // The archive move's one document, with stored results or without: the same declaration.
+    for (const result of [undefined, SHORT.payload]) {
+      const archive = SQL.archiveSucceeded('chokaq', [
+        { id: SHORT.id, workerId: SHORT.workerId, leaseId: SHORT.leaseId, durationMs: 1, result },
+      ]);
+      expect(declare(archive)).toEqual(['nvarchar(max)']);
+    }
     // id, worker, lease, reason, error, actor, duration
     expect(declare(dlq)).toEqual([
       'nvarchar(36)',

@@ -32,6 +32,7 @@ export type {
   JobDefinition,
   JobInput,
   JobPayload,
+  JobResult,
   PayloadVersionOptions,
   TypedJobHandlerDecorator,
 } from './decorators';

@@ -2,15 +2,53 @@
 /**
  * The DLQ panel and the job inspector in Chromium: a filter in the URL, a preview that counts
  * right, a typed confirmation, bulk resurrect and purge reaching the database with their audit
- * rows, and an edited payload that the retried job runs with, its failed first run in the history.
+ * rows, an edited payload that the retried job runs with, its failed first run in the history,
+ * and the stored result of an archived job (through the app's `redact`).
  */
+import { randomUUID } from 'node:crypto';
 import type { Page } from 'playwright-core';
-import { JobStatus } from '../../../libs/chokaq/src';
+import { JobStatus, type JobView, getJobStorageToken } from '../../../libs/chokaq/src';
+import type { JobStorage } from '../../../libs/chokaq/src/storage';
 import { describeEachDialect } from '../../support/test-database';
 import { waitFor } from '../../support/wait-for';
 import { e2eDatabase } from '../support/e2e-app';
 import { DeckApp, startDeckApp } from './deck-app';
 import { PageProblems, describeBrowser, openPage, sharedBrowser, signIn } from './browser';
+
+/** The app's `redact`: masks the `token` of a stored result, and leaves everything else as it is. */
+function redactResult(job: JobView): JobView {
+  const { result } = job;
+  if (result === null || typeof result !== 'object' || !('token' in result)) return job;
+  return { ...job, result: { ...result, token: '***' } };
+}
+
+/**
+ * Runs one job of the queue `inspect` (a type no handler of the app takes) to the archive through
+ * the storage, as a worker does, storing `result` as a handler that records its result would
+ * (none when undefined). Resolves to the job's id.
+ */
+async function archiveDirectly(storage: JobStorage, result?: unknown): Promise<string> {
+  const type = `inspect.${randomUUID()}`;
+  const { id } = await storage.enqueue({ queue: 'inspect', type, payload: { n: 1 } });
+  const lease = { id, workerId: 'deck-test:1:inspect', leaseId: randomUUID() };
+  const claimed = await storage.fetchNextBatch({
+    workerId: lease.workerId,
+    leaseId: lease.leaseId,
+    limit: 1,
+    handled: { queues: [], types: [{ queue: 'inspect', type }] },
+  });
+  expect(claimed.map((j) => j.id)).toEqual([id]);
+  expect(await storage.markAsProcessing([lease])).toHaveLength(1);
+  const archived = await storage.archiveSucceeded([
+    {
+      ...lease,
+      durationMs: 12,
+      ...(result !== undefined && { result: JSON.stringify(result) }),
+    },
+  ]);
+  expect(archived).toHaveLength(1);
+  return id;
+}
 
 describeBrowser('The Deck: DLQ and job inspector in a browser', () => {
   const browser = sharedBrowser();
@@ -31,6 +69,7 @@ describeBrowser('The Deck: DLQ and job inspector in a browser', () => {
           db,
           worker: true,
           chokaq: { circuitBreaker: { failureThreshold: 1_000 } },
+          deck: { redact: redactResult },
         });
         for (let n = 0; n < 3; n++) {
           records.push(await deck.client.enqueue('deck', { fail: true, n }, { type: 'record' }));
@@ -133,6 +172,32 @@ describeBrowser('The Deck: DLQ and job inspector in a browser', () => {
         const attempts = page.locator('table.attempts tbody tr');
         await attempts.filter({ hasText: 'Failed' }).waitFor();
         expect(await attempts.count()).toBe(1);
+        expect(problems).toEqual({ console: [], errors: [], dialogs: [] });
+      });
+
+      it("shows an archived job's stored result, through redact; no Result block without one", async () => {
+        const storage = deck.app.get<JobStorage>(getJobStorageToken());
+        const stored = { total: 42, lines: ['a', 'b'], token: 'secret-token' };
+        const withResult = await archiveDirectly(storage, stored);
+        const withoutResult = await archiveDirectly(storage);
+        expect((await deck.admin.getJob(withResult))?.result).toEqual(stored);
+        expect((await deck.admin.getJob(withoutResult))?.result).toBeNull();
+
+        await page.goto(`${deck.url}#/jobs/${withResult}`);
+        const job = page.getByRole('article', { name: `Job ${withResult}` });
+        await job.getByRole('heading', { level: 2, name: 'Result', exact: true }).waitFor();
+        const shown = job.locator('[data-field="result"]');
+        // Pretty JSON, as the payload is, and what the app's redact left of it.
+        expect(JSON.parse((await shown.textContent()) ?? '')).toEqual({ ...stored, token: '***' });
+        expect(await shown.textContent()).toContain('\n  "total": 42,');
+        expect(await job.getByText('secret-token').count()).toBe(0);
+
+        await page.goto(`${deck.url}#/jobs/${withoutResult}`);
+        const plain = page.getByRole('article', { name: `Job ${withoutResult}` });
+        await plain.locator('[data-field="status"]').filter({ hasText: 'Succeeded' }).waitFor();
+        await plain.locator('[data-field="payload"]').waitFor();
+        expect(await plain.getByRole('heading', { name: 'Result' }).count()).toBe(0);
+        expect(await plain.locator('[data-field="result"]').count()).toBe(0);
         expect(problems).toEqual({ console: [], errors: [], dialogs: [] });
       });
     },

@@ -1,6 +1,6 @@
 import { INestApplication, Logger, ModuleMetadata, Provider } from '@nestjs/common';
 import { Test } from '@nestjs/testing';
-import { ChokaQModule, ChokaQModuleOptions } from '../../../libs/chokaq/src';
+import { ChokaQForRootOptions, ChokaQModule, ChokaQModuleOptions } from '../../../libs/chokaq/src';
 import { WorkerRegistry } from '../../../libs/chokaq/src/worker.registry';
 import { TestSchema, createTestSchema } from '../../support/test-database';
 import type { StorageDialect } from '../../../libs/chokaq/src/interfaces/job.interface';
@@ -22,7 +22,7 @@ export const FAST_OPTIONS: ChokaQModuleOptions = {
 };
 
 /** Deep-merges option sections one level down (enough for ChokaQ's option shape). */
-export function mergeOptions(...parts: ChokaQModuleOptions[]): ChokaQModuleOptions {
+export function mergeOptions(...parts: ChokaQForRootOptions[]): ChokaQForRootOptions {
   const out: Record<string, unknown> = {};
   for (const part of parts) {
     for (const [key, value] of Object.entries(part)) {
@@ -33,7 +33,7 @@ export function mergeOptions(...parts: ChokaQModuleOptions[]): ChokaQModuleOptio
           : value;
     }
   }
-  return out as ChokaQModuleOptions;
+  return out as ChokaQForRootOptions;
 }
 
 /** Boots a Nest app with ChokaQ on `db` and the given providers; `init()` runs the lifecycle. */
@@ -46,7 +46,8 @@ export async function bootApp(
   }: {
     providers?: Provider[];
     imports?: ModuleMetadata['imports'];
-    options?: ChokaQModuleOptions;
+    /** `forRoot`'s options, with its extras (`middleware`, `isGlobal`). */
+    options?: ChokaQForRootOptions;
   } = {},
 ): Promise<INestApplication> {
   const moduleRef = await Test.createTestingModule({

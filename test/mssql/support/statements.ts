@@ -236,6 +236,26 @@ export function catalogue(schema: SQL.MssqlSchema = SCHEMA): CatalogueEntry[] {
     'transition',
     SQL.archiveSucceeded(schema, [{ ...LEASE, durationMs: 120 }], { callerTransaction: true }),
   );
+  // Stored results (schema version 15): a batch where one run records its result and one does
+  // not (the document carries both, the archive insert names Result), and the same run in a
+  // transactional handler's transaction.
+  add(
+    'archiveSucceeded',
+    'results',
+    'move',
+    SQL.archiveSucceeded(schema, [
+      { ...LEASE, durationMs: 120, result: '{"rows":3}' },
+      { ...LEASE, id: ID2, durationMs: 121 },
+    ]),
+  );
+  add(
+    'archiveSucceeded.inCallerTransaction',
+    'results',
+    'transition',
+    SQL.archiveSucceeded(schema, [{ ...LEASE, durationMs: 120, result: '{"rows":3}' }], {
+      callerTransaction: true,
+    }),
+  );
   add(
     'moveToDlq',
     'lease',

@@ -207,6 +207,31 @@ export class JobClient {
     return this.storage.getJob(id);
   }
 
+  /**
+   * The stored result of a job of `definition` (whose handler records results, `recordResult`),
+   * with the definition's result type: the handler's return value once the job is in the archive,
+   * null for an archived job without one (its handler records none, or returned nothing), and
+   * `undefined` while the job is not archived (pending, running, in the DLQ, or no such job).
+   * A job of another queue or type than the definition's is a `ChokaQValidationError`.
+   */
+  async getResult<T, TInput, R>(
+    definition: JobDefinition<T, TInput, R>,
+    id: string,
+  ): Promise<R | null | undefined> {
+    const job = await this.storage.getJob(id);
+    if (job === null || job.pillar !== 'archive') return undefined;
+    if (job.queue !== definition.queue || job.type !== definition.type) {
+      throw new ChokaQValidationError([
+        {
+          path: 'id',
+          message: `names a job of ${job.queue}/${job.type}, not of the definition's ${definition.queue}/${definition.type}`,
+          value: id,
+        },
+      ]);
+    }
+    return job.result as R | null;
+  }
+
   private toNewJob(
     target: string | JobDefinition<unknown, unknown>,
     item: EnqueueItem,

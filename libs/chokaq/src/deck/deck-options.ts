@@ -24,7 +24,10 @@ export interface ChokaQDeckOptions {
    * `email`, `id` or `sub` (the first that is set), else `'deck'`. At most 100 characters are kept.
    */
   actor?: (req: unknown) => string | null | undefined;
-  /** Applied to every full job the Deck sends to a browser (the inspector; lists carry no payload). */
+  /**
+   * Applied to every full job the Deck sends to a browser (the inspector, which shows its payload,
+   * error texts and, for an archived job, its stored `result`; lists carry no payload or result).
+   */
   redact?: (job: JobView) => JobView;
   /** How often the shared snapshot is read while someone watches, in ms (250–60,000). Default 2,000. */
   refreshMs?: number;

@@ -13,17 +13,21 @@ import { STANDARD_SCHEMA_RULE, isStandardSchema } from '../validation/validate-p
 declare const PAYLOAD_TYPE: unique symbol;
 /** Carries what producers pass (the schema's input type); no value exists. */
 declare const INPUT_TYPE: unique symbol;
+/** Carries what the handler returns (its stored result, `recordResult`); no value exists. */
+declare const RESULT_TYPE: unique symbol;
 
 /**
  * A job kind bound once to its queue, type and payload type, so producers and handlers agree:
  * `jobs.enqueue(def, payload)` checks `payload` against `TInput` and `@JobHandler(def)` the
  * handler's parameter against `T`, at compile time. With a schema they are the schema's input and
  * output types, and the payload is also checked at run time (see {@link defineJob}); without one
- * both are `T`. Create it with {@link defineJob}.
+ * both are `T`. `TResult` is what its handler returns (stored with `recordResult`): the handler's
+ * return type is checked against it and `JobClient.getResult` returns it. Create it with
+ * {@link defineJob}.
  *
  * @publicApi
  */
-export interface JobDefinition<T = unknown, TInput = T> {
+export interface JobDefinition<T = unknown, TInput = T, TResult = unknown> {
   /** Queue the jobs go to. */
   readonly queue: string;
   /** Stable type key of the jobs (e.g. `welcome.v1`). */
@@ -45,6 +49,8 @@ export interface JobDefinition<T = unknown, TInput = T> {
   readonly [PAYLOAD_TYPE]?: T;
   /** Phantom field: never set, it only carries `TInput` for the type checker. */
   readonly [INPUT_TYPE]?: TInput;
+  /** Phantom field: never set, it only carries `TResult` for the type checker. */
+  readonly [RESULT_TYPE]?: TResult;
 }
 
 /** The payload type a handler of a {@link JobDefinition} receives (a schema's output). @publicApi */
@@ -52,6 +58,9 @@ export type JobPayload<D> = D extends JobDefinition<infer T, unknown> ? T : neve
 
 /** The payload type producers pass for a {@link JobDefinition} (a schema's input). @publicApi */
 export type JobInput<D> = D extends JobDefinition<unknown, infer I> ? I : never;
+
+/** The result type a {@link JobDefinition}'s handler returns (and `recordResult` stores). @publicApi */
+export type JobResult<D> = D extends JobDefinition<unknown, unknown, infer R> ? R : never;
 
 /**
  * The versions of a payload's shape (see {@link defineJob}): `version`, an integer from 1 to
@@ -113,21 +122,26 @@ export interface DefineJobOptions<S extends StandardSchemaV1> extends PayloadVer
  * integer from 1 to 2^31-1, the upgrade keys integers below it, each a function, no gap up to
  * `version` − 1 (a `ChokaQValidationError` naming the problem).
  *
+ * Results: `defineJob<{ month: string }, { rows: number }>('reports', 'monthly.v1')` names what the
+ * handler returns as well; `@JobHandler(def, { recordResult: true })` stores it and
+ * `JobClient.getResult(def, id)` reads it back with that type (with a schema:
+ * `defineJob<typeof schema, { rows: number }>(…)`).
+ *
  * The queue name is validated at once (1–255 chars of `[A-Za-z0-9._:-]`), so a typo fails at
  * import time rather than at the first enqueue. `type` defaults to the queue name.
  *
  * @publicApi
  */
-export function defineJob<S extends StandardSchemaV1>(
+export function defineJob<S extends StandardSchemaV1, R = unknown>(
   queue: string,
   type: string | undefined,
   options: DefineJobOptions<S>,
-): JobDefinition<StandardSchemaOutput<S>, StandardSchemaInput<S>>;
-export function defineJob<T = unknown>(
+): JobDefinition<StandardSchemaOutput<S>, StandardSchemaInput<S>, R>;
+export function defineJob<T = unknown, R = unknown>(
   queue: string,
   type?: string,
   options?: PayloadVersionOptions,
-): JobDefinition<T>;
+): JobDefinition<T, T, R>;
 export function defineJob(
   queue: string,
   type: string = queue,

@@ -6,7 +6,7 @@
 import { Injectable } from '@nestjs/common';
 import { JobClient } from '../client/job-client';
 import { JobContext } from '../interfaces/job-context.interface';
-import { JobDefinition, JobPayload, defineJob } from './job-definition';
+import { JobDefinition, JobPayload, JobResult, defineJob } from './job-definition';
 import { JobHandler } from './job-handler.decorator';
 
 const WelcomeEmail = defineJob<{ to: string }>('emails', 'welcome.v1');
@@ -66,6 +66,36 @@ export async function producer(jobs: JobClient): Promise<void> {
   await jobs.enqueue(WelcomeEmail, { to: 'a' }, { type: 'other' });
   // Plain queues accept anything.
   await jobs.enqueue('emails', { anything: true }, { type: 'welcome.v1' });
+}
+
+// Results: the definition names what its handler returns; getResult reads it back with that type.
+const MonthlyReport = defineJob<{ month: string }, { rows: number }>('reports', 'monthly.v1');
+
+@Injectable()
+export class ResultHandlers {
+  @JobHandler(MonthlyReport, { recordResult: true })
+  async report(payload: { month: string }): Promise<{ rows: number }> {
+    return { rows: payload.month.length };
+  }
+
+  @JobHandler(MonthlyReport)
+  syncReport(): { rows: number } {
+    return { rows: 1 };
+  }
+
+  // @ts-expect-error the return type does not match the definition's result type
+  @JobHandler(MonthlyReport, { recordResult: true })
+  async wrongResult(): Promise<{ rows: string }> {
+    return { rows: 'x' };
+  }
+}
+
+export async function resultReader(jobs: JobClient, id: string): Promise<number> {
+  const result = await jobs.getResult(MonthlyReport, id);
+  // @ts-expect-error the result may be missing (not archived) or null (none stored)
+  void result.rows;
+  const typed: JobResult<typeof MonthlyReport> = { rows: 1 };
+  return (result?.rows ?? 0) + typed.rows;
 }
 
 // Definitions of different payload types are not interchangeable.

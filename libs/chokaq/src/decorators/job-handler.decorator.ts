@@ -5,12 +5,15 @@ import type { JobContext } from '../interfaces/job-context.interface';
 import { JobDefinition, isJobDefinition } from './job-definition';
 
 /**
- * A method decorator that accepts only methods whose first parameter takes `T`
- * (the payload type of the {@link JobDefinition}).
+ * A method decorator that accepts only methods whose first parameter takes `T` (the payload type
+ * of the {@link JobDefinition}) and that return its result type `R` (or a promise of it; any value
+ * when the definition names none).
  *
  * @publicApi
  */
-export type TypedJobHandlerDecorator<T> = <M extends (payload: T, ctx: JobContext) => unknown>(
+export type TypedJobHandlerDecorator<T, R = unknown> = <
+  M extends (payload: T, ctx: JobContext) => R | PromiseLike<R>,
+>(
   target: object,
   propertyKey: string | symbol,
   descriptor: TypedPropertyDescriptor<M>,
@@ -24,10 +27,10 @@ export type TypedJobHandlerDecorator<T> = <M extends (payload: T, ctx: JobContex
  *
  * @publicApi
  */
-export function JobHandler<T, TInput>(
-  definition: JobDefinition<T, TInput>,
+export function JobHandler<T, TInput, R>(
+  definition: JobDefinition<T, TInput, R>,
   options?: Omit<JobHandlerOptions, 'type'>,
-): TypedJobHandlerDecorator<T>;
+): TypedJobHandlerDecorator<T, R>;
 /**
  * Marks a method of a singleton provider as a job handler: `@JobHandler('emails')` runs every
  * type of the queue, `@JobHandler('emails', { type: 'welcome.v1' })` only that type (and wins

@@ -156,6 +156,7 @@ export class ChokaQExplorer {
       retryZombies: meta.retryZombies,
       // Only a handler that opts in carries the key, so other definitions keep their shape.
       ...(meta.transactional === true && { transactional: true }),
+      ...(meta.recordResult === true && { recordResult: true }),
       schema: meta.schema,
       // Only a versioned definition carries these, so other definitions keep their shape.
       ...(meta.version !== undefined && { version: meta.version }),

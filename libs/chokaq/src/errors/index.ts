@@ -19,3 +19,4 @@ export * from './worker-disabled.error';
 export * from './unsupported-server.error';
 export * from './compatibility-level.error';
 export * from './missing-peer.error';
+export * from './result.error';

@@ -37,6 +37,14 @@ export interface JobHandlerOptions {
    * Default false.
    */
   transactional?: boolean;
+  /**
+   * Stores the handler's return value with the job's archive row, as JSON under the payload size
+   * cap (`payload.maxBytes`); `getJob` returns it as `result`. A value that cannot be stored
+   * (not JSON-serialisable, or over the cap) fails the run with `ChokaQResultError` (fatal: DLQ at
+   * once) rather than being cut. Middleware must return `next()`'s value for it to arrive.
+   * Default false: nothing is stored and nothing is serialised.
+   */
+  recordResult?: boolean;
 }
 
 /** What `@JobHandler` stores on the method. */
@@ -62,6 +70,8 @@ export interface HandlerDefinition {
   retryZombies?: boolean;
   /** The run works in a transaction of the storage, committed with the job's archive move. */
   transactional?: boolean;
+  /** The handler's return value is stored with the archive row (see `JobHandlerOptions`). */
+  recordResult?: boolean;
   /**
    * Validates each stored payload before the middleware and the handler run; they receive the
    * schema's output. A payload it refuses goes to the DLQ at once as `FatalError`.

@@ -21,6 +21,12 @@ export interface JobView extends Omit<HotJob, 'status' | 'lastUpdatedUtc'> {
   finishedAtUtc: Date | null;
   /** Archive only. */
   durationMs: number | null;
+  /**
+   * Archive only: the parsed return value of a handler that records its result (`@JobHandler(…,
+   * { recordResult: true })`); null for a handler that does not (or that returned null or nothing)
+   * and in the other pillars.
+   */
+  result: unknown;
   /** DLQ only. */
   failureReason: FailureReason | null;
   /** DLQ only. */

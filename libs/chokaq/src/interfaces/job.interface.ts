@@ -174,6 +174,11 @@ export interface KeepAliveResult {
 /** An owned job that finished successfully. @publicApi */
 export interface CompletedJob extends JobLease {
   durationMs: number;
+  /**
+   * The handler's return value as JSON text, when its handler records results (`recordResult`):
+   * stored with the archive row. Absent for every other run.
+   */
+  result?: string;
 }
 
 /**

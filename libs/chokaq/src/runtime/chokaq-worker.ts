@@ -146,7 +146,13 @@ export class ChokaQWorker {
       const { queue, type } = circuitJob(key);
       metrics.circuit(queue, type, event);
     });
-    this.executor = new JobExecutor(deps.middleware ?? [], this.logger, Date.now, deps.tracing);
+    this.executor = new JobExecutor(
+      deps.middleware ?? [],
+      this.logger,
+      Date.now,
+      deps.tracing,
+      this.options.payload.maxBytes,
+    );
     this.batcher = new CompletionBatcher(deps.storage, this.logger, deps.completionBatch);
     this.processor = new JobProcessor({
       storage: deps.storage,

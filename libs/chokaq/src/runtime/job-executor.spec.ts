@@ -4,8 +4,10 @@ import { parentSpanId, traceHarness } from '../../../../test/support/span-record
 import { RecordingLogger } from '../../../../test/runtime/support/silent-logger';
 import { z } from 'zod';
 import {
+  ChokaQFatalError,
   ChokaQJobAbortedError,
   ChokaQJobTimeoutError,
+  ChokaQResultError,
   ChokaQPayloadValidationError,
   ChokaQPayloadVersionError,
 } from '../errors';
@@ -85,6 +87,51 @@ describe('JobExecutor', () => {
       handler: handler(() => Promise.reject(undefined)),
     });
     await expect(undef.result).resolves.toMatchObject({ kind: 'failed', error: undefined });
+  });
+
+  it('records the returned value as JSON only for a handler that records results', async () => {
+    const executor = new JobExecutor([], new RecordingLogger(), Date.now, undefined, 20);
+    const recording = (value: unknown): HandlerDefinition => ({
+      ...handler(async () => value),
+      recordResult: true,
+    });
+    const start = (h: HandlerDefinition) =>
+      executor.start({ job: job(), lease, timeoutMs: 1_000, handler: h }).result;
+
+    const stored = await start(recording({ rows: 3 }));
+    expect(stored).toMatchObject({ kind: 'succeeded', result: '{"rows":3}' });
+    expect(await start(recording(undefined))).toMatchObject({ result: 'null' });
+    const plain = await start(handler(async () => ({ rows: 3 })));
+    expect(plain).toMatchObject({ kind: 'succeeded' });
+    expect('result' in plain).toBe(false);
+
+    // Over the cap (20 bytes here) or not JSON: the run fails, fatally, and nothing is cut.
+    for (const [value, problem] of [
+      ['x'.repeat(30), 'must be at most 20 bytes of JSON (was 32)'],
+      [1n, 'must be JSON-serialisable'],
+    ] as const) {
+      const failed = await start(recording(value));
+      expect(failed).toMatchObject({ kind: 'failed' });
+      const error = (failed as { error: unknown }).error;
+      expect(error).toBeInstanceOf(ChokaQResultError);
+      expect(error).toBeInstanceOf(ChokaQFatalError);
+      expect((error as Error).message).toContain(problem);
+    }
+  });
+
+  it('rolls back the transaction of a recording run whose result cannot be stored', async () => {
+    const executor = new JobExecutor([], new RecordingLogger(), Date.now, undefined, 5);
+    const rollback = jest.fn(async () => undefined);
+    const transaction = { rollback, abandon: jest.fn() } as unknown as HandlerTransaction;
+    const run = executor.start({
+      job: job(),
+      lease,
+      timeoutMs: 1_000,
+      handler: { ...handler(async () => 'too long a result'), recordResult: true },
+      openTransaction: async () => transaction,
+    });
+    await expect(run.result).resolves.toMatchObject({ kind: 'failed' });
+    expect(rollback).toHaveBeenCalledTimes(1);
   });
 
   it('frees the run at the timeout even if the handler never settles', async () => {

@@ -15,6 +15,7 @@ import type { ChokaQMiddleware } from '../interfaces/middleware.interface';
 import { ChokaQTracing, type RunSpan, type RunSpanResult } from '../observability/chokaq-tracing';
 import { LIMITS, MAX_TIMER_MS } from '../validation/limits';
 import { checkPayload } from '../validation/validate-payload';
+import { DEFAULT_PAYLOAD_MAX_BYTES, serializeResult } from '../validation/validate-job';
 import type { HandlerTransaction } from '../storage/job-storage';
 import { JobLogger } from './job-logger';
 
@@ -24,7 +25,13 @@ export type RunResult =
    * The handler returned. A transactional handler's run carries its still-open `transaction`: the
    * finaliser archives the job in it and commits.
    */
-  | { kind: 'succeeded'; durationMs: number; transaction?: HandlerTransaction }
+  | {
+      kind: 'succeeded';
+      durationMs: number;
+      transaction?: HandlerTransaction;
+      /** The return value as JSON text, when the handler records its result. */
+      result?: string;
+    }
   /** The handler threw. `abortedBy` is set when the worker had aborted its signal before. */
   | { kind: 'failed'; error: unknown; durationMs: number; abortedBy?: JobAbortCause }
   /** The execution timeout fired; the handler may still be running, its late result is ignored. */
@@ -107,6 +114,8 @@ export class JobExecutor {
     private readonly logger: ChokaQLogger,
     private readonly clock: () => number = Date.now,
     private readonly tracing: ChokaQTracing = ChokaQTracing.disabled(),
+    /** The cap of a recorded result's JSON (`payload.maxBytes`). */
+    private readonly resultMaxBytes: number = DEFAULT_PAYLOAD_MAX_BYTES,
   ) {}
 
   /** Handler results that arrived after the run had been decided (timeout, cancel, abandon). */
@@ -127,7 +136,7 @@ export class JobExecutor {
       ? span.run(() => this.invoke(run, request, ctx))
       : this.invoke(run, request, ctx);
     handled.then(
-      () => this.handlerReturned(run),
+      (value: unknown) => this.handlerReturned(run, value, request.handler),
       (error: unknown) => this.handlerThrew(run, error),
     );
     return run;
@@ -197,11 +206,34 @@ export class JobExecutor {
     return this.run(handler, run.job, ctx);
   }
 
-  /** The handler of `run` returned: `succeeded`, unless the run was decided before (a late result). */
-  private handlerReturned(run: Run): void {
+  /**
+   * The handler of `run` returned `value`: `succeeded` (with the value as JSON when the handler
+   * records its result), unless the run was decided before (a late result). A result that cannot
+   * be stored fails the run as a throw of `ChokaQResultError` would.
+   */
+  private handlerReturned(
+    run: Run,
+    value: unknown,
+    handler: HandlerDefinition,
+  ): void | Promise<void> {
     if (run.neverRan) return;
     if (run.settled) return this.lateResult(run.job, 'resolved');
-    run.settle({ kind: 'succeeded', durationMs: run.elapsed(), transaction: run.transaction });
+    let result: string | undefined;
+    if (handler.recordResult === true) {
+      try {
+        result = serializeResult(run.job.queue, run.job.type, value, this.resultMaxBytes);
+      } catch (error) {
+        return this.handlerThrew(run, error);
+      }
+    }
+    const { transaction } = run;
+    const durationMs = run.elapsed();
+    // Two literals rather than a spread: most runs record nothing, and this is once per job.
+    run.settle(
+      result === undefined
+        ? { kind: 'succeeded', durationMs, transaction }
+        : { kind: 'succeeded', durationMs, transaction, result },
+    );
   }
 
   /**

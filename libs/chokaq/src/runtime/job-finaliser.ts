@@ -152,7 +152,7 @@ export class JobFinaliser {
     const key = circuitKey(job);
     let archived: boolean;
     if (result.transaction !== undefined) {
-      const commit = await this.commit(job, lease, durationMs, result.transaction);
+      const commit = await this.commit(job, lease, durationMs, result.transaction, result.result);
       if ('error' in commit) {
         // Rolled back, or the COMMIT's fate is unknown: the failure policy decides, as for a
         // throw. Had an unknown COMMIT landed, the job is archived and the policy's write
@@ -162,7 +162,7 @@ export class JobFinaliser {
       }
       archived = commit.archived;
     } else {
-      archived = await this.deps.batcher.add(completionOf(lease, durationMs));
+      archived = await this.deps.batcher.add(completionOf(lease, durationMs, result.result));
     }
     this.deps.breakers.recordSuccess(key, run.probe);
     if (!archived) {
@@ -404,9 +404,10 @@ export class JobFinaliser {
     lease: JobLease,
     durationMs: number,
     transaction: HandlerTransaction,
+    result: string | undefined,
   ): Promise<{ archived: boolean } | { error: unknown }> {
     try {
-      const archived = await transaction.archive(completionOf(lease, durationMs));
+      const archived = await transaction.archive(completionOf(lease, durationMs, result));
       if (!archived) {
         logEvent(
           this.deps.logger,

@@ -23,6 +23,8 @@ export function eventView(job: HotJob, pillar: Pillar, patch: ViewPatch = {}): J
     pillar,
     finishedAtUtc: null,
     durationMs: null,
+    // An event carries no stored result: `getJob` reads it from the archive row.
+    result: null,
     failureReason: null,
     errorDetails: null,
     failedAtUtc: null,

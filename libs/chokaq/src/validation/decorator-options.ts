@@ -95,6 +95,7 @@ export function handlerDefinitionIssues(handler: HandlerDefinition): ValidationI
     retryZombies,
     transactional,
     schema,
+    ...(handler.recordResult !== undefined && { recordResult: handler.recordResult }),
     // Only when given, so the rules see the same keys as before for an unversioned handler.
     ...(handler.version !== undefined && { version: handler.version }),
     ...(handler.upgrade !== undefined && { upgrade: handler.upgrade }),

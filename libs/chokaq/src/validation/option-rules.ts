@@ -95,6 +95,7 @@ export const JOB_HANDLER_RULES = {
   maxAttempts: OPTION_RULES.retry.maxAttempts,
   retryZombies: bool,
   transactional: bool,
+  recordResult: bool,
 } as const satisfies Record<keyof JobHandlerOptions, OptionRule>;
 
 /**

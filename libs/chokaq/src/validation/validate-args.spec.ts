@@ -28,6 +28,20 @@ describe('assertCompletedJobs and the completions the runtime makes', () => {
     expect(completionOf(lease(), Number.NaN).durationMs).toBe(0);
   });
 
+  it('carries a result only when there is one, and checks a result it did not make', () => {
+    expect('result' in completionOf(lease(), 1)).toBe(false);
+    const withResult = completionOf(lease(), 1, '{"rows":3}');
+    expect(withResult.result).toBe('{"rows":3}');
+    expect(assertCompletedJobs([withResult])[0]).toBe(withResult);
+    const plain = { ...lease(), durationMs: 1, result: '[1,2]' };
+    expect(assertCompletedJobs([plain])[0].result).toBe('[1,2]');
+    for (const result of ['{oops', '', 42, null]) {
+      expect(() =>
+        assertCompletedJobs([{ ...lease(), durationMs: 1, result: result as string }]),
+      ).toThrow('items[0].result');
+    }
+  });
+
   it('takes a batch of made completions as it is, and checks and copies anything else', () => {
     const made = [completionOf(lease(), 1), completionOf(lease(), 2)];
     const taken = assertCompletedJobs(made);

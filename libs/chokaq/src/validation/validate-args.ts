@@ -539,9 +539,25 @@ export function assertCompletedJobs(items: readonly CompletedJob[]): CompletedJo
         value: d,
       });
     }
+    if (item.result !== undefined && !isJsonText(item.result)) {
+      issues.push({ path: `items[${i}].result`, message: RESULT_RULE, value: item.result });
+    }
   });
   fail(issues);
   return leases.map((l) => ({ ...l, durationMs: Math.round(l.durationMs) }));
+}
+
+const RESULT_RULE = 'must be JSON text (a handler result serialised), or absent';
+
+/** True for a string that parses as JSON. */
+function isJsonText(value: unknown): boolean {
+  if (typeof value !== 'string') return false;
+  try {
+    JSON.parse(value);
+    return true;
+  } catch {
+    return false;
+  }
 }
 
 /**
@@ -558,13 +574,15 @@ const runtimeCompletions = new WeakSet<CompletedJob>();
  * duration rounded to whole milliseconds (a duration that is not a finite number ≥ 0 counts as 0).
  * @internal the worker runtime's, not for leases from elsewhere.
  */
-export function completionOf(lease: JobLease, durationMs: number): CompletedJob {
-  const completion = Object.freeze({
-    id: lease.id,
-    workerId: lease.workerId,
-    leaseId: lease.leaseId,
-    durationMs: Number.isFinite(durationMs) ? Math.max(0, Math.round(durationMs)) : 0,
-  });
+export function completionOf(lease: JobLease, durationMs: number, result?: string): CompletedJob {
+  const ms = Number.isFinite(durationMs) ? Math.max(0, Math.round(durationMs)) : 0;
+  // Only a run that records its result carries the key (made by serializeResult, so JSON text
+  // within the cap), so the others keep the one shape.
+  const completion: CompletedJob = Object.freeze(
+    result === undefined
+      ? { id: lease.id, workerId: lease.workerId, leaseId: lease.leaseId, durationMs: ms }
+      : { id: lease.id, workerId: lease.workerId, leaseId: lease.leaseId, durationMs: ms, result },
+  );
   runtimeCompletions.add(completion);
   return completion;
 }

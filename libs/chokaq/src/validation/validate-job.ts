@@ -1,6 +1,6 @@
 import { encodeTags } from '../common/tags';
 import { isUuid, uuidv7 } from '../common/uuid';
-import { ChokaQValidationError, ValidationIssue } from '../errors';
+import { ChokaQResultError, ChokaQValidationError, ValidationIssue } from '../errors';
 import { NewJob, ResurrectEdits } from '../interfaces/job.interface';
 import { LIMITS, MAX_ENQUEUE_MANY, TRAILING_WHITESPACE, endsWithWhitespace } from './limits';
 import { isPayloadVersion, PAYLOAD_VERSION_RULE } from './payload-version';
@@ -243,6 +243,23 @@ function validateInto(
     traceContext,
     payloadVersion: job.payloadVersion ?? 1,
   };
+}
+
+/**
+ * The JSON text of a handler's return value, to store with its archive row (`recordResult`): the
+ * rules and the size cap of a payload (`undefined` is stored as null). Throws
+ * `ChokaQResultError` (fatal) naming the problem when the value cannot be stored whole.
+ */
+export function serializeResult(
+  queue: string,
+  type: string,
+  value: unknown,
+  maxBytes: number,
+): string {
+  const issues = new Issues();
+  const json = serializePayload(issues, 'result', value, maxBytes);
+  if (json === undefined) throw new ChokaQResultError(queue, type, issues.list[0].message);
+  return json;
 }
 
 /** Validates one job (SPEC §6 limits); throws `ChokaQValidationError` naming every bad field. */

@@ -43,6 +43,14 @@ function jobFields(job: JobView): Field[] {
   ];
 }
 
+/**
+ * Whether the job has a stored result to print: an archived run of a handler that records its
+ * result (`recordResult`) and returned something other than null.
+ */
+function hasResult(job: JobView): boolean {
+  return job.pillar === 'archive' && job.result !== null && job.result !== undefined;
+}
+
 /** The runs that did not end in the archive, oldest first (the first line of each error). */
 function attemptsTable(attempts: JobAttempt[]) {
   return table(
@@ -68,7 +76,7 @@ function attemptsTable(attempts: JobAttempt[]) {
 const get = defineCommand({
   name: 'jobs get',
   summary:
-    'One job wherever it is (active, archive or DLQ), with its payload, error and attempt history',
+    'One job wherever it is (active, archive or DLQ), with its payload, stored result, error and attempt history',
   synopsis: '<id>',
   options: {},
   positionals: { min: 1, max: 1 },
@@ -84,6 +92,7 @@ const get = defineCommand({
       view: [
         fields(undefined, jobFields(job)),
         text('Payload:', JSON.stringify(job.payload, null, 2)),
+        ...(hasResult(job) ? [text('Result:', JSON.stringify(job.result, null, 2))] : []),
         ...(error ? [text(job.errorDetails ? 'Error:' : 'Last error:', error)] : []),
         ...(attempts.length > 0 ? [attemptsTable(attempts)] : []),
       ],

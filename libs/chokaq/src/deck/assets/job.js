@@ -1,6 +1,6 @@
 // @ts-check
-// Job inspector: one job whole (payload through the app's redact), its attempts that did not end
-// in the archive, its audit entries, and the
+// Job inspector: one job whole (payload, and the stored result of an archived job, through the
+// app's redact), its attempts that did not end in the archive, its audit entries, and the
 // actions that fit its pillar: cancel (active), edit-and-retry or resurrect, purge (DLQ).
 import { html, useState } from './vendor/preact-htm.js';
 import { get, send } from './api.js';
@@ -128,6 +128,11 @@ function Job({ id, readOnly }) {
     <h2>Payload</h2>
     <pre class="payload" data-field="payload">${pretty(job.payload)}</pre>
     ${
+      hasResult(job) &&
+      html`<h2>Result</h2>
+        <pre class="result" data-field="result">${pretty(job.result)}</pre>`
+    }
+    ${
       (job.errorDetails || job.lastError) &&
       html`<h2>Error</h2>
         <pre class="error-text" data-field="error">${job.errorDetails || job.lastError}</pre>`
@@ -165,6 +170,16 @@ function Job({ id, readOnly }) {
       ${`Payload ${bytes(new Blob([JSON.stringify(job.payload ?? null)]).size)} as JSON.`}
     </p>
   </article>`;
+}
+
+/**
+ * Whether the job has a stored result to show: an archived run of a handler that records its
+ * result (`recordResult`) and returned something other than null. Absent is treated as null, for a
+ * `redact` that builds a job without it.
+ * @param {import('./api.js').JobView} job
+ */
+function hasResult(job) {
+  return job.pillar === 'archive' && job.result !== null && job.result !== undefined;
 }
 
 /** @param {unknown} value */

@@ -16,7 +16,6 @@ import type { SchemaStatus } from '../../interfaces/schema-status.interface';
 import {
   CheckedDlqMove,
   CheckedWorkerHeartbeat,
-  chunk,
   isLeaseTarget,
 } from '../../validation/validate-args';
 import { ValidatedJob } from '../../validation/validate-job';
@@ -41,6 +40,12 @@ const ENQUEUE_CHUNK = 1_000;
 const ENQUEUE_CHUNK_CHARS = 8_000_000;
 /** Leases per archive transaction. */
 const ARCHIVE_CHUNK = 1_000;
+/**
+ * Upper bound of the stored results' JSON text in one archive transaction, as for `enqueueMany`: a
+ * batch of runs that record large results is split so each transaction stays short. Runs without a
+ * result count a few hundred characters each, so a batch of them is split by `ARCHIVE_CHUNK` alone.
+ */
+const ARCHIVE_CHUNK_CHARS = 8_000_000;
 /** Attempts of an enqueue whose key holder vanished between the insert and the read-back. */
 const ENQUEUE_RACE_ATTEMPTS = 5;
 /** Lowest compatibility level with OPENJSON. */
@@ -307,10 +312,14 @@ export class MssqlJobStore extends MssqlAdminStore implements DialectJobStore {
     );
   }
 
-  /** @inheritdoc */
+  /**
+   * @inheritdoc
+   * A chunk in which some run records its result writes the results with the rows (see
+   * `SQL.archiveSucceeded`); any other chunk is the batch of a release without stored results.
+   */
   async archiveSucceeded(list: readonly Checked<CompletedJob>[]): Promise<RunRef[]> {
     const moved: RunRef[] = [];
-    for (const part of chunk(list, ARCHIVE_CHUNK)) {
+    for (const part of archiveChunks(list)) {
       const rows = await this.db.query('archiveSucceeded', SQL.archiveSucceeded(this.schema, part));
       moved.push(...rows.map((r) => ({ id: String(r.Id), leaseId: String(r.LeaseId) })));
     }
@@ -324,10 +333,11 @@ export class MssqlJobStore extends MssqlAdminStore implements DialectJobStore {
   }
 
   /**
-   * The move is `archiveSucceeded`'s batch with one run, without a transaction of its own, on the
-   * handler's runner (see `SQL.archiveSucceeded`). SQL Server has no per-transaction statement
-   * timeout, so `statementTimeoutMs` is not applied: the driver's `requestTimeout` bounds each
-   * statement.
+   * The move is `archiveSucceeded`'s batch with one run (and its result, when the run records
+   * one), without a transaction of its own, on the handler's runner (see `SQL.archiveSucceeded`),
+   * so the result commits with the handler's work and the row. SQL Server has no per-transaction
+   * statement timeout, so `statementTimeoutMs` is not applied: the driver's `requestTimeout` bounds
+   * each statement.
    */
   async beginHandlerTransaction(): Promise<SqlHandlerTransaction> {
     const support = this.handlerTransactions();
@@ -479,20 +489,40 @@ function enqueueOutcome(row: Row, id: string): EnqueueResult | undefined {
 
 /** Splits validated jobs into `enqueueMany` chunks bounded by items and JSON characters. */
 function enqueueChunks<T extends SQL.MssqlNewJob>(jobs: readonly T[]): T[][] {
+  return boundedChunks(jobs, ENQUEUE_CHUNK, ENQUEUE_CHUNK_CHARS, (job) => job.payload.length + 512);
+}
+
+/** Splits completed runs into `archiveSucceeded` chunks bounded by items and result characters. */
+function archiveChunks<T extends SQL.MssqlCompleted>(runs: readonly T[]): T[][] {
+  return boundedChunks(
+    runs,
+    ARCHIVE_CHUNK,
+    ARCHIVE_CHUNK_CHARS,
+    (run) => (run.result?.length ?? 0) + 256,
+  );
+}
+
+/**
+ * `items` in order, in chunks of at most `maxItems` whose `sizeOf` adds up to at most `maxChars`
+ * (an item larger than that alone in its chunk).
+ */
+function boundedChunks<T>(
+  items: readonly T[],
+  maxItems: number,
+  maxChars: number,
+  sizeOf: (item: T) => number,
+): T[][] {
   const out: T[][] = [];
   let current: T[] = [];
   let chars = 0;
-  for (const job of jobs) {
-    const size = job.payload.length + 512;
-    if (
-      current.length > 0 &&
-      (current.length >= ENQUEUE_CHUNK || chars + size > ENQUEUE_CHUNK_CHARS)
-    ) {
+  for (const item of items) {
+    const size = sizeOf(item);
+    if (current.length > 0 && (current.length >= maxItems || chars + size > maxChars)) {
       out.push(current);
       current = [];
       chars = 0;
     }
-    current.push(job);
+    current.push(item);
     chars += size;
   }
   if (current.length > 0) out.push(current);

@@ -79,6 +79,11 @@ import { MAX_ATTEMPT_ERROR } from '../../validation/limits';
  *   tests each candidate's version, which without it cost a key lookup into the clustered index per
  *   candidate row. Rebuilt where it lacks the column (`DROP_EXISTING`, in the bootstrap
  *   transaction: writers to `JobsHot` wait while it builds, and the hot table holds only live jobs).
+ * - 15: `JobsArchive.Result` ({@link ARCHIVE_RESULT_COLUMN}): the JSON text a handler that records
+ *   its result returned, NULL for every other job. A nullable column without a default, added where
+ *   missing like version 9's (a metadata-only change, see {@link RESULT_V15_NOTE}). A worker of
+ *   version 14 keeps running: its archive move names its columns, so the jobs it archives store no
+ *   result.
  *
  * The script is idempotent and creates what is missing, so running it on an older database
  * applies the versions it lacks: the version-2 index is built inside its version's transaction
@@ -98,7 +103,7 @@ import { MAX_ATTEMPT_ERROR } from '../../validation/limits';
  * a metadata-only change where the edition supports it, a rewrite of the table otherwise);
  * `MetricBuckets` is small (retention), so either is short.
  */
-export const MSSQL_SCHEMA_VERSION = 14;
+export const MSSQL_SCHEMA_VERSION = 15;
 
 /**
  * Every version with the description its ledger row records, oldest first (the script writes
@@ -119,6 +124,7 @@ export const MSSQL_MIGRATIONS: readonly { version: number; description: string }
   { version: 12, description: 'payload version of each job' },
   { version: 13, description: 'jobs held by an open circuit; deferral counter' },
   { version: 14, description: 'claim index by type includes the payload version' },
+  { version: 15, description: 'stored results in the archive' },
 ];
 
 /** One column of a ChokaQ table. */
@@ -243,11 +249,32 @@ const HISTORY_BASE: readonly MssqlColumn[] = HOT_COLUMNS.filter(
     !['Status', 'LeaseId', 'HeartbeatUtc', 'DueAtUtc', 'CancelRequestedUtc'].includes(col.name),
 ).map((col) => (col.name === 'PayloadVersion' ? HISTORY_PAYLOAD_VERSION : col));
 
-/** `JobsArchive` columns, in table order. */
+/**
+ * `JobsArchive` columns every archive move writes, in table order (the table has
+ * {@link ARCHIVE_RESULT_COLUMN} after them: {@link ARCHIVE_TABLE_COLUMNS}).
+ */
 export const ARCHIVE_COLUMNS: readonly MssqlColumn[] = [
   ...HISTORY_BASE,
   c('FinishedAtUtc', 'datetime2(3)', false, NOW),
   c('DurationMs', 'bigint', true),
+];
+
+/**
+ * `JobsArchive.Result` (schema version 15): the JSON text a handler that records its result
+ * (`recordResult`) returned, NULL for every other job. `nvarchar(max)`, as `Payload`: the queue
+ * never looks inside it. Not one of {@link ARCHIVE_COLUMNS}: only the archive move of a batch in
+ * which some run records a result names it (`archiveSucceeded`), so the move of every other batch
+ * keeps the text it had at version 14.
+ */
+export const ARCHIVE_RESULT_COLUMN: MssqlColumn = c('Result', 'nvarchar(max)', true);
+
+/**
+ * Every `JobsArchive` column, in table order: {@link ARCHIVE_COLUMNS}, then
+ * {@link ARCHIVE_RESULT_COLUMN} (what CREATE TABLE declares and `getJob` reads).
+ */
+export const ARCHIVE_TABLE_COLUMNS: readonly MssqlColumn[] = [
+  ...ARCHIVE_COLUMNS,
+  ARCHIVE_RESULT_COLUMN,
 ];
 
 /** `JobsDLQ` columns, in table order (named in every statement that copies rows, as above). */
@@ -797,6 +824,24 @@ const HELD_V13_NOTE: readonly string[] = [
   'IX_JobsHot_Held names the new column, so EXEC compiles it after the ALTER.',
 ];
 
+/**
+ * Why version 15 adds `JobsArchive.Result` the way it does (printed above the statement). The
+ * column is nullable and has no default, so `ALTER TABLE … ADD` changes the table's metadata, not
+ * its rows: every row archived before reads NULL and none is rewritten, on every edition. What
+ * touches the rows is a `NOT NULL` column or a default added `WITH VALUES`: each existing row gets
+ * the value, which is a metadata-only ("online") change only for a runtime-constant default on
+ * Enterprise-class editions
+ * (https://learn.microsoft.com/en-us/sql/t-sql/statements/alter-table-transact-sql#adding-not-null-columns-as-an-online-operation),
+ * and the archive grows until retention. The schema-modification lock the ADD takes is held to the
+ * step's COMMIT, briefly. `COL_LENGTH` is NULL while the column is missing, so the ADD runs once
+ * (https://learn.microsoft.com/en-us/sql/t-sql/functions/col-length-transact-sql).
+ */
+const RESULT_V15_NOTE: readonly string[] = [
+  'JobsArchive.Result (schema version 15): the stored result of a job, added where missing. A',
+  'nullable column without a default: a metadata-only change, no archived row is rewritten:',
+  'https://learn.microsoft.com/en-us/sql/t-sql/statements/alter-table-transact-sql',
+];
+
 /** The ledger row of `version` (from {@link MSSQL_MIGRATIONS}), collected into `@Applied`. */
 function recordVersion(schema: string, version: number): string {
   const migration = MSSQL_MIGRATIONS.find((m) => m.version === version);
@@ -909,7 +954,7 @@ export function mssqlSchemaDdl(schema: string): string {
     createTable(schema, 'hot', HOT_TABLE_COLUMNS, [
       `CONSTRAINT [CK_JobsHot_Status] CHECK (Status IN (0, 1, 2))`,
     ]),
-    createTable(schema, 'archive', ARCHIVE_COLUMNS),
+    createTable(schema, 'archive', ARCHIVE_TABLE_COLUMNS),
     createTable(schema, 'dlq', DLQ_COLUMNS, [
       `CONSTRAINT [CK_JobsDLQ_Status] CHECK (Status IN (4, 5, 6))`,
     ]),
@@ -1042,6 +1087,13 @@ export function mssqlSchemaDdl(schema: string): string {
     `  EXEC(N'${indexStatement(schema, CLAIM_TYPE_INDEX, ['DROP_EXISTING = ON'])}');`,
     `IF NOT EXISTS (SELECT 1 FROM ${t('migrations')} WHERE Version = 14)`,
     recordVersion(schema, 14),
+    `COMMIT;`,
+    ...beginStep(schema),
+    ...RESULT_V15_NOTE.map((line) => `-- ${line}`),
+    `IF COL_LENGTH(N'${t('archive')}', N'${ARCHIVE_RESULT_COLUMN.name}') IS NULL`,
+    `  ALTER TABLE ${t('archive')} ADD ${columnDdl(MSSQL_TABLES.archive, ARCHIVE_RESULT_COLUMN)};`,
+    `IF NOT EXISTS (SELECT 1 FROM ${t('migrations')} WHERE Version = 15)`,
+    recordVersion(schema, 15),
     `COMMIT;`,
     `SELECT Version FROM @Applied ORDER BY Version;`,
   ];

@@ -409,8 +409,10 @@ export class PostgresJobStore extends PostgresAdminStore implements DialectJobSt
 
   /** @inheritdoc */
   async archiveSucceeded(completed: readonly Checked<CompletedJob>[]): Promise<RunRef[]> {
-    const params = SQL.archiveSucceededParams(completed);
-    const rows = await this.db.query('archiveSucceeded', this.sql.archiveSucceeded, params);
+    const withResults = SQL.hasResults(completed);
+    const params = SQL.archiveSucceededParams(completed, withResults);
+    const sql = withResults ? this.sql.archiveSucceededWithResults : this.sql.archiveSucceeded;
+    const rows = await this.db.query('archiveSucceeded', sql, params);
     return rows.map((r) => ({ id: String(r.id), leaseId: String(r.lease_id) }));
   }
 
@@ -431,9 +433,10 @@ export class PostgresJobStore extends PostgresAdminStore implements DialectJobSt
     const support = this.handlerTransactions();
     if (!support.supported) throw new ChokaQTransactionalHandlerError([], support.reason);
     return this.db.handlerTransaction(statementTimeoutMs, async (exec, completed) => {
+      const withResults = completed.result !== undefined;
       const rows = await exec(
-        SQL.archiveSucceeded(this.s),
-        SQL.archiveSucceededParams([completed]),
+        withResults ? this.sql.archiveSucceededWithResults : this.sql.archiveSucceeded,
+        SQL.archiveSucceededParams([completed], withResults),
       );
       return rows.some(
         (r) => String(r.id) === completed.id && String(r.lease_id) === completed.leaseId,

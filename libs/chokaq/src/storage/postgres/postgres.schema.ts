@@ -564,6 +564,18 @@ const V15: PostgresMigration = {
   ],
 };
 
+/**
+ * Version 16: stored results. The Archive's `result` holds the JSON text a handler that records
+ * its result returned (`recordResult`), NULL for every other job. A nullable column without a
+ * default changes only the catalog (https://www.postgresql.org/docs/15/sql-altertable.html,
+ * "Notes"): no row is rewritten.
+ */
+const V16: PostgresMigration = {
+  version: 16,
+  description: 'Stored results in the Archive',
+  statements: (s) => [`ALTER TABLE ${s}.jobs_archive ADD COLUMN IF NOT EXISTS result text NULL`],
+};
+
 /** Every migration, in version order. */
 export const POSTGRES_MIGRATIONS: readonly PostgresMigration[] = [
   V1,
@@ -581,6 +593,7 @@ export const POSTGRES_MIGRATIONS: readonly PostgresMigration[] = [
   V13,
   V14,
   V15,
+  V16,
 ];
 
 /** The newest schema version this code expects. */

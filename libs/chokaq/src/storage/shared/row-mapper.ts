@@ -186,6 +186,7 @@ export function mapJobView(raw: Row, pillar: Pillar): JobView {
     payloadVersion: r.payloadversion == null ? 1 : num(r.payloadversion),
     finishedAtUtc: toDate(r.finishedatutc),
     durationMs: numOrNull(r.durationms),
+    result: pillar === 'archive' ? parsePayload(r.result) : null,
     failureReason: numOrNull(r.failurereason) as FailureReason | null,
     errorDetails: str(r.errordetails),
     failedAtUtc: toDate(r.failedatutc),

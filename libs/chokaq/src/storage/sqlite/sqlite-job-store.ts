@@ -487,7 +487,9 @@ export class SqliteJobStore extends SqliteAdminStore implements DialectJobStore 
    * Hot → Archive in one BEGIN IMMEDIATE transaction: copy the exact owned rows into the archive
    * (`archiveSucceeded`), delete those rows from the hot table (`archiveSucceededDelete`), add `SucceededTotal` once per queue and
    * upsert one metric bucket per queue. Any error (say, an archive row with the same id) rolls all
-   * of it back.
+   * of it back. A batch where some run records its result copies with
+   * `archiveSucceededWithResults` instead, whose leases carry the results (the delete takes the
+   * leases without them); a batch without results binds and runs exactly what it did before.
    */
   async archiveSucceeded(completed: readonly Checked<CompletedJob>[]): Promise<RunRef[]> {
     const leases = JSON.stringify(
@@ -498,8 +500,22 @@ export class SqliteJobStore extends SqliteAdminStore implements DialectJobStore 
         durationMs: c.durationMs,
       })),
     );
+    const withResults = completed.some((c) => c.result !== undefined);
+    // `result: undefined` leaves the key out: its run stores NULL.
+    const copied = withResults
+      ? JSON.stringify(
+          completed.map((c) => ({
+            id: c.id,
+            workerId: c.workerId,
+            leaseId: c.leaseId,
+            durationMs: c.durationMs,
+            result: c.result,
+          })),
+        )
+      : leases;
+    const copy = withResults ? this.sql.archiveSucceededWithResults : this.sql.archiveSucceeded;
     return this.db.write('archiveSucceeded', () => {
-      const moved = this.db.all(this.sql.archiveSucceeded, { leases });
+      const moved = this.db.all(copy, { leases: copied });
       if (moved.length === 0) return [];
       // The SQLite archive keeps no lease, so the delete reports which lease each archived row had.
       const deleted = this.db.all(this.sql.archiveSucceededDelete, { leases });

@@ -510,6 +510,20 @@ const V12: SqliteMigration = {
   ],
 };
 
+/**
+ * Version 13: stored results. The archive's `result` holds the JSON text a handler that records its
+ * result returned (`recordResult`), NULL for every other job. As version 3's progress note:
+ * `ADD COLUMN` of a nullable column without a default only edits the table's definition, no row is
+ * rewritten (https://www.sqlite.org/lang_altertable.html), so it is instant however large the
+ * archive is. A worker of version 12 keeps running: it names its columns on insert (it records no
+ * result, so its jobs store NULL) and reads with `SELECT *`.
+ */
+const V13: SqliteMigration = {
+  version: 13,
+  description: 'Stored results in the archive',
+  statements: (p) => [`ALTER TABLE ${p}jobs_archive ADD COLUMN result TEXT NULL`],
+};
+
 /** Every migration, oldest first. Append new versions; never edit a released one. */
 export const SQLITE_MIGRATIONS: readonly SqliteMigration[] = [
   V1,
@@ -524,6 +538,7 @@ export const SQLITE_MIGRATIONS: readonly SqliteMigration[] = [
   V10,
   V11,
   V12,
+  V13,
 ];
 
 /** The ledger table; created before any migration runs so its own existence is not a migration. */

@@ -10,6 +10,7 @@ import { MAX_ATTEMPT_ERROR } from '../../../validation/limits';
 import { ParamList } from '../mssql-params';
 import {
   ARCHIVE_COLUMNS,
+  ARCHIVE_TABLE_COLUMNS,
   ATTEMPT_COLUMNS,
   DLQ_COLUMNS,
   columnType,
@@ -317,14 +318,16 @@ export function leaseDoc(p: ParamList, leases: readonly MssqlLease[]): string {
  * Archive rows from the hot-shaped `@Moved`, joined to `@In` for their durations, on the id AND the
  * lease: `@In` is keyed by both, since a stale run and its successor may share a batch, and a join
  * on the id alone would insert the moved run once per entry (the Archive's key refuses the second:
- * 2627, and the whole batch rolls back).
+ * 2627, and the whole batch rolls back). `withResults`: `Result` too, from `@In` (NULL for a run
+ * that records none); without it the column is not named, and the insert is the one of version 14.
  */
-export function archiveInsert(t: Record<MssqlTable, string>): string {
+export function archiveInsert(t: Record<MssqlTable, string>, withResults = false): string {
   return (
-    insertSelect(t.archive, ARCHIVE_COLUMNS, 'm', {
+    insertSelect(t.archive, withResults ? ARCHIVE_TABLE_COLUMNS : ARCHIVE_COLUMNS, 'm', {
       LastUpdatedUtc: '@now',
       FinishedAtUtc: '@now',
       DurationMs: 'i.DurationMs',
+      Result: 'i.Result',
     }) + '\nFROM @Moved AS m INNER JOIN @In AS i ON i.Id = m.Id AND i.LeaseId = m.LeaseId;'
   );
 }

@@ -31,6 +31,8 @@ import {
 /** A completed job as the archive move takes it. */
 export interface MssqlCompleted extends MssqlLease {
   durationMs: number;
+  /** The run's result as JSON text, when its handler records results; absent for any other run. */
+  result?: string;
 }
 
 /**
@@ -51,6 +53,17 @@ export interface MssqlCompleted extends MssqlLease {
  * handler's transaction gives the atomicity, and its COMMIT (or ROLLBACK, when the fence moved nothing)
  * follows. The fenced DELETE's exclusive lock on the job's row is held until then, so a rescue,
  * cancel or heartbeat of that row waits for the commit and then finds it gone.
+ *
+ * Stored results (schema version 15): when some run of the batch records its result, each item of
+ * the document carries `result` (its JSON text as a JSON string; `null` for a run that records
+ * none), which `OPENJSON` reads as `Result nvarchar(max)`: a WITH-clause column without `AS JSON`
+ * takes the scalar value at its path, the unescaped string, and NULL for a JSON null
+ * (https://learn.microsoft.com/en-us/sql/t-sql/functions/openjson-transact-sql, "with_clause").
+ * `@In` keeps it (one value per (Id, LeaseId), picked by `MAX` like the duration: `MAX` takes
+ * character columns, https://learn.microsoft.com/en-us/sql/t-sql/functions/max-transact-sql), and
+ * the archive insert writes it into `JobsArchive.Result` with the row. A batch in which no run
+ * records one (the common case) is built exactly as before: no `result` key in the document, no
+ * `Result` column anywhere, so its text, its one parameter and its cached plan are unchanged.
  */
 export function archiveSucceeded(
   schema: MssqlSchema,
@@ -60,14 +73,22 @@ export function archiveSucceeded(
   const own = !options?.callerTransaction;
   const t = tables(schema);
   const p = new ParamList();
+  const withResults = items.some((i) => i.result !== undefined);
   const doc = p.json(
-    items.map((i) => ({
-      id: i.id,
-      workerId: i.workerId,
-      leaseId: i.leaseId,
-      durationMs: i.durationMs,
-    })),
+    items.map((i) =>
+      withResults
+        ? {
+            id: i.id,
+            workerId: i.workerId,
+            leaseId: i.leaseId,
+            durationMs: i.durationMs,
+            result: i.result ?? null,
+          }
+        : { id: i.id, workerId: i.workerId, leaseId: i.leaseId, durationMs: i.durationMs },
+    ),
   );
+  /** `text` when the batch stores results, else nothing. */
+  const results = (text: string) => (withResults ? text : '');
   return p.statement(
     [
       // In the handler's transaction: its session's lock timeout is the application pool's (a
@@ -78,9 +99,9 @@ export function archiveSucceeded(
       DECLARE_NOW,
       DECLARE_BUCKET,
       declareTableVar('@Moved', HOT_COLUMNS, t),
-      'DECLARE @In TABLE (Id varchar(36) NOT NULL, WorkerId nvarchar(255) NOT NULL, LeaseId varchar(36) NOT NULL, DurationMs bigint NULL, PRIMARY KEY (Id, LeaseId));',
-      'INSERT INTO @In (Id, WorkerId, LeaseId, DurationMs)',
-      `SELECT x.Id, MAX(x.WorkerId), x.LeaseId, MAX(x.DurationMs) FROM OPENJSON(${doc}) WITH (Id varchar(36) '$.id', WorkerId nvarchar(255) '$.workerId', LeaseId varchar(36) '$.leaseId', DurationMs bigint '$.durationMs') AS x`,
+      `DECLARE @In TABLE (Id varchar(36) NOT NULL, WorkerId nvarchar(255) NOT NULL, LeaseId varchar(36) NOT NULL, DurationMs bigint NULL${results(', Result nvarchar(max) NULL')}, PRIMARY KEY (Id, LeaseId));`,
+      `INSERT INTO @In (Id, WorkerId, LeaseId, DurationMs${results(', Result')})`,
+      `SELECT x.Id, MAX(x.WorkerId), x.LeaseId, MAX(x.DurationMs)${results(', MAX(x.Result)')} FROM OPENJSON(${doc}) WITH (Id varchar(36) '$.id', WorkerId nvarchar(255) '$.workerId', LeaseId varchar(36) '$.leaseId', DurationMs bigint '$.durationMs'${results(", Result nvarchar(max) '$.result'")}) AS x`,
       'WHERE x.Id IS NOT NULL AND x.WorkerId IS NOT NULL AND x.LeaseId IS NOT NULL GROUP BY x.Id, x.LeaseId;',
       ...(own ? ['BEGIN TRAN;'] : []),
       'DELETE h',
@@ -88,7 +109,7 @@ export function archiveSucceeded(
       `FROM ${t.hot} AS h`,
       'INNER JOIN @In AS i ON i.Id = h.Id AND i.WorkerId = h.WorkerId AND i.LeaseId = h.LeaseId',
       'WHERE h.Status IN (1, 2);',
-      archiveInsert(t),
+      archiveInsert(t, withResults),
       bumpStats(t, '@Moved', { SucceededTotal: '1' }),
       bumpBuckets(
         t,

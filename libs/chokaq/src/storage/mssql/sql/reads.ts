@@ -6,7 +6,7 @@
 import { ActiveFilter, DlqFilter, HistoryFilter } from '../../../interfaces/job-view.interface';
 import { MssqlStatement, ParamList } from '../mssql-params';
 import {
-  ARCHIVE_COLUMNS,
+  ARCHIVE_TABLE_COLUMNS,
   ATTEMPT_COLUMNS,
   DLQ_COLUMNS,
   HOT_TABLE_COLUMNS,
@@ -32,10 +32,13 @@ export function previewDlqFilterCount(schema: MssqlSchema, filter: DlqFilter): M
   return p.statement(`SELECT COUNT_BIG(*) AS Total FROM ${t.dlq} AS d${whereClause(where)};`);
 }
 
-/** Every column any pillar has, for the one-row `getJob` union. */
+/**
+ * Every column any pillar has, for the one-row `getJob` union: the Archive's `Result` (schema
+ * version 15) among them, NULL in the hot and DLQ branches.
+ */
 const VIEW_COLUMNS: readonly MssqlColumn[] = (() => {
   const seen = new Map<string, MssqlColumn>();
-  for (const col of [...HOT_TABLE_COLUMNS, ...ARCHIVE_COLUMNS, ...DLQ_COLUMNS]) {
+  for (const col of [...HOT_TABLE_COLUMNS, ...ARCHIVE_TABLE_COLUMNS, ...DLQ_COLUMNS]) {
     if (col.name !== 'DueAtUtc' && !seen.has(col.name)) seen.set(col.name, col);
   }
   return [...seen.values()];
@@ -63,7 +66,7 @@ export function getJob(schema: MssqlSchema, id: string): MssqlStatement {
       '  UNION ALL',
       `  SELECT 2, 'dlq', ${viewSelect('d', DLQ_COLUMNS)} FROM ${t.dlq} AS d WHERE d.Id = ${key}`,
       '  UNION ALL',
-      `  SELECT 3, 'archive', ${viewSelect('a', ARCHIVE_COLUMNS)} FROM ${t.archive} AS a WHERE a.Id = ${key}`,
+      `  SELECT 3, 'archive', ${viewSelect('a', ARCHIVE_TABLE_COLUMNS)} FROM ${t.archive} AS a WHERE a.Id = ${key}`,
       ') AS u ORDER BY u.PillarRank;',
     ].join('\n'),
   );

@@ -62,6 +62,7 @@ export const hotPathStatements = (
   reportProgress: reportProgress(s),
   rescheduleForRetry: rescheduleForRetry(s),
   archiveSucceeded: archiveSucceeded(s),
+  archiveSucceededWithResults: archiveSucceeded(s, true),
   cancel: cancel(s),
   cancelRequest: cancelRequest(s, cancelNotifyChannel),
   recoverAbandoned: recoverAbandoned(s),

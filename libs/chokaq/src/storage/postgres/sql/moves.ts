@@ -32,21 +32,25 @@ import {
  * exactly that, then ONE `stats_summary` upsert and ONE metric-bucket upsert per queue of the batch
  * (StatsSummary is the hottest row, so it is touched once per batch, last, to keep its lock short).
  * Any error, e.g. in the archive insert, rolls back the delete too.
+ *
+ * `withResults` (a batch where some run records its result): $5 the results' JSON text (NULL for a
+ * run that records none) go into the archive's `result`. Without it the text is that of a batch
+ * with no result at all, the common case, which binds no fifth array.
  */
-export const archiveSucceeded = (s: string): string => `
+export const archiveSucceeded = (s: string, withResults = false): string => `
 WITH input AS (
-  SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::bigint[])
-    AS l(id, worker_id, lease_id, duration_ms)
+  SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::bigint[]${withResults ? ', $5::text[]' : ''})
+    AS l(id, worker_id, lease_id, duration_ms${withResults ? ', result' : ''})
 ),
 moved AS (
   DELETE FROM ${s}.jobs_hot j
   USING input l
   WHERE ${OWNED} AND j.status IN (1, 2)
-  RETURNING j.*, l.duration_ms AS run_ms
+  RETURNING j.*, l.duration_ms AS run_ms${withResults ? ', l.result AS run_result' : ''}
 ),
 src AS (
-  INSERT INTO ${s}.jobs_archive (${cols(ARCHIVE_COPIED)}, finished_at_utc, duration_ms)
-  SELECT ${cols(ARCHIVE_COPIED, 'm')}, now(), m.run_ms
+  INSERT INTO ${s}.jobs_archive (${cols(ARCHIVE_COPIED)}, finished_at_utc, duration_ms${withResults ? ', result' : ''})
+  SELECT ${cols(ARCHIVE_COPIED, 'm')}, now(), m.run_ms${withResults ? ', m.run_result' : ''}
   FROM moved m
   RETURNING id, lease_id, queue, duration_ms
 ),
@@ -61,9 +65,22 @@ bucket AS (${bucketUpsert(s, 0, '-1', 'src')}
 )
 SELECT id, lease_id FROM src`;
 
-/** Binds {@link archiveSucceeded}: $1–$3 the runs' leases ({@link leaseParams}), $4 their durations in ms. */
-export function archiveSucceededParams(completed: readonly CompletedJob[]): unknown[] {
-  return [...leaseParams(completed), completed.map((c) => c.durationMs)];
+/** True when some run of the batch records its result: it takes {@link archiveSucceeded}'s `withResults` text. */
+export function hasResults(completed: readonly CompletedJob[]): boolean {
+  return completed.some((c) => c.result !== undefined);
+}
+
+/**
+ * Binds {@link archiveSucceeded}: $1–$3 the runs' leases ({@link leaseParams}), $4 their durations in
+ * ms, and with `withResults` $5 their results (null where a run records none).
+ */
+export function archiveSucceededParams(
+  completed: readonly CompletedJob[],
+  withResults = false,
+): unknown[] {
+  const params: unknown[] = [...leaseParams(completed), completed.map((c) => c.durationMs)];
+  if (withResults) params.push(completed.map((c) => c.result ?? null));
+  return params;
 }
 
 /**

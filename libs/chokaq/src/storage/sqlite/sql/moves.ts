@@ -24,9 +24,27 @@ export function resurrectByFilter(dlqTable: string, where: SqlWhere): string {
   return `DELETE FROM ${dlqTable} WHERE id IN (${chooseDlqByFilter(dlqTable, where)}) RETURNING *`;
 }
 
+/**
+ * Step 1 of archiveSucceeded, without or `withResults` (then the leases' `result` goes into the
+ * archive's `result`). The text without results is the one every batch took before stored results.
+ */
+function archiveInsert({ hot, archive }: SqliteTables, withResults: boolean): string {
+  const result = (column: string) => (withResults ? `, ${column}` : '');
+  return `WITH completed(id, worker_id, lease_id, duration_ms${result('result')}) AS (
+        SELECT value ->> 'id', value ->> 'workerId', value ->> 'leaseId', value ->> 'durationMs'${result("value ->> 'result'")}
+        FROM json_each(@leases)
+      )
+      INSERT INTO ${archive} (${ARCHIVE_COPIED.join(', ')}, finished_at_utc, duration_ms${result('result')})
+      SELECT ${ARCHIVE_COPIED.map((c) => `h.${c}`).join(', ')}, ${SQLITE_NOW_MS}, c.duration_ms${result('c.result')}
+      FROM completed c
+      JOIN ${hot} h ON h.id = c.id AND h.worker_id = c.worker_id AND h.lease_id = c.lease_id
+      WHERE h.status IN (1, 2)
+      RETURNING id, queue, duration_ms`;
+}
+
 /** The moves between pillars: each step of hot → Archive, hot → DLQ (and cancel) and DLQ → hot. */
 export function moveStatements(t: SqliteTables) {
-  const { hot, archive, dlq } = t;
+  const { hot, dlq } = t;
   const dlqColumns = [...HOT_COLUMNS, 'failure_reason', 'error_details'];
   return {
     /**
@@ -38,20 +56,19 @@ export function moveStatements(t: SqliteTables) {
      * Insert-then-delete in SQL, rather than delete-returning-then-insert through JSON, keeps the
      * payloads out of JavaScript: the archive is the hottest move.
      */
-    archiveSucceeded: `WITH completed(id, worker_id, lease_id, duration_ms) AS (
-        SELECT value ->> 'id', value ->> 'workerId', value ->> 'leaseId', value ->> 'durationMs'
-        FROM json_each(@leases)
-      )
-      INSERT INTO ${archive} (${ARCHIVE_COPIED.join(', ')}, finished_at_utc, duration_ms)
-      SELECT ${ARCHIVE_COPIED.map((c) => `h.${c}`).join(', ')}, ${SQLITE_NOW_MS}, c.duration_ms
-      FROM completed c
-      JOIN ${hot} h ON h.id = c.id AND h.worker_id = c.worker_id AND h.lease_id = c.lease_id
-      WHERE h.status IN (1, 2)
-      RETURNING id, queue, duration_ms`,
+    archiveSucceeded: archiveInsert(t, false),
 
     /**
-     * Step 2 of archiveSucceeded: delete the rows step 1 archived (same `@leases`, same test) and
-     * return which run each was, `(id, lease_id)`.
+     * Step 1 of archiveSucceeded for a batch where some run records its result: as
+     * {@link archiveSucceeded}, and each lease of `@leases` may carry `result` (its JSON text, kept
+     * as the text of a JSON string), stored in the archive's `result` (NULL where a lease has none).
+     * A batch without results takes the statement above, which does not name the column.
+     */
+    archiveSucceededWithResults: archiveInsert(t, true),
+
+    /**
+     * Step 2 of archiveSucceeded: delete the rows step 1 archived (same `@leases`, without their
+     * results, same test) and return which run each was, `(id, lease_id)`.
      */
     archiveSucceededDelete: `WITH ${LEASE_CTE}
       DELETE FROM ${hot} WHERE status IN (1, 2) AND ${OWNED}

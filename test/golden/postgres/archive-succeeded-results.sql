@@ -1,0 +1,39 @@
+-- [1/1] query
+
+WITH input AS (
+  SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::bigint[], $5::text[])
+    AS l(id, worker_id, lease_id, duration_ms, result)
+),
+moved AS (
+  DELETE FROM "chokaq".jobs_hot j
+  USING input l
+  WHERE j.id = l.id AND j.worker_id = l.worker_id AND j.lease_id = l.lease_id AND j.status IN (1, 2)
+  RETURNING j.*, l.duration_ms AS run_ms, l.result AS run_result
+),
+src AS (
+  INSERT INTO "chokaq".jobs_archive (id, queue, type, payload, tags, idempotency_key, priority, attempt_count, worker_id, lease_id, scheduled_at_utc, created_at_utc, enqueued_at_utc, started_at_utc, last_updated_utc, created_by, last_modified_by, last_error, progress, progress_note, trace_context, payload_version, finished_at_utc, duration_ms, result)
+  SELECT m.id, m.queue, m.type, m.payload, m.tags, m.idempotency_key, m.priority, m.attempt_count, m.worker_id, m.lease_id, m.scheduled_at_utc, m.created_at_utc, m.enqueued_at_utc, m.started_at_utc, m.last_updated_utc, m.created_by, m.last_modified_by, m.last_error, m.progress, m.progress_note, m.trace_context, m.payload_version, now(), m.run_ms, m.run_result
+  FROM moved m
+  RETURNING id, lease_id, queue, duration_ms
+),
+counted AS (
+  INSERT INTO "chokaq".stats_summary AS t (queue, succeeded_total, last_activity_utc)
+  SELECT queue, count(*), now() FROM src GROUP BY queue
+  ON CONFLICT (queue) DO UPDATE
+  SET succeeded_total = t.succeeded_total + EXCLUDED.succeeded_total,
+      last_activity_utc = EXCLUDED.last_activity_utc
+),
+bucket AS (
+  INSERT INTO "chokaq".metric_buckets AS b (
+    bucket_utc, queue, outcome, failure_reason,
+    completed_count, duration_count, total_duration_ms, max_duration_ms)
+  SELECT date_trunc('minute', now()), queue, 0, -1,
+         count(*), count(duration_ms), coalesce(sum(duration_ms), 0), coalesce(max(duration_ms), 0)
+  FROM src AS o GROUP BY queue
+  ON CONFLICT (bucket_utc, queue, outcome, failure_reason) DO UPDATE
+  SET completed_count = b.completed_count + EXCLUDED.completed_count,
+      duration_count = b.duration_count + EXCLUDED.duration_count,
+      total_duration_ms = b.total_duration_ms + EXCLUDED.total_duration_ms,
+      max_duration_ms = greatest(b.max_duration_ms, EXCLUDED.max_duration_ms)
+)
+SELECT id, lease_id FROM src
