@@ -1,5 +1,4 @@
 import { spawn } from 'node:child_process';
-import { randomUUID } from 'node:crypto';
 import { copyFileSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { availableParallelism, tmpdir, userInfo } from 'node:os';
 import { join, resolve } from 'node:path';
@@ -7,6 +6,7 @@ import { FailureReason } from '../../libs/chokaq/src/interfaces/job-status.enum'
 import type { StorageDialect } from '../../libs/chokaq/src/interfaces/job.interface';
 import { schemaDdl } from '../../libs/chokaq/src/cli/commands/schema.command';
 import { JobStorage } from '../../libs/chokaq/src/storage/job-storage';
+import { archiveDirectly as archiveDirectlyThrough } from '../support/archive-directly';
 import { PG_URL } from '../support/env';
 import { TestSchema, createTestSchema, describeEachDialect } from '../support/test-database';
 
@@ -559,33 +559,9 @@ describeEachDialect(
       );
     });
 
-    /**
-     * Runs one job of `cli-results` to the archive through the storage, as a worker does, storing
-     * `result` as a handler that records its result would (none when undefined).
-     */
-    async function archiveDirectly(result?: unknown): Promise<string> {
-      const s = storage!;
-      const type = `cli.result.${randomUUID()}`;
-      const { id } = await s.enqueue({ queue: 'cli-results', type, payload: { n: 1 } });
-      const lease = { id, workerId: seed.workerId, leaseId: randomUUID() };
-      const claimed = await s.fetchNextBatch({
-        workerId: lease.workerId,
-        leaseId: lease.leaseId,
-        limit: 1,
-        handled: { queues: [], types: [{ queue: 'cli-results', type }] },
-      });
-      expect(claimed.map((j) => j.id)).toEqual([id]);
-      expect(await s.markAsProcessing([lease])).toHaveLength(1);
-      const archived = await s.archiveSucceeded([
-        {
-          ...lease,
-          durationMs: 12,
-          ...(result !== undefined && { result: JSON.stringify(result) }),
-        },
-      ]);
-      expect(archived).toHaveLength(1);
-      return id;
-    }
+    /** One job of `cli-results` archived through the storage, with `result` stored if given. */
+    const archiveDirectly = (result?: unknown) =>
+      archiveDirectlyThrough(storage!, 'cli-results', seed.workerId, result);
 
     it("jobs get prints an archived job's stored result, as text and in --json", async () => {
       const stored = { total: 42, lines: ['a', 'b'], note: 'done' };

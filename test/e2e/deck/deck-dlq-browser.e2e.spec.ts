@@ -5,10 +5,10 @@
  * rows, an edited payload that the retried job runs with, its failed first run in the history,
  * and the stored result of an archived job (through the app's `redact`).
  */
-import { randomUUID } from 'node:crypto';
 import type { Page } from 'playwright-core';
 import { JobStatus, type JobView, getJobStorageToken } from '../../../libs/chokaq/src';
 import type { JobStorage } from '../../../libs/chokaq/src/storage';
+import { archiveDirectly } from '../../support/archive-directly';
 import { describeEachDialect } from '../../support/test-database';
 import { waitFor } from '../../support/wait-for';
 import { e2eDatabase } from '../support/e2e-app';
@@ -20,34 +20,6 @@ function redactResult(job: JobView): JobView {
   const { result } = job;
   if (result === null || typeof result !== 'object' || !('token' in result)) return job;
   return { ...job, result: { ...result, token: '***' } };
-}
-
-/**
- * Runs one job of the queue `inspect` (a type no handler of the app takes) to the archive through
- * the storage, as a worker does, storing `result` as a handler that records its result would
- * (none when undefined). Resolves to the job's id.
- */
-async function archiveDirectly(storage: JobStorage, result?: unknown): Promise<string> {
-  const type = `inspect.${randomUUID()}`;
-  const { id } = await storage.enqueue({ queue: 'inspect', type, payload: { n: 1 } });
-  const lease = { id, workerId: 'deck-test:1:inspect', leaseId: randomUUID() };
-  const claimed = await storage.fetchNextBatch({
-    workerId: lease.workerId,
-    leaseId: lease.leaseId,
-    limit: 1,
-    handled: { queues: [], types: [{ queue: 'inspect', type }] },
-  });
-  expect(claimed.map((j) => j.id)).toEqual([id]);
-  expect(await storage.markAsProcessing([lease])).toHaveLength(1);
-  const archived = await storage.archiveSucceeded([
-    {
-      ...lease,
-      durationMs: 12,
-      ...(result !== undefined && { result: JSON.stringify(result) }),
-    },
-  ]);
-  expect(archived).toHaveLength(1);
-  return id;
 }
 
 describeBrowser('The Deck: DLQ and job inspector in a browser', () => {
@@ -178,8 +150,8 @@ describeBrowser('The Deck: DLQ and job inspector in a browser', () => {
       it("shows an archived job's stored result, through redact; no Result block without one", async () => {
         const storage = deck.app.get<JobStorage>(getJobStorageToken());
         const stored = { total: 42, lines: ['a', 'b'], token: 'secret-token' };
-        const withResult = await archiveDirectly(storage, stored);
-        const withoutResult = await archiveDirectly(storage);
+        const withResult = await archiveDirectly(storage, 'inspect', 'deck-test:1:inspect', stored);
+        const withoutResult = await archiveDirectly(storage, 'inspect', 'deck-test:1:inspect');
         expect((await deck.admin.getJob(withResult))?.result).toEqual(stored);
         expect((await deck.admin.getJob(withoutResult))?.result).toBeNull();
 

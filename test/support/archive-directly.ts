@@ -1,0 +1,35 @@
+import { randomUUID } from 'node:crypto';
+import type { JobStorage } from '../../libs/chokaq/src/storage';
+
+/**
+ * Runs one job of `queue` (of a type of its own, which no handler takes) to the archive through the
+ * storage, as a worker does: enqueue, claim, start, archive, each checked. With `result`, the
+ * archive stores it as a handler that records its result would (its JSON text); without, none.
+ * Resolves to the job's id.
+ */
+export async function archiveDirectly(
+  storage: JobStorage,
+  queue: string,
+  workerId: string,
+  result?: unknown,
+): Promise<string> {
+  const type = `${queue}.${randomUUID()}`;
+  const { id } = await storage.enqueue({ queue, type, payload: { n: 1 } });
+  const lease = { id, workerId, leaseId: randomUUID() };
+  const claimed = await storage.fetchNextBatch({
+    workerId,
+    leaseId: lease.leaseId,
+    limit: 1,
+    handled: { queues: [], types: [{ queue, type }] },
+  });
+  if (claimed.length !== 1 || claimed[0].id !== id)
+    throw new Error(`claimed ${claimed.length} rows, not ${id}`);
+  if ((await storage.markAsProcessing([lease])).length !== 1)
+    throw new Error(`${id} did not start`);
+  const completion = { ...lease, durationMs: 12 };
+  const archived = await storage.archiveSucceeded([
+    result === undefined ? completion : { ...completion, result: JSON.stringify(result) },
+  ]);
+  if (archived.length !== 1) throw new Error(`${id} was not archived`);
+  return id;
+}
