@@ -44,7 +44,11 @@ export type {
   StandardSchemaResult,
   StandardSchemaV1,
 } from './interfaces/standard-schema.interface';
-export type { JobHandlerOptions, PayloadUpgradeStep } from './interfaces/handler.interface';
+export type {
+  HandlerBackoff,
+  JobHandlerOptions,
+  PayloadUpgradeStep,
+} from './interfaces/handler.interface';
 export type { JobContext } from './interfaces/job-context.interface';
 export type { ChokaQMiddleware } from './interfaces/middleware.interface';
 export type {

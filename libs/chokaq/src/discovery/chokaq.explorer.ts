@@ -157,6 +157,7 @@ export class ChokaQExplorer {
       // Only a handler that opts in carries the key, so other definitions keep their shape.
       ...(meta.transactional === true && { transactional: true }),
       ...(meta.recordResult === true && { recordResult: true }),
+      ...(meta.backoff !== undefined && { backoff: meta.backoff }),
       schema: meta.schema,
       // Only a versioned definition carries these, so other definitions keep their shape.
       ...(meta.version !== undefined && { version: meta.version }),

@@ -82,3 +82,25 @@ describe('HandlerRegistry.handled with versions', () => {
     ).toThrow('@JobHandler of H.mail.welcome: upgrade[2] is missing');
   });
 });
+
+describe('HandlerRegistry backoff', () => {
+  it('keeps a list or a function and refuses anything else, naming the handler', () => {
+    const registry = new HandlerRegistry();
+    const backoff = [0, 1_000];
+    registry.register({ ...handler('mail', 'list.v1'), backoff });
+    registry.register({ ...handler('mail', 'fn.v1'), backoff: (attempt) => attempt });
+    expect(registry.resolve('mail', 'list.v1')?.backoff).toBe(backoff);
+    expect(typeof registry.resolve('mail', 'fn.v1')?.backoff).toBe('function');
+    const refused = [[], [-1], [1.5], [2 ** 31], Array(101).fill(0), 'fast', 5];
+    refused.forEach((bad, i) => {
+      expect(() =>
+        registry.register({
+          ...handler('mail', `bad${i}.v1`),
+          backoff: bad as unknown as HandlerDefinition['backoff'],
+        }),
+      ).toThrow(
+        `@JobHandler of H.mail.bad${i}.v1: backoff must be a function (attempt, error) => ms or a list of 1 to 100 integers from 0 to 2147483647`,
+      );
+    });
+  });
+});

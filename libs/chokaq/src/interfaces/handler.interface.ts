@@ -11,6 +11,13 @@ import type { StandardSchemaV1 } from './standard-schema.interface';
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 export type PayloadUpgradeStep = (payload: any) => unknown;
 
+/**
+ * A handler's own retry delays (`@JobHandler(…, { backoff })`): a list of waits in ms, the n-th
+ * for the retry after failed attempt n (the last repeated beyond the list), or a function of the
+ * failed attempt (1-based) and what the handler threw, returning the wait in ms. @publicApi
+ */
+export type HandlerBackoff = readonly number[] | ((attempt: number, error: unknown) => number);
+
 /** Per-handler options of `@JobHandler`. @publicApi */
 export interface JobHandlerOptions {
   /** Handle only this type of the queue; without it the handler takes every type of the queue. */
@@ -45,6 +52,16 @@ export interface JobHandlerOptions {
    * Default false: nothing is stored and nothing is serialised.
    */
   recordResult?: boolean;
+  /**
+   * This handler's retry delays, instead of the global `retry` policy's (`baseDelayMs`,
+   * `multiplier`, `maxDelayMs`, `jitterMs`; no jitter is added): `[1_000, 10_000, 60_000]` waits 1
+   * s after the first failed attempt, 10 s after the second and 60 s after every later one; a
+   * function `(attempt, error) => ms` decides per failure. `ChokaQThrottledError(ms)` still wins,
+   * and attempts and `maxJobAgeMs` still bound the retries. A list is checked at startup (1 to 100
+   * integers from 0 to 2³¹ − 1); a function that throws or returns anything but a number from 0 to
+   * 2³¹ − 1 gets the global policy's delay for that retry, and the retry's stored error says why.
+   */
+  backoff?: HandlerBackoff;
 }
 
 /** What `@JobHandler` stores on the method. */
@@ -72,6 +89,8 @@ export interface HandlerDefinition {
   transactional?: boolean;
   /** The handler's return value is stored with the archive row (see `JobHandlerOptions`). */
   recordResult?: boolean;
+  /** The handler's own retry delays (see `JobHandlerOptions`). */
+  backoff?: HandlerBackoff;
   /**
    * Validates each stored payload before the middleware and the handler run; they receive the
    * schema's output. A payload it refuses goes to the DLQ at once as `FatalError`.

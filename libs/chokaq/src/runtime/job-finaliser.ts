@@ -4,6 +4,7 @@ import { logEvent } from '../common/log-events';
 import { STORED_TEXT } from '../common/stored-text';
 import type { JobOutcome } from '../interfaces/job-outcome.interface';
 import { FailureReason } from '../interfaces/job-status.enum';
+import type { HandlerBackoff } from '../interfaces/handler.interface';
 import type { DlqMove, HotJob, JobLease } from '../interfaces/job.interface';
 import type { ResolvedChokaQOptions } from '../interfaces/module-options.interface';
 import type { ChokaQMetrics, ConflictOutcome } from '../observability/chokaq-metrics';
@@ -30,6 +31,8 @@ export interface FinishedRun {
   probe: boolean;
   /** The handler's own `maxAttempts`, when it sets one; else `retry.maxAttempts` applies. */
   maxAttempts?: number;
+  /** The handler's own retry delays, when it sets them; else the `retry` policy's apply. */
+  backoff?: HandlerBackoff;
 }
 
 /** A return to Pending of a run that did not end in a verdict of its own. */
@@ -261,8 +264,12 @@ export class JobFinaliser {
       maxAttempts: run.maxAttempts ?? this.deps.retry.maxAttempts,
       jobAgeMs: this.deps.clock.ageMs(job.enqueuedAtUtc),
       retry: this.deps.retry,
+      backoff: run.backoff,
     });
-    const text = errorText(result.error);
+    const text =
+      decision.action === 'retry' && decision.backoffRefused !== undefined
+        ? `${errorText(result.error)} [${decision.backoffRefused}]`
+        : errorText(result.error);
     if (decision.action === 'dlq' && decision.reason === FailureReason.FatalError) {
       // A bad payload says nothing about the health of the type's dependency.
       this.deps.breakers.releaseProbe(key);

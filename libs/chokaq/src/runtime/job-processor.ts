@@ -747,7 +747,13 @@ export class JobProcessor {
     try {
       await this.finaliser.finalise(
         claimed,
-        { result, attempt: execution.attempt, probe, maxAttempts: handler.maxAttempts },
+        {
+          result,
+          attempt: execution.attempt,
+          probe,
+          maxAttempts: handler.maxAttempts,
+          backoff: handler.backoff,
+        },
         emit,
       );
     } finally {

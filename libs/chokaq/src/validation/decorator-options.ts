@@ -13,6 +13,7 @@ import { scheduleIssues } from './validate-cron';
 import { assertQueueName, validateNewJob } from './validate-job';
 import { STANDARD_SCHEMA_RULE, isStandardSchema } from './validate-payload';
 import { payloadVersionIssues } from './payload-version';
+import { MAX_TIMER_MS } from './limits';
 
 /*
  * Startup checks of decorator options. They return issues rather than throw, so the explorer can
@@ -42,13 +43,31 @@ export function jobHandlerIssues(name: string, meta: JobHandlerMetadata): Valida
       ? []
       : [{ path: at('schema'), message: STANDARD_SCHEMA_RULE, value: meta.schema }]),
     ...payloadVersionIssues(meta.version, meta.upgrade, at),
+    ...backoffIssues(meta.backoff, at('backoff')),
     ...optionIssues(meta as unknown as Record<string, unknown>, JOB_HANDLER_RULES, at, [
       'queue',
       'schema',
       'version',
       'upgrade',
+      'backoff',
     ]),
   ];
+}
+
+/** Most entries of a `backoff` list. */
+export const MAX_BACKOFF_STEPS = 100;
+
+const BACKOFF_RULE = `must be a function (attempt, error) => ms or a list of 1 to ${MAX_BACKOFF_STEPS} integers from 0 to ${MAX_TIMER_MS}`;
+
+/** The problems of a handler's `backoff`: absent, a function, or a list of delays in ms. */
+function backoffIssues(backoff: unknown, path: string): ValidationIssue[] {
+  if (backoff === undefined || typeof backoff === 'function') return [];
+  const ok =
+    Array.isArray(backoff) &&
+    backoff.length >= 1 &&
+    backoff.length <= MAX_BACKOFF_STEPS &&
+    backoff.every((ms) => Number.isInteger(ms) && ms >= 0 && ms <= MAX_TIMER_MS);
+  return ok ? [] : [{ path, message: BACKOFF_RULE, value: backoff }];
 }
 
 /**
@@ -96,6 +115,7 @@ export function handlerDefinitionIssues(handler: HandlerDefinition): ValidationI
     transactional,
     schema,
     ...(handler.recordResult !== undefined && { recordResult: handler.recordResult }),
+    ...(handler.backoff !== undefined && { backoff: handler.backoff }),
     // Only when given, so the rules see the same keys as before for an unversioned handler.
     ...(handler.version !== undefined && { version: handler.version }),
     ...(handler.upgrade !== undefined && { upgrade: handler.upgrade }),

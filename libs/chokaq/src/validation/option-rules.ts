@@ -96,7 +96,8 @@ export const JOB_HANDLER_RULES = {
   retryZombies: bool,
   transactional: bool,
   recordResult: bool,
-} as const satisfies Record<keyof JobHandlerOptions, OptionRule>;
+  // `backoff` (a list or a function) has a rule of its own: `backoffIssues` in decorator-options.ts.
+} as const satisfies Record<Exclude<keyof JobHandlerOptions, 'backoff'>, OptionRule>;
 
 /**
  * `@RecurringJob` options with a rule of their own. `queue` and `payload` are checked as an
