@@ -55,7 +55,7 @@ export function jobHandlerIssues(name: string, meta: JobHandlerMetadata): Valida
 }
 
 /** Most entries of a `backoff` list. */
-export const MAX_BACKOFF_STEPS = 100;
+const MAX_BACKOFF_STEPS = 100;
 
 const BACKOFF_RULE = `must be a function (attempt, error) => ms or a list of 1 to ${MAX_BACKOFF_STEPS} integers from 0 to ${MAX_TIMER_MS}`;
 

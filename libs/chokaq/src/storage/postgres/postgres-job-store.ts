@@ -24,6 +24,7 @@ import { Audit, DialectJobStore, ZombieSweep } from '../dialect-job-storage';
 import type { HandlerTransactionSupport } from '../job-storage';
 import { OWN_DATA_SOURCE_REASON, SqlHandlerTransaction } from '../shared/handler-transaction';
 import { rateStateOf, shortestRateWait } from '../shared/rate-window';
+import { hasResults } from '../shared/stored-results';
 import { claimOrder } from '../shared/claim-order';
 import { mapClaimedRow, mapHotRow, toDate } from '../shared/row-mapper';
 import { Exec, num, PostgresConnection } from './postgres.connection';
@@ -409,7 +410,7 @@ export class PostgresJobStore extends PostgresAdminStore implements DialectJobSt
 
   /** @inheritdoc */
   async archiveSucceeded(completed: readonly Checked<CompletedJob>[]): Promise<RunRef[]> {
-    const withResults = SQL.hasResults(completed);
+    const withResults = hasResults(completed);
     const params = SQL.archiveSucceededParams(completed, withResults);
     const sql = withResults ? this.sql.archiveSucceededWithResults : this.sql.archiveSucceeded;
     const rows = await this.db.query('archiveSucceeded', sql, params);
@@ -433,7 +434,7 @@ export class PostgresJobStore extends PostgresAdminStore implements DialectJobSt
     const support = this.handlerTransactions();
     if (!support.supported) throw new ChokaQTransactionalHandlerError([], support.reason);
     return this.db.handlerTransaction(statementTimeoutMs, async (exec, completed) => {
-      const withResults = completed.result !== undefined;
+      const withResults = hasResults([completed]);
       const rows = await exec(
         withResults ? this.sql.archiveSucceededWithResults : this.sql.archiveSucceeded,
         SQL.archiveSucceededParams([completed], withResults),

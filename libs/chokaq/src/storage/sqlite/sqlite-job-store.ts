@@ -30,6 +30,7 @@ import {
 import type { HandlerTransactionSupport } from '../job-storage';
 import { NO_REASON, Outcome } from '../shared/outcome';
 import { rateStateOf, shortestRateWait } from '../shared/rate-window';
+import { hasResults } from '../shared/stored-results';
 import { claimOrder } from '../shared/claim-order';
 import { mapClaimedRow, mapHotRow } from '../shared/row-mapper';
 import { bucketsOf, claimedStartLag, countersByQueue, startBucketsOf } from './sqlite-counters';
@@ -492,26 +493,17 @@ export class SqliteJobStore extends SqliteAdminStore implements DialectJobStore 
    * leases without them); a batch without results binds and runs exactly what it did before.
    */
   async archiveSucceeded(completed: readonly Checked<CompletedJob>[]): Promise<RunRef[]> {
-    const leases = JSON.stringify(
-      completed.map((c) => ({
-        id: c.id,
-        workerId: c.workerId,
-        leaseId: c.leaseId,
-        durationMs: c.durationMs,
-      })),
-    );
-    const withResults = completed.some((c) => c.result !== undefined);
+    const lease = ({ id, workerId, leaseId, durationMs }: CompletedJob) => ({
+      id,
+      workerId,
+      leaseId,
+      durationMs,
+    });
+    const leases = JSON.stringify(completed.map(lease));
+    const withResults = hasResults(completed);
     // `result: undefined` leaves the key out: its run stores NULL.
     const copied = withResults
-      ? JSON.stringify(
-          completed.map((c) => ({
-            id: c.id,
-            workerId: c.workerId,
-            leaseId: c.leaseId,
-            durationMs: c.durationMs,
-            result: c.result,
-          })),
-        )
+      ? JSON.stringify(completed.map((c) => ({ ...lease(c), result: c.result })))
       : leases;
     const copy = withResults ? this.sql.archiveSucceededWithResults : this.sql.archiveSucceeded;
     return this.db.write('archiveSucceeded', () => {

@@ -6,6 +6,7 @@
 import { FailureReason } from '../../../interfaces/job-status.enum';
 import { DlqFilter } from '../../../interfaces/job-view.interface';
 import { attemptOutcomeSql } from '../../shared/attempts';
+import { hasResults } from '../../shared/stored-results';
 import { MssqlBatchOptions, MssqlStatement, ParamList } from '../mssql-params';
 import { DLQ_COLUMNS, HOT_COLUMNS } from '../mssql.schema';
 import { historyWhere, whereClause } from './filters';
@@ -73,7 +74,7 @@ export function archiveSucceeded(
   const own = !options?.callerTransaction;
   const t = tables(schema);
   const p = new ParamList();
-  const withResults = items.some((i) => i.result !== undefined);
+  const withResults = hasResults(items);
   const doc = p.json(
     items.map((i) =>
       withResults

@@ -37,20 +37,23 @@ import {
  * run that records none) go into the archive's `result`. Without it the text is that of a batch
  * with no result at all, the common case, which binds no fifth array.
  */
-export const archiveSucceeded = (s: string, withResults = false): string => `
+export const archiveSucceeded = (s: string, withResults = false): string => {
+  /** `text` when the batch stores results, else nothing. */
+  const results = (text: string) => (withResults ? text : '');
+  return `
 WITH input AS (
-  SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::bigint[]${withResults ? ', $5::text[]' : ''})
-    AS l(id, worker_id, lease_id, duration_ms${withResults ? ', result' : ''})
+  SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::bigint[]${results(', $5::text[]')})
+    AS l(id, worker_id, lease_id, duration_ms${results(', result')})
 ),
 moved AS (
   DELETE FROM ${s}.jobs_hot j
   USING input l
   WHERE ${OWNED} AND j.status IN (1, 2)
-  RETURNING j.*, l.duration_ms AS run_ms${withResults ? ', l.result AS run_result' : ''}
+  RETURNING j.*, l.duration_ms AS run_ms${results(', l.result AS run_result')}
 ),
 src AS (
-  INSERT INTO ${s}.jobs_archive (${cols(ARCHIVE_COPIED)}, finished_at_utc, duration_ms${withResults ? ', result' : ''})
-  SELECT ${cols(ARCHIVE_COPIED, 'm')}, now(), m.run_ms${withResults ? ', m.run_result' : ''}
+  INSERT INTO ${s}.jobs_archive (${cols(ARCHIVE_COPIED)}, finished_at_utc, duration_ms${results(', result')})
+  SELECT ${cols(ARCHIVE_COPIED, 'm')}, now(), m.run_ms${results(', m.run_result')}
   FROM moved m
   RETURNING id, lease_id, queue, duration_ms
 ),
@@ -64,11 +67,7 @@ counted AS (
 bucket AS (${bucketUpsert(s, 0, '-1', 'src')}
 )
 SELECT id, lease_id FROM src`;
-
-/** True when some run of the batch records its result: it takes {@link archiveSucceeded}'s `withResults` text. */
-export function hasResults(completed: readonly CompletedJob[]): boolean {
-  return completed.some((c) => c.result !== undefined);
-}
+};
 
 /**
  * Binds {@link archiveSucceeded}: $1–$3 the runs' leases ({@link leaseParams}), $4 their durations in
