@@ -1,8 +1,9 @@
 import { spawn } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
 import { copyFileSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { availableParallelism, tmpdir, userInfo } from 'node:os';
 import { join, resolve } from 'node:path';
-import { FailureReason } from '../../libs/chokaq/src/interfaces/job-status.enum';
+import { FailureReason, JobStatus } from '../../libs/chokaq/src/interfaces/job-status.enum';
 import type { StorageDialect } from '../../libs/chokaq/src/interfaces/job.interface';
 import { schemaDdl } from '../../libs/chokaq/src/cli/commands/schema.command';
 import { JobStorage } from '../../libs/chokaq/src/storage/job-storage';
@@ -598,6 +599,64 @@ describeEachDialect(
         pillar: 'archive',
         result: null,
       });
+    });
+
+    it('jobs run-now and jobs edit change a pending job, and refuse one a worker has started', async () => {
+      const s = storage!;
+      const queue = 'cli-edit';
+      const original = { payload: { x: 0 }, tags: ['old'], priority: 7 };
+      const delayed = async () => (await s.enqueue({ queue, ...original, delayMs: 3_600_000 })).id;
+      const [due, edited] = [await delayed(), await delayed()];
+      // Started as a worker starts it: claimed, then Processing.
+      const type = 'cli.edit.started';
+      const { id: started } = await s.enqueue({ queue, type, ...original });
+      const lease = { id: started, workerId: seed.workerId, leaseId: randomUUID() };
+      const claimed = await s.fetchNextBatch({
+        workerId: lease.workerId,
+        leaseId: lease.leaseId,
+        limit: 1,
+        handled: { queues: [], types: [{ queue, type }] },
+      });
+      expect(claimed.map((job) => job.id)).toEqual([started]);
+      expect(await s.markAsProcessing([lease])).toHaveLength(1);
+
+      const edits = ['--priority', '3', '--tags', 'a,b', '--payload', '{"x":1}'];
+      const [runNow, edit, refused, missing] = await Promise.all([
+        cli('jobs', 'run-now', due, '--json'),
+        cli('jobs', 'edit', edited, ...edits),
+        cli('jobs', 'edit', started, ...edits),
+        cli('jobs', 'run-now', '0190a1b2-c3d4-7e5f-8a9b-0c1d2e3f4a5b'),
+      ]);
+
+      expectExit(runNow, 0);
+      expect(json(runNow)).toEqual({ id: due, edits: { runAt: 'now' } });
+      // Due at once; nothing else changed.
+      expect(await s.getJob(due)).toMatchObject({
+        status: JobStatus.Pending,
+        scheduledAtUtc: null,
+        ...original,
+      });
+
+      expectExit(edit, 0);
+      expect(edit.stdout).toContain(`Job ${edited} edited.`);
+      // Edited; still delayed, as --run-at was not given.
+      expect(await s.getJob(edited)).toMatchObject({
+        status: JobStatus.Pending,
+        priority: 3,
+        tags: ['a', 'b'],
+        payload: { x: 1 },
+        scheduledAtUtc: expect.any(Date),
+      });
+
+      expectExit(refused, 1);
+      expect(refused.stdout).toBe('');
+      expect(refused.stderr).toContain(
+        `Job ${started} cannot be edited: it is Processing, and only a Pending job can be`,
+      );
+      expect(await s.getJob(started)).toMatchObject({ status: JobStatus.Processing, ...original });
+
+      expectExit(missing, 3);
+      expect(missing.stderr).toContain('no job has this id');
     });
   },
   { only: ['sqlite', 'postgres'] satisfies StorageDialect[] },

@@ -2,6 +2,7 @@ import { INestApplication, Injectable } from '@nestjs/common';
 import * as v from 'valibot';
 import { z } from 'zod';
 import {
+  ChokaQAdmin,
   ChokaQPayloadValidationError,
   ChokaQValidationError,
   FailureReason,
@@ -188,5 +189,38 @@ describeEachDialect('payloads checked through Standard Schema', ({ name: dialect
       ]),
     );
     expect(handlers.received).toHaveLength(2);
+  });
+
+  it('checks an edited payload by the schema, through the definition and through the admin', async () => {
+    const admin = app.get(ChokaQAdmin);
+    const id = await jobs.enqueue(Welcome, { to: 'A@B.C' }, { delayMs: 3_600_000 });
+    const refused = await jobs
+      .updatePending(Welcome, id, { payload: { to: 42 } as never })
+      .catch((e: unknown) => e);
+    expect(refused).toBeInstanceOf(ChokaQPayloadValidationError);
+    expect(refused).toMatchObject({ issues: [{ path: 'edits.payload.to', value: 42 }] });
+    // The process registers the handler of welcome.v1, so the admin checks by its schema too.
+    await expect(admin.updatePending(id, { payload: { to: 42 } })).rejects.toMatchObject({
+      name: 'ChokaQPayloadValidationError',
+      issues: [{ path: 'edits.payload.to', value: 42 }],
+    });
+    // Another definition's job is not this one's to edit.
+    await expect(jobs.updatePending(Resize, id, { priority: 1 })).rejects.toMatchObject({
+      name: 'ChokaQValidationError',
+      issues: [{ path: 'id', message: expect.stringMatching(/welcome\.v1/) }],
+    });
+    expect((await jobs.getJob(id))?.payload).toEqual({ to: 'A@B.C' });
+
+    // A valid payload, and run now: the worker runs the edited job at once.
+    await jobs.updatePending(Welcome, id, { payload: { to: ' X@Y.Z ' }, runAt: 'now' });
+    expect((await settled(id)).pillar).toBe('archive');
+    expect(handlers.received).toEqual([
+      { type: 'welcome.v1', payload: { to: 'x@y.z', lang: 'en' } },
+    ]);
+    await expect(jobs.updatePending(Welcome, id, { priority: 2 })).rejects.toMatchObject({
+      name: 'ChokaQJobNotPendingError',
+      jobId: id,
+      status: JobStatus.Succeeded,
+    });
   });
 });

@@ -2,6 +2,7 @@ import { INestApplication, Injectable, Type } from '@nestjs/common';
 import * as v from 'valibot';
 import { z } from 'zod';
 import {
+  ChokaQAdmin,
   ChokaQPayloadValidationError,
   FailureReason,
   JobClient,
@@ -131,6 +132,27 @@ describeEachDialect('versioned payloads', ({ name: dialect }) => {
     expect(await jobs.getJob(v1)).toMatchObject({ payloadVersion: 1 });
     expect(await jobs.getJob(plain)).toMatchObject({ payloadVersion: 1 });
     expect(await db.count('hot', 'payload_version = 3')).toBe(1);
+  });
+
+  it('stores an edited payload under the version of the definition (or the handler) that checked it', async () => {
+    const { jobs } = await boot(NewPod);
+    const admin = app!.get(ChokaQAdmin);
+    const later = { delayMs: 3_600_000 };
+    const id = await jobs.enqueue(ProfileV1, { name: 'Ada Lovelace' }, later);
+    await jobs.updatePending(ProfileV2, id, { payload: { first: 'Ada', last: 'King' } });
+    expect(await jobs.getJob(id)).toMatchObject({
+      payloadVersion: 2,
+      payload: { first: 'Ada', last: 'King' },
+    });
+    // The admin checks by the handler this pod registers (version 3) and stores its version.
+    await expect(admin.updatePending(id, { payload: { first: 'Ada' } })).rejects.toMatchObject({
+      name: 'ChokaQPayloadValidationError',
+    });
+    await admin.updatePending(id, { payload: { first: 'Ada', last: 'King', tags: ['x'] } });
+    expect(await jobs.getJob(id)).toMatchObject({ payloadVersion: 3 });
+    // Edits without a payload keep its version.
+    await admin.updatePending(id, { priority: 1 });
+    expect(await jobs.getJob(id)).toMatchObject({ payloadVersion: 3, priority: 1 });
   });
 
   it('refuses at enqueue a payload the version’s schema rejects, writing nothing', async () => {

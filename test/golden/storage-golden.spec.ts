@@ -279,6 +279,22 @@ const SCENARIOS: readonly Scenario[] = [
     },
   },
   {
+    file: 'update-pending',
+    async run(storage, recorder) {
+      const { id } = await storage.enqueue(job('golden.update'));
+      const { result, statements } = await recorder.record(() =>
+        storage.updatePending(
+          id,
+          { payload: { a: 1 }, payloadVersion: 2, tags: ['x'], priority: 99, runAt: 'now' },
+          'ops',
+          { action: 'job.update', actor: 'ops' },
+        ),
+      );
+      expect(result).toEqual({ updated: true });
+      return statements;
+    },
+  },
+  {
     file: 'resurrect-by-filter',
     async run(storage, recorder) {
       const ids = await inDlq(storage, 'golden.rbf', 2);

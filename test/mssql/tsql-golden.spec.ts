@@ -32,6 +32,8 @@ const PINNED: ReadonlyArray<[file: string, name: string]> = [
   ['move-to-dlq-admin', 'moveToDlq [admin]'],
   ['cancel', 'cancel'],
   ['resurrect-edits', 'resurrect [all]'],
+  ['update-pending', 'updatePending [all]'],
+  ['update-pending-run-now', 'updatePending [run now]'],
   ['resurrect-by-filter', 'resurrectByFilter [no filter]'],
   ['archive-zombies', 'archiveZombies'],
   ['enqueue-key', 'enqueue [key=true delay]'],

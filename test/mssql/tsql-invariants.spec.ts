@@ -127,3 +127,30 @@ describe('SQL Server exact text matches', () => {
     }
   });
 });
+
+/**
+ * `OUTPUT` without `INTO` fails (Msg 334) when the target table has an enabled trigger, such as a
+ * DBA's audit trigger ("OUTPUT Clause (Transact-SQL)", Remarks:
+ * https://learn.microsoft.com/en-us/sql/t-sql/queries/output-clause-transact-sql). Every statement
+ * of the dialect sends its `OUTPUT` rows into a table variable and selects them afterwards.
+ */
+describe('SQL Server OUTPUT clauses', () => {
+  /** The `OUTPUT` clauses of `sql` that do not write into a table variable before their statement ends. */
+  function bareOutputs(sql: string): string[] {
+    return [...sql.matchAll(/\bOUTPUT\b[^;]*/g)]
+      .map((m) => m[0])
+      .filter((clause) => !/\bINTO\s+@\w+/.test(clause));
+  }
+
+  it('finds a bare OUTPUT (the check can fail)', () => {
+    expect(bareOutputs('UPDATE h SET h.A = 1 OUTPUT inserted.Id FROM t AS h;')).toHaveLength(1);
+    expect(bareOutputs('UPDATE h SET h.A = 1 OUTPUT inserted.Id INTO @X (Id) FROM t;')).toEqual([]);
+  });
+
+  it('sends every OUTPUT of every statement into a table variable', () => {
+    const bare = catalogue().flatMap((e) =>
+      bareOutputs(e.statement.sql).map((clause) => `${e.name}: ${clause.slice(0, 80)}`),
+    );
+    expect(bare).toEqual([]);
+  });
+});

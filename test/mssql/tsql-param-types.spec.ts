@@ -231,6 +231,24 @@ function cases(): Case[] {
       'filter',
       (v) => SQL.resurrect(s, { filter: dlqFilter(v), max: 10 }, null, v.actor),
     ],
+    [
+      'updatePending',
+      'all edits',
+      (v) =>
+        SQL.updatePending(
+          s,
+          v.id,
+          {
+            payload: v.payload,
+            payloadVersion: 2,
+            tags: v.tags,
+            priority: 3,
+            runAt: v.date,
+            expect: { queue: v.queue, type: v.type },
+          },
+          v.actor,
+        ),
+    ],
     ['recoverAbandoned', '', () => SQL.recoverAbandoned(s, 60_000, 100)],
     [
       'archiveZombies',

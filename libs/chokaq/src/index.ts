@@ -71,6 +71,7 @@ export type {
   TransactionOption,
   TypedEnqueueItem,
   TypedEnqueueJobOptions,
+  TypedPendingEdits,
 } from './client/job-client';
 export { ChokaQAdmin } from './admin/chokaq-admin.service';
 export { ChokaQTesting } from './testing/chokaq-testing';
@@ -114,6 +115,7 @@ export type {
   HandledJobs,
   HotJob,
   NewJob,
+  PendingEdits,
   QueueInfo,
   QueuePatch,
   RateLimit,

@@ -3,8 +3,10 @@
  * The DLQ panel and the job inspector in Chromium: a filter in the URL, a preview that counts
  * right, a typed confirmation, bulk resurrect and purge reaching the database with their audit
  * rows, an edited payload that the retried job runs with, its failed first run in the history,
- * and the stored result of an archived job (through the app's `redact`).
+ * the stored result of an archived job (through the app's `redact`), and a delayed Pending job
+ * run now and edited.
  */
+import { randomUUID } from 'node:crypto';
 import type { Page } from 'playwright-core';
 import { JobStatus, type JobView, getJobStorageToken } from '../../../libs/chokaq/src';
 import type { JobStorage } from '../../../libs/chokaq/src/storage';
@@ -13,7 +15,14 @@ import { describeEachDialect } from '../../support/test-database';
 import { waitFor } from '../../support/wait-for';
 import { e2eDatabase } from '../support/e2e-app';
 import { DeckApp, startDeckApp } from './deck-app';
-import { PageProblems, describeBrowser, openPage, sharedBrowser, signIn } from './browser';
+import {
+  PageProblems,
+  axeViolations,
+  describeBrowser,
+  openPage,
+  sharedBrowser,
+  signIn,
+} from './browser';
 
 /** The app's `redact`: masks the `token` of a stored result, and leaves everything else as it is. */
 function redactResult(job: JobView): JobView {
@@ -170,6 +179,70 @@ describeBrowser('The Deck: DLQ and job inspector in a browser', () => {
         await plain.locator('[data-field="payload"]').waitFor();
         expect(await plain.getByRole('heading', { name: 'Result' }).count()).toBe(0);
         expect(await plain.locator('[data-field="result"]').count()).toBe(0);
+        expect(problems).toEqual({ console: [], errors: [], dialogs: [] });
+      });
+
+      it('runs a delayed Pending job now and edits its priority in the inspector', async () => {
+        // A queue no handler of this app claims from: the job stays Pending for the test to read.
+        const id = await deck.client.enqueue(
+          'pending',
+          { n: 1 },
+          { type: 'edit', priority: 1, delayMs: 3_600_000 },
+        );
+        await page.goto(`${deck.url}#/jobs/${id}`);
+        const job = page.getByRole('article', { name: `Job ${id}` });
+        await job.locator('[data-field="status"]').filter({ hasText: 'Pending' }).waitFor();
+        expect(await axeViolations(page)).toEqual([]);
+        const runNow = job.getByRole('button', { name: 'Run now' });
+        await runNow.click();
+        await job.getByRole('status').filter({ hasText: 'Run now: the job is due' }).waitFor();
+        await waitFor(
+          'the job due now in the database',
+          async () => (await deck.admin.getJob(id))?.scheduledAtUtc === null,
+        );
+        // The reloaded job is due: no button to make it so.
+        await runNow.waitFor({ state: 'detached' });
+
+        await job.getByLabel('Priority').fill('8');
+        await job.getByRole('button', { name: 'Save', exact: true }).click();
+        await job.getByRole('status').filter({ hasText: 'Saved' }).waitFor();
+        await waitFor(
+          'the edited priority in the database',
+          async () => (await deck.admin.getJob(id))?.priority === 8,
+        );
+        // Only the priority was sent: the rest is as it was.
+        expect(await deck.admin.getJob(id)).toMatchObject({
+          status: JobStatus.Pending,
+          payload: { n: 1 },
+          tags: [],
+          scheduledAtUtc: null,
+        });
+        const audit = await deck.admin.getAuditLog({ target: id });
+        expect(audit.items.map((a) => [a.action, a.actor])).toEqual([
+          ['job.update', 'bearer-operator'],
+          ['job.update', 'bearer-operator'],
+        ]);
+        expect(problems).toEqual({ console: [], errors: [], dialogs: [] });
+
+        // A worker claims it meanwhile: the next edit is refused with the server's reason.
+        const storage = deck.app.get<JobStorage>(getJobStorageToken());
+        const claimed = await storage.fetchNextBatch({
+          workerId: 'deck-test-worker',
+          leaseId: randomUUID(),
+          limit: 1,
+          start: 1,
+          handled: { queues: [], types: [{ queue: 'pending', type: 'edit' }] },
+        });
+        expect(claimed.map((j) => j.id)).toEqual([id]);
+        await job.getByLabel('Priority').fill('9');
+        await job.getByRole('button', { name: 'Save', exact: true }).click();
+        await job
+          .getByRole('alert')
+          .filter({ hasText: `Job ${id} cannot be edited: it is Processing` })
+          .waitFor();
+        expect((await deck.admin.getJob(id))?.priority).toBe(8);
+        // Chromium logs the refused request; that one line, and nothing else.
+        expect(problems.console.splice(0)).toEqual([expect.stringMatching(/status of 409/)]);
         expect(problems).toEqual({ console: [], errors: [], dialogs: [] });
       });
     },

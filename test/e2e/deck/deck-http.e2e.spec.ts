@@ -4,11 +4,13 @@
  * stream, and the one shared snapshot per process. Express and Fastify, with and without a global
  * prefix and URI versioning.
  */
+import { randomUUID } from 'node:crypto';
 import { Test } from '@nestjs/testing';
 import pg from 'pg';
-import { ChokaQModule } from '../../../libs/chokaq/src';
+import { ChokaQModule, JobStatus, getJobStorageToken } from '../../../libs/chokaq/src';
 import { ChokaQDeckConfigError, ChokaQDeckModule, DECK_CSP } from '../../../libs/chokaq/src/deck';
 import { DeckSnapshotService } from '../../../libs/chokaq/src/deck/deck-snapshot.service';
+import type { JobStorage } from '../../../libs/chokaq/src/storage';
 import { describePostgres } from '../../support/test-database';
 import { FAST_OPTIONS, e2eDatabase, mergeOptions } from '../support/e2e-app';
 import { BlockingGlobalGuard, DeckApp, DenyGuard, bearer, startDeckApp } from './deck-app';
@@ -245,6 +247,67 @@ describe.each(PLATFORMS)(
       });
       expect(missing.status).toBe(404);
     });
+
+    it('edits a Pending job: 200 and stored, 400 with issues, 409 once claimed, 404 for no job, 403 without the CSRF header', async () => {
+      const update = (id: string, edits: unknown, headers = bearer(true)) =>
+        fetch(`${deck.url}/api/jobs/${id}/update`, {
+          method: 'POST',
+          headers,
+          body: JSON.stringify(edits),
+        });
+      // A queue no test here claims from, and an hour's delay: Pending and not due.
+      const id = await deck.client.enqueue(
+        'edits',
+        { n: 1 },
+        { type: 'edit', priority: 1, delayMs: 3_600_000 },
+      );
+
+      const refused = await update(id, { priority: 9 }, bearer());
+      expect(refused.status).toBe(403);
+      expect((await deck.admin.getJob(id))?.priority).toBe(1);
+
+      const updated = await update(id, { priority: 7, tags: ['edited'], runAt: 'now' });
+      expect(updated.status).toBe(200);
+      expect(await json(updated)).toEqual({ updated: true });
+      expect(await deck.admin.getJob(id)).toMatchObject({
+        status: JobStatus.Pending,
+        payload: { n: 1 },
+        priority: 7,
+        tags: ['edited'],
+        scheduledAtUtc: null,
+      });
+
+      const bad = await update(id, { priority: 'high' });
+      expect(bad.status).toBe(400);
+      expect(await json(bad)).toMatchObject({
+        error: 'validation',
+        issues: [expect.objectContaining({ path: 'edits.priority' })],
+      });
+
+      // Claimed and started, as a worker would: refused with its status, and left as it was.
+      const storage = deck.app.get<JobStorage>(getJobStorageToken());
+      const claimed = await storage.fetchNextBatch({
+        workerId: 'deck-test-worker',
+        leaseId: randomUUID(),
+        limit: 1,
+        start: 1,
+        handled: { queues: [], types: [{ queue: 'edits', type: 'edit' }] },
+      });
+      expect(claimed.map((j) => j.id)).toEqual([id]);
+      const conflict = await update(id, { priority: 3 });
+      expect(conflict.status).toBe(409);
+      expect(await json(conflict)).toEqual({
+        error: 'not-pending',
+        message: `Job ${id} cannot be edited: it is Processing, and only a Pending job can be`,
+        status: JobStatus.Processing,
+      });
+      expect((await deck.admin.getJob(id))?.priority).toBe(7);
+
+      const missing = await update(randomUUID(), { priority: 3 });
+      expect(missing.status).toBe(404);
+      expect(await json(missing)).toMatchObject({ error: 'not-found', status: null });
+      expect((await deck.admin.getAuditLog({ action: 'job.update' })).items).toHaveLength(1);
+    });
   },
 );
 
@@ -267,7 +330,13 @@ describe('The Deck: destructive guards, read-only, global guards', () => {
       body: JSON.stringify({ action: 'purge', filter: {} }),
     });
     expect(preview.status).toBe(200);
-    for (const path of ['queues/deck/pause', 'dlq/purge', 'jobs/x/cancel', 'recurring/x/trigger']) {
+    for (const path of [
+      'queues/deck/pause',
+      'dlq/purge',
+      'jobs/x/cancel',
+      'jobs/x/update',
+      'recurring/x/trigger',
+    ]) {
       const res = await fetch(`${deck.url}/api/${path}`, {
         method: 'POST',
         headers: bearer(true),

@@ -7,6 +7,7 @@ import {
   TOP_ERRORS_WINDOW_MS,
   TOP_ERRORS_WINDOW_ROWS,
 } from '../../../libs/chokaq/src/validation/limits';
+import type { ValidatedPendingUpdate } from '../../../libs/chokaq/src/validation/validate-job';
 
 /** How a statement is classified by the lock-hint checks. */
 export type StatementKind = 'claim' | 'move' | 'transition' | 'telemetry' | 'read' | 'ddl';
@@ -111,6 +112,16 @@ const JOB: SQL.MssqlNewJob = {
   createdBy: 'tests',
   traceContext: '{"traceparent":"00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"}',
   payloadVersion: 2,
+};
+
+/** `updatePending` edits that change nothing, to spread one field over. */
+const NO_PENDING_EDIT: ValidatedPendingUpdate = {
+  payload: null,
+  payloadVersion: null,
+  tags: undefined,
+  priority: null,
+  runAt: undefined,
+  expect: null,
 };
 
 /**
@@ -280,6 +291,28 @@ export function catalogue(schema: SQL.MssqlSchema = SCHEMA): CatalogueEntry[] {
   ];
   for (const [variant, edits] of editVariants) {
     add('resurrect', variant, 'move', SQL.resurrect(schema, { ids: [ID] }, edits, 'ops'));
+  }
+  const pendingEdits: Array<[string, ValidatedPendingUpdate]> = [
+    ['payload', { ...NO_PENDING_EDIT, payload: '{"a":1}', payloadVersion: 2 }],
+    ['tags', { ...NO_PENDING_EDIT, tags: ',x,' }],
+    ['clear tags', { ...NO_PENDING_EDIT, tags: null }],
+    ['priority', { ...NO_PENDING_EDIT, priority: 99 }],
+    ['run now', { ...NO_PENDING_EDIT, runAt: null }],
+    ['run at', { ...NO_PENDING_EDIT, runAt: new Date('2030-01-02T03:04:05.678Z') }],
+    [
+      'all',
+      {
+        payload: '{"a":1}',
+        payloadVersion: 2,
+        tags: ',x,',
+        priority: 99,
+        runAt: new Date('2030-01-02T03:04:05.678Z'),
+        expect: { queue: 'emails', type: 'welcome.v1' },
+      },
+    ],
+  ];
+  for (const [variant, edits] of pendingEdits) {
+    add('updatePending', variant, 'transition', SQL.updatePending(schema, ID, edits, 'ops'));
   }
   for (const keys of singlesAndAll(PILLAR_FILTER_KEYS.dlq)) {
     add(

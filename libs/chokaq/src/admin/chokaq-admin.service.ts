@@ -5,6 +5,7 @@ import { toError } from '../common/error-text';
 import { logEvent } from '../common/log-events';
 import {
   ChokaQConfirmationError,
+  ChokaQJobNotPendingError,
   ChokaQRecurringJobNotFoundError,
   ChokaQValidationError,
 } from '../errors';
@@ -37,6 +38,8 @@ import {
 } from '../interfaces/job-view.interface';
 import {
   CancelResult,
+  PendingEdits,
+  PendingUpdate,
   QueueInfo,
   QueuePatch,
   RateLimit,
@@ -49,6 +52,8 @@ import { RecurringJobSpec, RecurringJobView } from '../interfaces/recurring-job.
 import { SchemaStatus } from '../interfaces/schema-status.interface';
 import { LocalWorkerHealth, WorkerInfo, WorkerQuery } from '../interfaces/worker.interface';
 import { ChokaQMetrics } from '../observability/chokaq-metrics';
+import { HandlerRegistry } from '../discovery/handler.registry';
+import { JobStatus } from '../interfaces/job-status.enum';
 import { CronSchedule } from '../runtime/cron-schedule';
 import { JobEvents } from '../runtime/job-events';
 import { announceCancelled } from '../runtime/lifecycle-events';
@@ -59,7 +64,8 @@ import { assertTolerance, canonicalFilter } from '../validation/validate-audit';
 import { assertDlqFilter } from '../validation/validate-filter';
 import { OPTION_RULES, describeRule, satisfies } from '../validation/option-rules';
 import { assertActor } from '../validation/validate-args';
-import { assertNonNegativeInt } from '../validation/validate-job';
+import { assertNonNegativeInt, assertPendingUpdated } from '../validation/validate-job';
+import { assertPayloadMatches } from '../validation/validate-payload';
 import { WorkerRegistry } from '../worker.registry';
 import { readConfirmation, signConfirmation } from './confirmation-token';
 
@@ -91,6 +97,7 @@ export class ChokaQAdmin {
     private readonly workers: WorkerRegistry,
     @Optional() private readonly events?: JobEvents,
     @Optional() private readonly metrics: ChokaQMetrics = ChokaQMetrics.disabled(),
+    @Optional() private readonly handlers?: HandlerRegistry,
   ) {}
 
   /** The confirmation secret, read (or first stored) once per instance. */
@@ -246,6 +253,57 @@ export class ChokaQAdmin {
       },
     );
     return result;
+  }
+
+  /**
+   * Edits a job that is still Pending: its payload, tags, priority, or when it runs (`runAt`: a
+   * `Date`, or `'now'` to make a delayed or retrying job due at once). Refused with
+   * `ChokaQJobNotPendingError` (its `status` says what the job is now; null: no such job) once a
+   * worker has claimed it, including a row started ahead, or it has finished; nothing is changed
+   * then. A new payload is checked as an enqueue checks it: size and JSON, and, when this process
+   * registers a handler for the job's queue and type, that handler's schema
+   * (`ChokaQPayloadValidationError`); it is stored under that handler's payload version, or, with
+   * no handler here, under the job's own. One guarded statement with its audit row (`job.update`,
+   * the payload as its hash and size) in one transaction.
+   */
+  async updatePending(id: string, edits: PendingEdits, actor?: string): Promise<void> {
+    const update = await this.withHandlerRules(id, edits);
+    const result = await this.storage.updatePending(id, update, actor, {
+      action: 'job.update',
+      actor,
+    });
+    assertPendingUpdated(id, result);
+    logEvent(this.logger, 'JobUpdated', `Pending job ${id} edited${actor ? ` by ${actor}` : ''}`, {
+      jobId: id,
+      actor,
+      fields: Object.keys(edits).filter((k) => edits[k as keyof PendingEdits] !== undefined),
+    });
+  }
+
+  /**
+   * The edits with the rules of the handler this process registers for the job, when they carry a
+   * payload: its schema checks the payload, its version is the payload's. The job is read for its
+   * queue and type, and the update is then held to them.
+   */
+  private async withHandlerRules(id: string, edits: PendingEdits): Promise<PendingUpdate> {
+    const handlers = this.handlers;
+    // Anything but an object with a payload is left to the storage edge, which names the problem.
+    if (handlers === undefined || typeof edits !== 'object' || edits === null) return edits;
+    if (edits.payload === undefined) return edits;
+    const job = await this.storage.getJob(id);
+    if (job === null || job.status !== JobStatus.Pending) {
+      throw new ChokaQJobNotPendingError(id, job?.status ?? null);
+    }
+    const handler = handlers.resolve(job.queue, job.type);
+    if (handler === undefined) return edits;
+    if (handler.schema) {
+      await assertPayloadMatches(handler.schema, job, edits.payload, 'edits.payload');
+    }
+    return {
+      ...edits,
+      payloadVersion: handler.version ?? 1,
+      expect: { queue: job.queue, type: job.type },
+    };
   }
 
   /**

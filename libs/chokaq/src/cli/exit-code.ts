@@ -1,4 +1,8 @@
-import { ChokaQRecurringJobNotFoundError, ChokaQValidationError } from '../errors';
+import {
+  ChokaQJobNotPendingError,
+  ChokaQRecurringJobNotFoundError,
+  ChokaQValidationError,
+} from '../errors';
 import { CliConfirmationRequiredError } from './errors/cli-confirmation-required.error';
 import { CliNothingMatchedError } from './errors/cli-nothing-matched.error';
 import { CliUsageError } from './errors/cli-usage.error';
@@ -21,7 +25,8 @@ export type ExitCode = (typeof EXIT_CODES)[keyof typeof EXIT_CODES];
 /**
  * The exit code of an error a command threw. A value the library refused (`ChokaQValidationError`:
  * a queue name too long, an actor with NUL) is the command line's fault, like a value that does
- * not parse.
+ * not parse. An edit of an id no job has (`ChokaQJobNotPendingError` without a status) matched
+ * nothing; of a job that is no longer Pending, it failed.
  */
 export function exitCodeOf(error: unknown): ExitCode {
   if (error instanceof CliUsageError || error instanceof CliConfirmationRequiredError) {
@@ -29,6 +34,9 @@ export function exitCodeOf(error: unknown): ExitCode {
   }
   if (error instanceof ChokaQValidationError) return EXIT_CODES.usage;
   if (error instanceof CliNothingMatchedError || error instanceof ChokaQRecurringJobNotFoundError) {
+    return EXIT_CODES.nothingMatched;
+  }
+  if (error instanceof ChokaQJobNotPendingError && error.status === null) {
     return EXIT_CODES.nothingMatched;
   }
   return EXIT_CODES.failed;

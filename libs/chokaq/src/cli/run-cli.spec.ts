@@ -1,6 +1,11 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { ChokaQConfirmationError, ChokaQValidationError } from '../errors';
+import {
+  ChokaQConfirmationError,
+  ChokaQJobNotPendingError,
+  ChokaQValidationError,
+} from '../errors';
+import { JobStatus } from '../interfaces/job-status.enum';
 import { defineCommand } from './args/command-definition';
 import { commandHelp, overviewHelp } from './args/help-text';
 import { CommandEntry, commandsOf, everyOption } from './args/parse-command-line';
@@ -91,6 +96,13 @@ describe('chokaq: parsing, help and usage errors', () => {
     [['schema', '--dialect', 'oracle'], '--dialect must be one of mssql, postgres, sqlite'],
     [['schema', '--dialect', 'mssql', '--schema', 'x]; DROP TABLE y'], '--schema must match'],
     [['jobs', 'get'], 'missing argument: chokaq jobs get <id>'],
+    [['jobs', 'run-now'], 'missing argument: chokaq jobs run-now <id>'],
+    [['jobs', 'edit', 'x'], 'give at least one of --payload, --priority, --tags, --run-at'],
+    [['jobs', 'edit', 'x', '--actor', 'a'], 'give at least one of --payload, --priority'],
+    [['jobs', 'edit', 'x', '--payload', '{x:1}'], '--payload must be JSON'],
+    [['jobs', 'edit', 'x', '--priority', '1.5'], '--priority must be a whole number'],
+    [['jobs', 'edit', 'x', '--tags', 'a,,b'], '--tags must be items separated by commas'],
+    [['jobs', 'edit', 'x', '--run-at', '2h'], '--run-at must be an ISO date or time'],
     [['queues', 'set-max-workers', 'q', 'many'], 'max workers must be a whole number'],
     [['queues', 'set-rate-limit', 'q'], 'give --max and --per-ms together, or --clear'],
     [['queues', 'set-rate-limit', 'q', '--max', '5'], 'give --max and --per-ms together'],
@@ -196,6 +208,8 @@ describe('chokaq: parsing, help and usage errors', () => {
       'queues set-timeout',
       'jobs get',
       'jobs cancel',
+      'jobs run-now',
+      'jobs edit',
       'dlq list',
       'dlq preview',
       'dlq resurrect',
@@ -278,6 +292,8 @@ describe('chokaq: results, errors and exit codes', () => {
 
   it.each([
     [new CliNothingMatchedError('No job has the id x.'), 3],
+    [new ChokaQJobNotPendingError('x', null), 3],
+    [new ChokaQJobNotPendingError('x', JobStatus.Processing), 1],
     [new ChokaQValidationError([{ path: 'queue', message: 'is too long', value: 'q' }]), 2],
     [new ChokaQConfirmationError('count-changed', 40, 41), 1],
     [new Error('connect ECONNREFUSED 127.0.0.1:1'), 1],

@@ -6,13 +6,14 @@ import { JobDefinition, isJobDefinition } from '../decorators/job-definition';
 import { ChokaQPayloadValidationError, ChokaQValidationError, ValidationIssue } from '../errors';
 import { JobView } from '../interfaces/job-view.interface';
 import type { StandardSchemaV1 } from '../interfaces/standard-schema.interface';
-import { CancelResult, NewJob } from '../interfaces/job.interface';
+import { CancelResult, NewJob, PendingEdits } from '../interfaces/job.interface';
 import { ChokaQMetrics } from '../observability/chokaq-metrics';
 import { ChokaQTracing } from '../observability/chokaq-tracing';
 import { JobEvents } from '../runtime/job-events';
 import { announceCancelled } from '../runtime/lifecycle-events';
 import { JobStorage } from '../storage/job-storage';
 import { fitTraceContext } from '../validation/trace-context';
+import { assertPendingUpdated } from '../validation/validate-job';
 import {
   STANDARD_SCHEMA_RULE,
   checkPayload,
@@ -42,6 +43,11 @@ export interface EnqueueJobOptions extends JobOptions, TransactionOption {
 
 /** Options of a definition enqueue: the definition fixes the type. @publicApi */
 export type TypedEnqueueJobOptions = JobOptions & TransactionOption;
+
+/**
+ * {@link PendingEdits} through a definition: the payload is the definition's input type. @publicApi
+ */
+export type TypedPendingEdits<TInput> = Omit<PendingEdits, 'payload'> & { payload?: TInput };
 
 /** @publicApi */
 export interface TransactionOption {
@@ -230,6 +236,33 @@ export class JobClient {
       ]);
     }
     return job.result as R | null;
+  }
+
+  /**
+   * Edits a job of `definition` that is still Pending: payload, tags, priority, or when it runs
+   * (`runAt`; `'now'` makes it due at once). A new payload is validated as `enqueue` validates it
+   * (the definition's schema, size and JSON) and stored under the definition's payload version.
+   * Refused with `ChokaQJobNotPendingError` (with the job's `status`; null: no such job) once a
+   * worker has claimed it or it has finished, and with `ChokaQValidationError` when `id` names a
+   * job of another queue or type; nothing is changed then. Operators: `ChokaQAdmin.updatePending`
+   * (audited, any job).
+   */
+  async updatePending<T, TInput>(
+    definition: JobDefinition<T, TInput>,
+    id: string,
+    edits: TypedPendingEdits<NoInfer<TInput>>,
+  ): Promise<void> {
+    const expect = { queue: definition.queue, type: definition.type };
+    const payload = typeof edits === 'object' && edits !== null ? edits.payload : undefined;
+    const checked = checkedDefinition(definition as JobDefinition<unknown, unknown>);
+    if (checked && payload !== undefined)
+      await checkPayloads(checked, [payload], () => 'edits.payload');
+    const result = await this.storage.updatePending(id, {
+      ...edits,
+      ...(payload === undefined ? {} : { payloadVersion: definition.version ?? 1 }),
+      expect,
+    });
+    assertPendingUpdated(id, result, expect);
   }
 
   private toNewJob(

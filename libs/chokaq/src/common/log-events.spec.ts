@@ -84,6 +84,7 @@ const PINNED: ReadonlyArray<[id: number, name: string, level: string, fields: st
   [6003, 'DlqResurrectedByFilter', 'log', ['actor', 'count']],
   [6004, 'DlqPurged', 'log', ['actor', 'count']],
   [6005, 'DlqPurgedByFilter', 'log', ['actor', 'count']],
+  [6006, 'JobUpdated', 'log', ['jobId', 'actor', 'fields']],
   [6010, 'RecurringJobUpserted', 'log', ['recurringJob', 'cron', 'timeZone']],
   [6011, 'RecurringJobPaused', 'log', ['recurringJob']],
   [6012, 'RecurringJobResumed', 'log', ['recurringJob']],

@@ -163,6 +163,7 @@ export const CHOKAQ_LOG_EVENTS = {
   DlqResurrectedByFilter: { id: 6003, level: 'log', fields: ['actor', 'count'] },
   DlqPurged: { id: 6004, level: 'log', fields: ['actor', 'count'] },
   DlqPurgedByFilter: { id: 6005, level: 'log', fields: ['actor', 'count'] },
+  JobUpdated: { id: 6006, level: 'log', fields: ['jobId', 'actor', 'fields'] },
   RecurringJobUpserted: { id: 6010, level: 'log', fields: ['recurringJob', 'cron', 'timeZone'] },
   RecurringJobPaused: { id: 6011, level: 'log', fields: ['recurringJob'] },
   RecurringJobResumed: { id: 6012, level: 'log', fields: ['recurringJob'] },

@@ -3,13 +3,15 @@ import { HttpAdapterHost } from '@nestjs/core';
 import { toError } from '../common/error-text';
 import {
   ChokaQConfirmationError,
+  ChokaQJobNotPendingError,
   ChokaQRecurringJobNotFoundError,
   ChokaQValidationError,
 } from '../errors';
 
 /**
  * The Deck API's error bodies: a validation error is a 400 with its issues, a refused bulk
- * confirmation a 409 with its reason, an HTTP error keeps its status, anything else is a 500 whose
+ * confirmation a 409 with its reason, an edit of a job that is no longer Pending a 409 with its
+ * status (404 when there is no such job), an HTTP error keeps its status, anything else is a 500 whose
  * message stays in the server log.
  */
 @Catch()
@@ -37,6 +39,16 @@ export class DeckErrorFilter implements ExceptionFilter {
           message: exception.message,
           previewed: exception.previewed,
           current: exception.current,
+        },
+      ];
+    }
+    if (exception instanceof ChokaQJobNotPendingError) {
+      return [
+        exception.status === null ? 404 : 409,
+        {
+          error: exception.status === null ? 'not-found' : 'not-pending',
+          message: exception.message,
+          status: exception.status,
         },
       ];
     }

@@ -8,6 +8,7 @@ import type {
   ListQuery,
 } from '../interfaces/job-view.interface';
 import type { AuditLogQuery } from '../interfaces/audit.interface';
+import type { PendingEdits } from '../interfaces/job.interface';
 
 /**
  * The Deck's HTTP inputs, turned into the operator core's arguments. Only the shape is read
@@ -122,3 +123,28 @@ export function dlqFilterFromBody(value: unknown): DlqFilter {
   const filter = dlqFilter(params);
   return raw.ids === undefined ? filter : { ...filter, ids: raw.ids as string[] };
 }
+
+/**
+ * `updatePending`'s edits sent as JSON: `payload`, `priority` and `tags` as given, `runAt` an ISO
+ * 8601 string or `"now"`. Fields it does not know are refused, so a typo is not a silent no-op.
+ */
+export function pendingEditsFromBody(value: unknown): PendingEdits {
+  const raw = body(value);
+  const unknown = Object.keys(raw).filter((k) => !PENDING_BODY_FIELDS.has(k));
+  if (unknown.length > 0) {
+    throw new ChokaQValidationError(
+      unknown.map((k) => ({ path: k, message: 'is not an editable field', value: raw[k] })),
+    );
+  }
+  const { runAt, ...rest } = raw as PendingEdits & { runAt?: unknown };
+  if (runAt === undefined || runAt === 'now') return { ...rest, runAt };
+  const at = typeof runAt === 'string' ? new Date(runAt) : undefined;
+  if (at === undefined || Number.isNaN(at.getTime())) {
+    throw new ChokaQValidationError([
+      { path: 'runAt', message: 'must be an ISO 8601 date or "now"', value: runAt },
+    ]);
+  }
+  return { ...rest, runAt: at };
+}
+
+const PENDING_BODY_FIELDS: ReadonlySet<string> = new Set(['payload', 'priority', 'tags', 'runAt']);

@@ -26,6 +26,7 @@ import {
   body,
   dlqFilterFromBody,
   dlqQuery,
+  pendingEditsFromBody,
   type QueryParams,
 } from './deck-input';
 import type { ResolvedDeckOptions } from './deck-options';
@@ -123,6 +124,23 @@ export class DeckJobsController {
     const result = await this.admin.cancel([id], this.options.actor(req));
     this.snapshots.kick();
     return result;
+  }
+
+  /**
+   * `{ payload?, priority?, tags?, runAt? }` (`runAt` ISO 8601 or `"now"`): edits a Pending job;
+   * 409 once it is not Pending (the message names its state).
+   */
+  @Post('jobs/:id/update')
+  @HttpCode(200)
+  @DeckMutation()
+  async update(
+    @Param('id') id: string,
+    @Body() input: unknown,
+    @Req() req: unknown,
+  ): Promise<{ updated: true }> {
+    await this.admin.updatePending(id, pendingEditsFromBody(input), this.options.actor(req));
+    this.snapshots.kick();
+    return { updated: true };
   }
 
   /** `{ payload?, priority?, tags? }`: moves a DLQ job back to Pending, edited; 409 when not in the DLQ. */

@@ -20,3 +20,4 @@ export * from './unsupported-server.error';
 export * from './compatibility-level.error';
 export * from './missing-peer.error';
 export * from './result.error';
+export * from './job-not-pending.error';

@@ -11,6 +11,7 @@ export const AUDIT_ACTIONS = [
   'queue.deactivate',
   'queue.update',
   'job.cancel',
+  'job.update',
   'dlq.resurrect',
   'dlq.resurrect-many',
   'dlq.resurrect-by-filter',

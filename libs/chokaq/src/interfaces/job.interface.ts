@@ -214,6 +214,43 @@ export interface ResurrectEdits {
 }
 
 /**
+ * What `updatePending` changes on a job that is still Pending (any field left out is kept). At
+ * least one must be given. @publicApi
+ */
+export interface PendingEdits {
+  /** A new payload, validated as an enqueue's (size cap, JSON, and a schema where one is known). */
+  payload?: unknown;
+  /** New tags, replacing the old ones (`[]` clears them). */
+  tags?: readonly string[];
+  /** A new priority (higher runs first). */
+  priority?: number;
+  /**
+   * When the job becomes eligible: a `Date`, or `'now'` to make it due at once ("run now": it
+   * takes its place among the due jobs by its original enqueue time).
+   */
+  runAt?: Date | 'now';
+}
+
+/**
+ * {@link PendingEdits} as the storage applies them: with the payload version a new payload is stored
+ * under (its definition's, when the caller knows it; else the job keeps its own), and the
+ * `(queue, type)` the job must have (a typed caller's definition), if any. @publicApi
+ */
+export interface PendingUpdate extends PendingEdits {
+  /** The version a new payload is stored under (only with `payload`); absent keeps the job's own. */
+  payloadVersion?: number;
+  /** The queue and type the job must have; a job of others is not changed. */
+  expect?: { queue: string; type: string };
+}
+
+/**
+ * The answer of `JobStorage.updatePending`: `updated`, or the job's status when it was not (null:
+ * no job has the id), with its queue and type. @publicApi
+ */
+export type PendingUpdateResult =
+  { updated: true } | { updated: false; status: JobStatus | null; queue?: string; type?: string };
+
+/**
  * One zombie that `archiveZombies` moved on: where it went, and its hot row as the rescue found it
  * (status Processing, the lost worker's `workerId` and `leaseId`, the expired `heartbeatUtc`).
  * The payload is not read (null): one sweep moves up to 1,000 rows, and their payloads may be

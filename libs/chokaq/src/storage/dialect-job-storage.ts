@@ -37,7 +37,11 @@ import type {
   CheckedZombieRetryRule,
 } from '../validation/validate-args';
 import type { CheckedAudit, CheckedAuditQuery } from '../validation/validate-audit';
-import type { ValidatedEdits, ValidatedJob } from '../validation/validate-job';
+import type {
+  ValidatedEdits,
+  ValidatedJob,
+  ValidatedPendingUpdate,
+} from '../validation/validate-job';
 import type { ListRequest } from '../validation/validate-list';
 import type {
   CheckedCountQuery,
@@ -135,6 +139,18 @@ export interface DialectJobStorage extends Pick<
     error: string,
     audit: Audit,
   ): Promise<CancelResult>;
+
+  /**
+   * Applies `edits` to the job `id` if it is Pending (and of `edits.expect`'s queue and type, if
+   * given), with the audit row in the same transaction; returns the rows changed (0 or 1). A
+   * refused edit writes nothing, not even its audit row.
+   */
+  updatePending(
+    id: string,
+    edits: Checked<ValidatedPendingUpdate>,
+    actor: string | null,
+    audit: Audit,
+  ): Promise<number>;
 
   // ---------------------------------------------------------------- DLQ → hot
   resurrect(

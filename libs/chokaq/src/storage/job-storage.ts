@@ -31,6 +31,8 @@ import type {
   JobLease,
   KeepAliveResult,
   NewJob,
+  PendingUpdate,
+  PendingUpdateResult,
   QueueInfo,
   QueuePatch,
   ResurrectEdits,
@@ -323,6 +325,21 @@ export interface JobStore {
    * so their owner aborts them (and then moves them to DLQ as Cancelled).
    */
   cancel(ids: readonly string[], actor?: string, audit?: AuditRequest): Promise<CancelResult>;
+
+  /**
+   * Edits a job that is still Pending: its payload (stored under `payloadVersion` when given, else
+   * the job's own), tags, priority, or when it becomes eligible (`runAt`; `'now'` makes it due at
+   * once). One guarded UPDATE (`status = Pending`, and `expect`'s queue and type), with its audit
+   * row, in one transaction: a job a worker has claimed meanwhile (Fetched, or started ahead) is
+   * never changed. Resolves `{ updated: false }` with the job's status (null: no such job) when it
+   * was refused; a refused edit writes nothing.
+   */
+  updatePending(
+    id: string,
+    edits: PendingUpdate,
+    actor?: string,
+    audit?: AuditRequest,
+  ): Promise<PendingUpdateResult>;
 
   // ---------------------------------------------------------------- DLQ → hot
 

@@ -2,6 +2,7 @@ import { sanitizeErrorText } from '../common/error-text';
 import { ChokaQValidationError } from '../errors';
 import { STORED_TEXT } from '../common/stored-text';
 import { decodeTags } from '../common/tags';
+import { JobStatus } from '../interfaces/job-status.enum';
 import type { AuditLogPage, AuditLogQuery, AuditRequest } from '../interfaces/audit.interface';
 import type { Checked } from '../interfaces/checked.interface';
 import type {
@@ -35,6 +36,8 @@ import type {
   JobLease,
   KeepAliveResult,
   NewJob,
+  PendingUpdate,
+  PendingUpdateResult,
   QueueInfo,
   QueuePatch,
   ResurrectEdits,
@@ -91,6 +94,8 @@ import {
   validateEdits,
   validateNewJob,
   validateNewJobs,
+  validatePendingUpdate,
+  ValidatedPendingUpdate,
 } from '../validation/validate-job';
 import {
   assertCountQuery,
@@ -122,6 +127,20 @@ function checked<T>(value: T): Checked<T> {
 /** An audit row the edge built, or null when the caller asked for none. */
 function optional(record: CheckedAudit | null): Audit {
   return record === null ? null : checked(record);
+}
+
+/** Tries of an `updatePending` whose job keeps being seen Pending after a refusal (a race). */
+const PENDING_UPDATE_TRIES = 3;
+
+/** The audit details of a pending-job edit: what changed, the payload as its hash and size. */
+function pendingEditDetails(valid: ValidatedPendingUpdate): Record<string, unknown> {
+  return {
+    ...(valid.payload === null ? {} : payloadFingerprint(valid.payload)),
+    ...(valid.payloadVersion === null ? {} : { payloadVersion: valid.payloadVersion }),
+    ...(valid.tags === undefined ? {} : { tags: decodeTags(valid.tags) }),
+    ...(valid.priority === null ? {} : { priority: valid.priority }),
+    ...(valid.runAt === undefined ? {} : { runAt: valid.runAt?.toISOString() ?? 'now' }),
+  };
 }
 
 /** A delay added to the database clock: an integer from 0 to ten years. */
@@ -333,6 +352,35 @@ export class ValidatedJobStorage implements JobStorage {
     const record = auditRecord(audit, target, details);
     if (unique.length === 0) return { cancelled: [], cancelRequested: [] };
     return this.store.cancel(unique, by, STORED_TEXT.cancelled(by), optional(record));
+  }
+
+  /** @inheritdoc */
+  async updatePending(
+    id: string,
+    edits: PendingUpdate,
+    actor?: string,
+    audit?: AuditRequest,
+  ): Promise<PendingUpdateResult> {
+    const [key] = assertIds([id], 'id');
+    const valid = validatePendingUpdate(edits, this.config.payloadMaxBytes);
+    const by = assertActor(actor);
+    const record = optional(auditRecord(audit, key, pendingEditDetails(valid)));
+    // A refusal is explained by a fresh read. A job seen Pending again (claimed and handed back
+    // between the two) is tried again; each try is one guarded statement, so none half-applies.
+    let result: PendingUpdateResult = { updated: false, status: JobStatus.Pending };
+    for (let tries = 0; tries < PENDING_UPDATE_TRIES; tries++) {
+      if ((await this.store.updatePending(key, checked(valid), by, record)) > 0) {
+        return { updated: true };
+      }
+      const job = await this.queries.getJob(key, false);
+      if (job === null) return { updated: false, status: null };
+      result = { updated: false, status: job.status, queue: job.queue, type: job.type };
+      const expected = valid.expect;
+      const mismatched =
+        expected !== null && (expected.queue !== job.queue || expected.type !== job.type);
+      if (job.status !== JobStatus.Pending || mismatched) return result;
+    }
+    return result;
   }
 
   // ---------------------------------------------------------------- DLQ → hot

@@ -1,7 +1,17 @@
 import { encodeTags } from '../common/tags';
 import { isUuid, uuidv7 } from '../common/uuid';
-import { ChokaQResultError, ChokaQValidationError, ValidationIssue } from '../errors';
-import { NewJob, ResurrectEdits } from '../interfaces/job.interface';
+import {
+  ChokaQJobNotPendingError,
+  ChokaQResultError,
+  ChokaQValidationError,
+  ValidationIssue,
+} from '../errors';
+import {
+  NewJob,
+  PendingUpdate,
+  PendingUpdateResult,
+  ResurrectEdits,
+} from '../interfaces/job.interface';
 import { LIMITS, MAX_ENQUEUE_MANY, TRAILING_WHITESPACE, endsWithWhitespace } from './limits';
 import { isPayloadVersion, PAYLOAD_VERSION_RULE } from './payload-version';
 import { checkTraceContext } from './trace-context';
@@ -197,14 +207,7 @@ function validateInto(
     }
   }
   if (job.runAt !== undefined) {
-    const t = job.runAt instanceof Date ? job.runAt.getTime() : NaN;
-    if (!Number.isFinite(t) || t >= LIMITS.maxRunAt || t < LIMITS.minRunAt) {
-      issues.add(
-        join(prefix, 'runAt'),
-        'must be a valid Date from year 1 to before year 9000',
-        job.runAt,
-      );
-    }
+    validateRunAt(issues, join(prefix, 'runAt'), job.runAt);
     if (job.delayMs !== undefined) {
       issues.add(join(prefix, 'runAt'), 'cannot be combined with delayMs', job.runAt);
     }
@@ -327,6 +330,81 @@ export function validateEdits(
   };
 }
 
+/** A `runAt` instant: a valid Date from year 1 to before year 9000. */
+function validateRunAt(issues: Issues, path: string, runAt: unknown): void {
+  const t = runAt instanceof Date ? runAt.getTime() : NaN;
+  if (!Number.isFinite(t) || t >= LIMITS.maxRunAt || t < LIMITS.minRunAt) {
+    issues.add(path, 'must be a valid Date from year 1 to before year 9000', runAt);
+  }
+}
+
+/** What `updatePending` may change. */
+const PENDING_EDIT_FIELDS = ['payload', 'tags', 'priority', 'runAt'] as const;
+
+/** `updatePending`'s edits after validation: null (or undefined for tags and `runAt`) keeps a field. */
+export interface ValidatedPendingUpdate {
+  /** Serialised JSON payload, or null to keep it. */
+  payload: string | null;
+  /** The version a new payload is stored under; null keeps the job's own. */
+  payloadVersion: number | null;
+  /** Encoded tags (`,a,b,`), null to clear them, undefined to keep them. */
+  tags: string | null | undefined;
+  priority: number | null;
+  /** A new eligibility instant, null to make the job due at once ("run now"), undefined to keep it. */
+  runAt: Date | null | undefined;
+  /** The `(queue, type)` the job must have, or null. */
+  expect: { queue: string; type: string } | null;
+}
+
+/**
+ * Validates `updatePending`'s edits with the limits of an enqueue: at least one field to change,
+ * and a payload version only with a payload (the version says how that payload is shaped).
+ */
+export function validatePendingUpdate(
+  update: PendingUpdate,
+  payloadMaxBytes = DEFAULT_PAYLOAD_MAX_BYTES,
+): ValidatedPendingUpdate {
+  const issues = new Issues();
+  if (typeof update !== 'object' || update === null || Array.isArray(update)) {
+    issues.add('edits', 'must be an object', update);
+    issues.throwIfAny();
+  }
+  if (!PENDING_EDIT_FIELDS.some((field) => update[field] !== undefined)) {
+    issues.add('edits', `must change at least one of ${PENDING_EDIT_FIELDS.join(', ')}`, update);
+  }
+  let payload: string | null = null;
+  if (update.payload !== undefined) {
+    payload = serializePayload(issues, 'edits.payload', update.payload, payloadMaxBytes) ?? null;
+  }
+  if (update.payloadVersion !== undefined) {
+    if (!isPayloadVersion(update.payloadVersion)) {
+      issues.add('edits.payloadVersion', PAYLOAD_VERSION_RULE, update.payloadVersion);
+    } else if (update.payload === undefined) {
+      issues.add('edits.payloadVersion', 'needs a payload to describe', update.payloadVersion);
+    }
+  }
+  validateTags(issues, 'edits.tags', update.tags);
+  if (update.tags === null) issues.add('edits.tags', 'must be an array of strings', update.tags);
+  validatePriority(issues, 'edits.priority', update.priority);
+  if (update.runAt !== undefined && update.runAt !== 'now') {
+    validateRunAt(issues, 'edits.runAt', update.runAt);
+  }
+  const expect = update.expect;
+  if (expect !== undefined) {
+    checkString(issues, 'edits.expect.queue', expect?.queue, LIMITS.queueName, { min: 1 });
+    checkString(issues, 'edits.expect.type', expect?.type, LIMITS.type, { min: 1 });
+  }
+  issues.throwIfAny();
+  return {
+    payload,
+    payloadVersion: update.payloadVersion ?? null,
+    tags: update.tags === undefined ? undefined : encodeTags(update.tags),
+    priority: update.priority ?? null,
+    runAt: update.runAt === undefined ? undefined : update.runAt === 'now' ? null : update.runAt,
+    expect: expect === undefined ? null : { queue: expect.queue, type: expect.type },
+  };
+}
+
 /** Validates a list of job ids (each must be a UUID string); at most `max` of them. */
 export function assertIds(ids: readonly string[], path = 'ids', max = MAX_ENQUEUE_MANY): string[] {
   const issues = new Issues();
@@ -364,4 +442,31 @@ export function assertNonNegativeInt(
     ]);
   }
   return value;
+}
+
+/**
+ * Turns a refused `updatePending` into its error: `ChokaQValidationError` when the job is not of
+ * the `expect`ed queue and type (a typed caller's definition), else `ChokaQJobNotPendingError`
+ * with the state the job is in (null: no such job).
+ */
+export function assertPendingUpdated(
+  id: string,
+  result: PendingUpdateResult,
+  expect?: { queue: string; type: string },
+): void {
+  if (result.updated) return;
+  if (
+    expect !== undefined &&
+    result.status !== null &&
+    (result.queue !== expect.queue || result.type !== expect.type)
+  ) {
+    throw new ChokaQValidationError([
+      {
+        path: 'id',
+        message: `names a job of ${result.queue}/${result.type}, not of the definition's ${expect.queue}/${expect.type}`,
+        value: id,
+      },
+    ]);
+  }
+  throw new ChokaQJobNotPendingError(id, result.status);
 }

@@ -1,4 +1,4 @@
-import type { ValidationIssue } from '../errors';
+import { ChokaQPayloadValidationError, type ValidationIssue } from '../errors';
 import type {
   StandardSchemaIssue,
   StandardSchemaResult,
@@ -117,4 +117,23 @@ function isPromiseLike(value: unknown): value is PromiseLike<StandardSchemaResul
     value !== null &&
     typeof (value as { then?: unknown }).then === 'function'
   );
+}
+
+/**
+ * Checks one payload with `schema` in its stored form, as an enqueue does; a refusal is a
+ * `ChokaQPayloadValidationError` (stage `enqueue`: nothing was written). A payload that cannot be
+ * serialised is left to the storage edge, which refuses it with its own issue.
+ */
+export async function assertPayloadMatches(
+  schema: StandardSchemaV1,
+  job: { queue: string; type: string },
+  payload: unknown,
+  path: string,
+): Promise<void> {
+  const stored = storedForm(payload);
+  if (stored === undefined) return;
+  const check = await checkPayload(schema, stored.value, path);
+  if (!check.ok) {
+    throw new ChokaQPayloadValidationError(job.queue, job.type, check.issues, 'enqueue');
+  }
 }

@@ -9,6 +9,10 @@ import {
   readFraction,
   readInteger,
   readIntegerOrNone,
+  readJson,
+  readList,
+  readRunAt,
+  readSignedInteger,
   readTime,
 } from './option-values';
 
@@ -34,6 +38,43 @@ describe('command-line values', () => {
     expect(() => readInteger('--n', '0', 1)).toThrow('--n must be a whole number of at least 1');
     for (const bad of ['-1', '1.5', '1e3', '0x10', ' 1', '']) {
       expect(() => readInteger('--n', bad)).toThrow(CliUsageError);
+    }
+  });
+
+  it('reads whole numbers with a sign', () => {
+    expect(readSignedInteger('--n', '5')).toBe(5);
+    expect(readSignedInteger('--n', '-5')).toBe(-5);
+    expect(readSignedInteger('--n', '0')).toBe(0);
+    for (const bad of ['+5', '1.5', '1e3', '--5', ' 1', '']) {
+      expect(() => readSignedInteger('--n', bad)).toThrow(CliUsageError);
+    }
+  });
+
+  it('reads a run time as an ISO date or time, or now; never a duration', () => {
+    expect(readRunAt('--run-at', 'now')).toBe('now');
+    expect((readRunAt('--run-at', '2026-01-02T03:04') as Date).toISOString()).toBe(
+      '2026-01-02T03:04:00.000Z',
+    );
+    for (const bad of ['2h', 'NOW', 'tomorrow', '2025-13-45', '']) {
+      expect(() => readRunAt('--run-at', bad)).toThrow(CliUsageError);
+    }
+  });
+
+  it('reads JSON, naming the option when it does not parse', () => {
+    expect(readJson('--payload', '{"x":[1,"a"]}')).toEqual({ x: [1, 'a'] });
+    expect(readJson('--payload', 'null')).toBeNull();
+    for (const bad of ['{x:1}', "{'x':1}", '', 'undefined']) {
+      expect(() => readJson('--payload', bad)).toThrow(/^--payload must be JSON/);
+    }
+  });
+
+  it("reads lists separated by commas, '' as none", () => {
+    expect(readList('--tags', 'a,b')).toEqual(['a', 'b']);
+    expect(readList('--tags', ' a , b ')).toEqual(['a', 'b']);
+    expect(readList('--tags', 'one')).toEqual(['one']);
+    expect(readList('--tags', '')).toEqual([]);
+    for (const bad of ['a,,b', 'a,', ',', ' ']) {
+      expect(() => readList('--tags', bad)).toThrow(CliUsageError);
     }
   });
 

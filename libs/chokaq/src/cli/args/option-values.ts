@@ -28,6 +28,17 @@ export function readInteger(option: string, text: string, min = 0): number {
   return Number(text);
 }
 
+/**
+ * A whole number that may be negative. A value that starts with a dash is written with `=`
+ * (`--priority=-5`): the strict parse takes `--priority -5` for a missing value.
+ */
+export function readSignedInteger(option: string, text: string): number {
+  if (!/^-?\d{1,15}$/.test(text)) {
+    throw new CliUsageError(`${option} must be a whole number, as 5 or -5 (got '${text}')`);
+  }
+  return Number(text);
+}
+
 /** A whole number, or `none` (null: clear the setting, back to the global one). */
 export function readIntegerOrNone(option: string, text: string): number | null {
   return text === 'none' ? null : readInteger(option, text);
@@ -50,11 +61,10 @@ export function readDurationOrNone(option: string, text: string): number | null 
 }
 
 /**
- * A point in time: an ISO 8601 date or date-time (`2026-01-02`, `2026-01-02T03:04:05Z`; without
- * a zone it is UTC), or a duration back from now (`1h`: an hour ago, by this machine's clock).
+ * An ISO 8601 date or date-time (`2026-01-02`, `2026-01-02T03:04:05Z`; without a zone it is UTC),
+ * or undefined when `text` is not one.
  */
-export function readTime(option: string, text: string, nowMs: number): Date {
-  if (DURATION.test(text)) return new Date(nowMs - readDuration(option, text));
+function isoTime(text: string): Date | undefined {
   if (
     /^\d{4}-\d{2}-\d{2}([T ]\d{2}:\d{2}(:\d{2}(\.\d{1,3})?)?)?(Z|[+-]\d{2}:?\d{2})?$/.test(text)
   ) {
@@ -62,9 +72,58 @@ export function readTime(option: string, text: string, nowMs: number): Date {
     const date = new Date(zoned ? text : `${text.replace(' ', 'T')}Z`);
     if (!Number.isNaN(date.getTime())) return date;
   }
+  return undefined;
+}
+
+/**
+ * A point in time: an ISO 8601 date or date-time (`2026-01-02`, `2026-01-02T03:04:05Z`; without
+ * a zone it is UTC), or a duration back from now (`1h`: an hour ago, by this machine's clock).
+ */
+export function readTime(option: string, text: string, nowMs: number): Date {
+  if (DURATION.test(text)) return new Date(nowMs - readDuration(option, text));
+  const date = isoTime(text);
+  if (date) return date;
   throw new CliUsageError(
     `${option} must be an ISO date or time (2026-01-02, 2026-01-02T03:04:05Z) or a duration ago (30m, 2h, 7d) (got '${text}')`,
   );
+}
+
+/**
+ * When a job becomes due: an ISO 8601 date or date-time, as {@link readTime} reads one, or `now`
+ * (at once). A duration is refused: whether `2h` means ago or ahead would be a guess.
+ */
+export function readRunAt(option: string, text: string): Date | 'now' {
+  if (text === 'now') return 'now';
+  const date = isoTime(text);
+  if (date) return date;
+  throw new CliUsageError(
+    `${option} must be an ISO date or time (2026-01-02, 2026-01-02T03:04:05Z) or now (got '${text}')`,
+  );
+}
+
+/** A JSON document (`{"to":"a@example.com"}`), parsed. */
+export function readJson(option: string, text: string): unknown {
+  try {
+    return JSON.parse(text) as unknown;
+  } catch (error) {
+    const reason = error instanceof Error ? error.message : String(error);
+    throw new CliUsageError(`${option} must be JSON, as {"to":"a@example.com"} (${reason})`);
+  }
+}
+
+/**
+ * A list separated by commas (`a,b`; blanks around an item are dropped); `''` is the empty list.
+ * An empty item (`a,,b`) is refused, as a likely typo.
+ */
+export function readList(option: string, text: string): string[] {
+  if (text === '') return [];
+  const items = text.split(',').map((item) => item.trim());
+  if (items.includes('')) {
+    throw new CliUsageError(
+      `${option} must be items separated by commas, none of them empty, or '' for none (got '${text}')`,
+    );
+  }
+  return items;
 }
 
 /** `MaxRetriesExceeded`, `max-retries-exceeded` and `max_retries_exceeded` all name one reason. */

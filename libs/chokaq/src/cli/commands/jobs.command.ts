@@ -1,11 +1,20 @@
+import type { ChokaQAdmin } from '../../admin/chokaq-admin.service';
 import { JobStatus } from '../../interfaces/job-status.enum';
 import type { JobAttempt, JobView } from '../../interfaces/job-view.interface';
+import type { PendingEdits } from '../../interfaces/job.interface';
 import { CLI_UNCONFIRMED_ROWS } from '../../validation/limits';
-import { CommandGroup, defineCommand } from '../args/command-definition';
-import { failureReasonName } from '../args/option-values';
-import { ACTOR_OPTIONS, flag, readActor } from '../args/shared-options';
+import { CommandGroup, CommandResult, defineCommand } from '../args/command-definition';
+import {
+  failureReasonName,
+  readJson,
+  readList,
+  readRunAt,
+  readSignedInteger,
+} from '../args/option-values';
+import { ACTOR_OPTIONS, flag, readActor, stringValue } from '../args/shared-options';
 import { CliConfirmationRequiredError } from '../errors/cli-confirmation-required.error';
 import { CliNothingMatchedError } from '../errors/cli-nothing-matched.error';
+import { CliUsageError } from '../errors/cli-usage.error';
 import { formatDuration } from '../format/format-values';
 import { Field, fields, table, text } from '../format/view';
 
@@ -139,9 +148,109 @@ const cancel = defineCommand({
   },
 });
 
-/** `chokaq jobs get|cancel`. */
+/**
+ * Applies `edits` to a Pending job (`ChokaQAdmin.updatePending`) and says what changed. A job that
+ * is no longer Pending is refused with `ChokaQJobNotPendingError`, nothing changed: exit 3 when no
+ * job has the id, else exit 1 with the state the job is in.
+ */
+async function editPending(
+  admin: ChokaQAdmin,
+  id: string,
+  edits: PendingEdits,
+  actor: string,
+  done: string,
+): Promise<CommandResult> {
+  await admin.updatePending(id, edits, actor);
+  const changed: Field[] = [];
+  if (edits.payload !== undefined) changed.push(['payload', JSON.stringify(edits.payload)]);
+  if (edits.priority !== undefined) changed.push(['priority', edits.priority]);
+  if (edits.tags !== undefined) {
+    changed.push(['tags', edits.tags.length === 0 ? '(none)' : edits.tags.join(', ')]);
+  }
+  if (edits.runAt !== undefined) changed.push(['run at', edits.runAt]);
+  return { data: { id, edits }, view: [text(done), fields(undefined, changed)] };
+}
+
+const NOT_PENDING_DETAILS = [
+  'Only a Pending job can be changed. A job a worker has claimed or started, or one that has',
+  'finished, is refused and left as it is (exit 1, the message says what it is now); an id no',
+  'job has exits 3.',
+];
+
+const runNow = defineCommand({
+  name: 'jobs run-now',
+  summary: 'Make a delayed or retry-waiting pending job due at once (audited)',
+  synopsis: '<id>',
+  details: [
+    "Its queue's workers then claim it as any due job: by priority, then by its enqueue time.",
+    ...NOT_PENDING_DETAILS,
+  ],
+  options: ACTOR_OPTIONS,
+  positionals: { min: 1, max: 1 },
+  database: 'current',
+  parse: (line, io) => ({ id: line.positionals[0], actor: readActor(line, io) }),
+  run: ({ id, actor }, { admin }) =>
+    editPending(admin, id, { runAt: 'now' }, actor, `Job ${id} is due now.`),
+});
+
+const edit = defineCommand({
+  name: 'jobs edit',
+  summary: "Change a pending job's payload, priority, tags or run time (audited)",
+  synopsis: '<id> [--payload JSON] [--priority N] [--tags A,B] [--run-at TIME|now]',
+  details: [
+    'Give at least one of --payload, --priority, --tags and --run-at; what is not given is kept.',
+    "A negative priority is written with =, as --priority=-5. --tags replaces the tags; --tags ''",
+    "clears them. --run-at now is 'chokaq jobs run-now'. The payload is checked as an enqueue",
+    'checks it (size, JSON).',
+    ...NOT_PENDING_DETAILS,
+  ],
+  options: {
+    payload: { type: 'string', value: 'JSON', description: 'the new payload, a JSON document' },
+    priority: {
+      type: 'string',
+      value: 'N',
+      description: 'the new priority, a whole number (higher runs first)',
+    },
+    tags: {
+      type: 'string',
+      value: 'A,B',
+      description: "the new tags, separated by commas ('' for none)",
+    },
+    'run-at': {
+      type: 'string',
+      value: 'TIME',
+      description: 'when it becomes due: an ISO time (2026-01-02T03:04:05Z), or now',
+    },
+    ...ACTOR_OPTIONS,
+  },
+  positionals: { min: 1, max: 1 },
+  database: 'current',
+  parse(line, io) {
+    const payload = stringValue(line, 'payload');
+    const priority = stringValue(line, 'priority');
+    const tags = stringValue(line, 'tags');
+    const runAt = stringValue(line, 'run-at');
+    if ([payload, priority, tags, runAt].every((value) => value === undefined)) {
+      throw new CliUsageError(
+        'give at least one of --payload, --priority, --tags, --run-at',
+        'jobs edit',
+      );
+    }
+    const edits: PendingEdits = {
+      ...(payload !== undefined ? { payload: readJson('--payload', payload) } : {}),
+      ...(priority !== undefined ? { priority: readSignedInteger('--priority', priority) } : {}),
+      ...(tags !== undefined ? { tags: readList('--tags', tags) } : {}),
+      ...(runAt !== undefined ? { runAt: readRunAt('--run-at', runAt) } : {}),
+    };
+    return { id: line.positionals[0], edits, actor: readActor(line, io) };
+  },
+  run: ({ id, edits, actor }, { admin }) =>
+    editPending(admin, id, edits, actor, `Job ${id} edited.`),
+});
+
+/** `chokaq jobs get|cancel|run-now|edit`. */
 export const jobsCommands: CommandGroup = {
   name: 'jobs',
-  summary: 'Read one job, or cancel jobs',
-  commands: [get, cancel],
+  summary: 'Read one job, cancel jobs, or change a pending one',
+  commands: [get, cancel, runNow, edit],
 };

@@ -62,6 +62,7 @@ const CSRF_HEADER = 'x-chokaq-deck';
 /**
  * @typedef {Reply<ApiController['pauseRecurring']>} RecurringPaused also the answer of `resume`
  * @typedef {Reply<ApiController['triggerRecurring']>} RecurringTriggered
+ * @typedef {Reply<JobsController['update']>} JobUpdated
  * @typedef {Reply<JobsController['resurrect']>} JobResurrected
  * @typedef {Reply<JobsController['purge']>} JobPurged
  */
@@ -83,6 +84,12 @@ const CSRF_HEADER = 'x-chokaq-deck';
  * A DLQ filter as a JSON body carries it (`dlqFilterFromBody`): the DLQ list's query fields, each a
  * string (dates as ISO strings).
  * @typedef {{ [K in Exclude<keyof import('../../interfaces/job-view.interface').DlqFilter, 'ids'>]?: string }} DlqBodyFilter
+ */
+
+/**
+ * The body of a Pending job's edit (`pendingEditsFromBody`): PendingEdits as JSON, so `runAt` is an
+ * ISO 8601 string or `'now'`.
+ * @typedef {Json<import('../../interfaces/job.interface').PendingEdits>} PendingEditsBody
  */
 
 /** @typedef {import('../../interfaces/job.interface').QueuePatch} QueuePatch */
@@ -306,6 +313,13 @@ export async function get(path, params) {
  * @param {'POST'} method
  * @param {`jobs/${string}/cancel`} path
  * @returns {Promise<CancelResult>}
+ */
+/**
+ * @overload
+ * @param {'POST'} method
+ * @param {`jobs/${string}/update`} path
+ * @param {PendingEditsBody} body
+ * @returns {Promise<JobUpdated>}
  */
 /**
  * @overload

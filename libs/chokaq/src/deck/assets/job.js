@@ -1,7 +1,8 @@
 // @ts-check
 // Job inspector: one job whole (payload, and the stored result of an archived job, through the
 // app's redact), its attempts that did not end in the archive, its audit entries, and the
-// actions that fit its pillar: cancel (active), edit-and-retry or resurrect, purge (DLQ).
+// actions that fit its pillar: cancel, and for a Pending job run-now and edit (active),
+// edit-and-retry or resurrect, purge (DLQ).
 import { html, useState } from './vendor/preact-htm.js';
 import { get, send } from './api.js';
 import { ago, bytes, jobState, ms, reason, time } from './format.js';
@@ -192,87 +193,98 @@ function pretty(value) {
 }
 
 /**
- * @param {{ job: import('./api.js').JobView, act: (label: string, run: () => Promise<unknown>) => void }} props
+ * What an action of the inspector gets: the job, and `act` to run a call and show its outcome.
+ * @typedef {{
+ *   job: import('./api.js').JobView,
+ *   act: (label: string, run: () => Promise<unknown>) => void,
+ * }} ActionProps
  */
-function Actions({ job, act }) {
-  const id = encodeURIComponent(job.id);
-  /** @type {State<string>} */
-  const [payload, setPayload] = useState(pretty(job.payload));
-  /** @type {State<string>} */
-  const [priority, setPriority] = useState(String(job.priority));
-  /** @type {State<string>} */
-  const [tags, setTags] = useState((job.tags || []).join(', '));
-  /** @type {State<string | null>} */
-  const [parseError, setParseError] = useState(null);
-  /** @type {State<boolean>} */
-  const [purging, setPurging] = useState(false);
 
-  if (job.pillar === 'hot') {
-    return html`<div class="controls">
+/**
+ * The edit forms' shared fields as the operator typed them: the payload as JSON, the priority,
+ * and the tags comma-separated.
+ * @typedef {{ payload: string, priority: string, tags: string }} Draft
+ */
+
+/** @param {ActionProps} props */
+function Actions({ job, act }) {
+  if (job.pillar === 'dlq') return html`<${DlqEdit} job=${job} act=${act} />`;
+  if (job.pillar !== 'hot') return null;
+  const id = encodeURIComponent(job.id);
+  return html`<div class="controls">
       <button
         type="button"
         onClick=${() => act('Cancel requested.', () => send('POST', `jobs/${id}/cancel`))}
       >
         Cancel job
       </button>
-    </div>`;
-  }
-  if (job.pillar !== 'dlq') return null;
+      ${
+        waiting(job) &&
+        html`<button
+          type="button"
+          onClick=${() =>
+            act('Run now: the job is due, in its enqueue order.', () =>
+              send('POST', `jobs/${id}/update`, { runAt: 'now' }),
+            )}
+        >
+          Run now
+        </button>`
+      }
+    </div>
+    ${
+      // Keyed by the row's last change: after an edit the reloaded job fills the form again.
+      job.status === 0 && html`<${PendingEdit} key=${job.lastUpdatedUtc} job=${job} act=${act} />`
+    }`;
+}
+
+/**
+ * Whether a Pending job is not due yet: its scheduled time (a delay, a retry's backoff, or an open
+ * circuit's hold) is still ahead on this page's clock, the clock `ago` reads. The panel renders
+ * again with every snapshot, so the answer changes once that time has passed.
+ * @param {import('./api.js').JobView} job
+ * @param {number} [now]
+ */
+function waiting(job, now = Date.now()) {
+  return (
+    job.status === 0 && job.scheduledAtUtc !== null && new Date(job.scheduledAtUtc).getTime() > now
+  );
+}
+
+/**
+ * A DLQ job's form: moves it back to Pending with the payload, priority and tags as edited, or
+ * purges it after a second click.
+ * @param {ActionProps} props
+ */
+function DlqEdit({ job, act }) {
+  const id = encodeURIComponent(job.id);
+  /** @type {State<Draft>} */
+  const [draft, setDraft] = useState(draftOf(job));
+  /** @type {State<string | null>} */
+  const [problem, setProblem] = useState(null);
+  /** @type {State<boolean>} */
+  const [purging, setPurging] = useState(false);
 
   /** @param {Event} e */
   const retry = (e) => {
     e.preventDefault();
-    /** @type {unknown} */
-    let parsed;
-    try {
-      parsed = JSON.parse(payload);
-    } catch (err) {
-      setParseError(
-        `The payload is not valid JSON: ${err instanceof Error ? err.message : String(err)}`,
-      );
+    const parsed = parsePayload(draft.payload);
+    if ('problem' in parsed) {
+      setProblem(parsed.problem);
       return;
     }
-    setParseError(null);
-    const list = tags
-      .split(',')
-      .map((t) => t.trim())
-      .filter(Boolean);
+    setProblem(null);
     act('Resurrected: the job is pending again.', () =>
       send('POST', `jobs/${id}/resurrect`, {
-        payload: parsed,
-        priority: Number(priority),
-        tags: list,
+        payload: parsed.value,
+        priority: Number(draft.priority),
+        tags: tagList(draft.tags),
       }),
     );
   };
 
   return html`<form class="edit" onSubmit=${retry}>
     <h2>Edit and retry</h2>
-    <label
-      >Payload (JSON)
-      <textarea
-        name="payload"
-        rows="8"
-        value=${payload}
-        onInput=${(/** @type {FieldEvent} */ e) => setPayload(e.currentTarget.value)}
-      ></textarea>
-    </label>
-    ${parseError && html`<p class="note error" role="alert">${parseError}</p>`}
-    <label
-      >Priority
-      <input
-        type="number"
-        name="priority"
-        value=${priority}
-        onInput=${(/** @type {FieldEvent} */ e) => setPriority(e.currentTarget.value)}
-    /></label>
-    <label
-      >Tags
-      <input
-        name="tags"
-        value=${tags}
-        onInput=${(/** @type {FieldEvent} */ e) => setTags(e.currentTarget.value)}
-    /></label>
+    <${DraftFields} draft=${draft} setDraft=${setDraft} problem=${problem} />
     <div class="controls">
       <button type="submit">Resurrect</button>
       ${
@@ -291,6 +303,139 @@ function Actions({ job, act }) {
       }
     </div>
   </form>`;
+}
+
+/**
+ * A Pending job's form: its payload, priority and tags, and when it runs. Only the fields the
+ * operator changed are sent, so a payload the app's `redact` masked is written back only when it
+ * was edited; a job a worker claimed meanwhile is refused with 409, and nothing changes.
+ * @param {ActionProps} props
+ */
+function PendingEdit({ job, act }) {
+  const id = encodeURIComponent(job.id);
+  /** @type {State<Draft>} */
+  const [draft, setDraft] = useState(draftOf(job));
+  /** @type {State<string>} */
+  const [runAt, setRunAt] = useState('');
+  /** @type {State<string | null>} */
+  const [problem, setProblem] = useState(null);
+
+  /** @param {Event} e */
+  const save = (e) => {
+    e.preventDefault();
+    const start = draftOf(job);
+    /** @type {import('./api.js').PendingEditsBody} */
+    const edits = {};
+    if (draft.payload !== start.payload) {
+      const parsed = parsePayload(draft.payload);
+      if ('problem' in parsed) {
+        setProblem(parsed.problem);
+        return;
+      }
+      // Reformatted but the same JSON: not an edit.
+      if (JSON.stringify(parsed.value) !== JSON.stringify(job.payload)) {
+        edits.payload = parsed.value;
+      }
+    }
+    if (draft.priority.trim() !== start.priority) {
+      if (draft.priority.trim() === '') {
+        setProblem('The priority is empty.');
+        return;
+      }
+      edits.priority = Number(draft.priority);
+    }
+    const tags = tagList(draft.tags);
+    if (JSON.stringify(tags) !== JSON.stringify(job.tags || [])) edits.tags = tags;
+    // A datetime-local value is the page's local time; the server takes the instant.
+    if (runAt !== '') edits.runAt = new Date(runAt).toISOString();
+    if (Object.keys(edits).length === 0) {
+      setProblem('Nothing to save: no field differs from the job.');
+      return;
+    }
+    setProblem(null);
+    act('Saved: the job is still pending, with the edits.', () =>
+      send('POST', `jobs/${id}/update`, edits),
+    );
+  };
+
+  return html`<form class="edit" onSubmit=${save}>
+    <h2>Edit</h2>
+    <${DraftFields} draft=${draft} setDraft=${setDraft} problem=${problem} />
+    <label
+      >Run at (empty: keep the schedule)
+      <input
+        type="datetime-local"
+        name="run-at"
+        value=${runAt}
+        onInput=${(/** @type {FieldEvent} */ e) => setRunAt(e.currentTarget.value)}
+    /></label>
+    <div class="controls">
+      <button type="submit">Save</button>
+    </div>
+  </form>`;
+}
+
+/**
+ * The payload, priority and tags fields of an edit form, and the form's problem.
+ * @param {{ draft: Draft, setDraft: State<Draft>[1], problem: string | null }} props
+ */
+function DraftFields({ draft, setDraft, problem }) {
+  /** @param {keyof Draft} name */
+  const field = (name) => (/** @type {FieldEvent} */ e) => {
+    const { value } = e.currentTarget;
+    setDraft((d) => ({ ...d, [name]: value }));
+  };
+  return html`<label
+      >Payload (JSON)
+      <textarea
+        name="payload"
+        rows="8"
+        value=${draft.payload}
+        onInput=${field('payload')}
+      ></textarea>
+    </label>
+    ${problem && html`<p class="note error" role="alert">${problem}</p>`}
+    <label
+      >Priority
+      <input type="number" name="priority" value=${draft.priority} onInput=${field('priority')}
+    /></label>
+    <label>Tags <input name="tags" value=${draft.tags} onInput=${field('tags')} /></label>`;
+}
+
+/**
+ * The fields as the job has them.
+ * @param {import('./api.js').JobView} job
+ * @returns {Draft}
+ */
+function draftOf(job) {
+  return {
+    payload: pretty(job.payload),
+    priority: String(job.priority),
+    tags: (job.tags || []).join(', '),
+  };
+}
+
+/**
+ * The payload a draft holds, or why it is not JSON.
+ * @param {string} text
+ * @returns {{ value: unknown } | { problem: string }}
+ */
+function parsePayload(text) {
+  try {
+    return { value: JSON.parse(text) };
+  } catch (err) {
+    return {
+      problem: `The payload is not valid JSON: ${err instanceof Error ? err.message : String(err)}`,
+    };
+  }
+}
+
+/** @param {string} text */
+function tagList(text) {
+  return text
+    .split(',')
+    .map((t) => t.trim())
+    .filter(Boolean);
 }
 
 /**

@@ -9,7 +9,7 @@ import {
 } from '../../interfaces/job.interface';
 import { RecurringJobRecord } from '../../interfaces/recurring-job.interface';
 import { CheckedRecurringDefinition } from '../../validation/validate-args';
-import { ValidatedEdits } from '../../validation/validate-job';
+import { ValidatedEdits, ValidatedPendingUpdate } from '../../validation/validate-job';
 import { Audit } from '../dialect-job-storage';
 import { auditWriteError, laterBatches, retentionDetails } from '../shared/audit-log';
 import { mapQueueRow, toDate } from '../shared/row-mapper';
@@ -49,6 +49,24 @@ export class MssqlAdminStore {
       cancelled: rows.filter((r) => num(r.Kind) === 0).map((r) => String(r.Id)),
       cancelRequested: rows.filter((r) => num(r.Kind) === 1).map((r) => String(r.Id)),
     };
+  }
+
+  // ---------------------------------------------------------------- pending edits
+
+  /** @inheritdoc */
+  async updatePending(
+    id: string,
+    e: Checked<ValidatedPendingUpdate>,
+    actor: string | null,
+    audit: Audit,
+  ): Promise<number> {
+    const statement = SQL.updatePending(this.schema, id, e, actor);
+    if (audit === null) return (await this.db.query('updatePending', statement)).length;
+    return this.db.transaction('updatePending', async (tx) => {
+      const changed = (await tx.exec(statement)).length;
+      if (changed > 0) await this.recordAudit(tx, audit, changed, audit.details);
+      return changed;
+    });
   }
 
   // ---------------------------------------------------------------- DLQ → hot

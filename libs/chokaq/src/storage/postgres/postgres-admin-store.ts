@@ -9,7 +9,7 @@ import {
 } from '../../interfaces/job.interface';
 import { RecurringJobRecord } from '../../interfaces/recurring-job.interface';
 import { CheckedRecurringDefinition, chunk } from '../../validation/validate-args';
-import { ValidatedEdits } from '../../validation/validate-job';
+import { ValidatedEdits, ValidatedPendingUpdate } from '../../validation/validate-job';
 import { Audit } from '../dialect-job-storage';
 import { auditWriteError, laterBatches, retentionDetails } from '../shared/audit-log';
 import { mapQueueRow, toDate } from '../shared/row-mapper';
@@ -69,6 +69,25 @@ export class PostgresAdminStore {
       result.cancelRequested.push(...requested.map((r) => String(r.id)));
     }
     return result;
+  }
+
+  // ---------------------------------------------------------------- pending edits
+
+  /** @inheritdoc */
+  async updatePending(
+    id: string,
+    e: Checked<ValidatedPendingUpdate>,
+    actor: string | null,
+    audit: Audit,
+  ): Promise<number> {
+    const sql = SQL.updatePending(this.s, this.channel);
+    return this.write('updatePending', audit, async (exec) => {
+      // The notify rows (with `notify`) carry no id.
+      const rows = await exec(sql, SQL.updatePendingParams(id, e, actor));
+      const changed = rows.filter((r) => r.id !== null).length;
+      if (changed > 0) await this.recordAudit(exec, audit, changed);
+      return changed;
+    });
   }
 
   // ---------------------------------------------------------------- DLQ → hot

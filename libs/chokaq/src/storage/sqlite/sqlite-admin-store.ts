@@ -10,7 +10,7 @@ import {
 } from '../../interfaces/job.interface';
 import { RecurringJobRecord } from '../../interfaces/recurring-job.interface';
 import { CheckedRecurringDefinition } from '../../validation/validate-args';
-import { ValidatedEdits } from '../../validation/validate-job';
+import { ValidatedEdits, ValidatedPendingUpdate } from '../../validation/validate-job';
 import { Audit } from '../dialect-job-storage';
 import { attemptOutcomeOf } from '../shared/attempts';
 import { auditWriteError, laterBatches, retentionDetails } from '../shared/audit-log';
@@ -101,6 +101,35 @@ export abstract class SqliteAdminStore {
     this.db.run(this.sql.moveToDlqInsert, { moved: JSON.stringify(moved) });
     this.addCounters(countersByQueue(moved, cancelled ? 'cancelled' : 'failed'));
     this.addBuckets(bucketsOf(moved, cancelled ? Outcome.Cancelled : Outcome.Failed, reason));
+  }
+
+  // ---------------------------------------------------------------- pending edits
+
+  /** @inheritdoc */
+  async updatePending(
+    id: string,
+    e: Checked<ValidatedPendingUpdate>,
+    by: string | null,
+    audit: Audit,
+  ): Promise<number> {
+    const params = {
+      id,
+      payload: e.payload,
+      payloadVersion: e.payloadVersion,
+      setTags: e.tags === undefined ? 0 : 1,
+      tags: e.tags ?? null,
+      priority: e.priority,
+      schedule: e.runAt === undefined ? 0 : e.runAt === null ? 1 : 2,
+      runAt: e.runAt?.getTime() ?? null,
+      actor: by,
+      queue: e.expect?.queue ?? null,
+      type: e.expect?.type ?? null,
+    };
+    return this.db.write('updatePending', () => {
+      const changed = this.db.all(this.sql.updatePending, params).length;
+      if (changed > 0) this.recordAudit(audit, changed);
+      return changed;
+    });
   }
 
   // ---------------------------------------------------------------- DLQ → hot

@@ -12,6 +12,7 @@ export type { MssqlLease, MssqlSchema } from './fragments';
 export * from './lifecycle';
 export * from './lists';
 export * from './moves';
+export * from './pending';
 export * from './queues';
 export * from './reads';
 export * from './recurring';

@@ -14,6 +14,7 @@ import { enqueueStatements } from './enqueue';
 import { countingStatements, sqliteTables } from './fragments';
 import { lifecycleStatements } from './lifecycle';
 import { moveStatements } from './moves';
+import { pendingStatements } from './pending';
 import { queueStatements } from './queues';
 import { readStatements } from './reads';
 import { recurringStatements } from './recurring';
@@ -47,6 +48,7 @@ export function jobStoreStatements(p: string) {
     ...claimStatements(tables),
     ...workerOwnedStatements(tables),
     ...moveStatements(tables),
+    ...pendingStatements(tables),
     ...countingStatements(tables),
     ...rescueStatements(tables),
     ...queueStatements(tables),
