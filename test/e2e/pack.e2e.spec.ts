@@ -439,7 +439,9 @@ describe('the packed @chokaq/nestjs tarball', () => {
       // installed, to list recurring timers in the app's SchedulerRegistry
       // (test/e2e/without-schedule.e2e.spec.ts runs an app without it), and @nestjs/terminus,
       // which only the subpath @chokaq/nestjs/health requires (the health app below proves the
-      // core does not).
+      // core does not). mssql is required by ChokaQ's own code only to type the parameters of a
+      // caller's mssql transaction, when one is given, and drizzle-orm only when a caller passes a
+      // Drizzle transaction (an application that does has it; it is no peer of ChokaQ's).
       const required = new Set<string>();
       for (const js of files.filter((f) => f.endsWith('.js'))) {
         // tsc writes an import as require("…"), and keeps the quotes of a require written by hand.
@@ -458,7 +460,14 @@ describe('the packed @chokaq/nestjs tarball', () => {
       }
       const peers = Object.keys(manifest.peerDependencies ?? {});
       const optional = peers.filter((p) => manifest.peerDependenciesMeta?.[p]?.optional);
-      const lazy = ['@nestjs/schedule', '@nestjs/terminus', '@opentelemetry/api', 'pg'];
+      const lazy = [
+        '@nestjs/schedule',
+        '@nestjs/terminus',
+        '@opentelemetry/api',
+        'pg',
+        'mssql',
+        'drizzle-orm',
+      ];
       expect([...required]).toEqual(expect.arrayContaining(lazy));
       expect([...required].filter((r) => !lazy.includes(r)).sort()).toEqual(
         [

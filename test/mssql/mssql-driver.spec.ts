@@ -541,6 +541,72 @@ describe('SQL Server dialect over TypeORM SqlServerQueryRunner (stubbed mssql Re
     expect(calls).toHaveLength(0);
   });
 
+  it('enqueue in an mssql transaction: one Request of it, every parameter typed and sized, nothing on ChokaQ’s pool', async () => {
+    const { storage, calls } = stubbedStorage([]);
+    // eslint-disable-next-line @typescript-eslint/no-require-imports -- mssql ships no typings
+    const mssql = require('mssql') as {
+      VarChar: (n: number) => { type: unknown; length: number };
+      NVarChar: { (n: number): { type: unknown; length: number } };
+      MAX: number;
+      Int: unknown;
+      Bit: unknown;
+    };
+    const requests: Array<{ inputs: [string, unknown, unknown][]; sql?: string }> = [];
+    let begun = true;
+    const transaction = {
+      begin: async () => undefined,
+      request() {
+        const request = {
+          inputs: [] as [string, unknown, unknown][],
+          sql: undefined as string | undefined,
+        };
+        requests.push(request);
+        return {
+          input: (name: string, type: unknown, value: unknown) =>
+            request.inputs.push([name, type, value]),
+          query: async (sql: string) => {
+            if (!begun)
+              throw Object.assign(new Error('Transaction has not begun.'), { code: 'ENOTBEGUN' });
+            request.sql = sql;
+            return { recordset: [{ Id: ID, Created: 1 }] };
+          },
+        };
+      },
+    };
+    const result = await storage.enqueue(
+      { queue: 'mail', type: 'welcome', payload: { to: 'a' }, id: ID },
+      { transaction },
+    );
+    expect(result).toEqual({ id: ID, created: true });
+    expect(calls).toHaveLength(0);
+    expect(requests).toHaveLength(1);
+    const [request] = requests;
+    // A caller's transaction: no session prologue of ChokaQ's and no BEGIN TRAN of its own.
+    expect(request.sql).not.toMatch(/SET TRANSACTION ISOLATION|BEGIN TRAN/);
+    const typeOf = (name: string) => request.inputs.find(([n]) => n === name)?.[1];
+    const sqlText = request.sql!;
+    // The id goes as varchar(36): the key compares varchar with varchar (a seek).
+    const idParam = request.inputs.find(([, , value]) => value === ID)![0];
+    expect(sqlText).toContain(`CAST(@${idParam} AS varchar(36))`);
+    expect(typeOf(idParam)).toEqual(mssql.VarChar(36));
+    const payloadParam = request.inputs.find(([, , value]) => value === '{"to":"a"}')![0];
+    expect(typeOf(payloadParam)).toEqual(mssql.NVarChar(mssql.MAX));
+    expect(request.inputs.map(([name]) => name)).toEqual(request.inputs.map((_, i) => String(i)));
+
+    begun = false;
+    await expect(storage.enqueue({ queue: 'mail' }, { transaction })).rejects.toThrow(
+      /has not begun/,
+    );
+    await expect(storage.enqueue({ queue: 'mail' }, { transaction })).rejects.toBeInstanceOf(
+      ChokaQTransactionError,
+    );
+    // A pg client is no SQL Server transaction.
+    const pgClient = { query: async () => ({ rows: [] }), getTransactionStatus: () => 'T' };
+    await expect(storage.enqueue({ queue: 'mail' }, { transaction: pgClient })).rejects.toThrow(
+      /cannot carry a SQL Server enqueue/,
+    );
+  });
+
   // The contract suite runs this table against every reachable database; here the refusals run on
   // SQL Server's dialect without a server: a refused argument never reaches SQL.
   it.each(EDGES)(

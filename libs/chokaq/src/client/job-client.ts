@@ -52,9 +52,12 @@ export type TypedPendingEdits<TInput> = Omit<PendingEdits, 'payload'> & { payloa
 /** @publicApi */
 export interface TransactionOption {
   /**
-   * An open TypeORM `QueryRunner` of the `DataSource` ChokaQ uses (`storage: { dataSource }`);
-   * the job then commits or rolls back with your data. A runner of another DataSource is rejected
-   * with `ChokaQTransactionError`.
+   * Your open transaction, on ChokaQ's database: the job then commits or rolls back with your
+   * data. A TypeORM `QueryRunner` of the `DataSource` ChokaQ uses, a `pg` client after `BEGIN`, a
+   * better-sqlite3 `Database` in a transaction, an `mssql` `Transaction`, or the transaction a
+   * Knex, Kysely, Drizzle or Prisma callback receives (library README, "Enqueue in your own
+   * transaction"). Anything else, or one not in a transaction, is refused with
+   * `ChokaQTransactionError`.
    */
   transaction?: unknown;
 }

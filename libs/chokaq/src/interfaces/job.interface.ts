@@ -49,9 +49,10 @@ export interface NewJob {
 /** Options of `enqueue`/`enqueueMany`. @publicApi */
 export interface EnqueueOptions {
   /**
-   * Run inside the caller's open transaction (a TypeORM `QueryRunner` of the same `DataSource` that
-   * ChokaQ uses); the jobs then commit or roll back with the caller's data. A runner of another
-   * `DataSource` is rejected with `ChokaQTransactionError`.
+   * Run inside the caller's open transaction (see `TransactionOption.transaction`: a TypeORM
+   * `QueryRunner` of ChokaQ's `DataSource`, a `pg` client, a better-sqlite3 `Database`, an `mssql`
+   * transaction, or a Knex, Kysely, Drizzle or Prisma transaction); the jobs then commit or roll
+   * back with the caller's data. Anything else is rejected with `ChokaQTransactionError`.
    */
   transaction?: unknown;
 }

@@ -173,14 +173,12 @@ export class MssqlJobStore extends MssqlAdminStore implements DialectJobStore {
 
   /** @inheritdoc */
   async enqueue(job: Checked<ValidatedJob>, options?: EnqueueOptions): Promise<EnqueueResult> {
-    const runner = this.db.callerTransaction(options?.transaction);
-    const statement = SQL.enqueue(this.schema, job, { callerTransaction: !!runner });
+    const caller = await this.db.callerExecutor(options?.transaction);
+    const statement = SQL.enqueue(this.schema, job, { callerTransaction: !!caller });
     for (let attempt = 1; ; attempt++) {
       let rows: Row[];
       try {
-        rows = runner
-          ? await this.db.execute(statement, runner)
-          : await this.db.query('enqueue', statement);
+        rows = caller ? await caller(statement) : await this.db.query('enqueue', statement);
       } catch (error) {
         // The unique index caught a same-key (or same-id) insert that the range lock did not
         // (e.g. SNAPSHOT isolation); running the statement again returns the holder.
@@ -207,19 +205,17 @@ export class MssqlJobStore extends MssqlAdminStore implements DialectJobStore {
     jobs: readonly Checked<ValidatedJob>[],
     options?: EnqueueOptions,
   ): Promise<EnqueueResult[]> {
-    const runner = this.db.callerTransaction(options?.transaction);
+    const caller = await this.db.callerExecutor(options?.transaction);
     const results: EnqueueResult[] = [];
     for (const part of enqueueChunks(jobs)) {
-      const statement = SQL.enqueueMany(this.schema, part, { callerTransaction: !!runner });
+      const statement = SQL.enqueueMany(this.schema, part, { callerTransaction: !!caller });
       let rows: Row[] = [];
       for (let attempt = 1; ; attempt++) {
         try {
-          rows = runner
-            ? await this.db.execute(statement, runner)
-            : await this.db.query('enqueueMany', statement);
+          rows = caller ? await caller(statement) : await this.db.query('enqueueMany', statement);
           break;
         } catch (error) {
-          if (!runner && isDuplicateKeyError(error) && attempt < ENQUEUE_RACE_ATTEMPTS) continue;
+          if (!caller && isDuplicateKeyError(error) && attempt < ENQUEUE_RACE_ATTEMPTS) continue;
           throw error;
         }
       }

@@ -4,7 +4,9 @@ import { ChokaQTransactionError } from '../../errors';
 import type { Checked } from '../../interfaces/checked.interface';
 import type { CompletedJob } from '../../interfaces/job.interface';
 import { assertDataSourceOpen, dataSourceOf, queryRunnerDataSource } from '../shared/data-source';
+import { recogniseTransaction, unsupportedTransaction } from '../shared/caller-transaction';
 import { SqlHandlerTransaction } from '../shared/handler-transaction';
+import { runOnMssqlTransaction } from './mssql-caller-transaction';
 import { withTransientRetry } from '../shared/transient-retry';
 import { SqlStorageConfig } from '../storage-config';
 import { isTransientMssqlError } from './mssql-errors';
@@ -181,16 +183,27 @@ export class MssqlConnection {
   }
 
   /**
-   * The caller's QueryRunner when `transaction` (`EnqueueOptions.transaction`) is given: it must
-   * be a runner of this DataSource, not released, with an open transaction; throws
-   * `ChokaQTransactionError` otherwise. Undefined when no transaction was given.
+   * Runs batches in the caller's transaction (`EnqueueOptions.transaction`), or undefined when none
+   * was given: a TypeORM `QueryRunner` of this DataSource, not released, with an open transaction,
+   * or a begun transaction of the `mssql` package (`new sql.Transaction(pool)`, on this database),
+   * each parameter declared with its own type as on ChokaQ's connections. Throws
+   * `ChokaQTransactionError` otherwise.
    */
-  callerTransaction(transaction: unknown): QueryRunner | undefined {
-    if (transaction === undefined) return undefined;
-    const runner = transaction as QueryRunner;
-    if (!runner || typeof runner !== 'object' || typeof runner.query !== 'function') {
-      throw new ChokaQTransactionError('the transaction option is not a TypeORM QueryRunner');
+  async callerExecutor(
+    transaction: unknown,
+  ): Promise<((statement: MssqlStatement) => Promise<Row[]>) | undefined> {
+    if (transaction === undefined || transaction === null) return undefined;
+    const caller = await recogniseTransaction(transaction);
+    if (caller.kind === 'mssql')
+      return (statement) => runOnMssqlTransaction(caller.transaction, statement);
+    if (caller.kind !== 'typeorm') {
+      throw unsupportedTransaction(
+        caller,
+        'SQL Server',
+        "pass an mssql transaction or a QueryRunner of ChokaQ's DataSource",
+      );
     }
+    const runner = caller.runner as QueryRunner;
     if (queryRunnerDataSource(runner) !== this.dataSource) {
       throw new ChokaQTransactionError('the QueryRunner belongs to another DataSource');
     }
@@ -198,7 +211,7 @@ export class MssqlConnection {
     if (!runner.isTransactionActive) {
       throw new ChokaQTransactionError('no transaction is open on the QueryRunner');
     }
-    return runner;
+    return (statement) => this.execute(statement, runner);
   }
 
   /**

@@ -208,9 +208,9 @@ export class PostgresJobStore extends PostgresAdminStore implements DialectJobSt
     validated: Checked<ValidatedJob>,
     options?: EnqueueOptions,
   ): Promise<EnqueueResult> {
-    const runner = this.db.callerTransaction(options?.transaction);
-    const [result] = runner
-      ? await this.insertJobs(this.db.on(runner), [validated])
+    const caller = await this.db.callerExec(options?.transaction);
+    const [result] = caller
+      ? await this.insertJobs(caller, [validated])
       : await this.db.retry('enqueue', () =>
           this.db.withConnection(false, (exec) => this.insertJobs(exec, [validated])),
         );
@@ -226,11 +226,11 @@ export class PostgresJobStore extends PostgresAdminStore implements DialectJobSt
     validated: readonly Checked<ValidatedJob>[],
     options?: EnqueueOptions,
   ): Promise<EnqueueResult[]> {
-    const runner = this.db.callerTransaction(options?.transaction);
+    const caller = await this.db.callerExec(options?.transaction);
     const results: EnqueueResult[] = [];
     for (const part of chunkByBytes(validated)) {
-      const partResults = runner
-        ? await this.insertJobs(this.db.on(runner), part)
+      const partResults = caller
+        ? await this.insertJobs(caller, part)
         : await this.db.retry('enqueueMany', () =>
             this.db.withConnection(false, (exec) => this.insertJobs(exec, part)),
           );

@@ -12,6 +12,13 @@ import {
   queryRunnerDataSource,
   storageClosedMessage,
 } from '../shared/data-source';
+import {
+  drizzleQueryBuilder,
+  kyselyRawQuery,
+  openPgTransaction,
+  recogniseTransaction,
+  unsupportedTransaction,
+} from '../shared/caller-transaction';
 import { SqlHandlerTransaction } from '../shared/handler-transaction';
 import { withTransientRetry } from '../shared/transient-retry';
 import { SqlStorageConfig } from '../storage-config';
@@ -149,17 +156,53 @@ export class PostgresConnection {
     return this.retry(name, (attempt) => this.withConnection(true, (exec) => fn(exec, attempt)));
   }
 
-  /** The caller's QueryRunner when `tx` (`EnqueueOptions.transaction`) is a usable one; throws when it is not. */
-  callerTransaction(tx: unknown): QueryRunner | null {
+  /**
+   * Runs statements in the caller's transaction (`EnqueueOptions.transaction`), or null when none
+   * was given: a TypeORM `QueryRunner` of this storage's `DataSource`, a `pg` client, or a Knex,
+   * Kysely, Drizzle or Prisma transaction on PostgreSQL (`shared/caller-transaction.ts`). Plain
+   * texts, no retry of ours: a failure is the caller's to handle with its transaction. Throws
+   * `ChokaQTransactionError` for anything else, or one not in an open transaction.
+   */
+  async callerExec(tx: unknown): Promise<Exec | null> {
     if (tx === undefined || tx === null) return null;
-    const runner = tx as Partial<QueryRunner>;
-    if (
-      typeof tx !== 'object' ||
-      typeof runner.query !== 'function' ||
-      !('isTransactionActive' in runner)
-    ) {
-      throw new ChokaQTransactionError('it is not a TypeORM QueryRunner');
+    const caller = await recogniseTransaction(tx);
+    switch (caller.kind) {
+      case 'typeorm':
+        return execOnRunner(this.callerRunner(caller.runner));
+      case 'pg': {
+        const client = openPgTransaction(caller.client);
+        return async (sql, params = []) => (await client.query(sql, [...params])).rows as Row[];
+      }
+      case 'kysely':
+        return (sql, params = []) =>
+          caller.trx
+            .getExecutor()
+            .provideConnection(
+              async (connection) =>
+                (await connection.executeQuery(kyselyRawQuery(sql, params))).rows as Row[],
+            );
+      case 'drizzle': {
+        const build = drizzleQueryBuilder(/\$(\d+)/g);
+        return async (sql, params = []) => {
+          const result = await caller.tx.execute(build(sql, params));
+          return (Array.isArray(result) ? result : result.rows) as Row[];
+        };
+      }
+      case 'prisma':
+        return async (sql, params = []) =>
+          (await caller.tx.$queryRawUnsafe(sql, ...params)) as Row[];
+      default:
+        throw unsupportedTransaction(
+          caller,
+          'PostgreSQL',
+          'pass a pg client, a TypeORM QueryRunner, or a Knex, Kysely, Drizzle or Prisma transaction on this database',
+        );
     }
+  }
+
+  /** The caller's TypeORM runner, when it belongs to this storage's DataSource and is in a transaction. */
+  private callerRunner(tx: object): QueryRunner {
+    const runner = tx as Partial<QueryRunner>;
     if (this.dataSource === undefined || queryRunnerDataSource(runner) !== this.dataSource) {
       throw new ChokaQTransactionError('the QueryRunner belongs to another DataSource');
     }

@@ -36,7 +36,7 @@ import { mapClaimedRow, mapHotRow } from '../shared/row-mapper';
 import { bucketsOf, claimedStartLag, countersByQueue, startBucketsOf } from './sqlite-counters';
 import { SqliteChangeWatch } from './sqlite-change-watch';
 import { yieldToEventLoop } from './sqlite-mutex';
-import { SqliteConnection } from './sqlite.connection';
+import { SqliteConnection, SqliteStatements } from './sqlite.connection';
 import {
   SQLITE_MIGRATIONS,
   pendingSqliteMigrations,
@@ -240,10 +240,10 @@ export class SqliteJobStore extends SqliteAdminStore implements DialectJobStore 
     if (options?.transaction !== undefined && options.transaction !== null) {
       // Inside the caller's transaction on ChokaQ's own DataSource (under a savepoint, without
       // the mutex: see SqliteConnection.inCallerTransaction).
-      return this.db.inCallerTransaction(name, options.transaction, () => {
+      return this.db.inCallerTransaction(name, options.transaction, (on) => {
         const results: EnqueueResult[] = [];
         for (let i = 0; i < jobs.length; i += ENQUEUE_CHUNK) {
-          results.push(...this.insertChunk(jobs.slice(i, i + ENQUEUE_CHUNK)));
+          results.push(...this.insertChunk(jobs.slice(i, i + ENQUEUE_CHUNK), on));
         }
         return results;
       });
@@ -257,8 +257,14 @@ export class SqliteJobStore extends SqliteAdminStore implements DialectJobStore 
     return results;
   }
 
-  /** Inserts one chunk (synchronously, inside a transaction) and resolves each item's result. */
-  private insertChunk(jobs: readonly ValidatedJob[]): EnqueueResult[] {
+  /**
+   * Inserts one chunk (synchronously, inside a transaction) and resolves each item's result; `on`
+   * is ChokaQ's connection, or a caller's (see `SqliteConnection.inCallerTransaction`).
+   */
+  private insertChunk(
+    jobs: readonly ValidatedJob[],
+    on: SqliteStatements = this.db,
+  ): EnqueueResult[] {
     const rows = JSON.stringify(
       jobs.map((j) => ({
         id: j.id,
@@ -275,19 +281,16 @@ export class SqliteJobStore extends SqliteAdminStore implements DialectJobStore 
         payload_version: j.payloadVersion,
       })),
     );
-    this.db.run(this.sql.enqueueQueues, { rows });
-    this.db.run(this.sql.enqueueStats, { rows });
-    const inserted = new Set(this.db.all(this.sql.enqueue, { rows }).map((r) => String(r.id)));
+    on.run(this.sql.enqueueQueues, { rows });
+    on.run(this.sql.enqueueStats, { rows });
+    const inserted = new Set(on.all(this.sql.enqueue, { rows }).map((r) => String(r.id)));
     return jobs.map((job) => {
       // delete(): with a duplicated id in one batch only the first item reports created.
       if (inserted.delete(job.id)) return { id: job.id, created: true };
       // Its own id first: a retry after an ambiguous commit whose job has since finished must not
       // report the key's new holder as its result.
-      if (
-        job.idempotencyKey !== null &&
-        !this.db.get(this.sql.enqueueIdExists, { id: job.id })?.found
-      ) {
-        const holder = this.db.get(this.sql.enqueueKeyHolder, { key: job.idempotencyKey });
+      if (job.idempotencyKey !== null && !on.get(this.sql.enqueueIdExists, { id: job.id })?.found) {
+        const holder = on.get(this.sql.enqueueKeyHolder, { key: job.idempotencyKey });
         if (holder) return { id: String(holder.id), created: false };
       }
       return { id: job.id, created: false };

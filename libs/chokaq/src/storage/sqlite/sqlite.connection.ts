@@ -1,3 +1,5 @@
+import { realpathSync } from 'node:fs';
+import { resolve } from 'node:path';
 import type { ChokaQLogger } from '../../interfaces/chokaq-logger.interface';
 import type BetterSqlite3 from 'better-sqlite3';
 import type { DataSource, QueryRunner } from 'typeorm';
@@ -5,6 +7,13 @@ import { logEvent } from '../../common/log-events';
 import { ChokaQError, ChokaQStorageUnavailableError, ChokaQTransactionError } from '../../errors';
 import { TransientRetryOptions } from '../../interfaces/storage-options.interface';
 import { assertNonNegativeInt } from '../../validation/validate-job';
+import {
+  CallerTransaction,
+  SqliteDatabaseLike,
+  openSqliteTransaction,
+  recogniseTransaction,
+  unsupportedTransaction,
+} from '../shared/caller-transaction';
 import { assertDataSourceOpen, dataSourceOf, queryRunnerDataSource } from '../shared/data-source';
 import { withTransientRetry } from '../shared/transient-retry';
 import { SqlStorageConfig } from '../storage-config';
@@ -204,47 +213,78 @@ export class SqliteConnection {
   }
 
   /**
-   * Runs `work` inside the caller's open transaction (`EnqueueOptions.transaction`, a QueryRunner
-   * of ChokaQ's own DataSource), under a savepoint, so its writes are all-or-nothing inside the
-   * caller's transaction; the caller's COMMIT or ROLLBACK decides the rest. Throws
-   * `ChokaQTransactionError` when `transaction` is not such a runner.
+   * Runs `work` inside the caller's open transaction (`EnqueueOptions.transaction`), under a
+   * savepoint, so its writes are all-or-nothing inside the caller's transaction; the caller's
+   * COMMIT or ROLLBACK decides the rest. The transaction is a QueryRunner of ChokaQ's own
+   * DataSource (`work` runs on ChokaQ's connection), or a better-sqlite3 `Database` of the same
+   * database file with a transaction open (directly, or the one a Knex transaction runs on; `work`
+   * runs on that connection). Throws `ChokaQTransactionError` for anything else.
    *
-   * Deliberately without the mutex: the caller owns the connection's transaction right now, and a
-   * ChokaQ call holding the mutex would be waiting (asynchronously, see
-   * {@link SqliteConnectionInUseError}) for that very transaction to end — taking the mutex here
-   * could deadlock the caller against ChokaQ. Running synchronously on the handle needs no lock
-   * anyway.
+   * Deliberately without the mutex: the caller owns a write transaction right now, and a ChokaQ
+   * call holding the mutex would be waiting (asynchronously, see {@link SqliteConnectionInUseError})
+   * for that very transaction to end — taking the mutex here could deadlock the caller against
+   * ChokaQ. Running synchronously on the handle needs no lock anyway.
    */
-  inCallerTransaction<T>(name: string, transaction: unknown, work: () => T): T {
-    const runner = transaction as Partial<QueryRunner>;
-    if (
-      typeof runner !== 'object' ||
-      queryRunnerDataSource(runner) === undefined ||
-      !('isTransactionActive' in runner)
-    ) {
-      throw new ChokaQTransactionError('the transaction option is not a TypeORM QueryRunner');
-    }
-    if (queryRunnerDataSource(runner) !== this.dataSource) {
-      throw new ChokaQTransactionError('the QueryRunner belongs to another DataSource');
-    }
-    if (runner.isReleased) throw new ChokaQTransactionError('the QueryRunner was released');
-    const db = this.handle();
-    if (!runner.isTransactionActive || !db.inTransaction) {
-      throw new ChokaQTransactionError('the QueryRunner has no open transaction');
-    }
-    this.statement('SAVEPOINT chokaq_enqueue').run();
+  async inCallerTransaction<T>(
+    name: string,
+    transaction: unknown,
+    work: (on: SqliteStatements) => T,
+  ): Promise<T> {
+    const on = this.callerStatements(await recogniseTransaction(transaction));
+    on.run('SAVEPOINT chokaq_enqueue');
     try {
-      const result = work();
-      this.statement('RELEASE chokaq_enqueue').run();
+      const result = work(on);
+      on.run('RELEASE chokaq_enqueue');
       return result;
     } catch (error) {
-      this.statement('ROLLBACK TO chokaq_enqueue').run();
-      this.statement('RELEASE chokaq_enqueue').run();
+      on.run('ROLLBACK TO chokaq_enqueue');
+      on.run('RELEASE chokaq_enqueue');
       // A busy file inside someone else's transaction cannot be retried here: the caller must retry
       // its whole transaction, so it gets the typed, retryable error.
       if (isSqliteTransient(error)) throw new ChokaQStorageUnavailableError(name, 1, error);
       throw error;
     }
+  }
+
+  /** Where a caller's transaction runs ChokaQ's statements: ChokaQ's connection or the caller's. */
+  private callerStatements(caller: CallerTransaction): SqliteStatements {
+    if (caller.kind === 'typeorm') {
+      this.checkCallerRunner(caller.runner);
+      return this;
+    }
+    if (caller.kind === 'sqlite') return this.foreign(openSqliteTransaction(caller.db));
+    throw unsupportedTransaction(
+      caller,
+      'SQLite',
+      "pass the better-sqlite3 Database your ORM runs on (in its transaction), a Knex transaction, or a QueryRunner of ChokaQ's DataSource",
+    );
+  }
+
+  /** A caller's QueryRunner must be one of ChokaQ's own DataSource, with its transaction open. */
+  private checkCallerRunner(runner: Partial<QueryRunner>): void {
+    if (queryRunnerDataSource(runner) !== this.dataSource) {
+      throw new ChokaQTransactionError('the QueryRunner belongs to another DataSource');
+    }
+    if (runner.isReleased) throw new ChokaQTransactionError('the QueryRunner was released');
+    if (!runner.isTransactionActive || !this.handle().inTransaction) {
+      throw new ChokaQTransactionError('the QueryRunner has no open transaction');
+    }
+  }
+
+  /**
+   * Statements on a caller's own better-sqlite3 connection: ChokaQ's own handle when it is that
+   * one, else a connection of the same database file (a private or in-memory database of another
+   * connection holds none of ChokaQ's tables, so it is refused).
+   */
+  private foreign(db: SqliteDatabaseLike): SqliteStatements {
+    const own = this.handle();
+    if ((db as unknown) === own) return this;
+    if (db.memory || db.name === '' || own.memory || !sameFile(db.name, own.name)) {
+      throw new ChokaQTransactionError(
+        `the better-sqlite3 Database is not of ChokaQ's database file (${own.name})`,
+      );
+    }
+    return new ForeignSqliteStatements(db);
   }
 
   /** Waits for the call in flight, forgets the prepared statements, then destroys an owned DataSource. */
@@ -289,5 +329,49 @@ export class SqliteConnection {
       }
       throw error;
     }
+  }
+}
+
+/** What the enqueue runs its statements on: ChokaQ's connection, or a caller's of the same file. */
+export interface SqliteStatements {
+  all(sql: string, params?: Params): Row[];
+  get(sql: string, params?: Params): Row | undefined;
+  run(sql: string, params?: Params): number;
+}
+
+/** Statements on a caller's better-sqlite3 connection, prepared once per call of the caller. */
+class ForeignSqliteStatements implements SqliteStatements {
+  private readonly prepared = new Map<string, ReturnType<SqliteDatabaseLike['prepare']>>();
+
+  constructor(private readonly db: SqliteDatabaseLike) {}
+
+  all(sql: string, params: Params = {}): Row[] {
+    return this.statement(sql).all(params) as Row[];
+  }
+
+  get(sql: string, params: Params = {}): Row | undefined {
+    return this.statement(sql).get(params) as Row | undefined;
+  }
+
+  run(sql: string, params: Params = {}): number {
+    return this.statement(sql).run(params).changes;
+  }
+
+  private statement(sql: string): ReturnType<SqliteDatabaseLike['prepare']> {
+    let statement = this.prepared.get(sql);
+    if (!statement) {
+      statement = this.db.prepare(sql);
+      this.prepared.set(sql, statement);
+    }
+    return statement;
+  }
+}
+
+/** Whether two database file names name one file (resolved through links, as SQLite opens them). */
+function sameFile(a: string, b: string): boolean {
+  try {
+    return realpathSync(a) === realpathSync(b);
+  } catch {
+    return resolve(a) === resolve(b);
   }
 }
