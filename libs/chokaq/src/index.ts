@@ -34,6 +34,7 @@ export type {
   JobPayload,
   JobResult,
   PayloadVersionOptions,
+  TypedBatchJobHandlerDecorator,
   TypedJobHandlerDecorator,
 } from './decorators';
 export type {
@@ -46,6 +47,9 @@ export type {
 } from './interfaces/standard-schema.interface';
 export type {
   HandlerBackoff,
+  JobBatchItem,
+  JobBatchOptions,
+  JobBatchOutcome,
   JobHandlerOptions,
   PayloadUpgradeStep,
 } from './interfaces/handler.interface';

@@ -5,6 +5,7 @@
  */
 import { Injectable } from '@nestjs/common';
 import { JobClient } from '../client/job-client';
+import type { JobBatchItem, JobBatchOutcome } from '../interfaces/handler.interface';
 import { JobContext } from '../interfaces/job-context.interface';
 import { JobDefinition, JobPayload, JobResult, defineJob } from './job-definition';
 import { JobHandler } from './job-handler.decorator';
@@ -28,6 +29,23 @@ export class TypedHandlers {
   @JobHandler(Resize)
   async wrongPayload(payload: { to: string }): Promise<void> {
     void payload;
+  }
+
+  @JobHandler(WelcomeEmail, { batch: { size: 50 } })
+  async welcomeMany(items: JobBatchItem<{ to: string }>[]): Promise<JobBatchOutcome[]> {
+    return items.map(() => ({ status: 'succeeded' }));
+  }
+
+  // @ts-expect-error a batch handler takes the items of a batch, not one payload
+  @JobHandler(WelcomeEmail, { batch: { size: 50 } })
+  async batchOfOne(payload: { to: string }): Promise<void> {
+    void payload;
+  }
+
+  // @ts-expect-error the items' payload type does not match the definition's
+  @JobHandler(Resize, { batch: { size: 50 } })
+  async batchOfOthers(items: JobBatchItem<{ to: string }>[]): Promise<void> {
+    void items;
   }
 
   // A string-queue handler takes any payload.

@@ -1,6 +1,12 @@
 import { SetMetadata } from '@nestjs/common';
 import { JOB_HANDLER_METADATA } from '../chokaq.constants';
-import type { JobHandlerMetadata, JobHandlerOptions } from '../interfaces/handler.interface';
+import type {
+  JobBatchItem,
+  JobBatchOptions,
+  JobBatchOutcome,
+  JobHandlerMetadata,
+  JobHandlerOptions,
+} from '../interfaces/handler.interface';
 import type { JobContext } from '../interfaces/job-context.interface';
 import { JobDefinition, isJobDefinition } from './job-definition';
 
@@ -19,6 +25,34 @@ export type TypedJobHandlerDecorator<T, R = unknown> = <
   descriptor: TypedPropertyDescriptor<M>,
 ) => void;
 
+/**
+ * A method decorator that accepts only batch methods: their parameter takes the items of a batch
+ * (`JobBatchItem<T>[]`, `T` the definition's payload type) and they return one outcome per item,
+ * or nothing.
+ *
+ * @publicApi
+ */
+export type TypedBatchJobHandlerDecorator<T> = <
+  M extends (
+    items: JobBatchItem<T>[],
+  ) => JobBatchOutcome[] | void | PromiseLike<JobBatchOutcome[] | void>,
+>(
+  target: object,
+  propertyKey: string | symbol,
+  descriptor: TypedPropertyDescriptor<M>,
+) => void;
+
+/**
+ * Marks a method of a singleton provider as the batch handler of a job definition's
+ * `(queue, type)`: it is called as `method(items)` with up to `batch.size` jobs at once (see
+ * `JobHandlerOptions.batch`).
+ *
+ * @publicApi
+ */
+export function JobHandler<T, TInput, R>(
+  definition: JobDefinition<T, TInput, R>,
+  options: Omit<JobHandlerOptions, 'type' | 'batch'> & { batch: JobBatchOptions },
+): TypedBatchJobHandlerDecorator<T>;
 /**
  * Marks a method of a singleton provider as the handler of a job definition's `(queue, type)`;
  * the method's payload parameter is checked against the definition's payload type. When the

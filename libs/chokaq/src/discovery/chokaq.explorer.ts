@@ -8,12 +8,17 @@ import {
   ChokaQValidationError,
   ValidationIssue,
 } from '../errors';
-import { JobHandlerMetadata, HandlerDefinition } from '../interfaces/handler.interface';
+import {
+  HandlerDefinition,
+  JobBatchItem,
+  JobHandlerMetadata,
+} from '../interfaces/handler.interface';
 import { JobContext } from '../interfaces/job-context.interface';
 import type { JobEvent, OnJobEventMetadata } from '../interfaces/job-event.interface';
 import type { ResolvedChokaQOptions } from '../interfaces/module-options.interface';
 import { RecurringJobMetadata, RecurringJobSpec } from '../interfaces/recurring-job.interface';
 import {
+  DEFAULT_BATCH_WAIT_MS,
   jobEventIssues,
   jobHandlerIssues,
   recurringJobIssues,
@@ -164,6 +169,10 @@ export class ChokaQExplorer {
       ...(meta.upgrade !== undefined && { upgrade: meta.upgrade }),
       // `async` turns a synchronous throw into a rejection, so the runtime sees one shape.
       invoke: async (payload: unknown, ctx: JobContext) => method.call(instance, payload, ctx),
+      ...(meta.batch !== undefined && {
+        batch: { size: meta.batch.size, waitMs: meta.batch.waitMs ?? DEFAULT_BATCH_WAIT_MS },
+        invokeBatch: async (items: JobBatchItem[]) => method.call(instance, items),
+      }),
     };
   }
 

@@ -104,3 +104,36 @@ describe('HandlerRegistry backoff', () => {
     });
   });
 });
+
+describe('HandlerRegistry batch', () => {
+  const invokeBatch = async () => undefined;
+
+  it('keeps a batch handler of a type and refuses a bad batch, naming the handler', () => {
+    const registry = new HandlerRegistry();
+    const batch = { size: 100, waitMs: 0 };
+    registry.register({ ...handler('mail', 'ok.v1'), batch, invokeBatch });
+    expect(registry.resolve('mail', 'ok.v1')?.batch).toBe(batch);
+    const refused: Array<[Partial<HandlerDefinition>, string]> = [
+      [
+        { batch: { size: 0, waitMs: 0 }, invokeBatch },
+        'batch must be { size: an integer from 1 to 1000',
+      ],
+      [{ batch: { size: 1001, waitMs: 0 }, invokeBatch }, 'batch must be { size'],
+      [{ batch: { size: 2, waitMs: 60_001 }, invokeBatch }, 'batch must be { size'],
+      [{ batch: { size: 2, waitMs: 1.5 }, invokeBatch }, 'batch must be { size'],
+      [{ batch: { size: 2, waitMs: 0 } }, 'batch needs invokeBatch'],
+      [
+        { batch: { size: 2, waitMs: 0 }, invokeBatch, transactional: true },
+        'batch cannot be combined with transactional',
+      ],
+    ];
+    refused.forEach(([bad, message], i) => {
+      expect(() => registry.register({ ...handler('mail', `bad${i}.v1`), ...bad })).toThrow(
+        `@JobHandler of H.mail.bad${i}.v1: ${message}`,
+      );
+    });
+    expect(() =>
+      registry.register({ ...handler('mail'), batch: { size: 2, waitMs: 0 }, invokeBatch }),
+    ).toThrow('@JobHandler of H.mail.*: batch needs a job type');
+  });
+});

@@ -18,6 +18,37 @@ export type PayloadUpgradeStep = (payload: any) => unknown;
  */
 export type HandlerBackoff = readonly number[] | ((attempt: number, error: unknown) => number);
 
+/**
+ * A batch handler's batching (`@JobHandler(…, { batch })`): up to `size` jobs of the handler's type
+ * per call, waiting at most `waitMs` after the first for more. @publicApi
+ */
+export interface JobBatchOptions {
+  /** Most jobs per call, 1–1,000. A batch never holds more jobs than the worker has free slots. */
+  size: number;
+  /** Longest wait for more jobs after the first, 0–60,000 ms. Default 20. */
+  waitMs?: number;
+}
+
+/** One job of a batch, as a batch handler receives it. @publicApi */
+export interface JobBatchItem<T = unknown> {
+  /** The payload, checked and upgraded as a single handler's is. */
+  payload: T;
+  /** The job's own context: its id, attempt, signal (cancel, timeout), logger, progress. */
+  ctx: JobContext;
+}
+
+/**
+ * What became of one job of a batch, at its index: `succeeded` (with the value stored when the
+ * handler records results), `failed` (with its error, which the retry policy then treats as a
+ * single handler's throw: retried, or the DLQ), or `retry` (again after `delayMs`, as
+ * `ChokaQThrottledError` would: the attempt counts). A batch handler that returns nothing
+ * succeeded for every job; one that throws failed every job with that error. @publicApi
+ */
+export type JobBatchOutcome =
+  | { status: 'succeeded'; result?: unknown }
+  | { status: 'failed'; error: unknown }
+  | { status: 'retry'; delayMs: number };
+
 /** Per-handler options of `@JobHandler`. @publicApi */
 export interface JobHandlerOptions {
   /** Handle only this type of the queue; without it the handler takes every type of the queue. */
@@ -62,6 +93,14 @@ export interface JobHandlerOptions {
    * 2³¹ − 1 gets the global policy's delay for that retry, and the retry's stored error says why.
    */
   backoff?: HandlerBackoff;
+  /**
+   * Makes this a batch handler: the method is called as `method(items: JobBatchItem[])` with up
+   * to `size` jobs of its type at once and returns one {@link JobBatchOutcome} per item, in order
+   * (or nothing, for all succeeded). Each job keeps its own attempts, retries, DLQ move, timeout,
+   * cancel and attempt history; rate limits and budgets count each job. Middleware does not run
+   * around a batch call. Not with `transactional`.
+   */
+  batch?: JobBatchOptions;
 }
 
 /** What `@JobHandler` stores on the method. */
@@ -108,6 +147,10 @@ export interface HandlerDefinition {
   upgrade?: Readonly<Record<number, PayloadUpgradeStep>>;
   /** Calls the provider method. */
   invoke(payload: unknown, ctx: JobContext): Promise<unknown>;
+  /** A batch handler's batching (see `JobHandlerOptions.batch`), `waitMs` resolved. */
+  batch?: Required<JobBatchOptions>;
+  /** Calls a batch handler's method with the items of one batch. */
+  invokeBatch?(items: JobBatchItem[]): Promise<unknown>;
 }
 
 /** What the runtime needs to know about the handlers of this process. */

@@ -10,6 +10,7 @@ import {
   ChokaQResultError,
   ChokaQPayloadValidationError,
   ChokaQPayloadVersionError,
+  ChokaQThrottledError,
 } from '../errors';
 import type { HandlerDefinition } from '../interfaces/handler.interface';
 import type { JobContext } from '../interfaces/job-context.interface';
@@ -671,5 +672,92 @@ describe('JobExecutor', () => {
       expect(invoke).not.toHaveBeenCalled();
       expect(logger.events('JobLateResult')).toEqual([]);
     });
+  });
+});
+
+describe('JobExecutor batch handlers', () => {
+  /** A batch handler of `size` that waits `waitMs`, calling `invokeBatch`. */
+  const batchHandler = (
+    invokeBatch: NonNullable<HandlerDefinition['invokeBatch']>,
+    size = 3,
+    waitMs = 10_000,
+  ): HandlerDefinition => ({
+    queue: 'q',
+    type: 't',
+    name: 'T.batch',
+    batch: { size, waitMs },
+    invoke: async () => {
+      throw new Error('a batch handler is never called one job at a time');
+    },
+    invokeBatch,
+  });
+  const start = (executor: JobExecutor, h: HandlerDefinition, id: string, timeoutMs = 60_000) =>
+    executor.start({
+      job: hotJob({ id, payload: { id } }),
+      lease: { id, workerId: 'w', leaseId: `l-${id}` },
+      timeoutMs,
+      handler: h,
+    });
+
+  it('sends a batch once it is full, each run decided by its own outcome', async () => {
+    const calls: unknown[][] = [];
+    const h = batchHandler(async (items) => {
+      calls.push(items.map((i) => i.payload));
+      return [
+        { status: 'succeeded', result: 1 },
+        { status: 'failed', error: new Error('two') },
+        { status: 'retry', delayMs: 250 },
+      ];
+    });
+    const executor = new JobExecutor([], new RecordingLogger());
+    const runs = ['a', 'b', 'c'].map((id) => start(executor, h, id));
+    const [a, b, c] = await Promise.all(runs.map((r) => r.result));
+    expect(calls).toEqual([[{ id: 'a' }, { id: 'b' }, { id: 'c' }]]);
+    expect(a).toMatchObject({ kind: 'succeeded' });
+    expect(b).toMatchObject({ kind: 'failed', error: new Error('two') });
+    expect(c).toMatchObject({ kind: 'failed' });
+    expect((c as { error: unknown }).error).toBeInstanceOf(ChokaQThrottledError);
+    expect((c as { error: ChokaQThrottledError }).error.retryAfterMs).toBe(250);
+  });
+
+  it('sends a batch that is not full after its wait, and fails every run on a wrong outcome list', async () => {
+    jest.useFakeTimers();
+    let called = 0;
+    const h = batchHandler(
+      async () => {
+        called++;
+        return [{ status: 'succeeded' }];
+      },
+      5,
+      100,
+    );
+    const executor = new JobExecutor([], new RecordingLogger());
+    const runs = ['a', 'b'].map((id) => start(executor, h, id));
+    await jest.advanceTimersByTimeAsync(99);
+    expect(called).toBe(0);
+    await jest.advanceTimersByTimeAsync(1);
+    const results = await Promise.all(runs.map((r) => r.result));
+    expect(called).toBe(1);
+    for (const result of results) {
+      expect(result).toMatchObject({ kind: 'failed' });
+      expect(String((result as { error: unknown }).error)).toContain(
+        'returned 1 outcome(s) for a batch of 2 job(s)',
+      );
+    }
+  });
+
+  it('leaves out a run cancelled while it waited, and sends its batch at once on shutdown', async () => {
+    const sent: unknown[][] = [];
+    const h = batchHandler(async (items) => {
+      sent.push(items.map((i) => i.payload));
+    });
+    const executor = new JobExecutor([], new RecordingLogger());
+    const a = start(executor, h, 'a');
+    const b = start(executor, h, 'b');
+    a.abort('cancelled');
+    expect(await a.result).toMatchObject({ kind: 'aborted', cause: 'cancelled' });
+    b.abort('shutdown');
+    expect(await b.result).toMatchObject({ kind: 'succeeded' });
+    expect(sent).toEqual([[{ id: 'b' }]]);
   });
 });

@@ -5,9 +5,10 @@ import {
   ChokaQJobTimeoutError,
   ChokaQPayloadValidationError,
   ChokaQPayloadVersionError,
+  ChokaQThrottledError,
   type JobAbortCause,
 } from '../errors';
-import type { HandlerDefinition } from '../interfaces/handler.interface';
+import type { HandlerDefinition, JobBatchItem } from '../interfaces/handler.interface';
 import type { JobContext } from '../interfaces/job-context.interface';
 import { JobStatus } from '../interfaces/job-status.enum';
 import type { HotJob, JobLease } from '../interfaces/job.interface';
@@ -17,6 +18,7 @@ import { LIMITS, MAX_TIMER_MS } from '../validation/limits';
 import { checkPayload } from '../validation/validate-payload';
 import { DEFAULT_PAYLOAD_MAX_BYTES, serializeResult } from '../validation/validate-job';
 import type { HandlerTransaction } from '../storage/job-storage';
+import { JobBatches } from './job-batches';
 import { JobLogger } from './job-logger';
 
 /** How one run ended, as far as the worker is concerned. */
@@ -108,6 +110,10 @@ export function attemptOf(job: HotJob): number {
  */
 export class JobExecutor {
   private late = 0;
+  /** The runs of batch handlers waiting for their batch to fill. */
+  private readonly batches = new JobBatches<BatchMember>((handler, members) =>
+    this.runBatch(handler, members),
+  );
 
   constructor(
     private readonly middleware: readonly ChokaQMiddleware[],
@@ -132,6 +138,10 @@ export class JobExecutor {
     const run = new Run(job, lease, attempt, this.clock, span);
     const ctx = this.context(run, request);
     if (Number.isFinite(timeoutMs) && timeoutMs > 0) run.armTimeout(timeoutMs);
+    if (request.handler.batch !== undefined) {
+      this.joinBatch(run, request.handler, ctx);
+      return run;
+    }
     const handled = span
       ? span.run(() => this.invoke(run, request, ctx))
       : this.invoke(run, request, ctx);
@@ -140,6 +150,81 @@ export class JobExecutor {
       (error: unknown) => this.handlerThrew(run, error),
     );
     return run;
+  }
+
+  /**
+   * Puts `run` in the open batch of its batch handler. Its timeout counts from now, so the wait
+   * for the batch to fill is part of it; a run stopped at shutdown sends its batch at once.
+   */
+  private joinBatch(run: Run, handler: HandlerDefinition, ctx: JobContext): void {
+    run.onShutdown = () => this.batches.flush(handler);
+    this.batches.add(handler, { run, ctx });
+  }
+
+  /**
+   * Calls a batch handler with the runs of one batch that are still undecided (a run cancelled or
+   * timed out while it waited is not sent), each payload upgraded and checked as a single run's
+   * is: an item that fails its check fails alone. Each run is then decided by its own outcome.
+   */
+  private async runBatch(handler: HandlerDefinition, members: BatchMember[]): Promise<void> {
+    const runs: Run[] = [];
+    const items: JobBatchItem[] = [];
+    for (const { run, ctx } of members) {
+      if (run.settled) continue;
+      try {
+        items.push({ payload: await this.payloadFor(handler, run.job), ctx });
+        runs.push(run);
+      } catch (error) {
+        await this.handlerThrew(run, error);
+      }
+    }
+    if (runs.length === 0) return;
+    let outcomes: unknown;
+    try {
+      outcomes = await handler.invokeBatch!(items);
+    } catch (error) {
+      await Promise.all(runs.map((run) => this.handlerThrew(run, error)));
+      return;
+    }
+    if (outcomes === undefined) {
+      await Promise.all(runs.map((run) => this.handlerReturned(run, undefined, handler)));
+      return;
+    }
+    if (!Array.isArray(outcomes) || outcomes.length !== runs.length) {
+      const error = new TypeError(
+        `Batch handler ${handler.name} returned ${describeOutcomes(outcomes)} for a batch of ${runs.length} job(s); ` +
+          `it must return one outcome per item, in order, or nothing`,
+      );
+      await Promise.all(runs.map((run) => this.handlerThrew(run, error)));
+      return;
+    }
+    await Promise.all(runs.map((run, i) => this.decideItem(run, outcomes[i], handler)));
+  }
+
+  /** Decides one run of a batch by the outcome its handler reported for it. */
+  private decideItem(run: Run, outcome: unknown, handler: HandlerDefinition): void | Promise<void> {
+    const o = outcome as Partial<{
+      status: unknown;
+      result: unknown;
+      error: unknown;
+      delayMs: unknown;
+    }>;
+    switch (o?.status) {
+      case 'succeeded':
+        return this.handlerReturned(run, o.result, handler);
+      case 'failed':
+        return this.handlerThrew(run, o.error);
+      case 'retry':
+        return this.handlerThrew(run, new ChokaQThrottledError(Number(o.delayMs)));
+      default:
+        return this.handlerThrew(
+          run,
+          new TypeError(
+            `Batch handler ${handler.name} reported no outcome for job ${run.job.id}: expected ` +
+              `{ status: 'succeeded' | 'failed' | 'retry', … }, got ${describeOutcomes(outcome)}`,
+          ),
+        );
+    }
   }
 
   /**
@@ -278,6 +363,11 @@ export class JobExecutor {
     job: HotJob,
     ctx: JobContext,
   ): Promise<unknown> {
+    return this.pipeline(handler, await this.payloadFor(handler, job), ctx);
+  }
+
+  /** The payload `handler` receives for `job`: upgraded to its version, then its schema's output. */
+  private async payloadFor(handler: HandlerDefinition, job: HotJob): Promise<unknown> {
     let payload = needsUpgrade(handler, job) ? await upgradePayload(handler, job) : job.payload;
     if (handler.schema !== undefined) {
       const check = await checkPayload(handler.schema, payload, 'payload');
@@ -286,7 +376,7 @@ export class JobExecutor {
       }
       payload = check.value;
     }
-    return this.pipeline(handler, payload, ctx);
+    return payload;
   }
 
   /** Middleware around the handler; `Promise.resolve().then` turns synchronous throws into rejections. */
@@ -344,6 +434,8 @@ class Run implements Execution {
   transaction: HandlerTransaction | undefined;
   /** Decided while its transaction was opening: the handler never ran. */
   neverRan = false;
+  /** A batched run's: sends its waiting batch when shutdown stops the run. */
+  onShutdown: (() => void) | undefined;
   private resolve!: (result: RunResult) => void;
   private isSettled = false;
   private controller: AbortController | undefined;
@@ -420,12 +512,27 @@ class Run implements Execution {
     this.abortWith(aborted);
     if (cause !== 'shutdown') {
       this.settle({ kind: 'aborted', cause, durationMs: this.elapsed() }, aborted);
+    } else {
+      this.onShutdown?.();
     }
   }
 
   abandon(): void {
     this.settle({ kind: 'abandoned', durationMs: this.elapsed() });
   }
+}
+
+/** A run waiting in a batch, with the context its handler receives. */
+interface BatchMember {
+  run: Run;
+  ctx: JobContext;
+}
+
+/** What a batch handler returned, for an error message. */
+function describeOutcomes(value: unknown): string {
+  if (Array.isArray(value)) return `${value.length} outcome(s)`;
+  if (value === null) return 'null';
+  return typeof value === 'object' ? 'an object' : `a ${typeof value}`;
 }
 
 /** The execution timeout of `run` fired (a function of its own: no closure per run). */

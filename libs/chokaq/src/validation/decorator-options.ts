@@ -44,14 +44,56 @@ export function jobHandlerIssues(name: string, meta: JobHandlerMetadata): Valida
       : [{ path: at('schema'), message: STANDARD_SCHEMA_RULE, value: meta.schema }]),
     ...payloadVersionIssues(meta.version, meta.upgrade, at),
     ...backoffIssues(meta.backoff, at('backoff')),
+    ...batchIssues(meta, at('batch')),
     ...optionIssues(meta as unknown as Record<string, unknown>, JOB_HANDLER_RULES, at, [
       'queue',
       'schema',
       'version',
       'upgrade',
       'backoff',
+      'batch',
     ]),
   ];
+}
+
+/** Most jobs per call of a batch handler. */
+export const MAX_BATCH_SIZE = 1_000;
+/** A batch's wait for more jobs when the handler names none. */
+export const DEFAULT_BATCH_WAIT_MS = 20;
+/** Longest wait of a batch for more jobs. */
+export const MAX_BATCH_WAIT_MS = 60_000;
+
+const BATCH_RULE = `must be { size: an integer from 1 to ${MAX_BATCH_SIZE}, waitMs?: an integer from 0 to ${MAX_BATCH_WAIT_MS} }`;
+
+/** The problems of a handler's `batch`: absent, or a size and a wait in range, of a typed handler, not transactional. */
+function batchIssues(meta: JobHandlerMetadata, path: string): ValidationIssue[] {
+  const batch = meta.batch as unknown;
+  if (batch === undefined) return [];
+  const b = batch as { size?: unknown; waitMs?: unknown } | null;
+  const inRange = (v: unknown, min: number, max: number) =>
+    Number.isInteger(v) && (v as number) >= min && (v as number) <= max;
+  const ok =
+    typeof b === 'object' &&
+    b !== null &&
+    Object.keys(b).every((k) => k === 'size' || k === 'waitMs') &&
+    inRange(b.size, 1, MAX_BATCH_SIZE) &&
+    (b.waitMs === undefined || inRange(b.waitMs, 0, MAX_BATCH_WAIT_MS));
+  const issues: ValidationIssue[] = ok ? [] : [{ path, message: BATCH_RULE, value: batch }];
+  if (meta.transactional === true) {
+    issues.push({
+      path,
+      message: 'cannot be combined with transactional (one transaction per job)',
+      value: batch,
+    });
+  }
+  if (meta.type === undefined) {
+    issues.push({
+      path,
+      message: 'needs a job type (a job definition, or the type option): a batch holds one type',
+      value: batch,
+    });
+  }
+  return issues;
 }
 
 /** Most entries of a `backoff` list. */
@@ -106,20 +148,34 @@ export function jobEventIssues(name: string, meta: OnJobEventMetadata): Validati
  */
 export function handlerDefinitionIssues(handler: HandlerDefinition): ValidationIssue[] {
   const { queue, type, timeoutMs, maxAttempts, retryZombies, transactional, schema } = handler;
-  return jobHandlerIssues(handler.name, {
-    queue,
-    type,
-    timeoutMs,
-    maxAttempts,
-    retryZombies,
-    transactional,
-    schema,
-    ...(handler.recordResult !== undefined && { recordResult: handler.recordResult }),
-    ...(handler.backoff !== undefined && { backoff: handler.backoff }),
-    // Only when given, so the rules see the same keys as before for an unversioned handler.
-    ...(handler.version !== undefined && { version: handler.version }),
-    ...(handler.upgrade !== undefined && { upgrade: handler.upgrade }),
-  });
+  const unbatched =
+    handler.batch !== undefined && typeof handler.invokeBatch !== 'function'
+      ? [
+          {
+            path: `@JobHandler of ${handler.name}: batch`,
+            message: 'needs invokeBatch (the call of one batch)',
+            value: handler.batch,
+          },
+        ]
+      : [];
+  return [
+    ...unbatched,
+    ...jobHandlerIssues(handler.name, {
+      queue,
+      type,
+      timeoutMs,
+      maxAttempts,
+      retryZombies,
+      transactional,
+      schema,
+      ...(handler.recordResult !== undefined && { recordResult: handler.recordResult }),
+      ...(handler.backoff !== undefined && { backoff: handler.backoff }),
+      // Only when given, so the rules see the same keys as before for an unversioned handler.
+      ...(handler.version !== undefined && { version: handler.version }),
+      ...(handler.upgrade !== undefined && { upgrade: handler.upgrade }),
+      ...(handler.batch !== undefined && { batch: handler.batch }),
+    }),
+  ];
 }
 
 /**

@@ -96,8 +96,9 @@ export const JOB_HANDLER_RULES = {
   retryZombies: bool,
   transactional: bool,
   recordResult: bool,
-  // `backoff` (a list or a function) has a rule of its own: `backoffIssues` in decorator-options.ts.
-} as const satisfies Record<Exclude<keyof JobHandlerOptions, 'backoff'>, OptionRule>;
+  // `backoff` (a list or a function) and `batch` (an object) have rules of their own:
+  // `backoffIssues` and `batchIssues` in decorator-options.ts.
+} as const satisfies Record<Exclude<keyof JobHandlerOptions, 'backoff' | 'batch'>, OptionRule>;
 
 /**
  * `@RecurringJob` options with a rule of their own. `queue` and `payload` are checked as an
