@@ -60,7 +60,7 @@ function log(message: string): void {
 }
 
 function systemsFor(dialect: BenchDialect, args: BenchArgs, benchUrl: string): BenchSystem[] {
-  const systems = [chokaqSystem(dialect, benchUrl, undefined, args.startAhead)];
+  const systems = [chokaqSystem(dialect, benchUrl, undefined, args.startAhead, args.handler)];
   if (args.peers && dialect === 'postgres') {
     systems.push(
       graphileSystem('preset', benchUrl, packageVersion('graphile-worker')),

@@ -91,6 +91,21 @@ export interface BenchArgs {
   maxLoadWaitMs: number;
   /** ChokaQ's `worker.startAhead` in the suite's drains (A/B runs); undefined: its default. */
   startAhead: number | undefined;
+  /**
+   * The ChokaQ handler's shape (batch-handler rows): undefined is the queue-wide per-job handler;
+   * `batch` 0 a per-job handler of the job type, N a batch handler of N; `callMs` a wait per call.
+   */
+  handler: BenchHandlerShape | undefined;
+}
+
+/** How the ChokaQ bench worker's handler is declared (see {@link BenchArgs.handler}). */
+export interface BenchHandlerShape {
+  /** 0: one job per call (a typed handler); N ≥ 1: a batch handler of N. */
+  batch: number;
+  /** Milliseconds each call waits (a stand-in for one round trip to another system). */
+  callMs: number;
+  /** Each call writes its jobs' numbers into a table, one INSERT per call (PostgreSQL). */
+  sink: boolean;
 }
 
 const FULL: BenchSizes = {
@@ -164,6 +179,11 @@ const HELP = `npm run bench -- [flags]
   --deck-rounds=N --deck-ticks=N   deck: timed rounds over the panels (default 5), timed ticks (default 20)
   --run-timeout-ms=N      bound of one run (default 300000)
   --start-ahead=N         ChokaQ's worker.startAhead in the suite (A/B runs; default: the library's)
+  --handler-batch=N       ChokaQ's handler as a typed handler of the job type: 0 one job per call,
+                          N a batch handler of N jobs per call (batch-handler rows)
+  --handler-ms=M          with --handler-batch: each handler call waits M ms (one call's I/O)
+  --handler-sink          with --handler-batch: each call INSERTs its jobs into a table (one
+                          statement per call: a row per job, or the whole batch)
   --write / --no-write    (re)write bench/RESULTS.md (default: on unless --quick)
   --max-load=X            before each scenario wait until the 1-min load average is below X
   --max-load-wait-s=N     … but at most N seconds (default 600), then go on and say so
@@ -232,6 +252,9 @@ export function parseArgs(argv: readonly string[]): BenchArgs | 'help' {
     'max-load',
     'max-load-wait-s',
     'start-ahead',
+    'handler-batch',
+    'handler-ms',
+    'handler-sink',
     ...Object.keys(sizeFlags),
     ...Object.keys(readFlags),
     ...Object.keys(deckFlags),
@@ -258,8 +281,29 @@ export function parseArgs(argv: readonly string[]): BenchArgs | 'help' {
   if (startAhead !== undefined && !/^\d+$/.test(startAhead)) {
     throw new Error(`--start-ahead must be an integer ≥ 0 (got ${startAhead})`);
   }
+  const handlerBatch = flags.get('handler-batch');
+  const handlerMs = flags.get('handler-ms') ?? '0';
+  for (const [flag, value] of [
+    ['handler-batch', handlerBatch],
+    ['handler-ms', handlerMs],
+  ] as const) {
+    if (value !== undefined && !/^\d+$/.test(value)) {
+      throw new Error(`--${flag} must be an integer ≥ 0 (got ${value})`);
+    }
+  }
+  if ((flags.has('handler-ms') || flags.has('handler-sink')) && handlerBatch === undefined) {
+    throw new Error('--handler-ms and --handler-sink need --handler-batch');
+  }
   return {
     startAhead: startAhead === undefined ? undefined : Number(startAhead),
+    handler:
+      handlerBatch === undefined
+        ? undefined
+        : {
+            batch: Number(handlerBatch),
+            callMs: Number(handlerMs),
+            sink: flags.get('handler-sink') === 'true',
+          },
     quick,
     peers: flags.get('peers') === 'true',
     json: flags.get('json') === 'true',

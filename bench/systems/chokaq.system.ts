@@ -6,7 +6,7 @@ import { Client } from 'pg';
 import { CHOKAQ_DEFAULTS } from '../../libs/chokaq/src/config/resolve-options';
 import { createJobStorage } from '../../libs/chokaq/src/storage/create-storage';
 import { MAX_ENQUEUE_MANY } from '../../libs/chokaq/src/validation/limits';
-import type { BenchDialect } from '../lib/args';
+import type { BenchDialect, BenchHandlerShape } from '../lib/args';
 import { benchSchemaName, dropSchema, queryCount } from '../lib/pg-admin';
 import { chokaqStorageOptions } from '../worker/chokaq-runner';
 import type { MetricsVariant, WorkerConfig } from '../worker/protocol';
@@ -40,6 +40,7 @@ export function chokaqSystem(
   benchUrl: string,
   metrics?: MetricsVariant,
   startAhead?: number,
+  handler?: BenchHandlerShape,
 ): BenchSystem {
   const variant = METRICS_VARIANTS.find((v) => v.variant === metrics);
   return {
@@ -52,8 +53,11 @@ export function chokaqSystem(
       `ChokaQ defaults (prefetch ${startAhead === undefined ? DEFAULTS.prefetch : aheadSettings(startAhead).prefetch}, batch ${DEFAULTS.batchSize}, poll ${DEFAULTS.pollIntervalMs} ms, completion batch 500 / 20 ms, ` +
       `jobs started in their claim when a slot is free${dialect === 'postgres' ? `, start ahead ${startAhead ?? DEFAULTS.startAhead}` : ''}` +
       `${dialect === 'postgres' ? ', prepared statements, LISTEN/NOTIFY, pool 10' : ', WAL, synchronous FULL except claims'}), concurrency per scenario; ` +
-      'driven without Nest (createJobStorage + ChokaQWorker)',
-    open: () => openRun(dialect, benchUrl, metrics, startAhead),
+      'driven without Nest (createJobStorage + ChokaQWorker)' +
+      (handler === undefined
+        ? ''
+        : `; handler: ${handler.batch === 0 ? 'one job per call' : `batches of ${handler.batch}`}, ${handler.callMs} ms per call${handler.sink ? ', one INSERT per call' : ''}`),
+    open: () => openRun(dialect, benchUrl, metrics, startAhead, handler),
   };
 }
 
@@ -62,6 +66,7 @@ async function openRun(
   benchUrl: string,
   metrics: MetricsVariant | undefined,
   startAhead: number | undefined,
+  handler: BenchHandlerShape | undefined,
 ): Promise<SystemRun> {
   let dir: string | undefined;
   const base: Omit<WorkerConfig, 'concurrency'> =
@@ -138,6 +143,7 @@ async function openRun(
       concurrency,
       metrics,
       ...(startAhead === undefined ? {} : { chokaqWorker: aheadSettings(startAhead) }),
+      ...(handler === undefined ? {} : { handler }),
     }),
     enqueueOne: async (payload) => {
       await storage.enqueue({ queue: BENCH_QUEUE, payload });

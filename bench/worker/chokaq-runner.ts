@@ -1,8 +1,11 @@
 import type { LoggerService } from '@nestjs/common';
 import { resolveChokaQOptions } from '../../libs/chokaq/src/config/resolve-options';
+import { setTimeout as delay } from 'node:timers/promises';
+import { Pool } from 'pg';
 import type {
   HandlerDefinition,
   HandlerLookup,
+  JobBatchItem,
 } from '../../libs/chokaq/src/interfaces/handler.interface';
 import type { HandledJobs, ZombieRetryRule } from '../../libs/chokaq/src/interfaces/job.interface';
 import type { StorageOptions } from '../../libs/chokaq/src/interfaces/storage-options.interface';
@@ -10,6 +13,7 @@ import type { ResolvedChokaQOptions } from '../../libs/chokaq/src/interfaces/mod
 import { ChokaQMetrics } from '../../libs/chokaq/src/observability/chokaq-metrics';
 import { ChokaQWorker } from '../../libs/chokaq/src/runtime/chokaq-worker';
 import { createJobStorage } from '../../libs/chokaq/src/storage/create-storage';
+import { DEFAULT_BATCH_WAIT_MS } from '../../libs/chokaq/src/validation/decorator-options';
 import type { JobStorage } from '../../libs/chokaq/src/storage/job-storage';
 import type { BenchPayload, MetricsVariant, RunnerFactory, WorkerConfig } from './protocol';
 import { timeOperations } from './statement-timer';
@@ -23,18 +27,43 @@ const quietLogger: LoggerService = {
   error: (message: unknown) => process.stderr.write(`[chokaq error] ${String(message)}\n`),
 };
 
-/** One queue-wide handler: what a Nest app with a single `@JobHandler('bench')` would discover. */
+/**
+ * The bench's handler, as a Nest app would discover it: one queue-wide `@JobHandler('bench')`
+ * (the default), or, for the batch-handler rows, a handler of the job type (the queue's name, as
+ * the bench enqueues no type) that takes one job per call or batches of `shape.batch`, each call
+ * waiting `shape.callMs` (a stand-in for the one round trip to another system a call makes).
+ */
 class BenchHandlers implements HandlerLookup {
   private readonly definition: HandlerDefinition;
 
   constructor(
     private readonly queue: string,
     onJob: (payload: BenchPayload) => void,
+    private readonly shape: WorkerConfig['handler'],
+    /** With `shape.sink`: writes the numbers of one call's jobs, in one statement. */
+    sink?: (numbers: number[]) => Promise<void>,
   ) {
+    const callMs = shape?.callMs ?? 0;
+    const call = async (payloads: BenchPayload[]) => {
+      if (callMs > 0) await delay(callMs);
+      if (sink) await sink(payloads.map((p) => p?.i ?? 0));
+      for (const payload of payloads) onJob(payload);
+    };
     this.definition = {
       queue,
+      ...(shape === undefined ? {} : { type: queue }),
       name: 'Bench.noop',
-      invoke: async (payload) => onJob(payload as BenchPayload),
+      // The default handler is exactly what it always was: no wait, not even an `await`.
+      invoke:
+        callMs === 0 && sink === undefined
+          ? async (payload) => onJob(payload as BenchPayload)
+          : (payload) => call([payload as BenchPayload]),
+      ...(shape !== undefined &&
+        shape.batch > 0 && {
+          batch: { size: shape.batch, waitMs: DEFAULT_BATCH_WAIT_MS },
+          invokeBatch: (items: JobBatchItem[]) =>
+            call(items.map((item) => item.payload as BenchPayload)),
+        }),
     };
   }
 
@@ -43,7 +72,9 @@ class BenchHandlers implements HandlerLookup {
   }
 
   handled(): HandledJobs {
-    return { queues: [this.queue], types: [] };
+    return this.shape === undefined
+      ? { queues: [this.queue], types: [] }
+      : { queues: [], types: [{ queue: this.queue, type: this.queue }] };
   }
 
   /** The bench handler does not opt into retryZombies. */
@@ -98,9 +129,10 @@ export const createChokaqRunner: RunnerFactory = async (config, onJob) => {
     storage: storageOptions,
     worker: { ...config.chokaqWorker, concurrency: config.concurrency },
   });
+  const sink = config.handler?.sink ? await openSink(config) : undefined;
   const worker = new ChokaQWorker({
     storage,
-    handlers: new BenchHandlers(config.queue, onJob),
+    handlers: new BenchHandlers(config.queue, onJob, config.handler, sink?.write),
     options,
     logger: quietLogger,
     metrics: await metricsFor(config.metrics, options.metrics),
@@ -112,7 +144,27 @@ export const createChokaqRunner: RunnerFactory = async (config, onJob) => {
         await worker.stop();
       } finally {
         await storage.close();
+        await sink?.close();
       }
     },
   };
 };
+
+/**
+ * The batch-handler rows' stand-in for a handler's own database work (`--handler-sink`): a pool of
+ * 10 connections writing each call's job numbers into `bench_sink` of the run's schema, one
+ * INSERT per call: one row for a per-job handler, the whole batch for a batch handler.
+ */
+async function openSink(
+  config: WorkerConfig,
+): Promise<{ write: (numbers: number[]) => Promise<void>; close: () => Promise<void> }> {
+  if (config.dialect !== 'postgres') throw new Error('--handler-sink runs on PostgreSQL only');
+  const pool = new Pool({ connectionString: config.url, max: 10 });
+  const table = `"${config.schema}".bench_sink`;
+  await pool.query(`CREATE TABLE IF NOT EXISTS ${table} (i int NOT NULL)`);
+  const insert = `INSERT INTO ${table} (i) SELECT unnest($1::int[])`;
+  return {
+    write: async (numbers) => void (await pool.query(insert, [numbers])),
+    close: () => pool.end(),
+  };
+}

@@ -38,6 +38,8 @@ export interface WorkerConfig {
    * is built without metrics (what the other scenarios measure).
    */
   metrics?: MetricsVariant;
+  /** ChokaQ only: the handler's shape (`--handler-batch`, `--handler-ms`, `--handler-sink`); absent: queue-wide. */
+  handler?: { batch: number; callMs: number; sink: boolean };
   /**
    * Crash scenario only: the handler appends each job's payload `i` to this file, with a
    * synchronous write before it returns, so after a SIGKILL the file lists exactly the jobs whose
