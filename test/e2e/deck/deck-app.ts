@@ -16,6 +16,7 @@ import {
   VersioningType,
 } from '@nestjs/common';
 import { APP_GUARD } from '@nestjs/core';
+import { randomUUID } from 'node:crypto';
 import type { NestExpressApplication } from '@nestjs/platform-express';
 import { FastifyAdapter, NestFastifyApplication } from '@nestjs/platform-fastify';
 import { Test } from '@nestjs/testing';
@@ -26,8 +27,10 @@ import {
   JobClient,
   JobContext,
   JobHandler,
+  getJobStorageToken,
 } from '../../../libs/chokaq/src';
 import { ChokaQDeckModule, ChokaQDeckOptions } from '../../../libs/chokaq/src/deck';
+import type { JobStorage } from '../../../libs/chokaq/src/storage';
 import { Gate } from '../../support/wait-for';
 import type { TestSchema } from '../../support/test-database';
 import { FAST_OPTIONS, mergeOptions, quietLogger } from '../support/e2e-app';
@@ -217,4 +220,24 @@ export function bearer(mutation = false): Record<string, string> {
     authorization: `Bearer ${BEARER_TOKEN}`,
     ...(mutation ? { 'x-chokaq-deck': '1', 'content-type': 'application/json' } : {}),
   };
+}
+
+/**
+ * Claims and starts the one Pending job of `(queue, type)` as a worker of another process would,
+ * through the app's storage; resolves to the ids it started.
+ */
+export async function startAsWorker(
+  app: INestApplication,
+  queue: string,
+  type: string,
+): Promise<string[]> {
+  const storage = app.get<JobStorage>(getJobStorageToken());
+  const started = await storage.fetchNextBatch({
+    workerId: 'deck-test-worker',
+    leaseId: randomUUID(),
+    limit: 1,
+    start: 1,
+    handled: { queues: [], types: [{ queue, type }] },
+  });
+  return started.map((j) => j.id);
 }

@@ -6,7 +6,6 @@
  * the stored result of an archived job (through the app's `redact`), and a delayed Pending job
  * run now and edited.
  */
-import { randomUUID } from 'node:crypto';
 import type { Page } from 'playwright-core';
 import { JobStatus, type JobView, getJobStorageToken } from '../../../libs/chokaq/src';
 import type { JobStorage } from '../../../libs/chokaq/src/storage';
@@ -14,7 +13,7 @@ import { archiveDirectly } from '../../support/archive-directly';
 import { describeEachDialect } from '../../support/test-database';
 import { waitFor } from '../../support/wait-for';
 import { e2eDatabase } from '../support/e2e-app';
-import { DeckApp, startDeckApp } from './deck-app';
+import { DeckApp, startAsWorker, startDeckApp } from './deck-app';
 import {
   PageProblems,
   axeViolations,
@@ -225,15 +224,7 @@ describeBrowser('The Deck: DLQ and job inspector in a browser', () => {
         expect(problems).toEqual({ console: [], errors: [], dialogs: [] });
 
         // A worker claims it meanwhile: the next edit is refused with the server's reason.
-        const storage = deck.app.get<JobStorage>(getJobStorageToken());
-        const claimed = await storage.fetchNextBatch({
-          workerId: 'deck-test-worker',
-          leaseId: randomUUID(),
-          limit: 1,
-          start: 1,
-          handled: { queues: [], types: [{ queue: 'pending', type: 'edit' }] },
-        });
-        expect(claimed.map((j) => j.id)).toEqual([id]);
+        expect(await startAsWorker(deck.app, 'pending', 'edit')).toEqual([id]);
         await job.getByLabel('Priority').fill('9');
         await job.getByRole('button', { name: 'Save', exact: true }).click();
         await job

@@ -7,13 +7,19 @@
 import { randomUUID } from 'node:crypto';
 import { Test } from '@nestjs/testing';
 import pg from 'pg';
-import { ChokaQModule, JobStatus, getJobStorageToken } from '../../../libs/chokaq/src';
+import { ChokaQModule, JobStatus } from '../../../libs/chokaq/src';
 import { ChokaQDeckConfigError, ChokaQDeckModule, DECK_CSP } from '../../../libs/chokaq/src/deck';
 import { DeckSnapshotService } from '../../../libs/chokaq/src/deck/deck-snapshot.service';
-import type { JobStorage } from '../../../libs/chokaq/src/storage';
 import { describePostgres } from '../../support/test-database';
 import { FAST_OPTIONS, e2eDatabase, mergeOptions } from '../support/e2e-app';
-import { BlockingGlobalGuard, DeckApp, DenyGuard, bearer, startDeckApp } from './deck-app';
+import {
+  BlockingGlobalGuard,
+  DeckApp,
+  DenyGuard,
+  bearer,
+  startAsWorker,
+  startDeckApp,
+} from './deck-app';
 import { openSse } from './sse-reader';
 
 async function json(res: Response): Promise<Record<string, unknown>> {
@@ -285,15 +291,7 @@ describe.each(PLATFORMS)(
       });
 
       // Claimed and started, as a worker would: refused with its status, and left as it was.
-      const storage = deck.app.get<JobStorage>(getJobStorageToken());
-      const claimed = await storage.fetchNextBatch({
-        workerId: 'deck-test-worker',
-        leaseId: randomUUID(),
-        limit: 1,
-        start: 1,
-        handled: { queues: [], types: [{ queue: 'edits', type: 'edit' }] },
-      });
-      expect(claimed.map((j) => j.id)).toEqual([id]);
+      expect(await startAsWorker(deck.app, 'edits', 'edit')).toEqual([id]);
       const conflict = await update(id, { priority: 3 });
       expect(conflict.status).toBe(409);
       expect(await json(conflict)).toEqual({
