@@ -39,11 +39,4 @@ export class JobBatches<T> {
     clearTimeout(batch.timer);
     this.send(handler, batch.members);
   }
-
-  /** Members waiting in open batches. */
-  get waiting(): number {
-    let n = 0;
-    for (const batch of this.open.values()) n += batch.members.length;
-    return n;
-  }
 }
