@@ -27,12 +27,14 @@ function one(params: QueryParams, name: string): string | undefined {
 
 function date(params: QueryParams, name: string): Date | undefined {
   const text = one(params, name);
-  if (text === undefined) return undefined;
-  const at = new Date(text);
-  if (Number.isNaN(at.getTime())) {
-    throw new ChokaQValidationError([
-      { path: name, message: 'must be an ISO 8601 date', value: text },
-    ]);
+  return text === undefined ? undefined : isoDate(text, name, 'must be an ISO 8601 date');
+}
+
+/** `value` as an instant when it is an ISO 8601 string, else a 400 at `path` saying `rule`. */
+function isoDate(value: unknown, path: string, rule: string): Date {
+  const at = typeof value === 'string' ? new Date(value) : undefined;
+  if (at === undefined || Number.isNaN(at.getTime())) {
+    throw new ChokaQValidationError([{ path, message: rule, value }]);
   }
   return at;
 }
@@ -138,13 +140,7 @@ export function pendingEditsFromBody(value: unknown): PendingEdits {
   }
   const { runAt, ...rest } = raw as PendingEdits & { runAt?: unknown };
   if (runAt === undefined || runAt === 'now') return { ...rest, runAt };
-  const at = typeof runAt === 'string' ? new Date(runAt) : undefined;
-  if (at === undefined || Number.isNaN(at.getTime())) {
-    throw new ChokaQValidationError([
-      { path: 'runAt', message: 'must be an ISO 8601 date or "now"', value: runAt },
-    ]);
-  }
-  return { ...rest, runAt: at };
+  return { ...rest, runAt: isoDate(runAt, 'runAt', 'must be an ISO 8601 date or "now"') };
 }
 
 const PENDING_BODY_FIELDS: ReadonlySet<string> = new Set(['payload', 'priority', 'tags', 'runAt']);

@@ -172,7 +172,12 @@ export class JobExecutor {
     for (const { run, ctx } of members) {
       if (run.settled) continue;
       try {
-        items.push({ payload: await this.payloadFor(handler, run.job), ctx });
+        // As a single run: a payload with no schema and no upgrade is the stored one, no await.
+        const plain = handler.schema === undefined && !needsUpgrade(handler, run.job);
+        items.push({
+          payload: plain ? run.job.payload : await this.payloadFor(handler, run.job),
+          ctx,
+        });
         runs.push(run);
       } catch (error) {
         await this.handlerThrew(run, error);

@@ -6,7 +6,10 @@ import {
   JOB_EVENT_RULES,
   JOB_HANDLER_RULES,
   RECURRING_JOB_RULES,
+  int,
   optionIssues,
+  satisfies,
+  timer,
 } from './option-rules';
 import { assertRecurringDefinition, assertRecurringName } from './validate-args';
 import { scheduleIssues } from './validate-cron';
@@ -70,14 +73,12 @@ function batchIssues(meta: JobHandlerMetadata, path: string): ValidationIssue[] 
   const batch = meta.batch as unknown;
   if (batch === undefined) return [];
   const b = batch as { size?: unknown; waitMs?: unknown } | null;
-  const inRange = (v: unknown, min: number, max: number) =>
-    Number.isInteger(v) && (v as number) >= min && (v as number) <= max;
   const ok =
     typeof b === 'object' &&
     b !== null &&
     Object.keys(b).every((k) => k === 'size' || k === 'waitMs') &&
-    inRange(b.size, 1, MAX_BATCH_SIZE) &&
-    (b.waitMs === undefined || inRange(b.waitMs, 0, MAX_BATCH_WAIT_MS));
+    satisfies(int(1, MAX_BATCH_SIZE), b.size) &&
+    (b.waitMs === undefined || satisfies(int(0, MAX_BATCH_WAIT_MS), b.waitMs));
   const issues: ValidationIssue[] = ok ? [] : [{ path, message: BATCH_RULE, value: batch }];
   if (meta.transactional === true) {
     issues.push({
@@ -108,7 +109,7 @@ function backoffIssues(backoff: unknown, path: string): ValidationIssue[] {
     Array.isArray(backoff) &&
     backoff.length >= 1 &&
     backoff.length <= MAX_BACKOFF_STEPS &&
-    backoff.every((ms) => Number.isInteger(ms) && ms >= 0 && ms <= MAX_TIMER_MS);
+    backoff.every((ms) => satisfies(timer(0), ms));
   return ok ? [] : [{ path, message: BACKOFF_RULE, value: backoff }];
 }
 
