@@ -209,6 +209,9 @@ describeBrowser('The Deck: DLQ and job inspector in a browser', () => {
           'the edited priority in the database',
           async () => (await deck.admin.getJob(id))?.priority === 8,
         );
+        // The inspector reloads the job after a save: wait for that reload to land, or it could
+        // read the row after the worker below claims it and take the form away before the edit.
+        await job.locator('[data-field="priority"]').filter({ hasText: /^8$/ }).waitFor();
         // Only the priority was sent: the rest is as it was.
         expect(await deck.admin.getJob(id)).toMatchObject({
           status: JobStatus.Pending,

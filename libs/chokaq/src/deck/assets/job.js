@@ -83,7 +83,7 @@ function Job({ id, readOnly }) {
       </div>
       <div>
         <dt>Priority</dt>
-        <dd>${job.priority}</dd>
+        <dd data-field="priority">${job.priority}</dd>
       </div>
       <div>
         <dt>Tags</dt>
