@@ -190,6 +190,11 @@ export async function countRows(
   );
 }
 
+/** Rows of the dedupe key table for `key` (`Key` is a reserved word in T-SQL, hence the brackets). */
+export async function dedupeKeyRows(db: TestDatabase, key: string): Promise<number> {
+  return db.count('keys', `${db.dialect === 'mssql' ? '[Key]' : 'key'} = ?`, [key]);
+}
+
 /** Rows of each pillar for one queue. */
 export async function pillarCounts(
   db: TestDatabase,

@@ -213,7 +213,14 @@ describeEachDialect('storage contract: workers table', (fixture) => {
       workersMs: 2 * 60 * MINUTE,
       batchSize: 1,
     });
-    expect(result).toEqual({ archive: 0, dlq: 0, metricBuckets: 0, workers: 2, audit: 0 });
+    expect(result).toEqual({
+      archive: 0,
+      dlq: 0,
+      metricBuckets: 0,
+      workers: 2,
+      audit: 0,
+      dedupeKeys: 0,
+    });
     expect((await db.storage.listWorkers()).map((w) => w.workerId)).toEqual([alive]);
     // The default window is one day: the live row stays.
     expect((await db.storage.applyRetention(policy)).workers).toBe(0);

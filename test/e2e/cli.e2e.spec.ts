@@ -601,6 +601,23 @@ describeEachDialect(
       });
     });
 
+    it('jobs get prints the dedupe key a job holds and its window', async () => {
+      const key = `cli:${seed.workerId}`;
+      const { id } = await storage!.enqueue({
+        queue: 'cli-dedupe',
+        delayMs: 3_600_000,
+        dedupe: { key, mode: 'unique', states: ['pending', 'running'] },
+      });
+      const text = await cli('jobs', 'get', id);
+      expectExit(text, 0);
+      expect(text.stdout).toMatch(
+        new RegExp(
+          `^dedupe key\\s+${key.replace(/[.:]/g, '\\$&')} \\(unique: pending, running\\)$`,
+          'm',
+        ),
+      );
+    });
+
     it('jobs run-now and jobs edit change a pending job, and refuse one a worker has started', async () => {
       const s = storage!;
       const queue = 'cli-edit';

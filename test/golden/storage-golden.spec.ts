@@ -95,6 +95,24 @@ const KEYED_JOB: NewJob = {
   createdBy: 'tests',
 };
 
+/** Jobs with a dedupe key, one per mode (`NewJob.dedupe`). */
+const THROTTLED_JOB: NewJob = {
+  queue: 'golden.throttle',
+  type: 'report.v1',
+  payload: { n: 1 },
+  dedupe: { key: 'report:7', mode: 'throttle', windowMs: 60_000 },
+};
+const DEBOUNCED_JOB: NewJob = {
+  ...THROTTLED_JOB,
+  queue: 'golden.debounce',
+  dedupe: { key: 'sync:7', mode: 'debounce', windowMs: 60_000 },
+};
+const UNIQUE_JOB: NewJob = {
+  ...THROTTLED_JOB,
+  queue: 'golden.unique',
+  dedupe: { key: 'index:7', mode: 'unique', states: ['pending'] },
+};
+
 const RECURRING: RecurringJobDefinition = {
   name: 'golden.nightly',
   cron: '0 3 * * *',
@@ -607,6 +625,36 @@ const SCENARIOS: readonly Scenario[] = [
       return statements;
     },
   },
+  {
+    // A dedupe key taken for the first time: the key row, then the job's insert.
+    file: 'enqueue-dedupe',
+    async run(storage, recorder) {
+      const { result, statements } = await recorder.record(() => storage.enqueue(THROTTLED_JOB));
+      expect(result.created).toBe(true);
+      return statements;
+    },
+  },
+  {
+    // A debounce within its window: the key row locked, the Pending holder replaced.
+    file: 'enqueue-dedupe-replace',
+    async run(storage, recorder) {
+      const holder = await storage.enqueue(DEBOUNCED_JOB);
+      const { result, statements } = await recorder.record(() => storage.enqueue(DEBOUNCED_JOB));
+      expect(result).toEqual({ id: holder.id, created: false, replaced: true });
+      return statements;
+    },
+  },
+  {
+    // A unique key whose holder left its states: a new job, and the key moved to it.
+    file: 'enqueue-dedupe-move',
+    async run(storage, recorder) {
+      await storage.enqueue(UNIQUE_JOB);
+      await claim(storage, 'golden.unique');
+      const { result, statements } = await recorder.record(() => storage.enqueue(UNIQUE_JOB));
+      expect(result.created).toBe(true);
+      return statements;
+    },
+  },
 ];
 
 /** A storage on a real database, its driver wrapped, and a way back to empty tables. */
@@ -628,6 +676,7 @@ const TABLES = [
   'workers',
   'audit_log',
   'job_attempts',
+  'dedupe_keys',
 ];
 
 function defineGoldens(dir: string, open: () => Promise<Harness>): void {

@@ -17,6 +17,7 @@ import {
 import * as SQL from '../../libs/chokaq/src/storage/mssql/sql';
 import { SqlStorageConfig } from '../../libs/chokaq/src/storage/storage-config';
 import { ValidatedJobStorage } from '../../libs/chokaq/src/storage/validated-job-storage';
+import { validateNewJob } from '../../libs/chokaq/src/validation/validate-job';
 import { EDGES, refusedPaths } from '../contract/edge-cases';
 import { RecordingLogger } from '../runtime/support/silent-logger';
 import { ID, ID2, LEASE } from './support/statements';
@@ -39,6 +40,8 @@ interface Call {
   inputs: Array<{ name: string; type: string; value: unknown }>;
   /** The per-request overrides mssql's `Request` was constructed with (`requestTimeout`). */
   overrides?: { requestTimeout?: number };
+  /** What the `Request` was made on: the pool, or a transaction (TypeORM's `databaseConnection`). */
+  parent?: unknown;
 }
 
 type Reply = Row[] | Row[][] | Error;
@@ -57,7 +60,7 @@ function stubbedStorage(replies: Reply[], settings: Partial<SqlStorageConfig> = 
   class StubRequest {
     private readonly inputs: Call['inputs'] = [];
     constructor(
-      _parent?: unknown,
+      private readonly parent?: unknown,
       private readonly overrides?: Call['overrides'],
     ) {}
     input(name: string, typeOrValue: unknown, value?: unknown): this {
@@ -72,7 +75,7 @@ function stubbedStorage(replies: Reply[], settings: Partial<SqlStorageConfig> = 
       return this;
     }
     async query(sql: string) {
-      calls.push({ sql, inputs: this.inputs, overrides: this.overrides });
+      calls.push({ sql, inputs: this.inputs, overrides: this.overrides, parent: this.parent });
       const reply = replies.shift();
       if (reply === undefined) throw new Error(`unexpected query: ${sql.slice(0, 80)}`);
       if (reply instanceof Error) throw reply;
@@ -394,14 +397,46 @@ describe('SQL Server dialect over TypeORM SqlServerQueryRunner (stubbed mssql Re
       DurationMs: '7',
       Result: '{"rows":3}',
     };
-    const { storage, calls } = stubbedStorage([[archived], [{ ...archived, Result: null }]]);
+    // Each job read is followed by the read of the dedupe key it holds (none here).
+    const { storage, calls } = stubbedStorage([
+      [archived],
+      [],
+      [{ ...archived, Result: null }],
+      [],
+    ]);
     expect(await storage.getJob(ID)).toMatchObject({
       pillar: 'archive',
       durationMs: 7,
       result: { rows: 3 },
+      dedupe: null,
     });
     expect(calls[0].sql).toContain(', a.Result, ');
     expect((await storage.getJob(ID))?.result).toBeNull();
+  });
+
+  it('getJob shows the dedupe key the job holds, read after the job, times as the database clock', async () => {
+    const key = {
+      Key: 'digest:42',
+      Mode: 3,
+      States: 5,
+      WindowMs: '60000',
+      WindowStartedUtc: '2026-01-02T03:04:05.678Z',
+      WindowEndsUtc: null,
+    };
+    const { storage, calls } = stubbedStorage([[{ ...HOT_ROW, Pillar: 'hot' }], [key]]);
+    expect((await storage.getJob(ID))?.dedupe).toEqual({
+      key: 'digest:42',
+      mode: 'unique',
+      states: ['pending', 'finished'],
+      windowMs: 60_000,
+      windowStartedUtc: new Date('2026-01-02T03:04:05.678Z'),
+      windowEndsUtc: null,
+    });
+    expect(calls.map((c) => c.sql)).toEqual([
+      SQL.getJob(BINARY, ID).sql,
+      SQL.dedupeOfJob(BINARY, ID).sql,
+    ]);
+    expect(calls[1].sql).toContain('FROM [chokaq].[DedupeKeys] AS k WHERE k.JobId = ');
   });
 
   it('counts come from a selected COUNT_BIG / @@ROWCOUNT (a bigint string), zero means not applied', async () => {
@@ -461,6 +496,199 @@ describe('SQL Server dialect over TypeORM SqlServerQueryRunner (stubbed mssql Re
       { id: ID, created: false },
     ]);
     expect(calls[0].inputs).toHaveLength(1);
+  });
+
+  describe('enqueue with a dedupe key', () => {
+    const THROTTLE = { key: 'digest:42', mode: 'throttle', windowMs: 60_000 } as const;
+    const DEBOUNCE = { key: 'digest:42', mode: 'debounce', windowMs: 30_000 } as const;
+    const COMMITTED = [{ isolationLevel: expect.anything(), end: 'commit' }];
+    /** The batches ran on one Request parent, and it is a transaction (not the pool). */
+    const oneTransaction = (calls: Call[]) => {
+      expect(new Set(calls.map((c) => c.parent)).size).toBe(1);
+      expect(typeof (calls[0].parent as { begin?: unknown }).begin).toBe('function');
+    };
+
+    it("a free key: taken and the job inserted by the keyless enqueue batch, on ONE of ChokaQ's READ COMMITTED transactions", async () => {
+      const { storage, calls, transactions, dataSource } = stubbedStorage([
+        [{ JobId: ID }],
+        [{ Created: 1, HolderId: null, IdExists: 1 }],
+      ]);
+      const job = { id: ID, queue: 'q', dedupe: THROTTLE };
+      expect(await storage.enqueue(job)).toEqual({ id: ID, created: true });
+      const driver = dataSource.driver as SqlServerDriver;
+      expect(transactions).toEqual([
+        { isolationLevel: driver.convertIsolationLevel('READ COMMITTED'), end: 'commit' },
+      ]);
+      oneTransaction(calls);
+      const validated = validateNewJob(job);
+      expect(calls.map((c) => c.sql)).toEqual([
+        SQL.dedupeTake(BINARY, validated).sql,
+        // Exactly the batch of an enqueue without a key (no XACT_ABORT, no transaction of its own).
+        SQL.enqueue(BINARY, validated).sql,
+      ]);
+      expect(calls[0].sql).toContain('WITH (UPDLOCK, HOLDLOCK) WHERE k.[Key] = @0');
+    });
+
+    it("a key held within its window: the holder's id, nothing inserted, the transaction committed", async () => {
+      const { storage, calls, transactions } = stubbedStorage([
+        [],
+        [{ JobId: ID2, InWindow: 1, HotStatus: 2, FinishedWithinWindow: 0 }],
+      ]);
+      expect(await storage.enqueue({ id: ID, queue: 'q', dedupe: THROTTLE })).toEqual({
+        id: ID2,
+        created: false,
+      });
+      expect(transactions).toEqual(COMMITTED);
+      oneTransaction(calls);
+      expect(calls[1].sql).toContain('FROM [chokaq].[DedupeKeys] AS k WITH (UPDLOCK, HOLDLOCK)');
+    });
+
+    it('debounce: a Pending holder is replaced; one a claim took meanwhile is not, and a new job takes the key', async () => {
+      const holder = [{ JobId: ID2, InWindow: 1, HotStatus: 0, FinishedWithinWindow: 0 }];
+      const replaced = stubbedStorage([[], holder, [{ Id: ID2 }]]);
+      expect(
+        await replaced.storage.enqueue({ id: ID, queue: 'q', payload: { n: 2 }, dedupe: DEBOUNCE }),
+      ).toEqual({ id: ID2, created: false, replaced: true });
+      oneTransaction(replaced.calls);
+      expect(replaced.calls[2].sql).toContain(
+        'WHERE h.Id = CAST(@0 AS varchar(36)) AND h.Status = 0;',
+      );
+      expect(replaced.calls[2].inputs.map((i) => i.value)).toEqual([
+        ID2,
+        '{"n":2}',
+        1,
+        null,
+        30_000,
+        'digest:42',
+      ]);
+
+      const claimed = stubbedStorage([
+        [],
+        holder,
+        [],
+        [{ Created: 1, HolderId: null, IdExists: 1 }],
+        [],
+      ]);
+      expect(await claimed.storage.enqueue({ id: ID, queue: 'q', dedupe: DEBOUNCE })).toEqual({
+        id: ID,
+        created: true,
+      });
+      oneTransaction(claimed.calls);
+      expect(claimed.calls[4].sql).toContain('UPDATE k SET k.JobId = CAST(@1 AS varchar(36))');
+      expect(claimed.transactions).toEqual(COMMITTED);
+    });
+
+    it('a deadlock mid-way rolls the whole enqueue back and runs it again from the take', async () => {
+      const { storage, calls, transactions } = stubbedStorage([
+        [{ JobId: ID }],
+        sqlError(1205, 'deadlock victim'),
+        [{ JobId: ID }],
+        [{ Created: 1, HolderId: null, IdExists: 1 }],
+      ]);
+      expect(await storage.enqueue({ id: ID, queue: 'q', dedupe: THROTTLE })).toEqual({
+        id: ID,
+        created: true,
+      });
+      expect(transactions.map((t) => t.end)).toEqual(['rollback', 'commit']);
+      expect(calls[2].sql).toBe(calls[0].sql);
+      expect(calls[2].parent).not.toBe(calls[0].parent);
+    });
+
+    it("in a caller's transaction: every step on the caller's runner, no prologue, no XACT_ABORT, nothing begun", async () => {
+      const { storage, calls, dataSource, transactions } = stubbedStorage([
+        [],
+        [{ JobId: ID2, InWindow: 0, HotStatus: null, FinishedWithinWindow: 0 }],
+        [{ Created: 1, HolderId: null, IdExists: 1 }],
+        [],
+      ]);
+      const runner = dataSource.createQueryRunner();
+      await runner.startTransaction('SERIALIZABLE');
+      expect(
+        await storage.enqueue({ id: ID, queue: 'q', dedupe: THROTTLE }, { transaction: runner }),
+      ).toEqual({ id: ID, created: true });
+      await runner.commitTransaction();
+      expect(calls).toHaveLength(4);
+      oneTransaction(calls);
+      for (const call of calls) {
+        expect(call.sql).not.toMatch(
+          /ISOLATION LEVEL|LOCK_TIMEOUT|XACT_ABORT|^\s*(BEGIN\s+TRAN|COMMIT)\b/im,
+        );
+      }
+      // The caller's transaction only: ChokaQ begins nothing of its own.
+      expect(transactions).toHaveLength(1);
+    });
+
+    it("the primary key as the take's backstop (2627): in a caller's transaction the key is read as held; in ChokaQ's the enqueue runs again", async () => {
+      const held = [{ JobId: ID2, InWindow: 1, HotStatus: 0, FinishedWithinWindow: 0 }];
+      const caller = stubbedStorage([sqlError(2627, 'Violation of PRIMARY KEY'), held]);
+      const runner = caller.dataSource.createQueryRunner();
+      await runner.startTransaction();
+      expect(
+        await caller.storage.enqueue(
+          { id: ID, queue: 'q', dedupe: THROTTLE },
+          { transaction: runner },
+        ),
+      ).toEqual({ id: ID2, created: false });
+      await runner.commitTransaction();
+      expect(caller.calls).toHaveLength(2);
+
+      const own = stubbedStorage([sqlError(2627, 'Violation of PRIMARY KEY'), [], held]);
+      expect(await own.storage.enqueue({ id: ID, queue: 'q', dedupe: THROTTLE })).toEqual({
+        id: ID2,
+        created: false,
+      });
+      expect(own.transactions.map((t) => t.end)).toEqual(['rollback', 'commit']);
+      expect(own.calls[1].sql).toBe(own.calls[0].sql);
+    });
+
+    it('enqueueMany: the jobs without a key in one chunk, then each keyed job in key order on its own transaction; results in input order', async () => {
+      const { storage, calls, transactions } = stubbedStorage([
+        // The chunk of the job without a key.
+        [{ Ord: 0, Id: ID2, Created: 1 }],
+        // Key 'a' (the third item) first: taken and inserted.
+        [{ JobId: '0190a1b2-c3d4-7e5f-8a9b-0c1d2e3f4a5d' }],
+        [{ Created: 1, HolderId: null, IdExists: 1 }],
+        // Key 'b' (the first item): held by another job.
+        [],
+        [{ JobId: ID2, InWindow: 1, HotStatus: 0, FinishedWithinWindow: 0 }],
+      ]);
+      const third = '0190a1b2-c3d4-7e5f-8a9b-0c1d2e3f4a5d';
+      expect(
+        await storage.enqueueMany([
+          { id: ID, queue: 'q', dedupe: { ...THROTTLE, key: 'b' } },
+          { id: ID2, queue: 'q' },
+          { id: third, queue: 'q', dedupe: { ...THROTTLE, key: 'a' } },
+        ]),
+      ).toEqual([
+        { id: ID2, created: false },
+        { id: ID2, created: true },
+        { id: third, created: true },
+      ]);
+      expect(calls[0].sql).toContain('OPENJSON');
+      expect(calls[1].inputs[0].value).toBe('a');
+      expect(calls[3].inputs[0].value).toBe('b');
+      expect(transactions.map((t) => t.end)).toEqual(['commit', 'commit']);
+      expect(calls[1].parent).toBe(calls[2].parent);
+      expect(calls[3].parent).toBe(calls[4].parent);
+      expect(calls[1].parent).not.toBe(calls[3].parent);
+    });
+  });
+
+  it('applyRetention drains the dedupe keys last, whatever the policy, and reports them', async () => {
+    const { storage, calls } = stubbedStorage([
+      [{ Affected: '0' }],
+      [{ Affected: '0' }],
+      [{ Affected: '0' }],
+      [{ Affected: '0' }],
+      [{ Affected: '0' }],
+      [{ Affected: '2' }],
+    ]);
+    const day = 86_400_000;
+    expect(
+      await storage.applyRetention({ archiveMs: day, dlqMs: day, metricsMs: day }),
+    ).toMatchObject({ archive: 0, dlq: 0, dedupeKeys: 2 });
+    expect(calls).toHaveLength(6);
+    expect(calls[5].sql).toContain('DELETE FROM Expired OUTPUT deleted.[Key] INTO @Gone ([Key]);');
   });
 
   it('retries deadlocks (1205) and Azure throttling, then gives up with ChokaQStorageUnavailableError', async () => {

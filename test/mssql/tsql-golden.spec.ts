@@ -9,9 +9,10 @@ import { catalogue } from './support/statements';
  * Workers table's upsert and read and the progress write, of the three shapes of a list page, of
  * the archive move of a batch that stores results (pinned apart from the batch without results,
  * whose text stored results leave unchanged), of the statements that start runs or retry them
- * (they write metric buckets too), of the dashboard reads, and of the attempt history's read and
- * of the deletes that take it with a job (purge, retention). A change to any of them must be a
- * conscious act: review the diff, then regenerate with
+ * (they write metric buckets too), of the dashboard reads, of the attempt history's read and
+ * of the deletes that take it with a job (purge, retention), and of the dedupe keys' statements
+ * (a keyed enqueue's steps, with their key locks; the read of a job's key; their retention). A
+ * change to any of them must be a conscious act: review the diff, then regenerate with
  *
  *   CHOKAQ_UPDATE_GOLDEN=1 npx jest test/mssql/tsql-golden && npx prettier --write test/golden/mssql
  *
@@ -61,6 +62,13 @@ const PINNED: ReadonlyArray<[file: string, name: string]> = [
   ['purge-dlq', 'purgeDlq'],
   ['apply-retention-archive', 'applyRetention [archive]'],
   ['update-queue', 'updateQueue [all fields]'],
+  ['dedupe-take', 'dedupeTake'],
+  ['dedupe-take-in-transaction', 'dedupeTake.inCallerTransaction'],
+  ['dedupe-holder', 'dedupeHolder'],
+  ['dedupe-replace', 'dedupeReplace'],
+  ['dedupe-move', 'dedupeMove [unique]'],
+  ['dedupe-of-job', 'dedupeOfJob'],
+  ['apply-retention-dedupe-keys', 'applyRetention [dedupe keys]'],
 ];
 
 /** Parameters as TypeORM hands them to mssql: position, declared type, value. */

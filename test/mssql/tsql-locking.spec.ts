@@ -8,6 +8,7 @@ import {
 import { mapJobView } from '../../libs/chokaq/src/storage/shared/row-mapper';
 import { CatalogueEntry, catalogue } from './support/statements';
 import { lockViolations } from './support/lock-rules';
+import { tableHints } from './support/tsql-grammar';
 
 /**
  * The lock hints and isolation of every statement (SPEC §3): the claim reads candidates without
@@ -534,6 +535,78 @@ describe('SQL Server lock hints and isolation', () => {
     expect(mapJobView({ ...row, Result: null }, 'archive').result).toBeNull();
   });
 
+  it('version 16: DedupeKeys (binary key, clustered on it) and its job index, created where missing in their own step', () => {
+    const ddl = mssqlSchemaDdl('chokaq');
+    expect(MSSQL_SCHEMA_VERSION).toBeGreaterThanOrEqual(16);
+    const step = ddl.split('\nBEGIN TRAN;\n')[16];
+    expect(step).toContain("IF OBJECT_ID(N'[chokaq].[DedupeKeys]', N'U') IS NULL");
+    expect(step).toMatch(
+      /CREATE TABLE \[chokaq\]\.\[DedupeKeys\] \(\n {4}\[Key\] nvarchar\(255\) COLLATE Latin1_General_100_BIN2 NOT NULL,\n {4}JobId varchar\(36\) NOT NULL,\n {4}Mode smallint NOT NULL,\n {4}States smallint NOT NULL,\n {4}WindowMs bigint NOT NULL,\n {4}WindowStartedUtc datetime2\(3\) NOT NULL,\n {4}WindowEndsUtc datetime2\(3\) NULL,\n {4}CONSTRAINT \[PK_DedupeKeys\] PRIMARY KEY CLUSTERED \(\[Key\]\)\n {2}\);/,
+    );
+    expect(step).toContain(
+      "IF NOT EXISTS (SELECT 1 FROM sys.indexes WHERE object_id = OBJECT_ID(N'[chokaq].[DedupeKeys]') AND name = N'IX_DedupeKeys_Job')\n  CREATE NONCLUSTERED INDEX [IX_DedupeKeys_Job] ON [chokaq].[DedupeKeys] (JobId);",
+    );
+    expect(step).toMatch(
+      /INSERT INTO \[chokaq\]\.\[SchemaMigrations\] \(Version, Description\) OUTPUT inserted\.Version INTO @Applied \(Version\) VALUES \(16, /,
+    );
+    // Created once, in version 16's step only; no existing table is altered by it.
+    expect(ddl.split('CREATE TABLE [chokaq].[DedupeKeys]')).toHaveLength(2);
+    expect(step).not.toMatch(/ALTER TABLE/);
+  });
+
+  it("dedupe keys: the key's row (or range) update-locked to COMMIT by the take and the holder read, the holder's rows read unlocked, the replace guarded; retention skips held keys", () => {
+    const hintsOf = (sql: string, table: string) =>
+      tableHints(sql)
+        .filter((r) => r.table.replace(/\s+/g, '') === `[chokaq].[${table}]`)
+        .map((r) => r.hints.join(', '));
+    for (const operation of ['dedupeTake', 'dedupeHolder']) {
+      for (const e of entries.filter((x) => x.operation.startsWith(operation))) {
+        const sql = e.statement.sql;
+        // The key's one read, under UPDLOCK, HOLDLOCK: a key-range update lock where no row is.
+        expect([e.name, hintsOf(sql, 'DedupeKeys')]).toEqual([e.name, ['UPDLOCK, HOLDLOCK']]);
+        expect(sql).toMatch(/WITH \(UPDLOCK, HOLDLOCK\)\s+(WHERE k\.\[Key\] = @0|LEFT JOIN)/);
+        // The holder's hot and archive rows are read, never locked beyond READ COMMITTED.
+        for (const table of ['JobsHot', 'JobsArchive']) {
+          expect([e.name, hintsOf(sql, table).filter((h) => h !== '')]).toEqual([e.name, []]);
+        }
+      }
+    }
+    const take = one('dedupeTake').statement.sql;
+    expect(take).toContain(
+      'WHERE NOT EXISTS (SELECT 1 FROM [chokaq].[DedupeKeys] AS k WITH (UPDLOCK, HOLDLOCK) WHERE k.[Key] = @0);',
+    );
+    // Unique keys have no window end; the others end a window from the database clock's now.
+    expect(take).toContain('CASE WHEN @2 = 3 THEN NULL ELSE DATEADD(MILLISECOND');
+    const replace = one('dedupeReplace').statement.sql;
+    expect(replace).toContain('WHERE h.Id = CAST(@0 AS varchar(36)) AND h.Status = 0;');
+    expect(replace).toContain(
+      'h.ScheduledAtUtc = @due, h.DueAtUtc = @due, h.LastUpdatedUtc = @now',
+    );
+    // The key's window moves only with a replaced holder, to end at its new run time.
+    expect(replace).toContain(
+      'UPDATE k SET k.WindowStartedUtc = @now, k.WindowEndsUtc = @due\nFROM [chokaq].[DedupeKeys] AS k\nWHERE k.[Key] = @5 AND EXISTS (SELECT 1 FROM @Replaced);',
+    );
+    // Every step runs inside the enqueue's transaction: none begins, commits or rolls back one.
+    for (const e of entries.filter((x) => x.operation.startsWith('dedupe'))) {
+      expect([e.name, /\b(BEGIN\s+TRAN|COMMIT|ROLLBACK)\b/i.test(e.statement.sql)]).toEqual([
+        e.name,
+        false,
+      ]);
+    }
+    // Retention: the key rows an enqueue holds are skipped; the holder's rows are waited for.
+    const retention = one('applyRetention', 'dedupe keys').statement.sql;
+    expect(hintsOf(retention, 'DedupeKeys')).toEqual(['READCOMMITTEDLOCK, READPAST, ROWLOCK']);
+    for (const table of ['JobsHot', 'JobsArchive']) {
+      expect(hintsOf(retention, table).filter((h) => h !== '')).toEqual([]);
+    }
+    expect(retention).toContain('SELECT TOP (@0) k.[Key] FROM [chokaq].[DedupeKeys] AS k');
+    expect(retention).toContain('SELECT COUNT_BIG(*) AS Affected FROM @Gone;');
+    // The job's key (getJob): a plain read by the job index.
+    expect(one('dedupeOfJob').statement.sql).toMatch(
+      /FROM \[chokaq\]\.\[DedupeKeys\] AS k WHERE k\.JobId = CAST\(@0 AS varchar\(36\)\);$/,
+    );
+  });
+
   it('the bootstrap bounds each DDL lock wait (a waiting Sch-M queues the workers behind it), after taking the applock', () => {
     const ddl = mssqlSchemaDdl('chokaq');
     const applock = ddl.indexOf('EXEC @lockResult = sp_getapplock');
@@ -754,7 +827,11 @@ describe('SQL Server lock hints and isolation', () => {
     });
 
     it('a purge or retention batch whose READPAST has no READCOMMITTEDLOCK', () => {
-      for (const entry of [one('purgeDlqByFilter', 'no filter'), one('applyRetention', 'dlq')]) {
+      for (const entry of [
+        one('purgeDlqByFilter', 'no filter'),
+        one('applyRetention', 'dlq'),
+        one('applyRetention', 'dedupe keys'),
+      ]) {
         expect(entry.statement.sql).toContain('WITH (READCOMMITTEDLOCK, READPAST, ROWLOCK)');
         expect(
           lockViolations(

@@ -163,6 +163,16 @@ function cases(): Case[] {
     after: { at: v.date.toISOString(), atMs: v.date.getTime(), id: v.id },
     scanBound,
   });
+  const keyed = (v: Values, unique: boolean): SQL.MssqlKeyedJob => ({
+    id: v.id,
+    payload: v.payload,
+    payloadVersion: 1,
+    traceContext: v.trace,
+    dedupe: unique
+      ? { key: v.key, mode: 'unique', states: ['pending', 'finished'], windowMs: 60_000 }
+      : { key: v.key, mode: 'debounce', states: [], windowMs: 30_000 },
+  });
+  const inCaller = { callerTransaction: true } as const;
   const s = 'chokaq';
   return [
     ['ensureSchema', '', () => SQL.ensureSchema(s)],
@@ -174,6 +184,12 @@ function cases(): Case[] {
     ['enqueue', 'no key', (v) => SQL.enqueue(s, job(v, false))],
     ['enqueueMany', 'keys', (v) => SQL.enqueueMany(s, [job(v, true), job(v, false)])],
     ['enqueueMany', 'no keys', (v) => SQL.enqueueMany(s, [job(v, false)])],
+    ['dedupeTake', 'debounce', (v) => SQL.dedupeTake(s, keyed(v, false))],
+    ['dedupeTake', 'unique, in a caller', (v) => SQL.dedupeTake(s, keyed(v, true), inCaller)],
+    ['dedupeHolder', '', (v) => SQL.dedupeHolder(s, keyed(v, true))],
+    ['dedupeReplace', '', (v) => SQL.dedupeReplace(s, v.id2, keyed(v, false))],
+    ['dedupeMove', '', (v) => SQL.dedupeMove(s, keyed(v, true))],
+    ['dedupeOfJob', '', (v) => SQL.dedupeOfJob(s, v.id)],
     [
       'fetchNextBatch',
       '',
@@ -274,6 +290,7 @@ function cases(): Case[] {
     ['applyRetentionBuckets', '', () => SQL.applyRetentionBuckets(s, 1_000, 100)],
     ['applyRetentionWorkers', '', () => SQL.applyRetentionWorkers(s, 1_000, 100)],
     ['applyRetentionAudit', '', () => SQL.applyRetentionAudit(s, 1_000, 100)],
+    ['applyRetentionDedupeKeys', '', () => SQL.applyRetentionDedupeKeys(s, 0, 100)],
     [
       'recordAudit',
       '',
@@ -502,6 +519,29 @@ describe('SQL Server parameter declarations do not depend on values', () => {
       ]);
       expect(declare(archive)).toEqual(['nvarchar(max)']);
     }
+    // Dedupe keys: key, job id, mode, state bits, window (ms); the replace's holder, payload,
+    // payload version, trace context, window and key.
+    const keyedJob: SQL.MssqlKeyedJob = {
+      id: SHORT.id,
+      payload: SHORT.payload,
+      payloadVersion: 1,
+      traceContext: SHORT.trace,
+      dedupe: { key: SHORT.key, mode: 'throttle', states: [], windowMs: 1_000 },
+    };
+    for (const statement of [
+      SQL.dedupeTake('chokaq', keyedJob),
+      SQL.dedupeMove('chokaq', keyedJob),
+    ])
+      expect(declare(statement)).toEqual(['nvarchar(255)', 'nvarchar(36)', 'int', 'int', 'bigint']);
+    expect(declare(SQL.dedupeHolder('chokaq', keyedJob))).toEqual(['nvarchar(255)', 'bigint']);
+    expect(declare(SQL.dedupeReplace('chokaq', SHORT.id2, keyedJob))).toEqual([
+      'nvarchar(36)',
+      'nvarchar(max)',
+      'int',
+      'nvarchar(2048)',
+      'bigint',
+      'nvarchar(255)',
+    ]);
     // id, worker, lease, reason, error, actor, duration
     expect(declare(dlq)).toEqual([
       'nvarchar(36)',

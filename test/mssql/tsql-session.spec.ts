@@ -40,6 +40,10 @@ describe('SQL Server session state of every batch', () => {
     const catalogued = catalogue().filter((e) => e.operation.endsWith('.inCallerTransaction'));
     expect([...new Set(catalogued.map((e) => e.operation))].sort()).toEqual([
       'archiveSucceeded.inCallerTransaction',
+      'dedupeHolder.inCallerTransaction',
+      'dedupeMove.inCallerTransaction',
+      'dedupeReplace.inCallerTransaction',
+      'dedupeTake.inCallerTransaction',
       'enqueue.inCallerTransaction',
       'enqueueMany.inCallerTransaction',
     ]);
@@ -97,6 +101,30 @@ describe('SQL Server session state of every batch', () => {
           .replace('SET XACT_ABORT ON;\n', '')
           .replace(/^(BEGIN TRAN|COMMIT);\n/gm, '');
       expect(strip(own)).toBe(inCaller.replace('SET LOCK_TIMEOUT -1;\n', ''));
+    }
+  });
+
+  it("a keyed enqueue's key batches: XACT_ABORT in ChokaQ's transaction, the same batch without it (and without the session prologue) in a caller's; no transaction of their own in either", () => {
+    const job: SQL.MssqlKeyedJob = {
+      id: ID,
+      payload: '{}',
+      payloadVersion: 1,
+      traceContext: null,
+      dedupe: { key: 'k', mode: 'throttle', states: [], windowMs: 1_000 },
+    };
+    const builders = [
+      (o?: { callerTransaction: boolean }) => SQL.dedupeTake(SCHEMA, job, o),
+      (o?: { callerTransaction: boolean }) => SQL.dedupeHolder(SCHEMA, job, o),
+      (o?: { callerTransaction: boolean }) => SQL.dedupeReplace(SCHEMA, ID2, job, o),
+      (o?: { callerTransaction: boolean }) => SQL.dedupeMove(SCHEMA, job, o),
+    ];
+    for (const build of builders) {
+      const own = build().sql;
+      const inCaller = build({ callerTransaction: true }).sql;
+      // Inside the enqueue's transaction (ChokaQ's): an error rolls the whole enqueue back.
+      expect(own.startsWith(`${PROLOGUE}SET NOCOUNT ON;\nSET XACT_ABORT ON;\n`)).toBe(true);
+      expect(own).not.toMatch(/^\s*(BEGIN\s+TRAN|COMMIT|ROLLBACK)\b/im);
+      expect(own.replace(PROLOGUE, '').replace('SET XACT_ABORT ON;\n', '')).toBe(inCaller);
     }
   });
 

@@ -208,6 +208,7 @@ describePostgres(
       );
       expect(tables.map((t) => t.table_name)).toEqual([
         'audit_log',
+        'dedupe_keys',
         'job_attempts',
         'jobs_archive',
         'jobs_dlq',

@@ -33,7 +33,8 @@ export type TableName =
   | 'workers'
   | 'audit'
   | 'attempts'
-  | 'settings';
+  | 'settings'
+  | 'keys';
 
 /** Table names on SQLite (after the prefix) and PostgreSQL; SQL Server's come from the library. */
 const SNAKE_NAMES: Record<TableName, string> = {
@@ -49,6 +50,7 @@ const SNAKE_NAMES: Record<TableName, string> = {
   audit: 'audit_log',
   attempts: 'job_attempts',
   settings: 'settings',
+  keys: 'dedupe_keys',
 };
 
 /** `worker_id` → `WorkerId`: SPEC §2's SQL Server spelling of a snake_case column. */

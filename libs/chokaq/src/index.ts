@@ -116,8 +116,11 @@ export { FailureReason, JobStatus } from './interfaces/job-status.enum';
 export { MAX_ENQUEUE_MANY, MAX_LIST_SCAN, MAX_PAGE_SIZE } from './validation/limits';
 export type {
   CancelResult,
+  DedupeOption,
+  DedupeState,
   HandledJobs,
   HotJob,
+  JobDedupe,
   NewJob,
   PendingEdits,
   QueueInfo,

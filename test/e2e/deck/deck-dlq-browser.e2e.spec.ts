@@ -186,11 +186,20 @@ describeBrowser('The Deck: DLQ and job inspector in a browser', () => {
         const id = await deck.client.enqueue(
           'pending',
           { n: 1 },
-          { type: 'edit', priority: 1, delayMs: 3_600_000 },
+          {
+            type: 'edit',
+            priority: 1,
+            delayMs: 3_600_000,
+            dedupe: { key: 'edit:1', mode: 'unique', states: ['pending'] },
+          },
         );
         await page.goto(`${deck.url}#/jobs/${id}`);
         const job = page.getByRole('article', { name: `Job ${id}` });
         await job.locator('[data-field="status"]').filter({ hasText: 'Pending' }).waitFor();
+        // The dedupe key it holds, and its rule.
+        expect(await job.locator('[data-field="dedupe"]').textContent()).toBe(
+          'edit:1 · unique while pending',
+        );
         expect(await axeViolations(page)).toEqual([]);
         const runNow = job.getByRole('button', { name: 'Run now' });
         await runNow.click();

@@ -114,6 +114,15 @@ const JOB: SQL.MssqlNewJob = {
   payloadVersion: 2,
 };
 
+/** A job with a dedupe key as the dedupe builders take it (a validated job has these fields). */
+export const KEYED_JOB: SQL.MssqlKeyedJob = {
+  id: ID,
+  payload: '{"to":"a@b.c"}',
+  payloadVersion: 2,
+  traceContext: JOB.traceContext,
+  dedupe: { key: 'digest:42', mode: 'debounce', states: [], windowMs: 30_000 },
+};
+
 /** `updatePending` edits that change nothing, to spread one field over. */
 const NO_PENDING_EDIT: ValidatedPendingUpdate = {
   payload: null,
@@ -198,6 +207,47 @@ export function catalogue(schema: SQL.MssqlSchema = SCHEMA): CatalogueEntry[] {
     SQL.enqueueMany(schema, [JOB, { ...JOB, id: ID2, idempotencyKey: null }], {
       callerTransaction: true,
     }),
+  );
+
+  // Dedupe keys (schema version 16): the steps of a keyed enqueue, run in ChokaQ's own
+  // transaction (XACT_ABORT, no transaction of their own) or in a caller's (neither).
+  const unique: SQL.MssqlKeyedJob = {
+    ...KEYED_JOB,
+    dedupe: { key: 'report:7', mode: 'unique', states: ['pending', 'finished'], windowMs: 60_000 },
+  };
+  for (const [variant, job] of [
+    ['', KEYED_JOB],
+    ['unique', unique],
+  ] as const) {
+    add('dedupeTake', variant, 'transition', SQL.dedupeTake(schema, job));
+    add('dedupeHolder', variant, 'transition', SQL.dedupeHolder(schema, job));
+    add('dedupeMove', variant, 'transition', SQL.dedupeMove(schema, job));
+  }
+  add('dedupeReplace', '', 'transition', SQL.dedupeReplace(schema, ID2, KEYED_JOB));
+  const inCaller = { callerTransaction: true } as const;
+  add(
+    'dedupeTake.inCallerTransaction',
+    '',
+    'transition',
+    SQL.dedupeTake(schema, KEYED_JOB, inCaller),
+  );
+  add(
+    'dedupeHolder.inCallerTransaction',
+    '',
+    'transition',
+    SQL.dedupeHolder(schema, KEYED_JOB, inCaller),
+  );
+  add(
+    'dedupeReplace.inCallerTransaction',
+    '',
+    'transition',
+    SQL.dedupeReplace(schema, ID2, KEYED_JOB, inCaller),
+  );
+  add(
+    'dedupeMove.inCallerTransaction',
+    '',
+    'transition',
+    SQL.dedupeMove(schema, KEYED_JOB, inCaller),
   );
 
   const claim: SQL.MssqlClaimRequest = {
@@ -392,6 +442,12 @@ export function catalogue(schema: SQL.MssqlSchema = SCHEMA): CatalogueEntry[] {
     SQL.applyRetentionWorkers(schema, 86_400_000, 1_000),
   );
   add('applyRetention', 'audit', 'transition', SQL.applyRetentionAudit(schema, 86_400_000, 1_000));
+  add(
+    'applyRetention',
+    'dedupe keys',
+    'transition',
+    SQL.applyRetentionDedupeKeys(schema, 0, 1_000),
+  );
 
   // The audit log: a row of an action (first batch, and a later batch with details of its own),
   // its pages, and the confirmation secret.
@@ -486,6 +542,7 @@ export function catalogue(schema: SQL.MssqlSchema = SCHEMA): CatalogueEntry[] {
 
   add('getJob', '', 'read', SQL.getJob(schema, ID));
   add('getJobAttempts', '', 'read', SQL.getJobAttempts(schema, ID));
+  add('dedupeOfJob', '', 'read', SQL.dedupeOfJob(schema, ID));
   for (const pillar of ['hot', 'archive', 'dlq'] as const) {
     const keys = PILLAR_FILTER_KEYS[pillar];
     // Every filter subset (plain and bounded-scan shapes), from a cursor, newest first.

@@ -1,5 +1,5 @@
 import type { FailureReason, JobStatus } from './job-status.enum';
-import type { HotJob } from './job.interface';
+import type { HotJob, JobDedupe } from './job.interface';
 
 /*
  * What the read operations of `JobStorage` return: a job in any pillar, pages and their filters,
@@ -45,6 +45,12 @@ export interface JobView extends Omit<HotJob, 'status' | 'lastUpdatedUtc'> {
    * first attempt has none (its archive row is that attempt).
    */
   attempts?: JobAttempt[];
+  /**
+   * The dedupe key the job holds now (`NewJob.dedupe`), or null: present in `getJob`'s answer
+   * only (lists and lifecycle events leave it out). A job whose key moved to a newer holder, or
+   * whose key retention removed, holds none.
+   */
+  dedupe?: JobDedupe | null;
 }
 
 /**

@@ -26,6 +26,14 @@ export interface NewJob {
   runAt?: Date;
   /** While a hot job holds this key, enqueueing it again returns that job's id. ≤ 255 chars. */
   idempotencyKey?: string;
+  /**
+   * A key with a window (throttle, debounce, or unique across chosen states), decided inside the
+   * enqueue's transaction, so concurrent enqueues of one key from any number of processes make
+   * one job and get one answer. Cannot be combined with `idempotencyKey`: dedupe keys are a
+   * namespace of their own, held in a table of their own rather than by the hot row. See
+   * {@link DedupeOption}.
+   */
+  dedupe?: DedupeOption;
   /** Up to 20 tags of 1–100 chars, without commas. */
   tags?: readonly string[];
   /** Who enqueued it, ≤ 100 chars. */
@@ -46,6 +54,45 @@ export interface NewJob {
   payloadVersion?: number;
 }
 
+/**
+ * The states of a holder that keep a `unique` dedupe key taken: `pending` (Pending, scheduled or
+ * due), `running` (Fetched or Processing), `finished` (archived, succeeded, within `windowMs` of
+ * its finish). A holder in the DLQ never holds a unique key. @publicApi
+ */
+export type DedupeState = 'pending' | 'running' | 'finished';
+
+/**
+ * A dedupe key and its window (`NewJob.dedupe`). `key`: 1–255 characters, no trailing blanks,
+ * compared byte for byte; one namespace across queues. `windowMs`: an integer from 1 to 10 years.
+ * - `throttle`: at most one job per key per window, the window counted from the enqueue that made
+ *   the holder; while it lasts every enqueue returns the holder's id, whatever state the holder is
+ *   in (finished and dead-lettered included). After it, the next enqueue makes a new holder.
+ * - `debounce`: the job runs `windowMs` after the last enqueue of its key. An enqueue within the
+ *   window replaces the payload of a holder that is still Pending and moves its run time to now +
+ *   `windowMs`; if the holder was claimed meanwhile (Fetched, started ahead or running) or has
+ *   finished, a new job is made and holds the key. Exclusive with `delayMs` and `runAt`.
+ * - `unique`: while the holder is in one of `states`, every enqueue returns its id; `windowMs`
+ *   (required with `finished`, and only then) is how long a succeeded holder keeps the key.
+ * @publicApi
+ */
+export type DedupeOption =
+  | { key: string; mode: 'throttle' | 'debounce'; windowMs: number }
+  | { key: string; mode: 'unique'; states: readonly DedupeState[]; windowMs?: number };
+
+/** The dedupe key a job holds (`getJob`). Times are the database clock's. @publicApi */
+export interface JobDedupe {
+  key: string;
+  mode: DedupeOption['mode'];
+  /** `unique` only: the states that keep the key taken; null for the other modes. */
+  states: DedupeState[] | null;
+  /** The window's length; null for `unique` without `finished`. */
+  windowMs: number | null;
+  /** When the holder took the key (throttle), or the last enqueue that moved it (debounce). */
+  windowStartedUtc: Date;
+  /** When the window ends (throttle, debounce); null for `unique`, whose end follows its holder. */
+  windowEndsUtc: Date | null;
+}
+
 /** Options of `enqueue`/`enqueueMany`. @publicApi */
 export interface EnqueueOptions {
   /**
@@ -61,8 +108,13 @@ export interface EnqueueOptions {
 export interface EnqueueResult {
   /** The job id: the new one, or that of the active job holding the same idempotency key. */
   id: string;
-  /** False when an existing job (same id or same active idempotency key) was returned instead. */
+  /**
+   * False when an existing job was returned instead: the same id, the same active idempotency key,
+   * or the holder of a dedupe key within its window.
+   */
   created: boolean;
+  /** True when a `debounce` enqueue replaced its Pending holder's payload and run time. */
+  replaced?: boolean;
 }
 
 /** The ownership token of a hot row (SPEC §3 "Ownership is a fencing token"). @publicApi */
@@ -353,4 +405,9 @@ export interface RetentionResult {
   workers: number;
   /** Entries of the audit log. */
   audit: number;
+  /**
+   * Dedupe keys that no longer hold anything (`NewJob.dedupe`): a throttle or debounce window that
+   * ended, a unique key whose holder left the states that keep it. Removed whatever the policy.
+   */
+  dedupeKeys: number;
 }

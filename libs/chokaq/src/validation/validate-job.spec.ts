@@ -101,6 +101,72 @@ describe('validateNewJob', () => {
   });
 });
 
+describe('validateNewJob: dedupe keys', () => {
+  const WINDOW = 60_000;
+  it('keeps a key with its mode, its states in a fixed order, and a window only where it applies', () => {
+    expect(
+      validateNewJob({ dedupe: { key: 'k', mode: 'throttle', windowMs: WINDOW } }),
+    ).toMatchObject({
+      dedupe: { key: 'k', mode: 'throttle', states: [], windowMs: WINDOW },
+      delayMs: null,
+      idempotencyKey: null,
+    });
+    expect(
+      validateNewJob({
+        dedupe: { key: 'k', mode: 'unique', states: ['finished', 'pending'], windowMs: WINDOW },
+      }).dedupe,
+    ).toEqual({ key: 'k', mode: 'unique', states: ['pending', 'finished'], windowMs: WINDOW });
+    expect(
+      validateNewJob({ dedupe: { key: 'k', mode: 'unique', states: ['running'] } }).dedupe,
+    ).toEqual({ key: 'k', mode: 'unique', states: ['running'], windowMs: null });
+    expect(validateNewJob({}).dedupe).toBeNull();
+  });
+
+  it('a debounced job runs its window after the enqueue', () => {
+    expect(
+      validateNewJob({ dedupe: { key: 'k', mode: 'debounce', windowMs: WINDOW } }).delayMs,
+    ).toBe(WINDOW);
+  });
+
+  it('names each bad part of a key', () => {
+    const dedupe = (d: unknown, extra: object = {}) =>
+      issuesOf(() => validateNewJob({ ...extra, dedupe: d as never })).map((i) => i.path);
+    expect(dedupe('k')).toEqual(['dedupe']);
+    expect(dedupe([])).toEqual(['dedupe']);
+    expect(dedupe({ key: '', mode: 'throttle', windowMs: 1 })).toEqual(['dedupe.key']);
+    expect(dedupe({ key: 'k'.repeat(256), mode: 'throttle', windowMs: 1 })).toEqual(['dedupe.key']);
+    expect(dedupe({ key: 'k', mode: 'throttle', windowMs: 1 }, { idempotencyKey: 'k' })).toEqual([
+      'dedupe',
+    ]);
+    expect(dedupe({ key: 'k', mode: 'later', windowMs: 1 })).toEqual(['dedupe.mode']);
+    expect(dedupe({ key: 'k', mode: 'throttle' })).toEqual(['dedupe.windowMs']);
+    expect(dedupe({ key: 'k', mode: 'throttle', windowMs: 1.5 })).toEqual(['dedupe.windowMs']);
+    expect(dedupe({ key: 'k', mode: 'debounce', windowMs: 10 * 365 * 24 * 3_600_000 + 1 })).toEqual(
+      ['dedupe.windowMs'],
+    );
+    expect(dedupe({ key: 'k', mode: 'throttle', windowMs: 1, states: ['pending'] })).toEqual([
+      'dedupe.states',
+    ]);
+    expect(dedupe({ key: 'k', mode: 'debounce', windowMs: 1 }, { runAt: new Date() })).toEqual([
+      'dedupe',
+    ]);
+    expect(dedupe({ key: 'k', mode: 'unique', states: ['pending', 'pending'] })).toEqual([
+      'dedupe.states[1]',
+    ]);
+    expect(dedupe({ key: 'k', mode: 'unique', states: ['done'] })).toEqual(['dedupe.states[0]']);
+    expect(dedupe({ key: 'k', mode: 'unique' })).toEqual(['dedupe.states']);
+    expect(dedupe({ key: 'k', mode: 'unique', states: ['finished'] })).toEqual(['dedupe.windowMs']);
+    expect(dedupe({ key: 'k', mode: 'unique', states: ['pending'], windowMs: 1 })).toEqual([
+      'dedupe.windowMs',
+    ]);
+    expect(() =>
+      validateNewJob({
+        dedupe: { key: 'k', mode: 'throttle', windowMs: 10 * 365 * 24 * 3_600_000 },
+      }),
+    ).not.toThrow();
+  });
+});
+
 describe('validateNewJobs', () => {
   it('names the index of a bad item and validates all before returning', () => {
     expect(issuesOf(() => validateNewJobs([{}, { priority: 0.5 }, {}, { queue: '' }]))).toEqual([

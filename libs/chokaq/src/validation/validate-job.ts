@@ -7,6 +7,8 @@ import {
   ValidationIssue,
 } from '../errors';
 import {
+  DedupeOption,
+  DedupeState,
   NewJob,
   PendingUpdate,
   PendingUpdateResult,
@@ -47,6 +49,99 @@ export interface ValidatedJob {
   traceContext: string | null;
   /** The payload's version (1 when the job gave none). */
   payloadVersion: number;
+  /** The dedupe key and its window, or null. A debounced job's `delayMs` is its window. */
+  dedupe: ValidatedDedupe | null;
+}
+
+/** `NewJob.dedupe` once checked: `windowMs` null for `unique` without `finished`. */
+export interface ValidatedDedupe {
+  key: string;
+  mode: DedupeOption['mode'];
+  /** `unique` only (empty for the other modes), in the order pending, running, finished. */
+  states: readonly DedupeState[];
+  windowMs: number | null;
+}
+
+const DEDUPE_MODES: readonly string[] = ['throttle', 'debounce', 'unique'];
+const DEDUPE_STATES: readonly DedupeState[] = ['pending', 'running', 'finished'];
+const WINDOW_RULE = `must be an integer from 1 to ${LIMITS.maxDelayMs} (10 years)`;
+
+/** Checks `job.dedupe` (see `DedupeOption`); undefined after recording an issue. */
+function validateDedupe(
+  issues: Issues,
+  path: string,
+  job: NewJob,
+): ValidatedDedupe | null | undefined {
+  const d = job.dedupe as unknown;
+  if (d === undefined || d === null) return null;
+  if (typeof d !== 'object' || Array.isArray(d)) {
+    issues.add(path, 'must be an object', d);
+    return undefined;
+  }
+  const { key, mode, windowMs, states } = d as Record<string, unknown>;
+  const before = issues.list.length;
+  checkString(issues, join(path, 'key'), key, LIMITS.idempotencyKey, { min: 1, key: true });
+  if (job.idempotencyKey !== undefined && job.idempotencyKey !== null) {
+    issues.add(path, 'cannot be combined with idempotencyKey', d);
+  }
+  if (typeof mode !== 'string' || !DEDUPE_MODES.includes(mode)) {
+    issues.add(join(path, 'mode'), `must be one of ${DEDUPE_MODES.join(', ')}`, mode);
+    return undefined;
+  }
+  const chosen = new Set<unknown>();
+  if (mode === 'unique') {
+    if (!Array.isArray(states) || states.length === 0) {
+      issues.add(
+        join(path, 'states'),
+        `must be a non-empty array of ${DEDUPE_STATES.join(', ')}`,
+        states,
+      );
+    } else {
+      states.forEach((state: unknown, i) => {
+        if (!DEDUPE_STATES.includes(state as DedupeState) || chosen.has(state)) {
+          issues.add(
+            join(path, `states[${i}]`),
+            `must be one of ${DEDUPE_STATES.join(', ')}, each once`,
+            state,
+          );
+        }
+        chosen.add(state);
+      });
+    }
+  } else if (states !== undefined) {
+    issues.add(join(path, 'states'), "applies to mode 'unique' only", states);
+  }
+  const needsWindow = mode !== 'unique' || chosen.has('finished');
+  if (windowMs === undefined) {
+    if (needsWindow) issues.add(join(path, 'windowMs'), WINDOW_RULE, windowMs);
+  } else if (!needsWindow) {
+    issues.add(
+      join(path, 'windowMs'),
+      "applies to 'unique' only with the state 'finished'",
+      windowMs,
+    );
+  } else if (
+    typeof windowMs !== 'number' ||
+    !Number.isInteger(windowMs) ||
+    windowMs < 1 ||
+    windowMs > LIMITS.maxDelayMs
+  ) {
+    issues.add(join(path, 'windowMs'), WINDOW_RULE, windowMs);
+  }
+  if (mode === 'debounce' && (job.delayMs !== undefined || job.runAt !== undefined)) {
+    issues.add(
+      path,
+      "mode 'debounce' sets the run time: it cannot be combined with delayMs or runAt",
+      d,
+    );
+  }
+  if (issues.list.length > before) return undefined;
+  return {
+    key: key as string,
+    mode: mode as DedupeOption['mode'],
+    states: DEDUPE_STATES.filter((state) => chosen.has(state)),
+    windowMs: needsWindow ? (windowMs as number) : null,
+  };
 }
 
 /** Collects issues, so a call reports every problem at once. */
@@ -230,21 +325,25 @@ function validateInto(
   if (job.payloadVersion !== undefined && !isPayloadVersion(job.payloadVersion)) {
     issues.add(join(prefix, 'payloadVersion'), PAYLOAD_VERSION_RULE, job.payloadVersion);
   }
+  const dedupe = validateDedupe(issues, join(prefix, 'dedupe'), job);
   const payload = serializePayload(issues, join(prefix, 'payload'), job.payload, payloadMaxBytes);
-  if (issues.list.length > before || payload === undefined) return undefined;
+  if (issues.list.length > before || payload === undefined || dedupe === undefined)
+    return undefined;
   return {
     id: job.id ?? uuidv7(),
     queue,
     type,
     payload,
     priority: job.priority ?? DEFAULT_PRIORITY,
-    delayMs: job.delayMs ?? null,
+    // A debounced job runs its window after the enqueue that made (or last moved) it.
+    delayMs: dedupe?.mode === 'debounce' ? dedupe.windowMs : (job.delayMs ?? null),
     runAt: job.runAt ?? null,
     idempotencyKey: job.idempotencyKey ?? null,
     tags: encodeTags(job.tags),
     createdBy: job.createdBy ?? null,
     traceContext,
     payloadVersion: job.payloadVersion ?? 1,
+    dedupe,
   };
 }
 

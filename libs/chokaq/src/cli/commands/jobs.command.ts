@@ -1,7 +1,7 @@
 import type { ChokaQAdmin } from '../../admin/chokaq-admin.service';
 import { JobStatus } from '../../interfaces/job-status.enum';
 import type { JobAttempt, JobView } from '../../interfaces/job-view.interface';
-import type { PendingEdits } from '../../interfaces/job.interface';
+import type { JobDedupe, PendingEdits } from '../../interfaces/job.interface';
 import { CLI_UNCONFIRMED_ROWS } from '../../validation/limits';
 import { CommandGroup, CommandResult, defineCommand } from '../args/command-definition';
 import {
@@ -35,6 +35,7 @@ function jobFields(job: JobView): Field[] {
     ['priority', job.priority],
     ['tags', job.tags.join(', ')],
     ['idempotency key', job.idempotencyKey],
+    ['dedupe key', job.dedupe ? dedupeText(job.dedupe) : null],
     ['created', job.createdAtUtc],
     ['created by', job.createdBy],
     ['enqueued', job.enqueuedAtUtc],
@@ -50,6 +51,13 @@ function jobFields(job: JobView): Field[] {
     ['failed', job.failedAtUtc],
     ['last modified by', job.lastModifiedBy],
   ];
+}
+
+/** A held dedupe key and its window: `key (throttle until 2026-…)`, `key (unique: pending, running)`. */
+function dedupeText(d: JobDedupe): string {
+  if (d.mode !== 'unique') return `${d.key} (${d.mode} until ${d.windowEndsUtc?.toISOString()})`;
+  const finished = d.windowMs === null ? '' : `; finished within ${formatDuration(d.windowMs)}`;
+  return `${d.key} (unique: ${(d.states ?? []).join(', ')}${finished})`;
 }
 
 /**

@@ -89,6 +89,13 @@ function Job({ id, readOnly }) {
         <dt>Tags</dt>
         <dd>${(job.tags || []).join(', ') || '–'}</dd>
       </div>
+      ${
+        job.dedupe &&
+        html`<div>
+          <dt>Dedupe key</dt>
+          <dd data-field="dedupe">${dedupeText(job.dedupe)}</dd>
+        </div>`
+      }
       <div>
         <dt>Attempts</dt>
         <dd>${job.attemptCount}</dd>
@@ -235,6 +242,19 @@ function Actions({ job, act }) {
       // Keyed by the row's last change: after an edit the reloaded job fills the form again.
       job.status === 0 && html`<${PendingEdit} key=${job.lastUpdatedUtc} job=${job} act=${act} />`
     }`;
+}
+
+/**
+ * The dedupe key a job holds and its window: `key · throttle until <time>`, `key · unique while
+ * pending, running`.
+ * @param {NonNullable<import('./api.js').JobView['dedupe']>} d
+ */
+function dedupeText(d) {
+  const rule =
+    d.mode === 'unique'
+      ? `unique while ${(d.states || []).join(', ')}${d.windowMs ? ` (finished: ${ms(d.windowMs)})` : ''}`
+      : `${d.mode} until ${time(d.windowEndsUtc)}`;
+  return `${d.key} · ${rule}`;
 }
 
 /**

@@ -164,7 +164,14 @@ export class MssqlAdminStore {
     audit: Audit,
   ): Promise<RetentionResult> {
     const batch = policy.batchSize;
-    const done: RetentionResult = { archive: 0, dlq: 0, metricBuckets: 0, workers: 0, audit: 0 };
+    const done: RetentionResult = {
+      archive: 0,
+      dlq: 0,
+      metricBuckets: 0,
+      workers: 0,
+      audit: 0,
+      dedupeKeys: 0,
+    };
     const drain = async (
       table: keyof RetentionResult,
       step: (schema: SQL.MssqlSchema, ageMs: number, batch: number) => MssqlStatement,
@@ -187,6 +194,8 @@ export class MssqlAdminStore {
     await drain('metricBuckets', SQL.applyRetentionBuckets, policy.metricsMs);
     await drain('workers', SQL.applyRetentionWorkers, policy.workersMs);
     await drain('audit', SQL.applyRetentionAudit, policy.auditMs);
+    // After the archive's: a unique key whose holder retention just removed holds nothing.
+    await drain('dedupeKeys', SQL.applyRetentionDedupeKeys, 0);
     return done;
   }
 

@@ -36,6 +36,7 @@ import { ERROR_LINE_PREFIX, topErrorFamilies } from '../shared/error-family';
 import { ErrorFamilyMemo } from '../shared/error-family-memo';
 import { toListPage } from '../shared/page';
 import { mapAttemptRow } from '../shared/attempts';
+import { mapDedupeRow } from '../shared/dedupe';
 import { mapJobView, mapOutcomesRow, mapWorkerRow, toDate } from '../shared/row-mapper';
 import { queueHealthOf } from '../shared/queue-health';
 import { throughputSeries } from '../shared/throughput-series';
@@ -62,11 +63,20 @@ export class MssqlJobQueries implements DialectJobQueries {
 
   // ---------------------------------------------------------------- reads
 
-  /** @inheritdoc */
+  /**
+   * The job's row (one batch over the three pillars), then the dedupe key it holds, then with
+   * `attempts` its attempt rows: each its own READ COMMITTED read, so a key that moves to a newer
+   * holder between the reads shows as it is at the second.
+   * @inheritdoc
+   */
   async getJob(key: string, attempts: boolean): Promise<JobView | null> {
     const rows = await this.db.query('getJob', SQL.getJob(this.schema, key));
     if (!rows[0]) return null;
-    const view = mapJobView(rows[0], String(rows[0].Pillar) as Pillar);
+    const [held] = await this.db.query('getJob', SQL.dedupeOfJob(this.schema, key));
+    const view = {
+      ...mapJobView(rows[0], String(rows[0].Pillar) as Pillar),
+      dedupe: held ? mapDedupeRow(held) : null,
+    };
     if (!attempts) return view;
     const history = await this.db.query('getJob', SQL.getJobAttempts(this.schema, key));
     return { ...view, attempts: history.map(mapAttemptRow) };

@@ -22,9 +22,10 @@ import { ValidatedJob } from '../../validation/validate-job';
 import { Audit, DialectJobStore, ZombieSweep } from '../dialect-job-storage';
 import type { HandlerTransactionSupport } from '../job-storage';
 import { OWN_DATA_SOURCE_REASON, SqlHandlerTransaction } from '../shared/handler-transaction';
+import { DedupeSteps, enqueueWithKey, mapDedupeHolder, splitKeyed } from '../shared/dedupe';
 import { mapHotRow, toDate } from '../shared/row-mapper';
 import { isDuplicateKeyError } from './mssql-errors';
-import { idsOf, MssqlConnection, num, Row } from './mssql.connection';
+import { Exec, idsOf, MssqlConnection, num, Row } from './mssql.connection';
 import {
   BINARY_KEY_COLLATION,
   MSSQL_MIGRATIONS,
@@ -171,14 +172,34 @@ export class MssqlJobStore extends MssqlAdminStore implements DialectJobStore {
 
   // ---------------------------------------------------------------- producer
 
-  /** @inheritdoc */
+  /**
+   * A job with a dedupe key goes through {@link enqueueKeyed}; any other is one batch, on ChokaQ's
+   * pool with the transient retry or in the caller's transaction.
+   * @inheritdoc
+   */
   async enqueue(job: Checked<ValidatedJob>, options?: EnqueueOptions): Promise<EnqueueResult> {
     const caller = await this.db.callerExecutor(options?.transaction);
-    const statement = SQL.enqueue(this.schema, job, { callerTransaction: !!caller });
+    if (job.dedupe !== null) return this.enqueueKeyed(caller, job);
+    return this.insertOne(caller ?? ((statement) => this.db.query('enqueue', statement)), job, {
+      callerTransaction: !!caller,
+    });
+  }
+
+  /**
+   * The keyless enqueue batch (`SQL.enqueue`) of one job on `run`, read back: again after a
+   * duplicate-key error (the batch has no `XACT_ABORT`, so the error ended only its INSERT), and
+   * again when the idempotency key's holder left between the insert and the read-back.
+   */
+  private async insertOne(
+    run: Exec,
+    job: ValidatedJob,
+    options: { callerTransaction: boolean },
+  ): Promise<EnqueueResult> {
+    const statement = SQL.enqueue(this.schema, job, options);
     for (let attempt = 1; ; attempt++) {
       let rows: Row[];
       try {
-        rows = caller ? await caller(statement) : await this.db.query('enqueue', statement);
+        rows = await run(statement);
       } catch (error) {
         // The unique index caught a same-key (or same-id) insert that the range lock did not
         // (e.g. SNAPSHOT isolation); running the statement again returns the holder.
@@ -196,9 +217,68 @@ export class MssqlJobStore extends MssqlAdminStore implements DialectJobStore {
   }
 
   /**
-   * With `options.transaction` each chunk runs in the caller's transaction without a transaction,
-   * `XACT_ABORT` or session settings of its own, and nothing is retried there: a deadlock (1205)
-   * has already rolled back the caller's whole transaction, which the caller retries as a unit.
+   * An enqueue with a dedupe key: its steps (`shared/dedupe.ts`, statements in `sql/dedupe.ts`) on
+   * ONE transaction, the caller's (nothing retried: a deadlock has already rolled back the caller's
+   * whole transaction, which the caller retries as a unit), or one of ChokaQ's own
+   * (`MssqlConnection.transaction`: READ COMMITTED, rolled back on any error, run again from
+   * scratch on a transient one). The key's row stays update-locked from the first step to COMMIT,
+   * so concurrent enqueues of one key, from any process, decide one after the other. A
+   * duplicate-key error that ends ChokaQ's transaction (the primary key of `DedupeKeys` as the
+   * backstop of the take's range lock) runs the enqueue again, which then finds the key held.
+   */
+  private async enqueueKeyed(caller: Exec | undefined, job: ValidatedJob): Promise<EnqueueResult> {
+    if (caller) return enqueueWithKey(job, this.dedupeSteps(caller, true));
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await this.db.transaction('enqueue', (tx) =>
+          enqueueWithKey(job, this.dedupeSteps(tx.exec, false)),
+        );
+      } catch (error) {
+        if (isDuplicateKeyError(error) && attempt < ENQUEUE_RACE_ATTEMPTS) continue;
+        throw error;
+      }
+    }
+  }
+
+  /**
+   * The keyed enqueue's steps on `exec`, one transaction's. The job is inserted by the keyless
+   * enqueue's batch, exactly as an enqueue without a key: in ChokaQ's transaction as
+   * `triggerRecurringJob` runs it there (its session prologue pins what the transaction already
+   * is; it has no `XACT_ABORT` and no transaction of its own), in a caller's without the prologue.
+   * The key's batches run with `XACT_ABORT` in ChokaQ's transaction and without it in a caller's
+   * (see `sql/dedupe.ts`).
+   */
+  private dedupeSteps(exec: Exec, callerTransaction: boolean): DedupeSteps<ValidatedJob> {
+    const options = { callerTransaction };
+    return {
+      take: async (j) => {
+        try {
+          return (await exec(SQL.dedupeTake(this.schema, j, options))).length > 0;
+        } catch (error) {
+          // In a caller's transaction (no XACT_ABORT) a duplicate key ended only the INSERT: the
+          // key is held, and the next step reads its holder. In ChokaQ's, enqueueKeyed retries.
+          if (callerTransaction && isDuplicateKeyError(error)) return false;
+          throw error;
+        }
+      },
+      holder: async (j) => {
+        const [row] = await exec(SQL.dedupeHolder(this.schema, j, options));
+        return row ? mapDedupeHolder(row) : null;
+      },
+      replace: async (holder, j) =>
+        (await exec(SQL.dedupeReplace(this.schema, holder, j, options))).length > 0,
+      insert: (j) => this.insertOne(exec, j, options),
+      move: async (j) => void (await exec(SQL.dedupeMove(this.schema, j, options))),
+    };
+  }
+
+  /**
+   * The jobs without a dedupe key in chunks (one batch, one transaction each); then each job with
+   * one, in key order (`splitKeyed`), as `enqueue` would, each in its own transaction; the results
+   * in input order. With `options.transaction` each chunk and keyed job runs in the caller's
+   * transaction without a transaction, `XACT_ABORT` or session settings of its own, and nothing is
+   * retried there: a deadlock (1205) has already rolled back the caller's whole transaction, which
+   * the caller retries as a unit.
    * @inheritdoc
    */
   async enqueueMany(
@@ -206,8 +286,10 @@ export class MssqlJobStore extends MssqlAdminStore implements DialectJobStore {
     options?: EnqueueOptions,
   ): Promise<EnqueueResult[]> {
     const caller = await this.db.callerExecutor(options?.transaction);
-    const results: EnqueueResult[] = [];
-    for (const part of enqueueChunks(jobs)) {
+    const { plain, keyed } = splitKeyed(jobs);
+    const results = new Array<EnqueueResult>(jobs.length);
+    let next = 0;
+    for (const part of enqueueChunks(plain.map((p) => p.job))) {
       const statement = SQL.enqueueMany(this.schema, part, { callerTransaction: !!caller });
       let rows: Row[] = [];
       for (let attempt = 1; ; attempt++) {
@@ -222,12 +304,13 @@ export class MssqlJobStore extends MssqlAdminStore implements DialectJobStore {
       const byOrd = new Map(rows.map((r) => [num(r.Ord), r]));
       part.forEach((job, i) => {
         const row = byOrd.get(i);
-        results.push({
+        results[plain[next++].index] = {
           id: row ? String(row.Id) : job.id,
           created: row ? num(row.Created) === 1 : false,
-        });
+        };
       });
     }
+    for (const { job, index } of keyed) results[index] = await this.enqueueKeyed(caller, job);
     return results;
   }
 

@@ -84,6 +84,10 @@ import { MAX_ATTEMPT_ERROR } from '../../validation/limits';
  *   missing like version 9's (a metadata-only change, see {@link RESULT_V15_NOTE}). A worker of
  *   version 14 keeps running: its archive move names its columns, so the jobs it archives store no
  *   result.
+ * - 16: the `DedupeKeys` table ({@link DEDUPE_KEY_COLUMNS}, `NewJob.dedupe`) and
+ *   `IX_DedupeKeys_Job`, created where missing in their version's own step (see
+ *   {@link DEDUPE_V16_NOTE}). A new table only: no existing row changes, and workers of version 15
+ *   never read or write it (an enqueue with a dedupe key needs this version).
  *
  * The script is idempotent and creates what is missing, so running it on an older database
  * applies the versions it lacks: the version-2 index is built inside its version's transaction
@@ -103,7 +107,7 @@ import { MAX_ATTEMPT_ERROR } from '../../validation/limits';
  * a metadata-only change where the edition supports it, a rewrite of the table otherwise);
  * `MetricBuckets` is small (retention), so either is short.
  */
-export const MSSQL_SCHEMA_VERSION = 15;
+export const MSSQL_SCHEMA_VERSION = 16;
 
 /**
  * Every version with the description its ledger row records, oldest first (the script writes
@@ -125,6 +129,7 @@ export const MSSQL_MIGRATIONS: readonly { version: number; description: string }
   { version: 13, description: 'jobs held by an open circuit; deferral counter' },
   { version: 14, description: 'claim index by type includes the payload version' },
   { version: 15, description: 'stored results in the archive' },
+  { version: 16, description: 'dedupe keys' },
 ];
 
 /** One column of a ChokaQ table. */
@@ -468,6 +473,37 @@ export const ATTEMPT_COLUMNS: readonly MssqlColumn[] = [
   c('DurationMs', 'bigint', true),
 ];
 
+/**
+ * `DedupeKeys` columns (schema version 16): one row per dedupe key taken with a window
+ * (`NewJob.dedupe`, the steps in `storage/shared/dedupe.ts`): the job that holds it, the mode
+ * (1 throttle, 2 debounce, 3 unique), a unique key's states (bits: 1 pending, 2 running,
+ * 4 finished), the window's length in ms (0 for unique without `finished`), its start and its end
+ * (NULL for unique, whose end follows its holder). `[Key]` is bracketed: `KEY` is a reserved word
+ * of T-SQL
+ * (https://learn.microsoft.com/en-us/sql/t-sql/language-elements/reserved-keywords-transact-sql).
+ *
+ * `[Key]` is a key column ({@link MssqlColumn.key}) in {@link BINARY_KEY_COLLATION} on EVERY
+ * install, an install of an earlier release included: the table is new in version 16, so it has no
+ * rows in the database's collation to convert, and a dedupe key is compared byte for byte
+ * (`DedupeOption`) whatever the other keys of the install do. So `chokaq migrate --binary-keys`
+ * leaves it alone ({@link keyColumnsOf} does not list it), and no statement declares a table
+ * variable column that is compared with it (the statements compare it with a parameter only,
+ * whose collation yields to the column's:
+ * https://learn.microsoft.com/en-us/sql/t-sql/statements/collation-precedence-transact-sql).
+ * Trailing blanks: `=` ignores them under every collation, as for the other keys, and as for them
+ * the validating edge refuses a key that ends with whitespace; like them it has no CHECK of its
+ * own.
+ */
+export const DEDUPE_KEY_COLUMNS: readonly MssqlColumn[] = [
+  key('[Key]', 'nvarchar(255)', false),
+  c('JobId', 'varchar(36)', false),
+  c('Mode', 'smallint', false),
+  c('States', 'smallint', false),
+  c('WindowMs', 'bigint', false),
+  c('WindowStartedUtc', 'datetime2(3)', false),
+  c('WindowEndsUtc', 'datetime2(3)', true),
+];
+
 /** `SchemaMigrations` columns: the ledger of applied versions. */
 export const MIGRATION_COLUMNS: readonly MssqlColumn[] = [
   c('Version', 'int', false),
@@ -489,6 +525,7 @@ export const MSSQL_TABLES = {
   audit: 'AuditLog',
   settings: 'Settings',
   attempts: 'JobAttempts',
+  keys: 'DedupeKeys',
 } as const;
 
 /** Logical table key. */
@@ -540,6 +577,7 @@ const PRIMARY_KEYS: Record<MssqlTable, string> = {
   audit: 'Id',
   settings: 'Name',
   attempts: 'JobId, Seq',
+  keys: '[Key]',
 };
 
 /** The tables stored with `DATA_COMPRESSION = PAGE` (the history, the buckets, the attempts). */
@@ -737,6 +775,14 @@ const HELD_INDEX: IndexSpec = {
   where: 'Status = 0 AND HeldSinceUtc IS NOT NULL',
 };
 
+/** `IX_DedupeKeys_Job` (schema version 16): which key a job holds (`getJob`). */
+const DEDUPE_JOB_INDEX: IndexSpec = {
+  serves: 'getJob: the dedupe key a job holds, a seek by its id (schema version 16)',
+  table: 'keys',
+  name: 'IX_DedupeKeys_Job',
+  keys: 'JobId',
+};
+
 /** `CREATE … INDEX` of `index`, with `options` after its compression in `WITH (…)`. */
 function indexStatement(schema: string, index: IndexSpec, options: readonly string[] = []): string {
   const kind = index.unique ? 'UNIQUE NONCLUSTERED' : 'NONCLUSTERED';
@@ -840,6 +886,24 @@ const RESULT_V15_NOTE: readonly string[] = [
   'JobsArchive.Result (schema version 15): the stored result of a job, added where missing. A',
   'nullable column without a default: a metadata-only change, no archived row is rewritten:',
   'https://learn.microsoft.com/en-us/sql/t-sql/statements/alter-table-transact-sql',
+];
+
+/**
+ * Why version 16 creates `DedupeKeys` the way it does (printed above the statements). A new table
+ * and its index, created where missing (`OBJECT_ID … IS NULL`, `sys.indexes`), in the version's
+ * own step, so the locks they take end with that step's COMMIT; nothing else changes, and no
+ * existing table is locked. The index is created by a plain statement, not through `EXEC`: on a
+ * database without the table the statement naming it compiles anyway, since deferred name
+ * resolution covers a missing table (it does not cover a missing column of an existing table,
+ * which is why version 13 compiles its index apart)
+ * (https://learn.microsoft.com/en-us/sql/t-sql/statements/create-procedure-transact-sql#deferred-name-resolution);
+ * version 1's step creates its tables and their indexes in the same way. The key is binary on every
+ * install ({@link DEDUPE_KEY_COLUMNS}).
+ */
+const DEDUPE_V16_NOTE: readonly string[] = [
+  'DedupeKeys and IX_DedupeKeys_Job (schema version 16): dedupe keys of NewJob.dedupe, created where',
+  'missing. A new table: no existing row changes. [Key] is binary on every install (a new table has',
+  'no rows of another collation to convert).',
 ];
 
 /** The ledger row of `version` (from {@link MSSQL_MIGRATIONS}), collected into `@Applied`. */
@@ -1095,12 +1159,23 @@ export function mssqlSchemaDdl(schema: string): string {
     `IF NOT EXISTS (SELECT 1 FROM ${t('migrations')} WHERE Version = 15)`,
     recordVersion(schema, 15),
     `COMMIT;`,
+    ...beginStep(schema),
+    ...DEDUPE_V16_NOTE.map((line) => `-- ${line}`),
+    createTable(schema, 'keys', DEDUPE_KEY_COLUMNS),
+    createIndex(schema, DEDUPE_JOB_INDEX),
+    `IF NOT EXISTS (SELECT 1 FROM ${t('migrations')} WHERE Version = 16)`,
+    recordVersion(schema, 16),
+    `COMMIT;`,
     `SELECT Version FROM @Applied ORDER BY Version;`,
   ];
   return `${parts.join('\n')}\n`;
 }
 
-/** The key columns of each table ({@link MssqlColumn.key}), as their tables declare them. */
+/**
+ * The key columns of each table ({@link MssqlColumn.key}), as their tables declare them, that an
+ * install of an earlier release may hold in the database's collation. `DedupeKeys.[Key]` is not
+ * one: version 16 creates it binary on every install ({@link DEDUPE_KEY_COLUMNS}).
+ */
 function keyColumnsOf(): Array<{ table: MssqlTable; column: MssqlColumn }> {
   const byTable: Array<[MssqlTable, readonly MssqlColumn[]]> = [
     ['hot', HOT_COLUMNS],

@@ -187,7 +187,14 @@ export class PostgresAdminStore {
     audit: Audit,
   ): Promise<RetentionResult> {
     const batch = policy.batchSize;
-    const done: RetentionResult = { archive: 0, dlq: 0, metricBuckets: 0, workers: 0, audit: 0 };
+    const done: RetentionResult = {
+      archive: 0,
+      dlq: 0,
+      metricBuckets: 0,
+      workers: 0,
+      audit: 0,
+      dedupeKeys: 0,
+    };
     const drain = async (table: keyof RetentionResult, sql: string, ageMs: number) => {
       for (;;) {
         const n = await this.write(`retention.${table}`, audit, async (exec) => {
@@ -205,6 +212,8 @@ export class PostgresAdminStore {
     await drain('metricBuckets', SQL.applyRetentionBuckets(this.s), policy.metricsMs);
     await drain('workers', SQL.applyRetentionWorkers(this.s), policy.workersMs);
     await drain('audit', SQL.applyRetentionAudit(this.s), policy.auditMs);
+    // After the archive's: a unique key whose holder retention just removed holds nothing.
+    await drain('dedupeKeys', SQL.applyRetentionDedupeKeys(this.s), 0);
     return done;
   }
 

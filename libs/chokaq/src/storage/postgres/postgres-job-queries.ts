@@ -27,6 +27,7 @@ import type {
 } from '../../validation/validate-reads';
 import { DialectJobQueries } from '../dialect-job-storage';
 import { mapAttemptRow } from '../shared/attempts';
+import { mapDedupeRow } from '../shared/dedupe';
 import { toAuditPage } from '../shared/audit-log';
 import { topErrorFamilies } from '../shared/error-family';
 import { ErrorFamilyMemo } from '../shared/error-family-memo';
@@ -57,7 +58,7 @@ export class PostgresJobQueries implements DialectJobQueries {
    * snapshot. Forward moves (hot → archive/DLQ) between the reads are still found; a resurrect
    * (DLQ → hot) landing exactly between the first and the last read can make one call miss the job.
    * With `attempts`, a found job's attempt rows are read after it (a move that ends a run between
-   * the two reads shows its attempt with the row from before it).
+   * the two reads shows its attempt with the row from before it). Then the dedupe key it holds.
    */
   async getJob(id: string, attempts: boolean): Promise<JobView | null> {
     const lookups = [
@@ -68,7 +69,8 @@ export class PostgresJobQueries implements DialectJobQueries {
     for (const [pillar, sql] of lookups) {
       const [row] = await this.db.query('getJob', sql, SQL.getJobParams(id));
       if (!row) continue;
-      const view = mapJobView(row, pillar);
+      const [key] = await this.db.query('getJob', SQL.dedupeOfJob(this.db.s), SQL.getJobParams(id));
+      const view = { ...mapJobView(row, pillar), dedupe: key ? mapDedupeRow(key) : null };
       if (!attempts) return view;
       const attemptsSql = SQL.getJobAttempts(this.db.s);
       const history = await this.db.query('getJob', attemptsSql, SQL.getJobParams(id));

@@ -26,6 +26,7 @@ import { OWN_DATA_SOURCE_REASON, SqlHandlerTransaction } from '../shared/handler
 import { rateStateOf, shortestRateWait } from '../shared/rate-window';
 import { hasResults } from '../shared/stored-results';
 import { claimOrder } from '../shared/claim-order';
+import { enqueueWithKey, mapDedupeHolder, splitKeyed } from '../shared/dedupe';
 import { mapClaimedRow, mapHotRow, toDate } from '../shared/row-mapper';
 import { Exec, num, PostgresConnection } from './postgres.connection';
 import {
@@ -209,6 +210,7 @@ export class PostgresJobStore extends PostgresAdminStore implements DialectJobSt
     options?: EnqueueOptions,
   ): Promise<EnqueueResult> {
     const caller = await this.db.callerExec(options?.transaction);
+    if (validated.dedupe !== null) return this.enqueueKeyed(caller, validated);
     const [result] = caller
       ? await this.insertJobs(caller, [validated])
       : await this.db.retry('enqueue', () =>
@@ -218,24 +220,48 @@ export class PostgresJobStore extends PostgresAdminStore implements DialectJobSt
   }
 
   /**
+   * An enqueue with a dedupe key: its steps (`shared/dedupe.ts`) in the caller's transaction, or in
+   * one of its own, retried from scratch on a transient failure.
+   */
+  private enqueueKeyed(caller: Exec | null, job: ValidatedJob): Promise<EnqueueResult> {
+    const run = (exec: Exec) =>
+      enqueueWithKey(job, {
+        take: async (j) => (await exec(this.sql.dedupeTake, SQL.dedupeTakeParams(j))).length > 0,
+        holder: async (j) => {
+          const [row] = await exec(this.sql.dedupeHolder, SQL.dedupeHolderParams(j));
+          return row ? mapDedupeHolder(row) : null;
+        },
+        replace: async (holder, j) =>
+          (await exec(this.sql.dedupeReplace, SQL.dedupeReplaceParams(holder, j))).length > 0,
+        insert: async (j) => (await this.insertJobs(exec, [j]))[0],
+        move: async (j) => void (await exec(this.sql.dedupeMove, SQL.dedupeTakeParams(j))),
+      });
+    return caller ? run(caller) : this.db.transaction('enqueue', run);
+  }
+
+  /**
    * Inserts in chunks of at most 1,000 rows (and 16 MB of payload),
-   * each chunk one statement (atomic by itself). Inside a caller's transaction every chunk runs on
-   * its runner and commits with it.
+   * each chunk one statement (atomic by itself); then each job with a dedupe key, in key order, as
+   * `enqueue` would, each in its own transaction. Inside a caller's transaction every chunk and
+   * keyed job runs on its runner and commits with it.
    */
   async enqueueMany(
     validated: readonly Checked<ValidatedJob>[],
     options?: EnqueueOptions,
   ): Promise<EnqueueResult[]> {
     const caller = await this.db.callerExec(options?.transaction);
-    const results: EnqueueResult[] = [];
-    for (const part of chunkByBytes(validated)) {
+    const { plain, keyed } = splitKeyed(validated);
+    const results = new Array<EnqueueResult>(validated.length);
+    let next = 0;
+    for (const part of chunkByBytes(plain.map((p) => p.job))) {
       const partResults = caller
         ? await this.insertJobs(caller, part)
         : await this.db.retry('enqueueMany', () =>
             this.db.withConnection(false, (exec) => this.insertJobs(exec, part)),
           );
-      results.push(...partResults);
+      for (const result of partResults) results[plain[next++].index] = result;
     }
+    for (const { job, index } of keyed) results[index] = await this.enqueueKeyed(caller, job);
     return results;
   }
 

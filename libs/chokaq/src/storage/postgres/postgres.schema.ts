@@ -576,6 +576,30 @@ const V16: PostgresMigration = {
   statements: (s) => [`ALTER TABLE ${s}.jobs_archive ADD COLUMN IF NOT EXISTS result text NULL`],
 };
 
+/**
+ * Version 17: dedupe keys (`NewJob.dedupe`). One row per key taken with a window: the job that
+ * holds it, the mode (1 throttle, 2 debounce, 3 unique), a unique key's states (bits: 1 pending,
+ * 2 running, 4 finished), the window's length, start and end (NULL for unique). A new table: no
+ * existing row changes, and workers of version 16 never read or write it.
+ */
+const V17: PostgresMigration = {
+  version: 17,
+  description: 'Dedupe keys',
+  statements: (s) => [
+    `CREATE TABLE IF NOT EXISTS ${s}.dedupe_keys (
+      key varchar(255) PRIMARY KEY,
+      job_id varchar(36) NOT NULL,
+      mode smallint NOT NULL,
+      states smallint NOT NULL,
+      window_ms bigint NOT NULL,
+      window_started_utc timestamptz NOT NULL,
+      window_ends_utc timestamptz NULL
+    )`,
+    // Serves getJob's "which key does this job hold".
+    `CREATE INDEX IF NOT EXISTS ix_dedupe_keys_job ON ${s}.dedupe_keys (job_id)`,
+  ],
+};
+
 /** Every migration, in version order. */
 export const POSTGRES_MIGRATIONS: readonly PostgresMigration[] = [
   V1,
@@ -594,6 +618,7 @@ export const POSTGRES_MIGRATIONS: readonly PostgresMigration[] = [
   V14,
   V15,
   V16,
+  V17,
 ];
 
 /** The newest schema version this code expects. */

@@ -14,7 +14,7 @@ type Row = Record<string, unknown>;
 /** Folded column names, memoised: every row of a table repeats the same keys. */
 const folded = new Map<string, string>();
 
-function fold(row: Row): Row {
+export function fold(row: Row): Row {
   const out: Row = {};
   for (const key in row) {
     let name = folded.get(key);
@@ -51,7 +51,7 @@ function str(value: unknown): string | null {
   return value === null || value === undefined ? null : String(value);
 }
 
-function bool(value: unknown): boolean {
+export function bool(value: unknown): boolean {
   return value === true || value === 1 || value === '1' || value === 't' || value === 'true';
 }
 

@@ -273,7 +273,14 @@ export abstract class SqliteAdminStore {
     const batch = policy.batchSize;
     // One cutoff per call: rows that age past it while the batches run wait for the next call.
     const now = (await this.now()).getTime();
-    const done: RetentionResult = { archive: 0, dlq: 0, metricBuckets: 0, workers: 0, audit: 0 };
+    const done: RetentionResult = {
+      archive: 0,
+      dlq: 0,
+      metricBuckets: 0,
+      workers: 0,
+      audit: 0,
+      dedupeKeys: 0,
+    };
     const drain = async (table: keyof RetentionResult, sql: string, ageMs: number) => {
       // The archive's and the DLQ's rows take their jobs' attempt rows with them.
       const jobs = table === 'archive' || table === 'dlq';
@@ -295,6 +302,8 @@ export abstract class SqliteAdminStore {
     await drain('metricBuckets', this.sql.applyRetentionBuckets, policy.metricsMs);
     await drain('workers', this.sql.applyRetentionWorkers, policy.workersMs);
     await drain('audit', this.sql.applyRetentionAudit, policy.auditMs);
+    // After the archive's: a unique key whose holder retention just removed holds nothing.
+    await drain('dedupeKeys', this.sql.applyRetentionDedupeKeys, 0);
     return done;
   }
 

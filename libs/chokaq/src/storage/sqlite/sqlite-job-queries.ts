@@ -36,6 +36,7 @@ import { Outcome } from '../shared/outcome';
 import type { ListRequest } from '../../validation/validate-list';
 import { toListPage } from '../shared/page';
 import { mapAttemptRow } from '../shared/attempts';
+import { mapDedupeRow } from '../shared/dedupe';
 import { mapJobView, mapOutcomesRow, mapWorkerRow, toDate } from '../shared/row-mapper';
 import { queueHealthOf } from '../shared/queue-health';
 import { throughputSeries } from '../shared/throughput-series';
@@ -65,10 +66,13 @@ export class SqliteJobQueries implements DialectJobQueries {
   /** @inheritdoc */
   async getJob(id: string, attempts: boolean): Promise<JobView | null> {
     // One read transaction: a job moving between pillars is seen exactly once (a WAL snapshot),
-    // and with `attempts` its history as of that same instant.
+    // and with `attempts` its history, and the dedupe key it holds, as of that same instant.
     return this.db.read('getJob', () => {
-      const view = this.findJob(id);
-      if (view === null || !attempts) return view;
+      const found = this.findJob(id);
+      if (found === null) return null;
+      const key = this.db.get(this.sql.dedupeOfJob, { id });
+      const view = { ...found, dedupe: key ? mapDedupeRow(key) : null };
+      if (!attempts) return view;
       const history = this.db.all(this.sql.getJobAttempts, { id });
       return { ...view, attempts: history.map(mapAttemptRow) };
     });

@@ -32,6 +32,13 @@ import { NO_REASON, Outcome } from '../shared/outcome';
 import { rateStateOf, shortestRateWait } from '../shared/rate-window';
 import { hasResults } from '../shared/stored-results';
 import { claimOrder } from '../shared/claim-order';
+import {
+  DedupeSteps,
+  dedupeColumns,
+  enqueueWithKeySync,
+  mapDedupeHolder,
+  splitKeyed,
+} from '../shared/dedupe';
 import { mapClaimedRow, mapHotRow } from '../shared/row-mapper';
 import { bucketsOf, claimedStartLag, countersByQueue, startBucketsOf } from './sqlite-counters';
 import { SqliteChangeWatch } from './sqlite-change-watch';
@@ -220,8 +227,56 @@ export class SqliteJobStore extends SqliteAdminStore implements DialectJobStore 
 
   /** @inheritdoc */
   async enqueue(job: Checked<ValidatedJob>, options?: EnqueueOptions): Promise<EnqueueResult> {
+    if (job.dedupe !== null) return this.enqueueKeyed('enqueue', job, options);
     const [result] = await this.insertJobs('enqueue', [job], options);
     return result;
+  }
+
+  /**
+   * An enqueue with a dedupe key: its steps (`shared/dedupe.ts`) in one BEGIN IMMEDIATE
+   * transaction, or in the caller's.
+   */
+  private enqueueKeyed(
+    name: string,
+    job: ValidatedJob,
+    options: EnqueueOptions | undefined,
+  ): Promise<EnqueueResult> {
+    const run = (on: SqliteStatements) => enqueueWithKeySync(job, this.dedupeSteps(on));
+    return options?.transaction !== undefined && options.transaction !== null
+      ? this.db.inCallerTransaction(name, options.transaction, run)
+      : this.db.write(name, () => run(this.db));
+  }
+
+  /** The keyed enqueue's steps on `on` (ChokaQ's connection or a caller's). */
+  private dedupeSteps(on: SqliteStatements): DedupeSteps<ValidatedJob, true> {
+    const key = (j: ValidatedJob) => {
+      const { mode, states, windowMs } = dedupeColumns(j.dedupe!);
+      return { key: j.dedupe!.key, job_id: j.id, mode, states, window_ms: windowMs };
+    };
+    const window = (j: ValidatedJob) => ({
+      key: j.dedupe!.key,
+      window_ms: dedupeColumns(j.dedupe!).windowMs,
+    });
+    return {
+      take: (j) => on.get(this.sql.dedupeTake, key(j)) !== undefined,
+      holder: (j) => {
+        const row = on.get(this.sql.dedupeHolder, window(j));
+        return row ? mapDedupeHolder(row) : null;
+      },
+      replace: (holder, j) => {
+        const replaced = on.get(this.sql.dedupeReplace, {
+          holder,
+          payload: j.payload,
+          payload_version: j.payloadVersion,
+          trace_context: j.traceContext,
+          window_ms: window(j).window_ms,
+        });
+        if (replaced) on.run(this.sql.dedupeRewindow, window(j));
+        return replaced !== undefined;
+      },
+      insert: (j) => this.insertChunk([j], on)[0],
+      move: (j) => void on.run(this.sql.dedupeMove, key(j)),
+    };
   }
 
   /** @inheritdoc */
@@ -229,7 +284,18 @@ export class SqliteJobStore extends SqliteAdminStore implements DialectJobStore 
     jobs: readonly Checked<ValidatedJob>[],
     options?: EnqueueOptions,
   ): Promise<EnqueueResult[]> {
-    return this.insertJobs('enqueueMany', jobs, options);
+    const { plain, keyed } = splitKeyed(jobs);
+    const results = new Array<EnqueueResult>(jobs.length);
+    const inserted = await this.insertJobs(
+      'enqueueMany',
+      plain.map((p) => p.job),
+      options,
+    );
+    inserted.forEach((result, i) => (results[plain[i].index] = result));
+    for (const { job, index } of keyed) {
+      results[index] = await this.enqueueKeyed('enqueueMany', job, options);
+    }
+    return results;
   }
 
   private async insertJobs(

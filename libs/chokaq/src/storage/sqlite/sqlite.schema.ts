@@ -524,6 +524,30 @@ const V13: SqliteMigration = {
   statements: (p) => [`ALTER TABLE ${p}jobs_archive ADD COLUMN result TEXT NULL`],
 };
 
+/**
+ * Version 14: dedupe keys (`NewJob.dedupe`). One row per key taken with a window: the job that
+ * holds it, the mode (1 throttle, 2 debounce, 3 unique), a unique key's states (bits: 1 pending,
+ * 2 running, 4 finished), the window's length, start and end (NULL for unique), in epoch ms. A
+ * new table: workers of version 13 never read or write it.
+ */
+const V14: SqliteMigration = {
+  version: 14,
+  description: 'Dedupe keys',
+  statements: (p) => [
+    `CREATE TABLE IF NOT EXISTS ${p}dedupe_keys (
+      key                TEXT    NOT NULL PRIMARY KEY,
+      job_id             TEXT    NOT NULL,
+      mode               INTEGER NOT NULL,
+      states             INTEGER NOT NULL,
+      window_ms          INTEGER NOT NULL,
+      window_started_utc INTEGER NOT NULL,
+      window_ends_utc    INTEGER NULL
+    ) STRICT`,
+    // Serves getJob's "which key does this job hold".
+    `CREATE INDEX IF NOT EXISTS ${p}dedupe_keys_job_ix ON ${p}dedupe_keys (job_id)`,
+  ],
+};
+
 /** Every migration, oldest first. Append new versions; never edit a released one. */
 export const SQLITE_MIGRATIONS: readonly SqliteMigration[] = [
   V1,
@@ -539,6 +563,7 @@ export const SQLITE_MIGRATIONS: readonly SqliteMigration[] = [
   V11,
   V12,
   V13,
+  V14,
 ];
 
 /** The ledger table; created before any migration runs so its own existence is not a migration. */

@@ -154,6 +154,7 @@ export function tables(schema: MssqlSchema): MssqlTables {
     audit: q('audit'),
     settings: q('settings'),
     attempts: q('attempts'),
+    keys: q('keys'),
   };
 }
 

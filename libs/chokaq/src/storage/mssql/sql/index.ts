@@ -7,6 +7,7 @@
 export { MssqlStatement } from '../mssql-params';
 export * from './audit';
 export * from './claim';
+export * from './dedupe';
 export * from './enqueue';
 export type { MssqlLease, MssqlSchema } from './fragments';
 export * from './lifecycle';

@@ -10,6 +10,7 @@ import {
   fetchNextBatchLockBudgets,
   fetchNextBatchRateState,
 } from './claim';
+import { dedupeHolder, dedupeMove, dedupeReplace, dedupeTake } from './dedupe';
 import { enqueue, enqueueHolders } from './enqueue';
 import { archiveSucceeded, cancel, cancelRequest } from './moves';
 import { archiveZombies, recoverAbandoned } from './rescue';
@@ -25,6 +26,7 @@ import { upsertWorker } from './workers';
 
 export * from './audit';
 export * from './claim';
+export * from './dedupe';
 export * from './enqueue';
 export { DlqMoveShape, cancelChannel, enqueueChannel, quoteSchema } from './fragments';
 export * from './lifecycle';
@@ -51,6 +53,10 @@ export const hotPathStatements = (
 ) => ({
   enqueue: enqueue(s, notifyChannel),
   enqueueHolders: enqueueHolders(s),
+  dedupeTake: dedupeTake(s),
+  dedupeHolder: dedupeHolder(s),
+  dedupeReplace: dedupeReplace(s),
+  dedupeMove: dedupeMove(s),
   fetchNextBatch: fetchNextBatch(s),
   fetchNextBatchUnbudgeted: fetchNextBatch(s, 'unbudgeted'),
   fetchNextBatchLockBudgets: fetchNextBatchLockBudgets(s),

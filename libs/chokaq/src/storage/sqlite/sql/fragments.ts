@@ -58,6 +58,7 @@ export function sqliteTables(p: string) {
     audit: `${p}audit_log`,
     settings: `${p}settings`,
     attempts: `${p}job_attempts`,
+    keys: `${p}dedupe_keys`,
   };
 }
 

@@ -10,6 +10,7 @@
  */
 import { auditReadStatements, auditStatements } from './audit';
 import { claimStatements } from './claim';
+import { dedupeStatements } from './dedupe';
 import { enqueueStatements } from './enqueue';
 import { countingStatements, sqliteTables } from './fragments';
 import { lifecycleStatements } from './lifecycle';
@@ -45,6 +46,7 @@ export function jobStoreStatements(p: string) {
     tables,
     ...lifecycleStatements(tables),
     ...enqueueStatements(tables),
+    ...dedupeStatements(tables),
     ...claimStatements(tables),
     ...workerOwnedStatements(tables),
     ...moveStatements(tables),
@@ -70,6 +72,7 @@ export function jobQueriesStatements(p: string) {
     ...readStatements(tables, p),
     ...workerReadStatements(tables),
     ...auditReadStatements(tables),
+    dedupeOfJob: dedupeStatements(tables).dedupeOfJob,
   };
 }
 

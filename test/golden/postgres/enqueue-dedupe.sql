@@ -1,0 +1,53 @@
+-- [1/4] query
+START TRANSACTION ISOLATION LEVEL READ COMMITTED
+
+-- [2/4] query
+
+INSERT INTO "chokaq".dedupe_keys (key, job_id, mode, states, window_ms, window_started_utc, window_ends_utc)
+VALUES ($1, $2, $3::smallint, $4::smallint, $5::bigint, now(), CASE WHEN $3::smallint = 3 THEN NULL ELSE now() + $5::bigint * interval '1 millisecond' END)
+ON CONFLICT (key) DO NOTHING
+RETURNING job_id
+
+-- [3/4] query
+
+WITH input AS (
+  SELECT * FROM unnest(
+    $1::text[], $2::text[], $3::text[], $4::text[], $5::text[],
+    $6::text[], $7::int[], $8::float8[], $9::timestamptz[], $10::text[], $11::text[], $12::int[]
+  ) AS i(id, queue, type, payload, tags, idempotency_key, priority, delay_ms, run_at, created_by,
+         trace_context, payload_version)
+),
+new_queues AS (
+  INSERT INTO "chokaq".queues (name, last_updated_utc)
+  SELECT DISTINCT i.queue, now() FROM input i
+  WHERE NOT EXISTS (SELECT 1 FROM "chokaq".queues q WHERE q.name = i.queue)
+  ON CONFLICT (name) DO NOTHING
+),
+new_stats AS (
+  INSERT INTO "chokaq".stats_summary (queue)
+  SELECT DISTINCT i.queue FROM input i
+  WHERE NOT EXISTS (SELECT 1 FROM "chokaq".stats_summary t WHERE t.queue = i.queue)
+  ON CONFLICT (queue) DO NOTHING
+),
+inserted AS (
+  INSERT INTO "chokaq".jobs_hot (
+    id, queue, type, payload, tags, idempotency_key, priority, status, attempt_count,
+    scheduled_at_utc, created_at_utc, enqueued_at_utc, last_updated_utc, created_by, trace_context,
+    payload_version)
+  SELECT i.id, i.queue, i.type, i.payload, i.tags, i.idempotency_key, i.priority, 0, 0,
+         coalesce(i.run_at, now() + i.delay_ms * interval '1 millisecond'), now(), now(), now(), i.created_by,
+         i.trace_context, i.payload_version
+  FROM input i
+  WHERE NOT EXISTS (SELECT 1 FROM "chokaq".jobs_archive a WHERE a.id = i.id)
+    AND NOT EXISTS (SELECT 1 FROM "chokaq".jobs_dlq d WHERE d.id = i.id)
+  ORDER BY i.idempotency_key, i.id
+  ON CONFLICT DO NOTHING
+  RETURNING id, queue
+)
+SELECT id FROM inserted
+UNION ALL
+SELECT NULL FROM (SELECT DISTINCT queue FROM inserted) x
+CROSS JOIN LATERAL pg_notify('chokaq', x.queue)
+
+-- [4/4] query
+COMMIT

@@ -1,0 +1,54 @@
+-- [1/8] run
+BEGIN IMMEDIATE
+
+-- [2/8] get
+INSERT INTO chokaq_dedupe_keys (key, job_id, mode, states, window_ms, window_started_utc,
+        window_ends_utc)
+      VALUES (@key, @job_id, @mode, @states, @window_ms, CAST(ROUND(unixepoch('subsec') * 1000) AS INTEGER), CASE WHEN @mode = 3 THEN NULL ELSE CAST(ROUND(unixepoch('subsec') * 1000) AS INTEGER) + @window_ms END)
+      ON CONFLICT (key) DO NOTHING
+      RETURNING job_id
+
+-- [3/8] get
+SELECT k.job_id, COALESCE(k.window_ends_utc > CAST(ROUND(unixepoch('subsec') * 1000) AS INTEGER), 0) AS in_window,
+        h.status AS hot_status,
+        EXISTS (SELECT 1 FROM chokaq_jobs_archive a
+                WHERE a.id = k.job_id AND a.finished_at_utc > CAST(ROUND(unixepoch('subsec') * 1000) AS INTEGER) - @window_ms)
+          AS finished_within_window
+      FROM chokaq_dedupe_keys k LEFT JOIN chokaq_jobs_hot h ON h.id = k.job_id
+      WHERE k.key = @key
+
+-- [4/8] run
+INSERT INTO chokaq_queues (name, is_paused, is_active, retry_zombies, last_updated_utc)
+      SELECT DISTINCT value ->> 'queue', 0, 1, 0, CAST(ROUND(unixepoch('subsec') * 1000) AS INTEGER) FROM json_each(@rows) WHERE true
+      ON CONFLICT (name) DO NOTHING
+
+-- [5/8] run
+INSERT INTO chokaq_stats_summary (queue)
+      SELECT DISTINCT value ->> 'queue' FROM json_each(@rows) WHERE true
+      ON CONFLICT (queue) DO NOTHING
+
+-- [6/8] all
+INSERT INTO chokaq_jobs_hot (id, queue, type, payload, tags, idempotency_key, priority, status,
+        attempt_count, scheduled_at_utc, created_at_utc, enqueued_at_utc, last_updated_utc, created_by,
+        trace_context, payload_version)
+      SELECT r.value ->> 'id', r.value ->> 'queue', r.value ->> 'type', r.value ->> 'payload',
+        r.value ->> 'tags', r.value ->> 'idempotency_key', r.value ->> 'priority', 0, 0,
+        CASE WHEN r.value ->> 'delay_ms' IS NOT NULL THEN CAST(ROUND(unixepoch('subsec') * 1000) AS INTEGER) + (r.value ->> 'delay_ms')
+             ELSE r.value ->> 'run_at' END,
+        CAST(ROUND(unixepoch('subsec') * 1000) AS INTEGER), CAST(ROUND(unixepoch('subsec') * 1000) AS INTEGER), CAST(ROUND(unixepoch('subsec') * 1000) AS INTEGER), r.value ->> 'created_by',
+        r.value ->> 'trace_context', r.value ->> 'payload_version'
+      FROM json_each(@rows) AS r
+      WHERE NOT EXISTS (SELECT 1 FROM chokaq_jobs_archive a WHERE a.id = r.value ->> 'id')
+        AND NOT EXISTS (SELECT 1 FROM chokaq_jobs_dlq d WHERE d.id = r.value ->> 'id')
+      ORDER BY r.key
+      ON CONFLICT DO NOTHING
+      RETURNING id
+
+-- [7/8] run
+UPDATE chokaq_dedupe_keys
+      SET job_id = @job_id, mode = @mode, states = @states, window_ms = @window_ms,
+          window_started_utc = CAST(ROUND(unixepoch('subsec') * 1000) AS INTEGER), window_ends_utc = CASE WHEN @mode = 3 THEN NULL ELSE CAST(ROUND(unixepoch('subsec') * 1000) AS INTEGER) + @window_ms END
+      WHERE key = @key
+
+-- [8/8] run
+COMMIT
