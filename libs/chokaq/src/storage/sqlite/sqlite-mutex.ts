@@ -31,13 +31,16 @@ export class SqliteMutex {
   /** How long the last holder held the mutex, in ms. */
   private lastHeldMs = 0;
 
+  /** @param yieldAfterMs a holder that ran at least this long hands over through the event loop. */
+  constructor(private readonly yieldAfterMs = YIELD_AFTER_MS) {}
+
   /** Runs `task` once every earlier task has settled; the lock is released however `task` ends. */
   async runExclusive<T>(task: () => T | Promise<T>): Promise<T> {
     const previous = this.tail;
     let release!: () => void;
     this.tail = new Promise<void>((resolve) => (release = resolve));
     await previous;
-    if (this.lastHeldMs >= YIELD_AFTER_MS) await yieldToEventLoop();
+    if (this.lastHeldMs >= this.yieldAfterMs) await yieldToEventLoop();
     const startedAt = performance.now();
     try {
       return await task();
