@@ -8,7 +8,7 @@ import {
 import { mapJobView } from '../../libs/chokaq/src/storage/shared/row-mapper';
 import { CatalogueEntry, catalogue } from './support/statements';
 import { lockViolations } from './support/lock-rules';
-import { tableHints } from './support/tsql-grammar';
+import { preparse, tableHints } from './support/tsql-grammar';
 
 /**
  * The lock hints and isolation of every statement (SPEC §3): the claim reads candidates without
@@ -22,6 +22,8 @@ import { tableHints } from './support/tsql-grammar';
  */
 describe('SQL Server lock hints and isolation', () => {
   const entries = catalogue();
+  // Parsed ahead in a plain Node process (support/tsql-grammar.ts, `preparse`).
+  beforeAll(() => preparse(entries.map((e) => e.statement.sql)), 120_000);
   const one = (operation: string, variant?: string): CatalogueEntry =>
     entries.find((e) => e.operation === operation && (!variant || e.name.includes(variant)))!;
 
