@@ -4,7 +4,8 @@
  * Boots a demo app (ChokaQ on a temporary SQLite file, a worker, the Deck), gives it a few
  * minutes' worth of work (successes, retries, failures into the DLQ, a job reporting progress, a
  * recurring job, operator actions, a second worker whose circuit for a partner API is open and
- * holds its jobs), and photographs each panel in the system's Chromium.
+ * holds its jobs, a delayed job holding a dedupe key), and photographs each panel in the system's
+ * Chromium, the job inspector twice (a failed job, a pending one).
  * CHOKAQ_CHROMIUM overrides the browser's path (default /usr/bin/chromium).
  */
 import 'reflect-metadata';
@@ -30,6 +31,7 @@ const PANELS: Array<[string, string]> = [
   ['queues', 'Queues'],
   ['live', 'Live jobs'],
   ['jobs', 'Job inspector'],
+  ['jobs-pending', 'Job inspector'],
   ['dlq', 'DLQ'],
   ['archive', 'Archive'],
   ['errors', 'Top errors'],
@@ -165,6 +167,20 @@ async function main(): Promise<void> {
     await new Promise((r) => setTimeout(r, 100));
   }
   const failed = (await admin.listDlq({ limit: 1 })).items[0];
+  // A delayed export that holds a throttle key: the inspector offers Run now and Edit.
+  const pending = await jobs.enqueue(
+    'exports',
+    { table: 'daily', format: 'csv' },
+    {
+      type: 'csv.v1',
+      delayMs: 6 * 3_600_000,
+      dedupe: { key: 'export:daily', mode: 'throttle', windowMs: 24 * 3_600_000 },
+    },
+  );
+  const inspected: Record<string, string | undefined> = {
+    jobs: failed?.id,
+    'jobs-pending': pending,
+  };
 
   mkdirSync(OUT, { recursive: true });
   const browser = await chromium.launch({
@@ -174,7 +190,8 @@ async function main(): Promise<void> {
   try {
     const page = await browser.newPage({ viewport: { width: 1280, height: 800 } });
     for (const [id, title] of PANELS) {
-      const hash = id === 'jobs' && failed ? `#/jobs/${failed.id}` : `#/${id}`;
+      const job = inspected[id];
+      const hash = job ? `#/jobs/${job}` : `#/${id}`;
       await page.goto(`${url}${hash}`);
       await page.getByRole('heading', { level: 1, name: title }).waitFor();
       await page.getByRole('status').filter({ hasText: 'Live' }).waitFor();
