@@ -11,7 +11,12 @@ import { RecurringJobRecord } from '../../interfaces/recurring-job.interface';
 import { CheckedRecurringDefinition } from '../../validation/validate-args';
 import { ValidatedEdits, ValidatedPendingUpdate } from '../../validation/validate-job';
 import { Audit } from '../dialect-job-storage';
-import { auditWriteError, laterBatches, retentionDetails } from '../shared/audit-log';
+import {
+  auditWriteError,
+  laterBatches,
+  nothingRemoved,
+  retentionDetails,
+} from '../shared/audit-log';
 import { mapQueueRow, toDate } from '../shared/row-mapper';
 import { isDuplicateKeyError } from './mssql-errors';
 import { MssqlStatement } from './mssql-params';
@@ -164,14 +169,7 @@ export class MssqlAdminStore {
     audit: Audit,
   ): Promise<RetentionResult> {
     const batch = policy.batchSize;
-    const done: RetentionResult = {
-      archive: 0,
-      dlq: 0,
-      metricBuckets: 0,
-      workers: 0,
-      audit: 0,
-      dedupeKeys: 0,
-    };
+    const done = nothingRemoved();
     const drain = async (
       table: keyof RetentionResult,
       step: (schema: SQL.MssqlSchema, ageMs: number, batch: number) => MssqlStatement,

@@ -12,6 +12,11 @@ import { mapAuditRow } from './row-mapper';
  * and the page a read of `limit + 1` rows (newest first) makes.
  */
 
+/** A retention run's counts before its first batch: nothing removed from any table yet. */
+export function nothingRemoved(): RetentionResult {
+  return { archive: 0, dlq: 0, metricBuckets: 0, workers: 0, audit: 0, dedupeKeys: 0 };
+}
+
 /**
  * The details of a retention run's audit row after a batch: the windows the edge stored, and the
  * rows removed so far per table (`removed`). Null when the run records no audit row.

@@ -13,7 +13,12 @@ import { CheckedRecurringDefinition } from '../../validation/validate-args';
 import { ValidatedEdits, ValidatedPendingUpdate } from '../../validation/validate-job';
 import { Audit } from '../dialect-job-storage';
 import { attemptOutcomeOf } from '../shared/attempts';
-import { auditWriteError, laterBatches, retentionDetails } from '../shared/audit-log';
+import {
+  auditWriteError,
+  laterBatches,
+  nothingRemoved,
+  retentionDetails,
+} from '../shared/audit-log';
 import { Outcome, dlqStatusFor } from '../shared/outcome';
 import { mapQueueRow, toDate } from '../shared/row-mapper';
 import { BucketDelta, CounterDelta, bucketsOf, countersByQueue } from './sqlite-counters';
@@ -273,14 +278,7 @@ export abstract class SqliteAdminStore {
     const batch = policy.batchSize;
     // One cutoff per call: rows that age past it while the batches run wait for the next call.
     const now = (await this.now()).getTime();
-    const done: RetentionResult = {
-      archive: 0,
-      dlq: 0,
-      metricBuckets: 0,
-      workers: 0,
-      audit: 0,
-      dedupeKeys: 0,
-    };
+    const done = nothingRemoved();
     const drain = async (table: keyof RetentionResult, sql: string, ageMs: number) => {
       // The archive's and the DLQ's rows take their jobs' attempt rows with them.
       const jobs = table === 'archive' || table === 'dlq';
