@@ -127,7 +127,7 @@ export interface KeyedEnqueueResult {
 }
 
 /**
- * One dialect's steps of a keyed enqueue, all inside one transaction: `R<T>` is `T` where the
+ * One dialect's steps of a keyed enqueue, all inside one transaction: `Answer<T>` is `T` where the
  * driver is synchronous (better-sqlite3) and `Promise<T>` where it is not.
  */
 export interface DedupeSteps<J, Sync extends boolean = false> {
