@@ -120,12 +120,65 @@ describe('validateNewJob: dedupe keys', () => {
       validateNewJob({ dedupe: { key: 'k', mode: 'unique', states: ['running'] } }).dedupe,
     ).toEqual({ key: 'k', mode: 'unique', states: ['running'], windowMs: null });
     expect(validateNewJob({}).dedupe).toBeNull();
+    expect(validateNewJob({ dedupe: null as never }).dedupe).toBeNull();
+    // An idempotency key left out as null is no idempotency key.
+    expect(
+      validateNewJob({
+        idempotencyKey: null as never,
+        dedupe: { key: 'k', mode: 'throttle', windowMs: WINDOW },
+      }).dedupe?.key,
+    ).toBe('k');
+    // Only a debounce sets the run time: a throttled job may wait as any job does.
+    expect(
+      validateNewJob({ delayMs: 5, dedupe: { key: 'k', mode: 'throttle', windowMs: WINDOW } })
+        .delayMs,
+    ).toBe(5);
   });
 
   it('a debounced job runs its window after the enqueue', () => {
     expect(
       validateNewJob({ dedupe: { key: 'k', mode: 'debounce', windowMs: WINDOW } }).delayMs,
     ).toBe(WINDOW);
+  });
+
+  it('says what is wrong with each part', () => {
+    const issue = (d: unknown, extra: object = {}) =>
+      issuesOf(() => validateNewJob({ ...extra, dedupe: d as never }));
+    const rule = 'must be an integer from 1 to 315360000000 (10 years)';
+    expect(issue('k')).toEqual([{ path: 'dedupe', message: 'must be an object' }]);
+    expect(issue({ key: 'k ', mode: 'throttle', windowMs: 1 })).toEqual([
+      { path: 'dedupe.key', message: expect.stringMatching(/whitespace|blank/) },
+    ]);
+    expect(issue({ key: 'k', mode: 'throttle', windowMs: 1 }, { idempotencyKey: 'i' })).toEqual([
+      { path: 'dedupe', message: 'cannot be combined with idempotencyKey' },
+    ]);
+    expect(issue({ key: 'k', mode: 'x', windowMs: 1 })).toEqual([
+      { path: 'dedupe.mode', message: 'must be one of throttle, debounce, unique' },
+    ]);
+    expect(issue({ key: 'k', mode: 'throttle', windowMs: 0 })).toEqual([
+      { path: 'dedupe.windowMs', message: rule },
+    ]);
+    expect(issue({ key: 'k', mode: 'debounce' })).toEqual([
+      { path: 'dedupe.windowMs', message: rule },
+    ]);
+    expect(issue({ key: 'k', mode: 'unique', states: [] })).toEqual([
+      { path: 'dedupe.states', message: 'must be a non-empty array of pending, running, finished' },
+    ]);
+    expect(issue({ key: 'k', mode: 'unique', states: ['later'] })).toEqual([
+      { path: 'dedupe.states[0]', message: 'must be one of pending, running, finished, each once' },
+    ]);
+    expect(issue({ key: 'k', mode: 'throttle', windowMs: 1, states: [] })).toEqual([
+      { path: 'dedupe.states', message: "applies to mode 'unique' only" },
+    ]);
+    expect(issue({ key: 'k', mode: 'unique', states: ['running'], windowMs: 1 })).toEqual([
+      { path: 'dedupe.windowMs', message: "applies to 'unique' only with the state 'finished'" },
+    ]);
+    expect(issue({ key: 'k', mode: 'debounce', windowMs: 1 }, { delayMs: 5 })).toEqual([
+      {
+        path: 'dedupe',
+        message: "mode 'debounce' sets the run time: it cannot be combined with delayMs or runAt",
+      },
+    ]);
   });
 
   it('names each bad part of a key', () => {

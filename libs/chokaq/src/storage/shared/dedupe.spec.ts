@@ -135,14 +135,19 @@ describe('dedupe keys: columns and rows', () => {
 
   it('splits a batch into plain and keyed jobs, the keyed in key order, each with its index', () => {
     const jobs = [
+      { dedupe: key({ key: 'c' }) },
       { dedupe: key({ key: 'b' }) },
       { dedupe: null },
       { dedupe: key({ key: 'a' }) },
       { dedupe: key({ key: 'b' }) },
+      { dedupe: key({ key: 'a' }) },
+      { dedupe: null },
     ];
     const { plain, keyed } = splitKeyed(jobs);
-    expect(plain.map((p) => p.index)).toEqual([1]);
-    expect(keyed.map((k) => k.index)).toEqual([2, 0, 3]);
-    expect(keyed[0].job).toBe(jobs[2]);
+    expect(plain.map((p) => p.index)).toEqual([2, 6]);
+    // By key, then (the same key) in batch order.
+    expect(keyed.map((k) => k.index)).toEqual([3, 5, 1, 4, 0]);
+    expect(keyed[0].job).toBe(jobs[3]);
+    expect(splitKeyed([...jobs].reverse()).keyed.map((k) => k.index)).toEqual([1, 3, 2, 5, 6]);
   });
 });

@@ -87,10 +87,11 @@ export function dedupeStep(
  */
 export function mapDedupeHolder(raw: Record<string, unknown>): DedupeHolder {
   const row = fold(raw);
+  const hotStatus = row.hotstatus ?? null;
   return {
     jobId: String(row.jobid),
     inWindow: bool(row.inwindow),
-    hotStatus: row.hotstatus === null || row.hotstatus === undefined ? null : Number(row.hotstatus),
+    hotStatus: hotStatus === null ? null : Number(hotStatus),
     finishedWithinWindow: bool(row.finishedwithinwindow),
   };
 }
