@@ -131,6 +131,7 @@ describe('dedupe keys: columns and rows', () => {
     expect(
       mapDedupeHolder({ JobId: 'a', InWindow: false, HotStatus: null, FinishedWithinWindow: true }),
     ).toEqual({ jobId: 'a', inWindow: false, hotStatus: null, finishedWithinWindow: true });
+    expect(mapDedupeHolder({ job_id: 'a', in_window: 0, hot_status: 2 }).hotStatus).toBe(2);
   });
 
   it('splits a batch into plain and keyed jobs, the keyed in key order, each with its index', () => {

@@ -218,12 +218,9 @@ export function splitKeyed<J extends { dedupe: ValidatedDedupe | null }>(
   const plain: { job: J; index: number }[] = [];
   const keyed: { job: J; index: number }[] = [];
   jobs.forEach((job, index) => (job.dedupe === null ? plain : keyed).push({ job, index }));
+  // Array.prototype.sort is stable: items of one key keep their batch order.
   keyed.sort((a, b) =>
-    a.job.dedupe!.key < b.job.dedupe!.key
-      ? -1
-      : a.job.dedupe!.key > b.job.dedupe!.key
-        ? 1
-        : a.index - b.index,
+    a.job.dedupe!.key < b.job.dedupe!.key ? -1 : a.job.dedupe!.key > b.job.dedupe!.key ? 1 : 0,
   );
   return { plain, keyed };
 }
