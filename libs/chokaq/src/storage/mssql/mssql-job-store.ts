@@ -22,7 +22,7 @@ import { ValidatedJob } from '../../validation/validate-job';
 import { Audit, DialectJobStore, ZombieSweep } from '../dialect-job-storage';
 import type { HandlerTransactionSupport } from '../job-storage';
 import { OWN_DATA_SOURCE_REASON, SqlHandlerTransaction } from '../shared/handler-transaction';
-import { DedupeSteps, enqueueWithKey, mapDedupeHolder, splitKeyed } from '../shared/dedupe';
+import { DedupeSteps, enqueueManyKeyed, enqueueWithKey, mapDedupeHolder } from '../shared/dedupe';
 import { mapHotRow, toDate } from '../shared/row-mapper';
 import { isDuplicateKeyError } from './mssql-errors';
 import { Exec, idsOf, MssqlConnection, num, Row } from './mssql.connection';
@@ -286,32 +286,32 @@ export class MssqlJobStore extends MssqlAdminStore implements DialectJobStore {
     options?: EnqueueOptions,
   ): Promise<EnqueueResult[]> {
     const caller = await this.db.callerExecutor(options?.transaction);
-    const { plain, keyed } = splitKeyed(jobs);
-    const results = new Array<EnqueueResult>(jobs.length);
-    let next = 0;
-    for (const part of enqueueChunks(plain.map((p) => p.job))) {
-      const statement = SQL.enqueueMany(this.schema, part, { callerTransaction: !!caller });
-      let rows: Row[] = [];
-      for (let attempt = 1; ; attempt++) {
-        try {
-          rows = caller ? await caller(statement) : await this.db.query('enqueueMany', statement);
-          break;
-        } catch (error) {
-          if (!caller && isDuplicateKeyError(error) && attempt < ENQUEUE_RACE_ATTEMPTS) continue;
-          throw error;
+    const insertPlain = async (plain: readonly ValidatedJob[]) => {
+      const results: EnqueueResult[] = [];
+      for (const part of enqueueChunks(plain)) {
+        const statement = SQL.enqueueMany(this.schema, part, { callerTransaction: !!caller });
+        let rows: Row[] = [];
+        for (let attempt = 1; ; attempt++) {
+          try {
+            rows = caller ? await caller(statement) : await this.db.query('enqueueMany', statement);
+            break;
+          } catch (error) {
+            if (!caller && isDuplicateKeyError(error) && attempt < ENQUEUE_RACE_ATTEMPTS) continue;
+            throw error;
+          }
         }
+        const byOrd = new Map(rows.map((r) => [num(r.Ord), r]));
+        part.forEach((job, i) => {
+          const row = byOrd.get(i);
+          results.push({
+            id: row ? String(row.Id) : job.id,
+            created: row ? num(row.Created) === 1 : false,
+          });
+        });
       }
-      const byOrd = new Map(rows.map((r) => [num(r.Ord), r]));
-      part.forEach((job, i) => {
-        const row = byOrd.get(i);
-        results[plain[next++].index] = {
-          id: row ? String(row.Id) : job.id,
-          created: row ? num(row.Created) === 1 : false,
-        };
-      });
-    }
-    for (const { job, index } of keyed) results[index] = await this.enqueueKeyed(caller, job);
-    return results;
+      return results;
+    };
+    return enqueueManyKeyed(jobs, insertPlain, (job) => this.enqueueKeyed(caller, job));
   }
 
   // ---------------------------------------------------------------- worker-owned transitions

@@ -26,7 +26,7 @@ import { OWN_DATA_SOURCE_REASON, SqlHandlerTransaction } from '../shared/handler
 import { rateStateOf, shortestRateWait } from '../shared/rate-window';
 import { hasResults } from '../shared/stored-results';
 import { claimOrder } from '../shared/claim-order';
-import { enqueueWithKey, mapDedupeHolder, splitKeyed } from '../shared/dedupe';
+import { enqueueManyKeyed, enqueueWithKey, mapDedupeHolder } from '../shared/dedupe';
 import { mapClaimedRow, mapHotRow, toDate } from '../shared/row-mapper';
 import { Exec, num, PostgresConnection } from './postgres.connection';
 import {
@@ -250,19 +250,19 @@ export class PostgresJobStore extends PostgresAdminStore implements DialectJobSt
     options?: EnqueueOptions,
   ): Promise<EnqueueResult[]> {
     const caller = await this.db.callerExec(options?.transaction);
-    const { plain, keyed } = splitKeyed(validated);
-    const results = new Array<EnqueueResult>(validated.length);
-    let next = 0;
-    for (const part of chunkByBytes(plain.map((p) => p.job))) {
-      const partResults = caller
-        ? await this.insertJobs(caller, part)
-        : await this.db.retry('enqueueMany', () =>
-            this.db.withConnection(false, (exec) => this.insertJobs(exec, part)),
-          );
-      for (const result of partResults) results[plain[next++].index] = result;
-    }
-    for (const { job, index } of keyed) results[index] = await this.enqueueKeyed(caller, job);
-    return results;
+    const insertPlain = async (plain: readonly ValidatedJob[]) => {
+      const results: EnqueueResult[] = [];
+      for (const part of chunkByBytes(plain)) {
+        const partResults = caller
+          ? await this.insertJobs(caller, part)
+          : await this.db.retry('enqueueMany', () =>
+              this.db.withConnection(false, (exec) => this.insertJobs(exec, part)),
+            );
+        results.push(...partResults);
+      }
+      return results;
+    };
+    return enqueueManyKeyed(validated, insertPlain, (job) => this.enqueueKeyed(caller, job));
   }
 
   /**

@@ -224,3 +224,23 @@ export function splitKeyed<J extends { dedupe: ValidatedDedupe | null }>(
   );
   return { plain, keyed };
 }
+
+/**
+ * `enqueueMany` of every dialect: the jobs without a dedupe key through `insertPlain` (the
+ * dialect's chunked insert, results in its input order), then each keyed job through
+ * `enqueueKeyed` in key order ({@link splitKeyed}); the results in the batch's order. A batch
+ * without keys goes to `insertPlain` whole, as before keys existed.
+ */
+export async function enqueueManyKeyed<J extends { dedupe: ValidatedDedupe | null }, R>(
+  jobs: readonly J[],
+  insertPlain: (plain: readonly J[]) => Promise<R[]>,
+  enqueueKeyed: (job: J) => Promise<R>,
+): Promise<R[]> {
+  const { plain, keyed } = splitKeyed(jobs);
+  if (keyed.length === 0) return insertPlain(jobs);
+  const results = new Array<R>(jobs.length);
+  const inserted = await insertPlain(plain.map((p) => p.job));
+  inserted.forEach((result, i) => (results[plain[i].index] = result));
+  for (const { job, index } of keyed) results[index] = await enqueueKeyed(job);
+  return results;
+}

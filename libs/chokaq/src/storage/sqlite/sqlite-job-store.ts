@@ -35,9 +35,9 @@ import { claimOrder } from '../shared/claim-order';
 import {
   DedupeSteps,
   dedupeColumns,
+  enqueueManyKeyed,
   enqueueWithKeySync,
   mapDedupeHolder,
-  splitKeyed,
 } from '../shared/dedupe';
 import { mapClaimedRow, mapHotRow } from '../shared/row-mapper';
 import { bucketsOf, claimedStartLag, countersByQueue, startBucketsOf } from './sqlite-counters';
@@ -284,18 +284,11 @@ export class SqliteJobStore extends SqliteAdminStore implements DialectJobStore 
     jobs: readonly Checked<ValidatedJob>[],
     options?: EnqueueOptions,
   ): Promise<EnqueueResult[]> {
-    const { plain, keyed } = splitKeyed(jobs);
-    const results = new Array<EnqueueResult>(jobs.length);
-    const inserted = await this.insertJobs(
-      'enqueueMany',
-      plain.map((p) => p.job),
-      options,
+    return enqueueManyKeyed(
+      jobs,
+      (plain) => this.insertJobs('enqueueMany', plain, options),
+      (job) => this.enqueueKeyed('enqueueMany', job, options),
     );
-    inserted.forEach((result, i) => (results[plain[i].index] = result));
-    for (const { job, index } of keyed) {
-      results[index] = await this.enqueueKeyed('enqueueMany', job, options);
-    }
-    return results;
   }
 
   private async insertJobs(
