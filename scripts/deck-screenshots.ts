@@ -143,6 +143,21 @@ async function main(): Promise<void> {
     );
   }
   await jobs.enqueue('reports', { month: '2026-11' }, { type: 'render.v1' });
+  // A grouped queue: two of a tenant's reports at once, its card shows the busiest tenants.
+  await admin.setGroupLimits('reports', { concurrency: 2 }, 'ops@example.com');
+  for (const [tenant, n] of [
+    ['acme', 6],
+    ['globex', 3],
+    ['initech', 1],
+  ] as const) {
+    for (let i = 0; i < n; i++) {
+      await jobs.enqueue(
+        'reports',
+        { month: '2026-11', page: i },
+        { type: 'render.v1', group: tenant },
+      );
+    }
+  }
   await admin.pauseQueue('exports', 'ops@example.com');
   for (let i = 0; i < 5; i++) await jobs.enqueue('exports', { table: `t${i}` }, { type: 'csv.v1' });
   await admin.setMaxWorkers('billing', 2, 'ops@example.com');

@@ -220,6 +220,7 @@ describeEachDialect('storage contract: workers table', (fixture) => {
       workers: 2,
       audit: 0,
       dedupeKeys: 0,
+      groups: 0,
     });
     expect((await db.storage.listWorkers()).map((w) => w.workerId)).toEqual([alive]);
     // The default window is one day: the live row stays.

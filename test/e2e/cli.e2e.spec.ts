@@ -441,6 +441,38 @@ describeEachDialect(
       expectExit(cleared, 0);
       expect(json(cleared)).toMatchObject({ queue: { name: 'cli-dlq', rateLimit: null } });
 
+      const [grouped, groups] = await Promise.all([
+        cli(
+          'queues',
+          'set-group-limits',
+          'cli-dlq',
+          '--concurrency',
+          '2',
+          '--max',
+          '5',
+          '--per-ms',
+          '1000',
+        ),
+        cli('queues', 'groups', 'cli-q'),
+      ]);
+      expectExit(grouped, 0);
+      expect(grouped.stdout).toContain("Queue 'cli-dlq': group limits set.");
+      expect(grouped.stdout).toContain('2 running, 5/1000ms');
+      expectExit(groups, 0);
+      expect(groups.stdout).toContain("Queue 'cli-q' has no jobs in a group.");
+      const ungrouped = await cli(
+        'queues',
+        'set-group-limits',
+        'cli-dlq',
+        '--concurrency',
+        'none',
+        '--clear-rate',
+        '--json',
+      );
+      expect(json(ungrouped)).toMatchObject({
+        queue: { name: 'cli-dlq', groupConcurrency: null, groupRateLimit: null },
+      });
+
       const recurringPause = await cli('recurring', 'pause', seed.recurring);
       expectExit(recurringPause, 0);
       const [recurringResume, trigger] = await Promise.all([
@@ -545,6 +577,9 @@ describeEachDialect(
           `queue.pause ${ACTOR} 1`,
           `queue.resume ${ACTOR} 1`,
           `queue.update ${ACTOR} 1`,
+          `queue.update ${ACTOR} 1`,
+          `queue.update ${ACTOR} 1`,
+          // set-group-limits, then set-group-limits --concurrency none --clear-rate.
           `queue.update ${ACTOR} 1`,
           `queue.update ${ACTOR} 1`,
           'queue.update ops@example.com 1',

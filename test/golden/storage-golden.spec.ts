@@ -194,6 +194,34 @@ const SCENARIOS: readonly Scenario[] = [
     },
   },
   {
+    // A grouped queue (issue 30, part 2): serialised like a budgeted one, then its own claim that
+    // walks the groups after the cursor, takes turns across them and spends the group windows.
+    file: 'claim-grouped',
+    async run(storage, recorder) {
+      await storage.updateQueue('golden.groups', {
+        groupConcurrency: 1,
+        groupRateLimit: { max: 5, perMs: 60_000 },
+      });
+      await storage.enqueueMany([
+        job('golden.groups', { group: 'acme' }),
+        job('golden.groups', { group: 'acme' }),
+        job('golden.groups', { group: 'globex' }),
+      ]);
+      const { result, statements } = await recorder.record(() =>
+        storage.fetchNextBatch({
+          workerId: WORKER,
+          leaseId: randomUUID(),
+          limit: 3,
+          start: 3,
+          budgetedQueues: ['golden.groups'],
+          handled: { queues: ['golden.groups'], types: [] },
+        }),
+      );
+      expect(result.map((r) => r.group).sort()).toEqual(['acme', 'globex']);
+      return statements;
+    },
+  },
+  {
     // Fetched rows started by markAsProcessing: the start and its start-lag bucket together.
     file: 'mark-as-processing',
     async run(storage, recorder) {
@@ -677,6 +705,7 @@ const TABLES = [
   'audit_log',
   'job_attempts',
   'dedupe_keys',
+  'job_groups',
 ];
 
 function defineGoldens(dir: string, open: () => Promise<Harness>): void {

@@ -674,7 +674,7 @@ describe('SQL Server dialect over TypeORM SqlServerQueryRunner (stubbed mssql Re
     });
   });
 
-  it('applyRetention drains the dedupe keys last, whatever the policy, and reports them', async () => {
+  it('applyRetention drains the dedupe keys, then the group windows, whatever the policy, and reports them; then puts stray jobs into their shared group, uncounted', async () => {
     const { storage, calls } = stubbedStorage([
       [{ Affected: '0' }],
       [{ Affected: '0' }],
@@ -682,13 +682,146 @@ describe('SQL Server dialect over TypeORM SqlServerQueryRunner (stubbed mssql Re
       [{ Affected: '0' }],
       [{ Affected: '0' }],
       [{ Affected: '2' }],
+      [{ Affected: '3' }],
+      [{ Affected: '1' }],
     ]);
     const day = 86_400_000;
-    expect(
-      await storage.applyRetention({ archiveMs: day, dlqMs: day, metricsMs: day }),
-    ).toMatchObject({ archive: 0, dlq: 0, dedupeKeys: 2 });
-    expect(calls).toHaveLength(6);
+    const result = await storage.applyRetention({ archiveMs: day, dlqMs: day, metricsMs: day });
+    expect(result).toMatchObject({ archive: 0, dlq: 0, dedupeKeys: 2, groups: 3 });
+    expect(calls).toHaveLength(8);
     expect(calls[5].sql).toContain('DELETE FROM Expired OUTPUT deleted.[Key] INTO @Gone ([Key]);');
+    expect(calls[6].sql).toContain(
+      'DELETE FROM Expired OUTPUT deleted.GroupKey INTO @Gone (GroupKey);',
+    );
+    // Not a removal: the one job it put into its queue's shared group is counted nowhere.
+    expect(calls[7].sql).toContain(
+      "UPDATE Stray SET GroupKey = N'' OUTPUT inserted.Id INTO @Joined (Id);",
+    );
+    expect(Object.values(result).reduce((a, b) => a + b, 0)).toBe(5);
+  });
+
+  describe('groups (schema version 17)', () => {
+    const request = {
+      workerId: LEASE.workerId,
+      leaseId: LEASE.leaseId,
+      limit: 4,
+      handled: { queues: ['emails'], types: [] },
+      start: 4,
+    };
+    const claimText = (groupsFirst: boolean, start = 4) =>
+      SQL.fetchNextBatch(BINARY, {
+        workerId: LEASE.workerId,
+        leaseId: LEASE.leaseId,
+        limit: 4,
+        queues: ['emails'],
+        types: [],
+        start,
+        groupsFirst,
+      }).sql;
+
+    it('a claim that starts rows claims the grouped queues, after the others and then, turn about, before them; one that starts none leaves them out and keeps the turn', async () => {
+      const { storage, calls } = stubbedStorage([[], [], [], []]);
+      await storage.fetchNextBatch(request);
+      await storage.fetchNextBatch(request);
+      await storage.fetchNextBatch({ ...request, start: 0 });
+      await storage.fetchNextBatch(request);
+      expect(calls.map((c) => c.sql)).toEqual([
+        claimText(false),
+        claimText(true),
+        claimText(false, 0),
+        claimText(false),
+      ]);
+      expect(claimText(false)).not.toBe(claimText(true));
+      // The visits cap of the walk (groupVisits(4) = 64) follows the start, as the int @6.
+      expect(calls[0].inputs[6]).toEqual({ name: '6', type: 'Int', value: 64 });
+      expect(calls[2].inputs).toHaveLength(6);
+      expect(calls[2].sql).not.toContain('@gQueue');
+    });
+
+    it('a claim that failed keeps the turn', async () => {
+      const { storage, calls } = stubbedStorage([sqlError(547), [], []]);
+      await expect(storage.fetchNextBatch(request)).rejects.toThrow();
+      await storage.fetchNextBatch(request);
+      await storage.fetchNextBatch(request);
+      expect(calls.map((c) => c.sql)).toEqual([
+        claimText(false),
+        claimText(false),
+        claimText(true),
+      ]);
+    });
+
+    it('maps the group of a claimed row; the shared group reads as none', async () => {
+      const started = { ...HOT_ROW, Status: 2, AttemptCount: 1, GroupKey: 'tenant-a' };
+      const shared = { ...HOT_ROW, Id: ID2, Status: 2, AttemptCount: 1, GroupKey: '' };
+      const { storage } = stubbedStorage([[started, shared]]);
+      const jobs = await storage.fetchNextBatch(request);
+      expect(jobs.map((j) => [j.id, j.group])).toEqual([
+        [ID, 'tenant-a'],
+        [ID2, null],
+      ]);
+    });
+
+    it('enqueue sends the group as its last parameter, an nvarchar; none as NULL', async () => {
+      const { storage, calls } = stubbedStorage([
+        [{ Created: 1, HolderId: null, IdExists: 1 }],
+        [{ Created: 1, HolderId: null, IdExists: 1 }],
+      ]);
+      await storage.enqueue({ queue: 'emails', group: 'tenant:42' });
+      await storage.enqueue({ queue: 'emails' });
+      for (const [call, value] of [
+        [calls[0], 'tenant:42'],
+        [calls[1], null],
+      ] as const) {
+        const last = call.inputs.length - 1;
+        expect(call.inputs[last]).toEqual({ name: String(last), type: 'NVarChar', value });
+        expect(call.sql).toContain(', PayloadVersion, GroupKey)');
+      }
+      expect(calls[0].sql).toBe(calls[1].sql);
+    });
+
+    it('getQueueGroups maps group_key, pending and running (bigint strings)', async () => {
+      const { storage, calls } = stubbedStorage([
+        [
+          { group_key: 'b', pending: '4', running: '2' },
+          { group_key: '', pending: '1', running: '0' },
+        ],
+      ]);
+      expect(await storage.getQueueGroups('emails', 5)).toEqual([
+        { group: 'b', pending: 4, running: 2 },
+        { group: '', pending: 1, running: 0 },
+      ]);
+      expect(calls[0].sql).toBe(SQL.getQueueGroups(BINARY, 'emails', 5).sql);
+      expect(calls[0].inputs.map((i) => i.value)).toEqual(['emails', 5]);
+    });
+
+    it("updateQueue sets the group limits and reads them back as the queue's", async () => {
+      const row = {
+        Name: 'emails',
+        IsPaused: false,
+        IsActive: true,
+        MaxWorkers: null,
+        ZombieTimeoutSeconds: null,
+        ExecutionTimeoutMs: null,
+        RetryZombies: false,
+        LastUpdatedUtc: '2026-01-02T03:04:05.678Z',
+        RateLimitMax: null,
+        RateLimitPerMs: null,
+        GroupConcurrency: 2,
+        GroupRateMax: 10,
+        GroupRatePerMs: 60_000,
+        GroupCursor: 'b',
+      };
+      const { storage, calls } = stubbedStorage([[row]]);
+      const info = await storage.updateQueue('emails', {
+        groupConcurrency: 2,
+        groupRateLimit: { max: 10, perMs: 60_000 },
+      });
+      expect(info).toMatchObject({
+        groupConcurrency: 2,
+        groupRateLimit: { max: 10, perMs: 60_000 },
+      });
+      expect(calls[0].sql).toContain("UPDATE h SET h.GroupKey = N'' FROM [chokaq].[JobsHot] AS h");
+    });
   });
 
   it('retries deadlocks (1205) and Azure throttling, then gives up with ChokaQStorageUnavailableError', async () => {

@@ -15,10 +15,24 @@ import { preparse, tsqlSyntaxErrors } from './support/tsql-grammar';
  * variable's columns, like `OPENJSON`'s, take the database's default. So on a binary-key install
  * every batch declares its table variables' key columns in the binary collation and casts the
  * keys it reads from `OPENJSON` before it groups or combines them; on an older install the batch
- * is exactly what it was. Checked over every statement of the catalogue, built both ways.
+ * is exactly what it was. Checked over every statement of the catalogue, built both ways. The
+ * keys of schema version 17 (a job's group, a queue's walk cursor) are new columns with no value in
+ * another collation, so they are binary on every install, in the tables and in every table
+ * variable that holds them.
  */
 const KEY_NAMES = ['Queue', 'Type', 'IdempotencyKey', 'Name'];
+/**
+ * The keys binary on EVERY install (schema version 17: a job's group and a queue's walk cursor,
+ * new columns whose existing rows held no value in another collation), so every batch, on every
+ * install, declares them binary wherever a table variable holds them.
+ */
+const ALWAYS_BINARY = ['GroupKey', 'GroupCursor'];
 const COLLATE = `COLLATE ${BINARY_KEY_COLLATION}`;
+/** A declaration of an always-binary key: `GroupKey nvarchar(255) COLLATE …`. */
+const ALWAYS_BINARY_DECLARATION = new RegExp(
+  `\\b(${ALWAYS_BINARY.join('|')}) nvarchar\\(255\\) ${COLLATE}`,
+  'g',
+);
 
 /** The column definitions of every `DECLARE @x TABLE (…)` of a batch, as `@x.Column type…`. */
 function tableVariableColumns(sql: string): string[] {
@@ -53,13 +67,32 @@ describe('SQL Server key columns compare byte for byte on a new install', () => 
   it('a new install declares exactly the key columns in the binary collation', () => {
     const ddl = mssqlSchemaDdl('chokaq');
     const declared = [...ddl.matchAll(/^ {4}(\w+) (\S+) COLLATE (\w+)/gm)].map((m) => [m[1], m[3]]);
-    expect(new Set(declared.map(([name]) => name))).toEqual(new Set(KEY_NAMES));
+    expect(new Set(declared.map(([name]) => name))).toEqual(
+      new Set([...KEY_NAMES, ...ALWAYS_BINARY]),
+    );
     expect(new Set(declared.map(([, collation]) => collation))).toEqual(
       new Set([BINARY_KEY_COLLATION]),
     );
-    // Queue in the three pillars, the counters, the buckets and the recurring jobs; Type in the
-    // three pillars and the recurring jobs; IdempotencyKey in the pillars; Queues and RecurringJobs' names.
-    expect(declared).toHaveLength(6 + 4 + 3 + 2);
+    // Queue in the three pillars, the counters, the buckets, the recurring jobs and the groups'
+    // windows; Type in the three pillars and the recurring jobs; IdempotencyKey in the pillars;
+    // Queues and RecurringJobs' names; GroupKey in the pillars and the groups' windows; Queues'
+    // GroupCursor.
+    expect(declared).toHaveLength(7 + 4 + 3 + 2 + 4 + 1);
+    // JobGroups (schema version 17): its Queue in the collation of JobsHot.Queue, so an install of
+    // an earlier release creates it through EXEC without one (the database's); GroupKey binary.
+    expect(ddl).toContain(
+      `EXEC(N'CREATE TABLE [chokaq].[JobGroups] (Queue varchar(255) NOT NULL, GroupKey nvarchar(255) ${COLLATE} NOT NULL,`,
+    );
+    // Added to an install of an earlier release binary too, so the conversion leaves them alone.
+    for (const table of ['JobsHot', 'JobsArchive', 'JobsDLQ']) {
+      expect(ddl).toContain(
+        `ALTER TABLE [chokaq].[${table}] ADD GroupKey nvarchar(255) ${COLLATE} NULL;`,
+      );
+    }
+    expect(ddl).toContain(
+      `ALTER TABLE [chokaq].[Queues] ADD GroupCursor nvarchar(255) ${COLLATE} NULL;`,
+    );
+    expect(mssqlBinaryKeysScript('chokaq')).not.toMatch(/ALTER COLUMN (GroupKey|GroupCursor)\b/);
     // Ids, leases and worker ids are the library's own (UUIDs, host:pid:random): left alone.
     expect(ddl).not.toMatch(/\b(Id|LeaseId|WorkerId|JobId) \S+ COLLATE/);
     // DedupeKeys.[Key] (schema version 16; bracketed, a reserved word): binary on every install,
@@ -72,12 +105,30 @@ describe('SQL Server key columns compare byte for byte on a new install', () => 
     expect(mssqlBinaryKeysScript('chokaq')).not.toMatch(/DedupeKeys/);
   });
 
-  it('an install of an earlier release: the batches declare no key collation (as before)', () => {
+  it('an install of an earlier release: the batches declare no key collation (as before), but the always-binary keys', () => {
     for (const e of legacy) {
-      const rest = e.statement.sql.replace(new RegExp(` COLLATE ${SEARCH_COLLATION}`, 'g'), '');
+      const rest = e.statement.sql
+        .replace(new RegExp(` COLLATE ${SEARCH_COLLATION}`, 'g'), '')
+        .replace(ALWAYS_BINARY_DECLARATION, '$1 nvarchar(255)');
       if (e.kind === 'ddl') continue;
       expect([e.name, rest]).toEqual([e.name, expect.not.stringContaining('COLLATE')]);
     }
+  });
+
+  it('on every install, every always-binary key a table variable holds is declared binary', () => {
+    const failures: string[] = [];
+    let seen = 0;
+    for (const e of [...legacy, ...binary]) {
+      for (const column of tableVariableColumns(e.statement.sql)) {
+        const [, name] = /^@\w+\.\[?(\w+)\]?/.exec(column)!;
+        if (!ALWAYS_BINARY.includes(name)) continue;
+        seen++;
+        if (!column.includes(COLLATE)) failures.push(`${e.name}: ${column}`);
+      }
+    }
+    // Every move's @Moved and the claim's @Claimed hold GroupKey, on both kinds of install.
+    expect(seen).toBeGreaterThan(40);
+    expect(failures).toEqual([]);
   });
 
   it('a binary-key install: every key column of a table variable is declared in the binary collation', () => {
@@ -159,6 +210,8 @@ describe('SQL Server key columns compare byte for byte on a new install', () => 
         'IX_JobsHot_ClaimType',
         'UX_JobsHot_IdempotencyKey',
         'IX_JobsHot_Held',
+        'IX_JobsHot_GroupPending',
+        'IX_JobsHot_GroupActive',
         'IX_JobsArchive_Type',
         'IX_JobsDLQ_Queue',
       ]),
@@ -174,9 +227,15 @@ describe('SQL Server key columns compare byte for byte on a new install', () => 
     const altered = [
       ...script.matchAll(/ALTER TABLE \[chokaq\]\.\[(\w+)\] ALTER COLUMN (\w+) \S+ (COLLATE \w+)/g),
     ];
-    expect(altered).toHaveLength(6 + 4 + 3 + 2);
+    expect(altered).toHaveLength(7 + 4 + 3 + 2);
     expect(new Set(altered.map((m) => m[3]))).toEqual(new Set([COLLATE]));
-    for (const pk of ['PK_StatsSummary', 'PK_MetricBuckets', 'PK_Queues', 'PK_RecurringJobs']) {
+    for (const pk of [
+      'PK_StatsSummary',
+      'PK_MetricBuckets',
+      'PK_Queues',
+      'PK_RecurringJobs',
+      'PK_JobGroups',
+    ]) {
       expect(script).toContain(`DROP CONSTRAINT [${pk}]`);
       expect(script).toContain(`ADD CONSTRAINT [${pk}] PRIMARY KEY CLUSTERED`);
     }

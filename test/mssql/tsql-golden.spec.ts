@@ -10,9 +10,11 @@ import { catalogue } from './support/statements';
  * the archive move of a batch that stores results (pinned apart from the batch without results,
  * whose text stored results leave unchanged), of the statements that start runs or retry them
  * (they write metric buckets too), of the dashboard reads, of the attempt history's read and
- * of the deletes that take it with a job (purge, retention), and of the dedupe keys' statements
- * (a keyed enqueue's steps, with their key locks; the read of a job's key; their retention). A
- * change to any of them must be a conscious act: review the diff, then regenerate with
+ * of the deletes that take it with a job (purge, retention), of the dedupe keys' statements (a
+ * keyed enqueue's steps, with their key locks; the read of a job's key; their retention), and of
+ * groups (the claim with its grouped part, the grouped queues last and first; the group limits'
+ * update; the busiest groups; the groups' retention). A change to any of them must be a
+ * conscious act: review the diff, then regenerate with
  *
  *   CHOKAQ_UPDATE_GOLDEN=1 npx jest test/mssql/tsql-golden && npx prettier --write test/golden/mssql
  *
@@ -69,6 +71,11 @@ const PINNED: ReadonlyArray<[file: string, name: string]> = [
   ['dedupe-move', 'dedupeMove [unique]'],
   ['dedupe-of-job', 'dedupeOfJob'],
   ['apply-retention-dedupe-keys', 'applyRetention [dedupe keys]'],
+  ['claim-start-groups-first', 'fetchNextBatch [start groups first]'],
+  ['update-queue-group-limits', 'updateQueue [group limits]'],
+  ['get-queue-groups', 'getQueueGroups'],
+  ['apply-retention-groups', 'applyRetention [groups]'],
+  ['apply-retention-groupless', 'applyRetention [groupless]'],
 ];
 
 /** Parameters as TypeORM hands them to mssql: position, declared type, value. */

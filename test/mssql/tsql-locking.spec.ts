@@ -262,7 +262,9 @@ describe('SQL Server lock hints and isolation', () => {
       /INSERT INTO \[chokaq\]\.\[SchemaMigrations\] \(Version, Description\) OUTPUT inserted\.Version INTO @Applied \(Version\) VALUES \(11, /,
     );
     const claim = one('fetchNextBatch').statement.sql;
-    expect(claim).toContain('WHERE r.Budget IS NOT NULL OR r.RateMax IS NOT NULL;');
+    expect(claim).toContain(
+      'WHERE r.Budget IS NOT NULL OR r.RateMax IS NOT NULL OR r.Grouped = 1;',
+    );
     expect(claim).toContain('UPDATE q SET q.RatePrevCount =');
     // Clearing a limit clears its window state.
     const cleared = one('updateQueue', 'rate limit removed').statement.sql;
@@ -369,7 +371,7 @@ describe('SQL Server lock hints and isolation', () => {
     for (const e of entries.filter((x) => x.operation.startsWith('enqueue'))) {
       expect([e.name, e.statement.sql]).toEqual([
         e.name,
-        expect.stringMatching(/INSERT INTO \[chokaq\]\.\[JobsHot\] \([^)]*, PayloadVersion\)/),
+        expect.stringMatching(/INSERT INTO \[chokaq\]\.\[JobsHot\] \([^)]*, PayloadVersion[,)]/),
       ]);
     }
     // A row dead-lettered before version 12 holds NULL: it goes back to the hot table as version 1.
@@ -554,6 +556,129 @@ describe('SQL Server lock hints and isolation', () => {
     // Created once, in version 16's step only; no existing table is altered by it.
     expect(ddl.split('CREATE TABLE [chokaq].[DedupeKeys]')).toHaveLength(2);
     expect(step).not.toMatch(/ALTER TABLE/);
+  });
+
+  it("version 17: GroupKey in every pillar and the group columns of Queues (binary keys, added where missing), JobGroups in the collation of JobsHot.Queue, the grouped rows' filtered indexes compiled after the columns", () => {
+    const ddl = mssqlSchemaDdl('chokaq');
+    expect(MSSQL_SCHEMA_VERSION).toBeGreaterThanOrEqual(17);
+    const step = ddl.split('\nBEGIN TRAN;\n')[17];
+    const binary = 'COLLATE Latin1_General_100_BIN2';
+    for (const table of ['JobsHot', 'JobsArchive', 'JobsDLQ']) {
+      // A new database gets the column from CREATE TABLE; an older one from the guarded ALTER.
+      expect(ddl).toMatch(
+        new RegExp(
+          `CREATE TABLE \\[chokaq\\]\\.\\[${table}\\] \\([^;]*GroupKey nvarchar\\(255\\) ${binary} NULL`,
+        ),
+      );
+      expect(step).toContain(
+        `IF COL_LENGTH(N'[chokaq].[${table}]', N'GroupKey') IS NULL\n  ALTER TABLE [chokaq].[${table}] ADD GroupKey nvarchar(255) ${binary} NULL;`,
+      );
+    }
+    for (const column of [
+      'GroupConcurrency int NULL',
+      'GroupRateMax int NULL',
+      'GroupRatePerMs int NULL',
+      `GroupCursor nvarchar(255) ${binary} NULL`,
+    ]) {
+      const name = column.split(' ')[0];
+      expect(step).toContain(
+        `IF COL_LENGTH(N'[chokaq].[Queues]', N'${name}') IS NULL\n  ALTER TABLE [chokaq].[Queues] ADD ${column};`,
+      );
+    }
+    // JobGroups: binary Queue where JobsHot.Queue is binary; else the database's, through EXEC,
+    // its GroupKey binary either way.
+    expect(step).toContain(
+      "IF OBJECT_ID(N'[chokaq].[JobGroups]', N'U') IS NULL AND EXISTS (SELECT 1 FROM sys.columns WHERE object_id = OBJECT_ID(N'[chokaq].[JobsHot]') AND name = N'Queue' AND collation_name = N'Latin1_General_100_BIN2')",
+    );
+    expect(step).toContain(
+      `  CREATE TABLE [chokaq].[JobGroups] (\n    Queue varchar(255) ${binary} NOT NULL,\n    GroupKey nvarchar(255) ${binary} NOT NULL,`,
+    );
+    expect(step).toContain(
+      `IF OBJECT_ID(N'[chokaq].[JobGroups]', N'U') IS NULL\n  EXEC(N'CREATE TABLE [chokaq].[JobGroups] (Queue varchar(255) NOT NULL, GroupKey nvarchar(255) ${binary} NOT NULL,`,
+    );
+    expect(ddl.split('CREATE TABLE [chokaq].[JobGroups]')).toHaveLength(3);
+    expect(step).toContain('CONSTRAINT [PK_JobGroups] PRIMARY KEY CLUSTERED (Queue, GroupKey)');
+    // The indexes name a column this batch may have added: compiled apart, after the ALTERs.
+    for (const index of [
+      '[IX_JobsHot_GroupPending] ON [chokaq].[JobsHot] (Queue, GroupKey, Priority DESC, DueAtUtc) INCLUDE (Type, PayloadVersion) WHERE Status = 0 AND GroupKey IS NOT NULL;',
+      '[IX_JobsHot_GroupActive] ON [chokaq].[JobsHot] (Queue, GroupKey) WHERE Status IN (1, 2) AND GroupKey IS NOT NULL;',
+    ]) {
+      expect(step).toContain(`  EXEC(N'CREATE NONCLUSTERED INDEX ${index}');`);
+      expect(step.indexOf(index)).toBeGreaterThan(step.lastIndexOf('ALTER TABLE'));
+    }
+    expect(step).toMatch(
+      /INSERT INTO \[chokaq\]\.\[SchemaMigrations\] \(Version, Description\) OUTPUT inserted\.Version INTO @Applied \(Version\) VALUES \(17, /,
+    );
+    // Every move carries the group; a resurrect keeps it (or puts a job without one of a grouped
+    // queue into the shared group); both enqueues store it.
+    for (const e of entries.filter((x) => x.kind === 'move')) {
+      expect([e.name, e.statement.sql]).toEqual([
+        e.name,
+        expect.stringMatching(/OUTPUT deleted\.[^;]*deleted\.GroupKey[^;]* INTO @Moved \(/),
+      ]);
+    }
+    for (const e of entries.filter(
+      (x) => x.operation.startsWith('resurrect') && x.kind === 'move',
+    )) {
+      expect([e.name, e.statement.sql]).toEqual([
+        e.name,
+        expect.stringContaining(
+          "ISNULL(m.GroupKey, CASE WHEN EXISTS (SELECT 1 FROM [chokaq].[Queues] AS gq WHERE gq.Name = m.Queue AND (gq.GroupConcurrency IS NOT NULL OR gq.GroupRateMax IS NOT NULL)) THEN N'' END)",
+        ),
+      ]);
+    }
+    for (const e of entries.filter((x) => x.operation.startsWith('enqueue'))) {
+      expect([e.name, e.statement.sql]).toEqual([
+        e.name,
+        expect.stringMatching(
+          /INSERT INTO \[chokaq\]\.\[JobsHot\] \([^)]*, GroupKey\)[^;]*ISNULL\([^;]*THEN N'' END\)/,
+        ),
+      ]);
+    }
+    // updateQueue: the group limits, and the hot jobs of a queue left grouped into the shared group.
+    const limits = one('updateQueue', 'group limits').statement.sql;
+    expect(limits).toMatch(
+      /GroupConcurrency = CASE WHEN @\d+ = 1 THEN @\d+ ELSE GroupConcurrency END/,
+    );
+    expect(limits).toContain(
+      "  UPDATE h SET h.GroupKey = N'' FROM [chokaq].[JobsHot] AS h WHERE h.Queue = CAST(@0 AS varchar(255)) AND h.GroupKey IS NULL;",
+    );
+    expect(limits.indexOf("UPDATE h SET h.GroupKey = N''")).toBeGreaterThan(
+      limits.indexOf('UPDATE [chokaq].[Queues] SET'),
+    );
+  });
+
+  it("groups: the claim's walk reads without update locks and one group per step; retention skips the rows others hold", () => {
+    const hintsOf = (sql: string, table: string) =>
+      tableHints(sql)
+        .filter((r) => r.table.replace(/\s+/g, '') === `[chokaq].[${table}]`)
+        .map((r) => r.hints.join(', '));
+    for (const variant of ['[start]', '[start groups first]']) {
+      const sql = one('fetchNextBatch', variant).statement.sql;
+      // JobGroups: read by key (READCOMMITTEDLOCK, a seek), written by key, inserted range-locked.
+      expect([variant, hintsOf(sql, 'JobGroups').sort()]).toEqual([
+        variant,
+        ['READCOMMITTEDLOCK, FORCESEEK', 'UPDLOCK, HOLDLOCK', 'UPDLOCK, ROWLOCK, FORCESEEK'],
+      ]);
+      // The walk: a TOP (1) per step in GroupKey order, after the last group, in a WHILE loop.
+      expect(sql).toContain(
+        'WHERE h.Queue = @gQueue AND h.Status = 0 AND h.GroupKey IS NOT NULL AND h.GroupKey > @gAfter\n        ORDER BY h.GroupKey;',
+      );
+      expect(sql).toMatch(/WHILE @gVisit < @6 AND @gFound < @gBudget\n/);
+      expect(sql).toContain('IF @gNext IS NULL OR (@gWrapped = 1 AND @gPast = 1) BREAK;');
+      // A group's running rows are counted as the queue's are: a locking read of committed rows.
+      expect(sql).toContain(
+        'SELECT @gRunning = COUNT(*) FROM [chokaq].[JobsHot] AS a WITH (READCOMMITTEDLOCK)',
+      );
+      // Round-robin over the picked rows only.
+      expect(sql).toContain('ORDER BY b.Rn, b.N');
+    }
+    const groups = one('applyRetention', '[groups]').statement.sql;
+    expect(hintsOf(groups, 'JobGroups')).toEqual(['READCOMMITTEDLOCK, READPAST, ROWLOCK']);
+    expect(hintsOf(groups, 'Queues')).toEqual([]);
+    const groupless = one('applyRetention', '[groupless]').statement.sql;
+    expect(hintsOf(groupless, 'JobsHot')).toEqual(['READCOMMITTEDLOCK, READPAST, ROWLOCK']);
+    expect(groupless).toContain("UPDATE Stray SET GroupKey = N''");
   });
 
   it("dedupe keys: the key's row (or range) update-locked to COMMIT by the take and the holder read, the holder's rows read unlocked, the replace guarded; retention skips held keys", () => {
@@ -871,10 +996,13 @@ describe('SQL Server lock hints and isolation', () => {
       const claim = one('fetchNextBatch');
       expect(
         lockViolations(broken(claim, 'SET r.Budget = q.MaxWorkers', 'SET r.Budget = r.Budget')),
-      ).toContain('claim: MaxWorkers is not re-read under the Queues lock');
+      ).toContain('claim: MaxWorkers and the group limits are not re-read under the Queues lock');
       expect(
         lockViolations(broken(claim, 'r.RateMax = q.RateLimitMax', 'r.RateMax = r.RateMax')),
-      ).toContain('claim: MaxWorkers is not re-read under the Queues lock');
+      ).toContain('claim: MaxWorkers and the group limits are not re-read under the Queues lock');
+      expect(
+        lockViolations(broken(claim, /, r\.Grouped = CASE WHEN [^\n]* END\n/, '\n')),
+      ).toContain('claim: MaxWorkers and the group limits are not re-read under the Queues lock');
       expect(lockViolations(broken(claim, 'SET @now = SYSUTCDATETIME();\n', ''))).toContain(
         'claim: the rate allowance is not computed at a clock read after the Queues locks',
       );
@@ -882,7 +1010,16 @@ describe('SQL Server lock hints and isolation', () => {
         lockViolations(
           broken(claim, /UPDATE r SET r\.Budget = 0, r\.RateMax = NULL\n[^;]*;\n/, ''),
         ),
-      ).toContain('claim: a queue budgeted after the unlocked read is claimed without its cap');
+      ).toContain(
+        'claim: a queue budgeted or grouped after the unlocked read is claimed without its limits',
+      );
+      expect(
+        lockViolations(
+          broken(claim, ' OR q.GroupConcurrency IS NOT NULL OR q.GroupRateMax IS NOT NULL)', ')'),
+        ),
+      ).toContain(
+        'claim: a queue budgeted or grouped after the unlocked read is claimed without its limits',
+      );
     });
 
     it('a candidate read under UPDLOCK (claim, rescues, resurrect by filter)', () => {
@@ -899,7 +1036,9 @@ describe('SQL Server lock hints and isolation', () => {
           /UPDLOCK pick without FORCESEEK/,
         );
       }
-      // The claim locks JobsHot rows once, by key from @Candidates.
+      // The claim locks JobsHot rows once, by key from @Candidates; with its grouped part once
+      // more, by key from @GroupCandidates.
+      const rule = 'claim: JobsHot rows are update-locked other than by key from the candidates';
       expect(
         lockViolations(
           broken(
@@ -908,7 +1047,83 @@ describe('SQL Server lock hints and isolation', () => {
             'FROM @Candidates AS c\n  INNER JOIN',
           ),
         ),
-      ).toContain('claim: JobsHot rows are update-locked other than by key from @Candidates');
+      ).toContain(rule);
+      const grouped = one('fetchNextBatch', '[start groups first]');
+      expect(lockViolations(grouped)).toEqual([]);
+      expect(
+        lockViolations(
+          broken(
+            grouped,
+            'FROM @GroupCandidates AS c\n        INNER LOOP JOIN',
+            'FROM @GroupCandidates AS c\n        INNER JOIN',
+          ),
+        ),
+      ).toContain(rule);
+      expect(
+        lockViolations(
+          broken(
+            grouped,
+            'AS h WITH (READCOMMITTEDLOCK, READPAST, ROWLOCK)\n        WHERE h.Queue = @gQueue AND h.Status = 0',
+            'AS h WITH (UPDLOCK, READPAST, ROWLOCK)\n        WHERE h.Queue = @gQueue AND h.Status = 0',
+          ),
+        ).join('\n'),
+      ).toMatch(/UPDLOCK pick without FORCESEEK/);
+    });
+
+    it("a claim's grouped part that writes out of order or takes rows it may not", () => {
+      for (const variant of ['[start]', '[start groups first]']) {
+        const grouped = one('fetchNextBatch', variant);
+        expect([grouped.name, lockViolations(grouped)]).toEqual([grouped.name, []]);
+        // The groups' windows by key from @GroupSpent, the missing ones under a range lock.
+        expect(
+          lockViolations(
+            broken(
+              grouped,
+              'FROM @GroupSpent AS s\n        INNER LOOP JOIN',
+              'FROM @GroupSpent AS s\n        INNER JOIN',
+            ),
+          ),
+        ).toContain(
+          "claim: the groups' rate windows are not written by key (update, then a range-locked insert)",
+        );
+        expect(
+          lockViolations(broken(grouped, 'AS x WITH (UPDLOCK, HOLDLOCK)', 'AS x WITH (UPDLOCK)')),
+        ).toContain(
+          "claim: the groups' rate windows are not written by key (update, then a range-locked insert)",
+        );
+        // A cursor written in the loop would X-lock a Queues row before later JobGroups writes.
+        expect(
+          lockViolations(
+            broken(
+              grouped,
+              '      INSERT INTO @Cursors (Queue, GroupCursor) VALUES (@gQueue, @gLast);',
+              `      UPDATE q SET q.GroupCursor = @gLast FROM [chokaq].[Queues] AS q WITH (UPDLOCK, ROWLOCK, FORCESEEK) WHERE q.Name = @gQueue;`,
+            ),
+          ),
+        ).toContain('claim: a Queues row is written before the last JobGroups write');
+        // Every grouped row starts.
+        expect(
+          lockViolations(
+            broken(
+              grouped,
+              'UPDATE h SET h.Status = 2, h.AttemptCount',
+              'UPDATE h SET h.Status = 1, h.AttemptCount',
+            ),
+          ),
+        ).toContain('claim: the grouped rows are not started by one UPDATE into @Claimed');
+        // The ordinary claim leaves the grouped queues out.
+        expect(
+          lockViolations(broken(grouped, /UPDATE r SET r\.GroupBudget = [^;]*;\n/, '')),
+        ).toContain('claim: the ordinary claim does not leave the grouped queues out');
+      }
+      // A claim that starts nothing has no grouped part and reads no grouped queue.
+      const plain = one('fetchNextBatch');
+      expect(plain.statement.sql).not.toContain('@gQueue');
+      expect(
+        lockViolations(
+          broken(plain, ' AND q.GroupConcurrency IS NULL AND q.GroupRateMax IS NULL', ''),
+        ),
+      ).toContain('claim: a claim that starts nothing reads the grouped queues');
     });
 
     it('a claim that finds a (queue, type) pair by reading the queue’s other types', () => {

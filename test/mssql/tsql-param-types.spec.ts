@@ -48,6 +48,7 @@ interface Values {
   json: string;
   target: string;
   trace: string;
+  group: string;
 }
 
 const SHORT: Values = {
@@ -75,6 +76,7 @@ const SHORT: Values = {
   json: '{}',
   target: 'x',
   trace: '{}',
+  group: 'g',
 };
 
 /** The longest values validation accepts (search and tag made of characters LIKE escapes). */
@@ -103,6 +105,7 @@ const LONG: Values = {
   json: `{"queues":["${'q'.repeat(50_000)}"],"types":[]}`,
   target: 'X'.repeat(4_000),
   trace: `{"traceparent":"${'t'.repeat(2_048 - 18)}"}`,
+  group: 'G'.repeat(255),
 };
 
 type Case = [builder: keyof typeof SQL, variant: string, build: (v: Values) => MssqlStatement];
@@ -122,6 +125,7 @@ function cases(): Case[] {
     createdBy: v.createdBy,
     traceContext: v.trace,
     payloadVersion: 1,
+    group: v.group,
   });
   const lease = (v: Values): SQL.MssqlLease => ({
     id: v.id,
@@ -201,6 +205,33 @@ function cases(): Case[] {
           queues: [v.queue],
           types: [{ queue: v.queue, type: v.type }],
           start: 1,
+        }),
+    ],
+    [
+      'fetchNextBatch',
+      'nothing started (no grouped part)',
+      (v) =>
+        SQL.fetchNextBatch(s, {
+          workerId: v.workerId,
+          leaseId: v.leaseId,
+          limit: 10,
+          queues: [v.queue],
+          types: [{ queue: v.queue, type: v.type }],
+          start: 0,
+        }),
+    ],
+    [
+      'fetchNextBatch',
+      'grouped queues first',
+      (v) =>
+        SQL.fetchNextBatch(s, {
+          workerId: v.workerId,
+          leaseId: v.leaseId,
+          limit: 10,
+          queues: [v.queue],
+          types: [{ queue: v.queue, type: v.type }],
+          start: 10,
+          groupsFirst: true,
         }),
     ],
     ['fetchNextBatchClaimed', '', (v) => SQL.fetchNextBatchClaimed(s, v.workerId, v.leaseId)],
@@ -283,6 +314,15 @@ function cases(): Case[] {
     ],
     ['getQueues', '', () => SQL.getQueues(s)],
     ['updateQueue', '', (v) => SQL.updateQueue(s, v.queue, { maxWorkers: 3 })],
+    [
+      'updateQueue',
+      'group limits',
+      (v) =>
+        SQL.updateQueue(s, v.queue, {
+          groupConcurrency: 2,
+          groupRateLimit: { max: 5, perMs: 1_000 },
+        }),
+    ],
     ['purgeDlq', '', (v) => SQL.purgeDlq(s, [v.id])],
     ['purgeDlqByFilter', '', (v) => SQL.purgeDlqByFilter(s, dlqFilter(v), 100)],
     ['applyRetentionArchive', '', () => SQL.applyRetentionArchive(s, 1_000, 100)],
@@ -291,6 +331,9 @@ function cases(): Case[] {
     ['applyRetentionWorkers', '', () => SQL.applyRetentionWorkers(s, 1_000, 100)],
     ['applyRetentionAudit', '', () => SQL.applyRetentionAudit(s, 1_000, 100)],
     ['applyRetentionDedupeKeys', '', () => SQL.applyRetentionDedupeKeys(s, 0, 100)],
+    ['applyRetentionGroups', '', () => SQL.applyRetentionGroups(s, 0, 100)],
+    ['applyRetentionGroupless', '', () => SQL.applyRetentionGroupless(s, 0, 100)],
+    ['getQueueGroups', '', (v) => SQL.getQueueGroups(s, v.queue, 10)],
     [
       'recordAudit',
       '',
@@ -487,9 +530,10 @@ describe('SQL Server parameter declarations do not depend on values', () => {
       createdBy: SHORT.createdBy,
       traceContext: SHORT.trace,
       payloadVersion: 1,
+      group: SHORT.group,
     });
     // id, queue, type, payload, tags, key, priority, delay, runAt, createdBy, traceContext,
-    // payloadVersion
+    // payloadVersion, group
     expect(declare(enqueue)).toEqual([
       'nvarchar(36)',
       'nvarchar(255)',
@@ -503,6 +547,7 @@ describe('SQL Server parameter declarations do not depend on values', () => {
       'nvarchar(100)',
       'nvarchar(2048)',
       'int',
+      'nvarchar(255)',
     ]);
     const dlq = SQL.moveToDlq(
       'chokaq',

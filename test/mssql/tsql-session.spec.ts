@@ -24,6 +24,7 @@ const JOB: SQL.MssqlNewJob = {
   createdBy: null,
   traceContext: null,
   payloadVersion: 1,
+  group: null,
 };
 
 describe('SQL Server session state of every batch', () => {

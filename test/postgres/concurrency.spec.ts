@@ -210,6 +210,7 @@ describePostgres(
         'audit_log',
         'dedupe_keys',
         'job_attempts',
+        'job_groups',
         'jobs_archive',
         'jobs_dlq',
         'jobs_hot',

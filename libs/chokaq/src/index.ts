@@ -123,6 +123,7 @@ export type {
   JobDedupe,
   NewJob,
   PendingEdits,
+  QueueGroupLoad,
   QueueInfo,
   QueuePatch,
   RateLimit,

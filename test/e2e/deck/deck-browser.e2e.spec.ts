@@ -3,8 +3,8 @@
  * The Deck in Chromium: sign-in of a bearer-token app and of a cookie-session app, every panel
  * free of console errors, CSP violations and serious accessibility violations, live data from
  * another process, the Queues controls reaching the database, a moving progress bar, hostile
- * payloads rendered as text, an open circuit and the jobs it holds, and a read-only Deck without
- * controls.
+ * payloads rendered as text, a grouped queue's limits and busiest groups, an open circuit and the
+ * jobs it holds, and a read-only Deck without controls.
  */
 import { execFile } from 'node:child_process';
 import { join } from 'node:path';
@@ -181,6 +181,60 @@ describeBrowser('The Deck in a browser', () => {
           jsLinks: document.querySelectorAll('a[href^="javascript:"]').length,
         }));
         expect(injected).toEqual({ scripts: 0, images: 0, jsLinks: 0 });
+        expectClean(problems);
+      });
+
+      it("shows a grouped queue's limits and busiest groups on its card, saves its group limits, and a job's group in the inspector", async () => {
+        // No handler runs `tenants`: its jobs stay Pending.
+        await deck.admin.setGroupLimits('tenants', {
+          concurrency: 2,
+          rateLimit: { max: 10, perMs: 60_000 },
+        });
+        const ids: string[] = [];
+        for (const group of ['acme', 'acme', 'acme', 'globex', 'globex', undefined]) {
+          ids.push(await deck.client.enqueue('tenants', {}, { type: 'ok', group }));
+        }
+        await panel(page, 'Queues');
+        const card = page.getByRole('article', { name: 'Queue tenants' });
+        await card
+          .locator('[data-figure="groupLimits"]')
+          .filter({ hasText: /^2 running per group, 10 per 60.000 ms$/ })
+          .waitFor();
+        const rows = card.locator('[data-figure="groups"] tbody tr');
+        await rows.nth(2).waitFor();
+        const cells = async (row: number) =>
+          (await rows.nth(row).locator('td').allTextContents()).map((t) => t.trim());
+        // Busiest first; the jobs without a group are the group "(none)".
+        expect([await cells(0), await cells(1), await cells(2)]).toEqual([
+          ['acme', '0', '3'],
+          ['globex', '0', '2'],
+          ['(none)', '0', '1'],
+        ]);
+        const plain = page.getByRole('article', { name: 'Queue deck' });
+        expect(await plain.locator('[data-figure="groupLimits"]').textContent()).toBe('none');
+        expect(await plain.locator('[data-figure="groups"]').count()).toBe(0);
+        expect(await axeViolations(page)).toEqual([]);
+
+        await card.getByLabel('Group concurrency').fill('3');
+        await card.getByRole('button', { name: 'Save limits' }).click();
+        await waitFor(
+          'the group concurrency saved in the database',
+          async () =>
+            (await deck.admin.listQueues()).find((q) => q.name === 'tenants')?.groupConcurrency ===
+            3,
+        );
+        expect((await deck.admin.listQueues()).find((q) => q.name === 'tenants')).toMatchObject({
+          groupRateLimit: { max: 10, perMs: 60_000 },
+        });
+
+        await page.goto(`${deck.url}#/jobs/${ids[0]}`);
+        await page
+          .locator('[data-field="group"]')
+          .filter({ hasText: /^acme$/ })
+          .waitFor();
+        await page.goto(`${deck.url}#/jobs/${ids[5]}`);
+        await page.locator('[data-field="status"]').waitFor();
+        expect(await page.locator('[data-field="group"]').count()).toBe(0);
         expectClean(problems);
       });
 

@@ -1,8 +1,8 @@
 /**
  * The Deck over HTTP, without a browser: the auth model (deny by default, the app's guards, the
  * destructive guards, read-only, CSRF), the headers, the fixed asset map, the API's errors, the
- * stream, and the one shared snapshot per process. Express and Fastify, with and without a global
- * prefix and URI versioning.
+ * stream, the one shared snapshot per process, and a grouped queue's limits and busiest groups.
+ * Express and Fastify, with and without a global prefix and URI versioning.
  */
 import { randomUUID } from 'node:crypto';
 import { Test } from '@nestjs/testing';
@@ -423,5 +423,59 @@ describePostgres('The Deck: one shared snapshot per process [postgres]', () => {
     expect(reads).toBeLessThan(20);
     expect(distinct.size).toBeLessThanOrEqual(reads);
     expect(spent).toBeLessThanOrEqual((reads + 1) * perRead);
+  });
+
+  it("sets a queue's group limits through the API, and its snapshot carries them and its busiest groups", async () => {
+    const patch = (body: unknown) =>
+      fetch(`${deck.url}/api/queues/tenants`, {
+        method: 'PATCH',
+        headers: bearer(true),
+        body: JSON.stringify(body),
+      });
+    const half = await patch({ groupRateLimit: { max: 10, perMs: null } });
+    expect(half.status).toBe(400);
+    expect(await json(half)).toMatchObject({
+      issues: [expect.objectContaining({ path: 'patch.groupRateLimit.perMs' })],
+    });
+    const set = await patch({ groupConcurrency: 2, groupRateLimit: { max: 10, perMs: 60_000 } });
+    expect(set.status).toBe(200);
+    expect(await json(set)).toMatchObject({
+      name: 'tenants',
+      groupConcurrency: 2,
+      groupRateLimit: { max: 10, perMs: 60_000 },
+    });
+    for (const group of ['acme', 'acme', 'globex', 'globex', 'globex', undefined]) {
+      await deck.client.enqueue('tenants', {}, { type: 'ok', group });
+    }
+    // A worker of another process starts one job: the grouped claim takes `acme` first.
+    expect(await startAsWorker(deck.app, 'tenants', 'ok')).toHaveLength(1);
+
+    const snapshot = await json(await fetch(`${deck.url}/api/snapshot`, { headers: bearer() }));
+    const queues = snapshot.queues as Array<Record<string, unknown>>;
+    expect(queues.find((q) => q.name === 'tenants')).toMatchObject({
+      groupConcurrency: 2,
+      groupRateLimit: { max: 10, perMs: 60_000 },
+      pending: 5,
+      groups: [
+        { group: 'acme', pending: 1, running: 1 },
+        { group: 'globex', pending: 3, running: 0 },
+        // the queue's jobs without a group
+        { group: '', pending: 1, running: 0 },
+      ],
+    });
+    expect(queues.find((q) => q.name === 'deck')).toMatchObject({
+      groupConcurrency: null,
+      groupRateLimit: null,
+      groups: [],
+    });
+
+    const cleared = await patch({ groupConcurrency: null, groupRateLimit: null });
+    expect(cleared.status).toBe(200);
+    const after = await deck.app.get(DeckSnapshotService).read();
+    expect(after.ok && after.queues.find((q) => q.name === 'tenants')).toMatchObject({
+      groupConcurrency: null,
+      groupRateLimit: null,
+      groups: [],
+    });
   });
 });

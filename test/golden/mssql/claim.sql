@@ -4,28 +4,29 @@ SET NOCOUNT ON;
 SET XACT_ABORT ON;
 DECLARE @now datetime2(3) = SYSUTCDATETIME();
 DECLARE @bucket datetime2(0) = CAST(DATEADD(SECOND, -DATEPART(SECOND, @now), DATEADD(MILLISECOND, -DATEPART(MILLISECOND, @now), @now)) AS datetime2(0));
-DECLARE @Runnable TABLE (Queue varchar(255) NOT NULL PRIMARY KEY, AllTypes bit NOT NULL, Budget int NULL, RateMax int NULL, RateAllow int NULL, Slots int NULL);
+DECLARE @Runnable TABLE (Queue varchar(255) NOT NULL PRIMARY KEY, AllTypes bit NOT NULL, Budget int NULL, RateMax int NULL, RateAllow int NULL, Slots int NULL, Grouped bit NOT NULL, GroupBudget int NULL);
 DECLARE @Types TABLE (Queue varchar(255) NOT NULL, Type nvarchar(255) NOT NULL, MinVersion int NOT NULL, MaxVersion int NOT NULL, PRIMARY KEY (Queue, Type));
 DECLARE @Budgeted TABLE (Queue varchar(255) NOT NULL PRIMARY KEY);
 DECLARE @Candidates TABLE (Queue varchar(255) NOT NULL, Priority int NOT NULL, DueAtUtc datetime2(3) NOT NULL, Id varchar(36) NOT NULL, PRIMARY KEY (Queue, Priority DESC, DueAtUtc, Id));
 DECLARE @Picked TABLE (Id varchar(36) NOT NULL PRIMARY KEY, Priority int NOT NULL, DueAtUtc datetime2(3) NOT NULL);
-DECLARE @Claimed TABLE (Id varchar(36) NULL, Queue varchar(255) NULL, Type nvarchar(255) NULL, Payload nvarchar(max) NULL, Tags nvarchar(max) NULL, IdempotencyKey nvarchar(255) NULL, Priority int NULL, Status tinyint NULL, AttemptCount int NULL, WorkerId nvarchar(255) NULL, LeaseId varchar(36) NULL, HeartbeatUtc datetime2(3) NULL, ScheduledAtUtc datetime2(3) NULL, DueAtUtc datetime2(3) NULL, CreatedAtUtc datetime2(3) NULL, EnqueuedAtUtc datetime2(3) NULL, StartedAtUtc datetime2(3) NULL, LastUpdatedUtc datetime2(3) NULL, CreatedBy nvarchar(100) NULL, LastModifiedBy nvarchar(100) NULL, LastError nvarchar(max) NULL, CancelRequestedUtc datetime2(3) NULL, Progress float NULL, ProgressNote nvarchar(500) NULL, TraceContext varchar(2048) NULL, PayloadVersion int NULL);
+DECLARE @Claimed TABLE (Id varchar(36) NULL, Queue varchar(255) NULL, Type nvarchar(255) NULL, Payload nvarchar(max) NULL, Tags nvarchar(max) NULL, IdempotencyKey nvarchar(255) NULL, Priority int NULL, Status tinyint NULL, AttemptCount int NULL, WorkerId nvarchar(255) NULL, LeaseId varchar(36) NULL, HeartbeatUtc datetime2(3) NULL, ScheduledAtUtc datetime2(3) NULL, DueAtUtc datetime2(3) NULL, CreatedAtUtc datetime2(3) NULL, EnqueuedAtUtc datetime2(3) NULL, StartedAtUtc datetime2(3) NULL, LastUpdatedUtc datetime2(3) NULL, CreatedBy nvarchar(100) NULL, LastModifiedBy nvarchar(100) NULL, LastError nvarchar(max) NULL, CancelRequestedUtc datetime2(3) NULL, Progress float NULL, ProgressNote nvarchar(500) NULL, TraceContext varchar(2048) NULL, PayloadVersion int NULL, GroupKey nvarchar(255) COLLATE Latin1_General_100_BIN2 NULL);
 INSERT INTO @Types (Queue, Type, MinVersion, MaxVersion)
 SELECT x.Queue, x.Type, MIN(x.MinVersion), MAX(x.MaxVersion) FROM OPENJSON(@4) WITH (Queue varchar(255) '$.queue', Type nvarchar(255) '$.type', MinVersion int '$.minVersion', MaxVersion int '$.maxVersion') AS x
 WHERE x.Queue IS NOT NULL AND x.Type IS NOT NULL AND x.MinVersion IS NOT NULL AND x.MaxVersion IS NOT NULL
 GROUP BY x.Queue, x.Type;
-INSERT INTO @Runnable (Queue, AllTypes, Budget, RateMax)
-SELECT q.Name, CAST(MAX(r.AllTypes) AS bit), q.MaxWorkers, q.RateLimitMax
+INSERT INTO @Runnable (Queue, AllTypes, Budget, RateMax, Grouped)
+SELECT q.Name, CAST(MAX(r.AllTypes) AS bit), q.MaxWorkers, q.RateLimitMax, CAST(CASE WHEN (q.GroupConcurrency IS NOT NULL OR q.GroupRateMax IS NOT NULL) THEN 1 ELSE 0 END AS bit)
 FROM (SELECT a.Queue AS Queue, 1 AS AllTypes FROM OPENJSON(@3) WITH (Queue varchar(255) '$') AS a
       UNION ALL SELECT y.Queue, 0 FROM @Types AS y) AS r
 INNER LOOP JOIN [chokaq].[Queues] AS q WITH (FORCESEEK) ON q.Name = r.Queue
-WHERE q.IsPaused = 0 AND q.IsActive = 1
-GROUP BY q.Name, q.MaxWorkers, q.RateLimitMax;
-INSERT INTO @Budgeted (Queue) SELECT r.Queue FROM @Runnable AS r WHERE r.Budget IS NOT NULL OR r.RateMax IS NOT NULL;
+WHERE q.IsPaused = 0 AND q.IsActive = 1 AND q.GroupConcurrency IS NULL AND q.GroupRateMax IS NULL
+GROUP BY q.Name, q.MaxWorkers, q.RateLimitMax, q.GroupConcurrency, q.GroupRateMax;
+INSERT INTO @Budgeted (Queue) SELECT r.Queue FROM @Runnable AS r WHERE r.Budget IS NOT NULL OR r.RateMax IS NOT NULL OR r.Grouped = 1;
 BEGIN TRAN;
--- Serialise claims on budgeted and rate-limited queues: U locks on their Queues rows only, by
--- key, in name order, held to the end of the transaction; both limits are re-read under the lock.
-UPDATE r SET r.Budget = q.MaxWorkers, r.RateMax = q.RateLimitMax
+-- Serialise claims on budgeted, rate-limited and grouped queues: U locks on their Queues rows
+-- only, by key, in name order, held to the end of the transaction; the limits are re-read under
+-- the lock, and which of them are grouped.
+UPDATE r SET r.Budget = q.MaxWorkers, r.RateMax = q.RateLimitMax, r.Grouped = CASE WHEN (q.GroupConcurrency IS NOT NULL OR q.GroupRateMax IS NOT NULL) THEN 1 ELSE 0 END
 FROM @Budgeted AS b
 INNER LOOP JOIN [chokaq].[Queues] AS q WITH (UPDLOCK, ROWLOCK, FORCESEEK) ON q.Name = b.Queue
 INNER JOIN @Runnable AS r ON r.Queue = b.Queue;
@@ -34,10 +35,11 @@ INNER JOIN @Runnable AS r ON r.Queue = b.Queue;
 -- committed before our lock was granted).
 SET @now = SYSUTCDATETIME();
 SET @bucket = CAST(DATEADD(SECOND, -DATEPART(SECOND, @now), DATEADD(MILLISECOND, -DATEPART(MILLISECOND, @now), @now)) AS datetime2(0));
--- A queue budgeted or rate limited since the unlocked read holds no lock here: no slots this round.
+-- A queue budgeted, rate limited or grouped since the unlocked read holds no lock here: no slots
+-- this round.
 UPDATE r SET r.Budget = 0, r.RateMax = NULL
 FROM @Runnable AS r INNER LOOP JOIN [chokaq].[Queues] AS q WITH (READCOMMITTEDLOCK, FORCESEEK) ON q.Name = r.Queue
-WHERE (q.MaxWorkers IS NOT NULL OR q.RateLimitMax IS NOT NULL) AND NOT EXISTS (SELECT 1 FROM @Budgeted AS b WHERE b.Queue = r.Queue);
+WHERE (q.MaxWorkers IS NOT NULL OR q.RateLimitMax IS NOT NULL OR q.GroupConcurrency IS NOT NULL OR q.GroupRateMax IS NOT NULL) AND NOT EXISTS (SELECT 1 FROM @Budgeted AS b WHERE b.Queue = r.Queue);
 -- Rate allowance of each locked rate-limited queue at @now (the rule of storage/shared/rate-window.ts).
 UPDATE r SET r.RateAllow = CASE WHEN q.RateLimitMax - (CASE WHEN (q.RateWindowStart IS NULL OR @now >= DATEADD(MILLISECOND, q.RateLimitPerMs, q.RateWindowStart))
   THEN CASE WHEN q.RateWindowLast > DATEADD(MILLISECOND, -q.RateLimitPerMs, @now) THEN ISNULL(q.RateWindowCount, 0) ELSE 0 END
@@ -63,6 +65,8 @@ UPDATE r SET r.Slots =
        WHEN r.Budget - ISNULL(a.Busy, 0) < @2 THEN r.Budget - ISNULL(a.Busy, 0)
        ELSE @2 END
 FROM @Runnable AS r LEFT JOIN Active AS a ON a.Queue = r.Queue;
+-- A grouped queue is claimed group by group (below): the ordinary claim takes none of its rows.
+UPDATE r SET r.Slots = 0 FROM @Runnable AS r WHERE r.Grouped = 1;
 -- A rate-limited queue: at most its allowance, and only when every claimed row starts (never
 -- buffered Fetched, so a start is the claim that counted it); a queue limited since the
 -- unlocked read was given Budget 0 above.
@@ -115,11 +119,12 @@ UPDATE h SET h.Status = CASE WHEN k.Rn <= @5 THEN 2 ELSE 1 END,
   h.StartedAtUtc = CASE WHEN k.Rn <= @5 THEN @now ELSE h.StartedAtUtc END,
   h.HeartbeatUtc = CASE WHEN k.Rn <= @5 THEN @now ELSE h.HeartbeatUtc END,
   h.WorkerId = @0, h.LeaseId = CAST(@1 AS varchar(36)), h.LastUpdatedUtc = @now
-OUTPUT inserted.Id, inserted.Queue, inserted.Type, inserted.Payload, inserted.Tags, inserted.IdempotencyKey, inserted.Priority, inserted.Status, inserted.AttemptCount, inserted.WorkerId, inserted.LeaseId, inserted.HeartbeatUtc, inserted.ScheduledAtUtc, inserted.DueAtUtc, inserted.CreatedAtUtc, inserted.EnqueuedAtUtc, inserted.StartedAtUtc, inserted.LastUpdatedUtc, inserted.CreatedBy, inserted.LastModifiedBy, inserted.LastError, inserted.CancelRequestedUtc, inserted.Progress, inserted.ProgressNote, inserted.TraceContext, inserted.PayloadVersion INTO @Claimed (Id, Queue, Type, Payload, Tags, IdempotencyKey, Priority, Status, AttemptCount, WorkerId, LeaseId, HeartbeatUtc, ScheduledAtUtc, DueAtUtc, CreatedAtUtc, EnqueuedAtUtc, StartedAtUtc, LastUpdatedUtc, CreatedBy, LastModifiedBy, LastError, CancelRequestedUtc, Progress, ProgressNote, TraceContext, PayloadVersion)
+OUTPUT inserted.Id, inserted.Queue, inserted.Type, inserted.Payload, inserted.Tags, inserted.IdempotencyKey, inserted.Priority, inserted.Status, inserted.AttemptCount, inserted.WorkerId, inserted.LeaseId, inserted.HeartbeatUtc, inserted.ScheduledAtUtc, inserted.DueAtUtc, inserted.CreatedAtUtc, inserted.EnqueuedAtUtc, inserted.StartedAtUtc, inserted.LastUpdatedUtc, inserted.CreatedBy, inserted.LastModifiedBy, inserted.LastError, inserted.CancelRequestedUtc, inserted.Progress, inserted.ProgressNote, inserted.TraceContext, inserted.PayloadVersion, inserted.GroupKey INTO @Claimed (Id, Queue, Type, Payload, Tags, IdempotencyKey, Priority, Status, AttemptCount, WorkerId, LeaseId, HeartbeatUtc, ScheduledAtUtc, DueAtUtc, CreatedAtUtc, EnqueuedAtUtc, StartedAtUtc, LastUpdatedUtc, CreatedBy, LastModifiedBy, LastError, CancelRequestedUtc, Progress, ProgressNote, TraceContext, PayloadVersion, GroupKey)
 FROM [chokaq].[JobsHot] AS h
 INNER JOIN Batch AS k ON k.Id = h.Id
 WHERE h.Status = 0;
--- Spend the started rows on their queues' rate windows (rows this transaction U-locked above).
+-- Spend the started rows on their queues' rate windows (rows this transaction U-locked above),
+-- the grouped queues' rows too.
 WITH Spent AS (
   SELECT c.Queue, COUNT(*) AS N FROM @Claimed AS c
   WHERE c.Status = 2 AND c.Queue IN (SELECT r.Queue FROM @Runnable AS r WHERE r.RateMax IS NOT NULL)
@@ -152,6 +157,6 @@ FROM @BucketDelta AS d
 INNER LOOP JOIN [chokaq].[MetricBuckets] AS x ON x.BucketUtc = @bucket AND x.Queue = d.Queue AND x.Outcome = d.Outcome AND x.FailureReason = d.FailureReason;
 END;
 COMMIT;
-SELECT c.Id, c.Queue, c.Type, c.Payload, c.Tags, c.IdempotencyKey, c.Priority, c.Status, c.AttemptCount, c.WorkerId, c.LeaseId, CONVERT(varchar(33), c.HeartbeatUtc, 126) + 'Z' AS HeartbeatUtc, CONVERT(varchar(33), c.ScheduledAtUtc, 126) + 'Z' AS ScheduledAtUtc, CONVERT(varchar(33), c.CreatedAtUtc, 126) + 'Z' AS CreatedAtUtc, CONVERT(varchar(33), c.EnqueuedAtUtc, 126) + 'Z' AS EnqueuedAtUtc, CONVERT(varchar(33), c.StartedAtUtc, 126) + 'Z' AS StartedAtUtc, CONVERT(varchar(33), c.LastUpdatedUtc, 126) + 'Z' AS LastUpdatedUtc, c.CreatedBy, c.LastModifiedBy, c.LastError, CONVERT(varchar(33), c.CancelRequestedUtc, 126) + 'Z' AS CancelRequestedUtc, c.Progress, c.ProgressNote, c.TraceContext, c.PayloadVersion
+SELECT c.Id, c.Queue, c.Type, c.Payload, c.Tags, c.IdempotencyKey, c.Priority, c.Status, c.AttemptCount, c.WorkerId, c.LeaseId, CONVERT(varchar(33), c.HeartbeatUtc, 126) + 'Z' AS HeartbeatUtc, CONVERT(varchar(33), c.ScheduledAtUtc, 126) + 'Z' AS ScheduledAtUtc, CONVERT(varchar(33), c.CreatedAtUtc, 126) + 'Z' AS CreatedAtUtc, CONVERT(varchar(33), c.EnqueuedAtUtc, 126) + 'Z' AS EnqueuedAtUtc, CONVERT(varchar(33), c.StartedAtUtc, 126) + 'Z' AS StartedAtUtc, CONVERT(varchar(33), c.LastUpdatedUtc, 126) + 'Z' AS LastUpdatedUtc, c.CreatedBy, c.LastModifiedBy, c.LastError, CONVERT(varchar(33), c.CancelRequestedUtc, 126) + 'Z' AS CancelRequestedUtc, c.Progress, c.ProgressNote, c.TraceContext, c.PayloadVersion, c.GroupKey
 FROM @Claimed AS c
 ORDER BY c.Priority DESC, c.DueAtUtc, c.Id;

@@ -11,8 +11,8 @@ moved AS (
   RETURNING j.*, l.duration_ms AS run_ms
 ),
 src AS (
-  INSERT INTO "chokaq".jobs_archive (id, queue, type, payload, tags, idempotency_key, priority, attempt_count, worker_id, lease_id, scheduled_at_utc, created_at_utc, enqueued_at_utc, started_at_utc, last_updated_utc, created_by, last_modified_by, last_error, progress, progress_note, trace_context, payload_version, finished_at_utc, duration_ms)
-  SELECT m.id, m.queue, m.type, m.payload, m.tags, m.idempotency_key, m.priority, m.attempt_count, m.worker_id, m.lease_id, m.scheduled_at_utc, m.created_at_utc, m.enqueued_at_utc, m.started_at_utc, m.last_updated_utc, m.created_by, m.last_modified_by, m.last_error, m.progress, m.progress_note, m.trace_context, m.payload_version, now(), m.run_ms
+  INSERT INTO "chokaq".jobs_archive (id, queue, type, payload, tags, idempotency_key, priority, attempt_count, worker_id, lease_id, scheduled_at_utc, created_at_utc, enqueued_at_utc, started_at_utc, last_updated_utc, created_by, last_modified_by, last_error, progress, progress_note, trace_context, payload_version, group_key, finished_at_utc, duration_ms)
+  SELECT m.id, m.queue, m.type, m.payload, m.tags, m.idempotency_key, m.priority, m.attempt_count, m.worker_id, m.lease_id, m.scheduled_at_utc, m.created_at_utc, m.enqueued_at_utc, m.started_at_utc, m.last_updated_utc, m.created_by, m.last_modified_by, m.last_error, m.progress, m.progress_note, m.trace_context, m.payload_version, m.group_key, now(), m.run_ms
   FROM moved m
   RETURNING id, lease_id, queue, duration_ms
 ),

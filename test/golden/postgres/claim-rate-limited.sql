@@ -3,8 +3,12 @@ START TRANSACTION ISOLATION LEVEL READ COMMITTED
 
 -- [2/5] query
 
-SELECT name, rate_limit_max IS NOT NULL AS rate_limited FROM "chokaq".queues
-WHERE name = ANY ($1::text[]) AND (max_workers IS NOT NULL OR rate_limit_max IS NOT NULL)
+SELECT name, rate_limit_max IS NOT NULL AS rate_limited,
+       (group_concurrency IS NOT NULL OR group_rate_max IS NOT NULL) AS grouped
+FROM "chokaq".queues
+WHERE name = ANY ($1::text[])
+  AND (max_workers IS NOT NULL OR rate_limit_max IS NOT NULL OR group_concurrency IS NOT NULL
+       OR group_rate_max IS NOT NULL)
 ORDER BY name
 FOR NO KEY UPDATE
 
@@ -48,7 +52,7 @@ runnable AS MATERIALIZED (
            END) AS budget
   FROM wanted w
   JOIN "chokaq".queues q ON q.name = w.queue
-  WHERE NOT q.is_paused AND q.is_active
+  WHERE NOT q.is_paused AND q.is_active AND q.group_concurrency IS NULL AND q.group_rate_max IS NULL
 ),
 picked AS MATERIALIZED (
   SELECT c.id, c.tid,
@@ -83,14 +87,10 @@ claimed AS (
 ),
 spent AS (
   UPDATE "chokaq".queues q
-  SET rate_prev_count = CASE WHEN (q.rate_window_start IS NULL OR statement_timestamp() >= q.rate_window_start + q.rate_limit_per_ms * interval '1 millisecond')
-                             THEN q.rate_window_count ELSE q.rate_prev_count END,
-      rate_prev_last = CASE WHEN (q.rate_window_start IS NULL OR statement_timestamp() >= q.rate_window_start + q.rate_limit_per_ms * interval '1 millisecond')
-                            THEN q.rate_window_last ELSE q.rate_prev_last END,
-      rate_window_count = CASE WHEN (q.rate_window_start IS NULL OR statement_timestamp() >= q.rate_window_start + q.rate_limit_per_ms * interval '1 millisecond')
-                               THEN x.n ELSE q.rate_window_count + x.n END,
-      rate_window_start = CASE WHEN (q.rate_window_start IS NULL OR statement_timestamp() >= q.rate_window_start + q.rate_limit_per_ms * interval '1 millisecond')
-                               THEN statement_timestamp() ELSE q.rate_window_start END,
+  SET rate_prev_count = CASE WHEN (q.rate_window_start IS NULL OR statement_timestamp() >= q.rate_window_start + q.rate_limit_per_ms * interval '1 millisecond') THEN q.rate_window_count ELSE q.rate_prev_count END,
+      rate_prev_last = CASE WHEN (q.rate_window_start IS NULL OR statement_timestamp() >= q.rate_window_start + q.rate_limit_per_ms * interval '1 millisecond') THEN q.rate_window_last ELSE q.rate_prev_last END,
+      rate_window_count = CASE WHEN (q.rate_window_start IS NULL OR statement_timestamp() >= q.rate_window_start + q.rate_limit_per_ms * interval '1 millisecond') THEN x.n ELSE q.rate_window_count + x.n END,
+      rate_window_start = CASE WHEN (q.rate_window_start IS NULL OR statement_timestamp() >= q.rate_window_start + q.rate_limit_per_ms * interval '1 millisecond') THEN statement_timestamp() ELSE q.rate_window_start END,
       rate_window_last = statement_timestamp()
   FROM (SELECT c.queue, count(*)::int AS n FROM claimed c WHERE c.status = 2 GROUP BY c.queue) x
   WHERE q.name = x.queue AND q.rate_limit_max IS NOT NULL AND q.name = ANY ($10::text[])
@@ -132,7 +132,8 @@ SELECT c.id,
        c.progress,
        c.progress_note,
        c.trace_context,
-       c.payload_version
+       c.payload_version,
+       c.group_key
 FROM claimed c
 
 -- [4/5] query

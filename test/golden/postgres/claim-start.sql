@@ -22,6 +22,7 @@ runnable AS MATERIALIZED (
   FROM wanted w
   JOIN "chokaq".queues q ON q.name = w.queue
   WHERE NOT q.is_paused AND q.is_active AND q.max_workers IS NULL AND q.rate_limit_max IS NULL
+    AND q.group_concurrency IS NULL AND q.group_rate_max IS NULL
 ),
 picked AS MATERIALIZED (
   SELECT c.id, c.tid,
@@ -91,5 +92,6 @@ SELECT c.id,
        c.progress,
        c.progress_note,
        c.trace_context,
-       c.payload_version
+       c.payload_version,
+       c.group_key
 FROM claimed c

@@ -7,8 +7,8 @@ WITH moved AS (
 ),
 
 src AS (
-  INSERT INTO "chokaq".jobs_dlq (id, queue, type, payload, tags, idempotency_key, priority, attempt_count, worker_id, lease_id, heartbeat_utc, scheduled_at_utc, created_at_utc, enqueued_at_utc, started_at_utc, last_updated_utc, created_by, last_modified_by, last_error, cancel_requested_utc, progress, progress_note, trace_context, payload_version, status, failure_reason, error_details, failed_at_utc)
-  SELECT m.id, m.queue, m.type, m.payload, m.tags, m.idempotency_key, m.priority, m.attempt_count, m.worker_id, m.lease_id, m.heartbeat_utc, m.scheduled_at_utc, m.created_at_utc, m.enqueued_at_utc, m.started_at_utc, m.last_updated_utc, m.created_by, coalesce($4::text, m.last_modified_by), m.last_error, m.cancel_requested_utc, m.progress, m.progress_note, m.trace_context, m.payload_version,
+  INSERT INTO "chokaq".jobs_dlq (id, queue, type, payload, tags, idempotency_key, priority, attempt_count, worker_id, lease_id, heartbeat_utc, scheduled_at_utc, created_at_utc, enqueued_at_utc, started_at_utc, last_updated_utc, created_by, last_modified_by, last_error, cancel_requested_utc, progress, progress_note, trace_context, payload_version, group_key, status, failure_reason, error_details, failed_at_utc)
+  SELECT m.id, m.queue, m.type, m.payload, m.tags, m.idempotency_key, m.priority, m.attempt_count, m.worker_id, m.lease_id, m.heartbeat_utc, m.scheduled_at_utc, m.created_at_utc, m.enqueued_at_utc, m.started_at_utc, m.last_updated_utc, m.created_by, coalesce($4::text, m.last_modified_by), m.last_error, m.cancel_requested_utc, m.progress, m.progress_note, m.trace_context, m.payload_version, m.group_key,
          5, $2::smallint, $3::text, now()
   FROM moved m
   RETURNING id, queue

@@ -1,10 +1,15 @@
--- [1/7] get
+-- [1/8] get
 PRAGMA synchronous
 
--- [2/7] run
+-- [2/8] run
 BEGIN IMMEDIATE
 
--- [3/7] all
+-- [3/8] all
+SELECT q.name FROM chokaq_queues q
+      WHERE q.name IN (SELECT value FROM json_each(@queues)) AND (q.group_concurrency IS NOT NULL OR q.group_rate_max IS NOT NULL)
+      ORDER BY q.name
+
+-- [4/8] all
 WITH
       handled_queue(queue) AS (SELECT value FROM json_each(@queues)),
       handled_type(queue, type, min_version, max_version) AS (
@@ -28,7 +33,7 @@ WITH
                                              THEN COALESCE(q.rate_prev_count, 0) ELSE 0 END
                             END) END)
         FROM wanted w LEFT JOIN chokaq_queues q ON q.name = w.queue
-        WHERE COALESCE(q.is_paused, 0) = 0 AND COALESCE(q.is_active, 1) = 1
+        WHERE COALESCE(q.is_paused, 0) = 0 AND COALESCE(q.is_active, 1) = 1 AND q.group_concurrency IS NULL AND q.group_rate_max IS NULL
       ),
       candidate AS (
         SELECT h.id, h.queue, h.priority, COALESCE(h.scheduled_at_utc, h.enqueued_at_utc) AS due,
@@ -67,7 +72,7 @@ WITH
       WHERE h.status = 0 AND h.id = p.id
       RETURNING *
 
--- [4/7] run
+-- [5/8] run
 INSERT INTO chokaq_metric_buckets (bucket_utc, queue, outcome, failure_reason, completed_count,
         duration_count, total_duration_ms, max_duration_ms, lag_count, lag_sum_ms, lag_max_ms)
       SELECT ((CAST(ROUND(unixepoch('subsec') * 1000) AS INTEGER) / 60000) * 60000), value ->> 'queue', value ->> 'outcome', value ->> 'failure_reason',
@@ -84,7 +89,7 @@ INSERT INTO chokaq_metric_buckets (bucket_utc, queue, outcome, failure_reason, c
         lag_sum_ms = lag_sum_ms + excluded.lag_sum_ms,
         lag_max_ms = MAX(lag_max_ms, excluded.lag_max_ms)
 
--- [5/7] run
+-- [6/8] run
 WITH spent(queue, n, t) AS (
         SELECT value ->> 'queue', value ->> 'n', value ->> 't' FROM json_each(@spent)
       )
@@ -100,7 +105,7 @@ WITH spent(queue, n, t) AS (
       FROM spent s
       WHERE q.name = s.queue AND q.rate_limit_max IS NOT NULL
 
--- [6/7] all
+-- [7/8] all
 SELECT rate_limit_max AS max, rate_limit_per_ms AS per_ms,
         rate_window_count AS window_count, rate_prev_count AS prev_count,
         rate_window_start AS window_start_ms, rate_window_last AS window_last_ms,
@@ -108,5 +113,5 @@ SELECT rate_limit_max AS max, rate_limit_per_ms AS per_ms,
       FROM chokaq_queues
       WHERE name IN (SELECT value FROM json_each(@queues)) AND rate_limit_max IS NOT NULL
 
--- [7/7] run
+-- [8/8] run
 COMMIT

@@ -15,7 +15,7 @@ WITH
           AND (c.scheduled_at_utc IS NULL OR c.scheduled_at_utc <= CAST(ROUND(unixepoch('subsec') * 1000) AS INTEGER))
           AND NOT EXISTS (SELECT 1 FROM chokaq_queues q WHERE q.name = @queue
                             AND (q.is_paused <> 0 OR q.is_active = 0 OR q.max_workers IS NOT NULL
-                                 OR q.rate_limit_max IS NOT NULL))
+                                 OR q.rate_limit_max IS NOT NULL OR (q.group_concurrency IS NOT NULL OR q.group_rate_max IS NOT NULL)))
         ORDER BY c.priority DESC, COALESCE(c.scheduled_at_utc, c.enqueued_at_utc), c.id
         LIMIT @limit
       )

@@ -28,7 +28,7 @@ WITH
                                              THEN COALESCE(q.rate_prev_count, 0) ELSE 0 END
                             END) END)
         FROM wanted w LEFT JOIN chokaq_queues q ON q.name = w.queue
-        WHERE COALESCE(q.is_paused, 0) = 0 AND COALESCE(q.is_active, 1) = 1
+        WHERE COALESCE(q.is_paused, 0) = 0 AND COALESCE(q.is_active, 1) = 1 AND q.group_concurrency IS NULL AND q.group_rate_max IS NULL
       ),
       candidate AS (
         SELECT h.id, h.queue, h.priority, COALESCE(h.scheduled_at_utc, h.enqueued_at_utc) AS due,

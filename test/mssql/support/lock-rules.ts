@@ -2,11 +2,22 @@ import { CatalogueEntry, SCHEMA } from './statements';
 import { HintedReference, tableHints } from './tsql-grammar';
 
 const DIRTY = /\b(NOLOCK|READUNCOMMITTED)\b|READ\s+UNCOMMITTED/i;
-/** The claiming UPDATE: Fetched, or Processing for the first `@start` rows of the batch. */
+/**
+ * The claiming UPDATE: Fetched, or Processing for the first `@start` rows of the batch (less what
+ * the grouped queues started, when they went first).
+ */
 const CLAIM_UPDATE =
-  /\bUPDATE\s+h\s+SET\s+h\.Status\s*=\s*(?:1\b|CASE WHEN k\.Rn <= @\d+ THEN 2 ELSE 1 END)/gi;
+  /\bUPDATE\s+h\s+SET\s+h\.Status\s*=\s*(?:1\b|CASE WHEN k\.Rn <= @\d+(?: - @GroupTaken)? THEN 2 ELSE 1 END)/gi;
+/** The grouped claim's UPDATE (schema version 17): every row it takes starts. */
+const GROUPED_UPDATE =
+  /\bUPDATE h SET h\.Status = 2, h\.AttemptCount = h\.AttemptCount \+ 1, h\.StartedAtUtc = @now, h\.HeartbeatUtc = @now,/g;
 /** A `ROW_NUMBER()` and the first source after it (the FROM of its SELECT). */
 const RANKED_SOURCE = /\bROW_NUMBER\s*\([^;]*?\bFROM\s+(\S+)/gi;
+/** The table variables a claim may rank: picked rows, at most its limit per queue or group. */
+const RANKED_PICKS = ['@Picked', '@GroupPicked'];
+/** A pick by key of rows chosen before: the ordinary claim's, and the grouped claim's. */
+const PICK_BY_KEY =
+  /FROM @(?:Group)?Candidates AS c\s+INNER LOOP JOIN \S+ AS h WITH \(UPDLOCK, READPAST, ROWLOCK, FORCESEEK\) ON h\.Id = c\.Id\b/g;
 
 function refsTo(refs: HintedReference[], table: string): HintedReference[] {
   return refs.filter((r) => r.table.replace(/\s+/g, '') === `[${SCHEMA}].[${table}]`);
@@ -42,6 +53,70 @@ function unnamedOutputs(sql: string): string[] {
     if (source.some((c) => c.includes('*')) || !target || source.join() !== target.join()) {
       out.push(`OUTPUT … INTO ${m[2]} does not name the same columns on both sides`);
     }
+  }
+  return out;
+}
+
+/**
+ * The grouped part of a claim that starts rows (schema version 17; `sql/claim.ts`,
+ * `groupedClaim`), or its absence from one that starts none.
+ */
+function groupedClaimViolations(sql: string, groupedPart: boolean): string[] {
+  const out: string[] = [];
+  const starts = (sql.match(GROUPED_UPDATE) ?? []).length;
+  if (!groupedPart) {
+    // A claim that starts nothing leaves the grouped queues out of its unlocked read.
+    if (starts > 0) out.push('claim: a claim that starts nothing claims grouped queues');
+    if (!/AND q\.GroupConcurrency IS NULL AND q\.GroupRateMax IS NULL\b/.test(sql)) {
+      out.push('claim: a claim that starts nothing reads the grouped queues');
+    }
+    return out;
+  }
+  if (
+    starts !== 1 ||
+    !/\bUPDATE h SET h\.Status = 2,[^;]*OUTPUT inserted\.Id, [^;]* INTO @Claimed \(Id, /.test(sql)
+  ) {
+    out.push('claim: the grouped rows are not started by one UPDATE into @Claimed');
+  }
+  // The groups' rate windows: the rows that exist by key from @GroupSpent, in its key order; the
+  // missing ones inserted under a key-range lock.
+  const groups = '\\S+\\[JobGroups\\]';
+  if (
+    !new RegExp(
+      `FROM @GroupSpent AS s\\s+INNER LOOP JOIN ${groups} AS g WITH \\(UPDLOCK, ROWLOCK, FORCESEEK\\) ON g\\.Queue = @gQueue AND g\\.GroupKey = s\\.GroupKey;`,
+    ).test(sql) ||
+    !new RegExp(
+      `FROM ${groups} AS x WITH \\(UPDLOCK, HOLDLOCK\\) WHERE x\\.Queue = @gQueue AND x\\.GroupKey = s\\.GroupKey\\)`,
+    ).test(sql)
+  ) {
+    out.push(
+      "claim: the groups' rate windows are not written by key (update, then a range-locked insert)",
+    );
+  }
+  // No Queues row is written (X) before the last JobGroups write: retention holds JobGroups rows
+  // while it reads Queues rows. The JobGroups writes are in the loop over the grouped queues, which
+  // runs them queue after queue: every Queues write comes after the loop's end (its `END;` at the
+  // start of a line; the loop's own blocks are indented).
+  const loop = sql.indexOf('WHILE @gLeft > 0');
+  const loopEnd = sql.indexOf('\nEND;', loop);
+  const groupWrites = [
+    ...sql.matchAll(new RegExp(`UPDATE g SET|INSERT INTO \\[${SCHEMA}\\]\\.\\[JobGroups\\]`, 'g')),
+  ].map((m) => m.index!);
+  const queueWrites = [...sql.matchAll(/\bUPDATE q SET\b/g)].map((m) => m.index!);
+  if (
+    loop < 0 ||
+    groupWrites.length === 0 ||
+    groupWrites.some((at) => at < loop || at > loopEnd) ||
+    queueWrites.some((at) => at < loopEnd)
+  ) {
+    out.push('claim: a Queues row is written before the last JobGroups write');
+  }
+  if (
+    !/UPDATE q SET q\.GroupCursor = c\.GroupCursor\s+FROM @Cursors AS c\s+INNER LOOP JOIN \S+ AS q WITH \(UPDLOCK, ROWLOCK, FORCESEEK\) ON q\.Name = c\.Queue;/.test(
+      sql,
+    )
+  ) {
+    out.push("claim: the grouped queues' cursors are not written by key from @Cursors");
   }
   return out;
 }
@@ -143,18 +218,24 @@ export function lockViolations(entry: CatalogueEntry): string[] {
     // The budget and the rate limit re-read under the lock, and a queue budgeted or limited since
     // the unlocked read held back.
     if (
-      !/UPDATE r SET r\.Budget = q\.MaxWorkers, r\.RateMax = q\.RateLimitMax\s+FROM @Budgeted AS b\b/.test(
+      !/UPDATE r SET r\.Budget = q\.MaxWorkers, r\.RateMax = q\.RateLimitMax, r\.Grouped = CASE WHEN \(q\.GroupConcurrency IS NOT NULL OR q\.GroupRateMax IS NOT NULL\) THEN 1 ELSE 0 END\s+FROM @Budgeted AS b\b/.test(
         sql,
       )
     ) {
-      out.push('claim: MaxWorkers is not re-read under the Queues lock');
+      out.push('claim: MaxWorkers and the group limits are not re-read under the Queues lock');
     }
     if (
-      !/UPDATE r SET r\.Budget = 0, r\.RateMax = NULL\s+FROM @Runnable AS r INNER LOOP JOIN \S+ AS q WITH \(READCOMMITTEDLOCK, FORCESEEK\) ON q\.Name = r\.Queue\s+WHERE \(q\.MaxWorkers IS NOT NULL OR q\.RateLimitMax IS NOT NULL\) AND NOT EXISTS \(SELECT 1 FROM @Budgeted\b/.test(
+      !/UPDATE r SET r\.Budget = 0, r\.RateMax = NULL\s+FROM @Runnable AS r INNER LOOP JOIN \S+ AS q WITH \(READCOMMITTEDLOCK, FORCESEEK\) ON q\.Name = r\.Queue\s+WHERE \(q\.MaxWorkers IS NOT NULL OR q\.RateLimitMax IS NOT NULL OR q\.GroupConcurrency IS NOT NULL OR q\.GroupRateMax IS NOT NULL\) AND NOT EXISTS \(SELECT 1 FROM @Budgeted\b/.test(
         sql,
       )
     ) {
-      out.push('claim: a queue budgeted after the unlocked read is claimed without its cap');
+      out.push(
+        'claim: a queue budgeted or grouped after the unlocked read is claimed without its limits',
+      );
+    }
+    // A grouped queue's rows are never taken by the ordinary claim (which may leave them Fetched).
+    if (!/UPDATE r SET [^;]*r\.Slots = 0\s+FROM @Runnable AS r WHERE r\.Grouped = 1;/.test(sql)) {
+      out.push('claim: the ordinary claim does not leave the grouped queues out');
     }
     // The rate allowance is computed after the locks, at a clock read after them, and spent on
     // the rows this transaction locked.
@@ -171,15 +252,17 @@ export function lockViolations(entry: CatalogueEntry): string[] {
     ) {
       out.push('claim: the started rows are not spent on the rate-limited Queues rows by key');
     }
-    // Rows are update-locked only by key, from the candidates read without update locks.
+    // Rows are update-locked only by key, from the candidates read without update locks (the
+    // ordinary claim's, and with a grouped part the grouped claim's too).
     const hotLocks = hot.filter((r) => r.hints.includes('UPDLOCK'));
+    const picks = sql.match(PICK_BY_KEY) ?? [];
+    const groupedPart = sql.includes('@gQueue');
     if (
-      hotLocks.length !== 1 ||
-      !/FROM @Candidates AS c\s+INNER LOOP JOIN \S+ AS h WITH \(UPDLOCK, READPAST, ROWLOCK, FORCESEEK\) ON h\.Id = c\.Id\b/.test(
-        sql,
-      )
+      hotLocks.length !== picks.length ||
+      hotLocks.length !== (groupedPart ? 2 : 1) ||
+      !/FROM @Candidates AS c\s+INNER LOOP JOIN /.test(sql)
     ) {
-      out.push('claim: JobsHot rows are update-locked other than by key from @Candidates');
+      out.push('claim: JobsHot rows are update-locked other than by key from the candidates');
     }
     // Exact (queue, type) pairs: the seek carries the type, so other types are never read.
     if (!/WHERE h\.Queue = y\.Queue AND h\.Type = y\.Type AND h\.Status = 0\b/.test(sql)) {
@@ -208,11 +291,12 @@ export function lockViolations(entry: CatalogueEntry): string[] {
     // ROW_NUMBER() ranks hot rows, i.e. the backlog.
     const ranked = [...sql.matchAll(RANKED_SOURCE)];
     const rankCount = (sql.match(/\bROW_NUMBER\s*\(/gi) ?? []).length;
-    if (rankCount !== ranked.length || ranked.some((m) => m[1] !== '@Picked')) {
+    if (rankCount !== ranked.length || ranked.some((m) => !RANKED_PICKS.includes(m[1]))) {
       out.push('claim: ROW_NUMBER() over the backlog (O(backlog))');
     }
     if (!/CROSS APPLY \(\s*SELECT TOP \(/i.test(sql))
       out.push('claim: no CROSS APPLY (SELECT TOP …)');
+    out.push(...groupedClaimViolations(sql, groupedPart));
   }
 
   // The sweep's index seek is bounded by the shortest zombie timeout of any queue, so rows with a

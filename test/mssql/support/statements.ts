@@ -112,6 +112,7 @@ const JOB: SQL.MssqlNewJob = {
   createdBy: 'tests',
   traceContext: '{"traceparent":"00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"}',
   payloadVersion: 2,
+  group: 'tenant:42',
 };
 
 /** A job with a dedupe key as the dedupe builders take it (a validated job has these fields). */
@@ -188,7 +189,7 @@ export function catalogue(schema: SQL.MssqlSchema = SCHEMA): CatalogueEntry[] {
     'transition',
     SQL.enqueueMany(schema, [
       JOB,
-      { ...JOB, id: ID2, idempotencyKey: null, delayMs: null, runAt: FIXED_DATE },
+      { ...JOB, id: ID2, idempotencyKey: null, delayMs: null, runAt: FIXED_DATE, group: null },
     ]),
   );
 
@@ -260,6 +261,14 @@ export function catalogue(schema: SQL.MssqlSchema = SCHEMA): CatalogueEntry[] {
   };
   add('fetchNextBatch', '', 'claim', SQL.fetchNextBatch(schema, claim));
   add('fetchNextBatch', 'start', 'claim', SQL.fetchNextBatch(schema, { ...claim, start: 5 }));
+  // A claim that starts rows claims the grouped queues too (schema version 17), after the others
+  // or, every other claim, before them.
+  add(
+    'fetchNextBatch',
+    'start groups first',
+    'claim',
+    SQL.fetchNextBatch(schema, { ...claim, start: 5, groupsFirst: true }),
+  );
   add(
     'fetchNextBatchClaimed',
     '',
@@ -417,6 +426,22 @@ export function catalogue(schema: SQL.MssqlSchema = SCHEMA): CatalogueEntry[] {
     'transition',
     SQL.updateQueue(schema, 'emails', { rateLimit: null }),
   );
+  add(
+    'updateQueue',
+    'group limits',
+    'transition',
+    SQL.updateQueue(schema, 'emails', {
+      groupConcurrency: 2,
+      groupRateLimit: { max: 10, perMs: 60_000 },
+    }),
+  );
+  add(
+    'updateQueue',
+    'group limits removed',
+    'transition',
+    SQL.updateQueue(schema, 'emails', { groupConcurrency: null, groupRateLimit: null }),
+  );
+  add('getQueueGroups', '', 'read', SQL.getQueueGroups(schema, 'emails', 10));
 
   add('purgeDlq', '', 'transition', SQL.purgeDlq(schema, [ID]));
   for (const keys of singlesAndAll(PILLAR_FILTER_KEYS.dlq)) {
@@ -448,6 +473,8 @@ export function catalogue(schema: SQL.MssqlSchema = SCHEMA): CatalogueEntry[] {
     'transition',
     SQL.applyRetentionDedupeKeys(schema, 0, 1_000),
   );
+  add('applyRetention', 'groups', 'transition', SQL.applyRetentionGroups(schema, 0, 1_000));
+  add('applyRetention', 'groupless', 'transition', SQL.applyRetentionGroupless(schema, 0, 1_000));
 
   // The audit log: a row of an action (first batch, and a later batch with details of its own),
   // its pages, and the confirmation secret.

@@ -13,6 +13,7 @@ export function hotJob(overrides: Partial<HotJob> = {}, now = new Date()): HotJo
     payload: {},
     tags: [],
     idempotencyKey: null,
+    group: null,
     priority: 10,
     status: JobStatus.Fetched,
     attemptCount: 2,

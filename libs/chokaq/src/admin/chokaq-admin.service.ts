@@ -42,6 +42,7 @@ import {
   PendingUpdate,
   QueueInfo,
   QueuePatch,
+  QueueGroupLoad,
   RateLimit,
   RetentionPolicy,
   RetentionResult,
@@ -174,6 +175,49 @@ export class ChokaQAdmin {
       );
     }
     return this.updateQueue(queue, { rateLimit }, actor);
+  }
+
+  /**
+   * The queue's group limits (`NewJob.group`), cluster-wide and enforced inside the claim:
+   * `concurrency`, at most this many of one group's jobs Fetched or Processing at once;
+   * `rateLimit`, each group's own start rate limit (the guarantee of {@link setRateLimit}, per
+   * group). An omitted field is left as it is; null removes it. A queue with either is a grouped
+   * queue: its claim takes turns across its groups, so one group's backlog does not keep another
+   * group's jobs waiting, and it never starts jobs ahead of free slots. Audited as `queue.update`.
+   *
+   * @example
+   * await admin.setGroupLimits('reports', { concurrency: 2 }); // at most 2 per tenant at once
+   * await admin.setGroupLimits('reports', { rateLimit: { max: 10, perMs: 60_000 } });
+   * await admin.setGroupLimits('reports', { concurrency: null, rateLimit: null }); // no limits
+   */
+  setGroupLimits(
+    queue: string,
+    limits: { concurrency?: number | null; rateLimit?: RateLimit | null },
+    actor?: string,
+  ): Promise<QueueInfo> {
+    if (
+      limits === null ||
+      typeof limits !== 'object' ||
+      (limits.concurrency === undefined && limits.rateLimit === undefined)
+    ) {
+      const message = 'must name concurrency, rateLimit or both (null removes one)';
+      return Promise.reject(
+        new ChokaQValidationError([{ path: 'limits', message, value: limits }]),
+      );
+    }
+    return this.updateQueue(
+      queue,
+      { groupConcurrency: limits.concurrency, groupRateLimit: limits.rateLimit },
+      actor,
+    );
+  }
+
+  /**
+   * The busiest groups of `queue`: each group's Pending and running (Fetched or Processing) jobs,
+   * most running first, then most pending; at most `limit` (default 10, at most 100).
+   */
+  getQueueGroups(queue: string, limit?: number): Promise<QueueGroupLoad[]> {
+    return this.storage.getQueueGroups(queue, limit);
   }
 
   /** Zombie timeout of the queue in seconds (a heartbeat this old makes a zombie); null = global. */

@@ -112,6 +112,17 @@ describe('chokaq: parsing, help and usage errors', () => {
     ],
     [['queues', 'set-rate-limit', 'q', '--max', '0', '--per-ms', '1000'], '--max must be a whole'],
     [['queues', 'set-rate-limit', 'q', '--max', '5', '--per-ms', '1s'], '--per-ms must be a whole'],
+    [
+      ['queues', 'set-group-limits', 'q'],
+      'give --concurrency, --max with --per-ms, or --clear-rate',
+    ],
+    [['queues', 'set-group-limits', 'q', '--max', '5'], 'give --max and --per-ms together'],
+    [['queues', 'set-group-limits', 'q', '--concurrency', '0'], '--concurrency must be a whole'],
+    [
+      ['queues', 'set-group-limits', 'q', '--max', '5', '--per-ms', '9', '--clear-rate'],
+      'give either --clear-rate or --max with --per-ms, not both',
+    ],
+    [['queues', 'groups', 'q', '--limit', '0'], '--limit must be a whole'],
     [['queues', 'set-timeout', 'q'], 'give --execution, --zombie or both'],
     [['queues', 'set-timeout', 'q', '--execution', '30'], '--execution must be a duration'],
     [['queues', 'set-timeout', 'q', '--zombie', '1500ms'], '--zombie must be whole seconds'],
@@ -143,7 +154,7 @@ describe('chokaq: parsing, help and usage errors', () => {
     const run = await cli(['queues']);
     expect(run.code).toBe(2);
     expect(run.err).toContain(
-      'Usage: chokaq queues <list|pause|resume|set-max-workers|set-rate-limit|set-timeout>',
+      'Usage: chokaq queues <list|groups|pause|resume|set-max-workers|set-rate-limit|set-group-limits|set-timeout>',
     );
   });
 
@@ -201,10 +212,12 @@ describe('chokaq: parsing, help and usage errors', () => {
       'migrate',
       'stats',
       'queues list',
+      'queues groups',
       'queues pause',
       'queues resume',
       'queues set-max-workers',
       'queues set-rate-limit',
+      'queues set-group-limits',
       'queues set-timeout',
       'jobs get',
       'jobs cancel',

@@ -32,7 +32,15 @@ import { WorkerRegistry } from '../worker.registry';
  */
 export type JobOptions = Pick<
   NewJob,
-  'priority' | 'delayMs' | 'runAt' | 'idempotencyKey' | 'dedupe' | 'tags' | 'createdBy' | 'id'
+  | 'priority'
+  | 'delayMs'
+  | 'runAt'
+  | 'idempotencyKey'
+  | 'dedupe'
+  | 'group'
+  | 'tags'
+  | 'createdBy'
+  | 'id'
 >;
 
 /** Options of a plain-queue enqueue: `type` is free (default: the queue name). @publicApi */

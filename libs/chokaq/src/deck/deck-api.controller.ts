@@ -99,8 +99,10 @@ export class DeckApiController {
 
   /**
    * Changes a queue's controls: any of `isActive` (false hides a retired queue), `maxWorkers`,
-   * `zombieTimeoutSeconds`, `executionTimeoutMs`, `retryZombies`, `rateLimit` (`{ max, perMs }`;
-   * null clears a limit).
+   * `zombieTimeoutSeconds`, `executionTimeoutMs`, `retryZombies`, `rateLimit` (`{ max, perMs }`),
+   * and the group limits `groupConcurrency` (at most this many of one group's jobs running) and
+   * `groupRateLimit` (`{ max, perMs }`, each group's own start rate); null clears a limit. The core
+   * validates the body (`admin.updateQueue`): a bad field is a 400 with its issues.
    */
   @Patch('queues/:name')
   @DeckMutation()

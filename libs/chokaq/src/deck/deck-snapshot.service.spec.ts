@@ -1,5 +1,6 @@
 import { Logger } from '@nestjs/common';
 import type { ChokaQAdmin } from '../admin/chokaq-admin.service';
+import type { QueueGroupLoad, QueueInfo } from '../interfaces/job.interface';
 import { DeckSnapshotService } from './deck-snapshot.service';
 import type { ResolvedDeckOptions } from './deck-options';
 
@@ -30,5 +31,72 @@ describe('the Deck snapshot of a failed read', () => {
     } finally {
       warn.mockRestore();
     }
+  });
+});
+
+describe('the Deck snapshot of grouped queues', () => {
+  const queue = (name: string, limits: Partial<QueueInfo> = {}): QueueInfo => ({
+    name,
+    isPaused: false,
+    isActive: true,
+    maxWorkers: null,
+    zombieTimeoutSeconds: null,
+    executionTimeoutMs: null,
+    retryZombies: false,
+    rateLimit: null,
+    groupConcurrency: null,
+    groupRateLimit: null,
+    lastUpdatedUtc: new Date(0),
+    ...limits,
+  });
+
+  it('reads the busiest five groups of each queue with a group limit, and nothing more for the others', async () => {
+    const acme: QueueGroupLoad = { group: 'acme', pending: 3, running: 2 };
+    const shared: QueueGroupLoad = { group: '', pending: 1, running: 0 };
+    const getQueueGroups = jest.fn((name: string) =>
+      Promise.resolve(name === 'tenants' ? [acme, shared] : []),
+    );
+    const admin = {
+      getSummary: () => Promise.resolve({}),
+      getThroughput: () => Promise.resolve({}),
+      listQueues: () =>
+        Promise.resolve([
+          queue('plain'),
+          queue('tenants', { groupConcurrency: 2 }),
+          queue('paced', { groupRateLimit: { max: 10, perMs: 60_000 } }),
+        ]),
+      // A queue known only from its counts (no queue row) has no group limit either.
+      getQueueStats: () => Promise.resolve([{ queue: 'counted', pending: 1 }]),
+      getQueueHealth: () => Promise.resolve([]),
+      getQueueOutcomes: () => Promise.resolve([]),
+      listWorkers: () => Promise.resolve([]),
+      getQueueGroups,
+    } as unknown as ChokaQAdmin;
+    const service = new DeckSnapshotService(admin, { refreshMs: 60_000 } as ResolvedDeckOptions);
+
+    const snapshot = await service.read();
+
+    expect([...getQueueGroups.mock.calls].sort()).toEqual([
+      ['paced', 5],
+      ['tenants', 5],
+    ]);
+    if (!snapshot.ok) throw new Error('the read failed');
+    const of = (name: string) => snapshot.queues.find((q) => q.name === name);
+    expect(of('tenants')).toMatchObject({
+      groupConcurrency: 2,
+      groupRateLimit: null,
+      groups: [acme, shared],
+    });
+    expect(of('paced')).toMatchObject({
+      groupConcurrency: null,
+      groupRateLimit: { max: 10, perMs: 60_000 },
+      groups: [],
+    });
+    expect(of('plain')).toMatchObject({ groupConcurrency: null, groupRateLimit: null, groups: [] });
+    expect(of('counted')).toMatchObject({
+      groupConcurrency: null,
+      groupRateLimit: null,
+      groups: [],
+    });
   });
 });

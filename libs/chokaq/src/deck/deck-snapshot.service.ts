@@ -13,7 +13,7 @@ import {
 } from 'rxjs';
 import { ChokaQAdmin } from '../admin/chokaq-admin.service';
 import { publicErrorCode, toError } from '../common/error-text';
-import type { QueueInfo } from '../interfaces/job.interface';
+import type { QueueGroupLoad, QueueInfo } from '../interfaces/job.interface';
 import type {
   QueueHealth,
   QueueStats,
@@ -44,7 +44,16 @@ export interface DeckQueue extends QueueInfo {
   /** Succeeded and failed over the last five minutes (from the metric buckets). */
   succeeded5m: number;
   failed5m: number;
+  /**
+   * Its busiest groups (`NewJob.group`), at most five, most running first: read only for a queue
+   * with a group limit (`groupConcurrency` or `groupRateLimit`), else empty. Group `''` is its jobs
+   * without a group.
+   */
+  groups: QueueGroupLoad[];
 }
+
+/** How many of a grouped queue's busiest groups its card shows. */
+const DECK_GROUPS = 5;
 
 /** A job type of a queue whose circuit breaker is not closed in some live worker. */
 export interface DeckCircuit {
@@ -145,10 +154,25 @@ export class DeckSnapshotService {
     const healthOf = new Map(health.map((h) => [h.queue, h]));
     const names = new Set([...queues.map((q) => q.name), ...stats.map((s) => s.queue)]);
     const circuitsOf = openCircuits(workers);
-    const cards: DeckQueue[] = [...names].sort().map((name) => {
-      const info = queues.find((q) => q.name === name) ?? defaultQueue(name);
-      return card(info, statsOf.get(name), healthOf.get(name), series.get(name), circuitsOf);
-    });
+    const infos = [...names]
+      .sort()
+      .map((name) => queues.find((q) => q.name === name) ?? defaultQueue(name));
+    // One more read per grouped queue; a queue without group limits costs nothing.
+    const groupsOf = await Promise.all(
+      infos.map((info) =>
+        isGrouped(info) ? this.admin.getQueueGroups(info.name, DECK_GROUPS) : Promise.resolve([]),
+      ),
+    );
+    const cards: DeckQueue[] = infos.map((info, i) =>
+      card(
+        info,
+        statsOf.get(info.name),
+        healthOf.get(info.name),
+        series.get(info.name),
+        circuitsOf,
+        groupsOf[i],
+      ),
+    );
     const worst = health.reduce<QueueHealth | null>(
       (acc, h) => (h.maxLagMs > (acc?.maxLagMs ?? 0) ? h : acc),
       null,
@@ -176,6 +200,8 @@ function defaultQueue(name: string): QueueInfo {
     executionTimeoutMs: null,
     retryZombies: false,
     rateLimit: null,
+    groupConcurrency: null,
+    groupRateLimit: null,
     lastUpdatedUtc: new Date(0),
   };
 }
@@ -186,6 +212,7 @@ function card(
   health: QueueHealth | undefined,
   recent: { s: number; f: number } | undefined,
   circuitsOf: Map<string, DeckCircuit[]>,
+  groups: QueueGroupLoad[],
 ): DeckQueue {
   return {
     ...info,
@@ -202,7 +229,13 @@ function card(
     circuits: circuitsOf.get(info.name) ?? [],
     succeeded5m: recent?.s ?? 0,
     failed5m: recent?.f ?? 0,
+    groups,
   };
+}
+
+/** A queue with a group limit: its claim takes turns across its groups. */
+function isGrouped(info: QueueInfo): boolean {
+  return info.groupConcurrency !== null || info.groupRateLimit !== null;
 }
 
 function countWorkers(workers: WorkerInfo[]): { alive: number; lost: number } {

@@ -34,6 +34,15 @@ export interface NewJob {
    * {@link DedupeOption}.
    */
   dedupe?: DedupeOption;
+  /**
+   * The job's group (a tenant, a customer): 1–255 characters, no trailing blanks, compared byte
+   * for byte. In a queue with group limits ({@link QueueInfo.groupConcurrency},
+   * {@link QueueInfo.groupRateLimit}) the claim enforces them per group, cluster-wide, and takes
+   * turns across the groups that have due jobs, so one group's backlog does not starve another;
+   * in other queues the group is only recorded. Kept through every move (a resurrected job keeps
+   * it).
+   */
+  group?: string;
   /** Up to 20 tags of 1–100 chars, without commas. */
   tags?: readonly string[];
   /** Who enqueued it, ≤ 100 chars. */
@@ -192,6 +201,8 @@ export interface HotJob {
   payload: unknown;
   tags: string[];
   idempotencyKey: string | null;
+  /** The job's group ({@link NewJob.group}), or null. */
+  group: string | null;
   priority: number;
   status: JobStatus.Pending | JobStatus.Fetched | JobStatus.Processing;
   attemptCount: number;
@@ -351,6 +362,13 @@ export interface QueueInfo {
   retryZombies: boolean;
   /** The queue's cluster-wide start rate limit ({@link RateLimit}), or null when unlimited. */
   rateLimit: RateLimit | null;
+  /**
+   * At most this many of one group's jobs are Fetched or Processing at once, across every process
+   * ({@link NewJob.group}); null when unlimited. Jobs without a group are not limited by it.
+   */
+  groupConcurrency: number | null;
+  /** Each group's own start rate limit, with the guarantee of {@link RateLimit}; null when unlimited. */
+  groupRateLimit: RateLimit | null;
   lastUpdatedUtc: Date;
 }
 
@@ -376,6 +394,22 @@ export interface QueuePatch {
   retryZombies?: boolean;
   /** A start rate limit; null removes it. Changing it keeps the starts already counted. */
   rateLimit?: RateLimit | null;
+  /** A per-group concurrency (an integer from 1 to 1,000,000); null removes it. */
+  groupConcurrency?: number | null;
+  /** A per-group start rate limit; null removes it and the groups' rate state. */
+  groupRateLimit?: RateLimit | null;
+}
+
+/**
+ * How busy one group of a queue is (`admin.getQueueGroups`): its jobs in the hot table. @publicApi
+ */
+export interface QueueGroupLoad {
+  /** The group key; `''` for the jobs without a group of a queue with group limits (they share one). */
+  group: string;
+  /** Pending jobs of the group (due or scheduled). */
+  pending: number;
+  /** Fetched and Processing jobs of the group: what its concurrency limit counts. */
+  running: number;
 }
 
 /** Retention windows in milliseconds; `batchSize` rows per delete transaction. @publicApi */
@@ -410,4 +444,10 @@ export interface RetentionResult {
    * ended, a unique key whose holder left the states that keep it. Removed whatever the policy.
    */
   dedupeKeys: number;
+  /**
+   * Group rate windows that no longer count (`QueueInfo.groupRateLimit`): every start they hold is
+   * older than the window, or the queue has no group rate limit any more. Removed whatever the
+   * policy; a group's next start makes its row again.
+   */
+  groups: number;
 }

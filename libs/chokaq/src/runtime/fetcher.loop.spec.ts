@@ -20,6 +20,8 @@ function queueRow(name: string, rateLimit: RateLimit | null): QueueInfo {
     executionTimeoutMs: null,
     retryZombies: false,
     rateLimit,
+    groupConcurrency: null,
+    groupRateLimit: null,
     lastUpdatedUtc: new Date(0),
   };
 }

@@ -65,6 +65,8 @@ function queue(name: string, patch: Partial<QueueInfo> = {}): QueueInfo {
     executionTimeoutMs: null,
     retryZombies: false,
     rateLimit: null,
+    groupConcurrency: null,
+    groupRateLimit: null,
     lastUpdatedUtc: new Date(0),
     ...patch,
   };

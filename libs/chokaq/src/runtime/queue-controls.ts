@@ -25,7 +25,13 @@ export class QueueControls {
     const rows = await this.storage.getQueues();
     this.queues = new Map(rows.map((row) => [row.name, row]));
     this.budgeted = rows
-      .filter((q) => q.maxWorkers !== null || q.rateLimit !== null)
+      .filter(
+        (q) =>
+          q.maxWorkers !== null ||
+          q.rateLimit !== null ||
+          q.groupConcurrency !== null ||
+          q.groupRateLimit !== null,
+      )
       .map((q) => q.name);
     this.refreshedAt = Date.now();
   }
@@ -38,8 +44,8 @@ export class QueueControls {
   }
 
   /**
-   * Names of the queues with a `MaxWorkers` budget or a rate limit, as of the last refresh: the
-   * queues whose claims must be serialised.
+   * Names of the queues with a `MaxWorkers` budget, a rate limit or group limits, as of the last
+   * refresh: the queues whose claims must be serialised (and which never start ahead).
    */
   budgetedQueues(): readonly string[] {
     return this.budgeted;

@@ -16,6 +16,7 @@ function row(id: string, workerId: string | null): HotJob {
     payload: null,
     tags: [],
     idempotencyKey: null,
+    group: null,
     priority: 10,
     status: JobStatus.Processing,
     attemptCount: 1,

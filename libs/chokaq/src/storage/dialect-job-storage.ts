@@ -13,14 +13,15 @@ import type {
   ThroughputStats,
 } from '../interfaces/job-view.interface';
 import type {
-  ClaimedJobs,
   CancelResult,
+  ClaimedJobs,
   CompletedJob,
   EnqueueOptions,
   EnqueueResult,
   FetchRequest,
   JobLease,
   KeepAliveResult,
+  QueueGroupLoad,
   QueueInfo,
   QueuePatch,
   RetentionPolicy,
@@ -199,6 +200,7 @@ export interface DialectJobStorage extends Pick<
   listDlq(request: Checked<ListRequest<DlqFilter>>): Promise<ListPage>;
   getQueueOutcomes(query: Checked<CheckedOutcomesQuery>): Promise<QueueOutcomes[]>;
   getThroughput(queue?: string): Promise<ThroughputStats>;
+  getQueueGroups(queue: string, limit: number): Promise<QueueGroupLoad[]>;
   getThroughputSeries(query: Checked<CheckedSeriesQuery>): Promise<ThroughputPoint[]>;
   getTopDlqErrors(limit: number, filter: Checked<DlqFilter>): Promise<DlqErrorFamily[]>;
   countExactly(query: Checked<CheckedCountQuery>): Promise<number>;

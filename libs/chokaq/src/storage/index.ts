@@ -31,6 +31,7 @@ export type {
   PendingEdits,
   PendingUpdate,
   PendingUpdateResult,
+  QueueGroupLoad,
   QueueInfo,
   QueuePatch,
   RateLimit,

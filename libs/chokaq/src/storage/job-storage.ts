@@ -21,8 +21,8 @@ import type {
   ThroughputStats,
 } from '../interfaces/job-view.interface';
 import type {
-  ClaimedJobs,
   CancelResult,
+  ClaimedJobs,
   CompletedJob,
   DlqMove,
   EnqueueOptions,
@@ -33,6 +33,7 @@ import type {
   NewJob,
   PendingUpdate,
   PendingUpdateResult,
+  QueueGroupLoad,
   QueueInfo,
   QueuePatch,
   ResurrectEdits,
@@ -532,6 +533,14 @@ export interface JobQueries {
 
   /** Completions per second over the last minute and the last five (metric buckets). */
   getThroughput(queue?: string): Promise<ThroughputStats>;
+
+  /**
+   * The busiest groups of `queue` (`NewJob.group`): their Pending and their Fetched or Processing
+   * jobs, most running first, then most pending, then by group key; at most `limit` (default 10,
+   * at most 100). Reads the queue's grouped hot rows (two partial indexes that hold only rows
+   * with a group), so its cost follows the queue's grouped backlog.
+   */
+  getQueueGroups(queue: string, limit?: number): Promise<QueueGroupLoad[]>;
 
   /**
    * Counts per step of a time range, from metric buckets (one minute wide): succeeded, failed,

@@ -26,8 +26,8 @@ import type {
   ThroughputStats,
 } from '../interfaces/job-view.interface';
 import type {
-  ClaimedJobs,
   CancelResult,
+  ClaimedJobs,
   CompletedJob,
   DlqMove,
   EnqueueOptions,
@@ -38,6 +38,7 @@ import type {
   NewJob,
   PendingUpdate,
   PendingUpdateResult,
+  QueueGroupLoad,
   QueueInfo,
   QueuePatch,
   ResurrectEdits,
@@ -64,6 +65,7 @@ import {
   assertDate,
   assertDlqMove,
   assertFetchRequest,
+  assertGroupsLimit,
   assertLeases,
   assertProgressNote,
   assertQueuePatch,
@@ -579,6 +581,11 @@ export class ValidatedJobStorage implements JobStorage {
   /** @inheritdoc */
   async getThroughput(queue?: string): Promise<ThroughputStats> {
     return this.queries.getThroughput(queue === undefined ? undefined : assertQueueName(queue));
+  }
+
+  /** @inheritdoc */
+  async getQueueGroups(queue: string, limit = 10): Promise<QueueGroupLoad[]> {
+    return this.queries.getQueueGroups(assertQueueName(queue), assertGroupsLimit(limit));
   }
 
   /** @inheritdoc */

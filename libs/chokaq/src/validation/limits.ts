@@ -12,6 +12,7 @@ export const LIMITS = {
   tag: 100,
   tags: 20,
   idempotencyKey: 255,
+  groupKey: 255,
   createdBy: 100,
   /** A progress note (`ctx.reportProgress(percent, note)`); a longer one is cut to this length. */
   progressNote: 500,
@@ -181,6 +182,8 @@ export const QUEUE_RANGES = {
   zombieTimeoutSeconds: [1, 10 * 365 * 24 * 3_600],
   // A timer: Node fires a longer one after 1 ms.
   executionTimeoutMs: [1, MAX_TIMER_MS],
+  // 0 would hold every grouped job forever: pause the queue instead.
+  groupConcurrency: [1, 1_000_000],
 } as const;
 
 /**

@@ -175,6 +175,36 @@ describe('assertQueuePatch', () => {
     ).toEqual(['patch.isActive', 'patch.maxWorkers', 'patch.zombieTimeoutSeconds']);
   });
 
+  it('checks the group limits: a concurrency of at least 1, a rate limit like the queue’s', () => {
+    const rate = { max: 5, perMs: 1_000, extra: true } as never;
+    expect(assertQueuePatch({ groupConcurrency: 1, groupRateLimit: rate })).toMatchObject({
+      groupConcurrency: 1,
+      groupRateLimit: { max: 5, perMs: 1_000 },
+    });
+    expect(assertQueuePatch({ groupRateLimit: rate }).groupRateLimit).toEqual({
+      max: 5,
+      perMs: 1_000,
+    });
+    expect(assertQueuePatch({ groupConcurrency: null, groupRateLimit: null })).toMatchObject({
+      groupConcurrency: null,
+      groupRateLimit: null,
+    });
+    expect(
+      paths(() =>
+        assertQueuePatch({
+          groupConcurrency: 0,
+          groupRateLimit: { max: 0, perMs: 86_400_001 },
+        }),
+      ),
+    ).toEqual(['patch.groupConcurrency', 'patch.groupRateLimit.max', 'patch.groupRateLimit.perMs']);
+    expect(paths(() => assertQueuePatch({ groupRateLimit: [] as never }))).toEqual([
+      'patch.groupRateLimit',
+    ]);
+    expect(paths(() => assertQueuePatch({ groupConcurrency: 1_000_001 }))).toEqual([
+      'patch.groupConcurrency',
+    ]);
+  });
+
   it('caps executionTimeoutMs at the longest Node timer (a longer one fires after 1 ms)', () => {
     expect(assertQueuePatch({ executionTimeoutMs: 2 ** 31 - 1 }).executionTimeoutMs).toBe(
       2 ** 31 - 1,

@@ -9,6 +9,7 @@ import {
   HandledJobs,
   JobLease,
   QueuePatch,
+  RateLimit,
   RetentionPolicy,
   ZombieRetryRule,
 } from '../interfaces/job.interface';
@@ -213,28 +214,8 @@ export function assertQueuePatch(patch: QueuePatch): QueuePatch {
       });
     }
   }
-  const rate = patch.rateLimit;
-  if (rate !== undefined && rate !== null) {
-    if (typeof rate !== 'object' || Array.isArray(rate)) {
-      issues.push({
-        path: 'patch.rateLimit',
-        message: 'must be null or an object { max, perMs }',
-        value: rate,
-      });
-    } else {
-      for (const key of ['max', 'perMs'] as const) {
-        const [min, max] = RATE_LIMIT_RANGES[key];
-        const v = rate[key];
-        if (typeof v !== 'number' || !Number.isInteger(v) || v < min || v > max) {
-          issues.push({
-            path: `patch.rateLimit.${key}`,
-            message: `must be an integer from ${min} to ${max}`,
-            value: v,
-          });
-        }
-      }
-    }
-  }
+  const rate = checkRateLimit(issues, 'patch.rateLimit', patch.rateLimit);
+  const groupRate = checkRateLimit(issues, 'patch.groupRateLimit', patch.groupRateLimit);
   fail(issues);
   return {
     isPaused: patch.isPaused,
@@ -243,8 +224,35 @@ export function assertQueuePatch(patch: QueuePatch): QueuePatch {
     zombieTimeoutSeconds: patch.zombieTimeoutSeconds,
     executionTimeoutMs: patch.executionTimeoutMs,
     retryZombies: patch.retryZombies,
-    rateLimit: rate === undefined || rate === null ? rate : { max: rate.max, perMs: rate.perMs },
+    rateLimit: rate,
+    groupConcurrency: patch.groupConcurrency,
+    groupRateLimit: groupRate,
   };
+}
+
+/** Checks a rate limit of a queue patch (undefined: unchanged; null: removed); a copy of it. */
+function checkRateLimit(
+  issues: ValidationIssue[],
+  path: string,
+  rate: RateLimit | null | undefined,
+): RateLimit | null | undefined {
+  if (rate === undefined || rate === null) return rate;
+  if (typeof rate !== 'object' || Array.isArray(rate)) {
+    issues.push({ path, message: 'must be null or an object { max, perMs }', value: rate });
+    return undefined;
+  }
+  for (const key of ['max', 'perMs'] as const) {
+    const [min, max] = RATE_LIMIT_RANGES[key];
+    const v = rate[key];
+    if (typeof v !== 'number' || !Number.isInteger(v) || v < min || v > max) {
+      issues.push({
+        path: `${path}.${key}`,
+        message: `must be an integer from ${min} to ${max}`,
+        value: v,
+      });
+    }
+  }
+  return { max: rate.max, perMs: rate.perMs };
 }
 
 /** A validated {@link ZombieRetryRule}: `type` null for a queue-wide handler. */
@@ -606,6 +614,22 @@ export function assertBulkMax(max: unknown, path = 'max'): number {
     fail([{ path, message: `must be an integer from 0 to ${MAX_DLQ_BULK}`, value: max }]);
   }
   return max as number;
+}
+
+/** Most groups `getQueueGroups` returns. */
+export const MAX_QUEUE_GROUPS = 100;
+
+/** The `limit` of `getQueueGroups`: an integer from 1 to {@link MAX_QUEUE_GROUPS}. */
+export function assertGroupsLimit(limit: unknown, path = 'limit'): number {
+  if (
+    typeof limit !== 'number' ||
+    !Number.isInteger(limit) ||
+    limit < 1 ||
+    limit > MAX_QUEUE_GROUPS
+  ) {
+    fail([{ path, message: `must be an integer from 1 to ${MAX_QUEUE_GROUPS}`, value: limit }]);
+  }
+  return limit as number;
 }
 
 /** Rows per delete transaction of `applyRetention` when the policy names none. */

@@ -101,6 +101,29 @@ describe('validateNewJob', () => {
   });
 });
 
+describe('validateNewJob: groups', () => {
+  it('keeps a group as given, and none when it is left out or null', () => {
+    expect(validateNewJob({ group: 'tenant:42' }).group).toBe('tenant:42');
+    expect(validateNewJob({}).group).toBeNull();
+    expect(validateNewJob({ group: null as never }).group).toBeNull();
+  });
+
+  it.each([
+    ['an empty group', ''],
+    ['a group with a trailing blank', 'acme '],
+    ['a group of 256 characters', 'g'.repeat(256)],
+    ['a group that is not a string', 42],
+  ])('rejects %s', (_name, group) => {
+    expect(issuesOf(() => validateNewJob({ group } as never)).map((i) => i.path)).toEqual([
+      'group',
+    ]);
+  });
+
+  it('accepts a group of 255 characters', () => {
+    expect(validateNewJob({ group: 'g'.repeat(255) }).group).toHaveLength(255);
+  });
+});
+
 describe('validateNewJob: dedupe keys', () => {
   const WINDOW = 60_000;
   it('keeps a key with its mode, its states in a fixed order, and a window only where it applies', () => {

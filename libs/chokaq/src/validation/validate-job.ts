@@ -42,6 +42,8 @@ export interface ValidatedJob {
   /** Absolute eligibility instant, or null. */
   runAt: Date | null;
   idempotencyKey: string | null;
+  /** The job's group key, or null. */
+  group: string | null;
   /** Encoded tags (`,a,b,`) or null. */
   tags: string | null;
   createdBy: string | null;
@@ -313,6 +315,9 @@ function validateInto(
       key: true,
     });
   }
+  if (job.group !== undefined && job.group !== null) {
+    checkString(issues, join(prefix, 'group'), job.group, LIMITS.groupKey, { min: 1, key: true });
+  }
   if (job.createdBy !== undefined && job.createdBy !== null) {
     checkString(issues, join(prefix, 'createdBy'), job.createdBy, LIMITS.createdBy);
   }
@@ -339,6 +344,7 @@ function validateInto(
     delayMs: dedupe?.mode === 'debounce' ? dedupe.windowMs : (job.delayMs ?? null),
     runAt: job.runAt ?? null,
     idempotencyKey: job.idempotencyKey ?? null,
+    group: job.group ?? null,
     tags: encodeTags(job.tags),
     createdBy: job.createdBy ?? null,
     traceContext,

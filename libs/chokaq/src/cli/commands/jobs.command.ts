@@ -35,6 +35,7 @@ function jobFields(job: JobView): Field[] {
     ['priority', job.priority],
     ['tags', job.tags.join(', ')],
     ['idempotency key', job.idempotencyKey],
+    ['group', job.group],
     ['dedupe key', job.dedupe ? dedupeText(job.dedupe) : null],
     ['created', job.createdAtUtc],
     ['created by', job.createdBy],

@@ -14,6 +14,7 @@ const QUEUE_COLUMNS = [
   { header: 'ACTIVE' },
   { header: 'MAX WORKERS', align: 'right' },
   { header: 'RATE LIMIT', align: 'right' },
+  { header: 'GROUP LIMITS', align: 'right' },
   { header: 'EXECUTION TIMEOUT', align: 'right' },
   { header: 'ZOMBIE TIMEOUT', align: 'right' },
   { header: 'RETRY ZOMBIES' },
@@ -25,6 +26,15 @@ function formatRateLimit(rate: RateLimit): string {
   return `${rate.max}/${rate.perMs}ms`;
 }
 
+/** `2 running, 10/60000ms`: a queue's group limits, or undefined when it has none. */
+function formatGroupLimits(q: QueueInfo): string | undefined {
+  const parts = [
+    q.groupConcurrency === null ? undefined : `${q.groupConcurrency} running`,
+    q.groupRateLimit === null ? undefined : formatRateLimit(q.groupRateLimit),
+  ].filter((p): p is string => p !== undefined);
+  return parts.length === 0 ? undefined : parts.join(', ');
+}
+
 function queueRow(q: QueueInfo): Cell[] {
   return [
     q.name,
@@ -32,6 +42,7 @@ function queueRow(q: QueueInfo): Cell[] {
     q.isActive,
     q.maxWorkers,
     q.rateLimit === null ? undefined : formatRateLimit(q.rateLimit),
+    formatGroupLimits(q),
     q.executionTimeoutMs === null ? undefined : formatDuration(q.executionTimeoutMs),
     q.zombieTimeoutSeconds === null ? undefined : formatDuration(q.zombieTimeoutSeconds * 1_000),
     q.retryZombies,
@@ -225,16 +236,131 @@ const setRateLimit = defineCommand({
     ),
 });
 
-/** `chokaq queues list|pause|resume|set-max-workers|set-rate-limit|set-timeout`. */
+const setGroupLimits = defineCommand({
+  name: 'queues set-group-limits',
+  summary: 'Limit each group (tenant) of a queue: jobs running at once, starts per window',
+  synopsis: '<queue> [--concurrency N|none] [--max N --per-ms MS | --clear-rate]',
+  details: [
+    'Jobs enqueued with a group (a tenant, a customer) are limited per group, across the cluster:',
+    'at most N of one group running at once, and at most --max starts of one group per window of',
+    '--per-ms milliseconds. The claim takes turns across the groups. With neither limit the queue',
+    'is claimed as any other.',
+  ],
+  options: {
+    concurrency: {
+      type: 'string',
+      value: 'N|none',
+      description: "most jobs of one group running at once ('none': no limit)",
+    },
+    max: { type: 'string', value: 'N', description: 'most starts of one group per window' },
+    'per-ms': { type: 'string', value: 'MS', description: 'the window in milliseconds' },
+    'clear-rate': { type: 'boolean', description: 'remove the per-group rate limit' },
+    ...ACTOR_OPTIONS,
+  },
+  positionals: { min: 1, max: 1 },
+  database: 'current',
+  parse(line, io) {
+    const command = 'queues set-group-limits';
+    const concurrency = stringValue(line, 'concurrency');
+    const max = stringValue(line, 'max');
+    const perMs = stringValue(line, 'per-ms');
+    const clearRate = flag(line, 'clear-rate');
+    let rateLimit: RateLimit | null | undefined;
+    if (clearRate) {
+      if (max !== undefined || perMs !== undefined) {
+        throw new CliUsageError(
+          'give either --clear-rate or --max with --per-ms, not both',
+          command,
+        );
+      }
+      rateLimit = null;
+    } else if (max !== undefined || perMs !== undefined) {
+      if (max === undefined || perMs === undefined) {
+        throw new CliUsageError('give --max and --per-ms together', command);
+      }
+      rateLimit = { max: readInteger('--max', max, 1), perMs: readInteger('--per-ms', perMs, 1) };
+    }
+    if (concurrency === undefined && rateLimit === undefined) {
+      throw new CliUsageError('give --concurrency, --max with --per-ms, or --clear-rate', command);
+    }
+    return {
+      queue: line.positionals[0],
+      limits: {
+        ...(concurrency === undefined
+          ? {}
+          : {
+              concurrency:
+                concurrency === 'none' ? null : readInteger('--concurrency', concurrency, 1),
+            }),
+        ...(rateLimit === undefined ? {} : { rateLimit }),
+      },
+      actor: readActor(line, io),
+    };
+  },
+  run: ({ queue, limits, actor }, { admin }) =>
+    changeKnownQueue(
+      admin,
+      queue,
+      () => admin.setGroupLimits(queue, limits, actor),
+      `Queue '${queue}': group limits set.`,
+    ),
+});
+
+const GROUP_COLUMNS = [
+  { header: 'GROUP' },
+  { header: 'RUNNING', align: 'right' },
+  { header: 'PENDING', align: 'right' },
+] as const;
+
+const groups = defineCommand({
+  name: 'queues groups',
+  summary: 'The busiest groups (tenants) of a queue: jobs running and pending per group',
+  synopsis: '<queue> [--limit N]',
+  details: [
+    'Most running first, then most pending. Jobs without a group in a queue with group limits',
+    "share one group, shown as '(none)'.",
+  ],
+  options: {
+    limit: { type: 'string', value: 'N', description: 'how many groups (default 10, at most 100)' },
+  },
+  positionals: { min: 1, max: 1 },
+  database: 'current',
+  parse: (line) => {
+    const limit = stringValue(line, 'limit');
+    return {
+      queue: line.positionals[0],
+      limit: limit === undefined ? 10 : readInteger('--limit', limit, 1),
+    };
+  },
+  run: async ({ queue, limit }, { admin }) => {
+    const loads = await admin.getQueueGroups(queue, limit);
+    const rows: Cell[][] = loads.map((g) => [
+      g.group === '' ? '(none)' : g.group,
+      g.running,
+      g.pending,
+    ]);
+    return {
+      data: { queue, groups: loads },
+      view:
+        loads.length === 0
+          ? [text(`Queue '${queue}' has no jobs in a group.`)]
+          : [table(GROUP_COLUMNS, rows)],
+    };
+  },
+});
+
+/** `chokaq queues list|groups|pause|resume|set-max-workers|set-rate-limit|set-group-limits|set-timeout`. */
 export const queuesCommands: CommandGroup = {
   name: 'queues',
   summary: 'List queues and change their controls (audited)',
   commands: [
     list,
+    groups,
     pauseCommand(true),
     pauseCommand(false),
     setMaxWorkers,
     setRateLimit,
+    setGroupLimits,
     setTimeouts,
   ],
 };

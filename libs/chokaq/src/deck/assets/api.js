@@ -95,11 +95,17 @@ const CSRF_HEADER = 'x-chokaq-deck';
 /** @typedef {import('../../interfaces/job.interface').QueuePatch} QueuePatch */
 
 /**
- * The body of a queue's PATCH: a QueuePatch, except that a rate limit with one half left empty is
- * sent as it is (its null half), for the core to refuse with its 400. (Written with Pick and
- * Extract, so that a renamed `rateLimit` is an error here rather than a key nobody checks.)
- * @typedef {Pick<QueuePatch, Exclude<keyof QueuePatch, 'rateLimit'>> & {
- *   [K in Extract<keyof QueuePatch, 'rateLimit'>]?: { max: number | null, perMs: number | null } | null
+ * The rate limits of a QueuePatch: the queue's own and each group's.
+ * @typedef {Extract<keyof QueuePatch, 'rateLimit' | 'groupRateLimit'>} RateLimitKey
+ */
+
+/**
+ * The body of a queue's PATCH: a QueuePatch, except that a rate limit (`rateLimit`,
+ * `groupRateLimit`) with one half left empty is sent as it is (its null half), for the core to
+ * refuse with its 400. (Written with Pick and Extract, so that a renamed rate limit is an error here
+ * rather than a key nobody checks.)
+ * @typedef {Pick<QueuePatch, Exclude<keyof QueuePatch, RateLimitKey>> & {
+ *   [K in RateLimitKey]?: { max: number | null, perMs: number | null } | null
  * }} QueuePatchBody
  */
 

@@ -96,6 +96,13 @@ function Job({ id, readOnly }) {
           <dd data-field="dedupe">${dedupeText(job.dedupe)}</dd>
         </div>`
       }
+      ${
+        job.group &&
+        html`<div>
+          <dt>Group</dt>
+          <dd class="mono" data-field="group">${job.group}</dd>
+        </div>`
+      }
       <div>
         <dt>Attempts</dt>
         <dd>${job.attemptCount}</dd>

@@ -1,5 +1,6 @@
 // @ts-check
-// Queues: a card per queue with its counts, lag and recent outcomes, and its controls.
+// Queues: a card per queue with its counts, lag and recent outcomes, its group limits and busiest
+// groups, and its controls.
 import { html, useState } from './vendor/preact-htm.js';
 import { send } from './api.js';
 import { clock, ms, num } from './format.js';
@@ -99,7 +100,12 @@ function QueueCard({ queue: q, readOnly, act }) {
           ${q.rateLimit ? `${num(q.rateLimit.max)} per ${num(q.rateLimit.perMs)} ms` : 'unlimited'}
         </dd>
       </div>
+      <div>
+        <dt>Group limits</dt>
+        <dd data-figure="groupLimits">${groupLimitsText(q)}</dd>
+      </div>
     </dl>
+    ${isGrouped(q) && html`<${Groups} queue=${q} />`}
     <p class="links">
       <a href=${href('live', { queue: q.name })}>Live jobs</a>
       <a href=${href('dlq', { queue: q.name })}>DLQ</a>
@@ -132,6 +138,60 @@ function QueueCard({ queue: q, readOnly, act }) {
       </div>`
     }
   </article>`;
+}
+
+/** A queue with a group limit: its claim takes turns across its groups (`NewJob.group`). */
+/** @param {DeckQueue} q */
+function isGrouped(q) {
+  return q.groupConcurrency !== null || q.groupRateLimit !== null;
+}
+
+/**
+ * A queue's group limits in words: `2 running per group, 10 per 60,000 ms`, `2 running per group`,
+ * `10 per 60,000 ms per group`, or `none`.
+ * @param {DeckQueue} q
+ */
+function groupLimitsText(q) {
+  const rate =
+    q.groupRateLimit && `${num(q.groupRateLimit.max)} per ${num(q.groupRateLimit.perMs)} ms`;
+  if (q.groupConcurrency === null) return rate ? `${rate} per group` : 'none';
+  const running = `${num(q.groupConcurrency)} running per group`;
+  return rate ? `${running}, ${rate}` : running;
+}
+
+/**
+ * A grouped queue's busiest groups (the snapshot reads at most five), most running first. Group ''
+ * holds its jobs without a group: shown as "(none)".
+ * @param {{ queue: DeckQueue }} props
+ */
+function Groups({ queue: q }) {
+  if (q.groups.length === 0) {
+    return html`<p class="muted" data-figure="groups">No Pending or running job in any group.</p>`;
+  }
+  return html`<table class="groups" data-figure="groups">
+    <caption>
+      Busiest groups
+    </caption>
+    <thead>
+      <tr>
+        <th scope="col">Group</th>
+        <th scope="col" class="num">Running</th>
+        <th scope="col" class="num">Pending</th>
+      </tr>
+    </thead>
+    <tbody>
+      ${q.groups.map(
+        (g) =>
+          html`<tr key=${g.group}>
+            <td class=${g.group === '' ? 'muted' : 'mono'}>
+              ${g.group === '' ? '(none)' : g.group}
+            </td>
+            <td class="num">${num(g.running)}</td>
+            <td class="num">${num(g.pending)}</td>
+          </tr>`,
+      )}
+    </tbody>
+  </table>`;
 }
 
 /** `open` when any of the queue's circuits is open, else `half-open`. */
@@ -168,12 +228,16 @@ function Circuits({ queue: q }) {
  *   retryZombies: boolean,
  *   rateMax: number | string,
  *   ratePerMs: number | string,
+ *   groupConcurrency: number | string,
+ *   groupRateMax: number | string,
+ *   groupRatePerMs: number | string,
  * }} LimitsDraft
  */
 
 /**
- * The number fields of a queue: empty clears the limit (null). The rate limit is two fields, the
- * starts and the window; both empty remove it, one alone is refused by the core (a 400 shown).
+ * The number fields of a queue: empty clears the limit (null). A rate limit (the queue's, and each
+ * group's) is two fields, the starts and the window; both empty remove it, one alone is refused by
+ * the core (a 400 shown).
  * @param {{ queue: DeckQueue, patch: (body: QueuePatchBody, label: string) => void }} props
  */
 function Limits({ queue: q, patch }) {
@@ -185,12 +249,22 @@ function Limits({ queue: q, patch }) {
     retryZombies: q.retryZombies,
     rateMax: q.rateLimit?.max ?? '',
     ratePerMs: q.rateLimit?.perMs ?? '',
+    groupConcurrency: q.groupConcurrency ?? '',
+    groupRateMax: q.groupRateLimit?.max ?? '',
+    groupRatePerMs: q.groupRateLimit?.perMs ?? '',
   });
   /** @param {Exclude<keyof LimitsDraft, 'retryZombies'>} name */
   const field = (name) => (/** @type {import('./ui.js').TargetedEvent<HTMLInputElement>} */ e) =>
     setDraft({ ...draft, [name]: e.currentTarget.value });
   /** @param {number | string | null} v */
   const value = (v) => (v === '' || v === null ? null : Number(v));
+  /**
+   * A rate limit from its two fields: null when both are empty, else both halves as they are.
+   * @param {number | string} max
+   * @param {number | string} perMs
+   */
+  const rate = (max, perMs) =>
+    value(max) === null && value(perMs) === null ? null : { max: value(max), perMs: value(perMs) };
   /** @param {Event} e */
   const submit = (e) => {
     e.preventDefault();
@@ -200,10 +274,9 @@ function Limits({ queue: q, patch }) {
         zombieTimeoutSeconds: value(draft.zombieTimeoutSeconds),
         executionTimeoutMs: value(draft.executionTimeoutMs),
         retryZombies: draft.retryZombies,
-        rateLimit:
-          value(draft.rateMax) === null && value(draft.ratePerMs) === null
-            ? null
-            : { max: value(draft.rateMax), perMs: value(draft.ratePerMs) },
+        rateLimit: rate(draft.rateMax, draft.ratePerMs),
+        groupConcurrency: value(draft.groupConcurrency),
+        groupRateLimit: rate(draft.groupRateMax, draft.groupRatePerMs),
       },
       `Saved the limits of ${q.name}`,
     );
@@ -223,6 +296,9 @@ function Limits({ queue: q, patch }) {
     ${number('Zombie timeout (s)', 'zombieTimeoutSeconds', 1)}
     ${number('Execution timeout (ms)', 'executionTimeoutMs', 1)}
     ${number('Rate limit: starts', 'rateMax', 1)} ${number('per window (ms)', 'ratePerMs', 1)}
+    ${number('Group concurrency', 'groupConcurrency', 1)}
+    ${number('Group rate: starts', 'groupRateMax', 1)}
+    ${number('per window (ms)', 'groupRatePerMs', 1)}
     <label class="check"
       ><input
         type="checkbox"

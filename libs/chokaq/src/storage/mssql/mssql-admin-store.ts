@@ -194,6 +194,16 @@ export class MssqlAdminStore {
     await drain('audit', SQL.applyRetentionAudit, policy.auditMs);
     // After the archive's: a unique key whose holder retention just removed holds nothing.
     await drain('dedupeKeys', SQL.applyRetentionDedupeKeys, 0);
+    await drain('groups', SQL.applyRetentionGroups, 0);
+    // Not a removal, and counted nowhere: the jobs of grouped queues stored without a group join
+    // the shared group (see SQL.applyRetentionGroupless).
+    for (;;) {
+      const rows = await this.db.query(
+        'applyRetention',
+        SQL.applyRetentionGroupless(this.schema, 0, batch),
+      );
+      if (num(rows[0]?.Affected) < batch) break;
+    }
     return done;
   }
 

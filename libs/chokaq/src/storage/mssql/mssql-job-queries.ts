@@ -16,6 +16,7 @@ import {
   ThroughputPoint,
   ThroughputStats,
 } from '../../interfaces/job-view.interface';
+import type { QueueGroupLoad } from '../../interfaces/job.interface';
 import type { WorkerInfo } from '../../interfaces/worker.interface';
 import {
   PREVIEW_SAMPLE,
@@ -37,6 +38,7 @@ import { ErrorFamilyMemo } from '../shared/error-family-memo';
 import { toListPage } from '../shared/page';
 import { mapAttemptRow } from '../shared/attempts';
 import { mapDedupeRow } from '../shared/dedupe';
+import { mapQueueGroupRow } from '../shared/groups';
 import { mapJobView, mapOutcomesRow, mapWorkerRow, toDate } from '../shared/row-mapper';
 import { queueHealthOf } from '../shared/queue-health';
 import { throughputSeries } from '../shared/throughput-series';
@@ -189,6 +191,19 @@ export class MssqlJobQueries implements DialectJobQueries {
       succeeded5m: num(r.Succeeded5m),
       failed5m: num(r.Failed5m),
     };
+  }
+
+  /**
+   * One batch (`SQL.getQueueGroups`): the queue's grouped hot rows, through the two filtered
+   * indexes that hold only rows with a group.
+   * @inheritdoc
+   */
+  async getQueueGroups(queue: string, limit: number): Promise<QueueGroupLoad[]> {
+    const rows = await this.db.query(
+      'getQueueGroups',
+      SQL.getQueueGroups(this.schema, queue, limit),
+    );
+    return rows.map(mapQueueGroupRow);
   }
 
   /** @inheritdoc */

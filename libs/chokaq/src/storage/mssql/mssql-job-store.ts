@@ -65,6 +65,12 @@ export class MssqlJobStore extends MssqlAdminStore implements DialectJobStore {
   /** @inheritdoc */
   readonly dialect = 'mssql' as const;
 
+  /**
+   * Whether the next claim that starts rows claims the grouped queues before the others: they take
+   * turns from claim to claim, so neither can keep the other's jobs waiting by filling every slot.
+   */
+  private groupsFirst = false;
+
   constructor(db: MssqlConnection) {
     super(db);
   }
@@ -317,9 +323,11 @@ export class MssqlJobStore extends MssqlAdminStore implements DialectJobStore {
   // ---------------------------------------------------------------- worker-owned transitions
 
   /**
-   * Ignores the `budgetedQueues` hint: this claim is already one round trip (one batch). A retry
-   * after an ambiguous failure first returns whatever an earlier attempt with this lease already
-   * committed; the first attempt skips that read.
+   * Ignores the `budgetedQueues` hint: this claim is already one round trip (one batch), which
+   * finds the grouped queues itself and claims them in its transaction when it starts rows; the
+   * grouped queues and the others take turns at going first (`groupsFirst`). A retry after an
+   * ambiguous failure first returns whatever an earlier attempt with this lease already committed
+   * (grouped rows too: they carry the lease); the first attempt skips that read.
    * @inheritdoc
    */
   async fetchNextBatch(request: Checked<FetchRequest & { start: number }>): Promise<HotJob[]> {
@@ -333,6 +341,7 @@ export class MssqlJobStore extends MssqlAdminStore implements DialectJobStore {
       queues,
       types,
       start,
+      groupsFirst: this.groupsFirst,
     });
     const rows = await this.db.retry('fetchNextBatch', async (attempt) => {
       if (attempt > 1) {
@@ -343,6 +352,10 @@ export class MssqlJobStore extends MssqlAdminStore implements DialectJobStore {
       }
       return this.db.execute(claim);
     });
+    // Flipped once the claim committed. The batch does not say whether it found a grouped queue
+    // (PostgreSQL flips only then), so every committed claim that starts rows flips it: for a
+    // worker without grouped queues the turn means nothing.
+    if (start > 0) this.groupsFirst = !this.groupsFirst;
     return rows.map(mapHotRow);
   }
 

@@ -88,6 +88,13 @@ import { MAX_ATTEMPT_ERROR } from '../../validation/limits';
  *   `IX_DedupeKeys_Job`, created where missing in their version's own step (see
  *   {@link DEDUPE_V16_NOTE}). A new table only: no existing row changes, and workers of version 15
  *   never read or write it (an enqueue with a dedupe key needs this version).
+ * - 17: groups (`NewJob.group`) and per-group limits ({@link GROUPS_V17_NOTE}): `GroupKey` in
+ *   `JobsHot`, `JobsArchive` and `JobsDLQ` (every move copies it), the queue's group limits and
+ *   its walk's cursor in `Queues` ({@link QUEUE_GROUP_COLUMNS}), the `JobGroups` table of the
+ *   groups' rate windows ({@link JOB_GROUP_COLUMNS}), and two filtered indexes of the grouped
+ *   rows (`IX_JobsHot_GroupPending`, `IX_JobsHot_GroupActive`). Nullable columns without a default
+ *   (metadata-only, like version 9's) and a new table. A worker of version 16 keeps running, but
+ *   its claim does not know the limits: upgrade every worker before setting one.
  *
  * The script is idempotent and creates what is missing, so running it on an older database
  * applies the versions it lacks: the version-2 index is built inside its version's transaction
@@ -107,7 +114,7 @@ import { MAX_ATTEMPT_ERROR } from '../../validation/limits';
  * a metadata-only change where the edition supports it, a rewrite of the table otherwise);
  * `MetricBuckets` is small (retention), so either is short.
  */
-export const MSSQL_SCHEMA_VERSION = 16;
+export const MSSQL_SCHEMA_VERSION = 17;
 
 /**
  * Every version with the description its ledger row records, oldest first (the script writes
@@ -130,6 +137,7 @@ export const MSSQL_MIGRATIONS: readonly { version: number; description: string }
   { version: 14, description: 'claim index by type includes the payload version' },
   { version: 15, description: 'stored results in the archive' },
   { version: 16, description: 'dedupe keys' },
+  { version: 17, description: 'groups and per-group limits' },
 ];
 
 /** One column of a ChokaQ table. */
@@ -147,6 +155,14 @@ export interface MssqlColumn {
    * compared byte for byte, in {@link BINARY_KEY_COLLATION} on installs created by this version.
    */
   readonly key?: true;
+  /**
+   * A key compared byte for byte on EVERY install ({@link BINARY_KEY_COLLATION} whatever the
+   * install's other keys have): a column added since binary keys, whose rows held no value in
+   * another collation when it came (`GroupKey`, schema version 17, added NULL to existing rows).
+   * Every declaration of it is binary, the table variables' included (see {@link columnType}),
+   * and `chokaq migrate --binary-keys` leaves it alone ({@link keyColumnsOf} does not list it).
+   */
+  readonly binary?: true;
 }
 
 const c = (name: string, type: string, nullable: boolean, def?: string): MssqlColumn => ({
@@ -159,6 +175,11 @@ const c = (name: string, type: string, nullable: boolean, def?: string): MssqlCo
 const key = (name: string, type: string, nullable: boolean): MssqlColumn => ({
   ...c(name, type, nullable),
   key: true,
+});
+/** A {@link MssqlColumn.binary} column. */
+const binaryKey = (name: string, type: string, nullable: boolean): MssqlColumn => ({
+  ...c(name, type, nullable),
+  binary: true,
 });
 
 /**
@@ -184,6 +205,24 @@ export const BINARY_KEY_COLLATION = 'Latin1_General_100_BIN2';
  */
 export const SEARCH_COLLATION = 'Latin1_General_100_CI_AS';
 const NOW = 'SYSUTCDATETIME()';
+
+/**
+ * `GroupKey` (schema version 17): the job's group (`NewJob.group`: 1–255 characters, no trailing
+ * blanks), in `JobsHot`, `JobsArchive` and `JobsDLQ`; NULL for a job without one, `''` for the
+ * shared group of a grouped queue's jobs without one (read back as none). `nvarchar(255)` like
+ * `IdempotencyKey`, and compared byte for byte on every install ({@link MssqlColumn.binary}): it
+ * is new, so an install of an earlier release has no value of it in another collation (its rows
+ * get NULL), and a group is the same group on every dialect. `=` still ignores trailing blanks
+ * under a binary collation
+ * (https://learn.microsoft.com/en-us/sql/t-sql/language-elements/string-comparison-assignment:
+ * SQL Server pads the shorter string with blanks before it compares), which is why the validating
+ * edge refuses a group that ends with whitespace; like the other keys it has no CHECK of its own.
+ * The same padding decides `<` and `>`, so the grouped claim's walk, in this column's order, visits
+ * the groups in code-point order except where one group is a prefix of another followed by a
+ * character below U+0020: a total order all the same (two groups never compare equal), which is
+ * all the walk needs.
+ */
+export const GROUP_KEY_COLUMN: MssqlColumn = binaryKey('GroupKey', 'nvarchar(255)', true);
 
 /**
  * `JobsHot` columns, in table order. Every statement that copies rows names these columns
@@ -219,6 +258,9 @@ export const HOT_COLUMNS: readonly MssqlColumn[] = [
   c('TraceContext', 'varchar(2048)', true),
   // Schema version 12.
   c('PayloadVersion', 'int', false, '1'),
+  // Schema version 17: the job's group (`NewJob.group`; '' is the shared group of a grouped
+  // queue's jobs without one), binary on every install ({@link GROUP_KEY_COLUMN}).
+  GROUP_KEY_COLUMN,
 ];
 
 /**
@@ -348,6 +390,20 @@ export const QUEUE_RATE_COLUMNS: readonly MssqlColumn[] = [
   c('RatePrevCount', 'int', true),
 ];
 
+/**
+ * `Queues` columns of schema version 17: the queue's group limits (`GroupConcurrency`, and
+ * `GroupRateMax` starts per `GroupRatePerMs` for each group) and `GroupCursor`, the last group
+ * the queue's grouped claim visited (its next walk starts after it; binary like `GroupKey`, whose
+ * values it holds). A queue with either limit is a grouped queue. The groups' rate windows are
+ * rows of `JobGroups` ({@link JOB_GROUP_COLUMNS}).
+ */
+export const QUEUE_GROUP_COLUMNS: readonly MssqlColumn[] = [
+  c('GroupConcurrency', 'int', true),
+  c('GroupRateMax', 'int', true),
+  c('GroupRatePerMs', 'int', true),
+  binaryKey('GroupCursor', 'nvarchar(255)', true),
+];
+
 /** `Queues` columns: the runtime controls of each queue. */
 export const QUEUE_COLUMNS: readonly MssqlColumn[] = [
   key('Name', 'varchar(255)', false),
@@ -359,6 +415,7 @@ export const QUEUE_COLUMNS: readonly MssqlColumn[] = [
   c('RetryZombies', 'bit', false, '0'),
   c('LastUpdatedUtc', 'datetime2(3)', false, NOW),
   ...QUEUE_RATE_COLUMNS,
+  ...QUEUE_GROUP_COLUMNS,
 ];
 
 /** `RecurringJobs` columns. */
@@ -504,6 +561,29 @@ export const DEDUPE_KEY_COLUMNS: readonly MssqlColumn[] = [
   c('WindowEndsUtc', 'datetime2(3)', true),
 ];
 
+/**
+ * `JobGroups` columns (schema version 17): one row per group of a queue with a group rate limit
+ * that started a job within its window, with the group's rate window (the columns and the rule of
+ * the queue's own window, {@link QUEUE_RATE_COLUMNS}, at the queue's `GroupRatePerMs`). Written
+ * only by the grouped claim (under its lock on the queue's row) and removed by retention once it
+ * no longer counts; no row is the whole of `GroupRateMax`.
+ *
+ * `Queue` is a key in the install's collation, like every other queue name ({@link MssqlColumn.key}:
+ * it is compared with `Queues.Name`, and two column collations meet in `=` only when equal), so the
+ * version-17 step creates the table with the collation `JobsHot.Queue` has, and
+ * `chokaq migrate --binary-keys` converts it with the others. `GroupKey` is binary on every
+ * install, as in `JobsHot` ({@link GROUP_KEY_COLUMN}).
+ */
+export const JOB_GROUP_COLUMNS: readonly MssqlColumn[] = [
+  key('Queue', 'varchar(255)', false),
+  binaryKey('GroupKey', 'nvarchar(255)', false),
+  c('RateWindowStart', 'datetime2(3)', true),
+  c('RateWindowLast', 'datetime2(3)', true),
+  c('RateWindowCount', 'int', true),
+  c('RatePrevLast', 'datetime2(3)', true),
+  c('RatePrevCount', 'int', true),
+];
+
 /** `SchemaMigrations` columns: the ledger of applied versions. */
 export const MIGRATION_COLUMNS: readonly MssqlColumn[] = [
   c('Version', 'int', false),
@@ -526,6 +606,7 @@ export const MSSQL_TABLES = {
   settings: 'Settings',
   attempts: 'JobAttempts',
   keys: 'DedupeKeys',
+  groups: 'JobGroups',
 } as const;
 
 /** Logical table key. */
@@ -553,8 +634,11 @@ function columnDdl(table: string, col: MssqlColumn): string {
  * install, which must compare in the same collation: two column collations meet in `=` only when
  * equal, else error 468, and a table variable's columns take the database's default
  * (https://learn.microsoft.com/en-us/sql/t-sql/statements/collation-precedence-transact-sql)).
+ * A {@link MssqlColumn.binary} column is binary whatever `collate` says: it is binary in every
+ * install's tables, so a table variable that holds it is too.
  */
 export function columnType(col: MssqlColumn, collate: string): string {
+  if (col.binary) return `${col.type}${keyCollate(true)}`;
   return col.key ? `${col.type}${collate}` : col.type;
 }
 
@@ -578,6 +662,7 @@ const PRIMARY_KEYS: Record<MssqlTable, string> = {
   settings: 'Name',
   attempts: 'JobId, Seq',
   keys: '[Key]',
+  groups: 'Queue, GroupKey',
 };
 
 /** The tables stored with `DATA_COMPRESSION = PAGE` (the history, the buckets, the attempts). */
@@ -594,18 +679,23 @@ function primaryKey(table: MssqlTable): string {
   return `CONSTRAINT [PK_${MSSQL_TABLES[table]}] PRIMARY KEY CLUSTERED (${PRIMARY_KEYS[table]})`;
 }
 
+/**
+ * `CREATE TABLE` of `table` where it is missing (and, with `also`, where that condition holds too):
+ * its columns as a new install declares them, its clustered primary key, its `checks`.
+ */
 function createTable(
   schema: string,
   table: MssqlTable,
   columns: readonly MssqlColumn[],
   checks: readonly string[] = [],
+  also = '',
 ): string {
   const name = MSSQL_TABLES[table];
   const body = [...columns.map((col) => columnDdl(name, col)), primaryKey(table), ...checks]
     .map((line) => `    ${line}`)
     .join(',\n');
   return [
-    `IF OBJECT_ID(N'${qualify(schema, table)}', N'U') IS NULL`,
+    `IF OBJECT_ID(N'${qualify(schema, table)}', N'U') IS NULL${also}`,
     `BEGIN`,
     `  CREATE TABLE ${qualify(schema, table)} (`,
     body,
@@ -775,6 +865,40 @@ const HELD_INDEX: IndexSpec = {
   where: 'Status = 0 AND HeldSinceUtc IS NOT NULL',
 };
 
+/**
+ * `IX_JobsHot_GroupPending` (schema version 17): a grouped queue's Pending rows by group, in claim
+ * order within each group, and only rows that have a group, so a queue without groups never
+ * writes to it. The grouped claim's walk seeks it once per group (the first key after the last
+ * one visited: a drained group has no entry left), and reads each group's due rows from it in
+ * claim order; `Type` and `PayloadVersion` are included for the handler filter of a worker that
+ * runs only some types of the queue. `Id` is the row locator, the last key.
+ */
+const GROUP_PENDING_INDEX: IndexSpec = {
+  serves:
+    "the grouped claim's walk over a queue's groups and each group's rows in claim order (schema version 17)",
+  table: 'hot',
+  name: 'IX_JobsHot_GroupPending',
+  keys: 'Queue, GroupKey, Priority DESC, DueAtUtc',
+  include: 'Type, PayloadVersion',
+  where: 'Status = 0 AND GroupKey IS NOT NULL',
+};
+
+/**
+ * `IX_JobsHot_GroupActive` (schema version 17): the Fetched and Processing rows of one group of a
+ * queue, what its group concurrency counts (and `getQueueGroups` reads).
+ */
+const GROUP_ACTIVE_INDEX: IndexSpec = {
+  serves:
+    "the grouped claim's group concurrency: one group's Fetched and Processing rows (schema version 17)",
+  table: 'hot',
+  name: 'IX_JobsHot_GroupActive',
+  keys: 'Queue, GroupKey',
+  where: 'Status IN (1, 2) AND GroupKey IS NOT NULL',
+};
+
+/** The indexes of version 17, created in its step. */
+const GROUP_INDEXES: readonly IndexSpec[] = [GROUP_PENDING_INDEX, GROUP_ACTIVE_INDEX];
+
 /** `IX_DedupeKeys_Job` (schema version 16): which key a job holds (`getJob`). */
 const DEDUPE_JOB_INDEX: IndexSpec = {
   serves: 'getJob: the dedupe key a job holds, a seek by its id (schema version 16)',
@@ -905,6 +1029,56 @@ const DEDUPE_V16_NOTE: readonly string[] = [
   'missing. A new table: no existing row changes. [Key] is binary on every install (a new table has',
   'no rows of another collation to convert).',
 ];
+
+/**
+ * Why version 17 adds what it adds the way it does (printed above the statements). `GroupKey` and
+ * the queue's group columns are nullable without a default: adding one changes the table's
+ * metadata, not its rows (https://learn.microsoft.com/en-us/sql/t-sql/statements/alter-table-transact-sql),
+ * and `COL_LENGTH` is NULL while one is missing, so each ADD runs once
+ * (https://learn.microsoft.com/en-us/sql/t-sql/functions/col-length-transact-sql). `GroupKey` and
+ * `GroupCursor` are binary on every install ({@link GROUP_KEY_COLUMN}). `JobGroups` is created
+ * where missing with its `Queue` in the collation of `JobsHot.Queue` (binary on an install created
+ * or converted with binary keys, the database's otherwise, as every queue name of that install),
+ * so that it compares with `Queues.Name` (two column collations meet in `=` only when equal,
+ * https://learn.microsoft.com/en-us/sql/t-sql/statements/collation-precedence-transact-sql): the
+ * install of an earlier release gets it through `EXEC`, a statement built for that case and
+ * compiled only when it runs, so the script's one static `CREATE TABLE` of it is a new install's. The
+ * two filtered indexes name `GroupKey`, which this batch may have just added, so they are compiled
+ * apart (`EXEC`) after the ALTER, like version 13's: deferred name resolution covers a missing
+ * table, not a missing column of an existing one
+ * (https://learn.microsoft.com/en-us/sql/t-sql/statements/create-procedure-transact-sql#deferred-name-resolution).
+ * Writers to `JobsHot` wait while they build (the hot table holds only live jobs).
+ */
+const GROUPS_V17_NOTE: readonly string[] = [
+  'Groups (schema version 17): GroupKey in JobsHot, JobsArchive and JobsDLQ and the group columns of',
+  'Queues (nullable, no default: metadata-only), the JobGroups table (its Queue in the collation of',
+  'JobsHot.Queue) and the filtered indexes of the grouped rows, compiled apart (EXEC) since they',
+  'name a column this batch may have added.',
+];
+
+/**
+ * `JobGroups` where missing ({@link JOB_GROUP_COLUMNS}): with a binary `Queue` where
+ * `JobsHot.Queue` is binary, else (an install of an earlier release, until `--binary-keys`) with
+ * its `Queue` in the database's collation, as that install's other queue names, through `EXEC`.
+ */
+function createJobGroups(schema: string): string[] {
+  const table = qualify(schema, 'groups');
+  const binaryHot =
+    ` AND EXISTS (SELECT 1 FROM sys.columns WHERE object_id = OBJECT_ID(N'${qualify(schema, 'hot')}')` +
+    ` AND name = N'Queue' AND collation_name = N'${BINARY_KEY_COLLATION}')`;
+  const legacy = JOB_GROUP_COLUMNS.map((col) =>
+    col.key ? c(col.name, col.type, col.nullable, col.default) : col,
+  );
+  const legacyBody = [
+    ...legacy.map((col) => columnDdl(MSSQL_TABLES.groups, col)),
+    primaryKey('groups'),
+  ].join(', ');
+  return [
+    createTable(schema, 'groups', JOB_GROUP_COLUMNS, [], binaryHot),
+    `IF OBJECT_ID(N'${table}', N'U') IS NULL`,
+    `  EXEC(N'CREATE TABLE ${table} (${legacyBody});');`,
+  ];
+}
 
 /** The ledger row of `version` (from {@link MSSQL_MIGRATIONS}), collected into `@Applied`. */
 function recordVersion(schema: string, version: number): string {
@@ -1166,6 +1340,27 @@ export function mssqlSchemaDdl(schema: string): string {
     `IF NOT EXISTS (SELECT 1 FROM ${t('migrations')} WHERE Version = 16)`,
     recordVersion(schema, 16),
     `COMMIT;`,
+    ...beginStep(schema),
+    ...GROUPS_V17_NOTE.map((line) => `-- ${line}`),
+    ...(['archive', 'dlq', 'hot'] as const).map(
+      (table) =>
+        `IF COL_LENGTH(N'${t(table)}', N'${GROUP_KEY_COLUMN.name}') IS NULL\n` +
+        `  ALTER TABLE ${t(table)} ADD ${columnDdl(MSSQL_TABLES[table], GROUP_KEY_COLUMN)};`,
+    ),
+    ...QUEUE_GROUP_COLUMNS.map(
+      (col) =>
+        `IF COL_LENGTH(N'${t('queues')}', N'${col.name}') IS NULL\n` +
+        `  ALTER TABLE ${t('queues')} ADD ${columnDdl(MSSQL_TABLES.queues, col)};`,
+    ),
+    ...createJobGroups(schema),
+    ...GROUP_INDEXES.flatMap((index) => [
+      `-- ${index.serves}`,
+      `IF NOT EXISTS (SELECT 1 FROM sys.indexes WHERE object_id = OBJECT_ID(N'${t(index.table)}') AND name = N'${index.name}')`,
+      `  EXEC(N'${indexStatement(schema, index)}');`,
+    ]),
+    `IF NOT EXISTS (SELECT 1 FROM ${t('migrations')} WHERE Version = 17)`,
+    recordVersion(schema, 17),
+    `COMMIT;`,
     `SELECT Version FROM @Applied ORDER BY Version;`,
   ];
   return `${parts.join('\n')}\n`;
@@ -1174,7 +1369,9 @@ export function mssqlSchemaDdl(schema: string): string {
 /**
  * The key columns of each table ({@link MssqlColumn.key}), as their tables declare them, that an
  * install of an earlier release may hold in the database's collation. `DedupeKeys.[Key]` is not
- * one: version 16 creates it binary on every install ({@link DEDUPE_KEY_COLUMNS}).
+ * one: version 16 creates it binary on every install ({@link DEDUPE_KEY_COLUMNS}); nor are the
+ * {@link MssqlColumn.binary} columns of version 17 (`GroupKey`, `GroupCursor`), binary on every
+ * install too. `JobGroups.Queue` is: version 17 creates it in the collation of `JobsHot.Queue`.
  */
 function keyColumnsOf(): Array<{ table: MssqlTable; column: MssqlColumn }> {
   const byTable: Array<[MssqlTable, readonly MssqlColumn[]]> = [
@@ -1185,6 +1382,7 @@ function keyColumnsOf(): Array<{ table: MssqlTable; column: MssqlColumn }> {
     ['buckets', BUCKET_COLUMNS],
     ['queues', QUEUE_COLUMNS],
     ['recurring', RECURRING_COLUMNS],
+    ['groups', JOB_GROUP_COLUMNS],
   ];
   return byTable.flatMap(([table, columns]) =>
     columns.filter((col) => col.key).map((column) => ({ table, column })),
@@ -1199,7 +1397,8 @@ function columnNames(list: string | undefined): string[] {
 /**
  * What names a key column, in its definition of the current version: the tables whose primary key
  * does, and the nonclustered indexes (of {@link INDEXES}, `IX_JobsHot_ClaimType` as version 14
- * has it, version 13's `IX_JobsHot_Held`) that key or INCLUDE one.
+ * has it, version 13's `IX_JobsHot_Held`, version 17's {@link GROUP_INDEXES}) that key or INCLUDE
+ * one.
  */
 function keyedDefinitions(): { primaryKeys: MssqlTable[]; indexes: IndexSpec[] } {
   const keys = new Set(keyColumnsOf().map((k) => `${k.table}.${k.column.name}`));
@@ -1212,7 +1411,7 @@ function keyedDefinitions(): { primaryKeys: MssqlTable[]; indexes: IndexSpec[] }
     primaryKeys: (Object.keys(PRIMARY_KEYS) as MssqlTable[]).filter((table) =>
       names(table, [PRIMARY_KEYS[table]]),
     ),
-    indexes: [...current, HELD_INDEX].filter((index) =>
+    indexes: [...current, HELD_INDEX, ...GROUP_INDEXES].filter((index) =>
       names(index.table, [index.keys, index.include]),
     ),
   };

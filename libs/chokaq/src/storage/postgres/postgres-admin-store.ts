@@ -212,6 +212,17 @@ export class PostgresAdminStore {
     await drain('audit', SQL.applyRetentionAudit(this.s), policy.auditMs);
     // After the archive's: a unique key whose holder retention just removed holds nothing.
     await drain('dedupeKeys', SQL.applyRetentionDedupeKeys(this.s), 0);
+    await drain('groups', SQL.applyRetentionGroups(this.s), 0);
+    // Not a removal: jobs of grouped queues stored without the shared group join it (counted
+    // nowhere; see applyRetentionGroupless).
+    for (;;) {
+      const joined = await this.db.query(
+        'retention.groupless',
+        SQL.applyRetentionGroupless(this.s),
+        SQL.applyRetentionParams(0, batch),
+      );
+      if (joined.length < batch) break;
+    }
     return done;
   }
 

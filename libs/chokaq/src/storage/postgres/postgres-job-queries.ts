@@ -15,6 +15,7 @@ import {
   ThroughputPoint,
   ThroughputStats,
 } from '../../interfaces/job-view.interface';
+import type { QueueGroupLoad } from '../../interfaces/job.interface';
 import type { WorkerInfo } from '../../interfaces/worker.interface';
 import { PREVIEW_SAMPLE } from '../../validation/limits';
 import type { CheckedWorkerQuery } from '../../validation/validate-args';
@@ -28,6 +29,7 @@ import type {
 import { DialectJobQueries } from '../dialect-job-storage';
 import { mapAttemptRow } from '../shared/attempts';
 import { mapDedupeRow } from '../shared/dedupe';
+import { mapQueueGroupRow } from '../shared/groups';
 import { toAuditPage } from '../shared/audit-log';
 import { topErrorFamilies } from '../shared/error-family';
 import { ErrorFamilyMemo } from '../shared/error-family-memo';
@@ -189,6 +191,15 @@ export class PostgresJobQueries implements DialectJobQueries {
       succeeded5m: num(r.succeeded_5m),
       failed5m: num(r.failed_5m),
     };
+  }
+
+  /** @inheritdoc */
+  async getQueueGroups(queue: string, limit: number): Promise<QueueGroupLoad[]> {
+    const rows = await this.db.query('getQueueGroups', SQL.getQueueGroups(this.db.s), [
+      queue,
+      limit,
+    ]);
+    return rows.map(mapQueueGroupRow);
   }
 
   /** @inheritdoc */

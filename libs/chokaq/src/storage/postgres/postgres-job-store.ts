@@ -26,9 +26,10 @@ import { OWN_DATA_SOURCE_REASON, SqlHandlerTransaction } from '../shared/handler
 import { rateStateOf, shortestRateWait } from '../shared/rate-window';
 import { hasResults } from '../shared/stored-results';
 import { claimOrder } from '../shared/claim-order';
+import { groupVisits } from '../shared/groups';
 import { enqueueManyKeyed, enqueueWithKey, mapDedupeHolder } from '../shared/dedupe';
 import { mapClaimedRow, mapHotRow, toDate } from '../shared/row-mapper';
-import { Exec, num, PostgresConnection } from './postgres.connection';
+import { Exec, num, PostgresConnection, Row } from './postgres.connection';
 import {
   bootstrapStatements,
   pendingPostgresMigrations,
@@ -67,6 +68,8 @@ export class PostgresJobStore extends PostgresAdminStore implements DialectJobSt
 
   private readonly logger: PostgresConnection['logger'];
   private readonly schemaName: string;
+  /** Whether the next claim that covers grouped queues claims them before the others. */
+  private groupsFirst = false;
 
   constructor(db: PostgresConnection) {
     super(db);
@@ -339,6 +342,7 @@ export class PostgresJobStore extends PostgresAdminStore implements DialectJobSt
     const claimed = async (exec: Exec, attempt: number) =>
       attempt > 1 ? exec(this.sql.fetchNextBatchClaimed, claimedBefore) : [];
     let waitMs: number | undefined;
+    let coveredGroups = false;
     // A claim ahead always takes the fast path: it skips every queue with a budget or a rate
     // limit at that moment, so rows waiting for a slot never hold a budget or spend a rate.
     const unbudgeted =
@@ -359,10 +363,47 @@ export class PostgresJobStore extends PostgresAdminStore implements DialectJobSt
             SQL.fetchNextBatchLockBudgetsParams(queues),
           );
           const lockedNames = locked.map((r) => String(r.name));
-          const taken = await exec(
-            this.sql.fetchNextBatch,
-            SQL.fetchNextBatchBudgetedParams(request, lockedNames),
-          );
+          const grouped = locked.filter((r) => r.grouped === true).map((r) => String(r.name));
+          const claimGrouped = async (startable: number): Promise<Row[]> => {
+            const rows: Row[] = [];
+            for (const queue of grouped) {
+              const room = startable - rows.length;
+              if (room <= 0) break;
+              const params = SQL.fetchNextGroupedBatchParams(
+                request,
+                queue,
+                room,
+                groupVisits(room),
+              );
+              rows.push(...(await exec(this.sql.fetchNextGroupedBatch, params)));
+            }
+            return rows;
+          };
+          // Grouped queues and the others take turns at going first (`groupsFirst`), so neither
+          // can keep the other's jobs waiting by filling every slot claim after claim.
+          const first =
+            grouped.length > 0 && this.groupsFirst ? await claimGrouped(request.start) : [];
+          const rest =
+            first.length >= limit
+              ? []
+              : await exec(
+                  this.sql.fetchNextBatch,
+                  SQL.fetchNextBatchBudgetedParams(
+                    {
+                      ...request,
+                      limit: limit - first.length,
+                      start: request.start - first.length,
+                    },
+                    lockedNames,
+                  ),
+                );
+          const startedRest = rest.filter((r) => Number(r.status) === 2).length;
+          const last =
+            grouped.length > 0 && !this.groupsFirst
+              ? await claimGrouped(Math.min(request.start - startedRest, limit - rest.length))
+              : [];
+          coveredGroups = grouped.length > 0;
+          const taken = [...first, ...rest, ...last];
           const limited = locked.filter((r) => r.rate_limited === true).map((r) => String(r.name));
           if (taken.length < limit && limited.length > 0) {
             const states = await exec(
@@ -373,6 +414,8 @@ export class PostgresJobStore extends PostgresAdminStore implements DialectJobSt
           }
           return taken;
         });
+    // Flipped once the claim committed, and only by a claim that covered grouped queues.
+    if (coveredGroups) this.groupsFirst = !this.groupsFirst;
     const jobs: ClaimedJobs = rows.map(mapClaimedRow).sort(claimOrder);
     if (waitMs !== undefined) jobs.rateLimitWaitMs = waitMs;
     return jobs;

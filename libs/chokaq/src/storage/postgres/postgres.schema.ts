@@ -600,6 +600,51 @@ const V17: PostgresMigration = {
   ],
 };
 
+/**
+ * Version 18: groups (`NewJob.group`) and per-group limits. `group_key` in every pillar (a job
+ * keeps its group through every move); the queue's `group_concurrency` and group rate limit
+ * (`group_rate_max` per `group_rate_per_ms`), and `group_cursor`, the last group a grouped claim
+ * visited (the claim takes turns across groups in key order from there). Group keys are compared
+ * byte for byte (`COLLATE "C"`), so the walk's order is the keys' byte order. `job_groups` holds each
+ * group's rate window, written only by grouped claims (under the queue's row lock) and by
+ * retention. Nullable columns without defaults change only the catalog
+ * (https://www.postgresql.org/docs/15/sql-altertable.html, "Notes"). The two partial indexes hold
+ * only rows that have a group, so a queue without groups never writes to them.
+ */
+const V18: PostgresMigration = {
+  version: 18,
+  description: 'Groups and per-group limits',
+  statements: (s) => [
+    `ALTER TABLE ${s}.jobs_hot ADD COLUMN IF NOT EXISTS group_key varchar(255) COLLATE "C" NULL`,
+    `ALTER TABLE ${s}.jobs_archive ADD COLUMN IF NOT EXISTS group_key varchar(255) COLLATE "C" NULL`,
+    `ALTER TABLE ${s}.jobs_dlq ADD COLUMN IF NOT EXISTS group_key varchar(255) COLLATE "C" NULL`,
+    `ALTER TABLE ${s}.queues ADD COLUMN IF NOT EXISTS group_concurrency integer NULL`,
+    `ALTER TABLE ${s}.queues ADD COLUMN IF NOT EXISTS group_rate_max integer NULL`,
+    `ALTER TABLE ${s}.queues ADD COLUMN IF NOT EXISTS group_rate_per_ms integer NULL`,
+    `ALTER TABLE ${s}.queues ADD COLUMN IF NOT EXISTS group_cursor varchar(255) NULL`,
+    `CREATE TABLE IF NOT EXISTS ${s}.job_groups (
+      queue varchar(255) NOT NULL,
+      group_key varchar(255) COLLATE "C" NOT NULL,
+      last_started_utc timestamptz NULL,
+      rate_window_start timestamptz NULL,
+      rate_window_count integer NULL,
+      rate_window_last timestamptz NULL,
+      rate_prev_count integer NULL,
+      rate_prev_last timestamptz NULL,
+      PRIMARY KEY (queue, group_key)
+    )`,
+    // Serves the grouped claim: its walk to the next group with Pending rows (min(group_key) past
+    // the last one, one descent per group) and, within a group, its rows in claim order.
+    `CREATE INDEX IF NOT EXISTS ix_jobs_hot_group_pending ON ${s}.jobs_hot
+      (queue, group_key, priority DESC, (coalesce(scheduled_at_utc, enqueued_at_utc)),
+       id COLLATE "C")
+      WHERE status = 0 AND group_key IS NOT NULL`,
+    // Serves the group concurrency: the Fetched and Processing rows of one group.
+    `CREATE INDEX IF NOT EXISTS ix_jobs_hot_group_active ON ${s}.jobs_hot
+      (queue, group_key) WHERE status IN (1, 2) AND group_key IS NOT NULL`,
+  ],
+};
+
 /** Every migration, in version order. */
 export const POSTGRES_MIGRATIONS: readonly PostgresMigration[] = [
   V1,
@@ -619,6 +664,7 @@ export const POSTGRES_MIGRATIONS: readonly PostgresMigration[] = [
   V15,
   V16,
   V17,
+  V18,
 ];
 
 /** The newest schema version this code expects. */

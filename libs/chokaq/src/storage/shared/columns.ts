@@ -29,6 +29,7 @@ export const HOT_COLUMNS = [
   'progress_note',
   'trace_context',
   'payload_version',
+  'group_key',
 ] as const;
 
 /** A hot column name. */

@@ -78,6 +78,11 @@ export function parseTraceContext(value: unknown): Record<string, string> | null
   }
 }
 
+/** A stored group key as a job's group: the shared group `''` of a grouped queue's jobs without one reads as none. */
+function groupOf(value: unknown): string | null {
+  return value === null || value === undefined || value === '' ? null : String(value);
+}
+
 /** Maps a hot-table row. */
 export function mapHotRow(raw: Row): HotJob {
   const r = fold(raw);
@@ -88,6 +93,7 @@ export function mapHotRow(raw: Row): HotJob {
     payload: parsePayload(r.payload),
     tags: decodeTags(str(r.tags)),
     idempotencyKey: str(r.idempotencykey),
+    group: groupOf(r.groupkey),
     priority: num(r.priority),
     status: num(r.status) as HotJob['status'],
     attemptCount: num(r.attemptcount),
@@ -128,6 +134,7 @@ export function mapClaimedRow(r: Row): HotJob {
     payload: parsePayload(r.payload),
     tags: decodeTags(str(r.tags)),
     idempotencyKey: str(r.idempotency_key),
+    group: groupOf(r.group_key),
     priority: num(r.priority),
     status: num(r.status) as HotJob['status'],
     attemptCount: num(r.attempt_count),
@@ -165,6 +172,7 @@ export function mapJobView(raw: Row, pillar: Pillar): JobView {
     payload: parsePayload(r.payload),
     tags: decodeTags(str(r.tags)),
     idempotencyKey: str(r.idempotencykey),
+    group: groupOf(r.groupkey),
     priority: num(r.priority),
     status,
     attemptCount: num(r.attemptcount),
@@ -265,6 +273,11 @@ export function mapQueueRow(raw: Row): QueueInfo {
       r.ratelimitmax === null || r.ratelimitmax === undefined || r.ratelimitperms == null
         ? null
         : { max: Number(r.ratelimitmax), perMs: Number(r.ratelimitperms) },
+    groupConcurrency: numOrNull(r.groupconcurrency),
+    groupRateLimit:
+      r.groupratemax === null || r.groupratemax === undefined || r.grouprateperms == null
+        ? null
+        : { max: Number(r.groupratemax), perMs: Number(r.grouprateperms) },
     lastUpdatedUtc: toDate(r.lastupdatedutc)!,
   };
 }

@@ -227,6 +227,10 @@ export abstract class SqliteAdminStore {
     const json = JSON.stringify(patch);
     const row = await this.db.write('updateQueue', () => {
       const updated = this.db.get(this.sql.updateQueue, { name, patch: json });
+      // A queue given group limits: its jobs without a group join the shared group.
+      if (patch.groupConcurrency !== undefined || patch.groupRateLimit !== undefined) {
+        this.db.run(this.sql.updateQueueSharedGroup, { name });
+      }
       this.recordAudit(audit, 1);
       return updated;
     });
@@ -302,6 +306,16 @@ export abstract class SqliteAdminStore {
     await drain('audit', this.sql.applyRetentionAudit, policy.auditMs);
     // After the archive's: a unique key whose holder retention just removed holds nothing.
     await drain('dedupeKeys', this.sql.applyRetentionDedupeKeys, 0);
+    await drain('groups', this.sql.applyRetentionGroups, 0);
+    // Not a removal: jobs of grouped queues stored without the shared group join it (counted
+    // nowhere, audited nowhere; see applyRetentionGroupless).
+    for (;;) {
+      const joined = await this.db.write('retention.groupless', () =>
+        this.db.run(this.sql.applyRetentionGroupless, { cutoff: now, limit: batch }),
+      );
+      if (joined < batch) break;
+      await yieldToEventLoop();
+    }
     return done;
   }
 

@@ -15,6 +15,7 @@ import {
   ThroughputPoint,
   ThroughputStats,
 } from '../../interfaces/job-view.interface';
+import type { QueueGroupLoad } from '../../interfaces/job.interface';
 import type { WorkerInfo } from '../../interfaces/worker.interface';
 import {
   PREVIEW_SAMPLE,
@@ -37,6 +38,7 @@ import type { ListRequest } from '../../validation/validate-list';
 import { toListPage } from '../shared/page';
 import { mapAttemptRow } from '../shared/attempts';
 import { mapDedupeRow } from '../shared/dedupe';
+import { mapQueueGroupRow } from '../shared/groups';
 import { mapJobView, mapOutcomesRow, mapWorkerRow, toDate } from '../shared/row-mapper';
 import { queueHealthOf } from '../shared/queue-health';
 import { throughputSeries } from '../shared/throughput-series';
@@ -225,6 +227,14 @@ export class SqliteJobQueries implements DialectJobQueries {
       succeeded5m: by(Outcome.Succeeded, 'n5m'),
       failed5m: by(Outcome.Failed, 'n5m'),
     };
+  }
+
+  /** @inheritdoc */
+  async getQueueGroups(queue: string, limit: number): Promise<QueueGroupLoad[]> {
+    const rows = await this.db.read('getQueueGroups', () =>
+      this.db.all(this.sql.getQueueGroups, { queue, limit }),
+    );
+    return rows.map(mapQueueGroupRow);
   }
 
   /** @inheritdoc */

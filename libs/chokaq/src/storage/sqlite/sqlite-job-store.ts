@@ -32,6 +32,7 @@ import { NO_REASON, Outcome } from '../shared/outcome';
 import { rateStateOf, shortestRateWait } from '../shared/rate-window';
 import { hasResults } from '../shared/stored-results';
 import { claimOrder } from '../shared/claim-order';
+import { groupVisits } from '../shared/groups';
 import {
   DedupeSteps,
   dedupeColumns,
@@ -43,7 +44,7 @@ import { mapClaimedRow, mapHotRow } from '../shared/row-mapper';
 import { bucketsOf, claimedStartLag, countersByQueue, startBucketsOf } from './sqlite-counters';
 import { SqliteChangeWatch } from './sqlite-change-watch';
 import { yieldToEventLoop } from './sqlite-mutex';
-import { SqliteConnection, SqliteStatements } from './sqlite.connection';
+import { Row, SqliteConnection, SqliteStatements } from './sqlite.connection';
 import {
   SQLITE_MIGRATIONS,
   pendingSqliteMigrations,
@@ -87,6 +88,8 @@ export class SqliteJobStore extends SqliteAdminStore implements DialectJobStore 
 
   /** Change watches of {@link subscribe}, stopped by `close()`. */
   private readonly watchers = new Set<SqliteChangeWatch>();
+  /** Whether the next claim that covers grouped queues claims them before the others. */
+  private groupsFirst = false;
 
   constructor(db: SqliteConnection) {
     super(db);
@@ -338,6 +341,7 @@ export class SqliteJobStore extends SqliteAdminStore implements DialectJobStore 
         created_by: j.createdBy,
         trace_context: j.traceContext,
         payload_version: j.payloadVersion,
+        group_key: j.group,
       })),
     );
     on.run(this.sql.enqueueQueues, { rows });
@@ -364,6 +368,13 @@ export class SqliteJobStore extends SqliteAdminStore implements DialectJobStore 
    * `fetchNextBatchOneQueue`, which skips the queue if it is budgeted or rate limited after all;
    * anything else takes `fetchNextBatch`, then spends the rows it started on their queues' rate
    * limits and, when it took fewer rows than asked, reads how long a rate limit holds them back.
+   *
+   * Queues with group limits: `fetchNextBatch` skips them; a claim that starts rows
+   * (`start > 0`) and may cover one (the hint names a handled queue, or there is no hint) finds
+   * them (`fetchNextBatchGroupedQueues`) and claims each with the grouped claim
+   * ({@link claimGroupedQueue}), every row of which starts, in the same transaction. Grouped
+   * queues and the others take turns at going first (`groupsFirst`), so neither can keep the
+   * other's jobs waiting by filling every slot claim after claim.
    * @inheritdoc
    */
   async fetchNextBatch(request: Checked<FetchRequest & { start: number }>): Promise<ClaimedJobs> {
@@ -403,10 +414,45 @@ export class SqliteJobStore extends SqliteAdminStore implements DialectJobStore 
     const queues = [...new Set([...handled.queues, ...handled.types.map((t) => t.queue)])];
     const mayBeLimited =
       !oneQueue && (budgetedQueues === undefined || queues.some((q) => budgetedQueues.includes(q)));
+    const groupsFirst = this.groupsFirst;
+    let coveredGroups = false;
     let waitMs: number | undefined;
     const rows = await this.db.writeUnsynced('fetchNextBatch', () => {
       waitMs = undefined;
-      const claimed = this.db.all(sql, params);
+      // The same hint says whether a handled queue may be grouped; only a claim that starts rows
+      // may take a grouped queue's rows.
+      const grouped =
+        mayBeLimited && start > 0
+          ? this.db
+              .all(this.sql.fetchNextBatchGroupedQueues, { queues: JSON.stringify(queues) })
+              .map((r) => String(r.name))
+          : [];
+      coveredGroups = grouped.length > 0;
+      const claimGrouped = (startable: number): Row[] => {
+        const taken: Row[] = [];
+        for (const queue of grouped) {
+          const room = startable - taken.length;
+          if (room <= 0) break;
+          taken.push(...this.claimGroupedQueue(request, queue, room));
+        }
+        return taken;
+      };
+      const first = coveredGroups && groupsFirst ? claimGrouped(start) : [];
+      const rest =
+        first.length >= limit
+          ? []
+          : this.db.all(
+              sql,
+              first.length === 0
+                ? params
+                : { ...params, limit: limit - first.length, start: start - first.length },
+            );
+      const startedRest = rest.filter((r) => Number(r.status) === 2).length;
+      const last =
+        coveredGroups && !groupsFirst
+          ? claimGrouped(Math.min(start - startedRest, limit - rest.length))
+          : [];
+      const claimed = [...first, ...rest, ...last];
       const started = claimed.filter((r) => Number(r.status) === 2);
       if (started.length > 0) {
         this.addBuckets(
@@ -424,10 +470,107 @@ export class SqliteJobStore extends SqliteAdminStore implements DialectJobStore 
       }
       return claimed;
     });
+    if (coveredGroups) this.groupsFirst = !groupsFirst;
     // RETURNING has no order: hand the rows back in claim order.
     const jobs: ClaimedJobs = rows.map(mapClaimedRow).sort(claimOrder);
     if (waitMs !== undefined) jobs.rateLimitWaitMs = waitMs;
     return jobs;
+  }
+
+  /**
+   * The grouped claim of grouped queue `queue`, inside the claim's transaction: starts up to
+   * `startable` of its due rows, taking turns across its groups, within each group's concurrency
+   * and rate limit and the queue's own budget and rate.
+   *
+   * The walk: from the queue's `group_cursor` (the last group the previous grouped claim visited),
+   * it visits the groups that have Pending rows in byte order, wrapping round once to the first
+   * group and stopping at the cursor, one statement per group (`fetchNextGroupedBatchVisit`: the
+   * group's room and the next group, one index descent each); it stops once it found as many
+   * groups with room as the budget (each of them gets at least one row), or after
+   * {@link groupVisits} visits. BEGIN IMMEDIATE holds the file's write lock throughout, so nothing
+   * changes between these statements. Then the rows are taken round-robin from the groups with
+   * room (`fetchNextGroupedBatch`), the cursor moves to the last group visited, and the started
+   * rows are spent on their groups' rate windows. The caller counts them in the start bucket and
+   * spends them on the queue's own rate, with the ordinary claim's rows.
+   */
+  private claimGroupedQueue(
+    request: Checked<FetchRequest & { start: number }>,
+    queue: string,
+    startable: number,
+  ): Row[] {
+    const begin = this.db.get(this.sql.fetchNextGroupedBatchStart, { queue, start: startable });
+    const budget = begin === undefined ? 0 : Number(begin.budget);
+    if (begin === undefined || budget <= 0) return [];
+    const cursor = String(begin.cursor);
+    const firstGroup = begin.first_group === null ? null : String(begin.first_group);
+    const maxVisits = groupVisits(startable);
+    const visits: { group: string; n: number; room: number }[] = [];
+    let wrapped = begin.after_cursor === null;
+    let group = wrapped ? firstGroup : String(begin.after_cursor);
+    let found = 0;
+    while (group !== null && visits.length < maxVisits && found < budget) {
+      const visit = this.db.get(this.sql.fetchNextGroupedBatchVisit, {
+        queue,
+        group,
+        budget,
+        wrapped: wrapped ? 1 : 0,
+        cursor,
+      })!;
+      const room = Math.max(0, Number(visit.room));
+      visits.push({ group, n: visits.length + 1, room });
+      if (room > 0) found += 1;
+      if (visit.next_group !== null) {
+        group = String(visit.next_group);
+      } else if (!wrapped) {
+        wrapped = true;
+        group = firstGroup;
+      } else {
+        group = null;
+      }
+    }
+    if (visits.length === 0) return [];
+    const { workerId, leaseId, handled } = request;
+    const types = handled.queues.includes(queue)
+      ? null
+      : JSON.stringify(
+          handled.types
+            .filter((t) => t.queue === queue)
+            .map((t) => ({
+              type: t.type,
+              minVersion: t.minVersion ?? 1,
+              maxVersion: t.maxVersion ?? 1,
+            })),
+        );
+    const withRoom = visits.filter((v) => v.room > 0);
+    const rows =
+      withRoom.length === 0
+        ? []
+        : this.db.all(this.sql.fetchNextGroupedBatch, {
+            queue,
+            budget,
+            visits: JSON.stringify(withRoom),
+            types,
+            workerId,
+            leaseId,
+          });
+    this.db.run(this.sql.fetchNextGroupedBatchTurn, {
+      queue,
+      cursor: visits[visits.length - 1].group,
+    });
+    if (rows.length > 0 && Number(begin.group_rated) === 1) {
+      const spent = new Map<string, { group: string; n: number; t: number }>();
+      for (const r of rows) {
+        const key = String(r.group_key);
+        const entry = spent.get(key) ?? { group: key, n: 0, t: Number(r.started_at_utc) };
+        entry.n += 1;
+        spent.set(key, entry);
+      }
+      this.db.run(this.sql.fetchNextGroupedBatchSpendGroups, {
+        queue,
+        spent: JSON.stringify([...spent.values()]),
+      });
+    }
+    return rows;
   }
 
   /**

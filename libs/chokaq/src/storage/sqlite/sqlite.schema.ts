@@ -548,6 +548,53 @@ const V14: SqliteMigration = {
   ],
 };
 
+/**
+ * Version 15: groups (`NewJob.group`) and per-group limits. `group_key` in every pillar (a job
+ * keeps its group through every move); the queue's `group_concurrency` and group rate limit
+ * (`group_rate_max` starts per `group_rate_per_ms`), and `group_cursor`, the last group a grouped
+ * claim visited (the claim takes turns across the groups in key order from there). Group keys
+ * compare byte for byte: TEXT columns take SQLite's default BINARY collation (memcmp of the UTF-8
+ * text), so the walk's order is the keys' byte order. `job_groups` holds each group's rate window,
+ * written only by grouped claims and by retention (a WITHOUT ROWID table: one B-tree keyed by
+ * queue and group, read by primary key). As version 8's trace context: `ADD COLUMN` of a nullable
+ * column without a default only edits the table's definition (no row is rewritten), and SQLite
+ * has no `ADD COLUMN IF NOT EXISTS`, so the ledger row of this version is what keeps it from
+ * running twice. The two partial indexes hold only rows that have a group, so a queue without
+ * groups never writes to them. A worker of version 14 keeps running but ignores groups: upgrade
+ * every worker before setting group limits.
+ */
+const V15: SqliteMigration = {
+  version: 15,
+  description: 'Groups and per-group limits',
+  statements: (p) => [
+    `ALTER TABLE ${p}jobs_hot ADD COLUMN group_key TEXT NULL`,
+    `ALTER TABLE ${p}jobs_archive ADD COLUMN group_key TEXT NULL`,
+    `ALTER TABLE ${p}jobs_dlq ADD COLUMN group_key TEXT NULL`,
+    `ALTER TABLE ${p}queues ADD COLUMN group_concurrency INTEGER NULL`,
+    `ALTER TABLE ${p}queues ADD COLUMN group_rate_max INTEGER NULL`,
+    `ALTER TABLE ${p}queues ADD COLUMN group_rate_per_ms INTEGER NULL`,
+    `ALTER TABLE ${p}queues ADD COLUMN group_cursor TEXT NULL`,
+    `CREATE TABLE IF NOT EXISTS ${p}job_groups (
+      queue             TEXT    NOT NULL,
+      group_key         TEXT    NOT NULL,
+      rate_window_start INTEGER NULL,
+      rate_window_count INTEGER NULL,
+      rate_window_last  INTEGER NULL,
+      rate_prev_count   INTEGER NULL,
+      rate_prev_last    INTEGER NULL,
+      PRIMARY KEY (queue, group_key)
+    ) STRICT, WITHOUT ROWID`,
+    // Serves the grouped claim: its walk to the next group with Pending rows (the first key past
+    // the last one, one descent per group) and, within a group, its rows in claim order.
+    `CREATE INDEX IF NOT EXISTS ${p}jobs_hot_group_pending_ix ON ${p}jobs_hot
+      (queue, group_key, priority DESC, COALESCE(scheduled_at_utc, enqueued_at_utc), id)
+      WHERE status = 0 AND group_key IS NOT NULL`,
+    // Serves the group concurrency: the Fetched and Processing rows of one group.
+    `CREATE INDEX IF NOT EXISTS ${p}jobs_hot_group_active_ix ON ${p}jobs_hot (queue, group_key)
+      WHERE status IN (1, 2) AND group_key IS NOT NULL`,
+  ],
+};
+
 /** Every migration, oldest first. Append new versions; never edit a released one. */
 export const SQLITE_MIGRATIONS: readonly SqliteMigration[] = [
   V1,
@@ -564,6 +611,7 @@ export const SQLITE_MIGRATIONS: readonly SqliteMigration[] = [
   V12,
   V13,
   V14,
+  V15,
 ];
 
 /** The ledger table; created before any migration runs so its own existence is not a migration. */

@@ -4,8 +4,9 @@
  * The locks and isolation each part relies on, with Microsoft's documentation, are named above
  * `fetchNextBatch`; the batch conventions: docs/storage.md, "SQL Server: batch conventions".
  */
+import { groupVisits } from '../../shared/groups';
 import { MssqlStatement, ParamList } from '../mssql-params';
-import { HOT_COLUMNS } from '../mssql.schema';
+import { GROUP_KEY_COLUMN, HOT_COLUMNS, columnType } from '../mssql.schema';
 import {
   DECLARE_BUCKET,
   DECLARE_NOW,
@@ -13,11 +14,13 @@ import {
   SET_BUCKET,
   bumpBuckets,
   declareTableVar,
+  isGrouped,
   outputInto,
   selectColumns,
   startLagMs,
   tables,
   type MssqlSchema,
+  type MssqlTables,
 } from './fragments';
 
 /** Inputs of the claim. */
@@ -31,6 +34,11 @@ export interface MssqlClaimRequest {
   types: ReadonlyArray<{ queue: string; type: string; minVersion?: number; maxVersion?: number }>;
   /** How many of the claimed rows, first in claim order, go straight to Processing (0 to limit). */
   start: number;
+  /**
+   * Whether the grouped queues are claimed before the others (with `start` > 0; see
+   * {@link fetchNextBatch}). The store alternates it from claim to claim; default false.
+   */
+  groupsFirst?: boolean;
 }
 
 /**
@@ -89,26 +97,83 @@ export interface MssqlClaimRequest {
  * negative) caps each queue, and an outer `TOP (@limit)` keeps the best rows across queues,
  * priority first, then due time; picked rows that lose that cut stay U-locked until COMMIT (at
  * most the slots of each queue).
+ *
+ * Grouped queues (schema version 17: a queue with `GroupConcurrency` or `GroupRateMax`): the
+ * ordinary claim above never takes their rows (their `Slots` are 0), since it may leave rows
+ * Fetched and does not know the groups. A claim that starts rows (`start` > 0) locks them with the
+ * budgeted queues (`@Budgeted`, the same U locks by key, in name order; re-read under the lock,
+ * `Grouped`) and claims each of them group by group in the same transaction
+ * ({@link groupedClaim}), every row it takes started. The grouped queues go after the others, or
+ * before them when `groupsFirst` says so (the store alternates it from claim to claim, as the
+ * PostgreSQL store does), the second part sharing what the first left of the limit and the start.
+ * A claim that starts nothing leaves the grouped queues out of its unlocked read and takes no lock
+ * on them. Their started rows count in their queue's rate window and start bucket with the others.
  */
-
-/** Whether the rate window of `q` has rolled over at `@now` (none yet, or a window old). */
-const RATE_ROLLED =
-  '(q.RateWindowStart IS NULL OR @now >= DATEADD(MILLISECOND, q.RateLimitPerMs, q.RateWindowStart))';
 
 /**
- * How many of `q`'s jobs may start at `@now`: `RateLimitMax` less the current window's starts, less
- * the previous window's while its last start is within one window of `@now`, never below 0
+ * A rate limit in T-SQL: its settings, `max` starts per `per` ms (expressions), and the alias `st`
+ * of the row that holds its window (`RateWindowStart`, `RateWindowLast`, `RateWindowCount`,
+ * `RatePrevLast`, `RatePrevCount`): a queue's own (`Queues`), or a group's (`JobGroups`).
+ */
+interface RateSql {
+  max: string;
+  per: string;
+  st: string;
+}
+
+/** A queue's own rate limit, of the `Queues` row `q`. */
+const QUEUE_RATE: RateSql = { max: 'q.RateLimitMax', per: 'q.RateLimitPerMs', st: 'q' };
+
+/**
+ * A group's rate limit in the grouped claim: the grouped queue's settings (read into variables),
+ * the window of the group's `JobGroups` row `g`.
+ */
+const GROUP_RATE: RateSql = { max: '@gRateMax', per: '@gRatePer', st: 'g' };
+
+/** Whether the rate window has rolled over at `@now` (none yet, or a window old). */
+function rateRolled(r: RateSql): string {
+  return `(${r.st}.RateWindowStart IS NULL OR @now >= DATEADD(MILLISECOND, ${r.per}, ${r.st}.RateWindowStart))`;
+}
+
+/**
+ * The starts the window holds at `@now`: the current window's, and the previous window's while its
+ * last start is within one window of `@now` (the rule of `storage/shared/rate-window.ts`).
+ */
+function rateHeld(r: RateSql): string {
+  return [
+    `CASE WHEN ${rateRolled(r)}`,
+    `  THEN CASE WHEN ${r.st}.RateWindowLast > DATEADD(MILLISECOND, -${r.per}, @now) THEN ISNULL(${r.st}.RateWindowCount, 0) ELSE 0 END`,
+    `  ELSE ISNULL(${r.st}.RateWindowCount, 0)`,
+    `       + CASE WHEN ${r.st}.RatePrevLast > DATEADD(MILLISECOND, -${r.per}, @now) THEN ISNULL(${r.st}.RatePrevCount, 0) ELSE 0 END`,
+    'END',
+  ].join('\n');
+}
+
+/**
+ * How many jobs may start at `@now` under the limit: `max` less {@link rateHeld}, never below 0
  * (`GREATEST` needs SQL Server 2022, hence the CASE).
  */
-const RATE_HELD = [
-  `CASE WHEN ${RATE_ROLLED}`,
-  '  THEN CASE WHEN q.RateWindowLast > DATEADD(MILLISECOND, -q.RateLimitPerMs, @now) THEN ISNULL(q.RateWindowCount, 0) ELSE 0 END',
-  '  ELSE ISNULL(q.RateWindowCount, 0)',
-  '       + CASE WHEN q.RatePrevLast > DATEADD(MILLISECOND, -q.RateLimitPerMs, @now) THEN ISNULL(q.RatePrevCount, 0) ELSE 0 END',
-  'END',
-].join('\n');
+function rateAllowance(r: RateSql): string {
+  const held = rateHeld(r);
+  return `CASE WHEN ${r.max} - (${held}) > 0 THEN ${r.max} - (${held}) ELSE 0 END`;
+}
 
-const RATE_ALLOWANCE = `CASE WHEN q.RateLimitMax - (${RATE_HELD}) > 0 THEN q.RateLimitMax - (${RATE_HELD}) ELSE 0 END`;
+/**
+ * The SET list that spends `n` starts at `@now` on the window of `st` (the updated row's alias): a
+ * rolled-over window becomes the previous one and a new one starts. Every expression reads the
+ * row as it was before the UPDATE.
+ */
+function rateSpend(r: RateSql, n: string): string {
+  const rolled = rateRolled(r);
+  const a = r.st;
+  return [
+    `${a}.RatePrevCount = CASE WHEN ${rolled} THEN ${a}.RateWindowCount ELSE ${a}.RatePrevCount END,`,
+    `  ${a}.RatePrevLast = CASE WHEN ${rolled} THEN ${a}.RateWindowLast ELSE ${a}.RatePrevLast END,`,
+    `  ${a}.RateWindowCount = CASE WHEN ${rolled} THEN ${n} ELSE ${a}.RateWindowCount + ${n} END,`,
+    `  ${a}.RateWindowStart = CASE WHEN ${rolled} THEN @now ELSE ${a}.RateWindowStart END,`,
+    `  ${a}.RateWindowLast = @now`,
+  ].join('\n');
+}
 
 export function fetchNextBatch(schema: MssqlSchema, req: MssqlClaimRequest): MssqlStatement {
   const t = tables(schema);
@@ -126,7 +191,15 @@ export function fetchNextBatch(schema: MssqlSchema, req: MssqlClaimRequest): Mss
     })),
   );
   const start = p.int(req.start);
-  const started = `k.Rn <= ${start}`;
+  // Grouped queues are claimed only by a claim that starts rows (every row they give starts).
+  const grouped = req.start > 0;
+  const groupsFirst = grouped && req.groupsFirst === true;
+  const visits = grouped ? p.int(groupVisits(req.start)) : '';
+  // The ordinary part's limit and start: less what the grouped queues took when they went first
+  // (every row they take starts).
+  const rest = (n: string) => (groupsFirst ? `${n} - @GroupTaken` : n);
+  const started = `k.Rn <= ${rest(start)}`;
+  const claim = grouped ? groupedClaim(t, { workerId, leaseId, limit, start, visits }) : [];
   // The candidate read of one queue (queue-wide handler) or one (queue, type) pair.
   const candidates = (match: string, residual = '') => [
     '  CROSS APPLY (',
@@ -141,7 +214,7 @@ export function fetchNextBatch(schema: MssqlSchema, req: MssqlClaimRequest): Mss
       PROLOGUE,
       DECLARE_NOW,
       DECLARE_BUCKET,
-      `DECLARE @Runnable TABLE (Queue varchar(255)${t.key} NOT NULL PRIMARY KEY, AllTypes bit NOT NULL, Budget int NULL, RateMax int NULL, RateAllow int NULL, Slots int NULL);`,
+      `DECLARE @Runnable TABLE (Queue varchar(255)${t.key} NOT NULL PRIMARY KEY, AllTypes bit NOT NULL, Budget int NULL, RateMax int NULL, RateAllow int NULL, Slots int NULL, Grouped bit NOT NULL, GroupBudget int NULL);`,
       `DECLARE @Types TABLE (Queue varchar(255)${t.key} NOT NULL, Type nvarchar(255)${t.key} NOT NULL, MinVersion int NOT NULL, MaxVersion int NOT NULL, PRIMARY KEY (Queue, Type));`,
       `DECLARE @Budgeted TABLE (Queue varchar(255)${t.key} NOT NULL PRIMARY KEY);`,
       `DECLARE @Candidates TABLE (Queue varchar(255)${t.key} NOT NULL, Priority int NOT NULL, DueAtUtc datetime2(3) NOT NULL, Id varchar(36) NOT NULL, PRIMARY KEY (Queue, Priority DESC, DueAtUtc, Id));`,
@@ -153,20 +226,23 @@ export function fetchNextBatch(schema: MssqlSchema, req: MssqlClaimRequest): Mss
       `SELECT x.Queue${t.key}, x.Type${t.key}, MIN(x.MinVersion), MAX(x.MaxVersion) FROM OPENJSON(${types}) WITH (Queue varchar(255) '$.queue', Type nvarchar(255) '$.type', MinVersion int '$.minVersion', MaxVersion int '$.maxVersion') AS x`,
       'WHERE x.Queue IS NOT NULL AND x.Type IS NOT NULL AND x.MinVersion IS NOT NULL AND x.MaxVersion IS NOT NULL',
       `GROUP BY x.Queue${t.key}, x.Type${t.key};`,
-      'INSERT INTO @Runnable (Queue, AllTypes, Budget, RateMax)',
-      'SELECT q.Name, CAST(MAX(r.AllTypes) AS bit), q.MaxWorkers, q.RateLimitMax',
+      'INSERT INTO @Runnable (Queue, AllTypes, Budget, RateMax, Grouped)',
+      `SELECT q.Name, CAST(MAX(r.AllTypes) AS bit), q.MaxWorkers, q.RateLimitMax, CAST(CASE WHEN ${isGrouped('q')} THEN 1 ELSE 0 END AS bit)`,
       `FROM (SELECT a.Queue${t.key} AS Queue, 1 AS AllTypes FROM OPENJSON(${queues}) WITH (Queue varchar(255) '$') AS a`,
       '      UNION ALL SELECT y.Queue, 0 FROM @Types AS y) AS r',
       // A seek per queue asked for (never a scan, whose shared locks would wait on every queue
       // whose rate window another claimer is updating).
       `INNER LOOP JOIN ${t.queues} AS q WITH (FORCESEEK) ON q.Name = r.Queue`,
-      'WHERE q.IsPaused = 0 AND q.IsActive = 1',
-      'GROUP BY q.Name, q.MaxWorkers, q.RateLimitMax;',
-      'INSERT INTO @Budgeted (Queue) SELECT r.Queue FROM @Runnable AS r WHERE r.Budget IS NOT NULL OR r.RateMax IS NOT NULL;',
+      // A claim that starts nothing leaves the grouped queues out altogether (none of their rows
+      // may wait Fetched), and so takes no lock on them.
+      `WHERE q.IsPaused = 0 AND q.IsActive = 1${grouped ? '' : ' AND q.GroupConcurrency IS NULL AND q.GroupRateMax IS NULL'}`,
+      'GROUP BY q.Name, q.MaxWorkers, q.RateLimitMax, q.GroupConcurrency, q.GroupRateMax;',
+      'INSERT INTO @Budgeted (Queue) SELECT r.Queue FROM @Runnable AS r WHERE r.Budget IS NOT NULL OR r.RateMax IS NOT NULL OR r.Grouped = 1;',
       'BEGIN TRAN;',
-      '-- Serialise claims on budgeted and rate-limited queues: U locks on their Queues rows only, by',
-      '-- key, in name order, held to the end of the transaction; both limits are re-read under the lock.',
-      'UPDATE r SET r.Budget = q.MaxWorkers, r.RateMax = q.RateLimitMax',
+      '-- Serialise claims on budgeted, rate-limited and grouped queues: U locks on their Queues rows',
+      '-- only, by key, in name order, held to the end of the transaction; the limits are re-read under',
+      '-- the lock, and which of them are grouped.',
+      `UPDATE r SET r.Budget = q.MaxWorkers, r.RateMax = q.RateLimitMax, r.Grouped = CASE WHEN ${isGrouped('q')} THEN 1 ELSE 0 END`,
       'FROM @Budgeted AS b',
       `INNER LOOP JOIN ${t.queues} AS q WITH (UPDLOCK, ROWLOCK, FORCESEEK) ON q.Name = b.Queue`,
       'INNER JOIN @Runnable AS r ON r.Queue = b.Queue;',
@@ -176,12 +252,13 @@ export function fetchNextBatch(schema: MssqlSchema, req: MssqlClaimRequest): Mss
       'SET @now = SYSUTCDATETIME();',
       // The start bucket is @now's minute: a lock wait may have crossed into the next one.
       SET_BUCKET,
-      '-- A queue budgeted or rate limited since the unlocked read holds no lock here: no slots this round.',
+      '-- A queue budgeted, rate limited or grouped since the unlocked read holds no lock here: no slots',
+      '-- this round.',
       'UPDATE r SET r.Budget = 0, r.RateMax = NULL',
       `FROM @Runnable AS r INNER LOOP JOIN ${t.queues} AS q WITH (READCOMMITTEDLOCK, FORCESEEK) ON q.Name = r.Queue`,
-      'WHERE (q.MaxWorkers IS NOT NULL OR q.RateLimitMax IS NOT NULL) AND NOT EXISTS (SELECT 1 FROM @Budgeted AS b WHERE b.Queue = r.Queue);',
+      'WHERE (q.MaxWorkers IS NOT NULL OR q.RateLimitMax IS NOT NULL OR q.GroupConcurrency IS NOT NULL OR q.GroupRateMax IS NOT NULL) AND NOT EXISTS (SELECT 1 FROM @Budgeted AS b WHERE b.Queue = r.Queue);',
       '-- Rate allowance of each locked rate-limited queue at @now (the rule of storage/shared/rate-window.ts).',
-      `UPDATE r SET r.RateAllow = ${RATE_ALLOWANCE}`,
+      `UPDATE r SET r.RateAllow = ${rateAllowance(QUEUE_RATE)}`,
       'FROM @Runnable AS r',
       `INNER LOOP JOIN ${t.queues} AS q WITH (READCOMMITTEDLOCK, FORCESEEK) ON q.Name = r.Queue`,
       'WHERE r.RateMax IS NOT NULL AND q.RateLimitMax IS NOT NULL;',
@@ -197,6 +274,15 @@ export function fetchNextBatch(schema: MssqlSchema, req: MssqlClaimRequest): Mss
       `       WHEN r.Budget - ISNULL(a.Busy, 0) < ${limit} THEN r.Budget - ISNULL(a.Busy, 0)`,
       `       ELSE ${limit} END`,
       'FROM @Runnable AS r LEFT JOIN Active AS a ON a.Queue = r.Queue;',
+      '-- A grouped queue is claimed group by group (below): the ordinary claim takes none of its rows.',
+      grouped
+        ? [
+            '-- Its budget: its slots (MaxWorkers less its active rows, at most the limit), within its own rate.',
+            'UPDATE r SET r.GroupBudget = CASE WHEN r.RateMax IS NOT NULL AND ISNULL(r.RateAllow, 0) < r.Slots THEN ISNULL(r.RateAllow, 0) ELSE r.Slots END,',
+            '  r.Slots = 0',
+            'FROM @Runnable AS r WHERE r.Grouped = 1;',
+          ].join('\n')
+        : 'UPDATE r SET r.Slots = 0 FROM @Runnable AS r WHERE r.Grouped = 1;',
       '-- A rate-limited queue: at most its allowance, and only when every claimed row starts (never',
       '-- buffered Fetched, so a start is the claim that counted it); a queue limited since the',
       '-- unlocked read was given Budget 0 above.',
@@ -206,6 +292,14 @@ export function fetchNextBatch(schema: MssqlSchema, req: MssqlClaimRequest): Mss
       '       WHEN r.RateAllow < r.Slots THEN r.RateAllow',
       '       ELSE r.Slots END',
       'FROM @Runnable AS r;',
+      ...(groupsFirst
+        ? [
+            ...claim,
+            '-- The ordinary queues share what the grouped ones left of the limit (every row they took started).',
+            'DECLARE @GroupTaken int = (SELECT COUNT(*) FROM @Claimed);',
+            `UPDATE r SET r.Slots = ${limit} - @GroupTaken FROM @Runnable AS r WHERE r.Slots > ${limit} - @GroupTaken;`,
+          ]
+        : []),
       '-- Candidates without update locks: a seek per queue-wide queue, and per exact (queue, type).',
       'INSERT INTO @Candidates (Queue, Priority, DueAtUtc, Id)',
       'SELECT m.Queue, c.Priority, c.DueAtUtc, c.Id',
@@ -237,7 +331,7 @@ export function fetchNextBatch(schema: MssqlSchema, req: MssqlClaimRequest): Mss
       'WHERE m.Slots > 0;',
       'WITH Batch AS (',
       // Rn ranks only the picked rows (at most `limit` per runnable queue), never the backlog.
-      `  SELECT TOP (${limit}) b.Id, ROW_NUMBER() OVER (ORDER BY b.Priority DESC, b.DueAtUtc, b.Id) AS Rn`,
+      `  SELECT TOP (${rest(limit)}) b.Id, ROW_NUMBER() OVER (ORDER BY b.Priority DESC, b.DueAtUtc, b.Id) AS Rn`,
       '  FROM @Picked AS b ORDER BY b.Priority DESC, b.DueAtUtc, b.Id',
       ')',
       `UPDATE h SET h.Status = CASE WHEN ${started} THEN 2 ELSE 1 END,`,
@@ -249,20 +343,26 @@ export function fetchNextBatch(schema: MssqlSchema, req: MssqlClaimRequest): Mss
       `FROM ${t.hot} AS h`,
       'INNER JOIN Batch AS k ON k.Id = h.Id',
       'WHERE h.Status = 0;',
-      "-- Spend the started rows on their queues' rate windows (rows this transaction U-locked above).",
+      ...(grouped && !groupsFirst ? claim : []),
+      "-- Spend the started rows on their queues' rate windows (rows this transaction U-locked above),",
+      "-- the grouped queues' rows too.",
       'WITH Spent AS (',
       '  SELECT c.Queue, COUNT(*) AS N FROM @Claimed AS c',
       '  WHERE c.Status = 2 AND c.Queue IN (SELECT r.Queue FROM @Runnable AS r WHERE r.RateMax IS NOT NULL)',
       '  GROUP BY c.Queue',
       ')',
-      `UPDATE q SET q.RatePrevCount = CASE WHEN ${RATE_ROLLED} THEN q.RateWindowCount ELSE q.RatePrevCount END,`,
-      `  q.RatePrevLast = CASE WHEN ${RATE_ROLLED} THEN q.RateWindowLast ELSE q.RatePrevLast END,`,
-      `  q.RateWindowCount = CASE WHEN ${RATE_ROLLED} THEN x.N ELSE q.RateWindowCount + x.N END,`,
-      `  q.RateWindowStart = CASE WHEN ${RATE_ROLLED} THEN @now ELSE q.RateWindowStart END,`,
-      '  q.RateWindowLast = @now',
+      `UPDATE q SET ${rateSpend(QUEUE_RATE, 'x.N')}`,
       'FROM Spent AS x',
       `INNER LOOP JOIN ${t.queues} AS q WITH (UPDLOCK, ROWLOCK, FORCESEEK) ON q.Name = x.Queue`,
       'WHERE q.RateLimitMax IS NOT NULL;',
+      ...(grouped
+        ? [
+            "-- The grouped queues' cursors, after every JobGroups write of this claim (see groupedClaim).",
+            'UPDATE q SET q.GroupCursor = c.GroupCursor',
+            'FROM @Cursors AS c',
+            `INNER LOOP JOIN ${t.queues} AS q WITH (UPDLOCK, ROWLOCK, FORCESEEK) ON q.Name = c.Queue;`,
+          ]
+        : []),
       // A table variable declared inside the IF exists for the whole batch ("the scope of a local
       // variable is the batch in which it is declared":
       // https://learn.microsoft.com/en-us/sql/t-sql/language-elements/declare-local-variable-transact-sql);
@@ -282,6 +382,225 @@ export function fetchNextBatch(schema: MssqlSchema, req: MssqlClaimRequest): Mss
       'ORDER BY c.Priority DESC, c.DueAtUtc, c.Id;',
     ].join('\n'),
   );
+}
+
+/** The placeholders of the claim's values that its grouped part uses. */
+interface GroupedClaimValues {
+  workerId: string;
+  leaseId: string;
+  limit: string;
+  start: string;
+  /** The most groups one queue's walk visits (`groupVisits`). */
+  visits: string;
+}
+
+/**
+ * The next group of `@gQueue` with a Pending row, in `GroupKey` order, after `bound` (a condition;
+ * none: the first), into `@gNext` (unchanged when there is none: "if the SELECT statement returns
+ * no rows, the variable retains its present value",
+ * https://learn.microsoft.com/en-us/sql/t-sql/language-elements/select-local-variable-transact-sql),
+ * and into `@gPast` whether it lies past the cursor. One seek of `IX_JobsHot_GroupPending` (its
+ * filter repeated as literals, so it matches), without update locks and skipping locked rows: a
+ * row another session holds only hides itself, and the next row of its group stands for it.
+ * `GroupKey` is compared with the variables in the column's binary collation (a column's collation
+ * wins over a variable's: https://learn.microsoft.com/en-us/sql/t-sql/statements/collation-precedence-transact-sql).
+ */
+function nextGroup(t: MssqlTables, bound: string, indent: string): string {
+  return [
+    `SELECT TOP (1) @gNext = h.GroupKey, @gPast = CASE WHEN h.GroupKey > @gCursor THEN 1 ELSE 0 END`,
+    `FROM ${t.hot} AS h WITH (READCOMMITTEDLOCK, READPAST, ROWLOCK)`,
+    `WHERE h.Queue = @gQueue AND h.Status = 0 AND h.GroupKey IS NOT NULL${bound}`,
+    'ORDER BY h.GroupKey;',
+  ]
+    .map((line) => `${indent}${line}`)
+    .join('\n');
+}
+
+/**
+ * The grouped part of {@link fetchNextBatch} (a claim with `start` > 0), in its transaction, after
+ * the `Queues` locks: each grouped queue (group limits: `GroupConcurrency`, `GroupRateMax`) that
+ * step locked is claimed on its own, in name order, while the claim has rows left to start
+ * (`@gLeft`: the start less what this claim already started, within the limit less what it
+ * already took). Every row it takes starts (Processing, attempt + 1), exactly as the ordinary
+ * claim's started rows; a grouped queue never leaves rows Fetched. For each queue:
+ *
+ * - Its budget: the least of `@gLeft`, its `MaxWorkers` less its active rows, its own rate
+ *   allowance (`GroupBudget`, computed with the other queues' slots).
+ * - The walk: the groups with Pending rows, in `GroupKey` order, from the first after the queue's
+ *   `GroupCursor` (NULL: from the first), wrapping round once to the cursor, stopping once it has
+ *   found as many groups with room as the budget (each gets at least one row), or after the
+ *   visits cap, or when it comes back past the cursor. The cap is `groupVisits` of the claim's
+ *   start (`storage/shared/groups.ts`), computed by the store and sent as one parameter: the cap
+ *   PostgreSQL gives the claim's first grouped queue; a later grouped queue of the same claim, with
+ *   fewer rows left to start, keeps it where PostgreSQL gives it `groupVisits` of what is left (at
+ *   least as many visits, never more than the function's bound). PostgreSQL writes the walk as a recursive CTE; T-SQL refuses a TOP, a
+ *   subquery or an aggregate in a recursive member ("Guidelines for defining and using recursive
+ *   common table expressions",
+ *   https://learn.microsoft.com/en-us/sql/t-sql/queries/with-common-table-expression-transact-sql),
+ *   and each step here needs all three (the next key is a `TOP (1)`; a group's room counts its
+ *   active rows), so it is a `WHILE` loop of the batch
+ *   (https://learn.microsoft.com/en-us/sql/t-sql/language-elements/while-transact-sql) over
+ *   variables and table variables, one index seek per step ({@link nextGroup}): a group with no
+ *   Pending row left has no entry in the filtered index, so it costs nothing.
+ * - A group's room: the budget, less what the group concurrency leaves (its Fetched and Processing
+ *   rows, `IX_JobsHot_GroupActive`, read `READCOMMITTEDLOCK` like the queue's active count), less
+ *   what its rate window allows (its `JobGroups` row; none: the whole of `GroupRateMax`). From a
+ *   group with room the walk reads up to its room of due Pending rows in claim order (priority,
+ *   due time, id), without update locks, skipping locked rows, of the types this worker runs in
+ *   the queue (`@Types`; a queue-wide handler runs them all).
+ * - The rows are then locked by key (`UPDLOCK, READPAST, ROWLOCK, FORCESEEK` from
+ *   `@GroupCandidates`, as the ordinary pick from `@Candidates`: only rows chosen before are
+ *   U-locked, Status and due time re-checked under the lock), each group up to its room; numbered
+ *   within their group (`Rn`) and taken round-robin, by `(Rn, visit)`, up to the budget: every
+ *   group's first row, then every group's second. One UPDATE starts them, into `@Claimed`.
+ * - With a group rate limit, the groups that started rows spend them on their `JobGroups` rows:
+ *   the rows that exist are updated by key (`UPDLOCK, ROWLOCK, FORCESEEK`, a loop from
+ *   `@GroupSpent` in key order), then the missing ones inserted under `UPDLOCK, HOLDLOCK`, which
+ *   locks the key's range so no other insert of it can pass
+ *   (https://learn.microsoft.com/en-us/sql/t-sql/queries/hints-transact-sql-table). The queue's row
+ *   lock already serialises every grouped claim of the queue, the only writer of its rows besides
+ *   retention, which skips what this holds (`READPAST`).
+ * - The queue's new cursor (the last group visited) waits in `@Cursors`; `fetchNextBatch` writes it
+ *   at its end with the queue's rate spend (the grouped rows count in the queue's own rate window
+ *   and start bucket there, with the other rows). So no `Queues` row is written, X-locked, before
+ *   the last `JobGroups` write: retention, which holds the `JobGroups` rows it deletes while it
+ *   reads their queues' rows, never waits for a claim that waits for it.
+ *
+ * The variables hold keys compared only with columns, whose binary collation wins (see
+ * {@link nextGroup}); the table variables that hold keys declare them binary (`GroupKey` is binary
+ * on every install). Table variables are declared once for the whole batch (a `DECLARE` is not run
+ * again by a loop: "the scope of a local variable is the batch in which it is declared",
+ * https://learn.microsoft.com/en-us/sql/t-sql/language-elements/declare-local-variable-transact-sql),
+ * so each queue empties them first.
+ */
+function groupedClaim(t: MssqlTables, v: GroupedClaimValues): string[] {
+  const groupKey = columnType(GROUP_KEY_COLUMN, t.key);
+  const room = (indent: string) => [
+    `${indent}SELECT @gVisit = @gVisit + 1, @gAfter = @gNext, @gLast = @gNext, @gRoom = @gBudget;`,
+    `${indent}IF @gConcurrency IS NOT NULL`,
+    `${indent}BEGIN`,
+    `${indent}  SELECT @gRunning = COUNT(*) FROM ${t.hot} AS a WITH (READCOMMITTEDLOCK)`,
+    `${indent}  WHERE a.Queue = @gQueue AND a.GroupKey = @gNext AND a.Status IN (1, 2) AND a.GroupKey IS NOT NULL;`,
+    `${indent}  IF @gConcurrency - @gRunning < @gRoom SET @gRoom = @gConcurrency - @gRunning;`,
+    `${indent}END;`,
+    `${indent}IF @gRateMax IS NOT NULL`,
+    `${indent}BEGIN`,
+    `${indent}  SET @gAllow = @gRateMax;`,
+    `${indent}  SELECT @gAllow = ${rateAllowance(GROUP_RATE).replace(/\n/g, `\n${indent}    `)}`,
+    `${indent}  FROM ${t.groups} AS g WITH (READCOMMITTEDLOCK, FORCESEEK) WHERE g.Queue = @gQueue AND g.GroupKey = @gNext;`,
+    `${indent}  IF @gAllow < @gRoom SET @gRoom = @gAllow;`,
+    `${indent}END;`,
+    `${indent}IF @gRoom < 0 SET @gRoom = 0;`,
+    `${indent}INSERT INTO @Walk (N, Room) VALUES (@gVisit, @gRoom);`,
+    `${indent}IF @gRoom > 0`,
+    `${indent}BEGIN`,
+    `${indent}  SET @gFound = @gFound + 1;`,
+    `${indent}  INSERT INTO @GroupCandidates (N, Priority, DueAtUtc, Id)`,
+    `${indent}  SELECT TOP (@gRoom) @gVisit, h.Priority, h.DueAtUtc, h.Id`,
+    `${indent}  FROM ${t.hot} AS h WITH (READCOMMITTEDLOCK, READPAST, ROWLOCK)`,
+    `${indent}  WHERE h.Queue = @gQueue AND h.GroupKey = @gNext AND h.Status = 0 AND h.GroupKey IS NOT NULL AND h.DueAtUtc <= @now`,
+    `${indent}    AND (@gAllTypes = 1 OR EXISTS (SELECT 1 FROM @Types AS y WHERE y.Queue = @gQueue AND y.Type = h.Type AND h.PayloadVersion BETWEEN y.MinVersion AND y.MaxVersion))`,
+    `${indent}  ORDER BY h.Priority DESC, h.DueAtUtc, h.Id;`,
+    `${indent}END;`,
+  ];
+  return [
+    '-- Grouped queues (group limits): each claimed on its own, in name order, by a walk over its',
+    '-- groups from its cursor, every row it takes started (see groupedClaim in sql/claim.ts).',
+    'DECLARE @gLeft int, @gQueue varchar(255), @gBudget int, @gAllTypes bit, @gOpen bit, @gConcurrency int, @gRateMax int, @gRatePer int;',
+    'DECLARE @gCursor nvarchar(255), @gAfter nvarchar(255), @gNext nvarchar(255), @gLast nvarchar(255), @gPast bit, @gWrapped bit;',
+    'DECLARE @gVisit int, @gFound int, @gRoom int, @gRunning int, @gAllow int;',
+    'DECLARE @Walk TABLE (N int NOT NULL PRIMARY KEY, Room int NOT NULL);',
+    'DECLARE @GroupCandidates TABLE (N int NOT NULL, Priority int NOT NULL, DueAtUtc datetime2(3) NOT NULL, Id varchar(36) NOT NULL, PRIMARY KEY (N, Priority DESC, DueAtUtc, Id));',
+    'DECLARE @GroupPicked TABLE (Id varchar(36) NOT NULL PRIMARY KEY, N int NOT NULL, Priority int NOT NULL, DueAtUtc datetime2(3) NOT NULL);',
+    `DECLARE @GroupSpent TABLE (GroupKey ${groupKey} NOT NULL PRIMARY KEY, N int NOT NULL);`,
+    `DECLARE @Cursors TABLE (Queue varchar(255)${t.key} NOT NULL PRIMARY KEY, GroupCursor ${groupKey} NOT NULL);`,
+    '-- Rows left to start: the start less what this claim started, within the limit less what it took.',
+    `SELECT @gLeft = CASE WHEN ${v.start} - COUNT(CASE WHEN c.Status = 2 THEN 1 END) < ${v.limit} - COUNT(*)`,
+    `  THEN ${v.start} - COUNT(CASE WHEN c.Status = 2 THEN 1 END) ELSE ${v.limit} - COUNT(*) END`,
+    'FROM @Claimed AS c;',
+    'SET @gQueue = NULL;',
+    'WHILE @gLeft > 0',
+    'BEGIN',
+    '  SELECT TOP (1) @gQueue = r.Queue, @gBudget = r.GroupBudget, @gAllTypes = r.AllTypes',
+    '  FROM @Runnable AS r WHERE r.Grouped = 1 AND (@gQueue IS NULL OR r.Queue > @gQueue) ORDER BY r.Queue;',
+    '  IF @@ROWCOUNT = 0 BREAK;',
+    '  IF @gBudget > @gLeft SET @gBudget = @gLeft;',
+    '  SET @gOpen = 0;',
+    `  SELECT @gOpen = CASE WHEN q.IsPaused = 0 AND q.IsActive = 1 AND ${isGrouped('q')} THEN 1 ELSE 0 END,`,
+    '    @gConcurrency = q.GroupConcurrency, @gRateMax = q.GroupRateMax, @gRatePer = q.GroupRatePerMs, @gCursor = q.GroupCursor',
+    `  FROM ${t.queues} AS q WITH (READCOMMITTEDLOCK, FORCESEEK) WHERE q.Name = @gQueue;`,
+    '  IF @gOpen = 1 AND @gBudget > 0',
+    '  BEGIN',
+    '    DELETE FROM @Walk;',
+    '    DELETE FROM @GroupCandidates;',
+    '    DELETE FROM @GroupPicked;',
+    '    SELECT @gVisit = 0, @gFound = 0, @gWrapped = 0, @gAfter = @gCursor, @gLast = NULL;',
+    '    -- The walk: one group per step, after the last one visited; at the end of the keys, once,',
+    '    -- from the first again up to the cursor.',
+    `    WHILE @gVisit < ${v.visits} AND @gFound < @gBudget`,
+    '    BEGIN',
+    '      SELECT @gNext = NULL, @gPast = 0;',
+    '      IF @gAfter IS NULL',
+    '      BEGIN',
+    nextGroup(t, '', '        '),
+    '      END',
+    '      ELSE',
+    '      BEGIN',
+    nextGroup(t, ' AND h.GroupKey > @gAfter', '        '),
+    '      END;',
+    '      IF @gNext IS NULL AND @gWrapped = 0 AND @gCursor IS NOT NULL',
+    '      BEGIN',
+    '        SET @gWrapped = 1;',
+    nextGroup(t, '', '        '),
+    '      END;',
+    '      IF @gNext IS NULL OR (@gWrapped = 1 AND @gPast = 1) BREAK;',
+    ...room('      '),
+    '    END;',
+    '    IF @gVisit > 0',
+    '    BEGIN',
+    "      -- Each visited group's rows locked by key (clustered Id), up to its room, skipping rows others hold.",
+    '      INSERT INTO @GroupPicked (Id, N, Priority, DueAtUtc)',
+    '      SELECT k.Id, w.N, k.Priority, k.DueAtUtc',
+    '      FROM @Walk AS w',
+    '      CROSS APPLY (',
+    '        SELECT TOP (w.Room) c.Id, c.Priority, c.DueAtUtc',
+    '        FROM @GroupCandidates AS c',
+    `        INNER LOOP JOIN ${t.hot} AS h WITH (UPDLOCK, READPAST, ROWLOCK, FORCESEEK) ON h.Id = c.Id`,
+    '        WHERE c.N = w.N AND h.Status = 0 AND h.DueAtUtc <= @now',
+    '        ORDER BY c.Priority DESC, c.DueAtUtc, c.Id',
+    '      ) AS k',
+    '      WHERE w.Room > 0;',
+    "      -- Round-robin: every group's first row, then every group's second, up to the budget; all start.",
+    '      WITH GroupBatch AS (',
+    '        SELECT TOP (@gBudget) b.Id',
+    '        FROM (SELECT p.Id, p.N, ROW_NUMBER() OVER (PARTITION BY p.N ORDER BY p.Priority DESC, p.DueAtUtc, p.Id) AS Rn FROM @GroupPicked AS p) AS b',
+    '        ORDER BY b.Rn, b.N',
+    '      )',
+    '      UPDATE h SET h.Status = 2, h.AttemptCount = h.AttemptCount + 1, h.StartedAtUtc = @now, h.HeartbeatUtc = @now,',
+    `        h.WorkerId = ${v.workerId}, h.LeaseId = ${v.leaseId}, h.LastUpdatedUtc = @now`,
+    `      ${outputInto('inserted', '@Claimed', HOT_COLUMNS)}`,
+    `      FROM ${t.hot} AS h`,
+    '      INNER JOIN GroupBatch AS k ON k.Id = h.Id',
+    '      WHERE h.Status = 0;',
+    '      IF @gRateMax IS NOT NULL',
+    '      BEGIN',
+    "        -- The groups' rate windows: the rows that exist by key, in key order, then the missing ones.",
+    '        DELETE FROM @GroupSpent;',
+    '        INSERT INTO @GroupSpent (GroupKey, N)',
+    '        SELECT c.GroupKey, COUNT(*) FROM @Claimed AS c WHERE c.Queue = @gQueue AND c.GroupKey IS NOT NULL GROUP BY c.GroupKey;',
+    `        UPDATE g SET ${rateSpend(GROUP_RATE, 's.N').replace(/\n/g, '\n        ')}`,
+    '        FROM @GroupSpent AS s',
+    `        INNER LOOP JOIN ${t.groups} AS g WITH (UPDLOCK, ROWLOCK, FORCESEEK) ON g.Queue = @gQueue AND g.GroupKey = s.GroupKey;`,
+    `        INSERT INTO ${t.groups} (Queue, GroupKey, RateWindowStart, RateWindowLast, RateWindowCount)`,
+    '        SELECT @gQueue, s.GroupKey, @now, @now, s.N FROM @GroupSpent AS s',
+    `        WHERE NOT EXISTS (SELECT 1 FROM ${t.groups} AS x WITH (UPDLOCK, HOLDLOCK) WHERE x.Queue = @gQueue AND x.GroupKey = s.GroupKey);`,
+    '      END;',
+    '      INSERT INTO @Cursors (Queue, GroupCursor) VALUES (@gQueue, @gLast);',
+    '      SELECT @gLeft = @gLeft - COUNT(*) FROM @Claimed AS c WHERE c.Queue = @gQueue;',
+    '    END;',
+    '  END;',
+    'END;',
+  ];
 }
 
 /**

@@ -1,10 +1,12 @@
 /** The producer's batches: one job, and many through one JSON parameter read with `OPENJSON`. */
 import { MssqlBatchOptions, MssqlStatement, ParamList } from '../mssql-params';
+import { GROUP_KEY_COLUMN, columnType } from '../mssql.schema';
 import {
   DECLARE_NOW,
   PROLOGUE,
   addMs,
   ensureQueueRows,
+  storedGroup,
   tables,
   type MssqlSchema,
 } from './fragments';
@@ -25,6 +27,8 @@ export interface MssqlNewJob {
   traceContext: string | null;
   /** The payload's version (1 for an unversioned job). */
   payloadVersion: number;
+  /** The job's group (`NewJob.group`), or null. */
+  group: string | null;
 }
 
 /**
@@ -41,6 +45,9 @@ export interface MssqlNewJob {
  * isolation chosen by a caller's transaction): error 2601/2627 makes the storage run this
  * statement again, which then returns the holder.
  * `IdempotencyKey IS NOT NULL` is repeated in the predicates so the filtered index matches.
+ *
+ * The group (schema version 17): the job's own, else the shared group `''` when its queue has group
+ * limits ({@link storedGroup}), else NULL.
  */
 export function enqueue(
   schema: MssqlSchema,
@@ -61,6 +68,7 @@ export function enqueue(
   const createdBy = p.nvarchar(job.createdBy, 100);
   const traceContext = p.varchar(job.traceContext, 2048);
   const payloadVersion = p.int(job.payloadVersion);
+  const group = p.nvarchar(job.group, 255);
   const exists = (table: string) => `EXISTS (SELECT 1 FROM ${table} WHERE Id = ${id})`;
   // Two shapes: only a keyed enqueue takes the key-range lock, so key-less enqueues never
   // serialise on the idempotency index. The Id checks take no lock on purpose: UUIDv7 ids all
@@ -77,8 +85,9 @@ export function enqueue(
       'DECLARE @holder varchar(36) = NULL;',
       `DECLARE @NewQueues TABLE (Queue varchar(255)${t.key} NOT NULL PRIMARY KEY);`,
       ensureQueueRows(t, `(SELECT ${queue} AS Queue)`),
-      `INSERT INTO ${t.hot} (Id, Queue, Type, Payload, Tags, IdempotencyKey, Priority, Status, AttemptCount, ScheduledAtUtc, DueAtUtc, CreatedAtUtc, EnqueuedAtUtc, LastUpdatedUtc, CreatedBy, TraceContext, PayloadVersion)`,
-      `SELECT ${id}, ${queue}, ${type}, ${payload}, ${tags}, ${key}, ${priority}, 0, 0, @scheduled, ISNULL(@scheduled, @now), @now, @now, @now, ${createdBy}, ${traceContext}, ${payloadVersion}`,
+      `INSERT INTO ${t.hot} (Id, Queue, Type, Payload, Tags, IdempotencyKey, Priority, Status, AttemptCount, ScheduledAtUtc, DueAtUtc, CreatedAtUtc, EnqueuedAtUtc, LastUpdatedUtc, CreatedBy, TraceContext, PayloadVersion, GroupKey)`,
+      `SELECT ${id}, ${queue}, ${type}, ${payload}, ${tags}, ${key}, ${priority}, 0, 0, @scheduled, ISNULL(@scheduled, @now), @now, @now, @now, ${createdBy}, ${traceContext}, ${payloadVersion},`,
+      `  ${storedGroup(t, group, queue)}`,
       `WHERE NOT ${exists(t.hot)}`,
       `  AND NOT ${exists(t.archive)}`,
       keyed
@@ -117,6 +126,11 @@ export function enqueue(
  * failing statement (the INSERT into JobsHot is one statement: all rows or none) and reaches the
  * caller, whose transaction decides. A deadlock (1205) is the exception: SQL Server rolls back the
  * victim's whole transaction whatever XACT_ABORT says, so the caller retries its whole unit of work.
+ *
+ * Groups as {@link enqueue}: a job's `group` is in its item only when it has one (`OPENJSON` reads
+ * a missing path as NULL in its default lax mode:
+ * https://learn.microsoft.com/en-us/sql/t-sql/functions/openjson-transact-sql), so the document of
+ * a chunk without groups is what it was before.
  */
 export function enqueueMany(
   schema: MssqlSchema,
@@ -140,6 +154,7 @@ export function enqueueMany(
       createdBy: j.createdBy,
       traceContext: j.traceContext,
       payloadVersion: j.payloadVersion,
+      ...(j.group === null ? {} : { group: j.group }),
     })),
   );
   // Only a chunk with keys takes key-range locks (see enqueue); ids are checked without locks.
@@ -148,14 +163,14 @@ export function enqueueMany(
     [
       own ? PROLOGUE : 'SET NOCOUNT ON;',
       DECLARE_NOW,
-      `DECLARE @In TABLE (Ord int NOT NULL PRIMARY KEY, Id varchar(36) NOT NULL, Queue varchar(255)${t.key} NOT NULL, Type nvarchar(255)${t.key} NOT NULL, Payload nvarchar(max) NOT NULL, Tags nvarchar(max) NULL, IdempotencyKey nvarchar(255)${t.key} NULL, Priority int NOT NULL, ScheduledAtUtc datetime2(3) NULL, CreatedBy nvarchar(100) NULL, TraceContext varchar(2048) NULL, PayloadVersion int NOT NULL, Holder varchar(36) NULL);`,
+      `DECLARE @In TABLE (Ord int NOT NULL PRIMARY KEY, Id varchar(36) NOT NULL, Queue varchar(255)${t.key} NOT NULL, Type nvarchar(255)${t.key} NOT NULL, Payload nvarchar(max) NOT NULL, Tags nvarchar(max) NULL, IdempotencyKey nvarchar(255)${t.key} NULL, Priority int NOT NULL, ScheduledAtUtc datetime2(3) NULL, CreatedBy nvarchar(100) NULL, TraceContext varchar(2048) NULL, PayloadVersion int NOT NULL, GroupKey ${columnType(GROUP_KEY_COLUMN, t.key)} NULL, Holder varchar(36) NULL);`,
       'DECLARE @Created TABLE (Id varchar(36) NOT NULL PRIMARY KEY);',
       `DECLARE @NewQueues TABLE (Queue varchar(255)${t.key} NOT NULL PRIMARY KEY);`,
-      'INSERT INTO @In (Ord, Id, Queue, Type, Payload, Tags, IdempotencyKey, Priority, ScheduledAtUtc, CreatedBy, TraceContext, PayloadVersion)',
+      'INSERT INTO @In (Ord, Id, Queue, Type, Payload, Tags, IdempotencyKey, Priority, ScheduledAtUtc, CreatedBy, TraceContext, PayloadVersion, GroupKey)',
       `SELECT CAST(a.[key] AS int), j.Id, j.Queue, j.Type, j.Payload, j.Tags, j.IdempotencyKey, j.Priority,`,
-      `  CASE WHEN j.DelayMs IS NOT NULL THEN ${addMs('@now', 'j.DelayMs')} ELSE CONVERT(datetime2(3), j.RunAt, 126) END, j.CreatedBy, j.TraceContext, ISNULL(j.PayloadVersion, 1)`,
+      `  CASE WHEN j.DelayMs IS NOT NULL THEN ${addMs('@now', 'j.DelayMs')} ELSE CONVERT(datetime2(3), j.RunAt, 126) END, j.CreatedBy, j.TraceContext, ISNULL(j.PayloadVersion, 1), j.GroupKey`,
       `FROM OPENJSON(${doc}) AS a`,
-      `CROSS APPLY OPENJSON(a.value) WITH (Id varchar(36) '$.id', Queue varchar(255) '$.queue', Type nvarchar(255) '$.type', Payload nvarchar(max) '$.payload', Tags nvarchar(max) '$.tags', IdempotencyKey nvarchar(255) '$.key', Priority int '$.priority', DelayMs bigint '$.delayMs', RunAt varchar(23) '$.runAt', CreatedBy nvarchar(100) '$.createdBy', TraceContext varchar(2048) '$.traceContext', PayloadVersion int '$.payloadVersion') AS j;`,
+      `CROSS APPLY OPENJSON(a.value) WITH (Id varchar(36) '$.id', Queue varchar(255) '$.queue', Type nvarchar(255) '$.type', Payload nvarchar(max) '$.payload', Tags nvarchar(max) '$.tags', IdempotencyKey nvarchar(255) '$.key', Priority int '$.priority', DelayMs bigint '$.delayMs', RunAt varchar(23) '$.runAt', CreatedBy nvarchar(100) '$.createdBy', TraceContext varchar(2048) '$.traceContext', PayloadVersion int '$.payloadVersion', GroupKey nvarchar(255) '$.group') AS j;`,
       '-- An id repeated inside the chunk: later copies return the first copy.',
       'UPDATE i SET i.Holder = i.Id FROM @In AS i WHERE EXISTS (SELECT 1 FROM @In AS e WHERE e.Id = i.Id AND e.Ord < i.Ord);',
       '-- An id already stored (any pillar), e.g. a retry after an ambiguous commit: it reports its own',
@@ -185,9 +200,10 @@ export function enqueueMany(
             'WHERE i.Holder IS NULL AND i.IdempotencyKey IS NOT NULL AND f.Id <> i.Id;',
           ]
         : []),
-      `INSERT INTO ${t.hot} (Id, Queue, Type, Payload, Tags, IdempotencyKey, Priority, Status, AttemptCount, ScheduledAtUtc, DueAtUtc, CreatedAtUtc, EnqueuedAtUtc, LastUpdatedUtc, CreatedBy, TraceContext, PayloadVersion)`,
+      `INSERT INTO ${t.hot} (Id, Queue, Type, Payload, Tags, IdempotencyKey, Priority, Status, AttemptCount, ScheduledAtUtc, DueAtUtc, CreatedAtUtc, EnqueuedAtUtc, LastUpdatedUtc, CreatedBy, TraceContext, PayloadVersion, GroupKey)`,
       'OUTPUT inserted.Id INTO @Created (Id)',
-      'SELECT i.Id, i.Queue, i.Type, i.Payload, i.Tags, i.IdempotencyKey, i.Priority, 0, 0, i.ScheduledAtUtc, ISNULL(i.ScheduledAtUtc, @now), @now, @now, @now, i.CreatedBy, i.TraceContext, i.PayloadVersion',
+      'SELECT i.Id, i.Queue, i.Type, i.Payload, i.Tags, i.IdempotencyKey, i.Priority, 0, 0, i.ScheduledAtUtc, ISNULL(i.ScheduledAtUtc, @now), @now, @now, @now, i.CreatedBy, i.TraceContext, i.PayloadVersion,',
+      `  ${storedGroup(t, 'i.GroupKey', 'i.Queue')}`,
       'FROM @In AS i',
       'WHERE i.Holder IS NULL',
       `  AND NOT EXISTS (SELECT 1 FROM ${t.hot} AS h WHERE h.Id = i.Id)`,

@@ -155,7 +155,29 @@ export function tables(schema: MssqlSchema): MssqlTables {
     settings: q('settings'),
     attempts: q('attempts'),
     keys: q('keys'),
+    groups: q('groups'),
   };
+}
+
+/**
+ * Whether the `Queues` row `alias` has group limits (`GroupConcurrency` or `GroupRateMax`): a
+ * grouped queue, claimed group by group (`fetchNextBatch`).
+ */
+export function isGrouped(alias: string): string {
+  return `(${alias}.GroupConcurrency IS NOT NULL OR ${alias}.GroupRateMax IS NOT NULL)`;
+}
+
+/**
+ * The group to store for a job of queue `queue` whose own group is `group` (both expressions): its
+ * own, else `''` (the shared group, read back as none) when the queue has group limits, else NULL.
+ * In a grouped queue every hot job must have a group for the grouped claim to reach it. A plain
+ * read of the queue's row, as the enqueue's other reads of `Queues` are (`ensureQueueRows`): an
+ * enqueue never holds a lock on an existing queue's row. `ISNULL` returns the type of its first
+ * argument (https://learn.microsoft.com/en-us/sql/t-sql/functions/isnull-transact-sql), so the
+ * value stays `nvarchar(255)`.
+ */
+export function storedGroup(t: MssqlTables, group: string, queue: string): string {
+  return `ISNULL(${group}, CASE WHEN EXISTS (SELECT 1 FROM ${t.queues} AS gq WHERE gq.Name = ${queue} AND ${isGrouped('gq')}) THEN N'' END)`;
 }
 
 /** OPENJSON shape of a lease list `[{ id, workerId, leaseId }]`. */

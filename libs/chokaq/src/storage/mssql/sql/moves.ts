@@ -25,6 +25,7 @@ import {
   ensureQueueRows,
   insertSelect,
   outputInto,
+  storedGroup,
   tables,
   type MssqlSchema,
 } from './fragments';
@@ -256,8 +257,9 @@ export interface MssqlResurrectEdits {
  * XACT_ABORT ON; BEGIN TRAN;` DELETE FROM JobsDLQ first (`OUTPUT deleted.<columns> INTO
  * @Moved`), so of two operators resurrecting one job only the one whose delete found the row
  * re-inserts it (the other waits on the row's X lock, then deletes nothing); insert into JobsHot
- * with attempts 0, `EnqueuedAtUtc = now`, no idempotency key, the producer's `TraceContext` kept,
- * optional edits;
+ * with attempts 0, `EnqueuedAtUtc = now`, no idempotency key, the producer's `TraceContext` and
+ * the job's group kept (a job without one that comes back to a queue with group limits joins its
+ * shared group `''`, {@link storedGroup}), optional edits;
  * `ResurrectedTotal + n`; `COMMIT`. If the hot insert fails, the DLQ delete rolls back.
  *
  * The ids come either from a JSON list or, for `resurrectByFilter`, from the oldest matching
@@ -306,6 +308,8 @@ export function resurrect(
     ProgressNote: 'NULL',
     // Nullable in the DLQ (rows dead-lettered before schema version 12); NOT NULL in JobsHot.
     PayloadVersion: 'ISNULL(m.PayloadVersion, 1)',
+    // Kept; a job without one that comes back to a queue with group limits joins its shared group.
+    GroupKey: storedGroup(t, 'm.GroupKey', 'm.Queue'),
   };
   if (edits?.payload !== null && edits?.payload !== undefined) {
     overrides.Payload = p.nvarchar(edits.payload, 'max');

@@ -2,7 +2,7 @@
 import { QueuePatch } from '../../../interfaces/job.interface';
 import { MssqlStatement, ParamList } from '../mssql-params';
 import { QUEUE_COLUMNS } from '../mssql.schema';
-import { PROLOGUE, selectColumns, tables, type MssqlSchema } from './fragments';
+import { PROLOGUE, isGrouped, selectColumns, tables, type MssqlSchema } from './fragments';
 
 /** Queue rows. */
 export function getQueues(schema: MssqlSchema): MssqlStatement {
@@ -17,6 +17,15 @@ export function getQueues(schema: MssqlSchema): MssqlStatement {
  * `UPDLOCK, HOLDLOCK` (concurrent creators serialise on the key range instead of one failing
  * with a duplicate key), then each given field is set (a flag parameter per field keeps the text
  * fixed). One transaction, XACT_ABORT.
+ *
+ * Group limits (schema version 17): `GroupConcurrency`, and the group rate limit
+ * (`GroupRateMax` per `GroupRatePerMs`). Clearing the group rate limit leaves the groups' windows
+ * (`JobGroups`) to retention, which removes those of a queue without one. A patch that sets a group
+ * limit and leaves the queue with one puts the queue's hot jobs that have no group into the shared
+ * group `''`, in the same transaction, so that the grouped claim reaches them (it reads only rows
+ * with a group). Its `Queues` row is locked first (the UPDATE), then the hot rows, the order of a
+ * claim; the enqueue that read the queue before this commit and stores its job after it is caught
+ * by retention (`applyRetentionGroupless`).
  */
 export function updateQueue(schema: MssqlSchema, name: string, patch: QueuePatch): MssqlStatement {
   const t = tables(schema);
@@ -50,6 +59,15 @@ export function updateQueue(schema: MssqlSchema, name: string, patch: QueuePatch
       'RatePrevCount',
     ].map((col) => field(col, patch.rateLimit === null, 'NULL')),
   ];
+  const groupConcurrency = p.bit(patch.groupConcurrency !== undefined);
+  const groupRate = p.bit(patch.groupRateLimit !== undefined);
+  const setWith = (col: string, flag: string, value: string) =>
+    `${col} = CASE WHEN ${flag} = 1 THEN ${value} ELSE ${col} END`;
+  sets.push(
+    setWith('GroupConcurrency', groupConcurrency, p.int(patch.groupConcurrency ?? null)),
+    setWith('GroupRateMax', groupRate, p.int(patch.groupRateLimit?.max ?? null)),
+    setWith('GroupRatePerMs', groupRate, p.int(patch.groupRateLimit?.perMs ?? null)),
+  );
   return p.statement(
     [
       PROLOGUE,
@@ -61,6 +79,8 @@ export function updateQueue(schema: MssqlSchema, name: string, patch: QueuePatch
       `UPDATE ${t.queues} SET ${sets.join(',\n  ')},`,
       '  LastUpdatedUtc = SYSUTCDATETIME()',
       `WHERE Name = ${q};`,
+      `IF (${groupConcurrency} = 1 OR ${groupRate} = 1) AND EXISTS (SELECT 1 FROM ${t.queues} AS g WHERE g.Name = ${q} AND ${isGrouped('g')})`,
+      `  UPDATE h SET h.GroupKey = N'' FROM ${t.hot} AS h WHERE h.Queue = ${q} AND h.GroupKey IS NULL;`,
       'COMMIT;',
       `SELECT ${selectColumns('q', QUEUE_COLUMNS)} FROM ${t.queues} AS q WHERE q.Name = ${q};`,
     ].join('\n'),

@@ -367,3 +367,33 @@ export function previewDlqFilterSample(
     `SELECT TOP (${top}) d.Id FROM ${t.dlq} AS d${whereClause(where)} ORDER BY d.FailedAtUtc, d.Id;`,
   );
 }
+
+/**
+ * getQueueGroups — the busiest groups of `queue`, at most `limit`: per group of its hot rows that
+ * have one, the Pending rows and the active (Fetched, Processing) rows, most active first, then
+ * most pending, then by group key; columns `group_key`, `pending`, `running` (what the shared
+ * `mapQueueGroupRow` reads). Each half reads one filtered index that holds only grouped rows
+ * (`IX_JobsHot_GroupPending`, `IX_JobsHot_GroupActive`; their filters are repeated as literals so
+ * they match), so its cost follows the queue's grouped backlog. Read committed, no hint: an
+ * operator's read, not telemetry.
+ */
+export function getQueueGroups(schema: MssqlSchema, queue: string, limit: number): MssqlStatement {
+  const t = tables(schema);
+  const p = new ParamList();
+  const q = p.varchar(queue, 255);
+  const top = p.int(limit);
+  return p.statement(
+    [
+      `SELECT TOP (${top}) x.GroupKey AS group_key, SUM(x.Pending) AS pending, SUM(x.Running) AS running`,
+      'FROM (',
+      `  SELECT h.GroupKey, COUNT_BIG(*) AS Pending, CAST(0 AS bigint) AS Running FROM ${t.hot} AS h`,
+      `  WHERE h.Queue = ${q} AND h.Status = 0 AND h.GroupKey IS NOT NULL GROUP BY h.GroupKey`,
+      '  UNION ALL',
+      `  SELECT h.GroupKey, CAST(0 AS bigint), COUNT_BIG(*) FROM ${t.hot} AS h`,
+      `  WHERE h.Queue = ${q} AND h.Status IN (1, 2) AND h.GroupKey IS NOT NULL GROUP BY h.GroupKey`,
+      ') AS x',
+      'GROUP BY x.GroupKey',
+      'ORDER BY SUM(x.Running) DESC, SUM(x.Pending) DESC, x.GroupKey;',
+    ].join('\n'),
+  );
+}

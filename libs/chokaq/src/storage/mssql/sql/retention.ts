@@ -4,6 +4,7 @@
  */
 import { DlqFilter } from '../../../interfaces/job-view.interface';
 import { MssqlStatement, ParamList } from '../mssql-params';
+import { GROUP_KEY_COLUMN, columnType } from '../mssql.schema';
 import { historyWhere, whereClause } from './filters';
 import {
   DECLARE_NOW,
@@ -11,6 +12,7 @@ import {
   PROLOGUE,
   READPAST_UNDER_RCSI,
   attemptsDelete,
+  isGrouped,
   subtractMs,
   tables,
   type MssqlSchema,
@@ -179,4 +181,75 @@ export function applyRetentionAudit(
   batch: number,
 ): MssqlStatement {
   return applyRetentionBatch(schema, 'audit', ageMs, batch);
+}
+
+/**
+ * applyRetention, groups step — deletes at most `batch` group rate windows (`JobGroups`, schema
+ * version 17) that no longer count, whatever the policy (the age is unused): the group's last
+ * start is at least one window (`Queues.GroupRatePerMs`) old, so its allowance is the whole of the
+ * limit again, or its queue has no group rate limit any more. A later start of the group makes its
+ * row again. Selects the count deleted (`Affected`).
+ *
+ * Locks: one DELETE, its own short transaction (or the audited run's). It reads its rows with U
+ * locks and evaluates the predicate under them, and skips the rows a grouped claim holds
+ * (`READPAST, ROWLOCK` under `READCOMMITTEDLOCK`, {@link READPAST_UNDER_RCSI}), so a window a claim
+ * is spending is never removed under it; a row that claim wrote and committed is read as it left
+ * it. The queue's row is read without a hint; a grouped claim writes its `Queues` rows only after
+ * its last `JobGroups` write (see `fetchNextBatch`), so this DELETE, which holds `JobGroups` rows
+ * while it waits for a `Queues` row, never waits for a claim that waits for it.
+ */
+export function applyRetentionGroups(
+  schema: MssqlSchema,
+  _ageMs: number,
+  batch: number,
+): MssqlStatement {
+  const t = tables(schema);
+  const p = new ParamList();
+  const max = p.int(batch);
+  return p.statement(
+    [
+      'SET NOCOUNT ON;',
+      DECLARE_NOW,
+      `DECLARE @Gone TABLE (GroupKey ${columnType(GROUP_KEY_COLUMN, t.key)} NOT NULL);`,
+      'WITH Expired AS (',
+      `  SELECT TOP (${max}) g.GroupKey FROM ${t.groups} AS g WITH (${READPAST_UNDER_RCSI})`,
+      `  WHERE NOT EXISTS (SELECT 1 FROM ${t.queues} AS q WHERE q.Name = g.Queue AND q.GroupRateMax IS NOT NULL`,
+      `    AND g.RateWindowLast > DATEADD(MILLISECOND, -q.GroupRatePerMs, @now))`,
+      ')',
+      'DELETE FROM Expired OUTPUT deleted.GroupKey INTO @Gone (GroupKey);',
+      'SELECT COUNT_BIG(*) AS Affected FROM @Gone;',
+    ].join('\n'),
+  );
+}
+
+/**
+ * applyRetention, not a removal — puts at most `batch` hot jobs without a group in a queue with
+ * group limits into the queue's shared group `''` (the age is unused), so that its grouped claim
+ * reaches them. `updateQueue` does this for the rows it finds when a limit is set; this catches
+ * the job whose enqueue read the queue before the limit was set and stored it after
+ * (`storedGroup` reads the queue's row without holding a lock). Selects the count changed
+ * (`Affected`), which no `RetentionResult` field counts. Rows others hold are skipped (`READPAST,
+ * ROWLOCK` under `READCOMMITTEDLOCK`) and left for the next run; `GroupKey IS NULL` is re-checked
+ * under the update lock the UPDATE reads with.
+ */
+export function applyRetentionGroupless(
+  schema: MssqlSchema,
+  _ageMs: number,
+  batch: number,
+): MssqlStatement {
+  const t = tables(schema);
+  const p = new ParamList();
+  const max = p.int(batch);
+  return p.statement(
+    [
+      'SET NOCOUNT ON;',
+      'DECLARE @Joined TABLE (Id varchar(36) NOT NULL);',
+      'WITH Stray AS (',
+      `  SELECT TOP (${max}) h.Id, h.GroupKey FROM ${t.hot} AS h WITH (${READPAST_UNDER_RCSI})`,
+      `  WHERE h.GroupKey IS NULL AND EXISTS (SELECT 1 FROM ${t.queues} AS q WHERE q.Name = h.Queue AND ${isGrouped('q')})`,
+      ')',
+      "UPDATE Stray SET GroupKey = N'' OUTPUT inserted.Id INTO @Joined (Id);",
+      'SELECT COUNT_BIG(*) AS Affected FROM @Joined;',
+    ].join('\n'),
+  );
 }

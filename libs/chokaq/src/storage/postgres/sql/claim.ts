@@ -9,9 +9,11 @@ import { HOT_COLUMNS, HOT_TIMESTAMPS } from '../../shared/columns';
 import { MS, START_LAG_MS, startLagUpsert } from './fragments';
 
 /**
- * Step 1 of a claim, in the claim's transaction: locks the `Queues` rows of the budgeted and the
- * rate-limited queues among $1 (queue names), in name order so concurrent claimers cannot deadlock
- * on them, and returns their names (step 2 takes them as $10) and which of them are rate limited.
+ * Step 1 of a claim, in the claim's transaction: locks the `Queues` rows of the budgeted, the
+ * rate-limited and the grouped queues among $1 (queue names), in name order so concurrent
+ * claimers cannot deadlock on them, and returns their names (step 2 takes them as $10), which of
+ * them are rate limited and which are grouped (each of those is claimed by
+ * {@link fetchNextGroupedBatch}, in the same transaction).
  *
  * Lock/isolation: `FOR NO KEY UPDATE` row locks held to COMMIT. Two claims that spend one queue's
  * `MaxWorkers` budget or its rate are serialised here; other queues take no lock at all. NO KEY
@@ -22,8 +24,12 @@ import { MS, START_LAG_MS, startLagUpsert } from './fragments';
  * granted.
  */
 export const fetchNextBatchLockBudgets = (s: string): string => `
-SELECT name, rate_limit_max IS NOT NULL AS rate_limited FROM ${s}.queues
-WHERE name = ANY ($1::text[]) AND (max_workers IS NOT NULL OR rate_limit_max IS NOT NULL)
+SELECT name, rate_limit_max IS NOT NULL AS rate_limited,
+       (group_concurrency IS NOT NULL OR group_rate_max IS NOT NULL) AS grouped
+FROM ${s}.queues
+WHERE name = ANY ($1::text[])
+  AND (max_workers IS NOT NULL OR rate_limit_max IS NOT NULL OR group_concurrency IS NOT NULL
+       OR group_rate_max IS NOT NULL)
 ORDER BY name
 FOR NO KEY UPDATE`;
 
@@ -32,29 +38,74 @@ export function fetchNextBatchLockBudgetsParams(queues: readonly string[]): unkn
   return [queues];
 }
 
-/** The rate window of `q` (its `rate_limit_per_ms`) as an interval. */
-const RATE_PER = `q.rate_limit_per_ms ${MS}`;
-
 /**
- * Whether the rate window of `q` has rolled over at `t`: none yet, or its first start is at least
- * one window old. The rolled-over window becomes the previous one.
+ * A rate limit in SQL: `max` and `per` (an interval) are its settings, `st` the alias of the row
+ * that holds its window state (`rate_window_start`, `rate_window_count`, `rate_window_last`,
+ * `rate_prev_count`, `rate_prev_last`): a queue's own, or a group's (`job_groups`).
  */
-const RATE_ROLLED = (t: string): string =>
-  `(q.rate_window_start IS NULL OR ${t} >= q.rate_window_start + ${RATE_PER})`;
+interface RateSql {
+  max: string;
+  per: string;
+  st: string;
+}
+
+/** A queue's own rate limit, of the `Queues` row `q`. */
+const QUEUE_RATE: RateSql = { max: 'q.rate_limit_max', per: `q.rate_limit_per_ms ${MS}`, st: 'q' };
 
 /**
- * How many of `q`'s jobs may start at `t` under its rate limit (see {@link fetchNextBatch} and
+ * Whether the rate window has rolled over at `t`: none yet, or its first start is at least one
+ * window old. The rolled-over window becomes the previous one.
+ */
+const RATE_ROLLED = (t: string, r: RateSql = QUEUE_RATE): string =>
+  `(${r.st}.rate_window_start IS NULL OR ${t} >= ${r.st}.rate_window_start + ${r.per})`;
+
+/**
+ * How many jobs may start at `t` under the rate limit (see {@link fetchNextBatch} and
  * `storage/shared/rate-window.ts`, which holds the same rule): `max` less the starts of the current
  * window, less those of the previous window while its last start is within one window of `t`.
  */
-const RATE_ALLOWANCE = (t: string): string => `greatest(0, q.rate_limit_max
-                - CASE WHEN ${RATE_ROLLED(t)}
-                       THEN CASE WHEN q.rate_window_last > ${t} - ${RATE_PER}
-                                 THEN coalesce(q.rate_window_count, 0) ELSE 0 END
-                       ELSE coalesce(q.rate_window_count, 0)
-                            + CASE WHEN q.rate_prev_last > ${t} - ${RATE_PER}
-                                   THEN coalesce(q.rate_prev_count, 0) ELSE 0 END
+const RATE_ALLOWANCE = (t: string, r: RateSql = QUEUE_RATE): string => `greatest(0, ${r.max}
+                - CASE WHEN ${RATE_ROLLED(t, r)}
+                       THEN CASE WHEN ${r.st}.rate_window_last > ${t} - ${r.per}
+                                 THEN coalesce(${r.st}.rate_window_count, 0) ELSE 0 END
+                       ELSE coalesce(${r.st}.rate_window_count, 0)
+                            + CASE WHEN ${r.st}.rate_prev_last > ${t} - ${r.per}
+                                   THEN coalesce(${r.st}.rate_prev_count, 0) ELSE 0 END
                   END)`;
+
+/**
+ * The SET list that spends `n` starts at `t` of the rate window held by `st` (which must be the
+ * updated row's own alias): a rolled-over window becomes the previous one and a new one starts.
+ */
+const RATE_SPEND = (
+  t: string,
+  n: string,
+  r: RateSql = QUEUE_RATE,
+  guard: string | null = null,
+): string => {
+  const rolled = RATE_ROLLED(t, r);
+  const set = (column: string, value: string): string =>
+    `${column} = ${guard === null ? value : `CASE WHEN ${guard} THEN ${value} ELSE ${r.st}.${column} END`}`;
+  return [
+    set(
+      'rate_prev_count',
+      `CASE WHEN ${rolled} THEN ${r.st}.rate_window_count ELSE ${r.st}.rate_prev_count END`,
+    ),
+    set(
+      'rate_prev_last',
+      `CASE WHEN ${rolled} THEN ${r.st}.rate_window_last ELSE ${r.st}.rate_prev_last END`,
+    ),
+    set(
+      'rate_window_count',
+      `CASE WHEN ${rolled} THEN ${n} ELSE ${r.st}.rate_window_count + ${n} END`,
+    ),
+    set('rate_window_start', `CASE WHEN ${rolled} THEN ${t} ELSE ${r.st}.rate_window_start END`),
+    set('rate_window_last', t),
+  ].join(',\n      ');
+};
+
+/** The Pending rows of a queue that no group limit applies to: a queue without group limits. */
+const UNGROUPED = 'q.group_concurrency IS NULL AND q.group_rate_max IS NULL';
 
 /**
  * The columns a claim returns, of `alias`: every hot column, the timestamps as whole epoch
@@ -121,12 +172,13 @@ runnable AS MATERIALIZED (${
            END) AS budget
   FROM wanted w
   JOIN ${s}.queues q ON q.name = w.queue
-  WHERE NOT q.is_paused AND q.is_active`
+  WHERE NOT q.is_paused AND q.is_active AND ${UNGROUPED}`
     : `
   SELECT q.name, w.types, w.min_versions, w.max_versions, $6::int AS budget
   FROM wanted w
   JOIN ${s}.queues q ON q.name = w.queue
-  WHERE NOT q.is_paused AND q.is_active AND q.max_workers IS NULL AND q.rate_limit_max IS NULL`
+  WHERE NOT q.is_paused AND q.is_active AND q.max_workers IS NULL AND q.rate_limit_max IS NULL
+    AND ${UNGROUPED}`
 }
 ),
 picked AS MATERIALIZED (
@@ -164,15 +216,7 @@ claimed AS (
     ? `
 spent AS (
   UPDATE ${s}.queues q
-  SET rate_prev_count = CASE WHEN ${RATE_ROLLED('statement_timestamp()')}
-                             THEN q.rate_window_count ELSE q.rate_prev_count END,
-      rate_prev_last = CASE WHEN ${RATE_ROLLED('statement_timestamp()')}
-                            THEN q.rate_window_last ELSE q.rate_prev_last END,
-      rate_window_count = CASE WHEN ${RATE_ROLLED('statement_timestamp()')}
-                               THEN x.n ELSE q.rate_window_count + x.n END,
-      rate_window_start = CASE WHEN ${RATE_ROLLED('statement_timestamp()')}
-                               THEN statement_timestamp() ELSE q.rate_window_start END,
-      rate_window_last = statement_timestamp()
+  SET ${RATE_SPEND('statement_timestamp()', 'x.n')}
   FROM (SELECT c.queue, count(*)::int AS n FROM claimed c WHERE c.status = 2 GROUP BY c.queue) x
   WHERE q.name = x.queue AND q.rate_limit_max IS NOT NULL AND q.name = ANY ($10::text[])
 ),`
@@ -229,6 +273,184 @@ export function fetchNextBatchBudgetedParams(
   locked: readonly string[],
 ): unknown[] {
   return [...fetchNextBatchParams(request), locked];
+}
+
+/** A group's rate limit: the settings of the grouped queue `gq`, the window state of `g` (`job_groups`). */
+const GROUP_RATE: RateSql = {
+  max: 'gq.group_rate_max',
+  per: `gq.group_rate_per_ms ${MS}`,
+  st: 'g',
+};
+
+/** The first group key of queue $3 with a Pending row, after `after` (any key when `after` is null). */
+const NEXT_GROUP = (s: string, after: string | null): string =>
+  `(SELECT min(j.group_key) FROM ${s}.jobs_hot j
+    WHERE j.status = 0 AND j.queue = $3 AND ${after === null ? 'j.group_key IS NOT NULL' : `j.group_key > ${after}`})`;
+
+/**
+ * How many jobs of group `k` may start now: the queue's budget, less what the group concurrency
+ * leaves (its Fetched and Processing rows, `ix_jobs_hot_group_active`), less what the group's rate
+ * window allows (no `job_groups` row: the whole of `max`).
+ */
+const GROUP_ROOM = (s: string, k: string): string => `least(gq.budget,
+           CASE WHEN gq.group_concurrency IS NULL THEN gq.budget
+                ELSE greatest(0, gq.group_concurrency - (
+                       SELECT count(*) FROM ${s}.jobs_hot a
+                       WHERE a.status IN (1, 2) AND a.queue = $3 AND a.group_key = ${k}))::int
+           END,
+           CASE WHEN gq.group_rate_max IS NULL THEN gq.budget
+                ELSE coalesce((SELECT ${RATE_ALLOWANCE('statement_timestamp()', GROUP_RATE)}
+                               FROM ${s}.job_groups g WHERE g.queue = $3 AND g.group_key = ${k}),
+                              gq.group_rate_max)
+           END)`;
+
+/**
+ * Step 2 of a claim, for one grouped queue ($3, whose row step 1 locked): starts up to $4 of its
+ * due Pending rows, taking turns across its groups, within each group's concurrency and rate
+ * limit and the queue's own budget and rate; every row it takes starts (a grouped queue never
+ * leaves rows Fetched or starts ahead). Values: {@link fetchNextGroupedBatchParams}.
+ *
+ * The turns: `walk` visits the groups that have Pending rows in key order (byte order), starting
+ * after the queue's `group_cursor` and wrapping round once, one index descent per group
+ * (`min(group_key) > previous` on `ix_jobs_hot_group_pending`: groups with nothing Pending are not
+ * in that index, so a drained group costs nothing), and stops once it found as many groups with
+ * room as the budget (each of them gets at least one row) or after $8 visits. Each visited group gives up to its room of rows in its own claim
+ * order (priority, due time, id); the rows are then taken round-robin — every group's first row,
+ * then every group's second — up to the budget. The cursor moves to the last group visited, so
+ * the next claim starts with the group after it: every group with due rows and room is served
+ * within one round of the walk, however long another group's backlog is.
+ *
+ * Lock/isolation: READ COMMITTED, in the claim's transaction after step 1's row lock on the
+ * queue, which serialises every grouped claim of the queue (the running counts and the rate
+ * windows are read after the previous claimer committed); rows are taken `FOR UPDATE SKIP
+ * LOCKED`; `job_groups` rows are written only here and by retention, under that lock.
+ */
+export const fetchNextGroupedBatch = (s: string): string => `
+WITH RECURSIVE relaxed AS MATERIALIZED (
+  SELECT set_config('synchronous_commit', 'off', true) AS setting
+),
+gq AS MATERIALIZED (
+  SELECT q.name, q.group_concurrency, q.group_rate_max, q.group_rate_per_ms,
+         coalesce(q.group_cursor, '') AS cursor,
+         least(
+           CASE WHEN q.max_workers IS NULL THEN $4::int
+                ELSE greatest(0, least($4::int, q.max_workers - (
+                       SELECT count(*) FROM ${s}.jobs_hot a
+                       WHERE a.status IN (1, 2) AND a.queue = q.name)))::int
+           END,
+           CASE WHEN q.rate_limit_max IS NULL THEN $4::int
+                ELSE ${RATE_ALLOWANCE('statement_timestamp()')}
+           END) AS budget
+  FROM ${s}.queues q CROSS JOIN relaxed
+  WHERE q.name = $3 AND NOT q.is_paused AND q.is_active
+    AND (q.group_concurrency IS NOT NULL OR q.group_rate_max IS NOT NULL)
+),
+walk (k, n, wrapped, room, found) AS (
+  SELECT f.k, 1, f.wrapped, f.room, sign(f.room)::int
+  FROM (
+    SELECT v.k, v.wrapped, ${GROUP_ROOM(s, 'v.k')} AS room
+    FROM gq
+    CROSS JOIN LATERAL (
+      SELECT coalesce(a.k, ${NEXT_GROUP(s, null)}) AS k, a.k IS NULL AS wrapped
+      FROM (SELECT ${NEXT_GROUP(s, 'gq.cursor')} AS k) a
+    ) v
+    WHERE gq.budget > 0
+  ) f
+  WHERE f.k IS NOT NULL
+  UNION ALL
+  SELECT v.k, w.n + 1, v.wrapped, r.room, w.found + sign(r.room)::int
+  FROM walk w
+  CROSS JOIN gq
+  CROSS JOIN LATERAL (
+    SELECT coalesce(a.k, CASE WHEN NOT w.wrapped THEN ${NEXT_GROUP(s, null)} END) AS k,
+           w.wrapped OR a.k IS NULL AS wrapped
+    FROM (SELECT ${NEXT_GROUP(s, 'w.k')} AS k) a
+  ) v
+  CROSS JOIN LATERAL (SELECT ${GROUP_ROOM(s, 'v.k')} AS room) r
+  WHERE w.n < $8 AND w.found < gq.budget AND v.k IS NOT NULL
+    AND NOT (v.wrapped AND v.k > gq.cursor)
+),
+took AS MATERIALIZED (
+  SELECT t.id, t.tid, w.n,
+         row_number() OVER (PARTITION BY w.n ORDER BY t.priority DESC, t.due, t.id COLLATE "C") AS rn
+  FROM walk w
+  CROSS JOIN LATERAL (
+    SELECT j.id, j.ctid AS tid, j.priority, coalesce(j.scheduled_at_utc, j.enqueued_at_utc) AS due
+    FROM ${s}.jobs_hot j
+    WHERE j.status = 0
+      AND j.queue = $3
+      AND j.group_key = w.k
+      AND coalesce(j.scheduled_at_utc, j.enqueued_at_utc) <= now()
+      AND ($5::text[] IS NULL OR EXISTS (
+        SELECT 1 FROM unnest($5::text[], $6::int[], $7::int[]) AS t(type, lo, hi)
+        WHERE t.type = j.type AND j.payload_version BETWEEN t.lo AND t.hi))
+    ORDER BY j.priority DESC, coalesce(j.scheduled_at_utc, j.enqueued_at_utc), j.id COLLATE "C"
+    LIMIT w.room
+    FOR UPDATE SKIP LOCKED
+  ) t
+  WHERE w.room > 0
+),
+picked AS MATERIALIZED (
+  SELECT t.id, t.tid FROM took t
+  ORDER BY t.rn, t.n
+  LIMIT (SELECT budget FROM gq)
+),
+claimed AS (
+  UPDATE ${s}.jobs_hot j
+  SET status = 2, attempt_count = j.attempt_count + 1, started_at_utc = statement_timestamp(),
+      heartbeat_utc = statement_timestamp(), worker_id = $1, lease_id = $2,
+      last_updated_utc = statement_timestamp()
+  FROM picked p
+  WHERE j.ctid = p.tid AND j.id = p.id AND j.status = 0
+  RETURNING j.*
+),
+turned AS (
+  UPDATE ${s}.queues q
+  SET group_cursor = (SELECT w.k FROM walk w ORDER BY w.n DESC LIMIT 1),
+      ${RATE_SPEND('statement_timestamp()', 'x.n', QUEUE_RATE, 'q.rate_limit_max IS NOT NULL AND x.n > 0')}
+  FROM (SELECT count(*)::int AS n FROM claimed) x
+  WHERE q.name = $3 AND EXISTS (SELECT 1 FROM walk)
+),
+spent AS (
+  INSERT INTO ${s}.job_groups AS g (queue, group_key, rate_window_start, rate_window_count,
+                                    rate_window_last)
+  SELECT $3, x.group_key, statement_timestamp(), x.n, statement_timestamp()
+  FROM (SELECT c.group_key, count(*)::int AS n FROM claimed c GROUP BY c.group_key) x
+  CROSS JOIN gq
+  WHERE gq.group_rate_max IS NOT NULL
+  ORDER BY x.group_key
+  ON CONFLICT (queue, group_key) DO UPDATE
+  SET ${RATE_SPEND('statement_timestamp()', 'excluded.rate_window_count', { ...GROUP_RATE, per: `(SELECT gq.group_rate_per_ms ${MS} FROM gq)` })}
+),
+bucket AS (${startLagUpsert(s, `(SELECT c.queue, ${START_LAG_MS('c')} AS lag_ms FROM claimed c)`)}
+)
+SELECT ${CLAIM_RETURNED('c')}
+FROM claimed c`;
+
+/**
+ * Binds {@link fetchNextGroupedBatch}: $1 worker id, $2 lease id, $3 the grouped queue, $4 how
+ * many rows to start, $5/$6/$7 the types the worker handles in that queue with their lowest and
+ * highest payload version (parallel arrays; $5 NULL when it handles the whole queue), $8 the most
+ * groups one claim visits.
+ */
+export function fetchNextGroupedBatchParams(
+  request: Pick<FetchRequest, 'workerId' | 'leaseId' | 'handled'>,
+  queue: string,
+  start: number,
+  maxVisits: number,
+): unknown[] {
+  const { wide, pairs } = splitHandled(request.handled);
+  const mine = wide.includes(queue) ? null : pairs.filter((p) => p.queue === queue);
+  return [
+    request.workerId,
+    request.leaseId,
+    queue,
+    start,
+    mine?.map((p) => p.type) ?? null,
+    mine?.map((p) => p.minVersion ?? 1) ?? null,
+    mine?.map((p) => p.maxVersion ?? 1) ?? null,
+    maxVisits,
+  ];
 }
 
 /**

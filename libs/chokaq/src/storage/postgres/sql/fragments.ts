@@ -188,3 +188,19 @@ export function literal(text: string): string {
   if (!/^[A-Za-z0-9_:]+$/.test(text)) throw new Error(`Refusing to inline ${text}`);
   return `'${text}'`;
 }
+
+/**
+ * The stored group of a job of queue `queue` whose own group is `group`: its own, else `''` when
+ * the queue has group limits, else NULL. In a grouped queue every job must be in a group for the
+ * grouped claim to reach it, so the jobs without one share the group `''` (read back as no group);
+ * `groupedQueues` is a subquery yielding the names of the grouped queues as one `text[]`
+ * ({@link GROUPED_QUEUES}), evaluated once per statement.
+ */
+export const STORED_GROUP = (group: string, queue: string, groupedQueues: string): string =>
+  `coalesce(${group}, CASE WHEN ${queue} = ANY (${groupedQueues}::text[]) THEN '' END)`;
+
+/** The names of the queues with group limits among `queues` (a `text[]` expression), as one array. */
+export const GROUPED_QUEUES = (s: string, queues: string): string =>
+  `(SELECT coalesce(array_agg(gq.name::text), '{}'::text[]) FROM ${s}.queues gq
+    WHERE gq.name = ANY (${queues}::text[])
+      AND (gq.group_concurrency IS NOT NULL OR gq.group_rate_max IS NOT NULL))`;

@@ -7,6 +7,7 @@
 import {
   fetchNextBatch,
   fetchNextBatchClaimed,
+  fetchNextGroupedBatch,
   fetchNextBatchLockBudgets,
   fetchNextBatchRateState,
 } from './claim';
@@ -62,6 +63,7 @@ export const hotPathStatements = (
   fetchNextBatchLockBudgets: fetchNextBatchLockBudgets(s),
   fetchNextBatchClaimed: fetchNextBatchClaimed(s),
   fetchNextBatchRateState: fetchNextBatchRateState(s),
+  fetchNextGroupedBatch: fetchNextGroupedBatch(s),
   markAsProcessing: markAsProcessing(s),
   keepAlive: keepAlive(s),
   release: release(s),

@@ -11,6 +11,8 @@ import { dlqStatusFor, Outcome } from '../../shared/outcome';
 import { attemptOutcomeSql } from '../../shared/attempts';
 import {
   ARCHIVE_COPIED,
+  GROUPED_QUEUES,
+  STORED_GROUP,
   DlqMoveShape,
   OWNED,
   attemptInsert,
@@ -199,7 +201,8 @@ export function cancelRequestParams(ids: readonly string[], actor: string | null
  * nothing. If the hot insert fails (e.g. the id is somehow hot already), the DELETE rolls back.
  * The job restarts clean: attempt 0, no lease, no schedule, `enqueued_at_utc = now()` (the clock of
  * `maxJobAge`), `created_at_utc`, the producer's `trace_context` and the `payload_version` kept, the idempotency key
- * dropped, `resurrected_total + n`.
+ * dropped, `resurrected_total + n`; its group kept (a job without one that comes back to a queue
+ * with group limits joins the shared group, {@link STORED_GROUP}).
  */
 export const resurrect = (s: string, chosen: string): string => `
 WITH chosen AS MATERIALIZED (${chosen}),
@@ -214,13 +217,14 @@ revived AS (
     id, queue, type, payload, tags, idempotency_key, priority, status, attempt_count,
     worker_id, lease_id, heartbeat_utc, scheduled_at_utc, created_at_utc, enqueued_at_utc,
     started_at_utc, last_updated_utc, created_by, last_modified_by, last_error,
-    cancel_requested_utc, progress, trace_context, payload_version)
+    cancel_requested_utc, progress, trace_context, payload_version, group_key)
   SELECT t.id, t.queue, t.type, coalesce($1::text, t.payload),
          CASE WHEN $2::boolean THEN $3::text ELSE t.tags END,
          NULL, coalesce($4::int, t.priority), 0, 0,
          NULL, NULL, NULL, NULL, t.created_at_utc, now(),
          NULL, now(), t.created_by, coalesce($5::text, t.last_modified_by),
-         coalesce(t.error_details, t.last_error), NULL, NULL, t.trace_context, t.payload_version
+         coalesce(t.error_details, t.last_error), NULL, NULL, t.trace_context, t.payload_version,
+         ${STORED_GROUP('t.group_key', 't.queue', GROUPED_QUEUES(s, '(SELECT array_agg(queue::text) FROM taken)'))}
   FROM taken t
   RETURNING id, queue
 ),

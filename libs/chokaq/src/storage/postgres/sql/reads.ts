@@ -351,3 +351,21 @@ export function previewDlqFilterQueries(
     },
   };
 }
+
+/**
+ * The busiest groups of queue $1, at most $2: Pending and active (Fetched, Processing) rows per
+ * group, most active first, then most pending, then by key. Each half reads one partial index
+ * that holds only grouped rows (`ix_jobs_hot_group_pending`, `ix_jobs_hot_group_active`).
+ */
+export const getQueueGroups = (s: string): string => `
+SELECT x.group_key, sum(x.pending)::int AS pending, sum(x.running)::int AS running
+FROM (
+  SELECT j.group_key, count(*) AS pending, 0 AS running FROM ${s}.jobs_hot j
+  WHERE j.status = 0 AND j.queue = $1 AND j.group_key IS NOT NULL GROUP BY j.group_key
+  UNION ALL
+  SELECT j.group_key, 0, count(*) FROM ${s}.jobs_hot j
+  WHERE j.status IN (1, 2) AND j.queue = $1 AND j.group_key IS NOT NULL GROUP BY j.group_key
+) x
+GROUP BY x.group_key
+ORDER BY running DESC, pending DESC, x.group_key
+LIMIT $2`;

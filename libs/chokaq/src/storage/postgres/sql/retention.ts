@@ -126,3 +126,43 @@ WITH chosen AS MATERIALIZED (
   FOR UPDATE SKIP LOCKED)
 DELETE FROM ${s}.audit_log a USING chosen c WHERE a.id = c.id
 RETURNING a.id`;
+
+/**
+ * Retention batch of group rate windows that no longer count, at most $2 ($1, the age, is
+ * unused): the group's last start is at least one window old (its allowance is the whole of the
+ * limit again), or its queue has no group rate limit. Rows a grouped claim is writing are skipped
+ * (SKIP LOCKED), and a row that claim moved on is re-checked under the lock (READ COMMITTED), so
+ * a window that counts is never removed; a later start makes the row again.
+ */
+export const applyRetentionGroups = (s: string): string => `
+WITH chosen AS MATERIALIZED (
+  SELECT g.queue, g.group_key FROM ${s}.job_groups g
+  LEFT JOIN ${s}.queues q ON q.name = g.queue
+  WHERE $1::float8 >= 0
+    AND (q.group_rate_per_ms IS NULL OR g.rate_window_last IS NULL
+         OR g.rate_window_last <= now() - q.group_rate_per_ms ${MS})
+  LIMIT $2
+  FOR UPDATE OF g SKIP LOCKED)
+DELETE FROM ${s}.job_groups d USING chosen c
+WHERE d.queue = c.queue AND d.group_key = c.group_key
+RETURNING d.group_key`;
+
+/**
+ * A batch of at most $2 hot jobs without a group in a queue with group limits ($1, the age, is
+ * unused), put into the queue's shared group `''` so that its grouped claim reaches them. Setting
+ * a limit does this for the rows it sees (`updateQueue`); this catches a job whose enqueue read
+ * the queue before the limit was set and committed after it. Rows another transaction holds are
+ * left for the next run (SKIP LOCKED).
+ */
+export const applyRetentionGroupless = (s: string): string => `
+WITH chosen AS MATERIALIZED (
+  SELECT h.ctid AS tid, h.id FROM ${s}.jobs_hot h
+  JOIN ${s}.queues q ON q.name = h.queue
+  WHERE $1::float8 >= 0 AND h.group_key IS NULL
+    AND (q.group_concurrency IS NOT NULL OR q.group_rate_max IS NOT NULL)
+  LIMIT $2
+  FOR UPDATE OF h SKIP LOCKED)
+UPDATE ${s}.jobs_hot j SET group_key = ''
+FROM chosen c
+WHERE j.ctid = c.tid AND j.id = c.id AND j.group_key IS NULL
+RETURNING j.id`;

@@ -1,5 +1,5 @@
 /** The producer's statements, run in one `BEGIN IMMEDIATE` transaction per chunk. */
-import { SQLITE_NOW_MS, SqliteTables } from './fragments';
+import { SQLITE_NOW_MS, STORED_GROUP, SqliteTables } from './fragments';
 
 /** The producer's statements: queues and stats rows, the insert, and the lookups of what it skipped. */
 export function enqueueStatements(t: SqliteTables) {
@@ -22,18 +22,20 @@ export function enqueueStatements(t: SqliteTables) {
      * (or inside the caller's transaction). `ON CONFLICT DO NOTHING` (no target) skips a row whose
      * id exists or whose idempotency key an active row holds (unique partial index), so a retried
      * insert never duplicates and one key yields one row; the NOT EXISTS guards keep a retried
-     * insert from re-creating a job that already finished (archive) or failed (DLQ). Returns the
-     * inserted ids.
+     * insert from re-creating a job that already finished (archive) or failed (DLQ). A job without
+     * a group enqueued into a queue with group limits gets the shared group `''`
+     * ({@link STORED_GROUP}). Returns the inserted ids.
      */
     enqueue: `INSERT INTO ${hot} (id, queue, type, payload, tags, idempotency_key, priority, status,
         attempt_count, scheduled_at_utc, created_at_utc, enqueued_at_utc, last_updated_utc, created_by,
-        trace_context, payload_version)
+        trace_context, payload_version, group_key)
       SELECT r.value ->> 'id', r.value ->> 'queue', r.value ->> 'type', r.value ->> 'payload',
         r.value ->> 'tags', r.value ->> 'idempotency_key', r.value ->> 'priority', 0, 0,
         CASE WHEN r.value ->> 'delay_ms' IS NOT NULL THEN ${SQLITE_NOW_MS} + (r.value ->> 'delay_ms')
              ELSE r.value ->> 'run_at' END,
         ${SQLITE_NOW_MS}, ${SQLITE_NOW_MS}, ${SQLITE_NOW_MS}, r.value ->> 'created_by',
-        r.value ->> 'trace_context', r.value ->> 'payload_version'
+        r.value ->> 'trace_context', r.value ->> 'payload_version',
+        ${STORED_GROUP(queues, "r.value ->> 'group_key'", "r.value ->> 'queue'")}
       FROM json_each(@rows) AS r
       WHERE NOT EXISTS (SELECT 1 FROM ${archive} a WHERE a.id = r.value ->> 'id')
         AND NOT EXISTS (SELECT 1 FROM ${dlq} d WHERE d.id = r.value ->> 'id')

@@ -59,8 +59,26 @@ export function sqliteTables(p: string) {
     settings: `${p}settings`,
     attempts: `${p}job_attempts`,
     keys: `${p}dedupe_keys`,
+    groups: `${p}job_groups`,
   };
 }
+
+/** Whether the `Queues` row `q` has group limits: its Pending rows are claimed by groups. */
+export const GROUPED = (q: string): string =>
+  `(${q}.group_concurrency IS NOT NULL OR ${q}.group_rate_max IS NOT NULL)`;
+
+/**
+ * The stored group of a job of queue `queue` whose own group is `group` (both SQL expressions):
+ * its own, else `''` when the queue has group limits, else NULL. In a grouped queue every job must
+ * be in a group for the grouped claim to reach it, so the jobs without one share the group `''`
+ * (read back as no group). The `Queues` lookup (a primary-key read per row) runs only for a job
+ * without a group: COALESCE stops at its first non-NULL argument.
+ */
+export const STORED_GROUP = (queuesTable: string, group: string, queue: string): string =>
+  `COALESCE(${group},
+          CASE WHEN EXISTS (SELECT 1 FROM ${queuesTable} gq
+                            WHERE gq.name = ${queue} AND ${GROUPED('gq')})
+               THEN '' END)`;
 
 /** The table names of one prefix ({@link sqliteTables}). */
 export type SqliteTables = ReturnType<typeof sqliteTables>;

@@ -10,6 +10,7 @@ import {
   LEASE_CTE,
   OWNED,
   SQLITE_NOW_MS,
+  STORED_GROUP,
   SqliteTables,
   fromMoved,
 } from './fragments';
@@ -44,7 +45,7 @@ function archiveInsert({ hot, archive }: SqliteTables, withResults: boolean): st
 
 /** The moves between pillars: each step of hot → Archive, hot → DLQ (and cancel) and DLQ → hot. */
 export function moveStatements(t: SqliteTables) {
-  const { hot, dlq } = t;
+  const { hot, dlq, queues } = t;
   const dlqColumns = [...HOT_COLUMNS, 'failure_reason', 'error_details'];
   return {
     /**
@@ -113,13 +114,15 @@ export function moveStatements(t: SqliteTables) {
      * Step 2 of every resurrect (by id, many, by filter): the captured rows return as Pending,
      * attempts 0, EnqueuedAtUtc = now, CreatedAtUtc, the producer's trace context and the payload
      * version kept, no
-     * idempotency key, the DLQ error kept as LastError. Edits: `@payload` (null = keep),
+     * idempotency key, the DLQ error kept as LastError, the group kept (a job without one that
+     * comes back to a queue with group limits joins the shared group, {@link STORED_GROUP}).
+     * Edits: `@payload` (null = keep),
      * `@setTags` 1 with `@tags`, `@priority` (null = keep). No ON CONFLICT: if the insert fails,
      * the whole transaction, DLQ delete included, rolls back.
      */
     resurrectInsert: `INSERT INTO ${hot} (id, queue, type, payload, tags, idempotency_key, priority,
         status, attempt_count, scheduled_at_utc, created_at_utc, enqueued_at_utc, last_updated_utc,
-        created_by, last_modified_by, last_error, trace_context, payload_version)
+        created_by, last_modified_by, last_error, trace_context, payload_version, group_key)
       SELECT m.value ->> 'id', m.value ->> 'queue', m.value ->> 'type',
         COALESCE(@payload, m.value ->> 'payload'),
         CASE WHEN @setTags = 1 THEN @tags ELSE m.value ->> 'tags' END,
@@ -127,7 +130,8 @@ export function moveStatements(t: SqliteTables) {
         m.value ->> 'created_at_utc', ${SQLITE_NOW_MS}, ${SQLITE_NOW_MS},
         m.value ->> 'created_by', COALESCE(@actor, m.value ->> 'last_modified_by'),
         COALESCE(m.value ->> 'error_details', m.value ->> 'last_error'),
-        m.value ->> 'trace_context', m.value ->> 'payload_version'
+        m.value ->> 'trace_context', m.value ->> 'payload_version',
+        ${STORED_GROUP(queues, "m.value ->> 'group_key'", "m.value ->> 'queue'")}
       FROM json_each(@moved) AS m ORDER BY m.key`,
   };
 }

@@ -226,5 +226,24 @@ export function readStatements(t: SqliteTables, p: string) {
 
     /** getThroughputSeries, one queue: a range of `metric_buckets_queue_ix (queue, bucket_utc)`. */
     getThroughputSeriesQueue: seriesStatement(buckets, true),
+
+    /**
+     * getQueueGroups: the busiest groups of queue `@queue`, at most `@limit`: Pending and active
+     * (Fetched, Processing) rows per group, most active first, then most pending, then by key
+     * (byte order). Each half reads one partial index that holds only grouped rows
+     * (`jobs_hot_group_pending_ix`, `jobs_hot_group_active_ix`, schema version 15).
+     */
+    getQueueGroups: `SELECT x.group_key, SUM(x.pending) AS pending, SUM(x.running) AS running
+      FROM (
+        SELECT j.group_key, COUNT(*) AS pending, 0 AS running FROM ${hot} j
+        WHERE j.status = 0 AND j.queue = @queue AND j.group_key IS NOT NULL GROUP BY j.group_key
+        UNION ALL
+        SELECT j.group_key, 0, COUNT(*) FROM ${hot} j
+        WHERE j.status IN (1, 2) AND j.queue = @queue AND j.group_key IS NOT NULL
+        GROUP BY j.group_key
+      ) x
+      GROUP BY x.group_key
+      ORDER BY running DESC, pending DESC, x.group_key
+      LIMIT @limit`,
   };
 }

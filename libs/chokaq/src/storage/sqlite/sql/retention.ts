@@ -1,6 +1,6 @@
 /** Purges and retention: bounded batches of each table. Counters are lifetime and never touched. */
 import { SqlWhere } from './filters';
-import { IDS, SqliteTables } from './fragments';
+import { GROUPED, IDS, SQLITE_NOW_MS, SqliteTables } from './fragments';
 import { chooseDlqByFilter } from './moves';
 
 /**
@@ -13,7 +13,7 @@ export function purgeDlqByFilter(dlqTable: string, where: SqlWhere): string {
 
 /** Purges by id and the retention batches of every table. */
 export function retentionStatements(t: SqliteTables) {
-  const { archive, dlq, buckets, workers, audit } = t;
+  const { hot, archive, dlq, buckets, workers, audit, groups, queues } = t;
   return {
     /** purgeDlq: by id; counters untouched. Returns the ids, whose attempt rows go next. */
     purgeDlq: `DELETE FROM ${dlq} WHERE id IN ${IDS} RETURNING id`,
@@ -46,5 +46,33 @@ export function retentionStatements(t: SqliteTables) {
     /** applyRetention batch: audit log entries recorded before `@cutoff`. */
     applyRetentionAudit: `DELETE FROM ${audit} WHERE id IN (
         SELECT id FROM ${audit} WHERE at_utc < @cutoff ORDER BY at_utc LIMIT @limit)`,
+
+    /**
+     * applyRetention batch: group rate windows that no longer count (`@cutoff` unused): the
+     * group's last start is at least one window old (its allowance is the whole of the limit
+     * again), or its queue has no group rate limit. Under BEGIN IMMEDIATE no claim writes a window
+     * meanwhile, so a window that counts is never removed; a later start makes the row again.
+     */
+    applyRetentionGroups: `DELETE FROM ${groups} WHERE (queue, group_key) IN (
+        SELECT g.queue, g.group_key FROM ${groups} g LEFT JOIN ${queues} q ON q.name = g.queue
+        WHERE @cutoff IS NOT NULL
+          AND (q.group_rate_per_ms IS NULL OR g.rate_window_last IS NULL
+               OR g.rate_window_last <= ${SQLITE_NOW_MS} - q.group_rate_per_ms)
+        LIMIT @limit)`,
+
+    /**
+     * applyRetention, not a removal: a batch of at most `@limit` hot jobs without a group in a
+     * queue with group limits (`@cutoff` unused), put into the queue's shared group `''` so that
+     * its grouped claim reaches them. Setting a limit does this for the rows it sees
+     * (`updateQueueSharedGroup`) and every enqueue and resurrect of this release stores `''`
+     * itself, under the same write lock; this catches the jobs a process of an earlier release
+     * enqueued (its insert names no group column) after the limit was set. CROSS JOIN keeps the
+     * queues the outer loop: only the grouped queues' hot rows are read (`jobs_hot_queue_enqueued_ix`).
+     */
+    applyRetentionGroupless: `UPDATE ${hot} SET group_key = ''
+      WHERE group_key IS NULL AND id IN (
+        SELECT h.id FROM ${queues} q CROSS JOIN ${hot} h ON h.queue = q.name
+        WHERE @cutoff IS NOT NULL AND ${GROUPED('q')} AND h.group_key IS NULL
+        LIMIT @limit)`,
   };
 }

@@ -1,0 +1,10 @@
+SET TRANSACTION ISOLATION LEVEL READ COMMITTED;
+SET LOCK_TIMEOUT -1;
+SET NOCOUNT ON;
+DECLARE @Joined TABLE (Id varchar(36) NOT NULL);
+WITH Stray AS (
+  SELECT TOP (@0) h.Id, h.GroupKey FROM [chokaq].[JobsHot] AS h WITH (READCOMMITTEDLOCK, READPAST, ROWLOCK)
+  WHERE h.GroupKey IS NULL AND EXISTS (SELECT 1 FROM [chokaq].[Queues] AS q WHERE q.Name = h.Queue AND (q.GroupConcurrency IS NOT NULL OR q.GroupRateMax IS NOT NULL))
+)
+UPDATE Stray SET GroupKey = N'' OUTPUT inserted.Id INTO @Joined (Id);
+SELECT COUNT_BIG(*) AS Affected FROM @Joined;

@@ -1,0 +1,12 @@
+SET TRANSACTION ISOLATION LEVEL READ COMMITTED;
+SET LOCK_TIMEOUT -1;
+SET NOCOUNT ON;
+DECLARE @now datetime2(3) = SYSUTCDATETIME();
+DECLARE @Gone TABLE (GroupKey nvarchar(255) COLLATE Latin1_General_100_BIN2 NOT NULL);
+WITH Expired AS (
+  SELECT TOP (@0) g.GroupKey FROM [chokaq].[JobGroups] AS g WITH (READCOMMITTEDLOCK, READPAST, ROWLOCK)
+  WHERE NOT EXISTS (SELECT 1 FROM [chokaq].[Queues] AS q WHERE q.Name = g.Queue AND q.GroupRateMax IS NOT NULL
+    AND g.RateWindowLast > DATEADD(MILLISECOND, -q.GroupRatePerMs, @now))
+)
+DELETE FROM Expired OUTPUT deleted.GroupKey INTO @Gone (GroupKey);
+SELECT COUNT_BIG(*) AS Affected FROM @Gone;
