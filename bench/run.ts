@@ -7,6 +7,7 @@
  * Progress goes to stderr.
  */
 import { Logger } from '@nestjs/common';
+import { existsSync, readFileSync } from 'node:fs';
 import { loadavg } from 'node:os';
 import { join } from 'node:path';
 import {
@@ -39,6 +40,7 @@ import {
   writeDeckSection,
   type DeckRun,
 } from './lib/deck-report';
+import { writeMarkdown } from './lib/markdown';
 import { ensureBenchDatabase, sweepStaleSchemas } from './lib/pg-admin';
 import { jsonLines, markdownTable, writeResults } from './lib/report';
 import { ResultSet } from './lib/results';
@@ -48,6 +50,13 @@ import { runProfile } from './profile';
 import { runAdminReads } from './scenarios/admin-reads.scenario';
 import { runDeck } from './scenarios/deck.scenario';
 import { drain } from './scenarios/drain.scenario';
+import {
+  GROUPS_CLAIM,
+  GROUPS_COUNT,
+  GroupsRun,
+  groupsTable,
+  runGroups,
+} from './scenarios/groups.scenario';
 import { seedReadsData } from './scenarios/reads-data';
 import { runScenario } from './scenarios/run-scenario';
 import type { BenchSystem } from './systems/bench-system';
@@ -142,6 +151,51 @@ async function main(): Promise<void> {
   if (args.scenarios.has('admin-reads') || args.scenarios.has('deck')) {
     await readScenarios(args, benchUrl);
   }
+  if (args.scenarios.has('groups')) await groups(args, benchUrl);
+}
+
+/** The heading of the groups scenario's section of RESULTS.md. */
+const GROUPS_HEADING = '## Groups: the claim with 10,000 groups';
+
+/** The groups scenario, dialect by dialect; its own table on stdout and section of RESULTS.md. */
+async function groups(args: BenchArgs, benchUrl: string): Promise<void> {
+  const started = new Date();
+  const runs: GroupsRun[] = [];
+  for (const dialect of args.dialects) {
+    await waitForLoad(args, log);
+    runs.push(await runGroups(dialect, benchUrl, log));
+  }
+  const table = groupsTable(runs);
+  process.stdout.write(`\n### groups\n\n${table}\n`);
+  if (args.write) {
+    const loads = runs
+      .map((r) => `${r.dialect} ${r.load[0].toFixed(2)} → ${r.load[1].toFixed(2)}`)
+      .join(', ');
+    const section = [
+      GROUPS_HEADING,
+      '',
+      `\`npm run bench -- ${process.argv.slice(2).join(' ')}\`, ${started.toISOString()} – ${new Date().toISOString()}; ${machineLine()}; PostgreSQL ${await postgresVersion(benchUrl)}; load average (1 min) ${loads}.`,
+      '',
+      `What a claim costs in a queue with ${GROUPS_COUNT.toLocaleString('en-US')} groups (3 Pending jobs each, a group concurrency no group reaches, so each claim visits ${GROUPS_CLAIM} groups) against a queue without groups (\`plain\`: the one-statement claim) and a queue with a \`maxWorkers\` budget (\`budgeted\`: the claim's transaction with the queue's row lock, the shape every grouped claim has). Each claim starts ${GROUPS_CLAIM} rows and is timed alone; the queues take turns claim by claim. The issue's bound is 1.5× a queue without groups.`,
+      '',
+      table,
+    ].join('\n');
+    await writeSection(join(__dirname, 'RESULTS.md'), GROUPS_HEADING, section);
+    log('wrote the groups section of bench/RESULTS.md');
+  }
+}
+
+/** Replaces the section under `heading` (to the next `## ` heading) in RESULTS.md, or appends it. */
+async function writeSection(path: string, heading: string, section: string): Promise<void> {
+  const previous = existsSync(path) ? readFileSync(path, 'utf8') : '# ChokaQ benchmark results\n';
+  const body = `${section.trimEnd()}\n\n`;
+  const at = previous.indexOf(heading);
+  if (at < 0) return writeMarkdown(path, `${previous.trimEnd()}\n\n${body}`);
+  const next = previous.indexOf('\n## ', at + heading.length);
+  await writeMarkdown(
+    path,
+    `${previous.slice(0, at)}${body}${next < 0 ? '' : previous.slice(next + 1)}`,
+  );
 }
 
 /**

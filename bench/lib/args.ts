@@ -10,6 +10,7 @@ export const SCENARIOS = [
   'admin-reads',
   'metrics-ab',
   'deck',
+  'groups',
 ] as const;
 export type ScenarioName = (typeof SCENARIOS)[number];
 
@@ -19,7 +20,12 @@ export type ScenarioName = (typeof SCENARIOS)[number];
  * for each way metrics can be set up; `deck` loads The Deck in Chromium over the admin-reads data
  * set (seeded once when both run).
  */
-export const SEPARATE_SCENARIOS: readonly ScenarioName[] = ['admin-reads', 'metrics-ab', 'deck'];
+export const SEPARATE_SCENARIOS: readonly ScenarioName[] = [
+  'admin-reads',
+  'metrics-ab',
+  'deck',
+  'groups',
+];
 
 /** What runs without `--scenarios`: every throughput and latency scenario. */
 export const DEFAULT_SCENARIOS: readonly ScenarioName[] = SCENARIOS.filter(
@@ -161,7 +167,7 @@ const HELP = `npm run bench -- [flags]
   --peers                 also run graphile-worker (preset + defaults) and pg-boss on PostgreSQL
   --json                  print one JSON object per scenario on its own line
   --profile               CPU-profile a ChokaQ drain at the highest --concurrency (PostgreSQL; SQLite with --dialects=sqlite)
-  --scenarios=a,b         ${SCENARIOS.join(',')} (default all but admin-reads, metrics-ab and deck)
+  --scenarios=a,b         ${SCENARIOS.join(',')} (default all but admin-reads, metrics-ab, deck and groups)
                           admin-reads: seeds 1,000,000 archived, 100,000 DLQ and 100,000 pending jobs
                           per dialect and times the dashboard reads (p50/p95); writes its own section
                           of RESULTS.md (--runs does not apply: one seeding per dialect)
@@ -172,6 +178,8 @@ const HELP = `npm run bench -- [flags]
                           named), boots a Nest app with the Deck and loads it in Chromium
                           ($CHOKAQ_CHROMIUM or /usr/bin/chromium): first-load bytes, each panel's time
                           to its data, the live tick's reads; writes its own section of RESULTS.md
+                          groups: a claim of 50 in a queue with 10,000 groups against a queue without
+                          groups and one with a budget (p50/p95 per claim); its own section of RESULTS.md
   --dialects=a,b          ${BENCH_DIALECTS.join(',')} (default both)
   --runs=N                runs per scenario (default 3; --quick 1)
   --drain=N --backlog=N --backlog-drain=N --single=N --bulk=N --latency-jobs=N --concurrency=10,50

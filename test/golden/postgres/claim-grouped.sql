@@ -1,7 +1,7 @@
--- [1/5] query
+-- [1/4] query
 START TRANSACTION ISOLATION LEVEL READ COMMITTED
 
--- [2/5] query
+-- [2/4] query
 
 SELECT name, rate_limit_max IS NOT NULL AS rate_limited,
        (group_concurrency IS NOT NULL OR group_rate_max IS NOT NULL) AS grouped
@@ -12,131 +12,7 @@ WHERE name = ANY ($1::text[])
 ORDER BY name
 FOR NO KEY UPDATE
 
--- [3/5] query
-
-WITH relaxed AS MATERIALIZED (
-  SELECT set_config('synchronous_commit', 'off', true) AS setting
-),
-handled (queue, type, min_version, max_version) AS (
-  SELECT h.queue, NULL::text, NULL::int, NULL::int FROM unnest($3::text[]) AS h(queue)
-  UNION ALL
-  SELECT p.queue, p.type, p.min_version, p.max_version
-  FROM unnest($4::text[], $5::text[], $8::int[], $9::int[]) AS p(queue, type, min_version, max_version)
-),
-wanted AS (
-  SELECT queue,
-         CASE WHEN bool_or(type IS NULL) THEN NULL ELSE array_agg(type) END AS types,
-         array_agg(min_version) AS min_versions,
-         array_agg(max_version) AS max_versions
-  FROM handled CROSS JOIN relaxed
-  GROUP BY queue
-),
-runnable AS MATERIALIZED (
-  SELECT q.name, w.types, w.min_versions, w.max_versions,
-         least(
-           CASE WHEN q.max_workers IS NULL THEN $6::int
-                ELSE greatest(0, least($6::int, q.max_workers - (
-                       SELECT count(*) FROM "chokaq".jobs_hot a
-                       WHERE a.status IN (1, 2) AND a.queue = q.name)))::int
-           END,
-           CASE WHEN q.rate_limit_max IS NULL THEN $6::int
-                WHEN $7::int < $6::int OR NOT (q.name = ANY ($10::text[])) THEN 0
-                ELSE greatest(0, q.rate_limit_max
-                - CASE WHEN (q.rate_window_start IS NULL OR statement_timestamp() >= q.rate_window_start + q.rate_limit_per_ms * interval '1 millisecond')
-                       THEN CASE WHEN q.rate_window_last > statement_timestamp() - q.rate_limit_per_ms * interval '1 millisecond'
-                                 THEN coalesce(q.rate_window_count, 0) ELSE 0 END
-                       ELSE coalesce(q.rate_window_count, 0)
-                            + CASE WHEN q.rate_prev_last > statement_timestamp() - q.rate_limit_per_ms * interval '1 millisecond'
-                                   THEN coalesce(q.rate_prev_count, 0) ELSE 0 END
-                  END)
-           END) AS budget
-  FROM wanted w
-  JOIN "chokaq".queues q ON q.name = w.queue
-  WHERE NOT q.is_paused AND q.is_active AND q.group_concurrency IS NULL AND q.group_rate_max IS NULL
-),
-picked AS MATERIALIZED (
-  SELECT c.id, c.tid,
-         row_number() OVER (ORDER BY c.priority DESC, c.due, c.id COLLATE "C") AS rn
-  FROM runnable r
-  CROSS JOIN LATERAL (
-    SELECT j.id, j.ctid AS tid, j.priority, coalesce(j.scheduled_at_utc, j.enqueued_at_utc) AS due
-    FROM "chokaq".jobs_hot j
-    WHERE j.status = 0
-      AND j.queue = r.name
-      AND coalesce(j.scheduled_at_utc, j.enqueued_at_utc) <= now()
-      AND (r.types IS NULL OR EXISTS (
-        SELECT 1 FROM unnest(r.types, r.min_versions, r.max_versions) AS t(type, lo, hi)
-        WHERE t.type = j.type AND j.payload_version BETWEEN t.lo AND t.hi))
-    ORDER BY j.priority DESC, coalesce(j.scheduled_at_utc, j.enqueued_at_utc), j.id COLLATE "C"
-    LIMIT r.budget
-    FOR UPDATE SKIP LOCKED
-  ) c
-  ORDER BY c.priority DESC, c.due, c.id COLLATE "C"
-  LIMIT $6
-),
-claimed AS (
-  UPDATE "chokaq".jobs_hot j
-  SET status = CASE WHEN p.rn <= $7 THEN 2 ELSE 1 END,
-      attempt_count = CASE WHEN p.rn <= $7 THEN j.attempt_count + 1 ELSE j.attempt_count END,
-      started_at_utc = CASE WHEN p.rn <= $7 THEN statement_timestamp() ELSE j.started_at_utc END,
-      heartbeat_utc = CASE WHEN p.rn <= $7 THEN statement_timestamp() ELSE j.heartbeat_utc END,
-      worker_id = $1, lease_id = $2, last_updated_utc = statement_timestamp()
-  FROM picked p
-  WHERE j.ctid = p.tid AND j.id = p.id AND j.status = 0
-  RETURNING j.*
-),
-spent AS (
-  UPDATE "chokaq".queues q
-  SET rate_prev_count = CASE WHEN (q.rate_window_start IS NULL OR statement_timestamp() >= q.rate_window_start + q.rate_limit_per_ms * interval '1 millisecond') THEN q.rate_window_count ELSE q.rate_prev_count END,
-      rate_prev_last = CASE WHEN (q.rate_window_start IS NULL OR statement_timestamp() >= q.rate_window_start + q.rate_limit_per_ms * interval '1 millisecond') THEN q.rate_window_last ELSE q.rate_prev_last END,
-      rate_window_count = CASE WHEN (q.rate_window_start IS NULL OR statement_timestamp() >= q.rate_window_start + q.rate_limit_per_ms * interval '1 millisecond') THEN x.n ELSE q.rate_window_count + x.n END,
-      rate_window_start = CASE WHEN (q.rate_window_start IS NULL OR statement_timestamp() >= q.rate_window_start + q.rate_limit_per_ms * interval '1 millisecond') THEN statement_timestamp() ELSE q.rate_window_start END,
-      rate_window_last = statement_timestamp()
-  FROM (SELECT c.queue, count(*)::int AS n FROM claimed c WHERE c.status = 2 GROUP BY c.queue) x
-  WHERE q.name = x.queue AND q.rate_limit_max IS NOT NULL AND q.name = ANY ($10::text[])
-),
-bucket AS (
-  INSERT INTO "chokaq".metric_buckets AS b (
-    bucket_utc, queue, outcome, failure_reason,
-    completed_count, lag_count, lag_sum_ms, lag_max_ms)
-  SELECT date_trunc('minute', now()), queue, 4, -1,
-         count(*), count(*), sum(lag_ms), max(lag_ms)
-  FROM (SELECT c.queue, greatest(0, round(extract(epoch FROM now() - coalesce(c.scheduled_at_utc, c.enqueued_at_utc)) * 1000))::bigint AS lag_ms FROM claimed c WHERE c.status = 2) AS o GROUP BY queue
-  ON CONFLICT (bucket_utc, queue, outcome, failure_reason) DO UPDATE
-  SET completed_count = b.completed_count + EXCLUDED.completed_count,
-      lag_count = b.lag_count + EXCLUDED.lag_count,
-      lag_sum_ms = b.lag_sum_ms + EXCLUDED.lag_sum_ms,
-      lag_max_ms = greatest(b.lag_max_ms, EXCLUDED.lag_max_ms)
-)
-SELECT c.id,
-       c.queue,
-       c.type,
-       c.payload,
-       c.tags,
-       c.idempotency_key,
-       c.priority,
-       c.status,
-       c.attempt_count,
-       c.worker_id,
-       c.lease_id,
-       floor(extract(epoch FROM c.heartbeat_utc) * 1000)::float8 AS heartbeat_utc,
-       floor(extract(epoch FROM c.scheduled_at_utc) * 1000)::float8 AS scheduled_at_utc,
-       floor(extract(epoch FROM c.created_at_utc) * 1000)::float8 AS created_at_utc,
-       floor(extract(epoch FROM c.enqueued_at_utc) * 1000)::float8 AS enqueued_at_utc,
-       floor(extract(epoch FROM c.started_at_utc) * 1000)::float8 AS started_at_utc,
-       floor(extract(epoch FROM c.last_updated_utc) * 1000)::float8 AS last_updated_utc,
-       c.created_by,
-       c.last_modified_by,
-       c.last_error,
-       floor(extract(epoch FROM c.cancel_requested_utc) * 1000)::float8 AS cancel_requested_utc,
-       c.progress,
-       c.progress_note,
-       c.trace_context,
-       c.payload_version,
-       c.group_key
-FROM claimed c
-
--- [4/5] query
+-- [3/4] query
 
 WITH RECURSIVE relaxed AS MATERIALIZED (
   SELECT set_config('synchronous_commit', 'off', true) AS setting
@@ -190,9 +66,11 @@ walk (k, n, wrapped, room, found) AS (
       SELECT coalesce(a.k, (SELECT min(j.group_key) FROM "chokaq".jobs_hot j
     WHERE j.status = 0 AND j.queue = $3 AND j.group_key IS NOT NULL)) AS k, a.k IS NULL AS wrapped
       FROM (SELECT (SELECT min(j.group_key) FROM "chokaq".jobs_hot j
-    WHERE j.status = 0 AND j.queue = $3 AND j.group_key > gq.cursor) AS k) a
+    WHERE j.status = 0 AND j.queue = $3 AND j.group_key > gq.cursor) AS k OFFSET 0) a
+      OFFSET 0
     ) v
     WHERE gq.budget > 0
+    OFFSET 0
   ) f
   WHERE f.k IS NOT NULL
   UNION ALL
@@ -204,7 +82,8 @@ walk (k, n, wrapped, room, found) AS (
     WHERE j.status = 0 AND j.queue = $3 AND j.group_key IS NOT NULL) END) AS k,
            w.wrapped OR a.k IS NULL AS wrapped
     FROM (SELECT (SELECT min(j.group_key) FROM "chokaq".jobs_hot j
-    WHERE j.status = 0 AND j.queue = $3 AND j.group_key > w.k) AS k) a
+    WHERE j.status = 0 AND j.queue = $3 AND j.group_key > w.k) AS k OFFSET 0) a
+    OFFSET 0
   ) v
   CROSS JOIN LATERAL (SELECT least(gq.budget,
            CASE WHEN gq.group_concurrency IS NULL THEN gq.budget
@@ -223,7 +102,7 @@ walk (k, n, wrapped, room, found) AS (
                   END)
                                FROM "chokaq".job_groups g WHERE g.queue = $3 AND g.group_key = v.k),
                               gq.group_rate_max)
-           END) AS room) r
+           END) AS room OFFSET 0) r
   WHERE w.n < $8 AND w.found < gq.budget AND v.k IS NOT NULL
     AND NOT (v.wrapped AND v.k > gq.cursor)
 ),
@@ -243,7 +122,6 @@ took AS MATERIALIZED (
         WHERE t.type = j.type AND j.payload_version BETWEEN t.lo AND t.hi))
     ORDER BY j.priority DESC, coalesce(j.scheduled_at_utc, j.enqueued_at_utc), j.id COLLATE "C"
     LIMIT w.room
-    FOR UPDATE SKIP LOCKED
   ) t
   WHERE w.room > 0
 ),
@@ -328,5 +206,5 @@ SELECT c.id,
        c.group_key
 FROM claimed c
 
--- [5/5] query
+-- [4/4] query
 COMMIT

@@ -383,8 +383,10 @@ export class PostgresJobStore extends PostgresAdminStore implements DialectJobSt
           // can keep the other's jobs waiting by filling every slot claim after claim.
           const first =
             grouped.length > 0 && this.groupsFirst ? await claimGrouped(request.start) : [];
+          // Every handled queue grouped: the ordinary claim has nothing to take.
+          const allGrouped = queues.every((q) => grouped.includes(q));
           const rest =
-            first.length >= limit
+            first.length >= limit || allGrouped
               ? []
               : await exec(
                   this.sql.fetchNextBatch,

@@ -322,8 +322,12 @@ const GROUP_ROOM = (s: string, k: string): string => `least(gq.budget,
  *
  * Lock/isolation: READ COMMITTED, in the claim's transaction after step 1's row lock on the
  * queue, which serialises every grouped claim of the queue (the running counts and the rate
- * windows are read after the previous claimer committed); rows are taken `FOR UPDATE SKIP
- * LOCKED`; `job_groups` rows are written only here and by retention, under that lock.
+ * windows are read after the previous claimer committed). No other claim takes a grouped queue's
+ * rows (both variants of {@link fetchNextBatch} skip grouped queues), so the candidates are read
+ * without row locks — locking every group's candidates would write a lock into far more rows
+ * than the claim takes — and the UPDATE re-checks `status = 0` on each row it starts (a row an
+ * operator moved meanwhile is skipped; one an operator is editing is waited for, then
+ * re-checked). `job_groups` rows are written only here and by retention, under that lock.
  */
 export const fetchNextGroupedBatch = (s: string): string => `
 WITH RECURSIVE relaxed AS MATERIALIZED (
@@ -352,9 +356,11 @@ walk (k, n, wrapped, room, found) AS (
     FROM gq
     CROSS JOIN LATERAL (
       SELECT coalesce(a.k, ${NEXT_GROUP(s, null)}) AS k, a.k IS NULL AS wrapped
-      FROM (SELECT ${NEXT_GROUP(s, 'gq.cursor')} AS k) a
+      FROM (SELECT ${NEXT_GROUP(s, 'gq.cursor')} AS k OFFSET 0) a
+      OFFSET 0
     ) v
     WHERE gq.budget > 0
+    OFFSET 0
   ) f
   WHERE f.k IS NOT NULL
   UNION ALL
@@ -364,9 +370,10 @@ walk (k, n, wrapped, room, found) AS (
   CROSS JOIN LATERAL (
     SELECT coalesce(a.k, CASE WHEN NOT w.wrapped THEN ${NEXT_GROUP(s, null)} END) AS k,
            w.wrapped OR a.k IS NULL AS wrapped
-    FROM (SELECT ${NEXT_GROUP(s, 'w.k')} AS k) a
+    FROM (SELECT ${NEXT_GROUP(s, 'w.k')} AS k OFFSET 0) a
+    OFFSET 0
   ) v
-  CROSS JOIN LATERAL (SELECT ${GROUP_ROOM(s, 'v.k')} AS room) r
+  CROSS JOIN LATERAL (SELECT ${GROUP_ROOM(s, 'v.k')} AS room OFFSET 0) r
   WHERE w.n < $8 AND w.found < gq.budget AND v.k IS NOT NULL
     AND NOT (v.wrapped AND v.k > gq.cursor)
 ),
@@ -386,7 +393,6 @@ took AS MATERIALIZED (
         WHERE t.type = j.type AND j.payload_version BETWEEN t.lo AND t.hi))
     ORDER BY j.priority DESC, coalesce(j.scheduled_at_utc, j.enqueued_at_utc), j.id COLLATE "C"
     LIMIT w.room
-    FOR UPDATE SKIP LOCKED
   ) t
   WHERE w.room > 0
 ),
