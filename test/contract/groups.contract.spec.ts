@@ -291,4 +291,17 @@ describeEachDialect('storage contract: groups', (fixture) => {
     // The next one goes on after them and reaches the free group.
     expect(groupsOf(await claimStarting(queue, 5))).toEqual(['zz']);
   });
+
+  it('a group whose jobs are all scheduled later is passed over, not counted as one with room', async () => {
+    const queue = uniqueQueue('later');
+    await admin.setGroupLimits(queue, { concurrency: 5 });
+    const later = Array.from({ length: 6 }, (_, i) => ({
+      queue,
+      group: `later-${i}`,
+      delayMs: 3_600_000,
+    }));
+    await storage.enqueueMany([...later, { queue, group: 'zz-due' }]);
+    // A claim of 1 looks for one group with a due job: six groups with nothing due come first.
+    expect(groupsOf(await claimStarting(queue, 1))).toEqual(['zz-due']);
+  });
 });

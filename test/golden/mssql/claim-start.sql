@@ -211,13 +211,13 @@ BEGIN
       INSERT INTO @Walk (N, Room) VALUES (@gVisit, @gRoom);
       IF @gRoom > 0
       BEGIN
-        SET @gFound = @gFound + 1;
         INSERT INTO @GroupCandidates (N, Priority, DueAtUtc, Id)
         SELECT TOP (@gRoom) @gVisit, h.Priority, h.DueAtUtc, h.Id
         FROM [chokaq].[JobsHot] AS h WITH (READCOMMITTEDLOCK, READPAST, ROWLOCK)
         WHERE h.Queue = @gQueue AND h.GroupKey = @gNext AND h.Status = 0 AND h.GroupKey IS NOT NULL AND h.DueAtUtc <= @now
           AND (@gAllTypes = 1 OR EXISTS (SELECT 1 FROM @Types AS y WHERE y.Queue = @gQueue AND y.Type = h.Type AND h.PayloadVersion BETWEEN y.MinVersion AND y.MaxVersion))
         ORDER BY h.Priority DESC, h.DueAtUtc, h.Id;
+        IF @@ROWCOUNT > 0 SET @gFound = @gFound + 1;
       END;
     END;
     IF @gVisit > 0

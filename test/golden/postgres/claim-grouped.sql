@@ -43,7 +43,14 @@ gq AS MATERIALIZED (
 walk (k, n, wrapped, room, found) AS (
   SELECT f.k, 1, f.wrapped, f.room, sign(f.room)::int
   FROM (
-    SELECT v.k, v.wrapped, least(gq.budget,
+    SELECT v.k, v.wrapped, CASE WHEN NOT EXISTS (
+             SELECT 1 FROM "chokaq".jobs_hot d
+             WHERE d.status = 0 AND d.queue = $3 AND d.group_key = v.k
+               AND coalesce(d.scheduled_at_utc, d.enqueued_at_utc) <= now()
+               AND ($5::text[] IS NULL OR EXISTS (
+                 SELECT 1 FROM unnest($5::text[], $6::int[], $7::int[]) AS t(type, lo, hi)
+                 WHERE t.type = d.type AND d.payload_version BETWEEN t.lo AND t.hi))) THEN 0
+      ELSE least(gq.budget,
            CASE WHEN gq.group_concurrency IS NULL THEN gq.budget
                 ELSE greatest(0, gq.group_concurrency - (
                        SELECT count(*) FROM "chokaq".jobs_hot a
@@ -60,7 +67,7 @@ walk (k, n, wrapped, room, found) AS (
                   END)
                                FROM "chokaq".job_groups g WHERE g.queue = $3 AND g.group_key = v.k),
                               gq.group_rate_max)
-           END) AS room
+           END) END AS room
     FROM gq
     CROSS JOIN LATERAL (
       SELECT coalesce(a.k, (SELECT min(j.group_key) FROM "chokaq".jobs_hot j
@@ -85,7 +92,14 @@ walk (k, n, wrapped, room, found) AS (
     WHERE j.status = 0 AND j.queue = $3 AND j.group_key > w.k) AS k OFFSET 0) a
     OFFSET 0
   ) v
-  CROSS JOIN LATERAL (SELECT least(gq.budget,
+  CROSS JOIN LATERAL (SELECT CASE WHEN NOT EXISTS (
+             SELECT 1 FROM "chokaq".jobs_hot d
+             WHERE d.status = 0 AND d.queue = $3 AND d.group_key = v.k
+               AND coalesce(d.scheduled_at_utc, d.enqueued_at_utc) <= now()
+               AND ($5::text[] IS NULL OR EXISTS (
+                 SELECT 1 FROM unnest($5::text[], $6::int[], $7::int[]) AS t(type, lo, hi)
+                 WHERE t.type = d.type AND d.payload_version BETWEEN t.lo AND t.hi))) THEN 0
+      ELSE least(gq.budget,
            CASE WHEN gq.group_concurrency IS NULL THEN gq.budget
                 ELSE greatest(0, gq.group_concurrency - (
                        SELECT count(*) FROM "chokaq".jobs_hot a
@@ -102,7 +116,7 @@ walk (k, n, wrapped, room, found) AS (
                   END)
                                FROM "chokaq".job_groups g WHERE g.queue = $3 AND g.group_key = v.k),
                               gq.group_rate_max)
-           END) AS room OFFSET 0) r
+           END) END AS room OFFSET 0) r
   WHERE w.n < $8 AND w.found < gq.budget AND v.k IS NOT NULL
     AND NOT (v.wrapped AND v.k > gq.cursor)
 ),

@@ -99,7 +99,16 @@ SELECT COALESCE(q.group_cursor, '') AS cursor,
       WHERE q.name = @queue AND q.is_paused = 0 AND q.is_active = 1 AND (q.group_concurrency IS NOT NULL OR q.group_rate_max IS NOT NULL)
 
 -- [6/14] get
-SELECT MIN(@budget,
+SELECT CASE WHEN NOT EXISTS (
+              SELECT 1 FROM chokaq_jobs_hot d
+              WHERE d.status = 0 AND d.queue = @queue AND d.group_key = @group
+                AND (d.scheduled_at_utc IS NULL OR d.scheduled_at_utc <= CAST(ROUND(unixepoch('subsec') * 1000) AS INTEGER))
+                AND (@types IS NULL OR EXISTS (
+                  SELECT 1 FROM json_each(@types) t
+                  WHERE t.value ->> 'type' = d.type
+                    AND d.payload_version BETWEEN t.value ->> 'minVersion' AND t.value ->> 'maxVersion')))
+          THEN 0
+          ELSE MIN(@budget,
             CASE WHEN gq.group_concurrency IS NULL THEN @budget
                  ELSE gq.group_concurrency - (SELECT COUNT(*) FROM chokaq_jobs_hot a
                                                WHERE a.status IN (1, 2) AND a.queue = @queue
@@ -114,7 +123,7 @@ SELECT MIN(@budget,
                                              THEN COALESCE(g.rate_prev_count, 0) ELSE 0 END
                             END)
                                 FROM chokaq_job_groups g WHERE g.queue = @queue AND g.group_key = @group),
-                               gq.group_rate_max) END) AS room,
+                               gq.group_rate_max) END) END AS room,
         (SELECT CASE WHEN @wrapped = 0 OR j.group_key <= @cursor THEN j.group_key END
           FROM chokaq_jobs_hot j
           WHERE j.status = 0 AND j.queue = @queue AND j.group_key > @group
@@ -123,7 +132,16 @@ SELECT MIN(@budget,
       WHERE gq.name = @queue
 
 -- [7/14] get
-SELECT MIN(@budget,
+SELECT CASE WHEN NOT EXISTS (
+              SELECT 1 FROM chokaq_jobs_hot d
+              WHERE d.status = 0 AND d.queue = @queue AND d.group_key = @group
+                AND (d.scheduled_at_utc IS NULL OR d.scheduled_at_utc <= CAST(ROUND(unixepoch('subsec') * 1000) AS INTEGER))
+                AND (@types IS NULL OR EXISTS (
+                  SELECT 1 FROM json_each(@types) t
+                  WHERE t.value ->> 'type' = d.type
+                    AND d.payload_version BETWEEN t.value ->> 'minVersion' AND t.value ->> 'maxVersion')))
+          THEN 0
+          ELSE MIN(@budget,
             CASE WHEN gq.group_concurrency IS NULL THEN @budget
                  ELSE gq.group_concurrency - (SELECT COUNT(*) FROM chokaq_jobs_hot a
                                                WHERE a.status IN (1, 2) AND a.queue = @queue
@@ -138,7 +156,7 @@ SELECT MIN(@budget,
                                              THEN COALESCE(g.rate_prev_count, 0) ELSE 0 END
                             END)
                                 FROM chokaq_job_groups g WHERE g.queue = @queue AND g.group_key = @group),
-                               gq.group_rate_max) END) AS room,
+                               gq.group_rate_max) END) END AS room,
         (SELECT CASE WHEN @wrapped = 0 OR j.group_key <= @cursor THEN j.group_key END
           FROM chokaq_jobs_hot j
           WHERE j.status = 0 AND j.queue = @queue AND j.group_key > @group

@@ -1,5 +1,8 @@
 import { randomUUID } from 'node:crypto';
-import { issuePaths as paths } from '../../../../test/support/validation-issues';
+import {
+  issuePaths as paths,
+  validationIssues as issuesOf,
+} from '../../../../test/support/validation-issues';
 import { uuidv7 } from '../common/uuid';
 import { ChokaQValidationError } from '../errors';
 import { FailureReason } from '../interfaces/job-status.enum';
@@ -10,6 +13,7 @@ import {
   completionOf,
   assertLeases,
   assertProgressNote,
+  assertGroupsLimit,
   assertQueuePatch,
   assertRecurringDefinition,
   assertWorkerHeartbeat,
@@ -205,6 +209,38 @@ describe('assertQueuePatch', () => {
     ]);
   });
 
+  it('checks each half of a rate limit at its bounds, and refuses what is not an object', () => {
+    const ok = (max: unknown, perMs: unknown) =>
+      assertQueuePatch({ groupRateLimit: { max, perMs } as never }).groupRateLimit;
+    expect(ok(1, 1)).toEqual({ max: 1, perMs: 1 });
+    expect(ok(1_000_000, 86_400_000)).toEqual({ max: 1_000_000, perMs: 86_400_000 });
+    const bad = (max: unknown, perMs: unknown) =>
+      issuesOf(() => assertQueuePatch({ groupRateLimit: { max, perMs } as never }));
+    expect(bad(1_000_001, 86_400_001)).toEqual([
+      {
+        path: 'patch.groupRateLimit.max',
+        message: 'must be an integer from 1 to 1000000',
+        value: 1_000_001,
+      },
+      {
+        path: 'patch.groupRateLimit.perMs',
+        message: 'must be an integer from 1 to 86400000',
+        value: 86_400_001,
+      },
+    ]);
+    expect(bad('5', 1.5).map((i) => i.path)).toEqual([
+      'patch.groupRateLimit.max',
+      'patch.groupRateLimit.perMs',
+    ]);
+    expect(issuesOf(() => assertQueuePatch({ rateLimit: 'fast' as never }))).toEqual([
+      {
+        path: 'patch.rateLimit',
+        message: 'must be null or an object { max, perMs }',
+        value: 'fast',
+      },
+    ]);
+  });
+
   it('caps executionTimeoutMs at the longest Node timer (a longer one fires after 1 ms)', () => {
     expect(assertQueuePatch({ executionTimeoutMs: 2 ** 31 - 1 }).executionTimeoutMs).toBe(
       2 ** 31 - 1,
@@ -212,6 +248,18 @@ describe('assertQueuePatch', () => {
     expect(paths(() => assertQueuePatch({ executionTimeoutMs: 2 ** 31 }))).toEqual([
       'patch.executionTimeoutMs',
     ]);
+  });
+});
+
+describe('assertGroupsLimit', () => {
+  it('takes an integer from 1 to 100', () => {
+    expect(assertGroupsLimit(1)).toBe(1);
+    expect(assertGroupsLimit(100)).toBe(100);
+    for (const bad of [0, 101, 1.5, '5', undefined]) {
+      expect(issuesOf(() => assertGroupsLimit(bad))).toEqual([
+        { path: 'limit', message: 'must be an integer from 1 to 100', value: bad },
+      ]);
+    }
   });
 });
 

@@ -503,6 +503,18 @@ export class SqliteJobStore extends SqliteAdminStore implements DialectJobStore 
     if (begin === undefined || budget <= 0) return [];
     const cursor = String(begin.cursor);
     const firstGroup = begin.first_group === null ? null : String(begin.first_group);
+    const { workerId, leaseId, handled } = request;
+    const types = handled.queues.includes(queue)
+      ? null
+      : JSON.stringify(
+          handled.types
+            .filter((t) => t.queue === queue)
+            .map((t) => ({
+              type: t.type,
+              minVersion: t.minVersion ?? 1,
+              maxVersion: t.maxVersion ?? 1,
+            })),
+        );
     const maxVisits = groupVisits(startable);
     const visits: { group: string; n: number; room: number }[] = [];
     let wrapped = begin.after_cursor === null;
@@ -515,6 +527,7 @@ export class SqliteJobStore extends SqliteAdminStore implements DialectJobStore 
         budget,
         wrapped: wrapped ? 1 : 0,
         cursor,
+        types,
       })!;
       const room = Math.max(0, Number(visit.room));
       visits.push({ group, n: visits.length + 1, room });
@@ -529,18 +542,6 @@ export class SqliteJobStore extends SqliteAdminStore implements DialectJobStore 
       }
     }
     if (visits.length === 0) return [];
-    const { workerId, leaseId, handled } = request;
-    const types = handled.queues.includes(queue)
-      ? null
-      : JSON.stringify(
-          handled.types
-            .filter((t) => t.queue === queue)
-            .map((t) => ({
-              type: t.type,
-              minVersion: t.minVersion ?? 1,
-              maxVersion: t.maxVersion ?? 1,
-            })),
-        );
     const withRoom = visits.filter((v) => v.room > 0);
     const rows =
       withRoom.length === 0

@@ -428,7 +428,8 @@ function nextGroup(t: MssqlTables, bound: string, indent: string): string {
  *   allowance (`GroupBudget`, computed with the other queues' slots).
  * - The walk: the groups with Pending rows, in `GroupKey` order, from the first after the queue's
  *   `GroupCursor` (NULL: from the first), wrapping round once to the cursor, stopping once it has
- *   found as many groups with room as the budget (each gets at least one row), or after the
+ *   found as many groups with room and a due row this worker runs as the budget (each gets at
+ *   least one row; a group whose jobs are all scheduled later is passed over), or after the
  *   visits cap, or when it comes back past the cursor. The cap is `groupVisits` of the claim's
  *   start (`storage/shared/groups.ts`), computed by the store and sent as one parameter: the cap
  *   PostgreSQL gives the claim's first grouped queue; a later grouped queue of the same claim, with
@@ -494,13 +495,16 @@ function groupedClaim(t: MssqlTables, v: GroupedClaimValues): string[] {
     `${indent}INSERT INTO @Walk (N, Room) VALUES (@gVisit, @gRoom);`,
     `${indent}IF @gRoom > 0`,
     `${indent}BEGIN`,
-    `${indent}  SET @gFound = @gFound + 1;`,
     `${indent}  INSERT INTO @GroupCandidates (N, Priority, DueAtUtc, Id)`,
     `${indent}  SELECT TOP (@gRoom) @gVisit, h.Priority, h.DueAtUtc, h.Id`,
     `${indent}  FROM ${t.hot} AS h WITH (READCOMMITTEDLOCK, READPAST, ROWLOCK)`,
     `${indent}  WHERE h.Queue = @gQueue AND h.GroupKey = @gNext AND h.Status = 0 AND h.GroupKey IS NOT NULL AND h.DueAtUtc <= @now`,
     `${indent}    AND (@gAllTypes = 1 OR EXISTS (SELECT 1 FROM @Types AS y WHERE y.Queue = @gQueue AND y.Type = h.Type AND h.PayloadVersion BETWEEN y.MinVersion AND y.MaxVersion))`,
     `${indent}  ORDER BY h.Priority DESC, h.DueAtUtc, h.Id;`,
+    // Found: a group with room and a due row this worker runs (one whose jobs are all scheduled
+    // later, or of other types, is passed over). @@ROWCOUNT is the rows the INSERT just added
+    // (https://learn.microsoft.com/en-us/sql/t-sql/functions/rowcount-transact-sql).
+    `${indent}  IF @@ROWCOUNT > 0 SET @gFound = @gFound + 1;`,
     `${indent}END;`,
   ];
   return [

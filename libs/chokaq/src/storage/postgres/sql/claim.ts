@@ -288,11 +288,26 @@ const NEXT_GROUP = (s: string, after: string | null): string =>
     WHERE j.status = 0 AND j.queue = $3 AND ${after === null ? 'j.group_key IS NOT NULL' : `j.group_key > ${after}`})`;
 
 /**
- * How many jobs of group `k` may start now: the queue's budget, less what the group concurrency
- * leaves (its Fetched and Processing rows, `ix_jobs_hot_group_active`), less what the group's rate
- * window allows (no `job_groups` row: the whole of `max`).
+ * Whether group `k` has a due Pending row of a type (and payload version) this worker runs
+ * ($5/$6/$7; NULL: every type): a range of `ix_jobs_hot_group_pending`, which stops at the first.
  */
-const GROUP_ROOM = (s: string, k: string): string => `least(gq.budget,
+const GROUP_HAS_DUE = (s: string, k: string): string => `EXISTS (
+             SELECT 1 FROM ${s}.jobs_hot d
+             WHERE d.status = 0 AND d.queue = $3 AND d.group_key = ${k}
+               AND coalesce(d.scheduled_at_utc, d.enqueued_at_utc) <= now()
+               AND ($5::text[] IS NULL OR EXISTS (
+                 SELECT 1 FROM unnest($5::text[], $6::int[], $7::int[]) AS t(type, lo, hi)
+                 WHERE t.type = d.type AND d.payload_version BETWEEN t.lo AND t.hi)))`;
+
+/**
+ * How many jobs of group `k` may start now: none unless it has a due row this worker runs
+ * ({@link GROUP_HAS_DUE}: a group whose jobs are all scheduled later, or of other types, is
+ * passed over rather than counted as found), else the queue's budget, less what the group
+ * concurrency leaves (its Fetched and Processing rows, `ix_jobs_hot_group_active`), less what the
+ * group's rate window allows (no `job_groups` row: the whole of `max`).
+ */
+const GROUP_ROOM = (s: string, k: string): string => `CASE WHEN NOT ${GROUP_HAS_DUE(s, k)} THEN 0
+      ELSE least(gq.budget,
            CASE WHEN gq.group_concurrency IS NULL THEN gq.budget
                 ELSE greatest(0, gq.group_concurrency - (
                        SELECT count(*) FROM ${s}.jobs_hot a
@@ -302,7 +317,7 @@ const GROUP_ROOM = (s: string, k: string): string => `least(gq.budget,
                 ELSE coalesce((SELECT ${RATE_ALLOWANCE('statement_timestamp()', GROUP_RATE)}
                                FROM ${s}.job_groups g WHERE g.queue = $3 AND g.group_key = ${k}),
                               gq.group_rate_max)
-           END)`;
+           END) END`;
 
 /**
  * Step 2 of a claim, for one grouped queue ($3, whose row step 1 locked): starts up to $4 of its

@@ -257,13 +257,24 @@ export function claimStatements(t: SqliteTables) {
     /**
      * The grouped claim, step 2, once per group its walk visits (the walk itself is the store's
      * loop, `SqliteJobStore.claimGroupedQueue`): `room`, how many rows group `@group` of `@queue`
-     * may start now: at most `@budget` (the queue's), less what the group concurrency leaves (its
+     * may start now: none unless it has a due Pending row of a type this worker runs (`@types`,
+     * as in step 3; a group whose jobs are all scheduled later is passed over, not counted as
+     * found), else at most `@budget` (the queue's), less what the group concurrency leaves (its
      * Fetched and Processing rows, `jobs_hot_group_active_ix`), less what the group's rate window
      * allows (no `job_groups` row: the whole of its max); and `next_group`, the walk's next group
      * after `@group` in byte order, which once the walk has wrapped round (`@wrapped` 1) must not
      * be past `@cursor` (NULL then: the walk is over).
      */
-    fetchNextGroupedBatchVisit: `SELECT MIN(@budget,
+    fetchNextGroupedBatchVisit: `SELECT CASE WHEN NOT EXISTS (
+              SELECT 1 FROM ${hot} d
+              WHERE d.status = 0 AND d.queue = @queue AND d.group_key = @group
+                AND (d.scheduled_at_utc IS NULL OR d.scheduled_at_utc <= ${SQLITE_NOW_MS})
+                AND (@types IS NULL OR EXISTS (
+                  SELECT 1 FROM json_each(@types) t
+                  WHERE t.value ->> 'type' = d.type
+                    AND d.payload_version BETWEEN t.value ->> 'minVersion' AND t.value ->> 'maxVersion')))
+          THEN 0
+          ELSE MIN(@budget,
             CASE WHEN gq.group_concurrency IS NULL THEN @budget
                  ELSE gq.group_concurrency - (SELECT COUNT(*) FROM ${hot} a
                                                WHERE a.status IN (1, 2) AND a.queue = @queue
@@ -271,7 +282,7 @@ export function claimStatements(t: SqliteTables) {
             CASE WHEN gq.group_rate_max IS NULL THEN @budget
                  ELSE COALESCE((SELECT ${rateAllowance(GROUP_RATE)}
                                 FROM ${groups} g WHERE g.queue = @queue AND g.group_key = @group),
-                               gq.group_rate_max) END) AS room,
+                               gq.group_rate_max) END) END AS room,
         ${firstGroup('j.group_key > @group', `CASE WHEN @wrapped = 0 OR j.group_key <= @cursor THEN j.group_key END`)} AS next_group
       FROM ${queues} gq
       WHERE gq.name = @queue`,
