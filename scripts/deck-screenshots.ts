@@ -222,6 +222,13 @@ async function main(): Promise<void> {
       });
       await page.screenshot({ path: join(OUT, `${id}.png`), fullPage: false });
       Logger.log(`docs/deck/${id}.png`, 'Screenshots');
+      if (id === 'queues') {
+        // The grouped queue's card alone: its group limits and busiest tenants.
+        const card = page.getByRole('article', { name: 'Queue reports' });
+        await card.locator('[data-figure="groups"]').waitFor();
+        await card.screenshot({ path: join(OUT, 'queues-groups.png') });
+        Logger.log('docs/deck/queues-groups.png', 'Screenshots');
+      }
     }
   } finally {
     await browser.close();
