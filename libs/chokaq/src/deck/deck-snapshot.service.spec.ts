@@ -1,6 +1,7 @@
 import { Logger } from '@nestjs/common';
+import { queueInfo as queue } from '../../../../test/runtime/support/queue-info';
 import type { ChokaQAdmin } from '../admin/chokaq-admin.service';
-import type { QueueGroupLoad, QueueInfo } from '../interfaces/job.interface';
+import type { QueueGroupLoad } from '../interfaces/job.interface';
 import { DeckSnapshotService } from './deck-snapshot.service';
 import type { ResolvedDeckOptions } from './deck-options';
 
@@ -35,21 +36,6 @@ describe('the Deck snapshot of a failed read', () => {
 });
 
 describe('the Deck snapshot of grouped queues', () => {
-  const queue = (name: string, limits: Partial<QueueInfo> = {}): QueueInfo => ({
-    name,
-    isPaused: false,
-    isActive: true,
-    maxWorkers: null,
-    zombieTimeoutSeconds: null,
-    executionTimeoutMs: null,
-    retryZombies: false,
-    rateLimit: null,
-    groupConcurrency: null,
-    groupRateLimit: null,
-    lastUpdatedUtc: new Date(0),
-    ...limits,
-  });
-
   it('reads the busiest five groups of each queue with a group limit, and nothing more for the others', async () => {
     const acme: QueueGroupLoad = { group: 'acme', pending: 3, running: 2 };
     const shared: QueueGroupLoad = { group: '', pending: 1, running: 0 };

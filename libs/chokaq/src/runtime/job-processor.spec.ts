@@ -1,6 +1,7 @@
 import { RecordingLogger } from '../../../../test/runtime/support/silent-logger';
 import { TestHandlers } from '../../../../test/runtime/support/handlers';
 import { hotJob } from '../../../../test/runtime/support/hot-job';
+import { queueInfo as queue } from '../../../../test/runtime/support/queue-info';
 import { testOptions } from '../../../../test/runtime/support/options';
 import { waitFor } from '../../../../test/support/wait-for';
 import type { JobOutcome } from '../interfaces/job-outcome.interface';
@@ -53,23 +54,6 @@ function recordingStorage(queues: QueueInfo[] = []) {
     getQueues: jest.fn(async () => queues),
   };
   return { storage, calls, renewal };
-}
-
-function queue(name: string, patch: Partial<QueueInfo> = {}): QueueInfo {
-  return {
-    name,
-    isPaused: false,
-    isActive: true,
-    maxWorkers: null,
-    zombieTimeoutSeconds: null,
-    executionTimeoutMs: null,
-    retryZombies: false,
-    rateLimit: null,
-    groupConcurrency: null,
-    groupRateLimit: null,
-    lastUpdatedUtc: new Date(0),
-    ...patch,
-  };
 }
 
 /** Rows a claim started (Processing, attempt 1) under lease `l`. */

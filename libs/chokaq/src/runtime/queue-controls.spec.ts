@@ -1,22 +1,5 @@
-import type { QueueInfo } from '../interfaces/job.interface';
+import { queueInfo as queue } from '../../../../test/runtime/support/queue-info';
 import { QueueControls } from './queue-controls';
-
-function queue(name: string, patch: Partial<QueueInfo> = {}): QueueInfo {
-  return {
-    name,
-    isPaused: false,
-    isActive: true,
-    maxWorkers: null,
-    zombieTimeoutSeconds: null,
-    executionTimeoutMs: null,
-    retryZombies: false,
-    rateLimit: null,
-    groupConcurrency: null,
-    groupRateLimit: null,
-    lastUpdatedUtc: new Date(0),
-    ...patch,
-  };
-}
 
 describe('QueueControls.budgetedQueues', () => {
   it('names the queues whose claims are serialised: a budget, a rate limit or a group limit', async () => {
