@@ -329,9 +329,10 @@ const GROUP_ROOM = (s: string, k: string): string => `CASE WHEN NOT ${GROUP_HAS_
  * after the queue's `group_cursor` and wrapping round once, one index descent per group
  * (`min(group_key) > previous` on `ix_jobs_hot_group_pending`: groups with nothing Pending are not
  * in that index, so a drained group costs nothing), and stops once it found as many groups with
- * room as the budget (each of them gets at least one row) or after $8 visits. Each visited group gives up to its room of rows in its own claim
- * order (priority, due time, id); the rows are then taken round-robin — every group's first row,
- * then every group's second — up to the budget. The cursor moves to the last group visited, so
+ * room and a due job as the budget (each of them gets at least one row) or after $8 visits. Each
+ * visited group gives up to its room of rows in its own claim order (priority, due time, id); the
+ * rows are then taken round-robin — every group's first row, then every group's second — up to
+ * the budget. The cursor moves to the last group visited, so
  * the next claim starts with the group after it: every group with due rows and room is served
  * within one round of the walk, however long another group's backlog is.
  *
