@@ -38,7 +38,7 @@ import {
   endsWithWhitespace,
 } from './limits';
 import { scheduleIssues } from './validate-cron';
-import { validateNewJob } from './validate-job';
+import { assertIntInRange, validateNewJob } from './validate-job';
 import { isPayloadVersion, PAYLOAD_VERSION_RULE } from './payload-version';
 
 /**
@@ -621,15 +621,7 @@ export const MAX_QUEUE_GROUPS = 100;
 
 /** The `limit` of `getQueueGroups`: an integer from 1 to {@link MAX_QUEUE_GROUPS}. */
 export function assertGroupsLimit(limit: unknown, path = 'limit'): number {
-  if (
-    typeof limit !== 'number' ||
-    !Number.isInteger(limit) ||
-    limit < 1 ||
-    limit > MAX_QUEUE_GROUPS
-  ) {
-    fail([{ path, message: `must be an integer from 1 to ${MAX_QUEUE_GROUPS}`, value: limit }]);
-  }
-  return limit as number;
+  return assertIntInRange(limit, path, 1, MAX_QUEUE_GROUPS);
 }
 
 /** Rows per delete transaction of `applyRetention` when the policy names none. */

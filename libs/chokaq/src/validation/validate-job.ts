@@ -541,9 +541,14 @@ export function assertNonNegativeInt(
   path: string,
   max = Number.MAX_SAFE_INTEGER,
 ): number {
-  if (typeof value !== 'number' || !Number.isInteger(value) || value < 0 || value > max) {
+  return assertIntInRange(value, path, 0, max);
+}
+
+/** Validates an integer argument from `min` to `max`. */
+export function assertIntInRange(value: unknown, path: string, min: number, max: number): number {
+  if (typeof value !== 'number' || !Number.isInteger(value) || value < min || value > max) {
     throw new ChokaQValidationError([
-      { path, message: `must be an integer from 0 to ${max}`, value },
+      { path, message: `must be an integer from ${min} to ${max}`, value },
     ]);
   }
   return value;

@@ -1,6 +1,11 @@
 import type { ChokaQAdmin } from '../../admin/chokaq-admin.service';
 import type { QueueInfo, QueuePatch, RateLimit } from '../../interfaces/job.interface';
-import { CommandGroup, CommandResult, defineCommand } from '../args/command-definition';
+import {
+  CommandGroup,
+  CommandResult,
+  ParsedCommandLine,
+  defineCommand,
+} from '../args/command-definition';
 import { readDurationOrNone, readInteger, readIntegerOrNone } from '../args/option-values';
 import { ACTOR_OPTIONS, flag, readActor, stringValue } from '../args/shared-options';
 import { CliNothingMatchedError } from '../errors/cli-nothing-matched.error';
@@ -48,6 +53,30 @@ function queueRow(q: QueueInfo): Cell[] {
     q.retryZombies,
     q.lastUpdatedUtc,
   ];
+}
+
+/**
+ * A rate limit from `--max` and `--per-ms` (both or neither), or null with the flag `clear` (not
+ * with them); undefined when none of the three is given.
+ */
+function readRateLimit(
+  line: ParsedCommandLine,
+  command: string,
+  clear: 'clear' | 'clear-rate',
+): RateLimit | null | undefined {
+  const max = stringValue(line, 'max');
+  const perMs = stringValue(line, 'per-ms');
+  if (flag(line, clear)) {
+    if (max !== undefined || perMs !== undefined) {
+      throw new CliUsageError(`give either --${clear} or --max with --per-ms, not both`, command);
+    }
+    return null;
+  }
+  if (max === undefined && perMs === undefined) return undefined;
+  if (max === undefined || perMs === undefined) {
+    throw new CliUsageError(`give --max and --per-ms together, or --${clear}`, command);
+  }
+  return { max: readInteger('--max', max, 1), perMs: readInteger('--per-ms', perMs, 1) };
 }
 
 /**
@@ -209,19 +238,9 @@ const setRateLimit = defineCommand({
   database: 'current',
   parse(line, io) {
     const command = 'queues set-rate-limit';
-    const max = stringValue(line, 'max');
-    const perMs = stringValue(line, 'per-ms');
-    const clear = flag(line, 'clear');
-    let rateLimit: RateLimit | null;
-    if (clear) {
-      if (max !== undefined || perMs !== undefined) {
-        throw new CliUsageError('give either --clear or --max with --per-ms, not both', command);
-      }
-      rateLimit = null;
-    } else if (max === undefined || perMs === undefined) {
+    const rateLimit = readRateLimit(line, command, 'clear');
+    if (rateLimit === undefined) {
       throw new CliUsageError('give --max and --per-ms together, or --clear', command);
-    } else {
-      rateLimit = { max: readInteger('--max', max, 1), perMs: readInteger('--per-ms', perMs, 1) };
     }
     return { queue: line.positionals[0], rateLimit, actor: readActor(line, io) };
   },
@@ -262,24 +281,7 @@ const setGroupLimits = defineCommand({
   parse(line, io) {
     const command = 'queues set-group-limits';
     const concurrency = stringValue(line, 'concurrency');
-    const max = stringValue(line, 'max');
-    const perMs = stringValue(line, 'per-ms');
-    const clearRate = flag(line, 'clear-rate');
-    let rateLimit: RateLimit | null | undefined;
-    if (clearRate) {
-      if (max !== undefined || perMs !== undefined) {
-        throw new CliUsageError(
-          'give either --clear-rate or --max with --per-ms, not both',
-          command,
-        );
-      }
-      rateLimit = null;
-    } else if (max !== undefined || perMs !== undefined) {
-      if (max === undefined || perMs === undefined) {
-        throw new CliUsageError('give --max and --per-ms together', command);
-      }
-      rateLimit = { max: readInteger('--max', max, 1), perMs: readInteger('--per-ms', perMs, 1) };
-    }
+    const rateLimit = readRateLimit(line, command, 'clear-rate');
     if (concurrency === undefined && rateLimit === undefined) {
       throw new CliUsageError('give --concurrency, --max with --per-ms, or --clear-rate', command);
     }

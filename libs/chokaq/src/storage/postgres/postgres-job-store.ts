@@ -26,7 +26,7 @@ import { OWN_DATA_SOURCE_REASON, SqlHandlerTransaction } from '../shared/handler
 import { rateStateOf, shortestRateWait } from '../shared/rate-window';
 import { hasResults } from '../shared/stored-results';
 import { claimOrder } from '../shared/claim-order';
-import { groupVisits } from '../shared/groups';
+import { claimTurns, groupVisits, takeTurns } from '../shared/groups';
 import { enqueueManyKeyed, enqueueWithKey, mapDedupeHolder } from '../shared/dedupe';
 import { mapClaimedRow, mapHotRow, toDate } from '../shared/row-mapper';
 import { Exec, num, PostgresConnection, Row } from './postgres.connection';
@@ -364,48 +364,32 @@ export class PostgresJobStore extends PostgresAdminStore implements DialectJobSt
           );
           const lockedNames = locked.map((r) => String(r.name));
           const grouped = locked.filter((r) => r.grouped === true).map((r) => String(r.name));
-          const claimGrouped = async (startable: number): Promise<Row[]> => {
-            const rows: Row[] = [];
-            for (const queue of grouped) {
-              const room = startable - rows.length;
-              if (room <= 0) break;
-              const params = SQL.fetchNextGroupedBatchParams(
-                request,
-                queue,
-                room,
-                groupVisits(room),
-              );
-              rows.push(...(await exec(this.sql.fetchNextGroupedBatch, params)));
-            }
-            return rows;
-          };
-          // Grouped queues and the others take turns at going first (`groupsFirst`), so neither
-          // can keep the other's jobs waiting by filling every slot claim after claim.
-          const first =
-            grouped.length > 0 && this.groupsFirst ? await claimGrouped(request.start) : [];
-          // Every handled queue grouped: the ordinary claim has nothing to take.
-          const allGrouped = queues.every((q) => grouped.includes(q));
-          const rest =
-            first.length >= limit || allGrouped
-              ? []
-              : await exec(
+          coveredGroups = grouped.length > 0;
+          const turns = claimTurns<Row>(request, grouped, {
+            groupsFirst: this.groupsFirst,
+            // Every handled queue grouped: the ordinary claim has nothing to take.
+            skipOrdinary: queues.every((q) => grouped.includes(q)),
+            started: (r) => Number(r.status) === 2,
+          });
+          const taken = await takeTurns(turns, (turn) =>
+            turn.kind === 'ordinary'
+              ? exec(
                   this.sql.fetchNextBatch,
                   SQL.fetchNextBatchBudgetedParams(
-                    {
-                      ...request,
-                      limit: limit - first.length,
-                      start: request.start - first.length,
-                    },
+                    { ...request, limit: turn.limit, start: turn.start },
                     lockedNames,
                   ),
-                );
-          const startedRest = rest.filter((r) => Number(r.status) === 2).length;
-          const last =
-            grouped.length > 0 && !this.groupsFirst
-              ? await claimGrouped(Math.min(request.start - startedRest, limit - rest.length))
-              : [];
-          coveredGroups = grouped.length > 0;
-          const taken = [...first, ...rest, ...last];
+                )
+              : exec(
+                  this.sql.fetchNextGroupedBatch,
+                  SQL.fetchNextGroupedBatchParams(
+                    request,
+                    turn.queue,
+                    turn.start,
+                    groupVisits(turn.start),
+                  ),
+                ),
+          );
           const limited = locked.filter((r) => r.rate_limited === true).map((r) => String(r.name));
           if (taken.length < limit && limited.length > 0) {
             const states = await exec(

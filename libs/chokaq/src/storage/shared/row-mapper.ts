@@ -2,7 +2,7 @@ import { decodeTags } from '../../common/tags';
 import type { AuditAction, AuditEntry } from '../../interfaces/audit.interface';
 import { FailureReason, JobStatus } from '../../interfaces/job-status.enum';
 import { JobListItem, JobView, Pillar, QueueOutcomes } from '../../interfaces/job-view.interface';
-import { HandledJobs, HotJob, QueueInfo } from '../../interfaces/job.interface';
+import { HandledJobs, HotJob, QueueInfo, RateLimit } from '../../interfaces/job.interface';
 import type { CircuitState, WorkerInfo, WorkerState } from '../../interfaces/worker.interface';
 
 /**
@@ -258,6 +258,11 @@ export function mapListRow(
   return { item, sortAt, rn: numOrNull(r.rn), hit: bool(r.hit) };
 }
 
+/** A rate limit from its two columns, or null when either is unset. */
+function rateLimitOf(max: unknown, perMs: unknown): RateLimit | null {
+  return max == null || perMs == null ? null : { max: Number(max), perMs: Number(perMs) };
+}
+
 /** Maps a `Queues` row. */
 export function mapQueueRow(raw: Row): QueueInfo {
   const r = fold(raw);
@@ -269,15 +274,9 @@ export function mapQueueRow(raw: Row): QueueInfo {
     zombieTimeoutSeconds: numOrNull(r.zombietimeoutseconds),
     executionTimeoutMs: numOrNull(r.executiontimeoutms),
     retryZombies: bool(r.retryzombies),
-    rateLimit:
-      r.ratelimitmax === null || r.ratelimitmax === undefined || r.ratelimitperms == null
-        ? null
-        : { max: Number(r.ratelimitmax), perMs: Number(r.ratelimitperms) },
+    rateLimit: rateLimitOf(r.ratelimitmax, r.ratelimitperms),
     groupConcurrency: numOrNull(r.groupconcurrency),
-    groupRateLimit:
-      r.groupratemax === null || r.groupratemax === undefined || r.grouprateperms == null
-        ? null
-        : { max: Number(r.groupratemax), perMs: Number(r.grouprateperms) },
+    groupRateLimit: rateLimitOf(r.groupratemax, r.grouprateperms),
     lastUpdatedUtc: toDate(r.lastupdatedutc)!,
   };
 }

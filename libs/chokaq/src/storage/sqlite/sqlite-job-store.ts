@@ -10,6 +10,7 @@ import {
   EnqueueOptions,
   EnqueueResult,
   FetchRequest,
+  HandledJobs,
   JobLease,
   KeepAliveResult,
   ZombieRescueResult,
@@ -32,7 +33,7 @@ import { NO_REASON, Outcome } from '../shared/outcome';
 import { rateStateOf, shortestRateWait } from '../shared/rate-window';
 import { hasResults } from '../shared/stored-results';
 import { claimOrder } from '../shared/claim-order';
-import { groupVisits } from '../shared/groups';
+import { claimTurns, groupVisits, takeTurnsSync, typesOfQueue } from '../shared/groups';
 import {
   DedupeSteps,
   dedupeColumns,
@@ -391,14 +392,7 @@ export class SqliteJobStore extends SqliteAdminStore implements DialectJobStore 
           this.sql.fetchNextBatch,
           {
             queues: JSON.stringify(handled.queues),
-            types: JSON.stringify(
-              handled.types.map((t) => ({
-                queue: t.queue,
-                type: t.type,
-                minVersion: t.minVersion ?? 1,
-                maxVersion: t.maxVersion ?? 1,
-              })),
-            ),
+            types: typesJson(handled.types),
             limit,
             start,
             workerId,
@@ -428,31 +422,15 @@ export class SqliteJobStore extends SqliteAdminStore implements DialectJobStore 
               .map((r) => String(r.name))
           : [];
       coveredGroups = grouped.length > 0;
-      const claimGrouped = (startable: number): Row[] => {
-        const taken: Row[] = [];
-        for (const queue of grouped) {
-          const room = startable - taken.length;
-          if (room <= 0) break;
-          taken.push(...this.claimGroupedQueue(request, queue, room));
-        }
-        return taken;
-      };
-      const first = coveredGroups && groupsFirst ? claimGrouped(start) : [];
-      const rest =
-        first.length >= limit
-          ? []
-          : this.db.all(
-              sql,
-              first.length === 0
-                ? params
-                : { ...params, limit: limit - first.length, start: start - first.length },
-            );
-      const startedRest = rest.filter((r) => Number(r.status) === 2).length;
-      const last =
-        coveredGroups && !groupsFirst
-          ? claimGrouped(Math.min(start - startedRest, limit - rest.length))
-          : [];
-      const claimed = [...first, ...rest, ...last];
+      const turns = claimTurns<Row>({ limit, start }, grouped, {
+        groupsFirst,
+        started: (r) => Number(r.status) === 2,
+      });
+      const claimed = takeTurnsSync(turns, (turn) =>
+        turn.kind === 'ordinary'
+          ? this.db.all(sql, { ...params, limit: turn.limit, start: turn.start })
+          : this.claimGroupedQueue(request, turn.queue, turn.start),
+      );
       const started = claimed.filter((r) => Number(r.status) === 2);
       if (started.length > 0) {
         this.addBuckets(
@@ -504,17 +482,8 @@ export class SqliteJobStore extends SqliteAdminStore implements DialectJobStore 
     const cursor = String(begin.cursor);
     const firstGroup = begin.first_group === null ? null : String(begin.first_group);
     const { workerId, leaseId, handled } = request;
-    const types = handled.queues.includes(queue)
-      ? null
-      : JSON.stringify(
-          handled.types
-            .filter((t) => t.queue === queue)
-            .map((t) => ({
-              type: t.type,
-              minVersion: t.minVersion ?? 1,
-              maxVersion: t.maxVersion ?? 1,
-            })),
-        );
+    const mine = typesOfQueue(handled, queue);
+    const types = mine === null ? null : typesJson(mine);
     const maxVisits = groupVisits(startable);
     const visits: { group: string; n: number; room: number }[] = [];
     let wrapped = begin.after_cursor === null;
@@ -886,5 +855,20 @@ export class SqliteJobStore extends SqliteAdminStore implements DialectJobStore 
 function leasesJson(leases: readonly Checked<JobLease>[]): string {
   return JSON.stringify(
     leases.map((l) => ({ id: l.id, workerId: l.workerId, leaseId: l.leaseId })),
+  );
+}
+
+/**
+ * The `(queue, type)` pairs a claim runs, as the JSON its statements read (`@types`): each with
+ * its payload versions (1 when the handler gives none).
+ */
+function typesJson(pairs: HandledJobs['types']): string {
+  return JSON.stringify(
+    pairs.map((t) => ({
+      queue: t.queue,
+      type: t.type,
+      minVersion: t.minVersion ?? 1,
+      maxVersion: t.maxVersion ?? 1,
+    })),
   );
 }

@@ -6,7 +6,8 @@
  */
 import type { FetchRequest, HandledJobs } from '../../../interfaces/job.interface';
 import { HOT_COLUMNS, HOT_TIMESTAMPS } from '../../shared/columns';
-import { MS, START_LAG_MS, startLagUpsert } from './fragments';
+import { typesOfQueue } from '../../shared/groups';
+import { GROUPED, MS, START_LAG_MS, startLagUpsert } from './fragments';
 
 /**
  * Step 1 of a claim, in the claim's transaction: locks the `Queues` rows of the budgeted, the
@@ -363,7 +364,7 @@ gq AS MATERIALIZED (
            END) AS budget
   FROM ${s}.queues q CROSS JOIN relaxed
   WHERE q.name = $3 AND NOT q.is_paused AND q.is_active
-    AND (q.group_concurrency IS NOT NULL OR q.group_rate_max IS NOT NULL)
+    AND ${GROUPED('q')}
 ),
 walk (k, n, wrapped, room, found) AS (
   SELECT f.k, 1, f.wrapped, f.room, sign(f.room)::int
@@ -461,8 +462,7 @@ export function fetchNextGroupedBatchParams(
   start: number,
   maxVisits: number,
 ): unknown[] {
-  const { wide, pairs } = splitHandled(request.handled);
-  const mine = wide.includes(queue) ? null : pairs.filter((p) => p.queue === queue);
+  const mine = typesOfQueue(request.handled, queue);
   return [
     request.workerId,
     request.leaseId,

@@ -189,6 +189,10 @@ export function literal(text: string): string {
   return `'${text}'`;
 }
 
+/** Whether the `queues` row `alias` has group limits: a grouped queue, claimed group by group. */
+export const GROUPED = (alias: string): string =>
+  `(${alias}.group_concurrency IS NOT NULL OR ${alias}.group_rate_max IS NOT NULL)`;
+
 /**
  * The stored group of a job of queue `queue` whose own group is `group`: its own, else `''` when
  * the queue has group limits, else NULL. In a grouped queue every job must be in a group for the
@@ -203,4 +207,4 @@ export const STORED_GROUP = (group: string, queue: string, groupedQueues: string
 export const GROUPED_QUEUES = (s: string, queues: string): string =>
   `(SELECT coalesce(array_agg(gq.name::text), '{}'::text[]) FROM ${s}.queues gq
     WHERE gq.name = ANY (${queues}::text[])
-      AND (gq.group_concurrency IS NOT NULL OR gq.group_rate_max IS NOT NULL))`;
+      AND ${GROUPED('gq')})`;

@@ -1,5 +1,6 @@
 /** The `Queues` rows: the controls every process reads, and the operator's upsert of them. */
 import type { QueuePatch } from '../../../interfaces/job.interface';
+import { GROUPED } from './fragments';
 
 /** All queue rows. */
 export const getQueues = (s: string): string => `SELECT * FROM ${s}.queues ORDER BY name`;
@@ -57,7 +58,7 @@ joined AS (
   UPDATE ${s}.jobs_hot j SET group_key = ''
   FROM upserted u
   WHERE ($14::boolean OR $16::boolean)
-    AND (u.group_concurrency IS NOT NULL OR u.group_rate_max IS NOT NULL)
+    AND ${GROUPED('u')}
     AND j.queue = u.name AND j.group_key IS NULL
 )
 SELECT * FROM upserted`;

@@ -5,7 +5,7 @@
 import type { DlqFilter } from '../../../interfaces/job-view.interface';
 import { filterClause } from './filters';
 import { chooseDlqByFilter } from './moves';
-import { MS, attemptsDelete } from './fragments';
+import { GROUPED, MS, attemptsDelete } from './fragments';
 
 /**
  * Deletes DLQ rows by id ($1, one bounded chunk). Lock/isolation: READ COMMITTED; rows another
@@ -159,7 +159,7 @@ WITH chosen AS MATERIALIZED (
   SELECT h.ctid AS tid, h.id FROM ${s}.jobs_hot h
   JOIN ${s}.queues q ON q.name = h.queue
   WHERE $1::float8 >= 0 AND h.group_key IS NULL
-    AND (q.group_concurrency IS NOT NULL OR q.group_rate_max IS NOT NULL)
+    AND ${GROUPED('q')}
   LIMIT $2
   FOR UPDATE OF h SKIP LOCKED)
 UPDATE ${s}.jobs_hot j SET group_key = ''
