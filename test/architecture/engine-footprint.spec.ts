@@ -1,5 +1,6 @@
 import { execFileSync } from 'node:child_process';
 import { join } from 'node:path';
+import { TS_LOADER } from '../support/env';
 
 /**
  * The engine (runtime and storage) logs through its own `ChokaQLogger`, not Nest's `Logger`, so a
@@ -24,7 +25,7 @@ function packagesLoadedBy(modules: string[]): string[] {
     }
     process.stdout.write(JSON.stringify([...names].sort()));
   `;
-  const out = execFileSync(process.execPath, ['-r', '@swc-node/register', '-e', script], {
+  const out = execFileSync(process.execPath, ['-r', TS_LOADER, '-e', script], {
     cwd: ROOT,
     encoding: 'utf8',
   });

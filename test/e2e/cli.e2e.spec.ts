@@ -1,38 +1,35 @@
 import { spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { copyFileSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { availableParallelism, tmpdir, userInfo } from 'node:os';
+import { writeFileSync } from 'node:fs';
+import { availableParallelism, userInfo } from 'node:os';
 import { join, resolve } from 'node:path';
 import { FailureReason, JobStatus } from '../../libs/chokaq/src/interfaces/job-status.enum';
 import type { StorageDialect } from '../../libs/chokaq/src/interfaces/job.interface';
 import { schemaDdl } from '../../libs/chokaq/src/cli/commands/schema.command';
 import { JobStorage } from '../../libs/chokaq/src/storage/job-storage';
 import { archiveDirectly as archiveDirectlyThrough } from '../support/archive-directly';
-import { PG_URL } from '../support/env';
+import { PG_URL, TS_LOADER } from '../support/env';
 import { TestSchema, createTestSchema, describeEachDialect } from '../support/test-database';
 
 /**
- * The `chokaq` binary as an operator runs it: the library is built once (`tsc -p
- * libs/chokaq/tsconfig.lib.json`, the build `npm run build` runs, into a scratch package directory
- * with the package's `package.json`, so `--version` and the bin path are the published ones), and
- * every command runs as a child process of `node dist/cli/main.js` against a SQLite file and a
- * PostgreSQL schema. Each run is asserted on what a shell sees: the exit code, stdout (one JSON
- * document with `--json`, parsed) and stderr; the database is seeded and checked through the
- * storage in this process. Every command runs at least once per dialect; runs that do not depend
- * on each other are started together, as many at a time as the machine has cores, since each
- * process start loads TypeORM and a driver.
+ * The `chokaq` binary as an operator runs it: every command runs as a child process of the CLI's
+ * entry point (`libs/chokaq/src/cli/main.ts`, through the tests' TypeScript loader, whose compile
+ * cache makes each start as quick as the built file's; `--version` reads the package's
+ * `package.json` from there as it does from `dist/`) against a SQLite file and a PostgreSQL schema.
+ * The built binary, from the packed tarball and through npx, is the packaging test's. Each run is
+ * asserted on what a shell sees: the exit code, stdout (one JSON document with `--json`, parsed)
+ * and stderr; the database is seeded and checked through the storage in this process. Every
+ * command runs at least once per dialect; runs that do not depend on each other are started
+ * together, as many at a time as the machine has cores, since each process start loads a driver.
  *
- * The build goes to its own directory, not `libs/chokaq/dist`, which the packaging test empties and
- * rebuilds; the child resolves the workspace's dependencies through NODE_PATH. SQL Server's CLI path
- * is the same code over its storage, whose statements test/mssql pins; it is not run here.
+ * SQL Server's CLI path is the same code over its storage, whose statements test/mssql pins; it is
+ * not run here.
  */
 jest.setTimeout(300_000);
 
 const ROOT = resolve(__dirname, '..', '..');
 const ACTOR = `cli:${userInfo().username}`;
-
-let scratch: string;
-let mainJs: string;
+const MAIN = join(ROOT, 'libs', 'chokaq', 'src', 'cli', 'main.ts');
 
 /** Runs a command to its end, bounded; never rejects on a non-zero exit code. */
 function run(
@@ -59,39 +56,6 @@ function run(
   });
 }
 
-beforeAll(async () => {
-  scratch = mkdtempSync(join(tmpdir(), 'chokaq-cli-'));
-  const pkg = join(scratch, 'pkg');
-  mkdirSync(pkg);
-  copyFileSync(join(ROOT, 'libs', 'chokaq', 'package.json'), join(pkg, 'package.json'));
-  const tsc = await run(
-    process.execPath,
-    [
-      join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc'),
-      '-p',
-      join(ROOT, 'libs', 'chokaq', 'tsconfig.lib.json'),
-      '--outDir',
-      join(pkg, 'dist'),
-      // What runs is the same; declarations and source maps are for the published package.
-      '--declaration',
-      'false',
-      '--sourceMap',
-      'false',
-      '--inlineSources',
-      'false',
-    ],
-    process.env,
-    240_000,
-  );
-  expect(`${tsc.stdout}${tsc.stderr}`).toBe('');
-  expect(tsc.code).toBe(0);
-  mainJs = join(pkg, 'dist', 'cli', 'main.js');
-}, 300_000);
-
-afterAll(() => {
-  if (scratch) rmSync(scratch, { recursive: true, force: true });
-});
-
 interface CliRun {
   code: number | null;
   stdout: string;
@@ -99,9 +63,9 @@ interface CliRun {
 }
 
 /**
- * CLI processes running at once. Each start loads TypeORM and a driver (mostly CPU): more at once
- * than the machine has cores makes every one of them slower, and on a loaded machine a batch of
- * ten started together ran past a minute each.
+ * CLI processes running at once. Each start loads the library and a driver (mostly CPU): more at
+ * once than the machine has cores makes every one of them slower, and on a loaded machine a batch
+ * of ten started together ran past a minute each.
  */
 const MAX_PROCESSES = Math.max(2, availableParallelism());
 let processes = 0;
@@ -120,18 +84,13 @@ async function inTurn<T>(work: () => Promise<T>): Promise<T> {
 }
 
 /**
- * Runs the built `chokaq` with `args`; no `CHOKAQ_DATABASE_URL` unless `env` sets one. A run
- * takes about a second; the bound only ends a process that hangs.
+ * Runs `chokaq` with `args`; no `CHOKAQ_DATABASE_URL` unless `env` sets one. A run takes about a
+ * second; the bound only ends a process that hangs.
  */
 function chokaq(args: readonly string[], env: NodeJS.ProcessEnv = {}): Promise<CliRun> {
   const { CHOKAQ_DATABASE_URL: _ignored, ...base } = process.env;
   return inTurn(() =>
-    run(
-      process.execPath,
-      [mainJs, ...args],
-      { ...base, NODE_PATH: join(ROOT, 'node_modules'), ...env },
-      120_000,
-    ),
+    run(process.execPath, ['-r', TS_LOADER, MAIN, ...args], { ...base, ...env }, 120_000),
   );
 }
 
@@ -160,7 +119,7 @@ function expectExit(result: CliRun, code: number): void {
   }
 }
 
-describe('the built chokaq binary, without a database', () => {
+describe('the chokaq binary, without a database', () => {
   it('prints the version, the DDL and usage errors as a shell sees them', async () => {
     const [version, ddl, misspelt, noCommand] = await Promise.all([
       chokaq(['--version']),
@@ -178,7 +137,7 @@ describe('the built chokaq binary, without a database', () => {
 });
 
 describeEachDialect(
-  'the built chokaq binary',
+  'the chokaq binary',
   ({ name: dialect }) => {
     let db: TestSchema;
     let storage: JobStorage | undefined;

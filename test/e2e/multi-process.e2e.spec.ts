@@ -8,8 +8,8 @@ import { waitFor } from '../support/wait-for';
 import { WorkerProcess, startWorkerProcess } from './support/worker-processes';
 
 /**
- * Proofs with real OS processes (child_process.fork of fixtures/worker-process.ts through
- * @swc-node/register): several workers on one database, and SIGKILL in the middle of work.
+ * Proofs with real OS processes (child_process.fork of fixtures/worker-process.ts through the
+ * tests' TypeScript loader): several workers on one database, and SIGKILL in the middle of work.
  */
 jest.setTimeout(180_000);
 

@@ -1,6 +1,7 @@
 import { execFile } from 'node:child_process';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
+import { TS_LOADER } from '../support/env';
 
 /**
  * `@nestjs/schedule` is an optional peer: an application where it cannot be found starts, and its
@@ -16,7 +17,7 @@ describe('an application without @nestjs/schedule', () => {
         '-r',
         join(__dirname, 'fixtures', 'hide-schedule.js'),
         '-r',
-        '@swc-node/register',
+        TS_LOADER,
         join(__dirname, 'fixtures', 'without-schedule-app.ts'),
       ],
       { cwd: root, timeout: 60_000 },

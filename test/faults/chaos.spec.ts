@@ -1,11 +1,11 @@
 import { spawn } from 'node:child_process';
 import { join } from 'node:path';
-import { pgAvailable } from '../support/env';
+import { pgAvailable, TS_LOADER } from '../support/env';
 import type { ChaosSummary } from './chaos/chaos-runner';
 
 /**
  * The CI chaos run (issue 6, part 3): spawns `scripts/chaos/run.ts` — the same entry as
- * `npm run chaos` — for 40 s on PostgreSQL and 20 s on SQLite, and requires exit code 0 (no
+ * `npm run chaos` — for 30 s on PostgreSQL and 15 s on SQLite, and requires exit code 0 (no
  * invariant violation) and a summary showing real activity. Longer runs: see the README.
  */
 jest.setTimeout(240_000);
@@ -13,7 +13,7 @@ jest.setTimeout(240_000);
 const RUNNER = join(__dirname, '..', '..', 'scripts', 'chaos', 'run.ts');
 
 async function runChaos(args: string[]): Promise<{ code: number | null; out: string }> {
-  const child = spawn(process.execPath, ['-r', '@swc-node/register', RUNNER, ...args], {
+  const child = spawn(process.execPath, ['-r', TS_LOADER, RUNNER, ...args], {
     cwd: join(__dirname, '..', '..'),
     env: process.env,
     stdio: ['ignore', 'pipe', 'pipe'],
@@ -52,15 +52,15 @@ function expectActivity(summary: ChaosSummary, minJobs: number): void {
 }
 
 describe('chaos run', () => {
-  it('SQLite, 20 s: every invariant holds', async () => {
-    const { code, out } = await runChaos(['--seconds', '20', '--dialect', 'sqlite']);
+  it('SQLite, 15 s: every invariant holds', async () => {
+    const { code, out } = await runChaos(['--seconds', '15', '--dialect', 'sqlite']);
     const summary = summaryOf(out);
     expect({ code, violations: summary.violations }).toEqual({ code: 0, violations: [] });
     expectActivity(summary, 500);
   });
 
-  (pgAvailable() ? it : it.skip)('PostgreSQL, 40 s: every invariant holds', async () => {
-    const { code, out } = await runChaos(['--seconds', '40', '--dialect', 'postgres']);
+  (pgAvailable() ? it : it.skip)('PostgreSQL, 30 s: every invariant holds', async () => {
+    const { code, out } = await runChaos(['--seconds', '30', '--dialect', 'postgres']);
     const summary = summaryOf(out);
     expect({ code, violations: summary.violations }).toEqual({ code: 0, violations: [] });
     expectActivity(summary, 1_000);

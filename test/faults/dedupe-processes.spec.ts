@@ -3,6 +3,7 @@ import { join } from 'node:path';
 import type { DedupeOption, EnqueueResult } from '../../libs/chokaq/src/interfaces/job.interface';
 import { countRows, dedupeKeyRows, uniqueQueue } from '../contract/helpers';
 import { TestDatabase, describeEachDialect } from '../support/test-database';
+import { TS_LOADER } from '../support/env';
 
 const FIXTURE = join(__dirname, 'fixtures', 'dedupe-enqueuer.ts');
 const PROCESSES = 4;
@@ -23,7 +24,7 @@ async function startProducer(
   keys: readonly DedupeOption[],
 ): Promise<Producer> {
   const child = fork(FIXTURE, [], {
-    execArgv: ['-r', '@swc-node/register'],
+    execArgv: ['-r', TS_LOADER],
     env: {
       ...process.env,
       CHOKAQ_DEDUPE_FIXTURE: JSON.stringify({

@@ -10,7 +10,7 @@ import {
   ChokaQStorageUnavailableError,
   JobClient,
 } from '../../libs/chokaq/src';
-import { PG_URL, pgAvailable } from '../support/env';
+import { PG_URL, pgAvailable, TS_LOADER } from '../support/env';
 import { waitFor } from '../support/wait-for';
 import {
   FaultDatabase,
@@ -284,7 +284,7 @@ describe('SQLite file locked by another process', () => {
       join(__dirname, 'fixtures', 'sqlite-locker.ts'),
       [db.file, String(holdMs)],
       {
-        execArgv: ['-r', '@swc-node/register'],
+        execArgv: ['-r', TS_LOADER],
         stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
       },
     );

@@ -5,6 +5,7 @@ import { ChokaQStorageUnavailableError } from '../../libs/chokaq/src';
 import { FaultDatabase, openFaultDatabase } from './support/fault-processes';
 import { waitFor } from '../support/wait-for';
 import { transientRetryBudgetMs } from '../../libs/chokaq/src/storage/shared/transient-retry';
+import { TS_LOADER } from '../support/env';
 
 /** The documented lower bound of the default transient-retry budget: 2,575 ms. */
 const BUDGET_MS = transientRetryBudgetMs().minMs;
@@ -31,7 +32,7 @@ describe('transient-retry budget against a locked SQLite file', () => {
   /** Starts the locker and resolves once it holds the lock. */
   async function lockFor(file: string, holdMs: number): Promise<ChildProcess> {
     const child = fork(join(__dirname, 'fixtures', 'sqlite-locker.ts'), [file, String(holdMs)], {
-      execArgv: ['-r', '@swc-node/register'],
+      execArgv: ['-r', TS_LOADER],
       stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
     });
     locker = child;

@@ -58,7 +58,7 @@ function openJsonKeys(sql: string): string[] {
 describe('SQL Server key columns compare byte for byte on a new install', () => {
   const legacy = catalogue();
   const binary = catalogue({ name: 'chokaq', binaryKeys: true });
-  // Parsed ahead in a plain Node process (support/tsql-grammar.ts, `preparse`).
+  // Parsed ahead in the parse thread (support/tsql-grammar.ts, `preparse`).
   beforeAll(
     () => preparse([...binary.map((e) => e.statement.sql), mssqlBinaryKeysScript('chokaq')]),
     120_000,

@@ -27,7 +27,7 @@ const PARSE_TIMEOUT_MS = 180_000;
 
 describe('SQL Server T-SQL parses with the TSql grammar', () => {
   const entries = catalogue();
-  // Parsed ahead in a plain Node process (support/tsql-grammar.ts, `preparse`).
+  // Parsed ahead in the parse thread (support/tsql-grammar.ts, `preparse`).
   beforeAll(
     () => preparse([...entries.map((e) => e.statement.sql), mssqlSchemaDdl('tenant_42')]),
     120_000,

@@ -22,7 +22,7 @@ import { preparse, tableHints } from './support/tsql-grammar';
  */
 describe('SQL Server lock hints and isolation', () => {
   const entries = catalogue();
-  // Parsed ahead in a plain Node process (support/tsql-grammar.ts, `preparse`).
+  // Parsed ahead in the parse thread (support/tsql-grammar.ts, `preparse`).
   beforeAll(() => preparse(entries.map((e) => e.statement.sql)), 120_000);
   const one = (operation: string, variant?: string): CatalogueEntry =>
     entries.find((e) => e.operation === operation && (!variant || e.name.includes(variant)))!;

@@ -3,7 +3,7 @@
  * build never sees it): proves that separate OS processes sharing one SQLite file stay correct,
  * because the correctness comes from `BEGIN IMMEDIATE`, not from the in-process mutex.
  *
- * Usage: node -r @swc-node/register sqlite-child.fixture.ts <file> schema|claim <queue>
+ * Usage: node -r test/support/register.js sqlite-child.fixture.ts <file> schema|claim <queue>
  * Prints one JSON line: `{ "ok": true }` or `{ "claimed": [ids…] }`.
  */
 import { randomUUID } from 'node:crypto';

@@ -25,6 +25,7 @@ import {
   openTestDatabase,
 } from '../support/test-database';
 import { waitFor } from '../support/wait-for';
+import { TS_LOADER } from '../support/env';
 
 /*
  * What only the SQLite dialect has: one file shared by connections and OS processes, WAL, the
@@ -521,7 +522,7 @@ function runChild(file: string, mode: 'schema' | 'claim', queue: string): Promis
   return new Promise((resolve, reject) => {
     execFile(
       process.execPath,
-      ['-r', '@swc-node/register', join(__dirname, 'sqlite-child.fixture.ts'), file, mode, queue],
+      ['-r', TS_LOADER, join(__dirname, 'sqlite-child.fixture.ts'), file, mode, queue],
       { cwd: join(__dirname, '..', '..'), timeout: 60_000 },
       (error, stdout, stderr) => {
         if (error) return reject(new Error(`${error.message}\n${stderr}`));

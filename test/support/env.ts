@@ -1,3 +1,5 @@
+import { join } from 'node:path';
+
 /**
  * Where the test suites find their databases. PostgreSQL is a real server (CHOKAQ_PG_URL, default
  * the local trust-auth server); SQL Server only when CHOKAQ_MSSQL_URL is set.
@@ -13,3 +15,9 @@ export function pgAvailable(): boolean {
 export function mssqlAvailable(): boolean {
   return !!MSSQL_URL;
 }
+
+/**
+ * The TypeScript loader of the processes tests start (`-r` with this path): SWC with a compile
+ * cache shared by every process of the run (test/support/register.js).
+ */
+export const TS_LOADER = join(__dirname, 'register.js');

@@ -23,6 +23,7 @@ import {
   sharedBrowser,
   signIn,
 } from './browser';
+import { TS_LOADER } from '../../support/env';
 
 const PANELS = [
   'Overview',
@@ -88,7 +89,7 @@ describeBrowser('The Deck in a browser', () => {
         await panel(page, 'Queues');
         const stdout = await promisify(execFile)(
           process.execPath,
-          ['-r', '@swc-node/register', join(__dirname, 'enqueue-process.ts')],
+          ['-r', TS_LOADER, join(__dirname, 'enqueue-process.ts')],
           {
             env: {
               ...process.env,

@@ -1,6 +1,7 @@
 import { ChildProcess, fork } from 'node:child_process';
 import { join } from 'node:path';
 import type { ChokaQModuleOptions } from '../../../libs/chokaq/src';
+import { TS_LOADER } from '../../support/env';
 
 const FIXTURE = join(__dirname, '..', 'fixtures', 'worker-process.ts');
 
@@ -31,7 +32,7 @@ export async function startWorkerProcess(
 }
 
 /**
- * Forks `fixture` (TypeScript, through @swc-node/register) with `env` added to this process's
+ * Forks `fixture` (TypeScript, through the tests' loader, TS_LOADER) with `env` added to this process's
  * environment, and resolves once it sends `{ ready: workerId }` (bounded by `timeoutMs`).
  */
 export async function forkFixture(
@@ -40,7 +41,7 @@ export async function forkFixture(
   timeoutMs = 30_000,
 ): Promise<WorkerProcess> {
   const child = fork(fixture, [], {
-    execArgv: ['-r', '@swc-node/register'],
+    execArgv: ['-r', TS_LOADER],
     env: { ...process.env, ...env },
     stdio: ['ignore', 'pipe', 'pipe', 'ipc'],
   });

@@ -4,7 +4,7 @@ import { dirname, join } from 'node:path';
 import type { StorageOptions } from '../../../libs/chokaq/src/interfaces/storage-options.interface';
 import type { ChokaQWorkerStats } from '../../../libs/chokaq/src/runtime/chokaq-worker';
 import type { JobStorage } from '../../../libs/chokaq/src/storage/job-storage';
-import { PG_URL } from '../../support/env';
+import { PG_URL, TS_LOADER } from '../../support/env';
 import { TestSchema, createTestSchema } from '../../support/test-database';
 import type { FaultFixtureConfig } from '../fixtures/fault-worker';
 
@@ -161,7 +161,7 @@ export async function killAllFaultWorkers(): Promise<void> {
 }
 
 /**
- * Starts `fixtures/fault-worker.ts` through @swc-node/register and resolves once its Nest app is up.
+ * Starts `fixtures/fault-worker.ts` through the tests' TypeScript loader (TS_LOADER) and resolves once its Nest app is up.
  * `preload` adds `-r <module>` (the clock-skew patch); `env` is merged into the child's environment.
  */
 export async function startFaultWorker(
@@ -173,7 +173,7 @@ export async function startFaultWorker(
   }: { preload?: string[]; env?: Record<string, string>; timeoutMs?: number } = {},
 ): Promise<FaultWorker> {
   const child = fork(FIXTURE, [], {
-    execArgv: ['-r', '@swc-node/register', ...preload.flatMap((p) => ['-r', p])],
+    execArgv: ['-r', TS_LOADER, ...preload.flatMap((p) => ['-r', p])],
     env: { ...process.env, ...env, CHOKAQ_FAULT_FIXTURE: JSON.stringify(config) },
     stdio: ['ignore', 'pipe', 'pipe', 'ipc'],
   });

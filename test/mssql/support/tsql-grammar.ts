@@ -1,5 +1,5 @@
-import { spawn } from 'node:child_process';
 import { join } from 'node:path';
+import { MessageChannel, MessagePort, Worker, receiveMessageOnPort } from 'node:worker_threads';
 import { ANTLRErrorListener, BailErrorStrategy, CharStreams, CommonTokenStream } from 'antlr4ts';
 import { PredictionMode } from 'antlr4ts/atn/PredictionMode';
 import { ParseCancellationException } from 'antlr4ts/misc/ParseCancellationException';
@@ -17,6 +17,7 @@ import {
 import { ParseTree } from 'antlr4ts/tree/ParseTree';
 import { ParserRuleContext } from 'antlr4ts';
 import { CaseChangingStream } from 'antlr4ts-sql/dist/src/models/CaseChangingStream';
+import { TS_LOADER } from '../../support/env';
 
 /** One syntax error reported by the lexer or the parser. */
 export interface SyntaxIssue {
@@ -50,14 +51,20 @@ function parserFor(sql: string, issues: SyntaxIssue[]): TSqlParser {
  * lexer only knows upper-case keywords) and returns every syntax error; an empty list means the
  * text is one or more valid batches.
  *
- * Two stages, the usual ANTLR speed-up: first the fast SLL prediction mode with a bail-out error
- * strategy; a success there is a valid parse. Only if SLL gives up is the text parsed again in
- * full LL mode, whose errors are the verdict (SLL can fail on text that LL accepts, never the
- * other way round).
+ * The parse runs in the parse thread ({@link parseInThread}), whose parser stays warm across the
+ * suite; answers are kept per text.
  */
 export function tsqlSyntaxErrors(sql: string): SyntaxIssue[] {
-  const cached = parsed.get(sql);
-  if (cached) return cached.errors;
+  return parsedOnce(sql).errors;
+}
+
+/**
+ * The syntax check itself, in this thread. Two stages, the usual ANTLR speed-up: first the fast
+ * SLL prediction mode with a bail-out error strategy; a success there is a valid parse. Only if
+ * SLL gives up is the text parsed again in full LL mode, whose errors are the verdict (SLL can fail
+ * on text that LL accepts, never the other way round).
+ */
+function syntaxErrorsHere(sql: string): SyntaxIssue[] {
   const fastIssues: SyntaxIssue[] = [];
   const fast = parserFor(sql, fastIssues);
   fast.interpreter.setPredictionMode(PredictionMode.SLL);
@@ -108,17 +115,9 @@ function descendants(tree: ParseTree, out: ParseTree[] = []): ParseTree[] {
  * Throws when the text does not parse, so a hint check never runs on a misread statement.
  */
 export function tableHints(sql: string): HintedReference[] {
-  const cached = parsed.get(sql);
-  if (cached) {
-    if (cached.hints === null) throw new Error(`does not parse: ${cached.errors[0]?.message}`);
-    return cached.hints;
-  }
-  const issues: SyntaxIssue[] = [];
-  const parser = parserFor(sql, issues);
-  parser.interpreter.setPredictionMode(PredictionMode.SLL);
-  const tree = parser.tsql_file();
-  if (issues.length > 0) throw new Error(`does not parse: ${issues[0].message}`);
-  return hintsOf(sql, tree);
+  const { errors, hints } = parsedOnce(sql);
+  if (hints === null) throw new Error(`does not parse: ${errors[0]?.message}`);
+  return hints;
 }
 
 function hintsOf(sql: string, tree: ParseTree): HintedReference[] {
@@ -145,17 +144,14 @@ function hintsOf(sql: string, tree: ParseTree): HintedReference[] {
   return out;
 }
 
-/** What `preparse` keeps of one text: its syntax errors, and its hints when it parses. */
-interface Parsed {
+/** What the parse thread answers for one text: its syntax errors, and its hints when it parses. */
+export interface Parsed {
   errors: SyntaxIssue[];
   hints: HintedReference[] | null;
 }
 
-/** Texts parsed ahead by {@link preparse}, read by {@link tsqlSyntaxErrors} and {@link tableHints}. */
-const parsed = new Map<string, Parsed>();
-
 /**
- * One text's errors and hints from one SLL parse (the worker's half of {@link preparse}); only a
+ * One text's errors and hints from one SLL parse, in this thread (the parse thread's work); only a
  * text that SLL cannot parse is parsed again, in LL, for its errors.
  */
 export function parseForCache(sql: string): Parsed {
@@ -164,35 +160,72 @@ export function parseForCache(sql: string): Parsed {
   parser.interpreter.setPredictionMode(PredictionMode.SLL);
   const tree = parser.tsql_file();
   if (issues.length === 0) return { errors: [], hints: hintsOf(sql, tree) };
-  return { errors: tsqlSyntaxErrors(sql), hints: null };
+  return { errors: syntaxErrorsHere(sql), hints: null };
+}
+
+/** Every text parsed so far in this test file, with its answer. */
+const parsed = new Map<string, Parsed>();
+
+function parsedOnce(sql: string): Parsed {
+  let answer = parsed.get(sql);
+  if (!answer) {
+    answer = parseInThread(sql);
+    parsed.set(sql, answer);
+  }
+  return answer;
+}
+
+/** The parse thread of this test file, started on first use. */
+let thread: { worker: Worker; port: MessagePort; signal: Int32Array } | undefined;
+
+/** How long one parse may take in the parse thread (a cold parser's first claim takes seconds). */
+const PARSE_TIMEOUT_MS = 120_000;
+
+/**
+ * Parses `sql` in a worker thread and waits for the answer synchronously, so the checks stay plain
+ * functions. The thread loads the grammar with Node's own module loader: the ANTLR parser runs
+ * about four times slower inside Jest's module sandbox, and one thread keeps the parser's
+ * prediction cache (its DFA, built while parsing) warm for every statement of the file, where a
+ * fresh parser pays that warm-up again. The call blocks on a shared flag the thread raises once it
+ * posted the answer (`Atomics.wait`), then takes the message off the port.
+ */
+function parseInThread(sql: string): Parsed {
+  thread ??= startParseThread();
+  Atomics.store(thread.signal, 0, 0);
+  thread.port.postMessage(sql);
+  if (Atomics.wait(thread.signal, 0, 0, PARSE_TIMEOUT_MS) === 'timed-out') {
+    throw new Error(`the T-SQL parse thread gave no answer within ${PARSE_TIMEOUT_MS} ms`);
+  }
+  const message = receiveMessageOnPort(thread.port);
+  if (!message) throw new Error('the T-SQL parse thread raised its flag without an answer');
+  const answer = message.message as Parsed | { failed: string };
+  if ('failed' in answer) throw new Error(`the T-SQL parse thread failed: ${answer.failed}`);
+  return answer;
+}
+
+function startParseThread(): { worker: Worker; port: MessagePort; signal: Int32Array } {
+  const { port1, port2 } = new MessageChannel();
+  const signal = new Int32Array(new SharedArrayBuffer(4));
+  const script = [
+    `require(${JSON.stringify(TS_LOADER)});`,
+    `require(${JSON.stringify(join(__dirname, 'tsql-parse-thread.ts'))});`,
+  ].join('\n');
+  const worker = new Worker(script, {
+    eval: true,
+    workerData: { port: port2, signal },
+    transferList: [port2],
+  });
+  // The thread never keeps the test process alive; it ends with it.
+  worker.unref();
+  port1.unref();
+  return { worker, port: port1, signal };
 }
 
 /**
- * Parses `texts` in a child Node process (`tsql-parse-worker.ts`) and keeps the answers, so the
- * suites' checks of many statements read them instead of parsing inside Jest, where the parser
- * runs about four times slower. The answers are the same functions' (`parseForCache`); a text
- * not given here is parsed in-process as before. Call it from `beforeAll`.
+ * Kept for the suites' `beforeAll`: parses `texts` now (in the parse thread), so the first test
+ * that reads one does not carry the parser's warm-up in its own time.
  */
 export async function preparse(texts: Iterable<string>): Promise<void> {
-  const todo = [...new Set(texts)].filter((t) => !parsed.has(t));
-  if (todo.length === 0) return;
-  const worker = join(__dirname, 'tsql-parse-worker.ts');
-  const output = await new Promise<string>((resolve, reject) => {
-    const child = spawn(process.execPath, ['-r', '@swc-node/register', worker], {
-      stdio: ['pipe', 'pipe', 'pipe'],
-    });
-    let out = '';
-    let err = '';
-    child.stdout.setEncoding('utf8').on('data', (chunk: string) => (out += chunk));
-    child.stderr.setEncoding('utf8').on('data', (chunk: string) => (err += chunk));
-    child.once('error', reject);
-    child.once('close', (code) =>
-      code === 0
-        ? resolve(out)
-        : reject(new Error(`T-SQL parse worker exited with ${code}:\n${err}`)),
-    );
-    child.stdin.end(JSON.stringify(todo));
-  });
-  const answers = JSON.parse(output) as Parsed[];
-  todo.forEach((text, i) => parsed.set(text, answers[i]));
+  for (const text of texts) parsedOnce(text);
+  return Promise.resolve();
 }
