@@ -52,4 +52,13 @@ describe('the engine without Nest', () => {
     const loaded = packagesLoadedBy([...ENGINE, join(ROOT, 'libs/chokaq/src/storage/postgres')]);
     expect(loaded.filter(HEAVY)).toEqual(['pg']);
   });
+
+  it('the CLI, with a command that opens a database, loads no Nest either', () => {
+    const loaded = packagesLoadedBy([
+      join(ROOT, 'libs/chokaq/src/cli/run-cli'),
+      join(ROOT, 'libs/chokaq/src/cli/connection/admin-session'),
+      join(ROOT, 'libs/chokaq/src/storage/postgres'),
+    ]);
+    expect(loaded.filter(HEAVY)).toEqual(['pg']);
+  });
 });

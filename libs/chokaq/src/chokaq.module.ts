@@ -19,6 +19,7 @@ import { ChokaQMetrics } from './observability/chokaq-metrics';
 import { ChokaQTracing } from './observability/chokaq-tracing';
 import { JobEvents } from './runtime/job-events';
 import { createJobStorage } from './storage/create-storage';
+import type { JobStorage } from './storage/job-storage';
 import { WorkerRegistry } from './worker.registry';
 
 /**
@@ -85,7 +86,35 @@ import { WorkerRegistry } from './worker.registry';
     WorkerRegistry,
     ChokaQOrchestrator,
     JobClient,
-    ChokaQAdmin,
+    // a factory, not the class: the admin carries no Nest decorators (the CLI builds it too)
+    {
+      provide: ChokaQAdmin,
+      useFactory: (
+        storage: JobStorage,
+        options: ResolvedChokaQOptions,
+        workers: WorkerRegistry,
+        events: JobEvents,
+        metrics: ChokaQMetrics,
+        handlers: HandlerRegistry,
+      ) =>
+        new ChokaQAdmin(
+          storage,
+          options,
+          workers,
+          events,
+          metrics,
+          handlers,
+          new Logger('ChokaQAdmin'),
+        ),
+      inject: [
+        CHOKAQ_STORAGE,
+        CHOKAQ_RESOLVED_OPTIONS,
+        WorkerRegistry,
+        JobEvents,
+        ChokaQMetrics,
+        HandlerRegistry,
+      ],
+    },
   ],
   exports: [JobClient, ChokaQAdmin, JobEvents, CHOKAQ_STORAGE, CHOKAQ_RESOLVED_OPTIONS],
 })

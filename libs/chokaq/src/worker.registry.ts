@@ -1,4 +1,3 @@
-import { Injectable } from '@nestjs/common';
 import { ChokaQWorkerDisabledError } from './errors';
 import { JobOutcome } from './interfaces/job-outcome.interface';
 import { ChokaQWorker } from './runtime/chokaq-worker';
@@ -22,11 +21,11 @@ import { ChokaQWorker } from './runtime/chokaq-worker';
  * a drain worker still running a `drain()` stays reachable by {@link cancelLocal}, so a job
  * cancelled then lands in the DLQ as Cancelled rather than being released by the shutdown.
  *
- * Provided by `ChokaQModule` only, one per application (no static state).
+ * Provided by `ChokaQModule` only, one per application (no static state). A plain class (Nest
+ * builds it without a decorator, since it takes nothing), so the CLI loads no Nest for it.
  *
  * @internal Not part of the public API; read `ChokaQAdmin.workerStats()` instead.
  */
-@Injectable()
 export class WorkerRegistry {
   private worker: ChokaQWorker | undefined;
   private buildDrainWorker: (() => ChokaQWorker) | undefined;

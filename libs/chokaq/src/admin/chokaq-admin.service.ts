@@ -1,8 +1,7 @@
-import { Inject, Injectable, Logger, Optional } from '@nestjs/common';
 import { randomBytes } from 'node:crypto';
-import { CHOKAQ_RESOLVED_OPTIONS, CHOKAQ_STORAGE } from '../chokaq.constants';
 import { toError } from '../common/error-text';
 import { logEvent } from '../common/log-events';
+import { StreamLogger } from '../common/stream-logger';
 import {
   ChokaQConfirmationError,
   ChokaQJobNotPendingError,
@@ -48,6 +47,7 @@ import {
   RetentionResult,
   ResurrectEdits,
 } from '../interfaces/job.interface';
+import type { ChokaQLogger } from '../interfaces/chokaq-logger.interface';
 import { ResolvedChokaQOptions } from '../interfaces/module-options.interface';
 import { RecurringJobSpec, RecurringJobView } from '../interfaces/recurring-job.interface';
 import { SchemaStatus } from '../interfaces/schema-status.interface';
@@ -87,18 +87,19 @@ import { readConfirmation, signConfirmation } from './confirmation-token';
  *
  * @publicApi
  */
-@Injectable()
 export class ChokaQAdmin {
-  private readonly logger = new Logger('ChokaQAdmin');
-
-  /** Nest builds it: inject `ChokaQAdmin` instead. @internal */
+  /**
+   * `ChokaQModule` builds it (a factory provider, so this file loads no Nest and the CLI, which
+   * builds it too, starts without `@nestjs/common`): inject `ChokaQAdmin` instead. @internal
+   */
   constructor(
-    @Inject(CHOKAQ_STORAGE) private readonly storage: JobStorage,
-    @Inject(CHOKAQ_RESOLVED_OPTIONS) private readonly options: ResolvedChokaQOptions,
+    private readonly storage: JobStorage,
+    private readonly options: ResolvedChokaQOptions,
     private readonly workers: WorkerRegistry,
-    @Optional() private readonly events?: JobEvents,
-    @Optional() private readonly metrics: ChokaQMetrics = ChokaQMetrics.disabled(),
-    @Optional() private readonly handlers?: HandlerRegistry,
+    private readonly events?: JobEvents,
+    private readonly metrics: ChokaQMetrics = ChokaQMetrics.disabled(),
+    private readonly handlers?: HandlerRegistry,
+    private readonly logger: ChokaQLogger = new StreamLogger('ChokaQAdmin'),
   ) {}
 
   /** The confirmation secret, read (or first stored) once per instance. */

@@ -1,5 +1,4 @@
 import { existsSync } from 'node:fs';
-import { Logger } from '@nestjs/common';
 import { ChokaQAdmin } from '../../admin/chokaq-admin.service';
 import { resolveChokaQOptions } from '../../config/resolve-options';
 import type { ChokaQModuleOptions } from '../../interfaces/module-options.interface';
@@ -24,8 +23,10 @@ export interface OpenSession extends CliSession {
  * it, `ChokaQAdmin`, exactly as an app's own admin endpoints call it. Its worker registry stays
  * empty: the CLI runs no worker, so the admin's local-worker calls have nothing to reach.
  *
- * This is the one file of the CLI that loads TypeORM, a driver and Nest: the CLI imports it only
- * when a command needs the database, so `chokaq schema` and every usage error load none of them.
+ * This is the one file of the CLI that loads the storage (a driver, and TypeORM where the dialect
+ * uses it): the CLI imports it only when a command needs the database, so `chokaq schema` and every
+ * usage error load none of them. Nothing the CLI loads needs Nest: the library's lines go to stderr
+ * through {@link StderrLogger}.
  *
  * Unless the command migrates, the schema must be current ({@link CliSchemaOutdatedError}) and a
  * SQLite file must exist ({@link CliDatabaseMissingError}): opening a missing one would create an
@@ -37,14 +38,12 @@ export async function openSession(
   moduleOptions: ChokaQModuleOptions | undefined,
   err: CliWriter,
 ): Promise<OpenSession> {
-  // The CLI process's logger (Nest's is process-wide): the library's lines go to stderr.
-  Logger.overrideLogger(new StderrLogger(err));
+  // The library's lines go to stderr, each with where it comes from.
+  const logger = (context: string) => new StderrLogger(err, context);
   if (use !== 'migrate' && target.sqliteFile !== undefined && !existsSync(target.sqliteFile)) {
     throw new CliDatabaseMissingError(target.label);
   }
-  const storage = await createJobStorage(target.storage, {
-    logger: (context) => new Logger(context),
-  });
+  const storage = await createJobStorage(target.storage, { logger });
   try {
     if (use === 'current') {
       const status = await storage.schemaStatus();
@@ -60,6 +59,10 @@ export async function openSession(
       storage,
       resolveChokaQOptions({ ...moduleOptions, storage: target.storage }),
       new WorkerRegistry(),
+      undefined,
+      undefined,
+      undefined,
+      logger('ChokaQAdmin'),
     );
     return { admin, schema: storage, close: () => storage.close() };
   } catch (error) {

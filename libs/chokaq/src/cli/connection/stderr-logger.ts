@@ -1,4 +1,4 @@
-import type { LoggerService } from '@nestjs/common';
+import type { ChokaQLogger } from '../../interfaces/chokaq-logger.interface';
 import type { CliWriter } from '../cli-io';
 
 /**
@@ -7,23 +7,25 @@ import type { CliWriter } from '../cli-io';
  * retry, a failed read), so a command that went well prints nothing else. The message is the
  * human line of the `ChokaQLogRecord` (its `toString()`).
  */
-export class StderrLogger implements LoggerService {
-  constructor(private readonly err: CliWriter) {}
+export class StderrLogger implements ChokaQLogger {
+  constructor(
+    private readonly err: CliWriter,
+    private readonly context: string,
+  ) {}
 
   log(): void {
     // Routine lines (a migration applied, a queue updated) are the command's own output.
   }
 
-  warn(message: unknown, ...rest: unknown[]): void {
-    this.write('warn', message, rest);
+  warn(message: unknown): void {
+    this.write('warn', message);
   }
 
-  error(message: unknown, ...rest: unknown[]): void {
-    this.write('error', message, rest);
+  error(message: unknown): void {
+    this.write('error', message);
   }
 
-  private write(level: string, message: unknown, rest: unknown[]): void {
-    const context = typeof rest[rest.length - 1] === 'string' ? ` [${String(rest.at(-1))}]` : '';
-    this.err.write(`chokaq: ${level}${context}: ${String(message)}\n`);
+  private write(level: string, message: unknown): void {
+    this.err.write(`chokaq: ${level} [${this.context}]: ${String(message)}\n`);
   }
 }
