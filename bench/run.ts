@@ -59,6 +59,7 @@ import {
 } from './scenarios/groups.scenario';
 import { seedReadsData } from './scenarios/reads-data';
 import { runScenario } from './scenarios/run-scenario';
+import { footprintTable, runFootprint } from './scenarios/footprint.scenario';
 import type { BenchSystem } from './systems/bench-system';
 import { METRICS_VARIANTS, chokaqSystem } from './systems/chokaq.system';
 import { graphileSystem } from './systems/graphile.system';
@@ -152,6 +153,30 @@ async function main(): Promise<void> {
     await readScenarios(args, benchUrl);
   }
   if (args.scenarios.has('groups')) await groups(args, benchUrl);
+  if (args.scenarios.has('footprint')) await footprint(args);
+}
+
+/** The heading of the footprint scenario's section of RESULTS.md. */
+const FOOTPRINT_HEADING = '## Footprint: what a worker holds once its modules are loaded';
+
+/** The footprint scenario: its table on stdout and its own section of RESULTS.md. */
+async function footprint(args: BenchArgs): Promise<void> {
+  const started = new Date();
+  const rows = runFootprint(log);
+  const table = footprintTable(rows);
+  process.stdout.write(`\n### footprint\n\n${table}\n`);
+  if (!args.write) return;
+  const section = [
+    FOOTPRINT_HEADING,
+    '',
+    `\`npm run bench -- ${process.argv.slice(2).join(' ')}\`, ${started.toISOString()}; ${machineLine()}.`,
+    '',
+    'Each row is a fresh `node` process that requires the modules named, collects garbage twice and reports its RSS (median of 5 processes). The ChokaQ rows require what the bench\'s compiled ChokaQ worker requires before it connects: its runner (the worker, the options, the storage factory) and the PostgreSQL dialect the factory loads. The rows "as on Node ≥ 21" define `navigator` first, as Node 21 and later do: on Node 20, requiring `pg` runs its Cloudflare check (`pg/lib/stream.js`), which reads the global `Response` and so loads Node\'s fetch implementation.',
+    '',
+    table,
+  ].join('\n');
+  await writeSection(join(__dirname, 'RESULTS.md'), FOOTPRINT_HEADING, section);
+  log('wrote the footprint section of bench/RESULTS.md');
 }
 
 /** The heading of the groups scenario's section of RESULTS.md. */

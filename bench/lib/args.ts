@@ -11,6 +11,7 @@ export const SCENARIOS = [
   'metrics-ab',
   'deck',
   'groups',
+  'footprint',
 ] as const;
 export type ScenarioName = (typeof SCENARIOS)[number];
 
@@ -25,6 +26,7 @@ export const SEPARATE_SCENARIOS: readonly ScenarioName[] = [
   'metrics-ab',
   'deck',
   'groups',
+  'footprint',
 ];
 
 /** What runs without `--scenarios`: every throughput and latency scenario. */
@@ -167,7 +169,7 @@ const HELP = `npm run bench -- [flags]
   --peers                 also run graphile-worker (preset + defaults) and pg-boss on PostgreSQL
   --json                  print one JSON object per scenario on its own line
   --profile               CPU-profile a ChokaQ drain at the highest --concurrency (PostgreSQL; SQLite with --dialects=sqlite)
-  --scenarios=a,b         ${SCENARIOS.join(',')} (default all but admin-reads, metrics-ab, deck and groups)
+  --scenarios=a,b         ${SCENARIOS.join(',')} (default all but admin-reads, metrics-ab, deck, groups and footprint)
                           admin-reads: seeds 1,000,000 archived, 100,000 DLQ and 100,000 pending jobs
                           per dialect and times the dashboard reads (p50/p95); writes its own section
                           of RESULTS.md (--runs does not apply: one seeding per dialect)
@@ -180,6 +182,8 @@ const HELP = `npm run bench -- [flags]
                           to its data, the live tick's reads; writes its own section of RESULTS.md
                           groups: a claim of 50 in a queue with 10,000 groups against a queue without
                           groups and one with a budget (p50/p95 per claim); its own section of RESULTS.md
+                          footprint: the RSS of a fresh process that requires a ChokaQ worker's modules,
+                          against bare Node and pg alone; its own section of RESULTS.md
   --dialects=a,b          ${BENCH_DIALECTS.join(',')} (default both)
   --runs=N                runs per scenario (default 3; --quick 1)
   --drain=N --backlog=N --backlog-drain=N --single=N --bulk=N --latency-jobs=N --concurrency=10,50
