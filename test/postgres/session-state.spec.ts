@@ -39,6 +39,15 @@ describePostgres('PostgreSQL session state of pooled connections', () => {
     expect(archived).toHaveLength(2);
   }
 
+  it('runs its sessions without JIT compilation, which a large backlog would make every claim pay', async () => {
+    // With a million Pending rows over 20 queues the claim's estimated cost passes PostgreSQL's
+    // jit_above_cost and each claim spent about 40 ms compiling (bench/RESULTS.md, "Scale").
+    const storage = await db.openStorage({ poolSize: 1 });
+    expect(await session(storage, 'SHOW jit')).toEqual([{ jit: 'off' }]);
+    await claimAndArchive(storage, 'jit');
+    expect(await session(storage, 'SHOW jit')).toEqual([{ jit: 'off' }]);
+  });
+
   it('a claim turns synchronous_commit off for its own transaction only', async () => {
     const storage = await db.openStorage({ poolSize: 1 });
     await claimAndArchive(storage, 'session.sync');

@@ -41,6 +41,7 @@ describe('pgPoolConfigFor (the pg pool ChokaQ opens for PostgreSQL, without Type
       database: 'jobs',
       max: 25,
       application_name: 'chokaq',
+      options: '-c jit=off',
     });
   });
 

@@ -67,6 +67,14 @@ export function dataSourceOptionsFor(
 /**
  * The options of the `pg` pool ChokaQ opens for PostgreSQL storage options (no TypeORM). As with
  * TypeORM's driver before it, the fields of `url` win over `host`, `port` and the rest.
+ *
+ * Its sessions start with `jit = off` (a startup option, so no statement is spent on it): every
+ * statement ChokaQ sends is short and index-driven, but the planner estimates the claim's cost
+ * from the backlog, and past about a million Pending rows that estimate crossed PostgreSQL's
+ * `jit_above_cost` (100,000 by default), so each claim spent about 40 ms compiling expressions it
+ * then ran in a fraction of a millisecond (bench/RESULTS.md, "Scale"). An `options` parameter in
+ * `url` replaces this one. See https://www.postgresql.org/docs/15/jit-decision.html and
+ * https://www.postgresql.org/docs/15/libpq-connect.html#LIBPQ-CONNECT-OPTIONS.
  * @internal exported for its unit test.
  */
 export function pgPoolConfigFor(options: PostgresStorageOptions): PoolConfig {
@@ -79,6 +87,7 @@ export function pgPoolConfigFor(options: PostgresStorageOptions): PoolConfig {
     database: options.database,
     max: options.poolSize ?? STORAGE_DEFAULTS.poolSize,
     application_name: 'chokaq',
+    options: '-c jit=off',
   };
 }
 
