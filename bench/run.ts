@@ -7,7 +7,7 @@
  * Progress goes to stderr.
  */
 import { Logger } from '@nestjs/common';
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { loadavg } from 'node:os';
 import { join } from 'node:path';
 import {
@@ -18,6 +18,7 @@ import {
   type AdminReadsRun,
 } from './lib/admin-reads-report';
 import {
+  defaultScalePending,
   parseArgs,
   HELP,
   SEPARATE_SCENARIOS,
@@ -60,6 +61,8 @@ import {
 import { seedReadsData } from './scenarios/reads-data';
 import { runScenario } from './scenarios/run-scenario';
 import { footprintTable, runFootprint } from './scenarios/footprint.scenario';
+import { type ScalePoint, runScaleClaims, scaleClaimTable } from './scenarios/scale.scenario';
+import { lineChartSvg } from './lib/svg-chart';
 import type { BenchSystem } from './systems/bench-system';
 import { METRICS_VARIANTS, chokaqSystem } from './systems/chokaq.system';
 import { graphileSystem } from './systems/graphile.system';
@@ -154,6 +157,54 @@ async function main(): Promise<void> {
   }
   if (args.scenarios.has('groups')) await groups(args, benchUrl);
   if (args.scenarios.has('footprint')) await footprint(args);
+  if (args.scenarios.has('scale')) await scale(args, benchUrl);
+}
+
+/** The heading of the scale scenario's section of RESULTS.md. */
+const SCALE_HEADING = '## Scale: the claim as the backlog grows';
+
+/** The scale scenario's claim curve, dialect by dialect: table, chart and section of RESULTS.md. */
+async function scale(args: BenchArgs, benchUrl: string): Promise<void> {
+  const started = new Date();
+  const points: ScalePoint[] = [];
+  for (const dialect of args.dialects) {
+    const sizes = args.scalePending ?? defaultScalePending(dialect, args.quick);
+    await waitForLoad(args, log);
+    points.push(...(await runScaleClaims(dialect, benchUrl, sizes, log)));
+  }
+  const table = scaleClaimTable(points);
+  process.stdout.write(`\n### scale\n\n${table}\n`);
+  if (!args.write) return;
+  const chart = join(__dirname, 'scale-claim.svg');
+  writeFileSync(
+    chart,
+    lineChartSvg({
+      title: 'A claim of 50 rows as the backlog grows',
+      xLabel: 'Pending rows (log scale)',
+      yLabel: 'claim (ms)',
+      logX: true,
+      series: [...new Set(points.map((p) => p.dialect))].flatMap((dialect) => {
+        const mine = points.filter((p) => p.dialect === dialect);
+        return [
+          { name: `${dialect} p50`, points: mine.map((p) => [p.pending, p.p50] as const) },
+          { name: `${dialect} p95`, points: mine.map((p) => [p.pending, p.p95] as const) },
+        ];
+      }),
+    }),
+  );
+  const section = [
+    SCALE_HEADING,
+    '',
+    `\`npm run bench -- ${process.argv.slice(2).join(' ')}\`, ${started.toISOString()} – ${new Date().toISOString()}; ${machineLine()}; PostgreSQL ${await postgresVersion(benchUrl)}.`,
+    '',
+    'Per size, a fresh schema (PostgreSQL) or file (SQLite) seeded with that many Pending rows by `INSERT … SELECT` (the admin-reads seed: 20 queues of skewed sizes, one row in ten scheduled up to an hour ahead, three in a hundred waiting for a retry) and analysed; then 200 claims of 50 rows over every queue (60 on 10,000 rows, so the backlog stays), each timed alone (after 6 untimed), their rows archived between claims. On PostgreSQL the hot table is vacuumed every 10 claims (untimed), as autovacuum does in a steady drain. The data is dropped after each size. The chart: [scale-claim.svg](scale-claim.svg).',
+    '',
+    '![The claim as the backlog grows](scale-claim.svg)',
+    '',
+    table,
+  ].join('\n');
+  await writeSection(join(__dirname, 'RESULTS.md'), SCALE_HEADING, section);
+  log('wrote the scale section of bench/RESULTS.md and bench/scale-claim.svg');
 }
 
 /** The heading of the footprint scenario's section of RESULTS.md. */

@@ -12,6 +12,7 @@ export const SCENARIOS = [
   'deck',
   'groups',
   'footprint',
+  'scale',
 ] as const;
 export type ScenarioName = (typeof SCENARIOS)[number];
 
@@ -27,6 +28,7 @@ export const SEPARATE_SCENARIOS: readonly ScenarioName[] = [
   'deck',
   'groups',
   'footprint',
+  'scale',
 ];
 
 /** What runs without `--scenarios`: every throughput and latency scenario. */
@@ -104,6 +106,16 @@ export interface BenchArgs {
    * `batch` 0 a per-job handler of the job type, N a batch handler of N; `callMs` a wait per call.
    */
   handler: BenchHandlerShape | undefined;
+  /** The scale scenario's backlog sizes (`--scale-pending`); undefined: per dialect's default. */
+  scalePending: number[] | undefined;
+}
+
+/** The scale scenario's backlog sizes when `--scale-pending` is not given. */
+export function defaultScalePending(dialect: BenchDialect, quick: boolean): number[] {
+  if (quick) return [10_000, 100_000];
+  return dialect === 'postgres'
+    ? [10_000, 100_000, 1_000_000, 5_000_000]
+    : [10_000, 100_000, 1_000_000];
 }
 
 /** How the ChokaQ bench worker's handler is declared (see {@link BenchArgs.handler}). */
@@ -169,7 +181,7 @@ const HELP = `npm run bench -- [flags]
   --peers                 also run graphile-worker (preset + defaults) and pg-boss on PostgreSQL
   --json                  print one JSON object per scenario on its own line
   --profile               CPU-profile a ChokaQ drain at the highest --concurrency (PostgreSQL; SQLite with --dialects=sqlite)
-  --scenarios=a,b         ${SCENARIOS.join(',')} (default all but admin-reads, metrics-ab, deck, groups and footprint)
+  --scenarios=a,b         ${SCENARIOS.join(',')} (default all but admin-reads, metrics-ab, deck, groups, footprint and scale)
                           admin-reads: seeds 1,000,000 archived, 100,000 DLQ and 100,000 pending jobs
                           per dialect and times the dashboard reads (p50/p95); writes its own section
                           of RESULTS.md (--runs does not apply: one seeding per dialect)
@@ -184,10 +196,15 @@ const HELP = `npm run bench -- [flags]
                           groups and one with a budget (p50/p95 per claim); its own section of RESULTS.md
                           footprint: the RSS of a fresh process that requires a ChokaQ worker's modules,
                           against bare Node and pg alone; its own section of RESULTS.md
+                          scale: the claim's p50/p95 as the backlog grows (--scale-pending), each size
+                          seeded by INSERT … SELECT and dropped after; its own section of RESULTS.md
+                          and bench/scale-claim.svg
   --dialects=a,b          ${BENCH_DIALECTS.join(',')} (default both)
   --runs=N                runs per scenario (default 3; --quick 1)
   --drain=N --backlog=N --backlog-drain=N --single=N --bulk=N --latency-jobs=N --concurrency=10,50
   --reads-archived=N --reads-dead=N --reads-pending=N --reads-reps=N   admin-reads sizes and repetitions
+  --scale-pending=a,b,…   scale: the backlog sizes (default 10000,100000,1000000,5000000 on PostgreSQL,
+                          up to 1000000 on SQLite; --quick 10000,100000)
   --deck-rounds=N --deck-ticks=N   deck: timed rounds over the panels (default 5), timed ticks (default 20)
   --run-timeout-ms=N      bound of one run (default 300000)
   --start-ahead=N         ChokaQ's worker.startAhead in the suite (A/B runs; default: the library's)
@@ -267,6 +284,7 @@ export function parseArgs(argv: readonly string[]): BenchArgs | 'help' {
     'handler-batch',
     'handler-ms',
     'handler-sink',
+    'scale-pending',
     ...Object.keys(sizeFlags),
     ...Object.keys(readFlags),
     ...Object.keys(deckFlags),
@@ -288,6 +306,10 @@ export function parseArgs(argv: readonly string[]): BenchArgs | 'help' {
   const concurrency = flags.get('concurrency');
   if (concurrency)
     sizes.concurrency = concurrency.split(',').map((c) => positive(c, '--concurrency'));
+  const scalePending = flags
+    .get('scale-pending')
+    ?.split(',')
+    .map((n) => positive(n, '--scale-pending'));
   if (sizes.backlogDrain > sizes.backlog) throw new Error('--backlog-drain must be ≤ --backlog');
   const startAhead = flags.get('start-ahead');
   if (startAhead !== undefined && !/^\d+$/.test(startAhead)) {
@@ -307,6 +329,7 @@ export function parseArgs(argv: readonly string[]): BenchArgs | 'help' {
     throw new Error('--handler-ms and --handler-sink need --handler-batch');
   }
   return {
+    scalePending,
     startAhead: startAhead === undefined ? undefined : Number(startAhead),
     handler:
       handlerBatch === undefined
