@@ -1,4 +1,3 @@
-import { randomUUID } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -9,6 +8,7 @@ import { createJobStorage } from '../../libs/chokaq/src/storage/create-storage';
 import type { JobStorage } from '../../libs/chokaq/src/storage/job-storage';
 import { benchSchemaName, dropSchema } from '../lib/pg-admin';
 import { percentile } from '../lib/stats';
+import { timedClaim } from '../lib/timed-claim';
 
 type Log = (message: string) => void;
 
@@ -92,24 +92,17 @@ export async function runGroups(
       // queue's index pile up and the plain claim, which always starts there, pays for them.
       if (dialect === 'postgres' && i % 10 === 0) await vacuumHot(benchUrl, schema);
       for (const shape of SHAPES) {
-        const leaseId = randomUUID();
-        const started = performance.now();
-        const claimed = await storage.fetchNextBatch({
+        const claim = await timedClaim(
+          storage,
           workerId,
-          leaseId,
-          limit: GROUPS_CLAIM,
-          start: GROUPS_CLAIM,
-          handled: { queues: [queues[shape]], types: [] },
+          GROUPS_CLAIM,
+          { queues: [queues[shape]], types: [] },
           budgetedQueues,
-        });
-        const ms = performance.now() - started;
-        if (i >= WARMUP) {
-          samples[shape].push(ms);
-          rows[shape] += claimed.length;
-        }
-        await storage.archiveSucceeded(
-          claimed.map((j) => ({ id: j.id, workerId, leaseId, durationMs: 1 })),
         );
+        if (i >= WARMUP) {
+          samples[shape].push(claim.ms);
+          rows[shape] += claim.rows;
+        }
       }
     }
     const load1 = loadavg()[0];

@@ -1,9 +1,9 @@
-import { randomUUID } from 'node:crypto';
 import { statfsSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import type { BenchDialect } from '../lib/args';
 import { SEED_QUEUES } from '../lib/admin-reads-seed';
 import { percentile } from '../lib/stats';
+import { timedClaim } from '../lib/timed-claim';
 import { createJobStorage } from '../../libs/chokaq/src/storage/create-storage';
 import { seedReadsData } from './reads-data';
 
@@ -85,30 +85,18 @@ export async function runScaleClaims(
       const claims = claimsFor(pending);
       let rows = 0;
       const workerId = `bench-scale:${process.pid}`;
+      const handled = { queues: [...SEED_QUEUES], types: [] };
       const load0 = loadavg()[0];
       try {
         for (let i = 0; i < WARMUP + claims; i++) {
           if (dialect === 'postgres' && i % 10 === 0) {
             await data.target.exec(`VACUUM ${data.target.table('jobs_hot')}`);
           }
-          const leaseId = randomUUID();
-          const started = performance.now();
-          const claimed = await storage.fetchNextBatch({
-            workerId,
-            leaseId,
-            limit: CLAIM,
-            start: CLAIM,
-            handled: { queues: [...SEED_QUEUES], types: [] },
-            budgetedQueues: [],
-          });
-          const ms = performance.now() - started;
+          const claim = await timedClaim(storage, workerId, CLAIM, handled, []);
           if (i >= WARMUP) {
-            samples.push(ms);
-            rows += claimed.length;
+            samples.push(claim.ms);
+            rows += claim.rows;
           }
-          await storage.archiveSucceeded(
-            claimed.map((j) => ({ id: j.id, workerId, leaseId, durationMs: 1 })),
-          );
         }
       } finally {
         await storage.close();
