@@ -192,19 +192,16 @@ async function scale(args: BenchArgs, benchUrl: string): Promise<void> {
       }),
     }),
   );
-  const section = [
+  await writeScenarioSection(
     SCALE_HEADING,
-    '',
-    `\`npm run bench -- ${process.argv.slice(2).join(' ')}\`, ${started.toISOString()} – ${new Date().toISOString()}; ${machineLine()}; PostgreSQL ${await postgresVersion(benchUrl)}.`,
-    '',
-    'Per size, a fresh schema (PostgreSQL) or file (SQLite) seeded with that many Pending rows by `INSERT … SELECT` (the admin-reads seed: 20 queues of skewed sizes, one row in ten scheduled up to an hour ahead, three in a hundred waiting for a retry) and analysed; then 200 claims of 50 rows over every queue (60 on 10,000 rows, so the backlog stays), each timed alone (after 6 untimed), their rows archived between claims. On PostgreSQL the hot table is vacuumed every 10 claims (untimed), as autovacuum does in a steady drain. The data is dropped after each size. The chart: [scale-claim.svg](scale-claim.svg).',
-    '',
-    '![The claim as the backlog grows](scale-claim.svg)',
-    '',
-    table,
-  ].join('\n');
-  await writeSection(join(__dirname, 'RESULTS.md'), SCALE_HEADING, section);
-  log('wrote the scale section of bench/RESULTS.md and bench/scale-claim.svg');
+    `${started.toISOString()} – ${new Date().toISOString()}; ${machineLine()}; PostgreSQL ${await postgresVersion(benchUrl)}`,
+    [
+      'Per size, a fresh schema (PostgreSQL) or file (SQLite) seeded with that many Pending rows by `INSERT … SELECT` (the admin-reads seed: 20 queues of skewed sizes, one row in ten scheduled up to an hour ahead, three in a hundred waiting for a retry) and analysed; then 200 claims of 50 rows over every queue (60 on 10,000 rows, so the backlog stays), each timed alone (after 6 untimed), their rows archived between claims. On PostgreSQL the hot table is vacuumed every 10 claims (untimed), as autovacuum does in a steady drain. The data is dropped after each size. The chart: [scale-claim.svg](scale-claim.svg).',
+      '![The claim as the backlog grows](scale-claim.svg)',
+      table,
+    ],
+    'scale section of bench/RESULTS.md and bench/scale-claim.svg',
+  );
 }
 
 /** The heading of the footprint scenario's section of RESULTS.md. */
@@ -217,17 +214,15 @@ async function footprint(args: BenchArgs): Promise<void> {
   const table = footprintTable(rows);
   process.stdout.write(`\n### footprint\n\n${table}\n`);
   if (!args.write) return;
-  const section = [
+  await writeScenarioSection(
     FOOTPRINT_HEADING,
-    '',
-    `\`npm run bench -- ${process.argv.slice(2).join(' ')}\`, ${started.toISOString()}; ${machineLine()}.`,
-    '',
-    'Each row is a fresh `node` process that requires the modules named, collects garbage twice and reports its RSS (median of 5 processes). The ChokaQ rows require what the bench\'s compiled ChokaQ worker requires before it connects: its runner (the worker, the options, the storage factory) and the PostgreSQL dialect the factory loads. The rows "as on Node ≥ 21" define `navigator` first, as Node 21 and later do: on Node 20, requiring `pg` runs its Cloudflare check (`pg/lib/stream.js`), which reads the global `Response` and so loads Node\'s fetch implementation.',
-    '',
-    table,
-  ].join('\n');
-  await writeSection(join(__dirname, 'RESULTS.md'), FOOTPRINT_HEADING, section);
-  log('wrote the footprint section of bench/RESULTS.md');
+    `${started.toISOString()}; ${machineLine()}`,
+    [
+      'Each row is a fresh `node` process that requires the modules named, collects garbage twice and reports its RSS (median of 5 processes). The ChokaQ rows require what the bench\'s compiled ChokaQ worker requires before it connects: its runner (the worker, the options, the storage factory) and the PostgreSQL dialect the factory loads. The rows "as on Node ≥ 21" define `navigator` first, as Node 21 and later do: on Node 20, requiring `pg` runs its Cloudflare check (`pg/lib/stream.js`), which reads the global `Response` and so loads Node\'s fetch implementation.',
+      table,
+    ],
+    'footprint section of bench/RESULTS.md',
+  );
 }
 
 /** The heading of the groups scenario's section of RESULTS.md. */
@@ -247,18 +242,32 @@ async function groups(args: BenchArgs, benchUrl: string): Promise<void> {
     const loads = runs
       .map((r) => `${r.dialect} ${r.load[0].toFixed(2)} → ${r.load[1].toFixed(2)}`)
       .join(', ');
-    const section = [
+    await writeScenarioSection(
       GROUPS_HEADING,
-      '',
-      `\`npm run bench -- ${process.argv.slice(2).join(' ')}\`, ${started.toISOString()} – ${new Date().toISOString()}; ${machineLine()}; PostgreSQL ${await postgresVersion(benchUrl)}; load average (1 min) ${loads}.`,
-      '',
-      `What a claim costs in a queue with ${GROUPS_COUNT.toLocaleString('en-US')} groups (3 Pending jobs each, a group concurrency no group reaches, so each claim visits ${GROUPS_CLAIM} groups) against a queue without groups (\`plain\`: the one-statement claim) and a queue with a \`maxWorkers\` budget (\`budgeted\`: the claim's transaction with the queue's row lock, the shape every grouped claim has). Each claim starts ${GROUPS_CLAIM} rows and is timed alone; the queues take turns claim by claim. The issue's bound is 1.5× a queue without groups.`,
-      '',
-      table,
-    ].join('\n');
-    await writeSection(join(__dirname, 'RESULTS.md'), GROUPS_HEADING, section);
-    log('wrote the groups section of bench/RESULTS.md');
+      `${started.toISOString()} – ${new Date().toISOString()}; ${machineLine()}; PostgreSQL ${await postgresVersion(benchUrl)}; load average (1 min) ${loads}`,
+      [
+        `What a claim costs in a queue with ${GROUPS_COUNT.toLocaleString('en-US')} groups (3 Pending jobs each, a group concurrency no group reaches, so each claim visits ${GROUPS_CLAIM} groups) against a queue without groups (\`plain\`: the one-statement claim) and a queue with a \`maxWorkers\` budget (\`budgeted\`: the claim's transaction with the queue's row lock, the shape every grouped claim has). Each claim starts ${GROUPS_CLAIM} rows and is timed alone; the queues take turns claim by claim. The issue's bound is 1.5× a queue without groups.`,
+        table,
+      ],
+      'groups section of bench/RESULTS.md',
+    );
   }
+}
+
+/**
+ * Writes a scenario's own section of RESULTS.md: its heading, the command and `run` (when, where),
+ * then `parts` (description, chart, table), paragraphs apart; logs `wrote the <what>`.
+ */
+async function writeScenarioSection(
+  heading: string,
+  run: string,
+  parts: readonly string[],
+  what: string,
+): Promise<void> {
+  const command = `\`npm run bench -- ${process.argv.slice(2).join(' ')}\`, ${run}.`;
+  const section = [heading, command, ...parts].join('\n\n');
+  await writeSection(join(__dirname, 'RESULTS.md'), heading, section);
+  log(`wrote the ${what}`);
 }
 
 /** Replaces the section under `heading` (to the next `## ` heading) in RESULTS.md, or appends it. */

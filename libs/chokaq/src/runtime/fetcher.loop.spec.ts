@@ -1,7 +1,8 @@
 import { RecordingLogger } from '../../../../test/runtime/support/silent-logger';
 import { testOptions } from '../../../../test/runtime/support/options';
+import { queueInfo } from '../../../../test/runtime/support/queue-info';
 import type { HandlerLookup } from '../interfaces/handler.interface';
-import type { ClaimedJobs, QueueInfo, RateLimit } from '../interfaces/job.interface';
+import type { ClaimedJobs, RateLimit } from '../interfaces/job.interface';
 import type { JobStore } from '../storage/job-storage';
 import { FetcherLoop, MIN_RATE_RETRY_MS } from './fetcher.loop';
 import type { JobProcessor } from './job-processor';
@@ -9,22 +10,6 @@ import { IDLE_TICK, type TickResult } from './loop';
 import { QueueControls } from './queue-controls';
 
 const POLL_MS = 1_000;
-
-function queueRow(name: string, rateLimit: RateLimit | null): QueueInfo {
-  return {
-    name,
-    isPaused: false,
-    isActive: true,
-    maxWorkers: null,
-    zombieTimeoutSeconds: null,
-    executionTimeoutMs: null,
-    retryZombies: false,
-    rateLimit,
-    groupConcurrency: null,
-    groupRateLimit: null,
-    lastUpdatedUtc: new Date(0),
-  };
-}
 
 /**
  * A fetcher over a storage whose claims come back empty (with `claimed` as they say), with five
@@ -37,7 +22,7 @@ async function nextDelay(
   const storage = {
     reportsRateLimitWait: reports,
     fetchNextBatch: jest.fn(async () => claimed),
-    getQueues: jest.fn(async () => [queueRow('geo', rateLimit)]),
+    getQueues: jest.fn(async () => [queueInfo('geo', { rateLimit })]),
   };
   const processor = {
     waitingCount: 0,
@@ -98,9 +83,7 @@ describe('FetcherLoop starting ahead', () => {
     const fetchNextBatch = jest.fn(async (_request: unknown) => [] as ClaimedJobs);
     const storage = {
       fetchNextBatch,
-      getQueues: jest.fn(async () =>
-        budgeted.map((name) => ({ ...queueRow(name, null), maxWorkers: 1 })),
-      ),
+      getQueues: jest.fn(async () => budgeted.map((name) => queueInfo(name, { maxWorkers: 1 }))),
     };
     const processor = {
       waitingCount: 0,

@@ -65,12 +65,14 @@ export function* claimTurns<R>(
     first.length >= limit || options.skipOrdinary
       ? []
       : yield { kind: 'ordinary', limit: limit - first.length, start: start - first.length };
-  const startedRest = rest.filter(options.started).length;
   const last =
     grouped.length > 0 && !options.groupsFirst
-      ? yield* claimGrouped(Math.min(start - startedRest, limit - rest.length))
+      ? yield* claimGrouped(
+          Math.min(start - rest.filter(options.started).length, limit - rest.length),
+        )
       : [];
-  return [...first, ...rest, ...last];
+  // A claim that covers no grouped queue (most claims) returns the ordinary claim's rows as they are.
+  return first.length === 0 && last.length === 0 ? rest : [...first, ...rest, ...last];
 }
 
 /** Runs {@link claimTurns} with `take` answering each part (an asynchronous driver). */
