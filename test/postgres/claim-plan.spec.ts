@@ -11,6 +11,7 @@ interface PlanNode {
   'Index Cond'?: string;
   'Actual Rows'?: number;
   'Actual Loops'?: number;
+  'Parent Relationship'?: string;
   Plans?: PlanNode[];
 }
 
@@ -86,12 +87,15 @@ describePostgres('PostgreSQL claim plan', () => {
     expect(hotScans.filter((n) => n['Node Type'] === 'Seq Scan')).toEqual([]);
     // Inside each queue's LATERAL the index order is the claim order: Limit → LockRows → Index Scan,
     // no Sort over jobs_hot rows (the only Sort merges the few candidates of all queues).
-    const lateral = all.filter(
-      (n) =>
+    // (The Limit's own InitPlans, which compute each queue's share, sit beside its LockRows.)
+    const lateral = all.filter((n) => {
+      const lock = n.Plans?.find((c) => c['Parent Relationship'] === 'Outer');
+      return (
         n['Node Type'] === 'Limit' &&
-        n.Plans?.[0]['Node Type'] === 'LockRows' &&
-        n.Plans[0].Plans?.[0]['Index Name'] === 'ix_jobs_hot_pending',
-    );
+        lock?.['Node Type'] === 'LockRows' &&
+        lock.Plans?.[0]['Index Name'] === 'ix_jobs_hot_pending'
+      );
+    });
     expect(lateral.length).toBeGreaterThanOrEqual(1);
     const pending = hotScans.filter((n) => n['Index Name'] === 'ix_jobs_hot_pending');
     expect(pending.length).toBeGreaterThanOrEqual(1);

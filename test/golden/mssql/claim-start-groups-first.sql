@@ -246,6 +246,16 @@ FROM @Runnable AS m
     ORDER BY h.Priority DESC, h.DueAtUtc, h.Id
   ) AS c
 WHERE m.AllTypes = 0 AND m.Slots > 0;
+-- Each queue locks no more than its share of the claim: its candidates among the best of all
+-- queues, up to the limit (a U lock is held to COMMIT, and a claimer skips every row another holds).
+UPDATE m SET m.Slots = CASE WHEN ISNULL(b.Share, 0) < m.Slots THEN ISNULL(b.Share, 0) ELSE m.Slots END
+FROM @Runnable AS m
+LEFT JOIN (
+  SELECT x.Queue, COUNT(*) AS Share
+  FROM (SELECT TOP (@2 - @GroupTaken) c.Queue FROM @Candidates AS c ORDER BY c.Priority DESC, c.DueAtUtc, c.Id) AS x
+  GROUP BY x.Queue
+) AS b ON b.Queue = m.Queue
+WHERE m.Slots > 0;
 -- Each queue locks its best candidates by key (clustered Id), skipping rows others hold.
 INSERT INTO @Picked (Id, Priority, DueAtUtc)
 SELECT k.Id, k.Priority, k.DueAtUtc

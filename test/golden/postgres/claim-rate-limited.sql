@@ -54,6 +54,28 @@ runnable AS MATERIALIZED (
   JOIN "chokaq".queues q ON q.name = w.queue
   WHERE NOT q.is_paused AND q.is_active AND q.group_concurrency IS NULL AND q.group_rate_max IS NULL
 ),
+shares AS MATERIALIZED (
+  SELECT b.queue, count(*)::int AS share
+  FROM (
+    SELECT r.name AS queue
+    FROM runnable r
+    CROSS JOIN LATERAL (
+      SELECT j.priority, coalesce(j.scheduled_at_utc, j.enqueued_at_utc) AS due, j.id
+      FROM "chokaq".jobs_hot j
+      WHERE j.status = 0
+        AND j.queue = r.name
+        AND coalesce(j.scheduled_at_utc, j.enqueued_at_utc) <= now()
+        AND (r.types IS NULL OR EXISTS (
+          SELECT 1 FROM unnest(r.types, r.min_versions, r.max_versions) AS t(type, lo, hi)
+          WHERE t.type = j.type AND j.payload_version BETWEEN t.lo AND t.hi))
+      ORDER BY j.priority DESC, coalesce(j.scheduled_at_utc, j.enqueued_at_utc), j.id COLLATE "C"
+      LIMIT r.budget
+    ) c
+    ORDER BY c.priority DESC, c.due, c.id COLLATE "C"
+    LIMIT $6
+  ) b
+  GROUP BY b.queue
+),
 picked AS MATERIALIZED (
   SELECT c.id, c.tid,
          row_number() OVER (ORDER BY c.priority DESC, c.due, c.id COLLATE "C") AS rn
@@ -62,13 +84,14 @@ picked AS MATERIALIZED (
     SELECT j.id, j.ctid AS tid, j.priority, coalesce(j.scheduled_at_utc, j.enqueued_at_utc) AS due
     FROM "chokaq".jobs_hot j
     WHERE j.status = 0
-      AND j.queue = r.name
-      AND coalesce(j.scheduled_at_utc, j.enqueued_at_utc) <= now()
-      AND (r.types IS NULL OR EXISTS (
-        SELECT 1 FROM unnest(r.types, r.min_versions, r.max_versions) AS t(type, lo, hi)
-        WHERE t.type = j.type AND j.payload_version BETWEEN t.lo AND t.hi))
+        AND j.queue = r.name
+        AND coalesce(j.scheduled_at_utc, j.enqueued_at_utc) <= now()
+        AND (r.types IS NULL OR EXISTS (
+          SELECT 1 FROM unnest(r.types, r.min_versions, r.max_versions) AS t(type, lo, hi)
+          WHERE t.type = j.type AND j.payload_version BETWEEN t.lo AND t.hi))
     ORDER BY j.priority DESC, coalesce(j.scheduled_at_utc, j.enqueued_at_utc), j.id COLLATE "C"
-    LIMIT r.budget
+    LIMIT CASE WHEN (SELECT count(*) FROM runnable) = 1 THEN r.budget
+               ELSE coalesce((SELECT x.share FROM shares x WHERE x.queue = r.name), 0) END
     FOR UPDATE SKIP LOCKED
   ) c
   ORDER BY c.priority DESC, c.due, c.id COLLATE "C"

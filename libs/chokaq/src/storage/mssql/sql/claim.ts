@@ -95,8 +95,11 @@ export interface MssqlClaimRequest {
  * BY Priority DESC, DueAtUtc, Id)`, a seek into a filtered index; the cost is O(batch) per queue,
  * not O(backlog). The per-queue budget (`slots = min(limit, MaxWorkers − active)`, never
  * negative) caps each queue, and an outer `TOP (@limit)` keeps the best rows across queues,
- * priority first, then due time; picked rows that lose that cut stay U-locked until COMMIT (at
- * most the slots of each queue).
+ * priority first, then due time. Each queue U-locks no more than its share of that cut (its
+ * candidates among the best `limit` of all queues, read without update locks): a U lock is held
+ * to COMMIT and makes every other claimer skip the row, so locking each queue's whole slots
+ * would hold up to `limit` rows per queue to keep `limit` in all. A share whose rows another
+ * claimer holds is filled from the queue's further candidates (twice its slots were read).
  *
  * Grouped queues (schema version 17: a queue with `GroupConcurrency` or `GroupRateMax`): the
  * ordinary claim above never takes their rows (their `Slots` are 0), since it may leave rows
@@ -317,6 +320,16 @@ export function fetchNextBatch(schema: MssqlSchema, req: MssqlClaimRequest): Mss
         ' AND h.PayloadVersion BETWEEN y.MinVersion AND y.MaxVersion',
       ),
       'WHERE m.AllTypes = 0 AND m.Slots > 0;',
+      '-- Each queue locks no more than its share of the claim: its candidates among the best of all',
+      '-- queues, up to the limit (a U lock is held to COMMIT, and a claimer skips every row another holds).',
+      'UPDATE m SET m.Slots = CASE WHEN ISNULL(b.Share, 0) < m.Slots THEN ISNULL(b.Share, 0) ELSE m.Slots END',
+      'FROM @Runnable AS m',
+      'LEFT JOIN (',
+      '  SELECT x.Queue, COUNT(*) AS Share',
+      `  FROM (SELECT TOP (${rest(limit)}) c.Queue FROM @Candidates AS c ORDER BY c.Priority DESC, c.DueAtUtc, c.Id) AS x`,
+      '  GROUP BY x.Queue',
+      ') AS b ON b.Queue = m.Queue',
+      'WHERE m.Slots > 0;',
       '-- Each queue locks its best candidates by key (clustered Id), skipping rows others hold.',
       'INSERT INTO @Picked (Id, Priority, DueAtUtc)',
       'SELECT k.Id, k.Priority, k.DueAtUtc',

@@ -121,6 +121,21 @@ const CLAIM_RETURNED = (alias: string): string =>
       : `${alias}.${c}`,
   ).join(',\n       ');
 
+/** A claim's order within a queue, of the hot row `j`: priority, due time, id (byte order). */
+const CLAIM_ORDER = (j: string): string =>
+  `${j}.priority DESC, coalesce(${j}.scheduled_at_utc, ${j}.enqueued_at_utc), ${j}.id COLLATE "C"`;
+
+/**
+ * The due Pending rows of the runnable queue `r` (of `jobs_hot j`) of a type and payload version
+ * this worker runs: a range of `ix_jobs_hot_pending`, with the type test as a residual predicate.
+ */
+const DUE_PENDING_OF_R = `j.status = 0
+        AND j.queue = r.name
+        AND coalesce(j.scheduled_at_utc, j.enqueued_at_utc) <= now()
+        AND (r.types IS NULL OR EXISTS (
+          SELECT 1 FROM unnest(r.types, r.min_versions, r.max_versions) AS t(type, lo, hi)
+          WHERE t.type = j.type AND j.payload_version BETWEEN t.lo AND t.hi))`;
+
 /**
  * Step 2 of a claim: claims up to $6 due Pending rows of the handled queues and types (payload
  * versions within each pair's range), starts the first $7 of them in claim order (status 2,
@@ -129,11 +144,14 @@ const CLAIM_RETURNED = (alias: string): string =>
  *
  * Lock/isolation: READ COMMITTED with a fresh snapshot taken after step 1's locks, so a budgeted
  * queue's active count includes every claim committed before ours; rows are taken with
- * `FOR UPDATE SKIP LOCKED` inside a per-queue `LATERAL … LIMIT budget` (never waited for, re-checked
- * after the lock); `picked` and `runnable` are MATERIALIZED (evaluated once). The `unbudgeted`
+ * `FOR UPDATE SKIP LOCKED` inside a per-queue `LATERAL` (never waited for, re-checked after the
+ * lock) that locks only the queue's share of the claim: with more than one runnable queue,
+ * `shares` reads each queue's best `budget` rows without locks and counts each queue's rows among
+ * the best $6 across queues (one queue: its budget); `picked`, `runnable` and `shares` are
+ * MATERIALIZED (evaluated once; `shares` only when read). The `unbudgeted`
  * variant runs alone in autocommit and skips every queue with a budget or a rate limit. The
  * claim's transaction commits with `synchronous_commit = off`. Why each part has this shape (cost,
- * order and ties, the TID join, rate windows, the relaxed commit, the start bucket):
+ * order and ties, the TID join, rate windows, the relaxed commit, the start bucket, the rows it locks):
  * docs/storage.md, "PostgreSQL: the claim statement, part by part".
  */
 export const fetchNextBatch = (
@@ -182,6 +200,23 @@ runnable AS MATERIALIZED (${
     AND ${UNGROUPED}`
 }
 ),
+shares AS MATERIALIZED (
+  SELECT b.queue, count(*)::int AS share
+  FROM (
+    SELECT r.name AS queue
+    FROM runnable r
+    CROSS JOIN LATERAL (
+      SELECT j.priority, coalesce(j.scheduled_at_utc, j.enqueued_at_utc) AS due, j.id
+      FROM ${s}.jobs_hot j
+      WHERE ${DUE_PENDING_OF_R}
+      ORDER BY ${CLAIM_ORDER('j')}
+      LIMIT r.budget
+    ) c
+    ORDER BY c.priority DESC, c.due, c.id COLLATE "C"
+    LIMIT $6
+  ) b
+  GROUP BY b.queue
+),
 picked AS MATERIALIZED (
   SELECT c.id, c.tid,
          row_number() OVER (ORDER BY c.priority DESC, c.due, c.id COLLATE "C") AS rn
@@ -189,14 +224,10 @@ picked AS MATERIALIZED (
   CROSS JOIN LATERAL (
     SELECT j.id, j.ctid AS tid, j.priority, coalesce(j.scheduled_at_utc, j.enqueued_at_utc) AS due
     FROM ${s}.jobs_hot j
-    WHERE j.status = 0
-      AND j.queue = r.name
-      AND coalesce(j.scheduled_at_utc, j.enqueued_at_utc) <= now()
-      AND (r.types IS NULL OR EXISTS (
-        SELECT 1 FROM unnest(r.types, r.min_versions, r.max_versions) AS t(type, lo, hi)
-        WHERE t.type = j.type AND j.payload_version BETWEEN t.lo AND t.hi))
-    ORDER BY j.priority DESC, coalesce(j.scheduled_at_utc, j.enqueued_at_utc), j.id COLLATE "C"
-    LIMIT r.budget
+    WHERE ${DUE_PENDING_OF_R}
+    ORDER BY ${CLAIM_ORDER('j')}
+    LIMIT CASE WHEN (SELECT count(*) FROM runnable) = 1 THEN r.budget
+               ELSE coalesce((SELECT x.share FROM shares x WHERE x.queue = r.name), 0) END
     FOR UPDATE SKIP LOCKED
   ) c
   ORDER BY c.priority DESC, c.due, c.id COLLATE "C"
