@@ -18,6 +18,7 @@ import {
   type AdminReadsRun,
 } from './lib/admin-reads-report';
 import {
+  defaultScaleArchived,
   defaultScalePending,
   parseArgs,
   HELP,
@@ -61,7 +62,14 @@ import {
 import { seedReadsData } from './scenarios/reads-data';
 import { runScenario } from './scenarios/run-scenario';
 import { footprintTable, runFootprint } from './scenarios/footprint.scenario';
-import { type ScalePoint, runScaleClaims, scaleClaimTable } from './scenarios/scale.scenario';
+import {
+  type ArchivePoint,
+  type ScalePoint,
+  runScaleArchive,
+  runScaleClaims,
+  scaleArchiveTable,
+  scaleClaimTable,
+} from './scenarios/scale.scenario';
 import { lineChartSvg } from './lib/svg-chart';
 import type { BenchSystem } from './systems/bench-system';
 import { METRICS_VARIANTS, chokaqSystem } from './systems/chokaq.system';
@@ -161,29 +169,46 @@ async function main(): Promise<void> {
 }
 
 /** The heading of the scale scenario's section of RESULTS.md. */
-const SCALE_HEADING = '## Scale: the claim as the backlog grows';
+const SCALE_HEADING = '## Scale: the hot path as the tables grow';
 
-/** The scale scenario's claim curve, dialect by dialect: table, chart and section of RESULTS.md. */
+/**
+ * The scale scenario, dialect by dialect: the claim curve (claims and a drain per backlog size),
+ * then the archive curve (enqueue, archive and a drain per archive size) with the admin reads at
+ * its largest size; tables, charts and the section of RESULTS.md.
+ */
 async function scale(args: BenchArgs, benchUrl: string): Promise<void> {
   const started = new Date();
   const points: ScalePoint[] = [];
+  const archivePoints: ArchivePoint[] = [];
+  const reads: AdminReadsRun[] = [];
   for (const dialect of args.dialects) {
     const sizes = args.scalePending ?? defaultScalePending(dialect, args.quick);
     await waitForLoad(args, log);
     points.push(...(await runScaleClaims(dialect, benchUrl, sizes, log)));
+    const archived = args.scaleArchived ?? defaultScaleArchived(dialect, args.quick);
+    if (archived.length === 0) continue;
+    const curve = await runScaleArchive(dialect, benchUrl, archived, args.reads, log, () =>
+      waitForLoad(args, log),
+    );
+    archivePoints.push(...curve.points);
+    if (curve.reads) reads.push(curve.reads);
   }
   const table = scaleClaimTable(points);
-  process.stdout.write(`\n### scale\n\n${table}\n`);
+  const archiveTable = archivePoints.length > 0 ? scaleArchiveTable(archivePoints) : '';
+  process.stdout.write(`\n### scale\n\n${table}\n\n${archiveTable}\n`);
+  for (const run of reads) process.stdout.write(`\n${readsTable(run)}\n`);
   if (!args.write) return;
-  const chart = join(__dirname, 'scale-claim.svg');
+  const dialects = (of: ReadonlyArray<{ dialect: BenchDialect }>) => [
+    ...new Set(of.map((p) => p.dialect)),
+  ];
   writeFileSync(
-    chart,
+    join(__dirname, 'scale-claim.svg'),
     lineChartSvg({
       title: 'A claim of 50 rows as the backlog grows',
       xLabel: 'Pending rows (log scale)',
       yLabel: 'claim (ms)',
       logX: true,
-      series: [...new Set(points.map((p) => p.dialect))].flatMap((dialect) => {
+      series: dialects(points).flatMap((dialect) => {
         const mine = points.filter((p) => p.dialect === dialect);
         return [
           { name: `${dialect} p50`, points: mine.map((p) => [p.pending, p.p50] as const) },
@@ -192,15 +217,57 @@ async function scale(args: BenchArgs, benchUrl: string): Promise<void> {
       }),
     }),
   );
+  const sections = [
+    "Per size, a fresh schema (PostgreSQL) or file (SQLite) seeded with that many Pending rows by `INSERT … SELECT` (the admin-reads seed: 20 queues of skewed sizes, one row in ten scheduled up to an hour ahead, three in a hundred waiting for a retry) and analysed; then 200 claims of 50 rows over every queue (60 on 10,000 rows, so the backlog stays), each timed alone (after 6 untimed), their rows archived between claims. On PostgreSQL the hot table is vacuumed every 10 claims (untimed), as autovacuum does in a steady drain. Then one worker process (ChokaQ's defaults, concurrency 50, a no-op handler of every queue) drains 20,000 jobs of the backlog (a quarter of a smaller one), timed from its start signal until the database shows them archived; two of the seeded queues have a worker budget (and one is paused), so this worker claims as a worker with a budgeted queue does, without starting ahead. The data is dropped after each size. The chart: [scale-claim.svg](scale-claim.svg).",
+    '![The claim as the backlog grows](scale-claim.svg)',
+    table,
+  ];
+  if (archivePoints.length > 0) {
+    writeFileSync(
+      join(__dirname, 'scale-archive.svg'),
+      lineChartSvg({
+        title: 'The hot path as the Archive grows',
+        xLabel: 'Archived rows (log scale)',
+        yLabel: 'ms',
+        logX: true,
+        series: dialects(archivePoints).flatMap((dialect) => {
+          const mine = archivePoints.filter((p) => p.dialect === dialect);
+          return [
+            {
+              name: `${dialect} archive of 100, p50`,
+              points: mine.map((p) => [p.archived, p.archiveP50] as const),
+            },
+            {
+              name: `${dialect} enqueue, mean`,
+              points: mine.map((p) => [p.archived, 1_000 / p.enqueueSingle] as const),
+            },
+            {
+              name: `${dialect} 1,000 jobs drained at c50`,
+              points: mine.map((p) => [p.archived, 1_000_000 / p.drainJobsPerSecond] as const),
+            },
+          ];
+        }),
+      }),
+    );
+    sections.push(
+      '### As the Archive grows',
+      "Per size, a fresh schema or file seeded by the admin-reads seed with that many archived rows (spread over three days), plus 100,000 DLQ and 100,000 Pending rows, and analysed; then, on one storage in this process, 2,000 single enqueues and 20,000 bulk enqueues in calls of 1,000 into `webhooks` (a queue with no budget), 30 claims of 100 of its rows each followed by its `archiveSucceeded` timed alone, and one worker process running `webhooks` alone (so it starts ahead, as on a plain queue) draining 15,000 jobs at concurrency 50. The chart: [scale-archive.svg](scale-archive.svg) (an enqueue's mean time, an archive of 100's p50, and the time 1,000 jobs take to drain).",
+      '![The hot path as the Archive grows](scale-archive.svg)',
+      archiveTable,
+    );
+    for (const run of reads) {
+      sections.push(
+        `#### The admin reads beside ${run.counts.jobs_archive.toLocaleString('en-US')} archived rows (${run.dialect})`,
+        `The admin-reads set of the \`admin-reads\` scenario on the largest data set above (${run.counts.jobs_dlq.toLocaleString('en-US')} DLQ, ${run.counts.jobs_hot.toLocaleString('en-US')} hot rows, ${run.sizeMb.toFixed(0)} MB), ${args.reads.repetitions} timed calls of each after one unmeasured round.`,
+        readsTable(run),
+      );
+    }
+  }
   await writeScenarioSection(
     SCALE_HEADING,
     `${started.toISOString()} – ${new Date().toISOString()}; ${machineLine()}; PostgreSQL ${await postgresVersion(benchUrl)}`,
-    [
-      'Per size, a fresh schema (PostgreSQL) or file (SQLite) seeded with that many Pending rows by `INSERT … SELECT` (the admin-reads seed: 20 queues of skewed sizes, one row in ten scheduled up to an hour ahead, three in a hundred waiting for a retry) and analysed; then 200 claims of 50 rows over every queue (60 on 10,000 rows, so the backlog stays), each timed alone (after 6 untimed), their rows archived between claims. On PostgreSQL the hot table is vacuumed every 10 claims (untimed), as autovacuum does in a steady drain. The data is dropped after each size. The chart: [scale-claim.svg](scale-claim.svg).',
-      '![The claim as the backlog grows](scale-claim.svg)',
-      table,
-    ],
-    'scale section of bench/RESULTS.md and bench/scale-claim.svg',
+    sections,
+    'scale section of bench/RESULTS.md and its charts',
   );
 }
 

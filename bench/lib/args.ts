@@ -108,6 +108,8 @@ export interface BenchArgs {
   handler: BenchHandlerShape | undefined;
   /** The scale scenario's backlog sizes (`--scale-pending`); undefined: per dialect's default. */
   scalePending: number[] | undefined;
+  /** The scale scenario's archive sizes (`--scale-archived`); undefined: per dialect's default; [] skips the archive curve. */
+  scaleArchived: number[] | undefined;
 }
 
 /** The scale scenario's backlog sizes when `--scale-pending` is not given. */
@@ -116,6 +118,12 @@ export function defaultScalePending(dialect: BenchDialect, quick: boolean): numb
   return dialect === 'postgres'
     ? [10_000, 100_000, 1_000_000, 5_000_000]
     : [10_000, 100_000, 1_000_000];
+}
+
+/** The scale scenario's archive sizes when `--scale-archived` is not given (issue 31: 10,000,000 on PostgreSQL, 5,000,000 on SQLite). */
+export function defaultScaleArchived(dialect: BenchDialect, quick: boolean): number[] {
+  if (quick) return [10_000, 100_000];
+  return dialect === 'postgres' ? [10_000, 1_000_000, 10_000_000] : [10_000, 1_000_000, 5_000_000];
 }
 
 /** How the ChokaQ bench worker's handler is declared (see {@link BenchArgs.handler}). */
@@ -196,15 +204,19 @@ const HELP = `npm run bench -- [flags]
                           groups and one with a budget (p50/p95 per claim); its own section of RESULTS.md
                           footprint: the RSS of a fresh process that requires a ChokaQ worker's modules,
                           against bare Node and pg alone; its own section of RESULTS.md
-                          scale: the claim's p50/p95 as the backlog grows (--scale-pending), each size
-                          seeded by INSERT … SELECT and dropped after; its own section of RESULTS.md
-                          and bench/scale-claim.svg
+                          scale: the claim's p50/p95 and a c50 drain as the backlog grows
+                          (--scale-pending); enqueue, archive and a c50 drain as the Archive grows
+                          (--scale-archived), the admin reads at its largest size; each size seeded
+                          by INSERT … SELECT and dropped after; its own section of RESULTS.md and
+                          bench/scale-claim.svg, bench/scale-archive.svg
   --dialects=a,b          ${BENCH_DIALECTS.join(',')} (default both)
   --runs=N                runs per scenario (default 3; --quick 1)
   --drain=N --backlog=N --backlog-drain=N --single=N --bulk=N --latency-jobs=N --concurrency=10,50
   --reads-archived=N --reads-dead=N --reads-pending=N --reads-reps=N   admin-reads sizes and repetitions
   --scale-pending=a,b,…   scale: the backlog sizes (default 10000,100000,1000000,5000000 on PostgreSQL,
                           up to 1000000 on SQLite; --quick 10000,100000)
+  --scale-archived=a,b,…  scale: the archive sizes (default 10000,1000000,10000000 on PostgreSQL,
+                          up to 5000000 on SQLite; --quick 10000,100000; 0 skips the archive curve)
   --deck-rounds=N --deck-ticks=N   deck: timed rounds over the panels (default 5), timed ticks (default 20)
   --run-timeout-ms=N      bound of one run (default 300000)
   --start-ahead=N         ChokaQ's worker.startAhead in the suite (A/B runs; default: the library's)
@@ -285,6 +297,7 @@ export function parseArgs(argv: readonly string[]): BenchArgs | 'help' {
     'handler-ms',
     'handler-sink',
     'scale-pending',
+    'scale-archived',
     ...Object.keys(sizeFlags),
     ...Object.keys(readFlags),
     ...Object.keys(deckFlags),
@@ -310,6 +323,11 @@ export function parseArgs(argv: readonly string[]): BenchArgs | 'help' {
     .get('scale-pending')
     ?.split(',')
     .map((n) => positive(n, '--scale-pending'));
+  const scaleArchivedFlag = flags.get('scale-archived');
+  const scaleArchived =
+    scaleArchivedFlag === '0'
+      ? []
+      : scaleArchivedFlag?.split(',').map((n) => positive(n, '--scale-archived'));
   if (sizes.backlogDrain > sizes.backlog) throw new Error('--backlog-drain must be ≤ --backlog');
   const startAhead = flags.get('start-ahead');
   if (startAhead !== undefined && !/^\d+$/.test(startAhead)) {
@@ -330,6 +348,7 @@ export function parseArgs(argv: readonly string[]): BenchArgs | 'help' {
   }
   return {
     scalePending,
+    scaleArchived,
     startAhead: startAhead === undefined ? undefined : Number(startAhead),
     handler:
       handlerBatch === undefined

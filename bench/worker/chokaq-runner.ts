@@ -34,10 +34,11 @@ const quietLogger: LoggerService = {
  * waiting `shape.callMs` (a stand-in for the one round trip to another system a call makes).
  */
 class BenchHandlers implements HandlerLookup {
-  private readonly definition: HandlerDefinition;
+  /** One definition per queue run (one queue unless the scale scenario names several). */
+  private readonly definitions = new Map<string, HandlerDefinition>();
 
   constructor(
-    private readonly queue: string,
+    private readonly queues: readonly string[],
     onJob: (payload: BenchPayload) => void,
     private readonly shape: WorkerConfig['handler'],
     /** With `shape.sink`: writes the numbers of one call's jobs, in one statement. */
@@ -49,32 +50,34 @@ class BenchHandlers implements HandlerLookup {
       if (sink) await sink(payloads.map((p) => p?.i ?? 0));
       for (const payload of payloads) onJob(payload);
     };
-    this.definition = {
-      queue,
-      ...(shape === undefined ? {} : { type: queue }),
-      name: 'Bench.noop',
-      // The default handler is exactly what it always was: no wait, not even an `await`.
-      invoke:
-        callMs === 0 && sink === undefined
-          ? async (payload) => onJob(payload as BenchPayload)
-          : (payload) => call([payload as BenchPayload]),
-      ...(shape !== undefined &&
-        shape.batch > 0 && {
-          batch: { size: shape.batch, waitMs: DEFAULT_BATCH_WAIT_MS },
-          invokeBatch: (items: JobBatchItem[]) =>
-            call(items.map((item) => item.payload as BenchPayload)),
-        }),
-    };
+    for (const queue of queues) {
+      this.definitions.set(queue, {
+        queue,
+        ...(shape === undefined ? {} : { type: queue }),
+        name: 'Bench.noop',
+        // The default handler is exactly what it always was: no wait, not even an `await`.
+        invoke:
+          callMs === 0 && sink === undefined
+            ? async (payload) => onJob(payload as BenchPayload)
+            : (payload) => call([payload as BenchPayload]),
+        ...(shape !== undefined &&
+          shape.batch > 0 && {
+            batch: { size: shape.batch, waitMs: DEFAULT_BATCH_WAIT_MS },
+            invokeBatch: (items: JobBatchItem[]) =>
+              call(items.map((item) => item.payload as BenchPayload)),
+          }),
+      });
+    }
   }
 
   resolve(queue: string): HandlerDefinition | undefined {
-    return queue === this.queue ? this.definition : undefined;
+    return this.definitions.get(queue);
   }
 
   handled(): HandledJobs {
     return this.shape === undefined
-      ? { queues: [this.queue], types: [] }
-      : { queues: [], types: [{ queue: this.queue, type: this.queue }] };
+      ? { queues: [...this.queues], types: [] }
+      : { queues: [], types: this.queues.map((queue) => ({ queue, type: queue })) };
   }
 
   /** The bench handler does not opt into retryZombies. */
@@ -132,7 +135,12 @@ export const createChokaqRunner: RunnerFactory = async (config, onJob) => {
   const sink = config.handler?.sink ? await openSink(config) : undefined;
   const worker = new ChokaQWorker({
     storage,
-    handlers: new BenchHandlers(config.queue, onJob, config.handler, sink?.write),
+    handlers: new BenchHandlers(
+      config.queues ?? [config.queue],
+      onJob,
+      config.handler,
+      sink?.write,
+    ),
     options,
     logger: quietLogger,
     metrics: await metricsFor(config.metrics, options.metrics),

@@ -16,6 +16,11 @@ export interface WorkerConfig {
   /** PostgreSQL schema of this run (SQLite: table prefix). */
   schema: string;
   queue: string;
+  /**
+   * ChokaQ's scale scenario only: the queues its queue-wide handler runs (the seeded backlog's
+   * queues). Absent: `queue` alone.
+   */
+  queues?: string[];
   concurrency: number;
   /** Profile mode: time every storage operation and every SQL statement in the worker. */
   timeStatements?: boolean;
