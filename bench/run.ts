@@ -71,6 +71,13 @@ import {
   scaleClaimTable,
 } from './scenarios/scale.scenario';
 import { lineChartSvg } from './lib/svg-chart';
+import {
+  type SoakMinute,
+  runSoak,
+  soakChecks,
+  soakChecksTable,
+  soakTable,
+} from './scenarios/soak.scenario';
 import type { BenchSystem } from './systems/bench-system';
 import { METRICS_VARIANTS, chokaqSystem } from './systems/chokaq.system';
 import { graphileSystem } from './systems/graphile.system';
@@ -166,6 +173,78 @@ async function main(): Promise<void> {
   if (args.scenarios.has('groups')) await groups(args, benchUrl);
   if (args.scenarios.has('footprint')) await footprint(args);
   if (args.scenarios.has('scale')) await scale(args, benchUrl);
+  if (args.scenarios.has('soak')) await soak(args, benchUrl);
+}
+
+/** The heading of the soak scenario's section of RESULTS.md. */
+const SOAK_HEADING = '## Soak: sustained load';
+
+/** The soak scenario (PostgreSQL): its per-minute table, its checks, its chart and its section. */
+async function soak(args: BenchArgs, benchUrl: string): Promise<void> {
+  if (!args.dialects.has('postgres')) {
+    log('soak: runs on PostgreSQL only (--dialects must include postgres)');
+    return;
+  }
+  const started = new Date();
+  await waitForLoad(args, log);
+  const run = await runSoak(
+    benchUrl,
+    {
+      minutes: args.soakMinutes,
+      share: 0.7,
+      rate: args.soakRate,
+      concurrency: 50,
+      archiveMs: 300_000,
+      retentionIntervalMs: 60_000,
+    },
+    log,
+  );
+  const table = soakTable(run);
+  const checks = soakChecksTable(soakChecks(run));
+  process.stdout.write(`\n### soak\n\n${table}\n\n${checks}\n`);
+  if (!args.write) return;
+  const minutes = run.minutes;
+  writeFileSync(
+    join(__dirname, 'soak.svg'),
+    lineChartSvg({
+      title: `${run.plan.minutes} minutes at ${run.rate.toLocaleString('en-US')} jobs/s`,
+      xLabel: 'minute',
+      yLabel: '÷ its value at minute 10',
+      logX: false,
+      xTicks: minutes.filter((m) => m.minute === 1 || m.minute % 10 === 0).map((m) => m.minute),
+      series: soakSeries(minutes),
+    }),
+  );
+  await writeScenarioSection(
+    SOAK_HEADING,
+    `${started.toISOString()} – ${new Date().toISOString()}; ${machineLine()}; PostgreSQL ${await postgresVersion(benchUrl)}`,
+    [
+      `One ChokaQ worker process (the defaults, concurrency ${run.plan.concurrency}, a no-op handler; retention keeps archived rows ${run.plan.archiveMs / 60_000} minutes and runs every ${run.plan.retentionIntervalMs / 1_000} s) on a fresh schema; a producer in the bench process enqueues in bulk every 100 ms at ${run.rate.toLocaleString('en-US')} jobs/s, ${Math.round(run.plan.share * 100)} % of the ${run.drainRate.toFixed(0)} jobs/s the same worker drained ${(20_000).toLocaleString('en-US')} jobs at first. At each minute's end: the jobs archived during it and their enqueue → start latency (from the Archive's own timestamps), the Pending backlog, \`jobs_hot\`'s size with its indexes, its dead tuples and autovacuum runs (PostgreSQL's statistics), the Archive's live rows, the worker's RSS and V8 heap, and the CPU of the worker and its backends per 1,000 archived jobs. \`jobs_hot\`'s storage settings: ${run.schemaSettings}. The chart: [soak.svg](soak.svg).`,
+      '![Sustained load, minute by minute](soak.svg)',
+      table,
+      checks,
+    ],
+    'soak section of bench/RESULTS.md and bench/soak.svg',
+  );
+}
+
+/**
+ * The soak chart's series: throughput, p99, `jobs_hot`'s size and the worker's RSS, each divided by
+ * its value at minute 10 (the issue's reference; the last minute of a shorter run), so one axis
+ * shows whether anything drifts.
+ */
+function soakSeries(minutes: readonly SoakMinute[]) {
+  const reference = minutes.find((m) => m.minute === 10) ?? minutes[minutes.length - 1];
+  const series = (name: string, f: (m: SoakMinute) => number) => ({
+    name,
+    points: minutes.map((m) => [m.minute, f(m) / f(reference)] as const),
+  });
+  return [
+    series(`archived jobs/s (1 = ${reference.jobsPerSecond.toFixed(0)})`, (m) => m.jobsPerSecond),
+    series(`p99 (1 = ${reference.latencyP99.toFixed(1)} ms)`, (m) => m.latencyP99),
+    series(`jobs_hot with indexes (1 = ${reference.hotMb.toFixed(1)} MB)`, (m) => m.hotMb),
+    series(`worker RSS (1 = ${reference.workerRssMb.toFixed(0)} MB)`, (m) => m.workerRssMb),
+  ];
 }
 
 /** The heading of the scale scenario's section of RESULTS.md. */

@@ -13,6 +13,7 @@ export const SCENARIOS = [
   'groups',
   'footprint',
   'scale',
+  'soak',
 ] as const;
 export type ScenarioName = (typeof SCENARIOS)[number];
 
@@ -29,6 +30,7 @@ export const SEPARATE_SCENARIOS: readonly ScenarioName[] = [
   'groups',
   'footprint',
   'scale',
+  'soak',
 ];
 
 /** What runs without `--scenarios`: every throughput and latency scenario. */
@@ -110,6 +112,10 @@ export interface BenchArgs {
   scalePending: number[] | undefined;
   /** The scale scenario's archive sizes (`--scale-archived`); undefined: per dialect's default; [] skips the archive curve. */
   scaleArchived: number[] | undefined;
+  /** The soak's length in minutes (`--soak-minutes`; default 60, --quick 2). */
+  soakMinutes: number;
+  /** The soak's production rate, jobs per second (`--soak-rate`); undefined: 70 % of a measured drain. */
+  soakRate: number | undefined;
 }
 
 /** The scale scenario's backlog sizes when `--scale-pending` is not given. */
@@ -209,12 +215,17 @@ const HELP = `npm run bench -- [flags]
                           (--scale-archived), the admin reads at its largest size; each size seeded
                           by INSERT … SELECT and dropped after; its own section of RESULTS.md and
                           bench/scale-claim.svg, bench/scale-archive.svg
+                          soak: an hour at 70 % of the drain rate (--soak-minutes, --soak-rate), PostgreSQL,
+                          per-minute throughput, latency, hot-table size, dead tuples, autovacuums,
+                          worker memory and CPU; its own section of RESULTS.md and bench/soak.svg
   --dialects=a,b          ${BENCH_DIALECTS.join(',')} (default both)
   --runs=N                runs per scenario (default 3; --quick 1)
   --drain=N --backlog=N --backlog-drain=N --single=N --bulk=N --latency-jobs=N --concurrency=10,50
   --reads-archived=N --reads-dead=N --reads-pending=N --reads-reps=N   admin-reads sizes and repetitions
   --scale-pending=a,b,…   scale: the backlog sizes (default 10000,100000,1000000,5000000 on PostgreSQL,
                           up to 1000000 on SQLite; --quick 10000,100000)
+  --soak-minutes=N        soak: minutes at sustained load (default 60; --quick 2)
+  --soak-rate=N           soak: jobs per second produced (default: 70 % of a drain measured first)
   --scale-archived=a,b,…  scale: the archive sizes (default 10000,1000000,10000000 on PostgreSQL,
                           up to 5000000 on SQLite; --quick 10000,100000; 0 skips the archive curve)
   --deck-rounds=N --deck-ticks=N   deck: timed rounds over the panels (default 5), timed ticks (default 20)
@@ -298,6 +309,8 @@ export function parseArgs(argv: readonly string[]): BenchArgs | 'help' {
     'handler-sink',
     'scale-pending',
     'scale-archived',
+    'soak-minutes',
+    'soak-rate',
     ...Object.keys(sizeFlags),
     ...Object.keys(readFlags),
     ...Object.keys(deckFlags),
@@ -346,9 +359,14 @@ export function parseArgs(argv: readonly string[]): BenchArgs | 'help' {
   if ((flags.has('handler-ms') || flags.has('handler-sink')) && handlerBatch === undefined) {
     throw new Error('--handler-ms and --handler-sink need --handler-batch');
   }
+  const soakMinutes = flags.get('soak-minutes');
+  const soakRate = flags.get('soak-rate');
   return {
     scalePending,
     scaleArchived,
+    soakMinutes:
+      soakMinutes === undefined ? (quick ? 2 : 60) : positive(soakMinutes, '--soak-minutes'),
+    soakRate: soakRate === undefined ? undefined : positive(soakRate, '--soak-rate'),
     startAhead: startAhead === undefined ? undefined : Number(startAhead),
     handler:
       handlerBatch === undefined

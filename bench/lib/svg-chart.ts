@@ -11,6 +11,8 @@ export interface LineChart {
   series: readonly ChartSeries[];
   /** A logarithmic x axis (decades), for sizes that grow tenfold. */
   logX?: boolean;
+  /** Where the x axis has ticks; default: at every x of a point. */
+  xTicks?: readonly number[];
 }
 
 const WIDTH = 720;
@@ -55,7 +57,7 @@ export function lineChartSvg(chart: LineChart): string {
       `<text x="${PAD.left - 8}" y="${py(y) + 4}" text-anchor="end">${+y.toFixed(2)}</text>`,
     );
   }
-  for (const x of [...new Set(xs)].sort((a, b) => a - b)) {
+  for (const x of chart.xTicks ?? [...new Set(xs)].sort((a, b) => a - b)) {
     out.push(
       `<line x1="${px(x)}" x2="${px(x)}" y1="${PAD.top}" y2="${PAD.top + plotH}" stroke="#f0f0f0"/>`,
       `<text x="${px(x)}" y="${PAD.top + plotH + 18}" text-anchor="middle">${tick(x)}</text>`,

@@ -1,6 +1,12 @@
 import { execFileSync, fork, type ChildProcess } from 'node:child_process';
 import { join } from 'node:path';
-import type { FromWorker, StatementCounts, WorkerConfig, WorkerReport } from '../worker/protocol';
+import type {
+  FromWorker,
+  StatementCounts,
+  WorkerConfig,
+  WorkerMemory,
+  WorkerReport,
+} from '../worker/protocol';
 import { pollUntil } from './stats';
 
 const REPO_ROOT = join(__dirname, '..', '..');
@@ -54,6 +60,7 @@ export class WorkerProcess {
   private ready = false;
   private report: WorkerReport | undefined;
   private counts: StatementCounts | undefined;
+  private memoryNow: WorkerMemory | undefined;
   private failure: string | undefined;
   private exited = false;
 
@@ -63,6 +70,7 @@ export class WorkerProcess {
       else if (message.type === 'progress') this.handled = message.handled;
       else if (message.type === 'report') this.report = message.report;
       else if (message.type === 'counts') this.counts = message.counts;
+      else if (message.type === 'memory') this.memoryNow = message.memory;
       else if (message.type === 'error') this.failure ??= message.message;
     });
     child.on('exit', (code, signal) => {
@@ -112,6 +120,15 @@ export class WorkerProcess {
     this.child.send({ type: 'mark' });
     await pollUntil(() => (this.check(), this.counts !== undefined), timeoutMs, 'worker counts');
     return this.counts!;
+  }
+
+  /** The worker process's RSS and V8 heap in use, now. */
+  async memory(timeoutMs: number): Promise<WorkerMemory> {
+    this.check();
+    this.memoryNow = undefined;
+    this.child.send({ type: 'memory' });
+    await pollUntil(() => (this.check(), this.memoryNow !== undefined), timeoutMs, 'worker memory');
+    return this.memoryNow!;
   }
 
   /** Throws if the worker failed meanwhile (called by the drain's wait loop). */

@@ -161,7 +161,7 @@ export async function drain(system: BenchSystem, plan: DrainPlan): Promise<Drain
 }
 
 /** `url` with `application_name` set (it travels in the connection string to every pool). */
-function withApplicationName(url: string, name: string): string {
+export function withApplicationName(url: string, name: string): string {
   const parsed = new URL(url);
   parsed.searchParams.set('application_name', name);
   return parsed.toString();

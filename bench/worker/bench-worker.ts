@@ -73,6 +73,9 @@ async function main(): Promise<void> {
       runner.start().then(progress, fail);
     } else if (message.type === 'mark') {
       send({ type: 'counts', counts: statementCounts() });
+    } else if (message.type === 'memory') {
+      const { rss, heapUsed } = process.memoryUsage();
+      send({ type: 'memory', memory: { rssMb: rss / 2 ** 20, heapUsedMb: heapUsed / 2 ** 20 } });
     } else if (message.type === 'stop' && !stopping) {
       stopping = true;
       clearTimeout(progressTimer);

@@ -131,6 +131,7 @@ export const createChokaqRunner: RunnerFactory = async (config, onJob) => {
   const options = resolveChokaQOptions({
     storage: storageOptions,
     worker: { ...config.chokaqWorker, concurrency: config.concurrency },
+    ...(config.retention === undefined ? {} : { retention: config.retention }),
   });
   const sink = config.handler?.sink ? await openSink(config) : undefined;
   const worker = new ChokaQWorker({

@@ -29,6 +29,8 @@ export interface WorkerConfig {
    * `start` message on, for the `counts` answer to `mark`.
    */
   countStatements?: boolean;
+  /** Soak scenario only: ChokaQ's retention, so the maintenance loop deletes as it would in production. */
+  retention?: { archiveMs: number; intervalMs: number };
   /** Profile experiments only: ChokaQ worker options other than the defaults. */
   chokaqWorker?: {
     batchSize?: number;
@@ -56,8 +58,17 @@ export interface WorkerConfig {
 /** How a ChokaQ bench worker is set up for metrics (see {@link WorkerConfig.metrics}). */
 export type MetricsVariant = 'off' | 'api' | 'sdk';
 
-/** Parent → worker. `mark` asks for the statement counts so far (answered by `counts`). */
-export type ToWorker = { type: 'start' } | { type: 'stop' } | { type: 'mark' };
+/**
+ * Parent → worker. `mark` asks for the statement counts so far (answered by `counts`), `memory`
+ * for the process's memory now (answered by `memory`).
+ */
+export type ToWorker = { type: 'start' } | { type: 'stop' } | { type: 'mark' } | { type: 'memory' };
+
+/** A worker process's memory at one moment, MB. */
+export interface WorkerMemory {
+  rssMb: number;
+  heapUsedMb: number;
+}
 
 /** Round trips and committed transactions of the worker's `pg` clients since `start`. */
 export interface StatementCounts {
@@ -89,6 +100,7 @@ export type FromWorker =
   | { type: 'progress'; handled: number }
   | { type: 'report'; report: WorkerReport }
   | { type: 'counts'; counts: StatementCounts }
+  | { type: 'memory'; memory: WorkerMemory }
   | { type: 'error'; message: string };
 
 /** The payload every bench job carries; `t` only in the latency scenario. */

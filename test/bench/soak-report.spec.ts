@@ -1,0 +1,93 @@
+import { parseArgs } from '../../bench/lib/args';
+import {
+  type SoakMinute,
+  type SoakRun,
+  soakChecks,
+  soakChecksTable,
+  soakTable,
+} from '../../bench/scenarios/soak.scenario';
+
+/** A steady minute; `over` changes what a test needs. */
+const minute = (n: number, over: Partial<SoakMinute> = {}): SoakMinute => ({
+  minute: n,
+  enqueued: 600_000,
+  jobsPerSecond: 10_000,
+  latencyP50: 2,
+  latencyP99: 10,
+  backlog: 500,
+  hotMb: 20,
+  hotIndexesMb: 8,
+  hotDeadTuples: 1_000,
+  hotAutovacuums: 1,
+  archiveRows: 3_000_000,
+  workerRssMb: 130,
+  workerHeapMb: 40,
+  cpuPer1k: 60,
+  ...over,
+});
+
+const run = (minutes: SoakMinute[]): SoakRun => ({
+  plan: {
+    minutes: minutes.length,
+    share: 0.7,
+    concurrency: 50,
+    archiveMs: 300_000,
+    retentionIntervalMs: 60_000,
+  },
+  drainRate: 14_286,
+  rate: 10_000,
+  minutes,
+  schemaSettings: 'PostgreSQL defaults',
+});
+
+const steady = (n: number) => Array.from({ length: n }, (_, i) => minute(i + 1));
+
+describe('the soak scenario: its checks and table', () => {
+  it('compares nothing under 15 minutes', () => {
+    expect(soakChecks(run(steady(14)))).toEqual([]);
+    expect(soakChecksTable([])).toMatch(/Under 15 minutes/);
+  });
+
+  it('a steady hour meets every check', () => {
+    const checks = soakChecks(run(steady(60)));
+    expect(checks).toHaveLength(5);
+    expect(checks.every((c) => c.holds)).toBe(true);
+  });
+
+  it.each<[string, (m: SoakMinute) => Partial<SoakMinute>, RegExp]>([
+    ['a growing backlog', (m) => ({ backlog: m.minute * 1_000 }), /backlog/],
+    ['p99 up by a fifth at the end', (m) => ({ latencyP99: m.minute > 55 ? 12 : 10 }), /p99/],
+    ['CPU per job up at the end', (m) => ({ cpuPer1k: m.minute > 55 ? 70 : 60 }), /CPU/],
+    ['a hot table that bloats', (m) => ({ hotMb: m.minute >= 40 ? 25 : 20 }), /jobs_hot/],
+    ['a worker that grows', (m) => ({ workerRssMb: m.minute >= 50 ? 150 : 130 }), /RSS/],
+  ])('misses with %s', (_what, change, check) => {
+    const minutes = steady(60).map((m) => ({ ...m, ...change(m) }));
+    const missed = soakChecks(run(minutes)).filter((c) => !c.holds);
+    expect(missed.map((c) => c.what)).toEqual([expect.stringMatching(check)]);
+  });
+
+  it('a backlog of up to one second of production is no backlog', () => {
+    const minutes = steady(20).map((m) => ({ ...m, backlog: m.minute === 20 ? 9_999 : 100 }));
+    const backlog = soakChecks(run(minutes)).find((c) => /backlog/.test(c.what))!;
+    expect(backlog.holds).toBe(true);
+  });
+
+  it('tables every minute', () => {
+    const table = soakTable(run(steady(3)));
+    expect(table.split('\n')).toHaveLength(5);
+    expect(table).toContain(
+      '| 2 | 600000 | 10000 | 2.0 | 10.0 | 500 | 20.0 | 8.0 | 1000 | 1 | 3000000 | 130 | 40 | 60.0 |',
+    );
+  });
+
+  it('reads --soak-minutes and --soak-rate', () => {
+    const parsed = parseArgs(['--scenarios=soak', '--soak-minutes=15', '--soak-rate=9000']);
+    if (parsed === 'help') throw new Error('help');
+    expect(parsed.scenarios.has('soak')).toBe(true);
+    expect([parsed.soakMinutes, parsed.soakRate]).toEqual([15, 9_000]);
+    const defaults = parseArgs(['--scenarios=soak']);
+    if (defaults === 'help') throw new Error('help');
+    expect([defaults.soakMinutes, defaults.soakRate]).toEqual([60, undefined]);
+    expect(() => parseArgs(['--soak-minutes=0'])).toThrow(/--soak-minutes/);
+  });
+});
