@@ -7,7 +7,7 @@ WITH input AS (
 moved AS (
   DELETE FROM "chokaq".jobs_hot j
   USING input l
-  WHERE j.id = l.id AND j.worker_id = l.worker_id AND j.lease_id = l.lease_id AND j.status IN (1, 2)
+  WHERE j.id = l.id AND j.worker_id = l.worker_id AND j.lease_id = l.lease_id AND j.status::int IN (1, 2)
   RETURNING j.*, l.duration_ms AS run_ms
 ),
 src AS (

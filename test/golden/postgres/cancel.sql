@@ -45,7 +45,7 @@ WITH requested AS (
   UPDATE "chokaq".jobs_hot j
   SET cancel_requested_utc = coalesce(j.cancel_requested_utc, now()),
       last_modified_by = coalesce($2::text, j.last_modified_by)
-  WHERE j.id = ANY ($1::text[]) AND j.status = 2
+  WHERE j.id = ANY ($1::text[]) AND j.status::int = 2
   RETURNING j.id
 )
 SELECT r.id FROM requested r

@@ -5,7 +5,7 @@ WITH started AS (
   SET status = 2, attempt_count = j.attempt_count + 1, started_at_utc = now(),
       heartbeat_utc = now(), last_updated_utc = now()
   FROM unnest($1::text[], $2::text[], $3::text[]) AS l(id, worker_id, lease_id)
-  WHERE j.id = l.id AND j.worker_id = l.worker_id AND j.lease_id = l.lease_id AND j.status = 1
+  WHERE j.id = l.id AND j.worker_id = l.worker_id AND j.lease_id = l.lease_id AND j.status::int = 1
   RETURNING j.id, j.queue, greatest(0, round(extract(epoch FROM now() - coalesce(j.scheduled_at_utc, j.enqueued_at_utc)) * 1000))::bigint AS lag_ms
 ),
 bucket AS (
@@ -24,4 +24,4 @@ bucket AS (
 SELECT id FROM started
 UNION ALL
 SELECT j.id FROM "chokaq".jobs_hot j, unnest($1::text[], $2::text[], $3::text[]) AS l(id, worker_id, lease_id)
-WHERE j.id = l.id AND j.worker_id = l.worker_id AND j.lease_id = l.lease_id AND j.status = 2
+WHERE j.id = l.id AND j.worker_id = l.worker_id AND j.lease_id = l.lease_id AND j.status::int = 2

@@ -2,7 +2,7 @@
 
 WITH moved AS (
   DELETE FROM "chokaq".jobs_hot j
-  WHERE j.id = $1 AND j.worker_id = $2 AND j.lease_id = $3 AND j.status IN (1, 2)
+  WHERE j.id = $1 AND j.worker_id = $2 AND j.lease_id = $3 AND j.status::int IN (1, 2)
   RETURNING j.*
 ),
 

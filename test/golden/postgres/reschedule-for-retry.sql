@@ -5,7 +5,7 @@ WITH retried AS (
   SET status = 0, worker_id = NULL, lease_id = NULL, heartbeat_utc = NULL,
       scheduled_at_utc = now() + $4::float8 * interval '1 millisecond', held_since_utc = NULL, last_error = $5,
       last_updated_utc = now()
-  WHERE j.id = $1 AND j.worker_id = $2 AND j.lease_id = $3 AND j.status = 2
+  WHERE j.id = $1 AND j.worker_id = $2 AND j.lease_id = $3 AND j.status::int = 2
   RETURNING j.id, j.queue, j.attempt_count, j.started_at_utc
 ),
 attempt AS (

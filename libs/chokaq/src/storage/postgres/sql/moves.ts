@@ -16,6 +16,7 @@ import {
   DlqMoveShape,
   OWNED,
   attemptInsert,
+  statusIn,
   bucketUpsert,
   cols,
   counterUpsert,
@@ -50,7 +51,7 @@ WITH input AS (
 moved AS (
   DELETE FROM ${s}.jobs_hot j
   USING input l
-  WHERE ${OWNED} AND j.status IN (1, 2)
+  WHERE ${OWNED} AND ${statusIn('j', 1, 2)}
   RETURNING j.*, l.duration_ms AS run_ms${results(', l.result AS run_result')}
 ),
 src AS (
@@ -102,7 +103,7 @@ export const moveToDlq = (s: string, shape: DlqMoveShape, owned: boolean): strin
   return `
 WITH moved AS (
   DELETE FROM ${s}.jobs_hot j
-  WHERE j.id = $1 AND ${owned ? 'j.worker_id = $2 AND j.lease_id = $3 AND j.status IN (1, 2)' : 'j.status IN (0, 1, 2)'}
+  WHERE j.id = $1 AND ${owned ? `j.worker_id = $2 AND j.lease_id = $3 AND ${statusIn('j', 1, 2)}` : 'j.status IN (0, 1, 2)'}
   RETURNING j.*
 ),
 ${dlqInsert(s, shape.status, `$${reason}::smallint`, `$${error}::text`, `$${actor}::text`)}
@@ -181,7 +182,7 @@ WITH requested AS (
   UPDATE ${s}.jobs_hot j
   SET cancel_requested_utc = coalesce(j.cancel_requested_utc, now()),
       last_modified_by = coalesce($2::text, j.last_modified_by)
-  WHERE j.id = ANY ($1::text[]) AND j.status = 2
+  WHERE j.id = ANY ($1::text[]) AND ${statusIn('j', 2)}
   RETURNING j.id
 )
 SELECT r.id FROM requested r${channel === null ? '' : `\nCROSS JOIN LATERAL pg_notify(${literal(channel)}, r.id)`}`;

@@ -11,6 +11,7 @@ import {
   START_LAG_MS,
   leaseParams,
   attemptInsert,
+  statusIn,
   bucketUpsert,
   startLagUpsert,
 } from './fragments';
@@ -34,7 +35,7 @@ WITH started AS (
   SET status = 2, attempt_count = j.attempt_count + 1, started_at_utc = now(),
       heartbeat_utc = now(), last_updated_utc = now()
   FROM ${LEASES}
-  WHERE ${OWNED} AND j.status = 1
+  WHERE ${OWNED} AND ${statusIn('j', 1)}
   RETURNING j.id, j.queue, ${START_LAG_MS('j')} AS lag_ms
 ),
 bucket AS (${startLagUpsert(s, 'started')}
@@ -42,7 +43,7 @@ bucket AS (${startLagUpsert(s, 'started')}
 SELECT id FROM started
 UNION ALL
 SELECT j.id FROM ${s}.jobs_hot j, ${LEASES}
-WHERE ${OWNED} AND j.status = 2`;
+WHERE ${OWNED} AND ${statusIn('j', 2)}`;
 
 /** Binds {@link markAsProcessing}: $1–$3 the leases ({@link leaseParams}). */
 export function markAsProcessingParams(leases: readonly JobLease[]): unknown[] {
@@ -60,7 +61,7 @@ UPDATE ${s}.jobs_hot j
 SET heartbeat_utc = CASE WHEN j.status = 2 THEN now() ELSE j.heartbeat_utc END,
     last_updated_utc = CASE WHEN j.status = 1 THEN now() ELSE j.last_updated_utc END
 FROM ${LEASES}
-WHERE ${OWNED} AND j.worker_id = $4 AND j.status IN (1, 2)
+WHERE ${OWNED} AND j.worker_id = $4 AND ${statusIn('j', 1, 2)}
 RETURNING j.id, j.cancel_requested_utc IS NOT NULL AS cancel_requested`;
 
 /** Binds {@link keepAlive}: $1–$3 the leases ({@link leaseParams}), $4 the calling worker. */
@@ -107,7 +108,7 @@ WITH released AS (
       held_since_utc = CASE WHEN $4::float8 IS NULL THEN j.held_since_utc
                             ELSE coalesce(j.held_since_utc, j.scheduled_at_utc, j.enqueued_at_utc) END
   FROM ${LEASES}
-  WHERE ${OWNED} AND j.status = ${started ? 2 : 1}
+  WHERE ${OWNED} AND ${statusIn('j', started ? 2 : 1)}
   RETURNING j.queue
 ),
 counted AS (
@@ -128,7 +129,7 @@ SELECT count(*)::int AS n FROM released`;
 export const reportProgress = (s: string): string => `
 UPDATE ${s}.jobs_hot
 SET progress = $4, progress_note = $5::text, last_updated_utc = now()
-WHERE id = $1 AND worker_id = $2 AND lease_id = $3 AND status = 2
+WHERE id = $1 AND worker_id = $2 AND lease_id = $3 AND ${statusIn(`${s}.jobs_hot`, 2)}
 RETURNING id`;
 
 /** Binds {@link reportProgress}: $1 id, $2 worker, $3 lease, $4 percent, $5 note (NULL clears it). */
@@ -156,7 +157,7 @@ WITH retried AS (
   SET status = 0, worker_id = NULL, lease_id = NULL, heartbeat_utc = NULL,
       scheduled_at_utc = now() + $4::float8 ${MS}, held_since_utc = NULL, last_error = $5,
       last_updated_utc = now()
-  WHERE j.id = $1 AND j.worker_id = $2 AND j.lease_id = $3 AND j.status = 2
+  WHERE j.id = $1 AND j.worker_id = $2 AND j.lease_id = $3 AND ${statusIn('j', 2)}
   RETURNING j.id, j.queue, j.attempt_count, j.started_at_utc
 ),
 attempt AS (${attemptInsert(s, `SELECT r.id, r.attempt_count, $2::varchar AS worker_id, $3::varchar AS lease_id, r.started_at_utc, 'retried' AS outcome, $5::text AS error FROM retried r`)}

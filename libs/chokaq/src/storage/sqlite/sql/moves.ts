@@ -28,6 +28,12 @@ export function resurrectByFilter(dlqTable: string, where: SqlWhere): string {
 /**
  * Step 1 of archiveSucceeded, without or `withResults` (then the leases' `result` goes into the
  * archive's `result`). The text without results is the one every batch took before stored results.
+ *
+ * `CROSS JOIN` keeps the leases the outer loop, each finding its row by the primary key: SQLite
+ * never reorders the tables of a CROSS JOIN (https://sqlite.org/optoverview.html, "Manual Control
+ * Of Query Plans Using CROSS JOIN"). With a plain JOIN, statistics gathered while few rows were
+ * claimed made it scan the claimed rows' partial index and, for each, the leases: every claimed
+ * row read for every lease (108 ms for 100 leases beside 1,000 claimed rows; bench `scale`).
  */
 function archiveInsert({ hot, archive }: SqliteTables, withResults: boolean): string {
   const result = (column: string) => (withResults ? `, ${column}` : '');
@@ -38,7 +44,7 @@ function archiveInsert({ hot, archive }: SqliteTables, withResults: boolean): st
       INSERT INTO ${archive} (${ARCHIVE_COPIED.join(', ')}, finished_at_utc, duration_ms${result('result')})
       SELECT ${ARCHIVE_COPIED.map((c) => `h.${c}`).join(', ')}, ${SQLITE_NOW_MS}, c.duration_ms${result('c.result')}
       FROM completed c
-      JOIN ${hot} h ON h.id = c.id AND h.worker_id = c.worker_id AND h.lease_id = c.lease_id
+      CROSS JOIN ${hot} h ON h.id = c.id AND h.worker_id = c.worker_id AND h.lease_id = c.lease_id
       WHERE h.status IN (1, 2)
       RETURNING id, queue, duration_ms`;
 }
