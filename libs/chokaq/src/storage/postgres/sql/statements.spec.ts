@@ -100,8 +100,12 @@ describe('PostgreSQL statements (sql/)', () => {
 
   it('claims with a per-queue LATERAL … LIMIT … FOR UPDATE SKIP LOCKED, materialised once', () => {
     const claim = SQL.fetchNextBatch(S);
-    expect(claim).toMatch(/CROSS JOIN LATERAL \([\s\S]*LIMIT r\.budget\s+FOR UPDATE SKIP LOCKED/);
+    // Each queue locks its share of the claim (its budget when it is the only runnable queue).
+    expect(claim).toMatch(
+      /CROSS JOIN LATERAL \([\s\S]*LIMIT CASE WHEN \(SELECT count\(\*\) FROM runnable\) = 1 THEN r\.budget\s+ELSE coalesce\(\(SELECT x\.share FROM shares x WHERE x\.queue = r\.name\), 0\) END\s+FOR UPDATE SKIP LOCKED/,
+    );
     expect(claim).toContain('picked AS MATERIALIZED');
+    expect(claim).toContain('shares AS MATERIALIZED');
     // The only window numbers the few locked candidates (which of them start), never the backlog.
     expect(claim.match(/OVER\s*\(/gi)).toHaveLength(1);
     expect(claim).toContain(
@@ -125,7 +129,9 @@ describe('PostgreSQL statements (sql/)', () => {
         /bucket AS \(\s+INSERT INTO \S+\.metric_buckets[\s\S]*SELECT date_trunc\('minute', now\(\)\), queue, 4, -1/,
       );
     }
-    expect(fast).toMatch(/LIMIT r\.budget\s+FOR UPDATE SKIP LOCKED/);
+    expect(fast).toMatch(
+      /THEN r\.budget\s+ELSE coalesce\(\(SELECT x\.share FROM shares x[^)]*\), 0\) END\s+FOR UPDATE SKIP LOCKED/,
+    );
     expect(SQL.fetchNextBatchLockBudgets(S)).toMatch(
       /max_workers IS NOT NULL[\s\S]*ORDER BY name\s+FOR NO KEY UPDATE/,
     );
