@@ -13,6 +13,7 @@ import { join } from 'node:path';
 import {
   adminReadsJson,
   adminReadsSection,
+  missPlans,
   readsTable,
   writeAdminReadsSection,
   type AdminReadsRun,
@@ -196,6 +197,7 @@ async function soak(args: BenchArgs, benchUrl: string): Promise<void> {
       concurrency: 50,
       archiveMs: 300_000,
       retentionIntervalMs: 60_000,
+      ...(args.soakHotStorage === undefined ? {} : { hotStorage: args.soakHotStorage }),
     },
     log,
   );
@@ -339,6 +341,7 @@ async function scale(args: BenchArgs, benchUrl: string): Promise<void> {
         `#### The admin reads beside ${run.counts.jobs_archive.toLocaleString('en-US')} archived rows (${run.dialect})`,
         `The admin-reads set of the \`admin-reads\` scenario on the largest data set above (${run.counts.jobs_dlq.toLocaleString('en-US')} DLQ, ${run.counts.jobs_hot.toLocaleString('en-US')} hot rows, ${run.sizeMb.toFixed(0)} MB), ${args.reads.repetitions} timed calls of each after one unmeasured round.`,
         readsTable(run),
+        ...(run.plans.length > 0 ? [missPlans(run).join('\n')] : []),
       );
     }
   }

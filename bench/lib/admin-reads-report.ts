@@ -196,18 +196,25 @@ export function adminReadsSection(runs: readonly AdminReadsRun[], meta: AdminRea
         : `Missed on ${DIALECT_TITLE[run.dialect]}: ${missed.map((t) => `${t.name} (p95 ${ms(t.p95)} ms)`).join('; ')}.`,
       '',
     );
-    for (const miss of run.plans) {
-      lines.push(
-        `<details><summary>Plans of ${miss.read} (${DIALECT_TITLE[run.dialect]}, p95 ${ms(miss.p95)} ms)</summary>`,
-        '',
-      );
-      for (const s of miss.statements) {
-        lines.push('```sql', s.sql.trim(), '```', '', '```text', s.plan, '```', '');
-      }
-      lines.push('</details>', '');
-    }
+    lines.push(...missPlans(run));
   }
   return lines.join('\n');
+}
+
+/** The plans of the reads that missed their target, each in a collapsed block (Markdown lines). */
+export function missPlans(run: AdminReadsRun): string[] {
+  const lines: string[] = [];
+  for (const miss of run.plans) {
+    lines.push(
+      `<details><summary>Plans of ${miss.read} (${DIALECT_TITLE[run.dialect]}, p95 ${ms(miss.p95)} ms)</summary>`,
+      '',
+    );
+    for (const s of miss.statements) {
+      lines.push('```sql', s.sql.trim(), '```', '', '```text', s.plan, '```', '');
+    }
+    lines.push('</details>', '');
+  }
+  return lines;
 }
 
 /** One JSON object per read and dialect (the `--json` contract of this scenario). */

@@ -116,6 +116,8 @@ export interface BenchArgs {
   soakMinutes: number;
   /** The soak's production rate, jobs per second (`--soak-rate`); undefined: 70 % of a measured drain. */
   soakRate: number | undefined;
+  /** Storage parameters the soak sets on `jobs_hot` first (`--soak-hot-storage=name=value,…`). */
+  soakHotStorage: string | undefined;
 }
 
 /** The scale scenario's backlog sizes when `--scale-pending` is not given. */
@@ -226,6 +228,7 @@ const HELP = `npm run bench -- [flags]
                           up to 1000000 on SQLite; --quick 10000,100000)
   --soak-minutes=N        soak: minutes at sustained load (default 60; --quick 2)
   --soak-rate=N           soak: jobs per second produced (default: 70 % of a drain measured first)
+  --soak-hot-storage=a=1,b=2   soak: storage parameters set on jobs_hot first (an autovacuum A/B)
   --scale-archived=a,b,…  scale: the archive sizes (default 10000,1000000,10000000 on PostgreSQL,
                           up to 5000000 on SQLite; --quick 10000,100000; 0 skips the archive curve)
   --deck-rounds=N --deck-ticks=N   deck: timed rounds over the panels (default 5), timed ticks (default 20)
@@ -311,6 +314,7 @@ export function parseArgs(argv: readonly string[]): BenchArgs | 'help' {
     'scale-archived',
     'soak-minutes',
     'soak-rate',
+    'soak-hot-storage',
     ...Object.keys(sizeFlags),
     ...Object.keys(readFlags),
     ...Object.keys(deckFlags),
@@ -367,6 +371,7 @@ export function parseArgs(argv: readonly string[]): BenchArgs | 'help' {
     soakMinutes:
       soakMinutes === undefined ? (quick ? 2 : 60) : positive(soakMinutes, '--soak-minutes'),
     soakRate: soakRate === undefined ? undefined : positive(soakRate, '--soak-rate'),
+    soakHotStorage: flags.get('soak-hot-storage'),
     startAhead: startAhead === undefined ? undefined : Number(startAhead),
     handler:
       handlerBatch === undefined

@@ -33,6 +33,22 @@ export interface SoakPlan {
   archiveMs: number;
   /** The worker's `retention.intervalMs`. */
   retentionIntervalMs: number;
+  /**
+   * Storage parameters set on `jobs_hot` before the run (`name=value,…`, `--soak-hot-storage`): an
+   * A/B of autovacuum or fillfactor settings against the schema's own. Absent: the schema's.
+   */
+  hotStorage?: string;
+}
+
+/** `name=value,…` of storage parameters, each a lower-case name and a number; anything else is refused. */
+export function parseStorageParameters(text: string): string {
+  const parts = text.split(',').map((p) => p.trim());
+  for (const part of parts) {
+    if (!/^[a-z_]+=\d+(\.\d+)?$/.test(part)) {
+      throw new Error(`--soak-hot-storage: "${part}" is not name=number`);
+    }
+  }
+  return parts.join(', ');
 }
 
 /** One minute of a soak, measured at its end. */
@@ -181,6 +197,11 @@ export async function runSoak(benchUrl: string, plan: SoakPlan, log: Log): Promi
   });
   const db = new Client({ connectionString: benchUrl });
   await db.connect();
+  if (plan.hotStorage !== undefined) {
+    await db.query(
+      `ALTER TABLE "${schema}".jobs_hot SET (${parseStorageParameters(plan.hotStorage)})`,
+    );
+  }
   const appName = `bench_soak_${randomBytes(4).toString('hex')}`;
   const config: WorkerConfig = {
     kind: 'chokaq',
@@ -195,10 +216,13 @@ export async function runSoak(benchUrl: string, plan: SoakPlan, log: Log): Promi
   const worker = WorkerProcess.fork(config);
   let producer: ReturnType<typeof startProducer> | undefined;
   try {
-    const { rows: settings } = await db.query<{ reloptions: string[] | null }>(
-      `SELECT reloptions FROM pg_class WHERE oid = $1::regclass`,
+    const { rows: settings } = await db.query<{ reloptions: string[] | null; autovacuum: string }>(
+      `SELECT reloptions, current_setting('autovacuum') AS autovacuum FROM pg_class WHERE oid = $1::regclass`,
       [`"${schema}".jobs_hot`],
     );
+    if (settings[0].autovacuum !== 'on') {
+      log('soak: this server runs with autovacuum off; the hot table will only grow');
+    }
     await worker.waitReady(WAIT_MS);
     let drainRate = plan.rate;
     if (drainRate === undefined) {
@@ -279,7 +303,9 @@ export async function runSoak(benchUrl: string, plan: SoakPlan, log: Log): Promi
       drainRate,
       rate,
       minutes,
-      schemaSettings: settings[0]?.reloptions?.join(', ') ?? 'PostgreSQL defaults',
+      schemaSettings:
+        `${settings[0]?.reloptions?.join(', ') ?? 'PostgreSQL defaults'}; ` +
+        `the server's autovacuum: ${settings[0]?.autovacuum}`,
     };
   } finally {
     await producer?.stop();

@@ -2,6 +2,7 @@ import { parseArgs } from '../../bench/lib/args';
 import {
   type SoakMinute,
   type SoakRun,
+  parseStorageParameters,
   soakChecks,
   soakChecksTable,
   soakTable,
@@ -78,6 +79,19 @@ describe('the soak scenario: its checks and table', () => {
     expect(table).toContain(
       '| 2 | 600000 | 10000 | 2.0 | 10.0 | 500 | 20.0 | 8.0 | 1000 | 1 | 3000000 | 130 | 40 | 60.0 |',
     );
+  });
+
+  it('takes storage parameters as name=number only', () => {
+    expect(parseStorageParameters('autovacuum_vacuum_cost_delay=0, fillfactor=90')).toBe(
+      'autovacuum_vacuum_cost_delay=0, fillfactor=90',
+    );
+    expect(() => parseStorageParameters('fillfactor=90); DROP TABLE x; --')).toThrow(
+      /not name=number/,
+    );
+    expect(() => parseStorageParameters('fillfactor')).toThrow(/not name=number/);
+    const parsed = parseArgs(['--soak-hot-storage=fillfactor=90,autovacuum_vacuum_threshold=1000']);
+    if (parsed === 'help') throw new Error('help');
+    expect(parsed.soakHotStorage).toBe('fillfactor=90,autovacuum_vacuum_threshold=1000');
   });
 
   it('reads --soak-minutes and --soak-rate', () => {
