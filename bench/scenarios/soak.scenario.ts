@@ -26,7 +26,10 @@ export interface SoakPlan {
   minutes: number;
   /** Share of the measured drain rate the producers enqueue at (the issue: about 70 %). */
   share: number;
-  /** Jobs per second to produce; measured ({@link RATE_PROBE_JOBS} drained at `concurrency`) when absent. */
+  /**
+   * Jobs per second to produce; when absent, `share` of the drain rate measured first
+   * ({@link RATE_PROBE_JOBS} drained at `concurrency` by the same worker).
+   */
   rate?: number;
   concurrency: number;
   /** The worker's `retention.archiveMs`: archived rows live this long, so retention has work every pass. */
@@ -79,8 +82,8 @@ export interface SoakMinute {
 /** A whole soak. */
 export interface SoakRun {
   plan: SoakPlan;
-  /** The measured (or given) drain rate, jobs per second. */
-  drainRate: number;
+  /** The drain rate measured first, jobs per second; undefined when the production rate was given. */
+  drainRate?: number;
   /** What the producers enqueued at, jobs per second. */
   rate: number;
   minutes: SoakMinute[];
@@ -224,8 +227,8 @@ export async function runSoak(benchUrl: string, plan: SoakPlan, log: Log): Promi
       log('soak: this server runs with autovacuum off; the hot table will only grow');
     }
     await worker.waitReady(WAIT_MS);
-    let drainRate = plan.rate;
-    if (drainRate === undefined) {
+    let drainRate: number | undefined;
+    if (plan.rate === undefined) {
       for (let i = 0; i < RATE_PROBE_JOBS; i += MAX_ENQUEUE_MANY) {
         const n = Math.min(MAX_ENQUEUE_MANY, RATE_PROBE_JOBS - i);
         await storage.enqueueMany(Array.from({ length: n }, () => ({ queue: QUEUE, payload: {} })));
@@ -242,8 +245,10 @@ export async function runSoak(benchUrl: string, plan: SoakPlan, log: Log): Promi
     } else {
       worker.start();
     }
-    const rate = Math.round(drainRate * plan.share);
-    log(`soak: drain rate ${drainRate.toFixed(0)} jobs/s; producing ${rate} jobs/s`);
+    const rate = plan.rate ?? Math.round(drainRate! * plan.share);
+    log(
+      `soak: ${drainRate === undefined ? '' : `drain rate ${drainRate.toFixed(0)} jobs/s; `}producing ${rate} jobs/s`,
+    );
     const pids = [worker.pid!];
     const now = async () => (await db.query<{ now: Date }>('SELECT now() AS now')).rows[0].now;
     let windowStart = await now();
@@ -300,7 +305,7 @@ export async function runSoak(benchUrl: string, plan: SoakPlan, log: Log): Promi
     await worker.stop(60_000);
     return {
       plan,
-      drainRate,
+      ...(drainRate === undefined ? {} : { drainRate }),
       rate,
       minutes,
       schemaSettings:
