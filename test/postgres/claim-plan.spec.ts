@@ -2,22 +2,7 @@ import { Client } from 'pg';
 import { fetchNextBatch, quoteSchema } from '../../libs/chokaq/src/storage/postgres/sql';
 import { PG_URL } from '../support/env';
 import { createTestSchema, describePostgres } from '../support/test-database';
-
-/** A node of `EXPLAIN (FORMAT JSON)` output. */
-interface PlanNode {
-  'Node Type': string;
-  'Relation Name'?: string;
-  'Index Name'?: string;
-  'Index Cond'?: string;
-  'Actual Rows'?: number;
-  'Actual Loops'?: number;
-  'Parent Relationship'?: string;
-  Plans?: PlanNode[];
-}
-
-function nodes(plan: PlanNode): PlanNode[] {
-  return [plan, ...(plan.Plans ?? []).flatMap(nodes)];
-}
+import { type PlanNode, planNodes, planOf } from '../support/pg-plan';
 
 const PENDING = 200_000;
 const QUEUES = 10;
@@ -78,11 +63,11 @@ describePostgres('PostgreSQL claim plan', () => {
     const { rows } = await client.query(
       `EXPLAIN (${options}, FORMAT JSON) EXECUTE chokaq_claim_${variant}(${args}${variant === 'budgeted' ? locked : ''})`,
     );
-    return (rows[0]['QUERY PLAN'] as Array<{ Plan: PlanNode }>)[0].Plan;
+    return planOf(rows);
   }
 
   function assertIndexPlan(plan: PlanNode): void {
-    const all = nodes(plan);
+    const all = planNodes(plan);
     const hotScans = all.filter((n) => n['Relation Name'] === 'jobs_hot');
     expect(hotScans.filter((n) => n['Node Type'] === 'Seq Scan')).toEqual([]);
     // Inside each queue's LATERAL the index order is the claim order: Limit → LockRows → Index Scan,
@@ -138,7 +123,7 @@ describePostgres('PostgreSQL claim plan', () => {
     await client.query('BEGIN');
     try {
       const plan = await explain('ANALYZE true, COSTS false, TIMING false');
-      const pending = nodes(plan).filter((n) => n['Index Name'] === 'ix_jobs_hot_pending');
+      const pending = planNodes(plan).filter((n) => n['Index Name'] === 'ix_jobs_hot_pending');
       const rowsRead = pending.reduce(
         (sum, n) => sum + (n['Actual Rows'] ?? 0) * (n['Actual Loops'] ?? 1),
         0,
@@ -148,7 +133,7 @@ describePostgres('PostgreSQL claim plan', () => {
         `Pending-index rows read by one claim of 20 over ${PENDING} pending rows: ${rowsRead}`,
       );
       expect(rowsRead).toBeLessThanOrEqual(QUEUES * 20 * 2);
-      const claimed = nodes(plan).find((n) => n['Node Type'] === 'ModifyTable');
+      const claimed = planNodes(plan).find((n) => n['Node Type'] === 'ModifyTable');
       expect(claimed?.['Actual Rows'] ?? 0).toBeLessThanOrEqual(20);
     } finally {
       await client.query('ROLLBACK');
@@ -198,8 +183,8 @@ describePostgres('PostgreSQL claim plan on a never-analysed table', () => {
             ...(variant === 'budgeted' ? [[]] : []),
           ],
         );
-        const plan = (rows[0]['QUERY PLAN'] as Array<{ Plan: PlanNode }>)[0].Plan;
-        const all = nodes(plan);
+        const plan = planOf(rows);
+        const all = planNodes(plan);
         const read = all
           .filter((n) => n['Index Name'] === 'ix_jobs_hot_pending')
           .reduce((sum, n) => sum + (n['Actual Rows'] ?? 0) * (n['Actual Loops'] ?? 1), 0);

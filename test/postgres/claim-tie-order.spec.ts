@@ -4,18 +4,9 @@ import { JobStorage } from '../../libs/chokaq/src/storage/job-storage';
 import { fetchNextBatch, quoteSchema } from '../../libs/chokaq/src/storage/postgres/sql';
 import { PG_URL } from '../support/env';
 import { createTestSchema, describePostgres } from '../support/test-database';
+import { planNodes, planOf } from '../support/pg-plan';
 
 /** A node of `EXPLAIN (FORMAT JSON)` output. */
-interface PlanNode {
-  'Node Type': string;
-  'Index Name'?: string;
-  'Actual Rows'?: number;
-  'Actual Loops'?: number;
-  Plans?: PlanNode[];
-}
-
-const nodes = (plan: PlanNode): PlanNode[] => [plan, ...(plan.Plans ?? []).flatMap(nodes)];
-
 /**
  * Jobs with equal priority and due time are claimed by id, never by where their rows happen to lie
  * in the heap. A B-tree breaks ties between equal keys by heap position (TID), and a row moves when
@@ -91,8 +82,8 @@ describePostgres('PostgreSQL claim: ties by id', () => {
         ['test-host:1:plan', randomUUID(), [queue], [], [], 10, 0, [], []],
       );
       await client.query('ROLLBACK');
-      const plan = (rows[0]['QUERY PLAN'] as Array<{ Plan: PlanNode }>)[0].Plan;
-      const all = nodes(plan);
+      const plan = planOf(rows);
+      const all = planNodes(plan);
       expect(
         all.filter((n) => /Sort/.test(n['Node Type']) && n.Plans?.[0]?.['Index Name']),
       ).toEqual([]);

@@ -8,24 +8,7 @@ import {
 import { PG_URL } from '../support/env';
 import { createTestSchema, describePostgres } from '../support/test-database';
 import { waitFor } from '../support/wait-for';
-
-/** A node of `EXPLAIN (FORMAT JSON)` output. */
-interface PlanNode {
-  'Node Type': string;
-  'Relation Name'?: string;
-  'Index Name'?: string;
-  'Scan Direction'?: string;
-  'Actual Rows'?: number;
-  'Actual Loops'?: number;
-  'Rows Removed by Filter'?: number;
-  'Heap Fetches'?: number;
-  'Group Key'?: string[];
-  Plans?: PlanNode[];
-}
-
-function nodes(plan: PlanNode): PlanNode[] {
-  return [plan, ...(plan.Plans ?? []).flatMap(nodes)];
-}
+import { type PlanNode, planNodes, planOf } from '../support/pg-plan';
 
 /** Rows a set of plan nodes produced, over all their loops. */
 function rowsOf(list: PlanNode[]): number {
@@ -137,7 +120,7 @@ describePostgres('PostgreSQL dashboard read plans', () => {
       `EXPLAIN (ANALYZE true, COSTS false, TIMING false, FORMAT JSON) ${sql}`,
       params,
     );
-    return nodes((rows[0]['QUERY PLAN'] as Array<{ Plan: PlanNode }>)[0].Plan);
+    return planNodes(planOf(rows));
   }
 
   const on = (plan: PlanNode[], table: string) => plan.filter((n) => n['Relation Name'] === table);
@@ -279,7 +262,7 @@ describePostgres('PostgreSQL dashboard read plans', () => {
       const aggregates = plan.filter((n) => n['Node Type'] === 'Aggregate');
       // The aggregate that reads the buckets is the one whose child scans metric_buckets.
       const first = aggregates.filter((a) =>
-        nodes(a.Plans![0]).some((n) => n['Relation Name'] === 'metric_buckets'),
+        planNodes(a.Plans![0]).some((n) => n['Relation Name'] === 'metric_buckets'),
       );
       // EXPLAIN qualifies the keys or not, as the plan shape goes.
       const keys = first.at(-1)!['Group Key']!.map((k) => k.replace(/^b\./, ''));

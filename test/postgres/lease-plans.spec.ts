@@ -15,20 +15,7 @@ import {
 import type { JobStorage } from '../../libs/chokaq/src/storage/job-storage';
 import { PG_URL } from '../support/env';
 import { createTestSchema, describePostgres } from '../support/test-database';
-
-/** A node of `EXPLAIN (FORMAT JSON)` output. */
-interface PlanNode {
-  'Node Type': string;
-  'Relation Name'?: string;
-  'Index Name'?: string;
-  'Actual Rows'?: number;
-  'Actual Loops'?: number;
-  Plans?: PlanNode[];
-}
-
-function nodes(plan: PlanNode): PlanNode[] {
-  return [plan, ...(plan.Plans ?? []).flatMap(nodes)];
-}
+import { planNodes, planOf } from '../support/pg-plan';
 
 const BATCH = 100;
 const STARTED = 1_200;
@@ -115,8 +102,8 @@ describePostgres('PostgreSQL lease statements: one primary-key probe per lease',
       const { rows } = await client.query(
         `EXPLAIN (ANALYZE true, COSTS false, TIMING false, FORMAT JSON) EXECUTE ${name}(${args})`,
       );
-      const plan = (rows[0]['QUERY PLAN'] as Array<{ Plan: PlanNode }>)[0].Plan;
-      return nodes(plan)
+      const plan = planOf(rows);
+      return planNodes(plan)
         .filter((n) => n['Relation Name'] === 'jobs_hot' && n['Node Type'] !== 'ModifyTable')
         .reduce((sum, n) => sum + (n['Actual Rows'] ?? 0) * (n['Actual Loops'] ?? 1), 0);
     } finally {

@@ -7,21 +7,7 @@ import { encodeListCursor } from '../../libs/chokaq/src/validation/list-cursor';
 import { assertListQuery } from '../../libs/chokaq/src/validation/validate-list';
 import { PG_URL } from '../support/env';
 import { createTestSchema, describePostgres } from '../support/test-database';
-
-/** A node of `EXPLAIN (FORMAT JSON)` output. */
-interface PlanNode {
-  'Node Type': string;
-  'Relation Name'?: string;
-  'Index Name'?: string;
-  'Index Cond'?: string;
-  'Actual Rows'?: number;
-  'Actual Loops'?: number;
-  'Shared Hit Blocks'?: number;
-  'Shared Read Blocks'?: number;
-  Plans?: PlanNode[];
-}
-
-const nodes = (plan: PlanNode): PlanNode[] => [plan, ...(plan.Plans ?? []).flatMap(nodes)];
+import { type PlanNode, planNodes, planOf } from '../support/pg-plan';
 
 const ARCHIVED = 200_000;
 const DEAD = 100_000;
@@ -95,7 +81,7 @@ describePostgres('PostgreSQL list plans', () => {
       `EXPLAIN (ANALYZE true, BUFFERS true, COSTS false, TIMING false, FORMAT JSON) ${sql}`,
       params,
     );
-    return nodes((rows[0]['QUERY PLAN'] as Array<{ Plan: PlanNode }>)[0].Plan);
+    return planNodes(planOf(rows));
   }
 
   /**
@@ -112,7 +98,7 @@ describePostgres('PostgreSQL list plans', () => {
     expect(scans).toHaveLength(1);
     const [scan] = scans;
     if (scan['Node Type'] === 'Bitmap Heap Scan') {
-      expect(nodes(scan).map((n) => [n['Node Type'], n['Index Name']])).toEqual([
+      expect(planNodes(scan).map((n) => [n['Node Type'], n['Index Name']])).toEqual([
         ['Bitmap Heap Scan', undefined],
         ['Bitmap Index Scan', index],
       ]);
