@@ -106,25 +106,17 @@ export async function drain(system: BenchSystem, plan: DrainPlan): Promise<Drain
     for (const w of workers) w.start();
     if (plan.retention) retention = startRetention(run);
     const deadline = Date.now() + plan.timeoutMs;
-    await pollUntil(
-      () => {
-        for (const w of workers) w.assertAlive();
-        return workers.reduce((sum, w) => sum + w.handled, 0) >= plan.target;
-      },
-      plan.timeoutMs,
-      `${system.label}: ${plan.target} handler runs`,
-      5,
-    );
-    await pollUntil(
+    await awaitDrained(
+      workers,
+      plan.target,
       async () => {
         // Read what retention deleted before the archive's count: a row deleted in between is
         // then counted in neither (a later poll sees it), never in both.
         const deleted = retention ? retention.deleted() : 0;
-        return (await run.finishedCount()) + deleted >= plan.target;
+        return (await run.finishedCount()) + deleted;
       },
-      Math.max(1_000, deadline - Date.now()),
-      `${system.label}: ${plan.target} jobs finished in the database`,
-      5,
+      deadline,
+      system.label,
     );
     const seconds = (performance.now() - started) / 1_000;
     const retentionResult = retention
@@ -158,6 +150,35 @@ export async function drain(system: BenchSystem, plan: DrainPlan): Promise<Drain
     for (const w of workers) w.kill();
     await run.close();
   }
+}
+
+/**
+ * Waits (bounded by `deadline`, epoch ms) until the workers' handlers have run `target` jobs, then
+ * until the database shows `target` finished (`finished()`): the database is asked only once the
+ * handlers are done, so counting queries do not load the server during the drain.
+ */
+export async function awaitDrained(
+  workers: readonly WorkerProcess[],
+  target: number,
+  finished: () => Promise<number>,
+  deadline: number,
+  label: string,
+): Promise<void> {
+  await pollUntil(
+    () => {
+      for (const w of workers) w.assertAlive();
+      return workers.reduce((sum, w) => sum + w.handled, 0) >= target;
+    },
+    Math.max(1_000, deadline - Date.now()),
+    `${label}: ${target} handler runs`,
+    5,
+  );
+  await pollUntil(
+    async () => (await finished()) >= target,
+    Math.max(1_000, deadline - Date.now()),
+    `${label}: ${target} jobs finished in the database`,
+    5,
+  );
 }
 
 /** `url` with `application_name` set (it travels in the connection string to every pool). */

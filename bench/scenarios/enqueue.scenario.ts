@@ -1,5 +1,24 @@
 import type { BenchSystem } from '../systems/bench-system';
 
+/**
+ * Jobs per second of `jobs` jobs sent by `calls` sequential calls (`call(k)` sends the k-th, its
+ * arguments built before the clock starts), refusing to run past `deadline` (epoch ms).
+ */
+export async function callRate(
+  jobs: number,
+  calls: number,
+  call: (k: number) => Promise<unknown>,
+  deadline = Infinity,
+  what = 'enqueue',
+): Promise<number> {
+  const started = performance.now();
+  for (let k = 0; k < calls; k++) {
+    if (Date.now() > deadline) throw new Error(`${what} timed out`);
+    await call(k);
+  }
+  return jobs / ((performance.now() - started) / 1_000);
+}
+
 /** Scenario (a), one call per job: jobs/s over `n` sequential `enqueue` calls on a fresh schema. */
 export async function enqueueSingle(
   system: BenchSystem,
@@ -8,13 +27,13 @@ export async function enqueueSingle(
 ): Promise<number> {
   const run = await system.open();
   try {
-    const deadline = Date.now() + timeoutMs;
-    const started = performance.now();
-    for (let i = 0; i < n; i++) {
-      if (Date.now() > deadline) throw new Error(`${system.label}: single enqueue timed out`);
-      await run.enqueueOne({ i });
-    }
-    return n / ((performance.now() - started) / 1_000);
+    return await callRate(
+      n,
+      n,
+      (i) => run.enqueueOne({ i }),
+      Date.now() + timeoutMs,
+      `${system.label}: single enqueue`,
+    );
   } finally {
     await run.close();
   }
@@ -30,13 +49,13 @@ export async function enqueueBulk(
   const run = await system.open();
   try {
     const batches = chunked(n, chunk);
-    const deadline = Date.now() + timeoutMs;
-    const started = performance.now();
-    for (const batch of batches) {
-      if (Date.now() > deadline) throw new Error(`${system.label}: bulk enqueue timed out`);
-      await run.enqueueMany(batch);
-    }
-    return n / ((performance.now() - started) / 1_000);
+    return await callRate(
+      n,
+      batches.length,
+      (k) => run.enqueueMany(batches[k]),
+      Date.now() + timeoutMs,
+      `${system.label}: bulk enqueue`,
+    );
   } finally {
     await run.close();
   }

@@ -1,16 +1,16 @@
-import { randomUUID } from 'node:crypto';
 import { statfsSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import type { BenchDialect, ReadSizes } from '../lib/args';
 import type { AdminReadsRun } from '../lib/admin-reads-report';
 import { SEED_QUEUES } from '../lib/admin-reads-seed';
-import { percentile, pollUntil, sleep } from '../lib/stats';
+import { percentile, sleep } from '../lib/stats';
 import { timedClaim } from '../lib/timed-claim';
 import { WorkerProcess } from '../lib/worker-process';
 import type { WorkerConfig } from '../worker/protocol';
 import { createJobStorage } from '../../libs/chokaq/src/storage/create-storage';
-import type { JobStorage } from '../../libs/chokaq/src/storage/job-storage';
 import { runAdminReads } from './admin-reads.scenario';
+import { awaitDrained } from './drain.scenario';
+import { callRate, chunked } from './enqueue.scenario';
 import { seedReadsData, type ReadsData } from './reads-data';
 
 type Log = (message: string) => void;
@@ -225,21 +225,7 @@ export async function drainSeeded(
     await sleep(200); // let the just-forked process settle before the clock starts
     const started = performance.now();
     worker.start();
-    await pollUntil(
-      () => {
-        worker.assertAlive();
-        return worker.handled >= jobs;
-      },
-      DRAIN_TIMEOUT_MS,
-      `scale: ${jobs} handler runs`,
-      5,
-    );
-    await pollUntil(
-      async () => (await archivedSince()) >= jobs,
-      DRAIN_TIMEOUT_MS,
-      `scale: ${jobs} jobs archived`,
-      5,
-    );
+    await awaitDrained([worker], jobs, archivedSince, Date.now() + DRAIN_TIMEOUT_MS, 'scale');
     const seconds = (performance.now() - started) / 1_000;
     await worker.stop(40_000);
     return jobs / seconds;
@@ -263,41 +249,6 @@ export interface ArchivePoint {
   archiveP95: number;
   drainJobsPerSecond: number;
   load: [number, number];
-}
-
-/** Jobs per second of `n` jobs enqueued by `enqueue` (called with each job's number). */
-async function enqueueRate(n: number, enqueue: (i: number) => Promise<unknown>): Promise<number> {
-  const started = performance.now();
-  for (let i = 0; i < n; i++) await enqueue(i);
-  return n / ((performance.now() - started) / 1_000);
-}
-
-/** `archives` claims of `batch` rows (untimed), each archived with one `archiveSucceeded` timed alone. */
-async function timedArchives(
-  storage: JobStorage,
-  queue: string,
-  archives: number,
-  batch: number,
-): Promise<number[]> {
-  const handled = { queues: [queue], types: [] };
-  const workerId = `bench-scale:${process.pid}`;
-  const samples: number[] = [];
-  for (let i = 0; i < archives; i++) {
-    const leaseId = randomUUID();
-    const claimed = await storage.fetchNextBatch({
-      workerId,
-      leaseId,
-      limit: batch,
-      start: batch,
-      handled,
-    });
-    const started = performance.now();
-    await storage.archiveSucceeded(
-      claimed.map((j) => ({ id: j.id, workerId, leaseId, durationMs: 1 })),
-    );
-    samples.push(performance.now() - started);
-  }
-  return samples;
 }
 
 /**
@@ -331,22 +282,23 @@ export async function runScaleArchive(
       let point: ArchivePoint;
       try {
         const queue = ARCHIVE_QUEUE;
-        const enqueueSingle = await enqueueRate(ARCHIVE_CURVE.single, (i) =>
+        const enqueueSingle = await callRate(ARCHIVE_CURVE.single, ARCHIVE_CURVE.single, (i) =>
           storage.enqueue({ queue, payload: { i } }),
         );
-        const calls = ARCHIVE_CURVE.bulk / ARCHIVE_CURVE.bulkChunk;
-        const enqueueBulk =
-          (await enqueueRate(calls, (c) =>
-            storage.enqueueMany(
-              Array.from({ length: ARCHIVE_CURVE.bulkChunk }, (_, i) => ({
-                queue,
-                payload: { i: c * ARCHIVE_CURVE.bulkChunk + i },
-              })),
-            ),
-          )) * ARCHIVE_CURVE.bulkChunk;
-        const archives = (
-          await timedArchives(storage, queue, ARCHIVE_CURVE.archives, ARCHIVE_CURVE.batch)
-        ).sort((a, b) => a - b);
+        const batches = chunked(ARCHIVE_CURVE.bulk, ARCHIVE_CURVE.bulkChunk).map((batch) =>
+          batch.map((payload) => ({ queue, payload })),
+        );
+        const enqueueBulk = await callRate(ARCHIVE_CURVE.bulk, batches.length, (k) =>
+          storage.enqueueMany(batches[k]),
+        );
+        const handled = { queues: [queue], types: [] };
+        const workerId = `bench-scale:${process.pid}`;
+        const archives: number[] = [];
+        for (let i = 0; i < ARCHIVE_CURVE.archives; i++) {
+          const claim = await timedClaim(storage, workerId, ARCHIVE_CURVE.batch, handled, []);
+          archives.push(claim.archiveMs);
+        }
+        archives.sort((a, b) => a - b);
         point = {
           dialect,
           archived,

@@ -1,6 +1,6 @@
 -- [1/1] query
 
-UPDATE "chokaq".jobs_hot
+UPDATE "chokaq".jobs_hot j
 SET progress = $4, progress_note = $5::text, last_updated_utc = now()
-WHERE id = $1 AND worker_id = $2 AND lease_id = $3 AND "chokaq".jobs_hot.status::int = 2
-RETURNING id
+WHERE j.id = $1 AND j.worker_id = $2 AND j.lease_id = $3 AND j.status::int = 2
+RETURNING j.id

@@ -127,10 +127,10 @@ SELECT count(*)::int AS n FROM released`;
  * Lock/isolation: READ COMMITTED, one statement (row lock on the job).
  */
 export const reportProgress = (s: string): string => `
-UPDATE ${s}.jobs_hot
+UPDATE ${s}.jobs_hot j
 SET progress = $4, progress_note = $5::text, last_updated_utc = now()
-WHERE id = $1 AND worker_id = $2 AND lease_id = $3 AND ${statusIn(`${s}.jobs_hot`, 2)}
-RETURNING id`;
+WHERE j.id = $1 AND j.worker_id = $2 AND j.lease_id = $3 AND ${statusIn('j', 2)}
+RETURNING j.id`;
 
 /** Binds {@link reportProgress}: $1 id, $2 worker, $3 lease, $4 percent, $5 note (NULL clears it). */
 export function reportProgressParams(
