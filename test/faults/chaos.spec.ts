@@ -2,11 +2,13 @@ import { spawn } from 'node:child_process';
 import { join } from 'node:path';
 import { pgAvailable, TS_LOADER } from '../support/env';
 import type { ChaosSummary } from './chaos/chaos-runner';
+import type { SoakSummary } from './chaos/soak-runner';
 
 /**
  * The CI chaos run (issue 6, part 3): spawns `scripts/chaos/run.ts` — the same entry as
  * `npm run chaos` — for 30 s on PostgreSQL and 15 s on SQLite, and requires exit code 0 (no
- * invariant violation) and a summary showing real activity. Longer runs: see the README.
+ * invariant violation) and a summary showing real activity; and its short soak (steady production
+ * with retention running) for 15 s on PostgreSQL. Longer runs: see the README.
  */
 jest.setTimeout(240_000);
 
@@ -33,10 +35,10 @@ async function runChaos(args: string[]): Promise<{ code: number | null; out: str
   }
 }
 
-function summaryOf(out: string): ChaosSummary {
-  const line = out.split('\n').find((l) => l.startsWith('CHAOS SUMMARY '));
+function summaryOf(out: string, prefix = 'CHAOS SUMMARY '): ChaosSummary {
+  const line = out.split('\n').find((l) => l.startsWith(prefix));
   if (!line) throw new Error(`no summary line in the chaos output:\n${out.slice(-5_000)}`);
-  return JSON.parse(line.slice('CHAOS SUMMARY '.length)) as ChaosSummary;
+  return JSON.parse(line.slice(prefix.length)) as ChaosSummary;
 }
 
 function expectActivity(summary: ChaosSummary, minJobs: number): void {
@@ -58,6 +60,20 @@ describe('chaos run', () => {
     expect({ code, violations: summary.violations }).toEqual({ code: 0, violations: [] });
     expectActivity(summary, 500);
   });
+
+  (pgAvailable() ? it : it.skip)(
+    'PostgreSQL soak, 15 s: every job runs once and is counted once while retention runs',
+    async () => {
+      const { code, out } = await runChaos(['--soak', '--seconds', '15', '--dialect', 'postgres']);
+      const summary = summaryOf(out, 'SOAK SUMMARY ') as unknown as SoakSummary;
+      expect({ code, violations: summary.violations }).toEqual({ code: 0, violations: [] });
+      // The run did what a soak is: steady production, measured in windows, retention removing
+      // finished rows (the checks above then held over all of it).
+      expect(summary.jobs).toBeGreaterThan(1_000);
+      expect(summary.windows.length).toBeGreaterThanOrEqual(2);
+      expect(summary.retained).toBeGreaterThan(0);
+    },
+  );
 
   (pgAvailable() ? it : it.skip)('PostgreSQL, 30 s: every invariant holds', async () => {
     const { code, out } = await runChaos(['--seconds', '30', '--dialect', 'postgres']);
