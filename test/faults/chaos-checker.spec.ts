@@ -1,5 +1,6 @@
 import Database from 'better-sqlite3';
 import { ChaosDb, ChaosSummary, check } from './chaos/chaos-runner';
+import { fakeTable } from './support/fake-tables';
 import { runsDdl } from './support/fault-processes';
 
 /**
@@ -30,13 +31,7 @@ function fakeDb(): { db: ChaosDb; raw: Database.Database } {
       dialect: 'sqlite',
       storage: { type: 'sqlite' },
       record: { runsTable: 'chaos_runs' },
-      table: (name) =>
-        ({
-          hot: 'chokaq_jobs_hot',
-          archive: 'chokaq_jobs_archive',
-          dlq: 'chokaq_jobs_dlq',
-          stats: 'chokaq_stats_summary',
-        })[name as string] ?? `chokaq_${name}`,
+      table: fakeTable,
       sql: all,
       runs: all,
       close: async () => void raw.close(),

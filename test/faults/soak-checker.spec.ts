@@ -1,5 +1,6 @@
 import Database from 'better-sqlite3';
 import { SoakDb, SoakSummary, checkSoak } from './chaos/soak-runner';
+import { fakeTable } from './support/fake-tables';
 import { runsDdl } from './support/fault-processes';
 
 /**
@@ -25,13 +26,7 @@ function fakeDb(): { db: SoakDb; raw: Database.Database } {
     raw,
     db: {
       record: { runsTable: 'soak_runs' },
-      table: (name) =>
-        ({
-          hot: 'chokaq_jobs_hot',
-          archive: 'chokaq_jobs_archive',
-          dlq: 'chokaq_jobs_dlq',
-          stats: 'chokaq_stats_summary',
-        })[name as string] ?? `chokaq_${name}`,
+      table: fakeTable,
       sql: all,
       runs: all,
     } as SoakDb,

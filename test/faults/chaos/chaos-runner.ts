@@ -95,11 +95,14 @@ function say(line: string): void {
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
+/** The value after `--name` in `argv`, if any. */
+export function flagValue(argv: readonly string[], name: string): string | undefined {
+  const i = argv.indexOf(`--${name}`);
+  return i >= 0 ? argv[i + 1] : undefined;
+}
+
 export function parseArgs(argv: readonly string[]): ChaosOptions {
-  const get = (name: string) => {
-    const i = argv.indexOf(`--${name}`);
-    return i >= 0 ? argv[i + 1] : undefined;
-  };
+  const get = (name: string) => flagValue(argv, name);
   const seconds = Number(get('seconds') ?? 30);
   const dialect = (get('dialect') ?? 'sqlite') as ChaosOptions['dialect'];
   const workers = Number(get('workers') ?? 3);

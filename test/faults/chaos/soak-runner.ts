@@ -15,6 +15,7 @@
 import { readFileSync } from 'node:fs';
 import { MAX_ENQUEUE_MANY } from '../../../libs/chokaq/src/validation/limits';
 import type { ChokaQModuleOptions, StorageOptions } from '../../../libs/chokaq/src';
+import { flagValue } from './chaos-runner';
 import {
   FaultDatabase,
   FaultWorker,
@@ -82,10 +83,7 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /** Options of `npm run chaos -- --soak …`. */
 export function parseSoakArgs(argv: readonly string[]): SoakOptions {
-  const get = (name: string) => {
-    const i = argv.indexOf(`--${name}`);
-    return i >= 0 ? argv[i + 1] : undefined;
-  };
+  const get = (name: string) => flagValue(argv, name);
   const seconds = Number(get('seconds') ?? 60);
   const dialect = (get('dialect') ?? 'postgres') as SoakOptions['dialect'];
   const workers = Number(get('workers') ?? 2);
