@@ -71,6 +71,7 @@ import {
   scaleArchiveTable,
   scaleClaimTable,
 } from './scenarios/scale.scenario';
+import { startOwnCluster } from './lib/pg-cluster';
 import { lineChartSvg } from './lib/svg-chart';
 import {
   type SoakMinute,
@@ -188,8 +189,11 @@ async function soak(args: BenchArgs, benchUrl: string): Promise<void> {
   }
   const started = new Date();
   await waitForLoad(args, log);
+  const own = args.soakOwnCluster ? await startOwnCluster() : undefined;
+  if (own) log(`soak: on a cluster of its own, port ${own.port} (stock settings)`);
+  const url = own?.url ?? benchUrl;
   const run = await runSoak(
-    benchUrl,
+    url,
     {
       minutes: args.soakMinutes,
       share: 0.7,
@@ -200,7 +204,7 @@ async function soak(args: BenchArgs, benchUrl: string): Promise<void> {
       ...(args.soakHotStorage === undefined ? {} : { hotStorage: args.soakHotStorage }),
     },
     log,
-  );
+  ).finally(() => own?.stop());
   const table = soakTable(run);
   const checks = soakChecksTable(soakChecks(run));
   process.stdout.write(`\n### soak\n\n${table}\n\n${checks}\n`);
@@ -221,7 +225,7 @@ async function soak(args: BenchArgs, benchUrl: string): Promise<void> {
     SOAK_HEADING,
     `${started.toISOString()} – ${new Date().toISOString()}; ${machineLine()}; PostgreSQL ${await postgresVersion(benchUrl)}`,
     [
-      `One ChokaQ worker process (the defaults, concurrency ${run.plan.concurrency}, a no-op handler; retention keeps archived rows ${run.plan.archiveMs / 60_000} minutes and runs every ${run.plan.retentionIntervalMs / 1_000} s) on a fresh schema; a producer in the bench process enqueues in bulk every 100 ms at ${run.rate.toLocaleString('en-US')} jobs/s${run.drainRate === undefined ? ' (`--soak-rate`)' : `, ${Math.round(run.plan.share * 100)} % of the ${run.drainRate.toFixed(0)} jobs/s the same worker drained ${(20_000).toLocaleString('en-US')} jobs at first`}. At each minute's end: the jobs archived during it and their enqueue → start latency (from the Archive's own timestamps), the Pending backlog, \`jobs_hot\`'s size with its indexes, its dead tuples and autovacuum runs (PostgreSQL's statistics), the Archive's live rows, the worker's RSS and V8 heap, and the CPU of the worker and its backends per 1,000 archived jobs. \`jobs_hot\`'s storage settings: ${run.schemaSettings}. The chart: [soak.svg](soak.svg).`,
+      `One ChokaQ worker process (the defaults, concurrency ${run.plan.concurrency}, a no-op handler; retention keeps archived rows ${run.plan.archiveMs / 60_000} minutes and runs every ${run.plan.retentionIntervalMs / 1_000} s) on a fresh schema${own ? " of a PostgreSQL cluster the bench started for the run (`--soak-own-cluster`: initdb, the server's stock settings, autovacuum on)" : ''}; a producer in the bench process enqueues in bulk every 100 ms at ${run.rate.toLocaleString('en-US')} jobs/s${run.drainRate === undefined ? ' (`--soak-rate`)' : `, ${Math.round(run.plan.share * 100)} % of the ${run.drainRate.toFixed(0)} jobs/s the same worker drained ${(20_000).toLocaleString('en-US')} jobs at first`}. At each minute's end: the jobs archived during it and their enqueue → start latency (from the Archive's own timestamps), the Pending backlog, \`jobs_hot\`'s size with its indexes, its dead tuples and autovacuum runs (PostgreSQL's statistics), the Archive's live rows, the worker's RSS and V8 heap, and the CPU of the worker and its backends per 1,000 archived jobs. \`jobs_hot\`'s storage settings: ${run.schemaSettings}. The chart: [soak.svg](soak.svg).`,
       '![Sustained load, minute by minute](soak.svg)',
       table,
       checks,

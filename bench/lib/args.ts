@@ -118,6 +118,11 @@ export interface BenchArgs {
   soakRate: number | undefined;
   /** Storage parameters the soak sets on `jobs_hot` first (`--soak-hot-storage=name=value,…`). */
   soakHotStorage: string | undefined;
+  /**
+   * The soak runs on a PostgreSQL cluster of its own (`--soak-own-cluster`): started under a
+   * temporary directory with the server's stock settings (autovacuum on), stopped after.
+   */
+  soakOwnCluster: boolean;
 }
 
 /** The scale scenario's backlog sizes when `--scale-pending` is not given. */
@@ -229,6 +234,8 @@ const HELP = `npm run bench -- [flags]
   --soak-minutes=N        soak: minutes at sustained load (default 60; --quick 2)
   --soak-rate=N           soak: jobs per second produced (default: 70 % of a drain measured first)
   --soak-hot-storage=a=1,b=2   soak: storage parameters set on jobs_hot first (an autovacuum A/B)
+  --soak-own-cluster      soak: on a PostgreSQL cluster of its own, stock settings (autovacuum on),
+                          started under a temporary directory and stopped after
   --scale-archived=a,b,…  scale: the archive sizes (default 10000,1000000,10000000 on PostgreSQL,
                           up to 5000000 on SQLite; --quick 10000,100000; 0 skips the archive curve)
   --deck-rounds=N --deck-ticks=N   deck: timed rounds over the panels (default 5), timed ticks (default 20)
@@ -315,6 +322,7 @@ export function parseArgs(argv: readonly string[]): BenchArgs | 'help' {
     'soak-minutes',
     'soak-rate',
     'soak-hot-storage',
+    'soak-own-cluster',
     ...Object.keys(sizeFlags),
     ...Object.keys(readFlags),
     ...Object.keys(deckFlags),
@@ -372,6 +380,7 @@ export function parseArgs(argv: readonly string[]): BenchArgs | 'help' {
       soakMinutes === undefined ? (quick ? 2 : 60) : positive(soakMinutes, '--soak-minutes'),
     soakRate: soakRate === undefined ? undefined : positive(soakRate, '--soak-rate'),
     soakHotStorage: flags.get('soak-hot-storage'),
+    soakOwnCluster: flags.has('soak-own-cluster'),
     startAhead: startAhead === undefined ? undefined : Number(startAhead),
     handler:
       handlerBatch === undefined
