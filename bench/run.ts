@@ -14,6 +14,7 @@ import {
   adminReadsJson,
   adminReadsSection,
   missPlans,
+  readsReport,
   readsTable,
   writeAdminReadsSection,
   type AdminReadsRun,
@@ -281,12 +282,7 @@ async function scale(args: BenchArgs, benchUrl: string): Promise<void> {
   const table = scaleClaimTable(points);
   const archiveTable = archivePoints.length > 0 ? scaleArchiveTable(archivePoints) : '';
   process.stdout.write(`\n### scale\n\n${table}\n\n${archiveTable}\n`);
-  // The plans of the reads that missed their target go to the output too, so a run that does not
-  // write RESULTS.md (`--no-write`) still says why they missed.
-  for (const run of reads) {
-    const plans = run.plans.length > 0 ? `\n${missPlans(run).join('\n')}\n` : '';
-    process.stdout.write(`\n${readsTable(run)}\n${plans}`);
-  }
+  for (const run of reads) process.stdout.write(`\n${readsReport(run)}\n`);
   if (!args.write) return;
   const dialects = (of: ReadonlyArray<{ dialect: BenchDialect }>) => [
     ...new Set(of.map((p) => p.dialect)),
@@ -542,10 +538,8 @@ async function readScenarios(args: BenchArgs, benchUrl: string): Promise<void> {
     for (const line of adminReadsJson(runs)) process.stdout.write(`${line}\n`);
     if (deck) process.stdout.write(`${deckJson(deck)}\n`);
   } else {
-    for (const run of runs) {
-      const plans = run.plans.length > 0 ? `\n${missPlans(run).join('\n')}\n` : '';
-      process.stdout.write(`\n### admin-reads, ${run.dialect}\n\n${readsTable(run)}\n${plans}`);
-    }
+    for (const run of runs)
+      process.stdout.write(`\n### admin-reads, ${run.dialect}\n\n${readsReport(run)}\n`);
     if (deck) process.stdout.write(`\n### deck, postgres\n\n${deckTables(deck)}\n`);
   }
   if (!args.write) return;

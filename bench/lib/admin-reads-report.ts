@@ -217,6 +217,14 @@ export function missPlans(run: AdminReadsRun): string[] {
   return lines;
 }
 
+/**
+ * A run's table and, below it, the plans of the reads that missed their target: what a run prints,
+ * so one that does not write RESULTS.md (`--no-write`) still says why they missed.
+ */
+export function readsReport(run: AdminReadsRun): string {
+  return [readsTable(run), '', ...missPlans(run)].join('\n');
+}
+
 /** One JSON object per read and dialect (the `--json` contract of this scenario). */
 export function adminReadsJson(runs: readonly AdminReadsRun[]): string[] {
   const round = (x: number) => Math.round(x * 100) / 100;

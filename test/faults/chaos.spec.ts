@@ -35,10 +35,10 @@ async function runChaos(args: string[]): Promise<{ code: number | null; out: str
   }
 }
 
-function summaryOf(out: string, prefix = 'CHAOS SUMMARY '): ChaosSummary {
+function summaryOf<T = ChaosSummary>(out: string, prefix = 'CHAOS SUMMARY '): T {
   const line = out.split('\n').find((l) => l.startsWith(prefix));
   if (!line) throw new Error(`no summary line in the chaos output:\n${out.slice(-5_000)}`);
-  return JSON.parse(line.slice(prefix.length)) as ChaosSummary;
+  return JSON.parse(line.slice(prefix.length)) as T;
 }
 
 function expectActivity(summary: ChaosSummary, minJobs: number): void {
@@ -65,7 +65,7 @@ describe('chaos run', () => {
     'PostgreSQL soak, 15 s: every job runs once and is counted once while retention runs',
     async () => {
       const { code, out } = await runChaos(['--soak', '--seconds', '15', '--dialect', 'postgres']);
-      const summary = summaryOf(out, 'SOAK SUMMARY ') as unknown as SoakSummary;
+      const summary = summaryOf<SoakSummary>(out, 'SOAK SUMMARY ');
       expect({ code, violations: summary.violations }).toEqual({ code: 0, violations: [] });
       // The run did what a soak is: steady production, measured in windows, retention removing
       // finished rows (the checks above then held over all of it).

@@ -23,6 +23,7 @@ import {
   openFaultDatabase,
   startFaultWorker,
 } from '../support/fault-processes';
+import { waitFor } from '../../support/wait-for';
 
 /** What a soak runs. */
 export interface SoakOptions {
@@ -223,13 +224,11 @@ export async function runSoak(o: SoakOptions): Promise<SoakSummary> {
 
     const drainStart = Date.now();
     const drainBound = Number(process.env.CHOKAQ_CHAOS_DRAIN_MS ?? 90_000);
-    while ((await count(db, `SELECT COUNT(*) AS n FROM ${db.table('hot')}`)) > 0) {
-      if (Date.now() - drainStart > drainBound) {
-        summary.violations.push(`hot table not drained after ${drainBound} ms`);
-        break;
-      }
-      await sleep(200);
-    }
+    await waitFor(
+      'the hot table to drain',
+      async () => (await count(db, `SELECT COUNT(*) AS n FROM ${db.table('hot')}`)) === 0,
+      { timeoutMs: drainBound, intervalMs: 200 },
+    ).catch(() => summary.violations.push(`hot table not drained after ${drainBound} ms`));
     summary.drainMs = Date.now() - drainStart;
     await Promise.all(workers.map((w) => w.stop(10_000)));
     summary.jobs = accepted.length;
