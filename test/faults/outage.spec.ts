@@ -210,13 +210,21 @@ function producer(enqueue: (id: string) => Promise<string>) {
     );
     expect(dlq.filter((r) => Number(r.status) !== 6 || Number(r.failure_reason) !== 2)).toEqual([]);
 
-    // Each worker's LISTEN session comes back (its reconnect backoff is still under 30 s).
+    // Each worker's LISTEN session comes back. Its reconnect waits double from 200 ms up to 30 s
+    // (±20 %), so after the outage an attempt is at most 36 s away; one that fails after the
+    // restore (a server busy with the other test files' sessions) costs at most another 36 s.
     for (const worker of workers) {
       await waitFor(
         `${worker.workerId}'s LISTEN session to be re-established`,
         () => lines(worker.output(), 'LISTEN connection') >= 2,
-        { timeoutMs: 35_000, intervalMs: 100 },
-      );
+        { timeoutMs: 2 * 36_000 + 5_000, intervalMs: 100 },
+      ).catch((error: Error) => {
+        const said = worker
+          .output()
+          .split('\n')
+          .filter((line) => line.includes('LISTEN') || line.includes('fetcher'));
+        throw new Error(`${error.message}; its log:\n${said.join('\n')}`);
+      });
     }
 
     // Logged once per outage, not once per poll: the fetcher of each worker warned exactly once
@@ -245,7 +253,7 @@ function producer(enqueue: (id: string) => Promise<string>) {
       // Every warning or error line of the outage is a one-off, never a per-poll flood.
       expect(lines(out, 'WARN') + lines(out, 'ERROR')).toBeLessThan(40);
     }
-  });
+  }, 200_000);
 });
 
 describe('SQLite file locked by another process', () => {
