@@ -122,6 +122,8 @@ describeEachDialect(
     const RESULT_VERSION = { sqlite: 13, postgres: 16 }[dialect as 'sqlite' | 'postgres'];
     /** The version that brought groups (the `group_key` column, the queues' group limits). */
     const GROUPS_VERSION = { sqlite: 15, postgres: 18 }[dialect as 'sqlite' | 'postgres'];
+    /** The version that brought batches (the `batch_id` column, the batch tables). */
+    const BATCHES_VERSION = { sqlite: 16, postgres: 19 }[dialect as 'sqlite' | 'postgres'];
     /** PostgreSQL's version that rebuilds the hot table's list indexes with Pending rows only. */
     const PENDING_LISTS_VERSION = { sqlite: undefined, postgres: 15 }[
       dialect as 'sqlite' | 'postgres'
@@ -129,7 +131,7 @@ describeEachDialect(
     /**
      * A stand-in for the previous release below is this release's own storage opened without
      * migrating: it writes the trace context and payload version columns, the deferral counter and
-     * the attempt history table and the group column, its claim reads the rate and group limit
+     * the attempt history table, the group and batch columns, its claim reads the rate and group limit
      * columns and its reads the held jobs' column, so a schema it runs on must have them. On
      * SQLite the trace, rate, payload, held and result versions are also recorded, since `ADD COLUMN` cannot run twice there (SQLite has no
      * `IF NOT EXISTS` for it: the ledger is what guards it); PostgreSQL's run again, as its printed
@@ -141,7 +143,8 @@ describeEachDialect(
       version === RATE_VERSION ||
       version === PAYLOAD_VERSION ||
       version === HELD_VERSION ||
-      version === GROUPS_VERSION;
+      version === GROUPS_VERSION ||
+      version === BATCHES_VERSION;
     const traceColumnRecorded = (version: number) =>
       dialect === 'sqlite' &&
       (version === TRACE_VERSION ||
@@ -149,7 +152,8 @@ describeEachDialect(
         version === PAYLOAD_VERSION ||
         version === HELD_VERSION ||
         version === RESULT_VERSION ||
-        version === GROUPS_VERSION);
+        version === GROUPS_VERSION ||
+        version === BATCHES_VERSION);
 
     /** A time as the dialect stores it: epoch ms on SQLite, a timestamp on PostgreSQL. */
     const at = (ms: number): number | Date => (dialect === 'sqlite' ? ms : new Date(ms));

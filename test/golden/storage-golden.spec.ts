@@ -475,6 +475,66 @@ const SCENARIOS: readonly Scenario[] = [
     },
   },
   {
+    // The batch record, its callbacks and its jobs in one transaction.
+    file: 'enqueue-batch',
+    async run(storage, recorder) {
+      const { result, statements } = await recorder.record(() =>
+        storage.enqueueBatch({
+          jobs: [job('golden.batch'), job('golden.batch', { priority: 5 })],
+          callbacks: {
+            onSuccess: { queue: 'golden.batch.done', type: 'done.v1', payload: { ok: true } },
+            onFailure: { queue: 'golden.batch.done', type: 'failed.v1' },
+          },
+          createdBy: 'golden',
+        }),
+      );
+      expect(result.jobIds).toHaveLength(2);
+      return statements;
+    },
+  },
+  {
+    // The move that settles a batch: its counts, its settle mark and the callback it fires.
+    file: 'archive-settles-batch',
+    async run(storage, recorder) {
+      const made = await storage.enqueueBatch({
+        jobs: [job('golden.settle')],
+        callbacks: { onComplete: { queue: 'golden.settle.done' } },
+      });
+      const [row] = await claim(storage, 'golden.settle');
+      await storage.markAsProcessing([leaseOf(row)]);
+      const { statements } = await recorder.record(() =>
+        storage.archiveSucceeded([{ ...leaseOf(row), durationMs: 3 }]),
+      );
+      const batch = await storage.getBatch(made.batchId);
+      expect(batch?.callbacks.map((c) => c.fired)).toEqual([true]);
+      return statements;
+    },
+  },
+  {
+    file: 'get-batch',
+    async run(storage, recorder) {
+      const made = await storage.enqueueBatch({
+        jobs: [job('golden.read')],
+        callbacks: { onComplete: { queue: 'golden.read' } },
+      });
+      const { result, statements } = await recorder.record(() => storage.getBatch(made.batchId));
+      expect(result?.total).toBe(1);
+      return statements;
+    },
+  },
+  {
+    // What a cancel of a batch reads: its jobs still hot.
+    file: 'batch-hot-job-ids',
+    async run(storage, recorder) {
+      const made = await storage.enqueueBatch({ jobs: [job('golden.cancel')] });
+      const { result, statements } = await recorder.record(() =>
+        storage.batchHotJobIds(made.batchId),
+      );
+      expect(result).toEqual(made.jobIds);
+      return statements;
+    },
+  },
+  {
     // The compare-and-set of a recurring slot, its enqueue and the last job it records.
     file: 'claim-recurring-slot',
     async run(storage, recorder) {
@@ -706,6 +766,8 @@ const TABLES = [
   'job_attempts',
   'dedupe_keys',
   'job_groups',
+  'batches',
+  'batch_callbacks',
 ];
 
 function defineGoldens(dir: string, open: () => Promise<Harness>): void {

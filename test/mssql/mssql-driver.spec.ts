@@ -137,6 +137,12 @@ function sqlError(number: number, message = `error ${number}`): Error {
   return Object.assign(new Error(message), { name: 'QueryFailedError', driverError });
 }
 
+/** The session state a ChokaQ-owned batch pins first. */
+const PROLOGUE = 'SET TRANSACTION ISOLATION LEVEL READ COMMITTED;\nSET LOCK_TIMEOUT -1;\n';
+/** What a batch in a caller's transaction must not touch: its session or its transaction. */
+const SESSION_OR_OWN_TRANSACTION =
+  /ISOLATION LEVEL|LOCK_TIMEOUT|XACT_ABORT|^\s*(BEGIN\s+TRAN|COMMIT)\b/im;
+
 const HOT_ROW = {
   Id: ID,
   Queue: 'emails',
@@ -774,7 +780,7 @@ describe('SQL Server dialect over TypeORM SqlServerQueryRunner (stubbed mssql Re
       ] as const) {
         const last = call.inputs.length - 1;
         expect(call.inputs[last]).toEqual({ name: String(last), type: 'NVarChar', value });
-        expect(call.sql).toContain(', PayloadVersion, GroupKey)');
+        expect(call.sql).toContain(', PayloadVersion, BatchId, GroupKey)');
       }
       expect(calls[0].sql).toBe(calls[1].sql);
     });
@@ -821,6 +827,178 @@ describe('SQL Server dialect over TypeORM SqlServerQueryRunner (stubbed mssql Re
         groupRateLimit: { max: 10, perMs: 60_000 },
       });
       expect(calls[0].sql).toContain("UPDATE h SET h.GroupKey = N'' FROM [chokaq].[JobsHot] AS h");
+    });
+  });
+
+  describe('batches (schema version 18)', () => {
+    const NEW_BATCH = {
+      jobs: [
+        { queue: 'emails', payload: { n: 1 } },
+        { queue: 'emails', payload: { n: 2 } },
+      ],
+      callbacks: {
+        onComplete: { queue: 'reports', type: 'batch.done' },
+        onFailure: { queue: 'alerts', type: 'batch.failed', group: 'tenant:42' },
+      },
+      createdBy: 'ops',
+    };
+    /** The value of parameter `i` of `call`, parsed as the JSON document it is. */
+    const documentOf = (call: Call, i: number) =>
+      JSON.parse(String(call.inputs[i].value)) as Array<Record<string, unknown>>;
+
+    it("enqueueBatch: the batch's row, its callbacks and their queues, then its jobs carrying its id, on ONE of ChokaQ's READ COMMITTED transactions", async () => {
+      const { storage, calls, transactions, dataSource } = stubbedStorage([[], []]);
+      const result = await storage.enqueueBatch(NEW_BATCH);
+      expect(result.jobIds).toHaveLength(2);
+      expect(Object.keys(result.callbacks).sort()).toEqual(['complete', 'failure']);
+      const driver = dataSource.driver as SqlServerDriver;
+      expect(transactions).toEqual([
+        { isolationLevel: driver.convertIsolationLevel('READ COMMITTED'), end: 'commit' },
+      ]);
+      expect(calls).toHaveLength(2);
+      expect(new Set(calls.map((c) => c.parent)).size).toBe(1);
+      expect(typeof (calls[0].parent as { begin?: unknown }).begin).toBe('function');
+      // The batch's row: its id, who made it, its jobs' count; the callbacks' one document.
+      expect(calls[0].sql).toContain(
+        'INSERT INTO [chokaq].[Batches] (Id, CreatedAtUtc, CreatedBy, Total)',
+      );
+      expect(calls[0].sql.startsWith(`${PROLOGUE}SET NOCOUNT ON;\nSET XACT_ABORT ON;\n`)).toBe(
+        true,
+      );
+      expect(calls[0].sql).not.toMatch(/^\s*(BEGIN\s+TRAN|COMMIT)\b/im);
+      expect(calls[0].inputs.slice(0, 3).map((i) => i.value)).toEqual([result.batchId, 'ops', 2]);
+      expect(
+        documentOf(calls[0], 3).map(({ kind, id, queue, group, createdBy }) => ({
+          kind,
+          id,
+          queue,
+          group,
+          createdBy,
+        })),
+      ).toEqual([
+        { kind: 1, id: result.callbacks.complete, queue: 'reports', group: null, createdBy: 'ops' },
+        {
+          kind: 4,
+          id: result.callbacks.failure,
+          queue: 'alerts',
+          group: 'tenant:42',
+          createdBy: 'ops',
+        },
+      ]);
+      // The jobs: the batch of enqueueMany, nested in the open transaction.
+      expect(calls[1].sql).toMatch(/SET XACT_ABORT ON;[\s\S]*BEGIN TRAN;[\s\S]*COMMIT;/);
+      const jobs = documentOf(calls[1], 0);
+      expect(jobs.map((j) => j.id)).toEqual(result.jobIds);
+      expect(jobs.map((j) => j.batchId)).toEqual([result.batchId, result.batchId]);
+      expect(jobs.map((j) => j.createdBy)).toEqual(['ops', 'ops']);
+    });
+
+    it('a deadlock mid-way rolls the whole batch back and runs it again from its row', async () => {
+      const { storage, calls, transactions } = stubbedStorage([
+        [],
+        sqlError(1205, 'deadlock victim'),
+        [],
+        [],
+      ]);
+      const result = await storage.enqueueBatch(NEW_BATCH);
+      expect(transactions.map((t) => t.end)).toEqual(['rollback', 'commit']);
+      expect(calls).toHaveLength(4);
+      // The same ids the second time: the validated batch is written again as it was.
+      expect(calls[2].sql).toBe(calls[0].sql);
+      expect(calls[2].inputs.map((i) => i.value)).toEqual(calls[0].inputs.map((i) => i.value));
+      expect(calls[2].parent).not.toBe(calls[0].parent);
+      expect(calls[2].inputs[0].value).toBe(result.batchId);
+    });
+
+    it("in a caller's transaction: every batch on the caller's runner, no prologue, no XACT_ABORT, nothing begun", async () => {
+      const { storage, calls, dataSource, transactions } = stubbedStorage([[], []]);
+      const runner = dataSource.createQueryRunner();
+      await runner.startTransaction('SERIALIZABLE');
+      await storage.enqueueBatch(NEW_BATCH, { transaction: runner });
+      await runner.commitTransaction();
+      expect(calls).toHaveLength(2);
+      expect(new Set(calls.map((c) => c.parent)).size).toBe(1);
+      for (const call of calls) expect(call.sql).not.toMatch(SESSION_OR_OWN_TRANSACTION);
+      expect(transactions).toHaveLength(1);
+    });
+
+    it('getBatch maps the row and its callbacks (fired by the bits of Fired); no row is no batch', async () => {
+      const row = {
+        Id: ID,
+        CreatedAtUtc: '2026-01-02T03:04:05.678Z',
+        CreatedBy: 'ops',
+        Total: 3,
+        Succeeded: 2,
+        Failed: 1,
+        Fired: 5,
+        SettledAtUtc: '2026-01-02T03:05:00.000Z',
+      };
+      const { storage, calls } = stubbedStorage([
+        [
+          { ...row, Kind: 1, JobId: ID2, Queue: 'reports', Type: 'batch.done' },
+          { ...row, Kind: 2, JobId: LEASE.leaseId, Queue: 'reports', Type: 'batch.ok' },
+        ],
+        [
+          {
+            ...row,
+            Fired: 0,
+            SettledAtUtc: null,
+            Kind: null,
+            JobId: null,
+            Queue: null,
+            Type: null,
+          },
+        ],
+        [],
+      ]);
+      expect(await storage.getBatch(ID)).toEqual({
+        id: ID,
+        createdAtUtc: new Date('2026-01-02T03:04:05.678Z'),
+        createdBy: 'ops',
+        total: 3,
+        succeeded: 2,
+        failed: 1,
+        pending: 0,
+        settledAtUtc: new Date('2026-01-02T03:05:00.000Z'),
+        callbacks: [
+          { kind: 'complete', jobId: ID2, queue: 'reports', type: 'batch.done', fired: true },
+          {
+            kind: 'success',
+            jobId: LEASE.leaseId,
+            queue: 'reports',
+            type: 'batch.ok',
+            fired: false,
+          },
+        ],
+      });
+      expect(await storage.getBatch(ID)).toMatchObject({ settledAtUtc: null, callbacks: [] });
+      expect(await storage.getBatch(ID)).toBeNull();
+      expect(calls[0].sql).toBe(SQL.getBatch(BINARY, ID).sql);
+    });
+
+    it("batchHotJobIds: the ids of the batch's hot jobs, callbacks left out, one read", async () => {
+      const { storage, calls } = stubbedStorage([[{ Id: ID }, { Id: ID2 }]]);
+      expect(await storage.batchHotJobIds(LEASE.leaseId)).toEqual([ID, ID2]);
+      expect(calls.map((c) => c.sql)).toEqual([SQL.batchHotJobIds(BINARY, LEASE.leaseId).sql]);
+      expect(calls[0].sql).toContain(
+        'AND NOT EXISTS (SELECT 1 FROM [chokaq].[BatchCallbacks] AS x WHERE x.JobId = h.Id);',
+      );
+    });
+
+    it('the claim and getJob map the batch of a row', async () => {
+      const { storage } = stubbedStorage([
+        [{ ...HOT_ROW, BatchId: ID2 }],
+        [{ ...HOT_ROW, Pillar: 'hot', BatchId: ID2 }],
+        [],
+      ]);
+      const [claimed] = await storage.fetchNextBatch({
+        workerId: LEASE.workerId,
+        leaseId: LEASE.leaseId,
+        limit: 1,
+        handled: { queues: ['emails'], types: [] },
+      });
+      expect(claimed.batchId).toBe(ID2);
+      expect((await storage.getJob(ID))?.batchId).toBe(ID2);
     });
   });
 
@@ -1118,9 +1296,6 @@ describe('SQL Server token-confirmed bulk actions (stubbed mssql Request)', () =
 });
 
 describe('SQL Server dialect session state (stubbed mssql Request)', () => {
-  const PROLOGUE = 'SET TRANSACTION ISOLATION LEVEL READ COMMITTED;\nSET LOCK_TIMEOUT -1;\n';
-  const SESSION_OR_OWN_TRANSACTION =
-    /ISOLATION LEVEL|LOCK_TIMEOUT|XACT_ABORT|^\s*(BEGIN\s+TRAN|COMMIT)\b/im;
   const SLOT = new Date('2026-01-02T03:00:00.000Z');
   const NEXT = new Date('2026-01-03T03:00:00.000Z');
 

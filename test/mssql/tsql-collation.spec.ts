@@ -73,15 +73,22 @@ describe('SQL Server key columns compare byte for byte on a new install', () => 
     expect(new Set(declared.map(([, collation]) => collation))).toEqual(
       new Set([BINARY_KEY_COLLATION]),
     );
-    // Queue in the three pillars, the counters, the buckets, the recurring jobs and the groups'
-    // windows; Type in the three pillars and the recurring jobs; IdempotencyKey in the pillars;
-    // Queues and RecurringJobs' names; GroupKey in the pillars and the groups' windows; Queues'
-    // GroupCursor.
-    expect(declared).toHaveLength(7 + 4 + 3 + 2 + 4 + 1);
+    // Queue in the three pillars, the counters, the buckets, the recurring jobs, the groups'
+    // windows and the batches' callbacks; Type in the three pillars, the recurring jobs and the
+    // callbacks; IdempotencyKey in the pillars; Queues and RecurringJobs' names; GroupKey in the
+    // pillars, the groups' windows and the callbacks; Queues' GroupCursor.
+    expect(declared).toHaveLength(8 + 5 + 3 + 2 + 5 + 1);
     // JobGroups (schema version 17): its Queue in the collation of JobsHot.Queue, so an install of
     // an earlier release creates it through EXEC without one (the database's); GroupKey binary.
     expect(ddl).toContain(
       `EXEC(N'CREATE TABLE [chokaq].[JobGroups] (Queue varchar(255) NOT NULL, GroupKey nvarchar(255) ${COLLATE} NOT NULL,`,
+    );
+    // BatchCallbacks (schema version 18) the same way: its Queue and Type in the collation of
+    // JobsHot.Queue, its GroupKey binary.
+    expect(ddl).toMatch(
+      new RegExp(
+        `EXEC\\(N'CREATE TABLE \\[chokaq\\]\\.\\[BatchCallbacks\\] \\([^;]*Queue varchar\\(255\\) NOT NULL, Type nvarchar\\(255\\) NOT NULL,[^;]*GroupKey nvarchar\\(255\\) ${COLLATE} NULL`,
+      ),
     );
     // Added to an install of an earlier release binary too, so the conversion leaves them alone.
     for (const table of ['JobsHot', 'JobsArchive', 'JobsDLQ']) {
@@ -227,7 +234,7 @@ describe('SQL Server key columns compare byte for byte on a new install', () => 
     const altered = [
       ...script.matchAll(/ALTER TABLE \[chokaq\]\.\[(\w+)\] ALTER COLUMN (\w+) \S+ (COLLATE \w+)/g),
     ];
-    expect(altered).toHaveLength(7 + 4 + 3 + 2);
+    expect(altered).toHaveLength(8 + 5 + 3 + 2);
     expect(new Set(altered.map((m) => m[3]))).toEqual(new Set([COLLATE]));
     for (const pk of [
       'PK_StatsSummary',

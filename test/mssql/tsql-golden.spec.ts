@@ -13,8 +13,10 @@ import { catalogue } from './support/statements';
  * of the deletes that take it with a job (purge, retention), of the dedupe keys' statements (a
  * keyed enqueue's steps, with their key locks; the read of a job's key; their retention), and of
  * groups (the claim with its grouped part, the grouped queues last and first; the group limits'
- * update; the busiest groups; the groups' retention). A change to any of them must be a
- * conscious act: review the diff, then regenerate with
+ * update; the busiest groups; the groups' retention), and of batches (the batch's row with its
+ * callbacks, in ChokaQ's transaction and in a caller's; a chunk of its jobs; its reads; the moves
+ * pinned above carry the settle step, the resurrect the reopen step). A change to any of them must
+ * be a conscious act: review the diff, then regenerate with
  *
  *   CHOKAQ_UPDATE_GOLDEN=1 npx jest test/mssql/tsql-golden && npx prettier --write test/golden/mssql
  *
@@ -76,6 +78,11 @@ const PINNED: ReadonlyArray<[file: string, name: string]> = [
   ['get-queue-groups', 'getQueueGroups'],
   ['apply-retention-groups', 'applyRetention [groups]'],
   ['apply-retention-groupless', 'applyRetention [groupless]'],
+  ['insert-batch', 'insertBatch'],
+  ['insert-batch-in-transaction', 'insertBatch.inCallerTransaction'],
+  ['enqueue-many-batch', 'enqueueMany [batch]'],
+  ['get-batch', 'getBatch'],
+  ['batch-hot-job-ids', 'batchHotJobIds'],
 ];
 
 /** Parameters as TypeORM hands them to mssql: position, declared type, value. */

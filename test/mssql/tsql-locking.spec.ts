@@ -648,6 +648,135 @@ describe('SQL Server lock hints and isolation', () => {
     );
   });
 
+  it("version 18: BatchId in every pillar (added where missing), Batches and BatchCallbacks (in the collation of JobsHot.Queue) with the callbacks' job index, the batch rows' filtered indexes compiled after the column", () => {
+    const ddl = mssqlSchemaDdl('chokaq');
+    expect(MSSQL_SCHEMA_VERSION).toBeGreaterThanOrEqual(18);
+    const step = ddl.split('\nBEGIN TRAN;\n')[18];
+    for (const table of ['JobsHot', 'JobsArchive', 'JobsDLQ']) {
+      // A new database gets the column from CREATE TABLE; an older one from the guarded ALTER.
+      expect(ddl).toMatch(
+        new RegExp(
+          `CREATE TABLE \\[chokaq\\]\\.\\[${table}\\] \\([^;]*BatchId varchar\\(36\\) NULL`,
+        ),
+      );
+      expect(step).toContain(
+        `IF COL_LENGTH(N'[chokaq].[${table}]', N'BatchId') IS NULL\n  ALTER TABLE [chokaq].[${table}] ADD BatchId varchar(36) NULL;`,
+      );
+      // Only the rows of a batch, compiled apart, after the ALTERs.
+      const index = `[IX_${table}_Batch] ON [chokaq].[${table}] (BatchId) WHERE BatchId IS NOT NULL`;
+      expect(step).toContain(`  EXEC(N'CREATE NONCLUSTERED INDEX ${index}`);
+      expect(step.indexOf(index)).toBeGreaterThan(step.lastIndexOf('ALTER TABLE'));
+    }
+    // The hot table's index last: the workers' table waits the shortest time.
+    expect(step.indexOf('[IX_JobsHot_Batch]')).toBeGreaterThan(step.indexOf('[IX_JobsDLQ_Batch]'));
+    expect(step).toContain("IF OBJECT_ID(N'[chokaq].[Batches]', N'U') IS NULL");
+    expect(step).toContain('CONSTRAINT [PK_Batches] PRIMARY KEY CLUSTERED (Id)');
+    expect(step).toContain('Fired smallint NOT NULL CONSTRAINT [DF_Batches_Fired] DEFAULT 0');
+    // BatchCallbacks: statically where JobsHot.Queue is binary, else through EXEC.
+    expect(ddl.split('CREATE TABLE [chokaq].[BatchCallbacks]')).toHaveLength(3);
+    expect(step).toContain(
+      "IF OBJECT_ID(N'[chokaq].[BatchCallbacks]', N'U') IS NULL AND EXISTS (SELECT 1 FROM sys.columns WHERE object_id = OBJECT_ID(N'[chokaq].[JobsHot]') AND name = N'Queue' AND collation_name = N'Latin1_General_100_BIN2')",
+    );
+    for (const constraint of [
+      'CONSTRAINT [PK_BatchCallbacks] PRIMARY KEY CLUSTERED (BatchId, Kind)',
+      'CONSTRAINT [CK_BatchCallbacks_Kind] CHECK (Kind IN (1, 2, 4))',
+    ]) {
+      expect(step.split(constraint)).toHaveLength(3);
+    }
+    expect(step).toContain(
+      "IF NOT EXISTS (SELECT 1 FROM sys.indexes WHERE object_id = OBJECT_ID(N'[chokaq].[BatchCallbacks]') AND name = N'UX_BatchCallbacks_Job')\n  CREATE UNIQUE NONCLUSTERED INDEX [UX_BatchCallbacks_Job] ON [chokaq].[BatchCallbacks] (JobId);",
+    );
+    expect(step).toMatch(
+      /INSERT INTO \[chokaq\]\.\[SchemaMigrations\] \(Version, Description\) OUTPUT inserted\.Version INTO @Applied \(Version\) VALUES \(18, /,
+    );
+  });
+
+  it('batches: every move out of the hot table settles its batches in its transaction, after the pillars and before the counters; the resurrect reopens them; the claim, getJob and both enqueues carry BatchId', () => {
+    const settles = [
+      ...entries.filter((x) => x.kind === 'move' && !x.operation.startsWith('resurrect')),
+      ...entries.filter((x) => x.operation === 'archiveSucceeded.inCallerTransaction'),
+    ];
+    expect(new Set(settles.map((e) => e.operation))).toEqual(
+      new Set([
+        'archiveSucceeded',
+        'archiveSucceeded.inCallerTransaction',
+        'moveToDlq',
+        'cancel',
+        'archiveZombies',
+      ]),
+    );
+    for (const e of settles) {
+      const sql = e.statement.sql;
+      const archive = e.operation.startsWith('archiveSucceeded');
+      expect([e.name, sql]).toEqual([
+        e.name,
+        expect.stringMatching(/OUTPUT deleted\.[^;]*deleted\.BatchId[^;]* INTO @Moved \(/),
+      ]);
+      // The members' counts (callbacks left out), Archive rows as succeeded, DLQ rows as failed.
+      expect([e.name, sql]).toEqual([
+        e.name,
+        expect.stringContaining(
+          `SELECT mv.BatchId, ${archive ? 'COUNT(*), 0' : '0, COUNT(*)'} FROM @Moved AS mv\nWHERE mv.BatchId IS NOT NULL AND NOT EXISTS (SELECT 1 FROM [chokaq].[BatchCallbacks] AS x WHERE x.JobId = mv.Id)`,
+        ),
+      ]);
+      // The bits this update fired: the row's Fired before and after the UPDATE, from its OUTPUT.
+      expect(sql).toContain(
+        'OUTPUT inserted.Id, deleted.Fired AS FiredBefore, inserted.Fired INTO @BatchSettled (Id, FiredBefore, Fired)',
+      );
+      expect(sql).toContain('(s.Fired & ~s.FiredBefore & c.Kind) <> 0;');
+      expect(sql).toMatch(
+        /INSERT INTO \[chokaq\]\.\[JobsHot\] \([^)]*BatchId, GroupKey\)\nSELECT c\.JobId, [^;]*ISNULL\(c\.GroupKey, CASE WHEN EXISTS/,
+      );
+      // Order: the pillar's rows, the batches' rows, the callbacks' hot rows, then the counters.
+      const history = sql.search(/INSERT INTO \[chokaq\]\.\[(JobsArchive|JobsDLQ)\]/);
+      const batches = sql.indexOf('UPDATE b SET b.Succeeded');
+      const callbacks = sql.indexOf('INSERT INTO [chokaq].[JobsHot]');
+      const counters = sql.indexOf('[StatsSummary]');
+      expect([e.name, history < batches, batches < callbacks, callbacks < counters]).toEqual([
+        e.name,
+        true,
+        true,
+        true,
+      ]);
+      if (sql.includes('BEGIN TRAN;')) expect(sql.indexOf('BEGIN TRAN;')).toBeLessThan(batches);
+      if (sql.includes('COMMIT;')) expect(counters).toBeLessThan(sql.indexOf('COMMIT;'));
+    }
+    for (const e of entries.filter(
+      (x) => x.operation.startsWith('resurrect') && x.kind === 'move',
+    )) {
+      const sql = e.statement.sql;
+      expect([e.name, sql]).toEqual([
+        e.name,
+        expect.stringMatching(
+          /INSERT INTO \[chokaq\]\.\[JobsHot\] \([^)]*, BatchId\)\nSELECT [^;]*, m\.BatchId\nFROM @Moved AS m;/,
+        ),
+      ]);
+      const hot = sql.indexOf('INSERT INTO [chokaq].[JobsHot]');
+      const reopen = sql.indexOf('UPDATE b SET b.Failed = b.Failed - d.N, b.SettledAtUtc = NULL');
+      const counters = sql.indexOf('[StatsSummary]');
+      expect([e.name, hot < reopen, reopen < counters]).toEqual([e.name, true, true]);
+      expect(sql).not.toContain('UPDATE b SET b.Succeeded');
+    }
+    // Nothing else writes a batch's counts.
+    for (const e of entries) {
+      if (settles.includes(e) || e.operation.startsWith('resurrect')) continue;
+      expect([e.name, /\[Batches\] AS b\b/.test(e.statement.sql)]).toEqual([
+        e.name,
+        e.operation === 'getBatch',
+      ]);
+    }
+    for (const operation of ['fetchNextBatch', 'fetchNextBatchClaimed']) {
+      expect(one(operation).statement.sql).toMatch(/, \w+\.BatchId\n/);
+    }
+    expect(one('getJob').statement.sql.match(/\b[hda]\.BatchId\b/g)).toHaveLength(3);
+    for (const e of entries.filter((x) => x.operation.startsWith('enqueue'))) {
+      expect([e.name, e.statement.sql]).toEqual([
+        e.name,
+        expect.stringMatching(/INSERT INTO \[chokaq\]\.\[JobsHot\] \([^)]*, BatchId, GroupKey\)/),
+      ]);
+    }
+  });
+
   it("groups: the claim's walk reads without update locks and one group per step; retention skips the rows others hold", () => {
     const hintsOf = (sql: string, table: string) =>
       tableHints(sql)
@@ -1163,6 +1292,11 @@ describe('SQL Server lock hints and isolation', () => {
       expect(
         lockViolations(broken(claim, /INTO @Claimed \(Id, Queue, /, 'INTO @Claimed (Queue, Id, ')),
       ).toContain('OUTPUT … INTO @Claimed does not name the same columns on both sides');
+      // An alias names its column: the settle step's value before the UPDATE, beside the one after.
+      expect(lockViolations(move)).toEqual([]);
+      expect(
+        lockViolations(broken(move, 'deleted.Fired AS FiredBefore', 'deleted.Fired AS Before')),
+      ).toContain('OUTPUT … INTO @BatchSettled does not name the same columns on both sides');
     });
 
     it('counters, buckets and idempotency keys locked in plan order', () => {
@@ -1185,6 +1319,20 @@ describe('SQL Server lock hints and isolation', () => {
           ),
         ),
       ).toContain('MetricBuckets rows are not updated in key order (from @BucketDelta, loop join)');
+      for (const [statement, delta] of [
+        [move, '@BatchDelta'],
+        [one('resurrect', '[all]'), '@BatchReopened'],
+      ] as const) {
+        expect(
+          lockViolations(
+            broken(
+              statement,
+              `FROM ${delta} AS d\nINNER LOOP JOIN`,
+              `FROM ${delta} AS d\nINNER JOIN`,
+            ),
+          ),
+        ).toContain('Batches rows are not updated in id order (from a keyed delta, loop join)');
+      }
       const keyed = one('enqueueMany', '[keys]');
       expect(
         lockViolations(

@@ -126,6 +126,17 @@ function cases(): Case[] {
     traceContext: v.trace,
     payloadVersion: 1,
     group: v.group,
+    batchId: null,
+  });
+  /** A batch of two jobs with a callback of each kind (its own ids made already). */
+  const batch = (v: Values): SQL.MssqlNewBatch => ({
+    id: v.id2,
+    createdBy: v.createdBy,
+    jobs: [job(v, false), job(v, false)].map((j) => ({ ...j, batchId: v.id2 })),
+    callbacks: (['complete', 'success', 'failure'] as const).map((kind) => ({
+      kind,
+      job: { ...job(v, false), delayMs: null, runAt: null },
+    })),
   });
   const lease = (v: Values): SQL.MssqlLease => ({
     id: v.id,
@@ -188,6 +199,11 @@ function cases(): Case[] {
     ['enqueue', 'no key', (v) => SQL.enqueue(s, job(v, false))],
     ['enqueueMany', 'keys', (v) => SQL.enqueueMany(s, [job(v, true), job(v, false)])],
     ['enqueueMany', 'no keys', (v) => SQL.enqueueMany(s, [job(v, false)])],
+    ['enqueueMany', 'batch', (v) => SQL.enqueueMany(s, batch(v).jobs)],
+    ['insertBatch', '', (v) => SQL.insertBatch(s, batch(v))],
+    ['insertBatch', 'in a caller', (v) => SQL.insertBatch(s, batch(v), inCaller)],
+    ['getBatch', '', (v) => SQL.getBatch(s, v.id)],
+    ['batchHotJobIds', '', (v) => SQL.batchHotJobIds(s, v.id)],
     ['dedupeTake', 'debounce', (v) => SQL.dedupeTake(s, keyed(v, false))],
     ['dedupeTake', 'unique, in a caller', (v) => SQL.dedupeTake(s, keyed(v, true), inCaller)],
     ['dedupeHolder', '', (v) => SQL.dedupeHolder(s, keyed(v, true))],
@@ -531,9 +547,10 @@ describe('SQL Server parameter declarations do not depend on values', () => {
       traceContext: SHORT.trace,
       payloadVersion: 1,
       group: SHORT.group,
+      batchId: SHORT.id2,
     });
     // id, queue, type, payload, tags, key, priority, delay, runAt, createdBy, traceContext,
-    // payloadVersion, group
+    // payloadVersion, batch, group
     expect(declare(enqueue)).toEqual([
       'nvarchar(36)',
       'nvarchar(255)',
@@ -547,8 +564,22 @@ describe('SQL Server parameter declarations do not depend on values', () => {
       'nvarchar(100)',
       'nvarchar(2048)',
       'int',
+      'nvarchar(36)',
       'nvarchar(255)',
     ]);
+    // A batch: its id, who made it, its jobs' count, its callbacks' one document.
+    expect(
+      declare(
+        SQL.insertBatch('chokaq', {
+          id: SHORT.id,
+          createdBy: SHORT.createdBy,
+          jobs: [],
+          callbacks: [],
+        }),
+      ),
+    ).toEqual(['nvarchar(36)', 'nvarchar(100)', 'int', 'nvarchar(max)']);
+    expect(declare(SQL.getBatch('chokaq', SHORT.id))).toEqual(['nvarchar(36)']);
+    expect(declare(SQL.batchHotJobIds('chokaq', SHORT.id))).toEqual(['nvarchar(36)']);
     const dlq = SQL.moveToDlq(
       'chokaq',
       { id: SHORT.id, workerId: SHORT.workerId, leaseId: SHORT.leaseId },

@@ -1,5 +1,5 @@
 import * as SQL from '../../libs/chokaq/src/storage/mssql/sql';
-import { ID, ID2, SCHEMA, catalogue } from './support/statements';
+import { BATCH, ID, ID2, SCHEMA, catalogue } from './support/statements';
 
 /**
  * Session state of every batch (SQL Server). `mssql` never resets a pooled connection, and a
@@ -25,6 +25,7 @@ const JOB: SQL.MssqlNewJob = {
   traceContext: null,
   payloadVersion: 1,
   group: null,
+  batchId: null,
 };
 
 describe('SQL Server session state of every batch', () => {
@@ -47,6 +48,7 @@ describe('SQL Server session state of every batch', () => {
       'dedupeTake.inCallerTransaction',
       'enqueue.inCallerTransaction',
       'enqueueMany.inCallerTransaction',
+      'insertBatch.inCallerTransaction',
     ]);
     const statements = [
       ...catalogued.map((e) => e.statement),
@@ -127,6 +129,15 @@ describe('SQL Server session state of every batch', () => {
       expect(own).not.toMatch(/^\s*(BEGIN\s+TRAN|COMMIT|ROLLBACK)\b/im);
       expect(own.replace(PROLOGUE, '').replace('SET XACT_ABORT ON;\n', '')).toBe(inCaller);
     }
+  });
+
+  it("a batch's row: XACT_ABORT in ChokaQ's transaction, the same batch without it (and without the session prologue) in a caller's; no transaction of its own in either", () => {
+    const own = SQL.insertBatch(SCHEMA, BATCH).sql;
+    const inCaller = SQL.insertBatch(SCHEMA, BATCH, { callerTransaction: true }).sql;
+    // Inside the transaction of enqueueBatch (ChokaQ's): an error rolls the whole batch back.
+    expect(own.startsWith(`${PROLOGUE}SET NOCOUNT ON;\nSET XACT_ABORT ON;\n`)).toBe(true);
+    expect(own).not.toMatch(/^\s*(BEGIN\s+TRAN|COMMIT|ROLLBACK)\b/im);
+    expect(own.replace(PROLOGUE, '').replace('SET XACT_ABORT ON;\n', '')).toBe(inCaller);
   });
 
   it('enqueueMany settles an id already stored before any idempotency-key holder', () => {

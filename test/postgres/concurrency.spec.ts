@@ -208,6 +208,8 @@ describePostgres(
       );
       expect(tables.map((t) => t.table_name)).toEqual([
         'audit_log',
+        'batch_callbacks',
+        'batches',
         'dedupe_keys',
         'job_attempts',
         'job_groups',

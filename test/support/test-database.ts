@@ -34,7 +34,9 @@ export type TableName =
   | 'audit'
   | 'attempts'
   | 'settings'
-  | 'keys';
+  | 'keys'
+  | 'batches'
+  | 'callbacks';
 
 /** Table names on SQLite (after the prefix) and PostgreSQL; SQL Server's come from the library. */
 const SNAKE_NAMES: Record<TableName, string> = {
@@ -51,6 +53,8 @@ const SNAKE_NAMES: Record<TableName, string> = {
   attempts: 'job_attempts',
   settings: 'settings',
   keys: 'dedupe_keys',
+  batches: 'batches',
+  callbacks: 'batch_callbacks',
 };
 
 /** `worker_id` → `WorkerId`: SPEC §2's SQL Server spelling of a snake_case column. */

@@ -1,12 +1,24 @@
 import { Injectable } from '@nestjs/common';
-import { JobContext, JobHandler, RecurringJob } from '@chokaq/nestjs';
-import { Broken, Flaky, Greet, Report, Sync } from './demo.jobs';
+import { JobClient, JobContext, JobHandler, RecurringJob } from '@chokaq/nestjs';
+import { Broken, Flaky, Greet, GreetingsDone, Report, Sync } from './demo.jobs';
 import { PartnerApi } from './partner-api';
 
 /** One handler per behaviour the demo shows. */
 @Injectable()
 export class DemoHandlers {
-  constructor(private readonly partner: PartnerApi) {}
+  constructor(
+    private readonly partner: PartnerApi,
+    private readonly jobs: JobClient,
+  ) {}
+
+  /** The callback of a round's greetings (a batch): runs once, after the last one finished. */
+  @JobHandler(GreetingsDone)
+  async greetingsDone(payload: { n: number }, ctx: JobContext): Promise<void> {
+    const batch = ctx.batchId === null ? null : await this.jobs.getBatch(ctx.batchId);
+    ctx.logger.log(
+      `Round ${payload.n}: ${batch?.succeeded ?? '?'} of ${batch?.total ?? '?'} greetings delivered`,
+    );
+  }
 
   /** Always succeeds → Archive. Also enqueued every 15 s by a recurring job (once across processes). */
   @RecurringJob('demo.greet-every-15s', '*/15 * * * * *', { payload: { name: 'recurring job' } })

@@ -6,3 +6,5 @@ export const Flaky = defineJob<{ n: number; failTimes: number }>('demo', 'flaky.
 export const Broken = defineJob<{ n: number }>('demo', 'broken.v1');
 export const Sync = defineJob<{ n: number }>('demo', 'partner-sync.v1');
 export const Report = defineJob<{ n: number; steps: number }>('reports', 'render.v1');
+/** The callback of each round's greetings, a batch: enqueued when its last greeting finished. */
+export const GreetingsDone = defineJob<{ n: number }>('demo', 'greetings-done.v1');

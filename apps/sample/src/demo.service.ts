@@ -1,7 +1,7 @@
 import { Injectable, Logger, OnApplicationBootstrap, OnModuleDestroy } from '@nestjs/common';
-import { ChokaQAdmin, JobClient } from '@chokaq/nestjs';
+import { ChokaQAdmin, JobClient, batchJob } from '@chokaq/nestjs';
 import { trace } from '@opentelemetry/api';
-import { Broken, Flaky, Greet, Report, Sync } from './demo.jobs';
+import { Broken, Flaky, Greet, GreetingsDone, Report, Sync } from './demo.jobs';
 
 /** Enqueues demo batches and logs the pillars every few seconds. */
 @Injectable()
@@ -60,12 +60,15 @@ export class DemoService implements OnApplicationBootstrap, OnModuleDestroy {
 
   private async enqueueAll(count: number): Promise<string[]> {
     const batch = ++this.batch;
-    const greetings = await this.jobs.enqueueMany(
-      Greet,
-      Array.from({ length: count }, (_, i) => ({ payload: { name: `visitor ${batch}.${i + 1}` } })),
+    // The greetings are a batch: when the last one has finished, GreetingsDone runs once.
+    const greetings = await this.jobs.enqueueBatch(
+      Array.from({ length: count }, (_, i) =>
+        batchJob(Greet, { name: `visitor ${batch}.${i + 1}` }),
+      ),
+      { onComplete: batchJob(GreetingsDone, { n: batch }) },
     );
     const ids = [
-      ...greetings,
+      ...greetings.jobIds,
       ...(await this.jobs.enqueueMany(Sync, [
         { payload: { n: batch } },
         { payload: { n: batch } },

@@ -77,6 +77,8 @@ export type {
   TypedEnqueueJobOptions,
   TypedPendingEdits,
 } from './client/job-client';
+export { batchJob } from './client/batch-job';
+export type { BatchEntry, BatchJobOptions, EnqueueBatchOptions } from './client/batch-job';
 export { ChokaQAdmin } from './admin/chokaq-admin.service';
 export { ChokaQTesting } from './testing/chokaq-testing';
 export type { RunDueJobsOptions } from './testing/chokaq-testing';
@@ -132,6 +134,16 @@ export type {
   RetentionResult,
   StorageDialect,
 } from './interfaces/job.interface';
+export type {
+  BatchCallbackJob,
+  BatchCallbackKind,
+  BatchCallbacks,
+  BatchCallbackView,
+  BatchEnqueued,
+  BatchJob,
+  BatchView,
+  NewBatch,
+} from './interfaces/batch.interface';
 export type { SchemaStatus, SchemaVersionInfo } from './interfaces/schema-status.interface';
 export type {
   CircuitState,

@@ -13,9 +13,9 @@ INSERT INTO [chokaq].[Queues] (Name) SELECT n.Queue FROM @NewQueues AS n
 WHERE NOT EXISTS (SELECT 1 FROM [chokaq].[Queues] AS q WITH (UPDLOCK, HOLDLOCK) WHERE q.Name = n.Queue);
 INSERT INTO [chokaq].[StatsSummary] (Queue) SELECT n.Queue FROM @NewQueues AS n
 WHERE NOT EXISTS (SELECT 1 FROM [chokaq].[StatsSummary] AS s WITH (UPDLOCK, HOLDLOCK) WHERE s.Queue = n.Queue);
-INSERT INTO [chokaq].[JobsHot] (Id, Queue, Type, Payload, Tags, IdempotencyKey, Priority, Status, AttemptCount, ScheduledAtUtc, DueAtUtc, CreatedAtUtc, EnqueuedAtUtc, LastUpdatedUtc, CreatedBy, TraceContext, PayloadVersion, GroupKey)
-SELECT CAST(@0 AS varchar(36)), CAST(@1 AS varchar(255)), @2, @3, @4, @5, @6, 0, 0, @scheduled, ISNULL(@scheduled, @now), @now, @now, @now, @9, CAST(@10 AS varchar(2048)), @11,
-  ISNULL(@12, CASE WHEN EXISTS (SELECT 1 FROM [chokaq].[Queues] AS gq WHERE gq.Name = CAST(@1 AS varchar(255)) AND (gq.GroupConcurrency IS NOT NULL OR gq.GroupRateMax IS NOT NULL)) THEN N'' END)
+INSERT INTO [chokaq].[JobsHot] (Id, Queue, Type, Payload, Tags, IdempotencyKey, Priority, Status, AttemptCount, ScheduledAtUtc, DueAtUtc, CreatedAtUtc, EnqueuedAtUtc, LastUpdatedUtc, CreatedBy, TraceContext, PayloadVersion, BatchId, GroupKey)
+SELECT CAST(@0 AS varchar(36)), CAST(@1 AS varchar(255)), @2, @3, @4, @5, @6, 0, 0, @scheduled, ISNULL(@scheduled, @now), @now, @now, @now, @9, CAST(@10 AS varchar(2048)), @11, CAST(@12 AS varchar(36)),
+  ISNULL(@13, CASE WHEN EXISTS (SELECT 1 FROM [chokaq].[Queues] AS gq WHERE gq.Name = CAST(@1 AS varchar(255)) AND (gq.GroupConcurrency IS NOT NULL OR gq.GroupRateMax IS NOT NULL)) THEN N'' END)
 WHERE NOT EXISTS (SELECT 1 FROM [chokaq].[JobsHot] WHERE Id = CAST(@0 AS varchar(36)))
   AND NOT EXISTS (SELECT 1 FROM [chokaq].[JobsArchive] WHERE Id = CAST(@0 AS varchar(36)))
   AND NOT EXISTS (SELECT 1 FROM [chokaq].[JobsDLQ] WHERE Id = CAST(@0 AS varchar(36)))

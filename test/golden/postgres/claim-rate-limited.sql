@@ -156,7 +156,8 @@ SELECT c.id,
        c.progress_note,
        c.trace_context,
        c.payload_version,
-       c.group_key
+       c.group_key,
+       c.batch_id
 FROM claimed c
 
 -- [4/5] query

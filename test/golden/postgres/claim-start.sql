@@ -116,5 +116,6 @@ SELECT c.id,
        c.progress_note,
        c.trace_context,
        c.payload_version,
-       c.group_key
+       c.group_key,
+       c.batch_id
 FROM claimed c

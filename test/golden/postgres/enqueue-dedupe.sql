@@ -14,9 +14,9 @@ WITH input AS (
   SELECT * FROM unnest(
     $1::text[], $2::text[], $3::text[], $4::text[], $5::text[],
     $6::text[], $7::int[], $8::float8[], $9::timestamptz[], $10::text[], $11::text[], $12::int[],
-    $13::text[]
+    $13::text[], $14::text[]
   ) AS i(id, queue, type, payload, tags, idempotency_key, priority, delay_ms, run_at, created_by,
-         trace_context, payload_version, group_key)
+         trace_context, payload_version, group_key, batch_id)
 ),
 new_queues AS (
   INSERT INTO "chokaq".queues (name, last_updated_utc)
@@ -34,13 +34,13 @@ inserted AS (
   INSERT INTO "chokaq".jobs_hot (
     id, queue, type, payload, tags, idempotency_key, priority, status, attempt_count,
     scheduled_at_utc, created_at_utc, enqueued_at_utc, last_updated_utc, created_by, trace_context,
-    payload_version, group_key)
+    payload_version, group_key, batch_id)
   SELECT i.id, i.queue, i.type, i.payload, i.tags, i.idempotency_key, i.priority, 0, 0,
          coalesce(i.run_at, now() + i.delay_ms * interval '1 millisecond'), now(), now(), now(), i.created_by,
          i.trace_context, i.payload_version,
          coalesce(i.group_key, CASE WHEN i.queue = ANY ((SELECT coalesce(array_agg(gq.name::text), '{}'::text[]) FROM "chokaq".queues gq
     WHERE gq.name = ANY ($2::text[])
-      AND (gq.group_concurrency IS NOT NULL OR gq.group_rate_max IS NOT NULL))::text[]) THEN '' END)
+      AND (gq.group_concurrency IS NOT NULL OR gq.group_rate_max IS NOT NULL))::text[]) THEN '' END), i.batch_id
   FROM input i
   WHERE NOT EXISTS (SELECT 1 FROM "chokaq".jobs_archive a WHERE a.id = i.id)
     AND NOT EXISTS (SELECT 1 FROM "chokaq".jobs_dlq d WHERE d.id = i.id)

@@ -7,8 +7,8 @@ WITH moved AS (
 ),
 
 src AS (
-  INSERT INTO "chokaq".jobs_dlq (id, queue, type, payload, tags, idempotency_key, priority, attempt_count, worker_id, lease_id, heartbeat_utc, scheduled_at_utc, created_at_utc, enqueued_at_utc, started_at_utc, last_updated_utc, created_by, last_modified_by, last_error, cancel_requested_utc, progress, progress_note, trace_context, payload_version, group_key, status, failure_reason, error_details, failed_at_utc)
-  SELECT m.id, m.queue, m.type, m.payload, m.tags, m.idempotency_key, m.priority, m.attempt_count, m.worker_id, m.lease_id, m.heartbeat_utc, m.scheduled_at_utc, m.created_at_utc, m.enqueued_at_utc, m.started_at_utc, m.last_updated_utc, m.created_by, coalesce($6::text, m.last_modified_by), m.last_error, m.cancel_requested_utc, m.progress, m.progress_note, m.trace_context, m.payload_version, m.group_key,
+  INSERT INTO "chokaq".jobs_dlq (id, queue, type, payload, tags, idempotency_key, priority, attempt_count, worker_id, lease_id, heartbeat_utc, scheduled_at_utc, created_at_utc, enqueued_at_utc, started_at_utc, last_updated_utc, created_by, last_modified_by, last_error, cancel_requested_utc, progress, progress_note, trace_context, payload_version, group_key, batch_id, status, failure_reason, error_details, failed_at_utc)
+  SELECT m.id, m.queue, m.type, m.payload, m.tags, m.idempotency_key, m.priority, m.attempt_count, m.worker_id, m.lease_id, m.heartbeat_utc, m.scheduled_at_utc, m.created_at_utc, m.enqueued_at_utc, m.started_at_utc, m.last_updated_utc, m.created_by, coalesce($6::text, m.last_modified_by), m.last_error, m.cancel_requested_utc, m.progress, m.progress_note, m.trace_context, m.payload_version, m.group_key, m.batch_id,
          4, $4::smallint, $5::text, now()
   FROM moved m
   RETURNING id, queue
@@ -46,5 +46,39 @@ bucket AS (
       duration_count = b.duration_count + EXCLUDED.duration_count,
       total_duration_ms = b.total_duration_ms + EXCLUDED.total_duration_ms,
       max_duration_ms = greatest(b.max_duration_ms, EXCLUDED.max_duration_ms)
+),
+batch_delta AS (
+  SELECT m.batch_id, count(*) FILTER (WHERE m.ok) AS ok, count(*) FILTER (WHERE NOT m.ok) AS failed
+  FROM (SELECT id, batch_id, false AS ok FROM moved) m
+  WHERE m.batch_id IS NOT NULL
+    AND NOT EXISTS (SELECT 1 FROM "chokaq".batch_callbacks x WHERE x.job_id = m.id)
+  GROUP BY m.batch_id
+),
+batch_settled AS (
+  UPDATE "chokaq".batches b
+  SET succeeded = b.succeeded + d.ok,
+      failed = b.failed + d.failed,
+      settled_at_utc = CASE WHEN b.succeeded + d.ok + b.failed + d.failed >= b.total
+                            THEN now() END,
+      fired_now = CASE WHEN b.succeeded + d.ok + b.failed + d.failed >= b.total
+                       THEN (1 | CASE WHEN b.failed + d.failed = 0 THEN 2 ELSE 4 END) & ~b.fired ELSE 0 END,
+      fired = b.fired | CASE WHEN b.succeeded + d.ok + b.failed + d.failed >= b.total
+                             THEN (1 | CASE WHEN b.failed + d.failed = 0 THEN 2 ELSE 4 END) ELSE 0 END
+  FROM batch_delta d
+  WHERE b.id = d.batch_id
+  RETURNING b.id, b.fired_now
+),
+batch_fired AS (
+  INSERT INTO "chokaq".jobs_hot (
+    id, queue, type, payload, tags, priority, status, attempt_count, created_at_utc,
+    enqueued_at_utc, last_updated_utc, created_by, trace_context, payload_version, group_key,
+    batch_id)
+  SELECT c.job_id, c.queue, c.type, c.payload, c.tags, c.priority, 0, 0, now(), now(), now(),
+         c.created_by, c.trace_context, c.payload_version,
+         coalesce(c.group_key, CASE WHEN EXISTS (
+           SELECT 1 FROM "chokaq".queues gq WHERE gq.name = c.queue AND (gq.group_concurrency IS NOT NULL OR gq.group_rate_max IS NOT NULL)) THEN '' END),
+         c.batch_id
+  FROM "chokaq".batch_callbacks c
+  JOIN batch_settled t ON t.id = c.batch_id AND (t.fired_now & c.kind) <> 0
 )
 SELECT id FROM src

@@ -2,7 +2,7 @@
 BEGIN IMMEDIATE
 
 -- [2/12] all
-SELECT h.id, h.queue, h.type, h.tags, h.idempotency_key, h.priority, h.status, h.attempt_count, h.worker_id, h.lease_id, h.heartbeat_utc, h.scheduled_at_utc, h.created_at_utc, h.enqueued_at_utc, h.started_at_utc, h.last_updated_utc, h.created_by, h.last_modified_by, h.last_error, h.cancel_requested_utc, h.progress, h.progress_note, h.trace_context, h.payload_version, h.group_key, (COALESCE(q.retry_zombies, 0) = 1 OR COALESCE(
+SELECT h.id, h.queue, h.type, h.tags, h.idempotency_key, h.priority, h.status, h.attempt_count, h.worker_id, h.lease_id, h.heartbeat_utc, h.scheduled_at_utc, h.created_at_utc, h.enqueued_at_utc, h.started_at_utc, h.last_updated_utc, h.created_by, h.last_modified_by, h.last_error, h.cancel_requested_utc, h.progress, h.progress_note, h.trace_context, h.payload_version, h.group_key, h.batch_id, (COALESCE(q.retry_zombies, 0) = 1 OR COALESCE(
           (SELECT r.value ->> 'retry' FROM json_each(@rules) r
            WHERE r.value ->> 'queue' = h.queue AND r.value ->> 'type' = h.type),
           (SELECT r.value ->> 'retry' FROM json_each(@rules) r
@@ -81,8 +81,8 @@ INSERT INTO chokaq_job_attempts (job_id, seq, attempt, worker_id, lease_id,
       FROM json_each(@attempts) AS a ORDER BY a.key
 
 -- [9/12] run
-INSERT INTO chokaq_jobs_dlq (id, queue, type, payload, tags, idempotency_key, priority, status, attempt_count, worker_id, lease_id, heartbeat_utc, scheduled_at_utc, created_at_utc, enqueued_at_utc, started_at_utc, last_updated_utc, created_by, last_modified_by, last_error, cancel_requested_utc, progress, progress_note, trace_context, payload_version, group_key, failure_reason, error_details, failed_at_utc)
-      SELECT m.value ->> 'id', m.value ->> 'queue', m.value ->> 'type', m.value ->> 'payload', m.value ->> 'tags', m.value ->> 'idempotency_key', m.value ->> 'priority', m.value ->> 'status', m.value ->> 'attempt_count', m.value ->> 'worker_id', m.value ->> 'lease_id', m.value ->> 'heartbeat_utc', m.value ->> 'scheduled_at_utc', m.value ->> 'created_at_utc', m.value ->> 'enqueued_at_utc', m.value ->> 'started_at_utc', m.value ->> 'last_updated_utc', m.value ->> 'created_by', m.value ->> 'last_modified_by', m.value ->> 'last_error', m.value ->> 'cancel_requested_utc', m.value ->> 'progress', m.value ->> 'progress_note', m.value ->> 'trace_context', m.value ->> 'payload_version', m.value ->> 'group_key', m.value ->> 'failure_reason', m.value ->> 'error_details', CAST(ROUND(unixepoch('subsec') * 1000) AS INTEGER)
+INSERT INTO chokaq_jobs_dlq (id, queue, type, payload, tags, idempotency_key, priority, status, attempt_count, worker_id, lease_id, heartbeat_utc, scheduled_at_utc, created_at_utc, enqueued_at_utc, started_at_utc, last_updated_utc, created_by, last_modified_by, last_error, cancel_requested_utc, progress, progress_note, trace_context, payload_version, group_key, batch_id, failure_reason, error_details, failed_at_utc)
+      SELECT m.value ->> 'id', m.value ->> 'queue', m.value ->> 'type', m.value ->> 'payload', m.value ->> 'tags', m.value ->> 'idempotency_key', m.value ->> 'priority', m.value ->> 'status', m.value ->> 'attempt_count', m.value ->> 'worker_id', m.value ->> 'lease_id', m.value ->> 'heartbeat_utc', m.value ->> 'scheduled_at_utc', m.value ->> 'created_at_utc', m.value ->> 'enqueued_at_utc', m.value ->> 'started_at_utc', m.value ->> 'last_updated_utc', m.value ->> 'created_by', m.value ->> 'last_modified_by', m.value ->> 'last_error', m.value ->> 'cancel_requested_utc', m.value ->> 'progress', m.value ->> 'progress_note', m.value ->> 'trace_context', m.value ->> 'payload_version', m.value ->> 'group_key', m.value ->> 'batch_id', m.value ->> 'failure_reason', m.value ->> 'error_details', CAST(ROUND(unixepoch('subsec') * 1000) AS INTEGER)
       FROM json_each(@moved) AS m ORDER BY m.key
 
 -- [10/12] run

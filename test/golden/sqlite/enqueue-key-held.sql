@@ -14,7 +14,7 @@ INSERT INTO chokaq_stats_summary (queue)
 -- [4/7] all
 INSERT INTO chokaq_jobs_hot (id, queue, type, payload, tags, idempotency_key, priority, status,
         attempt_count, scheduled_at_utc, created_at_utc, enqueued_at_utc, last_updated_utc, created_by,
-        trace_context, payload_version, group_key)
+        trace_context, payload_version, group_key, batch_id)
       SELECT r.value ->> 'id', r.value ->> 'queue', r.value ->> 'type', r.value ->> 'payload',
         r.value ->> 'tags', r.value ->> 'idempotency_key', r.value ->> 'priority', 0, 0,
         CASE WHEN r.value ->> 'delay_ms' IS NOT NULL THEN CAST(ROUND(unixepoch('subsec') * 1000) AS INTEGER) + (r.value ->> 'delay_ms')
@@ -24,7 +24,8 @@ INSERT INTO chokaq_jobs_hot (id, queue, type, payload, tags, idempotency_key, pr
         COALESCE(r.value ->> 'group_key',
           CASE WHEN EXISTS (SELECT 1 FROM chokaq_queues gq
                             WHERE gq.name = r.value ->> 'queue' AND (gq.group_concurrency IS NOT NULL OR gq.group_rate_max IS NOT NULL))
-               THEN '' END)
+               THEN '' END),
+        r.value ->> 'batch_id'
       FROM json_each(@rows) AS r
       WHERE NOT EXISTS (SELECT 1 FROM chokaq_jobs_archive a WHERE a.id = r.value ->> 'id')
         AND NOT EXISTS (SELECT 1 FROM chokaq_jobs_dlq d WHERE d.id = r.value ->> 'id')

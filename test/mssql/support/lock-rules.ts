@@ -43,12 +43,19 @@ function inOrder(text: string, needles: readonly RegExp[]): string | null {
 /**
  * `OUTPUT … INTO @T` clauses that do not name their columns on both sides, or name different
  * ones: with `inserted.*` / `deleted.*` or without `(columns)`, one column added to a table (an
- * audit column, a later migration) breaks the statement.
+ * audit column, a later migration) breaks the statement. A source column with an alias
+ * (`deleted.Fired AS FiredBefore`: the value before an UPDATE beside the one after it) is named by
+ * its alias.
  */
 function unnamedOutputs(sql: string): string[] {
   const out: string[] = [];
   for (const m of sql.matchAll(/\bOUTPUT\s+([^;]+?)\s+INTO\s+(@\w+)(\s*\(([^)]*)\))?/g)) {
-    const source = m[1].split(',').map((c) => c.trim().replace(/^(inserted|deleted)\./i, ''));
+    const source = m[1].split(',').map((c) =>
+      c
+        .trim()
+        .replace(/^(inserted|deleted)\.\w+\s+AS\s+(\w+)$/i, '$2')
+        .replace(/^(inserted|deleted)\./i, ''),
+    );
     const target = m[4]?.split(',').map((c) => c.trim());
     if (source.some((c) => c.includes('*')) || !target || source.join() !== target.join()) {
       out.push(`OUTPUT … INTO ${m[2]} does not name the same columns on both sides`);
@@ -164,6 +171,15 @@ export function lockViolations(entry: CatalogueEntry): string[] {
     !/FROM @StatsDelta AS d\s+INNER LOOP JOIN \S+ AS st ON st\.Queue = d\.Queue;/.test(sql)
   ) {
     out.push('StatsSummary rows are not updated in queue order (from @StatsDelta, loop join)');
+  }
+  // Batch rows (schema version 18): locked in id order, from a delta keyed by the batch id.
+  if (
+    /\bUPDATE b SET b\.(Succeeded|Failed)\b/.test(sql) &&
+    !/FROM @Batch(Delta|Reopened) AS d\s+INNER LOOP JOIN \S+\[Batches\] AS b ON b\.Id = d\.BatchId;/.test(
+      sql,
+    )
+  ) {
+    out.push('Batches rows are not updated in id order (from a keyed delta, loop join)');
   }
   if ((sql.match(/DECLARE @StatsDelta\b/g) ?? []).length > 1) {
     out.push('StatsSummary rows are updated by more than one statement (two passes, two orders)');

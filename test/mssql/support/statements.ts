@@ -113,6 +113,47 @@ const JOB: SQL.MssqlNewJob = {
   traceContext: '{"traceparent":"00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"}',
   payloadVersion: 2,
   group: 'tenant:42',
+  batchId: null,
+};
+
+/** The id of a batch (`enqueueBatch`). */
+export const BATCH_ID = '0190a1b2-c3d4-7e5f-8a9b-0c1d2e3f4a5d';
+
+/**
+ * A batch as the batch builders take it (a validated batch has these fields): two jobs, and a
+ * callback on completion and one on failure, the second with a group.
+ */
+export const BATCH: SQL.MssqlNewBatch = {
+  id: BATCH_ID,
+  createdBy: 'tests',
+  jobs: [
+    { ...JOB, idempotencyKey: null, batchId: BATCH_ID },
+    { ...JOB, id: ID2, idempotencyKey: null, group: null, batchId: BATCH_ID },
+  ],
+  callbacks: [
+    {
+      kind: 'complete',
+      job: {
+        ...JOB,
+        id: '0190a1b2-c3d4-7e5f-8a9b-0c1d2e3f4a5e',
+        type: 'batch.done',
+        idempotencyKey: null,
+        delayMs: null,
+        group: null,
+      },
+    },
+    {
+      kind: 'failure',
+      job: {
+        ...JOB,
+        id: '0190a1b2-c3d4-7e5f-8a9b-0c1d2e3f4a5f',
+        queue: 'alerts',
+        type: 'batch.failed',
+        idempotencyKey: null,
+        delayMs: null,
+      },
+    },
+  ],
 };
 
 /** A job with a dedupe key as the dedupe builders take it (a validated job has these fields). */
@@ -193,6 +234,18 @@ export function catalogue(schema: SQL.MssqlSchema = SCHEMA): CatalogueEntry[] {
     ]),
   );
 
+  // A chunk of a batch (`enqueueBatch`, schema version 18): each job carries the batch's id.
+  add('enqueueMany', 'batch', 'transition', SQL.enqueueMany(schema, BATCH.jobs));
+  // The batch's row, its callbacks and their queues, in the transaction that then inserts its jobs:
+  // ChokaQ's (XACT_ABORT, no transaction of its own) or a caller's (neither).
+  add('insertBatch', '', 'transition', SQL.insertBatch(schema, BATCH));
+  add(
+    'insertBatch',
+    'no callbacks',
+    'transition',
+    SQL.insertBatch(schema, { ...BATCH, callbacks: [] }),
+  );
+
   // In a caller's transaction (the enqueue `transaction` option): no session prologue and no
   // transaction of its own.
   add(
@@ -208,6 +261,12 @@ export function catalogue(schema: SQL.MssqlSchema = SCHEMA): CatalogueEntry[] {
     SQL.enqueueMany(schema, [JOB, { ...JOB, id: ID2, idempotencyKey: null }], {
       callerTransaction: true,
     }),
+  );
+  add(
+    'insertBatch.inCallerTransaction',
+    '',
+    'transition',
+    SQL.insertBatch(schema, BATCH, { callerTransaction: true }),
   );
 
   // Dedupe keys (schema version 16): the steps of a keyed enqueue, run in ChokaQ's own
@@ -568,6 +627,8 @@ export function catalogue(schema: SQL.MssqlSchema = SCHEMA): CatalogueEntry[] {
   add('listWorkers', '', 'read', SQL.listWorkers(schema, 600_000, 1_000));
 
   add('getJob', '', 'read', SQL.getJob(schema, ID));
+  add('getBatch', '', 'read', SQL.getBatch(schema, BATCH_ID));
+  add('batchHotJobIds', '', 'read', SQL.batchHotJobIds(schema, BATCH_ID));
   add('getJobAttempts', '', 'read', SQL.getJobAttempts(schema, ID));
   add('dedupeOfJob', '', 'read', SQL.dedupeOfJob(schema, ID));
   for (const pillar of ['hot', 'archive', 'dlq'] as const) {

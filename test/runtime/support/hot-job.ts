@@ -33,6 +33,7 @@ export function hotJob(overrides: Partial<HotJob> = {}, now = new Date()): HotJo
     progressNote: null,
     traceContext: null,
     payloadVersion: 1,
+    batchId: null,
     ...overrides,
   };
 }

@@ -47,6 +47,7 @@ import {
   RetentionResult,
   ResurrectEdits,
 } from '../interfaces/job.interface';
+import type { BatchView } from '../interfaces/batch.interface';
 import type { ChokaQLogger } from '../interfaces/chokaq-logger.interface';
 import { ResolvedChokaQOptions } from '../interfaces/module-options.interface';
 import { RecurringJobSpec, RecurringJobView } from '../interfaces/recurring-job.interface';
@@ -262,6 +263,27 @@ export class ChokaQAdmin {
    */
   getJob(id: string, options?: GetJobOptions): Promise<JobView | null> {
     return this.storage.getJob(id, options);
+  }
+
+  /**
+   * A batch's counts (total, succeeded, failed, pending), when it last settled and its callbacks'
+   * job ids with whether each fired; null when no batch has that id.
+   */
+  getBatch(id: string): Promise<BatchView | null> {
+    return this.storage.getBatch(id);
+  }
+
+  /**
+   * Cancels a batch: its jobs still in the hot table, as {@link cancel} cancels them (Pending and
+   * Fetched ones to the DLQ as `Cancelled` at once, running ones asked to stop); each counts as
+   * failed in the batch, so the batch settles and calls `onComplete` and `onFailure` once its last
+   * job has left. Jobs already finished are left as they are; a job resurrected into the batch
+   * after this call is not cancelled by it. Audited as `job.cancel` of each job.
+   */
+  async cancelBatch(id: string, actor?: string): Promise<CancelResult> {
+    const ids = await this.storage.batchHotJobIds(id);
+    if (ids.length === 0) return { cancelled: [], cancelRequested: [] };
+    return this.cancel(ids, actor);
   }
 
   /** Cancels jobs (see `JobClient.cancel`). */

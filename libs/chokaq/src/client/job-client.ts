@@ -4,6 +4,7 @@ import { toError } from '../common/error-text';
 import { logEvent } from '../common/log-events';
 import { JobDefinition, isJobDefinition } from '../decorators/job-definition';
 import { ChokaQPayloadValidationError, ChokaQValidationError, ValidationIssue } from '../errors';
+import type { BatchCallbacks, BatchEnqueued, BatchView } from '../interfaces/batch.interface';
 import { JobView } from '../interfaces/job-view.interface';
 import type { StandardSchemaV1 } from '../interfaces/standard-schema.interface';
 import { CancelResult, NewJob, PendingEdits } from '../interfaces/job.interface';
@@ -21,6 +22,7 @@ import {
   storedForm,
 } from '../validation/validate-payload';
 import { WorkerRegistry } from '../worker.registry';
+import type { BatchEntry, EnqueueBatchOptions } from './batch-job';
 
 /**
  * Per-job options of `enqueue` and friends (SPEC §1): the fields of the storage's `NewJob` that a
@@ -167,6 +169,59 @@ export class JobClient {
     if (this.metrics.enabled) countCreated(this.metrics, jobs, results);
     if (results.some((r) => r.created)) this.wake(target, {});
     return results.map((r) => r.id);
+  }
+
+  /**
+   * Enqueues a batch: its jobs (1 to 10,000, each made with {@link batchJob}, of any queues and
+   * definitions) and its callbacks, in one transaction (yours with `transaction`). Each callback is
+   * a job enqueued by the move that settles the batch's last job, in that move's transaction:
+   * `onComplete` the first time the batch settles, `onSuccess` the first time it settles with no
+   * job in the DLQ (which can be after its failed jobs were resurrected and succeeded),
+   * `onFailure` the first time it settles with one there; each at most once. Payloads are checked
+   * by their definitions' schemas first (`jobs[2].payload`, `onFailure.payload`); a refusal writes
+   * nothing. A callback's handler finds the batch in `ctx.batchId` and reads its counts with
+   * {@link getBatch}.
+   */
+  async enqueueBatch(
+    jobs: readonly BatchEntry[],
+    options: EnqueueBatchOptions = {},
+  ): Promise<BatchEnqueued> {
+    const { transaction, createdBy, ...callbackEntries } = options;
+    const traceContext = this.traceContext();
+    const toJob = async (entry: BatchEntry, path: string) => {
+      // Anything but an entry is left to the storage edge, which names the problem.
+      if (entry === null || typeof entry !== 'object') return entry as never;
+      const checked = checkedDefinition(entry.target);
+      if (checked) await checkPayloads(checked, [entry.payload], () => `${path}.payload`);
+      return this.toNewJob(
+        entry.target,
+        { ...entry.options, payload: entry.payload },
+        traceContext,
+      );
+    };
+    const members = Array.isArray(jobs)
+      ? await Promise.all(jobs.map((entry, i) => toJob(entry, `jobs[${i}]`)))
+      : (jobs as never);
+    const callbacks: BatchCallbacks = {};
+    for (const [name, entry] of Object.entries(callbackEntries)) {
+      if (entry !== undefined) {
+        callbacks[name as keyof BatchCallbacks] = await toJob(entry as BatchEntry, name);
+      }
+    }
+    const made = await this.storage.enqueueBatch(
+      { jobs: members, callbacks, createdBy },
+      { transaction },
+    );
+    if (this.metrics.enabled) {
+      for (const job of members) this.metrics.enqueued(job.queue, job.type ?? job.queue);
+    }
+    for (const queue of new Set(members.map((job) => job.queue))) this.workers.nudge(queue);
+    return made;
+  }
+
+  /** A batch's counts and callbacks, or null when no batch has that id (see {@link enqueueBatch}). */
+  getBatch(id: string): Promise<BatchView | null> {
+    return this.storage.getBatch(id);
   }
 
   /** Enqueues one job that is not eligible before `runAt` (a shorthand for `enqueue(…, { runAt })`). */

@@ -16,6 +16,11 @@ export interface JobContext {
   /** The fencing token of this run. A run whose lease was lost can no longer change the job. */
   readonly leaseId: string;
   /**
+   * The batch the job belongs to, or whose callback it is (`enqueueBatch`); null outside a batch.
+   * A callback reads the batch's counts with `JobClient.getBatch(ctx.batchId)`.
+   */
+  readonly batchId: string | null;
+  /**
    * Aborted when the job times out, is cancelled, the process shuts down, or heartbeats keep
    * failing. Cooperative handlers pass it on to `fetch`, database calls and loops.
    */

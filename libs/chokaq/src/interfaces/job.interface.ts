@@ -225,6 +225,11 @@ export interface HotJob {
   traceContext: Record<string, string> | null;
   /** The version of the stored payload ({@link NewJob.payloadVersion}); 1 for an unversioned job. */
   payloadVersion: number;
+  /**
+   * The batch the job belongs to (`enqueueBatch`), or of which it is a callback; null for a job
+   * outside any batch.
+   */
+  batchId: string | null;
 }
 
 /** Result of `keepAlive`. @publicApi */

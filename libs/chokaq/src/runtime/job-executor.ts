@@ -247,6 +247,7 @@ export class JobExecutor {
       type: job.type,
       attempt: run.attempt,
       leaseId: run.lease.leaseId,
+      batchId: job.batchId,
       get signal() {
         return run.signal;
       },

@@ -36,6 +36,7 @@ function row(id: string, workerId: string | null): HotJob {
     progressNote: null,
     traceContext: null,
     payloadVersion: 1,
+    batchId: null,
   };
 }
 

@@ -1,4 +1,5 @@
 import type { AuditLogPage } from '../interfaces/audit.interface';
+import type { BatchEnqueued, BatchView } from '../interfaces/batch.interface';
 import type { Checked } from '../interfaces/checked.interface';
 import type {
   ActiveFilter,
@@ -39,6 +40,7 @@ import type {
 } from '../validation/validate-args';
 import type { CheckedAudit, CheckedAuditQuery } from '../validation/validate-audit';
 import type {
+  ValidatedBatch,
   ValidatedEdits,
   ValidatedJob,
   ValidatedPendingUpdate,
@@ -113,6 +115,8 @@ export interface DialectJobStorage extends Pick<
     jobs: readonly Checked<ValidatedJob>[],
     options?: EnqueueOptions,
   ): Promise<EnqueueResult[]>;
+
+  enqueueBatch(batch: Checked<ValidatedBatch>, options?: EnqueueOptions): Promise<BatchEnqueued>;
 
   // ---------------------------------------------------------------- worker-owned transitions
   /** A limit of 1 or more and at least one handled queue or type: the edge answers the rest. */
@@ -195,6 +199,8 @@ export interface DialectJobStorage extends Pick<
   // ---------------------------------------------------------------- reads
   /** `attempts`: also read the job's `JobAttempts` rows (only when the job exists). */
   getJob(id: string, attempts: boolean): Promise<JobView | null>;
+  getBatch(id: string): Promise<BatchView | null>;
+  batchHotJobIds(id: string): Promise<string[]>;
   listActive(request: Checked<ListRequest<ActiveFilter>>): Promise<ListPage>;
   listArchive(request: Checked<ListRequest<HistoryFilter>>): Promise<ListPage>;
   listDlq(request: Checked<ListRequest<DlqFilter>>): Promise<ListPage>;

@@ -44,6 +44,16 @@ export type {
   ZombieRescueResult,
   ZombieRetryRule,
 } from '../interfaces/job.interface';
+export type {
+  BatchCallbackJob,
+  BatchCallbackKind,
+  BatchCallbacks,
+  BatchCallbackView,
+  BatchEnqueued,
+  BatchJob,
+  BatchView,
+  NewBatch,
+} from '../interfaces/batch.interface';
 export type { SchemaStatus, SchemaVersionInfo } from '../interfaces/schema-status.interface';
 export type {
   CircuitState,

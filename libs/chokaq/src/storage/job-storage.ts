@@ -1,5 +1,6 @@
 import type { EntityManager, QueryRunner } from 'typeorm';
 import type { AuditLogPage, AuditLogQuery, AuditRequest } from '../interfaces/audit.interface';
+import type { BatchEnqueued, BatchView, NewBatch } from '../interfaces/batch.interface';
 import type {
   ActiveFilter,
   BulkPreview,
@@ -230,6 +231,14 @@ export interface JobStore {
    * At most `MAX_ENQUEUE_MANY` items.
    */
   enqueueMany(jobs: readonly NewJob[], options?: EnqueueOptions): Promise<EnqueueResult[]>;
+
+  /**
+   * Validates the batch first (1 to `MAX_ENQUEUE_MANY` jobs, none with an id or a key; its
+   * callbacks), then writes the batch record, its callbacks and its jobs in one transaction (the
+   * caller's, when `options.transaction` is given). The batch's counts and callbacks are then kept
+   * by the moves of its jobs: see `BatchCallbacks`.
+   */
+  enqueueBatch(batch: NewBatch, options?: EnqueueOptions): Promise<BatchEnqueued>;
 
   // ---------------------------------------------------------------- worker-owned transitions
 
@@ -492,6 +501,15 @@ export interface JobQueries {
    * without it nothing more is read.
    */
   getJob(id: string, options?: GetJobOptions): Promise<JobView | null>;
+
+  /** A batch's counts and callbacks (one primary-key read of each table), or null when none has that id. */
+  getBatch(id: string): Promise<BatchView | null>;
+
+  /**
+   * The ids of a batch's jobs still in the hot table (Pending, Fetched or Processing; not its
+   * callbacks): what a cancel of the batch cancels. Empty for an unknown batch.
+   */
+  batchHotJobIds(id: string): Promise<string[]>;
 
   /**
    * A page of the hot table (Pending, Fetched, Processing), newest enqueue first unless

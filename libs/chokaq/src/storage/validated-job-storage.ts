@@ -4,6 +4,7 @@ import { STORED_TEXT } from '../common/stored-text';
 import { decodeTags } from '../common/tags';
 import { JobStatus } from '../interfaces/job-status.enum';
 import type { AuditLogPage, AuditLogQuery, AuditRequest } from '../interfaces/audit.interface';
+import type { BatchEnqueued, BatchView, NewBatch } from '../interfaces/batch.interface';
 import type { Checked } from '../interfaces/checked.interface';
 import type {
   ActiveFilter,
@@ -94,6 +95,7 @@ import {
   assertProgress,
   assertQueueName,
   validateEdits,
+  validateNewBatch,
   validateNewJob,
   validateNewJobs,
   validatePendingUpdate,
@@ -232,6 +234,14 @@ export class ValidatedJobStorage implements JobStorage {
     const valid = validateNewJobs(jobs, this.config.payloadMaxBytes);
     if (valid.length === 0) return [];
     return this.store.enqueueMany(valid.map(checked), options);
+  }
+
+  /** @inheritdoc */
+  async enqueueBatch(batch: NewBatch, options?: EnqueueOptions): Promise<BatchEnqueued> {
+    return this.store.enqueueBatch(
+      checked(validateNewBatch(batch, this.config.payloadMaxBytes)),
+      options,
+    );
   }
 
   // ---------------------------------------------------------------- worker-owned transitions
@@ -541,6 +551,18 @@ export class ValidatedJobStorage implements JobStorage {
   async getJob(id: string, options?: GetJobOptions): Promise<JobView | null> {
     const [key] = assertIds([id], 'id');
     return this.queries.getJob(key, assertGetJobOptions(options).attempts);
+  }
+
+  /** @inheritdoc */
+  async getBatch(id: string): Promise<BatchView | null> {
+    const [key] = assertIds([id], 'id');
+    return this.queries.getBatch(key);
+  }
+
+  /** @inheritdoc */
+  async batchHotJobIds(id: string): Promise<string[]> {
+    const [key] = assertIds([id], 'id');
+    return this.queries.batchHotJobIds(key);
   }
 
   /** @inheritdoc */

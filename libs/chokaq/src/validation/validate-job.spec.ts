@@ -9,6 +9,7 @@ import {
   assertProgress,
   assertQueueName,
   validateEdits,
+  validateNewBatch,
   validateNewJob,
   validateNewJobs,
 } from './validate-job';
@@ -254,6 +255,58 @@ describe('validateNewJobs', () => {
   it(`refuses more than ${MAX_ENQUEUE_MANY} items`, () => {
     const items = Array.from({ length: MAX_ENQUEUE_MANY + 1 }, () => ({}));
     expect(issuesOf(() => validateNewJobs(items))[0].path).toBe('items');
+  });
+});
+
+describe('validateNewBatch', () => {
+  it('gives every job the batch id and the batch creator unless it names its own', () => {
+    const batch = validateNewBatch({
+      jobs: [{ queue: 'a' }, { queue: 'b', createdBy: 'job' }],
+      callbacks: { onFailure: { queue: 'c', type: 'alert' }, onComplete: { queue: 'c' } },
+      createdBy: 'batch',
+    });
+    expect(isUuid(batch.id)).toBe(true);
+    expect(batch.jobs.map((j) => [j.queue, j.batchId, j.createdBy])).toEqual([
+      ['a', batch.id, 'batch'],
+      ['b', batch.id, 'job'],
+    ]);
+    // Callbacks in stored order (complete, success, failure), with ids of their own and no batch
+    // id in the validated job: a callback is not a member.
+    expect(
+      batch.callbacks.map((c) => [c.kind, c.job.type, c.job.batchId, c.job.createdBy]),
+    ).toEqual([
+      ['complete', 'c', null, 'batch'],
+      ['failure', 'alert', null, 'batch'],
+    ]);
+    expect(
+      new Set([...batch.jobs, ...batch.callbacks.map((c) => c.job)].map((j) => j.id)).size,
+    ).toBe(4);
+  });
+
+  it('refuses what a batch cannot hold, naming each field', () => {
+    expect(issuesOf(() => validateNewBatch({ jobs: 'x' } as never))).toEqual([
+      { path: 'jobs', message: 'must be an array' },
+    ]);
+    expect(issuesOf(() => validateNewBatch({ jobs: [] }))[0].path).toBe('jobs');
+    const tooMany = Array.from({ length: MAX_ENQUEUE_MANY + 1 }, () => ({}));
+    expect(issuesOf(() => validateNewBatch({ jobs: tooMany }))[0].message).toContain(
+      String(MAX_ENQUEUE_MANY),
+    );
+    expect(
+      issuesOf(() =>
+        validateNewBatch({
+          jobs: [{ id: uuidv7() } as never, { idempotencyKey: 'k' } as never],
+          callbacks: { onSuccess: { runAt: new Date() } as never, later: {} } as never,
+          createdBy: 'x'.repeat(101),
+        }),
+      ).map((i) => i.path),
+    ).toEqual([
+      'createdBy',
+      'jobs[0].id',
+      'jobs[1].idempotencyKey',
+      'callbacks.later',
+      'callbacks.onSuccess.runAt',
+    ]);
   });
 });
 

@@ -6,6 +6,7 @@ import {
   ChokaQValidationError,
   ValidationIssue,
 } from '../errors';
+import type { BatchCallbackKind, BatchCallbacks, NewBatch } from '../interfaces/batch.interface';
 import {
   DedupeOption,
   DedupeState,
@@ -53,6 +54,8 @@ export interface ValidatedJob {
   payloadVersion: number;
   /** The dedupe key and its window, or null. A debounced job's `delayMs` is its window. */
   dedupe: ValidatedDedupe | null;
+  /** The batch the job belongs to (`enqueueBatch`), or null. */
+  batchId: string | null;
 }
 
 /** `NewJob.dedupe` once checked: `windowMs` null for `unique` without `finished`. */
@@ -350,6 +353,7 @@ function validateInto(
     traceContext,
     payloadVersion: job.payloadVersion ?? 1,
     dedupe,
+    batchId: null,
   };
 }
 
@@ -405,6 +409,97 @@ export function validateNewJobs(
   });
   issues.throwIfAny();
   return out;
+}
+
+/** A batch after validation ({@link validateNewBatch}). */
+export interface ValidatedBatch {
+  id: string;
+  createdBy: string | null;
+  /** The jobs, each with {@link ValidatedJob.batchId} set. */
+  jobs: ValidatedJob[];
+  /** The callbacks given, each a job of the batch's own (with no `batchId`: it is not a member). */
+  callbacks: { kind: BatchCallbackKind; job: ValidatedJob }[];
+}
+
+/** The callbacks' kinds in the order they are stored, with the option that names each. */
+export const BATCH_CALLBACKS: readonly { kind: BatchCallbackKind; option: keyof BatchCallbacks }[] =
+  [
+    { kind: 'complete', option: 'onComplete' },
+    { kind: 'success', option: 'onSuccess' },
+    { kind: 'failure', option: 'onFailure' },
+  ];
+
+/**
+ * Validates a batch before anything is written: 1 to 10,000 jobs, each as `enqueueMany` checks
+ * it (paths `jobs[3].priority`), none with an id, an idempotency key or a dedupe key (a batch's
+ * jobs are new and belong to it alone); each callback as a job without those or a delay
+ * (`callbacks.onFailure.queue`). Throws one `ChokaQValidationError` naming every bad field.
+ */
+export function validateNewBatch(
+  batch: NewBatch,
+  payloadMaxBytes = DEFAULT_PAYLOAD_MAX_BYTES,
+): ValidatedBatch {
+  const issues = new Issues();
+  if (batch === null || typeof batch !== 'object') {
+    issues.add('batch', 'must be an object', batch);
+    issues.throwIfAny();
+  }
+  const { jobs, callbacks = {}, createdBy } = batch;
+  if (!Array.isArray(jobs)) {
+    issues.add('jobs', 'must be an array', jobs);
+    issues.throwIfAny();
+  }
+  if (jobs.length === 0 || jobs.length > MAX_ENQUEUE_MANY) {
+    issues.add('jobs', `must have 1 to ${MAX_ENQUEUE_MANY} items`, jobs.length);
+    issues.throwIfAny();
+  }
+  if (createdBy !== undefined && createdBy !== null) {
+    checkString(issues, 'createdBy', createdBy, LIMITS.createdBy);
+  }
+  const id = uuidv7();
+  const refuse = (job: object, path: string, fields: readonly string[], why: string) => {
+    for (const field of fields) {
+      const value = (job as Record<string, unknown>)[field];
+      if (value !== undefined) issues.add(join(path, field), why, value);
+    }
+  };
+  const valid: ValidatedJob[] = [];
+  jobs.forEach((job, i) => {
+    const path = `jobs[${i}]`;
+    if (job !== null && typeof job === 'object') {
+      refuse(job, path, ['id', 'idempotencyKey', 'dedupe'], 'is not allowed on a batch job');
+    }
+    const v = validateInto(issues, job as NewJob, path, payloadMaxBytes);
+    if (v) valid.push({ ...v, batchId: id, createdBy: v.createdBy ?? createdBy ?? null });
+  });
+  const made: ValidatedBatch['callbacks'] = [];
+  if (callbacks === null || typeof callbacks !== 'object') {
+    issues.add('callbacks', 'must be an object', callbacks);
+  } else {
+    const known = new Set<string>(BATCH_CALLBACKS.map((c) => c.option));
+    for (const key of Object.keys(callbacks)) {
+      if (!known.has(key)) {
+        issues.add(`callbacks.${key}`, 'is not a callback (onComplete, onSuccess, onFailure)', key);
+      }
+    }
+    for (const { kind, option } of BATCH_CALLBACKS) {
+      const job = callbacks[option];
+      if (job === undefined) continue;
+      const path = `callbacks.${option}`;
+      if (job !== null && typeof job === 'object') {
+        refuse(
+          job,
+          path,
+          ['id', 'idempotencyKey', 'dedupe', 'delayMs', 'runAt'],
+          'is not allowed on a batch callback',
+        );
+      }
+      const v = validateInto(issues, job as NewJob, path, payloadMaxBytes);
+      if (v) made.push({ kind, job: { ...v, createdBy: v.createdBy ?? createdBy ?? null } });
+    }
+  }
+  issues.throwIfAny();
+  return { id, createdBy: createdBy ?? null, jobs: valid, callbacks: made };
 }
 
 /** Resurrect edits after validation. */

@@ -36,6 +36,7 @@ function jobFields(job: JobView): Field[] {
     ['tags', job.tags.join(', ')],
     ['idempotency key', job.idempotencyKey],
     ['group', job.group],
+    ['batch', job.batchId],
     ['dedupe key', job.dedupe ? dedupeText(job.dedupe) : null],
     ['created', job.createdAtUtc],
     ['created by', job.createdBy],

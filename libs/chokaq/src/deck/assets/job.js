@@ -103,6 +103,13 @@ function Job({ id, readOnly }) {
           <dd class="mono" data-field="group">${job.group}</dd>
         </div>`
       }
+      ${
+        job.batchId &&
+        html`<div>
+          <dt>Batch</dt>
+          <dd class="mono" data-field="batch">${job.batchId}</dd>
+        </div>`
+      }
       <div>
         <dt>Attempts</dt>
         <dd>${job.attemptCount}</dd>

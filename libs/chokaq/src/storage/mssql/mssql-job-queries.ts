@@ -1,4 +1,5 @@
 import type { AuditLogPage } from '../../interfaces/audit.interface';
+import type { BatchView } from '../../interfaces/batch.interface';
 import type { Checked } from '../../interfaces/checked.interface';
 import {
   ActiveFilter,
@@ -37,9 +38,10 @@ import { ERROR_LINE_PREFIX, topErrorFamilies } from '../shared/error-family';
 import { ErrorFamilyMemo } from '../shared/error-family-memo';
 import { toListPage } from '../shared/page';
 import { mapAttemptRow } from '../shared/attempts';
+import { mapBatch } from '../shared/batches';
 import { mapDedupeRow } from '../shared/dedupe';
 import { mapQueueGroupRow } from '../shared/groups';
-import { mapJobView, mapOutcomesRow, mapWorkerRow, toDate } from '../shared/row-mapper';
+import { fold, mapJobView, mapOutcomesRow, mapWorkerRow, toDate } from '../shared/row-mapper';
 import { queueHealthOf } from '../shared/queue-health';
 import { throughputSeries } from '../shared/throughput-series';
 import { bool, idsOf, MssqlConnection, num, numOrNull } from './mssql.connection';
@@ -82,6 +84,24 @@ export class MssqlJobQueries implements DialectJobQueries {
     if (!attempts) return view;
     const history = await this.db.query('getJob', SQL.getJobAttempts(this.schema, key));
     return { ...view, attempts: history.map(mapAttemptRow) };
+  }
+
+  /**
+   * The batch's row with its callbacks, one batch (`SQL.getBatch`), its PascalCase columns folded
+   * for the shared mapping.
+   * @inheritdoc
+   */
+  async getBatch(id: string): Promise<BatchView | null> {
+    const rows = await this.db.query('getBatch', SQL.getBatch(this.schema, id));
+    return mapBatch(rows.map(fold));
+  }
+
+  /**
+   * One read (`SQL.batchHotJobIds`).
+   * @inheritdoc
+   */
+  async batchHotJobIds(id: string): Promise<string[]> {
+    return idsOf(await this.db.query('batchHotJobIds', SQL.batchHotJobIds(this.schema, id)));
   }
 
   /** @inheritdoc */

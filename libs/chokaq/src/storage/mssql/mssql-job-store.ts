@@ -1,5 +1,6 @@
 import { logEvent } from '../../common/log-events';
 import { ChokaQCompatibilityLevelError, ChokaQTransactionalHandlerError } from '../../errors';
+import type { BatchEnqueued } from '../../interfaces/batch.interface';
 import type { Checked } from '../../interfaces/checked.interface';
 import {
   CompletedJob,
@@ -18,9 +19,10 @@ import {
   CheckedWorkerHeartbeat,
   isLeaseTarget,
 } from '../../validation/validate-args';
-import { ValidatedJob } from '../../validation/validate-job';
+import { ValidatedBatch, ValidatedJob } from '../../validation/validate-job';
 import { Audit, DialectJobStore, ZombieSweep } from '../dialect-job-storage';
 import type { HandlerTransactionSupport } from '../job-storage';
+import { batchEnqueued } from '../shared/batches';
 import { OWN_DATA_SOURCE_REASON, SqlHandlerTransaction } from '../shared/handler-transaction';
 import { DedupeSteps, enqueueManyKeyed, enqueueWithKey, mapDedupeHolder } from '../shared/dedupe';
 import { mapHotRow, toDate } from '../shared/row-mapper';
@@ -318,6 +320,36 @@ export class MssqlJobStore extends MssqlAdminStore implements DialectJobStore {
       return results;
     };
     return enqueueManyKeyed(jobs, insertPlain, (job) => this.enqueueKeyed(caller, job));
+  }
+
+  /**
+   * The batch's row, its callbacks and their queues (`SQL.insertBatch`), then its jobs in the
+   * chunks of `enqueueMany` (`SQL.enqueueMany`), all in ONE transaction: the caller's, where no
+   * batch has a prologue, `XACT_ABORT` or transaction of its own and nothing is retried (a deadlock
+   * has already rolled back the caller's whole transaction, which the caller retries as a unit);
+   * or one of ChokaQ's own (`MssqlConnection.transaction`: READ COMMITTED, rolled back on any
+   * error, run again from scratch on a transient one). There each chunk is the batch `enqueueMany`
+   * runs on ChokaQ's pool, whose `BEGIN TRAN … COMMIT` nests in the open transaction: the inner
+   * COMMIT only decrements `@@TRANCOUNT`, and nothing is committed before the outer one
+   * (https://learn.microsoft.com/en-us/sql/t-sql/language-elements/commit-transaction-transact-sql);
+   * its `XACT_ABORT` rolls the whole batch back on an error. The jobs are new (the edge refused
+   * ids and keys), so every one is inserted.
+   * @inheritdoc
+   */
+  async enqueueBatch(
+    batch: Checked<ValidatedBatch>,
+    options?: EnqueueOptions,
+  ): Promise<BatchEnqueued> {
+    const caller = await this.db.callerExecutor(options?.transaction);
+    const inCaller = { callerTransaction: !!caller };
+    const run = async (exec: Exec) => {
+      await exec(SQL.insertBatch(this.schema, batch, inCaller));
+      for (const part of enqueueChunks(batch.jobs)) {
+        await exec(SQL.enqueueMany(this.schema, part, inCaller));
+      }
+    };
+    await (caller ? run(caller) : this.db.transaction('enqueueBatch', (tx) => run(tx.exec)));
+    return batchEnqueued(batch);
   }
 
   // ---------------------------------------------------------------- worker-owned transitions

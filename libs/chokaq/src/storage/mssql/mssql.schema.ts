@@ -22,6 +22,7 @@
  */
 
 import { MAX_ATTEMPT_ERROR } from '../../validation/limits';
+import { BATCH_CALLBACK_BITS } from '../shared/batches';
 
 /**
  * Schema version this build creates; recorded in `SchemaMigrations`.
@@ -95,6 +96,14 @@ import { MAX_ATTEMPT_ERROR } from '../../validation/limits';
  *   rows (`IX_JobsHot_GroupPending`, `IX_JobsHot_GroupActive`). Nullable columns without a default
  *   (metadata-only, like version 9's) and a new table. A worker of version 16 keeps running, but
  *   its claim does not know the limits: upgrade every worker before setting one.
+ * - 18: batches (`enqueueBatch`, {@link BATCHES_V18_NOTE}): `BatchId` in `JobsHot`, `JobsArchive`
+ *   and `JobsDLQ` ({@link BATCH_ID_COLUMN}: every move copies it), the `Batches` table of each
+ *   batch's counts and fired callbacks ({@link BATCH_COLUMNS}), the `BatchCallbacks` table of the
+ *   callbacks' jobs made at enqueue ({@link BATCH_CALLBACK_COLUMNS}) with its unique index of their
+ *   ids, and a filtered index of the batch rows in each pillar ({@link BATCH_INDEXES}). A nullable
+ *   column without a default (metadata-only, like version 9's) and new tables. A worker of version
+ *   17 keeps running, but its moves neither copy `BatchId` nor count a batch's jobs: upgrade every
+ *   worker before enqueuing a batch.
  *
  * The script is idempotent and creates what is missing, so running it on an older database
  * applies the versions it lacks: the version-2 index is built inside its version's transaction
@@ -114,7 +123,7 @@ import { MAX_ATTEMPT_ERROR } from '../../validation/limits';
  * a metadata-only change where the edition supports it, a rewrite of the table otherwise);
  * `MetricBuckets` is small (retention), so either is short.
  */
-export const MSSQL_SCHEMA_VERSION = 17;
+export const MSSQL_SCHEMA_VERSION = 18;
 
 /**
  * Every version with the description its ledger row records, oldest first (the script writes
@@ -138,6 +147,7 @@ export const MSSQL_MIGRATIONS: readonly { version: number; description: string }
   { version: 15, description: 'stored results in the archive' },
   { version: 16, description: 'dedupe keys' },
   { version: 17, description: 'groups and per-group limits' },
+  { version: 18, description: 'batches and their callbacks' },
 ];
 
 /** One column of a ChokaQ table. */
@@ -225,6 +235,16 @@ const NOW = 'SYSUTCDATETIME()';
 export const GROUP_KEY_COLUMN: MssqlColumn = binaryKey('GroupKey', 'nvarchar(255)', true);
 
 /**
+ * `BatchId` (schema version 18): the batch a job belongs to (`enqueueBatch`), NULL for a job of
+ * none, in `JobsHot`, `JobsArchive` and `JobsDLQ`: every move copies it, so a job keeps its batch
+ * in every pillar and a resurrected one brings it back. A batch's callbacks carry it too, though
+ * they are not its members (`BatchCallbacks.JobId` tells them apart). An id like the others
+ * (`varchar(36)`, the library's own UUIDv7, in the install's collation, never a key the
+ * application names), nullable without a default, so adding it changes the tables' metadata only.
+ */
+export const BATCH_ID_COLUMN: MssqlColumn = c('BatchId', 'varchar(36)', true);
+
+/**
  * `JobsHot` columns, in table order. Every statement that copies rows names these columns
  * (`OUTPUT deleted.Id, … INTO @Moved (Id, …)`), so a table with a column more still works.
  */
@@ -261,6 +281,8 @@ export const HOT_COLUMNS: readonly MssqlColumn[] = [
   // Schema version 17: the job's group (`NewJob.group`; '' is the shared group of a grouped
   // queue's jobs without one), binary on every install ({@link GROUP_KEY_COLUMN}).
   GROUP_KEY_COLUMN,
+  // Schema version 18: the job's batch ({@link BATCH_ID_COLUMN}).
+  BATCH_ID_COLUMN,
 ];
 
 /**
@@ -584,6 +606,62 @@ export const JOB_GROUP_COLUMNS: readonly MssqlColumn[] = [
   c('RatePrevCount', 'int', true),
 ];
 
+/**
+ * `Batches` columns (schema version 18): one row per batch (`enqueueBatch`), written with its jobs
+ * in one transaction. `Total` is the number of its jobs (its callbacks not counted); `Succeeded`
+ * and `Failed` count those in the Archive and in the DLQ, kept by every move of a member in the
+ * move's own transaction (a resurrect takes one back from `Failed`); `Fired` holds a bit per
+ * callback kind (`BatchCallbackBit`) once that callback's job was enqueued, so each fires at most
+ * once; `SettledAtUtc` is when the batch last reached its total, NULL while a job of it is hot.
+ * There is no column of the bits an update fired: the settle step reads them as the difference of
+ * the row's `Fired` before and after its UPDATE, through that UPDATE's `OUTPUT deleted.Fired,
+ * inserted.Fired` (see `sql/batches.ts`).
+ */
+export const BATCH_COLUMNS: readonly MssqlColumn[] = [
+  c('Id', 'varchar(36)', false),
+  c('CreatedAtUtc', 'datetime2(3)', false, NOW),
+  c('CreatedBy', 'nvarchar(100)', true),
+  c('Total', 'int', false),
+  c('Succeeded', 'int', false, '0'),
+  c('Failed', 'int', false, '0'),
+  c('Fired', 'smallint', false, '0'),
+  c('SettledAtUtc', 'datetime2(3)', true),
+];
+
+/**
+ * `BatchCallbacks` columns (schema version 18): one row per callback of a batch, with the job it
+ * enqueues when the batch settles, made at enqueue with its id (`JobId`, unique: a move tells a
+ * callback from a member of its batch by one seek, {@link BATCH_CALLBACK_JOB_INDEX}); `Kind` is its
+ * `BatchCallbackBit`. The job's columns are those of the hot row it becomes, declared as
+ * `JobsHot` declares them: `Queue` and `Type` are keys in the install's collation
+ * ({@link MssqlColumn.key}: `Queue` is compared with `Queues.Name` when the callback fires, and two
+ * column collations meet in `=` only when equal), so the version-18 step creates the table in the
+ * collation of `JobsHot.Queue`, as version 17 creates `JobGroups`, and `chokaq migrate
+ * --binary-keys` converts it with the others; `GroupKey` (the callback's own group, or NULL: the
+ * shared group of a grouped queue is decided when it fires) is binary on every install.
+ */
+export const BATCH_CALLBACK_COLUMNS: readonly MssqlColumn[] = [
+  c('BatchId', 'varchar(36)', false),
+  c('Kind', 'smallint', false),
+  c('JobId', 'varchar(36)', false),
+  ...[
+    'Queue',
+    'Type',
+    'Payload',
+    'Tags',
+    'Priority',
+    'CreatedBy',
+    'TraceContext',
+    'PayloadVersion',
+    'GroupKey',
+  ].map((name) => columnOf('hot', HOT_COLUMNS, name)),
+];
+
+/** The kinds a callback row may have: the bits of `BatchCallbackBit` (schema version 18). */
+const BATCH_CALLBACK_KIND_CHECK = `CONSTRAINT [CK_BatchCallbacks_Kind] CHECK (Kind IN (${Object.values(
+  BATCH_CALLBACK_BITS,
+).join(', ')}))`;
+
 /** `SchemaMigrations` columns: the ledger of applied versions. */
 export const MIGRATION_COLUMNS: readonly MssqlColumn[] = [
   c('Version', 'int', false),
@@ -607,6 +685,8 @@ export const MSSQL_TABLES = {
   attempts: 'JobAttempts',
   keys: 'DedupeKeys',
   groups: 'JobGroups',
+  batches: 'Batches',
+  callbacks: 'BatchCallbacks',
 } as const;
 
 /** Logical table key. */
@@ -663,6 +743,8 @@ const PRIMARY_KEYS: Record<MssqlTable, string> = {
   attempts: 'JobId, Seq',
   keys: '[Key]',
   groups: 'Queue, GroupKey',
+  batches: 'Id',
+  callbacks: 'BatchId, Kind',
 };
 
 /** The tables stored with `DATA_COMPRESSION = PAGE` (the history, the buckets, the attempts). */
@@ -907,6 +989,36 @@ const DEDUPE_JOB_INDEX: IndexSpec = {
   keys: 'JobId',
 };
 
+/**
+ * The filtered indexes of schema version 18: the rows of a batch in each pillar (a batch's jobs
+ * wherever they are: the hot ones for a cancel of the batch, `batchHotJobIds`; the others for a
+ * view of its finished jobs), and only those, so a job outside any batch writes no entry in them.
+ * The pillars' rows of an earlier version all hold NULL, so building each one reads its table once
+ * and writes nothing.
+ */
+const BATCH_INDEXES: readonly IndexSpec[] = (['archive', 'dlq', 'hot'] as const).map((table) => ({
+  serves: `${table === 'hot' ? 'batchHotJobIds (a cancel of a batch): ' : ''}a batch's jobs in ${MSSQL_TABLES[table]}, only rows of a batch (schema version 18)`,
+  table,
+  name: `IX_${MSSQL_TABLES[table]}_Batch`,
+  keys: 'BatchId',
+  where: 'BatchId IS NOT NULL',
+  compressed: PAGE_COMPRESSED.has(table),
+}));
+
+/**
+ * `UX_BatchCallbacks_Job` (schema version 18): whether a job is a callback, a seek by its id (the
+ * settle step of every move leaves callbacks out of their batch's counts); unique, as each
+ * callback's job id is.
+ */
+const BATCH_CALLBACK_JOB_INDEX: IndexSpec = {
+  serves:
+    'the moves: whether a moved job is a callback rather than a member of its batch, a seek by its id (schema version 18)',
+  table: 'callbacks',
+  name: 'UX_BatchCallbacks_Job',
+  unique: true,
+  keys: 'JobId',
+};
+
 /** `CREATE … INDEX` of `index`, with `options` after its compression in `WITH (…)`. */
 function indexStatement(schema: string, index: IndexSpec, options: readonly string[] = []): string {
   const kind = index.unique ? 'UNIQUE NONCLUSTERED' : 'NONCLUSTERED';
@@ -919,12 +1031,18 @@ function indexStatement(schema: string, index: IndexSpec, options: readonly stri
   );
 }
 
-function createIndex(schema: string, index: IndexSpec): string {
+/**
+ * `index` where missing. `apart`: compiled apart (`EXEC`), for an index that names a column the
+ * same batch may have just added to an existing table, which a statement compiled with the batch
+ * could not name (see {@link HELD_V13_NOTE}).
+ */
+function createIndex(schema: string, index: IndexSpec, apart = false): string {
   const table = qualify(schema, index.table);
+  const statement = indexStatement(schema, index);
   return [
     `-- ${index.serves}`,
     `IF NOT EXISTS (SELECT 1 FROM sys.indexes WHERE object_id = OBJECT_ID(N'${table}') AND name = N'${index.name}')`,
-    `  ${indexStatement(schema, index)}`,
+    apart ? `  EXEC(N'${statement}');` : `  ${statement}`,
   ].join('\n');
 }
 
@@ -1057,26 +1175,60 @@ const GROUPS_V17_NOTE: readonly string[] = [
 ];
 
 /**
- * `JobGroups` where missing ({@link JOB_GROUP_COLUMNS}): with a binary `Queue` where
- * `JobsHot.Queue` is binary, else (an install of an earlier release, until `--binary-keys`) with
- * its `Queue` in the database's collation, as that install's other queue names, through `EXEC`.
+ * Why version 18 adds what it adds the way it does (printed above the statements). `BatchId` is
+ * nullable without a default: adding it changes each pillar's metadata, not its rows
+ * (https://learn.microsoft.com/en-us/sql/t-sql/statements/alter-table-transact-sql), and
+ * `COL_LENGTH` is NULL while it is missing, so each ADD runs once
+ * (https://learn.microsoft.com/en-us/sql/t-sql/functions/col-length-transact-sql). `Batches` is
+ * created where missing like any new table; `BatchCallbacks` in the collation of `JobsHot.Queue`,
+ * as version 17 creates `JobGroups` (its `Queue` is compared with `Queues.Name` when a callback
+ * fires), with its unique index of the callbacks' job ids created by a plain statement (deferred
+ * name resolution covers a missing table, as in version 16). The pillars' filtered indexes name
+ * the column this batch may have just added, so they are compiled apart (`EXEC`) after the ALTERs,
+ * as version 13's: deferred name resolution does not cover a missing column of an existing table
+ * (https://learn.microsoft.com/en-us/sql/t-sql/statements/create-procedure-transact-sql#deferred-name-resolution).
+ * Each build reads its table once (no row of an earlier version is in the index) while writers to
+ * that table wait, like version 5's archive index: the Archive and the DLQ first, the hot table
+ * last.
  */
-function createJobGroups(schema: string): string[] {
-  const table = qualify(schema, 'groups');
+const BATCHES_V18_NOTE: readonly string[] = [
+  'Batches (schema version 18): BatchId in JobsHot, JobsArchive and JobsDLQ (nullable, no default:',
+  'metadata-only), the Batches table, the BatchCallbacks table (its Queue and Type in the collation',
+  'of JobsHot.Queue) and its unique job index, and the filtered indexes of the batch rows, compiled',
+  'apart (EXEC) since they name a column this batch may have added.',
+];
+
+/**
+ * `table` where missing, its key columns ({@link MssqlColumn.key}) in the collation of
+ * `JobsHot.Queue`, as that install's other keys: binary where `JobsHot.Queue` is binary, else (an
+ * install of an earlier release, until `--binary-keys`) in the database's collation, through
+ * `EXEC`, a statement built for that case and compiled only when it runs. `JobGroups` (version
+ * 17) and `BatchCallbacks` (version 18).
+ */
+function createInKeyCollation(
+  schema: string,
+  table: MssqlTable,
+  columns: readonly MssqlColumn[],
+  checks: readonly string[] = [],
+): string[] {
+  const name = qualify(schema, table);
   const binaryHot =
     ` AND EXISTS (SELECT 1 FROM sys.columns WHERE object_id = OBJECT_ID(N'${qualify(schema, 'hot')}')` +
     ` AND name = N'Queue' AND collation_name = N'${BINARY_KEY_COLLATION}')`;
-  const legacy = JOB_GROUP_COLUMNS.map((col) =>
+  const legacy = columns.map((col) =>
     col.key ? c(col.name, col.type, col.nullable, col.default) : col,
   );
   const legacyBody = [
-    ...legacy.map((col) => columnDdl(MSSQL_TABLES.groups, col)),
-    primaryKey('groups'),
-  ].join(', ');
+    ...legacy.map((col) => columnDdl(MSSQL_TABLES[table], col)),
+    primaryKey(table),
+    ...checks,
+  ]
+    .join(', ')
+    .replace(/'/g, "''");
   return [
-    createTable(schema, 'groups', JOB_GROUP_COLUMNS, [], binaryHot),
-    `IF OBJECT_ID(N'${table}', N'U') IS NULL`,
-    `  EXEC(N'CREATE TABLE ${table} (${legacyBody});');`,
+    createTable(schema, table, columns, checks, binaryHot),
+    `IF OBJECT_ID(N'${name}', N'U') IS NULL`,
+    `  EXEC(N'CREATE TABLE ${name} (${legacyBody});');`,
   ];
 }
 
@@ -1312,9 +1464,7 @@ export function mssqlSchemaDdl(schema: string): string {
     `  ALTER TABLE ${t('hot')} ADD ${columnDdl(MSSQL_TABLES.hot, HELD_SINCE_COLUMN)};`,
     `IF COL_LENGTH(N'${t('stats')}', N'DeferredTotal') IS NULL`,
     `  ALTER TABLE ${t('stats')} ADD ${columnDdl(MSSQL_TABLES.stats, DEFERRED_TOTAL_COLUMN)};`,
-    `-- ${HELD_INDEX.serves}`,
-    `IF NOT EXISTS (SELECT 1 FROM sys.indexes WHERE object_id = OBJECT_ID(N'${t('hot')}') AND name = N'${HELD_INDEX.name}')`,
-    `  EXEC(N'${indexStatement(schema, HELD_INDEX)}');`,
+    createIndex(schema, HELD_INDEX, true),
     `IF NOT EXISTS (SELECT 1 FROM ${t('migrations')} WHERE Version = 13)`,
     recordVersion(schema, 13),
     `COMMIT;`,
@@ -1352,14 +1502,26 @@ export function mssqlSchemaDdl(schema: string): string {
         `IF COL_LENGTH(N'${t('queues')}', N'${col.name}') IS NULL\n` +
         `  ALTER TABLE ${t('queues')} ADD ${columnDdl(MSSQL_TABLES.queues, col)};`,
     ),
-    ...createJobGroups(schema),
-    ...GROUP_INDEXES.flatMap((index) => [
-      `-- ${index.serves}`,
-      `IF NOT EXISTS (SELECT 1 FROM sys.indexes WHERE object_id = OBJECT_ID(N'${t(index.table)}') AND name = N'${index.name}')`,
-      `  EXEC(N'${indexStatement(schema, index)}');`,
-    ]),
+    ...createInKeyCollation(schema, 'groups', JOB_GROUP_COLUMNS),
+    ...GROUP_INDEXES.map((index) => createIndex(schema, index, true)),
     `IF NOT EXISTS (SELECT 1 FROM ${t('migrations')} WHERE Version = 17)`,
     recordVersion(schema, 17),
+    `COMMIT;`,
+    ...beginStep(schema),
+    ...BATCHES_V18_NOTE.map((line) => `-- ${line}`),
+    ...(['archive', 'dlq', 'hot'] as const).map(
+      (table) =>
+        `IF COL_LENGTH(N'${t(table)}', N'${BATCH_ID_COLUMN.name}') IS NULL\n` +
+        `  ALTER TABLE ${t(table)} ADD ${columnDdl(MSSQL_TABLES[table], BATCH_ID_COLUMN)};`,
+    ),
+    createTable(schema, 'batches', BATCH_COLUMNS),
+    ...createInKeyCollation(schema, 'callbacks', BATCH_CALLBACK_COLUMNS, [
+      BATCH_CALLBACK_KIND_CHECK,
+    ]),
+    createIndex(schema, BATCH_CALLBACK_JOB_INDEX),
+    ...BATCH_INDEXES.map((index) => createIndex(schema, index, true)),
+    `IF NOT EXISTS (SELECT 1 FROM ${t('migrations')} WHERE Version = 18)`,
+    recordVersion(schema, 18),
     `COMMIT;`,
     `SELECT Version FROM @Applied ORDER BY Version;`,
   ];
@@ -1371,7 +1533,8 @@ export function mssqlSchemaDdl(schema: string): string {
  * install of an earlier release may hold in the database's collation. `DedupeKeys.[Key]` is not
  * one: version 16 creates it binary on every install ({@link DEDUPE_KEY_COLUMNS}); nor are the
  * {@link MssqlColumn.binary} columns of version 17 (`GroupKey`, `GroupCursor`), binary on every
- * install too. `JobGroups.Queue` is: version 17 creates it in the collation of `JobsHot.Queue`.
+ * install too. `JobGroups.Queue` is: version 17 creates it in the collation of `JobsHot.Queue`;
+ * so are `BatchCallbacks.Queue` and `.Type`, which version 18 creates the same way.
  */
 function keyColumnsOf(): Array<{ table: MssqlTable; column: MssqlColumn }> {
   const byTable: Array<[MssqlTable, readonly MssqlColumn[]]> = [
@@ -1383,6 +1546,7 @@ function keyColumnsOf(): Array<{ table: MssqlTable; column: MssqlColumn }> {
     ['queues', QUEUE_COLUMNS],
     ['recurring', RECURRING_COLUMNS],
     ['groups', JOB_GROUP_COLUMNS],
+    ['callbacks', BATCH_CALLBACK_COLUMNS],
   ];
   return byTable.flatMap(([table, columns]) =>
     columns.filter((col) => col.key).map((column) => ({ table, column })),

@@ -1,4 +1,5 @@
 import type { AuditLogPage } from '../../interfaces/audit.interface';
+import type { BatchView } from '../../interfaces/batch.interface';
 import type { Checked } from '../../interfaces/checked.interface';
 import {
   ActiveFilter,
@@ -34,7 +35,8 @@ import { toAuditPage } from '../shared/audit-log';
 import { topErrorFamilies } from '../shared/error-family';
 import { ErrorFamilyMemo } from '../shared/error-family-memo';
 import { toListPage } from '../shared/page';
-import { mapJobView, mapOutcomesRow, mapWorkerRow, toDate } from '../shared/row-mapper';
+import { fold, mapJobView, mapOutcomesRow, mapWorkerRow, toDate } from '../shared/row-mapper';
+import { mapBatch } from '../shared/batches';
 import { queueHealthOf } from '../shared/queue-health';
 import { throughputSeries } from '../shared/throughput-series';
 import { num, PostgresConnection } from './postgres.connection';
@@ -79,6 +81,18 @@ export class PostgresJobQueries implements DialectJobQueries {
       return { ...view, attempts: history.map(mapAttemptRow) };
     }
     return null;
+  }
+
+  /** The batch row and its callbacks, one read. */
+  async getBatch(id: string): Promise<BatchView | null> {
+    const rows = await this.db.query('getBatch', SQL.getBatch(this.db.s), SQL.getBatchParams(id));
+    return mapBatch(rows.map(fold));
+  }
+
+  /** @inheritdoc */
+  async batchHotJobIds(id: string): Promise<string[]> {
+    const rows = await this.db.query('batchHotJobIds', SQL.batchHotJobIds(this.db.s), [id]);
+    return rows.map((r) => String(r.id));
   }
 
   /** @inheritdoc */

@@ -19,7 +19,9 @@ import {
   CheckedWorkerHeartbeat,
   isLeaseTarget,
 } from '../../validation/validate-args';
-import { ValidatedJob } from '../../validation/validate-job';
+import { ValidatedBatch, ValidatedJob } from '../../validation/validate-job';
+import type { BatchEnqueued } from '../../interfaces/batch.interface';
+import { batchEnqueued } from '../shared/batches';
 import { Audit, DialectJobStore, ZombieSweep } from '../dialect-job-storage';
 import type { HandlerTransactionSupport } from '../job-storage';
 import { OWN_DATA_SOURCE_REASON, SqlHandlerTransaction } from '../shared/handler-transaction';
@@ -266,6 +268,24 @@ export class PostgresJobStore extends PostgresAdminStore implements DialectJobSt
       return results;
     };
     return enqueueManyKeyed(validated, insertPlain, (job) => this.enqueueKeyed(caller, job));
+  }
+
+  /**
+   * The batch record with its callbacks, then its jobs in chunks as `enqueueMany` inserts them, all
+   * in one transaction: the caller's, or one of its own retried from scratch on a transient
+   * failure. The jobs are new (no id or key was allowed), so every one is inserted.
+   */
+  async enqueueBatch(
+    batch: Checked<ValidatedBatch>,
+    options?: EnqueueOptions,
+  ): Promise<BatchEnqueued> {
+    const caller = await this.db.callerExec(options?.transaction);
+    const run = async (exec: Exec) => {
+      await exec(SQL.insertBatch(this.s), SQL.insertBatchParams(batch));
+      for (const part of chunkByBytes(batch.jobs)) await this.insertJobs(exec, part);
+    };
+    await (caller ? run(caller) : this.db.transaction('enqueueBatch', run));
+    return batchEnqueued(batch);
   }
 
   /**

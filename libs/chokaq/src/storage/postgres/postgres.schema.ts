@@ -645,6 +645,60 @@ const V18: PostgresMigration = {
   ],
 };
 
+/**
+ * Version 19: batches (`enqueueBatch`). `batch_id` in every pillar (a job keeps its batch through
+ * every move), with a partial index in each that holds only rows of a batch, so a job outside any
+ * batch writes no index entry for it. `batches` holds a batch's counts, kept by the moves in their
+ * own statements (the row's lock serialises the moves that settle one batch), the callbacks fired
+ * (`fired`, a bit per kind) and those the last update fired (`fired_now`, read by the same
+ * statement's insert of the callbacks' jobs). `batch_callbacks` holds each callback's job, made at
+ * enqueue with its id; `job_id` is unique, so a move tells a callback from a member by one probe.
+ */
+const V19: PostgresMigration = {
+  version: 19,
+  description: 'Batches and their callbacks',
+  statements: (s) => [
+    `ALTER TABLE ${s}.jobs_hot ADD COLUMN IF NOT EXISTS batch_id varchar(36) NULL`,
+    `ALTER TABLE ${s}.jobs_archive ADD COLUMN IF NOT EXISTS batch_id varchar(36) NULL`,
+    `ALTER TABLE ${s}.jobs_dlq ADD COLUMN IF NOT EXISTS batch_id varchar(36) NULL`,
+    `CREATE TABLE IF NOT EXISTS ${s}.batches (
+      id varchar(36) PRIMARY KEY,
+      created_at_utc timestamptz NOT NULL,
+      created_by varchar(100) NULL,
+      total integer NOT NULL,
+      succeeded integer NOT NULL DEFAULT 0,
+      failed integer NOT NULL DEFAULT 0,
+      fired smallint NOT NULL DEFAULT 0,
+      fired_now smallint NOT NULL DEFAULT 0,
+      settled_at_utc timestamptz NULL
+    )`,
+    `CREATE TABLE IF NOT EXISTS ${s}.batch_callbacks (
+      batch_id varchar(36) NOT NULL,
+      kind smallint NOT NULL,
+      job_id varchar(36) NOT NULL UNIQUE,
+      queue varchar(255) NOT NULL,
+      type varchar(255) NOT NULL,
+      payload text NOT NULL,
+      tags text NULL,
+      priority integer NOT NULL,
+      created_by varchar(100) NULL,
+      trace_context text NULL,
+      payload_version integer NOT NULL,
+      group_key varchar(255) COLLATE "C" NULL,
+      PRIMARY KEY (batch_id, kind)
+    )`,
+    // Serves a batch's hot jobs (a cancel of a batch, the Deck's batch view).
+    `CREATE INDEX IF NOT EXISTS ix_jobs_hot_batch ON ${s}.jobs_hot (batch_id)
+      WHERE batch_id IS NOT NULL`,
+    // Serves a batch's archived jobs (their stored results, the Deck's batch view).
+    `CREATE INDEX IF NOT EXISTS ix_jobs_archive_batch ON ${s}.jobs_archive (batch_id)
+      WHERE batch_id IS NOT NULL`,
+    // Serves a batch's jobs in the DLQ (the Deck's batch view).
+    `CREATE INDEX IF NOT EXISTS ix_jobs_dlq_batch ON ${s}.jobs_dlq (batch_id)
+      WHERE batch_id IS NOT NULL`,
+  ],
+};
+
 /** Every migration, in version order. */
 export const POSTGRES_MIGRATIONS: readonly PostgresMigration[] = [
   V1,
@@ -665,6 +719,7 @@ export const POSTGRES_MIGRATIONS: readonly PostgresMigration[] = [
   V16,
   V17,
   V18,
+  V19,
 ];
 
 /** The newest schema version this code expects. */

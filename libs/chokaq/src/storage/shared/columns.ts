@@ -30,6 +30,7 @@ export const HOT_COLUMNS = [
   'trace_context',
   'payload_version',
   'group_key',
+  'batch_id',
 ] as const;
 
 /** A hot column name. */

@@ -113,6 +113,7 @@ export function mapHotRow(raw: Row): HotJob {
     progressNote: str(r.progressnote),
     traceContext: parseTraceContext(r.tracecontext),
     payloadVersion: r.payloadversion == null ? 1 : num(r.payloadversion),
+    batchId: str(r.batchid),
   };
 }
 
@@ -154,6 +155,7 @@ export function mapClaimedRow(r: Row): HotJob {
     progressNote: str(r.progress_note),
     traceContext: parseTraceContext(r.trace_context),
     payloadVersion: r.payload_version === undefined ? 1 : num(r.payload_version),
+    batchId: str(r.batch_id),
   };
 }
 
@@ -192,6 +194,7 @@ export function mapJobView(raw: Row, pillar: Pillar): JobView {
     progressNote: str(r.progressnote),
     traceContext: parseTraceContext(r.tracecontext),
     payloadVersion: r.payloadversion == null ? 1 : num(r.payloadversion),
+    batchId: str(r.batchid),
     finishedAtUtc: toDate(r.finishedatutc),
     durationMs: numOrNull(r.durationms),
     result: pillar === 'archive' ? parsePayload(r.result) : null,

@@ -19,6 +19,7 @@ import {
   nothingRemoved,
   retentionDetails,
 } from '../shared/audit-log';
+import { dueCallbacks } from '../shared/batches';
 import { Outcome, dlqStatusFor } from '../shared/outcome';
 import { mapQueueRow, toDate } from '../shared/row-mapper';
 import { BucketDelta, CounterDelta, bucketsOf, countersByQueue } from './sqlite-counters';
@@ -76,9 +77,10 @@ export abstract class SqliteAdminStore {
   }
 
   /**
-   * Steps 2–4 of every Hot → DLQ move, on rows already deleted and captured in this transaction:
+   * Steps 2–5 of every Hot → DLQ move, on rows already deleted and captured in this transaction:
    * the attempt rows of those that were Processing, insert them with the DLQ status and reason,
-   * add `FailedTotal` (or `CancelledTotal`) once per queue, and upsert the metric buckets.
+   * add `FailedTotal` (or `CancelledTotal`) once per queue, upsert the metric buckets, and count
+   * them as failed in their batches ({@link settleBatches}).
    */
   protected moveRowsToDlq(
     rows: Row[],
@@ -106,6 +108,7 @@ export abstract class SqliteAdminStore {
     this.db.run(this.sql.moveToDlqInsert, { moved: JSON.stringify(moved) });
     this.addCounters(countersByQueue(moved, cancelled ? 'cancelled' : 'failed'));
     this.addBuckets(bucketsOf(moved, cancelled ? Outcome.Cancelled : Outcome.Failed, reason));
+    this.settleBatches(rows, false);
   }
 
   // ---------------------------------------------------------------- pending edits
@@ -207,11 +210,15 @@ export abstract class SqliteAdminStore {
     return moved;
   }
 
-  /** Step 2–3 of DLQ → hot on rows already deleted from the DLQ in this transaction. */
+  /**
+   * Steps 2–4 of DLQ → hot on rows already deleted from the DLQ in this transaction: insert them,
+   * add `ResurrectedTotal` once per queue, and reopen their batches ({@link reopenBatches}).
+   */
   protected insertResurrected(rows: Row[], params: Params): void {
     if (rows.length === 0) return;
     this.db.run(this.sql.resurrectInsert, { ...params, moved: JSON.stringify(rows) });
     this.addCounters(countersByQueue(rows, 'resurrected'));
+    this.reopenBatches(rows);
   }
 
   // ---------------------------------------------------------------- queues
@@ -416,6 +423,45 @@ export abstract class SqliteAdminStore {
     return changed > 0;
   }
 
+  // ---------------------------------------------------------------- batches
+
+  /**
+   * The settle step of every move out of the hot table, in that move's transaction, on the rows
+   * it deleted (`ok`: into the Archive, else into the DLQ); the rules: docs/storage.md, "Batches".
+   * When none of the rows is in a batch it runs nothing, so moves of jobs outside batches pay only
+   * that check. Else it counts the members among them in their batches (`batchSettleCount`, which
+   * leaves callbacks out), decides for each batch that reached its total which callbacks are due
+   * and never fired ({@link dueCallbacks}), records them as fired with the settle time
+   * (`batchSettle`) and enqueues them (`batchFire`). No lock beyond the transaction's: SQLite has a
+   * single writer, and the BEGIN IMMEDIATE that holds it since the move's first statement keeps
+   * any other move from changing a batch between its count and the decision taken on it.
+   */
+  protected settleBatches(rows: readonly Row[], ok: boolean): void {
+    const moved = batchRowsJson(rows);
+    if (moved === null) return;
+    const touched = this.db.all(this.sql.batchSettleCount, { moved, ok: ok ? 1 : 0 });
+    const settled: { id: string; due: number }[] = [];
+    for (const batch of touched) {
+      const failed = Number(batch.failed);
+      if (Number(batch.succeeded) + failed < Number(batch.total)) continue;
+      settled.push({ id: String(batch.id), due: dueCallbacks(failed, Number(batch.fired)) });
+    }
+    if (settled.length === 0) return;
+    const json = JSON.stringify(settled);
+    this.db.run(this.sql.batchSettle, { settled: json });
+    if (settled.some((s) => s.due !== 0)) this.db.run(this.sql.batchFire, { settled: json });
+  }
+
+  /**
+   * The reopen step of a resurrect, in its transaction, on the rows it took from the DLQ: their
+   * batches count them as failed no more and are not settled (`batchReopen`). Nothing runs when
+   * none of them is in a batch.
+   */
+  protected reopenBatches(rows: readonly Row[]): void {
+    const moved = batchRowsJson(rows);
+    if (moved !== null) this.db.run(this.sql.batchReopen, { moved });
+  }
+
   // ---------------------------------------------------------------- attempts, counters and buckets
 
   /**
@@ -444,4 +490,14 @@ export abstract class SqliteAdminStore {
   protected addBuckets(deltas: BucketDelta[]): void {
     if (deltas.length > 0) this.db.run(this.sql.addBuckets, { buckets: JSON.stringify(deltas) });
   }
+}
+
+/**
+ * The rows of a batch (members or callbacks) among moved rows, as the JSON array `{id, batch_id}`
+ * the batch statements read (`@moved`); null when none is in a batch.
+ */
+function batchRowsJson(rows: readonly Row[]): string | null {
+  const inBatch = rows.filter((r) => r.batch_id !== null && r.batch_id !== undefined);
+  if (inBatch.length === 0) return null;
+  return JSON.stringify(inBatch.map((r) => ({ id: r.id, batch_id: r.batch_id })));
 }

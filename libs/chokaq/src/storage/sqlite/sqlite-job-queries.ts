@@ -1,4 +1,5 @@
 import type { AuditLogPage } from '../../interfaces/audit.interface';
+import type { BatchView } from '../../interfaces/batch.interface';
 import type { Checked } from '../../interfaces/checked.interface';
 import {
   ActiveFilter,
@@ -39,7 +40,8 @@ import { toListPage } from '../shared/page';
 import { mapAttemptRow } from '../shared/attempts';
 import { mapDedupeRow } from '../shared/dedupe';
 import { mapQueueGroupRow } from '../shared/groups';
-import { mapJobView, mapOutcomesRow, mapWorkerRow, toDate } from '../shared/row-mapper';
+import { fold, mapJobView, mapOutcomesRow, mapWorkerRow, toDate } from '../shared/row-mapper';
+import { mapBatch } from '../shared/batches';
 import { queueHealthOf } from '../shared/queue-health';
 import { throughputSeries } from '../shared/throughput-series';
 import { SqliteConnection } from './sqlite.connection';
@@ -78,6 +80,20 @@ export class SqliteJobQueries implements DialectJobQueries {
       const history = this.db.all(this.sql.getJobAttempts, { id });
       return { ...view, attempts: history.map(mapAttemptRow) };
     });
+  }
+
+  /** @inheritdoc */
+  async getBatch(id: string): Promise<BatchView | null> {
+    const rows = await this.db.read('getBatch', () => this.db.all(this.sql.getBatch, { id }));
+    return mapBatch(rows.map(fold));
+  }
+
+  /** @inheritdoc */
+  async batchHotJobIds(id: string): Promise<string[]> {
+    const rows = await this.db.read('batchHotJobIds', () =>
+      this.db.all(this.sql.batchHotJobIds, { id }),
+    );
+    return rows.map((r) => String(r.id));
   }
 
   /** Hot first, then archive, then DLQ (primary-key reads), inside the caller's read. */

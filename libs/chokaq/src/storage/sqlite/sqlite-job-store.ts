@@ -15,13 +15,14 @@ import {
   KeepAliveResult,
   ZombieRescueResult,
 } from '../../interfaces/job.interface';
+import type { BatchEnqueued } from '../../interfaces/batch.interface';
 import type { SchemaStatus } from '../../interfaces/schema-status.interface';
 import {
   CheckedDlqMove,
   CheckedWorkerHeartbeat,
   isLeaseTarget,
 } from '../../validation/validate-args';
-import { ValidatedJob } from '../../validation/validate-job';
+import { ValidatedBatch, ValidatedJob } from '../../validation/validate-job';
 import {
   Audit,
   DialectHandlerTransaction,
@@ -29,6 +30,7 @@ import {
   ZombieSweep,
 } from '../dialect-job-storage';
 import type { HandlerTransactionSupport } from '../job-storage';
+import { BATCH_CALLBACK_BITS, batchEnqueued } from '../shared/batches';
 import { NO_REASON, Outcome } from '../shared/outcome';
 import { rateStateOf, shortestRateWait } from '../shared/rate-window';
 import { hasResults } from '../shared/stored-results';
@@ -295,6 +297,53 @@ export class SqliteJobStore extends SqliteAdminStore implements DialectJobStore 
     );
   }
 
+  /**
+   * The batch record, its callbacks, the queue and stats rows of the callbacks' queues (so the move
+   * that fires a callback only inserts its hot row), then its jobs chunk by chunk as `enqueueMany`
+   * inserts them, all in one BEGIN IMMEDIATE transaction, or in the caller's (under a savepoint,
+   * see `SqliteConnection.inCallerTransaction`). Unlike `enqueueMany`, whose chunks commit one by
+   * one, the whole batch is one transaction, so up to `MAX_ENQUEUE_MANY` jobs hold the event loop
+   * and the write lock for its duration. The jobs are new (no id or key was allowed), so every one
+   * is inserted.
+   */
+  async enqueueBatch(
+    batch: Checked<ValidatedBatch>,
+    options?: EnqueueOptions,
+  ): Promise<BatchEnqueued> {
+    const callbacks = JSON.stringify(
+      batch.callbacks.map(({ kind, job }) => ({
+        kind: BATCH_CALLBACK_BITS[kind],
+        job_id: job.id,
+        queue: job.queue,
+        type: job.type,
+        payload: job.payload,
+        tags: job.tags,
+        priority: job.priority,
+        created_by: job.createdBy,
+        trace_context: job.traceContext,
+        payload_version: job.payloadVersion,
+        group_key: job.group,
+      })),
+    );
+    const run = (on: SqliteStatements) => {
+      on.run(this.sql.insertBatch, {
+        id: batch.id,
+        createdBy: batch.createdBy,
+        total: batch.jobs.length,
+      });
+      if (batch.callbacks.length > 0) {
+        on.run(this.sql.insertBatchCallbacks, { id: batch.id, rows: callbacks });
+        on.run(this.sql.enqueueQueues, { rows: callbacks });
+        on.run(this.sql.enqueueStats, { rows: callbacks });
+      }
+      this.insertChunks(batch.jobs, on);
+    };
+    await (options?.transaction !== undefined && options.transaction !== null
+      ? this.db.inCallerTransaction('enqueueBatch', options.transaction, run)
+      : this.db.write('enqueueBatch', () => run(this.db)));
+    return batchEnqueued(batch);
+  }
+
   private async insertJobs(
     name: string,
     jobs: readonly ValidatedJob[],
@@ -303,19 +352,24 @@ export class SqliteJobStore extends SqliteAdminStore implements DialectJobStore 
     if (options?.transaction !== undefined && options.transaction !== null) {
       // Inside the caller's transaction on ChokaQ's own DataSource (under a savepoint, without
       // the mutex: see SqliteConnection.inCallerTransaction).
-      return this.db.inCallerTransaction(name, options.transaction, (on) => {
-        const results: EnqueueResult[] = [];
-        for (let i = 0; i < jobs.length; i += ENQUEUE_CHUNK) {
-          results.push(...this.insertChunk(jobs.slice(i, i + ENQUEUE_CHUNK), on));
-        }
-        return results;
-      });
+      return this.db.inCallerTransaction(name, options.transaction, (on) =>
+        this.insertChunks(jobs, on),
+      );
     }
     const results: EnqueueResult[] = [];
     for (let i = 0; i < jobs.length; i += ENQUEUE_CHUNK) {
       if (i > 0) await yieldToEventLoop();
       const chunk = jobs.slice(i, i + ENQUEUE_CHUNK);
       results.push(...(await this.db.write(name, () => this.insertChunk(chunk))));
+    }
+    return results;
+  }
+
+  /** Inserts jobs chunk by chunk, all inside the one transaction `on` runs in (synchronously). */
+  private insertChunks(jobs: readonly ValidatedJob[], on: SqliteStatements): EnqueueResult[] {
+    const results: EnqueueResult[] = [];
+    for (let i = 0; i < jobs.length; i += ENQUEUE_CHUNK) {
+      results.push(...this.insertChunk(jobs.slice(i, i + ENQUEUE_CHUNK), on));
     }
     return results;
   }
@@ -343,6 +397,7 @@ export class SqliteJobStore extends SqliteAdminStore implements DialectJobStore 
         trace_context: j.traceContext,
         payload_version: j.payloadVersion,
         group_key: j.group,
+        batch_id: j.batchId,
       })),
     );
     on.run(this.sql.enqueueQueues, { rows });
@@ -661,9 +716,10 @@ export class SqliteJobStore extends SqliteAdminStore implements DialectJobStore 
 
   /**
    * Hot → Archive in one BEGIN IMMEDIATE transaction: copy the exact owned rows into the archive
-   * (`archiveSucceeded`), delete those rows from the hot table (`archiveSucceededDelete`), add `SucceededTotal` once per queue and
-   * upsert one metric bucket per queue. Any error (say, an archive row with the same id) rolls all
-   * of it back. A batch where some run records its result copies with
+   * (`archiveSucceeded`), delete those rows from the hot table (`archiveSucceededDelete`), add
+   * `SucceededTotal` once per queue, upsert one metric bucket per queue, and count them as
+   * succeeded in their batches (`settleBatches`, which may enqueue a batch's callbacks). Any error
+   * (say, an archive row with the same id) rolls all of it back. A batch where some run records its result copies with
    * `archiveSucceededWithResults` instead, whose leases carry the results (the delete takes the
    * leases without them); a batch without results binds and runs exactly what it did before.
    */
@@ -692,6 +748,7 @@ export class SqliteJobStore extends SqliteAdminStore implements DialectJobStore 
       }
       this.addCounters(countersByQueue(moved, 'succeeded'));
       this.addBuckets(bucketsOf(moved, Outcome.Succeeded, NO_REASON));
+      this.settleBatches(moved, true);
       return deleted.map((r) => ({ id: String(r.id), leaseId: String(r.lease_id) }));
     });
   }

@@ -595,6 +595,76 @@ const V15: SqliteMigration = {
   ],
 };
 
+/**
+ * Version 16: batches (`enqueueBatch`). `batch_id` in every pillar (a job keeps its batch through
+ * every move), with a partial index in each that holds only rows of a batch, so a job outside any
+ * batch writes no index entry for it. `batches` holds a batch's counts, kept by the moves in their
+ * own transactions (the write lock held since BEGIN IMMEDIATE serialises the moves that settle one
+ * batch), the callbacks fired (`fired`, a bit per kind) and when it settled. Unlike PostgreSQL's
+ * schema it has no `fired_now`: a SQLite move settles a batch in code, between its statements
+ * (`dueCallbacks`), so what the last update fired never has to be read back from the row.
+ * `batch_callbacks` holds each callback's job, made at enqueue with its id (a WITHOUT ROWID table:
+ * one B-tree keyed by batch and kind); `job_id` is unique, so a move tells a callback from a
+ * member by one probe of that index. As version 15's groups: `ADD COLUMN` of a nullable column
+ * without a default only edits the table's definition (no row is rewritten), and the ledger row of
+ * this version is what keeps it from running twice. `jobs_hot_active_ix` is created again, last,
+ * so the planner keeps counting active rows through it (see there). A worker of version 15 keeps
+ * running but neither counts nor settles batches: upgrade every worker before enqueuing a batch.
+ */
+const V16: SqliteMigration = {
+  version: 16,
+  description: 'Batches and their callbacks',
+  statements: (p) => [
+    `ALTER TABLE ${p}jobs_hot ADD COLUMN batch_id TEXT NULL`,
+    `ALTER TABLE ${p}jobs_archive ADD COLUMN batch_id TEXT NULL`,
+    `ALTER TABLE ${p}jobs_dlq ADD COLUMN batch_id TEXT NULL`,
+    `CREATE TABLE IF NOT EXISTS ${p}batches (
+      id             TEXT    NOT NULL PRIMARY KEY,
+      created_at_utc INTEGER NOT NULL,
+      created_by     TEXT    NULL,
+      total          INTEGER NOT NULL,
+      succeeded      INTEGER NOT NULL DEFAULT 0,
+      failed         INTEGER NOT NULL DEFAULT 0,
+      fired          INTEGER NOT NULL DEFAULT 0,
+      settled_at_utc INTEGER NULL
+    ) STRICT`,
+    `CREATE TABLE IF NOT EXISTS ${p}batch_callbacks (
+      batch_id        TEXT    NOT NULL,
+      kind            INTEGER NOT NULL,
+      job_id          TEXT    NOT NULL UNIQUE,
+      queue           TEXT    NOT NULL,
+      type            TEXT    NOT NULL,
+      payload         TEXT    NOT NULL,
+      tags            TEXT    NULL,
+      priority        INTEGER NOT NULL,
+      created_by      TEXT    NULL,
+      trace_context   TEXT    NULL,
+      payload_version INTEGER NOT NULL,
+      group_key       TEXT    NULL,
+      PRIMARY KEY (batch_id, kind)
+    ) STRICT, WITHOUT ROWID`,
+    // Serves a batch's jobs in the hot table (the Deck's batch view, a cancel of a batch).
+    `CREATE INDEX IF NOT EXISTS ${p}jobs_hot_batch_ix ON ${p}jobs_hot (batch_id)
+      WHERE batch_id IS NOT NULL`,
+    // Serves a batch's jobs in the archive (the Deck's batch view).
+    `CREATE INDEX IF NOT EXISTS ${p}jobs_archive_batch_ix ON ${p}jobs_archive (batch_id)
+      WHERE batch_id IS NOT NULL`,
+    // Serves a batch's jobs in the DLQ (the Deck's batch view).
+    `CREATE INDEX IF NOT EXISTS ${p}jobs_dlq_batch_ix ON ${p}jobs_dlq (batch_id)
+      WHERE batch_id IS NOT NULL`,
+    `DROP INDEX IF EXISTS ${p}jobs_hot_active_ix`,
+    // Serves the per-queue MaxWorkers budget of fetchNextBatch and the active counts of reads:
+    // version 1's index, created again so that it is the last index of the hot table. The planner
+    // estimates a row's width from the declared columns (a TEXT column counts five times an
+    // INTEGER), and with `batch_id` the wider hot table makes a count of one queue's Fetched and
+    // Processing rows cost the same, without statistics, through this index and through
+    // `jobs_hot_queue_enqueued_ix`; on that tie SQLite takes the index created last. Through the
+    // other one the count would read every row of the queue, its Pending backlog included. The
+    // index holds only the rows workers run, so it is rebuilt at once.
+    `CREATE INDEX ${p}jobs_hot_active_ix ON ${p}jobs_hot (queue) WHERE status IN (1, 2)`,
+  ],
+};
+
 /** Every migration, oldest first. Append new versions; never edit a released one. */
 export const SQLITE_MIGRATIONS: readonly SqliteMigration[] = [
   V1,
@@ -612,6 +682,7 @@ export const SQLITE_MIGRATIONS: readonly SqliteMigration[] = [
   V13,
   V14,
   V15,
+  V16,
 ];
 
 /** The ledger table; created before any migration runs so its own existence is not a migration. */

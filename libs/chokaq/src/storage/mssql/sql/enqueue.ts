@@ -29,6 +29,8 @@ export interface MssqlNewJob {
   payloadVersion: number;
   /** The job's group (`NewJob.group`), or null. */
   group: string | null;
+  /** The batch the job belongs to (`enqueueBatch`), or null. */
+  batchId: string | null;
 }
 
 /**
@@ -47,7 +49,9 @@ export interface MssqlNewJob {
  * `IdempotencyKey IS NOT NULL` is repeated in the predicates so the filtered index matches.
  *
  * The group (schema version 17): the job's own, else the shared group `''` when its queue has group
- * limits ({@link storedGroup}), else NULL.
+ * limits ({@link storedGroup}), else NULL. The batch (schema version 18): the job's `batchId`, NULL
+ * for a job of none (a batch's jobs come through {@link enqueueMany}; the value is stored wherever
+ * it is given).
  */
 export function enqueue(
   schema: MssqlSchema,
@@ -68,6 +72,7 @@ export function enqueue(
   const createdBy = p.nvarchar(job.createdBy, 100);
   const traceContext = p.varchar(job.traceContext, 2048);
   const payloadVersion = p.int(job.payloadVersion);
+  const batch = p.varchar(job.batchId, 36);
   const group = p.nvarchar(job.group, 255);
   const exists = (table: string) => `EXISTS (SELECT 1 FROM ${table} WHERE Id = ${id})`;
   // Two shapes: only a keyed enqueue takes the key-range lock, so key-less enqueues never
@@ -85,8 +90,8 @@ export function enqueue(
       'DECLARE @holder varchar(36) = NULL;',
       `DECLARE @NewQueues TABLE (Queue varchar(255)${t.key} NOT NULL PRIMARY KEY);`,
       ensureQueueRows(t, `(SELECT ${queue} AS Queue)`),
-      `INSERT INTO ${t.hot} (Id, Queue, Type, Payload, Tags, IdempotencyKey, Priority, Status, AttemptCount, ScheduledAtUtc, DueAtUtc, CreatedAtUtc, EnqueuedAtUtc, LastUpdatedUtc, CreatedBy, TraceContext, PayloadVersion, GroupKey)`,
-      `SELECT ${id}, ${queue}, ${type}, ${payload}, ${tags}, ${key}, ${priority}, 0, 0, @scheduled, ISNULL(@scheduled, @now), @now, @now, @now, ${createdBy}, ${traceContext}, ${payloadVersion},`,
+      `INSERT INTO ${t.hot} (Id, Queue, Type, Payload, Tags, IdempotencyKey, Priority, Status, AttemptCount, ScheduledAtUtc, DueAtUtc, CreatedAtUtc, EnqueuedAtUtc, LastUpdatedUtc, CreatedBy, TraceContext, PayloadVersion, BatchId, GroupKey)`,
+      `SELECT ${id}, ${queue}, ${type}, ${payload}, ${tags}, ${key}, ${priority}, 0, 0, @scheduled, ISNULL(@scheduled, @now), @now, @now, @now, ${createdBy}, ${traceContext}, ${payloadVersion}, ${batch},`,
       `  ${storedGroup(t, group, queue)}`,
       `WHERE NOT ${exists(t.hot)}`,
       `  AND NOT ${exists(t.archive)}`,
@@ -130,7 +135,8 @@ export function enqueue(
  * Groups as {@link enqueue}: a job's `group` is in its item only when it has one (`OPENJSON` reads
  * a missing path as NULL in its default lax mode:
  * https://learn.microsoft.com/en-us/sql/t-sql/functions/openjson-transact-sql), so the document of
- * a chunk without groups is what it was before.
+ * a chunk without groups is what it was before. A job's `batchId` (a chunk of `enqueueBatch`) the
+ * same way: in the item only when it has one.
  */
 export function enqueueMany(
   schema: MssqlSchema,
@@ -155,6 +161,7 @@ export function enqueueMany(
       traceContext: j.traceContext,
       payloadVersion: j.payloadVersion,
       ...(j.group === null ? {} : { group: j.group }),
+      ...(j.batchId === null ? {} : { batchId: j.batchId }),
     })),
   );
   // Only a chunk with keys takes key-range locks (see enqueue); ids are checked without locks.
@@ -163,14 +170,14 @@ export function enqueueMany(
     [
       own ? PROLOGUE : 'SET NOCOUNT ON;',
       DECLARE_NOW,
-      `DECLARE @In TABLE (Ord int NOT NULL PRIMARY KEY, Id varchar(36) NOT NULL, Queue varchar(255)${t.key} NOT NULL, Type nvarchar(255)${t.key} NOT NULL, Payload nvarchar(max) NOT NULL, Tags nvarchar(max) NULL, IdempotencyKey nvarchar(255)${t.key} NULL, Priority int NOT NULL, ScheduledAtUtc datetime2(3) NULL, CreatedBy nvarchar(100) NULL, TraceContext varchar(2048) NULL, PayloadVersion int NOT NULL, GroupKey ${columnType(GROUP_KEY_COLUMN, t.key)} NULL, Holder varchar(36) NULL);`,
+      `DECLARE @In TABLE (Ord int NOT NULL PRIMARY KEY, Id varchar(36) NOT NULL, Queue varchar(255)${t.key} NOT NULL, Type nvarchar(255)${t.key} NOT NULL, Payload nvarchar(max) NOT NULL, Tags nvarchar(max) NULL, IdempotencyKey nvarchar(255)${t.key} NULL, Priority int NOT NULL, ScheduledAtUtc datetime2(3) NULL, CreatedBy nvarchar(100) NULL, TraceContext varchar(2048) NULL, PayloadVersion int NOT NULL, GroupKey ${columnType(GROUP_KEY_COLUMN, t.key)} NULL, BatchId varchar(36) NULL, Holder varchar(36) NULL);`,
       'DECLARE @Created TABLE (Id varchar(36) NOT NULL PRIMARY KEY);',
       `DECLARE @NewQueues TABLE (Queue varchar(255)${t.key} NOT NULL PRIMARY KEY);`,
-      'INSERT INTO @In (Ord, Id, Queue, Type, Payload, Tags, IdempotencyKey, Priority, ScheduledAtUtc, CreatedBy, TraceContext, PayloadVersion, GroupKey)',
+      'INSERT INTO @In (Ord, Id, Queue, Type, Payload, Tags, IdempotencyKey, Priority, ScheduledAtUtc, CreatedBy, TraceContext, PayloadVersion, GroupKey, BatchId)',
       `SELECT CAST(a.[key] AS int), j.Id, j.Queue, j.Type, j.Payload, j.Tags, j.IdempotencyKey, j.Priority,`,
-      `  CASE WHEN j.DelayMs IS NOT NULL THEN ${addMs('@now', 'j.DelayMs')} ELSE CONVERT(datetime2(3), j.RunAt, 126) END, j.CreatedBy, j.TraceContext, ISNULL(j.PayloadVersion, 1), j.GroupKey`,
+      `  CASE WHEN j.DelayMs IS NOT NULL THEN ${addMs('@now', 'j.DelayMs')} ELSE CONVERT(datetime2(3), j.RunAt, 126) END, j.CreatedBy, j.TraceContext, ISNULL(j.PayloadVersion, 1), j.GroupKey, j.BatchId`,
       `FROM OPENJSON(${doc}) AS a`,
-      `CROSS APPLY OPENJSON(a.value) WITH (Id varchar(36) '$.id', Queue varchar(255) '$.queue', Type nvarchar(255) '$.type', Payload nvarchar(max) '$.payload', Tags nvarchar(max) '$.tags', IdempotencyKey nvarchar(255) '$.key', Priority int '$.priority', DelayMs bigint '$.delayMs', RunAt varchar(23) '$.runAt', CreatedBy nvarchar(100) '$.createdBy', TraceContext varchar(2048) '$.traceContext', PayloadVersion int '$.payloadVersion', GroupKey nvarchar(255) '$.group') AS j;`,
+      `CROSS APPLY OPENJSON(a.value) WITH (Id varchar(36) '$.id', Queue varchar(255) '$.queue', Type nvarchar(255) '$.type', Payload nvarchar(max) '$.payload', Tags nvarchar(max) '$.tags', IdempotencyKey nvarchar(255) '$.key', Priority int '$.priority', DelayMs bigint '$.delayMs', RunAt varchar(23) '$.runAt', CreatedBy nvarchar(100) '$.createdBy', TraceContext varchar(2048) '$.traceContext', PayloadVersion int '$.payloadVersion', GroupKey nvarchar(255) '$.group', BatchId varchar(36) '$.batchId') AS j;`,
       '-- An id repeated inside the chunk: later copies return the first copy.',
       'UPDATE i SET i.Holder = i.Id FROM @In AS i WHERE EXISTS (SELECT 1 FROM @In AS e WHERE e.Id = i.Id AND e.Ord < i.Ord);',
       '-- An id already stored (any pillar), e.g. a retry after an ambiguous commit: it reports its own',
@@ -200,9 +207,9 @@ export function enqueueMany(
             'WHERE i.Holder IS NULL AND i.IdempotencyKey IS NOT NULL AND f.Id <> i.Id;',
           ]
         : []),
-      `INSERT INTO ${t.hot} (Id, Queue, Type, Payload, Tags, IdempotencyKey, Priority, Status, AttemptCount, ScheduledAtUtc, DueAtUtc, CreatedAtUtc, EnqueuedAtUtc, LastUpdatedUtc, CreatedBy, TraceContext, PayloadVersion, GroupKey)`,
+      `INSERT INTO ${t.hot} (Id, Queue, Type, Payload, Tags, IdempotencyKey, Priority, Status, AttemptCount, ScheduledAtUtc, DueAtUtc, CreatedAtUtc, EnqueuedAtUtc, LastUpdatedUtc, CreatedBy, TraceContext, PayloadVersion, BatchId, GroupKey)`,
       'OUTPUT inserted.Id INTO @Created (Id)',
-      'SELECT i.Id, i.Queue, i.Type, i.Payload, i.Tags, i.IdempotencyKey, i.Priority, 0, 0, i.ScheduledAtUtc, ISNULL(i.ScheduledAtUtc, @now), @now, @now, @now, i.CreatedBy, i.TraceContext, i.PayloadVersion,',
+      'SELECT i.Id, i.Queue, i.Type, i.Payload, i.Tags, i.IdempotencyKey, i.Priority, 0, 0, i.ScheduledAtUtc, ISNULL(i.ScheduledAtUtc, @now), @now, @now, @now, i.CreatedBy, i.TraceContext, i.PayloadVersion, i.BatchId,',
       `  ${storedGroup(t, 'i.GroupKey', 'i.Queue')}`,
       'FROM @In AS i',
       'WHERE i.Holder IS NULL',

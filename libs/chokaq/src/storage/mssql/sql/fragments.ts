@@ -156,6 +156,8 @@ export function tables(schema: MssqlSchema): MssqlTables {
     attempts: q('attempts'),
     keys: q('keys'),
     groups: q('groups'),
+    batches: q('batches'),
+    callbacks: q('callbacks'),
   };
 }
 

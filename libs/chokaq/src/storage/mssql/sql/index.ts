@@ -2,10 +2,11 @@
  * Every T-SQL batch of the SQL Server dialect, by section: one file per section, each builder named
  * after the method it serves and returning its text with its parameters (`MssqlStatement`). Call
  * sites import this index (`import * as SQL from './sql'`); the shared fragments and filters stay
- * inside the folder.
+ * inside the folder, as do the batches' settle and reopen steps, which are parts of the moves.
  */
 export { MssqlStatement } from '../mssql-params';
 export * from './audit';
+export { batchHotJobIds, getBatch, insertBatch, type MssqlNewBatch } from './batches';
 export * from './claim';
 export * from './dedupe';
 export * from './enqueue';

@@ -1,7 +1,8 @@
 /**
  * The moves between pillars, each one `XACT_ABORT` transaction that deletes first and inserts what
  * it captured with `OUTPUT … INTO`: hot → Archive, hot → DLQ (`moveToDlq`, `cancel`), DLQ → hot
- * (`resurrect`), with their counters, buckets and attempt rows.
+ * (`resurrect`), with their counters, buckets and attempt rows, and the counts of their jobs'
+ * batches (`batchSettle`, `batchReopen`: sql/batches.ts).
  */
 import { FailureReason } from '../../../interfaces/job-status.enum';
 import { DlqFilter } from '../../../interfaces/job-view.interface';
@@ -9,6 +10,7 @@ import { attemptOutcomeSql } from '../../shared/attempts';
 import { hasResults } from '../../shared/stored-results';
 import { MssqlBatchOptions, MssqlStatement, ParamList } from '../mssql-params';
 import { DLQ_COLUMNS, HOT_COLUMNS } from '../mssql.schema';
+import { batchReopen, batchSettle } from './batches';
 import { historyWhere, whereClause } from './filters';
 import {
   DECLARE_BUCKET,
@@ -41,7 +43,8 @@ export interface MssqlCompleted extends MssqlLease {
  * archiveSucceeded — atomic move Hot → Archive of owned rows (seed "Transaction Integrity"):
  * `SET XACT_ABORT ON; BEGIN TRAN;` delete the exact owned rows first (fence: Id + WorkerId +
  * LeaseId, `Status IN (1, 2)`; read committed, U → X locks, waits rather than skips: a row we own
- * is ours), `OUTPUT deleted.<columns> INTO @Moved`, insert what was deleted, `SucceededTotal +
+ * is ours), `OUTPUT deleted.<columns> INTO @Moved`, insert what was deleted, the counts of their
+ * batches (a batch settled by them enqueues its callbacks, {@link batchSettle}), `SucceededTotal +
  * n`, metric bucket, `COMMIT`. Any error rolls all of it back. Returns the moved runs (`Id`,
  * `LeaseId`).
  * `@In` is keyed by (Id, LeaseId): a stale run and its successor may share a batch, and the join
@@ -112,6 +115,7 @@ export function archiveSucceeded(
       'INNER JOIN @In AS i ON i.Id = h.Id AND i.WorkerId = h.WorkerId AND i.LeaseId = h.LeaseId',
       'WHERE h.Status IN (1, 2);',
       archiveInsert(t, withResults),
+      batchSettle(t, 'archive'),
       bumpStats(t, '@Moved', { SucceededTotal: '1' }),
       bumpBuckets(
         t,
@@ -129,13 +133,14 @@ export type MssqlDlqTarget = MssqlLease | { id: string };
 
 /**
  * moveToDlq — atomic move Hot → DLQ, same transaction pattern as {@link archiveSucceeded}:
- * `SET XACT_ABORT ON; BEGIN TRAN; DELETE … OUTPUT deleted.<columns> INTO @Moved`, insert, counters
- * (`FailedTotal`, or `CancelledTotal` for reason Cancelled), bucket (outcome 1 failed, 2
- * cancelled), `COMMIT`. With a lease the delete is fenced (Id + WorkerId + LeaseId,
- * `Status IN (1, 2)`); without one any hot row with the id moves. The DLQ status is derived from
- * the reason in SQL with literals (4 Failed, 5 Cancelled, 6 Zombie). A row that was Processing
- * (its run had started) gets its run's `JobAttempts` row in the same transaction (outcome by the
- * reason: timeout, cancelled, zombie, else failed); a Pending or Fetched one ran nothing.
+ * `SET XACT_ABORT ON; BEGIN TRAN; DELETE … OUTPUT deleted.<columns> INTO @Moved`, insert, the
+ * batch's counts ({@link batchSettle}), counters (`FailedTotal`, or `CancelledTotal` for reason
+ * Cancelled), bucket (outcome 1 failed, 2 cancelled), `COMMIT`. With a lease the delete is fenced
+ * (Id + WorkerId + LeaseId, `Status IN (1, 2)`); without one any hot row with the id moves. The DLQ
+ * status is derived from the reason in SQL with literals (4 Failed, 5 Cancelled, 6 Zombie). A row
+ * that was Processing (its run had started) gets its run's `JobAttempts` row in the same
+ * transaction (outcome by the reason: timeout, cancelled, zombie, else failed); a Pending or
+ * Fetched one ran nothing.
  */
 export function moveToDlq(
   schema: MssqlSchema,
@@ -173,6 +178,7 @@ export function moveToDlq(
         t,
         `SELECT mv.Id, mv.AttemptCount, mv.WorkerId, mv.LeaseId, mv.StartedAtUtc, ${attemptOutcomeSql(why)} AS Outcome, ${err} AS Error FROM @Moved AS mv WHERE mv.Status = 2`,
       ),
+      batchSettle(t, 'dlq'),
       bumpStats(t, '@Moved', {
         FailedTotal: `CASE WHEN ${why} = 1 THEN 0 ELSE 1 END`,
         CancelledTotal: `CASE WHEN ${why} = 1 THEN 1 ELSE 0 END`,
@@ -190,9 +196,10 @@ export function moveToDlq(
 /**
  * cancel — Pending/Fetched rows (`Status IN (0, 1)`) move Hot → DLQ as Cancelled (status 5,
  * reason 1) with the move pattern (`SET XACT_ABORT ON; BEGIN TRAN; DELETE … OUTPUT deleted.<columns>
- * INTO @Moved`, insert, `CancelledTotal`, bucket outcome 2, `COMMIT`); Processing rows get
- * `CancelRequestedUtc` in the same transaction. Read committed, U → X locks, in the order of every
- * move: the hot rows (the moved ones, then the running ones), then the DLQ, then the counters and
+ * INTO @Moved`, insert, the batches' counts ({@link batchSettle}), `CancelledTotal`, bucket outcome
+ * 2, `COMMIT`); Processing rows get `CancelRequestedUtc` in the same transaction. Read committed,
+ * U → X locks, in the order of every move: the hot rows (the moved ones, then the running ones),
+ * then the DLQ, then the batches' rows (and their callbacks' new hot rows), then the counters and
  * buckets; taking the running rows after the counters made a cycle with the archive, retry and
  * zombie moves, which wait on a counter row while holding hot rows (1205).
  * Result rows: (Id, Kind) with Kind 0 = moved, 1 = cancellation requested.
@@ -231,6 +238,7 @@ export function cancel(
       'INNER JOIN @Ids AS i ON i.Id = h.Id',
       'WHERE h.Status = 2;',
       dlqInsert(t, '5', '1', errorText, who, 'NULL'),
+      batchSettle(t, 'dlq'),
       bumpStats(t, '@Moved', { CancelledTotal: '1' }),
       bumpBuckets(
         t,
@@ -258,9 +266,10 @@ export interface MssqlResurrectEdits {
  * @Moved`), so of two operators resurrecting one job only the one whose delete found the row
  * re-inserts it (the other waits on the row's X lock, then deletes nothing); insert into JobsHot
  * with attempts 0, `EnqueuedAtUtc = now`, no idempotency key, the producer's `TraceContext` and
- * the job's group kept (a job without one that comes back to a queue with group limits joins its
- * shared group `''`, {@link storedGroup}), optional edits;
- * `ResurrectedTotal + n`; `COMMIT`. If the hot insert fails, the DLQ delete rolls back.
+ * the job's group and batch kept (a job without a group that comes back to a queue with group
+ * limits joins its shared group `''`, {@link storedGroup}), optional edits; its batch reopened (one
+ * failed job fewer, no longer settled: {@link batchReopen}); `ResurrectedTotal + n`; `COMMIT`. If
+ * the hot insert fails, the DLQ delete rolls back.
  *
  * The ids come either from a JSON list or, for `resurrectByFilter`, from the oldest matching
  * DLQ rows, read WITHOUT update locks (`READCOMMITTEDLOCK, READPAST, ROWLOCK`: an `UPDLOCK` read
@@ -269,8 +278,9 @@ export interface MssqlResurrectEdits {
  * are skipped, not waited for. DLQ rows never change in place, so the filter needs no re-check.
  *
  * Lock order: `JobsDLQ` rows on the clustered key, in id order (a nested loop from `@Ids`), then
- * `JobsHot`, `Queues` and `StatsSummary` rows of missing queues in name order, then the counters
- * in queue order ({@link bumpStats}).
+ * `JobsHot`, then the batches' rows in id order, then `Queues` and `StatsSummary` rows of missing
+ * queues in name order, then the counters in queue order ({@link bumpStats}): the batches' rows
+ * before the counters, as in every move.
  */
 export function resurrect(
   schema: MssqlSchema,
@@ -333,6 +343,7 @@ export function resurrect(
       'FROM @Ids AS i',
       `INNER LOOP JOIN ${t.dlq} AS d${take} ON d.Id = i.Id;`,
       insertSelect(t.hot, HOT_COLUMNS, 'm', overrides) + '\nFROM @Moved AS m;',
+      batchReopen(t),
       `DECLARE @NewQueues TABLE (Queue varchar(255)${t.key} NOT NULL PRIMARY KEY);`,
       ensureQueueRows(t, '@Moved'),
       bumpStats(t, '@Moved', { ResurrectedTotal: '1' }),

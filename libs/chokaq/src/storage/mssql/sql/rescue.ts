@@ -1,6 +1,7 @@
 /** The rescue loop's batches: abandoned Fetched rows back to Pending, zombies out of Processing. */
 import { MssqlStatement, ParamList } from '../mssql-params';
 import { HOT_COLUMNS, MssqlColumn } from '../mssql.schema';
+import { batchSettle } from './batches';
 import {
   DECLARE_BUCKET,
   DECLARE_NOW,
@@ -97,10 +98,12 @@ export interface MssqlZombieRetryRule {
  *   deleted.<columns> INTO @Moved` move only locked rows and re-check `Status = 2`.
  *
  * Every rescued run, dead or retried, gets its `JobAttempts` row (outcome `zombie`, the worker
- * that lost it) from the captured rows, in the same transaction.
+ * that lost it) from the captured rows, in the same transaction; the dead ones count as failed jobs
+ * of their batches ({@link batchSettle}), the retried ones stay in the hot table and count nothing.
  *
  * Lock order: `JobsHot` rows on the clustered key first (as every move), then `JobsDLQ` and
- * `JobAttempts`, then `StatsSummary` in queue order (retries and moves summed in one {@link bumpStats}), then
+ * `JobAttempts`, then the batches' rows in id order (and their callbacks' new hot rows), then
+ * `StatsSummary` in queue order (retries and moves summed in one {@link bumpStats}), then
  * `MetricBuckets` in key order (failed and retried rows in one {@link bumpBuckets}).
  */
 export function archiveZombies(
@@ -164,6 +167,7 @@ export function archiveZombies(
         t,
         `SELECT r.Id, r.AttemptCount, r.WorkerId, r.LeaseId, r.StartedAtUtc, 'zombie' AS Outcome, ${message} AS Error FROM @Retried AS r UNION ALL SELECT mv.Id, mv.AttemptCount, mv.WorkerId, mv.LeaseId, mv.StartedAtUtc, 'zombie', ${message} FROM @Moved AS mv`,
       ),
+      batchSettle(t, 'dlq'),
       bumpStats(
         t,
         '(SELECT r.Queue, 1 AS Retried, 0 AS Failed FROM @Retried AS r UNION ALL SELECT mv.Queue, 0, 1 FROM @Moved AS mv)',

@@ -4,8 +4,8 @@ import { GROUPED_QUEUES, MS, STORED_GROUP, literal } from './fragments';
 
 /**
  * Inserts a chunk of validated jobs ($1..$12 are parallel arrays: id, queue, type, payload, tags,
- * idempotency_key, priority, delay_ms, run_at, created_by, trace_context, payload_version) and
- * $13 group_key, and returns the ids actually inserted.
+ * idempotency_key, priority, delay_ms, run_at, created_by, trace_context, payload_version),
+ * $13 group_key and $14 batch_id, and returns the ids actually inserted.
  *
  * Lock/isolation: READ COMMITTED, one statement. `ON CONFLICT DO NOTHING` (no conflict target) covers
  * both the primary key (a retried insert with the same id) and the partial unique index on active
@@ -27,9 +27,9 @@ WITH input AS (
   SELECT * FROM unnest(
     $1::text[], $2::text[], $3::text[], $4::text[], $5::text[],
     $6::text[], $7::int[], $8::float8[], $9::timestamptz[], $10::text[], $11::text[], $12::int[],
-    $13::text[]
+    $13::text[], $14::text[]
   ) AS i(id, queue, type, payload, tags, idempotency_key, priority, delay_ms, run_at, created_by,
-         trace_context, payload_version, group_key)
+         trace_context, payload_version, group_key, batch_id)
 ),
 new_queues AS (
   INSERT INTO ${s}.queues (name, last_updated_utc)
@@ -47,11 +47,11 @@ inserted AS (
   INSERT INTO ${s}.jobs_hot (
     id, queue, type, payload, tags, idempotency_key, priority, status, attempt_count,
     scheduled_at_utc, created_at_utc, enqueued_at_utc, last_updated_utc, created_by, trace_context,
-    payload_version, group_key)
+    payload_version, group_key, batch_id)
   SELECT i.id, i.queue, i.type, i.payload, i.tags, i.idempotency_key, i.priority, 0, 0,
          coalesce(i.run_at, now() + i.delay_ms ${MS}), now(), now(), now(), i.created_by,
          i.trace_context, i.payload_version,
-         ${STORED_GROUP('i.group_key', 'i.queue', GROUPED_QUEUES(s, '$2'))}
+         ${STORED_GROUP('i.group_key', 'i.queue', GROUPED_QUEUES(s, '$2'))}, i.batch_id
   FROM input i
   WHERE NOT EXISTS (SELECT 1 FROM ${s}.jobs_archive a WHERE a.id = i.id)
     AND NOT EXISTS (SELECT 1 FROM ${s}.jobs_dlq d WHERE d.id = i.id)
@@ -71,7 +71,7 @@ CROSS JOIN LATERAL pg_notify(${literal(notifyChannel)}, x.queue)`
 /**
  * Binds {@link enqueue}: one parallel array per column, $1 id, $2 queue, $3 type, $4 payload,
  * $5 tags, $6 idempotency_key, $7 priority, $8 delay_ms, $9 run_at, $10 created_by,
- * $11 trace_context, $12 payload_version, $13 group_key.
+ * $11 trace_context, $12 payload_version, $13 group_key, $14 batch_id.
  */
 export function enqueueParams(jobs: readonly ValidatedJob[]): unknown[] {
   return [
@@ -88,6 +88,7 @@ export function enqueueParams(jobs: readonly ValidatedJob[]): unknown[] {
     jobs.map((j) => j.traceContext),
     jobs.map((j) => j.payloadVersion),
     jobs.map((j) => j.group),
+    jobs.map((j) => j.batchId),
   ];
 }
 

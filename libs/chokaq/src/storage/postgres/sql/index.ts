@@ -26,6 +26,7 @@ import {
 import { upsertWorker } from './workers';
 
 export * from './audit';
+export * from './batches';
 export * from './claim';
 export * from './dedupe';
 export * from './enqueue';

@@ -4,6 +4,7 @@
  * with their counters, buckets and attempt rows. Delete first, insert what was deleted.
  */
 import type { DlqFilter } from '../../../interfaces/job-view.interface';
+import { batchReopen, batchSettle } from './batches';
 import { filterClause } from './filters';
 import type { CompletedJob, DlqMove, JobLease } from '../../../interfaces/job.interface';
 import { FailureReason } from '../../../interfaces/job-status.enum';
@@ -34,7 +35,8 @@ import {
  * against lease and status after the lock), RETURNING captures what was deleted, the INSERT writes
  * exactly that, then ONE `stats_summary` upsert and ONE metric-bucket upsert per queue of the batch
  * (StatsSummary is the hottest row, so it is touched once per batch, last, to keep its lock short).
- * Any error, e.g. in the archive insert, rolls back the delete too.
+ * Any error, e.g. in the archive insert, rolls back the delete too. The rows' batches are settled
+ * in the same statement ({@link batchSettle}).
  *
  * `withResults` (a batch where some run records its result): $5 the results' JSON text (NULL for a
  * run that records none) go into the archive's `result`. Without it the text is that of a batch
@@ -68,7 +70,7 @@ counted AS (
       last_activity_utc = EXCLUDED.last_activity_utc
 ),
 bucket AS (${bucketUpsert(s, 0, '-1', 'src')}
-)
+)${batchSettle(s, 'SELECT id, batch_id, true AS ok FROM moved')}
 SELECT id, lease_id FROM src`;
 };
 
@@ -111,7 +113,7 @@ attempt AS (${attemptInsert(s, `SELECT m.id, m.attempt_count, m.worker_id, m.lea
 ),
 ${counterUpsert(s, shape.counter)}
 bucket AS (${bucketUpsert(s, shape.outcome, `$${reason}::smallint`, `(SELECT queue, $${duration}::bigint AS duration_ms FROM src)`)}
-)
+)${batchSettle(s, 'SELECT id, batch_id, false AS ok FROM moved')}
 SELECT id FROM src`;
 };
 
@@ -159,7 +161,7 @@ WITH moved AS (
 ${dlqInsert(s, 5, '1', '$2::text', '$3::text')}
 ${counterUpsert(s, 'cancelled_total')}
 bucket AS (${bucketUpsert(s, 2, '1', '(SELECT queue, NULL::bigint AS duration_ms FROM src)')}
-)
+)${batchSettle(s, 'SELECT id, batch_id, false AS ok FROM moved')}
 SELECT id FROM src`;
 
 /** Binds {@link cancel}: $1 the job ids, $2 the stored error text, $3 the actor (or NULL). */
@@ -218,14 +220,15 @@ revived AS (
     id, queue, type, payload, tags, idempotency_key, priority, status, attempt_count,
     worker_id, lease_id, heartbeat_utc, scheduled_at_utc, created_at_utc, enqueued_at_utc,
     started_at_utc, last_updated_utc, created_by, last_modified_by, last_error,
-    cancel_requested_utc, progress, trace_context, payload_version, group_key)
+    cancel_requested_utc, progress, trace_context, payload_version, group_key, batch_id)
   SELECT t.id, t.queue, t.type, coalesce($1::text, t.payload),
          CASE WHEN $2::boolean THEN $3::text ELSE t.tags END,
          NULL, coalesce($4::int, t.priority), 0, 0,
          NULL, NULL, NULL, NULL, t.created_at_utc, now(),
          NULL, now(), t.created_by, coalesce($5::text, t.last_modified_by),
          coalesce(t.error_details, t.last_error), NULL, NULL, t.trace_context, t.payload_version,
-         ${STORED_GROUP('t.group_key', 't.queue', GROUPED_QUEUES(s, '(SELECT array_agg(queue::text) FROM taken)'))}
+         ${STORED_GROUP('t.group_key', 't.queue', GROUPED_QUEUES(s, '(SELECT array_agg(queue::text) FROM taken)'))},
+         t.batch_id
   FROM taken t
   RETURNING id, queue
 ),
@@ -240,7 +243,7 @@ counted AS (
   ON CONFLICT (queue) DO UPDATE
   SET resurrected_total = t.resurrected_total + EXCLUDED.resurrected_total,
       last_activity_utc = EXCLUDED.last_activity_utc
-)
+)${batchReopen(s, 'taken')}
 SELECT id FROM revived`;
 
 /** Ids for {@link resurrect}: explicit ids ($6); the DELETE itself takes the row locks. */

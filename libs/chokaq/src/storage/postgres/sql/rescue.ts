@@ -1,6 +1,7 @@
 /** The rescue loop's statements: abandoned Fetched rows back to Pending, zombies out of Processing. */
 import type { ZombieSweep } from '../../dialect-job-storage';
 import { hotColumnsExcept } from '../../shared/columns';
+import { batchSettle } from './batches';
 import { MS, attemptInsert, bucketUpsert, cols, dlqInsert } from './fragments';
 
 /**
@@ -103,7 +104,7 @@ counted AS (
 bucket AS (${bucketUpsert(s, 1, '2', '(SELECT queue, NULL::bigint AS duration_ms FROM src)')}
 ),
 retried_bucket AS (${bucketUpsert(s, 3, '2', '(SELECT queue, NULL::bigint AS duration_ms FROM retried)')}
-)
+)${batchSettle(s, 'SELECT id, batch_id, false AS ok FROM moved')}
 SELECT x.kind, ${cols(RESCUED, 'c')}
 FROM (SELECT 'dlq' AS kind, id FROM src UNION ALL SELECT 'retried', id FROM retried) x
 JOIN candidates c ON c.id = x.id`;

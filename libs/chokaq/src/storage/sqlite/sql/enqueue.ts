@@ -24,18 +24,19 @@ export function enqueueStatements(t: SqliteTables) {
      * insert never duplicates and one key yields one row; the NOT EXISTS guards keep a retried
      * insert from re-creating a job that already finished (archive) or failed (DLQ). A job without
      * a group enqueued into a queue with group limits gets the shared group `''`
-     * ({@link STORED_GROUP}). Returns the inserted ids.
+     * ({@link STORED_GROUP}). A job of a batch carries its batch's id. Returns the inserted ids.
      */
     enqueue: `INSERT INTO ${hot} (id, queue, type, payload, tags, idempotency_key, priority, status,
         attempt_count, scheduled_at_utc, created_at_utc, enqueued_at_utc, last_updated_utc, created_by,
-        trace_context, payload_version, group_key)
+        trace_context, payload_version, group_key, batch_id)
       SELECT r.value ->> 'id', r.value ->> 'queue', r.value ->> 'type', r.value ->> 'payload',
         r.value ->> 'tags', r.value ->> 'idempotency_key', r.value ->> 'priority', 0, 0,
         CASE WHEN r.value ->> 'delay_ms' IS NOT NULL THEN ${SQLITE_NOW_MS} + (r.value ->> 'delay_ms')
              ELSE r.value ->> 'run_at' END,
         ${SQLITE_NOW_MS}, ${SQLITE_NOW_MS}, ${SQLITE_NOW_MS}, r.value ->> 'created_by',
         r.value ->> 'trace_context', r.value ->> 'payload_version',
-        ${STORED_GROUP(queues, "r.value ->> 'group_key'", "r.value ->> 'queue'")}
+        ${STORED_GROUP(queues, "r.value ->> 'group_key'", "r.value ->> 'queue'")},
+        r.value ->> 'batch_id'
       FROM json_each(@rows) AS r
       WHERE NOT EXISTS (SELECT 1 FROM ${archive} a WHERE a.id = r.value ->> 'id')
         AND NOT EXISTS (SELECT 1 FROM ${dlq} d WHERE d.id = r.value ->> 'id')

@@ -60,6 +60,8 @@ export function sqliteTables(p: string) {
     attempts: `${p}job_attempts`,
     keys: `${p}dedupe_keys`,
     groups: `${p}job_groups`,
+    batches: `${p}batches`,
+    callbacks: `${p}batch_callbacks`,
   };
 }
 

@@ -9,6 +9,7 @@
  * the clock and the table names.
  */
 import { auditReadStatements, auditStatements } from './audit';
+import { batchReadStatements, batchStatements } from './batches';
 import { claimStatements } from './claim';
 import { dedupeStatements } from './dedupe';
 import { enqueueStatements } from './enqueue';
@@ -46,6 +47,7 @@ export function jobStoreStatements(p: string) {
     tables,
     ...lifecycleStatements(tables),
     ...enqueueStatements(tables),
+    ...batchStatements(tables),
     ...dedupeStatements(tables),
     ...claimStatements(tables),
     ...workerOwnedStatements(tables),
@@ -72,6 +74,7 @@ export function jobQueriesStatements(p: string) {
     ...readStatements(tables, p),
     ...workerReadStatements(tables),
     ...auditReadStatements(tables),
+    ...batchReadStatements(tables),
     dedupeOfJob: dedupeStatements(tables).dedupeOfJob,
   };
 }

@@ -46,7 +46,7 @@ function archiveInsert({ hot, archive }: SqliteTables, withResults: boolean): st
       FROM completed c
       CROSS JOIN ${hot} h ON h.id = c.id AND h.worker_id = c.worker_id AND h.lease_id = c.lease_id
       WHERE h.status IN (1, 2)
-      RETURNING id, queue, duration_ms`;
+      RETURNING id, queue, duration_ms, batch_id`;
 }
 
 /** The moves between pillars: each step of hot → Archive, hot → DLQ (and cancel) and DLQ → hot. */
@@ -57,7 +57,7 @@ export function moveStatements(t: SqliteTables) {
     /**
      * Step 1 of archiveSucceeded: copy the owned rows (Status 1 or 2) of `@leases` (which carry
      * `durationMs`) into the archive, straight from the hot table, and return (id, queue,
-     * duration_ms) for the counters. Step 2 deletes exactly those rows
+     * duration_ms) for the counters and batch_id for the batches' counts. Step 2 deletes exactly those rows
      * ({@link archiveSucceededDelete}): inside BEGIN IMMEDIATE nothing can change between the two,
      * and any error rolls both back.
      * Insert-then-delete in SQL, rather than delete-returning-then-insert through JSON, keeps the
@@ -121,14 +121,16 @@ export function moveStatements(t: SqliteTables) {
      * attempts 0, EnqueuedAtUtc = now, CreatedAtUtc, the producer's trace context and the payload
      * version kept, no
      * idempotency key, the DLQ error kept as LastError, the group kept (a job without one that
-     * comes back to a queue with group limits joins the shared group, {@link STORED_GROUP}).
+     * comes back to a queue with group limits joins the shared group, {@link STORED_GROUP}), the
+     * batch kept (its batch reopens: `batchReopen`).
      * Edits: `@payload` (null = keep),
      * `@setTags` 1 with `@tags`, `@priority` (null = keep). No ON CONFLICT: if the insert fails,
      * the whole transaction, DLQ delete included, rolls back.
      */
     resurrectInsert: `INSERT INTO ${hot} (id, queue, type, payload, tags, idempotency_key, priority,
         status, attempt_count, scheduled_at_utc, created_at_utc, enqueued_at_utc, last_updated_utc,
-        created_by, last_modified_by, last_error, trace_context, payload_version, group_key)
+        created_by, last_modified_by, last_error, trace_context, payload_version, group_key,
+        batch_id)
       SELECT m.value ->> 'id', m.value ->> 'queue', m.value ->> 'type',
         COALESCE(@payload, m.value ->> 'payload'),
         CASE WHEN @setTags = 1 THEN @tags ELSE m.value ->> 'tags' END,
@@ -137,7 +139,8 @@ export function moveStatements(t: SqliteTables) {
         m.value ->> 'created_by', COALESCE(@actor, m.value ->> 'last_modified_by'),
         COALESCE(m.value ->> 'error_details', m.value ->> 'last_error'),
         m.value ->> 'trace_context', m.value ->> 'payload_version',
-        ${STORED_GROUP(queues, "m.value ->> 'group_key'", "m.value ->> 'queue'")}
+        ${STORED_GROUP(queues, "m.value ->> 'group_key'", "m.value ->> 'queue'")},
+        m.value ->> 'batch_id'
       FROM json_each(@moved) AS m ORDER BY m.key`,
   };
 }

@@ -1,0 +1,321 @@
+import BetterSqlite3 from 'better-sqlite3';
+import { Client } from 'pg';
+import type { BatchEnqueued, NewBatch } from '../../libs/chokaq/src/interfaces/batch.interface';
+import { FailureReason, JobStatus } from '../../libs/chokaq/src/interfaces/job-status.enum';
+import type { JobLease } from '../../libs/chokaq/src/interfaces/job.interface';
+import { JobStorage } from '../../libs/chokaq/src/storage/job-storage';
+import { TestDatabase, describeEachDialect } from '../support/test-database';
+import {
+  backdate,
+  claim,
+  closeClaimers,
+  countRows,
+  expectValidationError,
+  openClaimers,
+  uniqueQueue,
+} from './helpers';
+
+const HOUR = 3_600_000;
+
+/**
+ * Batches (issue 29, part 2): the batch record, its callbacks and its jobs written in one
+ * transaction; its counts kept by every move out of the hot table, in that move's transaction; each
+ * callback enqueued exactly once, by the move that settles the batch's last job.
+ */
+describeEachDialect('storage contract: batches', (fixture) => {
+  let db: TestDatabase;
+  let storage: JobStorage;
+  beforeAll(async () => {
+    db = await fixture.create();
+    storage = db.storage;
+  });
+  afterAll(async () => {
+    await db?.close();
+  });
+
+  /** A batch of `n` jobs of a fresh queue, with all three callbacks on a queue of their own. */
+  async function makeBatch(n: number, extra: Partial<NewBatch> = {}) {
+    const queue = uniqueQueue('batch');
+    const callbackQueue = `${queue}.done`;
+    const made = await storage.enqueueBatch({
+      jobs: Array.from({ length: n }, (_, i) => ({ queue, type: 'member', payload: { i } })),
+      callbacks: {
+        onComplete: { queue: callbackQueue, type: 'complete', payload: { k: 'complete' } },
+        onSuccess: { queue: callbackQueue, type: 'success', payload: { k: 'success' } },
+        onFailure: { queue: callbackQueue, type: 'failure', payload: { k: 'failure' } },
+      },
+      createdBy: 'batch-test',
+      ...extra,
+    });
+    return { queue, callbackQueue, made };
+  }
+
+  /** Claims and starts every Pending job of `queue`; their leases. */
+  async function startAll(queue: string, on: JobStorage = storage): Promise<JobLease[]> {
+    const c = await claim(on, queue, 100);
+    const started = await on.markAsProcessing(c.leases);
+    expect(started.sort()).toEqual(c.leases.map((l) => l.id).sort());
+    return c.leases;
+  }
+
+  /** The callback jobs that have been enqueued (any pillar), by type. */
+  async function firedTypes(callbackQueue: string): Promise<string[]> {
+    const ids: string[] = [];
+    for (const pillar of ['hot', 'archive', 'dlq'] as const) {
+      const rows = await db.sql<{ type: string }>(
+        `SELECT ${db.column('type')} AS type FROM ${db.table(pillar)} WHERE ${db.column('queue')} = ${db.param(1)}`,
+        [callbackQueue],
+      );
+      ids.push(...rows.map((r) => String(r.type)));
+    }
+    return ids.sort();
+  }
+
+  it('writes the batch, its callbacks and its jobs; getBatch and getJob show them', async () => {
+    const { queue, made } = await makeBatch(3);
+    expect(made.jobIds).toHaveLength(3);
+    expect(Object.keys(made.callbacks).sort()).toEqual(['complete', 'failure', 'success']);
+    expect(await countRows(db, 'hot', { queue })).toBe(3);
+    const batch = await storage.getBatch(made.batchId);
+    expect(batch).toMatchObject({
+      id: made.batchId,
+      createdBy: 'batch-test',
+      total: 3,
+      succeeded: 0,
+      failed: 0,
+      pending: 3,
+      settledAtUtc: null,
+    });
+    expect(batch!.createdAtUtc).toBeInstanceOf(Date);
+    expect(batch!.callbacks).toEqual([
+      {
+        kind: 'complete',
+        jobId: made.callbacks.complete,
+        queue: `${queue}.done`,
+        type: 'complete',
+        fired: false,
+      },
+      {
+        kind: 'success',
+        jobId: made.callbacks.success,
+        queue: `${queue}.done`,
+        type: 'success',
+        fired: false,
+      },
+      {
+        kind: 'failure',
+        jobId: made.callbacks.failure,
+        queue: `${queue}.done`,
+        type: 'failure',
+        fired: false,
+      },
+    ]);
+    const job = await storage.getJob(made.jobIds[1]);
+    expect(job).toMatchObject({ pillar: 'hot', batchId: made.batchId, payload: { i: 1 } });
+    expect(job!.createdBy).toBe('batch-test');
+    // A callback's job does not exist until it fires.
+    expect(await storage.getJob(made.callbacks.complete!)).toBeNull();
+    expect(await storage.getBatch('0190a1b2-c3d4-7e5f-8a9b-0c1d2e3f4a5b')).toBeNull();
+  });
+
+  it('fires onComplete and onSuccess once when the last job archives, in that move', async () => {
+    const { queue, callbackQueue, made } = await makeBatch(3);
+    const leases = await startAll(queue);
+    await storage.archiveSucceeded(leases.slice(0, 2).map((l) => ({ ...l, durationMs: 1 })));
+    expect(await firedTypes(callbackQueue)).toEqual([]);
+    expect(await storage.getBatch(made.batchId)).toMatchObject({ succeeded: 2, pending: 1 });
+
+    await storage.archiveSucceeded([{ ...leases[2], durationMs: 1 }]);
+    expect(await firedTypes(callbackQueue)).toEqual(['complete', 'success']);
+    const batch = await storage.getBatch(made.batchId);
+    expect(batch).toMatchObject({ total: 3, succeeded: 3, failed: 0, pending: 0 });
+    expect(batch!.settledAtUtc).toBeInstanceOf(Date);
+    expect(batch!.callbacks.map((c) => [c.kind, c.fired])).toEqual([
+      ['complete', true],
+      ['success', true],
+      ['failure', false],
+    ]);
+    // The callback is an ordinary Pending job with the id made at enqueue, in the batch.
+    const callback = await storage.getJob(made.callbacks.success!);
+    expect(callback).toMatchObject({
+      pillar: 'hot',
+      status: JobStatus.Pending,
+      queue: callbackQueue,
+      type: 'success',
+      payload: { k: 'success' },
+      batchId: made.batchId,
+      attemptCount: 0,
+    });
+
+    // Running the callbacks changes no count and fires nothing again.
+    const callbacks = await startAll(callbackQueue);
+    await storage.archiveSucceeded(callbacks.map((l) => ({ ...l, durationMs: 1 })));
+    expect(await storage.getBatch(made.batchId)).toMatchObject({ succeeded: 3, failed: 0 });
+    expect(await firedTypes(callbackQueue)).toEqual(['complete', 'success']);
+  });
+
+  it('a job in the DLQ fires onFailure; its resurrect reopens the batch and a success fires onSuccess', async () => {
+    const { queue, callbackQueue, made } = await makeBatch(2);
+    const [a, b] = await startAll(queue);
+    await storage.moveToDlq(a, { reason: FailureReason.MaxRetriesExceeded, error: 'boom' });
+    await storage.archiveSucceeded([{ ...b, durationMs: 1 }]);
+    expect(await firedTypes(callbackQueue)).toEqual(['complete', 'failure']);
+    expect(await storage.getBatch(made.batchId)).toMatchObject({
+      succeeded: 1,
+      failed: 1,
+      pending: 0,
+    });
+
+    expect(await storage.resurrect(a.id)).toBe(1);
+    const reopened = await storage.getBatch(made.batchId);
+    expect(reopened).toMatchObject({ succeeded: 1, failed: 0, pending: 1, settledAtUtc: null });
+    const [again] = await startAll(queue);
+    expect(again.id).toBe(a.id);
+    await storage.archiveSucceeded([{ ...again, durationMs: 1 }]);
+    // onSuccess fires now; onComplete and onFailure fired before and do not fire again.
+    expect(await firedTypes(callbackQueue)).toEqual(['complete', 'failure', 'success']);
+    expect(await storage.getBatch(made.batchId)).toMatchObject({ succeeded: 2, failed: 0 });
+  });
+
+  it('counts cancelled and zombied jobs as failed', async () => {
+    const { queue, callbackQueue, made } = await makeBatch(3);
+    const c = await claim(storage, queue, 1);
+    await storage.markAsProcessing(c.leases);
+    const [zombie] = c.leases;
+    const rest = made.jobIds.filter((id) => id !== zombie.id);
+    const cancelled = await storage.cancel([rest[0]]);
+    expect(cancelled.cancelled).toEqual([rest[0]]);
+    expect(await storage.getBatch(made.batchId)).toMatchObject({ failed: 1, pending: 2 });
+    await backdate(db, 'hot', 'heartbeat_utc', [zombie.id], HOUR);
+    const rescued = await storage.archiveZombies(600_000);
+    expect(rescued.jobs.map((j) => j.job.id)).toEqual([zombie.id]);
+    expect(await storage.getBatch(made.batchId)).toMatchObject({ failed: 2, pending: 1 });
+    // An admin move of a Pending job (by id) settles the batch.
+    expect(
+      await storage.moveToDlq(
+        { id: rest[1] },
+        { reason: FailureReason.CircuitBreakerOpen, error: 'old' },
+      ),
+    ).toBe(1);
+    expect(await storage.getBatch(made.batchId)).toMatchObject({ failed: 3, pending: 0 });
+    expect(await firedTypes(callbackQueue)).toEqual(['complete', 'failure']);
+  });
+
+  it("batchHotJobIds lists the batch's jobs still hot, not its callbacks nor finished jobs", async () => {
+    const { queue, callbackQueue, made } = await makeBatch(3);
+    expect((await storage.batchHotJobIds(made.batchId)).sort()).toEqual([...made.jobIds].sort());
+    const [first, ...rest] = await startAll(queue);
+    await storage.archiveSucceeded([{ ...first, durationMs: 1 }]);
+    expect((await storage.batchHotJobIds(made.batchId)).sort()).toEqual(
+      rest.map((l) => l.id).sort(),
+    );
+    await storage.archiveSucceeded(rest.map((l) => ({ ...l, durationMs: 1 })));
+    // Settled: its callbacks are hot now, and still not listed.
+    expect(await firedTypes(callbackQueue)).toEqual(['complete', 'success']);
+    expect(await storage.batchHotJobIds(made.batchId)).toEqual([]);
+    expect(await storage.batchHotJobIds('0190a1b2-c3d4-7e5f-8a9b-0c1d2e3f4a5b')).toEqual([]);
+  });
+
+  it('a batch without callbacks settles with nothing enqueued', async () => {
+    const queue = uniqueQueue('plain');
+    const made = await storage.enqueueBatch({ jobs: [{ queue }, { queue }] });
+    expect(made.callbacks).toEqual({});
+    const leases = await startAll(queue);
+    await storage.archiveSucceeded(leases.map((l) => ({ ...l, durationMs: 1 })));
+    const batch = await storage.getBatch(made.batchId);
+    expect(batch).toMatchObject({ total: 2, succeeded: 2, pending: 0, callbacks: [] });
+    expect(batch!.settledAtUtc).toBeInstanceOf(Date);
+  });
+
+  it('two connections finishing the last jobs at once enqueue each callback exactly once', async () => {
+    const claimers = await openClaimers(db, 3, 2);
+    try {
+      for (let round = 0; round < 5; round++) {
+        const { queue, callbackQueue, made } = await makeBatch(claimers.length * 2);
+        const leases = await startAll(queue);
+        const shares = claimers.map((_, i) => leases.filter((_l, j) => j % claimers.length === i));
+        await Promise.all(
+          claimers.map((on, i) =>
+            on.archiveSucceeded(shares[i].map((l) => ({ ...l, durationMs: 1 }))),
+          ),
+        );
+        expect(await firedTypes(callbackQueue)).toEqual(['complete', 'success']);
+        expect(await storage.getBatch(made.batchId)).toMatchObject({
+          succeeded: claimers.length * 2,
+          pending: 0,
+        });
+      }
+    } finally {
+      await closeClaimers(db, claimers);
+    }
+  });
+
+  it("in a caller's transaction: a rollback leaves neither the batch nor its jobs", async () => {
+    if (db.dialect === 'mssql') return; // the live suite's transaction tests cover SQL Server
+    const queue = uniqueQueue('txn');
+    const batch: NewBatch = { jobs: [{ queue }, { queue }], callbacks: { onComplete: { queue } } };
+    let made: BatchEnqueued;
+    if (db.dialect === 'postgres') {
+      const client = new Client({ connectionString: (db.options as { url: string }).url });
+      await client.connect();
+      try {
+        await client.query('BEGIN');
+        made = await storage.enqueueBatch(batch, { transaction: client });
+        await client.query('ROLLBACK');
+      } finally {
+        await client.end();
+      }
+    } else {
+      const handle = new BetterSqlite3(db.file);
+      try {
+        handle.pragma('busy_timeout = 5000');
+        handle.exec('BEGIN IMMEDIATE');
+        made = await storage.enqueueBatch(batch, { transaction: handle });
+        handle.exec('ROLLBACK');
+      } finally {
+        handle.close();
+      }
+    }
+    expect(await countRows(db, 'hot', { queue })).toBe(0);
+    expect(await storage.getBatch(made.batchId)).toBeNull();
+    expect(await countRows(db, 'callbacks', { batch_id: made.batchId })).toBe(0);
+  });
+
+  it('refuses a bad batch with a typed error, writing nothing', async () => {
+    const queue = uniqueQueue('bad');
+    const id = '0190a1b2-c3d4-7e5f-8a9b-0c1d2e3f4a5b';
+    const before = await countRows(db, 'batches');
+    await expectValidationError(storage.enqueueBatch({ jobs: [] }), 'jobs');
+    await expectValidationError(
+      storage.enqueueBatch({ jobs: [{ queue, id } as never] }),
+      'jobs[0].id',
+    );
+    await expectValidationError(
+      storage.enqueueBatch({ jobs: [{ queue }, { queue, idempotencyKey: 'k' } as never] }),
+      'jobs[1].idempotencyKey',
+    );
+    await expectValidationError(
+      storage.enqueueBatch({
+        jobs: [{ queue, dedupe: { key: 'k', mode: 'throttle', windowMs: 1 } } as never],
+      }),
+      'jobs[0].dedupe',
+    );
+    await expectValidationError(
+      storage.enqueueBatch({
+        jobs: [{ queue }],
+        callbacks: { onSuccess: { queue, delayMs: 5 } as never },
+      }),
+      'callbacks.onSuccess.delayMs',
+    );
+    await expectValidationError(
+      storage.enqueueBatch({ jobs: [{ queue }], callbacks: { onDone: { queue } } as never }),
+      'callbacks.onDone',
+    );
+    await expectValidationError(
+      storage.enqueueBatch({ jobs: [{ queue, priority: 1.5 }] }),
+      'jobs[0].priority',
+    );
+    expect(await countRows(db, 'hot', { queue })).toBe(0);
+    expect(await countRows(db, 'batches')).toBe(before);
+  });
+});

@@ -1,0 +1,5 @@
+SET TRANSACTION ISOLATION LEVEL READ COMMITTED;
+SET LOCK_TIMEOUT -1;
+SELECT TOP (10000) h.Id FROM [chokaq].[JobsHot] AS h
+WHERE h.BatchId = CAST(@0 AS varchar(36)) AND h.BatchId IS NOT NULL
+  AND NOT EXISTS (SELECT 1 FROM [chokaq].[BatchCallbacks] AS x WHERE x.JobId = h.Id);
