@@ -22,6 +22,7 @@ import {
   JobContext,
   JobHandler,
   RecurringJob,
+  batchJob,
 } from '../libs/chokaq/src';
 import { ChokaQDeckModule } from '../libs/chokaq/src/deck';
 
@@ -32,6 +33,7 @@ const PANELS: Array<[string, string]> = [
   ['live', 'Live jobs'],
   ['jobs', 'Job inspector'],
   ['jobs-pending', 'Job inspector'],
+  ['batches', 'Batches'],
   ['dlq', 'DLQ'],
   ['archive', 'Archive'],
   ['errors', 'Top errors'],
@@ -142,6 +144,24 @@ async function main(): Promise<void> {
       { type: 'charge.v2', tags: ['eu'] },
     );
   }
+  // A batch half done: its welcome emails sent, its exports waiting (no process runs them).
+  // Its emails run before the reports are enqueued, whose held runs take every slot of this worker.
+  const batch = await jobs.enqueueBatch(
+    [
+      ...[1, 2, 3, 4].map((i) =>
+        batchJob('emails', { to: `new${i}@example.com` }, { type: 'welcome.v1' }),
+      ),
+      ...[1, 2, 3].map((i) => batchJob('exports', { table: `signup${i}` }, { type: 'csv.v1' })),
+    ],
+    {
+      onSuccess: batchJob('reports', { month: '2026-11', signups: 4 }, { type: 'render.v1' }),
+      onFailure: batchJob('emails', { to: 'ops@example.com' }, { type: 'welcome.v1' }),
+    },
+  );
+  const batchBy = Date.now() + 30_000;
+  while (((await admin.getBatch(batch.batchId))?.succeeded ?? 0) < 4 && Date.now() < batchBy) {
+    await new Promise((r) => setTimeout(r, 100));
+  }
   await jobs.enqueue('reports', { month: '2026-11' }, { type: 'render.v1' });
   // A grouped queue: two of a tenant's reports at once, its card shows the busiest tenants.
   await admin.setGroupLimits('reports', { concurrency: 2 }, 'ops@example.com');
@@ -195,6 +215,7 @@ async function main(): Promise<void> {
   const inspected: Record<string, string | undefined> = {
     jobs: failed?.id,
     'jobs-pending': pending,
+    batches: batch.batchId,
   };
 
   mkdirSync(OUT, { recursive: true });
@@ -205,8 +226,8 @@ async function main(): Promise<void> {
   try {
     const page = await browser.newPage({ viewport: { width: 1280, height: 800 } });
     for (const [id, title] of PANELS) {
-      const job = inspected[id];
-      const hash = job ? `#/jobs/${job}` : `#/${id}`;
+      const target = inspected[id];
+      const hash = target ? `#/${id === 'batches' ? 'batches' : 'jobs'}/${target}` : `#/${id}`;
       await page.goto(`${url}${hash}`);
       await page.getByRole('heading', { level: 1, name: title }).waitFor();
       await page.getByRole('status').filter({ hasText: 'Live' }).waitFor();

@@ -3,14 +3,14 @@
  * The Deck in Chromium: sign-in of a bearer-token app and of a cookie-session app, every panel
  * free of console errors, CSP violations and serious accessibility violations, live data from
  * another process, the Queues controls reaching the database, a moving progress bar, hostile
- * payloads rendered as text, a grouped queue's limits and busiest groups, an open circuit and the
- * jobs it holds, and a read-only Deck without controls.
+ * payloads rendered as text, a grouped queue's limits and busiest groups, a batch and its cancel,
+ * an open circuit and the jobs it holds, and a read-only Deck without controls.
  */
 import { execFile } from 'node:child_process';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import type { Page } from 'playwright-core';
-import { JobStatus } from '../../../libs/chokaq/src';
+import { JobStatus, batchJob } from '../../../libs/chokaq/src';
 import { describeEachDialect } from '../../support/test-database';
 import { waitFor } from '../../support/wait-for';
 import { e2eDatabase } from '../support/e2e-app';
@@ -30,6 +30,7 @@ const PANELS = [
   'Queues',
   'Live jobs',
   'Job inspector',
+  'Batches',
   'DLQ',
   'Archive',
   'Top errors',
@@ -236,6 +237,41 @@ describeBrowser('The Deck in a browser', () => {
         await page.goto(`${deck.url}#/jobs/${ids[5]}`);
         await page.locator('[data-field="status"]').waitFor();
         expect(await page.locator('[data-field="group"]').count()).toBe(0);
+        expectClean(problems);
+      });
+
+      it("shows a job's batch, its counts and callbacks, and cancels what it still has hot", async () => {
+        // No handler runs `batched`: its jobs stay Pending until the batch is cancelled.
+        const made = await deck.client.enqueueBatch(
+          [1, 2, 3].map((n) => batchJob('batched', { n }, { type: 'ok' })),
+          {
+            onSuccess: batchJob('batched', {}, { type: 'done' }),
+            onFailure: batchJob('batched', {}, { type: 'cancelled' }),
+          },
+        );
+        await page.goto(`${deck.url}#/jobs/${made.jobIds[0]}`);
+        await page.locator('[data-field="batch"] a').click();
+        const batch = page.getByRole('article', { name: `Batch ${made.batchId}` });
+        await batch.locator('[data-figure="pending"]').filter({ hasText: /^3$/ }).waitFor();
+        expect(await batch.locator('[data-figure="total"]').textContent()).toBe('3');
+        expect(await batch.locator('[data-figure="settled"]').textContent()).toBe('not yet');
+        expect(await axeViolations(page)).toEqual([]);
+
+        await batch.getByRole('button', { name: 'Cancel batch' }).click();
+        await batch.locator('[data-figure="failed"]').filter({ hasText: /^3$/ }).waitFor();
+        await page.getByRole('status').filter({ hasText: 'Cancelled 3 job(s)' }).waitFor();
+        expect(await batch.locator('[data-figure="pending"]').textContent()).toBe('0');
+        expect(await batch.getByRole('button', { name: 'Cancel batch' }).count()).toBe(0);
+        // The failure callback fired: its row links to its job; the success callback did not.
+        const fired = batch.locator('tr[data-kind="failure"] a');
+        expect(await fired.textContent()).toBe('batched/cancelled');
+        expect(await batch.locator('tr[data-kind="success"] a').count()).toBe(0);
+        await fired.click();
+        await page
+          .getByRole('article', { name: `Job ${made.callbacks.failure}` })
+          .locator('[data-field="batch"]')
+          .filter({ hasText: made.batchId })
+          .waitFor();
         expectClean(problems);
       });
 

@@ -333,6 +333,7 @@ describe('The Deck: destructive guards, read-only, global guards', () => {
       'dlq/purge',
       'jobs/x/cancel',
       'jobs/x/update',
+      'batches/x/cancel',
       'recurring/x/trigger',
     ]) {
       const res = await fetch(`${deck.url}/api/${path}`, {

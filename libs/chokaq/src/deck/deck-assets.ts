@@ -29,6 +29,7 @@ export const DECK_ASSET_FILES: Readonly<Record<string, string>> = {
   'queues.js': JS,
   'jobs.js': JS,
   'job.js': JS,
+  'batch.js': JS,
   'dlq.js': JS,
   'errors.js': JS,
   'recurring.js': JS,

@@ -15,6 +15,7 @@ import {
 } from '@nestjs/common';
 import { ChokaQAdmin } from '../admin/chokaq-admin.service';
 import type { AuditEntry, DlqActionPreview } from '../interfaces/audit.interface';
+import type { BatchView } from '../interfaces/batch.interface';
 import type { CancelResult, ResurrectEdits } from '../interfaces/job.interface';
 import type { JobView, ListPage } from '../interfaces/job-view.interface';
 import { DECK_OPTIONS } from './deck.constants';
@@ -39,7 +40,7 @@ export interface DeckJob {
 }
 
 /**
- * The job lists (live, archive, DLQ), the job inspector and the DLQ's bulk actions. Lists carry no
+ * The job lists (live, archive, DLQ), the job inspector, a batch and the DLQ's bulk actions. Lists carry no
  * payload; a full job leaves only through `redact`. A bulk action by filter takes the token of a
  * preview of the same action and filter (the core checks it and re-counts before acting).
  */
@@ -115,6 +116,24 @@ export class DeckJobsController {
     if (!job) throw new NotFoundException(`No job ${id} in the hot table, the archive or the DLQ.`);
     const audit = await this.admin.getAuditLog({ target: id, limit: 50 });
     return { job: this.options.redact(job), audit: audit.items };
+  }
+
+  /** A batch's counts and callbacks; 404 when no batch has that id. */
+  @Get('batches/:id')
+  async batch(@Param('id') id: string): Promise<BatchView> {
+    const batch = await this.admin.getBatch(id);
+    if (!batch) throw new NotFoundException(`No batch ${id}.`);
+    return batch;
+  }
+
+  /** Cancels a batch's jobs still in the hot table (`ChokaQAdmin.cancelBatch`). */
+  @Post('batches/:id/cancel')
+  @HttpCode(200)
+  @DeckMutation()
+  async cancelBatch(@Param('id') id: string, @Req() req: unknown): Promise<CancelResult> {
+    const result = await this.admin.cancelBatch(id, this.options.actor(req));
+    this.snapshots.kick();
+    return result;
   }
 
   @Post('jobs/:id/cancel')

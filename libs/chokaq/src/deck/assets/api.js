@@ -51,6 +51,7 @@ const CSRF_HEADER = 'x-chokaq-deck';
  * @typedef {Json<import('../../interfaces/recurring-job.interface').RecurringJobView>} RecurringJobView
  * @typedef {Json<import('../../interfaces/job.interface').QueueInfo>} QueueInfo
  * @typedef {Json<import('../../interfaces/job.interface').CancelResult>} CancelResult
+ * @typedef {Json<import('../../interfaces/batch.interface').BatchView>} BatchView
  * @typedef {Json<import('../../interfaces/worker.interface').WorkerInfo>} WorkerInfo
  */
 
@@ -266,6 +267,11 @@ async function parse(res) {
  * @returns {Promise<DeckJob>}
  */
 /**
+ * @overload
+ * @param {`batches/${string}`} path
+ * @returns {Promise<BatchView>}
+ */
+/**
  * @param {string} path
  * @param {Params} [params]
  * @returns {Promise<unknown>}
@@ -317,7 +323,7 @@ export async function get(path, params) {
 /**
  * @overload
  * @param {'POST'} method
- * @param {`jobs/${string}/cancel`} path
+ * @param {`jobs/${string}/cancel` | `batches/${string}/cancel`} path
  * @returns {Promise<CancelResult>}
  */
 /**

@@ -7,6 +7,7 @@ import { Overview } from './overview.js';
 import { Queues } from './queues.js';
 import { LiveJobs, Archive } from './jobs.js';
 import { JobInspector } from './job.js';
+import { BatchPanel } from './batch.js';
 import { Dlq } from './dlq.js';
 import { TopErrors } from './errors.js';
 import { Recurring } from './recurring.js';
@@ -28,6 +29,7 @@ const PANELS = [
   ['queues', 'Queues', Queues],
   ['live', 'Live jobs', LiveJobs],
   ['jobs', 'Job inspector', JobInspector],
+  ['batches', 'Batches', BatchPanel],
   ['dlq', 'DLQ', Dlq],
   ['archive', 'Archive', Archive],
   ['errors', 'Top errors', TopErrors],

@@ -7,7 +7,7 @@ import { html, useState } from './vendor/preact-htm.js';
 import { get, send } from './api.js';
 import { ago, bytes, jobState, ms, reason, time } from './format.js';
 import { Empty, ErrorNote, Outcome, useAction, useLoad } from './ui.js';
-import { navigate } from './router.js';
+import { href, navigate } from './router.js';
 
 /**
  * @template S
@@ -107,7 +107,9 @@ function Job({ id, readOnly }) {
         job.batchId &&
         html`<div>
           <dt>Batch</dt>
-          <dd class="mono" data-field="batch">${job.batchId}</dd>
+          <dd class="mono" data-field="batch">
+            <a href=${href('batches', null, job.batchId)}>${job.batchId}</a>
+          </dd>
         </div>`
       }
       <div>
