@@ -216,6 +216,107 @@ describeEachDialect('storage contract: batches', (fixture) => {
     expect(await storage.batchHotJobIds('0190a1b2-c3d4-7e5f-8a9b-0c1d2e3f4a5b')).toEqual([]);
   });
 
+  it("getBatchResults pages through the batch's archived jobs in id order with their results, not its callbacks nor its jobs elsewhere", async () => {
+    const { queue, callbackQueue, made } = await makeBatch(7);
+    const byId = new Map((await startAll(queue)).map((l) => [l.id, l]));
+    const lease = (i: number): JobLease => byId.get(made.jobIds[i])!;
+    // Five archived (one of them without a result), one in the DLQ, one still hot (Processing).
+    const archived = [0, 2, 3, 5, 6];
+    await storage.archiveSucceeded(
+      archived.map((i) => ({
+        ...lease(i),
+        durationMs: 1,
+        ...(i === 3 ? {} : { result: JSON.stringify({ i, doubled: i * 2 }) }),
+      })),
+    );
+    await storage.moveToDlq(lease(1), { reason: FailureReason.FatalError, error: 'boom' });
+    const expected = archived
+      .map((i) => ({ id: made.jobIds[i], result: i === 3 ? null : { i, doubled: i * 2 } }))
+      .sort((a, b) => (a.id < b.id ? -1 : 1));
+
+    /** Every page of the batch's results, `limit` at a time. */
+    async function walk(limit: number) {
+      const pages: Awaited<ReturnType<JobStorage['getBatchResults']>>[] = [];
+      let after: string | undefined;
+      do {
+        const page = await storage.getBatchResults(made.batchId, { after, limit });
+        pages.push(page);
+        after = page.nextCursor ?? undefined;
+      } while (after !== undefined && pages.length < 10);
+      return pages;
+    }
+
+    const check = async () => {
+      const pages = await walk(2);
+      expect(pages.map((p) => p.items.length)).toEqual([2, 2, 1]);
+      expect(pages.flatMap((p) => p.items)).toEqual(expected);
+      expect(pages.map((p) => p.nextCursor)).toEqual([expected[1].id, expected[3].id, null]);
+      // One page holds them all; the default limit too.
+      expect(await storage.getBatchResults(made.batchId, { limit: 5 })).toEqual({
+        items: expected,
+        nextCursor: null,
+      });
+      expect(await storage.getBatchResults(made.batchId)).toEqual({
+        items: expected,
+        nextCursor: null,
+      });
+      // The cursor is a job id, in either case; the page after the last job is empty.
+      expect(
+        await storage.getBatchResults(made.batchId, { after: expected[2].id.toUpperCase() }),
+      ).toEqual({ items: expected.slice(3), nextCursor: null });
+      expect(await storage.getBatchResults(made.batchId, { after: expected[4].id })).toEqual({
+        items: [],
+        nextCursor: null,
+      });
+    };
+    await check();
+
+    // Settle the batch: the last job to the DLQ fires onComplete and onFailure, which then run and
+    // archive with results of their own. They carry the batch's id, and are still not listed.
+    await storage.moveToDlq(lease(4), { reason: FailureReason.FatalError, error: 'boom' });
+    expect(await firedTypes(callbackQueue)).toEqual(['complete', 'failure']);
+    const callbacks = await startAll(callbackQueue);
+    await storage.archiveSucceeded(
+      callbacks.map((l) => ({ ...l, durationMs: 1, result: JSON.stringify('callback') })),
+    );
+    expect(await storage.getJob(made.callbacks.complete!)).toMatchObject({
+      pillar: 'archive',
+      batchId: made.batchId,
+      result: 'callback',
+    });
+    await check();
+
+    const unknown = '0190a1b2-c3d4-7e5f-8a9b-0c1d2e3f4a5b';
+    expect(await storage.getBatchResults(unknown)).toEqual({ items: [], nextCursor: null });
+  });
+
+  it('getBatchResults refuses a bad batch id, limit or cursor with a typed error', async () => {
+    const { made } = await makeBatch(1);
+    const id = made.batchId;
+    await expectValidationError(storage.getBatchResults('not-a-uuid'), 'batchId');
+    for (const limit of [0, 1_001, 1.5, '10']) {
+      await expectValidationError(
+        storage.getBatchResults(id, { limit: limit as number }),
+        'query.limit',
+      );
+    }
+    for (const after of ['nope', 42, '']) {
+      await expectValidationError(
+        storage.getBatchResults(id, { after: after as string }),
+        'query.after',
+      );
+    }
+    await expectValidationError(
+      storage.getBatchResults(id, { cursor: made.jobIds[0] } as never),
+      'query.cursor',
+    );
+    await expectValidationError(storage.getBatchResults(id, 'page-2' as never), 'query');
+    expect(await storage.getBatchResults(id, { limit: 1_000 })).toEqual({
+      items: [],
+      nextCursor: null,
+    });
+  });
+
   it('a batch without callbacks settles with nothing enqueued', async () => {
     const queue = uniqueQueue('plain');
     const made = await storage.enqueueBatch({ jobs: [{ queue }, { queue }] });

@@ -1,11 +1,13 @@
 import { Injectable } from '@nestjs/common';
 import {
+  BatchResultsPage,
   BatchView,
   ChokaQAdmin,
   ChokaQPayloadValidationError,
   JobClient,
   JobContext,
   JobHandler,
+  JobResult,
   batchJob,
   defineJob,
 } from '../../libs/chokaq/src';
@@ -29,9 +31,14 @@ const wholeN: StandardSchemaV1<{ n: number }> = {
 const Part = defineJob('batches', 'part.v1', { schema: wholeN });
 const Done = defineJob<{ label: string }>('batches', 'done.v1');
 const Failed = defineJob<{ label: string }>('batches', 'failed.v1');
+const Square = defineJob<{ n: number }, { square: number }>('batches', 'square.v1');
+const Tally = defineJob<{ label: string }>('batches', 'tally.v1');
 
 /** What the callbacks saw. */
 const seen: { kind: string; label: string; batchId: string | null; batch: BatchView | null }[] = [];
+
+/** The pages of results the tally callback read. */
+const tallied: BatchResultsPage<JobResult<typeof Square>>[] = [];
 
 @Injectable()
 class BatchHandlers {
@@ -53,6 +60,25 @@ class BatchHandlers {
     const batch = ctx.batchId === null ? null : await this.jobs.getBatch(ctx.batchId);
     seen.push({ kind: 'failed', label: payload.label, batchId: ctx.batchId, batch });
   }
+
+  @JobHandler(Square, { recordResult: true })
+  async square({ n }: { n: number }): Promise<{ square: number }> {
+    return { square: n * n };
+  }
+
+  /** Reads every result of its batch, two at a time. */
+  @JobHandler(Tally)
+  async tally(_payload: { label: string }, ctx: JobContext): Promise<void> {
+    let after: string | undefined;
+    do {
+      const page = await this.jobs.getBatchResults<JobResult<typeof Square>>(ctx.batchId!, {
+        after,
+        limit: 2,
+      });
+      tallied.push(page);
+      after = page.nextCursor ?? undefined;
+    } while (after !== undefined);
+  }
 }
 
 /**
@@ -65,6 +91,7 @@ describeEachDialect('batches (enqueueBatch)', ({ name: dialect }) => {
   beforeEach(() => {
     db = e2eDatabase(dialect);
     seen.length = 0;
+    tallied.length = 0;
   });
   afterEach(async () => db.close());
 
@@ -109,6 +136,34 @@ describeEachDialect('batches (enqueueBatch)', ({ name: dialect }) => {
       expect(await jobs.getJob(ok.callbacks.failure!)).toBeNull();
       expect(seen).toHaveLength(3);
       expect((await jobs.getJob(ok.jobIds[0]))?.batchId).toBe(ok.batchId);
+    } catch (error) {
+      await app.close();
+      throw error;
+    }
+    await closeAndCheck(app, db);
+  });
+
+  it("a callback reads its batch's stored results a page at a time, in enqueue order", async () => {
+    const app = await bootApp(db, { providers: [BatchHandlers] });
+    try {
+      const jobs = app.get(JobClient);
+      const made = await jobs.enqueueBatch(
+        [3, 1, 4, 1, 5].map((n) => batchJob(Square, { n })),
+        { onComplete: batchJob(Tally, { label: 'squares' }) },
+      );
+      await waitFor('the tally to read the last page', () => tallied.at(-1)?.nextCursor === null, {
+        timeoutMs: 20_000,
+        intervalMs: 50,
+      });
+      expect(tallied.map((page) => page.items.length)).toEqual([2, 2, 1]);
+      expect(tallied.flatMap((page) => page.items)).toEqual(
+        made.jobIds.map((id, i) => ({ id, result: { square: [9, 1, 16, 1, 25][i] } })),
+      );
+      const first = await jobs.getBatchResults<JobResult<typeof Square>>(made.batchId, {
+        limit: 1,
+      });
+      expect(first.items[0].result?.square).toBe(9);
+      expect(first.nextCursor).toBe(made.jobIds[0]);
     } catch (error) {
       await app.close();
       throw error;

@@ -523,6 +523,24 @@ const SCENARIOS: readonly Scenario[] = [
     },
   },
   {
+    // A page of a batch's results: its archived jobs after a cursor, in id order.
+    file: 'batch-results',
+    async run(storage, recorder) {
+      const made = await storage.enqueueBatch({
+        jobs: [job('golden.results'), job('golden.results')],
+        callbacks: { onComplete: { queue: 'golden.results.done' } },
+      });
+      const leases = (await claim(storage, 'golden.results')).map(leaseOf);
+      await storage.markAsProcessing(leases);
+      await storage.archiveSucceeded(leases.map((l) => ({ ...l, durationMs: 1, result: '7' })));
+      const { result, statements } = await recorder.record(() =>
+        storage.getBatchResults(made.batchId, { after: made.jobIds[0], limit: 10 }),
+      );
+      expect(result).toEqual({ items: [{ id: made.jobIds[1], result: 7 }], nextCursor: null });
+      return statements;
+    },
+  },
+  {
     // What a cancel of a batch reads: its jobs still hot.
     file: 'batch-hot-job-ids',
     async run(storage, recorder) {

@@ -985,6 +985,38 @@ describe('SQL Server dialect over TypeORM SqlServerQueryRunner (stubbed mssql Re
       );
     });
 
+    it("getBatchResults: the batch's archived jobs from the cursor, a row more than the page, results parsed", async () => {
+      const { storage, calls } = stubbedStorage([
+        [
+          { Id: ID, Result: '{"n":1}' },
+          { Id: ID2, Result: null },
+          { Id: LEASE.leaseId, Result: '2' },
+        ],
+        [{ Id: LEASE.leaseId, Result: '2' }],
+      ]);
+      expect(await storage.getBatchResults(ID, { limit: 2 })).toEqual({
+        items: [
+          { id: ID, result: { n: 1 } },
+          { id: ID2, result: null },
+        ],
+        nextCursor: ID2,
+      });
+      expect(await storage.getBatchResults(ID, { after: ID2.toUpperCase(), limit: 2 })).toEqual({
+        items: [{ id: LEASE.leaseId, result: 2 }],
+        nextCursor: null,
+      });
+      expect(calls.map((c) => c.sql)).toEqual([
+        SQL.getBatchResults(BINARY, ID, '', 2).sql,
+        SQL.getBatchResults(BINARY, ID, ID2, 2).sql,
+      ]);
+      // TOP (limit + 1), the batch, the cursor: '' before every id, else the id in lower case.
+      expect(calls.map((c) => c.inputs.map((i) => i.value))).toEqual([
+        [3, ID, ''],
+        [3, ID, ID2],
+      ]);
+      expect(calls[1].sql).toContain('ORDER BY a.Id;');
+    });
+
     it('the claim and getJob map the batch of a row', async () => {
       const { storage } = stubbedStorage([
         [{ ...HOT_ROW, BatchId: ID2 }],

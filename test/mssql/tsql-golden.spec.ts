@@ -83,6 +83,7 @@ const PINNED: ReadonlyArray<[file: string, name: string]> = [
   ['enqueue-many-batch', 'enqueueMany [batch]'],
   ['get-batch', 'getBatch'],
   ['batch-hot-job-ids', 'batchHotJobIds'],
+  ['batch-results', 'getBatchResults [from a cursor]'],
 ];
 
 /** Parameters as TypeORM hands them to mssql: position, declared type, value. */

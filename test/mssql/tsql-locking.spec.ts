@@ -467,7 +467,7 @@ describe('SQL Server lock hints and isolation', () => {
     );
   });
 
-  it('version 15: JobsArchive.Result (nullable nvarchar(max), like the payload), added where missing; only the archive move of a batch with results names it; getJob reads it', () => {
+  it('version 15: JobsArchive.Result (nullable nvarchar(max), like the payload), added where missing; only the archive move of a batch with results names it; getJob and getBatchResults read it', () => {
     const ddl = mssqlSchemaDdl('chokaq');
     expect(MSSQL_SCHEMA_VERSION).toBeGreaterThanOrEqual(15);
     // A new database gets the column from CREATE TABLE; an older one from the guarded ALTER, a
@@ -508,12 +508,13 @@ describe('SQL Server lock hints and isolation', () => {
         e.operation === 'archiveSucceeded' ? ['{"rows":3}', null] : ['{"rows":3}'],
       );
     }
-    // No other statement writes or reads the column but the job read.
+    // No other statement writes or reads the column but the job read and a page of a batch's
+    // results.
     for (const e of entries) {
       if (e.operation.startsWith('archiveSucceeded') || e.kind === 'ddl') continue;
       expect([e.name, /\bResult\b/.test(e.statement.sql)]).toEqual([
         e.name,
-        e.operation === 'getJob',
+        e.operation === 'getJob' || e.operation === 'getBatchResults',
       ]);
     }
     const read = one('getJob').statement.sql;
@@ -648,7 +649,7 @@ describe('SQL Server lock hints and isolation', () => {
     );
   });
 
-  it("version 18: BatchId in every pillar (added where missing), Batches and BatchCallbacks (in the collation of JobsHot.Queue) with the callbacks' job index, the batch rows' filtered indexes compiled after the column", () => {
+  it("version 18: BatchId in every pillar (added where missing), Batches and BatchCallbacks (in the collation of JobsHot.Queue) with the callbacks' job index, the batch rows' filtered indexes compiled after the column (the Archive's keyed by batch and id)", () => {
     const ddl = mssqlSchemaDdl('chokaq');
     expect(MSSQL_SCHEMA_VERSION).toBeGreaterThanOrEqual(18);
     const step = ddl.split('\nBEGIN TRAN;\n')[18];
@@ -662,8 +663,10 @@ describe('SQL Server lock hints and isolation', () => {
       expect(step).toContain(
         `IF COL_LENGTH(N'[chokaq].[${table}]', N'BatchId') IS NULL\n  ALTER TABLE [chokaq].[${table}] ADD BatchId varchar(36) NULL;`,
       );
-      // Only the rows of a batch, compiled apart, after the ALTERs.
-      const index = `[IX_${table}_Batch] ON [chokaq].[${table}] (BatchId) WHERE BatchId IS NOT NULL`;
+      // Only the rows of a batch, compiled apart, after the ALTERs; the Archive's in id order
+      // (a page of a batch's results is one range of it).
+      const keys = table === 'JobsArchive' ? 'BatchId, Id' : 'BatchId';
+      const index = `[IX_${table}_Batch] ON [chokaq].[${table}] (${keys}) WHERE BatchId IS NOT NULL`;
       expect(step).toContain(`  EXEC(N'CREATE NONCLUSTERED INDEX ${index}`);
       expect(step.indexOf(index)).toBeGreaterThan(step.lastIndexOf('ALTER TABLE'));
     }

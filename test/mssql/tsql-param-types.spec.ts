@@ -204,6 +204,8 @@ function cases(): Case[] {
     ['insertBatch', 'in a caller', (v) => SQL.insertBatch(s, batch(v), inCaller)],
     ['getBatch', '', (v) => SQL.getBatch(s, v.id)],
     ['batchHotJobIds', '', (v) => SQL.batchHotJobIds(s, v.id)],
+    ['getBatchResults', 'first page', (v) => SQL.getBatchResults(s, v.id, '', 100)],
+    ['getBatchResults', 'from a cursor', (v) => SQL.getBatchResults(s, v.id, v.id2, 1_000)],
     ['dedupeTake', 'debounce', (v) => SQL.dedupeTake(s, keyed(v, false))],
     ['dedupeTake', 'unique, in a caller', (v) => SQL.dedupeTake(s, keyed(v, true), inCaller)],
     ['dedupeHolder', '', (v) => SQL.dedupeHolder(s, keyed(v, true))],
@@ -580,6 +582,14 @@ describe('SQL Server parameter declarations do not depend on values', () => {
     ).toEqual(['nvarchar(36)', 'nvarchar(100)', 'int', 'nvarchar(max)']);
     expect(declare(SQL.getBatch('chokaq', SHORT.id))).toEqual(['nvarchar(36)']);
     expect(declare(SQL.batchHotJobIds('chokaq', SHORT.id))).toEqual(['nvarchar(36)']);
+    // A page of results: its TOP, the batch, the cursor (empty for the first page).
+    for (const after of ['', SHORT.id2]) {
+      expect(declare(SQL.getBatchResults('chokaq', SHORT.id, after, 100))).toEqual([
+        'int',
+        'nvarchar(36)',
+        'nvarchar(36)',
+      ]);
+    }
     const dlq = SQL.moveToDlq(
       'chokaq',
       { id: SHORT.id, workerId: SHORT.workerId, leaseId: SHORT.leaseId },

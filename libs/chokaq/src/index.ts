@@ -141,6 +141,8 @@ export type {
   BatchCallbackView,
   BatchEnqueued,
   BatchJob,
+  BatchResultsPage,
+  BatchResultsQuery,
   BatchView,
   NewBatch,
 } from './interfaces/batch.interface';

@@ -629,6 +629,8 @@ export function catalogue(schema: SQL.MssqlSchema = SCHEMA): CatalogueEntry[] {
   add('getJob', '', 'read', SQL.getJob(schema, ID));
   add('getBatch', '', 'read', SQL.getBatch(schema, BATCH_ID));
   add('batchHotJobIds', '', 'read', SQL.batchHotJobIds(schema, BATCH_ID));
+  add('getBatchResults', 'first page', 'read', SQL.getBatchResults(schema, BATCH_ID, '', 100));
+  add('getBatchResults', 'from a cursor', 'read', SQL.getBatchResults(schema, BATCH_ID, ID, 2));
   add('getJobAttempts', '', 'read', SQL.getJobAttempts(schema, ID));
   add('dedupeOfJob', '', 'read', SQL.dedupeOfJob(schema, ID));
   for (const pillar of ['hot', 'archive', 'dlq'] as const) {

@@ -4,7 +4,13 @@ import { toError } from '../common/error-text';
 import { logEvent } from '../common/log-events';
 import { JobDefinition, isJobDefinition } from '../decorators/job-definition';
 import { ChokaQPayloadValidationError, ChokaQValidationError, ValidationIssue } from '../errors';
-import type { BatchCallbacks, BatchEnqueued, BatchView } from '../interfaces/batch.interface';
+import type {
+  BatchCallbacks,
+  BatchEnqueued,
+  BatchResultsPage,
+  BatchResultsQuery,
+  BatchView,
+} from '../interfaces/batch.interface';
 import { JobView } from '../interfaces/job-view.interface';
 import type { StandardSchemaV1 } from '../interfaces/standard-schema.interface';
 import { CancelResult, NewJob, PendingEdits } from '../interfaces/job.interface';
@@ -222,6 +228,23 @@ export class JobClient {
   /** A batch's counts and callbacks, or null when no batch has that id (see {@link enqueueBatch}). */
   getBatch(id: string): Promise<BatchView | null> {
     return this.storage.getBatch(id);
+  }
+
+  /**
+   * A page of a batch's results: its jobs in the Archive (its callbacks excluded) with the results
+   * their handlers stored (`recordResult`; null for a handler that records none), in id order,
+   * which is the order they were enqueued in. `query.limit`: 1 to 1,000 per page, default 100;
+   * `query.after`: the previous page's `nextCursor` (which is null on the last page). Jobs still
+   * hot or in the DLQ are not listed: read the page once the batch settled (a callback, with
+   * `ctx.batchId`) to see every result. `R` types the results, e.g.
+   * `getBatchResults<JobResult<typeof resizeImage>>(ctx.batchId!)` for a batch of one definition;
+   * it is not checked against the jobs' types. An unknown batch is an empty page.
+   */
+  getBatchResults<R = unknown>(
+    batchId: string,
+    query?: BatchResultsQuery,
+  ): Promise<BatchResultsPage<R>> {
+    return this.storage.getBatchResults(batchId, query) as Promise<BatchResultsPage<R>>;
   }
 
   /** Enqueues one job that is not eligible before `runAt` (a shorthand for `enqueue(…, { runAt })`). */

@@ -86,3 +86,30 @@ export interface BatchView {
   settledAtUtc: Date | null;
   callbacks: BatchCallbackView[];
 }
+
+/** What `getBatchResults` takes: where the page starts and how long it is. @publicApi */
+export interface BatchResultsQuery {
+  /**
+   * The `nextCursor` of the previous page: this page starts after that job (exclusive). Omitted
+   * for the first page.
+   */
+  after?: string;
+  /** Jobs per page, 1 to 1,000 (`MAX_PAGE_SIZE`). Default 100. */
+  limit?: number;
+}
+
+/**
+ * A page of a batch's results (`JobClient.getBatchResults`, `JobStorage.getBatchResults`): the
+ * batch's jobs in the Archive (its callbacks excluded), in id order, which for the UUIDv7 ids of a
+ * batch is the order they were enqueued in. A job still in the hot table or in the DLQ is not
+ * listed (the batch's counts say how many there are: `getBatch`). @publicApi
+ */
+export interface BatchResultsPage<R = unknown> {
+  /**
+   * Each archived job with its stored result, parsed; `result` is null for a job whose handler
+   * records no result (`recordResult`).
+   */
+  items: { id: string; result: R | null }[];
+  /** The `after` of the next page; null when this page is the last. */
+  nextCursor: string | null;
+}

@@ -17,7 +17,8 @@ export interface JobContext {
   readonly leaseId: string;
   /**
    * The batch the job belongs to, or whose callback it is (`enqueueBatch`); null outside a batch.
-   * A callback reads the batch's counts with `JobClient.getBatch(ctx.batchId)`.
+   * A callback reads the batch's counts with `JobClient.getBatch(ctx.batchId)`, and its jobs'
+   * stored results, a page at a time, with `JobClient.getBatchResults(ctx.batchId)`.
    */
   readonly batchId: string | null;
   /**

@@ -1,5 +1,5 @@
 import type { AuditLogPage } from '../interfaces/audit.interface';
-import type { BatchEnqueued, BatchView } from '../interfaces/batch.interface';
+import type { BatchEnqueued, BatchResultsPage, BatchView } from '../interfaces/batch.interface';
 import type { Checked } from '../interfaces/checked.interface';
 import type {
   ActiveFilter,
@@ -47,6 +47,7 @@ import type {
 } from '../validation/validate-job';
 import type { ListRequest } from '../validation/validate-list';
 import type {
+  CheckedBatchResultsQuery,
   CheckedCountQuery,
   CheckedOutcomesQuery,
   CheckedSeriesQuery,
@@ -200,6 +201,11 @@ export interface DialectJobStorage extends Pick<
   /** `attempts`: also read the job's `JobAttempts` rows (only when the job exists). */
   getJob(id: string, attempts: boolean): Promise<JobView | null>;
   getBatch(id: string): Promise<BatchView | null>;
+  /** `query.after`: `''` for the first page (every id sorts after it). */
+  getBatchResults(
+    batchId: string,
+    query: Checked<CheckedBatchResultsQuery>,
+  ): Promise<BatchResultsPage>;
   batchHotJobIds(id: string): Promise<string[]>;
   listActive(request: Checked<ListRequest<ActiveFilter>>): Promise<ListPage>;
   listArchive(request: Checked<ListRequest<HistoryFilter>>): Promise<ListPage>;

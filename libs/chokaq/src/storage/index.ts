@@ -51,6 +51,8 @@ export type {
   BatchCallbackView,
   BatchEnqueued,
   BatchJob,
+  BatchResultsPage,
+  BatchResultsQuery,
   BatchView,
   NewBatch,
 } from '../interfaces/batch.interface';

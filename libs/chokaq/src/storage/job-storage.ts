@@ -1,6 +1,12 @@
 import type { EntityManager, QueryRunner } from 'typeorm';
 import type { AuditLogPage, AuditLogQuery, AuditRequest } from '../interfaces/audit.interface';
-import type { BatchEnqueued, BatchView, NewBatch } from '../interfaces/batch.interface';
+import type {
+  BatchEnqueued,
+  BatchResultsPage,
+  BatchResultsQuery,
+  BatchView,
+  NewBatch,
+} from '../interfaces/batch.interface';
 import type {
   ActiveFilter,
   BulkPreview,
@@ -504,6 +510,16 @@ export interface JobQueries {
 
   /** A batch's counts and callbacks (one primary-key read of each table), or null when none has that id. */
   getBatch(id: string): Promise<BatchView | null>;
+
+  /**
+   * A page of a batch's results: its jobs in the Archive (its callbacks excluded) with their
+   * stored results, in id order (enqueue order: the ids are UUIDv7), from after `query.after` (the
+   * previous page's `nextCursor`, exclusive), at most `query.limit` (1 to `MAX_PAGE_SIZE`, default
+   * 100) per page: one range of the Archive's batch index. Jobs in the hot table or the DLQ are not
+   * listed; an unknown batch is an empty page. `ChokaQValidationError` for an id or cursor that is
+   * not a UUID, or a bad limit.
+   */
+  getBatchResults(batchId: string, query?: BatchResultsQuery): Promise<BatchResultsPage>;
 
   /**
    * The ids of a batch's jobs still in the hot table (Pending, Fetched or Processing; not its

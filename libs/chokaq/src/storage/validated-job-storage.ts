@@ -4,7 +4,13 @@ import { STORED_TEXT } from '../common/stored-text';
 import { decodeTags } from '../common/tags';
 import { JobStatus } from '../interfaces/job-status.enum';
 import type { AuditLogPage, AuditLogQuery, AuditRequest } from '../interfaces/audit.interface';
-import type { BatchEnqueued, BatchView, NewBatch } from '../interfaces/batch.interface';
+import type {
+  BatchEnqueued,
+  BatchResultsPage,
+  BatchResultsQuery,
+  BatchView,
+  NewBatch,
+} from '../interfaces/batch.interface';
 import type { Checked } from '../interfaces/checked.interface';
 import type {
   ActiveFilter,
@@ -102,6 +108,7 @@ import {
   ValidatedPendingUpdate,
 } from '../validation/validate-job';
 import {
+  assertBatchResultsQuery,
   assertCountQuery,
   assertGetJobOptions,
   assertQueueOutcomesQuery,
@@ -557,6 +564,12 @@ export class ValidatedJobStorage implements JobStorage {
   async getBatch(id: string): Promise<BatchView | null> {
     const [key] = assertIds([id], 'id');
     return this.queries.getBatch(key);
+  }
+
+  /** @inheritdoc */
+  async getBatchResults(batchId: string, query?: BatchResultsQuery): Promise<BatchResultsPage> {
+    const [key] = assertIds([batchId], 'batchId');
+    return this.queries.getBatchResults(key, checked(assertBatchResultsQuery(query)));
   }
 
   /** @inheritdoc */

@@ -36,7 +36,10 @@ export const LIMITS = {
 /** At most this many items per `enqueueMany` call. @publicApi */
 export const MAX_ENQUEUE_MANY = 10_000;
 
-/** At most this many rows per page of a list (`ListQuery.limit`). @publicApi */
+/**
+ * At most this many rows per page of a list (`ListQuery.limit`) or of a batch's results
+ * (`BatchResultsQuery.limit`). @publicApi
+ */
 export const MAX_PAGE_SIZE = 1_000;
 
 /**
@@ -198,6 +201,9 @@ export const RATE_LIMIT_RANGES = {
 
 /** Default rows per page of a list. */
 export const DEFAULT_PAGE_SIZE = 50;
+
+/** Jobs per page of `getBatchResults` when the query names no limit. */
+export const DEFAULT_BATCH_RESULTS_PAGE = 100;
 
 /** Longest search term accepted by lists. */
 export const MAX_SEARCH_LENGTH = 200;

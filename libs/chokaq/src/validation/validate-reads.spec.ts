@@ -2,6 +2,7 @@ import { ChokaQValidationError } from '../errors';
 import { MAX_SERIES_POINTS } from './limits';
 import { assertAuditLogQuery } from './validate-audit';
 import {
+  assertBatchResultsQuery,
   assertCountQuery,
   assertQueueOutcomesQuery,
   assertThroughputSeriesQuery,
@@ -108,5 +109,35 @@ describe('assertAuditLogQuery: target', () => {
     expect(
       issuePaths(() => assertAuditLogQuery({ target: '', limit: 0, tag: 'x' } as never)).sort(),
     ).toEqual(['limit', 'tag', 'target']);
+  });
+});
+
+describe('assertBatchResultsQuery', () => {
+  const id = '0190A1B2-C3D4-7E5F-8A9B-0C1D2E3F4A5B';
+
+  it('takes 100 jobs from the start by default, and a cursor as the lower-case id', () => {
+    expect(assertBatchResultsQuery(undefined)).toEqual({ after: '', limit: 100 });
+    expect(assertBatchResultsQuery({ limit: 1_000, after: id })).toEqual({
+      after: id.toLowerCase(),
+      limit: 1_000,
+    });
+  });
+
+  it('refuses every bad field at once, an unknown key, and a query that is no object', () => {
+    expect(
+      issuePaths(() =>
+        assertBatchResultsQuery({ limit: 0, after: 'x', cursor: id } as unknown as {
+          limit: number;
+        }),
+      ).sort(),
+    ).toEqual(['query.after', 'query.cursor', 'query.limit']);
+    for (const limit of [1_001, 1.5, '5']) {
+      expect(issuePaths(() => assertBatchResultsQuery({ limit: limit as number }))).toEqual([
+        'query.limit',
+      ]);
+    }
+    expect(issuePaths(() => assertBatchResultsQuery({ after: '' }))).toEqual(['query.after']);
+    expect(issuePaths(() => assertBatchResultsQuery(null as never))).toEqual(['query']);
+    expect(issuePaths(() => assertBatchResultsQuery([] as never))).toEqual(['query']);
   });
 });

@@ -1,4 +1,6 @@
+import { isUuid } from '../common/uuid';
 import { ChokaQValidationError, ValidationIssue } from '../errors';
+import type { BatchResultsQuery } from '../interfaces/batch.interface';
 import type {
   ActiveFilter,
   CountQuery,
@@ -8,13 +10,21 @@ import type {
   QueueOutcomesQuery,
   ThroughputSeriesQuery,
 } from '../interfaces/job-view.interface';
-import { LIMITS, MAX_SERIES_POINTS, METRIC_BUCKET_MS, QUEUE_OUTCOMES_MINUTES } from './limits';
+import {
+  DEFAULT_BATCH_RESULTS_PAGE,
+  LIMITS,
+  MAX_PAGE_SIZE,
+  MAX_SERIES_POINTS,
+  METRIC_BUCKET_MS,
+  QUEUE_OUTCOMES_MINUTES,
+} from './limits';
 import { filterIssues } from './validate-filter';
 import { assertQueueName } from './validate-job';
 
 /*
  * Rules of the operator reads that take more than a filter: `countExactly`,
- * `getThroughputSeries`, `getQueueOutcomes` and the options of `getJob`. Each collects every problem of its argument and throws one
+ * `getThroughputSeries`, `getQueueOutcomes`, the options of `getJob` and the page of
+ * `getBatchResults`. Each collects every problem of its argument and throws one
  * `ChokaQValidationError` naming them all, before any SQL runs.
  */
 
@@ -204,4 +214,64 @@ export function assertGetJobOptions(options: GetJobOptions | undefined): Checked
   }
   if (issues.length > 0) throw new ChokaQValidationError(issues);
   return { attempts: attempts === true };
+}
+
+/** A `getBatchResults` page request after the edge (the batch id is checked apart). */
+export interface CheckedBatchResultsQuery {
+  /**
+   * The page starts after this job id (exclusive), in lower case, the case of the ids ChokaQ
+   * makes; `''` for the first page, before every id.
+   */
+  after: string;
+  /** Jobs per page, 1 to `MAX_PAGE_SIZE`. */
+  limit: number;
+}
+
+const BATCH_RESULTS_KEYS: readonly string[] = ['after', 'limit'];
+
+/**
+ * Validates the page of `getBatchResults`: absent, or an object of `after` (a UUID, the previous
+ * page's `nextCursor`) and `limit` (an integer from 1 to {@link MAX_PAGE_SIZE}, default
+ * {@link DEFAULT_BATCH_RESULTS_PAGE}). Every bad field is reported at once; an unknown key is
+ * refused rather than ignored, as in the other reads.
+ */
+export function assertBatchResultsQuery(
+  query: BatchResultsQuery | undefined,
+): CheckedBatchResultsQuery {
+  if (
+    query !== undefined &&
+    (query === null || typeof query !== 'object' || Array.isArray(query))
+  ) {
+    throw new ChokaQValidationError([
+      { path: 'query', message: 'must be { after?, limit? }', value: query },
+    ]);
+  }
+  const q: BatchResultsQuery = query ?? {};
+  const issues: ValidationIssue[] = [];
+  for (const key of Object.keys(q)) {
+    if (!BATCH_RESULTS_KEYS.includes(key)) {
+      issues.push({
+        path: `query.${key}`,
+        message: 'is not a field of a batch results query (known: after, limit)',
+        value: (q as Record<string, unknown>)[key],
+      });
+    }
+  }
+  const limit = q.limit ?? DEFAULT_BATCH_RESULTS_PAGE;
+  if (!Number.isInteger(limit) || limit < 1 || limit > MAX_PAGE_SIZE) {
+    issues.push({
+      path: 'query.limit',
+      message: `must be an integer from 1 to ${MAX_PAGE_SIZE}`,
+      value: q.limit,
+    });
+  }
+  if (q.after !== undefined && !isUuid(q.after)) {
+    issues.push({
+      path: 'query.after',
+      message: "must be a job id (a UUID): the previous page's nextCursor",
+      value: q.after,
+    });
+  }
+  if (issues.length > 0) throw new ChokaQValidationError(issues);
+  return { after: q.after?.toLowerCase() ?? '', limit };
 }

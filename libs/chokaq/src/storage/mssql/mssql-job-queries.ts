@@ -1,5 +1,5 @@
 import type { AuditLogPage } from '../../interfaces/audit.interface';
-import type { BatchView } from '../../interfaces/batch.interface';
+import type { BatchResultsPage, BatchView } from '../../interfaces/batch.interface';
 import type { Checked } from '../../interfaces/checked.interface';
 import {
   ActiveFilter,
@@ -28,6 +28,7 @@ import type { CheckedWorkerQuery } from '../../validation/validate-args';
 import type { CheckedAuditQuery } from '../../validation/validate-audit';
 import type { ListRequest } from '../../validation/validate-list';
 import type {
+  CheckedBatchResultsQuery,
   CheckedCountQuery,
   CheckedOutcomesQuery,
   CheckedSeriesQuery,
@@ -38,7 +39,7 @@ import { ERROR_LINE_PREFIX, topErrorFamilies } from '../shared/error-family';
 import { ErrorFamilyMemo } from '../shared/error-family-memo';
 import { toListPage } from '../shared/page';
 import { mapAttemptRow } from '../shared/attempts';
-import { mapBatch } from '../shared/batches';
+import { mapBatch, mapBatchResults } from '../shared/batches';
 import { mapDedupeRow } from '../shared/dedupe';
 import { mapQueueGroupRow } from '../shared/groups';
 import { fold, mapJobView, mapOutcomesRow, mapWorkerRow, toDate } from '../shared/row-mapper';
@@ -94,6 +95,21 @@ export class MssqlJobQueries implements DialectJobQueries {
   async getBatch(id: string): Promise<BatchView | null> {
     const rows = await this.db.query('getBatch', SQL.getBatch(this.schema, id));
     return mapBatch(rows.map(fold));
+  }
+
+  /**
+   * One read (`SQL.getBatchResults`), a row more than the page to tell whether another follows.
+   * @inheritdoc
+   */
+  async getBatchResults(
+    batchId: string,
+    query: Checked<CheckedBatchResultsQuery>,
+  ): Promise<BatchResultsPage> {
+    const rows = await this.db.query(
+      'getBatchResults',
+      SQL.getBatchResults(this.schema, batchId, query.after, query.limit),
+    );
+    return mapBatchResults(rows, query.limit);
   }
 
   /**

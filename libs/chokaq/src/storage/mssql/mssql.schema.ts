@@ -989,18 +989,27 @@ const DEDUPE_JOB_INDEX: IndexSpec = {
   keys: 'JobId',
 };
 
+/** The statement each pillar's batch index serves, before its generic use (a view of a batch). */
+const BATCH_INDEX_USE: Record<'archive' | 'dlq' | 'hot', string> = {
+  archive: 'getBatchResults (a page of results, in id order): ',
+  dlq: '',
+  hot: 'batchHotJobIds (a cancel of a batch): ',
+};
+
 /**
  * The filtered indexes of schema version 18: the rows of a batch in each pillar (a batch's jobs
- * wherever they are: the hot ones for a cancel of the batch, `batchHotJobIds`; the others for a
- * view of its finished jobs), and only those, so a job outside any batch writes no entry in them.
- * The pillars' rows of an earlier version all hold NULL, so building each one reads its table once
- * and writes nothing.
+ * wherever they are: the hot ones for a cancel of the batch, `batchHotJobIds`; the archived ones,
+ * keyed `(BatchId, Id)`, for a page of their results, `getBatchResults`; the others for a view of
+ * its finished jobs), and only those, so a job outside any batch writes no entry in them. The
+ * pillars' rows of an earlier version all hold NULL, so building each one reads its table once and
+ * writes nothing.
  */
 const BATCH_INDEXES: readonly IndexSpec[] = (['archive', 'dlq', 'hot'] as const).map((table) => ({
-  serves: `${table === 'hot' ? 'batchHotJobIds (a cancel of a batch): ' : ''}a batch's jobs in ${MSSQL_TABLES[table]}, only rows of a batch (schema version 18)`,
+  serves: `${BATCH_INDEX_USE[table]}a batch's jobs in ${MSSQL_TABLES[table]}, only rows of a batch (schema version 18)`,
   table,
   name: `IX_${MSSQL_TABLES[table]}_Batch`,
-  keys: 'BatchId',
+  // The Archive's in id order: a page of results is one range of it.
+  keys: table === 'archive' ? 'BatchId, Id' : 'BatchId',
   where: 'BatchId IS NOT NULL',
   compressed: PAGE_COMPRESSED.has(table),
 }));

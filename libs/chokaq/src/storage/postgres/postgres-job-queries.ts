@@ -1,5 +1,5 @@
 import type { AuditLogPage } from '../../interfaces/audit.interface';
-import type { BatchView } from '../../interfaces/batch.interface';
+import type { BatchResultsPage, BatchView } from '../../interfaces/batch.interface';
 import type { Checked } from '../../interfaces/checked.interface';
 import {
   ActiveFilter,
@@ -23,6 +23,7 @@ import type { CheckedWorkerQuery } from '../../validation/validate-args';
 import type { CheckedAuditQuery } from '../../validation/validate-audit';
 import type { ListRequest } from '../../validation/validate-list';
 import type {
+  CheckedBatchResultsQuery,
   CheckedCountQuery,
   CheckedOutcomesQuery,
   CheckedSeriesQuery,
@@ -36,7 +37,7 @@ import { topErrorFamilies } from '../shared/error-family';
 import { ErrorFamilyMemo } from '../shared/error-family-memo';
 import { toListPage } from '../shared/page';
 import { fold, mapJobView, mapOutcomesRow, mapWorkerRow, toDate } from '../shared/row-mapper';
-import { mapBatch } from '../shared/batches';
+import { mapBatch, mapBatchResults } from '../shared/batches';
 import { queueHealthOf } from '../shared/queue-health';
 import { throughputSeries } from '../shared/throughput-series';
 import { num, PostgresConnection } from './postgres.connection';
@@ -87,6 +88,19 @@ export class PostgresJobQueries implements DialectJobQueries {
   async getBatch(id: string): Promise<BatchView | null> {
     const rows = await this.db.query('getBatch', SQL.getBatch(this.db.s), SQL.getBatchParams(id));
     return mapBatch(rows.map(fold));
+  }
+
+  /** One read (`SQL.getBatchResults`), a row more than the page to tell whether another follows. */
+  async getBatchResults(
+    batchId: string,
+    query: Checked<CheckedBatchResultsQuery>,
+  ): Promise<BatchResultsPage> {
+    const rows = await this.db.query(
+      'getBatchResults',
+      SQL.getBatchResults(this.db.s),
+      SQL.getBatchResultsParams(batchId, query.after, query.limit),
+    );
+    return mapBatchResults(rows, query.limit);
   }
 
   /** @inheritdoc */

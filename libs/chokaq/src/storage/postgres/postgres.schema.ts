@@ -690,9 +690,10 @@ const V19: PostgresMigration = {
     // Serves a batch's hot jobs (a cancel of a batch, the Deck's batch view).
     `CREATE INDEX IF NOT EXISTS ix_jobs_hot_batch ON ${s}.jobs_hot (batch_id)
       WHERE batch_id IS NOT NULL`,
-    // Serves a batch's archived jobs (their stored results, the Deck's batch view).
-    `CREATE INDEX IF NOT EXISTS ix_jobs_archive_batch ON ${s}.jobs_archive (batch_id)
-      WHERE batch_id IS NOT NULL`,
+    // Serves a batch's archived jobs: getBatchResults, one range in id order (the ids' byte order,
+    // `COLLATE "C"`, as its statement compares and sorts them), and the Deck's batch view.
+    `CREATE INDEX IF NOT EXISTS ix_jobs_archive_batch
+      ON ${s}.jobs_archive (batch_id, id COLLATE "C") WHERE batch_id IS NOT NULL`,
     // Serves a batch's jobs in the DLQ (the Deck's batch view).
     `CREATE INDEX IF NOT EXISTS ix_jobs_dlq_batch ON ${s}.jobs_dlq (batch_id)
       WHERE batch_id IS NOT NULL`,

@@ -1,16 +1,17 @@
 /**
  * What every dialect stores of a batch the same way: a bit per callback kind (the `kind` of a
  * `batch_callbacks` row, and the `fired` mask of its `batches` row), and the reading of a batch's
- * rows as a {@link BatchView}.
+ * rows as a {@link BatchView} and of its archived jobs' results as a {@link BatchResultsPage}.
  */
 import type {
   BatchEnqueued,
   BatchCallbackKind,
   BatchCallbackView,
+  BatchResultsPage,
   BatchView,
 } from '../../interfaces/batch.interface';
 import type { ValidatedBatch } from '../../validation/validate-job';
-import { toDate } from './row-mapper';
+import { fold, numOrNull, parsePayload, str, toDate } from './row-mapper';
 
 /** The stored bit of each callback kind. */
 export enum BatchCallbackBit {
@@ -64,8 +65,8 @@ export function mapBatch(rows: readonly Record<string, unknown>[]): BatchView | 
   const failed = Number(first.failed);
   const callbacks: BatchCallbackView[] = [];
   for (const row of rows) {
-    if (row.kind === null || row.kind === undefined) continue;
-    const bit = Number(row.kind);
+    const bit = numOrNull(row.kind);
+    if (bit === null) continue;
     callbacks.push({
       kind: KIND_OF_BIT.get(bit)!,
       jobId: String(row.jobid),
@@ -77,8 +78,7 @@ export function mapBatch(rows: readonly Record<string, unknown>[]): BatchView | 
   return {
     id: String(first.id),
     createdAtUtc: toDate(first.createdatutc)!,
-    createdBy:
-      first.createdby === null || first.createdby === undefined ? null : String(first.createdby),
+    createdBy: str(first.createdby),
     total,
     succeeded,
     failed,
@@ -86,4 +86,24 @@ export function mapBatch(rows: readonly Record<string, unknown>[]): BatchView | 
     settledAtUtc: toDate(first.settledatutc),
     callbacks,
   };
+}
+
+/**
+ * A page of a batch's results from the rows of its read (`id`, `result`; any case, folded here),
+ * in id order, which read `limit + 1` rows: the extra row only says that a next page exists, and
+ * the page's last id is then its cursor. A result is the stored JSON text, parsed; NULL (a handler
+ * that records none) is null.
+ */
+export function mapBatchResults(
+  rows: readonly Record<string, unknown>[],
+  limit: number,
+): BatchResultsPage {
+  const items = rows.slice(0, limit).map((raw) => {
+    const row = fold(raw);
+    return {
+      id: String(row.id),
+      result: parsePayload(row.result),
+    };
+  });
+  return { items, nextCursor: rows.length > limit ? items[items.length - 1].id : null };
 }

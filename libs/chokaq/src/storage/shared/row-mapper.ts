@@ -43,11 +43,13 @@ function num(value: unknown): number {
   return typeof value === 'number' ? value : Number(value);
 }
 
-function numOrNull(value: unknown): number | null {
+/** A nullable number column: its number, or null. */
+export function numOrNull(value: unknown): number | null {
   return value === null || value === undefined ? null : num(value);
 }
 
-function str(value: unknown): string | null {
+/** A nullable text column: its text, or null. */
+export function str(value: unknown): string | null {
   return value === null || value === undefined ? null : String(value);
 }
 
@@ -55,7 +57,8 @@ export function bool(value: unknown): boolean {
   return value === true || value === 1 || value === '1' || value === 't' || value === 'true';
 }
 
-function parsePayload(value: unknown): unknown {
+/** A nullable JSON text column (a payload, a result): its parsed value, or null. */
+export function parsePayload(value: unknown): unknown {
   if (value === null || value === undefined) return null;
   return JSON.parse(String(value));
 }

@@ -1,5 +1,5 @@
 import type { AuditLogPage } from '../../interfaces/audit.interface';
-import type { BatchView } from '../../interfaces/batch.interface';
+import type { BatchResultsPage, BatchView } from '../../interfaces/batch.interface';
 import type { Checked } from '../../interfaces/checked.interface';
 import {
   ActiveFilter,
@@ -26,6 +26,7 @@ import {
 import type { CheckedWorkerQuery } from '../../validation/validate-args';
 import type { CheckedAuditQuery } from '../../validation/validate-audit';
 import type {
+  CheckedBatchResultsQuery,
   CheckedCountQuery,
   CheckedOutcomesQuery,
   CheckedSeriesQuery,
@@ -41,7 +42,7 @@ import { mapAttemptRow } from '../shared/attempts';
 import { mapDedupeRow } from '../shared/dedupe';
 import { mapQueueGroupRow } from '../shared/groups';
 import { fold, mapJobView, mapOutcomesRow, mapWorkerRow, toDate } from '../shared/row-mapper';
-import { mapBatch } from '../shared/batches';
+import { mapBatch, mapBatchResults } from '../shared/batches';
 import { queueHealthOf } from '../shared/queue-health';
 import { throughputSeries } from '../shared/throughput-series';
 import { SqliteConnection } from './sqlite.connection';
@@ -86,6 +87,21 @@ export class SqliteJobQueries implements DialectJobQueries {
   async getBatch(id: string): Promise<BatchView | null> {
     const rows = await this.db.read('getBatch', () => this.db.all(this.sql.getBatch, { id }));
     return mapBatch(rows.map(fold));
+  }
+
+  /** @inheritdoc */
+  async getBatchResults(
+    batchId: string,
+    query: Checked<CheckedBatchResultsQuery>,
+  ): Promise<BatchResultsPage> {
+    const rows = await this.db.read('getBatchResults', () =>
+      this.db.all(this.sql.getBatchResults, {
+        id: batchId,
+        after: query.after,
+        limit: query.limit + 1,
+      }),
+    );
+    return mapBatchResults(rows, query.limit);
   }
 
   /** @inheritdoc */

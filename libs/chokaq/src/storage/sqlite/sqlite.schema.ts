@@ -646,8 +646,9 @@ const V16: SqliteMigration = {
     // Serves a batch's jobs in the hot table (the Deck's batch view, a cancel of a batch).
     `CREATE INDEX IF NOT EXISTS ${p}jobs_hot_batch_ix ON ${p}jobs_hot (batch_id)
       WHERE batch_id IS NOT NULL`,
-    // Serves a batch's jobs in the archive (the Deck's batch view).
-    `CREATE INDEX IF NOT EXISTS ${p}jobs_archive_batch_ix ON ${p}jobs_archive (batch_id)
+    // Serves a batch's jobs in the archive: getBatchResults, one range in id order (TEXT compares
+    // byte for byte), and the Deck's batch view.
+    `CREATE INDEX IF NOT EXISTS ${p}jobs_archive_batch_ix ON ${p}jobs_archive (batch_id, id)
       WHERE batch_id IS NOT NULL`,
     // Serves a batch's jobs in the DLQ (the Deck's batch view).
     `CREATE INDEX IF NOT EXISTS ${p}jobs_dlq_batch_ix ON ${p}jobs_dlq (batch_id)

@@ -2,7 +2,7 @@
  * Batches (schema version 18): the batch record and its callbacks written with its jobs
  * (`enqueueBatch`), the settle step every move out of the hot table runs in the move's own
  * transaction, the reopen step of a resurrect, and the reads of a batch (its row and callbacks,
- * its jobs still hot). The rules: docs/storage.md, "Batches";
+ * its jobs still hot, its archived jobs' results). The rules: docs/storage.md, "Batches";
  * the PostgreSQL statements (`storage/postgres/sql/batches.ts`) are the same steps.
  *
  * Lock order of a move that settles (the moves' own order, with the batch's row between the
@@ -222,6 +222,38 @@ export function batchHotJobIds(schema: MssqlSchema, id: string): MssqlStatement 
       `SELECT TOP (${MAX_ENQUEUE_MANY}) h.Id FROM ${t.hot} AS h`,
       `WHERE h.BatchId = ${key} AND h.BatchId IS NOT NULL`,
       `  AND NOT EXISTS (SELECT 1 FROM ${t.callbacks} AS x WHERE x.JobId = h.Id);`,
+    ].join('\n'),
+  );
+}
+
+/**
+ * getBatchResults — a page of batch `batchId`'s results: its jobs in the Archive after `after`
+ * (exclusive; `''` for the first page, before every id) in id order, `limit + 1` rows at most (the
+ * extra one says whether a next page exists), each with its stored `Result`; its callbacks are not
+ * among them. A seek of `IX_JobsArchive_Batch` on `(BatchId, Id)` (`BatchId IS NOT NULL` repeated
+ * so the filtered index matches), one range read in its order, then a lookup of each row's
+ * `Result` in the clustered index. Ids compare in the column's collation, as the lists' cursors
+ * do (`listJobs`): byte order on an install with binary keys, and the same order in a database
+ * collation for these ids (lower-case hexadecimal digits, hyphens at the same places in each).
+ * Read committed, no update locks: a page shows the jobs archived when it ran.
+ */
+export function getBatchResults(
+  schema: MssqlSchema,
+  batchId: string,
+  after: string,
+  limit: number,
+): MssqlStatement {
+  const t = tables(schema);
+  const p = new ParamList();
+  const top = p.int(limit + 1);
+  const key = p.varchar(batchId, 36);
+  const from = p.varchar(after, 36);
+  return p.statement(
+    [
+      `SELECT TOP (${top}) a.Id, a.Result FROM ${t.archive} AS a`,
+      `WHERE a.BatchId = ${key} AND a.BatchId IS NOT NULL AND a.Id > ${from}`,
+      `  AND NOT EXISTS (SELECT 1 FROM ${t.callbacks} AS x WHERE x.JobId = a.Id)`,
+      'ORDER BY a.Id;',
     ].join('\n'),
   );
 }

@@ -6,7 +6,13 @@
  */
 export { MssqlStatement } from '../mssql-params';
 export * from './audit';
-export { batchHotJobIds, getBatch, insertBatch, type MssqlNewBatch } from './batches';
+export {
+  batchHotJobIds,
+  getBatch,
+  getBatchResults,
+  insertBatch,
+  type MssqlNewBatch,
+} from './batches';
 export * from './claim';
 export * from './dedupe';
 export * from './enqueue';

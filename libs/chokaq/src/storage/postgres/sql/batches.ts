@@ -1,7 +1,8 @@
 /**
  * Batches: the batch record and its callbacks written with its jobs (`enqueueBatch`), the settle
  * step every move out of the hot table runs in its own statement, the reopen step of a resurrect,
- * and the read of a batch. The rules: docs/storage.md, "Batches".
+ * and the reads of a batch (its row and callbacks, its jobs still hot, its archived jobs' results).
+ * The rules: docs/storage.md, "Batches".
  */
 import type { ValidatedBatch } from '../../../validation/validate-job';
 import { BATCH_CALLBACK_BITS, BatchCallbackBit } from '../../shared/batches';
@@ -140,6 +141,27 @@ SELECT h.id FROM ${s}.jobs_hot h
 WHERE h.batch_id = $1
   AND NOT EXISTS (SELECT 1 FROM ${s}.batch_callbacks x WHERE x.job_id = h.id)
 LIMIT ${MAX_ENQUEUE_MANY}`;
+
+/**
+ * A page of batch $1's results: its jobs in the Archive after id $2 (exclusive; `''` for the first
+ * page, before every id), in id order, $3 rows at most (the page's limit plus one, which says
+ * whether a next page exists), each with its stored result; its callbacks are not among them. One
+ * range of `ix_jobs_archive_batch` on `(batch_id, id COLLATE "C")`, read in its order: ids compare
+ * and sort byte for byte, as the lists' tie-breaker does, so the cursor is the same whatever the
+ * database's collation. A plain READ COMMITTED read, no row locks: a page shows the jobs archived
+ * when it ran, and a job archived later with an id before the cursor is on none of the next pages.
+ */
+export const getBatchResults = (s: string): string => `
+SELECT a.id, a.result FROM ${s}.jobs_archive a
+WHERE a.batch_id = $1 AND a.id COLLATE "C" > $2::text
+  AND NOT EXISTS (SELECT 1 FROM ${s}.batch_callbacks x WHERE x.job_id = a.id)
+ORDER BY a.id COLLATE "C"
+LIMIT $3`;
+
+/** Binds {@link getBatchResults}: the batch id, the cursor (`''` for none) and the page's limit. */
+export function getBatchResultsParams(batchId: string, after: string, limit: number): unknown[] {
+  return [batchId, after, limit + 1];
+}
 
 /** Batch $1 with its callbacks (one row per callback, or one row with NULL callback columns). */
 export const getBatch = (s: string): string => `

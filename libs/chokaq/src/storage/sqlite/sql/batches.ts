@@ -109,8 +109,8 @@ export function batchStatements(t: SqliteTables) {
   };
 }
 
-/** The batch read, for one prefix. */
-export function batchReadStatements({ batches, callbacks, hot }: SqliteTables) {
+/** The batch reads, for one prefix. */
+export function batchReadStatements({ archive, batches, callbacks, hot }: SqliteTables) {
   return {
     /**
      * batchHotJobIds: the ids of batch `@id`'s jobs still in the hot table (a batch has at most
@@ -121,6 +121,19 @@ export function batchReadStatements({ batches, callbacks, hot }: SqliteTables) {
       WHERE h.batch_id = @id
         AND NOT EXISTS (SELECT 1 FROM ${callbacks} x WHERE x.job_id = h.id)
       LIMIT ${MAX_ENQUEUE_MANY}`,
+    /**
+     * getBatchResults: a page of batch `@id`'s results, its jobs in the archive after id `@after`
+     * (exclusive; `''` for the first page, before every id) in id order, `@limit` rows at most (the
+     * page's limit plus one, which says whether a next page exists), each with its stored result;
+     * its callbacks are not among them. One range of `jobs_archive_batch_ix` on `(batch_id, id)`,
+     * read in its order (TEXT compares byte for byte, BINARY). Lock: the read's deferred
+     * transaction (one WAL snapshot).
+     */
+    getBatchResults: `SELECT a.id, a.result FROM ${archive} a
+      WHERE a.batch_id = @id AND a.id > @after
+        AND NOT EXISTS (SELECT 1 FROM ${callbacks} x WHERE x.job_id = a.id)
+      ORDER BY a.id
+      LIMIT @limit`,
     /**
      * getBatch: batch `@id` with its callbacks (one row per callback, or one row with NULL callback
      * columns), a primary-key read of each table. Lock: the read's deferred transaction (one WAL
