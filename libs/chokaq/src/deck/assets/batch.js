@@ -1,44 +1,18 @@
 // @ts-check
 // A batch (`enqueueBatch`): its counts and progress, when it settled, its callbacks (each a link
 // to its job once fired), and a cancel of the jobs it still has in the hot table.
-import { html, useState } from './vendor/preact-htm.js';
+import { html } from './vendor/preact-htm.js';
 import { get, send } from './api.js';
 import { time } from './format.js';
-import { ErrorNote, Outcome, useAction, useLoad } from './ui.js';
-import { href, navigate } from './router.js';
-
-/**
- * @template S
- * @typedef {import('./ui.js').State<S>} State
- */
-/** @typedef {import('./ui.js').TargetedEvent<HTMLInputElement>} FieldEvent */
+import { ErrorNote, FindById, Outcome, Progress, useAction, useLoad } from './ui.js';
+import { href } from './router.js';
 
 /** @param {import('./ui.js').PanelProps} props */
 export function BatchPanel({ route, config }) {
-  if (!route.id) return html`<${FindBatch} />`;
+  if (!route.id) {
+    return html`<${FindById} label="Batch id" name="batch-id" button="Show" panel="batches" />`;
+  }
   return html`<${Batch} key=${route.id} id=${route.id} readOnly=${config.readOnly} />`;
-}
-
-function FindBatch() {
-  /** @type {State<string>} */
-  const [id, setId] = useState('');
-  return html`<form
-    class="inline"
-    onSubmit=${(/** @type {Event} */ e) => {
-      e.preventDefault();
-      if (id.trim()) navigate('batches', null, id.trim());
-    }}
-  >
-    <label
-      >Batch id
-      <input
-        name="batch-id"
-        value=${id}
-        onInput=${(/** @type {FieldEvent} */ e) => setId(e.currentTarget.value)}
-        required
-    /></label>
-    <button type="submit">Show</button>
-  </form>`;
 }
 
 /** What a callback kind is called on the page. */
@@ -80,17 +54,7 @@ function Batch({ id, readOnly }) {
       <div>
         <dt>Finished</dt>
         <dd>
-          <div
-            class="progress"
-            role="progressbar"
-            aria-label="Jobs finished"
-            aria-valuemin="0"
-            aria-valuemax="100"
-            aria-valuenow=${percent}
-          >
-            <div class="bar" style=${{ width: `${percent}%` }}></div>
-            <span>${`${percent}%`}</span>
-          </div>
+          <${Progress} value=${percent} label="Jobs finished" />
         </dd>
       </div>
       <div>

@@ -6,8 +6,8 @@
 import { html, useState } from './vendor/preact-htm.js';
 import { get, send } from './api.js';
 import { ago, bytes, jobState, ms, reason, time } from './format.js';
-import { Empty, ErrorNote, Outcome, useAction, useLoad } from './ui.js';
-import { href, navigate } from './router.js';
+import { Empty, ErrorNote, FindById, Outcome, useAction, useLoad } from './ui.js';
+import { href } from './router.js';
 
 /**
  * @template S
@@ -17,30 +17,10 @@ import { href, navigate } from './router.js';
 
 /** @param {import('./ui.js').PanelProps} props */
 export function JobInspector({ route, config }) {
-  if (!route.id) return html`<${FindJob} />`;
+  if (!route.id) {
+    return html`<${FindById} label="Job id" name="job-id" button="Inspect" panel="jobs" />`;
+  }
   return html`<${Job} key=${route.id} id=${route.id} readOnly=${config.readOnly} />`;
-}
-
-function FindJob() {
-  /** @type {State<string>} */
-  const [id, setId] = useState('');
-  return html`<form
-    class="inline"
-    onSubmit=${(/** @type {Event} */ e) => {
-      e.preventDefault();
-      if (id.trim()) navigate('jobs', null, id.trim());
-    }}
-  >
-    <label
-      >Job id
-      <input
-        name="job-id"
-        value=${id}
-        onInput=${(/** @type {FieldEvent} */ e) => setId(e.currentTarget.value)}
-        required
-    /></label>
-    <button type="submit">Inspect</button>
-  </form>`;
 }
 
 /** @param {{ id: string, readOnly: boolean }} props */

@@ -2,7 +2,7 @@
 // Small pieces every panel shares: loading a read, errors, the job table, filters and pages.
 import { html, useCallback, useEffect, useState } from './vendor/preact-htm.js';
 import { REASONS, ago, bytes, jobState, num, reason, shortJobState } from './format.js';
-import { href } from './router.js';
+import { href, navigate } from './router.js';
 
 /**
  * @typedef {import('./api.js').JobListItem} JobListItem
@@ -127,6 +127,33 @@ export function Notice({ text }) {
   return text ? html`<div class="note ok" role="status">${text}</div>` : null;
 }
 
+/**
+ * The form of a page that shows one thing by its id (a job, a batch) when the URL names none:
+ * `label` names the field, `panel` is where the id leads.
+ * @param {{ label: string, name: string, button: string, panel: string }} props
+ */
+export function FindById({ label, name, button, panel }) {
+  /** @type {State<string>} */
+  const [id, setId] = useState('');
+  return html`<form
+    class="inline"
+    onSubmit=${(/** @type {Event} */ e) => {
+      e.preventDefault();
+      if (id.trim()) navigate(panel, null, id.trim());
+    }}
+  >
+    <label
+      >${label}
+      <input
+        name=${name}
+        value=${id}
+        onInput=${(/** @type {TargetedEvent<HTMLInputElement>} */ e) => setId(e.currentTarget.value)}
+        required
+    /></label>
+    <button type="submit">${button}</button>
+  </form>`;
+}
+
 /** @param {{ text: string }} props */
 export function Empty({ text }) {
   return html`<p class="empty">${text}</p>`;
@@ -202,14 +229,14 @@ export function JobTable({ page, pillar, now, onCancel }) {
   </table>`;
 }
 
-/** @param {{ value: number | null | undefined }} props */
-export function Progress({ value }) {
+/** @param {{ value: number | null | undefined, label?: string }} props */
+export function Progress({ value, label = 'Progress' }) {
   if (value === null || value === undefined) return html`<span class="muted">–</span>`;
   const v = Math.max(0, Math.min(100, Math.round(value)));
   return html`<div
     class="progress"
     role="progressbar"
-    aria-label="Progress"
+    aria-label=${label}
     aria-valuemin="0"
     aria-valuemax="100"
     aria-valuenow=${v}
