@@ -317,6 +317,38 @@ describeEachDialect('storage contract: batches', (fixture) => {
     });
   });
 
+  it('retention removes batches settled longer ago than the Archive and the DLQ keep rows', async () => {
+    const old = await makeBatch(1);
+    const recent = await makeBatch(1);
+    const open = await makeBatch(2);
+    for (const { queue } of [old, recent, open]) {
+      const [first] = await startAll(queue);
+      await storage.archiveSucceeded([{ ...first, durationMs: 1 }]);
+    }
+    const settledAt = db.column('settled_at_utc');
+    expect(await countRows(db, 'batches', { id: open.made.batchId })).toBe(1);
+    // The old one settled 3 hours ago, the recent one now; the open one has a job still hot.
+    await backdate(db, 'batches', 'settled_at_utc', [old.made.batchId], 3 * HOUR);
+    const policy = { archiveMs: HOUR, dlqMs: 2 * HOUR, metricsMs: HOUR };
+    const result = await storage.applyRetention(policy);
+    expect(result.batches).toBe(1);
+    expect(await storage.getBatch(old.made.batchId)).toBeNull();
+    expect(await countRows(db, 'callbacks', { batch_id: old.made.batchId })).toBe(0);
+    expect(await storage.getBatch(recent.made.batchId)).not.toBeNull();
+    expect(await countRows(db, 'callbacks', { batch_id: recent.made.batchId })).toBe(3);
+    // Not settled: kept whatever its age (its creation is not what counts).
+    expect(await db.count('batches', `id = ? AND ${settledAt} IS NULL`, [open.made.batchId])).toBe(
+      1,
+    );
+    expect((await storage.applyRetention(policy)).batches).toBe(0);
+    // Its jobs keep their rows and their batch id.
+    const [member] = old.made.jobIds;
+    expect(await storage.getJob(member)).toMatchObject({
+      pillar: 'archive',
+      batchId: old.made.batchId,
+    });
+  });
+
   it('a batch without callbacks settles with nothing enqueued', async () => {
     const queue = uniqueQueue('plain');
     const made = await storage.enqueueBatch({ jobs: [{ queue }, { queue }] });

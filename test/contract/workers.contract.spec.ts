@@ -221,6 +221,7 @@ describeEachDialect('storage contract: workers table', (fixture) => {
       audit: 0,
       dedupeKeys: 0,
       groups: 0,
+      batches: 0,
     });
     expect((await db.storage.listWorkers()).map((w) => w.workerId)).toEqual([alive]);
     // The default window is one day: the live row stays.

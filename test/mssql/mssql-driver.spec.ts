@@ -680,7 +680,7 @@ describe('SQL Server dialect over TypeORM SqlServerQueryRunner (stubbed mssql Re
     });
   });
 
-  it('applyRetention drains the dedupe keys, then the group windows, whatever the policy, and reports them; then puts stray jobs into their shared group, uncounted', async () => {
+  it("applyRetention drains the dedupe keys, then the group windows, whatever the policy, then the batches settled before the longer of the Archive's and the DLQ's retention, and reports them; then puts stray jobs into their shared group, uncounted", async () => {
     const { storage, calls } = stubbedStorage([
       [{ Affected: '0' }],
       [{ Affected: '0' }],
@@ -689,21 +689,29 @@ describe('SQL Server dialect over TypeORM SqlServerQueryRunner (stubbed mssql Re
       [{ Affected: '0' }],
       [{ Affected: '2' }],
       [{ Affected: '3' }],
+      [{ Affected: '4' }],
       [{ Affected: '1' }],
     ]);
     const day = 86_400_000;
-    const result = await storage.applyRetention({ archiveMs: day, dlqMs: day, metricsMs: day });
-    expect(result).toMatchObject({ archive: 0, dlq: 0, dedupeKeys: 2, groups: 3 });
-    expect(calls).toHaveLength(8);
+    const result = await storage.applyRetention({
+      archiveMs: day,
+      dlqMs: 2 * day,
+      metricsMs: day,
+    });
+    expect(result).toMatchObject({ archive: 0, dlq: 0, dedupeKeys: 2, groups: 3, batches: 4 });
+    expect(calls).toHaveLength(9);
     expect(calls[5].sql).toContain('DELETE FROM Expired OUTPUT deleted.[Key] INTO @Gone ([Key]);');
     expect(calls[6].sql).toContain(
       'DELETE FROM Expired OUTPUT deleted.GroupKey INTO @Gone (GroupKey);',
     );
+    expect(calls[7].sql).toContain('DELETE FROM Expired OUTPUT deleted.Id INTO @Gone (Id);');
+    expect(calls[7].sql).toContain('[BatchCallbacks] AS c INNER JOIN @Gone AS g');
+    expect(calls[7].inputs.map((input) => input.value)).toContain(2 * day);
     // Not a removal: the one job it put into its queue's shared group is counted nowhere.
-    expect(calls[7].sql).toContain(
+    expect(calls[8].sql).toContain(
       "UPDATE Stray SET GroupKey = N'' OUTPUT inserted.Id INTO @Joined (Id);",
     );
-    expect(Object.values(result).reduce((a, b) => a + b, 0)).toBe(5);
+    expect(Object.values(result).reduce((a, b) => a + b, 0)).toBe(9);
   });
 
   describe('groups (schema version 17)', () => {

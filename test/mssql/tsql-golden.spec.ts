@@ -77,6 +77,7 @@ const PINNED: ReadonlyArray<[file: string, name: string]> = [
   ['update-queue-group-limits', 'updateQueue [group limits]'],
   ['get-queue-groups', 'getQueueGroups'],
   ['apply-retention-groups', 'applyRetention [groups]'],
+  ['apply-retention-batches', 'applyRetention [batches]'],
   ['apply-retention-groupless', 'applyRetention [groupless]'],
   ['insert-batch', 'insertBatch'],
   ['insert-batch-in-transaction', 'insertBatch.inCallerTransaction'],

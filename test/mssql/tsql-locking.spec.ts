@@ -689,6 +689,10 @@ describe('SQL Server lock hints and isolation', () => {
     expect(step).toContain(
       "IF NOT EXISTS (SELECT 1 FROM sys.indexes WHERE object_id = OBJECT_ID(N'[chokaq].[BatchCallbacks]') AND name = N'UX_BatchCallbacks_Job')\n  CREATE UNIQUE NONCLUSTERED INDEX [UX_BatchCallbacks_Job] ON [chokaq].[BatchCallbacks] (JobId);",
     );
+    // Retention of batches: the settled ones, in the order they settled.
+    expect(step).toContain(
+      "IF NOT EXISTS (SELECT 1 FROM sys.indexes WHERE object_id = OBJECT_ID(N'[chokaq].[Batches]') AND name = N'IX_Batches_Settled')\n  CREATE NONCLUSTERED INDEX [IX_Batches_Settled] ON [chokaq].[Batches] (SettledAtUtc) WHERE SettledAtUtc IS NOT NULL;",
+    );
     expect(step).toMatch(
       /INSERT INTO \[chokaq\]\.\[SchemaMigrations\] \(Version, Description\) OUTPUT inserted\.Version INTO @Applied \(Version\) VALUES \(18, /,
     );
@@ -760,14 +764,32 @@ describe('SQL Server lock hints and isolation', () => {
       expect([e.name, hot < reopen, reopen < counters]).toEqual([e.name, true, true]);
       expect(sql).not.toContain('UPDATE b SET b.Succeeded');
     }
-    // Nothing else writes a batch's counts.
+    // Nothing else writes a batch's counts (retention deletes settled batches, below).
     for (const e of entries) {
       if (settles.includes(e) || e.operation.startsWith('resurrect')) continue;
       expect([e.name, /\[Batches\] AS b\b/.test(e.statement.sql)]).toEqual([
         e.name,
-        e.operation === 'getBatch',
+        e.operation === 'getBatch' || e.name === 'applyRetention [batches]',
       ]);
     }
+    // Retention: settled batches only, oldest first, skipping the rows a move or a resurrect
+    // holds; the predicate is evaluated under the DELETE's update lock, so a batch reopened after
+    // the read fails it. Its callbacks go after it, in the same transaction.
+    const retention = one('applyRetention', '[batches]').statement.sql;
+    expect(retention).toContain(
+      'FROM [chokaq].[Batches] AS b WITH (READCOMMITTEDLOCK, READPAST, ROWLOCK)\n  WHERE b.SettledAtUtc < @cutoff AND b.SettledAtUtc IS NOT NULL\n  ORDER BY b.SettledAtUtc',
+    );
+    const gone = retention.indexOf('DELETE FROM Expired OUTPUT deleted.Id INTO @Gone (Id);');
+    const callbacksGone = retention.indexOf(
+      'DELETE c FROM [chokaq].[BatchCallbacks] AS c INNER JOIN @Gone AS g ON g.Id = c.BatchId;',
+    );
+    expect(retention).toContain('SET XACT_ABORT ON;');
+    expect([
+      retention.indexOf('BEGIN TRAN;') < gone,
+      gone < callbacksGone,
+      callbacksGone < retention.indexOf('COMMIT;'),
+    ]).toEqual([true, true, true]);
+    expect(retention).not.toMatch(/UPDATE b SET/);
     for (const operation of ['fetchNextBatch', 'fetchNextBatchClaimed']) {
       expect(one(operation).statement.sql).toMatch(/, \w+\.BatchId\n/);
     }
@@ -1090,6 +1112,7 @@ describe('SQL Server lock hints and isolation', () => {
         one('purgeDlqByFilter', 'no filter'),
         one('applyRetention', 'dlq'),
         one('applyRetention', 'dedupe keys'),
+        one('applyRetention', '[batches]'),
       ]) {
         expect(entry.statement.sql).toContain('WITH (READCOMMITTEDLOCK, READPAST, ROWLOCK)');
         expect(

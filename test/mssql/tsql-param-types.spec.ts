@@ -350,6 +350,7 @@ function cases(): Case[] {
     ['applyRetentionAudit', '', () => SQL.applyRetentionAudit(s, 1_000, 100)],
     ['applyRetentionDedupeKeys', '', () => SQL.applyRetentionDedupeKeys(s, 0, 100)],
     ['applyRetentionGroups', '', () => SQL.applyRetentionGroups(s, 0, 100)],
+    ['applyRetentionBatches', '', () => SQL.applyRetentionBatches(s, 1_000, 100)],
     ['applyRetentionGroupless', '', () => SQL.applyRetentionGroupless(s, 0, 100)],
     ['getQueueGroups', '', (v) => SQL.getQueueGroups(s, v.queue, 10)],
     [

@@ -533,6 +533,12 @@ export function catalogue(schema: SQL.MssqlSchema = SCHEMA): CatalogueEntry[] {
     SQL.applyRetentionDedupeKeys(schema, 0, 1_000),
   );
   add('applyRetention', 'groups', 'transition', SQL.applyRetentionGroups(schema, 0, 1_000));
+  add(
+    'applyRetention',
+    'batches',
+    'transition',
+    SQL.applyRetentionBatches(schema, 86_400_000, 1_000),
+  );
   add('applyRetention', 'groupless', 'transition', SQL.applyRetentionGroupless(schema, 0, 1_000));
 
   // The audit log: a row of an action (first batch, and a later batch with details of its own),

@@ -455,4 +455,10 @@ export interface RetentionResult {
    * policy; a group's next start makes its row again.
    */
   groups: number;
+  /**
+   * Batches (`enqueueBatch`) settled longer ago than both `archiveMs` and `dlqMs`, whose jobs'
+   * rows are gone or going, each with its callbacks' rows. A batch not settled is kept whatever
+   * its age.
+   */
+  batches: number;
 }

@@ -195,6 +195,7 @@ export class MssqlAdminStore {
     // After the archive's: a unique key whose holder retention just removed holds nothing.
     await drain('dedupeKeys', SQL.applyRetentionDedupeKeys, 0);
     await drain('groups', SQL.applyRetentionGroups, 0);
+    await drain('batches', SQL.applyRetentionBatches, Math.max(policy.archiveMs, policy.dlqMs));
     // Not a removal, and counted nowhere: the jobs of grouped queues stored without a group join
     // the shared group (see SQL.applyRetentionGroupless).
     for (;;) {

@@ -100,8 +100,9 @@ import { BATCH_CALLBACK_BITS } from '../shared/batches';
  *   and `JobsDLQ` ({@link BATCH_ID_COLUMN}: every move copies it), the `Batches` table of each
  *   batch's counts and fired callbacks ({@link BATCH_COLUMNS}), the `BatchCallbacks` table of the
  *   callbacks' jobs made at enqueue ({@link BATCH_CALLBACK_COLUMNS}) with its unique index of their
- *   ids, and a filtered index of the batch rows in each pillar ({@link BATCH_INDEXES}). A nullable
- *   column without a default (metadata-only, like version 9's) and new tables. A worker of version
+ *   ids, a filtered index of the settled batches ({@link BATCH_SETTLED_INDEX}: retention of
+ *   batches), and a filtered index of the batch rows in each pillar ({@link BATCH_INDEXES}). A
+ *   nullable column without a default (metadata-only, like version 9's) and new tables. A worker of version
  *   17 keeps running, but its moves neither copy `BatchId` nor count a batch's jobs: upgrade every
  *   worker before enqueuing a batch.
  *
@@ -1028,6 +1029,19 @@ const BATCH_CALLBACK_JOB_INDEX: IndexSpec = {
   keys: 'JobId',
 };
 
+/**
+ * `IX_Batches_Settled` (schema version 18): the settled batches in the order they settled, only
+ * those (`SettledAtUtc IS NOT NULL`), so retention reads the oldest before its cutoff as one range.
+ */
+const BATCH_SETTLED_INDEX: IndexSpec = {
+  serves:
+    'applyRetention: retention of batches, those settled before a cutoff, oldest first (schema version 18)',
+  table: 'batches',
+  name: 'IX_Batches_Settled',
+  keys: 'SettledAtUtc',
+  where: 'SettledAtUtc IS NOT NULL',
+};
+
 /** `CREATE … INDEX` of `index`, with `options` after its compression in `WITH (…)`. */
 function indexStatement(schema: string, index: IndexSpec, options: readonly string[] = []): string {
   const kind = index.unique ? 'UNIQUE NONCLUSTERED' : 'NONCLUSTERED';
@@ -1191,8 +1205,9 @@ const GROUPS_V17_NOTE: readonly string[] = [
  * (https://learn.microsoft.com/en-us/sql/t-sql/functions/col-length-transact-sql). `Batches` is
  * created where missing like any new table; `BatchCallbacks` in the collation of `JobsHot.Queue`,
  * as version 17 creates `JobGroups` (its `Queue` is compared with `Queues.Name` when a callback
- * fires), with its unique index of the callbacks' job ids created by a plain statement (deferred
- * name resolution covers a missing table, as in version 16). The pillars' filtered indexes name
+ * fires), with its unique index of the callbacks' job ids and the filtered index of the settled
+ * batches (retention of batches) created by plain statements (deferred name resolution covers a
+ * missing table, as in version 16). The pillars' filtered indexes name
  * the column this batch may have just added, so they are compiled apart (`EXEC`) after the ALTERs,
  * as version 13's: deferred name resolution does not cover a missing column of an existing table
  * (https://learn.microsoft.com/en-us/sql/t-sql/statements/create-procedure-transact-sql#deferred-name-resolution).
@@ -1203,8 +1218,9 @@ const GROUPS_V17_NOTE: readonly string[] = [
 const BATCHES_V18_NOTE: readonly string[] = [
   'Batches (schema version 18): BatchId in JobsHot, JobsArchive and JobsDLQ (nullable, no default:',
   'metadata-only), the Batches table, the BatchCallbacks table (its Queue and Type in the collation',
-  'of JobsHot.Queue) and its unique job index, and the filtered indexes of the batch rows, compiled',
-  'apart (EXEC) since they name a column this batch may have added.',
+  'of JobsHot.Queue) and its unique job index, the filtered index of the settled batches (retention',
+  'of batches), and the filtered indexes of the batch rows, compiled apart (EXEC) since they name a',
+  'column this batch may have added.',
 ];
 
 /**
@@ -1528,6 +1544,7 @@ export function mssqlSchemaDdl(schema: string): string {
       BATCH_CALLBACK_KIND_CHECK,
     ]),
     createIndex(schema, BATCH_CALLBACK_JOB_INDEX),
+    createIndex(schema, BATCH_SETTLED_INDEX),
     ...BATCH_INDEXES.map((index) => createIndex(schema, index, true)),
     `IF NOT EXISTS (SELECT 1 FROM ${t('migrations')} WHERE Version = 18)`,
     recordVersion(schema, 18),

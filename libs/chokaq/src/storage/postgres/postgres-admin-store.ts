@@ -213,6 +213,8 @@ export class PostgresAdminStore {
     // After the archive's: a unique key whose holder retention just removed holds nothing.
     await drain('dedupeKeys', SQL.applyRetentionDedupeKeys(this.s), 0);
     await drain('groups', SQL.applyRetentionGroups(this.s), 0);
+    const batchesMs = Math.max(policy.archiveMs, policy.dlqMs);
+    await drain('batches', SQL.applyRetentionBatches(this.s), batchesMs);
     // Not a removal: jobs of grouped queues stored without the shared group join it (counted
     // nowhere; see applyRetentionGroupless).
     for (;;) {

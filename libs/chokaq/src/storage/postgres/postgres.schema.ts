@@ -694,6 +694,9 @@ const V19: PostgresMigration = {
     // `COLLATE "C"`, as its statement compares and sorts them), and the Deck's batch view.
     `CREATE INDEX IF NOT EXISTS ix_jobs_archive_batch
       ON ${s}.jobs_archive (batch_id, id COLLATE "C") WHERE batch_id IS NOT NULL`,
+    // Serves retention of batches: those settled before a cutoff, oldest first.
+    `CREATE INDEX IF NOT EXISTS ix_batches_settled ON ${s}.batches (settled_at_utc)
+      WHERE settled_at_utc IS NOT NULL`,
     // Serves a batch's jobs in the DLQ (the Deck's batch view).
     `CREATE INDEX IF NOT EXISTS ix_jobs_dlq_batch ON ${s}.jobs_dlq (batch_id)
       WHERE batch_id IS NOT NULL`,

@@ -14,7 +14,16 @@ import { mapAuditRow } from './row-mapper';
 
 /** A retention run's counts before its first batch: nothing removed from any table yet. */
 export function nothingRemoved(): RetentionResult {
-  return { archive: 0, dlq: 0, metricBuckets: 0, workers: 0, audit: 0, dedupeKeys: 0, groups: 0 };
+  return {
+    archive: 0,
+    dlq: 0,
+    metricBuckets: 0,
+    workers: 0,
+    audit: 0,
+    dedupeKeys: 0,
+    groups: 0,
+    batches: 0,
+  };
 }
 
 /**

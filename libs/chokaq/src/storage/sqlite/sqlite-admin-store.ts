@@ -291,12 +291,17 @@ export abstract class SqliteAdminStore {
     const now = (await this.now()).getTime();
     const done = nothingRemoved();
     const drain = async (table: keyof RetentionResult, sql: string, ageMs: number) => {
-      // The archive's and the DLQ's rows take their jobs' attempt rows with them.
+      // The archive's and the DLQ's rows take their jobs' attempt rows with them, the batches
+      // their callbacks' rows.
       const jobs = table === 'archive' || table === 'dlq';
       for (;;) {
         const n = await this.db.write(`retention.${table}`, () => {
           const params = { cutoff: now - ageMs, limit: batch };
-          const deleted = jobs ? this.deleteWithAttempts(sql, params) : this.db.run(sql, params);
+          const deleted = jobs
+            ? this.deleteWithAttempts(sql, params)
+            : table === 'batches'
+              ? this.deleteBatches(sql, params)
+              : this.db.run(sql, params);
           const counts = { ...done, [table]: done[table] + deleted };
           this.recordAudit(audit, deleted, retentionDetails(audit, counts));
           return deleted;
@@ -314,6 +319,8 @@ export abstract class SqliteAdminStore {
     // After the archive's: a unique key whose holder retention just removed holds nothing.
     await drain('dedupeKeys', this.sql.applyRetentionDedupeKeys, 0);
     await drain('groups', this.sql.applyRetentionGroups, 0);
+    const batchesMs = Math.max(policy.archiveMs, policy.dlqMs);
+    await drain('batches', this.sql.applyRetentionBatches, batchesMs);
     // Not a removal: jobs of grouped queues stored without the shared group join it (counted
     // nowhere, audited nowhere; see applyRetentionGroupless).
     for (;;) {
@@ -334,6 +341,18 @@ export abstract class SqliteAdminStore {
     const gone = this.db.all(sql, params);
     if (gone.length > 0) {
       this.db.run(this.sql.deleteAttempts, { ids: JSON.stringify(gone.map((r) => r.id)) });
+    }
+    return gone.length;
+  }
+
+  /**
+   * Deletes batches with `sql` (which returns their ids) and their callbacks' rows, in the
+   * caller's transaction. Returns the batches deleted.
+   */
+  protected deleteBatches(sql: string, params: Params): number {
+    const gone = this.db.all(sql, params);
+    if (gone.length > 0) {
+      this.db.run(this.sql.deleteBatchCallbacks, { ids: JSON.stringify(gone.map((r) => r.id)) });
     }
     return gone.length;
   }

@@ -653,6 +653,9 @@ const V16: SqliteMigration = {
     // Serves a batch's jobs in the DLQ (the Deck's batch view).
     `CREATE INDEX IF NOT EXISTS ${p}jobs_dlq_batch_ix ON ${p}jobs_dlq (batch_id)
       WHERE batch_id IS NOT NULL`,
+    // Serves retention of batches: those settled before a cutoff, oldest first.
+    `CREATE INDEX IF NOT EXISTS ${p}batches_settled_ix ON ${p}batches (settled_at_utc)
+      WHERE settled_at_utc IS NOT NULL`,
     `DROP INDEX IF EXISTS ${p}jobs_hot_active_ix`,
     // Serves the per-queue MaxWorkers budget of fetchNextBatch and the active counts of reads:
     // version 1's index, created again so that it is the last index of the hot table. The planner

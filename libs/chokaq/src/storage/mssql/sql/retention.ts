@@ -223,6 +223,58 @@ export function applyRetentionGroups(
 }
 
 /**
+ * applyRetention, batches step — deletes at most `batch` batches (`Batches`, schema version 18)
+ * settled before now − `ageMs` (the longer of the Archive's and the DLQ's retention: their jobs'
+ * rows are gone or going), oldest first (a range of `IX_Batches_Settled`, `SettledAtUtc IS NOT
+ * NULL` repeated so the filtered index matches), with their `BatchCallbacks` rows, in one
+ * transaction (XACT_ABORT). Selects the count of batches deleted (`Affected`), from the ids
+ * captured by `OUTPUT deleted.Id INTO @Gone`. A batch not settled is kept whatever its age.
+ *
+ * Locks: the DELETE reads its rows with a blocking scan that takes an update (U) lock on each row
+ * as it reads it, under row versioning too, and evaluates the predicate under that lock
+ * (https://learn.microsoft.com/en-us/sql/relational-databases/sql-server-transaction-locking-and-row-versioning-guide,
+ * update locks; behavior when modifying data). A move settling a batch and a resurrect reopening
+ * one hold its row (U, then X, to their COMMIT; see `sql/batches.ts`), so `READPAST, ROWLOCK`
+ * (under `READCOMMITTEDLOCK`, see {@link READPAST_UNDER_RCSI}) skips it and leaves it for the next
+ * run. A batch that a resurrect reopened after the scan read it but before it locked it is read
+ * again under the lock as that resurrect committed it (`SettledAtUtc` NULL) and fails the
+ * predicate, so a batch with a job back in the hot table is never removed. Lock order: `Batches`
+ * rows, then their `BatchCallbacks` rows (a clustered range per batch), which only `insertBatch`
+ * writes; a move reads a callback row without holding a lock on it while it waits for a `Batches`
+ * row, so no cycle. A job of a removed batch that a resurrect brings back later (or a fired
+ * callback still hot) still carries its `BatchId`, whose settle and reopen steps then find no row
+ * and write nothing.
+ */
+export function applyRetentionBatches(
+  schema: MssqlSchema,
+  ageMs: number,
+  batch: number,
+): MssqlStatement {
+  const t = tables(schema);
+  const p = new ParamList();
+  const max = p.int(batch);
+  const age = p.bigint(ageMs);
+  return p.statement(
+    [
+      PROLOGUE,
+      DECLARE_NOW,
+      `DECLARE @cutoff datetime2(3) = ${subtractMs('@now', age)};`,
+      'DECLARE @Gone TABLE (Id varchar(36) NOT NULL PRIMARY KEY);',
+      'BEGIN TRAN;',
+      'WITH Expired AS (',
+      `  SELECT TOP (${max}) b.Id, b.SettledAtUtc FROM ${t.batches} AS b WITH (${READPAST_UNDER_RCSI})`,
+      '  WHERE b.SettledAtUtc < @cutoff AND b.SettledAtUtc IS NOT NULL',
+      '  ORDER BY b.SettledAtUtc',
+      ')',
+      'DELETE FROM Expired OUTPUT deleted.Id INTO @Gone (Id);',
+      `DELETE c FROM ${t.callbacks} AS c INNER JOIN @Gone AS g ON g.Id = c.BatchId;`,
+      'COMMIT;',
+      'SELECT COUNT_BIG(*) AS Affected FROM @Gone;',
+    ].join('\n'),
+  );
+}
+
+/**
  * applyRetention, not a removal — puts at most `batch` hot jobs without a group in a queue with
  * group limits into the queue's shared group `''` (the age is unused), so that its grouped claim
  * reaches them. `updateQueue` does this for the rows it finds when a limit is set; this catches

@@ -67,6 +67,27 @@ history AS (${attemptsDelete(s, 'gone')}
 )
 SELECT id FROM gone`;
 
+/**
+ * Retention batch of batches settled more than $1 ms ago (the longer of the Archive's and the
+ * DLQ's retention: their jobs' rows are gone or going), at most $2, oldest first, with their
+ * callbacks' rows, in one statement. Rows a move is settling or a resurrect reopening are skipped
+ * (SKIP LOCKED), and a batch reopened after the read is re-checked under its lock (READ
+ * COMMITTED: `FOR UPDATE` evaluates the condition again on the row it locks), so a batch with a
+ * job back in the hot table is never removed. A job of a removed batch that a resurrect brings
+ * back later still carries its `batch_id`, whose settle and reopen steps then find no row and
+ * write nothing.
+ */
+export const applyRetentionBatches = (s: string): string => `
+WITH chosen AS MATERIALIZED (
+  SELECT b.id FROM ${s}.batches b
+  WHERE b.settled_at_utc < now() - $1::float8 ${MS}
+  ORDER BY b.settled_at_utc
+  LIMIT $2
+  FOR UPDATE SKIP LOCKED),
+callbacks AS (DELETE FROM ${s}.batch_callbacks c USING chosen x WHERE c.batch_id = x.id)
+DELETE FROM ${s}.batches b USING chosen c WHERE b.id = c.id
+RETURNING b.id`;
+
 /** Binds every `applyRetention…` batch: $1 the age in ms past which rows go, $2 the batch size. */
 export function applyRetentionParams(ageMs: number, batch: number): unknown[] {
   return [ageMs, batch];

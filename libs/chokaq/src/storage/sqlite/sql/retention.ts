@@ -13,7 +13,7 @@ export function purgeDlqByFilter(dlqTable: string, where: SqlWhere): string {
 
 /** Purges by id and the retention batches of every table. */
 export function retentionStatements(t: SqliteTables) {
-  const { hot, archive, dlq, buckets, workers, audit, groups, queues } = t;
+  const { hot, archive, dlq, buckets, workers, audit, groups, queues, batches, callbacks } = t;
   return {
     /** purgeDlq: by id; counters untouched. Returns the ids, whose attempt rows go next. */
     purgeDlq: `DELETE FROM ${dlq} WHERE id IN ${IDS} RETURNING id`,
@@ -59,6 +59,26 @@ export function retentionStatements(t: SqliteTables) {
           AND (q.group_rate_per_ms IS NULL OR g.rate_window_last IS NULL
                OR g.rate_window_last <= ${SQLITE_NOW_MS} - q.group_rate_per_ms)
         LIMIT @limit)`,
+
+    /**
+     * applyRetention batch: batches settled before `@cutoff` (the longer of the Archive's and the
+     * DLQ's retention: their jobs' rows are gone or going), at most `@limit`, oldest first
+     * (`batches_settled_ix`). Returns the ids, whose callbacks' rows the same transaction deletes
+     * next ({@link deleteBatchCallbacks}). SQLite has one writer: under BEGIN IMMEDIATE no move
+     * settles a batch and no resurrect reopens one meanwhile, so a batch with a job back in the hot
+     * table is never removed. A job of a removed batch that a resurrect brings back later still
+     * carries its `batch_id`, whose settle and reopen steps then find no row and write nothing.
+     */
+    applyRetentionBatches: `DELETE FROM ${batches} WHERE id IN (
+        SELECT id FROM ${batches} WHERE settled_at_utc < @cutoff
+        ORDER BY settled_at_utc LIMIT @limit)
+      RETURNING id`,
+
+    /**
+     * The callbacks' rows of the batches `@ids` (removed by retention in the same transaction):
+     * one primary-key range per batch.
+     */
+    deleteBatchCallbacks: `DELETE FROM ${callbacks} WHERE batch_id IN ${IDS}`,
 
     /**
      * applyRetention, not a removal: a batch of at most `@limit` hot jobs without a group in a

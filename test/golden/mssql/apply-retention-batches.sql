@@ -1,0 +1,17 @@
+SET TRANSACTION ISOLATION LEVEL READ COMMITTED;
+SET LOCK_TIMEOUT -1;
+SET NOCOUNT ON;
+SET XACT_ABORT ON;
+DECLARE @now datetime2(3) = SYSUTCDATETIME();
+DECLARE @cutoff datetime2(3) = DATEADD(MILLISECOND, -CAST(@1 % 1000 AS int), DATEADD(SECOND, -CAST(@1 / 1000 AS int), @now));
+DECLARE @Gone TABLE (Id varchar(36) NOT NULL PRIMARY KEY);
+BEGIN TRAN;
+WITH Expired AS (
+  SELECT TOP (@0) b.Id, b.SettledAtUtc FROM [chokaq].[Batches] AS b WITH (READCOMMITTEDLOCK, READPAST, ROWLOCK)
+  WHERE b.SettledAtUtc < @cutoff AND b.SettledAtUtc IS NOT NULL
+  ORDER BY b.SettledAtUtc
+)
+DELETE FROM Expired OUTPUT deleted.Id INTO @Gone (Id);
+DELETE c FROM [chokaq].[BatchCallbacks] AS c INNER JOIN @Gone AS g ON g.Id = c.BatchId;
+COMMIT;
+SELECT COUNT_BIG(*) AS Affected FROM @Gone;
