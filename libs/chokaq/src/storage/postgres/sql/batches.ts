@@ -77,7 +77,11 @@ const DUE = (failed: string): string =>
  * insert that follows in the same statement. A move of rows outside any batch finds nothing in
  * `batch_delta` and writes nothing.
  */
-export const batchSettle = (s: string, moved: string): string => `,
+export const batchSettle = (s: string, moved: string): string => {
+  /** The batch reaches its total with the moved rows. */
+  const reached = 'b.succeeded + d.ok + b.failed + d.failed >= b.total';
+  const due = DUE('b.failed + d.failed');
+  return `,
 batch_delta AS (
   SELECT m.batch_id, count(*) FILTER (WHERE m.ok) AS ok, count(*) FILTER (WHERE NOT m.ok) AS failed
   FROM (${moved}) m
@@ -89,12 +93,12 @@ batch_settled AS (
   UPDATE ${s}.batches b
   SET succeeded = b.succeeded + d.ok,
       failed = b.failed + d.failed,
-      settled_at_utc = CASE WHEN b.succeeded + d.ok + b.failed + d.failed >= b.total
+      settled_at_utc = CASE WHEN ${reached}
                             THEN now() END,
-      fired_now = CASE WHEN b.succeeded + d.ok + b.failed + d.failed >= b.total
-                       THEN ${DUE('b.failed + d.failed')} & ~b.fired ELSE 0 END,
-      fired = b.fired | CASE WHEN b.succeeded + d.ok + b.failed + d.failed >= b.total
-                             THEN ${DUE('b.failed + d.failed')} ELSE 0 END
+      fired_now = CASE WHEN ${reached}
+                       THEN ${due} & ~b.fired ELSE 0 END,
+      fired = b.fired | CASE WHEN ${reached}
+                             THEN ${due} ELSE 0 END
   FROM batch_delta d
   WHERE b.id = d.batch_id
   RETURNING b.id, b.fired_now
@@ -112,6 +116,7 @@ batch_fired AS (
   FROM ${s}.batch_callbacks c
   JOIN batch_settled t ON t.id = c.batch_id AND (t.fired_now & c.kind) <> 0
 )`;
+};
 
 /**
  * The reopen step of a resurrect, as a CTE of its statement (a leading comma included): each batch
