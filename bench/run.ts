@@ -54,6 +54,7 @@ import { runProfile } from './profile';
 import { runAdminReads } from './scenarios/admin-reads.scenario';
 import { runDeck } from './scenarios/deck.scenario';
 import { drain } from './scenarios/drain.scenario';
+import { FLOW_JOBS, FlowsRun, flowsTable, runFlows } from './scenarios/flows.scenario';
 import {
   GROUPS_CLAIM,
   GROUPS_COUNT,
@@ -174,6 +175,7 @@ async function main(): Promise<void> {
     await readScenarios(args, benchUrl);
   }
   if (args.scenarios.has('groups')) await groups(args, benchUrl);
+  if (args.scenarios.has('flows')) await flows(args, benchUrl);
   if (args.scenarios.has('footprint')) await footprint(args);
   if (args.scenarios.has('scale')) await scale(args, benchUrl);
   if (args.scenarios.has('soak')) await soak(args, benchUrl);
@@ -377,6 +379,35 @@ async function footprint(args: BenchArgs): Promise<void> {
     ],
     'footprint section of bench/RESULTS.md',
   );
+}
+
+/** The heading of the flows scenario's section of RESULTS.md. */
+const FLOWS_HEADING = '## Flows: a fan-in of 10,000 and a 3-level flow';
+
+/** The flows scenario, dialect by dialect; its own tables on stdout and section of RESULTS.md. */
+async function flows(args: BenchArgs, benchUrl: string): Promise<void> {
+  const started = new Date();
+  const runs: FlowsRun[] = [];
+  for (const dialect of args.dialects) {
+    await waitForLoad(args, log);
+    runs.push(await runFlows(dialect, benchUrl, log));
+  }
+  const table = flowsTable(runs);
+  process.stdout.write(`\n### flows\n\n${table}\n`);
+  if (args.write) {
+    const loads = runs
+      .map((r) => `${r.dialect} ${r.load[0].toFixed(2)} → ${r.load[1].toFixed(2)}`)
+      .join(', ');
+    await writeScenarioSection(
+      FLOWS_HEADING,
+      `${started.toISOString()} – ${new Date().toISOString()}; ${machineLine()}; PostgreSQL ${await postgresVersion(benchUrl)}; load average (1 min) ${loads}`,
+      [
+        `What a child's move costs when a parent waits on it, at the storage's edge in one process: three queues of ${FLOW_JOBS.toLocaleString('en-US')} children, none waited on (\`plain\`), 1,000 parents waiting on 10 each, and one parent waiting on all ${FLOW_JOBS.toLocaleString('en-US')}; claims of 50 take turns across the queues and each archive of 50 is timed. The issue's bound: a fan-in of 10,000 within 10 % of a fan-in of 10. Then a 3-level flow of ${FLOW_JOBS.toLocaleString('en-US')} jobs (9,900 leaves, 99 joins of 100, one root over the joins) enqueued in one call and drained by claims of 50, against as many plain jobs.`,
+        table,
+      ],
+      'flows section of bench/RESULTS.md',
+    );
+  }
 }
 
 /** The heading of the groups scenario's section of RESULTS.md. */

@@ -33,6 +33,7 @@ const PANELS: Array<[string, string]> = [
   ['live', 'Live jobs'],
   ['jobs', 'Job inspector'],
   ['jobs-pending', 'Job inspector'],
+  ['jobs-waiting', 'Job inspector'],
   ['batches', 'Batches'],
   ['dlq', 'DLQ'],
   ['archive', 'Archive'],
@@ -212,9 +213,22 @@ async function main(): Promise<void> {
       dedupe: { key: 'export:daily', mode: 'throttle', windowMs: 24 * 3_600_000 },
     },
   );
+  // A report that waits on the batch's three exports (which no process runs): Waiting, its edges.
+  const waiting = await jobs.enqueue(
+    'reports',
+    { month: '2026-11', part: 'exports' },
+    {
+      type: 'render.v1',
+      dependsOn: [
+        ...batch.jobIds.slice(4, 6),
+        { jobId: batch.jobIds[6], onFailure: 'ignore' as const },
+      ],
+    },
+  );
   const inspected: Record<string, string | undefined> = {
     jobs: failed?.id,
     'jobs-pending': pending,
+    'jobs-waiting': waiting,
     batches: batch.batchId,
   };
 

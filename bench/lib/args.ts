@@ -11,6 +11,7 @@ export const SCENARIOS = [
   'metrics-ab',
   'deck',
   'groups',
+  'flows',
   'footprint',
   'scale',
   'soak',
@@ -28,6 +29,7 @@ export const SEPARATE_SCENARIOS: readonly ScenarioName[] = [
   'metrics-ab',
   'deck',
   'groups',
+  'flows',
   'footprint',
   'scale',
   'soak',
@@ -202,7 +204,7 @@ const HELP = `npm run bench -- [flags]
   --peers                 also run graphile-worker (preset + defaults) and pg-boss on PostgreSQL
   --json                  print one JSON object per scenario on its own line
   --profile               CPU-profile a ChokaQ drain at the highest --concurrency (PostgreSQL; SQLite with --dialects=sqlite)
-  --scenarios=a,b         ${SCENARIOS.join(',')} (default all but admin-reads, metrics-ab, deck, groups, footprint and scale)
+  --scenarios=a,b         ${SCENARIOS.join(',')} (default all but admin-reads, metrics-ab, deck, groups, flows, footprint, scale and soak)
                           admin-reads: seeds 1,000,000 archived, 100,000 DLQ and 100,000 pending jobs
                           per dialect and times the dashboard reads (p50/p95); writes its own section
                           of RESULTS.md (--runs does not apply: one seeding per dialect)
@@ -215,6 +217,9 @@ const HELP = `npm run bench -- [flags]
                           to its data, the live tick's reads; writes its own section of RESULTS.md
                           groups: a claim of 50 in a queue with 10,000 groups against a queue without
                           groups and one with a budget (p50/p95 per claim); its own section of RESULTS.md
+                          flows: a child's archive under a fan-in of 10 and of 10,000 against no fan-in,
+                          and a 3-level flow of 10,000 jobs drained against 10,000 plain ones (storage
+                          level, one process); its own section of RESULTS.md
                           footprint: the RSS of a fresh process that requires a ChokaQ worker's modules,
                           against bare Node and pg alone; its own section of RESULTS.md
                           scale: the claim's p50/p95 and a c50 drain as the backlog grows

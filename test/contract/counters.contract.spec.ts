@@ -290,7 +290,9 @@ describeEachDialect('storage contract: counters and telemetry', (fixture) => {
 
   it('getSummary and getQueueStats count rows per pillar and status', async () => {
     const queue = uniqueQueue('stats');
-    await db.storage.enqueueMany(Array.from({ length: 6 }, () => ({ queue })));
+    const made = await db.storage.enqueueMany(Array.from({ length: 6 }, () => ({ queue })));
+    // Waiting on one of them: counted as waiting, never claimed.
+    await db.storage.enqueue({ queue, dependsOn: [made[5].id] });
     const c = await claim(db.storage, queue, 3);
     await db.storage.markAsProcessing([c.leases[0]]);
     await db.storage.archiveSucceeded([{ ...c.leases[0], durationMs: 1 }]);
@@ -303,6 +305,7 @@ describeEachDialect('storage contract: counters and telemetry', (fixture) => {
       pending: 2,
       fetched: 1,
       processing: 1,
+      waiting: 1,
       succeededTotal: 1,
       failedTotal: 1,
       cancelledTotal: 0,
@@ -316,6 +319,7 @@ describeEachDialect('storage contract: counters and telemetry', (fixture) => {
     });
     const summary = await db.storage.getSummary();
     expect(summary.pending).toBeGreaterThanOrEqual(2);
+    expect(summary.waiting).toBeGreaterThanOrEqual(1);
     expect(summary.succeededTotal).toBeGreaterThanOrEqual(1);
     expect(await db.storage.countExactly({ pillar: 'archive', filter: { queue } })).toBe(1);
     expect(await db.storage.countExactly({ pillar: 'dlq', filter: { queue } })).toBe(1);

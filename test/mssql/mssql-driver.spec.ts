@@ -2,10 +2,12 @@ import { ConsoleLogger, Logger } from '@nestjs/common';
 import { SqlServerDriver } from 'typeorm/driver/sqlserver/SqlServerDriver';
 import {
   ChokaQCompatibilityLevelError,
+  ChokaQDependencyNotFoundError,
   ChokaQStorageUnavailableError,
   ChokaQTransactionError,
   ChokaQValidationError,
 } from '../../libs/chokaq/src/errors';
+import { FailureReason } from '../../libs/chokaq/src/interfaces/job-status.enum';
 import { MssqlConnection } from '../../libs/chokaq/src/storage/mssql/mssql.connection';
 import { MssqlJobQueries } from '../../libs/chokaq/src/storage/mssql/mssql-job-queries';
 import { MssqlJobStore } from '../../libs/chokaq/src/storage/mssql/mssql-job-store';
@@ -15,6 +17,7 @@ import {
   mssqlSchemaDdl,
 } from '../../libs/chokaq/src/storage/mssql/mssql.schema';
 import * as SQL from '../../libs/chokaq/src/storage/mssql/sql';
+import { EdgeState, dependencyFailedText } from '../../libs/chokaq/src/storage/shared/dependencies';
 import { SqlStorageConfig } from '../../libs/chokaq/src/storage/storage-config';
 import { ValidatedJobStorage } from '../../libs/chokaq/src/storage/validated-job-storage';
 import { validateNewJob } from '../../libs/chokaq/src/validation/validate-job';
@@ -1039,6 +1042,201 @@ describe('SQL Server dialect over TypeORM SqlServerQueryRunner (stubbed mssql Re
       });
       expect(claimed.batchId).toBe(ID2);
       expect((await storage.getJob(ID))?.batchId).toBe(ID2);
+    });
+  });
+
+  describe('dependencies (schema version 19)', () => {
+    const ID3 = '0190a1b2-c3d4-7e5f-8a9b-0c1d2e3f4a60';
+    /** The value of parameter `i` of `call`, parsed as the JSON document it is. */
+    const documentOf = (call: Call, i: number) => JSON.parse(String(call.inputs[i].value));
+    /** The batches ran on one Request parent, and it is a transaction (not the pool). */
+    const oneTransaction = (calls: Call[]) => {
+      expect(new Set(calls.map((c) => c.parent)).size).toBe(1);
+      expect(typeof (calls[0].parent as { begin?: unknown }).begin).toBe('function');
+    };
+
+    it("enqueue with dependsOn: the job inserted Waiting, its dependency marked and its edge and count written, on ONE of ChokaQ's READ COMMITTED transactions; no check for a hot dependency", async () => {
+      const { storage, calls, transactions, dataSource } = stubbedStorage([
+        [{ Ord: 0, Id: ID2, Created: 1 }],
+        [{ Id: ID, Pillar: 'hot' }],
+        [],
+      ]);
+      expect(await storage.enqueue({ id: ID2, queue: 'q', dependsOn: [ID] })).toEqual({
+        id: ID2,
+        created: true,
+      });
+      const driver = dataSource.driver as SqlServerDriver;
+      expect(transactions).toEqual([
+        { isolationLevel: driver.convertIsolationLevel('READ COMMITTED'), end: 'commit' },
+      ]);
+      expect(calls).toHaveLength(3);
+      oneTransaction(calls);
+      // The chunk of enqueueMany with the status literal 7, nested in the open transaction.
+      expect(calls[0].sql).toContain('i.Priority, 7, 0,');
+      expect(calls[0].sql).toMatch(/SET XACT_ABORT ON;[\s\S]*BEGIN TRAN;[\s\S]*COMMIT;/);
+      expect(documentOf(calls[0], 0).map((j: { id: string }) => j.id)).toEqual([ID2]);
+      expect(calls[1].sql).toBe(SQL.locateDependencies(BINARY, [ID]).sql);
+      expect(documentOf(calls[1], 0)).toEqual([ID]);
+      expect(calls[2].sql).toContain('INSERT INTO [chokaq].[JobDependencies]');
+      expect(documentOf(calls[2], 0)).toEqual([
+        { dependsOn: ID, jobId: ID2, onFailure: 0, state: 0, needsCheck: 0 },
+      ]);
+      expect(documentOf(calls[2], 1)).toEqual([{ id: ID2, n: 1 }]);
+    });
+
+    it('enqueueMany of a flow: the jobs that wait on none first, then the Waiting ones; a job of the same call is a hot dependency; results in input order', async () => {
+      const { storage, calls } = stubbedStorage([
+        [{ Ord: 0, Id: ID, Created: 1 }],
+        [{ Ord: 0, Id: ID2, Created: 1 }],
+        [{ Id: ID, Pillar: 'hot' }],
+        [],
+      ]);
+      const results = await storage.enqueueMany([
+        { id: ID2, queue: 'q', dependsOn: [{ jobId: ID, onFailure: 'ignore' }] },
+        { id: ID, queue: 'q' },
+      ]);
+      expect(results).toEqual([
+        { id: ID2, created: true },
+        { id: ID, created: true },
+      ]);
+      oneTransaction(calls);
+      expect(calls[0].sql).toContain('i.Priority, 0, 0,');
+      expect(calls[1].sql).toContain('i.Priority, 7, 0,');
+      expect(documentOf(calls[3], 0)).toEqual([
+        { dependsOn: ID, jobId: ID2, onFailure: 1, state: 0, needsCheck: 0 },
+      ]);
+    });
+
+    it('a dependency in no table: read twice (a resurrect in flight), then ChokaQDependencyNotFoundError and the transaction rolled back, nothing retried', async () => {
+      const { storage, calls, transactions } = stubbedStorage([
+        [{ Ord: 0, Id: ID2, Created: 1 }],
+        [],
+        [],
+      ]);
+      const error = await storage
+        .enqueue({ id: ID2, queue: 'q', dependsOn: [ID3] })
+        .catch((e: unknown) => e);
+      expect(error).toBeInstanceOf(ChokaQDependencyNotFoundError);
+      expect((error as ChokaQDependencyNotFoundError).missingIds).toEqual([ID3]);
+      expect(transactions.map((t) => t.end)).toEqual(['rollback']);
+      expect(calls).toHaveLength(3);
+      expect(documentOf(calls[2], 0)).toEqual([ID3]);
+    });
+
+    it('a dependency found failed under cancel: the edge failed and marked, the job never released, and the check run once the enqueue committed cancels it', async () => {
+      const { storage, calls, transactions } = stubbedStorage([
+        [{ Ord: 0, Id: ID2, Created: 1 }],
+        [{ Id: ID3, Pillar: 'dlq' }],
+        [],
+        // The check, round 1: the edge taken, the job cancelled, the edge unmarked.
+        [{ JobId: ID2, DependsOn: ID3, State: 3 }],
+        [{ Affected: '1' }],
+        [],
+        // Round 2 (round 1 cancelled a job, whose own dependents may now be marked): nothing.
+        [],
+      ]);
+      expect(
+        await storage.enqueue({
+          id: ID2,
+          queue: 'q',
+          dependsOn: [{ jobId: ID3, onFailure: 'cancel' }],
+        }),
+      ).toEqual({ id: ID2, created: true });
+      expect(documentOf(calls[2], 0)).toEqual([
+        { dependsOn: ID3, jobId: ID2, onFailure: 2, state: 3, needsCheck: 1 },
+      ]);
+      expect(documentOf(calls[2], 1)).toEqual([{ id: ID2, n: 1 }]);
+      // The enqueue's transaction, then one per round of the check.
+      expect(transactions.map((t) => t.end)).toEqual(['commit', 'commit', 'commit']);
+      expect(calls[3].sql).toBe(SQL.checkTake(BINARY, 500).sql);
+      expect(calls[4].sql).toContain('WHERE h.Id = CAST(@0 AS varchar(36)) AND h.Status = 7;');
+      expect(calls[4].inputs.map((i) => i.value).slice(0, 3)).toEqual([
+        ID2,
+        FailureReason.DependencyFailed,
+        dependencyFailedText(ID3, EdgeState.Failed),
+      ]);
+      expect(documentOf(calls[5], 0)).toEqual([{ dependsOn: ID3, jobId: ID2 }]);
+      expect(calls).toHaveLength(7);
+    });
+
+    it("in a caller's transaction: every batch on the caller's runner, no prologue, no XACT_ABORT, nothing begun, no check after", async () => {
+      const { storage, calls, dataSource, transactions } = stubbedStorage([
+        [{ Ord: 0, Id: ID2, Created: 1 }],
+        [{ Id: ID3, Pillar: 'dlq' }],
+        [],
+      ]);
+      const runner = dataSource.createQueryRunner();
+      await runner.startTransaction('SERIALIZABLE');
+      await storage.enqueue(
+        { id: ID2, queue: 'q', dependsOn: [{ jobId: ID3, onFailure: 'cancel' }] },
+        { transaction: runner },
+      );
+      await runner.commitTransaction();
+      expect(calls).toHaveLength(3);
+      expect(new Set(calls.map((c) => c.parent)).size).toBe(1);
+      for (const call of calls) expect(call.sql).not.toMatch(SESSION_OR_OWN_TRANSACTION);
+      expect(transactions).toHaveLength(1);
+    });
+
+    it('checkDependencies: the first edge per dependent names the dependency; every edge taken is unmarked; a short round that cancelled nothing is the last', async () => {
+      const { storage, calls, transactions } = stubbedStorage([
+        [
+          { JobId: ID2, DependsOn: ID3, State: 4 },
+          { JobId: ID2, DependsOn: ID, State: 3 },
+          { JobId: ID, DependsOn: ID3, State: 4 },
+        ],
+        [{ Affected: '1' }],
+        [{ Affected: '0' }],
+        [],
+        [],
+      ]);
+      expect(await storage.checkDependencies(10)).toEqual({ settled: 0, cancelled: [ID2] });
+      expect(calls[1].inputs[2].value).toBe(dependencyFailedText(ID3, EdgeState.Removed));
+      expect(calls[2].inputs[0].value).toBe(ID);
+      expect(documentOf(calls[3], 0)).toHaveLength(3);
+      expect(transactions.map((t) => t.end)).toEqual(['commit', 'commit']);
+      expect(calls).toHaveLength(5);
+      // A limit of 0 takes nothing.
+      expect(await storage.checkDependencies(0)).toEqual({ settled: 0, cancelled: [] });
+      expect(calls).toHaveLength(5);
+    });
+
+    it('getDependencies maps both directions and where each dependency is; the counts read the Waiting rows', async () => {
+      const { storage } = stubbedStorage([
+        [
+          { Dir: 'by', JobId: ID2, DependsOn: ID, OnFailure: 2, State: 0, Pillar: 'dlq' },
+          { Dir: 'on', JobId: ID, DependsOn: ID3, OnFailure: 0, State: 1, Pillar: 'archive' },
+        ],
+        [{ Pending: '1', Waiting: '4', Archived: '0', Dlq: '0' }],
+        [{ Queue: 'q', Waiting: '3', IsPaused: false, IsActive: true }],
+      ]);
+      expect(await storage.getDependencies(ID)).toEqual({
+        dependsOn: [
+          {
+            jobId: ID,
+            dependsOn: ID3,
+            onFailure: 'block',
+            state: 'succeeded',
+            dependencyPillar: 'archive',
+            blocked: false,
+          },
+        ],
+        dependents: [
+          {
+            jobId: ID2,
+            dependsOn: ID,
+            onFailure: 'cancel',
+            state: 'waiting',
+            dependencyPillar: 'dlq',
+            blocked: true,
+          },
+        ],
+        truncated: false,
+      });
+      expect(await storage.getSummary()).toMatchObject({ pending: 1, waiting: 4 });
+      expect(await storage.getQueueStats()).toEqual([
+        expect.objectContaining({ queue: 'q', waiting: 3 }),
+      ]);
     });
   });
 

@@ -15,8 +15,11 @@ import { catalogue } from './support/statements';
  * groups (the claim with its grouped part, the grouped queues last and first; the group limits'
  * update; the busiest groups; the groups' retention), and of batches (the batch's row with its
  * callbacks, in ChokaQ's transaction and in a caller's; a chunk of its jobs; its reads; the moves
- * pinned above carry the settle step, the resurrect the reopen step). A change to any of them must
- * be a conscious act: review the diff, then regenerate with
+ * pinned above carry the settle step, the resurrect the reopen step), and of dependencies (a chunk
+ * of Waiting jobs, the marking of their dependencies, their edges, the check pass's steps and its
+ * move of a Waiting job, a job's edges; the moves pinned above carry the settle step, the purge
+ * and the retention the remove step). A change to any of them must be a conscious act: review the
+ * diff, then regenerate with
  *
  *   CHOKAQ_UPDATE_GOLDEN=1 npx jest test/mssql/tsql-golden && npx prettier --write test/golden/mssql
  *
@@ -85,6 +88,14 @@ const PINNED: ReadonlyArray<[file: string, name: string]> = [
   ['get-batch', 'getBatch'],
   ['batch-hot-job-ids', 'batchHotJobIds'],
   ['batch-results', 'getBatchResults [from a cursor]'],
+  ['enqueue-many-waiting', 'enqueueMany [waiting]'],
+  ['locate-dependencies', 'locateDependencies'],
+  ['insert-dependencies', 'insertDependencies'],
+  ['check-take', 'checkTake'],
+  ['check-done', 'checkDone'],
+  ['move-to-dlq-waiting', 'moveToDlq [waiting]'],
+  ['get-dependencies', 'getDependencies'],
+  ['purge-dlq-by-filter', 'purgeDlqByFilter [no filter]'],
 ];
 
 /** Parameters as TypeORM hands them to mssql: position, declared type, value. */

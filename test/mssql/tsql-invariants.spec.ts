@@ -46,7 +46,8 @@ describe('SQL Server run fencing over lease-keyed table variables', () => {
 
 /**
  * The lock order every move keeps (docs/storage.md, "Lock order"): the hot rows first, then the
- * other pillars, then the counters and buckets. A move that touched `StatsSummary` and then
+ * other pillars (then the edges and dependents' hot rows of the dependency settle step, and the
+ * batches), then the counters and buckets. A move that touched `StatsSummary` and then
  * `JobsHot` again would wait on a hot row while holding a counter row that a move in the usual
  * order holds the other way round: a deadlock (1205) cycle.
  */
@@ -64,7 +65,8 @@ describe('SQL Server move lock order', () => {
       );
       if (!Number.isFinite(counters)) continue;
       const hotWrites = [
-        ...sql.matchAll(/(?:UPDATE|DELETE) h\b[^;]*?FROM \[chokaq\]\.\[JobsHot\]/g),
+        // FROM the hot table, or a loop into it from a keyed table variable (the dependents' rows).
+        ...sql.matchAll(/(?:UPDATE|DELETE) h\b[^;]*?(?:FROM|JOIN) \[chokaq\]\.\[JobsHot\]/g),
         ...sql.matchAll(/INSERT INTO \[chokaq\]\.\[JobsHot\]/g),
       ];
       for (const write of hotWrites)

@@ -755,7 +755,7 @@ describe('SQL Server lock hints and isolation', () => {
       expect([e.name, sql]).toEqual([
         e.name,
         expect.stringMatching(
-          /INSERT INTO \[chokaq\]\.\[JobsHot\] \([^)]*, BatchId\)\nSELECT [^;]*, m\.BatchId\nFROM @Moved AS m;/,
+          /INSERT INTO \[chokaq\]\.\[JobsHot\] \([^)]*, BatchId[,)][^)]*\)\nSELECT [^;]*, m\.BatchId[,\n][^;]*FROM @Moved AS m;/,
         ),
       ]);
       const hot = sql.indexOf('INSERT INTO [chokaq].[JobsHot]');
@@ -791,7 +791,7 @@ describe('SQL Server lock hints and isolation', () => {
     ]).toEqual([true, true, true]);
     expect(retention).not.toMatch(/UPDATE b SET/);
     for (const operation of ['fetchNextBatch', 'fetchNextBatchClaimed']) {
-      expect(one(operation).statement.sql).toMatch(/, \w+\.BatchId\n/);
+      expect(one(operation).statement.sql).toMatch(/, \w+\.BatchId[,\n]/);
     }
     expect(one('getJob').statement.sql.match(/\b[hda]\.BatchId\b/g)).toHaveLength(3);
     for (const e of entries.filter((x) => x.operation.startsWith('enqueue'))) {
@@ -800,6 +800,322 @@ describe('SQL Server lock hints and isolation', () => {
         expect.stringMatching(/INSERT INTO \[chokaq\]\.\[JobsHot\] \([^)]*, BatchId, GroupKey\)/),
       ]);
     }
+  });
+
+  it('version 19: WaitingOn and HasDependents in every pillar (HasDependents NOT NULL DEFAULT 0 in JobsHot, nullable in the history tables, so no upgrade rewrites them), added where missing; CK_JobsHot_Status admits 7, replaced once; JobDependencies with its indexes; the filtered index of the Waiting rows', () => {
+    const ddl = mssqlSchemaDdl('chokaq');
+    expect(MSSQL_SCHEMA_VERSION).toBeGreaterThanOrEqual(19);
+    const step = ddl.split('\nBEGIN TRAN;\n')[19];
+    for (const table of ['JobsHot', 'JobsArchive', 'JobsDLQ']) {
+      const hasDependents =
+        table === 'JobsHot'
+          ? `HasDependents bit NOT NULL CONSTRAINT [DF_${table}_HasDependents] DEFAULT 0`
+          : 'HasDependents bit NULL';
+      for (const column of ['WaitingOn int NULL', hasDependents]) {
+        // A new database gets the column from CREATE TABLE; an older one from the guarded ALTER.
+        expect(ddl).toMatch(
+          new RegExp(
+            `CREATE TABLE \\[chokaq\\]\\.\\[${table}\\] \\([^;]*${column.replace(/[[\]]/g, '\\$&')}`,
+          ),
+        );
+        const name = column.split(' ')[0];
+        expect(step).toContain(
+          `IF COL_LENGTH(N'[chokaq].[${table}]', N'${name}') IS NULL\n  ALTER TABLE [chokaq].[${table}] ADD ${column};`,
+        );
+      }
+    }
+    // Status 7: a new table has it from CREATE TABLE; the constraint of an older one is replaced
+    // once (the ledger guards it), dropped only where it exists, added with its rows validated.
+    const check = 'CONSTRAINT [CK_JobsHot_Status] CHECK (Status IN (0, 1, 2, 7))';
+    expect(ddl).toMatch(
+      new RegExp(
+        `CREATE TABLE \\[chokaq\\]\\.\\[JobsHot\\] \\([^;]*${check.replace(/[[\]()]/g, '\\$&')}`,
+      ),
+    );
+    expect(step).toContain(
+      [
+        'IF NOT EXISTS (SELECT 1 FROM [chokaq].[SchemaMigrations] WHERE Version = 19)',
+        'BEGIN',
+        "  IF OBJECT_ID(N'[chokaq].[CK_JobsHot_Status]', N'C') IS NOT NULL",
+        '    ALTER TABLE [chokaq].[JobsHot] DROP CONSTRAINT [CK_JobsHot_Status];',
+        `  ALTER TABLE [chokaq].[JobsHot] ADD ${check};`,
+        'END;',
+      ].join('\n'),
+    );
+    expect(step).not.toMatch(/NOCHECK/);
+    // The edges: keyed by the dependency first (a move reads the edges of the rows it moved),
+    // their ids in the install's collation, as every id column.
+    expect(step).toContain("IF OBJECT_ID(N'[chokaq].[JobDependencies]', N'U') IS NULL");
+    for (const line of [
+      '    DependsOn varchar(36) NOT NULL,',
+      '    JobId varchar(36) NOT NULL,',
+      '    OnFailure tinyint NOT NULL,',
+      '    State tinyint NOT NULL,',
+      '    NeedsCheck bit NOT NULL,',
+      '    CreatedAtUtc datetime2(3) NOT NULL,',
+      '    SettledAtUtc datetime2(3) NULL,',
+      '    CONSTRAINT [PK_JobDependencies] PRIMARY KEY CLUSTERED (DependsOn, JobId),',
+      '    CONSTRAINT [CK_JobDependencies_OnFailure] CHECK (OnFailure IN (0, 1, 2)),',
+      '    CONSTRAINT [CK_JobDependencies_State] CHECK (State IN (0, 1, 2, 3, 4))',
+    ]) {
+      expect(step).toContain(line);
+    }
+    for (const index of [
+      'CREATE NONCLUSTERED INDEX [IX_JobDependencies_Job] ON [chokaq].[JobDependencies] (JobId);',
+      'CREATE NONCLUSTERED INDEX [IX_JobDependencies_Check] ON [chokaq].[JobDependencies] (CreatedAtUtc) WHERE NeedsCheck = 1;',
+      'CREATE NONCLUSTERED INDEX [IX_JobsHot_Waiting] ON [chokaq].[JobsHot] (Queue, EnqueuedAtUtc) WHERE Status = 7;',
+    ]) {
+      expect(step).toContain(`\n  ${index}`);
+    }
+    // The hot table's index last: the workers' table waits the shortest time.
+    expect(step.indexOf('[IX_JobsHot_Waiting]')).toBeGreaterThan(
+      step.indexOf('[IX_JobDependencies_Check]'),
+    );
+    expect(step).toMatch(
+      /INSERT INTO \[chokaq\]\.\[SchemaMigrations\] \(Version, Description\) OUTPUT inserted\.Version INTO @Applied \(Version\) VALUES \(19, /,
+    );
+  });
+
+  it("dependencies: every move out of the hot table settles its dependents' edges in its transaction, after the pillar and before the batches and counters, dependents in id order and only while Waiting; the resurrect copies the columns and touches no edge", () => {
+    const settles = [
+      ...entries.filter((x) => x.kind === 'move' && !x.operation.startsWith('resurrect')),
+      ...entries.filter((x) => x.operation === 'archiveSucceeded.inCallerTransaction'),
+    ];
+    expect(new Set(settles.map((e) => e.operation))).toEqual(
+      new Set([
+        'archiveSucceeded',
+        'archiveSucceeded.inCallerTransaction',
+        'moveToDlq',
+        'cancel',
+        'archiveZombies',
+      ]),
+    );
+    for (const e of settles) {
+      const sql = e.statement.sql;
+      const archive = e.operation.startsWith('archiveSucceeded');
+      expect([e.name, sql]).toEqual([
+        e.name,
+        expect.stringMatching(/OUTPUT deleted\.[^;]*deleted\.HasDependents[^;]* INTO @Moved \(/),
+      ]);
+      // Only moved rows that have dependents look up edges; each one's range of the primary key.
+      expect(sql).toContain(
+        'INSERT INTO @DepMoved (Id) SELECT mv.Id FROM @Moved AS mv WHERE mv.HasDependents = 1;\nIF EXISTS (SELECT 1 FROM @DepMoved)\nBEGIN\n',
+      );
+      const edges = sql.indexOf(
+        'FROM @DepMoved AS m\nINNER LOOP JOIN [chokaq].[JobDependencies] AS e ON e.DependsOn = m.Id\n',
+      );
+      // The Archive: every waiting edge succeeded. The DLQ: ignore → ignored, cancel → failed and
+      // marked for the check pass, block left waiting.
+      expect([e.name, sql]).toEqual([
+        e.name,
+        expect.stringContaining(
+          archive
+            ? 'UPDATE e SET e.State = 1, e.NeedsCheck = 0, e.SettledAtUtc = @now\nOUTPUT inserted.JobId, inserted.State INTO @DepSettled (JobId, State)\nFROM @DepMoved AS m\nINNER LOOP JOIN [chokaq].[JobDependencies] AS e ON e.DependsOn = m.Id\nWHERE e.State = 0;'
+            : 'UPDATE e SET e.State = CASE WHEN e.OnFailure = 1 THEN 2 ELSE 3 END, e.NeedsCheck = CASE WHEN e.OnFailure = 2 THEN 1 ELSE 0 END, e.SettledAtUtc = @now\nOUTPUT inserted.JobId, inserted.State INTO @DepSettled (JobId, State)\nFROM @DepMoved AS m\nINNER LOOP JOIN [chokaq].[JobDependencies] AS e ON e.DependsOn = m.Id\nWHERE e.State = 0 AND e.OnFailure <> 0;',
+        ),
+      ]);
+      // Succeeded and ignored edges release; a failed one keeps counting.
+      expect(sql).toContain(
+        'SELECT s.JobId, COUNT(*) FROM @DepSettled AS s WHERE s.State IN (1, 2) GROUP BY s.JobId;',
+      );
+      const released = sql.indexOf(
+        'FROM @DepReleased AS d\nINNER LOOP JOIN [chokaq].[JobsHot] AS h ON h.Id = d.JobId\nWHERE h.Status = 7;',
+      );
+      expect(sql).toContain(
+        'UPDATE h SET h.WaitingOn = h.WaitingOn - d.N, h.Status = CASE WHEN h.WaitingOn - d.N = 0 THEN 0 ELSE 7 END,\n' +
+          '  h.EnqueuedAtUtc = CASE WHEN h.WaitingOn - d.N = 0 THEN @now ELSE h.EnqueuedAtUtc END,\n' +
+          '  h.DueAtUtc = CASE WHEN h.WaitingOn - d.N = 0 THEN ISNULL(h.ScheduledAtUtc, @now) ELSE h.DueAtUtc END,',
+      );
+      // Order: the pillar's rows, the edges, the dependents' hot rows, the batches, the counters.
+      const history = sql.search(/INSERT INTO \[chokaq\]\.\[(JobsArchive|JobsDLQ)\]/);
+      const batches = sql.indexOf('UPDATE b SET b.Succeeded');
+      const counters = sql.indexOf('[StatsSummary]');
+      expect([
+        e.name,
+        history < edges,
+        edges < released,
+        released < batches,
+        batches < counters,
+      ]).toEqual([e.name, true, true, true, true]);
+      if (sql.includes('BEGIN TRAN;')) expect(sql.indexOf('BEGIN TRAN;')).toBeLessThan(edges);
+      if (sql.includes('COMMIT;')) expect(counters).toBeLessThan(sql.indexOf('COMMIT;'));
+    }
+    // A cancel takes Waiting rows too; the check pass's move takes only a Waiting row; the other
+    // moves by id take any hot row, as before.
+    expect(one('cancel').statement.sql).toContain('WHERE h.Status IN (0, 1, 7);');
+    expect(one('moveToDlq', 'waiting').statement.sql).toContain(
+      'WHERE h.Id = CAST(@0 AS varchar(36)) AND h.Status = 7;',
+    );
+    expect(one('moveToDlq', 'admin').statement.sql).toContain(
+      'WHERE h.Id = CAST(@0 AS varchar(36));',
+    );
+    // A dependency failed lands Cancelled and counts as a cancellation (dlqStatusFor).
+    for (const variant of ['lease', 'admin', 'waiting']) {
+      const sql = one('moveToDlq', variant).statement.sql;
+      const why = variant === 'lease' ? '@3' : '@1';
+      expect([variant, sql]).toEqual([
+        variant,
+        expect.stringContaining(
+          `CASE WHEN ${why} IN (1, 12) THEN 5 WHEN ${why} IN (2) THEN 6 ELSE 4 END`,
+        ),
+      ]);
+      expect(sql).toContain(`CancelledTotal bigint NOT NULL`);
+      expect(sql).toContain(`SUM(CAST(CASE WHEN ${why} IN (1, 12) THEN 1 ELSE 0 END AS bigint))`);
+      expect(sql).toContain(`CAST(CASE WHEN ${why} IN (1, 12) THEN 2 ELSE 1 END AS tinyint)`);
+    }
+    for (const e of entries.filter(
+      (x) => x.operation.startsWith('resurrect') && x.kind === 'move',
+    )) {
+      expect([e.name, e.statement.sql]).toEqual([
+        e.name,
+        expect.stringMatching(
+          /INSERT INTO \[chokaq\]\.\[JobsHot\] \([^)]*, WaitingOn, HasDependents\)\nSELECT [^;]*, m\.WaitingOn, ISNULL\(m\.HasDependents, 0\)\nFROM @Moved AS m;/,
+        ),
+      ]);
+      expect(e.statement.sql).not.toContain('[JobDependencies]');
+    }
+    // What else touches the edges: the enqueue's insert, the check pass, purges and retention,
+    // and the read of a job's edges.
+    const touching = new Set(
+      entries
+        .filter((x) => x.statement.sql.includes('[JobDependencies]'))
+        .filter((x) => !settles.includes(x) && x.kind !== 'ddl')
+        .map((x) => x.name.replace(/ \[.*$/, '')),
+    );
+    expect([...touching].sort()).toEqual(
+      [
+        'applyRetention',
+        'checkDone',
+        'checkTake',
+        'getDependencies',
+        'insertDependencies',
+        'insertDependencies.inCallerTransaction',
+        'purgeDlq',
+        'purgeDlqByFilter',
+      ].sort(),
+    );
+    for (const e of entries.filter((x) => x.operation === 'applyRetention')) {
+      expect([e.name, e.statement.sql.includes('[JobDependencies]')]).toEqual([
+        e.name,
+        e.name === 'applyRetention [archive]' || e.name === 'applyRetention [dlq]',
+      ]);
+    }
+  });
+
+  it('dependencies: purge and retention mark the waiting edges of the deleted dependencies removed for the check pass and delete the deleted dependents’ edges, in their transaction', () => {
+    const removals = entries.filter(
+      (x) =>
+        ['purgeDlq', 'purgeDlqByFilter'].includes(x.operation) ||
+        x.name === 'applyRetention [archive]' ||
+        x.name === 'applyRetention [dlq]',
+    );
+    expect(removals.length).toBeGreaterThan(3);
+    for (const e of removals) {
+      const sql = e.statement.sql;
+      const gone = sql.indexOf(
+        'OUTPUT deleted.Id, deleted.HasDependents, deleted.WaitingOn INTO @Gone (Id, HasDependents, WaitingOn)',
+      );
+      const attempts = sql.indexOf('DELETE x FROM [chokaq].[JobAttempts] AS x');
+      const guard = sql.indexOf(
+        'IF EXISTS (SELECT 1 FROM @Gone AS g WHERE g.HasDependents = 1 OR g.WaitingOn IS NOT NULL)',
+      );
+      const removed = sql.indexOf(
+        'UPDATE e SET e.State = 4, e.NeedsCheck = 1, e.SettledAtUtc = @now\nFROM @Gone AS g\nINNER LOOP JOIN [chokaq].[JobDependencies] AS e ON e.DependsOn = g.Id\nWHERE g.HasDependents = 1 AND e.State = 0\n  AND NOT EXISTS (SELECT 1 FROM @Gone AS x WHERE x.Id = e.JobId AND x.WaitingOn IS NOT NULL);',
+      );
+      const dropped = sql.indexOf(
+        'DELETE e\nFROM @Gone AS g\nINNER LOOP JOIN [chokaq].[JobDependencies] AS e ON e.JobId = g.Id\nWHERE g.WaitingOn IS NOT NULL;',
+      );
+      expect([
+        e.name,
+        sql.indexOf('BEGIN TRAN;') < gone,
+        gone < attempts,
+        attempts < guard,
+        guard < removed,
+        removed < dropped,
+        dropped < sql.indexOf('COMMIT;'),
+      ]).toEqual([e.name, true, true, true, true, true, true]);
+      expect(sql).toContain(
+        'DECLARE @Gone TABLE (Id varchar(36) NOT NULL PRIMARY KEY, HasDependents bit NULL, WaitingOn int NULL);',
+      );
+      expect(sql).toContain('DECLARE @now datetime2(3) = SYSUTCDATETIME();');
+    }
+  });
+
+  it('dependencies: an enqueue marks its dependencies by key (hot, then DLQ) to its COMMIT and writes its edges in its transaction; the check pass picks the marked edges by key, skipping those others hold; the counts and lists see status 7', () => {
+    const hintsOf = (sql: string, table: string) =>
+      tableHints(sql)
+        .filter((r) => r.table.replace(/\s+/g, '') === `[chokaq].[${table}]`)
+        .map((r) => r.hints.join(', '));
+    for (const e of entries.filter((x) => x.operation.startsWith('locateDependencies'))) {
+      const sql = e.statement.sql;
+      const hot = sql.indexOf(
+        'UPDATE h SET h.HasDependents = 1\nOUTPUT inserted.Id INTO @Hot (Id)\nFROM @Ids AS i\nINNER LOOP JOIN [chokaq].[JobsHot] AS h ON h.Id = i.Id;',
+      );
+      const dlq = sql.indexOf(
+        'UPDATE d SET d.HasDependents = 1\nOUTPUT inserted.Id INTO @Dlq (Id)\nFROM @Ids AS i\nINNER LOOP JOIN [chokaq].[JobsDLQ] AS d ON d.Id = i.Id;',
+      );
+      // The Archive after both, in a statement of its own: it starts after a move the UPDATE
+      // waited for committed. A plain read: archived rows never change.
+      const archived = sql.indexOf(
+        "SELECT a.Id, 'archive' FROM @Ids AS i INNER JOIN [chokaq].[JobsArchive] AS a ON a.Id = i.Id;",
+      );
+      expect([e.name, hot >= 0, hot < dlq, dlq < archived]).toEqual([e.name, true, true, true]);
+      for (const table of ['JobsHot', 'JobsDLQ', 'JobsArchive']) {
+        expect([e.name, table, hintsOf(sql, table).filter((h) => h !== '')]).toEqual([
+          e.name,
+          table,
+          [],
+        ]);
+      }
+    }
+    const insert = one('insertDependencies').statement.sql;
+    expect(insert).toContain(
+      'INSERT INTO [chokaq].[JobDependencies] (DependsOn, JobId, OnFailure, State, NeedsCheck, CreatedAtUtc, SettledAtUtc)',
+    );
+    expect(insert).toContain(
+      'UPDATE h SET h.WaitingOn = w.N, h.Status = CASE WHEN w.N = 0 THEN 0 ELSE 7 END, h.LastUpdatedUtc = @now\nFROM @Waits AS w\nINNER LOOP JOIN [chokaq].[JobsHot] AS h ON h.Id = w.Id\nWHERE h.Status = 7;',
+    );
+    // Every batch of an enqueue with dependencies runs in its transaction: none begins or ends one.
+    for (const e of entries.filter((x) =>
+      /^(locateDependencies|insertDependencies|checkTake|checkDone)\b/.test(x.operation),
+    )) {
+      expect([e.name, /\b(BEGIN\s+TRAN|COMMIT|ROLLBACK)\b/i.test(e.statement.sql)]).toEqual([
+        e.name,
+        false,
+      ]);
+    }
+    for (const e of entries.filter(
+      (x) => x.name.startsWith('enqueueMany') && x.name.includes('[waiting]'),
+    )) {
+      expect(e.statement.sql).toContain('i.Priority, 7, 0,');
+    }
+    // The check pass: candidates through the filtered index without update locks, then picked by
+    // key, skipping the edges another pass holds; the mark re-checked under the lock.
+    const take = one('checkTake').statement.sql;
+    expect(hintsOf(take, 'JobDependencies').sort()).toEqual([
+      'READCOMMITTEDLOCK, READPAST, ROWLOCK',
+      'UPDLOCK, READPAST, ROWLOCK, FORCESEEK',
+    ]);
+    expect(take).toContain('WHERE c.NeedsCheck = 1\nORDER BY c.CreatedAtUtc;');
+    expect(take).toContain(
+      'FROM @Candidates AS c\nINNER LOOP JOIN [chokaq].[JobDependencies] AS e WITH (UPDLOCK, READPAST, ROWLOCK, FORCESEEK) ON e.DependsOn = c.DependsOn AND e.JobId = c.JobId\nWHERE e.NeedsCheck = 1;',
+    );
+    expect(one('checkDone').statement.sql).toContain(
+      'UPDATE e SET e.NeedsCheck = 0\nFROM @Done AS d\nINNER LOOP JOIN [chokaq].[JobDependencies] AS e ON e.DependsOn = d.DependsOn AND e.JobId = d.JobId;',
+    );
+    // A job's edges: a plain read, at most 1,000 dependents and one more.
+    const read = one('getDependencies').statement.sql;
+    expect(tableHints(read).filter((r) => r.hints.length > 0)).toEqual([]);
+    expect(read).toContain("SELECT TOP (1001) 'by' AS Dir");
+    // The Waiting rows: counted (telemetry) and listed by the literal status 7.
+    expect(one('getSummary').statement.sql).toContain(
+      '(SELECT COUNT_BIG(*) FROM [chokaq].[JobsHot] AS c WITH (NOLOCK) WHERE c.Status = 7) AS Waiting',
+    );
+    expect(one('getQueueStats').statement.sql).toContain(
+      'SELECT z.Queue, COUNT_BIG(*) AS Waiting FROM [chokaq].[JobsHot] AS z WITH (NOLOCK) WHERE z.Status = 7 GROUP BY z.Queue',
+    );
+    expect(one('listJobs.hot', 'waiting').statement.sql).toContain('j.Status = 7');
+    expect(one('countExactly.hot', 'waiting').statement.sql).toContain('Status = 7');
   });
 
   it("groups: the claim's walk reads without update locks and one group per step; retention skips the rows others hold", () => {
@@ -918,7 +1234,13 @@ describe('SQL Server lock hints and isolation', () => {
       expect(body).not.toContain('BEGIN TRAN');
       // Within a step, the history tables first and the hot table last: the workers' table is
       // locked for the shortest time.
-      for (const column of ['ProgressNote', 'TraceContext', 'PayloadVersion']) {
+      for (const column of [
+        'ProgressNote',
+        'TraceContext',
+        'PayloadVersion',
+        'WaitingOn',
+        'HasDependents',
+      ]) {
         const adds = [
           ...body.matchAll(
             new RegExp(`ALTER TABLE \\[chokaq\\]\\.\\[(\\w+)\\] ADD ${column}`, 'g'),
@@ -983,7 +1305,7 @@ describe('SQL Server lock hints and isolation', () => {
       ['applyRetention', 'dlq'],
     ] as const) {
       const sql = one(operation, variant).statement.sql;
-      const deleted = sql.search(/OUTPUT deleted\.Id INTO @Gone \(Id\)/);
+      const deleted = sql.search(/OUTPUT deleted\.Id\b[^;]* INTO @Gone \(Id\b/);
       const history = sql.indexOf(
         'DELETE x FROM [chokaq].[JobAttempts] AS x INNER JOIN @Gone AS g',
       );

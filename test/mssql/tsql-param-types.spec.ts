@@ -5,6 +5,11 @@ import { ChokaQValidationError } from '../../libs/chokaq/src/errors';
 import { FailureReason, JobStatus } from '../../libs/chokaq/src/interfaces/job-status.enum';
 import { MssqlStatement, ParamList } from '../../libs/chokaq/src/storage/mssql/mssql-params';
 import * as SQL from '../../libs/chokaq/src/storage/mssql/sql';
+import {
+  EdgeState,
+  PlannedDependencies,
+  PolicyCode,
+} from '../../libs/chokaq/src/storage/shared/dependencies';
 import { STORED_TEXT } from '../../libs/chokaq/src/storage/validated-job-storage';
 import { TOP_ERRORS_WINDOW } from './support/statements';
 import { stubMssqlDataSource } from './support/stub-data-source';
@@ -187,6 +192,21 @@ function cases(): Case[] {
       ? { key: v.key, mode: 'unique', states: ['pending', 'finished'], windowMs: 60_000 }
       : { key: v.key, mode: 'debounce', states: [], windowMs: 30_000 },
   });
+  /** An enqueue's plan: `id2` waits on `id`, found failed under `cancel`: one edge, one count. */
+  const plan = (v: Values): PlannedDependencies => ({
+    edges: [
+      {
+        jobId: v.id2,
+        dependsOn: v.id,
+        policy: PolicyCode.Cancel,
+        state: EdgeState.Failed,
+        needsCheck: true,
+      },
+    ],
+    waits: [{ jobId: v.id2, waitingOn: 1 }],
+    missing: [],
+    needsCheck: true,
+  });
   const inCaller = { callerTransaction: true } as const;
   const s = 'chokaq';
   return [
@@ -201,6 +221,14 @@ function cases(): Case[] {
     ['enqueueMany', 'no keys', (v) => SQL.enqueueMany(s, [job(v, false)])],
     ['enqueueMany', 'batch', (v) => SQL.enqueueMany(s, batch(v).jobs)],
     ['insertBatch', '', (v) => SQL.insertBatch(s, batch(v))],
+    ['enqueueMany', 'waiting', (v) => SQL.enqueueMany(s, [job(v, true)], undefined, true)],
+    ['locateDependencies', '', (v) => SQL.locateDependencies(s, [v.id, v.id2])],
+    ['locateDependencies', 'in a caller', (v) => SQL.locateDependencies(s, [v.id], inCaller)],
+    ['insertDependencies', '', (v) => SQL.insertDependencies(s, plan(v))],
+    ['insertDependencies', 'in a caller', (v) => SQL.insertDependencies(s, plan(v), inCaller)],
+    ['checkTake', '', () => SQL.checkTake(s, 500)],
+    ['checkDone', '', (v) => SQL.checkDone(s, [{ jobId: v.id2, dependsOn: v.id }])],
+    ['getDependencies', '', (v) => SQL.getDependencies(s, v.id)],
     ['insertBatch', 'in a caller', (v) => SQL.insertBatch(s, batch(v), inCaller)],
     ['getBatch', '', (v) => SQL.getBatch(s, v.id)],
     ['batchHotJobIds', '', (v) => SQL.batchHotJobIds(s, v.id)],
@@ -278,6 +306,12 @@ function cases(): Case[] {
       'moveToDlq',
       'admin',
       (v) => SQL.moveToDlq(s, { id: v.id }, FailureReason.Cancelled, v.error, v.actor, null),
+    ],
+    [
+      'moveToDlq',
+      'a waiting job whose dependency failed',
+      (v) =>
+        SQL.moveToDlq(s, { id: v.id }, FailureReason.DependencyFailed, v.error, null, null, true),
     ],
     ['cancel', '', (v) => SQL.cancel(s, [v.id, v.id2], v.actor, STORED_TEXT.cancelled(v.actor))],
     [
@@ -629,6 +663,22 @@ describe('SQL Server parameter declarations do not depend on values', () => {
       'bigint',
       'nvarchar(255)',
     ]);
+    // Dependencies: the ids' one document; the edges' and the counts' documents; the most edges;
+    // the taken edges' document; the job's id.
+    expect(declare(SQL.locateDependencies('chokaq', [SHORT.id]))).toEqual(['nvarchar(max)']);
+    expect(
+      declare(
+        SQL.insertDependencies('chokaq', {
+          edges: [],
+          waits: [],
+          missing: [],
+          needsCheck: false,
+        }),
+      ),
+    ).toEqual(['nvarchar(max)', 'nvarchar(max)']);
+    expect(declare(SQL.checkTake('chokaq', 500))).toEqual(['int']);
+    expect(declare(SQL.checkDone('chokaq', []))).toEqual(['nvarchar(max)']);
+    expect(declare(SQL.getDependencies('chokaq', SHORT.id))).toEqual(['nvarchar(36)']);
     // id, worker, lease, reason, error, actor, duration
     expect(declare(dlq)).toEqual([
       'nvarchar(36)',

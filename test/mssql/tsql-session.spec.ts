@@ -1,5 +1,5 @@
 import * as SQL from '../../libs/chokaq/src/storage/mssql/sql';
-import { BATCH, ID, ID2, SCHEMA, catalogue } from './support/statements';
+import { BATCH, DEPENDENCY_PLAN, ID, ID2, SCHEMA, catalogue } from './support/statements';
 
 /**
  * Session state of every batch (SQL Server). `mssql` never resets a pooled connection, and a
@@ -49,6 +49,8 @@ describe('SQL Server session state of every batch', () => {
       'enqueue.inCallerTransaction',
       'enqueueMany.inCallerTransaction',
       'insertBatch.inCallerTransaction',
+      'insertDependencies.inCallerTransaction',
+      'locateDependencies.inCallerTransaction',
     ]);
     const statements = [
       ...catalogued.map((e) => e.statement),
@@ -138,6 +140,29 @@ describe('SQL Server session state of every batch', () => {
     expect(own.startsWith(`${PROLOGUE}SET NOCOUNT ON;\nSET XACT_ABORT ON;\n`)).toBe(true);
     expect(own).not.toMatch(/^\s*(BEGIN\s+TRAN|COMMIT|ROLLBACK)\b/im);
     expect(own.replace(PROLOGUE, '').replace('SET XACT_ABORT ON;\n', '')).toBe(inCaller);
+  });
+
+  it("an enqueue's dependency batches: XACT_ABORT in ChokaQ's transaction, the same batch without it (and without the session prologue) in a caller's; no transaction of their own in either", () => {
+    const builders = [
+      (o?: { callerTransaction: boolean }) => SQL.locateDependencies(SCHEMA, [ID, ID2], o),
+      (o?: { callerTransaction: boolean }) => SQL.insertDependencies(SCHEMA, DEPENDENCY_PLAN, o),
+    ];
+    for (const build of builders) {
+      const own = build().sql;
+      const inCaller = build({ callerTransaction: true }).sql;
+      // Inside the enqueue's transaction (ChokaQ's): an error rolls the whole enqueue back.
+      expect(own.startsWith(`${PROLOGUE}SET NOCOUNT ON;\nSET XACT_ABORT ON;\n`)).toBe(true);
+      expect(own).not.toMatch(/^\s*(BEGIN\s+TRAN|COMMIT|ROLLBACK)\b/im);
+      expect(own.replace(PROLOGUE, '').replace('SET XACT_ABORT ON;\n', '')).toBe(inCaller);
+    }
+    // The Waiting chunk is the ordinary one with the status literal 7, in both transactions.
+    const jobs = [{ ...JOB, idempotencyKey: null }];
+    for (const options of [undefined, { callerTransaction: true }]) {
+      const plain = SQL.enqueueMany(SCHEMA, jobs, options).sql;
+      const waiting = SQL.enqueueMany(SCHEMA, jobs, options, true).sql;
+      expect(waiting).not.toBe(plain);
+      expect(waiting.replace('i.Priority, 7, 0,', 'i.Priority, 0, 0,')).toBe(plain);
+    }
   });
 
   it('enqueueMany settles an id already stored before any idempotency-key holder', () => {

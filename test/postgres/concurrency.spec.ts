@@ -212,6 +212,7 @@ describePostgres(
         'batches',
         'dedupe_keys',
         'job_attempts',
+        'job_dependencies',
         'job_groups',
         'jobs_archive',
         'jobs_dlq',

@@ -79,6 +79,14 @@ export type {
 } from './client/job-client';
 export { batchJob } from './client/batch-job';
 export type { BatchEntry, BatchJobOptions, EnqueueBatchOptions } from './client/batch-job';
+export { flowStep } from './client/flow-step';
+export type {
+  EnqueueFlowOptions,
+  FlowEnqueued,
+  FlowStep,
+  FlowStepDependency,
+  FlowStepOptions,
+} from './client/flow-step';
 export { ChokaQAdmin } from './admin/chokaq-admin.service';
 export { ChokaQTesting } from './testing/chokaq-testing';
 export type { RunDueJobsOptions } from './testing/chokaq-testing';
@@ -115,11 +123,22 @@ export type { RunSpanResult } from './observability/chokaq-tracing';
 // The storage protocol (JobStorage and the worker's half of its vocabulary) is at the subpath
 // `@chokaq/nestjs/storage`.
 export { FailureReason, JobStatus } from './interfaces/job-status.enum';
-export { MAX_ENQUEUE_MANY, MAX_LIST_SCAN, MAX_PAGE_SIZE } from './validation/limits';
+export {
+  MAX_DEPENDENCIES,
+  MAX_ENQUEUE_MANY,
+  MAX_LIST_SCAN,
+  MAX_PAGE_SIZE,
+} from './validation/limits';
 export type {
   CancelResult,
   DedupeOption,
   DedupeState,
+  DependencyCheckResult,
+  DependencyPolicy,
+  DependencyState,
+  DependencyView,
+  JobDependencies,
+  JobDependency,
   HandledJobs,
   HotJob,
   JobDedupe,

@@ -275,6 +275,34 @@ describeBrowser('The Deck in a browser', () => {
         expectClean(problems);
       });
 
+      it("shows a waiting job's dependencies and its dependency's dependents, linked both ways", async () => {
+        // No handler runs `waited`: the dependency stays Pending, so its dependent stays Waiting.
+        const dependency = await deck.client.enqueue('waited', { n: 1 }, { type: 'first' });
+        const waiting = await deck.client.enqueue(
+          'waited',
+          { n: 2 },
+          { type: 'second', dependsOn: [{ jobId: dependency, onFailure: 'cancel' }] },
+        );
+        await page.goto(`${deck.url}#/jobs/${waiting}`);
+        const job = page.getByRole('article', { name: `Job ${waiting}` });
+        await job
+          .locator('[data-field="status"]')
+          .filter({ hasText: /^Waiting$/ })
+          .waitFor();
+        expect(await job.locator('[data-field="waiting-on"]').textContent()).toBe('1');
+        const edge = job.locator('[data-field="depends-on"] tbody tr');
+        expect(await edge.locator('td').allTextContents()).toEqual([
+          dependency,
+          'cancel',
+          'waiting',
+        ]);
+        expect(await axeViolations(page)).toEqual([]);
+        await edge.locator('a').click();
+        const first = page.getByRole('article', { name: `Job ${dependency}` });
+        await first.locator('[data-field="dependents"] a').filter({ hasText: waiting }).waitFor();
+        expectClean(problems);
+      });
+
       // Last of this app: the circuit it opens stays open for its break (30 s by default).
       it('shows an open circuit on its queue card, counts the jobs it holds, and marks each held job', async () => {
         const dlqOf = () => deck.admin.countExactly({ pillar: 'dlq', filter: { queue: 'outage' } });

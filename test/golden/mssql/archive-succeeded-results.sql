@@ -4,20 +4,41 @@ SET NOCOUNT ON;
 SET XACT_ABORT ON;
 DECLARE @now datetime2(3) = SYSUTCDATETIME();
 DECLARE @bucket datetime2(0) = CAST(DATEADD(SECOND, -DATEPART(SECOND, @now), DATEADD(MILLISECOND, -DATEPART(MILLISECOND, @now), @now)) AS datetime2(0));
-DECLARE @Moved TABLE (Id varchar(36) NULL, Queue varchar(255) NULL, Type nvarchar(255) NULL, Payload nvarchar(max) NULL, Tags nvarchar(max) NULL, IdempotencyKey nvarchar(255) NULL, Priority int NULL, Status tinyint NULL, AttemptCount int NULL, WorkerId nvarchar(255) NULL, LeaseId varchar(36) NULL, HeartbeatUtc datetime2(3) NULL, ScheduledAtUtc datetime2(3) NULL, DueAtUtc datetime2(3) NULL, CreatedAtUtc datetime2(3) NULL, EnqueuedAtUtc datetime2(3) NULL, StartedAtUtc datetime2(3) NULL, LastUpdatedUtc datetime2(3) NULL, CreatedBy nvarchar(100) NULL, LastModifiedBy nvarchar(100) NULL, LastError nvarchar(max) NULL, CancelRequestedUtc datetime2(3) NULL, Progress float NULL, ProgressNote nvarchar(500) NULL, TraceContext varchar(2048) NULL, PayloadVersion int NULL, GroupKey nvarchar(255) COLLATE Latin1_General_100_BIN2 NULL, BatchId varchar(36) NULL);
+DECLARE @Moved TABLE (Id varchar(36) NULL, Queue varchar(255) NULL, Type nvarchar(255) NULL, Payload nvarchar(max) NULL, Tags nvarchar(max) NULL, IdempotencyKey nvarchar(255) NULL, Priority int NULL, Status tinyint NULL, AttemptCount int NULL, WorkerId nvarchar(255) NULL, LeaseId varchar(36) NULL, HeartbeatUtc datetime2(3) NULL, ScheduledAtUtc datetime2(3) NULL, DueAtUtc datetime2(3) NULL, CreatedAtUtc datetime2(3) NULL, EnqueuedAtUtc datetime2(3) NULL, StartedAtUtc datetime2(3) NULL, LastUpdatedUtc datetime2(3) NULL, CreatedBy nvarchar(100) NULL, LastModifiedBy nvarchar(100) NULL, LastError nvarchar(max) NULL, CancelRequestedUtc datetime2(3) NULL, Progress float NULL, ProgressNote nvarchar(500) NULL, TraceContext varchar(2048) NULL, PayloadVersion int NULL, GroupKey nvarchar(255) COLLATE Latin1_General_100_BIN2 NULL, BatchId varchar(36) NULL, WaitingOn int NULL, HasDependents bit NULL);
 DECLARE @In TABLE (Id varchar(36) NOT NULL, WorkerId nvarchar(255) NOT NULL, LeaseId varchar(36) NOT NULL, DurationMs bigint NULL, Result nvarchar(max) NULL, PRIMARY KEY (Id, LeaseId));
 INSERT INTO @In (Id, WorkerId, LeaseId, DurationMs, Result)
 SELECT x.Id, MAX(x.WorkerId), x.LeaseId, MAX(x.DurationMs), MAX(x.Result) FROM OPENJSON(@0) WITH (Id varchar(36) '$.id', WorkerId nvarchar(255) '$.workerId', LeaseId varchar(36) '$.leaseId', DurationMs bigint '$.durationMs', Result nvarchar(max) '$.result') AS x
 WHERE x.Id IS NOT NULL AND x.WorkerId IS NOT NULL AND x.LeaseId IS NOT NULL GROUP BY x.Id, x.LeaseId;
 BEGIN TRAN;
 DELETE h
-OUTPUT deleted.Id, deleted.Queue, deleted.Type, deleted.Payload, deleted.Tags, deleted.IdempotencyKey, deleted.Priority, deleted.Status, deleted.AttemptCount, deleted.WorkerId, deleted.LeaseId, deleted.HeartbeatUtc, deleted.ScheduledAtUtc, deleted.DueAtUtc, deleted.CreatedAtUtc, deleted.EnqueuedAtUtc, deleted.StartedAtUtc, deleted.LastUpdatedUtc, deleted.CreatedBy, deleted.LastModifiedBy, deleted.LastError, deleted.CancelRequestedUtc, deleted.Progress, deleted.ProgressNote, deleted.TraceContext, deleted.PayloadVersion, deleted.GroupKey, deleted.BatchId INTO @Moved (Id, Queue, Type, Payload, Tags, IdempotencyKey, Priority, Status, AttemptCount, WorkerId, LeaseId, HeartbeatUtc, ScheduledAtUtc, DueAtUtc, CreatedAtUtc, EnqueuedAtUtc, StartedAtUtc, LastUpdatedUtc, CreatedBy, LastModifiedBy, LastError, CancelRequestedUtc, Progress, ProgressNote, TraceContext, PayloadVersion, GroupKey, BatchId)
+OUTPUT deleted.Id, deleted.Queue, deleted.Type, deleted.Payload, deleted.Tags, deleted.IdempotencyKey, deleted.Priority, deleted.Status, deleted.AttemptCount, deleted.WorkerId, deleted.LeaseId, deleted.HeartbeatUtc, deleted.ScheduledAtUtc, deleted.DueAtUtc, deleted.CreatedAtUtc, deleted.EnqueuedAtUtc, deleted.StartedAtUtc, deleted.LastUpdatedUtc, deleted.CreatedBy, deleted.LastModifiedBy, deleted.LastError, deleted.CancelRequestedUtc, deleted.Progress, deleted.ProgressNote, deleted.TraceContext, deleted.PayloadVersion, deleted.GroupKey, deleted.BatchId, deleted.WaitingOn, deleted.HasDependents INTO @Moved (Id, Queue, Type, Payload, Tags, IdempotencyKey, Priority, Status, AttemptCount, WorkerId, LeaseId, HeartbeatUtc, ScheduledAtUtc, DueAtUtc, CreatedAtUtc, EnqueuedAtUtc, StartedAtUtc, LastUpdatedUtc, CreatedBy, LastModifiedBy, LastError, CancelRequestedUtc, Progress, ProgressNote, TraceContext, PayloadVersion, GroupKey, BatchId, WaitingOn, HasDependents)
 FROM [chokaq].[JobsHot] AS h
 INNER JOIN @In AS i ON i.Id = h.Id AND i.WorkerId = h.WorkerId AND i.LeaseId = h.LeaseId
 WHERE h.Status IN (1, 2);
-INSERT INTO [chokaq].[JobsArchive] (Id, Queue, Type, Payload, Tags, IdempotencyKey, Priority, AttemptCount, WorkerId, ScheduledAtUtc, CreatedAtUtc, EnqueuedAtUtc, StartedAtUtc, LastUpdatedUtc, CreatedBy, LastModifiedBy, LastError, Progress, ProgressNote, TraceContext, PayloadVersion, GroupKey, BatchId, FinishedAtUtc, DurationMs, Result)
-SELECT m.Id, m.Queue, m.Type, m.Payload, m.Tags, m.IdempotencyKey, m.Priority, m.AttemptCount, m.WorkerId, m.ScheduledAtUtc, m.CreatedAtUtc, m.EnqueuedAtUtc, m.StartedAtUtc, @now, m.CreatedBy, m.LastModifiedBy, m.LastError, m.Progress, m.ProgressNote, m.TraceContext, m.PayloadVersion, m.GroupKey, m.BatchId, @now, i.DurationMs, i.Result
+INSERT INTO [chokaq].[JobsArchive] (Id, Queue, Type, Payload, Tags, IdempotencyKey, Priority, AttemptCount, WorkerId, ScheduledAtUtc, CreatedAtUtc, EnqueuedAtUtc, StartedAtUtc, LastUpdatedUtc, CreatedBy, LastModifiedBy, LastError, Progress, ProgressNote, TraceContext, PayloadVersion, GroupKey, BatchId, WaitingOn, HasDependents, FinishedAtUtc, DurationMs, Result)
+SELECT m.Id, m.Queue, m.Type, m.Payload, m.Tags, m.IdempotencyKey, m.Priority, m.AttemptCount, m.WorkerId, m.ScheduledAtUtc, m.CreatedAtUtc, m.EnqueuedAtUtc, m.StartedAtUtc, @now, m.CreatedBy, m.LastModifiedBy, m.LastError, m.Progress, m.ProgressNote, m.TraceContext, m.PayloadVersion, m.GroupKey, m.BatchId, m.WaitingOn, m.HasDependents, @now, i.DurationMs, i.Result
 FROM @Moved AS m INNER JOIN @In AS i ON i.Id = m.Id AND i.LeaseId = m.LeaseId;
+DECLARE @DepMoved TABLE (Id varchar(36) NOT NULL PRIMARY KEY);
+DECLARE @DepSettled TABLE (JobId varchar(36) NOT NULL, State tinyint NOT NULL);
+DECLARE @DepReleased TABLE (JobId varchar(36) NOT NULL PRIMARY KEY, N int NOT NULL);
+INSERT INTO @DepMoved (Id) SELECT mv.Id FROM @Moved AS mv WHERE mv.HasDependents = 1;
+IF EXISTS (SELECT 1 FROM @DepMoved)
+BEGIN
+UPDATE e SET e.State = 1, e.NeedsCheck = 0, e.SettledAtUtc = @now
+OUTPUT inserted.JobId, inserted.State INTO @DepSettled (JobId, State)
+FROM @DepMoved AS m
+INNER LOOP JOIN [chokaq].[JobDependencies] AS e ON e.DependsOn = m.Id
+WHERE e.State = 0;
+INSERT INTO @DepReleased (JobId, N)
+SELECT s.JobId, COUNT(*) FROM @DepSettled AS s WHERE s.State IN (1, 2) GROUP BY s.JobId;
+UPDATE h SET h.WaitingOn = h.WaitingOn - d.N, h.Status = CASE WHEN h.WaitingOn - d.N = 0 THEN 0 ELSE 7 END,
+  h.EnqueuedAtUtc = CASE WHEN h.WaitingOn - d.N = 0 THEN @now ELSE h.EnqueuedAtUtc END,
+  h.DueAtUtc = CASE WHEN h.WaitingOn - d.N = 0 THEN ISNULL(h.ScheduledAtUtc, @now) ELSE h.DueAtUtc END,
+  h.LastUpdatedUtc = @now
+FROM @DepReleased AS d
+INNER LOOP JOIN [chokaq].[JobsHot] AS h ON h.Id = d.JobId
+WHERE h.Status = 7;
+END;
 DECLARE @BatchDelta TABLE (BatchId varchar(36) NOT NULL PRIMARY KEY, Succeeded int NOT NULL, Failed int NOT NULL);
 INSERT INTO @BatchDelta (BatchId, Succeeded, Failed)
 SELECT mv.BatchId, COUNT(*), 0 FROM @Moved AS mv

@@ -4,20 +4,41 @@ SET NOCOUNT ON;
 SET XACT_ABORT ON;
 DECLARE @now datetime2(3) = SYSUTCDATETIME();
 DECLARE @bucket datetime2(0) = CAST(DATEADD(SECOND, -DATEPART(SECOND, @now), DATEADD(MILLISECOND, -DATEPART(MILLISECOND, @now), @now)) AS datetime2(0));
-DECLARE @Moved TABLE (Id varchar(36) NULL, Queue varchar(255) NULL, Type nvarchar(255) NULL, Payload nvarchar(max) NULL, Tags nvarchar(max) NULL, IdempotencyKey nvarchar(255) NULL, Priority int NULL, Status tinyint NULL, AttemptCount int NULL, WorkerId nvarchar(255) NULL, LeaseId varchar(36) NULL, HeartbeatUtc datetime2(3) NULL, ScheduledAtUtc datetime2(3) NULL, DueAtUtc datetime2(3) NULL, CreatedAtUtc datetime2(3) NULL, EnqueuedAtUtc datetime2(3) NULL, StartedAtUtc datetime2(3) NULL, LastUpdatedUtc datetime2(3) NULL, CreatedBy nvarchar(100) NULL, LastModifiedBy nvarchar(100) NULL, LastError nvarchar(max) NULL, CancelRequestedUtc datetime2(3) NULL, Progress float NULL, ProgressNote nvarchar(500) NULL, TraceContext varchar(2048) NULL, PayloadVersion int NULL, GroupKey nvarchar(255) COLLATE Latin1_General_100_BIN2 NULL, BatchId varchar(36) NULL);
+DECLARE @Moved TABLE (Id varchar(36) NULL, Queue varchar(255) NULL, Type nvarchar(255) NULL, Payload nvarchar(max) NULL, Tags nvarchar(max) NULL, IdempotencyKey nvarchar(255) NULL, Priority int NULL, Status tinyint NULL, AttemptCount int NULL, WorkerId nvarchar(255) NULL, LeaseId varchar(36) NULL, HeartbeatUtc datetime2(3) NULL, ScheduledAtUtc datetime2(3) NULL, DueAtUtc datetime2(3) NULL, CreatedAtUtc datetime2(3) NULL, EnqueuedAtUtc datetime2(3) NULL, StartedAtUtc datetime2(3) NULL, LastUpdatedUtc datetime2(3) NULL, CreatedBy nvarchar(100) NULL, LastModifiedBy nvarchar(100) NULL, LastError nvarchar(max) NULL, CancelRequestedUtc datetime2(3) NULL, Progress float NULL, ProgressNote nvarchar(500) NULL, TraceContext varchar(2048) NULL, PayloadVersion int NULL, GroupKey nvarchar(255) COLLATE Latin1_General_100_BIN2 NULL, BatchId varchar(36) NULL, WaitingOn int NULL, HasDependents bit NULL);
 BEGIN TRAN;
 DELETE h
-OUTPUT deleted.Id, deleted.Queue, deleted.Type, deleted.Payload, deleted.Tags, deleted.IdempotencyKey, deleted.Priority, deleted.Status, deleted.AttemptCount, deleted.WorkerId, deleted.LeaseId, deleted.HeartbeatUtc, deleted.ScheduledAtUtc, deleted.DueAtUtc, deleted.CreatedAtUtc, deleted.EnqueuedAtUtc, deleted.StartedAtUtc, deleted.LastUpdatedUtc, deleted.CreatedBy, deleted.LastModifiedBy, deleted.LastError, deleted.CancelRequestedUtc, deleted.Progress, deleted.ProgressNote, deleted.TraceContext, deleted.PayloadVersion, deleted.GroupKey, deleted.BatchId INTO @Moved (Id, Queue, Type, Payload, Tags, IdempotencyKey, Priority, Status, AttemptCount, WorkerId, LeaseId, HeartbeatUtc, ScheduledAtUtc, DueAtUtc, CreatedAtUtc, EnqueuedAtUtc, StartedAtUtc, LastUpdatedUtc, CreatedBy, LastModifiedBy, LastError, CancelRequestedUtc, Progress, ProgressNote, TraceContext, PayloadVersion, GroupKey, BatchId)
+OUTPUT deleted.Id, deleted.Queue, deleted.Type, deleted.Payload, deleted.Tags, deleted.IdempotencyKey, deleted.Priority, deleted.Status, deleted.AttemptCount, deleted.WorkerId, deleted.LeaseId, deleted.HeartbeatUtc, deleted.ScheduledAtUtc, deleted.DueAtUtc, deleted.CreatedAtUtc, deleted.EnqueuedAtUtc, deleted.StartedAtUtc, deleted.LastUpdatedUtc, deleted.CreatedBy, deleted.LastModifiedBy, deleted.LastError, deleted.CancelRequestedUtc, deleted.Progress, deleted.ProgressNote, deleted.TraceContext, deleted.PayloadVersion, deleted.GroupKey, deleted.BatchId, deleted.WaitingOn, deleted.HasDependents INTO @Moved (Id, Queue, Type, Payload, Tags, IdempotencyKey, Priority, Status, AttemptCount, WorkerId, LeaseId, HeartbeatUtc, ScheduledAtUtc, DueAtUtc, CreatedAtUtc, EnqueuedAtUtc, StartedAtUtc, LastUpdatedUtc, CreatedBy, LastModifiedBy, LastError, CancelRequestedUtc, Progress, ProgressNote, TraceContext, PayloadVersion, GroupKey, BatchId, WaitingOn, HasDependents)
 FROM [chokaq].[JobsHot] AS h
 WHERE h.Id = CAST(@0 AS varchar(36));
-INSERT INTO [chokaq].[JobsDLQ] (Id, Queue, Type, Payload, Tags, IdempotencyKey, Priority, Status, AttemptCount, WorkerId, ScheduledAtUtc, CreatedAtUtc, EnqueuedAtUtc, StartedAtUtc, LastUpdatedUtc, CreatedBy, LastModifiedBy, LastError, Progress, ProgressNote, TraceContext, PayloadVersion, GroupKey, BatchId, FailureReason, ErrorDetails, FailedAtUtc, DurationMs)
-SELECT m.Id, m.Queue, m.Type, m.Payload, m.Tags, m.IdempotencyKey, m.Priority, CASE @1 WHEN 1 THEN 5 WHEN 2 THEN 6 ELSE 4 END, m.AttemptCount, m.WorkerId, m.ScheduledAtUtc, m.CreatedAtUtc, m.EnqueuedAtUtc, m.StartedAtUtc, @now, m.CreatedBy, ISNULL(@3, m.LastModifiedBy), m.LastError, m.Progress, m.ProgressNote, m.TraceContext, m.PayloadVersion, m.GroupKey, m.BatchId, @1, @2, @now, @4
+INSERT INTO [chokaq].[JobsDLQ] (Id, Queue, Type, Payload, Tags, IdempotencyKey, Priority, Status, AttemptCount, WorkerId, ScheduledAtUtc, CreatedAtUtc, EnqueuedAtUtc, StartedAtUtc, LastUpdatedUtc, CreatedBy, LastModifiedBy, LastError, Progress, ProgressNote, TraceContext, PayloadVersion, GroupKey, BatchId, WaitingOn, HasDependents, FailureReason, ErrorDetails, FailedAtUtc, DurationMs)
+SELECT m.Id, m.Queue, m.Type, m.Payload, m.Tags, m.IdempotencyKey, m.Priority, CASE WHEN @1 IN (1, 12) THEN 5 WHEN @1 IN (2) THEN 6 ELSE 4 END, m.AttemptCount, m.WorkerId, m.ScheduledAtUtc, m.CreatedAtUtc, m.EnqueuedAtUtc, m.StartedAtUtc, @now, m.CreatedBy, ISNULL(@3, m.LastModifiedBy), m.LastError, m.Progress, m.ProgressNote, m.TraceContext, m.PayloadVersion, m.GroupKey, m.BatchId, m.WaitingOn, m.HasDependents, @1, @2, @now, @4
 FROM @Moved AS m;
 INSERT INTO [chokaq].[JobAttempts] (JobId, Seq, Attempt, WorkerId, LeaseId, StartedAtUtc, FinishedAtUtc, Outcome, Error, DurationMs)
 SELECT a.Id, ISNULL((SELECT MAX(x.Seq) FROM [chokaq].[JobAttempts] AS x WHERE x.JobId = a.Id), 0) + 1,
   a.AttemptCount, a.WorkerId, a.LeaseId, a.StartedAtUtc, @now, a.Outcome, LEFT(a.Error, 4000),
   CASE WHEN a.StartedAtUtc IS NULL THEN NULL WHEN a.StartedAtUtc < @now THEN DATEDIFF_BIG(MILLISECOND, a.StartedAtUtc, @now) ELSE 0 END
 FROM (SELECT mv.Id, mv.AttemptCount, mv.WorkerId, mv.LeaseId, mv.StartedAtUtc, CASE @1 WHEN 7 THEN 'timeout' WHEN 1 THEN 'cancelled' WHEN 2 THEN 'zombie' ELSE 'failed' END AS Outcome, @2 AS Error FROM @Moved AS mv WHERE mv.Status = 2) AS a;
+DECLARE @DepMoved TABLE (Id varchar(36) NOT NULL PRIMARY KEY);
+DECLARE @DepSettled TABLE (JobId varchar(36) NOT NULL, State tinyint NOT NULL);
+DECLARE @DepReleased TABLE (JobId varchar(36) NOT NULL PRIMARY KEY, N int NOT NULL);
+INSERT INTO @DepMoved (Id) SELECT mv.Id FROM @Moved AS mv WHERE mv.HasDependents = 1;
+IF EXISTS (SELECT 1 FROM @DepMoved)
+BEGIN
+UPDATE e SET e.State = CASE WHEN e.OnFailure = 1 THEN 2 ELSE 3 END, e.NeedsCheck = CASE WHEN e.OnFailure = 2 THEN 1 ELSE 0 END, e.SettledAtUtc = @now
+OUTPUT inserted.JobId, inserted.State INTO @DepSettled (JobId, State)
+FROM @DepMoved AS m
+INNER LOOP JOIN [chokaq].[JobDependencies] AS e ON e.DependsOn = m.Id
+WHERE e.State = 0 AND e.OnFailure <> 0;
+INSERT INTO @DepReleased (JobId, N)
+SELECT s.JobId, COUNT(*) FROM @DepSettled AS s WHERE s.State IN (1, 2) GROUP BY s.JobId;
+UPDATE h SET h.WaitingOn = h.WaitingOn - d.N, h.Status = CASE WHEN h.WaitingOn - d.N = 0 THEN 0 ELSE 7 END,
+  h.EnqueuedAtUtc = CASE WHEN h.WaitingOn - d.N = 0 THEN @now ELSE h.EnqueuedAtUtc END,
+  h.DueAtUtc = CASE WHEN h.WaitingOn - d.N = 0 THEN ISNULL(h.ScheduledAtUtc, @now) ELSE h.DueAtUtc END,
+  h.LastUpdatedUtc = @now
+FROM @DepReleased AS d
+INNER LOOP JOIN [chokaq].[JobsHot] AS h ON h.Id = d.JobId
+WHERE h.Status = 7;
+END;
 DECLARE @BatchDelta TABLE (BatchId varchar(36) NOT NULL PRIMARY KEY, Succeeded int NOT NULL, Failed int NOT NULL);
 INSERT INTO @BatchDelta (BatchId, Succeeded, Failed)
 SELECT mv.BatchId, 0, COUNT(*) FROM @Moved AS mv
@@ -40,7 +61,7 @@ INNER JOIN [chokaq].[BatchCallbacks] AS c ON c.BatchId = s.Id AND (s.Fired & ~s.
 END;
 DECLARE @StatsDelta TABLE (Queue varchar(255) NOT NULL PRIMARY KEY, FailedTotal bigint NOT NULL, CancelledTotal bigint NOT NULL);
 INSERT INTO @StatsDelta (Queue, FailedTotal, CancelledTotal)
-SELECT g.Queue, SUM(CAST(CASE WHEN @1 = 1 THEN 0 ELSE 1 END AS bigint)), SUM(CAST(CASE WHEN @1 = 1 THEN 1 ELSE 0 END AS bigint)) FROM @Moved AS g GROUP BY g.Queue;
+SELECT g.Queue, SUM(CAST(CASE WHEN @1 IN (1, 12) THEN 0 ELSE 1 END AS bigint)), SUM(CAST(CASE WHEN @1 IN (1, 12) THEN 1 ELSE 0 END AS bigint)) FROM @Moved AS g GROUP BY g.Queue;
 INSERT INTO [chokaq].[StatsSummary] (Queue)
 SELECT d.Queue FROM @StatsDelta AS d
 WHERE NOT EXISTS (SELECT 1 FROM [chokaq].[StatsSummary] AS x WITH (UPDLOCK, HOLDLOCK) WHERE x.Queue = d.Queue);
@@ -50,7 +71,7 @@ INNER LOOP JOIN [chokaq].[StatsSummary] AS st ON st.Queue = d.Queue;
 DECLARE @BucketDelta TABLE (Queue varchar(255) NOT NULL, Outcome tinyint NOT NULL, FailureReason smallint NOT NULL, N bigint NOT NULL, DurationCount bigint NOT NULL, TotalDurationMs bigint NOT NULL, MaxDurationMs bigint NOT NULL, PRIMARY KEY (Queue, Outcome, FailureReason));
 INSERT INTO @BucketDelta (Queue, Outcome, FailureReason, N, DurationCount, TotalDurationMs, MaxDurationMs)
 SELECT g.Queue, g.Outcome, g.FailureReason, COUNT_BIG(*), COUNT_BIG(g.DurationMs), ISNULL(SUM(g.DurationMs), 0), ISNULL(MAX(g.DurationMs), 0)
-FROM (SELECT mv.Queue, CAST(CASE WHEN @1 = 1 THEN 2 ELSE 1 END AS tinyint) AS Outcome, CAST(@1 AS smallint) AS FailureReason, @4 AS DurationMs FROM @Moved AS mv) AS g GROUP BY g.Queue, g.Outcome, g.FailureReason;
+FROM (SELECT mv.Queue, CAST(CASE WHEN @1 IN (1, 12) THEN 2 ELSE 1 END AS tinyint) AS Outcome, CAST(@1 AS smallint) AS FailureReason, @4 AS DurationMs FROM @Moved AS mv) AS g GROUP BY g.Queue, g.Outcome, g.FailureReason;
 INSERT INTO [chokaq].[MetricBuckets] (BucketUtc, Queue, Outcome, FailureReason)
 SELECT @bucket, d.Queue, d.Outcome, d.FailureReason FROM @BucketDelta AS d
 WHERE NOT EXISTS (SELECT 1 FROM [chokaq].[MetricBuckets] AS x WITH (UPDLOCK, HOLDLOCK) WHERE x.BucketUtc = @bucket AND x.Queue = d.Queue AND x.Outcome = d.Outcome AND x.FailureReason = d.FailureReason);

@@ -2,6 +2,7 @@ SET TRANSACTION ISOLATION LEVEL READ COMMITTED;
 SET LOCK_TIMEOUT -1;
 SELECT q.Name AS Queue, q.IsPaused, q.IsActive, q.MaxWorkers,
   ISNULL(p.Pending, 0) AS Pending, ISNULL(a.Fetched, 0) AS Fetched, ISNULL(a.Processing, 0) AS Processing,
+  ISNULL(w.Waiting, 0) AS Waiting,
   ISNULL(s.SucceededTotal, 0) AS SucceededTotal, ISNULL(s.FailedTotal, 0) AS FailedTotal,
   ISNULL(s.CancelledTotal, 0) AS CancelledTotal, ISNULL(s.RetriedTotal, 0) AS RetriedTotal,
   ISNULL(s.DeferredTotal, 0) AS DeferredTotal,
@@ -16,5 +17,8 @@ LEFT JOIN (
     SUM(CASE WHEN y.Status = 2 THEN 1 ELSE 0 END) AS Processing
   FROM [chokaq].[JobsHot] AS y WITH (NOLOCK) WHERE y.Status IN (1, 2) GROUP BY y.Queue
 ) AS a ON a.Queue = q.Name
+LEFT JOIN (
+  SELECT z.Queue, COUNT_BIG(*) AS Waiting FROM [chokaq].[JobsHot] AS z WITH (NOLOCK) WHERE z.Status = 7 GROUP BY z.Queue
+) AS w ON w.Queue = q.Name
 LEFT JOIN [chokaq].[StatsSummary] AS s WITH (NOLOCK) ON s.Queue = q.Name
 ORDER BY q.Name;

@@ -10,5 +10,6 @@ SELECT
   (SELECT COUNT_BIG(*) FROM [chokaq].[JobsHot] AS c WITH (NOLOCK) WHERE c.Status = 0) AS Pending,
   (SELECT COUNT_BIG(*) FROM [chokaq].[JobsHot] AS c WITH (NOLOCK) WHERE c.Status = 1) AS Fetched,
   (SELECT COUNT_BIG(*) FROM [chokaq].[JobsHot] AS c WITH (NOLOCK) WHERE c.Status = 2) AS Processing,
+  (SELECT COUNT_BIG(*) FROM [chokaq].[JobsHot] AS c WITH (NOLOCK) WHERE c.Status = 7) AS Waiting,
   (SELECT ISNULL(SUM(CAST(p.rows AS bigint)), 0) FROM sys.partitions AS p WHERE p.object_id = OBJECT_ID(N'[chokaq].[JobsArchive]') AND p.index_id IN (0, 1)) AS Archived,
   (SELECT ISNULL(SUM(CAST(p.rows AS bigint)), 0) FROM sys.partitions AS p WHERE p.object_id = OBJECT_ID(N'[chokaq].[JobsDLQ]') AND p.index_id IN (0, 1)) AS Dlq;

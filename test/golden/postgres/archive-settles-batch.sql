@@ -11,8 +11,8 @@ moved AS (
   RETURNING j.*, l.duration_ms AS run_ms
 ),
 src AS (
-  INSERT INTO "chokaq".jobs_archive (id, queue, type, payload, tags, idempotency_key, priority, attempt_count, worker_id, lease_id, scheduled_at_utc, created_at_utc, enqueued_at_utc, started_at_utc, last_updated_utc, created_by, last_modified_by, last_error, progress, progress_note, trace_context, payload_version, group_key, batch_id, finished_at_utc, duration_ms)
-  SELECT m.id, m.queue, m.type, m.payload, m.tags, m.idempotency_key, m.priority, m.attempt_count, m.worker_id, m.lease_id, m.scheduled_at_utc, m.created_at_utc, m.enqueued_at_utc, m.started_at_utc, m.last_updated_utc, m.created_by, m.last_modified_by, m.last_error, m.progress, m.progress_note, m.trace_context, m.payload_version, m.group_key, m.batch_id, now(), m.run_ms
+  INSERT INTO "chokaq".jobs_archive (id, queue, type, payload, tags, idempotency_key, priority, attempt_count, worker_id, lease_id, scheduled_at_utc, created_at_utc, enqueued_at_utc, started_at_utc, last_updated_utc, created_by, last_modified_by, last_error, progress, progress_note, trace_context, payload_version, group_key, batch_id, waiting_on, has_dependents, finished_at_utc, duration_ms)
+  SELECT m.id, m.queue, m.type, m.payload, m.tags, m.idempotency_key, m.priority, m.attempt_count, m.worker_id, m.lease_id, m.scheduled_at_utc, m.created_at_utc, m.enqueued_at_utc, m.started_at_utc, m.last_updated_utc, m.created_by, m.last_modified_by, m.last_error, m.progress, m.progress_note, m.trace_context, m.payload_version, m.group_key, m.batch_id, m.waiting_on, m.has_dependents, now(), m.run_ms
   FROM moved m
   RETURNING id, lease_id, queue, duration_ms
 ),
@@ -69,5 +69,36 @@ batch_fired AS (
          c.batch_id
   FROM "chokaq".batch_callbacks c
   JOIN batch_settled t ON t.id = c.batch_id AND (t.fired_now & c.kind) <> 0
+),
+dep_edges AS (
+  UPDATE "chokaq".job_dependencies e
+  SET state = CASE WHEN m.ok THEN 1
+                   WHEN e.on_failure = 1 THEN 2
+                   ELSE 3 END,
+      needs_check = NOT m.ok AND e.on_failure = 2,
+      settled_at_utc = now()
+  FROM (SELECT id, has_dependents, true AS ok FROM moved) m
+  WHERE m.has_dependents AND e.depends_on = m.id AND e.state = 0
+    AND (m.ok OR e.on_failure <> 0)
+  RETURNING e.job_id, e.state
+),
+dep_counts AS (
+  SELECT job_id, count(*) AS n FROM dep_edges
+  WHERE state IN (1, 2) GROUP BY job_id
+),
+dep_locked AS (
+  SELECT j.id FROM "chokaq".jobs_hot j JOIN dep_counts d ON d.job_id = j.id
+  WHERE j.status = 7
+  ORDER BY j.id
+  FOR UPDATE OF j
+),
+dep_released AS (
+  UPDATE "chokaq".jobs_hot j
+  SET waiting_on = j.waiting_on - d.n,
+      status = CASE WHEN j.waiting_on - d.n = 0 THEN 0 ELSE 7 END,
+      enqueued_at_utc = CASE WHEN j.waiting_on - d.n = 0 THEN now() ELSE j.enqueued_at_utc END,
+      last_updated_utc = now()
+  FROM dep_counts d
+  WHERE j.id = d.job_id AND j.status = 7 AND j.id IN (SELECT id FROM dep_locked)
 )
 SELECT id, lease_id FROM src

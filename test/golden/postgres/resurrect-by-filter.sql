@@ -17,7 +17,8 @@ revived AS (
     id, queue, type, payload, tags, idempotency_key, priority, status, attempt_count,
     worker_id, lease_id, heartbeat_utc, scheduled_at_utc, created_at_utc, enqueued_at_utc,
     started_at_utc, last_updated_utc, created_by, last_modified_by, last_error,
-    cancel_requested_utc, progress, trace_context, payload_version, group_key, batch_id)
+    cancel_requested_utc, progress, trace_context, payload_version, group_key, batch_id,
+    waiting_on, has_dependents)
   SELECT t.id, t.queue, t.type, coalesce($1::text, t.payload),
          CASE WHEN $2::boolean THEN $3::text ELSE t.tags END,
          NULL, coalesce($4::int, t.priority), 0, 0,
@@ -27,7 +28,7 @@ revived AS (
          coalesce(t.group_key, CASE WHEN t.queue = ANY ((SELECT coalesce(array_agg(gq.name::text), '{}'::text[]) FROM "chokaq".queues gq
     WHERE gq.name = ANY ((SELECT array_agg(queue::text) FROM taken)::text[])
       AND (gq.group_concurrency IS NOT NULL OR gq.group_rate_max IS NOT NULL))::text[]) THEN '' END),
-         t.batch_id
+         t.batch_id, t.waiting_on, t.has_dependents
   FROM taken t
   RETURNING id, queue
 ),

@@ -10,6 +10,7 @@ SELECT
   (SELECT count(*) FROM "chokaq".jobs_hot WHERE status = 0) AS pending,
   (SELECT count(*) FROM "chokaq".jobs_hot WHERE status = 1) AS fetched,
   (SELECT count(*) FROM "chokaq".jobs_hot WHERE status = 2) AS processing,
+  (SELECT count(*) FROM "chokaq".jobs_hot WHERE status = 7) AS waiting,
   coalesce((
     SELECT CASE
              WHEN c.relpages > 0 AND c.reltuples >= 0

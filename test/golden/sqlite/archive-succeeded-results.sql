@@ -6,12 +6,12 @@ WITH completed(id, worker_id, lease_id, duration_ms, result) AS (
         SELECT value ->> 'id', value ->> 'workerId', value ->> 'leaseId', value ->> 'durationMs', value ->> 'result'
         FROM json_each(@leases)
       )
-      INSERT INTO chokaq_jobs_archive (id, queue, type, payload, tags, idempotency_key, priority, attempt_count, worker_id, scheduled_at_utc, created_at_utc, enqueued_at_utc, started_at_utc, created_by, last_modified_by, last_error, progress, progress_note, trace_context, payload_version, group_key, batch_id, finished_at_utc, duration_ms, result)
-      SELECT h.id, h.queue, h.type, h.payload, h.tags, h.idempotency_key, h.priority, h.attempt_count, h.worker_id, h.scheduled_at_utc, h.created_at_utc, h.enqueued_at_utc, h.started_at_utc, h.created_by, h.last_modified_by, h.last_error, h.progress, h.progress_note, h.trace_context, h.payload_version, h.group_key, h.batch_id, CAST(ROUND(unixepoch('subsec') * 1000) AS INTEGER), c.duration_ms, c.result
+      INSERT INTO chokaq_jobs_archive (id, queue, type, payload, tags, idempotency_key, priority, attempt_count, worker_id, scheduled_at_utc, created_at_utc, enqueued_at_utc, started_at_utc, created_by, last_modified_by, last_error, progress, progress_note, trace_context, payload_version, group_key, batch_id, waiting_on, has_dependents, finished_at_utc, duration_ms, result)
+      SELECT h.id, h.queue, h.type, h.payload, h.tags, h.idempotency_key, h.priority, h.attempt_count, h.worker_id, h.scheduled_at_utc, h.created_at_utc, h.enqueued_at_utc, h.started_at_utc, h.created_by, h.last_modified_by, h.last_error, h.progress, h.progress_note, h.trace_context, h.payload_version, h.group_key, h.batch_id, h.waiting_on, h.has_dependents, CAST(ROUND(unixepoch('subsec') * 1000) AS INTEGER), c.duration_ms, c.result
       FROM completed c
       CROSS JOIN chokaq_jobs_hot h ON h.id = c.id AND h.worker_id = c.worker_id AND h.lease_id = c.lease_id
       WHERE h.status IN (1, 2)
-      RETURNING id, queue, duration_ms, batch_id
+      RETURNING id, queue, duration_ms, batch_id, has_dependents
 
 -- [3/6] all
 WITH lease(id, worker_id, lease_id) AS (

@@ -2,11 +2,11 @@
 BEGIN IMMEDIATE
 
 -- [2/7] all
-DELETE FROM chokaq_jobs_hot WHERE status IN (0, 1) AND id IN (SELECT value FROM json_each(@ids)) RETURNING *
+DELETE FROM chokaq_jobs_hot WHERE status IN (0, 1, 7) AND id IN (SELECT value FROM json_each(@ids)) RETURNING *
 
 -- [3/7] run
-INSERT INTO chokaq_jobs_dlq (id, queue, type, payload, tags, idempotency_key, priority, status, attempt_count, worker_id, lease_id, heartbeat_utc, scheduled_at_utc, created_at_utc, enqueued_at_utc, started_at_utc, last_updated_utc, created_by, last_modified_by, last_error, cancel_requested_utc, progress, progress_note, trace_context, payload_version, group_key, batch_id, failure_reason, error_details, failed_at_utc)
-      SELECT m.value ->> 'id', m.value ->> 'queue', m.value ->> 'type', m.value ->> 'payload', m.value ->> 'tags', m.value ->> 'idempotency_key', m.value ->> 'priority', m.value ->> 'status', m.value ->> 'attempt_count', m.value ->> 'worker_id', m.value ->> 'lease_id', m.value ->> 'heartbeat_utc', m.value ->> 'scheduled_at_utc', m.value ->> 'created_at_utc', m.value ->> 'enqueued_at_utc', m.value ->> 'started_at_utc', m.value ->> 'last_updated_utc', m.value ->> 'created_by', m.value ->> 'last_modified_by', m.value ->> 'last_error', m.value ->> 'cancel_requested_utc', m.value ->> 'progress', m.value ->> 'progress_note', m.value ->> 'trace_context', m.value ->> 'payload_version', m.value ->> 'group_key', m.value ->> 'batch_id', m.value ->> 'failure_reason', m.value ->> 'error_details', CAST(ROUND(unixepoch('subsec') * 1000) AS INTEGER)
+INSERT INTO chokaq_jobs_dlq (id, queue, type, payload, tags, idempotency_key, priority, status, attempt_count, worker_id, lease_id, heartbeat_utc, scheduled_at_utc, created_at_utc, enqueued_at_utc, started_at_utc, last_updated_utc, created_by, last_modified_by, last_error, cancel_requested_utc, progress, progress_note, trace_context, payload_version, group_key, batch_id, waiting_on, has_dependents, failure_reason, error_details, failed_at_utc)
+      SELECT m.value ->> 'id', m.value ->> 'queue', m.value ->> 'type', m.value ->> 'payload', m.value ->> 'tags', m.value ->> 'idempotency_key', m.value ->> 'priority', m.value ->> 'status', m.value ->> 'attempt_count', m.value ->> 'worker_id', m.value ->> 'lease_id', m.value ->> 'heartbeat_utc', m.value ->> 'scheduled_at_utc', m.value ->> 'created_at_utc', m.value ->> 'enqueued_at_utc', m.value ->> 'started_at_utc', m.value ->> 'last_updated_utc', m.value ->> 'created_by', m.value ->> 'last_modified_by', m.value ->> 'last_error', m.value ->> 'cancel_requested_utc', m.value ->> 'progress', m.value ->> 'progress_note', m.value ->> 'trace_context', m.value ->> 'payload_version', m.value ->> 'group_key', m.value ->> 'batch_id', m.value ->> 'waiting_on', m.value ->> 'has_dependents', m.value ->> 'failure_reason', m.value ->> 'error_details', CAST(ROUND(unixepoch('subsec') * 1000) AS INTEGER)
       FROM json_each(@moved) AS m ORDER BY m.key
 
 -- [4/7] run

@@ -8,7 +8,7 @@ DELETE FROM chokaq_jobs_dlq WHERE id IN (SELECT value FROM json_each(@ids)) RETU
 INSERT INTO chokaq_jobs_hot (id, queue, type, payload, tags, idempotency_key, priority,
         status, attempt_count, scheduled_at_utc, created_at_utc, enqueued_at_utc, last_updated_utc,
         created_by, last_modified_by, last_error, trace_context, payload_version, group_key,
-        batch_id)
+        batch_id, waiting_on, has_dependents)
       SELECT m.value ->> 'id', m.value ->> 'queue', m.value ->> 'type',
         COALESCE(@payload, m.value ->> 'payload'),
         CASE WHEN @setTags = 1 THEN @tags ELSE m.value ->> 'tags' END,
@@ -21,7 +21,7 @@ INSERT INTO chokaq_jobs_hot (id, queue, type, payload, tags, idempotency_key, pr
           CASE WHEN EXISTS (SELECT 1 FROM chokaq_queues gq
                             WHERE gq.name = m.value ->> 'queue' AND (gq.group_concurrency IS NOT NULL OR gq.group_rate_max IS NOT NULL))
                THEN '' END),
-        m.value ->> 'batch_id'
+        m.value ->> 'batch_id', m.value ->> 'waiting_on', m.value ->> 'has_dependents'
       FROM json_each(@moved) AS m ORDER BY m.key
 
 -- [4/5] run

@@ -1,6 +1,12 @@
 import { FailureReason, JobStatus } from '../../../libs/chokaq/src/interfaces/job-status.enum';
 import { MssqlStatement } from '../../../libs/chokaq/src/storage/mssql/mssql-params';
 import * as SQL from '../../../libs/chokaq/src/storage/mssql/sql';
+import {
+  EdgeState,
+  PlannedDependencies,
+  PolicyCode,
+  dependencyFailedText,
+} from '../../../libs/chokaq/src/storage/shared/dependencies';
 import { ERROR_LINE_PREFIX } from '../../../libs/chokaq/src/storage/shared/error-family';
 import { STORED_TEXT } from '../../../libs/chokaq/src/storage/validated-job-storage';
 import {
@@ -156,6 +162,35 @@ export const BATCH: SQL.MssqlNewBatch = {
   ],
 };
 
+/** A third job id: a dependency of {@link DEPENDENCY_PLAN}'s waiting job. */
+export const ID3 = '0190a1b2-c3d4-7e5f-8a9b-0c1d2e3f4a60';
+
+/**
+ * The edges and count an enqueue writes (`planDependencies`' result): `ID2` waits on the hot `ID`
+ * (block) and on `ID3`, found in the DLQ under `cancel` (failed, marked for the check pass).
+ */
+export const DEPENDENCY_PLAN: PlannedDependencies = {
+  edges: [
+    {
+      jobId: ID2,
+      dependsOn: ID,
+      policy: PolicyCode.Block,
+      state: EdgeState.Waiting,
+      needsCheck: false,
+    },
+    {
+      jobId: ID2,
+      dependsOn: ID3,
+      policy: PolicyCode.Cancel,
+      state: EdgeState.Failed,
+      needsCheck: true,
+    },
+  ],
+  waits: [{ jobId: ID2, waitingOn: 2 }],
+  missing: [],
+  needsCheck: true,
+};
+
 /** A job with a dedupe key as the dedupe builders take it (a validated job has these fields). */
 export const KEYED_JOB: SQL.MssqlKeyedJob = {
   id: ID,
@@ -268,6 +303,53 @@ export function catalogue(schema: SQL.MssqlSchema = SCHEMA): CatalogueEntry[] {
     'transition',
     SQL.insertBatch(schema, BATCH, { callerTransaction: true }),
   );
+
+  // Dependencies (schema version 19): a chunk of jobs that wait, inserted Waiting; where their
+  // dependencies are (marked as waited on); their edges and counts. In ChokaQ's transaction
+  // (XACT_ABORT, no transaction of their own) or in a caller's (neither).
+  const waitingJobs = [
+    { ...JOB, idempotencyKey: null },
+    { ...JOB, id: ID2, idempotencyKey: null, group: null },
+  ];
+  add(
+    'enqueueMany',
+    'waiting',
+    'transition',
+    SQL.enqueueMany(schema, waitingJobs, undefined, true),
+  );
+  add(
+    'enqueueMany.inCallerTransaction',
+    'waiting',
+    'transition',
+    SQL.enqueueMany(schema, waitingJobs, { callerTransaction: true }, true),
+  );
+  add('locateDependencies', '', 'transition', SQL.locateDependencies(schema, [ID, ID3]));
+  add(
+    'locateDependencies.inCallerTransaction',
+    '',
+    'transition',
+    SQL.locateDependencies(schema, [ID, ID3], { callerTransaction: true }),
+  );
+  add('insertDependencies', '', 'transition', SQL.insertDependencies(schema, DEPENDENCY_PLAN));
+  add(
+    'insertDependencies.inCallerTransaction',
+    '',
+    'transition',
+    SQL.insertDependencies(schema, DEPENDENCY_PLAN, { callerTransaction: true }),
+  );
+  // The check pass: a round takes the marked edges, cancels their waiting dependents (a move by
+  // id of a Waiting row, below with the moves) and unmarks the edges, in one transaction.
+  add('checkTake', '', 'transition', SQL.checkTake(schema, 500));
+  add(
+    'checkDone',
+    '',
+    'transition',
+    SQL.checkDone(schema, [
+      { jobId: ID2, dependsOn: ID3 },
+      { jobId: ID, dependsOn: ID3 },
+    ]),
+  );
+  add('getDependencies', '', 'read', SQL.getDependencies(schema, ID));
 
   // Dedupe keys (schema version 16): the steps of a keyed enqueue, run in ChokaQ's own
   // transaction (XACT_ABORT, no transaction of their own) or in a caller's (neither).
@@ -396,6 +478,21 @@ export function catalogue(schema: SQL.MssqlSchema = SCHEMA): CatalogueEntry[] {
     'admin',
     'move',
     SQL.moveToDlq(schema, { id: ID }, FailureReason.Cancelled, 'cancelled', 'ops', null),
+  );
+  // The dependency check's cancel of a job whose dependency failed: only while it still waits.
+  add(
+    'moveToDlq',
+    'waiting',
+    'move',
+    SQL.moveToDlq(
+      schema,
+      { id: ID2 },
+      FailureReason.DependencyFailed,
+      dependencyFailedText(ID3, EdgeState.Failed),
+      null,
+      null,
+      true,
+    ),
   );
   add('cancel', '', 'move', SQL.cancel(schema, [ID, ID2], 'ops', STORED_TEXT.cancelled('ops')));
 
@@ -665,6 +762,17 @@ export function catalogue(schema: SQL.MssqlSchema = SCHEMA): CatalogueEntry[] {
       }
     }
   }
+
+  // The Waiting rows of a queue (schema version 19): the status a literal, so
+  // `IX_JobsHot_Waiting` (filtered on `Status = 7`) serves them.
+  const waitingFilter = { queue: 'emails', status: JobStatus.Waiting } as const;
+  add(
+    'listJobs.hot',
+    'waiting',
+    'read',
+    SQL.listJobs(schema, { ...listOf('hot', [], 'newest', false), filter: waitingFilter }),
+  );
+  add('countExactly.hot', 'waiting', 'read', SQL.countExactly(schema, 'hot', waitingFilter));
 
   add('getSummary', '', 'telemetry', SQL.getSummary(schema));
   add('getQueueStats', '', 'telemetry', SQL.getQueueStats(schema));

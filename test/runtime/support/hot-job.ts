@@ -34,6 +34,7 @@ export function hotJob(overrides: Partial<HotJob> = {}, now = new Date()): HotJo
     traceContext: null,
     payloadVersion: 1,
     batchId: null,
+    waitingOn: null,
     ...overrides,
   };
 }

@@ -48,6 +48,7 @@ import {
   ResurrectEdits,
 } from '../interfaces/job.interface';
 import type { BatchView } from '../interfaces/batch.interface';
+import type { JobDependencies } from '../interfaces/job.interface';
 import type { ChokaQLogger } from '../interfaces/chokaq-logger.interface';
 import { ResolvedChokaQOptions } from '../interfaces/module-options.interface';
 import { RecurringJobSpec, RecurringJobView } from '../interfaces/recurring-job.interface';
@@ -271,6 +272,16 @@ export class ChokaQAdmin {
    */
   getBatch(id: string): Promise<BatchView | null> {
     return this.storage.getBatch(id);
+  }
+
+  /**
+   * A job's edges in the dependency graph: the jobs it waits (or waited) on and, at most 1,000,
+   * those that wait (or waited) on it, each with its state (`waiting`, `succeeded`, `ignored`,
+   * `failed`, `removed`), whether it is blocked on a dependency in the DLQ, and where the job
+   * waited on is now.
+   */
+  getDependencies(id: string): Promise<JobDependencies> {
+    return this.storage.getDependencies(id);
   }
 
   /**

@@ -220,6 +220,7 @@ describe('chokaq: parsing, help and usage errors', () => {
       'queues set-group-limits',
       'queues set-timeout',
       'jobs get',
+      'jobs waiting',
       'jobs cancel',
       'jobs run-now',
       'jobs edit',

@@ -13,7 +13,14 @@ import type {
 } from '../interfaces/batch.interface';
 import { JobView } from '../interfaces/job-view.interface';
 import type { StandardSchemaV1 } from '../interfaces/standard-schema.interface';
-import { CancelResult, NewJob, PendingEdits } from '../interfaces/job.interface';
+import {
+  CancelResult,
+  JobDependencies,
+  JobDependency,
+  NewJob,
+  PendingEdits,
+} from '../interfaces/job.interface';
+import { uuidv7 } from '../common/uuid';
 import { ChokaQMetrics } from '../observability/chokaq-metrics';
 import { ChokaQTracing } from '../observability/chokaq-tracing';
 import { JobEvents } from '../runtime/job-events';
@@ -29,6 +36,7 @@ import {
 } from '../validation/validate-payload';
 import { WorkerRegistry } from '../worker.registry';
 import type { BatchEntry, EnqueueBatchOptions } from './batch-job';
+import type { EnqueueFlowOptions, FlowEnqueued, FlowStep } from './flow-step';
 
 /**
  * Per-job options of `enqueue` and friends (SPEC §1): the fields of the storage's `NewJob` that a
@@ -49,6 +57,7 @@ export type JobOptions = Pick<
   | 'tags'
   | 'createdBy'
   | 'id'
+  | 'dependsOn'
 >;
 
 /** Options of a plain-queue enqueue: `type` is free (default: the queue name). @publicApi */
@@ -223,6 +232,128 @@ export class JobClient {
     }
     for (const queue of new Set(members.map((job) => job.queue))) this.workers.nudge(queue);
     return made;
+  }
+
+  /**
+   * Enqueues a flow: named steps (each made with {@link flowStep}, of any queues and definitions)
+   * that wait on each other (`after`: a tree, a fan-out, a fan-in, any DAG) and on existing jobs
+   * (`dependsOn`), all in one transaction (yours with `transaction`). A step with nothing to wait
+   * on is Pending at once; the others are Waiting and each becomes Pending in the transaction of
+   * the move that settles its last dependency. A cycle, a step named in `after` that the flow does
+   * not have, or a `dependsOn` id in no table is refused before anything is written
+   * (`ChokaQValidationError` with the step's path, `steps.total.after`;
+   * `ChokaQDependencyNotFoundError`). Resolves to each step's job id by name.
+   */
+  async enqueueFlow(
+    steps: Readonly<Record<string, FlowStep>>,
+    options: EnqueueFlowOptions = {},
+  ): Promise<FlowEnqueued> {
+    const names = steps !== null && typeof steps === 'object' ? Object.keys(steps) : [];
+    if (names.length === 0 || names.length > 10_000) {
+      throw new ChokaQValidationError([
+        { path: 'steps', message: 'must be an object of 1 to 10,000 steps', value: steps },
+      ]);
+    }
+    const ids = new Map<string, string>();
+    for (const name of names) {
+      const step = steps[name];
+      const given = step !== null && typeof step === 'object' ? step.options?.id : undefined;
+      ids.set(name, given ?? uuidv7());
+    }
+    const issues: ValidationIssue[] = [];
+    const traceContext = this.traceContext();
+    const jobs: (NewJob & { queue: string })[] = [];
+    for (const name of names) {
+      const step = steps[name];
+      if (step === null || typeof step !== 'object') {
+        issues.push({ path: `steps.${name}`, message: 'must be made with flowStep', value: step });
+        continue;
+      }
+      const checked = checkedDefinition(step.target);
+      if (checked) await checkPayloads(checked, [step.payload], () => `steps.${name}.payload`);
+      const { after = [], dependsOn = [], ...rest } = step.options ?? {};
+      const waits: (string | JobDependency)[] = [...dependsOn];
+      (Array.isArray(after) ? after : [after]).forEach((ref: unknown, i) => {
+        const stepName =
+          typeof ref === 'object' && ref !== null ? (ref as { step?: unknown }).step : ref;
+        const id = typeof stepName === 'string' ? ids.get(stepName) : undefined;
+        if (id === undefined) {
+          issues.push({
+            path: `steps.${name}.after[${i}]`,
+            message: 'must name a step of this flow',
+            value: ref,
+          });
+          return;
+        }
+        const onFailure =
+          typeof ref === 'object' ? (ref as { onFailure?: unknown }).onFailure : undefined;
+        waits.push({
+          jobId: id,
+          ...(onFailure === undefined ? {} : { onFailure }),
+        } as JobDependency);
+      });
+      jobs.push(
+        this.toNewJob(
+          step.target,
+          {
+            ...rest,
+            id: ids.get(name),
+            payload: step.payload,
+            ...(waits.length > 0 ? { dependsOn: waits } : {}),
+          },
+          traceContext,
+        ),
+      );
+    }
+    if (issues.length > 0) throw new ChokaQValidationError(issues);
+    let results;
+    try {
+      results = await this.storage.enqueueMany(jobs, { transaction: options.transaction });
+    } catch (error) {
+      throw error instanceof ChokaQValidationError &&
+        !(error instanceof ChokaQPayloadValidationError)
+        ? new ChokaQValidationError(
+            error.issues.map((issue) => ({
+              ...issue,
+              path: issue.path.replace(
+                /^items\[(\d+)\]/,
+                (_, i: string) => `steps.${names[Number(i)]}`,
+              ),
+            })),
+          )
+        : error;
+    }
+    if (this.metrics.enabled) countCreated(this.metrics, jobs, results);
+    for (const queue of new Set(jobs.map((job) => job.queue))) this.workers.nudge(queue);
+    return { jobIds: Object.fromEntries(names.map((name) => [name, ids.get(name)!])) };
+  }
+
+  /**
+   * A job's place in the dependency graph: the jobs it waits (or waited) on and, at most 1,000,
+   * the jobs that wait (or waited) on it, each edge with its state and where the other job is.
+   */
+  getDependencies(id: string): Promise<JobDependencies> {
+    return this.storage.getDependencies(id);
+  }
+
+  /**
+   * The stored results of the jobs `id` waits (or waited) on, by dependency id: the result for a
+   * dependency in the Archive (null when its handler records none), `undefined` for one that is
+   * not (hot, in the DLQ, or removed). One read per dependency: a handler of a
+   * released job calls it with `ctx.id`. For thousands of results, make the children a batch
+   * and page them with {@link getBatchResults}. `R` types the results; it is not checked.
+   */
+  async getDependencyResults<R = unknown>(
+    id: string,
+  ): Promise<Record<string, R | null | undefined>> {
+    const { dependsOn } = await this.storage.getDependencies(id);
+    const out: Record<string, R | null | undefined> = {};
+    for (const edge of dependsOn) {
+      const job =
+        edge.dependencyPillar === 'archive' ? await this.storage.getJob(edge.dependsOn) : null;
+      out[edge.dependsOn] = job?.pillar === 'archive' ? (job.result as R | null) : undefined;
+    }
+    return out;
   }
 
   /** A batch's counts and callbacks, or null when no batch has that id (see {@link enqueueBatch}). */

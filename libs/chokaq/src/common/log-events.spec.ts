@@ -67,6 +67,7 @@ const PINNED: ReadonlyArray<[id: number, name: string, level: string, fields: st
   [4000, 'FetchedJobsRecovered', 'log', ['count']],
   [4001, 'ZombiesDeadLettered', 'warn', ['count', 'workerIds', 'jobIds']],
   [4002, 'ZombiesRetried', 'warn', ['count', 'workerIds', 'jobIds']],
+  [4003, 'DependentsCancelled', 'warn', ['count', 'jobIds']],
   [4010, 'RetentionApplied', 'log', ['archive', 'dlq', 'metricBuckets', 'workers']],
   [5000, 'SchemaMigrated', 'log', ['dialect', 'schema', 'fromVersion', 'toVersion', 'applied']],
   [5010, 'SqliteNotWal', 'warn', ['journalMode']],

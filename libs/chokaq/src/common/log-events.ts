@@ -126,6 +126,7 @@ export const CHOKAQ_LOG_EVENTS = {
   FetchedJobsRecovered: { id: 4000, level: 'log', fields: ['count'] },
   ZombiesDeadLettered: { id: 4001, level: 'warn', fields: ['count', 'workerIds', 'jobIds'] },
   ZombiesRetried: { id: 4002, level: 'warn', fields: ['count', 'workerIds', 'jobIds'] },
+  DependentsCancelled: { id: 4003, level: 'warn', fields: ['count', 'jobIds'] },
   RetentionApplied: {
     id: 4010,
     level: 'log',

@@ -16,7 +16,7 @@ import {
 import { ChokaQAdmin } from '../admin/chokaq-admin.service';
 import type { AuditEntry, DlqActionPreview } from '../interfaces/audit.interface';
 import type { BatchView } from '../interfaces/batch.interface';
-import type { CancelResult, ResurrectEdits } from '../interfaces/job.interface';
+import type { CancelResult, JobDependencies, ResurrectEdits } from '../interfaces/job.interface';
 import type { JobView, ListPage } from '../interfaces/job-view.interface';
 import { DECK_OPTIONS } from './deck.constants';
 import { DeckAccessGuard, DeckMutation } from './deck-access.guard';
@@ -37,6 +37,8 @@ import { DeckSnapshotService } from './deck-snapshot.service';
 export interface DeckJob {
   job: JobView;
   audit: AuditEntry[];
+  /** Its edges in the dependency graph (empty lists for a job with none). */
+  dependencies: JobDependencies;
 }
 
 /**
@@ -115,7 +117,8 @@ export class DeckJobsController {
     const job = await this.admin.getJob(id, { attempts: true });
     if (!job) throw new NotFoundException(`No job ${id} in the hot table, the archive or the DLQ.`);
     const audit = await this.admin.getAuditLog({ target: id, limit: 50 });
-    return { job: this.options.redact(job), audit: audit.items };
+    const dependencies = await this.admin.getDependencies(id);
+    return { job: this.options.redact(job), audit: audit.items, dependencies };
   }
 
   /** A batch's counts and callbacks; 404 when no batch has that id. */

@@ -29,6 +29,8 @@ export interface DeckQueue extends QueueInfo {
   pending: number;
   fetched: number;
   processing: number;
+  /** Jobs waiting on their dependencies. */
+  waiting: number;
   duePending: number;
   /** Pending jobs an open circuit holds back, and when the first of them is due again. */
   heldPending: number;
@@ -219,6 +221,7 @@ function card(
     pending: stats?.pending ?? 0,
     fetched: stats?.fetched ?? 0,
     processing: stats?.processing ?? 0,
+    waiting: stats?.waiting ?? 0,
     duePending: health?.duePending ?? 0,
     heldPending: health?.heldPending ?? 0,
     heldUntilUtc: health?.heldUntilUtc ?? null,

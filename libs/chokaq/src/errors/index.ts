@@ -21,3 +21,4 @@ export * from './compatibility-level.error';
 export * from './missing-peer.error';
 export * from './result.error';
 export * from './job-not-pending.error';
+export * from './dependency-not-found.error';

@@ -26,11 +26,11 @@ export interface BatchCallbacks {
  */
 export type BatchCallbackJob = Omit<
   NewJob,
-  'id' | 'idempotencyKey' | 'dedupe' | 'delayMs' | 'runAt'
+  'id' | 'idempotencyKey' | 'dedupe' | 'delayMs' | 'runAt' | 'dependsOn'
 >;
 
 /** A batch's jobs: what `enqueue` takes, less an id or a key (each job is new, and in this batch only). @publicApi */
-export type BatchJob = Omit<NewJob, 'id' | 'idempotencyKey' | 'dedupe'>;
+export type BatchJob = Omit<NewJob, 'id' | 'idempotencyKey' | 'dedupe' | 'dependsOn'>;
 
 /** What `JobStorage.enqueueBatch` takes. @publicApi */
 export interface NewBatch {

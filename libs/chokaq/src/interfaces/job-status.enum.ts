@@ -1,5 +1,5 @@
 /**
- * Job status codes (SPEC §2). Codes 0–2 live in the hot table, 3 is the archive, 4–6 the DLQ.
+ * Job status codes (SPEC §2). Codes 0–2 and 7 live in the hot table, 3 is the archive, 4–6 the DLQ.
  * The numbers are contract: they are stored, and dialects write them as SQL literals so the
  * partial indexes on `Status` can be used.
  *
@@ -13,6 +13,11 @@ export enum JobStatus {
   Failed = 4,
   Cancelled = 5,
   Zombie = 6,
+  /**
+   * In the hot table, waiting on other jobs (`dependsOn`, `enqueueFlow`): never claimed; the move
+   * that settles its last dependency makes it Pending in the same transaction.
+   */
+  Waiting = 7,
 }
 
 /**
@@ -41,4 +46,9 @@ export enum FailureReason {
   RetryLifetimeExpired = 10,
   /** No live handler for its type after it was claimed. */
   NoHandler = 11,
+  /**
+   * A waiting job's dependency failed under the `cancel` policy, or a dependency it was blocked on
+   * was purged from the DLQ: it never ran. The error names the dependency.
+   */
+  DependencyFailed = 12,
 }

@@ -104,7 +104,7 @@ export interface GetJobOptions {
 export interface ActiveFilter {
   queue?: string;
   type?: string;
-  status?: JobStatus.Pending | JobStatus.Fetched | JobStatus.Processing;
+  status?: JobStatus.Pending | JobStatus.Fetched | JobStatus.Processing | JobStatus.Waiting;
   /** Exact tag match. No index serves it: a list scans at most `MAX_LIST_SCAN` rows per call. */
   tag?: string;
   /**
@@ -259,6 +259,8 @@ export interface SummaryStats {
   fetched: number;
   /** Exact: Processing rows of the hot table. */
   processing: number;
+  /** Exact: Waiting rows of the hot table (jobs waiting on their dependencies). */
+  waiting: number;
   /**
    * Rows the archive retains now. SQLite: exact (a count kept in the same transaction as every
    * insert and delete). PostgreSQL: an estimate from the planner's statistics (`pg_class`), or from
@@ -284,6 +286,8 @@ export interface QueueStats {
   fetched: number;
   /** Exact: Processing rows of the queue. */
   processing: number;
+  /** Exact: Waiting rows of the queue (jobs waiting on their dependencies). */
+  waiting: number;
   succeededTotal: number;
   failedTotal: number;
   cancelledTotal: number;

@@ -61,6 +61,89 @@ export interface NewJob {
    * the definition; the claim runs a job only in a process whose handler can run this version.
    */
   payloadVersion?: number;
+  /**
+   * The jobs this one waits on (continuations): their ids, or `{ jobId, onFailure }` to choose what
+   * a failed dependency does (default `block`). At most 10,000. The job is enqueued Waiting
+   * (`JobStatus.Waiting`, in the hot table, never claimed) and becomes Pending in the transaction
+   * of the move that settles its last dependency. A dependency already in the Archive counts as
+   * succeeded, one in the DLQ as failed; an id in no table is refused
+   * (`ChokaQDependencyNotFoundError`). Cannot be combined with `dedupe`. See
+   * {@link DependencyPolicy}.
+   */
+  dependsOn?: readonly (string | JobDependency)[];
+}
+
+/**
+ * What a waiting job does when one of its dependencies fails (reaches the DLQ: failed, cancelled
+ * or zombied), chosen per dependency:
+ * - `block` (default): it stays Waiting while the dependency is in the DLQ. A resurrect of the
+ *   dependency that then succeeds releases it; a purge (or retention) of the dependency sends it
+ *   to the DLQ as `DependencyFailed`, naming the dependency.
+ * - `ignore`: the failed dependency counts as settled, as a success would.
+ * - `cancel`: it goes to the DLQ as `DependencyFailed` without running (by the next maintenance
+ *   pass, or at once after an enqueue that finds the dependency failed already; it is never
+ *   released meanwhile), and so, by their own policies, do the jobs waiting on it.
+ *
+ * @publicApi
+ */
+export type DependencyPolicy = 'block' | 'ignore' | 'cancel';
+
+/** One dependency of a job ({@link NewJob.dependsOn}). @publicApi */
+export interface JobDependency {
+  jobId: string;
+  /** Default `block`. */
+  onFailure?: DependencyPolicy;
+}
+
+/**
+ * Where one dependency of a job stands ({@link DependencyView.state}):
+ * - `waiting`: not settled yet (its dependency is hot, or in the DLQ under `block`: `blocked`
+ *   says so);
+ * - `succeeded`: its dependency reached the Archive;
+ * - `ignored`: its dependency failed under `ignore`;
+ * - `failed`: its dependency failed under `cancel`: the dependent goes (or went) to the DLQ;
+ * - `removed`: its dependency was purged from the DLQ while the dependent was blocked on it.
+ *
+ * @publicApi
+ */
+export type DependencyState = 'waiting' | 'succeeded' | 'ignored' | 'failed' | 'removed';
+
+/** One edge of the dependency graph, as `JobClient.getDependencies` shows it. @publicApi */
+export interface DependencyView {
+  /** The job that waits. */
+  jobId: string;
+  /** The job it waits on. */
+  dependsOn: string;
+  onFailure: DependencyPolicy;
+  state: DependencyState;
+  /**
+   * Where the dependency is now: `hot` (Pending, Fetched, Processing or Waiting), `archive`,
+   * `dlq`, or `removed` (in no table: purged, or removed by retention).
+   */
+  dependencyPillar: 'hot' | 'archive' | 'dlq' | 'removed';
+  /** True while the edge waits on a dependency in the DLQ (`block`). */
+  blocked: boolean;
+}
+
+/** What one run of the dependency check did (`JobStore.checkDependencies`). @publicApi */
+export interface DependencyCheckResult {
+  /**
+   * Open edges it re-read (PostgreSQL only: a continuation's edge to a dependency that was hot at
+   * enqueue, whose move may not have seen it); those whose dependency had left the hot table are
+   * settled by the re-read as that move would have settled them.
+   */
+  settled: number;
+  /** Waiting jobs it sent to the DLQ as `DependencyFailed`. */
+  cancelled: string[];
+}
+
+/** A job's place in the dependency graph (`JobClient.getDependencies`). @publicApi */
+export interface JobDependencies {
+  /** The jobs it waits (or waited) on. */
+  dependsOn: DependencyView[];
+  /** The jobs that wait (or waited) on it, at most 1,000 (`truncated` says when there are more). */
+  dependents: DependencyView[];
+  truncated: boolean;
 }
 
 /**
@@ -230,6 +313,12 @@ export interface HotJob {
    * outside any batch.
    */
   batchId: string | null;
+  /**
+   * For a job enqueued with `dependsOn`: how many of its dependencies it still waits on (0 once
+   * released; a dependency failed under `cancel` keeps counting until the job is cancelled). Null
+   * for a job that never waited.
+   */
+  waitingOn: number | null;
 }
 
 /** Result of `keepAlive`. @publicApi */

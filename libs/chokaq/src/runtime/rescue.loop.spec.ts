@@ -37,6 +37,7 @@ function row(id: string, workerId: string | null): HotJob {
     traceContext: null,
     payloadVersion: 1,
     batchId: null,
+    waitingOn: null,
   };
 }
 
@@ -65,11 +66,12 @@ class Sink implements JobEventSink {
 describe('RescueLoop', () => {
   const handlers = { zombieRetryRules: () => [] };
 
-  function loop(result: ZombieRescueResult, events?: JobEventSink) {
+  function loop(result: ZombieRescueResult, events?: JobEventSink, cancelled: string[] = []) {
     const logger = new RecordingLogger();
     const storage = {
       recoverAbandoned: jest.fn(async () => 0),
       archiveZombies: jest.fn(async () => result),
+      checkDependencies: jest.fn(async () => ({ settled: 0, cancelled })),
     };
     return {
       logger,
@@ -93,6 +95,18 @@ describe('RescueLoop', () => {
       'Rescue: 1 zombie job(s) returned to Pending (retryZombies), of lost worker(s) host-c:3:cc (1: c1)',
     ]);
     expect(rescue.totals).toEqual({ recovered: 0, zombies: 3, zombiesRetried: 1 });
+  });
+
+  it('runs the dependency check after the zombies and names the waiting jobs it cancelled', async () => {
+    const { logger, storage, loop: rescue } = loop(sweep([]), undefined, ['d1', 'd2']);
+    await rescue.tick();
+    expect(storage.checkDependencies).toHaveBeenCalledTimes(1);
+    expect(storage.archiveZombies.mock.invocationCallOrder[0]).toBeLessThan(
+      storage.checkDependencies.mock.invocationCallOrder[0],
+    );
+    expect(logger.lines.filter((l) => l.level === 'warn').map((l) => l.message)).toEqual([
+      'Rescue: 2 waiting job(s) moved to the DLQ because a dependency failed or was removed (d1, d2)',
+    ]);
   });
 
   it('lists at most ten ids per worker', async () => {

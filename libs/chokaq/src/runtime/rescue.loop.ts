@@ -29,6 +29,10 @@ const LOGGED_IDS = 10;
  *
  * Its log line names the lost worker(s) whose jobs it declared zombies, and each rescued zombie is
  * a `stalled` lifecycle event of this process, emitted once the sweep's statement committed.
+ *
+ * Each pass ends with the dependency check (`checkDependencies`): waiting jobs whose dependency
+ * failed under `cancel` (or was removed while they were blocked on it) go to the DLQ as
+ * `DependencyFailed`, and edges an in-flight move could not see are settled.
  */
 export class RescueLoop {
   private readonly loop: Loop;
@@ -37,7 +41,10 @@ export class RescueLoop {
   private zombiesRetried = 0;
 
   constructor(
-    private readonly storage: Pick<JobStore, 'recoverAbandoned' | 'archiveZombies'>,
+    private readonly storage: Pick<
+      JobStore,
+      'recoverAbandoned' | 'archiveZombies' | 'checkDependencies'
+    >,
     private readonly options: ResolvedChokaQOptions,
     private readonly logger: ChokaQLogger,
     private readonly handlers: Pick<HandlerLookup, 'zombieRetryRules'>,
@@ -85,6 +92,19 @@ export class RescueLoop {
     this.zombies += zombies.dlq.length;
     this.zombiesRetried += zombies.retried.length;
     this.metrics?.zombies(zombies.jobs);
+    // After the zombies: a zombie dependency's cancel edges are marked by its move just above.
+    const dependencies = await this.storage.checkDependencies();
+    if (dependencies.cancelled.length > 0) {
+      const ids = dependencies.cancelled;
+      const more = ids.length > LOGGED_IDS ? ', …' : '';
+      logEvent(
+        this.logger,
+        'DependentsCancelled',
+        `Rescue: ${ids.length} waiting job(s) moved to the DLQ because a dependency failed or ` +
+          `was removed (${ids.slice(0, LOGGED_IDS).join(', ')}${more})`,
+        { count: ids.length, jobIds: ids },
+      );
+    }
     if (recovered > 0) {
       logEvent(
         this.logger,

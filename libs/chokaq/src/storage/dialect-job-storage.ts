@@ -29,6 +29,8 @@ import type {
   RetentionResult,
   RunRef,
   ZombieRescueResult,
+  DependencyCheckResult,
+  JobDependencies,
 } from '../interfaces/job.interface';
 import type { WorkerInfo } from '../interfaces/worker.interface';
 import type {
@@ -175,6 +177,7 @@ export interface DialectJobStorage extends Pick<
 
   // ---------------------------------------------------------------- rescue
   recoverAbandoned(fetchedTimeoutMs: number, limit: number): Promise<number>;
+  checkDependencies(limit: number): Promise<DependencyCheckResult>;
   archiveZombies(sweep: Checked<ZombieSweep>): Promise<ZombieRescueResult>;
 
   // ---------------------------------------------------------------- workers
@@ -201,6 +204,7 @@ export interface DialectJobStorage extends Pick<
   /** `attempts`: also read the job's `JobAttempts` rows (only when the job exists). */
   getJob(id: string, attempts: boolean): Promise<JobView | null>;
   getBatch(id: string): Promise<BatchView | null>;
+  getDependencies(id: string): Promise<JobDependencies>;
   /** `query.after`: `''` for the first page (every id sorts after it). */
   getBatchResults(
     batchId: string,

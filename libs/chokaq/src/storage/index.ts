@@ -43,6 +43,12 @@ export type {
   StorageDialect,
   ZombieRescueResult,
   ZombieRetryRule,
+  DependencyCheckResult,
+  DependencyPolicy,
+  DependencyState,
+  DependencyView,
+  JobDependencies,
+  JobDependency,
 } from '../interfaces/job.interface';
 export type {
   BatchCallbackJob,

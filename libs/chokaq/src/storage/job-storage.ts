@@ -50,6 +50,8 @@ import type {
   StorageDialect,
   ZombieRescueResult,
   ZombieRetryRule,
+  DependencyCheckResult,
+  JobDependencies,
 } from '../interfaces/job.interface';
 import type {
   RecurringJobDefinition,
@@ -388,6 +390,16 @@ export interface JobStore {
   recoverAbandoned(fetchedTimeoutMs: number, limit?: number): Promise<number>;
 
   /**
+   * The dependency check (the rescue loop runs it on every pass; an enqueue runs it once it
+   * committed when it wrote edges that need it): sends to the DLQ, as `DependencyFailed`, the
+   * waiting jobs whose dependency failed under `cancel` or was removed while they were blocked on
+   * it, and through them, by their own edges, the jobs waiting on those; on PostgreSQL it also
+   * settles an edge written while its dependency's move was in flight (that move could not see
+   * it). Takes at most `limit` edges per step and a few steps per call.
+   */
+  checkDependencies(limit?: number): Promise<DependencyCheckResult>;
+
+  /**
    * Processing rows whose `HeartbeatUtc` is older than their queue's `ZombieTimeoutSeconds` (or
    * `defaultZombieTimeoutMs`) → DLQ as Zombie, or → Pending with `LastError` (attempt kept) where
    * the queue has `RetryZombies` or `retryRules` resolve the row's `(queue, type)` to a handler that
@@ -510,6 +522,13 @@ export interface JobQueries {
 
   /** A batch's counts and callbacks (one primary-key read of each table), or null when none has that id. */
   getBatch(id: string): Promise<BatchView | null>;
+
+  /**
+   * A job's edges in the dependency graph: those it waits (or waited) on and, at most 1,000,
+   * those that wait (or waited) on it, each with its state and where the job waited on is now.
+   * Empty lists for a job with none (or an unknown id).
+   */
+  getDependencies(id: string): Promise<JobDependencies>;
 
   /**
    * A page of a batch's results: its jobs in the Archive (its callbacks excluded) with their

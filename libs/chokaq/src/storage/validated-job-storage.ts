@@ -55,6 +55,8 @@ import type {
   StorageDialect,
   ZombieRescueResult,
   ZombieRetryRule,
+  DependencyCheckResult,
+  JobDependencies,
 } from '../interfaces/job.interface';
 import type {
   RecurringJobDefinition,
@@ -63,7 +65,13 @@ import type {
 import type { SchemaStatus } from '../interfaces/schema-status.interface';
 import type { WorkerHeartbeat, WorkerInfo, WorkerQuery } from '../interfaces/worker.interface';
 import { CHOKAQ_DEFAULTS } from '../config/resolve-options';
-import { LIMITS, MAX_RESCUE_BATCH, MAX_TIMER_MS, MAX_TOP_ERRORS } from '../validation/limits';
+import {
+  DEPENDENCY_CHECK_BATCH,
+  LIMITS,
+  MAX_RESCUE_BATCH,
+  MAX_TIMER_MS,
+  MAX_TOP_ERRORS,
+} from '../validation/limits';
 import {
   assertActor,
   assertBoolean,
@@ -456,6 +464,13 @@ export class ValidatedJobStorage implements JobStorage {
   // ---------------------------------------------------------------- rescue
 
   /** @inheritdoc */
+  async checkDependencies(limit = DEPENDENCY_CHECK_BATCH): Promise<DependencyCheckResult> {
+    const max = assertNonNegativeInt(limit, 'limit', MAX_RESCUE_BATCH);
+    if (max === 0) return { settled: 0, cancelled: [] };
+    return this.store.checkDependencies(max);
+  }
+
+  /** @inheritdoc */
   async recoverAbandoned(fetchedTimeoutMs: number, limit = DEFAULT_RESCUE_LIMIT): Promise<number> {
     const timeout = assertNonNegativeInt(fetchedTimeoutMs, 'fetchedTimeoutMs');
     const max = assertNonNegativeInt(limit, 'limit', MAX_RESCUE_BATCH);
@@ -564,6 +579,12 @@ export class ValidatedJobStorage implements JobStorage {
   async getBatch(id: string): Promise<BatchView | null> {
     const [key] = assertIds([id], 'id');
     return this.queries.getBatch(key);
+  }
+
+  /** @inheritdoc */
+  async getDependencies(id: string): Promise<JobDependencies> {
+    const [key] = assertIds([id], 'id');
+    return this.queries.getDependencies(key);
   }
 
   /** @inheritdoc */

@@ -36,6 +36,15 @@ export const LIMITS = {
 /** At most this many items per `enqueueMany` call. @publicApi */
 export const MAX_ENQUEUE_MANY = 10_000;
 
+/** Most dependencies one job may wait on (`NewJob.dependsOn`): a fan-in as wide as one enqueue. */
+export const MAX_DEPENDENCIES = MAX_ENQUEUE_MANY;
+
+/** Most dependents `getDependencies` lists (a fan-out may have 10,000). */
+export const MAX_DEPENDENTS_SHOWN = 1_000;
+
+/** Most edges one step of the rescue loop's dependency check takes. */
+export const DEPENDENCY_CHECK_BATCH = 500;
+
 /**
  * At most this many rows per page of a list (`ListQuery.limit`) or of a batch's results
  * (`BatchResultsQuery.limit`). @publicApi

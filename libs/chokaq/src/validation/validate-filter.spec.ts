@@ -64,7 +64,8 @@ describe('list and bulk-action filters', () => {
 
   it('refuses an unknown reason or status, too many ids, and ids that are not UUIDs', () => {
     expect(issues({ reason: 99 })).toEqual([['filter.reason', 'must be a FailureReason code']]);
-    expect(issues({ status: 3 })).toEqual([['filter.status', 'must be 0, 1 or 2']]);
+    expect(issues({ status: 3 })).toEqual([['filter.status', 'must be 0, 1, 2 or 7']]);
+    expect(issues({ status: 7 })).toEqual([]);
     expect(issues({ ids: ID })).toEqual([['filter.ids', 'must be an array of at most 10000 ids']]);
     expect(issues({ ids: Array(10_001).fill(ID) })).toEqual([
       ['filter.ids', 'must be an array of at most 10000 ids'],

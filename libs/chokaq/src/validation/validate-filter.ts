@@ -74,8 +74,8 @@ export function filterIssues(
       value: filter.reason,
     });
   }
-  if (filter.status !== undefined && ![0, 1, 2].includes(filter.status as number)) {
-    issues.push({ path: 'filter.status', message: 'must be 0, 1 or 2', value: filter.status });
+  if (filter.status !== undefined && ![0, 1, 2, 7].includes(filter.status as number)) {
+    issues.push({ path: 'filter.status', message: 'must be 0, 1, 2 or 7', value: filter.status });
   }
   if (filter.ids !== undefined) {
     if (!Array.isArray(filter.ids) || filter.ids.length > MAX_ENQUEUE_MANY) {

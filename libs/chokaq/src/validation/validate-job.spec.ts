@@ -244,6 +244,119 @@ describe('validateNewJob: dedupe keys', () => {
   });
 });
 
+describe('validateNewJob: dependencies', () => {
+  const [a, b, c] = [uuidv7(), uuidv7(), uuidv7()];
+
+  it('takes ids and { jobId, onFailure }, block by default, each once; none is null', () => {
+    expect(validateNewJob({ queue: 'q' }).dependsOn).toBeNull();
+    expect(
+      validateNewJob({ queue: 'q', dependsOn: [a, { jobId: b, onFailure: 'cancel' }] }).dependsOn,
+    ).toEqual([
+      { id: a, policy: 'block' },
+      { id: b, policy: 'cancel' },
+    ]);
+    expect(validateNewJob({ queue: 'q', dependsOn: [{ jobId: c }] }).dependsOn).toEqual([
+      { id: c, policy: 'block' },
+    ]);
+  });
+
+  it('refuses a bad list, id or policy, a repeat, the job itself and a dedupe key, by path', () => {
+    expect(issuesOf(() => validateNewJob({ queue: 'q', dependsOn: [] }))).toEqual([
+      { path: 'dependsOn', message: 'must be an array of 1 to 10000 job ids' },
+    ]);
+    expect(
+      issuesOf(() =>
+        validateNewJob({ queue: 'q', dependsOn: Array.from({ length: 10_001 }, () => uuidv7()) }),
+      ),
+    ).toEqual([{ path: 'dependsOn', message: 'must be an array of 1 to 10000 job ids' }]);
+    expect(
+      validateNewJob({ queue: 'q', dependsOn: Array.from({ length: 10_000 }, () => uuidv7()) })
+        .dependsOn,
+    ).toHaveLength(10_000);
+    expect(
+      issuesOf(() =>
+        validateNewJob({
+          id: a,
+          queue: 'q',
+          dependsOn: [
+            'x',
+            { jobId: b, onFailure: 'maybe' as never },
+            { jobId: 3 as never },
+            c,
+            c,
+            a,
+          ],
+        }),
+      ).map((i) => i.path),
+    ).toEqual([
+      'dependsOn[0]',
+      'dependsOn[1].onFailure',
+      'dependsOn[2].jobId',
+      'dependsOn[4]',
+      'dependsOn[5]',
+    ]);
+    expect(
+      issuesOf(() =>
+        validateNewJob({
+          queue: 'q',
+          dependsOn: [a],
+          dedupe: { key: 'k', mode: 'throttle', windowMs: 1 },
+        }),
+      ),
+    ).toEqual([{ path: 'dependsOn', message: 'cannot be combined with dedupe' }]);
+  });
+
+  it('refuses the jobs on a cycle among those enqueued together, and only them', () => {
+    const d = uuidv7();
+    const issues = issuesOf(() =>
+      validateNewJobs([
+        { id: a, queue: 'q', dependsOn: [c] },
+        { id: b, queue: 'q', dependsOn: [a] },
+        { id: c, queue: 'q', dependsOn: [b] },
+        { id: d, queue: 'q', dependsOn: [a, uuidv7()] },
+      ]),
+    );
+    expect(issues).toEqual(
+      [0, 1, 2].map((i) => ({
+        path: `items[${i}].dependsOn`,
+        message: 'forms a cycle: a job cannot wait on itself',
+      })),
+    );
+    // A DAG with shared ancestors (a diamond) is no cycle.
+    expect(
+      validateNewJobs([
+        { id: a, queue: 'q' },
+        { id: b, queue: 'q', dependsOn: [a] },
+        { id: c, queue: 'q', dependsOn: [a] },
+        { id: d, queue: 'q', dependsOn: [b, c] },
+      ]).map((j) => j.dependsOn?.length ?? 0),
+    ).toEqual([0, 1, 1, 2]);
+  });
+
+  it('checks a chain of 10,000 without overflowing the stack', () => {
+    const ids = Array.from({ length: 10_000 }, () => uuidv7());
+    const chain = ids.map((id, i) => ({
+      id,
+      queue: 'q',
+      dependsOn: i === 0 ? undefined : [ids[i - 1]],
+    }));
+    expect(validateNewJobs(chain)).toHaveLength(10_000);
+    chain[0] = { id: ids[0], queue: 'q', dependsOn: [ids[9_999]] };
+    expect(issuesOf(() => validateNewJobs(chain))).toHaveLength(10_000);
+  });
+
+  it('a batch job and a batch callback take no dependsOn', () => {
+    expect(
+      issuesOf(() =>
+        validateNewBatch({
+          jobs: [{ queue: 'q', dependsOn: [a] } as never],
+          callbacks: { onComplete: { queue: 'q', dependsOn: [a] } as never },
+        }),
+      ).map((i) => i.path),
+    ).toEqual(['jobs[0].dependsOn', 'callbacks.onComplete.dependsOn']);
+  });
+});
+
 describe('validateNewJobs', () => {
   it('names the index of a bad item and validates all before returning', () => {
     expect(issuesOf(() => validateNewJobs([{}, { priority: 0.5 }, {}, { queue: '' }]))).toEqual([

@@ -10,12 +10,19 @@ import type { BatchCallbackKind, BatchCallbacks, NewBatch } from '../interfaces/
 import {
   DedupeOption,
   DedupeState,
+  DependencyPolicy,
   NewJob,
   PendingUpdate,
   PendingUpdateResult,
   ResurrectEdits,
 } from '../interfaces/job.interface';
-import { LIMITS, MAX_ENQUEUE_MANY, TRAILING_WHITESPACE, endsWithWhitespace } from './limits';
+import {
+  LIMITS,
+  MAX_DEPENDENCIES,
+  MAX_ENQUEUE_MANY,
+  TRAILING_WHITESPACE,
+  endsWithWhitespace,
+} from './limits';
 import { isPayloadVersion, PAYLOAD_VERSION_RULE } from './payload-version';
 import { checkTraceContext } from './trace-context';
 
@@ -56,6 +63,106 @@ export interface ValidatedJob {
   dedupe: ValidatedDedupe | null;
   /** The batch the job belongs to (`enqueueBatch`), or null. */
   batchId: string | null;
+  /** The jobs it waits on (`dependsOn`), each once, or null for none. */
+  dependsOn: ValidatedDependency[] | null;
+}
+
+/** One dependency of a job once checked. */
+export interface ValidatedDependency {
+  /** The id of the job waited on. */
+  id: string;
+  policy: DependencyPolicy;
+}
+
+const DEPENDENCY_POLICIES: readonly DependencyPolicy[] = ['block', 'ignore', 'cancel'];
+
+/** Checks `job.dependsOn` (see `NewJob.dependsOn`); undefined after recording an issue. */
+function validateDependsOn(
+  issues: Issues,
+  path: string,
+  job: NewJob,
+): ValidatedDependency[] | null | undefined {
+  const list = job.dependsOn as unknown;
+  if (list === undefined || list === null) return null;
+  if (!Array.isArray(list) || list.length === 0 || list.length > MAX_DEPENDENCIES) {
+    issues.add(path, `must be an array of 1 to ${MAX_DEPENDENCIES} job ids`, list);
+    return undefined;
+  }
+  const before = issues.list.length;
+  if (job.dedupe !== undefined && job.dedupe !== null) {
+    issues.add(path, 'cannot be combined with dedupe', list);
+  }
+  const seen = new Set<string>();
+  const out: ValidatedDependency[] = [];
+  list.forEach((entry: unknown, i) => {
+    const at = `${path}[${i}]`;
+    const object = entry !== null && typeof entry === 'object';
+    const id = object ? (entry as Record<string, unknown>).jobId : entry;
+    const policy = (object ? (entry as Record<string, unknown>).onFailure : undefined) ?? 'block';
+    if (typeof id !== 'string' || !isUuid(id)) {
+      issues.add(object ? `${at}.jobId` : at, 'must be a job id (a UUID string)', id);
+      return;
+    }
+    if (!DEPENDENCY_POLICIES.includes(policy as DependencyPolicy)) {
+      issues.add(`${at}.onFailure`, `must be one of ${DEPENDENCY_POLICIES.join(', ')}`, policy);
+      return;
+    }
+    if (seen.has(id)) {
+      issues.add(at, 'names a dependency already listed', id);
+      return;
+    }
+    if (id === job.id) {
+      issues.add(at, 'names the job itself', id);
+      return;
+    }
+    seen.add(id);
+    out.push({ id, policy: policy as DependencyPolicy });
+  });
+  return issues.list.length > before ? undefined : out;
+}
+
+/**
+ * Refuses a cycle among jobs enqueued together (`enqueueMany`, `enqueueFlow`): a job can only
+ * wait on one enqueued before or with it, so a cycle can only form inside one call. Records one
+ * issue per job on a cycle, at its `dependsOn`.
+ */
+function refuseCycles(issues: Issues, jobs: readonly ValidatedJob[], prefix: string): void {
+  const index = new Map(jobs.map((j, i) => [j.id, i]));
+  const state = new Uint8Array(jobs.length); // 0 unseen, 1 on the path, 2 done
+  const onCycle = new Set<number>();
+  for (let root = 0; root < jobs.length; root++) {
+    if (state[root] !== 0) continue;
+    // Iterative depth-first search: a flow of 10,000 jobs in a chain would overflow a recursion.
+    const stack: { node: number; next: number }[] = [{ node: root, next: 0 }];
+    state[root] = 1;
+    while (stack.length > 0) {
+      const top = stack[stack.length - 1];
+      const deps = jobs[top.node].dependsOn ?? [];
+      if (top.next >= deps.length) {
+        state[top.node] = 2;
+        stack.pop();
+        continue;
+      }
+      const to = index.get(deps[top.next++].id);
+      if (to === undefined || state[to] === 2) continue;
+      if (state[to] === 1) {
+        for (let k = stack.length - 1; k >= 0; k--) {
+          onCycle.add(stack[k].node);
+          if (stack[k].node === to) break;
+        }
+        continue;
+      }
+      state[to] = 1;
+      stack.push({ node: to, next: 0 });
+    }
+  }
+  for (const i of [...onCycle].sort((a, b) => a - b)) {
+    issues.add(
+      join(`${prefix}[${i}]`, 'dependsOn'),
+      'forms a cycle: a job cannot wait on itself',
+      jobs[i].id,
+    );
+  }
 }
 
 /** `NewJob.dedupe` once checked: `windowMs` null for `unique` without `finished`. */
@@ -334,8 +441,14 @@ function validateInto(
     issues.add(join(prefix, 'payloadVersion'), PAYLOAD_VERSION_RULE, job.payloadVersion);
   }
   const dedupe = validateDedupe(issues, join(prefix, 'dedupe'), job);
+  const dependsOn = validateDependsOn(issues, join(prefix, 'dependsOn'), job);
   const payload = serializePayload(issues, join(prefix, 'payload'), job.payload, payloadMaxBytes);
-  if (issues.list.length > before || payload === undefined || dedupe === undefined)
+  if (
+    issues.list.length > before ||
+    payload === undefined ||
+    dedupe === undefined ||
+    dependsOn === undefined
+  )
     return undefined;
   return {
     id: job.id ?? uuidv7(),
@@ -354,6 +467,7 @@ function validateInto(
     payloadVersion: job.payloadVersion ?? 1,
     dedupe,
     batchId: null,
+    dependsOn,
   };
 }
 
@@ -408,6 +522,10 @@ export function validateNewJobs(
     if (v) out.push(v);
   });
   issues.throwIfAny();
+  if (out.some((j) => j.dependsOn !== null)) {
+    refuseCycles(issues, out, 'items');
+    issues.throwIfAny();
+  }
   return out;
 }
 
@@ -467,7 +585,12 @@ export function validateNewBatch(
   jobs.forEach((job, i) => {
     const path = `jobs[${i}]`;
     if (job !== null && typeof job === 'object') {
-      refuse(job, path, ['id', 'idempotencyKey', 'dedupe'], 'is not allowed on a batch job');
+      refuse(
+        job,
+        path,
+        ['id', 'idempotencyKey', 'dedupe', 'dependsOn'],
+        'is not allowed on a batch job',
+      );
     }
     const v = validateInto(issues, job as NewJob, path, payloadMaxBytes);
     if (v) valid.push({ ...v, batchId: id, createdBy: v.createdBy ?? createdBy ?? null });
@@ -490,7 +613,7 @@ export function validateNewBatch(
         refuse(
           job,
           path,
-          ['id', 'idempotencyKey', 'dedupe', 'delayMs', 'runAt'],
+          ['id', 'idempotencyKey', 'dedupe', 'delayMs', 'runAt', 'dependsOn'],
           'is not allowed on a batch callback',
         );
       }

@@ -27,7 +27,7 @@ describe('DLQ filter reason', () => {
     '7',
     4,
     8,
-    12,
+    13,
     -1,
     7.5,
     NaN,

@@ -11,7 +11,14 @@ import {
   readRunAt,
   readSignedInteger,
 } from '../args/option-values';
-import { ACTOR_OPTIONS, flag, readActor, stringValue } from '../args/shared-options';
+import {
+  ACTOR_OPTIONS,
+  PAGE_OPTIONS,
+  flag,
+  readActor,
+  readPage,
+  stringValue,
+} from '../args/shared-options';
 import { CliConfirmationRequiredError } from '../errors/cli-confirmation-required.error';
 import { CliNothingMatchedError } from '../errors/cli-nothing-matched.error';
 import { CliUsageError } from '../errors/cli-usage.error';
@@ -37,6 +44,7 @@ function jobFields(job: JobView): Field[] {
     ['idempotency key', job.idempotencyKey],
     ['group', job.group],
     ['batch', job.batchId],
+    ['waiting on', job.waitingOn],
     ['dedupe key', job.dedupe ? dedupeText(job.dedupe) : null],
     ['created', job.createdAtUtc],
     ['created by', job.createdBy],
@@ -106,10 +114,33 @@ const get = defineCommand({
     if (!job) throw new CliNothingMatchedError(`No job has the id '${id}'.`);
     const error = job.errorDetails ?? job.lastError;
     const attempts = job.attempts ?? [];
+    const dependencies = await admin.getDependencies(id);
+    const edges = [
+      ...dependencies.dependsOn.map((e) => ({ dir: 'waits on', other: e.dependsOn, e })),
+      ...dependencies.dependents.map((e) => ({ dir: 'waited on by', other: e.jobId, e })),
+    ];
     return {
-      data: { job },
+      data: { job, dependencies },
       view: [
         fields(undefined, jobFields(job)),
+        ...(edges.length > 0
+          ? [
+              table(
+                [
+                  { header: 'DEPENDENCY' },
+                  { header: 'JOB' },
+                  { header: 'ON FAILURE' },
+                  { header: 'STATE' },
+                ],
+                edges.map(({ dir, other, e }) => [
+                  dir,
+                  other,
+                  e.onFailure,
+                  e.blocked ? 'blocked (in the DLQ)' : e.state,
+                ]),
+              ),
+            ]
+          : []),
         text('Payload:', JSON.stringify(job.payload, null, 2)),
         ...(hasResult(job) ? [text('Result:', JSON.stringify(job.result, null, 2))] : []),
         ...(error ? [text(job.errorDetails ? 'Error:' : 'Last error:', error)] : []),
@@ -258,9 +289,47 @@ const edit = defineCommand({
     editPending(admin, id, edits, actor, `Job ${id} edited.`),
 });
 
-/** `chokaq jobs get|cancel|run-now|edit`. */
+const waiting = defineCommand({
+  name: 'jobs waiting',
+  summary: 'A page of the jobs waiting on their dependencies, oldest enqueue first',
+  synopsis: '',
+  details: [
+    "Prints the next page's --cursor when there is one. `jobs get <id>` shows a job's edges.",
+  ],
+  options: {
+    queue: { type: 'string', value: 'QUEUE', description: 'only this queue' },
+    ...PAGE_OPTIONS,
+  },
+  positionals: { min: 0, max: 0 },
+  database: 'current',
+  parse(line) {
+    const queue = stringValue(line, 'queue');
+    return {
+      filter: { status: JobStatus.Waiting as const, ...(queue === undefined ? {} : { queue }) },
+      order: 'oldest' as const,
+      ...readPage(line),
+    };
+  },
+  async run(query, { admin }) {
+    const page = await admin.listActive(query);
+    return {
+      data: page,
+      view: [
+        table(
+          [{ header: 'ID' }, { header: 'QUEUE' }, { header: 'TYPE' }, { header: 'ENQUEUED' }],
+          page.items.map((job) => [job.id, job.queue, job.type, job.enqueuedAtUtc]),
+        ),
+        ...(page.nextCursor ? [text(`Next page: --cursor ${page.nextCursor}`)] : []),
+      ],
+      nothingMatched:
+        page.items.length === 0 && page.nextCursor === null ? 'No job is waiting.' : undefined,
+    };
+  },
+});
+
+/** `chokaq jobs get|waiting|cancel|run-now|edit`. */
 export const jobsCommands: CommandGroup = {
   name: 'jobs',
-  summary: 'Read one job, cancel jobs, or change a pending one',
-  commands: [get, cancel, runNow, edit],
+  summary: 'Read one job, list waiting jobs, cancel jobs, or change a pending one',
+  commands: [get, waiting, cancel, runNow, edit],
 };

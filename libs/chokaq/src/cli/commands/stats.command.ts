@@ -35,6 +35,7 @@ export const statsCommand = defineCommand({
           ['pending', summary.pending],
           ['fetched', summary.fetched],
           ['processing', summary.processing],
+          ['waiting', summary.waiting],
           ['archive', estimate(summary.archived, summary.estimated.archived)],
           ['dlq', estimate(summary.dlq, summary.estimated.dlq)],
         ]),

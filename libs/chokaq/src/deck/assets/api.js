@@ -52,6 +52,7 @@ const CSRF_HEADER = 'x-chokaq-deck';
  * @typedef {Json<import('../../interfaces/job.interface').QueueInfo>} QueueInfo
  * @typedef {Json<import('../../interfaces/job.interface').CancelResult>} CancelResult
  * @typedef {Json<import('../../interfaces/batch.interface').BatchView>} BatchView
+ * @typedef {Json<import('../../interfaces/job.interface').DependencyView>} DependencyView
  * @typedef {Json<import('../../interfaces/worker.interface').WorkerInfo>} WorkerInfo
  */
 

@@ -66,6 +66,7 @@ export const STATUSES = {
   4: 'Failed',
   5: 'Cancelled',
   6: 'Zombie',
+  7: 'Waiting',
 };
 
 /**
@@ -83,6 +84,7 @@ export const REASONS = {
   9: 'Heartbeat failure',
   10: 'Retry lifetime expired',
   11: 'No handler',
+  12: 'Dependency failed',
 };
 
 /** @param {number} n */

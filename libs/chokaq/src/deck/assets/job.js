@@ -29,7 +29,7 @@ function Job({ id, readOnly }) {
   const action = useAction(() => reload());
   if (error && !data) return html`<${ErrorNote} error=${error} />`;
   if (!data) return html`<p class="muted">Loading…</p>`;
-  const { job, audit } = data;
+  const { job, audit, dependencies } = data;
 
   return html`<article class="job" aria-label=${`Job ${job.id}`}>
     <${Outcome} action=${action} />
@@ -92,6 +92,14 @@ function Job({ id, readOnly }) {
           </dd>
         </div>`
       }
+      ${
+        job.waitingOn !== null &&
+        job.waitingOn !== undefined &&
+        html`<div>
+          <dt>Waiting on</dt>
+          <dd data-field="waiting-on">${job.waitingOn}</dd>
+        </div>`
+      }
       <div>
         <dt>Attempts</dt>
         <dd>${job.attemptCount}</dd>
@@ -129,6 +137,19 @@ function Job({ id, readOnly }) {
         <dd>${job.progress === null || job.progress === undefined ? '–' : `${job.progress}%`}</dd>
       </div>
     </dl>
+    ${
+      dependencies &&
+      dependencies.dependsOn.length > 0 &&
+      html`<h2>Waits on</h2>
+        <${Edges} edges=${dependencies.dependsOn} waitsOn=${true} />`
+    }
+    ${
+      dependencies &&
+      dependencies.dependents.length > 0 &&
+      html`<h2>Waited on by</h2>
+        <${Edges} edges=${dependencies.dependents} waitsOn=${false} />
+        ${dependencies.truncated && html`<p class="muted">The first 1,000 dependents.</p>`}`
+    }
     <h2>Payload</h2>
     <pre class="payload" data-field="payload">${pretty(job.payload)}</pre>
     ${
@@ -174,6 +195,37 @@ function Job({ id, readOnly }) {
       ${`Payload ${bytes(new Blob([JSON.stringify(job.payload ?? null)]).size)} as JSON.`}
     </p>
   </article>`;
+}
+
+/**
+ * A job's edges of one direction (`waitsOn`: the jobs it waits on; else the jobs waiting on it):
+ * the other job (linked), the edge's policy and state; a waiting edge on a dependency in the DLQ
+ * reads "blocked".
+ * @param {{ edges: import('./api.js').DependencyView[], waitsOn: boolean }} props
+ */
+function Edges({ edges, waitsOn }) {
+  /** @param {import('./api.js').DependencyView} e */
+  const other = (e) => (waitsOn ? e.dependsOn : e.jobId);
+  const label = waitsOn ? 'Dependency' : 'Dependent';
+  return html`<table class="edges" data-field=${waitsOn ? 'depends-on' : 'dependents'}>
+    <thead>
+      <tr>
+        <th scope="col">${label}</th>
+        <th scope="col">On failure</th>
+        <th scope="col">State</th>
+      </tr>
+    </thead>
+    <tbody>
+      ${edges.map(
+        (e) =>
+          html`<tr key=${other(e)}>
+            <td class="mono"><a href=${href('jobs', null, other(e))}>${other(e)}</a></td>
+            <td>${e.onFailure}</td>
+            <td>${e.blocked ? 'blocked (dependency in the DLQ)' : e.state}</td>
+          </tr>`,
+      )}
+    </tbody>
+  </table>`;
 }
 
 /**

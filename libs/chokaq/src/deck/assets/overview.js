@@ -34,6 +34,10 @@ export function Overview({ snapshot }) {
         <dd data-figure="running">${num(s.fetched + s.processing)}</dd>
       </div>
       <div>
+        <dt>Waiting</dt>
+        <dd data-figure="waiting">${num(s.waiting)}</dd>
+      </div>
+      <div>
         <dt>${s.estimated.archived ? 'Archive (est.)' : 'Archive'}</dt>
         <dd data-figure="archived">${num(s.archived)}</dd>
       </div>

@@ -71,6 +71,10 @@ function QueueCard({ queue: q, readOnly, act }) {
         <dd data-figure="running">${num(q.fetched + q.processing)}</dd>
       </div>
       <div>
+        <dt>Waiting</dt>
+        <dd data-figure="waiting">${num(q.waiting)}</dd>
+      </div>
+      <div>
         <dt>Lag</dt>
         <dd data-figure="lag">${ms(q.maxLagMs)}</dd>
       </div>

@@ -288,6 +288,7 @@ export function FilterForm({ params, onApply, kind }) {
           <option value="0">Pending</option>
           <option value="1">Fetched</option>
           <option value="2">Processing</option>
+          <option value="7">Waiting</option>
         </select></label
       >`
     }

@@ -17,7 +17,7 @@ import {
   ThroughputPoint,
   ThroughputStats,
 } from '../../interfaces/job-view.interface';
-import type { QueueGroupLoad } from '../../interfaces/job.interface';
+import type { JobDependencies, QueueGroupLoad } from '../../interfaces/job.interface';
 import type { WorkerInfo } from '../../interfaces/worker.interface';
 import {
   PREVIEW_SAMPLE,
@@ -41,6 +41,7 @@ import { toListPage } from '../shared/page';
 import { mapAttemptRow } from '../shared/attempts';
 import { mapBatch, mapBatchResults } from '../shared/batches';
 import { mapDedupeRow } from '../shared/dedupe';
+import { mapDependencies } from '../shared/dependencies';
 import { mapQueueGroupRow } from '../shared/groups';
 import { fold, mapJobView, mapOutcomesRow, mapWorkerRow, toDate } from '../shared/row-mapper';
 import { queueHealthOf } from '../shared/queue-health';
@@ -95,6 +96,16 @@ export class MssqlJobQueries implements DialectJobQueries {
   async getBatch(id: string): Promise<BatchView | null> {
     const rows = await this.db.query('getBatch', SQL.getBatch(this.schema, id));
     return mapBatch(rows.map(fold));
+  }
+
+  /**
+   * One read (`SQL.getDependencies`): the job's edges both ways, its PascalCase columns folded by
+   * the shared mapping.
+   * @inheritdoc
+   */
+  async getDependencies(id: string): Promise<JobDependencies> {
+    const rows = await this.db.query('getDependencies', SQL.getDependencies(this.schema, id));
+    return mapDependencies(rows);
   }
 
   /**
@@ -157,6 +168,7 @@ export class MssqlJobQueries implements DialectJobQueries {
       pending: num(r.Pending),
       fetched: num(r.Fetched),
       processing: num(r.Processing),
+      waiting: num(r.Waiting),
       archived: num(r.Archived),
       dlq: num(r.Dlq),
       estimated: { archived: true, dlq: true },
@@ -171,6 +183,7 @@ export class MssqlJobQueries implements DialectJobQueries {
       pending: num(r.Pending),
       fetched: num(r.Fetched),
       processing: num(r.Processing),
+      waiting: num(r.Waiting),
       succeededTotal: num(r.SucceededTotal),
       failedTotal: num(r.FailedTotal),
       cancelledTotal: num(r.CancelledTotal),

@@ -1,9 +1,15 @@
 import { logEvent } from '../../common/log-events';
-import { ChokaQCompatibilityLevelError, ChokaQTransactionalHandlerError } from '../../errors';
+import {
+  ChokaQCompatibilityLevelError,
+  ChokaQDependencyNotFoundError,
+  ChokaQTransactionalHandlerError,
+} from '../../errors';
 import type { BatchEnqueued } from '../../interfaces/batch.interface';
 import type { Checked } from '../../interfaces/checked.interface';
+import { FailureReason } from '../../interfaces/job-status.enum';
 import {
   CompletedJob,
+  DependencyCheckResult,
   RunRef,
   EnqueueOptions,
   EnqueueResult,
@@ -19,12 +25,23 @@ import {
   CheckedWorkerHeartbeat,
   isLeaseTarget,
 } from '../../validation/validate-args';
+import { DEPENDENCY_CHECK_BATCH } from '../../validation/limits';
 import { ValidatedBatch, ValidatedJob } from '../../validation/validate-job';
 import { Audit, DialectJobStore, ZombieSweep } from '../dialect-job-storage';
 import type { HandlerTransactionSupport } from '../job-storage';
 import { batchEnqueued } from '../shared/batches';
 import { OWN_DATA_SOURCE_REASON, SqlHandlerTransaction } from '../shared/handler-transaction';
 import { DedupeSteps, enqueueManyKeyed, enqueueWithKey, mapDedupeHolder } from '../shared/dedupe';
+import {
+  DEPENDENCY_CHECK_ROUNDS,
+  DependencyPillar,
+  EdgeState,
+  dependencyFailedText,
+  dependencyIds,
+  firstEdgePerJob,
+  planDependencies,
+  waitingJobs,
+} from '../shared/dependencies';
 import { mapHotRow, toDate } from '../shared/row-mapper';
 import { isDuplicateKeyError } from './mssql-errors';
 import { Exec, idsOf, MssqlConnection, num, Row } from './mssql.connection';
@@ -181,11 +198,13 @@ export class MssqlJobStore extends MssqlAdminStore implements DialectJobStore {
   // ---------------------------------------------------------------- producer
 
   /**
-   * A job with a dedupe key goes through {@link enqueueKeyed}; any other is one batch, on ChokaQ's
-   * pool with the transient retry or in the caller's transaction.
+   * A job that waits on others goes through {@link enqueueWaiting}, one with a dedupe key through
+   * {@link enqueueKeyed}; any other is one batch, on ChokaQ's pool with the transient retry or in
+   * the caller's transaction.
    * @inheritdoc
    */
   async enqueue(job: Checked<ValidatedJob>, options?: EnqueueOptions): Promise<EnqueueResult> {
+    if (job.dependsOn !== null) return (await this.enqueueWaiting([job], options))[0];
     const caller = await this.db.callerExecutor(options?.transaction);
     if (job.dedupe !== null) return this.enqueueKeyed(caller, job);
     return this.insertOne(caller ?? ((statement) => this.db.query('enqueue', statement)), job, {
@@ -281,18 +300,20 @@ export class MssqlJobStore extends MssqlAdminStore implements DialectJobStore {
   }
 
   /**
-   * The jobs without a dedupe key in chunks (one batch, one transaction each); then each job with
-   * one, in key order (`splitKeyed`), as `enqueue` would, each in its own transaction; the results
-   * in input order. With `options.transaction` each chunk and keyed job runs in the caller's
-   * transaction without a transaction, `XACT_ABORT` or session settings of its own, and nothing is
-   * retried there: a deadlock (1205) has already rolled back the caller's whole transaction, which
-   * the caller retries as a unit.
+   * Jobs of which some wait on others go through {@link enqueueWaiting}. Otherwise the jobs
+   * without a dedupe key in chunks (one batch, one transaction each); then each job with one, in
+   * key order (`splitKeyed`), as `enqueue` would, each in its own transaction; the results in input
+   * order. With `options.transaction` each chunk and keyed job runs in the caller's transaction
+   * without a transaction, `XACT_ABORT` or session settings of its own, and nothing is retried
+   * there: a deadlock (1205) has already rolled back the caller's whole transaction, which the
+   * caller retries as a unit.
    * @inheritdoc
    */
   async enqueueMany(
     jobs: readonly Checked<ValidatedJob>[],
     options?: EnqueueOptions,
   ): Promise<EnqueueResult[]> {
+    if (jobs.some((j) => j.dependsOn !== null)) return this.enqueueWaiting(jobs, options);
     const caller = await this.db.callerExecutor(options?.transaction);
     const insertPlain = async (plain: readonly ValidatedJob[]) => {
       const results: EnqueueResult[] = [];
@@ -308,18 +329,99 @@ export class MssqlJobStore extends MssqlAdminStore implements DialectJobStore {
             throw error;
           }
         }
-        const byOrd = new Map(rows.map((r) => [num(r.Ord), r]));
-        part.forEach((job, i) => {
-          const row = byOrd.get(i);
-          results.push({
-            id: row ? String(row.Id) : job.id,
-            created: row ? num(row.Created) === 1 : false,
-          });
-        });
+        results.push(...chunkResults(part, rows));
       }
       return results;
     };
     return enqueueManyKeyed(jobs, insertPlain, (job) => this.enqueueKeyed(caller, job));
+  }
+
+  /**
+   * Jobs of which some wait on others (`dependsOn`; they may wait on each other), all in ONE
+   * transaction, the caller's (nothing retried, as `enqueueMany` there) or one of ChokaQ's own
+   * (`MssqlConnection.transaction`: READ COMMITTED, rolled back on any error, run again from
+   * scratch on a transient one or, as `enqueueKeyed`, on a duplicate key): the jobs that wait on
+   * none (`SQL.enqueueMany` chunks), those that wait, inserted Waiting (the same batch with status
+   * 7), each job with a dedupe key through the keyed enqueue's steps; then where each dependency of
+   * the waiting jobs this call created is ({@link locate}: marked as waited on, and locked until
+   * commit), then their edges and counts (`SQL.insertDependencies`, from `planDependencies`; SQL
+   * Server marks no edge to a hot dependency for the check pass, see `sql/dependencies.ts`). A
+   * dependency in no table fails the call (`ChokaQDependencyNotFoundError`) and rolls it all back.
+   * In ChokaQ's own transaction each batch is the one it runs on the pool, whose `BEGIN TRAN …
+   * COMMIT` nests in the open transaction, as in `enqueueBatch`. Once that transaction committed,
+   * the dependency check runs when an edge needs it (a dependency found in the DLQ under
+   * `cancel`); inside a caller's transaction the rescue loop's next check does that instead.
+   */
+  private async enqueueWaiting(
+    jobs: readonly ValidatedJob[],
+    options?: EnqueueOptions,
+  ): Promise<EnqueueResult[]> {
+    const caller = await this.db.callerExecutor(options?.transaction);
+    const inCaller = { callerTransaction: !!caller };
+    let check = false;
+    const run = async (exec: Exec): Promise<EnqueueResult[]> => {
+      check = false;
+      const results = new Array<EnqueueResult>(jobs.length);
+      for (const waiting of [false, true]) {
+        const at = jobs.flatMap((j, i) =>
+          (j.dependsOn !== null) === waiting && j.dedupe === null ? [i] : [],
+        );
+        let done = 0;
+        for (const part of enqueueChunks(at.map((i) => jobs[i]))) {
+          const rows = await exec(SQL.enqueueMany(this.schema, part, inCaller, waiting));
+          chunkResults(part, rows).forEach((r, k) => (results[at[done + k]] = r));
+          done += part.length;
+        }
+      }
+      for (const [i, job] of jobs.entries()) {
+        if (job.dedupe !== null) {
+          results[i] = await enqueueWithKey(job, this.dedupeSteps(exec, !!caller));
+        }
+      }
+      const made = new Set(results.filter((r) => r.created).map((r) => r.id));
+      const waiting = waitingJobs(jobs).filter((j) => made.has(j.id));
+      if (waiting.length > 0) {
+        const where = await this.locate(exec, waiting, inCaller);
+        const plan = planDependencies(waiting, where, made, false);
+        if (plan.missing.length > 0) throw new ChokaQDependencyNotFoundError(plan.missing);
+        await exec(SQL.insertDependencies(this.schema, plan, inCaller));
+        check = plan.needsCheck;
+      }
+      return results;
+    };
+    if (caller) return run(caller);
+    let results: EnqueueResult[];
+    for (let attempt = 1; ; attempt++) {
+      try {
+        results = await this.db.transaction('enqueue', (tx) => run(tx.exec));
+        break;
+      } catch (error) {
+        if (isDuplicateKeyError(error) && attempt < ENQUEUE_RACE_ATTEMPTS) continue;
+        throw error;
+      }
+    }
+    if (check) await this.checkDependencies(DEPENDENCY_CHECK_BATCH);
+    return results;
+  }
+
+  /**
+   * Where each dependency of `waiting` is, marking it as waited on (`SQL.locateDependencies`). An
+   * id not found is read once more in a new batch: a resurrect of it in flight (DLQ → hot) can make
+   * the first one miss it in both tables.
+   */
+  private async locate(
+    exec: Exec,
+    waiting: readonly ValidatedJob[],
+    options: { callerTransaction: boolean },
+  ): Promise<Map<string, DependencyPillar>> {
+    const where = new Map<string, DependencyPillar>();
+    let ids = dependencyIds(waiting);
+    for (let round = 0; round < 2 && ids.length > 0; round++) {
+      const rows = await exec(SQL.locateDependencies(this.schema, ids, options));
+      for (const row of rows) where.set(String(row.Id), String(row.Pillar) as DependencyPillar);
+      ids = ids.filter((id) => !where.has(id));
+    }
+    return where;
   }
 
   /**
@@ -499,6 +601,53 @@ export class MssqlJobStore extends MssqlAdminStore implements DialectJobStore {
 
   // ---------------------------------------------------------------- rescue
 
+  /**
+   * Up to a few rounds, each one READ COMMITTED transaction of ChokaQ's
+   * (`MssqlConnection.transaction`, run again from scratch on a transient error): take the marked
+   * edges (`SQL.checkTake`, skipping those another pass holds), send each dependent of a failed or
+   * removed edge that still waits to the DLQ as `DependencyFailed` (`SQL.moveToDlq` of a Waiting
+   * row, naming the dependency; its own settle step settles the edges of the jobs waiting on it,
+   * marking theirs under `cancel` for the next round), and unmark what was taken
+   * (`SQL.checkDone`). A round that takes fewer edges than `limit` and cancels nothing is the last.
+   * SQL Server marks no edge to a hot dependency, so no edge is settled here (`settled` is 0): see
+   * `sql/dependencies.ts`.
+   * @inheritdoc
+   */
+  async checkDependencies(limit: number): Promise<DependencyCheckResult> {
+    const result: DependencyCheckResult = { settled: 0, cancelled: [] };
+    for (let round = 0; round < DEPENDENCY_CHECK_ROUNDS; round++) {
+      const taken = await this.db.transaction('checkDependencies', async (tx) => {
+        const edges = (await tx.exec(SQL.checkTake(this.schema, limit))).map((r) => ({
+          jobId: String(r.JobId),
+          dependsOn: String(r.DependsOn),
+          state: num(r.State) as EdgeState,
+        }));
+        const doomed = edges.filter(
+          (e) => e.state === EdgeState.Failed || e.state === EdgeState.Removed,
+        );
+        const cancelled: string[] = [];
+        for (const edge of firstEdgePerJob(doomed)) {
+          const statement = SQL.moveToDlq(
+            this.schema,
+            { id: edge.jobId },
+            FailureReason.DependencyFailed,
+            dependencyFailedText(edge.dependsOn, edge.state),
+            null,
+            null,
+            true,
+          );
+          if (num((await tx.exec(statement))[0]?.Affected) > 0) cancelled.push(edge.jobId);
+        }
+        if (edges.length > 0) await tx.exec(SQL.checkDone(this.schema, edges));
+        return { count: edges.length, cancelled };
+      });
+      result.cancelled.push(...taken.cancelled);
+      // A full round may have left edges; a round that cancelled jobs marked their dependents'.
+      if (taken.count < limit && taken.cancelled.length === 0) break;
+    }
+    return result;
+  }
+
   /** @inheritdoc */
   async recoverAbandoned(timeout: number, max: number): Promise<number> {
     return this.affected('recoverAbandoned', SQL.recoverAbandoned(this.schema, timeout, max));
@@ -595,6 +744,18 @@ export class MssqlJobStore extends MssqlAdminStore implements DialectJobStore {
 }
 
 // -------------------------------------------------------------------------------- helpers
+
+/**
+ * The results of one `SQL.enqueueMany` chunk in its input order, from the rows it selected (one
+ * per item, by `Ord`): created, or the id already stored or the key's holder.
+ */
+function chunkResults(part: readonly SQL.MssqlNewJob[], rows: readonly Row[]): EnqueueResult[] {
+  const byOrd = new Map(rows.map((r) => [num(r.Ord), r]));
+  return part.map((job, i) => {
+    const row = byOrd.get(i);
+    return { id: row ? String(row.Id) : job.id, created: row ? num(row.Created) === 1 : false };
+  });
+}
 
 /**
  * What one enqueue's read-back means: created; else the id already stored in any pillar (a retry

@@ -21,8 +21,10 @@
  * append-only, so the default (100 %) is right, and the T-SQL grammar the tests use rejects it.
  */
 
+import { JobStatus } from '../../interfaces/job-status.enum';
 import { MAX_ATTEMPT_ERROR } from '../../validation/limits';
 import { BATCH_CALLBACK_BITS } from '../shared/batches';
+import { EdgeState, PolicyCode } from '../shared/dependencies';
 
 /**
  * Schema version this build creates; recorded in `SchemaMigrations`.
@@ -105,6 +107,13 @@ import { BATCH_CALLBACK_BITS } from '../shared/batches';
  *   nullable column without a default (metadata-only, like version 9's) and new tables. A worker of version
  *   17 keeps running, but its moves neither copy `BatchId` nor count a batch's jobs: upgrade every
  *   worker before enqueuing a batch.
+ * - 19: dependencies (`NewJob.dependsOn`, {@link DEPENDENCIES_V19_NOTE}): `WaitingOn` and
+ *   `HasDependents` in `JobsHot`, `JobsArchive` and `JobsDLQ` (every move copies them), status 7
+ *   (Waiting) in `CK_JobsHot_Status`, the `JobDependencies` table of the edges
+ *   ({@link DEPENDENCY_COLUMNS}) with its index by dependent and its filtered index of the edges
+ *   the check pass must look at, and a filtered index of the Waiting rows. A worker of version 18
+ *   keeps running, but its moves neither copy the two columns nor settle edges: upgrade every
+ *   worker before the first `dependsOn`.
  *
  * The script is idempotent and creates what is missing, so running it on an older database
  * applies the versions it lacks: the version-2 index is built inside its version's transaction
@@ -124,7 +133,7 @@ import { BATCH_CALLBACK_BITS } from '../shared/batches';
  * a metadata-only change where the edition supports it, a rewrite of the table otherwise);
  * `MetricBuckets` is small (retention), so either is short.
  */
-export const MSSQL_SCHEMA_VERSION = 18;
+export const MSSQL_SCHEMA_VERSION = 19;
 
 /**
  * Every version with the description its ledger row records, oldest first (the script writes
@@ -149,6 +158,7 @@ export const MSSQL_MIGRATIONS: readonly { version: number; description: string }
   { version: 16, description: 'dedupe keys' },
   { version: 17, description: 'groups and per-group limits' },
   { version: 18, description: 'batches and their callbacks' },
+  { version: 19, description: 'job dependencies' },
 ];
 
 /** One column of a ChokaQ table. */
@@ -246,6 +256,32 @@ export const GROUP_KEY_COLUMN: MssqlColumn = binaryKey('GroupKey', 'nvarchar(255
 export const BATCH_ID_COLUMN: MssqlColumn = c('BatchId', 'varchar(36)', true);
 
 /**
+ * `WaitingOn` (schema version 19): for a job enqueued with `dependsOn`, how many of its
+ * dependencies it still counts (its open edges and those failed under `cancel`); 0 once released;
+ * NULL for a job that never waited. In `JobsHot`, `JobsArchive` and `JobsDLQ`, nullable without a
+ * default (a metadata-only change, like version 9's), copied by every move. The rules:
+ * docs/storage.md, "Dependencies".
+ */
+export const WAITING_ON_COLUMN: MssqlColumn = c('WaitingOn', 'int', true);
+
+/**
+ * `JobsHot.HasDependents` (schema version 19): some job waits or waited on this one, so a move of
+ * it looks for edges to settle (a move of any other row looks up none). `bit NOT NULL DEFAULT 0`
+ * in the hot table, which holds only live jobs, as version 12 adds `PayloadVersion` there.
+ */
+const HAS_DEPENDENTS_COLUMN: MssqlColumn = c('HasDependents', 'bit', false, '0');
+
+/**
+ * `HasDependents` of the Archive and the DLQ (schema version 19): nullable without a default and
+ * read as 0 where NULL (rows of an earlier version), as {@link HISTORY_PAYLOAD_VERSION} is, so
+ * the upgrade never rewrites the history tables: a `NOT NULL` column with a default is a
+ * metadata-only change only on Enterprise-class editions
+ * (https://learn.microsoft.com/en-us/sql/t-sql/statements/alter-table-transact-sql#adding-not-null-columns-as-an-online-operation).
+ * Every move writes it from the hot row; the resurrect copies `ISNULL(…, 0)` back.
+ */
+const HISTORY_HAS_DEPENDENTS: MssqlColumn = c('HasDependents', 'bit', true);
+
+/**
  * `JobsHot` columns, in table order. Every statement that copies rows names these columns
  * (`OUTPUT deleted.Id, … INTO @Moved (Id, …)`), so a table with a column more still works.
  */
@@ -284,6 +320,10 @@ export const HOT_COLUMNS: readonly MssqlColumn[] = [
   GROUP_KEY_COLUMN,
   // Schema version 18: the job's batch ({@link BATCH_ID_COLUMN}).
   BATCH_ID_COLUMN,
+  // Schema version 19: the job's dependencies ({@link WAITING_ON_COLUMN}) and whether it has
+  // dependents ({@link HAS_DEPENDENTS_COLUMN}).
+  WAITING_ON_COLUMN,
+  HAS_DEPENDENTS_COLUMN,
 ];
 
 /**
@@ -313,11 +353,16 @@ export const HOT_TABLE_COLUMNS: readonly MssqlColumn[] = [...HOT_COLUMNS, HELD_S
  */
 const HISTORY_PAYLOAD_VERSION: MssqlColumn = c('PayloadVersion', 'int', true);
 
+/** The columns the history tables declare nullable where `JobsHot` has them `NOT NULL`. */
+const HISTORY_VARIANTS: ReadonlyMap<string, MssqlColumn> = new Map(
+  [HISTORY_PAYLOAD_VERSION, HISTORY_HAS_DEPENDENTS].map((col) => [col.name, col]),
+);
+
 /** Hot columns that still mean something once a job has left the hot table. */
 const HISTORY_BASE: readonly MssqlColumn[] = HOT_COLUMNS.filter(
   (col) =>
     !['Status', 'LeaseId', 'HeartbeatUtc', 'DueAtUtc', 'CancelRequestedUtc'].includes(col.name),
-).map((col) => (col.name === 'PayloadVersion' ? HISTORY_PAYLOAD_VERSION : col));
+).map((col) => HISTORY_VARIANTS.get(col.name) ?? col);
 
 /**
  * `JobsArchive` columns every archive move writes, in table order (the table has
@@ -663,6 +708,42 @@ const BATCH_CALLBACK_KIND_CHECK = `CONSTRAINT [CK_BatchCallbacks_Kind] CHECK (Ki
   BATCH_CALLBACK_BITS,
 ).join(', ')}))`;
 
+/**
+ * `JobDependencies` columns (schema version 19): one row per edge of the dependency graph, the job
+ * `JobId` waiting on the job `DependsOn`, with what a failure of the dependency does (`OnFailure`,
+ * a `PolicyCode`), where the edge stands (`State`, an `EdgeState`), whether the check pass of the
+ * rescue loop must look at it (`NeedsCheck`: a dependent to cancel or one whose dependency was
+ * removed), when it was written and when it settled. The primary key leads with the dependency,
+ * which is how a move finds the edges of the rows it moved (one range per moved row). Both ids are
+ * the library's own UUIDs, in the install's collation as every other id column (`Id`, `BatchId`,
+ * `JobAttempts.JobId`), so they compare with them and with the table variables that hold ids
+ * (two column collations meet in `=` only when equal:
+ * https://learn.microsoft.com/en-us/sql/t-sql/statements/collation-precedence-transact-sql).
+ * The rules: docs/storage.md, "Dependencies".
+ */
+export const DEPENDENCY_COLUMNS: readonly MssqlColumn[] = [
+  c('DependsOn', 'varchar(36)', false),
+  c('JobId', 'varchar(36)', false),
+  c('OnFailure', 'tinyint', false),
+  c('State', 'tinyint', false),
+  c('NeedsCheck', 'bit', false),
+  c('CreatedAtUtc', 'datetime2(3)', false),
+  c('SettledAtUtc', 'datetime2(3)', true),
+];
+
+/** The codes an edge's policy and state may hold (`PolicyCode`, `EdgeState`; schema version 19). */
+const DEPENDENCY_CHECKS: readonly string[] = [
+  `CONSTRAINT [CK_JobDependencies_OnFailure] CHECK (OnFailure IN (${enumCodes(PolicyCode)}))`,
+  `CONSTRAINT [CK_JobDependencies_State] CHECK (State IN (${enumCodes(EdgeState)}))`,
+];
+
+/** The numeric members of a TypeScript enum, as a literal list. */
+function enumCodes(codes: Record<string, string | number>): string {
+  return Object.values(codes)
+    .filter((v) => typeof v === 'number')
+    .join(', ');
+}
+
 /** `SchemaMigrations` columns: the ledger of applied versions. */
 export const MIGRATION_COLUMNS: readonly MssqlColumn[] = [
   c('Version', 'int', false),
@@ -688,6 +769,7 @@ export const MSSQL_TABLES = {
   groups: 'JobGroups',
   batches: 'Batches',
   callbacks: 'BatchCallbacks',
+  dependencies: 'JobDependencies',
 } as const;
 
 /** Logical table key. */
@@ -746,6 +828,7 @@ const PRIMARY_KEYS: Record<MssqlTable, string> = {
   groups: 'Queue, GroupKey',
   batches: 'Id',
   callbacks: 'BatchId, Kind',
+  dependencies: 'DependsOn, JobId',
 };
 
 /** The tables stored with `DATA_COMPRESSION = PAGE` (the history, the buckets, the attempts). */
@@ -1042,6 +1125,51 @@ const BATCH_SETTLED_INDEX: IndexSpec = {
   where: 'SettledAtUtc IS NOT NULL',
 };
 
+/**
+ * `IX_JobDependencies_Job` (schema version 19): a job's own edges (the primary key leads with the
+ * dependency), a seek by its id.
+ */
+const DEPENDENCY_JOB_INDEX: IndexSpec = {
+  serves:
+    'getDependencies (the edges a job waits on) and a purge or retention of a dependent (its edges go with it), a seek by its id (schema version 19)',
+  table: 'dependencies',
+  name: 'IX_JobDependencies_Job',
+  keys: 'JobId',
+};
+
+/**
+ * `IX_JobDependencies_Check` (schema version 19): the edges marked for the check pass, oldest
+ * first, and only those (`NeedsCheck = 1`), so the pass reads them as one range of an index that
+ * is empty while nothing failed.
+ */
+const DEPENDENCY_CHECK_INDEX: IndexSpec = {
+  serves:
+    'checkDependencies: the edges the check pass must look at, oldest first; the index holds only those (schema version 19)',
+  table: 'dependencies',
+  name: 'IX_JobDependencies_Check',
+  keys: 'CreatedAtUtc',
+  where: 'NeedsCheck = 1',
+};
+
+/**
+ * `IX_JobsHot_Waiting` (schema version 19): a queue's Waiting rows in enqueue order, and only
+ * those, so the active list filtered on status 7 and the waiting counts read them alone.
+ */
+const WAITING_INDEX: IndexSpec = {
+  serves:
+    'listActive of the Waiting rows, the waiting counts of getSummary and getQueueStats (schema version 19); the index holds only those',
+  table: 'hot',
+  name: 'IX_JobsHot_Waiting',
+  keys: 'Queue, EnqueuedAtUtc',
+  where: 'Status = 7',
+};
+
+/**
+ * The statuses a `JobsHot` row may hold: Pending, Fetched, Processing and (schema version 19)
+ * Waiting.
+ */
+const HOT_STATUS_CHECK = `CONSTRAINT [CK_JobsHot_Status] CHECK (Status IN (0, 1, 2, ${JobStatus.Waiting}))`;
+
 /** `CREATE … INDEX` of `index`, with `options` after its compression in `WITH (…)`. */
 function indexStatement(schema: string, index: IndexSpec, options: readonly string[] = []): string {
   const kind = index.unique ? 'UNIQUE NONCLUSTERED' : 'NONCLUSTERED';
@@ -1224,6 +1352,39 @@ const BATCHES_V18_NOTE: readonly string[] = [
 ];
 
 /**
+ * Why version 19 adds what it adds the way it does (printed above the statements). `WaitingOn` is
+ * nullable without a default in every pillar, and so is `HasDependents` in the Archive and the DLQ
+ * ({@link HISTORY_HAS_DEPENDENTS}): adding them changes the tables' metadata, not their rows
+ * (https://learn.microsoft.com/en-us/sql/t-sql/statements/alter-table-transact-sql); in `JobsHot`
+ * `HasDependents` is `bit NOT NULL DEFAULT 0`, which fills the live jobs' rows (a metadata-only
+ * change where the edition supports it). `COL_LENGTH` is NULL while a column is missing, so each
+ * ADD runs once (https://learn.microsoft.com/en-us/sql/t-sql/functions/col-length-transact-sql).
+ *
+ * `CK_JobsHot_Status` admits status 7 (Waiting): a CHECK constraint cannot be altered, so it is
+ * dropped (where it exists: a constraint is an object of the schema, `OBJECT_ID(…, N'C')`) and
+ * added again, once (guarded by the ledger, as version 2's lock escalation is), in the step's one
+ * transaction, so no writer sees the table without it. It is added with the default of a new
+ * constraint, `WITH CHECK` ("If not specified, WITH CHECK is assumed for new constraints",
+ * https://learn.microsoft.com/en-us/sql/t-sql/statements/alter-table-transact-sql, "WITH CHECK |
+ * WITH NOCHECK"; the T-SQL grammar the tests parse with refuses the explicit keywords before a
+ * CHECK): every existing row is validated against it (all hold 0–2, so it passes), and the
+ * constraint stays trusted, which a `NOCHECK` one is not until a later `WITH CHECK CHECK
+ * CONSTRAINT`. The validation reads the hot table, which holds only live jobs, under the schema
+ * modification lock the step holds to its COMMIT, as version 14's index rebuild does.
+ *
+ * `JobDependencies` and its two indexes are created where missing, by plain statements (deferred
+ * name resolution covers a missing table, as in version 16); its ids keep the install's collation
+ * ({@link DEPENDENCY_COLUMNS}). `IX_JobsHot_Waiting` names columns every version had, so it is a
+ * plain statement too; it is built last, reading the hot table once.
+ */
+const DEPENDENCIES_V19_NOTE: readonly string[] = [
+  'Dependencies (schema version 19): WaitingOn in JobsHot, JobsArchive and JobsDLQ and HasDependents',
+  'in the Archive and the DLQ (nullable, no default: metadata-only), HasDependents NOT NULL DEFAULT 0',
+  'in JobsHot; CK_JobsHot_Status admits 7 (Waiting), dropped and added again (validated), once; the',
+  'JobDependencies table with its indexes, and the filtered index of the Waiting rows.',
+];
+
+/**
  * `table` where missing, its key columns ({@link MssqlColumn.key}) in the collation of
  * `JobsHot.Queue`, as that install's other keys: binary where `JobsHot.Queue` is binary, else (an
  * install of an earlier release, until `--binary-keys`) in the database's collation, through
@@ -1366,9 +1527,7 @@ export function mssqlSchemaDdl(schema: string): string {
     ...SCHEMA_LOCK_WAIT_NOTE.map((line) => `-- ${line}`),
     `SET LOCK_TIMEOUT ${SCHEMA_LOCK_WAIT_MS};`,
     `IF SCHEMA_ID(N'${schema}') IS NULL EXEC(N'CREATE SCHEMA [${schema}]');`,
-    createTable(schema, 'hot', HOT_TABLE_COLUMNS, [
-      `CONSTRAINT [CK_JobsHot_Status] CHECK (Status IN (0, 1, 2))`,
-    ]),
+    createTable(schema, 'hot', HOT_TABLE_COLUMNS, [HOT_STATUS_CHECK]),
     createTable(schema, 'archive', ARCHIVE_TABLE_COLUMNS),
     createTable(schema, 'dlq', DLQ_COLUMNS, [
       `CONSTRAINT [CK_JobsDLQ_Status] CHECK (Status IN (4, 5, 6))`,
@@ -1549,6 +1708,34 @@ export function mssqlSchemaDdl(schema: string): string {
     `IF NOT EXISTS (SELECT 1 FROM ${t('migrations')} WHERE Version = 18)`,
     recordVersion(schema, 18),
     `COMMIT;`,
+    ...beginStep(schema),
+    ...DEPENDENCIES_V19_NOTE.map((line) => `-- ${line}`),
+    ...(
+      [
+        ['archive', ARCHIVE_COLUMNS],
+        ['dlq', DLQ_COLUMNS],
+        ['hot', HOT_COLUMNS],
+      ] as const
+    ).flatMap(([table, columns]) =>
+      [WAITING_ON_COLUMN.name, HAS_DEPENDENTS_COLUMN.name].map(
+        (name) =>
+          `IF COL_LENGTH(N'${t(table)}', N'${name}') IS NULL\n` +
+          `  ALTER TABLE ${t(table)} ADD ${columnDdl(MSSQL_TABLES[table], columnOf(table, columns, name))};`,
+      ),
+    ),
+    `IF NOT EXISTS (SELECT 1 FROM ${t('migrations')} WHERE Version = 19)`,
+    `BEGIN`,
+    `  IF OBJECT_ID(N'[${schema}].[CK_JobsHot_Status]', N'C') IS NOT NULL`,
+    `    ALTER TABLE ${t('hot')} DROP CONSTRAINT [CK_JobsHot_Status];`,
+    `  ALTER TABLE ${t('hot')} ADD ${HOT_STATUS_CHECK};`,
+    `END;`,
+    createTable(schema, 'dependencies', DEPENDENCY_COLUMNS, DEPENDENCY_CHECKS),
+    createIndex(schema, DEPENDENCY_JOB_INDEX),
+    createIndex(schema, DEPENDENCY_CHECK_INDEX),
+    createIndex(schema, WAITING_INDEX),
+    `IF NOT EXISTS (SELECT 1 FROM ${t('migrations')} WHERE Version = 19)`,
+    recordVersion(schema, 19),
+    `COMMIT;`,
     `SELECT Version FROM @Applied ORDER BY Version;`,
   ];
   return `${parts.join('\n')}\n`;
@@ -1587,8 +1774,8 @@ function columnNames(list: string | undefined): string[] {
 /**
  * What names a key column, in its definition of the current version: the tables whose primary key
  * does, and the nonclustered indexes (of {@link INDEXES}, `IX_JobsHot_ClaimType` as version 14
- * has it, version 13's `IX_JobsHot_Held`, version 17's {@link GROUP_INDEXES}) that key or INCLUDE
- * one.
+ * has it, version 13's `IX_JobsHot_Held`, version 17's {@link GROUP_INDEXES}, version 19's
+ * `IX_JobsHot_Waiting`) that key or INCLUDE one.
  */
 function keyedDefinitions(): { primaryKeys: MssqlTable[]; indexes: IndexSpec[] } {
   const keys = new Set(keyColumnsOf().map((k) => `${k.table}.${k.column.name}`));
@@ -1601,7 +1788,7 @@ function keyedDefinitions(): { primaryKeys: MssqlTable[]; indexes: IndexSpec[] }
     primaryKeys: (Object.keys(PRIMARY_KEYS) as MssqlTable[]).filter((table) =>
       names(table, [PRIMARY_KEYS[table]]),
     ),
-    indexes: [...current, HELD_INDEX, ...GROUP_INDEXES].filter((index) =>
+    indexes: [...current, HELD_INDEX, ...GROUP_INDEXES, WAITING_INDEX].filter((index) =>
       names(index.table, [index.keys, index.include]),
     ),
   };

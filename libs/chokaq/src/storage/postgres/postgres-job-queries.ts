@@ -16,7 +16,7 @@ import {
   ThroughputPoint,
   ThroughputStats,
 } from '../../interfaces/job-view.interface';
-import type { QueueGroupLoad } from '../../interfaces/job.interface';
+import type { JobDependencies, QueueGroupLoad } from '../../interfaces/job.interface';
 import type { WorkerInfo } from '../../interfaces/worker.interface';
 import { PREVIEW_SAMPLE } from '../../validation/limits';
 import type { CheckedWorkerQuery } from '../../validation/validate-args';
@@ -38,6 +38,7 @@ import { ErrorFamilyMemo } from '../shared/error-family-memo';
 import { toListPage } from '../shared/page';
 import { fold, mapJobView, mapOutcomesRow, mapWorkerRow, toDate } from '../shared/row-mapper';
 import { mapBatch, mapBatchResults } from '../shared/batches';
+import { mapDependencies } from '../shared/dependencies';
 import { queueHealthOf } from '../shared/queue-health';
 import { throughputSeries } from '../shared/throughput-series';
 import { num, PostgresConnection } from './postgres.connection';
@@ -88,6 +89,16 @@ export class PostgresJobQueries implements DialectJobQueries {
   async getBatch(id: string): Promise<BatchView | null> {
     const rows = await this.db.query('getBatch', SQL.getBatch(this.db.s), SQL.getBatchParams(id));
     return mapBatch(rows.map(fold));
+  }
+
+  /** One read (`SQL.getDependencies`): the job's edges both ways. */
+  async getDependencies(id: string): Promise<JobDependencies> {
+    const rows = await this.db.query(
+      'getDependencies',
+      SQL.getDependencies(this.db.s),
+      SQL.getDependenciesParams(id),
+    );
+    return mapDependencies(rows);
   }
 
   /** One read (`SQL.getBatchResults`), a row more than the page to tell whether another follows. */
@@ -148,6 +159,7 @@ export class PostgresJobQueries implements DialectJobQueries {
       pending: num(r.pending),
       fetched: num(r.fetched),
       processing: num(r.processing),
+      waiting: num(r.waiting),
       archived: Math.max(0, num(r.archived)),
       dlq: Math.max(0, num(r.dlq)),
       estimated: { archived: true, dlq: true },
@@ -162,6 +174,7 @@ export class PostgresJobQueries implements DialectJobQueries {
       pending: num(r.pending),
       fetched: num(r.fetched),
       processing: num(r.processing),
+      waiting: num(r.waiting),
       succeededTotal: num(r.succeeded_total),
       failedTotal: num(r.failed_total),
       cancelledTotal: num(r.cancelled_total),

@@ -1,6 +1,10 @@
 import { isUuid } from '../../common/uuid';
 import { logEvent } from '../../common/log-events';
-import { ChokaQTransactionalHandlerError, ChokaQUnsupportedServerError } from '../../errors';
+import {
+  ChokaQDependencyNotFoundError,
+  ChokaQTransactionalHandlerError,
+  ChokaQUnsupportedServerError,
+} from '../../errors';
 import type { Checked } from '../../interfaces/checked.interface';
 import {
   ClaimedJobs,
@@ -12,7 +16,10 @@ import {
   JobLease,
   KeepAliveResult,
   ZombieRescueResult,
+  DependencyCheckResult,
 } from '../../interfaces/job.interface';
+import { FailureReason } from '../../interfaces/job-status.enum';
+import { DEPENDENCY_CHECK_BATCH } from '../../validation/limits';
 import type { SchemaStatus } from '../../interfaces/schema-status.interface';
 import {
   CheckedDlqMove,
@@ -22,6 +29,15 @@ import {
 import { ValidatedBatch, ValidatedJob } from '../../validation/validate-job';
 import type { BatchEnqueued } from '../../interfaces/batch.interface';
 import { batchEnqueued } from '../shared/batches';
+import {
+  DEPENDENCY_CHECK_ROUNDS,
+  DependencyPillar,
+  EdgeState,
+  dependencyFailedText,
+  dependencyIds,
+  firstEdgePerJob,
+  planDependencies,
+} from '../shared/dependencies';
 import { Audit, DialectJobStore, ZombieSweep } from '../dialect-job-storage';
 import type { HandlerTransactionSupport } from '../job-storage';
 import { OWN_DATA_SOURCE_REASON, SqlHandlerTransaction } from '../shared/handler-transaction';
@@ -214,6 +230,7 @@ export class PostgresJobStore extends PostgresAdminStore implements DialectJobSt
     validated: Checked<ValidatedJob>,
     options?: EnqueueOptions,
   ): Promise<EnqueueResult> {
+    if (validated.dependsOn !== null) return (await this.enqueueWaiting([validated], options))[0];
     const caller = await this.db.callerExec(options?.transaction);
     if (validated.dedupe !== null) return this.enqueueKeyed(caller, validated);
     const [result] = caller
@@ -254,6 +271,7 @@ export class PostgresJobStore extends PostgresAdminStore implements DialectJobSt
     validated: readonly Checked<ValidatedJob>[],
     options?: EnqueueOptions,
   ): Promise<EnqueueResult[]> {
+    if (validated.some((j) => j.dependsOn !== null)) return this.enqueueWaiting(validated, options);
     const caller = await this.db.callerExec(options?.transaction);
     const insertPlain = async (plain: readonly ValidatedJob[]) => {
       const results: EnqueueResult[] = [];
@@ -289,11 +307,86 @@ export class PostgresJobStore extends PostgresAdminStore implements DialectJobSt
   }
 
   /**
+   * Jobs of which some wait on others (`dependsOn`; they may wait on each other), all in one
+   * transaction, the caller's or one of its own retried from scratch: the jobs (those that wait
+   * inserted Waiting; a job with a dedupe key as `enqueue` inserts it), then where each
+   * dependency is (marking it as waited on, and locking it until commit), then the edges and
+   * counts of the jobs this call created ({@link planDependencies}). A dependency in no table
+   * fails the call (`ChokaQDependencyNotFoundError`) and rolls it all back. Once its own
+   * transaction committed, the dependency check runs when an edge needs it: a dependency found
+   * failed under `cancel`, or one found hot whose move may have started before the commit.
+   * Inside a caller's transaction the rescue loop's next check does that instead.
+   */
+  private async enqueueWaiting(
+    jobs: readonly ValidatedJob[],
+    options?: EnqueueOptions,
+  ): Promise<EnqueueResult[]> {
+    const caller = await this.db.callerExec(options?.transaction);
+    let check = false;
+    const run = async (exec: Exec): Promise<EnqueueResult[]> => {
+      const results = new Array<EnqueueResult>(jobs.length);
+      const groups = [
+        { text: this.sql.enqueue, pick: (j: ValidatedJob) => j.dependsOn === null },
+        { text: this.sql.enqueueWaiting, pick: (j: ValidatedJob) => j.dependsOn !== null },
+      ];
+      for (const { text, pick } of groups) {
+        const at = jobs.flatMap((j, i) => (pick(j) && j.dedupe === null ? [i] : []));
+        let done = 0;
+        for (const part of chunkByBytes(at.map((i) => jobs[i]))) {
+          const partResults = await this.insertJobs(exec, part, text);
+          partResults.forEach((r, k) => (results[at[done + k]] = r));
+          done += part.length;
+        }
+      }
+      for (const [i, job] of jobs.entries()) {
+        if (job.dedupe !== null) results[i] = await this.enqueueKeyed(exec, job);
+      }
+      const made = new Set(results.filter((r) => r.created).map((r) => r.id));
+      // By position: of two items with one id, only the one this call inserted gets its edges.
+      const waiting = jobs.filter((j, i) => j.dependsOn !== null && results[i].created);
+      if (waiting.length > 0) {
+        const plan = planDependencies(waiting, await this.locate(exec, waiting), made, true);
+        if (plan.missing.length > 0) throw new ChokaQDependencyNotFoundError(plan.missing);
+        await exec(SQL.insertDependencies(this.s), SQL.insertDependenciesParams(plan));
+        check = plan.needsCheck;
+      }
+      return results;
+    };
+    if (caller) return run(caller);
+    const results = await this.db.transaction('enqueue', run);
+    if (check) await this.checkDependencies(DEPENDENCY_CHECK_BATCH);
+    return results;
+  }
+
+  /**
+   * Where each dependency of `waiting` is, marking it as waited on. An id not found is read once
+   * more in a new statement: a move of it in flight made the first one skip its hot row while its
+   * snapshot could not see the row the move wrote.
+   */
+  private async locate(
+    exec: Exec,
+    waiting: readonly ValidatedJob[],
+  ): Promise<Map<string, DependencyPillar>> {
+    const where = new Map<string, DependencyPillar>();
+    let ids = dependencyIds(waiting);
+    for (let round = 0; round < 2 && ids.length > 0; round++) {
+      const rows = await exec(SQL.locateDependencies(this.s), SQL.locateDependenciesParams(ids));
+      for (const row of rows) where.set(String(row.id), String(row.pillar) as DependencyPillar);
+      ids = ids.filter((id) => !where.has(id));
+    }
+    return where;
+  }
+
+  /**
    * Inserts validated jobs and resolves each one to its id: inserted → created; id already stored
    * (any pillar) → that id; active idempotency key held → the holder's id. When a holder vanished
    * between the insert and the lookup (it finished meanwhile), the item is inserted again.
    */
-  private async insertJobs(exec: Exec, jobs: readonly ValidatedJob[]): Promise<EnqueueResult[]> {
+  private async insertJobs(
+    exec: Exec,
+    jobs: readonly ValidatedJob[],
+    text = this.sql.enqueue,
+  ): Promise<EnqueueResult[]> {
     const results = new Array<EnqueueResult | undefined>(jobs.length);
     let pending = jobs.map((job, index) => ({ job, index }));
     for (let round = 0; pending.length > 0; round++) {
@@ -303,7 +396,7 @@ export class PostgresJobStore extends PostgresAdminStore implements DialectJobSt
         );
       }
       const batch = pending.map((p) => p.job);
-      const insertedRows = await exec(this.sql.enqueue, SQL.enqueueParams(batch));
+      const insertedRows = await exec(text, SQL.enqueueParams(batch));
       const inserted = new Set(insertedRows.filter((r) => r.id !== null).map((r) => String(r.id)));
       const claimedIds = new Set<string>();
       const rest: typeof pending = [];
@@ -531,6 +624,54 @@ export class PostgresJobStore extends PostgresAdminStore implements DialectJobSt
   }
 
   // ---------------------------------------------------------------- rescue
+
+  /**
+   * Up to a few rounds, each one transaction: take the marked edges (`SQL.checkTake`, which waits
+   * for the moves in flight of their hot dependencies), settle the open ones whose dependency left
+   * the hot table (`SQL.checkSettle`), send each dependent of a failed or removed edge that still
+   * waits to the DLQ as `DependencyFailed` (its own move settles the edges of the jobs waiting on
+   * it, marking theirs under `cancel` for the next round), and unmark what was done. A round that
+   * takes fewer edges than `limit` is the last.
+   */
+  async checkDependencies(limit: number): Promise<DependencyCheckResult> {
+    const result: DependencyCheckResult = { settled: 0, cancelled: [] };
+    for (let round = 0; round < DEPENDENCY_CHECK_ROUNDS; round++) {
+      const taken = await this.db.transaction('checkDependencies', async (exec) => {
+        const rows = (await exec(SQL.checkTake(this.s), SQL.checkTakeParams(limit))).map((r) => ({
+          jobId: String(r.job_id),
+          dependsOn: String(r.depends_on),
+          state: Number(r.state) as EdgeState,
+        }));
+        const open = rows.filter((e) => e.state === EdgeState.Waiting);
+        if (open.length > 0) await exec(SQL.checkSettle(this.s), SQL.checkSettleParams(open));
+        const doomed = rows.filter((e) => e.state !== EdgeState.Waiting);
+        const cancelled: string[] = [];
+        const shape = SQL.moveToDlqShape(FailureReason.DependencyFailed);
+        for (const edge of firstEdgePerJob(doomed)) {
+          const moved = await exec(
+            SQL.moveToDlq(this.s, shape, false, true),
+            SQL.moveToDlqParams(
+              { id: edge.jobId },
+              {
+                reason: FailureReason.DependencyFailed,
+                error: dependencyFailedText(edge.dependsOn, edge.state),
+                actor: null,
+                durationMs: null,
+              },
+            ),
+          );
+          if (moved.length > 0) cancelled.push(edge.jobId);
+        }
+        if (doomed.length > 0) await exec(SQL.checkDone(this.s), SQL.checkDoneParams(doomed));
+        return { count: rows.length, settled: open.length, cancelled };
+      });
+      result.settled += taken.settled;
+      result.cancelled.push(...taken.cancelled);
+      // A full round may have left edges; a round that cancelled jobs marked their dependents'.
+      if (taken.count < limit && taken.cancelled.length === 0) break;
+    }
+    return result;
+  }
 
   /** @inheritdoc */
   async recoverAbandoned(fetchedTimeoutMs: number, limit: number): Promise<number> {

@@ -703,6 +703,51 @@ const V19: PostgresMigration = {
   ],
 };
 
+/**
+ * Version 20: job dependencies (continuations and flows). Every pillar gets `waiting_on` (the
+ * dependencies a waiting job still counts: its open edges, and those whose failure cancels it;
+ * NULL for a job that never waited) and `has_dependents` (some job waits or waited on this one:
+ * the moves look for edges only from such rows). `job_dependencies` holds the edges: its primary
+ * key leads with the dependency, which is how a move finds the edges it settles; `needs_check`
+ * marks the edges the check pass of the rescue loop must look at (a continuation whose
+ * dependency was hot at enqueue, a dependent to cancel). The rules: docs/storage.md,
+ * "Dependencies".
+ */
+const V20: PostgresMigration = {
+  version: 20,
+  description: 'Job dependencies',
+  statements: (s) => [
+    ...['jobs_hot', 'jobs_archive', 'jobs_dlq'].flatMap((t) => [
+      `ALTER TABLE ${s}.${t} ADD COLUMN IF NOT EXISTS waiting_on integer NULL`,
+      `ALTER TABLE ${s}.${t} ADD COLUMN IF NOT EXISTS has_dependents boolean NOT NULL DEFAULT false`,
+    ]),
+    // Status 7, Waiting, joins the hot table's statuses. The wider check holds for every row there
+    // is: added NOT VALID (no scan under the table's exclusive lock), then validated under a lock
+    // that lets reads and writes go on.
+    `ALTER TABLE ${s}.jobs_hot DROP CONSTRAINT IF EXISTS ck_jobs_hot_status`,
+    `ALTER TABLE ${s}.jobs_hot ADD CONSTRAINT ck_jobs_hot_status CHECK (status IN (0, 1, 2, 7)) NOT VALID`,
+    `ALTER TABLE ${s}.jobs_hot VALIDATE CONSTRAINT ck_jobs_hot_status`,
+    `CREATE TABLE IF NOT EXISTS ${s}.job_dependencies (
+      depends_on varchar(36) NOT NULL,
+      job_id varchar(36) NOT NULL,
+      on_failure smallint NOT NULL,
+      state smallint NOT NULL,
+      needs_check boolean NOT NULL,
+      created_at_utc timestamptz NOT NULL,
+      settled_at_utc timestamptz NULL,
+      PRIMARY KEY (depends_on, job_id)
+    )`,
+    // Serves a job's own dependencies (its page, a purge of the dependent).
+    `CREATE INDEX IF NOT EXISTS ix_job_dependencies_job ON ${s}.job_dependencies (job_id)`,
+    // Serves the check pass: the edges it must look at, oldest first.
+    `CREATE INDEX IF NOT EXISTS ix_job_dependencies_check ON ${s}.job_dependencies (created_at_utc)
+      WHERE needs_check`,
+    // Serves the lists and counts of waiting jobs.
+    `CREATE INDEX IF NOT EXISTS ix_jobs_hot_waiting ON ${s}.jobs_hot (queue, enqueued_at_utc)
+      WHERE status = 7`,
+  ],
+};
+
 /** Every migration, in version order. */
 export const POSTGRES_MIGRATIONS: readonly PostgresMigration[] = [
   V1,
@@ -724,6 +769,7 @@ export const POSTGRES_MIGRATIONS: readonly PostgresMigration[] = [
   V17,
   V18,
   V19,
+  V20,
 ];
 
 /** The newest schema version this code expects. */

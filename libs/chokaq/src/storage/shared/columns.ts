@@ -31,6 +31,8 @@ export const HOT_COLUMNS = [
   'payload_version',
   'group_key',
   'batch_id',
+  'waiting_on',
+  'has_dependents',
 ] as const;
 
 /** A hot column name. */

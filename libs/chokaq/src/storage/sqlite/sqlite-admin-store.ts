@@ -1,5 +1,5 @@
 import type { Checked } from '../../interfaces/checked.interface';
-import { FailureReason } from '../../interfaces/job-status.enum';
+import { FailureReason, JobStatus } from '../../interfaces/job-status.enum';
 import { DlqFilter, JobAttemptOutcome } from '../../interfaces/job-view.interface';
 import {
   CancelResult,
@@ -20,11 +20,12 @@ import {
   retentionDetails,
 } from '../shared/audit-log';
 import { dueCallbacks } from '../shared/batches';
+import { EdgeState } from '../shared/dependencies';
 import { Outcome, dlqStatusFor } from '../shared/outcome';
 import { mapQueueRow, toDate } from '../shared/row-mapper';
 import { BucketDelta, CounterDelta, bucketsOf, countersByQueue } from './sqlite-counters';
 import { yieldToEventLoop } from './sqlite-mutex';
-import { Params, Row, SqliteConnection } from './sqlite.connection';
+import { Params, Row, SqliteConnection, SqliteStatements } from './sqlite.connection';
 import { isDuplicateKeyError } from './sqlite-errors';
 import * as SQL from './sql';
 
@@ -77,10 +78,12 @@ export abstract class SqliteAdminStore {
   }
 
   /**
-   * Steps 2–5 of every Hot → DLQ move, on rows already deleted and captured in this transaction:
+   * Steps 2–6 of every Hot → DLQ move, on rows already deleted and captured in this transaction:
    * the attempt rows of those that were Processing, insert them with the DLQ status and reason,
-   * add `FailedTotal` (or `CancelledTotal`) once per queue, upsert the metric buckets, and count
-   * them as failed in their batches ({@link settleBatches}).
+   * add `FailedTotal` (or `CancelledTotal`, for a reason that lands as Cancelled: a cancel, or a
+   * dependency that failed) once per queue, upsert the metric buckets (the cancelled outcome
+   * likewise), count them as failed in their batches ({@link settleBatches}) and settle the
+   * edges of the jobs waiting on them ({@link settleDependencies}).
    */
   protected moveRowsToDlq(
     rows: Row[],
@@ -96,7 +99,7 @@ export abstract class SqliteAdminStore {
       attemptOutcomeOf(reason),
       error,
     );
-    const cancelled = reason === FailureReason.Cancelled;
+    const cancelled = dlqStatusFor(reason) === JobStatus.Cancelled;
     const moved = rows.map((r) => ({
       ...r,
       status: dlqStatusFor(reason),
@@ -109,6 +112,7 @@ export abstract class SqliteAdminStore {
     this.addCounters(countersByQueue(moved, cancelled ? 'cancelled' : 'failed'));
     this.addBuckets(bucketsOf(moved, cancelled ? Outcome.Cancelled : Outcome.Failed, reason));
     this.settleBatches(rows, false);
+    this.settleDependencies(rows, false);
   }
 
   // ---------------------------------------------------------------- pending edits
@@ -334,13 +338,16 @@ export abstract class SqliteAdminStore {
   }
 
   /**
-   * Deletes archive or DLQ rows with `sql` (which returns their ids) and the attempt rows of those
-   * jobs, in the caller's transaction. Returns the rows deleted from the pillar.
+   * Deletes archive or DLQ rows with `sql` (which returns their ids and dependency columns), the
+   * attempt rows of those jobs and, for those in the dependency graph, their edges' remove step
+   * ({@link removeDependencies}), in the caller's transaction. Returns the rows deleted from the
+   * pillar.
    */
   protected deleteWithAttempts(sql: string, params: Params): number {
     const gone = this.db.all(sql, params);
     if (gone.length > 0) {
       this.db.run(this.sql.deleteAttempts, { ids: JSON.stringify(gone.map((r) => r.id)) });
+      this.removeDependencies(gone);
     }
     return gone.length;
   }
@@ -481,6 +488,67 @@ export abstract class SqliteAdminStore {
     if (moved !== null) this.db.run(this.sql.batchReopen, { moved });
   }
 
+  // ---------------------------------------------------------------- dependencies
+
+  /**
+   * The dependency settle step of every move out of the hot table, in that move's transaction, on
+   * the rows it deleted (`ok`: into the Archive, else into the DLQ); the rules: docs/storage.md,
+   * "Dependencies". Only the rows marked `has_dependents` are looked up, so a move of jobs no one
+   * waits on runs nothing. Else it settles their open edges (`dependencySettle`), counts per
+   * dependent the edges that became succeeded or ignored, and lowers those dependents' counts,
+   * releasing each that reaches 0 (`dependencyRelease`, once per number of edges). No lock beyond
+   * the transaction's: SQLite has a single writer, and the BEGIN IMMEDIATE that holds it since the
+   * move's first statement keeps any other move from changing a dependent's count between its
+   * edges and its release.
+   */
+  protected settleDependencies(rows: readonly Row[], ok: boolean): void {
+    const ids = waitedOnIds(rows);
+    if (ids === null) return;
+    const settled = this.db.all(this.sql.dependencySettle, { ids, ok: ok ? 1 : 0 });
+    const satisfied = new Map<string, number>();
+    for (const edge of settled) {
+      const state = Number(edge.state);
+      if (state !== EdgeState.Succeeded && state !== EdgeState.Ignored) continue;
+      const id = String(edge.job_id);
+      satisfied.set(id, (satisfied.get(id) ?? 0) + 1);
+    }
+    this.updateWaiting(this.db, this.sql.dependencyRelease, satisfied);
+  }
+
+  /**
+   * Runs `sql`, an update of the waiting jobs `@ids` by one count `@n` (`WAITING_IDS` in
+   * `sql/dependencies.ts`), on `on` once per distinct count of `counts` (job id → count), with
+   * the jobs of that count: few statements, as jobs mostly share a count.
+   */
+  protected updateWaiting(
+    on: SqliteStatements,
+    sql: string,
+    counts: ReadonlyMap<string, number>,
+  ): void {
+    const byCount = new Map<number, string[]>();
+    for (const [id, n] of counts) {
+      const ids = byCount.get(n);
+      if (ids) ids.push(id);
+      else byCount.set(n, [id]);
+    }
+    for (const [n, ids] of byCount) on.run(sql, { ids: JSON.stringify(ids), n });
+  }
+
+  /**
+   * The dependency remove step of a purge or retention batch, in its transaction, on the rows it
+   * deleted from the DLQ or the Archive: the edges of those that waited go with them
+   * (`dependencyRemoveOwn`), then the open edges of those waited on are marked removed for the
+   * check pass (`dependencyRemove`). Rows that never were in the dependency graph run nothing.
+   */
+  protected removeDependencies(gone: readonly Row[]): void {
+    const waited = gone.filter((r) => r.waiting_on !== null).map((r) => r.id);
+    if (waited.length > 0) {
+      this.db.run(this.sql.dependencyRemoveOwn, { ids: JSON.stringify(waited) });
+    }
+    const ids = waitedOnIds(gone);
+    if (ids !== null) this.db.run(this.sql.dependencyRemove, { ids });
+  }
+
   // ---------------------------------------------------------------- attempts, counters and buckets
 
   /**
@@ -509,6 +577,15 @@ export abstract class SqliteAdminStore {
   protected addBuckets(deltas: BucketDelta[]): void {
     if (deltas.length > 0) this.db.run(this.sql.addBuckets, { buckets: JSON.stringify(deltas) });
   }
+}
+
+/**
+ * The ids of the rows marked `has_dependents` (some job waits or waited on them) among moved or
+ * deleted rows, as the JSON array the dependency statements read (`@ids`); null when none is.
+ */
+function waitedOnIds(rows: readonly Row[]): string | null {
+  const marked = rows.filter((r) => Number(r.has_dependents) === 1);
+  return marked.length === 0 ? null : JSON.stringify(marked.map((r) => r.id));
 }
 
 /**

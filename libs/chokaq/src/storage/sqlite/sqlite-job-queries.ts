@@ -16,7 +16,7 @@ import {
   ThroughputPoint,
   ThroughputStats,
 } from '../../interfaces/job-view.interface';
-import type { QueueGroupLoad } from '../../interfaces/job.interface';
+import type { JobDependencies, QueueGroupLoad } from '../../interfaces/job.interface';
 import type { WorkerInfo } from '../../interfaces/worker.interface';
 import {
   PREVIEW_SAMPLE,
@@ -43,6 +43,7 @@ import { mapDedupeRow } from '../shared/dedupe';
 import { mapQueueGroupRow } from '../shared/groups';
 import { fold, mapJobView, mapOutcomesRow, mapWorkerRow, toDate } from '../shared/row-mapper';
 import { mapBatch, mapBatchResults } from '../shared/batches';
+import { mapDependencies } from '../shared/dependencies';
 import { queueHealthOf } from '../shared/queue-health';
 import { throughputSeries } from '../shared/throughput-series';
 import { SqliteConnection } from './sqlite.connection';
@@ -87,6 +88,14 @@ export class SqliteJobQueries implements DialectJobQueries {
   async getBatch(id: string): Promise<BatchView | null> {
     const rows = await this.db.read('getBatch', () => this.db.all(this.sql.getBatch, { id }));
     return mapBatch(rows.map(fold));
+  }
+
+  /** One read (`getDependencies`): the job's edges both ways. */
+  async getDependencies(id: string): Promise<JobDependencies> {
+    const rows = await this.db.read('getDependencies', () =>
+      this.db.all(this.sql.getDependencies, { id }),
+    );
+    return mapDependencies(rows);
   }
 
   /** @inheritdoc */
@@ -173,6 +182,7 @@ export class SqliteJobQueries implements DialectJobQueries {
         pending: byStatus.get(0) ?? 0,
         fetched: byStatus.get(1) ?? 0,
         processing: byStatus.get(2) ?? 0,
+        waiting: byStatus.get(7) ?? 0,
         archived: retained.get('archive') ?? 0,
         dlq: retained.get('dlq') ?? 0,
         estimated: { archived: false, dlq: false },
@@ -186,6 +196,8 @@ export class SqliteJobQueries implements DialectJobQueries {
       const hot = new Map<string, number>();
       for (const r of this.db.all(this.sql.getQueueStatsHot))
         hot.set(`${r.status}:${r.queue}`, Number(r.n));
+      for (const r of this.db.all(this.sql.getQueueStatsWaiting))
+        hot.set(`7:${r.queue}`, Number(r.n));
       return this.db.all(this.sql.getQueueStats).map((r) => {
         const queue = String(r.queue);
         return {
@@ -193,6 +205,7 @@ export class SqliteJobQueries implements DialectJobQueries {
           pending: hot.get(`0:${queue}`) ?? 0,
           fetched: hot.get(`1:${queue}`) ?? 0,
           processing: hot.get(`2:${queue}`) ?? 0,
+          waiting: hot.get(`7:${queue}`) ?? 0,
           succeededTotal: Number(r.succeeded_total ?? 0),
           failedTotal: Number(r.failed_total ?? 0),
           cancelledTotal: Number(r.cancelled_total ?? 0),

@@ -1,11 +1,12 @@
 import { toError } from '../../common/error-text';
 import { logEvent } from '../../common/log-events';
-import { ChokaQTransactionalHandlerError } from '../../errors';
+import { ChokaQDependencyNotFoundError, ChokaQTransactionalHandlerError } from '../../errors';
 import type { Checked } from '../../interfaces/checked.interface';
 import { FailureReason } from '../../interfaces/job-status.enum';
 import {
   ClaimedJobs,
   CompletedJob,
+  DependencyCheckResult,
   RunRef,
   EnqueueOptions,
   EnqueueResult,
@@ -23,6 +24,7 @@ import {
   isLeaseTarget,
 } from '../../validation/validate-args';
 import { ValidatedBatch, ValidatedJob } from '../../validation/validate-job';
+import { DEPENDENCY_CHECK_BATCH } from '../../validation/limits';
 import {
   Audit,
   DialectHandlerTransaction,
@@ -31,6 +33,16 @@ import {
 } from '../dialect-job-storage';
 import type { HandlerTransactionSupport } from '../job-storage';
 import { BATCH_CALLBACK_BITS, batchEnqueued } from '../shared/batches';
+import {
+  DEPENDENCY_CHECK_ROUNDS,
+  DependencyPillar,
+  EdgeState,
+  dependencyFailedText,
+  dependencyIds,
+  firstEdgePerJob,
+  planDependencies,
+  waitingJobs,
+} from '../shared/dependencies';
 import { NO_REASON, Outcome } from '../shared/outcome';
 import { rateStateOf, shortestRateWait } from '../shared/rate-window';
 import { hasResults } from '../shared/stored-results';
@@ -233,6 +245,7 @@ export class SqliteJobStore extends SqliteAdminStore implements DialectJobStore 
 
   /** @inheritdoc */
   async enqueue(job: Checked<ValidatedJob>, options?: EnqueueOptions): Promise<EnqueueResult> {
+    if (job.dependsOn !== null) return (await this.enqueueWaiting('enqueue', [job], options))[0];
     if (job.dedupe !== null) return this.enqueueKeyed('enqueue', job, options);
     const [result] = await this.insertJobs('enqueue', [job], options);
     return result;
@@ -290,11 +303,103 @@ export class SqliteJobStore extends SqliteAdminStore implements DialectJobStore 
     jobs: readonly Checked<ValidatedJob>[],
     options?: EnqueueOptions,
   ): Promise<EnqueueResult[]> {
+    if (jobs.some((j) => j.dependsOn !== null)) {
+      return this.enqueueWaiting('enqueueMany', jobs, options);
+    }
     return enqueueManyKeyed(
       jobs,
       (plain) => this.insertJobs('enqueueMany', plain, options),
       (job) => this.enqueueKeyed('enqueueMany', job, options),
     );
+  }
+
+  /**
+   * Jobs of which some wait on others (`dependsOn`; they may wait on each other), all in one
+   * BEGIN IMMEDIATE transaction, or in the caller's (under a savepoint, see
+   * `SqliteConnection.inCallerTransaction`): the jobs chunk by chunk (those that wait inserted
+   * Waiting, `enqueueWaiting`; a job with a dedupe key as `enqueue` inserts it), then where each
+   * dependency is, marking it as waited on ({@link locate}), then the edges and counts of the
+   * jobs this call created ({@link planDependencies}; SQLite's single writer means an edge to a
+   * hot dependency needs no check: no move of it can be in flight). A dependency in no table fails
+   * the call (`ChokaQDependencyNotFoundError`) and rolls it all back. As `enqueueBatch`, up to
+   * `MAX_ENQUEUE_MANY` jobs hold the event loop and the write lock for the transaction. Once its
+   * own transaction committed, the dependency check runs when an edge needs it (a dependency
+   * found failed under `cancel`); inside a caller's transaction the rescue loop's next check
+   * does that instead.
+   */
+  private async enqueueWaiting(
+    name: string,
+    jobs: readonly ValidatedJob[],
+    options: EnqueueOptions | undefined,
+  ): Promise<EnqueueResult[]> {
+    const run = (on: SqliteStatements) => {
+      const results = new Array<EnqueueResult>(jobs.length);
+      const groups = [
+        { text: this.sql.enqueue, pick: (j: ValidatedJob) => j.dependsOn === null },
+        { text: this.sql.enqueueWaiting, pick: (j: ValidatedJob) => j.dependsOn !== null },
+      ];
+      for (const { text, pick } of groups) {
+        const at = jobs.flatMap((j, i) => (pick(j) && j.dedupe === null ? [i] : []));
+        const inserted = this.insertChunks(
+          at.map((i) => jobs[i]),
+          on,
+          text,
+        );
+        inserted.forEach((r, k) => (results[at[k]] = r));
+      }
+      for (const [i, job] of jobs.entries()) {
+        if (job.dedupe !== null) results[i] = enqueueWithKeySync(job, this.dedupeSteps(on));
+      }
+      // The items this call inserted (of an id given twice, only the first reports created).
+      const created = jobs.filter((_, i) => results[i].created);
+      const made = new Set(created.map((j) => j.id));
+      const waiting = waitingJobs(created);
+      if (waiting.length === 0) return { results, check: false };
+      const plan = planDependencies(waiting, this.locate(on, waiting), made, false);
+      if (plan.missing.length > 0) throw new ChokaQDependencyNotFoundError(plan.missing);
+      on.run(this.sql.insertDependencies, {
+        edges: JSON.stringify(
+          plan.edges.map((e) => ({
+            job_id: e.jobId,
+            depends_on: e.dependsOn,
+            on_failure: e.policy,
+            state: e.state,
+            needs_check: e.needsCheck ? 1 : 0,
+          })),
+        ),
+      });
+      const counts = new Map(plan.waits.map((w) => [w.jobId, w.waitingOn]));
+      this.updateWaiting(on, this.sql.insertDependenciesWaits, counts);
+      return { results, check: plan.needsCheck };
+    };
+    if (options?.transaction !== undefined && options.transaction !== null) {
+      return (await this.db.inCallerTransaction(name, options.transaction, run)).results;
+    }
+    const { results, check } = await this.db.write(name, () => run(this.db));
+    if (check) await this.checkDependencies(DEPENDENCY_CHECK_BATCH);
+    return results;
+  }
+
+  /**
+   * Where each dependency of `waiting` is, inside the enqueue's transaction: its hot and DLQ rows
+   * marked as waited on (`locateDependenciesHot`, `locateDependenciesDlq`), then the archived
+   * ones (`locateDependenciesArchive`). An id found nowhere is not in the map.
+   */
+  private locate(
+    on: SqliteStatements,
+    waiting: readonly ValidatedJob[],
+  ): Map<string, DependencyPillar> {
+    const ids = JSON.stringify(dependencyIds(waiting));
+    const where = new Map<string, DependencyPillar>();
+    const steps: [string, DependencyPillar][] = [
+      [this.sql.locateDependenciesHot, 'hot'],
+      [this.sql.locateDependenciesDlq, 'dlq'],
+      [this.sql.locateDependenciesArchive, 'archive'],
+    ];
+    for (const [sql, pillar] of steps) {
+      for (const row of on.all(sql, { ids })) where.set(String(row.id), pillar);
+    }
+    return where;
   }
 
   /**
@@ -365,22 +470,32 @@ export class SqliteJobStore extends SqliteAdminStore implements DialectJobStore 
     return results;
   }
 
-  /** Inserts jobs chunk by chunk, all inside the one transaction `on` runs in (synchronously). */
-  private insertChunks(jobs: readonly ValidatedJob[], on: SqliteStatements): EnqueueResult[] {
+  /**
+   * Inserts jobs chunk by chunk, all inside the one transaction `on` runs in (synchronously), with
+   * the insert `text` ({@link insertChunk}).
+   */
+  private insertChunks(
+    jobs: readonly ValidatedJob[],
+    on: SqliteStatements,
+    text = this.sql.enqueue,
+  ): EnqueueResult[] {
     const results: EnqueueResult[] = [];
     for (let i = 0; i < jobs.length; i += ENQUEUE_CHUNK) {
-      results.push(...this.insertChunk(jobs.slice(i, i + ENQUEUE_CHUNK), on));
+      results.push(...this.insertChunk(jobs.slice(i, i + ENQUEUE_CHUNK), on, text));
     }
     return results;
   }
 
   /**
    * Inserts one chunk (synchronously, inside a transaction) and resolves each item's result; `on`
-   * is ChokaQ's connection, or a caller's (see `SqliteConnection.inCallerTransaction`).
+   * is ChokaQ's connection, or a caller's (see `SqliteConnection.inCallerTransaction`). `text` is
+   * the insert: `enqueue` (Pending rows), or `enqueueWaiting` (Waiting rows, whose edges the
+   * caller writes next).
    */
   private insertChunk(
     jobs: readonly ValidatedJob[],
     on: SqliteStatements = this.db,
+    text = this.sql.enqueue,
   ): EnqueueResult[] {
     const rows = JSON.stringify(
       jobs.map((j) => ({
@@ -402,7 +517,7 @@ export class SqliteJobStore extends SqliteAdminStore implements DialectJobStore 
     );
     on.run(this.sql.enqueueQueues, { rows });
     on.run(this.sql.enqueueStats, { rows });
-    const inserted = new Set(on.all(this.sql.enqueue, { rows }).map((r) => String(r.id)));
+    const inserted = new Set(on.all(text, { rows }).map((r) => String(r.id)));
     return jobs.map((job) => {
       // delete(): with a duplicated id in one batch only the first item reports created.
       if (inserted.delete(job.id)) return { id: job.id, created: true };
@@ -717,8 +832,9 @@ export class SqliteJobStore extends SqliteAdminStore implements DialectJobStore 
   /**
    * Hot → Archive in one BEGIN IMMEDIATE transaction: copy the exact owned rows into the archive
    * (`archiveSucceeded`), delete those rows from the hot table (`archiveSucceededDelete`), add
-   * `SucceededTotal` once per queue, upsert one metric bucket per queue, and count them as
-   * succeeded in their batches (`settleBatches`, which may enqueue a batch's callbacks). Any error
+   * `SucceededTotal` once per queue, upsert one metric bucket per queue, count them as
+   * succeeded in their batches (`settleBatches`, which may enqueue a batch's callbacks), and settle
+   * the edges of the jobs waiting on them (`settleDependencies`, which may release them). Any error
    * (say, an archive row with the same id) rolls all of it back. A batch where some run records its result copies with
    * `archiveSucceededWithResults` instead, whose leases carry the results (the delete takes the
    * leases without them); a batch without results binds and runs exactly what it did before.
@@ -749,6 +865,7 @@ export class SqliteJobStore extends SqliteAdminStore implements DialectJobStore 
       this.addCounters(countersByQueue(moved, 'succeeded'));
       this.addBuckets(bucketsOf(moved, Outcome.Succeeded, NO_REASON));
       this.settleBatches(moved, true);
+      this.settleDependencies(moved, true);
       return deleted.map((r) => ({ id: String(r.id), leaseId: String(r.lease_id) }));
     });
   }
@@ -780,6 +897,48 @@ export class SqliteJobStore extends SqliteAdminStore implements DialectJobStore 
   }
 
   // ---------------------------------------------------------------- rescue
+
+  /**
+   * Up to a few rounds, each one BEGIN IMMEDIATE transaction: take the marked edges, oldest first
+   * (`checkTake`), send each still-Waiting dependent of a failed or removed edge to the DLQ as
+   * `DependencyFailed`, the error naming the dependency (`moveToDlqWaiting`, then the steps of
+   * every Hot → DLQ move, whose settle step marks the `cancel` edges of the jobs waiting on it for
+   * the next round), and unmark every edge taken (`checkDone`). SQLite never marks an open edge
+   * (its single writer leaves no move in flight to re-read), so nothing here settles one:
+   * `settled` stays 0, and an open edge taken would only be unmarked. A round that takes fewer
+   * edges than `limit` and cancels nothing is the last.
+   * @inheritdoc
+   */
+  async checkDependencies(limit: number): Promise<DependencyCheckResult> {
+    const result: DependencyCheckResult = { settled: 0, cancelled: [] };
+    for (let round = 0; round < DEPENDENCY_CHECK_ROUNDS; round++) {
+      if (round > 0) await yieldToEventLoop();
+      const taken = await this.db.write('checkDependencies', () => {
+        const edges = this.db.all(this.sql.checkTake, { limit }).map((r) => ({
+          jobId: String(r.job_id),
+          dependsOn: String(r.depends_on),
+          state: Number(r.state) as EdgeState,
+        }));
+        const doomed = edges.filter((e) => e.state !== EdgeState.Waiting);
+        const cancelled: string[] = [];
+        for (const edge of firstEdgePerJob(doomed)) {
+          const rows = this.db.all(this.sql.moveToDlqWaiting, { id: edge.jobId });
+          const error = dependencyFailedText(edge.dependsOn, edge.state);
+          this.moveRowsToDlq(rows, FailureReason.DependencyFailed, error, null, null);
+          if (rows.length > 0) cancelled.push(edge.jobId);
+        }
+        if (edges.length > 0) {
+          const done = edges.map((e) => ({ job_id: e.jobId, depends_on: e.dependsOn }));
+          this.db.run(this.sql.checkDone, { edges: JSON.stringify(done) });
+        }
+        return { count: edges.length, cancelled };
+      });
+      result.cancelled.push(...taken.cancelled);
+      // A full round may have left edges; a round that cancelled jobs marked their dependents'.
+      if (taken.count < limit && taken.cancelled.length === 0) break;
+    }
+    return result;
+  }
 
   /** @inheritdoc */
   async recoverAbandoned(timeoutMs: number, max: number): Promise<number> {

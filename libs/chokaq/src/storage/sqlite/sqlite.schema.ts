@@ -669,6 +669,152 @@ const V16: SqliteMigration = {
   ],
 };
 
+/**
+ * The columns of `jobs_hot` at version 16, in their order: what version 17 copies when it rebuilds
+ * the table.
+ */
+const HOT_COLUMNS_BEFORE_V17 = [
+  'id',
+  'queue',
+  'type',
+  'payload',
+  'tags',
+  'idempotency_key',
+  'priority',
+  'status',
+  'attempt_count',
+  'worker_id',
+  'lease_id',
+  'heartbeat_utc',
+  'scheduled_at_utc',
+  'created_at_utc',
+  'enqueued_at_utc',
+  'started_at_utc',
+  'last_updated_utc',
+  'created_by',
+  'last_modified_by',
+  'last_error',
+  'cancel_requested_utc',
+  'progress',
+  'progress_note',
+  'trace_context',
+  'payload_version',
+  'held_since_utc',
+  'group_key',
+  'batch_id',
+].join(', ');
+
+/**
+ * Version 17: job dependencies (continuations and flows), as PostgreSQL's version 20: every pillar
+ * gets `waiting_on` (the dependencies a waiting job still counts; NULL for a job that never waited)
+ * and `has_dependents` (0/1: some job waits or waited on this one), and `job_dependencies` holds
+ * the edges, keyed by the dependency first (how a move finds the edges it settles). `needs_check`
+ * marks the edges the rescue loop's check pass must look at (a dependent to cancel, a dependency
+ * removed while a job was blocked on it). The rules: docs/storage.md, "Dependencies".
+ *
+ * Status 7, Waiting, joins the hot table's statuses, which version 1's `CHECK (status IN (0, 1,
+ * 2))` refuses, and SQLite cannot alter a CHECK: the hot table is rebuilt as version 5 rebuilt the
+ * metric buckets, the way SQLite documents
+ * (https://www.sqlite.org/lang_altertable.html#otheralter): create `jobs_hot_next` with every
+ * column of version 16 (version 1's, then those `ADD COLUMN` appended, in that order), the wider
+ * check and the two new columns last, copy the rows, drop the old table, rename the new one, and
+ * create every index of version 16 again with its own definition (the drop took them; no trigger
+ * or view names the hot table). The hot table holds only live jobs, so the copy is short; it runs
+ * inside `ensureSchema`'s `BEGIN IMMEDIATE`, so writers wait meanwhile. `jobs_hot_active_ix` is
+ * created last again, as version 16 wants it (see there). The archive and the DLQ take the two
+ * columns by `ADD COLUMN`, which only edits their definitions. A worker of version 16 keeps
+ * running (its statements name their columns; a prepared statement is prepared again on the new
+ * table) but neither copies the two columns nor settles edges: upgrade every worker before the
+ * first `dependsOn`.
+ */
+const V17: SqliteMigration = {
+  version: 17,
+  description: 'Job dependencies',
+  statements: (p) => [
+    `DROP TABLE IF EXISTS ${p}jobs_hot_next`,
+    `CREATE TABLE ${p}jobs_hot_next (
+      id                   TEXT    NOT NULL PRIMARY KEY,
+      queue                TEXT    NOT NULL,
+      type                 TEXT    NOT NULL,
+      payload              TEXT    NOT NULL,
+      tags                 TEXT    NULL,
+      idempotency_key      TEXT    NULL,
+      priority             INTEGER NOT NULL DEFAULT 10,
+      status               INTEGER NOT NULL DEFAULT 0 CHECK (status IN (0, 1, 2, 7)),
+      attempt_count        INTEGER NOT NULL DEFAULT 0,
+      worker_id            TEXT    NULL,
+      lease_id             TEXT    NULL,
+      heartbeat_utc        INTEGER NULL,
+      scheduled_at_utc     INTEGER NULL,
+      created_at_utc       INTEGER NOT NULL,
+      enqueued_at_utc      INTEGER NOT NULL,
+      started_at_utc       INTEGER NULL,
+      last_updated_utc     INTEGER NOT NULL,
+      created_by           TEXT    NULL,
+      last_modified_by     TEXT    NULL,
+      last_error           TEXT    NULL,
+      cancel_requested_utc INTEGER NULL,
+      progress             REAL    NULL,
+      progress_note        TEXT    NULL,
+      trace_context        TEXT    NULL,
+      payload_version      INTEGER NOT NULL DEFAULT 1,
+      held_since_utc       INTEGER NULL,
+      group_key            TEXT    NULL,
+      batch_id             TEXT    NULL,
+      waiting_on           INTEGER NULL,
+      has_dependents       INTEGER NOT NULL DEFAULT 0
+    ) STRICT`,
+    `INSERT INTO ${p}jobs_hot_next (${HOT_COLUMNS_BEFORE_V17})
+      SELECT ${HOT_COLUMNS_BEFORE_V17} FROM ${p}jobs_hot`,
+    `DROP TABLE ${p}jobs_hot`,
+    `ALTER TABLE ${p}jobs_hot_next RENAME TO ${p}jobs_hot`,
+    // Every index of version 16 again, each as its latest version defined it (version 1's, 4's,
+    // 12's, 15's and 16's): what each serves is said there.
+    `CREATE INDEX ${p}jobs_hot_pending_ix
+      ON ${p}jobs_hot (queue, priority DESC, COALESCE(scheduled_at_utc, enqueued_at_utc), id)
+      WHERE status = 0`,
+    `CREATE UNIQUE INDEX ${p}jobs_hot_idempotency_ux
+      ON ${p}jobs_hot (idempotency_key) WHERE idempotency_key IS NOT NULL`,
+    `CREATE INDEX ${p}jobs_hot_fetched_ix ON ${p}jobs_hot (last_updated_utc) WHERE status = 1`,
+    `CREATE INDEX ${p}jobs_hot_heartbeat_ix ON ${p}jobs_hot (heartbeat_utc) WHERE status = 2`,
+    `CREATE INDEX ${p}jobs_hot_enqueued_ix ON ${p}jobs_hot (enqueued_at_utc, id)`,
+    `CREATE INDEX ${p}jobs_hot_queue_enqueued_ix ON ${p}jobs_hot (queue, enqueued_at_utc, id)`,
+    `CREATE INDEX ${p}jobs_hot_held_ix ON ${p}jobs_hot (queue, held_since_utc)
+      WHERE status = 0 AND held_since_utc IS NOT NULL`,
+    `CREATE INDEX ${p}jobs_hot_group_pending_ix ON ${p}jobs_hot
+      (queue, group_key, priority DESC, COALESCE(scheduled_at_utc, enqueued_at_utc), id)
+      WHERE status = 0 AND group_key IS NOT NULL`,
+    `CREATE INDEX ${p}jobs_hot_group_active_ix ON ${p}jobs_hot (queue, group_key)
+      WHERE status IN (1, 2) AND group_key IS NOT NULL`,
+    `CREATE INDEX ${p}jobs_hot_batch_ix ON ${p}jobs_hot (batch_id)
+      WHERE batch_id IS NOT NULL`,
+    // Serves the counts of waiting jobs per queue (`getQueueStats`, `getSummary`).
+    `CREATE INDEX ${p}jobs_hot_waiting_ix ON ${p}jobs_hot (queue, enqueued_at_utc)
+      WHERE status = 7`,
+    // Last, as version 16 made it: see there.
+    `CREATE INDEX ${p}jobs_hot_active_ix ON ${p}jobs_hot (queue) WHERE status IN (1, 2)`,
+    ...['jobs_archive', 'jobs_dlq'].flatMap((t) => [
+      `ALTER TABLE ${p}${t} ADD COLUMN waiting_on INTEGER NULL`,
+      `ALTER TABLE ${p}${t} ADD COLUMN has_dependents INTEGER NOT NULL DEFAULT 0`,
+    ]),
+    `CREATE TABLE IF NOT EXISTS ${p}job_dependencies (
+      depends_on     TEXT    NOT NULL,
+      job_id         TEXT    NOT NULL,
+      on_failure     INTEGER NOT NULL,
+      state          INTEGER NOT NULL,
+      needs_check    INTEGER NOT NULL,
+      created_at_utc INTEGER NOT NULL,
+      settled_at_utc INTEGER NULL,
+      PRIMARY KEY (depends_on, job_id)
+    ) STRICT, WITHOUT ROWID`,
+    // Serves a job's own dependencies (its page, a purge of the dependent).
+    `CREATE INDEX IF NOT EXISTS ${p}job_dependencies_job_ix ON ${p}job_dependencies (job_id)`,
+    // Serves the check pass: the edges it must look at, oldest first.
+    `CREATE INDEX IF NOT EXISTS ${p}job_dependencies_check_ix
+      ON ${p}job_dependencies (created_at_utc) WHERE needs_check = 1`,
+  ],
+};
+
 /** Every migration, oldest first. Append new versions; never edit a released one. */
 export const SQLITE_MIGRATIONS: readonly SqliteMigration[] = [
   V1,
@@ -687,6 +833,7 @@ export const SQLITE_MIGRATIONS: readonly SqliteMigration[] = [
   V14,
   V15,
   V16,
+  V17,
 ];
 
 /** The ledger table; created before any migration runs so its own existence is not a migration. */

@@ -137,11 +137,17 @@ export function enqueue(
  * https://learn.microsoft.com/en-us/sql/t-sql/functions/openjson-transact-sql), so the document of
  * a chunk without groups is what it was before. A job's `batchId` (a chunk of `enqueueBatch`) the
  * same way: in the item only when it has one.
+ *
+ * `waiting` (schema version 19): the rows are inserted Waiting (status 7), jobs that wait on
+ * others (`dependsOn`); the same transaction then marks their dependencies and writes their edges
+ * and counts (`locateDependencies`, `insertDependencies`), which make the ones with nothing to wait
+ * for Pending. Only the status literal differs.
  */
 export function enqueueMany(
   schema: MssqlSchema,
   jobs: readonly MssqlNewJob[],
   options?: MssqlBatchOptions,
+  waiting = false,
 ): MssqlStatement {
   const own = !options?.callerTransaction;
   const t = tables(schema);
@@ -209,7 +215,7 @@ export function enqueueMany(
         : []),
       `INSERT INTO ${t.hot} (Id, Queue, Type, Payload, Tags, IdempotencyKey, Priority, Status, AttemptCount, ScheduledAtUtc, DueAtUtc, CreatedAtUtc, EnqueuedAtUtc, LastUpdatedUtc, CreatedBy, TraceContext, PayloadVersion, BatchId, GroupKey)`,
       'OUTPUT inserted.Id INTO @Created (Id)',
-      'SELECT i.Id, i.Queue, i.Type, i.Payload, i.Tags, i.IdempotencyKey, i.Priority, 0, 0, i.ScheduledAtUtc, ISNULL(i.ScheduledAtUtc, @now), @now, @now, @now, i.CreatedBy, i.TraceContext, i.PayloadVersion, i.BatchId,',
+      `SELECT i.Id, i.Queue, i.Type, i.Payload, i.Tags, i.IdempotencyKey, i.Priority, ${waiting ? 7 : 0}, 0, i.ScheduledAtUtc, ISNULL(i.ScheduledAtUtc, @now), @now, @now, @now, i.CreatedBy, i.TraceContext, i.PayloadVersion, i.BatchId,`,
       `  ${storedGroup(t, 'i.GroupKey', 'i.Queue')}`,
       'FROM @In AS i',
       'WHERE i.Holder IS NULL',

@@ -51,7 +51,7 @@ export function historyWhere(
   if (filter.queue !== undefined) out.push(`${a}.Queue = ${p.varchar(filter.queue, 255)}`);
   if (filter.type !== undefined) out.push(`${a}.Type = ${p.nvarchar(filter.type, 255)}`);
   if (pillar === 'hot' && filter.status !== undefined) {
-    // A literal, not a parameter: validated to 0, 1 or 2, and the filtered indexes need it.
+    // A literal, not a parameter: validated to 0, 1, 2 or 7, and the filtered indexes need it.
     out.push(`${a}.Status = ${Number(filter.status)}`);
   }
   if (filter.tag !== undefined) out.push(tagPredicate(p, a, filter.tag));

@@ -158,6 +158,7 @@ export function tables(schema: MssqlSchema): MssqlTables {
     groups: q('groups'),
     batches: q('batches'),
     callbacks: q('callbacks'),
+    dependencies: q('dependencies'),
   };
 }
 

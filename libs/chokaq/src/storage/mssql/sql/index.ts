@@ -2,7 +2,8 @@
  * Every T-SQL batch of the SQL Server dialect, by section: one file per section, each builder named
  * after the method it serves and returning its text with its parameters (`MssqlStatement`). Call
  * sites import this index (`import * as SQL from './sql'`); the shared fragments and filters stay
- * inside the folder, as do the batches' settle and reopen steps, which are parts of the moves.
+ * inside the folder, as do the batches' settle and reopen steps and the dependencies' settle and
+ * remove steps, which are parts of the moves, purges and retention.
  */
 export { MssqlStatement } from '../mssql-params';
 export * from './audit';
@@ -15,6 +16,13 @@ export {
 } from './batches';
 export * from './claim';
 export * from './dedupe';
+export {
+  checkDone,
+  checkTake,
+  getDependencies,
+  insertDependencies,
+  locateDependencies,
+} from './dependencies';
 export * from './enqueue';
 export type { MssqlLease, MssqlSchema } from './fragments';
 export * from './lifecycle';

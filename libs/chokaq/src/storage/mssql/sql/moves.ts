@@ -1,16 +1,19 @@
 /**
  * The moves between pillars, each one `XACT_ABORT` transaction that deletes first and inserts what
  * it captured with `OUTPUT … INTO`: hot → Archive, hot → DLQ (`moveToDlq`, `cancel`), DLQ → hot
- * (`resurrect`), with their counters, buckets and attempt rows, and the counts of their jobs'
- * batches (`batchSettle`, `batchReopen`: sql/batches.ts).
+ * (`resurrect`), with their counters, buckets and attempt rows, the edges of their jobs'
+ * dependents (`dependencySettle`: sql/dependencies.ts) and the counts of their jobs' batches
+ * (`batchSettle`, `batchReopen`: sql/batches.ts).
  */
-import { FailureReason } from '../../../interfaces/job-status.enum';
+import { dlqStatusFor } from '../../../common/dlq-status';
+import { FailureReason, JobStatus } from '../../../interfaces/job-status.enum';
 import { DlqFilter } from '../../../interfaces/job-view.interface';
 import { attemptOutcomeSql } from '../../shared/attempts';
 import { hasResults } from '../../shared/stored-results';
 import { MssqlBatchOptions, MssqlStatement, ParamList } from '../mssql-params';
 import { DLQ_COLUMNS, HOT_COLUMNS } from '../mssql.schema';
 import { batchReopen, batchSettle } from './batches';
+import { dependencySettle } from './dependencies';
 import { historyWhere, whereClause } from './filters';
 import {
   DECLARE_BUCKET,
@@ -43,10 +46,11 @@ export interface MssqlCompleted extends MssqlLease {
  * archiveSucceeded — atomic move Hot → Archive of owned rows (seed "Transaction Integrity"):
  * `SET XACT_ABORT ON; BEGIN TRAN;` delete the exact owned rows first (fence: Id + WorkerId +
  * LeaseId, `Status IN (1, 2)`; read committed, U → X locks, waits rather than skips: a row we own
- * is ours), `OUTPUT deleted.<columns> INTO @Moved`, insert what was deleted, the counts of their
- * batches (a batch settled by them enqueues its callbacks, {@link batchSettle}), `SucceededTotal +
- * n`, metric bucket, `COMMIT`. Any error rolls all of it back. Returns the moved runs (`Id`,
- * `LeaseId`).
+ * is ours), `OUTPUT deleted.<columns> INTO @Moved`, insert what was deleted, the edges of their
+ * dependents (a dependent whose last dependency this was is released, {@link dependencySettle}),
+ * the counts of their batches (a batch settled by them enqueues its callbacks,
+ * {@link batchSettle}), `SucceededTotal + n`, metric bucket, `COMMIT`. Any error rolls all of it
+ * back. Returns the moved runs (`Id`, `LeaseId`).
  * `@In` is keyed by (Id, LeaseId): a stale run and its successor may share a batch, and the join
  * on the lease lets only the current one match.
  *
@@ -115,6 +119,7 @@ export function archiveSucceeded(
       'INNER JOIN @In AS i ON i.Id = h.Id AND i.WorkerId = h.WorkerId AND i.LeaseId = h.LeaseId',
       'WHERE h.Status IN (1, 2);',
       archiveInsert(t, withResults),
+      dependencySettle(t, 'archive'),
       batchSettle(t, 'archive'),
       bumpStats(t, '@Moved', { SucceededTotal: '1' }),
       bumpBuckets(
@@ -131,16 +136,37 @@ export function archiveSucceeded(
 /** Where a DLQ move comes from: an owned lease, or any hot row by id (admin and rescue paths). */
 export type MssqlDlqTarget = MssqlLease | { id: string };
 
+/** The failure reasons whose DLQ status is `status` (`dlqStatusFor`), as a literal list. */
+function reasonsLandingAs(status: JobStatus): string {
+  return Object.values(FailureReason)
+    .filter((r): r is FailureReason => typeof r === 'number' && dlqStatusFor(r) === status)
+    .join(', ');
+}
+
+/** The reasons that land as Cancelled (a cancel, a dependency failed): counted as cancellations. */
+const CANCELLED_REASONS = reasonsLandingAs(JobStatus.Cancelled);
+/** The reasons that land as Zombie. */
+const ZOMBIE_REASONS = reasonsLandingAs(JobStatus.Zombie);
+
 /**
  * moveToDlq — atomic move Hot → DLQ, same transaction pattern as {@link archiveSucceeded}:
  * `SET XACT_ABORT ON; BEGIN TRAN; DELETE … OUTPUT deleted.<columns> INTO @Moved`, insert, the
- * batch's counts ({@link batchSettle}), counters (`FailedTotal`, or `CancelledTotal` for reason
- * Cancelled), bucket (outcome 1 failed, 2 cancelled), `COMMIT`. With a lease the delete is fenced
- * (Id + WorkerId + LeaseId, `Status IN (1, 2)`); without one any hot row with the id moves. The DLQ
- * status is derived from the reason in SQL with literals (4 Failed, 5 Cancelled, 6 Zombie). A row
- * that was Processing (its run had started) gets its run's `JobAttempts` row in the same
- * transaction (outcome by the reason: timeout, cancelled, zombie, else failed); a Pending or
- * Fetched one ran nothing.
+ * edges of its dependents ({@link dependencySettle}), the batch's counts ({@link batchSettle}),
+ * counters (`FailedTotal`, or `CancelledTotal` for a reason that lands as Cancelled: Cancelled,
+ * DependencyFailed), bucket (outcome 1 failed, 2 cancelled), `COMMIT`. With a lease the delete is
+ * fenced (Id + WorkerId + LeaseId, `Status IN (1, 2)`); without one any hot row with the id moves,
+ * Waiting included, or with `waitingOnly` only a Waiting one (`Status = 7`: the dependency check
+ * cancels a job only while it still waits). The DLQ status is derived from the reason in SQL with
+ * literals (4 Failed, 5 Cancelled, 6 Zombie; `dlqStatusFor`), so the text is one for every reason.
+ * A row that was Processing (its run had started) gets its run's `JobAttempts` row in the same
+ * transaction (outcome by the reason: timeout, cancelled, zombie, else failed); a Pending,
+ * Fetched or Waiting one ran nothing.
+ *
+ * The dependency check runs it inside its round's transaction (READ COMMITTED, begun by
+ * `MssqlConnection.transaction`): its `BEGIN TRAN … COMMIT` nests there, the inner COMMIT only
+ * decrements `@@TRANCOUNT`
+ * (https://learn.microsoft.com/en-us/sql/t-sql/language-elements/commit-transaction-transact-sql),
+ * and its `XACT_ABORT` rolls the whole round back on an error.
  */
 export function moveToDlq(
   schema: MssqlSchema,
@@ -149,6 +175,7 @@ export function moveToDlq(
   error: string,
   actor: string | null,
   durationMs: number | null,
+  waitingOnly = false,
 ): MssqlStatement {
   const t = tables(schema);
   const p = new ParamList();
@@ -156,12 +183,15 @@ export function moveToDlq(
   const fence =
     'leaseId' in target
       ? ` AND h.WorkerId = ${p.nvarchar(target.workerId, 255)} AND h.LeaseId = ${p.varchar(target.leaseId, 36)} AND h.Status IN (1, 2)`
-      : '';
+      : waitingOnly
+        ? ' AND h.Status = 7'
+        : '';
   const why = p.int(reason);
   const err = p.nvarchar(error, 'max');
   const who = p.nvarchar(actor, 100);
   const duration = p.bigint(durationMs);
-  const status = `CASE ${why} WHEN 1 THEN 5 WHEN 2 THEN 6 ELSE 4 END`;
+  const cancelled = `${why} IN (${CANCELLED_REASONS})`;
+  const status = `CASE WHEN ${cancelled} THEN ${JobStatus.Cancelled} WHEN ${why} IN (${ZOMBIE_REASONS}) THEN ${JobStatus.Zombie} ELSE ${JobStatus.Failed} END`;
   return p.statement(
     [
       PROLOGUE,
@@ -178,14 +208,15 @@ export function moveToDlq(
         t,
         `SELECT mv.Id, mv.AttemptCount, mv.WorkerId, mv.LeaseId, mv.StartedAtUtc, ${attemptOutcomeSql(why)} AS Outcome, ${err} AS Error FROM @Moved AS mv WHERE mv.Status = 2`,
       ),
+      dependencySettle(t, 'dlq'),
       batchSettle(t, 'dlq'),
       bumpStats(t, '@Moved', {
-        FailedTotal: `CASE WHEN ${why} = 1 THEN 0 ELSE 1 END`,
-        CancelledTotal: `CASE WHEN ${why} = 1 THEN 1 ELSE 0 END`,
+        FailedTotal: `CASE WHEN ${cancelled} THEN 0 ELSE 1 END`,
+        CancelledTotal: `CASE WHEN ${cancelled} THEN 1 ELSE 0 END`,
       }),
       bumpBuckets(
         t,
-        `(SELECT mv.Queue, CAST(CASE WHEN ${why} = 1 THEN 2 ELSE 1 END AS tinyint) AS Outcome, CAST(${why} AS smallint) AS FailureReason, ${duration} AS DurationMs FROM @Moved AS mv)`,
+        `(SELECT mv.Queue, CAST(CASE WHEN ${cancelled} THEN 2 ELSE 1 END AS tinyint) AS Outcome, CAST(${why} AS smallint) AS FailureReason, ${duration} AS DurationMs FROM @Moved AS mv)`,
       ),
       'COMMIT;',
       'SELECT COUNT_BIG(*) AS Affected FROM @Moved;',
@@ -194,14 +225,17 @@ export function moveToDlq(
 }
 
 /**
- * cancel — Pending/Fetched rows (`Status IN (0, 1)`) move Hot → DLQ as Cancelled (status 5,
- * reason 1) with the move pattern (`SET XACT_ABORT ON; BEGIN TRAN; DELETE … OUTPUT deleted.<columns>
- * INTO @Moved`, insert, the batches' counts ({@link batchSettle}), `CancelledTotal`, bucket outcome
- * 2, `COMMIT`); Processing rows get `CancelRequestedUtc` in the same transaction. Read committed,
+ * cancel — Pending, Fetched and Waiting rows (`Status IN (0, 1, 7)`) move Hot → DLQ as Cancelled
+ * (status 5, reason 1) with the move pattern (`SET XACT_ABORT ON; BEGIN TRAN; DELETE …
+ * OUTPUT deleted.<columns> INTO @Moved`, insert, the edges of their dependents
+ * ({@link dependencySettle}: a dependent cancelled in the same call is no longer hot and is not
+ * touched), the batches' counts ({@link batchSettle}), `CancelledTotal`, bucket outcome 2,
+ * `COMMIT`); Processing rows get `CancelRequestedUtc` in the same transaction. Read committed,
  * U → X locks, in the order of every move: the hot rows (the moved ones, then the running ones),
- * then the DLQ, then the batches' rows (and their callbacks' new hot rows), then the counters and
- * buckets; taking the running rows after the counters made a cycle with the archive, retry and
- * zombie moves, which wait on a counter row while holding hot rows (1205).
+ * then the DLQ, then the edges and the dependents' hot rows, then the batches' rows (and their
+ * callbacks' new hot rows), then the counters and buckets; taking the running rows after the
+ * counters made a cycle with the archive, retry and zombie moves, which wait on a counter row
+ * while holding hot rows (1205).
  * Result rows: (Id, Kind) with Kind 0 = moved, 1 = cancellation requested.
  */
 export function cancel(
@@ -230,7 +264,7 @@ export function cancel(
       outputInto('deleted', '@Moved', HOT_COLUMNS),
       `FROM ${t.hot} AS h`,
       'INNER JOIN @Ids AS i ON i.Id = h.Id',
-      'WHERE h.Status IN (0, 1);',
+      'WHERE h.Status IN (0, 1, 7);',
       // The running rows too, before any other table: every move takes its hot rows first.
       `UPDATE h SET h.CancelRequestedUtc = ISNULL(h.CancelRequestedUtc, @now), h.LastModifiedBy = ISNULL(${who}, h.LastModifiedBy)`,
       'OUTPUT inserted.Id INTO @Requested (Id)',
@@ -238,6 +272,7 @@ export function cancel(
       'INNER JOIN @Ids AS i ON i.Id = h.Id',
       'WHERE h.Status = 2;',
       dlqInsert(t, '5', '1', errorText, who, 'NULL'),
+      dependencySettle(t, 'dlq'),
       batchSettle(t, 'dlq'),
       bumpStats(t, '@Moved', { CancelledTotal: '1' }),
       bumpBuckets(
@@ -267,9 +302,11 @@ export interface MssqlResurrectEdits {
  * re-inserts it (the other waits on the row's X lock, then deletes nothing); insert into JobsHot
  * with attempts 0, `EnqueuedAtUtc = now`, no idempotency key, the producer's `TraceContext` and
  * the job's group and batch kept (a job without a group that comes back to a queue with group
- * limits joins its shared group `''`, {@link storedGroup}), optional edits; its batch reopened (one
- * failed job fewer, no longer settled: {@link batchReopen}); `ResurrectedTotal + n`; `COMMIT`. If
- * the hot insert fails, the DLQ delete rolls back.
+ * limits joins its shared group `''`, {@link storedGroup}), its `WaitingOn` and `HasDependents`
+ * kept (no edge is touched: a `block` edge of a dependency brought back waits for its next move),
+ * optional edits; its batch reopened (one failed job fewer, no longer settled:
+ * {@link batchReopen}); `ResurrectedTotal + n`; `COMMIT`. If the hot insert fails, the DLQ delete
+ * rolls back.
  *
  * The ids come either from a JSON list or, for `resurrectByFilter`, from the oldest matching
  * DLQ rows, read WITHOUT update locks (`READCOMMITTEDLOCK, READPAST, ROWLOCK`: an `UPDLOCK` read
@@ -320,6 +357,8 @@ export function resurrect(
     PayloadVersion: 'ISNULL(m.PayloadVersion, 1)',
     // Kept; a job without one that comes back to a queue with group limits joins its shared group.
     GroupKey: storedGroup(t, 'm.GroupKey', 'm.Queue'),
+    // Nullable in the DLQ (rows dead-lettered before schema version 19); NOT NULL in JobsHot.
+    HasDependents: 'ISNULL(m.HasDependents, 0)',
   };
   if (edits?.payload !== null && edits?.payload !== undefined) {
     overrides.Payload = p.nvarchar(edits.payload, 'max');

@@ -95,7 +95,8 @@ export function getJobAttempts(schema: MssqlSchema, id: string): MssqlStatement 
  * number of rows in this partition"
  * (https://learn.microsoft.com/en-us/sql/relational-databases/system-catalog-views/sys-partitions-transact-sql);
  * it is kept as rows are inserted and deleted, so on a quiet table it is the count. The hot table's
- * per-status counts stay real counts (through the filtered indexes).
+ * per-status counts stay real counts (through the filtered indexes; the Waiting rows through
+ * `IX_JobsHot_Waiting`, schema version 19).
  */
 export function getSummary(schema: MssqlSchema): MssqlStatement {
   const t = tables(schema);
@@ -113,6 +114,7 @@ export function getSummary(schema: MssqlSchema): MssqlStatement {
       `  ${count(t.hot, ' WHERE c.Status = 0', 'Pending')},`,
       `  ${count(t.hot, ' WHERE c.Status = 1', 'Fetched')},`,
       `  ${count(t.hot, ' WHERE c.Status = 2', 'Processing')},`,
+      `  ${count(t.hot, ' WHERE c.Status = 7', 'Waiting')},`,
       `  ${estimate(t.archive, 'Archived')},`,
       `  ${estimate(t.dlq, 'Dlq')};`,
     ].join('\n'),
@@ -127,8 +129,10 @@ export function getSummary(schema: MssqlSchema): MssqlStatement {
  * predicate `x.Status = 0` matches the filter, so the index covers the count, as
  * [filtered indexes](https://learn.microsoft.com/en-us/sql/relational-databases/indexes/create-filtered-indexes)
  * serve a query whose predicate is within the filter), and the Fetched and Processing rows, as
- * many as the workers run, through `IX_JobsHot_Active`; one `GROUP BY` over every hot row with a
- * `CASE` per status read the clustered index, payloads and all.
+ * many as the workers run, through `IX_JobsHot_Active`, and the Waiting rows through
+ * `IX_JobsHot_Waiting` (filtered on `Status = 7`, led by `Queue`; schema version 19); one
+ * `GROUP BY` over every hot row with a `CASE` per status read the clustered index, payloads and
+ * all.
  */
 export function getQueueStats(schema: MssqlSchema): MssqlStatement {
   const t = tables(schema);
@@ -136,6 +140,7 @@ export function getQueueStats(schema: MssqlSchema): MssqlStatement {
     [
       'SELECT q.Name AS Queue, q.IsPaused, q.IsActive, q.MaxWorkers,',
       '  ISNULL(p.Pending, 0) AS Pending, ISNULL(a.Fetched, 0) AS Fetched, ISNULL(a.Processing, 0) AS Processing,',
+      '  ISNULL(w.Waiting, 0) AS Waiting,',
       '  ISNULL(s.SucceededTotal, 0) AS SucceededTotal, ISNULL(s.FailedTotal, 0) AS FailedTotal,',
       '  ISNULL(s.CancelledTotal, 0) AS CancelledTotal, ISNULL(s.RetriedTotal, 0) AS RetriedTotal,',
       '  ISNULL(s.DeferredTotal, 0) AS DeferredTotal,',
@@ -150,6 +155,9 @@ export function getQueueStats(schema: MssqlSchema): MssqlStatement {
       '    SUM(CASE WHEN y.Status = 2 THEN 1 ELSE 0 END) AS Processing',
       `  FROM ${t.hot} AS y WITH (NOLOCK) WHERE y.Status IN (1, 2) GROUP BY y.Queue`,
       ') AS a ON a.Queue = q.Name',
+      'LEFT JOIN (',
+      `  SELECT z.Queue, COUNT_BIG(*) AS Waiting FROM ${t.hot} AS z WITH (NOLOCK) WHERE z.Status = 7 GROUP BY z.Queue`,
+      ') AS w ON w.Queue = q.Name',
       `LEFT JOIN ${t.stats} AS s WITH (NOLOCK) ON s.Queue = q.Name`,
       'ORDER BY q.Name;',
     ].join('\n'),

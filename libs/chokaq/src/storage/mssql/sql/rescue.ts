@@ -2,6 +2,7 @@
 import { MssqlStatement, ParamList } from '../mssql-params';
 import { HOT_COLUMNS, MssqlColumn } from '../mssql.schema';
 import { batchSettle } from './batches';
+import { dependencySettle } from './dependencies';
 import {
   DECLARE_BUCKET,
   DECLARE_NOW,
@@ -98,13 +99,15 @@ export interface MssqlZombieRetryRule {
  *   deleted.<columns> INTO @Moved` move only locked rows and re-check `Status = 2`.
  *
  * Every rescued run, dead or retried, gets its `JobAttempts` row (outcome `zombie`, the worker
- * that lost it) from the captured rows, in the same transaction; the dead ones count as failed jobs
- * of their batches ({@link batchSettle}), the retried ones stay in the hot table and count nothing.
+ * that lost it) from the captured rows, in the same transaction; the dead ones are failures of the
+ * jobs waiting on them ({@link dependencySettle}) and count as failed jobs of their batches
+ * ({@link batchSettle}), the retried ones stay in the hot table and settle nothing.
  *
  * Lock order: `JobsHot` rows on the clustered key first (as every move), then `JobsDLQ` and
- * `JobAttempts`, then the batches' rows in id order (and their callbacks' new hot rows), then
- * `StatsSummary` in queue order (retries and moves summed in one {@link bumpStats}), then
- * `MetricBuckets` in key order (failed and retried rows in one {@link bumpBuckets}).
+ * `JobAttempts`, then the dead rows' edges and their dependents' hot rows in id order, then the
+ * batches' rows in id order (and their callbacks' new hot rows), then `StatsSummary` in queue
+ * order (retries and moves summed in one {@link bumpStats}), then `MetricBuckets` in key order
+ * (failed and retried rows in one {@link bumpBuckets}).
  */
 export function archiveZombies(
   schema: MssqlSchema,
@@ -167,6 +170,7 @@ export function archiveZombies(
         t,
         `SELECT r.Id, r.AttemptCount, r.WorkerId, r.LeaseId, r.StartedAtUtc, 'zombie' AS Outcome, ${message} AS Error FROM @Retried AS r UNION ALL SELECT mv.Id, mv.AttemptCount, mv.WorkerId, mv.LeaseId, mv.StartedAtUtc, 'zombie', ${message} FROM @Moved AS mv`,
       ),
+      dependencySettle(t, 'dlq'),
       batchSettle(t, 'dlq'),
       bumpStats(
         t,

@@ -1,10 +1,13 @@
 /**
  * Purges and retention: bounded batches, each its own short transaction, that skip rows other
  * actions hold (`READPAST` under `READCOMMITTEDLOCK`). Counters are lifetime and never touched here.
+ * A batch that deletes Archive or DLQ rows takes their attempt rows with them and settles their
+ * edges (`dependencyRemove`: sql/dependencies.ts) in its transaction.
  */
 import { DlqFilter } from '../../../interfaces/job-view.interface';
 import { MssqlStatement, ParamList } from '../mssql-params';
 import { GROUP_KEY_COLUMN, columnType } from '../mssql.schema';
+import { dependencyRemove } from './dependencies';
 import { historyWhere, whereClause } from './filters';
 import {
   DECLARE_NOW,
@@ -19,7 +22,19 @@ import {
 } from './fragments';
 
 /**
- * purgeDlq — deletes DLQ rows by id (counters untouched) and their `JobAttempts` rows, in one
+ * The deleted rows of a purge or retention batch of the Archive or the DLQ: each id with what its
+ * edges need ({@link dependencyRemove}), keyed by the id (the edges are then taken in its order).
+ */
+const DECLARE_GONE =
+  'DECLARE @Gone TABLE (Id varchar(36) NOT NULL PRIMARY KEY, HasDependents bit NULL, WaitingOn int NULL);';
+
+/** `OUTPUT` of a purge or retention DELETE into {@link DECLARE_GONE}. */
+const OUTPUT_GONE =
+  'OUTPUT deleted.Id, deleted.HasDependents, deleted.WaitingOn INTO @Gone (Id, HasDependents, WaitingOn)';
+
+/**
+ * purgeDlq — deletes DLQ rows by id (counters untouched), their `JobAttempts` rows and their edges
+ * ({@link dependencyRemove}: a waiting job blocked on one is marked for the check pass), in one
  * transaction (XACT_ABORT); the count of DLQ rows deleted is the result.
  */
 export function purgeDlq(schema: MssqlSchema, ids: readonly string[]): MssqlStatement {
@@ -29,11 +44,13 @@ export function purgeDlq(schema: MssqlSchema, ids: readonly string[]): MssqlStat
   return p.statement(
     [
       PROLOGUE,
-      'DECLARE @Gone TABLE (Id varchar(36) NOT NULL);',
+      DECLARE_NOW,
+      DECLARE_GONE,
       'BEGIN TRAN;',
-      'DELETE d OUTPUT deleted.Id INTO @Gone (Id)',
+      `DELETE d ${OUTPUT_GONE}`,
       `FROM ${t.dlq} AS d WHERE d.Id IN (SELECT j.Id FROM OPENJSON(${doc}) ${ID_JSON} AS j);`,
       attemptsDelete(t),
+      dependencyRemove(t),
       'COMMIT;',
       'SELECT COUNT_BIG(*) AS Affected FROM @Gone;',
     ].join('\n'),
@@ -41,9 +58,11 @@ export function purgeDlq(schema: MssqlSchema, ids: readonly string[]): MssqlStat
 }
 
 /**
- * purgeDlqByFilter (one batch) — deletes at most `batch` matching DLQ rows, oldest first, and
- * their `JobAttempts` rows, its own short transaction (XACT_ABORT); rows other sessions hold are
- * skipped (`READPAST, ROWLOCK`). See {@link READPAST_UNDER_RCSI} for `READCOMMITTEDLOCK`.
+ * purgeDlqByFilter (one batch) — deletes at most `batch` matching DLQ rows, oldest first, their
+ * `JobAttempts` rows and their edges ({@link dependencyRemove}), its own short transaction
+ * (XACT_ABORT); rows other sessions hold are skipped (`READPAST, ROWLOCK`; a DLQ row an enqueue
+ * is marking as a dependency is one, left for the next batch). See {@link READPAST_UNDER_RCSI}
+ * for `READCOMMITTEDLOCK`.
  */
 export function purgeDlqByFilter(
   schema: MssqlSchema,
@@ -57,14 +76,16 @@ export function purgeDlqByFilter(
   return p.statement(
     [
       PROLOGUE,
-      'DECLARE @Gone TABLE (Id varchar(36) NOT NULL);',
+      DECLARE_NOW,
+      DECLARE_GONE,
       'BEGIN TRAN;',
       'WITH Doomed AS (',
-      `  SELECT TOP (${max}) d.Id FROM ${t.dlq} AS d WITH (${READPAST_UNDER_RCSI})${whereClause(where)}`,
+      `  SELECT TOP (${max}) d.Id, d.HasDependents, d.WaitingOn FROM ${t.dlq} AS d WITH (${READPAST_UNDER_RCSI})${whereClause(where)}`,
       '  ORDER BY d.FailedAtUtc, d.Id',
       ')',
-      'DELETE FROM Doomed OUTPUT deleted.Id INTO @Gone (Id);',
+      `DELETE FROM Doomed ${OUTPUT_GONE};`,
       attemptsDelete(t),
+      dependencyRemove(t),
       'COMMIT;',
       'SELECT COUNT_BIG(*) AS Affected FROM @Gone;',
     ].join('\n'),
@@ -77,8 +98,8 @@ type RetentionTarget = 'archive' | 'dlq' | 'buckets' | 'workers' | 'audit';
 /**
  * applyRetention (one batch of one table) — deletes at most `batch` rows older than now − `ageMs`,
  * oldest first, skipping rows others hold (`READPAST, ROWLOCK`; see {@link READPAST_UNDER_RCSI});
- * counters untouched. An archive or DLQ batch deletes its jobs' `JobAttempts` rows too, in one
- * transaction (XACT_ABORT) with it.
+ * counters untouched. An archive or DLQ batch deletes its jobs' `JobAttempts` rows too and settles
+ * their edges ({@link dependencyRemove}), in one transaction (XACT_ABORT) with it.
  */
 function applyRetentionBatch(
   schema: MssqlSchema,
@@ -98,21 +119,22 @@ function applyRetentionBatch(
     audit: 'AtUtc',
   }[target];
   if (target === 'archive' || target === 'dlq') {
-    // A job's last row takes its attempt rows with it, in the batch's one transaction.
+    // A job's last row takes its attempt rows and its edges with it, in the batch's transaction.
     return p.statement(
       [
         PROLOGUE,
         DECLARE_NOW,
         `DECLARE @cutoff datetime2(3) = ${subtractMs('@now', age)};`,
-        'DECLARE @Gone TABLE (Id varchar(36) NOT NULL);',
+        DECLARE_GONE,
         'BEGIN TRAN;',
         'WITH Expired AS (',
-        `  SELECT TOP (${max}) x.Id, x.${column} FROM ${t[target]} AS x WITH (${READPAST_UNDER_RCSI})`,
+        `  SELECT TOP (${max}) x.Id, x.${column}, x.HasDependents, x.WaitingOn FROM ${t[target]} AS x WITH (${READPAST_UNDER_RCSI})`,
         `  WHERE x.${column} < @cutoff`,
         `  ORDER BY x.${column}`,
         ')',
-        'DELETE FROM Expired OUTPUT deleted.Id INTO @Gone (Id);',
+        `DELETE FROM Expired ${OUTPUT_GONE};`,
         attemptsDelete(t),
+        dependencyRemove(t),
         'COMMIT;',
         'SELECT COUNT_BIG(*) AS Affected FROM @Gone;',
       ].join('\n'),

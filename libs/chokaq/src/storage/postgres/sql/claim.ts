@@ -5,7 +5,7 @@
  * the claim statement".
  */
 import type { FetchRequest, HandledJobs } from '../../../interfaces/job.interface';
-import { HOT_COLUMNS, HOT_TIMESTAMPS } from '../../shared/columns';
+import { HOT_TIMESTAMPS, hotColumnsExcept } from '../../shared/columns';
 import { typesOfQueue } from '../../shared/groups';
 import { GROUPED, MS, START_LAG_MS, startLagUpsert } from './fragments';
 
@@ -109,17 +109,20 @@ const RATE_SPEND = (
 const UNGROUPED = 'q.group_concurrency IS NULL AND q.group_rate_max IS NULL';
 
 /**
- * The columns a claim returns, of `alias`: every hot column, the timestamps as whole epoch
- * milliseconds under their own names (`floor`, so an instant truncates to the millisecond as the
- * driver's own date parsing does). A claimed row is then read with no date text to parse
- * (`mapClaimedRow`, the claim's hot path).
+ * The columns a claim returns, of `alias`: every hot column but the two of the dependency graph (a
+ * claimed row is Pending: it waits on nothing, and whether others wait on it is the moves'
+ * business), the timestamps as whole epoch milliseconds under their own names (`floor`, so an
+ * instant truncates to the millisecond as the driver's own date parsing does). A claimed row is
+ * then read with no date text to parse (`mapClaimedRow`, the claim's hot path).
  */
 const CLAIM_RETURNED = (alias: string): string =>
-  HOT_COLUMNS.map((c) =>
-    HOT_TIMESTAMPS.includes(c)
-      ? `floor(extract(epoch FROM ${alias}.${c}) * 1000)::float8 AS ${c}`
-      : `${alias}.${c}`,
-  ).join(',\n       ');
+  hotColumnsExcept('waiting_on', 'has_dependents')
+    .map((c) =>
+      HOT_TIMESTAMPS.includes(c)
+        ? `floor(extract(epoch FROM ${alias}.${c}) * 1000)::float8 AS ${c}`
+        : `${alias}.${c}`,
+    )
+    .join(',\n       ');
 
 /** A claim's order within a queue, of the hot row `j`: priority, due time, id (byte order). */
 const CLAIM_ORDER = (j: string): string =>

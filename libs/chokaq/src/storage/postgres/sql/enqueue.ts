@@ -21,8 +21,12 @@ import { GROUPED_QUEUES, MS, STORED_GROUP, literal } from './fragments';
  * `Queues` and `StatsSummary` rows are created only when missing (the NOT EXISTS probe avoids the
  * speculative-insertion path on the hot `StatsSummary` row). With `notify`, `pg_notify` runs in the
  * same statement, so listeners hear about it only after commit.
+ *
+ * `waiting`: the rows are inserted Waiting (status 7), jobs that wait on others; the same
+ * transaction then writes their edges and counts (`insertDependencies`), which make the ones with
+ * nothing to wait for Pending.
  */
-export const enqueue = (s: string, notifyChannel: string | null): string => `
+export const enqueue = (s: string, notifyChannel: string | null, waiting = false): string => `
 WITH input AS (
   SELECT * FROM unnest(
     $1::text[], $2::text[], $3::text[], $4::text[], $5::text[],
@@ -48,7 +52,7 @@ inserted AS (
     id, queue, type, payload, tags, idempotency_key, priority, status, attempt_count,
     scheduled_at_utc, created_at_utc, enqueued_at_utc, last_updated_utc, created_by, trace_context,
     payload_version, group_key, batch_id)
-  SELECT i.id, i.queue, i.type, i.payload, i.tags, i.idempotency_key, i.priority, 0, 0,
+  SELECT i.id, i.queue, i.type, i.payload, i.tags, i.idempotency_key, i.priority, ${waiting ? 7 : 0}, 0,
          coalesce(i.run_at, now() + i.delay_ms ${MS}), now(), now(), now(), i.created_by,
          i.trace_context, i.payload_version,
          ${STORED_GROUP('i.group_key', 'i.queue', GROUPED_QUEUES(s, '$2'))}, i.batch_id

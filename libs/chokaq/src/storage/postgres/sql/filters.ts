@@ -52,7 +52,7 @@ export function searchPredicate(
 /**
  * Builds the WHERE clause of a bulk DLQ action, its preview, the error families or `countExactly`
  * (any pillar, with the filter of that pillar's list, without a cursor), appending
- * values to `params` (every value is a parameter; the hot-table status is a validated literal 0–2
+ * values to `params` (every value is a parameter; the hot-table status is a validated literal 0–2 or 7
  * so partial indexes apply). Tag: exact match inside the `,a,b,` string; search: see
  * {@link searchPredicate}. `alias` prefixes the columns.
  */
@@ -87,9 +87,9 @@ export function filterClause(
   return parts.length === 0 ? 'TRUE' : parts.join(' AND ');
 }
 
-/** A validated hot status (0, 1 or 2) as a literal, so the partial indexes apply. */
+/** A validated hot status (0, 1, 2 or 7) as a literal, so the partial indexes apply. */
 export function statusLiteral(value: unknown): number {
   const status = Number(value);
-  if (![0, 1, 2].includes(status)) throw new Error(`Unvalidated hot status ${String(value)}`);
+  if (![0, 1, 2, 7].includes(status)) throw new Error(`Unvalidated hot status ${String(value)}`);
   return status;
 }

@@ -29,6 +29,7 @@ export * from './audit';
 export * from './batches';
 export * from './claim';
 export * from './dedupe';
+export * from './dependencies';
 export * from './enqueue';
 export { DlqMoveShape, cancelChannel, enqueueChannel, quoteSchema } from './fragments';
 export * from './lifecycle';
@@ -54,6 +55,7 @@ export const hotPathStatements = (
   cancelNotifyChannel: string | null,
 ) => ({
   enqueue: enqueue(s, notifyChannel),
+  enqueueWaiting: enqueue(s, null, true),
   enqueueHolders: enqueueHolders(s),
   dedupeTake: dedupeTake(s),
   dedupeHolder: dedupeHolder(s),

@@ -210,6 +210,8 @@ function inListOrder(
     ...part('x.status = 0'),
     '  UNION ALL',
     ...part('x.status IN (1, 2)'),
+    '  UNION ALL',
+    ...part('x.status = 7'),
     ') x',
     order,
     `LIMIT ${limit}`,

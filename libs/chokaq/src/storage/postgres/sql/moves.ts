@@ -5,9 +5,10 @@
  */
 import type { DlqFilter } from '../../../interfaces/job-view.interface';
 import { batchReopen, batchSettle } from './batches';
+import { dependencySettle } from './dependencies';
 import { filterClause } from './filters';
 import type { CompletedJob, DlqMove, JobLease } from '../../../interfaces/job.interface';
-import { FailureReason } from '../../../interfaces/job-status.enum';
+import { FailureReason, JobStatus } from '../../../interfaces/job-status.enum';
 import { dlqStatusFor, Outcome } from '../../shared/outcome';
 import { attemptOutcomeSql } from '../../shared/attempts';
 import {
@@ -70,7 +71,7 @@ counted AS (
       last_activity_utc = EXCLUDED.last_activity_utc
 ),
 bucket AS (${bucketUpsert(s, 0, '-1', 'src')}
-)${batchSettle(s, 'SELECT id, batch_id, true AS ok FROM moved')}
+)${batchSettle(s, 'SELECT id, batch_id, true AS ok FROM moved')}${dependencySettle(s, 'SELECT id, has_dependents, true AS ok FROM moved')}
 SELECT id, lease_id FROM src`;
 };
 
@@ -90,7 +91,8 @@ export function archiveSucceededParams(
 /**
  * Atomic move Hot → DLQ of one row. Owned variant: $1 id, $2 worker, $3 lease (status 1 or 2), then
  * $4 reason, $5 error text, $6 actor, $7 duration ms (bucket; may be NULL). Admin/rescue variant
- * (`owned = false`, any hot status): $1 id, $2 reason, $3 error, $4 actor, $5 duration. Returns the
+ * (`owned = false`, any hot status, Waiting included; with `waitingOnly` only a Waiting row, as the
+ * dependency check cancels one): $1 id, $2 reason, $3 error, $4 actor, $5 duration. Returns the
  * moved ids.
  *
  * Lock/isolation: one READ COMMITTED statement, same pattern as {@link archiveSucceeded}: DELETE the
@@ -100,12 +102,18 @@ export function archiveSucceededParams(
  * ({@link attemptInsert}; outcome by the reason: timeout, cancelled, zombie, else failed); a
  * Pending or Fetched one ran nothing and gets none.
  */
-export const moveToDlq = (s: string, shape: DlqMoveShape, owned: boolean): string => {
+export const moveToDlq = (
+  s: string,
+  shape: DlqMoveShape,
+  owned: boolean,
+  waitingOnly = false,
+): string => {
   const [reason, error, actor, duration] = owned ? [4, 5, 6, 7] : [2, 3, 4, 5];
+  const admin = waitingOnly ? 'j.status = 7' : 'j.status IN (0, 1, 2, 7)';
   return `
 WITH moved AS (
   DELETE FROM ${s}.jobs_hot j
-  WHERE j.id = $1 AND ${owned ? `j.worker_id = $2 AND j.lease_id = $3 AND ${statusIn('j', 1, 2)}` : 'j.status IN (0, 1, 2)'}
+  WHERE j.id = $1 AND ${owned ? `j.worker_id = $2 AND j.lease_id = $3 AND ${statusIn('j', 1, 2)}` : admin}
   RETURNING j.*
 ),
 ${dlqInsert(s, shape.status, `$${reason}::smallint`, `$${error}::text`, `$${actor}::text`)}
@@ -113,15 +121,16 @@ attempt AS (${attemptInsert(s, `SELECT m.id, m.attempt_count, m.worker_id, m.lea
 ),
 ${counterUpsert(s, shape.counter)}
 bucket AS (${bucketUpsert(s, shape.outcome, `$${reason}::smallint`, `(SELECT queue, $${duration}::bigint AS duration_ms FROM src)`)}
-)${batchSettle(s, 'SELECT id, batch_id, false AS ok FROM moved')}
+)${batchSettle(s, 'SELECT id, batch_id, false AS ok FROM moved')}${dependencySettle(s, 'SELECT id, has_dependents, false AS ok FROM moved')}
 SELECT id FROM src`;
 };
 
 /** What {@link moveToDlq} writes for a failure `reason`: the DLQ status, the outcome and the counter. */
 export function moveToDlqShape(reason: FailureReason): DlqMoveShape {
-  const cancelled = reason === FailureReason.Cancelled;
+  const status = dlqStatusFor(reason);
+  const cancelled = status === JobStatus.Cancelled;
   return {
-    status: dlqStatusFor(reason) as DlqMoveShape['status'],
+    status: status as DlqMoveShape['status'],
     outcome: cancelled ? Outcome.Cancelled : Outcome.Failed,
     counter: cancelled ? 'cancelled_total' : 'failed_total',
   };
@@ -146,7 +155,7 @@ export function moveToDlqParams(
 }
 
 /**
- * Cancel, step 1: Pending/Fetched rows among $1 → DLQ as Cancelled (status 5, reason 1), with
+ * Cancel, step 1: Pending, Fetched and Waiting rows among $1 → DLQ as Cancelled (status 5, reason 1), with
  * $2 error text and $3 actor; `cancelled_total` and the cancelled bucket (outcome 2) in the same
  * statement. Returns the moved ids.
  * Lock/isolation: READ COMMITTED, runs in the cancel transaction before step 2. A row that a worker
@@ -155,13 +164,13 @@ export function moveToDlqParams(
 export const cancel = (s: string): string => `
 WITH moved AS (
   DELETE FROM ${s}.jobs_hot j
-  WHERE j.id = ANY ($1::text[]) AND j.status IN (0, 1)
+  WHERE j.id = ANY ($1::text[]) AND j.status IN (0, 1, 7)
   RETURNING j.*
 ),
 ${dlqInsert(s, 5, '1', '$2::text', '$3::text')}
 ${counterUpsert(s, 'cancelled_total')}
 bucket AS (${bucketUpsert(s, 2, '1', '(SELECT queue, NULL::bigint AS duration_ms FROM src)')}
-)${batchSettle(s, 'SELECT id, batch_id, false AS ok FROM moved')}
+)${batchSettle(s, 'SELECT id, batch_id, false AS ok FROM moved')}${dependencySettle(s, 'SELECT id, has_dependents, false AS ok FROM moved')}
 SELECT id FROM src`;
 
 /** Binds {@link cancel}: $1 the job ids, $2 the stored error text, $3 the actor (or NULL). */
@@ -220,7 +229,8 @@ revived AS (
     id, queue, type, payload, tags, idempotency_key, priority, status, attempt_count,
     worker_id, lease_id, heartbeat_utc, scheduled_at_utc, created_at_utc, enqueued_at_utc,
     started_at_utc, last_updated_utc, created_by, last_modified_by, last_error,
-    cancel_requested_utc, progress, trace_context, payload_version, group_key, batch_id)
+    cancel_requested_utc, progress, trace_context, payload_version, group_key, batch_id,
+    waiting_on, has_dependents)
   SELECT t.id, t.queue, t.type, coalesce($1::text, t.payload),
          CASE WHEN $2::boolean THEN $3::text ELSE t.tags END,
          NULL, coalesce($4::int, t.priority), 0, 0,
@@ -228,7 +238,7 @@ revived AS (
          NULL, now(), t.created_by, coalesce($5::text, t.last_modified_by),
          coalesce(t.error_details, t.last_error), NULL, NULL, t.trace_context, t.payload_version,
          ${STORED_GROUP('t.group_key', 't.queue', GROUPED_QUEUES(s, '(SELECT array_agg(queue::text) FROM taken)'))},
-         t.batch_id
+         t.batch_id, t.waiting_on, t.has_dependents
   FROM taken t
   RETURNING id, queue
 ),

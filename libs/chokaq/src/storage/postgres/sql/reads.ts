@@ -99,6 +99,7 @@ SELECT
   (SELECT count(*) FROM ${s}.jobs_hot WHERE status = 0) AS pending,
   (SELECT count(*) FROM ${s}.jobs_hot WHERE status = 1) AS fetched,
   (SELECT count(*) FROM ${s}.jobs_hot WHERE status = 2) AS processing,
+  (SELECT count(*) FROM ${s}.jobs_hot WHERE status = 7) AS waiting,
   coalesce(${estimatedRows('$1')}, 0) AS archived,
   coalesce(${estimatedRows('$2')}, 0) AS dlq`;
 
@@ -114,11 +115,12 @@ export const getSummaryParams = (s: string): [string, string] => [
  * in its range of the claim's index `ix_jobs_hot_pending` (led by the queue, partial on
  * `status = 0`): an index-only scan, where a `GROUP BY queue` over the hot table read every row
  * (admin-reads bench, 100,000 pending rows over 20 queues: p95 10 ms, was 24 ms). Fetched and
- * Processing rows, as many as the workers run, through `ix_jobs_hot_active`.
+ * Processing rows, as many as the workers run, through `ix_jobs_hot_active`; Waiting rows through
+ * `ix_jobs_hot_waiting` (partial on `status = 7`, led by the queue).
  */
 export const getQueueStats = (s: string): string => `
 SELECT q.name AS queue, q.is_paused, q.is_active, q.max_workers,
-       p.pending, a.fetched, a.processing,
+       p.pending, a.fetched, a.processing, w.waiting,
        coalesce(t.succeeded_total, 0) AS succeeded_total, coalesce(t.failed_total, 0) AS failed_total,
        coalesce(t.cancelled_total, 0) AS cancelled_total, coalesce(t.retried_total, 0) AS retried_total,
        coalesce(t.deferred_total, 0) AS deferred_total,
@@ -131,6 +133,8 @@ CROSS JOIN LATERAL (
   SELECT count(*) FILTER (WHERE j.status = 1) AS fetched,
          count(*) FILTER (WHERE j.status = 2) AS processing
   FROM ${s}.jobs_hot j WHERE j.status IN (1, 2) AND j.queue = q.name) a
+CROSS JOIN LATERAL (
+  SELECT count(*) AS waiting FROM ${s}.jobs_hot j WHERE j.status = 7 AND j.queue = q.name) w
 ORDER BY q.name`;
 
 /**

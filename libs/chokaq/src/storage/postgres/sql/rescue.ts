@@ -2,6 +2,7 @@
 import type { ZombieSweep } from '../../dialect-job-storage';
 import { hotColumnsExcept } from '../../shared/columns';
 import { batchSettle } from './batches';
+import { dependencySettle } from './dependencies';
 import { MS, attemptInsert, bucketUpsert, cols, dlqInsert } from './fragments';
 
 /**
@@ -104,7 +105,7 @@ counted AS (
 bucket AS (${bucketUpsert(s, 1, '2', '(SELECT queue, NULL::bigint AS duration_ms FROM src)')}
 ),
 retried_bucket AS (${bucketUpsert(s, 3, '2', '(SELECT queue, NULL::bigint AS duration_ms FROM retried)')}
-)${batchSettle(s, 'SELECT id, batch_id, false AS ok FROM moved')}
+)${batchSettle(s, 'SELECT id, batch_id, false AS ok FROM moved')}${dependencySettle(s, 'SELECT id, has_dependents, false AS ok FROM moved')}
 SELECT x.kind, ${cols(RESCUED, 'c')}
 FROM (SELECT 'dlq' AS kind, id FROM src UNION ALL SELECT 'retried', id FROM retried) x
 JOIN candidates c ON c.id = x.id`;

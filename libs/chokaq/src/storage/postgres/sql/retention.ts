@@ -6,6 +6,7 @@ import type { DlqFilter } from '../../../interfaces/job-view.interface';
 import { filterClause } from './filters';
 import { chooseDlqByFilter } from './moves';
 import { GROUPED, MS, attemptsDelete } from './fragments';
+import { dependencyRemove } from './dependencies';
 
 /**
  * Deletes DLQ rows by id ($1, one bounded chunk). Lock/isolation: READ COMMITTED; rows another
@@ -28,9 +29,10 @@ export function purgeDlqParams(ids: readonly string[]): unknown[] {
  */
 export const purgeDlqByFilter = (s: string, chosen: string): string => `
 WITH chosen AS MATERIALIZED (${chosen}),
-gone AS (DELETE FROM ${s}.jobs_dlq d USING chosen c WHERE d.id = c.id RETURNING d.id),
+gone AS (DELETE FROM ${s}.jobs_dlq d USING chosen c WHERE d.id = c.id
+         RETURNING d.id, d.has_dependents, d.waiting_on),
 history AS (${attemptsDelete(s, 'gone')}
-)
+)${dependencyRemove(s, 'gone')}
 SELECT id FROM gone`;
 
 /**
@@ -62,9 +64,10 @@ WITH chosen AS MATERIALIZED (
   ORDER BY r.finished_at_utc
   LIMIT $2
   FOR UPDATE SKIP LOCKED),
-gone AS (DELETE FROM ${s}.jobs_archive a USING chosen c WHERE a.id = c.id RETURNING a.id),
+gone AS (DELETE FROM ${s}.jobs_archive a USING chosen c WHERE a.id = c.id
+         RETURNING a.id, a.has_dependents, a.waiting_on),
 history AS (${attemptsDelete(s, 'gone')}
-)
+)${dependencyRemove(s, 'gone')}
 SELECT id FROM gone`;
 
 /**
@@ -104,9 +107,10 @@ WITH chosen AS MATERIALIZED (
   ORDER BY r.failed_at_utc
   LIMIT $2
   FOR UPDATE SKIP LOCKED),
-gone AS (DELETE FROM ${s}.jobs_dlq d USING chosen c WHERE d.id = c.id RETURNING d.id),
+gone AS (DELETE FROM ${s}.jobs_dlq d USING chosen c WHERE d.id = c.id
+         RETURNING d.id, d.has_dependents, d.waiting_on),
 history AS (${attemptsDelete(s, 'gone')}
-)
+)${dependencyRemove(s, 'gone')}
 SELECT id FROM gone`;
 
 /** Retention batch of metric buckets older than $1 ms (at most $2), by primary key; as {@link applyRetentionArchive}. */

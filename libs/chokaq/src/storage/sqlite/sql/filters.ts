@@ -14,11 +14,12 @@ export interface SqlWhere {
   params: Record<string, unknown>;
 }
 
-/** Hot-table status filters as literals (validated 0/1/2), so the partial indexes stay usable. */
+/** Hot-table status filters as literals (validated 0/1/2/7), so the partial indexes stay usable. */
 export const STATUS_LITERAL: Record<number, string> = {
   0: 'status = 0',
   1: 'status = 1',
   2: 'status = 2',
+  7: 'status = 7',
 };
 
 /** Error text columns a search looks in: the DLQ error and the last retry error. */

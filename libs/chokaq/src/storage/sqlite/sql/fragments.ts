@@ -62,6 +62,7 @@ export function sqliteTables(p: string) {
     groups: `${p}job_groups`,
     batches: `${p}batches`,
     callbacks: `${p}batch_callbacks`,
+    dependencies: `${p}job_dependencies`,
   };
 }
 

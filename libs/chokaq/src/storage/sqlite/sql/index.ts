@@ -12,6 +12,7 @@ import { auditReadStatements, auditStatements } from './audit';
 import { batchReadStatements, batchStatements } from './batches';
 import { claimStatements } from './claim';
 import { dedupeStatements } from './dedupe';
+import { dependencyReadStatements, dependencyStatements } from './dependencies';
 import { enqueueStatements } from './enqueue';
 import { countingStatements, sqliteTables } from './fragments';
 import { lifecycleStatements } from './lifecycle';
@@ -48,6 +49,7 @@ export function jobStoreStatements(p: string) {
     ...lifecycleStatements(tables),
     ...enqueueStatements(tables),
     ...batchStatements(tables),
+    ...dependencyStatements(tables),
     ...dedupeStatements(tables),
     ...claimStatements(tables),
     ...workerOwnedStatements(tables),
@@ -75,6 +77,7 @@ export function jobQueriesStatements(p: string) {
     ...workerReadStatements(tables),
     ...auditReadStatements(tables),
     ...batchReadStatements(tables),
+    ...dependencyReadStatements(tables),
     dedupeOfJob: dedupeStatements(tables).dedupeOfJob,
   };
 }

@@ -46,7 +46,7 @@ function archiveInsert({ hot, archive }: SqliteTables, withResults: boolean): st
       FROM completed c
       CROSS JOIN ${hot} h ON h.id = c.id AND h.worker_id = c.worker_id AND h.lease_id = c.lease_id
       WHERE h.status IN (1, 2)
-      RETURNING id, queue, duration_ms, batch_id`;
+      RETURNING id, queue, duration_ms, batch_id, has_dependents`;
 }
 
 /** The moves between pillars: each step of hot → Archive, hot → DLQ (and cancel) and DLQ → hot. */
@@ -57,7 +57,8 @@ export function moveStatements(t: SqliteTables) {
     /**
      * Step 1 of archiveSucceeded: copy the owned rows (Status 1 or 2) of `@leases` (which carry
      * `durationMs`) into the archive, straight from the hot table, and return (id, queue,
-     * duration_ms) for the counters and batch_id for the batches' counts. Step 2 deletes exactly those rows
+     * duration_ms) for the counters, batch_id for the batches' counts and has_dependents for the
+     * settle of their edges. Step 2 deletes exactly those rows
      * ({@link archiveSucceededDelete}): inside BEGIN IMMEDIATE nothing can change between the two,
      * and any error rolls both back.
      * Insert-then-delete in SQL, rather than delete-returning-then-insert through JSON, keeps the
@@ -93,6 +94,14 @@ export function moveStatements(t: SqliteTables) {
     moveToDlqById: `DELETE FROM ${hot} WHERE id = @id RETURNING *`,
 
     /**
+     * Step 1 of the dependency check's move of a dependent to the DLQ (`DependencyFailed`): row
+     * `@id` only while it is still Waiting (one cancelled or resurrected meanwhile is left as it
+     * is). Inside the check round's BEGIN IMMEDIATE, with the inserts, counters and settle steps
+     * of every Hot → DLQ move.
+     */
+    moveToDlqWaiting: `DELETE FROM ${hot} WHERE id = @id AND status = 7 RETURNING *`,
+
+    /**
      * Step 2 of every Hot → DLQ move: insert the captured rows (`@moved`, whose `status` already holds
      * the DLQ status and which carry `failure_reason` and `error_details`); a conflict aborts the move.
      */
@@ -100,8 +109,8 @@ export function moveStatements(t: SqliteTables) {
       SELECT ${fromMoved(dlqColumns)}, ${SQLITE_NOW_MS}
       FROM json_each(@moved) AS m ORDER BY m.key`,
 
-    /** Step 1 of cancel: Pending and Fetched rows among `@ids`. Same transaction shape. */
-    cancel: `DELETE FROM ${hot} WHERE status IN (0, 1) AND id IN ${IDS} RETURNING *`,
+    /** Step 1 of cancel: Pending, Fetched and Waiting rows among `@ids`. Same transaction shape. */
+    cancel: `DELETE FROM ${hot} WHERE status IN (0, 1, 7) AND id IN ${IDS} RETURNING *`,
 
     /** Processing rows get CancelRequestedUtc; their owner aborts them and moves them to the DLQ. */
     cancelRequest: `UPDATE ${hot}
@@ -122,7 +131,9 @@ export function moveStatements(t: SqliteTables) {
      * version kept, no
      * idempotency key, the DLQ error kept as LastError, the group kept (a job without one that
      * comes back to a queue with group limits joins the shared group, {@link STORED_GROUP}), the
-     * batch kept (its batch reopens: `batchReopen`).
+     * batch kept (its batch reopens: `batchReopen`), the dependency columns kept (`waiting_on`,
+     * `has_dependents`: no edge is touched; a dependency brought back settles its open edges at
+     * its next move).
      * Edits: `@payload` (null = keep),
      * `@setTags` 1 with `@tags`, `@priority` (null = keep). No ON CONFLICT: if the insert fails,
      * the whole transaction, DLQ delete included, rolls back.
@@ -130,7 +141,7 @@ export function moveStatements(t: SqliteTables) {
     resurrectInsert: `INSERT INTO ${hot} (id, queue, type, payload, tags, idempotency_key, priority,
         status, attempt_count, scheduled_at_utc, created_at_utc, enqueued_at_utc, last_updated_utc,
         created_by, last_modified_by, last_error, trace_context, payload_version, group_key,
-        batch_id)
+        batch_id, waiting_on, has_dependents)
       SELECT m.value ->> 'id', m.value ->> 'queue', m.value ->> 'type',
         COALESCE(@payload, m.value ->> 'payload'),
         CASE WHEN @setTags = 1 THEN @tags ELSE m.value ->> 'tags' END,
@@ -140,7 +151,7 @@ export function moveStatements(t: SqliteTables) {
         COALESCE(m.value ->> 'error_details', m.value ->> 'last_error'),
         m.value ->> 'trace_context', m.value ->> 'payload_version',
         ${STORED_GROUP(queues, "m.value ->> 'group_key'", "m.value ->> 'queue'")},
-        m.value ->> 'batch_id'
+        m.value ->> 'batch_id', m.value ->> 'waiting_on', m.value ->> 'has_dependents'
       FROM json_each(@moved) AS m ORDER BY m.key`,
   };
 }

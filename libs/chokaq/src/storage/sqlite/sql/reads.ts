@@ -59,6 +59,8 @@ export function readStatements(t: SqliteTables, p: string) {
   /** The claim's index of Pending rows (schema version 1), which the hot counts read. */
   const pendingIndex = `${p}jobs_hot_pending_ix`;
   const heldIndex = `${p}jobs_hot_held_ix`;
+  /** The Waiting rows' index (schema version 17), which the waiting counts read. */
+  const waitingIndex = `${p}jobs_hot_waiting_ix`;
   return {
     /** getJob: hot first, then archive, then DLQ (primary-key reads). */
     getJobHot: `SELECT * FROM ${hot} WHERE id = @id`,
@@ -71,10 +73,10 @@ export function readStatements(t: SqliteTables, p: string) {
     getJobAttempts: `SELECT * FROM ${t.attempts} WHERE job_id = @id ORDER BY seq`,
 
     /**
-     * getSummary: lifetime counters summed over queues, then the hot counts by status (the hot
-     * table is small by design), then the archive's and the DLQ's row counts, which the triggers
-     * of schema version 2 keep exact with every insert and delete (`row_counts`): two rows read,
-     * never a count of the history t.
+     * getSummary: lifetime counters summed over queues, then the hot counts by status, Waiting
+     * included (the hot table is small by design), then the archive's and the DLQ's row counts,
+     * which the triggers of schema version 2 keep exact with every insert and delete
+     * (`row_counts`): two rows read, never a count of the history t.
      */
     getSummary: `SELECT COALESCE(SUM(succeeded_total), 0) AS succeeded_total,
         COALESCE(SUM(failed_total), 0) AS failed_total,
@@ -118,6 +120,15 @@ export function readStatements(t: SqliteTables, p: string) {
         FROM ${hot} INDEXED BY ${pendingIndex} WHERE status = 0 GROUP BY queue
       UNION ALL
       SELECT queue, status, COUNT(*) AS n FROM ${hot} WHERE status IN (1, 2) GROUP BY queue, status`,
+
+    /**
+     * getQueueStats, waiting counts: the Waiting rows of each queue (jobs waiting on their
+     * dependencies), counted in `jobs_hot_waiting_ix` (led by the queue, partial on `status = 7`,
+     * so it covers the count), pinned by `INDEXED BY` as `getQueueStatsHot` pins the pending
+     * index. Runs in the same read transaction as the other counts (one WAL snapshot).
+     */
+    getQueueStatsWaiting: `SELECT queue, COUNT(*) AS n
+      FROM ${hot} INDEXED BY ${waitingIndex} WHERE status = 7 GROUP BY queue`,
 
     /**
      * getQueueHealth: due Pending rows, their average wait and the age of the oldest, from

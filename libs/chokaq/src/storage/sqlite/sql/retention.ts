@@ -4,32 +4,40 @@ import { GROUPED, IDS, SQLITE_NOW_MS, SqliteTables } from './fragments';
 import { chooseDlqByFilter } from './moves';
 
 /**
- * purgeDlqByFilter: one batch, its own transaction; counters untouched. Returns the ids, whose
- * attempt rows the same transaction deletes next.
+ * What a delete from the DLQ or the Archive returns of each row: its id, whose attempt rows the
+ * same transaction deletes next, and its dependency columns, for the remove step of its edges
+ * (`dependencyRemoveOwn`, `dependencyRemove`).
+ */
+const GONE = 'RETURNING id, has_dependents, waiting_on';
+
+/**
+ * purgeDlqByFilter: one batch, its own transaction; counters untouched. Returns the rows
+ * ({@link GONE}).
  */
 export function purgeDlqByFilter(dlqTable: string, where: SqlWhere): string {
-  return `DELETE FROM ${dlqTable} WHERE id IN (${chooseDlqByFilter(dlqTable, where)}) RETURNING id`;
+  return `DELETE FROM ${dlqTable} WHERE id IN (${chooseDlqByFilter(dlqTable, where)}) ${GONE}`;
 }
 
 /** Purges by id and the retention batches of every table. */
 export function retentionStatements(t: SqliteTables) {
   const { hot, archive, dlq, buckets, workers, audit, groups, queues, batches, callbacks } = t;
   return {
-    /** purgeDlq: by id; counters untouched. Returns the ids, whose attempt rows go next. */
-    purgeDlq: `DELETE FROM ${dlq} WHERE id IN ${IDS} RETURNING id`,
+    /** purgeDlq: by id; counters untouched. Returns the rows ({@link GONE}). */
+    purgeDlq: `DELETE FROM ${dlq} WHERE id IN ${IDS} ${GONE}`,
 
     /**
      * applyRetention batch: archive rows finished before `@cutoff`; each batch its own
-     * transaction, which deletes the returned ids' attempt rows too ({@link deleteAttempts}).
+     * transaction, which deletes the returned ids' attempt rows too ({@link deleteAttempts}) and
+     * runs the remove step of their edges ({@link GONE}).
      */
     applyRetentionArchive: `DELETE FROM ${archive} WHERE id IN (
         SELECT id FROM ${archive} WHERE finished_at_utc < @cutoff ORDER BY finished_at_utc LIMIT @limit)
-      RETURNING id`,
+      ${GONE}`,
 
     /** applyRetention batch: DLQ rows failed before `@cutoff`; as the archive's. */
     applyRetentionDlq: `DELETE FROM ${dlq} WHERE id IN (
         SELECT id FROM ${dlq} WHERE failed_at_utc < @cutoff ORDER BY failed_at_utc LIMIT @limit)
-      RETURNING id`,
+      ${GONE}`,
 
     /** applyRetention batch: metric buckets older than `@cutoff` (primary key leads with bucket_utc). */
     applyRetentionBuckets: `DELETE FROM ${buckets} WHERE rowid IN (
