@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { Injectable } from '@nestjs/common';
 import {
   ChokaQAdmin,
@@ -152,7 +153,7 @@ describeEachDialect('workflows (dependsOn, enqueueFlow)', ({ name: dialect }) =>
     }
   });
 
-  it('refuses a cycle and an unknown step by name, writing nothing', async () => {
+  it('refuses a cycle, an unknown step and a key, writing nothing; a flow with ids retries safely', async () => {
     const app = await bootApp(db, {
       providers: [FlowHandlers],
       options: { worker: { enabled: false } },
@@ -177,8 +178,23 @@ describeEachDialect('workflows (dependsOn, enqueueFlow)', ({ name: dialect }) =>
       await expect(
         jobs.enqueueFlow({ a: flowStep(Never, { label: 'a' }, { after: ['nope'] }) }),
       ).rejects.toThrow('steps.a.after[0]');
+      await expect(
+        jobs.enqueueFlow({
+          a: flowStep(Never, { label: 'a' }, { idempotencyKey: 'k' } as never),
+        }),
+      ).rejects.toThrow('steps.a.idempotencyKey');
       expect((await admin.getSummary()).waiting).toBe(0);
       expect((await admin.getSummary()).pending).toBe(0);
+      // With ids of their own, a retried flow makes none of its steps twice.
+      const steps = () => ({
+        a: flowStep(Never, { label: 'a' }, { id: ids.a }),
+        b: flowStep(Never, { label: 'b' }, { id: ids.b, after: ['a'] }),
+      });
+      const ids = { a: randomUUID(), b: randomUUID() };
+      expect((await jobs.enqueueFlow(steps())).jobIds).toEqual(ids);
+      expect((await jobs.enqueueFlow(steps())).jobIds).toEqual(ids);
+      expect(await admin.getSummary()).toMatchObject({ pending: 1, waiting: 1 });
+      expect((await admin.getDependencies(ids.b)).dependsOn).toHaveLength(1);
     } finally {
       await closeAndCheck(app, db);
     }

@@ -17,7 +17,9 @@ const L2 = 'lease-2';
 function fakeDb(): { db: ChaosDb; raw: Database.Database } {
   const raw = new Database(':memory:');
   raw.exec(`
-    CREATE TABLE chokaq_jobs_hot (id TEXT);
+    CREATE TABLE chokaq_jobs_hot (id TEXT, waiting_on INTEGER);
+    CREATE TABLE chokaq_job_dependencies (job_id TEXT, depends_on TEXT, state INTEGER,
+      settled_at_utc INTEGER);
     CREATE TABLE chokaq_jobs_archive (id TEXT PRIMARY KEY, worker_id TEXT);
     CREATE TABLE chokaq_jobs_dlq (id TEXT PRIMARY KEY, failure_reason INTEGER);
     CREATE TABLE chokaq_stats_summary (queue TEXT, succeeded_total INTEGER, failed_total INTEGER,
@@ -59,6 +61,8 @@ function consistent(raw: Database.Database): void {
   raw.prepare('INSERT INTO chokaq_jobs_archive VALUES (?, ?)').run(C, 'w2');
   raw.prepare('INSERT INTO chokaq_jobs_dlq VALUES (?, ?)').run(B, 0);
   raw.prepare('INSERT INTO chokaq_stats_summary VALUES (?, ?, ?, ?, ?, ?)').run('q', 2, 2, 0, 0, 1);
+  // A flow: C waited on A, its edge settled at 90, before C's run started at 100.
+  raw.prepare('INSERT INTO chokaq_job_dependencies VALUES (?, ?, ?, ?)').run(C, A, 1, 90);
 }
 
 function summary(resurrects: number): ChaosSummary {
@@ -80,6 +84,8 @@ function summary(resurrects: number): ChaosSummary {
     pauses: 0,
     cancels: 0,
     resurrects,
+    flows: 1,
+    flowParentsRan: 0,
     counters: {},
     conflicts: 0,
     lateResults: 0,
@@ -96,7 +102,7 @@ async function violations(
   consistent(raw);
   breakIt(raw);
   const s = summary(resurrects);
-  await check(db, s, [A, B, C], new Map([[B, 1]]));
+  await check(db, s, [A, B, C], new Map([[B, 1]]), new Map([[C, [A]]]));
   await db.close();
   return s.violations;
 }
@@ -108,7 +114,7 @@ describe('chaos invariant checker', () => {
 
   it.each<[string, (raw: Database.Database) => void, RegExp]>([
     ['a lost job', (raw) => raw.exec(`DELETE FROM chokaq_jobs_archive WHERE id = '${C}'`), /lost/],
-    ['a job left hot', (raw) => raw.exec(`INSERT INTO chokaq_jobs_hot VALUES ('${C}')`), /hot/],
+    ['a job left hot', (raw) => raw.exec(`INSERT INTO chokaq_jobs_hot VALUES ('${C}', NULL)`), /hot/],
     [
       'a job in two pillars',
       (raw) => raw.exec(`INSERT INTO chokaq_jobs_dlq VALUES ('${A}', 2)`),
@@ -153,6 +159,26 @@ describe('chaos invariant checker', () => {
           `INSERT INTO chaos_runs VALUES ('${A}', 'w3', NULL, 1, 'outcome', 'failed:1', 400)`,
         ),
       /accepted finalisations/,
+    ],
+    [
+      'a parent that ran before its last child settled',
+      (raw) => raw.exec(`UPDATE chokaq_job_dependencies SET settled_at_utc = 101`),
+      /before its last edge settled/,
+    ],
+    [
+      'an archived parent with an edge still waiting',
+      (raw) => raw.exec(`UPDATE chokaq_job_dependencies SET state = 0, settled_at_utc = NULL`),
+      /still waiting/,
+    ],
+    [
+      'a parent with an edge lost',
+      (raw) => raw.exec(`DELETE FROM chokaq_job_dependencies`),
+      /0 edge\(s\) for 1 children/,
+    ],
+    [
+      'a count below zero',
+      (raw) => raw.exec(`INSERT INTO chokaq_jobs_hot VALUES ('${B}', -1)`),
+      /waiting_on < 0/,
     ],
   ])('reports %s', async (_name, breakIt, expected) => {
     const found = await violations(breakIt);

@@ -47,6 +47,9 @@ function expectActivity(summary: ChaosSummary, minJobs: number): void {
   expect(summary.kills).toBeGreaterThan(0);
   expect(summary.resurrects).toBeGreaterThan(0);
   expect(summary.pauses + summary.cancels).toBeGreaterThan(0);
+  // Flows ran: parents released by their children's moves, checked against their edges.
+  expect(summary.flows).toBeGreaterThan(0);
+  expect(summary.flowParentsRan).toBeGreaterThan(0);
   expect(summary.hot).toBe(0);
   expect(summary.archive + summary.dlq).toBe(summary.jobs);
   // Each failure path was taken: timeouts (7), exhausted retries (0), fatal errors (6).

@@ -36,7 +36,8 @@ export type TableName =
   | 'settings'
   | 'keys'
   | 'batches'
-  | 'callbacks';
+  | 'callbacks'
+  | 'dependencies';
 
 /** Table names on SQLite (after the prefix) and PostgreSQL; SQL Server's come from the library. */
 const SNAKE_NAMES: Record<TableName, string> = {
@@ -55,6 +56,7 @@ const SNAKE_NAMES: Record<TableName, string> = {
   keys: 'dedupe_keys',
   batches: 'batches',
   callbacks: 'batch_callbacks',
+  dependencies: 'job_dependencies',
 };
 
 /** `worker_id` → `WorkerId`: SPEC §2's SQL Server spelling of a snake_case column. */

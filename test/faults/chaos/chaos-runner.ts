@@ -32,6 +32,7 @@ import {
   ChokaQModuleOptions,
   JobClient,
   StorageOptions,
+  flowStep,
 } from '../../../libs/chokaq/src';
 import type { FaultPayload } from '../fixtures/fault-worker';
 import type { TableName } from '../../support/test-database';
@@ -67,6 +68,9 @@ export interface ChaosSummary {
   pauses: number;
   cancels: number;
   resurrects: number;
+  /** Flows enqueued (children and a parent waiting on them) and their parents that ran. */
+  flows: number;
+  flowParentsRan: number;
   counters: Record<string, number>;
   conflicts: number;
   lateResults: number;
@@ -217,6 +221,8 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosSummary> {
     pauses: 0,
     cancels: 0,
     resurrects: 0,
+    flows: 0,
+    flowParentsRan: 0,
     counters: {},
     conflicts: 0,
     lateResults: 0,
@@ -254,6 +260,8 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosSummary> {
 
     const accepted = new Set<string>();
     const resurrected = new Map<string, number>();
+    /** Each flow's parent with its children. */
+    const flows = new Map<string, string[]>();
     const deadline = Date.now() + o.seconds * 1_000;
     let producing = true;
 
@@ -263,7 +271,29 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosSummary> {
         const queue = QUEUES[Math.floor(rand() * QUEUES.length)];
         summary.enqueueCalls++;
         try {
-          if (rand() < 0.5) {
+          if (rand() < 0.1) {
+            // A flow: 2 to 5 children and a parent waiting on all of them, with `ignore` (it runs
+            // whatever they did) or `cancel` (it goes to the DLQ unrun if one of them fails).
+            const onFailure = rand() < 0.7 ? 'ignore' : 'cancel';
+            const children = Array.from({ length: 2 + Math.floor(rand() * 4) }, (_, i) => [
+              `c${i}`,
+              flowStep(queue, randomPayload(rand)),
+            ]);
+            const { jobIds } = await jobs.enqueueFlow({
+              ...Object.fromEntries(children),
+              parent: flowStep(
+                queue,
+                { sleepMs: Math.floor(rand() * 30) },
+                { after: children.map(([step]) => ({ step: step as string, onFailure })) },
+              ),
+            });
+            for (const id of Object.values(jobIds)) accepted.add(id);
+            flows.set(
+              jobIds.parent,
+              children.map(([step]) => jobIds[step as string]),
+            );
+            summary.flows++;
+          } else if (rand() < 0.5) {
             const items = Array.from({ length: 1 + Math.floor(rand() * 8) }, () => ({
               payload: randomPayload(rand),
               priority: Math.floor(rand() * 20),
@@ -396,7 +426,7 @@ export async function runChaos(o: ChaosOptions): Promise<ChaosSummary> {
     // Outcome records are written asynchronously; the stop above flushed them.
 
     summary.jobs = accepted.size;
-    await check(db, summary, [...accepted], resurrected);
+    await check(db, summary, [...accepted], resurrected, flows);
   } catch (error) {
     summary.violations.push(`chaos run aborted: ${(error as Error)?.stack ?? String(error)}`);
   } finally {
@@ -412,6 +442,7 @@ export async function check(
   summary: ChaosSummary,
   accepted: string[],
   resurrected: Map<string, number>,
+  flows: ReadonlyMap<string, string[]> = new Map(),
 ): Promise<void> {
   const v = summary.violations;
   const ids = async (t: TableName) =>
@@ -526,6 +557,43 @@ export async function check(
     for (const other of leases!.values()) {
       if (other.lease !== owner.lease && other.start > owner.start && other.start < owner.end) {
         v.push(`job ${id}: lease ${other.lease} started while ${owner.lease} was still valid`);
+      }
+    }
+  }
+
+  // 5. Flows: no count went below 0, an archived parent waits on nothing and every edge of it
+  // settled, and a parent's first run started after the last of its edges settled (the release is
+  // in the transaction of that settle: a run before it means a release before the last child).
+  const negative = await db.sql<{ n: number | string }>(
+    `SELECT COUNT(*) AS n FROM ${db.table('hot')} WHERE waiting_on < 0`,
+  );
+  if (Number(negative[0].n) > 0) v.push(`${negative[0].n} hot row(s) with waiting_on < 0`);
+  const edges = await db.sql<{ job_id: string; state: number | string; settled: unknown }>(
+    `SELECT job_id, state, ${db.dialect === 'postgres' ? `floor(extract(epoch FROM settled_at_utc) * 1000)` : 'settled_at_utc'} AS settled
+     FROM ${db.table('dependencies')}`,
+  );
+  const edgesOf = new Map<string, { state: number; settled: number | null }[]>();
+  for (const e of edges) {
+    const list = edgesOf.get(e.job_id) ?? [];
+    list.push({ state: Number(e.state), settled: e.settled === null ? null : Number(e.settled) });
+    edgesOf.set(e.job_id, list);
+  }
+  for (const [parent, children] of flows) {
+    const mine = edgesOf.get(parent) ?? [];
+    if (mine.length !== children.length) {
+      v.push(`flow ${parent}: ${mine.length} edge(s) for ${children.length} children`);
+      continue;
+    }
+    const starts = [...(byJob.get(parent)?.values() ?? [])].map((r) => r.start);
+    if (starts.length > 0) summary.flowParentsRan++;
+    if (archived.has(parent) && mine.some((e) => e.state === 0 || e.settled === null)) {
+      v.push(`flow ${parent}: archived with an edge still waiting`);
+    }
+    if (starts.length > 0) {
+      const lastSettled = Math.max(...mine.map((e) => e.settled ?? Infinity));
+      const first = Math.min(...starts);
+      if (first < lastSettled) {
+        v.push(`flow ${parent}: ran at ${first}, before its last edge settled at ${lastSettled}`);
       }
     }
   }

@@ -9,6 +9,7 @@ export function fakeTable(name: string): string {
       archive: 'chokaq_jobs_archive',
       dlq: 'chokaq_jobs_dlq',
       stats: 'chokaq_stats_summary',
+      dependencies: 'chokaq_job_dependencies',
     }[name] ?? `chokaq_${name}`
   );
 }

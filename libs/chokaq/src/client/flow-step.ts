@@ -5,11 +5,13 @@ import type { TransactionOption } from './job-client';
 /**
  * Per-step options of `JobClient.enqueueFlow`: those of `enqueue`, with `after` naming the steps of
  * the same flow this one waits on, and `dependsOn` the existing jobs it waits on (their ids). A
- * step takes no dedupe key (a waiting job cannot be replaced or throttled). @publicApi
+ * step takes no idempotency or dedupe key: the steps that wait on it wait on the job it makes. To
+ * make a flow safe to retry, give its steps their own `id`s: a retry then makes none of them again.
+ * @publicApi
  */
 export type FlowStepOptions = Pick<
   NewJob,
-  'id' | 'priority' | 'delayMs' | 'runAt' | 'idempotencyKey' | 'group' | 'tags' | 'createdBy'
+  'id' | 'priority' | 'delayMs' | 'runAt' | 'group' | 'tags' | 'createdBy'
 > & {
   /** Steps of this flow to wait on: a step's name, or `{ step, onFailure }` (default `block`). */
   after?: readonly (string | FlowStepDependency)[];

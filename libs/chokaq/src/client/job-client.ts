@@ -242,7 +242,9 @@ export class JobClient {
    * the move that settles its last dependency. A cycle, a step named in `after` that the flow does
    * not have, or a `dependsOn` id in no table is refused before anything is written
    * (`ChokaQValidationError` with the step's path, `steps.total.after`;
-   * `ChokaQDependencyNotFoundError`). Resolves to each step's job id by name.
+   * `ChokaQDependencyNotFoundError`). A step takes no idempotency or dedupe key; give the steps
+   * your own `id`s to make a retried call make none of them twice. Resolves to each step's job id
+   * by name.
    */
   async enqueueFlow(
     steps: Readonly<Record<string, FlowStep>>,
@@ -272,6 +274,16 @@ export class JobClient {
       const checked = checkedDefinition(step.target);
       if (checked) await checkPayloads(checked, [step.payload], () => `steps.${name}.payload`);
       const { after = [], dependsOn = [], ...rest } = step.options ?? {};
+      for (const key of ['idempotencyKey', 'dedupe'] as const) {
+        const value = (rest as Record<string, unknown>)[key];
+        if (value !== undefined) {
+          issues.push({
+            path: `steps.${name}.${key}`,
+            message: 'is not allowed on a flow step',
+            value,
+          });
+        }
+      }
       const waits: (string | JobDependency)[] = [...dependsOn];
       (Array.isArray(after) ? after : [after]).forEach((ref: unknown, i) => {
         const stepName =
