@@ -114,7 +114,11 @@ describe('chaos invariant checker', () => {
 
   it.each<[string, (raw: Database.Database) => void, RegExp]>([
     ['a lost job', (raw) => raw.exec(`DELETE FROM chokaq_jobs_archive WHERE id = '${C}'`), /lost/],
-    ['a job left hot', (raw) => raw.exec(`INSERT INTO chokaq_jobs_hot VALUES ('${C}', NULL)`), /hot/],
+    [
+      'a job left hot',
+      (raw) => raw.exec(`INSERT INTO chokaq_jobs_hot VALUES ('${C}', NULL)`),
+      /hot/,
+    ],
     [
       'a job in two pillars',
       (raw) => raw.exec(`INSERT INTO chokaq_jobs_dlq VALUES ('${A}', 2)`),
