@@ -122,6 +122,23 @@ describeEachDialect('storage contract: dependencies', (fixture) => {
     expect(await statusOf(c)).toBe(JobStatus.Pending);
   });
 
+  it('of two items with one id, only the one inserted gets edges', async () => {
+    const queue = uniqueQueue('dep');
+    const a = await started(queue);
+    const x = randomUUID();
+    const results = await storage.enqueueMany([
+      { id: x, queue, type: 'first' },
+      { id: x, queue, type: 'second', dependsOn: [a.id] },
+    ]);
+    expect(results).toEqual([
+      { id: x, created: true },
+      { id: x, created: false },
+    ]);
+    expect(await storage.getJob(x)).toMatchObject({ status: JobStatus.Pending, type: 'first' });
+    expect((await storage.getDependencies(x)).dependsOn).toEqual([]);
+    expect((await storage.getDependencies(a.id)).dependents).toEqual([]);
+  });
+
   it('refuses a cycle, a job waiting on itself, and ids in no table, writing nothing', async () => {
     const queue = uniqueQueue('flow');
     const [a, b] = [randomUUID(), randomUUID()];

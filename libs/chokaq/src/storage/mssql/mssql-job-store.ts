@@ -40,7 +40,6 @@ import {
   dependencyIds,
   firstEdgePerJob,
   planDependencies,
-  waitingJobs,
 } from '../shared/dependencies';
 import { mapHotRow, toDate } from '../shared/row-mapper';
 import { isDuplicateKeyError } from './mssql-errors';
@@ -379,7 +378,8 @@ export class MssqlJobStore extends MssqlAdminStore implements DialectJobStore {
         }
       }
       const made = new Set(results.filter((r) => r.created).map((r) => r.id));
-      const waiting = waitingJobs(jobs).filter((j) => made.has(j.id));
+      // By position: of two items with one id, only the one this call inserted gets its edges.
+      const waiting = jobs.filter((j, i) => j.dependsOn !== null && results[i].created);
       if (waiting.length > 0) {
         const where = await this.locate(exec, waiting, inCaller);
         const plan = planDependencies(waiting, where, made, false);
