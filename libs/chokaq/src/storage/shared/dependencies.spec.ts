@@ -175,6 +175,9 @@ describe('the check pass helpers', () => {
     expect(dependencyFailedText('d1', EdgeState.Failed)).toBe(
       'Dependency d1 failed (onFailure: cancel); the job never ran.',
     );
-    expect(dependencyFailedText('d2', EdgeState.Removed)).toContain('Dependency d2 was removed');
+    expect(dependencyFailedText('d2', EdgeState.Removed)).toBe(
+      'Dependency d2 was removed from the DLQ (purge or retention) while this job waited on it ' +
+        '(onFailure: block); the job never ran.',
+    );
   });
 });
