@@ -333,6 +333,40 @@ describe('validateNewJob: dependencies', () => {
     ).toEqual([0, 1, 1, 2]);
   });
 
+  it('takes null as none, also beside a null dedupe; says what is wrong with each entry', () => {
+    expect(validateNewJob({ queue: 'q', dependsOn: null as never }).dependsOn).toBeNull();
+    expect(validateNewJob({ queue: 'q', dependsOn: [a], dedupe: null as never }).dependsOn).toEqual(
+      [{ id: a, policy: 'block' }],
+    );
+    expect(
+      issuesOf(() =>
+        validateNewJob({
+          id: a,
+          queue: 'q',
+          dependsOn: ['x', { jobId: b, onFailure: 'maybe' as never }, c, c, a],
+        }),
+      ),
+    ).toEqual([
+      { path: 'dependsOn[0]', message: 'must be a job id (a UUID string)' },
+      { path: 'dependsOn[1].onFailure', message: 'must be one of block, ignore, cancel' },
+      { path: 'dependsOn[3]', message: 'names a dependency already listed' },
+      { path: 'dependsOn[4]', message: 'names the job itself' },
+    ]);
+  });
+
+  it('flags the jobs on a cycle, not a job that only leads into it', () => {
+    const d = uuidv7();
+    expect(
+      issuesOf(() =>
+        validateNewJobs([
+          { id: d, queue: 'q', dependsOn: [a] },
+          { id: a, queue: 'q', dependsOn: [b] },
+          { id: b, queue: 'q', dependsOn: [a] },
+        ]),
+      ).map((i) => i.path),
+    ).toEqual(['items[1].dependsOn', 'items[2].dependsOn']);
+  });
+
   it('checks a chain of 10,000 without overflowing the stack', () => {
     const ids = Array.from({ length: 10_000 }, () => uuidv7());
     const chain = ids.map((id, i) => ({
