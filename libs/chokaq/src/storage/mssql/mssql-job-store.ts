@@ -33,13 +33,13 @@ import { batchEnqueued } from '../shared/batches';
 import { OWN_DATA_SOURCE_REASON, SqlHandlerTransaction } from '../shared/handler-transaction';
 import { DedupeSteps, enqueueManyKeyed, enqueueWithKey, mapDedupeHolder } from '../shared/dedupe';
 import {
-  DEPENDENCY_CHECK_ROUNDS,
   DependencyPillar,
-  EdgeState,
-  dependencyFailedText,
-  dependencyIds,
-  firstEdgePerJob,
+  checkRounds,
+  createdWaiting,
+  dependentsToCancel,
+  findDependencies,
   planDependencies,
+  takenEdges,
 } from '../shared/dependencies';
 import { mapHotRow, toDate } from '../shared/row-mapper';
 import { isDuplicateKeyError } from './mssql-errors';
@@ -377,11 +377,13 @@ export class MssqlJobStore extends MssqlAdminStore implements DialectJobStore {
           results[i] = await enqueueWithKey(job, this.dedupeSteps(exec, !!caller));
         }
       }
-      const made = new Set(results.filter((r) => r.created).map((r) => r.id));
-      // By position: of two items with one id, only the one this call inserted gets its edges.
-      const waiting = jobs.filter((j, i) => j.dependsOn !== null && results[i].created);
+      const { made, waiting } = createdWaiting(jobs, results);
       if (waiting.length > 0) {
-        const where = await this.locate(exec, waiting, inCaller);
+        const where = await findDependencies(waiting, async (ids) =>
+          (await exec(SQL.locateDependencies(this.schema, ids, inCaller))).map(
+            (row) => [String(row.Id), String(row.Pillar) as DependencyPillar] as const,
+          ),
+        );
         const plan = planDependencies(waiting, where, made, false);
         if (plan.missing.length > 0) throw new ChokaQDependencyNotFoundError(plan.missing);
         await exec(SQL.insertDependencies(this.schema, plan, inCaller));
@@ -402,26 +404,6 @@ export class MssqlJobStore extends MssqlAdminStore implements DialectJobStore {
     }
     if (check) await this.checkDependencies(DEPENDENCY_CHECK_BATCH);
     return results;
-  }
-
-  /**
-   * Where each dependency of `waiting` is, marking it as waited on (`SQL.locateDependencies`). An
-   * id not found is read once more in a new batch: a resurrect of it in flight (DLQ → hot) can make
-   * the first one miss it in both tables.
-   */
-  private async locate(
-    exec: Exec,
-    waiting: readonly ValidatedJob[],
-    options: { callerTransaction: boolean },
-  ): Promise<Map<string, DependencyPillar>> {
-    const where = new Map<string, DependencyPillar>();
-    let ids = dependencyIds(waiting);
-    for (let round = 0; round < 2 && ids.length > 0; round++) {
-      const rows = await exec(SQL.locateDependencies(this.schema, ids, options));
-      for (const row of rows) where.set(String(row.Id), String(row.Pillar) as DependencyPillar);
-      ids = ids.filter((id) => !where.has(id));
-    }
-    return where;
   }
 
   /**
@@ -608,44 +590,32 @@ export class MssqlJobStore extends MssqlAdminStore implements DialectJobStore {
    * removed edge that still waits to the DLQ as `DependencyFailed` (`SQL.moveToDlq` of a Waiting
    * row, naming the dependency; its own settle step settles the edges of the jobs waiting on it,
    * marking theirs under `cancel` for the next round), and unmark what was taken
-   * (`SQL.checkDone`). A round that takes fewer edges than `limit` and cancels nothing is the last.
+   * (`SQL.checkDone`); the rounds as `checkRounds` runs them.
    * SQL Server marks no edge to a hot dependency, so no edge is settled here (`settled` is 0): see
    * `sql/dependencies.ts`.
    * @inheritdoc
    */
   async checkDependencies(limit: number): Promise<DependencyCheckResult> {
-    const result: DependencyCheckResult = { settled: 0, cancelled: [] };
-    for (let round = 0; round < DEPENDENCY_CHECK_ROUNDS; round++) {
-      const taken = await this.db.transaction('checkDependencies', async (tx) => {
-        const edges = (await tx.exec(SQL.checkTake(this.schema, limit))).map((r) => ({
-          jobId: String(r.JobId),
-          dependsOn: String(r.DependsOn),
-          state: num(r.State) as EdgeState,
-        }));
-        const doomed = edges.filter(
-          (e) => e.state === EdgeState.Failed || e.state === EdgeState.Removed,
-        );
+    return checkRounds(limit, () =>
+      this.db.transaction('checkDependencies', async (tx) => {
+        const edges = takenEdges(await tx.exec(SQL.checkTake(this.schema, limit)));
         const cancelled: string[] = [];
-        for (const edge of firstEdgePerJob(doomed)) {
+        for (const { jobId, error } of dependentsToCancel(edges)) {
           const statement = SQL.moveToDlq(
             this.schema,
-            { id: edge.jobId },
+            { id: jobId },
             FailureReason.DependencyFailed,
-            dependencyFailedText(edge.dependsOn, edge.state),
+            error,
             null,
             null,
             true,
           );
-          if (num((await tx.exec(statement))[0]?.Affected) > 0) cancelled.push(edge.jobId);
+          if (num((await tx.exec(statement))[0]?.Affected) > 0) cancelled.push(jobId);
         }
         if (edges.length > 0) await tx.exec(SQL.checkDone(this.schema, edges));
-        return { count: edges.length, cancelled };
-      });
-      result.cancelled.push(...taken.cancelled);
-      // A full round may have left edges; a round that cancelled jobs marked their dependents'.
-      if (taken.count < limit && taken.cancelled.length === 0) break;
-    }
-    return result;
+        return { taken: edges.length, settled: 0, cancelled };
+      }),
+    );
   }
 
   /** @inheritdoc */

@@ -30,13 +30,14 @@ import { ValidatedBatch, ValidatedJob } from '../../validation/validate-job';
 import type { BatchEnqueued } from '../../interfaces/batch.interface';
 import { batchEnqueued } from '../shared/batches';
 import {
-  DEPENDENCY_CHECK_ROUNDS,
   DependencyPillar,
   EdgeState,
-  dependencyFailedText,
-  dependencyIds,
-  firstEdgePerJob,
+  checkRounds,
+  createdWaiting,
+  dependentsToCancel,
+  findDependencies,
   planDependencies,
+  takenEdges,
 } from '../shared/dependencies';
 import { Audit, DialectJobStore, ZombieSweep } from '../dialect-job-storage';
 import type { HandlerTransactionSupport } from '../job-storage';
@@ -341,11 +342,14 @@ export class PostgresJobStore extends PostgresAdminStore implements DialectJobSt
       for (const [i, job] of jobs.entries()) {
         if (job.dedupe !== null) results[i] = await this.enqueueKeyed(exec, job);
       }
-      const made = new Set(results.filter((r) => r.created).map((r) => r.id));
-      // By position: of two items with one id, only the one this call inserted gets its edges.
-      const waiting = jobs.filter((j, i) => j.dependsOn !== null && results[i].created);
+      const { made, waiting } = createdWaiting(jobs, results);
       if (waiting.length > 0) {
-        const plan = planDependencies(waiting, await this.locate(exec, waiting), made, true);
+        const where = await findDependencies(waiting, async (ids) =>
+          (await exec(SQL.locateDependencies(this.s), SQL.locateDependenciesParams(ids))).map(
+            (row) => [String(row.id), String(row.pillar) as DependencyPillar] as const,
+          ),
+        );
+        const plan = planDependencies(waiting, where, made, true);
         if (plan.missing.length > 0) throw new ChokaQDependencyNotFoundError(plan.missing);
         await exec(SQL.insertDependencies(this.s), SQL.insertDependenciesParams(plan));
         check = plan.needsCheck;
@@ -356,25 +360,6 @@ export class PostgresJobStore extends PostgresAdminStore implements DialectJobSt
     const results = await this.db.transaction('enqueue', run);
     if (check) await this.checkDependencies(DEPENDENCY_CHECK_BATCH);
     return results;
-  }
-
-  /**
-   * Where each dependency of `waiting` is, marking it as waited on. An id not found is read once
-   * more in a new statement: a move of it in flight made the first one skip its hot row while its
-   * snapshot could not see the row the move wrote.
-   */
-  private async locate(
-    exec: Exec,
-    waiting: readonly ValidatedJob[],
-  ): Promise<Map<string, DependencyPillar>> {
-    const where = new Map<string, DependencyPillar>();
-    let ids = dependencyIds(waiting);
-    for (let round = 0; round < 2 && ids.length > 0; round++) {
-      const rows = await exec(SQL.locateDependencies(this.s), SQL.locateDependenciesParams(ids));
-      for (const row of rows) where.set(String(row.id), String(row.pillar) as DependencyPillar);
-      ids = ids.filter((id) => !where.has(id));
-    }
-    return where;
   }
 
   /**
@@ -630,47 +615,27 @@ export class PostgresJobStore extends PostgresAdminStore implements DialectJobSt
    * for the moves in flight of their hot dependencies), settle the open ones whose dependency left
    * the hot table (`SQL.checkSettle`), send each dependent of a failed or removed edge that still
    * waits to the DLQ as `DependencyFailed` (its own move settles the edges of the jobs waiting on
-   * it, marking theirs under `cancel` for the next round), and unmark what was done. A round that
-   * takes fewer edges than `limit` is the last.
+   * it, marking theirs under `cancel` for the next round), and unmark the edges taken that are
+   * still as they were taken (`SQL.checkDone`); the rounds as `checkRounds` runs them.
    */
   async checkDependencies(limit: number): Promise<DependencyCheckResult> {
-    const result: DependencyCheckResult = { settled: 0, cancelled: [] };
-    for (let round = 0; round < DEPENDENCY_CHECK_ROUNDS; round++) {
-      const taken = await this.db.transaction('checkDependencies', async (exec) => {
-        const rows = (await exec(SQL.checkTake(this.s), SQL.checkTakeParams(limit))).map((r) => ({
-          jobId: String(r.job_id),
-          dependsOn: String(r.depends_on),
-          state: Number(r.state) as EdgeState,
-        }));
-        const open = rows.filter((e) => e.state === EdgeState.Waiting);
+    const reason = FailureReason.DependencyFailed;
+    const move = SQL.moveToDlq(this.s, SQL.moveToDlqShape(reason), false, true);
+    return checkRounds(limit, () =>
+      this.db.transaction('checkDependencies', async (exec) => {
+        const edges = takenEdges(await exec(SQL.checkTake(this.s), SQL.checkTakeParams(limit)));
+        const open = edges.filter((e) => e.state === EdgeState.Waiting);
         if (open.length > 0) await exec(SQL.checkSettle(this.s), SQL.checkSettleParams(open));
-        const doomed = rows.filter((e) => e.state !== EdgeState.Waiting);
         const cancelled: string[] = [];
-        const shape = SQL.moveToDlqShape(FailureReason.DependencyFailed);
-        for (const edge of firstEdgePerJob(doomed)) {
-          const moved = await exec(
-            SQL.moveToDlq(this.s, shape, false, true),
-            SQL.moveToDlqParams(
-              { id: edge.jobId },
-              {
-                reason: FailureReason.DependencyFailed,
-                error: dependencyFailedText(edge.dependsOn, edge.state),
-                actor: null,
-                durationMs: null,
-              },
-            ),
-          );
-          if (moved.length > 0) cancelled.push(edge.jobId);
+        for (const { jobId, error } of dependentsToCancel(edges)) {
+          const moveParams = { reason, error, actor: null, durationMs: null };
+          const moved = await exec(move, SQL.moveToDlqParams({ id: jobId }, moveParams));
+          if (moved.length > 0) cancelled.push(jobId);
         }
-        if (doomed.length > 0) await exec(SQL.checkDone(this.s), SQL.checkDoneParams(doomed));
-        return { count: rows.length, settled: open.length, cancelled };
-      });
-      result.settled += taken.settled;
-      result.cancelled.push(...taken.cancelled);
-      // A full round may have left edges; a round that cancelled jobs marked their dependents'.
-      if (taken.count < limit && taken.cancelled.length === 0) break;
-    }
-    return result;
+        if (edges.length > 0) await exec(SQL.checkDone(this.s), SQL.checkDoneParams(edges));
+        return { taken: edges.length, settled: open.length, cancelled };
+      }),
+    );
   }
 
   /** @inheritdoc */

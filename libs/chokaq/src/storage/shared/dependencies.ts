@@ -4,9 +4,11 @@
  * of a job's edges as {@link JobDependencies}. The rules: docs/storage.md, "Dependencies".
  */
 import type {
+  DependencyCheckResult,
   DependencyPolicy,
   DependencyState,
   DependencyView,
+  EnqueueResult,
   JobDependencies,
 } from '../../interfaces/job.interface';
 import type { ValidatedJob } from '../../validation/validate-job';
@@ -86,6 +88,38 @@ export function waitingJobs(jobs: readonly ValidatedJob[]): ValidatedJob[] {
   return jobs.filter((j) => j.dependsOn !== null);
 }
 
+/**
+ * What an enqueue of `jobs` (with `results` in their order) made: the ids it inserted, and the
+ * jobs among those that wait on others, the ones whose edges it writes. By position: of two items
+ * with one id, only the one the call inserted counts.
+ */
+export function createdWaiting(
+  jobs: readonly ValidatedJob[],
+  results: readonly EnqueueResult[],
+): { made: Set<string>; waiting: ValidatedJob[] } {
+  const created = jobs.filter((_, i) => results[i].created);
+  return { made: new Set(created.map((j) => j.id)), waiting: waitingJobs(created) };
+}
+
+/**
+ * Where each dependency of `waiting` is, by `read` (one statement that marks hot and DLQ rows as
+ * waited on and finds archived ones, answering `[id, pillar]` pairs). An id not found is read
+ * once more, in a new statement: a move of it in flight can make the first read skip its hot row
+ * while the row the move wrote is not visible to it yet (PostgreSQL's statement snapshot; on SQL
+ * Server a resurrect in flight does the same between the DLQ and the hot table).
+ */
+export async function findDependencies(
+  waiting: readonly ValidatedJob[],
+  read: (ids: readonly string[]) => Promise<Iterable<readonly [string, DependencyPillar]>>,
+): Promise<Map<string, DependencyPillar>> {
+  const where = new Map<string, DependencyPillar>();
+  let ids = dependencyIds(waiting);
+  for (let round = 0; round < 2 && ids.length > 0; round++) {
+    for (const [id, pillar] of await read(ids)) where.set(id, pillar);
+    ids = ids.filter((id) => !where.has(id));
+  }
+  return where;
+}
 /** The distinct ids the jobs wait on, in first-seen order. */
 export function dependencyIds(jobs: readonly ValidatedJob[]): string[] {
   const ids = new Set<string>();
@@ -176,6 +210,68 @@ export function mapDependencies(rows: readonly Record<string, unknown>[]): JobDe
 
 /** Rounds of one `checkDependencies` call: how many levels of a cascade of cancels it follows. */
 export const DEPENDENCY_CHECK_ROUNDS = 8;
+
+/** An edge the check pass took (`checkTake`). */
+export interface TakenEdge {
+  jobId: string;
+  dependsOn: string;
+  state: EdgeState;
+}
+
+/** The edges of a `checkTake` read (`job_id`, `depends_on`, `state`; any case, folded here). */
+export function takenEdges(rows: readonly Record<string, unknown>[]): TakenEdge[] {
+  return rows.map((raw) => {
+    const row = fold(raw);
+    return {
+      jobId: String(row.jobid),
+      dependsOn: String(row.dependson),
+      state: Number(row.state) as EdgeState,
+    };
+  });
+}
+
+/**
+ * The waiting jobs a round of the check sends to the DLQ: the dependent of each failed or removed
+ * edge taken, once, with the error naming the dependency of its first such edge.
+ */
+export function dependentsToCancel(
+  edges: readonly TakenEdge[],
+): { jobId: string; error: string }[] {
+  return firstEdgePerJob(edges.filter((e) => e.state !== EdgeState.Waiting)).map((e) => ({
+    jobId: e.jobId,
+    error: dependencyFailedText(e.dependsOn, e.state),
+  }));
+}
+
+/** What one round of the check did, in its one transaction. */
+export interface CheckRound {
+  /** Edges it took. */
+  taken: number;
+  /** Open edges it re-read (PostgreSQL). */
+  settled: number;
+  /** Waiting jobs it sent to the DLQ. */
+  cancelled: string[];
+}
+
+/**
+ * The rounds of one `checkDependencies` call: `round(index)` runs one in a transaction of its own.
+ * A round that took fewer than `limit` edges and cancelled nothing is the last (a full round may
+ * have left edges; a round that cancelled jobs marked the `cancel` edges of the jobs waiting on
+ * them), and {@link DEPENDENCY_CHECK_ROUNDS} at most: the next call goes on.
+ */
+export async function checkRounds(
+  limit: number,
+  round: (index: number) => Promise<CheckRound>,
+): Promise<DependencyCheckResult> {
+  const result: DependencyCheckResult = { settled: 0, cancelled: [] };
+  for (let index = 0; index < DEPENDENCY_CHECK_ROUNDS; index++) {
+    const done = await round(index);
+    result.settled += done.settled;
+    result.cancelled.push(...done.cancelled);
+    if (done.taken < limit && done.cancelled.length === 0) break;
+  }
+  return result;
+}
 
 /** The edges to act on, one per dependent (the first taken names the dependency in its error). */
 export function firstEdgePerJob<E extends { jobId: string }>(edges: readonly E[]): E[] {

@@ -117,7 +117,7 @@ export function mapHotRow(raw: Row): HotJob {
     traceContext: parseTraceContext(r.tracecontext),
     payloadVersion: r.payloadversion == null ? 1 : num(r.payloadversion),
     batchId: str(r.batchid),
-    waitingOn: numOrNull(r.waitingon ?? null),
+    waitingOn: numOrNull(r.waitingon),
   };
 }
 
@@ -160,7 +160,7 @@ export function mapClaimedRow(r: Row): HotJob {
     traceContext: parseTraceContext(r.trace_context),
     payloadVersion: r.payload_version === undefined ? 1 : num(r.payload_version),
     batchId: str(r.batch_id),
-    waitingOn: numOrNull(r.waiting_on ?? null),
+    waitingOn: numOrNull(r.waiting_on),
   };
 }
 
@@ -200,7 +200,7 @@ export function mapJobView(raw: Row, pillar: Pillar): JobView {
     traceContext: parseTraceContext(r.tracecontext),
     payloadVersion: r.payloadversion == null ? 1 : num(r.payloadversion),
     batchId: str(r.batchid),
-    waitingOn: numOrNull(r.waitingon ?? null),
+    waitingOn: numOrNull(r.waitingon),
     finishedAtUtc: toDate(r.finishedatutc),
     durationMs: numOrNull(r.durationms),
     result: pillar === 'archive' ? parsePayload(r.result) : null,

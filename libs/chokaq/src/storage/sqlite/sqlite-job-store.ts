@@ -34,14 +34,13 @@ import {
 import type { HandlerTransactionSupport } from '../job-storage';
 import { BATCH_CALLBACK_BITS, batchEnqueued } from '../shared/batches';
 import {
-  DEPENDENCY_CHECK_ROUNDS,
   DependencyPillar,
-  EdgeState,
-  dependencyFailedText,
+  checkRounds,
+  createdWaiting,
   dependencyIds,
-  firstEdgePerJob,
+  dependentsToCancel,
   planDependencies,
-  waitingJobs,
+  takenEdges,
 } from '../shared/dependencies';
 import { NO_REASON, Outcome } from '../shared/outcome';
 import { rateStateOf, shortestRateWait } from '../shared/rate-window';
@@ -350,10 +349,7 @@ export class SqliteJobStore extends SqliteAdminStore implements DialectJobStore 
       for (const [i, job] of jobs.entries()) {
         if (job.dedupe !== null) results[i] = enqueueWithKeySync(job, this.dedupeSteps(on));
       }
-      // The items this call inserted (of an id given twice, only the first reports created).
-      const created = jobs.filter((_, i) => results[i].created);
-      const made = new Set(created.map((j) => j.id));
-      const waiting = waitingJobs(created);
+      const { made, waiting } = createdWaiting(jobs, results);
       if (waiting.length === 0) return { results, check: false };
       const plan = planDependencies(waiting, this.locate(on, waiting), made, false);
       if (plan.missing.length > 0) throw new ChokaQDependencyNotFoundError(plan.missing);
@@ -905,39 +901,28 @@ export class SqliteJobStore extends SqliteAdminStore implements DialectJobStore 
    * every Hot → DLQ move, whose settle step marks the `cancel` edges of the jobs waiting on it for
    * the next round), and unmark every edge taken (`checkDone`). SQLite never marks an open edge
    * (its single writer leaves no move in flight to re-read), so nothing here settles one:
-   * `settled` stays 0, and an open edge taken would only be unmarked. A round that takes fewer
-   * edges than `limit` and cancels nothing is the last.
+   * `settled` stays 0, and an open edge taken would only be unmarked. The rounds as `checkRounds`
+   * runs them, the event loop given a turn between two.
    * @inheritdoc
    */
   async checkDependencies(limit: number): Promise<DependencyCheckResult> {
-    const result: DependencyCheckResult = { settled: 0, cancelled: [] };
-    for (let round = 0; round < DEPENDENCY_CHECK_ROUNDS; round++) {
-      if (round > 0) await yieldToEventLoop();
-      const taken = await this.db.write('checkDependencies', () => {
-        const edges = this.db.all(this.sql.checkTake, { limit }).map((r) => ({
-          jobId: String(r.job_id),
-          dependsOn: String(r.depends_on),
-          state: Number(r.state) as EdgeState,
-        }));
-        const doomed = edges.filter((e) => e.state !== EdgeState.Waiting);
+    return checkRounds(limit, async (index) => {
+      if (index > 0) await yieldToEventLoop();
+      return this.db.write('checkDependencies', () => {
+        const edges = takenEdges(this.db.all(this.sql.checkTake, { limit }));
         const cancelled: string[] = [];
-        for (const edge of firstEdgePerJob(doomed)) {
-          const rows = this.db.all(this.sql.moveToDlqWaiting, { id: edge.jobId });
-          const error = dependencyFailedText(edge.dependsOn, edge.state);
+        for (const { jobId, error } of dependentsToCancel(edges)) {
+          const rows = this.db.all(this.sql.moveToDlqWaiting, { id: jobId });
           this.moveRowsToDlq(rows, FailureReason.DependencyFailed, error, null, null);
-          if (rows.length > 0) cancelled.push(edge.jobId);
+          if (rows.length > 0) cancelled.push(jobId);
         }
         if (edges.length > 0) {
           const done = edges.map((e) => ({ job_id: e.jobId, depends_on: e.dependsOn }));
           this.db.run(this.sql.checkDone, { edges: JSON.stringify(done) });
         }
-        return { count: edges.length, cancelled };
+        return { taken: edges.length, settled: 0, cancelled };
       });
-      result.cancelled.push(...taken.cancelled);
-      // A full round may have left edges; a round that cancelled jobs marked their dependents'.
-      if (taken.count < limit && taken.cancelled.length === 0) break;
-    }
-    return result;
+    });
   }
 
   /** @inheritdoc */

@@ -158,11 +158,12 @@ dep_dropped AS (
  * it still has one. That lock waits for a move of the dependency in flight, whose statement may
  * predate the edge (its snapshot then misses it), so after this statement every move of the
  * dependency either committed (step 2 reads where it went) or has yet to start (and will see the
- * edge, committed before this pass began).
+ * edge, committed before this pass began). `dependency_hot` is what makes the statement run
+ * `held`: PostgreSQL runs a SELECT of a WITH clause only when the query reads it.
  */
 export const checkTake = (s: string): string => `
 WITH taken AS MATERIALIZED (
-  SELECT e.job_id, e.depends_on, e.state, e.on_failure
+  SELECT e.job_id, e.depends_on, e.state
   FROM ${s}.job_dependencies e
   WHERE e.needs_check
   ORDER BY e.created_at_utc
@@ -174,7 +175,7 @@ held AS MATERIALIZED (
   WHERE h.id IN (SELECT depends_on FROM taken WHERE state = ${EdgeState.Waiting})
   FOR KEY SHARE
 )
-SELECT t.job_id, t.depends_on, t.state, t.on_failure,
+SELECT t.job_id, t.depends_on, t.state,
        EXISTS (SELECT 1 FROM held WHERE held.id = t.depends_on) AS dependency_hot
 FROM taken t`;
 
@@ -185,53 +186,41 @@ export function checkTakeParams(limit: number): unknown[] {
 
 /**
  * The check pass, step 2 (a new statement: its snapshot sees every move step 1 waited for): the
- * open edges among $1 (job ids) × $2 (dependencies) whose dependency left the hot table are
- * settled as its move would have settled them ({@link dependencySettle}); the rest are no longer
- * marked. Returns nothing.
+ * open edges of the dependencies $1 (those of the open edges step 1 took) that left the hot table
+ * are settled as their move would have settled them ({@link dependencySettle}). Returns nothing.
  */
 export const checkSettle = (s: string): string => `
-WITH pair AS (
-  SELECT * FROM unnest($1::text[], $2::text[]) AS p(job_id, depends_on)
-),
-cleared AS (
-  UPDATE ${s}.job_dependencies e SET needs_check = false
-  FROM pair p
-  WHERE e.job_id = p.job_id AND e.depends_on = p.depends_on AND e.state = ${EdgeState.Waiting}
-    AND EXISTS (SELECT 1 FROM ${s}.jobs_hot h WHERE h.id = e.depends_on)
-)${dependencySettle(
-  s,
-  `SELECT a.id, true AS has_dependents, true AS ok FROM ${s}.jobs_archive a
-   WHERE a.id IN (SELECT depends_on FROM pair)
-   UNION ALL
-   SELECT d.id, true, false FROM ${s}.jobs_dlq d WHERE d.id IN (SELECT depends_on FROM pair)`,
-)},
-block_cleared AS (
-  UPDATE ${s}.job_dependencies e SET needs_check = false
-  FROM pair p
-  WHERE e.job_id = p.job_id AND e.depends_on = p.depends_on AND e.state = ${EdgeState.Waiting}
-    AND e.on_failure = ${PolicyCode.Block}
-    AND EXISTS (SELECT 1 FROM ${s}.jobs_dlq d WHERE d.id = e.depends_on)
-)
+WITH settled AS (
+  SELECT a.id, true AS has_dependents, true AS ok FROM ${s}.jobs_archive a
+  WHERE a.id = ANY ($1::text[])
+  UNION ALL
+  SELECT d.id, true, false FROM ${s}.jobs_dlq d WHERE d.id = ANY ($1::text[])
+)${dependencySettle(s, 'SELECT * FROM settled')}
 SELECT 1 WHERE false`;
 
-/** Binds {@link checkSettle}: the open edges step 1 took, as parallel arrays. */
-export function checkSettleParams(
-  edges: readonly { jobId: string; dependsOn: string }[],
-): unknown[] {
-  return [edges.map((e) => e.jobId), edges.map((e) => e.dependsOn)];
+/** Binds {@link checkSettle}: $1 the dependencies of the open edges step 1 took. */
+export function checkSettleParams(edges: readonly { dependsOn: string }[]): unknown[] {
+  return [[...new Set(edges.map((e) => e.dependsOn))]];
 }
 
 /**
- * The check pass, step 3: edges among $1 × $2 (failed or removed) are no longer marked, once
- * their dependent was sent to the DLQ (or was found no longer waiting).
+ * The check pass, last step (a statement of its own, after step 2 and the cancels): the edges
+ * among $1 × $2 still in the state they were taken in ($3) are no longer marked. That unmarks the
+ * failed and removed ones whose dependent was acted on, and the open ones that still wait (their
+ * dependency hot, whose next move sees them, or in the DLQ under `block`); an open edge step 2
+ * failed under `cancel` keeps its mark, for the next round.
  */
 export const checkDone = (s: string): string => `
 UPDATE ${s}.job_dependencies e SET needs_check = false
-FROM unnest($1::text[], $2::text[]) AS p(job_id, depends_on)
-WHERE e.job_id = p.job_id AND e.depends_on = p.depends_on`;
+FROM unnest($1::text[], $2::text[], $3::smallint[]) AS p(job_id, depends_on, state)
+WHERE e.job_id = p.job_id AND e.depends_on = p.depends_on AND e.state = p.state`;
 
-/** Binds {@link checkDone}. */
-export const checkDoneParams = checkSettleParams;
+/** Binds {@link checkDone}: the edges taken, with the state each was taken in. */
+export function checkDoneParams(
+  edges: readonly { jobId: string; dependsOn: string; state: number }[],
+): unknown[] {
+  return [edges.map((e) => e.jobId), edges.map((e) => e.dependsOn), edges.map((e) => e.state)];
+}
 
 /**
  * A job's edges both ways: those it waits on (`dir` 'on') and, at most
