@@ -11,6 +11,7 @@ import {
   defineJob,
   flowStep,
 } from '../../libs/chokaq/src';
+import { meterHarness, pointLines } from '../support/metric-reader';
 import { describeEachDialect, TestSchema } from '../support/test-database';
 import { waitFor } from '../support/wait-for';
 import { bootApp, closeAndCheck, e2eDatabase } from './support/e2e-app';
@@ -148,6 +149,29 @@ describeEachDialect('workflows (dependsOn, enqueueFlow)', ({ name: dialect }) =>
         attemptCount: 0,
       });
       expect(ran).not.toContain('never:cancelled');
+    } finally {
+      await closeAndCheck(app, db);
+    }
+  });
+
+  it('counts the jobs a flow enqueued per queue and type', async () => {
+    const { provider, collect } = meterHarness();
+    const app = await bootApp(db, {
+      providers: [FlowHandlers],
+      options: { worker: { enabled: false }, metrics: { meterProvider: provider } },
+    });
+    try {
+      await app.get(JobClient).enqueueFlow({
+        east: flowStep(Region, { region: 'east', sales: 1 }),
+        west: flowStep(Region, { region: 'west', sales: 2 }),
+        audit: flowStep('flows.audit', { month: '2026-11' }, { after: ['east', 'west'] }),
+      });
+      expect(
+        pointLines(await collect()).filter((line) => line.startsWith('chokaq.jobs.enqueued')),
+      ).toEqual([
+        'chokaq.jobs.enqueued{queue=flows,type=region.v1} 2',
+        'chokaq.jobs.enqueued{queue=flows.audit,type=flows.audit} 1',
+      ]);
     } finally {
       await closeAndCheck(app, db);
     }

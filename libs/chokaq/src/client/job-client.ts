@@ -26,6 +26,7 @@ import { ChokaQTracing } from '../observability/chokaq-tracing';
 import { JobEvents } from '../runtime/job-events';
 import { announceCancelled } from '../runtime/lifecycle-events';
 import { JobStorage } from '../storage/job-storage';
+import { MAX_ENQUEUE_MANY } from '../validation/limits';
 import { fitTraceContext } from '../validation/trace-context';
 import { assertPendingUpdated } from '../validation/validate-job';
 import {
@@ -251,9 +252,13 @@ export class JobClient {
     options: EnqueueFlowOptions = {},
   ): Promise<FlowEnqueued> {
     const names = steps !== null && typeof steps === 'object' ? Object.keys(steps) : [];
-    if (names.length === 0 || names.length > 10_000) {
+    if (names.length === 0 || names.length > MAX_ENQUEUE_MANY) {
       throw new ChokaQValidationError([
-        { path: 'steps', message: 'must be an object of 1 to 10,000 steps', value: steps },
+        {
+          path: 'steps',
+          message: `must be an object of 1 to ${MAX_ENQUEUE_MANY} steps`,
+          value: steps,
+        },
       ]);
     }
     const ids = new Map<string, string>();
@@ -578,19 +583,20 @@ async function checkPayloads(
 /** An `enqueueMany` item that is not an object: no payload to check. */
 const SKIP: unique symbol = Symbol('not an item');
 
-/** Counts the jobs `enqueueMany` created, by type (one queue per call; types may differ on a plain queue). */
+/** Counts the jobs `enqueueMany` or `enqueueFlow` created, by queue and type (a flow spans queues). */
 function countCreated(
   metrics: ChokaQMetrics,
   jobs: ReadonlyArray<NewJob & { queue: string }>,
   results: ReadonlyArray<{ created: boolean }>,
 ): void {
-  const byType = new Map<string, number>();
-  let queue = '';
+  const counts = new Map<string, { queue: string; type: string; n: number }>();
   jobs.forEach((job, i) => {
     if (!results[i]?.created) return;
-    queue = job.queue;
-    const type = job.type ?? queue;
-    byType.set(type, (byType.get(type) ?? 0) + 1);
+    const type = job.type ?? job.queue;
+    const key = JSON.stringify([job.queue, type]);
+    const entry = counts.get(key) ?? { queue: job.queue, type, n: 0 };
+    entry.n++;
+    counts.set(key, entry);
   });
-  for (const [type, count] of byType) metrics.enqueued(queue, type, count);
+  for (const { queue, type, n } of counts.values()) metrics.enqueued(queue, type, n);
 }
