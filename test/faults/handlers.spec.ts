@@ -144,7 +144,9 @@ describeEachDialect(
       expect(seen.quickRuns).toEqual([next]);
       expect(seen.neverSignal?.aborted).toBe(true);
       expect(String(seen.neverSignal?.reason)).toMatch(/ChokaQJobTimeoutError|timeout/i);
-      const row = await dlqRow(db, stuck);
+      // The slot is freed at the timeout, and the stuck job's move to the DLQ is written by the
+      // completion flush after it: the quick job's archive may commit first.
+      const row = await waitFor('the stuck job in the DLQ', () => dlqRow(db, stuck));
       expect(Number(row.status)).toBe(JobStatus.Failed);
       expect(Number(row.failure_reason)).toBe(FailureReason.Timeout);
     });
