@@ -1,5 +1,5 @@
 import { execFileSync } from 'node:child_process';
-import { chmodSync, chownSync, mkdtempSync, rmSync } from 'node:fs';
+import { chmodSync, chownSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -9,11 +9,13 @@ const PG_BIN = process.env.CHOKAQ_PG_BIN ?? '/usr/lib/postgresql/15/bin';
 /** The operating-system user a cluster runs as: PostgreSQL refuses to run as root. */
 const PG_USER = 'postgres';
 
-/** A PostgreSQL cluster the bench started for itself, and how to stop it. */
+/** A PostgreSQL cluster the bench or a test started for itself, and how to stop it. */
 export interface OwnCluster {
   /** `postgres://postgres@127.0.0.1:<port>/postgres` (trust authentication, local only). */
   url: string;
   port: number;
+  /** The server's log so far (`server.log` in its directory): its statements, with `log_statement`. */
+  log(): string;
   /** Stops the server (fast shutdown) and removes its data directory. */
   stop(): Promise<void>;
 }
@@ -43,32 +45,37 @@ function asPostgres(program: string, args: readonly string[]): void {
   });
 }
 
-/**
- * Starts a fresh PostgreSQL cluster under a temporary directory on a free port, with the server's
- * stock settings (autovacuum on, as a production server runs) and `extra` settings given as
- * `name=value` (`-c`), trust authentication on 127.0.0.1 only. The soak runs on one when the
- * bench's own server is configured otherwise (a CI server with autovacuum off, say). Whoever
- * starts one stops it (`stop()`), also when the run fails.
- */
-export async function startOwnCluster(extra: readonly string[] = []): Promise<OwnCluster> {
+/** A temporary directory the PostgreSQL user owns (mode 0700, as `initdb` and the server want). */
+function clusterDirectory(): string {
   const dir = mkdtempSync(join(tmpdir(), 'chokaq-bench-pg-'));
-  const data = join(dir, 'data');
   if (process.getuid?.() === 0) {
     const uid = Number(execFileSync('id', ['-u', PG_USER]).toString().trim());
     const gid = Number(execFileSync('id', ['-g', PG_USER]).toString().trim());
     chownSync(dir, uid, gid);
   }
   chmodSync(dir, 0o700);
+  return dir;
+}
+
+/**
+ * Starts the server of the data directory `data` (inside `dir`) on a free port, with `extra`
+ * settings, and returns the handle that stops it and removes `dir`.
+ */
+async function startServer(
+  dir: string,
+  data: string,
+  extra: readonly string[],
+): Promise<OwnCluster> {
   const port = await freePort();
+  const logFile = join(dir, 'server.log');
   try {
-    asPostgres('initdb', ['-D', data, '-U', PG_USER, '-A', 'trust', '--no-sync', '-E', 'UTF8']);
     const options = [
       `-p ${port}`,
       "-c listen_addresses='127.0.0.1'",
       `-c unix_socket_directories='${dir}'`,
       ...extra.map((setting) => `-c ${setting}`),
     ].join(' ');
-    asPostgres('pg_ctl', ['-D', data, '-l', join(dir, 'server.log'), '-o', options, '-w', 'start']);
+    asPostgres('pg_ctl', ['-D', data, '-l', logFile, '-o', options, '-w', 'start']);
   } catch (error) {
     rmSync(dir, { recursive: true, force: true });
     throw error;
@@ -77,6 +84,7 @@ export async function startOwnCluster(extra: readonly string[] = []): Promise<Ow
   return {
     url: `postgres://${PG_USER}@127.0.0.1:${port}/postgres`,
     port,
+    log: () => readFileSync(logFile, 'utf8'),
     stop: async () => {
       if (stopped) return;
       stopped = true;
@@ -87,4 +95,60 @@ export async function startOwnCluster(extra: readonly string[] = []): Promise<Ow
       }
     },
   };
+}
+
+/**
+ * Starts a fresh PostgreSQL cluster under a temporary directory on a free port, with the server's
+ * stock settings (autovacuum on, as a production server runs; `wal_level` replica, so a standby
+ * can follow it) and `extra` settings given as `name=value` (`-c`), trust authentication on
+ * 127.0.0.1 only (replication connections included: `initdb -A trust` writes those lines of
+ * `pg_hba.conf`). The soak runs on one when the bench's own server is configured otherwise (a CI
+ * server with autovacuum off, say); the read-replica tests run a primary and its standby. Whoever
+ * starts one stops it (`stop()`), also when the run fails.
+ */
+export async function startOwnCluster(extra: readonly string[] = []): Promise<OwnCluster> {
+  const dir = clusterDirectory();
+  const data = join(dir, 'data');
+  try {
+    asPostgres('initdb', ['-D', data, '-U', PG_USER, '-A', 'trust', '--no-sync', '-E', 'UTF8']);
+  } catch (error) {
+    rmSync(dir, { recursive: true, force: true });
+    throw error;
+  }
+  return startServer(dir, data, extra);
+}
+
+/**
+ * Starts a hot standby of `primary`: a base backup taken with `pg_basebackup -R` (which writes
+ * `primary_conninfo` and `standby.signal`, so the server starts streaming from the primary) under
+ * a temporary directory of its own, on a free port, with `extra` settings. It follows the primary
+ * until it is stopped or promoted.
+ * https://www.postgresql.org/docs/15/app-pgbasebackup.html
+ */
+export async function startStandby(
+  primary: OwnCluster,
+  extra: readonly string[] = [],
+): Promise<OwnCluster> {
+  const dir = clusterDirectory();
+  const data = join(dir, 'data');
+  try {
+    asPostgres('pg_basebackup', [
+      '-h',
+      '127.0.0.1',
+      '-p',
+      String(primary.port),
+      '-U',
+      PG_USER,
+      '-D',
+      data,
+      '-R',
+      '-X',
+      'stream',
+      '--no-sync',
+    ]);
+  } catch (error) {
+    rmSync(dir, { recursive: true, force: true });
+    throw error;
+  }
+  return startServer(dir, data, extra);
 }

@@ -57,6 +57,10 @@ describeEachDialect('storage contract: dashboard reads', (fixture) => {
     return points[0];
   }
 
+  it('replicationLagMs is null on a database that is not a hot standby (every test database)', async () => {
+    await expect(db.storage.replicationLagMs()).resolves.toBeNull();
+  });
+
   it('getSummary says which figures are estimates; SQLite keeps the archive and DLQ counts exact through every move, purge and retention', async () => {
     const queue = uniqueQueue('summary');
     // Archive, DLQ with a lease and by id, cancel, zombie, resurrect, purge by id and by filter,

@@ -19,6 +19,12 @@ export const CHOKAQ_RESOLVED_OPTIONS = 'CHOKAQ:RESOLVED_OPTIONS';
 /** Token of the `JobStorage` created from `options.storage`. */
 export const CHOKAQ_STORAGE = 'CHOKAQ:STORAGE';
 
+/**
+ * Token of the `JobStorage` opened on `storage.readReplica` for the dashboard-grade reads, or null
+ * without one.
+ */
+export const CHOKAQ_READ_REPLICA = 'CHOKAQ:READ_REPLICA';
+
 /** Token of the middleware instances, in the order they were listed (first = outermost). */
 export const CHOKAQ_MIDDLEWARE = 'CHOKAQ:MIDDLEWARE';
 

@@ -1,7 +1,7 @@
 import { DynamicModule, Logger, Module } from '@nestjs/common';
 import { DiscoveryModule } from '@nestjs/core';
 import { ChokaQAdmin } from './admin/chokaq-admin.service';
-import { CHOKAQ_RESOLVED_OPTIONS, CHOKAQ_STORAGE } from './chokaq.constants';
+import { CHOKAQ_READ_REPLICA, CHOKAQ_RESOLVED_OPTIONS, CHOKAQ_STORAGE } from './chokaq.constants';
 import {
   CHOKAQ_MODULE_OPTIONS,
   ChokaQForRootAsyncOptions,
@@ -18,7 +18,7 @@ import { ChokaQModuleOptions, ResolvedChokaQOptions } from './interfaces/module-
 import { ChokaQMetrics } from './observability/chokaq-metrics';
 import { ChokaQTracing } from './observability/chokaq-tracing';
 import { JobEvents } from './runtime/job-events';
-import { createJobStorage } from './storage/create-storage';
+import { createJobStorage, openReadReplica } from './storage/create-storage';
 import type { JobStorage } from './storage/job-storage';
 import { WorkerRegistry } from './worker.registry';
 
@@ -55,6 +55,14 @@ import { WorkerRegistry } from './worker.registry';
       useFactory: (options: ResolvedChokaQOptions) =>
         createJobStorage(options.storage, { logger: (context) => new Logger(context) }),
       inject: [CHOKAQ_RESOLVED_OPTIONS],
+    },
+    // the hot standby of storage.readReplica (PostgreSQL), opened after the primary, or null
+    {
+      provide: CHOKAQ_READ_REPLICA,
+      useFactory: async (options: ResolvedChokaQOptions, _primary: JobStorage) =>
+        (await openReadReplica(options.storage, { logger: (context) => new Logger(context) })) ??
+        null,
+      inject: [CHOKAQ_RESOLVED_OPTIONS, CHOKAQ_STORAGE],
     },
     // process-local lifecycle events: the worker emits, @OnJobEvent methods and subscribers hear
     {
@@ -96,6 +104,7 @@ import { WorkerRegistry } from './worker.registry';
         events: JobEvents,
         metrics: ChokaQMetrics,
         handlers: HandlerRegistry,
+        replica: JobStorage | null,
       ) =>
         new ChokaQAdmin(
           storage,
@@ -105,6 +114,7 @@ import { WorkerRegistry } from './worker.registry';
           metrics,
           handlers,
           new Logger('ChokaQAdmin'),
+          replica ?? storage,
         ),
       inject: [
         CHOKAQ_STORAGE,
@@ -113,6 +123,7 @@ import { WorkerRegistry } from './worker.registry';
         JobEvents,
         ChokaQMetrics,
         HandlerRegistry,
+        CHOKAQ_READ_REPLICA,
       ],
     },
   ],

@@ -9,7 +9,12 @@ import {
 } from '@nestjs/common';
 import { ModuleRef } from '@nestjs/core';
 import type { SchedulerRegistry } from '@nestjs/schedule';
-import { CHOKAQ_MIDDLEWARE, CHOKAQ_RESOLVED_OPTIONS, CHOKAQ_STORAGE } from './chokaq.constants';
+import {
+  CHOKAQ_MIDDLEWARE,
+  CHOKAQ_READ_REPLICA,
+  CHOKAQ_RESOLVED_OPTIONS,
+  CHOKAQ_STORAGE,
+} from './chokaq.constants';
 import { toError } from './common/error-text';
 import { logEvent } from './common/log-events';
 import { storageSchema } from './config/storage-defaults';
@@ -73,6 +78,7 @@ export class ChokaQOrchestrator
   constructor(
     @Inject(CHOKAQ_RESOLVED_OPTIONS) private readonly options: ResolvedChokaQOptions,
     @Inject(CHOKAQ_STORAGE) private readonly storage: JobStorage,
+    @Inject(CHOKAQ_READ_REPLICA) private readonly replica: JobStorage | null,
     @Inject(CHOKAQ_MIDDLEWARE) private readonly middleware: ChokaQMiddleware[],
     private readonly explorer: ChokaQExplorer,
     private readonly registry: HandlerRegistry,
@@ -103,7 +109,7 @@ export class ChokaQOrchestrator
       this.workers.setDrainWorkerFactory(() => (this.drainWorker = this.createWorker()));
       // In every process, producer-only ones too: the gauges describe the database, not a worker.
       if (this.options.metrics.queueGauges)
-        this.metrics.observeQueues(queueGaugeSource(this.storage));
+        this.metrics.observeQueues(queueGaugeSource(this.replica ?? this.storage));
     } catch (error) {
       // Startup fails here; close what the storage provider opened, or a file handle or pool
       // would outlive the failed application.
@@ -197,9 +203,14 @@ export class ChokaQOrchestrator
 
   private storageClosed: Promise<void> | undefined;
 
-  /** Closes the storage once; a borrowed DataSource is left open by the storage itself. */
+  /**
+   * Closes the storage and the read replica once; a borrowed DataSource is left open by the
+   * storage itself.
+   */
   private closeStorage(): Promise<void> {
-    this.storageClosed ??= this.storage.close();
+    this.storageClosed ??= Promise.all([this.storage.close(), this.replica?.close()]).then(
+      () => undefined,
+    );
     return this.storageClosed;
   }
 }

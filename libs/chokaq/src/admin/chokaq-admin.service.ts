@@ -30,6 +30,7 @@ import {
   QueueOutcomes,
   QueueOutcomesQuery,
   QueueStats,
+  ReadSource,
   SummaryStats,
   ThroughputPoint,
   ThroughputSeriesQuery,
@@ -87,6 +88,13 @@ import { readConfirmation, signConfirmation } from './confirmation-token';
  * {@link MAX_ADMIN_BULK} rows, and a bulk action by filter needs the confirmation token of a
  * {@link previewDlq} of the same action and filter.
  *
+ * With `storage.readReplica` (PostgreSQL), its lists, counts and statistics (the active, archive
+ * and DLQ lists, the audit log, summary, queue stats, health, outcomes, throughput, top errors,
+ * exact counts, queues, groups, recurring jobs and workers) read the hot standby, so a dashboard
+ * that polls them costs the primary nothing; they trail the primary by the replication lag
+ * ({@link readSource}). A read of one job, batch or its dependencies (what an operator is about to
+ * act on), every preview behind a confirmation token and every action read and write the primary.
+ *
  * @publicApi
  */
 export class ChokaQAdmin {
@@ -102,16 +110,30 @@ export class ChokaQAdmin {
     private readonly metrics: ChokaQMetrics = ChokaQMetrics.disabled(),
     private readonly handlers?: HandlerRegistry,
     private readonly logger: ChokaQLogger = new StreamLogger('ChokaQAdmin'),
+    private readonly reads: JobStorage = storage,
   ) {}
+
+  /**
+   * Where the lists, counts and statistics are read (see the class comment): `'replica'` when
+   * `storage.readReplica` is set, with how far it trails the primary (`lagMs`, null when the server
+   * named is not a standby), else `'primary'`.
+   */
+  async readSource(): Promise<ReadSource> {
+    if (this.reads === this.storage) return { from: 'primary' };
+    return { from: 'replica', lagMs: await this.reads.replicationLagMs() };
+  }
 
   /** The confirmation secret, read (or first stored) once per instance. */
   private secret?: Promise<string>;
 
   // ------------------------------------------------------------------ queues
 
-  /** Every queue with its controls. */
-  listQueues(): Promise<QueueInfo[]> {
-    return this.storage.getQueues();
+  /**
+   * Every queue with its controls, from the read replica if there is one; `{ fresh: true }` reads
+   * the primary (before an action on a queue).
+   */
+  listQueues(options: { fresh?: boolean } = {}): Promise<QueueInfo[]> {
+    return (options.fresh === true ? this.storage : this.reads).getQueues();
   }
 
   /** Applies several queue controls at once (undefined = unchanged, null = clear). */
@@ -220,7 +242,7 @@ export class ChokaQAdmin {
    * most running first, then most pending; at most `limit` (default 10, at most 100).
    */
   getQueueGroups(queue: string, limit?: number): Promise<QueueGroupLoad[]> {
-    return this.storage.getQueueGroups(queue, limit);
+    return this.reads.getQueueGroups(queue, limit);
   }
 
   /** Zombie timeout of the queue in seconds (a heartbeat this old makes a zombie); null = global. */
@@ -402,7 +424,7 @@ export class ChokaQAdmin {
    * while (page.nextCursor) page = await admin.listActive({ filter: { queue: 'emails' }, limit: 100, cursor: page.nextCursor });
    */
   listActive(query: ListQuery<ActiveFilter> = {}): Promise<ListPage> {
-    return this.storage.listActive(query);
+    return this.reads.listActive(query);
   }
 
   /**
@@ -410,7 +432,7 @@ export class ChokaQAdmin {
    * and finish time. Otherwise as {@link listActive}.
    */
   listArchive(query: ListQuery<HistoryFilter> = {}): Promise<ListPage> {
-    return this.storage.listArchive(query);
+    return this.reads.listArchive(query);
   }
 
   /**
@@ -418,7 +440,7 @@ export class ChokaQAdmin {
    * failure time and ids. Otherwise as {@link listActive}.
    */
   listDlq(query: ListQuery<DlqFilter> = {}): Promise<ListPage> {
-    return this.storage.listDlq(query);
+    return this.reads.listDlq(query);
   }
 
   // ------------------------------------------------------------------ DLQ
@@ -618,7 +640,7 @@ export class ChokaQAdmin {
    * const { items } = await admin.getAuditLog({ target: jobId, limit: 20 });
    */
   getAuditLog(query: AuditLogQuery = {}): Promise<AuditLogPage> {
-    return this.storage.getAuditLog(query);
+    return this.reads.getAuditLog(query);
   }
 
   // ------------------------------------------------------------------ stats
@@ -629,17 +651,17 @@ export class ChokaQAdmin {
    * and SQL Server: `estimated` says which figures are; {@link countExactly} counts.
    */
   getSummary(): Promise<SummaryStats> {
-    return this.storage.getSummary();
+    return this.reads.getSummary();
   }
 
   /** Per-queue counters, hot counts and controls. */
   getQueueStats(): Promise<QueueStats[]> {
-    return this.storage.getQueueStats();
+    return this.reads.getQueueStats();
   }
 
   /** Per-queue lag (the oldest due job's age, live; recent start lag) and saturation. */
   getQueueHealth(): Promise<QueueHealth[]> {
-    return this.storage.getQueueHealth();
+    return this.reads.getQueueHealth();
   }
 
   /**
@@ -650,7 +672,7 @@ export class ChokaQAdmin {
    * outcome, so a card that polls it costs the same at any size of the archive or the DLQ.
    */
   getQueueOutcomes(query: QueueOutcomesQuery = {}): Promise<QueueOutcomes[]> {
-    return this.storage.getQueueOutcomes(query);
+    return this.reads.getQueueOutcomes(query);
   }
 
   /**
@@ -665,7 +687,7 @@ export class ChokaQAdmin {
 
   /** Completions per second over the last minute and the last five. */
   getThroughput(queue?: string): Promise<ThroughputStats> {
-    return this.storage.getThroughput(queue);
+    return this.reads.getThroughput(queue);
   }
 
   /**
@@ -673,7 +695,7 @@ export class ChokaQAdmin {
    * a time range, for charts. The step is a whole number of minutes; at most 10,000 points.
    */
   getThroughputSeries(query: ThroughputSeriesQuery): Promise<ThroughputPoint[]> {
-    return this.storage.getThroughputSeries(query);
+    return this.reads.getThroughputSeries(query);
   }
 
   /**
@@ -681,7 +703,7 @@ export class ChokaQAdmin {
    * (ids, numbers, UUIDs, hex, quoted values and times do not split a family).
    */
   getTopErrors(limit = 10, filter?: DlqFilter): Promise<DlqErrorFamily[]> {
-    return this.storage.getTopDlqErrors(limit, filter);
+    return this.reads.getTopDlqErrors(limit, filter);
   }
 
   /**
@@ -689,7 +711,7 @@ export class ChokaQAdmin {
    * the DLQ can hold millions), so call it when the exact number is needed, not on every refresh.
    */
   countExactly(query: CountQuery): Promise<number> {
-    return this.storage.countExactly(query);
+    return this.reads.countExactly(query);
   }
 
   // ------------------------------------------------------------------ recurring jobs
@@ -704,10 +726,10 @@ export class ChokaQAdmin {
    * that job).
    */
   async getRecurringJobs(): Promise<RecurringJobView[]> {
-    const records = await this.storage.getRecurringJobs();
+    const records = await this.reads.getRecurringJobs();
     return Promise.all(
       records.map(async (record) => {
-        const job = record.lastJobId === null ? null : await this.storage.getJob(record.lastJobId);
+        const job = record.lastJobId === null ? null : await this.reads.getJob(record.lastJobId);
         const lastRun = job ? { id: job.id, pillar: job.pillar, status: job.status } : null;
         return { ...record, lastRun };
       }),
@@ -830,7 +852,7 @@ export class ChokaQAdmin {
    * Stopped and lost workers stay listed until `retention.workersMs` after they were last seen.
    */
   listWorkers(query: Pick<WorkerQuery, 'limit'> = {}): Promise<WorkerInfo[]> {
-    return this.storage.listWorkers({
+    return this.reads.listWorkers({
       lostAfterMs: this.options.rescue.zombieTimeoutMs,
       limit: query?.limit,
     });

@@ -4,10 +4,10 @@ import { ChokaQError } from '../errors';
 import type { CommandResult, Invocation, ParsedCommandLine } from './args/command-definition';
 import { helpOf, overviewHelp } from './args/help-text';
 import { CommandEntry, commandsOf, parseCommandLine } from './args/parse-command-line';
-import { DATABASE_URL_ENV, stringValue } from './args/shared-options';
+import { DATABASE_URL_ENV, READ_REPLICA_URL_ENV, stringValue } from './args/shared-options';
 import type { CliIo } from './cli-io';
 import { COMMAND_TABLE } from './commands/command-table';
-import { databaseTarget } from './connection/database-url';
+import { databaseTarget, withReadReplica } from './connection/database-url';
 import { CliUsageError } from './errors/cli-usage.error';
 import { EXIT_CODES, ExitCode, exitCodeOf } from './exit-code';
 import { renderJson, renderView } from './format/render';
@@ -61,9 +61,12 @@ async function execute(
   io: CliIo,
 ): Promise<CommandResult> {
   if (invocation.database === 'none') return invocation.run(undefined);
-  const target = databaseTarget(
-    stringValue(line, 'url') ?? io.env[DATABASE_URL_ENV],
-    stringValue(line, 'schema'),
+  const target = withReadReplica(
+    databaseTarget(
+      stringValue(line, 'url') ?? io.env[DATABASE_URL_ENV],
+      stringValue(line, 'schema'),
+    ),
+    stringValue(line, 'read-replica') ?? io.env[READ_REPLICA_URL_ENV],
   );
   // Loaded here, not imported at the top: TypeORM, a driver and Nest load only for a command that
   // opens the database.

@@ -79,6 +79,7 @@ const PINNED: ReadonlyArray<[id: number, name: string, level: string, fields: st
   [5022, 'NotifyConnectionLost', 'warn', ['label', 'error']],
   [5023, 'NotifyConnectionRestored', 'log', ['label', 'attempts']],
   [5030, 'HandlerTransactionPoolSmall', 'warn', ['poolSize', 'concurrency', 'handlers']],
+  [5040, 'ReadReplicaUnavailable', 'warn', ['error']],
   [6000, 'QueueUpdated', 'log', ['queue', 'settings']],
   [6001, 'JobsCancelled', 'log', ['actor', 'requested', 'cancelled', 'cancelRequested']],
   [6002, 'JobResurrected', 'log', ['jobId', 'actor', 'resurrected']],

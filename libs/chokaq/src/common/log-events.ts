@@ -152,6 +152,7 @@ export const CHOKAQ_LOG_EVENTS = {
     level: 'warn',
     fields: ['poolSize', 'concurrency', 'handlers'],
   },
+  ReadReplicaUnavailable: { id: 5040, level: 'warn', fields: ['error'] },
 
   // ------------------------------------------------------------------ 6000s admin
   QueueUpdated: { id: 6000, level: 'log', fields: ['queue', 'settings'] },

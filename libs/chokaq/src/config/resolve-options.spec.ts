@@ -260,6 +260,24 @@ describe('resolveChokaQOptions', () => {
       ).toBe(20);
     });
 
+    it('takes a read replica of PostgreSQL storage and of a borrowed DataSource, its password unechoed', () => {
+      const readReplica = { url: 'postgres://r/db', poolSize: 3 };
+      expect(
+        resolveChokaQOptions({ storage: { type: 'postgres', host: 'h', readReplica } }).storage,
+      ).toMatchObject({ readReplica });
+      const dataSource = { options: { type: 'postgres' }, initialize: async () => undefined };
+      expect(
+        resolveChokaQOptions({ storage: { dataSource, readReplica } as never }).storage,
+      ).toMatchObject({ readReplica });
+      expect(
+        issuesOf({
+          storage: { type: 'postgres', host: 'h', readReplica: { host: 'r', password: 1 } },
+        } as never),
+      ).toEqual([
+        { path: 'storage.readReplica.password', message: 'must be a string', value: '***' },
+      ]);
+    });
+
     it('keeps a borrowed DataSource by reference', () => {
       const dataSource = { options: { type: 'postgres' }, initialize: async () => undefined };
       const r = resolveChokaQOptions({ storage: { dataSource } as never });
@@ -292,6 +310,23 @@ describe('resolveChokaQOptions', () => {
       ['storage.dataSource', { dataSource: {} }],
       ['storage.autoCreateSchema', { type: 'sqlite', autoCreateSchema: 'yes' }],
       ['storage.schema', { type: 'sqlite', schema: '' }],
+      ['storage.readReplica', { type: 'sqlite', readReplica: { host: 'r' } }],
+      ['storage.readReplica', { type: 'mssql', host: 'h', readReplica: { host: 'r' } }],
+      ['storage.readReplica', { type: 'postgres', host: 'h', readReplica: 'postgres://r/db' }],
+      ['storage.readReplica', { type: 'postgres', host: 'h', readReplica: { poolSize: 2 } }],
+      [
+        'storage.readReplica.port',
+        { type: 'postgres', host: 'h', readReplica: { host: 'r', port: 0 } },
+      ],
+      [
+        'storage.readReplica.poolSize',
+        { type: 'postgres', host: 'h', readReplica: { host: 'r', poolSize: 1.5 } },
+      ],
+      ['storage.readReplica.url', { type: 'postgres', host: 'h', readReplica: { url: '' } }],
+      [
+        'storage.readReplica.notify',
+        { type: 'postgres', host: 'h', readReplica: { host: 'r', notify: false } },
+      ],
     ])('rejects %s in %j', (path, storage) => {
       expect(issuesOf({ storage }).map((i) => i.path)).toEqual([path]);
     });

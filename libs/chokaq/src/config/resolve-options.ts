@@ -89,6 +89,7 @@ const STORAGE_KEYS: Record<string, string[]> = {
     'notify',
     'notifyReconnectMs',
     'preparedStatements',
+    'readReplica',
     ...COMMON_STORAGE_KEYS,
   ],
   mssql: [
@@ -105,6 +106,7 @@ const STORAGE_KEYS: Record<string, string[]> = {
     'notifyReconnectMs',
     'preparedStatements',
     'schemaTimeoutMs',
+    'readReplica',
     ...COMMON_STORAGE_KEYS,
   ],
 };
@@ -326,20 +328,27 @@ function resolveStorage(
     num('dataVersionPollMs', 0, 60_000);
   }
   if (kind === 'postgres' || kind === 'mssql') {
-    for (const key of ['url', 'host', 'username', 'database']) str(key);
-    if (given.password !== undefined && typeof given.password !== 'string') {
-      add('storage.password', 'must be a string', '***');
-    }
-    num('port', 1, 65_535);
-    num('poolSize', 1, 1_000);
-    if (given.url === undefined && given.host === undefined) {
-      add('storage', `${kind} storage needs a url or a host`, given);
-    }
+    serverConnectionIssues(given, 'storage', `${kind} storage`, add);
   }
   if (kind === 'postgres' || kind === 'dataSource') {
     flag('notify');
     num('notifyReconnectMs', 10, 300_000);
     flag('preparedStatements');
+    const replica = given.readReplica;
+    if (replica !== undefined && !isPlainObject(replica)) {
+      add('storage.readReplica', 'must be an object with a url or a host', replica);
+    } else if (replica !== undefined) {
+      for (const key of Object.keys(replica)) {
+        if (!SERVER_KEYS.includes(key)) {
+          add(
+            `storage.readReplica.${key}`,
+            'is not a known option of a read replica',
+            replica[key],
+          );
+        }
+      }
+      serverConnectionIssues(replica, 'storage.readReplica', 'a read replica', add);
+    }
   }
   if (kind === 'mssql' && given.options !== undefined && !isPlainObject(given.options)) {
     add('storage.options', 'must be an object of mssql driver options', given.options);
@@ -352,6 +361,42 @@ function resolveStorage(
   if (kind === 'sqlite' && storage.database === undefined) storage.database = DEFAULT_SQLITE_FILE;
   if (storage.payloadMaxBytes === undefined) storage.payloadMaxBytes = payloadMaxBytes;
   return storage;
+}
+
+/**
+ * The connection fields of a server (`url`, `host`, `port`, `username`, `password`, `database`,
+ * `poolSize`) under `path`, for a server storage and for its read replica alike.
+ */
+function serverConnectionIssues(
+  given: Record<string, unknown>,
+  path: string,
+  what: string,
+  add: (path: string, message: string, value: unknown) => void,
+): void {
+  for (const key of ['url', 'host', 'username', 'database']) {
+    const v = given[key];
+    if (
+      v !== undefined &&
+      (typeof v !== 'string' || v.length === 0 || v.length > 4_096 || v.includes('\u0000'))
+    ) {
+      add(`${path}.${key}`, 'must be a non-empty string of at most 4096 characters', v);
+    }
+  }
+  if (given.password !== undefined && typeof given.password !== 'string') {
+    add(`${path}.password`, 'must be a string', '***');
+  }
+  for (const [key, min, max] of [
+    ['port', 1, 65_535],
+    ['poolSize', 1, 1_000],
+  ] as const) {
+    const v = given[key];
+    if (v !== undefined && !satisfies(int(min, max), v)) {
+      add(`${path}.${key}`, describeRule(int(min, max)), v);
+    }
+  }
+  if (given.url === undefined && given.host === undefined) {
+    add(path, `${what} needs a url or a host`, given);
+  }
 }
 
 function isPlainObjectLike(value: unknown): value is Record<string, unknown> {

@@ -56,6 +56,7 @@ describe('the Deck snapshot of grouped queues', () => {
       getQueueHealth: () => Promise.resolve([]),
       getQueueOutcomes: () => Promise.resolve([]),
       listWorkers: () => Promise.resolve([]),
+      readSource: () => Promise.resolve({ from: 'primary' }),
       getQueueGroups,
     } as unknown as ChokaQAdmin;
     const service = new DeckSnapshotService(admin, { refreshMs: 60_000 } as ResolvedDeckOptions);

@@ -17,6 +17,7 @@ import type { QueueGroupLoad, QueueInfo } from '../interfaces/job.interface';
 import type {
   QueueHealth,
   QueueStats,
+  ReadSource,
   SummaryStats,
   ThroughputStats,
 } from '../interfaces/job-view.interface';
@@ -76,6 +77,8 @@ export type DeckSnapshot =
       queues: DeckQueue[];
       workers: { alive: number; lost: number };
       worstLag: { queue: string; lagMs: number } | null;
+      /** Where the snapshot was read: the primary, or the read replica with its lag. */
+      reads: ReadSource;
     }
   | { ok: false; at: string; code: string; error: string };
 
@@ -142,15 +145,17 @@ export class DeckSnapshotService {
   async read(): Promise<DeckSnapshot> {
     this.reads++;
     const now = Date.now();
-    const [summary, throughput, queues, stats, health, outcomes, workers] = await Promise.all([
-      this.admin.getSummary(),
-      this.admin.getThroughput(),
-      this.admin.listQueues(),
-      this.admin.getQueueStats(),
-      this.admin.getQueueHealth(),
-      this.admin.getQueueOutcomes({ minutes: 5 }),
-      this.admin.listWorkers({ limit: 500 }),
-    ]);
+    const [summary, throughput, queues, stats, health, outcomes, workers, reads] =
+      await Promise.all([
+        this.admin.getSummary(),
+        this.admin.getThroughput(),
+        this.admin.listQueues(),
+        this.admin.getQueueStats(),
+        this.admin.getQueueHealth(),
+        this.admin.getQueueOutcomes({ minutes: 5 }),
+        this.admin.listWorkers({ limit: 500 }),
+        this.admin.readSource(),
+      ]);
     const series = new Map(outcomes.map((o) => [o.queue, { s: o.succeeded, f: o.failed }]));
     const statsOf = new Map(stats.map((s) => [s.queue, s]));
     const healthOf = new Map(health.map((h) => [h.queue, h]));
@@ -188,6 +193,7 @@ export class DeckSnapshotService {
       queues: cards,
       workers: countWorkers(workers),
       worstLag: worst ? { queue: worst.queue, lagMs: worst.maxLagMs } : null,
+      reads,
     };
   }
 }

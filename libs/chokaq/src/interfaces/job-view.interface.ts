@@ -231,6 +231,13 @@ export interface ListPage<T = JobListItem> {
 }
 
 /**
+ * Where `ChokaQAdmin` reads its lists, counts and statistics: the primary, or the read replica of
+ * `storage.readReplica` with how far it trails the primary in ms (`lagMs`; null when the server it
+ * names is not a hot standby). @publicApi
+ */
+export type ReadSource = { from: 'primary' } | { from: 'replica'; lagMs: number | null };
+
+/**
  * Lifetime counters (never decremented), the hot table's row counts, and the retained rows of the
  * archive and the DLQ. Built without counting the archive or the DLQ, so it stays cheap at any size:
  * the counters and the hot counts are exact; `archived` and `dlq` are exact or estimates as

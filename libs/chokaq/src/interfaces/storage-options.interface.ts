@@ -46,6 +46,28 @@ export interface SqliteStorageOptions extends CommonStorageOptions {
   dataVersionPollMs?: number;
 }
 
+/**
+ * A hot standby of the PostgreSQL primary (a streaming replica, or the read-only endpoint of a
+ * managed service), for the dashboard-grade reads: the Deck's snapshot and lists, the `/metrics`
+ * queue gauges, the CLI's stats and lists, and `ChokaQAdmin`'s lists, counts and statistics.
+ * Workers, producers, every action, a read of one job or batch (what an operator is about to act
+ * on) and the preview behind a confirmation token read the primary. Its sessions are read-only
+ * (`default_transaction_read_only`), so nothing is ever written through it. It holds the
+ * primary's schema (the same `schema`); a read on it lags the primary by the replication delay,
+ * which the Deck shows. @publicApi
+ */
+export interface PostgresReadReplicaOptions {
+  /** Connection URL, e.g. `postgres://user:pass@standby:5432/db`. */
+  url?: string;
+  host?: string;
+  port?: number;
+  username?: string;
+  password?: string;
+  database?: string;
+  /** Pool size. Default 4 (the dashboard reads run a few at a time). */
+  poolSize?: number;
+}
+
 /** PostgreSQL through `pg`. @publicApi */
 export interface PostgresStorageOptions extends CommonStorageOptions {
   type: 'postgres';
@@ -71,6 +93,8 @@ export interface PostgresStorageOptions extends CommonStorageOptions {
    * PgBouncer transaction pooling older than 1.21 (it cannot follow prepared statements).
    */
   preparedStatements?: boolean;
+  /** A hot standby for the dashboard-grade reads (none by default: they read the primary). */
+  readReplica?: PostgresReadReplicaOptions;
 }
 
 /** SQL Server / Azure SQL through `mssql`. @publicApi */
@@ -118,6 +142,8 @@ export interface DataSourceStorageOptions extends CommonStorageOptions {
   preparedStatements?: boolean;
   /** SQL Server only: see {@link MssqlStorageOptions.schemaTimeoutMs}. */
   schemaTimeoutMs?: number;
+  /** PostgreSQL only: see {@link PostgresStorageOptions.readReplica}. */
+  readReplica?: PostgresReadReplicaOptions;
 }
 
 /** Where ChokaQ keeps its tables. @publicApi */

@@ -1,5 +1,8 @@
+import type { DataSource } from 'typeorm';
 import { DEFAULT_MSSQL_REQUEST_TIMEOUT_MS } from '../config/storage-defaults';
-import { dataSourceOptionsFor, pgPoolConfigFor } from './create-storage';
+import { ChokaQValidationError } from '../errors';
+import type { StorageOptions } from '../interfaces/storage-options.interface';
+import { dataSourceOptionsFor, openReadReplica, pgPoolConfigFor } from './create-storage';
 
 describe('dataSourceOptionsFor (the DataSource ChokaQ opens itself)', () => {
   it('gives SQL Server a request timeout above the 60 s schema bootstrap lock wait', () => {
@@ -47,5 +50,31 @@ describe('pgPoolConfigFor (the pg pool ChokaQ opens for PostgreSQL, without Type
 
   it('takes the default pool size of 10', () => {
     expect(pgPoolConfigFor({ type: 'postgres', host: 'db' }).max).toBe(10);
+  });
+
+  it("opens a read replica's sessions read-only, under their own application name", () => {
+    expect(pgPoolConfigFor({ type: 'postgres', host: 'standby' }, true)).toMatchObject({
+      application_name: 'chokaq-reads',
+      options: '-c jit=off -c default_transaction_read_only=on',
+    });
+  });
+});
+
+describe('openReadReplica (storage.readReplica)', () => {
+  it('opens nothing without a read replica', async () => {
+    await expect(openReadReplica({ type: 'postgres', host: 'db' })).resolves.toBeUndefined();
+    await expect(openReadReplica()).resolves.toBeUndefined();
+  });
+
+  it('refuses a read replica of other storage, before connecting to anything', async () => {
+    const dataSource = { options: { type: 'better-sqlite3' } } as unknown as DataSource;
+    for (const options of [
+      { dataSource, readReplica: { host: 'r' } },
+      { type: 'mssql', host: 'h', readReplica: { host: 'r' } },
+    ] as StorageOptions[]) {
+      const refused = openReadReplica(options);
+      await expect(refused).rejects.toThrow(ChokaQValidationError);
+      await expect(refused).rejects.toThrow(/storage\.readReplica is for PostgreSQL storage only/);
+    }
   });
 });

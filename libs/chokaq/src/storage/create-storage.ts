@@ -8,7 +8,9 @@ import {
   storageSchema,
 } from '../config/storage-defaults';
 import { StreamLogger } from '../common/stream-logger';
-import { ChokaQValidationError } from '../errors';
+import { ChokaQStorageUnavailableError, ChokaQValidationError } from '../errors';
+import { toError } from '../common/error-text';
+import { logEvent } from '../common/log-events';
 import type { ChokaQLogger } from '../interfaces/chokaq-logger.interface';
 import type { StorageDialect } from '../interfaces/job.interface';
 import type {
@@ -77,7 +79,7 @@ export function dataSourceOptionsFor(
  * https://www.postgresql.org/docs/15/libpq-connect.html#LIBPQ-CONNECT-OPTIONS.
  * @internal exported for its unit test.
  */
-export function pgPoolConfigFor(options: PostgresStorageOptions): PoolConfig {
+export function pgPoolConfigFor(options: PostgresStorageOptions, readOnly = false): PoolConfig {
   return {
     connectionString: options.url,
     host: options.host,
@@ -86,8 +88,10 @@ export function pgPoolConfigFor(options: PostgresStorageOptions): PoolConfig {
     password: options.password,
     database: options.database,
     max: options.poolSize ?? STORAGE_DEFAULTS.poolSize,
-    application_name: 'chokaq',
-    options: '-c jit=off',
+    application_name: readOnly ? 'chokaq-reads' : 'chokaq',
+    // A read replica's sessions refuse writes whatever server they reach (a primary named by
+    // mistake included): https://www.postgresql.org/docs/15/runtime-config-client.html
+    options: readOnly ? '-c jit=off -c default_transaction_read_only=on' : '-c jit=off',
   };
 }
 
@@ -106,9 +110,60 @@ export interface CreateStorageOptions {
  * ChokaQ supports, `ChokaQUnsupportedServerError`) and, unless `autoCreateSchema` is false, creates
  * or migrates the schema.
  */
-export async function createJobStorage(
+export function createJobStorage(
   options: StorageOptions = { type: 'sqlite' },
   { logger = (context) => new StreamLogger(context) }: CreateStorageOptions = {},
+): Promise<JobStorage> {
+  return openStorage(options, logger, false);
+}
+
+/** Default pool of a read replica: the dashboard-grade reads run a few at a time. */
+const READ_REPLICA_POOL_SIZE = 4;
+
+/**
+ * Opens the hot standby of `storage.readReplica` for the dashboard-grade reads (see
+ * `PostgresReadReplicaOptions`), or resolves undefined when there is none. Its sessions are
+ * read-only, it never creates or migrates the schema (the primary's arrives by replication) and
+ * never listens. PostgreSQL only: a read replica of another dialect is refused
+ * (`ChokaQValidationError`), as is one whose primary is a borrowed DataSource of another type.
+ */
+export async function openReadReplica(
+  options: StorageOptions = { type: 'sqlite' },
+  { logger = (context) => new StreamLogger(context) }: CreateStorageOptions = {},
+): Promise<JobStorage | undefined> {
+  const replica = 'readReplica' in options ? options.readReplica : undefined;
+  if (replica === undefined) return undefined;
+  const dialect = 'dataSource' in options ? dialectOf(options.dataSource) : options.type;
+  if (dialect !== 'postgres') {
+    throw new ChokaQValidationError([
+      {
+        path: 'storage.readReplica',
+        message: `is for PostgreSQL storage only (this storage is ${dialect ?? 'unknown'})`,
+        value: '[read replica]',
+      },
+    ]);
+  }
+  return openStorage(
+    {
+      type: 'postgres',
+      ...replica,
+      poolSize: replica.poolSize ?? READ_REPLICA_POOL_SIZE,
+      schema: options.schema,
+      payloadMaxBytes: options.payloadMaxBytes,
+      transientRetry: options.transientRetry,
+      autoCreateSchema: false,
+      notify: false,
+      preparedStatements: 'preparedStatements' in options ? options.preparedStatements : undefined,
+    },
+    logger,
+    true,
+  );
+}
+
+async function openStorage(
+  options: StorageOptions,
+  logger: (context: string) => ChokaQLogger,
+  readOnly: boolean,
 ): Promise<JobStorage> {
   const borrowed = 'dataSource' in options ? options.dataSource : undefined;
   // TypeORM is loaded only for a DataSource ChokaQ opens itself (SQLite, SQL Server).
@@ -136,7 +191,9 @@ export async function createJobStorage(
   const config: SqlStorageConfig = {
     dataSource,
     pgPool:
-      dataSource === undefined ? pgPoolConfigFor(options as PostgresStorageOptions) : undefined,
+      dataSource === undefined
+        ? pgPoolConfigFor(options as PostgresStorageOptions, readOnly)
+        : undefined,
     ownsDataSource: !borrowed,
     schema,
     payloadMaxBytes: options.payloadMaxBytes ?? DEFAULT_PAYLOAD_MAX_BYTES,
@@ -161,6 +218,26 @@ export async function createJobStorage(
   };
   if (dataSource !== undefined && !dataSource.isInitialized) await dataSource.initialize();
   const storage = await dialectStorage(dialect, config);
+  if (readOnly) {
+    // A standby that is down must not keep the application (its workers) from starting: the
+    // dashboard reads fail, each with its own error, until it answers.
+    await storage.prepare().catch((error: unknown) => {
+      if (!(error instanceof ChokaQStorageUnavailableError)) {
+        return storage.close().then(
+          () => Promise.reject(error),
+          () => Promise.reject(error),
+        );
+      }
+      logEvent(
+        logger('ChokaQ'),
+        'ReadReplicaUnavailable',
+        `The read replica did not answer (${toError(error).message}); the application starts, ` +
+          'and the dashboard reads fail until it answers',
+        { error: toError(error).message },
+      );
+    });
+    return storage;
+  }
   try {
     await storage.prepare();
     if (options.autoCreateSchema ?? true) await storage.ensureSchema();

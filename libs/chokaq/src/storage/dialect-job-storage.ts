@@ -108,6 +108,7 @@ export interface DialectJobStorage extends Pick<
   | 'getQueues'
   | 'getSummary'
   | 'getQueueStats'
+  | 'replicationLagMs'
   | 'getQueueHealth'
   | 'getRecurringJobs'
 > {

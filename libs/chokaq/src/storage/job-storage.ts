@@ -571,6 +571,13 @@ export interface JobQueries {
   getQueueStats(): Promise<QueueStats[]>;
 
   /**
+   * How far this connection's reads trail the primary, in ms, when its server is a hot standby
+   * (PostgreSQL: 0 while everything received has been replayed, else the age of the last
+   * transaction replayed); null when it is not a standby (a primary, SQLite, SQL Server).
+   */
+  replicationLagMs(): Promise<number | null>;
+
+  /**
    * Per-queue lag and saturation: due pending rows and the age of the oldest (live, from the hot
    * table, through an index led by the queue), and the start lag of recent runs (metric buckets).
    */

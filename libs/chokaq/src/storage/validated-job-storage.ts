@@ -625,6 +625,11 @@ export class ValidatedJobStorage implements JobStorage {
   }
 
   /** @inheritdoc */
+  replicationLagMs(): Promise<number | null> {
+    return this.queries.replicationLagMs();
+  }
+
+  /** @inheritdoc */
   getQueueHealth(): Promise<QueueHealth[]> {
     return this.queries.getQueueHealth();
   }

@@ -7,6 +7,9 @@ import { FAILURE_REASON_NAMES, readFailureReason, readInteger, readTime } from '
 /** The environment variable `--url` defaults to. */
 export const DATABASE_URL_ENV = 'CHOKAQ_DATABASE_URL';
 
+/** The environment variable `--read-replica` defaults to. */
+export const READ_REPLICA_URL_ENV = 'CHOKAQ_READ_REPLICA_URL';
+
 /** `--help`, which every command takes. */
 export const HELP_OPTIONS = {
   help: { type: 'boolean', short: 'h', description: 'print this help' },
@@ -23,6 +26,11 @@ export const CONNECTION_OPTIONS = {
     type: 'string',
     value: 'NAME',
     description: `schema (PostgreSQL, SQL Server; default ${DEFAULT_SCHEMA}) or table prefix (SQLite; default ${DEFAULT_SQLITE_PREFIX})`,
+  },
+  'read-replica': {
+    type: 'string',
+    value: 'URL',
+    description: `PostgreSQL: a hot standby that lists, counts and stats read (default $${READ_REPLICA_URL_ENV})`,
   },
 } as const satisfies OptionTable;
 

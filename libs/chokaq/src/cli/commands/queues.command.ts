@@ -90,7 +90,7 @@ async function changeKnownQueue(
   change: () => Promise<QueueInfo>,
   done: string,
 ): Promise<CommandResult> {
-  if (!(await admin.listQueues()).some((q) => q.name === name)) {
+  if (!(await admin.listQueues({ fresh: true })).some((q) => q.name === name)) {
     throw new CliNothingMatchedError(
       `No queue is named '${name}'. 'chokaq queues list' shows the queues ChokaQ knows.`,
     );

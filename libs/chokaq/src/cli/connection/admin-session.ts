@@ -2,7 +2,8 @@ import { existsSync } from 'node:fs';
 import { ChokaQAdmin } from '../../admin/chokaq-admin.service';
 import { resolveChokaQOptions } from '../../config/resolve-options';
 import type { ChokaQModuleOptions } from '../../interfaces/module-options.interface';
-import { createJobStorage } from '../../storage/create-storage';
+import { createJobStorage, openReadReplica } from '../../storage/create-storage';
+import type { JobStorage } from '../../storage/job-storage';
 import { WorkerRegistry } from '../../worker.registry';
 import type { DatabaseUse } from '../args/command-definition';
 import type { CliWriter } from '../cli-io';
@@ -44,7 +45,10 @@ export async function openSession(
     throw new CliDatabaseMissingError(target.label);
   }
   const storage = await createJobStorage(target.storage, { logger });
+  let replica: JobStorage | undefined;
+  const close = () => Promise.all([storage.close(), replica?.close()]).then(() => undefined);
   try {
+    replica = await openReadReplica(target.storage, { logger });
     if (use === 'current') {
       const status = await storage.schemaStatus();
       if (status.pending.length > 0) {
@@ -63,10 +67,11 @@ export async function openSession(
       undefined,
       undefined,
       logger('ChokaQAdmin'),
+      replica ?? storage,
     );
-    return { admin, schema: storage, close: () => storage.close() };
+    return { admin, schema: storage, close };
   } catch (error) {
-    await storage.close().catch(() => undefined);
+    await close().catch(() => undefined);
     throw error;
   }
 }

@@ -1,6 +1,6 @@
 import { resolve } from 'node:path';
 import { CliUsageError } from '../errors/cli-usage.error';
-import { databaseTarget } from './database-url';
+import { databaseTarget, withReadReplica } from './database-url';
 
 describe('databaseTarget', () => {
   it('reads PostgreSQL URLs, never migrating on open and never listening', () => {
@@ -63,5 +63,35 @@ describe('databaseTarget', () => {
       /^--url is not a valid URL$/,
     );
     expect(() => databaseTarget('x.db', 'a-b')).toThrow('--schema must match');
+  });
+});
+
+describe('withReadReplica (--read-replica)', () => {
+  it('adds a PostgreSQL hot standby to a PostgreSQL target, named without its password', () => {
+    const target = databaseTarget('postgres://u:secret@db/app', undefined);
+    expect(withReadReplica(target, undefined)).toBe(target);
+    expect(withReadReplica(target, ' ')).toBe(target);
+    const replica = withReadReplica(target, 'postgres://u:secret@standby/app');
+    expect(replica.storage).toEqual({
+      ...target.storage,
+      readReplica: { url: 'postgres://u:secret@standby/app', poolSize: 2 },
+    });
+    expect(replica.label).toBe('PostgreSQL at db (reads from the replica at standby)');
+  });
+
+  it('refuses a replica of SQLite or SQL Server, of another scheme, and a bad URL', () => {
+    const pg = databaseTarget('postgres://db/app', undefined);
+    expect(() => withReadReplica(databaseTarget('x.db', undefined), 'postgres://r/app')).toThrow(
+      '--read-replica: a read replica is for a PostgreSQL --url only',
+    );
+    expect(() =>
+      withReadReplica(databaseTarget('mssql://u:p@h/db', undefined), 'postgres://r/app'),
+    ).toThrow(CliUsageError);
+    expect(() => withReadReplica(pg, 'mssql://r/db')).toThrow(
+      '--read-replica: must be a postgres:// or postgresql:// URL',
+    );
+    expect(() => withReadReplica(pg, 'postgres://u:secret@[bad')).toThrow(
+      /^--read-replica is not a valid URL$/,
+    );
   });
 });

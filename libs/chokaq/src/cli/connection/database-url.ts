@@ -106,11 +106,35 @@ export function databaseTarget(
   };
 }
 
-function parseUrl(url: string): URL {
+/**
+ * `target` with the hot standby at `replicaUrl` (`--read-replica`) for its lists, counts and
+ * statistics (`storage.readReplica`); `target` itself without one. PostgreSQL only.
+ */
+export function withReadReplica(
+  target: DatabaseTarget,
+  replicaUrl: string | undefined,
+): DatabaseTarget {
+  if (replicaUrl === undefined || replicaUrl.trim() === '') return target;
+  if (!('type' in target.storage) || target.storage.type !== 'postgres') {
+    throw new CliUsageError('--read-replica: a read replica is for a PostgreSQL --url only');
+  }
+  const scheme = /^([A-Za-z][A-Za-z0-9+.-]*):/.exec(replicaUrl)?.[1]?.toLowerCase();
+  if (scheme !== 'postgres' && scheme !== 'postgresql') {
+    throw new CliUsageError('--read-replica: must be a postgres:// or postgresql:// URL');
+  }
+  const host = parseUrl(replicaUrl, '--read-replica').hostname;
+  return {
+    ...target,
+    storage: { ...target.storage, readReplica: { url: replicaUrl, poolSize: CLI_POOL_SIZE } },
+    label: `${target.label} (reads from the replica at ${host})`,
+  };
+}
+
+function parseUrl(url: string, option = '--url'): URL {
   try {
     return new URL(url);
   } catch {
     // The URL may hold a password: the message names the problem, not the text.
-    throw new CliUsageError('--url is not a valid URL');
+    throw new CliUsageError(`${option} is not a valid URL`);
   }
 }

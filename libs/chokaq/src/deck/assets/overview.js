@@ -22,7 +22,7 @@ export function Overview({ snapshot }) {
   const minute = snapshot ? Math.floor(new Date(snapshot.at).getTime() / 60_000) : 0;
   const series = useLoad(() => get('series', { range }), `${range}|${minute}`);
   if (!snapshot) return html`<p class="muted">Waiting for the first snapshot…</p>`;
-  const { summary: s, throughput: t, workers, worstLag } = snapshot;
+  const { summary: s, throughput: t, workers, worstLag, reads } = snapshot;
   return html`<section>
     <dl class="tiles">
       <div>
@@ -77,6 +77,15 @@ export function Overview({ snapshot }) {
         <dt>Workers</dt>
         <dd data-figure="workers">${`${num(workers.alive)} alive, ${num(workers.lost)} lost`}</dd>
       </div>
+      ${
+        reads.from === 'replica' &&
+        html`<div>
+          <dt>Read replica lag</dt>
+          <dd data-figure="replica-lag">
+            ${reads.lagMs === null ? 'not a standby' : ms(reads.lagMs)}
+          </dd>
+        </div>`
+      }
     </dl>
     <div class="inline" role="group" aria-label="Chart range">
       <button type="button" aria-pressed=${range === 'hour'} onClick=${() => setRange('hour')}>

@@ -176,6 +176,14 @@ export class MssqlJobQueries implements DialectJobQueries {
   }
 
   /** @inheritdoc */
+  /**
+   * SQL Server storage takes no read replica (`storage.readReplica` is PostgreSQL's), so its
+   * connection is always the primary's.
+   */
+  replicationLagMs(): Promise<number | null> {
+    return Promise.resolve(null);
+  }
+
   async getQueueStats(): Promise<QueueStats[]> {
     const rows = await this.db.query('getQueueStats', SQL.getQueueStats(this.schema));
     return rows.map((r) => ({

@@ -167,6 +167,11 @@ export class PostgresJobQueries implements DialectJobQueries {
   }
 
   /** @inheritdoc */
+  async replicationLagMs(): Promise<number | null> {
+    const [row] = await this.db.query('replicationLagMs', SQL.SELECT_REPLICATION_LAG);
+    return row?.lag_ms === null || row?.lag_ms === undefined ? null : num(row.lag_ms);
+  }
+
   async getQueueStats(): Promise<QueueStats[]> {
     const rows = await this.db.query('getQueueStats', SQL.getQueueStats(this.db.s));
     return rows.map((r) => ({

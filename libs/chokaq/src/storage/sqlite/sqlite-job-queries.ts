@@ -191,6 +191,11 @@ export class SqliteJobQueries implements DialectJobQueries {
   }
 
   /** @inheritdoc */
+  /** A SQLite file has no standby: its reads never lag. */
+  replicationLagMs(): Promise<number | null> {
+    return Promise.resolve(null);
+  }
+
   async getQueueStats(): Promise<QueueStats[]> {
     return this.db.read('getQueueStats', () => {
       const hot = new Map<string, number>();

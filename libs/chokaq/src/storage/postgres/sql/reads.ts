@@ -373,3 +373,16 @@ FROM (
 GROUP BY x.group_key
 ORDER BY running DESC, pending DESC, x.group_key
 LIMIT $2`;
+
+/**
+ * How far a hot standby's reads trail its primary, in ms (`lag_ms`): null on a server that is not
+ * in recovery (a primary), 0 while everything received has been replayed (an idle primary sends
+ * nothing, so the age of the last replayed transaction would grow without any lag), else the age of
+ * the last transaction replayed. https://www.postgresql.org/docs/15/functions-admin.html#FUNCTIONS-RECOVERY-INFO-TABLE
+ */
+export const SELECT_REPLICATION_LAG = `
+SELECT CASE
+  WHEN NOT pg_is_in_recovery() THEN NULL
+  WHEN pg_last_wal_receive_lsn() = pg_last_wal_replay_lsn() THEN 0
+  ELSE round(extract(epoch FROM clock_timestamp() - pg_last_xact_replay_timestamp()) * 1000)
+END AS lag_ms`;
