@@ -16,6 +16,13 @@ export interface OwnCluster {
   port: number;
   /** The server's log so far (`server.log` in its directory): its statements, with `log_statement`. */
   log(): string;
+  /**
+   * Kills the server as a crash would (`pg_ctl stop -m immediate`: no checkpoint, sessions cut);
+   * its directory stays until `stop()`.
+   */
+  crash(): void;
+  /** Promotes a standby to a primary (`pg_ctl promote`, waiting until it accepts writes). */
+  promote(): void;
   /** Stops the server (fast shutdown) and removes its data directory. */
   stop(): Promise<void>;
 }
@@ -81,15 +88,21 @@ async function startServer(
     throw error;
   }
   let stopped = false;
+  let crashed = false;
   return {
     url: `postgres://${PG_USER}@127.0.0.1:${port}/postgres`,
     port,
     log: () => readFileSync(logFile, 'utf8'),
+    crash: () => {
+      asPostgres('pg_ctl', ['-D', data, '-m', 'immediate', '-w', 'stop']);
+      crashed = true;
+    },
+    promote: () => asPostgres('pg_ctl', ['-D', data, '-w', 'promote']),
     stop: async () => {
       if (stopped) return;
       stopped = true;
       try {
-        asPostgres('pg_ctl', ['-D', data, '-m', 'fast', '-w', 'stop']);
+        if (!crashed) asPostgres('pg_ctl', ['-D', data, '-m', 'fast', '-w', 'stop']);
       } finally {
         rmSync(dir, { recursive: true, force: true });
       }

@@ -1,7 +1,6 @@
 import { INestApplication } from '@nestjs/common';
 import { Test } from '@nestjs/testing';
 import { fork } from 'node:child_process';
-import { randomUUID } from 'node:crypto';
 import { join } from 'node:path';
 import { Pool } from 'pg';
 import {
@@ -19,6 +18,7 @@ import {
   FaultWorker,
   killAllFaultWorkers,
   startFaultWorker,
+  steadyProducer,
 } from './support/fault-processes';
 import { TcpProxy } from './support/tcp-proxy';
 
@@ -55,39 +55,6 @@ function workerOptions(storage: ChokaQModuleOptions['storage']): ChokaQModuleOpt
 /** Lines of `output` that mention `fragment`. */
 function lines(output: string, fragment: string): number {
   return output.split('\n').filter((l) => l.includes(fragment)).length;
-}
-
-/**
- * Enqueues one job at a time with an id chosen here, until `stop()`; records what happened to
- * each call. A failed call's id is remembered: if the insert committed but the reply was lost,
- * the job may exist, and that is allowed (the same id makes the caller's retry idempotent).
- */
-function producer(enqueue: (id: string) => Promise<string>) {
-  const accepted: string[] = [];
-  const failedIds: string[] = [];
-  const errors: unknown[] = [];
-  let running = true;
-  const done = (async () => {
-    while (running) {
-      const id = randomUUID();
-      try {
-        accepted.push(await enqueue(id));
-      } catch (error) {
-        failedIds.push(id);
-        errors.push(error);
-      }
-      await new Promise((r) => setTimeout(r, 50));
-    }
-  })();
-  return {
-    accepted,
-    failedIds,
-    errors,
-    stop: async () => {
-      running = false;
-      await done;
-    },
-  };
 }
 
 (pgAvailable() ? describe : describe.skip)('PostgreSQL outage through a TCP proxy', () => {
@@ -149,7 +116,7 @@ function producer(enqueue: (id: string) => Promise<string>) {
         }),
       );
     }
-    const produced = producer((id) => jobs.enqueue('faults', { sleepMs: 10 }, { id }));
+    const produced = steadyProducer((id) => jobs.enqueue('faults', { sleepMs: 10 }, { id }), 50);
     const current = db;
     await waitFor(
       'the drain to be under way',

@@ -1,5 +1,6 @@
 import Database from 'better-sqlite3';
 import { ChildProcess, fork } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
 import { dirname, join } from 'node:path';
 import type { StorageOptions } from '../../../libs/chokaq/src/interfaces/storage-options.interface';
 import type { ChokaQWorkerStats } from '../../../libs/chokaq/src/runtime/chokaq-worker';
@@ -87,7 +88,7 @@ export async function openFaultDatabase(
  * DLQ → hot moves each removed one DLQ row). Returns the violations (empty when all hold).
  */
 export async function pillarViolations(
-  db: TestSchema,
+  db: Pick<TestSchema, 'query' | 'table'>,
   accepted: readonly string[],
   { allowExtra = [] as readonly string[] } = {},
 ): Promise<string[]> {
@@ -296,6 +297,55 @@ export async function startFaultWorker(
       if (!alive()) return;
       child.kill('SIGKILL');
       await exited;
+    },
+  };
+}
+
+/** A producer of the fault suites: what it enqueued, and which calls threw with what. */
+export interface SteadyProducer {
+  /** Ids of the calls that returned. */
+  readonly accepted: string[];
+  /** Ids of the calls that threw: such a job may exist (its commit preceded the lost reply). */
+  readonly failedIds: string[];
+  readonly errors: unknown[];
+  /** Stops after the call under way. */
+  stop(): Promise<void>;
+}
+
+/**
+ * Enqueues one job at a time with an id chosen here, `intervalMs` apart, until `stop()`, recording
+ * what happened to each call. A failed call's id is remembered: if the insert committed but the
+ * reply was lost, the job may exist, and that is allowed (the same id makes the caller's retry
+ * idempotent).
+ */
+export function steadyProducer(
+  enqueue: (id: string) => Promise<unknown>,
+  intervalMs: number,
+): SteadyProducer {
+  const accepted: string[] = [];
+  const failedIds: string[] = [];
+  const errors: unknown[] = [];
+  let running = true;
+  const done = (async () => {
+    while (running) {
+      const id = randomUUID();
+      try {
+        await enqueue(id);
+        accepted.push(id);
+      } catch (error) {
+        failedIds.push(id);
+        errors.push(error);
+      }
+      await new Promise((resolve) => setTimeout(resolve, intervalMs));
+    }
+  })();
+  return {
+    accepted,
+    failedIds,
+    errors,
+    stop: async () => {
+      running = false;
+      await done;
     },
   };
 }

@@ -20,8 +20,17 @@ export class TcpProxy {
 
   constructor(
     private readonly targetHost: string,
-    private readonly targetPort: number,
+    private targetPort: number,
   ) {}
+
+  /**
+   * Forwards new connections to another port of the same host from now on (a failover's endpoint
+   * moving to the promoted server, as an HA tool's virtual IP or proxy does); the open pairs stay
+   * until they close.
+   */
+  retarget(port: number): void {
+    this.targetPort = port;
+  }
 
   /** Starts listening on 127.0.0.1 and an ephemeral port; resolves to that port. */
   async listen(): Promise<number> {
