@@ -19,6 +19,7 @@ export type {
   CommonStorageOptions,
   DataSourceStorageOptions,
   MssqlStorageOptions,
+  PostgresConnectionOptions,
   PostgresReadReplicaOptions,
   PostgresStorageOptions,
   SqliteStorageOptions,

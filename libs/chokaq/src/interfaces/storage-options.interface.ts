@@ -46,6 +46,17 @@ export interface SqliteStorageOptions extends CommonStorageOptions {
   dataVersionPollMs?: number;
 }
 
+/** Where a PostgreSQL server is and who ChokaQ connects as. @publicApi */
+export interface PostgresConnectionOptions {
+  /** Connection URL, e.g. `postgres://user:pass@host:5432/db`; its fields win over the others. */
+  url?: string;
+  host?: string;
+  port?: number;
+  username?: string;
+  password?: string;
+  database?: string;
+}
+
 /**
  * A hot standby of the PostgreSQL primary (a streaming replica, or the read-only endpoint of a
  * managed service), for the dashboard-grade reads: the Deck's snapshot and lists, the `/metrics`
@@ -56,28 +67,14 @@ export interface SqliteStorageOptions extends CommonStorageOptions {
  * primary's schema (the same `schema`); a read on it lags the primary by the replication delay,
  * which the Deck shows. @publicApi
  */
-export interface PostgresReadReplicaOptions {
-  /** Connection URL, e.g. `postgres://user:pass@standby:5432/db`. */
-  url?: string;
-  host?: string;
-  port?: number;
-  username?: string;
-  password?: string;
-  database?: string;
+export interface PostgresReadReplicaOptions extends PostgresConnectionOptions {
   /** Pool size. Default 4 (the dashboard reads run a few at a time). */
   poolSize?: number;
 }
 
 /** PostgreSQL through `pg`. @publicApi */
-export interface PostgresStorageOptions extends CommonStorageOptions {
+export interface PostgresStorageOptions extends CommonStorageOptions, PostgresConnectionOptions {
   type: 'postgres';
-  /** Connection URL, e.g. `postgres://user:pass@host:5432/db`. */
-  url?: string;
-  host?: string;
-  port?: number;
-  username?: string;
-  password?: string;
-  database?: string;
   /** Pool size. Default 10. */
   poolSize?: number;
   /** Send `NOTIFY` on enqueue and `LISTEN` for it in workers. Default true; false behind PgBouncer transaction pooling. */
