@@ -12,6 +12,7 @@ import {
 import { CHOKAQ_READ_REPLICA } from '../../libs/chokaq/src/chokaq.constants';
 import { runCli } from '../../libs/chokaq/src/cli/run-cli';
 import { ChokaQDeckModule } from '../../libs/chokaq/src/deck';
+import { ChokaQHealthIndicator, ChokaQHealthModule } from '../../libs/chokaq/src/health';
 import type { DeckSnapshot } from '../../libs/chokaq/src/deck/deck-snapshot.service';
 import type { JobStorage } from '../../libs/chokaq/src/storage';
 import { browserAvailable, launchBrowser, openPage } from '../e2e/deck/browser';
@@ -51,6 +52,7 @@ async function startApp(
     imports: [
       ChokaQModule.forRoot(mergeOptions(FAST_OPTIONS, options)),
       ChokaQDeckModule.forRoot({ path: 'chokaq', guards: [], allowAnonymous: true }),
+      ChokaQHealthModule,
     ],
   }).compile();
   const app = moduleRef.createNestApplication({ logger: quietLogger() });
@@ -166,7 +168,7 @@ describePostgres('PostgreSQL read replica: the dashboard-grade reads go to a hot
     }
   });
 
-  it('a job, a preview and an action read the primary; while replay is paused the lists trail it and the Deck shows the lag', async () => {
+  it('a job, a preview, the health check and an action read the primary; while replay is paused the lists trail it and the Deck shows the lag', async () => {
     await onStandby.query('SELECT pg_wal_replay_pause()');
     try {
       const before = (await admin.getSummary()).pending;
@@ -186,6 +188,16 @@ describePostgres('PostgreSQL read replica: the dashboard-grade reads go to a hot
         l.startsWith('[chokaq-reads]'),
       );
       expect(read.filter((line) => !line.includes('audit_log'))).toEqual([]);
+      // The health check reads the primary too: an orchestrator acts on it.
+      const healthMark = standby.log().length;
+      const primaryMark = primary.log().length;
+      await app
+        .get(ChokaQHealthIndicator)
+        .queues('queues', { lagDegradedMs: 3_600_000, lagUnhealthyMs: 3_600_000 });
+      expect(
+        statementsAfter(standby, healthMark).filter((l) => l.startsWith('[chokaq-reads]')),
+      ).toEqual([]);
+      expect(statementsAfter(primary, primaryMark).length).toBeGreaterThan(0);
       // An action works on the primary, where the job is, whatever the standby has replayed.
       expect(await admin.cancel([id], 'ops')).toMatchObject({ cancelled: [id] });
 

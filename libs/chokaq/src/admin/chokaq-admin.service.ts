@@ -659,9 +659,12 @@ export class ChokaQAdmin {
     return this.reads.getQueueStats();
   }
 
-  /** Per-queue lag (the oldest due job's age, live; recent start lag) and saturation. */
-  getQueueHealth(): Promise<QueueHealth[]> {
-    return this.reads.getQueueHealth();
+  /**
+   * Per-queue lag (the oldest due job's age, live; recent start lag) and saturation, from the read
+   * replica if there is one; `{ fresh: true }` reads the primary (a health check does).
+   */
+  getQueueHealth(options: { fresh?: boolean } = {}): Promise<QueueHealth[]> {
+    return (options.fresh === true ? this.storage : this.reads).getQueueHealth();
   }
 
   /**

@@ -186,9 +186,11 @@ export class ChokaQHealthIndicator {
     const check = assertQueuesCheck(key, options);
     const session = this.health.check(check.key);
     const outcome = await this.queuesProbe.run(
+      // From the primary, with a read replica too: what an orchestrator acts on must not depend
+      // on a standby that only dashboards need, nor trail the primary by its lag.
       async () => ({
-        health: await this.admin.getQueueHealth(),
-        queues: await this.admin.listQueues(),
+        health: await this.admin.getQueueHealth({ fresh: true }),
+        queues: await this.admin.listQueues({ fresh: true }),
       }),
       check.timeoutMs,
     );
