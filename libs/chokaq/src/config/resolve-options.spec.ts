@@ -278,6 +278,67 @@ describe('resolveChokaQOptions', () => {
       ]);
     });
 
+    it("checks a read replica's connection fields as the storage's own, each issue whole", () => {
+      expect(
+        issuesOf({
+          storage: { type: 'postgres', host: 'h', readReplica: 'postgres://u:secret@r/db' },
+        } as never),
+      ).toEqual([
+        {
+          path: 'storage.readReplica',
+          message: 'must be an object with a url or a host',
+          value: 'postgres://u:***@r/db',
+        },
+      ]);
+      const string = 'must be a non-empty string of at most 4096 characters';
+      expect(
+        issuesOf({
+          storage: {
+            type: 'postgres',
+            host: 'h',
+            readReplica: {
+              ssl: true,
+              url: 'x'.repeat(4_097),
+              // 4,096 characters is the bound itself: accepted.
+              host: 'y'.repeat(4_096),
+              username: 'a\u0000b',
+              database: 7,
+              password: 'fine',
+              port: 0,
+              poolSize: 1_001,
+            },
+          },
+        } as never),
+      ).toEqual([
+        {
+          path: 'storage.readReplica.ssl',
+          message: 'is not a known option of a read replica',
+          value: true,
+        },
+        { path: 'storage.readReplica.url', message: string, value: expect.any(String) },
+        { path: 'storage.readReplica.username', message: string, value: 'a\u0000b' },
+        { path: 'storage.readReplica.database', message: string, value: 7 },
+        {
+          path: 'storage.readReplica.port',
+          message: 'must be an integer from 1 to 65535',
+          value: 0,
+        },
+        {
+          path: 'storage.readReplica.poolSize',
+          message: 'must be an integer from 1 to 1000',
+          value: 1_001,
+        },
+      ]);
+      expect(
+        issuesOf({ storage: { type: 'postgres', host: 'h', readReplica: { host: '' } } } as never),
+      ).toEqual([{ path: 'storage.readReplica.host', message: string, value: '' }]);
+      expect(
+        issuesOf({ storage: { type: 'postgres', host: 'h', readReplica: {} } } as never),
+      ).toEqual([
+        { path: 'storage.readReplica', message: 'a read replica needs a url or a host', value: {} },
+      ]);
+    });
+
     it('keeps a borrowed DataSource by reference', () => {
       const dataSource = { options: { type: 'postgres' }, initialize: async () => undefined };
       const r = resolveChokaQOptions({ storage: { dataSource } as never });

@@ -77,6 +77,10 @@ describe('withReadReplica (--read-replica)', () => {
       readReplica: { url: 'postgres://u:secret@standby/app', poolSize: 2 },
     });
     expect(replica.label).toBe('PostgreSQL at db (reads from the replica at standby)');
+    // Either scheme, in any case.
+    for (const url of ['postgresql://standby/app', 'POSTGRES://standby/app']) {
+      expect(withReadReplica(target, url).storage).toMatchObject({ readReplica: { url } });
+    }
   });
 
   it('refuses a replica of SQLite or SQL Server, of another scheme, and a bad URL', () => {
@@ -87,6 +91,9 @@ describe('withReadReplica (--read-replica)', () => {
     expect(() =>
       withReadReplica(databaseTarget('mssql://u:p@h/db', undefined), 'postgres://r/app'),
     ).toThrow(CliUsageError);
+    expect(() => withReadReplica(pg, '//standby/app')).toThrow(
+      '--read-replica: must be a postgres:// or postgresql:// URL',
+    );
     expect(() => withReadReplica(pg, 'mssql://r/db')).toThrow(
       '--read-replica: must be a postgres:// or postgresql:// URL',
     );
