@@ -220,8 +220,9 @@ async function failover(run: {
       failedIds: produced.failedIds,
       errors: produced.errors,
       archivedBefore,
-      // Jobs lost with the old primary are reported as `lost`, not as violations.
-      violations: await pillarViolations(db as never, accepted, {
+      // A job lost with the old primary is a violation here too ("accepted job(s) lost"); the
+      // asynchronous case leaves that one out and counts `lost` instead.
+      violations: await pillarViolations(db, accepted, {
         allowExtra: produced.failedIds,
       }),
       lost,
