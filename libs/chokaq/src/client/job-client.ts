@@ -589,14 +589,16 @@ function countCreated(
   jobs: ReadonlyArray<NewJob & { queue: string }>,
   results: ReadonlyArray<{ created: boolean }>,
 ): void {
-  const counts = new Map<string, { queue: string; type: string; n: number }>();
+  // Queue → type → count: no key is built per job (a call enqueues up to 10,000).
+  const counts = new Map<string, Map<string, number>>();
   jobs.forEach((job, i) => {
     if (!results[i]?.created) return;
+    const types = counts.get(job.queue) ?? new Map<string, number>();
     const type = job.type ?? job.queue;
-    const key = JSON.stringify([job.queue, type]);
-    const entry = counts.get(key) ?? { queue: job.queue, type, n: 0 };
-    entry.n++;
-    counts.set(key, entry);
+    types.set(type, (types.get(type) ?? 0) + 1);
+    counts.set(job.queue, types);
   });
-  for (const { queue, type, n } of counts.values()) metrics.enqueued(queue, type, n);
+  for (const [queue, types] of counts) {
+    for (const [type, n] of types) metrics.enqueued(queue, type, n);
+  }
 }

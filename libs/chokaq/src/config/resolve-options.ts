@@ -289,15 +289,7 @@ function resolveStorage(
       add(`storage.${key}`, `is not a known option of ${kind} storage`, given[key]);
     }
   }
-  const str = (key: string, max = 4_096) => {
-    const v = given[key];
-    if (
-      v !== undefined &&
-      (typeof v !== 'string' || v.length === 0 || v.length > max || v.includes('\u0000'))
-    ) {
-      add(`storage.${key}`, `must be a non-empty string of at most ${max} characters`, v);
-    }
-  };
+  const str = (key: string, max = 4_096) => stringIssue(given, key, 'storage', max, add);
   const ruled = (key: string, rule: OptionRule) => {
     const v = given[key];
     if (v !== undefined && !satisfies(rule, v)) add(`storage.${key}`, describeRule(rule), v);
@@ -363,6 +355,23 @@ function resolveStorage(
   return storage;
 }
 
+/** `given[key]`, when set, must be a non-empty string of at most `max` characters without NUL. */
+function stringIssue(
+  given: Record<string, unknown>,
+  key: string,
+  path: string,
+  max: number,
+  add: (path: string, message: string, value: unknown) => void,
+): void {
+  const v = given[key];
+  if (
+    v !== undefined &&
+    (typeof v !== 'string' || v.length === 0 || v.length > max || v.includes('\u0000'))
+  ) {
+    add(`${path}.${key}`, `must be a non-empty string of at most ${max} characters`, v);
+  }
+}
+
 /**
  * The connection fields of a server (`url`, `host`, `port`, `username`, `password`, `database`,
  * `poolSize`) under `path`, for a server storage and for its read replica alike.
@@ -374,13 +383,7 @@ function serverConnectionIssues(
   add: (path: string, message: string, value: unknown) => void,
 ): void {
   for (const key of ['url', 'host', 'username', 'database']) {
-    const v = given[key];
-    if (
-      v !== undefined &&
-      (typeof v !== 'string' || v.length === 0 || v.length > 4_096 || v.includes('\u0000'))
-    ) {
-      add(`${path}.${key}`, 'must be a non-empty string of at most 4096 characters', v);
-    }
+    stringIssue(given, key, path, 4_096, add);
   }
   if (given.password !== undefined && typeof given.password !== 'string') {
     add(`${path}.password`, 'must be a string', '***');

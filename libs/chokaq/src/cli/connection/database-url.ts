@@ -57,7 +57,7 @@ export function databaseTarget(
   if (schema !== undefined && !SCHEMA_NAME.test(schema)) {
     throw new CliUsageError(`--schema must match ${SCHEMA_NAME.source} (got '${schema}')`);
   }
-  const scheme = /^([A-Za-z][A-Za-z0-9+.-]*):/.exec(url)?.[1]?.toLowerCase();
+  const scheme = schemeOf(url);
   if (scheme === 'postgres' || scheme === 'postgresql') {
     const host = parseUrl(url).hostname;
     return {
@@ -118,7 +118,7 @@ export function withReadReplica(
   if (!('type' in target.storage) || target.storage.type !== 'postgres') {
     throw new CliUsageError('--read-replica: a read replica is for a PostgreSQL --url only');
   }
-  const scheme = /^([A-Za-z][A-Za-z0-9+.-]*):/.exec(replicaUrl)?.[1]?.toLowerCase();
+  const scheme = schemeOf(replicaUrl);
   if (scheme !== 'postgres' && scheme !== 'postgresql') {
     throw new CliUsageError('--read-replica: must be a postgres:// or postgresql:// URL');
   }
@@ -128,6 +128,11 @@ export function withReadReplica(
     storage: { ...target.storage, readReplica: { url: replicaUrl, poolSize: CLI_POOL_SIZE } },
     label: `${target.label} (reads from the replica at ${host})`,
   };
+}
+
+/** The scheme a URL starts with, lower case (`postgres` of `POSTGRES://…`), or undefined. */
+function schemeOf(url: string): string | undefined {
+  return /^([A-Za-z][A-Za-z0-9+.-]*):/.exec(url)?.[1]?.toLowerCase();
 }
 
 function parseUrl(url: string, option = '--url'): URL {
