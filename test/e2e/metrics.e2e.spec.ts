@@ -83,14 +83,17 @@ describeEachDialect('metrics', ({ name: dialect }) => {
     await jobs.enqueue(Flaky, { n: 4 });
     await jobs.enqueue(Fatal, { n: 5 });
 
-    // The counters are written after each move commits: wait for the last of them.
+    // The counters are written after each move commits: wait for the last of them. The DLQ gauge
+    // is read from the database while a collection runs, so a move that commits during that read
+    // can be counted but not yet seen: wait for one collection that has both.
     const points = await waitFor(
-      'four completions, two DLQ moves and no handler running',
+      'four completions, two DLQ moves (counted and seen) and no handler running',
       async () => {
         const now = await collect();
         const done =
           total(now, 'chokaq.jobs.completed') === 4 &&
           total(now, 'chokaq.jobs.dlq') === 2 &&
+          total(now, 'chokaq.queue.dlq_size') === 2 &&
           total(now, 'chokaq.workers.active') === 0;
         return done ? now : undefined;
       },
