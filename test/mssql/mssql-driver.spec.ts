@@ -118,6 +118,7 @@ function stubbedStorage(replies: Reply[], settings: Partial<SqlStorageConfig> = 
     schemaTimeoutMs: 0,
     busyTimeoutMs: 50,
     dataVersionPollMs: 50,
+    partitioning: null,
     ...settings,
     // As the module does: the storage logs through Nest's Logger (a test records it there).
     logger: (context) => new Logger(context),

@@ -28,6 +28,7 @@ function storageReporting(version: number): PostgresJobStore {
     schemaTimeoutMs: 0,
     busyTimeoutMs: 50,
     dataVersionPollMs: 50,
+    partitioning: null,
     logger: () => new RecordingLogger(),
   };
   const connection = new PostgresConnection(config);

@@ -16,6 +16,7 @@ export type {
   ResolvedChokaQOptions,
 } from './interfaces/module-options.interface';
 export type {
+  ArchivePartitioning,
   CommonStorageOptions,
   DataSourceStorageOptions,
   MssqlStorageOptions,

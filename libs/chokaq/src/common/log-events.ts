@@ -153,6 +153,17 @@ export const CHOKAQ_LOG_EVENTS = {
     fields: ['poolSize', 'concurrency', 'handlers'],
   },
   ReadReplicaUnavailable: { id: 5040, level: 'warn', fields: ['error'] },
+  ArchivePartitioned: {
+    id: 5050,
+    level: 'log',
+    fields: ['dialect', 'schema', 'table', 'period', 'keptRows'],
+  },
+  PartitionsChanged: { id: 5051, level: 'log', fields: ['table', 'created', 'dropped'] },
+  PartitionMaintenanceDeferred: {
+    id: 5052,
+    level: 'warn',
+    fields: ['table', 'partition', 'error'],
+  },
 
   // ------------------------------------------------------------------ 6000s admin
   QueueUpdated: { id: 6000, level: 'log', fields: ['queue', 'settings'] },

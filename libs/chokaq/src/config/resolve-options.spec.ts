@@ -278,6 +278,66 @@ describe('resolveChokaQOptions', () => {
       ]);
     });
 
+    it('takes partitioning on PostgreSQL, SQL Server and a borrowed DataSource, never on SQLite', () => {
+      for (const period of ['day', 'week', 'month'] as const) {
+        expect(
+          resolveChokaQOptions({
+            storage: { type: 'postgres', host: 'h', partitioning: { period } },
+          }).storage,
+        ).toMatchObject({ partitioning: { period } });
+      }
+      expect(
+        resolveChokaQOptions({
+          storage: { type: 'mssql', host: 'h', partitioning: { period: 'month' } },
+        }).storage,
+      ).toMatchObject({ partitioning: { period: 'month' } });
+      const dataSource = { options: { type: 'postgres' }, initialize: async () => undefined };
+      expect(
+        resolveChokaQOptions({ storage: { dataSource, partitioning: { period: 'week' } } } as never)
+          .storage,
+      ).toMatchObject({ partitioning: { period: 'week' } });
+      expect(
+        issuesOf({ storage: { type: 'sqlite', partitioning: { period: 'day' } } } as never),
+      ).toEqual([
+        {
+          path: 'storage.partitioning',
+          message: 'is not a known option of sqlite storage',
+          value: { period: 'day' },
+        },
+      ]);
+    });
+
+    it('names each wrong part of partitioning', () => {
+      const postgres = (partitioning: unknown) =>
+        issuesOf({ storage: { type: 'postgres', host: 'h', partitioning } } as never);
+      expect(postgres('day')).toEqual([
+        {
+          path: 'storage.partitioning',
+          message: "must be an object such as { period: 'day' }",
+          value: 'day',
+        },
+      ]);
+      expect(postgres({ period: 'hour', ahead: 3 })).toEqual([
+        {
+          path: 'storage.partitioning.ahead',
+          message: 'is not a known option of partitioning',
+          value: 3,
+        },
+        {
+          path: 'storage.partitioning.period',
+          message: "must be 'day', 'week' or 'month'",
+          value: 'hour',
+        },
+      ]);
+      expect(postgres({})).toEqual([
+        {
+          path: 'storage.partitioning.period',
+          message: "must be 'day', 'week' or 'month'",
+          value: undefined,
+        },
+      ]);
+    });
+
     it("checks a read replica's connection fields as the storage's own, each issue whole", () => {
       expect(
         issuesOf({

@@ -90,6 +90,7 @@ const STORAGE_KEYS: Record<string, string[]> = {
     'notifyReconnectMs',
     'preparedStatements',
     'readReplica',
+    'partitioning',
     ...COMMON_STORAGE_KEYS,
   ],
   mssql: [
@@ -98,6 +99,7 @@ const STORAGE_KEYS: Record<string, string[]> = {
     'options',
     'requestTimeoutMs',
     'schemaTimeoutMs',
+    'partitioning',
     ...COMMON_STORAGE_KEYS,
   ],
   dataSource: [
@@ -107,6 +109,7 @@ const STORAGE_KEYS: Record<string, string[]> = {
     'preparedStatements',
     'schemaTimeoutMs',
     'readReplica',
+    'partitioning',
     ...COMMON_STORAGE_KEYS,
   ],
 };
@@ -342,6 +345,7 @@ function resolveStorage(
       serverConnectionIssues(replica, 'storage.readReplica', 'a read replica', add);
     }
   }
+  if (kind !== 'sqlite') partitioningIssues(given.partitioning, add);
   if (kind === 'mssql' && given.options !== undefined && !isPlainObject(given.options)) {
     add('storage.options', 'must be an object of mssql driver options', given.options);
   }
@@ -353,6 +357,28 @@ function resolveStorage(
   if (kind === 'sqlite' && storage.database === undefined) storage.database = DEFAULT_SQLITE_FILE;
   if (storage.payloadMaxBytes === undefined) storage.payloadMaxBytes = payloadMaxBytes;
   return storage;
+}
+
+const PARTITION_PERIODS = ['day', 'week', 'month'];
+
+/** `storage.partitioning`, when set, is `{ period: 'day' | 'week' | 'month' }` and nothing more. */
+function partitioningIssues(
+  given: unknown,
+  add: (path: string, message: string, value: unknown) => void,
+): void {
+  if (given === undefined) return;
+  if (!isPlainObject(given)) {
+    add('storage.partitioning', "must be an object such as { period: 'day' }", given);
+    return;
+  }
+  for (const key of Object.keys(given)) {
+    if (key !== 'period') {
+      add(`storage.partitioning.${key}`, 'is not a known option of partitioning', given[key]);
+    }
+  }
+  if (!PARTITION_PERIODS.includes(given.period as string)) {
+    add('storage.partitioning.period', "must be 'day', 'week' or 'month'", given.period);
+  }
 }
 
 /** `given[key]`, when set, must be a non-empty string of at most `max` characters without NUL. */

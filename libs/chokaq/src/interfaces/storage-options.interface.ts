@@ -72,6 +72,20 @@ export interface PostgresReadReplicaOptions extends PostgresConnectionOptions {
   poolSize?: number;
 }
 
+/**
+ * The Archive and the DLQ as partitions by their finish time (PostgreSQL: native declarative
+ * partitions; SQL Server: a partition function and scheme). Retention then removes whole
+ * partitions instead of deleting rows, and the maintenance loop makes partitions ahead. Opt-in;
+ * what it changes and guarantees: docs/storage.md, "A partitioned Archive". @publicApi
+ */
+export interface ArchivePartitioning {
+  /**
+   * The time one partition covers, in UTC: a day, an ISO week (from Monday) or a calendar month.
+   * A row stays at least its retention and at most its retention plus one period.
+   */
+  period: 'day' | 'week' | 'month';
+}
+
 /** PostgreSQL through `pg`. @publicApi */
 export interface PostgresStorageOptions extends CommonStorageOptions, PostgresConnectionOptions {
   type: 'postgres';
@@ -92,6 +106,8 @@ export interface PostgresStorageOptions extends CommonStorageOptions, PostgresCo
   preparedStatements?: boolean;
   /** A hot standby for the dashboard-grade reads (none by default: they read the primary). */
   readReplica?: PostgresReadReplicaOptions;
+  /** Partition the Archive and the DLQ by finish time (none by default). */
+  partitioning?: ArchivePartitioning;
 }
 
 /** SQL Server / Azure SQL through `mssql`. @publicApi */
@@ -126,6 +142,8 @@ export interface MssqlStorageOptions extends CommonStorageOptions {
    * retry would start again. Ordinary batches keep `requestTimeoutMs`.
    */
   schemaTimeoutMs?: number;
+  /** Partition the Archive and the DLQ by finish time (none by default). */
+  partitioning?: ArchivePartitioning;
 }
 
 /** Reuse the application's own TypeORM `DataSource` (its dialect is detected). ChokaQ never destroys it. @publicApi */
@@ -141,6 +159,8 @@ export interface DataSourceStorageOptions extends CommonStorageOptions {
   schemaTimeoutMs?: number;
   /** PostgreSQL only: see {@link PostgresStorageOptions.readReplica}. */
   readReplica?: PostgresReadReplicaOptions;
+  /** PostgreSQL and SQL Server: see {@link PostgresStorageOptions.partitioning}. */
+  partitioning?: ArchivePartitioning;
 }
 
 /** Where ChokaQ keeps its tables. @publicApi */

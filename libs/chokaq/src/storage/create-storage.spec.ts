@@ -2,7 +2,12 @@ import type { DataSource } from 'typeorm';
 import { DEFAULT_MSSQL_REQUEST_TIMEOUT_MS } from '../config/storage-defaults';
 import { ChokaQValidationError } from '../errors';
 import type { StorageOptions } from '../interfaces/storage-options.interface';
-import { dataSourceOptionsFor, openReadReplica, pgPoolConfigFor } from './create-storage';
+import {
+  createJobStorage,
+  dataSourceOptionsFor,
+  openReadReplica,
+  pgPoolConfigFor,
+} from './create-storage';
 
 describe('dataSourceOptionsFor (the DataSource ChokaQ opens itself)', () => {
   it('gives SQL Server a request timeout above the 60 s schema bootstrap lock wait', () => {
@@ -76,5 +81,22 @@ describe('openReadReplica (storage.readReplica)', () => {
       await expect(refused).rejects.toThrow(ChokaQValidationError);
       await expect(refused).rejects.toThrow(/storage\.readReplica is for PostgreSQL storage only/);
     }
+  });
+});
+
+describe('createJobStorage with storage.partitioning', () => {
+  it('refuses partitioning of a borrowed SQLite DataSource, before touching it', async () => {
+    const initialize = jest.fn();
+    const dataSource = {
+      options: { type: 'better-sqlite3' },
+      isInitialized: false,
+      initialize,
+    } as unknown as DataSource;
+    const refused = createJobStorage({ dataSource, partitioning: { period: 'day' } });
+    await expect(refused).rejects.toThrow(ChokaQValidationError);
+    await expect(refused).rejects.toThrow(
+      /storage\.partitioning is for PostgreSQL and SQL Server storage only \(this storage is sqlite\)/,
+    );
+    expect(initialize).not.toHaveBeenCalled();
   });
 });

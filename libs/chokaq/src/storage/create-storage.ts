@@ -214,8 +214,18 @@ async function openStorage(
     dataVersionPollMs:
       ('dataVersionPollMs' in options ? options.dataVersionPollMs : undefined) ??
       STORAGE_DEFAULTS.dataVersionPollMs,
+    partitioning: ('partitioning' in options ? options.partitioning : undefined) ?? null,
     logger,
   };
+  if (config.partitioning !== null && dialect === 'sqlite') {
+    throw new ChokaQValidationError([
+      {
+        path: 'storage.partitioning',
+        message: 'is for PostgreSQL and SQL Server storage only (this storage is sqlite)',
+        value: config.partitioning,
+      },
+    ]);
+  }
   if (dataSource !== undefined && !dataSource.isInitialized) await dataSource.initialize();
   const storage = await dialectStorage(dialect, config);
   if (readOnly) {

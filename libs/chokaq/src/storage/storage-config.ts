@@ -1,7 +1,10 @@
 import type { PoolConfig } from 'pg';
 import type { DataSource } from 'typeorm';
 import type { ChokaQLogger } from '../interfaces/chokaq-logger.interface';
-import type { TransientRetryOptions } from '../interfaces/storage-options.interface';
+import type {
+  ArchivePartitioning,
+  TransientRetryOptions,
+} from '../interfaces/storage-options.interface';
 
 /** What a dialect implementation is constructed with: the storage options resolved by `createJobStorage`. */
 export interface SqlStorageConfig {
@@ -30,6 +33,8 @@ export interface SqlStorageConfig {
   preparedStatements: boolean;
   /** SQL Server: the schema bootstrap batch's request timeout, ms (0: none). */
   schemaTimeoutMs: number;
+  /** PostgreSQL, SQL Server: the Archive and the DLQ partitioned by finish time (null: not). */
+  partitioning: ArchivePartitioning | null;
   /** SQLite busy_timeout. */
   busyTimeoutMs: number;
   /** SQLite: `PRAGMA data_version` poll of workers' cross-process wake-ups (0: off). */

@@ -19,6 +19,7 @@ import {
 } from '../shared/audit-log';
 import { mapQueueRow, toDate } from '../shared/row-mapper';
 import { isDuplicateKeyError } from './postgres-errors';
+import { PostgresPartitions } from './postgres-partitions';
 import { Exec, PostgresConnection } from './postgres.connection';
 import * as SQL from './sql';
 
@@ -38,9 +39,12 @@ export class PostgresAdminStore {
   protected readonly cancelChannel: string | null;
   /** The fixed statements, by the name of the method they serve (`sql/`), prepared by name. */
   protected readonly sql: ReturnType<typeof SQL.hotPathStatements>;
+  /** The partitioned Archive and DLQ, when they are (`storage.partitioning`). */
+  protected readonly partitions: PostgresPartitions;
 
   constructor(protected readonly db: PostgresConnection) {
     this.s = db.s;
+    this.partitions = new PostgresPartitions(db);
     this.channel = db.config.notify ? SQL.enqueueChannel(db.schemaName) : null;
     this.cancelChannel = db.config.notify ? SQL.cancelChannel(db.schemaName) : null;
     this.sql = SQL.hotPathStatements(this.s, this.channel, this.cancelChannel);
@@ -193,20 +197,42 @@ export class PostgresAdminStore {
   ): Promise<RetentionResult> {
     const batch = policy.batchSize;
     const done = nothingRemoved();
+    // The run's audit row in the caller's transaction, with `removed` more rows of `table` than
+    // `done` holds (added to it once that transaction committed).
+    const count = (exec: Exec, table: keyof RetentionResult, removed: number) =>
+      this.recordAudit(
+        exec,
+        audit,
+        removed,
+        retentionDetails(audit, { ...done, [table]: done[table] + removed }),
+      );
     const drain = async (table: keyof RetentionResult, sql: string, ageMs: number) => {
       for (;;) {
         const n = await this.write(`retention.${table}`, audit, async (exec) => {
           const deleted = (await exec(sql, SQL.applyRetentionParams(ageMs, batch))).length;
-          const counts = { ...done, [table]: done[table] + deleted };
-          await this.recordAudit(exec, audit, deleted, retentionDetails(audit, counts));
+          await count(exec, table, deleted);
           return deleted;
         });
         done[table] += n;
         if (n < batch) return;
       }
     };
-    await drain('archive', SQL.applyRetentionArchive(this.s), policy.archiveMs);
-    await drain('dlq', SQL.applyRetentionDlq(this.s), policy.dlqMs);
+    // A partitioned Archive or DLQ: partitions made ahead, the expired ones dropped whole, and
+    // row by row only in the partitions that are not (see PostgresPartitions.rowWiseTables).
+    const layout = await this.partitions.layout();
+    await this.partitions.makeAhead(layout);
+    const pillars = [
+      ['archive', 'jobs_archive', policy.archiveMs, SQL.applyRetentionArchive],
+      ['dlq', 'jobs_dlq', policy.dlqMs, SQL.applyRetentionDlq],
+    ] as const;
+    for (const [key, table, ageMs, statement] of pillars) {
+      for (const partition of this.partitions.expired(layout, table, ageMs)) {
+        done[key] += await this.partitions.drop(table, partition, (exec, n) => count(exec, key, n));
+      }
+      for (const target of this.partitions.rowWiseTables(layout, table, ageMs)) {
+        await drain(key, statement(this.s, target), ageMs);
+      }
+    }
     await drain('metricBuckets', SQL.applyRetentionBuckets(this.s), policy.metricsMs);
     await drain('workers', SQL.applyRetentionWorkers(this.s), policy.workersMs);
     await drain('audit', SQL.applyRetentionAudit(this.s), policy.auditMs);

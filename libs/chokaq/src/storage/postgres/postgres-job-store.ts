@@ -125,6 +125,15 @@ export class PostgresJobStore extends PostgresAdminStore implements DialectJobSt
    * record them. Concurrent callers queue on the lock; the lock ends with the transaction.
    */
   async ensureSchema(): Promise<void> {
+    await this.migrate();
+    // After the versions: `storage.partitioning` converts the plain Archive and DLQ (once) and
+    // makes the partitions ahead (docs/storage.md, "A partitioned Archive").
+    const partitioning = this.db.config.partitioning;
+    if (partitioning !== null) await this.partitions.ensure(partitioning.period);
+  }
+
+  /** The versioned migrations of {@link ensureSchema}. */
+  private async migrate(): Promise<void> {
     if ((await this.appliedVersions('ensureSchema')).includes(POSTGRES_SCHEMA_VERSION)) return;
     const { from, applied } = await this.db.transaction('ensureSchema', async (exec) => {
       await exec(SQL.LOCK_SCHEMA, SQL.lockSchemaParams(this.schemaName));

@@ -35,6 +35,7 @@ export { DlqMoveShape, cancelChannel, enqueueChannel, quoteSchema } from './frag
 export * from './lifecycle';
 export * from './lists';
 export * from './moves';
+export * from './partitions';
 export * from './pending';
 export * from './queues';
 export * from './reads';

@@ -52,19 +52,20 @@ export function purgeDlqByFilterQuery(
 
 /**
  * Retention, one bounded batch: archive rows finished more than $1 ms ago, at most $2, oldest
- * first, and their attempt rows ({@link attemptsDelete}).
+ * first, and their attempt rows ({@link attemptsDelete}). `table` is the Archive, or one partition
+ * of a partitioned Archive that retention does not drop whole (see `./partitions`).
  * Lock/isolation: each batch its own short transaction (one statement); the batch is picked once
  * in a MATERIALIZED CTE with SKIP LOCKED, so it never waits on row locks of a concurrent purge or
  * retention run. Counters untouched (they are lifetime).
  */
-export const applyRetentionArchive = (s: string): string => `
+export const applyRetentionArchive = (s: string, table = 'jobs_archive'): string => `
 WITH chosen AS MATERIALIZED (
-  SELECT r.id FROM ${s}.jobs_archive r
+  SELECT r.id FROM ${s}.${table} r
   WHERE r.finished_at_utc < now() - $1::float8 ${MS}
   ORDER BY r.finished_at_utc
   LIMIT $2
   FOR UPDATE SKIP LOCKED),
-gone AS (DELETE FROM ${s}.jobs_archive a USING chosen c WHERE a.id = c.id
+gone AS (DELETE FROM ${s}.${table} a USING chosen c WHERE a.id = c.id
          RETURNING a.id, a.has_dependents, a.waiting_on),
 history AS (${attemptsDelete(s, 'gone')}
 )${dependencyRemove(s, 'gone')}
@@ -98,16 +99,16 @@ export function applyRetentionParams(ageMs: number, batch: number): unknown[] {
 
 /**
  * Retention batch of the DLQ (failed more than $1 ms ago, at most $2) and their attempt rows; as
- * {@link applyRetentionArchive}.
+ * {@link applyRetentionArchive} (`table`: the DLQ or one of its partitions).
  */
-export const applyRetentionDlq = (s: string): string => `
+export const applyRetentionDlq = (s: string, table = 'jobs_dlq'): string => `
 WITH chosen AS MATERIALIZED (
-  SELECT r.id FROM ${s}.jobs_dlq r
+  SELECT r.id FROM ${s}.${table} r
   WHERE r.failed_at_utc < now() - $1::float8 ${MS}
   ORDER BY r.failed_at_utc
   LIMIT $2
   FOR UPDATE SKIP LOCKED),
-gone AS (DELETE FROM ${s}.jobs_dlq d USING chosen c WHERE d.id = c.id
+gone AS (DELETE FROM ${s}.${table} d USING chosen c WHERE d.id = c.id
          RETURNING d.id, d.has_dependents, d.waiting_on),
 history AS (${attemptsDelete(s, 'gone')}
 )${dependencyRemove(s, 'gone')}

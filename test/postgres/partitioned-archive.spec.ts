@@ -1,0 +1,438 @@
+import { randomUUID } from 'node:crypto';
+import { Client } from 'pg';
+import type { JobStorage } from '../../libs/chokaq/src/storage';
+import {
+  getJobArchive,
+  listJobs,
+  listWhere,
+  makePartition,
+  quoteSchema,
+} from '../../libs/chokaq/src/storage/postgres/sql';
+import { assertListQuery } from '../../libs/chokaq/src/validation/validate-list';
+import { type PlanNode, planNodes, planOf } from '../support/pg-plan';
+import { dayStamp, nextPeriod, periodStart } from '../../libs/chokaq/src/storage/shared/partitions';
+import { archiveDirectly } from '../support/archive-directly';
+import { PG_URL } from '../support/env';
+import { type TestSchema, createTestSchema, describePostgres } from '../support/test-database';
+
+/*
+ * `storage.partitioning` on PostgreSQL: the Archive and the DLQ as declarative partitions by
+ * finish time, made ahead by maintenance and dropped whole by retention; the conversion of a plain
+ * schema with rows in every pillar. On the shared test server, in schemas of their own.
+ */
+
+const DAY = 86_400_000;
+const WORKER = 'partition-test-worker';
+
+/** The partitions of `table`, by name, and whether it is partitioned. */
+async function layoutOf(db: TestSchema, table: 'jobs_archive' | 'jobs_dlq') {
+  const [parent] = await db.sql<{ kind: string }>(
+    `SELECT c.relkind::text AS kind FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+     WHERE n.nspname = $1 AND c.relname = $2`,
+    [db.schema, table],
+  );
+  const parts = await db.sql<{ name: string; bound: string }>(
+    `SELECT p.relname AS name, pg_get_expr(p.relpartbound, p.oid) AS bound
+     FROM pg_inherits i JOIN pg_class p ON p.oid = i.inhrelid
+     WHERE i.inhparent = ($1 || '.' || $2)::regclass ORDER BY 1`,
+    [db.schema, table],
+  );
+  return { kind: parent?.kind, partitions: parts.map((p) => p.name), bounds: parts };
+}
+
+/** Where a row of `table` is stored: the partition's name. */
+async function partitionOf(db: TestSchema, table: string, id: string): Promise<string | undefined> {
+  const [row] = await db.sql<{ name: string }>(
+    `SELECT tableoid::regclass::text AS name FROM ${db.schema}.${table} WHERE id = $1`,
+    [id],
+  );
+  return row?.name.replace(`${db.schema}.`, '');
+}
+
+/** One job run to the archive after a retry: it leaves one attempt row. */
+async function archivedAfterRetry(storage: JobStorage, queue: string): Promise<string> {
+  const type = `${queue}.${randomUUID()}`;
+  const { id } = await storage.enqueue({ queue, type, payload: { n: 1 } });
+  const handled = { queues: [], types: [{ queue, type }] };
+  for (let attempt = 1; ; attempt += 1) {
+    const leaseId = randomUUID();
+    const claimed = await storage.fetchNextBatch({ workerId: WORKER, leaseId, limit: 1, handled });
+    expect(claimed.map((j) => j.id)).toEqual([id]);
+    const lease = { id, workerId: WORKER, leaseId };
+    expect(await storage.markAsProcessing([lease])).toHaveLength(1);
+    if (attempt === 2) {
+      expect(await storage.archiveSucceeded([{ ...lease, durationMs: 5 }])).toHaveLength(1);
+      return id;
+    }
+    expect(await storage.rescheduleForRetry(lease, 0, 'Error: first try')).toBe(1);
+  }
+}
+
+/** Runs `statements` in one transaction on a connection of its own. */
+async function inTransaction(statements: readonly string[]): Promise<void> {
+  const client = new Client({ connectionString: PG_URL });
+  await client.connect();
+  try {
+    await client.query('BEGIN');
+    for (const sql of statements) await client.query(sql);
+    await client.query('COMMIT');
+  } finally {
+    await client.end();
+  }
+}
+
+const RETENTION = { archiveMs: 5 * DAY, dlqMs: 5 * DAY, metricsMs: DAY };
+
+describePostgres('PostgreSQL partitioned Archive and DLQ', () => {
+  describe('a new schema', () => {
+    const db = createTestSchema('postgres', {
+      overrides: { partitioning: { period: 'day' }, poolSize: 4 },
+    });
+    let storage: JobStorage;
+
+    beforeAll(async () => {
+      storage = await db.openStorage();
+    });
+    afterAll(() => db.close());
+
+    it('is partitioned by day from today, a week ahead, with a default partition', async () => {
+      const [{ now }] = await db.sql<{ now: Date }>('SELECT now() AS now');
+      const today = periodStart(now, 'day');
+      const expected = ['jobs_archive_default'];
+      for (let d = today; expected.length < 9; d = nextPeriod(d, 'day')) {
+        expected.push(`jobs_archive_${dayStamp(d)}_${dayStamp(nextPeriod(d, 'day'))}`);
+      }
+      const archive = await layoutOf(db, 'jobs_archive');
+      expect(archive.kind).toBe('p');
+      expect(archive.partitions.sort()).toEqual(expected.sort());
+      const dlq = await layoutOf(db, 'jobs_dlq');
+      expect(dlq.kind).toBe('p');
+      expect(dlq.partitions).toHaveLength(9);
+      // The primary key holds the partition key; an id's uniqueness across pillars is enqueue's.
+      const [pk] = await db.sql<{ def: string }>(
+        `SELECT pg_get_constraintdef(oid) AS def FROM pg_constraint
+         WHERE conrelid = $1::regclass AND contype = 'p'`,
+        [`${db.schema}.jobs_archive`],
+      );
+      expect(pk.def).toBe('PRIMARY KEY (id, finished_at_utc)');
+    });
+
+    it("archives into today's partition, and a retried enqueue of an archived id is refused", async () => {
+      const id = await archiveDirectly(storage, 'p-new', WORKER);
+      const [{ now }] = await db.sql<{ now: Date }>('SELECT now() AS now');
+      const today = periodStart(now, 'day');
+      expect(await partitionOf(db, 'jobs_archive', id)).toBe(
+        `jobs_archive_${dayStamp(today)}_${dayStamp(nextPeriod(today, 'day'))}`,
+      );
+      expect((await storage.getJob(id))?.pillar).toBe('archive');
+      const again = await storage.enqueue({ id, queue: 'p-new', type: 'x', payload: {} });
+      expect(again).toEqual({ id, created: false });
+      expect(await db.count('hot', 'id = ?', [id])).toBe(0);
+    });
+
+    it('opens again without changing anything, and maintenance makes a missing partition', async () => {
+      const before = await layoutOf(db, 'jobs_dlq');
+      const last = before.partitions
+        .filter((p) => p !== 'jobs_dlq_default')
+        .sort()
+        .pop()!;
+      await db.sql(`DROP TABLE ${db.schema}.${last}`);
+      const other = await db.openStorage();
+      // Two processes' maintenance at once: each partition is made once, neither fails.
+      await Promise.all([storage.applyRetention(RETENTION), other.applyRetention(RETENTION)]);
+      expect((await layoutOf(db, 'jobs_dlq')).partitions.sort()).toEqual(before.partitions.sort());
+    });
+  });
+
+  describe('maintenance', () => {
+    const db = createTestSchema('postgres', {
+      overrides: { partitioning: { period: 'day' }, poolSize: 4 },
+    });
+    let storage: JobStorage;
+
+    beforeAll(async () => {
+      storage = await db.openStorage();
+    });
+    afterAll(() => db.close());
+
+    it('moves rows the default partition took into the partition made for them', async () => {
+      const s = quoteSchema(db.schema);
+      const [{ now }] = await db.sql<{ now: Date }>('SELECT now() AS now');
+      const from = nextPeriod(nextPeriod(periodStart(now, 'day'), 'day'), 'day');
+      const name = `jobs_dlq_${dayStamp(from)}_${dayStamp(nextPeriod(from, 'day'))}`;
+      await db.sql(`DROP TABLE ${s}.${name}`);
+      // A row failed in that day (as if maintenance had not run for long): the default holds it.
+      const { id } = await storage.enqueue({ queue: 'p-def', type: 't', payload: {} });
+      await storage.cancel([id]);
+      await db.sql(`UPDATE ${s}.jobs_dlq SET failed_at_utc = $1 WHERE id = $2`, [
+        new Date(from.getTime() + 60_000),
+        id,
+      ]);
+      expect(await partitionOf(db, 'jobs_dlq', id)).toBe('jobs_dlq_default');
+
+      await storage.applyRetention(RETENTION);
+
+      expect(await partitionOf(db, 'jobs_dlq', id)).toBe(name);
+      expect(await db.sql(`SELECT 1 FROM ${s}.jobs_dlq_default`)).toEqual([]);
+      expect((await storage.getJob(id))?.pillar).toBe('dlq');
+    });
+  });
+
+  describe('retention', () => {
+    const db = createTestSchema('postgres', {
+      overrides: { partitioning: { period: 'day' }, poolSize: 4 },
+    });
+    let storage: JobStorage;
+    let s: string;
+
+    beforeAll(async () => {
+      storage = await db.openStorage();
+      s = quoteSchema(db.schema);
+    });
+    afterAll(() => db.close());
+
+    it('drops an expired partition whole with its rows’ attempts and edges; the default’s old rows go singly', async () => {
+      const [{ now }] = await db.sql<{ now: Date }>('SELECT now() AS now');
+      // A partition of ten days ago, as maintenance made it then.
+      const from = periodStart(new Date(now.getTime() - 10 * DAY), 'day');
+      const to = nextPeriod(from, 'day');
+      const old = `jobs_archive_${dayStamp(from)}_${dayStamp(to)}`;
+      await inTransaction(makePartition(s, 'jobs_archive', old, from, to));
+
+      const retried = await archivedAfterRetry(storage, 'p-ret');
+      const dependency = await archiveDirectly(storage, 'p-ret', WORKER);
+      const type = `p-ret.${randomUUID()}`;
+      const { id: dependent } = await storage.enqueue({
+        queue: 'p-ret',
+        type,
+        payload: {},
+        dependsOn: [dependency],
+      });
+      const leaseId = randomUUID();
+      const handled = { queues: [], types: [{ queue: 'p-ret', type }] };
+      expect(
+        (await storage.fetchNextBatch({ workerId: WORKER, leaseId, limit: 1, handled })).map(
+          (j) => j.id,
+        ),
+      ).toEqual([dependent]);
+      const lease = { id: dependent, workerId: WORKER, leaseId };
+      await storage.markAsProcessing([lease]);
+      expect(await storage.archiveSucceeded([{ ...lease, durationMs: 1 }])).toHaveLength(1);
+      const kept = await archiveDirectly(storage, 'p-ret', WORKER);
+      expect(await db.count('attempts', 'job_id = ?', [retried])).toBe(1);
+      expect(await db.count('dependencies', 'job_id = ?', [dependent])).toBe(1);
+
+      // Ten days ago: the three move into the old partition; `kept` stays in today's.
+      await db.sql(
+        `UPDATE ${s}.jobs_archive SET finished_at_utc = $1 WHERE id = ANY ($2::text[])`,
+        [new Date(from.getTime() + 3_600_000), [retried, dependency, dependent]],
+      );
+      expect(await partitionOf(db, 'jobs_archive', retried)).toBe(old);
+      // A row no partition takes (older than any): the default holds it, retention deletes it.
+      const stray = await archiveDirectly(storage, 'p-ret', WORKER);
+      await db.sql(`UPDATE ${s}.jobs_archive SET finished_at_utc = $1 WHERE id = $2`, [
+        new Date(now.getTime() - 30 * DAY),
+        stray,
+      ]);
+      expect(await partitionOf(db, 'jobs_archive', stray)).toBe('jobs_archive_default');
+      const removed = await storage.applyRetention(RETENTION, {
+        action: 'retention.run',
+        actor: 'system',
+      });
+
+      expect(removed.archive).toBe(4);
+      expect((await layoutOf(db, 'jobs_archive')).partitions).not.toContain(old);
+      for (const id of [retried, dependency, dependent, stray]) {
+        expect(await storage.getJob(id)).toBeNull();
+      }
+      expect((await storage.getJob(kept))?.pillar).toBe('archive');
+      expect(await db.count('attempts', 'job_id = ?', [retried])).toBe(0);
+      expect(await db.count('dependencies', 'job_id = ?', [dependent])).toBe(0);
+      // The stray row was deleted from the default partition; today's kept its row.
+      expect(await partitionOf(db, 'jobs_archive', kept)).not.toBe('jobs_archive_default');
+      expect(await db.sql(`SELECT 1 FROM ${s}.jobs_archive_default`)).toEqual([]);
+      const [audit] = await db.sql<{ details: string }>(
+        `SELECT details FROM ${s}.audit_log WHERE action = 'retention.run' ORDER BY at_utc DESC LIMIT 1`,
+      );
+      expect(JSON.parse(audit.details).removed.archive).toBe(4);
+    });
+  });
+
+  describe('converting a plain schema', () => {
+    const db = createTestSchema('postgres', { overrides: { poolSize: 4 } });
+    let plain: JobStorage;
+
+    beforeAll(async () => {
+      plain = await db.openStorage();
+    });
+    afterAll(() => db.close());
+
+    /** Every row of the three pillars and the side tables, as JSON text, in a stable order. */
+    async function everything(): Promise<Record<string, string[]>> {
+      const tables = ['jobs_hot', 'jobs_archive', 'jobs_dlq', 'job_attempts', 'job_dependencies'];
+      const out: Record<string, string[]> = {};
+      for (const table of tables) {
+        const rows = await db.sql<{ j: string }>(
+          `SELECT row_to_json(t)::text AS j FROM ${db.schema}.${table} t ORDER BY 1`,
+        );
+        out[table] = rows.map((r) => r.j);
+      }
+      return out;
+    }
+
+    it('keeps every row of every pillar where it can be read, and goes on archiving', async () => {
+      await plain.enqueue({ queue: 'p-conv', type: 'waits', payload: { n: 1 } });
+      const archived = await archivedAfterRetry(plain, 'p-conv');
+      const dead = (await plain.enqueue({ queue: 'p-conv', type: 'dead', payload: {} })).id;
+      expect((await plain.cancel([dead])).cancelled).toEqual([dead]);
+      const running = await plain.enqueue({ queue: 'p-conv', type: 'runs', payload: {} });
+      const leaseId = randomUUID();
+      const handled = { queues: [], types: [{ queue: 'p-conv', type: 'runs' }] };
+      await plain.fetchNextBatch({ workerId: WORKER, leaseId, limit: 1, handled });
+      await plain.markAsProcessing([{ id: running.id, workerId: WORKER, leaseId }]);
+      const before = await everything();
+      expect(before.jobs_dlq).toHaveLength(1);
+      expect(before.job_attempts).toHaveLength(1);
+
+      const partitioned = await db.openStorage({ partitioning: { period: 'week' } });
+
+      expect(await everything()).toEqual(before);
+      const [{ now }] = await db.sql<{ now: Date }>('SELECT now() AS now');
+      const bound = nextPeriod(periodStart(now, 'week'), 'week');
+      const legacy = `jobs_archive_min_${dayStamp(bound)}`;
+      const archive = await layoutOf(db, 'jobs_archive');
+      expect(archive.kind).toBe('p');
+      expect(archive.partitions).toContain(legacy);
+      expect(archive.partitions).toContain(
+        `jobs_archive_${dayStamp(bound)}_${dayStamp(nextPeriod(bound, 'week'))}`,
+      );
+      expect(archive.partitions).toHaveLength(1 + 1 + 4);
+      expect(await partitionOf(db, 'jobs_archive', archived)).toBe(legacy);
+      expect((await partitioned.getJob(archived, { attempts: true }))?.attempts).toHaveLength(1);
+      expect((await partitioned.getJob(dead))?.pillar).toBe('dlq');
+      // The running job finishes into the new layout (the kept partition covers this week).
+      expect(
+        await partitioned.archiveSucceeded([
+          { id: running.id, workerId: WORKER, leaseId, durationMs: 3 },
+        ]),
+      ).toHaveLength(1);
+      expect(await partitionOf(db, 'jobs_archive', running.id)).toBe(legacy);
+      // The DLQ's rows are kept the same way, and a resurrect takes one back out.
+      expect((await layoutOf(db, 'jobs_dlq')).partitions).toContain(
+        `jobs_dlq_min_${dayStamp(bound)}`,
+      );
+      expect(await partitioned.resurrect(dead)).toBe(1);
+      expect((await partitioned.getJob(dead))?.pillar).toBe('hot');
+    });
+  });
+
+  describe('reads', () => {
+    const db = createTestSchema('postgres', {
+      overrides: { partitioning: { period: 'day' }, poolSize: 4 },
+    });
+    let storage: JobStorage;
+    let client: Client;
+    let today: Date;
+    const PAST_DAYS = 4;
+    const PER_DAY = 5_000;
+
+    beforeAll(async () => {
+      storage = await db.openStorage();
+      const s = quoteSchema(db.schema);
+      const [{ now }] = await db.sql<{ now: Date }>('SELECT now() AS now');
+      today = periodStart(now, 'day');
+      // Four past days made as maintenance made them then, each with 5,000 rows, and 500 today.
+      for (let d = 1; d <= PAST_DAYS; d += 1) {
+        const from = new Date(today.getTime() - d * DAY);
+        const name = `jobs_archive_${dayStamp(from)}_${dayStamp(nextPeriod(from, 'day'))}`;
+        await inTransaction(makePartition(s, 'jobs_archive', name, from, nextPeriod(from, 'day')));
+      }
+      await db.sql(
+        `
+        INSERT INTO ${s}.jobs_archive (id, queue, type, payload, priority, attempt_count,
+          created_at_utc, enqueued_at_utc, finished_at_utc, duration_ms)
+        SELECT gen_random_uuid()::text, 'q' || (g % 5), 't', '{}', 10, 1, $1, $1,
+               $1::timestamptz + (g * ${DAY / PER_DAY} || ' ms')::interval, 1
+        FROM generate_series(0, ${PAST_DAYS * PER_DAY + PER_DAY / 10}) g`,
+        [new Date(today.getTime() - PAST_DAYS * DAY)],
+      );
+      await db.sql(`ANALYZE ${s}.jobs_archive`);
+      client = new Client({ connectionString: PG_URL });
+      await client.connect();
+    }, 60_000);
+    afterAll(async () => {
+      await client?.end();
+      await db.close();
+    });
+
+    async function explain(sql: string, params: unknown[]): Promise<PlanNode[]> {
+      const { rows } = await client.query(
+        `EXPLAIN (ANALYZE true, COSTS false, TIMING false, FORMAT JSON) ${sql}`,
+        params,
+      );
+      return planNodes(planOf(rows));
+    }
+
+    const scanned = (plan: PlanNode[]) =>
+      [...new Set(plan.map((n) => n['Relation Name']).filter((r) => r !== undefined))].sort();
+
+    it('a list with a time range reads only the partitions of that range', async () => {
+      const request = assertListQuery('archive', { filter: { from: today }, limit: 50 });
+      const params: unknown[] = [];
+      const where = listWhere(request as never, params);
+      params.push(request.limit + 1);
+      const plan = await explain(
+        listJobs(quoteSchema(db.schema), request, where, `$${params.length}`),
+        params,
+      );
+      const past = scanned(plan).filter((r) => r < `jobs_archive_${dayStamp(today)}`);
+      expect(past).toEqual([]);
+      expect(scanned(plan)).toContain(
+        `jobs_archive_${dayStamp(today)}_${dayStamp(nextPeriod(today, 'day'))}`,
+      );
+      const page = await storage.listArchive({ filter: { from: today }, limit: 50 });
+      expect(page.items.length).toBeGreaterThan(0);
+      for (const item of page.items) {
+        expect(item.finishedAtUtc!.getTime()).toBeGreaterThanOrEqual(today.getTime());
+      }
+    });
+
+    it('the first page reads each partition by its index in list order, sorting nothing whole', async () => {
+      const request = assertListQuery('archive', { limit: 50 });
+      const params: unknown[] = [];
+      const where = listWhere(request as never, params);
+      params.push(request.limit + 1);
+      const plan = await explain(
+        listJobs(quoteSchema(db.schema), request, where, `$${params.length}`),
+        params,
+      );
+      expect(plan.filter((n) => n['Node Type'] === 'Seq Scan')).toEqual([]);
+      expect(
+        plan.filter((n) => /Sort/.test(n['Node Type']) && (n['Actual Rows'] ?? 0) > 52),
+      ).toEqual([]);
+      const read = plan
+        .filter((n) => n['Relation Name'] !== undefined)
+        .reduce((sum, n) => sum + (n['Actual Rows'] ?? 0) * (n['Actual Loops'] ?? 1), 0);
+      expect(read).toBeLessThanOrEqual(51 * 2);
+    });
+
+    it('getJob reads each partition by its primary key, one row at most', async () => {
+      const [{ id }] = await db.sql<{ id: string }>(
+        `SELECT id FROM ${db.schema}.jobs_archive ORDER BY finished_at_utc LIMIT 1`,
+      );
+      const plan = await explain(getJobArchive(quoteSchema(db.schema)), [id]);
+      // An index probe of each partition with rows (an empty one may be scanned: it has none).
+      const scans = plan.filter((n) => n['Relation Name'] !== undefined);
+      expect(scans.length).toBeGreaterThanOrEqual(PAST_DAYS + 1);
+      for (const scan of scans) {
+        expect(
+          (scan['Actual Rows'] ?? 0) + (scan['Rows Removed by Filter'] ?? 0),
+        ).toBeLessThanOrEqual(1);
+      }
+      expect(
+        scans.filter((n) => n['Node Type'] === 'Seq Scan').map((n) => n['Relation Name']),
+      ).not.toContain(`jobs_archive_${dayStamp(today)}_${dayStamp(nextPeriod(today, 'day'))}`);
+      expect((await storage.getJob(id))?.id).toBe(id);
+    });
+  });
+});
