@@ -130,6 +130,16 @@ describePostgres('PostgreSQL partitioned Archive and DLQ', () => {
       expect(await db.count('hot', 'id = ?', [id])).toBe(0);
     });
 
+    it("estimates the Archive's rows from its partitions (getSummary)", async () => {
+      await archiveDirectly(storage, 'p-new', WORKER);
+      await db.sql(`ANALYZE ${db.schema}.jobs_archive`);
+      const [{ n }] = await db.sql<{ n: string }>(
+        `SELECT count(*) AS n FROM ${db.schema}.jobs_archive`,
+      );
+      expect(Number(n)).toBeGreaterThanOrEqual(2);
+      expect((await storage.getSummary()).archived).toBe(Number(n));
+    });
+
     it('opens again without changing anything, and maintenance makes a missing partition', async () => {
       const before = await layoutOf(db, 'jobs_dlq');
       const last = before.partitions

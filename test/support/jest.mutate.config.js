@@ -11,13 +11,17 @@ module.exports = {
   rootDir: `${__dirname}/../..`,
   // CHOKAQ_MUTATE_TESTS=unit: the unit specs alone, for a pure module whose own spec is meant to
   // pin it (a validator, a token): each mutant then costs milliseconds instead of database runs.
+  // CHOKAQ_MUTATE_TESTS=test/<path>.spec.ts: the unit specs and that one suite, for a module a
+  // suite outside the contract pins (a PostgreSQL-only feature and its spec under test/postgres).
   testMatch:
     process.env.CHOKAQ_MUTATE_TESTS === 'unit'
       ? ['<rootDir>/libs/**/*.spec.ts']
-      : [
-          '<rootDir>/libs/**/*.spec.ts',
-          '<rootDir>/test/runtime/**/*.spec.ts',
-          '<rootDir>/test/contract/**/*.spec.ts',
-        ],
+      : process.env.CHOKAQ_MUTATE_TESTS?.startsWith('test/')
+        ? ['<rootDir>/libs/**/*.spec.ts', `<rootDir>/${process.env.CHOKAQ_MUTATE_TESTS}`]
+        : [
+            '<rootDir>/libs/**/*.spec.ts',
+            '<rootDir>/test/runtime/**/*.spec.ts',
+            '<rootDir>/test/contract/**/*.spec.ts',
+          ],
   reporters: ['default'],
 };

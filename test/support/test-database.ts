@@ -348,6 +348,11 @@ function postgresParts(options: TestSchemaOptions): DialectParts {
       url,
       schema,
       poolSize: 10,
+      // CHOKAQ_TEST_PARTITIONING=day|week|month: every PostgreSQL suite on a partitioned Archive
+      // and DLQ (`storage.partitioning`), to run the contract against that layout by hand.
+      ...(process.env.CHOKAQ_TEST_PARTITIONING
+        ? { partitioning: { period: process.env.CHOKAQ_TEST_PARTITIONING } }
+        : {}),
       ...options.overrides,
     } as StorageOptions,
     schema,

@@ -12,18 +12,22 @@ SELECT
   (SELECT count(*) FROM "chokaq".jobs_hot WHERE status = 2) AS processing,
   (SELECT count(*) FROM "chokaq".jobs_hot WHERE status = 7) AS waiting,
   coalesce((
-    SELECT CASE
-             WHEN c.relpages > 0 AND c.reltuples >= 0
-               THEN round(c.reltuples / c.relpages
-                          * (pg_relation_size(c.oid) / current_setting('block_size')::bigint))
-             ELSE pg_stat_get_live_tuples(c.oid)
-           END::bigint
-    FROM pg_class c WHERE c.oid = $1::regclass), 0) AS archived,
+    SELECT sum(CASE
+                 WHEN c.relpages > 0 AND c.reltuples >= 0
+                   THEN round(c.reltuples / c.relpages
+                              * (pg_relation_size(c.oid) / current_setting('block_size')::bigint))
+                 ELSE pg_stat_get_live_tuples(c.oid)
+               END)::bigint
+    FROM pg_class c
+    WHERE c.oid = $1::regclass
+       OR c.oid IN (SELECT t.relid FROM pg_partition_tree($1::regclass) t WHERE t.isleaf)), 0) AS archived,
   coalesce((
-    SELECT CASE
-             WHEN c.relpages > 0 AND c.reltuples >= 0
-               THEN round(c.reltuples / c.relpages
-                          * (pg_relation_size(c.oid) / current_setting('block_size')::bigint))
-             ELSE pg_stat_get_live_tuples(c.oid)
-           END::bigint
-    FROM pg_class c WHERE c.oid = $2::regclass), 0) AS dlq
+    SELECT sum(CASE
+                 WHEN c.relpages > 0 AND c.reltuples >= 0
+                   THEN round(c.reltuples / c.relpages
+                              * (pg_relation_size(c.oid) / current_setting('block_size')::bigint))
+                 ELSE pg_stat_get_live_tuples(c.oid)
+               END)::bigint
+    FROM pg_class c
+    WHERE c.oid = $2::regclass
+       OR c.oid IN (SELECT t.relid FROM pg_partition_tree($2::regclass) t WHERE t.isleaf)), 0) AS dlq

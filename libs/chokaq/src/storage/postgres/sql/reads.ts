@@ -69,18 +69,23 @@ export function countExactlyQuery(
  * counted. A table never vacuumed or analysed has `reltuples = -1` (and one analysed while empty
  * has no density); then the statistics system's live-row count (`n_live_tup`, kept as rows are
  * inserted and deleted, reported at the end of each transaction, up to a few seconds late) stands
- * in. Either way an estimate; `countExactly` counts.
+ * in. Either way an estimate; `countExactly` counts. Summed over the table and the leaves of its
+ * `pg_partition_tree`: a partitioned Archive (`storage.partitioning`) holds its rows in its
+ * partitions (the parent, which has no storage, adds 0), and a plain table has no tree.
  * @see https://www.postgresql.org/docs/15/catalog-pg-class.html
+ * @see https://www.postgresql.org/docs/15/functions-info.html#FUNCTIONS-INFO-PARTITION
  * @see https://www.postgresql.org/docs/15/monitoring-stats.html#MONITORING-PG-STAT-ALL-TABLES-VIEW
  */
 const estimatedRows = (regclass: string): string => `(
-    SELECT CASE
-             WHEN c.relpages > 0 AND c.reltuples >= 0
-               THEN round(c.reltuples / c.relpages
-                          * (pg_relation_size(c.oid) / current_setting('block_size')::bigint))
-             ELSE pg_stat_get_live_tuples(c.oid)
-           END::bigint
-    FROM pg_class c WHERE c.oid = ${regclass}::regclass)`;
+    SELECT sum(CASE
+                 WHEN c.relpages > 0 AND c.reltuples >= 0
+                   THEN round(c.reltuples / c.relpages
+                              * (pg_relation_size(c.oid) / current_setting('block_size')::bigint))
+                 ELSE pg_stat_get_live_tuples(c.oid)
+               END)::bigint
+    FROM pg_class c
+    WHERE c.oid = ${regclass}::regclass
+       OR c.oid IN (SELECT t.relid FROM pg_partition_tree(${regclass}::regclass) t WHERE t.isleaf))`;
 
 /**
  * Lifetime counters summed over queues, exact hot counts by status (through the partial indexes;
