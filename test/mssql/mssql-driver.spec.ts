@@ -18,6 +18,7 @@ import {
 } from '../../libs/chokaq/src/storage/mssql/mssql.schema';
 import * as SQL from '../../libs/chokaq/src/storage/mssql/sql';
 import { EdgeState, dependencyFailedText } from '../../libs/chokaq/src/storage/shared/dependencies';
+import { boundariesAhead } from '../../libs/chokaq/src/storage/mssql/mssql-partitions';
 import { SqlStorageConfig } from '../../libs/chokaq/src/storage/storage-config';
 import { ValidatedJobStorage } from '../../libs/chokaq/src/storage/validated-job-storage';
 import { validateNewJob } from '../../libs/chokaq/src/validation/validate-job';
@@ -140,6 +141,17 @@ function sqlError(number: number, message = `error ${number}`): Error {
   });
   return Object.assign(new Error(message), { name: 'QueryFailedError', driverError });
 }
+
+/** `partitionLayout`'s reply for two plain tables (a table not partitioned has one row, no boundary). */
+const PLAIN_LAYOUT: Row[] = ['archive', 'dlq'].map((Pillar) => ({
+  Pillar,
+  Partitioned: 0,
+  Unaligned: 0,
+  Blocked: 0,
+  BoundaryId: null,
+  Boundary: null,
+  NowUtc: '2026-01-02T03:04:05.678Z',
+}));
 
 /** The session state a ChokaQ-owned batch pins first. */
 const PROLOGUE = 'SET TRANSACTION ISOLATION LEVEL READ COMMITTED;\nSET LOCK_TIMEOUT -1;\n';
@@ -686,6 +698,7 @@ describe('SQL Server dialect over TypeORM SqlServerQueryRunner (stubbed mssql Re
 
   it("applyRetention drains the dedupe keys, then the group windows, whatever the policy, then the batches settled before the longer of the Archive's and the DLQ's retention, and reports them; then puts stray jobs into their shared group, uncounted", async () => {
     const { storage, calls } = stubbedStorage([
+      PLAIN_LAYOUT,
       [{ Affected: '0' }],
       [{ Affected: '0' }],
       [{ Affected: '0' }],
@@ -703,16 +716,20 @@ describe('SQL Server dialect over TypeORM SqlServerQueryRunner (stubbed mssql Re
       metricsMs: day,
     });
     expect(result).toMatchObject({ archive: 0, dlq: 0, dedupeKeys: 2, groups: 3, batches: 4 });
-    expect(calls).toHaveLength(9);
-    expect(calls[5].sql).toContain('DELETE FROM Expired OUTPUT deleted.[Key] INTO @Gone ([Key]);');
-    expect(calls[6].sql).toContain(
+    expect(calls).toHaveLength(10);
+    // First the partition layout (plain tables: the Archive and the DLQ then as always).
+    expect(calls[0].sql).toBe(SQL.partitionLayout(BINARY).sql);
+    expect(calls[1].sql).toBe(SQL.applyRetentionArchive(BINARY, day, 1_000).sql);
+    expect(calls[2].sql).toBe(SQL.applyRetentionDlq(BINARY, 2 * day, 1_000).sql);
+    expect(calls[6].sql).toContain('DELETE FROM Expired OUTPUT deleted.[Key] INTO @Gone ([Key]);');
+    expect(calls[7].sql).toContain(
       'DELETE FROM Expired OUTPUT deleted.GroupKey INTO @Gone (GroupKey);',
     );
-    expect(calls[7].sql).toContain('DELETE FROM Expired OUTPUT deleted.Id INTO @Gone (Id);');
-    expect(calls[7].sql).toContain('[BatchCallbacks] AS c INNER JOIN @Gone AS g');
-    expect(calls[7].inputs.map((input) => input.value)).toContain(2 * day);
+    expect(calls[8].sql).toContain('DELETE FROM Expired OUTPUT deleted.Id INTO @Gone (Id);');
+    expect(calls[8].sql).toContain('[BatchCallbacks] AS c INNER JOIN @Gone AS g');
+    expect(calls[8].inputs.map((input) => input.value)).toContain(2 * day);
     // Not a removal: the one job it put into its queue's shared group is counted nowhere.
-    expect(calls[8].sql).toContain(
+    expect(calls[9].sql).toContain(
       "UPDATE Stray SET GroupKey = N'' OUTPUT inserted.Id INTO @Joined (Id);",
     );
     expect(Object.values(result).reduce((a, b) => a + b, 0)).toBe(9);
@@ -1668,5 +1685,240 @@ describe('SQL Server dialect session state (stubbed mssql Request)', () => {
       id: ID,
       created: false,
     });
+  });
+});
+
+/**
+ * A partitioned Archive and DLQ (`storage.partitioning`) over the stubbed driver: what the storage
+ * sends at `ensureSchema` and at each retention pass for the layouts the catalog read reports, and
+ * how a change that gave up on a lock (error 51001, raised by the batch) is left to the next pass.
+ */
+describe('SQL Server partitioned Archive and DLQ (stubbed mssql Request)', () => {
+  const NOW = '2026-01-02T03:04:05.678Z';
+  const DAY = 86_400_000;
+  /** Midnight UTC of `2026-01-<day>` (day 0 and below reach into December). */
+  const jan = (day: number) => new Date(Date.UTC(2026, 0, day));
+  /** Every midnight from `from` to `to`, both included. */
+  const days = (from: number, to: number) =>
+    Array.from({ length: to - from + 1 }, (_, i) => jan(from + i));
+  /** `partitionLayout`'s rows: a partitioned table's boundaries one row each, a plain one's one row. */
+  function layout(
+    archive: Date[] | null,
+    dlq: Date[] | null = null,
+    extra: Partial<Row> = {},
+  ): Row[] {
+    const rows = (Pillar: string, boundaries: Date[] | null): Row[] =>
+      boundaries === null
+        ? [{ ...PLAIN_LAYOUT[0], Pillar }]
+        : boundaries.map((at, i) => ({
+            Pillar,
+            Partitioned: 1,
+            Unaligned: 0,
+            Blocked: 0,
+            BoundaryId: i + 1,
+            Boundary: at.toISOString(),
+            NowUtc: NOW,
+            ...extra,
+          }));
+    return [...rows('archive', archive), ...rows('dlq', dlq)];
+  }
+  /** The replies of the retention steps after the Archive's and the DLQ's: nothing removed. */
+  const QUIET_REST: Reply[] = Array.from({ length: 7 }, () => [{ Affected: '0' }]);
+  const POLICY = { archiveMs: 5 * DAY, dlqMs: 5 * DAY, metricsMs: DAY };
+
+  let logger: RecordingLogger;
+  beforeEach(() => {
+    logger = new RecordingLogger();
+    Logger.overrideLogger(logger);
+  });
+  afterEach(() => Logger.overrideLogger(new ConsoleLogger()));
+
+  it('ensureSchema converts each plain table (a schema batch, its boundaries one typed JSON parameter), logs it, and reads the layout again', async () => {
+    const ahead = boundariesAhead(new Date(NOW), 'day');
+    const { storage, calls } = stubbedStorage(
+      [
+        [],
+        PLAIN_LAYOUT,
+        [{ Converted: true, KeptRows: false }],
+        [{ Converted: true, KeptRows: true }],
+        layout(ahead, ahead),
+      ],
+      { partitioning: { period: 'day' } },
+    );
+    await storage.ensureSchema();
+    expect(calls.map((c) => c.sql)).toEqual([
+      SQL.ensureSchema('chokaq').sql,
+      SQL.partitionLayout(BINARY).sql,
+      SQL.convertToPartitioned(BINARY, 'archive', ahead).sql,
+      SQL.convertToPartitioned(BINARY, 'dlq', ahead).sql,
+      SQL.partitionLayout(BINARY).sql,
+    ]);
+    // The conversions are schema batches: their own request timeout, the boundaries declared.
+    expect(calls[2].overrides).toEqual({ requestTimeout: 0 });
+    expect(calls[2].inputs.map((i) => [i.name, i.type])).toEqual([['0', 'NVarChar']]);
+    expect(JSON.parse(String(calls[2].inputs[0].value))).toEqual(
+      ahead.map((at) => at.toISOString().slice(0, 23)),
+    );
+    expect(ahead[0].toISOString()).toBe('2026-01-02T00:00:00.000Z');
+    expect(ahead).toHaveLength(9);
+    expect(logger.events('ArchivePartitioned')).toEqual([
+      expect.objectContaining({ dialect: 'mssql', table: 'JobsArchive', keptRows: false }),
+      expect.objectContaining({ dialect: 'mssql', table: 'JobsDLQ', keptRows: true }),
+    ]);
+  });
+
+  it('ensureSchema without storage.partitioning runs the script alone; with it and both tables partitioned, only the layout read', async () => {
+    const plain = stubbedStorage([[]]);
+    await plain.storage.ensureSchema();
+    expect(plain.calls).toHaveLength(1);
+    const ahead = boundariesAhead(new Date(NOW), 'day');
+    const done = stubbedStorage([[], layout(ahead, ahead)], { partitioning: { period: 'day' } });
+    await done.storage.ensureSchema();
+    expect(done.calls.map((c) => c.sql)).toEqual([
+      SQL.ensureSchema('chokaq').sql,
+      SQL.partitionLayout(BINARY).sql,
+    ]);
+    expect(logger.events('ArchivePartitioned')).toEqual([]);
+  });
+
+  it('retention removes the expired partitions whole, oldest first, each numbered as the removals before it leave it, then deletes row by row only outside the periods', async () => {
+    // The Archive has day partitions from Dec 26 to Jan 10; with a five-day retention the two
+    // of Dec 26 and Dec 27 are wholly expired (Dec 28 03:04 is the cutoff). The DLQ is plain.
+    const boundaries = days(-5, 10);
+    const { storage, calls } = stubbedStorage([
+      layout(boundaries),
+      [{ Removed: 1, Affected: '3' }],
+      [{ Removed: 1, Affected: '0' }],
+      [{ Affected: '1' }],
+      [{ Affected: '0' }],
+      ...QUIET_REST,
+    ]);
+    const result = await storage.applyRetention(POLICY);
+    expect(result).toMatchObject({ archive: 4, dlq: 0 });
+    expect(calls.map((c) => c.sql).slice(0, 5)).toEqual([
+      SQL.partitionLayout(BINARY).sql,
+      SQL.dropPartition(BINARY, 'archive', { number: 2, from: jan(-5), to: jan(-4) }, 5 * DAY).sql,
+      SQL.dropPartition(BINARY, 'archive', { number: 2, from: jan(-4), to: jan(-3) }, 5 * DAY).sql,
+      SQL.applyRetentionArchive(BINARY, 5 * DAY, 1_000, { below: jan(-5), from: jan(10) }).sql,
+      SQL.applyRetentionDlq(BINARY, 5 * DAY, 1_000).sql,
+    ]);
+    // Partition 2 both times: the first removal merged its lower boundary away.
+    expect(calls[1].inputs.map((i) => i.value)).toEqual([
+      2,
+      '2025-12-26T00:00:00.000',
+      '2025-12-27T00:00:00.000',
+      5 * DAY,
+    ]);
+    expect(calls[2].inputs.map((i) => i.value)).toEqual([
+      2,
+      '2025-12-27T00:00:00.000',
+      '2025-12-28T00:00:00.000',
+      5 * DAY,
+    ]);
+    expect(logger.events('PartitionsChanged')).toEqual([
+      expect.objectContaining({ created: [], dropped: ['JobsArchive_20251226_20251227'] }),
+      expect.objectContaining({ created: [], dropped: ['JobsArchive_20251227_20251228'] }),
+    ]);
+  });
+
+  it('a removal that gave up on a lock (51001) is logged and left to the next pass: not retried, no later partition tried, the row-by-row retention goes on', async () => {
+    const { storage, calls } = stubbedStorage([
+      layout(days(-5, 10)),
+      sqlError(51001, 'ChokaQ: a partition change waited 1000 ms for a table lock'),
+      [{ Affected: '0' }],
+      [{ Affected: '0' }],
+      ...QUIET_REST,
+    ]);
+    const result = await storage.applyRetention(POLICY);
+    expect(result.archive).toBe(0);
+    expect(calls).toHaveLength(11);
+    expect(calls[2].sql).toBe(
+      SQL.applyRetentionArchive(BINARY, 5 * DAY, 1_000, { below: jan(-5), from: jan(10) }).sql,
+    );
+    expect(logger.events('PartitionMaintenanceDeferred')).toEqual([
+      expect.objectContaining({
+        table: 'JobsArchive',
+        partition: 'JobsArchive_20251226_20251227',
+        error: expect.stringContaining('1000 ms'),
+      }),
+    ]);
+    expect(logger.events('PartitionsChanged')).toEqual([]);
+  });
+
+  it('a partition another process changed since the layout read (Removed 0) ends the removals of that table for this pass', async () => {
+    const { storage, calls } = stubbedStorage([
+      layout(days(-5, 10)),
+      [{ Removed: 0, Affected: '0' }],
+      [{ Affected: '0' }],
+      [{ Affected: '0' }],
+      ...QUIET_REST,
+    ]);
+    await storage.applyRetention(POLICY);
+    expect(calls).toHaveLength(11);
+    expect(calls[2].sql).toContain('WITH Expired AS (');
+    expect(logger.events('PartitionsChanged')).toEqual([]);
+  });
+
+  it('a table whose partitions cannot be truncated (an unaligned index) is retained row by row, whole, and says why', async () => {
+    const { storage, calls } = stubbedStorage([
+      layout(days(-5, 10), null, { Unaligned: 1 }),
+      [{ Affected: '0' }],
+      [{ Affected: '0' }],
+      ...QUIET_REST,
+    ]);
+    await storage.applyRetention(POLICY);
+    expect(calls[1].sql).toBe(SQL.applyRetentionArchive(BINARY, 5 * DAY, 1_000).sql);
+    expect(logger.events('PartitionMaintenanceDeferred')).toEqual([
+      expect.objectContaining({
+        table: 'JobsArchive',
+        error: expect.stringContaining('not aligned'),
+      }),
+    ]);
+  });
+
+  it('maintenance makes the boundaries a table lacks up to a week ahead, by the configured period or, without one, the period of its newest partition', async () => {
+    // Both tables end on Jan 5; the week of days ahead of Jan 2 ends on Jan 10.
+    for (const partitioning of [{ period: 'day' as const }, null]) {
+      const { storage, calls } = stubbedStorage(
+        [
+          layout(days(-1, 5), days(-1, 5)),
+          [
+            { Boundary: '2026-01-08T00:00:00.000Z' },
+            { Boundary: '2026-01-09T00:00:00.000Z' },
+            { Boundary: '2026-01-10T00:00:00.000Z' },
+          ],
+          sqlError(51001, 'ChokaQ: another process is changing the partitions'),
+          [{ Affected: '0' }],
+          [{ Affected: '0' }],
+          ...QUIET_REST,
+        ],
+        { partitioning },
+      );
+      await storage.applyRetention(POLICY);
+      expect(calls.map((c) => c.sql).slice(1, 3)).toEqual([
+        SQL.makePartitionsAhead(BINARY, 'archive', days(6, 10)).sql,
+        SQL.makePartitionsAhead(BINARY, 'dlq', days(6, 10)).sql,
+      ]);
+      expect(JSON.parse(String(calls[1].inputs[0].value))).toEqual(
+        days(6, 10).map((at) => at.toISOString().slice(0, 23)),
+      );
+      // Three made: a row of Jan 7 kept Jan 6 and 7 back (a split there would move it), so the
+      // partition it is in now reaches from Jan 5 to Jan 8. The DLQ's change waits for the next pass.
+      expect(logger.events('PartitionsChanged')).toEqual([
+        expect.objectContaining({
+          table: 'JobsArchive',
+          created: [
+            'JobsArchive_20260105_20260108',
+            'JobsArchive_20260108_20260109',
+            'JobsArchive_20260109_20260110',
+          ],
+          dropped: [],
+        }),
+      ]);
+      expect(logger.events('PartitionMaintenanceDeferred')).toEqual([
+        expect.objectContaining({ table: 'JobsDLQ', partition: 'JobsDLQ_20260105_20260106' }),
+      ]);
+      logger.lines.length = 0;
+    }
   });
 });

@@ -18,7 +18,10 @@ import { catalogue } from './support/statements';
  * pinned above carry the settle step, the resurrect the reopen step), and of dependencies (a chunk
  * of Waiting jobs, the marking of their dependencies, their edges, the check pass's steps and its
  * move of a Waiting job, a job's edges; the moves pinned above carry the settle step, the purge
- * and the retention the remove step). A change to any of them must be a conscious act: review the
+ * and the retention the remove step), and of a partitioned Archive and DLQ (the layout read, each
+ * table's conversion, the boundaries made ahead, the removal of an expired partition, whose partition
+ * DDL is dynamic SQL the grammar test cannot parse, so these files are its only pin, and the
+ * row-by-row retention outside the periods' partitions). A change to any of them must be a conscious act: review the
  * diff, then regenerate with
  *
  *   CHOKAQ_UPDATE_GOLDEN=1 npx jest test/mssql/tsql-golden && npx prettier --write test/golden/mssql
@@ -96,6 +99,13 @@ const PINNED: ReadonlyArray<[file: string, name: string]> = [
   ['move-to-dlq-waiting', 'moveToDlq [waiting]'],
   ['get-dependencies', 'getDependencies'],
   ['purge-dlq-by-filter', 'purgeDlqByFilter [no filter]'],
+  ['partition-layout', 'partitionLayout'],
+  ['convert-to-partitioned-archive', 'convertToPartitioned [archive]'],
+  ['convert-to-partitioned-dlq', 'convertToPartitioned [dlq]'],
+  ['make-partitions-ahead', 'makePartitionsAhead [archive]'],
+  ['drop-partition-archive', 'dropPartition [archive]'],
+  ['drop-partition-dlq', 'dropPartition [dlq]'],
+  ['apply-retention-archive-partitioned', 'applyRetention [archive partitioned]'],
 ];
 
 /** Parameters as TypeORM hands them to mssql: position, declared type, value. */

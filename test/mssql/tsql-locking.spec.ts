@@ -987,6 +987,7 @@ describe('SQL Server lock hints and isolation', () => {
         'applyRetention',
         'checkDone',
         'checkTake',
+        'dropPartition',
         'getDependencies',
         'insertDependencies',
         'insertDependencies.inCallerTransaction',
@@ -997,7 +998,7 @@ describe('SQL Server lock hints and isolation', () => {
     for (const e of entries.filter((x) => x.operation === 'applyRetention')) {
       expect([e.name, e.statement.sql.includes('[JobDependencies]')]).toEqual([
         e.name,
-        e.name === 'applyRetention [archive]' || e.name === 'applyRetention [dlq]',
+        /^applyRetention \[(archive|dlq)( partitioned)?\]$/.test(e.name),
       ]);
     }
   });
@@ -1006,8 +1007,7 @@ describe('SQL Server lock hints and isolation', () => {
     const removals = entries.filter(
       (x) =>
         ['purgeDlq', 'purgeDlqByFilter'].includes(x.operation) ||
-        x.name === 'applyRetention [archive]' ||
-        x.name === 'applyRetention [dlq]',
+        /^applyRetention \[(archive|dlq)( partitioned)?\]$/.test(x.name),
     );
     expect(removals.length).toBeGreaterThan(3);
     for (const e of removals) {

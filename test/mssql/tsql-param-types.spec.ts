@@ -379,6 +379,41 @@ function cases(): Case[] {
     ['purgeDlqByFilter', '', (v) => SQL.purgeDlqByFilter(s, dlqFilter(v), 100)],
     ['applyRetentionArchive', '', () => SQL.applyRetentionArchive(s, 1_000, 100)],
     ['applyRetentionDlq', '', () => SQL.applyRetentionDlq(s, 1_000, 100)],
+    // A partitioned table: only outside the periods' partitions (two instants more).
+    [
+      'applyRetentionArchive',
+      'partitioned',
+      (v) => SQL.applyRetentionArchive(s, 1_000, 100, { below: v.date, from: v.date }),
+    ],
+    [
+      'applyRetentionDlq',
+      'partitioned',
+      (v) => SQL.applyRetentionDlq(s, 1_000, 100, { below: v.date, from: v.date }),
+    ],
+    ['partitionLayout', '', () => SQL.partitionLayout(s)],
+    // The boundaries: one JSON document, however many (a week of days, or a month's two).
+    [
+      'convertToPartitioned',
+      '',
+      (v) =>
+        SQL.convertToPartitioned(s, 'archive', v === SHORT ? [v.date] : new Array(9).fill(v.date)),
+    ],
+    [
+      'makePartitionsAhead',
+      '',
+      (v) => SQL.makePartitionsAhead(s, 'dlq', v === SHORT ? [v.date] : new Array(9).fill(v.date)),
+    ],
+    [
+      'dropPartition',
+      '',
+      (v) =>
+        SQL.dropPartition(
+          s,
+          'archive',
+          { number: v === SHORT ? 2 : 15_000, from: v.date, to: v.date },
+          1_000,
+        ),
+    ],
     ['applyRetentionBuckets', '', () => SQL.applyRetentionBuckets(s, 1_000, 100)],
     ['applyRetentionWorkers', '', () => SQL.applyRetentionWorkers(s, 1_000, 100)],
     ['applyRetentionAudit', '', () => SQL.applyRetentionAudit(s, 1_000, 100)],

@@ -8,6 +8,7 @@ import {
   dependencyFailedText,
 } from '../../../libs/chokaq/src/storage/shared/dependencies';
 import { ERROR_LINE_PREFIX } from '../../../libs/chokaq/src/storage/shared/error-family';
+import { boundariesAhead } from '../../../libs/chokaq/src/storage/mssql/mssql-partitions';
 import { STORED_TEXT } from '../../../libs/chokaq/src/storage/validated-job-storage';
 import {
   TOP_ERRORS_WINDOW_MS,
@@ -36,6 +37,9 @@ export const LEASE = {
   leaseId: '6f1c2d3e-4b5a-4c6d-9e8f-0a1b2c3d4e5f',
 };
 export const FIXED_DATE = new Date('2026-01-02T03:04:05.678Z');
+/** An expired day partition's range, ten days before {@link FIXED_DATE}. */
+export const PARTITION_FROM = new Date('2025-12-23T00:00:00.000Z');
+export const PARTITION_TO = new Date('2025-12-24T00:00:00.000Z');
 
 /** The window `getTopDlqErrors` reads, as the read half passes it. */
 export const TOP_ERRORS_WINDOW = {
@@ -637,6 +641,45 @@ export function catalogue(schema: SQL.MssqlSchema = SCHEMA): CatalogueEntry[] {
     SQL.applyRetentionBatches(schema, 86_400_000, 1_000),
   );
   add('applyRetention', 'groupless', 'transition', SQL.applyRetentionGroupless(schema, 0, 1_000));
+
+  // A partitioned Archive and DLQ (`storage.partitioning`): the layout read, each table's
+  // conversion and boundaries ahead (a week of days from FIXED_DATE), the removal of an expired
+  // partition, and the row-by-row retention outside the periods' partitions.
+  add('partitionLayout', '', 'read', SQL.partitionLayout(schema));
+  for (const table of ['archive', 'dlq'] as const) {
+    const ahead = boundariesAhead(FIXED_DATE, 'day');
+    add('convertToPartitioned', table, 'ddl', SQL.convertToPartitioned(schema, table, ahead));
+    add(
+      'makePartitionsAhead',
+      table,
+      'ddl',
+      SQL.makePartitionsAhead(schema, table, ahead.slice(-2)),
+    );
+    add(
+      'dropPartition',
+      table,
+      'transition',
+      SQL.dropPartition(
+        schema,
+        table,
+        { number: 2, from: PARTITION_FROM, to: PARTITION_TO },
+        86_400_000,
+      ),
+    );
+  }
+  const outside = { below: PARTITION_FROM, from: boundariesAhead(FIXED_DATE, 'day').pop()! };
+  add(
+    'applyRetention',
+    'archive partitioned',
+    'transition',
+    SQL.applyRetentionArchive(schema, 86_400_000, 1_000, outside),
+  );
+  add(
+    'applyRetention',
+    'dlq partitioned',
+    'transition',
+    SQL.applyRetentionDlq(schema, 86_400_000, 1_000, outside),
+  );
 
   // The audit log: a row of an action (first batch, and a later batch with details of its own),
   // its pages, and the confirmation secret.

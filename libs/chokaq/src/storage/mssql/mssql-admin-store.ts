@@ -20,6 +20,7 @@ import {
 import { mapQueueRow, toDate } from '../shared/row-mapper';
 import { isDuplicateKeyError } from './mssql-errors';
 import { MssqlStatement } from './mssql-params';
+import { MssqlPartitions } from './mssql-partitions';
 import { bool, idsOf, MssqlConnection, MssqlTransaction, num, Row } from './mssql.connection';
 import * as SQL from './sql';
 
@@ -33,7 +34,12 @@ const BULK_BATCH = 500;
  * keeps each file readable (the job store holds what the worker runs on).
  */
 export class MssqlAdminStore {
-  constructor(protected readonly db: MssqlConnection) {}
+  /** The partitioned Archive and DLQ, when they are (`storage.partitioning`). */
+  protected readonly partitions: MssqlPartitions;
+
+  constructor(protected readonly db: MssqlConnection) {
+    this.partitions = new MssqlPartitions(db);
+  }
 
   /** The schema the statements are built for, with how its key columns compare. */
   protected get schema(): SQL.MssqlSchema {
@@ -163,6 +169,9 @@ export class MssqlAdminStore {
   /**
    * Each table in batches of `batchSize`, each batch its own statement (= short transaction), or
    * with `audit` its own transaction of the batch and the run's audit row (rows removed so far).
+   * A partitioned Archive or DLQ first gets its boundaries ahead and loses its expired partitions
+   * whole, each removal one such batch too; its rows are then deleted one by one only outside the
+   * periods' partitions ({@link MssqlPartitions}).
    */
   async applyRetention(
     policy: Checked<Required<RetentionPolicy>>,
@@ -170,25 +179,43 @@ export class MssqlAdminStore {
   ): Promise<RetentionResult> {
     const batch = policy.batchSize;
     const done = nothingRemoved();
+    const deletedBy = (rows: Row[]) => num(rows[0]?.Affected);
+    // One batch of the run, counted as `table`'s rows (in the run's audit row, when it has one).
+    const run = (table: keyof RetentionResult, statement: MssqlStatement) =>
+      this.audited('applyRetention', audit, statement, (batchRows) => {
+        const deleted = deletedBy(batchRows);
+        return [deleted, retentionDetails(audit, { ...done, [table]: done[table] + deleted })];
+      });
     const drain = async (
       table: keyof RetentionResult,
       step: (schema: SQL.MssqlSchema, ageMs: number, batch: number) => MssqlStatement,
       ageMs: number,
     ): Promise<void> => {
       for (;;) {
-        const statement = step(this.schema, ageMs, batch);
-        const deletedBy = (rows: Row[]) => num(rows[0]?.Affected);
-        const rows = await this.audited('applyRetention', audit, statement, (batchRows) => {
-          const deleted = deletedBy(batchRows);
-          return [deleted, retentionDetails(audit, { ...done, [table]: done[table] + deleted })];
-        });
-        const n = deletedBy(rows);
+        const n = deletedBy(await run(table, step(this.schema, ageMs, batch)));
         done[table] += n;
         if (n < batch) return;
       }
     };
-    await drain('archive', SQL.applyRetentionArchive, policy.archiveMs);
-    await drain('dlq', SQL.applyRetentionDlq, policy.dlqMs);
+    // Read whether or not `storage.partitioning` is set now: tables converted once stay partitioned.
+    const layout = await this.partitions.layout();
+    await this.partitions.makeAhead(layout);
+    const pillars = [
+      ['archive', policy.archiveMs, SQL.applyRetentionArchive],
+      ['dlq', policy.dlqMs, SQL.applyRetentionDlq],
+    ] as const;
+    for (const [table, ageMs, step] of pillars) {
+      for (const slot of this.partitions.expired(layout, table, ageMs)) {
+        const removed = await this.partitions.drop(table, slot, ageMs, (statement) =>
+          run(table, statement),
+        );
+        // Not removed: the numbers of the partitions after it are not known any more.
+        if (removed === undefined) break;
+        done[table] += removed;
+      }
+      const range = this.partitions.rowWise(layout, table);
+      await drain(table, (schema, age, size) => step(schema, age, size, range), ageMs);
+    }
     await drain('metricBuckets', SQL.applyRetentionBuckets, policy.metricsMs);
     await drain('workers', SQL.applyRetentionWorkers, policy.workersMs);
     await drain('audit', SQL.applyRetentionAudit, policy.auditMs);

@@ -6,7 +6,7 @@ import type { MssqlParam, MssqlStatement } from './mssql-params';
 type Row = Record<string, unknown>;
 
 /** The parameter types of the `mssql` package (a dependency of ChokaQ, shipped without typings). */
-interface MssqlTypes {
+export interface MssqlTypes {
   MAX: number;
   VarChar(length?: number): unknown;
   NVarChar(length?: number): unknown;

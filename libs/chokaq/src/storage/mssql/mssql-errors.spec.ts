@@ -1,4 +1,4 @@
-import { isDuplicateKeyError, isTransientMssqlError } from './mssql-errors';
+import { isDuplicateKeyError, isPartitionLockBusy, isTransientMssqlError } from './mssql-errors';
 
 /** A server error as TypeORM hands it over: QueryFailedError → mssql RequestError (`number`). */
 function serverError(number: number): Error {
@@ -56,6 +56,7 @@ describe('isTransientMssqlError', () => {
     [2627, 'duplicate key'],
     [208, 'invalid object name'],
     [102, 'syntax error'],
+    [51001, "ChokaQ's partition change gave up on a lock (left to the next pass)"],
   ])('server error %i (%s) is not transient', (number) => {
     expect(isTransientMssqlError(serverError(number))).toBe(false);
   });
@@ -83,5 +84,18 @@ describe('isDuplicateKeyError', () => {
     expect(isDuplicateKeyError(serverError(2601))).toBe(true);
     expect(isDuplicateKeyError(serverError(2627))).toBe(true);
     expect(isDuplicateKeyError(serverError(547))).toBe(false);
+  });
+});
+
+describe('isPartitionLockBusy', () => {
+  it('is 51001 anywhere in the chain (after a transaction-count error, too), and not the lock timeout it replaces', () => {
+    expect(isPartitionLockBusy(serverError(51001))).toBe(true);
+    const preceded = Object.assign(new Error('last'), {
+      number: 266,
+      precedingErrors: [serverError(51001)],
+    });
+    expect(isPartitionLockBusy(preceded)).toBe(true);
+    expect(isPartitionLockBusy(serverError(1222))).toBe(false);
+    expect(isPartitionLockBusy(serverError(51000))).toBe(false);
   });
 });

@@ -1,4 +1,4 @@
-import { SCHEMA_LOCK_BUSY_ERROR } from './mssql.schema';
+import { PARTITION_LOCK_BUSY_ERROR, SCHEMA_LOCK_BUSY_ERROR } from './mssql.schema';
 
 /**
  * SQL Server error numbers that are worth retrying: the operation had no effect and may succeed
@@ -98,4 +98,13 @@ export function isTransientMssqlError(error: unknown): boolean {
 /** True when the error is a duplicate key (2601 / 2627). */
 export function isDuplicateKeyError(error: unknown): boolean {
   return mssqlErrorNumbers(error).some((n) => MSSQL_DUPLICATE_KEY_NUMBERS.has(n));
+}
+
+/**
+ * True when a partition change of maintenance gave up on a lock ({@link PARTITION_LOCK_BUSY_ERROR},
+ * raised by the batch itself for a busy partitions applock or a lock wait past its `LOCK_TIMEOUT`):
+ * left to the next retention pass, never retried at once.
+ */
+export function isPartitionLockBusy(error: unknown): boolean {
+  return mssqlErrorNumbers(error).includes(PARTITION_LOCK_BUSY_ERROR);
 }

@@ -122,6 +122,15 @@ export class MssqlJobStore extends MssqlAdminStore implements DialectJobStore {
    * @inheritdoc
    */
   async ensureSchema(): Promise<void> {
+    await this.migrate();
+    // After the versions: `storage.partitioning` converts the plain Archive and DLQ (once) and
+    // makes the boundaries ahead (docs/storage.md, "A partitioned Archive").
+    const partitioning = this.db.config.partitioning;
+    if (partitioning !== null) await this.partitions.ensure(partitioning.period);
+  }
+
+  /** The versioned migrations of {@link ensureSchema}: the idempotent DDL script. */
+  private async migrate(): Promise<void> {
     const rows = await this.db.schemaQuery('ensureSchema', SQL.ensureSchema(this.db.schema));
     const applied = rows.map((r) => num(r.Version)).sort((a, b) => a - b);
     if (applied.length === 0) return;

@@ -6,7 +6,7 @@ import type { CompletedJob } from '../../interfaces/job.interface';
 import { assertDataSourceOpen, dataSourceOf, queryRunnerDataSource } from '../shared/data-source';
 import { recogniseTransaction, unsupportedTransaction } from '../shared/caller-transaction';
 import { SqlHandlerTransaction } from '../shared/handler-transaction';
-import { runOnMssqlTransaction } from './mssql-caller-transaction';
+import { MssqlTypes, runOnMssqlTransaction, sqlType } from './mssql-caller-transaction';
 import { withTransientRetry } from '../shared/transient-retry';
 import { SqlStorageConfig } from '../storage-config';
 import { isTransientMssqlError } from './mssql-errors';
@@ -23,12 +23,12 @@ export type Exec = (statement: MssqlStatement) => Promise<Row[]>;
 /** What {@link MssqlConnection.schemaQuery} uses of TypeORM's SQL Server driver: its mssql pool and module. */
 interface MssqlDriverInternals {
   obtainMasterConnection(): Promise<unknown>;
-  mssql: {
+  mssql: MssqlTypes & {
     Request: new (
       pool: unknown,
       overrides: { requestTimeout: number },
     ) => {
-      input(name: string, value: unknown): void;
+      input(name: string, type: unknown, value: unknown): void;
       query(sql: string): Promise<{ recordset?: unknown[] }>;
     };
   };
@@ -135,6 +135,8 @@ export class MssqlConnection {
    * handed to tedious's `Request.setTimeout`, where 0 means none); TypeORM's `QueryRunner.query`
    * cannot pass it, so the batch goes to the driver's pool directly. Without parameters `query`
    * still runs it through `sp_executesql` (tedious `execSql`), so its `SET` options end with it.
+   * A parameter (the partition boundaries of `convertToPartitioned`) is declared with the type and
+   * width `ParamList` gave it, as TypeORM declares them on ChokaQ's other batches.
    */
   schemaQuery(name: string, statement: MssqlStatement): Promise<Row[]> {
     return this.retry(name, async () => {
@@ -144,7 +146,9 @@ export class MssqlConnection {
       const request = new driver.mssql.Request(pool, {
         requestTimeout: this.config.schemaTimeoutMs,
       });
-      for (const [i, value] of statement.params.entries()) request.input(String(i), value);
+      for (const [i, param] of statement.params.entries()) {
+        request.input(String(i), sqlType(param, driver.mssql), param.value);
+      }
       const result = await request.query(statement.sql);
       return (result?.recordset ?? []) as Row[];
     });

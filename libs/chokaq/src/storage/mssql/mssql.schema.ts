@@ -1170,14 +1170,23 @@ const WAITING_INDEX: IndexSpec = {
  */
 const HOT_STATUS_CHECK = `CONSTRAINT [CK_JobsHot_Status] CHECK (Status IN (0, 1, 2, ${JobStatus.Waiting}))`;
 
-/** `CREATE … INDEX` of `index`, with `options` after its compression in `WITH (…)`. */
-function indexStatement(schema: string, index: IndexSpec, options: readonly string[] = []): string {
+/**
+ * `CREATE … INDEX` of `index`, with `options` after its compression in `WITH (…)`, and `ON
+ * <dataSpace>` when given (a partition scheme and its column, {@link mssqlPartitionScript}).
+ */
+function indexStatement(
+  schema: string,
+  index: IndexSpec,
+  options: readonly string[] = [],
+  dataSpace?: string,
+): string {
   const kind = index.unique ? 'UNIQUE NONCLUSTERED' : 'NONCLUSTERED';
   return (
     `CREATE ${kind} INDEX [${index.name}] ON ${qualify(schema, index.table)} (${index.keys})` +
     (index.include ? ` INCLUDE (${index.include})` : '') +
     (index.where ? ` WHERE ${index.where}` : '') +
     withClause(index.compressed ?? false, options) +
+    (dataSpace ? ` ON ${dataSpace}` : '') +
     ';'
   );
 }
@@ -1858,4 +1867,219 @@ export function mssqlBinaryKeysScript(schema: string): string {
       `SELECT @converted AS Converted;`,
     ].join('\n') + '\n'
   );
+}
+
+// ---------------------------------------------------------------- a partitioned Archive and DLQ
+
+/**
+ * The tables `storage.partitioning` partitions, each by the time its rows entered it: RANGE RIGHT
+ * on that `datetime2(3)` column, one partition per period (docs/storage.md, "A partitioned
+ * Archive"). No schema version records it: the option is the application's, set or not at each
+ * start, and a converted table stays converted ({@link mssqlPartitionScript}).
+ */
+export const PARTITION_COLUMNS = { archive: 'FinishedAtUtc', dlq: 'FailedAtUtc' } as const;
+
+/** A table that `storage.partitioning` partitions. */
+export type MssqlPartitionedTable = keyof typeof PARTITION_COLUMNS;
+
+/**
+ * `PF_<schema>_<Table>`, the partition function of one table. Partition functions and schemes
+ * belong to the database, not to a schema
+ * (https://learn.microsoft.com/en-us/sql/t-sql/statements/create-partition-function-transact-sql),
+ * so the name carries the ChokaQ schema's name, and two ChokaQ schemas in one database never
+ * share one. One function per table, never one for both: "ALTER PARTITION FUNCTION affects all of them
+ * in a single transaction"
+ * (https://learn.microsoft.com/en-us/sql/t-sql/statements/alter-partition-function-transact-sql),
+ * and the Archive's and the DLQ's retentions differ, so the MERGE RANGE that closes the Archive's
+ * emptied partition would merge two of the DLQ's partitions that still hold rows (rows moved under
+ * a schema-modification lock). The schema name is a validated identifier of at most 63
+ * characters, so the name stays within the 128 of an identifier.
+ */
+export function partitionFunctionName(schema: string, table: MssqlPartitionedTable): string {
+  return `PF_${schema}_${MSSQL_TABLES[table]}`;
+}
+
+/** `PS_<schema>_<Table>`, the partition scheme of one table, on its own function (as above). */
+export function partitionSchemeName(schema: string, table: MssqlPartitionedTable): string {
+  return `PS_${schema}_${MSSQL_TABLES[table]}`;
+}
+
+/**
+ * The applock that serialises the partition maintenance of one schema across processes (exclusive,
+ * transaction-owned, like {@link schemaLockResource}'s): a retention pass reads the layout without
+ * it, then each change re-reads what it changes under it, so two processes never split, truncate
+ * or merge on a stale reading.
+ */
+export function partitionLockResource(schema: string): string {
+  return `chokaq:partitions:${schema}`;
+}
+
+/**
+ * How long a partition change of maintenance waits for the applock and for each table lock, in ms.
+ * TRUNCATE, SPLIT RANGE and MERGE RANGE take a schema-modification lock (Sch-M) on the table, and
+ * while one waits every later request for the table queues behind it
+ * (https://learn.microsoft.com/en-us/sql/relational-databases/sql-server-transaction-locking-and-row-versioning-guide#lock-compatibility):
+ * the moves into the Archive or the DLQ stall at most this long. Past it the change gives up
+ * (`SET LOCK_TIMEOUT`, error 1222,
+ * https://learn.microsoft.com/en-us/sql/t-sql/statements/set-lock-timeout-transact-sql) and the
+ * next retention pass tries again.
+ */
+export const PARTITION_LOCK_WAIT_MS = 1_000;
+
+/**
+ * The error a partition change raises when it gave up on a lock ({@link PARTITION_LOCK_WAIT_MS}):
+ * a user error number (above 50000, as `THROW` requires), deliberately not transient, so the
+ * storage does not retry it at once (a retry would queue the table's writers again) but leaves the
+ * change to the next pass.
+ */
+export const PARTITION_LOCK_BUSY_ERROR = 51001;
+
+/**
+ * The ChokaQ indexes of a partitioned table, rebuilt aligned by the conversion: the version-1 and
+ * version-5 indexes of {@link INDEXES} and version 18's filtered batch index.
+ */
+function partitionedIndexes(table: MssqlPartitionedTable): IndexSpec[] {
+  return [...INDEXES, ...BATCH_INDEXES].filter((index) => index.table === table);
+}
+
+/**
+ * The statements that add the boundaries of `@Bounds` (a table variable of `datetime2(3)`, declared
+ * by the caller with `@b` and `@Made`) above the last boundary the table's function has, oldest
+ * first, each recorded in `@Made`. Only above the last: a boundary inside the bounded ranges would
+ * split a partition that holds rows. `guarded`: only where no row of the table is at or after the
+ * boundary, so that the range split, the rightmost one, holds nothing that would move to the new
+ * partition: SPLIT RANGE makes the range holding the new boundary the new partition
+ * (https://learn.microsoft.com/en-us/sql/t-sql/statements/alter-partition-function-transact-sql)
+ * and moves the rows that belong to it, under the table's Sch-M lock. Maintenance keeps the periods
+ * ahead made, so the rightmost partition is empty and every split moves nothing; after a stall
+ * longer than the periods ahead, the boundaries below the newest row are skipped (those rows keep
+ * the row-by-row retention until a later boundary bounds them). The conversion splits unguarded:
+ * no table is on the function yet. NEXT USED names the filegroup the new partition goes to
+ * (SPLIT RANGE fails without one): PRIMARY, the only one Azure SQL Database has
+ * (https://learn.microsoft.com/en-us/sql/t-sql/statements/alter-partition-scheme-transact-sql).
+ * The boundary is a parameter of `sp_executesql`, not text.
+ */
+export function splitBoundaries(
+  schema: string,
+  table: MssqlPartitionedTable,
+  guarded: boolean,
+): string[] {
+  const pf = partitionFunctionName(schema, table);
+  const split = [
+    `ALTER PARTITION SCHEME [${partitionSchemeName(schema, table)}] NEXT USED [PRIMARY];`,
+    `EXEC sys.sp_executesql N'ALTER PARTITION FUNCTION [${pf}]() SPLIT RANGE (@b);', N'@b datetime2(3)', @b = @b;`,
+    `INSERT INTO @Made (Boundary) VALUES (@b);`,
+  ];
+  const body = guarded
+    ? [
+        `IF NOT EXISTS (SELECT 1 FROM ${qualify(schema, table)} AS x WHERE x.${PARTITION_COLUMNS[table]} >= @b)`,
+        `BEGIN`,
+        ...split.map((line) => `  ${line}`),
+        `END;`,
+      ]
+    : split;
+  return [
+    `SET @b = (SELECT MIN(n.Boundary) FROM @Bounds AS n WHERE n.Boundary > (SELECT MAX(CAST(v.value AS datetime2(3))) FROM sys.partition_range_values AS v INNER JOIN sys.partition_functions AS f ON f.function_id = v.function_id WHERE f.name = N'${pf}'));`,
+    `WHILE @b IS NOT NULL`,
+    `BEGIN`,
+    ...body.map((line) => `  ${line}`),
+    `  SET @b = (SELECT MIN(n.Boundary) FROM @Bounds AS n WHERE n.Boundary > @b);`,
+    `END;`,
+  ];
+}
+
+/**
+ * Why a table is converted the way it is (printed above the statements of
+ * {@link mssqlPartitionScript}).
+ */
+const PARTITION_NOTE: readonly string[] = [
+  'storage.partitioning: the table partitioned by its time column (RANGE RIGHT, one partition per',
+  'period) on a function and scheme of its own, if it is not yet. Every index is rebuilt aligned,',
+  'which TRUNCATE TABLE ... WITH (PARTITIONS (n)) requires; the primary key becomes (Id, <time>), as',
+  'a unique index of a partitioned table must hold the partitioning column. An offline rebuild of',
+  'the whole table: its writers wait until it commits.',
+];
+
+/**
+ * The conversion of one table to a partitioned one (`ensureSchema` with `storage.partitioning`),
+ * after the versioned steps, in a step of its own under the schema's applock (as each version's;
+ * {@link beginStep}), each DDL statement waiting at most {@link SCHEMA_LOCK_WAIT_MS} for its lock.
+ * Nothing is done when the table's clustered index is on the scheme already; the result set says
+ * whether it converted now and whether the table had rows (`Converted`, `KeptRows`).
+ *
+ * `boundaries` is the placeholder of a JSON list of ISO instants without a zone (the current
+ * period's start and the starts after it, computed from the database clock: `rangesAhead`). The
+ * function is created with the first of them, on `datetime2(3)` as the column is, RANGE RIGHT (a
+ * boundary is the first instant of its partition, as a period's start is), and the others are
+ * split in before any table is on it ({@link splitBoundaries}); the scheme maps every partition to
+ * PRIMARY. Rows before the first boundary (the rows a converted table already had, older than the
+ * current period) stay in the leftmost partition, which retention empties row by row.
+ *
+ * The rebuild: ChokaQ's nonclustered indexes of the table are dropped first, then the clustered
+ * primary key, which is added again as `(Id, <time>)` on the scheme (one sort and write of every
+ * row into its partition), then the indexes are created on the scheme: each index is built once,
+ * where dropping the clustered key under them would rebuild each twice (on the heap's row ids,
+ * then on the new key). A nonclustered index of a partitioned table is aligned when it is on the
+ * same scheme and column; SQL Server adds the column to a nonunique one itself, and places an
+ * index created later without `ON` (a migration's, `--binary-keys`') on the table's scheme
+ * (https://learn.microsoft.com/en-us/sql/t-sql/statements/create-index-transact-sql, partition
+ * scheme). Every ChokaQ index is then aligned, which partition truncation needs
+ * (https://learn.microsoft.com/en-us/sql/t-sql/statements/truncate-table-transact-sql); an index a
+ * DBA added is rebuilt by the key change but left where it is, and maintenance reads whether one
+ * is unaligned before it truncates (`partitionLayout`). A unique index of a partitioned table
+ * must hold the partitioning column
+ * (https://learn.microsoft.com/en-us/sql/relational-databases/partitions/partitioned-tables-and-indexes),
+ * hence the primary key `(Id, <time>)`: an id is still in one row of one pillar, since every row
+ * enters the Archive or the DLQ by a move that deletes its hot row in the same transaction and
+ * enqueue refuses an id the Archive or the DLQ holds; and one move inserts all its rows at one
+ * `@now`, so an id twice in one move still meets the key.
+ *
+ * Cost: the whole table is rewritten, offline (the schema-modification lock is held to COMMIT, so
+ * every move into it and every read of it waits), fully logged, in one transaction (a failure rolls
+ * it back whole). On a large table run it with `chokaq migrate` in a quiet hour, with
+ * `schemaTimeoutMs` 0 (no timeout, the default).
+ */
+export function mssqlPartitionScript(
+  schema: string,
+  table: MssqlPartitionedTable,
+  boundaries: string,
+): string {
+  const name = qualify(schema, table);
+  const column = PARTITION_COLUMNS[table];
+  const ps = partitionSchemeName(schema, table);
+  const pf = partitionFunctionName(schema, table);
+  const onScheme = `[${ps}] (${column})`;
+  const exec = (statement: string) => `  EXEC(N'${statement.replace(/'/g, "''")}');`;
+  const indexes = partitionedIndexes(table);
+  const primary = `CONSTRAINT [PK_${MSSQL_TABLES[table]}] PRIMARY KEY CLUSTERED (${PRIMARY_KEYS[table]}, ${column})`;
+  return [
+    `-- ChokaQ for NestJS: SQL Server schema [${schema}], ${MSSQL_TABLES[table]} partitioned by ${column}.`,
+    ...PARTITION_NOTE.map((line) => `-- ${line}`),
+    ...SCRIPT_PROLOGUE,
+    `DECLARE @b datetime2(3);`,
+    `DECLARE @Converted bit = 0;`,
+    `DECLARE @KeptRows bit = 0;`,
+    `DECLARE @Bounds TABLE (Boundary datetime2(3) NOT NULL PRIMARY KEY);`,
+    `DECLARE @Made TABLE (Boundary datetime2(3) NOT NULL);`,
+    `INSERT INTO @Bounds (Boundary) SELECT DISTINCT CONVERT(datetime2(3), j.At, 126) FROM OPENJSON(${boundaries}) WITH (At varchar(23) '$') AS j;`,
+    ...beginStep(schema),
+    `SET LOCK_TIMEOUT ${SCHEMA_LOCK_WAIT_MS};`,
+    `IF NOT EXISTS (SELECT 1 FROM sys.indexes AS c INNER JOIN sys.partition_schemes AS ps ON ps.data_space_id = c.data_space_id WHERE c.object_id = OBJECT_ID(N'${name}') AND c.index_id IN (0, 1) AND ps.name = N'${ps}')`,
+    `BEGIN`,
+    `  SET @Converted = 1;`,
+    `  IF EXISTS (SELECT 1 FROM ${name}) SET @KeptRows = 1;`,
+    `  SET @b = (SELECT MIN(n.Boundary) FROM @Bounds AS n);`,
+    `  IF NOT EXISTS (SELECT 1 FROM sys.partition_functions WHERE name = N'${pf}')`,
+    `    EXEC sys.sp_executesql N'CREATE PARTITION FUNCTION [${pf}] (datetime2(3)) AS RANGE RIGHT FOR VALUES (@b);', N'@b datetime2(3)', @b = @b;`,
+    `  IF NOT EXISTS (SELECT 1 FROM sys.partition_schemes WHERE name = N'${ps}')`,
+    `    EXEC(N'CREATE PARTITION SCHEME [${ps}] AS PARTITION [${pf}] ALL TO ([PRIMARY]);');`,
+    ...splitBoundaries(schema, table, false).map((line) => `  ${line}`),
+    ...indexes.map((index) => `  DROP INDEX IF EXISTS [${index.name}] ON ${name};`),
+    `  ALTER TABLE ${name} DROP CONSTRAINT [PK_${MSSQL_TABLES[table]}];`,
+    exec(`ALTER TABLE ${name} ADD ${primary}${withClause(true)} ON ${onScheme};`),
+    ...indexes.map((index) => exec(indexStatement(schema, index, [], onScheme))),
+    `END;`,
+    `COMMIT;`,
+    `SELECT @Converted AS Converted, @KeptRows AS KeptRows;`,
+  ].join('\n');
 }

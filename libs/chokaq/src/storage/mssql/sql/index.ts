@@ -28,6 +28,7 @@ export type { MssqlLease, MssqlSchema } from './fragments';
 export * from './lifecycle';
 export * from './lists';
 export * from './moves';
+export * from './partitions';
 export * from './pending';
 export * from './queues';
 export * from './reads';

@@ -96,16 +96,29 @@ export function purgeDlqByFilter(
 type RetentionTarget = 'archive' | 'dlq' | 'buckets' | 'workers' | 'audit';
 
 /**
+ * The rows of a partitioned Archive or DLQ that row-by-row retention deletes: those before the
+ * first boundary (the leftmost partition: the rows a converted table had) and those at or after the
+ * last (the rightmost, which holds rows only after maintenance stalled), never a row of a period's
+ * partition, which `dropPartition` removes whole. Null (or absent): the whole table.
+ */
+export interface MssqlRowWiseRange {
+  below: Date;
+  from: Date;
+}
+
+/**
  * applyRetention (one batch of one table) — deletes at most `batch` rows older than now − `ageMs`,
  * oldest first, skipping rows others hold (`READPAST, ROWLOCK`; see {@link READPAST_UNDER_RCSI});
  * counters untouched. An archive or DLQ batch deletes its jobs' `JobAttempts` rows too and settles
- * their edges ({@link dependencyRemove}), in one transaction (XACT_ABORT) with it.
+ * their edges ({@link dependencyRemove}), in one transaction (XACT_ABORT) with it; with `range`
+ * (a partitioned table) only among the rows of {@link MssqlRowWiseRange}.
  */
 function applyRetentionBatch(
   schema: MssqlSchema,
   target: RetentionTarget,
   ageMs: number,
   batch: number,
+  range: MssqlRowWiseRange | null = null,
 ): MssqlStatement {
   const t = tables(schema);
   const p = new ParamList();
@@ -119,6 +132,12 @@ function applyRetentionBatch(
     audit: 'AtUtc',
   }[target];
   if (target === 'archive' || target === 'dlq') {
+    // A partitioned table: a second range of the time column's index, outside the periods'
+    // partitions (an OR of two ranges of one column, which the index seeks as two ranges).
+    const outside =
+      range === null
+        ? ''
+        : ` AND (x.${column} < ${p.instant(range.below)} OR x.${column} >= ${p.instant(range.from)})`;
     // A job's last row takes its attempt rows and its edges with it, in the batch's transaction.
     return p.statement(
       [
@@ -129,7 +148,7 @@ function applyRetentionBatch(
         'BEGIN TRAN;',
         'WITH Expired AS (',
         `  SELECT TOP (${max}) x.Id, x.${column}, x.HasDependents, x.WaitingOn FROM ${t[target]} AS x WITH (${READPAST_UNDER_RCSI})`,
-        `  WHERE x.${column} < @cutoff`,
+        `  WHERE x.${column} < @cutoff${outside}`,
         `  ORDER BY x.${column}`,
         ')',
         `DELETE FROM Expired ${OUTPUT_GONE};`,
@@ -156,22 +175,30 @@ function applyRetentionBatch(
   );
 }
 
-/** applyRetention, archive step: one batch of archive rows finished before now − `ageMs`. */
+/**
+ * applyRetention, archive step: one batch of archive rows finished before now − `ageMs` (of a
+ * partitioned Archive, only in `range`).
+ */
 export function applyRetentionArchive(
   schema: MssqlSchema,
   ageMs: number,
   batch: number,
+  range: MssqlRowWiseRange | null = null,
 ): MssqlStatement {
-  return applyRetentionBatch(schema, 'archive', ageMs, batch);
+  return applyRetentionBatch(schema, 'archive', ageMs, batch, range);
 }
 
-/** applyRetention, DLQ step: one batch of DLQ rows failed before now − `ageMs`. */
+/**
+ * applyRetention, DLQ step: one batch of DLQ rows failed before now − `ageMs` (of a partitioned
+ * DLQ, only in `range`).
+ */
 export function applyRetentionDlq(
   schema: MssqlSchema,
   ageMs: number,
   batch: number,
+  range: MssqlRowWiseRange | null = null,
 ): MssqlStatement {
-  return applyRetentionBatch(schema, 'dlq', ageMs, batch);
+  return applyRetentionBatch(schema, 'dlq', ageMs, batch, range);
 }
 
 /** applyRetention, metrics step: one batch of metric buckets older than now − `ageMs`. */
