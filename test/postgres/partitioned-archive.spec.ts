@@ -1,3 +1,4 @@
+import { ConsoleLogger, Logger } from '@nestjs/common';
 import { randomUUID } from 'node:crypto';
 import { Client } from 'pg';
 import type { JobStorage } from '../../libs/chokaq/src/storage';
@@ -11,6 +12,7 @@ import {
 import { assertListQuery } from '../../libs/chokaq/src/validation/validate-list';
 import { type PlanNode, planNodes, planOf } from '../support/pg-plan';
 import { dayStamp, nextPeriod, periodStart } from '../../libs/chokaq/src/storage/shared/partitions';
+import { RecordingLogger } from '../runtime/support/silent-logger';
 import { archiveDirectly } from '../support/archive-directly';
 import { PG_URL } from '../support/env';
 import { type TestSchema, createTestSchema, describePostgres } from '../support/test-database';
@@ -140,7 +142,7 @@ describePostgres('PostgreSQL partitioned Archive and DLQ', () => {
       expect((await storage.getSummary()).archived).toBe(Number(n));
     });
 
-    it('opens again without changing anything, and maintenance makes a missing partition', async () => {
+    it('maintenance of two processes at once makes a missing partition once', async () => {
       const before = await layoutOf(db, 'jobs_dlq');
       const last = before.partitions
         .filter((p) => p !== 'jobs_dlq_default')
@@ -148,9 +150,22 @@ describePostgres('PostgreSQL partitioned Archive and DLQ', () => {
         .pop()!;
       await db.sql(`DROP TABLE ${db.schema}.${last}`);
       const other = await db.openStorage();
-      // Two processes' maintenance at once: each partition is made once, neither fails.
       await Promise.all([storage.applyRetention(RETENTION), other.applyRetention(RETENTION)]);
       expect((await layoutOf(db, 'jobs_dlq')).partitions.sort()).toEqual(before.partitions.sort());
+    });
+
+    it('without the option, goes on making partitions of the newest one’s period', async () => {
+      const before = await layoutOf(db, 'jobs_archive');
+      const last = before.partitions
+        .filter((p) => p !== 'jobs_archive_default')
+        .sort()
+        .pop()!;
+      await db.sql(`DROP TABLE ${db.schema}.${last}`);
+      const unconfigured = await db.openStorage({ partitioning: undefined });
+      await unconfigured.applyRetention(RETENTION);
+      expect((await layoutOf(db, 'jobs_archive')).partitions.sort()).toEqual(
+        before.partitions.sort(),
+      );
     });
   });
 
@@ -185,6 +200,36 @@ describePostgres('PostgreSQL partitioned Archive and DLQ', () => {
       expect(await partitionOf(db, 'jobs_dlq', id)).toBe(name);
       expect(await db.sql(`SELECT 1 FROM ${s}.jobs_dlq_default`)).toEqual([]);
       expect((await storage.getJob(id))?.pillar).toBe('dlq');
+    });
+
+    it('leaves a partition whose lock is not granted within a second to the next pass', async () => {
+      const s = quoteSchema(db.schema);
+      const [{ now }] = await db.sql<{ now: Date }>('SELECT now() AS now');
+      const from = nextPeriod(periodStart(now, 'day'), 'day');
+      const name = `jobs_archive_${dayStamp(from)}_${dayStamp(nextPeriod(from, 'day'))}`;
+      await db.sql(`DROP TABLE ${s}.${name}`);
+      // A long read of the default partition: making a partition must lock it.
+      const reader = new Client({ connectionString: PG_URL });
+      await reader.connect();
+      const logger = new RecordingLogger();
+      Logger.overrideLogger(logger);
+      try {
+        await reader.query('BEGIN');
+        await reader.query(`SELECT count(*) FROM ${s}.jobs_archive_default`);
+        const result = await storage.applyRetention(RETENTION);
+        expect(result.archive).toBe(0);
+        expect(logger.events('PartitionMaintenanceDeferred')).toEqual([
+          expect.objectContaining({ table: 'jobs_archive', partition: name }),
+        ]);
+        expect((await layoutOf(db, 'jobs_archive')).partitions).not.toContain(name);
+        // The rest of the pass went on: the DLQ's partitions are all there.
+        expect((await layoutOf(db, 'jobs_dlq')).partitions).toHaveLength(9);
+      } finally {
+        await reader.end();
+        Logger.overrideLogger(new ConsoleLogger());
+      }
+      await storage.applyRetention(RETENTION);
+      expect((await layoutOf(db, 'jobs_archive')).partitions).toContain(name);
     });
   });
 
@@ -333,6 +378,17 @@ describePostgres('PostgreSQL partitioned Archive and DLQ', () => {
       );
       expect(await partitioned.resurrect(dead)).toBe(1);
       expect((await partitioned.getJob(dead))?.pillar).toBe('hot');
+
+      // Opened without the option, maintenance goes on by the newest partition's period (a week).
+      const last = archive.partitions
+        .filter((p) => !/_(default|min_\d+)$/.test(p))
+        .sort()
+        .pop()!;
+      await db.sql(`DROP TABLE ${db.schema}.${last}`);
+      await (await db.openStorage()).applyRetention(RETENTION);
+      expect((await layoutOf(db, 'jobs_archive')).partitions.sort()).toEqual(
+        archive.partitions.sort(),
+      );
     });
   });
 
