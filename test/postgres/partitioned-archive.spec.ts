@@ -1,6 +1,9 @@
 import { ConsoleLogger, Logger } from '@nestjs/common';
 import { randomUUID } from 'node:crypto';
-import { Client } from 'pg';
+import { Client, Pool } from 'pg';
+import { type OwnCluster, startOwnCluster } from '../../bench/lib/pg-cluster';
+import { JobStatus } from '../../libs/chokaq/src/interfaces/job-status.enum';
+import { createJobStorage } from '../../libs/chokaq/src/storage/create-storage';
 import type { JobStorage } from '../../libs/chokaq/src/storage';
 import {
   getJobArchive,
@@ -26,8 +29,11 @@ import { type TestSchema, createTestSchema, describePostgres } from '../support/
 const DAY = 86_400_000;
 const WORKER = 'partition-test-worker';
 
+/** What the helpers below need of a database: its ChokaQ schema and raw SQL. */
+type Raw = Pick<TestSchema, 'schema' | 'sql'>;
+
 /** The partitions of `table`, by name, and whether it is partitioned. */
-async function layoutOf(db: TestSchema, table: 'jobs_archive' | 'jobs_dlq') {
+async function layoutOf(db: Raw, table: 'jobs_archive' | 'jobs_dlq') {
   const [parent] = await db.sql<{ kind: string }>(
     `SELECT c.relkind::text AS kind FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
      WHERE n.nspname = $1 AND c.relname = $2`,
@@ -43,7 +49,7 @@ async function layoutOf(db: TestSchema, table: 'jobs_archive' | 'jobs_dlq') {
 }
 
 /** Where a row of `table` is stored: the partition's name. */
-async function partitionOf(db: TestSchema, table: string, id: string): Promise<string | undefined> {
+async function partitionOf(db: Raw, table: string, id: string): Promise<string | undefined> {
   const [row] = await db.sql<{ name: string }>(
     `SELECT tableoid::regclass::text AS name FROM ${db.schema}.${table} WHERE id = $1`,
     [id],
@@ -313,22 +319,62 @@ describePostgres('PostgreSQL partitioned Archive and DLQ', () => {
     });
   });
 
-  describe('converting a plain schema', () => {
-    const db = createTestSchema('postgres', { overrides: { poolSize: 4 } });
-    let plain: JobStorage;
+  describe('converting a copy of an installed database', () => {
+    // A cluster of the test's own: the installed database is copied (CREATE DATABASE … TEMPLATE)
+    // and the copy converted, so the original's rows are there to compare with.
+    let cluster: OwnCluster;
+    const opened: JobStorage[] = [];
+    const pools: Pool[] = [];
+    const on = (database: string) => {
+      const url = `${cluster.url.replace(/\/postgres$/, '')}/${database}`;
+      const pool = new Pool({ connectionString: url, max: 2 });
+      pool.on('error', () => undefined);
+      pools.push(pool);
+      const raw: Raw = {
+        schema: 'chokaq',
+        sql: async <T>(query: string, params?: unknown[]) =>
+          (await pool.query(query, params)).rows as T[],
+      };
+      const open = async (partitioning?: { period: 'week' }) => {
+        const storage = await createJobStorage({
+          type: 'postgres',
+          url,
+          poolSize: 4,
+          ...(partitioning ? { partitioning } : {}),
+        });
+        opened.push(storage);
+        return storage;
+      };
+      return { raw, open, end: () => pool.end() };
+    };
 
     beforeAll(async () => {
-      plain = await db.openStorage();
+      cluster = await startOwnCluster([]);
+      const admin = new Client({ connectionString: cluster.url });
+      await admin.connect();
+      await admin.query('CREATE DATABASE installed');
+      await admin.end();
+    }, 60_000);
+    afterAll(async () => {
+      await Promise.all(opened.map((s) => s.close().catch(() => undefined)));
+      await Promise.all(pools.map((p) => p.end().catch(() => undefined)));
+      await cluster?.stop();
     });
-    afterAll(() => db.close());
 
     /** Every row of the three pillars and the side tables, as JSON text, in a stable order. */
-    async function everything(): Promise<Record<string, string[]>> {
-      const tables = ['jobs_hot', 'jobs_archive', 'jobs_dlq', 'job_attempts', 'job_dependencies'];
+    async function everything(raw: Raw): Promise<Record<string, string[]>> {
+      const tables = [
+        'jobs_hot',
+        'jobs_archive',
+        'jobs_dlq',
+        'job_attempts',
+        'job_dependencies',
+        'stats_summary',
+      ];
       const out: Record<string, string[]> = {};
       for (const table of tables) {
-        const rows = await db.sql<{ j: string }>(
-          `SELECT row_to_json(t)::text AS j FROM ${db.schema}.${table} t ORDER BY 1`,
+        const rows = await raw.sql<{ j: string }>(
+          `SELECT row_to_json(t)::text AS j FROM chokaq.${table} t ORDER BY 1`,
         );
         out[table] = rows.map((r) => r.j);
       }
@@ -336,7 +382,9 @@ describePostgres('PostgreSQL partitioned Archive and DLQ', () => {
     }
 
     it('keeps every row of every pillar where it can be read, and goes on archiving', async () => {
-      await plain.enqueue({ queue: 'p-conv', type: 'waits', payload: { n: 1 } });
+      const installed = on('installed');
+      const plain = await installed.open();
+      await plain.enqueue({ queue: 'p-conv', type: 'pending', payload: { n: 1 } });
       const archived = await archivedAfterRetry(plain, 'p-conv');
       const dead = (await plain.enqueue({ queue: 'p-conv', type: 'dead', payload: {} })).id;
       expect((await plain.cancel([dead])).cancelled).toEqual([dead]);
@@ -345,13 +393,28 @@ describePostgres('PostgreSQL partitioned Archive and DLQ', () => {
       const handled = { queues: [], types: [{ queue: 'p-conv', type: 'runs' }] };
       await plain.fetchNextBatch({ workerId: WORKER, leaseId, limit: 1, handled });
       await plain.markAsProcessing([{ id: running.id, workerId: WORKER, leaseId }]);
-      const before = await everything();
+      const waiting = await plain.enqueue({
+        queue: 'p-conv',
+        type: 'after',
+        payload: {},
+        dependsOn: [running.id],
+      });
+      const before = await everything(installed.raw);
       expect(before.jobs_dlq).toHaveLength(1);
       expect(before.job_attempts).toHaveLength(1);
+      expect(before.job_dependencies).toHaveLength(1);
+      await plain.close();
+      await installed.end();
+      const admin = new Client({ connectionString: cluster.url });
+      await admin.connect();
+      await admin.query('CREATE DATABASE copy TEMPLATE installed');
+      await admin.end();
 
-      const partitioned = await db.openStorage({ partitioning: { period: 'week' } });
+      const copy = on('copy');
+      const db = copy.raw;
+      const partitioned = await copy.open({ period: 'week' });
 
-      expect(await everything()).toEqual(before);
+      expect(await everything(db)).toEqual(before);
       const [{ now }] = await db.sql<{ now: Date }>('SELECT now() AS now');
       const bound = nextPeriod(periodStart(now, 'week'), 'week');
       const legacy = `jobs_archive_min_${dayStamp(bound)}`;
@@ -365,13 +428,15 @@ describePostgres('PostgreSQL partitioned Archive and DLQ', () => {
       expect(await partitionOf(db, 'jobs_archive', archived)).toBe(legacy);
       expect((await partitioned.getJob(archived, { attempts: true }))?.attempts).toHaveLength(1);
       expect((await partitioned.getJob(dead))?.pillar).toBe('dlq');
-      // The running job finishes into the new layout (the kept partition covers this week).
+      // The running job finishes into the new layout (the kept partition covers this week), and
+      // releases the job that waited on it.
       expect(
         await partitioned.archiveSucceeded([
           { id: running.id, workerId: WORKER, leaseId, durationMs: 3 },
         ]),
       ).toHaveLength(1);
       expect(await partitionOf(db, 'jobs_archive', running.id)).toBe(legacy);
+      expect((await partitioned.getJob(waiting.id))?.status).toBe(JobStatus.Pending);
       // The DLQ's rows are kept the same way, and a resurrect takes one back out.
       expect((await layoutOf(db, 'jobs_dlq')).partitions).toContain(
         `jobs_dlq_min_${dayStamp(bound)}`,
@@ -384,12 +449,12 @@ describePostgres('PostgreSQL partitioned Archive and DLQ', () => {
         .filter((p) => !/_(default|min_\d+)$/.test(p))
         .sort()
         .pop()!;
-      await db.sql(`DROP TABLE ${db.schema}.${last}`);
-      await (await db.openStorage()).applyRetention(RETENTION);
+      await db.sql(`DROP TABLE chokaq.${last}`);
+      await (await copy.open()).applyRetention(RETENTION);
       expect((await layoutOf(db, 'jobs_archive')).partitions.sort()).toEqual(
         archive.partitions.sort(),
       );
-    });
+    }, 60_000);
   });
 
   describe('reads', () => {

@@ -66,6 +66,20 @@ describe('partition calendar', () => {
       '20261228-20270104',
       '20270104-20270111',
     ]);
+    // Existing ranges in any order, one wholly after the wanted range: only the gaps inside it.
+    expect(
+      shape(
+        uncovered(
+          [{ from: day(1), to: day(8) }],
+          [
+            { from: day(5), to: day(6) },
+            { from: day(10), to: day(11) },
+            { from: day(2), to: day(3) },
+            { from: null, to: day(1) },
+          ],
+        ),
+      ),
+    ).toEqual(['20261201-20261202', '20261203-20261205', '20261206-20261208']);
     // A range that covers the middle of a wanted one splits it.
     expect(
       shape(uncovered([{ from: day(1), to: day(8) }], [{ from: day(3), to: day(5) }])),

@@ -73,7 +73,6 @@ export function uncovered(
       if (tTo <= from || tFrom >= to) continue;
       if (tFrom > from) out.push({ from: new Date(from), to: new Date(tFrom) });
       from = Math.max(from, tTo);
-      if (from >= to) break;
     }
     if (from < to) out.push({ from: Number.isFinite(from) ? new Date(from) : null, to: range.to });
   }
