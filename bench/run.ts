@@ -14,6 +14,7 @@ import {
   adminReadsJson,
   adminReadsSection,
   missPlans,
+  partitionedReadsHeading,
   readsReport,
   readsTable,
   writeAdminReadsSection,
@@ -62,10 +63,29 @@ import {
   groupsTable,
   runGroups,
 } from './scenarios/groups.scenario';
-import { seedReadsData } from './scenarios/reads-data';
+import {
+  PARTITIONS_HEADING,
+  hotPathTable,
+  partitionsSectionParts,
+  retentionTable,
+} from './lib/partitions-report';
+import {
+  PARTITIONS_PERIOD,
+  PLAN_SAMPLES,
+  PLAN_WARMUP,
+  QUICK_ROWS_PER_DAY,
+  RETENTION_POLICY,
+  ROWS_PER_DAY,
+  SEEDED_DAYS,
+  runPartitionHotPath,
+  runPartitionRetention,
+} from './scenarios/partitions.scenario';
+import { seedReadsData, seedSpansLayout } from './scenarios/reads-data';
 import { runScenario } from './scenarios/run-scenario';
 import { footprintTable, runFootprint } from './scenarios/footprint.scenario';
 import {
+  ARCHIVE_CURVE,
+  ARCHIVE_QUEUE,
   type ArchivePoint,
   type ScalePoint,
   runScaleArchive,
@@ -163,7 +183,9 @@ async function main(): Promise<void> {
   if (swept > 0) log(`dropped ${swept} schema(s) left by earlier bench processes`);
   log(`load average ${loadLine()} (figures are only meaningful below ~1.5 on this 2-core machine)`);
   const suite = [...args.scenarios].filter((s) => !SEPARATE_SCENARIOS.includes(s));
-  if (args.profile || suite.length > 0 || args.scenarios.has('metrics-ab')) {
+  // Every scenario that forks a worker process runs the compiled worker of this checkout.
+  const forking = ['metrics-ab', 'scale', 'soak', 'partitions'] as const;
+  if (args.profile || suite.length > 0 || forking.some((s) => args.scenarios.has(s))) {
     log('compiling the worker processes (tsc -p bench/tsconfig.worker.json)');
     compileWorkers();
   }
@@ -179,6 +201,57 @@ async function main(): Promise<void> {
   if (args.scenarios.has('footprint')) await footprint(args);
   if (args.scenarios.has('scale')) await scale(args, benchUrl);
   if (args.scenarios.has('soak')) await soak(args, benchUrl);
+  if (args.scenarios.has('partitions')) await partitions(args, benchUrl);
+}
+
+/**
+ * The partitions scenario (PostgreSQL): retention of a day's archived rows on a plain schema and
+ * on one partitioned by day, then the hot path beside a month of partitions (`--runs` rounds);
+ * its tables on stdout and its own section of RESULTS.md.
+ */
+async function partitions(args: BenchArgs, benchUrl: string): Promise<void> {
+  if (!args.dialects.has('postgres')) {
+    log('partitions: runs on PostgreSQL only (--dialects must include postgres)');
+    return;
+  }
+  const started = new Date();
+  const quiet = () => waitForLoad(args, log);
+  const missesBefore = gateMisses.length;
+  await quiet();
+  const rowsPerDay = args.quick ? QUICK_ROWS_PER_DAY : ROWS_PER_DAY;
+  const retention = await runPartitionRetention(benchUrl, rowsPerDay, log, quiet);
+  const rounds = await runPartitionHotPath(benchUrl, args.runs, log, quiet);
+  const plans = { planWarmup: PLAN_WARMUP, planSamples: PLAN_SAMPLES };
+  const tables = `${retentionTable(retention)}\n\n${hotPathTable(rounds, plans)}`;
+  process.stdout.write(`\n### partitions\n\n${tables}\n`);
+  if (!args.write) return;
+  const days = (ms: number) => ms / 86_400_000;
+  const missed = gateMisses.slice(missesBefore);
+  const gate =
+    args.maxLoad === undefined
+      ? ''
+      : missed.length === 0
+        ? `; every step started with the 1-min load average below ${args.maxLoad} (the \`--max-load\` gate)`
+        : `. **Measured on a busy machine**: ${missed.length} step(s) started above the \`--max-load\` gate of ${args.maxLoad} (load up to ${Math.max(...missed).toFixed(2)})`;
+  await writeScenarioSection(
+    PARTITIONS_HEADING,
+    `${started.toISOString()} – ${new Date().toISOString()}; ${machineLine()}; PostgreSQL ${await postgresVersion(benchUrl)}; partitioned by ${PARTITIONS_PERIOD}${gate}`,
+    partitionsSectionParts(retention, rounds, {
+      rowsPerDay,
+      seededDays: SEEDED_DAYS,
+      archiveDays: days(RETENTION_POLICY.archiveMs),
+      dlqDays: days(RETENTION_POLICY.dlqMs),
+      metricsDays: days(RETENTION_POLICY.metricsMs),
+      single: ARCHIVE_CURVE.single,
+      bulk: ARCHIVE_CURVE.bulk,
+      bulkChunk: ARCHIVE_CURVE.bulkChunk,
+      archives: ARCHIVE_CURVE.archives,
+      drain: ARCHIVE_CURVE.drain,
+      queue: ARCHIVE_QUEUE,
+      ...plans,
+    }),
+    'partitions section of bench/RESULTS.md',
+  );
 }
 
 /** The heading of the soak scenario's section of RESULTS.md. */
@@ -546,11 +619,19 @@ async function readScenarios(args: BenchArgs, benchUrl: string): Promise<void> {
   const wantDeck = args.scenarios.has('deck');
   const runs: AdminReadsRun[] = [];
   let deck: DeckRun | undefined;
+  const period = args.partitioning;
   for (const dialect of args.dialects) {
     const deckHere = wantDeck && dialect === 'postgres';
     if (!wantReads && !deckHere) continue;
-    log(`${dialect} admin-reads data set: seeding (load ${loadLine()})`);
-    const data = await seedReadsData(dialect, benchUrl, args.reads, log);
+    if (period !== undefined && dialect !== 'postgres') {
+      log(`${dialect} admin-reads: skipped (--partitioning is PostgreSQL's only)`);
+      continue;
+    }
+    log(
+      `${dialect} admin-reads data set${period === undefined ? '' : `, partitioned by ${period}`}: seeding (load ${loadLine()})`,
+    );
+    const layout = period === undefined ? undefined : seedSpansLayout(period);
+    const data = await seedReadsData(dialect, benchUrl, args.reads, log, layout);
     try {
       if (wantReads) {
         log(`${dialect} admin-reads: timing (load ${loadLine()})`);
@@ -586,9 +667,17 @@ async function readScenarios(args: BenchArgs, benchUrl: string): Promise<void> {
       ...meta,
       sqlite: packageVersion('better-sqlite3'),
       sizes: args.reads,
+      ...(period === undefined ? {} : { partitioning: period }),
     });
-    await writeAdminReadsSection(join(__dirname, 'RESULTS.md'), section);
-    log('wrote the admin-reads section of bench/RESULTS.md');
+    if (period === undefined) {
+      await writeAdminReadsSection(join(__dirname, 'RESULTS.md'), section);
+      log('wrote the admin-reads section of bench/RESULTS.md');
+    } else {
+      // A section of its own, after the others: the plain data set's figures stay.
+      const heading = partitionedReadsHeading(period);
+      await writeSection(join(__dirname, 'RESULTS.md'), heading, section);
+      log(`wrote the section "${heading.slice(3)}" of bench/RESULTS.md`);
+    }
   }
   if (deck) {
     const section = deckSection(deck, {

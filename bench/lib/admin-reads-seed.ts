@@ -17,6 +17,11 @@ export interface SeedSizes {
   pending: number;
   /** Rows per `INSERT … SELECT` (each its own transaction), so progress shows and the WAL stays bounded. */
   chunk: number;
+  /**
+   * What the archived rows' finish times span, ending just before `now` ({@link ARCHIVE_SPAN_MS}
+   * unless set): the partitions scenario seeds a day's rows at a time.
+   */
+  archiveSpanMs?: number;
 }
 
 /** The queues, most frequent first (queue `i` gets a share that falls with `i`). */
@@ -314,7 +319,8 @@ export function seedStatements(
   );
 
   // Archive: rows in finish order (row 1 the oldest), as a live archive is appended.
-  const finished = `(${nowMs - ARCHIVE_SPAN_MS - 1_000} + g * ${ARCHIVE_SPAN_MS} / ${sizes.archived} - ${u(4)} % 250)`;
+  const span = sizes.archiveSpanMs ?? ARCHIVE_SPAN_MS;
+  const finished = `(${nowMs - span - 1_000} + g * ${span} / ${sizes.archived} - ${u(4)} % 250)`;
   const archiveDerived = {
     finished_ms: finished,
     duration_ms: `(5 + ${u(5)} * ${u(5)} * ${u(5)} / 200000000)`,

@@ -1,3 +1,5 @@
+import type { PartitionPeriod } from '../../libs/chokaq/src/storage/shared/partitions';
+
 /** Scenario names accepted by `--scenarios`. */
 export const SCENARIOS = [
   'enqueue',
@@ -15,6 +17,7 @@ export const SCENARIOS = [
   'footprint',
   'scale',
   'soak',
+  'partitions',
 ] as const;
 export type ScenarioName = (typeof SCENARIOS)[number];
 
@@ -33,12 +36,16 @@ export const SEPARATE_SCENARIOS: readonly ScenarioName[] = [
   'footprint',
   'scale',
   'soak',
+  'partitions',
 ];
 
 /** What runs without `--scenarios`: every throughput and latency scenario. */
 export const DEFAULT_SCENARIOS: readonly ScenarioName[] = SCENARIOS.filter(
   (s) => !SEPARATE_SCENARIOS.includes(s),
 );
+
+/** The periods `storage.partitioning` accepts (`--partitioning`). */
+export const PARTITION_PERIODS: readonly PartitionPeriod[] = ['day', 'week', 'month'];
 
 /** Dialects ChokaQ is benchmarked on (peers run on PostgreSQL only). */
 export const BENCH_DIALECTS = ['postgres', 'sqlite'] as const;
@@ -125,6 +132,11 @@ export interface BenchArgs {
    * temporary directory with the server's stock settings (autovacuum on), stopped after.
    */
   soakOwnCluster: boolean;
+  /**
+   * The admin-reads data set with its Archive and DLQ partitioned by this period
+   * (`--partitioning`; PostgreSQL only), written to a section of its own; undefined: plain tables.
+   */
+  partitioning: PartitionPeriod | undefined;
 }
 
 /** The scale scenario's backlog sizes when `--scale-pending` is not given. */
@@ -204,7 +216,7 @@ const HELP = `npm run bench -- [flags]
   --peers                 also run graphile-worker (preset + defaults) and pg-boss on PostgreSQL
   --json                  print one JSON object per scenario on its own line
   --profile               CPU-profile a ChokaQ drain at the highest --concurrency (PostgreSQL; SQLite with --dialects=sqlite)
-  --scenarios=a,b         ${SCENARIOS.join(',')} (default all but admin-reads, metrics-ab, deck, groups, flows, footprint, scale and soak)
+  --scenarios=a,b         ${SCENARIOS.join(',')} (default all but admin-reads, metrics-ab, deck, groups, flows, footprint, scale, soak and partitions)
                           admin-reads: seeds 1,000,000 archived, 100,000 DLQ and 100,000 pending jobs
                           per dialect and times the dashboard reads (p50/p95); writes its own section
                           of RESULTS.md (--runs does not apply: one seeding per dialect)
@@ -230,6 +242,10 @@ const HELP = `npm run bench -- [flags]
                           soak: an hour at 70 % of the drain rate (--soak-minutes, --soak-rate), PostgreSQL,
                           per-minute throughput, latency, hot-table size, dead tuples, autovacuums,
                           worker memory and CPU; its own section of RESULTS.md and bench/soak.svg
+                          partitions: PostgreSQL, a plain schema against one partitioned by day: retention
+                          of 500,000 of 1,000,000 archived rows (time, WAL, the Archive's size before and
+                          after), then enqueue, bulk enqueue, archive and a c50 drain beside the partitions
+                          a month of 'day' leaves (--runs rounds); its own section of RESULTS.md
   --dialects=a,b          ${BENCH_DIALECTS.join(',')} (default both)
   --runs=N                runs per scenario (default 3; --quick 1)
   --drain=N --backlog=N --backlog-drain=N --single=N --bulk=N --latency-jobs=N --concurrency=10,50
@@ -243,6 +259,9 @@ const HELP = `npm run bench -- [flags]
                           started under a temporary directory and stopped after
   --scale-archived=a,b,…  scale: the archive sizes (default 10000,1000000,10000000 on PostgreSQL,
                           up to 5000000 on SQLite; --quick 10000,100000; 0 skips the archive curve)
+  --partitioning=day      admin-reads: the data set's Archive and DLQ partitioned by day (or week, month),
+                          with the partitions that cover its days made before seeding (PostgreSQL only);
+                          writes the section "Admin reads, partitioned Archive (<period>)"
   --deck-rounds=N --deck-ticks=N   deck: timed rounds over the panels (default 5), timed ticks (default 20)
   --run-timeout-ms=N      bound of one run (default 300000)
   --start-ahead=N         ChokaQ's worker.startAhead in the suite (A/B runs; default: the library's)
@@ -328,6 +347,7 @@ export function parseArgs(argv: readonly string[]): BenchArgs | 'help' {
     'soak-rate',
     'soak-hot-storage',
     'soak-own-cluster',
+    'partitioning',
     ...Object.keys(sizeFlags),
     ...Object.keys(readFlags),
     ...Object.keys(deckFlags),
@@ -378,7 +398,21 @@ export function parseArgs(argv: readonly string[]): BenchArgs | 'help' {
   }
   const soakMinutes = flags.get('soak-minutes');
   const soakRate = flags.get('soak-rate');
+  const partitioning = flags.get('partitioning');
+  if (partitioning !== undefined) {
+    if (!PARTITION_PERIODS.includes(partitioning as PartitionPeriod)) {
+      throw new Error(
+        `--partitioning: unknown '${partitioning}' (${PARTITION_PERIODS.join(', ')})`,
+      );
+    }
+    // Only admin-reads writes a section of its own for a partitioned data set; the deck and the
+    // scale scenarios would overwrite their plain figures.
+    if (flags.get('scenarios') !== 'admin-reads') {
+      throw new Error('--partitioning applies to --scenarios=admin-reads alone');
+    }
+  }
   return {
+    partitioning: partitioning as PartitionPeriod | undefined,
     scalePending,
     scaleArchived,
     soakMinutes:

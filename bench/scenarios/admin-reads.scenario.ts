@@ -281,6 +281,7 @@ export async function runAdminReads(
       loadAfter,
       timings,
       plans: [],
+      partitions: data.partitions,
     };
     // A read over its target: the statements it sends, explained, for whoever decides the fix.
     for (const miss of misses(run)) {

@@ -6,9 +6,11 @@ import { Client } from 'pg';
 import type { StorageOptions } from '../../libs/chokaq/src/interfaces/storage-options.interface';
 import { createJobStorage } from '../../libs/chokaq/src/storage/create-storage';
 import type { JobStorage } from '../../libs/chokaq/src/storage/job-storage';
-import { SEED_QUEUES, seedStatements } from '../lib/admin-reads-seed';
+import type { PartitionPeriod } from '../../libs/chokaq/src/storage/shared/partitions';
+import { ARCHIVE_SPAN_MS, DLQ_SPAN_MS, SEED_QUEUES, seedStatements } from '../lib/admin-reads-seed';
 import type { BenchDialect, ReadSizes } from '../lib/args';
 import { benchSchemaName, dropSchema } from '../lib/pg-admin';
+import { makePastPartitions, partitionCount } from '../lib/pg-partitions';
 import { explainPostgres, explainSqlite, type CapturedStatement } from '../lib/statement-capture';
 
 /*
@@ -34,6 +36,8 @@ export interface Target {
   table(name: string): string;
   /** The qualifier the seed statements use (quoted schema, or the table prefix). */
   qualifier: string;
+  /** The schema's name unquoted (PostgreSQL), or the table prefix (SQLite). */
+  schemaName: string;
   /**
    * After seeding: VACUUM/ANALYZE, then the seed flushed to disk, so nothing timed afterwards pays
    * for writing it back. The seed writes without waiting for the disk (`synchronous_commit = off`,
@@ -48,8 +52,25 @@ export interface Target {
   close(): Promise<void>;
 }
 
-async function postgresTarget(benchUrl: string): Promise<Target> {
-  const schema = benchSchemaName('reads');
+/**
+ * A partitioned Archive and DLQ (PostgreSQL, `storage.partitioning`): the period, and how far back
+ * from now the partitions of past periods reach, made before anything is seeded (the seed writes
+ * past times, which would otherwise land in the default partitions).
+ */
+export interface SeedLayout {
+  period: PartitionPeriod;
+  archiveBackMs: number;
+  dlqBackMs: number;
+}
+
+/** The layout that covers the admin-reads seed's spans (archive 3 days, DLQ 4 days back). */
+export function seedSpansLayout(period: PartitionPeriod): SeedLayout {
+  // A minute more than each span: the seed's oldest row is a second and a bit before it.
+  return { period, archiveBackMs: ARCHIVE_SPAN_MS + 60_000, dlqBackMs: DLQ_SPAN_MS + 60_000 };
+}
+
+async function postgresTarget(benchUrl: string, period?: PartitionPeriod): Promise<Target> {
+  const schema = benchSchemaName(period === undefined ? 'reads' : 'parts');
   const client = new Client({ connectionString: benchUrl });
   await client.connect();
   // Seeding only: a crash loses nothing that matters, and the commit waits drop out.
@@ -57,7 +78,13 @@ async function postgresTarget(benchUrl: string): Promise<Target> {
   let closed = false;
   return {
     dialect: 'postgres',
-    options: { type: 'postgres', url: benchUrl, schema, autoCreateSchema: true },
+    options: {
+      type: 'postgres',
+      url: benchUrl,
+      schema,
+      autoCreateSchema: true,
+      ...(period === undefined ? {} : { partitioning: { period } }),
+    },
     exec: async (sql, params = []) => {
       await client.query(sql, params);
     },
@@ -65,6 +92,7 @@ async function postgresTarget(benchUrl: string): Promise<Target> {
       (await client.query(sql, params)).rows as T[],
     table: (name) => `"${schema}".${name}`,
     qualifier: `"${schema}"`,
+    schemaName: schema,
     // VACUUM as well as ANALYZE: a million fresh inserts would start autovacuum on the archive
     // while the reads are timed; this way it has nothing left to do, and the tables are in the
     // state autovacuum keeps a long-lived database in (visibility map set, statistics current).
@@ -124,6 +152,7 @@ function sqliteTarget(): Target {
         .all(...params) as T[],
     table: (name) => `${SQLITE_PREFIX}${name}`,
     qualifier: SQLITE_PREFIX,
+    schemaName: SQLITE_PREFIX,
     analyze: async () => {
       handle().exec('ANALYZE');
       handle().pragma('wal_checkpoint(TRUNCATE)');
@@ -239,25 +268,68 @@ export interface ReadsData {
   /** Archived rows per queue, in queue order. */
   archivedByQueue: Map<string, number>;
   sizeMb: number;
+  /** Partitions of the Archive and the DLQ (the default ones included); null when they are plain. */
+  partitions: { period: PartitionPeriod; archive: number; dlq: number } | null;
   /** Drops the schema (PostgreSQL) or deletes the file (SQLite). */
   close(): Promise<void>;
 }
 
 /**
- * A fresh schema (PostgreSQL) or file (SQLite) created by the storage, bulk-seeded by
- * `INSERT … SELECT` (`lib/admin-reads-seed.ts`), the counters and controls of every queue and six
- * Workers rows added, then analysed. The caller closes it.
+ * A fresh schema (PostgreSQL) or file (SQLite), created by the storage; with `layout`, its Archive
+ * and DLQ partitioned and the partitions of the past periods it names made (PostgreSQL only). The
+ * caller seeds it and closes it.
+ */
+export async function createTarget(
+  dialect: BenchDialect,
+  benchUrl: string,
+  layout?: SeedLayout,
+): Promise<Target> {
+  if (layout !== undefined && dialect !== 'postgres') {
+    throw new Error(`a partitioned data set is PostgreSQL's only (not ${dialect})`);
+  }
+  const target =
+    dialect === 'postgres' ? await postgresTarget(benchUrl, layout?.period) : sqliteTarget();
+  try {
+    // The storage creates (migrates) the schema and, with `partitioning`, converts the Archive and
+    // the DLQ and makes the current period's partitions and those ahead.
+    await (await createJobStorage(target.options)).close();
+    if (layout !== undefined) {
+      const nowMs = Date.now();
+      const back = { jobs_archive: layout.archiveBackMs, jobs_dlq: layout.dlqBackMs } as const;
+      for (const [table, ms] of Object.entries(back) as Array<[keyof typeof back, number]>) {
+        await makePastPartitions(
+          target,
+          target.schemaName,
+          table,
+          layout.period,
+          nowMs - ms,
+          nowMs,
+        );
+      }
+    }
+    return target;
+  } catch (error) {
+    await target.close();
+    throw error;
+  }
+}
+
+/**
+ * A fresh schema (PostgreSQL) or file (SQLite) created by the storage ({@link createTarget}, with
+ * `layout` partitioned), bulk-seeded by `INSERT … SELECT` (`lib/admin-reads-seed.ts`), the
+ * counters and controls of every queue and six Workers rows added, then analysed. The caller
+ * closes it.
  */
 export async function seedReadsData(
   dialect: BenchDialect,
   benchUrl: string,
   sizes: ReadSizes,
   log: Log,
+  layout?: SeedLayout,
 ): Promise<ReadsData> {
-  const target = dialect === 'postgres' ? await postgresTarget(benchUrl) : sqliteTarget();
+  // The seed writes into exactly the tables (or partitions) the storage created.
+  const target = await createTarget(dialect, benchUrl, layout);
   try {
-    // The storage creates (migrates) the schema; the seed writes into exactly those tables.
-    await (await createJobStorage(target.options)).close();
     const nowMs = Date.now();
     const seedStarted = performance.now();
     const statements = seedStatements(dialect, target.qualifier, sizes, nowMs);
@@ -293,6 +365,17 @@ export async function seedReadsData(
     }
     const sizeMb = await target.sizeMb();
     log(`  rows ${JSON.stringify(counts)}, ${sizeMb.toFixed(0)} MB`);
+    const partitions =
+      layout === undefined
+        ? null
+        : {
+            period: layout.period,
+            archive: await partitionCount(target, target.table('jobs_archive')),
+            dlq: await partitionCount(target, target.table('jobs_dlq')),
+          };
+    if (partitions) {
+      log(`  partitions: ${partitions.archive} of the Archive, ${partitions.dlq} of the DLQ`);
+    }
     return {
       dialect,
       target,
@@ -302,6 +385,7 @@ export async function seedReadsData(
       counts,
       archivedByQueue,
       sizeMb,
+      partitions,
       close: () => target.close(),
     };
   } catch (error) {

@@ -32,7 +32,7 @@ const DRAIN_CONCURRENCY = 50;
 /** Jobs a drain of the claim curve runs: 20,000, or a quarter of a smaller backlog. */
 const drainJobsFor = (pending: number): number => Math.min(20_000, Math.floor(pending / 4));
 /** The archive curve, per size: single enqueues, bulk enqueues (in calls of 1,000), archives of 100 timed, drained jobs. */
-const ARCHIVE_CURVE = {
+export const ARCHIVE_CURVE = {
   single: 2_000,
   bulk: 20_000,
   bulkChunk: 1_000,
@@ -44,7 +44,7 @@ const ARCHIVE_CURVE = {
  * The archive curve's queue: a seeded queue with no budget, rate limit or pause, so its drain
  * starts ahead as a plain queue does and measures what the Archive's size costs.
  */
-const ARCHIVE_QUEUE = 'webhooks';
+export const ARCHIVE_QUEUE = 'webhooks';
 /** Bound of one drain of a curve. */
 const DRAIN_TIMEOUT_MS = 300_000;
 
@@ -66,7 +66,12 @@ export interface ScalePoint {
 }
 
 /** Refuses to seed what the disk cannot hold twice over (the WAL and the indexes' builds). */
-export function checkFreeDisk(dialect: BenchDialect, rows: number, log: Log): void {
+export function checkFreeDisk(
+  dialect: BenchDialect,
+  rows: number,
+  log: Log,
+  scenario = 'scale',
+): void {
   // PostgreSQL's data directory is on the same file system as the temp dir on this machine's
   // layout; the bound is generous enough to cover either.
   const stats = statfsSync(tmpdir());
@@ -74,12 +79,12 @@ export function checkFreeDisk(dialect: BenchDialect, rows: number, log: Log): vo
   const needed = 2 * rows * BYTES_PER_ROW;
   if (free < needed) {
     throw new Error(
-      `scale [${dialect}]: ${rows.toLocaleString('en-US')} rows need about ` +
+      `${scenario} [${dialect}]: ${rows.toLocaleString('en-US')} rows need about ` +
         `${(needed / 1e9).toFixed(1)} GB free, and ${(free / 1e9).toFixed(1)} GB are`,
     );
   }
   log(
-    `scale [${dialect}]: ${(free / 1e9).toFixed(0)} GB free, about ${(needed / 2e9).toFixed(1)} GB needed`,
+    `${scenario} [${dialect}]: ${(free / 1e9).toFixed(0)} GB free, about ${(needed / 2e9).toFixed(1)} GB needed`,
   );
 }
 
@@ -194,12 +199,17 @@ export async function drainSeeded(
 ): Promise<number> {
   const { target } = data;
   // The seeded target's own options: a schema on PostgreSQL, a file and a table prefix on SQLite.
-  const options = target.options as { schema: string; database?: string };
+  const options = target.options as {
+    schema: string;
+    database?: string;
+    partitioning?: WorkerConfig['partitioning'];
+  };
   const config: WorkerConfig = {
     kind: 'chokaq',
     variant: 'default',
     dialect: data.dialect,
     schema: options.schema,
+    ...(options.partitioning === undefined ? {} : { partitioning: options.partitioning }),
     ...(data.dialect === 'postgres' ? { url: benchUrl } : { file: options.database }),
     queue: queues[0],
     queues: [...queues],
@@ -234,12 +244,8 @@ export async function drainSeeded(
   }
 }
 
-/** One point of the archive curve: what the hot path costs beside an Archive of `archived` rows. */
-export interface ArchivePoint {
-  dialect: BenchDialect;
-  archived: number;
-  sizeMb: number;
-  seedSeconds: number;
+/** What the hot path did on one seeded data set ({@link measureHotPath}). */
+export interface HotPath {
   /** Single enqueues, one call after another. */
   enqueueSingle: number;
   /** Bulk enqueues in calls of {@link ARCHIVE_CURVE}.bulkChunk. */
@@ -248,15 +254,64 @@ export interface ArchivePoint {
   archiveP50: number;
   archiveP95: number;
   drainJobsPerSecond: number;
+}
+
+/** One point of the archive curve: what the hot path costs beside an Archive of `archived` rows. */
+export interface ArchivePoint extends HotPath {
+  dialect: BenchDialect;
+  archived: number;
+  sizeMb: number;
+  seedSeconds: number;
   load: [number, number];
+}
+
+/**
+ * The hot path on a seeded data set, as the archive curve measures it ({@link ARCHIVE_CURVE}, in
+ * {@link ARCHIVE_QUEUE}): on one storage in this process, single enqueues, bulk enqueues, and claims
+ * of 100 each followed by a timed `archiveSucceeded`; then a c50 drain by one worker process
+ * ({@link drainSeeded}) of jobs those enqueues left. The partitions scenario measures the same
+ * beside a partitioned Archive.
+ */
+export async function measureHotPath(data: ReadsData, benchUrl: string): Promise<HotPath> {
+  const storage = await createJobStorage(data.target.options);
+  let hot: HotPath;
+  try {
+    const queue = ARCHIVE_QUEUE;
+    const enqueueSingle = await callRate(ARCHIVE_CURVE.single, ARCHIVE_CURVE.single, (i) =>
+      storage.enqueue({ queue, payload: { i } }),
+    );
+    const batches = chunked(ARCHIVE_CURVE.bulk, ARCHIVE_CURVE.bulkChunk).map((batch) =>
+      batch.map((payload) => ({ queue, payload })),
+    );
+    const enqueueBulk = await callRate(ARCHIVE_CURVE.bulk, batches.length, (k) =>
+      storage.enqueueMany(batches[k]),
+    );
+    const handled = { queues: [queue], types: [] };
+    const workerId = `bench-scale:${process.pid}`;
+    const archives: number[] = [];
+    for (let i = 0; i < ARCHIVE_CURVE.archives; i++) {
+      const claim = await timedClaim(storage, workerId, ARCHIVE_CURVE.batch, handled, []);
+      archives.push(claim.archiveMs);
+    }
+    archives.sort((a, b) => a - b);
+    hot = {
+      enqueueSingle,
+      enqueueBulk,
+      archiveP50: percentile(archives, 50),
+      archiveP95: percentile(archives, 95),
+      drainJobsPerSecond: 0,
+    };
+  } finally {
+    await storage.close();
+  }
+  hot.drainJobsPerSecond = await drainSeeded(data, benchUrl, ARCHIVE_CURVE.drain, [ARCHIVE_QUEUE]);
+  return hot;
 }
 
 /**
  * The `scale` scenario's archive curve (issue 31, part 1): what the hot path costs as the Archive
  * grows. For each size, a fresh schema or file seeded by the admin-reads seed with that many
- * archived rows (and `reads`' DLQ and Pending rows), analysed; then, in this process on one
- * storage, {@link ARCHIVE_CURVE}: single enqueues, bulk enqueues, claims of 100 each followed by a
- * timed `archiveSucceeded`, and a c50 drain by one worker process ({@link drainSeeded}). At the
+ * archived rows (and `reads`' DLQ and Pending rows), analysed; then {@link measureHotPath}. At the
  * largest size the admin-reads set runs on the same data (`runAdminReads`). The data is dropped
  * after each size.
  */
@@ -278,45 +333,14 @@ export async function runScaleArchive(
     try {
       await waitForQuiet();
       const load0 = loadavg()[0];
-      const storage = await createJobStorage(data.target.options);
-      let point: ArchivePoint;
-      try {
-        const queue = ARCHIVE_QUEUE;
-        const enqueueSingle = await callRate(ARCHIVE_CURVE.single, ARCHIVE_CURVE.single, (i) =>
-          storage.enqueue({ queue, payload: { i } }),
-        );
-        const batches = chunked(ARCHIVE_CURVE.bulk, ARCHIVE_CURVE.bulkChunk).map((batch) =>
-          batch.map((payload) => ({ queue, payload })),
-        );
-        const enqueueBulk = await callRate(ARCHIVE_CURVE.bulk, batches.length, (k) =>
-          storage.enqueueMany(batches[k]),
-        );
-        const handled = { queues: [queue], types: [] };
-        const workerId = `bench-scale:${process.pid}`;
-        const archives: number[] = [];
-        for (let i = 0; i < ARCHIVE_CURVE.archives; i++) {
-          const claim = await timedClaim(storage, workerId, ARCHIVE_CURVE.batch, handled, []);
-          archives.push(claim.archiveMs);
-        }
-        archives.sort((a, b) => a - b);
-        point = {
-          dialect,
-          archived,
-          sizeMb: data.sizeMb,
-          seedSeconds: data.seedSeconds,
-          enqueueSingle,
-          enqueueBulk,
-          archiveP50: percentile(archives, 50),
-          archiveP95: percentile(archives, 95),
-          drainJobsPerSecond: 0,
-          load: [load0, 0],
-        };
-      } finally {
-        await storage.close();
-      }
-      point.drainJobsPerSecond = await drainSeeded(data, benchUrl, ARCHIVE_CURVE.drain, [
-        ARCHIVE_QUEUE,
-      ]);
+      const point: ArchivePoint = {
+        dialect,
+        archived,
+        sizeMb: data.sizeMb,
+        seedSeconds: data.seedSeconds,
+        ...(await measureHotPath(data, benchUrl)),
+        load: [load0, 0],
+      };
       point.load[1] = loadavg()[0];
       log(
         `scale [${dialect}] ${archived.toLocaleString('en-US')} archived: enqueue ` +

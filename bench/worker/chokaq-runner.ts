@@ -89,7 +89,13 @@ class BenchHandlers implements HandlerLookup {
 /** The storage options of a bench run; shared with the parent so both open the same tables. */
 export function chokaqStorageOptions(config: WorkerConfig): StorageOptions {
   return config.dialect === 'postgres'
-    ? { type: 'postgres', url: config.url, schema: config.schema, autoCreateSchema: false }
+    ? {
+        type: 'postgres',
+        url: config.url,
+        schema: config.schema,
+        autoCreateSchema: false,
+        ...(config.partitioning === undefined ? {} : { partitioning: config.partitioning }),
+      }
     : { type: 'sqlite', database: config.file, schema: config.schema, autoCreateSchema: false };
 }
 

@@ -1,3 +1,4 @@
+import type { ArchivePartitioning } from '../../libs/chokaq/src/interfaces/storage-options.interface';
 import type { BenchDialect } from '../lib/args';
 
 /** The job queues the bench workers run. */
@@ -29,6 +30,12 @@ export interface WorkerConfig {
    * `start` message on, for the `counts` answer to `mark`.
    */
   countStatements?: boolean;
+  /**
+   * ChokaQ on PostgreSQL, the partitions scenario: `storage.partitioning`, as the schema was made,
+   * so the worker is configured as an application of that schema would be (its retention would
+   * make partitions by it; `autoCreateSchema` is off, so its start changes nothing). Absent: none.
+   */
+  partitioning?: ArchivePartitioning;
   /** Soak scenario only: ChokaQ's retention, so the maintenance loop deletes as it would in production. */
   retention?: { archiveMs: number; intervalMs: number };
   /** Profile experiments only: ChokaQ worker options other than the defaults. */
