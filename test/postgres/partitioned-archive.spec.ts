@@ -12,6 +12,8 @@ import {
   makePartition,
   quoteSchema,
 } from '../../libs/chokaq/src/storage/postgres/sql';
+import { FailureReason } from '../../libs/chokaq/src/interfaces/job-status.enum';
+import { encodeListCursor } from '../../libs/chokaq/src/validation/list-cursor';
 import { assertListQuery } from '../../libs/chokaq/src/validation/validate-list';
 import { type PlanNode, planNodes, planOf } from '../support/pg-plan';
 import { dayStamp, nextPeriod, periodStart } from '../../libs/chokaq/src/storage/shared/partitions';
@@ -488,6 +490,24 @@ describePostgres('PostgreSQL partitioned Archive and DLQ', () => {
         [new Date(today.getTime() - PAST_DAYS * DAY)],
       );
       await db.sql(`ANALYZE ${s}.jobs_archive`);
+      // The DLQ the same way, four in five rows failed for the reason whose code is the smallest
+      // (MaxRetriesExceeded, 0), the rest Cancelled.
+      for (let d = 1; d <= PAST_DAYS; d += 1) {
+        const from = new Date(today.getTime() - d * DAY);
+        const name = `jobs_dlq_${dayStamp(from)}_${dayStamp(nextPeriod(from, 'day'))}`;
+        await inTransaction(makePartition(s, 'jobs_dlq', name, from, nextPeriod(from, 'day')));
+      }
+      await db.sql(
+        `
+        INSERT INTO ${s}.jobs_dlq (id, queue, type, payload, priority, status, attempt_count,
+          created_at_utc, enqueued_at_utc, failure_reason, error_details, failed_at_utc)
+        SELECT gen_random_uuid()::text, 'q' || (g % 5), 't', '{}', 10, 4, 3, $1, $1,
+               CASE WHEN g % 5 = 0 THEN 1 ELSE 0 END, 'Error: boom',
+               $1::timestamptz + (g * ${DAY / PER_DAY} || ' ms')::interval
+        FROM generate_series(0, ${PAST_DAYS * PER_DAY + PER_DAY / 10}) g`,
+        [new Date(today.getTime() - PAST_DAYS * DAY)],
+      );
+      await db.sql(`ANALYZE ${s}.jobs_dlq`);
       client = new Client({ connectionString: PG_URL });
       await client.connect();
     }, 60_000);
@@ -545,6 +565,42 @@ describePostgres('PostgreSQL partitioned Archive and DLQ', () => {
         .filter((n) => n['Relation Name'] !== undefined)
         .reduce((sum, n) => sum + (n['Actual Rows'] ?? 0) * (n['Actual Loops'] ?? 1), 0);
       expect(read).toBeLessThanOrEqual(51 * 2);
+    });
+
+    it('a deep page of one failure reason merges the partitions’ index walks from the cursor', async () => {
+      const s = quoteSchema(db.schema);
+      // The cursor after the 4,950th row of reason 0, newest first.
+      const [row] = await db.sql<{ at: string; id: string }>(
+        `SELECT to_char(failed_at_utc AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') AS at, id
+         FROM ${s}.jobs_dlq WHERE failure_reason = 0
+         ORDER BY failed_at_utc DESC, id COLLATE "C" DESC OFFSET 4949 LIMIT 1`,
+      );
+      const query = {
+        filter: { reason: FailureReason.MaxRetriesExceeded },
+        limit: 50,
+        cursor: encodeListCursor('dlq', 'newest', row),
+      };
+      const request = assertListQuery('dlq', query);
+      const params: unknown[] = [];
+      const where = listWhere(request as never, params);
+      params.push(request.limit + 1);
+      const plan = await explain(listJobs(s, request, where, `$${params.length}`), params);
+      expect(
+        plan.filter((n) => /Sort/.test(n['Node Type']) && (n['Actual Rows'] ?? 0) > 52),
+      ).toEqual([]);
+      const read = plan
+        .filter((n) => n['Relation Name'] !== undefined)
+        .reduce((sum, n) => sum + (n['Actual Rows'] ?? 0) * (n['Actual Loops'] ?? 1), 0);
+      expect(read).toBeLessThanOrEqual(51 * 2);
+      // The page the storage reads is the next 50 of that reason, in order, after the cursor.
+      const page = await storage.listDlq(query);
+      expect(page.items).toHaveLength(50);
+      const [next] = await db.sql<{ id: string }>(
+        `SELECT id FROM ${s}.jobs_dlq WHERE failure_reason = 0
+         ORDER BY failed_at_utc DESC, id COLLATE "C" DESC OFFSET 4950 LIMIT 1`,
+      );
+      expect(page.items[0].id).toBe(next.id);
+      expect(page.items.map((j) => j.id)).not.toContain(row.id);
     });
 
     it('getJob reads each partition by its primary key, one row at most', async () => {
