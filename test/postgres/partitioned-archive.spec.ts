@@ -6,9 +6,11 @@ import { JobStatus } from '../../libs/chokaq/src/interfaces/job-status.enum';
 import { createJobStorage } from '../../libs/chokaq/src/storage/create-storage';
 import type { JobStorage } from '../../libs/chokaq/src/storage';
 import {
+  LOCK_PARTITIONS,
   getJobArchive,
   listJobs,
   listWhere,
+  lockPartitionsParams,
   makePartition,
   quoteSchema,
 } from '../../libs/chokaq/src/storage/postgres/sql';
@@ -20,6 +22,7 @@ import { dayStamp, nextPeriod, periodStart } from '../../libs/chokaq/src/storage
 import { RecordingLogger } from '../runtime/support/silent-logger';
 import { archiveDirectly } from '../support/archive-directly';
 import { PG_URL } from '../support/env';
+import { waitFor } from '../support/wait-for';
 import { type TestSchema, createTestSchema, describePostgres } from '../support/test-database';
 
 /*
@@ -99,11 +102,44 @@ describePostgres('PostgreSQL partitioned Archive and DLQ', () => {
       overrides: { partitioning: { period: 'day' }, poolSize: 4 },
     });
     let storage: JobStorage;
+    const logger = new RecordingLogger();
 
     beforeAll(async () => {
-      storage = await db.openStorage();
+      Logger.overrideLogger(logger);
+      try {
+        storage = await db.openStorage();
+      } finally {
+        Logger.overrideLogger(new ConsoleLogger());
+      }
     });
     afterAll(() => db.close());
+
+    it('logs the conversion of the empty tables, which are replaced, and the partitions made', async () => {
+      expect(logger.events('ArchivePartitioned')).toEqual([
+        expect.objectContaining({
+          eventId: 5050,
+          dialect: 'postgres',
+          schema: db.schema,
+          table: 'jobs_archive',
+          period: 'day',
+          keptRows: false,
+        }),
+        expect.objectContaining({ table: 'jobs_dlq', keptRows: false }),
+      ]);
+      const made = logger.events('PartitionsChanged');
+      expect(made.map((e) => [e.table, (e.created as string[]).length, e.dropped])).toEqual([
+        ['jobs_archive', 8, []],
+        ['jobs_dlq', 8, []],
+      ]);
+      // Nothing of the plain tables is left behind.
+      expect(
+        await db.sql(
+          `SELECT relname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+           WHERE n.nspname = $1 AND relname LIKE '%\\_min\\_%'`,
+          [db.schema],
+        ),
+      ).toEqual([]);
+    });
 
     it('is partitioned by day from today, a week ahead, with a default partition', async () => {
       const [{ now }] = await db.sql<{ now: Date }>('SELECT now() AS now');
@@ -151,15 +187,49 @@ describePostgres('PostgreSQL partitioned Archive and DLQ', () => {
     });
 
     it('maintenance of two processes at once makes a missing partition once', async () => {
+      // Opened first: a storage opening makes the missing partitions itself (ensureSchema).
+      const other = await db.openStorage();
       const before = await layoutOf(db, 'jobs_dlq');
       const last = before.partitions
         .filter((p) => p !== 'jobs_dlq_default')
         .sort()
         .pop()!;
       await db.sql(`DROP TABLE ${db.schema}.${last}`);
-      const other = await db.openStorage();
-      await Promise.all([storage.applyRetention(RETENTION), other.applyRetention(RETENTION)]);
+      // Both read the layout, then queue on the partitions' advisory lock this session holds, so
+      // both set out to make the same partition; the second must find it made.
+      const holder = new Client({ connectionString: PG_URL });
+      await holder.connect();
+      const logger = new RecordingLogger();
+      Logger.overrideLogger(logger);
+      try {
+        await holder.query('BEGIN');
+        await holder.query(LOCK_PARTITIONS, lockPartitionsParams(db.schema));
+        const passes = Promise.all([
+          storage.applyRetention(RETENTION),
+          other.applyRetention(RETENTION),
+        ]);
+        passes.catch(() => undefined);
+        await waitFor(
+          'both passes waiting on the partitions lock',
+          async () => {
+            const [{ n }] = await db.sql<{ n: string }>(
+              `SELECT count(*) AS n FROM pg_locks WHERE locktype = 'advisory' AND NOT granted`,
+            );
+            return Number(n) === 2;
+          },
+          { timeoutMs: 5_000, intervalMs: 20 },
+        );
+        await holder.query('COMMIT');
+        await passes;
+      } finally {
+        await holder.end();
+        Logger.overrideLogger(new ConsoleLogger());
+      }
       expect((await layoutOf(db, 'jobs_dlq')).partitions.sort()).toEqual(before.partitions.sort());
+      expect(logger.events('PartitionsChanged')).toEqual([
+        expect.objectContaining({ eventId: 5051, table: 'jobs_dlq', created: [last], dropped: [] }),
+      ]);
+      expect(logger.events('PartitionMaintenanceDeferred')).toEqual([]);
     });
 
     it('without the option, goes on making partitions of the newest one’s period', async () => {
@@ -239,6 +309,50 @@ describePostgres('PostgreSQL partitioned Archive and DLQ', () => {
       await storage.applyRetention(RETENTION);
       expect((await layoutOf(db, 'jobs_archive')).partitions).toContain(name);
     });
+
+    it('fails a pass loudly when a partition cannot be made for another reason than a lock', async () => {
+      const s = quoteSchema(db.schema);
+      const [{ now }] = await db.sql<{ now: Date }>('SELECT now() AS now');
+      const from = nextPeriod(periodStart(now, 'day'), 'day');
+      const name = `jobs_archive_${dayStamp(from)}_${dayStamp(nextPeriod(from, 'day'))}`;
+      await db.sql(`DROP TABLE ${s}.${name}`);
+      await db.sql(`ALTER TABLE ${s}.jobs_archive DETACH PARTITION ${s}.jobs_archive_default`);
+      await db.sql(`ALTER TABLE ${s}.jobs_archive_default RENAME TO set_aside`);
+      try {
+        await expect(storage.applyRetention(RETENTION)).rejects.toThrow(/jobs_archive_default/);
+      } finally {
+        await db.sql(`ALTER TABLE ${s}.set_aside RENAME TO jobs_archive_default`);
+        await db.sql(
+          `ALTER TABLE ${s}.jobs_archive ATTACH PARTITION ${s}.jobs_archive_default DEFAULT`,
+        );
+      }
+      await storage.applyRetention(RETENTION);
+      expect((await layoutOf(db, 'jobs_archive')).partitions).toContain(name);
+    });
+  });
+
+  describe('a plain schema', () => {
+    const db = createTestSchema('postgres', { overrides: { poolSize: 4 } });
+    let storage: JobStorage;
+
+    beforeAll(async () => {
+      storage = await db.openStorage();
+    });
+    afterAll(() => db.close());
+
+    it('keeps its tables and its row-by-row retention', async () => {
+      const old = await archiveDirectly(storage, 'p-plain', WORKER);
+      const recent = await archiveDirectly(storage, 'p-plain', WORKER);
+      await db.sql(`UPDATE ${db.schema}.jobs_archive SET finished_at_utc = $1 WHERE id = $2`, [
+        new Date(Date.now() - 6 * DAY),
+        old,
+      ]);
+      expect((await storage.applyRetention(RETENTION)).archive).toBe(1);
+      expect(await storage.getJob(old)).toBeNull();
+      expect((await storage.getJob(recent))?.pillar).toBe('archive');
+      expect(await layoutOf(db, 'jobs_archive')).toEqual({ kind: 'r', partitions: [], bounds: [] });
+      expect((await layoutOf(db, 'jobs_dlq')).kind).toBe('r');
+    });
   });
 
   describe('retention', () => {
@@ -298,10 +412,32 @@ describePostgres('PostgreSQL partitioned Archive and DLQ', () => {
         stray,
       ]);
       expect(await partitionOf(db, 'jobs_archive', stray)).toBe('jobs_archive_default');
-      const removed = await storage.applyRetention(RETENTION, {
-        action: 'retention.run',
-        actor: 'system',
-      });
+      // A row of today's partition older than an hour: the partition is not wholly past a
+      // retention of an hour, so the row stays (no row of a period's partition goes singly).
+      const hourOld = await archiveDirectly(storage, 'p-ret', WORKER);
+      const todayStart = periodStart(now, 'day');
+      await db.sql(`UPDATE ${s}.jobs_archive SET finished_at_utc = $1 WHERE id = $2`, [
+        new Date(Math.max(todayStart.getTime(), now.getTime() - 2 * 3_600_000)),
+        hourOld,
+      ]);
+      const logger = new RecordingLogger();
+      Logger.overrideLogger(logger);
+      let removed: Awaited<ReturnType<JobStorage['applyRetention']>>;
+      try {
+        removed = await storage.applyRetention(
+          { ...RETENTION, archiveMs: 5 * DAY },
+          { action: 'retention.run', actor: 'system' },
+        );
+        expect(
+          (await storage.applyRetention({ ...RETENTION, archiveMs: 3_600_000 / 2 })).archive,
+        ).toBe(0);
+      } finally {
+        Logger.overrideLogger(new ConsoleLogger());
+      }
+      expect((await storage.getJob(hourOld))?.pillar).toBe('archive');
+      expect(logger.events('PartitionsChanged')).toEqual([
+        expect.objectContaining({ table: 'jobs_archive', created: [], dropped: [old] }),
+      ]);
 
       expect(removed.archive).toBe(4);
       expect((await layoutOf(db, 'jobs_archive')).partitions).not.toContain(old);
@@ -338,12 +474,10 @@ describePostgres('PostgreSQL partitioned Archive and DLQ', () => {
           (await pool.query(query, params)).rows as T[],
       };
       const open = async (partitioning?: { period: 'week' }) => {
-        const storage = await createJobStorage({
-          type: 'postgres',
-          url,
-          poolSize: 4,
-          ...(partitioning ? { partitioning } : {}),
-        });
+        const storage = await createJobStorage(
+          { type: 'postgres', url, poolSize: 4, ...(partitioning ? { partitioning } : {}) },
+          { logger: (context) => new Logger(context) },
+        );
         opened.push(storage);
         return storage;
       };
@@ -401,6 +535,8 @@ describePostgres('PostgreSQL partitioned Archive and DLQ', () => {
         payload: {},
         dependsOn: [running.id],
       });
+      // An index of the application's own on the Archive: the conversion keeps it.
+      await installed.raw.sql('CREATE INDEX app_archive_type ON chokaq.jobs_archive (type)');
       const before = await everything(installed.raw);
       expect(before.jobs_dlq).toHaveLength(1);
       expect(before.job_attempts).toHaveLength(1);
@@ -414,7 +550,18 @@ describePostgres('PostgreSQL partitioned Archive and DLQ', () => {
 
       const copy = on('copy');
       const db = copy.raw;
-      const partitioned = await copy.open({ period: 'week' });
+      const logger = new RecordingLogger();
+      Logger.overrideLogger(logger);
+      let partitioned: JobStorage;
+      try {
+        partitioned = await copy.open({ period: 'week' });
+      } finally {
+        Logger.overrideLogger(new ConsoleLogger());
+      }
+      expect(logger.events('ArchivePartitioned')).toEqual([
+        expect.objectContaining({ table: 'jobs_archive', period: 'week', keptRows: true }),
+        expect.objectContaining({ table: 'jobs_dlq', period: 'week', keptRows: true }),
+      ]);
 
       expect(await everything(db)).toEqual(before);
       const [{ now }] = await db.sql<{ now: Date }>('SELECT now() AS now');
@@ -427,6 +574,14 @@ describePostgres('PostgreSQL partitioned Archive and DLQ', () => {
         `jobs_archive_${dayStamp(bound)}_${dayStamp(nextPeriod(bound, 'week'))}`,
       );
       expect(archive.partitions).toHaveLength(1 + 1 + 4);
+      const indexes = await db.sql<{ name: string; relation: string }>(
+        `SELECT indexrelid::regclass::text AS name, indrelid::regclass::text AS relation
+         FROM pg_index WHERE indexrelid::regclass::text LIKE '%app_archive_type%'`,
+      );
+      expect(indexes.map((i) => [i.name, i.relation]).sort()).toEqual([
+        ['chokaq.app_archive_type', 'chokaq.jobs_archive'],
+        [`chokaq.${legacy}_app_archive_type`, `chokaq.${legacy}`],
+      ]);
       expect(await partitionOf(db, 'jobs_archive', archived)).toBe(legacy);
       expect((await partitioned.getJob(archived, { attempts: true }))?.attempts).toHaveLength(1);
       expect((await partitioned.getJob(dead))?.pillar).toBe('dlq');
@@ -445,6 +600,17 @@ describePostgres('PostgreSQL partitioned Archive and DLQ', () => {
       );
       expect(await partitioned.resurrect(dead)).toBe(1);
       expect((await partitioned.getJob(dead))?.pillar).toBe('hot');
+
+      // The kept rows are retained row by row until all of them expire: one ten days old goes,
+      // the kept partition stays.
+      await db.sql('UPDATE chokaq.jobs_archive SET finished_at_utc = $1 WHERE id = $2', [
+        new Date(now.getTime() - 10 * DAY),
+        archived,
+      ]);
+      expect((await partitioned.applyRetention(RETENTION)).archive).toBe(1);
+      expect(await partitioned.getJob(archived)).toBeNull();
+      expect((await layoutOf(db, 'jobs_archive')).partitions).toContain(legacy);
+      expect(await partitionOf(db, 'jobs_archive', running.id)).toBe(legacy);
 
       // Opened without the option, maintenance goes on by the newest partition's period (a week).
       const last = archive.partitions

@@ -158,9 +158,9 @@ export class PostgresPartitions {
 
   /** The partitions of `table` whose whole range is older than `retentionMs` (none when plain). */
   expired(layout: PartitionLayout, table: SQL.PartitionedTable, retentionMs: number): string[] {
+    // Only the partitions of periods and the kept old table have a range (see describePartition).
     return layout.tables[table].partitions
-      .filter((p) => (p.kind === 'period' || p.kind === 'legacy') && p.range !== null)
-      .filter((p) => expired(p.range!, layout.now, retentionMs))
+      .filter((p) => p.range !== null && expired(p.range, layout.now, retentionMs))
       .map((p) => p.name);
   }
 
