@@ -12,7 +12,11 @@ import {
 import { boundariesAhead } from '../../libs/chokaq/src/storage/mssql/mssql-partitions';
 import { nextPeriod, periodStart } from '../../libs/chokaq/src/storage/shared/partitions';
 import { RecordingLogger } from '../runtime/support/silent-logger';
-import { archiveDirectly } from '../support/archive-directly';
+import {
+  archiveDirectly,
+  archivedAfterRetry,
+  archivedDependent,
+} from '../support/archive-directly';
 import { type TestSchema, createTestSchema, dialectAvailable } from '../support/test-database';
 
 /*
@@ -78,25 +82,6 @@ async function partitionOf(db: TestSchema, table: MssqlPartitionedTable, id: str
     [id],
   );
   return row?.n;
-}
-
-/** One job run to the archive after a retry: it leaves one attempt row. */
-async function archivedAfterRetry(storage: JobStorage, queue: string): Promise<string> {
-  const type = `${queue}.${randomUUID()}`;
-  const { id } = await storage.enqueue({ queue, type, payload: { n: 1 } });
-  const handled = { queues: [], types: [{ queue, type }] };
-  for (let attempt = 1; ; attempt += 1) {
-    const leaseId = randomUUID();
-    const claimed = await storage.fetchNextBatch({ workerId: WORKER, leaseId, limit: 1, handled });
-    expect(claimed.map((j) => j.id)).toEqual([id]);
-    const lease = { id, workerId: WORKER, leaseId };
-    expect(await storage.markAsProcessing([lease])).toHaveLength(1);
-    if (attempt === 2) {
-      expect(await storage.archiveSucceeded([{ ...lease, durationMs: 5 }])).toHaveLength(1);
-      return id;
-    }
-    expect(await storage.rescheduleForRetry(lease, 0, 'Error: first try')).toBe(1);
-  }
 }
 
 /** Closes the schema's fixture, then drops the partition schemes and functions it left. */
@@ -191,25 +176,9 @@ describeMssql('SQL Server partitioned Archive and DLQ [live]', () => {
         );
       }
 
-      const retried = await archivedAfterRetry(storage, 'p-ret');
+      const retried = await archivedAfterRetry(storage, 'p-ret', WORKER);
       const dependency = await archiveDirectly(storage, 'p-ret', WORKER);
-      const type = `p-ret.${randomUUID()}`;
-      const { id: dependent } = await storage.enqueue({
-        queue: 'p-ret',
-        type,
-        payload: {},
-        dependsOn: [dependency],
-      });
-      const leaseId = randomUUID();
-      const handled = { queues: [], types: [{ queue: 'p-ret', type }] };
-      expect(
-        (await storage.fetchNextBatch({ workerId: WORKER, leaseId, limit: 1, handled })).map(
-          (j) => j.id,
-        ),
-      ).toEqual([dependent]);
-      const lease = { id: dependent, workerId: WORKER, leaseId };
-      await storage.markAsProcessing([lease]);
-      expect(await storage.archiveSucceeded([{ ...lease, durationMs: 1 }])).toHaveLength(1);
+      const dependent = await archivedDependent(storage, 'p-ret', dependency, WORKER);
       const kept = await archiveDirectly(storage, 'p-ret', WORKER);
       expect(await db.count('attempts', 'job_id = ?', [retried])).toBe(1);
       expect(await db.count('dependencies', 'job_id = ?', [dependent])).toBe(1);
@@ -311,7 +280,7 @@ describeMssql('SQL Server partitioned Archive and DLQ [live]', () => {
 
     it('keeps every row of every pillar where it can be read, and goes on archiving', async () => {
       await plain.enqueue({ queue: 'p-conv', type: 'waits', payload: { n: 1 } });
-      const archived = await archivedAfterRetry(plain, 'p-conv');
+      const archived = await archivedAfterRetry(plain, 'p-conv', WORKER);
       const dead = (await plain.enqueue({ queue: 'p-conv', type: 'dead', payload: {} })).id;
       expect((await plain.cancel([dead])).cancelled).toEqual([dead]);
       const running = await plain.enqueue({ queue: 'p-conv', type: 'runs', payload: {} });

@@ -18,7 +18,11 @@ import { assertListQuery } from '../../libs/chokaq/src/validation/validate-list'
 import { type PlanNode, planNodes, planOf } from '../support/pg-plan';
 import { dayStamp, nextPeriod, periodStart } from '../../libs/chokaq/src/storage/shared/partitions';
 import { RecordingLogger } from '../runtime/support/silent-logger';
-import { archiveDirectly } from '../support/archive-directly';
+import {
+  archiveDirectly,
+  archivedAfterRetry,
+  archivedDependent,
+} from '../support/archive-directly';
 import { PG_URL } from '../support/env';
 import { waitFor } from '../support/wait-for';
 import { type TestSchema, createTestSchema, describePostgres } from '../support/test-database';
@@ -58,25 +62,6 @@ async function partitionOf(db: Raw, table: string, id: string): Promise<string |
     [id],
   );
   return row?.name.replace(`${db.schema}.`, '');
-}
-
-/** One job run to the archive after a retry: it leaves one attempt row. */
-async function archivedAfterRetry(storage: JobStorage, queue: string): Promise<string> {
-  const type = `${queue}.${randomUUID()}`;
-  const { id } = await storage.enqueue({ queue, type, payload: { n: 1 } });
-  const handled = { queues: [], types: [{ queue, type }] };
-  for (let attempt = 1; ; attempt += 1) {
-    const leaseId = randomUUID();
-    const claimed = await storage.fetchNextBatch({ workerId: WORKER, leaseId, limit: 1, handled });
-    expect(claimed.map((j) => j.id)).toEqual([id]);
-    const lease = { id, workerId: WORKER, leaseId };
-    expect(await storage.markAsProcessing([lease])).toHaveLength(1);
-    if (attempt === 2) {
-      expect(await storage.archiveSucceeded([{ ...lease, durationMs: 5 }])).toHaveLength(1);
-      return id;
-    }
-    expect(await storage.rescheduleForRetry(lease, 0, 'Error: first try')).toBe(1);
-  }
 }
 
 /** Runs `statements` in one transaction on a connection of its own. */
@@ -378,25 +363,9 @@ describePostgres('PostgreSQL partitioned Archive and DLQ', () => {
       const old = `jobs_archive_${dayStamp(from)}_${dayStamp(to)}`;
       await inTransaction(makePartition(s, 'jobs_archive', old, from, to));
 
-      const retried = await archivedAfterRetry(storage, 'p-ret');
+      const retried = await archivedAfterRetry(storage, 'p-ret', WORKER);
       const dependency = await archiveDirectly(storage, 'p-ret', WORKER);
-      const type = `p-ret.${randomUUID()}`;
-      const { id: dependent } = await storage.enqueue({
-        queue: 'p-ret',
-        type,
-        payload: {},
-        dependsOn: [dependency],
-      });
-      const leaseId = randomUUID();
-      const handled = { queues: [], types: [{ queue: 'p-ret', type }] };
-      expect(
-        (await storage.fetchNextBatch({ workerId: WORKER, leaseId, limit: 1, handled })).map(
-          (j) => j.id,
-        ),
-      ).toEqual([dependent]);
-      const lease = { id: dependent, workerId: WORKER, leaseId };
-      await storage.markAsProcessing([lease]);
-      expect(await storage.archiveSucceeded([{ ...lease, durationMs: 1 }])).toHaveLength(1);
+      const dependent = await archivedDependent(storage, 'p-ret', dependency, WORKER);
       const kept = await archiveDirectly(storage, 'p-ret', WORKER);
       expect(await db.count('attempts', 'job_id = ?', [retried])).toBe(1);
       expect(await db.count('dependencies', 'job_id = ?', [dependent])).toBe(1);
@@ -523,7 +492,7 @@ describePostgres('PostgreSQL partitioned Archive and DLQ', () => {
       const installed = on('installed');
       const plain = await installed.open();
       await plain.enqueue({ queue: 'p-conv', type: 'pending', payload: { n: 1 } });
-      const archived = await archivedAfterRetry(plain, 'p-conv');
+      const archived = await archivedAfterRetry(plain, 'p-conv', WORKER);
       const dead = (await plain.enqueue({ queue: 'p-conv', type: 'dead', payload: {} })).id;
       expect((await plain.cancel([dead])).cancelled).toEqual([dead]);
       const running = await plain.enqueue({ queue: 'p-conv', type: 'runs', payload: {} });
@@ -692,18 +661,26 @@ describePostgres('PostgreSQL partitioned Archive and DLQ', () => {
       return planNodes(planOf(rows));
     }
 
+    /** The plan of the page `storage.list…(query)` reads, with the values it binds. */
+    async function explainList(pillar: 'archive' | 'dlq', query: object): Promise<PlanNode[]> {
+      const request = assertListQuery(pillar, query);
+      const params: unknown[] = [];
+      const where = listWhere(request as never, params);
+      params.push(request.limit + 1);
+      return explain(listJobs(quoteSchema(db.schema), request, where, `$${params.length}`), params);
+    }
+
+    /** Rows the plan's scans returned, over every partition. */
+    const rowsRead = (plan: PlanNode[]) =>
+      plan
+        .filter((n) => n['Relation Name'] !== undefined)
+        .reduce((sum, n) => sum + (n['Actual Rows'] ?? 0) * (n['Actual Loops'] ?? 1), 0);
+
     const scanned = (plan: PlanNode[]) =>
       [...new Set(plan.map((n) => n['Relation Name']).filter((r) => r !== undefined))].sort();
 
     it('a list with a time range reads only the partitions of that range', async () => {
-      const request = assertListQuery('archive', { filter: { from: today }, limit: 50 });
-      const params: unknown[] = [];
-      const where = listWhere(request as never, params);
-      params.push(request.limit + 1);
-      const plan = await explain(
-        listJobs(quoteSchema(db.schema), request, where, `$${params.length}`),
-        params,
-      );
+      const plan = await explainList('archive', { filter: { from: today }, limit: 50 });
       const past = scanned(plan).filter((r) => r < `jobs_archive_${dayStamp(today)}`);
       expect(past).toEqual([]);
       expect(scanned(plan)).toContain(
@@ -717,22 +694,12 @@ describePostgres('PostgreSQL partitioned Archive and DLQ', () => {
     });
 
     it('the first page reads each partition by its index in list order, sorting nothing whole', async () => {
-      const request = assertListQuery('archive', { limit: 50 });
-      const params: unknown[] = [];
-      const where = listWhere(request as never, params);
-      params.push(request.limit + 1);
-      const plan = await explain(
-        listJobs(quoteSchema(db.schema), request, where, `$${params.length}`),
-        params,
-      );
+      const plan = await explainList('archive', { limit: 50 });
       expect(plan.filter((n) => n['Node Type'] === 'Seq Scan')).toEqual([]);
       expect(
         plan.filter((n) => /Sort/.test(n['Node Type']) && (n['Actual Rows'] ?? 0) > 52),
       ).toEqual([]);
-      const read = plan
-        .filter((n) => n['Relation Name'] !== undefined)
-        .reduce((sum, n) => sum + (n['Actual Rows'] ?? 0) * (n['Actual Loops'] ?? 1), 0);
-      expect(read).toBeLessThanOrEqual(51 * 2);
+      expect(rowsRead(plan)).toBeLessThanOrEqual(51 * 2);
     });
 
     it('a deep page of one failure reason merges the partitions’ index walks from the cursor', async () => {
@@ -748,18 +715,11 @@ describePostgres('PostgreSQL partitioned Archive and DLQ', () => {
         limit: 50,
         cursor: encodeListCursor('dlq', 'newest', row),
       };
-      const request = assertListQuery('dlq', query);
-      const params: unknown[] = [];
-      const where = listWhere(request as never, params);
-      params.push(request.limit + 1);
-      const plan = await explain(listJobs(s, request, where, `$${params.length}`), params);
+      const plan = await explainList('dlq', query);
       expect(
         plan.filter((n) => /Sort/.test(n['Node Type']) && (n['Actual Rows'] ?? 0) > 52),
       ).toEqual([]);
-      const read = plan
-        .filter((n) => n['Relation Name'] !== undefined)
-        .reduce((sum, n) => sum + (n['Actual Rows'] ?? 0) * (n['Actual Loops'] ?? 1), 0);
-      expect(read).toBeLessThanOrEqual(51 * 2);
+      expect(rowsRead(plan)).toBeLessThanOrEqual(51 * 2);
       // The page the storage reads is the next 50 of that reason, in order, after the cursor.
       const page = await storage.listDlq(query);
       expect(page.items).toHaveLength(50);

@@ -33,3 +33,65 @@ export async function archiveDirectly(
   if (archived.length !== 1) throw new Error(`${id} was not archived`);
   return id;
 }
+
+/**
+ * Runs one job of `queue` to the archive after a retry (claim, start, retry; claim, start,
+ * archive), so it leaves one attempt row. Resolves to its id.
+ */
+export async function archivedAfterRetry(
+  storage: JobStorage,
+  queue: string,
+  workerId: string,
+): Promise<string> {
+  const type = `${queue}.${randomUUID()}`;
+  const { id } = await storage.enqueue({ queue, type, payload: { n: 1 } });
+  const handled = { queues: [], types: [{ queue, type }] };
+  for (let attempt = 1; ; attempt += 1) {
+    const lease = { id, workerId, leaseId: randomUUID() };
+    const claimed = await storage.fetchNextBatch({
+      workerId,
+      leaseId: lease.leaseId,
+      limit: 1,
+      handled,
+    });
+    if (claimed.length !== 1 || claimed[0].id !== id)
+      throw new Error(`claimed ${claimed.length} rows, not ${id}`);
+    if ((await storage.markAsProcessing([lease])).length !== 1)
+      throw new Error(`${id} did not start`);
+    if (attempt === 2) {
+      if ((await storage.archiveSucceeded([{ ...lease, durationMs: 5 }])).length !== 1)
+        throw new Error(`${id} was not archived`);
+      return id;
+    }
+    if ((await storage.rescheduleForRetry(lease, 0, 'Error: first try')) !== 1)
+      throw new Error(`${id} was not retried`);
+  }
+}
+
+/**
+ * Enqueues a job of `queue` that depends on the archived `dependency` and runs it to the archive:
+ * an archived dependent with its edge. Resolves to its id.
+ */
+export async function archivedDependent(
+  storage: JobStorage,
+  queue: string,
+  dependency: string,
+  workerId: string,
+): Promise<string> {
+  const type = `${queue}.${randomUUID()}`;
+  const { id } = await storage.enqueue({ queue, type, payload: {}, dependsOn: [dependency] });
+  const lease = { id, workerId, leaseId: randomUUID() };
+  const handled = { queues: [], types: [{ queue, type }] };
+  const claimed = await storage.fetchNextBatch({
+    workerId,
+    leaseId: lease.leaseId,
+    limit: 1,
+    handled,
+  });
+  if (claimed.length !== 1 || claimed[0].id !== id)
+    throw new Error(`claimed ${claimed.length} rows, not ${id}`);
+  await storage.markAsProcessing([lease]);
+  if ((await storage.archiveSucceeded([{ ...lease, durationMs: 1 }])).length !== 1)
+    throw new Error(`${id} was not archived`);
+  return id;
+}
