@@ -1,5 +1,41 @@
 import { randomUUID } from 'node:crypto';
+import type { JobLease } from '../../libs/chokaq/src/interfaces/job.interface';
 import type { JobStorage } from '../../libs/chokaq/src/storage';
+
+/**
+ * Claims and starts job `id` of `queue` and `type` (a type of its own, which no handler takes)
+ * as `workerId`, each step checked, and returns its lease.
+ */
+async function start(
+  storage: JobStorage,
+  id: string,
+  queue: string,
+  type: string,
+  workerId: string,
+): Promise<JobLease> {
+  const lease = { id, workerId, leaseId: randomUUID() };
+  const claimed = await storage.fetchNextBatch({
+    workerId,
+    leaseId: lease.leaseId,
+    limit: 1,
+    handled: { queues: [], types: [{ queue, type }] },
+  });
+  if (claimed.length !== 1 || claimed[0].id !== id)
+    throw new Error(`claimed ${claimed.length} rows, not ${id}`);
+  if ((await storage.markAsProcessing([lease])).length !== 1)
+    throw new Error(`${id} did not start`);
+  return lease;
+}
+
+/** Archives the started job of `lease` as succeeded (with `result`, its JSON text), checked. */
+async function archive(storage: JobStorage, lease: JobLease, result?: unknown): Promise<string> {
+  const completion = { ...lease, durationMs: 12 };
+  const archived = await storage.archiveSucceeded([
+    result === undefined ? completion : { ...completion, result: JSON.stringify(result) },
+  ]);
+  if (archived.length !== 1) throw new Error(`${lease.id} was not archived`);
+  return lease.id;
+}
 
 /**
  * Runs one job of `queue` (of a type of its own, which no handler takes) to the archive through the
@@ -15,23 +51,7 @@ export async function archiveDirectly(
 ): Promise<string> {
   const type = `${queue}.${randomUUID()}`;
   const { id } = await storage.enqueue({ queue, type, payload: { n: 1 } });
-  const lease = { id, workerId, leaseId: randomUUID() };
-  const claimed = await storage.fetchNextBatch({
-    workerId,
-    leaseId: lease.leaseId,
-    limit: 1,
-    handled: { queues: [], types: [{ queue, type }] },
-  });
-  if (claimed.length !== 1 || claimed[0].id !== id)
-    throw new Error(`claimed ${claimed.length} rows, not ${id}`);
-  if ((await storage.markAsProcessing([lease])).length !== 1)
-    throw new Error(`${id} did not start`);
-  const completion = { ...lease, durationMs: 12 };
-  const archived = await storage.archiveSucceeded([
-    result === undefined ? completion : { ...completion, result: JSON.stringify(result) },
-  ]);
-  if (archived.length !== 1) throw new Error(`${id} was not archived`);
-  return id;
+  return archive(storage, await start(storage, id, queue, type, workerId), result);
 }
 
 /**
@@ -45,27 +65,10 @@ export async function archivedAfterRetry(
 ): Promise<string> {
   const type = `${queue}.${randomUUID()}`;
   const { id } = await storage.enqueue({ queue, type, payload: { n: 1 } });
-  const handled = { queues: [], types: [{ queue, type }] };
-  for (let attempt = 1; ; attempt += 1) {
-    const lease = { id, workerId, leaseId: randomUUID() };
-    const claimed = await storage.fetchNextBatch({
-      workerId,
-      leaseId: lease.leaseId,
-      limit: 1,
-      handled,
-    });
-    if (claimed.length !== 1 || claimed[0].id !== id)
-      throw new Error(`claimed ${claimed.length} rows, not ${id}`);
-    if ((await storage.markAsProcessing([lease])).length !== 1)
-      throw new Error(`${id} did not start`);
-    if (attempt === 2) {
-      if ((await storage.archiveSucceeded([{ ...lease, durationMs: 5 }])).length !== 1)
-        throw new Error(`${id} was not archived`);
-      return id;
-    }
-    if ((await storage.rescheduleForRetry(lease, 0, 'Error: first try')) !== 1)
-      throw new Error(`${id} was not retried`);
-  }
+  const first = await start(storage, id, queue, type, workerId);
+  if ((await storage.rescheduleForRetry(first, 0, 'Error: first try')) !== 1)
+    throw new Error(`${id} was not retried`);
+  return archive(storage, await start(storage, id, queue, type, workerId));
 }
 
 /**
@@ -80,18 +83,5 @@ export async function archivedDependent(
 ): Promise<string> {
   const type = `${queue}.${randomUUID()}`;
   const { id } = await storage.enqueue({ queue, type, payload: {}, dependsOn: [dependency] });
-  const lease = { id, workerId, leaseId: randomUUID() };
-  const handled = { queues: [], types: [{ queue, type }] };
-  const claimed = await storage.fetchNextBatch({
-    workerId,
-    leaseId: lease.leaseId,
-    limit: 1,
-    handled,
-  });
-  if (claimed.length !== 1 || claimed[0].id !== id)
-    throw new Error(`claimed ${claimed.length} rows, not ${id}`);
-  await storage.markAsProcessing([lease]);
-  if ((await storage.archiveSucceeded([{ ...lease, durationMs: 1 }])).length !== 1)
-    throw new Error(`${id} was not archived`);
-  return id;
+  return archive(storage, await start(storage, id, queue, type, workerId));
 }
