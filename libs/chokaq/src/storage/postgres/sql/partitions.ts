@@ -100,7 +100,7 @@ export const tableIsEmpty = (s: string, table: string): string =>
  * the schema lock), in one transaction: the plain table and its indexes are renamed to `legacy`;
  * a partitioned table of the same columns, defaults and checks takes the old name, with a primary
  * key of (id, time column) — a partitioned table's unique keys must hold its partition key — and the
- * old table's other indexes made again by their own definitions (`definitions`, read before the
+ * old table's other indexes made again by their own definitions (`indexes`, read before the
  * rename: they name the old table, which is now the partitioned one). Then the old table becomes
  * the partition of every time before `bound` (its rows stay where they are: no copy), or is
  * dropped when it held nothing, and the default partition is made.
@@ -108,8 +108,7 @@ export const tableIsEmpty = (s: string, table: string): string =>
  * What it costs on a table with rows: the attach checks the partition bound by one scan (the check
  * constraint added first lets it skip that scan, but proving the check is the same scan) and
  * builds the (id, time) unique index, both under the ACCESS EXCLUSIVE lock the rename took; the
- * moves into that table wait meanwhile. docs/storage.md says how to do both beforehand without
- * blocking (`CREATE UNIQUE INDEX CONCURRENTLY`, a check added `NOT VALID` and then validated).
+ * moves into that table wait meanwhile (docs/storage.md: 2.3 s for 1,000,000 rows here).
  */
 export function convertToPartitioned(args: {
   s: string;
