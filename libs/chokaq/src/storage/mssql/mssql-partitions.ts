@@ -1,11 +1,11 @@
 import { toError } from '../../common/error-text';
-import { logEvent } from '../../common/log-events';
 import {
   type PartitionPeriod,
   dayStamp,
   expired,
-  periodOf,
+  partitionEvents,
   periodStart,
+  periodToMake,
   rangesAhead,
 } from '../shared/partitions';
 import { toDate } from '../shared/row-mapper';
@@ -151,49 +151,30 @@ export class MssqlPartitions {
       const [row] = await this.db.schemaQuery('ensureSchema.partition', statement);
       if (!bool(row?.Converted)) continue;
       converted = true;
-      const keptRows = bool(row?.KeptRows);
-      logEvent(
-        this.db.logger,
-        'ArchivePartitioned',
-        `Table [${this.db.schema}].[${MSSQL_TABLES[table]}] is now partitioned by ${period}` +
-          (keptRows
-            ? ' (its older rows stay in its first partition until retention deletes them)'
-            : ''),
-        {
-          dialect: 'mssql',
-          schema: this.db.schema,
-          table: MSSQL_TABLES[table],
-          period,
-          keptRows,
-        },
-      );
+      partitionEvents.converted(this.db.logger, this.where(table), {
+        dialect: 'mssql',
+        schema: this.db.schema,
+        table: MSSQL_TABLES[table],
+        period,
+        keptRows: bool(row?.KeptRows),
+      });
     }
     if (converted) layout = await this.layout();
-    await this.makeAhead(layout, period);
-  }
-
-  /**
-   * The period to make new partitions by: the configured one, else the one the newest bounded
-   * partition was made for (the tables stay partitioned when the option is removed), else a day.
-   */
-  periodFor(layout: MssqlPartitionLayout, table: MssqlPartitionedTable): PartitionPeriod {
-    const configured = this.db.config.partitioning?.period;
-    if (configured !== undefined) return configured;
-    const newest = boundedPartitions(layout.tables[table].boundaries).pop();
-    return newest === undefined ? 'day' : periodOf(newest);
+    await this.makeAhead(layout);
   }
 
   /**
    * Adds to each partitioned table the boundaries it lacks up to `PERIODS_AHEAD` periods ahead
-   * (`SQL.makePartitionsAhead`; none when it has them all, the usual pass). Returns those made.
+   * (`SQL.makePartitionsAhead`; none when it has them all, the usual pass), by the period
+   * `periodToMake` gives (the configured one, else that of the newest bounded partition).
    */
-  async makeAhead(layout: MssqlPartitionLayout, period?: PartitionPeriod): Promise<Date[]> {
-    const made: Date[] = [];
+  async makeAhead(layout: MssqlPartitionLayout): Promise<void> {
     for (const table of TABLES) {
       const { partitioned, boundaries } = layout.tables[table];
       if (!partitioned) continue;
-      const wanted = boundariesAhead(layout.now, period ?? this.periodFor(layout, table));
-      const missing = missingAhead(boundaries, wanted);
+      const newest = boundedPartitions(boundaries).pop();
+      const period = periodToMake(this.db.config.partitioning, newest);
+      const missing = missingAhead(boundaries, boundariesAhead(layout.now, period));
       if (missing.length === 0) continue;
       const last = boundaries[boundaries.length - 1];
       const rows = await this.change(
@@ -207,10 +188,8 @@ export class MssqlPartitions {
       const created = [last, ...added].slice(0, -1).map((from, i) => {
         return partitionLabel(table, from, added[i]);
       });
-      this.logChanged(table, created, []);
-      made.push(...added);
+      partitionEvents.changed(this.db.logger, this.where(table), MSSQL_TABLES[table], created, []);
     }
-    return made;
   }
 
   /**
@@ -257,7 +236,7 @@ export class MssqlPartitions {
     const statement = SQL.dropPartition(this.db.target, table, slot, ageMs);
     const rows = await this.change(table, label, statement, run);
     if (rows === undefined || num(rows[0]?.Removed) !== 1) return undefined;
-    this.logChanged(table, [], [label]);
+    partitionEvents.changed(this.db.logger, this.where(table), MSSQL_TABLES[table], [], [label]);
     return num(rows[0]?.Affected);
   }
 
@@ -300,22 +279,18 @@ export class MssqlPartitions {
   }
 
   private logDeferred(table: MssqlPartitionedTable, partition: string, error: unknown): void {
-    logEvent(
+    const name = MSSQL_TABLES[table];
+    partitionEvents.deferred(
       this.db.logger,
-      'PartitionMaintenanceDeferred',
-      `Partition ${partition} of [${this.db.schema}].[${MSSQL_TABLES[table]}] waits for the next ` +
-        `maintenance pass: ${toError(error).message}`,
-      { table: MSSQL_TABLES[table], partition, error: toError(error).message },
+      this.where(table),
+      name,
+      partition,
+      toError(error).message,
     );
   }
 
-  private logChanged(table: MssqlPartitionedTable, created: string[], dropped: string[]): void {
-    logEvent(
-      this.db.logger,
-      'PartitionsChanged',
-      `Partitions of [${this.db.schema}].[${MSSQL_TABLES[table]}]: made ${created.length}, ` +
-        `removed ${dropped.length}`,
-      { table: MSSQL_TABLES[table], created, dropped },
-    );
+  /** The table as the log events name it. */
+  private where(table: MssqlPartitionedTable): string {
+    return `[${this.db.schema}].[${MSSQL_TABLES[table]}]`;
   }
 }

@@ -1989,6 +1989,15 @@ export function splitBoundaries(
 }
 
 /**
+ * A query that yields a row when `table` is partitioned as ChokaQ partitions it: its clustered
+ * index (or heap) on its scheme `PS_<schema>_<Table>`. The conversion skips such a table, and
+ * maintenance splits only on one.
+ */
+export function onItsScheme(schema: string, table: MssqlPartitionedTable): string {
+  return `SELECT 1 FROM sys.indexes AS c INNER JOIN sys.partition_schemes AS ps ON ps.data_space_id = c.data_space_id WHERE c.object_id = OBJECT_ID(N'${qualify(schema, table)}') AND c.index_id IN (0, 1) AND ps.name = N'${partitionSchemeName(schema, table)}'`;
+}
+
+/**
  * Why a table is converted the way it is (printed above the statements of
  * {@link mssqlPartitionScript}).
  */
@@ -2064,7 +2073,7 @@ export function mssqlPartitionScript(
     `INSERT INTO @Bounds (Boundary) SELECT DISTINCT CONVERT(datetime2(3), j.At, 126) FROM OPENJSON(${boundaries}) WITH (At varchar(23) '$') AS j;`,
     ...beginStep(schema),
     `SET LOCK_TIMEOUT ${SCHEMA_LOCK_WAIT_MS};`,
-    `IF NOT EXISTS (SELECT 1 FROM sys.indexes AS c INNER JOIN sys.partition_schemes AS ps ON ps.data_space_id = c.data_space_id WHERE c.object_id = OBJECT_ID(N'${name}') AND c.index_id IN (0, 1) AND ps.name = N'${ps}')`,
+    `IF NOT EXISTS (${onItsScheme(schema, table)})`,
     `BEGIN`,
     `  SET @Converted = 1;`,
     `  IF EXISTS (SELECT 1 FROM ${name}) SET @KeptRows = 1;`,

@@ -55,6 +55,15 @@ export function isDuplicateKeyError(error: unknown): boolean {
 }
 
 /**
+ * True when a lock was not granted within the session's `lock_timeout` (SQLSTATE 55P03,
+ * `lock_not_available`), looking through TypeORM's `QueryFailedError` to the driver error.
+ */
+export function isLockNotAvailableError(error: unknown): boolean {
+  for (const { code } of errorChain(error)) if (code === '55P03') return true;
+  return false;
+}
+
+/**
  * `error` and what it wraps, at most four deep: TypeORM's `QueryFailedError` holds the driver's
  * error as `driverError`, others hold theirs as `cause`.
  */

@@ -187,8 +187,8 @@ export class PostgresJobStore extends PostgresAdminStore implements DialectJobSt
    * (`ChokaQStorageUnavailableError.operation`), and a health check shows it.
    */
   private async appliedVersions(operation: 'ensureSchema' | 'schemaStatus'): Promise<number[]> {
-    const ledgerParams = SQL.selectLedgerExistsParams(this.s);
-    const [ledger] = await this.db.query(operation, SQL.SELECT_LEDGER_EXISTS, ledgerParams);
+    const ledgerParams = SQL.selectTableExistsParams(this.s, 'schema_migrations');
+    const [ledger] = await this.db.query(operation, SQL.SELECT_TABLE_EXISTS, ledgerParams);
     if (ledger?.exists !== true) return [];
     return (await this.db.query(operation, SQL.selectAppliedVersions(this.s))).map((r) =>
       num(r.version),

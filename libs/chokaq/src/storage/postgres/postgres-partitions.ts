@@ -1,5 +1,4 @@
 import { toError } from '../../common/error-text';
-import { logEvent } from '../../common/log-events';
 import {
   type PartitionPeriod,
   type PartitionRange,
@@ -7,12 +6,14 @@ import {
   expired,
   nextPeriod,
   parseDayStamp,
-  periodOf,
+  partitionEvents,
   periodStart,
+  periodToMake,
   rangesAhead,
   uncovered,
 } from '../shared/partitions';
 import { toDate } from '../shared/row-mapper';
+import { isLockNotAvailableError } from './postgres-errors';
 import { Exec, PostgresConnection, num } from './postgres.connection';
 import * as SQL from './sql';
 
@@ -45,9 +46,6 @@ export interface PartitionLayout {
  * the moves queue behind a waiting ACCESS EXCLUSIVE request, so this is the longest they stall.
  */
 export const PARTITION_LOCK_TIMEOUT_MS = 1_000;
-
-/** SQLSTATE 55P03 `lock_not_available`: a `lock_timeout` expired. */
-const LOCK_NOT_AVAILABLE = '55P03';
 
 const TABLES = Object.keys(SQL.PARTITIONED_TABLES) as SQL.PartitionedTable[];
 
@@ -99,48 +97,34 @@ export class PostgresPartitions {
         return done;
       });
       for (const { table, keptRows } of converted) {
-        logEvent(
-          this.db.logger,
-          'ArchivePartitioned',
-          `Table "${this.db.schemaName}.${table}" is now partitioned by ${period}` +
-            (keptRows ? ' (its rows stay in one partition until retention drops it)' : ''),
-          { dialect: 'postgres', schema: this.db.schemaName, table, period, keptRows },
-        );
+        partitionEvents.converted(this.db.logger, this.where(table), {
+          dialect: 'postgres',
+          schema: this.db.schemaName,
+          table,
+          period,
+          keptRows,
+        });
       }
       layout = await this.layout();
     }
-    await this.makeAhead(layout, period);
-  }
-
-  /**
-   * The period to make new partitions by: the configured one, else the one the newest partition
-   * was made for (the tables stay partitioned when the option is removed), else a day.
-   */
-  periodFor(layout: PartitionLayout, table: SQL.PartitionedTable): PartitionPeriod {
-    const configured = this.db.config.partitioning?.period;
-    if (configured !== undefined) return configured;
-    const newest = layout.tables[table].partitions
-      .filter((p) => p.kind === 'period')
-      .sort((a, b) => b.range!.to.getTime() - a.range!.to.getTime())[0];
-    return newest === undefined ? 'day' : periodOf(newest.range as { from: Date; to: Date });
+    await this.makeAhead(layout);
   }
 
   /**
    * Makes the partitions each partitioned table lacks for the current period and
-   * `PERIODS_AHEAD` after it (`uncovered`: gaps included, ranges a conversion kept excluded).
-   * Returns the names made.
+   * `PERIODS_AHEAD` after it (`uncovered`: gaps included, ranges a conversion kept excluded), by
+   * the period `periodToMake` gives (the configured one, else that of the newest partition).
    */
-  async makeAhead(layout: PartitionLayout, period?: PartitionPeriod): Promise<string[]> {
-    const made: string[] = [];
+  async makeAhead(layout: PartitionLayout): Promise<void> {
     for (const table of TABLES) {
       const { partitioned, partitions } = layout.tables[table];
       if (!partitioned) continue;
-      const existing = partitions
-        .filter((p) => p.kind === 'period' || p.kind === 'legacy')
-        .map((p) => p.range!);
-      const wanted = rangesAhead(layout.now, period ?? this.periodFor(layout, table));
-      const mine: string[] = [];
-      for (const range of uncovered(wanted, existing)) {
+      const periods = partitions.filter((p) => p.kind === 'period').map((p) => p.range!);
+      const newest = periods.sort((a, b) => b.to.getTime() - a.to.getTime())[0];
+      const period = periodToMake(this.db.config.partitioning, newest);
+      const kept = partitions.filter((p) => p.kind === 'legacy').map((p) => p.range!);
+      const made: string[] = [];
+      for (const range of uncovered(rangesAhead(layout.now, period), [...periods, ...kept])) {
         const name = `${table}_${dayStamp(range.from!)}_${dayStamp(range.to)}`;
         const ok = await this.change(table, name, 'absent', async (exec) => {
           for (const sql of SQL.makePartition(this.db.s, table, name, range.from!, range.to)) {
@@ -148,12 +132,11 @@ export class PostgresPartitions {
           }
           return true;
         });
-        if (ok) mine.push(name);
+        if (ok) made.push(name);
       }
-      if (mine.length > 0) this.logChanged(table, mine, []);
-      made.push(...mine);
+      if (made.length > 0)
+        partitionEvents.changed(this.db.logger, this.where(table), table, made, []);
     }
-    return made;
   }
 
   /** The partitions of `table` whose whole range is older than `retentionMs` (none when plain). */
@@ -186,7 +169,7 @@ export class PostgresPartitions {
       return num(row.removed);
     });
     if (removed === undefined) return 0;
-    this.logChanged(table, [], [partition]);
+    partitionEvents.changed(this.db.logger, this.where(table), table, [], [partition]);
     return removed;
   }
 
@@ -246,8 +229,8 @@ export class PostgresPartitions {
   /**
    * One partition's change in its own transaction: the lock timeout, the advisory lock of the
    * schema's partitions, then `work` if the partition is still as the layout read it (`expect`:
-   * absent for one to make, present for one to drop). Undefined when it was not done: another process did it first, or a lock was
-   * not granted in time (logged; the next pass tries again).
+   * absent for one to make, present for one to drop). Undefined when it was not done: another
+   * process did it first, or a lock was not granted in time (logged; the next pass tries again).
    */
   private async change<T>(
     table: SQL.PartitionedTable,
@@ -260,37 +243,29 @@ export class PostgresPartitions {
         await exec(SQL.partitionLockTimeout(this.lockTimeoutMs));
         await exec(SQL.LOCK_PARTITIONS, SQL.lockPartitionsParams(this.db.schemaName));
         const [row] = await exec(
-          SQL.PARTITION_EXISTS,
-          SQL.partitionExistsParams(this.db.schemaName, partition),
+          SQL.SELECT_TABLE_EXISTS,
+          SQL.selectTableExistsParams(this.db.s, partition),
         );
         if ((row.exists === true) !== (expect === 'present')) return undefined;
         return work(exec);
       });
     } catch (error) {
-      if (!isLockTimeout(error)) throw error;
-      logEvent(
+      if (!isLockNotAvailableError(error)) throw error;
+      partitionEvents.deferred(
         this.db.logger,
-        'PartitionMaintenanceDeferred',
-        `Partition "${partition}" of "${this.db.schemaName}.${table}" waits for the next ` +
-          `maintenance pass: a lock was not granted within ${this.lockTimeoutMs} ms`,
-        { table, partition, error: toError(error).message },
+        this.where(table),
+        table,
+        partition,
+        `a lock was not granted within ${this.lockTimeoutMs} ms (${toError(error).message})`,
       );
       return undefined;
     }
   }
 
-  private logChanged(table: string, created: string[], dropped: string[]): void {
-    logEvent(
-      this.db.logger,
-      'PartitionsChanged',
-      `Partitions of "${this.db.schemaName}.${table}": made ${created.length}, dropped ${dropped.length}`,
-      { table, created, dropped },
-    );
+  /** The table as the log events name it. */
+  private where(table: SQL.PartitionedTable): string {
+    return `"${this.db.schemaName}.${table}"`;
   }
-}
-
-function isLockTimeout(error: unknown): boolean {
-  return (error as { code?: unknown } | null)?.code === LOCK_NOT_AVAILABLE;
 }
 
 /** {@link PartitionLayout} from the rows of {@link SQL.SELECT_PARTITION_LAYOUT}. */

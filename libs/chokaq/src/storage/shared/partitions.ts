@@ -1,9 +1,11 @@
 /**
  * The calendar of a partitioned Archive and DLQ (`storage.partitioning`), shared by the dialects
  * that partition: where a period starts and ends (UTC), which ranges the maintenance loop keeps
- * made ahead, and which ranges retention may remove whole. The statements that make and remove
- * partitions are each dialect's own; this file only computes instants.
+ * made ahead, and which ranges retention may remove whole, and the log events of maintenance. The
+ * statements that make and remove partitions are each dialect's own.
  */
+import { logEvent } from '../../common/log-events';
+import type { ChokaQLogger } from '../../interfaces/chokaq-logger.interface';
 import type { ArchivePartitioning } from '../../interfaces/storage-options.interface';
 
 export type PartitionPeriod = ArchivePartitioning['period'];
@@ -95,6 +97,75 @@ export function periodOf(range: { from: Date; to: Date }): PartitionPeriod {
   const days = Math.round((range.to.getTime() - range.from.getTime()) / DAY_MS);
   return days <= 1 ? 'day' : days <= 7 ? 'week' : 'month';
 }
+
+/**
+ * The period maintenance makes partitions by: the configured one (`storage.partitioning`), else
+ * the one the newest bounded partition was made for ({@link periodOf}: the tables stay partitioned
+ * when the option is removed), else a day.
+ */
+export function periodToMake(
+  configured: ArchivePartitioning | null,
+  newest: PartitionRange | undefined,
+): PartitionPeriod {
+  if (configured !== null) return configured.period;
+  return newest?.from ? periodOf({ from: newest.from, to: newest.to }) : 'day';
+}
+
+/**
+ * The log events of partition maintenance, written alike by every dialect that partitions;
+ * `where` names the table as the dialect quotes it (`"chokaq.jobs_archive"`,
+ * `[chokaq].[JobsArchive]`), `table` as the events' field carries it.
+ */
+export const partitionEvents = {
+  /** `ArchivePartitioned`: `ensureSchema` converted a plain table. */
+  converted(
+    logger: ChokaQLogger,
+    where: string,
+    fields: { dialect: string; schema: string; table: string; period: string; keptRows: boolean },
+  ): void {
+    logEvent(
+      logger,
+      'ArchivePartitioned',
+      `Table ${where} is now partitioned by ${fields.period}` +
+        (fields.keptRows
+          ? ' (the rows it had stay where they are until retention removes them)'
+          : ''),
+      fields,
+    );
+  },
+
+  /** `PartitionsChanged`: partitions made ahead or dropped whole, by name. */
+  changed(
+    logger: ChokaQLogger,
+    where: string,
+    table: string,
+    created: readonly string[],
+    dropped: readonly string[],
+  ): void {
+    logEvent(
+      logger,
+      'PartitionsChanged',
+      `Partitions of ${where}: made ${created.length}, dropped ${dropped.length}`,
+      { table, created: [...created], dropped: [...dropped] },
+    );
+  },
+
+  /** `PartitionMaintenanceDeferred`: a change left to the next pass, and why. */
+  deferred(
+    logger: ChokaQLogger,
+    where: string,
+    table: string,
+    partition: string,
+    reason: string,
+  ): void {
+    logEvent(
+      logger,
+      'PartitionMaintenanceDeferred',
+      `Partition ${partition} of ${where} waits for the next maintenance pass: ${reason}`,
+      { table, partition, error: reason },
+    );
+  },
+};
 
 /** `YYYYMMDD` of a UTC instant, as partition names carry their bounds. */
 export function dayStamp(at: Date): string {

@@ -7,12 +7,16 @@
 export const selectAppliedVersions = (s: string): string => `
 SELECT version FROM ${s}.schema_migrations ORDER BY version`;
 
-/** `to_regclass` of the ledger: NULL until the schema was created. $1 = quoted schema-qualified name. */
-export const SELECT_LEDGER_EXISTS = `SELECT to_regclass($1) IS NOT NULL AS exists`;
+/**
+ * Whether a table of the schema exists now (`to_regclass`: NULL until it does; no lock): the
+ * ledger before the schema was created, a partition a maintenance change is about to make or drop.
+ * $1 = quoted schema-qualified name.
+ */
+export const SELECT_TABLE_EXISTS = `SELECT to_regclass($1) IS NOT NULL AS exists`;
 
-/** Binds {@link SELECT_LEDGER_EXISTS}: $1 the schema-qualified name of the ledger table. */
-export function selectLedgerExistsParams(s: string): unknown[] {
-  return [`${s}.schema_migrations`];
+/** Binds {@link SELECT_TABLE_EXISTS}: $1 the table `table` of the quoted schema `s`. */
+export function selectTableExistsParams(s: string, table: string): unknown[] {
+  return [`${s}.${table}`];
 }
 
 /**

@@ -75,18 +75,6 @@ export function lockPartitionsParams(schemaName: string): unknown[] {
   return [schemaName];
 }
 
-/** Whether a table of that name is in the schema now ($1 schema, $2 table, both unquoted). */
-export const PARTITION_EXISTS = `
-SELECT EXISTS (
-  SELECT 1 FROM pg_catalog.pg_class c
-  JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
-  WHERE n.nspname = $1 AND c.relname = $2) AS exists`;
-
-/** Binds {@link PARTITION_EXISTS}: $1 the schema name, $2 the partition's name. */
-export function partitionExistsParams(schemaName: string, partition: string): unknown[] {
-  return [schemaName, partition];
-}
-
 /** Bounds every lock wait of the transaction it runs in (a partition's DDL), in ms. */
 export const partitionLockTimeout = (ms: number): string =>
   `SET LOCAL lock_timeout = ${Math.max(1, Math.trunc(ms))}`;
