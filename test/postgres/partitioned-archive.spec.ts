@@ -2,6 +2,7 @@ import { ConsoleLogger, Logger } from '@nestjs/common';
 import { randomUUID } from 'node:crypto';
 import { Client, Pool } from 'pg';
 import { type OwnCluster, startOwnCluster } from '../../bench/lib/pg-cluster';
+import { makePastPartitions } from '../../bench/lib/pg-partitions';
 import { JobStatus } from '../../libs/chokaq/src/interfaces/job-status.enum';
 import { createJobStorage } from '../../libs/chokaq/src/storage/create-storage';
 import type { JobStorage } from '../../libs/chokaq/src/storage';
@@ -9,7 +10,6 @@ import {
   getJobArchive,
   listJobs,
   listWhere,
-  makePartition,
   quoteSchema,
 } from '../../libs/chokaq/src/storage/postgres/sql';
 import { FailureReason } from '../../libs/chokaq/src/interfaces/job-status.enum';
@@ -64,14 +64,26 @@ async function partitionOf(db: Raw, table: string, id: string): Promise<string |
   return row?.name.replace(`${db.schema}.`, '');
 }
 
-/** Runs `statements` in one transaction on a connection of its own. */
-async function inTransaction(statements: readonly string[]): Promise<void> {
+/**
+ * Makes the partitions of `table` for the days from the one holding `fromMs` up to the one holding
+ * `untilMs` (excluded), as maintenance would have made them then (the bench's helper, on a
+ * connection of its own).
+ */
+async function pastPartitions(
+  schema: string,
+  table: 'jobs_archive' | 'jobs_dlq',
+  fromMs: number,
+  untilMs: number,
+): Promise<void> {
   const client = new Client({ connectionString: PG_URL });
   await client.connect();
   try {
-    await client.query('BEGIN');
-    for (const sql of statements) await client.query(sql);
-    await client.query('COMMIT');
+    const session = {
+      exec: async (sql: string, params?: unknown[]) => void (await client.query(sql, params)),
+      rows: async <T>(sql: string, params?: unknown[]) =>
+        (await client.query(sql, params)).rows as T[],
+    };
+    await makePastPartitions(session, schema, table, 'day', fromMs, untilMs);
   } finally {
     await client.end();
   }
@@ -361,7 +373,7 @@ describePostgres('PostgreSQL partitioned Archive and DLQ', () => {
       const from = periodStart(new Date(now.getTime() - 10 * DAY), 'day');
       const to = nextPeriod(from, 'day');
       const old = `jobs_archive_${dayStamp(from)}_${dayStamp(to)}`;
-      await inTransaction(makePartition(s, 'jobs_archive', old, from, to));
+      await pastPartitions(db.schema, 'jobs_archive', from.getTime(), to.getTime());
 
       const retried = await archivedAfterRetry(storage, 'p-ret', WORKER);
       const dependency = await archiveDirectly(storage, 'p-ret', WORKER);
@@ -612,11 +624,8 @@ describePostgres('PostgreSQL partitioned Archive and DLQ', () => {
       const [{ now }] = await db.sql<{ now: Date }>('SELECT now() AS now');
       today = periodStart(now, 'day');
       // Four past days made as maintenance made them then, each with 5,000 rows, and 500 today.
-      for (let d = 1; d <= PAST_DAYS; d += 1) {
-        const from = new Date(today.getTime() - d * DAY);
-        const name = `jobs_archive_${dayStamp(from)}_${dayStamp(nextPeriod(from, 'day'))}`;
-        await inTransaction(makePartition(s, 'jobs_archive', name, from, nextPeriod(from, 'day')));
-      }
+      const past = today.getTime() - PAST_DAYS * DAY;
+      await pastPartitions(db.schema, 'jobs_archive', past, today.getTime());
       await db.sql(
         `
         INSERT INTO ${s}.jobs_archive (id, queue, type, payload, priority, attempt_count,
@@ -629,11 +638,7 @@ describePostgres('PostgreSQL partitioned Archive and DLQ', () => {
       await db.sql(`ANALYZE ${s}.jobs_archive`);
       // The DLQ the same way, four in five rows failed for the reason whose code is the smallest
       // (MaxRetriesExceeded, 0), the rest Cancelled.
-      for (let d = 1; d <= PAST_DAYS; d += 1) {
-        const from = new Date(today.getTime() - d * DAY);
-        const name = `jobs_dlq_${dayStamp(from)}_${dayStamp(nextPeriod(from, 'day'))}`;
-        await inTransaction(makePartition(s, 'jobs_dlq', name, from, nextPeriod(from, 'day')));
-      }
+      await pastPartitions(db.schema, 'jobs_dlq', past, today.getTime());
       await db.sql(
         `
         INSERT INTO ${s}.jobs_dlq (id, queue, type, payload, priority, status, attempt_count,
