@@ -21,6 +21,8 @@ import {
 import { installStatementTimer, timings } from './statement-timer';
 
 const PROGRESS_EVERY_MS = 25;
+/** How often the process samples its own RSS for the peak a `memory` message reports. */
+const RSS_SAMPLE_MS = 250;
 /** Bound of a graceful stop; past it the process exits anyway (the parent SIGKILLs later still). */
 const STOP_TIMEOUT_MS = 30_000;
 
@@ -66,6 +68,13 @@ async function main(): Promise<void> {
     progressTimer = setTimeout(progress, PROGRESS_EVERY_MS);
   };
 
+  // The peak RSS since the last `memory` message: one reading at an arbitrary moment depends on
+  // where V8's collection cycle stands, a peak over the interval does not.
+  let peakRss = process.memoryUsage.rss();
+  setInterval(() => {
+    peakRss = Math.max(peakRss, process.memoryUsage.rss());
+  }, RSS_SAMPLE_MS).unref();
+
   let stopping = false;
   process.on('message', (message: ToWorker) => {
     if (message.type === 'start') {
@@ -75,7 +84,12 @@ async function main(): Promise<void> {
       send({ type: 'counts', counts: statementCounts() });
     } else if (message.type === 'memory') {
       const { rss, heapUsed } = process.memoryUsage();
-      send({ type: 'memory', memory: { rssMb: rss / 2 ** 20, heapUsedMb: heapUsed / 2 ** 20 } });
+      const peak = Math.max(peakRss, rss);
+      peakRss = rss;
+      send({
+        type: 'memory',
+        memory: { rssMb: rss / 2 ** 20, peakRssMb: peak / 2 ** 20, heapUsedMb: heapUsed / 2 ** 20 },
+      });
     } else if (message.type === 'stop' && !stopping) {
       stopping = true;
       clearTimeout(progressTimer);

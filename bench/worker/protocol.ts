@@ -71,9 +71,11 @@ export type MetricsVariant = 'off' | 'api' | 'sdk';
  */
 export type ToWorker = { type: 'start' } | { type: 'stop' } | { type: 'mark' } | { type: 'memory' };
 
-/** A worker process's memory at one moment, MB. */
+/** A worker process's memory, MB: now, and its RSS's peak since the previous `memory` message. */
 export interface WorkerMemory {
   rssMb: number;
+  /** Sampled every 250 ms (and now), from the previous `memory` message or the process's start. */
+  peakRssMb: number;
   heapUsedMb: number;
 }
 

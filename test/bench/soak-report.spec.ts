@@ -3,10 +3,18 @@ import {
   type SoakMinute,
   type SoakRun,
   parseStorageParameters,
+  pooledPercentile,
   soakChecks,
   soakChecksTable,
   soakTable,
 } from '../../bench/scenarios/soak.scenario';
+
+/** Latency counts (tenths of a ms → jobs): 98 jobs at 2 ms and 2 at `p99` ms, so p99 = `p99`. */
+const counts = (p99: number) =>
+  new Map([
+    [19, 98],
+    [p99 * 10 - 1, 2],
+  ]);
 
 /** A steady minute; `over` changes what a test needs. */
 const minute = (n: number, over: Partial<SoakMinute> = {}): SoakMinute => ({
@@ -15,6 +23,7 @@ const minute = (n: number, over: Partial<SoakMinute> = {}): SoakMinute => ({
   jobsPerSecond: 10_000,
   latencyP50: 2,
   latencyP99: 10,
+  latencyCounts: counts(10),
   backlog: 500,
   hotMb: 20,
   hotIndexesMb: 8,
@@ -57,7 +66,11 @@ describe('the soak scenario: its checks and table', () => {
 
   it.each<[string, (m: SoakMinute) => Partial<SoakMinute>, RegExp]>([
     ['a growing backlog', (m) => ({ backlog: m.minute * 1_000 }), /backlog/],
-    ['p99 up by a fifth at the end', (m) => ({ latencyP99: m.minute > 55 ? 12 : 10 }), /p99/],
+    [
+      'p99 up by a fifth at the end',
+      (m) => ({ latencyCounts: counts(m.minute > 55 ? 12 : 10) }),
+      /p99/,
+    ],
     ['CPU per job up at the end', (m) => ({ cpuPer1k: m.minute > 55 ? 70 : 60 }), /CPU/],
     ['a hot table that bloats', (m) => ({ hotMb: m.minute >= 40 ? 25 : 20 }), /jobs_hot/],
     ['a worker that grows', (m) => ({ workerRssMb: m.minute >= 50 ? 150 : 130 }), /RSS/],
@@ -65,6 +78,20 @@ describe('the soak scenario: its checks and table', () => {
     const minutes = steady(60).map((m) => ({ ...m, ...change(m) }));
     const missed = soakChecks(run(minutes)).filter((c) => !c.holds);
     expect(missed.map((c) => c.what)).toEqual([expect.stringMatching(check)]);
+  });
+
+  it("pools five minutes' jobs for their p99: one minute's tail is a fifth of the window's", () => {
+    // One minute of five with a 60 ms tail on 2 % of its jobs: 0.4 % of the window, under its p99.
+    const minutes = steady(60).map((m) => ({
+      ...m,
+      latencyCounts: counts(m.minute === 57 ? 60 : 10),
+    }));
+    expect(pooledPercentile(minutes.slice(55), 0.99)).toBe(10);
+    expect(soakChecks(run(minutes)).every((c) => c.holds)).toBe(true);
+    // … and a tail on every minute of the window is the window's p99.
+    const worse = steady(60).map((m) => ({ ...m, latencyCounts: counts(m.minute > 55 ? 60 : 10) }));
+    expect(pooledPercentile(worse.slice(55), 0.99)).toBe(60);
+    expect(pooledPercentile([], 0.99)).toBeNaN();
   });
 
   it('a backlog of up to one second of production is no backlog', () => {
