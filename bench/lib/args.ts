@@ -125,6 +125,12 @@ export interface BenchArgs {
   soakMinutes: number;
   /** The soak's production rate, jobs per second (`--soak-rate`); undefined: 70 % of a measured drain. */
   soakRate: number | undefined;
+  /**
+   * How long the soak's retention keeps archived rows, minutes (`--soak-archive-minutes`; default
+   * 1): retention deletes from the second minute on, so the first five minutes the checks compare
+   * with include its passes.
+   */
+  soakArchiveMinutes: number;
   /** Storage parameters the soak sets on `jobs_hot` first (`--soak-hot-storage=name=value,…`). */
   soakHotStorage: string | undefined;
   /**
@@ -254,6 +260,8 @@ const HELP = `npm run bench -- [flags]
                           up to 1000000 on SQLite; --quick 10000,100000)
   --soak-minutes=N        soak: minutes at sustained load (default 60; --quick 2)
   --soak-rate=N           soak: jobs per second produced (default: 70 % of a drain measured first)
+  --soak-archive-minutes=N  soak: how long retention keeps archived rows (default 1, so that it deletes
+                          from the second minute on, inside the first five minutes the checks compare with)
   --soak-hot-storage=a=1,b=2   soak: storage parameters set on jobs_hot first (an autovacuum A/B)
   --soak-own-cluster      soak: on a PostgreSQL cluster of its own, stock settings (autovacuum on),
                           started under a temporary directory and stopped after
@@ -345,6 +353,7 @@ export function parseArgs(argv: readonly string[]): BenchArgs | 'help' {
     'scale-archived',
     'soak-minutes',
     'soak-rate',
+    'soak-archive-minutes',
     'soak-hot-storage',
     'soak-own-cluster',
     'partitioning',
@@ -398,6 +407,7 @@ export function parseArgs(argv: readonly string[]): BenchArgs | 'help' {
   }
   const soakMinutes = flags.get('soak-minutes');
   const soakRate = flags.get('soak-rate');
+  const soakArchiveMinutes = flags.get('soak-archive-minutes');
   const partitioning = flags.get('partitioning');
   if (partitioning !== undefined) {
     if (!PARTITION_PERIODS.includes(partitioning as PartitionPeriod)) {
@@ -418,6 +428,8 @@ export function parseArgs(argv: readonly string[]): BenchArgs | 'help' {
     soakMinutes:
       soakMinutes === undefined ? (quick ? 2 : 60) : positive(soakMinutes, '--soak-minutes'),
     soakRate: soakRate === undefined ? undefined : positive(soakRate, '--soak-rate'),
+    soakArchiveMinutes:
+      soakArchiveMinutes === undefined ? 1 : positive(soakArchiveMinutes, '--soak-archive-minutes'),
     soakHotStorage: flags.get('soak-hot-storage'),
     soakOwnCluster: flags.has('soak-own-cluster'),
     startAhead: startAhead === undefined ? undefined : Number(startAhead),

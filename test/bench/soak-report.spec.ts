@@ -121,7 +121,7 @@ describe('the soak scenario: its checks and table', () => {
     expect(parsed.soakHotStorage).toBe('fillfactor=90,autovacuum_vacuum_threshold=1000');
   });
 
-  it('reads --soak-minutes and --soak-rate', () => {
+  it('reads --soak-minutes, --soak-rate and --soak-archive-minutes', () => {
     const parsed = parseArgs(['--scenarios=soak', '--soak-minutes=15', '--soak-rate=9000']);
     if (parsed === 'help') throw new Error('help');
     expect(parsed.scenarios.has('soak')).toBe(true);
@@ -129,6 +129,11 @@ describe('the soak scenario: its checks and table', () => {
     const defaults = parseArgs(['--scenarios=soak']);
     if (defaults === 'help') throw new Error('help');
     expect([defaults.soakMinutes, defaults.soakRate]).toEqual([60, undefined]);
+    expect(defaults.soakArchiveMinutes).toBe(1);
+    const kept = parseArgs(['--soak-archive-minutes=5']);
+    if (kept === 'help') throw new Error('help');
+    expect(kept.soakArchiveMinutes).toBe(5);
+    expect(() => parseArgs(['--soak-archive-minutes=0'])).toThrow(/--soak-archive-minutes/);
     expect(() => parseArgs(['--soak-minutes=0'])).toThrow(/--soak-minutes/);
   });
 });
