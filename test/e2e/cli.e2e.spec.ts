@@ -669,6 +669,39 @@ describeEachDialect(
       expectExit(missing, 3);
       expect(missing.stderr).toContain('no job has this id');
     });
+
+    // Last: it changes the schema's layout under the tests above.
+    it('migrate --partitioning: PostgreSQL converts the Archive and the DLQ, keeping their rows; SQLite refuses it', async () => {
+      if (dialect === 'sqlite') {
+        const refused = await cli('migrate', '--partitioning', 'day', '--json');
+        expectExit(refused, 2);
+        expect(jsonError(refused)).toMatchObject({ name: 'CliUsageError' });
+        return;
+      }
+      const count = async (table: string) =>
+        Number(
+          (await db.sql<{ n: string }>(`SELECT count(*) AS n FROM ${db.schema}.${table}`))[0].n,
+        );
+      const kinds = async () =>
+        (
+          await db.sql<{ name: string; kind: string }>(
+            `SELECT c.relname AS name, c.relkind::text AS kind FROM pg_class c
+             JOIN pg_namespace n ON n.oid = c.relnamespace
+             WHERE n.nspname = $1 AND c.relname IN ('jobs_archive', 'jobs_dlq') ORDER BY 1`,
+            [db.schema],
+          )
+        ).map((r) => `${r.name}:${r.kind}`);
+      const rows = { archive: await count('jobs_archive'), dlq: await count('jobs_dlq') };
+      expect(rows.dlq).toBeGreaterThan(0);
+      expect(await kinds()).toEqual(['jobs_archive:r', 'jobs_dlq:r']);
+
+      const migrate = await cli('migrate', '--partitioning', 'day', '--json');
+      expectExit(migrate, 0);
+      expect(json(migrate)).toMatchObject({ applied: [], partitioning: { period: 'day' } });
+      expect(migrate.stderr).toBe('');
+      expect(await kinds()).toEqual(['jobs_archive:p', 'jobs_dlq:p']);
+      expect({ archive: await count('jobs_archive'), dlq: await count('jobs_dlq') }).toEqual(rows);
+    });
   },
   { only: ['sqlite', 'postgres'] satisfies StorageDialect[] },
 );

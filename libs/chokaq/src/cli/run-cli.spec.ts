@@ -136,6 +136,12 @@ describe('chokaq: parsing, help and usage errors', () => {
     [['dlq', 'preview', '--all'], '--action is required'],
     [['audit', '--action', 'job.delete'], '--action must be one of queue.pause'],
     [['workers', '--lost-after', '10'], '--lost-after must be a duration'],
+    [['migrate', '--partitioning', 'hour'], '--partitioning must be one of day, week, month'],
+    [['migrate', '--partitioning', 'day', '--dry-run'], 'cannot be combined with --dry-run'],
+    [
+      ['migrate', '--partitioning', 'week', '--url', 'sqlite:/nonexistent/dir/jobs.db'],
+      'a partitioned Archive is for PostgreSQL and SQL Server',
+    ],
   ])('%j is a usage error (exit 2) before any database is opened: %s', async (args, message) => {
     const run = await cli(args);
     expect({ code: run.code, out: run.out }).toEqual({ code: 2, out: '' });

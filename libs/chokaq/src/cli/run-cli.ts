@@ -7,7 +7,7 @@ import { CommandEntry, commandsOf, parseCommandLine } from './args/parse-command
 import { DATABASE_URL_ENV, READ_REPLICA_URL_ENV, stringValue } from './args/shared-options';
 import type { CliIo } from './cli-io';
 import { COMMAND_TABLE } from './commands/command-table';
-import { databaseTarget, withReadReplica } from './connection/database-url';
+import { databaseTarget, withReadReplica, withStorageOptions } from './connection/database-url';
 import { CliUsageError } from './errors/cli-usage.error';
 import { EXIT_CODES, ExitCode, exitCodeOf } from './exit-code';
 import { renderJson, renderView } from './format/render';
@@ -61,12 +61,15 @@ async function execute(
   io: CliIo,
 ): Promise<CommandResult> {
   if (invocation.database === 'none') return invocation.run(undefined);
-  const target = withReadReplica(
-    databaseTarget(
-      stringValue(line, 'url') ?? io.env[DATABASE_URL_ENV],
-      stringValue(line, 'schema'),
+  const target = withStorageOptions(
+    withReadReplica(
+      databaseTarget(
+        stringValue(line, 'url') ?? io.env[DATABASE_URL_ENV],
+        stringValue(line, 'schema'),
+      ),
+      stringValue(line, 'read-replica') ?? io.env[READ_REPLICA_URL_ENV],
     ),
-    stringValue(line, 'read-replica') ?? io.env[READ_REPLICA_URL_ENV],
+    invocation.storageOptions,
   );
   // Loaded here, not imported at the top: TypeORM, a driver and Nest load only for a command that
   // opens the database.

@@ -1,4 +1,5 @@
 import type { ChokaQModuleOptions } from '../../interfaces/module-options.interface';
+import type { ArchivePartitioning } from '../../interfaces/storage-options.interface';
 import type { CliIo } from '../cli-io';
 import type { CliSession } from '../connection/cli-session';
 import type { View } from '../format/view';
@@ -45,11 +46,21 @@ export type DatabaseUse =
   /** The schema must be current (every other command). */
   | 'current';
 
+/**
+ * Storage options a command adds to those of its connection: the Archive's partitioning, which
+ * `migrate` applies (PostgreSQL, SQL Server).
+ */
+export interface CliStorageOptions {
+  readonly partitioning?: ArchivePartitioning;
+}
+
 /** A parsed invocation, ready to run. */
 export interface Invocation {
   readonly database: DatabaseUse;
   /** Options of the operator API for this run (`workers --lost-after`). */
   readonly moduleOptions?: ChokaQModuleOptions;
+  /** Storage options of this run beside the connection's (`migrate --partitioning`). */
+  readonly storageOptions?: CliStorageOptions;
   /** Runs it; `session` is undefined exactly when `database` is `'none'`. */
   run(session: CliSession | undefined): Promise<CommandResult>;
 }
@@ -88,6 +99,7 @@ export interface CommandSpec<A> extends Omit<Command, 'prepare'> {
   /** Reads the command's arguments from the line (throws `CliUsageError`). */
   parse(line: ParsedCommandLine, io: CliIo): A;
   moduleOptions?(args: A): ChokaQModuleOptions;
+  storageOptions?(args: A): CliStorageOptions | undefined;
   /** How this invocation uses the database, when it differs from {@link Command.database}. */
   databaseFor?(args: A): DatabaseUse;
   run(args: A, session: CliSession): Promise<CommandResult>;
@@ -95,7 +107,7 @@ export interface CommandSpec<A> extends Omit<Command, 'prepare'> {
 
 /** A {@link Command} from its typed parse and run. */
 export function defineCommand<A>(spec: CommandSpec<A>): Command {
-  const { parse, run, moduleOptions, databaseFor, ...rest } = spec;
+  const { parse, run, moduleOptions, storageOptions, databaseFor, ...rest } = spec;
   return {
     ...rest,
     prepare(line, io) {
@@ -103,6 +115,7 @@ export function defineCommand<A>(spec: CommandSpec<A>): Command {
       return {
         database: databaseFor?.(args) ?? spec.database,
         moduleOptions: moduleOptions?.(args),
+        storageOptions: storageOptions?.(args),
         // Undefined only for a command that declared no database use, and then never read.
         run: (session) => run(args, session as CliSession),
       };

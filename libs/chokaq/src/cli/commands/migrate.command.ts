@@ -1,6 +1,7 @@
 import type { SchemaVersionInfo } from '../../interfaces/schema-status.interface';
+import type { ArchivePartitioning } from '../../interfaces/storage-options.interface';
 import { defineCommand } from '../args/command-definition';
-import { flag } from '../args/shared-options';
+import { flag, stringValue } from '../args/shared-options';
 import { CliUsageError } from '../errors/cli-usage.error';
 import { Block, fields, table, text } from '../format/view';
 
@@ -12,12 +13,17 @@ function versionTable(versions: readonly SchemaVersionInfo[]): Block {
   );
 }
 
+/** What `--partitioning` takes. */
+const PERIODS: readonly ArchivePartitioning['period'][] = ['day', 'week', 'month'];
+
 /**
- * `chokaq migrate [--dry-run]`: creates or migrates the schema through the storage's own
+ * `chokaq migrate [--dry-run] [--binary-keys] [--partitioning day|week|month]`: creates or migrates the schema through the storage's own
  * `ensureSchema()`, the call every starting worker makes, under the same lock (PostgreSQL's
  * advisory lock, SQL Server's `sp_getapplock`, SQLite's `BEGIN IMMEDIATE`), so it is safe while
  * workers start or run. `--dry-run` reads the ledger and prints the versions and the SQL it would
- * apply (`schemaStatus()`), changing nothing.
+ * apply (`schemaStatus()`), changing nothing. `--partitioning` opens the storage with
+ * `storage.partitioning`, so that `ensureSchema()` makes a new Archive and DLQ partitioned, or
+ * converts a plain install's (the conversion its log lines report; docs/storage.md).
  */
 export const migrateCommand = defineCommand({
   name: 'migrate',
@@ -30,12 +36,20 @@ export const migrateCommand = defineCommand({
     'SQL Server: --binary-keys then converts the key columns of an install created by an earlier',
     'release to a binary collation (keys that differ by case become different keys). It rebuilds',
     'indexes of the archive and the DLQ: stop the workers first.',
+    'PostgreSQL, SQL Server: --partitioning makes the Archive and the DLQ partitions by their',
+    'finish time, converting a plain install once (its old table becomes the partition of what',
+    'it holds; no row is copied). Give the workers the same storage.partitioning option.',
   ],
   options: {
     'dry-run': { type: 'boolean', description: 'print what would run; change nothing' },
     'binary-keys': {
       type: 'boolean',
       description: 'SQL Server: also convert the key columns to a binary collation',
+    },
+    partitioning: {
+      type: 'string',
+      value: 'PERIOD',
+      description: `PostgreSQL, SQL Server: partition the Archive and the DLQ by ${PERIODS.join(', ')}`,
     },
   },
   positionals: { min: 0, max: 0 },
@@ -46,10 +60,23 @@ export const migrateCommand = defineCommand({
     if (dryRun && binaryKeys) {
       throw new CliUsageError('--binary-keys cannot be combined with --dry-run', 'migrate');
     }
-    return { dryRun, binaryKeys };
+    const period = stringValue(line, 'partitioning');
+    if (period !== undefined && !PERIODS.includes(period as ArchivePartitioning['period'])) {
+      throw new CliUsageError(
+        `--partitioning must be one of ${PERIODS.join(', ')} (got '${period}')`,
+        'migrate',
+      );
+    }
+    if (dryRun && period !== undefined) {
+      throw new CliUsageError('--partitioning cannot be combined with --dry-run', 'migrate');
+    }
+    const partitioning =
+      period === undefined ? undefined : { period: period as ArchivePartitioning['period'] };
+    return { dryRun, binaryKeys, partitioning };
   },
+  storageOptions: ({ partitioning }) => (partitioning === undefined ? undefined : { partitioning }),
   databaseFor: ({ dryRun }) => (dryRun ? 'any' : 'migrate'),
-  async run({ dryRun, binaryKeys }, { schema }) {
+  async run({ dryRun, binaryKeys, partitioning }, { schema }) {
     const before = await schema.schemaStatus();
     const where = `${before.dialect} schema '${before.schema}'`;
     if (dryRun) {
@@ -90,6 +117,7 @@ export const migrateCommand = defineCommand({
         toVersion: after.currentVersion,
         applied,
         ...(converted === undefined ? {} : { binaryKeysConverted: converted }),
+        ...(partitioning === undefined ? {} : { partitioning }),
       },
       view: [
         ...(applied.length === 0
@@ -109,6 +137,9 @@ export const migrateCommand = defineCommand({
                   : 'The key columns were binary already; nothing to convert.',
               ),
             ]),
+        ...(partitioning === undefined
+          ? []
+          : [text(`The Archive and the DLQ are partitioned by ${partitioning.period}.`)]),
       ],
     };
   },

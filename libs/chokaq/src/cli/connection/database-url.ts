@@ -1,6 +1,7 @@
 import { resolve } from 'node:path';
 import type { StorageOptions } from '../../interfaces/storage-options.interface';
 import { SCHEMA_NAME } from '../../validation/limits';
+import type { CliStorageOptions } from '../args/command-definition';
 import { CliUsageError } from '../errors/cli-usage.error';
 
 /** Where a command connects, from `--url` (or `$CHOKAQ_DATABASE_URL`) and `--schema`. */
@@ -128,6 +129,24 @@ export function withReadReplica(
     storage: { ...target.storage, readReplica: { url: replicaUrl, poolSize: CLI_POOL_SIZE } },
     label: `${target.label} (reads from the replica at ${host})`,
   };
+}
+
+/**
+ * `target` with a command's own storage options (`migrate --partitioning`); `target` itself
+ * without any. Partitioning is for PostgreSQL and SQL Server: a SQLite target refuses it.
+ */
+export function withStorageOptions(
+  target: DatabaseTarget,
+  options: CliStorageOptions | undefined,
+): DatabaseTarget {
+  if (options?.partitioning === undefined) return target;
+  if (!('type' in target.storage) || target.storage.type === 'sqlite') {
+    throw new CliUsageError(
+      '--partitioning: a partitioned Archive is for PostgreSQL and SQL Server; SQLite keeps one Archive table',
+      'migrate',
+    );
+  }
+  return { ...target, storage: { ...target.storage, partitioning: options.partitioning } };
 }
 
 /** The scheme a URL starts with, lower case (`postgres` of `POSTGRES://…`), or undefined. */
