@@ -98,6 +98,7 @@ import { lineChartSvg } from './lib/svg-chart';
 import {
   type SoakMinute,
   runSoak,
+  measured,
   soakChecks,
   soakChecksTable,
   soakTable,
@@ -275,6 +276,7 @@ async function soak(args: BenchArgs, benchUrl: string): Promise<void> {
       share: 0.7,
       rate: args.soakRate,
       concurrency: 50,
+      warmupMinutes: args.soakWarmupMinutes,
       archiveMs: args.soakArchiveMinutes * 60_000,
       retentionIntervalMs: 60_000,
       ...(args.soakHotStorage === undefined ? {} : { hotStorage: args.soakHotStorage }),
@@ -285,7 +287,7 @@ async function soak(args: BenchArgs, benchUrl: string): Promise<void> {
   const checks = soakChecksTable(soakChecks(run));
   process.stdout.write(`\n### soak\n\n${table}\n\n${checks}\n`);
   if (!args.write) return;
-  const minutes = run.minutes;
+  const minutes = measured(run.minutes);
   writeFileSync(
     join(__dirname, 'soak.svg'),
     lineChartSvg({
@@ -301,7 +303,7 @@ async function soak(args: BenchArgs, benchUrl: string): Promise<void> {
     SOAK_HEADING,
     `${started.toISOString()} – ${new Date().toISOString()}; ${machineLine()}; PostgreSQL ${await postgresVersion(benchUrl)}`,
     [
-      `One ChokaQ worker process (the defaults, concurrency ${run.plan.concurrency}, a no-op handler; retention keeps archived rows ${run.plan.archiveMs / 60_000} minutes and runs every ${run.plan.retentionIntervalMs / 1_000} s) on a fresh schema${own ? " of a PostgreSQL cluster the bench started for the run (`--soak-own-cluster`: initdb, the server's stock settings, autovacuum on)" : ''}; a producer in the bench process enqueues in bulk every 100 ms at ${run.rate.toLocaleString('en-US')} jobs/s${run.drainRate === undefined ? ' (`--soak-rate`)' : `, ${Math.round(run.plan.share * 100)} % of the ${run.drainRate.toFixed(0)} jobs/s the same worker drained ${(20_000).toLocaleString('en-US')} jobs at first`}. At each minute's end: the jobs archived during it and their enqueue → start latency (from the Archive's own timestamps), the Pending backlog, \`jobs_hot\`'s size with its indexes, its dead tuples and autovacuum runs (PostgreSQL's statistics), the Archive's live rows, the worker's peak RSS during the minute (it samples its RSS every 250 ms) and its V8 heap at the minute's end, and the CPU of the worker and its backends per 1,000 archived jobs. The checks pool the latencies of five minutes' jobs for their p99 (counts per tenth of a millisecond), rather than averaging five per-minute p99s. \`jobs_hot\`'s storage settings: ${run.schemaSettings}. The chart: [soak.svg](soak.svg).`,
+      `One ChokaQ worker process (the defaults, concurrency ${run.plan.concurrency}, a no-op handler; retention keeps archived rows ${run.plan.archiveMs / 60_000} minute${run.plan.archiveMs === 60_000 ? '' : 's'} and runs every ${run.plan.retentionIntervalMs / 1_000} s) on a fresh schema${own ? " of a PostgreSQL cluster the bench started for the run (`--soak-own-cluster`: initdb, the server's stock settings, autovacuum on)" : ''}; a producer in the bench process enqueues in bulk every 100 ms at ${run.rate.toLocaleString('en-US')} jobs/s${run.drainRate === undefined ? ' (`--soak-rate`)' : `, ${Math.round(run.plan.share * 100)} % of the ${run.drainRate.toFixed(0)} jobs/s the same worker drained ${(20_000).toLocaleString('en-US')} jobs at first`}. ${(run.plan.warmupMinutes ?? 0) > 0 ? `The hour is measured after ${run.plan.warmupMinutes} minutes at the same rate (rows w1–w${run.plan.warmupMinutes}, not compared and not charted), in which the tables reach the size and churn they keep: retention deleting from the second minute, autovacuum passing over the Archive as well as \`jobs_hot\`. ` : ''}At each minute's end: the jobs archived during it and their enqueue → start latency (from the Archive's own timestamps), the Pending backlog, \`jobs_hot\`'s size with its indexes, its dead tuples and autovacuum runs (PostgreSQL's statistics), the Archive's live rows, the worker's peak RSS during the minute (it samples its RSS every 250 ms) and its V8 heap at the minute's end, and the CPU of the worker and its backends per 1,000 archived jobs. The checks pool the latencies of five minutes' jobs for their p99 (counts per tenth of a millisecond), rather than averaging five per-minute p99s. \`jobs_hot\`'s storage settings: ${run.schemaSettings}. The chart: [soak.svg](soak.svg).`,
       '![Sustained load, minute by minute](soak.svg)',
       table,
       checks,

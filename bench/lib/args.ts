@@ -131,6 +131,11 @@ export interface BenchArgs {
    * with include its passes.
    */
   soakArchiveMinutes: number;
+  /**
+   * Minutes produced before the measured hour, tabled but not compared (`--soak-warmup-minutes`;
+   * default 10, --quick 0): the first five measured minutes are then of warmed tables.
+   */
+  soakWarmupMinutes: number;
   /** Storage parameters the soak sets on `jobs_hot` first (`--soak-hot-storage=name=value,…`). */
   soakHotStorage: string | undefined;
   /**
@@ -260,6 +265,7 @@ const HELP = `npm run bench -- [flags]
                           up to 1000000 on SQLite; --quick 10000,100000)
   --soak-minutes=N        soak: minutes at sustained load (default 60; --quick 2)
   --soak-rate=N           soak: jobs per second produced (default: 70 % of a drain measured first)
+  --soak-warmup-minutes=N  soak: minutes produced before the measured ones, tabled, not compared (default 10)
   --soak-archive-minutes=N  soak: how long retention keeps archived rows (default 1, so that it deletes
                           from the second minute on, inside the first five minutes the checks compare with)
   --soak-hot-storage=a=1,b=2   soak: storage parameters set on jobs_hot first (an autovacuum A/B)
@@ -296,6 +302,13 @@ function positive(value: string, flag: string): number {
   const n = Number(value);
   if (!Number.isInteger(n) || n < 1)
     throw new Error(`${flag} must be a positive integer (got ${value})`);
+  return n;
+}
+
+function nonNegative(value: string, flag: string): number {
+  const n = Number(value);
+  if (!Number.isInteger(n) || n < 0)
+    throw new Error(`${flag} must be a whole number (got ${value})`);
   return n;
 }
 
@@ -354,6 +367,7 @@ export function parseArgs(argv: readonly string[]): BenchArgs | 'help' {
     'soak-minutes',
     'soak-rate',
     'soak-archive-minutes',
+    'soak-warmup-minutes',
     'soak-hot-storage',
     'soak-own-cluster',
     'partitioning',
@@ -408,6 +422,7 @@ export function parseArgs(argv: readonly string[]): BenchArgs | 'help' {
   const soakMinutes = flags.get('soak-minutes');
   const soakRate = flags.get('soak-rate');
   const soakArchiveMinutes = flags.get('soak-archive-minutes');
+  const soakWarmupMinutes = flags.get('soak-warmup-minutes');
   const partitioning = flags.get('partitioning');
   if (partitioning !== undefined) {
     if (!PARTITION_PERIODS.includes(partitioning as PartitionPeriod)) {
@@ -430,6 +445,12 @@ export function parseArgs(argv: readonly string[]): BenchArgs | 'help' {
     soakRate: soakRate === undefined ? undefined : positive(soakRate, '--soak-rate'),
     soakArchiveMinutes:
       soakArchiveMinutes === undefined ? 1 : positive(soakArchiveMinutes, '--soak-archive-minutes'),
+    soakWarmupMinutes:
+      soakWarmupMinutes === undefined
+        ? quick
+          ? 0
+          : 10
+        : nonNegative(soakWarmupMinutes, '--soak-warmup-minutes'),
     soakHotStorage: flags.get('soak-hot-storage'),
     soakOwnCluster: flags.has('soak-own-cluster'),
     startAhead: startAhead === undefined ? undefined : Number(startAhead),

@@ -24,6 +24,13 @@ const WAIT_MS = 300_000;
 /** What a soak runs. */
 export interface SoakPlan {
   minutes: number;
+  /**
+   * Minutes produced at the same rate before the measured ones, recorded but not compared: the
+   * tables reach the size and the churn they keep (retention deleting, autovacuum passes over the
+   * Archive as well as the hot table), so the first five measured minutes are of the state the
+   * last five are. Absent: none.
+   */
+  warmupMinutes?: number;
   /** Share of the measured drain rate the producers enqueue at (the issue: about 70 %). */
   share: number;
   /**
@@ -56,7 +63,10 @@ export function parseStorageParameters(text: string): string {
 
 /** One minute of a soak, measured at its end. */
 export interface SoakMinute {
+  /** 1-based, counted separately for the warm-up minutes and the measured ones. */
   minute: number;
+  /** A minute of the warm-up: tabled, not compared and not charted. */
+  warmup?: boolean;
   enqueued: number;
   /** Jobs archived during the minute, per second. */
   jobsPerSecond: number;
@@ -298,8 +308,11 @@ export async function runSoak(benchUrl: string, plan: SoakPlan, log: Log): Promi
     producer = startProducer(storage, rate, log);
     const minutes: SoakMinute[] = [];
     const t0 = performance.now();
-    for (let minute = 1; minute <= plan.minutes; minute++) {
-      await sleep(Math.max(0, t0 + minute * 60_000 - performance.now()));
+    const warmup = plan.warmupMinutes ?? 0;
+    for (let tick = 1; tick <= warmup + plan.minutes; tick++) {
+      const warming = tick <= warmup;
+      const minute = warming ? tick : tick - warmup;
+      await sleep(Math.max(0, t0 + tick * 60_000 - performance.now()));
       worker.assertAlive();
       const windowEnd = await now();
       const backends = await backendPids(benchUrl, appName);
@@ -312,6 +325,7 @@ export async function runSoak(benchUrl: string, plan: SoakPlan, log: Log): Promi
       const seconds = (windowEnd.getTime() - windowStart.getTime()) / 1_000;
       const row: SoakMinute = {
         minute,
+        ...(warming ? { warmup: true } : {}),
         enqueued: producer.taken(),
         jobsPerSecond: archived.n / seconds,
         latencyP50: archived.p50,
@@ -329,7 +343,7 @@ export async function runSoak(benchUrl: string, plan: SoakPlan, log: Log): Promi
       };
       minutes.push(row);
       log(
-        `soak: minute ${minute}: ${row.jobsPerSecond.toFixed(0)} jobs/s, p50 ${row.latencyP50.toFixed(1)} ms, ` +
+        `soak: ${warming ? 'warm-up ' : ''}minute ${minute}: ${row.jobsPerSecond.toFixed(0)} jobs/s, p50 ${row.latencyP50.toFixed(1)} ms, ` +
           `p99 ${row.latencyP99.toFixed(1)} ms, backlog ${row.backlog}, hot ${row.hotMb.toFixed(1)} MB ` +
           `(${row.hotDeadTuples} dead, ${row.hotAutovacuums} autovacuums), archive ${row.archiveRows}, ` +
           `RSS ${row.workerRssMb.toFixed(0)} MB, heap ${row.workerHeapMb.toFixed(0)} MB, ` +
@@ -358,6 +372,11 @@ export async function runSoak(benchUrl: string, plan: SoakPlan, log: Log): Promi
     await db.end().catch(() => undefined);
     await dropSchema(benchUrl, schema);
   }
+}
+
+/** The measured minutes of a soak, without its warm-up. */
+export function measured(minutes: readonly SoakMinute[]): SoakMinute[] {
+  return minutes.filter((m) => m.warmup !== true);
 }
 
 /** Mean of `f` over the minutes `from`–`to` (1-based, inclusive), of those that have a value. */
@@ -389,7 +408,7 @@ export interface SoakCheck {
  * which one minute's tail would move by a fifth of itself; the RSS of a minute is its peak.
  */
 export function soakChecks(run: SoakRun): SoakCheck[] {
-  const m = run.minutes;
+  const m = measured(run.minutes);
   const last = m.length;
   if (last < 15) return [];
   const at = (minute: number) => m.find((x) => x.minute === minute)!;
@@ -451,7 +470,7 @@ export function soakTable(run: SoakRun): string {
   ];
   for (const m of run.minutes) {
     lines.push(
-      `| ${m.minute} | ${m.enqueued} | ${m.jobsPerSecond.toFixed(0)} | ${m.latencyP50.toFixed(1)} | ${m.latencyP99.toFixed(1)} | ` +
+      `| ${m.warmup === true ? `w${m.minute}` : m.minute} | ${m.enqueued} | ${m.jobsPerSecond.toFixed(0)} | ${m.latencyP50.toFixed(1)} | ${m.latencyP99.toFixed(1)} | ` +
         `${m.backlog} | ${m.hotMb.toFixed(1)} | ${m.hotIndexesMb.toFixed(1)} | ${m.hotDeadTuples} | ${m.hotAutovacuums} | ` +
         `${m.archiveRows} | ${m.workerRssMb.toFixed(0)} | ${m.workerHeapMb.toFixed(0)} | ${m.cpuPer1k.toFixed(1)} |`,
     );

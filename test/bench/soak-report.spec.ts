@@ -4,6 +4,7 @@ import {
   type SoakRun,
   parseStorageParameters,
   pooledPercentile,
+  measured,
   soakChecks,
   soakChecksTable,
   soakTable,
@@ -94,6 +95,30 @@ describe('the soak scenario: its checks and table', () => {
     expect(pooledPercentile([], 0.99)).toBeNaN();
   });
 
+  it('leaves the warm-up out of the checks and tables it as w1…', () => {
+    // A cold start: ten minutes of lower p99 and a smaller hot table before the measured hour.
+    const warmup = Array.from({ length: 10 }, (_, i) =>
+      minute(i + 1, { warmup: true, latencyCounts: counts(5), hotMb: 10, workerRssMb: 100 }),
+    );
+    const minutes = [...warmup, ...steady(60)];
+    expect(measured(minutes)).toHaveLength(60);
+    expect(soakChecks(run(minutes)).every((c) => c.holds)).toBe(true);
+    // … which the same minutes, measured, would fail.
+    const cold = minutes.map((m, i) => ({ ...m, minute: i + 1, warmup: undefined }));
+    expect(
+      soakChecks(run(cold))
+        .filter((c) => !c.holds)
+        .map((c) => c.what),
+    ).toEqual([
+      expect.stringMatching(/p99/),
+      expect.stringMatching(/jobs_hot/),
+      expect.stringMatching(/RSS/),
+    ]);
+    const table = soakTable(run(minutes)).split('\n');
+    expect(table[2]).toMatch(/^\| w1 \|/);
+    expect(table[12]).toMatch(/^\| 1 \|/);
+  });
+
   it('a backlog of up to one second of production is no backlog', () => {
     const minutes = steady(20).map((m) => ({ ...m, backlog: m.minute === 20 ? 9_999 : 100 }));
     const backlog = soakChecks(run(minutes)).find((c) => /backlog/.test(c.what))!;
@@ -130,9 +155,14 @@ describe('the soak scenario: its checks and table', () => {
     if (defaults === 'help') throw new Error('help');
     expect([defaults.soakMinutes, defaults.soakRate]).toEqual([60, undefined]);
     expect(defaults.soakArchiveMinutes).toBe(1);
+    expect(defaults.soakWarmupMinutes).toBe(10);
     const kept = parseArgs(['--soak-archive-minutes=5']);
     if (kept === 'help') throw new Error('help');
     expect(kept.soakArchiveMinutes).toBe(5);
+    const cold = parseArgs(['--soak-warmup-minutes=0']);
+    if (cold === 'help') throw new Error('help');
+    expect(cold.soakWarmupMinutes).toBe(0);
+    expect(() => parseArgs(['--soak-warmup-minutes=-1'])).toThrow(/--soak-warmup-minutes/);
     expect(() => parseArgs(['--soak-archive-minutes=0'])).toThrow(/--soak-archive-minutes/);
     expect(() => parseArgs(['--soak-minutes=0'])).toThrow(/--soak-minutes/);
   });
