@@ -136,6 +136,7 @@ describe('chokaq: parsing, help and usage errors', () => {
     [['dlq', 'preview', '--all'], '--action is required'],
     [['audit', '--action', 'job.delete'], '--action must be one of queue.pause'],
     [['workers', '--lost-after', '10'], '--lost-after must be a duration'],
+    [['migrate', '--binary-keys', '--dry-run'], '--binary-keys cannot be combined with --dry-run'],
     [['migrate', '--partitioning', 'hour'], '--partitioning must be one of day, week, month'],
     [['migrate', '--partitioning', 'day', '--dry-run'], 'cannot be combined with --dry-run'],
     [
@@ -171,6 +172,18 @@ describe('chokaq: parsing, help and usage errors', () => {
     expect(run.err).toContain('This would cancel 26 row(s), more than 25');
     // With --yes the command goes on, to the database it needs.
     expect((await cli(['jobs', 'cancel', ...ids, '--yes'])).err).toContain('no database');
+  });
+
+  it('takes migrate with or without --partitioning as far as the database it needs', async () => {
+    for (const args of [
+      ['migrate'],
+      ['migrate', '--partitioning', 'month'],
+      ['migrate', '--binary-keys'],
+    ]) {
+      const run = await cli(args);
+      expect({ args, code: run.code }).toEqual({ args, code: 2 });
+      expect(run.err).toContain('no database: pass --url');
+    }
   });
 
   it('needs a database: --url, else $CHOKAQ_DATABASE_URL', async () => {
