@@ -17,13 +17,14 @@ function versionTable(versions: readonly SchemaVersionInfo[]): Block {
 const PERIODS: readonly ArchivePartitioning['period'][] = ['day', 'week', 'month'];
 
 /**
- * `chokaq migrate [--dry-run] [--binary-keys] [--partitioning day|week|month]`: creates or migrates the schema through the storage's own
- * `ensureSchema()`, the call every starting worker makes, under the same lock (PostgreSQL's
- * advisory lock, SQL Server's `sp_getapplock`, SQLite's `BEGIN IMMEDIATE`), so it is safe while
- * workers start or run. `--dry-run` reads the ledger and prints the versions and the SQL it would
- * apply (`schemaStatus()`), changing nothing. `--partitioning` opens the storage with
- * `storage.partitioning`, so that `ensureSchema()` makes a new Archive and DLQ partitioned, or
- * converts a plain install's (the conversion its log lines report; docs/storage.md).
+ * `chokaq migrate [--dry-run] [--binary-keys] [--partitioning day|week|month]`: creates or
+ * migrates the schema through the storage's own `ensureSchema()`, the call every starting worker
+ * makes, under the same lock (PostgreSQL's advisory lock, SQL Server's `sp_getapplock`, SQLite's
+ * `BEGIN IMMEDIATE`), so it is safe while workers start or run. `--dry-run` reads the ledger and
+ * prints the versions and the SQL it would apply (`schemaStatus()`), changing nothing.
+ * `--partitioning` opens the storage with `storage.partitioning`, so that `ensureSchema()` makes a
+ * new Archive and DLQ partitioned, or converts a plain install's (docs/storage.md, "A partitioned
+ * Archive").
  */
 export const migrateCommand = defineCommand({
   name: 'migrate',
