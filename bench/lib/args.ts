@@ -1,3 +1,4 @@
+import { PARTITION_PERIODS } from '../../libs/chokaq/src/config/storage-defaults';
 import type { PartitionPeriod } from '../../libs/chokaq/src/storage/shared/partitions';
 
 /** Scenario names accepted by `--scenarios`. */
@@ -43,9 +44,6 @@ export const SEPARATE_SCENARIOS: readonly ScenarioName[] = [
 export const DEFAULT_SCENARIOS: readonly ScenarioName[] = SCENARIOS.filter(
   (s) => !SEPARATE_SCENARIOS.includes(s),
 );
-
-/** The periods `storage.partitioning` accepts (`--partitioning`). */
-export const PARTITION_PERIODS: readonly PartitionPeriod[] = ['day', 'week', 'month'];
 
 /** Dialects ChokaQ is benchmarked on (peers run on PostgreSQL only). */
 export const BENCH_DIALECTS = ['postgres', 'sqlite'] as const;

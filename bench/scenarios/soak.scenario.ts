@@ -145,18 +145,24 @@ async function archivedBetween(
   from: Date,
   to: Date,
 ): Promise<{ n: number; p50: number; p99: number; counts: Map<number, number> }> {
-  const window = `FROM (SELECT extract(epoch FROM started_at_utc - enqueued_at_utc) * 1000 AS lag_ms
-           FROM "${schema}".jobs_archive
-           WHERE finished_at_utc >= $1 AND finished_at_utc < $2) x`;
-  const { rows } = await db.query<Record<string, string | null>>(
-    `SELECT count(*) AS n,
+  // One read of the window's rows (a materialised CTE) for the percentiles and the counts.
+  const { rows } = await db.query<{
+    n: string;
+    p50: number | null;
+    p99: number | null;
+    counts: Record<string, number> | null;
+  }>(
+    `WITH x AS MATERIALIZED (
+       SELECT extract(epoch FROM started_at_utc - enqueued_at_utc) * 1000 AS lag_ms
+       FROM "${schema}".jobs_archive
+       WHERE finished_at_utc >= $1 AND finished_at_utc < $2)
+     SELECT count(*) AS n,
             percentile_cont(0.5) WITHIN GROUP (ORDER BY lag_ms) AS p50,
-            percentile_cont(0.99) WITHIN GROUP (ORDER BY lag_ms) AS p99
-     ${window}`,
-    [from, to],
-  );
-  const { rows: buckets } = await db.query<{ bucket: number; n: string }>(
-    `SELECT floor(lag_ms * 10)::int AS bucket, count(*) AS n ${window} GROUP BY 1`,
+            percentile_cont(0.99) WITHIN GROUP (ORDER BY lag_ms) AS p99,
+            (SELECT json_object_agg(b.bucket, b.n)
+             FROM (SELECT floor(lag_ms * 10)::int AS bucket, count(*) AS n FROM x GROUP BY 1) b)
+              AS counts
+     FROM x`,
     [from, to],
   );
   const [r] = rows;
@@ -164,7 +170,7 @@ async function archivedBetween(
     n: Number(r.n),
     p50: Number(r.p50 ?? NaN),
     p99: Number(r.p99 ?? NaN),
-    counts: new Map(buckets.map((b) => [b.bucket, Number(b.n)])),
+    counts: new Map(Object.entries(r.counts ?? {}).map(([bucket, n]) => [Number(bucket), n])),
   };
 }
 

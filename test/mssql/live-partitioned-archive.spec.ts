@@ -1,5 +1,4 @@
 import { randomUUID } from 'node:crypto';
-import { ConsoleLogger, Logger } from '@nestjs/common';
 import type { JobStorage } from '../../libs/chokaq/src/storage';
 import {
   MSSQL_TABLES,
@@ -11,7 +10,7 @@ import {
 } from '../../libs/chokaq/src/storage/mssql/mssql.schema';
 import { boundariesAhead } from '../../libs/chokaq/src/storage/mssql/mssql-partitions';
 import { nextPeriod, periodStart } from '../../libs/chokaq/src/storage/shared/partitions';
-import { RecordingLogger } from '../runtime/support/silent-logger';
+import { RecordingLogger, recordingInto } from '../runtime/support/silent-logger';
 import {
   archiveDirectly,
   archivedAfterRetry,
@@ -236,19 +235,17 @@ describeMssql('SQL Server partitioned Archive and DLQ [live]', () => {
       const holder = await db.openDataSource({ poolSize: 1 });
       const runner = holder.createQueryRunner();
       const logger = new RecordingLogger();
-      Logger.overrideLogger(logger);
       try {
         await runner.startTransaction();
         await runner.query(
           `EXEC sp_getapplock @Resource = N'${partitionLockResource(db.schema)}', @LockMode = 'Exclusive', @LockOwner = 'Transaction'`,
         );
-        const removed = await storage.applyRetention(RETENTION);
+        const removed = await recordingInto(logger, () => storage.applyRetention(RETENTION));
         expect(removed.dlq).toBe(0);
         expect(logger.events('PartitionMaintenanceDeferred')).toEqual([
           expect.objectContaining({ table: MSSQL_TABLES.dlq }),
         ]);
       } finally {
-        Logger.overrideLogger(new ConsoleLogger());
         await runner.rollbackTransaction().catch(() => undefined);
         await runner.release();
       }

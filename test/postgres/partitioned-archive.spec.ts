@@ -1,4 +1,4 @@
-import { ConsoleLogger, Logger } from '@nestjs/common';
+import { Logger } from '@nestjs/common';
 import { randomUUID } from 'node:crypto';
 import { Client, Pool } from 'pg';
 import { type OwnCluster, startOwnCluster } from '../../bench/lib/pg-cluster';
@@ -17,7 +17,7 @@ import { encodeListCursor } from '../../libs/chokaq/src/validation/list-cursor';
 import { assertListQuery } from '../../libs/chokaq/src/validation/validate-list';
 import { type PlanNode, planNodes, planOf } from '../support/pg-plan';
 import { dayStamp, nextPeriod, periodStart } from '../../libs/chokaq/src/storage/shared/partitions';
-import { RecordingLogger } from '../runtime/support/silent-logger';
+import { RecordingLogger, recordingInto } from '../runtime/support/silent-logger';
 import {
   archiveDirectly,
   archivedAfterRetry,
@@ -53,6 +53,19 @@ async function layoutOf(db: Raw, table: 'jobs_archive' | 'jobs_dlq') {
     [db.schema, table],
   );
   return { kind: parent?.kind, partitions: parts.map((p) => p.name), bounds: parts };
+}
+
+/** The name maintenance gives the partition of `table` for the `period` that starts at `from`. */
+function periodPartition(table: string, from: Date, period: 'day' | 'week' = 'day'): string {
+  return `${table}_${dayStamp(from)}_${dayStamp(nextPeriod(from, period))}`;
+}
+
+/** The newest partition of a period among `partitions` (neither the default nor a kept old table). */
+function newestPeriodPartition(partitions: readonly string[]): string {
+  return partitions
+    .filter((p) => /_\d{8}_\d{8}$/.test(p))
+    .sort()
+    .pop()!;
 }
 
 /** Where a row of `table` is stored: the partition's name. */
@@ -100,12 +113,7 @@ describePostgres('PostgreSQL partitioned Archive and DLQ', () => {
     const logger = new RecordingLogger();
 
     beforeAll(async () => {
-      Logger.overrideLogger(logger);
-      try {
-        storage = await db.openStorage();
-      } finally {
-        Logger.overrideLogger(new ConsoleLogger());
-      }
+      storage = await recordingInto(logger, () => db.openStorage());
     });
     afterAll(() => db.close());
 
@@ -141,7 +149,7 @@ describePostgres('PostgreSQL partitioned Archive and DLQ', () => {
       const today = periodStart(now, 'day');
       const expected = ['jobs_archive_default'];
       for (let d = today; expected.length < 9; d = nextPeriod(d, 'day')) {
-        expected.push(`jobs_archive_${dayStamp(d)}_${dayStamp(nextPeriod(d, 'day'))}`);
+        expected.push(periodPartition('jobs_archive', d));
       }
       const archive = await layoutOf(db, 'jobs_archive');
       expect(archive.kind).toBe('p');
@@ -163,7 +171,7 @@ describePostgres('PostgreSQL partitioned Archive and DLQ', () => {
       const [{ now }] = await db.sql<{ now: Date }>('SELECT now() AS now');
       const today = periodStart(now, 'day');
       expect(await partitionOf(db, 'jobs_archive', id)).toBe(
-        `jobs_archive_${dayStamp(today)}_${dayStamp(nextPeriod(today, 'day'))}`,
+        periodPartition('jobs_archive', today),
       );
       expect((await storage.getJob(id))?.pillar).toBe('archive');
       const again = await storage.enqueue({ id, queue: 'p-new', type: 'x', payload: {} });
@@ -185,44 +193,41 @@ describePostgres('PostgreSQL partitioned Archive and DLQ', () => {
       // Opened first: a storage opening makes the missing partitions itself (ensureSchema).
       const other = await db.openStorage();
       const before = await layoutOf(db, 'jobs_dlq');
-      const last = before.partitions
-        .filter((p) => p !== 'jobs_dlq_default')
-        .sort()
-        .pop()!;
+      const last = newestPeriodPartition(before.partitions);
       await db.sql(`DROP TABLE ${db.schema}.${last}`);
       // Both read the layout, then queue on the partitions' advisory lock this session holds, so
       // both set out to make the same partition; the second must find it made.
       const holder = new Client({ connectionString: PG_URL });
       await holder.connect();
       const logger = new RecordingLogger();
-      Logger.overrideLogger(logger);
       try {
-        await holder.query('BEGIN');
-        // The key the storage's changes lock (written out here: a test of that lock, not a use).
-        await holder.query(
-          `SELECT pg_advisory_xact_lock(hashtextextended('chokaq.partitions:' || $1, 0))`,
-          [db.schema],
-        );
-        const passes = Promise.all([
-          storage.applyRetention(RETENTION),
-          other.applyRetention(RETENTION),
-        ]);
-        passes.catch(() => undefined);
-        await waitFor(
-          'both passes waiting on the partitions lock',
-          async () => {
-            const [{ n }] = await db.sql<{ n: string }>(
-              `SELECT count(*) AS n FROM pg_locks WHERE locktype = 'advisory' AND NOT granted`,
-            );
-            return Number(n) === 2;
-          },
-          { timeoutMs: 5_000, intervalMs: 20 },
-        );
-        await holder.query('COMMIT');
-        await passes;
+        await recordingInto(logger, async () => {
+          await holder.query('BEGIN');
+          // The key the storage's changes lock (written out here: a test of that lock, not a use).
+          await holder.query(
+            `SELECT pg_advisory_xact_lock(hashtextextended('chokaq.partitions:' || $1, 0))`,
+            [db.schema],
+          );
+          const passes = Promise.all([
+            storage.applyRetention(RETENTION),
+            other.applyRetention(RETENTION),
+          ]);
+          passes.catch(() => undefined);
+          await waitFor(
+            'both passes waiting on the partitions lock',
+            async () => {
+              const [{ n }] = await db.sql<{ n: string }>(
+                `SELECT count(*) AS n FROM pg_locks WHERE locktype = 'advisory' AND NOT granted`,
+              );
+              return Number(n) === 2;
+            },
+            { timeoutMs: 5_000, intervalMs: 20 },
+          );
+          await holder.query('COMMIT');
+          await passes;
+        });
       } finally {
         await holder.end();
-        Logger.overrideLogger(new ConsoleLogger());
       }
       expect((await layoutOf(db, 'jobs_dlq')).partitions.sort()).toEqual(before.partitions.sort());
       expect(logger.events('PartitionsChanged')).toEqual([
@@ -233,10 +238,7 @@ describePostgres('PostgreSQL partitioned Archive and DLQ', () => {
 
     it('without the option, goes on making partitions of the newest one’s period', async () => {
       const before = await layoutOf(db, 'jobs_archive');
-      const last = before.partitions
-        .filter((p) => p !== 'jobs_archive_default')
-        .sort()
-        .pop()!;
+      const last = newestPeriodPartition(before.partitions);
       await db.sql(`DROP TABLE ${db.schema}.${last}`);
       const unconfigured = await db.openStorage({ partitioning: undefined });
       await unconfigured.applyRetention(RETENTION);
@@ -261,7 +263,7 @@ describePostgres('PostgreSQL partitioned Archive and DLQ', () => {
       const s = quoteSchema(db.schema);
       const [{ now }] = await db.sql<{ now: Date }>('SELECT now() AS now');
       const from = nextPeriod(nextPeriod(periodStart(now, 'day'), 'day'), 'day');
-      const name = `jobs_dlq_${dayStamp(from)}_${dayStamp(nextPeriod(from, 'day'))}`;
+      const name = periodPartition('jobs_dlq', from);
       await db.sql(`DROP TABLE ${s}.${name}`);
       // A row failed in that day (as if maintenance had not run for long): the default holds it.
       const { id } = await storage.enqueue({ queue: 'p-def', type: 't', payload: {} });
@@ -283,27 +285,27 @@ describePostgres('PostgreSQL partitioned Archive and DLQ', () => {
       const s = quoteSchema(db.schema);
       const [{ now }] = await db.sql<{ now: Date }>('SELECT now() AS now');
       const from = nextPeriod(periodStart(now, 'day'), 'day');
-      const name = `jobs_archive_${dayStamp(from)}_${dayStamp(nextPeriod(from, 'day'))}`;
+      const name = periodPartition('jobs_archive', from);
       await db.sql(`DROP TABLE ${s}.${name}`);
       // A long read of the default partition: making a partition must lock it.
       const reader = new Client({ connectionString: PG_URL });
       await reader.connect();
       const logger = new RecordingLogger();
-      Logger.overrideLogger(logger);
       try {
-        await reader.query('BEGIN');
-        await reader.query(`SELECT count(*) FROM ${s}.jobs_archive_default`);
-        const result = await storage.applyRetention(RETENTION);
-        expect(result.archive).toBe(0);
-        expect(logger.events('PartitionMaintenanceDeferred')).toEqual([
-          expect.objectContaining({ table: 'jobs_archive', partition: name }),
-        ]);
-        expect((await layoutOf(db, 'jobs_archive')).partitions).not.toContain(name);
-        // The rest of the pass went on: the DLQ's partitions are all there.
-        expect((await layoutOf(db, 'jobs_dlq')).partitions).toHaveLength(9);
+        await recordingInto(logger, async () => {
+          await reader.query('BEGIN');
+          await reader.query(`SELECT count(*) FROM ${s}.jobs_archive_default`);
+          const result = await storage.applyRetention(RETENTION);
+          expect(result.archive).toBe(0);
+          expect(logger.events('PartitionMaintenanceDeferred')).toEqual([
+            expect.objectContaining({ table: 'jobs_archive', partition: name }),
+          ]);
+          expect((await layoutOf(db, 'jobs_archive')).partitions).not.toContain(name);
+          // The rest of the pass went on: the DLQ's partitions are all there.
+          expect((await layoutOf(db, 'jobs_dlq')).partitions).toHaveLength(9);
+        });
       } finally {
         await reader.end();
-        Logger.overrideLogger(new ConsoleLogger());
       }
       await storage.applyRetention(RETENTION);
       expect((await layoutOf(db, 'jobs_archive')).partitions).toContain(name);
@@ -313,7 +315,7 @@ describePostgres('PostgreSQL partitioned Archive and DLQ', () => {
       const s = quoteSchema(db.schema);
       const [{ now }] = await db.sql<{ now: Date }>('SELECT now() AS now');
       const from = nextPeriod(periodStart(now, 'day'), 'day');
-      const name = `jobs_archive_${dayStamp(from)}_${dayStamp(nextPeriod(from, 'day'))}`;
+      const name = periodPartition('jobs_archive', from);
       await db.sql(`DROP TABLE ${s}.${name}`);
       await db.sql(`ALTER TABLE ${s}.jobs_archive DETACH PARTITION ${s}.jobs_archive_default`);
       await db.sql(`ALTER TABLE ${s}.jobs_archive_default RENAME TO set_aside`);
@@ -372,7 +374,7 @@ describePostgres('PostgreSQL partitioned Archive and DLQ', () => {
       // A partition of ten days ago, as maintenance made it then.
       const from = periodStart(new Date(now.getTime() - 10 * DAY), 'day');
       const to = nextPeriod(from, 'day');
-      const old = `jobs_archive_${dayStamp(from)}_${dayStamp(to)}`;
+      const old = periodPartition('jobs_archive', from);
       await pastPartitions(db.schema, 'jobs_archive', from.getTime(), to.getTime());
 
       const retried = await archivedAfterRetry(storage, 'p-ret', WORKER);
@@ -404,19 +406,16 @@ describePostgres('PostgreSQL partitioned Archive and DLQ', () => {
         hourOld,
       ]);
       const logger = new RecordingLogger();
-      Logger.overrideLogger(logger);
-      let removed: Awaited<ReturnType<JobStorage['applyRetention']>>;
-      try {
-        removed = await storage.applyRetention(
+      const removed = await recordingInto(logger, async () => {
+        const result = await storage.applyRetention(
           { ...RETENTION, archiveMs: 5 * DAY },
           { action: 'retention.run', actor: 'system' },
         );
         expect(
           (await storage.applyRetention({ ...RETENTION, archiveMs: 3_600_000 / 2 })).archive,
         ).toBe(0);
-      } finally {
-        Logger.overrideLogger(new ConsoleLogger());
-      }
+        return result;
+      });
       expect((await storage.getJob(hourOld))?.pillar).toBe('archive');
       expect(logger.events('PartitionsChanged')).toEqual([
         expect.objectContaining({ table: 'jobs_archive', created: [], dropped: [old] }),
@@ -534,13 +533,7 @@ describePostgres('PostgreSQL partitioned Archive and DLQ', () => {
       const copy = on('copy');
       const db = copy.raw;
       const logger = new RecordingLogger();
-      Logger.overrideLogger(logger);
-      let partitioned: JobStorage;
-      try {
-        partitioned = await copy.open({ period: 'week' });
-      } finally {
-        Logger.overrideLogger(new ConsoleLogger());
-      }
+      const partitioned = await recordingInto(logger, () => copy.open({ period: 'week' }));
       expect(logger.events('ArchivePartitioned')).toEqual([
         expect.objectContaining({ table: 'jobs_archive', period: 'week', keptRows: true }),
         expect.objectContaining({ table: 'jobs_dlq', period: 'week', keptRows: true }),
@@ -553,9 +546,7 @@ describePostgres('PostgreSQL partitioned Archive and DLQ', () => {
       const archive = await layoutOf(db, 'jobs_archive');
       expect(archive.kind).toBe('p');
       expect(archive.partitions).toContain(legacy);
-      expect(archive.partitions).toContain(
-        `jobs_archive_${dayStamp(bound)}_${dayStamp(nextPeriod(bound, 'week'))}`,
-      );
+      expect(archive.partitions).toContain(periodPartition('jobs_archive', bound, 'week'));
       expect(archive.partitions).toHaveLength(1 + 1 + 4);
       const indexes = await db.sql<{ name: string; relation: string }>(
         `SELECT indexrelid::regclass::text AS name, indrelid::regclass::text AS relation
@@ -596,10 +587,7 @@ describePostgres('PostgreSQL partitioned Archive and DLQ', () => {
       expect(await partitionOf(db, 'jobs_archive', running.id)).toBe(legacy);
 
       // Opened without the option, maintenance goes on by the newest partition's period (a week).
-      const last = archive.partitions
-        .filter((p) => !/_(default|min_\d+)$/.test(p))
-        .sort()
-        .pop()!;
+      const last = newestPeriodPartition(archive.partitions);
       await db.sql(`DROP TABLE chokaq.${last}`);
       await (await copy.open()).applyRetention(RETENTION);
       expect((await layoutOf(db, 'jobs_archive')).partitions.sort()).toEqual(
@@ -688,9 +676,7 @@ describePostgres('PostgreSQL partitioned Archive and DLQ', () => {
       const plan = await explainList('archive', { filter: { from: today }, limit: 50 });
       const past = scanned(plan).filter((r) => r < `jobs_archive_${dayStamp(today)}`);
       expect(past).toEqual([]);
-      expect(scanned(plan)).toContain(
-        `jobs_archive_${dayStamp(today)}_${dayStamp(nextPeriod(today, 'day'))}`,
-      );
+      expect(scanned(plan)).toContain(periodPartition('jobs_archive', today));
       const page = await storage.listArchive({ filter: { from: today }, limit: 50 });
       expect(page.items.length).toBeGreaterThan(0);
       for (const item of page.items) {
@@ -751,7 +737,7 @@ describePostgres('PostgreSQL partitioned Archive and DLQ', () => {
       }
       expect(
         scans.filter((n) => n['Node Type'] === 'Seq Scan').map((n) => n['Relation Name']),
-      ).not.toContain(`jobs_archive_${dayStamp(today)}_${dayStamp(nextPeriod(today, 'day'))}`);
+      ).not.toContain(periodPartition('jobs_archive', today));
       expect((await storage.getJob(id))?.id).toBe(id);
     });
   });

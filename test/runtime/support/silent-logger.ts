@@ -1,4 +1,4 @@
-import type { LoggerService } from '@nestjs/common';
+import { ConsoleLogger, Logger, type LoggerService } from '@nestjs/common';
 import { ChokaQLogRecord } from '../../../libs/chokaq/src/common/chokaq-log-record';
 
 /** One line a {@link RecordingLogger} received. */
@@ -52,5 +52,21 @@ export class RecordingLogger implements LoggerService {
     } else {
       this.lines.push({ level, message: String(message) });
     }
+  }
+}
+
+/**
+ * Runs `work` with Nest's logger replaced by `logger`, and puts the console logger back after,
+ * whether `work` succeeded or threw; returns what `work` returned.
+ */
+export async function recordingInto<T>(
+  logger: RecordingLogger,
+  work: () => Promise<T>,
+): Promise<T> {
+  Logger.overrideLogger(logger);
+  try {
+    return await work();
+  } finally {
+    Logger.overrideLogger(new ConsoleLogger());
   }
 }

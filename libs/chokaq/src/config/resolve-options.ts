@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
 import { ChokaQValidationError, ValidationIssue } from '../errors';
 import { ChokaQModuleOptions, ResolvedChokaQOptions } from '../interfaces/module-options.interface';
-import { StorageOptions } from '../interfaces/storage-options.interface';
+import type { ArchivePartitioning, StorageOptions } from '../interfaces/storage-options.interface';
 import { AUDIT_LIMITS, MAX_TIMER_MS } from '../validation/limits';
 import {
   OPTION_RULES,
@@ -15,7 +15,7 @@ import {
 } from '../validation/option-rules';
 import { DEFAULT_WORKER_RETENTION_MS } from '../validation/validate-args';
 import { DEFAULT_PAYLOAD_MAX_BYTES } from '../validation/validate-job';
-import { DEFAULT_SQLITE_FILE } from './storage-defaults';
+import { DEFAULT_SQLITE_FILE, PARTITION_PERIODS } from './storage-defaults';
 
 const SECOND = 1_000;
 const MINUTE = 60 * SECOND;
@@ -359,8 +359,6 @@ function resolveStorage(
   return storage;
 }
 
-const PARTITION_PERIODS = ['day', 'week', 'month'];
-
 /** `storage.partitioning`, when set, is `{ period: 'day' | 'week' | 'month' }` and nothing more. */
 function partitioningIssues(
   given: unknown,
@@ -376,7 +374,7 @@ function partitioningIssues(
       add(`storage.partitioning.${key}`, 'is not a known option of partitioning', given[key]);
     }
   }
-  if (!PARTITION_PERIODS.includes(given.period as string)) {
+  if (!PARTITION_PERIODS.includes(given.period as ArchivePartitioning['period'])) {
     add('storage.partitioning.period', "must be 'day', 'week' or 'month'", given.period);
   }
 }

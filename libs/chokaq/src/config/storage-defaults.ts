@@ -1,5 +1,6 @@
 import type { StorageDialect } from '../interfaces/job.interface';
 import type {
+  ArchivePartitioning,
   StorageOptions,
   TransientRetryOptions,
 } from '../interfaces/storage-options.interface';
@@ -23,6 +24,9 @@ export const DEFAULT_SQLITE_PREFIX = 'chokaq_';
 export function storageSchema(options: StorageOptions, dialect: StorageDialect): string {
   return options.schema ?? (dialect === 'sqlite' ? DEFAULT_SQLITE_PREFIX : DEFAULT_SCHEMA);
 }
+
+/** The periods `storage.partitioning` accepts: what the options check and the CLI's `--partitioning` take. */
+export const PARTITION_PERIODS: readonly ArchivePartitioning['period'][] = ['day', 'week', 'month'];
 
 /** Default SQLite file. */
 export const DEFAULT_SQLITE_FILE = 'chokaq.db';

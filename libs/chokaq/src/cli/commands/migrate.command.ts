@@ -1,3 +1,4 @@
+import { PARTITION_PERIODS } from '../../config/storage-defaults';
 import type { SchemaVersionInfo } from '../../interfaces/schema-status.interface';
 import type { ArchivePartitioning } from '../../interfaces/storage-options.interface';
 import { defineCommand } from '../args/command-definition';
@@ -12,9 +13,6 @@ function versionTable(versions: readonly SchemaVersionInfo[]): Block {
     versions.map((m) => [m.version, m.description]),
   );
 }
-
-/** What `--partitioning` takes. */
-const PERIODS: readonly ArchivePartitioning['period'][] = ['day', 'week', 'month'];
 
 /**
  * `chokaq migrate [--dry-run] [--binary-keys] [--partitioning day|week|month]`: creates or
@@ -50,7 +48,7 @@ export const migrateCommand = defineCommand({
     partitioning: {
       type: 'string',
       value: 'PERIOD',
-      description: `PostgreSQL, SQL Server: partition the Archive and the DLQ by ${PERIODS.join(', ')}`,
+      description: `PostgreSQL, SQL Server: partition the Archive and the DLQ by ${PARTITION_PERIODS.join(', ')}`,
     },
   },
   positionals: { min: 0, max: 0 },
@@ -62,9 +60,12 @@ export const migrateCommand = defineCommand({
       throw new CliUsageError('--binary-keys cannot be combined with --dry-run', 'migrate');
     }
     const period = stringValue(line, 'partitioning');
-    if (period !== undefined && !PERIODS.includes(period as ArchivePartitioning['period'])) {
+    if (
+      period !== undefined &&
+      !PARTITION_PERIODS.includes(period as ArchivePartitioning['period'])
+    ) {
       throw new CliUsageError(
-        `--partitioning must be one of ${PERIODS.join(', ')} (got '${period}')`,
+        `--partitioning must be one of ${PARTITION_PERIODS.join(', ')} (got '${period}')`,
         'migrate',
       );
     }
