@@ -3,6 +3,7 @@ import {
   ARCHIVE_SPAN_MS,
   DLQ_SPAN_MS,
   PENDING_SPAN_MS,
+  SEAL_AGE_MS,
   SEARCH_TERM,
   SEED_ERROR_FAMILIES,
   SEED_QUEUES,
@@ -188,7 +189,10 @@ export function adminReadsSection(runs: readonly AdminReadsRun[], meta: AdminRea
       `${SEED_QUEUES.length} queues of falling shares (${shares}), ${SEED_VERBS.length} ` +
       `types per queue, ${SEED_ERROR_FAMILIES} error families with ids and numbers in their messages, tags on 3 rows in 10, ` +
       'one payload in 100 of about 8 KB; one-minute metric buckets of every queue over the last 24 hours ' +
-      '(succeeded, failed, retried, started, some cancelled); 6 Workers rows; lifetime counters and controls of every queue.',
+      '(succeeded, failed, retried, started, some cancelled); 6 Workers rows; lifetime counters and controls of every queue. ' +
+      'Then one retention pass that removes nothing (it seals the totals of every queue per minute on PostgreSQL, ' +
+      `which a series of all queues reads), its seal set back ${SEAL_AGE_MS / 60_000} minutes: where it stands just before ` +
+      'the next hourly pass, the most buckets such a series reads.',
     ...(period === undefined
       ? []
       : [

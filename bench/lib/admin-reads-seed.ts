@@ -1,3 +1,4 @@
+import { CHOKAQ_DEFAULTS } from '../../libs/chokaq/src/config/resolve-options';
 import type { BenchDialect } from './args';
 
 /*
@@ -54,6 +55,13 @@ export const SEED_VERBS = ['send', 'render', 'sync', 'notify', 'reconcile', 'cle
 /** What the finish (archive) and failure (DLQ) times span, back from `now`. */
 export const ARCHIVE_SPAN_MS = 3 * 86_400_000;
 export const DLQ_SPAN_MS = 4 * 86_400_000;
+
+/**
+ * How far back the seal of the metric totals (PostgreSQL) is set after the seed's retention pass:
+ * where it stands just before retention's next pass (`retention.intervalMs`, an hour by default,
+ * jittered by up to 20 %), when a series of all queues reads the most buckets.
+ */
+export const SEAL_AGE_MS = CHOKAQ_DEFAULTS.retention.intervalMs * 1.2;
 /** What the pending rows' enqueue times span, back from `now`. */
 export const PENDING_SPAN_MS = 2 * 3_600_000;
 /** Minutes of metric buckets per queue (24 hours and the current minute). */

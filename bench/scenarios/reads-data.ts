@@ -3,11 +3,18 @@ import { closeSync, fsyncSync, mkdtempSync, openSync, rmSync, statSync } from 'n
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Client } from 'pg';
+import { CHOKAQ_DEFAULTS } from '../../libs/chokaq/src/config/resolve-options';
 import type { StorageOptions } from '../../libs/chokaq/src/interfaces/storage-options.interface';
 import { createJobStorage } from '../../libs/chokaq/src/storage/create-storage';
 import type { JobStorage } from '../../libs/chokaq/src/storage/job-storage';
 import type { PartitionPeriod } from '../../libs/chokaq/src/storage/shared/partitions';
-import { ARCHIVE_SPAN_MS, DLQ_SPAN_MS, SEED_QUEUES, seedStatements } from '../lib/admin-reads-seed';
+import {
+  ARCHIVE_SPAN_MS,
+  DLQ_SPAN_MS,
+  SEAL_AGE_MS,
+  SEED_QUEUES,
+  seedStatements,
+} from '../lib/admin-reads-seed';
 import type { BenchDialect, ReadSizes } from '../lib/args';
 import { benchSchemaName, dropSchema } from '../lib/pg-admin';
 import { makePastPartitions, partitionCount } from '../lib/pg-partitions';
@@ -97,7 +104,14 @@ async function postgresTarget(benchUrl: string, period?: PartitionPeriod): Promi
     // while the reads are timed; this way it has nothing left to do, and the tables are in the
     // state autovacuum keeps a long-lived database in (visibility map set, statistics current).
     analyze: async () => {
-      for (const t of ['jobs_archive', 'jobs_dlq', 'jobs_hot', 'metric_buckets', 'stats_summary']) {
+      for (const t of [
+        'jobs_archive',
+        'jobs_dlq',
+        'jobs_hot',
+        'metric_buckets',
+        'metric_totals',
+        'stats_summary',
+      ]) {
         await client.query(`VACUUM (ANALYZE) "${schema}".${t}`);
       }
       await client.query(`ANALYZE "${schema}".queues`);
@@ -255,6 +269,30 @@ async function seedWorkers(storage: JobStorage): Promise<void> {
   await storage.markWorkerStopped('worker-5');
 }
 
+/**
+ * The last retention pass of a running app (`retention.intervalMs`, jittered by 20 %), over windows
+ * that keep every seeded row. On PostgreSQL it seals the metric totals of every queue
+ * (`metric_totals`), which a throughput series of all queues reads instead of the buckets for the
+ * sealed minutes. The seal is then put back to where it stands just before the next pass
+ * (`SEAL_AGE_MS`), so the series reads the most buckets a running app's does: its worst case.
+ */
+async function retentionPass(storage: JobStorage, target: Target): Promise<void> {
+  const keep = 30 * 86_400_000;
+  await storage.applyRetention({
+    archiveMs: keep,
+    dlqMs: keep,
+    metricsMs: CHOKAQ_DEFAULTS.retention.metricsMs,
+    workersMs: keep,
+  });
+  if (target.dialect !== 'postgres') return;
+  const mark = `date_trunc('minute', now()) - ${SEAL_AGE_MS / 60_000} * interval '1 minute'`;
+  await target.exec(`DELETE FROM ${target.table('metric_totals')} WHERE bucket_utc >= ${mark}`);
+  await target.exec(
+    `UPDATE ${target.table('settings')} SET value = extract(epoch FROM ${mark})::text
+     WHERE name = 'metric_totals.sealed_to'`,
+  );
+}
+
 /** A seeded data set: where it lives, what it holds, and how long it took. */
 export interface ReadsData {
   dialect: BenchDialect;
@@ -347,6 +385,7 @@ export async function seedReadsData(
     const storage = await createJobStorage(target.options);
     try {
       await seedWorkers(storage);
+      await retentionPass(storage, target);
     } finally {
       await storage.close();
     }

@@ -234,6 +234,7 @@ export class PostgresAdminStore {
       }
     }
     await drain('metricBuckets', SQL.applyRetentionBuckets(this.s), policy.metricsMs);
+    await this.sealMetricTotals(policy.metricsMs, batch);
     await drain('workers', SQL.applyRetentionWorkers(this.s), policy.workersMs);
     await drain('audit', SQL.applyRetentionAudit(this.s), policy.auditMs);
     // After the archive's: a unique key whose holder retention just removed holds nothing.
@@ -252,6 +253,26 @@ export class PostgresAdminStore {
       if (joined.length < batch) break;
     }
     return done;
+  }
+
+  /**
+   * Not a removal: the totals of every queue per minute for the minutes no transaction can still
+   * write (`SQL.sealMetricTotals`, one short transaction), after those past the buckets' window
+   * went. Counted nowhere: the totals are the buckets again, summed.
+   */
+  private async sealMetricTotals(metricsMs: number, batch: number): Promise<void> {
+    for (;;) {
+      const gone = await this.db.query(
+        'retention.metricTotals',
+        SQL.applyRetentionTotals(this.s),
+        SQL.applyRetentionParams(metricsMs, batch),
+      );
+      if (gone.length < batch) break;
+    }
+    await this.db.transaction('retention.sealMetricTotals', async (exec) => {
+      const [mark] = await exec(SQL.lockMetricSeal(this.s));
+      await exec(SQL.sealMetricTotals(this.s), [String(mark.value)]);
+    });
   }
 
   // ---------------------------------------------------------------- audit log

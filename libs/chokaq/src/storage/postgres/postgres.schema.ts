@@ -748,6 +748,32 @@ const V20: PostgresMigration = {
   ],
 };
 
+/**
+ * Version 21: `metric_totals`, the metric buckets of every queue summed per minute and outcome, for
+ * the minutes no transaction can still write (sealed by retention's pass: `sealMetricTotals`). A
+ * throughput series of all queues reads these for the sealed minutes and the buckets only for the
+ * rest, so a day of 20 queues is about 7,000 rows instead of 115,000 (the admin-reads bench). The
+ * seal's mark is a `settings` row (`metric_totals.sealed_to`); without one, every minute is read from
+ * the buckets. A new table only: workers of version 20 never read or write it.
+ */
+const V21: PostgresMigration = {
+  version: 21,
+  description: 'Metric totals of every queue per minute',
+  statements: (s) => [
+    `CREATE TABLE IF NOT EXISTS ${s}.metric_totals (
+      bucket_utc timestamptz NOT NULL,
+      outcome smallint NOT NULL,
+      completed_count bigint NOT NULL,
+      duration_count bigint NOT NULL,
+      total_duration_ms bigint NOT NULL,
+      lag_count bigint NOT NULL,
+      lag_sum_ms bigint NOT NULL,
+      lag_max_ms bigint NOT NULL,
+      CONSTRAINT pk_metric_totals PRIMARY KEY (bucket_utc, outcome)
+    )`,
+  ],
+};
+
 /** Every migration, in version order. */
 export const POSTGRES_MIGRATIONS: readonly PostgresMigration[] = [
   V1,
@@ -770,6 +796,7 @@ export const POSTGRES_MIGRATIONS: readonly PostgresMigration[] = [
   V18,
   V19,
   V20,
+  V21,
 ];
 
 /** The newest schema version this code expects. */

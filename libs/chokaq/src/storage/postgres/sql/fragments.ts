@@ -51,6 +51,9 @@ export const cols = (list: readonly string[], alias?: string): string =>
 
 export const MS = "* interval '1 millisecond'";
 
+/** The `settings` row that holds how far `metric_totals` is sealed (epoch seconds, as text). */
+export const METRIC_SEAL_SETTING = 'metric_totals.sealed_to';
+
 /**
  * Metric-bucket upsert of one outcome; `source` yields (queue, duration_ms) per moved row. One row per
  * (minute, queue, outcome, reason) and per statement (grouped first, so ON CONFLICT never meets a row

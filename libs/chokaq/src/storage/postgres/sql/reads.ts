@@ -16,7 +16,7 @@ import {
 } from '../../../validation/limits';
 import { ERROR_LINE_PREFIX } from '../../shared/error-family';
 import { PILLAR_TABLE, filterClause } from './filters';
-import { MS } from './fragments';
+import { METRIC_SEAL_SETTING, MS } from './fragments';
 
 /** One job by id ($1) in each pillar; read one after the other (hot, archive, DLQ). */
 export const getJobHot = (s: string): string => `SELECT * FROM ${s}.jobs_hot WHERE id = $1`;
@@ -254,6 +254,26 @@ const seriesSums = (b: string): string => `
        sum(${b}.lag_sum_ms) AS lag_sum_ms, max(${b}.lag_max_ms) AS lag_max_ms`;
 
 /**
+ * The buckets of every queue over [$1, $2): `metric_totals` (one row per minute and outcome) for
+ * the minutes the last seal covers, `metric_buckets` for the rest (`sealMetricTotals`: the minutes
+ * from its mark on, which a transaction may still be writing). Each a range of its primary key;
+ * the mark is read once (an InitPlan), and without one every minute comes from the buckets.
+ */
+const sealedAndOpenBuckets = (s: string): string => `
+  WITH seal AS MATERIALIZED (
+    SELECT coalesce((SELECT to_timestamp(m.value::float8) FROM ${s}.settings m
+                     WHERE m.name = '${METRIC_SEAL_SETTING}'), '-infinity') AS upto)
+  SELECT t.bucket_utc, t.outcome, t.completed_count, t.duration_count, t.total_duration_ms,
+         t.lag_count, t.lag_sum_ms, t.lag_max_ms
+  FROM ${s}.metric_totals t
+  WHERE t.bucket_utc >= $1::timestamptz AND t.bucket_utc < least($2::timestamptz, (SELECT upto FROM seal))
+  UNION ALL
+  SELECT b.bucket_utc, b.outcome, b.completed_count, b.duration_count, b.total_duration_ms,
+         b.lag_count, b.lag_sum_ms, b.lag_max_ms
+  FROM ${s}.metric_buckets b
+  WHERE b.bucket_utc >= greatest($1::timestamptz, (SELECT upto FROM seal)) AND b.bucket_utc < $2::timestamptz`;
+
+/**
  * A throughput series: the metric buckets of [$1, $2) summed per step and outcome. $1/$2 the start
  * (a whole minute) and end of the series, $3 the step in ms, $4 the queue (only with `queue`). A
  * range of the primary key (bucket_utc first) or, for one queue, of
@@ -271,9 +291,13 @@ const seriesSums = (b: string): string => `
 export const getThroughputSeries = (s: string, queue: boolean, perBucket: boolean): string => {
   const slot = (b: string) =>
     `(date_part('epoch', ${b}.bucket_utc - $1::timestamptz) * 1000)::bigint / $3::bigint`;
-  const grouped = `
+  const grouped = queue
+    ? `
 FROM ${s}.metric_buckets b
-WHERE b.bucket_utc >= $1::timestamptz AND b.bucket_utc < $2::timestamptz${queue ? ' AND b.queue = $4::text' : ''}
+WHERE b.bucket_utc >= $1::timestamptz AND b.bucket_utc < $2::timestamptz AND b.queue = $4::text
+GROUP BY b.bucket_utc, b.outcome`
+    : `
+FROM (${sealedAndOpenBuckets(s)}) b
 GROUP BY b.bucket_utc, b.outcome`;
   if (perBucket) {
     return `

@@ -5,7 +5,7 @@
 import type { DlqFilter } from '../../../interfaces/job-view.interface';
 import { filterClause } from './filters';
 import { chooseDlqByFilter } from './moves';
-import { GROUPED, MS, attemptsDelete } from './fragments';
+import { GROUPED, METRIC_SEAL_SETTING, MS, attemptsDelete } from './fragments';
 import { dependencyRemove } from './dependencies';
 
 /**
@@ -125,6 +125,82 @@ WITH chosen AS MATERIALIZED (
 DELETE FROM ${s}.metric_buckets b USING chosen c
 WHERE b.bucket_utc = c.bucket_utc AND b.queue = c.queue
   AND b.outcome = c.outcome AND b.failure_reason = c.failure_reason
+RETURNING 1 AS deleted`;
+
+/**
+ * The first statement of a seal (`sealMetricTotals`): takes the seal's mark under a row lock,
+ * making it (unsealed: `-Infinity`) on the first pass, and returns it. Two processes sealing at
+ * once take turns here; the second reads the mark the first committed.
+ */
+export const lockMetricSeal = (s: string): string => `
+INSERT INTO ${s}.settings AS t (name, value) VALUES ('${METRIC_SEAL_SETTING}', '-Infinity')
+ON CONFLICT (name) DO UPDATE SET value = t.value
+RETURNING t.value`;
+
+/**
+ * The seal's horizon (`upto`, NULL when unknown) over `activity`, rows shaped as
+ * `pg_stat_activity`'s (datname, usesysid, state, xact_start): {@link sealMetricTotals} reads the
+ * view itself, the tests rows of their own.
+ */
+export const metricSealHorizon = (s: string, activity: string): string => `
+  SELECT CASE WHEN bool_or(a.state IS NULL) THEN NULL
+              ELSE date_trunc('minute', least(now(), min(a.xact_start))) - interval '1 minute'
+         END AS upto
+  FROM ${activity} a
+  WHERE a.datname = current_database() AND a.usesysid IS NOT NULL
+    AND has_table_privilege(a.usesysid, '${s}.metric_buckets', 'INSERT')`;
+
+/**
+ * The second statement of a seal, in the transaction of {@link lockMetricSeal}: sums the metric
+ * buckets of every queue per minute and outcome into `metric_totals`, for the minutes from the mark
+ * ($1, epoch seconds) to the horizon, and moves the mark there.
+ *
+ * The horizon is the first minute a transaction may still write. A bucket's minute is its writer's
+ * `now()`, the start of its transaction (`bucketUpsert`, `startLagUpsert`), so no bucket of a minute
+ * before the oldest open transaction's start can appear any more; that start is `xact_start` in
+ * `pg_stat_activity` (https://www.postgresql.org/docs/15/monitoring-stats.html#MONITORING-PG-STAT-ACTIVITY-VIEW),
+ * read over the sessions of this database whose role may insert buckets (so autovacuum and other
+ * databases' sessions never hold it back), and a minute more for the instant between a
+ * transaction's start and its entry there. A session this role may not see (`state` NULL: another
+ * role, without `pg_read_all_stats`) leaves the horizon unknown, and nothing is sealed. A long
+ * transaction holds the seal back; the reads then take the buckets of the minutes after the mark,
+ * so a seal that falls behind costs read time, never a count. A re-sealed minute is replaced.
+ */
+export const sealMetricTotals = (s: string): string => `
+WITH horizon AS (${metricSealHorizon(s, 'pg_stat_activity')}),
+span AS (
+  SELECT to_timestamp($1::float8) AS from_utc, h.upto AS to_utc FROM horizon h
+  WHERE h.upto > to_timestamp($1::float8)),
+rolled AS (
+  INSERT INTO ${s}.metric_totals AS t (
+    bucket_utc, outcome, completed_count, duration_count, total_duration_ms,
+    lag_count, lag_sum_ms, lag_max_ms)
+  SELECT b.bucket_utc, b.outcome, sum(b.completed_count), sum(b.duration_count),
+         sum(b.total_duration_ms), sum(b.lag_count), sum(b.lag_sum_ms), max(b.lag_max_ms)
+  FROM span p
+  JOIN ${s}.metric_buckets b ON b.bucket_utc >= p.from_utc AND b.bucket_utc < p.to_utc
+  GROUP BY b.bucket_utc, b.outcome
+  ON CONFLICT (bucket_utc, outcome) DO UPDATE
+  SET completed_count = EXCLUDED.completed_count, duration_count = EXCLUDED.duration_count,
+      total_duration_ms = EXCLUDED.total_duration_ms, lag_count = EXCLUDED.lag_count,
+      lag_sum_ms = EXCLUDED.lag_sum_ms, lag_max_ms = EXCLUDED.lag_max_ms
+  RETURNING 1),
+mark AS (
+  UPDATE ${s}.settings t SET value = extract(epoch FROM p.to_utc)::text
+  FROM span p WHERE t.name = '${METRIC_SEAL_SETTING}'
+  RETURNING p.to_utc)
+SELECT (SELECT count(*) FROM rolled) AS rolled, (SELECT m.to_utc FROM mark m) AS sealed_to`;
+
+/** Retention batch of `metric_totals`: minutes older than $1 ms (at most $2), as the buckets'. */
+export const applyRetentionTotals = (s: string): string => `
+WITH chosen AS MATERIALIZED (
+  SELECT r.bucket_utc, r.outcome FROM ${s}.metric_totals r
+  WHERE r.bucket_utc < now() - $1::float8 ${MS}
+  ORDER BY r.bucket_utc
+  LIMIT $2
+  FOR UPDATE SKIP LOCKED)
+DELETE FROM ${s}.metric_totals t USING chosen c
+WHERE t.bucket_utc = c.bucket_utc AND t.outcome = c.outcome
 RETURNING 1 AS deleted`;
 
 /**
