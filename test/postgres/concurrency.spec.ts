@@ -218,6 +218,7 @@ describePostgres(
         'jobs_dlq',
         'jobs_hot',
         'metric_buckets',
+        'metric_totals',
         'queues',
         'recurring_jobs',
         'schema_migrations',
