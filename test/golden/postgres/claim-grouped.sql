@@ -135,7 +135,7 @@ took AS MATERIALIZED (
         SELECT 1 FROM unnest($5::text[], $6::int[], $7::int[]) AS t(type, lo, hi)
         WHERE t.type = j.type AND j.payload_version BETWEEN t.lo AND t.hi))
     ORDER BY j.priority DESC, coalesce(j.scheduled_at_utc, j.enqueued_at_utc), j.id COLLATE "C"
-    LIMIT w.room
+    LIMIT least(w.room, (SELECT gq.budget FROM gq) - (SELECT max(x.found) FROM walk x) + 1)
   ) t
   WHERE w.room > 0
 ),

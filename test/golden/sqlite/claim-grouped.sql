@@ -182,7 +182,7 @@ WITH
               SELECT 1 FROM handled_type t
               WHERE t.type = c.type AND c.payload_version BETWEEN t.min_version AND t.max_version))
           ORDER BY c.priority DESC, COALESCE(c.scheduled_at_utc, c.enqueued_at_utc), c.id
-          LIMIT @budget)
+          LIMIT @most)
       ),
       ranked AS (
         SELECT id, n, room, ROW_NUMBER() OVER (PARTITION BY n ORDER BY priority DESC, due, id) AS rn

@@ -684,6 +684,7 @@ export class SqliteJobStore extends SqliteAdminStore implements DialectJobStore 
         : this.db.all(this.sql.fetchNextGroupedBatch, {
             queue,
             budget,
+            most: budget - withRoom.length + 1,
             visits: JSON.stringify(withRoom),
             types,
             workerId,

@@ -367,7 +367,10 @@ const GROUP_ROOM = (s: string, k: string): string => `CASE WHEN NOT ${GROUP_HAS_
  * room and a due job as the budget (each of them gets at least one row) or after $8 visits. Each
  * visited group gives up to its room of rows in its own claim order (priority, due time, id); the
  * rows are then taken round-robin — every group's first row, then every group's second — up to
- * the budget. The cursor moves to the last group visited, so
+ * the budget. With F groups found, round-robin takes a group's k-th row only if the budget exceeds
+ * the F first rows and the group's own k − 2 before it, so no group gives more than budget − F + 1
+ * rows, and none is read (`took`'s LIMIT): a walk that found a group per free slot reads one row
+ * of each. The cursor moves to the last group visited, so
  * the next claim starts with the group after it: every group with due rows and room is served
  * within one round of the walk, however long another group's backlog is.
  *
@@ -443,7 +446,7 @@ took AS MATERIALIZED (
         SELECT 1 FROM unnest($5::text[], $6::int[], $7::int[]) AS t(type, lo, hi)
         WHERE t.type = j.type AND j.payload_version BETWEEN t.lo AND t.hi))
     ORDER BY j.priority DESC, coalesce(j.scheduled_at_utc, j.enqueued_at_utc), j.id COLLATE "C"
-    LIMIT w.room
+    LIMIT least(w.room, (SELECT gq.budget FROM gq) - (SELECT max(x.found) FROM walk x) + 1)
   ) t
   WHERE w.room > 0
 ),

@@ -291,9 +291,10 @@ export function claimStatements(t: SqliteTables) {
      * The grouped claim, step 3: starts up to `@budget` due Pending rows of `@queue` from the
      * groups the walk visited. `@visits`: a JSON array of `{group, n, room}` (visit order `n`,
      * only groups with room); each gives up to its room of rows in its own claim order (priority,
-     * due time, id: a range of `jobs_hot_group_pending_ix`, read for at most `@budget` rows), and
+     * due time, id: a range of `jobs_hot_group_pending_ix`, read for at most `@most` rows), and
      * the rows are then taken round-robin, every group's first row, then every group's second,
-     * in visit order, up to the budget. Every row it takes starts (status 2, as
+     * in visit order, up to the budget. `@most` is the budget less the groups with room, plus one:
+     * round-robin never takes more of one group (the PostgreSQL statement says why). Every row it takes starts (status 2, as
      * {@link markAsProcessing} sets it): a grouped queue never leaves rows Fetched. `@types`: the
      * `{type, minVersion, maxVersion}` the worker handles in this queue, NULL when it handles the
      * whole queue.
@@ -315,7 +316,7 @@ export function claimStatements(t: SqliteTables) {
               SELECT 1 FROM handled_type t
               WHERE t.type = c.type AND c.payload_version BETWEEN t.min_version AND t.max_version))
           ORDER BY c.priority DESC, COALESCE(c.scheduled_at_utc, c.enqueued_at_utc), c.id
-          LIMIT @budget)
+          LIMIT @most)
       ),
       ranked AS (
         SELECT id, n, room, ROW_NUMBER() OVER (PARTITION BY n ORDER BY priority DESC, due, id) AS rn
