@@ -275,16 +275,22 @@ describeEachDialect('storage contract: counters and telemetry', (fixture) => {
       'Error: boom',
       'TypeError: bad input\n    at c (c.js:3:3)',
     ];
+    const ids: string[] = [];
     for (const error of errors) {
       const { id } = await db.storage.enqueue({ queue });
       await db.storage.moveToDlq({ id }, { reason: FailureReason.FatalError, error });
+      ids.push(id);
     }
     const top = await db.storage.getTopDlqErrors(10, { queue });
     expect(top.map(({ error, count }) => ({ error, count }))).toEqual([
       { error: 'Error: boom', count: 3 },
       { error: 'TypeError: bad input', count: 1 },
     ]);
-    expect(top[0].lastFailedAtUtc).toBeInstanceOf(Date);
+    // The newest failure of each family, to the millisecond, as the job's own view has it.
+    const failedAt = async (id: string) => (await db.storage.getJob(id))!.failedAtUtc!.getTime();
+    const boom = Math.max(...(await Promise.all(ids.slice(0, 3).map(failedAt))));
+    expect(top[0].lastFailedAtUtc.getTime()).toBe(boom);
+    expect(top[1].lastFailedAtUtc.getTime()).toBe(await failedAt(ids[3]));
     expect(await db.storage.getTopDlqErrors(1, { queue })).toHaveLength(1);
   });
 
