@@ -162,8 +162,14 @@ describePostgres('PostgreSQL metric totals', () => {
     await Promise.all([a.close(), b.close()]);
   });
 
-  it('retention removes the totals past the buckets’ window', async () => {
-    await storage.applyRetention({ ...KEEP_ALL, metricsMs: 60 * MINUTE });
+  it('retention removes the totals past the buckets’ window, batch after batch', async () => {
+    const { rows: before } = await client.query(
+      `SELECT count(*)::int AS old FROM ${s}.metric_totals
+       WHERE bucket_utc < now() - interval '60 minutes'`,
+    );
+    // More than three batches' worth.
+    expect(before[0].old).toBeGreaterThan(3 * 50);
+    await storage.applyRetention({ ...KEEP_ALL, metricsMs: 60 * MINUTE, batchSize: 50 });
     const { rows } = await client.query(
       `SELECT count(*)::int AS old FROM ${s}.metric_totals
        WHERE bucket_utc < now() - interval '60 minutes'`,
