@@ -7,11 +7,14 @@ import { JobStatus } from '../../libs/chokaq/src/interfaces/job-status.enum';
 import { createJobStorage } from '../../libs/chokaq/src/storage/create-storage';
 import type { JobStorage } from '../../libs/chokaq/src/storage';
 import {
+  enqueue,
+  enqueueParams,
   getJobArchive,
   listJobs,
   listWhere,
   quoteSchema,
 } from '../../libs/chokaq/src/storage/postgres/sql';
+import { type ValidatedJob, validateNewJob } from '../../libs/chokaq/src/validation/validate-job';
 import { FailureReason } from '../../libs/chokaq/src/interfaces/job-status.enum';
 import { encodeListCursor } from '../../libs/chokaq/src/validation/list-cursor';
 import { assertListQuery } from '../../libs/chokaq/src/validation/validate-list';
@@ -20,6 +23,7 @@ import { dayStamp, nextPeriod, periodStart } from '../../libs/chokaq/src/storage
 import { RecordingLogger, recordingInto } from '../runtime/support/silent-logger';
 import {
   archiveDirectly,
+  archivePending,
   archivedAfterRetry,
   archivedDependent,
 } from '../support/archive-directly';
@@ -720,6 +724,88 @@ describePostgres('PostgreSQL partitioned Archive and DLQ', () => {
       );
       expect(page.items[0].id).toBe(next.id);
       expect(page.items.map((j) => j.id)).not.toContain(row.id);
+    });
+
+    it('an enqueue probes an id the library made only where a job finished since its first attempt could be; a given id, everywhere', async () => {
+      const s = quoteSchema(db.schema);
+      const probed = async (job: ValidatedJob, probeBackMs: number | null) => {
+        await client.query('BEGIN');
+        try {
+          const plan = await explain(enqueue(s, null), enqueueParams([job], probeBackMs));
+          // Partitions the plan read: one pruned at execution is in a node that never ran.
+          return scanned(plan.filter((n) => (n['Actual Loops'] ?? 0) > 0)).filter((r) =>
+            /^jobs_(archive|dlq)_/.test(r),
+          );
+        } finally {
+          await client.query('ROLLBACK');
+        }
+      };
+      const made = validateNewJob({ queue: 'probes' });
+      expect(made.idGiven).toBe(false);
+      const given = validateNewJob({ queue: 'probes', id: randomUUID() });
+      expect(given.idGiven).toBe(true);
+      const everywhere = await probed(given, 60_000);
+      // Today's and the four past days', with the defaults: every partition that has rows.
+      expect(everywhere).toEqual(
+        expect.arrayContaining([
+          periodPartition('jobs_archive', new Date(today.getTime() - PAST_DAYS * DAY)),
+          periodPartition('jobs_dlq', new Date(today.getTime() - PAST_DAYS * DAY)),
+        ]),
+      );
+      expect(await probed(made, null)).toEqual(everywhere);
+      // Made here, first attempt an hour ago at most: from an hour before that to an hour ahead,
+      // so today's partition and the default (in the first or last hour of the day, a
+      // neighbour's too), none of the past days' or of the days made ahead.
+      const recent = await probed(made, 3_600_000);
+      const from = periodStart(new Date(Date.now() - 2 * 3_600_000), 'day').getTime();
+      const to = periodStart(new Date(Date.now() + 3_600_000), 'day').getTime();
+      for (const table of ['jobs_archive', 'jobs_dlq']) {
+        expect(recent).toContain(periodPartition(table, today));
+        for (let d = today.getTime() - PAST_DAYS * DAY; d <= today.getTime() + 7 * DAY; d += DAY) {
+          if (d < from || d > to) expect(recent).not.toContain(periodPartition(table, new Date(d)));
+        }
+      }
+      expect(recent.length).toBeLessThanOrEqual(2 * 3);
+    });
+
+    it('enqueue and enqueueMany send how long ago their first attempt began, plus the hour of margin', async () => {
+      // Watched, not replaced: every statement still runs.
+      const spy = jest.spyOn(Client.prototype, 'query');
+      let calls: unknown[][];
+      try {
+        await storage.enqueue({ queue: 'probes.store' });
+        await storage.enqueueMany([
+          { queue: 'probes.store' },
+          { queue: 'probes.store', id: randomUUID() },
+        ]);
+      } finally {
+        calls = [...spy.mock.calls];
+        spy.mockRestore();
+      }
+      const sent = calls
+        .map(([q, v]) => (typeof q === 'object' && q !== null ? q : { text: q, values: v }))
+        .filter((q) => String((q as { text: unknown }).text).includes('finished_from'))
+        .map((q) => (q as { values: unknown[] }).values);
+      expect(sent).toHaveLength(2);
+      for (const values of sent) {
+        expect(values[15]).toBeGreaterThanOrEqual(3_600_000);
+        expect(values[15]).toBeLessThan(3_600_000 + 60_000);
+      }
+      expect(sent[1][14]).toEqual([false, true]);
+    });
+
+    it('an enqueue of an id the library made finds it archived by an earlier attempt, and inserts nothing', async () => {
+      const s = quoteSchema(db.schema);
+      const type = `probes.retry.${randomUUID()}`;
+      const job = validateNewJob({ queue: 'probes.retry', type });
+      // The first attempt stored it, and the job ran to the Archive before the retry.
+      expect((await client.query(enqueue(s, null), enqueueParams([job], 0))).rows).toEqual([
+        { id: job.id },
+      ]);
+      const id = await archivePending(storage, job.id, 'probes.retry', type, WORKER);
+      const again = await client.query(enqueue(s, null), enqueueParams([job], 1_000));
+      expect(again.rows).toEqual([]);
+      expect((await storage.getJob(id))?.status).toBe(JobStatus.Succeeded);
     });
 
     it('getJob reads each partition by its primary key, one row at most', async () => {

@@ -55,6 +55,20 @@ export async function archiveDirectly(
 }
 
 /**
+ * Runs job `id`, already Pending in `queue` with a `type` no handler takes, to the archive: claim,
+ * start, archive, each checked. Resolves to its id.
+ */
+export async function archivePending(
+  storage: JobStorage,
+  id: string,
+  queue: string,
+  type: string,
+  workerId: string,
+): Promise<string> {
+  return archive(storage, await start(storage, id, queue, type, workerId));
+}
+
+/**
  * Runs one job of `queue` to the archive after a retry (claim, start, retry; claim, start,
  * archive), so it leaves one attempt row. Resolves to its id.
  */

@@ -22,12 +22,17 @@ FOR UPDATE OF k
 -- [4/6] query
 
 WITH input AS (
-  SELECT * FROM unnest(
+  SELECT i.*,
+         CASE WHEN i.id_given OR $16::float8 IS NULL THEN '-infinity'::timestamptz
+              ELSE now() - $16::float8 * interval '1 millisecond' END AS finished_from,
+         CASE WHEN i.id_given OR $16::float8 IS NULL THEN 'infinity'::timestamptz
+              ELSE now() + 3600000 * interval '1 millisecond' END AS finished_to
+  FROM unnest(
     $1::text[], $2::text[], $3::text[], $4::text[], $5::text[],
     $6::text[], $7::int[], $8::float8[], $9::timestamptz[], $10::text[], $11::text[], $12::int[],
-    $13::text[], $14::text[]
+    $13::text[], $14::text[], $15::boolean[]
   ) AS i(id, queue, type, payload, tags, idempotency_key, priority, delay_ms, run_at, created_by,
-         trace_context, payload_version, group_key, batch_id)
+         trace_context, payload_version, group_key, batch_id, id_given)
 ),
 new_queues AS (
   INSERT INTO "chokaq".queues (name, last_updated_utc)
@@ -53,8 +58,11 @@ inserted AS (
     WHERE gq.name = ANY ($2::text[])
       AND (gq.group_concurrency IS NOT NULL OR gq.group_rate_max IS NOT NULL))::text[]) THEN '' END), i.batch_id
   FROM input i
-  WHERE NOT EXISTS (SELECT 1 FROM "chokaq".jobs_archive a WHERE a.id = i.id)
-    AND NOT EXISTS (SELECT 1 FROM "chokaq".jobs_dlq d WHERE d.id = i.id)
+  WHERE NOT EXISTS (SELECT 1 FROM "chokaq".jobs_archive a
+                    WHERE a.id = i.id
+                      AND a.finished_at_utc BETWEEN i.finished_from AND i.finished_to)
+    AND NOT EXISTS (SELECT 1 FROM "chokaq".jobs_dlq d
+                    WHERE d.id = i.id AND d.failed_at_utc BETWEEN i.finished_from AND i.finished_to)
   ORDER BY i.idempotency_key, i.id
   ON CONFLICT DO NOTHING
   RETURNING id, queue

@@ -40,6 +40,11 @@ const QUEUE_NAME = /^[A-Za-z0-9._:-]+$/;
 /** A job that passed validation, ready for SQL parameters. */
 export interface ValidatedJob {
   id: string;
+  /**
+   * Whether the caller gave the id (`NewJob.id`). An id the library made at validation is a new
+   * UUIDv7 that no pillar can hold unless an earlier attempt of this very enqueue stored it.
+   */
+  idGiven: boolean;
   queue: string;
   type: string;
   /** Serialised JSON payload. */
@@ -452,6 +457,7 @@ function validateInto(
     return undefined;
   return {
     id: job.id ?? uuidv7(),
+    idGiven: job.id !== undefined && job.id !== null,
     queue,
     type,
     payload,

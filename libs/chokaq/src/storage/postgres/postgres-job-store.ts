@@ -64,6 +64,14 @@ const ENQUEUE_CHUNK_ROWS = 1_000;
 const ENQUEUE_CHUNK_BYTES = 16 * 1024 * 1024;
 /** How often an enqueue retries when the holder of its idempotency key vanished mid-call. */
 const MAX_HOLDER_ROUNDS = 5;
+/**
+ * What an enqueue's probes for the ids the library made reach back beyond its own attempts
+ * ({@link PostgresJobStore.insertRetried}): the time from measuring the attempts to the statement's
+ * start, and any step of the database's clock. An hour, so a job stored by an earlier attempt is
+ * found whatever happened meanwhile; on a partitioned Archive the probes still read only the
+ * current period's partition and the default (and a neighbour's within an hour of a boundary).
+ */
+const ENQUEUE_PROBE_MARGIN_MS = 3_600_000;
 /** Oldest server this dialect supports (`hashtextextended`, LATERAL + SKIP LOCKED, MATERIALIZED CTEs). */
 const MIN_SERVER_VERSION = 120_000;
 
@@ -245,9 +253,7 @@ export class PostgresJobStore extends PostgresAdminStore implements DialectJobSt
     if (validated.dedupe !== null) return this.enqueueKeyed(caller, validated);
     const [result] = caller
       ? await this.insertJobs(caller, [validated])
-      : await this.db.retry('enqueue', () =>
-          this.db.withConnection(false, (exec) => this.insertJobs(exec, [validated])),
-        );
+      : await this.insertRetried('enqueue', [validated]);
     return result;
   }
 
@@ -288,9 +294,7 @@ export class PostgresJobStore extends PostgresAdminStore implements DialectJobSt
       for (const part of chunkByBytes(plain)) {
         const partResults = caller
           ? await this.insertJobs(caller, part)
-          : await this.db.retry('enqueueMany', () =>
-              this.db.withConnection(false, (exec) => this.insertJobs(exec, part)),
-            );
+          : await this.insertRetried('enqueueMany', part);
         results.push(...partResults);
       }
       return results;
@@ -372,14 +376,37 @@ export class PostgresJobStore extends PostgresAdminStore implements DialectJobSt
   }
 
   /**
+   * {@link insertJobs} on a connection of ChokaQ's own, retried from scratch on a transient failure.
+   * Each attempt tells the statement how long ago the first began, plus
+   * {@link ENQUEUE_PROBE_MARGIN_MS}: a job whose id the library made can be in the Archive or the DLQ
+   * only if an earlier attempt stored it, so only rows finished since then are probed for it
+   * (`SQL.enqueue`), which on a partitioned Archive and DLQ prunes all but their newest partitions.
+   */
+  private insertRetried(name: string, jobs: readonly ValidatedJob[]): Promise<EnqueueResult[]> {
+    const began = performance.now();
+    return this.db.retry(name, () =>
+      this.db.withConnection(false, (exec) =>
+        this.insertJobs(
+          exec,
+          jobs,
+          this.sql.enqueue,
+          performance.now() - began + ENQUEUE_PROBE_MARGIN_MS,
+        ),
+      ),
+    );
+  }
+
+  /**
    * Inserts validated jobs and resolves each one to its id: inserted → created; id already stored
    * (any pillar) → that id; active idempotency key held → the holder's id. When a holder vanished
    * between the insert and the lookup (it finished meanwhile), the item is inserted again.
+   * `probeBackMs`: see {@link insertRetried} (null: the probes read every partition).
    */
   private async insertJobs(
     exec: Exec,
     jobs: readonly ValidatedJob[],
     text = this.sql.enqueue,
+    probeBackMs: number | null = null,
   ): Promise<EnqueueResult[]> {
     const results = new Array<EnqueueResult | undefined>(jobs.length);
     let pending = jobs.map((job, index) => ({ job, index }));
@@ -390,7 +417,7 @@ export class PostgresJobStore extends PostgresAdminStore implements DialectJobSt
         );
       }
       const batch = pending.map((p) => p.job);
-      const insertedRows = await exec(text, SQL.enqueueParams(batch));
+      const insertedRows = await exec(text, SQL.enqueueParams(batch, probeBackMs));
       const inserted = new Set(insertedRows.filter((r) => r.id !== null).map((r) => String(r.id)));
       const claimedIds = new Set<string>();
       const rest: typeof pending = [];

@@ -2,6 +2,9 @@
 import type { ValidatedJob } from '../../../validation/validate-job';
 import { GROUPED_QUEUES, MS, STORED_GROUP, literal } from './fragments';
 
+/** How far past the database's `now()` an enqueue's probe reaches: an hour, for a step of its clock. */
+const PROBE_AHEAD_MS = 3_600_000;
+
 /**
  * Inserts a chunk of validated jobs ($1..$12 are parallel arrays: id, queue, type, payload, tags,
  * idempotency_key, priority, delay_ms, run_at, created_by, trace_context, payload_version),
@@ -13,7 +16,16 @@ import { GROUPED_QUEUES, MS, STORED_GROUP, literal } from './fragments';
  * unique index, then skips: no error, no deadlock for single-key callers. Rows are inserted in
  * (idempotency_key, id) order so that two multi-key batches take the index locks in the same order.
  * Ids already in the archive or the DLQ are skipped too, so a retry after an ambiguous commit of a
- * job that has meanwhile finished does not resurrect it as a duplicate.
+ * job that has meanwhile finished does not resurrect it as a duplicate. An id the library made
+ * (`id_given` false) can be there only if an earlier attempt of this enqueue stored it, and a job
+ * finishes after it was stored, and no later than the database's clock says now: with $16, how
+ * long ago (ms, the attempts' time plus a margin) the first attempt began, the probes look only at
+ * rows finished since (`finished_from`) and up to now, plus the same margin for a step of the
+ * clock ({@link PROBE_AHEAD_MS}, `finished_to`). On a partitioned Archive and DLQ that is what
+ * prunes their partitions, at execution, to the current period's and the default (each probe is
+ * one index descent per partition it cannot prune: 55 with a month of 'day'); on plain tables it
+ * is a filter on the row the primary key finds. A given id, or $16 NULL, is probed in every
+ * partition.
  *
  * A job without a group enqueued into a queue with group limits gets the shared group `''`
  * ({@link STORED_GROUP}).
@@ -28,12 +40,17 @@ import { GROUPED_QUEUES, MS, STORED_GROUP, literal } from './fragments';
  */
 export const enqueue = (s: string, notifyChannel: string | null, waiting = false): string => `
 WITH input AS (
-  SELECT * FROM unnest(
+  SELECT i.*,
+         CASE WHEN i.id_given OR $16::float8 IS NULL THEN '-infinity'::timestamptz
+              ELSE now() - $16::float8 ${MS} END AS finished_from,
+         CASE WHEN i.id_given OR $16::float8 IS NULL THEN 'infinity'::timestamptz
+              ELSE now() + ${PROBE_AHEAD_MS} ${MS} END AS finished_to
+  FROM unnest(
     $1::text[], $2::text[], $3::text[], $4::text[], $5::text[],
     $6::text[], $7::int[], $8::float8[], $9::timestamptz[], $10::text[], $11::text[], $12::int[],
-    $13::text[], $14::text[]
+    $13::text[], $14::text[], $15::boolean[]
   ) AS i(id, queue, type, payload, tags, idempotency_key, priority, delay_ms, run_at, created_by,
-         trace_context, payload_version, group_key, batch_id)
+         trace_context, payload_version, group_key, batch_id, id_given)
 ),
 new_queues AS (
   INSERT INTO ${s}.queues (name, last_updated_utc)
@@ -57,8 +74,11 @@ inserted AS (
          i.trace_context, i.payload_version,
          ${STORED_GROUP('i.group_key', 'i.queue', GROUPED_QUEUES(s, '$2'))}, i.batch_id
   FROM input i
-  WHERE NOT EXISTS (SELECT 1 FROM ${s}.jobs_archive a WHERE a.id = i.id)
-    AND NOT EXISTS (SELECT 1 FROM ${s}.jobs_dlq d WHERE d.id = i.id)
+  WHERE NOT EXISTS (SELECT 1 FROM ${s}.jobs_archive a
+                    WHERE a.id = i.id
+                      AND a.finished_at_utc BETWEEN i.finished_from AND i.finished_to)
+    AND NOT EXISTS (SELECT 1 FROM ${s}.jobs_dlq d
+                    WHERE d.id = i.id AND d.failed_at_utc BETWEEN i.finished_from AND i.finished_to)
   ORDER BY i.idempotency_key, i.id
   ON CONFLICT DO NOTHING
   RETURNING id, queue
@@ -75,9 +95,14 @@ CROSS JOIN LATERAL pg_notify(${literal(notifyChannel)}, x.queue)`
 /**
  * Binds {@link enqueue}: one parallel array per column, $1 id, $2 queue, $3 type, $4 payload,
  * $5 tags, $6 idempotency_key, $7 priority, $8 delay_ms, $9 run_at, $10 created_by,
- * $11 trace_context, $12 payload_version, $13 group_key, $14 batch_id.
+ * $11 trace_context, $12 payload_version, $13 group_key, $14 batch_id, $15 id_given; $16
+ * `probeBackMs`, how far back the archive and DLQ probes of the ids the library made reach (null:
+ * all the way).
  */
-export function enqueueParams(jobs: readonly ValidatedJob[]): unknown[] {
+export function enqueueParams(
+  jobs: readonly ValidatedJob[],
+  probeBackMs: number | null = null,
+): unknown[] {
   return [
     jobs.map((j) => j.id),
     jobs.map((j) => j.queue),
@@ -93,6 +118,8 @@ export function enqueueParams(jobs: readonly ValidatedJob[]): unknown[] {
     jobs.map((j) => j.payloadVersion),
     jobs.map((j) => j.group),
     jobs.map((j) => j.batchId),
+    jobs.map((j) => j.idGiven),
+    probeBackMs,
   ];
 }
 
