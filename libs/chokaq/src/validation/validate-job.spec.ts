@@ -53,6 +53,13 @@ describe('validateNewJob', () => {
       tags: null,
     });
     expect(isUuid(job.id)).toBe(true);
+    expect(job.idGiven).toBe(false);
+  });
+
+  it('says whether the caller gave the id', () => {
+    const id = uuidv7();
+    expect(validateNewJob({ id })).toMatchObject({ id, idGiven: true });
+    expect(validateNewJobs([{ id }, {}]).map((j) => j.idGiven)).toEqual([true, false]);
   });
 
   it('keeps NUL characters inside the payload (escaped in JSON) but not in string columns', () => {

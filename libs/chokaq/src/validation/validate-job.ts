@@ -457,7 +457,7 @@ function validateInto(
     return undefined;
   return {
     id: job.id ?? uuidv7(),
-    idGiven: job.id !== undefined && job.id !== null,
+    idGiven: job.id !== undefined,
     queue,
     type,
     payload,
