@@ -176,7 +176,7 @@ function parsedOnce(sql: string): Parsed {
 }
 
 /** The parse thread of this test file, started on first use. */
-let thread: { worker: Worker; port: MessagePort; signal: Int32Array } | undefined;
+let thread: { worker: Worker; port: MessagePort; signal: Int32Array; sent: number } | undefined;
 
 /** How long one parse may take in the parse thread (a cold parser's first claim takes seconds). */
 const PARSE_TIMEOUT_MS = 120_000;
@@ -186,24 +186,46 @@ const PARSE_TIMEOUT_MS = 120_000;
  * functions. The thread loads the grammar with Node's own module loader: the ANTLR parser runs
  * about four times slower inside Jest's module sandbox, and one thread keeps the parser's
  * prediction cache (its DFA, built while parsing) warm for every statement of the file, where a
- * fresh parser pays that warm-up again. The call blocks on a shared flag the thread raises once it
- * posted the answer (`Atomics.wait`), then takes the message off the port.
+ * fresh parser pays that warm-up again. Each request carries a sequence number, which its answer
+ * repeats; the thread counts its answers in a shared counter, and the call blocks on that counter
+ * (`Atomics.wait`) until it moves, then takes messages off the port until its own answer is there
+ * (an answer from an earlier request is dropped). It looks at the port again at least every
+ * {@link PARSE_POLL_MS}, so an answer that reaches the port after the counter moved is still taken.
  */
 function parseInThread(sql: string): Parsed {
   thread ??= startParseThread();
-  Atomics.store(thread.signal, 0, 0);
-  thread.port.postMessage(sql);
-  if (Atomics.wait(thread.signal, 0, 0, PARSE_TIMEOUT_MS) === 'timed-out') {
-    throw new Error(`the T-SQL parse thread gave no answer within ${PARSE_TIMEOUT_MS} ms`);
+  const seq = ++thread.sent;
+  const answered = Atomics.load(thread.signal, 0);
+  thread.port.postMessage({ seq, sql });
+  const deadline = Date.now() + PARSE_TIMEOUT_MS;
+  for (;;) {
+    for (let message = receiveMessageOnPort(thread.port); message;) {
+      const answer = message.message as { seq: number } & (Parsed | { failed: string });
+      if (answer.seq === seq) {
+        if ('failed' in answer) throw new Error(`the T-SQL parse thread failed: ${answer.failed}`);
+        return { errors: answer.errors, hints: answer.hints };
+      }
+      message = receiveMessageOnPort(thread.port);
+    }
+    const left = deadline - Date.now();
+    if (left <= 0) {
+      throw new Error(`the T-SQL parse thread gave no answer within ${PARSE_TIMEOUT_MS} ms`);
+    }
+    if (Atomics.load(thread.signal, 0) === answered) {
+      Atomics.wait(thread.signal, 0, answered, Math.min(left, PARSE_POLL_MS));
+    }
   }
-  const message = receiveMessageOnPort(thread.port);
-  if (!message) throw new Error('the T-SQL parse thread raised its flag without an answer');
-  const answer = message.message as Parsed | { failed: string };
-  if ('failed' in answer) throw new Error(`the T-SQL parse thread failed: ${answer.failed}`);
-  return answer;
 }
 
-function startParseThread(): { worker: Worker; port: MessagePort; signal: Int32Array } {
+/** How often a wait for the parse thread looks at its port even if the counter did not move. */
+const PARSE_POLL_MS = 50;
+
+function startParseThread(): {
+  worker: Worker;
+  port: MessagePort;
+  signal: Int32Array;
+  sent: number;
+} {
   const { port1, port2 } = new MessageChannel();
   const signal = new Int32Array(new SharedArrayBuffer(4));
   const script = [
@@ -218,7 +240,7 @@ function startParseThread(): { worker: Worker; port: MessagePort; signal: Int32A
   // The thread never keeps the test process alive; it ends with it.
   worker.unref();
   port1.unref();
-  return { worker, port: port1, signal };
+  return { worker, port: port1, signal, sent: 0 };
 }
 
 /**
