@@ -114,18 +114,24 @@ history AS (${attemptsDelete(s, 'gone')}
 )${dependencyRemove(s, 'gone')}
 SELECT id FROM gone`;
 
-/** Retention batch of metric buckets older than $1 ms (at most $2), by primary key; as {@link applyRetentionArchive}. */
-export const applyRetentionBuckets = (s: string): string => `
+/**
+ * Retention batch of `table`'s minutes older than $1 ms (`bucket_utc`, at most $2 rows), by its
+ * primary key `keys`; as {@link applyRetentionArchive}.
+ */
+const minutesRetention = (s: string, table: string, keys: readonly string[]): string => `
 WITH chosen AS MATERIALIZED (
-  SELECT r.bucket_utc, r.queue, r.outcome, r.failure_reason FROM ${s}.metric_buckets r
+  SELECT ${keys.map((k) => `r.${k}`).join(', ')} FROM ${s}.${table} r
   WHERE r.bucket_utc < now() - $1::float8 ${MS}
   ORDER BY r.bucket_utc
   LIMIT $2
   FOR UPDATE SKIP LOCKED)
-DELETE FROM ${s}.metric_buckets b USING chosen c
-WHERE b.bucket_utc = c.bucket_utc AND b.queue = c.queue
-  AND b.outcome = c.outcome AND b.failure_reason = c.failure_reason
+DELETE FROM ${s}.${table} b USING chosen c
+WHERE ${keys.map((k) => `b.${k} = c.${k}`).join(' AND ')}
 RETURNING 1 AS deleted`;
+
+/** Retention batch of metric buckets older than $1 ms (at most $2), by primary key. */
+export const applyRetentionBuckets = (s: string): string =>
+  minutesRetention(s, 'metric_buckets', ['bucket_utc', 'queue', 'outcome', 'failure_reason']);
 
 /**
  * The first statement of a seal (`sealMetricTotals`): takes the seal's mark under a row lock,
@@ -192,16 +198,8 @@ mark AS (
 SELECT (SELECT count(*) FROM rolled) AS rolled, (SELECT m.to_utc FROM mark m) AS sealed_to`;
 
 /** Retention batch of `metric_totals`: minutes older than $1 ms (at most $2), as the buckets'. */
-export const applyRetentionTotals = (s: string): string => `
-WITH chosen AS MATERIALIZED (
-  SELECT r.bucket_utc, r.outcome FROM ${s}.metric_totals r
-  WHERE r.bucket_utc < now() - $1::float8 ${MS}
-  ORDER BY r.bucket_utc
-  LIMIT $2
-  FOR UPDATE SKIP LOCKED)
-DELETE FROM ${s}.metric_totals t USING chosen c
-WHERE t.bucket_utc = c.bucket_utc AND t.outcome = c.outcome
-RETURNING 1 AS deleted`;
+export const applyRetentionTotals = (s: string): string =>
+  minutesRetention(s, 'metric_totals', ['bucket_utc', 'outcome']);
 
 /**
  * Retention batch of the Workers table: rows last seen more than $1 ms ago (stopped or lost
