@@ -195,9 +195,8 @@ ORDER BY q.name`;
  * minute: the buckets of outcomes 0–3 (succeeded, failed, cancelled, retried) from then on, a
  * range of the primary key (bucket_utc first), summed per queue in one pass, then joined to every
  * `queues` row (zeros for a queue without buckets). It reads ($1 + 1) × queues × outcomes rows at
- * most (failures split by reason add a few): about 115,000 for a day over 20 queues, the cost of
- * a day's throughput series. `now()` is the transaction's start, so both mentions of the window's
- * start are one instant.
+ * most (failures split by reason add a few): about 115,000 for a day over 20 queues. `now()` is
+ * the transaction's start, so both mentions of the window's start are one instant.
  */
 export const getQueueOutcomes = (s: string): string => `
 SELECT q.name AS queue, date_trunc('minute', now()) - $1::integer * interval '1 minute' AS from_utc,
@@ -275,11 +274,12 @@ const sealedAndOpenBuckets = (s: string): string => `
 
 /**
  * A throughput series: the metric buckets of [$1, $2) summed per step and outcome. $1/$2 the start
- * (a whole minute) and end of the series, $3 the step in ms, $4 the queue (only with `queue`). A
- * range of the primary key (bucket_utc first) or, for one queue, of
- * `ix_metric_buckets_queue (queue, bucket_utc)`: a day at one-minute buckets is 1,440 rows per
- * queue and outcome, so 115,000 rows for 20 queues and 4 outcomes. Steps without buckets have no
- * row (the caller fills them), and a step may have several rows (the caller adds them up).
+ * (a whole minute) and end of the series, $3 the step in ms, $4 the queue (only with `queue`). For
+ * one queue, a range of `ix_metric_buckets_queue (queue, bucket_utc)`: a day at one-minute buckets
+ * is 1,440 rows per outcome. For every queue, {@link sealedAndOpenBuckets}: the per-minute totals
+ * of the sealed minutes and the buckets of the rest, where the buckets alone were 115,000 rows
+ * for a day of 20 queues and 4 outcomes. Steps without buckets have no row (the caller fills
+ * them), and a step may have several rows (the caller adds them up).
  *
  * The rows are grouped by their own `bucket_utc` (a plain 8-byte key), and the step's index
  * (`slot`) is computed once per group, not per row: the slot of each row, as
