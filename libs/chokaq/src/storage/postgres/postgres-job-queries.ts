@@ -275,10 +275,7 @@ export class PostgresJobQueries implements DialectJobQueries {
     const top = SQL.getTopDlqErrorsQuery(this.db.s, f);
     const rows = await this.db.query('getTopDlqErrors', top.text, top.values);
     return topErrorFamilies(
-      rows.map((r) => ({
-        line: String(r.line ?? ''),
-        failedAtUtc: new Date(Math.round(Number(r.failed_at_ms))),
-      })),
+      rows.map((r) => ({ line: String(r.line ?? ''), failedAtUtc: toDate(r.failed_at_ms)! })),
       limit,
       (line) => this.families.familyOf(line),
     );

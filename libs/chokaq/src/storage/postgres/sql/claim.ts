@@ -7,7 +7,7 @@
 import type { FetchRequest, HandledJobs } from '../../../interfaces/job.interface';
 import { HOT_TIMESTAMPS, hotColumnsExcept } from '../../shared/columns';
 import { typesOfQueue } from '../../shared/groups';
-import { GROUPED, MS, START_LAG_MS, startLagUpsert } from './fragments';
+import { EPOCH_MS, GROUPED, MS, START_LAG_MS, startLagUpsert } from './fragments';
 
 /**
  * Step 1 of a claim, in the claim's transaction: locks the `Queues` rows of the budgeted, the
@@ -111,16 +111,13 @@ const UNGROUPED = 'q.group_concurrency IS NULL AND q.group_rate_max IS NULL';
 /**
  * The columns a claim returns, of `alias`: every hot column but the two of the dependency graph (a
  * claimed row is Pending: it waits on nothing, and whether others wait on it is the moves'
- * business), the timestamps as whole epoch milliseconds under their own names (`floor`, so an
- * instant truncates to the millisecond as the driver's own date parsing does). A claimed row is
- * then read with no date text to parse (`mapClaimedRow`, the claim's hot path).
+ * business), the timestamps as whole epoch milliseconds under their own names ({@link EPOCH_MS}).
+ * A claimed row is then read with no date text to parse (`mapClaimedRow`, the claim's hot path).
  */
 const CLAIM_RETURNED = (alias: string): string =>
   hotColumnsExcept('waiting_on', 'has_dependents')
     .map((c) =>
-      HOT_TIMESTAMPS.includes(c)
-        ? `floor(extract(epoch FROM ${alias}.${c}) * 1000)::float8 AS ${c}`
-        : `${alias}.${c}`,
+      HOT_TIMESTAMPS.includes(c) ? `${EPOCH_MS(`${alias}.${c}`)} AS ${c}` : `${alias}.${c}`,
     )
     .join(',\n       ');
 

@@ -51,6 +51,13 @@ export const cols = (list: readonly string[], alias?: string): string =>
 
 export const MS = "* interval '1 millisecond'";
 
+/**
+ * An instant as whole epoch milliseconds (`floor`, so it truncates to the millisecond as the
+ * driver's own date parsing does), a float8 the driver reads as a number: no date text to parse.
+ */
+export const EPOCH_MS = (instant: string): string =>
+  `floor(extract(epoch FROM ${instant}) * 1000)::float8`;
+
 /** The `settings` row that holds how far `metric_totals` is sealed (epoch seconds, as text). */
 export const METRIC_SEAL_SETTING = 'metric_totals.sealed_to';
 

@@ -16,7 +16,7 @@ import {
 } from '../../../validation/limits';
 import { ERROR_LINE_PREFIX } from '../../shared/error-family';
 import { PILLAR_TABLE, filterClause } from './filters';
-import { METRIC_SEAL_SETTING, MS } from './fragments';
+import { EPOCH_MS, METRIC_SEAL_SETTING, MS } from './fragments';
 
 /** One job by id ($1) in each pillar; read one after the other (hot, archive, DLQ). */
 export const getJobHot = (s: string): string => `SELECT * FROM ${s}.jobs_hot WHERE id = $1`;
@@ -330,9 +330,9 @@ export function getThroughputSeriesQuery(
  * `where` that failed within the last `windowParam` ms. A backward range scan of
  * `ix_jobs_dlq_failed` (or of the queue's or the reason's index), stopped by the row bound, so it
  * reads at most that many rows whatever the size of the DLQ. The families are grouped in
- * `shared/error-family.ts`. The failure time goes as epoch milliseconds (a float8 of a time cut to
- * the millisecond, so whole up to rounding), not as a `timestamptz`: the driver parses 10,000
- * text dates in about 5 ms on the bench's machine, and 10,000 numbers in about 1 ms.
+ * `shared/error-family.ts`. The failure time goes as epoch milliseconds ({@link EPOCH_MS}), not as
+ * a `timestamptz`: the driver parses 10,000 text dates in about 5 ms on the bench's machine, and
+ * 10,000 numbers in about 1 ms.
  */
 export const getTopDlqErrors = (
   s: string,
@@ -342,7 +342,7 @@ export const getTopDlqErrors = (
   prefix: number,
 ): string => `
 SELECT left(split_part(coalesce(x.error_details, ''), E'\\n', 1), ${Number(prefix)}) AS line,
-       date_part('epoch', date_trunc('milliseconds', x.failed_at_utc)) * 1000 AS failed_at_ms
+       ${EPOCH_MS('x.failed_at_utc')} AS failed_at_ms
 FROM ${s}.jobs_dlq x
 WHERE ${where} AND x.failed_at_utc >= now() - ${windowParam}::float8 ${MS}
 ORDER BY x.failed_at_utc DESC
