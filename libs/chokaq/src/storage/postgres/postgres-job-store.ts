@@ -64,14 +64,6 @@ const ENQUEUE_CHUNK_ROWS = 1_000;
 const ENQUEUE_CHUNK_BYTES = 16 * 1024 * 1024;
 /** How often an enqueue retries when the holder of its idempotency key vanished mid-call. */
 const MAX_HOLDER_ROUNDS = 5;
-/**
- * What an enqueue's probes for the ids the library made reach back beyond its own attempts
- * ({@link PostgresJobStore.insertRetried}): the time from measuring the attempts to the statement's
- * start, and any step of the database's clock. An hour, so a job stored by an earlier attempt is
- * found whatever happened meanwhile; on a partitioned Archive the probes still read only the
- * current period's partition and the default (and a neighbour's within an hour of a boundary).
- */
-const ENQUEUE_PROBE_MARGIN_MS = 3_600_000;
 /** Oldest server this dialect supports (`hashtextextended`, LATERAL + SKIP LOCKED, MATERIALIZED CTEs). */
 const MIN_SERVER_VERSION = 120_000;
 
@@ -378,7 +370,7 @@ export class PostgresJobStore extends PostgresAdminStore implements DialectJobSt
   /**
    * {@link insertJobs} on a connection of ChokaQ's own, retried from scratch on a transient failure.
    * Each attempt tells the statement how long ago the first began, plus
-   * {@link ENQUEUE_PROBE_MARGIN_MS}: a job whose id the library made can be in the Archive or the DLQ
+   * `SQL.ENQUEUE_PROBE_MARGIN_MS`: a job whose id the library made can be in the Archive or the DLQ
    * only if an earlier attempt stored it, so only rows finished since then are probed for it
    * (`SQL.enqueue`), which on a partitioned Archive and DLQ prunes all but their newest partitions.
    */
@@ -390,7 +382,7 @@ export class PostgresJobStore extends PostgresAdminStore implements DialectJobSt
           exec,
           jobs,
           this.sql.enqueue,
-          performance.now() - began + ENQUEUE_PROBE_MARGIN_MS,
+          performance.now() - began + SQL.ENQUEUE_PROBE_MARGIN_MS,
         ),
       ),
     );

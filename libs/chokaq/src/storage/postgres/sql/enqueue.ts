@@ -2,8 +2,16 @@
 import type { ValidatedJob } from '../../../validation/validate-job';
 import { GROUPED_QUEUES, MS, STORED_GROUP, literal } from './fragments';
 
-/** How far past the database's `now()` an enqueue's probe reaches: an hour, for a step of its clock. */
-const PROBE_AHEAD_MS = 3_600_000;
+/**
+ * The margin of an enqueue's probes for the ids the library made, on both sides of the time its
+ * job can have finished: before the first attempt (the time from measuring the attempts to the
+ * statement's start) and past `now()` (a step of the database's clock). An hour, so a job stored by
+ * an earlier attempt is found whatever happened meanwhile; on a partitioned Archive the probes
+ * still read only the current period's partition and the default (and a neighbour's within an
+ * hour of a boundary). The caller adds it to the attempts' time (`probeBackMs` of
+ * {@link enqueueParams}).
+ */
+export const ENQUEUE_PROBE_MARGIN_MS = 3_600_000;
 
 /**
  * Inserts a chunk of validated jobs ($1..$12 are parallel arrays: id, queue, type, payload, tags,
@@ -21,10 +29,10 @@ const PROBE_AHEAD_MS = 3_600_000;
  * finishes after it was stored, and no later than the database's clock says now: with $16, how
  * long ago (ms, the attempts' time plus a margin) the first attempt began, the probes look only at
  * rows finished since (`finished_from`) and up to now, plus the same margin for a step of the
- * clock ({@link PROBE_AHEAD_MS}, `finished_to`). On a partitioned Archive and DLQ that is what
- * prunes their partitions, at execution, to the current period's and the default (each probe is
- * one index descent per partition it cannot prune: 55 with a month of 'day'); on plain tables it
- * is a filter on the row the primary key finds. A given id, or $16 NULL, is probed in every
+ * clock ({@link ENQUEUE_PROBE_MARGIN_MS}, `finished_to`). On a partitioned Archive and DLQ that is
+ * what prunes their partitions, at execution, to the current period's and the default (each probe
+ * is one index descent per partition it cannot prune: 55 with a month of 'day'); on plain tables
+ * it is a filter on the row the primary key finds. A given id, or $16 NULL, is probed in every
  * partition.
  *
  * A job without a group enqueued into a queue with group limits gets the shared group `''`
@@ -44,7 +52,7 @@ WITH input AS (
          CASE WHEN i.id_given OR $16::float8 IS NULL THEN '-infinity'::timestamptz
               ELSE now() - $16::float8 ${MS} END AS finished_from,
          CASE WHEN i.id_given OR $16::float8 IS NULL THEN 'infinity'::timestamptz
-              ELSE now() + ${PROBE_AHEAD_MS} ${MS} END AS finished_to
+              ELSE now() + ${ENQUEUE_PROBE_MARGIN_MS} ${MS} END AS finished_to
   FROM unnest(
     $1::text[], $2::text[], $3::text[], $4::text[], $5::text[],
     $6::text[], $7::int[], $8::float8[], $9::timestamptz[], $10::text[], $11::text[], $12::int[],
