@@ -6,6 +6,7 @@ import { Client } from 'pg';
 import { CHOKAQ_DEFAULTS } from '../../libs/chokaq/src/config/resolve-options';
 import type { StorageOptions } from '../../libs/chokaq/src/interfaces/storage-options.interface';
 import { createJobStorage } from '../../libs/chokaq/src/storage/create-storage';
+import { METRIC_SEAL_SETTING } from '../../libs/chokaq/src/storage/postgres/sql';
 import type { JobStorage } from '../../libs/chokaq/src/storage/job-storage';
 import type { PartitionPeriod } from '../../libs/chokaq/src/storage/shared/partitions';
 import {
@@ -289,7 +290,8 @@ async function retentionPass(storage: JobStorage, target: Target): Promise<void>
   await target.exec(`DELETE FROM ${target.table('metric_totals')} WHERE bucket_utc >= ${mark}`);
   await target.exec(
     `UPDATE ${target.table('settings')} SET value = extract(epoch FROM ${mark})::text
-     WHERE name = 'metric_totals.sealed_to'`,
+     WHERE name = $1`,
+    [METRIC_SEAL_SETTING],
   );
 }
 

@@ -217,6 +217,13 @@ export class PostgresAdminStore {
         if (n < batch) return;
       }
     };
+    // Batches that change rows without removing jobs' data (counted nowhere, not audited).
+    const repeat = async (name: string, sql: string, ageMs: number) => {
+      for (;;) {
+        const rows = await this.db.query(name, sql, SQL.applyRetentionParams(ageMs, batch));
+        if (rows.length < batch) return;
+      }
+    };
     // A partitioned Archive or DLQ: partitions made ahead, the expired ones dropped whole, and
     // row by row only in the partitions that are not (see PostgresPartitions.rowWiseTables).
     const layout = await this.partitions.layout();
@@ -234,7 +241,10 @@ export class PostgresAdminStore {
       }
     }
     await drain('metricBuckets', SQL.applyRetentionBuckets(this.s), policy.metricsMs);
-    await this.sealMetricTotals(policy.metricsMs, batch);
+    // The totals are the buckets again, summed: those past the buckets' window go, then the
+    // minutes no transaction can still write are sealed.
+    await repeat('retention.metricTotals', SQL.applyRetentionTotals(this.s), policy.metricsMs);
+    await this.sealMetricTotals();
     await drain('workers', SQL.applyRetentionWorkers(this.s), policy.workersMs);
     await drain('audit', SQL.applyRetentionAudit(this.s), policy.auditMs);
     // After the archive's: a unique key whose holder retention just removed holds nothing.
@@ -242,33 +252,17 @@ export class PostgresAdminStore {
     await drain('groups', SQL.applyRetentionGroups(this.s), 0);
     const batchesMs = Math.max(policy.archiveMs, policy.dlqMs);
     await drain('batches', SQL.applyRetentionBatches(this.s), batchesMs);
-    // Not a removal: jobs of grouped queues stored without the shared group join it (counted
-    // nowhere; see applyRetentionGroupless).
-    for (;;) {
-      const joined = await this.db.query(
-        'retention.groupless',
-        SQL.applyRetentionGroupless(this.s),
-        SQL.applyRetentionParams(0, batch),
-      );
-      if (joined.length < batch) break;
-    }
+    // Not a removal: jobs of grouped queues stored without the shared group join it (see
+    // applyRetentionGroupless).
+    await repeat('retention.groupless', SQL.applyRetentionGroupless(this.s), 0);
     return done;
   }
 
   /**
-   * Not a removal: the totals of every queue per minute for the minutes no transaction can still
-   * write (`SQL.sealMetricTotals`, one short transaction), after those past the buckets' window
-   * went. Counted nowhere: the totals are the buckets again, summed.
+   * The totals of every queue per minute for the minutes no transaction can still write
+   * (`SQL.sealMetricTotals`), in one short transaction that holds the seal's mark.
    */
-  private async sealMetricTotals(metricsMs: number, batch: number): Promise<void> {
-    for (;;) {
-      const gone = await this.db.query(
-        'retention.metricTotals',
-        SQL.applyRetentionTotals(this.s),
-        SQL.applyRetentionParams(metricsMs, batch),
-      );
-      if (gone.length < batch) break;
-    }
+  private async sealMetricTotals(): Promise<void> {
     await this.db.transaction('retention.sealMetricTotals', async (exec) => {
       const [mark] = await exec(SQL.lockMetricSeal(this.s));
       await exec(SQL.sealMetricTotals(this.s), [String(mark.value)]);

@@ -133,6 +133,8 @@ RETURNING 1 AS deleted`;
 export const applyRetentionBuckets = (s: string): string =>
   minutesRetention(s, 'metric_buckets', ['bucket_utc', 'queue', 'outcome', 'failure_reason']);
 
+export { METRIC_SEAL_SETTING };
+
 /**
  * The first statement of a seal (`sealMetricTotals`): takes the seal's mark under a row lock,
  * making it (unsealed: `-Infinity`) on the first pass, and returns it. Two processes sealing at
@@ -189,13 +191,9 @@ rolled AS (
   ON CONFLICT (bucket_utc, outcome) DO UPDATE
   SET completed_count = EXCLUDED.completed_count, duration_count = EXCLUDED.duration_count,
       total_duration_ms = EXCLUDED.total_duration_ms, lag_count = EXCLUDED.lag_count,
-      lag_sum_ms = EXCLUDED.lag_sum_ms, lag_max_ms = EXCLUDED.lag_max_ms
-  RETURNING 1),
-mark AS (
-  UPDATE ${s}.settings t SET value = extract(epoch FROM p.to_utc)::text
-  FROM span p WHERE t.name = '${METRIC_SEAL_SETTING}'
-  RETURNING p.to_utc)
-SELECT (SELECT count(*) FROM rolled) AS rolled, (SELECT m.to_utc FROM mark m) AS sealed_to`;
+      lag_sum_ms = EXCLUDED.lag_sum_ms, lag_max_ms = EXCLUDED.lag_max_ms)
+UPDATE ${s}.settings t SET value = extract(epoch FROM p.to_utc)::text
+FROM span p WHERE t.name = '${METRIC_SEAL_SETTING}'`;
 
 /** Retention batch of `metric_totals`: minutes older than $1 ms (at most $2), as the buckets'. */
 export const applyRetentionTotals = (s: string): string =>
