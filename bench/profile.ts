@@ -8,28 +8,50 @@ import { loadLine } from './lib/environment';
 import { writeMarkdown } from './lib/markdown';
 import { drain } from './scenarios/drain.scenario';
 import { chokaqSystem } from './systems/chokaq.system';
+import type { AllocationSample } from './worker/allocation-sampler';
 import type { Timing, WorkerConfig } from './worker/protocol';
 
 function timingTable(title: string, timings: Record<string, Timing>, seconds: number): string {
   const rows = Object.entries(timings).sort((a, b) => b[1].totalMs - a[1].totalMs);
+  const server = rows.some(([, t]) => t.serverMs !== undefined);
   const lines = [
     `#### ${title}`,
     '',
-    '| what | calls | calls/s | mean ms | max ms | total ms | share of wall time |',
-    '|---|---:|---:|---:|---:|---:|---:|',
+    `| what | calls | calls/s | mean ms | max ms | total ms | share of wall time |${server ? ' server CPU ms per call | server CPU ms total |' : ''}`,
+    `|---|---:|---:|---:|---:|---:|---:|${server ? '---:|---:|' : ''}`,
   ];
   for (const [key, t] of rows.slice(0, 20)) {
+    const cpu = !server
+      ? ''
+      : t.serverMs === undefined
+        ? ' — | — |'
+        : ` ${(t.serverMs / t.count).toFixed(2)} | ${t.serverMs.toFixed(0)} |`;
     lines.push(
-      `| \`${key.replace(/\|/g, '\\|')}\` | ${t.count} | ${(t.count / seconds).toFixed(0)} | ${(t.totalMs / t.count).toFixed(2)} | ${t.maxMs.toFixed(1)} | ${t.totalMs.toFixed(0)} | ${((t.totalMs / (seconds * 1000)) * 100).toFixed(0)} % |`,
+      `| \`${key.replace(/\|/g, '\\|')}\` | ${t.count} | ${(t.count / seconds).toFixed(0)} | ${(t.totalMs / t.count).toFixed(2)} | ${t.maxMs.toFixed(1)} | ${t.totalMs.toFixed(0)} | ${((t.totalMs / (seconds * 1000)) * 100).toFixed(0)} % |${cpu}`,
     );
   }
   return lines.join('\n');
 }
 
+/** The sampled allocations of a drain of `jobs` jobs, per job: the total, then the largest places. */
+function allocationTable(sample: AllocationSample, jobs: number): string {
+  return [
+    `## Allocations: ${(sample.totalBytes / jobs).toFixed(0)} bytes per job (sampled, one run, start to stop)`,
+    '',
+    '| where (function file:line ← callers) | bytes per job | share |',
+    '|---|---:|---:|',
+    ...sample.sites.map(
+      (s) =>
+        `| \`${s.site.replace(/\|/g, '\\|')}\` | ${(s.bytes / jobs).toFixed(0)} | ${((s.bytes / sample.totalBytes) * 100).toFixed(1)} % |`,
+    ),
+  ].join('\n');
+}
+
 /**
  * `--profile`: one ChokaQ drain on PostgreSQL at concurrency 50 with the worker process under
- * `--cpu-prof`, plus per-operation and per-statement timings. Prints a Markdown summary and
- * writes it to bench/profile-latest.md (the .cpuprofile stays in the temp dir for DevTools).
+ * `--cpu-prof`, plus per-operation and per-statement timings (with the server CPU each statement
+ * cost) and the worker's allocations per job. Prints a Markdown summary and writes it to
+ * bench/profile-latest.md (the .cpuprofile stays in the temp dir for DevTools).
  */
 export async function runProfile(
   args: BenchArgs,
@@ -82,6 +104,19 @@ export async function runProfile(
       out.push(`CPU profile: \`${join(dir, file)}\``, '', summarizeCpuProfile(join(dir, file)), '');
     }
   }
+  // What the worker allocates per job, by place (V8's sampling heap profiler, collected objects
+  // included): garbage the collector must reclaim, the share of its CPU the CPU profile shows.
+  log(`sampling the allocations of a drain of ${args.sizes.drain} jobs`);
+  const sampled = await drain(system, {
+    pending: args.sizes.drain,
+    target: args.sizes.drain,
+    processes: 1,
+    concurrency,
+    timeoutMs: args.runTimeoutMs,
+    sampleAllocations: true,
+  });
+  const allocations = sampled.reports[0].allocations;
+  if (allocations) out.push(allocationTable(allocations, args.sizes.drain), '');
   // Configuration-only experiments: what today's code does with a larger claim per round trip.
   out.push(
     '## Configuration experiments (no instrumentation)',

@@ -18,6 +18,8 @@ export interface DrainPlan {
   execArgv?: string[];
   /** Time storage operations and SQL statements in the workers (profile mode). */
   timeStatements?: boolean;
+  /** Sample the workers' allocations (profile mode). */
+  sampleAllocations?: boolean;
   /** ChokaQ worker options other than the defaults (profile experiments). */
   chokaqWorker?: WorkerConfig['chokaqWorker'];
   /** Measure the drain's CPU, round trips and transactions per 1,000 jobs ({@link DrainCost}). */
@@ -92,6 +94,7 @@ export async function drain(system: BenchSystem, plan: DrainPlan): Promise<Drain
       ...base,
       url: onPostgres ? withApplicationName(base.url!, appName) : base.url,
       timeStatements: plan.timeStatements,
+      sampleAllocations: plan.sampleAllocations,
       chokaqWorker: { ...base.chokaqWorker, ...plan.chokaqWorker },
       countStatements: onPostgres,
     };

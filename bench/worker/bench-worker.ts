@@ -19,6 +19,7 @@ import {
   statementCounts,
 } from './statement-counter';
 import { installStatementTimer, timings } from './statement-timer';
+import { type AllocationSample, startAllocationSampling } from './allocation-sampler';
 
 const PROGRESS_EVERY_MS = 25;
 /** How often the process samples its own RSS for the peak a `memory` message reports. */
@@ -76,9 +77,11 @@ async function main(): Promise<void> {
   }, RSS_SAMPLE_MS).unref();
 
   let stopping = false;
+  let stopSampling: (() => Promise<AllocationSample>) | undefined;
   process.on('message', (message: ToWorker) => {
     if (message.type === 'start') {
       resetStatementCounts();
+      if (config.sampleAllocations) stopSampling = startAllocationSampling();
       runner.start().then(progress, fail);
     } else if (message.type === 'mark') {
       send({ type: 'counts', counts: statementCounts() });
@@ -96,7 +99,8 @@ async function main(): Promise<void> {
       const bound = setTimeout(() => fail(new Error('graceful stop timed out')), STOP_TIMEOUT_MS);
       runner
         .stop()
-        .then(() => {
+        .then(() => stopSampling?.())
+        .then((allocations) => {
           clearTimeout(bound);
           send({
             type: 'report',
@@ -105,6 +109,7 @@ async function main(): Promise<void> {
               maxRssKb: process.resourceUsage().maxRSS,
               latenciesMs: latencies,
               timings: config.timeStatements ? timings() : undefined,
+              allocations,
             },
           });
           // Let the IPC message flush, then leave (the cpu profile is written on exit).

@@ -1,3 +1,4 @@
+import type { AllocationSample } from './allocation-sampler';
 import type { ArchivePartitioning } from '../../libs/chokaq/src/interfaces/storage-options.interface';
 import type { BenchDialect } from '../lib/args';
 
@@ -25,6 +26,8 @@ export interface WorkerConfig {
   concurrency: number;
   /** Profile mode: time every storage operation and every SQL statement in the worker. */
   timeStatements?: boolean;
+  /** Profile mode: sample the worker's allocations from `start` to `stop` (its report's `allocations`). */
+  sampleAllocations?: boolean;
   /**
    * PostgreSQL drains: count the worker's round trips and transactions (`pg` clients), from the
    * `start` message on, for the `counts` answer to `mark`.
@@ -90,6 +93,11 @@ export interface Timing {
   count: number;
   totalMs: number;
   maxMs: number;
+  /**
+   * Statements only: CPU time the server's backend spent while the statement was in flight, from
+   * Linux's `/proc/<backend pid>/schedstat` (the bench's server runs on the same host).
+   */
+  serverMs?: number;
 }
 
 /** What a worker reports when it stops. */
@@ -101,6 +109,8 @@ export interface WorkerReport {
   latenciesMs: number[];
   /** Profile mode only: per storage operation and per SQL statement. */
   timings?: { operations: Record<string, Timing>; statements: Record<string, Timing> };
+  /** Profile mode only (`sampleAllocations`): what the worker allocated while it ran. */
+  allocations?: AllocationSample;
 }
 
 /** Worker → parent. */

@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import { Client } from 'pg';
 import type { Timing } from './protocol';
 
@@ -8,11 +9,26 @@ import type { Timing } from './protocol';
 const operations: Record<string, Timing> = {};
 const statements: Record<string, Timing> = {};
 
-function record(into: Record<string, Timing>, key: string, ms: number): void {
+function record(into: Record<string, Timing>, key: string, ms: number, serverMs?: number): void {
   const t = (into[key] ??= { count: 0, totalMs: 0, maxMs: 0 });
   t.count++;
   t.totalMs += ms;
   if (ms > t.maxMs) t.maxMs = ms;
+  if (serverMs !== undefined) t.serverMs = (t.serverMs ?? 0) + serverMs;
+}
+
+/**
+ * CPU time (ms) a backend of the bench's server has run so far: the first field of Linux's
+ * `/proc/<pid>/schedstat`, in nanoseconds. Undefined where it cannot be read (another host, not
+ * Linux, the backend gone).
+ */
+function backendCpuMs(pid: number | undefined): number | undefined {
+  if (pid === undefined || pid === 0) return undefined;
+  try {
+    return Number(readFileSync(`/proc/${pid}/schedstat`, 'utf8').split(' ')[0]) / 1e6;
+  } catch {
+    return undefined;
+  }
 }
 
 /** What was recorded so far. */
@@ -52,7 +68,8 @@ function statementKey(sql: unknown): string {
 
 /**
  * Times every `pg` query from send to result (driver round trip plus server time), keyed by SQL
- * text. pg_stat_statements is not preloaded on the bench server, so the client view is what we have.
+ * text, with the CPU its backend spent meanwhile (`backendCpuMs`). pg_stat_statements is not
+ * preloaded on the bench server, so the client view is what we have.
  */
 export function installStatementTimer(): void {
   type Query = (this: Client, ...args: unknown[]) => unknown;
@@ -60,8 +77,17 @@ export function installStatementTimer(): void {
   const original = proto.query;
   proto.query = function (this: Client, ...args: unknown[]) {
     const key = statementKey(args[0]);
+    // One statement at a time runs on a client's backend (ChokaQ sends no pipelined queries), so
+    // the backend's CPU between send and result is the statement's.
+    const pid = (this as unknown as { processID?: number }).processID;
+    const cpuBefore = backendCpuMs(pid);
     const started = performance.now();
-    const done = () => record(statements, key, performance.now() - started);
+    const done = () => {
+      const cpuAfter = backendCpuMs(pid);
+      const server =
+        cpuBefore === undefined || cpuAfter === undefined ? undefined : cpuAfter - cpuBefore;
+      record(statements, key, performance.now() - started, server);
+    };
     const last = args[args.length - 1];
     if (typeof last === 'function') {
       args[args.length - 1] = (...cbArgs: unknown[]) => {
