@@ -299,6 +299,42 @@ describe('JobExecutor', () => {
     expect(notes).toEqual([undefined, 'a\uFFFDb', `${'x'.repeat(499)}\uFFFD`, undefined]);
   });
 
+  it("gives the handler the job's facts, and accessors that work unbound and are made once", async () => {
+    const percents: number[] = [];
+    let seen: Record<string, unknown> = {};
+    const executor = new JobExecutor([], new RecordingLogger());
+    const run = executor.start({
+      job: hotJob({ id: 'job-7', queue: 'mail', type: 'send', batchId: 'b-1', attemptCount: 2 }),
+      lease: { id: 'job-7', workerId: 'w', leaseId: 'lease-7' },
+      timeoutMs: 1_000,
+      reportProgress: async (percent) => {
+        percents.push(percent);
+      },
+      handler: handler(async (_p, ctx) => {
+        const { reportProgress, signal, logger } = ctx;
+        await reportProgress(25);
+        seen = {
+          facts: [ctx.id, ctx.queue, ctx.type, ctx.attempt, ctx.leaseId, ctx.batchId],
+          sameLogger: logger === ctx.logger,
+          sameSignal: signal === ctx.signal,
+          sameWriter: reportProgress === ctx.reportProgress,
+          transaction: ctx.transaction,
+          queryRunner: ctx.queryRunner,
+        };
+      }),
+    });
+    await expect(run.result).resolves.toMatchObject({ kind: 'succeeded' });
+    expect(percents).toEqual([25]);
+    expect(seen).toEqual({
+      facts: ['job-7', 'mail', 'send', 3, 'lease-7', 'b-1'],
+      sameLogger: true,
+      sameSignal: true,
+      sameWriter: true,
+      transaction: undefined,
+      queryRunner: undefined,
+    });
+  });
+
   describe('with tracing (an SDK registered, the in-memory exporter)', () => {
     let harness: ReturnType<typeof traceHarness>;
     let executor: JobExecutor;

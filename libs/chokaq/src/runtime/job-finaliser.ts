@@ -535,7 +535,9 @@ export function runOutcome(
     outcome,
     attempt: extra.attempt ?? attemptOf(job),
   };
-  for (const [key, value] of Object.entries(extra)) {
+  // for…in rather than Object.entries: no array of pairs per outcome (once per job).
+  for (const key in extra) {
+    const value = extra[key as keyof JobOutcome];
     if (value !== undefined) (result as unknown as Record<string, unknown>)[key] = value;
   }
   return result;

@@ -20,7 +20,7 @@ import type { JobEventSink } from './job-events';
 import { JobFinaliser, runOutcome, type ClaimedJob, type EmitOutcome } from './job-finaliser';
 import { outcomeEvents, progressEvent, startedEvent } from './lifecycle-events';
 import type { QueueControls } from './queue-controls';
-import { triage, type TriageView } from './run-triage';
+import { triage, type Triage, type TriageView } from './run-triage';
 import { StartedAhead } from './started-ahead';
 
 /** What the processor is built from (the worker facade wires it). */
@@ -84,7 +84,26 @@ export class JobProcessor {
    */
   private readonly owned = new Set<JobLease>();
   private readonly running = new Map<JobLease, { id: string; execution: Execution }>();
-  private readonly tasks = new Set<Promise<unknown>>();
+  /** Dispatched work not yet settled ({@link track}): runs, and the writes that end them. */
+  private tasks = 0;
+  /** Who waits for {@link tasks} to reach 0 ({@link waitIdle}). */
+  private idleWaiters: Array<() => void> = [];
+  /** One settle callback for every tracked task (no closure per job). */
+  private readonly untrack = (): void => {
+    if (--this.tasks > 0) return;
+    const waiters = this.idleWaiters;
+    this.idleWaiters = [];
+    for (const wake of waiters) wake();
+  };
+  /** A tracked task rejected (none should): counted off, and the rejection still surfaces. */
+  private readonly untrackFailed = (error: unknown): never => {
+    this.untrack();
+    throw error;
+  };
+  /** Where every run's outcome goes, outside a {@link runBatch} (one function, not one per job). */
+  private readonly emit: EmitOutcome = (outcome, job) => this.emitOutcome(outcome, job);
+  /** Frees the slot a run took (one function, not one per job). */
+  private readonly releaseSlot = (): void => this.limiter.release(1);
   private readonly clock = new DbClock();
   private readonly finaliser: JobFinaliser;
   private closing = false;
@@ -279,14 +298,13 @@ export class JobProcessor {
     this.ahead.push(ahead, sentAt);
     if (reserved > started.length) this.limiter.release(reserved - started.length);
     if (started.length > 0) {
-      const emit: EmitOutcome = (outcome, job) => this.emitOutcome(outcome, job);
-      const release = () => this.limiter.release(1);
+      const { emit, releaseSlot } = this;
       for (const claimed of started) {
         const handler = this.deps.handlers.resolve(claimed.job.queue, claimed.job.type);
         this.track(
           handler
-            ? this.execute(claimed, handler, false, emit, release)
-            : this.noHandler(claimed, emit).then(release),
+            ? this.execute(claimed, handler, false, emit, releaseSlot)
+            : this.noHandler(claimed, emit).then(releaseSlot),
         );
       }
     }
@@ -305,13 +323,13 @@ export class JobProcessor {
       const next = this.ahead.shift(now, (c) => this.renewAfterMs(c.job.queue));
       if (!next) break;
       this.limiter.acquire(1);
-      this.track(this.enterAhead(next.claimed, next.fresh, () => this.limiter.release(1)));
+      this.track(this.enterAhead(next.claimed, next.fresh, this.releaseSlot));
     }
     if (this.startRetryTimer !== undefined) return;
     while (this.buffer.length > 0 && this.limiter.available > 0) {
       const taken = this.limiter.acquire(this.buffer.length);
       const batch = this.buffer.splice(0, taken);
-      this.track(this.runBatch(batch, () => this.limiter.release(1)));
+      this.track(this.runBatch(batch, this.releaseSlot));
     }
   }
 
@@ -438,14 +456,15 @@ export class JobProcessor {
 
   /** Waits until every dispatched job has been finalised, or `deadline` (epoch ms) passes. True when idle. */
   async waitIdle(deadline: number): Promise<boolean> {
-    while (this.tasks.size > 0) {
+    while (this.tasks > 0) {
       const remaining = deadline - Date.now();
       if (remaining <= 0) return false;
       let timer: NodeJS.Timeout | undefined;
       const timeout = new Promise<void>((resolve) => {
         timer = setTimeout(resolve, remaining);
       });
-      await Promise.race([Promise.allSettled([...this.tasks]), timeout]);
+      const idle = new Promise<void>((resolve) => this.idleWaiters.push(resolve));
+      await Promise.race([idle, timeout]);
       clearTimeout(timer);
     }
     return true;
@@ -473,20 +492,43 @@ export class JobProcessor {
    * lease renewed first, since a rescue may have taken it meanwhile; if it did, the row is dropped
    * unrun and nothing is written.
    */
-  private async enterAhead(
-    claimed: ClaimedJob,
-    fresh: boolean,
-    onJobDone: () => void,
-  ): Promise<void> {
-    const emit: EmitOutcome = (outcome, job) => this.emitOutcome(outcome, job);
-    if (!fresh && !(await this.stillOwned(claimed, emit))) {
+  private enterAhead(claimed: ClaimedJob, fresh: boolean, onJobDone: () => void): Promise<void> {
+    if (!fresh) return this.enterRenewed(claimed, onJobDone);
+    // The common case, a row entered soon after its claim, goes to its run with no async step of
+    // its own (no promise that only forwards the run's).
+    try {
+      return this.enterOwned(claimed, onJobDone);
+    } catch (error) {
+      return Promise.reject(error);
+    }
+  }
+
+  /** {@link enterAhead} of a row that waited too long: its lease renewed first. */
+  private async enterRenewed(claimed: ClaimedJob, onJobDone: () => void): Promise<void> {
+    if (!(await this.stillOwned(claimed, this.emit))) {
       onJobDone();
       return;
     }
+    return this.enterOwned(claimed, onJobDone);
+  }
+
+  /** A row started ahead and still owned: run it, unless triage turns it away. */
+  private enterOwned(claimed: ClaimedJob, onJobDone: () => void): Promise<void> {
     const verdict = triage(claimed.job, this.triageView);
+    if (verdict.kind === 'run') {
+      return this.execute(claimed, verdict.handler, verdict.probe, this.emit, onJobDone);
+    }
+    return this.turnAway(claimed, verdict, onJobDone);
+  }
+
+  /** A row started ahead that triage turned away: DLQ, or back to Pending with its attempt refunded. */
+  private async turnAway(
+    claimed: ClaimedJob,
+    verdict: Exclude<Triage, { kind: 'run' }>,
+    onJobDone: () => void,
+  ): Promise<void> {
+    const { emit } = this;
     switch (verdict.kind) {
-      case 'run':
-        return this.execute(claimed, verdict.handler, verdict.probe, emit, onJobDone);
       case 'no-handler':
         await this.noHandler(claimed, emit);
         break;
@@ -612,9 +654,10 @@ export class JobProcessor {
     }
   }
 
+  /** Counts `task` until it settles, for {@link waitIdle} (a count: no set entry or closure per job). */
   private track(task: Promise<unknown>): void {
-    this.tasks.add(task);
-    void task.finally(() => this.tasks.delete(task));
+    this.tasks++;
+    task.then(this.untrack, this.untrackFailed);
   }
 
   /**

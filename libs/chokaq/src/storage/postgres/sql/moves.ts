@@ -24,6 +24,7 @@ import {
   counterUpsert,
   dlqInsert,
   literal,
+  arrayLiteral,
   leaseParams,
 } from './fragments';
 
@@ -83,7 +84,10 @@ export function archiveSucceededParams(
   completed: readonly CompletedJob[],
   withResults = false,
 ): unknown[] {
-  const params: unknown[] = [...leaseParams(completed), completed.map((c) => c.durationMs)];
+  const params: unknown[] = [
+    ...leaseParams(completed),
+    arrayLiteral(completed.map((c) => c.durationMs)),
+  ];
   if (withResults) params.push(completed.map((c) => c.result ?? null));
   return params;
 }
