@@ -193,7 +193,7 @@ describePostgres('PostgreSQL metric totals', () => {
         .map(
           (r) =>
             `(${r.db === 'other' ? "'elsewhere'" : 'current_database()'}, ` +
-            `${r.role === null ? 'NULL::oid' : r.role === 'owner' ? '(SELECT oid FROM pg_roles WHERE rolname = current_user)' : "(SELECT oid FROM pg_roles WHERE rolname = 'chokaq_totals_reader')"}, ` +
+            `${r.role === null ? 'NULL::oid' : r.role === 'owner' ? '(SELECT oid FROM pg_roles WHERE rolname = session_user)' : "(SELECT oid FROM pg_roles WHERE rolname = 'chokaq_totals_reader')"}, ` +
             `${r.state === null ? 'NULL::text' : `'${r.state}'`}, ` +
             `${r.startedMinAgo === null ? 'NULL::timestamptz' : `now() - interval '${r.startedMinAgo} minutes'`})`,
         )
@@ -217,6 +217,9 @@ describePostgres('PostgreSQL metric totals', () => {
       await client.query(`DO $$ BEGIN
         IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = 'chokaq_totals_reader') THEN
           CREATE ROLE chokaq_totals_reader NOLOGIN;
+        END IF;
+        IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = 'chokaq_totals_viewer') THEN
+          CREATE ROLE chokaq_totals_viewer NOLOGIN;
         END IF; END $$`);
     });
 
@@ -246,19 +249,35 @@ describePostgres('PostgreSQL metric totals', () => {
     });
 
     it('is unknown while a session that may write buckets is hidden from this role', async () => {
+      // Read as a role that may see neither the owner's sessions nor all statistics.
+      await client.query(`GRANT USAGE ON SCHEMA ${s} TO chokaq_totals_viewer`);
+      await client.query('SET ROLE chokaq_totals_viewer');
+      try {
+        expect(
+          await horizon([
+            { role: 'owner', state: 'active', startedMinAgo: 0 },
+            { role: 'owner', state: null, startedMinAgo: null },
+          ]),
+        ).toBeNull();
+        // Hidden, but unable to write buckets: known.
+        expect(
+          await horizon([
+            { role: 'owner', state: 'active', startedMinAgo: 0 },
+            { role: 'reader', state: null, startedMinAgo: null },
+          ]),
+        ).toBe(await minuteAgo(1));
+      } finally {
+        await client.query('RESET ROLE');
+      }
+    });
+
+    it('is known while a session this role may see has no state yet (a connection starting)', async () => {
       expect(
         await horizon([
-          { role: 'owner', state: 'active', startedMinAgo: 0 },
+          { role: 'owner', state: 'idle in transaction', startedMinAgo: 4 },
           { role: 'owner', state: null, startedMinAgo: null },
         ]),
-      ).toBeNull();
-      // Hidden, but unable to write buckets: known.
-      expect(
-        await horizon([
-          { role: 'owner', state: 'active', startedMinAgo: 0 },
-          { role: 'reader', state: null, startedMinAgo: null },
-        ]),
-      ).toBe(await minuteAgo(1));
+      ).toBe(await minuteAgo(5));
     });
   });
 });

@@ -151,7 +151,9 @@ RETURNING t.value`;
  * view itself, the tests rows of their own.
  */
 export const metricSealHorizon = (s: string, activity: string): string => `
-  SELECT CASE WHEN bool_or(a.state IS NULL) THEN NULL
+  SELECT CASE WHEN bool_or(a.state IS NULL AND NOT (
+                     pg_has_role(current_user, 'pg_read_all_stats', 'USAGE')
+                     OR pg_has_role(current_user, a.usesysid, 'USAGE'))) THEN NULL
               ELSE date_trunc('minute', least(now(), min(a.xact_start))) - interval '1 minute'
          END AS upto
   FROM ${activity} a
@@ -169,8 +171,10 @@ export const metricSealHorizon = (s: string, activity: string): string => `
  * `pg_stat_activity` (https://www.postgresql.org/docs/15/monitoring-stats.html#MONITORING-PG-STAT-ACTIVITY-VIEW),
  * read over the sessions of this database whose role may insert buckets (so autovacuum and other
  * databases' sessions never hold it back), and a minute more for the instant between a
- * transaction's start and its entry there. A session this role may not see (`state` NULL: another
- * role, without `pg_read_all_stats`) leaves the horizon unknown, and nothing is sealed. A long
+ * transaction's start and its entry there. A session this role may not see (another role, without
+ * `pg_read_all_stats`: its `state` and `xact_start` read as NULL) leaves the horizon unknown, and
+ * nothing is sealed; one it may see whose `state` is NULL is a connection still starting, with no
+ * transaction yet (any it opens starts after the horizon), and is passed over. A long
  * transaction holds the seal back; the reads then take the buckets of the minutes after the mark,
  * so a seal that falls behind costs read time, never a count. A re-sealed minute is replaced.
  */
