@@ -302,7 +302,8 @@ describe('JobExecutor', () => {
   it("gives the handler the job's facts, and accessors that work unbound and are made once", async () => {
     const percents: number[] = [];
     let seen: Record<string, unknown> = {};
-    const executor = new JobExecutor([], new RecordingLogger());
+    const logger = new RecordingLogger();
+    const executor = new JobExecutor([], logger);
     const run = executor.start({
       job: hotJob({ id: 'job-7', queue: 'mail', type: 'send', batchId: 'b-1', attemptCount: 2 }),
       lease: { id: 'job-7', workerId: 'w', leaseId: 'lease-7' },
@@ -313,6 +314,7 @@ describe('JobExecutor', () => {
       handler: handler(async (_p, ctx) => {
         const { reportProgress, signal, logger } = ctx;
         await reportProgress(25);
+        logger.log('hello');
         seen = {
           facts: [ctx.id, ctx.queue, ctx.type, ctx.attempt, ctx.leaseId, ctx.batchId],
           sameLogger: logger === ctx.logger,
@@ -325,6 +327,9 @@ describe('JobExecutor', () => {
     });
     await expect(run.result).resolves.toMatchObject({ kind: 'succeeded' });
     expect(percents).toEqual([25]);
+    expect(logger.lines.map((l) => l.message)).toEqual([
+      expect.stringMatching(/ChokaQ mail\/send job-7.*hello/),
+    ]);
     expect(seen).toEqual({
       facts: ['job-7', 'mail', 'send', 3, 'lease-7', 'b-1'],
       sameLogger: true,

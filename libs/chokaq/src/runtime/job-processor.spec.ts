@@ -169,6 +169,24 @@ describe('JobProcessor with rows started ahead', () => {
     expect(h.ran).toEqual(['a']);
   });
 
+  it('is idle only once every run it dispatched has settled, and says so when the deadline passes first', async () => {
+    const h = harness(2);
+    h.processor.accept(started('a', 'b'), h.lease, h.processor.reserveStartSlots(2));
+    await waitFor('both running', () => h.ran.length === 2);
+    expect(await h.processor.waitIdle(Date.now() + 50)).toBe(false);
+    let idle: boolean | undefined;
+    const waiting = h.processor.waitIdle(Date.now() + 5_000).then((v) => (idle = v));
+    h.finish('a');
+    await waitFor('a settled', () => h.outcomes.some((o) => o.id === 'a'));
+    // One run still in flight: not idle yet.
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(idle).toBeUndefined();
+    h.finish('b');
+    await waiting;
+    expect(idle).toBe(true);
+    expect(h.outcomes.map((o) => o.id).sort()).toEqual(['a', 'b']);
+  });
+
   it('unstarts the waiting rows of a queue paused meanwhile', async () => {
     const h = harness(1, [queue('q', { isPaused: true })]);
     h.processor.accept(started('a', 'b'), h.lease, h.processor.reserveStartSlots(1));
