@@ -60,6 +60,17 @@ describe('what an error echoes of a rejected value', () => {
     expect(() => JSON.stringify(error.issues)).not.toThrow();
   });
 
+  it("says how long a rejected array was, not its echo's length", () => {
+    const items = Array.from({ length: 20_000 }, (_, n) => ({ queue: 'q', n }));
+    const error = new ChokaQValidationError([
+      { path: 'items', message: 'must have at most 10000 items', value: items },
+    ]);
+    expect(error.message).toBe(
+      'Invalid input: items must have at most 10000 items (got array(20000))',
+    );
+    expect(error.issues[0].value).toHaveLength(MAX_ECHO_ENTRIES + 1);
+  });
+
   it('names secrets by the exact key patterns, and masks quoted connection-string values whole', () => {
     const keys = {
       passphrase: 'a',

@@ -37,7 +37,11 @@ export class ChokaQValidationError extends ChokaQError {
     super(
       message ??
         `Invalid input: ${shown
-          .map((i) => `${i.path} ${i.message} (got ${describeValue(i.value)})`)
+          // An array is described by its own length, not by its echo's (cut to 50 entries).
+          .map((i, n) => {
+            const got = Array.isArray(issues[n].value) ? issues[n].value : i.value;
+            return `${i.path} ${i.message} (got ${describeValue(got)})`;
+          })
           .join('; ')}`,
     );
     this.issues = shown;
