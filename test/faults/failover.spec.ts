@@ -99,14 +99,15 @@ async function failover(run: {
     const storage = { type: 'postgres', url: endpoint, schema: SCHEMA, poolSize: 6 } as const;
     const here = await createJobStorage({ ...storage, notify: false });
     stops.push(() => here.close());
-    const bulk = (
-      await here.enqueueMany(
-        Array.from({ length: run.jobs }, (_, n) => ({
-          queue: 'faults',
-          payload: { sleepMs: run.sleepMs, n },
-        })),
-      )
-    ).map((r) => r.id);
+    // In calls of at most 10,000 (enqueueMany's bound).
+    const bulk: string[] = [];
+    for (let from = 0; from < run.jobs; from += 10_000) {
+      const jobs = Array.from({ length: Math.min(10_000, run.jobs - from) }, (_, k) => ({
+        queue: 'faults',
+        payload: { sleepMs: run.sleepMs, n: from + k },
+      }));
+      bulk.push(...(await here.enqueueMany(jobs)).map((r) => r.id));
+    }
 
     const dir = mkdtempSync(join(tmpdir(), 'chokaq-failover-'));
     stops.push(() => rmSync(dir, { recursive: true, force: true }));
@@ -239,9 +240,11 @@ async function failover(run: {
 
 /**
  * The drain of both cases: no-op jobs at concurrency 25 in each of the two workers, so many claims
- * and archives commit every millisecond when the primary dies (about 5,000 jobs/s here).
+ * and archives commit every millisecond when the primary dies (5,000 to 10,000 jobs/s here). Enough
+ * of them that the drain is still under way when the producer has started and the primary dies:
+ * with 6,000, two workers once drained them all before the crash, and the test's premise failed.
  */
-const WORKLOAD = { jobs: 6_000, concurrency: 25, sleepMs: 0 };
+const WORKLOAD = { jobs: 20_000, concurrency: 25, sleepMs: 0 };
 
 /** What a failover lost and repeated, printed with CHOKAQ_FAULTS_VERBOSE=1 (docs/storage.md). */
 function report(replication: string, outcome: FailoverOutcome): void {
