@@ -1,8 +1,15 @@
 import { readFileSync } from 'node:fs';
 
+/** A frame of a V8 profile (CPU or sampling heap), as the inspector reports it. */
+export interface CallFrame {
+  functionName: string;
+  url: string;
+  lineNumber: number;
+}
+
 interface ProfileNode {
   id: number;
-  callFrame: { functionName: string; url: string; lineNumber: number };
+  callFrame: CallFrame;
   children?: number[];
 }
 
@@ -41,6 +48,11 @@ function shortUrl(url: string): string {
   return url.replace(/^.*\/(node_modules|libs|bench)\//, '$1/').replace(/^file:\/\//, '');
 }
 
+/** A frame as the profile tables name it: function, its file below the repository, 1-based line. */
+export function frameLabel(frame: CallFrame): string {
+  return `${frame.functionName || '(anonymous)'} ${shortUrl(frame.url)}:${frame.lineNumber + 1}`;
+}
+
 /** Self time by category and the hottest functions (self and inclusive), as Markdown. */
 export function summarizeCpuProfile(file: string): string {
   const profile = JSON.parse(readFileSync(file, 'utf8')) as CpuProfile;
@@ -67,7 +79,7 @@ export function summarizeCpuProfile(file: string): string {
   const selfByFn = new Map<string, number>();
   const inclByFn = new Map<string, number>();
   for (const node of profile.nodes) {
-    const key = `${node.callFrame.functionName || '(anonymous)'} ${shortUrl(node.callFrame.url)}:${node.callFrame.lineNumber + 1}`;
+    const key = frameLabel(node.callFrame);
     const cat = category(node.callFrame);
     categories.set(cat, (categories.get(cat) ?? 0) + (self.get(node.id) ?? 0));
     selfByFn.set(key, (selfByFn.get(key) ?? 0) + (self.get(node.id) ?? 0));

@@ -1,4 +1,5 @@
 import { Session } from 'node:inspector';
+import { type CallFrame, frameLabel } from '../lib/cpu-profile';
 
 /** Bytes allocated at one place, summed over the sampled allocations. */
 export interface AllocationSite {
@@ -16,20 +17,13 @@ export interface AllocationSample {
 }
 
 interface ProfileNode {
-  callFrame: { functionName: string; url: string; lineNumber: number };
+  callFrame: CallFrame;
   selfSize: number;
   children: ProfileNode[];
 }
 
 /** Sample one allocation per this many bytes on average (V8's default is 32 KiB). */
 const SAMPLING_INTERVAL = 4_096;
-
-/** The short name of a frame: function, then its file below the repository (or node:…) and line. */
-function frameName(node: ProfileNode): string {
-  const { functionName, url, lineNumber } = node.callFrame;
-  const file = url.replace(/^.*\/(libs|node_modules|bench)\//, '$1/').replace(/^file:\/\//, '');
-  return `${functionName || '(anonymous)'} ${file}:${lineNumber + 1}`;
-}
 
 /**
  * Starts V8's sampling heap profiler in this process, counting allocations whether or not they
@@ -52,7 +46,7 @@ export function startAllocationSampling(top = 30): () => Promise<AllocationSampl
         const bySite = new Map<string, number>();
         let totalBytes = 0;
         const walk = (node: ProfileNode, callers: string[]): void => {
-          const name = frameName(node);
+          const name = frameLabel(node.callFrame);
           if (node.selfSize > 0) {
             const site = [name, ...callers.slice(-2).reverse()].join(' ← ');
             bySite.set(site, (bySite.get(site) ?? 0) + node.selfSize);

@@ -19,7 +19,7 @@ import {
   statementCounts,
 } from './statement-counter';
 import { installStatementTimer, timings } from './statement-timer';
-import { type AllocationSample, startAllocationSampling } from './allocation-sampler';
+import type { AllocationSample } from './allocation-sampler';
 
 const PROGRESS_EVERY_MS = 25;
 /** How often the process samples its own RSS for the peak a `memory` message reports. */
@@ -45,6 +45,8 @@ async function factoryOf(kind: SystemKind): Promise<RunnerFactory> {
 
 async function main(): Promise<void> {
   const config = JSON.parse(process.env.BENCH_WORKER_CONFIG ?? '') as WorkerConfig;
+  // Loaded only by a profile's sampling run: every other worker's footprint stays as it was.
+  const sampler = config.sampleAllocations ? await import('./allocation-sampler') : undefined;
   if (config.timeStatements) installStatementTimer();
   if (config.countStatements) installStatementCounter();
   let handled = 0;
@@ -81,7 +83,7 @@ async function main(): Promise<void> {
   process.on('message', (message: ToWorker) => {
     if (message.type === 'start') {
       resetStatementCounts();
-      if (config.sampleAllocations) stopSampling = startAllocationSampling();
+      stopSampling = sampler?.startAllocationSampling();
       runner.start().then(progress, fail);
     } else if (message.type === 'mark') {
       send({ type: 'counts', counts: statementCounts() });
