@@ -100,7 +100,7 @@ export class JobProcessor {
     this.untrack();
     throw error;
   };
-  /** Where every run's outcome goes, outside a {@link runBatch} (one function, not one per job). */
+  /** Where every outcome goes, outside a {@link runBatch} (one function, not one per job or call). */
   private readonly emit: EmitOutcome = (outcome, job) => this.emitOutcome(outcome, job);
   /** Frees the slot a run took (one function, not one per job). */
   private readonly releaseSlot = (): void => this.limiter.release(1);
@@ -411,9 +411,8 @@ export class JobProcessor {
         count++;
       }
     }
-    const emit: EmitOutcome = (outcome, job) => this.emitOutcome(outcome, job);
     for (const claimed of this.ahead.take(({ job }) => wanted.has(job.id))) {
-      this.track(this.finaliser.cancelledBeforeRun(claimed, emit));
+      this.track(this.finaliser.cancelledBeforeRun(claimed, this.emit));
       count++;
     }
     return count;
@@ -447,7 +446,7 @@ export class JobProcessor {
 
   /** Buffered rows released and rows started ahead unstarted, each group in one write. */
   private async handBack(buffered: ClaimedJob[], ahead: ClaimedJob[]): Promise<void> {
-    const emit: EmitOutcome = (o, job) => this.emitOutcome(o, job);
+    const { emit } = this;
     await Promise.all([
       buffered.length > 0 ? this.finaliser.release(buffered, 0, emit) : undefined,
       ahead.length > 0 ? this.finaliser.release(ahead, 0, emit, true) : undefined,

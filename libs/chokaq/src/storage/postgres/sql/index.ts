@@ -31,7 +31,13 @@ export * from './claim';
 export * from './dedupe';
 export * from './dependencies';
 export * from './enqueue';
-export { DlqMoveShape, cancelChannel, enqueueChannel, quoteSchema } from './fragments';
+export {
+  DlqMoveShape,
+  METRIC_SEAL_SETTING,
+  cancelChannel,
+  enqueueChannel,
+  quoteSchema,
+} from './fragments';
 export * from './lifecycle';
 export * from './lists';
 export * from './moves';

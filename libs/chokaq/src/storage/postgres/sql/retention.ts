@@ -133,8 +133,6 @@ RETURNING 1 AS deleted`;
 export const applyRetentionBuckets = (s: string): string =>
   minutesRetention(s, 'metric_buckets', ['bucket_utc', 'queue', 'outcome', 'failure_reason']);
 
-export { METRIC_SEAL_SETTING };
-
 /**
  * The first statement of a seal (`sealMetricTotals`): takes the seal's mark under a row lock,
  * making it (unsealed: `-Infinity`) on the first pass, and returns it. Two processes sealing at
