@@ -140,21 +140,26 @@ describeEachDialect('storage contract: groups', (fixture) => {
     expect(order).toEqual(['a', 'b', 'c', 'a', 'b', 'c']);
   });
 
-  it('within a group, claim order holds: priority, then due time, then enqueue order', async () => {
-    const queue = uniqueQueue('order');
-    await admin.setGroupLimits(queue, { concurrency: 1 });
-    const low1 = await storage.enqueue({ queue, group: 'g', priority: 1 });
-    const high = await storage.enqueue({ queue, group: 'g', priority: 5 });
-    const low2 = await storage.enqueue({ queue, group: 'g', priority: 1 });
-    const seen: string[] = [];
-    for (let i = 0; i < 3; i++) {
-      const c = await claimStarting(queue, 5);
-      expect(c.rows).toHaveLength(1);
-      seen.push(c.rows[0].id);
-      await finish(c);
-    }
-    expect(seen).toEqual([high.id, low1.id, low2.id]);
-  });
+  // A claim of 1 finds a group per row it may start and takes each group's first row as the walk
+  // found it; a claim of 5 reads the group's rows again, in its order.
+  it.each([5, 1])(
+    'within a group, claim order holds: priority, then due time, then enqueue order (claims of %i)',
+    async (limit) => {
+      const queue = uniqueQueue('order');
+      await admin.setGroupLimits(queue, { concurrency: 1 });
+      const low1 = await storage.enqueue({ queue, group: 'g', priority: 1 });
+      const high = await storage.enqueue({ queue, group: 'g', priority: 5 });
+      const low2 = await storage.enqueue({ queue, group: 'g', priority: 1 });
+      const seen: string[] = [];
+      for (let i = 0; i < 3; i++) {
+        const c = await claimStarting(queue, limit);
+        expect(c.rows).toHaveLength(1);
+        seen.push(c.rows[0].id);
+        await finish(c);
+      }
+      expect(seen).toEqual([high.id, low1.id, low2.id]);
+    },
+  );
 
   it('a group rate limit: at most max starts of each group per window, held-back jobs stay Pending', async () => {
     const queue = uniqueQueue('grate');
@@ -182,6 +187,43 @@ describeEachDialect('storage contract: groups', (fixture) => {
     );
     expect(count(groupsOf(later), 'a')).toBeLessThanOrEqual(2);
     expect(count(groupsOf(later), 'b')).toBeLessThanOrEqual(2);
+  });
+
+  it('a grouped queue with a rate limit of its own: claim after claim, at most max start per window and a short claim says when the next start is due', async () => {
+    const queue = uniqueQueue('grouped-rate');
+    await admin.setGroupLimits(queue, { concurrency: 5 });
+    await admin.setRateLimit(queue, { max: 3, perMs: 60_000 });
+    const jobs: NewJob[] = [];
+    for (let i = 0; i < 4; i++) jobs.push({ queue, group: 'a' }, { queue, group: 'b' });
+    await storage.enqueueMany(jobs);
+
+    // Claim after claim (PostgreSQL: the first in the claim's transaction, the later ones as one
+    // statement), the queue's window holds: 3 starts, then none, each short claim with its wait.
+    const started: number[] = [];
+    for (let i = 0; i < 3; i++) {
+      const c = await claimStarting(queue, 2);
+      started.push(c.rows.length);
+      if (c.rows.length < 2 && storage.reportsRateLimitWait === true) {
+        expect(c.rows.rateLimitWaitMs).toBeGreaterThan(50_000);
+        expect(c.rows.rateLimitWaitMs).toBeLessThanOrEqual(60_000);
+      }
+      await finish(c);
+    }
+    expect(started).toEqual([2, 1, 0]);
+  });
+
+  it('limits removed between two claims of one claimer: its next claim takes the queue as any other', async () => {
+    const queue = uniqueQueue('ungroup');
+    await admin.setGroupLimits(queue, { concurrency: 1 });
+    const jobs: NewJob[] = [];
+    for (let i = 0; i < 3; i++) jobs.push({ queue, group: 'a' });
+    await storage.enqueueMany(jobs);
+    const workerId = newWorkerId();
+    expect((await claimStarting(queue, 3, workerId)).rows).toHaveLength(1);
+    expect((await claimStarting(queue, 3, workerId)).rows).toHaveLength(0);
+
+    await admin.setGroupLimits(queue, { concurrency: null });
+    expect((await claimStarting(queue, 3, workerId)).rows).toHaveLength(2);
   });
 
   it('jobs without a group in a grouped queue share one group, those enqueued before the limits too', async () => {

@@ -222,6 +222,32 @@ const SCENARIOS: readonly Scenario[] = [
     },
   },
   {
+    // A grouped queue's next claim by the same claimer: on PostgreSQL one autocommit statement
+    // that takes the queue's row lock and checks that no claim committed since its snapshot.
+    file: 'claim-grouped-again',
+    async run(storage, recorder) {
+      await storage.updateQueue('golden.groups2', { groupConcurrency: 1 });
+      await storage.enqueueMany([
+        job('golden.groups2', { group: 'acme' }),
+        job('golden.groups2', { group: 'globex' }),
+      ]);
+      const request = (limit: number) => ({
+        workerId: WORKER,
+        leaseId: randomUUID(),
+        limit,
+        start: limit,
+        budgetedQueues: ['golden.groups2'],
+        handled: { queues: ['golden.groups2'], types: [] },
+      });
+      expect(await storage.fetchNextBatch(request(1))).toHaveLength(1);
+      const { result, statements } = await recorder.record(() =>
+        storage.fetchNextBatch(request(3)),
+      );
+      expect(result).toHaveLength(1);
+      return statements;
+    },
+  },
+  {
     // Fetched rows started by markAsProcessing: the start and its start-lag bucket together.
     file: 'mark-as-processing',
     async run(storage, recorder) {

@@ -40,24 +40,27 @@ gq AS MATERIALIZED (
   WHERE q.name = $3 AND NOT q.is_paused AND q.is_active
     AND (q.group_concurrency IS NOT NULL OR q.group_rate_max IS NOT NULL)
 ),
-walk (k, n, wrapped, room, found) AS (
-  SELECT f.k, 1, f.wrapped, f.room, sign(f.room)::int
-  FROM (
-    SELECT v.k, v.wrapped, CASE WHEN NOT EXISTS (
-             SELECT 1 FROM "chokaq".jobs_hot d
-             WHERE d.status = 0 AND d.queue = $3 AND d.group_key = v.k
-               AND coalesce(d.scheduled_at_utc, d.enqueued_at_utc) <= now()
-               AND ($5::text[] IS NULL OR EXISTS (
-                 SELECT 1 FROM unnest($5::text[], $6::int[], $7::int[]) AS t(type, lo, hi)
-                 WHERE t.type = d.type AND d.payload_version BETWEEN t.lo AND t.hi))) THEN 0
-      ELSE least(gq.budget,
-           CASE WHEN gq.group_concurrency IS NULL THEN gq.budget
-                ELSE greatest(0, gq.group_concurrency - (
-                       SELECT count(*) FROM "chokaq".jobs_hot a
-                       WHERE a.status IN (1, 2) AND a.queue = $3 AND a.group_key = v.k))::int
-           END,
-           CASE WHEN gq.group_rate_max IS NULL THEN gq.budget
-                ELSE coalesce((SELECT greatest(0, gq.group_rate_max
+walk (k, n, wrapped, id, tid, priority, due, room, found) AS (
+  SELECT v.k, 1, v.wrapped, r.id, r.tid, r.priority, r.due, r.room, sign(r.room)::int
+  FROM gq
+  CROSS JOIN LATERAL (
+    SELECT coalesce(a.k, (SELECT min(j.group_key) FROM "chokaq".jobs_hot j
+    WHERE j.status = 0 AND j.queue = $3 AND j.group_key IS NOT NULL)) AS k, a.k IS NULL AS wrapped
+    FROM (SELECT (SELECT min(j.group_key) FROM "chokaq".jobs_hot j
+    WHERE j.status = 0 AND j.queue = $3 AND j.group_key > gq.cursor) AS k OFFSET 0) a
+    OFFSET 0
+  ) v
+  CROSS JOIN LATERAL (
+    SELECT d.id, d.tid, d.priority, d.due,
+           CASE WHEN d.id IS NULL THEN 0
+           ELSE least(gq.budget,
+             CASE WHEN gq.group_concurrency IS NULL THEN gq.budget
+                  ELSE greatest(0, gq.group_concurrency - (
+                         SELECT count(*) FROM "chokaq".jobs_hot a
+                         WHERE a.status IN (1, 2) AND a.queue = $3 AND a.group_key = v.k))::int
+             END,
+             CASE WHEN gq.group_rate_max IS NULL THEN gq.budget
+                  ELSE coalesce((SELECT greatest(0, gq.group_rate_max
                 - CASE WHEN (g.rate_window_start IS NULL OR statement_timestamp() >= g.rate_window_start + gq.group_rate_per_ms * interval '1 millisecond')
                        THEN CASE WHEN g.rate_window_last > statement_timestamp() - gq.group_rate_per_ms * interval '1 millisecond'
                                  THEN coalesce(g.rate_window_count, 0) ELSE 0 END
@@ -65,23 +68,25 @@ walk (k, n, wrapped, room, found) AS (
                             + CASE WHEN g.rate_prev_last > statement_timestamp() - gq.group_rate_per_ms * interval '1 millisecond'
                                    THEN coalesce(g.rate_prev_count, 0) ELSE 0 END
                   END)
-                               FROM "chokaq".job_groups g WHERE g.queue = $3 AND g.group_key = v.k),
-                              gq.group_rate_max)
-           END) END AS room
-    FROM gq
-    CROSS JOIN LATERAL (
-      SELECT coalesce(a.k, (SELECT min(j.group_key) FROM "chokaq".jobs_hot j
-    WHERE j.status = 0 AND j.queue = $3 AND j.group_key IS NOT NULL)) AS k, a.k IS NULL AS wrapped
-      FROM (SELECT (SELECT min(j.group_key) FROM "chokaq".jobs_hot j
-    WHERE j.status = 0 AND j.queue = $3 AND j.group_key > gq.cursor) AS k OFFSET 0) a
-      OFFSET 0
-    ) v
-    WHERE gq.budget > 0
+                                 FROM "chokaq".job_groups g WHERE g.queue = $3 AND g.group_key = v.k),
+                                gq.group_rate_max)
+             END) END AS room
+    FROM (SELECT 1) one
+    LEFT JOIN LATERAL (
+      SELECT j.id, j.ctid AS tid, j.priority, coalesce(j.scheduled_at_utc, j.enqueued_at_utc) AS due
+      FROM "chokaq".jobs_hot j
+      WHERE j.status = 0 AND j.queue = $3 AND j.group_key = v.k
+        AND coalesce(j.scheduled_at_utc, j.enqueued_at_utc) <= now()
+        AND ($5::text[] IS NULL OR EXISTS (
+          SELECT 1 FROM unnest($5::text[], $6::int[], $7::int[]) AS t(type, lo, hi)
+          WHERE t.type = j.type AND j.payload_version BETWEEN t.lo AND t.hi))
+      ORDER BY j.priority DESC, coalesce(j.scheduled_at_utc, j.enqueued_at_utc), j.id COLLATE "C"
+      LIMIT 1) d ON true
     OFFSET 0
-  ) f
-  WHERE f.k IS NOT NULL
+  ) r
+  WHERE gq.budget > 0 AND v.k IS NOT NULL
   UNION ALL
-  SELECT v.k, w.n + 1, v.wrapped, r.room, w.found + sign(r.room)::int
+  SELECT v.k, w.n + 1, v.wrapped, r.id, r.tid, r.priority, r.due, r.room, w.found + sign(r.room)::int
   FROM walk w
   CROSS JOIN gq
   CROSS JOIN LATERAL (
@@ -92,21 +97,17 @@ walk (k, n, wrapped, room, found) AS (
     WHERE j.status = 0 AND j.queue = $3 AND j.group_key > w.k) AS k OFFSET 0) a
     OFFSET 0
   ) v
-  CROSS JOIN LATERAL (SELECT CASE WHEN NOT EXISTS (
-             SELECT 1 FROM "chokaq".jobs_hot d
-             WHERE d.status = 0 AND d.queue = $3 AND d.group_key = v.k
-               AND coalesce(d.scheduled_at_utc, d.enqueued_at_utc) <= now()
-               AND ($5::text[] IS NULL OR EXISTS (
-                 SELECT 1 FROM unnest($5::text[], $6::int[], $7::int[]) AS t(type, lo, hi)
-                 WHERE t.type = d.type AND d.payload_version BETWEEN t.lo AND t.hi))) THEN 0
-      ELSE least(gq.budget,
-           CASE WHEN gq.group_concurrency IS NULL THEN gq.budget
-                ELSE greatest(0, gq.group_concurrency - (
-                       SELECT count(*) FROM "chokaq".jobs_hot a
-                       WHERE a.status IN (1, 2) AND a.queue = $3 AND a.group_key = v.k))::int
-           END,
-           CASE WHEN gq.group_rate_max IS NULL THEN gq.budget
-                ELSE coalesce((SELECT greatest(0, gq.group_rate_max
+  CROSS JOIN LATERAL (
+    SELECT d.id, d.tid, d.priority, d.due,
+           CASE WHEN d.id IS NULL THEN 0
+           ELSE least(gq.budget,
+             CASE WHEN gq.group_concurrency IS NULL THEN gq.budget
+                  ELSE greatest(0, gq.group_concurrency - (
+                         SELECT count(*) FROM "chokaq".jobs_hot a
+                         WHERE a.status IN (1, 2) AND a.queue = $3 AND a.group_key = v.k))::int
+             END,
+             CASE WHEN gq.group_rate_max IS NULL THEN gq.budget
+                  ELSE coalesce((SELECT greatest(0, gq.group_rate_max
                 - CASE WHEN (g.rate_window_start IS NULL OR statement_timestamp() >= g.rate_window_start + gq.group_rate_per_ms * interval '1 millisecond')
                        THEN CASE WHEN g.rate_window_last > statement_timestamp() - gq.group_rate_per_ms * interval '1 millisecond'
                                  THEN coalesce(g.rate_window_count, 0) ELSE 0 END
@@ -114,30 +115,46 @@ walk (k, n, wrapped, room, found) AS (
                             + CASE WHEN g.rate_prev_last > statement_timestamp() - gq.group_rate_per_ms * interval '1 millisecond'
                                    THEN coalesce(g.rate_prev_count, 0) ELSE 0 END
                   END)
-                               FROM "chokaq".job_groups g WHERE g.queue = $3 AND g.group_key = v.k),
-                              gq.group_rate_max)
-           END) END AS room OFFSET 0) r
+                                 FROM "chokaq".job_groups g WHERE g.queue = $3 AND g.group_key = v.k),
+                                gq.group_rate_max)
+             END) END AS room
+    FROM (SELECT 1) one
+    LEFT JOIN LATERAL (
+      SELECT j.id, j.ctid AS tid, j.priority, coalesce(j.scheduled_at_utc, j.enqueued_at_utc) AS due
+      FROM "chokaq".jobs_hot j
+      WHERE j.status = 0 AND j.queue = $3 AND j.group_key = v.k
+        AND coalesce(j.scheduled_at_utc, j.enqueued_at_utc) <= now()
+        AND ($5::text[] IS NULL OR EXISTS (
+          SELECT 1 FROM unnest($5::text[], $6::int[], $7::int[]) AS t(type, lo, hi)
+          WHERE t.type = j.type AND j.payload_version BETWEEN t.lo AND t.hi))
+      ORDER BY j.priority DESC, coalesce(j.scheduled_at_utc, j.enqueued_at_utc), j.id COLLATE "C"
+      LIMIT 1) d ON true
+    OFFSET 0
+  ) r
   WHERE w.n < $8 AND w.found < gq.budget AND v.k IS NOT NULL
     AND NOT (v.wrapped AND v.k > gq.cursor)
 ),
 took AS MATERIALIZED (
+  SELECT w.id, w.tid, w.n, 1::bigint AS rn
+  FROM walk w
+  WHERE w.room > 0
+  UNION ALL
   SELECT t.id, t.tid, w.n,
-         row_number() OVER (PARTITION BY w.n ORDER BY t.priority DESC, t.due, t.id COLLATE "C") AS rn
+         1 + row_number() OVER (PARTITION BY w.n ORDER BY t.priority DESC, t.due, t.id COLLATE "C") AS rn
   FROM walk w
   CROSS JOIN LATERAL (
-    SELECT j.id, j.ctid AS tid, j.priority, coalesce(j.scheduled_at_utc, j.enqueued_at_utc) AS due
-    FROM "chokaq".jobs_hot j
-    WHERE j.status = 0
-      AND j.queue = $3
-      AND j.group_key = w.k
-      AND coalesce(j.scheduled_at_utc, j.enqueued_at_utc) <= now()
-      AND ($5::text[] IS NULL OR EXISTS (
-        SELECT 1 FROM unnest($5::text[], $6::int[], $7::int[]) AS t(type, lo, hi)
-        WHERE t.type = j.type AND j.payload_version BETWEEN t.lo AND t.hi))
-    ORDER BY j.priority DESC, coalesce(j.scheduled_at_utc, j.enqueued_at_utc), j.id COLLATE "C"
-    LIMIT least(w.room, (SELECT gq.budget FROM gq) - (SELECT max(x.found) FROM walk x) + 1)
+      SELECT j.id, j.ctid AS tid, j.priority, coalesce(j.scheduled_at_utc, j.enqueued_at_utc) AS due
+      FROM "chokaq".jobs_hot j
+      WHERE j.status = 0 AND j.queue = $3 AND j.group_key = w.k
+        AND coalesce(j.scheduled_at_utc, j.enqueued_at_utc) <= now()
+        AND ($5::text[] IS NULL OR EXISTS (
+          SELECT 1 FROM unnest($5::text[], $6::int[], $7::int[]) AS t(type, lo, hi)
+          WHERE t.type = j.type AND j.payload_version BETWEEN t.lo AND t.hi))
+      ORDER BY j.priority DESC, coalesce(j.scheduled_at_utc, j.enqueued_at_utc), j.id COLLATE "C"
+    OFFSET 1
+    LIMIT least(w.room, (SELECT gq.budget FROM gq) - (SELECT max(x.found) FROM walk x) + 1) - 1
   ) t
-  WHERE w.room > 0
+  WHERE w.room > 1
 ),
 picked AS MATERIALIZED (
   SELECT t.id, t.tid FROM took t

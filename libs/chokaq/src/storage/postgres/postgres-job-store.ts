@@ -89,6 +89,12 @@ export class PostgresJobStore extends PostgresAdminStore implements DialectJobSt
   private readonly schemaName: string;
   /** Whether the next claim that covers grouped queues claims them before the others. */
   private groupsFirst = false;
+  /**
+   * The queues the last claims found grouped (step 1's `grouped`), each with whether its next claim
+   * alone may try the one-statement claim: false after that claim found itself overtaken, so under
+   * contention every other claim goes straight to the transaction.
+   */
+  private readonly groupedAlone = new Map<string, boolean>();
 
   constructor(db: PostgresConnection) {
     super(db);
@@ -455,8 +461,9 @@ export class PostgresJobStore extends PostgresAdminStore implements DialectJobSt
    * rows than asked and a locked queue is rate limited, a third read tells the caller how long that
    * queue is held back (`rateLimitWaitMs`). When `budgetedQueues` says no handled queue is budgeted
    * or limited, the claim is one autocommit statement that skips such queues instead (one round
-   * trip, not four). A retry after an ambiguous failure first returns whatever an earlier attempt
-   * with this lease already committed.
+   * trip, not four); so is the claim of one grouped queue, when it checks that no claim committed
+   * between its snapshot and its lock ({@link claimGroupedAlone}). A retry after an ambiguous
+   * failure first returns whatever an earlier attempt with this lease already committed.
    */
   async fetchNextBatch(request: Checked<FetchRequest & { start: number }>): Promise<ClaimedJobs> {
     const { workerId, leaseId, limit, handled, budgetedQueues, ahead } = request;
@@ -473,6 +480,11 @@ export class PostgresJobStore extends PostgresAdminStore implements DialectJobSt
     // limit at that moment, so rows waiting for a slot never hold a budget or spend a rate.
     const unbudgeted =
       ahead === true || (budgetedQueues && !queues.some((q) => budgetedQueues.includes(q)));
+    const alone = unbudgeted ? undefined : await this.claimGroupedAlone(request, queues, claimed);
+    if (alone !== undefined) {
+      this.groupsFirst = !this.groupsFirst;
+      return alone;
+    }
     const rows = unbudgeted
       ? await this.db.retry('fetchNextBatch', async (attempt) =>
           this.db.withConnection(false, async (exec) => {
@@ -490,6 +502,10 @@ export class PostgresJobStore extends PostgresAdminStore implements DialectJobSt
           );
           const lockedNames = locked.map((r) => String(r.name));
           const grouped = locked.filter((r) => r.grouped === true).map((r) => String(r.name));
+          for (const q of queues) {
+            if (grouped.includes(q)) this.groupedAlone.set(q, true);
+            else this.groupedAlone.delete(q);
+          }
           coveredGroups = grouped.length > 0;
           const turns = claimTurns<Row>(request, grouped, {
             groupsFirst: this.groupsFirst,
@@ -530,6 +546,56 @@ export class PostgresJobStore extends PostgresAdminStore implements DialectJobSt
     if (coveredGroups) this.groupsFirst = !this.groupsFirst;
     const jobs: ClaimedJobs = rows.map(mapClaimedRow).sort(claimOrder);
     if (waitMs !== undefined) jobs.rateLimitWaitMs = waitMs;
+    return jobs;
+  }
+
+  /**
+   * The claim of one grouped queue as one autocommit statement (`fetchNextGroupedBatchAlone`),
+   * when it is the only queue the claim covers and the last claim found it grouped: the claimed
+   * jobs, or undefined when the transaction must claim instead — the statement found the queue's
+   * row changed since its snapshot (another claim committed meanwhile; it wrote nothing), or the
+   * queue no longer grouped or gone. The rate state of a short claim is read after the commit.
+   */
+  private async claimGroupedAlone(
+    request: Checked<FetchRequest & { start: number }>,
+    queues: readonly string[],
+    claimed: (exec: Exec, attempt: number) => Promise<Row[]>,
+  ): Promise<ClaimedJobs | undefined> {
+    const queue = queues.length === 1 ? queues[0] : undefined;
+    if (queue === undefined || this.groupedAlone.get(queue) !== true) return undefined;
+    const params = SQL.fetchNextGroupedBatchParams(
+      request,
+      queue,
+      request.start,
+      groupVisits(request.start),
+    );
+    const rows = await this.db.retry('fetchNextBatch', async (attempt) =>
+      this.db.withConnection(false, async (exec) => {
+        const already = await claimed(exec, attempt);
+        return already.length > 0 ? already : exec(this.sql.fetchNextGroupedBatchAlone, params);
+      }),
+    );
+    const [first] = rows;
+    if (first === undefined || first.grouped === false) {
+      this.groupedAlone.delete(queue);
+      return undefined;
+    }
+    if (first.current === false) {
+      this.groupedAlone.set(queue, false);
+      return undefined;
+    }
+    const jobs: ClaimedJobs = rows
+      .filter((r) => r.id !== null)
+      .map(mapClaimedRow)
+      .sort(claimOrder);
+    if (jobs.length < request.limit && rows.some((r) => r.rate_limited === true)) {
+      const states = await this.db.query(
+        'fetchNextBatch',
+        this.sql.fetchNextBatchRateState,
+        SQL.fetchNextBatchRateStateParams([queue]),
+      );
+      jobs.rateLimitWaitMs = shortestRateWait(states.map(rateStateOf), num(states[0]?.now_ms));
+    }
     return jobs;
   }
 

@@ -590,6 +590,8 @@ export class SqliteJobStore extends SqliteAdminStore implements DialectJobStore 
       coveredGroups = grouped.length > 0;
       const turns = claimTurns<Row>({ limit, start }, grouped, {
         groupsFirst,
+        // Every handled queue grouped: the ordinary claim has nothing to take.
+        skipOrdinary: queues.every((q) => grouped.includes(q)),
         started: (r) => Number(r.status) === 2,
       });
       const claimed = takeTurnsSync(turns, (turn) =>
@@ -651,7 +653,7 @@ export class SqliteJobStore extends SqliteAdminStore implements DialectJobStore 
     const mine = typesOfQueue(handled, queue);
     const types = mine === null ? null : typesJson(mine);
     const maxVisits = groupVisits(startable);
-    const visits: { group: string; n: number; room: number }[] = [];
+    const visits: { group: string; n: number; room: number; first: string | null }[] = [];
     let wrapped = begin.after_cursor === null;
     let group = wrapped ? firstGroup : String(begin.after_cursor);
     let found = 0;
@@ -665,7 +667,8 @@ export class SqliteJobStore extends SqliteAdminStore implements DialectJobStore 
         types,
       })!;
       const room = Math.max(0, Number(visit.room));
-      visits.push({ group, n: visits.length + 1, room });
+      const first = visit.first_id === null ? null : String(visit.first_id);
+      visits.push({ group, n: visits.length + 1, room, first });
       if (room > 0) found += 1;
       if (visit.next_group !== null) {
         group = String(visit.next_group);
@@ -678,18 +681,27 @@ export class SqliteJobStore extends SqliteAdminStore implements DialectJobStore 
     }
     if (visits.length === 0) return [];
     const withRoom = visits.filter((v) => v.room > 0);
+    // Round-robin takes at most this many rows of one group; one: each group's first row, which
+    // the walk already found.
+    const most = budget - withRoom.length + 1;
     const rows =
       withRoom.length === 0
         ? []
-        : this.db.all(this.sql.fetchNextGroupedBatch, {
-            queue,
-            budget,
-            most: budget - withRoom.length + 1,
-            visits: JSON.stringify(withRoom),
-            types,
-            workerId,
-            leaseId,
-          });
+        : most === 1
+          ? this.db.all(this.sql.fetchNextGroupedBatchFirsts, {
+              ids: JSON.stringify(withRoom.map((v) => v.first)),
+              workerId,
+              leaseId,
+            })
+          : this.db.all(this.sql.fetchNextGroupedBatch, {
+              queue,
+              budget,
+              most,
+              visits: JSON.stringify(withRoom.map(({ group, n, room }) => ({ group, n, room }))),
+              types,
+              workerId,
+              leaseId,
+            });
     this.db.run(this.sql.fetchNextGroupedBatchTurn, {
       queue,
       cursor: visits[visits.length - 1].group,

@@ -320,36 +320,48 @@ const NEXT_GROUP = (s: string, after: string | null): string =>
     WHERE j.status = 0 AND j.queue = $3 AND ${after === null ? 'j.group_key IS NOT NULL' : `j.group_key > ${after}`})`;
 
 /**
- * Whether group `k` has a due Pending row of a type (and payload version) this worker runs
- * ($5/$6/$7; NULL: every type): a range of `ix_jobs_hot_group_pending`, which stops at the first.
+ * The due Pending rows of group `k` of queue $3 of a type (and payload version) this worker runs
+ * ($5/$6/$7; NULL: every type), in the group's claim order (priority, due time, id): a range of
+ * `ix_jobs_hot_group_pending`, read in index order, so `LIMIT 1` stops at the first.
  */
-const GROUP_HAS_DUE = (s: string, k: string): string => `EXISTS (
-             SELECT 1 FROM ${s}.jobs_hot d
-             WHERE d.status = 0 AND d.queue = $3 AND d.group_key = ${k}
-               AND coalesce(d.scheduled_at_utc, d.enqueued_at_utc) <= now()
-               AND ($5::text[] IS NULL OR EXISTS (
-                 SELECT 1 FROM unnest($5::text[], $6::int[], $7::int[]) AS t(type, lo, hi)
-                 WHERE t.type = d.type AND d.payload_version BETWEEN t.lo AND t.hi)))`;
+const GROUP_DUE = (s: string, k: string): string => `
+      SELECT j.id, j.ctid AS tid, j.priority, coalesce(j.scheduled_at_utc, j.enqueued_at_utc) AS due
+      FROM ${s}.jobs_hot j
+      WHERE j.status = 0 AND j.queue = $3 AND j.group_key = ${k}
+        AND coalesce(j.scheduled_at_utc, j.enqueued_at_utc) <= now()
+        AND ($5::text[] IS NULL OR EXISTS (
+          SELECT 1 FROM unnest($5::text[], $6::int[], $7::int[]) AS t(type, lo, hi)
+          WHERE t.type = j.type AND j.payload_version BETWEEN t.lo AND t.hi))
+      ORDER BY j.priority DESC, coalesce(j.scheduled_at_utc, j.enqueued_at_utc), j.id COLLATE "C"`;
 
 /**
- * How many jobs of group `k` may start now: none unless it has a due row this worker runs
- * ({@link GROUP_HAS_DUE}: a group whose jobs are all scheduled later, or of other types, is
- * passed over rather than counted as found), else the queue's budget, less what the group
- * concurrency leaves (its Fetched and Processing rows, `ix_jobs_hot_group_active`), less what the
- * group's rate window allows (no `job_groups` row: the whole of `max`).
+ * A visited group `k`: its first due row ({@link GROUP_DUE}; all NULL when it has none) and how
+ * many of its jobs may start now (`room`): none without a due row (a group whose jobs are all
+ * scheduled later, or of other types, is passed over rather than counted as found), else the
+ * queue's budget, less what the group concurrency leaves (its Fetched and Processing rows,
+ * `ix_jobs_hot_group_active`), less what the group's rate window allows (no `job_groups` row: the
+ * whole of `max`). The first row is what `took` starts first of the group, so a claim that takes
+ * one row per group reads each group's rows once.
  */
-const GROUP_ROOM = (s: string, k: string): string => `CASE WHEN NOT ${GROUP_HAS_DUE(s, k)} THEN 0
-      ELSE least(gq.budget,
-           CASE WHEN gq.group_concurrency IS NULL THEN gq.budget
-                ELSE greatest(0, gq.group_concurrency - (
-                       SELECT count(*) FROM ${s}.jobs_hot a
-                       WHERE a.status IN (1, 2) AND a.queue = $3 AND a.group_key = ${k}))::int
-           END,
-           CASE WHEN gq.group_rate_max IS NULL THEN gq.budget
-                ELSE coalesce((SELECT ${RATE_ALLOWANCE('statement_timestamp()', GROUP_RATE)}
-                               FROM ${s}.job_groups g WHERE g.queue = $3 AND g.group_key = ${k}),
-                              gq.group_rate_max)
-           END) END`;
+const GROUP_VISIT = (s: string, k: string): string => `LATERAL (
+    SELECT d.id, d.tid, d.priority, d.due,
+           CASE WHEN d.id IS NULL THEN 0
+           ELSE least(gq.budget,
+             CASE WHEN gq.group_concurrency IS NULL THEN gq.budget
+                  ELSE greatest(0, gq.group_concurrency - (
+                         SELECT count(*) FROM ${s}.jobs_hot a
+                         WHERE a.status IN (1, 2) AND a.queue = $3 AND a.group_key = ${k}))::int
+             END,
+             CASE WHEN gq.group_rate_max IS NULL THEN gq.budget
+                  ELSE coalesce((SELECT ${RATE_ALLOWANCE('statement_timestamp()', GROUP_RATE)}
+                                 FROM ${s}.job_groups g WHERE g.queue = $3 AND g.group_key = ${k}),
+                                gq.group_rate_max)
+             END) END AS room
+    FROM (SELECT 1) one
+    LEFT JOIN LATERAL (${GROUP_DUE(s, k)}
+      LIMIT 1) d ON true
+    OFFSET 0
+  )`;
 
 /**
  * Step 2 of a claim, for one grouped queue ($3, whose row step 1 locked): starts up to $4 of its
@@ -379,11 +391,43 @@ const GROUP_ROOM = (s: string, k: string): string => `CASE WHEN NOT ${GROUP_HAS_
  * than the claim takes — and the UPDATE re-checks `status = 0` on each row it starts (a row an
  * operator moved meanwhile is skipped; one an operator is editing is waited for, then
  * re-checked). `job_groups` rows are written only here and by retention, under that lock.
+ *
+ * The `alone` variant is the whole claim of one grouped queue in one autocommit statement (one
+ * round trip where the transaction takes four): `locked` takes the queue's row lock, and `fresh`
+ * compares the version it locked with the version the statement's snapshot sees. In READ COMMITTED
+ * a statement's snapshot is taken when it starts, before the lock is granted; a locked row that a
+ * transaction committed since has a newer version than the snapshot's (`FOR NO KEY UPDATE` waits
+ * for that transaction, then locks and returns the newest version), and every grouped claim that
+ * walked a group updates the queue's row (`turned`). So when the two versions are one, no claim
+ * committed between the snapshot and the lock, and the running counts and rate windows the
+ * snapshot shows are those the transaction would read; when they differ, the statement writes
+ * nothing and its one row says so (`current` false) and the store claims in the transaction
+ * instead. Its first columns: `current`, `grouped` (the queue still has group limits) and
+ * `rate_limited` (the queue has a rate limit of its own), on every row; no row at all when the
+ * queue has no row; one row with a NULL `id` when it started nothing.
  */
-export const fetchNextGroupedBatch = (s: string): string => `
+export const fetchNextGroupedBatch = (
+  s: string,
+  variant: 'locked' | 'alone' = 'locked',
+): string => `
 WITH RECURSIVE relaxed AS MATERIALIZED (
   SELECT set_config('synchronous_commit', 'off', true) AS setting
+),${
+  variant === 'alone'
+    ? `
+locked AS MATERIALIZED (
+  SELECT q.ctid AS tid, ${GROUPED('q')} AS grouped, q.rate_limit_max IS NOT NULL AS rate_limited
+  FROM ${s}.queues q
+  WHERE q.name = $3
+  FOR NO KEY UPDATE
 ),
+fresh AS MATERIALIZED (
+  SELECT l.tid = (SELECT q.ctid FROM ${s}.queues q WHERE q.name = $3) AS current,
+         l.grouped, l.rate_limited
+  FROM locked l
+),`
+    : ''
+}
 gq AS MATERIALIZED (
   SELECT q.name, q.group_concurrency, q.group_rate_max, q.group_rate_per_ms,
          coalesce(q.group_cursor, '') AS cursor,
@@ -396,26 +440,22 @@ gq AS MATERIALIZED (
            CASE WHEN q.rate_limit_max IS NULL THEN $4::int
                 ELSE ${RATE_ALLOWANCE('statement_timestamp()')}
            END) AS budget
-  FROM ${s}.queues q CROSS JOIN relaxed
+  FROM ${s}.queues q CROSS JOIN relaxed${variant === 'alone' ? ' CROSS JOIN fresh f' : ''}
   WHERE q.name = $3 AND NOT q.is_paused AND q.is_active
-    AND ${GROUPED('q')}
+    AND ${GROUPED('q')}${variant === 'alone' ? ' AND f.current' : ''}
 ),
-walk (k, n, wrapped, room, found) AS (
-  SELECT f.k, 1, f.wrapped, f.room, sign(f.room)::int
-  FROM (
-    SELECT v.k, v.wrapped, ${GROUP_ROOM(s, 'v.k')} AS room
-    FROM gq
-    CROSS JOIN LATERAL (
-      SELECT coalesce(a.k, ${NEXT_GROUP(s, null)}) AS k, a.k IS NULL AS wrapped
-      FROM (SELECT ${NEXT_GROUP(s, 'gq.cursor')} AS k OFFSET 0) a
-      OFFSET 0
-    ) v
-    WHERE gq.budget > 0
+walk (k, n, wrapped, id, tid, priority, due, room, found) AS (
+  SELECT v.k, 1, v.wrapped, r.id, r.tid, r.priority, r.due, r.room, sign(r.room)::int
+  FROM gq
+  CROSS JOIN LATERAL (
+    SELECT coalesce(a.k, ${NEXT_GROUP(s, null)}) AS k, a.k IS NULL AS wrapped
+    FROM (SELECT ${NEXT_GROUP(s, 'gq.cursor')} AS k OFFSET 0) a
     OFFSET 0
-  ) f
-  WHERE f.k IS NOT NULL
+  ) v
+  CROSS JOIN ${GROUP_VISIT(s, 'v.k')} r
+  WHERE gq.budget > 0 AND v.k IS NOT NULL
   UNION ALL
-  SELECT v.k, w.n + 1, v.wrapped, r.room, w.found + sign(r.room)::int
+  SELECT v.k, w.n + 1, v.wrapped, r.id, r.tid, r.priority, r.due, r.room, w.found + sign(r.room)::int
   FROM walk w
   CROSS JOIN gq
   CROSS JOIN LATERAL (
@@ -424,28 +464,23 @@ walk (k, n, wrapped, room, found) AS (
     FROM (SELECT ${NEXT_GROUP(s, 'w.k')} AS k OFFSET 0) a
     OFFSET 0
   ) v
-  CROSS JOIN LATERAL (SELECT ${GROUP_ROOM(s, 'v.k')} AS room OFFSET 0) r
+  CROSS JOIN ${GROUP_VISIT(s, 'v.k')} r
   WHERE w.n < $8 AND w.found < gq.budget AND v.k IS NOT NULL
     AND NOT (v.wrapped AND v.k > gq.cursor)
 ),
 took AS MATERIALIZED (
-  SELECT t.id, t.tid, w.n,
-         row_number() OVER (PARTITION BY w.n ORDER BY t.priority DESC, t.due, t.id COLLATE "C") AS rn
+  SELECT w.id, w.tid, w.n, 1::bigint AS rn
   FROM walk w
-  CROSS JOIN LATERAL (
-    SELECT j.id, j.ctid AS tid, j.priority, coalesce(j.scheduled_at_utc, j.enqueued_at_utc) AS due
-    FROM ${s}.jobs_hot j
-    WHERE j.status = 0
-      AND j.queue = $3
-      AND j.group_key = w.k
-      AND coalesce(j.scheduled_at_utc, j.enqueued_at_utc) <= now()
-      AND ($5::text[] IS NULL OR EXISTS (
-        SELECT 1 FROM unnest($5::text[], $6::int[], $7::int[]) AS t(type, lo, hi)
-        WHERE t.type = j.type AND j.payload_version BETWEEN t.lo AND t.hi))
-    ORDER BY j.priority DESC, coalesce(j.scheduled_at_utc, j.enqueued_at_utc), j.id COLLATE "C"
-    LIMIT least(w.room, (SELECT gq.budget FROM gq) - (SELECT max(x.found) FROM walk x) + 1)
-  ) t
   WHERE w.room > 0
+  UNION ALL
+  SELECT t.id, t.tid, w.n,
+         1 + row_number() OVER (PARTITION BY w.n ORDER BY t.priority DESC, t.due, t.id COLLATE "C") AS rn
+  FROM walk w
+  CROSS JOIN LATERAL (${GROUP_DUE(s, 'w.k')}
+    OFFSET 1
+    LIMIT least(w.room, (SELECT gq.budget FROM gq) - (SELECT max(x.found) FROM walk x) + 1) - 1
+  ) t
+  WHERE w.room > 1
 ),
 picked AS MATERIALIZED (
   SELECT t.id, t.tid FROM took t
@@ -480,9 +515,17 @@ spent AS (
   SET ${RATE_SPEND('statement_timestamp()', 'excluded.rate_window_count', { ...GROUP_RATE, per: `(SELECT gq.group_rate_per_ms ${MS} FROM gq)` })}
 ),
 bucket AS (${startLagUpsert(s, `(SELECT c.queue, ${START_LAG_MS('c')} AS lag_ms FROM claimed c)`)}
-)
+)${
+  variant === 'alone'
+    ? `
+SELECT f.current, f.grouped, f.rate_limited,
+       ${CLAIM_RETURNED('c')}
+FROM fresh f
+LEFT JOIN claimed c ON true`
+    : `
 SELECT ${CLAIM_RETURNED('c')}
-FROM claimed c`;
+FROM claimed c`
+}`;
 
 /**
  * Binds {@link fetchNextGroupedBatch}: $1 worker id, $2 lease id, $3 the grouped queue, $4 how

@@ -74,6 +74,7 @@ export const hotPathStatements = (
   fetchNextBatchClaimed: fetchNextBatchClaimed(s),
   fetchNextBatchRateState: fetchNextBatchRateState(s),
   fetchNextGroupedBatch: fetchNextGroupedBatch(s),
+  fetchNextGroupedBatchAlone: fetchNextGroupedBatch(s, 'alone'),
   markAsProcessing: markAsProcessing(s),
   keepAlive: keepAlive(s),
   release: release(s),

@@ -256,24 +256,18 @@ export function claimStatements(t: SqliteTables) {
 
     /**
      * The grouped claim, step 2, once per group its walk visits (the walk itself is the store's
-     * loop, `SqliteJobStore.claimGroupedQueue`): `room`, how many rows group `@group` of `@queue`
-     * may start now: none unless it has a due Pending row of a type this worker runs (`@types`,
-     * as in step 3; a group whose jobs are all scheduled later is passed over, not counted as
-     * found), else at most `@budget` (the queue's), less what the group concurrency leaves (its
-     * Fetched and Processing rows, `jobs_hot_group_active_ix`), less what the group's rate window
-     * allows (no `job_groups` row: the whole of its max); and `next_group`, the walk's next group
-     * after `@group` in byte order, which once the walk has wrapped round (`@wrapped` 1) must not
-     * be past `@cursor` (NULL then: the walk is over).
+     * loop, `SqliteJobStore.claimGroupedQueue`): `first_id`, the group's first due Pending row of
+     * a type this worker runs (`@types`, as in step 3) in its claim order (priority, due time, id:
+     * the head of its range of `jobs_hot_group_pending_ix`); `room`, how many rows group `@group`
+     * of `@queue` may start now: none without such a row (a group whose jobs are all scheduled
+     * later is passed over, not counted as found), else at most `@budget` (the queue's), less what
+     * the group concurrency leaves (its Fetched and Processing rows, `jobs_hot_group_active_ix`),
+     * less what the group's rate window allows (no `job_groups` row: the whole of its max); and
+     * `next_group`, the walk's next group after `@group` in byte order, which once the walk has
+     * wrapped round (`@wrapped` 1) must not be past `@cursor` (NULL then: the walk is over).
      */
-    fetchNextGroupedBatchVisit: `SELECT CASE WHEN NOT EXISTS (
-              SELECT 1 FROM ${hot} d
-              WHERE d.status = 0 AND d.queue = @queue AND d.group_key = @group
-                AND (d.scheduled_at_utc IS NULL OR d.scheduled_at_utc <= ${SQLITE_NOW_MS})
-                AND (@types IS NULL OR EXISTS (
-                  SELECT 1 FROM json_each(@types) t
-                  WHERE t.value ->> 'type' = d.type
-                    AND d.payload_version BETWEEN t.value ->> 'minVersion' AND t.value ->> 'maxVersion')))
-          THEN 0
+    fetchNextGroupedBatchVisit: `SELECT f.id AS first_id,
+        CASE WHEN f.id IS NULL THEN 0
           ELSE MIN(@budget,
             CASE WHEN gq.group_concurrency IS NULL THEN @budget
                  ELSE gq.group_concurrency - (SELECT COUNT(*) FROM ${hot} a
@@ -285,7 +279,31 @@ export function claimStatements(t: SqliteTables) {
                                gq.group_rate_max) END) END AS room,
         ${firstGroup('j.group_key > @group', `CASE WHEN @wrapped = 0 OR j.group_key <= @cursor THEN j.group_key END`)} AS next_group
       FROM ${queues} gq
+      LEFT JOIN (
+        SELECT d.id FROM ${hot} d
+        WHERE d.status = 0 AND d.queue = @queue AND d.group_key = @group
+          AND (d.scheduled_at_utc IS NULL OR d.scheduled_at_utc <= ${SQLITE_NOW_MS})
+          AND (@types IS NULL OR EXISTS (
+            SELECT 1 FROM json_each(@types) t
+            WHERE t.value ->> 'type' = d.type
+              AND d.payload_version BETWEEN t.value ->> 'minVersion' AND t.value ->> 'maxVersion'))
+        ORDER BY d.priority DESC, COALESCE(d.scheduled_at_utc, d.enqueued_at_utc), d.id
+        LIMIT 1
+      ) f ON 1
       WHERE gq.name = @queue`,
+
+    /**
+     * The grouped claim, step 3 when round-robin takes one row of each group with room (`@most`
+     * 1 in {@link fetchNextGroupedBatch}: the walk found a group per row it may start): starts
+     * the rows `@ids` (a JSON array), each group's first row as step 2 found it, in the same
+     * transaction, so none of them has moved since.
+     */
+    fetchNextGroupedBatchFirsts: `UPDATE ${hot}
+      SET status = 2, attempt_count = attempt_count + 1, started_at_utc = ${SQLITE_NOW_MS},
+          heartbeat_utc = ${SQLITE_NOW_MS}, worker_id = @workerId, lease_id = @leaseId,
+          last_updated_utc = ${SQLITE_NOW_MS}
+      WHERE status = 0 AND id IN (SELECT value FROM json_each(@ids))
+      RETURNING *`,
 
     /**
      * The grouped claim, step 3: starts up to `@budget` due Pending rows of `@queue` from the
