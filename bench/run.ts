@@ -506,7 +506,7 @@ async function groups(args: BenchArgs, benchUrl: string): Promise<void> {
       GROUPS_HEADING,
       `${started.toISOString()} – ${new Date().toISOString()}; ${machineLine()}; PostgreSQL ${await postgresVersion(benchUrl)}; load average (1 min) ${loads}`,
       [
-        `What a claim costs in a queue with ${GROUPS_COUNT.toLocaleString('en-US')} groups (3 Pending jobs each, a group concurrency no group reaches, so each claim visits ${GROUPS_CLAIM} groups) against a queue without groups (\`plain\`: the one-statement claim) and a queue with a \`maxWorkers\` budget (\`budgeted\`: the claim's transaction with the queue's row lock, the shape every grouped claim has). Each claim starts ${GROUPS_CLAIM} rows and is timed alone; the queues take turns claim by claim. The issue's bound is 1.5× a queue without groups.`,
+        `What a claim costs in a queue with ${GROUPS_COUNT.toLocaleString('en-US')} groups (3 Pending jobs each, a group concurrency no group reaches, so each claim visits ${GROUPS_CLAIM} groups) against a queue without groups (\`plain\`: the one-statement claim) and a queue with a \`maxWorkers\` budget (\`budgeted\`: the claim's transaction with the queue's row lock: on PostgreSQL four round trips). One claimer claims each queue, as a worker that runs only that queue does: on PostgreSQL its grouped claims after the first are one statement that takes the queue's row lock itself (docs/storage.md, "Groups in the claim"); on SQLite every claim is one \`BEGIN IMMEDIATE\`. Each claim starts ${GROUPS_CLAIM} rows and is timed alone; the queues take turns claim by claim. The issue's bound is 1.5× a queue without groups.`,
         table,
       ],
       'groups section of bench/RESULTS.md',

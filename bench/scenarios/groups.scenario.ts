@@ -37,8 +37,9 @@ export interface GroupsRun {
  * The `groups` scenario (issue 30, part 2): what a claim costs in a queue with 10,000 groups
  * against one without groups. Three queues get the same 30,000 Pending rows: `plain` (no limits:
  * the one-statement claim), `budgeted` (a `maxWorkers` budget: the claim's transaction with the
- * queue's row lock, the shape a grouped claim also has) and `grouped` (10,000 groups of 3, a group
- * concurrency no group reaches, so every claim walks 50 groups). Each claim starts 50 rows and is
+ * queue's row lock) and `grouped` (10,000 groups of 3, a group concurrency no group reaches, so
+ * every claim walks 50 groups; on PostgreSQL one statement that takes the row lock itself, after
+ * the first claim). Each claim starts 50 rows and is
  * timed alone; its rows are archived between claims (not timed). The queues take turns, claim by
  * claim, so drift in the machine's load falls on all three alike. On PostgreSQL the hot table is
  * vacuumed every 10 rounds (untimed), as autovacuum keeps up in a steady drain.

@@ -334,6 +334,20 @@ describeEachDialect('storage contract: groups', (fixture) => {
     expect(groupsOf(await claimStarting(queue, 5))).toEqual(['zz']);
   });
 
+  it('a worker that runs some types takes a group’s first job of those, behind a job it does not run or that is not due', async () => {
+    const queue = uniqueQueue('types');
+    await admin.setGroupLimits(queue, { concurrency: 5 });
+    // Group a's first job in claim order is of a type this worker does not run; b's is due later.
+    await storage.enqueue({ queue, group: 'a', type: 'other', priority: 9 });
+    const a = await storage.enqueue({ queue, group: 'a', type: 'mine', priority: 1 });
+    await storage.enqueue({ queue, group: 'b', type: 'mine', priority: 9, delayMs: 3_600_000 });
+    const b = await storage.enqueue({ queue, group: 'b', type: 'mine', priority: 1 });
+    const handled = { queues: [], types: [{ queue, type: 'mine' }] };
+    // Two rows to start, two groups: one row of each, the first of each this worker may run.
+    const c = await claim(storage, handled, 2, newWorkerId(), { start: 2 });
+    expect(c.rows.map((r) => r.id).sort()).toEqual([a.id, b.id].sort());
+  });
+
   it('a group whose jobs are all scheduled later is passed over, not counted as one with room', async () => {
     const queue = uniqueQueue('later');
     await admin.setGroupLimits(queue, { concurrency: 5 });

@@ -44,15 +44,42 @@ walk (k, n, wrapped, id, tid, priority, due, room, found) AS (
   SELECT v.k, 1, v.wrapped, r.id, r.tid, r.priority, r.due, r.room, sign(r.room)::int
   FROM gq
   CROSS JOIN LATERAL (
-    SELECT coalesce(a.k, (SELECT min(j.group_key) FROM "chokaq".jobs_hot j
-    WHERE j.status = 0 AND j.queue = $3 AND j.group_key IS NOT NULL)) AS k, a.k IS NULL AS wrapped
-    FROM (SELECT (SELECT min(j.group_key) FROM "chokaq".jobs_hot j
-    WHERE j.status = 0 AND j.queue = $3 AND j.group_key > gq.cursor) AS k OFFSET 0) a
+    SELECT coalesce(a.k, b.k) AS k, false OR a.k IS NULL AS wrapped,
+           CASE WHEN a.k IS NULL THEN b.id ELSE a.id END AS id,
+           CASE WHEN a.k IS NULL THEN b.tid ELSE a.tid END AS tid,
+           CASE WHEN a.k IS NULL THEN b.priority ELSE a.priority END AS priority,
+           CASE WHEN a.k IS NULL THEN b.due ELSE a.due END AS due,
+           CASE WHEN a.k IS NULL THEN b.ready ELSE a.ready END AS ready
+    FROM (SELECT 1) one
+    LEFT JOIN LATERAL (
+      SELECT j.group_key AS k, j.id, j.ctid AS tid, j.priority,
+             coalesce(j.scheduled_at_utc, j.enqueued_at_utc) AS due, coalesce(j.scheduled_at_utc, j.enqueued_at_utc) <= now()
+        AND ($5::text[] IS NULL OR EXISTS (
+          SELECT 1 FROM unnest($5::text[], $6::int[], $7::int[]) AS t(type, lo, hi)
+          WHERE t.type = j.type AND j.payload_version BETWEEN t.lo AND t.hi)) AS ready
+      FROM "chokaq".jobs_hot j
+      WHERE true AND j.status = 0 AND j.queue = $3
+        AND j.group_key > gq.cursor
+      ORDER BY j.group_key, j.priority DESC, coalesce(j.scheduled_at_utc, j.enqueued_at_utc),
+               j.id COLLATE "C"
+      LIMIT 1) a ON true
+    LEFT JOIN LATERAL (
+      SELECT j.group_key AS k, j.id, j.ctid AS tid, j.priority,
+             coalesce(j.scheduled_at_utc, j.enqueued_at_utc) AS due, coalesce(j.scheduled_at_utc, j.enqueued_at_utc) <= now()
+        AND ($5::text[] IS NULL OR EXISTS (
+          SELECT 1 FROM unnest($5::text[], $6::int[], $7::int[]) AS t(type, lo, hi)
+          WHERE t.type = j.type AND j.payload_version BETWEEN t.lo AND t.hi)) AS ready
+      FROM "chokaq".jobs_hot j
+      WHERE a.k IS NULL AND NOT false AND j.status = 0 AND j.queue = $3
+        AND j.group_key IS NOT NULL
+      ORDER BY j.group_key, j.priority DESC, coalesce(j.scheduled_at_utc, j.enqueued_at_utc),
+               j.id COLLATE "C"
+      LIMIT 1) b ON true
     OFFSET 0
   ) v
   CROSS JOIN LATERAL (
-    SELECT d.id, d.tid, d.priority, d.due,
-           CASE WHEN d.id IS NULL THEN 0
+    SELECT f.id, f.tid, f.priority, f.due,
+           CASE WHEN f.id IS NULL THEN 0
            ELSE least(gq.budget,
              CASE WHEN gq.group_concurrency IS NULL THEN gq.budget
                   ELSE greatest(0, gq.group_concurrency - (
@@ -71,17 +98,24 @@ walk (k, n, wrapped, id, tid, priority, due, room, found) AS (
                                  FROM "chokaq".job_groups g WHERE g.queue = $3 AND g.group_key = v.k),
                                 gq.group_rate_max)
              END) END AS room
-    FROM (SELECT 1) one
-    LEFT JOIN LATERAL (
+    FROM (
+      SELECT CASE WHEN v.ready THEN v.id ELSE d.id END AS id,
+             CASE WHEN v.ready THEN v.tid ELSE d.tid END AS tid,
+             CASE WHEN v.ready THEN v.priority ELSE d.priority END AS priority,
+             CASE WHEN v.ready THEN v.due ELSE d.due END AS due
+      FROM (SELECT 1) one
+      LEFT JOIN LATERAL (
       SELECT j.id, j.ctid AS tid, j.priority, coalesce(j.scheduled_at_utc, j.enqueued_at_utc) AS due
       FROM "chokaq".jobs_hot j
-      WHERE j.status = 0 AND j.queue = $3 AND j.group_key = v.k
+      WHERE NOT v.ready AND j.status = 0 AND j.queue = $3 AND j.group_key = v.k
         AND coalesce(j.scheduled_at_utc, j.enqueued_at_utc) <= now()
         AND ($5::text[] IS NULL OR EXISTS (
           SELECT 1 FROM unnest($5::text[], $6::int[], $7::int[]) AS t(type, lo, hi)
           WHERE t.type = j.type AND j.payload_version BETWEEN t.lo AND t.hi))
       ORDER BY j.priority DESC, coalesce(j.scheduled_at_utc, j.enqueued_at_utc), j.id COLLATE "C"
-      LIMIT 1) d ON true
+        LIMIT 1) d ON true
+      OFFSET 0
+    ) f
     OFFSET 0
   ) r
   WHERE gq.budget > 0 AND v.k IS NOT NULL
@@ -90,16 +124,42 @@ walk (k, n, wrapped, id, tid, priority, due, room, found) AS (
   FROM walk w
   CROSS JOIN gq
   CROSS JOIN LATERAL (
-    SELECT coalesce(a.k, CASE WHEN NOT w.wrapped THEN (SELECT min(j.group_key) FROM "chokaq".jobs_hot j
-    WHERE j.status = 0 AND j.queue = $3 AND j.group_key IS NOT NULL) END) AS k,
-           w.wrapped OR a.k IS NULL AS wrapped
-    FROM (SELECT (SELECT min(j.group_key) FROM "chokaq".jobs_hot j
-    WHERE j.status = 0 AND j.queue = $3 AND j.group_key > w.k) AS k OFFSET 0) a
+    SELECT coalesce(a.k, b.k) AS k, w.wrapped OR a.k IS NULL AS wrapped,
+           CASE WHEN a.k IS NULL THEN b.id ELSE a.id END AS id,
+           CASE WHEN a.k IS NULL THEN b.tid ELSE a.tid END AS tid,
+           CASE WHEN a.k IS NULL THEN b.priority ELSE a.priority END AS priority,
+           CASE WHEN a.k IS NULL THEN b.due ELSE a.due END AS due,
+           CASE WHEN a.k IS NULL THEN b.ready ELSE a.ready END AS ready
+    FROM (SELECT 1) one
+    LEFT JOIN LATERAL (
+      SELECT j.group_key AS k, j.id, j.ctid AS tid, j.priority,
+             coalesce(j.scheduled_at_utc, j.enqueued_at_utc) AS due, coalesce(j.scheduled_at_utc, j.enqueued_at_utc) <= now()
+        AND ($5::text[] IS NULL OR EXISTS (
+          SELECT 1 FROM unnest($5::text[], $6::int[], $7::int[]) AS t(type, lo, hi)
+          WHERE t.type = j.type AND j.payload_version BETWEEN t.lo AND t.hi)) AS ready
+      FROM "chokaq".jobs_hot j
+      WHERE true AND j.status = 0 AND j.queue = $3
+        AND j.group_key > w.k
+      ORDER BY j.group_key, j.priority DESC, coalesce(j.scheduled_at_utc, j.enqueued_at_utc),
+               j.id COLLATE "C"
+      LIMIT 1) a ON true
+    LEFT JOIN LATERAL (
+      SELECT j.group_key AS k, j.id, j.ctid AS tid, j.priority,
+             coalesce(j.scheduled_at_utc, j.enqueued_at_utc) AS due, coalesce(j.scheduled_at_utc, j.enqueued_at_utc) <= now()
+        AND ($5::text[] IS NULL OR EXISTS (
+          SELECT 1 FROM unnest($5::text[], $6::int[], $7::int[]) AS t(type, lo, hi)
+          WHERE t.type = j.type AND j.payload_version BETWEEN t.lo AND t.hi)) AS ready
+      FROM "chokaq".jobs_hot j
+      WHERE a.k IS NULL AND NOT w.wrapped AND j.status = 0 AND j.queue = $3
+        AND j.group_key IS NOT NULL
+      ORDER BY j.group_key, j.priority DESC, coalesce(j.scheduled_at_utc, j.enqueued_at_utc),
+               j.id COLLATE "C"
+      LIMIT 1) b ON true
     OFFSET 0
   ) v
   CROSS JOIN LATERAL (
-    SELECT d.id, d.tid, d.priority, d.due,
-           CASE WHEN d.id IS NULL THEN 0
+    SELECT f.id, f.tid, f.priority, f.due,
+           CASE WHEN f.id IS NULL THEN 0
            ELSE least(gq.budget,
              CASE WHEN gq.group_concurrency IS NULL THEN gq.budget
                   ELSE greatest(0, gq.group_concurrency - (
@@ -118,17 +178,24 @@ walk (k, n, wrapped, id, tid, priority, due, room, found) AS (
                                  FROM "chokaq".job_groups g WHERE g.queue = $3 AND g.group_key = v.k),
                                 gq.group_rate_max)
              END) END AS room
-    FROM (SELECT 1) one
-    LEFT JOIN LATERAL (
+    FROM (
+      SELECT CASE WHEN v.ready THEN v.id ELSE d.id END AS id,
+             CASE WHEN v.ready THEN v.tid ELSE d.tid END AS tid,
+             CASE WHEN v.ready THEN v.priority ELSE d.priority END AS priority,
+             CASE WHEN v.ready THEN v.due ELSE d.due END AS due
+      FROM (SELECT 1) one
+      LEFT JOIN LATERAL (
       SELECT j.id, j.ctid AS tid, j.priority, coalesce(j.scheduled_at_utc, j.enqueued_at_utc) AS due
       FROM "chokaq".jobs_hot j
-      WHERE j.status = 0 AND j.queue = $3 AND j.group_key = v.k
+      WHERE NOT v.ready AND j.status = 0 AND j.queue = $3 AND j.group_key = v.k
         AND coalesce(j.scheduled_at_utc, j.enqueued_at_utc) <= now()
         AND ($5::text[] IS NULL OR EXISTS (
           SELECT 1 FROM unnest($5::text[], $6::int[], $7::int[]) AS t(type, lo, hi)
           WHERE t.type = j.type AND j.payload_version BETWEEN t.lo AND t.hi))
       ORDER BY j.priority DESC, coalesce(j.scheduled_at_utc, j.enqueued_at_utc), j.id COLLATE "C"
-      LIMIT 1) d ON true
+        LIMIT 1) d ON true
+      OFFSET 0
+    ) f
     OFFSET 0
   ) r
   WHERE w.n < $8 AND w.found < gq.budget AND v.k IS NOT NULL
@@ -145,7 +212,7 @@ took AS MATERIALIZED (
   CROSS JOIN LATERAL (
       SELECT j.id, j.ctid AS tid, j.priority, coalesce(j.scheduled_at_utc, j.enqueued_at_utc) AS due
       FROM "chokaq".jobs_hot j
-      WHERE j.status = 0 AND j.queue = $3 AND j.group_key = w.k
+      WHERE true AND j.status = 0 AND j.queue = $3 AND j.group_key = w.k
         AND coalesce(j.scheduled_at_utc, j.enqueued_at_utc) <= now()
         AND ($5::text[] IS NULL OR EXISTS (
           SELECT 1 FROM unnest($5::text[], $6::int[], $7::int[]) AS t(type, lo, hi)

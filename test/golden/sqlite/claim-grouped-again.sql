@@ -1,78 +1,15 @@
--- [1/12] get
+-- [1/11] get
 PRAGMA synchronous
 
--- [2/12] run
+-- [2/11] run
 BEGIN IMMEDIATE
 
--- [3/12] all
+-- [3/11] all
 SELECT q.name FROM chokaq_queues q
       WHERE q.name IN (SELECT value FROM json_each(@queues)) AND (q.group_concurrency IS NOT NULL OR q.group_rate_max IS NOT NULL)
       ORDER BY q.name
 
--- [4/12] all
-WITH
-      handled_queue(queue) AS (SELECT value FROM json_each(@queues)),
-      handled_type(queue, type, min_version, max_version) AS (
-        SELECT value ->> 'queue', value ->> 'type', value ->> 'minVersion', value ->> 'maxVersion'
-        FROM json_each(@types)),
-      wanted(queue) AS (SELECT queue FROM handled_queue UNION SELECT queue FROM handled_type),
-      budget(queue, any_type, remaining) AS (
-        SELECT w.queue,
-               w.queue IN (SELECT queue FROM handled_queue),
-               MIN(CASE WHEN q.max_workers IS NULL THEN @limit
-                        ELSE q.max_workers - (SELECT COUNT(*) FROM chokaq_jobs_hot a
-                                               WHERE a.queue = w.queue AND a.status IN (1, 2)) END,
-                   CASE WHEN q.rate_limit_max IS NULL THEN @limit
-                        WHEN @start < @limit THEN 0
-                        ELSE MAX(0, q.rate_limit_max
-                          - CASE WHEN (q.rate_window_start IS NULL OR CAST(ROUND(unixepoch('subsec') * 1000) AS INTEGER) >= q.rate_window_start + q.rate_limit_per_ms)
-                                 THEN CASE WHEN q.rate_window_last > CAST(ROUND(unixepoch('subsec') * 1000) AS INTEGER) - q.rate_limit_per_ms
-                                           THEN COALESCE(q.rate_window_count, 0) ELSE 0 END
-                                 ELSE COALESCE(q.rate_window_count, 0)
-                                      + CASE WHEN q.rate_prev_last > CAST(ROUND(unixepoch('subsec') * 1000) AS INTEGER) - q.rate_limit_per_ms
-                                             THEN COALESCE(q.rate_prev_count, 0) ELSE 0 END
-                            END) END)
-        FROM wanted w LEFT JOIN chokaq_queues q ON q.name = w.queue
-        WHERE COALESCE(q.is_paused, 0) = 0 AND COALESCE(q.is_active, 1) = 1 AND q.group_concurrency IS NULL AND q.group_rate_max IS NULL
-      ),
-      candidate AS (
-        SELECT h.id, h.queue, h.priority, COALESCE(h.scheduled_at_utc, h.enqueued_at_utc) AS due,
-               b.remaining
-        FROM budget b CROSS JOIN chokaq_jobs_hot h
-        WHERE b.remaining > 0
-          AND h.id IN (
-            SELECT c.id FROM chokaq_jobs_hot c
-            WHERE c.status = 0 AND c.queue = b.queue
-              AND (c.scheduled_at_utc IS NULL OR c.scheduled_at_utc <= CAST(ROUND(unixepoch('subsec') * 1000) AS INTEGER))
-              AND (b.any_type OR EXISTS (
-                SELECT 1 FROM handled_type t
-                WHERE t.queue = b.queue AND t.type = c.type
-                  AND c.payload_version BETWEEN t.min_version AND t.max_version))
-            ORDER BY c.priority DESC, COALESCE(c.scheduled_at_utc, c.enqueued_at_utc), c.id
-            LIMIT @limit)
-      ),
-      ranked AS (
-        SELECT id, priority, due, remaining,
-               ROW_NUMBER() OVER (PARTITION BY queue ORDER BY priority DESC, due, id) AS rn
-        FROM candidate
-      ),
-      picked AS (
-        SELECT id, ROW_NUMBER() OVER (ORDER BY priority DESC, due, id) AS claim_rn
-        FROM ranked WHERE rn <= remaining ORDER BY priority DESC, due, id LIMIT @limit
-      )
-      UPDATE chokaq_jobs_hot AS h
-      SET status = CASE WHEN p.claim_rn <= @start THEN 2 ELSE 1 END,
-          attempt_count = attempt_count + CASE WHEN p.claim_rn <= @start THEN 1 ELSE 0 END,
-          started_at_utc = CASE WHEN p.claim_rn <= @start THEN CAST(ROUND(unixepoch('subsec') * 1000) AS INTEGER)
-                                ELSE started_at_utc END,
-          heartbeat_utc = CASE WHEN p.claim_rn <= @start THEN CAST(ROUND(unixepoch('subsec') * 1000) AS INTEGER)
-                               ELSE heartbeat_utc END,
-          worker_id = @workerId, lease_id = @leaseId, last_updated_utc = CAST(ROUND(unixepoch('subsec') * 1000) AS INTEGER)
-      FROM picked p
-      WHERE h.status = 0 AND h.id = p.id
-      RETURNING *
-
--- [5/12] get
+-- [4/11] get
 SELECT COALESCE(q.group_cursor, '') AS cursor,
         MIN(@start,
             CASE WHEN q.max_workers IS NULL THEN @start
@@ -98,16 +35,9 @@ SELECT COALESCE(q.group_cursor, '') AS cursor,
       FROM chokaq_queues q
       WHERE q.name = @queue AND q.is_paused = 0 AND q.is_active = 1 AND (q.group_concurrency IS NOT NULL OR q.group_rate_max IS NOT NULL)
 
--- [6/12] get
-SELECT CASE WHEN NOT EXISTS (
-              SELECT 1 FROM chokaq_jobs_hot d
-              WHERE d.status = 0 AND d.queue = @queue AND d.group_key = @group
-                AND (d.scheduled_at_utc IS NULL OR d.scheduled_at_utc <= CAST(ROUND(unixepoch('subsec') * 1000) AS INTEGER))
-                AND (@types IS NULL OR EXISTS (
-                  SELECT 1 FROM json_each(@types) t
-                  WHERE t.value ->> 'type' = d.type
-                    AND d.payload_version BETWEEN t.value ->> 'minVersion' AND t.value ->> 'maxVersion')))
-          THEN 0
+-- [5/11] get
+SELECT f.id AS first_id,
+        CASE WHEN f.id IS NULL THEN 0
           ELSE MIN(@budget,
             CASE WHEN gq.group_concurrency IS NULL THEN @budget
                  ELSE gq.group_concurrency - (SELECT COUNT(*) FROM chokaq_jobs_hot a
@@ -129,9 +59,20 @@ SELECT CASE WHEN NOT EXISTS (
           WHERE j.status = 0 AND j.queue = @queue AND j.group_key > @group
           ORDER BY j.group_key LIMIT 1) AS next_group
       FROM chokaq_queues gq
+      LEFT JOIN (
+        SELECT d.id FROM chokaq_jobs_hot d
+        WHERE d.status = 0 AND d.queue = @queue AND d.group_key = @group
+          AND (d.scheduled_at_utc IS NULL OR d.scheduled_at_utc <= CAST(ROUND(unixepoch('subsec') * 1000) AS INTEGER))
+          AND (@types IS NULL OR EXISTS (
+            SELECT 1 FROM json_each(@types) t
+            WHERE t.value ->> 'type' = d.type
+              AND d.payload_version BETWEEN t.value ->> 'minVersion' AND t.value ->> 'maxVersion'))
+        ORDER BY d.priority DESC, COALESCE(d.scheduled_at_utc, d.enqueued_at_utc), d.id
+        LIMIT 1
+      ) f ON 1
       WHERE gq.name = @queue
 
--- [7/12] all
+-- [6/11] all
 WITH
       visit(group_key, n, room) AS (
         SELECT value ->> 'group', value ->> 'n', value ->> 'room' FROM json_each(@visits)),
@@ -166,10 +107,10 @@ WITH
       WHERE h.status = 0 AND h.id = p.id
       RETURNING *
 
--- [8/12] run
+-- [7/11] run
 UPDATE chokaq_queues SET group_cursor = @cursor WHERE name = @queue
 
--- [9/12] run
+-- [8/11] run
 INSERT INTO chokaq_metric_buckets (bucket_utc, queue, outcome, failure_reason, completed_count,
         duration_count, total_duration_ms, max_duration_ms, lag_count, lag_sum_ms, lag_max_ms)
       SELECT ((CAST(ROUND(unixepoch('subsec') * 1000) AS INTEGER) / 60000) * 60000), value ->> 'queue', value ->> 'outcome', value ->> 'failure_reason',
@@ -186,7 +127,7 @@ INSERT INTO chokaq_metric_buckets (bucket_utc, queue, outcome, failure_reason, c
         lag_sum_ms = lag_sum_ms + excluded.lag_sum_ms,
         lag_max_ms = MAX(lag_max_ms, excluded.lag_max_ms)
 
--- [10/12] run
+-- [9/11] run
 WITH spent(queue, n, t) AS (
         SELECT value ->> 'queue', value ->> 'n', value ->> 't' FROM json_each(@spent)
       )
@@ -202,7 +143,7 @@ WITH spent(queue, n, t) AS (
       FROM spent s
       WHERE q.name = s.queue AND q.rate_limit_max IS NOT NULL
 
--- [11/12] all
+-- [10/11] all
 SELECT rate_limit_max AS max, rate_limit_per_ms AS per_ms,
         rate_window_count AS window_count, rate_prev_count AS prev_count,
         rate_window_start AS window_start_ms, rate_window_last AS window_last_ms,
@@ -210,5 +151,5 @@ SELECT rate_limit_max AS max, rate_limit_per_ms AS per_ms,
       FROM chokaq_queues
       WHERE name IN (SELECT value FROM json_each(@queues)) AND rate_limit_max IS NOT NULL
 
--- [12/12] run
+-- [11/11] run
 COMMIT

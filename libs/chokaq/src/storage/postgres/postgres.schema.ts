@@ -774,6 +774,29 @@ const V21: PostgresMigration = {
   ],
 };
 
+/**
+ * Version 22: one index of the active rows, by queue and group (`ix_jobs_hot_active (queue,
+ * group_key) WHERE status IN (1, 2)`), in place of the queue's (`(queue)`) and the groups'
+ * (`(queue, group_key) ... AND group_key IS NOT NULL`, version 18). With both, a planner that
+ * believed no row was active (statistics gathered before the workers started) counted a group's
+ * running rows through the queue's index, filtering by group: every group the grouped claim
+ * visits read every active row of the queue. The one index serves the queue's count (`MaxWorkers`,
+ * the active list) by its first column and a group's by both, so no plan can do that; a grouped
+ * claim writes one entry per started row instead of two. Workers of version 21 need neither of
+ * the dropped indexes by name.
+ */
+const V22: PostgresMigration = {
+  version: 22,
+  description: 'One index of the active rows, by queue and group',
+  statements: (s) => [
+    `DROP INDEX IF EXISTS ${s}.ix_jobs_hot_group_active`,
+    `DROP INDEX IF EXISTS ${s}.ix_jobs_hot_active`,
+    // Serves the MaxWorkers budget and the active list (a queue's Fetched and Processing rows) and
+    // the group concurrency (a group's).
+    `CREATE INDEX ix_jobs_hot_active ON ${s}.jobs_hot (queue, group_key) WHERE status IN (1, 2)`,
+  ],
+};
+
 /** Every migration, in version order. */
 export const POSTGRES_MIGRATIONS: readonly PostgresMigration[] = [
   V1,
@@ -797,6 +820,7 @@ export const POSTGRES_MIGRATIONS: readonly PostgresMigration[] = [
   V19,
   V20,
   V21,
+  V22,
 ];
 
 /** The newest schema version this code expects. */

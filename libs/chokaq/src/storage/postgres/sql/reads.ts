@@ -390,7 +390,8 @@ export function previewDlqFilterQueries(
 /**
  * The busiest groups of queue $1, at most $2: Pending and active (Fetched, Processing) rows per
  * group, most active first, then most pending, then by key. Each half reads one partial index
- * that holds only grouped rows (`ix_jobs_hot_group_pending`, `ix_jobs_hot_group_active`).
+ * of the queue's (`ix_jobs_hot_group_pending`, of grouped rows only; `ix_jobs_hot_active`, by
+ * queue and group).
  */
 export const getQueueGroups = (s: string): string => `
 SELECT x.group_key, sum(x.pending)::int AS pending, sum(x.running)::int AS running
