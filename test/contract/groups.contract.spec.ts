@@ -122,6 +122,20 @@ describeEachDialect('storage contract: groups', (fixture) => {
     expect(groupsOf(c).sort()).toEqual(['g1', 'g1', 'g2', 'g2', 'g3', 'g3']);
   });
 
+  it('a grouped claim hands its rows back in claim order (priority, due time, id), also a claimer’s second claim', async () => {
+    const queue = uniqueQueue('handback');
+    await admin.setGroupLimits(queue, { concurrency: 100 });
+    const workerId = newWorkerId();
+    // A first claim of the empty queue: the claimer now knows the queue is grouped (on
+    // PostgreSQL its next claim is one statement).
+    expect((await claimStarting(queue, 3, workerId)).rows).toHaveLength(0);
+    const low = await storage.enqueue({ queue, group: 'a', priority: 1 });
+    const high = await storage.enqueue({ queue, group: 'b', priority: 9 });
+    const mid = await storage.enqueue({ queue, group: 'c', priority: 5 });
+    const c = await claimStarting(queue, 3, workerId);
+    expect(c.rows.map((r) => r.id)).toEqual([high.id, mid.id, low.id]);
+  });
+
   it('the next claim goes on after the last group the previous one visited', async () => {
     const queue = uniqueQueue('cursor');
     await admin.setGroupLimits(queue, { concurrency: 10 });
