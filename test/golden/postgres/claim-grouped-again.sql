@@ -41,38 +41,30 @@ walk (k, n, wrapped, id, tid, priority, due, room, found) AS (
   SELECT v.k, 1, v.wrapped, r.id, r.tid, r.priority, r.due, r.room, sign(r.room)::int
   FROM gq
   CROSS JOIN LATERAL (
-    SELECT coalesce(a.k, b.k) AS k, false OR a.k IS NULL AS wrapped,
-           CASE WHEN a.k IS NULL THEN b.id ELSE a.id END AS id,
-           CASE WHEN a.k IS NULL THEN b.tid ELSE a.tid END AS tid,
-           CASE WHEN a.k IS NULL THEN b.priority ELSE a.priority END AS priority,
-           CASE WHEN a.k IS NULL THEN b.due ELSE a.due END AS due,
-           CASE WHEN a.k IS NULL THEN b.ready ELSE a.ready END AS ready
-    FROM (SELECT 1) one
-    LEFT JOIN LATERAL (
-      SELECT j.group_key AS k, j.id, j.ctid AS tid, j.priority,
+    (
+      SELECT j.group_key AS k, false AS wrapped, j.id, j.ctid AS tid, j.priority,
              coalesce(j.scheduled_at_utc, j.enqueued_at_utc) AS due, coalesce(j.scheduled_at_utc, j.enqueued_at_utc) <= now()
         AND ($5::text[] IS NULL OR EXISTS (
           SELECT 1 FROM unnest($5::text[], $6::int[], $7::int[]) AS t(type, lo, hi)
           WHERE t.type = j.type AND j.payload_version BETWEEN t.lo AND t.hi)) AS ready
       FROM "chokaq".jobs_hot j
-      WHERE true AND j.status = 0 AND j.queue = $3
+      WHERE j.status = 0 AND j.queue = $3
         AND j.group_key > gq.cursor
-      ORDER BY j.group_key, j.priority DESC, coalesce(j.scheduled_at_utc, j.enqueued_at_utc),
-               j.id COLLATE "C"
-      LIMIT 1) a ON true
-    LEFT JOIN LATERAL (
-      SELECT j.group_key AS k, j.id, j.ctid AS tid, j.priority,
+      ORDER BY j.group_key, j.priority DESC, coalesce(j.scheduled_at_utc, j.enqueued_at_utc), j.id COLLATE "C"
+      LIMIT 1)
+    UNION ALL
+    (SELECT * FROM (
+      SELECT j.group_key AS k, true AS wrapped, j.id, j.ctid AS tid, j.priority,
              coalesce(j.scheduled_at_utc, j.enqueued_at_utc) AS due, coalesce(j.scheduled_at_utc, j.enqueued_at_utc) <= now()
         AND ($5::text[] IS NULL OR EXISTS (
           SELECT 1 FROM unnest($5::text[], $6::int[], $7::int[]) AS t(type, lo, hi)
           WHERE t.type = j.type AND j.payload_version BETWEEN t.lo AND t.hi)) AS ready
       FROM "chokaq".jobs_hot j
-      WHERE a.k IS NULL AND NOT false AND j.status = 0 AND j.queue = $3
+      WHERE j.status = 0 AND j.queue = $3
         AND j.group_key IS NOT NULL
-      ORDER BY j.group_key, j.priority DESC, coalesce(j.scheduled_at_utc, j.enqueued_at_utc),
-               j.id COLLATE "C"
-      LIMIT 1) b ON true
-    OFFSET 0
+      ORDER BY j.group_key, j.priority DESC, coalesce(j.scheduled_at_utc, j.enqueued_at_utc), j.id COLLATE "C"
+      LIMIT 1) h WHERE NOT false)
+    LIMIT 1
   ) v
   CROSS JOIN LATERAL (
     SELECT f.id, f.tid, f.priority, f.due,
@@ -95,64 +87,54 @@ walk (k, n, wrapped, id, tid, priority, due, room, found) AS (
                                  FROM "chokaq".job_groups g WHERE g.queue = $3 AND g.group_key = v.k),
                                 gq.group_rate_max)
              END) END AS room
-    FROM (
-      SELECT CASE WHEN v.ready THEN v.id ELSE d.id END AS id,
-             CASE WHEN v.ready THEN v.tid ELSE d.tid END AS tid,
-             CASE WHEN v.ready THEN v.priority ELSE d.priority END AS priority,
-             CASE WHEN v.ready THEN v.due ELSE d.due END AS due
-      FROM (SELECT 1) one
-      LEFT JOIN LATERAL (
+    FROM (SELECT 1) one
+    LEFT JOIN LATERAL (
+      SELECT v.id, v.tid, v.priority, v.due WHERE v.ready
+      UNION ALL
+      (
       SELECT j.id, j.ctid AS tid, j.priority, coalesce(j.scheduled_at_utc, j.enqueued_at_utc) AS due
       FROM "chokaq".jobs_hot j
-      WHERE NOT v.ready AND j.status = 0 AND j.queue = $3 AND j.group_key = v.k
+      WHERE j.status = 0 AND j.queue = $3 AND j.group_key = v.k
         AND coalesce(j.scheduled_at_utc, j.enqueued_at_utc) <= now()
         AND ($5::text[] IS NULL OR EXISTS (
           SELECT 1 FROM unnest($5::text[], $6::int[], $7::int[]) AS t(type, lo, hi)
           WHERE t.type = j.type AND j.payload_version BETWEEN t.lo AND t.hi))
       ORDER BY j.priority DESC, coalesce(j.scheduled_at_utc, j.enqueued_at_utc), j.id COLLATE "C"
-        LIMIT 1) d ON true
-      OFFSET 0
-    ) f
+       LIMIT 1)
+      LIMIT 1
+    ) f ON true
     OFFSET 0
   ) r
-  WHERE gq.budget > 0 AND v.k IS NOT NULL
+  WHERE gq.budget > 0
   UNION ALL
   SELECT v.k, w.n + 1, v.wrapped, r.id, r.tid, r.priority, r.due, r.room, w.found + sign(r.room)::int
   FROM walk w
   CROSS JOIN gq
   CROSS JOIN LATERAL (
-    SELECT coalesce(a.k, b.k) AS k, w.wrapped OR a.k IS NULL AS wrapped,
-           CASE WHEN a.k IS NULL THEN b.id ELSE a.id END AS id,
-           CASE WHEN a.k IS NULL THEN b.tid ELSE a.tid END AS tid,
-           CASE WHEN a.k IS NULL THEN b.priority ELSE a.priority END AS priority,
-           CASE WHEN a.k IS NULL THEN b.due ELSE a.due END AS due,
-           CASE WHEN a.k IS NULL THEN b.ready ELSE a.ready END AS ready
-    FROM (SELECT 1) one
-    LEFT JOIN LATERAL (
-      SELECT j.group_key AS k, j.id, j.ctid AS tid, j.priority,
+    (
+      SELECT j.group_key AS k, w.wrapped AS wrapped, j.id, j.ctid AS tid, j.priority,
              coalesce(j.scheduled_at_utc, j.enqueued_at_utc) AS due, coalesce(j.scheduled_at_utc, j.enqueued_at_utc) <= now()
         AND ($5::text[] IS NULL OR EXISTS (
           SELECT 1 FROM unnest($5::text[], $6::int[], $7::int[]) AS t(type, lo, hi)
           WHERE t.type = j.type AND j.payload_version BETWEEN t.lo AND t.hi)) AS ready
       FROM "chokaq".jobs_hot j
-      WHERE true AND j.status = 0 AND j.queue = $3
+      WHERE j.status = 0 AND j.queue = $3
         AND j.group_key > w.k
-      ORDER BY j.group_key, j.priority DESC, coalesce(j.scheduled_at_utc, j.enqueued_at_utc),
-               j.id COLLATE "C"
-      LIMIT 1) a ON true
-    LEFT JOIN LATERAL (
-      SELECT j.group_key AS k, j.id, j.ctid AS tid, j.priority,
+      ORDER BY j.group_key, j.priority DESC, coalesce(j.scheduled_at_utc, j.enqueued_at_utc), j.id COLLATE "C"
+      LIMIT 1)
+    UNION ALL
+    (SELECT * FROM (
+      SELECT j.group_key AS k, true AS wrapped, j.id, j.ctid AS tid, j.priority,
              coalesce(j.scheduled_at_utc, j.enqueued_at_utc) AS due, coalesce(j.scheduled_at_utc, j.enqueued_at_utc) <= now()
         AND ($5::text[] IS NULL OR EXISTS (
           SELECT 1 FROM unnest($5::text[], $6::int[], $7::int[]) AS t(type, lo, hi)
           WHERE t.type = j.type AND j.payload_version BETWEEN t.lo AND t.hi)) AS ready
       FROM "chokaq".jobs_hot j
-      WHERE a.k IS NULL AND NOT w.wrapped AND j.status = 0 AND j.queue = $3
+      WHERE j.status = 0 AND j.queue = $3
         AND j.group_key IS NOT NULL
-      ORDER BY j.group_key, j.priority DESC, coalesce(j.scheduled_at_utc, j.enqueued_at_utc),
-               j.id COLLATE "C"
-      LIMIT 1) b ON true
-    OFFSET 0
+      ORDER BY j.group_key, j.priority DESC, coalesce(j.scheduled_at_utc, j.enqueued_at_utc), j.id COLLATE "C"
+      LIMIT 1) h WHERE NOT w.wrapped)
+    LIMIT 1
   ) v
   CROSS JOIN LATERAL (
     SELECT f.id, f.tid, f.priority, f.due,
@@ -175,28 +157,25 @@ walk (k, n, wrapped, id, tid, priority, due, room, found) AS (
                                  FROM "chokaq".job_groups g WHERE g.queue = $3 AND g.group_key = v.k),
                                 gq.group_rate_max)
              END) END AS room
-    FROM (
-      SELECT CASE WHEN v.ready THEN v.id ELSE d.id END AS id,
-             CASE WHEN v.ready THEN v.tid ELSE d.tid END AS tid,
-             CASE WHEN v.ready THEN v.priority ELSE d.priority END AS priority,
-             CASE WHEN v.ready THEN v.due ELSE d.due END AS due
-      FROM (SELECT 1) one
-      LEFT JOIN LATERAL (
+    FROM (SELECT 1) one
+    LEFT JOIN LATERAL (
+      SELECT v.id, v.tid, v.priority, v.due WHERE v.ready
+      UNION ALL
+      (
       SELECT j.id, j.ctid AS tid, j.priority, coalesce(j.scheduled_at_utc, j.enqueued_at_utc) AS due
       FROM "chokaq".jobs_hot j
-      WHERE NOT v.ready AND j.status = 0 AND j.queue = $3 AND j.group_key = v.k
+      WHERE j.status = 0 AND j.queue = $3 AND j.group_key = v.k
         AND coalesce(j.scheduled_at_utc, j.enqueued_at_utc) <= now()
         AND ($5::text[] IS NULL OR EXISTS (
           SELECT 1 FROM unnest($5::text[], $6::int[], $7::int[]) AS t(type, lo, hi)
           WHERE t.type = j.type AND j.payload_version BETWEEN t.lo AND t.hi))
       ORDER BY j.priority DESC, coalesce(j.scheduled_at_utc, j.enqueued_at_utc), j.id COLLATE "C"
-        LIMIT 1) d ON true
-      OFFSET 0
-    ) f
+       LIMIT 1)
+      LIMIT 1
+    ) f ON true
     OFFSET 0
   ) r
-  WHERE w.n < $8 AND w.found < gq.budget AND v.k IS NOT NULL
-    AND NOT (v.wrapped AND v.k > gq.cursor)
+  WHERE w.n < $8 AND w.found < gq.budget AND NOT (v.wrapped AND v.k > gq.cursor)
 ),
 took AS MATERIALIZED (
   SELECT w.id, w.tid, w.n, 1::bigint AS rn
@@ -209,7 +188,7 @@ took AS MATERIALIZED (
   CROSS JOIN LATERAL (
       SELECT j.id, j.ctid AS tid, j.priority, coalesce(j.scheduled_at_utc, j.enqueued_at_utc) AS due
       FROM "chokaq".jobs_hot j
-      WHERE true AND j.status = 0 AND j.queue = $3 AND j.group_key = w.k
+      WHERE j.status = 0 AND j.queue = $3 AND j.group_key = w.k
         AND coalesce(j.scheduled_at_utc, j.enqueued_at_utc) <= now()
         AND ($5::text[] IS NULL OR EXISTS (
           SELECT 1 FROM unnest($5::text[], $6::int[], $7::int[]) AS t(type, lo, hi)

@@ -67,6 +67,10 @@ const MAX_HOLDER_ROUNDS = 5;
 /** Oldest server this dialect supports (`hashtextextended`, LATERAL + SKIP LOCKED, MATERIALIZED CTEs). */
 const MIN_SERVER_VERSION = 120_000;
 
+/** How long a short claim's rate-limited queues hold it back, from their rate state (`fetchNextBatchRateState`). */
+const rateLimitWaitOf = (states: readonly Row[]): number | undefined =>
+  shortestRateWait(states.map(rateStateOf), num(states[0]?.now_ms));
+
 /**
  * The write half of the PostgreSQL dialect (`JobStore`), and its lifecycle: all of ChokaQ's
  * coordination through row locks, `FOR UPDATE SKIP LOCKED` claims and single-statement atomic
@@ -486,12 +490,7 @@ export class PostgresJobStore extends PostgresAdminStore implements DialectJobSt
       return alone;
     }
     const rows = unbudgeted
-      ? await this.db.retry('fetchNextBatch', async (attempt) =>
-          this.db.withConnection(false, async (exec) => {
-            const already = await claimed(exec, attempt);
-            return already.length > 0 ? already : exec(this.sql.fetchNextBatchUnbudgeted, params);
-          }),
-        )
+      ? await this.claimInAutocommit(this.sql.fetchNextBatchUnbudgeted, params, claimed)
       : await this.db.transaction('fetchNextBatch', async (exec, attempt) => {
           waitMs = undefined;
           const already = await claimed(exec, attempt);
@@ -538,7 +537,7 @@ export class PostgresJobStore extends PostgresAdminStore implements DialectJobSt
               this.sql.fetchNextBatchRateState,
               SQL.fetchNextBatchRateStateParams(limited),
             );
-            waitMs = shortestRateWait(states.map(rateStateOf), num(states[0]?.now_ms));
+            waitMs = rateLimitWaitOf(states);
           }
           return taken;
         });
@@ -569,12 +568,7 @@ export class PostgresJobStore extends PostgresAdminStore implements DialectJobSt
       request.start,
       groupVisits(request.start),
     );
-    const rows = await this.db.retry('fetchNextBatch', async (attempt) =>
-      this.db.withConnection(false, async (exec) => {
-        const already = await claimed(exec, attempt);
-        return already.length > 0 ? already : exec(this.sql.fetchNextGroupedBatchAlone, params);
-      }),
-    );
+    const rows = await this.claimInAutocommit(this.sql.fetchNextGroupedBatchAlone, params, claimed);
     const [first] = rows;
     if (first === undefined || first.grouped === false) {
       this.groupedAlone.delete(queue);
@@ -594,9 +588,27 @@ export class PostgresJobStore extends PostgresAdminStore implements DialectJobSt
         this.sql.fetchNextBatchRateState,
         SQL.fetchNextBatchRateStateParams([queue]),
       );
-      jobs.rateLimitWaitMs = shortestRateWait(states.map(rateStateOf), num(states[0]?.now_ms));
+      jobs.rateLimitWaitMs = rateLimitWaitOf(states);
     }
     return jobs;
+  }
+
+  /**
+   * One claim statement in autocommit, retried after a transient failure; a retry first returns
+   * what an earlier attempt with this lease already committed (`claimed`: the caller never saw
+   * those rows).
+   */
+  private claimInAutocommit(
+    sql: string,
+    params: unknown[],
+    claimed: (exec: Exec, attempt: number) => Promise<Row[]>,
+  ): Promise<Row[]> {
+    return this.db.retry('fetchNextBatch', async (attempt) =>
+      this.db.withConnection(false, async (exec) => {
+        const already = await claimed(exec, attempt);
+        return already.length > 0 ? already : exec(sql, params);
+      }),
+    );
   }
 
   /** @inheritdoc */

@@ -697,7 +697,7 @@ export class SqliteJobStore extends SqliteAdminStore implements DialectJobStore 
               queue,
               budget,
               most,
-              visits: JSON.stringify(withRoom.map(({ group, n, room }) => ({ group, n, room }))),
+              visits: JSON.stringify(withRoom),
               types,
               workerId,
               leaseId,

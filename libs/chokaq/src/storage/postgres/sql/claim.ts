@@ -324,62 +324,55 @@ const GROUP_ROW_READY = (
 
 /**
  * The head of the first group of queue $3 with a Pending row after `after` (of any group when
- * `after` is null), when `when` holds: the group's key and its first Pending row in claim order,
- * with whether that row may run here (`ready`). One descent of `ix_jobs_hot_group_pending`, whose
- * order this is: groups with nothing Pending are not in it, so a drained group costs nothing.
+ * `after` is null): the group's key and its first Pending row in claim order, with whether that row
+ * may run here (`ready`), and `wrapped`, the walk's flag after this step. One descent of
+ * `ix_jobs_hot_group_pending`, whose order this is: groups with nothing Pending are not in it, so
+ * a drained group costs nothing.
  */
-const GROUP_HEAD = (s: string, after: string | null, when = 'true'): string => `(
-      SELECT j.group_key AS k, j.id, j.ctid AS tid, j.priority,
+const GROUP_HEAD = (s: string, after: string | null, wrapped: string): string => `(
+      SELECT j.group_key AS k, ${wrapped} AS wrapped, j.id, j.ctid AS tid, j.priority,
              coalesce(j.scheduled_at_utc, j.enqueued_at_utc) AS due, ${GROUP_ROW_READY('j')} AS ready
       FROM ${s}.jobs_hot j
-      WHERE ${when} AND j.status = 0 AND j.queue = $3
+      WHERE j.status = 0 AND j.queue = $3
         AND ${after === null ? 'j.group_key IS NOT NULL' : `j.group_key > ${after}`}
-      ORDER BY j.group_key, j.priority DESC, coalesce(j.scheduled_at_utc, j.enqueued_at_utc),
-               j.id COLLATE "C"
+      ORDER BY j.group_key, ${CLAIM_ORDER('j')}
       LIMIT 1)`;
 
 /**
  * The next group the walk visits, after `after` (`wrapped`: it already went round from the first
  * group once): the head ({@link GROUP_HEAD}) of the first group after it, else, once, of the first
- * group of all: its key `k`, `wrapped`, and the head row's `id`, `tid`, `priority`, `due` and
- * `ready` (all NULL when there is no group left).
+ * group of all; no row when there is no group left. `UNION ALL … LIMIT 1` reads its branches in
+ * order and stops at the first row, so the second descent is made only when the first finds none.
  */
 const NEXT_VISIT = (s: string, after: string, wrapped: string): string => `LATERAL (
-    SELECT coalesce(a.k, b.k) AS k, ${wrapped} OR a.k IS NULL AS wrapped,
-           CASE WHEN a.k IS NULL THEN b.id ELSE a.id END AS id,
-           CASE WHEN a.k IS NULL THEN b.tid ELSE a.tid END AS tid,
-           CASE WHEN a.k IS NULL THEN b.priority ELSE a.priority END AS priority,
-           CASE WHEN a.k IS NULL THEN b.due ELSE a.due END AS due,
-           CASE WHEN a.k IS NULL THEN b.ready ELSE a.ready END AS ready
-    FROM (SELECT 1) one
-    LEFT JOIN LATERAL ${GROUP_HEAD(s, after)} a ON true
-    LEFT JOIN LATERAL ${GROUP_HEAD(s, null, `a.k IS NULL AND NOT ${wrapped}`)} b ON true
-    OFFSET 0
+    ${GROUP_HEAD(s, after, wrapped)}
+    UNION ALL
+    (SELECT * FROM ${GROUP_HEAD(s, null, 'true')} h WHERE NOT ${wrapped})
+    LIMIT 1
   )`;
 
 /**
  * The due Pending rows of group `k` of queue $3 of a type (and payload version) this worker runs
- * ({@link GROUP_ROW_READY}), in the group's claim order (priority, due time, id), when `when`
- * holds: a range of `ix_jobs_hot_group_pending`, read in index order, so `LIMIT 1` stops at the
- * first.
+ * ({@link GROUP_ROW_READY}), in the group's claim order (priority, due time, id): a range of
+ * `ix_jobs_hot_group_pending`, read in index order, so `LIMIT 1` stops at the first.
  */
-const GROUP_DUE = (s: string, k: string, when = 'true'): string => `
+const GROUP_DUE = (s: string, k: string): string => `
       SELECT j.id, j.ctid AS tid, j.priority, coalesce(j.scheduled_at_utc, j.enqueued_at_utc) AS due
       FROM ${s}.jobs_hot j
-      WHERE ${when} AND j.status = 0 AND j.queue = $3 AND j.group_key = ${k}
+      WHERE j.status = 0 AND j.queue = $3 AND j.group_key = ${k}
         AND ${GROUP_ROW_READY('j')}
-      ORDER BY j.priority DESC, coalesce(j.scheduled_at_utc, j.enqueued_at_utc), j.id COLLATE "C"`;
+      ORDER BY ${CLAIM_ORDER('j')}`;
 
 /**
  * A visited group, the row `v` of {@link NEXT_VISIT}: its first due row of a type this worker
- * runs (the head, when it is `ready`, else the first of {@link GROUP_DUE}; all NULL when it has
- * none) and how many of its jobs may start now (`room`): none without such a row (a group whose
- * jobs are all scheduled later, or of other types, is passed over rather than counted as found),
- * else the queue's budget, less what the group concurrency leaves (its Fetched and Processing
- * rows, `ix_jobs_hot_active (queue, group_key)`), less what the group's rate window allows (no
- * `job_groups` row: the whole of `max`). The first row is what `took` starts first of the group,
- * so a claim that takes one row per group reads each group's rows once, and in the common case
- * (the head is due) one descent finds both the group and that row.
+ * runs (the head, when it is `ready`, else the first of {@link GROUP_DUE}, read only then; all
+ * NULL when it has none) and how many of its jobs may start now (`room`): none without such a row
+ * (a group whose jobs are all scheduled later, or of other types, is passed over rather than
+ * counted as found), else the queue's budget, less what the group concurrency leaves (its Fetched
+ * and Processing rows, `ix_jobs_hot_active (queue, group_key)`), less what the group's rate window
+ * allows (no `job_groups` row: the whole of `max`). The first row is what `took` starts first of
+ * the group, so a claim that takes one row per group reads each group's rows once, and in the
+ * common case (the head is due) one descent finds both the group and that row.
  */
 const GROUP_VISIT = (s: string, v: string): string => `LATERAL (
     SELECT f.id, f.tid, f.priority, f.due,
@@ -395,16 +388,14 @@ const GROUP_VISIT = (s: string, v: string): string => `LATERAL (
                                  FROM ${s}.job_groups g WHERE g.queue = $3 AND g.group_key = ${v}.k),
                                 gq.group_rate_max)
              END) END AS room
-    FROM (
-      SELECT CASE WHEN ${v}.ready THEN ${v}.id ELSE d.id END AS id,
-             CASE WHEN ${v}.ready THEN ${v}.tid ELSE d.tid END AS tid,
-             CASE WHEN ${v}.ready THEN ${v}.priority ELSE d.priority END AS priority,
-             CASE WHEN ${v}.ready THEN ${v}.due ELSE d.due END AS due
-      FROM (SELECT 1) one
-      LEFT JOIN LATERAL (${GROUP_DUE(s, `${v}.k`, `NOT ${v}.ready`)}
-        LIMIT 1) d ON true
-      OFFSET 0
-    ) f
+    FROM (SELECT 1) one
+    LEFT JOIN LATERAL (
+      SELECT ${v}.id, ${v}.tid, ${v}.priority, ${v}.due WHERE ${v}.ready
+      UNION ALL
+      (${GROUP_DUE(s, `${v}.k`)}
+       LIMIT 1)
+      LIMIT 1
+    ) f ON true
     OFFSET 0
   )`;
 
@@ -494,15 +485,14 @@ walk (k, n, wrapped, id, tid, priority, due, room, found) AS (
   FROM gq
   CROSS JOIN ${NEXT_VISIT(s, 'gq.cursor', 'false')} v
   CROSS JOIN ${GROUP_VISIT(s, 'v')} r
-  WHERE gq.budget > 0 AND v.k IS NOT NULL
+  WHERE gq.budget > 0
   UNION ALL
   SELECT v.k, w.n + 1, v.wrapped, r.id, r.tid, r.priority, r.due, r.room, w.found + sign(r.room)::int
   FROM walk w
   CROSS JOIN gq
   CROSS JOIN ${NEXT_VISIT(s, 'w.k', 'w.wrapped')} v
   CROSS JOIN ${GROUP_VISIT(s, 'v')} r
-  WHERE w.n < $8 AND w.found < gq.budget AND v.k IS NOT NULL
-    AND NOT (v.wrapped AND v.k > gq.cursor)
+  WHERE w.n < $8 AND w.found < gq.budget AND NOT (v.wrapped AND v.k > gq.cursor)
 ),
 took AS MATERIALIZED (
   SELECT w.id, w.tid, w.n, 1::bigint AS rn

@@ -307,7 +307,7 @@ export function claimStatements(t: SqliteTables) {
 
     /**
      * The grouped claim, step 3: starts up to `@budget` due Pending rows of `@queue` from the
-     * groups the walk visited. `@visits`: a JSON array of `{group, n, room}` (visit order `n`,
+     * groups the walk visited. `@visits`: a JSON array of `{group, n, room, …}` (visit order `n`,
      * only groups with room); each gives up to its room of rows in its own claim order (priority,
      * due time, id: a range of `jobs_hot_group_pending_ix`, read for at most `@most` rows), and
      * the rows are then taken round-robin, every group's first row, then every group's second,
