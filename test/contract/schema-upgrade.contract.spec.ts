@@ -131,6 +131,14 @@ describeEachDialect(
       dialect as 'sqlite' | 'postgres'
     ];
     /**
+     * PostgreSQL's version that gives the job ids of an install without jobs `COLLATE "C"`: left out
+     * of a previous version's statements, as a database of that version never ran it (run on the
+     * empty schema, it would convert the ids, and the lists' indexes would then be spelled `id`).
+     */
+    const BYTE_WISE_IDS_VERSION = { sqlite: undefined, postgres: 23 }[
+      dialect as 'sqlite' | 'postgres'
+    ];
+    /**
      * A stand-in for the previous release below is this release's own storage opened without
      * migrating: it writes the trace context and payload version columns, the deferral counter and
      * the attempt history table, the group, batch and dependency columns, its claim reads the rate and group limit
@@ -361,7 +369,10 @@ describeEachDialect(
       // release can run on.
       await createPreviousVersion(
         LISTS_VERSION,
-        (version) => version > LISTS_VERSION && version !== PENDING_LISTS_VERSION,
+        (version) =>
+          version > LISTS_VERSION &&
+          version !== PENDING_LISTS_VERSION &&
+          version !== BYTE_WISE_IDS_VERSION,
         traceColumnRecorded,
       );
       if (dialect === 'sqlite') {

@@ -797,6 +797,67 @@ const V22: PostgresMigration = {
   ],
 };
 
+/**
+ * The columns that hold job ids: the three pillars' keys and every reference to a job. Version 23
+ * gives them one collation together, so a join between two of them compares in that collation and
+ * uses the other's index (a clause's collation must match an index's for the index to serve it).
+ */
+export const JOB_ID_COLUMNS: ReadonlyArray<readonly [table: string, column: string]> = [
+  ['jobs_hot', 'id'],
+  ['jobs_archive', 'id'],
+  ['jobs_dlq', 'id'],
+  ['job_attempts', 'job_id'],
+  ['job_dependencies', 'depends_on'],
+  ['job_dependencies', 'job_id'],
+  ['batch_callbacks', 'job_id'],
+  ['dedupe_keys', 'job_id'],
+  ['recurring_jobs', 'last_job_id'],
+];
+
+/**
+ * Version 23: job ids compared byte by byte (`COLLATE "C"`) on an install that holds no job yet.
+ * On a database whose collation is a locale's (en_US.UTF-8, an ICU locale), every comparison in
+ * the id indexes (the claim's and the archive's primary-key inserts and lookups, dozens per job)
+ * went through the locale's collation function; on an en_US.UTF-8 database a drain's PostgreSQL
+ * CPU per job fell by a quarter with byte-wise ids, and on C.UTF-8 it did not move
+ * (bench/RESULTS.md, issue 26). Equality is byte equality under every deterministic collation, and
+ * the claim and the keyset lists already compare ids `COLLATE "C"`; the other orders by id (a lock
+ * order, a job's dependents) order lowercase ids alike under both.
+ *
+ * Changing a column's collation rewrites its table and indexes under an ACCESS EXCLUSIVE lock
+ * (https://www.postgresql.org/docs/15/sql-altertable.html), so this version converts only when no
+ * table that holds a job id has a row: a new install, or one that holds nothing yet. An install
+ * with jobs keeps its collation (docs/storage.md gives the conversion to run with the workers
+ * stopped). Every statement works with either, since one install's job-id columns share one
+ * collation. Workers of version 22 run unchanged on either.
+ */
+const V23: PostgresMigration = {
+  version: 23,
+  description: 'Job ids compared byte by byte (an install that holds no job yet)',
+  statements: (s) => {
+    // Recurring definitions may exist before any job; their table is small, so it converts anyway.
+    const tables = [...new Set(JOB_ID_COLUMNS.map(([table]) => table))].filter(
+      (table) => table !== 'recurring_jobs',
+    );
+    const empty = tables
+      .map((table) => `NOT EXISTS (SELECT 1 FROM ${s}.${table})`)
+      .join('\n     AND ');
+    const alters = JOB_ID_COLUMNS.map(
+      ([table, column]) =>
+        `    ALTER TABLE ${s}.${table} ALTER COLUMN ${column} TYPE varchar(36) COLLATE "C";`,
+    ).join('\n');
+    return [
+      `DO $chokaq$
+BEGIN
+  IF ${empty} THEN
+${alters}
+  END IF;
+END
+$chokaq$`,
+    ];
+  },
+};
+
 /** Every migration, in version order. */
 export const POSTGRES_MIGRATIONS: readonly PostgresMigration[] = [
   V1,
@@ -821,6 +882,7 @@ export const POSTGRES_MIGRATIONS: readonly PostgresMigration[] = [
   V20,
   V21,
   V22,
+  V23,
 ];
 
 /** The newest schema version this code expects. */
