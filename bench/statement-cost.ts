@@ -160,12 +160,15 @@ async function round(
       if (claimed.rows.length === 0) break;
       const ids = claimed.rows.map((r) => r.id);
       before = cpuUs();
-      await client.query({
+      const archived = await client.query({
         name: `archive${side}`,
         text: inSchema(archives[side]),
         values: [ids, ids.map(() => 'bench:1:w'), ids.map(() => lease), ids.map(() => 1)],
       });
       spent.archive[side] += cpuUs() - before;
+      // A statement that moved less than it was given would measure less work, not less cost.
+      if (archived.rowCount !== ids.length)
+        throw new Error(`archive ${side ? 'B' : 'A'} moved ${archived.rowCount} of ${ids.length}`);
       spent.rows[side] += ids.length;
     }
     const per = (us: number[], side: number) => us[side] / spent.rows[side];
