@@ -20,6 +20,9 @@ import { join } from 'node:path';
 import { Client } from 'pg';
 import { createJobStorage } from '../libs/chokaq/src/storage/create-storage';
 import { benchSchemaName, dropSchema, ensureBenchDatabase } from './lib/pg-admin';
+import { scheduledCpuMs } from './lib/proc-cpu';
+import { quietLogger } from './lib/quiet-logger';
+import { summarize } from './lib/stats';
 
 const GOLDEN = join(__dirname, '..', 'test', 'golden', 'postgres');
 const CLAIM_ROWS = 128;
@@ -124,18 +127,22 @@ async function round(
 ): Promise<Round> {
   const schema = benchSchemaName('stmt');
   // The library creates the schema (every migration) as a starting worker would.
-  const quiet = { log: () => undefined, warn: console.warn, error: console.error };
   await (
     await createJobStorage(
       { type: 'postgres', url, schema, autoCreateSchema: true },
-      { logger: () => quiet },
+      { logger: () => quietLogger },
     )
   ).close();
   const client = new Client({ connectionString: url });
   await client.connect();
   try {
     const pid = (await client.query<{ pid: number }>('SELECT pg_backend_pid() AS pid')).rows[0].pid;
-    const cpuUs = () => Number(readFileSync(`/proc/${pid}/schedstat`, 'utf8').split(' ')[0]) / 1e3;
+    const cpuUs = () => {
+      const ms = scheduledCpuMs(pid);
+      if (ms === undefined)
+        throw new Error(`cannot read backend ${pid}'s CPU: run on PostgreSQL's host`);
+      return ms * 1_000;
+    };
     const inSchema = (text: string) => text.replaceAll('"chokaq".', `${schema}.`);
     await client.query(`INSERT INTO ${schema}.queues (name) VALUES ('q')`);
     await client.query(
@@ -182,12 +189,6 @@ async function round(
   }
 }
 
-function median(values: number[]): number {
-  const sorted = [...values].sort((a, b) => a - b);
-  const mid = Math.floor(sorted.length / 2);
-  return sorted.length % 2 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2;
-}
-
 async function main(): Promise<void> {
   const args = parse(process.argv.slice(2));
   const url = await ensureBenchDatabase(args.pgUrl);
@@ -219,7 +220,7 @@ async function main(): Promise<void> {
     for (let r = 0; r < args.rounds; r++)
       rounds.push(await round(url, args.jobs, claims, archives));
     const cell = (of: 'claim' | 'archive', side: 0 | 1) =>
-      median(rounds.map((x) => x[of][side])).toFixed(1);
+      summarize(rounds.map((x) => x[of][side])).median.toFixed(1);
     const line = `| ${name} | ${cell('claim', 0)} | ${cell('claim', 1)} | ${cell('archive', 0)} | ${cell('archive', 1)} |`;
     lines.push(line);
     console.error(line);

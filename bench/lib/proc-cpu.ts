@@ -37,6 +37,21 @@ export function processCpuMs(pid: number): number | undefined {
   return ((utime + stime) * 1_000) / clockTicks();
 }
 
+/**
+ * CPU time (ms) a process has run so far, to the nanosecond: the first field of Linux's
+ * `/proc/<pid>/schedstat` (what the bench reads of a PostgreSQL backend serving one statement at
+ * a time, where `/proc/<pid>/stat`'s 10 ms ticks are too coarse). Undefined where it cannot be
+ * read (another host, not Linux, the process gone).
+ */
+export function scheduledCpuMs(pid: number | undefined): number | undefined {
+  if (pid === undefined || pid === 0) return undefined;
+  try {
+    return Number(readFileSync(`/proc/${pid}/schedstat`, 'utf8').split(' ')[0]) / 1e6;
+  } catch {
+    return undefined;
+  }
+}
+
 /** CPU time of several processes at one moment, by pid (those that could be read). */
 export function cpuSnapshot(pids: Iterable<number>): Map<number, number> {
   const snapshot = new Map<number, number>();

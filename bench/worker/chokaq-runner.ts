@@ -1,4 +1,3 @@
-import type { LoggerService } from '@nestjs/common';
 import { resolveChokaQOptions } from '../../libs/chokaq/src/config/resolve-options';
 import { setTimeout as delay } from 'node:timers/promises';
 import { Pool } from 'pg';
@@ -15,17 +14,9 @@ import { ChokaQWorker } from '../../libs/chokaq/src/runtime/chokaq-worker';
 import { createJobStorage } from '../../libs/chokaq/src/storage/create-storage';
 import { DEFAULT_BATCH_WAIT_MS } from '../../libs/chokaq/src/validation/decorator-options';
 import type { JobStorage } from '../../libs/chokaq/src/storage/job-storage';
+import { quietLogger } from '../lib/quiet-logger';
 import type { BenchPayload, MetricsVariant, RunnerFactory, WorkerConfig } from './protocol';
 import { timeOperations } from './statement-timer';
-
-/** Only warnings and errors reach stderr: per-job logging would be part of the measurement. */
-const quietLogger: LoggerService = {
-  log: () => undefined,
-  debug: () => undefined,
-  verbose: () => undefined,
-  warn: (message: unknown) => process.stderr.write(`[chokaq warn] ${String(message)}\n`),
-  error: (message: unknown) => process.stderr.write(`[chokaq error] ${String(message)}\n`),
-};
 
 /**
  * The bench's handler, as a Nest app would discover it: one queue-wide `@JobHandler('bench')`

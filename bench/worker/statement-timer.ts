@@ -1,5 +1,5 @@
-import { readFileSync } from 'node:fs';
 import { Client } from 'pg';
+import { scheduledCpuMs } from '../lib/proc-cpu';
 import type { Timing } from './protocol';
 
 /*
@@ -15,20 +15,6 @@ function record(into: Record<string, Timing>, key: string, ms: number, serverMs?
   t.totalMs += ms;
   if (ms > t.maxMs) t.maxMs = ms;
   if (serverMs !== undefined) t.serverMs = (t.serverMs ?? 0) + serverMs;
-}
-
-/**
- * CPU time (ms) a backend of the bench's server has run so far: the first field of Linux's
- * `/proc/<pid>/schedstat`, in nanoseconds. Undefined where it cannot be read (another host, not
- * Linux, the backend gone).
- */
-function backendCpuMs(pid: number | undefined): number | undefined {
-  if (pid === undefined || pid === 0) return undefined;
-  try {
-    return Number(readFileSync(`/proc/${pid}/schedstat`, 'utf8').split(' ')[0]) / 1e6;
-  } catch {
-    return undefined;
-  }
 }
 
 /** What was recorded so far. */
@@ -68,7 +54,7 @@ function statementKey(sql: unknown): string {
 
 /**
  * Times every `pg` query from send to result (driver round trip plus server time), keyed by SQL
- * text, with the CPU its backend spent meanwhile (`backendCpuMs`). pg_stat_statements is not
+ * text, with the CPU its backend spent meanwhile (`scheduledCpuMs`). pg_stat_statements is not
  * preloaded on the bench server, so the client view is what we have.
  */
 export function installStatementTimer(): void {
@@ -80,10 +66,10 @@ export function installStatementTimer(): void {
     // One statement at a time runs on a client's backend (ChokaQ sends no pipelined queries), so
     // the backend's CPU between send and result is the statement's.
     const pid = (this as unknown as { processID?: number }).processID;
-    const cpuBefore = backendCpuMs(pid);
+    const cpuBefore = scheduledCpuMs(pid);
     const started = performance.now();
     const done = () => {
-      const cpuAfter = backendCpuMs(pid);
+      const cpuAfter = scheduledCpuMs(pid);
       const server =
         cpuBefore === undefined || cpuAfter === undefined ? undefined : cpuAfter - cpuBefore;
       record(statements, key, performance.now() - started, server);

@@ -1,14 +1,8 @@
 import { ConsoleLogger, Logger } from '@nestjs/common';
-import {
-  POSTGRES_MIGRATIONS,
-  bootstrapStatements,
-} from '../../libs/chokaq/src/storage/postgres/postgres.schema';
-import { quoteSchema } from '../../libs/chokaq/src/storage/postgres/sql';
-import {
-  SQLITE_MIGRATIONS,
-  schemaMigrationsDdl,
-} from '../../libs/chokaq/src/storage/sqlite/sqlite.schema';
+import { POSTGRES_MIGRATIONS } from '../../libs/chokaq/src/storage/postgres/postgres.schema';
+import { SQLITE_MIGRATIONS } from '../../libs/chokaq/src/storage/sqlite/sqlite.schema';
 import { RecordingLogger } from '../runtime/support/silent-logger';
+import { createSchemaBefore } from '../support/schema-history';
 import { TestSchema, createTestSchema, describeEachDialect } from '../support/test-database';
 
 /**
@@ -64,21 +58,7 @@ describeEachDialect(
       // recorded): not the current schema with its newest ledger row deleted, since a migration
       // need not run twice (SQLite cannot add a column only where it is missing).
       const latest = versions[versions.length - 1];
-      const all = dialect === 'sqlite' ? SQLITE_MIGRATIONS : POSTGRES_MIGRATIONS;
-      const s = dialect === 'sqlite' ? db.schema : quoteSchema(db.schema);
-      if (dialect === 'sqlite') await db.sql(schemaMigrationsDdl(s));
-      else for (const statement of bootstrapStatements(s)) await db.sql(statement);
-      for (const migration of all.filter((m) => m.version < latest)) {
-        for (const statement of migration.statements(s)) await db.sql(statement);
-        await db.query(
-          `INSERT INTO ${db.table('migrations')} (version, description, applied_at_utc) VALUES (?, ?, ?)`,
-          [
-            migration.version,
-            migration.description,
-            dialect === 'sqlite' ? Date.now() : new Date(),
-          ],
-        );
-      }
+      await createSchemaBefore(db, latest);
       logger.lines.length = 0;
       await db.openStorage();
       expect(logger.events('SchemaMigrated')).toEqual([

@@ -2,13 +2,9 @@ import { randomUUID } from 'node:crypto';
 import { FailureReason, JobStatus } from '../../libs/chokaq/src/interfaces/job-status.enum';
 import type { JobLease } from '../../libs/chokaq/src/interfaces/job.interface';
 import type { JobStorage } from '../../libs/chokaq/src/storage/job-storage';
-import {
-  JOB_ID_COLUMNS,
-  POSTGRES_MIGRATIONS,
-  bootstrapStatements,
-} from '../../libs/chokaq/src/storage/postgres/postgres.schema';
-import { quoteSchema } from '../../libs/chokaq/src/storage/postgres/sql';
+import { JOB_ID_COLUMNS } from '../../libs/chokaq/src/storage/postgres/postgres.schema';
 import { claim, startJob } from '../contract/helpers';
+import { createSchemaBefore } from '../support/schema-history';
 import { TestSchema, createTestSchema, describePostgres } from '../support/test-database';
 
 const BYTE_WISE_VERSION = 23;
@@ -84,22 +80,8 @@ describePostgres('PostgreSQL job ids: byte-wise on a new install (schema version
     await exerciseJobIds(storage, 'bytewise');
   });
 
-  /** The install as version 22 left it (bootstrap, every version before 23, each recorded). */
-  async function atVersion22(db: TestSchema): Promise<string> {
-    const s = quoteSchema(db.schema);
-    for (const statement of bootstrapStatements(s)) await db.sql(statement);
-    for (const migration of POSTGRES_MIGRATIONS.filter((m) => m.version < BYTE_WISE_VERSION)) {
-      for (const statement of migration.statements(s)) await db.sql(statement);
-      await db.sql(`INSERT INTO ${s}.schema_migrations (version, description) VALUES ($1, $2)`, [
-        migration.version,
-        migration.description,
-      ]);
-    }
-    return s;
-  }
-
   it('an install that holds a job keeps its collation at version 23, and its moves still join', async () => {
-    const s = await atVersion22(kept);
+    const s = await createSchemaBefore(kept, BYTE_WISE_VERSION);
     const held = randomUUID();
     await kept.sql(
       `INSERT INTO ${kept.table('hot')} (id, queue, type, payload, created_at_utc,
@@ -120,7 +102,7 @@ describePostgres('PostgreSQL job ids: byte-wise on a new install (schema version
   });
 
   it('an install whose only rows are recurring definitions converts: they may precede any job', async () => {
-    const s = await atVersion22(scheduled);
+    const s = await createSchemaBefore(scheduled, BYTE_WISE_VERSION);
     await scheduled.sql(
       `INSERT INTO ${s}.recurring_jobs (name, cron, time_zone, queue, type, payload,
          next_slot_utc, misfire_policy)
