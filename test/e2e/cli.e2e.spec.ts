@@ -670,6 +670,18 @@ describeEachDialect(
       expect(missing.stderr).toContain('no job has this id');
     });
 
+    it('migrate --binary-keys: a new PostgreSQL install is byte-wise already; SQLite refuses it', async () => {
+      const run = await cli('migrate', '--binary-keys', '--json');
+      if (dialect === 'sqlite') {
+        expectExit(run, 2);
+        expect(jsonError(run)).toMatchObject({ name: 'CliUsageError' });
+        expect(run.stderr).toContain('--binary-keys is for SQL Server and PostgreSQL');
+        return;
+      }
+      expectExit(run, 0);
+      expect(json(run)).toMatchObject({ binaryKeysConverted: false });
+    });
+
     // Last: it changes the schema's layout under the tests above.
     it('migrate --partitioning: PostgreSQL converts the Archive and the DLQ, keeping their rows; SQLite refuses it', async () => {
       if (dialect === 'sqlite') {

@@ -67,11 +67,13 @@ describePostgres('PostgreSQL job ids: byte-wise on a new install (schema version
   const fresh = createTestSchema('postgres');
   const kept = createTestSchema('postgres');
   const scheduled = createTestSchema('postgres');
+  const converted = createTestSchema('postgres');
 
   afterAll(async () => {
     await fresh.close();
     await kept.close();
     await scheduled.close();
+    await converted.close();
   });
 
   it('a new install compares every job id byte by byte, and its moves join them', async () => {
@@ -99,6 +101,36 @@ describePostgres('PostgreSQL job ids: byte-wise on a new install (schema version
     expect(await collations(kept)).toEqual(every(null));
     expect(await kept.count('hot', 'id = ?', [held])).toBe(1);
     await exerciseJobIds(storage, 'kept');
+  });
+
+  it('`chokaq migrate --binary-keys` converts an install that held jobs, which keep their rows; a second run changes nothing', async () => {
+    await createSchemaBefore(converted, BYTE_WISE_VERSION);
+    await converted.sql(
+      `INSERT INTO ${converted.table('hot')} (id, queue, type, payload, created_at_utc,
+         enqueued_at_utc, last_updated_utc)
+       VALUES ($1, 'older', 'older', '{}', now(), now(), now())`,
+      [randomUUID()],
+    );
+    const storage = await converted.openStorage();
+    await exerciseJobIds(storage, 'before');
+    const rows = async () =>
+      Object.fromEntries(
+        await Promise.all(
+          (['hot', 'archive', 'dlq', 'attempts', 'dependencies'] as const).map(
+            async (table) => [table, await converted.count(table)] as const,
+          ),
+        ),
+      );
+    const held = await rows();
+    expect(await collations(converted)).toEqual(every(null));
+
+    expect(await storage.convertKeysToBinary!()).toBe(true);
+    expect(await collations(converted)).toEqual(every('C'));
+    expect(await rows()).toEqual(held);
+    await exerciseJobIds(storage, 'after');
+
+    expect(await storage.convertKeysToBinary!()).toBe(false);
+    expect(await collations(converted)).toEqual(every('C'));
   });
 
   it('an install whose only rows are recurring definitions converts: they may precede any job', async () => {

@@ -191,13 +191,15 @@ export interface JobStore {
   schemaStatus(): Promise<SchemaStatus>;
 
   /**
-   * SQL Server only (absent on PostgreSQL and SQLite, whose keys always compare byte for byte):
-   * converts the key columns (queue, job type, idempotency key, queue and recurring job names) of
-   * an install created by an earlier release from the database's collation to a binary one, so
-   * keys that differ only by case are different keys, as on the other dialects (`chokaq migrate
-   * --binary-keys`). True when it converted them, false when they already were binary. It rebuilds
-   * the indexes of the Archive and the DLQ that name those columns: run it with the workers
-   * stopped. Never run at startup.
+   * `chokaq migrate --binary-keys`: converts key columns of an install created by an earlier
+   * release to the byte-wise collation a new install has. SQL Server: the key columns (queue, job
+   * type, idempotency key, queue and recurring job names), from the database's collation to a
+   * binary one, so keys that differ only by case are different keys, as on the other dialects.
+   * PostgreSQL: the columns that hold job ids, to `COLLATE "C"` (schema version 23 gives a new
+   * install that), which changes no comparison's result, only its cost under a locale's collation.
+   * Absent on SQLite, whose keys always compare byte for byte. True when it converted them, false
+   * when they already were byte-wise. It rewrites the Archive and the DLQ (SQL Server: the indexes
+   * that name those columns): run it with the workers stopped. Never run at startup.
    */
   convertKeysToBinary?(): Promise<boolean>;
 

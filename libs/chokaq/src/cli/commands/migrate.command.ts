@@ -14,6 +14,11 @@ function versionTable(versions: readonly SchemaVersionInfo[]): Block {
   );
 }
 
+/** What `--binary-keys` converts on a dialect: SQL Server's key columns, PostgreSQL's job ids. */
+function keyColumns(dialect: string): string {
+  return dialect === 'postgres' ? 'job-id columns' : 'key columns';
+}
+
 /**
  * `chokaq migrate [--dry-run] [--binary-keys] [--partitioning day|week|month]`: creates or
  * migrates the schema through the storage's own `ensureSchema()`, the call every starting worker
@@ -33,8 +38,10 @@ export const migrateCommand = defineCommand({
     'and is safe while workers run. --dry-run prints the versions and the SQL it would run.',
     'A SQLite file is created if missing (not with --dry-run).',
     'SQL Server: --binary-keys then converts the key columns of an install created by an earlier',
-    'release to a binary collation (keys that differ by case become different keys). It rebuilds',
-    'indexes of the archive and the DLQ: stop the workers first.',
+    'release to a binary collation (keys that differ by case become different keys). PostgreSQL:',
+    'it gives the job-id columns of an install that held jobs at schema version 23 the byte-wise',
+    'collation a new install has (COLLATE "C"; no comparison changes, each costs less). It rewrites',
+    'the archive and the DLQ (SQL Server: their indexes): stop the workers first.',
     'PostgreSQL, SQL Server: --partitioning makes the Archive and the DLQ partitions by their',
     'finish time, converting a plain install once (its old table becomes the partition of what',
     'it holds; no row is copied). Give the workers the same storage.partitioning option.',
@@ -43,7 +50,7 @@ export const migrateCommand = defineCommand({
     'dry-run': { type: 'boolean', description: 'print what would run; change nothing' },
     'binary-keys': {
       type: 'boolean',
-      description: 'SQL Server: also convert the key columns to a binary collation',
+      description: 'SQL Server, PostgreSQL: also convert the key columns to a byte-wise collation',
     },
     partitioning: {
       type: 'string',
@@ -101,7 +108,7 @@ export const migrateCommand = defineCommand({
     }
     if (binaryKeys && !schema.convertKeysToBinary) {
       throw new CliUsageError(
-        `--binary-keys is for SQL Server; ${before.dialect} keys already compare byte for byte`,
+        `--binary-keys is for SQL Server and PostgreSQL; ${before.dialect} keys already compare byte for byte`,
         'migrate',
       );
     }
@@ -135,8 +142,8 @@ export const migrateCommand = defineCommand({
           : [
               text(
                 converted
-                  ? 'Converted the key columns to a binary collation.'
-                  : 'The key columns were binary already; nothing to convert.',
+                  ? `Converted the ${keyColumns(after.dialect)} to a byte-wise collation.`
+                  : `The ${keyColumns(after.dialect)} were byte-wise already; nothing to convert.`,
               ),
             ]),
         ...(partitioning === undefined

@@ -51,6 +51,8 @@ import { mapClaimedRow, mapHotRow, toDate } from '../shared/row-mapper';
 import { Exec, num, PostgresConnection, Row } from './postgres.connection';
 import {
   bootstrapStatements,
+  byteWiseJobIds,
+  JOB_ID_COLUMNS,
   pendingPostgresMigrations,
   POSTGRES_SCHEMA_VERSION,
   postgresSchemaScript,
@@ -170,6 +172,32 @@ export class PostgresJobStore extends PostgresAdminStore implements DialectJobSt
         { dialect: 'postgres', schema: this.schemaName, fromVersion: from, toVersion: to, applied },
       );
     }
+  }
+
+  /**
+   * PostgreSQL's `chokaq migrate --binary-keys`: gives the job-id columns ({@link JOB_ID_COLUMNS})
+   * of an install that already held jobs at schema version 23 the byte-wise collation a new install
+   * has (`COLLATE "C"`), all of them in one transaction under the schema's advisory lock, so one
+   * install's job-id columns never have two collations. Equality does not change (it is byte
+   * equality under every deterministic collation); each comparison becomes a `memcmp` instead of the
+   * locale's collation function. Migrates first, so every table it names exists. Each `ALTER`
+   * rewrites its table and indexes under an ACCESS EXCLUSIVE lock: run it with the workers stopped.
+   * False, changing nothing, when every column is "C" already.
+   * @inheritdoc
+   */
+  async convertKeysToBinary(): Promise<boolean> {
+    await this.migrate();
+    return this.db.transaction('convertKeysToBinary', async (exec) => {
+      await exec(SQL.LOCK_SCHEMA, SQL.lockSchemaParams(this.schemaName));
+      const columns = await exec(
+        SQL.SELECT_JOB_ID_COLUMNS_NOT_BYTE_WISE,
+        SQL.selectJobIdColumnsNotByteWiseParams(this.schemaName, JOB_ID_COLUMNS),
+      );
+      for (const c of columns) {
+        await exec(byteWiseJobIds(this.s, String(c.table_name), String(c.column_name)));
+      }
+      return columns.length > 0;
+    });
   }
 
   /**

@@ -815,6 +815,14 @@ export const JOB_ID_COLUMNS: ReadonlyArray<readonly [table: string, column: stri
 ];
 
 /**
+ * Gives one job-id column of {@link JOB_ID_COLUMNS} the byte-wise collation: version 23 on an
+ * install that holds no job, and `convertKeysToBinary` (`chokaq migrate --binary-keys`) on one that
+ * does. On a partitioned Archive or DLQ, the statement on the parent converts every partition.
+ */
+export const byteWiseJobIds = (s: string, table: string, column: string): string =>
+  `ALTER TABLE ${s}.${table} ALTER COLUMN ${column} TYPE varchar(36) COLLATE "C"`;
+
+/**
  * Version 23: job ids compared byte by byte (`COLLATE "C"`) on an install that holds no job yet.
  * On a database whose collation is a locale's (en_US.UTF-8, an ICU locale), every comparison in
  * the id indexes (the claim's and the archive's primary-key inserts and lookups, dozens per job)
@@ -827,8 +835,8 @@ export const JOB_ID_COLUMNS: ReadonlyArray<readonly [table: string, column: stri
  * Changing a column's collation rewrites its table and indexes under an ACCESS EXCLUSIVE lock
  * (https://www.postgresql.org/docs/15/sql-altertable.html), so this version converts only when no
  * table that holds a job id has a row: a new install, or one that holds nothing yet. An install
- * with jobs keeps its collation (docs/storage.md gives the conversion to run with the workers
- * stopped). Every statement works with either, since one install's job-id columns share one
+ * with jobs keeps its collation until `chokaq migrate --binary-keys` converts it, with the workers
+ * stopped (`convertKeysToBinary`). Every statement works with either, since one install's job-id columns share one
  * collation. Workers of version 22 run unchanged on either.
  */
 const V23: PostgresMigration = {
@@ -843,8 +851,7 @@ const V23: PostgresMigration = {
       .map((table) => `NOT EXISTS (SELECT 1 FROM ${s}.${table})`)
       .join('\n     AND ');
     const alters = JOB_ID_COLUMNS.map(
-      ([table, column]) =>
-        `    ALTER TABLE ${s}.${table} ALTER COLUMN ${column} TYPE varchar(36) COLLATE "C";`,
+      ([table, column]) => `    ${byteWiseJobIds(s, table, column)};`,
     ).join('\n');
     return [
       `DO $chokaq$

@@ -30,6 +30,30 @@ export function lockSchemaParams(schemaName: string): unknown[] {
   return [schemaName];
 }
 
+/**
+ * The job-id columns (`$2`, as `table.column`) of the schema `$1` (unquoted) whose collation is not
+ * byte-wise "C", from the catalog (no lock), for `convertKeysToBinary`: none on a new install, whose
+ * version 23 gave them "C", all of them on an install that held jobs then. A partition's columns
+ * are not listed: they follow their parent's.
+ */
+export const SELECT_JOB_ID_COLUMNS_NOT_BYTE_WISE = `
+SELECT c.relname AS table_name, a.attname AS column_name
+FROM pg_catalog.pg_attribute a
+JOIN pg_catalog.pg_class c ON c.oid = a.attrelid
+JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
+JOIN pg_catalog.pg_collation co ON co.oid = a.attcollation
+WHERE n.nspname = $1 AND (c.relname || '.' || a.attname) = ANY ($2::text[])
+  AND NOT a.attisdropped AND co.collname <> 'C'
+ORDER BY 1, 2`;
+
+/** Binds {@link SELECT_JOB_ID_COLUMNS_NOT_BYTE_WISE}: $1 the schema name, $2 the columns. */
+export function selectJobIdColumnsNotByteWiseParams(
+  schemaName: string,
+  columns: ReadonlyArray<readonly [table: string, column: string]>,
+): unknown[] {
+  return [schemaName, columns.map(([table, column]) => `${table}.${column}`)];
+}
+
 /** Records one applied migration. $1 version, $2 description. */
 export const recordMigration = (s: string): string => `
 INSERT INTO ${s}.schema_migrations (version, description, applied_at_utc)
