@@ -198,8 +198,9 @@ export interface JobStore {
    * PostgreSQL: the columns that hold job ids, to `COLLATE "C"` (schema version 23 gives a new
    * install that), which changes no comparison's result, only its cost under a locale's collation.
    * Absent on SQLite, whose keys always compare byte for byte. True when it converted them, false
-   * when they already were byte-wise. It rewrites the Archive and the DLQ (SQL Server: the indexes
-   * that name those columns): run it with the workers stopped. Never run at startup.
+   * when they already were byte-wise. PostgreSQL rewrites the tables that hold those columns, SQL
+   * Server the Archive's and the DLQ's indexes that name them: run it with the workers stopped.
+   * Never run at startup.
    */
   convertKeysToBinary?(): Promise<boolean>;
 

@@ -41,7 +41,7 @@ export const migrateCommand = defineCommand({
     'release to a binary collation (keys that differ by case become different keys). PostgreSQL:',
     'it gives the job-id columns of an install that held jobs at schema version 23 the byte-wise',
     'collation a new install has (COLLATE "C"; no comparison changes, each costs less). It rewrites',
-    'the archive and the DLQ (SQL Server: their indexes): stop the workers first.',
+    "those tables (SQL Server: the archive's and the DLQ's indexes): stop the workers first.",
     'PostgreSQL, SQL Server: --partitioning makes the Archive and the DLQ partitions by their',
     'finish time, converting a plain install once (its old table becomes the partition of what',
     'it holds; no row is copied). Give the workers the same storage.partitioning option.',

@@ -835,9 +835,9 @@ export const byteWiseJobIds = (s: string, table: string, column: string): string
  * Changing a column's collation rewrites its table and indexes under an ACCESS EXCLUSIVE lock
  * (https://www.postgresql.org/docs/15/sql-altertable.html), so this version converts only when no
  * table that holds a job id has a row: a new install, or one that holds nothing yet. An install
- * with jobs keeps its collation until `chokaq migrate --binary-keys` converts it, with the workers
- * stopped (`convertKeysToBinary`). Every statement works with either, since one install's job-id columns share one
- * collation. Workers of version 22 run unchanged on either.
+ * with jobs keeps its collation until `chokaq migrate --binary-keys` (`convertKeysToBinary`)
+ * converts it with the workers stopped. Every statement works with either, since one install's
+ * job-id columns share one collation. Workers of version 22 run unchanged on either.
  */
 const V23: PostgresMigration = {
   version: 23,
