@@ -27,6 +27,41 @@ export interface OwnCluster {
   stop(): Promise<void>;
 }
 
+/**
+ * The servers this process started and has not stopped, by directory, each with the synchronous
+ * way to end it (an immediate stop, then its directory removed). They are ended when the process
+ * exits or is interrupted before their `stop()`, so that a bench or test run ended by Ctrl-C or a
+ * runner's SIGTERM leaves no server holding its port, its memory and its directory.
+ */
+const running = new Map<string, () => void>();
+
+/** Signals that end a process by default and that an interrupted run receives. */
+const INTERRUPTS = ['SIGINT', 'SIGTERM', 'SIGHUP'] as const;
+
+/** Ends every server of {@link running}. Synchronous: it also runs in an `exit` listener. */
+function endAll(): void {
+  for (const end of [...running.values()]) end();
+}
+
+let guarded = false;
+
+/**
+ * Listens, once per process, for its exit and for the interrupts: each ends the servers still
+ * running, and an interrupt is then raised again with the listener gone, so the process still
+ * ends by that signal, as it would have without a server.
+ */
+function guardProcess(): void {
+  if (guarded) return;
+  guarded = true;
+  process.once('exit', endAll);
+  for (const signal of INTERRUPTS) {
+    process.once(signal, () => {
+      endAll();
+      process.kill(process.pid, signal);
+    });
+  }
+}
+
 /** A free TCP port on 127.0.0.1, as the kernel hands one out. */
 async function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
@@ -89,6 +124,16 @@ async function startServer(
   }
   let stopped = false;
   let crashed = false;
+  running.set(dir, () => {
+    running.delete(dir);
+    try {
+      asPostgres('pg_ctl', ['-D', data, '-m', 'immediate', '-w', 'stop']);
+    } catch {
+      // Stopped already (a crash() or the server's own end): only the directory is left.
+    }
+    rmSync(dir, { recursive: true, force: true });
+  });
+  guardProcess();
   return {
     url: `postgres://${PG_USER}@127.0.0.1:${port}/postgres`,
     port,
@@ -101,6 +146,7 @@ async function startServer(
     stop: async () => {
       if (stopped) return;
       stopped = true;
+      running.delete(dir);
       try {
         if (!crashed) asPostgres('pg_ctl', ['-D', data, '-m', 'fast', '-w', 'stop']);
       } finally {
@@ -117,7 +163,8 @@ async function startServer(
  * 127.0.0.1 only (replication connections included: `initdb -A trust` writes those lines of
  * `pg_hba.conf`). The soak runs on one when the bench's own server is configured otherwise (a CI
  * server with autovacuum off, say); the read-replica tests run a primary and its standby. Whoever
- * starts one stops it (`stop()`), also when the run fails.
+ * starts one stops it (`stop()`), also when the run fails; one still running when the process
+ * exits or is interrupted (SIGINT, SIGTERM, SIGHUP) is stopped then, and its directory removed.
  */
 export async function startOwnCluster(extra: readonly string[] = []): Promise<OwnCluster> {
   const dir = clusterDirectory();
