@@ -307,6 +307,33 @@ describe('resolveChokaQOptions', () => {
       ]);
     });
 
+    it('checks the SQL Server and schema-timeout options where they apply, and only names them elsewhere', () => {
+      const dataSource = { options: { type: 'mssql' }, initialize: async () => undefined };
+      const mssql = (extra: object) =>
+        issuesOf({ storage: { type: 'mssql', host: 'h', ...extra } });
+      const postgres = (extra: object) =>
+        issuesOf({ storage: { type: 'postgres', host: 'h', ...extra } });
+      const unknown = (key: string, value: unknown) => ({
+        path: `storage.${key}`,
+        message: 'is not a known option of postgres storage',
+        value,
+      });
+      const paths = (issues: Array<{ path: string }>) => issues.map((i) => i.path);
+
+      expect(mssql({ options: 5 })).toEqual([
+        { path: 'storage.options', message: 'must be an object of mssql driver options', value: 5 },
+      ]);
+      expect(postgres({ options: 5 })).toEqual([unknown('options', 5)]);
+      // Under a second a driver timer would cancel ordinary claims and moves of a busy server.
+      expect(paths(mssql({ requestTimeoutMs: 999 }))).toEqual(['storage.requestTimeoutMs']);
+      expect(postgres({ requestTimeoutMs: 999 })).toEqual([unknown('requestTimeoutMs', 999)]);
+      expect(paths(mssql({ schemaTimeoutMs: -1 }))).toEqual(['storage.schemaTimeoutMs']);
+      expect(paths(issuesOf({ storage: { dataSource, schemaTimeoutMs: -1 } } as never))).toEqual([
+        'storage.schemaTimeoutMs',
+      ]);
+      expect(postgres({ schemaTimeoutMs: -1 })).toEqual([unknown('schemaTimeoutMs', -1)]);
+    });
+
     it('names each wrong part of partitioning', () => {
       const postgres = (partitioning: unknown) =>
         issuesOf({ storage: { type: 'postgres', host: 'h', partitioning } } as never);
