@@ -19,6 +19,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Client } from 'pg';
 import { createJobStorage } from '../libs/chokaq/src/storage/create-storage';
+import { pgUrlOf } from './lib/args';
 import { benchSchemaName, dropSchema, ensureBenchDatabase } from './lib/pg-admin';
 import { scheduledCpuMs } from './lib/proc-cpu';
 import { quietLogger } from './lib/quiet-logger';
@@ -95,7 +96,7 @@ interface Args {
 
 function parse(argv: string[]): Args {
   const args: Args = {
-    pgUrl: process.env.BENCH_PG_URL ?? 'postgres://postgres@127.0.0.1:5432/test',
+    pgUrl: pgUrlOf(undefined),
     jobs: 40_000,
     rounds: 3,
   };

@@ -220,6 +220,14 @@ const QUICK: BenchSizes = {
   backlogDrain: 1_000,
 };
 
+/** The bench's PostgreSQL server when `--pg-url` is not given (`$BENCH_PG_URL`, else the local one). */
+const DEFAULT_PG_URL = 'postgres://postgres@127.0.0.1:5432/test';
+
+/** The server `--pg-url=flag` names, else `$BENCH_PG_URL`, else {@link DEFAULT_PG_URL}. */
+export function pgUrlOf(flag: string | undefined): string {
+  return flag ?? process.env.BENCH_PG_URL ?? DEFAULT_PG_URL;
+}
+
 const HELP = `npm run bench -- [flags]
   --quick                 small sizes, 1 run (smoke test); RESULTS.md is not rewritten
   --peers                 also run graphile-worker (preset + defaults) and pg-boss on PostgreSQL
@@ -285,7 +293,7 @@ const HELP = `npm run bench -- [flags]
   --write / --no-write    (re)write bench/RESULTS.md (default: on unless --quick)
   --max-load=X            before each scenario wait until the 1-min load average is below X
   --max-load-wait-s=N     … but at most N seconds (default 600), then go on and say so
-  --pg-url=URL            server (default postgres://postgres@127.0.0.1:5432/test; runs use database chokaq_bench)`;
+  --pg-url=URL            server (default ${DEFAULT_PG_URL}; runs use database chokaq_bench)`;
 
 function list<T extends string>(value: string, allowed: readonly T[], flag: string): Set<T> {
   const items = value.split(',').filter(Boolean);
@@ -482,8 +490,7 @@ export function parseArgs(argv: readonly string[]): BenchArgs | 'help' {
     maxLoadWaitMs: flags.has('max-load-wait-s')
       ? positive(flags.get('max-load-wait-s')!, '--max-load-wait-s') * 1_000
       : 600_000,
-    pgUrl:
-      flags.get('pg-url') ?? process.env.BENCH_PG_URL ?? 'postgres://postgres@127.0.0.1:5432/test',
+    pgUrl: pgUrlOf(flags.get('pg-url')),
   };
 }
 

@@ -62,6 +62,20 @@ function guardProcess(): void {
   }
 }
 
+/**
+ * Stops the server of the data directory `data` at once (`pg_ctl stop -m immediate`; nothing to
+ * stop when it is not running) and removes its cluster directory `dir`. Synchronous, so that it
+ * can run as the process exits; a test also sweeps with it what a failing run left behind.
+ */
+export function endServer(dir: string, data: string): void {
+  try {
+    asPostgres('pg_ctl', ['-D', data, '-m', 'immediate', '-w', 'stop']);
+  } catch {
+    // Stopped already (a crash() or the server's own end): only the directory is left.
+  }
+  rmSync(dir, { recursive: true, force: true });
+}
+
 /** A free TCP port on 127.0.0.1, as the kernel hands one out. */
 async function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
@@ -126,12 +140,7 @@ async function startServer(
   let crashed = false;
   running.set(dir, () => {
     running.delete(dir);
-    try {
-      asPostgres('pg_ctl', ['-D', data, '-m', 'immediate', '-w', 'stop']);
-    } catch {
-      // Stopped already (a crash() or the server's own end): only the directory is left.
-    }
-    rmSync(dir, { recursive: true, force: true });
+    endServer(dir, data);
   });
   guardProcess();
   return {

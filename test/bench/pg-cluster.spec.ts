@@ -1,7 +1,8 @@
-import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
-import { existsSync, rmSync } from 'node:fs';
+import { type ChildProcess, spawn } from 'node:child_process';
+import { existsSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { Client } from 'pg';
+import { endServer } from '../../bench/lib/pg-cluster';
 import { TS_LOADER } from '../support/env';
 import { describePostgres } from '../support/test-database';
 import { waitFor } from '../support/wait-for';
@@ -57,26 +58,6 @@ function startHolder(then: 'wait' | 'throw'): {
   return { child, ready, ended };
 }
 
-/**
- * Stops a server the holder left behind and removes its cluster directory (the data directory's
- * parent), so that a failing run leaks nothing either.
- */
-function sweep(dataDir: string): void {
-  if (!existsSync(dataDir)) return;
-  const pgCtl = join(process.env.CHOKAQ_PG_BIN ?? '/usr/lib/postgresql/15/bin', 'pg_ctl');
-  const root = process.getuid?.() === 0;
-  try {
-    execFileSync(
-      root ? 'runuser' : pgCtl,
-      [...(root ? ['-u', 'postgres', '--', pgCtl] : []), '-D', dataDir, '-m', 'immediate', 'stop'],
-      { stdio: 'ignore' },
-    );
-  } catch {
-    // Not running: nothing to stop.
-  }
-  rmSync(dirname(dataDir), { recursive: true, force: true });
-}
-
 /** True when a server answers at `url`. */
 async function answers(url: string): Promise<boolean> {
   const client = new Client({ connectionString: url, connectionTimeoutMillis: 2_000 });
@@ -111,7 +92,8 @@ describePostgres('bench/lib/pg-cluster: a cluster ends with the process that sta
       return how;
     } finally {
       child.kill('SIGKILL');
-      if (dataDir !== undefined) sweep(dataDir);
+      // What a failing run left behind (the cluster directory is the data directory's parent).
+      if (dataDir !== undefined && existsSync(dataDir)) endServer(dirname(dataDir), dataDir);
     }
   }
 

@@ -1,14 +1,9 @@
 import { ChokaQValidationError } from '../../libs/chokaq/src/errors';
 import { RecurringJobDefinition } from '../../libs/chokaq/src/interfaces/recurring-job.interface';
 import { JobStorage } from '../../libs/chokaq/src/storage/job-storage';
-import {
-  POSTGRES_MIGRATIONS,
-  bootstrapStatements,
-} from '../../libs/chokaq/src/storage/postgres/postgres.schema';
-import {
-  SQLITE_MIGRATIONS,
-  schemaMigrationsDdl,
-} from '../../libs/chokaq/src/storage/sqlite/sqlite.schema';
+import { POSTGRES_MIGRATIONS } from '../../libs/chokaq/src/storage/postgres/postgres.schema';
+import { SQLITE_MIGRATIONS } from '../../libs/chokaq/src/storage/sqlite/sqlite.schema';
+import { createSchemaBefore } from '../support/schema-history';
 import { TestDatabase, createTestSchema, describeEachDialect } from '../support/test-database';
 import { countRows, expectRejects, uniqueQueue } from './helpers';
 
@@ -312,29 +307,10 @@ describeEachDialect('schema upgrade: recurring source and last job id', (fixture
     async () => {
       const schema = createTestSchema(fixture.name);
       try {
-        const migrations: ReadonlyArray<{
-          version: number;
-          description: string;
-          statements: (s: string) => string[];
-        }> = fixture.name === 'sqlite' ? SQLITE_MIGRATIONS : POSTGRES_MIGRATIONS;
+        const migrations = fixture.name === 'sqlite' ? SQLITE_MIGRATIONS : POSTGRES_MIGRATIONS;
         const upgrade = migrations.find((m) => m.description.startsWith('Recurring jobs: source'))!;
         const ledger = schema.table('migrations');
-        // The schema identifier (PostgreSQL) or the table prefix (SQLite) the migrations take.
-        const target =
-          fixture.name === 'sqlite' ? schema.schema : ledger.slice(0, -'.schema_migrations'.length);
-        if (fixture.name === 'sqlite') {
-          await schema.sql(schemaMigrationsDdl(target));
-        } else {
-          for (const statement of bootstrapStatements(target)) await schema.sql(statement);
-        }
-        for (const migration of migrations.filter((m) => m.version < upgrade.version)) {
-          for (const statement of migration.statements(target)) await schema.sql(statement);
-          await schema.sql(
-            fixture.name === 'sqlite'
-              ? `INSERT INTO ${ledger} (version, description, applied_at_utc) VALUES (${migration.version}, 'x', 0)`
-              : `INSERT INTO ${ledger} (version, description) VALUES (${migration.version}, 'x')`,
-          );
-        }
+        await createSchemaBefore(schema, upgrade.version);
         const slot = new Date(Date.UTC(2026, 0, 1, 3, 0, 0));
         await schema.query(
           `INSERT INTO ${schema.table('recurring')} (name, cron, time_zone, queue, type, payload, next_slot_utc, misfire_policy, is_paused)

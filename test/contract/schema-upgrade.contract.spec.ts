@@ -1,14 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import { FailureReason, JobStatus } from '../../libs/chokaq/src/interfaces/job-status.enum';
-import {
-  POSTGRES_MIGRATIONS,
-  bootstrapStatements,
-} from '../../libs/chokaq/src/storage/postgres/postgres.schema';
-import { quoteSchema } from '../../libs/chokaq/src/storage/postgres/sql';
-import {
-  SQLITE_MIGRATIONS,
-  schemaMigrationsDdl,
-} from '../../libs/chokaq/src/storage/sqlite/sqlite.schema';
+import { POSTGRES_MIGRATIONS } from '../../libs/chokaq/src/storage/postgres/postgres.schema';
+import { SQLITE_MIGRATIONS } from '../../libs/chokaq/src/storage/sqlite/sqlite.schema';
+import { createSchemaBefore } from '../support/schema-history';
 import { TestSchema, createTestSchema, describeEachDialect } from '../support/test-database';
 import { claim, expectRejects, newWorkerId, uniqueQueue } from './helpers';
 
@@ -211,24 +205,12 @@ describeEachDialect(
      */
     async function createPreviousVersion(
       before = WORKERS_VERSION,
-      alsoApply: (version: number) => boolean = () => false,
-      alsoRecord: (version: number) => boolean = () => false,
+      alsoApply?: (version: number) => boolean,
+      alsoRecord?: (version: number) => boolean,
     ): Promise<number[]> {
+      await createSchemaBefore(db, before, { alsoApply, alsoRecord });
       const all = dialect === 'sqlite' ? SQLITE_MIGRATIONS : POSTGRES_MIGRATIONS;
-      const previous = all.filter((m) => m.version < before);
-      const applied = all.filter((m) => m.version < before || alsoApply(m.version));
-      const s = dialect === 'sqlite' ? db.schema : quoteSchema(db.schema);
-      if (dialect === 'sqlite') await db.sql(schemaMigrationsDdl(s));
-      else for (const statement of bootstrapStatements(s)) await db.sql(statement);
-      for (const migration of applied) {
-        for (const statement of migration.statements(s)) await db.sql(statement);
-        if (migration.version >= before && !alsoRecord(migration.version)) continue;
-        await db.query(
-          `INSERT INTO ${db.table('migrations')} (version, description, applied_at_utc) VALUES (?, ?, ?)`,
-          [migration.version, migration.description, at(Date.now())],
-        );
-      }
-      return previous.map((m) => m.version);
+      return all.filter((m) => m.version < before).map((m) => m.version);
     }
 
     it('migrates a previous-version database with jobs in every pillar, losing and stranding nothing', async () => {
